@@ -1,0 +1,100 @@
+"""layoutproof: the CuTe layout algebra, sound and fast, with proofs.
+
+>>> from layoutproof import Layout, composition
+>>> A = Layout.parse("(4,(2,2)):(2,(1,8))")
+>>> A(17), A(37 % A.size)
+(18, 20)
+>>> str(composition(A, Layout((2, 4), (1, 2))))
+'(2,(2,2)):(2,(4,1))'
+"""
+
+from .errors import (
+    InadmissibleError,
+    LayoutError,
+    MalformedLayoutError,
+    OutOfDomainError,
+    UndecidableConditionError,
+)
+from .inttuple import (
+    append,
+    ceil_div,
+    congruent,
+    crd2crd,
+    crd2idx,
+    flatten,
+    group,
+    idx2crd,
+    inner_product,
+    is_int,
+    is_tuple,
+    prefix_product,
+    prepend,
+    product,
+    product_each,
+    select,
+    shape_div,
+    take,
+    unflatten,
+    unwrap,
+    weakly_congruent,
+    wrap,
+    zip,
+)
+from .layout import (
+    Layout,
+    LayoutLeft,
+    LayoutRight,
+    Underscore,
+    _,
+    coshape,
+    cosize,
+    depth,
+    get,
+    make_layout,
+    make_layout_like,
+    make_ordered_layout,
+    rank,
+    shape,
+    size,
+    slice_,
+    slice_and_offset,
+    stride,
+)
+from .ops import (
+    blocked_product,
+    coalesce,
+    compatible,
+    complement,
+    composition,
+    filter,
+    flat_divide,
+    flat_product,
+    left_inverse,
+    logical_divide,
+    logical_product,
+    raked_product,
+    right_inverse,
+    tile_to_shape,
+    tiled_divide,
+    tiled_product,
+    zipped_divide,
+    zipped_product,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LayoutError", "MalformedLayoutError", "InadmissibleError", "OutOfDomainError",
+    "UndecidableConditionError",
+    "is_int", "is_tuple", "flatten", "unflatten", "product", "product_each", "prefix_product",
+    "inner_product", "congruent", "weakly_congruent", "idx2crd", "crd2idx", "crd2crd",
+    "select", "take", "group", "append", "prepend", "zip", "wrap", "unwrap", "shape_div",
+    "ceil_div",
+    "Layout", "Underscore", "_", "LayoutLeft", "LayoutRight", "make_layout",
+    "make_ordered_layout", "make_layout_like", "size", "cosize", "coshape", "rank", "depth",
+    "shape", "stride", "get", "slice_and_offset", "slice_",
+    "coalesce", "filter", "composition", "complement", "right_inverse", "left_inverse",
+    "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product",
+    "zipped_product", "tiled_product", "flat_product", "blocked_product", "raked_product",
+    "tile_to_shape", "compatible",
+]

@@ -1,0 +1,65 @@
+"""The one error hierarchy of layoutproof.
+
+Every failure the library reports on bad input is a :class:`LayoutError` (itself a
+``ValueError``).  Subclasses say *what kind* of failure it is:
+
+* :class:`MalformedLayoutError` -- the input is not a layout (non-congruent shape and
+  stride, a non-positive extent, a leaf that is not an integer, ...).
+* :class:`InadmissibleError` -- an operation's side condition does not hold; carries the
+  violated ``condition`` and, where one exists, a ``witness`` (a coordinate at which the
+  result a less careful implementation returns is wrong).
+* :class:`OutOfDomainError` -- a coordinate outside a layout's domain (also an
+  ``IndexError`` so that Python's sequence protocols behave).
+* :class:`UndecidableConditionError` -- a symbolic side condition that cannot be decided
+  from the active assumptions; carries the ``condition`` to assume.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "LayoutError",
+    "MalformedLayoutError",
+    "InadmissibleError",
+    "OutOfDomainError",
+    "UndecidableConditionError",
+]
+
+
+class LayoutError(ValueError):
+    """Base class of every error layoutproof raises on bad input."""
+
+
+class MalformedLayoutError(LayoutError):
+    """The value given is not a well-formed shape, stride, coordinate or layout."""
+
+
+class InadmissibleError(LayoutError):
+    """An operation's side condition is violated.
+
+    Attributes:
+        condition: the name of the violated condition, e.g. ``"stride divisibility"``.
+        witness: a coordinate showing the failure, or ``None`` when there is none.
+    """
+
+    def __init__(self, message: str, *, condition: str, witness: Any = None) -> None:
+        super().__init__(message)
+        self.condition = condition
+        self.witness = witness
+
+
+class OutOfDomainError(LayoutError, IndexError):
+    """A coordinate (or mode index) lies outside the domain it is applied to."""
+
+
+class UndecidableConditionError(LayoutError):
+    """A symbolic side condition cannot be decided from the active assumptions.
+
+    Attributes:
+        condition: the condition that, once assumed (or refuted), makes it decidable.
+    """
+
+    def __init__(self, message: str, *, condition: Any) -> None:
+        super().__init__(message)
+        self.condition = condition

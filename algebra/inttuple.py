@@ -1,0 +1,531 @@
+"""The hierarchical-tuple (HTuple / IntTuple) toolbox.
+
+An HTuple is an integer or a tuple of HTuples.  These functions follow CuTe's
+``int_tuple.hpp`` naming and meaning.  Every public function validates its input and
+raises a :class:`~layoutproof.errors.MalformedLayoutError` for anything that is not an
+HTuple of integers; the ``_``-prefixed helpers used inside the library skip that check.
+
+>>> prefix_product((2, (3, 4)))
+(1, (2, 6))
+>>> idx2crd(16, (3, (2, 3)))
+(1, (1, 2))
+>>> crd2idx((1, (1, 2)), (3, (2, 3)))
+16
+"""
+
+from __future__ import annotations
+
+import builtins
+import numbers
+from typing import Any, Union
+
+from .errors import MalformedLayoutError, OutOfDomainError
+
+__all__ = [
+    "IntTuple",
+    "is_int",
+    "is_tuple",
+    "flatten",
+    "unflatten",
+    "product",
+    "product_each",
+    "prefix_product",
+    "inner_product",
+    "congruent",
+    "weakly_congruent",
+    "idx2crd",
+    "crd2idx",
+    "crd2crd",
+    "select",
+    "take",
+    "group",
+    "append",
+    "prepend",
+    "zip",
+    "wrap",
+    "unwrap",
+    "shape_div",
+    "ceil_div",
+    "signum",
+]
+
+IntTuple = Union[int, tuple]
+
+_bzip = builtins.zip
+# Nesting deeper than this is rejected up front (it is never a real layout, and it keeps
+# every recursive routine far away from Python's recursion limit).
+MAX_DEPTH = 64
+
+
+# ----------------------------------------------------------------------------- leaves
+def is_int(x: Any) -> bool:
+    """True for a Python or NumPy integer (``bool`` is not an integer here)."""
+    t = type(x)
+    if t is int:
+        return True
+    if t is bool:
+        return False
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def is_tuple(x: Any) -> bool:
+    """True for a tuple (an HTuple node)."""
+    return isinstance(x, tuple)
+
+
+def _norm(x: Any, what: str, depth: int = 0) -> Any:
+    """Validate an HTuple of integers and normalize it (lists -> tuples, numpy ints -> int)."""
+    t = type(x)
+    if t is int:
+        return x
+    if t is tuple or t is list:
+        if depth >= MAX_DEPTH:
+            raise MalformedLayoutError(f"{what} is nested deeper than {MAX_DEPTH} levels")
+        return tuple(_norm(e, what, depth + 1) for e in x)
+    if is_int(x):
+        return int(x)
+    if isinstance(x, tuple):  # tuple subclasses (namedtuples)
+        return _norm(tuple(x), what, depth)
+    raise MalformedLayoutError(
+        f"{what} must be an integer or a tuple of them, got {type(x).__name__} {x!r:.80}"
+    )
+
+
+def _norm_int(x: Any, what: str) -> int:
+    if type(x) is int:
+        return x
+    if is_int(x):
+        return int(x)
+    raise MalformedLayoutError(f"{what} must be an integer, got {type(x).__name__} {x!r:.80}")
+
+
+# ----------------------------------------------------------------------------- private core
+def _flatten(t: Any) -> tuple:
+    if type(t) is not tuple:
+        return (t,)
+    out: list = []
+    stack = [iter(t)]
+    while stack:
+        for e in stack[-1]:
+            if type(e) is tuple:
+                stack.append(iter(e))
+                break
+            out.append(e)
+        else:
+            stack.pop()
+    return tuple(out)
+
+
+def _product(t: Any) -> Any:
+    if type(t) is not tuple:
+        return t
+    p = 1
+    for e in _flatten(t):
+        p *= e
+    return p
+
+
+def _depth(t: Any) -> int:
+    if type(t) is not tuple:
+        return 0
+    return 1 + max((_depth(e) for e in t), default=0)
+
+
+def _congruent(a: Any, b: Any) -> bool:
+    ta, tb = type(a) is tuple, type(b) is tuple
+    if ta and tb:
+        return len(a) == len(b) and all(_congruent(x, y) for x, y in _bzip(a, b))
+    return not ta and not tb
+
+
+def _weakly_congruent(a: Any, b: Any) -> bool:
+    if type(a) is not tuple:
+        return True
+    if type(b) is not tuple:
+        return False
+    return len(a) == len(b) and all(_weakly_congruent(x, y) for x, y in _bzip(a, b))
+
+
+def _unflatten(flat: tuple, profile: Any) -> Any:
+    it = iter(flat)
+
+    def build(p: Any) -> Any:
+        if type(p) is tuple:
+            return tuple(build(e) for e in p)
+        return next(it)
+
+    return build(profile)
+
+
+def _prefix_product(t: Any, init: Any = 1) -> Any:
+    if type(t) is tuple:
+        out = []
+        cur = init
+        for e in t:
+            out.append(_prefix_product(e, cur))
+            cur = cur * _product(e)
+        return tuple(out)
+    return init
+
+
+def _inner_product(a: Any, b: Any) -> Any:
+    if type(a) is tuple:
+        s = 0
+        for x, y in _bzip(a, b):
+            s = s + _inner_product(x, y)
+        return s
+    return a * b
+
+
+def _ceil_div_int(a: Any, b: Any) -> Any:
+    return -(-a // b)
+
+
+def _idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
+    if stride is None:
+        stride = _prefix_product(shape)
+    if type(idx) is tuple:
+        return tuple(_idx2crd(i, s, d) for i, s, d in _bzip(idx, shape, stride))
+    if type(shape) is tuple:
+        return tuple(_idx2crd(idx, s, d) for s, d in _bzip(shape, stride))
+    return (idx // stride) % shape
+
+
+def _crd2idx(crd: Any, shape: Any, stride: Any = None) -> Any:
+    """CuTe's crd2idx: an integer coordinate against a tuple shape is split colexicographically,
+    with the last mode taking the remainder unbounded."""
+    if stride is None:
+        stride = _prefix_product(shape)
+    if type(crd) is tuple:
+        s = 0
+        for c, sh, d in _bzip(crd, shape, stride):
+            s = s + _crd2idx(c, sh, d)
+        return s
+    if type(shape) is tuple:
+        n = len(shape)
+        s = 0
+        for i, (sh, d) in enumerate(_bzip(shape, stride)):
+            if i == n - 1:
+                s = s + _crd2idx(crd, sh, d)
+            else:
+                p = _product(sh)
+                s = s + _crd2idx(crd % p, sh, d)
+                crd = crd // p
+        return s
+    return crd * stride
+
+
+# ----------------------------------------------------------------------------- public API
+def flatten(t: Any) -> tuple:
+    """The leaves of ``t`` in order, as a flat tuple (an integer gives a 1-tuple).
+
+    Layouts are accepted too and give the flattened layout.
+    """
+    from .layout import Layout
+
+    if isinstance(t, Layout):
+        from .layout import flatten_layout
+
+        return flatten_layout(t)  # type: ignore[return-value]
+    return _flatten(_norm(t, "flatten argument"))
+
+
+def unflatten(flat: Any, profile: Any) -> Any:
+    """Rebuild the nesting of ``profile`` from the flat sequence ``flat``."""
+    flat = _norm(flat, "unflatten argument")
+    profile = _norm(profile, "unflatten profile")
+    flat = flat if type(flat) is tuple else (flat,)
+    n = len(_flatten(profile)) if type(profile) is tuple else 1
+    if len(flat) != n:
+        raise MalformedLayoutError(
+            f"unflatten: {len(flat)} leaves do not fit a profile with {n} leaves"
+        )
+    return _unflatten(flat, profile)
+
+
+def product(t: Any) -> int:
+    """The product of all leaves (1 for the empty tuple)."""
+    return _product(_norm(t, "product argument"))
+
+
+def product_each(t: Any) -> Any:
+    """The product of each top-level mode."""
+    t = _norm(t, "product_each argument")
+    if type(t) is tuple:
+        return tuple(_product(e) for e in t)
+    return t
+
+
+def prefix_product(t: Any, init: Any = 1) -> Any:
+    """Exclusive prefix products, with the nesting of ``t``: ``(2,(3,4)) -> (1,(2,6))``."""
+    t = _norm(t, "prefix_product argument")
+    init = _norm(init, "prefix_product init")
+    if type(init) is tuple:
+        if not _congruent(t, init) and not (type(t) is tuple and len(t) == len(init)):
+            raise MalformedLayoutError("prefix_product: init must be an integer or match t")
+        return tuple(_prefix_product(a, b) for a, b in _bzip(t, init))
+    return _prefix_product(t, init)
+
+
+def inner_product(a: Any, b: Any) -> int:
+    """Sum of the products of corresponding leaves of two congruent HTuples."""
+    a = _norm(a, "inner_product argument")
+    b = _norm(b, "inner_product argument")
+    if not _congruent(a, b):
+        raise MalformedLayoutError(f"inner_product: {a} and {b} are not congruent")
+    return _inner_product(a, b)
+
+
+def congruent(a: Any, b: Any) -> bool:
+    """True when ``a`` and ``b`` have the same nesting profile."""
+    return _congruent(_norm(a, "congruent argument"), _norm(b, "congruent argument"))
+
+
+def weakly_congruent(a: Any, b: Any) -> bool:
+    """True when the profile of ``a`` is a coarsening of the profile of ``b``
+    (every integer of ``a`` stands where ``b`` has an integer or a tuple)."""
+    return _weakly_congruent(_norm(a, "weakly_congruent argument"),
+                             _norm(b, "weakly_congruent argument"))
+
+
+def _check_domain(crd: Any, shape: Any) -> None:
+    if type(crd) is tuple:
+        if type(shape) is not tuple or len(shape) != len(crd):
+            raise OutOfDomainError(f"coordinate {crd} does not fit shape {shape}")
+        for c, s in _bzip(crd, shape):
+            _check_domain(c, s)
+    elif not 0 <= crd < _product(shape):
+        raise OutOfDomainError(f"coordinate {crd} is outside [0, {_product(shape)}) of shape {shape}")
+
+
+def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
+    """The natural (hierarchical) coordinate of an index, colexicographically.
+
+    ``idx`` may be an integer or a coordinate weakly congruent with ``shape``.
+    """
+    idx = _norm(idx, "idx2crd index")
+    shape = _norm(shape, "idx2crd shape")
+    if stride is not None:
+        stride = _norm(stride, "idx2crd stride")
+        if not _congruent(shape, stride):
+            raise MalformedLayoutError("idx2crd: shape and stride are not congruent")
+    if not _weakly_congruent(idx, shape):
+        raise MalformedLayoutError(f"idx2crd: coordinate {idx} does not fit shape {shape}")
+    return _idx2crd(idx, shape, stride)
+
+
+def crd2idx(crd: Any, shape: Any, stride: Any = None) -> int:
+    """The index of a coordinate: inner product of its natural coordinate with ``stride``
+    (default: the compact column-major stride of ``shape``)."""
+    crd = _norm(crd, "crd2idx coordinate")
+    shape = _norm(shape, "crd2idx shape")
+    if stride is not None:
+        stride = _norm(stride, "crd2idx stride")
+        if not _congruent(shape, stride):
+            raise MalformedLayoutError("crd2idx: shape and stride are not congruent")
+    if not _weakly_congruent(crd, shape):
+        raise MalformedLayoutError(f"crd2idx: coordinate {crd} does not fit shape {shape}")
+    return _crd2idx(crd, shape, stride)
+
+
+def crd2crd(crd: Any, dst_shape: Any, src_shape: Any = None) -> Any:
+    """Convert a coordinate of ``src_shape`` into the coordinate of the same index in
+    ``dst_shape`` (the shapes must be compatible on the modes involved)."""
+    crd = _norm(crd, "crd2crd coordinate")
+    dst_shape = _norm(dst_shape, "crd2crd shape")
+    if src_shape is not None:
+        src_shape = _norm(src_shape, "crd2crd shape")
+    return _crd2crd(crd, dst_shape, src_shape)
+
+
+def _crd2crd(crd: Any, dst: Any, src: Any) -> Any:
+    if type(crd) is tuple:
+        if type(dst) is tuple:
+            if len(crd) != len(dst) or (src is not None and (type(src) is not tuple or len(src) != len(crd))):
+                raise MalformedLayoutError("crd2crd: coordinate and shapes differ in rank")
+            return tuple(_crd2crd(c, d, None if src is None else s)
+                         for c, d, s in _bzip(crd, dst, src if src is not None else dst))
+        if src is None or not _weakly_congruent(crd, src):
+            raise MalformedLayoutError("crd2crd: a tuple coordinate into an integer needs its source shape")
+        return _crd2idx(crd, src)
+    if type(dst) is tuple:
+        return _idx2crd(crd, dst)
+    return crd
+
+
+def _sel(t: Any) -> tuple:
+    """Modes of an HTuple (an integer is a single mode)."""
+    return t if type(t) is tuple else (t,)
+
+
+def _idx(i: Any, n: int, what: str) -> int:
+    i = _norm_int(i, what)
+    if not -n <= i < n:
+        raise OutOfDomainError(f"{what} {i} is out of range for rank {n}")
+    return i % n
+
+
+def select(t: Any, *idx: Any) -> Any:
+    """The modes of ``t`` at the given indices, as a tuple (layouts: as a layout)."""
+    from .layout import Layout, select_layout
+
+    if isinstance(t, Layout):
+        return select_layout(t, *idx)
+    m = _sel(_norm(t, "select argument"))
+    return tuple(m[_idx(i, len(m), "select index")] for i in idx)
+
+
+def _range(b: Any, e: Any, n: int, what: str) -> tuple[int, int]:
+    b = _norm_int(b, f"{what} begin")
+    e = n if e is None else _norm_int(e, f"{what} end")
+    if e < 0:
+        e += n
+    if b < 0:
+        b += n
+    if not 0 <= b <= e <= n:
+        raise OutOfDomainError(f"{what}: [{b}, {e}) is not a mode range of a rank-{n} tuple")
+    return b, e
+
+
+def take(t: Any, begin: Any, end: Any = None) -> Any:
+    """The modes ``[begin, end)`` of ``t`` (layouts: as a layout)."""
+    from .layout import Layout, take_layout
+
+    if isinstance(t, Layout):
+        return take_layout(t, begin, end)
+    m = _sel(_norm(t, "take argument"))
+    b, e = _range(begin, end, len(m), "take")
+    return m[b:e]
+
+
+def group(t: Any, begin: Any, end: Any = None) -> Any:
+    """``t`` with the modes ``[begin, end)`` grouped into one mode (layouts: as a layout)."""
+    from .layout import Layout, group_layout
+
+    if isinstance(t, Layout):
+        return group_layout(t, begin, end)
+    m = _sel(_norm(t, "group argument"))
+    b, e = _range(begin, end, len(m), "group")
+    return m[:b] + (m[b:e],) + m[e:]
+
+
+def append(t: Any, x: Any = None, n: Any = None) -> Any:
+    """``t`` with ``x`` appended as a new last mode; with ``n``, pad with ``x`` (default 1)
+    up to rank ``n`` (layouts: pad with ``1:0``)."""
+    from .layout import Layout, append_layout
+
+    if isinstance(t, Layout):
+        return append_layout(t, x, n)
+    m = _sel(_norm(t, "append argument"))
+    x = 1 if x is None else _norm(x, "append element")
+    if n is None:
+        return m + (x,)
+    n = _norm_int(n, "append rank")
+    return m + (x,) * max(0, n - len(m))
+
+
+def prepend(t: Any, x: Any = None, n: Any = None) -> Any:
+    """``t`` with ``x`` prepended as a new first mode; with ``n``, pad in front up to rank n."""
+    from .layout import Layout, prepend_layout
+
+    if isinstance(t, Layout):
+        return prepend_layout(t, x, n)
+    m = _sel(_norm(t, "prepend argument"))
+    x = 1 if x is None else _norm(x, "prepend element")
+    if n is None:
+        return (x,) + m
+    n = _norm_int(n, "prepend rank")
+    return (x,) * max(0, n - len(m)) + m
+
+
+def zip(*ts: Any) -> Any:  # noqa: A001 - CuTe's name
+    """Transpose a tuple of tuples: ``zip((1,2),(3,4)) == ((1,3),(2,4))``.
+
+    With one argument, that argument is the tuple of tuples; layouts zip their modes.
+    """
+    from .layout import Layout, zip_layout
+
+    if len(ts) == 1 and isinstance(ts[0], Layout):
+        return zip_layout(ts[0])
+    rows = _norm(ts[0], "zip argument") if len(ts) == 1 else _norm(ts, "zip argument")
+    if type(rows) is not tuple or any(type(r) is not tuple for r in rows):
+        raise MalformedLayoutError("zip needs a tuple of tuples")
+    if len({len(r) for r in rows}) > 1:
+        raise MalformedLayoutError("zip needs tuples of equal rank")
+    return tuple(_bzip(*rows))
+
+
+def wrap(x: Any) -> tuple:
+    """``x`` if it is a tuple, else ``(x,)``."""
+    x = _norm(x, "wrap argument")
+    return x if type(x) is tuple else (x,)
+
+
+def unwrap(x: Any) -> Any:
+    """Strip rank-1 tuple wrappers: ``((4,),) -> 4``."""
+    x = _norm(x, "unwrap argument")
+    while type(x) is tuple and len(x) == 1:
+        x = x[0]
+    return x
+
+
+def signum(a: Any) -> int:
+    a = _norm_int(a, "signum argument")
+    return (a > 0) - (a < 0)
+
+
+def _shape_div(a: Any, b: Any) -> Any:
+    if type(a) is tuple:
+        if type(b) is tuple:
+            if len(a) != len(b):
+                raise MalformedLayoutError("shape_div: tuples of different rank")
+            return tuple(_shape_div(x, y) for x, y in _bzip(a, b))
+        out = []
+        for x in a:
+            out.append(_shape_div(x, b))
+            b = _shape_div(b, _product(x))
+        return tuple(out)
+    if type(b) is tuple:
+        return _shape_div(a, _product(b))
+    if b == 0:
+        raise MalformedLayoutError("shape_div by zero")
+    if a % b == 0:
+        return a // b
+    if a != 0 and b % a == 0:
+        return 1 if (a > 0) == (b > 0) else -1
+    from .errors import InadmissibleError
+
+    raise InadmissibleError(
+        f"shape_div({a}, {b}): neither divides the other", condition="shape divisibility"
+    )
+
+
+def shape_div(a: Any, b: Any) -> Any:
+    """CuTe's shape division: ``a / b`` where one divides the other (1 when ``b`` is the
+    multiple); tuples divide their modes left to right, the divisor shrinking as it goes."""
+    return _shape_div(_norm(a, "shape_div argument"), _norm(b, "shape_div argument"))
+
+
+def _ceil_div(a: Any, b: Any) -> Any:
+    if type(a) is tuple:
+        if type(b) is tuple:
+            if len(b) > len(a):
+                raise MalformedLayoutError("ceil_div: divisor has a higher rank than the dividend")
+            b = b + (1,) * (len(a) - len(b))
+            return tuple(_ceil_div(x, y) for x, y in _bzip(a, b))
+        out = []
+        for x in a:
+            out.append(_ceil_div(x, b))
+            b = _ceil_div_int(b, _product(x))
+        return tuple(out)
+    if type(b) is tuple:
+        b = _product(b)
+    if b == 0:
+        raise MalformedLayoutError("ceil_div by zero")
+    return _ceil_div_int(a, b)
+
+
+def ceil_div(a: Any, b: Any) -> Any:
+    """Rounded-up division; tuples divide mode by mode (an integer divisor is spread
+    over the modes from the left)."""
+    return _ceil_div(_norm(a, "ceil_div argument"), _norm(b, "ceil_div argument"))

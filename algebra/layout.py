@@ -1,0 +1,627 @@
+"""The :class:`Layout` type: a function from coordinates to offsets.
+
+A layout pairs a hierarchical shape with a congruent hierarchical stride.  It maps a
+coordinate (1-D, n-D or natural) to the inner product of the natural coordinate with the
+stride.
+
+>>> L = Layout.parse("(4,(2,2)):(2,(1,8))")
+>>> L(13), L(1, 3), L(1, (1, 1))
+(19, 19, 19)
+>>> str(L[1])
+'(2,2):(1,8)'
+>>> L(_, 1)
+Layout((4,), (2,))
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator, Tuple
+
+from .errors import LayoutError, MalformedLayoutError, OutOfDomainError
+from .inttuple import (
+    MAX_DEPTH,
+    IntTuple,
+    _congruent,
+    _depth,
+    _flatten,
+    _idx,
+    _norm_int,
+    _prefix_product,
+    _product,
+    _range,
+    is_int,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+__all__ = [
+    "Layout",
+    "Underscore",
+    "_",
+    "LayoutLeft",
+    "LayoutRight",
+    "make_layout",
+    "make_ordered_layout",
+    "make_layout_like",
+    "size",
+    "cosize",
+    "coshape",
+    "rank",
+    "depth",
+    "shape",
+    "stride",
+    "get",
+    "slice_and_offset",
+    "slice_",
+]
+
+
+class Underscore:
+    """The slicing wildcard ``_`` (``None`` means the same)."""
+
+    _inst: "Underscore" | None = None
+
+    def __new__(cls) -> "Underscore":
+        if cls._inst is None:
+            cls._inst = super().__new__(cls)
+        return cls._inst
+
+    def __repr__(self) -> str:
+        return "_"
+
+    def __reduce__(self) -> str:
+        return "_"
+
+
+_ = Underscore()
+
+
+# ----------------------------------------------------------------------------- validation
+def _check_shape(s: Any, what: str = "shape", depth: int = 0) -> Any:
+    t = type(s)
+    if t is int:
+        if s <= 0:
+            raise MalformedLayoutError(f"{what} has a non-positive extent {s}; extents must be >= 1")
+        return s
+    if t is tuple or t is list:
+        if depth >= MAX_DEPTH:
+            raise MalformedLayoutError(f"{what} is nested deeper than {MAX_DEPTH} levels")
+        return tuple(_check_shape(e, what, depth + 1) for e in s)
+    if is_int(s):
+        return _check_shape(int(s), what, depth)
+    if isinstance(s, tuple):
+        return _check_shape(tuple(s), what, depth)
+    raise MalformedLayoutError(
+        f"{what} leaves must be positive integers, got {type(s).__name__} {s!r:.80}"
+    )
+
+
+def _check_stride(d: Any, depth: int = 0) -> Any:
+    t = type(d)
+    if t is int:
+        return d
+    if t is tuple or t is list:
+        if depth >= MAX_DEPTH:
+            raise MalformedLayoutError(f"stride is nested deeper than {MAX_DEPTH} levels")
+        return tuple(_check_stride(e, depth + 1) for e in d)
+    if is_int(d):
+        return int(d)
+    if isinstance(d, tuple):
+        return _check_stride(tuple(d), depth)
+    raise MalformedLayoutError(
+        f"stride leaves must be integers, got {type(d).__name__} {d!r:.80}"
+    )
+
+
+def _fmt(t: Any) -> str:
+    if type(t) is tuple:
+        return "(" + ",".join(_fmt(e) for e in t) + ")"
+    return str(t)
+
+
+# ----------------------------------------------------------------------------- the type
+class Layout:
+    """A CuTe layout: hierarchical ``shape`` and congruent ``stride``.
+
+    ``Layout(shape)`` uses the compact column-major (LayoutLeft) stride.  Layouts are
+    immutable and hashable; ``==`` compares shape and stride structurally (functional
+    equality is :func:`layoutproof.verify.equal`'s business).
+    """
+
+    __slots__ = ("_shape", "_stride", "_fs", "_fd", "_size", "_hash")
+
+    def __init__(self, shape: Any, stride: Any = None) -> None:
+        if isinstance(shape, Layout):
+            raise MalformedLayoutError("Layout(shape, stride): shape is already a Layout")
+        s = _check_shape(shape)
+        if stride is None:
+            d = _prefix_product(s)
+        else:
+            d = _check_stride(stride)
+            if not _congruent(s, d):
+                raise MalformedLayoutError(
+                    f"shape {_fmt(s)} and stride {_fmt(d)} are not congruent "
+                    "(they must have the same nesting profile)"
+                )
+        self._shape = s
+        self._stride = d
+        self._fs = None
+        self._fd = None
+        self._size = None
+        self._hash = None
+
+    @classmethod
+    def _make(cls, shape: Any, stride: Any) -> "Layout":
+        """Trusted constructor: no validation (the library's own results)."""
+        obj = object.__new__(cls)
+        obj._shape = shape
+        obj._stride = stride
+        obj._fs = None
+        obj._fd = None
+        obj._size = None
+        obj._hash = None
+        return obj
+
+    # --------------------------------------------------------------- basic properties
+    @property
+    def shape(self) -> IntTuple:
+        return self._shape
+
+    @property
+    def stride(self) -> IntTuple:
+        return self._stride
+
+    def _flat(self) -> Tuple[tuple, tuple]:
+        fs = self._fs
+        if fs is None:
+            fs = self._fs = _flatten(self._shape)
+            self._fd = _flatten(self._stride)
+        return fs, self._fd  # type: ignore[return-value]
+
+    @property
+    def size(self) -> int:
+        """Number of coordinates in the domain."""
+        sz = self._size
+        if sz is None:
+            sz = 1
+            for e in self._flat()[0]:
+                sz *= e
+            self._size = sz
+        return sz
+
+    @property
+    def cosize(self) -> int:
+        """Length of the codomain interval: ``1 + sum((s-1)*|d|)`` (CuTe's cosize, negative
+        strides included)."""
+        fs, fd = self._flat()
+        c = 1
+        for s, d in zip(fs, fd):
+            c += (s - 1) * abs(d)
+        return c
+
+    @property
+    def coshape(self) -> IntTuple:
+        """The codomain extent; for integer strides it is :attr:`cosize`."""
+        return self.cosize
+
+    @property
+    def rank(self) -> int:
+        """Number of top-level modes (an integer shape has rank 1)."""
+        return len(self._shape) if type(self._shape) is tuple else 1
+
+    @property
+    def depth(self) -> int:
+        """Nesting depth of the shape (0 for an integer shape)."""
+        return _depth(self._shape)
+
+    # --------------------------------------------------------------- container protocol
+    def __len__(self) -> int:
+        return self.rank
+
+    def __iter__(self) -> Iterator["Layout"]:
+        if type(self._shape) is tuple:
+            for s, d in zip(self._shape, self._stride):
+                yield Layout._make(s, d)
+        else:
+            yield self
+
+    def __getitem__(self, i: Any) -> "Layout":
+        if type(self._shape) is not tuple:
+            _idx(i, 1, "mode index")
+            return self
+        i = _idx(i, len(self._shape), "mode index")
+        return Layout._make(self._shape[i], self._stride[i])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Layout):
+            return NotImplemented
+        return self._shape == other._shape and self._stride == other._stride
+
+    def __ne__(self, other: object) -> bool:
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((self._shape, self._stride))
+        return h
+
+    # --------------------------------------------------------------- notation
+    def __str__(self) -> str:
+        return _fmt(self._shape) + ":" + _fmt(self._stride)
+
+    def __repr__(self) -> str:
+        return f"Layout({self._shape!r}, {self._stride!r})"
+
+    @staticmethod
+    def parse(text: str) -> "Layout":
+        """Parse CuTe notation: ``"(4,(2,2)):(2,(1,8))"``, ``"8:1"``, ``"(_4,_2):(_1,_4)"``;
+        a bare shape gets the compact column-major stride."""
+        from .notation import parse_layout
+
+        return parse_layout(text)
+
+    # --------------------------------------------------------------- evaluation
+    def __call__(self, *args: Any) -> Any:
+        """Evaluate at a 1-D, n-D or natural coordinate, or slice with ``_``/``None``.
+
+        ``L(13)``, ``L(1, 2)``, ``L(1, (0, 1))`` give offsets; ``L(3, _)`` gives the
+        sub-layout (see :func:`slice_and_offset` for the offset as well).
+        """
+        if len(args) == 1:
+            c = args[0]
+            if type(c) is int:
+                if 0 <= c < self.size:
+                    return self._eval_int(c)
+                raise OutOfDomainError(
+                    f"coordinate {c} is outside the domain [0, {self.size}) of {self}"
+                )
+        elif len(args) == 0:
+            raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
+        else:
+            c = args
+        if _has_slice(c):
+            return slice_and_offset(c, self)[0]
+        return self._eval_crd(c)
+
+    def _eval_int(self, c: int) -> int:
+        fs, fd = self._flat()
+        off = 0
+        for s, d in zip(fs, fd):
+            off += (c % s) * d
+            c //= s
+        return off
+
+    def _eval_crd(self, c: Any) -> int:
+        return _eval_checked(c, self._shape, self._stride, c)
+
+    def eval_all(self) -> "np.ndarray":
+        """Every offset, in colexicographic order of the domain, as a numpy array.
+
+        Vectorized (no Python loop per element).  Offsets that do not fit in int64 make an
+        object array of Python integers.
+        """
+        import numpy as np
+
+        fs, fd = self._flat()
+        bound = sum((s - 1) * abs(d) for s, d in zip(fs, fd))
+        dtype: Any = np.int64 if bound < 2**62 else object
+        out = np.zeros(1, dtype=dtype)
+        for s, d in zip(fs, fd):
+            if s == 1:
+                continue
+            col = np.arange(s, dtype=np.int64).astype(dtype) * d
+            out = (col[:, None] + out[None, :]).reshape(-1)
+        return out
+
+    def expr(self, *args: Any) -> Any:  # pragma: no cover - symbolic issue
+        raise LayoutError("symbolic evaluation arrives with the symbolic layouts issue")
+
+
+# ----------------------------------------------------------------------------- evaluation helpers
+def _has_slice(c: Any) -> bool:
+    if c is None or c is _:
+        return True
+    if type(c) is tuple or type(c) is list:
+        return any(_has_slice(e) for e in c)
+    return False
+
+
+def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
+    tc = type(c)
+    if tc is int:
+        pass
+    elif tc is tuple or tc is list:
+        if type(s) is not tuple or len(s) != len(c):
+            raise OutOfDomainError(
+                f"coordinate {full} does not fit the shape: {_fmt(tuple(c)) if tc is list else _fmt(c)} "
+                f"against {_fmt(s)}"
+            )
+        off = 0
+        for ci, si, di in zip(c, s, d):
+            off += _eval_checked(ci, si, di, full)
+        return off
+    elif is_int(c):
+        c = int(c)
+    else:
+        raise MalformedLayoutError(
+            f"coordinate leaves must be integers, got {type(c).__name__} {c!r:.80}"
+        )
+    if type(s) is not tuple:
+        if 0 <= c < s:
+            return c * d
+        raise OutOfDomainError(f"coordinate {full} is outside the domain: {c} not in [0, {s})")
+    n = _product(s)
+    if not 0 <= c < n:
+        raise OutOfDomainError(f"coordinate {full} is outside the domain: {c} not in [0, {n})")
+    off = 0
+    for sh, dd in zip(_flatten(s), _flatten(d)):
+        off += (c % sh) * dd
+        c //= sh
+    return off
+
+
+def _slice_split(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, int]:
+    """Kept shape/stride items (flattened one level as CuTe does) and the offset."""
+    if c is None or c is _:
+        return [s], [d], 0
+    if type(c) is tuple or type(c) is list:
+        if type(s) is not tuple or len(s) != len(c):
+            raise OutOfDomainError(f"slice coordinate {full} does not fit shape {_fmt(s)}")
+        ks: list = []
+        kd: list = []
+        off = 0
+        for ci, si, di in zip(c, s, d):
+            a, b, o = _slice_split(ci, si, di, full)
+            ks.extend(a)
+            kd.extend(b)
+            off += o
+        return ks, kd, off
+    return [], [], _eval_checked(c, s, d, full)
+
+
+def slice_and_offset(crd: Any, layout: Layout) -> Tuple[Layout, int]:
+    """Slice ``layout`` at a coordinate holding ``_`` (or ``None``) wildcards.
+
+    Returns the layout of the wildcard modes and the offset contributed by the fixed
+    coordinates, so that ``layout(crd with the wildcards filled) == offset + sub(fill)``.
+    """
+    if not isinstance(layout, Layout):
+        raise MalformedLayoutError("slice_and_offset(crd, layout): layout must be a Layout")
+    if crd is None or crd is _:
+        return layout, 0
+    if type(crd) is not tuple and type(crd) is not list:
+        return Layout._make((), ()), _eval_checked(crd, layout._shape, layout._stride, crd)
+    ks, kd, off = _slice_split(tuple(crd), layout._shape, layout._stride, crd)
+    return Layout._make(tuple(ks), tuple(kd)), off
+
+
+def slice_(crd: Any, layout: Layout) -> Layout:
+    """The sub-layout of the wildcard modes of ``crd`` (CuTe's ``slice``)."""
+    return slice_and_offset(crd, layout)[0]
+
+
+# ----------------------------------------------------------------------------- constructors
+def LayoutLeft(shape: Any) -> Layout:  # noqa: N802 - CuTe's name
+    """Compact column-major layout of ``shape`` (the default)."""
+    return Layout(shape)
+
+
+def LayoutRight(shape: Any) -> Layout:  # noqa: N802 - CuTe's name
+    """Compact row-major layout of ``shape``: the last mode (innermost leaf) has stride 1."""
+    s = _check_shape(shape)
+    return Layout._make(s, _suffix_product(s))
+
+
+def _suffix_product(s: Any) -> Any:
+    cur = [1]
+
+    def walk(x: Any) -> Any:
+        if type(x) is tuple:
+            return tuple(reversed([walk(e) for e in reversed(x)]))
+        v = cur[0]
+        cur[0] = v * x
+        return v
+
+    return walk(s)
+
+
+def make_ordered_layout(shape: Any, order: Any = None) -> Layout:
+    """Compact layout of ``shape`` whose leaves get increasing strides in the order given
+    by ``order`` (congruent with ``shape``; ties go left to right).  ``order=None`` is
+    column-major."""
+    s = _check_shape(shape)
+    if order is None:
+        return Layout._make(s, _prefix_product(s))
+    o = _check_stride(order)
+    fo = _flatten(o)
+    fs = _flatten(s)
+    if not _congruent(s, o) and not (len(fo) == len(fs) and type(o) is tuple):
+        raise MalformedLayoutError(f"make_ordered_layout: order {_fmt(o)} does not match shape {_fmt(s)}")
+    idx = sorted(range(len(fs)), key=lambda i: (fo[i], i))
+    fd = [0] * len(fs)
+    cur = 1
+    for i in idx:
+        fd[i] = cur
+        cur *= fs[i]
+    from .inttuple import _unflatten
+
+    return Layout._make(s, _unflatten(tuple(fd), s))
+
+
+def make_layout(*layouts: Any) -> Layout:
+    """Concatenate layouts as the modes of a new layout: ``make_layout(A, B) = (A, B)``.
+
+    With one argument that is a Layout, returns it; a generator or list of layouts is
+    accepted as the single argument too.
+    """
+    if len(layouts) == 1 and not isinstance(layouts[0], Layout):
+        arg = layouts[0]
+        try:
+            layouts = tuple(arg)
+        except TypeError:
+            raise MalformedLayoutError(
+                f"make_layout takes layouts, got {type(arg).__name__}"
+            ) from None
+    elif len(layouts) == 1:
+        return layouts[0]
+    for L in layouts:
+        if not isinstance(L, Layout):
+            raise MalformedLayoutError(f"make_layout takes layouts, got {type(L).__name__}")
+    return Layout._make(tuple(L._shape for L in layouts), tuple(L._stride for L in layouts))
+
+
+def make_layout_like(layout: Layout) -> Layout:
+    """A compact layout with ``layout``'s shape whose strides are ordered like
+    ``layout``'s (by absolute value; stride-0 leaves stay 0)."""
+    _need_layout(layout, "make_layout_like")
+    fs, fd = layout._flat()
+    idx = sorted((i for i in range(len(fs)) if fd[i] != 0), key=lambda i: (abs(fd[i]), i))
+    out = [0] * len(fs)
+    cur = 1
+    for i in idx:
+        out[i] = cur
+        cur *= fs[i]
+    from .inttuple import _unflatten
+
+    return Layout._make(layout._shape, _unflatten(tuple(out), layout._shape))
+
+
+def _need_layout(L: Any, op: str) -> None:
+    if not isinstance(L, Layout):
+        raise MalformedLayoutError(f"{op} needs a Layout, got {type(L).__name__} {L!r:.80}")
+
+
+def _as_layout(x: Any, op: str) -> Layout:
+    """Layouts pass; an integer or HTuple becomes the compact layout of that shape."""
+    if isinstance(x, Layout):
+        return x
+    if x is None or x is _:
+        raise MalformedLayoutError(f"{op} needs a layout here, got {x!r}")
+    return Layout(x)
+
+
+# ----------------------------------------------------------------------------- free functions
+def size(x: Any) -> int:
+    """Size of a layout or of an HTuple shape."""
+    if isinstance(x, Layout):
+        return x.size
+    return _product(_check_shape(x))
+
+
+def cosize(x: Layout) -> int:
+    _need_layout(x, "cosize")
+    return x.cosize
+
+
+def coshape(x: Layout) -> Any:
+    _need_layout(x, "coshape")
+    return x.coshape
+
+
+def rank(x: Any) -> int:
+    if isinstance(x, Layout):
+        return x.rank
+    from .inttuple import _norm
+
+    t = _norm(x, "rank argument")
+    return len(t) if type(t) is tuple else 1
+
+
+def depth(x: Any) -> int:
+    if isinstance(x, Layout):
+        return x.depth
+    from .inttuple import _norm
+
+    return _depth(_norm(x, "depth argument"))
+
+
+def shape(x: Layout) -> Any:
+    _need_layout(x, "shape")
+    return x.shape
+
+
+def stride(x: Layout) -> Any:
+    _need_layout(x, "stride")
+    return x.stride
+
+
+def get(x: Any, *idx: Any) -> Any:
+    """Nested mode access: ``get(L, 1, 0)`` is mode 0 of mode 1 (tuples alike)."""
+    if isinstance(x, Layout):
+        for i in idx:
+            x = x[i]
+        return x
+    from .inttuple import _norm
+
+    t = _norm(x, "get argument")
+    for i in idx:
+        if type(t) is not tuple:
+            _idx(i, 1, "get index")
+            continue
+        t = t[_idx(i, len(t), "get index")]
+    return t
+
+
+# ----------------------------------------------------------------------------- mode surgery
+def _modes(L: Layout) -> Tuple[tuple, tuple]:
+    if type(L._shape) is tuple:
+        return L._shape, L._stride
+    return (L._shape,), (L._stride,)
+
+
+def flatten_layout(L: Layout) -> Layout:
+    fs, fd = L._flat()
+    if type(L._shape) is not tuple:
+        return L
+    return Layout._make(fs, fd)
+
+
+def select_layout(L: Layout, *idx: Any) -> Layout:
+    s, d = _modes(L)
+    ii = [_idx(i, len(s), "select index") for i in idx]
+    return Layout._make(tuple(s[i] for i in ii), tuple(d[i] for i in ii))
+
+
+def take_layout(L: Layout, begin: Any, end: Any = None) -> Layout:
+    s, d = _modes(L)
+    b, e = _range(begin, end, len(s), "take")
+    return Layout._make(s[b:e], d[b:e])
+
+
+def group_layout(L: Layout, begin: Any, end: Any = None) -> Layout:
+    s, d = _modes(L)
+    b, e = _range(begin, end, len(s), "group")
+    return Layout._make(s[:b] + (s[b:e],) + s[e:], d[:b] + (d[b:e],) + d[e:])
+
+
+def append_layout(L: Layout, x: Any = None, n: Any = None) -> Layout:
+    s, d = _modes(L)
+    x = Layout._make(1, 0) if x is None else _as_layout(x, "append")
+    if n is None:
+        return Layout._make(s + (x._shape,), d + (x._stride,))
+    n = _norm_int(n, "append rank")
+    k = max(0, n - len(s))
+    if k == 0 and n <= len(s):
+        return L if type(L._shape) is tuple or n < 1 else Layout._make(s, d)
+    return Layout._make(s + (x._shape,) * k, d + (x._stride,) * k)
+
+
+def prepend_layout(L: Layout, x: Any = None, n: Any = None) -> Layout:
+    s, d = _modes(L)
+    x = Layout._make(1, 0) if x is None else _as_layout(x, "prepend")
+    if n is None:
+        return Layout._make((x._shape,) + s, (x._stride,) + d)
+    n = _norm_int(n, "prepend rank")
+    k = max(0, n - len(s))
+    return Layout._make((x._shape,) * k + s, (x._stride,) * k + d)
+
+
+def zip_layout(L: Layout) -> Layout:
+    """Transpose the two levels of a layout whose modes are all tuples of equal rank."""
+    s, d = _modes(L)
+    if any(type(e) is not tuple for e in s) or len({len(e) for e in s}) > 1:
+        raise MalformedLayoutError(f"zip needs a layout whose modes have equal rank, got {L}")
+    return Layout._make(tuple(zip(*s)), tuple(zip(*d)))

@@ -1,0 +1,715 @@
+"""The layout algebra: coalesce, composition, complement, inverses, divides, products.
+
+Semantics follow CuTe C++ (see docs/semantics.md); where the references return a layout
+that violates the operation's own post-condition, these functions raise
+:class:`~layoutproof.errors.InadmissibleError` naming the condition and a witness.
+
+>>> str(composition(Layout.parse("(6,2):(8,2)"), Layout.parse("(4,3):(3,1)")))
+'((2,2),3):((24,2),8)'
+>>> str(complement(Layout.parse("(2,4):(1,2)"), 16))
+'2:8'
+>>> composition(Layout.parse("(6,2):(1,7)"), Layout.parse("(3,2):(2,3)"))
+Traceback (most recent call last):
+  ...
+layoutproof.errors.InadmissibleError: composition: the modes of B overlap inside A ...
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Tuple
+
+from .errors import InadmissibleError, MalformedLayoutError
+from .inttuple import (
+    _ceil_div_int,
+    _flatten,
+    _norm,
+    _prefix_product,
+    _product,
+    _shape_div,
+    _unflatten,
+)
+from .layout import Layout, _, _as_layout, _check_shape, _fmt, _modes, _need_layout, make_ordered_layout
+
+__all__ = [
+    "coalesce",
+    "filter",
+    "composition",
+    "complement",
+    "right_inverse",
+    "left_inverse",
+    "logical_divide",
+    "zipped_divide",
+    "tiled_divide",
+    "flat_divide",
+    "logical_product",
+    "zipped_product",
+    "tiled_product",
+    "flat_product",
+    "blocked_product",
+    "raked_product",
+    "tile_to_shape",
+    "compatible",
+]
+
+_make = Layout._make
+
+
+def _from_modes(ms: List[int], md: List[int]) -> Layout:
+    if len(ms) == 1:
+        return _make(ms[0], md[0])
+    return _make(tuple(ms), tuple(md))
+
+
+# ----------------------------------------------------------------------------- coalesce / filter
+def _coalesce_flat(fs: tuple, fd: tuple) -> Tuple[List[int], List[int]]:
+    rs: List[int] = []
+    rd: List[int] = []
+    for s, d in zip(fs, fd):
+        if s == 1:
+            continue
+        if rs and rs[-1] * rd[-1] == d:
+            rs[-1] *= s
+        else:
+            rs.append(s)
+            rd.append(d)
+    if not rs:
+        return [1], [0]
+    return rs, rd
+
+
+def _coalesced(L: Layout) -> Tuple[List[int], List[int]]:
+    fs, fd = L._flat()
+    return _coalesce_flat(fs, fd)
+
+
+def _by_mode(L: Layout, profile: tuple, fn: Any, op: str) -> Layout:
+    s, d = _modes(L)
+    if len(profile) > len(s):
+        raise MalformedLayoutError(
+            f"{op}: profile {profile} has more modes ({len(profile)}) than the layout {L} ({len(s)})"
+        )
+    parts = [fn(_make(s[i], d[i]), p) for i, p in enumerate(profile)]
+    parts += [_make(s[i], d[i]) for i in range(len(profile), len(s))]
+    return _make(tuple(p._shape for p in parts), tuple(p._stride for p in parts))
+
+
+def coalesce(layout: Layout, profile: Any = None) -> Layout:
+    """Merge modes without changing the function: same size, same values, depth <= 1.
+
+    With a tuple ``profile``, coalesce each top-level mode separately (modes beyond the
+    profile are kept as they are).
+
+    >>> str(coalesce(Layout((2, (1, 6)), (1, (6, 2)))))
+    '12:1'
+    """
+    _need_layout(layout, "coalesce")
+    if profile is not None and profile is not _:
+        profile = _norm(profile, "coalesce profile")
+        if type(profile) is tuple:
+            return _by_mode(layout, profile, coalesce, "coalesce")
+    rs, rd = _coalesced(layout)
+    return _from_modes(rs, rd)
+
+
+def filter(layout: Layout, profile: Any = None) -> Layout:  # noqa: A001 - CuTe's name
+    """Drop stride-0 and size-1 modes, then coalesce (the image is unchanged).
+
+    >>> str(filter(Layout((4, 2, 3), (0, 1, 2))))
+    '6:1'
+    """
+    _need_layout(layout, "filter")
+    if profile is not None and profile is not _:
+        profile = _norm(profile, "filter profile")
+        if type(profile) is tuple:
+            return _by_mode(layout, profile, filter, "filter")
+    fs, fd = layout._flat()
+    keep = [(s, d) for s, d in zip(fs, fd) if s != 1 and d != 0]
+    rs, rd = _coalesce_flat(tuple(k[0] for k in keep), tuple(k[1] for k in keep))
+    return _from_modes(rs, rd)
+
+
+# ----------------------------------------------------------------------------- composition
+def _ext_eval(As: List[int], Ad: List[int], x: int) -> int:
+    """A coalesced layout evaluated at any x >= 0, its last mode unbounded (CuTe's
+    semantics when B reaches past size(A))."""
+    off = 0
+    last = len(As) - 1
+    for i in range(last):
+        off += (x % As[i]) * Ad[i]
+        x //= As[i]
+    return off + x * Ad[last]
+
+
+def _leaf_witness_nonlinear(As: List[int], Ad: List[int], n: int, r: int) -> int | None:
+    """Smallest j with A(r*j) - A(r*(j-1)) != A(r): where j -> A(r*j) stops being linear."""
+    step = _ext_eval(As, Ad, r)
+    prev = 0
+    for j in range(1, min(n, 1 << 14)):
+        cur = _ext_eval(As, Ad, r * j)
+        if cur - prev != step:
+            return j
+        prev = cur
+    return None
+
+
+class _Leaf:
+    """The composition of A with one leaf (n:r) of B."""
+
+    __slots__ = ("ms", "md", "occ")
+
+    def __init__(self, ms: List[int], md: List[int], occ: Dict[int, Tuple[int, int]]) -> None:
+        self.ms = ms
+        self.md = md
+        self.occ = occ  # A-mode index -> (largest digit used there, leaf coordinate reaching it)
+
+
+def _compose_leaf(As: List[int], Ad: List[int], n: int, r: int, where: str) -> _Leaf:
+    if n == 1:
+        return _Leaf([1], [0], {})
+    if r == 0:
+        return _Leaf([n], [0], {})
+    if r < 0:
+        raise InadmissibleError(
+            f"composition: B's {where} has negative stride {r}, so B maps coordinate 1 of that "
+            "mode to a negative index outside A's domain",
+            condition="non-negative strides of B",
+            witness=1,
+        )
+    ms: List[int] = []
+    md: List[int] = []
+    occ: Dict[int, Tuple[int, int]] = {}
+    rest_n = n
+    rest_r = r
+    done = 1  # product of the extents taken so far (leaf coordinate scale)
+    last = len(As) - 1
+    for i in range(last):
+        if rest_n == 1:
+            break
+        s = As[i]
+        if rest_r % s == 0:
+            rest_r //= s
+            continue
+        if s % rest_r == 0:
+            m = s // rest_r
+            if rest_n <= m:
+                take = rest_n
+            elif rest_n % m == 0:
+                take = m
+            else:
+                raise InadmissibleError(
+                    f"composition: shape divisibility: B's {where} ({n}:{r}) wraps around A's mode "
+                    f"{i} (extent {s}) after {m} steps but has {rest_n} steps left and {m} does not "
+                    f"divide {rest_n}; at coordinate {done * m} of that mode A(B(.)) = "
+                    f"{_ext_eval(As, Ad, r * done * m)}, which no layout of size {n} reproduces",
+                    condition="shape divisibility",
+                    witness=done * m,
+                )
+            ms.append(take)
+            md.append(rest_r * Ad[i])
+            occ[i] = (rest_r * (take - 1), done * (take - 1))
+            done *= take
+            rest_n //= take
+            rest_r = 1
+            continue
+        w = _leaf_witness_nonlinear(As, Ad, n, r)
+        raise InadmissibleError(
+            f"composition: stride divisibility: B's {where} ({n}:{r}) has remaining stride "
+            f"{rest_r} at A's mode {i} of extent {s}, and neither divides the other"
+            + (f"; j -> A({r}*j) stops being linear at j = {w}" if w is not None else ""),
+            condition="stride divisibility",
+            witness=w,
+        )
+    if rest_n != 1:
+        ms.append(rest_n)
+        md.append(rest_r * Ad[last])
+    if not ms:
+        return _Leaf([1], [0], {})
+    return _Leaf(ms, md, occ)
+
+
+def _compose_layout(A: Layout, B: Layout) -> Layout:
+    As, Ad = _coalesced(A)
+    fbs, fbd = B._flat()
+    if len(As) == 1:  # A is a single (unbounded) mode: a scaling of B
+        a = Ad[0]
+        if type(B._shape) is not tuple:
+            return _make(B._shape, B._stride * a if B._shape != 1 else 0)
+        return _make(B._shape, _unflatten(tuple(d * a for d in fbd), B._stride)) if all(
+            d >= 0 for d in fbd) else _compose_general(A, B, As, Ad, fbs, fbd)
+    return _compose_general(A, B, As, Ad, fbs, fbd)
+
+
+def _compose_general(A: Layout, B: Layout, As: List[int], Ad: List[int],
+                     fbs: tuple, fbd: tuple) -> Layout:
+    leaves: List[_Leaf] = []
+    multi = len(fbs) > 1
+    for k, (n, r) in enumerate(zip(fbs, fbd)):
+        where = f"mode {k}" if multi else "layout"
+        try:
+            leaves.append(_compose_leaf(As, Ad, n, r, where))
+        except InadmissibleError as e:
+            if multi and e.witness is not None:
+                e.witness = e.witness * _prefix_product(fbs)[k]
+            raise
+    if multi:
+        _check_disjoint(A, B, As, Ad, fbs, fbd, leaves)
+    parts = []
+    for lf in leaves:
+        if len(lf.ms) == 1:
+            parts.append((lf.ms[0], lf.md[0]))
+        else:
+            parts.append((tuple(lf.ms), tuple(lf.md)))
+    if type(B._shape) is not tuple:
+        return _make(parts[0][0], parts[0][1])
+    return _make(_unflatten(tuple(p[0] for p in parts), B._shape),
+                 _unflatten(tuple(p[1] for p in parts), B._stride))
+
+
+def _check_disjoint(A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: tuple, fbd: tuple,
+                    leaves: List[_Leaf]) -> None:
+    """Every leaf of B uses digits of A's mixed radix; the by-mode result equals A∘B iff
+    adding the leaves' images never carries from one digit of A into the next."""
+    last = len(As) - 1
+    used: Dict[int, int] = {}
+    for lf in leaves:
+        for i, (dmax, _j) in lf.occ.items():
+            used[i] = used.get(i, 0) + dmax
+    bad = [i for i in range(last) if used.get(i, 0) >= As[i]]
+    if not bad:
+        return
+    i = bad[0]
+    crd = tuple(lf.occ[i][1] if i in lf.occ else 0 for lf in leaves)
+    pp = _prefix_product(fbs)
+    w = sum(c * p for c, p in zip(crd, pp))
+    bx = sum(c * d for c, d in zip(crd, fbd))
+    truth = _ext_eval(As, Ad, bx)
+    naive = sum(_ext_eval(As, Ad, c * d) for c, d in zip(crd, fbd))
+    if truth == naive:
+        w = _search_witness(As, Ad, fbs, fbd)
+        if w is None and _product(fbs) <= (1 << 16):
+            return  # exhaustively fine: the by-mode result is A∘B after all
+        if w is not None:
+            crd = tuple((w // p) % s for p, s in zip(pp, fbs))
+            bx = sum(c * d for c, d in zip(crd, fbd))
+            truth = _ext_eval(As, Ad, bx)
+            naive = sum(_ext_eval(As, Ad, c * d) for c, d in zip(crd, fbd))
+    nat = _unflatten(crd, B._shape) if type(B._shape) is tuple else crd[0]
+    msg = (
+        f"composition: the modes of B overlap inside A (disjointness): their images together "
+        f"need digit {used[i]} of A's mode {i}, whose extent is {As[i]}, so adding them carries "
+        f"into the next mode"
+    )
+    if w is not None:
+        msg += (f"; at coordinate {w} = {_fmt(nat)} of B, A(B({w})) = A({bx}) = {truth} but the "
+                f"mode-by-mode result gives {naive}")
+    raise InadmissibleError(msg, condition="disjointness of B's modes in A", witness=w)
+
+
+def _search_witness(As: List[int], Ad: List[int], fbs: tuple, fbd: tuple) -> int | None:
+    import numpy as np
+
+    total = _product(fbs)
+    if total > (1 << 16):
+        return None
+    idx = np.arange(total, dtype=np.int64)
+    bx = np.zeros(total, dtype=np.int64)
+    naive = np.zeros(total, dtype=np.int64)
+    rem = idx.copy()
+    for s, d in zip(fbs, fbd):
+        c = rem % s
+        rem //= s
+        bx += c * d
+        naive += _ext_eval_np(As, Ad, c * d)
+    bad = np.nonzero(_ext_eval_np(As, Ad, bx) != naive)[0]
+    return int(bad[0]) if bad.size else None
+
+
+def _ext_eval_np(As: List[int], Ad: List[int], x: Any) -> Any:
+    off = 0
+    last = len(As) - 1
+    for i in range(last):
+        off = off + (x % As[i]) * Ad[i]
+        x = x // As[i]
+    return off + x * Ad[last]
+
+
+def composition(lhs: Layout, rhs: Any) -> Layout:
+    """``R = lhs ∘ rhs``: ``R(c) = lhs(rhs(c))`` for every coordinate ``c`` of ``rhs``, and
+    ``rhs``'s shape is compatible with ``R``'s.
+
+    ``rhs`` may be a Layout, an integer (the layout ``n:1``), or a tuple tiler applied
+    mode by mode (``None``/``_`` entries keep the mode; modes of ``lhs`` beyond the tuple
+    are dropped, as in CuTe C++).  When ``rhs`` reaches past ``size(lhs)``, ``lhs``'s last
+    mode (after coalescing) extends without bound, as in CuTe.
+
+    Raises InadmissibleError for stride divisibility, shape divisibility, negative strides
+    in ``rhs``, or overlapping modes of ``rhs`` inside ``lhs`` (disjointness), each with a
+    witness coordinate of ``rhs``.
+    """
+    _need_layout(lhs, "composition")
+    if rhs is None or rhs is _:
+        return lhs
+    if isinstance(rhs, Layout):
+        return _compose_layout(lhs, rhs)
+    if type(rhs) is tuple or type(rhs) is list:
+        s, d = _modes(lhs)
+        if len(rhs) > len(s):
+            raise MalformedLayoutError(
+                f"composition: the tiler has {len(rhs)} modes but {lhs} has only {len(s)}"
+            )
+        parts = [composition(_make(s[i], d[i]), t) for i, t in enumerate(rhs)]
+        return _make(tuple(p._shape for p in parts), tuple(p._stride for p in parts))
+    return _compose_layout(lhs, _as_layout(rhs, "composition"))
+
+
+# ----------------------------------------------------------------------------- complement
+def complement(layout: Layout, cotarget: Any = None) -> Layout:
+    """The layout ``C`` such that ``(layout, C)`` is a bijection onto ``[0, cotarget)``
+    (rounded up to a multiple of the covered extent), with ``C`` ordered and meeting
+    ``layout``'s image only at 0.  ``cotarget`` is an integer or a Shape (default: the
+    cosize).  Stride-0 and size-1 modes are ignored.
+
+    Raises InadmissibleError when the sorted strides do not chain (``s_{i-1} d_{i-1}``
+    must divide ``d_i``): then no complement exists, even for injective layouts such as
+    ``(2,2):(1,3)``.
+
+    >>> str(complement(Layout(4, 2), 24))
+    '(2,3):(1,8)'
+    """
+    _need_layout(layout, "complement")
+    if cotarget is None:
+        cot: Any = layout.cosize
+    else:
+        cot = _check_shape(cotarget, "complement cotarget")
+    fs, fd = layout._flat()
+    modes = []
+    for k, (s, d) in enumerate(zip(fs, fd)):
+        if s == 1 or d == 0:
+            continue
+        if d < 0:
+            raise InadmissibleError(
+                f"complement: mode {k} of {layout} has negative stride {d}; a complement fills "
+                "[0, M) and needs non-negative strides",
+                condition="non-negative strides",
+                witness=_unit_crd(layout, k),
+            )
+        modes.append((d, s, k))
+    modes.sort()
+    rs: List[int] = []
+    rd: List[int] = []
+    cur = 1
+    for d, s, k in modes:
+        if d % cur != 0:
+            raise InadmissibleError(
+                f"complement: admissibility (sorted strides must chain, s_(i-1)*d_(i-1) | d_i): "
+                f"mode {k} ({s}:{d}) of {layout} starts at offset {d}, which is not a multiple of "
+                f"{cur}, the extent covered by the modes of smaller stride; no layout C makes "
+                f"({layout}, C) a bijection",
+                condition="complement admissibility (stride chain)",
+                witness=_unit_crd(layout, k),
+            )
+        if d // cur > 1:
+            rs.append(d // cur)
+            rd.append(cur)
+        cur = s * d
+    if type(cot) is tuple:
+        rest = _shape_div(cot, cur)
+        frest = _flatten(rest)
+        p = cur
+        for e in frest:
+            rs.append(e)
+            rd.append(p)
+            p *= e
+    else:
+        rs.append(_ceil_div_int(cot, cur))
+        rd.append(cur)
+    cs, cd = _coalesce_flat(tuple(rs), tuple(rd))
+    return _from_modes(cs, cd)
+
+
+def _unit_crd(L: Layout, k: int) -> int:
+    """The 1-D coordinate of L whose flat mode k is 1 and every other mode 0."""
+    fs, _fd = L._flat()
+    p = 1
+    for s in fs[:k]:
+        p *= s
+    return p
+
+
+# ----------------------------------------------------------------------------- inverses
+def right_inverse(layout: Layout) -> Layout:
+    """The largest ``R`` with ``layout(R(i)) == i`` for ``i < size(R)``.
+
+    Follows the positive strides 1, s0*d0, ... of the coalesced layout, skipping modes
+    that do not continue the chain (CuTe C++); negative strides are never followed (their
+    inverse would leave the domain).
+
+    >>> str(right_inverse(Layout((4, 2), (2, 1))))
+    '(2,4):(4,1)'
+    """
+    if not isinstance(layout, Layout):
+        layout = _as_layout(layout, "right_inverse")
+    cs, cd = _coalesced(layout)
+    pp = _prefix_product(tuple(cs))
+    rs: List[int] = []
+    rd: List[int] = []
+    cur = 1
+    used = [False] * len(cs)
+    while True:
+        for i, d in enumerate(cd):
+            if not used[i] and d == cur:
+                used[i] = True
+                rs.append(cs[i])
+                rd.append(pp[i])
+                cur = cs[i] * d
+                break
+        else:
+            break
+    if not rs:
+        return _make(1, 0)
+    ms, md = _coalesce_flat(tuple(rs), tuple(rd))
+    return _from_modes(ms, md)
+
+
+def left_inverse(layout: Layout) -> Layout:
+    """``R`` with ``R(layout(i)) == i`` for every ``i`` when ``layout`` is injective (and
+    ``layout(R(layout(i))) == layout(i)`` always); offsets in the gaps of the image are
+    covered by stride-0 modes.
+
+    Raises InadmissibleError for negative strides or sorted strides that do not chain.
+
+    >>> str(left_inverse(Layout(4, 2)))
+    '(2,4):(0,1)'
+    """
+    if not isinstance(layout, Layout):
+        layout = _as_layout(layout, "left_inverse")
+    cs, cd = _coalesced(layout)
+    pp = _prefix_product(tuple(cs))
+    modes = []
+    for i, (s, d) in enumerate(zip(cs, cd)):
+        if d == 0 or s == 1:
+            continue
+        if d < 0:
+            raise InadmissibleError(
+                f"left_inverse: {layout} has negative stride {d}; its offsets are negative and "
+                "no layout maps them back",
+                condition="non-negative strides",
+                witness=pp[i],
+            )
+        modes.append((d, i))
+    modes.sort()
+    rs: List[int] = []
+    rd: List[int] = []
+    cur = 1
+    for d, i in modes:
+        if d % cur != 0:
+            raise InadmissibleError(
+                f"left_inverse: sorted strides must chain (s_(i-1)*d_(i-1) | d_i): the mode "
+                f"{cs[i]}:{d} of coalesce({layout}) starts at offset {d}, not a multiple of {cur}",
+                condition="left-inverse admissibility (stride chain)",
+                witness=pp[i],
+            )
+        if d // cur > 1:
+            rs.append(d // cur)
+            rd.append(0)
+        rs.append(cs[i])
+        rd.append(pp[i])
+        cur = cs[i] * d
+    if not rs:
+        return _make(1, 0)
+    ms, md = _coalesce_flat(tuple(rs), tuple(rd))
+    return _from_modes(ms, md)
+
+
+# ----------------------------------------------------------------------------- divides
+def _tiler_layout(t: Any, op: str) -> Layout:
+    return t if isinstance(t, Layout) else _as_layout(t, op)
+
+
+def logical_divide(layout: Layout, tiler: Any) -> Layout:
+    """``layout ∘ (tiler, complement(tiler, size(layout)))``: mode 0 is the tile, mode 1
+    the tiles' arrangement.  A tuple tiler divides mode by mode (extra modes are kept).
+
+    >>> str(logical_divide(Layout(16, 1), Layout(4, 2)))
+    '(4,(2,2)):(2,(1,8))'
+    """
+    _need_layout(layout, "logical_divide")
+    if tiler is None or tiler is _:
+        return layout
+    if type(tiler) is tuple or type(tiler) is list:
+        return _by_mode_tiler(layout, tuple(tiler), logical_divide, "logical_divide")
+    B = _tiler_layout(tiler, "logical_divide")
+    C = complement(B, layout.size)
+    return composition(layout, _make((B._shape, C._shape), (B._stride, C._stride)))
+
+
+def _by_mode_tiler(layout: Layout, tiler: tuple, fn: Any, op: str) -> Layout:
+    s, d = _modes(layout)
+    if len(tiler) > len(s):
+        raise MalformedLayoutError(
+            f"{op}: the tiler has {len(tiler)} modes but {layout} has only {len(s)}"
+        )
+    parts = [fn(_make(s[i], d[i]), t) for i, t in enumerate(tiler)]
+    parts += [_make(s[i], d[i]) for i in range(len(tiler), len(s))]
+    return _make(tuple(p._shape for p in parts), tuple(p._stride for p in parts))
+
+
+def _hier_unzip(fn: Any, layout: Layout, tiler: Any, op: str) -> Layout:
+    if tiler is None or tiler is _:
+        return _make((1, layout._shape), (0, layout._stride))
+    if type(tiler) is tuple or type(tiler) is list:
+        tiler = tuple(tiler)
+        s, d = _modes(layout)
+        if len(tiler) > len(s):
+            raise MalformedLayoutError(
+                f"{op}: the tiler has {len(tiler)} modes but {layout} has only {len(s)}"
+            )
+        split = [_hier_unzip(fn, _make(s[i], d[i]), t, op) for i, t in enumerate(tiler)]
+        first = _make(tuple(p._shape[0] for p in split), tuple(p._stride[0] for p in split))
+        second = _make(tuple(p._shape[1] for p in split) + s[len(tiler):],
+                       tuple(p._stride[1] for p in split) + d[len(tiler):])
+        return _make((first._shape, second._shape), (first._stride, second._stride))
+    return fn(layout, tiler)
+
+
+def zipped_divide(layout: Layout, tiler: Any) -> Layout:
+    """``((tile modes...), (rest modes...))``: the logical divide with the tile parts
+    gathered in mode 0 and everything else in mode 1.
+
+    >>> str(zipped_divide(Layout((8, 6)), (4, 3)))
+    '((4,3),(2,2)):((1,8),(4,24))'
+    """
+    _need_layout(layout, "zipped_divide")
+    return _hier_unzip(logical_divide, layout, tiler, "zipped_divide")
+
+
+def _tiled(Z: Layout) -> Layout:
+    s1, d1 = _modes(_make(Z._shape[1], Z._stride[1]))
+    return _make((Z._shape[0],) + s1, (Z._stride[0],) + d1)
+
+
+def _flat2(Z: Layout) -> Layout:
+    s0, d0 = _modes(_make(Z._shape[0], Z._stride[0]))
+    s1, d1 = _modes(_make(Z._shape[1], Z._stride[1]))
+    return _make(s0 + s1, d0 + d1)
+
+
+def tiled_divide(layout: Layout, tiler: Any) -> Layout:
+    """``((tile modes...), rest0, rest1, ...)``."""
+    return _tiled(zipped_divide(layout, tiler))
+
+
+def flat_divide(layout: Layout, tiler: Any) -> Layout:
+    """``(tile0, tile1, ..., rest0, rest1, ...)``."""
+    return _flat2(zipped_divide(layout, tiler))
+
+
+# ----------------------------------------------------------------------------- products
+def logical_product(block: Layout, tiler: Any) -> Layout:
+    """``(block, complement(block, size(block)*cosize(tiler)) ∘ tiler)``: ``block``
+    repeated over the arrangement ``tiler``.  A tuple tiler multiplies mode by mode; an
+    integer ``n`` is the layout ``n:1`` (legacy pycute computes a divide there).
+
+    >>> str(logical_product(Layout((2, 2), (4, 1)), Layout(6, 1)))
+    '((2,2),(2,3)):((4,1),(2,8))'
+    """
+    _need_layout(block, "logical_product")
+    if tiler is None or tiler is _:
+        return block
+    if type(tiler) is tuple or type(tiler) is list:
+        return _by_mode_tiler(block, tuple(tiler), logical_product, "logical_product")
+    B = _tiler_layout(tiler, "logical_product")
+    C = complement(block, block.size * B.cosize)
+    R = composition(C, B)
+    return _make((block._shape, R._shape), (block._stride, R._stride))
+
+
+def zipped_product(block: Layout, tiler: Any) -> Layout:
+    """``((block modes...), (product modes...))``."""
+    _need_layout(block, "zipped_product")
+    return _hier_unzip(logical_product, block, tiler, "zipped_product")
+
+
+def tiled_product(block: Layout, tiler: Any) -> Layout:
+    """``((block modes...), product0, product1, ...)``."""
+    return _tiled(zipped_product(block, tiler))
+
+
+def flat_product(block: Layout, tiler: Any) -> Layout:
+    """``(block0, block1, ..., product0, product1, ...)``."""
+    return _flat2(zipped_product(block, tiler))
+
+
+def _padded(L: Layout, n: int) -> Layout:
+    s, d = _modes(L)
+    k = n - len(s)
+    return _make(s + (1,) * k, d + (0,) * k)
+
+
+def _zip_product(block: Layout, tiler: Any, op: str, raked: bool) -> Layout:
+    _need_layout(block, op)
+    B = _tiler_layout(tiler, op)
+    r = max(block.rank, B.rank)
+    pa, pb = _padded(block, r), _padded(B, r)
+    P = logical_product(pa, pb)
+    A0 = _make(P._shape[0], P._stride[0])
+    A1 = _make(P._shape[1], P._stride[1])
+    firsts, seconds = (A1, A0) if raked else (A0, A1)
+    out_s = tuple((firsts[i]._shape, seconds[i]._shape) for i in range(r))
+    out_d = tuple((firsts[i]._stride, seconds[i]._stride) for i in range(r))
+    return _make(out_s, out_d)
+
+
+def blocked_product(block: Layout, tiler: Any) -> Layout:
+    """Mode ``i`` is ``(block_i, arrangement_i)``: whole blocks laid out by ``tiler``.
+
+    >>> str(blocked_product(Layout((2, 2), (1, 2)), Layout((2, 3), (3, 1))))
+    '((2,2),(2,3)):((1,12),(2,4))'
+    """
+    return _zip_product(block, tiler, "blocked_product", raked=False)
+
+
+def raked_product(block: Layout, tiler: Any) -> Layout:
+    """Mode ``i`` is ``(arrangement_i, block_i)``: the blocks' elements interleaved."""
+    return _zip_product(block, tiler, "raked_product", raked=True)
+
+
+def tile_to_shape(block: Layout, trg_shape: Any, order: Any = None) -> Layout:
+    """Repeat ``block`` (a blocked product) until it has the shape ``trg_shape``; the
+    repetitions are ordered by ``order`` (default column-major).  Each mode of the target
+    must be a multiple of the block's."""
+    _need_layout(block, "tile_to_shape")
+    trg = _check_shape(trg_shape, "tile_to_shape target")
+    ts = trg if type(trg) is tuple else (trg,)
+    if block.rank > len(ts):
+        raise MalformedLayoutError(
+            f"tile_to_shape: block {block} has more modes than the target shape {_fmt(trg)}"
+        )
+    pb = _padded(block, len(ts))
+    bshape = tuple(_product(e) for e in pb._shape)
+    tshape = tuple(_product(e) for e in ts)
+    for i, (t, b) in enumerate(zip(tshape, bshape)):
+        if t % b != 0:
+            raise InadmissibleError(
+                f"tile_to_shape: mode {i} of the target ({t}) is not a multiple of the block's ({b})",
+                condition="block divides target",
+                witness=None,
+            )
+    pshape = tuple(t // b for t, b in zip(tshape, bshape))
+    R = blocked_product(pb, make_ordered_layout(pshape, order))
+    return coalesce(R, pshape)
+
+
+# ----------------------------------------------------------------------------- compatibility
+def _compat(a: Any, b: Any) -> bool:
+    if type(a) is tuple:
+        return type(b) is tuple and len(a) == len(b) and all(_compat(x, y) for x, y in zip(a, b))
+    return a == _product(b)
+
+
+def compatible(a: Any, b: Any) -> bool:
+    """Shape ``a`` is compatible with shape ``b``: same size, and every coordinate of ``a``
+    is a coordinate of ``b`` (layouts compare their shapes).  A partial order."""
+    sa = a._shape if isinstance(a, Layout) else _check_shape(a, "compatible argument")
+    sb = b._shape if isinstance(b, Layout) else _check_shape(b, "compatible argument")
+    return _compat(sa, sb)

@@ -1,0 +1,1 @@
+"""layoutproof.gpu: MMA/copy atoms, proven lowering, CuPy runtime. Arrives with the GPU issue."""

@@ -1,0 +1,1 @@
+"""layoutproof.proofs: the theorem catalog. Arrives with the catalog issue."""
