@@ -103,6 +103,11 @@ def _norm_int(x: Any, what: str) -> int:
 def _flatten(t: Any) -> tuple:
     if type(t) is not tuple:
         return (t,)
+    for e in t:
+        if type(e) is tuple:
+            break
+    else:
+        return t
     out: list = []
     stack = [iter(t)]
     while stack:
@@ -147,6 +152,12 @@ def _weakly_congruent(a: Any, b: Any) -> bool:
 
 
 def _unflatten(flat: tuple, profile: Any) -> Any:
+    if type(profile) is tuple:
+        for e in profile:
+            if type(e) is tuple:
+                break
+        else:
+            return tuple(flat)
     it = iter(flat)
 
     def build(p: Any) -> Any:

@@ -134,6 +134,24 @@ class Layout:
     def __init__(self, shape: Any, stride: Any = None) -> None:
         if isinstance(shape, Layout):
             raise MalformedLayoutError("Layout(shape, stride): shape is already a Layout")
+        ts, td = type(shape), type(stride)
+        if ts is int and shape > 0 and td is int:  # the common scalar case, fully checked
+            s, d = shape, stride
+        elif (ts is tuple and td is tuple and len(shape) == len(stride)
+              and all(type(e) is int and e > 0 for e in shape)
+              and all(type(e) is int for e in stride)):  # flat tuples of ints, fully checked
+            s, d = shape, stride
+        else:
+            s, d = self._checked(shape, stride)
+        self._shape = s
+        self._stride = d
+        self._fs = None
+        self._fd = None
+        self._size = None
+        self._hash = None
+
+    @staticmethod
+    def _checked(shape: Any, stride: Any) -> Tuple[Any, Any]:
         s = _check_shape(shape)
         if stride is None:
             d = _prefix_product(s)
@@ -144,12 +162,7 @@ class Layout:
                     f"shape {_fmt(s)} and stride {_fmt(d)} are not congruent "
                     "(they must have the same nesting profile)"
                 )
-        self._shape = s
-        self._stride = d
-        self._fs = None
-        self._fd = None
-        self._size = None
-        self._hash = None
+        return s, d
 
     @classmethod
     def _make(cls, shape: Any, stride: Any) -> "Layout":
@@ -282,9 +295,10 @@ class Layout:
             raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
         else:
             c = args
-        if _has_slice(c):
+        try:
+            return _eval_checked(c, self._shape, self._stride, c)
+        except _SliceSeen:
             return slice_and_offset(c, self)[0]
-        return self._eval_crd(c)
 
     def _eval_int(self, c: int) -> int:
         fs, fd = self._flat()
@@ -293,9 +307,6 @@ class Layout:
             off += (c % s) * d
             c //= s
         return off
-
-    def _eval_crd(self, c: Any) -> int:
-        return _eval_checked(c, self._shape, self._stride, c)
 
     def eval_all(self) -> "np.ndarray":
         """Every offset, in colexicographic order of the domain, as a numpy array.
@@ -321,12 +332,8 @@ class Layout:
 
 
 # ----------------------------------------------------------------------------- evaluation helpers
-def _has_slice(c: Any) -> bool:
-    if c is None or c is _:
-        return True
-    if type(c) is tuple or type(c) is list:
-        return any(_has_slice(e) for e in c)
-    return False
+class _SliceSeen(Exception):
+    """Raised inside evaluation when a wildcard is met: the call is a slice."""
 
 
 def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
@@ -341,8 +348,17 @@ def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
             )
         off = 0
         for ci, si, di in zip(c, s, d):
+            if type(ci) is int and type(si) is int:
+                if 0 <= ci < si:
+                    off += ci * di
+                    continue
+                raise OutOfDomainError(
+                    f"coordinate {full} is outside the domain: {ci} not in [0, {si})"
+                )
             off += _eval_checked(ci, si, di, full)
         return off
+    elif c is None or c is _:
+        raise _SliceSeen
     elif is_int(c):
         c = int(c)
     else:

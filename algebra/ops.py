@@ -234,8 +234,10 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
         a = Ad[0]
         if type(B._shape) is not tuple:
             return _make(B._shape, B._stride * a if B._shape != 1 else 0)
-        return _make(B._shape, _unflatten(tuple(d * a for d in fbd), B._stride)) if all(
-            d >= 0 for d in fbd) else _compose_general(A, B, As, Ad, fbs, fbd)
+        if all(d >= 0 for d in fbd):
+            return _make(B._shape, _unflatten(tuple(d * a if s != 1 else 0 for s, d in zip(fbs, fbd)),
+                                              B._stride))
+        return _compose_general(A, B, As, Ad, fbs, fbd)
     return _compose_general(A, B, As, Ad, fbs, fbd)
 
 

@@ -1,0 +1,129 @@
+"""layoutproof vs legacy pycute (nvidia-cutlass==4.2.0.0), same suite, same process.
+
+Prints per-operation microseconds for both and the ratio ours/pycute (target: <= 0.5).
+Construction is reported only: ours validates its input, pycute does not.
+
+    python bench/algebra.py [--repeat 7] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import time
+from typing import Any, Callable, List, Tuple
+
+import layoutproof as lp
+
+try:
+    import pycute as pc
+except ImportError:  # pragma: no cover
+    sys.exit("legacy pycute is needed: pip install --no-deps nvidia-cutlass==4.2.0.0")
+
+
+def _timeit(fn: Callable[[], Any], repeat: int, target_s: float = 0.05) -> float:
+    """Median microseconds per call over `repeat` batches sized to ~target_s each."""
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= target_s / 4:
+            break
+        n *= 2
+    n = max(1, int(n * target_s / max(dt, 1e-9)))
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        samples.append((time.perf_counter() - t0) / n * 1e6)
+    return statistics.median(samples)
+
+
+def cases() -> List[Tuple[str, Callable[[], Any], Callable[[], Any], bool]]:
+    """(name, ours, pycute, counted-in-target)."""
+    L, P = lp.Layout, pc.Layout
+    # Operands built once: the suite times the operations, not the operands' construction.
+    a_flat, p_flat = L((4, 6, 8), (1, 4, 24)), P((4, 6, 8), (1, 4, 24))
+    b_flat, q_flat = L((2, 3), (2, 8)), P((2, 3), (2, 8))
+    a_nest, p_nest = L((4, (2, 2)), (2, (1, 8))), P((4, (2, 2)), (2, (1, 8)))
+    b_nest, q_nest = L((2, 4), (1, 2)), P((2, 4), (1, 2))
+    a_big, p_big = L(((8, 8), (4, 16)), ((1, 8), (64, 256))), P(((8, 8), (4, 16)), ((1, 8), (64, 256)))
+    t_big, u_big = L((4, 8), (1, 8)), P((4, 8), (1, 8))
+    c_in, d_in = L((2, 4), (1, 8)), P((2, 4), (1, 8))
+    r_in, s_in = L((4, (2, 4)), (8, (1, 32))), P((4, (2, 4)), (8, (1, 32)))
+    m_mat, n_mat = L((128, 64), (64, 1)), P((128, 64), (64, 1))
+    tile_l, tile_p = L((16, 8)), P((16, 8))
+    e_ev, f_ev = L((4, (2, 2)), (2, (1, 8))), P((4, (2, 2)), (2, (1, 8)))
+    prod_a, prod_p = L((2, 2), (4, 1)), P((2, 2), (4, 1))
+    prod_b, prod_q = L(6, 1), P(6, 1)
+    return [
+        ("composition (flat)", lambda: lp.composition(a_flat, b_flat), lambda: pc.composition(p_flat, q_flat), True),
+        ("composition (nested)", lambda: lp.composition(a_nest, b_nest), lambda: pc.composition(p_nest, q_nest), True),
+        ("composition (rank-4 A, 2-D tile)", lambda: lp.composition(a_big, t_big), lambda: pc.composition(p_big, u_big), True),
+        ("complement", lambda: lp.complement(c_in, 64), lambda: pc.complement(d_in, 64), True),
+        ("logical_divide", lambda: lp.logical_divide(m_mat, tile_l), lambda: pc.logical_divide(n_mat, tile_p), True),
+        ("zipped_divide (tuple tiler)", lambda: lp.zipped_divide(m_mat, (L(16), L(8))), lambda: pc.zipped_divide(n_mat, (P(16), P(8))), True),
+        ("right_inverse", lambda: lp.right_inverse(r_in), lambda: pc.right_inverse(s_in), True),
+        ("left_inverse", lambda: lp.left_inverse(c_in), lambda: pc.left_inverse(d_in), True),
+        ("coalesce", lambda: lp.coalesce(a_big), lambda: pc.coalesce(p_big), True),
+        ("logical_product", lambda: lp.logical_product(prod_a, prod_b), lambda: pc.logical_product(prod_p, prod_q), True),
+        ("evaluate A(13)", lambda: e_ev(13), lambda: f_ev(13), True),
+        ("evaluate A(3,(1,1))", lambda: e_ev(3, (1, 1)), lambda: f_ev(3, (1, 1)), True),
+        ("construct Layout((4,(2,2)),(2,(1,8)))", lambda: L((4, (2, 2)), (2, (1, 8))),
+         lambda: P((4, (2, 2)), (2, (1, 8))), False),
+    ]
+
+
+def check_agreement() -> None:
+    """The benchmarked results must be the same functions in both libraries."""
+    for name, ours, theirs, _counted in cases():
+        a, b = ours(), theirs()
+        if name == "left_inverse":
+            # left inverses agree on the image of the layout; the gaps are free
+            src = lp.Layout((2, 4), (1, 8))
+            if any(a(src(i)) != b(src(i)) for i in range(src.size)):
+                raise SystemExit(f"benchmark case {name!r} disagrees: {a} vs {b}")
+            continue
+        if isinstance(a, lp.Layout):
+            pa = [b(i) for i in range(a.size)]
+            if list(a.eval_all()) != pa:
+                raise SystemExit(f"benchmark case {name!r} disagrees: {a} vs {b}")
+        elif a != b:
+            raise SystemExit(f"benchmark case {name!r} disagrees: {a} vs {b}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    check_agreement()
+    rows = []
+    for name, ours, theirs, counted in cases():
+        # interleave to share machine noise
+        t_ours = _timeit(ours, args.repeat)
+        t_theirs = _timeit(theirs, args.repeat)
+        rows.append((name, t_ours, t_theirs, t_ours / t_theirs, counted))
+    print(f"# {platform.node()} | {platform.processor() or platform.machine()} | Python {platform.python_version()} "
+          f"| layoutproof {lp.__version__} vs pycute (nvidia-cutlass 4.2.0.0)")
+    if args.markdown:
+        print("| operation | layoutproof µs | pycute µs | ratio |")
+        print("|---|---:|---:|---:|")
+        for name, a, b, r, counted in rows:
+            print(f"| {name}{'' if counted else ' (reported only)'} | {a:.2f} | {b:.2f} | {r:.2f} |")
+    else:
+        print(f"{'operation':40s} {'ours µs':>9s} {'pycute µs':>10s} {'ratio':>6s}")
+        for name, a, b, r, counted in rows:
+            print(f"{name:40s} {a:9.2f} {b:10.2f} {r:6.2f}{'' if counted else '  (reported only)'}")
+    worst = max(r for *_x, r, c in rows if c)
+    print(f"worst ratio over the counted operations: {worst:.2f} (target <= 0.5)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
