@@ -320,6 +320,10 @@ def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
         stride = _norm(stride, "idx2crd stride")
         if not _congruent(shape, stride):
             raise MalformedLayoutError("idx2crd: shape and stride are not congruent")
+        if any(d == 0 for d in _flatten(stride)):
+            raise MalformedLayoutError("idx2crd: a stride (divisor) of 0 has no coordinate")
+    if any(s == 0 for s in _flatten(shape)):
+        raise MalformedLayoutError("idx2crd: a shape extent of 0 has no coordinate")
     if not _weakly_congruent(idx, shape):
         raise MalformedLayoutError(f"idx2crd: coordinate {idx} does not fit shape {shape}")
     return _idx2crd(idx, shape, stride)

@@ -16,7 +16,7 @@ layoutproof.errors.InadmissibleError: composition: the modes of B overlap inside
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import InadmissibleError, MalformedLayoutError
 from .inttuple import (
@@ -157,13 +157,95 @@ class _Leaf:
 
     __slots__ = ("ms", "md", "occ")
 
-    def __init__(self, ms: List[int], md: List[int], occ: Dict[int, Tuple[int, int]]) -> None:
+    def __init__(self, ms: List[int], md: List[int],
+                 occ: Optional[Dict[int, Tuple[int, int]]]) -> None:
         self.ms = ms
         self.md = md
-        self.occ = occ  # A-mode index -> (largest digit used there, leaf coordinate reaching it)
+        # A-mode index -> (largest digit used there, leaf coordinate reaching it); None when
+        # the leaf was decided by evaluation (its digits are then checked by evaluation too)
+        self.occ = occ
+
+
+# Domains up to this size are decided exactly by evaluation when CuTe's conditions fail.
+EXACT_LIMIT = 1 << 16
+
+
+def _recognize(v: Any) -> Tuple[Optional[Tuple[List[int], List[int]]], Optional[int]]:
+    """Is j -> v[j] (v[0] == 0) the function of a layout?  Returns its coalesced modes,
+    or None and the first index where no layout can agree.
+
+    Greedy and exact: in a coalesced layout f(j) = j*f(1) holds exactly for j < n0 and
+    f(n0) = e1 != n0*e0, so the first mode is forced; recurse on the multiples of n0.
+    """
+    import numpy as np
+
+    ms: List[int] = []
+    md: List[int] = []
+    cur = v
+    scale = 1
+    while len(cur) > 1:
+        e = int(cur[1])
+        lin = cur != np.arange(len(cur), dtype=np.int64).astype(cur.dtype) * e
+        bad = np.flatnonzero(lin)
+        n = int(bad[0]) if bad.size else len(cur)
+        if len(cur) % n != 0:
+            return None, n * scale
+        ms.append(n)
+        md.append(e)
+        cur = cur[::n]
+        scale *= n
+    if not ms:
+        return ([1], [0]), None
+    cs, cd = _coalesce_flat(tuple(ms), tuple(md))
+    got = _make(tuple(cs), tuple(cd)).eval_all()
+    diff = np.flatnonzero(got != v)
+    if diff.size:
+        return None, int(diff[0])
+    return (cs, cd), None
+
+
+def _ext_bound(As: List[int], Ad: List[int], xmax: int) -> int:
+    """An upper bound of |A(x)| (and of x) for 0 <= x <= xmax, A extended."""
+    p = 1
+    b = 0
+    for s, d in zip(As[:-1], Ad[:-1]):
+        b += s * abs(d)
+        p *= s
+    return max(b + (xmax // p + 1) * abs(Ad[-1]), xmax)
+
+
+def _arange(n: int, bound: int) -> Any:
+    """0..n-1 as int64, or as Python integers when values up to ``bound`` would overflow."""
+    import numpy as np
+
+    a = np.arange(n, dtype=np.int64)
+    return a if bound < (1 << 62) else a.astype(object)
+
+
+def _exact_leaf(As: List[int], Ad: List[int], n: int, r: int, err: InadmissibleError) -> _Leaf:
+    """CuTe's divisibility conditions failed: decide exactly whether j -> A(r*j) is a layout."""
+
+    if n > EXACT_LIMIT:
+        raise err
+    v = _ext_eval_np(As, Ad, _arange(n, _ext_bound(As, Ad, r * n)) * r)
+    rec, w = _recognize(v)
+    if rec is None:
+        if err.witness is None:
+            err.witness = w
+        raise err
+    return _Leaf(rec[0], rec[1], None)
 
 
 def _compose_leaf(As: List[int], Ad: List[int], n: int, r: int, where: str) -> _Leaf:
+    try:
+        return _compose_leaf_cute(As, Ad, n, r, where)
+    except InadmissibleError as e:
+        if e.condition not in ("stride divisibility", "shape divisibility"):
+            raise
+        return _exact_leaf(As, Ad, n, r, e)
+
+
+def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, where: str) -> _Leaf:
     if n == 1:
         return _Leaf([1], [0], {})
     if r == 0:
@@ -233,7 +315,11 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
     if len(As) == 1:  # A is a single (unbounded) mode: a scaling of B
         a = Ad[0]
         if type(B._shape) is not tuple:
-            return _make(B._shape, B._stride * a if B._shape != 1 else 0)
+            if B._shape == 1:
+                return _make(1, 0)
+            if B._stride >= 0:
+                return _make(B._shape, B._stride * a)
+            return _compose_general(A, B, As, Ad, fbs, fbd)
         if all(d >= 0 for d in fbd):
             return _make(B._shape, _unflatten(tuple(d * a if s != 1 else 0 for s, d in zip(fbs, fbd)),
                                               B._stride))
@@ -272,15 +358,30 @@ def _check_disjoint(A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: tup
     """Every leaf of B uses digits of A's mixed radix; the by-mode result equals A∘B iff
     adding the leaves' images never carries from one digit of A into the next."""
     last = len(As) - 1
+    if any(lf.occ is None for lf in leaves):
+        w = _search_witness(As, Ad, fbs, fbd)
+        if w is None and _product(fbs) <= EXACT_LIMIT:
+            return
+        pp = _prefix_product(fbs)
+        msg = "composition: the modes of B overlap inside A (disjointness)"
+        if w is not None:
+            crd = tuple((w // p) % s for p, s in zip(pp, fbs))
+            bx = sum(c * d for c, d in zip(crd, fbd))
+            naive = sum(_ext_eval(As, Ad, c * d) for c, d in zip(crd, fbd))
+            msg += (f": at coordinate {w} of B, A(B({w})) = A({bx}) = {_ext_eval(As, Ad, bx)} but "
+                    f"the mode-by-mode result gives {naive}")
+        else:
+            msg += f": the domain of B is too large ({_product(fbs)}) to decide it by evaluation"
+        raise InadmissibleError(msg, condition="disjointness of B's modes in A", witness=w)
     used: Dict[int, int] = {}
     for lf in leaves:
-        for i, (dmax, _j) in lf.occ.items():
+        for i, (dmax, _j) in lf.occ.items():  # type: ignore[union-attr]
             used[i] = used.get(i, 0) + dmax
     bad = [i for i in range(last) if used.get(i, 0) >= As[i]]
     if not bad:
         return
     i = bad[0]
-    crd = tuple(lf.occ[i][1] if i in lf.occ else 0 for lf in leaves)
+    crd = tuple(lf.occ[i][1] if i in lf.occ else 0 for lf in leaves)  # type: ignore[union-attr]
     pp = _prefix_product(fbs)
     w = sum(c * p for c, p in zip(crd, pp))
     bx = sum(c * d for c, d in zip(crd, fbd))
@@ -288,7 +389,7 @@ def _check_disjoint(A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: tup
     naive = sum(_ext_eval(As, Ad, c * d) for c, d in zip(crd, fbd))
     if truth == naive:
         w = _search_witness(As, Ad, fbs, fbd)
-        if w is None and _product(fbs) <= (1 << 16):
+        if w is None and _product(fbs) <= EXACT_LIMIT:
             return  # exhaustively fine: the by-mode result is A∘B after all
         if w is not None:
             crd = tuple((w // p) % s for p, s in zip(pp, fbs))
@@ -311,11 +412,12 @@ def _search_witness(As: List[int], Ad: List[int], fbs: tuple, fbd: tuple) -> int
     import numpy as np
 
     total = _product(fbs)
-    if total > (1 << 16):
+    if total > EXACT_LIMIT:
         return None
-    idx = np.arange(total, dtype=np.int64)
-    bx = np.zeros(total, dtype=np.int64)
-    naive = np.zeros(total, dtype=np.int64)
+    xmax = sum((sh - 1) * abs(d) for sh, d in zip(fbs, fbd))
+    idx = _arange(total, _ext_bound(As, Ad, xmax) * len(fbs))
+    bx = np.zeros(total, dtype=idx.dtype)
+    naive = np.zeros(total, dtype=idx.dtype)
     rem = idx.copy()
     for s, d in zip(fbs, fbd):
         c = rem % s
@@ -344,9 +446,12 @@ def composition(lhs: Layout, rhs: Any) -> Layout:
     are dropped, as in CuTe C++).  When ``rhs`` reaches past ``size(lhs)``, ``lhs``'s last
     mode (after coalescing) extends without bound, as in CuTe.
 
-    Raises InadmissibleError for stride divisibility, shape divisibility, negative strides
-    in ``rhs``, or overlapping modes of ``rhs`` inside ``lhs`` (disjointness), each with a
-    witness coordinate of ``rhs``.
+    CuTe's stride- and shape-divisibility conditions are checked per mode of ``rhs``; where
+    they fail, the mode is decided exactly by evaluation (domains up to ``EXACT_LIMIT``):
+    a layout is returned when one reproduces ``lhs(rhs(c))``, else InadmissibleError.
+    Negative strides in ``rhs`` and overlapping modes of ``rhs`` inside ``lhs``
+    (disjointness: adding their images carries between ``lhs``'s digits) raise too, each
+    error naming the condition and a witness coordinate of ``rhs``.
     """
     _need_layout(lhs, "composition")
     if rhs is None or rhs is _:
@@ -440,11 +545,11 @@ def _unit_crd(L: Layout, k: int) -> int:
 
 # ----------------------------------------------------------------------------- inverses
 def right_inverse(layout: Layout) -> Layout:
-    """The largest ``R`` with ``layout(R(i)) == i`` for ``i < size(R)``.
+    """A right inverse ``R``: ``layout(R(i)) == i`` for every ``i < size(R)``.
 
-    Follows the positive strides 1, s0*d0, ... of the coalesced layout, skipping modes
-    that do not continue the chain (CuTe C++); negative strides are never followed (their
-    inverse would leave the domain).
+    Follows the chain of positive strides 1, s0*d0, ... of the coalesced layout, taking at
+    each step the first mode whose stride continues it and skipping the others (CuTe C++);
+    negative strides are never followed (their inverse would leave the domain).
 
     >>> str(right_inverse(Layout((4, 2), (2, 1))))
     '(2,4):(4,1)'
