@@ -2,8 +2,8 @@
 
 >>> from layoutproof import Layout, composition
 >>> A = Layout.parse("(4,(2,2)):(2,(1,8))")
->>> A(17), A(37 % A.size)
-(18, 20)
+>>> A(13), A(1, 3), A(1, (1, 1))
+(11, 11, 11)
 >>> str(composition(A, Layout((2, 4), (1, 2))))
 '(2,(2,2)):(2,(4,1))'
 """
@@ -38,7 +38,9 @@ from .inttuple import (
     unwrap,
     weakly_congruent,
     wrap,
-    zip,
+)
+from .inttuple import (
+    zip as zip,
 )
 from .layout import (
     Layout,
@@ -66,7 +68,6 @@ from .ops import (
     compatible,
     complement,
     composition,
-    filter,
     flat_divide,
     flat_product,
     left_inverse,
@@ -80,20 +81,26 @@ from .ops import (
     zipped_divide,
     zipped_product,
 )
+from .ops import (
+    filter as filter,
+)
 
 __version__ = "0.1.0"
+
+# `filter` and `zip` (CuTe's names) are importable by name but left out of __all__, so that
+# `from layoutproof import *` does not shadow Python's built-ins.
 
 __all__ = [
     "LayoutError", "MalformedLayoutError", "InadmissibleError", "OutOfDomainError",
     "UndecidableConditionError",
     "is_int", "is_tuple", "flatten", "unflatten", "product", "product_each", "prefix_product",
     "inner_product", "congruent", "weakly_congruent", "idx2crd", "crd2idx", "crd2crd",
-    "select", "take", "group", "append", "prepend", "zip", "wrap", "unwrap", "shape_div",
+    "select", "take", "group", "append", "prepend", "wrap", "unwrap", "shape_div",
     "ceil_div",
     "Layout", "Underscore", "_", "LayoutLeft", "LayoutRight", "make_layout",
     "make_ordered_layout", "make_layout_like", "size", "cosize", "coshape", "rank", "depth",
     "shape", "stride", "get", "slice_and_offset", "slice_",
-    "coalesce", "filter", "composition", "complement", "right_inverse", "left_inverse",
+    "coalesce", "composition", "complement", "right_inverse", "left_inverse",
     "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product",
     "zipped_product", "tiled_product", "flat_product", "blocked_product", "raked_product",
     "tile_to_shape", "compatible",

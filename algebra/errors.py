@@ -16,7 +16,22 @@ Every failure the library reports on bad input is a :class:`LayoutError` (itself
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 4
+_REPR.maxtuple = _REPR.maxlist = 8
+_REPR.maxstring = _REPR.maxother = 60
+
+
+def show(x: Any) -> str:
+    """A short, depth-limited repr for error messages (safe on deeply nested garbage)."""
+    try:
+        return _REPR.repr(x)
+    except Exception:  # a hostile __repr__ must not hide the real error
+        return f"<{type(x).__name__}>"
+
 
 __all__ = [
     "LayoutError",

@@ -19,7 +19,7 @@ import builtins
 import numbers
 from typing import Any, Union
 
-from .errors import MalformedLayoutError, OutOfDomainError
+from .errors import MalformedLayoutError, OutOfDomainError, show
 
 __all__ = [
     "IntTuple",
@@ -55,6 +55,8 @@ _bzip = builtins.zip
 # Nesting deeper than this is rejected up front (it is never a real layout, and it keeps
 # every recursive routine far away from Python's recursion limit).
 MAX_DEPTH = 64
+# A rank beyond this is never a real layout; padding to it is refused rather than built.
+MAX_RANK = 1 << 16
 
 
 # ----------------------------------------------------------------------------- leaves
@@ -87,8 +89,29 @@ def _norm(x: Any, what: str, depth: int = 0) -> Any:
     if isinstance(x, tuple):  # tuple subclasses (namedtuples)
         return _norm(tuple(x), what, depth)
     raise MalformedLayoutError(
-        f"{what} must be an integer or a tuple of them, got {type(x).__name__} {x!r:.80}"
+        f"{what} must be an integer or a tuple of them, got {type(x).__name__} {show(x)}"
     )
+
+
+def check_depth(x: Any, what: str) -> None:
+    """Refuse (without recursing) a tuple nested deeper than MAX_DEPTH."""
+    if type(x) is not tuple and type(x) is not list:
+        return
+    stack = [(x, 0)]
+    while stack:
+        t, d = stack.pop()
+        if d >= MAX_DEPTH:
+            raise MalformedLayoutError(f"{what} is nested deeper than {MAX_DEPTH} levels")
+        for e in t:
+            if type(e) is tuple or type(e) is list:
+                stack.append((e, d + 1))
+
+
+def _pad_rank(n: Any, what: str) -> int:
+    n = _norm_int(n, what)
+    if n > MAX_RANK:
+        raise MalformedLayoutError(f"{what} {n} exceeds the largest supported rank {MAX_RANK}")
+    return n
 
 
 def _norm_int(x: Any, what: str) -> int:
@@ -96,7 +119,7 @@ def _norm_int(x: Any, what: str) -> int:
         return x
     if is_int(x):
         return int(x)
-    raise MalformedLayoutError(f"{what} must be an integer, got {type(x).__name__} {x!r:.80}")
+    raise MalformedLayoutError(f"{what} must be an integer, got {type(x).__name__} {show(x)}")
 
 
 # ----------------------------------------------------------------------------- private core
@@ -283,7 +306,7 @@ def inner_product(a: Any, b: Any) -> int:
     a = _norm(a, "inner_product argument")
     b = _norm(b, "inner_product argument")
     if not _congruent(a, b):
-        raise MalformedLayoutError(f"inner_product: {a} and {b} are not congruent")
+        raise MalformedLayoutError(f"inner_product: {show(a)} and {show(b)} are not congruent")
     return _inner_product(a, b)
 
 
@@ -302,11 +325,12 @@ def weakly_congruent(a: Any, b: Any) -> bool:
 def _check_domain(crd: Any, shape: Any) -> None:
     if type(crd) is tuple:
         if type(shape) is not tuple or len(shape) != len(crd):
-            raise OutOfDomainError(f"coordinate {crd} does not fit shape {shape}")
+            raise OutOfDomainError(f"coordinate {show(crd)} does not fit shape {show(shape)}")
         for c, s in _bzip(crd, shape):
             _check_domain(c, s)
     elif not 0 <= crd < _product(shape):
-        raise OutOfDomainError(f"coordinate {crd} is outside [0, {_product(shape)}) of shape {shape}")
+        raise OutOfDomainError(
+            f"coordinate {show(crd)} is outside [0, {_product(shape)}) of shape {show(shape)}")
 
 
 def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
@@ -325,7 +349,7 @@ def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
     if any(s == 0 for s in _flatten(shape)):
         raise MalformedLayoutError("idx2crd: a shape extent of 0 has no coordinate")
     if not _weakly_congruent(idx, shape):
-        raise MalformedLayoutError(f"idx2crd: coordinate {idx} does not fit shape {shape}")
+        raise MalformedLayoutError(f"idx2crd: coordinate {show(idx)} does not fit shape {show(shape)}")
     return _idx2crd(idx, shape, stride)
 
 
@@ -339,7 +363,9 @@ def crd2idx(crd: Any, shape: Any, stride: Any = None) -> int:
         if not _congruent(shape, stride):
             raise MalformedLayoutError("crd2idx: shape and stride are not congruent")
     if not _weakly_congruent(crd, shape):
-        raise MalformedLayoutError(f"crd2idx: coordinate {crd} does not fit shape {shape}")
+        raise MalformedLayoutError(f"crd2idx: coordinate {show(crd)} does not fit shape {show(shape)}")
+    if any(s == 0 for s in _flatten(shape)):
+        raise MalformedLayoutError("crd2idx: a shape extent of 0 has no coordinate")
     return _crd2idx(crd, shape, stride)
 
 
@@ -350,6 +376,9 @@ def crd2crd(crd: Any, dst_shape: Any, src_shape: Any = None) -> Any:
     dst_shape = _norm(dst_shape, "crd2crd shape")
     if src_shape is not None:
         src_shape = _norm(src_shape, "crd2crd shape")
+    for sh in (dst_shape, src_shape):
+        if sh is not None and any(s == 0 for s in _flatten(sh)):
+            raise MalformedLayoutError("crd2crd: a shape extent of 0 has no coordinate")
     return _crd2crd(crd, dst_shape, src_shape)
 
 
@@ -435,7 +464,7 @@ def append(t: Any, x: Any = None, n: Any = None) -> Any:
     x = 1 if x is None else _norm(x, "append element")
     if n is None:
         return m + (x,)
-    n = _norm_int(n, "append rank")
+    n = _pad_rank(n, "append rank")
     return m + (x,) * max(0, n - len(m))
 
 
@@ -449,7 +478,7 @@ def prepend(t: Any, x: Any = None, n: Any = None) -> Any:
     x = 1 if x is None else _norm(x, "prepend element")
     if n is None:
         return (x,) + m
-    n = _norm_int(n, "prepend rank")
+    n = _pad_rank(n, "prepend rank")
     return (x,) * max(0, n - len(m)) + m
 
 
@@ -498,7 +527,10 @@ def _shape_div(a: Any, b: Any) -> Any:
         out = []
         for x in a:
             out.append(_shape_div(x, b))
-            b = _shape_div(b, _product(x))
+            px = _product(x)
+            if px == 0:
+                raise MalformedLayoutError("shape_div: a mode of extent 0 cannot absorb a divisor")
+            b = _shape_div(b, px)
         return tuple(out)
     if type(b) is tuple:
         return _shape_div(a, _product(b))
@@ -531,7 +563,10 @@ def _ceil_div(a: Any, b: Any) -> Any:
         out = []
         for x in a:
             out.append(_ceil_div(x, b))
-            b = _ceil_div_int(b, _product(x))
+            px = _product(x)
+            if px == 0:
+                raise MalformedLayoutError("ceil_div: a mode of extent 0 cannot absorb a divisor")
+            b = _ceil_div_int(b, px)
         return tuple(out)
     if type(b) is tuple:
         b = _product(b)

@@ -6,7 +6,7 @@ stride.
 
 >>> L = Layout.parse("(4,(2,2)):(2,(1,8))")
 >>> L(13), L(1, 3), L(1, (1, 1))
-(19, 19, 19)
+(11, 11, 11)
 >>> str(L[1])
 '(2,2):(1,8)'
 >>> L(_, 1)
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator, Tuple
 
-from .errors import LayoutError, MalformedLayoutError, OutOfDomainError
+from .errors import LayoutError, MalformedLayoutError, OutOfDomainError, show
 from .inttuple import (
     MAX_DEPTH,
     IntTuple,
@@ -25,7 +25,7 @@ from .inttuple import (
     _depth,
     _flatten,
     _idx,
-    _norm_int,
+    _pad_rank,
     _prefix_product,
     _product,
     _range,
@@ -93,7 +93,7 @@ def _check_shape(s: Any, what: str = "shape", depth: int = 0) -> Any:
     if isinstance(s, tuple):
         return _check_shape(tuple(s), what, depth)
     raise MalformedLayoutError(
-        f"{what} leaves must be positive integers, got {type(s).__name__} {s!r:.80}"
+        f"{what} leaves must be positive integers, got {type(s).__name__} {show(s)}"
     )
 
 
@@ -110,7 +110,7 @@ def _check_stride(d: Any, depth: int = 0) -> Any:
     if isinstance(d, tuple):
         return _check_stride(tuple(d), depth)
     raise MalformedLayoutError(
-        f"stride leaves must be integers, got {type(d).__name__} {d!r:.80}"
+        f"stride leaves must be integers, got {type(d).__name__} {show(d)}"
     )
 
 
@@ -247,13 +247,14 @@ class Layout:
         return Layout._make(self._shape[i], self._stride[i])
 
     def __eq__(self, other: object) -> bool:
+        # False (not NotImplemented) for other types: numpy scalars would otherwise try to
+        # broadcast the layout as a sequence.
         if not isinstance(other, Layout):
-            return NotImplemented
+            return False
         return self._shape == other._shape and self._stride == other._stride
 
     def __ne__(self, other: object) -> bool:
-        r = self.__eq__(other)
-        return r if r is NotImplemented else not r
+        return not self.__eq__(other)
 
     def __hash__(self) -> int:
         h = self._hash
@@ -343,8 +344,7 @@ def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
     elif tc is tuple or tc is list:
         if type(s) is not tuple or len(s) != len(c):
             raise OutOfDomainError(
-                f"coordinate {full} does not fit the shape: {_fmt(tuple(c)) if tc is list else _fmt(c)} "
-                f"against {_fmt(s)}"
+                f"coordinate {show(full)} does not fit the shape: {show(c)} against {show(s)}"
             )
         off = 0
         for ci, si, di in zip(c, s, d):
@@ -353,7 +353,7 @@ def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
                     off += ci * di
                     continue
                 raise OutOfDomainError(
-                    f"coordinate {full} is outside the domain: {ci} not in [0, {si})"
+                    f"coordinate {show(full)} is outside the domain: {ci} not in [0, {si})"
                 )
             off += _eval_checked(ci, si, di, full)
         return off
@@ -363,15 +363,15 @@ def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
         c = int(c)
     else:
         raise MalformedLayoutError(
-            f"coordinate leaves must be integers, got {type(c).__name__} {c!r:.80}"
+            f"coordinate leaves must be integers, got {type(c).__name__} {show(c)}"
         )
     if type(s) is not tuple:
         if 0 <= c < s:
             return c * d
-        raise OutOfDomainError(f"coordinate {full} is outside the domain: {c} not in [0, {s})")
+        raise OutOfDomainError(f"coordinate {show(full)} is outside the domain: {c} not in [0, {s})")
     n = _product(s)
     if not 0 <= c < n:
-        raise OutOfDomainError(f"coordinate {full} is outside the domain: {c} not in [0, {n})")
+        raise OutOfDomainError(f"coordinate {show(full)} is outside the domain: {c} not in [0, {n})")
     off = 0
     for sh, dd in zip(_flatten(s), _flatten(d)):
         off += (c % sh) * dd
@@ -385,7 +385,7 @@ def _slice_split(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, int]:
         return [s], [d], 0
     if type(c) is tuple or type(c) is list:
         if type(s) is not tuple or len(s) != len(c):
-            raise OutOfDomainError(f"slice coordinate {full} does not fit shape {_fmt(s)}")
+            raise OutOfDomainError(f"slice coordinate {show(full)} does not fit shape {show(s)}")
         ks: list = []
         kd: list = []
         off = 0
@@ -507,7 +507,7 @@ def make_layout_like(layout: Layout) -> Layout:
 
 def _need_layout(L: Any, op: str) -> None:
     if not isinstance(L, Layout):
-        raise MalformedLayoutError(f"{op} needs a Layout, got {type(L).__name__} {L!r:.80}")
+        raise MalformedLayoutError(f"{op} needs a Layout, got {type(L).__name__} {show(L)}")
 
 
 def _as_layout(x: Any, op: str) -> Layout:
@@ -618,7 +618,7 @@ def append_layout(L: Layout, x: Any = None, n: Any = None) -> Layout:
     x = Layout._make(1, 0) if x is None else _as_layout(x, "append")
     if n is None:
         return Layout._make(s + (x._shape,), d + (x._stride,))
-    n = _norm_int(n, "append rank")
+    n = _pad_rank(n, "append rank")
     k = max(0, n - len(s))
     if k == 0 and n <= len(s):
         return L if type(L._shape) is tuple or n < 1 else Layout._make(s, d)
@@ -630,7 +630,7 @@ def prepend_layout(L: Layout, x: Any = None, n: Any = None) -> Layout:
     x = Layout._make(1, 0) if x is None else _as_layout(x, "prepend")
     if n is None:
         return Layout._make((x._shape,) + s, (x._stride,) + d)
-    n = _norm_int(n, "prepend rank")
+    n = _pad_rank(n, "prepend rank")
     k = max(0, n - len(s))
     return Layout._make((x._shape,) * k + s, (x._stride,) * k + d)
 

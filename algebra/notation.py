@@ -3,10 +3,11 @@ the ``layoutproof eval`` command (``"composition((4,2):(1,4), 8:1)"``)."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any, Callable, Dict, List
 
-from .errors import MalformedLayoutError
+from .errors import MalformedLayoutError, show
 from .inttuple import MAX_DEPTH
 
 __all__ = ["parse_layout", "evaluate"]
@@ -27,7 +28,7 @@ def _tokenize(text: str) -> List[tuple]:
         if m is None or m.end() == pos:
             if text[pos:].strip() == "":
                 break
-            raise MalformedLayoutError(f"unexpected character {text[pos]!r} at {pos} in {text!r:.200}")
+            raise MalformedLayoutError(f"unexpected character {text[pos]!r} at {pos} in {show(text)}")
         if m.group("int") is not None:
             out.append(("int", int(m.group("int").replace("_", "")), m.start("int")))
         elif m.group("name") is not None:
@@ -109,6 +110,10 @@ class _Parser:
                     self.take(",")
                     args.append(self.expr(depth + 1))
             self.take(")")
+            try:
+                inspect.signature(fn).bind(*args)
+            except TypeError as e:
+                raise MalformedLayoutError(f"{name}: {e}") from None
             val = fn(*args)
         else:
             self.take("expression")  # raises: nothing else can start an expression

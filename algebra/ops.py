@@ -18,15 +18,16 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .errors import InadmissibleError, MalformedLayoutError
+from .errors import InadmissibleError, MalformedLayoutError, show
 from .inttuple import (
+    _ceil_div,
     _ceil_div_int,
     _flatten,
     _norm,
     _prefix_product,
     _product,
-    _shape_div,
     _unflatten,
+    check_depth,
 )
 from .layout import Layout, _, _as_layout, _check_shape, _fmt, _modes, _need_layout, make_ordered_layout
 
@@ -82,11 +83,33 @@ def _coalesced(L: Layout) -> Tuple[List[int], List[int]]:
     return _coalesce_flat(fs, fd)
 
 
+def _coalesced_x(L: Layout) -> Tuple[List[int], List[int]]:
+    """Coalesce, but keep the last leaf as the last mode (merged into its predecessor only
+    when it continues it), even when its extent is 1: composition extends the left
+    operand's own last mode past its size (CuTe C++), and a trailing size-1 mode decides
+    how.  ``(4,1):(1,0)`` stays ``(4,1):(1,0)``, so it extends with stride 0."""
+    fs, fd = L._flat()
+    rs: List[int] = []
+    rd: List[int] = []
+    n = len(fs)
+    for k, (s, d) in enumerate(zip(fs, fd)):
+        if s == 1 and k != n - 1:
+            continue
+        if rs and rs[-1] * rd[-1] == d:
+            rs[-1] *= s
+        else:
+            rs.append(s)
+            rd.append(d)
+    if not rs:
+        return [1], [0]
+    return rs, rd
+
+
 def _by_mode(L: Layout, profile: tuple, fn: Any, op: str) -> Layout:
     s, d = _modes(L)
     if len(profile) > len(s):
         raise MalformedLayoutError(
-            f"{op}: profile {profile} has more modes ({len(profile)}) than the layout {L} ({len(s)})"
+            f"{op}: profile {show(profile)} has more modes ({len(profile)}) than the layout {L} ({len(s)})"
         )
     parts = [fn(_make(s[i], d[i]), p) for i, p in enumerate(profile)]
     parts += [_make(s[i], d[i]) for i in range(len(profile), len(s))]
@@ -130,8 +153,8 @@ def filter(layout: Layout, profile: Any = None) -> Layout:  # noqa: A001 - CuTe'
 
 # ----------------------------------------------------------------------------- composition
 def _ext_eval(As: List[int], Ad: List[int], x: int) -> int:
-    """A coalesced layout evaluated at any x >= 0, its last mode unbounded (CuTe's
-    semantics when B reaches past size(A))."""
+    """A flat layout evaluated at any x >= 0, its last mode unbounded (CuTe's semantics
+    when B reaches past size(A))."""
     off = 0
     last = len(As) - 1
     for i in range(last):
@@ -310,7 +333,7 @@ def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, where: str)
 
 
 def _compose_layout(A: Layout, B: Layout) -> Layout:
-    As, Ad = _coalesced(A)
+    As, Ad = _coalesced_x(A)
     fbs, fbd = B._flat()
     if len(As) == 1:  # A is a single (unbounded) mode: a scaling of B
         a = Ad[0]
@@ -443,8 +466,9 @@ def composition(lhs: Layout, rhs: Any) -> Layout:
 
     ``rhs`` may be a Layout, an integer (the layout ``n:1``), or a tuple tiler applied
     mode by mode (``None``/``_`` entries keep the mode; modes of ``lhs`` beyond the tuple
-    are dropped, as in CuTe C++).  When ``rhs`` reaches past ``size(lhs)``, ``lhs``'s last
-    mode (after coalescing) extends without bound, as in CuTe.
+    are dropped, as in CuTe C++).  When ``rhs`` reaches past ``size(lhs)``, ``lhs``'s own
+    last mode extends without bound, as in CuTe C++ (a trailing size-1 mode is kept for
+    that: ``(4,1):(1,0) ∘ 8:1 == (4,2):(1,0)``).
 
     CuTe's stride- and shape-divisibility conditions are checked per mode of ``rhs``; where
     they fail, the mode is decided exactly by evaluation (domains up to ``EXACT_LIMIT``):
@@ -459,6 +483,7 @@ def composition(lhs: Layout, rhs: Any) -> Layout:
     if isinstance(rhs, Layout):
         return _compose_layout(lhs, rhs)
     if type(rhs) is tuple or type(rhs) is list:
+        check_depth(rhs, "composition tiler")
         s, d = _modes(lhs)
         if len(rhs) > len(s):
             raise MalformedLayoutError(
@@ -520,7 +545,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
             rd.append(cur)
         cur = s * d
     if type(cot) is tuple:
-        rest = _shape_div(cot, cur)
+        rest = _ceil_div(cot, cur)
         frest = _flatten(rest)
         p = cur
         for e in frest:
@@ -579,14 +604,20 @@ def right_inverse(layout: Layout) -> Layout:
 
 
 def left_inverse(layout: Layout) -> Layout:
-    """``R`` with ``R(layout(i)) == i`` for every ``i`` when ``layout`` is injective (and
-    ``layout(R(layout(i))) == layout(i)`` always); offsets in the gaps of the image are
-    covered by stride-0 modes.
+    """``R`` with ``R(layout(i)) == i`` for every ``i`` when ``layout`` is injective, and
+    ``layout(R(layout(i))) == layout(i)`` always (stride-0 modes are ignored).
 
-    Raises InadmissibleError for negative strides or sorted strides that do not chain.
+    As CuTe C++: sort the non-zero strides ``d0 < d1 < ...`` of the coalesced layout; then
+    ``R = (d0, d1/d0, ..., s_last) : (0, p0, p1, ...)`` with ``p`` the prefix products of
+    the shape, so offsets between two strides land in the lower mode.  Raises
+    InadmissibleError for negative strides, for a stride that does not divide the next
+    one (left-inverse divisibility), and for modes that overlap (``s_k*d_k > d_(k+1)``,
+    where no quasi-inverse exists).
 
     >>> str(left_inverse(Layout(4, 2)))
     '(2,4):(0,1)'
+    >>> str(left_inverse(Layout((2, 2), (1, 3))))
+    '(3,2):(1,2)'
     """
     if not isinstance(layout, Layout):
         layout = _as_layout(layout, "left_inverse")
@@ -603,27 +634,32 @@ def left_inverse(layout: Layout) -> Layout:
                 condition="non-negative strides",
                 witness=pp[i],
             )
-        modes.append((d, i))
-    modes.sort()
-    rs: List[int] = []
-    rd: List[int] = []
-    cur = 1
-    for d, i in modes:
-        if d % cur != 0:
-            raise InadmissibleError(
-                f"left_inverse: sorted strides must chain (s_(i-1)*d_(i-1) | d_i): the mode "
-                f"{cs[i]}:{d} of coalesce({layout}) starts at offset {d}, not a multiple of {cur}",
-                condition="left-inverse admissibility (stride chain)",
-                witness=pp[i],
-            )
-        if d // cur > 1:
-            rs.append(d // cur)
-            rd.append(0)
-        rs.append(cs[i])
-        rd.append(pp[i])
-        cur = cs[i] * d
-    if not rs:
+        modes.append((d, cs[i], pp[i]))
+    if not modes:
         return _make(1, 0)
+    modes.sort()
+    rs: List[int] = [modes[0][0]]
+    rd: List[int] = [0]
+    for k in range(1, len(modes)):
+        (d0, s0, p0), (d1, s1, p1) = modes[k - 1], modes[k]
+        if s0 * d0 > d1:
+            raise InadmissibleError(
+                f"left_inverse: the modes {s0}:{d0} and {s1}:{d1} of coalesce({layout}) overlap "
+                f"(offset {d1} is reached by both), so no layout inverts it",
+                condition="injectivity (non-overlapping modes)",
+                witness=(d1 // d0) * p0 if d1 % d0 == 0 else p1,
+            )
+        if d1 % d0 != 0:
+            raise InadmissibleError(
+                f"left_inverse: divisibility: the stride {d1} of mode {s1}:{d1} is not a multiple "
+                f"of the next smaller stride {d0}",
+                condition="left-inverse divisibility",
+                witness=p1,
+            )
+        rs.append(d1 // d0)
+        rd.append(p0)
+    rs.append(modes[-1][1])
+    rd.append(modes[-1][2])
     ms, md = _coalesce_flat(tuple(rs), tuple(rd))
     return _from_modes(ms, md)
 
@@ -651,6 +687,7 @@ def logical_divide(layout: Layout, tiler: Any) -> Layout:
 
 
 def _by_mode_tiler(layout: Layout, tiler: tuple, fn: Any, op: str) -> Layout:
+    check_depth(tiler, f"{op} tiler")
     s, d = _modes(layout)
     if len(tiler) > len(s):
         raise MalformedLayoutError(
@@ -665,6 +702,7 @@ def _hier_unzip(fn: Any, layout: Layout, tiler: Any, op: str) -> Layout:
     if tiler is None or tiler is _:
         return _make((1, layout._shape), (0, layout._stride))
     if type(tiler) is tuple or type(tiler) is list:
+        check_depth(tiler, f"{op} tiler")
         tiler = tuple(tiler)
         s, d = _modes(layout)
         if len(tiler) > len(s):

@@ -1,6 +1,6 @@
 """Composition is sound AND complete on an exhaustive small family.
 
-For every A among a fixed set of coalesced layouts and every single-mode B = n:r with
+For every A among a fixed set of layouts and every single-mode B = n:r with
 n, r small, composition(A, B) must either return R with R(j) == Ahat(r*j) for all j, or
 raise InadmissibleError — and it may raise only when NO layout has that function.  The
 "no layout" side is decided here by an independent brute force: a function on [0, n) is
@@ -15,14 +15,12 @@ from functools import cache
 
 import pytest
 
-from layoutproof import InadmissibleError, Layout, coalesce, composition
+from layoutproof import InadmissibleError, Layout, composition, flatten
 
 
 def ahat(A: Layout, x: int) -> int:
-    """coalesce(A) evaluated at any x >= 0 with its last mode unbounded."""
-    C = coalesce(A)
-    shp = C.shape if isinstance(C.shape, tuple) else (C.shape,)
-    std = C.stride if isinstance(C.stride, tuple) else (C.stride,)
+    """A evaluated at any x >= 0 with its last flat mode unbounded (CuTe C++)."""
+    shp, std = flatten(A.shape), flatten(A.stride)
     off = 0
     for s, d in zip(shp[:-1], std[:-1]):
         off += (x % s) * d
@@ -57,6 +55,7 @@ A_FAMILY = [
     Layout((4, 6), (1, 5)), Layout((6, 2), (1, 7)), Layout((5, 3), (9, 3)), Layout((4, 6), (1, 10)),
     Layout((2, 3, 4), (1, 8, 3)), Layout((3, 4), (4, 1)), Layout((6, 8), (1, 2)),
     Layout((4, 6, 8, 10), (2, 3, 5, 7)), Layout((2, 2, 2), (2, 1, 16)), Layout(12, 3),
+    Layout((4, 1), (1, 0)), Layout((3, (1, 4), 1), (2, (5, 6), 7)),
 ]
 
 
@@ -97,6 +96,13 @@ def test_multi_mode_with_exact_leaves_is_checked_whole():
     w = ei.value.witness
     B = Layout((5, 2), (6, 1))
     assert ahat(A, B(w)) != ahat(A, 6 * (w % 5)) + ahat(A, w // 5)
+
+
+def test_extension_past_size_uses_the_own_last_mode():
+    # CuTe C++: A's own last mode extends, a trailing size-1 mode included
+    assert composition(Layout((4, 1), (1, 0)), Layout(8, 1)) == Layout((4, 2), (1, 0))
+    assert composition(Layout(4, 3), Layout(8, 1)) == Layout(8, 3)
+    assert composition(Layout(1, 2), Layout(4, 1)) == Layout(4, 2)
 
 
 def test_huge_strides_use_exact_integers():

@@ -19,7 +19,7 @@ operation's post-condition decides who is right:
 * pycute asserts, or returns a layout violating the post-condition -> a recorded, expected
   difference (legacy pycute is unsound there).
 
-Post-conditions (A-hat is ``coalesce(A)`` with its last mode unbounded, CuTe's semantics):
+Post-conditions (A-hat is A with its last flat mode unbounded, CuTe C++'s semantics):
 
 * composition(A, B):  size(R) == size(B) and R(c) == A-hat(B(c)) for every c (defined only
   when B(c) >= 0 for every c);
@@ -146,8 +146,9 @@ def _coalesce_flat(shape, stride):
 
 
 def _ahat(shape, stride, x):
-    """coalesce(shape:stride) at every x >= 0 of the array x, its last mode unbounded."""
-    cs, cd = _coalesce_flat(shape, stride)
+    """shape:stride at every x >= 0 of the array x, its last flat mode unbounded (CuTe C++:
+    the layout's own last mode extends, a trailing extent-1 mode included)."""
+    cs, cd = list(_flat(shape)), list(_flat(stride))
     off = np.zeros_like(x)
     for s, d in zip(cs[:-1], cd[:-1]):
         off += (x % s) * d
