@@ -642,19 +642,19 @@ def left_inverse(layout: Layout) -> Layout:
     rd: List[int] = [0]
     for k in range(1, len(modes)):
         (d0, s0, p0), (d1, s1, p1) = modes[k - 1], modes[k]
-        if s0 * d0 > d1:
-            raise InadmissibleError(
-                f"left_inverse: the modes {s0}:{d0} and {s1}:{d1} of coalesce({layout}) overlap "
-                f"(offset {d1} is reached by both), so no layout inverts it",
-                condition="injectivity (non-overlapping modes)",
-                witness=(d1 // d0) * p0 if d1 % d0 == 0 else p1,
-            )
         if d1 % d0 != 0:
             raise InadmissibleError(
                 f"left_inverse: divisibility: the stride {d1} of mode {s1}:{d1} is not a multiple "
                 f"of the next smaller stride {d0}",
                 condition="left-inverse divisibility",
                 witness=p1,
+            )
+        if s0 * d0 > d1:
+            raise InadmissibleError(
+                f"left_inverse: the modes {s0}:{d0} and {s1}:{d1} of coalesce({layout}) overlap "
+                f"(offset {d1} is reached by both), so no layout inverts it",
+                condition="injectivity (non-overlapping modes)",
+                witness=(d1 // d0) * p0,
             )
         rs.append(d1 // d0)
         rd.append(p0)

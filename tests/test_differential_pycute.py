@@ -7,7 +7,7 @@ For each case both libraries are called.  The results are compared as *functions
 size, and the same offset at every 1-D coordinate of the domain (computed here with numpy
 from the result's flattened shape and stride, independently of either library).  Shapes
 are also compared structurally, but a structural mismatch is only recorded, never a
-failure (see docs/_pycute_differences.md).
+failure (see docs/semantics.md, section 8).
 
 Where the two differ, or one of them rejects the case, a brute-force check of the
 operation's post-condition decides who is right:

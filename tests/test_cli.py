@@ -1,0 +1,167 @@
+"""The ``layoutproof`` command (the installed console script and ``python -m layoutproof``)
+and the documentation's examples: docs/quickstart.md and docs/semantics.md run as
+doctests, and the shell session at the end of the quickstart runs for real."""
+
+from __future__ import annotations
+
+import doctest
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def _script() -> str:
+    """The console script installed next to this interpreter (same venv)."""
+    bindir = Path(sys.executable).parent
+    found = shutil.which("layoutproof", path=str(bindir))
+    if found is None:
+        pytest.fail(f"the layoutproof console script is not installed in {bindir}; "
+                    "pip install the package (the README's test command does)")
+    return found
+
+
+RUNNERS = {
+    "script": lambda: [_script()],
+    "python -m": lambda: [sys.executable, "-m", "layoutproof"],
+}
+
+
+@pytest.fixture(params=sorted(RUNNERS))
+def cli(request):
+    base = RUNNERS[request.param]()
+
+    def run(*args: str, timeout: int = 60) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        return subprocess.run(base + list(args), capture_output=True, text=True,
+                              timeout=timeout, cwd=ROOT, env=env)
+
+    return run
+
+
+# ----------------------------------------------------------------------------- eval
+def test_eval_composition(cli):
+    r = cli("eval", "composition((4,(2,2)):(2,(1,8)), (2,4):(1,2))")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "(2,(2,2)):(2,(4,1))\n"
+    assert r.stderr == ""
+
+
+@pytest.mark.parametrize("expr, out", [
+    ("logical_divide(16:1, 4:2)", "(4,(2,2)):(2,(1,8))"),
+    ("complement((2,4):(1,2), 16)", "2:8"),
+    ("zipped_divide((8,6):(1,8), (4,3))", "((4,3),(2,2)):((1,8),(4,24))"),
+    ("(4,(2,2)):(2,(1,8))(13)", "11"),
+    ("(4,(2,2)):(2,(1,8))(1,(1,1))", "11"),
+    ("coalesce((2,(1,6)):(1,(6,2)))", "12:1"),
+    ("composition((12,8):(8,1), (4, _))", "(4,8):(8,1)"),
+    ("right_inverse((4,2):(2,1))", "(2,4):(4,1)"),
+    ("left_inverse(4:2)", "(2,4):(0,1)"),
+])
+def test_eval_more(cli, expr, out):
+    r = cli("eval", expr)
+    assert (r.returncode, r.stdout.strip(), r.stderr) == (0, out, "")
+
+
+# ----------------------------------------------------------------------------- demo
+def test_demo(cli):
+    r = cli("demo")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "composition((4,(2,2)):(2,(1,8)), (2,4):(1,2)) = (2,(2,2)):(2,(4,1))" in out
+    assert "composition((6,2):(1,7), (3,2):(2,3))" in out
+    assert re.search(r"rejected: .*disjoint.*witness coordinate 5\b", out), out
+    assert r.stderr == ""
+
+
+# ----------------------------------------------------------------------------- errors exit 2
+@pytest.mark.parametrize("expr, needle", [
+    ("composition((6,2):(1,7), (3,2):(2,3))", "witness: 5"),     # inadmissible (Shah)
+    ("composition((4,6):(1,5), 6:1)", "witness: 4"),             # shape divisibility
+    ("complement((2,2):(1,3), 16)", "inadmissible (complement"),
+    ("(2,3):(1,2,3)", "error: "),                                # not congruent
+    ("(0,2):(1,1)", "error: "),                                  # extent 0
+    ("(4,2):(1,4)(9)", "error: "),                               # out of domain
+    ("nosuchfunction(8:1)", "error: "),                          # unknown name
+    ("(4,2):(1,4", "error: "),                                   # bad notation
+])
+def test_errors_exit_2(cli, expr, needle):
+    r = cli("eval", expr)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stdout == ""
+    assert needle in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["bogus"], ["eval"]])
+def test_usage_errors_exit_2(cli, args):
+    r = cli(*args)
+    assert r.returncode == 2
+    assert "usage: layoutproof" in r.stderr
+
+
+def test_help_exits_0(cli):
+    r = cli("--help")
+    assert r.returncode == 0
+    assert "eval" in r.stdout and "demo" in r.stdout
+
+
+# ----------------------------------------------------------------------------- the docs
+FLAGS = doctest.ELLIPSIS
+
+
+@pytest.mark.parametrize("name", ["quickstart.md", "semantics.md"])
+def test_docs_doctest(name):
+    path = DOCS / name
+    if not path.exists():
+        pytest.fail(f"docs/{name} is missing")
+    res = doctest.testfile(str(path), module_relative=False, optionflags=FLAGS, verbose=False,
+                           encoding="utf-8")
+    assert res.failed == 0, f"{res.failed} of {res.attempted} examples in docs/{name} failed"
+    assert res.attempted >= 30, f"only {res.attempted} examples found in docs/{name}"
+
+
+def _console_sessions(text: str):
+    """(command, expected output) pairs from ```console blocks: a line ``$ cmd``, then
+    the expected output up to the next ``$`` line or the end of the block."""
+    for block in re.findall(r"^```console[ \t]*\n(.*?)^```", text, re.S | re.M):
+        cmd, out = None, []
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                if cmd is not None:
+                    yield cmd, "\n".join(out)
+                cmd, out = line[2:], []
+            else:
+                out.append(line)
+        if cmd is not None:
+            yield cmd, "\n".join(out)
+
+
+QUICKSTART_SESSIONS = list(_console_sessions((DOCS / "quickstart.md").read_text())) \
+    if (DOCS / "quickstart.md").exists() else []
+
+
+def test_quickstart_has_shell_examples():
+    assert len(QUICKSTART_SESSIONS) >= 5
+
+
+@pytest.mark.parametrize("cmd, expected", QUICKSTART_SESSIONS,
+                         ids=[c for c, _ in QUICKSTART_SESSIONS])
+def test_quickstart_shell_examples(cmd, expected):
+    argv = shlex.split(cmd)
+    assert argv[0] == "layoutproof", cmd
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    r = subprocess.run([_script()] + argv[1:], capture_output=True, text=True, timeout=60,
+                       cwd=ROOT, env=env)
+    got = (r.stdout + r.stderr).rstrip("\n")
+    checker = doctest.OutputChecker()
+    assert checker.check_output(expected.rstrip("\n") + "\n", got + "\n", doctest.ELLIPSIS), (
+        f"$ {cmd}\n--- expected\n{expected}\n--- got\n{got}")
