@@ -4,6 +4,8 @@ Sub-commands:
   eval EXPR   evaluate an expression of layouts in CuTe notation and print the result,
               e.g. ``layoutproof eval "composition((4,(2,2)):(2,(1,8)), (2,4):(1,2))"``
   demo        the short tour: evaluate, compose, divide, print, and a rejected composition
+  show EXPR   draw a layout: CuTe's print_layout table by default; --svg/--tikz/--png
+              write pictures; --tv TILE draws a thread-value layout over an (M,N) tile
 """
 
 from __future__ import annotations
@@ -54,6 +56,79 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_show(args: argparse.Namespace) -> int:
+    from . import draw
+    from .layout import Layout
+    from .notation import evaluate
+
+    def write(path: str, text: str) -> None:
+        if path == "-":
+            sys.stdout.write(text)
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+
+    try:
+        L = evaluate(args.expr, _names())
+        if not isinstance(L, Layout):
+            try:  # a bare shape, e.g. "(4,8)", is its compact column-major layout
+                L = Layout.parse(args.expr)
+            except LayoutError:
+                raise LayoutError(f"show draws a layout; {args.expr!r} is {format_value(L)}") from None
+        color = args.color
+        if args.tv is not None:
+            color = color or "thread"
+            if color not in ("thread", "value", "none"):
+                raise LayoutError(f"--color {color} is for layouts; a TV picture takes thread, value or none")
+            thr = Layout.parse(args.thr_id) if args.thr_id else None
+            table = draw.print_tv_layout(L, args.tv, thr_id=thr)
+            svg = lambda: draw.tv_layout_svg(L, args.tv, color=color, thr_id=thr, max_cells=None)
+            tikz = lambda: draw.tv_layout_tikz(L, args.tv, color=color, thr_id=thr)
+        else:
+            if args.thr_id:
+                raise LayoutError("--thr-id goes with --tv")
+            color = color or "offset"
+            if color not in ("offset", "bank", "none"):
+                raise LayoutError(f"--color {color} is for TV layouts (--tv); a layout takes offset, bank "
+                                  "or none")
+            if color == "bank":
+                draw.smem_bank(0, args.bytes)  # refuses a non-positive element size
+            table = draw.print_layout(L)
+            svg = lambda: draw.layout_svg(L, color=color, elem_bytes=args.bytes, max_cells=None)
+            tikz = lambda: draw.layout_tikz(L, color=color, elem_bytes=args.bytes)
+        if args.png == "-":
+            raise LayoutError("--png writes a file; give it a path")
+        outputs = [(p, k) for p, k in ((args.svg, "svg"), (args.tikz, "tikz"), (args.png, "png")) if p]
+        if not outputs:
+            sys.stdout.write(table)
+            return 0
+        for path, kind in outputs:
+            if kind == "svg":
+                write(path, svg())
+            elif kind == "tikz":
+                write(path, tikz())
+            else:
+                draw.svg_to_png(svg(), path)
+        if all(path != "-" for path, _ in outputs):
+            for path, _ in outputs:
+                print(f"wrote {path}")
+    except InadmissibleError as e:
+        print(f"inadmissible ({e.condition}): {e}", file=sys.stderr)
+        if e.witness is not None:
+            print(f"witness: {e.witness}", file=sys.stderr)
+        return 2
+    except LayoutError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ImportError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"error: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run
 
@@ -67,6 +142,26 @@ def main(argv: List[str] | None = None) -> int:
     pe = sub.add_parser("eval", help="evaluate a layout expression, print it in CuTe notation")
     pe.add_argument("expr", help='e.g. "composition((4,(2,2)):(2,(1,8)), (2,4):(1,2))"')
     pe.set_defaults(fn=_cmd_eval)
+    ps = sub.add_parser(
+        "show", help="draw a layout: the print_layout table, or SVG / TikZ / PNG pictures",
+        description="Print CuTe's print_layout table of a rank-2 layout (or, with --tv, the "
+        "thread-value table of a TV layout); --svg, --tikz and --png write pictures instead "
+        "('-' writes SVG or TikZ to standard output).")
+    ps.add_argument("expr", help='a layout in CuTe notation or an expression giving one, '
+                    'e.g. "(4,8):(1,4)" or "blocked_product((2,2):(1,2), (4,4))"')
+    ps.add_argument("--svg", metavar="OUT", help="write an SVG picture to OUT")
+    ps.add_argument("--tikz", metavar="OUT", help="write a standalone LaTeX/TikZ document to OUT")
+    ps.add_argument("--png", metavar="OUT", help="write a PNG picture to OUT (needs cairosvg)")
+    ps.add_argument("--tv", metavar="TILE", help="draw EXPR as a (thread, value) -> index layout over "
+                    'the tile TILE: an (M,N) shape "(16,8)", "16x8", or a layout "(16,8):(8,1)"')
+    ps.add_argument("--thr-id", metavar="LAYOUT", help="with --tv: the thread ids shown, as CuTe's "
+                    'ThrID, e.g. "(4,2):(1,16)" for SM70')
+    ps.add_argument("--color", choices=["offset", "bank", "thread", "value", "none"],
+                    help="cell colors: offset (default) or bank for layouts; thread (default) or "
+                    "value for TV layouts")
+    ps.add_argument("--bytes", type=int, default=4, metavar="N",
+                    help="element size in bytes for --color bank (default 4)")
+    ps.set_defaults(fn=_cmd_show)
     pd = sub.add_parser("demo", help="a short tour of the algebra (the main job for now)")
     pd.set_defaults(fn=_cmd_demo)
     args = p.parse_args(argv)

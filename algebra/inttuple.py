@@ -192,6 +192,8 @@ def _unflatten(flat: tuple, profile: Any) -> Any:
 
 
 def _prefix_product(t: Any, init: Any = 1) -> Any:
+    if type(init) is tuple:  # a tuple init applies mode by mode (CuTe)
+        return tuple(_prefix_product(a, b) for a, b in _bzip(t, init))
     if type(t) is tuple:
         out = []
         cur = init
@@ -216,10 +218,12 @@ def _ceil_div_int(a: Any, b: Any) -> Any:
 
 
 def _idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
+    if type(idx) is tuple:  # each mode's coordinate within that mode (own strides by default)
+        if stride is None:
+            return tuple(_idx2crd(i, s) for i, s in _bzip(idx, shape))
+        return tuple(_idx2crd(i, s, d) for i, s, d in _bzip(idx, shape, stride))
     if stride is None:
         stride = _prefix_product(shape)
-    if type(idx) is tuple:
-        return tuple(_idx2crd(i, s, d) for i, s, d in _bzip(idx, shape, stride))
     if type(shape) is tuple:
         return tuple(_idx2crd(idx, s, d) for s, d in _bzip(shape, stride))
     return (idx // stride) % shape
@@ -294,10 +298,9 @@ def prefix_product(t: Any, init: Any = 1) -> Any:
     """Exclusive prefix products, with the nesting of ``t``: ``(2,(3,4)) -> (1,(2,6))``."""
     t = _norm(t, "prefix_product argument")
     init = _norm(init, "prefix_product init")
-    if type(init) is tuple:
-        if not _congruent(t, init) and not (type(t) is tuple and len(t) == len(init)):
-            raise MalformedLayoutError("prefix_product: init must be an integer or match t")
-        return tuple(_prefix_product(a, b) for a, b in _bzip(t, init))
+    if not _weakly_congruent(init, t):
+        raise MalformedLayoutError(
+            f"prefix_product: init {show(init)} must be an integer or follow the profile of {show(t)}")
     return _prefix_product(t, init)
 
 

@@ -109,8 +109,13 @@ def _check_stride(d: Any, depth: int = 0) -> Any:
         return int(d)
     if isinstance(d, tuple):
         return _check_stride(tuple(d), depth)
+    from .arith import ArithTuple
+
+    if isinstance(d, ArithTuple):  # a coordinate (basis) stride, see layoutproof.arith
+        return d
     raise MalformedLayoutError(
-        f"stride leaves must be integers, got {type(d).__name__} {show(d)}"
+        f"stride leaves must be integers or coordinates (E(i), ArithTuple), got "
+        f"{type(d).__name__} {show(d)}"
     )
 
 
@@ -206,16 +211,30 @@ class Layout:
     @property
     def cosize(self) -> int:
         """Length of the codomain interval: ``1 + sum((s-1)*|d|)`` (CuTe's cosize, negative
-        strides included)."""
+        strides included).  Coordinate strides: the product of :attr:`coshape`."""
         fs, fd = self._flat()
-        c = 1
+        c = 0
         for s, d in zip(fs, fd):
             c += (s - 1) * abs(d)
-        return c
+        if type(c) is not int:
+            from .arith import ArithTuple, coord_coshape
+
+            if isinstance(c, ArithTuple):
+                return _product(coord_coshape(self))
+        return c + 1
 
     @property
     def coshape(self) -> IntTuple:
-        """The codomain extent; for integer strides it is :attr:`cosize`."""
+        """The codomain extent; for integer strides it is :attr:`cosize`.  Coordinate
+        strides (layoutproof.arith): C++'s ``abs(L)(size-1) + 1`` per coordinate component,
+        a shape (``make_identity_layout(S).coshape == S``)."""
+        fd = self._flat()[1]
+        if all(type(d) is int for d in fd):
+            return self.cosize
+        from .arith import ArithTuple, coord_coshape
+
+        if any(isinstance(d, ArithTuple) for d in fd):
+            return coord_coshape(self)
         return self.cosize
 
     @property
@@ -313,12 +332,18 @@ class Layout:
         """Every offset, in colexicographic order of the domain, as a numpy array.
 
         Vectorized (no Python loop per element).  Offsets that do not fit in int64 make an
-        object array of Python integers.
+        object array of Python integers.  Coordinate strides (layoutproof.arith): the values
+        are coordinates, an object array of plain nested tuples (components vectorized).
         """
         import numpy as np
 
         fs, fd = self._flat()
         bound = sum((s - 1) * abs(d) for s, d in zip(fs, fd))
+        if type(bound) is not int:
+            from .arith import ArithTuple, coord_eval_all
+
+            if isinstance(bound, ArithTuple):
+                return coord_eval_all(self)
         dtype: Any = np.int64 if bound < 2**62 else object
         out = np.zeros(1, dtype=dtype)
         for s, d in zip(fs, fd):
@@ -470,7 +495,7 @@ def make_ordered_layout(shape: Any, order: Any = None) -> Layout:
 def make_layout(*layouts: Any) -> Layout:
     """Concatenate layouts as the modes of a new layout: ``make_layout(A, B) = (A, B)``.
 
-    With one argument that is a Layout, returns it; a generator or list of layouts is
+    One layout gives the rank-1 layout ``(A)`` (as C++); a generator or list of layouts is
     accepted as the single argument too.
     """
     if len(layouts) == 1 and not isinstance(layouts[0], Layout):
@@ -481,8 +506,6 @@ def make_layout(*layouts: Any) -> Layout:
             raise MalformedLayoutError(
                 f"make_layout takes layouts, got {type(arg).__name__}"
             ) from None
-    elif len(layouts) == 1:
-        return layouts[0]
     for L in layouts:
         if not isinstance(L, Layout):
             raise MalformedLayoutError(f"make_layout takes layouts, got {type(L).__name__}")

@@ -20,7 +20,6 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import InadmissibleError, MalformedLayoutError, show
 from .inttuple import (
-    _ceil_div,
     _ceil_div_int,
     _flatten,
     _norm,
@@ -125,6 +124,9 @@ def coalesce(layout: Layout, profile: Any = None) -> Layout:
     >>> str(coalesce(Layout((2, (1, 6)), (1, (6, 2)))))
     '12:1'
     """
+    if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
+        from .swizzle import _lifted
+        return _lifted("coalesce", layout, profile)
     _need_layout(layout, "coalesce")
     if profile is not None and profile is not _:
         profile = _norm(profile, "coalesce profile")
@@ -250,6 +252,11 @@ def _exact_leaf(As: List[int], Ad: List[int], n: int, r: int, err: InadmissibleE
 
     if n > EXACT_LIMIT:
         raise err
+    from .arith import ArithTuple, exact_leaf_by_component
+
+    if any(isinstance(d, ArithTuple) for d in Ad):  # coordinate strides: decide per component
+        ms, md = exact_leaf_by_component(As, Ad, n, r, err)
+        return _Leaf(ms, md, None)
     v = _ext_eval_np(As, Ad, _arange(n, _ext_bound(As, Ad, r * n)) * r)
     rec, w = _recognize(v)
     if rec is None:
@@ -437,6 +444,10 @@ def _search_witness(As: List[int], Ad: List[int], fbs: tuple, fbd: tuple) -> int
     total = _product(fbs)
     if total > EXACT_LIMIT:
         return None
+    from .arith import ArithTuple, search_witness_by_component
+
+    if any(isinstance(d, ArithTuple) for d in Ad):  # coordinate strides: per component
+        return search_witness_by_component(As, Ad, fbs, fbd, _search_witness)
     xmax = sum((sh - 1) * abs(d) for sh, d in zip(fbs, fbd))
     idx = _arange(total, _ext_bound(As, Ad, xmax) * len(fbs))
     bx = np.zeros(total, dtype=idx.dtype)
@@ -477,6 +488,9 @@ def composition(lhs: Layout, rhs: Any) -> Layout:
     (disjointness: adding their images carries between ``lhs``'s digits) raise too, each
     error naming the condition and a witness coordinate of ``rhs``.
     """
+    if not isinstance(lhs, Layout) or (not isinstance(rhs, Layout) and getattr(rhs, "_lp_lifted", False)):
+        from .swizzle import _composition_lifted  # swizzles, composed layouts (lazy import)
+        return _composition_lifted(lhs, rhs)
     _need_layout(lhs, "composition")
     if rhs is None or rhs is _:
         return lhs
@@ -499,7 +513,8 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     """The layout ``C`` such that ``(layout, C)`` is a bijection onto ``[0, cotarget)``
     (rounded up to a multiple of the covered extent), with ``C`` ordered and meeting
     ``layout``'s image only at 0.  ``cotarget`` is an integer or a Shape (default: the
-    cosize).  Stride-0 and size-1 modes are ignored.
+    cosize); a Shape that the covered extent divides evenly keeps its structure (C++),
+    one that it does not is rounded up as its size.  Stride-0 and size-1 modes are ignored.
 
     Raises InadmissibleError when the sorted strides do not chain (``s_{i-1} d_{i-1}``
     must divide ``d_i``): then no complement exists, even for injective layouts such as
@@ -544,19 +559,34 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
             rs.append(d // cur)
             rd.append(cur)
         cur = s * d
-    if type(cot) is tuple:
-        rest = _ceil_div(cot, cur)
-        frest = _flatten(rest)
+    rest = _exact_shape_div(cot, cur) if type(cot) is tuple else None
+    if rest is not None:  # C++: the cotarget's structure divided by what L covers
         p = cur
-        for e in frest:
+        for e in _flatten(rest):
             rs.append(e)
             rd.append(p)
             p *= e
-    else:
+    else:  # an integer cotarget, or a Shape that does not divide evenly: round the size up
+        cot = _product(cot)
         rs.append(_ceil_div_int(cot, cur))
         rd.append(cur)
     cs, cd = _coalesce_flat(tuple(rs), tuple(rd))
     return _from_modes(cs, cd)
+
+
+def _exact_shape_div(shape: tuple, d: int) -> Any:
+    """``shape`` divided by ``d`` from the left when every step divides exactly, else None."""
+    out = []
+    for x in _flatten(shape):
+        if d % x == 0:
+            out.append(1)
+            d //= x
+        elif x % d == 0:
+            out.append(x // d)
+            d = 1
+        else:
+            return None
+    return tuple(out)
 
 
 def _unit_crd(L: Layout, k: int) -> int:
@@ -676,6 +706,9 @@ def logical_divide(layout: Layout, tiler: Any) -> Layout:
     >>> str(logical_divide(Layout(16, 1), Layout(4, 2)))
     '(4,(2,2)):(2,(1,8))'
     """
+    if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
+        from .swizzle import _lifted
+        return _lifted("logical_divide", layout, tiler)
     _need_layout(layout, "logical_divide")
     if tiler is None or tiler is _:
         return layout
@@ -724,6 +757,9 @@ def zipped_divide(layout: Layout, tiler: Any) -> Layout:
     >>> str(zipped_divide(Layout((8, 6)), (4, 3)))
     '((4,3),(2,2)):((1,8),(4,24))'
     """
+    if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
+        from .swizzle import _lifted
+        return _lifted("zipped_divide", layout, tiler)
     _need_layout(layout, "zipped_divide")
     return _hier_unzip(logical_divide, layout, tiler, "zipped_divide")
 
@@ -741,11 +777,17 @@ def _flat2(Z: Layout) -> Layout:
 
 def tiled_divide(layout: Layout, tiler: Any) -> Layout:
     """``((tile modes...), rest0, rest1, ...)``."""
+    if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
+        from .swizzle import _lifted
+        return _lifted("tiled_divide", layout, tiler)
     return _tiled(zipped_divide(layout, tiler))
 
 
 def flat_divide(layout: Layout, tiler: Any) -> Layout:
     """``(tile0, tile1, ..., rest0, rest1, ...)``."""
+    if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
+        from .swizzle import _lifted
+        return _lifted("flat_divide", layout, tiler)
     return _flat2(zipped_divide(layout, tiler))
 
 
@@ -758,6 +800,9 @@ def logical_product(block: Layout, tiler: Any) -> Layout:
     >>> str(logical_product(Layout((2, 2), (4, 1)), Layout(6, 1)))
     '((2,2),(2,3)):((4,1),(2,8))'
     """
+    if not isinstance(block, Layout):  # swizzles, composed layouts (lazy import)
+        from .swizzle import _lifted
+        return _lifted("logical_product", block, tiler)
     _need_layout(block, "logical_product")
     if tiler is None or tiler is _:
         return block
@@ -811,11 +856,17 @@ def blocked_product(block: Layout, tiler: Any) -> Layout:
     >>> str(blocked_product(Layout((2, 2), (1, 2)), Layout((2, 3), (3, 1))))
     '((2,2),(2,3)):((1,12),(2,4))'
     """
+    if not isinstance(block, Layout):  # swizzles, composed layouts (lazy import)
+        from .swizzle import _lifted
+        return _lifted("blocked_product", block, tiler)
     return _zip_product(block, tiler, "blocked_product", raked=False)
 
 
 def raked_product(block: Layout, tiler: Any) -> Layout:
     """Mode ``i`` is ``(arrangement_i, block_i)``: the blocks' elements interleaved."""
+    if not isinstance(block, Layout):  # swizzles, composed layouts (lazy import)
+        from .swizzle import _lifted
+        return _lifted("raked_product", block, tiler)
     return _zip_product(block, tiler, "raked_product", raked=True)
 
 
@@ -823,6 +874,9 @@ def tile_to_shape(block: Layout, trg_shape: Any, order: Any = None) -> Layout:
     """Repeat ``block`` (a blocked product) until it has the shape ``trg_shape``; the
     repetitions are ordered by ``order`` (default column-major).  Each mode of the target
     must be a multiple of the block's."""
+    if not isinstance(block, Layout):  # swizzles, composed layouts (lazy import)
+        from .swizzle import _lifted
+        return _lifted("tile_to_shape", block, trg_shape, order)
     _need_layout(block, "tile_to_shape")
     trg = _check_shape(trg_shape, "tile_to_shape target")
     ts = trg if type(trg) is tuple else (trg,)
@@ -841,8 +895,8 @@ def tile_to_shape(block: Layout, trg_shape: Any, order: Any = None) -> Layout:
                 witness=None,
             )
     pshape = tuple(t // b for t, b in zip(tshape, bshape))
-    R = blocked_product(pb, make_ordered_layout(pshape, order))
-    return coalesce(R, pshape)
+    R = coalesce(blocked_product(pb, make_ordered_layout(pshape, order)), pshape)
+    return R if type(trg) is tuple else R[0]
 
 
 # ----------------------------------------------------------------------------- compatibility

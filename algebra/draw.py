@@ -1,0 +1,750 @@
+"""Pictures of layouts: CuTe's ASCII table, thread-value tables, SVG, TikZ and PNG.
+
+A rank-2 layout is drawn as a grid: row ``m`` is the 1-D coordinate of mode 0, column
+``n`` the 1-D coordinate of mode 1, and cell ``(m, n)`` holds the offset ``L(m, n)``
+(CuTe's ``print_layout``).  A rank-1 layout is a one-row table.
+
+>>> from layoutproof import Layout
+>>> print_layout(Layout((2, 3), (1, 2)))
+(2,3):(1,2)
+      0   1   2
+    +---+---+---+
+ 0  | 0 | 2 | 4 |
+    +---+---+---+
+ 1  | 1 | 3 | 5 |
+    +---+---+---+
+
+A thread-value (TV) layout maps ``(thread, value)`` to a 1-D index into an ``(M, N)``
+tile (column-major unless the tile is given as a layout).  Its table shows, in cell
+``(m, n)``, the one ``(t, v)`` with ``tv(t, v) == m + n*M``; a TV layout that is not a
+bijection onto the tile is refused (:class:`~layoutproof.InadmissibleError`):
+
+>>> tv = Layout(((2, 2), 2), ((2, 4), 1))       # 4 threads, 2 values each, on a 2x4 tile
+>>> print_tv_layout(tv, (2, 4))
+((2,2),2):((2,4),1)
+tile (2,4)
+          0       1       2       3
+    +-------+-------+-------+-------+
+ 0  | T0 V0 | T1 V0 | T2 V0 | T3 V0 |
+    +-------+-------+-------+-------+
+ 1  | T0 V1 | T1 V1 | T2 V1 | T3 V1 |
+    +-------+-------+-------+-------+
+>>> print_tv_layout(Layout((4, 2), (2, 1)), (2, 2))
+Traceback (most recent call last):
+    ...
+layoutproof.errors.InadmissibleError: the TV layout (4,2):(2,1) is not a bijection ...
+
+The SVG and TikZ pictures color each cell by its offset (default), by the shared-memory
+bank of its offset (``color="bank"``), or, for TV layouts, by thread (CuTe's eight
+pastel colors) or value.  SVG is written with `drawsvg <https://pypi.org/project/drawsvg>`_
+and rasterized to PNG with `CairoSVG <https://pypi.org/project/CairoSVG>`_; both are
+imported only when a picture is asked for.
+
+>>> svg = layout_svg(Layout((2, 3), (1, 2)))
+>>> svg.count('class="cell"'), 'data-offset="5"' in svg
+(6, True)
+>>> print(layout_tikz(Layout(4, 2)).splitlines()[0])
+% Layout: 4:2
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from .errors import InadmissibleError, LayoutError, MalformedLayoutError, show
+from .layout import Layout
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+__all__ = [
+    "Picture",
+    "layout_grid",
+    "tv_grid",
+    "print_layout",
+    "print_tv_layout",
+    "smem_bank",
+    "layout_svg",
+    "tv_layout_svg",
+    "layout_html",
+    "layout_tikz",
+    "tv_layout_tikz",
+    "svg_to_png",
+    "TV_COLORS",
+    "MAX_SVG_CELLS",
+]
+
+#: Largest grid (in cells) that :func:`layout_svg` draws unless told otherwise.
+MAX_SVG_CELLS = 16384
+
+#: CuTe's eight pastel thread colors (``print_latex`` of a TV layout), by ``thread % 8``.
+TV_COLORS = (
+    "#afafff", "#afffaf", "#ffffaf", "#ffafaf",
+    "#d2d2ff", "#d2ffd2", "#ffffd2", "#ffd2d2",
+)
+
+# viridis at 0, 1/4, 1/2, 3/4, 1; lightened toward white so that black text stays legible
+_RAMP = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
+_LIGHTEN = 0.55
+
+
+class Picture(str):
+    """A ``str`` whose ``repr`` is the text itself, so that a table returned at the
+    interactive prompt shows as a table (it is an ordinary string otherwise)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self).rstrip("\n")
+
+
+# ----------------------------------------------------------------------------- grids
+def _need_concrete(L: Any, what: str) -> Layout:
+    if not isinstance(L, Layout):
+        raise MalformedLayoutError(f"{what} needs a Layout, got {type(L).__name__} {show(L)}")
+    fs, fd = L._flat()
+    for e in fs + fd:
+        if type(e) is not int:
+            raise LayoutError(f"{what} draws concrete layouts; {L} has a symbolic leaf {show(e)}")
+    return L
+
+
+def _rank2_extents(L: Layout) -> Tuple[int, int]:
+    if type(L.shape) is not tuple or L.rank == 1:
+        return 1, L.size
+    r = L.rank
+    if r == 0:
+        return 1, 1
+    if r == 2:
+        return L[0].size, L[1].size
+    raise LayoutError(
+        f"a layout is drawn with rows (mode 0) and columns (mode 1); {L} has rank {r}: "
+        f"pass a rank-2 layout, or group modes first, e.g. group(L, 1, {r}) = {_group_tail(L)}"
+    )
+
+
+def _group_tail(L: Layout) -> str:
+    from .layout import group_layout
+
+    return str(group_layout(L, 1, L.rank))
+
+
+def layout_grid(L: Layout) -> "np.ndarray":
+    """The offsets of a rank-2 (or rank-1) layout as an ``(M, N)`` numpy array:
+    ``grid[m, n] == L(m, n)``; a rank-1 layout is one row.
+
+    >>> layout_grid(Layout((2, 3), (1, 2))).tolist()
+    [[0, 2, 4], [1, 3, 5]]
+    >>> layout_grid(Layout(4, 3)).tolist()
+    [[0, 3, 6, 9]]
+    """
+    _need_concrete(L, "layout_grid")
+    M, N = _rank2_extents(L)
+    # eval_all() lists offsets in colexicographic order: index i = m + n*M
+    return L.eval_all().reshape(N, M).T
+
+
+def _as_tile(tile: Any) -> Layout:
+    """An (M, N) tile: a shape (column-major), CuTe notation, or a rank-2 layout."""
+    if isinstance(tile, str):
+        t = tile.strip()
+        if t and t[0] != "(" and "," in t:
+            t = "(" + t + ")"
+        if "x" in t and ":" not in t:
+            try:
+                tile = tuple(int(p) for p in t.split("x"))
+            except ValueError:
+                raise MalformedLayoutError(f"tile {show(tile)}: expected MxN, e.g. 16x8") from None
+        else:
+            tile = Layout.parse(t)
+    if not isinstance(tile, Layout):
+        if type(tile) not in (tuple, list):
+            raise MalformedLayoutError(
+                f"a tile is an (M, N) shape or a rank-2 layout, got {type(tile).__name__} {show(tile)}"
+            )
+        tile = Layout(tuple(tile))
+    _need_concrete(tile, "a tile")
+    if tile.rank != 2 or type(tile.shape) is not tuple:
+        raise LayoutError(f"a tile has two modes (M, N); got {tile} of rank {tile.rank}")
+    return tile
+
+
+def tv_grid(tv: Layout, tile: Any, thr_id: Optional[Layout] = None
+            ) -> Tuple["np.ndarray", "np.ndarray"]:
+    """Invert a thread-value layout over a tile: ``(threads, values)``, two ``(M, N)``
+    arrays with ``tv(threads[m, n], values[m, n]) == tile(m, n)``.
+
+    ``tv`` is rank 2, ``(thread, value) -> index``; ``tile`` is an ``(M, N)`` shape (the
+    index of cell ``(m, n)`` is then ``m + n*M``), CuTe notation, or a rank-2 layout
+    ``(m, n) -> index``.  Raises :class:`~layoutproof.InadmissibleError` unless ``tv`` is a
+    bijection onto the tile's indices: the ``condition`` is ``"tv in tile"`` (a
+    ``(t, v)`` lands outside the tile), ``"tv injective"`` (two ``(t, v)`` share a cell)
+    or ``"tv surjective"`` (a cell no ``(t, v)`` owns); the ``witness`` is the
+    offending ``(t, v)``, pair of them, or cell (``t`` is the thread coordinate of
+    ``tv``).
+
+    ``thr_id`` (CuTe's ``ThrID``, e.g. ``(4,2):(1,16)`` for SM70's quad pairs) maps the
+    thread coordinate to the thread index shown: then ``threads[m, n]`` is
+    ``thr_id(t)``.  It must be injective, of size ``size(tv[0])``.
+
+    >>> T, V = tv_grid(Layout((2, 2), (2, 1)), (2, 2))
+    >>> T.tolist(), V.tolist()
+    ([[0, 1], [0, 1]], [[0, 0], [1, 1]])
+    >>> tv_grid(Layout((2, 2), (1, 1)), (2, 2))
+    Traceback (most recent call last):
+        ...
+    layoutproof.errors.InadmissibleError: ... T1 V0 and T0 V1 both own cell (1,0) ...
+    """
+    import numpy as np
+
+    _need_concrete(tv, "a TV layout")
+    if tv.rank != 2 or type(tv.shape) is not tuple:
+        raise LayoutError(
+            f"a TV layout has two modes (thread, value); {tv} has rank {tv.rank}"
+            + (f": group modes first, e.g. group(tv, 1, {tv.rank}) = {_group_tail(tv)}" if tv.rank > 2
+               else ": one value per thread is (T,1):(d,0)")
+        )
+    tl = _as_tile(tile)
+    M, N = tl[0].size, tl[1].size
+    T = tv[0].size
+    cell_idx = tl.eval_all()  # cell c = m + n*M  ->  tile index
+    what = f"the TV layout {tv} is not a bijection onto the {M}x{N} tile {tl}"
+
+    order = np.argsort(cell_idx, kind="stable")
+    sorted_idx = cell_idx[order]
+    dup = np.nonzero(sorted_idx[1:] == sorted_idx[:-1])[0]
+    if dup.size:
+        a, b = sorted((int(order[dup[0]]), int(order[dup[0] + 1])))
+        raise InadmissibleError(
+            f"the tile {tl} is not injective: cells {_cell(a, M)} and {_cell(b, M)} share index "
+            f"{int(cell_idx[a])}",
+            condition="tile injective", witness=(_mn(a, M), _mn(b, M)),
+        )
+    idx = tv.eval_all()  # i = t + v*T  ->  tile index
+    pos = np.searchsorted(sorted_idx, idx)
+    pos_c = np.minimum(pos, sorted_idx.size - 1)
+    outside = np.nonzero(sorted_idx[pos_c] != idx)[0]
+    if outside.size:
+        i = int(outside[0])
+        raise InadmissibleError(
+            f"{what}: {_tv(i, T)} maps to index {int(idx[i])}, which is no cell of the tile",
+            condition="tv in tile", witness=_tvw(i, T),
+        )
+    cell_of = order[pos_c]  # the cell each (t, v) lands in
+    owner = np.full(M * N, -1, dtype=np.int64)
+    owner[cell_of] = np.arange(idx.size, dtype=np.int64)
+    # owner[c] is the *last* (t, v) writing cell c; any other writer is a collision
+    clash = np.nonzero(owner[cell_of] != np.arange(idx.size))[0]
+    if clash.size:
+        c = int(cell_of[int(clash[0])])
+        i, j = (int(k) for k in np.nonzero(cell_of == c)[0][:2])  # the first two owners
+        raise InadmissibleError(
+            f"{what}: {_tv(i, T)} and {_tv(j, T)} both own cell {_cell(c, M)} (index {int(idx[i])})",
+            condition="tv injective", witness=(_tvw(i, T), _tvw(j, T)),
+        )
+    missing = np.nonzero(owner < 0)[0]
+    if missing.size:
+        c = int(missing[0])
+        raise InadmissibleError(
+            f"{what}: cell {_cell(c, M)} (index {int(cell_idx[c])}) is owned by no (thread, value)",
+            condition="tv surjective", witness=_mn(c, M),
+        )
+    grid = owner.reshape(N, M).T
+    threads, values = grid % T, grid // T
+    if thr_id is not None:
+        ids = _thr_ids(thr_id, T)
+        threads = ids[threads]
+    return threads, values
+
+
+def _thr_ids(thr_id: Any, T: int) -> "np.ndarray":
+    import numpy as np
+
+    if isinstance(thr_id, str):
+        thr_id = Layout.parse(thr_id)
+    _need_concrete(thr_id, "thr_id")
+    if thr_id.size != T:
+        raise LayoutError(f"thr_id {thr_id} has size {thr_id.size}; the TV layout has {T} threads")
+    ids = thr_id.eval_all()
+    u, first, counts = np.unique(ids, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        k = int(np.nonzero(counts > 1)[0][0])
+        a = int(first[k])
+        b = int(np.nonzero(ids == u[k])[0][1])
+        raise InadmissibleError(
+            f"thr_id {thr_id} is not injective: threads {a} and {b} both become thread {int(u[k])}",
+            condition="thr_id injective", witness=(a, b),
+        )
+    return ids
+
+
+def _mn(c: int, M: int) -> Tuple[int, int]:
+    return (c % M, c // M)
+
+
+def _cell(c: int, M: int) -> str:
+    return "({},{})".format(*_mn(c, M))
+
+
+def _tvw(i: int, T: int) -> Tuple[int, int]:
+    return (i % T, i // T)
+
+
+def _tv(i: int, T: int) -> str:
+    return "T{} V{}".format(*_tvw(i, T))
+
+
+# ----------------------------------------------------------------------------- ASCII
+def _table(header: List[str], labels: Sequence[Sequence[str]], width: int) -> str:
+    """CuTe's print_layout grid: column indices, ``+---+`` rules, ``| v |`` cells."""
+    M = len(labels)
+    N = len(labels[0]) if M else 0
+    w = max(width, len(str(max(N - 1, 0))))
+    rw = max(2, len(str(max(M - 1, 0))))
+    pad = " " * (rw + 2)
+    rule = pad + ("+" + "-" * (w + 2)) * N + "+"
+    out = list(header)
+    out.append((pad + "".join(f"  {n:>{w}} " for n in range(N))).rstrip())
+    for m in range(M):
+        out.append(rule)
+        out.append(f"{m:>{rw}}  " + "".join(f"| {s:>{w}} " for s in labels[m]) + "|")
+    out.append(rule)
+    return "\n".join(out) + "\n"
+
+
+def _emit(text: str, file: Optional[IO[str]]) -> "Picture":
+    if file is not None:
+        file.write(text)
+    return Picture(text)
+
+
+def print_layout(layout: Layout, *, file: Optional[IO[str]] = None) -> Picture:
+    """The 2-D table of a layout's offsets, as CuTe C++'s ``print_layout``: the layout,
+    column indices, then one row per coordinate of mode 0 between ``+---+`` rules.
+
+    Returns the table (a :class:`Picture`, a ``str`` that shows as the table at the
+    prompt); with ``file=`` (e.g. ``sys.stdout``) it is also written there.  A rank-1
+    layout is a one-row table; a layout of rank > 2 is refused (group its modes).
+
+    >>> print_layout(Layout(((2, 2), 2), ((1, 4), 2)))
+    ((2,2),2):((1,4),2)
+          0   1
+        +---+---+
+     0  | 0 | 2 |
+        +---+---+
+     1  | 1 | 3 |
+        +---+---+
+     2  | 4 | 6 |
+        +---+---+
+     3  | 5 | 7 |
+        +---+---+
+    >>> import sys
+    >>> _ = print_layout(Layout(3, 1), file=sys.stdout)
+    3:1
+          0   1   2
+        +---+---+---+
+     0  | 0 | 1 | 2 |
+        +---+---+---+
+    """
+    grid = layout_grid(layout)
+    labels = [[str(int(v)) for v in row] for row in grid.tolist()]
+    # CuTe: idx_width = num_digits(cosize) + 2; wider where negative offsets need it
+    w = max([len(str(layout.cosize))] + [len(s) for row in labels for s in row])
+    return _emit(_table([str(layout)], labels, w), file)
+
+
+def print_tv_layout(tv: Layout, tile: Any, *, thr_id: Optional[Layout] = None,
+                    file: Optional[IO[str]] = None) -> Picture:
+    """The thread-value table of a TV layout over an ``(M, N)`` tile: cell ``(m, n)``
+    shows ``T{t} V{v}``, the one ``(thread, value)`` that owns it (see :func:`tv_grid`,
+    which also says what is refused, and for ``thr_id``).  Returns the table; ``file=``
+    also writes it.
+
+    >>> print_tv_layout(Layout((2, 2), (2, 1)), (2, 2))
+    (2,2):(2,1)
+    tile (2,2)
+              0       1
+        +-------+-------+
+     0  | T0 V0 | T1 V0 |
+        +-------+-------+
+     1  | T0 V1 | T1 V1 |
+        +-------+-------+
+    """
+    T, V = tv_grid(tv, tile, thr_id)
+    labels = [[f"T{t} V{v}" for t, v in zip(tr, vr)] for tr, vr in zip(T.tolist(), V.tolist())]
+    tl = _as_tile(tile)
+    w = max((len(s) for row in labels for s in row), default=1)
+    head = [str(tv), f"tile {_shape_txt(tl)}" + (f", thr_id {thr_id}" if thr_id is not None else "")]
+    return _emit(_table(head, labels, w), file)
+
+
+def _shape_txt(tl: Layout) -> str:
+    """A compact column-major tile prints as its shape, any other as the layout."""
+    return str(tl).split(":")[0] if tl == Layout(tl.shape) else str(tl)
+
+
+# ----------------------------------------------------------------------------- colors
+def smem_bank(offset: int, elem_bytes: int = 4, *, banks: int = 32, bank_bytes: int = 4) -> int:
+    """The shared-memory bank of element ``offset`` of ``elem_bytes``-byte elements:
+    ``(offset * elem_bytes // bank_bytes) % banks`` (32 banks of 4 bytes on NVIDIA GPUs).
+
+    >>> smem_bank(33), smem_bank(33, 2), smem_bank(5, 8)
+    (1, 16, 10)
+    """
+    for name, v in (("elem_bytes", elem_bytes), ("banks", banks), ("bank_bytes", bank_bytes)):
+        if type(v) is not int or v <= 0:
+            raise MalformedLayoutError(f"smem_bank: {name} must be a positive integer, got {show(v)}")
+    return (int(offset) * elem_bytes // bank_bytes) % banks
+
+
+def _hex(rgb: Sequence[float]) -> str:
+    return "#" + "".join(f"{max(0, min(255, round(c))):02x}" for c in rgb)
+
+
+def _ramp(x: float) -> str:
+    """A light viridis color for ``x`` in [0, 1]."""
+    x = min(1.0, max(0.0, x)) * (len(_RAMP) - 1)
+    i = min(int(x), len(_RAMP) - 2)
+    f = x - i
+    c = [a + (b - a) * f for a, b in zip(_RAMP[i], _RAMP[i + 1])]
+    return _hex([v + (255 - v) * _LIGHTEN for v in c])
+
+
+def _hsl(h: float, s: float, l: float) -> str:
+    import colorsys
+
+    return _hex([255 * c for c in colorsys.hls_to_rgb(h % 1.0, l, s)])
+
+
+def _bank_color(b: int) -> str:
+    # 32 hues; consecutive banks stride 7/32 of the circle apart so neighbors contrast
+    return _hsl(((b * 7) % 32) / 32, 0.75, 0.78)
+
+
+def _check_hex(c: Any, who: str) -> str:
+    if isinstance(c, str) and len(c) == 7 and c[0] == "#":
+        try:
+            int(c[1:], 16)
+            return c.lower()
+        except ValueError:
+            pass
+    raise MalformedLayoutError(f"{who} must give colors as '#rrggbb', got {show(c)}")
+
+
+ColorArg = Union[str, Callable[..., str], None]
+
+
+@dataclass
+class _Grid:
+    """What a picture shows: per cell its label lines, fill and data attributes."""
+
+    title: str
+    rows: int
+    cols: int
+    lines: List[List[List[str]]]
+    fills: List[List[str]]
+    data: List[List[Dict[str, int]]]
+    tips: List[List[str]]
+    kind: str = "layout"
+    notes: List[str] = field(default_factory=list)
+
+
+def _layout_model(L: Layout, color: ColorArg, elem_bytes: int) -> _Grid:
+    grid = layout_grid(L)
+    M, N = grid.shape
+    vals = [[int(v) for v in row] for row in grid.tolist()]
+    lo = min(min(r) for r in vals)
+    hi = max(max(r) for r in vals)
+    if color == "bank":
+        smem_bank(0, elem_bytes)  # validates elem_bytes
+    lines: List[List[List[str]]] = []
+    fills: List[List[str]] = []
+    data: List[List[Dict[str, int]]] = []
+    tips: List[List[str]] = []
+    for m in range(M):
+        lr, fr, dr, tr = [], [], [], []
+        for n in range(N):
+            o = vals[m][n]
+            d = {"row": m, "col": n, "offset": o}
+            tip = f"L({m},{n}) = {o}"
+            if color == "offset":
+                fill = _ramp((o - lo) / (hi - lo) if hi > lo else 0.0)
+                lab = [str(o)]
+            elif color == "bank":
+                b = smem_bank(o, elem_bytes)
+                d["bank"] = b
+                fill = _bank_color(b)
+                lab = [str(o), f"b{b}"]
+                tip += f", bank {b}"
+            elif color is None or color == "none":
+                fill, lab = "#ffffff", [str(o)]
+            elif callable(color):
+                fill, lab = _check_hex(color(o), "color(offset)"), [str(o)]
+            else:
+                raise MalformedLayoutError(
+                    "color must be 'offset', 'bank', 'none' or a function offset -> '#rrggbb', "
+                    f"got {show(color)}"
+                )
+            lr.append(lab)
+            fr.append(fill)
+            dr.append(d)
+            tr.append(tip)
+        lines.append(lr)
+        fills.append(fr)
+        data.append(dr)
+        tips.append(tr)
+    title = str(L) + (f"   (banks of {elem_bytes}-byte elements)" if color == "bank" else "")
+    return _Grid(title, M, N, lines, fills, data, tips)
+
+
+def _tv_model(tv: Layout, tile: Any, color: ColorArg, thr_id: Any) -> _Grid:
+    T, V = tv_grid(tv, tile, thr_id)
+    tl = _as_tile(tile)
+    M, N = T.shape
+    Tl, Vl = T.tolist(), V.tolist()
+    idx = tl.eval_all().reshape(N, M).T.tolist()
+    lines, fills, data, tips = [], [], [], []
+    for m in range(M):
+        lr, fr, dr, tr = [], [], [], []
+        for n in range(N):
+            t, v = Tl[m][n], Vl[m][n]
+            if color == "thread":
+                fill = TV_COLORS[t % 8]
+            elif color == "value":
+                fill = TV_COLORS[v % 8]
+            elif color is None or color == "none":
+                fill = "#ffffff"
+            elif callable(color):
+                fill = _check_hex(color(t, v), "color(thread, value)")
+            else:
+                raise MalformedLayoutError(
+                    "color of a TV picture must be 'thread', 'value', 'none' or a function "
+                    f"(thread, value) -> '#rrggbb', got {show(color)}"
+                )
+            lr.append([f"T{t} V{v}"])
+            fr.append(fill)
+            dr.append({"row": m, "col": n, "thread": t, "value": v, "index": int(idx[m][n])})
+            tr.append(f"({m},{n}): thread {t}, value {v}")
+        lines.append(lr)
+        fills.append(fr)
+        data.append(dr)
+        tips.append(tr)
+    title = f"{tv}  on tile {_shape_txt(tl)}" + (f", thr_id {thr_id}" if thr_id is not None else "")
+    return _Grid(title, M, N, lines, fills, data, tips, kind="tv")
+
+
+# ----------------------------------------------------------------------------- SVG
+def _drawsvg() -> Any:
+    try:
+        import drawsvg
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "SVG pictures need the drawsvg package: pip install drawsvg "
+            "(or pip install 'layoutproof[draw]')"
+        ) from e
+    return drawsvg
+
+
+_CHAR_W = 7.83  # advance of a 13 px monospace character (0.602 em)
+_FONT = 13
+
+
+def _guard(what: Any, M: int, N: int, max_cells: Optional[int]) -> None:
+    if max_cells is not None and M * N > max_cells:
+        raise LayoutError(
+            f"{what} has {M * N} cells, more than max_cells={max_cells}: "
+            "pass a larger max_cells (or None) to draw it anyway"
+        )
+
+
+def _svg(g: _Grid, max_cells: Optional[int]) -> str:
+    _guard(g.title, g.rows, g.cols, max_cells)
+    dw = _drawsvg()
+    two = any(len(lab) > 1 for row in g.lines for lab in row)
+    longest = max(len(s) for row in g.lines for lab in row for s in lab)
+    cw = max(32, round(_CHAR_W * longest + 14))
+    ch = 40 if two else 28
+    left = round(_CHAR_W * len(str(g.rows - 1)) + 16)
+    top = 52
+    W = left + cw * g.cols + 12
+    W = max(W, round(0.602 * 14 * len(g.title) + 24))  # the 14 px caption
+    H = top + ch * g.rows + 12
+    d = dw.Drawing(W, H)
+    d.append(dw.Rectangle(0, 0, W, H, fill="#ffffff"))
+    d.append(dw.Text(g.title, 14, 10, 20, font_family="monospace", fill="#000000",
+                     class_="caption"))
+    for n in range(g.cols):
+        d.append(dw.Text(str(n), 12, left + cw * n + cw / 2, top - 10, text_anchor="middle",
+                         font_family="monospace", fill="#555555", class_="col-label"))
+    for m in range(g.rows):
+        d.append(dw.Text(str(m), 12, left - 8, top + ch * m + ch / 2 + 4, text_anchor="end",
+                         font_family="monospace", fill="#555555", class_="row-label"))
+    for m in range(g.rows):
+        for n in range(g.cols):
+            x, y = left + cw * n, top + ch * m
+            grp = dw.Group(class_="cell", **{f"data_{k}": v for k, v in g.data[m][n].items()})
+            grp.append(dw.Rectangle(x, y, cw, ch, fill=g.fills[m][n], stroke="#000000",
+                                    stroke_width=1))
+            lab = g.lines[m][n]
+            if len(lab) == 1:
+                grp.append(dw.Text(lab[0], _FONT, x + cw / 2, y + ch / 2 + 4.5, text_anchor="middle",
+                                   font_family="monospace", fill="#000000"))
+            else:
+                grp.append(dw.Text(lab[0], _FONT, x + cw / 2, y + ch / 2 - 2, text_anchor="middle",
+                                   font_family="monospace", fill="#000000"))
+                grp.append(dw.Text(lab[1], 10, x + cw / 2, y + ch / 2 + 12, text_anchor="middle",
+                                   font_family="monospace", fill="#444444"))
+            grp.append_title(g.tips[m][n])
+            d.append(grp)
+    return d.as_svg()
+
+
+def layout_svg(layout: Layout, *, color: ColorArg = "offset", elem_bytes: int = 4,
+               max_cells: Optional[int] = MAX_SVG_CELLS) -> str:
+    """An SVG picture of a rank-2 (or rank-1) layout: a grid of its offsets.
+
+    ``color`` is ``"offset"`` (a light viridis ramp from the least to the largest
+    offset), ``"bank"`` (the 32-bank shared-memory bank of each offset for
+    ``elem_bytes``-byte elements, see :func:`smem_bank`; the bank is also written in the
+    cell), ``"none"``, or a function ``offset -> "#rrggbb"``.  Each cell is an SVG group
+    ``<g class="cell" data-row= data-col= data-offset= [data-bank=]>`` with a tooltip.
+    Grids larger than ``max_cells`` are refused (:class:`~layoutproof.LayoutError`).
+
+    >>> s = layout_svg(Layout((4, 8), (1, 4)), color="bank", elem_bytes=8)
+    >>> s.startswith('<?xml'), 'data-offset="31" data-bank="30"' in s
+    (True, True)
+    """
+    _guard(_need_concrete(layout, "layout_svg"), *_rank2_extents(layout), max_cells)
+    return _svg(_layout_model(layout, color, elem_bytes), max_cells)
+
+
+def tv_layout_svg(tv: Layout, tile: Any, *, color: ColorArg = "thread",
+                  thr_id: Optional[Layout] = None, max_cells: Optional[int] = MAX_SVG_CELLS) -> str:
+    """An SVG picture of a thread-value layout over an ``(M, N)`` tile (see
+    :func:`tv_grid`): cell ``(m, n)`` reads ``T{t} V{v}`` and is colored by thread
+    (CuTe's eight pastel colors, ``thread % 8``; default), by ``"value"``, ``"none"``,
+    or a function ``(thread, value) -> "#rrggbb"``.  Cells carry ``data-thread``,
+    ``data-value`` and ``data-index`` (the tile index).  ``thr_id``: see :func:`tv_grid`.
+
+    >>> s = tv_layout_svg(Layout((2, 2), (2, 1)), (2, 2))
+    >>> 'data-row="1" data-col="0" data-thread="0" data-value="1"' in s
+    True
+    """
+    tl = _as_tile(tile)
+    _guard(tv, tl[0].size, tl[1].size, max_cells)
+    return _svg(_tv_model(tv, tile, color, thr_id), max_cells)
+
+
+def layout_html(layout: Layout, *, max_cells: Optional[int] = 1024) -> str:
+    """HTML for a notebook (``Layout._repr_html_``): the layout in CuTe notation above its
+    SVG picture.  It never raises for a layout it cannot draw (rank > 2, larger than
+    ``max_cells``, symbolic, drawsvg missing): it shows the notation and says why.
+
+    >>> h = layout_html(Layout((2, 2), (1, 2)))
+    >>> h.startswith('<div class="layoutproof-layout">'), '<svg' in h
+    (True, True)
+    >>> 'group modes' in layout_html(Layout((2, 2, 2)))
+    True
+    """
+    import html
+
+    head = f'<div class="layoutproof-layout"><code>{html.escape(str(layout))}</code>'
+    try:
+        _guard(_need_concrete(layout, "layout_html"), *_rank2_extents(layout), max_cells)
+        svg = _svg(_layout_model(layout, "offset", 4), max_cells)
+    except (LayoutError, ImportError) as e:
+        return head + f'<br><small>(not drawn: {html.escape(str(e))})</small></div>'
+    svg = svg[svg.index("<svg"):]
+    return head + "<br>" + svg + "</div>"
+
+
+# ----------------------------------------------------------------------------- TikZ
+def _tikz_color(c: str) -> str:
+    r, g, b = int(c[1:3], 16), int(c[3:5], 16), int(c[5:7], 16)
+    return f"{{rgb,255:red,{r};green,{g};blue,{b}}}"
+
+
+def _tex(s: str) -> str:
+    return "".join("\\" + ch if ch in "#$%&_{}" else ch for ch in s)
+
+
+def _tikz(g: _Grid, comments: List[str]) -> str:
+    out = [f"% {c}" for c in comments]
+    out += [
+        "\\documentclass{standalone}",
+        "\\usepackage{tikz}",
+        "",
+        "\\begin{document}",
+        "\\begin{tikzpicture}[x={(0cm,-1cm)},y={(1cm,0cm)},"
+        "every node/.style={minimum size=1cm, outer sep=0pt}]",
+        "",
+    ]
+    for m in range(g.rows):
+        for n in range(g.cols):
+            lab = g.lines[m][n]
+            if g.kind == "tv":
+                t, v = g.data[m][n]["thread"], g.data[m][n]["value"]
+                body = f"\\shortstack{{T{t} \\\\ V{v}}}"
+            elif len(lab) > 1:
+                body = f"\\shortstack{{{_tex(lab[0])} \\\\ \\tiny {_tex(lab[1])}}}"
+            else:
+                body = _tex(lab[0])
+            out.append(f"\\node[fill={_tikz_color(g.fills[m][n])}] at ({m},{n}) {{{body}}};")
+    out.append(f"\\draw[color=black,thick,shift={{(-0.5,-0.5)}}] (0,0) grid ({g.rows},{g.cols});")
+    out.append("")
+    for m in range(g.rows):
+        out.append(f"\\node at ({m},-1) {{\\Large{{\\texttt{{{m}}}}}}};")
+    for n in range(g.cols):
+        out.append(f"\\node at (-1,{n}) {{\\Large{{\\texttt{{{n}}}}}}};")
+    out += ["\\end{tikzpicture}", "\\end{document}", ""]
+    return "\n".join(out)
+
+
+def layout_tikz(layout: Layout, *, color: ColorArg = "offset", elem_bytes: int = 4) -> str:
+    r"""A standalone LaTeX/TikZ document drawing the layout, as CuTe's ``print_latex``:
+    one ``\node`` per cell at ``(m, n)`` (x down, y right) holding the offset and filled
+    with the same color as :func:`layout_svg`, a grid, and row/column indices.
+
+    >>> doc = layout_tikz(Layout((2, 2), (1, 2)), color="none")
+    >>> print("\n".join(l for l in doc.splitlines() if l.startswith(r"\node[")))
+    \node[fill={rgb,255:red,255;green,255;blue,255}] at (0,0) {0};
+    \node[fill={rgb,255:red,255;green,255;blue,255}] at (0,1) {2};
+    \node[fill={rgb,255:red,255;green,255;blue,255}] at (1,0) {1};
+    \node[fill={rgb,255:red,255;green,255;blue,255}] at (1,1) {3};
+    """
+    _need_concrete(layout, "layout_tikz")
+    g = _layout_model(layout, color, elem_bytes)
+    return _tikz(g, [f"Layout: {layout}"])
+
+
+def tv_layout_tikz(tv: Layout, tile: Any, *, color: ColorArg = "thread",
+                   thr_id: Optional[Layout] = None) -> str:
+    r"""A standalone LaTeX/TikZ document of a TV layout over a tile, as CuTe's
+    ``print_latex_tv``: each cell is ``\shortstack{T{t} \\ V{v}}`` on its thread's color.
+
+    >>> doc = tv_layout_tikz(Layout((2, 2), (2, 1)), (2, 2))
+    >>> print([l for l in doc.splitlines() if "at (1,0)" in l][0])
+    \node[fill={rgb,255:red,175;green,175;blue,255}] at (1,0) {\shortstack{T0 \\ V1}};
+    """
+    g = _tv_model(tv, tile, color, thr_id)
+    notes = [f"Layout TV: {tv}", f"Tile: {_shape_txt(_as_tile(tile))}"]
+    return _tikz(g, notes + ([f"ThrID: {thr_id}"] if thr_id is not None else []))
+
+
+# ----------------------------------------------------------------------------- PNG
+def svg_to_png(svg: str, path: Any = None, *, scale: float = 2.0) -> bytes:
+    """Rasterize an SVG string to PNG with CairoSVG (which needs the system cairo
+    library); writes ``path`` when given and returns the PNG bytes."""
+    try:
+        import cairosvg
+    except (ImportError, OSError) as e:
+        raise ImportError(
+            "PNG output needs CairoSVG and the cairo library: pip install cairosvg "
+            "(or pip install 'layoutproof[draw]'), and the system's libcairo2"
+        ) from e
+    data = cairosvg.svg2png(bytestring=svg.encode("utf-8"), scale=scale)
+    if path is not None:
+        with open(path, "wb") as f:
+            f.write(data)
+    return data
