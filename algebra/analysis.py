@@ -82,16 +82,22 @@ def nullspace(layout: Any) -> Layout:
     No stride-0 leaf gives ``1:0``.  (This is C++'s kernel: coordinates that reach 0
     through non-zero strides that cancel, as in ``(2,2):(1,-1)`` at 3, are not in it.)
 
+    Unlike C++, stride-0 leaves of extent 1 are left out: they add nothing to the kernel,
+    and C++ keeps them as ``1:p``, which breaks its own post-condition
+    (``nullspace(4:1) = 1:0`` and then ``nullspace(1:0) = 1:1 != 1:0``).
+
     >>> str(nullspace(Layout((2, 4, 6), (1, 2, 0))))
     '6:8'
     >>> str(nullspace(Layout((4, (2, 3)), (0, (1, 0)))))
     '(4,3):(1,8)'
     >>> str(nullspace(Layout((4, 8), (1, 4))))
     '1:0'
+    >>> str(nullspace(Layout((4, 1), (1, 0))))
+    '1:0'
     """
     L = _layout_arg(layout, "nullspace")
     fs, fd = L._flat()
-    idx = [i for i, d in enumerate(fd) if d == 0]
+    idx = [i for i, (s, d) in enumerate(zip(fs, fd)) if d == 0 and s != 1]
     if not idx:
         return _make(1, 0)
     pp = _prefix_product(fs) if len(fs) > 1 else (1,)

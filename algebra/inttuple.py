@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
-from typing import Any, Union
+from typing import Any, Tuple, Union
 
 from .errors import MalformedLayoutError, OutOfDomainError, show
 
@@ -181,14 +181,20 @@ def _unflatten(flat: tuple, profile: Any) -> Any:
                 break
         else:
             return tuple(flat)
-    it = iter(flat)
+        return _unflat(flat, profile, 0)[0]
+    return flat[0]
 
-    def build(p: Any) -> Any:
-        if type(p) is tuple:
-            return tuple(build(e) for e in p)
-        return next(it)
 
-    return build(profile)
+def _unflat(flat: Any, p: tuple, i: int) -> Tuple[tuple, int]:
+    out = []
+    for e in p:
+        if type(e) is tuple:
+            v, i = _unflat(flat, e, i)
+            out.append(v)
+        else:
+            out.append(flat[i])
+            i += 1
+    return tuple(out), i
 
 
 def _prefix_product(t: Any, init: Any = 1) -> Any:

@@ -315,6 +315,12 @@ class Layout:
             raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
         else:
             c = args
+            s = self._shape
+            if type(s) is tuple and len(s) == len(c):
+                try:
+                    return _eval_tuple(c, s, self._stride, c)
+                except _SliceSeen:
+                    return slice_and_offset(c, self)[0]
         try:
             return _eval_checked(c, self._shape, self._stride, c)
         except _SliceSeen:
@@ -360,6 +366,22 @@ class Layout:
 # ----------------------------------------------------------------------------- evaluation helpers
 class _SliceSeen(Exception):
     """Raised inside evaluation when a wildcard is met: the call is a slice."""
+
+
+def _eval_tuple(c: tuple, s: tuple, d: tuple, full: Any) -> int:
+    """A tuple coordinate against a tuple shape of the same rank (the hot n-D path)."""
+    off = 0
+    for ci, si, di in zip(c, s, d):
+        tc = type(ci)
+        if tc is int and type(si) is int:
+            if 0 <= ci < si:
+                off += ci * di
+                continue
+        elif tc is tuple and type(si) is tuple and len(ci) == len(si):
+            off += _eval_tuple(ci, si, di, full)
+            continue
+        off += _eval_checked(ci, si, di, full)
+    return off
 
 
 def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:

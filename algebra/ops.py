@@ -266,23 +266,27 @@ def _exact_leaf(As: List[int], Ad: List[int], n: int, r: int, err: InadmissibleE
     return _Leaf(rec[0], rec[1], None)
 
 
-def _compose_leaf(As: List[int], Ad: List[int], n: int, r: int, where: str) -> _Leaf:
+def _compose_leaf(As: List[int], Ad: List[int], n: int, r: int, k: int) -> _Leaf:
     try:
-        return _compose_leaf_cute(As, Ad, n, r, where)
+        return _compose_leaf_cute(As, Ad, n, r, k)
     except InadmissibleError as e:
         if e.condition not in ("stride divisibility", "shape divisibility"):
             raise
         return _exact_leaf(As, Ad, n, r, e)
 
 
-def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, where: str) -> _Leaf:
+def _where(k: int) -> str:
+    return "layout" if k < 0 else f"mode {k}"
+
+
+def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, k: int) -> _Leaf:
     if n == 1:
         return _Leaf([1], [0], {})
     if r == 0:
         return _Leaf([n], [0], {})
     if r < 0:
         raise InadmissibleError(
-            f"composition: B's {where} has negative stride {r}, so B maps coordinate 1 of that "
+            f"composition: B's {_where(k)} has negative stride {r}, so B maps coordinate 1 of that "
             "mode to a negative index outside A's domain",
             condition="non-negative strides of B",
             witness=1,
@@ -309,7 +313,7 @@ def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, where: str)
                 take = m
             else:
                 raise InadmissibleError(
-                    f"composition: shape divisibility: B's {where} ({n}:{r}) wraps around A's mode "
+                    f"composition: shape divisibility: B's {_where(k)} ({n}:{r}) wraps around A's mode "
                     f"{i} (extent {s}) after {m} steps but has {rest_n} steps left and {m} does not "
                     f"divide {rest_n}; at coordinate {done * m} of that mode A(B(.)) = "
                     f"{_ext_eval(As, Ad, r * done * m)}, which no layout of size {n} reproduces",
@@ -325,7 +329,7 @@ def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, where: str)
             continue
         w = _leaf_witness_nonlinear(As, Ad, n, r)
         raise InadmissibleError(
-            f"composition: stride divisibility: B's {where} ({n}:{r}) has remaining stride "
+            f"composition: stride divisibility: B's {_where(k)} ({n}:{r}) has remaining stride "
             f"{rest_r} at A's mode {i} of extent {s}, and neither divides the other"
             + (f"; j -> A({r}*j) stops being linear at j = {w}" if w is not None else ""),
             condition="stride divisibility",
@@ -361,26 +365,29 @@ def _compose_general(A: Layout, B: Layout, As: List[int], Ad: List[int],
                      fbs: tuple, fbd: tuple) -> Layout:
     leaves: List[_Leaf] = []
     multi = len(fbs) > 1
-    for k, (n, r) in enumerate(zip(fbs, fbd)):
-        where = f"mode {k}" if multi else "layout"
-        try:
-            leaves.append(_compose_leaf(As, Ad, n, r, where))
-        except InadmissibleError as e:
-            if multi and e.witness is not None:
-                e.witness = e.witness * _prefix_product(fbs)[k]
-            raise
+    k = 0
+    try:
+        for n, r in zip(fbs, fbd):
+            leaves.append(_compose_leaf(As, Ad, n, r, k if multi else -1))
+            k += 1
+    except InadmissibleError as e:
+        if multi and e.witness is not None:
+            e.witness = e.witness * _prefix_product(fbs)[k]
+        raise
     if multi:
         _check_disjoint(A, B, As, Ad, fbs, fbd, leaves)
-    parts = []
+    ps = []
+    pd = []
     for lf in leaves:
         if len(lf.ms) == 1:
-            parts.append((lf.ms[0], lf.md[0]))
+            ps.append(lf.ms[0])
+            pd.append(lf.md[0])
         else:
-            parts.append((tuple(lf.ms), tuple(lf.md)))
+            ps.append(tuple(lf.ms))
+            pd.append(tuple(lf.md))
     if type(B._shape) is not tuple:
-        return _make(parts[0][0], parts[0][1])
-    return _make(_unflatten(tuple(p[0] for p in parts), B._shape),
-                 _unflatten(tuple(p[1] for p in parts), B._stride))
+        return _make(ps[0], pd[0])
+    return _make(_unflatten(ps, B._shape), _unflatten(pd, B._stride))
 
 
 def _check_disjoint(A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: tuple, fbd: tuple,

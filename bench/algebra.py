@@ -1,16 +1,17 @@
 """layoutproof vs legacy pycute (nvidia-cutlass==4.2.0.0), same suite, same process.
 
 Prints per-operation microseconds for both and the ratio ours/pycute (target: <= 0.5).
-Construction is reported only: ours validates its input, pycute does not.
+Batches of the two libraries alternate and the minimum per library is reported, so
+background load disturbs both alike.  Construction is reported only: ours validates its
+input, pycute does not.
 
-    python bench/algebra.py [--repeat 7] [--markdown]
+    python bench/algebra.py [--repeat 25] [--markdown]
 """
 
 from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import sys
 import time
 from typing import Any, Callable, List, Tuple
@@ -23,8 +24,8 @@ except ImportError:  # pragma: no cover
     sys.exit("legacy pycute is needed: pip install --no-deps nvidia-cutlass==4.2.0.0")
 
 
-def _timeit(fn: Callable[[], Any], repeat: int, target_s: float = 0.05) -> float:
-    """Median microseconds per call over `repeat` batches sized to ~target_s each."""
+def _batch(fn: Callable[[], Any], target_s: float) -> int:
+    """Calls per batch so that one batch takes about target_s."""
     n = 1
     while True:
         t0 = time.perf_counter()
@@ -32,16 +33,28 @@ def _timeit(fn: Callable[[], Any], repeat: int, target_s: float = 0.05) -> float
             fn()
         dt = time.perf_counter() - t0
         if dt >= target_s / 4:
-            break
+            return max(1, int(n * target_s / max(dt, 1e-9)))
         n *= 2
-    n = max(1, int(n * target_s / max(dt, 1e-9)))
-    samples = []
+
+
+def _pair(ours: Callable[[], Any], theirs: Callable[[], Any], repeat: int,
+          target_s: float = 0.02) -> Tuple[float, float]:
+    """Microseconds per call for both, batches interleaved (ours, theirs, ours, ...) so
+    both see the same machine; the minimum over batches is the estimate least disturbed
+    by other load."""
+    na, nb = _batch(ours, target_s), _batch(theirs, target_s)
+    ta: List[float] = []
+    tb: List[float] = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        samples.append((time.perf_counter() - t0) / n * 1e6)
-    return statistics.median(samples)
+        for _ in range(na):
+            ours()
+        ta.append((time.perf_counter() - t0) / na * 1e6)
+        t0 = time.perf_counter()
+        for _ in range(nb):
+            theirs()
+        tb.append((time.perf_counter() - t0) / nb * 1e6)
+    return min(ta), min(tb)
 
 
 def cases() -> List[Tuple[str, Callable[[], Any], Callable[[], Any], bool]]:
@@ -99,15 +112,13 @@ def check_agreement() -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=25)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     check_agreement()
     rows = []
     for name, ours, theirs, counted in cases():
-        # interleave to share machine noise
-        t_ours = _timeit(ours, args.repeat)
-        t_theirs = _timeit(theirs, args.repeat)
+        t_ours, t_theirs = _pair(ours, theirs, args.repeat)
         rows.append((name, t_ours, t_theirs, t_ours / t_theirs, counted))
     print(f"# {platform.node()} | {platform.processor() or platform.machine()} | Python {platform.python_version()} "
           f"| layoutproof {lp.__version__} vs pycute (nvidia-cutlass 4.2.0.0)")
