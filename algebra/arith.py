@@ -152,12 +152,6 @@ def _plain(x: Any) -> Any:
     return tuple(_plain(e) for e in x._data)
 
 
-def _fmt(x: Any) -> str:
-    if type(x) is int:
-        return str(x)
-    return str(x)
-
-
 class ArithTuple:
     """A hierarchical tuple of integers under elementwise ``+``, ``-`` and integer ``*``.
 
@@ -168,9 +162,9 @@ class ArithTuple:
     >>> a = ArithTuple(1, (2, 3))
     >>> a + ArithTuple(10), 2 * a, -a
     (ArithTuple(11, (2, 3)), ArithTuple(2, (4, 6)), ArithTuple(-1, (-2, -3)))
-    >>> print(a), a == (1, (2, 3)), ArithTuple(1, 0) == ArithTuple(1), ArithTuple(0, 0) == 0
+    >>> print(a); a == (1, (2, 3)), ArithTuple(1, 0) == ArithTuple(1), ArithTuple(0, 0) == 0
     (1,(2,3))
-    (None, True, True, True)
+    (True, True, True)
     >>> a.to_tuple(), len(a), a[1]
     ((1, (2, 3)), 2, ArithTuple(2, 3))
     """
@@ -277,7 +271,7 @@ class ArithTuple:
 
     # ------------------------------------------------------------------ display
     def __str__(self) -> str:
-        return "(" + ",".join(_fmt(e) for e in self._data) + ")"
+        return "(" + ",".join(str(e) for e in self._data) + ")"
 
     def __repr__(self) -> str:
         return "ArithTuple(" + ", ".join(repr(_plain(e)) for e in self._data) + ")"
@@ -307,9 +301,9 @@ class ScaledBasis(ArithTuple):
     (i, j))``).  Scaling keeps a ScaledBasis; adding gives an :class:`ArithTuple`.
 
     >>> b = ScaledBasis(3, (1, 0))
-    >>> print(b), b.value, b.path, b.to_tuple()
+    >>> print(b); b.value, b.path, b.to_tuple()
     3@0@1
-    (None, 3, (1, 0), (0, (3,)))
+    (3, (1, 0), (0, (3,)))
     >>> 2 * E(1), E(0) + E(1)
     (ScaledBasis(2, (1,)), ArithTuple(1, 1))
     """
@@ -457,9 +451,9 @@ def make_identity_layout(shape: Any) -> Any:
     natural coordinate (an :class:`ArithTuple`).
 
     >>> I = make_identity_layout((4, 8))
-    >>> print(I), I(13), I(1, 3)
+    >>> print(I); I(13), I(1, 3)
     (4,8):(1@0,1@1)
-    (None, ArithTuple(1, 3), ArithTuple(1, 3))
+    (ArithTuple(1, 3), ArithTuple(1, 3))
     """
     from .layout import Layout, _check_shape
 

@@ -71,6 +71,9 @@ __all__ = [
     "layout_tikz",
     "tv_layout_tikz",
     "svg_to_png",
+    "print_tensor",
+    "tensor_svg",
+    "tensor_html",
     "TV_COLORS",
     "MAX_SVG_CELLS",
 ]
@@ -657,6 +660,135 @@ def layout_html(layout: Layout, *, max_cells: Optional[int] = 1024) -> str:
         return head + f'<br><small>(not drawn: {html.escape(str(e))})</small></div>'
     svg = svg[svg.index("<svg"):]
     return head + "<br>" + svg + "</div>"
+
+
+# ----------------------------------------------------------------------------- tensors
+def _need_tensor(t: Any, what: str) -> Layout:
+    L = getattr(t, "layout", None)
+    if not isinstance(L, Layout) or not callable(t):
+        raise MalformedLayoutError(f"{what} needs a Tensor, got {type(t).__name__} {show(t)}")
+    return L
+
+
+def _value_text(v: Any) -> str:
+    import numbers
+
+    if hasattr(v, "to_tuple"):  # a coordinate (identity tensors)
+        v = v.to_tuple()
+    if isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral):
+        s = f"{float(v):.4g}"
+    else:
+        s = str(v).replace(" ", "")
+    return s if len(s) <= 12 else s[:11] + "\u2026"
+
+
+def _tensor_cells(t: Any, what: str) -> Tuple[Layout, int, int, List[List[Any]], Optional[List[List[int]]]]:
+    L = _need_tensor(t, what)
+    M, N = _rank2_extents(L)
+    # t(i) with an integer follows the colexicographic order of the domain: i = m + n*M
+    values = [[t(m + n * M) for n in range(N)] for m in range(M)]
+    offsets = None
+    off = getattr(t, "offset", 0)
+    fs, fd = L._flat()
+    if type(off) is int and all(type(e) is int for e in fs + fd):
+        offsets = [[off + int(o) for o in row] for row in layout_grid(L).tolist()]
+    return L, M, N, values, offsets
+
+
+def print_tensor(t: Any, *, file: Optional[IO[str]] = None) -> Picture:
+    """A rank-2 (or rank-1) tensor's values in :func:`print_layout`'s table: cell
+    ``(m, n)`` holds ``t(m, n)`` (coordinates for an identity tensor).
+
+    >>> from layoutproof.tensor import make_tensor, make_identity_tensor
+    >>> print_tensor(make_tensor([0.5 * i for i in range(6)], Layout((2, 3), (3, 1))))
+    Tensor(list[6]+0 o (2,3):(3,1))
+            0     1     2
+        +-----+-----+-----+
+     0  |   0 | 0.5 |   1 |
+        +-----+-----+-----+
+     1  | 1.5 |   2 | 2.5 |
+        +-----+-----+-----+
+    >>> print_tensor(make_identity_tensor((2, 2)))
+    Tensor(ArithTuple+(0,0) o (2,2):(1@0,1@1))
+              0       1
+        +-------+-------+
+     0  | (0,0) | (0,1) |
+        +-------+-------+
+     1  | (1,0) | (1,1) |
+        +-------+-------+
+    """
+    _, _, _, values, _ = _tensor_cells(t, "print_tensor")
+    labels = [[_value_text(v) for v in row] for row in values]
+    w = max(len(x) for row in labels for x in row)
+    return _emit(_table([repr(t)], labels, w), file)
+
+
+def _tensor_model(t: Any, color: ColorArg) -> _Grid:
+    L, M, N, values, offsets = _tensor_cells(t, "tensor_svg")
+    if color not in ("offset", "none", None):
+        raise MalformedLayoutError(f"color of a tensor picture must be 'offset' or 'none', got {show(color)}")
+    flat = [o for row in offsets for o in row] if offsets else [0]
+    lo, hi = min(flat), max(flat)
+    lines, fills, data, tips = [], [], [], []
+    for m in range(M):
+        lr, fr, dr, tr = [], [], [], []
+        for n in range(N):
+            txt = _value_text(values[m][n])
+            d = {"row": m, "col": n}
+            tip = f"t({m},{n}) = {txt}"
+            if offsets is not None:
+                o = offsets[m][n]
+                d["offset"] = o
+                tip += f" at engine index {o}"
+            if color == "offset" and offsets is not None:
+                fill = _ramp((offsets[m][n] - lo) / (hi - lo) if hi > lo else 0.0)
+            else:
+                fill = "#ffffff"
+            lr.append([txt])
+            fr.append(fill)
+            dr.append(d)
+            tr.append(tip)
+        lines.append(lr)
+        fills.append(fr)
+        data.append(dr)
+        tips.append(tr)
+    return _Grid(repr(t), M, N, lines, fills, data, tips)
+
+
+def tensor_svg(t: Any, *, color: ColorArg = "offset", max_cells: Optional[int] = MAX_SVG_CELLS) -> str:
+    """An SVG picture of a rank-2 (or rank-1) tensor: cell ``(m, n)`` shows ``t(m, n)``
+    and is colored by the engine index it reads (``color="offset"``, where the layout is
+    integral; ``"none"`` for white).  Cells carry ``data-row``, ``data-col`` and
+    ``data-offset`` (the engine index).
+
+    >>> from layoutproof.tensor import make_tensor
+    >>> s = tensor_svg(make_tensor(list(range(10, 16)), Layout((2, 3), (3, 1))))
+    >>> 'data-row="1" data-col="2" data-offset="5"' in s, ">15</text>" in s
+    (True, True)
+    """
+    L = _need_tensor(t, "tensor_svg")
+    _guard(repr(t), *_rank2_extents(L), max_cells)
+    return _svg(_tensor_model(t, color), max_cells)
+
+
+def tensor_html(t: Any, *, max_cells: Optional[int] = 1024) -> str:
+    """HTML for a notebook (``Tensor._repr_html_``), as :func:`layout_html`: the tensor's
+    repr above its SVG picture, or a note saying why it is not drawn.
+
+    >>> from layoutproof.tensor import make_tensor
+    >>> '<svg' in tensor_html(make_tensor(list(range(4)), Layout((2, 2))))
+    True
+    """
+    import html
+
+    head = f'<div class="layoutproof-tensor"><code>{html.escape(repr(t))}</code>'
+    try:
+        L = _need_tensor(t, "tensor_html")
+        _guard(repr(t), *_rank2_extents(L), max_cells)
+        svg = _svg(_tensor_model(t, "offset"), max_cells)
+    except (LayoutError, ImportError) as e:
+        return head + f'<br><small>(not drawn: {html.escape(str(e))})</small></div>'
+    return head + "<br>" + svg[svg.index("<svg"):] + "</div>"
 
 
 # ----------------------------------------------------------------------------- TikZ

@@ -213,15 +213,17 @@ class Layout:
         """Length of the codomain interval: ``1 + sum((s-1)*|d|)`` (CuTe's cosize, negative
         strides included).  Coordinate strides: the product of :attr:`coshape`."""
         fs, fd = self._flat()
-        c = 0
-        for s, d in zip(fs, fd):
-            c += (s - 1) * abs(d)
-        if type(c) is not int:
+        c = 1
+        try:
+            for s, d in zip(fs, fd):
+                c += (s - 1) * abs(d)
+        except MalformedLayoutError:  # 1 + a coordinate: coordinate strides
             from .arith import ArithTuple, coord_coshape
 
-            if isinstance(c, ArithTuple):
+            if any(isinstance(d, ArithTuple) for d in fd):
                 return _product(coord_coshape(self))
-        return c + 1
+            raise
+        return c
 
     @property
     def coshape(self) -> IntTuple:
@@ -358,6 +360,20 @@ class Layout:
             col = np.arange(s, dtype=np.int64).astype(dtype) * d
             out = (col[:, None] + out[None, :]).reshape(-1)
         return out
+
+    # --------------------------------------------------------------- notebooks
+    def _repr_html_(self) -> str:
+        from .draw import layout_html
+
+        return layout_html(self)
+
+    def _repr_svg_(self) -> "str | None":
+        from .draw import layout_svg
+
+        try:
+            return layout_svg(self, max_cells=1024)
+        except (LayoutError, ImportError):
+            return None
 
     def expr(self, *args: Any) -> Any:  # pragma: no cover - symbolic issue
         raise LayoutError("symbolic evaluation arrives with the symbolic layouts issue")

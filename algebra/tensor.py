@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Any, Iterator, List, Tuple
 
 from .arith import ArithTuple, make_identity_layout
-from .errors import InadmissibleError, MalformedLayoutError, OutOfDomainError, show
+from .errors import InadmissibleError, LayoutError, MalformedLayoutError, OutOfDomainError, show
 from .inttuple import _flatten, _product, is_int
 from .layout import Layout, Underscore, _, _as_layout, slice_and_offset
 
@@ -239,7 +239,10 @@ class Tensor:
             )
         c = key if type(key) is tuple else (key,)
         off = self._layout(*c)
-        self._engine[self._offset + off] = value
+        try:
+            self._engine[self._offset + off] = value
+        except TypeError as e:  # an immutable storage (a tuple, ...)
+            raise MalformedLayoutError(f"the tensor's storage rejected the assignment: {e}") from e
 
     # ------------------------------------------------------------------ algebra on the layout
     def compose(self, tiler: Any) -> "Tensor":
@@ -289,6 +292,20 @@ class Tensor:
         return f"Tensor({_engine_str(self._engine)}+{self._offset} o {self._layout})"
 
     __str__ = __repr__
+
+    # ------------------------------------------------------------------ notebooks
+    def _repr_html_(self) -> str:
+        from .draw import tensor_html
+
+        return tensor_html(self)
+
+    def _repr_svg_(self) -> "str | None":
+        from .draw import tensor_svg
+
+        try:
+            return tensor_svg(self, max_cells=1024)
+        except (LayoutError, ImportError):
+            return None
 
 
 def _plain(x: Any) -> Any:
@@ -399,9 +416,9 @@ def make_tensor(storage: Any, layout_or_shape: Any = None, stride: Any = None, o
     >>> import numpy as np
     >>> a = np.arange(12).reshape(3, 4)
     >>> t = make_tensor(a.T)
-    >>> print(t.layout), int(t(3, 2)) == int(a.T[3, 2])
+    >>> print(t.layout); int(t(3, 2)) == int(a.T[3, 2])
     (4,3):(1,4)
-    (None, True)
+    True
     """
     if layout_or_shape is None:
         if stride is not None:

@@ -1,1 +1,4 @@
-"""layoutproof.verify: functional equality, side conditions and proofs (Z3/SMT). Arrives with the symbolic issue."""
+"""layoutproof.verify: functional equality, side conditions and proofs (Z3/SMT).
+
+Its contents arrive with the symbolic-layouts issue.
+"""
