@@ -26,7 +26,7 @@ from typing import Any, List, Optional, Tuple
 from .errors import InadmissibleError, MalformedLayoutError, show
 from .inttuple import _flatten, _prefix_product, _product, _unflatten, is_int
 from .layout import Layout, _, _as_layout, _check_shape, _fmt, _need_layout, get
-from .ops import EXACT_LIMIT, _coalesce_flat, _coalesced, _recognize, _unit_crd, right_inverse
+from .ops import EXACT_LIMIT, _coalesce_flat, _coalesced, _recognize, _unit_crd
 
 __all__ = [
     "nullspace",
@@ -61,6 +61,27 @@ def _pos_int(x: Any, what: str) -> int:
     if x < 1:
         raise MalformedLayoutError(f"{what} must be a positive integer, got {x}")
     return x
+
+
+def _need_int_strides(L: Layout, op: str) -> None:
+    """Coordinate (ArithTuple) strides have no order and no divisibility: C++ does not
+    compile these operations for them."""
+    fd = L._flat()[1]
+    for d in fd:
+        if type(d) is not int:
+            break
+    else:
+        return
+    from .arith import ArithTuple
+
+    for k, d in enumerate(fd):
+        if isinstance(d, ArithTuple):
+            raise InadmissibleError(
+                f"{op} needs integer strides; leaf {k} of {L} has the coordinate stride {d} "
+                "(CuTe C++ does not define it for basis strides)",
+                condition="integer strides",
+                witness=_unit_crd(L, k),
+            )
 
 
 def _layout_arg(x: Any, op: str) -> Layout:
@@ -107,11 +128,6 @@ def nullspace(layout: Any) -> Layout:
 
 
 # ----------------------------------------------------------------------------- max common layout
-def _flat_modes(L: Layout) -> Tuple[tuple, tuple]:
-    fs, fd = L._flat()
-    return fs, fd
-
-
 def _np_eval_flat(fs: tuple, fd: tuple, x: Any) -> Any:
     """A flat layout at the 1-D coordinates ``x`` (numpy), its last mode unbounded."""
     off = 0
@@ -183,6 +199,82 @@ def _restrict(rs: List[int], rd: List[int], n: int, size_a: int) -> Layout:
     return _from_modes(ms, md)
 
 
+def _rinv_modes(cs: List[int], cd: List[int]) -> Tuple[List[int], List[int]]:
+    """right_inverse of a coalesced layout, as coalesced modes (empty for ``1:0``): follow
+    the strides 1, s*1, ... taking the first mode with that stride (as ``right_inverse``)."""
+    first = {}
+    for i, d in enumerate(cd):
+        if d > 0 and d not in first:
+            first[d] = i
+    pp = []
+    p = 1
+    for s in cs:
+        pp.append(p)
+        p *= s
+    rs: List[int] = []
+    rd: List[int] = []
+    cur = 1
+    while True:
+        i = first.get(cur)
+        if i is None or cs[i] == 1:
+            break
+        s = cs[i]
+        if rs and rs[-1] * rd[-1] == pp[i]:
+            rs[-1] *= s
+        else:
+            rs.append(s)
+            rd.append(pp[i])
+        cur *= s
+    return rs, rd
+
+
+def _chain_injective(cs: List[int], cd: List[int]) -> bool:
+    """Positive strides that, sorted, never overlap (``s_i*d_i <= d_j``): injective, and its
+    image meets ``[0, n)`` only in the chain that ``right_inverse`` follows."""
+    prev = 0
+    for d, s in sorted(zip(cd, cs)):
+        if d <= 0 or d < prev:
+            return False
+        prev = s * d
+    return True
+
+
+def _max_common_modes(a: Layout, b: Layout) -> Tuple[List[int], List[int]]:
+    if a.size == 1 or b.size == 1:
+        return [], []
+    cas, cad = _coalesced(a)
+    cbs, cbd = _coalesced(b)
+    rbs, rbd = _rinv_modes(cbs, cbd)
+    if not rbs:
+        return [], []
+    if cas == cbs and cad == cbd:
+        return rbs, rbd  # the same function: b's whole right inverse is common
+    if _chain_injective(cas, cad):
+        # a(x) == j has one solution at most, inv_a(j), and none at j = size(inv_a): the run
+        # is where the coalesced inverses of a and b stop agreeing (first differing mode).
+        ras, rad = _rinv_modes(cas, cad)
+        ms: List[int] = []
+        md: List[int] = []
+        for sa, da, sb, db in zip(ras, rad, rbs, rbd):
+            if da != db:
+                break
+            if sa == sb:
+                ms.append(sb)
+                md.append(db)
+                continue
+            ms.append(min(sa, sb))
+            md.append(db)
+            break
+        return ms, md
+    inv = _from_modes(rbs, rbd)
+    n = _identity_run(a, inv)
+    R = _restrict(rbs, rbd, n, a.size)
+    if R.size == 1:
+        return [], []
+    fs, fd = R._flat()
+    return list(fs), list(fd)
+
+
 def max_common_layout(a: Any, b: Any) -> Layout:
     """The layout ``R`` of the longest run of contiguous elements that ``a`` and ``b``
     both store at offsets ``0, 1, 2, ...`` (CuTe C++'s ``max_common_layout``).
@@ -208,12 +300,12 @@ def max_common_layout(a: Any, b: Any) -> Layout:
     """
     a = _layout_arg(a, "max_common_layout")
     b = _layout_arg(b, "max_common_layout")
-    inv = right_inverse(b)
-    rs, rd = _flat_modes(inv)
-    if inv.size == 1:
+    _need_int_strides(a, "max_common_layout")
+    _need_int_strides(b, "max_common_layout")
+    ms, md = _max_common_modes(a, b)
+    if not ms:
         return _make(1, 0)
-    n = _identity_run(a, inv)
-    return _restrict(list(rs), list(rd), n, a.size)
+    return _from_modes(ms, md)
 
 
 def max_common_vector(a: Any, b: Any) -> int:
@@ -228,7 +320,14 @@ def max_common_vector(a: Any, b: Any) -> int:
     >>> max_common_vector(Layout((8, 4), (1, 16)), Layout(32, 1))
     8
     """
-    return max_common_layout(a, b).size
+    a = _layout_arg(a, "max_common_vector")
+    b = _layout_arg(b, "max_common_vector")
+    _need_int_strides(a, "max_common_vector")
+    _need_int_strides(b, "max_common_vector")
+    n = 1
+    for s in _max_common_modes(a, b)[0]:
+        n *= s
+    return n
 
 
 # ----------------------------------------------------------------------------- upcast / downcast
@@ -337,6 +436,7 @@ def upcast(layout: Layout, n: Any) -> Layout:
     """
     _need_layout(layout, "upcast")
     n = _pos_int(n, "upcast factor")
+    _need_int_strides(layout, "upcast")
     fs, fd = layout._flat()
     os_: List[int] = []
     od: List[int] = []
@@ -409,8 +509,11 @@ def downcast(layout: Layout, n: Any) -> Layout:
     Condition: exactly one leaf has stride 1 and none has stride -1.  C++ asserts only that
     a stride-1 leaf exists ("Downcast requires adjacent elements") and multiplies every
     ``+-1`` leaf, which is wrong for two of them (``(4,2):(1,1)`` by 2 gives
-    ``(8,4):(1,1)``, reaching offset 10 of a 10-part image [0, 10)) and for ``-1`` (the
-    parts of an element stay in increasing order: ``4:-1`` by 2 is not ``8:-1``).
+    ``(8,4):(1,1)``, which reaches offset 10, outside the parts [0, 10) of the elements)
+    and for ``-1`` (the parts of an element stay in increasing order: ``4:-1`` by 2 is not
+    ``8:-1``).  Violations raise InadmissibleError with a witness coordinate of C++'s
+    layout (``0``, the element whose other parts no coordinate reaches, when there is no
+    stride-1 leaf).
 
     Post-conditions (``R = downcast(L, n)``): congruent with ``L``; ``R`` at the
     coordinate of ``L``'s coordinate ``c`` with its stride-1 leaf coordinate ``x``
@@ -424,6 +527,7 @@ def downcast(layout: Layout, n: Any) -> Layout:
     """
     _need_layout(layout, "downcast")
     n = _pos_int(n, "downcast factor")
+    _need_int_strides(layout, "downcast")
     if n == 1:
         return layout
     fs, fd = layout._flat()
@@ -488,6 +592,7 @@ def recast_layout(layout: Layout, old_bits: Any, new_bits: Any) -> Layout:
     _need_layout(layout, "recast_layout")
     ob = _pos_int(old_bits, "recast_layout old_bits")
     nb = _pos_int(new_bits, "recast_layout new_bits")
+    _need_int_strides(layout, "recast_layout")
     g = math.gcd(ob, nb)
     num, den = nb // g, ob // g
     if num == 1 and den == 1:
@@ -542,10 +647,20 @@ def layout_add(A: Any, B: Any) -> Layout:
     cbs, cbd = _coalesced(B)
     gs, gd = _gcd_walk(list(cas), list(cbs))
     if _product(tuple(gs)) == A.size:
-        rd = [_eval_flat(cas, cad, d) + _eval_flat(cbs, cbd, d) for d in gd]
+        rd = [_zero_canon(_eval_flat(cas, cad, d) + _eval_flat(cbs, cbd, d)) for d in gd]
         ms, md = _coalesce_flat(tuple(gs), tuple(rd))
         return _from_modes(ms, md)
     # PyCuTe raises: no common refinement of the coalesced shapes.  Decide exactly.
+    from .arith import has_coordinate_strides
+
+    if has_coordinate_strides(A) or has_coordinate_strides(B):
+        raise InadmissibleError(
+            f"layout_add: the coalesced shapes {_fmt(tuple(cas))} and {_fmt(tuple(cbs))} have no "
+            "common refinement (PyCuTe's condition); with coordinate strides the sum is not "
+            "decided by evaluation",
+            condition="layout_add: the sum is a layout",
+            witness=None,
+        )
     if A.size > EXACT_LIMIT:
         raise InadmissibleError(
             f"layout_add: the coalesced shapes {_fmt(tuple(cas))} and {_fmt(tuple(cbs))} have no "
@@ -564,6 +679,13 @@ def layout_add(A: Any, B: Any) -> Layout:
             witness=w,
         )
     return _from_modes(list(rec[0]), list(rec[1]))
+
+
+def _zero_canon(x: Any) -> Any:
+    """A coordinate that is zero becomes the integer 0 (they are equal; 0 prints as 0)."""
+    if type(x) is not int and x == 0:
+        return 0
+    return x
 
 
 def _eval_flat(fs: Any, fd: Any, x: int) -> int:
@@ -816,16 +938,29 @@ def domain_offset(coord: Any, layout: Layout) -> Tuple[Layout, int]:
     return layout, off
 
 
-def coprofile(layout: Layout, *modes: Any) -> int:
+def coprofile(layout: Layout, *modes: Any) -> Any:
     """The profile of the codomain of ``layout`` (or of its mode ``get(layout, *modes)``),
-    as a tuple of zeros congruent with its values (CuTe C++'s ``coprofile``).  Integer
-    strides have integer values, so it is ``0``.
+    as zeros congruent with its values (CuTe C++'s ``coprofile``: the sum of the strides,
+    every entry replaced by 0).  Integer strides give ``0``; coordinate strides give a
+    tuple of zeros with the nesting of the coordinates.
 
     Post-condition: congruent with ``layout(i)`` for every ``i``.
 
     >>> coprofile(Layout((4, (2, 2)), (2, (1, 8))))
     0
+    >>> from layoutproof.arith import make_identity_layout
+    >>> coprofile(make_identity_layout((4, (2, 3))))
+    (0, (0, 0))
     """
     _need_layout(layout, "coprofile")
-    get(layout, *modes)
-    return 0
+    sub = get(layout, *modes)
+    total: Any = 0
+    for d in sub._flat()[1]:
+        total = total + d
+    return _zeros_like(total)
+
+
+def _zeros_like(x: Any) -> Any:
+    if type(x) is int:
+        return 0
+    return tuple(_zeros_like(e) for e in x._data)
