@@ -8,6 +8,32 @@
 '(2,(2,2)):(2,(4,1))'
 """
 
+from .analysis import (
+    common_coarsening,
+    common_refinement,
+    coprofile,
+    dice,
+    domain_offset,
+    downcast,
+    greatest_common_domain,
+    layout_add,
+    max_common_layout,
+    max_common_vector,
+    nullspace,
+    recast_layout,
+    upcast,
+)
+from .arith import ArithTuple, E, ScaledBasis, make_basis_like, make_identity_layout
+from .draw import (
+    layout_svg,
+    layout_tikz,
+    print_layout,
+    print_tensor,
+    print_tv_layout,
+    tensor_svg,
+    tv_layout_svg,
+    tv_layout_tikz,
+)
 from .errors import (
     InadmissibleError,
     LayoutError,
@@ -84,11 +110,25 @@ from .ops import (
 from .ops import (
     filter as filter,
 )
+from .tensor import (
+    Tensor,
+    clear,
+    copy_if,
+    fill,
+    gemm,
+    inner_partition,
+    local_partition,
+    local_tile,
+    make_identity_tensor,
+    make_tensor,
+    outer_partition,
+)
+from .tensor import copy as copy
 
 __version__ = "0.1.0"
 
-# `filter` and `zip` (CuTe's names) are importable by name but left out of __all__, so that
-# `from layoutproof import *` does not shadow Python's built-ins.
+# `filter`, `zip` and `copy` (CuTe's names) are importable by name but left out of __all__,
+# so that `from layoutproof import *` does not shadow Python's built-ins or stdlib modules.
 
 __all__ = [
     "LayoutError", "MalformedLayoutError", "InadmissibleError", "OutOfDomainError",
@@ -104,4 +144,12 @@ __all__ = [
     "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product",
     "zipped_product", "tiled_product", "flat_product", "blocked_product", "raked_product",
     "tile_to_shape", "compatible",
+    "nullspace", "max_common_layout", "max_common_vector", "upcast", "downcast",
+    "recast_layout", "layout_add", "greatest_common_domain", "common_refinement",
+    "common_coarsening", "dice", "domain_offset", "coprofile",
+    "ArithTuple", "ScaledBasis", "E", "make_basis_like", "make_identity_layout",
+    "Tensor", "make_tensor", "make_identity_tensor", "local_tile", "local_partition",
+    "inner_partition", "outer_partition", "gemm", "copy_if", "fill", "clear",
+    "print_layout", "print_tv_layout", "print_tensor", "layout_svg", "tv_layout_svg",
+    "tensor_svg", "layout_tikz", "tv_layout_tikz",
 ]

@@ -481,14 +481,15 @@ def _check_blocks(L: Layout, R: Layout, n: int, small: List[Tuple[int, int, int]
         return
     witness = None
     detail = ""
-    if L.size <= EXACT_LIMIT and R.size <= EXACT_LIMIT:
+    if L.size <= EXACT_LIMIT and R.size * n <= EXACT_LIMIT * 16 and n <= EXACT_LIMIT:
         ok, witness, detail = _upcast_exact(L, R, n)
         if ok:
             return
     elif verdict is None:
         raise InadmissibleError(
             f"{op}: block condition: whether the wide elements of {R} hold exactly the elements "
-            f"of {L} could not be decided: the domain ({L.size}) is too large to evaluate and "
+            f"of {L} could not be decided: the domain ({L.size}, by a factor {n}) is too large to "
+            "evaluate and "
             "the small-stride leaves do not form an interval",
             condition="upcast block condition",
             witness=None,

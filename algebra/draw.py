@@ -80,6 +80,9 @@ __all__ = [
 
 #: Largest grid (in cells) that :func:`layout_svg` draws unless told otherwise.
 MAX_SVG_CELLS = 16384
+# No picture (ASCII, TikZ, grids) is computed beyond this many cells: a table that large is
+# never read, and its offsets would not fit in memory long before the limit of the layout.
+MAX_GRID_CELLS = 1 << 22
 
 #: CuTe's eight pastel thread colors (``print_latex`` of a TV layout), by ``thread % 8``.
 TV_COLORS = (
@@ -144,6 +147,7 @@ def layout_grid(L: Layout) -> "np.ndarray":
     """
     _need_concrete(L, "layout_grid")
     M, N = _rank2_extents(L)
+    _guard(L, M, N, MAX_GRID_CELLS)
     # eval_all() lists offsets in colexicographic order: index i = m + n*M
     return L.eval_all().reshape(N, M).T
 
@@ -210,6 +214,8 @@ def tv_grid(tv: Layout, tile: Any, thr_id: Optional[Layout] = None
         )
     tl = _as_tile(tile)
     M, N = tl[0].size, tl[1].size
+    _guard(tl, M, N, MAX_GRID_CELLS)
+    _guard(tv, tv[0].size, tv[1].size, MAX_GRID_CELLS)
     T = tv[0].size
     cell_idx = tl.eval_all()  # cell c = m + n*M  ->  tile index
     what = f"the TV layout {tv} is not a bijection onto the {M}x{N} tile {tl}"

@@ -50,7 +50,6 @@ __all__ = [
     "zipped_divide",
     "tiled_divide",
     "flat_divide",
-    "dice",
     "inner_partition",
     "outer_partition",
     "local_tile",
@@ -524,14 +523,13 @@ def _dice_tuple(a: tuple, b: Any) -> tuple:
     return out
 
 
-def dice(proj: Any, x: Any) -> Any:
-    """Keep the modes of ``x`` where ``proj`` is not ``_`` (C++ ``dice``; C++'s ``X`` is
-    ``_``): ``dice((1, _, 1), (M, N, K)) == (M, K)``.  Layouts are diced mode by mode.
+def _dice(proj: Any, x: Any) -> Any:
+    """Keep the modes of ``x`` where ``proj`` is not ``_`` (C++ ``dice``), for projections
+    inside the partitioning functions: unlike the public :func:`layoutproof.analysis.dice`
+    the leaves of ``x`` may be anything, wildcards included.
 
-    >>> dice((1, _, 1), (32, 64, 4)), dice((1, _, 1), (0, 1, _))
+    >>> _dice((1, _, 1), (32, 64, 4)), _dice((1, _, 1), (0, 1, _))
     ((32, 4), (0, _))
-    >>> print(dice((1, None, 1), Layout((2, 16, 1), (16, 1, 0))))
-    (2,1):(16,0)
     """
     if isinstance(x, Layout):
         s, d = x.shape, x.stride
@@ -605,8 +603,8 @@ def local_tile(tensor: Tensor, tiler: Any, coord: Any, proj: Any = None) -> Tens
     ((4, 4, 2), True)
     """
     if proj is not None:
-        tiler = dice(proj, tiler)
-        coord = dice(proj, coord)
+        tiler = _dice(proj, tiler)
+        coord = _dice(proj, coord)
     return inner_partition(tensor, tiler, coord)
 
 
@@ -664,8 +662,8 @@ def local_partition(tensor: Tensor, thr_layout: Any, thr_idx: Any, proj: Any = N
         )
     coord = _flat_coord(thr, int(thr_idx), "local_partition")
     if proj is not None:
-        thr = dice(proj, thr)
-        coord = dice(proj, coord)
+        thr = _dice(proj, thr)
+        coord = _dice(proj, coord)
     tiler = tuple(_product(e) for e in thr.shape) if type(thr.shape) is tuple else thr.shape
     return outer_partition(t, tiler, coord)
 

@@ -32,7 +32,6 @@ from layoutproof.tensor import (
     composition,
     copy,
     copy_if,
-    dice,
     fill,
     flat_divide,
     gemm,
@@ -45,6 +44,9 @@ from layoutproof.tensor import (
     outer_partition,
     tiled_divide,
     zipped_divide,
+)
+from layoutproof.tensor import (
+    _dice as dice,
 )
 
 
