@@ -110,6 +110,16 @@ from .ops import (
 from .ops import (
     filter as filter,
 )
+from .swizzle import (
+    F2,
+    ComposedLayout,
+    F2Layout,
+    Swizzle,
+    from_f2,
+    make_composed_layout,
+    make_swizzle,
+    to_f2,
+)
 from .tensor import (
     Tensor,
     clear,
@@ -152,4 +162,6 @@ __all__ = [
     "inner_partition", "outer_partition", "gemm", "copy_if", "fill", "clear",
     "print_layout", "print_tv_layout", "print_tensor", "layout_svg", "tv_layout_svg",
     "tensor_svg", "layout_tikz", "tv_layout_tikz",
+    "Swizzle", "make_swizzle", "ComposedLayout", "make_composed_layout", "F2", "F2Layout",
+    "to_f2", "from_f2",
 ]

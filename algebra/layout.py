@@ -581,14 +581,22 @@ def _as_layout(x: Any, op: str) -> Layout:
 
 
 # ----------------------------------------------------------------------------- free functions
+def _lifted(x: Any) -> bool:
+    """A swizzle or composed layout (layoutproof.swizzle): the free functions below read
+    its properties."""
+    return getattr(type(x), "_lp_lifted", False) is True
+
+
 def size(x: Any) -> int:
-    """Size of a layout or of an HTuple shape."""
-    if isinstance(x, Layout):
+    """Size of a layout (plain or composed) or of an HTuple shape."""
+    if isinstance(x, Layout) or _lifted(x):
         return x.size
     return _product(_check_shape(x))
 
 
 def cosize(x: Layout) -> int:
+    if _lifted(x):
+        return x.cosize
     _need_layout(x, "cosize")
     return x.cosize
 
@@ -599,7 +607,7 @@ def coshape(x: Layout) -> Any:
 
 
 def rank(x: Any) -> int:
-    if isinstance(x, Layout):
+    if isinstance(x, Layout) or (_lifted(x) and hasattr(x, "rank")):
         return x.rank
     from .inttuple import _norm
 
@@ -608,7 +616,7 @@ def rank(x: Any) -> int:
 
 
 def depth(x: Any) -> int:
-    if isinstance(x, Layout):
+    if isinstance(x, Layout) or (_lifted(x) and hasattr(x, "depth")):
         return x.depth
     from .inttuple import _norm
 
@@ -616,6 +624,8 @@ def depth(x: Any) -> int:
 
 
 def shape(x: Layout) -> Any:
+    if _lifted(x) and hasattr(x, "shape"):
+        return x.shape
     _need_layout(x, "shape")
     return x.shape
 

@@ -32,6 +32,37 @@ carry-less, so that the same swizzled layout is written as a plain-looking layou
 (8,64):(F72,F1)
 >>> print(from_f2(to_f2(atom)))
 Sw<3,3,3> o 0 o (8,64):(64,1)
+
+Semantics (C++ ``swizzle.hpp``, ``layout_composed.hpp``, ``swizzle_layout.hpp``; PyCuTe;
+legacy pycute):
+
+* ``Swizzle``: C++'s checks (``B, M >= 0``, ``|S| >= B``); PyCuTe checks ``|S| >= B`` only
+  for negative ``S`` (so its ``Swizzle(3,0,1)`` overlaps and is no involution); legacy
+  pycute asserts.  ``Swizzle(0, b, 0)`` is the identity (legacy pycute: RecursionError).
+  ``size == cosize == 2**(M+B+|S|)`` (legacy pycute; C++ has no size, and its
+  ``make_layout(Swizzle)`` takes the *shape* ``M+B+|S|``).  Printed ``Sw<B,M,S>`` (C++).
+* ``ComposedLayout(A, offset, B)``: C++'s order and meaning (legacy pycute's constructor
+  takes the same order but names the outer function ``layoutB``).  Printed like C++,
+  ``A o offset o B``, with integers unadorned as everywhere in layoutproof (C++ prints a
+  static zero as ``_0``; ``parse`` reads both).
+* Lifted over ``B`` as C++ does: composition with anything on the right, ``[i]``,
+  slicing (the slice offset moves into the layout), the divides, the products,
+  ``tile_to_shape``, ``coalesce`` (and any other layout function through :func:`lift`).
+  As in C++, the three-argument composition drops an identity swizzle with offset 0:
+  ``composition(Swizzle(0,m,s), L) == L``.  C++'s swizzle-specific slice, which decays to
+  a plain layout when the slice misses the swizzled bits, is not reproduced: slices stay
+  composed layouts (same function).
+* ``composition(L, Swizzle)``: C++ returns ``make_swizzle(L(yyy), L(zzz)) o L`` ("works in
+  simple cases"); here that answer is checked against ``L(sw(c))`` on L's domain
+  (structurally for bit-permuting layouts, else by evaluation) and InadmissibleError with
+  a witness replaces a wrong one.  ``composition(L, A o 0 o B)`` likewise (offset 0, as
+  C++'s static_assert).  ``composition(Swizzle, Swizzle)`` is the swizzle equal to the
+  composite, or InadmissibleError (C++: ``make_swizzle`` of the XORed masks, a
+  static_assert when they are no swizzle).
+* ``cosize`` of a composed layout is exact, the length of the smallest interval holding
+  every value; C++ returns ``cosize(B)``, the same whenever the values of ``offset + B``
+  are whole aligned ``2**(M+B+|S|)`` blocks (every tiled smem atom), and too small
+  elsewhere: ``Sw<1,0,-1> o 0 o 2:1`` takes the values ``{0, 3}``.
 """
 
 from __future__ import annotations
@@ -68,6 +99,8 @@ SWIZZLE_MAX_BITS = 64
 VERIFY_LIMIT = 1 << 22
 # cosize of a composed layout is exact; without the closed-block fast path it evaluates.
 _COSIZE_EVAL_LIMIT = 1 << 26
+# from_f2 tries every swizzle whose fields lie below this many bits (about t**3/6 of them).
+_F2_SEARCH_BITS = 24
 
 
 def _int_arg(x: Any, what: str) -> int:
@@ -76,6 +109,23 @@ def _int_arg(x: Any, what: str) -> int:
     if is_int(x):
         return int(x)
     raise MalformedLayoutError(f"{what} must be an integer, got {type(x).__name__} {show(x)}")
+
+
+_NP: Any = None
+_ND: Any = None  # numpy.ndarray, once numpy is loaded (the array fast path tests it)
+_I64: Any = None  # numpy.dtype("int64")
+
+
+def _numpy() -> Any:
+    """numpy, imported on first use (``import layoutproof`` never loads it)."""
+    global _NP, _ND, _I64
+    if _NP is None:
+        import numpy
+
+        _NP = numpy
+        _ND = numpy.ndarray
+        _I64 = numpy.dtype(numpy.int64)
+    return _NP
 
 
 def _popcount(x: int) -> int:
@@ -151,6 +201,8 @@ class Swizzle:
         self._ls = -s if s < 0 else 0
         self._top = m + b + abs(s)
         self._hash = None
+        if s < 0 and type(self) is Swizzle:
+            self.__class__ = _SwizzleLeft  # same slots; one shift less per call
 
     # ------------------------------------------------------------------ parameters
     @property
@@ -194,12 +246,28 @@ class Swizzle:
         return self._b == 0
 
     # ------------------------------------------------------------------ evaluation
-    def __call__(self, x: Any) -> Any:
+    def __call__(self, x: Any) -> Any:  # S >= 0 (a negative S uses _SwizzleLeft's)
         if type(x) is int:
-            return x ^ (((x & self._y) >> self._rs) << self._ls)
+            return x ^ ((x & self._y) >> self._rs)
+        if type(x) is _ND and x.dtype is _I64 and self._top < 63:  # int64 arrays, in place
+            t = x & self._y
+            t >>= self._rs
+            t ^= x
+            return t
         return self._apply(x)
 
     def _apply(self, x: Any) -> Any:
+        np = _numpy()
+        if type(x) is np.ndarray and x.dtype.kind in "iu" and x.ndim:
+            if self._top < x.dtype.itemsize * 8 - 1 and self._b:  # the common case, in place
+                t = x & self._y
+                if self._rs:
+                    t >>= self._rs
+                else:
+                    t <<= self._ls
+                t ^= x
+                return t
+            return self._apply_np(x)
         dt = getattr(x, "dtype", None)
         if dt is None:
             if is_int(x):
@@ -226,19 +294,19 @@ class Swizzle:
             raise MalformedLayoutError(f"a swizzle applies to integer arrays, got dtype {x.dtype}")
         if self._b == 0:
             return x.copy() if isinstance(x, np.ndarray) else x
-        if not isinstance(x, np.ndarray) or x.ndim == 0 or x.dtype == object:
+        if not isinstance(x, np.ndarray) or x.ndim == 0 or x.dtype.kind == "O":
             try:
                 return x ^ (((x & self._y) >> self._rs) << self._ls)
             except TypeError:
                 raise MalformedLayoutError(
                     "a swizzle applies to integers; the object array holds something else"
                 ) from None
-        t = np.bitwise_and(x, self._y)
+        t = x & self._y
         if self._rs:
-            np.right_shift(t, self._rs, out=t)
+            t >>= self._rs
         else:
-            np.left_shift(t, self._ls, out=t)
-        np.bitwise_xor(t, x, out=t)
+            t <<= self._ls
+        t ^= x
         return t
 
     # ------------------------------------------------------------------ protocol
@@ -299,6 +367,22 @@ class Swizzle:
         Sw<1,2,3> o 0 o 64:1
         """
         return ComposedLayout(self, 0, Layout(self.size, 1))
+
+
+class _SwizzleLeft(Swizzle):
+    """A swizzle with a negative shift: YYY sits below ZZZ (the call shifts left)."""
+
+    __slots__ = ()
+
+    def __call__(self, x: Any) -> Any:
+        if type(x) is int:
+            return x ^ ((x & self._y) << self._ls)
+        if type(x) is _ND and x.dtype is _I64 and self._top < 63:
+            t = x & self._y
+            t <<= self._ls
+            t ^= x
+            return t
+        return self._apply(x)
 
 
 _SW_RE = re.compile(r"Sw<\s*(-?\d{1,3})\s*,\s*(-?\d{1,3})\s*,\s*(-?\d{1,3})\s*>")
@@ -466,7 +550,7 @@ class ComposedLayout:
     4
     """
 
-    __slots__ = ("_a", "_o", "_b", "_cosize", "_hash")
+    __slots__ = ("_a", "_o", "_b", "_cosize", "_hash", "_n", "_sy", "_srs", "_sls")
     _lp_lifted = True
 
     def __init__(self, layout_a: Any, offset: Any, layout_b: Any) -> None:
@@ -480,18 +564,22 @@ class ComposedLayout:
                 f"ComposedLayout(A, offset, B): B must be a Layout, got "
                 f"{type(layout_b).__name__} {show(layout_b)}"
             )
-        self._a = layout_a
-        self._o = _int_arg(offset, "ComposedLayout offset")
-        self._b = layout_b
+        self._set(layout_a, _int_arg(offset, "ComposedLayout offset"), layout_b)
+
+    def _set(self, a: Any, o: int, b: Layout) -> None:
+        self._a, self._o, self._b = a, o, b
         self._cosize: Optional[int] = None
         self._hash: Optional[int] = None
+        self._n = b.size
+        if isinstance(a, Swizzle):  # the swizzle's parameters, for the scalar fast path
+            self._sy, self._srs, self._sls = a._y, a._rs, a._ls
+        else:
+            self._sy = None
 
     @classmethod
     def _make(cls, a: Any, o: int, b: Layout) -> "ComposedLayout":
         obj = object.__new__(cls)
-        obj._a, obj._o, obj._b = a, o, b
-        obj._cosize = None
-        obj._hash = None
+        obj._set(a, o, b)
         return obj
 
     # ------------------------------------------------------------------ accessors
@@ -598,14 +686,20 @@ class ComposedLayout:
 
     # ------------------------------------------------------------------ evaluation
     def _outer(self, x: int) -> int:
-        a = self._a
-        if type(a) is Swizzle:
-            return x ^ (((x & a._y) >> a._rs) << a._ls)
-        return a(x)
+        y = self._sy
+        if y is not None:
+            return x ^ (((x & y) >> self._srs) << self._sls)
+        return self._a(x)
 
     def __call__(self, *args: Any) -> Any:
-        if len(args) == 1 and type(args[0]) is int:
-            return self._outer(self._o + self._b(args[0]))
+        if len(args) == 1:
+            c = args[0]
+            if type(c) is int and 0 <= c < self._n:  # 1-D coordinate: the fast path
+                x = self._o + self._b._eval_int(c)
+                y = self._sy
+                if y is not None:
+                    return x ^ (((x & y) >> self._srs) << self._sls)
+                return self._a(x)
         r = self._b(*args)
         if isinstance(r, Layout):  # a slice
             crd = args[0] if len(args) == 1 else args
@@ -1103,17 +1197,32 @@ class F2Layout:
 
     @property
     def cosize(self) -> int:
-        """``1 +`` the largest value (the values are bit patterns, >= 0)."""
-        n = self.size
-        if n > _COSIZE_EVAL_LIMIT:
-            # XOR never sets a bit that no stride image has: a bound, exact for bijections
-            # onto a power of two
-            acc = 0
-            fs, fd = self._L._flat()
-            for s, d in zip(fs, fd):
-                for j in range(max(0, (s - 1).bit_length())):
-                    acc |= d << j
-            return 1 << acc.bit_length() if acc else 1
+        """``1 +`` the largest value (values are bit patterns and ``L(0) == 0``), exact.
+
+        >>> F2Layout((8, 64), (72, 1)).cosize
+        512
+        """
+        fs, fd = self._L._flat()
+        if all(s & (s - 1) == 0 for s in fs):
+            # the values are the GF(2) span of the bit images: its largest element, greedily
+            basis: List[int] = []
+            for v in self._bit_images():
+                for b in basis:
+                    v = min(v, v ^ b)
+                if v:
+                    basis.append(v)
+                    basis.sort(reverse=True)
+            best = 0
+            for b in basis:
+                best = max(best, best ^ b)
+            return best + 1
+        if self.size > _COSIZE_EVAL_LIMIT:
+            raise InadmissibleError(
+                f"cosize({self}): a non-power-of-two extent and a domain ({self.size}) too large "
+                f"to evaluate (limit {_COSIZE_EVAL_LIMIT})",
+                condition="cosize decidable by evaluation",
+                witness=None,
+            )
         return int(self.eval_all().max()) + 1
 
     def __eq__(self, other: object) -> bool:
@@ -1319,12 +1428,15 @@ def from_f2(L: Any) -> Any:
     """A plain Layout, or ``Swizzle o 0 o Layout``, equal to the F2 layout ``L`` on its
     domain; InadmissibleError where none is found.
 
-    A plain Layout is returned when the strides never overlap (XOR is then +).  Else every
-    bit image must be a single bit or a pair of bits at one distance ``|S|`` (the read and
-    the flipped bit of one swizzle); the smallest such swizzle is tried with either sign,
-    the inner layout being ``sw(image)`` per bit (leaves keep their shape where the
-    images allow, else are refined into bits).  Every answer is checked: structurally when
-    the inner layout is bit-disjoint, else by evaluation up to :data:`VERIFY_LIMIT`.
+    A plain Layout is returned when the strides never overlap (XOR is then +).  Else the
+    swizzle read off the bit images that are pairs of bits at one distance ``|S|`` (the
+    read and the flipped bit of one swizzle) is tried with either sign, then every swizzle
+    whose fields lie within the images' bits (up to 24 bits), smallest first.  For a
+    swizzle ``sw`` the inner layout is forced, ``P(c) = sw(L(c))`` (a swizzle is an
+    involution): its strides are ``sw(image)`` per leaf, or per bit where a leaf's images
+    are not one stride's multiples (the leaf is then refined).  Every answer is checked:
+    structurally when P's strides are bit-disjoint (then sw o P is GF(2)-linear and agrees
+    with L on every bit), else by evaluation up to :data:`VERIFY_LIMIT`.
 
     >>> print(from_f2(F2Layout((2, 2), (3, 1))))
     Sw<1,0,1> o 0 o (2,2):(2,1)
@@ -1361,6 +1473,17 @@ def from_f2(L: Any) -> Any:
             R = _try_inner(L, sw, fs, fd)
             if R is not None:
                 return R
+    # every swizzle within the images' bits, smallest first, each decided structurally
+    t = max((v.bit_length() for v in imgs), default=0)
+    if t <= _F2_SEARCH_BITS:
+        for b in range(1, t // 2 + 1):
+            for a in range(b, t - b + 1):
+                for sgn in (1, -1):
+                    for m in range(0, t - b - a + 1):
+                        sw = Swizzle(b, m, sgn * a)
+                        R = _try_inner(L, sw, fs, fd, allow_eval=False)
+                        if R is not None:
+                            return R
     n = L.size
     if n <= VERIFY_LIMIT:
         got = L.eval_all()
@@ -1371,7 +1494,7 @@ def from_f2(L: Any) -> Any:
         f"from_f2({L}): no plain layout and no swizzle o layout equals it"
         + (f" (tried {', '.join(map(str, tried))})" if tried else "")
         + "; its bit images " + str(imgs[:16]) + ("..." if len(imgs) > 16 else "")
-        + " are not single bits or one swizzle's (read, flipped) bit pairs",
+        + (f" (every swizzle within bit {t} tried)" if t <= _F2_SEARCH_BITS else ""),
         condition="swizzle form",
         witness=None,
     )
@@ -1396,7 +1519,8 @@ def _layout_bit_disjoint(fs: tuple, fd: tuple) -> bool:
     return True
 
 
-def _try_inner(L: F2Layout, sw: Swizzle, fs: tuple, fd: tuple) -> Optional[ComposedLayout]:
+def _try_inner(L: F2Layout, sw: Swizzle, fs: tuple, fd: tuple,
+               allow_eval: bool = True) -> Optional[ComposedLayout]:
 
     leaves_s: List[Any] = []
     leaves_d: List[Any] = []
@@ -1425,7 +1549,7 @@ def _try_inner(L: F2Layout, sw: Swizzle, fs: tuple, fd: tuple) -> Optional[Compo
         # inner is GF(2)-linear and sw(inner(bit)) == L(bit) for every bit: equal
         ok = all(sw(q) == v for q, v in zip(_f2_like_images(ifs, ifd), _refined_images(L, ifs)))
         return R if ok else None
-    if L.size > VERIFY_LIMIT:
+    if not allow_eval or L.size > VERIFY_LIMIT:
         return None
     return R if bool((R.eval_all() == L.eval_all()).all()) else None
 
