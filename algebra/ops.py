@@ -533,6 +533,8 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     _need_layout(layout, "complement")
     if cotarget is None:
         cot: Any = layout.cosize
+    elif type(cotarget) is int and cotarget > 0:
+        cot = cotarget
     else:
         cot = _check_shape(cotarget, "complement cotarget")
     fs, fd = layout._flat()
@@ -742,7 +744,6 @@ def _hier_unzip(fn: Any, layout: Layout, tiler: Any, op: str) -> Layout:
     if tiler is None or tiler is _:
         return _make((1, layout._shape), (0, layout._stride))
     if type(tiler) is tuple or type(tiler) is list:
-        check_depth(tiler, f"{op} tiler")
         tiler = tuple(tiler)
         s, d = _modes(layout)
         if len(tiler) > len(s):
@@ -750,11 +751,19 @@ def _hier_unzip(fn: Any, layout: Layout, tiler: Any, op: str) -> Layout:
                 f"{op}: the tiler has {len(tiler)} modes but {layout} has only {len(s)}"
             )
         split = [_hier_unzip(fn, _make(s[i], d[i]), t, op) for i, t in enumerate(tiler)]
-        first = _make(tuple(p._shape[0] for p in split), tuple(p._stride[0] for p in split))
-        second = _make(tuple(p._shape[1] for p in split) + s[len(tiler):],
-                       tuple(p._stride[1] for p in split) + d[len(tiler):])
-        return _make((first._shape, second._shape), (first._stride, second._stride))
+        s0 = tuple([p._shape[0] for p in split])
+        d0 = tuple([p._stride[0] for p in split])
+        s1 = tuple([p._shape[1] for p in split]) + s[len(tiler):]
+        d1 = tuple([p._stride[1] for p in split]) + d[len(tiler):]
+        return _make((s0, s1), (d0, d1))
     return fn(layout, tiler)
+
+
+def _unzip_entry(fn: Any, layout: Layout, tiler: Any, op: str) -> Layout:
+    """Public entry of the zipped operations: the tiler's depth is checked once here."""
+    if type(tiler) is tuple or type(tiler) is list:
+        check_depth(tiler, f"{op} tiler")
+    return _hier_unzip(fn, layout, tiler, op)
 
 
 def zipped_divide(layout: Layout, tiler: Any) -> Layout:
@@ -768,7 +777,7 @@ def zipped_divide(layout: Layout, tiler: Any) -> Layout:
         from .swizzle import _lifted
         return _lifted("zipped_divide", layout, tiler)
     _need_layout(layout, "zipped_divide")
-    return _hier_unzip(logical_divide, layout, tiler, "zipped_divide")
+    return _unzip_entry(logical_divide, layout, tiler, "zipped_divide")
 
 
 def _tiled(Z: Layout) -> Layout:
@@ -824,7 +833,7 @@ def logical_product(block: Layout, tiler: Any) -> Layout:
 def zipped_product(block: Layout, tiler: Any) -> Layout:
     """``((block modes...), (product modes...))``."""
     _need_layout(block, "zipped_product")
-    return _hier_unzip(logical_product, block, tiler, "zipped_product")
+    return _unzip_entry(logical_product, block, tiler, "zipped_product")
 
 
 def tiled_product(block: Layout, tiler: Any) -> Layout:

@@ -701,6 +701,12 @@ class ComposedLayout:
                     return x ^ (((x & y) >> self._srs) << self._sls)
                 return self._a(x)
         r = self._b(*args)
+        if type(r) is int:
+            x = self._o + r
+            y = self._sy
+            if y is not None:
+                return x ^ (((x & y) >> self._srs) << self._sls)
+            return self._outer(x)
         if isinstance(r, Layout):  # a slice
             crd = args[0] if len(args) == 1 else args
             sub, off = slice_and_offset(crd, self._b)
