@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
-import time
 from typing import Any, Callable, List, Optional, Tuple
+
+from _timing import interleaved_min
 
 import layoutproof as lp
 
@@ -22,39 +23,6 @@ try:
     import pycute as pc
 except ImportError:  # pragma: no cover
     sys.exit("legacy pycute is needed: pip install --no-deps nvidia-cutlass==4.2.0.0")
-
-
-def _batch(fn: Callable[[], Any], target_s: float) -> int:
-    """Calls per batch so that one batch takes about target_s."""
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt >= target_s / 4:
-            return max(1, int(n * target_s / max(dt, 1e-9)))
-        n *= 2
-
-
-def _pair(ours: Callable[[], Any], theirs: Callable[[], Any], repeat: int,
-          target_s: float = 0.02) -> Tuple[float, float]:
-    """Microseconds per call for both, batches interleaved (ours, theirs, ours, ...) so
-    both see the same machine; the minimum over batches is the estimate least disturbed
-    by other load."""
-    na, nb = _batch(ours, target_s), _batch(theirs, target_s)
-    ta: List[float] = []
-    tb: List[float] = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(na):
-            ours()
-        ta.append((time.perf_counter() - t0) / na * 1e6)
-        t0 = time.perf_counter()
-        for _ in range(nb):
-            theirs()
-        tb.append((time.perf_counter() - t0) / nb * 1e6)
-    return min(ta), min(tb)
 
 
 def cases() -> List[Tuple[str, Callable[[], Any], Optional[Callable[[], Any]], bool]]:
@@ -142,10 +110,10 @@ def main() -> int:
     rows = []
     for name, ours, theirs, counted in cases():
         if theirs is None:  # the peer lacks the operation: µs only
-            t_ours, _t = _pair(ours, ours, args.repeat)
+            (t_ours,) = interleaved_min([ours], args.repeat)
             rows.append((name, t_ours, None, None, False))
             continue
-        t_ours, t_theirs = _pair(ours, theirs, args.repeat)
+        t_ours, t_theirs = interleaved_min([ours, theirs], args.repeat)
         rows.append((name, t_ours, t_theirs, t_ours / t_theirs, counted))
     print(f"# {platform.node()} | {platform.processor() or platform.machine()} | Python {platform.python_version()} "
           f"| layoutproof {lp.__version__} vs pycute (nvidia-cutlass 4.2.0.0)")

@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
-import time
 from typing import Any, Callable, List, Optional, Tuple
+
+from _timing import interleaved_min
 
 import layoutproof as lp
 from layoutproof import _
@@ -26,32 +27,6 @@ try:
     import pycute as pc
 except ImportError:  # pragma: no cover
     sys.exit("legacy pycute is needed: pip install --no-deps nvidia-cutlass==4.2.0.0")
-
-
-def _batch(fn: Callable[[], Any], target_s: float) -> int:
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _i in range(n):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt >= target_s / 4:
-            return max(1, int(n * target_s / max(dt, 1e-9)))
-        n *= 2
-
-
-def _time(fns: List[Callable[[], Any]], repeat: int, target_s: float = 0.02) -> List[float]:
-    """Microseconds per call of each function, batches interleaved; the minimum over the
-    batches is the estimate least disturbed by other load."""
-    ns = [_batch(f, target_s) for f in fns]
-    best = [float("inf")] * len(fns)
-    for _r in range(repeat):
-        for k, (f, n) in enumerate(zip(fns, ns)):
-            t0 = time.perf_counter()
-            for _i in range(n):
-                f()
-            best[k] = min(best[k], (time.perf_counter() - t0) / n * 1e6)
-    return best
 
 
 def _pc_common(a: Any, b: Any) -> Tuple[int, Any]:
@@ -139,9 +114,9 @@ def main() -> int:
     rows = []
     for name, ours, theirs in cases():
         if theirs is None:
-            rows.append((name, _time([ours], args.repeat)[0], None))
+            rows.append((name, interleaved_min([ours], args.repeat)[0], None))
         else:
-            a, b = _time([ours, theirs], args.repeat)
+            a, b = interleaved_min([ours, theirs], args.repeat)
             rows.append((name, a, b))
     print(f"# {platform.node()} | {platform.processor() or platform.machine()} | Python "
           f"{platform.python_version()} | layoutproof {lp.__version__} vs pycute (nvidia-cutlass 4.2.0.0; "

@@ -3,9 +3,9 @@ same process, same inputs.
 
 Prints per-case microseconds for both and the ratio ours/pycute (target <= 0.5, never
 above 1).  Cases pycute lacks (tile_to_shape, divides and slices of composed layouts, F2
-conversions, vectorized evaluation) report ours only.  Batches of the cases are
-interleaved and the median of the per-batch times is taken, which keeps the ratio stable on
-a loaded machine.
+conversions, vectorized evaluation) report ours only.  Batches of the two libraries
+alternate and the minimum per library is taken (bench/_timing.py), which keeps the ratio
+stable on a loaded machine.
 
     python bench/swizzle.py [--repeat 9] [--markdown]
 """
@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import functools
 import platform
-import statistics
 import sys
-import time
 from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
+from _timing import interleaved_min
 
 import layoutproof as lp
 from layoutproof.swizzle import ComposedLayout, Swizzle, from_f2, to_f2
@@ -29,25 +28,6 @@ try:
     import pycute as pc
 except ImportError:  # pragma: no cover
     sys.exit("legacy pycute is needed: pip install --no-deps nvidia-cutlass==4.2.0.0")
-
-
-def _batch(fn: Callable[[], Any], target_s: float) -> int:
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt >= target_s / 4:
-            return max(1, int(n * target_s / max(dt, 1e-9)))
-        n *= 2
-
-
-def _run(fn: Callable[[], Any], n: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return (time.perf_counter() - t0) / n * 1e6
 
 
 Case = Tuple[str, Callable[[], Any], Optional[Callable[[], Any]], str]
@@ -102,22 +82,12 @@ def main() -> None:
             same = np.array_equal(np.asarray(a), np.asarray(b))
             if not same:
                 sys.exit(f"{name}: layoutproof {a!r} != pycute {b!r}")
-    plan = []
-    for name, ours, theirs, note in cs:
-        n_o = _batch(ours, args.target_ms / 1000)
-        n_t = _batch(theirs, args.target_ms / 1000) if theirs is not None else 0
-        plan.append((name, ours, theirs, note, n_o, n_t, [], []))
-    for _ in range(args.repeat):  # interleave: each round times every case once
-        for _name, ours, theirs, _note, n_o, n_t, so, st in plan:
-            so.append(_run(ours, n_o))
-            if theirs is not None:
-                st.append(_run(theirs, n_t))
-
     rows = []
-    for name, _o, _t, note, _no, _nt, so, st in plan:
-        mo = statistics.median(so)
-        mt = statistics.median(st) if st else None
-        rows.append((name, mo, mt, (mo / mt) if mt else None, note))
+    for name, ours, theirs, note in cs:
+        fns = [ours] if theirs is None else [ours, theirs]
+        t = interleaved_min(fns, args.repeat, args.target_ms / 1000)
+        mt = t[1] if theirs is not None else None
+        rows.append((name, t[0], mt, (t[0] / mt) if mt else None, note))
 
     print(f"# layoutproof {lp.__version__} vs legacy pycute, Python {platform.python_version()}, "
           f"numpy {np.__version__}, {platform.machine()}")
