@@ -477,3 +477,16 @@ def test_no_bare_assert_in_the_library():
                     if isinstance(exc, ast.Name) and exc.id == "AssertionError":
                         found.append(f"{f.relative_to(ROOT)}:{node.lineno}: raise AssertionError")
     assert not found, "\n".join(found)
+
+
+def test_tree_is_ruff_clean():
+    """The standard: the library, tests and benchmarks are ruff-clean (pyproject's rules)."""
+    import shutil
+
+    ruff = shutil.which("ruff") or os.path.join(os.path.dirname(sys.executable), "ruff")
+    if not os.path.exists(ruff):
+        pytest.skip("ruff is not installed (it is in the test extra)")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    res = subprocess.run([ruff, "check", "algebra", "verify", "proofs", "gpu", "tests", "bench"],
+                         cwd=root, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-1000:]
