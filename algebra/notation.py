@@ -84,15 +84,7 @@ class _Parser:
         if k == "int":
             val: Any = self.take("int")
         elif k == "(":
-            self.take("(")
-            items = []
-            if self.peek() != ")":
-                items.append(self.expr(depth + 1))
-                while self.peek() == ",":
-                    self.take(",")
-                    items.append(self.expr(depth + 1))
-            self.take(")")
-            val = tuple(items)
+            val = tuple(self.items(depth))
         elif k == "name":
             name = self.take("name")
             if name == "_":
@@ -102,14 +94,7 @@ class _Parser:
             fn = (self.names or {}).get(name)
             if fn is None:
                 raise MalformedLayoutError(f"unknown name {name!r} in {self.text!r:.200}")
-            self.take("(")
-            args = []
-            if self.peek() != ")":
-                args.append(self.expr(depth + 1))
-                while self.peek() == ",":
-                    self.take(",")
-                    args.append(self.expr(depth + 1))
-            self.take(")")
+            args = self.items(depth)
             try:
                 inspect.signature(fn).bind(*args)
             except TypeError as e:
@@ -124,16 +109,20 @@ class _Parser:
             val = Layout(val, stride)
         while isinstance(val, Layout) and self.peek() == "(":
             # postfix evaluation: "(4,2):(2,1)(3)"
-            self.take("(")
-            args = []
-            if self.peek() != ")":
-                args.append(self.expr(depth + 1))
-                while self.peek() == ",":
-                    self.take(",")
-                    args.append(self.expr(depth + 1))
-            self.take(")")
-            val = val(*args)
+            val = val(*self.items(depth))
         return val
+
+    def items(self, depth: int) -> List[Any]:
+        """A parenthesized, comma-separated list of expressions."""
+        self.take("(")
+        out: List[Any] = []
+        if self.peek() != ")":
+            out.append(self.expr(depth + 1))
+            while self.peek() == ",":
+                self.take(",")
+                out.append(self.expr(depth + 1))
+        self.take(")")
+        return out
 
     def done(self) -> None:
         if self.i != len(self.toks):
