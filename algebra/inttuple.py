@@ -331,17 +331,6 @@ def weakly_congruent(a: Any, b: Any) -> bool:
                              _norm(b, "weakly_congruent argument"))
 
 
-def _check_domain(crd: Any, shape: Any) -> None:
-    if type(crd) is tuple:
-        if type(shape) is not tuple or len(shape) != len(crd):
-            raise OutOfDomainError(f"coordinate {show(crd)} does not fit shape {show(shape)}")
-        for c, s in _bzip(crd, shape):
-            _check_domain(c, s)
-    elif not 0 <= crd < _product(shape):
-        raise OutOfDomainError(
-            f"coordinate {show(crd)} is outside [0, {_product(shape)}) of shape {show(shape)}")
-
-
 def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
     """The natural (hierarchical) coordinate of an index, colexicographically.
 

@@ -61,11 +61,14 @@ def _from_modes(ms: List[int], md: List[int]) -> Layout:
 
 
 # ----------------------------------------------------------------------------- coalesce / filter
-def _coalesce_flat(fs: tuple, fd: tuple) -> Tuple[List[int], List[int]]:
+def _coalesce_flat(fs: tuple, fd: tuple, keep_last: bool = False) -> Tuple[List[int], List[int]]:
+    """Merge adjacent modes where ``s_prev*d_prev == d`` and drop extent-1 modes; with
+    ``keep_last``, the last leaf stays a mode even when its extent is 1."""
     rs: List[int] = []
     rd: List[int] = []
-    for s, d in zip(fs, fd):
-        if s == 1:
+    last = len(fs) - 1 if keep_last else -1
+    for k, (s, d) in enumerate(zip(fs, fd)):
+        if s == 1 and k != last:
             continue
         if rs and rs[-1] * rd[-1] == d:
             rs[-1] *= s
@@ -88,20 +91,7 @@ def _coalesced_x(L: Layout) -> Tuple[List[int], List[int]]:
     operand's own last mode past its size (CuTe C++), and a trailing size-1 mode decides
     how.  ``(4,1):(1,0)`` stays ``(4,1):(1,0)``, so it extends with stride 0."""
     fs, fd = L._flat()
-    rs: List[int] = []
-    rd: List[int] = []
-    n = len(fs)
-    for k, (s, d) in enumerate(zip(fs, fd)):
-        if s == 1 and k != n - 1:
-            continue
-        if rs and rs[-1] * rd[-1] == d:
-            rs[-1] *= s
-        else:
-            rs.append(s)
-            rd.append(d)
-    if not rs:
-        return [1], [0]
-    return rs, rd
+    return _coalesce_flat(fs, fd, keep_last=True)
 
 
 def _by_mode(L: Layout, profile: tuple, fn: Any, op: str) -> Layout:
