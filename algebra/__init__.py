@@ -120,6 +120,7 @@ from .swizzle import (
     make_swizzle,
     to_f2,
 )
+from .symbolic import assuming, assumptions, divides, symbols
 from .tensor import (
     Tensor,
     clear,
@@ -154,6 +155,7 @@ __all__ = [
     "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product",
     "zipped_product", "tiled_product", "flat_product", "blocked_product", "raked_product",
     "tile_to_shape", "compatible",
+    "symbols", "assuming", "assumptions", "divides",
     "nullspace", "max_common_layout", "max_common_vector", "upcast", "downcast",
     "recast_layout", "layout_add", "greatest_common_domain", "common_refinement",
     "common_coarsening", "dice", "domain_offset", "coprofile",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
+import sys
 from typing import Any, Tuple, Union
 
 from .errors import MalformedLayoutError, OutOfDomainError, show
@@ -88,6 +89,11 @@ def _norm(x: Any, what: str, depth: int = 0) -> Any:
         return int(x)
     if isinstance(x, tuple):  # tuple subclasses (namedtuples)
         return _norm(tuple(x), what, depth)
+    sp = sys.modules.get("sympy")
+    if sp is not None and isinstance(x, sp.Basic):  # a symbolic leaf (layoutproof.symbolic)
+        from .symbolic import norm_leaf
+
+        return norm_leaf(x, what)
     raise MalformedLayoutError(
         f"{what} must be an integer or a tuple of them, got {type(x).__name__} {show(x)}"
     )

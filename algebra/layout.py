@@ -15,6 +15,7 @@ Layout((4,), (2,))
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, Iterator, Tuple
 
 from .errors import LayoutError, MalformedLayoutError, OutOfDomainError, show
@@ -92,6 +93,10 @@ def _check_shape(s: Any, what: str = "shape", depth: int = 0) -> Any:
         return _check_shape(int(s), what, depth)
     if isinstance(s, tuple):
         return _check_shape(tuple(s), what, depth)
+    if _is_sympy(s):  # a symbolic extent (layoutproof.symbolic)
+        from .symbolic import check_extent
+
+        return check_extent(s, what)
     raise MalformedLayoutError(
         f"{what} leaves must be positive integers, got {type(s).__name__} {show(s)}"
     )
@@ -113,10 +118,19 @@ def _check_stride(d: Any, depth: int = 0) -> Any:
 
     if isinstance(d, ArithTuple):  # a coordinate (basis) stride, see layoutproof.arith
         return d
+    if _is_sympy(d):  # a symbolic stride (layoutproof.symbolic)
+        from .symbolic import norm_leaf
+
+        return norm_leaf(d, "stride")
     raise MalformedLayoutError(
         f"stride leaves must be integers or coordinates (E(i), ArithTuple), got "
         f"{type(d).__name__} {show(d)}"
     )
+
+
+def _is_sympy(x: Any) -> bool:
+    sp = sys.modules.get("sympy")
+    return sp is not None and isinstance(x, sp.Basic)
 
 
 def _fmt(t: Any) -> str:
@@ -134,7 +148,7 @@ class Layout:
     equality is :func:`layoutproof.verify.equal`'s business).
     """
 
-    __slots__ = ("_shape", "_stride", "_fs", "_fd", "_size", "_hash")
+    __slots__ = ("_shape", "_stride", "_fs", "_fd", "_size", "_hash", "_sym")
 
     def __init__(self, shape: Any, stride: Any = None) -> None:
         if isinstance(shape, Layout):
@@ -154,6 +168,7 @@ class Layout:
         self._fd = None
         self._size = None
         self._hash = None
+        self._sym = None
 
     @staticmethod
     def _checked(shape: Any, stride: Any) -> Tuple[Any, Any]:
@@ -179,6 +194,7 @@ class Layout:
         obj._fd = None
         obj._size = None
         obj._hash = None
+        obj._sym = None
         return obj
 
     # --------------------------------------------------------------- basic properties
@@ -305,6 +321,10 @@ class Layout:
         ``L(13)``, ``L(1, 2)``, ``L(1, (0, 1))`` give offsets; ``L(3, _)`` gives the
         sub-layout (see :func:`slice_and_offset` for the offset as well).
         """
+        if self._sym is not False and self.is_symbolic:
+            from .symbolic import eval_symbolic
+
+            return eval_symbolic(self, args)
         if len(args) == 1:
             c = args[0]
             if type(c) is int:
@@ -323,10 +343,18 @@ class Layout:
                     return _eval_tuple(c, s, self._stride, c)
                 except _SliceSeen:
                     return slice_and_offset(c, self)[0]
+                except _SymbolSeen:
+                    from .symbolic import eval_symbolic
+
+                    return eval_symbolic(self, args)
         try:
             return _eval_checked(c, self._shape, self._stride, c)
         except _SliceSeen:
             return slice_and_offset(c, self)[0]
+        except _SymbolSeen:
+            from .symbolic import eval_symbolic
+
+            return eval_symbolic(self, args)
 
     def _eval_int(self, c: int) -> int:
         fs, fd = self._flat()
@@ -375,13 +403,69 @@ class Layout:
         except (LayoutError, ImportError):
             return None
 
-    def expr(self, *args: Any) -> Any:  # pragma: no cover - symbolic issue
-        raise LayoutError("symbolic evaluation arrives with the symbolic layouts issue")
+    # --------------------------------------------------------------- symbolic layouts
+    @property
+    def is_symbolic(self) -> bool:
+        """True when a shape or stride leaf is a SymPy expression (layoutproof.symbolic)."""
+        v = self._sym
+        if v is None:
+            fs, fd = self._flat()
+            v = False
+            if sys.modules.get("sympy") is not None:
+                v = any(type(e) is not int and _is_sympy(e) for e in fs + fd)
+            self._sym = v
+        return v
+
+    @property
+    def free_symbols(self) -> frozenset:
+        """The SymPy symbols in the shape and stride."""
+        if not self.is_symbolic:
+            return frozenset()
+        from .symbolic import free_symbols
+
+        return free_symbols((self._shape, self._stride))
+
+    def expr(self, coord: Any = None) -> Any:
+        """The layout function as a SymPy expression.
+
+        ``L.expr()`` is a function of the 1-D coordinate, the symbol ``i`` (a non-negative
+        integer), written with ``floor`` and ``Mod``; ``L.expr(c)`` takes a 1-D coordinate
+        (an int or a SymPy expression) or a natural coordinate congruent to the shape (an
+        HTuple of ints or symbols).  The 1-D form is exact on the domain ``0 <= i <
+        size(L)`` (the outermost mode needs no ``Mod`` there).
+
+        >>> from layoutproof import symbols
+        >>> M = symbols("M")
+        >>> Layout((4, M), (M, 1)).expr()
+        M*(Mod(i, 4)) + floor(i/4)
+        >>> Layout((4, 8), (8, 1)).expr((2, 3))
+        19
+        """
+        from .symbolic import layout_expr
+
+        return layout_expr(self, coord)
+
+    def subs(self, *args: Any, **values: Any) -> "Layout":
+        """Substitute values for symbols: ``L.subs(M=64)`` or ``L.subs({M: 64})``.  The
+        result is validated (extents must stay positive) and its numbers are ``int``.
+
+        >>> from layoutproof import symbols
+        >>> M, N = symbols("M N")
+        >>> str(Layout((M, N), (1, M)).subs(M=8, N=4))
+        '(8,4):(1,8)'
+        """
+        from .symbolic import subs_layout
+
+        return subs_layout(self, args, values)
 
 
 # ----------------------------------------------------------------------------- evaluation helpers
 class _SliceSeen(Exception):
     """Raised inside evaluation when a wildcard is met: the call is a slice."""
+
+
+class _SymbolSeen(Exception):
+    """Raised inside evaluation when a SymPy coordinate is met: evaluate symbolically."""
 
 
 def _eval_tuple(c: tuple, s: tuple, d: tuple, full: Any) -> int:
@@ -424,6 +508,8 @@ def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
         raise _SliceSeen
     elif is_int(c):
         c = int(c)
+    elif _is_sympy(c):
+        raise _SymbolSeen
     else:
         raise MalformedLayoutError(
             f"coordinate leaves must be integers, got {type(c).__name__} {show(c)}"

@@ -16,6 +16,7 @@ layoutproof.errors.InadmissibleError: composition: the modes of B overlap inside
 
 from __future__ import annotations
 
+import sys as _sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import InadmissibleError, MalformedLayoutError, show
@@ -52,6 +53,21 @@ __all__ = [
 ]
 
 _make = Layout._make
+
+
+def _symq(L: Layout) -> bool:
+    """Does the layout hold a SymPy leaf?  (Cached on the layout; free when SymPy is not
+    loaded.)  Symbolic layouts go to layoutproof.symops."""
+    v = L._sym
+    return L.is_symbolic if v is None else v
+
+
+def _symbolic_value(x: Any) -> bool:
+    if not _sys.modules.get("sympy"):
+        return False
+    from .symbolic import is_symbolic
+
+    return is_symbolic(x)
 
 
 def _from_modes(ms: List[int], md: List[int]) -> Layout:
@@ -122,6 +138,9 @@ def coalesce(layout: Layout, profile: Any = None) -> Layout:
         profile = _norm(profile, "coalesce profile")
         if type(profile) is tuple:
             return _by_mode(layout, profile, coalesce, "coalesce")
+    if _symq(layout):
+        from . import symops
+        return symops.coalesce(layout)
     rs, rd = _coalesced(layout)
     return _from_modes(rs, rd)
 
@@ -137,6 +156,9 @@ def filter(layout: Layout, profile: Any = None) -> Layout:  # noqa: A001 - CuTe'
         profile = _norm(profile, "filter profile")
         if type(profile) is tuple:
             return _by_mode(layout, profile, filter, "filter")
+    if _symq(layout):
+        from . import symops
+        return symops.filter_(layout)
     fs, fd = layout._flat()
     keep = [(s, d) for s, d in zip(fs, fd) if s != 1 and d != 0]
     rs, rd = _coalesce_flat(tuple(k[0] for k in keep), tuple(k[1] for k in keep))
@@ -334,6 +356,9 @@ def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, k: int) -> 
 
 
 def _compose_layout(A: Layout, B: Layout) -> Layout:
+    if _symq(A) or _symq(B):
+        from . import symops
+        return symops.composition(A, B)
     As, Ad = _coalesced_x(A)
     fbs, fbd = B._flat()
     if len(As) == 1:  # A is a single (unbounded) mode: a scaling of B
@@ -527,6 +552,9 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         cot = cotarget
     else:
         cot = _check_shape(cotarget, "complement cotarget")
+    if _symq(layout) or (type(cot) is not int and _symbolic_value(cot)):
+        from . import symops
+        return symops.complement(layout, cot)
     fs, fd = layout._flat()
     modes = []
     for k, (s, d) in enumerate(zip(fs, fd)):
@@ -610,6 +638,9 @@ def right_inverse(layout: Layout) -> Layout:
     """
     if not isinstance(layout, Layout):
         layout = _as_layout(layout, "right_inverse")
+    if _symq(layout):
+        from . import symops
+        return symops.right_inverse(layout)
     cs, cd = _coalesced(layout)
     pp = _prefix_product(tuple(cs))
     rs: List[int] = []
@@ -650,6 +681,9 @@ def left_inverse(layout: Layout) -> Layout:
     """
     if not isinstance(layout, Layout):
         layout = _as_layout(layout, "left_inverse")
+    if _symq(layout):
+        from . import symops
+        return symops.left_inverse(layout)
     cs, cd = _coalesced(layout)
     pp = _prefix_product(tuple(cs))
     modes = []
@@ -893,6 +927,13 @@ def tile_to_shape(block: Layout, trg_shape: Any, order: Any = None) -> Layout:
     pb = _padded(block, len(ts))
     bshape = tuple(_product(e) for e in pb._shape)
     tshape = tuple(_product(e) for e in ts)
+    if _symq(block) or _symbolic_value(trg):
+        from . import symops
+        for i, (t, b) in enumerate(zip(tshape, bshape)):
+            symops.block_divides(t, b, i)
+        pshape = tuple(symops.xdiv(t, b) for t, b in zip(tshape, bshape))
+        R = coalesce(blocked_product(pb, make_ordered_layout(pshape, order)), pshape)
+        return R if type(trg) is tuple else R[0]
     for i, (t, b) in enumerate(zip(tshape, bshape)):
         if t % b != 0:
             raise InadmissibleError(
@@ -917,4 +958,7 @@ def compatible(a: Any, b: Any) -> bool:
     is a coordinate of ``b`` (layouts compare their shapes).  A partial order."""
     sa = a._shape if isinstance(a, Layout) else _check_shape(a, "compatible argument")
     sb = b._shape if isinstance(b, Layout) else _check_shape(b, "compatible argument")
+    if _symbolic_value(sa) or _symbolic_value(sb):
+        from . import symops
+        return symops.compatible(sa, sb)
     return _compat(sa, sb)

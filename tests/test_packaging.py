@@ -284,7 +284,7 @@ def test_test_dependencies_are_declared():
     # import name -> distribution
     dist = {"numpy": "numpy", "sympy": "sympy", "z3": "z3-solver", "pytest": "pytest",
             "hypothesis": "hypothesis", "build": "build", "pycute": "nvidia-cutlass",
-            "_pytest": "pytest", "mpmath": "sympy"}
+            "_pytest": "pytest", "mpmath": "sympy", "cvc5": "cvc5"}
     local = {p.stem for p in (ROOT / "tests").glob("*.py")} | {"layoutproof", "conftest"}
     problems = []
     for f in sorted((ROOT / "tests").rglob("*.py")):

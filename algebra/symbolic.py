@@ -1,0 +1,745 @@
+"""Symbolic layouts: SymPy leaves, assumptions, and the decision of side conditions.
+
+A shape or stride leaf may be a SymPy integer expression.  :func:`symbols` makes positive
+integer symbols; :func:`assuming` declares facts about them for a ``with`` block.  Each
+side condition an operation needs is decided from the active facts (:func:`decide`):
+exactly on integers, then by SymPy's own evaluation, then by Z3.  An operation that
+needs a condition calls :func:`require`, which returns when the condition is proved,
+raises :class:`~layoutproof.errors.InadmissibleError` (with a counterexample assignment)
+when the facts contradict it, and raises
+:class:`~layoutproof.errors.UndecidableConditionError` naming the condition to assume
+otherwise.
+
+SymPy compares with ``==`` structurally, so ``M % 8 == 0`` is the Python value
+``False``, not a condition.  Write conditions as strings (``"M % 8 == 0"``), as
+``sympy.Eq(M % 8, 0)`` or with :func:`divides`; relations such as ``N >= 16`` are fine as
+they are.
+
+>>> from layoutproof import Layout, composition, symbols, assuming
+>>> M, N = symbols("M N")
+>>> with assuming("M % 4 == 0"):
+...     str(composition(Layout((M, N), (N, 1)), Layout(4, 1)))
+'4:N'
+>>> composition(Layout((M, N), (N, 1)), Layout(4, 1))
+Traceback (most recent call last):
+  ...
+layoutproof.errors.UndecidableConditionError: composition needs 4 <= M or M divides 4 ...
+
+SymPy and Z3 are imported when the first symbolic value is met, never by
+``import layoutproof``.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextvars
+import sys
+import time
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from .errors import InadmissibleError, MalformedLayoutError, UndecidableConditionError, show
+
+__all__ = [
+    "symbols",
+    "assuming",
+    "assumptions",
+    "divides",
+    "condition",
+    "decide",
+    "require",
+    "is_symbolic",
+    "Decision",
+    "set_timeout",
+    "get_timeout",
+]
+
+_FACTS: contextvars.ContextVar[tuple] = contextvars.ContextVar("layoutproof_facts", default=())
+_TIMEOUT_MS = [3000]
+_CACHE: Dict[Any, "Decision"] = {}
+_CACHE_MAX = 20000
+
+
+def _sympy() -> Any:
+    import sympy
+
+    return sympy
+
+
+def is_sym(x: Any) -> bool:
+    """True when ``x`` is a SymPy object (no import of SymPy when it is not loaded)."""
+    sp = sys.modules.get("sympy")
+    return sp is not None and isinstance(x, sp.Basic)
+
+
+def is_symbolic(x: Any) -> bool:
+    """True when a leaf, HTuple or Layout holds a SymPy expression that is not a number.
+
+    >>> from layoutproof import Layout, symbols
+    >>> is_symbolic(Layout(4, 1)), is_symbolic(Layout(symbols("M"), 1))
+    (False, True)
+    """
+    if sys.modules.get("sympy") is None:
+        return False
+    from .layout import Layout
+
+    if isinstance(x, Layout):
+        return x.is_symbolic
+    stack = [x]
+    while stack:
+        t = stack.pop()
+        if type(t) is tuple or type(t) is list:
+            stack.extend(t)
+        elif is_sym(t) and not t.is_Number:
+            return True
+    return False
+
+
+# ----------------------------------------------------------------------------- symbols
+def symbols(names: str) -> Any:
+    """Positive integer SymPy symbols: ``M, N = symbols("M N")`` (one name: one symbol).
+
+    >>> M, K = symbols("M K")
+    >>> M.is_integer and M.is_positive
+    True
+    """
+    if not isinstance(names, str) or not names.strip():
+        raise MalformedLayoutError(f"symbols() takes a string of names, got {show(names)}")
+    sp = _sympy()
+    parts = names.replace(",", " ").split()
+    for p in parts:
+        if not p.isidentifier():
+            raise MalformedLayoutError(f"symbols(): {p!r} is not a valid name")
+    out = tuple(sp.Symbol(p, integer=True, positive=True) for p in parts)
+    return out[0] if len(out) == 1 else out
+
+
+def _symbol(name: str) -> Any:
+    return _sympy().Symbol(name, integer=True, positive=True)
+
+
+def divides(a: Any, b: Any) -> Any:
+    """The condition ``a | b`` (``b % a == 0``) as a SymPy relation.
+
+    >>> M = symbols("M")
+    >>> divides(8, M)
+    Eq(Mod(M, 8), 0)
+    """
+    from .inttuple import is_int
+
+    sp = _sympy()
+    for x in (a, b):
+        if not (is_int(x) or isinstance(x, sp.Expr)):
+            raise MalformedLayoutError(f"divides() takes integers or SymPy expressions, got {show(x)}")
+    if is_int(a) and int(a) == 0:
+        raise MalformedLayoutError("divides(0, b): zero divides nothing")
+    return sp.Eq(sp.Mod(sp.sympify(int(b) if is_int(b) else b), sp.sympify(int(a) if is_int(a) else a)), 0)
+
+
+# ----------------------------------------------------------------------------- conditions
+_CMP = {ast.Eq: "Eq", ast.NotEq: "Ne", ast.Lt: "Lt", ast.LtE: "Le", ast.Gt: "Gt", ast.GtE: "Ge"}
+_FUNCS = ("floor", "ceiling", "Mod", "Min", "Max", "Abs")
+
+
+def parse_expr(text: str, names: Optional[Dict[str, Any]] = None) -> Any:
+    """Parse an integer expression or condition written in Python syntax into SymPy,
+    safely (no ``eval``): ``+ - * / // % **``, comparisons (chained too), ``and``,
+    ``or``, ``not``, ``floor``, ``ceiling``, ``Mod``, ``Min``, ``Max``, ``Abs``.
+    Unknown names become positive integer symbols.
+
+    >>> parse_expr("M % 8 == 0")
+    Eq(Mod(M, 8), 0)
+    >>> pretty(parse_expr("N >= 16 and not M < 4"))
+    'M >= 4 and N >= 16'
+    """
+    if not isinstance(text, str):
+        raise MalformedLayoutError(f"expected a condition string, got {show(text)}")
+    if len(text) > 10_000:
+        raise MalformedLayoutError("condition longer than 10000 characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as e:
+        raise MalformedLayoutError(f"cannot parse {text!r}: {e.msg}") from None
+    sp = _sympy()
+    env = dict(names or {})
+
+    def walk(n: ast.AST, depth: int = 0) -> Any:
+        if depth > 200:
+            raise MalformedLayoutError(f"expression {text!r:.60} is nested too deeply")
+        d = depth + 1
+        if isinstance(n, ast.Expression):
+            return walk(n.body, d)
+        if isinstance(n, ast.Constant):
+            if type(n.value) is int:
+                return sp.Integer(n.value)
+            if type(n.value) is bool:
+                return sp.true if n.value else sp.false
+            raise MalformedLayoutError(f"only integer constants are allowed, got {n.value!r} in {text!r}")
+        if isinstance(n, ast.Name):
+            if n.id not in env:
+                env[n.id] = _symbol(n.id)
+            return env[n.id]
+        if isinstance(n, ast.UnaryOp):
+            v = walk(n.operand, d)
+            if isinstance(n.op, ast.USub):
+                return -v
+            if isinstance(n.op, ast.UAdd):
+                return v
+            if isinstance(n.op, ast.Not):
+                return sp.Not(v)
+        if isinstance(n, ast.BinOp):
+            a, b = walk(n.left, d), walk(n.right, d)
+            op = type(n.op)
+            if op is ast.Add:
+                return a + b
+            if op is ast.Sub:
+                return a - b
+            if op is ast.Mult:
+                return a * b
+            if op is ast.Div:
+                return a / b
+            if op is ast.FloorDiv:
+                return sp.floor(a / b)
+            if op is ast.Mod:
+                return sp.Mod(a, b)
+            if op is ast.Pow:
+                if not (b.is_Integer and 0 <= int(b) <= 64):
+                    raise MalformedLayoutError(f"only small constant exponents are allowed in {text!r}")
+                return a ** b
+        if isinstance(n, ast.BoolOp):
+            vals = [walk(v, d) for v in n.values]
+            return sp.And(*vals) if isinstance(n.op, ast.And) else sp.Or(*vals)
+        if isinstance(n, ast.Compare):
+            parts = []
+            left = walk(n.left, d)
+            for op, right in zip(n.ops, n.comparators):
+                r = walk(right, d)
+                name = _CMP.get(type(op))
+                if name is None:
+                    raise MalformedLayoutError(f"unsupported comparison in {text!r}")
+                parts.append(getattr(sp, name)(left, r))
+                left = r
+            return parts[0] if len(parts) == 1 else sp.And(*parts)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.keywords:
+            f = n.func.id
+            args = [walk(a, d) for a in n.args]
+            if f in _FUNCS:
+                return getattr(sp, f)(*args)
+            if f == "divides" and len(args) == 2:
+                return divides(*args)
+        raise MalformedLayoutError(f"unsupported syntax in {text!r}: {ast.dump(n)[:60]}")
+
+    return walk(tree)
+
+
+def condition(c: Any) -> Any:
+    """A SymPy condition from a string, a SymPy relation or a bool.
+
+    A Python ``False`` is refused with the reason: it is usually ``M % 8 == 0`` evaluated
+    by Python (SymPy's ``==`` is structural), not a condition.
+    """
+    sp = _sympy()
+    if isinstance(c, str):
+        return parse_expr(c)
+    if c is True:
+        return sp.true
+    if c is False:
+        raise MalformedLayoutError(
+            "a condition is the Python value False; `M % 8 == 0` on SymPy symbols is evaluated "
+            "by Python (structural equality) -- write it as a string 'M % 8 == 0', "
+            "as sympy.Eq(M % 8, 0) or as layoutproof.divides(8, M)"
+        )
+    if isinstance(c, sp.logic.boolalg.Boolean):
+        return c
+    raise MalformedLayoutError(f"a condition must be a string or a SymPy relation, got {show(c)}")
+
+
+@contextmanager
+def assuming(*facts: Any) -> Iterator[tuple]:
+    """Declare facts about the symbols for the ``with`` block (nested blocks add up).
+
+    >>> M = symbols("M")
+    >>> with assuming("M % 8 == 0", M >= 16):
+    ...     decide("M % 4 == 0").value, decide(M >= 8).value
+    (True, True)
+    """
+    new = tuple(condition(f) for f in facts)
+    tok = _FACTS.set(_FACTS.get() + new)
+    try:
+        yield _FACTS.get()
+    finally:
+        _FACTS.reset(tok)
+
+
+def assumptions() -> tuple:
+    """The facts active here (a tuple of SymPy conditions)."""
+    return _FACTS.get()
+
+
+def set_timeout(ms: int) -> None:
+    """Set the time limit of every Z3 call, in milliseconds (default 3000)."""
+    if type(ms) is not int or ms <= 0:
+        raise MalformedLayoutError(
+            f"the Z3 timeout must be a positive number of milliseconds, got {show(ms)}")
+    _TIMEOUT_MS[0] = ms
+    _CACHE.clear()
+
+
+def get_timeout() -> int:
+    """The time limit of each Z3 call, in milliseconds."""
+    return _TIMEOUT_MS[0]
+
+
+# ----------------------------------------------------------------------------- pretty printing
+def pretty(c: Any) -> str:
+    """A condition in Python syntax: ``M % 4 == 0``, ``4 <= M or M divides 4``."""
+    sp = _sympy()
+    if c is True or c is sp.true:
+        return "True"
+    if c is False or c is sp.false:
+        return "False"
+    if isinstance(c, sp.Eq):
+        a, b = c.args
+        if isinstance(a, sp.Mod) and b == 0:
+            return f"{_pe(a.args[1])} divides {_pe(a.args[0])}" if not a.args[1].is_Integer else \
+                f"{_pe(a.args[0])} % {_pe(a.args[1])} == 0"
+        return f"{_pe(a)} == {_pe(b)}"
+    if isinstance(c, sp.Ne):
+        return f"{_pe(c.args[0])} != {_pe(c.args[1])}"
+    if isinstance(c, sp.core.relational.Relational):
+        return f"{_pe(c.lhs)} {c.rel_op} {_pe(c.rhs)}"
+    if isinstance(c, sp.And):
+        return " and ".join(_wrap(a) for a in c.args)
+    if isinstance(c, sp.Or):
+        return " or ".join(_wrap(a) for a in c.args)
+    if isinstance(c, sp.Not):
+        return f"not {_wrap(c.args[0])}"
+    return str(c)
+
+
+def _wrap(c: Any) -> str:
+    sp = _sympy()
+    s = pretty(c)
+    return f"({s})" if isinstance(c, (sp.And, sp.Or)) else s
+
+
+def _as_python(c: Any) -> str:
+    """A condition as :func:`parse_expr` reads it back (``M % 4 == 0``)."""
+    sp = _sympy()
+    if isinstance(c, sp.Eq):
+        return f"{_pe(c.args[0])} == {_pe(c.args[1])}"
+    if isinstance(c, sp.And):
+        return " and ".join(f"({_as_python(a)})" for a in c.args)
+    if isinstance(c, sp.Or):
+        return " or ".join(f"({_as_python(a)})" for a in c.args)
+    if isinstance(c, sp.Not):
+        return f"not ({_as_python(c.args[0])})"
+    return pretty(c)
+
+
+def _pe(e: Any) -> str:
+    """An integer expression in Python syntax; a ``Mod`` operand that is not atomic gets
+    parentheses, so the text reads back the same."""
+    sp = _sympy()
+    if isinstance(e, sp.Mod):
+        a, b = e.args
+        sa = _pe(a) if a.is_Atom else f"({_pe(a)})"
+        sb = _pe(b) if b.is_Atom else f"({_pe(b)})"
+        return f"{sa} % {sb}"
+    return str(e)
+
+
+# ----------------------------------------------------------------------------- decision
+class Decision:
+    """The outcome of deciding one condition under facts.
+
+    Attributes:
+        value: True (proved), False (refuted: no assignment satisfying the facts meets it),
+            or None (unknown).
+        method: ``"int"``, ``"sympy"`` or ``"z3"``.
+        counterexample: for False and None, an assignment of the symbols (dict name ->
+            int) that satisfies the facts and violates the condition, when one was found.
+        reason: for None, why (``"not implied by the assumptions"``, ``"timeout"``, ...).
+        seconds: time spent.
+    """
+
+    __slots__ = ("value", "method", "counterexample", "reason", "seconds", "cond", "facts")
+
+    def __init__(self, value: Optional[bool], method: str,
+                 counterexample: Optional[Dict[str, int]] = None, reason: Optional[str] = None,
+                 seconds: float = 0.0, cond: Any = None, facts: tuple = ()) -> None:
+        self.value = value
+        self.method = method
+        self.counterexample = counterexample
+        self.reason = reason
+        self.seconds = seconds
+        self.cond = cond
+        self.facts = facts
+
+    def __repr__(self) -> str:
+        return (f"Decision(value={self.value}, method={self.method!r}, counterexample={self.counterexample}, "
+                f"reason={self.reason!r})")
+
+
+def _sympy_value(c: Any) -> Optional[bool]:
+    """SymPy's own verdict, from the symbols' assumptions only (no facts)."""
+    sp = _sympy()
+    if c is sp.true or c is True:
+        return True
+    if c is sp.false or c is False:
+        return False
+    try:
+        if isinstance(c, (sp.Eq, sp.Ne)):
+            d = sp.expand(c.lhs - c.rhs)
+            v = None
+            if d == 0:
+                v = True
+            elif d.is_nonzero:
+                v = False
+            if v is not None:
+                return v if isinstance(c, sp.Eq) else not v
+            return None
+        if isinstance(c, sp.core.relational.Relational):
+            d = sp.expand(c.gts - c.lts)  # gts >= / > lts
+            strict = isinstance(c, (sp.StrictGreaterThan, sp.StrictLessThan))
+            if strict:
+                if d.is_positive:
+                    return True
+                if d.is_nonpositive:
+                    return False
+            else:
+                if d.is_nonnegative:
+                    return True
+                if d.is_negative:
+                    return False
+            return None
+        if isinstance(c, sp.And):
+            vals = [_sympy_value(a) for a in c.args]
+            if any(v is False for v in vals):
+                return False
+            return True if all(v is True for v in vals) else None
+        if isinstance(c, sp.Or):
+            vals = [_sympy_value(a) for a in c.args]
+            if any(v is True for v in vals):
+                return True
+            return False if all(v is False for v in vals) else None
+        if isinstance(c, sp.Not):
+            v = _sympy_value(c.args[0])
+            return None if v is None else not v
+    except (TypeError, ValueError, RecursionError, AttributeError):
+        return None
+    return None
+
+
+def decide(cond: Any, facts: Optional[tuple] = None, *, use_z3: bool = True,
+           timeout_ms: Optional[int] = None) -> Decision:
+    """Decide ``cond`` under ``facts`` (default: the active :func:`assuming` facts).
+
+    >>> M = symbols("M")
+    >>> decide(M >= 1).value, decide(M >= 2).value
+    (True, None)
+    >>> with assuming("M % 8 == 0"):
+    ...     d = decide("M % 3 == 1")
+    >>> d.value, d.method, d.counterexample
+    (None, 'z3', {'M': 8})
+    """
+    t0 = time.perf_counter()
+    if type(cond) is bool:
+        return Decision(cond, "int", seconds=0.0)
+    c = condition(cond)
+    fs = _FACTS.get() if facts is None else tuple(condition(f) for f in facts)
+    v = _sympy_value(c)
+    if v is not None and (v is True or not fs):
+        return Decision(v, "sympy", seconds=time.perf_counter() - t0, cond=c, facts=fs)
+    if not use_z3:
+        return Decision(v, "sympy", reason="not decided by SymPy", seconds=time.perf_counter() - t0,
+                        cond=c, facts=fs)
+    tmo = _TIMEOUT_MS[0] if timeout_ms is None else timeout_ms
+    key = (c, fs, tmo)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    from . import smt
+
+    d = smt.decide_z3(c, fs, tmo)
+    d.seconds = time.perf_counter() - t0
+    if len(_CACHE) > _CACHE_MAX:
+        _CACHE.clear()
+    _CACHE[key] = d
+    return d
+
+
+def _facts_text(fs: tuple) -> str:
+    return ", ".join(pretty(f) for f in fs) if fs else "none"
+
+
+def _assign_text(a: Optional[Dict[str, int]]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in sorted(a.items())) if a else ""
+
+
+def require(cond: Any, *, op: str, condition_name: str, where: str = "", witness: Any = None) -> None:
+    """Return when ``cond`` is proved under the active facts; otherwise raise.
+
+    Refuted (the facts contradict it): InadmissibleError with ``.assignment`` set to an
+    assignment of the symbols that satisfies the facts.  Unknown: UndecidableConditionError
+    whose ``.condition`` is the condition (a string) to assume and whose
+    ``.counterexample`` is an assignment that violates it, when one was found.
+    """
+    d = decide(cond)
+    if d.value is True:
+        return
+    text = pretty(d.cond if d.cond is not None else cond)
+    place = f" of {where}" if where else ""
+    if d.value is False:
+        err = InadmissibleError(
+            f"{op}: {condition_name}{place} fails: {text} is false under the assumptions "
+            f"({_facts_text(d.facts)})"
+            + (f"; e.g. {_assign_text(d.counterexample)}" if d.counterexample else ""),
+            condition=condition_name,
+            witness=witness,
+        )
+        err.assignment = d.counterexample  # type: ignore[attr-defined]
+        raise err
+    why = d.reason or "not implied by the assumptions"
+    msg = f"{op} needs {text} ({condition_name}{place}); {why} ({_facts_text(d.facts)})"
+    if d.counterexample:
+        msg += f"; it fails for {_assign_text(d.counterexample)}"
+    msg += f" -- state it with layoutproof.assuming({_as_python(d.cond if d.cond is not None else cond)!r})"
+    err2 = UndecidableConditionError(msg, condition=text)
+    err2.counterexample = d.counterexample  # type: ignore[attr-defined]
+    raise err2
+
+
+def holds(cond: Any) -> bool:
+    """True only when ``cond`` is proved (False when refuted or unknown)."""
+    return decide(cond).value is True
+
+
+# ----------------------------------------------------------------------------- leaves
+def norm_leaf(e: Any, what: str) -> Any:
+    """A SymPy leaf as stored in a layout: numbers become ``int``; other expressions must be
+    integer-valued (decided) and are returned as they are."""
+    sp = _sympy()
+    if not isinstance(e, sp.Expr):
+        raise MalformedLayoutError(
+            f"{what} leaves must be integers or SymPy integer expressions, got {show(e)}")
+    if e.is_Integer:
+        return int(e)
+    if e.is_Number:
+        raise MalformedLayoutError(f"{what} has a non-integer value {e}")
+    if e.is_integer:
+        return e
+    if e.is_integer is False:
+        raise MalformedLayoutError(f"{what} leaf {e} is not an integer")
+    if not all(s.is_integer for s in e.free_symbols):
+        raise MalformedLayoutError(f"{what} leaf {e} has non-integer symbols; use layoutproof.symbols()")
+    num, den = sp.fraction(sp.together(e))  # a quotient: integrality is a divisibility condition
+    require(sp.Eq(sp.Mod(num, den), 0), op="layout", condition_name=f"{what} leaf {e} is an integer")
+    return e
+
+
+def check_extent(e: Any, what: str) -> Any:
+    """A symbolic extent: integer-valued and decided >= 1."""
+    e = norm_leaf(e, what)
+    if type(e) is int:
+        if e <= 0:
+            raise MalformedLayoutError(f"{what} has a non-positive extent {e}; extents must be >= 1")
+        return e
+    d = decide(_sympy().Ge(e, 1))
+    if d.value is True:
+        return e
+    if d.value is False:
+        raise MalformedLayoutError(f"{what} has the extent {e}, which is < 1 under the assumptions")
+    raise UndecidableConditionError(
+        f"{what} has the extent {e}, which needs {e} >= 1; not implied by the assumptions "
+        f"({_facts_text(d.facts)})",
+        condition=f"{e} >= 1",
+    )
+
+
+def subs_tuple(t: Any, mapping: Dict[Any, Any]) -> Any:
+    """Substitute in every leaf of an HTuple; numbers come back as ``int``."""
+    if type(t) is tuple:
+        return tuple(subs_tuple(e, mapping) for e in t)
+    if is_sym(t):
+        v = t.subs(mapping)
+        if v.is_Integer:
+            return int(v)
+        return v
+    return t
+
+
+def free_symbols(t: Any) -> frozenset:
+    out: set = set()
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if type(x) is tuple:
+            stack.extend(x)
+        elif is_sym(x):
+            out |= x.free_symbols
+    return frozenset(out)
+
+
+def symbol_map(kw: Dict[str, Any], syms: frozenset) -> Dict[Any, Any]:
+    by_name = {s.name: s for s in syms}
+    out: Dict[Any, Any] = {}
+    for k, v in kw.items():
+        key = by_name.get(k) if isinstance(k, str) else k
+        if key is None:
+            key = _symbol(k)
+        if type(v) is not int and not is_sym(v):
+            from .inttuple import is_int
+
+            if is_int(v):
+                v = int(v)
+            else:
+                raise MalformedLayoutError(
+                    f"subs(): the value of {k} must be an integer or SymPy expression, got {show(v)}")
+        out[key] = v
+    return out
+
+
+def sym_list(x: Any) -> List[Any]:
+    return sorted(free_symbols(x), key=lambda s: s.name)
+
+
+
+# ----------------------------------------------------------------------------- evaluation
+def _coord_symbol() -> Any:
+    return _sympy().Symbol("i", integer=True, nonnegative=True)
+
+
+def _split_1d(c: Any, fs: tuple) -> List[Any]:
+    """The digits of a 1-D coordinate in the mixed radix ``fs`` (the last one unbounded:
+    exact on the domain)."""
+    sp = _sympy()
+    out = []
+    p: Any = 1
+    last = len(fs) - 1
+    for k, s in enumerate(fs):
+        q = c if p == 1 else sp.floor(c / p) if is_sym(c) or is_sym(p) else c // p
+        if k == last:
+            out.append(q)
+        else:
+            out.append(sp.Mod(q, s) if is_sym(q) or is_sym(s) else q % s)
+        p = p * s
+    return out
+
+
+def _in_range(c: Any, n: Any, full: Any) -> None:
+    """Check ``0 <= c < n`` when ``c`` is a number (a symbolic coordinate is taken to be in
+    the domain: the expression is the layout function there)."""
+    from .errors import OutOfDomainError
+
+    if is_sym(c) and not c.is_Integer:
+        return
+    c = int(c)
+    if c < 0:
+        raise OutOfDomainError(f"coordinate {show(full)} is outside the domain: {c} < 0")
+    if type(n) is int:
+        if c >= n:
+            raise OutOfDomainError(f"coordinate {show(full)} is outside the domain: {c} not in [0, {n})")
+        return
+    d = decide(_sympy().Lt(c, n))
+    if d.value is True:
+        return
+    if d.value is False:
+        raise OutOfDomainError(f"coordinate {show(full)} is outside the domain: {c} not in [0, {n})")
+    raise UndecidableConditionError(
+        f"evaluating at {show(full)} needs {c} < {n} (the coordinate in the domain); not implied by "
+        f"the assumptions ({_facts_text(d.facts)})",
+        condition=f"{c} < {n}",
+    )
+
+
+def _eval_parts(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, Any]:
+    """Kept modes (for ``_``) and the offset of a coordinate against a symbolic layout."""
+    from .inttuple import _flatten, _product, is_int
+    from .layout import _
+
+    if c is None or c is _:
+        return [s], [d], 0
+    if type(c) is tuple or type(c) is list:
+        if type(s) is not tuple or len(s) != len(c):
+            raise MalformedLayoutError(
+                f"coordinate {show(full)} does not fit the shape: {show(c)} against {show(s)}")
+        ks: list = []
+        kd: list = []
+        off: Any = 0
+        for ci, si, di in zip(c, s, d):
+            a, b, o = _eval_parts(ci, si, di, full)
+            ks += a
+            kd += b
+            off = off + o
+        return ks, kd, off
+    if is_int(c):
+        c = int(c)
+    elif not is_sym(c):
+        raise MalformedLayoutError(f"coordinate leaves must be integers or SymPy expressions, got {show(c)}")
+    _in_range(c, _product(s), full)
+    fs, fd = _flatten(s), _flatten(d)
+    digits = _split_1d(c, fs)
+    off = 0
+    for q, dd in zip(digits, fd):
+        off = off + q * dd
+    return [], [], off
+
+
+def eval_symbolic(L: Any, args: tuple) -> Any:
+    """``L(*args)`` when the layout or the coordinate is symbolic: an offset expression, or
+    the sliced layout when the coordinate has ``_``."""
+    from .layout import Layout
+
+    if not args:
+        raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
+    c = args[0] if len(args) == 1 else tuple(args)
+    ks, kd, off = _eval_parts(c, L._shape, L._stride, c)
+    if ks:
+        if len(ks) == 1:
+            return Layout._make(ks[0], kd[0])
+        return Layout._make(tuple(ks), tuple(kd))
+    return _as_int(off)
+
+
+def _as_int(e: Any) -> Any:
+    if is_sym(e) and e.is_Integer:
+        return int(e)
+    return e
+
+
+def layout_expr(L: Any, coord: Any = None) -> Any:
+    """See :meth:`Layout.expr`."""
+    sp = _sympy()
+    fs, fd = L._flat()
+    if coord is None:
+        coord = _coord_symbol()
+    if type(coord) is tuple or type(coord) is list:
+        return sp.sympify(eval_symbolic(L, (tuple(coord),)))
+    from .inttuple import is_int
+
+    if not is_int(coord) and not is_sym(coord):
+        raise MalformedLayoutError(
+            f"expr(): a coordinate is an int, a SymPy expression or a tuple, got {show(coord)}")
+    keep = [(s, d) for s, d in zip(fs, fd) if s != 1]
+    if not keep:
+        _in_range(coord, 1, coord)
+        return sp.Integer(0)
+    ks = tuple(k[0] for k in keep)
+    _in_range(coord, L.size, coord)
+    digits = _split_1d(sp.sympify(coord), ks)
+    return sp.sympify(sum((q * d for q, (s, d) in zip(digits, keep)), sp.Integer(0)))
+
+
+def subs_layout(L: Any, args: tuple, values: Dict[str, Any]) -> Any:
+    """See :meth:`Layout.subs`."""
+    from .layout import Layout
+
+    if len(args) > 1 or (args and not isinstance(args[0], dict)):
+        raise MalformedLayoutError("subs() takes one dict of values or keyword values (M=64)")
+    kw: Dict[Any, Any] = dict(args[0]) if args else {}
+    kw.update(values)
+    if not L.is_symbolic:
+        return L
+    mapping = symbol_map(kw, L.free_symbols)
+    return Layout(subs_tuple(L._shape, mapping), subs_tuple(L._stride, mapping))

@@ -1,0 +1,515 @@
+"""The algebra over symbolic layouts: every step's condition decided from the assumptions.
+
+The functions of :mod:`layoutproof.ops` send a layout with a SymPy leaf here.  Each
+routine follows the integer routine of ``ops`` step by step (the same mixed-radix walk,
+the same conditions), with every test of a side condition replaced by a decision under
+the active :func:`~layoutproof.symbolic.assuming` facts:
+
+* a test that picks between two correct continuations (is this extent 1? can these two
+  modes merge?) is taken only when it is *proved*; otherwise the continuation that is
+  correct either way is taken (keep the mode, do not merge);
+* a test that the operation needs (C++'s divisibility conditions, disjointness, the
+  complement's stride chain) must be proved: when the facts contradict it the operation
+  raises :class:`~layoutproof.errors.InadmissibleError` with an assignment of the
+  symbols and, from that assignment, a witness coordinate; when they do neither it raises
+  :class:`~layoutproof.errors.UndecidableConditionError` naming the condition to assume.
+
+Every routine also runs on integers (each decision is then plain arithmetic), and the
+tests check that it agrees there with the tuned integer routines of ``ops``.
+
+>>> from layoutproof import Layout, symbols, assuming, logical_divide
+>>> M, N = symbols("M N")
+>>> with assuming("M % 64 == 0", "N % 32 == 0"):
+...     str(logical_divide(Layout((M, N), (1, M)), (64, 32)))
+'((64,M/64),(32,N/32)):((1,64),(M,32*M))'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Tuple
+
+from .errors import InadmissibleError, MalformedLayoutError, UndecidableConditionError
+from .inttuple import _flatten, _product, _unflatten
+from .layout import Layout
+from .symbolic import _sympy, decide, is_sym, pretty, require
+
+_make = Layout._make
+
+
+# ----------------------------------------------------------------------------- decisions
+def _num(x: Any) -> Any:
+    """Numbers as int (SymPy Integers included), expressions as they are."""
+    if type(x) is int:
+        return x
+    if is_sym(x) and x.is_Integer:
+        return int(x)
+    return x
+
+
+def _both_int(*xs: Any) -> bool:
+    return all(type(x) is int for x in xs)
+
+
+def _tri(cond: Any) -> Optional[bool]:
+    """Decide quickly (SymPy) and then fully (Z3)."""
+    d = decide(cond, use_z3=False)
+    if d.value is not None:
+        return d.value
+    return decide(cond).value
+
+
+def eq(a: Any, b: Any) -> Optional[bool]:
+    a, b = _num(a), _num(b)
+    if _both_int(a, b):
+        return a == b
+    if a == b:
+        return True
+    return _tri(_sympy().Eq(a, b))
+
+
+def dvd(a: Any, b: Any) -> Optional[bool]:
+    """Does ``a`` divide ``b``?"""
+    a, b = _num(a), _num(b)
+    if _both_int(a, b):
+        return b % a == 0 if a != 0 else b == 0
+    sp = _sympy()
+    if a == b or a == 1:
+        return True
+    return _tri(sp.Eq(sp.Mod(b, a), 0))
+
+
+def le(a: Any, b: Any) -> Optional[bool]:
+    a, b = _num(a), _num(b)
+    if _both_int(a, b):
+        return a <= b
+    return _tri(_sympy().Le(a, b))
+
+
+def lt(a: Any, b: Any) -> Optional[bool]:
+    a, b = _num(a), _num(b)
+    if _both_int(a, b):
+        return a < b
+    return _tri(_sympy().Lt(a, b))
+
+
+def xdiv(a: Any, b: Any) -> Any:
+    """``a / b`` where ``b`` is known to divide ``a``."""
+    a, b = _num(a), _num(b)
+    if _both_int(a, b):
+        return a // b
+    return _num(_sympy().cancel(a / b))
+
+
+def ceil_div(a: Any, b: Any) -> Any:
+    if dvd(b, a) is True:
+        return xdiv(a, b)
+    a, b = _num(a), _num(b)
+    if _both_int(a, b):
+        return -(-a // b)
+    return _num(_sympy().ceiling(a / b))
+
+
+def _dvd_cond(a: Any, b: Any) -> Any:
+    sp = _sympy()
+    return sp.Eq(sp.Mod(b, a), 0)
+
+
+def need(cond: Any, *, op: str, condition_name: str, where: str = "",
+         concrete: Optional[Callable[[dict], Any]] = None) -> None:
+    """:func:`~layoutproof.symbolic.require`, and on a refutation: substitute the
+    counterexample assignment and run the integer operation (``concrete``) to confirm it
+    and to find a witness coordinate.  A condition that is only sufficient and whose
+    refutation the integer operation does not confirm becomes undecidable.
+
+    ``cond`` may be a plain bool (the condition on integer leaves, already evaluated)."""
+    if cond is True:
+        return
+    place = f" of {where}" if where else ""
+    if cond is False:
+        err = InadmissibleError(f"{op}: {condition_name}{place} fails", condition=condition_name)
+        asg: dict = {}
+    else:
+        try:
+            require(cond, op=op, condition_name=condition_name, where=where)
+            return
+        except InadmissibleError as e:
+            err = e
+            asg = getattr(e, "assignment", None) or {}
+    if concrete is None:
+        raise err
+    try:
+        done = concrete(asg)
+    except InadmissibleError as ce:
+        err.witness = ce.witness
+        raise err from None
+    except (MalformedLayoutError, UndecidableConditionError):
+        raise err from None
+    if done is _STILL_SYMBOLIC:
+        raise err
+    raise UndecidableConditionError(
+        f"{op} needs {cond if isinstance(cond, bool) else pretty(cond)} ({condition_name}{place}) to follow "
+        "its proof; the assumptions refute it, yet for "
+        + (", ".join(f"{k} = {v}" for k, v in sorted(asg.items())) or "these integers")
+        + " the integer operation succeeds -- state stronger assumptions",
+        condition=str(cond) if isinstance(cond, bool) else pretty(cond),
+    )
+
+
+_STILL_SYMBOLIC = object()
+
+
+def _concrete(fn: Callable[..., Any], asg: dict, *xs: Any) -> Any:
+    """Run the integer operation on the operands with ``asg`` substituted, unless they stay
+    symbolic (then nothing can be confirmed)."""
+    vals = _subs_all(asg, *xs)
+    from .symbolic import is_symbolic
+
+    if any(is_symbolic(v) for v in vals):
+        return _STILL_SYMBOLIC
+    return fn(*vals)
+
+
+def _subs_all(asg: dict, *xs: Any) -> List[Any]:
+    out = []
+    for x in xs:
+        if isinstance(x, Layout):
+            out.append(x.subs(asg))
+        elif type(x) is tuple:
+            from .symbolic import free_symbols, subs_tuple, symbol_map
+
+            out.append(subs_tuple(x, symbol_map(asg, free_symbols(x))))
+        elif is_sym(x):
+            from .symbolic import symbol_map
+
+            v = x.subs(symbol_map(asg, frozenset(x.free_symbols)))
+            out.append(int(v) if v.is_Integer else v)
+        else:
+            out.append(x)
+    return out
+
+
+# ----------------------------------------------------------------------------- coalesce / filter
+def coalesce_flat(fs: tuple, fd: tuple, keep_last: bool = False) -> Tuple[List[Any], List[Any]]:
+    """``ops._coalesce_flat`` with proved tests: an extent is dropped only when it is
+    proved to be 1, two modes merge only when ``s_prev*d_prev == d`` is proved."""
+    rs: List[Any] = []
+    rd: List[Any] = []
+    last = len(fs) - 1 if keep_last else -1
+    for k, (s, d) in enumerate(zip(fs, fd)):
+        if k != last and eq(s, 1) is True:
+            continue
+        if rs and eq(rs[-1] * rd[-1], d) is True:
+            rs[-1] = _num(rs[-1] * s)
+        else:
+            rs.append(s)
+            rd.append(d)
+    if not rs:
+        return [1], [0]
+    return rs, rd
+
+
+def _from_modes(ms: List[Any], md: List[Any]) -> Layout:
+    if len(ms) == 1:
+        return _make(ms[0], md[0])
+    return _make(tuple(ms), tuple(md))
+
+
+def coalesce(L: Layout) -> Layout:
+    fs, fd = L._flat()
+    return _from_modes(*coalesce_flat(fs, fd))
+
+
+def filter_(L: Layout) -> Layout:
+    fs, fd = L._flat()
+    keep = [(s, d) for s, d in zip(fs, fd) if not (eq(s, 1) is True or eq(d, 0) is True)]
+    return _from_modes(*coalesce_flat(tuple(k[0] for k in keep), tuple(k[1] for k in keep)))
+
+
+# ----------------------------------------------------------------------------- composition
+def _where(k: int, i: Optional[int] = None) -> str:
+    if k < 0:
+        return "" if i is None else f"A's mode {i}"
+    return f"mode {k} of B" + ("" if i is None else f" at A's mode {i}")
+
+
+def _leaf(As: List[Any], Ad: List[Any], n: Any, r: Any, k: int, conc: Callable[[dict], Any]
+          ) -> Tuple[List[Any], List[Any], dict]:
+    """A composed with the leaf n:r of B (the walk of ``ops._compose_leaf_cute``)."""
+    if eq(n, 1) is True:
+        return [1], [0], {}
+    if eq(r, 0) is True:
+        return [n], [0], {}
+    need(_sympy().Ge(r, 0) if type(r) is not int else r >= 0, op="composition",
+         condition_name="non-negative strides of B", where=_where(k), concrete=conc)
+    ms: List[Any] = []
+    md: List[Any] = []
+    occ: dict = {}
+    rest_n, rest_r = n, r
+    last = len(As) - 1
+    for i in range(last):
+        if eq(rest_n, 1) is True:
+            break
+        s = As[i]
+        skip = dvd(s, rest_r)  # the remaining stride steps over this whole mode
+        if skip is True:
+            rest_r = xdiv(rest_r, s)
+            continue
+        inside = dvd(rest_r, s)  # the remaining stride lands inside this mode
+        if inside is not True:
+            sp = _sympy()
+            need(sp.Or(_dvd_cond(s, rest_r), _dvd_cond(rest_r, s)) if not _both_int(s, rest_r) else False,
+                 op="composition", condition_name="stride divisibility",
+                 where=_where(k, i), concrete=conc)
+            inside = True
+        m = xdiv(s, rest_r)
+        fits = le(rest_n, m)
+        if fits is True:
+            take = rest_n
+        else:
+            even = dvd(m, rest_n)
+            if even is not True:
+                sp = _sympy()
+                cond = sp.Or(sp.Le(rest_n, m), _dvd_cond(m, rest_n)) if not _both_int(rest_n, m) else False
+                need(cond, op="composition", condition_name="shape divisibility",
+                     where=_where(k, i), concrete=conc)
+                # proved: one of the two holds; which one decides the extent taken
+                if fits is None and even is None:
+                    raise UndecidableConditionError(
+                        f"composition needs to know which of {pretty(sp.Le(rest_n, m))} and "
+                        f"{pretty(_dvd_cond(m, rest_n))} holds (shape divisibility of {_where(k, i) or 'B'}: "
+                        "the result's shape depends on it); assume one of them",
+                        condition=pretty(sp.Le(rest_n, m)),
+                    )
+                take = rest_n if le(rest_n, m) is True else m
+            else:
+                take = m
+        ms.append(take)
+        md.append(_num(rest_r * Ad[i]))
+        occ[i] = _num(rest_r * (take - 1))
+        rest_n = xdiv(rest_n, take)
+        rest_r = 1
+    if eq(rest_n, 1) is not True:
+        ms.append(rest_n)
+        md.append(_num(rest_r * Ad[last]))
+    if not ms:
+        return [1], [0], {}
+    return ms, md, occ
+
+
+def composition(A: Layout, B: Layout) -> Layout:
+    """``A ∘ B`` with symbolic leaves (see the module docstring)."""
+    from . import ops
+
+    fa, da = A._flat()
+    As, Ad = coalesce_flat(fa, da, keep_last=True)
+    fbs, fbd = B._flat()
+
+    def conc(asg: dict) -> Any:
+        return _concrete(ops.composition, asg, A, B)
+
+    multi = len(fbs) > 1
+    leaves = [_leaf(As, Ad, n, r, k if multi else -1, conc) for k, (n, r) in enumerate(zip(fbs, fbd))]
+    if multi and len(As) > 1:
+        sp = _sympy()
+        used: dict = {}
+        for _ms, _md, occ in leaves:
+            for i, dmax in occ.items():
+                used[i] = used.get(i, 0) + dmax
+        for i, u in sorted(used.items()):
+            if sum(1 for lf in leaves if i in lf[2]) < 2:
+                continue
+            need(sp.Lt(u, As[i]) if not _both_int(u, As[i]) else u < As[i], op="composition",
+                 condition_name="disjointness of B's modes in A", where=f"A's mode {i}", concrete=conc)
+    ps = [lf[0][0] if len(lf[0]) == 1 else tuple(lf[0]) for lf in leaves]
+    pd = [lf[1][0] if len(lf[1]) == 1 else tuple(lf[1]) for lf in leaves]
+    if type(B._shape) is not tuple:
+        return _make(ps[0], pd[0])
+    return _make(_unflatten(tuple(ps), B._shape), _unflatten(tuple(pd), B._stride))
+
+
+# ----------------------------------------------------------------------------- complement
+def _sort_modes(modes: List[Tuple[Any, Any, int]], op: str) -> List[Tuple[Any, Any, int]]:
+    """Sort (stride, extent, index) by stride; each comparison must be decided."""
+    out: List[Tuple[Any, Any, int]] = []
+    for m in modes:
+        pos = len(out)
+        for j, o in enumerate(out):
+            v = le(m[0], o[0])
+            if v is None:
+                sp = _sympy()
+                raise UndecidableConditionError(
+                    f"{op} needs the order of the strides {m[0]} and {o[0]}; neither "
+                    f"{pretty(sp.Le(m[0], o[0]))} nor {pretty(sp.Le(o[0], m[0]))} follows from the "
+                    "assumptions",
+                    condition=pretty(sp.Le(m[0], o[0])),
+                )
+            if v and not (eq(m[0], o[0]) is True and m[2] > o[2]):
+                pos = j
+                break
+        out.insert(pos, m)
+    return out
+
+
+def complement(L: Layout, cot: Any) -> Layout:
+    """``complement(L, cot)`` with symbolic leaves or cotarget."""
+    from . import ops
+
+    def conc(asg: dict) -> Any:
+        return _concrete(ops.complement, asg, L, cot)
+
+    fs, fd = L._flat()
+    modes = []
+    for k, (s, d) in enumerate(zip(fs, fd)):
+        unit, zero = eq(s, 1), eq(d, 0)
+        if unit is True or zero is True:
+            continue
+        if unit is None or zero is None:  # an ignored mode changes the complement
+            sp = _sympy()
+            c = sp.Ge(s, 2) if unit is None else sp.Ne(d, 0)
+            raise UndecidableConditionError(
+                f"complement needs to know whether mode {k} ({s}:{d}) of {L} is ignored (extent 1 or "
+                f"stride 0); assume {pretty(c)}",
+                condition=pretty(c),
+            )
+        if lt(d, 0) is not False:
+            need(_sympy().Ge(d, 0) if type(d) is not int else d >= 0, op="complement",
+                 condition_name="non-negative strides", where=f"mode {k}", concrete=conc)
+        modes.append((d, s, k))
+    modes = _sort_modes(modes, "complement")
+    rs: List[Any] = []
+    rd: List[Any] = []
+    cur: Any = 1
+    for d, s, k in modes:
+        if dvd(cur, d) is not True:
+            need(_dvd_cond(cur, d) if not _both_int(cur, d) else False, op="complement",
+                 condition_name="complement admissibility (stride chain)", where=f"mode {k}", concrete=conc)
+        q = xdiv(d, cur)
+        if eq(q, 1) is not True:
+            rs.append(q)
+            rd.append(cur)
+        cur = _num(s * d)
+    rest = _shape_div_exact(cot, cur) if type(cot) is tuple else None
+    if rest is not None:
+        p = cur
+        for e in _flatten(rest):
+            rs.append(e)
+            rd.append(p)
+            p = _num(p * e)
+    else:
+        rs.append(ceil_div(_product(cot), cur))
+        rd.append(cur)
+    return _from_modes(*coalesce_flat(tuple(rs), tuple(rd)))
+
+
+def _shape_div_exact(shape: tuple, d: Any) -> Any:
+    out = []
+    for x in _flatten(shape):
+        if dvd(x, d) is True:
+            out.append(1)
+            d = xdiv(d, x)
+        elif dvd(d, x) is True:
+            out.append(xdiv(x, d))
+            d = 1
+        else:
+            return None
+    return tuple(out)
+
+
+# ----------------------------------------------------------------------------- inverses
+def right_inverse(L: Layout) -> Layout:
+    fs, fd = L._flat()
+    cs, cd = coalesce_flat(fs, fd)
+    pp: List[Any] = []
+    p: Any = 1
+    for s in cs:
+        pp.append(p)
+        p = _num(p * s)
+    rs: List[Any] = []
+    rd: List[Any] = []
+    cur: Any = 1
+    used = [False] * len(cs)
+    while True:
+        for i, d in enumerate(cd):
+            if used[i]:
+                continue
+            v = eq(d, cur)
+            if v is None:
+                raise UndecidableConditionError(
+                    f"right_inverse needs to know whether the stride {d} continues the chain at {cur}",
+                    condition=pretty(_sympy().Eq(d, cur)),
+                )
+            if v:
+                used[i] = True
+                rs.append(cs[i])
+                rd.append(pp[i])
+                cur = _num(cs[i] * d)
+                break
+        else:
+            break
+    if not rs:
+        return _make(1, 0)
+    return _from_modes(*coalesce_flat(tuple(rs), tuple(rd)))
+
+
+def left_inverse(L: Layout) -> Layout:
+    from . import ops
+
+    def conc(asg: dict) -> Any:
+        return _concrete(ops.left_inverse, asg, L)
+
+    fs, fd = L._flat()
+    cs, cd = coalesce_flat(fs, fd)
+    pp: List[Any] = []
+    p: Any = 1
+    for s in cs:
+        pp.append(p)
+        p = _num(p * s)
+    modes = []
+    for i, (s, d) in enumerate(zip(cs, cd)):
+        if eq(d, 0) is True or eq(s, 1) is True:
+            continue
+        if lt(d, 0) is not False:
+            need(_sympy().Ge(d, 0), op="left_inverse", condition_name="non-negative strides", concrete=conc)
+        modes.append((d, cs[i], pp[i]))
+    if not modes:
+        return _make(1, 0)
+    order = _sort_modes([(d, s, k) for k, (d, s, _p) in enumerate(modes)], "left_inverse")
+    modes = [modes[k] for _d, _s, k in order]
+    rs: List[Any] = [modes[0][0]]
+    rd: List[Any] = [0]
+    sp = _sympy()
+    for k in range(1, len(modes)):
+        (d0, s0, p0), (d1, _s1, _p1) = modes[k - 1], modes[k]
+        if dvd(d0, d1) is not True:
+            need(_dvd_cond(d0, d1) if not _both_int(d0, d1) else False, op="left_inverse",
+                 condition_name="left-inverse divisibility", concrete=conc)
+        if le(s0 * d0, d1) is not True:
+            need(sp.Le(s0 * d0, d1) if not _both_int(s0 * d0, d1) else False, op="left_inverse",
+                 condition_name="injectivity (non-overlapping modes)", concrete=conc)
+        rs.append(xdiv(d1, d0))
+        rd.append(p0)
+    rs.append(modes[-1][1])
+    rd.append(modes[-1][2])
+    return _from_modes(*coalesce_flat(tuple(rs), tuple(rd)))
+
+
+# ----------------------------------------------------------------------------- the rest
+def compatible(a: Any, b: Any) -> bool:
+    """Shape compatibility; each size equality must be decided."""
+    if type(a) is tuple:
+        return type(b) is tuple and len(a) == len(b) and all(compatible(x, y) for x, y in zip(a, b))
+    v = eq(a, _product(b))
+    if v is None:
+        sp = _sympy()
+        raise UndecidableConditionError(
+            f"compatible needs to know whether {pretty(sp.Eq(a, _product(b)))}",
+            condition=pretty(sp.Eq(a, _product(b))),
+        )
+    return v
+
+
+def block_divides(t: Any, b: Any, i: int) -> None:
+    """tile_to_shape: the block's extent must divide the target's, mode ``i``."""
+    if dvd(b, t) is not True:
+        need(_dvd_cond(b, t) if not _both_int(b, t) else False, op="tile_to_shape",
+             condition_name="block divides target", where=f"mode {i}")
