@@ -25,7 +25,7 @@ from typing import Any, List, Optional, Tuple
 
 from .errors import InadmissibleError, MalformedLayoutError, show
 from .inttuple import _flatten, _prefix_product, _product, _unflatten, is_int
-from .layout import Layout, _, _as_layout, _check_shape, _fmt, _need_layout, get
+from .layout import Layout, _, _as_layout, _check_shape, _fmt, _need_layout, concrete_only, get
 from .ops import EXACT_LIMIT, _coalesce_flat, _coalesced, _recognize, _unit_crd
 
 __all__ = [
@@ -93,6 +93,7 @@ def _layout_arg(x: Any, op: str) -> Layout:
 
 
 # ----------------------------------------------------------------------------- nullspace
+@concrete_only
 def nullspace(layout: Any) -> Layout:
     """The stride-0 part of the domain (CuTe C++'s ``nullspace``).
 
@@ -275,6 +276,7 @@ def _max_common_modes(a: Layout, b: Layout) -> Tuple[List[int], List[int]]:
     return list(fs), list(fd)
 
 
+@concrete_only
 def max_common_layout(a: Any, b: Any) -> Layout:
     """The layout ``R`` of the longest run of contiguous elements that ``a`` and ``b``
     both store at offsets ``0, 1, 2, ...`` (CuTe C++'s ``max_common_layout``).
@@ -308,6 +310,7 @@ def max_common_layout(a: Any, b: Any) -> Layout:
     return _from_modes(ms, md)
 
 
+@concrete_only
 def max_common_vector(a: Any, b: Any) -> int:
     """``N``: the number of contiguous elements that logically correspond in ``a`` and
     ``b`` (CuTe C++'s ``max_common_vector``), the size of :func:`max_common_layout`.
@@ -406,6 +409,7 @@ def _upcast_exact(L: Layout, R: Layout, n: int) -> Tuple[bool, Any, str]:
                       "no wide element of the result")
 
 
+@concrete_only
 def upcast(layout: Layout, n: Any) -> Layout:
     """The layout in units of ``n`` elements (CuTe C++'s ``upcast<N>``): offsets are
     divided by ``n``.  Leaf by leaf, ``s:0`` stays; ``s:d`` with ``n | d`` becomes
@@ -502,6 +506,7 @@ def _check_blocks(L: Layout, R: Layout, n: int, small: List[Tuple[int, int, int]
     )
 
 
+@concrete_only
 def downcast(layout: Layout, n: Any) -> Layout:
     """The layout in units of ``1/n`` elements (CuTe C++'s ``downcast<N>``): the stride-1
     leaf ``s:1`` becomes ``s*n:1`` (the ``n`` parts of each element are adjacent) and
@@ -570,6 +575,7 @@ def _downcast_witness(L: Layout, naive: Layout, n: int) -> Optional[int]:
     return int(bad[0]) if bad.size else None
 
 
+@concrete_only
 def recast_layout(layout: Layout, old_bits: Any, new_bits: Any) -> Layout:
     """Reinterpret a layout of ``old_bits``-bit elements as one of ``new_bits``-bit
     elements (CuTe C++'s ``recast_layout<OldType, NewType>``, with the types' bit widths).
@@ -606,6 +612,7 @@ def recast_layout(layout: Layout, old_bits: Any, new_bits: Any) -> Layout:
 
 
 # ----------------------------------------------------------------------------- layout_add
+@concrete_only
 def layout_add(A: Any, B: Any) -> Layout:
     """The layout ``R`` with ``R(i) == A(i) + B(i)`` for every ``i < size(A)`` (PyCuTe's
     ``layout_add``); ``None`` for either argument returns the other.
@@ -740,6 +747,7 @@ def _gcd_walk(A: List[int], B: List[int]) -> Tuple[List[int], List[int]]:
     return rs, rd
 
 
+@concrete_only
 def greatest_common_domain(A: Any, B: Any) -> Layout:
     """The greatest common domain of two shapes (PyCuTe's ``greatest_common_domain``):
     a depth-1 layout whose shape is the ordered factorization that ``shape(A)`` and
@@ -798,6 +806,7 @@ def _refine(a: Any, b: Any, path: tuple) -> Any:
     return b if ta is False else a
 
 
+@concrete_only
 def common_refinement(a: Any, b: Any) -> Any:
     """The least shape ``c`` that refines both ``a`` and ``b``: ``compatible(a, c)``,
     ``compatible(b, c)``, and ``compatible(c, d)`` for every common refinement ``d``
@@ -830,6 +839,7 @@ def _coarsen(a: Any, b: Any) -> Any:
     return _product(a)
 
 
+@concrete_only
 def common_coarsening(a: Any, b: Any) -> Any:
     """The greatest shape ``c`` that coarsens both ``a`` and ``b``: ``compatible(c, a)``,
     ``compatible(c, b)``, and ``compatible(d, c)`` for every common coarsening ``d``
@@ -881,6 +891,7 @@ def _dice_split(c: Any, s: Any, d: Any, path: tuple) -> Tuple[list, list]:
     return [s], [d]
 
 
+@concrete_only
 def dice(crd: Any, layout: Any) -> Any:
     """Keep the modes of ``layout`` where ``crd`` is *not* ``_`` (CuTe C++'s ``dice``, the
     complement of :func:`~layoutproof.layout.slice_`).  The integer values of ``crd`` do
@@ -920,6 +931,7 @@ def dice(crd: Any, layout: Any) -> Any:
     return tuple(ks)
 
 
+@concrete_only
 def domain_offset(coord: Any, layout: Layout) -> Tuple[Layout, int]:
     """``(layout, layout(coord))`` (CuTe C++'s ``domain_offset``, which exists so that
     composed layouts can shift their domain; a plain layout is unchanged and the
@@ -939,6 +951,7 @@ def domain_offset(coord: Any, layout: Layout) -> Tuple[Layout, int]:
     return layout, off
 
 
+@concrete_only
 def coprofile(layout: Layout, *modes: Any) -> Any:
     """The profile of the codomain of ``layout`` (or of its mode ``get(layout, *modes)``),
     as zeros congruent with its values (CuTe C++'s ``coprofile``: the sum of the strides,

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, show
-from .layout import Layout
+from .layout import Layout, concrete_only
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -136,6 +136,7 @@ def _group_tail(L: Layout) -> str:
     return str(group_layout(L, 1, L.rank))
 
 
+@concrete_only
 def layout_grid(L: Layout) -> "np.ndarray":
     """The offsets of a rank-2 (or rank-1) layout as an ``(M, N)`` numpy array:
     ``grid[m, n] == L(m, n)``; a rank-1 layout is one row.
@@ -177,6 +178,7 @@ def _as_tile(tile: Any) -> Layout:
     return tile
 
 
+@concrete_only
 def tv_grid(tv: Layout, tile: Any, thr_id: Optional[Layout] = None
             ) -> Tuple["np.ndarray", "np.ndarray"]:
     """Invert a thread-value layout over a tile: ``(threads, values)``, two ``(M, N)``
@@ -328,6 +330,7 @@ def _emit(text: str, file: Optional[IO[str]]) -> "Picture":
     return Picture(text)
 
 
+@concrete_only
 def print_layout(layout: Layout, *, file: Optional[IO[str]] = None) -> Picture:
     """The 2-D table of a layout's offsets, as CuTe C++'s ``print_layout``: the layout,
     column indices, then one row per coordinate of mode 0 between ``+---+`` rules.
@@ -363,6 +366,7 @@ def print_layout(layout: Layout, *, file: Optional[IO[str]] = None) -> Picture:
     return _emit(_table([str(layout)], labels, w), file)
 
 
+@concrete_only
 def print_tv_layout(tv: Layout, tile: Any, *, thr_id: Optional[Layout] = None,
                     file: Optional[IO[str]] = None) -> Picture:
     """The thread-value table of a TV layout over an ``(M, N)`` tile: cell ``(m, n)``
@@ -394,6 +398,7 @@ def _shape_txt(tl: Layout) -> str:
 
 
 # ----------------------------------------------------------------------------- colors
+@concrete_only
 def smem_bank(offset: int, elem_bytes: int = 4, *, banks: int = 32, bank_bytes: int = 4) -> int:
     """The shared-memory bank of element ``offset`` of ``elem_bytes``-byte elements:
     ``(offset * elem_bytes // bank_bytes) % banks`` (32 banks of 4 bytes on NVIDIA GPUs).
@@ -609,6 +614,7 @@ def _svg(g: _Grid, max_cells: Optional[int]) -> str:
     return d.as_svg()
 
 
+@concrete_only
 def layout_svg(layout: Layout, *, color: ColorArg = "offset", elem_bytes: int = 4,
                max_cells: Optional[int] = MAX_SVG_CELLS) -> str:
     """An SVG picture of a rank-2 (or rank-1) layout: a grid of its offsets.
@@ -628,6 +634,7 @@ def layout_svg(layout: Layout, *, color: ColorArg = "offset", elem_bytes: int = 
     return _svg(_layout_model(layout, color, elem_bytes), max_cells)
 
 
+@concrete_only
 def tv_layout_svg(tv: Layout, tile: Any, *, color: ColorArg = "thread",
                   thr_id: Optional[Layout] = None, max_cells: Optional[int] = MAX_SVG_CELLS) -> str:
     """An SVG picture of a thread-value layout over an ``(M, N)`` tile (see
@@ -645,6 +652,7 @@ def tv_layout_svg(tv: Layout, tile: Any, *, color: ColorArg = "thread",
     return _svg(_tv_model(tv, tile, color, thr_id), max_cells)
 
 
+@concrete_only
 def layout_html(layout: Layout, *, max_cells: Optional[int] = 1024) -> str:
     """HTML for a notebook (``Layout._repr_html_``): the layout in CuTe notation above its
     SVG picture.  It never raises for a layout it cannot draw (rank > 2, larger than
@@ -701,6 +709,7 @@ def _tensor_cells(t: Any, what: str) -> Tuple[Layout, int, int, List[List[Any]],
     return L, M, N, values, offsets
 
 
+@concrete_only
 def print_tensor(t: Any, *, file: Optional[IO[str]] = None) -> Picture:
     """A rank-2 (or rank-1) tensor's values in :func:`print_layout`'s table: cell
     ``(m, n)`` holds ``t(m, n)`` (coordinates for an identity tensor).
@@ -761,6 +770,7 @@ def _tensor_model(t: Any, color: ColorArg) -> _Grid:
     return _Grid(repr(t), M, N, lines, fills, data, tips)
 
 
+@concrete_only
 def tensor_svg(t: Any, *, color: ColorArg = "offset", max_cells: Optional[int] = MAX_SVG_CELLS) -> str:
     """An SVG picture of a rank-2 (or rank-1) tensor: cell ``(m, n)`` shows ``t(m, n)``
     and is colored by the engine index it reads (``color="offset"``, where the layout is
@@ -777,6 +787,7 @@ def tensor_svg(t: Any, *, color: ColorArg = "offset", max_cells: Optional[int] =
     return _svg(_tensor_model(t, color), max_cells)
 
 
+@concrete_only
 def tensor_html(t: Any, *, max_cells: Optional[int] = 1024) -> str:
     """HTML for a notebook (``Tensor._repr_html_``), as :func:`layout_html`: the tensor's
     repr above its SVG picture, or a note saying why it is not drawn.
@@ -839,6 +850,7 @@ def _tikz(g: _Grid, comments: List[str]) -> str:
     return "\n".join(out)
 
 
+@concrete_only
 def layout_tikz(layout: Layout, *, color: ColorArg = "offset", elem_bytes: int = 4) -> str:
     r"""A standalone LaTeX/TikZ document drawing the layout, as CuTe's ``print_latex``:
     one ``\node`` per cell at ``(m, n)`` (x down, y right) holding the offset and filled
@@ -856,6 +868,7 @@ def layout_tikz(layout: Layout, *, color: ColorArg = "offset", elem_bytes: int =
     return _tikz(g, [f"Layout: {layout}"])
 
 
+@concrete_only
 def tv_layout_tikz(tv: Layout, tile: Any, *, color: ColorArg = "thread",
                    thr_id: Optional[Layout] = None) -> str:
     r"""A standalone LaTeX/TikZ document of a TV layout over a tile, as CuTe's
@@ -871,6 +884,7 @@ def tv_layout_tikz(tv: Layout, tile: Any, *, color: ColorArg = "thread",
 
 
 # ----------------------------------------------------------------------------- PNG
+@concrete_only
 def svg_to_png(svg: str, path: Any = None, *, scale: float = 2.0) -> bytes:
     """Rasterize an SVG string to PNG with CairoSVG (which needs the system cairo
     library); writes ``path`` when given and returns the PNG bytes."""

@@ -15,8 +15,9 @@ Layout((4,), (2,))
 
 from __future__ import annotations
 
+import functools
 import sys
-from typing import TYPE_CHECKING, Any, Iterator, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple, TypeVar
 
 from .errors import LayoutError, MalformedLayoutError, OutOfDomainError, show
 from .inttuple import (
@@ -35,6 +36,8 @@ from .inttuple import (
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
     "Layout",
@@ -131,6 +134,39 @@ def _check_stride(d: Any, depth: int = 0) -> Any:
 def _is_sympy(x: Any) -> bool:
     sp = sys.modules.get("sympy")
     return sp is not None and isinstance(x, sp.Basic)
+
+
+def _any_symbolic(args: tuple) -> bool:
+    """Does an argument (a Layout, an HTuple, a leaf) hold a SymPy expression?"""
+    stack = list(args)
+    n = 0
+    while stack and n < 10_000:
+        x = stack.pop()
+        n += 1
+        if isinstance(x, Layout):
+            if x.is_symbolic:
+                return True
+        elif type(x) is tuple or type(x) is list:
+            stack.extend(x)
+        elif _is_sympy(x):
+            return True
+    return False
+
+
+def concrete_only(fn: F) -> F:
+    """Refuse symbolic arguments with a LayoutError: the decorated operation works on
+    integer layouts only (substitute values with ``Layout.subs`` first)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if sys.modules.get("sympy") is not None and _any_symbolic(args + tuple(kwargs.values())):
+            raise MalformedLayoutError(
+                f"{fn.__name__} works on integer layouts; an argument is symbolic -- substitute "
+                "values first (Layout.subs(M=64))"
+            )
+        return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def _fmt(t: Any) -> str:
@@ -371,6 +407,11 @@ class Layout:
         object array of Python integers.  Coordinate strides (layoutproof.arith): the values
         are coordinates, an object array of plain nested tuples (components vectorized).
         """
+        if self._sym is not False and self.is_symbolic:
+            raise MalformedLayoutError(
+                f"eval_all needs integer leaves; {self} is symbolic -- substitute values first "
+                "(Layout.subs(M=64)) or use Layout.expr()"
+            )
         import numpy as np
 
         fs, fd = self._flat()
@@ -393,7 +434,12 @@ class Layout:
     def _repr_html_(self) -> str:
         from .draw import layout_html
 
-        return layout_html(self)
+        try:
+            return layout_html(self)
+        except LayoutError:  # symbolic layouts have no picture; show the notation
+            import html
+
+            return f"<pre>{html.escape(str(self))}</pre>"
 
     def _repr_svg_(self) -> "str | None":
         from .draw import layout_svg
@@ -557,6 +603,11 @@ def slice_and_offset(crd: Any, layout: Layout) -> Tuple[Layout, int]:
         raise MalformedLayoutError("slice_and_offset(crd, layout): layout must be a Layout")
     if crd is None or crd is _:
         return layout, 0
+    if sys.modules.get("sympy") is not None and (layout.is_symbolic or _any_symbolic((crd,))):
+        from .symbolic import _as_int, _eval_parts
+
+        ks, kd, off = _eval_parts(crd, layout._shape, layout._stride, crd)
+        return Layout._make(tuple(ks), tuple(kd)), _as_int(off)
     if type(crd) is not tuple and type(crd) is not list:
         return Layout._make((), ()), _eval_checked(crd, layout._shape, layout._stride, crd)
     ks, kd, off = _slice_split(tuple(crd), layout._shape, layout._stride, crd)
@@ -636,6 +687,7 @@ def make_layout(*layouts: Any) -> Layout:
     return Layout._make(tuple(L._shape for L in layouts), tuple(L._stride for L in layouts))
 
 
+@concrete_only
 def make_layout_like(layout: Layout) -> Layout:
     """A compact layout with ``layout``'s shape whose strides are ordered like
     ``layout``'s (by absolute value; stride-0 leaves stay 0)."""

@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple
 
 from .errors import InadmissibleError, MalformedLayoutError, OutOfDomainError, show
 from .inttuple import _flatten, _prefix_product, _unflatten, is_int
-from .layout import Layout, _, _check_shape, _fmt, _need_layout, slice_and_offset
+from .layout import Layout, _, _check_shape, _fmt, _need_layout, concrete_only, slice_and_offset
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -781,6 +781,7 @@ class ComposedLayout:
         return to_f2(self)
 
 
+@concrete_only
 def make_composed_layout(layout_a: Any, offset: Any, layout_b: Any) -> ComposedLayout:
     """C++'s ``make_composed_layout(A, offset, B)``: the constructor."""
     return ComposedLayout(layout_a, offset, layout_b)
@@ -830,6 +831,7 @@ def _composition_of(B: Layout, tiler: Any) -> Any:
 
 
 # ============================================================================= lifting
+@concrete_only
 def lift(fn: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
     """Apply a layout operation to a composed layout the way C++ lifts it:
     ``fn(A o off o B, ...) == A o off o fn(B, ...)``.  Plain layouts go to ``fn`` as they
@@ -849,6 +851,7 @@ def lift(fn: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
     return fn(layout, *args, **kwargs)
 
 
+@concrete_only
 def _lifted(op: str, layout: Any, *args: Any, **kwargs: Any) -> Any:
     """The dispatch target of ops.py for a non-Layout first argument."""
     from . import ops
@@ -860,6 +863,7 @@ def _lifted(op: str, layout: Any, *args: Any, **kwargs: Any) -> Any:
     return fn(layout, *args, **kwargs)  # pragma: no cover - _need_layout raised
 
 
+@concrete_only
 def _composition_lifted(lhs: Any, rhs: Any) -> Any:
     """``composition`` when either side is a Swizzle or a ComposedLayout."""
     if isinstance(lhs, ComposedLayout):
@@ -1298,6 +1302,7 @@ class F2Layout:
 
 
 # ----------------------------------------------------------------------------- conversions
+@concrete_only
 def to_f2(x: Any) -> F2Layout:
     """The F2-stride form of a Swizzle, a ComposedLayout or a Layout, where one exists.
 
@@ -1430,6 +1435,7 @@ def _to_f2_generic(f: Any, sw: Optional[Swizzle], B: Layout) -> F2Layout:
     return R
 
 
+@concrete_only
 def from_f2(L: Any) -> Any:
     """A plain Layout, or ``Swizzle o 0 o Layout``, equal to the F2 layout ``L`` on its
     domain; InadmissibleError where none is found.

@@ -695,9 +695,7 @@ def eval_symbolic(L: Any, args: tuple) -> Any:
         raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
     c = args[0] if len(args) == 1 else tuple(args)
     ks, kd, off = _eval_parts(c, L._shape, L._stride, c)
-    if ks:
-        if len(ks) == 1:
-            return Layout._make(ks[0], kd[0])
+    if ks:  # a slice: the kept modes, as the integer slice gives them
         return Layout._make(tuple(ks), tuple(kd))
     return _as_int(off)
 

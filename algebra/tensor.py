@@ -38,7 +38,7 @@ from typing import Any, Iterator, List, Tuple
 from .arith import ArithTuple, make_identity_layout
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, OutOfDomainError, show
 from .inttuple import _flatten, _product, is_int
-from .layout import Layout, Underscore, _, _as_layout, slice_and_offset
+from .layout import Layout, Underscore, _, _as_layout, concrete_only, slice_and_offset
 
 __all__ = [
     "Tensor",
@@ -404,6 +404,7 @@ def _ndarray_tensor(arr: Any) -> Tensor:
     return Tensor._make(Layout(tuple(int(s) for s in arr.shape), tuple(el)), flat, off)
 
 
+@concrete_only
 def make_tensor(storage: Any, layout_or_shape: Any = None, stride: Any = None, offset: Any = 0) -> Tensor:
     """A tensor over ``storage``.
 
@@ -440,6 +441,7 @@ def make_tensor(storage: Any, layout_or_shape: Any = None, stride: Any = None, o
     return Tensor(L, storage, offset)
 
 
+@concrete_only
 def make_identity_tensor(shape: Any) -> Tensor:
     """The tensor whose element at ``c`` is the natural coordinate of ``c`` (an
     :class:`~layoutproof.arith.ArithTuple`): C++ ``make_identity_tensor``.
