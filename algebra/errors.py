@@ -72,9 +72,15 @@ class UndecidableConditionError(LayoutError):
     """A symbolic side condition cannot be decided from the active assumptions.
 
     Attributes:
-        condition: the condition that, once assumed (or refuted), makes it decidable.
+        condition: the condition that, once assumed (or refuted), makes it decidable (text
+            in Python syntax, readable by ``layoutproof.symbolic.parse_expr``).
+        expr: the same condition as a SymPy expression, when there is one.
+        counterexample: values of the symbols (name -> int) that satisfy the assumptions
+            and violate the condition, when one was found.
     """
 
-    def __init__(self, message: str, *, condition: Any) -> None:
+    def __init__(self, message: str, *, condition: Any, expr: Any = None, counterexample: Any = None) -> None:
         super().__init__(message)
         self.condition = condition
+        self.expr = expr
+        self.counterexample = counterexample

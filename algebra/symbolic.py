@@ -52,10 +52,13 @@ __all__ = [
     "Decision",
     "set_timeout",
     "get_timeout",
+    "timeout",
 ]
 
 _FACTS: contextvars.ContextVar[tuple] = contextvars.ContextVar("layoutproof_facts", default=())
 _TIMEOUT_MS = [3000]
+_TIMEOUT_CTX: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar(
+    "layoutproof_timeout", default=None)
 _CACHE: Dict[Any, "Decision"] = {}
 _CACHE_MAX = 20000
 
@@ -286,8 +289,32 @@ def set_timeout(ms: int) -> None:
 
 
 def get_timeout() -> int:
-    """The time limit of each Z3 call, in milliseconds."""
-    return _TIMEOUT_MS[0]
+    """The time limit of each Z3 call, in milliseconds (a :func:`timeout` block's, else
+    the global one)."""
+    t = _TIMEOUT_CTX.get()
+    return _TIMEOUT_MS[0] if t is None else t
+
+
+@contextmanager
+def timeout(ms: Optional[int]) -> Iterator[None]:
+    """Use ``ms`` milliseconds per Z3 call inside the block (this thread / task only);
+    ``None`` keeps the current setting.
+
+    >>> with timeout(50):
+    ...     get_timeout()
+    50
+    """
+    if ms is None:
+        yield
+        return
+    if type(ms) is not int or ms <= 0:
+        raise MalformedLayoutError(
+            f"the Z3 timeout must be a positive number of milliseconds, got {show(ms)}")
+    tok = _TIMEOUT_CTX.set(ms)
+    try:
+        yield
+    finally:
+        _TIMEOUT_CTX.reset(tok)
 
 
 # ----------------------------------------------------------------------------- pretty printing
@@ -454,7 +481,7 @@ def decide(cond: Any, facts: Optional[tuple] = None, *, use_z3: bool = True,
     if not use_z3:
         return Decision(v, "sympy", reason="not decided by SymPy", seconds=time.perf_counter() - t0,
                         cond=c, facts=fs)
-    tmo = _TIMEOUT_MS[0] if timeout_ms is None else timeout_ms
+    tmo = get_timeout() if timeout_ms is None else timeout_ms
     key = (c, fs, tmo)
     hit = _CACHE.get(key)
     if hit is not None:
@@ -505,9 +532,8 @@ def require(cond: Any, *, op: str, condition_name: str, where: str = "", witness
     if d.counterexample:
         msg += f"; it fails for {_assign_text(d.counterexample)}"
     msg += f" -- state it with layoutproof.assuming({_as_python(d.cond if d.cond is not None else cond)!r})"
-    err2 = UndecidableConditionError(msg, condition=text)
-    err2.counterexample = d.counterexample  # type: ignore[attr-defined]
-    raise err2
+    c = d.cond if d.cond is not None else cond
+    raise UndecidableConditionError(msg, condition=_as_python(c), expr=c, counterexample=d.counterexample)
 
 
 def holds(cond: Any) -> bool:
@@ -553,7 +579,7 @@ def check_extent(e: Any, what: str) -> Any:
     raise UndecidableConditionError(
         f"{what} has the extent {e}, which needs {e} >= 1; not implied by the assumptions "
         f"({_facts_text(d.facts)})",
-        condition=f"{e} >= 1",
+        condition=f"{e} >= 1", expr=_sympy().Ge(e, 1), counterexample=d.counterexample,
     )
 
 
@@ -649,7 +675,7 @@ def _in_range(c: Any, n: Any, full: Any) -> None:
     raise UndecidableConditionError(
         f"evaluating at {show(full)} needs {c} < {n} (the coordinate in the domain); not implied by "
         f"the assumptions ({_facts_text(d.facts)})",
-        condition=f"{c} < {n}",
+        condition=f"{c} < {n}", expr=_sympy().Lt(c, n), counterexample=d.counterexample,
     )
 
 

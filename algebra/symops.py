@@ -31,7 +31,7 @@ from typing import Any, Callable, List, Optional, Tuple
 from .errors import InadmissibleError, MalformedLayoutError, UndecidableConditionError
 from .inttuple import _flatten, _product, _unflatten
 from .layout import Layout
-from .symbolic import _sympy, decide, is_sym, pretty, require
+from .symbolic import _as_python, _sympy, decide, is_sym, pretty, require
 
 _make = Layout._make
 
@@ -151,7 +151,8 @@ def need(cond: Any, *, op: str, condition_name: str, where: str = "",
         "its proof; the assumptions refute it, yet for "
         + (", ".join(f"{k} = {v}" for k, v in sorted(asg.items())) or "these integers")
         + " the integer operation succeeds -- state stronger assumptions",
-        condition=str(cond) if isinstance(cond, bool) else pretty(cond),
+        condition=str(cond) if isinstance(cond, bool) else _as_python(cond),
+        expr=None if isinstance(cond, bool) else cond,
     )
 
 
@@ -278,7 +279,7 @@ def _leaf(As: List[Any], Ad: List[Any], n: Any, r: Any, k: int, conc: Callable[[
                         f"composition needs to know which of {pretty(sp.Le(rest_n, m))} and "
                         f"{pretty(_dvd_cond(m, rest_n))} holds (shape divisibility of {_where(k, i) or 'B'}: "
                         "the result's shape depends on it); assume one of them",
-                        condition=pretty(sp.Le(rest_n, m)),
+                        condition=_as_python(sp.Le(rest_n, m)), expr=sp.Le(rest_n, m),
                     )
                 take = rest_n if le(rest_n, m) is True else m
             else:
@@ -341,7 +342,7 @@ def _sort_modes(modes: List[Tuple[Any, Any, int]], op: str) -> List[Tuple[Any, A
                     f"{op} needs the order of the strides {m[0]} and {o[0]}; neither "
                     f"{pretty(sp.Le(m[0], o[0]))} nor {pretty(sp.Le(o[0], m[0]))} follows from the "
                     "assumptions",
-                    condition=pretty(sp.Le(m[0], o[0])),
+                    condition=_as_python(sp.Le(m[0], o[0])), expr=sp.Le(m[0], o[0]),
                 )
             if v and not (eq(m[0], o[0]) is True and m[2] > o[2]):
                 pos = j
@@ -369,7 +370,7 @@ def complement(L: Layout, cot: Any) -> Layout:
             raise UndecidableConditionError(
                 f"complement needs to know whether mode {k} ({s}:{d}) of {L} is ignored (extent 1 or "
                 f"stride 0); assume {pretty(c)}",
-                condition=pretty(c),
+                condition=_as_python(c), expr=c,
             )
         if lt(d, 0) is not False:
             need(_sympy().Ge(d, 0) if type(d) is not int else d >= 0, op="complement",
@@ -436,7 +437,7 @@ def right_inverse(L: Layout) -> Layout:
             if v is None:
                 raise UndecidableConditionError(
                     f"right_inverse needs to know whether the stride {d} continues the chain at {cur}",
-                    condition=pretty(_sympy().Eq(d, cur)),
+                    condition=_as_python(_sympy().Eq(d, cur)), expr=_sympy().Eq(d, cur),
                 )
             if v:
                 used[i] = True
@@ -503,7 +504,7 @@ def compatible(a: Any, b: Any) -> bool:
         sp = _sympy()
         raise UndecidableConditionError(
             f"compatible needs to know whether {pretty(sp.Eq(a, _product(b)))}",
-            condition=pretty(sp.Eq(a, _product(b))),
+            condition=_as_python(sp.Eq(a, _product(b))), expr=sp.Eq(a, _product(b)),
         )
     return v
 
