@@ -6,11 +6,16 @@ Sub-commands:
   demo        the short tour: evaluate, compose, divide, print, and a rejected composition
   show EXPR   draw a layout: CuTe's print_layout table by default; --svg/--tikz/--png
               write pictures; --tv TILE draws a thread-value layout over an (M,N) tile
+  check STMT  prove or refute "EXPR == EXPR" or "admissible EXPR" (layoutproof.verify)
+
+Sub-commands implemented outside the algebra (``check``) are listed in ``EXTERNAL`` by
+module name and imported only when run: the algebra never imports layoutproof.verify.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from typing import Any, Callable, Dict, List
 
@@ -136,7 +141,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+#: sub-command -> (module with ``main(argv) -> int``, one-line help); loaded on use only
+EXTERNAL: Dict[str, tuple] = {
+    "check": ("layoutproof.verify.cli",
+              'prove or refute "EXPR == EXPR" or "admissible EXPR" (symbols, assumptions, Z3)'),
+}
+
+
 def main(argv: List[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else list(argv)
+    if args_in and args_in[0] in EXTERNAL:
+        module = importlib.import_module(EXTERNAL[args_in[0]][0])
+        return int(module.main(args_in[1:]))
     p = argparse.ArgumentParser(prog="layoutproof", description="The CuTe layout algebra, sound and fast.")
     sub = p.add_subparsers(dest="cmd", required=True)
     pe = sub.add_parser("eval", help="evaluate a layout expression, print it in CuTe notation")
@@ -164,7 +180,9 @@ def main(argv: List[str] | None = None) -> int:
     ps.set_defaults(fn=_cmd_show)
     pd = sub.add_parser("demo", help="a short tour of the algebra (the main job for now)")
     pd.set_defaults(fn=_cmd_demo)
-    args = p.parse_args(argv)
+    for name, (_module, text) in EXTERNAL.items():  # listed in --help; run by the dispatch above
+        sub.add_parser(name, help=text, add_help=False)
+    args = p.parse_args(args_in)
     return int(args.fn(args))
 
 

@@ -1,6 +1,7 @@
 """The ``layoutproof`` command (the installed console script and ``python -m layoutproof``)
-and the documentation's examples: docs/quickstart.md and docs/semantics.md run as
-doctests, and the shell session at the end of the quickstart runs for real."""
+and the documentation's examples: docs/quickstart.md, docs/semantics.md and docs/verify.md
+run as doctests, and the shell sessions of the quickstart and of docs/verify.md run for
+real."""
 
 from __future__ import annotations
 
@@ -114,11 +115,45 @@ def test_help_exits_0(cli):
     assert "eval" in r.stdout and "demo" in r.stdout
 
 
+# ----------------------------------------------------------------------------- check
+@pytest.mark.parametrize("args, code, needles", [
+    (["composition((M,N):(N,1), 4:1) == 4:N", "--assume", "M % 4 == 0"], 0,
+     ["proved (", "assuming: M % 4 == 0"]),
+    (["(4,2):(1,4) == 8:1"], 0, ["proved (exhaustive"]),
+    (["(M,2):(2,1) == 2*M:1"], 1, ["refuted (z3", "coordinate 1 = (1,0): 2 != 1", "assignment: M = 2"]),
+    (["composition((6,2):(1,7), (3,2):(2,3)) == (3,2):(2,3)"], 1, ["disjointness", "coordinate 5"]),
+    (["right_inverse((M,N):(N,1)) == (N,M):(M,1)", "--bound", "4"], 0, ["checked (bounded", "1 <= N <= 4"]),
+    (["admissible composition((M,N):(N,1), 4:1)"], 3, ["unknown", "condition: (4 <= M) or (4 % M == 0)"]),
+    (["admissible complement((2,2):(1,3), 16)"], 1, ["complement admissibility"]),
+])
+def test_check(cli, args, code, needles):
+    r = cli("check", *args)
+    assert r.returncode == code, (r.stdout, r.stderr)
+    for n in needles:
+        assert n in r.stdout, r.stdout
+    assert r.stderr == ""
+
+
+@pytest.mark.parametrize("args", [["bogus"], ["x == 8:1"], ["(4,2):(1,4 == 8:1"], [],
+                                  ["8:1 == 8:1", "--timeout", "0"]])
+def test_check_errors_exit_2(cli, args):
+    r = cli("check", *args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and r.stderr
+
+
+def test_help_lists_check(cli):
+    r = cli("--help")
+    assert "check" in r.stdout
+    r = cli("check", "--help")
+    assert r.returncode == 0 and "--assume" in r.stdout and "exit status" in r.stdout.lower()
+
+
 # ----------------------------------------------------------------------------- the docs
 FLAGS = doctest.ELLIPSIS
 
 
-@pytest.mark.parametrize("name", ["quickstart.md", "semantics.md"])
+@pytest.mark.parametrize("name", ["quickstart.md", "semantics.md", "verify.md"])
 def test_docs_doctest(name):
     path = DOCS / name
     if not path.exists():
@@ -147,14 +182,16 @@ def _console_sessions(text: str):
 
 QUICKSTART_SESSIONS = list(_console_sessions((DOCS / "quickstart.md").read_text())) \
     if (DOCS / "quickstart.md").exists() else []
+VERIFY_SESSIONS = list(_console_sessions((DOCS / "verify.md").read_text())) \
+    if (DOCS / "verify.md").exists() else []
 
 
 def test_quickstart_has_shell_examples():
     assert len(QUICKSTART_SESSIONS) >= 5
 
 
-@pytest.mark.parametrize("cmd, expected", QUICKSTART_SESSIONS,
-                         ids=[c for c, _ in QUICKSTART_SESSIONS])
+@pytest.mark.parametrize("cmd, expected", QUICKSTART_SESSIONS + VERIFY_SESSIONS,
+                         ids=[c for c, _ in QUICKSTART_SESSIONS + VERIFY_SESSIONS])
 def test_quickstart_shell_examples(cmd, expected):
     argv = shlex.split(cmd)
     assert argv[0] == "layoutproof", cmd

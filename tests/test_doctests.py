@@ -7,11 +7,16 @@ import pkgutil
 import pytest
 
 import layoutproof
+import layoutproof.gpu
+import layoutproof.proofs
+import layoutproof.verify
 
+# The four folders are separate trees (pyproject.toml maps them): walk each one.
+_PACKAGES = [layoutproof, layoutproof.verify, layoutproof.proofs, layoutproof.gpu]
 MODULES = sorted(
-    m.name for m in pkgutil.walk_packages(layoutproof.__path__, "layoutproof.")
-    if not m.name.endswith("__main__")
-) + ["layoutproof"]
+    {m.name for p in _PACKAGES for m in pkgutil.walk_packages(p.__path__, p.__name__ + ".")
+     if not m.name.endswith("__main__")} | {p.__name__ for p in _PACKAGES}
+)
 
 
 @pytest.mark.parametrize("name", MODULES)

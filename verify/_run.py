@@ -1,0 +1,351 @@
+"""One driver for every check written against the engines (layoutproof.verify._engine).
+
+``run(claim, check, objs, ...)`` decides ``check(engine, *objs)``:
+
+1. concrete objects: the :class:`~._engine.Concrete` engine, exhaustively (complete);
+   domains past the exhaustive limit go to Z3 like symbolic ones;
+2. symbolic objects: the :class:`~._engine.Symbolic` engine's claims, each proved by SymPy
+   or Z3 under the assumptions (every Z3 call with a time limit).  A Z3 model is confirmed
+   by substituting its parameter values and running the concrete check there: only a
+   confirmed counterexample refutes;
+3. otherwise (a claim Z3 cannot settle, a statement with no symbolic form): bounded
+   checking over every parameter assignment in a box (``bounds``), or "unknown" when
+   ``bounds`` is False.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from layoutproof.errors import InadmissibleError, LayoutError, UndecidableConditionError
+
+from ._bounded import MAX_CASES, assignments
+from ._concrete import IllFormed, concretize, is_symbolic
+from ._engine import Concrete, Fail, NotExpressible, Symbolic, TooLarge
+from ._solve import facts_consistent, facts_for, facts_text, params_of, prove, timeout_of
+from .result import Counterexample, ProofObligation, Result
+
+__all__ = ["run", "bounded", "extra_facts"]
+
+
+def extra_facts(assume: Any) -> tuple:
+    """``assume`` as a tuple of conditions (for ``assuming(*...)``)."""
+    if assume is None:
+        return ()
+    if isinstance(assume, str) or not hasattr(assume, "__iter__"):
+        return (assume,)
+    return tuple(assume)
+
+
+def _concrete_check(check: Callable[..., None], objs: Sequence[Any]) -> Optional[Counterexample]:
+    try:
+        check(Concrete(), *objs)
+    except Fail as f:
+        return f.counterexample
+    return None
+
+
+def run(
+    claim: str,
+    check: Callable[..., None],
+    objs: Sequence[Any],
+    *,
+    assume: Any = (),
+    timeout_ms: Optional[int] = None,
+    bounds: Any = None,
+    max_cases: int = MAX_CASES,
+) -> Result:
+    t0 = time.perf_counter()
+    tmo = timeout_of(timeout_ms)
+    symbolic = any(is_symbolic(o) for o in objs)
+    if not symbolic:
+        try:
+            cex = _concrete_check(check, objs)
+        except TooLarge as e:
+            return _solve(claim, check, objs, assume, tmo, False, max_cases, t0, note=f"{e}: decided by Z3")
+        except NotExpressible as e:
+            return Result(
+                "unknown", "exhaustive", claim=claim, reason=str(e), seconds=time.perf_counter() - t0
+            )
+        if cex is None:
+            return Result("proved", "exhaustive", claim=claim, seconds=time.perf_counter() - t0)
+        return Result(
+            "refuted", "exhaustive", claim=claim, counterexample=cex, seconds=time.perf_counter() - t0
+        )
+    return _solve(claim, check, objs, assume, tmo, bounds, max_cases, t0)
+
+
+def _solve(
+    claim: str,
+    check: Callable[..., None],
+    objs: Sequence[Any],
+    assume: Any,
+    tmo: int,
+    bounds: Any,
+    max_cases: int,
+    t0: float,
+    note: Optional[str] = None,
+) -> Result:
+    from layoutproof.symbolic import assuming
+
+    facts = facts_for(assume)
+    ftext = facts_text(facts)
+    notes: List[str] = [note] if note else []
+    consistent = facts_consistent(facts, tmo)
+    if consistent is False:
+        return Result(
+            "unknown",
+            "z3",
+            claim=claim,
+            reason="the assumptions contradict each other (every claim would follow from them)",
+            assumptions=ftext,
+            seconds=time.perf_counter() - t0,
+        )
+    params = params_of(*objs)
+    taken = set(params)
+    for f in facts:
+        taken |= getattr(f, "free_symbols", set())
+    eng = Symbolic(taken=taken)  # coordinate symbols get names no parameter or fact uses
+    obligations: List[ProofObligation] = []
+    why: Optional[str] = None
+    try:
+        with assuming(*extra_facts(assume)):
+            check(eng, *objs)
+    except Fail as f:  # structural: fails for every assignment
+        return Result(
+            "refuted",
+            "sympy",
+            claim=claim,
+            counterexample=f.counterexample,
+            assumptions=ftext,
+            seconds=time.perf_counter() - t0,
+        )
+    except (NotExpressible, UndecidableConditionError) as e:
+        why = (
+            f"no symbolic form: {e}"
+            if isinstance(e, NotExpressible)
+            else f"undecided symbolically: {e.condition}"
+        )
+    if why is None:
+        methods = set()
+        for purpose, c, extra, coord in eng.claims:
+            v = prove(purpose, c, facts + extra, tmo)
+            if v.obligation is not None:
+                obligations.append(v.obligation)
+            methods.add(v.method)
+            if v.value is True:
+                continue
+            if v.value is False:
+                env = {p.name: v.model[p.name] for p in params if v.model and p.name in v.model}
+                if len(env) < len(params):  # the claim does not mention every parameter
+                    small = bounded(claim, lambda e: _concrete_check(check, [concretize(o, e) for o in objs]),
+                                    params, facts, None, 256, time.perf_counter())
+                    cex, huge = (small.counterexample if small.status == "refuted" else None), False
+                else:
+                    cex, huge = _confirm(check, objs, env)
+                if cex is not None:
+                    cex = _smaller(claim, check, objs, params, facts, cex)
+                elif huge:  # Z3's values are too large to evaluate: a small counterexample, else
+                    # the claim itself checked at Z3's model
+                    cex = _smaller(claim, check, objs, params, facts, None) if params else None
+                    if cex is None:
+                        cex = _at_model(purpose, c, facts + extra, v.model or {}, coord, env)
+                if cex is not None:
+                    return Result(
+                        "refuted",
+                        v.method,
+                        claim=claim,
+                        counterexample=cex,
+                        obligations=obligations,
+                        assumptions=ftext,
+                        seconds=time.perf_counter() - t0,
+                        notes=notes,
+                    )
+                why = f"{purpose}: Z3's model ({_env_text(env)}) is not a counterexample once substituted"
+                break
+            why = f"{purpose}: {v.reason}"
+            break
+        else:
+            method = "z3" if "z3" in methods else "sympy"
+            return Result(
+                "proved",
+                method,
+                claim=claim,
+                obligations=obligations,
+                assumptions=ftext,
+                seconds=time.perf_counter() - t0,
+                notes=notes,
+            )
+    if bounds is False:
+        return Result(
+            "unknown",
+            "z3",
+            claim=claim,
+            reason=why,
+            obligations=obligations,
+            assumptions=ftext,
+            seconds=time.perf_counter() - t0,
+            notes=notes,
+        )
+    notes.append(f"bounded check because {why}")
+    r = bounded(
+        claim,
+        lambda env: _concrete_check(check, [concretize(o, env) for o in objs]),
+        params,
+        facts,
+        bounds,
+        max_cases,
+        t0,
+    )
+    return r.replace(obligations=obligations, assumptions=ftext, notes=notes + list(r.notes))
+
+
+def _smaller(
+    claim: str,
+    check: Callable[..., None],
+    objs: Sequence[Any],
+    params: List[Any],
+    facts: tuple,
+    cex: Optional[Counterexample],
+) -> Optional[Counterexample]:
+    """A counterexample with the smallest parameter values found in a small default box
+    (Z3's models are correct but often large); ``cex`` when the box has none."""
+    small = bounded(
+        claim,
+        lambda env: _concrete_check(check, [concretize(o, env) for o in objs]),
+        params,
+        facts,
+        None,
+        256,
+        time.perf_counter(),
+    )
+    if small.status == "refuted" and small.counterexample is not None:
+        return small.counterexample
+    return cex
+
+
+def _env_text(env: Dict[str, int]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in sorted(env.items()))
+
+
+def _confirm(
+    check: Callable[..., None], objs: Sequence[Any], env: Dict[str, int]
+) -> Tuple[Optional[Counterexample], bool]:
+    """The concrete counterexample at ``env`` if the check fails there; and whether the
+    domain was too large to evaluate."""
+    try:
+        cobjs = [concretize(o, env) for o in objs]
+        if any(is_symbolic(o) for o in cobjs):
+            return None, False
+        cex = _concrete_check(check, cobjs)
+    except TooLarge:
+        return None, True
+    except (IllFormed, NotExpressible, LayoutError):
+        return None, False
+    return (None if cex is None else cex.with_assignment(env)), False
+
+
+def _at_model(
+    purpose: str, claim: Any, facts: tuple, model: Dict[str, int], coord: Any, env: Dict[str, int]
+) -> Optional[Counterexample]:
+    """A counterexample read from Z3's model when the facts hold and the claim is false there
+    by exact evaluation of the SymPy terms (independent of the Z3 translation)."""
+    import sympy as sp
+
+    from ._concrete import holds, int_eval
+
+    if not all(holds(f, model) for f in facts) or holds(claim, model) is not False:
+        return None
+    try:
+        at = int_eval(coord, model) if coord is not None else None
+        lhs = rhs = None
+        if isinstance(claim, sp.Eq):
+            lhs, rhs = int_eval(claim.lhs, model), int_eval(claim.rhs, model)
+    except LayoutError:
+        return None
+    return Counterexample(coordinate=at, lhs=lhs, rhs=rhs, detail=purpose, assignment=env or None)
+
+
+def bounded(
+    claim: str,
+    case: Callable[[Dict[str, int]], Optional[Counterexample]],
+    params: List[Any],
+    facts: tuple,
+    bounds: Any,
+    max_cases: int,
+    t0: float,
+) -> Result:
+    """Run ``case(env)`` (a counterexample or None) for every assignment in the box."""
+    envs, box = assignments(params, facts, bounds, max_cases)
+    done = skipped = 0
+    notes: List[str] = []
+    for env in envs:
+        try:
+            cex = case(env)
+        except (IllFormed, TooLarge) as e:
+            skipped += 1
+            if skipped == 1:
+                notes.append(
+                    f"skipped assignments where the statement is not well formed, e.g. {_env_text(env)}: {e}"
+                )
+            continue
+        except InadmissibleError as e:
+            cex = Counterexample(
+                coordinate=e.witness if type(e.witness) is int else None,
+                detail=f"inadmissible ({e.condition})",
+            )
+        done += 1
+        if cex is not None:
+            return Result(
+                "refuted",
+                "bounded",
+                claim=claim,
+                counterexample=cex.with_assignment(env),
+                bounds=box,
+                cases=done,
+                seconds=time.perf_counter() - t0,
+                notes=notes,
+            )
+    if done == 0:
+        return Result(
+            "unknown",
+            "bounded",
+            claim=claim,
+            bounds=box,
+            cases=0,
+            notes=notes,
+            reason="no parameter assignment within the bounds satisfies the assumptions",
+            seconds=time.perf_counter() - t0,
+        )
+    if skipped:
+        notes.append(f"{skipped} assignment(s) skipped")
+    return Result(
+        "checked",
+        "bounded",
+        claim=claim,
+        bounds=box,
+        cases=done,
+        seconds=time.perf_counter() - t0,
+        notes=notes,
+    )
+
+
+def split_params(params: Any) -> Tuple[List[Any], List[str]]:
+    """``params`` ("M N", a list of symbols or names) as (symbols, names)."""
+    from layoutproof.symbolic import symbols
+
+    if params is None:
+        return [], []
+    if isinstance(params, str):
+        names = params.replace(",", " ").split()
+    else:
+        names = [p if isinstance(p, str) else p.name for p in params]
+    if not names:
+        return [], []
+    syms = symbols(" ".join(names))
+    if not isinstance(syms, tuple):
+        syms = (syms,)
+    given = {} if isinstance(params, str) else {p.name: p for p in params if not isinstance(p, str)}
+    out = [given.get(n, s) for n, s in zip(names, syms)]
+    return out, names

@@ -1,0 +1,195 @@
+"""SymPy and Z3 for the checks: the facts in force, fresh coordinate symbols, and one
+solver call per claim (always with a time limit), recorded as a ProofObligation."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from layoutproof.errors import LayoutError
+
+from .result import ProofObligation
+
+__all__ = ["facts_for", "coord_symbol", "prove", "Verdict", "facts_consistent", "timeout_of", "facts_text"]
+
+
+def timeout_of(timeout_ms: Optional[int]) -> int:
+    """The per-call Z3 limit: the argument, else :func:`layoutproof.symbolic.get_timeout`."""
+    if timeout_ms is None:
+        from layoutproof.symbolic import get_timeout
+
+        return get_timeout()
+    if type(timeout_ms) is not int or timeout_ms <= 0:
+        raise LayoutError(f"timeout_ms must be a positive int (milliseconds), got {timeout_ms!r}")
+    return timeout_ms
+
+
+def facts_for(assume: Any) -> tuple:
+    """The active :func:`layoutproof.assuming` facts plus ``assume`` (a condition or an
+    iterable of conditions: strings, SymPy relations)."""
+    from layoutproof.symbolic import assumptions, condition
+
+    if assume is None:
+        extra: Iterable[Any] = ()
+    elif isinstance(assume, str) or not hasattr(assume, "__iter__"):
+        extra = (assume,)
+    else:
+        extra = assume
+    out = list(assumptions())
+    for a in extra:
+        c = condition(a)
+        if c not in out:
+            out.append(c)
+    return tuple(out)
+
+
+def facts_text(facts: tuple) -> Tuple[str, ...]:
+    from layoutproof.symbolic import pretty
+
+    return tuple(pretty(f) for f in facts)
+
+
+def coord_symbol(name: str, taken: Iterable[Any]) -> Any:
+    """A non-negative integer symbol named ``name`` (or ``name_1``, ...) distinct by name
+    from every symbol in ``taken`` (Z3 identifies variables by name)."""
+    import sympy as sp
+
+    names = {getattr(s, "name", str(s)) for s in taken}
+    cand, k = name, 0
+    while cand in names:
+        k += 1
+        cand = f"{name}_{k}"
+    return sp.Symbol(cand, integer=True, nonnegative=True)
+
+
+class Verdict:
+    """One claim's fate: ``value`` True (proved), False (a model of facts and not claim
+    exists: ``model``), None (unknown: ``reason``); ``method`` is "sympy" or "z3"."""
+
+    __slots__ = ("value", "method", "model", "reason", "obligation")
+
+    def __init__(
+        self,
+        value: Optional[bool],
+        method: str,
+        model: Optional[Dict[str, int]] = None,
+        reason: Optional[str] = None,
+        obligation: Optional[ProofObligation] = None,
+    ) -> None:
+        self.value = value
+        self.method = method
+        self.model = model
+        self.reason = reason
+        self.obligation = obligation
+
+
+def _sympy_true(claim: Any) -> bool:
+    import sympy as sp
+
+    if claim is sp.true or claim is True:
+        return True
+    try:
+        if isinstance(claim, sp.Eq):
+            return sp.expand(claim.lhs - claim.rhs) == 0
+        if isinstance(claim, sp.And):
+            return all(_sympy_true(a) for a in claim.args)
+    except (TypeError, ValueError, RecursionError):  # pragma: no cover - defensive
+        return False
+    return False
+
+
+def _reason(s: Any) -> str:
+    try:
+        why = s.reason_unknown()
+    except Exception:  # noqa: BLE001 - z3 raises its own exception types
+        why = "unknown"
+    if "timeout" in why or "canceled" in why or "resource" in why:
+        return "timeout"
+    if "nonlinear" in why or "incomplete" in why or "smt tactic failed" in why:
+        return f"nonlinear arithmetic ({why})"
+    return why or "unknown"
+
+
+def prove(purpose: str, claim: Any, facts: tuple, timeout_ms: int) -> Verdict:
+    """Decide ``claim`` under ``facts``: SymPy first (expansion of an equality), then Z3
+    (``facts and not claim``: unsat proves it, a model refutes it)."""
+    import sympy as sp
+
+    if claim is False:
+        claim = sp.false  # Z3 still gives a model of the facts: the counterexample's assignment
+    if _sympy_true(claim):
+        return Verdict(True, "sympy")
+    import z3
+
+    from layoutproof import smt
+
+    t0 = time.perf_counter()
+    try:
+        ob = smt.Obligation(claim, facts)
+    except LayoutError as e:
+        return Verdict(None, "z3", reason=f"not expressible in Z3: {e}")
+    try:
+        s = ob.solver(timeout_ms)
+        r = s.check()
+    except z3.Z3Exception as e:  # pragma: no cover - defensive
+        return Verdict(None, "z3", reason=f"Z3 error: {e}")
+    dt = time.perf_counter() - t0
+    if r == z3.unsat:
+        rec = ProofObligation(purpose, claim, facts, "unsat", ob, dt)
+        return Verdict(True, "z3", obligation=rec)
+    if r == z3.sat:
+        m = s.model()
+        model = {sym.name: m.eval(v, model_completion=True).as_long() for sym, v in ob.env.items()}
+        rec = ProofObligation(purpose, claim, facts, "sat", ob, dt)
+        return Verdict(False, "z3", model=model, obligation=rec)
+    why = _reason(s)
+    rec = ProofObligation(purpose, claim, facts, "unknown", ob, dt, reason=why)
+    return Verdict(None, "z3", reason=why, obligation=rec)
+
+
+_CONSISTENT: Dict[Any, bool] = {}
+
+
+def facts_consistent(facts: tuple, timeout_ms: int) -> Optional[bool]:
+    """False when the facts contradict each other (every claim would follow from them)."""
+    if not facts:
+        return True
+    key = (facts, timeout_ms)
+    if key in _CONSISTENT:
+        return _CONSISTENT[key]
+    import sympy as sp
+    import z3
+
+    from layoutproof import smt
+
+    try:
+        r = smt.Obligation(sp.true, facts).solver(timeout_ms, negate=False).check()
+    except LayoutError:
+        return None
+    val = None if r == z3.unknown else r == z3.sat
+    if len(_CONSISTENT) > 1000:
+        _CONSISTENT.clear()
+    _CONSISTENT[key] = val
+    return val
+
+
+def params_of(*objs: Any) -> List[Any]:
+    """The SymPy symbols in the objects (layouts, leaves, tuples), sorted by name."""
+    from ._concrete import is_sym
+
+    out: set = set()
+
+    def walk(x: Any) -> None:
+        from layoutproof.layout import Layout
+
+        if isinstance(x, Layout):
+            out.update(x.free_symbols)
+        elif type(x) is tuple or type(x) is list:
+            for e in x:
+                walk(e)
+        elif is_sym(x):
+            out.update(x.free_symbols)
+
+    for o in objs:
+        walk(o)
+    return sorted(out, key=lambda s: s.name)

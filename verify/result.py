@@ -1,0 +1,368 @@
+"""The outcome of every check in :mod:`layoutproof.verify`.
+
+A :class:`Result` says what happened to one claim:
+
+* ``"proved"`` -- the claim holds for every coordinate and every parameter assignment that
+  satisfies the assumptions (an unbounded proof by SymPy or Z3, or an exhaustive check of a
+  concrete domain, which is complete);
+* ``"checked"`` -- the claim holds for every parameter assignment inside the stated
+  ``bounds`` (each one checked exhaustively); nothing is claimed outside them;
+* ``"refuted"`` -- a :class:`Counterexample` shows the claim false (a coordinate, and the
+  parameter assignment when the claim is symbolic);
+* ``"unknown"`` -- neither: ``reason`` says why (``"timeout"``, ``"nonlinear arithmetic
+  ..."``, the condition that could not be decided).  An unknown is never reported as
+  proved.
+
+``bool(result)`` is True only for proved and checked.
+
+>>> from layoutproof import Layout
+>>> from layoutproof.verify import equal
+>>> r = equal(Layout((4, 2), (2, 1)), Layout((4, 2), (2, 1)))
+>>> r.status, r.method, bool(r)
+('proved', 'exhaustive', True)
+>>> r = equal(Layout((4, 2), (2, 1)), Layout((4, 2), (1, 4)))
+>>> r.status, r.counterexample.coordinate, r.counterexample.natural
+('refuted', 1, (1, 0))
+>>> print(r.counterexample)
+coordinate 1 = (1,0): 2 != 1
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Optional, Tuple
+
+__all__ = ["Result", "Counterexample", "ProofObligation", "STATUSES", "METHODS"]
+
+STATUSES = ("proved", "checked", "refuted", "unknown")
+METHODS = ("exhaustive", "sympy", "z3", "cvc5", "bounded")
+
+
+class _Frozen:
+    """Attributes are set once, in ``__init__`` (``object.__setattr__``); afterwards the
+    object refuses assignment."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+
+def _fmt(x: Any) -> str:
+    if type(x) is tuple:
+        return "(" + ",".join(_fmt(e) for e in x) + ")"
+    return str(x)
+
+
+def _assign_text(a: Optional[Dict[str, int]]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in sorted(a.items())) if a else ""
+
+
+class Counterexample(_Frozen):
+    """Where a claim fails.
+
+    Attributes:
+        coordinate: the 1-D coordinate (an int), or None when the failure is not at a
+            coordinate (sizes or shapes differ, a side condition fails).
+        natural: the same coordinate as a natural coordinate of the domain's shape.
+        assignment: for a symbolic claim, the parameter values (dict name -> int) at which
+            it fails; None for concrete claims.
+        lhs, rhs: the two values that differ (None where a side has no value).
+        detail: which part of the claim fails, in words.
+
+    >>> c = Counterexample(coordinate=5, natural=(2, 1), lhs=8, rhs=7, assignment={"M": 4})
+    >>> str(c)
+    'coordinate 5 = (2,1): 8 != 7; M = 4'
+    """
+
+    __slots__ = ("coordinate", "natural", "assignment", "lhs", "rhs", "detail")
+
+    def __init__(
+        self,
+        *,
+        coordinate: Any = None,
+        natural: Any = None,
+        assignment: Optional[Dict[str, int]] = None,
+        lhs: Any = None,
+        rhs: Any = None,
+        detail: Optional[str] = None,
+    ) -> None:
+        s = object.__setattr__
+        s(self, "coordinate", coordinate)
+        s(self, "natural", natural)
+        s(self, "assignment", dict(assignment) if assignment else None)
+        s(self, "lhs", lhs)
+        s(self, "rhs", rhs)
+        s(self, "detail", detail)
+
+    def with_assignment(self, assignment: Optional[Dict[str, int]]) -> "Counterexample":
+        """A copy with ``assignment`` set."""
+        return Counterexample(
+            coordinate=self.coordinate,
+            natural=self.natural,
+            assignment=assignment,
+            lhs=self.lhs,
+            rhs=self.rhs,
+            detail=self.detail,
+        )
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __str__(self) -> str:
+        text = self.detail or ""
+        if self.coordinate is not None:
+            where = f"coordinate {self.coordinate}"
+            if self.natural is not None and self.natural != self.coordinate:
+                where += f" = {_fmt(self.natural)}"
+            if self.lhs is not None and self.rhs is not None:
+                where += f": {_fmt(self.lhs)} != {_fmt(self.rhs)}"
+            text = f"{text} at {where}" if text else where
+        elif self.lhs is not None and self.rhs is not None:
+            vals = f"{_fmt(self.lhs)} != {_fmt(self.rhs)}"
+            text = f"{text}: {vals}" if text else vals
+        text = text or "counterexample"
+        if self.assignment:
+            text += f"; {_assign_text(self.assignment)}"
+        return text
+
+    def __repr__(self) -> str:
+        items = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__ if getattr(self, k) is not None)
+        return f"Counterexample({items})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Counterexample) and self.as_dict() == other.as_dict()
+
+    def __hash__(self) -> int:
+        return hash((self.coordinate, self.detail))
+
+
+class ProofObligation(_Frozen):
+    """One query put to an SMT solver: the ``facts`` (assumptions, coordinate domains) and
+    the ``claim``; the solver is asked whether ``facts and not claim`` is satisfiable.
+
+    Attributes:
+        purpose: what the claim expresses, in words.
+        claim, facts: SymPy conditions.
+        verdict: Z3's answer to ``facts and not claim``: ``"unsat"`` (the claim is proved),
+            ``"sat"`` (a counterexample exists) or ``"unknown"``.
+        obligation: the :class:`layoutproof.smt.Obligation` (Z3 terms).
+        seconds: the solver's time.
+    """
+
+    __slots__ = ("purpose", "claim", "facts", "verdict", "obligation", "seconds", "reason")
+
+    def __init__(
+        self,
+        purpose: str,
+        claim: Any,
+        facts: tuple,
+        verdict: str,
+        obligation: Any,
+        seconds: float = 0.0,
+        reason: Optional[str] = None,
+    ) -> None:
+        s = object.__setattr__
+        s(self, "purpose", purpose)
+        s(self, "claim", claim)
+        s(self, "facts", tuple(facts))
+        s(self, "verdict", verdict)
+        s(self, "obligation", obligation)
+        s(self, "seconds", seconds)
+        s(self, "reason", reason)
+
+    def smt2(self) -> str:
+        """SMT-LIB2 text of ``facts and not claim`` (``unsat`` means the claim holds)."""
+        return self.obligation.smt2()
+
+    def __repr__(self) -> str:
+        return f"ProofObligation({self.purpose!r}, verdict={self.verdict!r})"
+
+
+class Result(_Frozen):
+    """The outcome of a check: see the module docstring for the four statuses.
+
+    Attributes:
+        status: ``"proved"``, ``"checked"``, ``"refuted"`` or ``"unknown"``.
+        method: ``"exhaustive"``, ``"sympy"``, ``"z3"``, ``"cvc5"`` or ``"bounded"``.
+        claim: the statement checked, in words.
+        seconds: wall time of the check.
+        counterexample: a :class:`Counterexample` when refuted.
+        reason: why, when unknown (also set for some refutations: the violated condition).
+        condition: the side condition concerned (admissibility checks), when there is one.
+        bounds: for ``"checked"``, the parameter box (dict name -> (lo, hi)) within which
+            every assignment satisfying the assumptions was checked.
+        cases: for bounded checks, how many parameter assignments were checked.
+        obligations: the :class:`ProofObligation` s put to Z3 (see :func:`to_smtlib`).
+        assumptions: the facts the claim was checked under (text).
+        notes: further remarks (e.g. why a Z3 attempt gave way to bounded checking).
+
+    >>> r = Result("unknown", "z3", claim="A == B", reason="timeout")
+    >>> bool(r), str(r)
+    (False, 'unknown (z3, 0.0 ms): A == B -- timeout')
+    """
+
+    __slots__ = (
+        "status",
+        "method",
+        "claim",
+        "seconds",
+        "counterexample",
+        "reason",
+        "condition",
+        "bounds",
+        "cases",
+        "obligations",
+        "assumptions",
+        "notes",
+    )
+
+    def __init__(
+        self,
+        status: str,
+        method: str,
+        *,
+        claim: str = "",
+        seconds: float = 0.0,
+        counterexample: Optional[Counterexample] = None,
+        reason: Optional[str] = None,
+        condition: Optional[str] = None,
+        bounds: Optional[Dict[str, Tuple[int, int]]] = None,
+        cases: Optional[int] = None,
+        obligations: Iterable[ProofObligation] = (),
+        assumptions: Iterable[str] = (),
+        notes: Iterable[str] = (),
+    ) -> None:
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        s = object.__setattr__
+        s(self, "status", status)
+        s(self, "method", method)
+        s(self, "claim", claim)
+        s(self, "seconds", float(seconds))
+        s(self, "counterexample", counterexample)
+        s(self, "reason", reason)
+        s(self, "condition", condition)
+        s(self, "bounds", dict(bounds) if bounds is not None else None)
+        s(self, "cases", cases)
+        s(self, "obligations", tuple(obligations))
+        s(self, "assumptions", tuple(assumptions))
+        s(self, "notes", tuple(notes))
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def proved(self) -> bool:
+        return self.status == "proved"
+
+    @property
+    def refuted(self) -> bool:
+        return self.status == "refuted"
+
+    @property
+    def ok(self) -> bool:
+        """proved or checked."""
+        return self.status in ("proved", "checked")
+
+    def __bool__(self) -> bool:
+        return self.status in ("proved", "checked")
+
+    def replace(self, **changes: Any) -> "Result":
+        """A copy with some fields changed."""
+        kw = {k: getattr(self, k) for k in self.__slots__ if k not in ("status", "method")}
+        kw.update({k: v for k, v in changes.items() if k not in ("status", "method")})
+        return Result(changes.get("status", self.status), changes.get("method", self.method), **kw)
+
+    # ------------------------------------------------------------------ text
+    def _head(self) -> str:
+        ms = self.seconds * 1e3
+        t = f"{ms:.1f} ms" if ms < 10_000 else f"{self.seconds:.1f} s"
+        return f"{self.status} ({self.method}, {t})"
+
+    def __str__(self) -> str:
+        text = self._head()
+        if self.claim:
+            text += f": {self.claim}"
+        if self.status == "refuted" and self.counterexample is not None:
+            text += f" -- {self.counterexample}"
+        elif self.status == "unknown" and self.reason:
+            text += f" -- {self.reason}"
+        elif self.status == "checked" and self.bounds:
+            text += f" -- within {_bounds_text(self.bounds)}"
+        return text
+
+    def explain(self) -> str:
+        """Several lines: the verdict, the method and time, the assumptions, the
+        counterexample or the reason, the bounds, and the obligations put to Z3.
+
+        >>> print(Result("refuted", "exhaustive", claim="A == B",
+        ...              counterexample=Counterexample(coordinate=1, natural=(1, 0), lhs=2, rhs=1)).explain())
+        refuted (exhaustive, 0.0 ms): A == B
+          counterexample: coordinate 1 = (1,0): 2 != 1
+        """
+        lines = [self._head() + (f": {self.claim}" if self.claim else "")]
+        if self.assumptions:
+            lines.append("  assuming: " + ", ".join(self.assumptions))
+        if self.condition and self.status != "proved":
+            lines.append(f"  condition: {self.condition}")
+        c = self.counterexample
+        if c is not None:
+            lines.append(f"  counterexample: {c.with_assignment(None)}")
+            if c.assignment:
+                lines.append(f"  assignment: {_assign_text(c.assignment)}")
+        if self.reason:
+            lines.append(f"  reason: {self.reason}")
+        if self.bounds:
+            lines.append(
+                f"  bounds: {_bounds_text(self.bounds)}"
+                + (
+                    f" ({self.cases} assignment{'s' if self.cases != 1 else ''} checked)"
+                    if self.cases is not None
+                    else ""
+                )
+            )
+        if self.obligations:
+            verdicts = ", ".join(f"{o.verdict}" for o in self.obligations)
+            lines.append(f"  obligations: {len(self.obligations)} ({verdicts})")
+        for n in self.notes:
+            lines.append(f"  note: {n}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        extra = ""
+        if self.counterexample is not None:
+            extra += f", counterexample={self.counterexample!r}"
+        if self.reason:
+            extra += f", reason={self.reason!r}"
+        if self.bounds:
+            extra += f", bounds={self.bounds!r}"
+        return f"Result({self.status!r}, {self.method!r}, claim={self.claim!r}{extra})"
+
+    def as_dict(self) -> Dict[str, Any]:
+        """A JSON-friendly dict (obligations as their purposes and verdicts)."""
+        return {
+            "status": self.status,
+            "method": self.method,
+            "claim": self.claim,
+            "seconds": self.seconds,
+            "counterexample": None
+            if self.counterexample is None
+            else {
+                k: (_fmt(v) if k in ("natural", "lhs", "rhs") and v is not None else v)
+                for k, v in self.counterexample.as_dict().items()
+            },
+            "reason": self.reason,
+            "condition": self.condition,
+            "bounds": None if self.bounds is None else {k: list(v) for k, v in self.bounds.items()},
+            "cases": self.cases,
+            "obligations": [{"purpose": o.purpose, "verdict": o.verdict} for o in self.obligations],
+            "assumptions": list(self.assumptions),
+            "notes": list(self.notes),
+        }
+
+
+def _bounds_text(b: Dict[str, Tuple[int, int]]) -> str:
+    return ", ".join(f"{lo} <= {k} <= {hi}" for k, (lo, hi) in sorted(b.items()))
