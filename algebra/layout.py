@@ -733,6 +733,11 @@ def size(x: Any) -> int:
 
 
 def cosize(x: Layout) -> int:
+    """Length of the codomain interval of a layout (plain or composed): ``1 + sum((s-1)*|d|)``.
+
+    >>> cosize(Layout((4, 3), (2, -5)))
+    17
+    """
     if _lifted(x):
         return x.cosize
     _need_layout(x, "cosize")
@@ -740,11 +745,18 @@ def cosize(x: Layout) -> int:
 
 
 def coshape(x: Layout) -> Any:
+    """The codomain extent: :attr:`Layout.cosize` for integer strides, a shape for
+    coordinate strides (see :mod:`layoutproof.arith`)."""
     _need_layout(x, "coshape")
     return x.coshape
 
 
 def rank(x: Any) -> int:
+    """Number of top-level modes of a layout or an HTuple (an integer has rank 1).
+
+    >>> rank(Layout((4, (2, 2)))), rank((2, 3, 4)), rank(8)
+    (2, 3, 1)
+    """
     if isinstance(x, Layout) or (_lifted(x) and hasattr(x, "rank")):
         return x.rank
     from .inttuple import _norm
@@ -754,6 +766,11 @@ def rank(x: Any) -> int:
 
 
 def depth(x: Any) -> int:
+    """Nesting depth of a layout's shape or of an HTuple (0 for an integer).
+
+    >>> depth(Layout((4, (2, 2)))), depth(8)
+    (2, 0)
+    """
     if isinstance(x, Layout) or (_lifted(x) and hasattr(x, "depth")):
         return x.depth
     from .inttuple import _norm
@@ -762,6 +779,11 @@ def depth(x: Any) -> int:
 
 
 def shape(x: Layout) -> Any:
+    """The shape of a layout (plain or composed).
+
+    >>> shape(Layout((4, (2, 2)), (2, (1, 8))))
+    (4, (2, 2))
+    """
     if _lifted(x) and hasattr(x, "shape"):
         return x.shape
     _need_layout(x, "shape")
@@ -769,6 +791,11 @@ def shape(x: Layout) -> Any:
 
 
 def stride(x: Layout) -> Any:
+    """The stride of a layout.
+
+    >>> stride(Layout((4, (2, 2)), (2, (1, 8))))
+    (2, (1, 8))
+    """
     _need_layout(x, "stride")
     return x.stride
 
