@@ -145,6 +145,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 EXTERNAL: Dict[str, tuple] = {
     "check": ("layoutproof.verify.cli",
               'prove or refute "EXPR == EXPR" or "admissible EXPR" (symbols, assumptions, Z3)'),
+    "prove": ("layoutproof.proofs.cli", "check the theorem catalog and write a report (layoutproof-report/)"),
 }
 
 

@@ -16,12 +16,19 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from layoutproof import Layout, LayoutError
 
 __all__ = [
     "Bounds",
+    "nested_shapes",
+    "swizzles",
+    "gemm_tilings",
+    "values",
+    "offsets",
+    "extended_values",
+    "stride_chain",
     "shapes",
     "layouts",
     "nested_layouts",
@@ -143,3 +150,173 @@ def admissible_pairs(op: Callable[..., object], firsts: Iterator[object],
             n += 1
             if limit is not None and n >= limit:
                 return
+
+
+# ----------------------------------------------------------------------------- more families
+def nested_shapes(
+    rank: int = 2, extent: int = 3, depth: int = 2, max_size: Optional[int] = None, unit_tuples: bool = True
+) -> Iterator[Any]:
+    """Every hierarchical shape (HTuple) of depth <= ``depth``: an integer leaf
+    ``1..extent``, or a tuple of 1..``rank`` such shapes of depth <= ``depth - 1``; only
+    those of size <= ``max_size`` when it is given.  ``unit_tuples=False`` leaves out
+    rank-1 tuples such as ``(4,)``.  Integers first, then tuples by rank, in a fixed order.
+
+    >>> [s for s in nested_shapes(rank=2, extent=2, depth=1)]
+    [1, 2, (1,), (2,), (1, 1), (1, 2), (2, 1), (2, 2)]
+    >>> sum(1 for _ in nested_shapes(rank=2, extent=2, depth=2))
+    74
+    """
+    _check(rank, extent, 0)
+    if type(depth) is not int or depth < 0:
+        raise LayoutError(f"family bound depth must be a non-negative integer, got {depth!r}")
+    cap = max_size if max_size is not None else None
+
+    def size(s: Any) -> int:
+        if type(s) is int:
+            return s
+        p = 1
+        for e in s:
+            p *= size(e)
+        return p
+
+    def gen(d: int) -> List[Any]:
+        out: List[Any] = [e for e in range(1, extent + 1) if cap is None or e <= cap]
+        if d == 0:
+            return out
+        inner = gen(d - 1)
+        for r in range(1 if unit_tuples else 2, rank + 1):
+            for combo in itertools.product(inner, repeat=r):
+                if cap is None or size(combo) <= cap:
+                    out.append(combo)
+        return out
+
+    seen = set()
+    for s in gen(depth):
+        if s not in seen:
+            seen.add(s)
+            yield s
+
+
+def swizzles(max_bits: int = 6, negative: bool = True) -> Iterator[Any]:
+    """Every valid ``Swizzle(B, M, S)`` (``B >= 0``, ``M >= 0``, ``|S| >= B``; ``S < 0``
+    only when ``negative``) touching at most ``max_bits`` bits (``M + B + |S| <= max_bits``).
+
+    >>> len(list(swizzles(max_bits=3)))
+    22
+    """
+    from layoutproof import Swizzle
+
+    for top in range(0, max_bits + 1):
+        for b in range(0, top + 1):
+            for m in range(0, top - b + 1):
+                s_abs = top - b - m
+                if s_abs < b:
+                    continue
+                for s in (s_abs, -s_abs) if negative and s_abs > 0 else (s_abs,):
+                    yield Swizzle(b, m, s)
+
+
+def gemm_tilings(max_mn: int = 16, dividing: bool = True) -> Iterator[Tuple[int, int, int, int]]:
+    """``(M, N, BM, BN)``: every matrix extent ``1 <= M, N <= max_mn`` with every tile
+    ``1 <= BM <= M``, ``1 <= BN <= N`` (only tiles dividing the matrix when ``dividing``).
+
+    >>> len(list(gemm_tilings(max_mn=4)))
+    64
+    """
+    for M in range(1, max_mn + 1):
+        for N in range(1, max_mn + 1):
+            for BM in range(1, M + 1):
+                if dividing and M % BM:
+                    continue
+                for BN in range(1, N + 1):
+                    if dividing and N % BN:
+                        continue
+                    yield M, N, BM, BN
+
+
+# ----------------------------------------------------------------------------- fast evaluation
+_VALUES: Dict[Any, Any] = {}
+_VALUES_MAX = 1 << 16
+
+
+def values(L: Any) -> Any:
+    """``L.eval_all()``, cached (read-only numpy array): families revisit the same layouts
+    many times.  The cache is bounded (cleared when it reaches 65,536 layouts).
+
+    >>> values(Layout((2, 2), (1, 3))).tolist()
+    [0, 1, 3, 4]
+    """
+    v = _VALUES.get(L)
+    if v is None:
+        if len(_VALUES) >= _VALUES_MAX:
+            _VALUES.clear()
+        v = L.eval_all()
+        v.setflags(write=False)
+        _VALUES[L] = v
+    return v
+
+
+def offsets(L: Layout) -> List[int]:
+    """Every offset of ``L`` as a Python list, in colexicographic order: the same as
+    ``L.eval_all().tolist()``, computed without numpy for small layouts (a few microseconds
+    for the members of a family, where numpy's per-call overhead dominates).
+
+    >>> offsets(Layout((2, 2), (1, 3))), offsets(Layout(3, -2))
+    ([0, 1, 3, 4], [0, -2, -4])
+    """
+    fs, fd = L._flat()
+    if type(fs) is not tuple:
+        return [k * fd for k in range(fs)]
+    n = 1
+    for x in fs:
+        n *= x
+    if n > 4096:
+        return L.eval_all().tolist()
+    out = [0]
+    for s, d in zip(fs, fd):
+        if s != 1:
+            out = [x + k * d for k in range(s) for x in out] if d else out * s
+    return out
+
+
+def extended_values(A: Layout, x: Any) -> Any:
+    """``Â(x)`` for a numpy array ``x`` of non-negative integers: ``A`` with its own last
+    (flat) mode unbounded, the function CuTe's composition reads past ``size(A)``.
+
+    >>> import numpy as np
+    >>> extended_values(Layout((4, 2), (1, 8)), np.array([3, 4, 12])).tolist()
+    [3, 8, 24]
+    """
+    import numpy as np
+
+    fs, fd = A._flat()
+    if type(fs) is not tuple:
+        fs, fd = (fs,), (fd,)
+    y = np.asarray(x, dtype=np.int64)
+    off = np.zeros(y.shape, dtype=np.int64)
+    last = len(fs) - 1
+    for k in range(last):
+        off += (y % fs[k]) * fd[k]
+        y = y // fs[k]
+    return off + y * fd[last]
+
+
+def stride_chain(L: Layout) -> Optional[int]:
+    """T1's complement admissibility, on ``L``'s modes that matter (extent > 1, stride
+    != 0), sorted by stride: ``s(i-1)*d(i-1)`` divides ``d(i)``.  Returns ``None`` when it
+    holds, else the index (in the sorted order) of the first mode that breaks it.  Negative
+    strides break it at once (index 0 of the offending mode).
+
+    >>> stride_chain(Layout((2, 4), (1, 2))) is None, stride_chain(Layout((2, 2), (1, 3)))
+    (True, 1)
+    """
+    fs, fd = L._flat()
+    if type(fs) is not tuple:
+        fs, fd = (fs,), (fd,)
+    modes = sorted((d, s) for s, d in zip(fs, fd) if s != 1 and d != 0)
+    prev = 1
+    for k, (d, s) in enumerate(modes):
+        if d < 0 or d % prev:
+            return k
+        prev = s * d
+    return None

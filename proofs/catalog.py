@@ -1,0 +1,90 @@
+"""The theorem catalog: every :class:`~layoutproof.proofs.Theorem`, grouped by topic.
+
+>>> from layoutproof.proofs.catalog import THEOREMS, get
+>>> len(THEOREMS) >= 40
+True
+>>> get("neg.shah-bymode-composition").expected
+'refuted'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, List, Optional
+
+from . import (
+    catalog_coalesce as coalesce,
+)
+from . import (
+    catalog_complement as complement,
+)
+from . import (
+    catalog_composition as composition,
+)
+from . import (
+    catalog_negative as negative,
+)
+from . import (
+    catalog_seeds as seeds,
+)
+from . import (
+    catalog_structure as structure,
+)
+from . import (
+    catalog_tiling as tiling,
+)
+from .theorem import Theorem
+
+__all__ = ["THEOREMS", "GROUPS", "get", "select"]
+
+#: every theorem, in catalog order
+THEOREMS: List[Theorem] = [
+    *coalesce.THEOREMS,
+    *composition.THEOREMS,
+    *complement.THEOREMS,
+    *tiling.THEOREMS,
+    *structure.THEOREMS,
+    *seeds.THEOREMS,
+    *negative.THEOREMS,
+]
+
+#: the groups, in catalog order
+GROUPS: List[str] = list(dict.fromkeys(t.group for t in THEOREMS))
+
+_ids = [t.id for t in THEOREMS]
+if len(set(_ids)) != len(_ids):  # pragma: no cover - a catalog edit error
+    dup = sorted({i for i in _ids if _ids.count(i) > 1})
+    raise ValueError(f"duplicate theorem ids in the catalog: {dup}")
+
+
+def get(theorem_id: str, theorems: Optional[Iterable[Theorem]] = None) -> Theorem:
+    """The theorem with this id (KeyError if there is none)."""
+    for t in THEOREMS if theorems is None else theorems:
+        if t.id == theorem_id:
+            return t
+    raise KeyError(theorem_id)
+
+
+def select(pattern: Optional[str], theorems: Optional[Iterable[Theorem]] = None) -> List[Theorem]:
+    """The theorems whose id, title or group contains ``pattern`` (case-insensitive) or matches
+    it as a regular expression; all of them for None.
+
+    >>> [t.id for t in select("T9.bij")]
+    ['T9.bijective-inverses-coincide']
+    >>> len(select("^neg\\\\.")) >= 10
+    True
+    """
+    pool = list(THEOREMS if theorems is None else theorems)
+    if not pattern:
+        return pool
+    low = pattern.lower()
+    try:
+        rx: Optional[re.Pattern] = re.compile(pattern, re.I)
+    except re.error:
+        rx = None
+    out = []
+    for t in pool:
+        hay = (t.id, t.title, t.group)
+        if any(low in h.lower() for h in hay) or (rx is not None and any(rx.search(h) for h in hay)):
+            out.append(t)
+    return out
