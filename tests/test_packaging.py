@@ -194,6 +194,12 @@ def test_unpacked_wheel_imports_and_runs_the_demo(wheel, tmp_path):
     r = _run([sys.executable, "-m", "layoutproof", "demo"], env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "witness coordinate 5" in r.stdout
+    # the main job from the wheel's files: the catalog modules ship (a quick filter here;
+    # the whole catalog runs in tests/test_proofs.py)
+    r = _run([sys.executable, "-m", "layoutproof", "prove", "--filter", "shah", "--report",
+              str(tmp_path / "report")], env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "refuted" in r.stdout and (tmp_path / "report" / "report.json").exists()
 
 
 # ----------------------------------------------------------------------------- import cost
@@ -258,7 +264,7 @@ def test_readme_has_exactly_two_setup_commands():
     cmds = [_commands(b) for b in blocks]
     assert all(len(c) == 1 for c in cmds), f"each ```sh block holds one command line: {cmds}"
     main, tests = cmds[0][0], cmds[1][0]
-    assert main.startswith("pip install ") and main.endswith("layoutproof demo"), main
+    assert main.startswith("pip install ") and main.endswith("layoutproof prove"), main
     assert "pytest" in tests and '".[test]"' in tests, tests
 
 
