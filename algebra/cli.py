@@ -7,8 +7,10 @@ Sub-commands:
   show EXPR   draw a layout: CuTe's print_layout table by default; --svg/--tikz/--png
               write pictures; --tv TILE draws a thread-value layout over an (M,N) tile
   check STMT  prove or refute "EXPR == EXPR" or "admissible EXPR" (layoutproof.verify)
+  prove       run the theorem catalog (layoutproof.proofs)
+  gemm        emit a proven GEMM kernel; run, check and time it where a GPU is present
 
-Sub-commands implemented outside the algebra (``check``) are listed in ``EXTERNAL`` by
+Sub-commands implemented outside the algebra (``check``, ``prove``, ``gemm``) are listed in ``EXTERNAL`` by
 module name and imported only when run: the algebra never imports layoutproof.verify.
 """
 
@@ -146,6 +148,8 @@ EXTERNAL: Dict[str, tuple] = {
     "check": ("layoutproof.verify.cli",
               'prove or refute "EXPR == EXPR" or "admissible EXPR" (symbols, assumptions, Z3)'),
     "prove": ("layoutproof.proofs.cli", "check the theorem catalog and write a report (layoutproof-report/)"),
+    "gemm": ("layoutproof.gpu.cli",
+             "generate a proven mma.sync GEMM kernel (--emit FILE); run, check and time it on a GPU"),
 }
 
 

@@ -1,1 +1,50 @@
-"""layoutproof.gpu: MMA/copy atoms, proven lowering, CuPy runtime. Arrives with the GPU issue."""
+"""layoutproof.gpu: verified MMA / copy atoms, proven lowering, and a proven mma.sync GEMM.
+
+* :mod:`~layoutproof.gpu.atoms` -- MMA and copy atoms as layouts of the algebra, checked
+  against :mod:`~layoutproof.gpu.ptx_tables` (an independent encoding of the PTX ISA).
+* :mod:`~layoutproof.gpu.tiled` -- TiledMMA / ThrMMA / TiledCopy: partitioning is
+  composition followed by slicing.
+* :mod:`~layoutproof.gpu.lower` -- a layout becomes a C index expression, proven equal to
+  it; bounds and bijectivity; :mod:`~layoutproof.gpu.banks` -- bank-conflict proofs.
+* :mod:`~layoutproof.gpu.codegen` -- the GEMM generator: every index map proven before
+  the source is emitted; :mod:`~layoutproof.gpu.runtime` -- ``gemm`` on CuPy arrays, the
+  compile cache and the autotuner (CuPy is imported only when a kernel runs).
+
+>>> from layoutproof.gpu import GemmConfig
+>>> GemmConfig().key()
+'128x128x32_w2x2_s4_auto_g8'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import GemmConfig, GemmProblem
+from .errors import (
+    AtomMismatchError,
+    BankConflictError,
+    GemmConfigError,
+    GemmInputError,
+    LoweringError,
+    NoGPUError,
+    ProofFailedError,
+)
+from .proofrec import Proof, ProofLog
+
+__all__ = [
+    "GemmConfig", "GemmProblem", "gemm", "generate", "autotune", "Proof", "ProofLog",
+    "AtomMismatchError", "BankConflictError", "GemmConfigError", "GemmInputError",
+    "LoweringError", "NoGPUError", "ProofFailedError",
+]
+
+_LAZY = {"gemm": ("runtime", "gemm"), "autotune": ("runtime", "autotune"),
+         "generate": ("codegen", "generate")}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(f"{__name__}.{mod}"), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

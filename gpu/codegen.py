@@ -1,0 +1,856 @@
+"""The proven mma.sync GEMM: layouts of the algebra -> proofs -> CUDA C source.
+
+:func:`generate` builds one kernel for a :class:`~layoutproof.gpu.config.GemmConfig` and a
+:class:`~layoutproof.gpu.config.GemmProblem`.  Every index map in the emitted source is a
+layout of the algebra, lowered to a C expression by :mod:`layoutproof.gpu.lower`, and the
+obligations below are discharged *before* any source text is produced; they are listed in
+the comment header of the ``.cu`` file:
+
+* the shared-memory buffers ``Sw<B,3,S> o (tile, stages)`` are bijections onto their
+  allocations, and every cp.async destination and ldmatrix row address lies inside its
+  buffer, 16-byte aligned;
+* the swizzle is chosen by the algebra: the smallest ``Swizzle<B,3,S>`` for which every
+  16-byte cp.async write phase and every ldmatrix phase of the kernel is proven free of
+  bank conflicts (:mod:`layoutproof.gpu.banks`);
+* every emitted expression (the cp.async thread -> tile maps, the global offsets with a
+  runtime leading dimension, the ldmatrix lane -> address maps in the exact hoisted form
+  the kernel uses, the accumulator -> C coordinate maps) equals its layout on the whole
+  domain (exhaustively; for all leading dimensions by SymPy);
+* the cp.async copies cover each tile exactly once, the accumulator map covers the C
+  tile exactly once, and the A / B fragments of every warp cover its sub-tile;
+* fragment delivery: for every lane, register and half, the element that ``ldmatrix``
+  (PTX semantics, :mod:`layoutproof.gpu.ptx_tables`) brings from the swizzled buffer is
+  the element the ``mma.sync`` atom (:mod:`layoutproof.gpu.atoms`, itself checked against
+  the PTX fragment tables) expects in that register.
+
+>>> from layoutproof.gpu.codegen import generate
+>>> k = generate(GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=3))
+>>> k.source.startswith("// layoutproof")
+True
+>>> k.threads, k.smem_bytes
+(128, 24576)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from layoutproof import Layout, MalformedLayoutError, Swizzle, composition, symbols
+
+from . import banks, lower
+from .config import DTYPES, OUT_DTYPES, GemmConfig, GemmProblem
+from .errors import BankConflictError, GemmConfigError, LoweringError, ProofFailedError
+from .proofrec import ProofLog
+
+__all__ = ["GemmKernel", "generate", "choose_swizzle", "OperandPlan"]
+
+GENERATOR_VERSION = "1"
+
+
+# ============================================================================ the plan
+@dataclass
+class OperandPlan:
+    """Everything about one operand (A or B) of the kernel: its layouts and lowered maps.
+
+    The operand tile is indexed by (x, k) where x is m for A and n for B; ``kmajor`` says
+    whether k is the contiguous dimension in global and shared memory.
+    """
+
+    name: str                 # "a" or "b"
+    x_extent: int             # BM or BN
+    bk: int
+    stages: int
+    kmajor: bool
+    threads: int
+    warps_x: int              # warps along x (warps_m for A, warps_n for B)
+    warp_x: int               # warp tile extent along x
+    swizzle: Optional[Swizzle] = None
+    buffer: Any = None        # Sw o (X, BK, STAGES) -> element offset
+    lowered: Dict[str, Any] = field(default_factory=dict)
+    ld_table_var: str = ""    # the loop variable enumerated into a per-thread table
+    ld_add_var: str = ""      # the loop variable added as a constant multiple
+    ld_add_const: int = 0
+
+    # ------------------------------------------------------------------ shapes
+    @property
+    def row_len(self) -> int:
+        """Elements per shared-memory row (the contiguous extent of the tile)."""
+        return self.bk if self.kmajor else self.x_extent
+
+    @property
+    def stage_elems(self) -> int:
+        return self.x_extent * self.bk
+
+    @property
+    def cpr(self) -> int:
+        """16-byte chunks per contiguous row."""
+        return self.row_len // 8
+
+    @property
+    def cp_iters(self) -> int:
+        return self.stage_elems // 8 // self.threads
+
+    @property
+    def xi(self) -> int:
+        """ldmatrix x4 loads per warp per k16 step along x: 16-row blocks (A) or pairs of
+        8-column blocks (B) -- both 16 wide."""
+        return self.warp_x // 16
+
+    @property
+    def ki(self) -> int:
+        return self.bk // 16
+
+    # ------------------------------------------------------------------ layouts
+    def tile(self) -> Layout:
+        """(X, BK, STAGES) -> element offset in the unswizzled buffer."""
+        X, BK, S = self.x_extent, self.bk, self.stages
+        if self.kmajor:
+            return Layout((X, BK, S), (BK, 1, X * BK))
+        return Layout((X, BK, S), (1, X, X * BK))
+
+    def tile_index(self) -> Layout:
+        """(X, BK) -> column-major tile index x + X*k (the coordinate space of the maps)."""
+        return Layout((self.x_extent, self.bk), (1, self.x_extent))
+
+    def copy_tv(self) -> Layout:
+        """(thread, iteration) -> tile index of the first element of the 16-byte chunk the
+        thread copies (consecutive threads take consecutive chunks of a contiguous row)."""
+        X, T, C = self.x_extent, self.threads, self.cpr
+        if T % C:
+            raise GemmConfigError(
+                f"GemmConfig: {T} threads do not tile rows of {C} 16-byte chunks ({self.name})")
+        rows_per_iter = T // C
+        if self.kmajor:   # a chunk = 8 consecutive k of one row x
+            return Layout(((C, rows_per_iter), self.cp_iters), ((8 * X, 1), rows_per_iter))
+        return Layout(((C, rows_per_iter), self.cp_iters), ((8, X), X * rows_per_iter))
+
+    def ldsm_map(self) -> Layout:
+        """(lane, warp_x, xi, ki) -> tile index of the 16-byte row segment whose address
+        ``lane`` supplies to ``ldmatrix.x4`` (``.trans`` when x is contiguous).
+
+        A (x = m), k-major, plain ldmatrix: matrices j = 0..3 are (m 0-7 | 8-15) x (k 0-7 |
+        8-15) in the order of the mma A registers a0a1, a2a3, a4a5, a6a7: lane l gives row
+        m = l % 16 at k = 8 * (l // 16).  B (x = n), k-major: registers b0b1, b2b3 of the
+        n-block 2p, then of 2p + 1: n = l % 8 + 8 * (l // 16), k = 8 * ((l // 8) % 2).
+        With x contiguous (.trans), lane l = i + 8 j gives the k row i + 8 * (k-part of j)
+        at x-chunk (x-part of j)."""
+        X, W = self.x_extent, self.warp_x
+        lane: Tuple[Tuple[int, ...], Tuple[int, ...]]
+        if self.name == "a":
+            if self.kmajor:   # l = (i, j0, j1): m = i + 8 j0, k = 8 j1
+                lane = ((8, 2, 2), (1, 8, 8 * X))
+            else:             # .trans: k = i + 8 j1, m = 8 j0
+                lane = ((8, 2, 2), (X, 8, 8 * X))
+        else:
+            if self.kmajor:   # n = i + 8 j1, k = 8 j0
+                lane = ((8, 2, 2), (1, 8 * X, 8))
+            else:             # .trans: k = i + 8 j0, n = 8 j1
+                lane = ((8, 2, 2), (X, 8 * X, 8))
+        return Layout((lane[0], self.warps_x, self.xi, self.ki),
+                      (lane[1], W, 16, 16 * X))
+
+
+def _swizzled(sw: Optional[Swizzle], L: Layout) -> Any:
+    return L if sw is None else composition(sw, L)
+
+
+def _buffer_map(plan: OperandPlan, tile_map: Layout, with_stage: bool = True) -> Any:
+    """The composed map (coordinates[, stage]) -> buffer element offset."""
+    X, BK = plan.x_extent, plan.bk
+    tile2d = plan.tile()  # (X, BK, S)
+    flat = Layout((X * BK, plan.stages), (1, X * BK))  # tile index (+ stage) -> (x, k, s) index
+    base = composition(tile2d, flat)
+    if with_stage:
+        shp, std = tile_map.shape, tile_map.stride
+        if not isinstance(shp, tuple):
+            shp, std = (shp,), (std,)
+        m = Layout(shp + (plan.stages,), std + (X * BK,))
+    else:
+        m = tile_map
+    return _swizzled(plan.swizzle, composition(base, m))
+
+
+# ============================================================================ swizzle choice
+def _phase_ok(addrs: np.ndarray, kind: str) -> bool:
+    try:
+        if kind == "ldsm":
+            banks.prove_ldmatrix_conflict_free(addrs, 4, what="probe")
+        else:
+            banks.prove_conflict_free(addrs, 16, what="probe")
+        return True
+    except (BankConflictError, ProofFailedError):
+        return False
+
+
+def _eval_map(L: Any) -> np.ndarray:
+    """All values of a layout / composed layout, in colexicographic coordinate order."""
+    return np.asarray(L.eval_all(), dtype=np.int64)
+
+
+def _warp_rows(vals: np.ndarray, threads: int) -> np.ndarray:
+    """Rearrange per-(thread, rest...) values (thread fastest) into (instructions, 32)."""
+    per_thread = vals.reshape(-1, threads)      # rows: the other coordinates
+    w = threads // 32
+    return per_thread.reshape(-1, w, 32).reshape(-1, 32)
+
+
+def _access_sets(plan: OperandPlan, sw: Optional[Swizzle]) -> Tuple[np.ndarray, np.ndarray]:
+    """Byte addresses of (a) every cp.async 16-byte write instruction (n, 32) and (b) every
+    ldmatrix.x4 instruction (n, 32) of one stage, under swizzle ``sw``."""
+    saved = plan.swizzle
+    plan.swizzle = sw
+    try:
+        cp = _eval_map(_buffer_map(plan, plan.copy_tv(), with_stage=False)) * 2
+        cp_rows = _warp_rows(cp, plan.threads)
+        ld = _eval_map(_buffer_map(plan, plan.ldsm_map(), with_stage=False)) * 2
+        ld_rows = ld.reshape(-1, 32)            # lane is the fastest coordinate
+    finally:
+        plan.swizzle = saved
+    return cp_rows, ld_rows
+
+
+def choose_swizzle(plan: OperandPlan) -> Optional[Swizzle]:
+    """The smallest Swizzle<B,3,S> (fewest XOR bits, then smallest shift) whose buffer makes
+    every cp.async write and ldmatrix read of the plan conflict-free, or None if the
+    unswizzled buffer already is.  M = 3 keeps each 16-byte chunk (8 halves) whole."""
+    row = plan.row_len
+    shift_min = int(math.log2(row))  # S + M >= log2(row): the source bits are row bits
+    cands: List[Optional[Swizzle]] = [None]
+    for b in (1, 2, 3):
+        for s in range(max(b, shift_min - 3), shift_min + 4):
+            try:
+                cands.append(Swizzle(b, 3, s))
+            except MalformedLayoutError:
+                continue
+    for sw in cands:
+        cp, ld = _access_sets(plan, sw)
+        if _phase_ok(cp, "cp") and _phase_ok(ld, "ldsm"):
+            return sw
+    raise BankConflictError(
+        f"no Swizzle<B,3,S> makes the {plan.name.upper()} buffer conflict-free "
+        f"(rows of {row} elements)", condition="bank-conflict-free swizzle exists")
+
+
+# ============================================================================ the kernel
+@dataclass
+class GemmKernel:
+    """A generated, proven kernel: source, entry name, launch facts and its proof log."""
+
+    config: GemmConfig
+    problem: GemmProblem
+    source: str
+    name: str
+    threads: int
+    smem_bytes: int
+    proofs: ProofLog
+    swizzles: Dict[str, Optional[Tuple[int, int, int]]]
+
+    @property
+    def source_hash(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+
+    def grid(self, m: int, n: int) -> Tuple[int, int, int]:
+        gm = -(-m // self.config.bm)
+        gn = -(-n // self.config.bn)
+        return (gm * gn, 1, 1)
+
+
+def _sw_tuple(sw: Optional[Swizzle]) -> Optional[Tuple[int, int, int]]:
+    if sw is None:
+        return None
+    return (sw.bits, sw.base, sw.shift)
+
+
+def _plans(cfg: GemmConfig, prob: GemmProblem) -> Tuple[OperandPlan, OperandPlan]:
+    tm, tn = cfg.warp_tile
+    a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", cfg.threads,
+                    cfg.warps_m, tm)
+    b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, prob.b_major == "k", cfg.threads,
+                    cfg.warps_n, tn)
+    for p in (a, b):
+        if p.stage_elems % (8 * p.threads):
+            raise GemmConfigError(
+                f"GemmConfig: the {p.name.upper()} tile ({p.x_extent}x{p.bk}) is not a whole "
+                f"number of 16-byte chunks per thread ({p.threads} threads)")
+        if p.warp_x % 16:
+            raise GemmConfigError(f"GemmConfig: warp tile along {p.name} must be a multiple of 16")
+    return a, b
+
+
+def _plan_operand(p: OperandPlan, log: ProofLog, sw_req: Any) -> None:
+    """Choose the swizzle, build and prove every map of operand ``p``."""
+    P = p.name.upper()
+    if sw_req == "auto":
+        p.swizzle = choose_swizzle(p)
+    else:
+        p.swizzle = Swizzle(*sw_req)
+    cp, ld = _access_sets(p, p.swizzle)
+    swname = str(p.swizzle) if p.swizzle is not None else "no swizzle"
+    banks.prove_conflict_free(cp, 16, what=f"{P} cp.async 16B writes into {swname} buffer", log=log)
+    banks.prove_ldmatrix_conflict_free(ld, 4, what=f"{P} ldmatrix.x4 reads of {swname} buffer",
+                                       log=log)
+
+    # the buffer: a bijection onto [0, stages * X * BK)
+    buf = _swizzled(p.swizzle, p.tile())
+    p.buffer = buf
+    total = p.stages * p.stage_elems
+    lower.prove_bijective(buf, total, what=f"{P} smem buffer {buf} onto [0,{total})", log=log)
+
+    # cp.async: thread/iteration -> chunk is a bijection onto the tile's chunks
+    ctv = p.copy_tv()
+    chunk_idx = Layout(ctv.shape, _div_stride(ctv.stride, p, chunked=True))
+    lower.prove_bijective(chunk_idx, p.stage_elems // 8,
+                          what=f"{P} cp.async (thread, iter) -> 16B chunk of the {p.x_extent}x{p.bk} tile",
+                          log=log)
+    # lowered maps: smem destination (thread, iter, stage), x and k coordinates, global offset
+    dst = _buffer_map(p, ctv)                          # (thread, iter, stage) -> offset
+    low = lower.lower(_buffer_map(p, ctv, with_stage=False), ("tid", "it"),
+                      name=f"lp_{p.name}_cp_smem", log=log)
+    p.lowered["cp_smem"] = low
+    expr = f"({low.c_expr}) + st * {p.stage_elems}"
+    proof = lower.check_c_expr(dst, ("tid", "it", "st"), expr)
+    log.add("equal", f"{P} cp.async destination with stage: {expr} == {dst}", proof.method,
+            proof.cases)
+    lower.prove_bounds(dst, 0, total - 7,
+                       what=f"{P} cp.async destination + 16 bytes inside the buffer", log=log)
+    _prove_aligned(dst, 8, f"{P} cp.async destinations are 16-byte aligned", log)
+    xcoord = composition(Layout((p.x_extent, p.bk), (1, 0)), ctv)
+    kcoord = composition(Layout((p.x_extent, p.bk), (0, 1)), ctv)
+    p.lowered["cp_x"] = lower.lower(xcoord, ("tid", "it"), name=f"lp_{p.name}_cp_x", log=log)
+    p.lowered["cp_k"] = lower.lower(kcoord, ("tid", "it"), name=f"lp_{p.name}_cp_k", log=log)
+    ld_sym = symbols(f"ld{p.name}")
+    glob = Layout((p.x_extent, p.bk), (ld_sym, 1) if p.kmajor else (1, ld_sym))
+    gmap = composition(glob, ctv)
+    p.lowered["cp_gmem"] = lower.lower(gmap, ("tid", "it"), name=f"lp_{p.name}_cp_gmem", log=log)
+
+    # ldmatrix: (lane, warp, xi, ki) -> buffer offset, in the hoisted form the kernel uses
+    lmap = p.ldsm_map()
+    full = _buffer_map(p, lmap, with_stage=False)
+    args = ("lane", "w", "xi", "ki")
+    lower.prove_bounds(full, 0, p.stage_elems - 7,
+                       what=f"{P} ldmatrix row address + 16 bytes inside one stage", log=log)
+    _prove_aligned(full, 8, f"{P} ldmatrix row addresses are 16-byte aligned", log)
+    chosen = None
+    for table_var, add_var in (("ki", "xi"), ("xi", "ki")):
+        const = _unit_step(full, lmap, args.index(add_var))
+        sub = _buffer_map(p, _fix_mode(lmap, args.index(add_var)), with_stage=False)
+        sub_args = tuple(a for a in args if a != add_var)
+        try:
+            low = lower.lower(sub, sub_args, name=f"lp_{p.name}_ldsm", log=None)
+            expr = f"({low.c_expr}) + {add_var} * {const}"
+            lower.check_c_expr(full, args, expr)
+        except LoweringError:
+            continue
+        chosen = (table_var, add_var, const, low, expr)
+        break
+    if chosen is None:
+        low = lower.lower(full, args, name=f"lp_{p.name}_ldsm", log=log)
+        p.lowered["ldsm"] = low
+        p.ld_table_var, p.ld_add_var, p.ld_add_const = "", "", 0
+    else:
+        table_var, add_var, const, low, expr = chosen
+        proof = lower.check_c_expr(full, args, expr)
+        call = f"{low.name}({', '.join(low.args)})"
+        log.add("equal", f"{P} ldmatrix address {call} + {add_var} * {const} == {full} "
+                         f"[{table_var} hoisted into a per-thread table; {call} = {low.c_expr}]",
+                proof.method, proof.cases)
+        p.lowered["ldsm"] = low
+        p.ld_table_var, p.ld_add_var, p.ld_add_const = table_var, add_var, const
+    # the stage offset is a translation of the swizzled buffer (period divides the stage)
+    stage_map = _buffer_map(p, lmap, with_stage=True)
+    expr_stage = f"({_ldsm_expr(p)}) + st * {p.stage_elems}"
+    proof = lower.check_c_expr(stage_map, args + ("st",), expr_stage)
+    log.add("equal", f"{P} ldmatrix address with stage: {expr_stage} == {stage_map}",
+            proof.method, proof.cases)
+
+
+def _ldsm_expr(p: OperandPlan) -> str:
+    low = p.lowered["ldsm"]
+    if not p.ld_add_var:
+        return low.c_expr
+    return f"({low.c_expr}) + {p.ld_add_var} * {p.ld_add_const}"
+
+
+def _div_stride(stride: Any, p: OperandPlan, chunked: bool) -> Any:
+    """Tile-index strides -> chunk-index strides (the contiguous dimension counts chunks)."""
+    X = p.x_extent
+
+    def conv(d: int) -> int:
+        x, k = d % X, d // X
+        if p.kmajor:
+            return x * p.cpr + k // 8      # chunk index = x * cpr + k/8
+        return k * p.cpr + x // 8          # chunk index = k * cpr + x/8
+
+    def walk(s: Any) -> Any:
+        if isinstance(s, tuple):
+            return tuple(walk(e) for e in s)
+        return conv(s)
+
+    return walk(stride)
+
+
+def _unit_step(full: Any, L: Layout, i: int) -> int:
+    """full(e_i) - full(0): the offset step of one unit of mode i (a candidate constant
+    stride; whether it is one everywhere is then proven)."""
+    v = _eval_map(full)
+    pos = 1
+    for s in L.shape[:i]:
+        pos *= int(np.prod(s)) if isinstance(s, tuple) else s
+    return int(v[pos] - v[0])
+
+
+def _fix_mode(L: Layout, i: int) -> Layout:
+    """L with mode i pinned at coordinate 0 (extent 1, so lowering keeps the argument list
+    aligned minus that argument): returns the layout of the remaining modes."""
+    shp = tuple(s for j, s in enumerate(L.shape) if j != i)
+    std = tuple(d for j, d in enumerate(L.stride) if j != i)
+    return Layout(shp, std)
+
+
+def _prove_aligned(L: Any, elems: int, what: str, log: ProofLog) -> None:
+    v = _eval_map(L)
+    bad = np.flatnonzero(v % elems)
+    if bad.size:
+        raise ProofFailedError(f"{what}: offset {int(v[bad[0]])} at coordinate {int(bad[0])} "
+                               f"is not a multiple of {elems} elements",
+                               condition="16-byte alignment", witness=int(bad[0]))
+    log.add("bounds", what, "exhaustive", int(v.size))
+
+
+# ---------------------------------------------------------------- accumulators / C tile
+def _c_map(cfg: GemmConfig) -> Layout:
+    """(lane, v, wm, wn, mi, ni) -> C tile index m + BM*n (the TiledMMA's C partition):
+    the SM80 16x8 C atom (lane (4,8) -> n = 2 (l%4), m = l//4; value (2,2) -> n+1, m+8),
+    tiled over the warp tile (mi 16-row, ni 8-column blocks) and the warp layout."""
+    BM = cfg.bm
+    tm, tn = cfg.warp_tile
+    return Layout(((4, 8), (2, 2), cfg.warps_m, cfg.warps_n, tm // 16, tn // 8),
+                  ((2 * BM, 1), (BM, 8), tm, tn * BM, 16, 8 * BM))
+
+
+def _a_frag_map(cfg: GemmConfig, atom_a: Layout) -> Layout:
+    """(lane, v, wm, mi, ki) -> A tile index m + BM*k from the atom's A layout."""
+    BM = cfg.bm
+    tm, _ = cfg.warp_tile
+    re = composition(Layout((16, 16), (1, BM)), atom_a)      # atom index -> tile index
+    return Layout((re.shape[0], re.shape[1], cfg.warps_m, tm // 16, cfg.bk // 16),
+                  (re.stride[0], re.stride[1], tm, 16, 16 * BM))
+
+
+def _b_frag_map(cfg: GemmConfig, atom_b: Layout) -> Layout:
+    """(lane, v, wn, ni, ki) -> B tile index n + BN*k from the atom's B layout (n8 x k16)."""
+    BN = cfg.bn
+    _, tn = cfg.warp_tile
+    re = composition(Layout((8, 16), (1, BN)), atom_b)
+    return Layout((re.shape[0], re.shape[1], cfg.warps_n, tn // 8, cfg.bk // 16),
+                  (re.stride[0], re.stride[1], tn, 8, 16 * BN))
+
+
+def _prove_fragments(p: OperandPlan, cfg: GemmConfig, atom: Any, log: ProofLog) -> None:
+    """Fragment delivery: the element ldmatrix brings into (lane, register, half) is the
+    element the mma atom expects there -- for every warp, block and k step."""
+    from . import ptx_tables
+
+    P = p.name.upper()
+    X = p.x_extent
+    trans = not p.kmajor
+    inv = _inverse_table(p)              # buffer offset -> tile index (stage 0)
+    full = _buffer_map(p, p.ldsm_map(), with_stage=False)
+    addr = _eval_map(full).reshape(p.ki, p.xi, p.warps_x, 32)   # [ki, xi, w, lane]
+    if p.name == "a":
+        want = _eval_map(_a_frag_map(cfg, atom.a_layout))       # [ki, mi, wm, v, lane]
+        want = want.reshape(p.ki, p.xi, p.warps_x, 8, 32)
+    else:
+        want = _eval_map(_b_frag_map(cfg, atom.b_layout))       # [ki, ni, wn, v, lane]
+        want = want.reshape(p.ki, 2 * p.xi, p.warps_x, 4, 32)
+    cases = 0
+    for lane in range(32):
+        for j in range(4):
+            for h in range(2):
+                mat, row, col = ptx_tables.ldmatrix_dst(lane, j, h, trans=trans)
+                # the lane that supplied row `row` of matrix `mat` (PTX: lanes 8j..8j+7)
+                src_lane = next(q for q in range(32) if ptx_tables.ldmatrix_src(q, 4) == (mat, row))
+                got = inv[addr[:, :, :, src_lane] + col]             # [ki, xi, w]
+                if p.name == "a":
+                    exp = want[:, :, :, 2 * j + h, lane]
+                else:   # register j of the x4: n-block 2*xi + j//2, B value 2*(j%2) + h
+                    sel = want[:, :, :, 2 * (j % 2) + h, lane]          # [ki, ni, w]
+                    exp = sel[:, 2 * np.arange(p.xi) + j // 2, :]
+                bad = np.argwhere(got != exp)
+                if bad.size:
+                    kq, xq, wq = (int(v) for v in bad[0])
+                    raise ProofFailedError(
+                        f"{P} fragment delivery fails: lane {lane} register {j} half {h} "
+                        f"(warp {wq}, block {xq}, k step {kq}) receives tile element "
+                        f"{_xk(int(got[kq, xq, wq]), X)} but the mma expects "
+                        f"{_xk(int(exp[kq, xq, wq]), X)}",
+                        condition="ldmatrix delivers the mma fragment",
+                        witness=(lane, j, h, wq, xq, kq))
+                cases += got.size
+    log.add("fragment", f"{P}: ldmatrix{'.trans' if trans else ''}.x4 from the swizzled buffer "
+                        f"delivers exactly {atom.name}'s {P} fragment in every register",
+            "exhaustive", cases)
+
+
+def _xk(idx: int, X: int) -> Tuple[int, int]:
+    return (idx % X, idx // X)
+
+
+def _inverse_table(p: OperandPlan) -> np.ndarray:
+    """Stage-0 buffer offset -> tile index x + X*k (the buffer is a bijection)."""
+    one = _swizzled(p.swizzle, Layout(p.tile().shape[:2], p.tile().stride[:2]))
+    v = _eval_map(one)
+    inv = np.full(v.size, -1, dtype=np.int64)
+    inv[v] = np.arange(v.size)
+    return inv
+
+
+# ============================================================================ source text
+def _cfun(low: Any, ret: str = "int", sym_type: str = "long long") -> str:
+    params = [f"int {a}" for a in low.args]
+    syms = sorted(str(s) for s in getattr(low, "symbols", ()) or _symbols_of(low))
+    params += [f"{sym_type} {s}" for s in syms]
+    return (f"__device__ __forceinline__ {ret} {low.name}({', '.join(params)}) "
+            f"{{ return {low.c_expr}; }}\n")
+
+
+def _symbols_of(low: Any) -> List[str]:
+    import re
+
+    names = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", low.c_expr)) - set(low.args)
+    return sorted(names)
+
+
+_MMA_PTX = {
+    "f16": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    "bf16": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+}
+_STORE2 = {
+    "f16": ("__half2", "__floats2half2_rn({x}, {y})", "__float2half_rn({x})"),
+    "bf16": ("__nv_bfloat162", "__floats2bfloat162_rn({x}, {y})", "__float2bfloat16_rn({x})"),
+    "f32": ("float2", "make_float2({x}, {y})", "{x}"),
+}
+
+
+def _load_tile_code(p: OperandPlan) -> str:
+    """The body of lp_load_<p>(stage, kt): every thread issues cp_iters 16-byte copies."""
+    P = p.name
+    if p.kmajor:
+        # the chunk runs along k: partial chunks at the K edge are zero-filled
+        nbytes = f"(({P}_xok[i]) && (kk < K)) ? min(K - kk, 8) * 2 : 0"
+        adv = f"(long long)kt * {p.bk}"
+    else:
+        nbytes = f"(kk < K && {P}_xrem[i] > 0) ? min({P}_xrem[i], 8) * 2 : 0"
+        adv = f"(long long)kt * {p.bk} * ld{P}"
+    gm = p.lowered["cp_gmem"].name
+    return f"""
+#pragma unroll
+    for (int i = 0; i < {p.cp_iters}; ++i) {{
+      const int kk = kt * {p.bk} + {p.lowered['cp_k'].name}(tid, i);
+      const int nb = {nbytes};
+      const lp_in_t* src = nb ? {P}_blk + {gm}(tid, i, ld{P}) + {adv} : {P.upper()};
+      lp_cp_async16(s{P.upper()} + 2u * (unsigned)({P}_s[i] + st * {p.stage_elems}), src, nb);
+    }}"""
+
+
+def _frag_load_code(p: OperandPlan, buf: str, ki: str) -> str:
+    """ldmatrix.x4 of every x-block of operand p at k step ``ki`` into buffer ``buf``."""
+    P = p.name
+    op = "lp_ldsm_x4_t" if not p.kmajor else "lp_ldsm_x4"
+    if p.ld_add_var == "xi":
+        addr = f"{P}_ld[{ki}] + xi * {p.ld_add_const}"
+    elif p.ld_add_var == "ki":
+        addr = f"{P}_ld[xi] + ({ki}) * {p.ld_add_const}"
+    else:
+        addr = f"{p.lowered['ldsm'].name}(lane, w{'m' if P == 'a' else 'n'}, xi, {ki})"
+    if P == "a":
+        dst = f"af[{buf}][xi]"
+        return f"""
+#pragma unroll
+      for (int xi = 0; xi < {p.xi}; ++xi)
+        {op}({dst}, sA + 2u * (unsigned)(stA + {addr}));"""
+    return f"""
+#pragma unroll
+      for (int xi = 0; xi < {p.xi}; ++xi) {{
+        unsigned r[4];
+        {op}(r, sB + 2u * (unsigned)(stB + {addr}));
+        bfr[{buf}][2 * xi][0] = r[0]; bfr[{buf}][2 * xi][1] = r[1];
+        bfr[{buf}][2 * xi + 1][0] = r[2]; bfr[{buf}][2 * xi + 1][1] = r[3];
+      }}"""
+
+
+def _ld_table_code(p: OperandPlan) -> str:
+    P = p.name
+    w = "wm" if P == "a" else "wn"
+    low = p.lowered["ldsm"]
+    if p.ld_table_var == "ki":      # table over ki, xi = 0
+        n = p.ki
+        call = f"{low.name}(lane, {w}, j)"
+    elif p.ld_table_var == "xi":
+        n = p.xi
+        call = f"{low.name}(lane, {w}, j)"
+    else:
+        return ""
+    return f"""
+  int {P}_ld[{n}];
+#pragma unroll
+  for (int j = 0; j < {n}; ++j) {P}_ld[j] = {call};"""
+
+
+def _cp_setup_code(p: OperandPlan) -> str:
+    """Per-thread cp.async state: the block's base pointer, the destination offsets and the
+    x-edge predicates of each iteration (the global offsets are recomputed from the proven
+    map at each use: a few integer ops instead of 64-bit pointer registers)."""
+    P = p.name
+    X = "M" if P == "a" else "N"
+    o0 = "m0" if P == "a" else "n0"
+    if p.kmajor:
+        xcheck = f"  bool {P}_xok[{p.cp_iters}];\n"
+        xset = f"{P}_xok[i] = ({o0} + {p.lowered['cp_x'].name}(tid, i)) < {X};"
+    else:
+        xcheck = f"  int {P}_xrem[{p.cp_iters}];\n"
+        xset = f"{P}_xrem[i] = {X} - ({o0} + {p.lowered['cp_x'].name}(tid, i));"
+    blk = f"(long long){o0} * ld{P}" if p.kmajor else f"(long long){o0}"
+    return f"""
+  const lp_in_t* const {P}_blk = {P.upper()} + {blk};
+  int {P}_s[{p.cp_iters}];
+{xcheck}#pragma unroll
+  for (int i = 0; i < {p.cp_iters}; ++i) {{
+    {P}_s[i] = {p.lowered['cp_smem'].name}(tid, i);
+    {xset}
+  }}"""
+
+
+def _source(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
+            cmaps: Dict[str, Any], log: ProofLog, name: str) -> str:
+    tin = DTYPES[prob.dtype][0]
+    tout = OUT_DTYPES[prob.out][0]
+    tm, tn = cfg.warp_tile
+    MI, NI = tm // 16, tn // 8
+    KI = cfg.bk // 16
+    S = cfg.stages
+    v2t, pack2, pack1 = _STORE2[prob.out]
+    funcs = "".join(_cfun(low) for low in (
+        a.lowered["cp_smem"], a.lowered["cp_x"], a.lowered["cp_k"],
+        b.lowered["cp_smem"], b.lowered["cp_x"], b.lowered["cp_k"],
+        a.lowered["ldsm"], b.lowered["ldsm"], cmaps["row"], cmaps["col"]))
+    funcs += _cfun(a.lowered["cp_gmem"], ret="long long")
+    funcs += _cfun(b.lowered["cp_gmem"], ret="long long")
+    header = log.header(f"proven before emission ({cfg.key()}, {prob.key()})")
+    swz = ", ".join(f"{p.name.upper()}: {p.swizzle if p.swizzle is not None else 'none'}"
+                    for p in (a, b))
+    store_pair = pack2.format(x="acc[mi][ni][2 * h]", y="acc[mi][ni][2 * h + 1]")
+    store_x = pack1.format(x="acc[mi][ni][2 * h]")
+    store_y = pack1.format(x="acc[mi][ni][2 * h + 1]")
+    amaj = "k" if a.kmajor else "m"
+    bmaj = "k" if b.kmajor else "n"
+    return f"""{header}//
+// mma.sync GEMM generated by layoutproof {GENERATOR_VERSION}:
+//   C[M,N] (row-major, ldc) = A[M,K] @ B[K,N]
+// A {amaj}-major (lda), B {bmaj}-major (ldb); {prob.dtype} in, f32 accumulate, {prob.out} out
+// block {cfg.bm}x{cfg.bn}x{cfg.bk}, warps {cfg.warps_m}x{cfg.warps_n} (warp tile {tm}x{tn}),
+// {S}-stage cp.async pipeline
+// shared-memory swizzles chosen by the algebra: {swz}
+// contract: A, B 16-byte aligned, lda % 8 == 0, ldb % 8 == 0 (the runtime pads otherwise);
+//           any M, N, K >= 1 (tails are predicated, partial chunks zero-filled)
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+typedef {tin} lp_in_t;
+typedef {tout} lp_out_t;
+
+{funcs}
+__device__ __forceinline__ void lp_cp_async16(unsigned saddr, const void* g, int nbytes) {{
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: "r"(saddr), "l"(g), "r"(nbytes));
+}}
+__device__ __forceinline__ void lp_cp_commit() {{ asm volatile("cp.async.commit_group;\\n" ::); }}
+template <int N> __device__ __forceinline__ void lp_cp_wait() {{
+  asm volatile("cp.async.wait_group %0;\\n" :: "n"(N));
+}}
+__device__ __forceinline__ void lp_ldsm_x4(unsigned* r, unsigned saddr) {{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%0,%1,%2,%3}}, [%4];\\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(saddr));
+}}
+__device__ __forceinline__ void lp_ldsm_x4_t(unsigned* r, unsigned saddr) {{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{%0,%1,%2,%3}}, [%4];\\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(saddr));
+}}
+__device__ __forceinline__ void lp_mma(float* d, const unsigned* a, const unsigned* b) {{
+  asm("{_MMA_PTX[prob.dtype]} {{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};\\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}}
+
+extern "C" __global__ void __launch_bounds__({cfg.threads}, {cfg.min_blocks})
+{name}(const lp_in_t* __restrict__ A, const lp_in_t* __restrict__ B, lp_out_t* __restrict__ C,
+       int M, int N, int K, long long lda, long long ldb, long long ldc, int c_vec) {{
+  extern __shared__ __align__(128) unsigned char lp_smem[];
+  const unsigned sA = (unsigned)__cvta_generic_to_shared(lp_smem);
+  const unsigned sB = sA + {2 * a.stages * a.stage_elems}u;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp % {cfg.warps_m}, wn = warp / {cfg.warps_m};
+
+  // block rasterization: groups of {cfg.group_m} block rows share the B panel in L2
+  const int grid_m = (M + {cfg.bm - 1}) / {cfg.bm}, grid_n = (N + {cfg.bn - 1}) / {cfg.bn};
+  const int pid = blockIdx.x, per_group = {cfg.group_m} * grid_n;
+  const int first_m = (pid / per_group) * {cfg.group_m};
+  const int gsize = min(grid_m - first_m, {cfg.group_m});
+  const int bm = first_m + (pid % per_group) % gsize, bn = (pid % per_group) / gsize;
+  const int m0 = bm * {cfg.bm}, n0 = bn * {cfg.bn};
+{_cp_setup_code(a)}
+{_cp_setup_code(b)}
+{_ld_table_code(a)}
+{_ld_table_code(b)}
+
+  const int KT = (K + {cfg.bk - 1}) / {cfg.bk};
+  float acc[{MI}][{NI}][4];
+#pragma unroll
+  for (int mi = 0; mi < {MI}; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < {NI}; ++ni)
+#pragma unroll
+      for (int v = 0; v < 4; ++v) acc[mi][ni][v] = 0.f;
+
+#pragma unroll
+  for (int st = 0; st < {S - 1}; ++st) {{
+    if (st < KT) {{
+      const int kt = st;
+      {_load_tile_code(a)}
+      {_load_tile_code(b)}
+    }}
+    lp_cp_commit();
+  }}
+
+  unsigned af[2][{MI}][4];
+  unsigned bfr[2][{NI}][2];
+  // software pipeline (after CUTLASS's multistage main loop): the barrier of tile kt sits
+  // before its last k step, so the next tile's first fragments load under that step's MMAs
+  lp_cp_wait<{S - 2}>();
+  __syncthreads();
+  int rd = 0, wr = {S - 1};
+  int stA = 0, stB = 0;
+  {_frag_load_code(a, "0", "0")}
+  {_frag_load_code(b, "0", "0")}
+  for (int kt0 = 0; kt0 < KT; ++kt0) {{
+#pragma unroll
+    for (int ki = 0; ki < {KI}; ++ki) {{
+      if (ki == {KI - 1}) {{
+        rd = (rd + 1 == {S}) ? 0 : rd + 1;
+        stA = rd * {a.stage_elems};
+        stB = rd * {b.stage_elems};
+        lp_cp_wait<{S - 2}>();
+        __syncthreads();
+      }}
+      {_frag_load_code(a, "(ki + 1) & 1", f"(ki + 1) % {KI}")}
+      {_frag_load_code(b, "(ki + 1) & 1", f"(ki + 1) % {KI}")}
+      if (ki == 0) {{
+        const int kt = kt0 + {S - 1};
+        const int st = wr;
+        if (kt < KT) {{
+          {_load_tile_code(a)}
+          {_load_tile_code(b)}
+        }}
+        lp_cp_commit();
+        wr = (wr + 1 == {S}) ? 0 : wr + 1;
+      }}
+#pragma unroll
+      for (int mi = 0; mi < {MI}; ++mi)
+#pragma unroll
+        for (int nj = 0; nj < {NI}; ++nj) {{
+          const int ni = (mi & 1) ? ({NI - 1} - nj) : nj;
+          lp_mma(acc[mi][ni], af[ki & 1][mi], bfr[ki & 1][ni]);
+        }}
+    }}
+  }}
+  lp_cp_wait<0>();
+
+  // epilogue: accumulator (lane, value, warp, block) -> C coordinate, proven maps
+#pragma unroll
+  for (int mi = 0; mi < {MI}; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < {NI}; ++ni)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {{
+        const int r = m0 + {cmaps['row'].name}(lane, 2 * h, wm, wn, mi, ni);
+        const int c = n0 + {cmaps['col'].name}(lane, 2 * h, wm, wn, mi, ni);
+        if (r < M) {{
+          lp_out_t* p = C + (long long)r * ldc + c;
+          if (c_vec && c + 1 < N) {{
+            *reinterpret_cast<{v2t}*>(p) = {store_pair};
+          }} else {{
+            if (c < N) p[0] = {store_x};
+            if (c + 1 < N) p[1] = {store_y};
+          }}
+        }}
+      }}
+}}
+"""
+
+
+# ============================================================================ generate
+_MEMO: Dict[Tuple[GemmConfig, GemmProblem], GemmKernel] = {}
+
+
+def generate(config: Optional[GemmConfig] = None, problem: Optional[GemmProblem] = None,
+             *, memo: bool = True) -> GemmKernel:
+    """Build, prove and emit one kernel (memoized per process on (config, problem))."""
+    cfg = (config or GemmConfig()).validate()
+    prob = (problem or GemmProblem()).validate()
+    if memo and (cfg, prob) in _MEMO:
+        return _MEMO[(cfg, prob)]
+    from . import atoms
+
+    atom = atoms.MMA_ATOMS["SM80_16x8x16_F32F16F16F32_TN" if prob.dtype == "f16"
+                           else "SM80_16x8x16_F32BF16BF16F32_TN"]
+    log = ProofLog()
+    for pr in atoms.verify_atom(atom):
+        log.proofs.append(pr)
+    a, b = _plans(cfg, prob)
+    sw = cfg.swizzle
+    _plan_operand(a, log, sw)
+    _plan_operand(b, log, sw)
+    _prove_fragments(a, cfg, atom, log)
+    _prove_fragments(b, cfg, atom, log)
+
+    # the accumulators: a bijection onto the C tile; row/col maps lowered and proven
+    cm = _c_map(cfg)
+    lower.prove_bijective(cm, cfg.bm * cfg.bn,
+                          what=f"C (lane, value, warp, block) -> {cfg.bm}x{cfg.bn} tile", log=log)
+    atom_c = composition(Layout((16, 8), (1, cfg.bm)), atom.c_layout)
+    got = _eval_map(Layout(cm.shape[:2], cm.stride[:2]))
+    exp = _eval_map(atom_c)
+    if not np.array_equal(got, exp):
+        bad = int(np.flatnonzero(got != exp)[0])
+        raise ProofFailedError(f"the C map's atom part disagrees with {atom.name}'s C layout at "
+                               f"(lane, value) index {bad}", condition="C map == atom C layout",
+                               witness=bad)
+    log.add("equal", f"C map's (lane, value) part == {atom.name} C layout {atom.c_layout}",
+            "exhaustive", int(got.size))
+    cargs = ("lane", "v", "wm", "wn", "mi", "ni")
+    rows = lower.lower(composition(Layout((cfg.bm, cfg.bn), (1, 0)), cm), cargs,
+                       name="lp_c_row", log=log)
+    cols = lower.lower(composition(Layout((cfg.bm, cfg.bn), (0, 1)), cm), cargs,
+                       name="lp_c_col", log=log)
+    # the kernel evaluates the maps at even v only and stores v and v + 1 as a pair
+    pair = Layout(((4, 8), 2, cfg.warps_m, cfg.warps_n, cm.shape[4], cm.shape[5]),
+                  ((2 * cfg.bm, 1), 8, cm.stride[2], cm.stride[3], cm.stride[4], cm.stride[5]))
+    cover = np.concatenate([_eval_map(pair), _eval_map(pair) + cfg.bm])
+    if np.unique(cover).size != cfg.bm * cfg.bn:
+        raise ProofFailedError("the pair stores of the epilogue do not cover the C tile once",
+                               condition="epilogue covers C once")
+    log.add("bijective", "epilogue: (r, c) and (r, c+1) pair stores cover the C tile exactly once",
+            "exhaustive", int(cover.size))
+    h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
+    name = f"lp_gemm_{prob.key()}_{h}"
+    src = _source(cfg, prob, a, b, {"row": rows, "col": cols}, log, name)
+    k = GemmKernel(cfg, prob, src, name, cfg.threads, cfg.smem_bytes, log,
+                   {"a": _sw_tuple(a.swizzle), "b": _sw_tuple(b.swizzle)})
+    if memo:
+        _MEMO[(cfg, prob)] = k
+    return k
+

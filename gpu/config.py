@@ -1,0 +1,175 @@
+"""GEMM configurations and problem variants of the mma.sync kernel generator.
+
+A :class:`GemmConfig` is what a user tunes (block tile, warps, pipeline depth, swizzle);
+a :class:`GemmProblem` is what the operands dictate (which dimension is contiguous in A
+and in B, the input and output precisions).  Together they determine one kernel.
+
+>>> cfg = GemmConfig(bm=128, bn=128, bk=32, warps_m=2, warps_n=2, stages=4)
+>>> cfg.threads, cfg.warp_tile, cfg.smem_bytes
+(128, (64, 64), 65536)
+>>> GemmConfig(bm=96).validate()  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+    ...
+layoutproof.gpu.errors.GemmConfigError: GemmConfig: bm=96 must be a multiple of ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, Optional, Tuple, Union
+
+from .errors import GemmConfigError
+
+__all__ = ["GemmConfig", "GemmProblem", "DTYPES", "OUT_DTYPES", "SMEM_LIMIT"]
+
+# CUDA C type, bytes per element
+DTYPES: Dict[str, Tuple[str, int]] = {"f16": ("__half", 2), "bf16": ("__nv_bfloat16", 2)}
+OUT_DTYPES: Dict[str, Tuple[str, int]] = {
+    "f16": ("__half", 2), "bf16": ("__nv_bfloat16", 2), "f32": ("float", 4),
+}
+# the largest dynamic shared memory one block may have on sm_80 / sm_90 (bytes)
+SMEM_LIMIT = 227 * 1024
+
+Swz = Union[str, Tuple[int, int, int]]
+
+
+def _pow2(x: int) -> bool:
+    return x > 0 and x & (x - 1) == 0
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """One block-tile configuration of the mma.sync GEMM.
+
+    Attributes:
+        bm, bn, bk: the block tile (M, N, K extents per thread block per main-loop step).
+        warps_m, warps_n: the warp layout over the block tile (warp tile = bm/warps_m x
+            bn/warps_n, a multiple of the 16x8 MMA atom; bn/warps_n a multiple of 16).
+        stages: cp.async pipeline depth (>= 2; the issue asks for >= 3 by default).
+        swizzle: ``"auto"`` (the algebra picks the smallest Swizzle<B,3,S> for which the
+            ldmatrix reads and cp.async writes are proven conflict-free), or an explicit
+            ``(B, M, S)`` for both operands (refused if it is not conflict-free).
+        group_m: block rasterization: this many block rows are walked together (L2 reuse).
+        min_blocks: ``__launch_bounds__``'s minimum resident blocks per SM (caps registers
+            at 65536 / (threads * min_blocks); 2 with 8 warps gives 16 warps per SM).
+    """
+
+    bm: int = 128
+    bn: int = 128
+    bk: int = 32
+    warps_m: int = 2
+    warps_n: int = 2
+    stages: int = 4
+    swizzle: Any = "auto"
+    group_m: int = 8
+    min_blocks: int = 1
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def warp_tile(self) -> Tuple[int, int]:
+        return self.bm // self.warps_m, self.bn // self.warps_n
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.stages * (self.bm + self.bn) * self.bk * 2
+
+    def key(self) -> str:
+        sw = self.swizzle if isinstance(self.swizzle, str) else "sw" + "".join(map(str, self.swizzle))
+        mb = f"_b{self.min_blocks}" if self.min_blocks != 1 else ""
+        return (f"{self.bm}x{self.bn}x{self.bk}_w{self.warps_m}x{self.warps_n}_s{self.stages}"
+                f"_{sw}_g{self.group_m}{mb}")
+
+    def as_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    def validate(self) -> "GemmConfig":
+        """Raise :class:`GemmConfigError` naming the first violated rule; return self."""
+        ints = dict(bm=self.bm, bn=self.bn, bk=self.bk, warps_m=self.warps_m,
+                    warps_n=self.warps_n, stages=self.stages, group_m=self.group_m,
+                    min_blocks=self.min_blocks)
+        for k, v in ints.items():
+            if type(v) is not int or v < 1:
+                raise GemmConfigError(f"GemmConfig: {k}={v!r} must be a positive int")
+        if not (_pow2(self.warps_m) and _pow2(self.warps_n)) or self.warps_m * self.warps_n > 16:
+            raise GemmConfigError(
+                f"GemmConfig: warps {self.warps_m}x{self.warps_n} must be powers of two, "
+                f"at most 16 warps")
+        if self.bm % (16 * self.warps_m) or not _pow2(self.bm):
+            raise GemmConfigError(
+                f"GemmConfig: bm={self.bm} must be a multiple of 16*warps_m = "
+                f"{16 * self.warps_m} and a power of two")
+        if self.bn % (16 * self.warps_n) or not _pow2(self.bn):
+            raise GemmConfigError(
+                f"GemmConfig: bn={self.bn} must be a multiple of 16*warps_n = "
+                f"{16 * self.warps_n} and a power of two")
+        if self.bk not in (32, 64, 128):
+            # the main loop's barrier sits before the last of >= 2 k16 steps per tile
+            raise GemmConfigError(f"GemmConfig: bk={self.bk} must be 32, 64 or 128")
+        if self.stages < 2 or self.stages > 8:
+            raise GemmConfigError(f"GemmConfig: stages={self.stages} must be in [2, 8]")
+        if min(self.bm, self.bn) < 16 or max(self.bm, self.bn) > 256:
+            raise GemmConfigError("GemmConfig: bm and bn must lie in [16, 256]")
+        tm, tn = self.warp_tile
+        if tm * tn > 128 * 128 // 2:
+            raise GemmConfigError(
+                f"GemmConfig: warp tile {tm}x{tn} needs {tm * tn // 32} f32 accumulators per "
+                f"thread (at most 256 fit the register file)")
+        if self.min_blocks > 1 and self.min_blocks * self.smem_bytes > 228 * 1024:
+            raise GemmConfigError(
+                f"GemmConfig: min_blocks={self.min_blocks} blocks of {self.smem_bytes} bytes of "
+                f"shared memory do not fit one SM (228 KB)")
+        if 65536 // (self.threads * self.min_blocks) < 64 + tm * tn // 32:
+            raise GemmConfigError(
+                f"GemmConfig: min_blocks={self.min_blocks} leaves "
+                f"{65536 // (self.threads * self.min_blocks)} registers per thread, fewer than the "
+                f"{tm * tn // 32} accumulators need")
+        if self.smem_bytes > SMEM_LIMIT:
+            raise GemmConfigError(
+                f"GemmConfig: {self.stages} stages of ({self.bm}+{self.bn})x{self.bk} f16 need "
+                f"{self.smem_bytes} bytes of shared memory, more than {SMEM_LIMIT}")
+        sw = self.swizzle
+        if not (sw == "auto" or (isinstance(sw, tuple) and len(sw) == 3
+                                 and all(type(x) is int for x in sw))):
+            raise GemmConfigError(f"GemmConfig: swizzle={sw!r} must be 'auto' or a (B, M, S) tuple")
+        return self
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """The operand-dictated variant: C (M x N, row-major) = A (M x K) @ B (K x N).
+
+    Attributes:
+        a_major: ``"k"`` when A's rows are contiguous (row-major A, BLAS 'T' in CuTe's
+            TN naming), ``"m"`` when its columns are (column-major A).
+        b_major: ``"k"`` when B's columns are contiguous (column-major B), ``"n"`` when its
+            rows are (row-major B).
+        dtype: ``"f16"`` or ``"bf16"`` (both operands); accumulation is always f32.
+        out_dtype: ``"f16"``, ``"bf16"`` or ``"f32"``.
+    """
+
+    a_major: str = "k"
+    b_major: str = "n"
+    dtype: str = "f16"
+    out_dtype: Optional[str] = None
+
+    @property
+    def out(self) -> str:
+        return self.out_dtype or self.dtype
+
+    def key(self) -> str:
+        return f"a{self.a_major}_b{self.b_major}_{self.dtype}_{self.out}"
+
+    def validate(self) -> "GemmProblem":
+        if self.a_major not in ("k", "m"):
+            raise GemmConfigError(f"GemmProblem: a_major={self.a_major!r} must be 'k' or 'm'")
+        if self.b_major not in ("k", "n"):
+            raise GemmConfigError(f"GemmProblem: b_major={self.b_major!r} must be 'k' or 'n'")
+        if self.dtype not in DTYPES:
+            raise GemmConfigError(f"GemmProblem: dtype={self.dtype!r} must be one of {list(DTYPES)}")
+        if self.out not in OUT_DTYPES:
+            raise GemmConfigError(
+                f"GemmProblem: out_dtype={self.out!r} must be one of {list(OUT_DTYPES)}")
+        return self

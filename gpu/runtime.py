@@ -1,0 +1,388 @@
+"""The CuPy runtime of the proven GEMM: ``gemm``, the compile cache and the autotuner.
+
+``gemm(a, b)`` multiplies two 2-D CuPy arrays (f16 or bf16, any strides) with a kernel
+that :func:`layoutproof.gpu.codegen.generate` built and proved.  The operands' memory
+layouts pick the variant (row- or column-major A and B: the NT/TN/NN/TT table); an output
+in column-major order is computed as the transposed product.  Operands that break the
+kernel's 16-byte contract (a leading dimension not a multiple of 8 elements, a base
+pointer not 16-byte aligned, a non-unit inner stride) are copied once into a padded,
+aligned buffer -- a correct, slower path whose cost is one pass over that operand.
+
+Caches: generated kernels (source + proof log) in memory and on disk
+(``$LAYOUTPROOF_CACHE`` or ``~/.cache/layoutproof``, keyed by the generator's own source
+hash, the config and the variant); compiled modules in memory (and CuPy's own on-disk
+cache, keyed by the source).  CuPy is imported only when a GPU function is called.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .config import GemmConfig, GemmProblem
+from .errors import GemmInputError, NoGPUError
+
+__all__ = ["gemm", "compile_kernel", "autotune", "cache_dir", "DEFAULT_CONFIGS", "kernel_for",
+           "gpu_available", "last_launch"]
+
+DEFAULT_CONFIG = GemmConfig()
+# the autotuner's candidates (all proven when first generated)
+# (measured on an H100, bench/RESULTS.md: 64x64 warp tiles win; 16-warp / 2-block variants
+# that cap registers at 128 spill and lose ILP, so they are not candidates)
+DEFAULT_CONFIGS: Tuple[GemmConfig, ...] = (
+    GemmConfig(bm=128, bn=256, bk=32, warps_m=2, warps_n=4, stages=3),
+    GemmConfig(bm=256, bn=128, bk=32, warps_m=4, warps_n=2, stages=3),
+    GemmConfig(bm=128, bn=256, bk=64, warps_m=2, warps_n=4, stages=3),
+    GemmConfig(bm=256, bn=128, bk=64, warps_m=4, warps_n=2, stages=3),
+    GemmConfig(bm=128, bn=128, bk=32, warps_m=2, warps_n=2, stages=4),
+    GemmConfig(bm=64, bn=128, bk=32, warps_m=2, warps_n=2, stages=4, min_blocks=2),
+    GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=4),
+)
+
+_KERNELS: Dict[Tuple[GemmConfig, GemmProblem], Any] = {}      # -> GemmKernel
+_MODULES: Dict[Tuple[str, int], Any] = {}                      # (source hash, device) -> RawKernel
+_TUNED: Dict[Tuple[Any, ...], GemmConfig] = {}
+last_launch: Dict[str, Any] = {}
+
+
+# ============================================================================ helpers
+def _cupy() -> Any:
+    try:
+        import cupy
+    except Exception as e:  # ImportError, or a CUDA library that fails to load
+        raise NoGPUError(f"layoutproof.gpu needs CuPy with a CUDA device: {e}") from None
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise NoGPUError("layoutproof.gpu: no CUDA device is visible")
+    except NoGPUError:
+        raise
+    except Exception as e:
+        raise NoGPUError(f"layoutproof.gpu: no usable CUDA device ({e})") from None
+    return cupy
+
+
+def gpu_available() -> bool:
+    """True when CuPy imports and sees at least one CUDA device."""
+    try:
+        _cupy()
+        return True
+    except NoGPUError:
+        return False
+
+
+def cache_dir() -> Path:
+    d = os.environ.get("LAYOUTPROOF_CACHE")
+    return Path(d) if d else Path.home() / ".cache" / "layoutproof"
+
+
+def _generator_hash() -> str:
+    """Hash of the generator's own source files: a cached kernel is reused only when the
+    code that proved it is unchanged."""
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for name in ("codegen.py", "lower.py", "banks.py", "atoms.py", "ptx_tables.py", "config.py"):
+        f = here / name
+        if f.exists():
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+_GEN_HASH: Optional[str] = None
+
+
+def kernel_for(config: GemmConfig, problem: GemmProblem, *, disk: bool = True) -> Any:
+    """The generated, proven kernel for (config, problem): memory cache, then disk cache,
+    then :func:`~layoutproof.gpu.codegen.generate`."""
+    global _GEN_HASH
+    key = (config, problem)
+    k = _KERNELS.get(key)
+    if k is not None:
+        return k
+    from .codegen import GemmKernel, generate
+    from .proofrec import Proof, ProofLog
+
+    if _GEN_HASH is None:
+        _GEN_HASH = _generator_hash()
+    path = cache_dir() / "gemm" / f"{_GEN_HASH}_{config.key()}_{problem.key()}.json"
+    if disk and path.exists():
+        try:
+            d = json.loads(path.read_text())
+            log = ProofLog([Proof(**p) for p in d["proofs"]])
+            sw = {k2: (tuple(v) if v else None) for k2, v in d["swizzles"].items()}
+            k = GemmKernel(config, problem, d["source"], d["name"], d["threads"],
+                           d["smem_bytes"], log, sw)
+            _KERNELS[key] = k
+            return k
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a damaged cache entry is regenerated
+    k = generate(config, problem)
+    _KERNELS[key] = k
+    if disk:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({
+                "source": k.source, "name": k.name, "threads": k.threads,
+                "smem_bytes": k.smem_bytes, "swizzles": k.swizzles,
+                "proofs": [p.__dict__ for p in k.proofs]}))
+            tmp.replace(path)
+        except OSError:
+            pass
+    return k
+
+
+def compile_kernel(kernel: Any) -> Any:
+    """A CuPy RawKernel for a generated kernel (memory cache by source hash and device)."""
+    cupy = _cupy()
+    dev = cupy.cuda.Device().id
+    key = (kernel.source_hash, dev)
+    rk = _MODULES.get(key)
+    if rk is not None:
+        return rk
+    arch = f"-arch=sm_{cupy.cuda.Device(dev).compute_capability}"
+    rk = cupy.RawKernel(kernel.source, kernel.name, options=(arch, "-std=c++17"))
+    rk.max_dynamic_shared_size_bytes = kernel.smem_bytes
+    rk.compile()
+    _MODULES[key] = rk
+    return rk
+
+
+# ============================================================================ operands
+_DT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
+
+
+def _dtype_name(x: Any) -> str:
+    return _DT.get(str(x.dtype), str(x.dtype))
+
+
+def _major(x: Any, rows: str, cols: str) -> Tuple[str, int, Any]:
+    """(contiguous dimension name, leading dimension, array) for a 2-D operand, copying it
+    into a padded aligned buffer when it breaks the kernel's 16-byte contract."""
+    cupy = _cupy()
+    it = x.itemsize
+    r, c = x.shape
+    s0, s1 = x.strides
+    if s1 == it and s0 % it == 0 and s0 // it >= max(c, 1):
+        major, ld = cols, s0 // it
+    elif s0 == it and s1 % it == 0 and s1 // it >= max(r, 1):
+        major, ld = rows, s1 // it
+    elif r == 1 or c == 1:
+        major, ld = cols, c
+    else:
+        major, ld = cols, -1
+    aligned = x.data.ptr % 16 == 0 and ld > 0 and ld % 8 == 0
+    if not aligned or (r == 1 and c == 1):
+        # the correct slower path: one copy into a padded, aligned buffer
+        if major == cols:
+            ldp = max(8, -(-c // 8) * 8)
+            buf = cupy.zeros((r, ldp), dtype=x.dtype)
+            buf[:, :c] = x
+            return cols, ldp, buf
+        ldp = max(8, -(-r // 8) * 8)
+        buf = cupy.zeros((c, ldp), dtype=x.dtype)
+        buf[:, :r] = x.T
+        return rows, ldp, buf
+    return major, ld, x
+
+
+def _check(a: Any, b: Any, dtype: Optional[str]) -> Tuple[str, Any]:
+    cupy = _cupy()
+    for nm, x in (("a", a), ("b", b)):
+        if not isinstance(x, cupy.ndarray):
+            raise GemmInputError(f"gemm: {nm} must be a cupy.ndarray, got {type(x).__name__}")
+        if x.ndim != 2:
+            raise GemmInputError(f"gemm: {nm} must be 2-D, got shape {x.shape}")
+        if 0 in x.shape:
+            raise GemmInputError(f"gemm: {nm} has an empty dimension, shape {x.shape}")
+        if max(x.shape) >= 2 ** 31:
+            raise GemmInputError(f"gemm: {nm} has an extent >= 2**31, shape {x.shape}")
+    if a.shape[1] != b.shape[0]:
+        raise GemmInputError(f"gemm: inner dimensions differ: a is {a.shape}, b is {b.shape} "
+                             f"(a.shape[1] must equal b.shape[0])")
+    if a.dtype != b.dtype:
+        raise GemmInputError(f"gemm: a is {a.dtype} and b is {b.dtype}; both must be float16 "
+                             f"or both bfloat16")
+    if a.device != b.device:
+        raise GemmInputError(f"gemm: a is on {a.device} and b on {b.device}")
+    if dtype is not None:
+        if dtype not in ("f16", "bf16"):
+            raise GemmInputError(f"gemm: dtype={dtype!r} must be 'f16' or 'bf16'")
+        if a.itemsize != 2:
+            raise GemmInputError(f"gemm: dtype={dtype!r} reinterprets 2-byte elements; a is "
+                                 f"{a.dtype}")
+        return dtype, cupy
+    dn = _dtype_name(a)
+    if dn not in ("f16", "bf16"):
+        raise GemmInputError(f"gemm: unsupported dtype {a.dtype}: float16 or bfloat16 (or "
+                             f"2-byte arrays with dtype='bf16'), f32 accumulation")
+    return dn, cupy
+
+
+def _out_dtype(cupy: Any, name: str, like: Any) -> Any:
+    if name == "f16":
+        return cupy.float16
+    if name == "f32":
+        return cupy.float32
+    try:
+        return cupy.dtype("bfloat16")
+    except TypeError:
+        return like.dtype   # raw bf16 bits in a 2-byte array (dtype='bf16' reinterpretation)
+
+
+# ============================================================================ gemm
+def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Optional[str] = None,
+         dtype: Optional[str] = None) -> Any:
+    """C = A @ B on the GPU with a proven mma.sync kernel (f32 accumulation).
+
+    Args:
+        a: (M, K) cupy array, float16 or bfloat16, any strides.
+        b: (K, N) cupy array of the same dtype.
+        out: optional (M, N) result array (row- or column-major), of ``out_dtype``.
+        config: a :class:`GemmConfig`, ``"auto"`` (the autotuner's choice for this shape,
+            tuned on first use) or None (the default config).
+        out_dtype: ``"f16"``, ``"bf16"`` or ``"f32"``; default: the input dtype (or out's).
+        dtype: reinterpret 2-byte arrays as this dtype (``"bf16"`` where CuPy has no
+            bfloat16 dtype: pass the raw bits as uint16).
+
+    Raises:
+        GemmInputError: wrong dtype, shape, device or layout; NoGPUError without CuPy/GPU.
+    """
+    dt, cupy = _check(a, b, dtype)
+    M, K = a.shape
+    N = b.shape[1]
+    if out is not None:
+        if not isinstance(out, cupy.ndarray) or out.shape != (M, N):
+            raise GemmInputError(f"gemm: out must be a cupy array of shape {(M, N)}, got "
+                                 f"{getattr(out, 'shape', type(out).__name__)}")
+        od = out_dtype or ({"float16": "f16", "float32": "f32"}.get(str(out.dtype))
+                           or ("bf16" if str(out.dtype) == "bfloat16" or dt == "bf16" else None))
+        if od is None:
+            raise GemmInputError(f"gemm: out has dtype {out.dtype}; float16, bfloat16 or float32")
+    else:
+        od = out_dtype or dt
+    if od not in ("f16", "bf16", "f32"):
+        raise GemmInputError(f"gemm: out_dtype={od!r} must be 'f16', 'bf16' or 'f32'")
+    if out is None:
+        out = cupy.empty((M, N), dtype=_out_dtype(cupy, od, a))
+    # column-major output: C^T = B^T A^T with the roles of the operands swapped
+    it = out.itemsize
+    if out.strides[1] == it and out.strides[0] % it == 0 and out.strides[0] // it >= N:
+        target, A, B, m, n = out, a, b, M, N
+    elif out.strides[0] == it and out.strides[1] % it == 0 and out.strides[1] // it >= M:
+        target, A, B, m, n = out.T, b.T, a.T, N, M
+    else:
+        tmp = gemm(a, b, None, config=config, out_dtype=od, dtype=dtype)
+        out[...] = tmp
+        return out
+    amaj, lda, A = _major(A, "m", "k")
+    bmaj, ldb, B = _major(B, "k", "n")
+    prob = GemmProblem(a_major=amaj, b_major=bmaj, dtype=dt, out_dtype=od)
+    if config is None:
+        cfg = DEFAULT_CONFIG
+    elif config == "auto":
+        cfg = autotune(m, n, K, problem=prob)
+    elif isinstance(config, GemmConfig):
+        cfg = config
+    else:
+        raise GemmInputError(f"gemm: config must be a GemmConfig, 'auto' or None, got {config!r}")
+    kern = kernel_for(cfg, prob)
+    rk = compile_kernel(kern)
+    ldc = target.strides[0] // it
+    c_vec = int(ldc % 2 == 0 and target.data.ptr % (2 * it) == 0)
+    import numpy as np
+
+    rk(kern.grid(m, n), (kern.threads, 1, 1),
+       (A, B, target, np.int32(m), np.int32(n), np.int32(K), np.int64(lda), np.int64(ldb),
+        np.int64(ldc), np.int32(c_vec)), shared_mem=kern.smem_bytes)
+    last_launch.update(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K)
+    return out
+
+
+# ============================================================================ autotuner
+def _time_kernel(fn: Any, reps: int = 10) -> float:
+    cupy = _cupy()
+    fn()
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    times = []
+    for _ in range(3):
+        start.record()
+        for _ in range(reps):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop) / reps)
+    return sorted(times)[1]
+
+
+def _bucket(x: int) -> int:
+    return 1 << max(0, (x - 1).bit_length())
+
+
+def autotune(m: int, n: int, k: int, *, problem: Optional[GemmProblem] = None,
+             configs: Optional[Sequence[GemmConfig]] = None, reps: int = 10,
+             verbose: bool = False) -> GemmConfig:
+    """The fastest config for this shape (rounded up to powers of two) and variant, timed
+    on the current device with fresh random operands; remembered in memory and on disk."""
+    cupy = _cupy()
+    prob = problem or GemmProblem()
+    dev = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+    dev = dev.decode() if isinstance(dev, bytes) else str(dev)
+    key = (dev, prob, _bucket(m), _bucket(n), _bucket(k))
+    if key in _TUNED:
+        return _TUNED[key]
+    path = cache_dir() / "autotune.json"
+    skey = "|".join(map(str, (dev, prob.key(), *key[2:])))
+    try:
+        table = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError):
+        table = {}
+    if skey in table and configs is None:
+        d = dict(table[skey])
+        if isinstance(d.get("swizzle"), list):
+            d["swizzle"] = tuple(d["swizzle"])
+        cfg = GemmConfig(**d)
+        _TUNED[key] = cfg
+        return cfg
+    rng = cupy.random.default_rng(1234)
+    dt = cupy.float16
+    a = rng.standard_normal((m, k), dtype=cupy.float32).astype(dt)
+    b = rng.standard_normal((k, n), dtype=cupy.float32).astype(dt)
+    if prob.a_major == "m":
+        a = cupy.asfortranarray(a)
+    if prob.b_major == "k":
+        b = cupy.asfortranarray(b)
+    best: Optional[Tuple[float, GemmConfig]] = None
+    results: List[Tuple[float, GemmConfig]] = []
+    for cfg in configs or DEFAULT_CONFIGS:
+        try:
+            t = _time_kernel(lambda c=cfg: gemm(a, b, config=c, dtype=prob.dtype,
+                                                  out_dtype=prob.out), reps)
+        except Exception as e:  # a config that cannot run here is skipped, and said so
+            if verbose:
+                print(f"autotune: {cfg.key()} skipped: {e}")
+            continue
+        results.append((t, cfg))
+        if verbose:
+            print(f"autotune: {cfg.key()}: {t * 1e3:.1f} us")
+        if best is None or t < best[0]:
+            best = (t, cfg)
+    if best is None:
+        raise GemmInputError("autotune: no configuration ran")
+    _TUNED[key] = best[1]
+    table[skey] = best[1].as_dict()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(table, indent=1))
+    except OSError:
+        pass
+    return best[1]
+
+
+def timed(fn: Any) -> Tuple[Any, float]:
+    t0 = time.perf_counter()
+    r = fn()
+    return r, time.perf_counter() - t0
