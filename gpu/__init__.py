@@ -12,7 +12,7 @@
 
 >>> from layoutproof.gpu import GemmConfig
 >>> GemmConfig().key()
-'128x128x32_w2x2_s4_auto_g8'
+'128x256x32_w2x4_s3_auto_g8'
 """
 
 from __future__ import annotations

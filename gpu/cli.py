@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="k: A row-major (default); m: A column-major")
     p.add_argument("--b-major", choices=["k", "n"], default="n",
                    help="n: B row-major (default); k: B column-major")
-    p.add_argument("--config", default=None, help="BMxBNxBK/WMxWN/STAGES (default 128x128x32/2x2/4)")
+    p.add_argument("--config", default=None, help="BMxBNxBK/WMxWN/STAGES (default 128x256x32/2x4/3)")
     p.add_argument("--emit", metavar="FILE", default=None, help="write the proven CUDA source here")
     p.add_argument("--no-run", action="store_true", help="do not run on a GPU even if one is present")
     p.add_argument("--reps", type=int, default=20, help="timed repetitions (GPU)")

@@ -326,7 +326,16 @@ def _plan_operand(p: OperandPlan, log: ProofLog, sw_req: Any) -> None:
     ld_sym = symbols(f"ld{p.name}")
     glob = Layout((p.x_extent, p.bk), (ld_sym, 1) if p.kmajor else (1, ld_sym))
     gmap = composition(glob, ctv)
-    p.lowered["cp_gmem"] = lower.lower(gmap, ("tid", "it"), name=f"lp_{p.name}_cp_gmem", log=log)
+    low = lower.lower(gmap, ("tid", "it"), name=f"lp_{p.name}_cp_gmem", log=log)
+    p.lowered["cp_gmem"] = low
+    # the kernel keeps one pointer per thread and steps it: prove that form for every ld
+    e = low.c_expr
+    step = f"(({_subst(e, tid='0', it='1')}) - ({_subst(e, tid='0', it='0')}))"
+    expr = f"({_subst(e, it='0')}) + it * {step}"
+    proof = lower.check_c_expr(gmap, ("tid", "it"), expr)
+    log.add("equal", f"{P} global source {low.name}(tid, it) == {low.name}(tid, 0) + it * "
+                     f"({low.name}(0, 1) - {low.name}(0, 0)) == {gmap} for all {ld_sym}",
+            proof.method, proof.cases)
 
     # ldmatrix: (lane, warp, xi, ki) -> buffer offset, in the hoisted form the kernel uses
     lmap = p.ldsm_map()
@@ -367,6 +376,13 @@ def _plan_operand(p: OperandPlan, log: ProofLog, sw_req: Any) -> None:
     proof = lower.check_c_expr(stage_map, args + ("st",), expr_stage)
     log.add("equal", f"{P} ldmatrix address with stage: {expr_stage} == {stage_map}",
             proof.method, proof.cases)
+
+
+def _subst(expr: str, **values: str) -> str:
+    """Replace whole-word identifiers of a C expression (argument names) by values."""
+    import re
+
+    return re.sub(r"[A-Za-z_][A-Za-z_0-9]*", lambda m: values.get(m.group(0), m.group(0)), expr)
 
 
 def _ldsm_expr(p: OperandPlan) -> str:
@@ -537,24 +553,34 @@ _STORE2 = {
 }
 
 
-def _load_tile_code(p: OperandPlan) -> str:
-    """The body of lp_load_<p>(stage, kt): every thread issues cp_iters 16-byte copies."""
-    P = p.name
-    if p.kmajor:
-        # the chunk runs along k: partial chunks at the K edge are zero-filled
-        nbytes = f"(({P}_xok[i]) && (kk < K)) ? min(K - kk, 8) * 2 : 0"
-        adv = f"(long long)kt * {p.bk}"
-    else:
-        nbytes = f"(kk < K && {P}_xrem[i] > 0) ? min({P}_xrem[i], 8) * 2 : 0"
-        adv = f"(long long)kt * {p.bk} * ld{P}"
-    gm = p.lowered["cp_gmem"].name
-    return f"""
-#pragma unroll
-    for (int i = 0; i < {p.cp_iters}; ++i) {{
-      const int kk = kt * {p.bk} + {p.lowered['cp_k'].name}(tid, i);
-      const int nb = {nbytes};
-      const lp_in_t* src = nb ? {P}_blk + {gm}(tid, i, ld{P}) + {adv} : {P.upper()};
-      lp_cp_async16(s{P.upper()} + 2u * (unsigned)({P}_s[i] + st * {p.stage_elems}), src, nb);
+def _load_tile_code(a: OperandPlan, b: OperandPlan) -> str:
+    """Issue tile ``kt`` of both operands into stage ``st``: a branch-free path for tiles
+    inside M, N and K, and a predicated one (partial chunks zero-filled) at the edges."""
+    def ops(p: OperandPlan, full: bool) -> str:
+        P = p.name
+        dst = f"s{P.upper()} + 2u * (unsigned)({P}_s[i] + st * {p.stage_elems})"
+        src = f"{P}_src + i * {P}_its"
+        if full:
+            body = f"lp_cp_async16({dst}, {src}, 16);"
+        else:
+            X, o0 = ("M", "m0") if P == "a" else ("N", "n0")
+            xx = f"({o0} + {p.lowered['cp_x'].name}(tid, i))"
+            if p.kmajor:   # the chunk runs along k: partial chunks at the K edge zero-fill
+                nb = f"({xx} < {X} && kk < K) ? min(K - kk, 8) * 2 : 0"
+            else:          # the chunk runs along x: partial chunks at the X edge zero-fill
+                nb = f"(kk < K && {xx} < {X}) ? min({X} - {xx}, 8) * 2 : 0"
+            body = (f"const int kk = kt * {p.bk} + {p.lowered['cp_k'].name}(tid, i);\n"
+                    f"          const int nb = {nb};\n"
+                    f"          lp_cp_async16({dst}, nb ? {src} : {P.upper()}, nb);")
+        return (f"\n#pragma unroll\n        for (int i = 0; i < {p.cp_iters}; ++i) {{\n"
+                f"          {body}\n        }}")
+
+    return f"""{{
+      const lp_in_t* const a_src = a_ptr + (long long)kt * a_adv;
+      const lp_in_t* const b_src = b_ptr + (long long)kt * b_adv;
+      if (interior && (kt + 1) * {a.bk} <= K) {{{ops(a, True)}{ops(b, True)}
+      }} else {{{ops(a, False)}{ops(b, False)}
+      }}
     }}"""
 
 
@@ -603,27 +629,20 @@ def _ld_table_code(p: OperandPlan) -> str:
 
 
 def _cp_setup_code(p: OperandPlan) -> str:
-    """Per-thread cp.async state: the block's base pointer, the destination offsets and the
-    x-edge predicates of each iteration (the global offsets are recomputed from the proven
-    map at each use: a few integer ops instead of 64-bit pointer registers)."""
+    """Per-thread cp.async state: one global pointer (iteration it adds it * step, proven),
+    the destination offsets and the x-edge predicates of each iteration."""
     P = p.name
-    X = "M" if P == "a" else "N"
     o0 = "m0" if P == "a" else "n0"
-    if p.kmajor:
-        xcheck = f"  bool {P}_xok[{p.cp_iters}];\n"
-        xset = f"{P}_xok[i] = ({o0} + {p.lowered['cp_x'].name}(tid, i)) < {X};"
-    else:
-        xcheck = f"  int {P}_xrem[{p.cp_iters}];\n"
-        xset = f"{P}_xrem[i] = {X} - ({o0} + {p.lowered['cp_x'].name}(tid, i));"
+    gm = p.lowered["cp_gmem"].name
     blk = f"(long long){o0} * ld{P}" if p.kmajor else f"(long long){o0}"
+    adv = f"{p.bk}LL" if p.kmajor else f"(long long){p.bk} * ld{P}"
     return f"""
-  const lp_in_t* const {P}_blk = {P.upper()} + {blk};
+  const lp_in_t* const {P}_ptr = {P.upper()} + {blk} + {gm}(tid, 0, ld{P});
+  const long long {P}_its = {gm}(0, 1, ld{P}) - {gm}(0, 0, ld{P});
+  const long long {P}_adv = {adv};
   int {P}_s[{p.cp_iters}];
-{xcheck}#pragma unroll
-  for (int i = 0; i < {p.cp_iters}; ++i) {{
-    {P}_s[i] = {p.lowered['cp_smem'].name}(tid, i);
-    {xset}
-  }}"""
+#pragma unroll
+  for (int i = 0; i < {p.cp_iters}; ++i) {P}_s[i] = {p.lowered['cp_smem'].name}(tid, i);"""
 
 
 def _source(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
@@ -702,6 +721,7 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, {cfg.min_blocks})
   const int gsize = min(grid_m - first_m, {cfg.group_m});
   const int bm = first_m + (pid % per_group) % gsize, bn = (pid % per_group) / gsize;
   const int m0 = bm * {cfg.bm}, n0 = bn * {cfg.bn};
+  const bool interior = m0 + {cfg.bm} <= M && n0 + {cfg.bn} <= N;
 {_cp_setup_code(a)}
 {_cp_setup_code(b)}
 {_ld_table_code(a)}
@@ -720,8 +740,7 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, {cfg.min_blocks})
   for (int st = 0; st < {S - 1}; ++st) {{
     if (st < KT) {{
       const int kt = st;
-      {_load_tile_code(a)}
-      {_load_tile_code(b)}
+      {_load_tile_code(a, b)}
     }}
     lp_cp_commit();
   }}
@@ -751,10 +770,7 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, {cfg.min_blocks})
       if (ki == 0) {{
         const int kt = kt0 + {S - 1};
         const int st = wr;
-        if (kt < KT) {{
-          {_load_tile_code(a)}
-          {_load_tile_code(b)}
-        }}
+        if (kt < KT) {_load_tile_code(a, b)}
         lp_cp_commit();
         wr = (wr + 1 == {S}) ? 0 : wr + 1;
       }}

@@ -55,11 +55,11 @@ class GemmConfig:
     """
 
     bm: int = 128
-    bn: int = 128
+    bn: int = 256
     bk: int = 32
     warps_m: int = 2
-    warps_n: int = 2
-    stages: int = 4
+    warps_n: int = 4
+    stages: int = 3
     swizzle: Any = "auto"
     group_m: int = 8
     min_blocks: int = 1

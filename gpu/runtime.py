@@ -35,6 +35,7 @@ DEFAULT_CONFIG = GemmConfig()
 # that cap registers at 128 spill and lose ILP, so they are not candidates)
 DEFAULT_CONFIGS: Tuple[GemmConfig, ...] = (
     GemmConfig(bm=128, bn=256, bk=32, warps_m=2, warps_n=4, stages=3),
+    GemmConfig(bm=128, bn=256, bk=32, warps_m=2, warps_n=4, stages=4),
     GemmConfig(bm=256, bn=128, bk=32, warps_m=4, warps_n=2, stages=3),
     GemmConfig(bm=128, bn=256, bk=64, warps_m=2, warps_n=4, stages=3),
     GemmConfig(bm=256, bn=128, bk=64, warps_m=4, warps_n=2, stages=3),

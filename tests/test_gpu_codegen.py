@@ -149,9 +149,9 @@ NVCC = shutil.which("nvcc")
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 @pytest.mark.parametrize("cfg, prob", [
     (GemmConfig(), GemmProblem("k", "n", "f16", "f16")),
-    (GemmConfig(bm=128, bn=256, bk=32, warps_m=2, warps_n=4, stages=3),
+    (GemmConfig(bm=256, bn=128, bk=32, warps_m=4, warps_n=2, stages=3),
      GemmProblem("m", "k", "bf16", "f32")),
-], ids=["128x128-TN-f16", "128x256-NT-bf16"])
+], ids=["default-128x256x32-f16", "256x128x32-bf16-f32out"])
 def test_emitted_source_compiles_for_sm90a_without_spills(tmp_path, cfg, prob):
     k = codegen.generate(cfg, prob)
     src = tmp_path / "k.cu"
