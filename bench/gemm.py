@@ -150,17 +150,21 @@ def compile_times(cp, log):
     return d
 
 
-def bench(cp, fn, reps):
-    fn()
+def bench(cp, fn, reps, batches=7):
+    """Median over ``batches`` of the mean time of ``reps`` back-to-back launches (events
+    around each batch), after a warm-up batch: the same method for ours and cuBLAS."""
+    for _ in range(3):
+        fn()
     cp.cuda.Device().synchronize()
     s, e = cp.cuda.Event(), cp.cuda.Event()
     ts = []
-    for _ in range(reps):
+    for _ in range(batches):
         s.record()
-        fn()
+        for _ in range(reps):
+            fn()
         e.record()
         e.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3)
+        ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3 / reps)
     ts.sort()
     return ts[len(ts) // 2], ts
 
