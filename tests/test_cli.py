@@ -153,7 +153,7 @@ def test_help_lists_check(cli):
 FLAGS = doctest.ELLIPSIS
 
 
-@pytest.mark.parametrize("name", ["quickstart.md", "semantics.md", "testing.md", "verify.md"])
+@pytest.mark.parametrize("name", ["quickstart.md", "semantics.md", "testing.md", "verify.md", "gpu.md"])
 def test_docs_doctest(name):
     path = DOCS / name
     if not path.exists():
