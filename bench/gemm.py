@@ -78,7 +78,7 @@ class Ops:
         return {} if (dtype == "f16" or self.cp_bf16) else {"dtype": "bf16"}
 
 
-def correctness(cp, ops, gemm, n_shapes, log):
+def correctness(cp, ops, gemm, n_shapes, log, paths=("wgmma", "mma.sync")):
     rng = cp.random.default_rng(20261123)
     prng = np.random.default_rng(7)
     shapes = [(1, 1, 1), (1, 7, 3), (5, 1, 9), (17, 33, 1), (4095, 4097, 4093), (128, 128, 32),
@@ -87,7 +87,7 @@ def correctness(cp, ops, gemm, n_shapes, log):
         m, n, k = (int(prng.choice([prng.integers(1, 64), prng.integers(64, 1200)])) for _ in range(3))
         shapes.append((m, n, k))
     rows, fails = [], 0
-    for dtype in ("f16", "bf16"):
+    for path, dtype in [(p, d) for p in paths for d in ("f16", "bf16")]:
         tol = 5e-3 if dtype == "f16" else 2e-2
         for (m, n, k) in shapes[:n_shapes]:
             for ao, bo in (("C", "C"), ("C", "F"), ("F", "C"), ("F", "F")):
@@ -95,21 +95,21 @@ def correctness(cp, ops, gemm, n_shapes, log):
                 b = ops.make((k, n), dtype, bo, rng)
                 ref = ops.to64(a, dtype) @ ops.to64(b, dtype)
                 out = cp.full((m, n), cp.nan, dtype=cp.float32)
-                gemm(a, b, out, out_dtype="f32", **ops.kw(dtype))
+                gemm(a, b, out, out_dtype="f32", path=path, **ops.kw(dtype))
                 cp.cuda.Device().synchronize()
                 nan = int(cp.isnan(out).sum())
                 den = float(cp.linalg.norm(ref)) or 1.0
                 err = float(cp.linalg.norm(out.astype(cp.float64) - ref)) / den
                 # the low-precision output too (f16 / bf16 epilogue)
-                out2 = gemm(a, b, **ops.kw(dtype))
+                out2 = gemm(a, b, path=path, **ops.kw(dtype))
                 o2 = ops.to64(out2, dtype)
                 err2 = float(cp.linalg.norm(o2 - ref)) / den
                 ok = nan == 0 and err < tol and err2 < tol and not np.isnan(err2)
                 fails += not ok
-                rows.append(dict(dtype=dtype, m=m, n=n, k=k, a=ao, b=bo, err_f32=err,
+                rows.append(dict(path=path, dtype=dtype, m=m, n=n, k=k, a=ao, b=bo, err_f32=err,
                                  err_out=err2, nan=nan, ok=ok))
                 if not ok:
-                    print(f"FAIL {dtype} {m}x{n}x{k} A{ao} B{bo}: err {err:.2e} / {err2:.2e}, "
+                    print(f"FAIL {path} {dtype} {m}x{n}x{k} A{ao} B{bo}: err {err:.2e} / {err2:.2e}, "
                           f"{nan} NaN", flush=True)
     log["correctness"] = rows
     worst = {d: max(r["err_f32"] for r in rows if r["dtype"] == d) for d in ("f16", "bf16")}
@@ -169,39 +169,39 @@ def bench(cp, fn, reps, batches=7):
     return ts[len(ts) // 2], ts
 
 
-def speed(cp, ops, gemm, autotune, sizes, reps, log, configs=None, dtypes=("f16", "bf16")):
-    from layoutproof.gpu.config import GemmProblem
+def speed(cp, ops, gemm, autotune, sizes, reps, log, configs=None, dtypes=("f16", "bf16"),
+          paths=("wgmma", "mma.sync"), layouts=("CC", "CF")):
+    from layoutproof.gpu import runtime
 
     rng = cp.random.default_rng(99)
-    rows = []
-    for dtype in dtypes:
-        for (m, n, k) in sizes:
-            a = ops.make((m, k), dtype, "C", rng)
-            b = ops.make((k, n), dtype, "C", rng)
-            prob = GemmProblem("k", "n", dtype, dtype)
-            tuned = None
-            if autotune is not None:
-                tuned = autotune(m, n, k, problem=prob, configs=configs, verbose=True)
-            c = gemm(a, b, config=tuned, **ops.kw(dtype))
-            t_ours, _ = bench(cp, lambda: gemm(a, b, c, config=tuned, **ops.kw(dtype)), reps)
-            if dtype == "f16" or ops.cp_bf16:
-                t_ref, _ = bench(cp, lambda: cp.matmul(a, b), reps)
-                ref_name = "cupy.matmul (cuBLAS)"
-            else:
-                torch = ops.torch
-                ta = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-                tb = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-                t_ref, _ = bench(cp, lambda: torch.matmul(ta, tb), reps)
-                ref_name = "torch.matmul (cuBLAS)"
-            fl = 2.0 * m * n * k
-            row = dict(dtype=dtype, m=m, n=n, k=k, config=tuned.key() if tuned else "default",
-                       ours_ms=t_ours * 1e3, ref_ms=t_ref * 1e3, ours_tflops=fl / t_ours / 1e12,
-                       ref_tflops=fl / t_ref / 1e12, ratio=t_ref / t_ours, reference=ref_name)
-            rows.append(row)
-            print(f"speed {dtype} {m}x{n}x{k}: ours {row['ours_tflops']:.0f} TFLOP/s "
-                  f"({row['config']}), cuBLAS {row['ref_tflops']:.0f}, ratio {row['ratio']:.3f}",
-                  flush=True)
-    log["speed"] = rows
+    rows = log.setdefault("speed", [])
+    for path, lay in [(p, la) for p in paths for la in layouts]:
+        for dtype in dtypes:
+            for (m, n, k) in sizes:
+                a = ops.make((m, k), dtype, lay[0], rng)
+                b = ops.make((k, n), dtype, lay[1], rng)
+                cfg = "auto" if autotune is not None else None
+                kw = dict(ops.kw(dtype), path=path, config=cfg)
+                c = gemm(a, b, **kw)
+                used = runtime.last_launch["config"].key()
+                t_ours, _ = bench(cp, lambda: gemm(a, b, c, **kw), reps)
+                if dtype == "f16" or ops.cp_bf16:
+                    t_ref, _ = bench(cp, lambda: cp.matmul(a, b), reps)
+                    ref_name = "cupy.matmul (cuBLAS)"
+                else:
+                    torch = ops.torch
+                    ta = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+                    tb = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+                    t_ref, _ = bench(cp, lambda: torch.matmul(ta, tb), reps)
+                    ref_name = "torch.matmul (cuBLAS)"
+                fl = 2.0 * m * n * k
+                row = dict(path=path, layout=f"A{lay[0]} B{lay[1]}", dtype=dtype, m=m, n=n, k=k, config=used,
+                           ours_ms=t_ours * 1e3, ref_ms=t_ref * 1e3, ours_tflops=fl / t_ours / 1e12,
+                           ref_tflops=fl / t_ref / 1e12, ratio=t_ref / t_ours, reference=ref_name)
+                rows.append(row)
+                print(f"speed {path} A{lay[0]}B{lay[1]} {dtype} {m}x{n}x{k}: ours {row['ours_tflops']:.0f} TFLOP/s "
+                      f"({used}), cuBLAS {row['ref_tflops']:.0f}, ratio {row['ratio']:.3f}",
+                      flush=True)
     return rows
 
 
@@ -215,6 +215,8 @@ def main(argv=None):
     p.add_argument("--no-autotune", action="store_true")
     p.add_argument("--sizes", default=None, help="MxNxK,MxNxK,... (speed section)")
     p.add_argument("--dtypes", default="f16,bf16")
+    p.add_argument("--paths", default="wgmma,mma.sync")
+    p.add_argument("--layouts", default="CC,CF", help="A and B orders: C row-major, F column-major")
     args = p.parse_args(argv)
     import cupy as cp
 
@@ -236,7 +238,8 @@ def main(argv=None):
                            f"disk cache, {d['memory_cache_s'] * 1e3:.2f} ms from memory "
                            f"({d['obligations']} obligations)")
         if "correctness" not in args.skip:
-            fails, total, worst = correctness(cp, ops, gemm, 8 if args.quick else args.shapes, log)
+            fails, total, worst = correctness(cp, ops, gemm, 8 if args.quick else args.shapes, log,
+                                              paths=args.paths.split(","))
             summary.append(f"correctness: {total - fails}/{total} passed; worst rel. error "
                            f"f16 {worst['f16']:.2e}, bf16 {worst['bf16']:.2e}")
         if "speed" not in args.skip:
@@ -245,9 +248,10 @@ def main(argv=None):
             if args.sizes:
                 sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
             rows = speed(cp, ops, gemm, None if args.no_autotune else autotune, sizes, args.reps, log,
-                         dtypes=args.dtypes.split(","))
+                         dtypes=args.dtypes.split(","), paths=args.paths.split(","),
+                         layouts=args.layouts.split(","))
             for r in rows:
-                summary.append(f"{r['dtype']:5s} {r['m']}x{r['n']}x{r['k']:<5d} ours "
+                summary.append(f"{r['path']:8s} {r['layout']} {r['dtype']:5s} {r['m']}x{r['n']}x{r['k']:<5d} ours "
                                f"{r['ours_tflops']:6.1f} TFLOP/s  cuBLAS {r['ref_tflops']:6.1f}  "
                                f"ratio {r['ratio']:.3f}  [{r['config']}]")
     finally:

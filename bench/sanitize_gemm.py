@@ -5,13 +5,15 @@
 
 import cupy as cp
 
+from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmConfig
 from layoutproof.gpu.runtime import gemm
 
 rng = cp.random.default_rng(3)
-cfg = GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=3)
 worst = 0.0
-for (m, n, k) in ((37, 45, 51), (64, 64, 64), (1, 9, 17)):
+for cfg, (m, n, k) in [(c, s) for c in (GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2,
+                                                   stages=3), Sm90Config(bm=128, bn=128, stages=4))
+                       for s in ((37, 45, 51), (64, 64, 64), (1, 9, 17), (130, 260, 200))]:
     for ao in ("C", "F"):
         for bo in ("C", "F"):
             a = rng.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)

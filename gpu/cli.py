@@ -1,10 +1,13 @@
 """``layoutproof gemm``: emit a proven mma.sync GEMM kernel; with a GPU, run, check and time it.
 
     layoutproof gemm --m 4096 --n 4096 --k 4096 --dtype f16 --emit kernel.cu
-    layoutproof gemm --m 4095 --n 4097 --k 4093 --a-major m --b-major k --config 128x256x32/2x4/3
+    layoutproof gemm --path mma.sync --a-major m --b-major k --config 128x256x32/2x4/3
+    layoutproof gemm --path wgmma --sm90-config 128x256/4 --emit kernel_sm90.cu
 
-Without a GPU (or with ``--no-run``) it generates the kernel, discharges every proof
-obligation and writes the source (whose header lists them).  With a GPU it also runs the
+``--path wgmma`` (the default) is the Hopper kernel (wgmma, sm_90a); ``--path mma.sync``
+the SM80-style kernel that runs on any GPU from sm_80 on.  Without a GPU (or with
+``--no-run``) it generates the kernel, discharges every proof obligation and writes the
+source (whose header lists them).  With a GPU it also runs the
 kernel on fresh random operands, compares with a float64 reference (relative Frobenius
 error) and times it against cuBLAS (``cupy.matmul``) in the same process.
 """
@@ -15,7 +18,7 @@ import argparse
 import re
 import sys
 import time
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from layoutproof.errors import LayoutError
 
@@ -31,6 +34,17 @@ def parse_config(text: str) -> GemmConfig:
     return GemmConfig(bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn, stages=st).validate()
 
 
+def parse_sm90_config(text: str) -> "Any":
+    """``BMxBN/STAGES`` (e.g. ``128x256/4``) -> Sm90Config."""
+    from .codegen_sm90 import Sm90Config
+
+    m = re.fullmatch(r"\s*(\d+)x(\d+)\s*/\s*(\d+)\s*", text)
+    if not m:
+        raise LayoutError(f"--sm90-config {text!r}: expected BMxBN/STAGES, e.g. 128x256/4")
+    bm, bn, st = (int(x) for x in m.groups())
+    return Sm90Config(bm=bm, bn=bn, stages=st).validate()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="layoutproof gemm", description=__doc__.split("\n\n")[0])
     p.add_argument("--m", type=int, default=4096)
@@ -42,7 +56,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="k: A row-major (default); m: A column-major")
     p.add_argument("--b-major", choices=["k", "n"], default="n",
                    help="n: B row-major (default); k: B column-major")
-    p.add_argument("--config", default=None, help="BMxBNxBK/WMxWN/STAGES (default 128x256x32/2x4/3)")
+    p.add_argument("--path", choices=["wgmma", "mma.sync"], default="wgmma",
+                   help="wgmma: the Hopper kernel (default); mma.sync: the SM80-style kernel")
+    p.add_argument("--config", default=None,
+                   help="mma.sync block: BMxBNxBK/WMxWN/STAGES (default 128x256x32/2x4/3)")
+    p.add_argument("--sm90-config", default=None, help="wgmma block: BMxBN/STAGES (default 128x256/4)")
     p.add_argument("--emit", metavar="FILE", default=None, help="write the proven CUDA source here")
     p.add_argument("--no-run", action="store_true", help="do not run on a GPU even if one is present")
     p.add_argument("--reps", type=int, default=20, help="timed repetitions (GPU)")
@@ -54,12 +72,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .codegen import generate
 
     try:
-        cfg = parse_config(args.config) if args.config else GemmConfig()
         prob = GemmProblem(args.a_major, args.b_major, args.dtype, args.out_dtype).validate()
         if min(args.m, args.n, args.k) < 1:
             raise LayoutError("--m, --n and --k must be >= 1")
         t0 = time.perf_counter()
-        kern = generate(cfg, prob)
+        if args.path == "wgmma":
+            from .codegen_sm90 import Sm90Config, generate_sm90
+
+            cfg = parse_sm90_config(args.sm90_config) if args.sm90_config else Sm90Config()
+            kern = generate_sm90(cfg, prob)
+        else:
+            cfg = parse_config(args.config) if args.config else GemmConfig()
+            kern = generate(cfg, prob)
         dt = time.perf_counter() - t0
     except LayoutError as e:
         print(f"layoutproof gemm: {type(e).__name__}: {e}", file=sys.stderr)
@@ -82,7 +106,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     return _run(args, cfg, prob)
 
 
-def _run(args: argparse.Namespace, cfg: GemmConfig, prob: GemmProblem) -> int:
+def _run(args: argparse.Namespace, cfg: Any, prob: GemmProblem) -> int:
     import cupy
 
     from .runtime import gemm
@@ -103,7 +127,7 @@ def _run(args: argparse.Namespace, cfg: GemmConfig, prob: GemmProblem) -> int:
         ah = cupy.asfortranarray(ah)
     if prob.b_major == "k":
         bh = cupy.asfortranarray(bh)
-    c = gemm(ah, bh, config=cfg, out_dtype=prob.out)
+    c = gemm(ah, bh, config=cfg, out_dtype=prob.out, path=args.path)
     ref = ah.astype(cupy.float64) @ bh.astype(cupy.float64)
     err = float(cupy.linalg.norm(c.astype(cupy.float64) - ref) / cupy.linalg.norm(ref))
     flops = 2.0 * M * N * K
@@ -122,7 +146,7 @@ def _run(args: argparse.Namespace, cfg: GemmConfig, prob: GemmProblem) -> int:
         ts.sort()
         return ts[len(ts) // 2] / 1e3
 
-    t_ours = bench(lambda: gemm(ah, bh, c, config=cfg, out_dtype=prob.out))
+    t_ours = bench(lambda: gemm(ah, bh, c, config=cfg, out_dtype=prob.out, path=args.path))
     t_cublas = bench(lambda: cupy.matmul(ah, bh))
     print(f"relative error vs float64: {err:.2e}")
     print(f"layoutproof {flops / t_ours / 1e12:.1f} TFLOP/s, cuBLAS {flops / t_cublas / 1e12:.1f} "

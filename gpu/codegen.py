@@ -75,6 +75,7 @@ class OperandPlan:
     ld_table_var: str = ""    # the loop variable enumerated into a per-thread table
     ld_add_var: str = ""      # the loop variable added as a constant multiple
     ld_add_const: int = 0
+    tile_layout: Any = None   # overrides tile(): e.g. wgmma's canonical atoms, tiled
 
     # ------------------------------------------------------------------ shapes
     @property
@@ -108,6 +109,8 @@ class OperandPlan:
     # ------------------------------------------------------------------ layouts
     def tile(self) -> Layout:
         """(X, BK, STAGES) -> element offset in the unswizzled buffer."""
+        if self.tile_layout is not None:
+            return self.tile_layout
         X, BK, S = self.x_extent, self.bk, self.stages
         if self.kmajor:
             return Layout((X, BK, S), (BK, 1, X * BK))
@@ -294,7 +297,13 @@ def _plan_operand(p: OperandPlan, log: ProofLog, sw_req: Any) -> None:
     banks.prove_conflict_free(cp, 16, what=f"{P} cp.async 16B writes into {swname} buffer", log=log)
     banks.prove_ldmatrix_conflict_free(ld, 4, what=f"{P} ldmatrix.x4 reads of {swname} buffer",
                                        log=log)
+    plan_copy(p, log)
+    _plan_ldsm(p, log)
 
+
+def plan_copy(p: OperandPlan, log: ProofLog) -> None:
+    """Build and prove the buffer and every cp.async map of operand ``p`` (swizzle set)."""
+    P = p.name.upper()
     # the buffer: a bijection onto [0, stages * X * BK)
     buf = _swizzled(p.swizzle, p.tile())
     p.buffer = buf
@@ -337,7 +346,11 @@ def _plan_operand(p: OperandPlan, log: ProofLog, sw_req: Any) -> None:
                      f"({low.name}(0, 1) - {low.name}(0, 0)) == {gmap} for all {ld_sym}",
             proof.method, proof.cases)
 
-    # ldmatrix: (lane, warp, xi, ki) -> buffer offset, in the hoisted form the kernel uses
+
+
+def _plan_ldsm(p: OperandPlan, log: ProofLog) -> None:
+    """ldmatrix: (lane, warp, xi, ki) -> buffer offset, in the hoisted form the kernel uses."""
+    P = p.name.upper()
     lmap = p.ldsm_map()
     full = _buffer_map(p, lmap, with_stage=False)
     args = ("lane", "w", "xi", "ki")

@@ -44,14 +44,27 @@ DEFAULT_CONFIGS: Tuple[GemmConfig, ...] = (
     GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=4),
 )
 
-_KERNELS: Dict[Tuple[GemmConfig, GemmProblem], Any] = {}      # -> GemmKernel
+def _sm90_configs() -> Tuple[Any, ...]:
+    from .codegen_sm90 import Sm90Config
+
+    return (Sm90Config(bm=128, bn=256, stages=4), Sm90Config(bm=128, bn=256, stages=3),
+            Sm90Config(bm=256, bn=128, stages=4), Sm90Config(bm=128, bn=128, stages=6))
+
+
+_KERNELS: Dict[Tuple[Any, GemmProblem], Any] = {}      # -> GemmKernel
 _MODULES: Dict[Tuple[str, int], Any] = {}                      # (source hash, device) -> RawKernel
 _TUNED: Dict[Tuple[Any, ...], GemmConfig] = {}
 last_launch: Dict[str, Any] = {}
 
 
 # ============================================================================ helpers
+_CUPY: List[Any] = []
+
+
 def _cupy() -> Any:
+    """CuPy, once it has been seen to import and to see a device (checked once)."""
+    if _CUPY:
+        return _CUPY[0]
     try:
         import cupy
     except Exception as e:  # ImportError, or a CUDA library that fails to load
@@ -63,6 +76,7 @@ def _cupy() -> Any:
         raise
     except Exception as e:
         raise NoGPUError(f"layoutproof.gpu: no usable CUDA device ({e})") from None
+    _CUPY.append(cupy)
     return cupy
 
 
@@ -85,7 +99,8 @@ def _generator_hash() -> str:
     code that proved it is unchanged."""
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for name in ("codegen.py", "lower.py", "banks.py", "atoms.py", "ptx_tables.py", "config.py"):
+    for name in ("codegen.py", "codegen_sm90.py", "lower.py", "banks.py", "atoms.py",
+                 "ptx_tables.py", "config.py"):
         f = here / name
         if f.exists():
             h.update(f.read_bytes())
@@ -120,7 +135,12 @@ def kernel_for(config: GemmConfig, problem: GemmProblem, *, disk: bool = True) -
             return k
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache entry is regenerated
-    k = generate(config, problem)
+    if isinstance(config, GemmConfig):
+        k = generate(config, problem)
+    else:
+        from .codegen_sm90 import generate_sm90
+
+        k = generate_sm90(config, problem)
     _KERNELS[key] = k
     if disk:
         try:
@@ -144,7 +164,9 @@ def compile_kernel(kernel: Any) -> Any:
     rk = _MODULES.get(key)
     if rk is not None:
         return rk
-    arch = f"-arch=sm_{cupy.cuda.Device(dev).compute_capability}"
+    cc = cupy.cuda.Device(dev).compute_capability
+    # wgmma and setmaxnreg need the architecture-specific target
+    arch = f"-arch=sm_{cc}a" if "wgmma." in kernel.source else f"-arch=sm_{cc}"
     rk = cupy.RawKernel(kernel.source, kernel.name, options=(arch, "-std=c++17"))
     rk.max_dynamic_shared_size_bytes = kernel.smem_bytes
     rk.compile()
@@ -188,6 +210,34 @@ def _major(x: Any, rows: str, cols: str) -> Tuple[str, int, Any]:
         buf[:, :r] = x.T
         return rows, ldp, buf
     return major, ld, x
+
+
+_DEVICE_FACTS: Dict[int, Tuple[str, str]] = {}
+
+
+def _device_facts(cupy: Any) -> Tuple[str, str]:
+    """(name, compute capability) of the current device, read once per device (the CUDA
+    property query costs far more than a kernel launch)."""
+    dev = cupy.cuda.Device().id
+    facts = _DEVICE_FACTS.get(dev)
+    if facts is None:
+        name = cupy.cuda.runtime.getDeviceProperties(dev)["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        facts = _DEVICE_FACTS[dev] = (name, cupy.cuda.Device(dev).compute_capability)
+    return facts
+
+
+def _use_wgmma(cupy: Any, config: Any, path: str) -> bool:
+    if path not in ("auto", "wgmma", "mma.sync"):
+        raise GemmInputError(f"gemm: path={path!r} must be 'auto', 'wgmma' or 'mma.sync'")
+    if isinstance(config, GemmConfig) or path == "mma.sync":
+        return False
+    sm90 = _device_facts(cupy)[1] == "90"
+    if type(config).__name__ == "Sm90Config" or path == "wgmma":
+        if not sm90:
+            raise GemmInputError("gemm: the wgmma kernel needs compute capability 9.0 (Hopper)")
+        return True
+    return sm90
 
 
 def _check(a: Any, b: Any, dtype: Optional[str]) -> Tuple[str, Any]:
@@ -236,8 +286,10 @@ def _out_dtype(cupy: Any, name: str, like: Any) -> Any:
 
 # ============================================================================ gemm
 def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Optional[str] = None,
-         dtype: Optional[str] = None) -> Any:
-    """C = A @ B on the GPU with a proven mma.sync kernel (f32 accumulation).
+         dtype: Optional[str] = None, path: str = "auto") -> Any:
+    """C = A @ B on the GPU with a proven tensor-core kernel (f32 accumulation): the wgmma
+    kernel (:mod:`~layoutproof.gpu.codegen_sm90`) on sm_90, the mma.sync kernel
+    (:mod:`~layoutproof.gpu.codegen`) elsewhere or when asked for.
 
     Args:
         a: (M, K) cupy array, float16 or bfloat16, any strides.
@@ -248,6 +300,8 @@ def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Opti
         out_dtype: ``"f16"``, ``"bf16"`` or ``"f32"``; default: the input dtype (or out's).
         dtype: reinterpret 2-byte arrays as this dtype (``"bf16"`` where CuPy has no
             bfloat16 dtype: pass the raw bits as uint16).
+        path: ``"auto"`` (wgmma on compute capability 9.0, else mma.sync), ``"wgmma"`` or
+            ``"mma.sync"``; a GemmConfig selects mma.sync, an Sm90Config wgmma.
 
     Raises:
         GemmInputError: wrong dtype, shape, device or layout; NoGPUError without CuPy/GPU.
@@ -276,20 +330,22 @@ def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Opti
     elif out.strides[0] == it and out.strides[1] % it == 0 and out.strides[1] // it >= M:
         target, A, B, m, n = out.T, b.T, a.T, N, M
     else:
-        tmp = gemm(a, b, None, config=config, out_dtype=od, dtype=dtype)
+        tmp = gemm(a, b, None, config=config, out_dtype=od, dtype=dtype, path=path)
         out[...] = tmp
         return out
     amaj, lda, A = _major(A, "m", "k")
     bmaj, ldb, B = _major(B, "k", "n")
+    use90 = _use_wgmma(cupy, config, path)
     prob = GemmProblem(a_major=amaj, b_major=bmaj, dtype=dt, out_dtype=od)
     if config is None:
-        cfg = DEFAULT_CONFIG
+        cfg = _sm90_configs()[0] if use90 else DEFAULT_CONFIG
     elif config == "auto":
-        cfg = autotune(m, n, K, problem=prob)
-    elif isinstance(config, GemmConfig):
+        cfg = autotune(m, n, K, problem=prob, path="wgmma" if use90 else "mma.sync")
+    elif isinstance(config, GemmConfig) or type(config).__name__ == "Sm90Config":
         cfg = config
     else:
-        raise GemmInputError(f"gemm: config must be a GemmConfig, 'auto' or None, got {config!r}")
+        raise GemmInputError(f"gemm: config must be a GemmConfig, an Sm90Config, 'auto' or None, "
+                             f"got {config!r}")
     kern = kernel_for(cfg, prob)
     rk = compile_kernel(kern)
     ldc = target.strides[0] // it
@@ -324,30 +380,44 @@ def _bucket(x: int) -> int:
 
 
 def autotune(m: int, n: int, k: int, *, problem: Optional[GemmProblem] = None,
-             configs: Optional[Sequence[GemmConfig]] = None, reps: int = 10,
-             verbose: bool = False) -> GemmConfig:
+             configs: Optional[Sequence[Any]] = None, reps: int = 10,
+             verbose: bool = False, path: str = "mma.sync") -> Any:
     """The fastest config for this shape (rounded up to powers of two) and variant, timed
-    on the current device with fresh random operands; remembered in memory and on disk."""
+    on the current device with fresh random operands; remembered in memory and on disk.
+    ``path="wgmma"`` tunes the Hopper kernel's :class:`Sm90Config` candidates."""
+    from dataclasses import asdict
+
     cupy = _cupy()
     prob = problem or GemmProblem()
-    dev = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
-    dev = dev.decode() if isinstance(dev, bytes) else str(dev)
-    key = (dev, prob, _bucket(m), _bucket(n), _bucket(k))
+    if configs is None:
+        configs = _sm90_configs() if path == "wgmma" else DEFAULT_CONFIGS
+    dev = _device_facts(cupy)[0]
+    key = (dev, path, prob, _bucket(m), _bucket(n), _bucket(k))
     if key in _TUNED:
         return _TUNED[key]
     path = cache_dir() / "autotune.json"
-    skey = "|".join(map(str, (dev, prob.key(), *key[2:])))
+    skey = "|".join(map(str, (dev, path, prob.key(), *key[3:])))
     try:
         table = json.loads(path.read_text()) if path.exists() else {}
     except (OSError, ValueError):
         table = {}
-    if skey in table and configs is None:
+    if skey in table:
         d = dict(table[skey])
+        kind = d.pop("kind", "sm80")
         if isinstance(d.get("swizzle"), list):
             d["swizzle"] = tuple(d["swizzle"])
-        cfg = GemmConfig(**d)
-        _TUNED[key] = cfg
-        return cfg
+        try:
+            if kind == "sm90":
+                from .codegen_sm90 import Sm90Config
+
+                cfg = Sm90Config(**d)
+            else:
+                cfg = GemmConfig(**d)
+        except TypeError:   # an entry written by another version: tune again
+            cfg = None
+        if cfg is not None and cfg in configs:
+            _TUNED[key] = cfg
+            return cfg
     rng = cupy.random.default_rng(1234)
     dt = cupy.float16
     a = rng.standard_normal((m, k), dtype=cupy.float32).astype(dt)
@@ -358,7 +428,7 @@ def autotune(m: int, n: int, k: int, *, problem: Optional[GemmProblem] = None,
         b = cupy.asfortranarray(b)
     best: Optional[Tuple[float, GemmConfig]] = None
     results: List[Tuple[float, GemmConfig]] = []
-    for cfg in configs or DEFAULT_CONFIGS:
+    for cfg in configs:
         try:
             t = _time_kernel(lambda c=cfg: gemm(a, b, config=c, dtype=prob.dtype,
                                                   out_dtype=prob.out), reps)
@@ -374,7 +444,7 @@ def autotune(m: int, n: int, k: int, *, problem: Optional[GemmProblem] = None,
     if best is None:
         raise GemmInputError("autotune: no configuration ran")
     _TUNED[key] = best[1]
-    table[skey] = best[1].as_dict()
+    table[skey] = dict(asdict(best[1]), kind="sm80" if isinstance(best[1], GemmConfig) else "sm90")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(table, indent=1))

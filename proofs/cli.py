@@ -63,8 +63,9 @@ def _parser() -> argparse.ArgumentParser:
         "--kernel",
         choices=["auto", "yes", "no"],
         default="auto",
-        help="also generate the default proven GEMM kernel (layoutproof.gpu) and write it to "
-        "the report as kernel.cu with its obligations; auto: when no --filter is given",
+        help="also generate the default proven GEMM kernels (layoutproof.gpu: wgmma and mma.sync) "
+        "and write them to the report as kernel_sm90.cu / kernel.cu with their obligations; "
+        "auto: when no --filter is given",
     )
     p.add_argument(
         "--cross-check",
@@ -202,44 +203,49 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _emit_kernel(report_dir: Optional[str]) -> int:
-    """The main job's second half: the default mma.sync GEMM kernel, every obligation
-    discharged before its source is written.  ``layoutproof.gpu`` is loaded by name here
-    (as the top-level CLI loads this module): the catalog itself never depends on it."""
+    """The main job's second half: the default proven GEMM kernels -- wgmma (Hopper) and
+    mma.sync (SM80 and later) -- every obligation discharged before the source is written.
+    ``layoutproof.gpu`` is loaded by name here (as the top-level CLI loads this module):
+    the catalog itself never depends on it."""
     import importlib
     from pathlib import Path
 
-    t0 = time.perf_counter()
-    try:
-        codegen = importlib.import_module("layoutproof.gpu.codegen")
-        kern = codegen.generate()
-    except LayoutError as e:
-        print(f"kernel: FAILED -- {type(e).__name__}: {e}")
-        return 1
-    dt = time.perf_counter() - t0
-    kinds: dict = {}
-    for p in kern.proofs:
-        kinds[p.kind] = kinds.get(p.kind, 0) + 1
-    by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-    where = ""
-    if report_dir:
+    code = 0
+    for fname, modname, fn in (("kernel_sm90", "layoutproof.gpu.codegen_sm90", "generate_sm90"),
+                               ("kernel", "layoutproof.gpu.codegen", "generate")):
+        t0 = time.perf_counter()
         try:
-            d = Path(report_dir)
-            d.mkdir(parents=True, exist_ok=True)
-            (d / "kernel.cu").write_text(kern.source)
-            lines = [f"# Proven kernel `{kern.name}`", "",
-                     f"{kern.config.key()}, {kern.problem.key()}: {len(kern.proofs)} obligations "
-                     f"({kern.proofs.cases} cases), proven in {dt:.2f} s before the source was "
-                     f"written.", "", "| kind | statement | method | cases |", "|---|---|---|---|"]
-            lines += [f"| {p.kind} | {p.statement.replace('|', '/')} | {p.method} | {p.cases} |"
-                      for p in kern.proofs]
-            (d / "kernel.md").write_text("\n".join(lines) + "\n")
-            where = f" -> {d / 'kernel.cu'}"
-        except OSError as e:
-            print(f"error: cannot write the kernel to {report_dir}: {e}", file=sys.stderr)
-            return 2
-    print(f"kernel: {kern.name} ({kern.config.key()}), {len(kern.proofs)} obligations proven "
-          f"({by_kind}; {kern.proofs.cases} cases) in {dt:.2f} s{where}")
-    return 0
+            kern = getattr(importlib.import_module(modname), fn)()
+        except LayoutError as e:
+            print(f"kernel: FAILED -- {type(e).__name__}: {e}")
+            code = 1
+            continue
+        dt = time.perf_counter() - t0
+        kinds: dict = {}
+        for p in kern.proofs:
+            kinds[p.kind] = kinds.get(p.kind, 0) + 1
+        by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+        where = ""
+        if report_dir:
+            try:
+                d = Path(report_dir)
+                d.mkdir(parents=True, exist_ok=True)
+                (d / f"{fname}.cu").write_text(kern.source)
+                lines = [f"# Proven kernel `{kern.name}`", "",
+                         f"{kern.config.key()}, {kern.problem.key()}: {len(kern.proofs)} "
+                         f"obligations ({kern.proofs.cases} cases), proven in {dt:.2f} s before "
+                         f"the source was written.", "", "| kind | statement | method | cases |",
+                         "|---|---|---|---|"]
+                lines += [f"| {p.kind} | {p.statement.replace('|', '/')} | {p.method} | {p.cases} |"
+                          for p in kern.proofs]
+                (d / f"{fname}.md").write_text("\n".join(lines) + "\n")
+                where = f" -> {d / (fname + '.cu')}"
+            except OSError as e:
+                print(f"error: cannot write the kernel to {report_dir}: {e}", file=sys.stderr)
+                return 2
+        print(f"kernel: {kern.name} ({kern.config.key()}), {len(kern.proofs)} obligations proven "
+              f"({by_kind}; {kern.proofs.cases} cases) in {dt:.2f} s{where}")
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

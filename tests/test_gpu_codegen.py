@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from layoutproof import Layout, LayoutError
-from layoutproof.gpu import codegen, lower
+from layoutproof.gpu import codegen, codegen_sm90, lower
+from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmConfig, GemmProblem
 from layoutproof.gpu.errors import (
     BankConflictError,
@@ -182,9 +183,12 @@ def test_cli_emits_a_proven_kernel_without_gpu(tmp_path, capsys):
                "--emit", str(out), "--no-run"])
     assert rc == 0
     text = out.read_text()
-    assert text.startswith("// layoutproof:") and "mma.sync.aligned.m16n8k16" in text
+    assert text.startswith("// layoutproof:") and "wgmma.mma_async.sync.aligned.m64n256k16" in text
     assert "proved" in capsys.readouterr().out
-    assert main(["gemm", "--config", "96x128x32/2x2/4", "--no-run"]) == 2
+    rc = main(["gemm", "--path", "mma.sync", "--emit", str(out), "--no-run"])
+    assert rc == 0 and "mma.sync.aligned.m16n8k16" in out.read_text()
+    assert main(["gemm", "--path", "mma.sync", "--config", "96x128x32/2x2/4", "--no-run"]) == 2
+    assert main(["gemm", "--sm90-config", "128x100/4", "--no-run"]) == 2
 
 
 def test_gemm_without_gpu_or_with_bad_input_raises_typed_errors():
@@ -195,7 +199,7 @@ def test_gemm_without_gpu_or_with_bad_input_raises_typed_errors():
         with pytest.raises(NoGPUError):
             runtime.gemm(np.zeros((2, 2)), np.zeros((2, 2)))
         return
-    import cupy
+    cupy = pytest.importorskip("cupy")  # only reached with a GPU, where CuPy is present
 
     with pytest.raises(GemmInputError, match="cupy.ndarray"):
         runtime.gemm(np.zeros((2, 2)), np.zeros((2, 2)))
@@ -203,3 +207,65 @@ def test_gemm_without_gpu_or_with_bad_input_raises_typed_errors():
         runtime.gemm(cupy.zeros((2, 3), cupy.float16), cupy.zeros((2, 3), cupy.float16))
     with pytest.raises(GemmInputError, match="unsupported dtype"):
         runtime.gemm(cupy.zeros((2, 2), cupy.float64), cupy.zeros((2, 2), cupy.float64))
+
+
+# ----------------------------------------------------------------------------- the wgmma kernel
+
+
+@pytest.mark.parametrize("prob", PROBLEMS, ids=lambda p: p.key())
+def test_sm90_every_variant_generates_with_descriptor_proofs(prob):
+    k = codegen_sm90.generate_sm90(Sm90Config(), prob)
+    stated = "\n".join(p.statement for p in k.proofs)
+    assert "wgmma desc" in stated and "descriptor start" in stated
+    assert {"atom", "banks", "bijective", "bounds", "equal"} <= {p.kind for p in k.proofs}
+    # the transpose flags follow the operands' major-ness
+    flags = re.search(r"p, 1, 1, (\d), (\d);", k.source).groups()
+    assert flags == (str(int(prob.a_major == "m")), str(int(prob.b_major == "n")))
+    assert k.source.count("//   [") == len(k.proofs)
+
+
+def test_sm90_a_wrong_descriptor_stride_is_caught(monkeypatch):
+    """Shift the MN-major B stage layout's k-block stride: the copies still tile the
+    buffer, but the descriptors the kernel would form no longer read it."""
+    from layoutproof.gpu import sm90
+
+    orig = sm90.make_descriptor
+
+    def wrong(smem, base, **kw):
+        d = orig(smem, base, **kw)
+        f = sm90.decode_descriptor(d)
+        return sm90.encode_descriptor(f["start_address"], f["leading_byte_offset"],
+                                      f["stride_byte_offset"] + 1024, swizzle=f["swizzle"])
+
+    monkeypatch.setattr(sm90, "make_descriptor", wrong)
+    with pytest.raises(ProofFailedError) as ei:
+        codegen_sm90.generate_sm90(Sm90Config(), GemmProblem("k", "n"), memo=False)
+    assert ei.value.witness is not None
+
+
+def test_sm90_bad_configs_are_refused():
+    with pytest.raises(GemmConfigError, match="bm"):
+        codegen_sm90.generate_sm90(Sm90Config(bm=96), memo=False)
+    with pytest.raises(GemmConfigError, match="bk"):
+        codegen_sm90.generate_sm90(Sm90Config(bk=32), memo=False)
+    with pytest.raises(GemmConfigError, match="shared memory"):
+        codegen_sm90.generate_sm90(Sm90Config(bm=256, bn=256, stages=4), memo=False)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+def test_sm90_source_compiles_for_sm90a_without_spills(tmp_path):
+    k = codegen_sm90.generate_sm90(Sm90Config(), GemmProblem("m", "n", "bf16", "bf16"))
+    src = tmp_path / "k.cu"
+    src.write_text(k.source)
+    r = subprocess.run([NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17",
+                        "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(src)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    info = r.stderr + r.stdout
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", info)
+    assert spills and all(int(s) == 0 and int(lo) == 0 for s, lo in spills), info
+    objdump = shutil.which("cuobjdump")
+    if objdump:
+        sass = subprocess.run([objdump, "-sass", str(tmp_path / "k.cubin")], capture_output=True,
+                              text=True, timeout=120).stdout
+        assert "HGMMA" in sass and "LDGSTS" in sass
