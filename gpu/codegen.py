@@ -566,6 +566,48 @@ _STORE2 = {
 }
 
 
+# the cp.async wrappers both kernels use (16-byte copies, zero-filled past nbytes)
+CP_ASYNC_HELPERS = r"""__device__ __forceinline__ void lp_cp_async16(unsigned saddr, const void* g,
+                                              int nbytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+               :: "r"(saddr), "l"(g), "r"(nbytes));
+}
+__device__ __forceinline__ void lp_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void lp_cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(N));
+}
+"""
+
+
+def raster_code(bm: int, bn: int, group_m: int) -> str:
+    """Block rasterization: groups of ``group_m`` block rows walk the grid together (they
+    share the B panel in L2); defines m0, n0 and ``interior`` (the tile is inside M, N)."""
+    return f"""  const int grid_m = (M + {bm - 1}) / {bm}, grid_n = (N + {bn - 1}) / {bn};
+  const int pid = blockIdx.x, per_group = {group_m} * grid_n;
+  const int first_m = (pid / per_group) * {group_m};
+  const int gsize = min(grid_m - first_m, {group_m});
+  const int bm = first_m + (pid % per_group) % gsize, bn = (pid % per_group) / gsize;
+  const int m0 = bm * {bm}, n0 = bn * {bn};
+  const bool interior = m0 + {bm} <= M && n0 + {bn} <= N;"""
+
+
+def pair_store_code(out: str, x: str, y: str, indent: int) -> str:
+    """Store accumulators ``x`` (at row r, column c) and ``y`` (column c + 1) to C in the
+    output precision: one 2-element vector store when ``c_vec`` (ldc even, C aligned) and
+    both columns are inside N, else predicated scalar stores; nothing when r >= M."""
+    v2t, pack2, pack1 = _STORE2[out]
+    sp = " " * indent
+    return (f"{sp}if (r < M) {{\n"
+            f"{sp}  lp_out_t* p = C + (long long)r * ldc + c;\n"
+            f"{sp}  if (c_vec && c + 1 < N) {{\n"
+            f"{sp}    *reinterpret_cast<{v2t}*>(p) = {pack2.format(x=x, y=y)};\n"
+            f"{sp}  }} else {{\n"
+            f"{sp}    if (c < N) p[0] = {pack1.format(x=x)};\n"
+            f"{sp}    if (c + 1 < N) p[1] = {pack1.format(x=y)};\n"
+            f"{sp}  }}\n"
+            f"{sp}}}")
+
+
 def _load_tile_code(a: OperandPlan, b: OperandPlan) -> str:
     """Issue tile ``kt`` of both operands into stage ``st``: a branch-free path for tiles
     inside M, N and K, and a predicated one (partial chunks zero-filled) at the edges."""
@@ -666,7 +708,6 @@ def _source(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
     MI, NI = tm // 16, tn // 8
     KI = cfg.bk // 16
     S = cfg.stages
-    v2t, pack2, pack1 = _STORE2[prob.out]
     funcs = "".join(_cfun(low) for low in (
         a.lowered["cp_smem"], a.lowered["cp_x"], a.lowered["cp_k"],
         b.lowered["cp_smem"], b.lowered["cp_x"], b.lowered["cp_k"],
@@ -676,9 +717,6 @@ def _source(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
     header = log.header(f"proven before emission ({cfg.key()}, {prob.key()})")
     swz = ", ".join(f"{p.name.upper()}: {p.swizzle if p.swizzle is not None else 'none'}"
                     for p in (a, b))
-    store_pair = pack2.format(x="acc[mi][ni][2 * h]", y="acc[mi][ni][2 * h + 1]")
-    store_x = pack1.format(x="acc[mi][ni][2 * h]")
-    store_y = pack1.format(x="acc[mi][ni][2 * h + 1]")
     amaj = "k" if a.kmajor else "m"
     bmaj = "k" if b.kmajor else "n"
     return f"""{header}//
@@ -697,14 +735,7 @@ typedef {tin} lp_in_t;
 typedef {tout} lp_out_t;
 
 {funcs}
-__device__ __forceinline__ void lp_cp_async16(unsigned saddr, const void* g, int nbytes) {{
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: "r"(saddr), "l"(g), "r"(nbytes));
-}}
-__device__ __forceinline__ void lp_cp_commit() {{ asm volatile("cp.async.commit_group;\\n" ::); }}
-template <int N> __device__ __forceinline__ void lp_cp_wait() {{
-  asm volatile("cp.async.wait_group %0;\\n" :: "n"(N));
-}}
-__device__ __forceinline__ void lp_ldsm_x4(unsigned* r, unsigned saddr) {{
+{CP_ASYNC_HELPERS}__device__ __forceinline__ void lp_ldsm_x4(unsigned* r, unsigned saddr) {{
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%0,%1,%2,%3}}, [%4];\\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(saddr));
 }}
@@ -728,13 +759,7 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, {cfg.min_blocks})
   const int wm = warp % {cfg.warps_m}, wn = warp / {cfg.warps_m};
 
   // block rasterization: groups of {cfg.group_m} block rows share the B panel in L2
-  const int grid_m = (M + {cfg.bm - 1}) / {cfg.bm}, grid_n = (N + {cfg.bn - 1}) / {cfg.bn};
-  const int pid = blockIdx.x, per_group = {cfg.group_m} * grid_n;
-  const int first_m = (pid / per_group) * {cfg.group_m};
-  const int gsize = min(grid_m - first_m, {cfg.group_m});
-  const int bm = first_m + (pid % per_group) % gsize, bn = (pid % per_group) / gsize;
-  const int m0 = bm * {cfg.bm}, n0 = bn * {cfg.bn};
-  const bool interior = m0 + {cfg.bm} <= M && n0 + {cfg.bn} <= N;
+{raster_code(cfg.bm, cfg.bn, cfg.group_m)}
 {_cp_setup_code(a)}
 {_cp_setup_code(b)}
 {_ld_table_code(a)}
@@ -807,15 +832,7 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, {cfg.min_blocks})
       for (int h = 0; h < 2; ++h) {{
         const int r = m0 + {cmaps['row'].name}(lane, 2 * h, wm, wn, mi, ni);
         const int c = n0 + {cmaps['col'].name}(lane, 2 * h, wm, wn, mi, ni);
-        if (r < M) {{
-          lp_out_t* p = C + (long long)r * ldc + c;
-          if (c_vec && c + 1 < N) {{
-            *reinterpret_cast<{v2t}*>(p) = {store_pair};
-          }} else {{
-            if (c < N) p[0] = {store_x};
-            if (c + 1 < N) p[1] = {store_y};
-          }}
-        }}
+{pair_store_code(prob.out, "acc[mi][ni][2 * h]", "acc[mi][ni][2 * h + 1]", 8)}
       }}
 }}
 """
