@@ -862,6 +862,14 @@ def generate(config: Optional[GemmConfig] = None, problem: Optional[GemmProblem]
     _plan_operand(b, log, sw)
     _prove_fragments(a, cfg, atom, log)
     _prove_fragments(b, cfg, atom, log)
+    # the A and B thread-value maps (one warp row / column of the warp grid; the others hold
+    # copies) cover their block tiles exactly once
+    lower.prove_bijective(_a_frag_map(cfg, atom.a_layout), cfg.bm * cfg.bk,
+                          what=f"A (lane, value, warp_m, block, k step) -> {cfg.bm}x{cfg.bk} tile",
+                          log=log)
+    lower.prove_bijective(_b_frag_map(cfg, atom.b_layout), cfg.bn * cfg.bk,
+                          what=f"B (lane, value, warp_n, block, k step) -> {cfg.bn}x{cfg.bk} tile",
+                          log=log)
 
     # the accumulators: a bijection onto the C tile; row/col maps lowered and proven
     cm = _c_map(cfg)
