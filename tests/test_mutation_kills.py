@@ -47,7 +47,8 @@ def test_composed_layout_cosize_is_the_exact_extent_of_its_values():
     value (swizzle.py's documented semantics), computed here by brute force with the scalar
     swizzle.  The fast path (B's image is whole aligned 2**(M+B+|S|) blocks, so the
     swizzle keeps the set of values) must not fire when B has a stride that leaves the
-    blocks.  Kills ``swizzle-block-closed`` and ``swizzle-block-closed-chain``."""
+    blocks.  Kills ``swizzle-block-closed`` (``swizzle-block-closed-chain`` is equivalent on
+    values: see the next test but one)."""
     rng = random.Random(20261122)
     layouts = list(_small_layouts(rng, 120))
     # hand-picked: an aligned chain plus one unaligned stride, where the swizzle moves the
@@ -75,6 +76,78 @@ def test_composed_layout_cosize_fast_path_keeps_aligned_blocks():
         C = ComposedLayout(sw, 0, B)
         vals = [sw(B(i)) for i in range(B.size)]
         assert C.cosize == B.cosize == max(vals) - min(vals) + 1
+
+
+def test_composed_layout_cosize_is_exact_when_the_chain_resumes_after_a_gap():
+    """Exact cosize (brute force, as above) where B's compact stride chain 1, s0, s0*s1, ...
+    is interrupted by a stride that is a multiple of the block 2**(M+B+|S|) and then goes
+    on, e.g. ``Sw<1,0,1> o 0 o (6,2,2):(1,4,6)``.  Such an image is still whole aligned
+    blocks ([0, 12) plus a shift by 4), so the values are the same whether or not the fast
+    path fires.  ``swizzle-block-closed-chain`` lets it fire here, and is therefore
+    equivalent on every cosize value; it differs only in refusing less (a domain above the
+    evaluation limit), so no value test kills it.  This test pins the semantics on the
+    family it touches."""
+    cases = [(Swizzle(1, 0, 1), 0, Layout((6, 2, 2), (1, 4, 6))),
+             (Swizzle(1, 0, 1), 4, Layout((6, 2, 2), (1, -4, 6))),
+             (Swizzle(1, 1, 1), 0, Layout((12, 2, 2), (1, 8, 12))),
+             (Swizzle(1, 0, -1), 0, Layout((6, 2, 2, 3), (1, 4, 6, 12))),
+             (Swizzle(2, 0, 2), 16, Layout((24, 2, 2), (1, -16, 24)))]
+    for sw, off, B in cases:
+        vals = [sw(off + B(i)) for i in range(B.size)]
+        C = ComposedLayout(sw, off, B)
+        assert C.cosize == max(vals) - min(vals) + 1 == B.cosize, (str(C), vals)
+
+
+# ----------------------------------------------------------------------------- make_layout_like
+def _leaves(L: Layout) -> tuple:
+    from layoutproof.inttuple import flatten
+
+    return flatten(L.shape), flatten(L.stride)
+
+
+def _check_layout_like(L: Layout) -> None:
+    """The documented contract of make_layout_like (its docstring; C++'s
+    ``make_layout_like``): the same shape, stride-0 leaves stay 0, and the other leaves get
+    the compact (column-major) strides taken in the order of ``|stride|`` of ``L`` (ties by
+    position), so the result is a bijection onto [0, product of those leaves' extents)."""
+    from layoutproof import make_layout_like
+
+    M = make_layout_like(L)
+    assert M.shape == L.shape, (str(L), str(M))
+    fs, fd = _leaves(L)
+    _, md = _leaves(M)
+    nz = [i for i in range(len(fs)) if fd[i] != 0]
+    assert all(md[i] == 0 for i in range(len(fs)) if fd[i] == 0), (str(L), str(M))
+    # ordered like L by magnitude: among leaves of extent > 1, a strictly larger |stride|
+    # gets a strictly larger stride
+    big = [i for i in nz if fs[i] > 1]
+    for i, j in itertools.permutations(big, 2):
+        if abs(fd[i]) < abs(fd[j]):
+            assert md[i] < md[j], (str(L), str(M), i, j)
+    # compact: the leaves with a nonzero stride cover [0, n) exactly once
+    if nz:
+        K = Layout(tuple(fs[i] for i in nz), tuple(md[i] for i in nz))
+        assert sorted(K(c) for c in range(K.size)) == list(range(K.size)), (str(L), str(M))
+
+
+def test_make_layout_like_orders_negative_strides_by_magnitude():
+    """make_layout_like orders ``layout``'s strides "by absolute value" (its docstring), so a
+    negative stride of large magnitude gets a large compact stride:
+    ``make_layout_like((2,3):(-4,1)) == (2,3):(3,1)``.  Checked on hand-picked layouts and
+    on random ones with negative strides against the documented contract.  Kills
+    ``make-layout-like-abs`` (which sorts by signed value and gives ``(2,3):(1,2)``)."""
+    from layoutproof import make_layout_like
+
+    assert make_layout_like(Layout((2, 3), (-4, 1))) == Layout((2, 3), (3, 1))
+    assert make_layout_like(Layout((4, (2, 3)), (-1, (0, -8)))) == Layout((4, (2, 3)), (1, (0, 4)))
+    assert make_layout_like(Layout((2, 3, 2), (3, -1, -12))) == Layout((2, 3, 2), (3, 1, 6))
+    rng = random.Random(20261123)
+    for _ in range(300):
+        rank = rng.choice((1, 2, 3, 4))
+        shape = tuple(rng.choice((1, 2, 3, 4)) for _ in range(rank))
+        stride = tuple(rng.choice((0, 1, 2, 3, 5, 8, -1, -2, -3, -6, -16)) for _ in range(rank))
+        _check_layout_like(Layout(shape, stride))
+    _check_layout_like(Layout(((2, 3), 4), ((-6, 0), -1)))
 
 
 # ----------------------------------------------------------------------------- symbolic tile_to_shape
