@@ -47,8 +47,12 @@ DEFAULT_CONFIGS: Tuple[GemmConfig, ...] = (
 def _sm90_configs() -> Tuple[Any, ...]:
     from .codegen_sm90 import Sm90Config
 
-    return (Sm90Config(bm=128, bn=256, stages=4), Sm90Config(bm=128, bn=256, stages=3),
-            Sm90Config(bm=256, bn=128, stages=4), Sm90Config(bm=128, bn=128, stages=6))
+    cands = (Sm90Config(bm=128, bn=256, stages=4), Sm90Config(bm=128, bn=256, stages=3),
+             Sm90Config(bm=256, bn=128, stages=4), Sm90Config(bm=128, bn=128, stages=6))
+    if tma_available():
+        cands = (Sm90Config(bm=128, bn=256, stages=4, loader="tma"),
+                 Sm90Config(bm=256, bn=128, stages=4, loader="tma")) + cands
+    return cands
 
 
 _KERNELS: Dict[Tuple[Any, GemmProblem], Any] = {}      # -> GemmKernel
@@ -240,6 +244,42 @@ def _use_wgmma(cupy: Any, config: Any, path: str) -> bool:
     return sm90
 
 
+def tma_available() -> bool:
+    """True when cuda-python's driver bindings (``cuda.bindings.driver``) can encode tensor
+    maps; without them the wgmma kernel loads with cp.async."""
+    try:
+        from cuda.bindings import driver  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def _tensor_map(x: Any, inner: int, outer: int, ld: int, dt: str) -> Any:
+    """A CUtensorMap (as a 128-byte numpy scalar, passed by value as the kernel's
+    ``__grid_constant__`` parameter) for a 2-D operand: ``inner`` contiguous elements per
+    row, ``outer`` rows ``ld`` elements apart; 64x64 boxes, 128-byte swizzle, zero fill
+    outside the tensor (the M, N, K tails)."""
+    import numpy as np
+    from cuda.bindings import driver
+
+    dtype = (driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16 if dt == "f16"
+             else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16)
+    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        dtype, u32(2), x.data.ptr, [u64(inner), u64(outer)], [u64(ld * 2)], [u32(64), u32(64)],
+        [u32(1), u32(1)],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise GemmInputError(f"gemm: cuTensorMapEncodeTiled failed ({err}) for a {outer}x{inner} "
+                             f"operand with leading dimension {ld}")
+    raw = np.array([int(v) for v in tmap.opaque], dtype=np.uint64)
+    return raw.view(np.dtype({"names": [f"w{i}" for i in range(16)],
+                              "formats": [np.uint64] * 16}))[0]
+
+
 def _check(a: Any, b: Any, dtype: Optional[str]) -> Tuple[str, Any]:
     cupy = _cupy()
     for nm, x in (("a", a), ("b", b)):
@@ -352,9 +392,16 @@ def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Opti
     c_vec = int(ldc % 2 == 0 and target.data.ptr % (2 * it) == 0)
     import numpy as np
 
-    rk(kern.grid(m, n), (kern.threads, 1, 1),
-       (A, B, target, np.int32(m), np.int32(n), np.int32(K), np.int64(lda), np.int64(ldb),
-        np.int64(ldc), np.int32(c_vec)), shared_mem=kern.smem_bytes)
+    if getattr(cfg, "loader", "") == "tma":
+        # TMA: tensor maps for A and B (contiguous dimension innermost)
+        tma = _tensor_map(A, K if amaj == "k" else m, m if amaj == "k" else K, lda, dt)
+        tmb = _tensor_map(B, K if bmaj == "k" else n, n if bmaj == "k" else K, ldb, dt)
+        args = (tma, tmb, target, np.int32(m), np.int32(n), np.int32(K), np.int64(ldc),
+                np.int32(c_vec))
+    else:
+        args = (A, B, target, np.int32(m), np.int32(n), np.int32(K), np.int64(lda),
+                np.int64(ldb), np.int64(ldc), np.int32(c_vec))
+    rk(kern.grid(m, n), (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
     last_launch.update(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K)
     return out
 

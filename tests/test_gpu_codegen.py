@@ -147,6 +147,21 @@ def test_bad_problems_are_refused():
 NVCC = shutil.which("nvcc")
 
 
+def _nvcc_sm90a(source: str, tmp_path) -> str:
+    """Compile ``source`` to an sm_90a cubin with ptxas -v; return ptxas's report after
+    checking the compile succeeded with no spill stores or loads."""
+    src = tmp_path / "k.cu"
+    src.write_text(source)
+    r = subprocess.run([NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17",
+                        "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(src)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    info = r.stderr + r.stdout
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", info)
+    assert spills and all(int(s) == 0 and int(lo) == 0 for s, lo in spills), info
+    return info
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 @pytest.mark.parametrize("cfg, prob", [
     (GemmConfig(), GemmProblem("k", "n", "f16", "f16")),
@@ -155,17 +170,9 @@ NVCC = shutil.which("nvcc")
 ], ids=["default-128x256x32-f16", "256x128x32-bf16-f32out"])
 def test_emitted_source_compiles_for_sm90a_without_spills(tmp_path, cfg, prob):
     k = codegen.generate(cfg, prob)
-    src = tmp_path / "k.cu"
-    src.write_text(k.source)
-    r = subprocess.run([NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17",
-                        "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(src)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    info = r.stderr + r.stdout
+    info = _nvcc_sm90a(k.source, tmp_path)
     regs = re.search(r"Used (\d+) registers", info)
     assert regs and int(regs.group(1)) <= 255, info
-    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", info)
-    assert spills and all(int(s) == 0 and int(lo) == 0 for s, lo in spills), info
     assert re.search(r"(\d+) bytes stack frame", info).group(1) == "0", info
     # the SASS holds tensor-core and ldmatrix instructions (cuobjdump when present)
     objdump = shutil.which("cuobjdump")
@@ -255,17 +262,28 @@ def test_sm90_bad_configs_are_refused():
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 def test_sm90_source_compiles_for_sm90a_without_spills(tmp_path):
     k = codegen_sm90.generate_sm90(Sm90Config(), GemmProblem("m", "n", "bf16", "bf16"))
-    src = tmp_path / "k.cu"
-    src.write_text(k.source)
-    r = subprocess.run([NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17",
-                        "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(src)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    info = r.stderr + r.stdout
-    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", info)
-    assert spills and all(int(s) == 0 and int(lo) == 0 for s, lo in spills), info
+    _nvcc_sm90a(k.source, tmp_path)
     objdump = shutil.which("cuobjdump")
     if objdump:
         sass = subprocess.run([objdump, "-sass", str(tmp_path / "k.cubin")], capture_output=True,
                               text=True, timeout=120).stdout
         assert "HGMMA" in sass and "LDGSTS" in sass
+
+
+def test_sm90_tma_kernel_proves_boxes_and_compiles(tmp_path):
+    """The TMA loader: the 64x64 swizzled boxes write exactly the stage layout (both
+    major-nesses), the descriptors read it, and the source compiles for sm_90a."""
+    for prob in (GemmProblem("k", "k"), GemmProblem("m", "n", "bf16", "f32")):
+        k = codegen_sm90.generate_sm90(Sm90Config(loader="tma"), prob)
+        stated = "\n".join(p.statement for p in k.proofs)
+        assert "TMA boxes of 64x64" in stated and "wgmma desc" in stated
+        assert "cp.async.bulk.tensor.2d" in k.source and "mbarrier.try_wait.parity" in k.source
+    # a box layout that disagrees with the stage layout is refused with a witness
+    with pytest.raises(ProofFailedError) as ei:
+        codegen_sm90._prove_tma(codegen.OperandPlan("b", 128, 64, 4, False, 256, 1, 128),
+                                codegen_sm90.tma_stage_layout(128, True), codegen.ProofLog())
+    assert ei.value.witness is not None
+    with pytest.raises(GemmConfigError, match="multiple of 64"):
+        Sm90Config(bn=96, loader="tma").validate()
+    if NVCC is not None:
+        _nvcc_sm90a(k.source, tmp_path)
