@@ -838,6 +838,43 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, {cfg.min_blocks})
 """
 
 
+def _prove_against_tiled_mma(cfg: GemmConfig, atom: Any, log: ProofLog) -> None:
+    """The kernel's thread-value maps are CuTe's partitioning: for every thread, the A, B and
+    C elements it holds are exactly ``TiledMMA(atom, (WM, WN), permutation).get_slice(t)
+    .partition_A/B/C`` of the block tile (composition, then slicing), with the permutation
+    that makes each warp's 64x64 sub-tile contiguous."""
+    from . import tiled
+
+    tm, tn = cfg.warp_tile
+    WM, WN = cfg.warps_m, cfg.warps_n
+    perm = (Layout((16, WM, tm // 16), (1, tm, 16)), Layout((8, WN, tn // 8), (1, tn, 8)), None)
+    tmma = tiled.TiledMMA(atom, Layout((WM, WN), (1, WM)), permutation=perm)
+    BM, BN, BK = cfg.bm, cfg.bn, cfg.bk
+    c = _eval_map(_c_map(cfg)).reshape(tn // 8, tm // 16, WN, WM, 4, 32)      # [ni,mi,wn,wm,v,l]
+    a = _eval_map(_a_frag_map(cfg, atom.a_layout)).reshape(BK // 16, tm // 16, WM, 8, 32)
+    b = _eval_map(_b_frag_map(cfg, atom.b_layout)).reshape(BK // 16, tn // 8, WN, 4, 32)
+    tiles = {"A": Layout((BM, BK), (1, BM)), "B": Layout((BN, BK), (1, BN)),
+             "C": Layout((BM, BN), (1, BM))}
+    cases = 0
+    for tid in range(cfg.threads):
+        lane, warp = tid % 32, tid // 32
+        wm, wn = warp % WM, warp // WM
+        sl = tmma.get_slice(tid)
+        mine = {"A": a[:, :, wm, :, lane], "B": b[:, :, wn, :, lane],
+                "C": c[:, :, wn, wm, :, lane]}
+        for op, part in (("A", sl.partition_A), ("B", sl.partition_B), ("C", sl.partition_C)):
+            got = np.sort(np.asarray(part(tiles[op]).to_numpy(), dtype=np.int64).ravel())
+            exp = np.sort(mine[op].ravel())
+            if got.shape != exp.shape or not np.array_equal(got, exp):
+                raise ProofFailedError(
+                    f"thread {tid}'s {op} elements differ from TiledMMA's partition_{op}",
+                    condition="kernel maps == TiledMMA partition", witness=(tid, op))
+            cases += got.size
+    log.add("equal", f"per thread, the kernel's A/B/C elements == TiledMMA({atom.name}, "
+                     f"{Layout((WM, WN), (1, WM))}, permutation {perm[0]}, {perm[1]})"
+                     f".get_slice(t).partition_A/B/C of the block tiles", "exhaustive", cases)
+
+
 # ============================================================================ generate
 _MEMO: Dict[Tuple[GemmConfig, GemmProblem], GemmKernel] = {}
 
@@ -870,6 +907,8 @@ def generate(config: Optional[GemmConfig] = None, problem: Optional[GemmProblem]
     lower.prove_bijective(_b_frag_map(cfg, atom.b_layout), cfg.bn * cfg.bk,
                           what=f"B (lane, value, warp_n, block, k step) -> {cfg.bn}x{cfg.bk} tile",
                           log=log)
+
+    _prove_against_tiled_mma(cfg, atom, log)
 
     # the accumulators: a bijection onto the C tile; row/col maps lowered and proven
     cm = _c_map(cfg)

@@ -102,6 +102,14 @@ def test_a_planted_ldmatrix_bug_is_caught(monkeypatch):
     assert ei.value.witness[1] in (1, 2)
 
 
+def test_kernel_maps_are_tiled_mma_partitions():
+    """The generator's A/B/C thread-value maps are proven equal, thread by thread, to
+    TiledMMA's partition_A/B/C of the block tiles (with the contiguous-warp-tile permutation)."""
+    for cfg in CONFIGS[:2]:
+        k = codegen.generate(cfg, GemmProblem("m", "n"))
+        assert any("partition_A/B/C" in p.statement for p in k.proofs)
+
+
 def test_a_planted_epilogue_bug_is_caught(monkeypatch):
     orig = codegen._c_map
 
