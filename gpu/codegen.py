@@ -70,7 +70,6 @@ class OperandPlan:
     warps_x: int              # warps along x (warps_m for A, warps_n for B)
     warp_x: int               # warp tile extent along x
     swizzle: Optional[Swizzle] = None
-    buffer: Any = None        # Sw o (X, BK, STAGES) -> element offset
     lowered: Dict[str, Any] = field(default_factory=dict)
     ld_table_var: str = ""    # the loop variable enumerated into a per-thread table
     ld_add_var: str = ""      # the loop variable added as a constant multiple
@@ -306,13 +305,12 @@ def plan_copy(p: OperandPlan, log: ProofLog) -> None:
     P = p.name.upper()
     # the buffer: a bijection onto [0, stages * X * BK)
     buf = _swizzled(p.swizzle, p.tile())
-    p.buffer = buf
     total = p.stages * p.stage_elems
     lower.prove_bijective(buf, total, what=f"{P} smem buffer {buf} onto [0,{total})", log=log)
 
     # cp.async: thread/iteration -> chunk is a bijection onto the tile's chunks
     ctv = p.copy_tv()
-    chunk_idx = Layout(ctv.shape, _div_stride(ctv.stride, p, chunked=True))
+    chunk_idx = Layout(ctv.shape, _div_stride(ctv.stride, p))
     lower.prove_bijective(chunk_idx, p.stage_elems // 8,
                           what=f"{P} cp.async (thread, iter) -> 16B chunk of the {p.x_extent}x{p.bk} tile",
                           log=log)
@@ -405,7 +403,7 @@ def _ldsm_expr(p: OperandPlan) -> str:
     return f"({low.c_expr}) + {p.ld_add_var} * {p.ld_add_const}"
 
 
-def _div_stride(stride: Any, p: OperandPlan, chunked: bool) -> Any:
+def _div_stride(stride: Any, p: OperandPlan) -> Any:
     """Tile-index strides -> chunk-index strides (the contiguous dimension counts chunks)."""
     X = p.x_extent
 
@@ -838,6 +836,21 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, {cfg.min_blocks})
 """
 
 
+def prove_c_atom_part(cm: Layout, atom: Any, atom_tile: Tuple[int, int], bm: int,
+                      log: ProofLog) -> None:
+    """The (thread, value) part of a kernel's C map (its first two modes) is the atom's C
+    layout, re-indexed from the atom tile to the block tile (column-major, ``bm`` rows)."""
+    got = _eval_map(Layout(cm.shape[:2], cm.stride[:2]))
+    exp = _eval_map(composition(Layout(atom_tile, (1, bm)), atom.c_layout))
+    if not np.array_equal(got, exp):
+        bad = int(np.flatnonzero(got != exp)[0])
+        raise ProofFailedError(f"the C map disagrees with {atom.name}'s C layout at (thread, "
+                               f"value) index {bad}", condition="C map == atom C layout",
+                               witness=bad)
+    log.add("equal", f"C map's (thread, value) part == {atom.name} C layout {atom.c_layout}",
+            "exhaustive", int(got.size))
+
+
 def _prove_against_tiled_mma(cfg: GemmConfig, atom: Any, log: ProofLog) -> None:
     """The kernel's thread-value maps are CuTe's partitioning: for every thread, the A, B and
     C elements it holds are exactly ``TiledMMA(atom, (WM, WN), permutation).get_slice(t)
@@ -914,16 +927,7 @@ def generate(config: Optional[GemmConfig] = None, problem: Optional[GemmProblem]
     cm = _c_map(cfg)
     lower.prove_bijective(cm, cfg.bm * cfg.bn,
                           what=f"C (lane, value, warp, block) -> {cfg.bm}x{cfg.bn} tile", log=log)
-    atom_c = composition(Layout((16, 8), (1, cfg.bm)), atom.c_layout)
-    got = _eval_map(Layout(cm.shape[:2], cm.stride[:2]))
-    exp = _eval_map(atom_c)
-    if not np.array_equal(got, exp):
-        bad = int(np.flatnonzero(got != exp)[0])
-        raise ProofFailedError(f"the C map's atom part disagrees with {atom.name}'s C layout at "
-                               f"(lane, value) index {bad}", condition="C map == atom C layout",
-                               witness=bad)
-    log.add("equal", f"C map's (lane, value) part == {atom.name} C layout {atom.c_layout}",
-            "exhaustive", int(got.size))
+    prove_c_atom_part(cm, atom, (16, 8), cfg.bm, log)
     cargs = ("lane", "v", "wm", "wn", "mi", "ni")
     rows = lower.lower(composition(Layout((cfg.bm, cfg.bn), (1, 0)), cm), cargs,
                        name="lp_c_row", log=log)

@@ -16,10 +16,10 @@ cache, keyed by the source).  CuPy is imported only when a GPU function is calle
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -44,7 +44,10 @@ DEFAULT_CONFIGS: Tuple[GemmConfig, ...] = (
     GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=4),
 )
 
+@functools.cache
 def _sm90_configs() -> Tuple[Any, ...]:
+    """The wgmma candidates (TMA first where cuda-python can encode tensor maps); decided
+    once per process, not on every gemm call."""
     from .codegen_sm90 import Sm90Config
 
     cands = (Sm90Config(bm=128, bn=256, stages=4), Sm90Config(bm=128, bn=256, stages=3),
@@ -244,6 +247,7 @@ def _use_wgmma(cupy: Any, config: Any, path: str) -> bool:
     return sm90
 
 
+@functools.cache
 def tma_available() -> bool:
     """True when cuda-python's driver bindings (``cuda.bindings.driver``) can encode tensor
     maps; without them the wgmma kernel loads with cp.async."""
@@ -498,9 +502,3 @@ def autotune(m: int, n: int, k: int, *, problem: Optional[GemmProblem] = None,
     except OSError:
         pass
     return best[1]
-
-
-def timed(fn: Any) -> Tuple[Any, float]:
-    t0 = time.perf_counter()
-    r = fn()
-    return r, time.perf_counter() - t0
