@@ -92,6 +92,10 @@ class Sm90Config:
         return f"sm90_{self.bm}x{self.bn}x{self.bk}_s{self.stages}_g{self.group_m}{ld}"
 
     def validate(self) -> "Sm90Config":
+        for k in ("bm", "bn", "bk", "stages", "group_m"):
+            v = getattr(self, k)
+            if type(v) is not int or v < 1:
+                raise GemmConfigError(f"Sm90Config: {k}={v!r} must be a positive int")
         if self.bm not in (64, 128, 192, 256):
             raise GemmConfigError(f"Sm90Config: bm={self.bm} must be 64 x (1..4 warpgroups)")
         if self.bn % 16 or not 16 <= self.bn <= 256:

@@ -263,6 +263,8 @@ def test_sm90_bad_configs_are_refused():
         codegen_sm90.generate_sm90(Sm90Config(bm=96), memo=False)
     with pytest.raises(GemmConfigError, match="bk"):
         codegen_sm90.generate_sm90(Sm90Config(bk=32), memo=False)
+    with pytest.raises(GemmConfigError, match="bn='256' must be a positive int"):
+        codegen_sm90.generate_sm90(Sm90Config(bn="256"), memo=False)
     with pytest.raises(GemmConfigError, match="shared memory"):
         codegen_sm90.generate_sm90(Sm90Config(bm=256, bn=256, stages=4), memo=False)
 
