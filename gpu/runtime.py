@@ -397,6 +397,10 @@ def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Opti
     import numpy as np
 
     if getattr(cfg, "loader", "") == "tma":
+        if not tma_available():
+            raise GemmInputError("gemm: Sm90Config(loader='tma') needs cuda-python "
+                                 "(cuda.bindings.driver) to encode tensor maps; use "
+                                 "loader='cp.async' or install cuda-python")
         # TMA: tensor maps for A and B (contiguous dimension innermost)
         tma = _tensor_map(A, K if amaj == "k" else m, m if amaj == "k" else K, lda, dt)
         tmb = _tensor_map(B, K if bmaj == "k" else n, n if bmaj == "k" else K, ldb, dt)
