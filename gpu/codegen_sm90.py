@@ -1,4 +1,4 @@
-"""The proven Hopper GEMM (first version): cp.async into 128-byte-swizzled stages, wgmma.
+"""The proven Hopper GEMM: TMA or cp.async into 128-byte-swizzled stages, wgmma.
 
 One CTA of ``bm / 64`` consumer warpgroups computes a ``bm x bn`` tile of C = A @ B with
 ``wgmma.mma_async.m64n{bn}k16`` (f16/bf16 -> f32), both operands read by the tensor cores
@@ -39,6 +39,7 @@ from layoutproof import Layout, Swizzle, composition
 
 from . import banks, lower
 from .codegen import (
+    _STORE2,
     CP_ASYNC_HELPERS,
     GemmKernel,
     OperandPlan,
@@ -55,11 +56,12 @@ from .codegen import (
 )
 from .config import DTYPES, OUT_DTYPES, SMEM_LIMIT, GemmConfig, GemmProblem
 from .errors import GemmConfigError, ProofFailedError
+from .pipeline import prove_pipeline
 from .proofrec import ProofLog
 
 __all__ = ["Sm90Config", "generate_sm90"]
 
-GENERATOR_VERSION = "sm90-1"
+GENERATOR_VERSION = "sm90-2"
 SW128 = Swizzle(3, 3, 3)   # on 2-byte elements: 16-byte chunk index ^= row % 8 in 128-byte rows
 
 
@@ -74,22 +76,32 @@ class Sm90Config:
     stages: int = 4
     group_m: int = 8
     loader: str = "cp.async"
+    schedule: str = "mono"
 
     @property
     def warpgroups(self) -> int:
+        """Consumer (wgmma) warpgroups: one per 64 rows of the block."""
         return self.bm // 64
 
     @property
     def threads(self) -> int:
-        return 128 * self.warpgroups
+        # the warp-specialized kernel adds one producer warpgroup in front of the consumers
+        return 128 * (self.warpgroups + (self.schedule == "ws"))
+
+    @property
+    def epilogue_bytes(self) -> int:
+        """Shared memory of the staged epilogue: 64 rows x 128 bytes per consumer warpgroup."""
+        return 8192 * self.warpgroups if self.schedule == "ws" else 0
 
     @property
     def smem_bytes(self) -> int:
-        return self.stages * (self.bm + self.bn) * self.bk * 2 + 1024   # + 1024 to align
+        # + 1024 to align the stages to the 128-byte swizzle's 1024-byte period
+        return self.stages * (self.bm + self.bn) * self.bk * 2 + self.epilogue_bytes + 1024
 
     def key(self) -> str:
         ld = "_tma" if self.loader == "tma" else ""
-        return f"sm90_{self.bm}x{self.bn}x{self.bk}_s{self.stages}_g{self.group_m}{ld}"
+        ws = "_ws" if self.schedule == "ws" else ""
+        return f"sm90_{self.bm}x{self.bn}x{self.bk}_s{self.stages}_g{self.group_m}{ld}{ws}"
 
     def validate(self) -> "Sm90Config":
         for k in ("bm", "bn", "bk", "stages", "group_m"):
@@ -105,6 +117,14 @@ class Sm90Config:
                                   f"must be a multiple of 64")
         if self.loader not in ("cp.async", "tma"):
             raise GemmConfigError(f"Sm90Config: loader={self.loader!r} must be 'cp.async' or 'tma'")
+        if self.schedule not in ("mono", "ws"):
+            raise GemmConfigError(f"Sm90Config: schedule={self.schedule!r} must be 'mono' or 'ws'")
+        if self.schedule == "ws" and self.loader != "tma":
+            raise GemmConfigError("Sm90Config: the warp-specialized schedule ('ws') is fed by "
+                                  "the TMA producer: it needs loader='tma'")
+        if self.schedule == "ws" and self.bm > 128:
+            raise GemmConfigError(f"Sm90Config: schedule='ws' runs one producer and at most two "
+                                  f"consumer warpgroups (register budget): bm={self.bm} > 128")
         if self.bk != 64:
             raise GemmConfigError("Sm90Config: bk must be 64 (one 128-byte swizzled row)")
         if not 3 <= self.stages <= 8:
@@ -331,6 +351,37 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, 1)
 """
 
 
+def _tma_loads(p: OperandPlan, tm: str, base: str, indent: int) -> str:
+    """The TMA box loads of tile ``kt`` of operand ``p`` into stage ``st`` on barrier ``bar``
+    (the boxes :func:`_prove_tma` proved to write exactly the stage layout)."""
+    o0 = "m0" if p.name == "a" else "n0"
+    lines = []
+    for j in range(p.x_extent // TMA_BOX):
+        x = f"{o0} + {TMA_BOX * j}"
+        c0, c1 = ("kt * 64", x) if p.kmajor else (x, "kt * 64")
+        lines.append(f"lp_tma_load({base} + st * {2 * p.stage_elems}u + {8192 * j}u, &{tm}, "
+                     f"{c0}, {c1}, bar);")
+    return ("\n" + " " * indent).join(lines)
+
+
+# the TMA box load and the mbarrier phase wait both TMA kernels use
+TMA_HELPERS = r"""struct __align__(64) lp_tmap_t { unsigned long long v[16]; };
+__device__ __forceinline__ void lp_tma_load(unsigned dst, const lp_tmap_t* tm, int c0, int c1,
+                                            unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];\n"
+               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(tm)), "r"(c0), "r"(c1),
+                  "r"(bar) : "memory");
+}
+__device__ __forceinline__ void lp_bar_wait(unsigned bar, unsigned parity) {
+  asm volatile("{\n.reg .pred p;\nLAB_WAIT:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+               "@p bra.uni DONE;\nbra.uni LAB_WAIT;\nDONE:\n}\n"
+               :: "r"(bar), "r"(parity) : "memory");
+}
+"""
+
+
 def _source_tma(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
                 cmaps: Dict[str, Any], desc: Dict[str, Tuple[int, int, int]], log: ProofLog,
                 name: str) -> str:
@@ -345,16 +396,6 @@ def _source_tma(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPl
     a_stage_b = 2 * a.stage_elems
     b_stage_b = 2 * b.stage_elems
 
-    def loads(p: OperandPlan, tm: str, base: str) -> str:
-        o0 = "m0" if p.name == "a" else "n0"
-        lines = []
-        for j in range(p.x_extent // TMA_BOX):
-            x = f"{o0} + {TMA_BOX * j}"
-            c0, c1 = ("kt * 64", x) if p.kmajor else (x, "kt * 64")
-            lines.append(f"lp_tma_load({base} + st * {2 * p.stage_elems}u + {8192 * j}u, &{tm}, "
-                         f"{c0}, {c1}, bar);")
-        return "\n      ".join(lines)
-
     return f"""{header}//
 // wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = A[M,K] @ B[K,N]
 // A {prob.a_major}-major, B {prob.b_major}-major (TMA tensor maps);
@@ -366,23 +407,9 @@ def _source_tma(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPl
 
 typedef {tin} lp_in_t;
 typedef {tout} lp_out_t;
-struct __align__(64) lp_tmap_t {{ unsigned long long v[16]; }};
 
 {funcs}
-__device__ __forceinline__ void lp_tma_load(unsigned dst, const lp_tmap_t* tm, int c0, int c1,
-                                            unsigned bar) {{
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-               " [%0], [%1, {{%2, %3}}], [%4];\\n"
-               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(tm)), "r"(c0), "r"(c1),
-                  "r"(bar) : "memory");
-}}
-__device__ __forceinline__ void lp_bar_wait(unsigned bar, unsigned parity) {{
-  asm volatile("{{\\n.reg .pred p;\\nLAB_WAIT:\\n"
-               "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n"
-               "@p bra.uni DONE;\\nbra.uni LAB_WAIT;\\nDONE:\\n}}\\n"
-               :: "r"(bar), "r"(parity) : "memory");
-}}
-{_mma_helpers(cfg, prob, a, b, desc)}
+{TMA_HELPERS}{_mma_helpers(cfg, prob, a, b, desc)}
 extern "C" __global__ void __launch_bounds__({cfg.threads}, 1)
 {name}(const __grid_constant__ lp_tmap_t tmA, const __grid_constant__ lp_tmap_t tmB,
        lp_out_t* __restrict__ C, int M, int N, int K, long long ldc, int c_vec) {{
@@ -412,8 +439,8 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, 1)
       const unsigned bar = full0 + 8u * st;
       asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n"
                    :: "r"(bar), "r"({a_stage_b + b_stage_b}) : "memory");
-      {loads(a, "tmA", "sA")}
-      {loads(b, "tmB", "sB")}
+      {_tma_loads(a, "tmA", "sA", 6)}
+      {_tma_loads(b, "tmB", "sB", 6)}
     }}
   }}
   for (int kt0 = 0; kt0 < KT; ++kt0) {{
@@ -436,14 +463,357 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, 1)
         const unsigned bar = full0 + 8u * st;
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n"
                      :: "r"(bar), "r"({a_stage_b + b_stage_b}) : "memory");
-        {loads(a, "tmA", "sA")}
-        {loads(b, "tmB", "sB")}
+        {_tma_loads(a, "tmA", "sA", 8)}
+        {_tma_loads(b, "tmB", "sB", 8)}
       }}
     }}
   }}
   asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
 
 {_epilogue(cfg, prob, cmaps)}
+"""
+
+
+# ============================================================================ persistent schedule
+# The tile scheduler of the persistent kernel, as statements (name, C expression) that are
+# both emitted and proven: "min(x, y)" is written as ("min", x, y).  Tile t of the
+# grid_m x grid_n tiles -> (tm, tn): groups of GROUP_M tile rows are walked column by
+# column (the A panels of a group and one B panel stay in L2 together).
+def _schedule(group_m: int) -> Tuple[Tuple[str, Any], ...]:
+    return (("per_group", f"{group_m} * grid_n"),
+            ("first_m", f"t / per_group * {group_m}"),
+            ("gsize", ("min", "grid_m - first_m", f"{group_m}")),
+            ("tm", "first_m + t % per_group % gsize"),
+            ("tn", "t % per_group / gsize"))
+
+
+def schedule_code(group_m: int) -> str:
+    """The scheduler as a C function ``lp_tile(t, grid_m, grid_n, &tm, &tn)``."""
+    body = []
+    for name, e in _schedule(group_m):
+        expr = f"min({e[1]}, {e[2]})" if isinstance(e, tuple) else e
+        if name in ("tm", "tn"):
+            body.append(f"  {name} = {expr};")
+        else:
+            body.append(f"  const int {name} = {expr};")
+    return ("__device__ __forceinline__ void lp_tile(int t, int grid_m, int grid_n, int& tm, "
+            "int& tn) {\n" + "\n".join(body) + "\n}\n")
+
+
+def _eval_schedule(group_m: int, t: np.ndarray, gm: np.ndarray, gn: np.ndarray
+                   ) -> Tuple[np.ndarray, np.ndarray]:
+    env: Dict[str, Any] = {"t": t, "grid_m": gm, "grid_n": gn}
+    for name, e in _schedule(group_m):
+        if isinstance(e, tuple):
+            env[name] = np.minimum(lower.c_expr_eval(e[1], env, int_bits=32),
+                                   lower.c_expr_eval(e[2], env, int_bits=32))
+        else:
+            env[name] = lower.c_expr_eval(e, env, int_bits=32)
+    return env["tm"], env["tn"]
+
+
+def prove_schedule(group_m: int, log: ProofLog, max_grid: int = 40,
+                   extra: Tuple[Tuple[int, int], ...] = ((64, 32), (32, 64), (65, 33),
+                                                          (1, 700), (700, 1), (129, 66))) -> None:
+    """The emitted scheduler maps tiles [0, grid_m * grid_n) one-to-one onto the
+    grid_m x grid_n tile coordinates (C semantics, 32-bit int), for every grid up to
+    ``max_grid`` x ``max_grid`` and the listed larger ones; and the persistent loop
+    ``t = blockIdx.x + i * gridDim.x`` visits every tile exactly once for any grid size."""
+    grids = [(m, n) for m in range(1, max_grid + 1) for n in range(1, max_grid + 1)]
+    grids += list(extra)
+    gm = np.concatenate([np.full(m * n, m) for m, n in grids])
+    gn = np.concatenate([np.full(m * n, n) for m, n in grids])
+    t = np.concatenate([np.arange(m * n) for m, n in grids])
+    gid = np.concatenate([np.full(m * n, i) for i, (m, n) in enumerate(grids)])
+    tm, tn = _eval_schedule(group_m, t, gm, gn)
+    out = (tm < 0) | (tm >= gm) | (tn < 0) | (tn >= gn)
+    if out.any():
+        i = int(np.flatnonzero(out)[0])
+        raise ProofFailedError(f"scheduler (group_m={group_m}): tile {int(t[i])} of a "
+                               f"{int(gm[i])}x{int(gn[i])} grid goes to ({int(tm[i])}, "
+                               f"{int(tn[i])}), outside the grid", condition="tile in grid",
+                               witness=(int(gm[i]), int(gn[i]), int(t[i])))
+    key = (gid * (1 << 20) + tm * gn + tn)
+    u, first, cnt = np.unique(key, return_index=True, return_counts=True)
+    if u.size != key.size:
+        i = int(first[np.flatnonzero(cnt > 1)[0]])
+        raise ProofFailedError(f"scheduler (group_m={group_m}): two tiles of a {int(gm[i])}x"
+                               f"{int(gn[i])} grid go to ({int(tm[i])}, {int(tn[i])})",
+                               condition="scheduler injective",
+                               witness=(int(gm[i]), int(gn[i]), int(t[i])))
+    log.add("bijective", f"persistent scheduler (group_m={group_m}) maps tile t -> (tm, tn) "
+                         f"one-to-one onto the grid, for all {len(grids)} grids up to "
+                         f"{max_grid}x{max_grid} and {len(extra)} larger ones (C semantics)",
+            "exhaustive", int(t.size))
+    # the strided persistent loop partitions [0, tiles): t = b + i * P, b < P
+    cases = 0
+    for P in (1, 2, 3, 7, 66, 114, 132, 144):
+        for tiles in (1, 5, P - 1, P, P + 1, 2 * P + 3, 2048):
+            if tiles < 1:
+                continue
+            seen = np.concatenate([np.arange(b, tiles, P) for b in range(P)])
+            if seen.size != tiles or np.unique(seen).size != tiles:
+                raise ProofFailedError(f"persistent loop over {tiles} tiles with {P} CTAs does "
+                                       f"not visit each tile once", condition="tile partition",
+                                       witness=(P, tiles))
+            cases += tiles
+    log.add("bijective", "persistent loop t = blockIdx.x + i * gridDim.x (t < tiles) visits "
+                         "each tile exactly once", "exhaustive", cases)
+
+
+# ============================================================================ staged epilogue
+def _epilogue_swizzles(ob: int) -> Tuple[Swizzle, ...]:
+    """Candidate XOR patterns (on element offsets) for the 64 x 128-byte epilogue buffer;
+    each keeps a 16-byte vector (the low log2(16/ob) bits) intact."""
+    m = {2: 3, 4: 2}[ob]
+    return (Swizzle(0, m, 3), Swizzle(3, m, 3), Swizzle(2, m + 1, 2), Swizzle(2, m, 3),
+            Swizzle(2, m, 2), Swizzle(3, m, 4))
+
+
+def _plan_epilogue(prob: GemmProblem, log: ProofLog) -> Dict[str, Any]:
+    """The accumulators of one consumer warpgroup leave through a 64-row x 128-byte buffer,
+    one column chunk (128 bytes of C per row) at a time: each thread writes its register
+    pairs, then each thread reads four 16-byte row vectors and stores them to C.  The XOR
+    swizzle of the buffer is chosen by the bank proofs (both the pair writes and the vector
+    reads conflict-free); proven: the write map is a bijection onto the buffer, pairs are
+    contiguous and aligned, the read map covers the buffer once with aligned 16-byte
+    vectors, and every accumulator (thread, register) reaches exactly its C coordinate."""
+    ob = OUT_DTYPES[prob.out][1]
+    rw = 128 // ob                  # elements per buffer row = columns per chunk
+    ev = 16 // ob                   # elements per 16-byte vector
+    rc = rw // 2                    # registers per chunk: rw / 8 column blocks x 4
+    # (thread, register) -> (row, col) of the warpgroup's 64 x rw chunk, column-major index
+    cmap = Layout(((4, 8, 4), (2, 2, rw // 8)), ((2 * 64, 1, 16), (64, 8, 8 * 64)))
+    cval = _eval_map(cmap)
+    crow, ccol = cval % 64, cval // 64
+    rshape = ((8, 16), 4)           # (t % 8, t // 8), vector v
+    grow = _eval_map(Layout(rshape, ((0, 1), 16)))
+    gcol = _eval_map(Layout(rshape, ((ev, 0), 0)))
+    chosen = None
+    for sw in _epilogue_swizzles(ob):
+        buf = composition(sw, Layout((64, rw), (rw, 1)))
+        wmap = composition(buf, cmap)
+        rmap = composition(sw, Layout(rshape, ((ev, rw), 16 * rw)))
+        w = _eval_map(wmap).reshape(rc, 128).T          # [thread, register]
+        r = _eval_map(rmap).reshape(4, 128).T           # [thread, vector]
+        wr = np.stack([w[32 * q:32 * q + 32, 2 * p] * ob for q in range(4)
+                       for p in range(rc // 2)])
+        rd = np.stack([r[32 * q:32 * q + 32, v] * ob for q in range(4) for v in range(4)])
+        try:
+            sub = ProofLog()
+            banks.prove_conflict_free(wr, 2 * ob, what=f"epilogue {2 * ob}-byte pair writes "
+                                      f"into the {sw}-swizzled buffer", log=sub)
+            banks.prove_conflict_free(rd, 16, what=f"epilogue 16-byte row reads from the "
+                                      f"{sw}-swizzled buffer", log=sub)
+        except (ProofFailedError, banks.BankConflictError):
+            continue
+        chosen = (sw, wmap, rmap, w, r, sub)
+        break
+    if chosen is None:
+        raise ProofFailedError("no candidate epilogue swizzle is conflict-free",
+                               condition="epilogue banks")
+    sw, wmap, rmap, w, r, sub = chosen
+    log.extend(sub)
+    n = 64 * rw
+    lower.prove_bijective(wmap, n, what=f"epilogue (thread, register) -> {sw}-swizzled "
+                                        f"64x{rw} buffer", log=log)
+    if (w[:, 1::2] != w[:, 0::2] + 1).any() or (w[:, 0::2] % 2).any():
+        raise ProofFailedError("epilogue register pairs are not aligned adjacent elements",
+                               condition="pair contiguity")
+    reads = (r[:, :, None] + np.arange(ev)).reshape(-1)
+    if (r % ev).any() or np.unique(reads).size != n or reads.min() != 0 or reads.max() != n - 1:
+        raise ProofFailedError("epilogue 16-byte reads do not cover the buffer once, aligned",
+                               condition="read cover")
+    # data flow: the reader of the element an accumulator was written to stores it at the
+    # accumulator's C coordinate (row, column within the chunk)
+    where = np.empty(n, dtype=np.int64)
+    where[reads] = np.arange(reads.size)
+    src = where[w.T.reshape(-1)]                    # register-major, like cval
+    t_r, rest = src // (4 * ev), src % (4 * ev)
+    v_r, e_r = rest // ev, rest % ev
+    idx = v_r * 128 + t_r                           # reader (thread, vector) flat index
+    orow, ocol = grow[idx], gcol[idx] + e_r
+    bad = np.flatnonzero((orow != crow) | (ocol != ccol))
+    if bad.size:
+        i = int(bad[0])
+        raise ProofFailedError(f"epilogue: accumulator {i} (register-major) belongs at "
+                               f"({int(crow[i])}, {int(ccol[i])}) but is stored at "
+                               f"({int(orow[i])}, {int(ocol[i])})", condition="epilogue data flow",
+                               witness=i)
+    log.add("equal", f"epilogue data flow: every accumulator (thread, register) of a chunk, "
+                     f"written to the buffer and read back as 16-byte vectors, is stored at "
+                     f"its C coordinate ({sw})", "exhaustive", int(cval.size))
+    low = {
+        "w": lower.lower(wmap, ("t", "i"), name="lp_ep_w", log=log),
+        "r": lower.lower(rmap, ("t", "v"), name="lp_ep_r", log=log),
+        "row": lower.lower(Layout(rshape, ((0, 1), 16)), ("t", "v"), name="lp_ep_row", log=log),
+        "col": lower.lower(Layout(rshape, ((ev, 0), 0)), ("t", "v"), name="lp_ep_col", log=log),
+    }
+    return {"low": low, "sw": sw, "rw": rw, "ev": ev, "rc": rc}
+
+
+def _epilogue_ws(cfg: Sm90Config, prob: GemmProblem, ep: Dict[str, Any]) -> str:
+    v2t, pack2, _ = _STORE2[prob.out]
+    rw, ev, rc = ep["rw"], ep["ev"], ep["rc"]
+    low = ep["low"]
+    return f"""      // epilogue through shared memory (proven maps lp_ep_*), one 128-byte column
+      // chunk at a time: register pairs -> swizzled buffer -> 16-byte row vectors -> C
+      lp_out_t* const eb = reinterpret_cast<lp_out_t*>(lp_smem + (sE - sbase) + cg * 8192);
+#pragma unroll
+      for (int q = 0; q < {cfg.bn // rw}; ++q) {{
+#pragma unroll
+        for (int p = 0; p < {rc // 2}; ++p)
+          *reinterpret_cast<{v2t}*>(eb + {low['w'].name}(wt, 2 * p)) =
+              {pack2.format(x=f"acc[{rc} * q + 2 * p]", y=f"acc[{rc} * q + 2 * p + 1]")};
+        lp_named_sync(1 + cg, 128);
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {{
+          const int r = m0 + 64 * cg + {low['row'].name}(wt, v);
+          const int c = n0 + {rw} * q + {low['col'].name}(wt, v);
+          const uint4 val = *reinterpret_cast<const uint4*>(eb + {low['r'].name}(wt, v));
+          if (r < M) {{
+            lp_out_t* p = C + (long long)r * ldc + c;
+            if (c_vec && c + {ev} <= N) {{
+              *reinterpret_cast<uint4*>(p) = val;
+            }} else {{
+              const lp_out_t* e = reinterpret_cast<const lp_out_t*>(&val);
+#pragma unroll
+              for (int i = 0; i < {ev}; ++i)
+                if (c + i < N) p[i] = e[i];
+            }}
+          }}
+        }}
+        lp_named_sync(1 + cg, 128);
+      }}"""
+
+
+NAMED_SYNC = r"""__device__ __forceinline__ void lp_named_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(n) : "memory");
+}
+"""
+
+
+def _source_ws(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
+               ep: Dict[str, Any], desc: Dict[str, Tuple[int, int, int]], log: ProofLog,
+               name: str) -> str:
+    """The warp-specialized persistent kernel: warpgroup 0 is the producer (one thread
+    issues the TMA boxes; registers given back with setmaxnreg.dec), warpgroups 1.. are the
+    consumers (setmaxnreg.inc; wgmma on their 64-row slice).  Stages pass through two
+    mbarriers each: ``full`` (the TMA transaction bytes landed) and ``empty`` (every
+    consumer warp's wgmma reading the stage completed).  Each CTA walks the tiles
+    ``blockIdx.x, blockIdx.x + gridDim.x, ...`` in the proven grouped order; the epilogue of
+    one tile overlaps the producer's loads of the next."""
+    tin = DTYPES[prob.dtype][0]
+    tout = OUT_DTYPES[prob.out][0]
+    S = cfg.stages
+    R = cfg.bn // 2
+    CW = cfg.warpgroups
+    funcs = "".join(_cfun(low) for low in ep["low"].values())
+    header = log.header(f"proven before emission ({cfg.key()}, {prob.key()})")
+    a_stage_b = 2 * a.stage_elems
+    b_stage_b = 2 * b.stage_elems
+    regs = 232 if CW == 2 else 240
+    return f"""{header}//
+// wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = A[M,K] @ B[K,N]
+// A {prob.a_major}-major, B {prob.b_major}-major (TMA tensor maps);
+// {prob.dtype} in, f32 accumulate, {prob.out} out
+// persistent, warp-specialized: 1 producer warpgroup (TMA, 40 registers) + {CW} consumer
+// warpgroup(s) (wgmma, {regs} registers); block {cfg.bm}x{cfg.bn}x{cfg.bk}, {S}-stage
+// full/empty mbarrier pipeline, epilogue through a swizzled shared-memory buffer
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+typedef {tin} lp_in_t;
+typedef {tout} lp_out_t;
+
+{funcs}{schedule_code(cfg.group_m)}{TMA_HELPERS}{NAMED_SYNC}{_mma_helpers(cfg, prob, a, b, desc)}
+extern "C" __global__ void __launch_bounds__({cfg.threads}, 1)
+{name}(const __grid_constant__ lp_tmap_t tmA, const __grid_constant__ lp_tmap_t tmB,
+       lp_out_t* __restrict__ C, int M, int N, int K, long long ldc, int c_vec) {{
+  extern __shared__ __align__(1024) unsigned char lp_smem[];
+  __shared__ __align__(8) unsigned long long lp_full[{S}], lp_empty[{S}];
+  const unsigned sbase = (unsigned)__cvta_generic_to_shared(lp_smem);
+  const unsigned s0 = (sbase + 1023u) & ~1023u;
+  const unsigned sA = s0;
+  const unsigned sB = s0 + {S * a_stage_b}u;
+  const unsigned sE = sB + {S * b_stage_b}u;
+  const unsigned full0 = (unsigned)__cvta_generic_to_shared(lp_full);
+  const unsigned empty0 = (unsigned)__cvta_generic_to_shared(lp_empty);
+  const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;
+  const int grid_m = (M + {cfg.bm - 1}) / {cfg.bm}, grid_n = (N + {cfg.bn - 1}) / {cfg.bn};
+  const int tiles = grid_m * grid_n;
+  const int KT = (K + {cfg.bk - 1}) / {cfg.bk};
+  if (tid == 0) {{
+    for (int s = 0; s < {S}; ++s) {{
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\\n" :: "r"(full0 + 8u * s));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], {4 * CW};\\n" :: "r"(empty0 + 8u * s));
+    }}
+    asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
+  }}
+  __syncthreads();
+  if (wg == 0) {{
+    // producer: one thread keeps up to {S} stages in flight
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\\n");
+    if (wt == 0) {{
+      int st = 0;
+      unsigned ph = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {{
+        int tm, tn;
+        lp_tile(t, grid_m, grid_n, tm, tn);
+        const int m0 = tm * {cfg.bm}, n0 = tn * {cfg.bn};
+        for (int kt = 0; kt < KT; ++kt) {{
+          lp_bar_wait(empty0 + 8u * st, ph ^ 1u);     // the consumers released stage st
+          const unsigned bar = full0 + 8u * st;
+          asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n"
+                       :: "r"(bar), "r"({a_stage_b + b_stage_b}) : "memory");
+          {_tma_loads(a, "tmA", "sA", 10)}
+          {_tma_loads(b, "tmB", "sB", 10)}
+          if (++st == {S}) {{ st = 0; ph ^= 1u; }}
+        }}
+      }}
+    }}
+  }} else {{
+    // consumers: wgmma on this warpgroup's 64-row slice, one batch in flight
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 {regs};\\n");
+    const int cg = wg - 1;
+    const bool lane0 = (tid & 31) == 0;
+    int st = 0;
+    unsigned ph = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {{
+      int tm, tn;
+      lp_tile(t, grid_m, grid_n, tm, tn);
+      const int m0 = tm * {cfg.bm}, n0 = tn * {cfg.bn};
+      float acc[{R}];
+#pragma unroll
+      for (int i = 0; i < {R}; ++i) acc[i] = 0.f;
+      int prev = -1;
+      for (int kt = 0; kt < KT; ++kt) {{
+        lp_bar_wait(full0 + 8u * st, ph);             // stage st's bytes have landed
+        const unsigned a_base = sA + st * {a_stage_b}u + cg * {desc['a'][1]}u;
+        const unsigned b_base = sB + st * {b_stage_b}u;
+        asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
+#pragma unroll
+        for (int ks = 0; ks < {cfg.bk // 16}; ++ks)
+          lp_wgmma(acc, lp_desc_a(a_base + {desc['a'][2]}u * ks),
+                   lp_desc_b(b_base + {desc['b'][2]}u * ks));
+        asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");
+        // the previous batch is complete: its stage goes back to the producer
+        if (prev >= 0 && lane0)
+          asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n"
+                       :: "r"(empty0 + 8u * prev) : "memory");
+        prev = st;
+        if (++st == {S}) {{ st = 0; ph ^= 1u; }}
+      }}
+      asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+      if (prev >= 0 && lane0)
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n"
+                     :: "r"(empty0 + 8u * prev) : "memory");
+{_epilogue_ws(cfg, prob, ep)}
+    }}
+  }}
+}}
 """
 
 
@@ -511,8 +881,14 @@ def generate_sm90(config: Optional[Sm90Config] = None, problem: Optional[GemmPro
                        name="lp_c_col", log=log)
     h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90_{prob.key()}_{h}"
-    emit = _source_tma if cfg.loader == "tma" else _source
-    src = emit(cfg, prob, a, b, {"row": rows, "col": cols}, desc, log, name)
+    if cfg.schedule == "ws":
+        prove_schedule(cfg.group_m, log)
+        ep = _plan_epilogue(prob, log)
+        prove_pipeline(cfg.stages, cfg.warpgroups, log)
+        src = _source_ws(cfg, prob, a, b, ep, desc, log, name)
+    else:
+        emit = _source_tma if cfg.loader == "tma" else _source
+        src = emit(cfg, prob, a, b, {"row": rows, "col": cols}, desc, log, name)
     gcfg = GemmConfig(bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, stages=cfg.stages, group_m=cfg.group_m,
                       warps_m=cfg.warpgroups * 4, warps_n=1)
     k = GemmKernel(gcfg, prob, src, name, threads, cfg.smem_bytes, log,

@@ -19,7 +19,7 @@ from typing import List
 
 __all__ = ["Proof", "ProofLog"]
 
-KINDS = ("equal", "bounds", "bijective", "banks", "atom", "fragment", "config")
+KINDS = ("equal", "bounds", "bijective", "banks", "atom", "fragment", "config", "protocol")
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ class Proof:
 
     Attributes:
         kind: one of ``equal``, ``bounds``, ``bijective``, ``banks``, ``atom``,
-            ``fragment``, ``config``.
+            ``fragment``, ``config``, ``protocol`` (a synchronization protocol
+            model-checked over all interleavings).
         statement: what holds, in one line (CuTe notation for layouts).
         method: ``exhaustive`` (every point of a finite domain), ``sympy`` or ``z3``
             (for all values of runtime symbols).

@@ -53,7 +53,9 @@ def _sm90_configs() -> Tuple[Any, ...]:
     cands = (Sm90Config(bm=128, bn=256, stages=4), Sm90Config(bm=128, bn=256, stages=3),
              Sm90Config(bm=256, bn=128, stages=4), Sm90Config(bm=128, bn=128, stages=6))
     if tma_available():
-        cands = (Sm90Config(bm=128, bn=256, stages=4, loader="tma"),
+        cands = (Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws"),
+                 Sm90Config(bm=128, bn=256, stages=4, loader="tma"),
+                 Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws"),
                  Sm90Config(bm=256, bn=128, stages=4, loader="tma")) + cands
     return cands
 
@@ -248,6 +250,16 @@ def _use_wgmma(cupy: Any, config: Any, path: str) -> bool:
 
 
 @functools.cache
+def _sm_count_of(dev: int) -> int:
+    cupy = _cupy()
+    return int(cupy.cuda.Device(dev).attributes["MultiProcessorCount"])
+
+
+def _sm_count(cupy: Any) -> int:
+    return _sm_count_of(cupy.cuda.Device().id)
+
+
+@functools.cache
 def tma_available() -> bool:
     """True when cuda-python's driver bindings (``cuda.bindings.driver``) can encode tensor
     maps; without them the wgmma kernel loads with cp.async."""
@@ -404,12 +416,18 @@ def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Opti
         # TMA: tensor maps for A and B (contiguous dimension innermost)
         tma = _tensor_map(A, K if amaj == "k" else m, m if amaj == "k" else K, lda, dt)
         tmb = _tensor_map(B, K if bmaj == "k" else n, n if bmaj == "k" else K, ldb, dt)
+        if cfg.schedule == "ws":
+            # the staged epilogue stores 16-byte row vectors: C and ldc 16-byte aligned
+            c_vec = int((ldc * it) % 16 == 0 and target.data.ptr % 16 == 0)
         args = (tma, tmb, target, np.int32(m), np.int32(n), np.int32(K), np.int64(ldc),
                 np.int32(c_vec))
     else:
         args = (A, B, target, np.int32(m), np.int32(n), np.int32(K), np.int64(lda),
                 np.int64(ldb), np.int64(ldc), np.int32(c_vec))
-    rk(kern.grid(m, n), (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
+    grid = kern.grid(m, n)
+    if getattr(cfg, "schedule", "") == "ws":   # persistent: at most one CTA per SM
+        grid = (max(1, min(grid[0], _sm_count(cupy))), 1, 1)
+    rk(grid, (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
     last_launch.update(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K)
     return out
 
@@ -450,10 +468,10 @@ def autotune(m: int, n: int, k: int, *, problem: Optional[GemmProblem] = None,
     key = (dev, path, prob, _bucket(m), _bucket(n), _bucket(k))
     if key in _TUNED:
         return _TUNED[key]
-    path = cache_dir() / "autotune.json"
+    tpath = cache_dir() / "autotune.json"
     skey = "|".join(map(str, (dev, path, prob.key(), *key[3:])))
     try:
-        table = json.loads(path.read_text()) if path.exists() else {}
+        table = json.loads(tpath.read_text()) if tpath.exists() else {}
     except (OSError, ValueError):
         table = {}
     if skey in table:
@@ -501,8 +519,8 @@ def autotune(m: int, n: int, k: int, *, problem: Optional[GemmProblem] = None,
     _TUNED[key] = best[1]
     table[skey] = dict(asdict(best[1]), kind="sm80" if isinstance(best[1], GemmConfig) else "sm90")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(table, indent=1))
+        tpath.parent.mkdir(parents=True, exist_ok=True)
+        tpath.write_text(json.dumps(table, indent=1))
     except OSError:
         pass
     return best[1]

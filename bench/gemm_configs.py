@@ -1,0 +1,149 @@
+"""Side-by-side wgmma kernel variants against cuBLAS (same process, same operands).
+
+    python bench/gemm_configs.py --configs ws:128x256/4,tma:128x256/4 --sizes 8192x8192x8192
+
+A config is ``SCHEDULE:BMxBN/STAGES[/GROUP_M]`` with SCHEDULE ``ws`` (warp-specialized,
+persistent, TMA), ``tma`` (one kernel role, TMA loads) or ``cp`` (cp.async loads).  For
+each config: a correctness check on awkward shapes (all four operand orders, NaN-poisoned
+f32 output against float64), then the speed at each size for f16 and bf16, with cuBLAS
+timed in between (``cupy.matmul``; ``torch.matmul`` for bf16 where CuPy lacks bfloat16).
+Writes ``configs.json`` and the SASS instruction counts of each kernel under ``--out``.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gemm import Ops, bench  # noqa: E402
+
+
+def parse(spec):
+    from layoutproof.gpu.codegen_sm90 import Sm90Config
+
+    sched, rest = spec.split(":")
+    parts = rest.split("/")
+    bm, bn = (int(v) for v in parts[0].split("x"))
+    kw = dict(bm=bm, bn=bn, stages=int(parts[1]))
+    if len(parts) > 2:
+        kw["group_m"] = int(parts[2])
+    if sched == "ws":
+        kw.update(loader="tma", schedule="ws")
+    elif sched == "tma":
+        kw.update(loader="tma")
+    return Sm90Config(**kw).validate()
+
+
+def sass_stats(kern):
+    """HGMMA / local-memory / setmaxnreg instruction counts of the compiled kernel (built
+    and disassembled in a scratch folder: only the counts are kept)."""
+    if shutil.which("cuobjdump") is None or shutil.which("nvcc") is None:
+        return {}
+    out = Path(tempfile.mkdtemp())
+    src = out / f"{kern.name}.cu"
+    src.write_text(kern.source)
+    cub = out / f"{kern.name}.cubin"
+    r = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17",
+                        "-Xptxas", "-v", "-o", str(cub), str(src)], capture_output=True, text=True)
+    sass = subprocess.run(["cuobjdump", "-sass", str(cub)], capture_output=True, text=True).stdout
+    ops = [ln.split()[1] if len(ln.split()) > 1 else "" for ln in sass.splitlines() if "/*" in ln]
+    return dict(ptxas=r.stderr.strip().splitlines()[-3:],
+                hgmma=sum("HGMMA" in o for o in ops), local=sum(o.startswith(("LDL", "STL"))
+                                                                for o in ops),
+                setmaxreg=sum("SETMAXREG" in o for o in ops), instructions=len(ops))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--configs", default="ws:128x256/4,tma:128x256/4")
+    p.add_argument("--sizes", default="8192x8192x8192,4096x4096x4096,4095x4097x4093")
+    p.add_argument("--dtypes", default="f16,bf16")
+    p.add_argument("--layout", default="CC")
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--out", default=os.environ.get("OUT", "build/bench-configs"))
+    p.add_argument("--no-check", action="store_true")
+    args = p.parse_args(argv)
+    import cupy as cp
+
+    from layoutproof.gpu import runtime
+    from layoutproof.gpu.config import GemmProblem
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ops = Ops(cp)
+    dev = cp.cuda.runtime.getDeviceProperties(0)["name"]
+    dev = dev.decode() if isinstance(dev, bytes) else str(dev)
+    log = {"device": dev, "date": time.strftime("%Y-%m-%d %H:%M"), "rows": [], "checks": [],
+           "sass": {}}
+    cfgs = [(s, parse(s)) for s in args.configs.split(",")]
+    rng = cp.random.default_rng(5)
+    lines = []
+    for spec, cfg in cfgs:
+        t0 = time.perf_counter()
+        k = runtime.kernel_for(cfg, GemmProblem("k", "k", "f16", "f16"), disk=False)
+        runtime.compile_kernel(k)
+        log["sass"][spec] = dict(sass_stats(k), obligations=len(k.proofs),
+                                 build_s=time.perf_counter() - t0)
+        if args.no_check:
+            continue
+        worst, bad = 0.0, 0
+        for (m, n, kk) in ((1, 1, 1), (37, 45, 51), (130, 260, 200), (129, 513, 1000),
+                           (1000, 3, 77), (640, 1290, 4096), (2000, 1100, 64)):
+            for ao in "CF":
+                for bo in "CF":
+                    a = ops.make((m, kk), "f16", ao, rng)
+                    b = ops.make((kk, n), "f16", bo, rng)
+                    ref = a.astype(cp.float64) @ b.astype(cp.float64)
+                    for od in ("f32", "f16"):
+                        c = cp.full((m, n), cp.nan, dtype=cp.float32 if od == "f32" else cp.float16)
+                        runtime.gemm(a, b, c, config=cfg, out_dtype=od)
+                        cp.cuda.Device().synchronize()
+                        den = float(cp.linalg.norm(ref)) or 1.0
+                        err = float(cp.linalg.norm(c.astype(cp.float64) - ref)) / den
+                        ok = bool(np.isfinite(err)) and err < 5e-3
+                        bad += not ok
+                        worst = max(worst, err if np.isfinite(err) else 1e9)
+                        log["checks"].append(dict(config=spec, m=m, n=n, k=kk, a=ao, b=bo, out=od,
+                                                  err=err, ok=ok))
+        lines.append(f"check {spec}: {56 - bad}/56 ok, worst rel. error {worst:.2e}")
+        print(lines[-1], flush=True)
+    for size in args.sizes.split(","):
+        m, n, kk = (int(v) for v in size.split("x"))
+        for dtype in args.dtypes.split(","):
+            a = ops.make((m, kk), dtype, args.layout[0], rng)
+            b = ops.make((kk, n), dtype, args.layout[1], rng)
+            fl = 2.0 * m * n * kk
+            if dtype == "f16" or ops.cp_bf16:
+                t_ref, _ = bench(cp, lambda: cp.matmul(a, b), args.reps)
+            else:
+                ta = ops.torch.randn(m, kk, device="cuda", dtype=ops.torch.bfloat16)
+                tb = ops.torch.randn(kk, n, device="cuda", dtype=ops.torch.bfloat16)
+                t_ref, _ = bench(cp, lambda: ops.torch.matmul(ta, tb), args.reps)
+            for spec, cfg in cfgs:
+                c = runtime.gemm(a, b, config=cfg, **ops.kw(dtype))
+                t, ts = bench(cp, lambda: runtime.gemm(a, b, c, config=cfg, **ops.kw(dtype)),
+                              args.reps)
+                row = dict(config=spec, dtype=dtype, m=m, n=n, k=kk, ours_tflops=fl / t / 1e12,
+                           ref_tflops=fl / t_ref / 1e12, ratio=t_ref / t)
+                log["rows"].append(row)
+                lines.append(f"{spec:18s} {dtype:5s} {size:16s} ours {row['ours_tflops']:6.1f}  "
+                             f"cuBLAS {row['ref_tflops']:6.1f}  ratio {row['ratio']:.3f}")
+                print(lines[-1], flush=True)
+    (out / "configs.json").write_text(json.dumps(log, indent=1, default=str))
+    print(f"\n== {dev} ==")
+    for spec, st in log["sass"].items():
+        print(f"{spec}: {st}")
+    for ln in lines:
+        print(ln)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""The warp-specialized persistent wgmma kernel on the CPU: its extra obligations (the
+tile scheduler, the staged epilogue, the mbarrier pipeline protocol), planted bugs in each
+caught, and the emitted source compiled for sm_90a with setmaxnreg honoured.
+
+GPU execution is tested on the GPU machine (bench/gemm.py, bench/gemm_configs.py)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from layoutproof import Swizzle
+from layoutproof.gpu import codegen_sm90, pipeline
+from layoutproof.gpu.codegen_sm90 import Sm90Config
+from layoutproof.gpu.config import GemmProblem
+from layoutproof.gpu.errors import GemmConfigError, ProofFailedError
+from layoutproof.gpu.proofrec import ProofLog
+
+WS = Sm90Config(loader="tma", schedule="ws")
+NVCC = shutil.which("nvcc")
+PROBLEMS = [GemmProblem(a, b, d, o) for a, b, d, o in (
+    ("k", "k", "f16", "f16"), ("k", "n", "f16", "f32"), ("m", "n", "bf16", "bf16"),
+    ("m", "k", "bf16", "f32"))]
+
+
+@pytest.mark.parametrize("prob", PROBLEMS, ids=lambda p: p.key())
+def test_ws_kernel_carries_every_obligation(prob):
+    k = codegen_sm90.generate_sm90(WS, prob)
+    stated = "\n".join(p.statement for p in k.proofs)
+    for needle in ("persistent scheduler", "persistent loop", "epilogue data flow",
+                   "mbarrier pipeline", "TMA boxes of 64x64", "wgmma desc",
+                   "epilogue 16-byte row reads", "lp_ep_w(t, i) =="):
+        assert needle in stated, needle
+    assert {"protocol", "banks", "bijective", "equal", "atom"} <= {p.kind for p in k.proofs}
+    assert k.source.count("//   [") == len(k.proofs)
+    assert k.threads == 384 and "setmaxnreg.dec.sync.aligned.u32 40" in k.source
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in k.source
+    # the full barriers take the producer's one arrival, the empty ones every consumer warp
+    assert "mbarrier.init.shared::cta.b64 [%0], 8;" in k.source
+    # pair writes use the output type's two-element vector; the f32 buffer has its own swizzle
+    sw = re.search(r"epilogue 16-byte row reads from the (Sw<\d,\d,\d>)", stated).group(1)
+    assert sw == ("Sw<2,3,2>" if prob.out == "f32" else "Sw<3,3,3>")
+
+
+def test_ws_config_rules():
+    with pytest.raises(GemmConfigError, match="needs loader='tma'"):
+        Sm90Config(schedule="ws").validate()
+    with pytest.raises(GemmConfigError, match="at most two"):
+        Sm90Config(bm=256, bn=128, loader="tma", schedule="ws").validate()
+    with pytest.raises(GemmConfigError, match="schedule="):
+        Sm90Config(schedule="pingpong").validate()
+    c = Sm90Config(bm=64, bn=128, stages=6, loader="tma", schedule="ws").validate()
+    assert c.threads == 256 and c.epilogue_bytes == 8192 and c.key().endswith("_tma_ws")
+    k = codegen_sm90.generate_sm90(c, GemmProblem("k", "k"))
+    assert "setmaxnreg.inc.sync.aligned.u32 240" in k.source
+    assert "mbarrier.init.shared::cta.b64 [%0], 4;" in k.source
+
+
+# ----------------------------------------------------------------------------- scheduler
+def _schedule_c_reference(g, t, gm, gn):
+    """The grouped order, written directly (independent of the emitted statements)."""
+    group = t // (g * gn)
+    first = group * g
+    size = min(gm - first, g)
+    r = t % (g * gn)
+    return first + r % size, r // size
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 16), st.integers(1, 300), st.integers(1, 300), st.data())
+def test_schedule_statements_equal_the_grouped_order(g, gm, gn, data):
+    t = data.draw(st.integers(0, gm * gn - 1))
+    tm, tn = codegen_sm90._eval_schedule(g, np.array([t]), np.array([gm]), np.array([gn]))
+    assert (int(tm[0]), int(tn[0])) == _schedule_c_reference(g, t, gm, gn)
+
+
+def test_a_broken_scheduler_is_refused(monkeypatch):
+    good = codegen_sm90._schedule
+
+    def broken(g):   # forget the partial last group: tiles past grid_m appear
+        return tuple(("gsize", f"{g}") if n == "gsize" else (n, e) for n, e in good(g))
+
+    monkeypatch.setattr(codegen_sm90, "_schedule", broken)
+    with pytest.raises(ProofFailedError) as ei:
+        codegen_sm90.prove_schedule(8, ProofLog(), max_grid=12)
+    assert ei.value.witness is not None and "outside the grid" in str(ei.value)
+
+    def collide(g):   # the column from the wrong divisor: two tiles share a coordinate
+        return tuple(("tn", "t % per_group / grid_m") if n == "tn" else (n, e)
+                     for n, e in good(g))
+
+    monkeypatch.setattr(codegen_sm90, "_schedule", collide)
+    with pytest.raises(ProofFailedError):
+        codegen_sm90.prove_schedule(4, ProofLog(), max_grid=12)
+
+
+def test_schedule_code_is_the_proven_statements():
+    code = codegen_sm90.schedule_code(8)
+    assert "const int gsize = min(grid_m - first_m, 8);" in code
+    assert "tm = first_m + t % per_group % gsize;" in code
+
+
+# ----------------------------------------------------------------------------- epilogue
+def test_epilogue_without_a_conflict_free_swizzle_is_refused(monkeypatch):
+    monkeypatch.setattr(codegen_sm90, "_epilogue_swizzles", lambda ob: (Swizzle(0, 3, 3),))
+    with pytest.raises(ProofFailedError, match="epilogue swizzle"):
+        codegen_sm90._plan_epilogue(GemmProblem("k", "k", "f16", "f16"), ProofLog())
+
+
+def test_epilogue_identity_buffer_conflicts_and_swizzle_is_chosen():
+    log = ProofLog()
+    ep = codegen_sm90._plan_epilogue(GemmProblem("k", "k", "f16", "bf16"), log)
+    assert ep["sw"] == Swizzle(3, 3, 3) and ep["rw"] == 64 and ep["ev"] == 8
+    ep32 = codegen_sm90._plan_epilogue(GemmProblem("k", "k", "f16", "f32"), ProofLog())
+    assert ep32["sw"] == Swizzle(2, 3, 2) and ep32["rw"] == 32 and ep32["rc"] == 16
+
+
+# ----------------------------------------------------------------------------- pipeline
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 5), st.integers(1, 3), st.integers(0, 3), st.integers(0, 6))
+def test_the_kernel_protocol_is_safe_for_any_schedule(stages, consumers, tiles, k_tiles):
+    assert pipeline.check_pipeline(stages, consumers=consumers, tiles=tiles,
+                                   k_tiles=k_tiles) >= 1
+
+
+def test_one_stage_deadlocks_with_a_batch_in_flight():
+    """A consumer holds k-tile j's stage until batch j + 1 is issued: with one stage, k-tile
+    j + 1 can never land (the model finds it; Sm90Config requires 3 stages or more)."""
+    with pytest.raises(ProofFailedError) as ei:
+        pipeline.check_pipeline(1, consumers=1, tiles=1, k_tiles=2)
+    assert ei.value.condition == "deadlock freedom"
+
+
+@pytest.mark.parametrize("kw, condition", [
+    (dict(producer_parity=0), "deadlock freedom"),
+    (dict(consumer_parity=1), "acquire sees its own k-tile"),
+    (dict(empty_count=3), "deadlock freedom"),
+])
+def test_a_broken_protocol_is_caught(kw, condition):
+    with pytest.raises(ProofFailedError) as ei:
+        pipeline.check_pipeline(3, consumers=2, tiles=2, k_tiles=4, **kw)
+    assert ei.value.condition == condition and ei.value.witness is not None
+
+
+def test_too_few_empty_arrivals_let_the_producer_overwrite_a_stage_in_use():
+    """One arrival completes the empty phase while the other consumer still reads: some
+    interleaving overwrites a stage in use or overruns the phase (a deadlock)."""
+    with pytest.raises(ProofFailedError) as ei:
+        pipeline.check_pipeline(2, consumers=2, tiles=1, k_tiles=5, empty_count=1)
+    assert ei.value.condition in ("no write while read", "deadlock freedom")
+
+
+def test_pipeline_bad_parameters():
+    with pytest.raises(ProofFailedError, match="must be ints"):
+        pipeline.check_pipeline(0, consumers=1, tiles=1, k_tiles=1)
+    with pytest.raises(ProofFailedError, match="empty_count"):
+        pipeline.check_pipeline(2, consumers=1, tiles=1, k_tiles=1, empty_count=0)
+
+
+# ----------------------------------------------------------------------------- compile
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("cfg, prob", [
+    (WS, GemmProblem("k", "k", "f16", "f16")),
+    (Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws"),
+     GemmProblem("m", "n", "bf16", "f32")),
+], ids=["ws-128x256-f16", "ws-128x128-bf16-f32out"])
+def test_ws_source_compiles_with_setmaxnreg_and_no_spills(tmp_path, cfg, prob):
+    k = codegen_sm90.generate_sm90(cfg, prob)
+    src = tmp_path / "k.cu"
+    src.write_text(k.source)
+    r = subprocess.run([NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17",
+                        "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(src)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    info = r.stderr + r.stdout
+    assert "C7508" not in info, info       # ptxas did not ignore setmaxnreg
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", info), info
+    assert re.search(r"(\d+) bytes stack frame", info).group(1) == "0", info
+    # the register cap at entry lets three warpgroups (384 threads) share the register file
+    assert int(re.search(r"Used (\d+) registers", info).group(1)) * k.threads <= 65536
