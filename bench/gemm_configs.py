@@ -3,11 +3,13 @@
     python bench/gemm_configs.py --configs ws:128x256/4,tma:128x256/4 --sizes 8192x8192x8192
 
 A config is ``SCHEDULE:BMxBN/STAGES[/GROUP_M]`` with SCHEDULE ``ws`` (warp-specialized,
-persistent, TMA), ``tma`` (one kernel role, TMA loads) or ``cp`` (cp.async loads).  For
-each config: a correctness check on awkward shapes (all four operand orders, NaN-poisoned
-f32 output against float64), then the speed at each size for f16 and bf16, with cuBLAS
-timed in between (``cupy.matmul``; ``torch.matmul`` for bf16 where CuPy lacks bfloat16).
-Writes ``configs.json`` and the SASS instruction counts of each kernel under ``--out``.
+persistent, TMA), ``ws2`` (the same in 2-CTA clusters, B multicast), ``tma`` (one kernel
+role, TMA loads) or ``cp`` (cp.async loads).  For each config: a correctness check on
+awkward shapes (all four operand orders, NaN-poisoned output against float64), then the
+speed at each size for f16 and bf16, timed in turns with cuBLAS (``cupy.matmul``;
+``torch.matmul`` for bf16 where CuPy lacks bfloat16): the ratio is the median over rounds
+of cuBLAS's batch time over ours in the same round, with the range.  Writes
+``configs.json`` and the SASS instruction counts of each kernel.
 """
 
 import argparse
@@ -23,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gemm import Ops, bench  # noqa: E402
+from gemm import Ops  # noqa: E402
 
 
 def parse(spec):
@@ -37,6 +39,8 @@ def parse(spec):
         kw["group_m"] = int(parts[2])
     if sched == "ws":
         kw.update(loader="tma", schedule="ws")
+    elif sched == "ws2":
+        kw.update(loader="tma", schedule="ws", cluster=2)
     elif sched == "tma":
         kw.update(loader="tma")
     return Sm90Config(**kw).validate()
@@ -61,6 +65,30 @@ def sass_stats(kern):
                 setmaxreg=sum("SETMAXREG" in o for o in ops), instructions=len(ops))
 
 
+def interleaved(cp, fns, reps, rounds):
+    """Batch times of each function, measured in turns: in every round each function runs
+    one batch of ``reps`` back-to-back launches (events around the batch), the order
+    rotating from round to round, so that clock and thermal drift fall on all of them alike.
+    A round's ratio pairs the reference's batch with ours from the same round."""
+    names = list(fns)
+    for f in fns.values():      # warm-up
+        for _ in range(3):
+            f()
+    cp.cuda.Device().synchronize()
+    s, e = cp.cuda.Event(), cp.cuda.Event()
+    times = {k: [] for k in names}
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for k in order:
+            s.record()
+            for _ in range(reps):
+                fns[k]()
+            e.record()
+            e.synchronize()
+            times[k].append(cp.cuda.get_elapsed_time(s, e) / 1e3 / reps)
+    return times
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--configs", default="ws:128x256/4,tma:128x256/4")
@@ -68,6 +96,7 @@ def main(argv=None):
     p.add_argument("--dtypes", default="f16,bf16")
     p.add_argument("--layout", default="CC")
     p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--out", default=os.environ.get("OUT", "build/bench-configs"))
     p.add_argument("--no-check", action="store_true")
     args = p.parse_args(argv)
@@ -122,20 +151,28 @@ def main(argv=None):
             b = ops.make((kk, n), dtype, args.layout[1], rng)
             fl = 2.0 * m * n * kk
             if dtype == "f16" or ops.cp_bf16:
-                t_ref, _ = bench(cp, lambda: cp.matmul(a, b), args.reps)
+                ref_fn = lambda: cp.matmul(a, b)  # noqa: E731
             else:
                 ta = ops.torch.randn(m, kk, device="cuda", dtype=ops.torch.bfloat16)
                 tb = ops.torch.randn(kk, n, device="cuda", dtype=ops.torch.bfloat16)
-                t_ref, _ = bench(cp, lambda: ops.torch.matmul(ta, tb), args.reps)
+                ref_fn = lambda: ops.torch.matmul(ta, tb)  # noqa: E731
+            fns = {"cuBLAS": ref_fn}
             for spec, cfg in cfgs:
                 c = runtime.gemm(a, b, config=cfg, **ops.kw(dtype))
-                t, ts = bench(cp, lambda: runtime.gemm(a, b, c, config=cfg, **ops.kw(dtype)),
-                              args.reps)
+                fns[spec] = (lambda c=c, cfg=cfg:
+                             runtime.gemm(a, b, c, config=cfg, **ops.kw(dtype)))
+            times = interleaved(cp, fns, args.reps, args.rounds)
+            for spec, _ in cfgs:
+                ratios = sorted(r / o for r, o in zip(times["cuBLAS"], times[spec]))
+                t = float(np.median(times[spec]))
+                t_ref = float(np.median(times["cuBLAS"]))
                 row = dict(config=spec, dtype=dtype, m=m, n=n, k=kk, ours_tflops=fl / t / 1e12,
-                           ref_tflops=fl / t_ref / 1e12, ratio=t_ref / t)
+                           ref_tflops=fl / t_ref / 1e12, ratio=float(np.median(ratios)),
+                           ratio_min=ratios[0], ratio_max=ratios[-1], rounds=len(ratios))
                 log["rows"].append(row)
                 lines.append(f"{spec:18s} {dtype:5s} {size:16s} ours {row['ours_tflops']:6.1f}  "
-                             f"cuBLAS {row['ref_tflops']:6.1f}  ratio {row['ratio']:.3f}")
+                             f"cuBLAS {row['ref_tflops']:6.1f}  ratio {row['ratio']:.3f} "
+                             f"[{row['ratio_min']:.3f}, {row['ratio_max']:.3f}]")
                 print(lines[-1], flush=True)
     (out / "configs.json").write_text(json.dumps(log, indent=1, default=str))
     print(f"\n== {dev} ==")

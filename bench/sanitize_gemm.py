@@ -16,7 +16,10 @@ for cfg, (m, n, k) in [(c, s) for c in (GemmConfig(bm=64, bn=64, bk=32, warps_m=
                                         Sm90Config(bm=128, bn=128, stages=4, loader="tma"),
                                         Sm90Config(bm=128, bn=128, stages=4, loader="tma",
                                                    schedule="ws"),
-                                        Sm90Config(loader="tma", schedule="ws"))
+                                        Sm90Config(loader="tma", schedule="ws"),
+                                        Sm90Config(loader="tma", schedule="ws", cluster=2),
+                                        Sm90Config(bm=64, bn=128, stages=4, loader="tma",
+                                                   schedule="ws", cluster=2))
                        for s in ((37, 45, 51), (64, 64, 64), (1, 9, 17), (130, 260, 200))]:
     for ao in ("C", "F"):
         for bo in ("C", "F"):

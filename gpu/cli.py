@@ -34,15 +34,24 @@ def parse_config(text: str) -> GemmConfig:
     return GemmConfig(bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn, stages=st).validate()
 
 
+_SCHEDULES = {"ws": dict(loader="tma", schedule="ws"),
+              "ws2": dict(loader="tma", schedule="ws", cluster=2),
+              "tma": dict(loader="tma"), "cp": dict(loader="cp.async")}
+
+
 def parse_sm90_config(text: str) -> "Any":
-    """``BMxBN/STAGES`` (e.g. ``128x256/4``) -> Sm90Config."""
+    """``[KIND:]BMxBN/STAGES`` (e.g. ``128x256/4``, ``ws2:128x256/4``) -> Sm90Config.  KIND:
+    ``ws`` (default: warp-specialized, persistent, TMA), ``ws2`` (the same in 2-CTA
+    clusters, B multicast), ``tma`` (one role, TMA loads), ``cp`` (one role, cp.async)."""
     from .codegen_sm90 import Sm90Config
 
-    m = re.fullmatch(r"\s*(\d+)x(\d+)\s*/\s*(\d+)\s*", text)
+    m = re.fullmatch(r"\s*(?:(ws2|ws|tma|cp)\s*:)?\s*(\d+)x(\d+)\s*/\s*(\d+)\s*", text)
     if not m:
-        raise LayoutError(f"--sm90-config {text!r}: expected BMxBN/STAGES, e.g. 128x256/4")
-    bm, bn, st = (int(x) for x in m.groups())
-    return Sm90Config(bm=bm, bn=bn, stages=st).validate()
+        raise LayoutError(f"--sm90-config {text!r}: expected [ws|ws2|tma|cp:]BMxBN/STAGES, "
+                          f"e.g. 128x256/4")
+    kind = m.group(1) or "ws"
+    bm, bn, st = (int(x) for x in m.groups()[1:])
+    return Sm90Config(bm=bm, bn=bn, stages=st, **_SCHEDULES[kind]).validate()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,7 +69,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="wgmma: the Hopper kernel (default); mma.sync: the SM80-style kernel")
     p.add_argument("--config", default=None,
                    help="mma.sync block: BMxBNxBK/WMxWN/STAGES (default 128x256x32/2x4/3)")
-    p.add_argument("--sm90-config", default=None, help="wgmma block: BMxBN/STAGES (default 128x256/4)")
+    p.add_argument("--sm90-config", default=None,
+                   help="wgmma kernel: [ws|ws2|tma|cp:]BMxBN/STAGES (default ws:128x256/4)")
     p.add_argument("--emit", metavar="FILE", default=None, help="write the proven CUDA source here")
     p.add_argument("--no-run", action="store_true", help="do not run on a GPU even if one is present")
     p.add_argument("--reps", type=int, default=20, help="timed repetitions (GPU)")
@@ -77,9 +87,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise LayoutError("--m, --n and --k must be >= 1")
         t0 = time.perf_counter()
         if args.path == "wgmma":
-            from .codegen_sm90 import Sm90Config, generate_sm90
+            from .codegen_sm90 import HOPPER_DEFAULT, generate_sm90
 
-            cfg = parse_sm90_config(args.sm90_config) if args.sm90_config else Sm90Config()
+            cfg = parse_sm90_config(args.sm90_config) if args.sm90_config else HOPPER_DEFAULT
             kern = generate_sm90(cfg, prob)
         else:
             cfg = parse_config(args.config) if args.config else GemmConfig()
@@ -103,7 +113,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not gpu_available():
         print("no GPU: generated and proved only (run on a CUDA machine to check and time it)")
         return 0
-    return _run(args, cfg, prob)
+    # wgmma without an explicit --sm90-config: the runtime's default for this machine (the
+    # TMA kernels need cuda-python; without it the cp.async kernel runs)
+    run_cfg = None if (args.path == "wgmma" and not args.sm90_config) else cfg
+    return _run(args, run_cfg, prob)
 
 
 def _run(args: argparse.Namespace, cfg: Any, prob: GemmProblem) -> int:

@@ -59,7 +59,7 @@ from .errors import GemmConfigError, ProofFailedError
 from .pipeline import prove_pipeline
 from .proofrec import ProofLog
 
-__all__ = ["Sm90Config", "generate_sm90"]
+__all__ = ["Sm90Config", "HOPPER_DEFAULT", "generate_sm90"]
 
 GENERATOR_VERSION = "sm90-2"
 SW128 = Swizzle(3, 3, 3)   # on 2-byte elements: 16-byte chunk index ^= row % 8 in 128-byte rows
@@ -77,6 +77,7 @@ class Sm90Config:
     group_m: int = 8
     loader: str = "cp.async"
     schedule: str = "mono"
+    cluster: int = 1
 
     @property
     def warpgroups(self) -> int:
@@ -101,10 +102,11 @@ class Sm90Config:
     def key(self) -> str:
         ld = "_tma" if self.loader == "tma" else ""
         ws = "_ws" if self.schedule == "ws" else ""
-        return f"sm90_{self.bm}x{self.bn}x{self.bk}_s{self.stages}_g{self.group_m}{ld}{ws}"
+        cl = f"_c{self.cluster}" if self.cluster != 1 else ""
+        return f"sm90_{self.bm}x{self.bn}x{self.bk}_s{self.stages}_g{self.group_m}{ld}{ws}{cl}"
 
     def validate(self) -> "Sm90Config":
-        for k in ("bm", "bn", "bk", "stages", "group_m"):
+        for k in ("bm", "bn", "bk", "stages", "group_m", "cluster"):
             v = getattr(self, k)
             if type(v) is not int or v < 1:
                 raise GemmConfigError(f"Sm90Config: {k}={v!r} must be a positive int")
@@ -122,6 +124,12 @@ class Sm90Config:
         if self.schedule == "ws" and self.loader != "tma":
             raise GemmConfigError("Sm90Config: the warp-specialized schedule ('ws') is fed by "
                                   "the TMA producer: it needs loader='tma'")
+        if self.cluster not in (1, 2):
+            raise GemmConfigError(f"Sm90Config: cluster={self.cluster} must be 1 or 2")
+        if self.cluster == 2 and (self.schedule != "ws" or (self.bn // 64) % 2):
+            raise GemmConfigError("Sm90Config: a 2-CTA cluster multicasts half of the B tile's "
+                                  "64-row boxes from each CTA: it needs schedule='ws' and bn "
+                                  f"a multiple of 128 (bn={self.bn})")
         if self.schedule == "ws" and self.bm > 128:
             raise GemmConfigError(f"Sm90Config: schedule='ws' runs one producer and at most two "
                                   f"consumer warpgroups (register budget): bm={self.bm} > 128")
@@ -135,6 +143,12 @@ class Sm90Config:
         if self.bn // 2 + 40 > 255:
             raise GemmConfigError("Sm90Config: too many accumulators")
         return self
+
+
+HOPPER_DEFAULT = Sm90Config(loader="tma", schedule="ws")
+"""The kernel ``gemm`` runs on sm_90 (where cuda-python can encode tensor maps) and
+``generate_sm90()`` emits: 128x256x64 tiles, 4 stages, a TMA producer warpgroup and two
+consumer warpgroups, persistent."""
 
 
 # ============================================================================ descriptors
@@ -512,39 +526,62 @@ def _eval_schedule(group_m: int, t: np.ndarray, gm: np.ndarray, gn: np.ndarray
     return env["tm"], env["tn"]
 
 
+def cluster_tm_expr(cluster: int) -> str:
+    """The tile row of CTA ``crank`` of a cluster given the scheduler's row group ``tp``."""
+    return f"{cluster} * tp + crank"
+
+
 def prove_schedule(group_m: int, log: ProofLog, max_grid: int = 40,
                    extra: Tuple[Tuple[int, int], ...] = ((64, 32), (32, 64), (65, 33),
-                                                          (1, 700), (700, 1), (129, 66))) -> None:
+                                                          (1, 700), (700, 1), (129, 66)),
+                   cluster: int = 1) -> None:
     """The emitted scheduler maps tiles [0, grid_m * grid_n) one-to-one onto the
     grid_m x grid_n tile coordinates (C semantics, 32-bit int), for every grid up to
     ``max_grid`` x ``max_grid`` and the listed larger ones; and the persistent loop
-    ``t = blockIdx.x + i * gridDim.x`` visits every tile exactly once for any grid size."""
+    ``t = blockIdx.x + i * gridDim.x`` visits every tile exactly once for any grid size.
+
+    With ``cluster = c`` > 1 the scheduler walks groups of ``c`` tile rows (``grid_mp =
+    ceil(grid_m / c)``) and CTA ``crank`` of the cluster takes row ``c * tp + crank``:
+    proven, every tile of the grid is taken exactly once by one (cluster slot, CTA), and
+    the only other rows taken are past ``grid_m`` (a padding tile: its A rows are
+    zero-filled by the TMA and its C rows, ``>= M``, are never stored)."""
     grids = [(m, n) for m in range(1, max_grid + 1) for n in range(1, max_grid + 1)]
     grids += list(extra)
-    gm = np.concatenate([np.full(m * n, m) for m, n in grids])
-    gn = np.concatenate([np.full(m * n, n) for m, n in grids])
-    t = np.concatenate([np.arange(m * n) for m, n in grids])
-    gid = np.concatenate([np.full(m * n, i) for i, (m, n) in enumerate(grids)])
-    tm, tn = _eval_schedule(group_m, t, gm, gn)
-    out = (tm < 0) | (tm >= gm) | (tn < 0) | (tn >= gn)
+    cl = cluster
+    units = [(-(-m // cl)) * n for m, n in grids]
+    gm = np.concatenate([np.full(u * cl, m) for (m, n), u in zip(grids, units)])
+    gn = np.concatenate([np.full(u * cl, n) for (m, n), u in zip(grids, units)])
+    gmp = -(-gm // cl)
+    t = np.concatenate([np.repeat(np.arange(u), cl) for u in units])
+    crank = np.concatenate([np.tile(np.arange(cl), u) for u in units])
+    gid = np.concatenate([np.full(u * cl, i) for i, u in enumerate(units)])
+    tp, tn = _eval_schedule(group_m, t, gmp, gn)
+    tm = tp if cl == 1 else lower.c_expr_eval(cluster_tm_expr(cl), {"tp": tp, "crank": crank},
+                                               int_bits=32)
+    out = (tp < 0) | (tp >= gmp) | (tn < 0) | (tn >= gn) | (tm >= cl * gmp)
     if out.any():
         i = int(np.flatnonzero(out)[0])
-        raise ProofFailedError(f"scheduler (group_m={group_m}): tile {int(t[i])} of a "
-                               f"{int(gm[i])}x{int(gn[i])} grid goes to ({int(tm[i])}, "
+        raise ProofFailedError(f"scheduler (group_m={group_m}, cluster={cl}): tile {int(t[i])} "
+                               f"of a {int(gm[i])}x{int(gn[i])} grid goes to ({int(tm[i])}, "
                                f"{int(tn[i])}), outside the grid", condition="tile in grid",
                                witness=(int(gm[i]), int(gn[i]), int(t[i])))
-    key = (gid * (1 << 20) + tm * gn + tn)
+    key = (gid * (1 << 22) + tm * gn + tn)
     u, first, cnt = np.unique(key, return_index=True, return_counts=True)
-    if u.size != key.size:
-        i = int(first[np.flatnonzero(cnt > 1)[0]])
-        raise ProofFailedError(f"scheduler (group_m={group_m}): two tiles of a {int(gm[i])}x"
-                               f"{int(gn[i])} grid go to ({int(tm[i])}, {int(tn[i])})",
-                               condition="scheduler injective",
+    inside = tm < gm
+    if u.size != key.size or int(inside.sum()) != sum(m * n for m, n in grids):
+        i = int(first[np.flatnonzero(cnt > 1)[0]]) if u.size != key.size else 0
+        raise ProofFailedError(f"scheduler (group_m={group_m}, cluster={cl}): two tiles of a "
+                               f"{int(gm[i])}x{int(gn[i])} grid go to ({int(tm[i])}, "
+                               f"{int(tn[i])}) or a tile is missed",
+                               condition="scheduler bijective",
                                witness=(int(gm[i]), int(gn[i]), int(t[i])))
-    log.add("bijective", f"persistent scheduler (group_m={group_m}) maps tile t -> (tm, tn) "
-                         f"one-to-one onto the grid, for all {len(grids)} grids up to "
-                         f"{max_grid}x{max_grid} and {len(extra)} larger ones (C semantics)",
-            "exhaustive", int(t.size))
+    what = (f"maps (tile t, CTA rank) -> ({cluster_tm_expr(cl)}, tn), every tile once, "
+            f"padding rows only past grid_m," if cl > 1 else "maps tile t -> (tm, tn) one-to-one "
+            "onto the grid,")
+    cl_s = f", cluster={cl}" if cl > 1 else ""
+    log.add("bijective", f"persistent scheduler (group_m={group_m}{cl_s}) "
+                         f"{what} for all {len(grids)} grids up to {max_grid}x{max_grid} and "
+                         f"{len(extra)} larger ones (C semantics)", "exhaustive", int(t.size))
     # the strided persistent loop partitions [0, tiles): t = b + i * P, b < P
     cases = 0
     for P in (1, 2, 3, 7, 66, 114, 132, 144):
@@ -557,7 +594,7 @@ def prove_schedule(group_m: int, log: ProofLog, max_grid: int = 40,
                                        f"not visit each tile once", condition="tile partition",
                                        witness=(P, tiles))
             cases += tiles
-    log.add("bijective", "persistent loop t = blockIdx.x + i * gridDim.x (t < tiles) visits "
+    log.add("bijective", "persistent loop t = first + i * step (t < tiles) visits "
                          "each tile exactly once", "exhaustive", cases)
 
 
@@ -693,6 +730,56 @@ NAMED_SYNC = r"""__device__ __forceinline__ void lp_named_sync(int id, int n) {
 """
 
 
+CLUSTER_HELPERS = r"""__device__ __forceinline__ void lp_tma_load_mc(unsigned dst, const lp_tmap_t* tm,
+                                               int c0, int c1, unsigned bar,
+                                               unsigned short mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
+               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(tm)), "r"(c0), "r"(c1),
+                  "r"(bar), "h"(mask) : "memory");
+}
+__device__ __forceinline__ void lp_arrive_cta(unsigned bar, unsigned cta) {
+  asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+               "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n"
+               :: "r"(bar), "r"(cta) : "memory");
+}
+__device__ __forceinline__ void lp_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+"""
+
+
+def _cluster_boxes(b: OperandPlan, ctas: int) -> Dict[int, Tuple[int, ...]]:
+    """Which of B's 64-row boxes each CTA of the cluster issues (multicast to all)."""
+    nb = b.x_extent // TMA_BOX
+    return {r: tuple(j for j in range(nb) if j % ctas == r) for r in range(ctas)}
+
+
+def _prove_cluster_tx(a: OperandPlan, b: OperandPlan, ctas: int, log: ProofLog) -> int:
+    """The bytes that land in each CTA's stage per k-tile, from every issuer: its own A
+    boxes and every multicast B box, each B box issued by exactly one CTA.  Returns the
+    per-CTA transaction count the producer announces (``arrive.expect_tx``)."""
+    boxes = _cluster_boxes(b, ctas)
+    issued = sorted(j for r in boxes for j in boxes[r])
+    if issued != list(range(b.x_extent // TMA_BOX)):
+        raise ProofFailedError(f"cluster: the B boxes issued by the CTAs are {issued}, not each "
+                               f"of the {b.x_extent // TMA_BOX} boxes once",
+                               condition="multicast boxes partition B", witness=tuple(issued))
+    box = TMA_BOX * 64 * 2
+    # into each CTA: its own A boxes (not multicast) and every multicast B box
+    landed = [(a.x_extent // TMA_BOX) * box + sum(len(boxes[r]) * box for r in range(ctas))
+              for _dest in range(ctas)]
+    want = 2 * (a.stage_elems + b.stage_elems)
+    if any(n != want for n in landed):
+        raise ProofFailedError(f"cluster: {landed} bytes land per CTA and stage, the stage holds "
+                               f"{want}", condition="transaction bytes", witness=tuple(landed))
+    log.add("equal", f"{ctas}-CTA cluster: the B boxes {boxes} (CTA -> boxes, multicast to "
+                     f"every CTA) partition the B tile; each CTA's full barrier receives "
+                     f"{want} bytes per stage = its A tile + the whole B tile", "exhaustive",
+            ctas * (a.x_extent // TMA_BOX + b.x_extent // TMA_BOX))
+    return want
+
+
 def _source_ws(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
                ep: Dict[str, Any], desc: Dict[str, Tuple[int, int, int]], log: ProofLog,
                name: str) -> str:
@@ -702,17 +789,77 @@ def _source_ws(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPla
     mbarriers each: ``full`` (the TMA transaction bytes landed) and ``empty`` (every
     consumer warp's wgmma reading the stage completed).  Each CTA walks the tiles
     ``blockIdx.x, blockIdx.x + gridDim.x, ...`` in the proven grouped order; the epilogue of
-    one tile overlaps the producer's loads of the next."""
+    one tile overlaps the producer's loads of the next.
+
+    With ``cluster=2`` the two CTAs of a cluster take vertically adjacent tiles (rows
+    ``2 tp`` and ``2 tp + 1`` of tile column ``tn``) and share the B tile: each loads its
+    own A tile and half of B's boxes, multicast into both CTAs' stages; a stage is free
+    again once the consumers of *both* CTAs released it (they arrive on both CTAs' empty
+    barriers)."""
     tin = DTYPES[prob.dtype][0]
     tout = OUT_DTYPES[prob.out][0]
     S = cfg.stages
     R = cfg.bn // 2
     CW = cfg.warpgroups
+    CL = cfg.cluster
     funcs = "".join(_cfun(low) for low in ep["low"].values())
     header = log.header(f"proven before emission ({cfg.key()}, {prob.key()})")
     a_stage_b = 2 * a.stage_elems
     b_stage_b = 2 * b.stage_elems
     regs = 232 if CW == 2 else 240
+    if CL == 1:
+        attrs = ""
+        cl_helpers = ""
+        sync0 = "__syncthreads();"
+        sync_end = ""
+        rank_code = ""
+        tiles_code = "const int tiles = grid_m * grid_n;"
+        t0, tstep = "blockIdx.x", "gridDim.x"
+        tile_code = """int tm, tn;
+        lp_tile(t, grid_m, grid_n, tm, tn);"""
+        empty_wait = "lp_bar_wait"
+        b_loads = _tma_loads(b, "tmB", "sB", 10)
+        release = """if (prev >= 0 && lane0)
+          asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n"
+                       :: "r"(empty0 + 8u * prev) : "memory");"""
+        release_end = release.replace("\n          ", "\n        ").replace(
+            "\n                       ", "\n                     ")
+    else:
+        attrs = f" __cluster_dims__({CL}, 1, 1)"
+        cl_helpers = CLUSTER_HELPERS
+        sync0 = "lp_cluster_sync();   // every CTA's barriers are initialized before any use"
+        sync_end = """
+  lp_cluster_sync();     // no CTA leaves while a peer may still arrive on its barriers"""
+        rank_code = """
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\\n" : "=r"(rank));
+  const int crank = (int)rank;"""
+        tiles_code = (f"const int grid_mp = (grid_m + {CL - 1}) / {CL};   // tile-row groups of "
+                      f"the cluster\n  const int tiles = grid_mp * grid_n;")
+        t0, tstep = f"blockIdx.x / {CL}", f"gridDim.x / {CL}"
+        tile_code = f"""int tp, tn;
+        lp_tile(t, grid_mp, grid_n, tp, tn);
+        const int tm = {cluster_tm_expr(CL)};   // may pass grid_m: zero-filled, not stored"""
+        empty_wait = "lp_bar_wait"
+        boxes = _cluster_boxes(b, CL)
+        lines = []
+        for r in range(CL):
+            ls = []
+            for j in boxes[r]:
+                x = f"n0 + {TMA_BOX * j}"
+                c0, c1 = ("kt * 64", x) if b.kmajor else (x, "kt * 64")
+                ls.append(f"lp_tma_load_mc(sB + st * {b_stage_b}u + {8192 * j}u, &tmB, {c0}, "
+                          f"{c1}, bar, (unsigned short){(1 << CL) - 1});")
+            lines.append(f"if (rank == {r}u) {{  // B boxes {boxes[r]}, multicast to the "
+                         f"cluster\n            " + "\n            ".join(ls) + "\n          }")
+        b_loads = "\n          ".join(lines)
+        release = """if (prev >= 0 && lane0) {   // this CTA's barrier, then the peer's
+          asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n"
+                       :: "r"(empty0 + 8u * prev) : "memory");
+          lp_arrive_cta(empty0 + 8u * prev, rank ^ 1u);
+        }"""
+        release_end = release.replace("\n          ", "\n        ")
+    tx = _prove_cluster_tx(a, b, CL, log) if CL > 1 else a_stage_b + b_stage_b
     return f"""{header}//
 // wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = A[M,K] @ B[K,N]
 // A {prob.a_major}-major, B {prob.b_major}-major (TMA tensor maps);
@@ -720,14 +867,16 @@ def _source_ws(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPla
 // persistent, warp-specialized: 1 producer warpgroup (TMA, 40 registers) + {CW} consumer
 // warpgroup(s) (wgmma, {regs} registers); block {cfg.bm}x{cfg.bn}x{cfg.bk}, {S}-stage
 // full/empty mbarrier pipeline, epilogue through a swizzled shared-memory buffer
+// {f"{CL}-CTA clusters: the B tile is multicast, each CTA loading half of it" if CL > 1 else "no cluster"}
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
 typedef {tin} lp_in_t;
 typedef {tout} lp_out_t;
 
-{funcs}{schedule_code(cfg.group_m)}{TMA_HELPERS}{NAMED_SYNC}{_mma_helpers(cfg, prob, a, b, desc)}
-extern "C" __global__ void __launch_bounds__({cfg.threads}, 1)
+{funcs}{schedule_code(cfg.group_m)}{TMA_HELPERS}{cl_helpers}{NAMED_SYNC}
+{_mma_helpers(cfg, prob, a, b, desc)}
+extern "C" __global__ void __launch_bounds__({cfg.threads}, 1){attrs}
 {name}(const __grid_constant__ lp_tmap_t tmA, const __grid_constant__ lp_tmap_t tmB,
        lp_out_t* __restrict__ C, int M, int N, int K, long long ldc, int c_vec) {{
   extern __shared__ __align__(1024) unsigned char lp_smem[];
@@ -739,36 +888,35 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, 1)
   const unsigned sE = sB + {S * b_stage_b}u;
   const unsigned full0 = (unsigned)__cvta_generic_to_shared(lp_full);
   const unsigned empty0 = (unsigned)__cvta_generic_to_shared(lp_empty);
-  const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;
+  const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;{rank_code}
   const int grid_m = (M + {cfg.bm - 1}) / {cfg.bm}, grid_n = (N + {cfg.bn - 1}) / {cfg.bn};
-  const int tiles = grid_m * grid_n;
+  {tiles_code}
   const int KT = (K + {cfg.bk - 1}) / {cfg.bk};
   if (tid == 0) {{
     for (int s = 0; s < {S}; ++s) {{
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\\n" :: "r"(full0 + 8u * s));
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], {4 * CW};\\n" :: "r"(empty0 + 8u * s));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], {4 * CW * CL};\\n" :: "r"(empty0 + 8u * s));
     }}
     asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
   }}
-  __syncthreads();
+  {sync0}
   if (wg == 0) {{
     // producer: one thread keeps up to {S} stages in flight
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\\n");
     if (wt == 0) {{
       int st = 0;
       unsigned ph = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {{
-        int tm, tn;
-        lp_tile(t, grid_m, grid_n, tm, tn);
+      for (int t = {t0}; t < tiles; t += {tstep}) {{
+        {tile_code}
         const int m0 = tm * {cfg.bm}, n0 = tn * {cfg.bn};
         for (int kt = 0; kt < KT; ++kt) {{
-          lp_bar_wait(empty0 + 8u * st, ph ^ 1u);     // the consumers released stage st
+          {empty_wait}(empty0 + 8u * st, ph ^ 1u);     // the consumers released stage st
           const unsigned bar = full0 + 8u * st;
           asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n"
-                       :: "r"(bar), "r"({a_stage_b + b_stage_b}) : "memory");
+                       :: "r"(bar), "r"({tx}) : "memory");
           {_tma_loads(a, "tmA", "sA", 10)}
-          {_tma_loads(b, "tmB", "sB", 10)}
+          {b_loads}
           if (++st == {S}) {{ st = 0; ph ^= 1u; }}
         }}
       }}
@@ -780,9 +928,8 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, 1)
     const bool lane0 = (tid & 31) == 0;
     int st = 0;
     unsigned ph = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {{
-      int tm, tn;
-      lp_tile(t, grid_m, grid_n, tm, tn);
+    for (int t = {t0}; t < tiles; t += {tstep}) {{
+      {tile_code.replace(chr(10) + "        ", chr(10) + "      ")}
       const int m0 = tm * {cfg.bm}, n0 = tn * {cfg.bn};
       float acc[{R}];
 #pragma unroll
@@ -799,20 +946,16 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, 1)
                    lp_desc_b(b_base + {desc['b'][2]}u * ks));
         asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");
-        // the previous batch is complete: its stage goes back to the producer
-        if (prev >= 0 && lane0)
-          asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n"
-                       :: "r"(empty0 + 8u * prev) : "memory");
+        // the previous batch is complete: its stage goes back to the producer(s)
+        {release}
         prev = st;
         if (++st == {S}) {{ st = 0; ph ^= 1u; }}
       }}
       asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
-      if (prev >= 0 && lane0)
-        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n"
-                     :: "r"(empty0 + 8u * prev) : "memory");
+      {release_end}
 {_epilogue_ws(cfg, prob, ep)}
     }}
-  }}
+  }}{sync_end}
 }}
 """
 
@@ -822,10 +965,11 @@ _MEMO: Dict[Tuple[Sm90Config, GemmProblem], GemmKernel] = {}
 
 def generate_sm90(config: Optional[Sm90Config] = None, problem: Optional[GemmProblem] = None,
                   *, memo: bool = True) -> GemmKernel:
-    """Build, prove and emit the wgmma kernel (any operand major-ness)."""
+    """Build, prove and emit the wgmma kernel (any operand major-ness); the default config
+    is :data:`HOPPER_DEFAULT` (the warp-specialized persistent kernel)."""
     from . import sm90
 
-    cfg = (config or Sm90Config()).validate()
+    cfg = (config or HOPPER_DEFAULT).validate()
     prob = (problem or GemmProblem("k", "k")).validate()
     if memo and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
@@ -882,9 +1026,9 @@ def generate_sm90(config: Optional[Sm90Config] = None, problem: Optional[GemmPro
     h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90_{prob.key()}_{h}"
     if cfg.schedule == "ws":
-        prove_schedule(cfg.group_m, log)
+        prove_schedule(cfg.group_m, log, cluster=cfg.cluster)
         ep = _plan_epilogue(prob, log)
-        prove_pipeline(cfg.stages, cfg.warpgroups, log)
+        prove_pipeline(cfg.stages, cfg.warpgroups, log, ctas=cfg.cluster)
         src = _source_ws(cfg, prob, a, b, ep, desc, log, name)
     else:
         emit = _source_tma if cfg.loader == "tma" else _source

@@ -33,7 +33,8 @@ True
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+import functools
+from typing import List, Optional, Tuple
 
 from .errors import ProofFailedError
 from .proofrec import ProofLog
@@ -43,124 +44,181 @@ __all__ = ["check_pipeline", "prove_pipeline"]
 _ACQ, _REL = 0, 1
 
 
-def _consumer_program(tiles: int, k_tiles: int) -> Tuple[Tuple[int, int], ...]:
-    """The consumer's barrier actions, in order: (ACQ, j) waits full and starts reading
-    k-tile j; (REL, j) ends the read of j and arrives on its stage's empty barrier."""
-    prog: List[Tuple[int, int]] = []
+def _consumer_program(tiles: int, k_tiles: int, ctas: int, own: int = 0,
+                      remote: bool = True) -> Tuple[Tuple[int, int, int], ...]:
+    """The barrier actions of a consumer of CTA ``own``, in order: (ACQ, j, own) waits full
+    and starts reading k-tile j; (REL, j, d) arrives on CTA d's empty barrier of j's stage
+    -- its own CTA's first (the read of j ends there), then the peer's (in a cluster every
+    CTA's producer may write this CTA's stage, so every CTA's barrier is told)."""
+    order = [own] + ([d for d in range(ctas) if d != own] if remote else [])
+    prog: List[Tuple[int, int, int]] = []
     j = 0
     for _ in range(tiles):
         prev: Optional[int] = None
         for _ in range(k_tiles):
-            prog.append((_ACQ, j))
+            prog.append((_ACQ, j, own))
             if prev is not None:
-                prog.append((_REL, prev))
+                prog.extend((_REL, prev, d) for d in order)
             prev = j
             j += 1
         if prev is not None:
-            prog.append((_REL, prev))
+            prog.extend((_REL, prev, d) for d in order)
     return tuple(prog)
 
 
-def check_pipeline(stages: int, *, consumers: int, tiles: int, k_tiles: int,
+def _held(prog: Tuple[Tuple[int, int, int], ...], pc: int) -> frozenset:
+    """The k-tiles a consumer at ``pc`` has acquired and not yet released (the read ends at
+    the first release of the k-tile)."""
+    held = set()
+    for kind, j, _d in prog[:pc]:
+        if kind == _ACQ:
+            held.add(j)
+        else:
+            held.discard(j)
+    return frozenset(held)
+
+
+def check_pipeline(stages: int, *, consumers: int, tiles: int, k_tiles: int, ctas: int = 1,
                    empty_count: Optional[int] = None, producer_parity: int = 1,
-                   consumer_parity: int = 0, max_states: int = 2_000_000) -> int:
-    """Explore every interleaving of one producer, ``consumers`` consumer agents (each
-    arriving once per stage use) and the asynchronous copy completions, over ``tiles``
-    tiles of ``k_tiles`` k-tiles each.  The empty barriers expect ``empty_count`` arrivals
-    (default: ``consumers``); the producer waits with parity ``ph ^ producer_parity``, the
-    consumers with ``ph ^ consumer_parity`` (the kernel's 1 and 0).  Returns the number of
-    reachable states; raises :class:`ProofFailedError` on a race, a stale acquisition or a
-    deadlock, with the offending step as the witness.
+                   consumer_parity: int = 0, remote_release: bool = True,
+                   max_states: int = 2_000_000) -> int:
+    """Explore every interleaving of the producers (one per CTA), ``consumers`` consumer
+    agents per CTA (each arriving once per stage use on every CTA's empty barrier) and the
+    asynchronous copy completions, over ``tiles`` tiles of ``k_tiles`` k-tiles each.
+
+    With ``ctas=2`` (a cluster), each producer's copy lands in both CTAs (its own A tile
+    and half of the shared B tile, multicast): a CTA's full barrier completes once its own
+    producer has arrived and the bytes of both producers have landed.  The empty barriers
+    expect ``empty_count`` arrivals (default: ``consumers * ctas``); the producer waits
+    with parity ``ph ^ producer_parity``, the consumers with ``ph ^ consumer_parity`` (the
+    kernel's 1 and 0); ``remote_release=False`` models consumers that tell only their own
+    CTA's empty barrier.  Returns the number of reachable states; raises
+    :class:`ProofFailedError` on a race, a stale acquisition, bytes of a later phase
+    counted in an earlier one, or a deadlock, with the offending step as the witness.
 
     >>> check_pipeline(3, consumers=2, tiles=1, k_tiles=4, producer_parity=0)
     Traceback (most recent call last):
     ...
-    layoutproof.gpu.errors.ProofFailedError: pipeline (...): deadlock with the producer at ...
+    layoutproof.gpu.errors.ProofFailedError: pipeline (...): deadlock with the producers at ...
     """
-    if type(stages) is not int or type(consumers) is not int or stages < 1 or consumers < 1 \
-            or type(tiles) is not int or type(k_tiles) is not int or tiles < 0 or k_tiles < 0:
-        raise ProofFailedError("check_pipeline: stages and consumers must be ints >= 1, tiles "
-                               "and k_tiles ints >= 0", condition="model parameters")
-    S, N = stages, consumers
-    E = consumers if empty_count is None else empty_count
+    for nm, v, lo in (("stages", stages, 1), ("consumers", consumers, 1), ("tiles", tiles, 0),
+                      ("k_tiles", k_tiles, 0), ("ctas", ctas, 1)):
+        if type(v) is not int or v < lo:
+            raise ProofFailedError(f"check_pipeline: {nm}={v!r} must be an int >= {lo}",
+                                   condition="model parameters")
+    if ctas > 2:
+        raise ProofFailedError(f"check_pipeline: ctas={ctas}: clusters of 1 or 2 CTAs",
+                               condition="model parameters")
+    S, N, C = stages, consumers, ctas
+    E = (N * C if remote_release else N) if empty_count is None else empty_count
     if type(E) is not int or E < 1:
         raise ProofFailedError(f"check_pipeline: empty_count={empty_count!r} must be an int >= 1",
                                condition="model parameters")
     T = tiles * k_tiles
-    prog = _consumer_program(tiles, k_tiles)
-    L = len(prog)
-    # state: producer pc (0..2T: even = wait empty of j = pc/2, odd = issue), in-flight
-    # copies (bitmask over j), consumer pcs, full phases, empty phases, empty pending,
-    # stage contents (k-tile or -1)
-    start = (0, 0, (0,) * N, (0,) * S, (0,) * S, (E,) * S, (-1,) * S)
+    progs = [_consumer_program(tiles, k_tiles, C, own, remote_release) for own in range(C)]
+    L = len(progs[0])
+    held = [[_held(pr, pc) for pc in range(L + 1)] for pr in progs]
+    # state: producer pcs (0..2T: even = wait empty of j = pc/2, odd = arrive + issue),
+    # in-flight copies {(issuer, j, destination)}, consumer pcs (CTA-major), and per
+    # (CTA, stage): full phase, full arrived, full parts landed, empty phase, empty pending,
+    # then the k-tile held by each (CTA, stage, part = issuing producer)
+    nbar = C * S
+    start = ((0,) * C, frozenset(), (0,) * (C * N), (0,) * nbar, (0,) * nbar, (0,) * nbar,
+             (0,) * nbar, (E,) * nbar, (-1,) * (nbar * C))
     seen = {start}
     stack = [start]
+
     while stack:
-        st = stack.pop()
-        pp, fly, cpc, fph, eph, epend, content = st
+        state = stack.pop()
+        ppc, fly, cpc, fph, farr, fland, eph, epend, cont = state
         succ = []
-        # producer
-        if pp < 2 * T:
+        for c in range(C):                        # producers
+            pp = ppc[c]
+            if pp >= 2 * T:
+                continue
             j = pp // 2
             s = j % S
+            b = c * S + s
+            nppc = ppc[:c] + (pp + 1,) + ppc[c + 1:]
             if pp % 2 == 0:                       # wait empty[s] with parity ph ^ 1
-                if eph[s] % 2 != ((j // S) & 1) ^ producer_parity:
-                    succ.append((pp + 1, fly, cpc, fph, eph, epend, content))
-            else:                                 # arrive.expect_tx + issue the copy of j
-                for c in range(N):
-                    if _reading(prog, cpc[c], s, S):
+                if eph[b] % 2 != ((j // S) & 1) ^ producer_parity:
+                    succ.append((nppc, fly, cpc, fph, farr, fland, eph, epend, cont))
+                continue
+            for d in range(C):                    # the copy writes stage s of every CTA
+                for i in range(N):
+                    if any(h % S == s for h in held[d][cpc[d * N + i]]):
                         raise ProofFailedError(
-                            f"pipeline (stages={S}): the copy of k-tile {j} into stage {s} "
-                            f"starts while consumer {c} still reads it",
-                            condition="no write while read", witness=(j, s, c))
-                succ.append((pp + 1, fly | (1 << j), cpc, fph, eph, epend, content))
-        # copy completions (asynchronous, any order)
-        f = fly
-        while f:
-            j = (f & -f).bit_length() - 1
-            f &= f - 1
+                            f"pipeline (stages={S}, ctas={C}): producer {c}'s copy of k-tile "
+                            f"{j} into CTA {d}'s stage {s} starts while consumer {i} there "
+                            f"still reads it", condition="no write while read",
+                            witness=(c, j, d, s, i))
+            na = list(farr)                       # arrive.expect_tx on its own full barrier
+            na[b] = 1
+            nph, nl, nco = fph, fland, cont
+            if fland[b] == C:                     # every part already landed: phase done
+                nph = fph[:b] + (fph[b] + 1,) + fph[b + 1:]
+                na[b] = 0
+                nl = fland[:b] + (0,) + fland[b + 1:]
+            nfly = fly | {(c, j, d) for d in range(C)}
+            succ.append((nppc, nfly, cpc, nph, tuple(na), nl, eph, epend, nco))
+        for (c, j, d) in fly:                     # copy completions, any order
             s = j % S
-            nf = list(fph)
-            nf[s] += 1                            # the full phase completes on the tx bytes
-            nc = list(content)
-            nc[s] = j
-            succ.append((pp, fly & ~(1 << j), cpc, tuple(nf), eph, epend, tuple(nc)))
-        # consumers
-        for c in range(N):
-            pc = cpc[c]
+            b = d * S + s
+            nl = list(fland)
+            nl[b] += 1
+            if nl[b] > C:
+                raise ProofFailedError(
+                    f"pipeline (stages={S}, ctas={C}): CTA {d}'s full barrier of stage {s} "
+                    f"counts the bytes of k-tile {j} in an earlier phase",
+                    condition="transaction bytes in their own phase", witness=(c, j, d, s))
+            nco = list(cont)
+            nco[b * C + c] = j
+            nph, na = fph, farr
+            if farr[b] and nl[b] == C:
+                nph = fph[:b] + (fph[b] + 1,) + fph[b + 1:]
+                na = farr[:b] + (0,) + farr[b + 1:]
+                nl[b] = 0
+            succ.append((ppc, fly - {(c, j, d)}, cpc, nph, na, tuple(nl), eph, epend,
+                         tuple(nco)))
+        for a in range(C * N):                    # consumers
+            pc = cpc[a]
             if pc >= L:
                 continue
-            kind, j = prog[pc]
+            d0 = a // N                           # the consumer's own CTA
+            kind, j, d = progs[d0][pc]
             s = j % S
-            ncp = cpc[:c] + (pc + 1,) + cpc[c + 1:]
+            ncp = cpc[:a] + (pc + 1,) + cpc[a + 1:]
             if kind == _ACQ:
-                if fph[s] % 2 == ((j // S) & 1) ^ consumer_parity:   # wait full[s]: not yet
+                b = d0 * S + s
+                if fph[b] % 2 == ((j // S) & 1) ^ consumer_parity:   # wait full[s]: not yet
                     continue
-                if content[s] != j or (fly >> j) & 1:
+                got = cont[b * C:(b + 1) * C]
+                if any(g != j for g in got):
                     raise ProofFailedError(
-                        f"pipeline (stages={S}): consumer {c} acquires stage {s} for k-tile "
-                        f"{j} but it holds k-tile {content[s]}",
-                        condition="acquire sees its own k-tile", witness=(j, s, c))
-                for j2 in _bits(fly):
-                    if j2 % S == s:
+                        f"pipeline (stages={S}, ctas={C}): a consumer of CTA {d0} acquires "
+                        f"stage {s} for k-tile {j} but it holds k-tile(s) {got}",
+                        condition="acquire sees its own k-tile", witness=(d0, j, s))
+                for (c2, j2, dd) in fly:
+                    if dd == d0 and j2 % S == s:
                         raise ProofFailedError(
-                            f"pipeline (stages={S}): consumer {c} reads stage {s} while the copy "
-                            f"of k-tile {j2} writes it", condition="no read while write",
-                            witness=(j, s, c))
-                succ.append((pp, fly, ncp, fph, eph, epend, content))
-            else:                                 # release: arrive on empty[s]
+                            f"pipeline (stages={S}, ctas={C}): a consumer of CTA {d0} reads "
+                            f"stage {s} while producer {c2}'s copy of k-tile {j2} writes it",
+                            condition="no read while write", witness=(d0, j, s))
+                succ.append((ppc, fly, ncp, fph, farr, fland, eph, epend, cont))
+            else:                                 # release: arrive on CTA d's empty[s]
+                b = d * S + s
                 ne, npd = list(eph), list(epend)
-                npd[s] -= 1
-                if npd[s] == 0:
-                    ne[s] += 1
-                    npd[s] = E
-                succ.append((pp, fly, ncp, fph, tuple(ne), tuple(npd), content))
+                npd[b] -= 1
+                if npd[b] == 0:
+                    ne[b] += 1
+                    npd[b] = E
+                succ.append((ppc, fly, ncp, fph, farr, fland, tuple(ne), tuple(npd), cont))
         if not succ:
-            if pp < 2 * T or fly or any(p < L for p in cpc):
+            if any(p < 2 * T for p in ppc) or fly or any(p < L for p in cpc):
                 raise ProofFailedError(
-                    f"pipeline (stages={S}, consumers={N}, tiles={tiles}, k_tiles={k_tiles}): "
-                    f"deadlock with the producer at step {pp} and the consumers at {cpc}",
-                    condition="deadlock freedom", witness=(pp, cpc))
+                    f"pipeline (stages={S}, consumers={N}, ctas={C}, tiles={tiles}, "
+                    f"k_tiles={k_tiles}): deadlock with the producers at steps {ppc} and the "
+                    f"consumers at {cpc}", condition="deadlock freedom", witness=(ppc, cpc))
             continue
         for n in succ:
             if n not in seen:
@@ -172,42 +230,33 @@ def check_pipeline(stages: int, *, consumers: int, tiles: int, k_tiles: int,
     return len(seen)
 
 
-def _bits(x: int) -> List[int]:
-    out = []
-    while x:
-        out.append((x & -x).bit_length() - 1)
-        x &= x - 1
-    return out
+@functools.cache
+def _checked(stages: int, consumers: int, tiles: int, k_tiles: int, ctas: int) -> int:
+    """check_pipeline, once per process for each model (the kernels of one stage count and
+    cluster size share it)."""
+    return check_pipeline(stages, consumers=consumers, tiles=tiles, k_tiles=k_tiles, ctas=ctas)
 
 
-def _reading(prog: Tuple[Tuple[int, int], ...], pc: int, stage: int, S: int) -> bool:
-    """Whether a consumer at program counter ``pc`` has acquired and not released a
-    k-tile that lives in ``stage``."""
-    held: Dict[int, bool] = {}
-    for kind, j in prog[:pc]:
-        if kind == _ACQ:
-            held[j] = True
-        else:
-            held.pop(j, None)
-    return any(j % S == stage for j in held)
-
-
-def prove_pipeline(stages: int, consumer_warpgroups: int, log: ProofLog) -> None:
-    """Model-check the protocol for ``stages`` stages: every interleaving of the producer,
-    two consumer agents and the copy completions, over 1-3 tiles of 1 to ``stages + 1``
-    k-tiles (each stage is reused, both parities wrap).  The kernel has
-    ``4 * consumer_warpgroups`` consumer warps arriving on the empty barriers (count
-    ``4 * consumer_warpgroups``); the agents of the model are interchangeable, so two
-    suffice to exhibit any ordering between two arrivals."""
+def prove_pipeline(stages: int, consumer_warpgroups: int, log: ProofLog, ctas: int = 1) -> None:
+    """Model-check the protocol for ``stages`` stages (and a cluster of ``ctas`` CTAs):
+    every interleaving of the producers, the consumer agents and the copy completions,
+    over several tile / k-tile schedules (each stage reused, both parities wrapping).  The
+    kernel has ``4 * consumer_warpgroups`` consumer warps per CTA arriving on the empty
+    barriers; the model runs two consumer agents per CTA (one in a cluster, where each
+    arrives on both CTAs' barriers), each arrival an independent step."""
     total = 0
-    cases = 0
-    for tiles, k_tiles in ((1, 1), (1, stages + 1), (2, 1), (2, stages - 1), (2, stages),
-                           (3, 2)):
-        total += check_pipeline(stages, consumers=2, tiles=tiles, k_tiles=k_tiles)
-        cases += 1
-    log.add("protocol", f"mbarrier pipeline ({stages} stages, full/empty parity waits, TMA "
-                     f"completion asynchronous, one wgmma batch in flight; "
-                     f"{4 * consumer_warpgroups} consumer warps modelled by 2 agents): no "
-                     f"copy overwrites a stage being read, every acquisition sees its own "
-                     f"k-tile, no deadlock -- all interleavings of {cases} schedules",
-            "exhaustive", total)
+    if ctas == 1:
+        runs = ((1, 1), (1, stages + 1), (2, 1), (2, stages - 1), (2, stages), (3, 2))
+        n = 2
+    else:
+        runs = ((1, 1), (1, stages + 1))
+        n = 1
+    for tiles, k_tiles in runs:
+        total += _checked(stages, n, tiles, k_tiles, ctas)
+    where = f"a {ctas}-CTA cluster (TMA multicast of the shared tile), " if ctas > 1 else ""
+    log.add("protocol", f"mbarrier pipeline ({stages} stages, {where}full/empty parity waits, "
+                        f"copy completion asynchronous, one wgmma batch in flight; "
+                        f"{4 * consumer_warpgroups} consumer warps per CTA modelled by {n} "
+                        f"agent(s)): no copy overwrites a stage being read, every acquisition "
+                        f"sees its own k-tile, no deadlock -- all interleavings of "
+                        f"{len(runs)} schedules", "exhaustive", total)

@@ -54,8 +54,9 @@ def _sm90_configs() -> Tuple[Any, ...]:
              Sm90Config(bm=256, bn=128, stages=4), Sm90Config(bm=128, bn=128, stages=6))
     if tma_available():
         cands = (Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws"),
-                 Sm90Config(bm=128, bn=256, stages=4, loader="tma"),
+                 Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws", cluster=2),
                  Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws"),
+                 Sm90Config(bm=128, bn=256, stages=4, loader="tma"),
                  Sm90Config(bm=256, bn=128, stages=4, loader="tma")) + cands
     return cands
 
@@ -426,7 +427,10 @@ def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Opti
                 np.int64(ldb), np.int64(ldc), np.int32(c_vec))
     grid = kern.grid(m, n)
     if getattr(cfg, "schedule", "") == "ws":   # persistent: at most one CTA per SM
-        grid = (max(1, min(grid[0], _sm_count(cupy))), 1, 1)
+        cl = cfg.cluster                       # clusters of `cl` CTAs share a tile column
+        grid_m, grid_n = -(-m // cfg.bm), -(-n // cfg.bn)
+        units = -(-grid_m // cl) * grid_n
+        grid = (cl * max(1, min(units, _sm_count(cupy) // cl)), 1, 1)
     rk(grid, (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
     last_launch.update(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K)
     return out

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 
 from layoutproof import Swizzle
 from layoutproof.gpu import codegen_sm90, pipeline
@@ -157,8 +157,10 @@ def test_too_few_empty_arrivals_let_the_producer_overwrite_a_stage_in_use():
 
 
 def test_pipeline_bad_parameters():
-    with pytest.raises(ProofFailedError, match="must be ints"):
+    with pytest.raises(ProofFailedError, match="stages=0 must be an int >= 1"):
         pipeline.check_pipeline(0, consumers=1, tiles=1, k_tiles=1)
+    with pytest.raises(ProofFailedError, match="clusters of 1 or 2"):
+        pipeline.check_pipeline(2, consumers=1, tiles=1, k_tiles=1, ctas=4)
     with pytest.raises(ProofFailedError, match="empty_count"):
         pipeline.check_pipeline(2, consumers=1, tiles=1, k_tiles=1, empty_count=0)
 
@@ -172,15 +174,84 @@ def test_pipeline_bad_parameters():
 ], ids=["ws-128x256-f16", "ws-128x128-bf16-f32out"])
 def test_ws_source_compiles_with_setmaxnreg_and_no_spills(tmp_path, cfg, prob):
     k = codegen_sm90.generate_sm90(cfg, prob)
-    src = tmp_path / "k.cu"
-    src.write_text(k.source)
-    r = subprocess.run([NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17",
-                        "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(src)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    info = r.stderr + r.stdout
+    info = _nvcc_sm90a(k.source, tmp_path)
     assert "C7508" not in info, info       # ptxas did not ignore setmaxnreg
     assert re.search(r"0 bytes spill stores, 0 bytes spill loads", info), info
     assert re.search(r"(\d+) bytes stack frame", info).group(1) == "0", info
     # the register cap at entry lets three warpgroups (384 threads) share the register file
     assert int(re.search(r"Used (\d+) registers", info).group(1)) * k.threads <= 65536
+
+
+# ----------------------------------------------------------------------------- 2-CTA clusters
+WS2 = Sm90Config(loader="tma", schedule="ws", cluster=2)
+
+
+def test_cluster_kernel_carries_the_cluster_obligations():
+    k = codegen_sm90.generate_sm90(WS2, GemmProblem("k", "n", "bf16", "f32"))
+    stated = "\n".join(p.statement for p in k.proofs)
+    assert "2-CTA cluster: the B boxes {0: (0, 2), 1: (1, 3)}" in stated
+    assert "49152 bytes per stage" in stated
+    assert "cluster=2) maps (tile t, CTA rank) -> (2 * tp + crank, tn)" in stated
+    assert "a 2-CTA cluster (TMA multicast" in stated
+    src = k.source
+    assert "__cluster_dims__(2, 1, 1)" in src and ".multicast::cluster" in src
+    assert "mbarrier.init.shared::cta.b64 [%0], 16;" in src      # 8 warps x 2 CTAs
+    assert src.count("lp_arrive_cta(empty0 + 8u * prev, rank ^ 1u);") == 2
+    assert src.count("lp_cluster_sync();") == 2                   # after init, before exit
+    assert k.config.key().endswith("_ws_c2")
+
+
+def test_cluster_config_rules():
+    with pytest.raises(GemmConfigError, match="needs schedule='ws'"):
+        Sm90Config(loader="tma", cluster=2).validate()
+    with pytest.raises(GemmConfigError, match="multiple of 128"):
+        Sm90Config(bn=192, loader="tma", schedule="ws", cluster=2).validate()
+    with pytest.raises(GemmConfigError, match="1 or 2"):
+        Sm90Config(loader="tma", schedule="ws", cluster=4).validate()
+
+
+def test_cluster_boxes_that_do_not_partition_b_are_refused(monkeypatch):
+    monkeypatch.setattr(codegen_sm90, "_cluster_boxes", lambda b, ctas: {0: (0, 1), 1: (1, 2, 3)})
+    a = codegen_sm90.OperandPlan("a", 128, 64, 4, True, 384, 2, 64)
+    b = codegen_sm90.OperandPlan("b", 256, 64, 4, True, 384, 1, 256)
+    with pytest.raises(ProofFailedError) as ei:
+        codegen_sm90._prove_cluster_tx(a, b, 2, ProofLog())
+    assert ei.value.condition == "multicast boxes partition B"
+
+
+def test_a_cluster_scheduler_that_drops_the_rank_is_refused(monkeypatch):
+    monkeypatch.setattr(codegen_sm90, "cluster_tm_expr", lambda c: f"{c} * tp")
+    with pytest.raises(ProofFailedError) as ei:
+        codegen_sm90.prove_schedule(8, ProofLog(), max_grid=10, cluster=2)
+    assert ei.value.condition == "scheduler bijective"
+
+
+def test_cluster_schedule_covers_odd_grids_with_padding_rows_only():
+    log = ProofLog()
+    codegen_sm90.prove_schedule(4, log, max_grid=15, cluster=2)
+    assert "every tile once, padding rows only past grid_m" in log.proofs[0].statement
+
+
+def test_consumers_that_skip_the_peer_barrier_let_a_multicast_overwrite_a_stage_in_use():
+    """The cluster bug class: each CTA's producer writes the peer's stage too, so a consumer
+    must release the stage on every CTA's empty barrier; the model finds the race."""
+    with pytest.raises(ProofFailedError) as ei:
+        pipeline.check_pipeline(3, consumers=1, ctas=2, tiles=1, k_tiles=5,
+                                remote_release=False)
+    assert ei.value.condition == "no write while read"
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(2, 3), st.integers(0, 2), st.integers(0, 3))
+def test_the_cluster_protocol_is_safe(stages, tiles, k_tiles):
+    assert pipeline.check_pipeline(stages, consumers=1, ctas=2, tiles=tiles,
+                                   k_tiles=k_tiles) >= 1
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+def test_cluster_source_compiles_without_spills(tmp_path):
+    k = codegen_sm90.generate_sm90(Sm90Config(bm=128, bn=128, stages=4, loader="tma",
+                                              schedule="ws", cluster=2),
+                                   GemmProblem("m", "k", "f16", "f16"))
+    info = _nvcc_sm90a(k.source, tmp_path)
+    assert "C7508" not in info and "0 bytes spill stores, 0 bytes spill loads" in info
