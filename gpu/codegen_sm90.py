@@ -30,6 +30,7 @@ A / row-major B -- no operand is copied.  What is proven before the source is em
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
@@ -960,6 +961,59 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, 1){attrs}
 """
 
 
+def _body(src: str) -> str:
+    """The source without its obligation header."""
+    return "\n".join(ln for ln in src.splitlines() if not ln.startswith("//"))
+
+
+def protocol_of(src: str, cfg: Sm90Config, log: ProofLog) -> Dict[str, Any]:
+    """The mbarrier protocol of an emitted warp-specialized kernel, read off its text: the
+    parities of the producer's wait on ``empty`` and the consumers' wait on ``full``, the
+    arrival counts the barriers are initialized with, and whether the consumers release on
+    the peer CTA's barrier.  Checked: ``full`` expects the producer's one arrival, and
+    ``empty`` expects exactly the arrivals the consumer warps make (4 per consumer
+    warpgroup, from each CTA that releases into it).  Returns the parameters for
+    :func:`~layoutproof.gpu.pipeline.prove_pipeline`."""
+    def one(pattern: str, what: str) -> Any:
+        found = re.findall(pattern, src)
+        if len(found) != 1:
+            raise ProofFailedError(f"emitted kernel: expected one {what}, found {len(found)}",
+                                   condition="protocol of the emitted text", witness=what)
+        return found[0]
+
+    pp = one(r"lp_bar_wait\(empty0 \+ 8u \* st, ph(?: \^ (\d+)u)?\)", "producer wait on empty")
+    cp = one(r"lp_bar_wait\(full0 \+ 8u \* st, ph(?: \^ (\d+)u)?\)", "consumer wait on full")
+    e_init = int(one(r'mbarrier\.init\.shared::cta\.b64 \[%0\], (\d+);\\n" :: "r"\(empty0',
+                     "empty barrier init"))
+    f_init = int(one(r'mbarrier\.init\.shared::cta\.b64 \[%0\], (\d+);\\n" :: "r"\(full0',
+                     "full barrier init"))
+    local = len(re.findall(r'mbarrier\.arrive\.shared::cta\.b64 _, \[%0\];\\n"\s*'
+                           r'::\s*"r"\(empty0 \+ 8u \* prev\)', src))
+    remote = len(re.findall(r"lp_arrive_cta\(empty0 \+ 8u \* prev, rank \^ 1u\)", src))
+    if local != 2 or remote not in (0, 2):
+        raise ProofFailedError(f"emitted kernel: {local} local and {remote} remote release "
+                               f"sites (expected 2 and 0 or 2: after each batch, at the tile end)",
+                               condition="protocol of the emitted text", witness=(local, remote))
+    remote_release = remote == 2
+    if f_init != 1:
+        raise ProofFailedError(f"emitted kernel: full barriers expect {f_init} arrivals, the "
+                               f"producer makes 1", condition="arrival counts", witness=f_init)
+    made = 4 * cfg.warpgroups * (cfg.cluster if remote_release else 1)
+    if e_init != made:
+        raise ProofFailedError(f"emitted kernel: empty barriers expect {e_init} arrivals per "
+                               f"phase, the consumer warps make {made}",
+                               condition="arrival counts", witness=(e_init, made))
+    proto = {"producer_parity": int(pp or 0), "consumer_parity": int(cp or 0),
+             "remote_release": remote_release}
+    log.add("equal", f"protocol read off the emitted text: producer waits empty with parity "
+                     f"ph ^ {proto['producer_parity']}, consumers wait full with ph ^ "
+                     f"{proto['consumer_parity']}; full expects 1 arrival (+ the TMA bytes), "
+                     f"empty expects {e_init} = {4 * cfg.warpgroups} consumer warps x "
+                     f"{cfg.cluster if remote_release else 1} CTA(s) releasing into it",
+            "exhaustive", 4 + local + remote)
+    return proto
+
+
 _MEMO: Dict[Tuple[Sm90Config, GemmProblem], GemmKernel] = {}
 
 
@@ -1028,8 +1082,15 @@ def generate_sm90(config: Optional[Sm90Config] = None, problem: Optional[GemmPro
     if cfg.schedule == "ws":
         prove_schedule(cfg.group_m, log, cluster=cfg.cluster)
         ep = _plan_epilogue(prob, log)
-        prove_pipeline(cfg.stages, cfg.warpgroups, log, ctas=cfg.cluster)
+        # the protocol is read off the emitted text (a draft with the obligations so far),
+        # checked, model-checked, and only then is the final source (header included) made
+        draft = _source_ws(cfg, prob, a, b, ep, desc, ProofLog(list(log.proofs)), name)
+        proto = protocol_of(draft, cfg, log)
+        prove_pipeline(cfg.stages, cfg.warpgroups, log, ctas=cfg.cluster, **proto)
         src = _source_ws(cfg, prob, a, b, ep, desc, log, name)
+        if _body(src) != _body(draft):
+            raise ProofFailedError("the kernel text changed between the protocol check and "
+                                   "emission", condition="protocol of the emitted text")
     else:
         emit = _source_tma if cfg.loader == "tma" else _source
         src = emit(cfg, prob, a, b, {"row": rows, "col": cols}, desc, log, name)

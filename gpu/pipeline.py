@@ -231,19 +231,25 @@ def check_pipeline(stages: int, *, consumers: int, tiles: int, k_tiles: int, cta
 
 
 @functools.cache
-def _checked(stages: int, consumers: int, tiles: int, k_tiles: int, ctas: int) -> int:
+def _checked(stages: int, consumers: int, tiles: int, k_tiles: int, ctas: int,
+             producer_parity: int, consumer_parity: int, remote_release: bool) -> int:
     """check_pipeline, once per process for each model (the kernels of one stage count and
     cluster size share it)."""
-    return check_pipeline(stages, consumers=consumers, tiles=tiles, k_tiles=k_tiles, ctas=ctas)
+    return check_pipeline(stages, consumers=consumers, tiles=tiles, k_tiles=k_tiles, ctas=ctas,
+                          producer_parity=producer_parity, consumer_parity=consumer_parity,
+                          remote_release=remote_release)
 
 
-def prove_pipeline(stages: int, consumer_warpgroups: int, log: ProofLog, ctas: int = 1) -> None:
+def prove_pipeline(stages: int, consumer_warpgroups: int, log: ProofLog, ctas: int = 1, *,
+                   producer_parity: int = 1, consumer_parity: int = 0,
+                   remote_release: bool = True) -> None:
     """Model-check the protocol for ``stages`` stages (and a cluster of ``ctas`` CTAs):
     every interleaving of the producers, the consumer agents and the copy completions,
     over several tile / k-tile schedules (each stage reused, both parities wrapping).  The
     kernel has ``4 * consumer_warpgroups`` consumer warps per CTA arriving on the empty
     barriers; the model runs two consumer agents per CTA (one in a cluster, where each
-    arrives on both CTAs' barriers), each arrival an independent step."""
+    arrives on both CTAs' barriers), each arrival an independent step.  The parities and
+    ``remote_release`` are the kernel's, as read off its text by the generator."""
     total = 0
     if ctas == 1:
         runs = ((1, 1), (1, stages + 1), (2, 1), (2, stages - 1), (2, stages), (3, 2))
@@ -252,7 +258,8 @@ def prove_pipeline(stages: int, consumer_warpgroups: int, log: ProofLog, ctas: i
         runs = ((1, 1), (1, stages + 1))
         n = 1
     for tiles, k_tiles in runs:
-        total += _checked(stages, n, tiles, k_tiles, ctas)
+        total += _checked(stages, n, tiles, k_tiles, ctas, producer_parity, consumer_parity,
+                          remote_release)
     where = f"a {ctas}-CTA cluster (TMA multicast of the shared tile), " if ctas > 1 else ""
     log.add("protocol", f"mbarrier pipeline ({stages} stages, {where}full/empty parity waits, "
                         f"copy completion asynchronous, one wgmma batch in flight; "

@@ -255,3 +255,51 @@ def test_cluster_source_compiles_without_spills(tmp_path):
                                    GemmProblem("m", "k", "f16", "f16"))
     info = _nvcc_sm90a(k.source, tmp_path)
     assert "C7508" not in info and "0 bytes spill stores, 0 bytes spill loads" in info
+
+
+# ----------------------------------------------------------------------------- emitted protocol
+def _tampered(monkeypatch, *edits):
+    """Make the generator emit a kernel text with ``edits`` (old, new) applied."""
+    good = codegen_sm90._source_ws
+
+    def bad(*args, **kw):
+        src = good(*args, **kw)
+        for old, new in edits:
+            assert old in src, old
+            src = src.replace(old, new)
+        return src
+
+    monkeypatch.setattr(codegen_sm90, "_source_ws", bad)
+
+
+def test_the_protocol_is_read_off_the_emitted_text():
+    k = codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"))
+    stated = [p.statement for p in k.proofs]
+    assert any(s.startswith("protocol read off the emitted text: producer waits empty with "
+                            "parity ph ^ 1, consumers wait full with ph ^ 0") for s in stated)
+
+
+def test_an_emitted_wrong_parity_is_a_deadlock(monkeypatch):
+    _tampered(monkeypatch, ("lp_bar_wait(empty0 + 8u * st, ph ^ 1u)",
+                            "lp_bar_wait(empty0 + 8u * st, ph)"))
+    with pytest.raises(ProofFailedError) as ei:
+        codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
+    assert ei.value.condition == "deadlock freedom"
+
+
+def test_an_emitted_wrong_arrival_count_is_refused(monkeypatch):
+    _tampered(monkeypatch, ('b64 [%0], 8;\\n" :: "r"(empty0', 'b64 [%0], 4;\\n" :: "r"(empty0'))
+    with pytest.raises(ProofFailedError) as ei:
+        codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
+    assert ei.value.condition == "arrival counts" and ei.value.witness == (4, 8)
+
+
+def test_an_emitted_cluster_kernel_without_the_peer_release_races(monkeypatch):
+    """Drop the release on the peer's barrier (and fix the count so it adds up): the
+    model finds the peer's multicast overwriting a stage still being read."""
+    _tampered(monkeypatch, ("lp_arrive_cta(empty0 + 8u * prev, rank ^ 1u);", ""),
+              ('b64 [%0], 16;\\n" :: "r"(empty0', 'b64 [%0], 8;\\n" :: "r"(empty0'))
+    with pytest.raises(ProofFailedError) as ei:
+        codegen_sm90.generate_sm90(Sm90Config(bm=128, bn=128, stages=3, loader="tma",
+                                              schedule="ws", cluster=2), memo=False)
+    assert ei.value.condition == "no write while read"
