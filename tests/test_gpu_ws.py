@@ -303,3 +303,12 @@ def test_an_emitted_cluster_kernel_without_the_peer_release_races(monkeypatch):
         codegen_sm90.generate_sm90(Sm90Config(bm=128, bn=128, stages=3, loader="tma",
                                               schedule="ws", cluster=2), memo=False)
     assert ei.value.condition == "no write while read"
+
+
+def test_the_cluster_protocol_across_tile_boundaries_at_the_kernels_stage_count():
+    """What generation leaves out for time (about 35 s here): the 4-stage, 2-CTA protocol
+    over two tiles -- the end-of-tile release, the next tile's first acquisition and the
+    parity wrap all interleaved across both CTAs."""
+    for k_tiles in (2, 3):
+        assert pipeline.check_pipeline(4, consumers=1, ctas=2, tiles=2, k_tiles=k_tiles,
+                                       max_states=3_000_000) > 100_000
