@@ -1,9 +1,14 @@
 """The proven Hopper GEMM: TMA or cp.async into 128-byte-swizzled stages, wgmma.
 
-One CTA of ``bm / 64`` consumer warpgroups computes a ``bm x bn`` tile of C = A @ B with
-``wgmma.mma_async.m64n{bn}k16`` (f16/bf16 -> f32), both operands read by the tensor cores
-straight from shared memory through matrix descriptors.  All threads issue the cp.async
-copies (no producer warp yet); one wgmma batch stays in flight while the next tile loads.
+Two kernel shapes.  ``schedule="mono"``: one CTA of ``bm / 64`` consumer warpgroups
+computes a ``bm x bn`` tile of C = A @ B with ``wgmma.mma_async.m64n{bn}k16`` (f16/bf16 ->
+f32), both operands read by the tensor cores straight from shared memory through matrix
+descriptors; every thread issues cp.async copies (or thread 0 the TMA boxes) and one wgmma
+batch stays in flight while the next tile loads.  ``schedule="ws"``
+(:data:`HOPPER_DEFAULT`): warp-specialized and persistent -- a producer warpgroup issues
+the TMA boxes through a full/empty mbarrier ring, the consumer warpgroups run wgmma, the
+CTAs walk the tiles in a proven grouped order, the epilogue goes through a swizzled
+shared-memory buffer, and with ``cluster=2`` two CTAs share the B tile by TMA multicast.
 
 Each operand is staged in CuTe's canonical 128-byte-swizzled GMMA layout of its own
 major-ness (:func:`layoutproof.gpu.sm90.smem_atom` tiled to the stage): K-major for
@@ -20,7 +25,13 @@ A / row-major B -- no operand is copied.  What is proven before the source is em
   the 128-byte swizzle) is the element's address in the buffer layout, and the emitted
   start offsets ``base + wg * step + ks * step`` are those descriptors' start addresses;
 * the accumulator map (thread, register) -> (m, n) of the warpgroup atoms covers the C
-  tile exactly once and its lowered row/column expressions equal it.
+  tile exactly once and its lowered row/column expressions equal it;
+* for ``ws``: the TMA boxes write exactly the stage layout; the scheduler is a bijection
+  onto the tile grid (:func:`prove_schedule`); the epilogue's swizzle is conflict-free and
+  its data flow puts every accumulator at its C coordinate (:func:`_plan_epilogue`); the
+  mbarrier protocol, read off the emitted text (:func:`protocol_of`), is model-checked over
+  every interleaving (:mod:`layoutproof.gpu.pipeline`); in a cluster, the multicast boxes
+  partition B and each CTA's transaction count is the bytes that land in it.
 
 >>> k = generate_sm90(Sm90Config(bn=128, stages=4))
 >>> k.threads, k.smem_bytes, "wgmma.mma_async" in k.source
@@ -69,7 +80,10 @@ SW128 = Swizzle(3, 3, 3)   # on 2-byte elements: 16-byte chunk index ^= row % 8 
 @dataclass(frozen=True)
 class Sm90Config:
     """Block tile of the wgmma kernel: ``bm`` = 64 x consumer warpgroups, ``bn`` the wgmma
-    N (8..256, a multiple of 8 that the copies tile), ``bk`` = 64 (one 128-byte row)."""
+    N (8..256, a multiple of 8 that the copies tile), ``bk`` = 64 (one 128-byte row);
+    ``loader`` ``"cp.async"`` or ``"tma"``; ``schedule`` ``"mono"`` (every warpgroup
+    computes) or ``"ws"`` (a TMA producer warpgroup, persistent grid; needs ``"tma"``);
+    ``cluster`` 1 or 2 (CTAs sharing the B tile by multicast; ``"ws"`` only)."""
 
     bm: int = 128
     bn: int = 256
