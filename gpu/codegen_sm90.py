@@ -980,6 +980,56 @@ def _body(src: str) -> str:
     return "\n".join(ln for ln in src.splitlines() if not ln.startswith("//"))
 
 
+def check_epilogue_order(src: str, log: ProofLog) -> None:
+    """The staged epilogue's synchronization, read off the emitted text: one shared buffer
+    per consumer warpgroup is written (register pairs) and read (16-byte vectors) chunk
+    after chunk, so the loop body must be *writes, barrier, reads, barrier* -- no read
+    before its chunk is fully written (read-after-write), no write before the previous
+    chunk is fully read (write-after-read) -- with both warpgroup barriers unconditional
+    (at the top level of the loop body, after a complete statement)."""
+    start = src.find("for (int q = 0;")
+    if start < 0:
+        raise ProofFailedError("emitted kernel: no epilogue chunk loop",
+                               condition="epilogue order")
+    i = src.index("{", start)
+    depth, end = 0, -1
+    for j in range(i, len(src)):
+        if src[j] == "{":
+            depth += 1
+        elif src[j] == "}":
+            depth -= 1
+            if depth == 0:
+                end = j
+                break
+    body = src[i + 1:end]
+    seq: list = []
+    depth = 0
+    for m in re.finditer(r"eb \+ lp_ep_w\(|eb \+ lp_ep_r\(|lp_named_sync\(1 \+ cg, 128\)|[{}]",
+                         body):
+        t = m.group()
+        if t in "{}":
+            depth += 1 if t == "{" else -1
+            continue
+        if t.startswith("lp_named_sync"):
+            before = body[:m.start()].rstrip()
+            if depth != 0 or not before or before[-1] not in ";{}":
+                raise ProofFailedError("emitted kernel: an epilogue barrier is conditional or "
+                                       "nested", condition="epilogue order", witness=m.start())
+            ev = "S"
+        else:
+            ev = "W" if "lp_ep_w" in t else "R"
+        if not seq or seq[-1] != ev:
+            seq.append(ev)
+    if seq != ["W", "S", "R", "S"]:
+        raise ProofFailedError(f"emitted kernel: the epilogue chunk loop does "
+                               f"{' '.join(seq)}, not writes, barrier, reads, barrier",
+                               condition="epilogue order", witness="".join(seq))
+    log.add("protocol", "epilogue buffer (order read off the emitted text): each chunk is "
+                        "written, a warpgroup barrier, read, a barrier -- no read before its "
+                        "chunk is written, no write before the previous chunk is read; both "
+                        "barriers unconditional", "exhaustive", len(seq))
+
+
 def protocol_of(src: str, cfg: Sm90Config, log: ProofLog) -> Dict[str, Any]:
     """The mbarrier protocol of an emitted warp-specialized kernel, read off its text: the
     parities of the producer's wait on ``empty`` and the consumers' wait on ``full``, the
@@ -1100,6 +1150,7 @@ def generate_sm90(config: Optional[Sm90Config] = None, problem: Optional[GemmPro
         # checked, model-checked, and only then is the final source (header included) made
         draft = _source_ws(cfg, prob, a, b, ep, desc, ProofLog(list(log.proofs)), name)
         proto = protocol_of(draft, cfg, log)
+        check_epilogue_order(draft, log)
         prove_pipeline(cfg.stages, cfg.warpgroups, log, ctas=cfg.cluster, **proto)
         src = _source_ws(cfg, prob, a, b, ep, desc, log, name)
         if _body(src) != _body(draft):

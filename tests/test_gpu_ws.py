@@ -312,3 +312,30 @@ def test_the_cluster_protocol_across_tile_boundaries_at_the_kernels_stage_count(
     for k_tiles in (2, 3):
         assert pipeline.check_pipeline(4, consumers=1, ctas=2, tiles=2, k_tiles=k_tiles,
                                        max_states=3_000_000) > 100_000
+
+
+@pytest.mark.parametrize("edit, witness", [
+    ("second", "WSR"),     # no barrier before the next chunk's writes: write-after-read race
+    ("first", "WRS"),      # no barrier between the writes and the reads: read-after-write race
+])
+def test_an_epilogue_without_its_barriers_is_refused(monkeypatch, edit, witness):
+    good = codegen_sm90._source_ws
+    sync = "        lp_named_sync(1 + cg, 128);\n"
+
+    def bad(*args, **kw):
+        src = good(*args, **kw)
+        i = src.index(sync) if edit == "first" else src.rindex(sync)
+        return src[:i] + src[i + len(sync):]
+
+    monkeypatch.setattr(codegen_sm90, "_source_ws", bad)
+    with pytest.raises(ProofFailedError) as ei:
+        codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
+    assert ei.value.condition == "epilogue order" and ei.value.witness == witness
+
+
+def test_a_conditional_epilogue_barrier_is_refused(monkeypatch):
+    _tampered(monkeypatch, ("        lp_named_sync(1 + cg, 128);\n#pragma unroll\n        for (int v",
+                            "        if (wt < 64) lp_named_sync(1 + cg, 128);\n#pragma unroll\n"
+                            "        for (int v"))
+    with pytest.raises(ProofFailedError, match="conditional or nested"):
+        codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
