@@ -199,6 +199,7 @@ def test_cluster_kernel_carries_the_cluster_obligations():
     assert src.count("lp_arrive_cta(empty0 + 8u * prev, rank ^ 1u);") == 2
     assert src.count("lp_cluster_sync();") == 2                   # after init, before exit
     assert k.config.key().endswith("_ws_c2")
+    assert src.count("//   [") == len(k.proofs)                 # the header lists every one
 
 
 def test_cluster_config_rules():
