@@ -113,10 +113,16 @@ def check_depth(x: Any, what: str) -> None:
                 stack.append((e, d + 1))
 
 
-def _pad_rank(n: Any, what: str) -> int:
+def _pad_rank(n: Any, what: str, have: int = 0) -> int:
+    """A target rank for padding: an integer in ``[have, MAX_RANK]`` (CuTe's
+    ``append<N>``/``prepend<N>`` static_assert ``N >= rank``)."""
     n = _norm_int(n, what)
     if n > MAX_RANK:
         raise MalformedLayoutError(f"{what} {n} exceeds the largest supported rank {MAX_RANK}")
+    if n < max(have, 1):
+        raise MalformedLayoutError(
+            f"{what} {n} is smaller than the rank {have} of the tuple it pads (it must be >= "
+            f"{max(have, 1)})")
     return n
 
 
@@ -337,10 +343,34 @@ def weakly_congruent(a: Any, b: Any) -> bool:
                              _norm(b, "weakly_congruent argument"))
 
 
+def _check_range(crd: Any, shape: Any, what: str, full: Any) -> None:
+    """Every integer of ``crd`` (weakly congruent with ``shape``) lies in ``[0, size)`` of
+    the mode it stands for; else OutOfDomainError naming the entry and the range."""
+    top = shape
+    stack = [(crd, shape)]
+    while stack:
+        c, s = stack.pop()
+        if type(c) is tuple:
+            stack.extend(_bzip(c, s))
+            continue
+        n = _product(s)
+        if not 0 <= c < n:
+            raise OutOfDomainError(
+                f"{what}: coordinate {show(full)} is outside shape {show(top)}: "
+                f"{c} not in [0, {n})")
+
+
 def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
     """The natural (hierarchical) coordinate of an index, colexicographically.
 
-    ``idx`` may be an integer or a coordinate weakly congruent with ``shape``.
+    ``idx`` may be an integer or a coordinate weakly congruent with ``shape``.  Without
+    ``stride``, every integer of ``idx`` must lie in ``[0, size)`` of its mode (else
+    OutOfDomainError); with ``stride`` (any positive divisors), it must be non-negative.
+
+    >>> idx2crd(-1, (4, 2))
+    Traceback (most recent call last):
+      ...
+    layoutproof.errors.OutOfDomainError: idx2crd: coordinate -1 is outside shape (4, 2): -1 not in [0, 8)
     """
     idx = _norm(idx, "idx2crd index")
     shape = _norm(shape, "idx2crd shape")
@@ -350,16 +380,34 @@ def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
             raise MalformedLayoutError("idx2crd: shape and stride are not congruent")
         if any(d == 0 for d in _flatten(stride)):
             raise MalformedLayoutError("idx2crd: a stride (divisor) of 0 has no coordinate")
-    if any(s == 0 for s in _flatten(shape)):
-        raise MalformedLayoutError("idx2crd: a shape extent of 0 has no coordinate")
+    if any(s <= 0 for s in _flatten(shape)):
+        raise MalformedLayoutError("idx2crd: a shape extent must be >= 1")
     if not _weakly_congruent(idx, shape):
         raise MalformedLayoutError(f"idx2crd: coordinate {show(idx)} does not fit shape {show(shape)}")
+    if stride is None:
+        _check_range(idx, shape, "idx2crd", idx)
+    else:
+        neg = [i for i in _flatten(idx) if i < 0]
+        if neg:
+            raise OutOfDomainError(f"idx2crd: index {show(idx)} has the negative entry {neg[0]}")
+        if any(d < 0 for d in _flatten(stride)):
+            raise MalformedLayoutError("idx2crd: a negative stride (divisor) has no coordinate")
     return _idx2crd(idx, shape, stride)
 
 
 def crd2idx(crd: Any, shape: Any, stride: Any = None) -> int:
     """The index of a coordinate: inner product of its natural coordinate with ``stride``
-    (default: the compact column-major stride of ``shape``)."""
+    (default: the compact column-major stride of ``shape``).
+
+    Every integer of ``crd`` must lie in ``[0, size)`` of the mode it stands for (CuTe
+    C++ does not check; an integer past the last mode would extend it): else
+    OutOfDomainError.
+
+    >>> crd2idx((5, 0), (4, 2))
+    Traceback (most recent call last):
+      ...
+    layoutproof.errors.OutOfDomainError: crd2idx: coordinate (5, 0) is outside shape (4, 2): 5 not in [0, 4)
+    """
     crd = _norm(crd, "crd2idx coordinate")
     shape = _norm(shape, "crd2idx shape")
     if stride is not None:
@@ -368,8 +416,9 @@ def crd2idx(crd: Any, shape: Any, stride: Any = None) -> int:
             raise MalformedLayoutError("crd2idx: shape and stride are not congruent")
     if not _weakly_congruent(crd, shape):
         raise MalformedLayoutError(f"crd2idx: coordinate {show(crd)} does not fit shape {show(shape)}")
-    if any(s == 0 for s in _flatten(shape)):
-        raise MalformedLayoutError("crd2idx: a shape extent of 0 has no coordinate")
+    if any(s <= 0 for s in _flatten(shape)):
+        raise MalformedLayoutError("crd2idx: a shape extent must be >= 1")
+    _check_range(crd, shape, "crd2idx", crd)
     return _crd2idx(crd, shape, stride)
 
 
@@ -381,8 +430,8 @@ def crd2crd(crd: Any, dst_shape: Any, src_shape: Any = None) -> Any:
     if src_shape is not None:
         src_shape = _norm(src_shape, "crd2crd shape")
     for sh in (dst_shape, src_shape):
-        if sh is not None and any(s == 0 for s in _flatten(sh)):
-            raise MalformedLayoutError("crd2crd: a shape extent of 0 has no coordinate")
+        if sh is not None and any(s <= 0 for s in _flatten(sh)):
+            raise MalformedLayoutError("crd2crd: a shape extent must be >= 1")
     return _crd2crd(crd, dst_shape, src_shape)
 
 
@@ -395,7 +444,15 @@ def _crd2crd(crd: Any, dst: Any, src: Any) -> Any:
                          for c, d, s in _bzip(crd, dst, src if src is not None else dst))
         if src is None or not _weakly_congruent(crd, src):
             raise MalformedLayoutError("crd2crd: a tuple coordinate into an integer needs its source shape")
-        return _crd2idx(crd, src)
+        _check_range(crd, src, "crd2crd", crd)
+        i = _crd2idx(crd, src)
+        if i >= _product(dst):
+            raise OutOfDomainError(f"crd2crd: coordinate {show(crd)} (index {i}) is outside the "
+                                   f"destination shape of size {_product(dst)}")
+        return i
+    n = _product(dst) if src is None else min(_product(src), _product(dst))
+    if not 0 <= crd < n:
+        raise OutOfDomainError(f"crd2crd: coordinate {crd} is outside the domain [0, {n})")
     if type(dst) is tuple:
         return _idx2crd(crd, dst)
     return crd
@@ -464,12 +521,15 @@ def append(t: Any, x: Any = None, n: Any = None) -> Any:
 
     if isinstance(t, Layout):
         return append_layout(t, x, n)
-    m = _sel(_norm(t, "append argument"))
+    t = _norm(t, "append argument")
+    m = _sel(t)
     x = 1 if x is None else _norm(x, "append element")
     if n is None:
         return m + (x,)
-    n = _pad_rank(n, "append rank")
-    return m + (x,) * max(0, n - len(m))
+    n = _pad_rank(n, "append rank", len(m))
+    if n == 1 and type(t) is not tuple:
+        return t
+    return m + (x,) * (n - len(m))
 
 
 def prepend(t: Any, x: Any = None, n: Any = None) -> Any:
@@ -478,12 +538,15 @@ def prepend(t: Any, x: Any = None, n: Any = None) -> Any:
 
     if isinstance(t, Layout):
         return prepend_layout(t, x, n)
-    m = _sel(_norm(t, "prepend argument"))
+    t = _norm(t, "prepend argument")
+    m = _sel(t)
     x = 1 if x is None else _norm(x, "prepend element")
     if n is None:
         return (x,) + m
-    n = _pad_rank(n, "prepend rank")
-    return (x,) * max(0, n - len(m)) + m
+    n = _pad_rank(n, "prepend rank", len(m))
+    if n == 1 and type(t) is not tuple:
+        return t
+    return (x,) * (n - len(m)) + m
 
 
 def zip(*ts: Any) -> Any:  # noqa: A001 - CuTe's name

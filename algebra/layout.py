@@ -854,10 +854,10 @@ def append_layout(L: Layout, x: Any = None, n: Any = None) -> Layout:
     x = Layout._make(1, 0) if x is None else _as_layout(x, "append")
     if n is None:
         return Layout._make(s + (x._shape,), d + (x._stride,))
-    n = _pad_rank(n, "append rank")
-    k = max(0, n - len(s))
-    if k == 0 and n <= len(s):
-        return L if type(L._shape) is tuple or n < 1 else Layout._make(s, d)
+    n = _pad_rank(n, "append rank", len(s))
+    k = n - len(s)
+    if k == 0:
+        return L
     return Layout._make(s + (x._shape,) * k, d + (x._stride,) * k)
 
 
@@ -866,8 +866,10 @@ def prepend_layout(L: Layout, x: Any = None, n: Any = None) -> Layout:
     x = Layout._make(1, 0) if x is None else _as_layout(x, "prepend")
     if n is None:
         return Layout._make((x._shape,) + s, (x._stride,) + d)
-    n = _pad_rank(n, "prepend rank")
-    k = max(0, n - len(s))
+    n = _pad_rank(n, "prepend rank", len(s))
+    k = n - len(s)
+    if k == 0:
+        return L
     return Layout._make((x._shape,) * k + s, (x._stride,) * k + d)
 
 

@@ -159,7 +159,8 @@ def test_idx2crd_crd2idx_examples():
     assert idx2crd(5, 7) == 5
     assert crd2idx((1, 2), (2, 3)) == 5
     # an integer coordinate against a tuple shape: the last mode takes the remainder
-    assert crd2idx(13, (3, 4)) == 13
+    with pytest.raises(OutOfDomainError):  # past the last mode: CuTe extends, layoutproof refuses
+        crd2idx(13, (3, 4))
     assert crd2idx((1, 5), (3, (2, 3))) == 1 + 3 * 5
     # with an explicit stride
     assert idx2crd(7, (2, 4), (1, 2)) == (1, 3)
@@ -261,7 +262,11 @@ def test_append_prepend():
     assert append((1, 2), 3) == (1, 2, 3)
     assert append(4, 5) == (4, 5)
     assert append((1,), None, 3) == (1, 1, 1)
-    assert append((1, 2, 3), 9, 2) == (1, 2, 3)
+    assert append((1, 2, 3), 9, 3) == (1, 2, 3)
+    with pytest.raises(MalformedLayoutError):  # CuTe: static_assert(N >= rank)
+        append((1, 2, 3), 9, 2)
+    with pytest.raises(MalformedLayoutError):
+        append((1, 2), 3, -4)
     assert prepend((1, 2), 0) == (0, 1, 2)
     assert prepend((1,), 7, 3) == (7, 7, 1)
     L = Layout((4, 2), (1, 4))
