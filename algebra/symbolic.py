@@ -38,7 +38,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from .errors import InadmissibleError, MalformedLayoutError, UndecidableConditionError, show
+from .errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError, show
 
 __all__ = [
     "symbols",
@@ -193,6 +193,8 @@ def parse_expr(text: str, names: Optional[Dict[str, Any]] = None) -> Any:
         if isinstance(n, ast.BinOp):
             a, b = walk(n.left, d), walk(n.right, d)
             op = type(n.op)
+            if op in (ast.Div, ast.FloorDiv, ast.Mod) and b.is_zero:
+                raise MalformedLayoutError(f"division by zero in {text!r:.80}")
             if op is ast.Add:
                 return a + b
             if op is ast.Sub:
@@ -232,7 +234,49 @@ def parse_expr(text: str, names: Optional[Dict[str, Any]] = None) -> Any:
                 return divides(*args)
         raise MalformedLayoutError(f"unsupported syntax in {text!r}: {ast.dump(n)[:60]}")
 
-    return walk(tree)
+    try:
+        return walk(tree)
+    except LayoutError:
+        raise
+    except (ZeroDivisionError, TypeError, ValueError, AttributeError, RecursionError) as e:
+        raise MalformedLayoutError(f"cannot read {text!r:.80}: {type(e).__name__}: {e}") from None
+
+
+def _check_condition(c: Any, given: Any) -> Any:
+    """``c`` if it is a condition (a relation, And/Or/Not of them, true/false) over integer
+    expressions; a relation with an exact quotient (``M / 2 == 3``) is rewritten without
+    it (``M == 6``), so the solver's integer division never changes its meaning."""
+    sp = _sympy()
+    if c is sp.true or c is sp.false:
+        return c
+    if not isinstance(c, sp.logic.boolalg.Boolean) or isinstance(c, sp.Symbol):
+        raise MalformedLayoutError(
+            f"{show(given)} is not a condition (it is the value {show(c)}); write a comparison such "
+            "as 'M % 4 == 0' or 'M >= 2'")
+    if c.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+        raise MalformedLayoutError(f"the condition {show(given)} divides by zero or is infinite")
+    if isinstance(c, (sp.And, sp.Or, sp.Not, sp.Implies)):
+        return c.func(*[_check_condition(a, given) for a in c.args])
+    if not isinstance(c, sp.core.relational.Relational):
+        raise MalformedLayoutError(f"{show(given)} is not a condition over integers ({type(c).__name__})")
+    for side in c.args:
+        if not isinstance(side, sp.Expr) or side.is_integer is False and side.is_Number:
+            if isinstance(side, sp.Expr) and side.is_Rational:
+                continue
+            raise MalformedLayoutError(f"the condition {show(given)} compares {show(side)}, not an integer")
+        for s in side.free_symbols:
+            if s.is_integer is not True:
+                raise MalformedLayoutError(
+                    f"the condition {show(given)} has the non-integer symbol {s}; use layoutproof.symbols()")
+    diff = c.lhs - c.rhs
+    num, den = sp.fraction(sp.together(diff))
+    if den == 1 or den.is_Number and int(den) == 1:
+        return c
+    if den.is_positive is not True:
+        raise MalformedLayoutError(
+            f"the condition {show(given)} divides by {den}, which is not known to be positive")
+    # lhs - rhs = num / den with den > 0: the relation holds iff num compares the same way with 0
+    return c.func(sp.expand(num), 0)
 
 
 def condition(c: Any) -> Any:
@@ -243,7 +287,7 @@ def condition(c: Any) -> Any:
     """
     sp = _sympy()
     if isinstance(c, str):
-        return parse_expr(c)
+        return _check_condition(parse_expr(c), c)
     if c is True:
         return sp.true
     if c is False:
@@ -253,7 +297,7 @@ def condition(c: Any) -> Any:
             "as sympy.Eq(M % 8, 0) or as layoutproof.divides(8, M)"
         )
     if isinstance(c, sp.logic.boolalg.Boolean):
-        return c
+        return _check_condition(c, c)
     raise MalformedLayoutError(f"a condition must be a string or a SymPy relation, got {show(c)}")
 
 
@@ -475,25 +519,66 @@ def decide(cond: Any, facts: Optional[tuple] = None, *, use_z3: bool = True,
         return Decision(cond, "int", seconds=0.0)
     c = condition(cond)
     fs = _FACTS.get() if facts is None else tuple(condition(f) for f in facts)
-    v = _sympy_value(c)
-    if v is not None and (v is True or not fs):
-        return Decision(v, "sympy", seconds=time.perf_counter() - t0, cond=c, facts=fs)
-    if not use_z3:
-        return Decision(v, "sympy", reason="not decided by SymPy", seconds=time.perf_counter() - t0,
-                        cond=c, facts=fs)
     tmo = get_timeout() if timeout_ms is None else timeout_ms
-    key = (c, fs, tmo)
-    hit = _CACHE.get(key)
-    if hit is not None:
-        return hit
-    from . import smt
+    from . import budget
 
-    d = smt.decide_z3(c, fs, tmo)
+    budget.check()
+    try:
+        # one decision, SymPy's simplification included, within twice the per-call limit
+        with budget.deadline(2 * tmo / 1000.0) as mine:
+            v = _sympy_value(c)
+            if v is not None and (v is True or not fs):
+                return Decision(v, "sympy", seconds=time.perf_counter() - t0, cond=c, facts=fs)
+            if not use_z3:
+                return Decision(v, "sympy", reason="not decided by SymPy", seconds=time.perf_counter() - t0,
+                                cond=c, facts=fs)
+            key = (c, fs, tmo)
+            hit = _CACHE.get(key)
+            if hit is not None:
+                return _choice_point(hit) if facts is None else hit
+            from . import smt
+
+            d = smt.decide_z3(c, fs, tmo)
+    except budget.BudgetExceeded as e:
+        if e.at != mine:  # an enclosing deadline: the whole call is out of time
+            raise
+        d = Decision(None, "z3", reason="timeout", cond=c, facts=fs)
     d.seconds = time.perf_counter() - t0
-    if len(_CACHE) > _CACHE_MAX:
-        _CACHE.clear()
-    _CACHE[key] = d
-    return d
+    if d.reason != "timeout":  # a timeout depends on the time left; never cache it
+        if len(_CACHE) > _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[key] = d
+    return _choice_point(d) if facts is None else d
+
+
+# --- symbolic-execution hook (layoutproof.proofs.symexec drives it; keep it tiny) ---
+_EXPLORER: contextvars.ContextVar[Any] = contextvars.ContextVar("layoutproof_explorer", default=None)
+
+
+@contextmanager
+def exploring(explorer: Any) -> Iterator[Any]:
+    """Inside the block, a condition the active facts leave undecided (``decide`` under
+    the active facts, hence ``require``, ``holds`` and the symbolic operations' tests) is a
+    choice point: ``explorer.branch(cond, decision)`` returns the outcome to follow (True or
+    False), and that outcome is added to the active facts for the rest of the block."""
+    tok = _EXPLORER.set(explorer)
+    ftok = _FACTS.set(_FACTS.get())
+    try:
+        yield explorer
+    finally:
+        _FACTS.reset(ftok)
+        _EXPLORER.reset(tok)
+
+
+def _choice_point(d: "Decision") -> "Decision":
+    ex = _EXPLORER.get()
+    if ex is None or d.value is not None or d.cond is None:
+        return d
+    out = bool(ex.branch(d.cond, d))
+    fact = d.cond if out else _sympy().Not(d.cond)
+    _FACTS.set(_FACTS.get() + (fact,))
+    return Decision(out, "branch", cond=d.cond, facts=d.facts)
+# --- end of the symbolic-execution hook ---
 
 
 def _facts_text(fs: tuple) -> str:
@@ -515,6 +600,8 @@ def require(cond: Any, *, op: str, condition_name: str, where: str = "", witness
     d = decide(cond)
     if d.value is True:
         return
+    if d.value is False:
+        d = _confirmed(d)
     text = pretty(d.cond if d.cond is not None else cond)
     place = f" of {where}" if where else ""
     if d.value is False:
@@ -534,6 +621,65 @@ def require(cond: Any, *, op: str, condition_name: str, where: str = "", witness
     msg += f" -- state it with layoutproof.assuming({_as_python(d.cond if d.cond is not None else cond)!r})"
     c = d.cond if d.cond is not None else cond
     raise UndecidableConditionError(msg, condition=_as_python(c), expr=c, counterexample=d.counterexample)
+
+
+def exact_value(e: Any, assignment: Dict[str, int]) -> Any:
+    """``e`` (a SymPy expression or condition) at ``assignment`` (name -> int), evaluated
+    exactly by SymPy: a number, ``True``/``False``, or None when a symbol has no value or
+    the value is undefined (a division by zero)."""
+    sp = _sympy()
+    if type(e) is bool or type(e) is int:
+        return e
+    try:
+        m = {x: sp.Integer(assignment[x.name]) for x in e.free_symbols if x.name in assignment}
+        if len(m) < len(e.free_symbols):
+            return None
+        v = e.xreplace(m)
+    except (ZeroDivisionError, TypeError, ValueError, KeyError, AttributeError):
+        return None
+    if v is sp.true:
+        return True
+    if v is sp.false:
+        return False
+    if isinstance(v, sp.Expr) and v.is_Number and v.is_finite:
+        return int(v) if v.is_Integer else v
+    return None
+
+
+def complete_assignment(assignment: Optional[Dict[str, int]], syms: Any, facts: tuple,
+                        timeout_ms: Optional[int] = None) -> Optional[Dict[str, int]]:
+    """``assignment`` extended with values for the other symbols of ``syms`` (and of the
+    facts) such that every fact holds, checked exactly; None when none is found."""
+    asg = dict(assignment or {})
+    want = {x for x in syms} | {x for f in facts for x in f.free_symbols}
+    if any(x.name not in asg for x in want):
+        from . import smt
+
+        try:
+            m = smt.model_of(facts, want, asg, get_timeout() if timeout_ms is None else timeout_ms)
+        except LayoutError:
+            m = None
+        if m is None:
+            return None
+        asg = m
+    if all(exact_value(f, asg) is True for f in facts):
+        return asg
+    return None
+
+
+def _confirmed(d: Decision) -> Decision:
+    """A refutation whose assignment, substituted exactly, satisfies every fact and
+    violates the condition; otherwise the decision becomes unknown (a solver's word alone
+    never makes a refutation)."""
+    c = d.cond
+    if c is None:
+        return d
+    asg = complete_assignment(d.counterexample, c.free_symbols, d.facts)
+    if asg is not None and exact_value(c, asg) is False:
+        return Decision(False, d.method, counterexample=asg, reason=d.reason, seconds=d.seconds,
+                        cond=c, facts=d.facts)
+    return Decision(None, d.method, reason="the solver's refutation is not confirmed by exact evaluation",
+                    seconds=d.seconds, cond=c, facts=d.facts)
 
 
 def holds(cond: Any) -> bool:
