@@ -512,7 +512,11 @@ def downcast(layout: Layout, n: Any) -> Layout:
     leaf ``s:1`` becomes ``s*n:1`` (the ``n`` parts of each element are adjacent) and
     every other stride is multiplied by ``n``.
 
-    Condition: exactly one leaf has stride 1 and none has stride -1.  C++ asserts only that
+    Condition: exactly one leaf of extent > 1 has stride 1 and none has stride -1; size-1
+    leaves carry no elements and are ignored, and where the condition fails a size-1 leaf,
+    if there is one, holds the ``n`` parts instead (``(1,4):(0,2)`` by 2 is
+    ``(2,4):(1,4)``, where C++ asserts; every other stride is multiplied by ``n``, which is
+    right for any strides).  C++ asserts only that
     a stride-1 leaf exists ("Downcast requires adjacent elements") and multiplies every
     ``+-1`` leaf, which is wrong for two of them (``(4,2):(1,1)`` by 2 gives
     ``(8,4):(1,1)``, which reaches offset 10, outside the parts [0, 10) of the elements)
@@ -537,8 +541,17 @@ def downcast(layout: Layout, n: Any) -> Layout:
     if n == 1:
         return layout
     fs, fd = layout._flat()
-    units = [k for k, d in enumerate(fd) if d == 1]
-    negs = [k for k, d in enumerate(fd) if d == -1]
+    # size-1 leaves carry no elements: their strides never matter, and one of them can hold
+    # the n parts of each element when no leaf of extent > 1 has stride 1
+    units = [k for k, (s, d) in enumerate(zip(fs, fd)) if d == 1 and s > 1]
+    negs = [k for k, (s, d) in enumerate(zip(fs, fd)) if d == -1 and s > 1]
+    if negs or len(units) != 1:
+        ones = [k for k, s in enumerate(fs) if s == 1]
+        if ones:
+            u = next((k for k in ones if fd[k] == 1), ones[0])
+            out_s = [s * n if k == u else s for k, s in enumerate(fs)]
+            out_d = [1 if k == u else d * n for k, d in enumerate(fd)]
+            return _rebuild(layout, out_s, out_d)
     naive_s = [s * n if d in (1, -1) else s for s, d in zip(fs, fd)]
     naive_d = [d if d in (1, -1) else d * n for d in fd]
     if negs or len(units) != 1:
@@ -561,7 +574,9 @@ def downcast(layout: Layout, n: Any) -> Layout:
         raise InadmissibleError(f"{cond}: {why}" + (f"; C++'s {naive} is wrong at coordinate {w}"
                                                      if w is not None and (units or negs) else ""),
                                 condition=cond, witness=w)
-    return _rebuild(layout, naive_s, naive_d)
+    u = units[0]
+    return _rebuild(layout, [s * n if k == u else s for k, s in enumerate(fs)],
+                    [d if k == u else d * n for k, d in enumerate(fd)])
 
 
 def _downcast_witness(L: Layout, naive: Layout, n: int) -> Optional[int]:

@@ -19,7 +19,7 @@ import functools
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple, TypeVar
 
-from .errors import LayoutError, MalformedLayoutError, OutOfDomainError, show
+from .errors import InadmissibleError, LayoutError, MalformedLayoutError, OutOfDomainError, show
 from .inttuple import (
     MAX_DEPTH,
     IntTuple,
@@ -58,6 +58,8 @@ __all__ = [
     "get",
     "slice_and_offset",
     "slice_",
+    "EVAL_LIMIT",
+    "check_enumerable",
 ]
 
 
@@ -79,6 +81,26 @@ class Underscore:
 
 
 _ = Underscore()
+
+
+# ----------------------------------------------------------------------------- size limits
+# The most values an enumerating function (eval_all and everything built on it) produces:
+# 2**26 int64 values are 512 MiB.  Larger domains are refused before any work is done;
+# raise it (layoutproof.layout.EVAL_LIMIT = ...) where the memory is there.
+EVAL_LIMIT = 1 << 26
+
+
+def check_enumerable(n: int, what: str) -> None:
+    """Refuse, before any work, to enumerate a domain of ``n`` values beyond EVAL_LIMIT
+    (an InadmissibleError naming the size and the limit)."""
+    if n > EVAL_LIMIT:
+        raise InadmissibleError(
+            f"{what}: the domain has {n if n < 10**30 else f'about 2**{n.bit_length() - 1}'} "
+            f"values, more than the enumeration limit EVAL_LIMIT = {EVAL_LIMIT} "
+            "(layoutproof.layout.EVAL_LIMIT)",
+            condition="enumeration size limit",
+            witness=None,
+        )
 
 
 # ----------------------------------------------------------------------------- validation
@@ -412,6 +434,7 @@ class Layout:
                 f"eval_all needs integer leaves; {self} is symbolic -- substitute values first "
                 "(Layout.subs(M=64)) or use Layout.expr()"
             )
+        check_enumerable(self.size, f"eval_all of {_fmt(self._shape)}" if self.rank <= 8 else "eval_all")
         import numpy as np
 
         fs, fd = self._flat()

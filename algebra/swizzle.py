@@ -934,12 +934,17 @@ def _compose_layout_swizzle(L: Layout, sw: Swizzle) -> Any:
     try:
         cand_sw = make_swizzle(y, z)
     except MalformedLayoutError:
+        plain, w = _plain_composite(L, sw)
+        if plain is not None:
+            return plain
         raise InadmissibleError(
             f"composition({L}, {sw}): the swizzle does not pass through the layout: "
             f"L(yyy) = {y:#b} and L(zzz) = {z:#b} are not the fields of a swizzle "
-            "(C++'s make_swizzle static_assert)",
+            "(C++'s make_swizzle static_assert)"
+            + (f", and no layout reproduces c -> L(sw(c)): it stops being one at c = {w}"
+               if w is not None else ""),
             condition="swizzle passes through the layout",
-            witness=None,
+            witness=w,
         ) from None
     cand = _recompose(cand_sw, 0, L)
     n = L.size
@@ -950,6 +955,9 @@ def _compose_layout_swizzle(L: Layout, sw: Swizzle) -> Any:
             c = 1 << j
             truth = L._eval_int(sw(c))
             if cand(c) != truth:
+                plain, _w = _plain_composite(L, sw)
+                if plain is not None:
+                    return plain
                 _fail_commute(L, sw, cand, c, truth)
         return cand
     if n > VERIFY_LIMIT:
@@ -965,8 +973,48 @@ def _compose_layout_swizzle(L: Layout, sw: Swizzle) -> Any:
     bad = np.flatnonzero(got != truth)
     if bad.size:
         w = int(bad[0])
+        plain, _w = _plain_composite(L, sw)
+        if plain is not None:
+            return plain
         _fail_commute(L, sw, cand, w, int(truth[w]))
     return cand
+
+
+def _plain_composite(L: Layout, sw: Swizzle) -> Tuple[Optional[Layout], Optional[int]]:
+    """Decide exactly whether ``c -> L̂(sw(c))`` on L's domain is a plain layout.
+
+    Evaluates it on ``[0, size(L))`` (up to VERIFY_LIMIT values) and recognises it: first
+    as a layout of L's own shape (the strides are the values at the unit coordinates),
+    then as any layout (``ops._recognize``: the first mode of a coalesced layout is forced
+    by the values, so the greedy recognition finds a layout whenever one exists).  Every
+    answer is checked against the values at every coordinate before it is returned.
+    Returns the layout, or None and the first coordinate no layout can match (None when
+    the domain is too large or L has coordinate strides: undecided).
+    """
+    n = L.size
+    fs, fd = L._flat()
+    if n > VERIFY_LIMIT or any(type(d) is not int for d in fd):
+        return None, None
+    import numpy as np
+
+    from .ops import _coalesce_flat, _recognize
+
+    v = _ext_layout_at(L, sw._apply_np(_arange(n, n)))
+    if v.dtype != object and v.size and max(abs(int(v.min())), abs(int(v.max()))) * n >= 1 << 62:
+        v = v.astype(object)  # the recognition multiplies values by indices
+    units = [int(v[p]) if s > 1 else 0 for s, p in zip(fs, _flatten(_prefix_product(fs)))]
+    cand = Layout._make(L._shape, _unflatten(tuple(units), L._stride) if type(L._shape) is tuple
+                        else units[0])
+    if np.array_equal(cand.eval_all(), v):
+        return cand, None
+    rec, w = _recognize(v)
+    if rec is None:
+        return None, w
+    cs, cd = _coalesce_flat(tuple(rec[0]), tuple(rec[1]))
+    R = Layout._make(cs[0], cd[0]) if len(cs) == 1 else Layout._make(tuple(cs), tuple(cd))
+    if not np.array_equal(R.eval_all(), v):  # _recognize checks this too; belt and braces
+        return None, None
+    return R, None
 
 
 def _fail_commute(L: Layout, sw: Swizzle, cand: Any, w: int, truth: int) -> None:
@@ -992,8 +1040,12 @@ def _compose_layout_composed(L: Layout, C: ComposedLayout) -> Any:
 
     LA = composition(L, C._a)
     if isinstance(LA, Layout):
-        return composition(LA, C._b)
-    R = _recompose(LA._a, LA._o, composition(LA._b, C._b))
+        R = composition(LA, C._b)
+        if isinstance(C._a, Swizzle) and C._a.is_identity():
+            return R  # LA is L itself, extension included
+        # a plain L o A (decided on L's domain): checked below like the composed case
+    else:
+        R = _recompose(LA._a, LA._o, composition(LA._b, C._b))
     # composition(L, A) was checked on [0, size(L)); B's image must stay inside it
     fs, fd = C._b._flat()
     lo = sum((s - 1) * d for s, d in zip(fs, fd) if d < 0)
@@ -1282,6 +1334,9 @@ class F2Layout:
         >>> F2Layout((2, 2), (3, 1)).eval_all().tolist()
         [0, 3, 1, 2]
         """
+        from .layout import check_enumerable
+
+        check_enumerable(self.size, "eval_all of an F2 layout")
         import numpy as np
 
         fs, fd = self._L._flat()
