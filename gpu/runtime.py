@@ -1,4 +1,5 @@
-"""The CuPy runtime of the proven GEMM: ``gemm``, the compile cache and the autotuner.
+"""The CuPy runtime of the proven GEMM: ``gemm``, launch plans, the compile cache and the
+autotuner.
 
 ``gemm(a, b)`` multiplies two 2-D CuPy arrays (f16 or bf16, any strides) with a kernel
 that :func:`layoutproof.gpu.codegen.generate` built and proved.  The operands' memory
@@ -8,10 +9,17 @@ kernel's 16-byte contract (a leading dimension not a multiple of 8 elements, a b
 pointer not 16-byte aligned, a non-unit inner stride) are copied once into a padded,
 aligned buffer -- a correct, slower path whose cost is one pass over that operand.
 
-Caches: generated kernels (source + proof log) in memory and on disk
+The host path: the first call for an argument signature builds a :class:`GemmPlan`
+(checks, the kernel choice of :func:`~layoutproof.gpu.plan.choose_config`, the kernel,
+launch geometry, the packed parameters); later calls update the base pointers (a TMA
+descriptor is re-encoded only for a base address the plan has not seen) and launch through
+``cuLaunchKernel`` on the current stream -- also inside a CUDA graph capture.
+
+Caches: plans in memory; generated kernels (source + proof log) in memory and on disk
 (``$LAYOUTPROOF_CACHE`` or ``~/.cache/layoutproof``, keyed by the generator's own source
 hash, the config and the variant); compiled modules in memory (and CuPy's own on-disk
-cache, keyed by the source).  CuPy is imported only when a GPU function is called.
+cache, keyed by the source); autotuner results on disk (``autotune.json``).  CuPy is
+imported only when a GPU function is called.
 """
 
 from __future__ import annotations
@@ -25,9 +33,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .config import GemmConfig, GemmProblem
 from .errors import GemmInputError, NoGPUError
+from .plan import ParamBuffer, choose_config, hopper_candidates, operand_layout, warn_slow_path
 
-__all__ = ["gemm", "compile_kernel", "autotune", "cache_dir", "DEFAULT_CONFIGS", "kernel_for",
-           "gpu_available", "last_launch"]
+__all__ = ["gemm", "gemm_plan", "GemmPlan", "compile_kernel", "autotune", "cache_dir",
+           "DEFAULT_CONFIGS", "kernel_for", "gpu_available", "last_launch"]
 
 DEFAULT_CONFIG = GemmConfig()
 # the autotuner's candidates (all proven when first generated)
@@ -58,7 +67,8 @@ def _sm90_configs() -> Tuple[Any, ...]:
                  Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws"),
                  Sm90Config(bm=128, bn=256, stages=4, loader="tma"),
                  Sm90Config(bm=256, bn=128, stages=4, loader="tma")) + cands
-    return cands
+    # the default rule's candidates too: tuning never picks worse than the rule could
+    return cands + tuple(c for c in hopper_candidates(tma_available()) if c not in cands)
 
 
 _KERNELS: Dict[Tuple[Any, GemmProblem], Any] = {}      # -> GemmKernel
@@ -192,36 +202,6 @@ def _dtype_name(x: Any) -> str:
     return _DT.get(str(x.dtype), str(x.dtype))
 
 
-def _major(x: Any, rows: str, cols: str) -> Tuple[str, int, Any]:
-    """(contiguous dimension name, leading dimension, array) for a 2-D operand, copying it
-    into a padded aligned buffer when it breaks the kernel's 16-byte contract."""
-    cupy = _cupy()
-    it = x.itemsize
-    r, c = x.shape
-    s0, s1 = x.strides
-    if s1 == it and s0 % it == 0 and s0 // it >= max(c, 1):
-        major, ld = cols, s0 // it
-    elif s0 == it and s1 % it == 0 and s1 // it >= max(r, 1):
-        major, ld = rows, s1 // it
-    elif r == 1 or c == 1:
-        major, ld = cols, c
-    else:
-        major, ld = cols, -1
-    aligned = x.data.ptr % 16 == 0 and ld > 0 and ld % 8 == 0
-    if not aligned or (r == 1 and c == 1):
-        # the correct slower path: one copy into a padded, aligned buffer
-        if major == cols:
-            ldp = max(8, -(-c // 8) * 8)
-            buf = cupy.zeros((r, ldp), dtype=x.dtype)
-            buf[:, :c] = x
-            return cols, ldp, buf
-        ldp = max(8, -(-r // 8) * 8)
-        buf = cupy.zeros((c, ldp), dtype=x.dtype)
-        buf[:, :r] = x.T
-        return rows, ldp, buf
-    return major, ld, x
-
-
 _DEVICE_FACTS: Dict[int, Tuple[str, str]] = {}
 
 
@@ -271,32 +251,6 @@ def tma_available() -> bool:
     return True
 
 
-def _tensor_map(x: Any, inner: int, outer: int, ld: int, dt: str) -> Any:
-    """A CUtensorMap (as a 128-byte numpy scalar, passed by value as the kernel's
-    ``__grid_constant__`` parameter) for a 2-D operand: ``inner`` contiguous elements per
-    row, ``outer`` rows ``ld`` elements apart; 64x64 boxes, 128-byte swizzle, zero fill
-    outside the tensor (the M, N, K tails)."""
-    import numpy as np
-    from cuda.bindings import driver
-
-    dtype = (driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16 if dt == "f16"
-             else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16)
-    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
-    err, tmap = driver.cuTensorMapEncodeTiled(
-        dtype, u32(2), x.data.ptr, [u64(inner), u64(outer)], [u64(ld * 2)], [u32(64), u32(64)],
-        [u32(1), u32(1)],
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise GemmInputError(f"gemm: cuTensorMapEncodeTiled failed ({err}) for a {outer}x{inner} "
-                             f"operand with leading dimension {ld}")
-    raw = np.array([int(v) for v in tmap.opaque], dtype=np.uint64)
-    return raw.view(np.dtype({"names": [f"w{i}" for i in range(16)],
-                              "formats": [np.uint64] * 16}))[0]
-
-
 def _check(a: Any, b: Any, dtype: Optional[str]) -> Tuple[str, Any]:
     cupy = _cupy()
     for nm, x in (("a", a), ("b", b)):
@@ -341,6 +295,352 @@ def _out_dtype(cupy: Any, name: str, like: Any) -> Any:
         return like.dtype   # raw bf16 bits in a 2-byte array (dtype='bf16' reinterpretation)
 
 
+# ============================================================================ plans
+def _padded_copy(x: Any, cols_major: bool) -> Any:
+    """``x`` (2-D) copied into a 16-byte-aligned buffer whose leading dimension is a
+    multiple of 8 elements: row-major when ``cols_major``, else column-major (returned as
+    the (cols, ldp) row-major buffer holding ``x.T``)."""
+    cupy = _cupy()
+    r, c = x.shape
+    if cols_major:
+        buf = cupy.zeros((r, max(8, -(-c // 8) * 8)), dtype=x.dtype)
+        buf[:, :c] = x
+    else:
+        buf = cupy.zeros((c, max(8, -(-r // 8) * 8)), dtype=x.dtype)
+        buf[:, :r] = x.T
+    return buf
+
+
+class _Operand:
+    """One kernel operand of a plan: where it comes from, its layout and, for TMA, its
+    tensor-map encoder with a small cache of maps by base address."""
+
+    __slots__ = ("src", "transposed", "rows", "cols", "cols_major", "ld", "copy", "major",
+                 "tma_args", "maps", "current")
+
+    def __init__(self, src: Any, transposed: bool, rows: int, cols: int, names: Tuple[str, str],
+                 itemsize: int) -> None:
+        s0, s1 = src.strides
+        if transposed:
+            s0, s1 = s1, s0
+        where, ld, copy = operand_layout(rows, cols, s0, s1, itemsize, src.data.ptr)
+        self.src, self.transposed, self.rows, self.cols = src, transposed, rows, cols
+        self.cols_major = where == "cols"
+        if copy:
+            ld = max(8, -(-(cols if self.cols_major else rows) // 8) * 8)
+        self.ld, self.copy = ld, copy
+        self.major = names[1] if self.cols_major else names[0]
+        self.tma_args: Optional[Tuple[Any, ...]] = None
+        self.maps: Dict[int, Any] = {}
+        self.current = -1
+
+    def array(self, x: Any) -> Any:
+        """The array the kernel reads for the call's operand ``x`` (a padded copy on the
+        copy path)."""
+        v = x.T if self.transposed else x
+        return _padded_copy(v, self.cols_major) if self.copy else v
+
+    def prepare_tma(self, dt: str, k: int, mn: int) -> None:
+        """Build the encoder's constant arguments (``k`` and ``mn`` are the operand's K and
+        M-or-N extents): 64x64 boxes, 128-byte swizzle, zero fill outside the tensor."""
+        from cuda.bindings import driver
+
+        kmajor = self.major == "k"
+        inner, outer = (k, mn) if kmajor else (mn, k)
+        u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+        dtype = (driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16 if dt == "f16"
+                 else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16)
+        self.tma_args = (driver, dtype, u32(2), [u64(inner), u64(outer)], [u64(self.ld * 2)],
+                         [u32(64), u32(64)], [u32(1), u32(1)],
+                         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+                         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+                         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+                         inner, outer)
+
+    def tensor_map(self, ptr: int) -> Any:
+        """The 128 bytes of the tensor map for base address ``ptr`` (encoded on first use of
+        that address; every other encoder input is fixed by the plan)."""
+        m = self.maps.get(ptr)
+        if m is not None:
+            return m
+        import numpy as np
+
+        (driver, dtype, rank, dims, strides, box, estr, il, sw, l2, oob, inner,
+         outer) = self.tma_args   # type: ignore[misc]
+        err, tmap = driver.cuTensorMapEncodeTiled(dtype, rank, ptr, dims, strides, box, estr,
+                                                  il, sw, l2, oob)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise GemmInputError(f"gemm: cuTensorMapEncodeTiled failed ({err}) for a "
+                                 f"{outer}x{inner} operand with leading dimension {self.ld}")
+        m = np.array([int(v) for v in tmap.opaque], dtype=np.uint64).view(np.uint8)
+        if len(self.maps) >= 64:   # activations cycle through a few buffers; bound the cache
+            self.maps.clear()
+        self.maps[ptr] = m
+        return m
+
+
+class GemmPlan:
+    """Everything one GEMM launch needs, decided once for operands of a given shape,
+    strides, dtype, device and 16-byte alignment: the checked inputs, the kernel (chosen by
+    :func:`~layoutproof.gpu.plan.choose_config` unless given, generated, proven, compiled),
+    the launch geometry, and a packed parameter block whose TMA descriptors are re-encoded
+    only when an operand's base address changes (and kept per address).  Calling the plan
+    rewrites the changed parameters and issues one ``cuLaunchKernel`` on the current CuPy
+    stream, so it can be captured in a CUDA graph.
+
+    ``gemm`` keeps one plan per argument signature; :func:`gemm_plan` returns one to keep.
+
+    Raises:
+        GemmInputError: as :func:`gemm`; calling a plan with arrays of another shape,
+            strides, dtype, device or alignment class.
+    """
+
+    def __init__(self, a: Any, b: Any, out: Any = None, *, config: Any = None,
+                 out_dtype: Optional[str] = None, dtype: Optional[str] = None,
+                 path: str = "auto") -> None:
+        import threading
+
+        import numpy as np
+
+        dt, cupy = _check(a, b, dtype)
+        self._cupy = cupy
+        M, K = a.shape
+        N = b.shape[1]
+        dev = cupy.cuda.runtime.getDevice()
+        for nm, x in (("a", a), ("b", b)):
+            if x.data.device_id != dev:
+                raise GemmInputError(f"gemm: {nm} is on device {x.data.device_id} but the current "
+                                     f"device is {dev} (use `with cupy.cuda.Device(...)`)")
+        if out is not None:
+            if not isinstance(out, cupy.ndarray) or out.shape != (M, N):
+                raise GemmInputError(f"gemm: out must be a cupy array of shape {(M, N)}, got "
+                                     f"{getattr(out, 'shape', type(out).__name__)}")
+            if out.data.device_id != dev:
+                raise GemmInputError(f"gemm: out is on device {out.data.device_id} but the "
+                                     f"current device is {dev}")
+            od = out_dtype or ({"float16": "f16", "float32": "f32"}.get(str(out.dtype))
+                               or ("bf16" if str(out.dtype) == "bfloat16" or dt == "bf16" else None))
+            if od is None:
+                raise GemmInputError(f"gemm: out has dtype {out.dtype}; float16, bfloat16 or float32")
+        else:
+            od = out_dtype or dt
+        if od not in ("f16", "bf16", "f32"):
+            raise GemmInputError(f"gemm: out_dtype={od!r} must be 'f16', 'bf16' or 'f32'")
+        self.out_dtype = _out_dtype(cupy, od, a)
+        it = np.dtype(self.out_dtype).itemsize
+        if out is not None and np.dtype(out.dtype).itemsize != it:
+            raise GemmInputError(f"gemm: out has dtype {out.dtype} but out_dtype={od!r} "
+                                 f"stores {it}-byte elements")
+        # the output's layout: row-major (computed as is), column-major (C^T = B^T A^T with
+        # the operands' roles swapped), anything else (a row-major temporary, then copied)
+        orient = "row"
+        if out is not None:
+            s0, s1 = out.strides
+            if s1 == it and s0 % it == 0 and s0 // it >= N:
+                orient = "row"
+            elif s0 == it and s1 % it == 0 and s1 // it >= M:
+                orient = "col"
+            else:
+                orient = "copy"
+        self.orient = orient
+        swap = orient == "col"
+        m, n = (N, M) if swap else (M, N)
+        self.m, self.n, self.k = m, n, K
+        self.shape = (M, N)
+        self._a_sig = (type(a), a.shape, a.strides, a.dtype, a.data.ptr % 16 == 0, dev)
+        self._b_sig = (type(b), b.shape, b.strides, b.dtype, b.data.ptr % 16 == 0, dev)
+        self._out_sig = None if out is None else (type(out), out.shape, out.strides, out.dtype, dev)
+        self._order = "F" if swap else "C"
+        itin = a.itemsize
+        A = _Operand(b if swap else a, True if swap else False, m, K, ("m", "k"), itin)
+        B = _Operand(a if swap else b, True if swap else False, K, n, ("k", "n"), itin)
+        self._swap = swap
+        self._A, self._B = A, B
+        use90 = _use_wgmma(cupy, config, path)
+        prob = GemmProblem(a_major=A.major, b_major=B.major, dtype=dt, out_dtype=od)
+        if config is None:
+            tma = tma_available()
+            if use90 and not tma:
+                warn_slow_path("tma", "layoutproof.gpu.gemm: cuda-python (cuda.bindings.driver) is "
+                                      "not installed, so the Hopper kernel loads with cp.async "
+                                      "instead of TMA (slower); pip install 'layoutproof[gpu]'")
+            cfg = choose_config(m, n, K, prob, hopper=use90, tma=tma, sms=_sm_count(cupy))
+        elif config == "auto":
+            cfg = autotune(m, n, K, problem=prob, path="wgmma" if use90 else "mma.sync")
+        elif isinstance(config, GemmConfig) or type(config).__name__ == "Sm90Config":
+            cfg = config
+        else:
+            raise GemmInputError(f"gemm: config must be a GemmConfig, an Sm90Config, 'auto' or "
+                                 f"None, got {config!r}")
+        self.config, self.problem = cfg, prob
+        kern = kernel_for(cfg, prob)
+        rk = compile_kernel(kern)
+        self.kernel = kern
+        self._rk = rk
+        self.tma = getattr(cfg, "loader", "") == "tma"
+        ws = getattr(cfg, "schedule", "") == "ws"
+        if self.tma:
+            if not tma_available():
+                raise GemmInputError("gemm: Sm90Config(loader='tma') needs cuda-python "
+                                     "(cuda.bindings.driver) to encode tensor maps; use "
+                                     "loader='cp.async' or install cuda-python")
+            A.prepare_tma(dt, K, m)
+            B.prepare_tma(dt, K, n)
+        ldc = N if orient != "col" else M
+        if out is not None and orient != "copy":
+            ldc = (out.strides[0] if orient == "row" else out.strides[1]) // it
+        self._ldc = ldc
+        # c_vec: vector stores when ldc and C's base allow them (ws: 16-byte row vectors)
+        self._cvec_align = 16 if ws else 2 * it
+        self._cvec_ld = (ldc * it) % 16 == 0 if ws else ldc % 2 == 0
+        grid = kern.grid(m, n)
+        if ws:                                     # persistent: at most one CTA per SM
+            cl = cfg.cluster                       # clusters of `cl` CTAs share a tile column
+            grid_m, grid_n = -(-m // cfg.bm), -(-n // cfg.bn)
+            units = -(-grid_m // cl) * grid_n
+            grid = (cl * max(1, min(units, _sm_count(cupy) // cl)), 1, 1)
+        self.grid = tuple(int(g) for g in grid)
+        self.threads = int(kern.threads)
+        self.smem = int(kern.smem_bytes)
+        if self.tma:
+            kinds = ["tmap", "tmap", "ptr", "i32", "i32", "i32", "i64", "i32"]
+            statics = {3: m, 4: n, 5: K, 6: ldc}
+            self._ic = 2
+        else:
+            kinds = ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i64", "i64", "i64", "i32"]
+            statics = {3: m, 4: n, 5: K, 6: A.ld, 7: B.ld, 8: ldc}
+            self._ic = 2
+        self._pb = ParamBuffer(kinds)
+        for i, v in statics.items():
+            self._pb.set(i, v)
+        self._icv = len(kinds) - 1
+        launch = getattr(getattr(cupy.cuda, "driver", None), "launchKernel", None)
+        self._launch_kernel = launch
+        self._fn = int(rk.kernel.ptr) if launch is not None else 0
+        self._lock = threading.Lock()
+        self._info = dict(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K, plan=self)
+
+    # ------------------------------------------------------------------ calls
+    def __call__(self, a: Any, b: Any, out: Any = None) -> Any:
+        """C = A @ B for operands like the ones the plan was made for (checked); ``out``
+        like the plan's (None: a new array)."""
+        try:
+            dev = self._a_sig[-1]
+            sa = (type(a), a.shape, a.strides, a.dtype, a.data.ptr % 16 == 0, a.data.device_id)
+            sb = (type(b), b.shape, b.strides, b.dtype, b.data.ptr % 16 == 0, b.data.device_id)
+            so = None if out is None else (type(out), out.shape, out.strides, out.dtype,
+                                           out.data.device_id)
+        except AttributeError:
+            raise GemmInputError(f"GemmPlan: a, b (and out) must be cupy arrays, got "
+                                 f"{type(a).__name__}, {type(b).__name__}") from None
+        for nm, got, want in (("a", sa, self._a_sig), ("b", sb, self._b_sig)):
+            if got != want:
+                raise GemmInputError(
+                    f"GemmPlan: {nm} (shape {got[1]}, strides {got[2]}, {got[3]}, 16-byte "
+                    f"aligned {got[4]}, device {got[5]}) differs from the plan's (shape "
+                    f"{want[1]}, strides {want[2]}, {want[3]}, 16-byte aligned {want[4]}, "
+                    f"device {want[5]}): make a plan for it")
+        if so is not None and self._out_sig is not None and so != self._out_sig:
+            raise GemmInputError(f"GemmPlan: out (shape {so[1]}, strides {so[2]}, {so[3]}) "
+                                 f"differs from the plan's (shape {self._out_sig[1]}, strides "
+                                 f"{self._out_sig[2]}, {self._out_sig[3]})")
+        if so is not None and self._out_sig is None:
+            fresh = self._cupy.empty(self.shape, self.out_dtype, order=self._order)
+            if so[1:4] != (fresh.shape, fresh.strides, fresh.dtype) or so[4] != dev:
+                raise GemmInputError(f"GemmPlan: the plan was made for a new {self._order}-order "
+                                     f"output; out (shape {so[1]}, strides {so[2]}, {so[3]}) "
+                                     f"is not one")
+        return self._run(a, b, out)
+
+    def _run(self, a: Any, b: Any, out: Any) -> Any:
+        """The launch, for arguments already known to match the plan."""
+        cupy = self._cupy
+        if out is None:
+            out = cupy.empty(self.shape, self.out_dtype, order=self._order)
+        target = out
+        if self.orient == "copy":
+            target = cupy.empty(self.shape, self.out_dtype)
+        A, B = self._A, self._B
+        xa, xb = (b, a) if self._swap else (a, b)
+        keep = None
+        if A.copy or B.copy:            # the slower path: padded copies (kept until launch)
+            xa, xb = A.array(xa), B.array(xb)
+            keep = (xa, xb)
+        pa, pb_, pc = xa.data.ptr, xb.data.ptr, target.data.ptr
+        cvec = int(self._cvec_ld and pc % self._cvec_align == 0)
+        pbuf = self._pb
+        with self._lock:
+            if self.tma:
+                if pa != A.current:
+                    pbuf.set(0, A.tensor_map(pa))
+                    A.current = pa
+                if pb_ != B.current:
+                    pbuf.set(1, B.tensor_map(pb_))
+                    B.current = pb_
+            else:
+                pbuf.set(0, pa)
+                pbuf.set(1, pb_)
+            pbuf.set(self._ic, pc)
+            pbuf.set(self._icv, cvec)
+            if self._launch_kernel is not None:
+                g = self.grid
+                self._launch_kernel(self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem,
+                                    cupy.cuda.get_current_stream().ptr, pbuf.address, 0)
+            else:
+                self._rk(self.grid, (self.threads, 1, 1), self._args(xa, xb, target, cvec),
+                         shared_mem=self.smem)
+        del keep
+        if self.orient == "copy":
+            out[...] = target
+        last_launch.update(self._info)
+        return out
+
+    def _args(self, xa: Any, xb: Any, target: Any, cvec: int) -> Tuple[Any, ...]:
+        """The argument tuple for CuPy's own launcher (where its driver module lacks
+        ``launchKernel``)."""
+        import numpy as np
+
+        i32, i64 = np.int32, np.int64
+        if self.tma:
+            rec = np.dtype({"names": [f"w{i}" for i in range(16)], "formats": [np.uint64] * 16})
+            ta = self._A.tensor_map(xa.data.ptr).view(np.uint64).view(rec)[0]
+            tb = self._B.tensor_map(xb.data.ptr).view(np.uint64).view(rec)[0]
+            return (ta, tb, target, i32(self.m), i32(self.n), i32(self.k), i64(self._ldc),
+                    i32(cvec))
+        return (xa, xb, target, i32(self.m), i32(self.n), i32(self.k), i64(self._A.ld),
+                i64(self._B.ld), i64(self._ldc), i32(cvec))
+
+    def __repr__(self) -> str:
+        return (f"GemmPlan({self.shape[0]}x{self.shape[1]}x{self.k}, {self.config.key()}, "
+                f"{self.problem.key()}, grid {self.grid}, {self.threads} threads)")
+
+
+_PLANS: Dict[Any, GemmPlan] = {}
+_PLAN_CAP = 1024
+
+
+def gemm_plan(a: Any, b: Any, out: Any = None, *, config: Any = None,
+              out_dtype: Optional[str] = None, dtype: Optional[str] = None,
+              path: str = "auto") -> GemmPlan:
+    """A :class:`GemmPlan` for operands like ``a`` and ``b`` (and ``out``): validated,
+    compiled and packed once; call it as ``plan(a, b)`` or ``plan(a, b, out)``.
+
+    Arguments as :func:`gemm`, which keeps such plans itself (keyed by the arguments'
+    shapes, strides, dtypes, alignment, device and options)."""
+    return GemmPlan(a, b, out, config=config, out_dtype=out_dtype, dtype=dtype, path=path)
+
+
+def _plan_key(a: Any, b: Any, out: Any, config: Any, out_dtype: Any, dtype: Any, path: Any,
+              dev: int) -> Any:
+    ad, bd = a.data, b.data
+    ko = None if out is None else (type(out), out.shape, out.strides, out.dtype,
+                                   out.data.ptr % 16 == 0, out.data.device_id)
+    return (type(a), a.shape, a.strides, a.dtype, ad.ptr % 16 == 0, ad.device_id,
+            type(b), b.shape, b.strides, b.dtype, bd.ptr % 16 == 0, bd.device_id,
+            ko, config, out_dtype, dtype, path, dev)
+
+
 # ============================================================================ gemm
 def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Optional[str] = None,
          dtype: Optional[str] = None, path: str = "auto") -> Any:
@@ -348,12 +648,18 @@ def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Opti
     kernel (:mod:`~layoutproof.gpu.codegen_sm90`) on sm_90, the mma.sync kernel
     (:mod:`~layoutproof.gpu.codegen`) elsewhere or when asked for.
 
+    The first call for a new argument signature builds a :class:`GemmPlan` (checks, kernel
+    choice, generation and proofs or the disk cache, compilation); later calls with the same
+    shapes, strides, dtypes, alignment and options reuse it and cost one parameter update and
+    one launch.
+
     Args:
         a: (M, K) cupy array, float16 or bfloat16, any strides.
         b: (K, N) cupy array of the same dtype.
         out: optional (M, N) result array (row- or column-major), of ``out_dtype``.
-        config: a :class:`GemmConfig`, ``"auto"`` (the autotuner's choice for this shape,
-            tuned on first use) or None (the default config).
+        config: a :class:`GemmConfig` or ``Sm90Config``, ``"auto"`` (the autotuner's choice
+            for this shape, tuned on first use and kept on disk) or None (the default: the
+            :func:`~layoutproof.gpu.plan.choose_config` rule, nothing timed).
         out_dtype: ``"f16"``, ``"bf16"`` or ``"f32"``; default: the input dtype (or out's).
         dtype: reinterpret 2-byte arrays as this dtype (``"bf16"`` where CuPy has no
             bfloat16 dtype: pass the raw bits as uint16).
@@ -363,77 +669,31 @@ def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Opti
     Raises:
         GemmInputError: wrong dtype, shape, device or layout; NoGPUError without CuPy/GPU.
     """
-    dt, cupy = _check(a, b, dtype)
-    M, K = a.shape
-    N = b.shape[1]
-    if out is not None:
-        if not isinstance(out, cupy.ndarray) or out.shape != (M, N):
-            raise GemmInputError(f"gemm: out must be a cupy array of shape {(M, N)}, got "
-                                 f"{getattr(out, 'shape', type(out).__name__)}")
-        od = out_dtype or ({"float16": "f16", "float32": "f32"}.get(str(out.dtype))
-                           or ("bf16" if str(out.dtype) == "bfloat16" or dt == "bf16" else None))
-        if od is None:
-            raise GemmInputError(f"gemm: out has dtype {out.dtype}; float16, bfloat16 or float32")
-    else:
-        od = out_dtype or dt
-    if od not in ("f16", "bf16", "f32"):
-        raise GemmInputError(f"gemm: out_dtype={od!r} must be 'f16', 'bf16' or 'f32'")
-    if out is None:
-        out = cupy.empty((M, N), dtype=_out_dtype(cupy, od, a))
-    # column-major output: C^T = B^T A^T with the roles of the operands swapped
-    it = out.itemsize
-    if out.strides[1] == it and out.strides[0] % it == 0 and out.strides[0] // it >= N:
-        target, A, B, m, n = out, a, b, M, N
-    elif out.strides[0] == it and out.strides[1] % it == 0 and out.strides[1] // it >= M:
-        target, A, B, m, n = out.T, b.T, a.T, N, M
-    else:
-        tmp = gemm(a, b, None, config=config, out_dtype=od, dtype=dtype, path=path)
-        out[...] = tmp
-        return out
-    amaj, lda, A = _major(A, "m", "k")
-    bmaj, ldb, B = _major(B, "k", "n")
-    use90 = _use_wgmma(cupy, config, path)
-    prob = GemmProblem(a_major=amaj, b_major=bmaj, dtype=dt, out_dtype=od)
-    if config is None:
-        cfg = _sm90_configs()[0] if use90 else DEFAULT_CONFIG
-    elif config == "auto":
-        cfg = autotune(m, n, K, problem=prob, path="wgmma" if use90 else "mma.sync")
-    elif isinstance(config, GemmConfig) or type(config).__name__ == "Sm90Config":
-        cfg = config
-    else:
-        raise GemmInputError(f"gemm: config must be a GemmConfig, an Sm90Config, 'auto' or None, "
-                             f"got {config!r}")
-    kern = kernel_for(cfg, prob)
-    rk = compile_kernel(kern)
-    ldc = target.strides[0] // it
-    c_vec = int(ldc % 2 == 0 and target.data.ptr % (2 * it) == 0)
-    import numpy as np
-
-    if getattr(cfg, "loader", "") == "tma":
-        if not tma_available():
-            raise GemmInputError("gemm: Sm90Config(loader='tma') needs cuda-python "
-                                 "(cuda.bindings.driver) to encode tensor maps; use "
-                                 "loader='cp.async' or install cuda-python")
-        # TMA: tensor maps for A and B (contiguous dimension innermost)
-        tma = _tensor_map(A, K if amaj == "k" else m, m if amaj == "k" else K, lda, dt)
-        tmb = _tensor_map(B, K if bmaj == "k" else n, n if bmaj == "k" else K, ldb, dt)
-        if cfg.schedule == "ws":
-            # the staged epilogue stores 16-byte row vectors: C and ldc 16-byte aligned
-            c_vec = int((ldc * it) % 16 == 0 and target.data.ptr % 16 == 0)
-        args = (tma, tmb, target, np.int32(m), np.int32(n), np.int32(K), np.int64(ldc),
-                np.int32(c_vec))
-    else:
-        args = (A, B, target, np.int32(m), np.int32(n), np.int32(K), np.int64(lda),
-                np.int64(ldb), np.int64(ldc), np.int32(c_vec))
-    grid = kern.grid(m, n)
-    if getattr(cfg, "schedule", "") == "ws":   # persistent: at most one CTA per SM
-        cl = cfg.cluster                       # clusters of `cl` CTAs share a tile column
-        grid_m, grid_n = -(-m // cfg.bm), -(-n // cfg.bn)
-        units = -(-grid_m // cl) * grid_n
-        grid = (cl * max(1, min(units, _sm_count(cupy) // cl)), 1, 1)
-    rk(grid, (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
-    last_launch.update(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K)
-    return out
+    plan = None
+    key = None
+    if _CUPY:
+        try:
+            key = _plan_key(a, b, out, config, out_dtype, dtype, path,
+                            _CUPY[0].cuda.runtime.getDevice())
+            plan = _PLANS.get(key)
+        except Exception:   # not arrays, or an unhashable option: the full checks below say
+            key = plan = None
+    if plan is None:
+        plan = GemmPlan(a, b, out, config=config, out_dtype=out_dtype, dtype=dtype, path=path)
+        if key is None:
+            try:
+                key = _plan_key(a, b, out, config, out_dtype, dtype, path,
+                                plan._cupy.cuda.runtime.getDevice())
+            except Exception:
+                key = None
+        if key is not None:
+            if len(_PLANS) >= _PLAN_CAP:
+                _PLANS.pop(next(iter(_PLANS)))
+            try:
+                _PLANS[key] = plan
+            except TypeError:
+                pass
+    return plan._run(a, b, out)
 
 
 # ============================================================================ autotuner

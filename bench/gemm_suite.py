@@ -1,0 +1,329 @@
+"""The GEMM suite: ``layoutproof.gpu.gemm`` as a user calls it (default config, plan cache)
+against cuBLAS (``cupy.matmul``) on the shapes people run, plus host time per call.
+
+Run on the GPU machine from the repository root (``source bench/device_env.sh`` first)::
+
+    python bench/gemm_suite.py --out $OUT                 # suite + host time (f16 and bf16)
+    python bench/gemm_suite.py --sweep --out $OUT         # every default-rule candidate, timed
+
+Method (suite): fresh N(0,1) operands, row-major A and B, one output per side allocated
+once.  Each shape is checked first (ours against cuBLAS, relative Frobenius error, NaN-
+poisoned output).  Then ``--rounds`` interleaved rounds; in each round one batch of ``--reps``
+back-to-back launches of ours and one of cuBLAS, each between two CUDA events (so the
+host's launch cost counts where it exceeds the GPU time, as it does for a user); the
+reported ratio is the median over rounds of (cuBLAS time / our time) -- 1.0 = cuBLAS speed.
+``graph`` columns: the same launches captured once in a CUDA graph and replayed (device time
+without the host).  Host us/call: CPU time to issue one call (``perf_counter`` around a batch,
+before synchronizing), the minimum over rounds.
+
+``--sweep`` times every candidate of :func:`layoutproof.gpu.plan.hopper_candidates` on every
+shape (f16, graph replay) and reports the rule's pick against the fastest candidate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+SQUARES = [(s, s, s) for s in (512, 1024, 2048, 4096, 8192, 16384)]
+# LLM decode / prefill shapes of 7B-70B models: M tokens x N out-features x K in-features
+LLM = [
+    (1, 4096, 4096),
+    (16, 4096, 4096),
+    (64, 11008, 4096),
+    (128, 8192, 8192),
+    (256, 28672, 8192),
+    (1, 14336, 4096),
+    (16, 8192, 28672),
+    (64, 4096, 11008),
+    (256, 4096, 14336),
+    (4096, 11008, 4096),
+    (4096, 4096, 11008),
+    (4096, 14336, 4096),
+    (8192, 28672, 8192),
+    (8192, 8192, 28672),
+]
+K_HEAVY = [(1024, 1024, 16384), (512, 512, 28672)]
+K_LIGHT = [(8192, 8192, 256), (8192, 8192, 1024)]
+RAGGED = [(1000, 3000, 777), (4095, 4097, 4093), (2047, 5003, 1000)]
+SUITE = SQUARES + LLM + K_HEAVY + K_LIGHT + RAGGED
+
+
+def make(cp, shape, dtype, rng):
+    x = rng.standard_normal(shape, dtype=cp.float32)
+    return x.astype(cp.float16 if dtype == "f16" else "bfloat16")
+
+
+def event_batch(cp, fn, reps):
+    """Seconds per call of ``reps`` back-to-back calls between two events, and the host
+    seconds per call to issue them."""
+    s, e = cp.cuda.Event(), cp.cuda.Event()
+    s.record()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    host = (time.perf_counter() - t0) / reps
+    e.record()
+    e.synchronize()
+    return cp.cuda.get_elapsed_time(s, e) / 1e3 / reps, host
+
+
+def graph_of(cp, fn, reps):
+    """A CUDA graph of ``reps`` calls of ``fn`` (None where capture fails)."""
+    st = cp.cuda.Stream(non_blocking=True)
+    try:
+        with st:
+            st.begin_capture()
+            for _ in range(reps):
+                fn()
+            g = st.end_capture()
+        g.upload(st)
+        return g, st
+    except Exception as ex:  # cuBLAS or the pool may refuse capture: say so, keep going
+        try:
+            st.end_capture()
+        except Exception:
+            pass
+        print(f"  graph capture failed: {type(ex).__name__}: {ex}", flush=True)
+        return None
+
+
+def graph_time(cp, gs, reps, n=3):
+    g, st = gs
+    s, e = cp.cuda.Event(), cp.cuda.Event()
+    ts = []
+    for _ in range(n):
+        s.record(st)
+        g.launch(st)
+        e.record(st)
+        e.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3 / reps)
+    return statistics.median(ts)
+
+
+def rel_err(cp, x, ref):
+    d = x.astype(cp.float32) - ref.astype(cp.float32)
+    return float(cp.linalg.norm(d) / max(float(cp.linalg.norm(ref.astype(cp.float32))), 1e-30))
+
+
+def suite(cp, args, log):
+    from layoutproof.gpu import runtime
+    from layoutproof.gpu.runtime import gemm
+
+    rng = cp.random.default_rng(2026)
+    rows = log.setdefault("suite", [])
+    shapes = (
+        SUITE if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    )
+    for dtype in args.dtypes.split(","):
+        for m, n, k in shapes:
+            a, b = make(cp, (m, k), dtype, rng), make(cp, (k, n), dtype, rng)
+            ref = cp.matmul(a, b)
+            c = cp.full((m, n), cp.nan, dtype=a.dtype)
+            t0 = time.perf_counter()
+            gemm(a, b, c)
+            cp.cuda.Device().synchronize()
+            first_s = time.perf_counter() - t0
+            cfg = runtime.last_launch["config"].key()
+            err = rel_err(cp, c, ref)
+            nan = int(cp.isnan(c).sum())
+            fl = 2.0 * m * n * k
+            reps = max(3, min(args.reps, int(2e12 / fl) + 1)) if fl > 2e12 else args.reps
+            ours = lambda: gemm(a, b, c)
+            cub = lambda: cp.matmul(a, b, out=ref)
+            for f in (ours, cub):
+                f()
+            cp.cuda.Device().synchronize()
+            ratios, to, tr, ho, hr = [], [], [], [], []
+            for _ in range(args.rounds):
+                t1, h1 = event_batch(cp, ours, reps)
+                t2, h2 = event_batch(cp, cub, reps)
+                ratios.append(t2 / t1)
+                to.append(t1), tr.append(t2), ho.append(h1), hr.append(h2)
+            go = graph_of(cp, ours, reps)
+            gr = graph_of(cp, cub, reps)
+            g_ours = graph_time(cp, go, reps) if go else None
+            g_ref = graph_time(cp, gr, reps) if gr else None
+            row = dict(
+                dtype=dtype,
+                m=m,
+                n=n,
+                k=k,
+                config=cfg,
+                first_call_s=first_s,
+                rel_err=err,
+                nan=nan,
+                ok=nan == 0 and err < (1e-2 if dtype == "f16" else 3e-2),
+                ratio=statistics.median(ratios),
+                ratios=ratios,
+                ours_us=statistics.median(to) * 1e6,
+                ref_us=statistics.median(tr) * 1e6,
+                ours_tflops=fl / statistics.median(to) / 1e12,
+                ref_tflops=fl / statistics.median(tr) / 1e12,
+                host_ours_us=min(ho) * 1e6,
+                host_ref_us=min(hr) * 1e6,
+                graph_ours_us=g_ours and g_ours * 1e6,
+                graph_ref_us=g_ref and g_ref * 1e6,
+                graph_ratio=(g_ref / g_ours) if (g_ours and g_ref) else None,
+            )
+            rows.append(row)
+            print(
+                f"{dtype:4s} {m:>5d}x{n:<5d}x{k:<5d} ratio {row['ratio']:.3f} graph "
+                f"{row['graph_ratio'] or float('nan'):.3f}  ours {row['ours_us']:9.1f} us cuBLAS "
+                f"{row['ref_us']:9.1f} us  host {row['host_ours_us']:.1f}/{row['host_ref_us']:.1f} us  "
+                f"err {err:.1e} {'ok' if row['ok'] else 'FAIL'}  [{cfg}] first {first_s:.2f}s",
+                flush=True,
+            )
+            cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def host(cp, log, reps=2000, rounds=7):
+    """Host microseconds per call on small problems (the GPU never the bottleneck):
+    gemm (new output / given output), a kept plan, the plan rebuilt every call (what every
+    gemm call cost before plans, less the kernel cache lookups), and cupy.matmul."""
+    from layoutproof.gpu.runtime import GemmPlan, gemm, gemm_plan
+
+    out = {}
+    for m, n, k in [(512, 512, 512), (16, 4096, 4096)]:
+        rng = cp.random.default_rng(1)
+        a, b = make(cp, (m, k), "f16", rng), make(cp, (k, n), "f16", rng)
+        c = gemm(a, b)
+        c2 = cp.matmul(a, b)
+        plan = gemm_plan(a, b, c)
+        fns = {
+            "gemm(a,b)": lambda: gemm(a, b),
+            "gemm(a,b,out)": lambda: gemm(a, b, c),
+            "plan(a,b,out)": lambda: plan(a, b, c),
+            "GemmPlan rebuilt + call": lambda: GemmPlan(a, b, c)._run(a, b, c),
+            "cupy.matmul(a,b)": lambda: cp.matmul(a, b),
+            "cupy.matmul(a,b,out)": lambda: cp.matmul(a, b, out=c2),
+        }
+        best = {nm: math.inf for nm in fns}
+        for _ in range(rounds):
+            for nm, f in fns.items():
+                r = reps if "rebuilt" not in nm else reps // 20
+                cp.cuda.Device().synchronize()
+                t0 = time.perf_counter()
+                for _ in range(r):
+                    f()
+                best[nm] = min(best[nm], (time.perf_counter() - t0) / r * 1e6)
+                cp.cuda.Device().synchronize()
+        out[f"{m}x{n}x{k}"] = best
+        print(
+            f"host us/call {m}x{n}x{k}: " + ", ".join(f"{nm} {v:.1f}" for nm, v in best.items()), flush=True
+        )
+    log["host"] = out
+    return out
+
+
+def sweep(cp, args, log):
+    from layoutproof.gpu import plan as P
+    from layoutproof.gpu.runtime import _sm_count, gemm
+
+    cands = P.hopper_candidates(True)
+    rng = cp.random.default_rng(5)
+    sms = _sm_count(cp)
+    rows = log.setdefault("sweep", [])
+    shapes = (
+        SUITE if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    )
+    for m, n, k in shapes:
+        a, b = make(cp, (m, k), "f16", rng), make(cp, (k, n), "f16", rng)
+        ref = cp.matmul(a, b)
+        c = cp.empty((m, n), dtype=cp.float16)
+        fl = 2.0 * m * n * k
+        reps = max(3, min(20, int(4e12 / fl) + 1))
+        times = {}
+        for cfg in cands:
+            try:
+                c.fill(cp.nan)
+                gemm(a, b, c, config=cfg)
+                cp.cuda.Device().synchronize()
+                err = rel_err(cp, c, ref)
+                if not err < 1e-2:
+                    print(f"  {cfg.key()} {m}x{n}x{k}: WRONG rel err {err:.2e}", flush=True)
+                    times[cfg.key()] = None
+                    continue
+                gs = graph_of(cp, lambda: gemm(a, b, c, config=cfg), reps)
+                times[cfg.key()] = graph_time(cp, gs, reps) * 1e6 if gs else None
+            except Exception as ex:
+                print(f"  {cfg.key()} {m}x{n}x{k}: {type(ex).__name__}: {ex}", flush=True)
+                times[cfg.key()] = None
+        gr = graph_of(cp, lambda: cp.matmul(a, b, out=ref), reps)
+        t_ref = graph_time(cp, gr, reps) * 1e6 if gr else None
+        pick = P.choose_config(m, n, k, hopper=True, tma=True, sms=sms).key()
+        ok = {kk: v for kk, v in times.items() if v}
+        best = min(ok, key=ok.get) if ok else None
+        model = {c.key(): P.estimate_us(c, m, n, k, sms=sms) for c in cands}
+        rows.append(
+            dict(m=m, n=n, k=k, times_us=times, cublas_us=t_ref, pick=pick, best=best, model_us=model)
+        )
+        if best:
+            print(
+                f"sweep {m:>5d}x{n:<5d}x{k:<5d} best {best} {ok[best]:.1f} us, rule {pick} "
+                f"{(ok.get(pick) or float('nan')):.1f} us (x{(ok.get(pick) or float('nan')) / ok[best]:.2f}); "
+                f"cuBLAS {t_ref or float('nan'):.1f} us",
+                flush=True,
+            )
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", default=os.environ.get("OUT", "build/bench-suite"))
+    p.add_argument("--sweep", action="store_true")
+    p.add_argument("--no-suite", action="store_true")
+    p.add_argument("--no-host", action="store_true")
+    p.add_argument("--shapes", default=None, help="MxNxK,... (default: the suite)")
+    p.add_argument("--dtypes", default="f16,bf16")
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--reps", type=int, default=20)
+    args = p.parse_args(argv)
+    import cupy as cp
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    dev = cp.cuda.runtime.getDeviceProperties(0)["name"]
+    dev = dev.decode() if isinstance(dev, bytes) else str(dev)
+    log = {"device": dev, "cupy": cp.__version__, "date": time.strftime("%Y-%m-%d %H:%M")}
+    try:
+        if args.sweep:
+            sweep(cp, args, log)
+        if not args.no_host:
+            host(cp, log)
+        if not args.no_suite:
+            rows = suite(cp, args, log)
+            for dt in args.dtypes.split(","):
+                rs = [r for r in rows if r["dtype"] == dt]
+                if rs:
+                    gm = math.exp(sum(math.log(r["ratio"]) for r in rs) / len(rs))
+                    gg = [r["graph_ratio"] for r in rs if r["graph_ratio"]]
+                    ggm = math.exp(sum(math.log(x) for x in gg) / len(gg)) if gg else float("nan")
+                    log.setdefault("summary", {})[dt] = dict(
+                        geomean=gm,
+                        min=min(r["ratio"] for r in rs),
+                        geomean_graph=ggm,
+                        shapes=len(rs),
+                        correct=sum(r["ok"] for r in rs),
+                    )
+    finally:
+        (out / "gemm_suite.json").write_text(json.dumps(log, indent=1, default=str))
+    print(f"\n== {dev} {log['date']} ==")
+    for dt, s in log.get("summary", {}).items():
+        print(
+            f"{dt}: {s['shapes']} shapes, {s['correct']} correct; geomean ratio {s['geomean']:.3f} "
+            f"(graph {s['geomean_graph']:.3f}), min {s['min']:.3f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""The host side of a GEMM launch, decided once: the default kernel choice, operand layouts,
+and the packed kernel-parameter block.
+
+Everything here is plain Python and numpy (no CuPy, no CUDA): :mod:`~layoutproof.gpu.runtime`
+builds a :class:`~layoutproof.gpu.runtime.GemmPlan` from these pieces, and a plan's launch
+only rewrites the few bytes of :class:`ParamBuffer` that changed (a base pointer) before one
+``cuLaunchKernel``.
+
+* :func:`choose_config` -- the default kernel for a shape without timing anything: a
+  wave model (persistent tiles per SM, per-tile compute at a measured per-config rate,
+  per-tile operand bytes at a measured per-SM bandwidth, a fixed per-tile cost) over the
+  existing generator configurations; :data:`SM90_MODEL` holds the constants, measured once
+  on an H100 (bench/RESULTS.md, ``bench/gemm_suite.py --sweep``).
+* :func:`operand_layout` -- which dimension of a 2-D operand is contiguous, its leading
+  dimension, and whether it breaks the kernels' 16-byte contract (then it is copied).
+* :class:`ParamBuffer` -- the ``void*[]`` argument block of ``cuLaunchKernel``, aligned
+  storage for every parameter (a 128-byte ``CUtensorMap`` at 64 bytes), written in place.
+
+>>> from layoutproof.gpu.config import GemmProblem
+>>> choose_config(8192, 8192, 8192, GemmProblem(), hopper=True, tma=True).key()
+'sm90_128x256x64_s4_g8_tma_ws'
+>>> operand_layout(64, 4096, 8192, 2, 2, 0)     # row-major, 16-byte aligned
+('cols', 4096, False)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import warnings
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .config import GemmConfig, GemmProblem
+from .errors import GemmInputError
+
+__all__ = [
+    "SlowPathWarning",
+    "warn_slow_path",
+    "choose_config",
+    "estimate_us",
+    "SM90_MODEL",
+    "SM80_MODEL",
+    "hopper_candidates",
+    "mma_sync_candidates",
+    "operand_layout",
+    "ParamBuffer",
+]
+
+
+# ============================================================================ warning
+class SlowPathWarning(UserWarning):
+    """``gemm`` runs a slower kernel than this machine could (a missing optional package)."""
+
+
+_WARNED: Dict[str, bool] = {}
+
+
+def warn_slow_path(what: str, message: str) -> bool:
+    """Warn once per process for ``what``; True when this call warned."""
+    if _WARNED.get(what):
+        return False
+    _WARNED[what] = True
+    warnings.warn(message, SlowPathWarning, stacklevel=4)
+    return True
+
+
+# ============================================================================ candidates
+def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
+    """The wgmma configurations the default rule chooses among (all of them generated and
+    proven like any other): warp-specialized persistent TMA kernels of five tile shapes and
+    the 2-CTA cluster variant where cuda-python can encode tensor maps, else the cp.async
+    kernel's two tile shapes."""
+    from .codegen_sm90 import Sm90Config
+
+    if not tma:
+        return (Sm90Config(bm=128, bn=256, stages=4), Sm90Config(bm=128, bn=128, stages=6))
+    ws = dict(loader="tma", schedule="ws")
+    return (
+        Sm90Config(bm=128, bn=256, stages=4, **ws),
+        Sm90Config(bm=128, bn=256, stages=4, cluster=2, **ws),
+        Sm90Config(bm=128, bn=128, stages=6, **ws),
+        Sm90Config(bm=64, bn=256, stages=5, **ws),
+        Sm90Config(bm=64, bn=128, stages=8, **ws),
+        Sm90Config(bm=64, bn=64, stages=8, **ws),
+    )
+
+
+def mma_sync_candidates() -> Tuple[GemmConfig, ...]:
+    """The mma.sync configurations the default rule chooses among (non-Hopper GPUs)."""
+    return (
+        GemmConfig(bm=128, bn=256, bk=32, warps_m=2, warps_n=4, stages=3),
+        GemmConfig(bm=128, bn=128, bk=32, warps_m=2, warps_n=2, stages=4),
+        GemmConfig(bm=64, bn=128, bk=32, warps_m=2, warps_n=2, stages=4, min_blocks=2),
+        GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=4),
+    )
+
+
+# ============================================================================ the model
+# Per configuration key: (dense rate in TFLOP/s with every SM busy, fixed microseconds per
+# tile).  Shared: per-SM operand bandwidth in GB/s.  Measured on an H100 80GB HBM3
+# (132 SMs) with bench/gemm_suite.py --sweep; see bench/RESULTS.md.
+SM90_MODEL: Dict[str, Any] = {
+    "bw_sm_gbs": 40.0,
+    "rates": {
+        "sm90_128x256x64_s4_g8_tma_ws": (700.0, 2.0),
+        "sm90_128x256x64_s4_g8_tma_ws_c2": (705.0, 2.0),
+        "sm90_128x128x64_s6_g8_tma_ws": (600.0, 1.5),
+        "sm90_64x256x64_s5_g8_tma_ws": (520.0, 1.5),
+        "sm90_64x128x64_s8_g8_tma_ws": (420.0, 1.2),
+        "sm90_64x64x64_s8_g8_tma_ws": (260.0, 1.0),
+        "sm90_128x256x64_s4_g8": (560.0, 2.0),
+        "sm90_128x128x64_s6_g8": (480.0, 1.5),
+    },
+}
+SM80_MODEL: Dict[str, Any] = {
+    "bw_sm_gbs": 30.0,
+    "rates": {
+        "128x256x32_w2x4_s3_auto_g8": (400.0, 2.0),
+        "128x128x32_w2x2_s4_auto_g8": (330.0, 1.5),
+        "64x128x32_w2x2_s4_auto_g8_b2": (260.0, 1.2),
+        "64x64x32_w2x2_s4_auto_g8": (200.0, 1.0),
+    },
+}
+
+
+def _blocks_per_sm(cfg: Any) -> int:
+    """Resident CTAs per SM of a non-persistent kernel (shared memory and registers)."""
+    if getattr(cfg, "schedule", "") == "ws":
+        return 1
+    smem = cfg.smem_bytes
+    by_smem = max(1, (228 * 1024) // max(1, smem + 1024))
+    if isinstance(cfg, GemmConfig):
+        tm, tn = cfg.warp_tile
+        regs = min(255, 64 + tm * tn // 32)
+        by_regs = max(1, 65536 // (cfg.threads * regs))
+        return max(1, min(by_smem, by_regs, 2048 // cfg.threads))
+    return 1  # the wgmma kernels' __launch_bounds__(threads, 1)
+
+
+def estimate_us(
+    cfg: Any, m: int, n: int, k: int, *, sms: int = 132, model: Optional[Dict[str, Any]] = None
+) -> float:
+    """The wave model's time for C (m x n) = A (m x k) @ B (k x n) with ``cfg``.
+
+    Tiles are walked in waves of ``sms`` (persistent kernels: one CTA per SM, a cluster of
+    ``c`` CTAs takes ``c`` SMs; others: the resident CTAs per SM); a tile costs the larger
+    of its MMA time at the config's rate and its operand bytes at the per-SM bandwidth, plus
+    a fixed cost (pipeline fill, epilogue).  Unknown configs get the slowest known rate."""
+    if model is None:
+        model = SM90_MODEL if not isinstance(cfg, GemmConfig) else SM80_MODEL
+    rates = model["rates"]
+    rate, fixed = rates.get(cfg.key(), min(rates.values()))
+    cl = getattr(cfg, "cluster", 1)
+    bps = _blocks_per_sm(cfg)
+    gm, gn = -(-m // cfg.bm), -(-n // cfg.bn)
+    units = -(-gm // cl) * gn  # a cluster's CTAs run side by side
+    waves = -(-units // max(1, (sms // cl) * bps))
+    rows, cols = min(cfg.bm, m), min(cfg.bn, n)
+    flops = 2.0 * cfg.bm * cfg.bn * k  # the MMA runs on whole tiles
+    t_mma = flops / (rate * 1e12 / (sms * bps)) * 1e6
+    t_mem = (rows + cols) * k * 2 / (model["bw_sm_gbs"] * 1e9 / bps) * 1e6
+    return waves * (max(t_mma, t_mem) + fixed)
+
+
+def choose_config(
+    m: int,
+    n: int,
+    k: int,
+    problem: Optional[GemmProblem] = None,
+    *,
+    hopper: bool,
+    tma: bool,
+    sms: int = 132,
+    candidates: Optional[Sequence[Any]] = None,
+) -> Any:
+    """The default configuration for this shape: the candidate the wave model
+    (:func:`estimate_us`) says is fastest; ties go to the earlier (larger-tile) candidate.
+    No kernel is generated or timed here."""
+    for nm, v in (("m", m), ("n", n), ("k", k), ("sms", sms)):
+        if type(v) is not int or v < 1:
+            raise GemmInputError(f"choose_config: {nm}={v!r} must be a positive int")
+    if candidates is None:
+        candidates = hopper_candidates(tma) if hopper else mma_sync_candidates()
+    best: Optional[Tuple[float, int, Any]] = None
+    for i, cfg in enumerate(candidates):
+        t = estimate_us(cfg, m, n, k, sms=sms)
+        if best is None or t < best[0] * (1 - 1e-9):
+            best = (t, i, cfg)
+    if best is None:
+        raise GemmInputError("choose_config: no candidate configuration")
+    return best[2]
+
+
+# ============================================================================ operands
+def operand_layout(rows: int, cols: int, s0: int, s1: int, itemsize: int, ptr: int) -> Tuple[str, int, bool]:
+    """(contiguous dimension ``"cols"`` or ``"rows"``, leading dimension in elements, copy?)
+    for a ``rows x cols`` operand with byte strides ``(s0, s1)`` at address ``ptr``.
+
+    ``copy`` is True when the operand breaks the kernels' contract -- a non-unit inner
+    stride, a leading dimension not a multiple of 8 elements (16 bytes), a base address not
+    16-byte aligned, or a single element -- and must first be copied into a padded buffer."""
+    it = itemsize
+    if s1 == it and s0 % it == 0 and s0 // it >= max(cols, 1):
+        major, ld = "cols", s0 // it
+    elif s0 == it and s1 % it == 0 and s1 // it >= max(rows, 1):
+        major, ld = "rows", s1 // it
+    elif rows == 1 or cols == 1:
+        major, ld = "cols", cols
+    else:
+        major, ld = "cols", -1
+    aligned = ptr % 16 == 0 and ld > 0 and ld % 8 == 0
+    return major, ld, (not aligned) or (rows == 1 and cols == 1)
+
+
+# ============================================================================ parameters
+_KINDS = {"ptr": (8, 8, "<u8"), "i32": (4, 4, "<i4"), "i64": (8, 8, "<i8"), "tmap": (128, 64, "u1")}
+
+
+class ParamBuffer:
+    """Host storage for one kernel's parameters and the ``void*`` array that
+    ``cuLaunchKernel`` reads: ``kinds`` is the parameter list (``"ptr"``, ``"i32"``,
+    ``"i64"``, ``"tmap"`` for a 128-byte ``CUtensorMap`` passed by value), each stored at its
+    natural alignment (64 bytes for a tensor map).  ``cuLaunchKernel`` copies the values at
+    launch, so a buffer may be rewritten right after a launch (a captured graph keeps the
+    values it was captured with).
+
+    >>> pb = ParamBuffer(["ptr", "i32", "i64"])
+    >>> pb.set(0, 0xDEAD0000); pb.set(1, -7); pb.set(2, 1 << 40)
+    >>> pb.values()
+    [3735879680, -7, 1099511627776]
+    """
+
+    def __init__(self, kinds: Sequence[str]) -> None:
+        import numpy as np
+
+        offs: List[int] = []
+        off = 0
+        for kd in kinds:
+            if kd not in _KINDS:
+                raise GemmInputError(f"ParamBuffer: unknown parameter kind {kd!r} (one of {sorted(_KINDS)})")
+            size, align, _ = _KINDS[kd]
+            off = -(-off // align) * align
+            offs.append(off)
+            off += size
+        self.kinds = tuple(kinds)
+        self.offsets = tuple(offs)
+        self.size = max(off, 8)
+        self._raw = np.zeros(self.size + 64, dtype=np.uint8)
+        shift = (-self._raw.ctypes.data) % 64
+        self._bytes = self._raw[shift : shift + self.size]
+        base = self._bytes.ctypes.data
+        self._views = [
+            self._bytes[o : o + _KINDS[kd][0]].view(np.dtype(_KINDS[kd][2])) for o, kd in zip(offs, kinds)
+        ]
+        self._ptrs = np.array([base + o for o in offs] or [0], dtype=np.uint64)
+        self.address = int(self._ptrs.ctypes.data)
+        """Address of the ``void*[]`` array (``kernelParams``)."""
+
+    def set(self, i: int, value: Any) -> None:
+        """Store parameter ``i``: an int for ``ptr``/``i32``/``i64``, 128 bytes (a numpy
+        uint8 array, or anything numpy reads as one) for ``tmap``."""
+        v = self._views[i]
+        if self.kinds[i] == "tmap":
+            v[:] = value
+        else:
+            v[0] = value
+
+    def get(self, i: int) -> Any:
+        """Parameter ``i`` read back through the ``void*`` array (what the driver reads)."""
+        addr = int(self._ptrs[i])
+        kd = self.kinds[i]
+        if kd == "tmap":
+            return ctypes.string_at(addr, 128)
+        ct = {"ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "i64": ctypes.c_int64}[kd]
+        return ct.from_address(addr).value
+
+    def values(self) -> List[Any]:
+        return [self.get(i) for i in range(len(self.kinds))]
