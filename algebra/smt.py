@@ -22,10 +22,28 @@ from typing import Any, Dict, List, Optional, Tuple
 import sympy as sp
 import z3
 
+from . import budget
 from .errors import LayoutError, MalformedLayoutError
 from .symbolic import Decision
 
-__all__ = ["to_z3", "domain_constraints", "decide_z3", "obligation", "smt2"]
+__all__ = ["to_z3", "domain_constraints", "decide_z3", "obligation", "smt2", "check", "model_of"]
+
+
+def check(s: Any, timeout_ms: int) -> Any:
+    """``s.check()`` within ``timeout_ms`` (cut to the active deadline, see
+    :mod:`layoutproof.budget`): Z3's own timeout, and an interrupt of the solver's context
+    from a timer thread as a backstop.  A check interrupted or failing
+    inside Z3 is ``z3.unknown``; past an active deadline it raises
+    :class:`~layoutproof.budget.BudgetExceeded`."""
+    budget.check()
+    ms = budget.call_limit_ms(int(timeout_ms))
+    s.set("timeout", ms)
+    try:
+        r = budget.run_interruptible(s.check, s.ctx.interrupt, ms)
+    except z3.Z3Exception:
+        r = z3.unknown
+    budget.check()
+    return r
 
 
 def _var(sym: Any, env: Dict[Any, Any]) -> Any:
@@ -226,7 +244,7 @@ def _model(s: Any, env: Dict[Any, Any]) -> Dict[str, int]:
     return out
 
 
-def _small_model(s: Any, env: Dict[Any, Any], rounds: int = 12) -> Dict[str, int]:
+def _small_model(s: Any, env: Dict[Any, Any], timeout_ms: int = 1000, rounds: int = 12) -> Dict[str, int]:
     """A model of ``s`` with small values (readable counterexamples): halve a bound on
     every variable's magnitude while the constraints stay satisfiable."""
     best = _model(s, env)
@@ -239,7 +257,7 @@ def _small_model(s: Any, env: Dict[Any, Any], rounds: int = 12) -> Dict[str, int
         lim = b // 2 if b > 2 else 1
         for v in vs:
             s.add(v <= lim, v >= -lim)
-        r = s.check()
+        r = check(s, timeout_ms)
         if r == z3.sat:
             best = _model(s, env)
             s.pop()
@@ -249,7 +267,7 @@ def _small_model(s: Any, env: Dict[Any, Any], rounds: int = 12) -> Dict[str, int
         s.push()
         for v in vs:
             s.add(v <= b - 1, v >= -(b - 1))
-        r = s.check()
+        r = check(s, timeout_ms)
         if r == z3.sat:
             best = _model(s, env)
             s.pop()
@@ -268,7 +286,7 @@ def _facts_consistent(facts: tuple, timeout_ms: int) -> None:
     ok = _FACTS_OK.get(facts)
     if ok is None:
         ob = Obligation(sp.true, facts)
-        r = ob.solver(timeout_ms, negate=False).check()
+        r = check(ob.solver(timeout_ms, negate=False), timeout_ms)
         ok = r != z3.unsat
         _FACTS_OK[facts] = ok
     if not ok:
@@ -284,26 +302,43 @@ def decide_z3(claim: Any, facts: tuple, timeout_ms: int) -> Decision:
     _facts_consistent(facts, timeout_ms)
     ob = Obligation(claim, facts)
     s = ob.solver(timeout_ms, negate=True)
-    r = s.check()
+    r = check(s, timeout_ms)
     if r == z3.unsat:
         return Decision(True, "z3", cond=claim, facts=facts)
     cex: Optional[Dict[str, int]] = None
     reason = None
     if r == z3.sat:
-        cex = _small_model(s, ob.env)
+        cex = _small_model(s, ob.env, timeout_ms)
     else:
         reason = _unknown_reason(s)
     s2 = ob.solver(timeout_ms, negate=False)
-    r2 = s2.check()
+    r2 = check(s2, timeout_ms)
     if r2 == z3.unsat:
         if cex is None:  # refuted, but no model of not-claim came back: take any model of the facts
             s3 = Obligation(sp.true, facts).solver(timeout_ms, negate=False)
-            if s3.check() == z3.sat:
+            if check(s3, timeout_ms) == z3.sat:
                 cex = _model(s3, ob.env) if ob.env else None
         return Decision(False, "z3", counterexample=cex, cond=claim, facts=facts)
     if reason is None:
         reason = "not implied by the assumptions" if r2 == z3.sat else _unknown_reason(s2)
     return Decision(None, "z3", counterexample=cex, reason=reason, cond=claim, facts=facts)
+
+
+def model_of(facts: tuple, syms: Any, fixed: Dict[str, int], timeout_ms: int) -> Optional[Dict[str, int]]:
+    """Values (name -> int) for every symbol of ``syms`` and of the facts that satisfy the
+    facts and agree with ``fixed``, small where possible; None when Z3 finds none in time."""
+    ob = Obligation(sp.true, facts)
+    for sym in syms:
+        _var(sym, ob.env)
+    s = ob.solver(timeout_ms, negate=False)
+    for sym, v in ob.env.items():
+        if sym.name in fixed:
+            s.add(v == int(fixed[sym.name]))
+    if check(s, timeout_ms) != z3.sat:
+        return None
+    out = _small_model(s, ob.env, timeout_ms)
+    out.update({k: int(v) for k, v in fixed.items()})
+    return out
 
 
 def _unknown_reason(s: Any) -> str:

@@ -116,10 +116,13 @@ def _dvd_cond(a: Any, b: Any) -> Any:
 
 def need(cond: Any, *, op: str, condition_name: str, where: str = "",
          concrete: Optional[Callable[[dict], Any]] = None) -> None:
-    """:func:`~layoutproof.symbolic.require`, and on a refutation: substitute the
-    counterexample assignment and run the integer operation (``concrete``) to confirm it
-    and to find a witness coordinate.  A condition that is only sufficient and whose
-    refutation the integer operation does not confirm becomes undecidable.
+    """:func:`~layoutproof.symbolic.require`, and on a refutation: complete the
+    counterexample assignment to every symbol of the operands (satisfying the
+    assumptions), substitute it and run the integer operation (``concrete``).  Only when the
+    integer operation is inadmissible there does the refutation stand (an
+    InadmissibleError with ``.assignment`` and the integer operation's witness); otherwise
+    -- the integer operation succeeds (the condition was only sufficient), or no such
+    assignment is found -- the condition is undecidable, never inadmissible.
 
     ``cond`` may be a plain bool (the condition on integer leaves, already evaluated)."""
     if cond is True:
@@ -134,20 +137,32 @@ def need(cond: Any, *, op: str, condition_name: str, where: str = "",
             return
         except InadmissibleError as e:
             err = e
-            asg = getattr(e, "assignment", None) or {}
+            asg = dict(getattr(e, "assignment", None) or {})
     if concrete is None:
         raise err
+    text = str(cond) if isinstance(cond, bool) else pretty(cond)
     try:
         done = concrete(asg)
     except InadmissibleError as ce:
-        err.witness = ce.witness
-        raise err from None
+        at = ", ".join(f"{k} = {v}" for k, v in sorted(asg.items()))
+        out = InadmissibleError(
+            f"{op}: {condition_name}{place} fails" + (f" for {at}" if at else "")
+            + f" (the integer operation there: {ce})",
+            condition=condition_name, witness=ce.witness)
+        out.assignment = dict(asg) or None  # type: ignore[attr-defined]
+        raise out from None
     except (MalformedLayoutError, UndecidableConditionError):
-        raise err from None
+        done = _STILL_SYMBOLIC
     if done is _STILL_SYMBOLIC:
-        raise err
+        raise UndecidableConditionError(
+            f"{op} needs {text} ({condition_name}{place}); the assumptions refute it, but no assignment "
+            "of the symbols was found at which the integer operation confirms the failure -- state "
+            "stronger assumptions",
+            condition=text if isinstance(cond, bool) else _as_python(cond),
+            expr=None if isinstance(cond, bool) else cond,
+        )
     raise UndecidableConditionError(
-        f"{op} needs {cond if isinstance(cond, bool) else pretty(cond)} ({condition_name}{place}) to follow "
+        f"{op} needs {text} ({condition_name}{place}) to follow "
         "its proof; the assumptions refute it, yet for "
         + (", ".join(f"{k} = {v}" for k, v in sorted(asg.items())) or "these integers")
         + " the integer operation succeeds -- state stronger assumptions",
@@ -160,11 +175,20 @@ _STILL_SYMBOLIC = object()
 
 
 def _concrete(fn: Callable[..., Any], asg: dict, *xs: Any) -> Any:
-    """Run the integer operation on the operands with ``asg`` substituted, unless they stay
-    symbolic (then nothing can be confirmed)."""
-    vals = _subs_all(asg, *xs)
-    from .symbolic import is_symbolic
+    """Run the integer operation on the operands with ``asg`` substituted -- ``asg`` is
+    first completed (in place) with values for the operands' other symbols that satisfy
+    the assumptions; when none are found nothing can be confirmed."""
+    from .symbolic import assumptions, complete_assignment, free_symbols, is_symbolic
 
+    syms: set = set()
+    for x in xs:
+        syms |= set(x.free_symbols) if isinstance(x, Layout) else set(free_symbols(x))
+    full = complete_assignment(asg, syms, assumptions())
+    if full is None:
+        return _STILL_SYMBOLIC
+    asg.clear()
+    asg.update(full)
+    vals = _subs_all(asg, *xs)
     if any(is_symbolic(v) for v in vals):
         return _STILL_SYMBOLIC
     return fn(*vals)

@@ -525,7 +525,7 @@ def test_postcondition_messages_name_the_failure():
     assert r.status == "proved"
     r = postcondition("tile_to_shape", Layout((2, 4), (1, 2)), Layout((2, 2), (1, 2)), (4, 2))
     assert r.status == "refuted"
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(MalformedLayoutError, match="no post-condition"):
         postcondition("make_layout", Layout(2, 1), Layout(2, 1))
 
 

@@ -17,7 +17,7 @@ import sys
 from fractions import Fraction
 from typing import Any, Dict, Optional
 
-from layoutproof.errors import LayoutError, MalformedLayoutError
+from layoutproof.errors import LayoutError, MalformedLayoutError, show
 from layoutproof.layout import Layout, _
 
 __all__ = [
@@ -82,7 +82,7 @@ def values(x: Any) -> Any:
         n = size_of(x)
         if type(n) is not int:
             raise MalformedLayoutError(f"cannot evaluate {x!r}: its size is not an integer")
-        out = [x(i) for i in range(n)]
+        out = [_int_value(x(i), i, x) for i in range(n)]
         try:
             return np.array(out, dtype=np.int64)
         except (OverflowError, TypeError, ValueError):
@@ -90,6 +90,24 @@ def values(x: Any) -> Any:
             arr[:] = out
             return arr
     return Layout(x).eval_all()
+
+
+def _int_value(v: Any, i: int, fn: Any) -> int:
+    """A value of a wrapped Python function as an int: ints, numpy integers and integral
+    SymPy numbers are; anything else (0.25, 3.0, a string, None) is not an offset and is
+    refused with the coordinate, never truncated."""
+    if type(v) is int:
+        return v
+    if type(v) is not bool and hasattr(v, "__index__") and not isinstance(v, float):
+        try:
+            return int(v.__index__())
+        except (TypeError, ValueError, OverflowError):
+            pass
+    if is_sym(v) and getattr(v, "is_Integer", False):
+        return int(v)
+    raise MalformedLayoutError(
+        f"{show(fn)} returned {show(v)} ({type(v).__name__}) at coordinate {i}: a layout's values are "
+        "integers")
 
 
 def natural(i: int, x: Any) -> Any:

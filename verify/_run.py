@@ -18,7 +18,14 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from layoutproof.errors import InadmissibleError, LayoutError, UndecidableConditionError
+from layoutproof import budget
+from layoutproof.errors import (
+    InadmissibleError,
+    LayoutError,
+    MalformedLayoutError,
+    UndecidableConditionError,
+    show,
+)
 
 from ._bounded import MAX_CASES, assignments
 from ._concrete import IllFormed, concretize, is_symbolic
@@ -26,7 +33,45 @@ from ._engine import Concrete, Fail, NotExpressible, Symbolic, TooLarge
 from ._solve import facts_consistent, facts_for, facts_text, params_of, prove, timeout_of
 from .result import Counterexample, ProofObligation, Result
 
-__all__ = ["run", "bounded", "extra_facts"]
+__all__ = ["run", "bounded", "extra_facts", "call_budgeted", "guard_args", "falsify", "FALSIFY_CASES"]
+
+#: How many random admissible assignments a symbolic "proved" is tested on before it is returned.
+FALSIFY_CASES = 6
+
+
+def guard_args(*objs: Any) -> None:
+    """Refuse, as MalformedLayoutError and without recursing, an argument nested deeper
+    than the algebra allows (a hostile tuple must not become a RecursionError)."""
+    from layoutproof.inttuple import check_depth
+
+    for o in objs:
+        check_depth(o, "an argument")
+
+
+def call_budgeted(
+    fn: Callable[..., Result], name: str, deadline: Optional[float], *args: Any, **kw: Any
+) -> Result:
+    """``fn(*args, **kw)`` -- a public check -- under the overall deadline (seconds;
+    None: :func:`layoutproof.budget.get_deadline`) and in a copy of the context (nothing
+    it sets leaks out); past the deadline the result is "unknown" with the reason
+    "timeout"."""
+    import contextvars
+
+    t0 = time.perf_counter()
+    with budget.deadline(deadline) as mine:
+        try:
+            return contextvars.copy_context().run(fn, *args, **kw)
+        except budget.BudgetExceeded as e:
+            if e.at is not None and e.at < mine - 1e-9:  # an enclosing call's deadline
+                raise
+    return Result(
+        "unknown",
+        "z3",
+        claim=f"{name}(...)",
+        reason="timeout",
+        notes=(f"the overall deadline of {mine - t0:.3g} s ran out",),
+        seconds=time.perf_counter() - t0,
+    )
 
 
 def extra_facts(assume: Any) -> tuple:
@@ -112,15 +157,18 @@ def _solve(
     try:
         with assuming(*extra_facts(assume)):
             check(eng, *objs)
-    except Fail as f:  # structural: fails for every assignment
-        return Result(
-            "refuted",
-            "sympy",
-            claim=claim,
-            counterexample=f.counterexample,
-            assumptions=ftext,
-            seconds=time.perf_counter() - t0,
-        )
+    except Fail as f:  # structural: fails for every assignment -- confirmed at one
+        found = _confirm_somewhere(claim, check, objs, params, facts) if params else f.counterexample
+        if found is not None:
+            return Result(
+                "refuted",
+                "sympy",
+                claim=claim,
+                counterexample=found,
+                assumptions=ftext,
+                seconds=time.perf_counter() - t0,
+            )
+        why = f"{f.counterexample}: not confirmed by the concrete check at any assignment tried"
     except (NotExpressible, UndecidableConditionError) as e:
         why = (
             f"no symbolic form: {e}"
@@ -129,7 +177,7 @@ def _solve(
         )
     if why is None:
         methods = set()
-        for purpose, c, extra, coord in eng.claims:
+        for purpose, c, extra, _coord in eng.claims:
             v = prove(purpose, c, facts + extra, tmo)
             if v.obligation is not None:
                 obligations.append(v.obligation)
@@ -146,11 +194,11 @@ def _solve(
                     cex, huge = _confirm(check, objs, env)
                 if cex is not None:
                     cex = _smaller(claim, check, objs, params, facts, cex)
-                elif huge:  # Z3's values are too large to evaluate: a small counterexample, else
-                    # the claim itself checked at Z3's model
+                elif huge:  # too large to evaluate exhaustively: a small counterexample, else Z3's
+                    # coordinate evaluated on the concrete objects there
                     cex = _smaller(claim, check, objs, params, facts, None) if params else None
                     if cex is None:
-                        cex = _at_model(purpose, c, facts + extra, v.model or {}, coord, env)
+                        cex = _at_point(objs, env, v.model or {}, _coord, purpose)
                 if cex is not None:
                     return Result(
                         "refuted",
@@ -162,12 +210,31 @@ def _solve(
                         seconds=time.perf_counter() - t0,
                         notes=notes,
                     )
-                why = f"{purpose}: Z3's model ({_env_text(env)}) is not a counterexample once substituted"
+                why = (
+                    f"{purpose}: Z3's model ({_env_text(env)}) is too large to confirm by the concrete check"
+                    if huge
+                    else f"{purpose}: Z3's model ({_env_text(env)}) is not a counterexample once substituted"
+                )
                 break
             why = f"{purpose}: {v.reason}"
             break
         else:
             method = "z3" if "z3" in methods else "sympy"
+            bad = falsify(
+                lambda e: _concrete_check(check, [concretize(o, e) for o in objs]), params, facts
+            )
+            if bad is not None:
+                return Result(
+                    "refuted",
+                    "bounded",
+                    claim=claim,
+                    counterexample=bad,
+                    obligations=obligations,
+                    assumptions=ftext,
+                    seconds=time.perf_counter() - t0,
+                    notes=notes
+                    + ["the solver proved the claim, but the concrete check refutes it (an encoding error)"],
+                )
             return Result(
                 "proved",
                 method,
@@ -225,6 +292,64 @@ def _smaller(
     return cex
 
 
+def falsify(
+    case: Callable[[Dict[str, int]], Optional[Counterexample]],
+    params: List[Any],
+    facts: tuple,
+    n: Optional[int] = None,
+) -> Optional[Counterexample]:
+    """The falsification pass of a symbolic proof: ``case`` (the concrete check) at the
+    smallest and at a few random admissible assignments (seeded; they satisfy the
+    assumptions); a counterexample found there (with its assignment), else None."""
+    import random
+
+    if not params:
+        return None
+    n = FALSIFY_CASES if n is None else n
+    envs, _box = assignments(params, facts, None, 512)
+    if not envs:
+        return None
+    rng = random.Random(len(envs))
+    pick = [envs[0]] + rng.sample(envs[1:], min(n - 1, len(envs) - 1))
+    for env in pick:
+        budget.check()
+        try:
+            cex = case(env)
+        except (IllFormed, TooLarge, NotExpressible):
+            continue
+        except InadmissibleError as e:
+            w = e.witness if type(e.witness) is int else None
+            cex = Counterexample(coordinate=w, detail=f"inadmissible ({e.condition})")
+        except (MalformedLayoutError, UndecidableConditionError):
+            continue
+        if cex is not None:
+            return cex.with_assignment(env)
+    return None
+
+
+def _confirm_somewhere(
+    claim: str, check: Callable[..., None], objs: Sequence[Any], params: List[Any], facts: tuple
+) -> Optional[Counterexample]:
+    """A structural failure of the symbolic engine (one for every assignment) confirmed by
+    the concrete check at the first admissible assignments that evaluate."""
+    envs, _box = assignments(params, facts, None, 64)
+    tried = 0
+    for env in envs:
+        budget.check()
+        try:
+            cex, huge = _confirm(check, objs, env)
+        except LayoutError:
+            continue
+        if huge:
+            continue
+        tried += 1
+        if cex is not None:
+            return cex
+        if tried >= 8:
+            break
+    return None
+
+
 def _env_text(env: Dict[str, int]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in sorted(env.items()))
 
@@ -246,25 +371,36 @@ def _confirm(
     return (None if cex is None else cex.with_assignment(env)), False
 
 
-def _at_model(
-    purpose: str, claim: Any, facts: tuple, model: Dict[str, int], coord: Any, env: Dict[str, int]
+def _at_point(
+    objs: Sequence[Any], env: Dict[str, int], model: Dict[str, int], coord: Any, purpose: str
 ) -> Optional[Counterexample]:
-    """A counterexample read from Z3's model when the facts hold and the claim is false there
-    by exact evaluation of the SymPy terms (independent of the Z3 translation)."""
-    import sympy as sp
+    """For a claim that two layouts are the same function (equal, identity) whose domain is
+    too large to evaluate exhaustively: the 1-D coordinate of Z3's model, both concrete
+    layouts evaluated there (the concrete path, one coordinate); a counterexample only when
+    the values differ."""
+    from layoutproof.layout import Layout
 
-    from ._concrete import holds, int_eval
+    from ._concrete import int_eval
 
-    if not all(holds(f, model) for f in facts) or holds(claim, model) is not False:
+    if len(objs) != 2 or coord is None:
         return None
     try:
-        at = int_eval(coord, model) if coord is not None else None
-        lhs = rhs = None
-        if isinstance(claim, sp.Eq):
-            lhs, rhs = int_eval(claim.lhs, model), int_eval(claim.rhs, model)
+        a, b = (concretize(o, env) for o in objs)
+        if not (isinstance(a, Layout) and isinstance(b, Layout)) or a.is_symbolic or b.is_symbolic:
+            return None
+        k = int_eval(coord, model)
+        if type(k) is not int or not 0 <= k < a.size or a.size != b.size:
+            return None
+        va, vb = a(k), b(k)
     except LayoutError:
         return None
-    return Counterexample(coordinate=at, lhs=lhs, rhs=rhs, detail=purpose, assignment=env or None)
+    if va == vb:
+        return None
+    from ._concrete import natural
+
+    return Counterexample(
+        coordinate=k, natural=natural(k, a), lhs=va, rhs=vb, detail=None, assignment=env or None
+    )
 
 
 def bounded(
@@ -281,6 +417,7 @@ def bounded(
     done = skipped = 0
     notes: List[str] = []
     for env in envs:
+        budget.check()
         try:
             cex = case(env)
         except (IllFormed, TooLarge) as e:
@@ -333,14 +470,28 @@ def bounded(
 
 def split_params(params: Any) -> Tuple[List[Any], List[str]]:
     """``params`` ("M N", a list of symbols or names) as (symbols, names)."""
-    from layoutproof.symbolic import symbols
+    from layoutproof.symbolic import is_sym, symbols
 
     if params is None:
         return [], []
     if isinstance(params, str):
         names = params.replace(",", " ").split()
+    elif type(params) in (list, tuple):
+        names = []
+        for p in params:
+            if isinstance(p, str):
+                names.append(p)
+            elif is_sym(p) and getattr(p, "is_Symbol", False):
+                names.append(p.name)
+            else:
+                raise MalformedLayoutError(f"params: each parameter is a name or a symbol, got {show(p)}")
+    elif is_sym(params) and getattr(params, "is_Symbol", False):
+        names = [params.name]
+        params = [params]
     else:
-        names = [p if isinstance(p, str) else p.name for p in params]
+        raise MalformedLayoutError(
+            f"params is a string of names or a list of names or symbols, got {show(params)}"
+        )
     if not names:
         return [], []
     syms = symbols(" ".join(names))

@@ -33,13 +33,13 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from layoutproof.errors import LayoutError
+from layoutproof.errors import LayoutError, show
 from layoutproof.layout import Layout
 
 from ._bounded import MAX_CASES
 from ._concrete import is_symbolic
 from ._engine import Fail
-from ._run import run
+from ._run import call_budgeted, guard_args, run
 from .result import Counterexample, Result
 
 __all__ = ["equal", "compatible", "function"]
@@ -69,6 +69,7 @@ def equal(
     timeout_ms: Optional[int] = None,
     bounds: Any = False,
     max_cases: int = MAX_CASES,
+    deadline: Optional[float] = None,
 ) -> Result:
     """Is ``A`` equal to ``B`` as a function on the domain (same size, same offset at
     every 1-D coordinate)?
@@ -81,11 +82,17 @@ def equal(
     :func:`layoutproof.symbolic.get_timeout`); "unknown" with the reason when Z3 does not
     answer.  With ``bounds`` (an int, ``(lo, hi)`` or a dict per parameter; None for the
     default box) an unknown falls back to checking every parameter assignment in the box
-    ("checked").
+    ("checked").  The whole check runs within ``deadline`` seconds (default
+    :func:`layoutproof.budget.get_deadline`); past it the result is "unknown" ("timeout").
 
     >>> equal("(2,4):(4,1)", "(2,4):(1,2)").counterexample.natural
     (1, 0)
     """
+    return call_budgeted(_equal, "equal", deadline, A, B, assume, timeout_ms, bounds, max_cases)
+
+
+def _equal(A: Any, B: Any, assume: Any, timeout_ms: Optional[int], bounds: Any, max_cases: int) -> Result:
+    guard_args(A, B)
     A = _layoutish(A, "equal")
     B = _layoutish(B, "equal")
     claim = f"{_describe(A)} == {_describe(B)}"
@@ -127,7 +134,9 @@ class function:  # noqa: N801 - used like a function: verify.function(f, shape)
         return f"function({name}, {self.layout.shape})"
 
 
-def compatible(S: Any, T: Any, *, assume: Any = (), timeout_ms: Optional[int] = None) -> Result:
+def compatible(
+    S: Any, T: Any, *, assume: Any = (), timeout_ms: Optional[int] = None, deadline: Optional[float] = None
+) -> Result:
     """Is shape ``S`` compatible with shape ``T`` (same size, and every coordinate of ``S``
     is a coordinate of ``T``: ``S`` is ``T`` with some modes merged)?  Shapes or layouts,
     concrete or symbolic (each size equality decided under the assumptions).
@@ -137,6 +146,33 @@ def compatible(S: Any, T: Any, *, assume: Any = (), timeout_ms: Optional[int] = 
     >>> print(compatible((4, 6), (4, (2, 2))).counterexample)
     mode 1: 6 != 4
     """
+    return call_budgeted(_compatible, "compatible", deadline, S, T, assume, timeout_ms)
+
+
+def _symbolic_shape(x: Any) -> None:
+    """Every leaf of a symbolic shape is an int or a SymPy expression (its integrality and
+    positivity are part of the claim, decided with it)."""
+    import sympy as sp
+
+    stack = [x]
+    while stack:
+        t = stack.pop()
+        if type(t) is tuple:
+            stack.extend(t)
+        elif type(t) is not int and not isinstance(t, sp.Expr):
+            raise LayoutError(
+                f"compatible: a shape leaf must be an integer or a SymPy expression, got {show(t)}"
+            )
+
+
+def _compatible(S: Any, T: Any, assume: Any, timeout_ms: Optional[int]) -> Result:
+    guard_args(S, T)
+    for x in (S, T):  # each a layout or a well-formed shape (MalformedLayoutError otherwise)
+        if not isinstance(x, Layout):
+            if is_symbolic(x):
+                _symbolic_shape(x)
+            else:
+                Layout(x)
     sa = S.shape if isinstance(S, Layout) else S
     sb = T.shape if isinstance(T, Layout) else T
     t0 = time.perf_counter()

@@ -28,15 +28,21 @@ from __future__ import annotations
 import inspect
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from layoutproof.errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError
+from layoutproof.errors import (
+    InadmissibleError,
+    LayoutError,
+    MalformedLayoutError,
+    UndecidableConditionError,
+    show,
+)
 from layoutproof.layout import Layout
 
 from ._bounded import MAX_CASES
 from ._concrete import IllFormed, concretize, is_symbolic
 from ._engine import Concrete, Fail, TooLarge
-from ._run import bounded, extra_facts, run, split_params
+from ._run import bounded, call_budgeted, extra_facts, falsify, guard_args, run, split_params
 from ._solve import facts_for, facts_text, params_of, timeout_of
 from .equal import _layoutish
 from .result import Counterexample, ProofObligation, Result
@@ -105,6 +111,7 @@ def identity(
     timeout_ms: Optional[int] = None,
     max_cases: int = MAX_CASES,
     claim: Optional[str] = None,
+    deadline: Optional[float] = None,
 ) -> Result:
     """Prove ``lhs(*params) == rhs(*params)`` as functions, for all parameter values
     satisfying the assumptions (the active :func:`~layoutproof.assuming` facts and
@@ -116,7 +123,12 @@ def identity(
     for ``1..hi``, ``(lo, hi)``, or a dict per parameter; None: 1..64 per parameter,
     widened by the assumptions' congruences; False: no fallback, "unknown" instead).  At
     most ``max_cases`` assignments are enumerated (the box shrinks to fit and is reported).
-    ``timeout_ms`` limits each Z3 call.
+    ``timeout_ms`` limits each Z3 call, ``deadline`` (seconds) the whole check.
+
+    A refutation is confirmed on the concrete path: both functions called with the
+    counterexample's integers and compared exhaustively (or the concrete operation
+    inadmissible there); a proof is tested on a few random admissible assignments the same
+    way before it is returned.
 
     >>> from layoutproof import Layout, coalesce
     >>> identity(lambda M, N: coalesce(Layout((M, N), (1, M))), lambda M, N: Layout(M * N, 1)).status
@@ -125,71 +137,34 @@ def identity(
     >>> r.status, r.counterexample.assignment, r.counterexample.coordinate
     ('refuted', {'M': 2}, 1)
     """
+    return call_budgeted(
+        _identity, "identity", deadline, lhs, rhs, params, assume, bounds, timeout_ms, max_cases, claim
+    )
+
+
+def _identity(
+    lhs: Any,
+    rhs: Any,
+    params: Any,
+    assume: Any,
+    bounds: Any,
+    timeout_ms: Optional[int],
+    max_cases: int,
+    claim: Optional[str],
+) -> Result:
     t0 = time.perf_counter()
     tmo = timeout_of(timeout_ms)
+    if type(max_cases) is not int or max_cases < 1:
+        raise MalformedLayoutError(f"identity: max_cases must be a positive int, got {max_cases!r:.40}")
     syms, names = split_params(params if params is not None else _infer_params(lhs))
     facts = facts_for(assume) if syms or assume else ()
     ftext = facts_text(facts) if facts else ()
     notes: List[str] = []
     L = R = None
     why: Optional[str] = None
-    try:
-        if syms or assume:
-            from layoutproof.symbolic import assuming
-
-            with assuming(*extra_facts(assume)), op_timeout(timeout_ms):
-                L = _side(_call(lhs, syms), "identity (lhs)")
-                R = _side(_call(rhs, syms), "identity (rhs)")
-        else:
-            L = _side(_call(lhs, ()), "identity (lhs)")
-            R = _side(_call(rhs, ()), "identity (rhs)")
-    except InadmissibleError as e:
-        side = "lhs" if L is None else "rhs"
-        cex = _inadmissible(e, side)
-        asg = getattr(e, "assignment", None)
-        if syms:
-            found = _find_inadmissible(lhs if L is None else rhs, syms, names, facts, bounds, max_cases)
-            if found is not None:
-                cex, asg = found
-        return Result(
-            "refuted",
-            "z3" if syms else "exhaustive",
-            claim=claim or "lhs == rhs",
-            counterexample=cex.with_assignment(asg) if asg else cex,
-            condition=e.condition,
-            reason=str(e),
-            assumptions=ftext,
-            seconds=time.perf_counter() - t0,
-        )
-    except UndecidableConditionError as e:
-        why = f"a side condition is undecided with symbolic parameters: {e.condition}"
-    text = claim or (f"{L} == {R}" if L is not None and R is not None else "lhs == rhs")
-    obligations: List[ProofObligation] = []
-    if why is None:
-        extra = set(params_of(L, R)) - set(syms)
-        if extra:
-            raise MalformedLayoutError(
-                f"identity: the sides use the symbols {sorted(s.name for s in extra)}, not parameters "
-                f"({names}); name them in params"
-            )
-        r = run(text, _compare, [L, R], assume=assume, timeout_ms=tmo, bounds=False)
-        if r.status != "unknown":
-            return r.replace(seconds=time.perf_counter() - t0)
-        why = r.reason or "unknown"
-        obligations = list(r.obligations)
-    if bounds is False or not syms:
-        return Result(
-            "unknown",
-            "z3",
-            claim=text,
-            reason=why,
-            obligations=obligations,
-            assumptions=ftext,
-            seconds=time.perf_counter() - t0,
-        )
-    notes.append(f"bounded check because {why}")
 
     def case(env: Dict[str, int]) -> Optional[Counterexample]:
+        """The concrete path: both functions at the integers ``env``, compared exhaustively."""
         vals = _values(env, names)
         try:
             a = _side(_call(lhs, vals), "identity (lhs)")
@@ -207,6 +182,98 @@ def identity(
             return f.counterexample
         return None
 
+    def confirmed(env: Optional[Dict[str, int]]) -> Optional[Counterexample]:
+        """The concrete counterexample at ``env`` (a complete assignment), else None."""
+        if not env or any(n not in env for n in names):
+            return None
+        try:
+            cex = _guarded(case)({n: env[n] for n in names})
+        except (IllFormed, TooLarge):
+            return None
+        return None if cex is None else cex.with_assignment({n: env[n] for n in names})
+    try:
+        if syms or assume:
+            from layoutproof.symbolic import assuming
+
+            with assuming(*extra_facts(assume)), op_timeout(timeout_ms):
+                L = _side(_call(lhs, syms), "identity (lhs)")
+                R = _side(_call(rhs, syms), "identity (rhs)")
+        else:
+            L = _side(_call(lhs, ()), "identity (lhs)")
+            R = _side(_call(rhs, ()), "identity (rhs)")
+    except InadmissibleError as e:
+        side = "lhs" if L is None else "rhs"
+        cex: Optional[Counterexample] = _inadmissible(e, side)
+        asg = getattr(e, "assignment", None)
+        if syms:  # the symbolic refutation stands only where the concrete functions confirm it
+            cex = confirmed(asg)
+            if cex is None:
+                found = _find_inadmissible(lhs if L is None else rhs, syms, names, facts, bounds, max_cases)
+                if found is not None:
+                    cex, asg = found
+                    cex = cex.with_assignment(asg)
+        if cex is not None:
+            return Result(
+                "refuted",
+                "z3" if syms else "exhaustive",
+                claim=claim or "lhs == rhs",
+                counterexample=cex,
+                condition=e.condition,
+                reason=str(e),
+                assumptions=ftext,
+                seconds=time.perf_counter() - t0,
+            )
+        why = f"{side} is inadmissible symbolically ({e.condition}), not confirmed at any concrete assignment"
+    except UndecidableConditionError as e:
+        why = f"a side condition is undecided with symbolic parameters: {e.condition}"
+    text = claim or (f"{L} == {R}" if L is not None and R is not None else "lhs == rhs")
+    obligations: List[ProofObligation] = []
+    if why is None:
+        extra = set(params_of(L, R)) - set(syms)
+        if extra:
+            raise MalformedLayoutError(
+                f"identity: the sides use the symbols {sorted(s.name for s in extra)}, not parameters "
+                f"({names}); name them in params"
+            )
+        r = run(text, _compare, [L, R], assume=assume, timeout_ms=tmo, bounds=False)
+        obligations = list(r.obligations)
+        if r.status == "proved" and syms:
+            bad = falsify(_guarded(case), syms, facts)
+            if bad is not None:
+                return Result(
+                    "refuted",
+                    "bounded",
+                    claim=text,
+                    counterexample=bad,
+                    obligations=obligations,
+                    assumptions=ftext,
+                    seconds=time.perf_counter() - t0,
+                    notes=["the symbolic sides were proved equal, but the concrete functions differ there"],
+                )
+        if r.status == "refuted" and syms:
+            c = r.counterexample
+            conf = confirmed(c.assignment if c is not None else None)
+            if conf is not None:
+                return r.replace(counterexample=conf, seconds=time.perf_counter() - t0)
+            r = r.replace(
+                status="unknown",
+                counterexample=None,
+                reason=f"the symbolic refutation ({c}) is not confirmed by the concrete functions",
+            )
+        if r.status != "unknown":
+            return r.replace(seconds=time.perf_counter() - t0)
+        why = r.reason or "unknown"
+    if bounds is False or not syms:
+        return Result(
+            "unknown",
+            "z3",
+            claim=text,
+            reason=why,
+            obligations=obligations,
+            assumptions=ftext,
+            seconds=time.perf_counter() - t0,
+        )
+    notes.append(f"bounded check because {why}")
     res = bounded(text, _guarded(case), syms, facts, bounds, max_cases, t0)
     return res.replace(obligations=obligations, assumptions=ftext, notes=notes + list(res.notes))
 
@@ -259,6 +326,8 @@ def _find_inadmissible(
 # ----------------------------------------------------------------------------- admissibility
 def resolve_op(op: Any) -> Any:
     """An algebra function from itself or its name (``"composition"``)."""
+    if isinstance(op, Layout) or getattr(type(op), "_lp_lifted", False):
+        raise MalformedLayoutError(f"expected an operation or its name, got the layout {op}")
     if callable(op):
         return op
     if isinstance(op, str):
@@ -271,7 +340,7 @@ def resolve_op(op: Any) -> Any:
             fn = getattr(ops, op, None)
         if callable(fn):
             return fn
-    raise MalformedLayoutError(f"unknown operation {op!r}")
+    raise MalformedLayoutError(f"unknown operation {show(op)}")
 
 
 def admissible(
@@ -281,6 +350,7 @@ def admissible(
     bounds: Any = False,
     timeout_ms: Optional[int] = None,
     max_cases: int = MAX_CASES,
+    deadline: Optional[float] = None,
 ) -> Result:
     """Is ``op(*args)`` admissible: do its side conditions hold (for all parameter values
     satisfying the assumptions, when the arguments are symbolic)?
@@ -299,13 +369,21 @@ def admissible(
     >>> admissible("composition", Layout((M, 8), (1, M)), Layout(4, 1), assume="M % 4 == 0").status
     'proved'
     """
+    return call_budgeted(_admissible, "admissible", deadline, op, args, assume, bounds, timeout_ms, max_cases)
+
+
+def _admissible(
+    op: Any, args: tuple, assume: Any, bounds: Any, timeout_ms: Optional[int], max_cases: int
+) -> Result:
     t0 = time.perf_counter()
+    guard_args(*args)
     fn = resolve_op(op)
     name = getattr(fn, "__name__", str(op))
     claim = f"{name}({', '.join(_arg_text(a) for a in args)}) is admissible"
     symbolic = any(is_symbolic(a) for a in args)
     ftext: tuple = ()
     timeout_of(timeout_ms)  # validates
+    undecided: Optional[Tuple[str, Any, Any]] = None
     try:
         if symbolic or assume:
             from layoutproof.symbolic import assuming
@@ -317,64 +395,104 @@ def admissible(
         else:
             fn(*args)
     except InadmissibleError as e:
-        cex = _inadmissible(e, name)
+        cex: Optional[Counterexample] = _inadmissible(e, name)
         asg = getattr(e, "assignment", None)
+        if symbolic:  # confirmed by the concrete operation at the assignment, or not at all
+            cex = _inadmissible_at(fn, name, args, asg)
+        if cex is not None:
+            return Result(
+                "refuted",
+                "z3" if symbolic else "exhaustive",
+                claim=claim,
+                condition=e.condition,
+                counterexample=cex,
+                reason=str(e),
+                assumptions=ftext,
+                seconds=time.perf_counter() - t0,
+            )
+        why = f"{e.condition} (refuted symbolically, not confirmed by the concrete operation)"
+        undecided = (why, None, None)
+    except UndecidableConditionError as e:
+        undecided = (str(e.condition), getattr(e, "counterexample", None), e)
+    except TooLarge as e:  # pragma: no cover - the algebra does not raise it
+        return Result("unknown", "exhaustive", claim=claim, reason=str(e), seconds=time.perf_counter() - t0)
+    params = params_of(*args)
+
+    def case(env: Dict[str, int]) -> Optional[Counterexample]:
+        try:
+            cargs = [concretize(a, env) for a in args]
+            fn(*cargs)
+        except InadmissibleError as err:
+            return _inadmissible(err, name)
+        except (MalformedLayoutError, UndecidableConditionError) as err:
+            raise IllFormed(str(err)) from None
+        return None
+
+    if undecided is None:
+        bad = falsify(case, params, facts_for(assume)) if symbolic else None
+        if bad is not None:
+            return Result(
+                "refuted",
+                "bounded",
+                claim=claim,
+                counterexample=bad,
+                assumptions=ftext,
+                notes=["the symbolic operation succeeded, but the concrete one is inadmissible there"],
+                seconds=time.perf_counter() - t0,
+            )
         return Result(
-            "refuted",
+            "proved",
             "z3" if symbolic else "exhaustive",
             claim=claim,
-            condition=e.condition,
-            counterexample=cex.with_assignment(asg) if asg else cex,
-            reason=str(e),
             assumptions=ftext,
             seconds=time.perf_counter() - t0,
         )
-    except UndecidableConditionError as e:
-        notes = []
-        ce = getattr(e, "counterexample", None)
-        if ce:
-            notes.append("it fails for " + ", ".join(f"{k} = {v}" for k, v in sorted(ce.items())))
-        obligations = _obligation_of(e, facts_for(assume))
-        if bounds is False:
-            return Result(
-                "unknown",
-                "z3",
-                claim=claim,
-                condition=str(e.condition),
-                reason=f"undecided: {e.condition} (assume it, or its negation)",
-                assumptions=ftext,
-                obligations=obligations,
-                notes=notes,
-                seconds=time.perf_counter() - t0,
-            )
-        params = params_of(*args)
-
-        def case(env: Dict[str, int]) -> Optional[Counterexample]:
-            try:
-                cargs = [concretize(a, env) for a in args]
-                fn(*cargs)
-            except InadmissibleError as err:
-                return _inadmissible(err, name)
-            except (MalformedLayoutError, UndecidableConditionError) as err:
-                raise IllFormed(str(err)) from None
-            return None
-
-        res = bounded(claim, case, params, facts_for(assume), bounds, max_cases, t0)
-        return res.replace(
-            condition=str(e.condition),
+    cond, ce, err = undecided
+    notes = []
+    if ce:
+        notes.append("it fails for " + ", ".join(f"{k} = {v}" for k, v in sorted(ce.items())))
+    obligations = _obligation_of(err, facts_for(assume)) if err is not None else []
+    if bounds is False:
+        return Result(
+            "unknown",
+            "z3",
+            claim=claim,
+            condition=cond,
+            reason=f"undecided: {cond} (assume it, or its negation)",
             assumptions=ftext,
             obligations=obligations,
-            notes=[f"bounded check because {e.condition} is undecided"] + notes + list(res.notes),
+            notes=notes,
+            seconds=time.perf_counter() - t0,
         )
-    except TooLarge as e:  # pragma: no cover - the algebra does not raise it
-        return Result("unknown", "exhaustive", claim=claim, reason=str(e), seconds=time.perf_counter() - t0)
-    return Result(
-        "proved",
-        "z3" if symbolic else "exhaustive",
-        claim=claim,
+    res = bounded(claim, case, params, facts_for(assume), bounds, max_cases, t0)
+    return res.replace(
+        condition=cond,
         assumptions=ftext,
-        seconds=time.perf_counter() - t0,
+        obligations=obligations,
+        notes=[f"bounded check because {cond} is undecided"] + notes + list(res.notes),
     )
+
+
+def _inadmissible_at(
+    fn: Any, name: str, args: tuple, asg: Optional[Dict[str, int]]
+) -> Optional[Counterexample]:
+    """The concrete operation's InadmissibleError at ``asg`` as a counterexample (with the
+    assignment), or None when it is admissible there or ``asg`` does not make it concrete."""
+    if not asg:
+        return None
+    try:
+        cargs = [concretize(a, asg) for a in args]
+    except LayoutError:
+        return None
+    if any(is_symbolic(a) for a in cargs):
+        return None
+    try:
+        fn(*cargs)
+    except InadmissibleError as err:
+        return _inadmissible(err, name).with_assignment(asg)
+    except LayoutError:
+        return None
+    return None
 
 
 def _obligation_of(e: UndecidableConditionError, facts: tuple) -> List[ProofObligation]:

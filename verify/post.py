@@ -41,17 +41,19 @@ complement: (L, C) = (2,2,2):(1,8,4) does not map onto [0, 8): it reaches 13 at 
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from layoutproof import ops
-from layoutproof.errors import InadmissibleError
+from layoutproof.errors import InadmissibleError, LayoutError, MalformedLayoutError, show
 from layoutproof.inttuple import _depth, _product
 from layoutproof.layout import Layout, _, make_ordered_layout
 
 from ._bounded import MAX_CASES
 from ._concrete import is_symbolic
 from ._engine import Fail, NotExpressible, as_layout, concat, mode, modes, pair
-from ._run import run
+from ._run import call_budgeted, guard_args, run
+from .equal import _layoutish
 from .identity import resolve_op
 from .result import Counterexample, Result
 
@@ -336,6 +338,7 @@ def postcondition(
     timeout_ms: Optional[int] = None,
     bounds: Any = None,
     max_cases: int = MAX_CASES,
+    deadline: Optional[float] = None,
 ) -> Result:
     """Check that ``result`` satisfies the post-condition of ``op(*args)`` (see the table
     in the module docstring).  ``op`` is an algebra function or its name.
@@ -351,13 +354,36 @@ def postcondition(
     >>> print(postcondition("left_inverse", Layout(4, 1), Layout(4, 2)).counterexample)
     left_inverse: L(i) = 4 is outside R's domain [0, 4) at coordinate 2
     """
+    return call_budgeted(
+        _postcondition, "postcondition", deadline, op, result, args, assume, timeout_ms, bounds, max_cases
+    )
+
+
+def _postcondition(
+    op: Any, result: Any, args: tuple, assume: Any, timeout_ms: Optional[int], bounds: Any, max_cases: int
+) -> Result:
+    guard_args(result, *args)
     fn = resolve_op(op)
     name = getattr(fn, "__name__", str(op))
     entry = OPERATIONS.get(name)
     if entry is None:
-        raise NotImplementedError(f"no post-condition for {name!r}; known: {', '.join(OPERATIONS)}")
+        raise MalformedLayoutError(f"no post-condition for {show(name)}; known: {', '.join(OPERATIONS)}")
     check, words = entry
     args = tuple(_norm_arg(a) for a in args)
+    try:
+        inspect.signature(check).bind(None, result, *args)
+    except TypeError:
+        ps = list(inspect.signature(check).parameters.values())[2:]
+        hi = len(ps)
+        lo = sum(1 for p in ps if p.default is p.empty)
+        want = f"{lo}" if lo == hi else f"{lo} to {hi}"
+        raise MalformedLayoutError(
+            f"postcondition({name}): the result and {want} operands are expected "
+            f"({name}'s own arguments), got the result and {len(args)}"
+        ) from None
+    result = _layoutish(result, f"postcondition({name}): the result")
+    if args:
+        args = (_layoutish(args[0], f"postcondition({name}): the first operand"),) + args[1:]
     lifted = [x for x in (result, *args) if getattr(type(x), "_lp_lifted", False)]
     claim = f"{name}({', '.join(_text(a) for a in args)}) = {result}: {words}"
     if lifted and name != "composition":
@@ -368,12 +394,20 @@ def postcondition(
             reason=f"the post-condition of {name} is stated for plain layouts; compare swizzled "
             "or composed layouts with verify.equal",
         )
-    return run(
-        claim,
-        check,
-        [result, *args],
-        assume=assume,
-        timeout_ms=timeout_ms,
-        bounds=bounds,
-        max_cases=max_cases,
-    )
+    try:
+        return run(
+            claim,
+            check,
+            [result, *args],
+            assume=assume,
+            timeout_ms=timeout_ms,
+            bounds=bounds,
+            max_cases=max_cases,
+        )
+    except (AttributeError, TypeError, NotImplementedError, IndexError, KeyError) as e:
+        if isinstance(e, LayoutError):
+            raise
+        raise MalformedLayoutError(
+            f"postcondition({name}): the operands do not have the kinds {name} takes "
+            f"({type(e).__name__}: {show(str(e))})"
+        ) from None

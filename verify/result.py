@@ -235,10 +235,12 @@ class Result(_Frozen):
         assumptions: Iterable[str] = (),
         notes: Iterable[str] = (),
     ) -> None:
-        if status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        from layoutproof.errors import MalformedLayoutError, show
+
+        if type(status) is not str or status not in STATUSES:
+            raise MalformedLayoutError(f"Result: status must be one of {STATUSES}, got {show(status)}")
+        if type(method) is not str or method not in METHODS:
+            raise MalformedLayoutError(f"Result: method must be one of {METHODS}, got {show(method)}")
         s = object.__setattr__
         s(self, "status", status)
         s(self, "method", method)
