@@ -130,7 +130,7 @@ def prove(purpose: str, claim: Any, facts: tuple, timeout_ms: int) -> Verdict:
         return Verdict(None, "z3", reason=f"not expressible in Z3: {e}")
     try:
         s = ob.solver(timeout_ms)
-        r = s.check()
+        r = smt.check(s, timeout_ms)  # within the per-call limit and the active deadline
     except z3.Z3Exception as e:  # pragma: no cover - defensive
         return Verdict(None, "z3", reason=f"Z3 error: {e}")
     dt = time.perf_counter() - t0
@@ -163,7 +163,7 @@ def facts_consistent(facts: tuple, timeout_ms: int) -> Optional[bool]:
     from layoutproof import smt
 
     try:
-        r = smt.Obligation(sp.true, facts).solver(timeout_ms, negate=False).check()
+        r = smt.check(smt.Obligation(sp.true, facts).solver(timeout_ms, negate=False), timeout_ms)
     except LayoutError:
         return None
     val = None if r == z3.unknown else r == z3.sat

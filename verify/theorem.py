@@ -216,14 +216,14 @@ def picture(x: Any, max_cells: int = PICTURE_CELLS) -> str:
         if isinstance(x, Layout):
             if x.is_symbolic or x.size > max_cells:
                 return ""
-            from layoutproof.draw import print_layout
+            from layoutproof.draw import layout_table
 
             if type(x.shape) is tuple and x.rank > 2:
                 from layoutproof.layout import group_layout
 
                 g = group_layout(x, 1, x.rank)
-                return f"drawn as {g} (modes 1..{x.rank - 1} grouped)\n" + str(print_layout(g))
-            return str(print_layout(x))
+                return f"drawn as {g} (modes 1..{x.rank - 1} grouped)\n" + str(layout_table(g))
+            return str(layout_table(x))
         if isinstance(x, ComposedLayout) and isinstance(x.layout_b, Layout):
             if x.layout_b.is_symbolic or x.size > max_cells:
                 return ""
