@@ -12,8 +12,9 @@ poisoned output).  Then ``--rounds`` interleaved rounds; in each round one batch
 back-to-back launches of ours and one of cuBLAS, each between two CUDA events (so the
 host's launch cost counts where it exceeds the GPU time, as it does for a user); the
 reported ratio is the median over rounds of (cuBLAS time / our time) -- 1.0 = cuBLAS speed.
-``graph`` columns: the same launches captured once in a CUDA graph and replayed (device time
-without the host).  Host us/call: CPU time to issue one call (``perf_counter`` around a batch,
+``graph`` columns: device time without the host -- ours captured once in a CUDA graph and
+replayed, cuBLAS as ``torch.matmul`` in a torch CUDA graph (CuPy refuses cuBLAS calls under
+capture; torch ships its own cuBLAS build).  Host us/call: CPU time to issue one call (``perf_counter`` around a batch,
 before synchronizing), the minimum over rounds.
 
 ``--sweep`` times every candidate of :func:`layoutproof.gpu.plan.hopper_candidates` on every
@@ -107,6 +108,38 @@ def graph_time(cp, gs, reps, n=3):
     return statistics.median(ts)
 
 
+def torch_graph_time(cp, a, b, c, reps):
+    """Seconds per call of ``torch.matmul(a, b, out=c)`` (torch's cuBLAS) replayed from a CUDA
+    graph -- the device-time reference, since CuPy refuses cuBLAS calls under capture."""
+    try:
+        import torch
+
+        ta, tb, tc = torch.from_dlpack(a), torch.from_dlpack(b), torch.from_dlpack(c)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                torch.matmul(ta, tb, out=tc)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(reps):
+                torch.matmul(ta, tb, out=tc)
+        ts = []
+        for _ in range(3):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            g.replay()
+            e1.record()
+            e1.synchronize()
+            ts.append(e0.elapsed_time(e1) / 1e3 / reps)
+        cp.cuda.Device().synchronize()
+        return statistics.median(ts)
+    except Exception as ex:
+        print(f"  torch graph reference failed: {type(ex).__name__}: {ex}", flush=True)
+        return None
+
+
 def rel_err(cp, x, ref):
     d = x.astype(cp.float32) - ref.astype(cp.float32)
     return float(cp.linalg.norm(d) / max(float(cp.linalg.norm(ref.astype(cp.float32))), 1e-30))
@@ -147,9 +180,8 @@ def suite(cp, args, log):
                 ratios.append(t2 / t1)
                 to.append(t1), tr.append(t2), ho.append(h1), hr.append(h2)
             go = graph_of(cp, ours, reps)
-            gr = graph_of(cp, cub, reps)
             g_ours = graph_time(cp, go, reps) if go else None
-            g_ref = graph_time(cp, gr, reps) if gr else None
+            g_ref = torch_graph_time(cp, a, b, ref, reps)
             row = dict(
                 dtype=dtype,
                 m=m,
@@ -256,8 +288,8 @@ def sweep(cp, args, log):
             except Exception as ex:
                 print(f"  {cfg.key()} {m}x{n}x{k}: {type(ex).__name__}: {ex}", flush=True)
                 times[cfg.key()] = None
-        gr = graph_of(cp, lambda: cp.matmul(a, b, out=ref), reps)
-        t_ref = graph_time(cp, gr, reps) * 1e6 if gr else None
+        t_ref = torch_graph_time(cp, a, b, ref, reps)
+        t_ref = t_ref and t_ref * 1e6
         pick = P.choose_config(m, n, k, hopper=True, tma=True, sms=sms).key()
         ok = {kk: v for kk, v in times.items() if v}
         best = min(ok, key=ok.get) if ok else None
@@ -276,10 +308,37 @@ def sweep(cp, args, log):
     return rows
 
 
+def sanitize(cp):
+    """Every default-rule candidate (and the mma.sync ones) through gemm on odd shapes and the
+    four operand layouts against float64, for ``compute-sanitizer --tool memcheck``."""
+    from layoutproof.gpu import plan as P
+    from layoutproof.gpu.runtime import gemm
+
+    rng = cp.random.default_rng(11)
+    worst, runs = 0.0, 0
+    for cfg in P.hopper_candidates(True) + P.mma_sync_candidates()[-2:]:
+        for m, n, k in ((37, 45, 51), (1, 200, 64), (130, 260, 200), (64, 64, 8)):
+            for ao, bo in (("C", "C"), ("C", "F"), ("F", "C"), ("F", "F")):
+                a = rng.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
+                b = rng.standard_normal((k, n), dtype=cp.float32).astype(cp.float16)
+                a = cp.asfortranarray(a) if ao == "F" else a
+                b = cp.asfortranarray(b) if bo == "F" else b
+                c = cp.full((m, n), cp.nan, dtype=cp.float32)
+                gemm(a, b, c, config=cfg, out_dtype="f32")
+                ref = a.astype(cp.float64) @ b.astype(cp.float64)
+                e = float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref))
+                worst = max(worst, e if e == e else float("inf"))
+                runs += 1
+    cp.cuda.Device().synchronize()
+    print(f"sanitize run: {runs} launches, worst relative error {worst:.2e}")
+    return worst < 1e-5
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=os.environ.get("OUT", "build/bench-suite"))
     p.add_argument("--sweep", action="store_true")
+    p.add_argument("--sanitize", action="store_true", help="only the memcheck workload")
     p.add_argument("--no-suite", action="store_true")
     p.add_argument("--no-host", action="store_true")
     p.add_argument("--shapes", default=None, help="MxNxK,... (default: the suite)")
@@ -289,6 +348,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     import cupy as cp
 
+    if args.sanitize:
+        return 0 if sanitize(cp) else 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"]

@@ -397,3 +397,14 @@ def test_gpu_plan_under_cuda_graph_capture():
         s.synchronize()
         ref = a.astype(cp.float64) @ b.astype(cp.float64)
         assert float(cp.abs(c - ref).max()) == 0.0, seed
+
+
+def test_the_gpu_extra_installs_the_fast_path():
+    """``pip install "layoutproof[gpu]"``: CuPy and cuda-python (the TMA path's tensor maps)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    m = re.search(r"^gpu\s*=\s*\[(.*)\]\s*$", text, re.M)
+    assert m, "no gpu extra in pyproject.toml"
+    names = re.findall(r'"([A-Za-z0-9_.-]+)', m.group(1))
+    assert any(n.startswith("cupy-cuda1") for n in names) and "cuda-python" in names, names
