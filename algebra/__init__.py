@@ -26,12 +26,15 @@ from .analysis import (
 from .arith import ArithTuple, E, ScaledBasis, make_basis_like, make_identity_layout
 from .draw import (
     layout_svg,
+    layout_table,
     layout_tikz,
     print_layout,
     print_tensor,
     print_tv_layout,
     tensor_svg,
+    tensor_table,
     tv_layout_svg,
+    tv_layout_table,
     tv_layout_tikz,
 )
 from .errors import (
@@ -41,6 +44,7 @@ from .errors import (
     OutOfDomainError,
     UndecidableConditionError,
 )
+from .interop import from_cpp, from_dsl, from_pycute, from_triton, import_layout, to_cpp, to_dsl, to_triton
 from .inttuple import (
     append,
     ceil_div,
@@ -163,7 +167,8 @@ __all__ = [
     "Tensor", "make_tensor", "make_identity_tensor", "local_tile", "local_partition",
     "inner_partition", "outer_partition", "gemm", "copy_if", "fill", "clear",
     "print_layout", "print_tv_layout", "print_tensor", "layout_svg", "tv_layout_svg",
-    "tensor_svg", "layout_tikz", "tv_layout_tikz",
+    "tensor_svg", "layout_tikz", "tv_layout_tikz", "layout_table", "tv_layout_table", "tensor_table",
+    "to_cpp", "to_dsl", "to_triton", "from_cpp", "from_dsl", "from_pycute", "from_triton", "import_layout",
     "Swizzle", "make_swizzle", "ComposedLayout", "make_composed_layout", "F2", "F2Layout",
     "to_f2", "from_f2",
 ]

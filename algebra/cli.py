@@ -3,12 +3,18 @@
 Sub-commands:
   eval EXPR   evaluate an expression of layouts in CuTe notation and print the result,
               e.g. ``layoutproof eval "composition((4,(2,2)):(2,(1,8)), (2,4):(1,2))"``
-  demo        the short tour: evaluate, compose, divide, print, and a rejected composition
   show EXPR   draw a layout: CuTe's print_layout table by default; --svg/--tikz/--png
               write pictures; --tv TILE draws a thread-value layout over an (M,N) tile
   check STMT  prove or refute "EXPR == EXPR" or "admissible EXPR" (layoutproof.verify)
   prove       run the theorem catalog (layoutproof.proofs)
-  gemm        emit a proven GEMM kernel; run, check and time it where a GPU is present
+  gemm        emit a proven GEMM kernel (Hopper wgmma, or mma.sync); run, check and time it
+              where a GPU is present
+  demo        a short tour: evaluate, compose, divide, print, and a rejected composition
+
+``eval``, ``show`` and ``check`` also read layouts written in CuTe C++ (type spellings
+from compiler messages, ``print`` output, ``make_layout(make_shape(Int<4>{}, 8), ...)``),
+in the CuTe DSL's printed forms (``(?,?{div=16}):(1,?)``, ``!cute.layout<"...">``) and
+Triton's dict of bases, anywhere in the expression (:mod:`layoutproof.interop`).
 
 Sub-commands implemented outside the algebra (``check``, ``prove``, ``gemm``) are listed in ``EXTERNAL`` by
 module name and imported only when run: the algebra never imports layoutproof.verify.
@@ -22,6 +28,9 @@ import sys
 from typing import Any, Callable, Dict, List
 
 from .errors import InadmissibleError, LayoutError
+
+#: what ``show`` draws at most unless told otherwise (``--max-cells``)
+SHOW_MAX_CELLS = 16384
 
 
 def _names() -> Dict[str, Callable[..., Any]]:
@@ -46,11 +55,36 @@ def format_value(v: Any) -> str:
     return str(v)
 
 
-def _cmd_eval(args: argparse.Namespace) -> int:
+def read_foreign(text: str) -> tuple:
+    """``(text in layoutproof notation, assumptions)``: CuTe C++, CuTe DSL and Triton
+    layouts inside ``text`` rewritten (:func:`layoutproof.interop.rewrite_foreign`); a note
+    on standard error says what was read, where anything was."""
+    from .interop import rewrite_foreign
+
+    native, facts = rewrite_foreign(text)
+    if native != text:
+        note = f"note: read as {native}"
+        if facts:
+            note += f" (assuming {', '.join(facts)})"
+        print(note, file=sys.stderr)
+    return native, facts
+
+
+def _evaluate(text: str) -> Any:
     from .notation import evaluate
 
+    native, facts = read_foreign(text)
+    if facts:
+        from .symbolic import assuming
+
+        with assuming(*facts):
+            return evaluate(native, _names())
+    return evaluate(native, _names())
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
     try:
-        v = evaluate(args.expr, _names())
+        v = _evaluate(args.expr)
     except InadmissibleError as e:
         print(f"inadmissible ({e.condition}): {e}", file=sys.stderr)
         if e.witness is not None:
@@ -66,7 +100,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _cmd_show(args: argparse.Namespace) -> int:
     from . import draw
     from .layout import Layout
-    from .notation import evaluate
+    from .swizzle import ComposedLayout
 
     def write(path: str, text: str) -> None:
         if path == "-":
@@ -76,19 +110,33 @@ def _cmd_show(args: argparse.Namespace) -> int:
                 f.write(text)
 
     try:
-        L = evaluate(args.expr, _names())
-        if not isinstance(L, Layout):
+        if args.max_cells < 0:
+            raise LayoutError("--max-cells must be >= 0 (0: no limit)")
+        L = _evaluate(args.expr)
+        if not isinstance(L, (Layout, ComposedLayout)):
             try:  # a bare shape, e.g. "(4,8)", is its compact column-major layout
                 L = Layout.parse(args.expr)
             except LayoutError:
                 raise LayoutError(f"show draws a layout; {args.expr!r} is {format_value(L)}") from None
         color = args.color
+
+        def limit(M: int, N: int) -> None:
+            if args.max_cells and M * N > args.max_cells:
+                raise LayoutError(
+                    f"{L} has {M}x{N} = {M * N} cells, more than --max-cells {args.max_cells}: pass a "
+                    "larger --max-cells (0: no limit) to draw it anyway"
+                )
+
         if args.tv is not None:
+            if not isinstance(L, Layout):
+                raise LayoutError(f"--tv draws a thread-value layout; {L} is a swizzled layout")
             color = color or "thread"
             if color not in ("thread", "value", "none"):
                 raise LayoutError(f"--color {color} is for layouts; a TV picture takes thread, value or none")
             thr = Layout.parse(args.thr_id) if args.thr_id else None
-            table = draw.print_tv_layout(L, args.tv, thr_id=thr)
+            tile = draw._as_tile(args.tv)
+            limit(tile[0].size, tile[1].size)
+            table = draw.tv_layout_table(L, args.tv, thr_id=thr)
             svg = lambda: draw.tv_layout_svg(L, args.tv, color=color, thr_id=thr, max_cells=None)
             tikz = lambda: draw.tv_layout_tikz(L, args.tv, color=color, thr_id=thr)
         else:
@@ -100,7 +148,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
                                   "or none")
             if color == "bank":
                 draw.smem_bank(0, args.bytes)  # refuses a non-positive element size
-            table = draw.print_layout(L)
+            limit(*draw._rank2_extents(L))
+            table = draw.layout_table(L)
             svg = lambda: draw.layout_svg(L, color=color, elem_bytes=args.bytes, max_cells=None)
             tikz = lambda: draw.layout_tikz(L, color=color, elem_bytes=args.bytes)
         if args.png == "-":
@@ -149,7 +198,8 @@ EXTERNAL: Dict[str, tuple] = {
               'prove or refute "EXPR == EXPR" or "admissible EXPR" (symbols, assumptions, Z3)'),
     "prove": ("layoutproof.proofs.cli", "check the theorem catalog and write a report (layoutproof-report/)"),
     "gemm": ("layoutproof.gpu.cli",
-             "generate a proven mma.sync GEMM kernel (--emit FILE); run, check and time it on a GPU"),
+             "generate a proven GEMM kernel (Hopper wgmma by default, or --path mma.sync; --emit FILE); "
+             "run, check and time it on a GPU"),
 }
 
 
@@ -158,10 +208,14 @@ def main(argv: List[str] | None = None) -> int:
     if args_in and args_in[0] in EXTERNAL:
         module = importlib.import_module(EXTERNAL[args_in[0]][0])
         return int(module.main(args_in[1:]))
+    from . import __version__
+
     p = argparse.ArgumentParser(prog="layoutproof", description="The CuTe layout algebra, sound and fast.")
+    p.add_argument("--version", action="version", version=f"layoutproof {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     pe = sub.add_parser("eval", help="evaluate a layout expression, print it in CuTe notation")
-    pe.add_argument("expr", help='e.g. "composition((4,(2,2)):(2,(1,8)), (2,4):(1,2))"')
+    pe.add_argument("expr", help='e.g. "composition((4,(2,2)):(2,(1,8)), (2,4):(1,2))"; CuTe C++, CuTe DSL '
+                    "and Triton layouts are read too")
     pe.set_defaults(fn=_cmd_eval)
     ps = sub.add_parser(
         "show", help="draw a layout: the print_layout table, or SVG / TikZ / PNG pictures",
@@ -182,8 +236,10 @@ def main(argv: List[str] | None = None) -> int:
                     "value for TV layouts")
     ps.add_argument("--bytes", type=int, default=4, metavar="N",
                     help="element size in bytes for --color bank (default 4)")
+    ps.add_argument("--max-cells", type=int, default=SHOW_MAX_CELLS, metavar="N",
+                    help=f"refuse to draw more than N cells (default {SHOW_MAX_CELLS}; 0: no limit)")
     ps.set_defaults(fn=_cmd_show)
-    pd = sub.add_parser("demo", help="a short tour of the algebra (the main job for now)")
+    pd = sub.add_parser("demo", help="a short tour of the algebra")
     pd.set_defaults(fn=_cmd_demo)
     for name, (_module, text) in EXTERNAL.items():  # listed in --help; run by the dispatch above
         sub.add_parser(name, help=text, add_help=False)

@@ -54,6 +54,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Dict, List, Optional, Seque
 
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, show
 from .layout import Layout, concrete_only
+from .swizzle import ComposedLayout
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -64,6 +65,9 @@ __all__ = [
     "tv_grid",
     "print_layout",
     "print_tv_layout",
+    "layout_table",
+    "tv_layout_table",
+    "tensor_table",
     "smem_bank",
     "layout_svg",
     "tv_layout_svg",
@@ -116,7 +120,18 @@ def _need_concrete(L: Any, what: str) -> Layout:
     return L
 
 
-def _rank2_extents(L: Layout) -> Tuple[int, int]:
+def _need_drawable(L: Any, what: str) -> Any:
+    """A concrete Layout or a swizzled (composed) layout over one: what the pictures draw."""
+    if isinstance(L, ComposedLayout):
+        a = L.layout_a
+        if isinstance(a, Layout):
+            _need_concrete(a, what)
+        _need_concrete(L.layout_b, what)
+        return L
+    return _need_concrete(L, what)
+
+
+def _rank2_extents(L: Any) -> Tuple[int, int]:
     if type(L.shape) is not tuple or L.rank == 1:
         return 1, L.size
     r = L.rank
@@ -130,9 +145,11 @@ def _rank2_extents(L: Layout) -> Tuple[int, int]:
     )
 
 
-def _group_tail(L: Layout) -> str:
+def _group_tail(L: Any) -> str:
     from .layout import group_layout
 
+    if isinstance(L, ComposedLayout):
+        return str(ComposedLayout(L.layout_a, L.offset, group_layout(L.layout_b, 1, L.rank)))
     return str(group_layout(L, 1, L.rank))
 
 
@@ -145,8 +162,11 @@ def layout_grid(L: Layout) -> "np.ndarray":
     [[0, 2, 4], [1, 3, 5]]
     >>> layout_grid(Layout(4, 3)).tolist()
     [[0, 3, 6, 9]]
+    >>> from layoutproof import Swizzle, composition
+    >>> layout_grid(composition(Swizzle(1, 0, 1), Layout((2, 2), (2, 1)))).tolist()
+    [[0, 1], [3, 2]]
     """
-    _need_concrete(L, "layout_grid")
+    _need_drawable(L, "layout_grid")
     M, N = _rank2_extents(L)
     _guard(L, M, N, MAX_GRID_CELLS)
     # eval_all() lists offsets in colexicographic order: index i = m + n*M
@@ -324,22 +344,22 @@ def _table(header: List[str], labels: Sequence[Sequence[str]], width: int) -> st
     return "\n".join(out) + "\n"
 
 
-def _emit(text: str, file: Optional[IO[str]]) -> "Picture":
-    if file is not None:
-        file.write(text)
-    return Picture(text)
+def _emit(text: str, file: Optional[IO[str]]) -> None:
+    import sys
+
+    (file if file is not None else sys.stdout).write(text)
 
 
 @concrete_only
-def print_layout(layout: Layout, *, file: Optional[IO[str]] = None) -> Picture:
-    """The 2-D table of a layout's offsets, as CuTe C++'s ``print_layout``: the layout,
-    column indices, then one row per coordinate of mode 0 between ``+---+`` rules.
+def layout_table(layout: Any) -> Picture:
+    """The 2-D table of a layout's offsets, as CuTe C++'s ``print_layout`` prints it: the
+    layout, column indices, then one row per coordinate of mode 0 between ``+---+`` rules.
+    Returned as a :class:`Picture` (a ``str`` that shows as the table at the prompt);
+    :func:`print_layout` prints it.  A rank-1 layout is a one-row table; a layout of rank >
+    2 is refused (group its modes).  Swizzled layouts (composed layouts) are drawn too.
 
-    Returns the table (a :class:`Picture`, a ``str`` that shows as the table at the
-    prompt); with ``file=`` (e.g. ``sys.stdout``) it is also written there.  A rank-1
-    layout is a one-row table; a layout of rank > 2 is refused (group its modes).
-
-    >>> print_layout(Layout(((2, 2), 2), ((1, 4), 2)))
+    >>> t = layout_table(Layout(((2, 2), 2), ((1, 4), 2)))
+    >>> t
     ((2,2),2):((1,4),2)
           0   1
         +---+---+
@@ -351,30 +371,50 @@ def print_layout(layout: Layout, *, file: Optional[IO[str]] = None) -> Picture:
         +---+---+
      3  | 5 | 7 |
         +---+---+
-    >>> import sys
-    >>> _ = print_layout(Layout(3, 1), file=sys.stdout)
+    >>> from layoutproof import Swizzle, composition
+    >>> print(layout_table(composition(Swizzle(1, 1, 1), Layout((4, 2), (2, 1)))), end="")
+    Sw<1,1,1> o 0 o (4,2):(2,1)
+          0   1
+        +---+---+
+     0  | 0 | 1 |
+        +---+---+
+     1  | 2 | 3 |
+        +---+---+
+     2  | 6 | 7 |
+        +---+---+
+     3  | 4 | 5 |
+        +---+---+
+    """
+    grid = layout_grid(layout)
+    labels = [[str(int(v)) for v in row] for row in grid.tolist()]
+    # CuTe: idx_width = num_digits(cosize) + 2; wider where negative offsets need it
+    top = layout.cosize if isinstance(layout, Layout) else int(grid.max()) + 1
+    w = max([len(str(top))] + [len(s) for row in labels for s in row])
+    return Picture(_table([str(layout)], labels, w))
+
+
+def print_layout(layout: Any, *, file: Optional[IO[str]] = None) -> None:
+    """Print :func:`layout_table` of ``layout`` to standard output (or ``file``), as CuTe
+    C++'s ``print_layout`` does; returns None (the string is :func:`layout_table`).
+
+    >>> print_layout(Layout(3, 1))
     3:1
           0   1   2
         +---+---+---+
      0  | 0 | 1 | 2 |
         +---+---+---+
     """
-    grid = layout_grid(layout)
-    labels = [[str(int(v)) for v in row] for row in grid.tolist()]
-    # CuTe: idx_width = num_digits(cosize) + 2; wider where negative offsets need it
-    w = max([len(str(layout.cosize))] + [len(s) for row in labels for s in row])
-    return _emit(_table([str(layout)], labels, w), file)
+    _emit(layout_table(layout), file)
 
 
 @concrete_only
-def print_tv_layout(tv: Layout, tile: Any, *, thr_id: Optional[Layout] = None,
-                    file: Optional[IO[str]] = None) -> Picture:
+def tv_layout_table(tv: Layout, tile: Any, *, thr_id: Optional[Layout] = None) -> Picture:
     """The thread-value table of a TV layout over an ``(M, N)`` tile: cell ``(m, n)``
     shows ``T{t} V{v}``, the one ``(thread, value)`` that owns it (see :func:`tv_grid`,
-    which also says what is refused, and for ``thr_id``).  Returns the table; ``file=``
-    also writes it.
+    which also says what is refused, and for ``thr_id``).  :func:`print_tv_layout`
+    prints it.
 
-    >>> print_tv_layout(Layout((2, 2), (2, 1)), (2, 2))
+    >>> tv_layout_table(Layout((2, 2), (2, 1)), (2, 2))
     (2,2):(2,1)
     tile (2,2)
               0       1
@@ -389,7 +429,25 @@ def print_tv_layout(tv: Layout, tile: Any, *, thr_id: Optional[Layout] = None,
     tl = _as_tile(tile)
     w = max((len(s) for row in labels for s in row), default=1)
     head = [str(tv), f"tile {_shape_txt(tl)}" + (f", thr_id {thr_id}" if thr_id is not None else "")]
-    return _emit(_table(head, labels, w), file)
+    return Picture(_table(head, labels, w))
+
+
+def print_tv_layout(tv: Layout, tile: Any, *, thr_id: Optional[Layout] = None,
+                    file: Optional[IO[str]] = None) -> None:
+    """Print :func:`tv_layout_table` to standard output (or ``file``), as CuTe's
+    ``print_layout(tv, tile)``; returns None.
+
+    >>> print_tv_layout(Layout((2, 1), (1, 0)), (2, 1))
+    (2,1):(1,0)
+    tile (2,1)
+              0
+        +-------+
+     0  | T0 V0 |
+        +-------+
+     1  | T1 V0 |
+        +-------+
+    """
+    _emit(tv_layout_table(tv, tile, thr_id=thr_id), file)
 
 
 def _shape_txt(tl: Layout) -> str:
@@ -630,7 +688,7 @@ def layout_svg(layout: Layout, *, color: ColorArg = "offset", elem_bytes: int = 
     >>> s.startswith('<?xml'), 'data-offset="31" data-bank="30"' in s
     (True, True)
     """
-    _guard(_need_concrete(layout, "layout_svg"), *_rank2_extents(layout), max_cells)
+    _guard(_need_drawable(layout, "layout_svg"), *_rank2_extents(layout), max_cells)
     return _svg(_layout_model(layout, color, elem_bytes), max_cells)
 
 
@@ -668,7 +726,7 @@ def layout_html(layout: Layout, *, max_cells: Optional[int] = 1024) -> str:
 
     head = f'<div class="layoutproof-layout"><code>{html.escape(str(layout))}</code>'
     try:
-        _guard(_need_concrete(layout, "layout_html"), *_rank2_extents(layout), max_cells)
+        _guard(_need_drawable(layout, "layout_html"), *_rank2_extents(layout), max_cells)
         svg = _svg(_layout_model(layout, "offset", 4), max_cells)
     except (LayoutError, ImportError) as e:
         return head + f'<br><small>(not drawn: {html.escape(str(e))})</small></div>'
@@ -679,7 +737,7 @@ def layout_html(layout: Layout, *, max_cells: Optional[int] = 1024) -> str:
 # ----------------------------------------------------------------------------- tensors
 def _need_tensor(t: Any, what: str) -> Layout:
     L = getattr(t, "layout", None)
-    if not isinstance(L, Layout) or not callable(t):
+    if not isinstance(L, (Layout, ComposedLayout)) or not callable(t):
         raise MalformedLayoutError(f"{what} needs a Tensor, got {type(t).__name__} {show(t)}")
     return L
 
@@ -703,16 +761,21 @@ def _tensor_cells(t: Any, what: str) -> Tuple[Layout, int, int, List[List[Any]],
     values = [[t(m + n * M) for n in range(N)] for m in range(M)]
     offsets = None
     off = getattr(t, "offset", 0)
-    fs, fd = L._flat()
-    if type(off) is int and all(type(e) is int for e in fs + fd):
+    if isinstance(L, ComposedLayout):
+        concrete = True
+    else:
+        fs, fd = L._flat()
+        concrete = all(type(e) is int for e in fs + fd)
+    if type(off) is int and concrete:
         offsets = [[off + int(o) for o in row] for row in layout_grid(L).tolist()]
     return L, M, N, values, offsets
 
 
 @concrete_only
-def print_tensor(t: Any, *, file: Optional[IO[str]] = None) -> Picture:
-    """A rank-2 (or rank-1) tensor's values in :func:`print_layout`'s table: cell
-    ``(m, n)`` holds ``t(m, n)`` (coordinates for an identity tensor).
+def tensor_table(t: Any) -> Picture:
+    """A rank-2 (or rank-1) tensor's values in :func:`layout_table`'s table: cell
+    ``(m, n)`` holds ``t(m, n)`` (coordinates for an identity tensor);
+    :func:`print_tensor` prints it.
 
     >>> from layoutproof.tensor import make_tensor, make_identity_tensor
     >>> print_tensor(make_tensor([0.5 * i for i in range(6)], Layout((2, 3), (3, 1))))
@@ -732,10 +795,25 @@ def print_tensor(t: Any, *, file: Optional[IO[str]] = None) -> Picture:
      1  | (1,0) | (1,1) |
         +-------+-------+
     """
-    _, _, _, values, _ = _tensor_cells(t, "print_tensor")
+    _, _, _, values, _ = _tensor_cells(t, "tensor_table")
     labels = [[_value_text(v) for v in row] for row in values]
     w = max(len(x) for row in labels for x in row)
-    return _emit(_table([repr(t)], labels, w), file)
+    return Picture(_table([repr(t)], labels, w))
+
+
+def print_tensor(t: Any, *, file: Optional[IO[str]] = None) -> None:
+    """Print :func:`tensor_table` to standard output (or ``file``), as CuTe's
+    ``print_tensor``; returns None.
+
+    >>> from layoutproof.tensor import make_tensor
+    >>> print_tensor(make_tensor([7, 8], Layout(2, 1)))
+    Tensor(list[2]+0 o 2:1)
+          0   1
+        +---+---+
+     0  | 7 | 8 |
+        +---+---+
+    """
+    _emit(tensor_table(t), file)
 
 
 def _tensor_model(t: Any, color: ColorArg) -> _Grid:
@@ -863,7 +941,7 @@ def layout_tikz(layout: Layout, *, color: ColorArg = "offset", elem_bytes: int =
     \node[fill={rgb,255:red,255;green,255;blue,255}] at (1,0) {1};
     \node[fill={rgb,255:red,255;green,255;blue,255}] at (1,1) {3};
     """
-    _need_concrete(layout, "layout_tikz")
+    _need_drawable(layout, "layout_tikz")
     g = _layout_model(layout, color, elem_bytes)
     return _tikz(g, [f"Layout: {layout}"])
 

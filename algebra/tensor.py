@@ -39,6 +39,7 @@ from .arith import ArithTuple, make_identity_layout
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, OutOfDomainError, show
 from .inttuple import _flatten, _product, is_int
 from .layout import Layout, Underscore, _, _as_layout, concrete_only, slice_and_offset
+from .swizzle import ComposedLayout
 
 __all__ = [
     "Tensor",
@@ -102,8 +103,24 @@ def _is_ndarray(x: Any) -> bool:
     return np is not None and isinstance(x, np.ndarray)
 
 
-def _has_coord(L: Layout) -> bool:
+def _has_coord(L: Any) -> bool:
+    if isinstance(L, ComposedLayout):
+        return False
     return any(isinstance(d, ArithTuple) for d in L._flat()[1])
+
+
+def _as_tensor_layout(layout: Any, op: str) -> Any:
+    """A Layout, a ComposedLayout (a swizzled layout: C++ tensors take them too), or a
+    shape (its compact column-major layout)."""
+    if isinstance(layout, (Layout, ComposedLayout)):
+        return layout
+    return _as_layout(layout, op)
+
+
+def _value_error(e: Exception, engine: Any, value: Any) -> MalformedLayoutError:
+    return MalformedLayoutError(
+        f"the tensor's storage ({_engine_str(engine)}) rejected the value {show(value)}: {e}"
+    )
 
 
 def _engine_len(engine: Any) -> Any:
@@ -116,7 +133,8 @@ def _engine_len(engine: Any) -> Any:
 class Tensor:
     """A layout over an engine: ``t(c) = engine[offset + layout(c)]``.
 
-    ``Tensor(layout, storage, offset=0)``: ``layout`` is a Layout or a shape (compact
+    ``Tensor(layout, storage, offset=0)``: ``layout`` is a Layout, a swizzled
+    (:class:`~layoutproof.swizzle.ComposedLayout`) layout, or a shape (compact
     column-major); ``storage`` is a 1-D numpy array (a C-contiguous n-D array is viewed
     flat), a list, or anything indexable by integers.  Every offset the layout reaches
     must lie inside a storage that has a length (else OutOfDomainError).
@@ -136,7 +154,7 @@ class Tensor:
     __slots__ = ("_layout", "_engine", "_offset")
 
     def __init__(self, layout: Any, storage: Any, offset: Any = 0) -> None:
-        L = layout if isinstance(layout, Layout) else _as_layout(layout, "Tensor")
+        L = _as_tensor_layout(layout, "Tensor")
         engine = _as_engine(storage)
         if isinstance(offset, ArithTuple):
             off: Any = offset
@@ -209,8 +227,9 @@ class Tensor:
 
     def __iter__(self) -> Iterator[Any]:
         L, e, o = self._layout, self._engine, self._offset
+        ev = L._eval_int if isinstance(L, Layout) else L
         for i in range(L.size):
-            yield e[o + L._eval_int(i)]
+            yield e[o + ev(i)]
 
     # ------------------------------------------------------------------ access
     def __call__(self, *args: Any) -> Any:
@@ -218,6 +237,8 @@ class Tensor:
             raise MalformedLayoutError("a tensor is indexed by a coordinate; none given")
         c = args[0] if len(args) == 1 else args
         res = self._layout(*args)
+        if isinstance(res, ComposedLayout):  # a slice: its offset is inside the layout
+            return Tensor._make(res, self._engine, self._offset)
         if isinstance(res, Layout):
             sub, off = slice_and_offset(c, self._layout)
             return Tensor._make(sub, self._engine, self._offset + off)
@@ -240,8 +261,8 @@ class Tensor:
         off = self._layout(*c)
         try:
             self._engine[self._offset + off] = value
-        except TypeError as e:  # an immutable storage (a tuple, ...)
-            raise MalformedLayoutError(f"the tensor's storage rejected the assignment: {e}") from e
+        except (TypeError, ValueError) as e:  # an immutable storage (a tuple, ...), a bad value
+            raise _value_error(e, self._engine, value) from None
 
     # ------------------------------------------------------------------ algebra on the layout
     def compose(self, tiler: Any) -> "Tensor":
@@ -250,7 +271,7 @@ class Tensor:
 
         return Tensor._make(_c(self._layout, tiler), self._engine, self._offset)
 
-    def with_layout(self, layout: Layout) -> "Tensor":
+    def with_layout(self, layout: Any) -> "Tensor":
         """The same engine and offset under another layout (checked like the constructor)."""
         return Tensor(layout, self._engine, self._offset)
 
@@ -368,17 +389,21 @@ def _as_engine(storage: Any) -> Any:
     return storage
 
 
-def _check_bounds(L: Layout, engine: Any, off: int) -> None:
+def _check_bounds(L: Any, engine: Any, off: int) -> None:
     n = _engine_len(engine)
     if n is None:
         return
-    fs, fd = L._flat()
-    lo = hi = off
-    for s, d in zip(fs, fd):
-        if d < 0:
-            lo += (s - 1) * d
-        else:
-            hi += (s - 1) * d
+    if isinstance(L, ComposedLayout):
+        v = L.eval_all()
+        lo, hi = off + int(v.min()), off + int(v.max())
+    else:
+        fs, fd = L._flat()
+        lo = hi = off
+        for s, d in zip(fs, fd):
+            if d < 0:
+                lo += (s - 1) * d
+            else:
+                hi += (s - 1) * d
     if lo < 0 or hi >= n:
         bad = lo if lo < 0 else hi
         raise OutOfDomainError(
@@ -408,7 +433,9 @@ def _ndarray_tensor(arr: Any) -> Tensor:
 def make_tensor(storage: Any, layout_or_shape: Any = None, stride: Any = None, offset: Any = 0) -> Tensor:
     """A tensor over ``storage``.
 
-    * ``make_tensor(storage, layout)``, ``make_tensor(storage, shape[, stride])``;
+    * ``make_tensor(storage, layout)``, ``make_tensor(storage, shape[, stride])``; the
+      layout may be swizzled (a :class:`~layoutproof.swizzle.ComposedLayout`, as C++'s
+      shared-memory tensors);
     * ``make_tensor(ndarray)``: the array's own shape and strides (in elements), so
       ``t(i, j) == a[i, j]`` for any view (transposed, sliced, negative strides);
     * ``make_tensor(list_or_1d)``: the compact layout of its length.
@@ -419,6 +446,10 @@ def make_tensor(storage: Any, layout_or_shape: Any = None, stride: Any = None, o
     >>> print(t.layout); int(t(3, 2)) == int(a.T[3, 2])
     (4,3):(1,4)
     True
+    >>> from layoutproof import Swizzle, composition
+    >>> s = make_tensor(np.arange(16), composition(Swizzle(1, 0, 2), Layout((4, 4), (4, 1))))
+    >>> [int(s(1, j)) for j in range(4)], s(1, _).layout
+    ([5, 4, 7, 6], ComposedLayout(Swizzle(1, 0, 2), 4, Layout((4,), (1,))))
     """
     if layout_or_shape is None:
         if stride is not None:
@@ -432,7 +463,7 @@ def make_tensor(storage: Any, layout_or_shape: Any = None, stride: Any = None, o
         if n is None or n == 0:
             raise MalformedLayoutError("make_tensor: a storage without a length needs a layout")
         return Tensor(Layout(n), storage, offset)
-    if isinstance(layout_or_shape, Layout):
+    if isinstance(layout_or_shape, (Layout, ComposedLayout)):
         if stride is not None:
             raise MalformedLayoutError("make_tensor: give a layout or a shape and stride, not both")
         L = layout_or_shape
@@ -685,7 +716,8 @@ def _flat_np(t: Tensor) -> Any:
 def _offsets(t: Tensor) -> List[Any]:
     L = t._layout
     o = t._offset
-    return [o + L._eval_int(i) for i in range(L.size)]
+    ev = L._eval_int if isinstance(L, Layout) else L
+    return [o + ev(i) for i in range(L.size)]
 
 
 def copy(src: Tensor, dst: Tensor) -> None:
@@ -713,7 +745,10 @@ def copy(src: Tensor, dst: Tensor) -> None:
     if fs is not None and fd is not None:
         (se, so), (de, do) = fs, fd
         if not np.may_share_memory(se, de) and np.unique(do).size == do.size:
-            de[do] = se[so]
+            try:
+                de[do] = se[so]
+            except (TypeError, ValueError) as err:
+                raise _value_error(err, de, f"{se.dtype} elements") from None
             return
     _copy_loop(src, dst, None)
 
@@ -723,7 +758,11 @@ def _copy_loop(src: Tensor, dst: Tensor, pred: Any) -> None:
     se, de = src._engine, dst._engine
     for i, (a, b) in enumerate(zip(so, do)):
         if pred is None or pred(i):
-            de[b] = se[a]
+            v = se[a]
+            try:
+                de[b] = v
+            except (TypeError, ValueError) as err:
+                raise _value_error(err, de, v) from None
 
 
 def copy_if(pred: Any, src: Tensor, dst: Tensor) -> None:
@@ -743,15 +782,30 @@ def copy_if(pred: Any, src: Tensor, dst: Tensor) -> None:
 
 
 def fill(t: Tensor, value: Any) -> None:
-    """Set every element of ``t`` to ``value``."""
+    """Set every element of ``t`` to ``value``.  A value the storage cannot hold (a tuple
+    for a numpy array of floats, anything for an immutable storage) raises
+    :class:`~layoutproof.MalformedLayoutError`; a numpy storage is then left unchanged.
+
+    >>> import numpy as np
+    >>> t = make_tensor(np.zeros(4), (2, 2))
+    >>> fill(t, 7); t.storage.tolist()
+    [7.0, 7.0, 7.0, 7.0]
+    >>> fill(t, ((2, 2), 3))
+    Traceback (most recent call last):
+      ...
+    layoutproof.errors.MalformedLayoutError: the tensor's storage (float64[4]) rejected the value ...
+    """
     _need_tensor(t, "fill")
     f = _flat_np(t)
-    if f is not None:
-        f[0][f[1]] = value
-        return
     e = t._engine
-    for o in _offsets(t):
-        e[o] = value
+    try:
+        if f is not None:
+            f[0][f[1]] = value
+            return
+        for o in _offsets(t):
+            e[o] = value
+    except (TypeError, ValueError) as err:
+        raise _value_error(err, e, value) from None
 
 
 def clear(t: Tensor) -> None:

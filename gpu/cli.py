@@ -1,4 +1,4 @@
-"""``layoutproof gemm``: emit a proven mma.sync GEMM kernel; with a GPU, run, check and time it.
+"""``layoutproof gemm``: emit a proven GEMM kernel (Hopper wgmma or mma.sync); run, check, time it on a GPU.
 
     layoutproof gemm --m 4096 --n 4096 --k 4096 --dtype f16 --emit kernel.cu
     layoutproof gemm --path mma.sync --a-major m --b-major k --config 128x256x32/2x4/3
@@ -15,6 +15,7 @@ error) and times it against cuBLAS (``cupy.matmul``) in the same process.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -56,9 +57,10 @@ def parse_sm90_config(text: str) -> "Any":
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="layoutproof gemm", description=__doc__.split("\n\n")[0])
-    p.add_argument("--m", type=int, default=4096)
-    p.add_argument("--n", type=int, default=4096)
-    p.add_argument("--k", type=int, default=4096)
+    p.add_argument("--m", type=int, default=4096, help="rows of A and C (default 4096)")
+    p.add_argument("--n", type=int, default=4096, help="columns of B and C (default 4096)")
+    p.add_argument("--k", type=int, default=4096, help="the reduction extent: columns of A, rows of B "
+                   "(default 4096)")
     p.add_argument("--dtype", choices=["f16", "bf16"], default="f16")
     p.add_argument("--out-dtype", choices=["f16", "bf16", "f32"], default=None)
     p.add_argument("--a-major", choices=["k", "m"], default="k",
@@ -68,17 +70,43 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--path", choices=["wgmma", "mma.sync"], default="wgmma",
                    help="wgmma: the Hopper kernel (default); mma.sync: the SM80-style kernel")
     p.add_argument("--config", default=None,
-                   help="mma.sync block: BMxBNxBK/WMxWN/STAGES (default 128x256x32/2x4/3)")
+                   help="with --path mma.sync: the block, BMxBNxBK/WMxWN/STAGES (default 128x256x32/2x4/3)")
     p.add_argument("--sm90-config", default=None,
-                   help="wgmma kernel: [ws|ws2|tma|cp:]BMxBN/STAGES (default ws:128x256/4)")
+                   help="with --path wgmma: [ws|ws2|tma|cp:]BMxBN/STAGES (default ws:128x256/4)")
     p.add_argument("--emit", metavar="FILE", default=None, help="write the proven CUDA source here")
     p.add_argument("--no-run", action="store_true", help="do not run on a GPU even if one is present")
-    p.add_argument("--reps", type=int, default=20, help="timed repetitions (GPU)")
+    p.add_argument("--reps", type=int, default=20, help="timed repetitions on a GPU (>= 1, default 20)")
     return p
+
+
+def _check_args(args: argparse.Namespace) -> Optional[str]:
+    """The first problem with the arguments, or None."""
+    if args.config is not None and args.path != "mma.sync":
+        return (f"--config is the mma.sync kernel's block; this is --path {args.path} "
+                "(use --sm90-config, or add --path mma.sync)")
+    if args.sm90_config is not None and args.path != "wgmma":
+        return "--sm90-config is the wgmma kernel's; this is --path mma.sync (use --config)"
+    if args.reps < 1:
+        return f"--reps must be >= 1, got {args.reps}"
+    if args.emit is not None:
+        if not args.emit.strip():
+            return "--emit needs a file name"
+        folder = os.path.dirname(os.path.abspath(args.emit))
+        if os.path.isdir(args.emit):
+            return f"cannot write {args.emit}: it is a directory"
+        if not os.path.isdir(folder):
+            return f"cannot write {args.emit}: no directory {folder}"
+        if not os.access(folder, os.W_OK):
+            return f"cannot write {args.emit}: the directory {folder} is not writable"
+    return None
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    problem = _check_args(args)
+    if problem is not None:  # before any proof: the arguments decide the kernel and the output
+        print(f"layoutproof gemm: error: {problem}", file=sys.stderr)
+        return 2
     from .codegen import generate
 
     try:
@@ -102,9 +130,13 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"{kern.smem_bytes} B shared memory")
     print(f"proved {len(kern.proofs)} obligations ({kern.proofs.cases} cases) in {dt:.2f} s; "
           f"swizzles A {kern.swizzles['a']}, B {kern.swizzles['b']}")
-    if args.emit:
-        with open(args.emit, "w") as f:
-            f.write(kern.source)
+    if args.emit is not None:
+        try:
+            with open(args.emit, "w") as f:
+                f.write(kern.source)
+        except OSError as e:
+            print(f"layoutproof gemm: error: cannot write {args.emit}: {e.strerror}", file=sys.stderr)
+            return 2
         print(f"wrote {args.emit} ({len(kern.source)} bytes)")
     if args.no_run:
         return 0

@@ -202,3 +202,127 @@ def test_quickstart_shell_examples(cmd, expected):
     checker = doctest.OutputChecker()
     assert checker.check_output(expected.rstrip("\n") + "\n", got + "\n", doctest.ELLIPSIS), (
         f"$ {cmd}\n--- expected\n{expected}\n--- got\n{got}")
+
+
+# ----------------------------------------------------------------------------- issue 18: forms, flags
+def _main(argv, capsys):
+    from layoutproof.cli import main
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_version(cli):
+    import layoutproof
+
+    r = cli("--version")
+    assert (r.returncode, r.stdout.strip()) == (0, f"layoutproof {layoutproof.__version__}")
+
+
+def test_help_texts(capsys):
+    from layoutproof.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "main job" not in out
+    assert re.search(r"gemm\s+generate a proven GEMM kernel \(Hopper wgmma", out), out
+    from layoutproof.gpu.cli import main as gemm_main
+
+    with pytest.raises(SystemExit):
+        gemm_main(["--help"])
+    out = capsys.readouterr().out
+    assert "mma.sync GEMM" not in out and "wgmma" in out.split("options:")[0]
+    for flag in ("--m M", "--n N", "--k K"):
+        line = next(l for l in out.splitlines() if l.strip().startswith(flag))
+        assert len(line.strip()) > len(flag) + 5, line  # has a help text
+
+
+@pytest.mark.parametrize("expr, out, note", [
+    ("cute::Layout<cute::tuple<cute::C<4>, int>, cute::tuple<cute::C<1>, cute::C<4>>>", "(4,S0):(1,4)",
+     "read as (4,S0):(1,4)"),
+    ("make_layout(make_shape(Int<4>{}, 8), make_stride(Int<8>{}, Int<1>{}))", "(4,8):(8,1)", "read as"),
+    ('!cute.layout<"(4,8):(1,4)">', "(4,8):(1,4)", "read as"),
+    ("composition((?{div=16},?):(1,?), 16:1)", "16:1", "assuming S0 % 16 == 0"),
+    ("Sw<3,3,3> o _0 o (_8,_64):(_64,_1)", "Sw<3,3,3> o 0 o (8,64):(64,1)", "read as"),
+    ('{"register": [[1], [2]], "lane": [[4]]}', "((2,2),2):((1,2),4)", "read as"),
+])
+def test_eval_reads_foreign_forms(expr, out, note, capsys):
+    code, o, e = _main(["eval", expr], capsys)
+    assert (code, o.strip()) == (0, out), e
+    assert note in e
+
+
+def test_eval_foreign_without_divisibility_is_undecided(capsys):
+    code, o, e = _main(["eval", "composition((?,?):(1,?), 16:1)"], capsys)
+    assert code == 2 and "16 <= S0 or S0 divides 16" in e and "Traceback" not in e
+
+
+def test_check_reads_foreign_forms(capsys):
+    from layoutproof.verify.cli import main
+
+    assert main(["composition((?{div=16},?):(1,?), 16:1) == 16:1"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("proved") and "assuming S0 % 16 == 0" in err
+    dsl = '!cute.composed_layout<"S<3,3,3> o 0 o (8,64):(64,1)">'
+    assert main([f"Sw<3,3,3> o _0 o (_8,_64):(_64,_1) == {dsl}"]) == 0
+    assert capsys.readouterr().out.startswith("proved")
+    assert main(["cute::Layout<cute::tuple<cute::C<4>, cute::C<8>>, cute::tuple<cute::C<8>, cute::C<1>>> "
+                 "== (4,8):(1,4)"]) == 1
+
+
+def test_check_warns_about_assumptions_on_absent_names(capsys):
+    from layoutproof.verify.cli import main
+
+    assert main(["coalesce((M,N):(1,M)) == M*N:1", "--assume", "K % 8 == 0", "--assume", "M % 2 == 0"]) == 0
+    out, err = capsys.readouterr()
+    assert "warning: --assume 'K % 8 == 0' names K" in err
+    assert "M % 2" not in err
+    assert out.startswith("proved")
+
+
+def test_show_max_cells(capsys, tmp_path):
+    code, _, err = _main(["show", "(1000,1000):(1,1000)", "--svg", str(tmp_path / "x.svg")], capsys)
+    assert code == 2 and "1000000 cells, more than --max-cells 16384" in err
+    assert not (tmp_path / "x.svg").exists()
+    code, _, err = _main(["show", "(200,200):(1,200)"], capsys)  # the ASCII table too
+    assert code == 2 and "--max-cells" in err
+    code, out, _ = _main(["show", "(8,8):(1,8)", "--max-cells", "64"], capsys)
+    assert code == 0 and out.startswith("(8,8):(1,8)")
+    code, _, err = _main(["show", "(8,8):(1,8)", "--max-cells", "63"], capsys)
+    assert code == 2
+    code, _, err = _main(["show", "(16,8):(8,1)", "--tv", "(16,8)", "--max-cells", "100"], capsys)
+    assert code == 2 and "--max-cells 100" in err
+    code, _, err = _main(["show", "(4,4):(1,4)", "--max-cells", "-1"], capsys)
+    assert code == 2 and "--max-cells must be >= 0" in err
+
+
+def test_show_swizzled(capsys, tmp_path):
+    from layoutproof import ComposedLayout, Layout, Swizzle
+    from layoutproof.draw import layout_svg, layout_table
+
+    C = ComposedLayout(Swizzle(2, 0, 2), 0, Layout((4, 4), (4, 1)))
+    code, out, err = _main(["show", "make_composed_layout(Swizzle(2,0,2), 0, (4,4):(4,1))"], capsys)
+    assert code == 0 and out == layout_table(C), err
+    code, out, _ = _main(["show", "Sw<2,0,2> o _0 o (_4,_4):(_4,_1)", "--svg", "-"], capsys)
+    assert code == 0 and out == layout_svg(C)
+    code, _, err = _main(["show", "Sw<2,0,2> o _0 o (_4,_4):(_4,_1)", "--tv", "4x4"], capsys)
+    assert code == 2 and "swizzled" in err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--config", "128x128x32/2x2/4"], "--config is the mma.sync kernel's block"),
+    (["--path", "mma.sync", "--sm90-config", "128x256/4"], "--sm90-config is the wgmma kernel's"),
+    (["--emit", ""], "--emit needs a file name"),
+    (["--reps", "-1"], "--reps must be >= 1"),
+    (["--reps", "0"], "--reps must be >= 1"),
+    (["--emit", "/missing-dir-h6/sub/k.cu"], "cannot write /missing-dir-h6/sub/k.cu: no directory"),
+])
+def test_gemm_argument_errors_exit_2_before_proving(args, needle, capsys):
+    from layoutproof.gpu.cli import main
+
+    assert main(["--no-run"] + args) == 2
+    out, err = capsys.readouterr()
+    assert needle in err and "Traceback" not in err
+    assert out == ""  # refused before generating (and proving) a kernel

@@ -17,7 +17,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from layoutproof import InadmissibleError, Layout, LayoutError, MalformedLayoutError, blocked_product
+from layoutproof import (
+    ComposedLayout,
+    InadmissibleError,
+    Layout,
+    LayoutError,
+    MalformedLayoutError,
+    Swizzle,
+    blocked_product,
+)
 from layoutproof.cli import main
 from layoutproof.draw import (
     MAX_SVG_CELLS,
@@ -26,6 +34,7 @@ from layoutproof.draw import (
     layout_grid,
     layout_html,
     layout_svg,
+    layout_table,
     layout_tikz,
     print_layout,
     print_tensor,
@@ -34,8 +43,10 @@ from layoutproof.draw import (
     svg_to_png,
     tensor_html,
     tensor_svg,
+    tensor_table,
     tv_grid,
     tv_layout_svg,
+    tv_layout_table,
     tv_layout_tikz,
 )
 
@@ -270,7 +281,7 @@ LAYOUTS = [COL_MAJOR, MORTON] + [L for L, _ in TALK_FIGURE_1]
 
 # ----------------------------------------------------------------------------- ASCII
 def test_col_major_table_is_cute_print_layout():
-    assert print_layout(COL_MAJOR) == (
+    assert layout_table(COL_MAJOR) == (
         "(4,8):(1,4)\n"
         "       0    1    2    3    4    5    6    7\n"
         "    +----+----+----+----+----+----+----+----+\n"
@@ -287,7 +298,7 @@ def test_col_major_table_is_cute_print_layout():
 
 @pytest.mark.parametrize("L", LAYOUTS, ids=str)
 def test_ascii_cells_are_the_layout(L):
-    header, cols, rows, cells = read_ascii(print_layout(L))
+    header, cols, rows, cells = read_ascii(layout_table(L))
     M, N = extents(L)
     assert header == [str(L)]
     assert cols == list(range(N)) and rows == list(range(M))
@@ -295,17 +306,17 @@ def test_ascii_cells_are_the_layout(L):
 
 
 def test_talk_tables():
-    _, _, _, cells = read_ascii(print_layout(COL_MAJOR))
+    _, _, _, cells = read_ascii(layout_table(COL_MAJOR))
     assert [[int(c) for c in r] for r in cells] == talk_ints(TALK_COL_MAJOR)
     for L, table in TALK_FIGURE_1:
-        _, _, _, cells = read_ascii(print_layout(L))
+        _, _, _, cells = read_ascii(layout_table(L))
         assert [[int(c) for c in r] for r in cells] == talk_ints(table), str(L)
 
 
 def test_morton_is_the_talks_blocked_product():
     morton3 = blocked_product(MORTON1, blocked_product(MORTON1, MORTON1))
     assert morton3 == MORTON
-    _, _, _, cells = read_ascii(print_layout(morton3))
+    _, _, _, cells = read_ascii(layout_table(morton3))
     got = [[int(c) for c in r] for r in cells]
     talk = talk_ints(TALK_MORTON)
     for (m, n), (typo, true) in MORTON_TYPO.items():
@@ -318,7 +329,7 @@ def test_morton_is_the_talks_blocked_product():
 
 
 def test_rank1_is_one_row_and_rank0_one_cell():
-    _, cols, rows, cells = read_ascii(print_layout(Layout(5, 3)))
+    _, cols, rows, cells = read_ascii(layout_table(Layout(5, 3)))
     assert rows == [0] and cols == [0, 1, 2, 3, 4] and cells == [["0", "3", "6", "9", "12"]]
     assert layout_grid(Layout((), ())).tolist() == [[0]]
     assert layout_grid(Layout((6,), (2,))).tolist() == [[0, 2, 4, 6, 8, 10]]
@@ -326,22 +337,22 @@ def test_rank1_is_one_row_and_rank0_one_cell():
 
 def test_negative_and_zero_strides_keep_the_frame():
     L = Layout((3, 4), (-5, 0))
-    _, _, _, cells = read_ascii(print_layout(L))
+    _, _, _, cells = read_ascii(layout_table(L))
     assert [[int(c) for c in r] for r in cells] == brute(L)
     L = Layout((1, 12), (0, 0))  # cosize 1, column indices wider than the offsets
-    _, cols, _, cells = read_ascii(print_layout(L))
+    _, cols, _, cells = read_ascii(layout_table(L))
     assert cols == list(range(12)) and cells == [["0"] * 12]
 
 
 def test_wide_tables_keep_the_frame():
     L = Layout((101, 2), (1, 1000))  # three-digit row indices, four-digit offsets
-    header, cols, rows, cells = read_ascii(print_layout(L))
+    header, cols, rows, cells = read_ascii(layout_table(L))
     assert rows == list(range(101)) and [[int(c) for c in r] for r in cells] == brute(L)
 
 
 def test_rank3_is_refused():
     with pytest.raises(LayoutError, match=r"rank 3.*group modes.*\(4,\(8,2\)\):\(1,\(4,32\)\)"):
-        print_layout(Layout((4, 8, 2), (1, 4, 32)))
+        layout_table(Layout((4, 8, 2), (1, 4, 32)))
     for f in (layout_svg, layout_tikz, layout_grid):
         with pytest.raises(LayoutError):
             f(Layout((2, 2, 2)))
@@ -355,20 +366,41 @@ def test_non_layouts_are_refused(bad):
 
 
 def test_picture_file_and_repr():
-    buf = io.StringIO()
-    p = print_layout(COL_MAJOR, file=buf)
+    p = layout_table(COL_MAJOR)
     assert isinstance(p, Picture) and isinstance(p, str)
-    assert buf.getvalue() == p
     assert repr(p) == p.rstrip("\n")
-    buf = io.StringIO()
-    q = print_tv_layout(SM80_16x8_C, (16, 8), file=buf)
-    assert buf.getvalue() == q
+    q = tv_layout_table(SM80_16x8_C, (16, 8))
+    assert isinstance(q, Picture) and q.startswith(str(SM80_16x8_C))
+
+
+def test_print_functions_print_like_cute(capsys):
+    """print_layout / print_tv_layout / print_tensor print (CuTe's print_layout does) and
+    return None; file= writes elsewhere; the string forms are the *_table functions."""
+    from layoutproof.tensor import make_tensor
+
+    t = make_tensor(list(range(32)), COL_MAJOR)
+    cases = [(print_layout, layout_table, (COL_MAJOR,)),
+             (print_tv_layout, tv_layout_table, (SM80_16x8_C, (16, 8))),
+             (print_tensor, tensor_table, (t,))]
+    for printer, table, args in cases:
+        assert printer(*args) is None
+        out, err = capsys.readouterr()
+        assert out == table(*args) and err == ""
+        buf = io.StringIO()
+        assert printer(*args, file=buf) is None
+        assert buf.getvalue() == table(*args) and capsys.readouterr().out == ""
+
+
+def test_print_layout_prints_in_a_script():
+    code = "import layoutproof as lp\nlp.print_layout(lp.Layout((2, 2), (1, 2)))\n"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout == layout_table(Layout((2, 2), (1, 2))), r.stderr
 
 
 # ----------------------------------------------------------------------------- TV tables
 @pytest.mark.parametrize("tv, tile, thr, talk", TV_CASES, ids=TV_IDS)
 def test_tv_ascii_is_the_talks_table(tv, tile, thr, talk):
-    header, cols, rows, cells = read_ascii(print_tv_layout(tv, tile, thr_id=thr))
+    header, cols, rows, cells = read_ascii(tv_layout_table(tv, tile, thr_id=thr))
     M, N = tile
     assert header[0] == str(tv) and header[1].startswith(f"tile ({M},{N})")
     assert rows == list(range(M)) and cols == list(range(N))
@@ -550,7 +582,7 @@ def test_tensor_pictures_show_the_values():
     from layoutproof.tensor import local_tile, make_identity_tensor, make_tensor
 
     A = make_tensor(np.arange(64) * 10, MORTON)
-    header, cols, rows, cells = read_ascii(print_tensor(A))
+    header, cols, rows, cells = read_ascii(tensor_table(A))
     assert header == [repr(A)] and cols == list(range(8)) and rows == list(range(8))
     assert [[int(c) for c in r] for r in cells] == [[10 * x for x in r] for r in brute(MORTON)]
     caption, svg_cells = read_svg(tensor_svg(A))
@@ -564,13 +596,13 @@ def test_tensor_pictures_show_the_values():
         assert texts == [str(T(m, n))] and data["offset"] == T(m, n) == 8 * (2 + m) + 4 + n
     # an identity tensor shows coordinates and has no engine index
     I = make_identity_tensor((3, 4))
-    _, _, _, cells = read_ascii(print_tensor(I))
+    _, _, _, cells = read_ascii(tensor_table(I))
     assert cells == [[f"({m},{n})" for n in range(4)] for m in range(3)]
     _, svg_cells = read_svg(tensor_svg(I))
     assert all("offset" not in d and f == "#ffffff" for d, _, f in svg_cells.values())
     # floats are shortened, notebooks degrade gracefully
     F = make_tensor(np.arange(4) / 3, Layout((2, 2)))
-    assert read_ascii(print_tensor(F))[3] == [["0", "0.6667"], ["0.3333", "1"]]
+    assert read_ascii(tensor_table(F))[3] == [["0", "0.6667"], ["0.3333", "1"]]
     assert "<svg" in tensor_html(F)
     h = tensor_html(make_tensor(list(range(8)), Layout((2, 2, 2))))
     assert "<svg" not in h and "not drawn" in h
@@ -638,7 +670,7 @@ def rank2_layouts(draw):
 @given(rank2_layouts())
 def test_property_ascii_svg_tikz_match_evaluation(L):
     want = brute(L)
-    _, _, _, cells = read_ascii(print_layout(L))
+    _, _, _, cells = read_ascii(layout_table(L))
     assert [[int(c) for c in r] for r in cells] == want
     assert layout_grid(L).tolist() == want
     _, svg_cells = read_svg(layout_svg(L, color="bank"))
@@ -669,7 +701,7 @@ def bijective_tv(draw):
 @given(bijective_tv())
 def test_property_tv_table_inverts(case):
     tv, (M, N) = case
-    _, _, _, cells = read_ascii(print_tv_layout(tv, (M, N)))
+    _, _, _, cells = read_ascii(tv_layout_table(tv, (M, N)))
     seen = set()
     for m in range(M):
         for n in range(N):
@@ -772,18 +804,18 @@ def test_png_cells_have_the_thread_colors(tmp_path):
 def test_cli_show_prints_the_table(capsys):
     assert main(["show", "(4,8):(1,4)"]) == 0
     out, err = capsys.readouterr()
-    assert out == print_layout(COL_MAJOR) and err == ""
+    assert out == layout_table(COL_MAJOR) and err == ""
 
 
 def test_cli_show_bare_shape(capsys):
     assert main(["show", "(4,8)"]) == 0
-    assert capsys.readouterr().out == print_layout(COL_MAJOR)
+    assert capsys.readouterr().out == layout_table(COL_MAJOR)
 
 
 def test_cli_show_expression(capsys):
     assert main(["show", "blocked_product((2,2):(1,2), blocked_product((2,2):(1,2), (2,2):(1,2)))"]) == 0
     out, _ = capsys.readouterr()
-    assert out == print_layout(MORTON)
+    assert out == layout_table(MORTON)
 
 
 def test_cli_show_tv(capsys):
@@ -867,10 +899,51 @@ def test_drawing_libraries_are_imported_lazily():
     code = (
         "import sys, layoutproof, layoutproof.draw as d\n"
         "assert 'drawsvg' not in sys.modules and 'cairosvg' not in sys.modules, 'eager'\n"
-        "print(d.print_layout(layoutproof.Layout((2, 2))), end='')\n"
+        "d.print_layout(layoutproof.Layout((2, 2)))\n"
         "assert 'drawsvg' not in sys.modules, 'ascii needs no drawsvg'\n"
         "d.layout_svg(layoutproof.Layout((2, 2)))\n"
         "assert 'drawsvg' in sys.modules and 'cairosvg' not in sys.modules\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+# ----------------------------------------------------------------------------- swizzled layouts
+SWZ = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((8, 64), (64, 1)))
+
+
+def test_swizzled_layouts_are_drawn():
+    """Every picture of a swizzled layout shows its values: cell (m, n) is C(m, n)."""
+    grid = layout_grid(SWZ)
+    assert grid.shape == (8, 64)
+    assert all(int(grid[m, n]) == SWZ(m, n) for m in range(8) for n in range(64))
+    header, cols, rows, cells = read_ascii(layout_table(SWZ))
+    assert header == [str(SWZ)]
+    assert cells == [[str(SWZ(m, n)) for n in range(64)] for m in range(8)]
+    svg = layout_svg(SWZ, color="bank", elem_bytes=2)
+    assert svg.count('class="cell"') == 512
+    assert f'data-row="1" data-col="0" data-offset="{SWZ(1, 0)}"' in svg
+    tex = layout_tikz(SWZ)
+    assert f"at (1,0) {{{SWZ(1, 0)}}}" in tex
+    html = layout_html(ComposedLayout(Swizzle(1, 0, 1), 0, Layout((2, 2), (2, 1))))
+    assert "<svg" in html and "not drawn" not in html
+
+
+def test_swizzled_tensor_is_drawn():
+    from layoutproof.tensor import make_tensor
+
+    t = make_tensor([10 * i for i in range(512)], SWZ)
+    _, _, _, cells = read_ascii(tensor_table(t))
+    assert cells[1][0] == str(10 * SWZ(1, 0)) and cells[7][63] == str(10 * SWZ(7, 63))
+    svg = tensor_svg(t)
+    assert f'data-row="1" data-col="0" data-offset="{SWZ(1, 0)}"' in svg
+
+
+def test_swizzled_symbolic_and_rank3_are_refused():
+    from layoutproof import symbols
+
+    M = symbols("M")
+    with pytest.raises(LayoutError):
+        layout_table(ComposedLayout(Swizzle(1, 0, 1), 0, Layout((M, 2), (2, 1))))
+    with pytest.raises(LayoutError, match="group modes"):
+        layout_table(ComposedLayout(Swizzle(1, 0, 1), 0, Layout((2, 2, 2))))

@@ -547,3 +547,56 @@ def test_garbage_raises_layout_errors_only(key, other):
             f()
         except LayoutError:
             pass
+
+
+# ----------------------------------------------------------------------------- issue 18 / 13
+def test_tensor_on_a_swizzled_layout():
+    """make_tensor(storage, swizzled): t(c) = storage[C(c)], slices are views with the
+    slice offset inside the composed layout, partitioning and copy work as for layouts."""
+    from layoutproof import ComposedLayout, Swizzle, tile_to_shape
+
+    atom = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((8, 64), (64, 1)))
+    C = tile_to_shape(atom, (16, 64))
+    data = np.arange(C.cosize) * 3
+    t = make_tensor(data, C)
+    for m in range(16):
+        for n in range(64):
+            assert t(m, n) == data[C(m, n)]
+    row = t(5, _)
+    assert [int(row(j)) for j in range(64)] == [int(data[C(5, j)]) for j in range(64)]
+    assert t.to_numpy().shape == (16, 64)
+    assert int(t.to_numpy()[3, 9]) == int(data[C(3, 9)])
+    assert list(t) == [data[C(i)] for i in range(C.size)]
+    tile = local_tile(t, (8, 8), (1, 2))
+    assert int(tile(2, 3)) == int(data[C(8 + 2, 16 + 3)])
+    dst = make_tensor(np.zeros(C.size, dtype=data.dtype), (16, 64))
+    copy(t, dst)
+    assert dst.to_numpy().tolist() == t.to_numpy().tolist()
+    t[1, 1] = -1
+    assert data[C(1, 1)] == -1
+    fill(t(0, _), 7)
+    assert all(data[C(0, j)] == 7 for j in range(64))
+    with pytest.raises(OutOfDomainError):
+        make_tensor(np.zeros(100), C)  # the swizzled offsets reach past the storage
+
+
+def test_values_the_storage_cannot_hold_are_typed():
+    """fill / t[c] = v / copy with a value the storage rejects: MalformedLayoutError (not
+    numpy's ValueError), the numpy storage unchanged; a list takes any value."""
+    a = np.zeros(6)
+    t = make_tensor(a, (2, 3))
+    for bad in (((2, 2), 3), "x", [1, 2]):
+        with pytest.raises(MalformedLayoutError, match="rejected the value"):
+            fill(t, bad)
+        with pytest.raises(MalformedLayoutError, match="rejected the value"):
+            t[1, 1] = bad
+    assert a.tolist() == [0.0] * 6
+    ro = make_tensor((0,) * 6, (2, 3))
+    with pytest.raises(MalformedLayoutError, match="rejected the value"):
+        fill(ro, 1)
+    lst = make_tensor([0] * 6, (2, 3))
+    fill(lst, ((2, 2), 3))
+    assert lst.storage == [((2, 2), 3)] * 6
+    src = make_tensor(np.array([(1, 2)] * 6 + [None], dtype=object)[:6], (2, 3))
+    with pytest.raises(MalformedLayoutError, match="rejected the value"):
+        copy(src, t)

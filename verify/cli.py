@@ -4,7 +4,10 @@
     layoutproof check "admissible EXPR" [...]
 
 ``EXPR`` is an expression of the ``layoutproof eval`` language; names that start with an
-upper-case letter (``M``, ``N``, ``BLK_K``) are positive integer parameters.  ``A == B``
+upper-case letter (``M``, ``N``, ``BLK_K``) are positive integer parameters.  Layouts
+written in CuTe C++ or the CuTe DSL (or Triton's dict of bases) may stand anywhere in it
+(:func:`layoutproof.interop.rewrite_foreign`): a dynamic leaf (``int``, ``?``) becomes a
+parameter, and ``?{div=16}`` adds its divisibility to the assumptions.  ``A == B``
 is functional equality of two layouts (or equality of two integer values), for every
 parameter assignment satisfying the assumptions (:func:`layoutproof.verify.identity`);
 ``admissible f(args)`` asks whether the operation's side conditions hold
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any, Dict, List, Optional
 
@@ -64,12 +68,20 @@ def check_statement(
     proved (...): coalesce((M,N):(1,M)) == M*N:1
     >>> check_statement("composition((6,2):(1,7), (3,2):(2,3)) == (3,2):(2,3)").status
     'refuted'
+    >>> print(check_statement('composition((?{div=16},?):(1,?), 16:1) == 16:1'))  # doctest: +ELLIPSIS
+    proved (...): composition((S0,S1):(1,D2), 16:1) == 16:1
     """
+    from layoutproof.interop import rewrite_foreign
     from layoutproof.notation import evaluate, parse_call, symbol_names
 
+    from ._run import extra_facts
     from .identity import admissible, identity
 
-    text = statement.strip()
+    if not isinstance(statement, str):
+        raise LayoutError(f"a statement is text, got {type(statement).__name__}")
+    text, facts = rewrite_foreign(statement.strip())
+    if facts:
+        assume = extra_facts(assume) + tuple(facts)
     names = _names()
     if text.startswith("admissible ") or text.startswith("admissible\t"):
         expr = text[len("admissible") :].strip()
@@ -118,6 +130,29 @@ def check_statement(
     )
 
 
+_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z_0-9]*\b(?!\s*\()")
+
+
+def _unused_assumptions(statement: str, assume: List[str]) -> List[str]:
+    """Warnings for ``--assume`` conditions about a name the statement does not contain."""
+    from layoutproof.interop import rewrite_foreign
+    from layoutproof.notation import is_symbol_name
+
+    try:
+        text, _ = rewrite_foreign(statement)
+    except LayoutError:
+        return []  # the check itself reports the error
+    used = {w for w in _IDENT.findall(text) if is_symbol_name(w)}
+    out = []
+    for a in assume:
+        names = sorted({w for w in _IDENT.findall(a) if is_symbol_name(w)} - used)
+        if names:
+            has = ", ".join(sorted(used)) or "no parameters"
+            out.append(f"warning: --assume {a!r} names {', '.join(names)}, which the statement does not "
+                       f"contain (it has {has}); the assumption constrains nothing there")
+    return out
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(
         prog="layoutproof check",
@@ -154,7 +189,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.bound < 0:
             p.error("--bound must be >= 0")
         bounds = False if args.bound == 0 else args.bound
+    for w in _unused_assumptions(args.statement, args.assume):
+        print(w, file=sys.stderr)
     try:
+        from layoutproof.cli import read_foreign
+
+        read_foreign(args.statement)  # a note of what was read, where a foreign layout was
         r = check_statement(args.statement, assume=args.assume, timeout_ms=args.timeout, bounds=bounds)
         if args.smtlib:
             from .smtlib import to_smtlib
