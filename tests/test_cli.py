@@ -326,3 +326,31 @@ def test_gemm_argument_errors_exit_2_before_proving(args, needle, capsys):
     out, err = capsys.readouterr()
     assert needle in err and "Traceback" not in err
     assert out == ""  # refused before generating (and proving) a kernel
+
+
+def test_kit_extra_is_light():
+    """``pip install 'layoutproof[kit]'`` gives the testing kit: hypothesis and pytest, none
+    of the heavy test tools; and the kit's modules import without those tools."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extras = meta["project"]["optional-dependencies"]
+    kit = {re.split(r"[<>=\[ ]", d)[0].lower() for d in extras["kit"]}
+    assert {"hypothesis", "pytest"} <= kit
+    assert not kit & {"cvc5", "mkdocs", "build", "cairosvg", "ruff", "nvidia-cutlass", "mkdocstrings"}
+    code = (
+        "import sys, importlib.abc\n"
+        "HEAVY = {'cvc5', 'mkdocs', 'build', 'cairosvg', 'ruff', 'pycute', 'cupy', 'mkdocstrings'}\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in HEAVY:\n"
+        "            raise ImportError('blocked ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import layoutproof.strategies, layoutproof.verify.theorem, layoutproof.verify.pytest_plugin\n"
+        "from layoutproof.strategies import layouts, sample\n"
+        "assert len(sample(layouts(max_size=16), 3)) == 3\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
