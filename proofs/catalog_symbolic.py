@@ -25,10 +25,12 @@ from layoutproof.verify import Counterexample, Result
 from layoutproof.verify.result import ProofObligation
 
 from . import symexec as sx
-from .theorem import Theorem
 
 GROUP = "All values (symbolic execution + Z3)"
 REF = ("issue 15", "docs/architecture.md: proofs by symbolic execution")
+
+#: Z3 time for a path's whole claim before it is split into one query per conjunct (ms)
+FIRST_MS = 1500
 
 Builder = Callable[["Ctx"], Tuple[List[Any], Any]]
 
@@ -51,8 +53,10 @@ def extents(prefix: str, n: int) -> List[Any]:
     return [sp.Symbol(f"{prefix}{k}", integer=True, positive=True) for k in range(n)]
 
 
-def strides(prefix: str, n: int, nonneg: bool = False) -> List[Any]:
+def strides(prefix: str, n: int, nonneg: bool = False, positive: bool = False) -> List[Any]:
     sp = _sp()
+    if positive:
+        return [sp.Symbol(f"{prefix}{k}", integer=True, positive=True) for k in range(n)]
     if nonneg:
         return [sp.Symbol(f"{prefix}{k}", integer=True, nonnegative=True) for k in range(n)]
     return [sp.Symbol(f"{prefix}{k}", integer=True) for k in range(n)]
@@ -64,8 +68,8 @@ def lay(shape: Sequence[Any], stride: Sequence[Any]) -> Layout:
     return Layout._make(tuple(shape), tuple(stride))
 
 
-def sym_layout(name: str, n: int, nonneg: bool = False) -> Layout:
-    return lay(extents(f"{name}s", n), strides(f"{name}d", n, nonneg))
+def sym_layout(name: str, n: int, nonneg: bool = False, positive: bool = False) -> Layout:
+    return lay(extents(f"{name}s", n), strides(f"{name}d", n, nonneg, positive))
 
 
 # ----------------------------------------------------------------------------- context
@@ -177,18 +181,22 @@ def prove(claim: str, instances: Sequence[Instance]) -> List[Result]:
         obs: List[ProofObligation] = []
         unknown: List[str] = []
         refuted: Optional[Counterexample] = None
-        n_res = n_inad = n_und = n_vac = 0
+        n_res = n_inad = n_und = n_vac = n_ref = 0
         zsec = 0.0
         for p in paths:
             if p.end == "inadmissible":
                 n_inad += 1
+                continue
+            if p.end == "refused":
+                n_ref += 1
                 continue
             if p.end == "undecided":
                 n_und += 1
                 unknown.append(f"path undecided ({p.value}) under {p.condition_text()}")
                 continue
             n_res += 1
-            enc, dg = sx.Enc(), sx.Digits()
+            subs, extra = sx.normalize(p.facts)
+            enc, dg = sx.Enc(subs), sx.Digits()
             cx = Ctx(enc, dg, p)
             try:
                 context, goal = inst.build(cx)
@@ -197,35 +205,45 @@ def prove(claim: str, instances: Sequence[Instance]) -> List[Result]:
                 continue
             context = context + dg.constraints(enc)
             comment = f"{inst.label}: {claim}\npath: {p.condition_text()}\nresult: {p.value}"
-            po = sx.discharge(enc, p.facts, context, goal, comment)
-            zsec += po.seconds
-            verdict = {"vacuous": "unsat"}.get(po.verdict, po.verdict)
-            if po.verdict == "vacuous":
-                n_vac += 1
-            obs.append(
-                ProofObligation(
-                    f"{inst.label}: path {len(obs) + 1}: {claim}",
-                    claim,
-                    (),
-                    verdict,
-                    po.obligation,
-                    po.seconds,
-                    po.reason or None,
+            facts = p.facts + extra
+            pos = [sx.discharge(enc, facts, context, goal, comment, timeout_ms=FIRST_MS)]
+            if pos[0].verdict == "unknown" and _z3().is_and(goal):
+                # one query per conjunct: smaller problems for the nonlinear solver
+                pos = [
+                    sx.discharge(enc, facts, context, g, comment + f"\nconjunct {k + 1}")
+                    for k, g in enumerate(goal.children())
+                ]
+            for po in pos:
+                zsec += po.seconds
+                if po.verdict == "vacuous":
+                    n_vac += 1
+                verdict = {"vacuous": "unsat"}.get(po.verdict, po.verdict)
+                obs.append(
+                    ProofObligation(
+                        f"{inst.label}: path {n_res}: {claim}",
+                        claim,
+                        (),
+                        verdict,
+                        po.obligation,
+                        po.seconds,
+                        po.reason or None,
+                    )
                 )
-            )
-            if po.verdict == "sat":
-                asg = _model_for(p, po.model or {}, ())
-                why = inst.confirm(asg, p)
-                if why is not None and refuted is None:
-                    refuted = Counterexample(assignment=asg, detail=f"{why}; path: {p.condition_text()}")
-                elif why is None:
-                    unknown.append(f"Z3 model {asg} not confirmed by integers under {p.condition_text()}")
-            elif po.verdict == "unknown":
-                unknown.append(f"Z3 {po.reason} under {p.condition_text()}")
+                if po.verdict == "sat":
+                    asg = _model_for(p, po.model or {}, ())
+                    why = inst.confirm(asg, p)
+                    if why is not None and refuted is None:
+                        refuted = Counterexample(assignment=asg, detail=f"{why}; path: {p.condition_text()}")
+                    elif why is None:
+                        unknown.append(f"Z3 model {asg} not confirmed by integers under {p.condition_text()}")
+                    break
+                if po.verdict == "unknown":
+                    unknown.append(f"Z3 {po.reason} under {p.condition_text()}")
+                    break
         dt = time.perf_counter() - t0
         note = (
             f"{inst.label}: {len(paths)} paths ({n_res} results, {n_inad} inadmissible, "
-            f"{n_und} undecided), {len(obs)} obligations ({n_vac} infeasible paths), "
+            f"{n_ref} refused, {n_und} undecided), {len(obs)} obligations ({n_vac} on infeasible paths), "
             f"{len(unknown)} unknown; {dt:.2f} s ({zsec:.2f} s in Z3)"
         )
         if refuted is not None:
@@ -461,3 +479,54 @@ def _ranks(
     make: Callable[[Layout], Instance], ranks: Sequence[int], name: str = "L"
 ) -> Callable[[], List[Result]]:
     return lambda: [make(sym_layout(name, r)) for r in ranks]  # type: ignore[misc]
+
+
+# ----------------------------------------------------------------------------- composition
+def composition_claims(
+    cx: Ctx, A: Layout, B: Layout, As: Sequence[Any], Ad: Sequence[Any], R: Layout
+) -> Tuple[List[Any], Any]:
+    """The composition post-condition on a path: R is compatible with B (leaf by leaf, the
+    sizes agree) and R(c) == Â(B(c)) at every coordinate c of B, with Â the coalesced A
+    (``As``, ``Ad``) extended along its last mode.  Quantified over R's own digits (a
+    refinement of B's coordinates)."""
+    z3 = _z3()
+    sp = _sp()
+    e = cx.enc
+    bs, bd = sx.flat_modes(B)
+    nb = len(bs)
+    if nb > 1 and (type(R._shape) is not tuple or len(R._shape) != nb):
+        return [], z3.BoolVal(False)
+    claims: List[Any] = []
+    terms: List[Tuple[Any, Any, Any]] = []
+    rval: Any = 0
+    boff: Any = 0
+    for (rs, rd), n, r in zip(_leaves(R, nb), bs, bd):
+        claims.append(e.t(_product(rs)) == e.t(n))
+        gs = [cx.dg.new(e, s, "g") for s in rs]
+        ck = sx.index_of(e, rs, gs)
+        boff = boff + ck * e.t(r)
+        rval = rval + sx.value_of(e, rd, gs)
+        for g, s, p in zip(gs, rs, _prefixes(rs)):
+            terms.append((g, s, sp.expand(p * r)))
+    more, aval = eval_at_offset(cx, list(As), list(Ad), terms, boff, unbounded_last=True)
+    return [], z3.And(claims + more + [rval == aval])
+
+
+def _composition(A: Layout, B: Layout) -> Instance:
+    ops = _ops()
+    fa, da = sx.flat_modes(A)
+
+    def fn() -> Any:
+        As, Ad = ops.coalesce_flat(tuple(fa), tuple(da), keep_last=True)
+        return As, Ad, ops.composition(A, B)
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        As, Ad, R = cx.path.value
+        return composition_claims(cx, A, B, As, Ad, R)
+
+    return Instance(
+        f"A rank {len(fa)}, B rank {len(sx.flat_modes(B)[0])}",
+        fn,
+        build,
+        confirm_post("composition", lambda p: p.value[2], A, B),
+    )

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from layoutproof.errors import InadmissibleError, LayoutError, UndecidableConditionError
+from layoutproof.errors import InadmissibleError, LayoutError
 from layoutproof.layout import Layout
 
 __all__ = [
@@ -90,9 +90,11 @@ class Explorer:
 
 @dataclass
 class Path:
-    """One path of a run: its choices, its facts (assumptions + choices), how it ended
-    (``"result"``, ``"inadmissible"``, ``"undecided"``) and the value (a result, or the
-    exception)."""
+    """One path of a run: its choices, its facts (assumptions + choices), how it ended and
+    the value (a result, or the exception).  ``end`` is ``"result"``, ``"inadmissible"``
+    (InadmissibleError), ``"refused"`` (another LayoutError: the operation gives no result
+    there, e.g. a condition it cannot decide) or ``"undecided"`` (the exploration itself
+    gave up: too many choice points)."""
 
     choices: List[Tuple[Any, bool]]
     facts: Tuple[Any, ...]
@@ -132,8 +134,10 @@ def explore(
                     end, value = "result", fn()
                 except InadmissibleError as e:
                     end, value = "inadmissible", e
-                except (UndecidableConditionError, PathTooDeep) as e:
+                except PathTooDeep as e:
                     end, value = "undecided", e
+                except LayoutError as e:  # the operation refuses (undecidable to it, or malformed)
+                    end, value = "refused", e
         for j in range(len(ex.trace) - 1, len(prefix) - 1, -1):
             stack.append([o for _c, o in ex.trace[:j]] + [False])
         facts = pre + tuple(c if o else sp.Not(c) for c, o in ex.trace)
@@ -152,10 +156,11 @@ class Enc:
     ``r == 0``, i.e. ``a == q*b``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, subs: Optional[Dict[Any, Any]] = None) -> None:
         import z3
 
         self.z3 = z3
+        self.subs: Dict[Any, Any] = dict(subs or {})
         self.env: Dict[Any, Any] = {}
         self.defs: List[Any] = []
         self._qr: Dict[Any, Tuple[Any, Any]] = {}
@@ -181,9 +186,28 @@ class Enc:
         return q, r
 
     def t(self, e: Any) -> Any:
-        """An integer expression or a condition as a Z3 term."""
+        """An integer expression or a condition as a Z3 term (after the path's
+        substitution, :func:`normalize`)."""
+        sp = _sp()
+        if self.subs and isinstance(e, sp.Basic) and e.free_symbols & self.subs.keys():
+            e = e.xreplace(self.subs)
+            if isinstance(e, sp.Expr):
+                e = sp.cancel(e)
+        return self._t(e)
+
+    def _t(self, e: Any) -> Any:
         sp = _sp()
         z3 = self.z3
+        if isinstance(e, sp.Rel):
+            a, b = e.lhs, e.rhs
+            if (
+                isinstance(a, sp.Expr)
+                and isinstance(b, sp.Expr)
+                and (not a.is_polynomial() or not b.is_polynomial())
+            ):
+                n, d = sp.fraction(sp.cancel(a - b))
+                if n.is_polynomial() and (d == 1 or d.is_positive):  # a - b = n/d, d > 0: n vs 0
+                    return self._t(e.func(n, 0))
         if isinstance(e, bool):
             return z3.BoolVal(e)
         if isinstance(e, int):
@@ -217,10 +241,13 @@ class Enc:
         if isinstance(e, sp.ceiling):
             n, d = sp.fraction(sp.together(e.args[0]))
             return -self._divmod(-n, d)[0]
-        if isinstance(e, (sp.Add, sp.Mul, sp.Pow)):
-            n, d = sp.fraction(sp.together(e))
+        if isinstance(e, (sp.Add, sp.Mul, sp.Pow)) and not e.is_polynomial():
+            n, d = sp.fraction(sp.cancel(e))
             if d != 1:
                 return self._divmod(n, d)[0]
+            if n.is_polynomial():
+                e = sp.expand(n)
+        if isinstance(e, (sp.Add, sp.Mul, sp.Pow)):
             if isinstance(e, sp.Add):
                 return z3.Sum([self.t(a) for a in e.args])
             if isinstance(e, sp.Mul):
@@ -242,6 +269,29 @@ class Enc:
             return out
         raise LayoutError(f"cannot encode {type(e).__name__} {str(e)[:80]} for the path obligation")
 
+    def monotone(self, g: Any, bound: Any, m: Any) -> None:
+        """Add the valid lemma ``0 <= g < bound  ->  g*m`` lies between ``0`` and
+        ``(bound-1)*m``: monotonicity of the product, which the nonlinear solver does not
+        always find by itself (a true statement about integers, so adding it is sound)."""
+        z3 = self.z3
+        ub = self.t(bound) - 1
+        rng = z3.And(g >= 0, g <= ub)
+        self.defs.append(z3.Implies(z3.And(rng, m >= 0), z3.And(g * m >= 0, g * m <= ub * m)))
+        self.defs.append(z3.Implies(z3.And(rng, m < 0), z3.And(g * m <= 0, g * m >= ub * m)))
+
+    def model(self, m: Any) -> Dict[str, int]:
+        """The values of the original symbols in a Z3 model (substituted ones computed)."""
+        sp = _sp()
+        val: Dict[Any, int] = {}
+        for sym, v in self.env.items():
+            val[sym] = m.eval(v, model_completion=True).as_long()
+        out = {sym.name: x for sym, x in val.items() if not sym.name.startswith("k!")}
+        for sym, e in self.subs.items():
+            r = sp.sympify(e).xreplace({k: sp.Integer(val.get(k, 1)) for k in sp.sympify(e).free_symbols})
+            if r.is_Integer:
+                out[sym.name] = int(r)
+        return out
+
     def domains(self) -> List[Any]:
         """What each SymPy symbol's assumptions say about its range."""
         out = []
@@ -253,6 +303,62 @@ class Enc:
             elif sym.is_negative:
                 out.append(v < 0)
         return out
+
+
+def normalize(facts: Sequence[Any]) -> Tuple[Dict[Any, Any], Tuple[Any, ...]]:
+    """Solve the path's equalities and divisibilities for a symbol where one side is a
+    lone symbol: ``d1 == d0*s0`` gives ``d1 := d0*s0``, ``s0 == 1`` gives ``s0 := 1``,
+    ``b | a`` with ``a`` a symbol gives ``a := b*k`` (``k`` fresh).  Each substituted
+    symbol's range (``a > 0``) is kept as a fact on its replacement, so the substituted
+    obligation is satisfiable exactly when the original one is.  Returns the substitution
+    and the facts to add; the path's own facts are translated through it."""
+    sp = _sp()
+    subs: Dict[Any, Any] = {}
+    extra: List[Any] = []
+    n = 0
+
+    def apply(e: Any) -> Any:
+        if not subs:
+            return e
+        e = e.xreplace(subs)
+        return sp.cancel(e) if isinstance(e, sp.Expr) else e
+
+    def bind(sym: Any, e: Any) -> None:
+        for k in list(subs):
+            subs[k] = sp.cancel(subs[k].xreplace({sym: e}))
+        subs[sym] = e
+        if sym.is_positive:
+            extra.append(sp.Gt(e, 0))
+        elif sym.is_nonnegative:
+            extra.append(sp.Ge(e, 0))
+
+    for f in facts:
+        if not isinstance(f, sp.Eq):
+            continue
+        a, b = apply(f.lhs), apply(f.rhs)
+        if isinstance(a, sp.Mod) and b == 0:
+            x, y = a.args
+            if isinstance(x, sp.Symbol) and x not in y.free_symbols and y.is_polynomial() and y != 0:
+                n += 1
+                pos = bool(x.is_positive and y.is_positive) or bool(x.is_nonnegative and y.is_positive)
+                k = (
+                    sp.Symbol(f"k!{n}", integer=True, positive=True)
+                    if x.is_positive and y.is_positive
+                    else sp.Symbol(f"k!{n}", integer=True, nonnegative=True)
+                    if pos
+                    else sp.Symbol(f"k!{n}", integer=True)
+                )
+                bind(x, sp.expand(y * k))
+            continue
+        for x, y in ((a, b), (b, a)):
+            if (
+                isinstance(x, sp.Symbol)
+                and x not in sp.sympify(y).free_symbols
+                and sp.sympify(y).is_polynomial()
+            ):
+                bind(x, sp.sympify(y))
+                break
+    return subs, tuple(extra)
 
 
 # ----------------------------------------------------------------------------- digits
@@ -315,13 +421,32 @@ class NoPlacement(LayoutError):
     """The offset's terms could not be placed in the layout's digits."""
 
 
-def _implied(cond: Any, facts: Tuple[Any, ...]) -> bool:
-    from layoutproof.symbolic import decide
+_IMPLIED: Dict[Any, bool] = {}
 
-    if cond is True:
-        return True
-    d = decide(cond, facts)
-    return d.value is True
+
+def implied(
+    cond: Any, facts: Tuple[Any, ...], timeout_ms: int = 2000, subs: Optional[Dict[Any, Any]] = None
+) -> bool:
+    """Do ``facts`` imply ``cond``?  (Z3 on the quotient/remainder encoding; False when it
+    cannot tell.)  Used to choose placements only: a wrong choice fails the obligation."""
+    import z3
+
+    key = (cond, facts, tuple(sorted((subs or {}).items(), key=str)))
+    hit = _IMPLIED.get(key)
+    if hit is not None:
+        return hit
+    enc = Enc(subs)
+    s = z3.Solver()
+    s.set("timeout", int(timeout_ms))
+    s.add(*[enc.t(f) for f in facts])
+    s.add(z3.Not(enc.t(cond)))
+    s.add(*enc.defs)
+    s.add(*enc.domains())
+    out = s.check() == z3.unsat
+    if len(_IMPLIED) > 50_000:
+        _IMPLIED.clear()
+    _IMPLIED[key] = out
+    return out
 
 
 def place(
@@ -349,12 +474,14 @@ def place(
         at = None
         for i in range(n - 1, -1, -1):
             p = pref[i]
-            if p == 1 or _implied(sp.Eq(sp.Mod(w, p), 0), facts):
+            if p == 1 or implied(sp.Eq(sp.Mod(w, p), 0), facts, subs=enc.subs):
                 at = i
                 break
         if at is None:  # pragma: no cover - P_0 = 1 always divides
             raise NoPlacement(f"no digit for the weight {w}")
-        digits[at] = digits[at] + g * enc.t(sp.cancel(w / pref[at]))
+        m = enc.t(sp.cancel(w / pref[at]))
+        digits[at] = digits[at] + g * m
+        enc.monotone(g, _bound, m)
     return digits
 
 
@@ -423,8 +550,5 @@ def discharge(
         return PathOutcome("unsat", dt, ob)
     if r == z3.sat:
         m = s.model()
-        model = {}
-        for sym, v in enc.env.items():
-            model[sym.name] = m.eval(v, model_completion=True).as_long()
-        return PathOutcome("sat", dt, ob, model=model)
+        return PathOutcome("sat", dt, ob, model=enc.model(m))
     return PathOutcome("unknown", dt, ob, reason=s.reason_unknown() or "unknown")
