@@ -26,9 +26,10 @@ tests check that it agrees there with the tuned integer routines of ``ops``.
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any, Callable, List, Optional, Tuple
 
-from .errors import InadmissibleError, MalformedLayoutError, UndecidableConditionError
+from .errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError
 from .inttuple import _flatten, _product, _unflatten
 from .layout import Layout
 from .symbolic import _as_python, _sympy, decide, is_sym, pretty, require
@@ -213,6 +214,84 @@ def _subs_all(asg: dict, *xs: Any) -> List[Any]:
     return out
 
 
+# ----------------------------------------------------------------------------- both branches
+def _same_layout(X: Layout, Y: Layout, facts: tuple) -> bool:
+    """Whether X and Y have equal shapes (leaf by leaf) and equal values at every
+    coordinate, proved under ``facts``."""
+    from .symbolic import decide, layout_expr
+
+    sp = _sympy()
+    sx, sy = X.shape, Y.shape
+    stack = [(sx, sy)]
+    while stack:
+        a, b = stack.pop()
+        if type(a) is tuple or type(b) is tuple:
+            if type(a) is not tuple or type(b) is not tuple or len(a) != len(b):
+                return False
+            stack.extend(zip(a, b))
+            continue
+        if _num(a) == _num(b):
+            continue
+        if decide(sp.Eq(a, b), facts).value is not True:
+            return False
+    i = sp.Symbol("_lp_coord", integer=True, nonnegative=True)
+    claim = sp.Eq(layout_expr(X, i), layout_expr(Y, i))
+    if claim is sp.true:
+        return True
+    return decide(claim, facts + (sp.Lt(i, X.size),)).value is True
+
+
+_SPLIT_MAX = 2  # nested case splits (at most 2 + 4 extra runs of an operation)
+_SPLIT_DEPTH: "contextvars.ContextVar[int]" = contextvars.ContextVar("layoutproof_split_depth", default=0)
+
+
+def _either_branch(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a symbolic operation); when it stops at an undecided condition ``c``, the
+    operation is run under ``c`` and under ``not c``: if the two results are the same layout
+    (shape and function) on the region of the other branch, that result is correct for every
+    assignment and is returned (``complement(N:1)`` does not depend on ``N >= 2``).
+    Otherwise the original UndecidableConditionError stands."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(*args: Any) -> Any:
+        from .symbolic import _EXPLORER, assuming, assumptions
+
+        try:
+            return fn(*args)
+        except UndecidableConditionError as e:
+            c = e.expr
+            depth = _SPLIT_DEPTH.get()
+            if c is None or depth >= _SPLIT_MAX or _EXPLORER.get() is not None:
+                raise
+            if not hasattr(c, "free_symbols"):
+                raise
+            sp = _sympy()
+            facts = assumptions()
+            tok = _SPLIT_DEPTH.set(depth + 1)
+            try:
+                with assuming(c):
+                    r1 = run(*args)
+                with assuming(sp.Not(c)):
+                    r2 = run(*args)
+            except (LayoutError, TypeError, ValueError):
+                raise e from None
+            finally:
+                _SPLIT_DEPTH.reset(tok)
+            if not (isinstance(r1, Layout) and isinstance(r2, Layout)):
+                raise
+            try:
+                if _same_layout(r1, r2, facts + (sp.Not(c),)):
+                    return r1
+                if _same_layout(r2, r1, facts + (c,)):
+                    return r2
+            except (LayoutError, TypeError, ValueError):
+                pass
+            raise
+
+    return run
+
+
 # ----------------------------------------------------------------------------- coalesce / filter
 def coalesce_flat(fs: tuple, fd: tuple, keep_last: bool = False) -> Tuple[List[Any], List[Any]]:
     """``ops._coalesce_flat`` with proved tests: an extent is dropped only when it is
@@ -321,6 +400,7 @@ def _leaf(As: List[Any], Ad: List[Any], n: Any, r: Any, k: int, conc: Callable[[
     return ms, md, occ
 
 
+@_either_branch
 def composition(A: Layout, B: Layout) -> Layout:
     """``A ∘ B`` with symbolic leaves (see the module docstring)."""
     from . import ops
@@ -375,6 +455,7 @@ def _sort_modes(modes: List[Tuple[Any, Any, int]], op: str) -> List[Tuple[Any, A
     return out
 
 
+@_either_branch
 def complement(L: Layout, cot: Any) -> Layout:
     """``complement(L, cot)`` with symbolic leaves or cotarget."""
     from . import ops
@@ -441,6 +522,7 @@ def _shape_div_exact(shape: tuple, d: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- inverses
+@_either_branch
 def right_inverse(L: Layout) -> Layout:
     fs, fd = L._flat()
     cs, cd = coalesce_flat(fs, fd)
@@ -476,6 +558,7 @@ def right_inverse(L: Layout) -> Layout:
     return _from_modes(*coalesce_flat(tuple(rs), tuple(rd)))
 
 
+@_either_branch
 def left_inverse(L: Layout) -> Layout:
     from . import ops
 
