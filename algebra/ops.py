@@ -663,6 +663,179 @@ def right_inverse(layout: Layout) -> Layout:
     return _from_modes(ms, md)
 
 
+# left_inverse's exact search (see _left_inverse_search and docs/semantics.md §4): layouts
+# of up to this many coordinates with offsets below LEFT_INVERSE_OFFSET_LIMIT are decided;
+# the search visits at most LEFT_INVERSE_BUDGET rows (past it: undecided, and it raises).
+LEFT_INVERSE_SIZE_LIMIT = 1 << 12
+LEFT_INVERSE_OFFSET_LIMIT = 1 << 14
+LEFT_INVERSE_BUDGET = 200_000
+
+
+def _primes_upto(n: int) -> List[int]:
+    if n < 2:
+        return []
+    sieve = bytearray([1]) * (n + 1)
+    sieve[0] = sieve[1] = 0
+    for i in range(2, int(n**0.5) + 1):
+        if sieve[i]:
+            sieve[i * i::i] = bytearray(len(sieve[i * i::i]))
+    return [i for i in range(2, n + 1) if sieve[i]]
+
+
+class _SearchBudget(Exception):
+    """The exact left-inverse search ran out of its budget (undecided)."""
+
+
+_Modes = Tuple[List[int], List[int]]
+
+
+def _left_inverse_search(ys: List[int], pre: Dict[int, List[int]], ymax: int) -> Optional[_Modes]:
+    """Decide exactly whether a layout R with ``R(y) in pre[y]`` for every ``y`` in ``ys``
+    exists (``ys``: the positive offsets of L, ascending; ``pre[y]``: the coordinates L maps
+    to ``y``); return its flat modes, None when there is none, raise _SearchBudget when
+    undecided.
+
+    Every layout R is, on ``[0, ymax]``, ``R(y) = sum_j a_j * floor(y / T_j)`` with ``1 =
+    T_0 | T_1 | ... | T_k <= ymax`` the prefix products of its shape (leaves of extent 1
+    and leaves past ``ymax`` dropped) and integers ``a_j`` (``a_j = e_j - t_{j-1} e_{j-1}``
+    from its strides); conversely every such sum is a layout (``e_j = a_j + t_{j-1}
+    e_{j-1}``, the last extent ``ymax // T_k + 1``).  Refining the chain adds columns, so a
+    solution exists iff one exists on a chain whose every ratio ``T_{j+1}/T_j`` is prime.
+    The search enumerates those chains depth first, inserting each chain element just
+    before the first offset it reaches, and solves the integer system row by row (offsets
+    ascending) by column Hermite reduction: a row whose reduced entries past the current
+    rank vanish determines ``R(y)`` (checked against ``pre[y]``), any other row takes a
+    new pivot, and then each allowed value whose pivot division is exact is a branch.
+    Rows see only the chain elements at or below them, so the enumeration is exhaustive.
+    """
+    primes = _primes_upto(ymax)
+    budget = [LEFT_INVERSE_BUDGET]
+
+    def solve(i: int, chain: List[int], U: List[List[int]], z: List[int]) -> Optional[_Modes]:
+        # chain: the T_j; U: the unimodular column transform (U[j] is column j, len(chain)
+        # entries); z: the values of the pivots (rank = len(z))
+        if i == len(ys):
+            c = len(chain)
+            a = [sum(U[col][row] * (z[col] if col < len(z) else 0) for col in range(c)) for row in range(c)]
+            return _chain_layout(chain, a, ymax)
+        y = ys[i]
+        # option 1: the next chain element lies above y -- process y now
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _SearchBudget
+        res = _solve_row(y, chain, U, z)
+        if res is not None:
+            for U2, z2 in res:
+                got = solve(i + 1, chain, U2, z2)
+                if got is not None:
+                    return got
+        # option 2: insert the next chain element T*p <= y (p prime), then decide again
+        top = chain[-1]
+        for p in primes:
+            t = top * p
+            if t > y:
+                break
+            if i > 0 and t <= ys[i - 1]:
+                continue  # it would reach an earlier row: inserted there instead
+            c = len(chain)
+            U2 = [col + [0] for col in U] + [[0] * c + [1]]
+            got = solve(i, chain + [t], U2, z)
+            if got is not None:
+                return got
+        return None
+
+    def _solve_row(y: int, chain: List[int], U: List[List[int]], z: List[int]) -> Optional[list]:
+        c = len(chain)
+        r = len(z)
+        w = [y // t for t in chain]
+        wu = [sum(w[row] * U[col][row] for row in range(c)) for col in range(c)]
+        known = sum(wu[col] * z[col] for col in range(r))
+        if all(wu[col] == 0 for col in range(r, c)):
+            return [(U, z)] if known in pre[y] else None
+        # gather the gcd of wu[r:] into column r by unimodular column operations
+        U = [col[:] for col in U]
+        wu = wu[:]
+        for col in range(r + 1, c):
+            while wu[col] != 0:
+                q = wu[r] // wu[col]
+                wu[r] -= q * wu[col]
+                U[r] = [x - q * y2 for x, y2 in zip(U[r], U[col])]
+                wu[r], wu[col] = wu[col], wu[r]
+                U[r], U[col] = U[col], U[r]
+        h = wu[r]
+        out = []
+        for v in pre[y]:
+            num = v - known
+            if num % h == 0:
+                out.append((U, z + [num // h]))
+        return out or None
+
+    return solve(0, [1], [[1]], [])
+
+
+def _chain_layout(chain: List[int], a: List[int], ymax: int) -> _Modes:
+    """The flat modes of ``y -> sum_j a_j floor(y / chain[j])`` on ``[0, ymax]``."""
+    ts = [chain[j + 1] // chain[j] for j in range(len(chain) - 1)] + [ymax // chain[-1] + 1]
+    es = []
+    for j, aj in enumerate(a):
+        es.append(aj + (ts[j - 1] * es[j - 1] if j else 0))
+    return ts, es
+
+
+def _left_inverse_exact(layout: Layout, err: InadmissibleError) -> Layout:
+    """C++'s construction does not apply: decide exactly whether a layout R with
+    ``L(R(L(i))) == L(i)`` for every ``i`` (``R(L(i)) == i`` when L is injective) exists,
+    and return one (checked at every coordinate), or raise."""
+    import numpy as np
+
+    n = layout.size
+    fs, fd = layout._flat()
+    if any(type(d) is not int for d in fd):
+        raise err
+    if n > LEFT_INVERSE_SIZE_LIMIT or layout.cosize > LEFT_INVERSE_OFFSET_LIMIT:
+        raise InadmissibleError(
+            f"{err} -- and the exact search that would look for another left inverse is limited "
+            f"to layouts of at most {LEFT_INVERSE_SIZE_LIMIT} coordinates and offsets below "
+            f"{LEFT_INVERSE_OFFSET_LIMIT} (undecided)",
+            condition=err.condition, witness=err.witness) from None
+    v = layout.eval_all()
+    neg = np.flatnonzero(v < 0)
+    if neg.size:
+        i = int(neg[0])
+        raise InadmissibleError(
+            f"left_inverse: {layout} maps coordinate {i} to the negative offset {int(v[i])}, "
+            "which is in the domain of no layout R, so no left inverse exists",
+            condition="non-negative strides", witness=i) from None
+    pre: Dict[int, List[int]] = {}
+    for i, y in enumerate(v.tolist()):
+        pre.setdefault(y, []).append(i)
+    ys = sorted(y for y in pre if y != 0)
+    ymax = ys[-1] if ys else 0
+    if not ys:
+        return _make(1, 0)
+    try:
+        found = _left_inverse_search(ys, pre, ymax)
+    except _SearchBudget:
+        raise InadmissibleError(
+            f"{err} -- and the exact search for another left inverse ran out of its budget "
+            f"({LEFT_INVERSE_BUDGET} rows; layoutproof.ops.LEFT_INVERSE_BUDGET) (undecided)",
+            condition=err.condition, witness=err.witness) from None
+    if found is None:
+        injective = len(pre) == n
+        raise InadmissibleError(
+            f"{err} -- and no layout R with " + ("R(L(i)) == i" if injective else "L(R(L(i))) == L(i)")
+            + " for every i exists (exact search, docs/semantics.md §4)",
+            condition=err.condition, witness=err.witness) from None
+    cs, cd = _coalesce_flat(tuple(found[0]), tuple(found[1]))
+    R = _from_modes(cs, cd)
+    idx = R.eval_all()[v] if R.size > ymax else None
+    if idx is None or int(idx.min()) < 0 or int(idx.max()) >= n or not np.array_equal(v[idx], v):
+        raise InadmissibleError(  # pragma: no cover - the search's answers satisfy this
+            f"{err} -- and the exact search's candidate {R} failed its check",
+            condition=err.condition, witness=err.witness) from None
+    return R
+
+
 def left_inverse(layout: Layout) -> Layout:
     """``R`` with ``R(layout(i)) == i`` for every ``i`` when ``layout`` is injective, and
     ``layout(R(layout(i))) == layout(i)`` always (stride-0 modes are ignored).
@@ -684,6 +857,16 @@ def left_inverse(layout: Layout) -> Layout:
     if _symq(layout):
         from . import symops
         return symops.left_inverse(layout)
+    try:
+        return _left_inverse_cute(layout)
+    except InadmissibleError as e:
+        if e.condition in ("non-negative strides", "integer strides"):
+            raise  # a negative offset is in no layout's domain
+        return _left_inverse_exact(layout, e)
+
+
+def _left_inverse_cute(layout: Layout) -> Layout:
+    """C++ 2025's construction; InadmissibleError where it does not give a left inverse."""
     cs, cd = _coalesced(layout)
     pp = _prefix_product(tuple(cs))
     modes = []
