@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import random
 import signal
 import sys
@@ -59,9 +60,38 @@ BAD = CLASSES[1:]
 
 #: wall-time limit of one concrete call (seconds); 2 cores shared by many processes
 CONCRETE_LIMIT = 2.0
-#: wall-time limit of one symbolic / verify call: twice the library's default per-call budget
-#: (Z3's 3 s) -- "nothing may exceed twice its budget"
-SYMBOLIC_LIMIT = 6.0
+#: the budgets the run sets (layoutproof.symbolic.set_timeout, layoutproof.budget.set_deadline):
+#: each Z3 call / side-condition decision, and the overall deadline of one public verify call
+#: (symbolic algebra calls run inside ``budget.deadline(DEADLINE_S)`` too)
+PER_CALL_MS = 1000
+DEADLINE_S = 3.0
+#: wall-time limit of one symbolic / verify call: twice its budget ("nothing may exceed twice
+#: its budget")
+SYMBOLIC_LIMIT = 2 * DEADLINE_S
+
+
+@contextlib.contextmanager
+def budgets(per_call_ms: int = PER_CALL_MS, deadline_s: float = DEADLINE_S) -> Iterator[None]:
+    """Set the library's budgets for the run, restoring the previous ones after."""
+    from layoutproof import budget, symbolic
+
+    old_t, old_d = symbolic.get_timeout(), budget.get_deadline()
+    symbolic.set_timeout(per_call_ms)
+    budget.set_deadline(deadline_s)
+    try:
+        yield
+    finally:
+        symbolic.set_timeout(old_t)
+        budget.set_deadline(old_d)
+
+
+def within_deadline(fn: Callable[[], Any]) -> Any:
+    """Run a symbolic algebra call under the run's overall deadline (the caller's way to
+    bound any call: ``with layoutproof.budget.deadline(s)``)."""
+    from layoutproof import budget
+
+    with budget.deadline(DEADLINE_S):
+        return fn()
 
 
 class HarnessTimeout(BaseException):
@@ -75,18 +105,21 @@ class CallerError(Exception):
 
 @contextlib.contextmanager
 def hang_guard(seconds: float) -> Iterator[None]:
-    """Raise :class:`HarnessTimeout` in the main thread after ``seconds`` of wall time."""
+    """Raise :class:`HarnessTimeout` in the main thread after ``seconds`` of process CPU time
+    (``ITIMER_PROF`` / ``SIGPROF``: the library's own budgets use ``SIGALRM`` and must keep
+    it).  CPU time never runs ahead of wall time, so a call it stops is past its wall limit
+    too; a call blocked without using CPU is caught by the wall-time measurement after."""
 
     def fire(signum: int, frame: Any) -> None:
-        raise HarnessTimeout(f"past {seconds} s")
+        raise HarnessTimeout(f"past {seconds} s of CPU time")
 
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    old = signal.signal(signal.SIGPROF, fire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
 
 
 # =============================================================================== the model
@@ -333,8 +366,9 @@ def run_case(case: Case) -> Outcome:
     res: Any = None
     exc: Optional[BaseException] = None
     tb = ""
+    sink = io.StringIO()
     try:
-        with hang_guard(case.limit):
+        with hang_guard(case.limit), contextlib.redirect_stdout(sink):
             res = case.call()
     except HarnessTimeout:
         dt = time.perf_counter() - t0
@@ -1340,12 +1374,27 @@ _FACTS = [
 
 
 def _admissible_values(
-    facts: Sequence[str], rng: random.Random, k: int, hi: int = 64
+    facts: Sequence[str], rng: random.Random, k: int, hi: int = 32
 ) -> List[Dict[str, int]]:
-    pts = [{"M": m, "N": n} for m in range(1, hi + 1) for n in range(1, 17)]
-    ok = [p for p in pts if all(eval(f, {}, dict(p)) for f in facts)]  # noqa: S307 - our own fact text
-    rng.shuffle(ok)
-    return ok[:k]
+    """Up to k assignments satisfying the facts: the smallest one (boundaries are where the
+    bugs are) and random others, M <= hi, N <= 8 (the referee evaluates every point)."""
+    pts = [{"M": m, "N": n} for m in range(1, hi + 1) for n in range(1, 9)]
+    ok = [p for p in pts if _facts_hold(facts, p)]
+    if not ok:
+        return []
+    first = ok[0]
+    rest = ok[1:]
+    rng.shuffle(rest)
+    return [first, *rest[: k - 1]]
+
+
+def _facts_hold(facts: Sequence[str], v: Dict[str, int]) -> bool:
+    """The facts that mention only symbols of v, evaluated at v."""
+    for f in facts:
+        names = {"M", "N"} & set(f.replace("%", " ").replace("=", " ").replace(">", " ").split())
+        if names <= set(v) and not eval(f, {}, dict(v)):  # noqa: S307 - our own fact text
+            return False
+    return True
 
 
 def _sym_template(rng: random.Random, M: Any, N: Any) -> Layout:
@@ -1366,6 +1415,26 @@ def _sym_template(rng: random.Random, M: Any, N: Any) -> Layout:
     ]
     s, d = rng.choice(shapes)
     return Layout(s, d)
+
+
+def _sym_random(rng: random.Random, M: Any, N: Any) -> Layout:
+    """A random layout with symbolic extents and strides (compact or arbitrary)."""
+    k = rng.randint(1, 3)
+    shape = [rng.choice([2, 4, 8, 3, M, M, 2 * M, N, 4 * M]) for _i in range(k)]
+    if rng.random() < 0.5:
+        order = list(range(k))
+        if rng.random() < 0.5:
+            rng.shuffle(order)
+        stride: List[Any] = [0] * k
+        acc: Any = rng.choice([1, 1, 2])
+        for j in order:
+            stride[j] = acc
+            acc = acc * shape[j]
+    else:
+        stride = [rng.choice([0, 1, 2, 4, 8, M, 2 * M, M * N, 8 * M]) for _i in range(k)]
+    if k == 3 and rng.random() < 0.3:
+        return Layout((shape[0], (shape[1], shape[2])), (stride[0], (stride[1], stride[2])))
+    return Layout(tuple(shape), tuple(stride))
 
 
 def _concrete_subs(x: Any, v: Dict[str, int]) -> Any:
@@ -1392,6 +1461,12 @@ class Symbolic:
         "zipped_divide",
         "postcondition",
         "identity",
+        "filter",
+        "blocked_product",
+        "equal",
+        "composition",
+        "left_inverse",
+        "complement",
     )
 
     def __init__(self) -> None:
@@ -1401,8 +1476,15 @@ class Symbolic:
         M, N = self.M, self.N
         facts = sorted(set(rng.sample(_FACTS, rng.randint(0, 3))))
         op = rng.choice(self.OPS)
-        A = _sym_template(rng, M, N)
-        if op in ("composition", "logical_divide", "zipped_divide"):
+        A = _sym_template(rng, M, N) if rng.random() < 0.4 else _sym_random(rng, M, N)
+        if op == "equal":
+            return self._equal(rng, facts, A)
+        if op == "composition" and rng.random() < 0.5:
+            args: Tuple[Any, ...] = (
+                A,
+                _sym_random(rng, M, N) if rng.random() < 0.5 else rand_layout(rng, 16, 0.0, 1),
+            )
+        elif op in ("composition", "logical_divide", "zipped_divide"):
             B: Any = rng.choice(
                 [
                     Layout(rng.choice([2, 4, 8]), rng.choice([1, 2])),
@@ -1415,12 +1497,12 @@ class Symbolic:
             )
             if op == "composition" and isinstance(B, tuple):
                 B = Layout(B[0], 1)
-            args: Tuple[Any, ...] = (A, B)
+            args = (A, B)
         elif op == "complement":
             args = (A, rng.choice([None, 64, 256, 8 * M * N, 4 * M]))
             if args[1] is None:
                 args = (A,)
-        elif op == "logical_product":
+        elif op in ("logical_product", "blocked_product"):
             args = (A, rng.choice([Layout(M, 1), Layout(4, 1), Layout((2, 2), (2, 1)), Layout(N, 1)]))
         else:
             args = (A,)
@@ -1435,7 +1517,7 @@ class Symbolic:
 
         def call() -> Any:
             with lp.assuming(*facts):
-                return f(*args)
+                return within_deadline(lambda: f(*args))
 
         def concrete(v: Dict[str, int]) -> Any:
             return f(*[_concrete_subs(a, v) if isinstance(a, Layout) else _sub_expr(a, v) for a in args])
@@ -1449,10 +1531,22 @@ class Symbolic:
                 except LayoutError:
                     continue
                 Rs = _concrete_subs(R, v)
-                if Rs.size != C.size:
-                    return "unsound", f"at {v}: size {Rs.size} != concrete {C.size} (R = {R})"
-                if values(Rs) != values(C):
-                    return "unsound", f"at {v}: {Rs} != concrete {C} (R = {R})"
+                if Rs.size > 50_000 or C.size > 50_000:
+                    continue
+                if Rs.size != C.size or values(Rs) != values(C):
+                    note = ""
+                    if op in _POST_OPS:
+                        cargs = tuple(
+                            _concrete_subs(a, v) if isinstance(a, Layout) else _sub_expr(a, v) for a in args
+                        )
+                        if op != "complement" or len(cargs) == 2:
+                            ok = _post_truth(op, Rs, cargs)
+                            note = (
+                                " (its post-condition holds there)"
+                                if ok
+                                else " (its post-condition fails there)"
+                            )
+                    return "unsound", f"at {v}: {Rs} != concrete {C} (R = {R}){note}"
             return OK
 
         def judge(e: LayoutError) -> Tuple[str, str]:
@@ -1463,7 +1557,7 @@ class Symbolic:
                 if not asg:
                     return "unsound", f"symbolic refusal ({e.condition}) without an assignment"
                 v = {str(k): int(x) for k, x in asg.items()}
-                if not all(eval(fa, {}, {"M": v.get("M", 1), "N": v.get("N", 1)}) for fa in facts):  # noqa: S307
+                if not _facts_hold(facts, v):
                     return "unsound", f"assignment {v} violates the facts {facts}"
                 try:
                     concrete(v)
@@ -1481,6 +1575,64 @@ class Symbolic:
             limit=SYMBOLIC_LIMIT,
         )
 
+    def _equal(self, rng: random.Random, facts: List[str], A: Layout) -> Case:
+        from layoutproof import verify
+
+        ls, ld = list(leaves(A.shape)), list(leaves(A.stride))
+        k = rng.random()
+        if k < 0.4:
+            try:
+                with lp.assuming(*facts):
+                    B = lp.coalesce(A)
+            except LayoutError:
+                B = A
+        elif k < 0.6:
+            B = Layout(tuple(ls), tuple(ld))
+        else:
+            j = rng.randrange(len(ld))
+            ld[j] = ld[j] + rng.choice([1, -1, self.M, 2])
+            B = Layout(tuple(ls), tuple(ld))
+        pts = _admissible_values(facts, rng, 4)
+
+        def differs(v: Dict[str, int]) -> Optional[bool]:
+            try:
+                a, b = _concrete_subs(A, v), _concrete_subs(B, v)
+            except LayoutError:
+                return None
+            if a.size > 50_000 or b.size > 50_000:
+                return None
+            return not _same_function(a, b)[0]
+
+        def check(r: Any) -> Tuple[str, str]:
+            if r.status in ("proved", "checked"):
+                for v in pts:
+                    if (
+                        r.status == "checked"
+                        and r.bounds
+                        and not all(lo <= v.get(n, lo) <= hi for n, (lo, hi) in r.bounds.items())
+                    ):
+                        continue
+                    if differs(v):
+                        return "unsound", f"{r.status}, but at {v} the two differ"
+            if r.status == "refuted":
+                c = r.counterexample
+                if c is None or not c.assignment:
+                    return "unsound", "symbolic refutation without an assignment"
+                v = {str(n): int(x) for n, x in c.assignment.items()}
+                if not _facts_hold(facts, v):
+                    return "unsound", f"assignment {v} violates the facts"
+                if differs(v) is False:
+                    return "unsound", f"refuted at {v}, but the two agree there"
+            return OK
+
+        return Case(
+            "symbolic.verify.equal",
+            f"verify.equal({A}, {B}, assume={facts!r})",
+            lambda: verify.equal(A, B, assume=list(facts)),
+            check,
+            limit=SYMBOLIC_LIMIT,
+        )
+
     def _post(self, rng: random.Random, facts: List[str], A: Layout, facts_s: str) -> Case:
         from layoutproof import verify
 
@@ -1492,7 +1644,7 @@ class Symbolic:
         def call() -> Any:
             with lp.assuming(*facts):
                 try:
-                    R = getattr(lp, op)(*args)
+                    R = within_deadline(lambda: getattr(lp, op)(*args))
                 except LayoutError:
                     return None
                 return R, verify.postcondition(op, R, *args)
@@ -1515,6 +1667,8 @@ class Symbolic:
                         cargs = tuple(_concrete_subs(a, v) for a in args)
                         Rs = _concrete_subs(R, v)
                     except LayoutError:
+                        continue
+                    if Rs.size > 20_000 or any(a.size > 20_000 for a in cargs):
                         continue
                     if not _post_truth(op, Rs, cargs) and op not in ("logical_product",):
                         return "unsound", f"{r.status} but at {v} the post-condition fails for {Rs}"
@@ -1576,6 +1730,8 @@ class Symbolic:
                 L2 = None
             if L1 is None or L2 is None:
                 return None if (L1 is None and L2 is None) else False
+            if L1.size > 50_000 or L2.size > 50_000:
+                return None
             return _same_function(L1, L2)[0]
 
         def call() -> Any:
@@ -1748,10 +1904,11 @@ def generate(seed: int, n: int, mix: Optional[Mix] = None) -> Iterator[Case]:
 def run(seed: int, n: int, mix: Optional[Mix] = None, progress: bool = False) -> Report:
     rep = Report(seed)
     t0 = time.perf_counter()
-    for k, case in enumerate(generate(seed, n, mix)):
-        rep.outcomes.append(run_case(case))
-        if progress and k % 5000 == 4999:
-            print(f"  {k + 1} cases, {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    with budgets():
+        for k, case in enumerate(generate(seed, n, mix)):
+            rep.outcomes.append(run_case(case))
+            if progress and k % 5000 == 4999:
+                print(f"  {k + 1} cases, {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     rep.seconds = time.perf_counter() - t0
     return rep
 
