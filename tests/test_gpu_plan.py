@@ -393,6 +393,9 @@ def test_gpu_plan_under_cuda_graph_capture():
         a[...] = _ints(cp, (m, k), 30 + seed)
         b[...] = _ints(cp, (k, n), 40 + seed)
         c.fill(cp.nan)
+        # the writes above ran on the legacy default stream, which a non-blocking stream does
+        # not wait for
+        cp.cuda.Device().synchronize()
         g.launch(stream=s)
         s.synchronize()
         ref = a.astype(cp.float64) @ b.astype(cp.float64)
@@ -408,3 +411,21 @@ def test_the_gpu_extra_installs_the_fast_path():
     assert m, "no gpu extra in pyproject.toml"
     names = re.findall(r'"([A-Za-z0-9_.-]+)', m.group(1))
     assert any(n.startswith("cupy-cuda1") for n in names) and "cuda-python" in names, names
+
+
+@gpu
+def test_gpu_without_cuda_python_warns_once_and_takes_the_cp_async_kernel(monkeypatch):
+    cp = _cp()
+    if cp.cuda.Device().compute_capability != "90":
+        pytest.skip("the TMA kernels exist on sm_90 only")
+    monkeypatch.setattr(runtime, "tma_available", lambda: False)
+    monkeypatch.setattr(runtime, "_PLANS", {})
+    monkeypatch.setattr(P, "_WARNED", {})
+    a, b = _ints(cp, (200, 300), 5), _ints(cp, (300, 136), 6)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        c = runtime.gemm(a, b, out_dtype="f32")
+        runtime.gemm(b.T, a.T, out_dtype="f32")
+    assert [type(x.message) for x in w] == [P.SlowPathWarning]
+    assert runtime.last_launch["config"].loader == "cp.async"
+    assert float(cp.abs(c - a.astype(cp.float64) @ b.astype(cp.float64)).max()) == 0.0
