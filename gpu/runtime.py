@@ -315,8 +315,8 @@ class _Operand:
     """One kernel operand of a plan: where it comes from, its layout and, for TMA, its
     tensor-map encoder with a small cache of maps by base address."""
 
-    __slots__ = ("src", "transposed", "rows", "cols", "cols_major", "ld", "copy", "major",
-                 "tma_args", "maps", "current")
+    __slots__ = ("transposed", "rows", "cols", "cols_major", "ld", "copy", "major", "tma_args",
+                 "maps", "current")
 
     def __init__(self, src: Any, transposed: bool, rows: int, cols: int, names: Tuple[str, str],
                  itemsize: int) -> None:
@@ -324,7 +324,8 @@ class _Operand:
         if transposed:
             s0, s1 = s1, s0
         where, ld, copy = operand_layout(rows, cols, s0, s1, itemsize, src.data.ptr)
-        self.src, self.transposed, self.rows, self.cols = src, transposed, rows, cols
+        # (no reference to ``src`` is kept: a cached plan must not hold its first operands)
+        self.transposed, self.rows, self.cols = transposed, rows, cols
         self.cols_major = where == "cols"
         if copy:
             ld = max(8, -(-(cols if self.cols_major else rows) // 8) * 8)
@@ -452,6 +453,9 @@ class GemmPlan:
         self._b_sig = (type(b), b.shape, b.strides, b.dtype, b.data.ptr % 16 == 0, dev)
         self._out_sig = None if out is None else (type(out), out.shape, out.strides, out.dtype, dev)
         self._order = "F" if swap else "C"
+        # a new output's (shape, strides, dtype): what out=None allocates
+        self._fresh_out = ((M, N), (it * N, it) if not swap else (it, it * M),
+                           np.dtype(self.out_dtype))
         itin = a.itemsize
         A = _Operand(b if swap else a, True if swap else False, m, K, ("m", "k"), itin)
         B = _Operand(a if swap else b, True if swap else False, K, n, ("k", "n"), itin)
@@ -546,8 +550,7 @@ class GemmPlan:
                                  f"differs from the plan's (shape {self._out_sig[1]}, strides "
                                  f"{self._out_sig[2]}, {self._out_sig[3]})")
         if so is not None and self._out_sig is None:
-            fresh = self._cupy.empty(self.shape, self.out_dtype, order=self._order)
-            if so[1:4] != (fresh.shape, fresh.strides, fresh.dtype) or so[4] != dev:
+            if so[1:4] != self._fresh_out or so[4] != dev:
                 raise GemmInputError(f"GemmPlan: the plan was made for a new {self._order}-order "
                                      f"output; out (shape {so[1]}, strides {so[2]}, {so[3]}) "
                                      f"is not one")

@@ -429,3 +429,19 @@ def test_gpu_without_cuda_python_warns_once_and_takes_the_cp_async_kernel(monkey
     assert [type(x.message) for x in w] == [P.SlowPathWarning]
     assert runtime.last_launch["config"].loader == "cp.async"
     assert float(cp.abs(c - a.astype(cp.float64) @ b.astype(cp.float64)).max()) == 0.0
+
+
+def test_fake_cached_plans_do_not_keep_their_operands_alive(fake):
+    import gc
+    import weakref
+
+    a, b = fake.array((128, 64)), fake.array((64, 128))
+    c = runtime.gemm(a, b)
+    refs = [weakref.ref(x) for x in (a, b, c)]
+    plan = runtime.last_launch["plan"]
+    out = fake.empty((128, 128), np.float16)
+    plan(a, b, out)  # a new C-order output of the plan's kind is accepted
+    assert fake.launches[-1]["values"][2] == out.data.ptr
+    del a, b, c
+    gc.collect()
+    assert runtime._PLANS and all(r() is None for r in refs)
