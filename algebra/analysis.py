@@ -512,18 +512,18 @@ def downcast(layout: Layout, n: Any) -> Layout:
     leaf ``s:1`` becomes ``s*n:1`` (the ``n`` parts of each element are adjacent) and
     every other stride is multiplied by ``n``.
 
-    Condition: exactly one leaf of extent > 1 has stride 1 and none has stride -1; size-1
-    leaves carry no elements and are ignored, and where the condition fails a size-1 leaf,
-    if there is one, holds the ``n`` parts instead (``(1,4):(0,2)`` by 2 is
-    ``(2,4):(1,4)``, where C++ asserts; every other stride is multiplied by ``n``, which is
-    right for any strides).  C++ asserts only that
-    a stride-1 leaf exists ("Downcast requires adjacent elements") and multiplies every
-    ``+-1`` leaf, which is wrong for two of them (``(4,2):(1,1)`` by 2 gives
-    ``(8,4):(1,1)``, which reaches offset 10, outside the parts [0, 10) of the elements)
-    and for ``-1`` (the parts of an element stay in increasing order: ``4:-1`` by 2 is not
-    ``8:-1``).  Violations raise InadmissibleError with a witness coordinate of C++'s
-    layout (``0``, the element whose other parts no coordinate reaches, when there is no
-    stride-1 leaf).
+    Condition: some leaf holds the ``n`` parts of each element: a stride-1 leaf (the first
+    one of extent > 1; C++'s choice when it is the only ``+-1`` leaf), else a size-1 leaf
+    (size-1 leaves carry no elements: ``(1,4):(0,2)`` by 2 is ``(2,4):(1,4)``, where C++
+    asserts).  Every other stride is multiplied by ``n``.  C++ asserts only that a
+    stride-1 leaf exists ("Downcast requires adjacent elements") and scales every ``+-1``
+    leaf, which is wrong for two of them (``(4,2):(1,1)`` by 2 gives ``(8,4):(1,1)``,
+    reaching offset 10, outside the parts [0, 10) of the elements; here it is
+    ``(8,2):(1,2)``) and for ``-1`` (``(4,2):(1,-1)`` by 2 is ``(8,2):(1,-2)`` here).
+    Without a host leaf no layout meets the post-condition below (the host's stride must
+    be 1, and so must its stride in L unless its extent is 1): InadmissibleError, with a
+    witness coordinate of C++'s layout (``0``, the element whose other parts no coordinate
+    reaches, when there is no stride-1 leaf).
 
     Post-conditions (``R = downcast(L, n)``): congruent with ``L``; ``R`` at the
     coordinate of ``L``'s coordinate ``c`` with its stride-1 leaf coordinate ``x``
@@ -541,42 +541,37 @@ def downcast(layout: Layout, n: Any) -> Layout:
     if n == 1:
         return layout
     fs, fd = layout._flat()
-    # size-1 leaves carry no elements: their strides never matter, and one of them can hold
-    # the n parts of each element when no leaf of extent > 1 has stride 1
+    # The host leaf holds the n parts of every element: R(.., x*n + j, ..) = n*L(c) + j forces
+    # its stride to be 1 (j = 1) and, unless its extent is 1, its own stride in L to be 1
+    # (x = 1).  So the host is a stride-1 leaf of extent > 1 (C++'s), else a size-1 leaf
+    # (size-1 leaves carry no elements); every other stride is multiplied by n.
     units = [k for k, (s, d) in enumerate(zip(fs, fd)) if d == 1 and s > 1]
-    negs = [k for k, (s, d) in enumerate(zip(fs, fd)) if d == -1 and s > 1]
-    if negs or len(units) != 1:
-        ones = [k for k, s in enumerate(fs) if s == 1]
-        if ones:
-            u = next((k for k in ones if fd[k] == 1), ones[0])
-            out_s = [s * n if k == u else s for k, s in enumerate(fs)]
-            out_d = [1 if k == u else d * n for k, d in enumerate(fd)]
-            return _rebuild(layout, out_s, out_d)
-    naive_s = [s * n if d in (1, -1) else s for s, d in zip(fs, fd)]
-    naive_d = [d if d in (1, -1) else d * n for d in fd]
-    if negs or len(units) != 1:
-        naive = _rebuild(layout, naive_s, naive_d)
+    ones = [k for k, s in enumerate(fs) if s == 1]
+    if units:
+        u = units[0]
+    elif ones:
+        u = next((k for k in ones if fd[k] == 1), ones[0])
+    else:
+        negs = [k for k, (s, d) in enumerate(zip(fs, fd)) if d == -1 and s > 1]
         if negs:
             cond = "downcast: no stride -1 leaf"
-            why = (f"leaf {negs[0]} of {layout} has stride -1; the {n} parts of an element are "
-                   f"still stored in increasing order, so it cannot become a stride -1 leaf of "
-                   f"{n} times the extent")
-        elif not units:
-            cond = "downcast: exactly one stride-1 leaf"
-            why = (f"{layout} has no stride-1 leaf to hold the {n} adjacent parts of an element "
-                   f"(C++: \"Downcast requires adjacent elements\"); the parts 1..{n - 1} of "
-                   f"element 0 would be reached by no coordinate")
+            why = (f"leaf {negs[0]} of {layout} has stride -1 and no leaf has stride 1 (or extent "
+                   f"1); the {n} parts of an element are stored in increasing order, so they need "
+                   "a stride-1 leaf to hold them")
+            naive = _rebuild(layout, [s * n if d in (1, -1) else s for s, d in zip(fs, fd)],
+                             [d if d in (1, -1) else d * n for d in fd])
+            w = _downcast_witness(layout, naive, n)
         else:
             cond = "downcast: exactly one stride-1 leaf"
-            why = (f"{layout} has {len(units)} stride-1 leaves (flat leaves {units}); scaling "
-                   f"each by {n} makes parts of different elements overlap")
-        w = 0 if not units and not negs else _downcast_witness(layout, naive, n)
+            why = (f"{layout} has no stride-1 leaf (and no size-1 leaf) to hold the {n} adjacent "
+                   f"parts of an element (C++: \"Downcast requires adjacent elements\"); the "
+                   f"parts 1..{n - 1} of element 0 would be reached by no coordinate")
+            naive, w = None, 0
         raise InadmissibleError(f"{cond}: {why}" + (f"; C++'s {naive} is wrong at coordinate {w}"
-                                                     if w is not None and (units or negs) else ""),
+                                                     if naive is not None and w is not None else ""),
                                 condition=cond, witness=w)
-    u = units[0]
     return _rebuild(layout, [s * n if k == u else s for k, s in enumerate(fs)],
-                    [d if k == u else d * n for k, d in enumerate(fd)])
+                    [1 if k == u else d * n for k, d in enumerate(fd)])
 
 
 def _downcast_witness(L: Layout, naive: Layout, n: int) -> Optional[int]:

@@ -445,14 +445,20 @@ def test_downcast_size1_leaves_carry_no_elements():
     assert downcast(Layout((1, 9), (1, 1)), 2) == Layout((1, 18), (2, 1))
     assert downcast(Layout((1, 1), (-1, 1)), 2) == Layout((1, 2), (-2, 1))
     assert downcast(Layout((1, 4), (0, 2)), 2) == Layout((2, 4), (1, 4))  # C++ asserts
-    assert downcast(Layout((2, 2, 1), (1, 1, 0)), 2) == Layout((2, 2, 2), (2, 2, 1))
+    assert downcast(Layout((2, 2, 1), (1, 1, 0)), 2) == Layout((4, 2, 1), (1, 2, 0))
+    # several +-1 leaves: the first stride-1 leaf holds the parts, the others scale (C++
+    # scales every +-1 leaf: (8,4):(1,1) for (4,2):(1,1), which reaches offset 10)
+    assert downcast(Layout((4, 2), (1, 1)), 2) == Layout((8, 2), (1, 2))
+    assert downcast(Layout((2, 2, 2), (1, 1, 8)), 3) == Layout((6, 2, 2), (1, 3, 24))
+    assert downcast(Layout((4, 2), (1, -1)), 2) == Layout((8, 2), (1, -2))
+    for L in (Layout((4, 2), (1, 1)), Layout((2, 2, 2), (1, 1, 8)), Layout((4, 2), (1, -1))):
+        assert covered(downcast(L, 3), 1) == covered(L, 3)
     for L in (Layout((1, 9), (1, 1)), Layout((1, 1), (-1, 1)), Layout((2, 3, 1), (-1, 5, 7))):
         assert covered(downcast(L, 3), 1) == covered(L, 3)
 
 
 @pytest.mark.parametrize("L,cond,witness", [
     (Layout(4, 2), "downcast: exactly one stride-1 leaf", 0),
-    (Layout((4, 2), (1, 1)), "downcast: exactly one stride-1 leaf", 31),  # C++: (8,4):(1,1); R(31) = 10
     (Layout(4, -1), "downcast: no stride -1 leaf", 7),
 ])
 def test_downcast_rejects(L, cond, witness):
