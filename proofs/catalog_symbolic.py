@@ -123,6 +123,22 @@ def eval_compatible(cx: Ctx, R: Layout, n: int, coords: Sequence[Tuple[Any, Any]
     return claims, val
 
 
+def by_profile(R: Layout, profile: Any) -> Optional[List[Tuple[List[Any], List[Any]]]]:
+    """The flat modes of ``R`` under each leaf of ``profile`` (R compatible with it), in
+    order; None when R's nesting does not follow the profile."""
+    out: List[Tuple[List[Any], List[Any]]] = []
+
+    def walk(s: Any, d: Any, p: Any) -> bool:
+        if type(p) is not tuple:
+            out.append(sx.flat_modes(Layout._make(s, d)))
+            return True
+        if type(s) is not tuple or len(s) != len(p):
+            return False
+        return all(walk(a, b, q) for a, b, q in zip(s, d, p))
+
+    return out if walk(R._shape, R._stride, profile) else None
+
+
 def bounded(enc: sx.Enc, shape: Sequence[Any], digs: Sequence[Any], last: bool = True) -> List[Any]:
     out = []
     for k, (g, s) in enumerate(zip(digs, shape)):
@@ -493,14 +509,14 @@ def composition_claims(
     sp = _sp()
     e = cx.enc
     bs, bd = sx.flat_modes(B)
-    nb = len(bs)
-    if nb > 1 and (type(R._shape) is not tuple or len(R._shape) != nb):
+    leaves = by_profile(R, B._shape)
+    if leaves is None:
         return [], z3.BoolVal(False)
     claims: List[Any] = []
     terms: List[Tuple[Any, Any, Any]] = []
     rval: Any = 0
     boff: Any = 0
-    for (rs, rd), n, r in zip(_leaves(R, nb), bs, bd):
+    for (rs, rd), n, r in zip(leaves, bs, bd):
         claims.append(e.t(_product(rs)) == e.t(n))
         gs = [cx.dg.new(e, s, "g") for s in rs]
         ck = sx.index_of(e, rs, gs)
@@ -529,4 +545,344 @@ def _composition(A: Layout, B: Layout) -> Instance:
         fn,
         build,
         confirm_post("composition", lambda p: p.value[2], A, B),
+    )
+
+
+# ----------------------------------------------------------------------------- complement
+def _order(cx: Ctx, modes: List[Tuple[Any, Any]]) -> Optional[List[Tuple[Any, Any]]]:
+    """The modes (extent, stride) sorted by stride, each comparison implied by the path."""
+    sp = _sp()
+    out: List[Tuple[Any, Any]] = []
+    for m in modes:
+        pos = len(out)
+        for j, o in enumerate(out):
+            if sx.implied(sp.Lt(m[1], o[1]), cx.facts, subs=cx.enc.subs):
+                pos = j
+                break
+            if not sx.implied(sp.Ge(m[1], o[1]), cx.facts, subs=cx.enc.subs):
+                return None
+        out.insert(pos, m)
+    return out
+
+
+def _kept_modes(cx: Ctx, L: Layout) -> Optional[List[Tuple[Any, Any]]]:
+    """L's modes that are neither extent 1 nor stride 0 on this path (None if the path
+    does not say)."""
+    sp = _sp()
+    out = []
+    for s, d in zip(*sx.flat_modes(L)):
+        if sx.implied(sp.Eq(s, 1), cx.facts, subs=cx.enc.subs) or sx.implied(
+            sp.Eq(d, 0), cx.facts, subs=cx.enc.subs
+        ):
+            continue
+        if not (
+            sx.implied(sp.Ne(s, 1), cx.facts, subs=cx.enc.subs)
+            and sx.implied(sp.Ne(d, 0), cx.facts, subs=cx.enc.subs)
+        ):
+            return None
+        out.append((s, d))
+    return out
+
+
+def _complement(L: Layout, M: Any) -> Instance:
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        C = cx.path.value
+        kept = _kept_modes(cx, L)
+        if kept is None:
+            raise sx.NoPlacement("which modes of L are ignored is not decided on this path")
+        cm = [m for m in zip(*sx.flat_modes(C)) if not sx.implied(_sp().Eq(m[0], 1), cx.facts, subs=e.subs)]
+        allm = _order(cx, kept + cm)
+        if allm is None:
+            raise sx.NoPlacement("the order of the strides is not decided on this path")
+        claims = []
+        cur: Any = 1
+        for s_, d_ in allm:  # sorted by stride, each stride is the product of the extents below
+            claims.append(e.t(d_) == e.t(cur))
+            cur = cur * s_
+        K = _product([m[0] for m in allm])
+        claims.append(e.t(K) >= e.t(M))  # fills [0, M) ...
+        claims.append(e.t(K) < e.t(M) + e.t(_cover(kept)))  # ... rounded up to L's cover
+        cs, cd = sx.flat_modes(C)
+        for k in range(len(cd) - 1):  # C is ordered
+            claims.append(e.t(cd[k]) < e.t(cd[k + 1]))
+        return [], z3.And(claims)
+
+    n = len(sx.flat_modes(L)[0])
+    return Instance(
+        f"rank {n}", lambda: ops.complement(L, M), build, confirm_post("complement", lambda p: p.value, L, M)
+    )
+
+
+def _cover(kept: List[Tuple[Any, Any]]) -> Any:
+    """The extent L's kept modes cover: the largest stride*extent (the complement rounds M
+    up to a multiple of it)."""
+    sp = _sp()
+    if not kept:
+        return sp.Integer(1)
+    return sp.Max(*[s * d for s, d in kept]) if len(kept) > 1 else kept[0][0] * kept[0][1]
+
+
+def _complement_chain(L: Layout, M: Any) -> Instance:
+    """Admissibility is exactly the stride chain: on every path that returns, the sorted
+    kept modes satisfy s_k*d_k | d_{k+1}; on every inadmissible path they do not."""
+    ops = _ops()
+
+    def chain(cx: Ctx) -> Optional[Any]:
+        sp = _sp()
+        kept = _kept_modes(cx, L)
+        if kept is None:
+            return None
+        allm = _order(cx, kept)
+        if allm is None:
+            return None
+        conds = [sp.Eq(sp.Mod(b[1], a[0] * a[1]), 0) for a, b in zip(allm, allm[1:])]
+        nonneg = [sp.Ge(d, 0) for _s, d in kept]
+        return sp.And(*(conds + nonneg)) if conds or nonneg else sp.true
+
+    def fn() -> Any:
+        try:
+            return "admissible", ops.complement(L, M)
+        except Exception as e:  # noqa: BLE001 - inadmissible paths are part of the statement
+            from layoutproof.errors import InadmissibleError
+
+            if isinstance(e, InadmissibleError):
+                return "inadmissible", e
+            raise
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        c = chain(cx)
+        if c is None:
+            raise sx.NoPlacement("the kept modes or their order are not decided on this path")
+        tag, _v = cx.path.value
+        zc = cx.enc.t(c)
+        return [], zc if tag == "admissible" else z3.Not(zc)
+
+    n = len(sx.flat_modes(L)[0])
+    return Instance(f"rank {n}", fn, build, lambda asg, p: None)
+
+
+# ----------------------------------------------------------------------------- inverses
+def _right_inverse(L: Layout) -> Instance:
+    ops = _ops()
+    fs, fd = sx.flat_modes(L)
+
+    def fn() -> Any:
+        return ops.coalesce_flat(tuple(fs), tuple(fd)), ops.right_inverse(L)
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        (cs_, cd_), R = cx.path.value
+        rs, rd = sx.flat_modes(R)
+        gs = [cx.dg.new(e, s_, "g") for s_ in rs]
+        idx = sx.index_of(e, rs, gs)
+        off = sx.value_of(e, rd, gs)
+        terms = [(g, s_, d_) for g, s_, d_ in zip(gs, rs, rd)]
+        # L evaluated through coalesce(L): the same function (theorem sym.coalesce-function)
+        claims, lval = eval_at_offset(cx, cs_, cd_, terms, off, unbounded_last=False)
+        return [], z3.And(claims + [lval == idx])
+
+    return Instance(f"rank {len(fs)}", fn, build, confirm_post("right_inverse", lambda p: p.value[1], L))
+
+
+def _left_inverse(L: Layout) -> Instance:
+    ops = _ops()
+    fs, fd = sx.flat_modes(L)
+
+    def fn() -> Any:
+        return ops.coalesce_flat(tuple(fs), tuple(fd)), ops.left_inverse(L)
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        sp = _sp()
+        z3 = _z3()
+        e = cx.enc
+        (cs_, cd_), R = cx.path.value
+        rs, rd = sx.flat_modes(R)
+        cs, idx, lval = sx.natural(e, cx.dg, L)
+        terms = [(c, s_, d_) for c, s_, d_ in zip(cs, fs, fd)]
+        c1, rdig = _digits_at(cx, rs, terms, lval)
+        injective = all(
+            sx.implied(sp.Or(sp.Eq(s_, 1), sp.Ne(d_, 0)), cx.facts, subs=e.subs) for s_, d_ in zip(fs, fd)
+        )
+        rval = sx.value_of(e, rd, rdig)
+        if injective:  # R(L(i)) == i
+            return [], z3.And(c1 + [rval == idx])
+        terms2 = [(g, s_, d_) for g, s_, d_ in zip(rdig, rs, rd)]
+        # L at R(L(i)) through coalesce(L): the same function (theorem sym.coalesce-function)
+        c2, lval2 = eval_at_offset(cx, cs_, cd_, terms2, rval, unbounded_last=False)
+        return [], z3.And(c1 + c2 + [lval2 == lval])  # L(R(L(i))) == L(i)
+
+    return Instance(f"rank {len(fs)}", fn, build, confirm_post("left_inverse", lambda p: p.value[1], L))
+
+
+def _digits_at(
+    cx: Ctx, shape: Sequence[Any], terms: List[Tuple[Any, Any, Any]], offset: Any
+) -> Tuple[List[Any], List[Any]]:
+    enc = cx.enc
+    digs = sx.place(enc, shape, terms, cx.facts, unbounded_last=False)
+    claims = bounded(enc, shape, digs)
+    claims.append(sx.index_of(enc, shape, digs) == offset)
+    return claims, digs
+
+
+# ----------------------------------------------------------------------------- divide / product
+def _logical_divide(L: Layout, T: Layout) -> Instance:
+    """logical_divide(L, T) == L o (T, complement(T, size(L))): the composition
+    post-condition of the result against that layout, both computed on the path."""
+    ops = _ops()
+    from layoutproof import ops as iops
+
+    fa, da = sx.flat_modes(L)
+
+    def fn() -> Any:
+        As, Ad = ops.coalesce_flat(tuple(fa), tuple(da), keep_last=True)
+        C = ops.complement(T, L.size)
+        return As, Ad, C, iops.logical_divide(L, T)
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        As, Ad, C, R = cx.path.value
+        B = Layout._make((T._shape, C._shape), (T._stride, C._stride))
+        return composition_claims(cx, L, B, As, Ad, R)
+
+    def result(p: sx.Path) -> Any:
+        return p.value[3]
+
+    def confirm(asg: Dict[str, int], p: sx.Path) -> Optional[str]:
+        from layoutproof.verify import postcondition
+
+        try:
+            R, L2, T2 = _subs(result(p), asg), _subs(L, asg), _subs(T, asg)
+            r = postcondition("logical_divide", R, L2, T2)
+        except Exception:  # noqa: BLE001
+            return None
+        return None if r.status != "refuted" else f"logical_divide({L2}, {T2}) = {R}: {r.counterexample}"
+
+    return Instance(f"L rank {len(fa)}, T rank {len(sx.flat_modes(T)[0])}", fn, build, confirm)
+
+
+def _logical_product(A: Layout, B: Layout) -> Instance:
+    """logical_product(A, B) == (A, complement(A, size(A)*cosize(B)) o B)."""
+    ops = _ops()
+    from layoutproof import ops as iops
+
+    def fn() -> Any:
+        C = ops.complement(A, A.size * B.cosize)
+        cs_, cd_ = sx.flat_modes(C)
+        As, Ad = ops.coalesce_flat(tuple(cs_), tuple(cd_), keep_last=True)
+        return C, As, Ad, iops.logical_product(A, B)
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        C, As, Ad, R = cx.path.value
+        if type(R._shape) is not tuple or len(R._shape) != 2:
+            return [], z3.BoolVal(False)
+        R0 = Layout._make(R._shape[0], R._stride[0])
+        R1 = Layout._make(R._shape[1], R._stride[1])
+        ctx, comp = composition_claims(cx, C, B, As, Ad, R1)
+        return ctx, z3.And(_same_layout(cx, R0, A), comp)
+
+    def confirm(asg: Dict[str, int], p: sx.Path) -> Optional[str]:
+        from layoutproof.verify import postcondition
+
+        try:
+            R, A2, B2 = _subs(p.value[3], asg), _subs(A, asg), _subs(B, asg)
+            r = postcondition("logical_product", R, A2, B2)
+        except Exception:  # noqa: BLE001
+            return None
+        return None if r.status != "refuted" else f"logical_product({A2}, {B2}) = {R}: {r.counterexample}"
+
+    return Instance(
+        f"A rank {len(sx.flat_modes(A)[0])}, B rank {len(sx.flat_modes(B)[0])}", fn, build, confirm
+    )
+
+
+def _regroup(kind: str, L: Layout, tiler: Tuple[Layout, ...]) -> Instance:
+    """zipped / tiled / flat {divide, product}: the by-mode logical result's parts,
+    rearranged -- each leaf equal on the path."""
+    from layoutproof import ops as iops
+
+    base = iops.logical_divide if kind.endswith("divide") else iops.logical_product
+    op = getattr(iops, kind)
+
+    def fn() -> Any:
+        return base(L, tiler), op(L, tiler)
+
+    def expected(P: Layout) -> Layout:
+        n = len(tiler)
+        first = [(P._shape[i][0], P._stride[i][0]) for i in range(n)]
+        second = [(P._shape[i][1], P._stride[i][1]) for i in range(n)]
+        rest = [(P._shape[i], P._stride[i]) for i in range(n, len(P._shape))]
+        if kind.startswith("zipped"):
+            sec = second + rest
+            return Layout._make(
+                (tuple(f[0] for f in first), tuple(x[0] for x in sec)),
+                (tuple(f[1] for f in first), tuple(x[1] for x in sec)),
+            )
+        if kind.startswith("tiled"):
+            sec = second + rest
+            return Layout._make(
+                (tuple(f[0] for f in first),) + tuple(x[0] for x in sec),
+                (tuple(f[1] for f in first),) + tuple(x[1] for x in sec),
+            )
+        modes = first + second + rest
+        return Layout._make(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        P, R = cx.path.value
+        return [], _same_layout(cx, R, expected(P))
+
+    return Instance(
+        f"L rank {len(L._shape)}, tiler of {len(tiler)} layouts",
+        fn,
+        build,
+        confirm_equal(lambda p: p.value[1], lambda p: expected(p.value[0])),
+    )
+
+
+def _associativity(A: Layout, B: Layout, C: Layout) -> Instance:
+    """(A o B) o C == A o (B o C) as functions on C's domain, on every path where both sides
+    are admissible."""
+    from layoutproof import ops as iops
+
+    def fn() -> Any:
+        return iops.composition(iops.composition(A, B), C), iops.composition(A, iops.composition(B, C))
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        X, Y = cx.path.value
+        lx = by_profile(X, C._shape)
+        ly = by_profile(Y, C._shape)
+        if lx is None or ly is None:
+            return [], z3.BoolVal(False)
+        cs_, cd_ = sx.flat_modes(C)
+        claims: List[Any] = []
+        vx: Any = 0
+        vy: Any = 0
+        for (xs, xd), (ys, yd), n in zip(lx, ly, cs_):
+            c = cx.dg.new(e, n, "c")
+            for sh, st, acc in ((xs, xd, "x"), (ys, yd, "y")):
+                claims.append(e.t(_product(sh)) == e.t(n))
+                digs = sx.place(e, sh, [(c, n, _sp().Integer(1))], cx.facts, unbounded_last=False)
+                claims += bounded(e, sh, digs)
+                claims.append(sx.index_of(e, sh, digs) == c)
+                v = sx.value_of(e, st, digs)
+                if acc == "x":
+                    vx = vx + v
+                else:
+                    vy = vy + v
+        return [], z3.And(claims + [vx == vy])
+
+    return Instance(
+        "A, B, C rank 1"
+        if all(len(sx.flat_modes(x)[0]) == 1 for x in (A, B, C))
+        else f"ranks {len(sx.flat_modes(A)[0])}, {len(sx.flat_modes(B)[0])}, {len(sx.flat_modes(C)[0])}",
+        fn,
+        build,
+        confirm_equal(lambda p: p.value[0], lambda p: p.value[1]),
     )
