@@ -576,6 +576,10 @@ class _CppParser:
             a = self.targs(depth, role)
             if name == "E":
                 return ScaledBasis(1, tuple(self.int_arg(v, "a basis index") for v in a))
+            if not a:
+                raise MalformedLayoutError(
+                    f"CuTe C++: ScaledBasis<value, index...> without a value in {show(self.text)}"
+                )
             return ScaledBasis(
                 self.int_arg(a[0], "a basis scale"), tuple(self.int_arg(v, "a basis index") for v in a[1:])
             )
@@ -794,11 +798,15 @@ def from_dsl(text: str) -> Imported:
 
 def _dsl_code(text: str, names: _Names) -> Any:
     """The Python expression of :func:`to_dsl`, read with :mod:`ast` (never executed)."""
+    import warnings
+
     from .swizzle import ComposedLayout, Swizzle
 
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError) as e:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings of odd literals: it is refused below
+            tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as e:
         raise MalformedLayoutError(f"CuTe DSL: not a Python expression: {e}") from None
 
     def val(node: Any, depth: int = 0) -> Any:
@@ -1091,8 +1099,12 @@ def _literal(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         pass
+    import warnings
+
     try:
-        return ast.literal_eval(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings of odd literals: refused below
+            return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
         raise MalformedLayoutError(f"not a dict of bases: {show(text)} ({type(e).__name__})") from None
 

@@ -381,3 +381,27 @@ def test_cpp_export_compiles_and_agrees_with_cute(tmp_path):
     r = from_cpp(m.group(1))
     S0, D1 = symbols("S0 D1")
     assert r.value == Layout((4, S0), (D1, 1)), (m.group(1), str(r.value))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "ScaledBasis<> o M<{}",
+        "cute.make_layout(1e)",
+        "cute.make_layout(0x_1)",
+        "{'register': [[1e]]}",
+        "{1: 2}",
+    ],
+)
+def test_fuzz_findings_are_typed(bad):
+    """Inputs that once escaped as IndexError or SyntaxWarning (a random-text fuzz of
+    from_cpp / from_dsl / import_layout / rewrite_foreign)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for f in (from_cpp, from_dsl, import_layout, rewrite_foreign):
+            try:
+                f(bad)
+            except LayoutError:
+                pass
