@@ -259,7 +259,8 @@ def sweep(cp, args, log):
     from layoutproof.gpu import plan as P
     from layoutproof.gpu.runtime import _sm_count, gemm
 
-    cands = P.hopper_candidates(True)
+    mma = args.sweep_path == "mma.sync"
+    cands = P.mma_sync_candidates() if mma else P.hopper_candidates(True)
     rng = cp.random.default_rng(5)
     sms = _sm_count(cp)
     rows = log.setdefault("sweep", [])
@@ -290,12 +291,22 @@ def sweep(cp, args, log):
                 times[cfg.key()] = None
         t_ref = torch_graph_time(cp, a, b, ref, reps)
         t_ref = t_ref and t_ref * 1e6
-        pick = P.choose_config(m, n, k, hopper=True, tma=True, sms=sms).key()
+        pick = P.choose_config(m, n, k, hopper=not mma, tma=True, sms=sms).key()
         ok = {kk: v for kk, v in times.items() if v}
         best = min(ok, key=ok.get) if ok else None
         model = {c.key(): P.estimate_us(c, m, n, k, sms=sms) for c in cands}
         rows.append(
-            dict(m=m, n=n, k=k, times_us=times, cublas_us=t_ref, pick=pick, best=best, model_us=model)
+            dict(
+                path=args.sweep_path,
+                m=m,
+                n=n,
+                k=k,
+                times_us=times,
+                cublas_us=t_ref,
+                pick=pick,
+                best=best,
+                model_us=model,
+            )
         )
         if best:
             print(
@@ -339,6 +350,12 @@ def main(argv=None):
     p.add_argument("--out", default=os.environ.get("OUT", "build/bench-suite"))
     p.add_argument("--sweep", action="store_true")
     p.add_argument("--sanitize", action="store_true", help="only the memcheck workload")
+    p.add_argument(
+        "--sweep-path",
+        default="wgmma",
+        choices=("wgmma", "mma.sync"),
+        help="the candidates --sweep times: the Hopper rule's or the mma.sync rule's",
+    )
     p.add_argument("--no-suite", action="store_true")
     p.add_argument("--no-host", action="store_true")
     p.add_argument("--shapes", default=None, help="MxNxK,... (default: the suite)")
