@@ -59,7 +59,6 @@ __all__ = [
     "slice_and_offset",
     "slice_",
     "EVAL_LIMIT",
-    "check_enumerable",
 ]
 
 

@@ -841,6 +841,9 @@ def lift(fn: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
     >>> print(lift(filter, ComposedLayout(Swizzle(1, 1, 1), 0, Layout((4, 2), (1, 0)))))
     Sw<1,1,1> o 0 o 4:1
     """
+    if not callable(fn):
+        raise MalformedLayoutError(f"lift(fn, layout): fn must be a layout operation, got "
+                                   f"{type(fn).__name__} {show(fn)}")
     if isinstance(layout, ComposedLayout):
         return _recompose(layout._a, layout._o, fn(layout._b, *args, **kwargs))
     if isinstance(layout, Swizzle):
