@@ -44,7 +44,6 @@ from .errors import (
     OutOfDomainError,
     UndecidableConditionError,
 )
-from .interop import from_cpp, from_dsl, from_pycute, from_triton, import_layout, to_cpp, to_dsl, to_triton
 from .inttuple import (
     append,
     ceil_div,
@@ -141,6 +140,22 @@ from .tensor import (
 from .tensor import copy as copy
 
 __version__ = "0.1.0"
+
+# Code in and out (CuTe C++, CuTe DSL, Triton, pycute): imported on first use, so that
+# ``import layoutproof`` stays light.
+_LAZY = {n: "interop" for n in ("to_cpp", "to_dsl", "to_triton", "from_cpp", "from_dsl", "from_pycute",
+                                "from_triton", "import_layout")}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'layoutproof' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 # `filter`, `zip` and `copy` (CuTe's names) are importable by name but left out of __all__,
 # so that `from layoutproof import *` does not shadow Python's built-ins or stdlib modules.
