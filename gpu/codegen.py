@@ -36,13 +36,13 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from layoutproof import Layout, MalformedLayoutError, Swizzle, composition, symbols
 
-from . import banks, lower
+from . import banks, kir, lower
 from .config import DTYPES, OUT_DTYPES, GemmConfig, GemmProblem
 from .errors import BankConflictError, GemmConfigError, LoweringError, ProofFailedError
 from .proofrec import ProofLog
@@ -75,6 +75,8 @@ class OperandPlan:
     ld_add_var: str = ""      # the loop variable added as a constant multiple
     ld_add_const: int = 0
     tile_layout: Any = None   # overrides tile(): e.g. wgmma's canonical atoms, tiled
+    fns: Dict[str, Any] = field(default_factory=dict)    # proven IR functions
+    maps: Dict[str, Any] = field(default_factory=dict)   # layouts the IR's claims apply
 
     # ------------------------------------------------------------------ shapes
     @property
@@ -335,15 +337,12 @@ def plan_copy(p: OperandPlan, log: ProofLog) -> None:
     gmap = composition(glob, ctv)
     low = lower.lower(gmap, ("tid", "it"), name=f"lp_{p.name}_cp_gmem", log=log)
     p.lowered["cp_gmem"] = low
-    # the kernel keeps one pointer per thread and steps it: prove that form for every ld
-    e = low.c_expr
-    step = f"(({_subst(e, tid='0', it='1')}) - ({_subst(e, tid='0', it='0')}))"
-    expr = f"({_subst(e, it='0')}) + it * {step}"
-    proof = lower.check_c_expr(gmap, ("tid", "it"), expr)
-    log.add("equal", f"{P} global source {low.name}(tid, it) == {low.name}(tid, 0) + it * "
-                     f"({low.name}(0, 1) - {low.name}(0, 0)) == {gmap} for all {ld_sym}",
-            proof.method, proof.cases)
-
+    # (the stepped pointer the kernel keeps per thread is proven on the IR, against the
+    # coordinate maps below, for every leading dimension)
+    for k in ("cp_smem", "cp_x", "cp_k"):
+        p.fns[k] = kir.from_lowered(p.lowered[k])
+    p.fns["cp_gmem"] = kir.from_lowered(low, ret="long long")
+    p.maps["cp_x"], p.maps["cp_k"], p.maps["cp_dst"] = xcoord, kcoord, dst
 
 
 def _plan_ldsm(p: OperandPlan, log: ProofLog) -> None:
@@ -387,13 +386,8 @@ def _plan_ldsm(p: OperandPlan, log: ProofLog) -> None:
     proof = lower.check_c_expr(stage_map, args + ("st",), expr_stage)
     log.add("equal", f"{P} ldmatrix address with stage: {expr_stage} == {stage_map}",
             proof.method, proof.cases)
-
-
-def _subst(expr: str, **values: str) -> str:
-    """Replace whole-word identifiers of a C expression (argument names) by values."""
-    import re
-
-    return re.sub(r"[A-Za-z_][A-Za-z_0-9]*", lambda m: values.get(m.group(0), m.group(0)), expr)
+    p.fns["ldsm"] = kir.from_lowered(p.lowered["ldsm"])
+    p.maps["ldsm_stage"] = stage_map
 
 
 def _ldsm_expr(p: OperandPlan) -> str:
@@ -537,303 +531,383 @@ def _inverse_table(p: OperandPlan) -> np.ndarray:
     return inv
 
 
-# ============================================================================ source text
-def _cfun(low: Any, ret: str = "int", sym_type: str = "long long") -> str:
-    params = [f"int {a}" for a in low.args]
-    syms = sorted(str(s) for s in getattr(low, "symbols", ()) or _symbols_of(low))
-    params += [f"{sym_type} {s}" for s in syms]
-    return (f"__device__ __forceinline__ {ret} {low.name}({', '.join(params)}) "
-            f"{{ return {low.c_expr}; }}\n")
-
-
-def _symbols_of(low: Any) -> List[str]:
-    import re
-
-    names = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", low.c_expr)) - set(low.args)
-    return sorted(names)
-
-
-_MMA_PTX = {
-    "f16": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
-    "bf16": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-}
+# ============================================================================ the kernel IR
 _STORE2 = {
-    "f16": ("__half2", "__floats2half2_rn({x}, {y})", "__float2half_rn({x})"),
-    "bf16": ("__nv_bfloat162", "__floats2bfloat162_rn({x}, {y})", "__float2bfloat16_rn({x})"),
-    "f32": ("float2", "make_float2({x}, {y})", "{x}"),
+    "f16": ("__half2", "__floats2half2_rn", "__float2half_rn"),
+    "bf16": ("__nv_bfloat162", "__floats2bfloat162_rn", "__float2bfloat16_rn"),
+    "f32": ("float2", "make_float2", None),
 }
 
-
-# the cp.async wrappers both kernels use (16-byte copies, zero-filled past nbytes)
-CP_ASYNC_HELPERS = r"""__device__ __forceinline__ void lp_cp_async16(unsigned saddr, const void* g,
-                                              int nbytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-               :: "r"(saddr), "l"(g), "r"(nbytes));
-}
-__device__ __forceinline__ void lp_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void lp_cp_wait() {
-  asm volatile("cp.async.wait_group %0;\n" :: "n"(N));
-}
-"""
+#: element sizes of the pointer types the kernels use (bytes)
+def type_sizes(prob: GemmProblem) -> Dict[str, int]:
+    return {"lp_in_t": DTYPES[prob.dtype][1], "lp_out_t": OUT_DTYPES[prob.out][1],
+            "__half2": 4, "__nv_bfloat162": 4, "float2": 8, "uint4": 16, "unsigned char": 1,
+            "float": 4, "void": 1}
 
 
-def raster_code(bm: int, bn: int, group_m: int) -> str:
+def addr_of(ptr: kir.Expr) -> kir.Expr:
+    """A pointer's byte address (claims count bytes)."""
+    return kir.Cast("long long", ptr)
+
+
+def _pack(name: Optional[str], *xs: kir.Expr) -> kir.Expr:
+    return xs[0] if name is None else kir.Call(name, tuple(xs), "lp_out_t")
+
+
+class Env:
+    """The variables of one kernel under construction (kernel IR nodes by name)."""
+
+    def __init__(self, **vs: kir.Var) -> None:
+        self.__dict__.update(vs)
+
+    def add(self, **vs: kir.Var) -> None:
+        self.__dict__.update(vs)
+
+
+def _v(name: str, ctype: str = "int", values: Optional[Tuple[int, ...]] = None) -> kir.Var:
+    return kir.Var(name, ctype, values)
+
+
+def _c(name: str, init: Any, ctype: str = "int", **kw: Any) -> Tuple[kir.Var, kir.Decl]:
+    v = kir.Var(name, ctype)
+    return v, kir.Decl(v, kir.lift(init), const=True, **kw)
+
+
+def raster_ir(E: Env, bm: int, bn: int, group_m: int) -> List[kir.Stmt]:
     """Block rasterization: groups of ``group_m`` block rows walk the grid together (they
     share the B panel in L2); defines m0, n0 and ``interior`` (the tile is inside M, N)."""
-    return f"""  const int grid_m = (M + {bm - 1}) / {bm}, grid_n = (N + {bn - 1}) / {bn};
-  const int pid = blockIdx.x, per_group = {group_m} * grid_n;
-  const int first_m = (pid / per_group) * {group_m};
-  const int gsize = min(grid_m - first_m, {group_m});
-  const int bm = first_m + (pid % per_group) % gsize, bn = (pid % per_group) / gsize;
-  const int m0 = bm * {bm}, n0 = bn * {bn};
-  const bool interior = m0 + {bm} <= M && n0 + {bn} <= N;"""
+    out = []
+    grid_m, d1 = _c("grid_m", (E.M + (bm - 1)) / bm)
+    grid_n, d2 = _c("grid_n", (E.N + (bn - 1)) / bn)
+    pid, d3 = _c("pid", E.blockIdx)
+    per_group, d4 = _c("per_group", group_m * grid_n)
+    first_m, d5 = _c("first_m", (pid / per_group) * group_m)
+    gsize, d6 = _c("gsize", kir.Call("min", (grid_m - first_m, kir.Const(group_m))))
+    bmv, d7 = _c("bm", first_m + (pid % per_group) % gsize)
+    bnv, d8 = _c("bn", (pid % per_group) / gsize)
+    m0, d9 = _c("m0", bmv * bm)
+    n0, d10 = _c("n0", bnv * bn)
+    interior, d11 = _c("interior", (m0 + bm).le(E.M).and_((n0 + bn).le(E.N)), "bool")
+    out += [d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11]
+    E.add(m0=m0, n0=n0, interior=interior)
+    return out
 
 
-def pair_store_code(out: str, x: str, y: str, indent: int) -> str:
-    """Store accumulators ``x`` (at row r, column c) and ``y`` (column c + 1) to C in the
-    output precision: one 2-element vector store when ``c_vec`` (ldc even, C aligned) and
-    both columns are inside N, else predicated scalar stores; nothing when r >= M."""
-    v2t, pack2, pack1 = _STORE2[out]
-    sp = " " * indent
-    return (f"{sp}if (r < M) {{\n"
-            f"{sp}  lp_out_t* p = C + (long long)r * ldc + c;\n"
-            f"{sp}  if (c_vec && c + 1 < N) {{\n"
-            f"{sp}    *reinterpret_cast<{v2t}*>(p) = {pack2.format(x=x, y=y)};\n"
-            f"{sp}  }} else {{\n"
-            f"{sp}    if (c < N) p[0] = {pack1.format(x=x)};\n"
-            f"{sp}    if (c + 1 < N) p[1] = {pack1.format(x=y)};\n"
-            f"{sp}  }}\n"
-            f"{sp}}}")
+def store_pair_ir(E: Env, prob: GemmProblem, r: kir.Var, c: kir.Var, x: kir.Expr, y: kir.Expr,
+                  row: kir.Expr, col: kir.Expr, what: str) -> kir.Stmt:
+    """Store accumulators ``x`` (row r, column c) and ``y`` (column c + 1) to C in the output
+    precision: one 2-element vector store when ``c_vec`` (ldc even, C aligned) and both
+    columns are inside N, else predicated scalar stores; nothing when r >= M.  ``row`` and
+    ``col`` are the claimed coordinates (layout applications)."""
+    v2t, pack2, pack1 = _STORE2[prob.out]
+    ob = OUT_DTYPES[prob.out][1]
+    p = kir.Var("p", "lp_out_t*")
+
+    def claim(e: int, width: int) -> kir.Claim:
+        return kir.Claim(f"{what} element (r, c + {e})",
+                         addr_of(E.C) + ob * (kir.Cast("long long", row) * E.ldc + col + e),
+                         bounds=((row, E.M), (col + (e + width - 1), E.N)), width=width * ob)
+
+    vec = kir.Mem(p, claim(0, 2), vec=v2t)
+    s0 = kir.Mem(p, claim(0, 1), idx=kir.Const(0))
+    s1 = kir.Mem(p, claim(1, 1), idx=kir.Const(1))
+    return kir.If(r.lt(E.M), kir.block(
+        kir.Decl(p, E.C + kir.Cast("long long", r) * E.ldc + c),
+        kir.If(E.c_vec.and_((c + 1).lt(E.N)),
+               kir.block(kir.Assign(vec, _pack(pack2, x, y))),
+               kir.block(kir.If(c.lt(E.N), kir.block(kir.Assign(s0, _pack(pack1, x)))),
+                         kir.If((c + 1).lt(E.N), kir.block(kir.Assign(s1, _pack(pack1, y))))))))
 
 
-def _load_tile_code(a: OperandPlan, b: OperandPlan) -> str:
+def cp_setup_ir(E: Env, p: OperandPlan) -> List[kir.Stmt]:
+    """Per-thread cp.async state: one global pointer (iteration ``it`` adds ``it * step``),
+    the stepping of one tile, and the destination offsets of each iteration."""
+    P = p.name
+    gm = p.fns["cp_gmem"]
+    ld = getattr(E, f"ld{P}")
+    src = getattr(E, P.upper())
+    o0 = E.m0 if P == "a" else E.n0
+    blk = kir.Cast("long long", o0) * ld if p.kmajor else kir.Cast("long long", o0)
+    adv = kir.Const(p.bk, "long long") if p.kmajor else kir.Cast("long long", kir.Const(p.bk)) * ld
+    ptr, d1 = _c(f"{P}_ptr", src + blk + kir.call(gm, tid=E.tid, it=0, **{f"ld{P}": ld}),
+                 "const lp_in_t*")
+    its, d2 = _c(f"{P}_its", kir.call(gm, tid=0, it=1, **{f"ld{P}": ld})
+                 - kir.call(gm, tid=0, it=0, **{f"ld{P}": ld}), "long long")
+    advv, d3 = _c(f"{P}_adv", adv, "long long")
+    s = _v(f"{P}_s")
+    i = _v("i")
+    tab = kir.TableDecl(s, p.cp_iters, i, kir.call(p.fns["cp_smem"], tid=E.tid, it=i))
+    E.add(**{f"{P}_ptr": ptr, f"{P}_its": its, f"{P}_adv": advv, f"{P}_s": s})
+    return [d1, d2, d3, tab]
+
+
+def load_tile_ir(E: Env, a: OperandPlan, b: OperandPlan, kt: kir.Expr, st: kir.Expr,
+                 sbase: Dict[str, kir.Expr], region: Dict[str, Tuple[kir.Expr, int]]) -> kir.Block:
     """Issue tile ``kt`` of both operands into stage ``st``: a branch-free path for tiles
     inside M, N and K, and a predicated one (partial chunks zero-filled) at the edges."""
-    def ops(p: OperandPlan, full: bool) -> str:
+    srcs = {}
+    decls = []
+    for p in (a, b):
+        v, d = _c(f"{p.name}_src", getattr(E, f"{p.name}_ptr")
+                  + kir.Cast("long long", kt) * getattr(E, f"{p.name}_adv"), "const lp_in_t*")
+        srcs[p.name] = v
+        decls.append(d)
+
+    def ops(p: OperandPlan, full: bool) -> kir.Stmt:
         P = p.name
-        dst = f"s{P.upper()} + 2u * (unsigned)({P}_s[i] + st * {p.stage_elems})"
-        src = f"{P}_src + i * {P}_its"
+        i = _v("i")
+        X, o0 = (E.M, E.m0) if P == "a" else (E.N, E.n0)
+        ld = getattr(E, f"ld{P}")
+        base = getattr(E, P.upper())
+        tab = getattr(E, f"{P}_s")
+        dst = sbase[P] + kir.Const(2, "unsigned") * kir.Cast(
+            "unsigned", kir.Index(tab, (i,)) + st * p.stage_elems)
+        src = srcs[P] + i * getattr(E, f"{P}_its")
+        xl = kir.LayoutApp(p.maps["cp_x"], (E.tid, i), f"{P.upper()} copy x")
+        kl = kir.LayoutApp(p.maps["cp_k"], (E.tid, i), f"{P.upper()} copy k")
+        xg = o0 + xl
+        kg = kt * p.bk + kl
+        elem = (kir.Cast("long long", xg) * ld + kg) if p.kmajor else (kir.Cast("long long", kg) * ld + xg)
+        sz = DTYPES["f16"][1]
+        dclaim = kir.Claim(f"{P.upper()} cp.async destination (thread, iteration, stage)",
+                           sbase[P] + 2 * kir.LayoutApp(p.maps["cp_dst"], (E.tid, i, st),
+                                                         f"{P.upper()} smem stages"),
+                           region=region[P], width=16)
+        what = f"{P.upper()} cp.async source (tile element (x, k) of the operand)"
         if full:
-            body = f"lp_cp_async16({dst}, {src}, 16);"
+            last = ((xg, X), (kg + 7, E.K)) if p.kmajor else ((kg, E.K), (xg + 7, X))
+            sclaim = kir.Claim(what, addr_of(base) + sz * elem, bounds=last, width=16)
+            body = kir.block(kir.CpAsync(dst, src, kir.Const(16), dclaim, sclaim))
         else:
-            X, o0 = ("M", "m0") if P == "a" else ("N", "n0")
-            xx = f"({o0} + {p.lowered['cp_x'].name}(tid, i))"
+            kk, dkk = _c("kk", kt * p.bk + kir.call(p.fns["cp_k"], tid=E.tid, it=i))
+            xx = o0 + kir.call(p.fns["cp_x"], tid=E.tid, it=i)
             if p.kmajor:   # the chunk runs along k: partial chunks at the K edge zero-fill
-                nb = f"({xx} < {X} && kk < K) ? min(K - kk, 8) * 2 : 0"
+                nbe = kir.Cond(xx.lt(X).and_(kk.lt(E.K)),
+                               kir.Call("min", (E.K - kk, kir.Const(8))) * 2, kir.Const(0))
+                edge = (kk, E.K)
+                bounds = ((xg, X), (kk, E.K))
             else:          # the chunk runs along x: partial chunks at the X edge zero-fill
-                nb = f"(kk < K && {xx} < {X}) ? min({X} - {xx}, 8) * 2 : 0"
-            body = (f"const int kk = kt * {p.bk} + {p.lowered['cp_k'].name}(tid, i);\n"
-                    f"          const int nb = {nb};\n"
-                    f"          lp_cp_async16({dst}, nb ? {src} : {P.upper()}, nb);")
-        return (f"\n#pragma unroll\n        for (int i = 0; i < {p.cp_iters}; ++i) {{\n"
-                f"          {body}\n        }}")
+                nbe = kir.Cond(kk.lt(E.K).and_(xx.lt(X)),
+                               kir.Call("min", (X - xx, kir.Const(8))) * 2, kir.Const(0))
+                edge = (xx, X)
+                bounds = ((kk, E.K), (xx, X))
+            nb, dnb = _c("nb", nbe)
+            sclaim = kir.Claim(what, addr_of(base) + sz * elem, bounds=bounds, width=16)
+            body = kir.block(dkk, dnb, kir.CpAsync(dst, src, nb, dclaim, sclaim, src_empty=base,
+                                                   edge=edge))
+        return kir.For(i, kir.Const(0), kir.Const(p.cp_iters), body, unroll=True)
 
-    return f"""{{
-      const lp_in_t* const a_src = a_ptr + (long long)kt * a_adv;
-      const lp_in_t* const b_src = b_ptr + (long long)kt * b_adv;
-      if (interior && (kt + 1) * {a.bk} <= K) {{{ops(a, True)}{ops(b, True)}
-      }} else {{{ops(a, False)}{ops(b, False)}
-      }}
-    }}"""
+    cond = E.interior.and_(((kt + 1) * a.bk).le(E.K))
+    return kir.Block(tuple(decls) + (
+        kir.If(cond, kir.block(ops(a, True), ops(b, True)),
+               kir.block(ops(a, False), ops(b, False))),), bare=True)
 
 
-def _frag_load_code(p: OperandPlan, buf: str, ki: str) -> str:
+def _frag_load_ir(E: Env, p: OperandPlan, buf: kir.Expr, ki: kir.Expr) -> kir.Stmt:
     """ldmatrix.x4 of every x-block of operand p at k step ``ki`` into buffer ``buf``."""
     P = p.name
-    op = "lp_ldsm_x4_t" if not p.kmajor else "lp_ldsm_x4"
+    xi = _v("xi")
+    w = E.wm if P == "a" else E.wn
+    tab = getattr(E, f"{P}_ld", None)
+    stv = E.stA if P == "a" else E.stB
     if p.ld_add_var == "xi":
-        addr = f"{P}_ld[{ki}] + xi * {p.ld_add_const}"
+        off = stv + kir.Index(tab, (ki,)) + xi * p.ld_add_const
     elif p.ld_add_var == "ki":
-        addr = f"{P}_ld[xi] + ({ki}) * {p.ld_add_const}"
+        off = stv + kir.Index(tab, (xi,)) + ki * p.ld_add_const
     else:
-        addr = f"{p.lowered['ldsm'].name}(lane, w{'m' if P == 'a' else 'n'}, xi, {ki})"
+        off = stv + kir.call(p.fns["ldsm"], lane=E.lane, w=w, xi=xi, ki=ki)
+    base = E.sA if P == "a" else E.sB
+    addr = base + kir.Const(2, "unsigned") * kir.Cast("unsigned", off)
+    claim = kir.Claim(f"{P.upper()} ldmatrix row address (lane, warp, block, k step, stage)",
+                      base + 2 * kir.LayoutApp(p.maps["ldsm_stage"],
+                                               (E.lane, w, xi, ki, stv / p.stage_elems),
+                                               f"{P.upper()} ldmatrix map"),
+                      region=(base, 2 * p.stages * p.stage_elems), width=16)
+    trans = not p.kmajor
     if P == "a":
-        dst = f"af[{buf}][xi]"
-        return f"""
-#pragma unroll
-      for (int xi = 0; xi < {p.xi}; ++xi)
-        {op}({dst}, sA + 2u * (unsigned)(stA + {addr}));"""
-    return f"""
-#pragma unroll
-      for (int xi = 0; xi < {p.xi}; ++xi) {{
-        unsigned r[4];
-        {op}(r, sB + 2u * (unsigned)(stB + {addr}));
-        bfr[{buf}][2 * xi][0] = r[0]; bfr[{buf}][2 * xi][1] = r[1];
-        bfr[{buf}][2 * xi + 1][0] = r[2]; bfr[{buf}][2 * xi + 1][1] = r[3];
-      }}"""
-
-
-def _ld_table_code(p: OperandPlan) -> str:
-    P = p.name
-    w = "wm" if P == "a" else "wn"
-    low = p.lowered["ldsm"]
-    if p.ld_table_var == "ki":      # table over ki, xi = 0
-        n = p.ki
-        call = f"{low.name}(lane, {w}, j)"
-    elif p.ld_table_var == "xi":
-        n = p.xi
-        call = f"{low.name}(lane, {w}, j)"
+        body = kir.block(kir.LdMatrix(kir.Index(E.af, (buf, xi)), addr, trans, claim))
     else:
-        return ""
-    return f"""
-  int {P}_ld[{n}];
-#pragma unroll
-  for (int j = 0; j < {n}; ++j) {P}_ld[j] = {call};"""
+        r = kir.Var("r", "unsigned")
+        sets = []
+        for q in range(4):
+            row = 2 * xi + 1 if q // 2 else 2 * xi
+            sets.append(kir.Assign(kir.Index(E.bfr, (buf, row, kir.Const(q % 2))),
+                                   kir.Index(r, (kir.Const(q),))))
+        body = kir.block(kir.Decl(r, dims=(4,)), kir.LdMatrix(r, addr, trans, claim), *sets)
+    return kir.For(xi, kir.Const(0), kir.Const(p.xi), body, unroll=True)
 
 
-def _cp_setup_code(p: OperandPlan) -> str:
-    """Per-thread cp.async state: one global pointer (iteration it adds it * step, proven),
-    the destination offsets and the x-edge predicates of each iteration."""
+def _ld_table_ir(E: Env, p: OperandPlan) -> List[kir.Stmt]:
     P = p.name
-    o0 = "m0" if P == "a" else "n0"
-    gm = p.lowered["cp_gmem"].name
-    blk = f"(long long){o0} * ld{P}" if p.kmajor else f"(long long){o0}"
-    adv = f"{p.bk}LL" if p.kmajor else f"(long long){p.bk} * ld{P}"
-    return f"""
-  const lp_in_t* const {P}_ptr = {P.upper()} + {blk} + {gm}(tid, 0, ld{P});
-  const long long {P}_its = {gm}(0, 1, ld{P}) - {gm}(0, 0, ld{P});
-  const long long {P}_adv = {adv};
-  int {P}_s[{p.cp_iters}];
-#pragma unroll
-  for (int i = 0; i < {p.cp_iters}; ++i) {P}_s[i] = {p.lowered['cp_smem'].name}(tid, i);"""
+    if not p.ld_table_var:
+        return []
+    n = p.ki if p.ld_table_var == "ki" else p.xi
+    j = _v("j")
+    w = E.wm if P == "a" else E.wn
+    tv = _v(f"{P}_ld")
+    args = {"lane": E.lane, "w": w, p.ld_table_var: j}
+    E.add(**{f"{P}_ld": tv})
+    return [kir.TableDecl(tv, n, j, kir.call(p.fns["ldsm"], **args))]
 
 
-def _source(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
-            cmaps: Dict[str, Any], log: ProofLog, name: str) -> str:
+def kernel_params(E: Env, prob: Optional[GemmProblem]) -> Tuple[Tuple[str, kir.Var], ...]:
+    return (("const lp_in_t* __restrict__", E.A), ("const lp_in_t* __restrict__", E.B),
+            ("lp_out_t* __restrict__", E.C), ("int", E.M), ("int", E.N), ("int", E.K),
+            ("long long", E.lda), ("long long", E.ldb), ("long long", E.ldc), ("int", E.c_vec))
+
+
+def base_env() -> Env:
+    return Env(A=_v("A", "const lp_in_t*"), B=_v("B", "const lp_in_t*"), C=_v("C", "lp_out_t*"),
+               M=_v("M"), N=_v("N"), K=_v("K"), lda=_v("lda", "long long"),
+               ldb=_v("ldb", "long long"), ldc=_v("ldc", "long long"), c_vec=_v("c_vec"),
+               threadIdx=kir.Var("threadIdx.x", builtin=True),
+               blockIdx=kir.Var("blockIdx.x", builtin=True),
+               gridDim=kir.Var("gridDim.x", builtin=True))
+
+
+def _kernel_ir(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
+               cm: Dict[str, Any], name: str) -> kir.Kernel:
+    """The mma.sync kernel as IR (the printer writes it, :func:`kir.discharge` proves it)."""
     tin = DTYPES[prob.dtype][0]
     tout = OUT_DTYPES[prob.out][0]
     tm, tn = cfg.warp_tile
     MI, NI = tm // 16, tn // 8
     KI = cfg.bk // 16
     S = cfg.stages
-    funcs = "".join(_cfun(low) for low in (
-        a.lowered["cp_smem"], a.lowered["cp_x"], a.lowered["cp_k"],
-        b.lowered["cp_smem"], b.lowered["cp_x"], b.lowered["cp_k"],
-        a.lowered["ldsm"], b.lowered["ldsm"], cmaps["row"], cmaps["col"]))
-    funcs += _cfun(a.lowered["cp_gmem"], ret="long long")
-    funcs += _cfun(b.lowered["cp_gmem"], ret="long long")
-    header = log.header(f"proven before emission ({cfg.key()}, {prob.key()})")
+    E = base_env()
+    smem = kir.Var("lp_smem", "unsigned char*")
+    st_vals = tuple(range(S))
+    body: List[Any] = [kir.Decl(smem, dims=(0,), prefix="extern __shared__ __align__(128)",
+                                tname="unsigned char")]
+    sA, d = _c("sA", kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (smem,),
+                                                     "unsigned")), "unsigned")
+    body.append(d)
+    sB, d = _c("sB", sA + kir.Const(2 * a.stages * a.stage_elems, "unsigned"), "unsigned")
+    body.append(d)
+    tid, d1 = _c("tid", E.threadIdx)
+    lane, d2 = _c("lane", tid & 31)
+    warp, d3 = _c("warp", tid >> 5)
+    wm, d4 = _c("wm", warp % cfg.warps_m)
+    wn, d5 = _c("wn", warp / cfg.warps_m)
+    body += [d1, d2, d3, d4, d5]
+    E.add(sA=sA, sB=sB, tid=tid, lane=lane, wm=wm, wn=wn)
+    body.append(kir.Comment(f"block rasterization: groups of {cfg.group_m} block rows share "
+                            f"the B panel in L2"))
+    body += raster_ir(E, cfg.bm, cfg.bn, cfg.group_m)
+    body += cp_setup_ir(E, a) + cp_setup_ir(E, b)
+    body += _ld_table_ir(E, a) + _ld_table_ir(E, b)
+    KT, d = _c("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    body.append(d)
+    acc = kir.Var("acc", "float")
+    mi, ni, vv = _v("mi"), _v("ni"), _v("v")
+    body.append(kir.Decl(acc, dims=(MI, NI, 4)))
+    body.append(kir.For(mi, kir.Const(0), kir.Const(MI), kir.block(
+        kir.For(ni, kir.Const(0), kir.Const(NI), kir.block(
+            kir.For(vv, kir.Const(0), kir.Const(4), kir.block(
+                kir.Assign(kir.Index(acc, (mi, ni, vv)), kir.FloatLit("0.f"))), unroll=True)),
+            unroll=True)), unroll=True))
+    sbase = {"a": sA, "b": sB}
+    region = {"a": (sA, 2 * S * a.stage_elems), "b": (sB, 2 * S * b.stage_elems)}
+    # prologue: stages 0 .. S-2
+    st = _v("st")
+    kt0v, dkt = _c("kt", st)
+    body.append(kir.For(st, kir.Const(0), kir.Const(S - 1), kir.block(
+        kir.If(st.lt(KT), kir.block(dkt, load_tile_ir(E, a, b, kt0v, st, sbase, region))),
+        kir.CpCommit()), unroll=True))
+    af = kir.Var("af", "unsigned")
+    bfr = kir.Var("bfr", "unsigned")
+    E.add(af=af, bfr=bfr)
+    body += [kir.Decl(af, dims=(2, MI, 4)), kir.Decl(bfr, dims=(2, NI, 2))]
+    body.append(kir.Comment("software pipeline (after CUTLASS's multistage main loop): the "
+                            "barrier of tile kt sits\nbefore its last k step, so the next "
+                            "tile's first fragments load under that step's MMAs"))
+    body += [kir.CpWait(S - 2), kir.SyncThreads()]
+    rd = _v("rd", values=st_vals)
+    wr = _v("wr", values=st_vals)
+    stA = _v("stA", values=tuple(s * a.stage_elems for s in st_vals))
+    stB = _v("stB", values=tuple(s * b.stage_elems for s in st_vals))
+    E.add(stA=stA, stB=stB)
+    body += [kir.Decl(rd, kir.Const(0)), kir.Decl(wr, kir.Const(S - 1)),
+             kir.Decl(stA, kir.Const(0)), kir.Decl(stB, kir.Const(0))]
+    zero = kir.Const(0)
+    body += [_frag_load_ir(E, a, zero, zero), _frag_load_ir(E, b, zero, zero)]
+    kt0 = _v("kt0")
+    ki = _v("ki")
+    kt1, dkt1 = _c("kt", kt0 + (S - 1))
+    st1, dst1 = _c("st", wr)
+    nj = _v("nj")
+    nisel, dni = _c("ni", kir.Cond(mi & 1, kir.Const(NI - 1) - nj, nj))
+    step = kir.block(
+        kir.If(ki.eq(KI - 1), kir.block(
+            kir.RingAdvance(rd, S, style="ternary"),
+            kir.Assign(stA, rd * a.stage_elems),
+            kir.Assign(stB, rd * b.stage_elems),
+            kir.CpWait(S - 2), kir.SyncThreads())),
+        _frag_load_ir(E, a, (ki + 1) & 1, (ki + 1) % KI),
+        _frag_load_ir(E, b, (ki + 1) & 1, (ki + 1) % KI),
+        kir.If(ki.eq(0), kir.block(
+            dkt1, dst1,
+            kir.If(kt1.lt(KT), kir.block(load_tile_ir(E, a, b, kt1, st1, sbase, region))),
+            kir.CpCommit(),
+            kir.RingAdvance(wr, S, style="ternary"))),
+        kir.For(mi, kir.Const(0), kir.Const(MI), kir.block(
+            kir.For(nj, kir.Const(0), kir.Const(NI), kir.block(
+                dni, kir.Mma(kir.Index(acc, (mi, nisel)), kir.Index(af, (ki & 1, mi)),
+                             kir.Index(bfr, (ki & 1, nisel)))), unroll=True)), unroll=True))
+    body.append(kir.For(kt0, kir.Const(0), KT, kir.block(
+        kir.For(ki, kir.Const(0), kir.Const(KI), step, unroll=True))))
+    body.append(kir.CpWait(0))
+    body.append(kir.Comment("epilogue: accumulator (lane, value, warp, block) -> C coordinate, "
+                            "proven maps"))
+    h = _v("h")
+    args = dict(lane=lane, v=2 * h, wm=wm, wn=wn, mi=mi, ni=ni)
+    coords = (lane, 2 * h, wm, wn, mi, ni)
+    r, dr = _c("r", E.m0 + kir.call(cm["row_fn"], **args))
+    c, dc = _c("c", E.n0 + kir.call(cm["col_fn"], **args))
+    row = E.m0 + kir.LayoutApp(cm["row"], coords, "C row map")
+    col = E.n0 + kir.LayoutApp(cm["col"], coords, "C column map")
+    store = store_pair_ir(E, prob, r, c, kir.Index(acc, (mi, ni, 2 * h)),
+                          kir.Index(acc, (mi, ni, 2 * h + 1)), row, col, "C accumulator store")
+    body.append(kir.For(mi, kir.Const(0), kir.Const(MI), kir.block(
+        kir.For(ni, kir.Const(0), kir.Const(NI), kir.block(
+            kir.For(h, kir.Const(0), kir.Const(2), kir.block(dr, dc, store), unroll=True)),
+            unroll=True)), unroll=True))
     swz = ", ".join(f"{p.name.upper()}: {p.swizzle if p.swizzle is not None else 'none'}"
                     for p in (a, b))
     amaj = "k" if a.kmajor else "m"
     bmaj = "k" if b.kmajor else "n"
-    return f"""{header}//
-// mma.sync GEMM generated by layoutproof {GENERATOR_VERSION}:
-//   C[M,N] (row-major, ldc) = A[M,K] @ B[K,N]
-// A {amaj}-major (lda), B {bmaj}-major (ldb); {prob.dtype} in, f32 accumulate, {prob.out} out
-// block {cfg.bm}x{cfg.bn}x{cfg.bk}, warps {cfg.warps_m}x{cfg.warps_n} (warp tile {tm}x{tn}),
-// {S}-stage cp.async pipeline
-// shared-memory swizzles chosen by the algebra: {swz}
-// contract: A, B 16-byte aligned, lda % 8 == 0, ldb % 8 == 0 (the runtime pads otherwise);
-//           any M, N, K >= 1 (tails are predicated, partial chunks zero-filled)
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
+    desc = ("",
+            f"mma.sync GEMM generated by layoutproof {GENERATOR_VERSION}:",
+            "  C[M,N] (row-major, ldc) = A[M,K] @ B[K,N]",
+            f"A {amaj}-major (lda), B {bmaj}-major (ldb); {prob.dtype} in, f32 accumulate, "
+            f"{prob.out} out",
+            f"block {cfg.bm}x{cfg.bn}x{cfg.bk}, warps {cfg.warps_m}x{cfg.warps_n} (warp tile "
+            f"{tm}x{tn}),",
+            f"{S}-stage cp.async pipeline",
+            f"shared-memory swizzles chosen by the algebra: {swz}",
+            "contract: A, B 16-byte aligned, lda % 8 == 0, ldb % 8 == 0 (the runtime pads "
+            "otherwise);",
+            "          any M, N, K >= 1 (tails are predicated, partial chunks zero-filled)")
+    fns = tuple(p.fns[k] for p in (a, b) for k in ("cp_smem", "cp_x", "cp_k"))
+    fns += (a.fns["ldsm"], b.fns["ldsm"], cm["row_fn"], cm["col_fn"],
+            a.fns["cp_gmem"], b.fns["cp_gmem"])
+    return kir.Kernel(name, kernel_params(E, prob), kir.block(*body), cfg.threads,
+                      min_blocks=cfg.min_blocks, typedefs=(("lp_in_t", tin), ("lp_out_t", tout)),
+                      sizes=type_sizes(prob), functions=fns, description=desc,
+                      helpers=("cp_async", "ldsm", "mma"), mma_dtype=prob.dtype)
 
-typedef {tin} lp_in_t;
-typedef {tout} lp_out_t;
 
-{funcs}
-{CP_ASYNC_HELPERS}__device__ __forceinline__ void lp_ldsm_x4(unsigned* r, unsigned saddr) {{
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%0,%1,%2,%3}}, [%4];\\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(saddr));
-}}
-__device__ __forceinline__ void lp_ldsm_x4_t(unsigned* r, unsigned saddr) {{
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{%0,%1,%2,%3}}, [%4];\\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(saddr));
-}}
-__device__ __forceinline__ void lp_mma(float* d, const unsigned* a, const unsigned* b) {{
-  asm("{_MMA_PTX[prob.dtype]} {{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};\\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}}
-
-extern "C" __global__ void __launch_bounds__({cfg.threads}, {cfg.min_blocks})
-{name}(const lp_in_t* __restrict__ A, const lp_in_t* __restrict__ B, lp_out_t* __restrict__ C,
-       int M, int N, int K, long long lda, long long ldb, long long ldc, int c_vec) {{
-  extern __shared__ __align__(128) unsigned char lp_smem[];
-  const unsigned sA = (unsigned)__cvta_generic_to_shared(lp_smem);
-  const unsigned sB = sA + {2 * a.stages * a.stage_elems}u;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int wm = warp % {cfg.warps_m}, wn = warp / {cfg.warps_m};
-
-  // block rasterization: groups of {cfg.group_m} block rows share the B panel in L2
-{raster_code(cfg.bm, cfg.bn, cfg.group_m)}
-{_cp_setup_code(a)}
-{_cp_setup_code(b)}
-{_ld_table_code(a)}
-{_ld_table_code(b)}
-
-  const int KT = (K + {cfg.bk - 1}) / {cfg.bk};
-  float acc[{MI}][{NI}][4];
-#pragma unroll
-  for (int mi = 0; mi < {MI}; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < {NI}; ++ni)
-#pragma unroll
-      for (int v = 0; v < 4; ++v) acc[mi][ni][v] = 0.f;
-
-#pragma unroll
-  for (int st = 0; st < {S - 1}; ++st) {{
-    if (st < KT) {{
-      const int kt = st;
-      {_load_tile_code(a, b)}
-    }}
-    lp_cp_commit();
-  }}
-
-  unsigned af[2][{MI}][4];
-  unsigned bfr[2][{NI}][2];
-  // software pipeline (after CUTLASS's multistage main loop): the barrier of tile kt sits
-  // before its last k step, so the next tile's first fragments load under that step's MMAs
-  lp_cp_wait<{S - 2}>();
-  __syncthreads();
-  int rd = 0, wr = {S - 1};
-  int stA = 0, stB = 0;
-  {_frag_load_code(a, "0", "0")}
-  {_frag_load_code(b, "0", "0")}
-  for (int kt0 = 0; kt0 < KT; ++kt0) {{
-#pragma unroll
-    for (int ki = 0; ki < {KI}; ++ki) {{
-      if (ki == {KI - 1}) {{
-        rd = (rd + 1 == {S}) ? 0 : rd + 1;
-        stA = rd * {a.stage_elems};
-        stB = rd * {b.stage_elems};
-        lp_cp_wait<{S - 2}>();
-        __syncthreads();
-      }}
-      {_frag_load_code(a, "(ki + 1) & 1", f"(ki + 1) % {KI}")}
-      {_frag_load_code(b, "(ki + 1) & 1", f"(ki + 1) % {KI}")}
-      if (ki == 0) {{
-        const int kt = kt0 + {S - 1};
-        const int st = wr;
-        if (kt < KT) {_load_tile_code(a, b)}
-        lp_cp_commit();
-        wr = (wr + 1 == {S}) ? 0 : wr + 1;
-      }}
-#pragma unroll
-      for (int mi = 0; mi < {MI}; ++mi)
-#pragma unroll
-        for (int nj = 0; nj < {NI}; ++nj) {{
-          const int ni = (mi & 1) ? ({NI - 1} - nj) : nj;
-          lp_mma(acc[mi][ni], af[ki & 1][mi], bfr[ki & 1][ni]);
-        }}
-    }}
-  }}
-  lp_cp_wait<0>();
-
-  // epilogue: accumulator (lane, value, warp, block) -> C coordinate, proven maps
-#pragma unroll
-  for (int mi = 0; mi < {MI}; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < {NI}; ++ni)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {{
-        const int r = m0 + {cmaps['row'].name}(lane, 2 * h, wm, wn, mi, ni);
-        const int c = n0 + {cmaps['col'].name}(lane, 2 * h, wm, wn, mi, ni);
-{pair_store_code(prob.out, "acc[mi][ni][2 * h]", "acc[mi][ni][2 * h + 1]", 8)}
-      }}
-}}
-"""
+def finish(k: kir.Kernel, log: ProofLog, title: str,
+           protocol: Optional[Callable[[kir.Kernel], int]] = None) -> str:
+    """Discharge the kernel's IR obligations into ``log`` and print it with its header (the
+    obligations and the coverage line).  ``protocol`` reads the mbarrier operations from the
+    IR and proves them, returning how many it covered."""
+    rep = kir.discharge(k, log)
+    if protocol is not None:
+        rep.barriers_covered += protocol(k)
+    if rep.accesses_covered != rep.accesses or rep.barriers_covered != rep.barriers:
+        raise ProofFailedError(f"kernel {k.name}: {rep.line()}", condition="coverage")
+    return kir.emit(k, log.header(title) + f"// {rep.line()}\n")
 
 
 def prove_c_atom_part(cm: Layout, atom: Any, atom_tile: Tuple[int, int], bm: int,
@@ -944,7 +1018,10 @@ def generate(config: Optional[GemmConfig] = None, problem: Optional[GemmProblem]
             "exhaustive", int(cover.size))
     h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_{prob.key()}_{h}"
-    src = _source(cfg, prob, a, b, {"row": rows, "col": cols}, log, name)
+    cmaps = {"row": rows.layout, "col": cols.layout, "row_fn": kir.from_lowered(rows),
+             "col_fn": kir.from_lowered(cols)}
+    ir = _kernel_ir(cfg, prob, a, b, cmaps, name)
+    src = finish(ir, log, f"proven before emission ({cfg.key()}, {prob.key()})")
     k = GemmKernel(cfg, prob, src, name, cfg.threads, cfg.smem_bytes, log,
                    {"a": _sw_tuple(a.swizzle), "b": _sw_tuple(b.swizzle)})
     if memo:

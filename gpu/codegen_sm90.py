@@ -42,30 +42,35 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from layoutproof import Layout, Swizzle, composition
 
-from . import banks, lower
+from . import banks, kir, lower
 from .codegen import (
     _STORE2,
-    CP_ASYNC_HELPERS,
+    Env,
     GemmKernel,
     OperandPlan,
     _buffer_map,
-    _cfun,
-    _cp_setup_code,
+    _c,
     _eval_map,
-    _load_tile_code,
+    _v,
     _warp_rows,
-    pair_store_code,
+    addr_of,
+    base_env,
+    cp_setup_ir,
+    finish,
+    kernel_params,
+    load_tile_ir,
     plan_copy,
     prove_c_atom_part,
-    raster_code,
+    raster_ir,
+    store_pair_ir,
+    type_sizes,
 )
 from .config import DTYPES, OUT_DTYPES, SMEM_LIMIT, GemmConfig, GemmProblem
 from .errors import GemmConfigError, ProofFailedError
@@ -257,254 +262,294 @@ def _c_map(cfg: Sm90Config) -> Layout:
                   (((2 * BM, 1, 16)), (BM, 8, 8 * BM), 64))
 
 
-# ============================================================================ source
-def _wgmma_fn(n: int, dtype: str, tnsp_a: int = 0, tnsp_b: int = 0) -> str:
-    regs = n // 2
-    ptx = f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype}"
-    dlist = ", ".join(f"%{i}" for i in range(regs))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
-    return f"""__device__ __forceinline__ void lp_wgmma(float* d, unsigned long long da,
-                                         unsigned long long db) {{
-  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
-               "{ptx} {{{dlist}}}, %{regs}, %{regs + 1}, p, 1, 1, {tnsp_a}, {tnsp_b};\\n}}\\n"
-               : {outs}
-               : "l"(da), "l"(db), "r"(1));
-}}
-"""
+# ============================================================================ kernel IR
+def _env90(prob: GemmProblem, tma: bool) -> Env:
+    E = base_env()
+    if tma:
+        E.add(tmA=kir.Var("tmA", "lp_tmap_t"), tmB=kir.Var("tmB", "lp_tmap_t"))
+    return E
 
 
-def _mma_helpers(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
-                 desc: Dict[str, Tuple[int, int, int]]) -> str:
-    """The descriptor builders (proven constant fields) and the wgmma wrapper."""
-    return f"""// descriptors: start address >> 4 | the proven constant fields (LBO, SBO, 128B swizzle)
-__device__ __forceinline__ unsigned long long lp_desc_a(unsigned saddr) {{
-  return (unsigned long long)((saddr & 0x3FFFFu) >> 4) | {desc['a'][0]:#x}ull;
-}}
-__device__ __forceinline__ unsigned long long lp_desc_b(unsigned saddr) {{
-  return (unsigned long long)((saddr & 0x3FFFFu) >> 4) | {desc['b'][0]:#x}ull;
-}}
-{_wgmma_fn(cfg.bn, prob.dtype, 0 if a.kmajor else 1, 0 if b.kmajor else 1)}"""
+def _params90(E: Env, tma: bool) -> Tuple[Tuple[str, kir.Var], ...]:
+    if not tma:
+        return kernel_params(E, None)
+    return (("const __grid_constant__ lp_tmap_t", E.tmA), ("const __grid_constant__ lp_tmap_t", E.tmB),
+            ("lp_out_t* __restrict__", E.C), ("int", E.M), ("int", E.N), ("int", E.K),
+            ("long long", E.ldc), ("int", E.c_vec))
 
 
-def _epilogue(cfg: Sm90Config, prob: GemmProblem, cmaps: Dict[str, Any]) -> str:
-    """Accumulators -> C through the proven (thread, register, warpgroup) maps."""
-    return f"""  // epilogue: (thread, register, warpgroup) -> C coordinate, proven maps
-#pragma unroll
-  for (int j = 0; j < {cfg.bn // 8}; ++j)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {{
-      const int r = m0 + {cmaps['row'].name}(wt, 4 * j + 2 * h, wg);
-      const int c = n0 + {cmaps['col'].name}(wt, 4 * j + 2 * h, wg);
-{pair_store_code(prob.out, "acc[4 * j + 2 * h]", "acc[4 * j + 2 * h + 1]", 6)}
-    }}
-}}"""
+def _smem_arena(E: Env, body: List[Any], aligned_name: str = "s0", split: bool = False) -> None:
+    """``lp_smem`` (1024-byte aligned start ``s0``), ``sA``, ``sB``."""
+    smem = kir.Var("lp_smem", "unsigned char*")
+    body.append(kir.Decl(smem, dims=(0,), prefix="extern __shared__ __align__(1024)",
+                         tname="unsigned char"))
+    cvta = kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (smem,), "unsigned"))
+    if split:
+        sbase, d = _c("sbase", cvta, "unsigned")
+        body.append(d)
+        s0, d = _c(aligned_name, kir.AlignUp(sbase, 1024), "unsigned")
+    else:
+        sbase = None
+        s0, d = _c(aligned_name, kir.AlignUp(cvta, 1024), "unsigned")
+    body.append(d)
+    E.add(smem=smem, sbase=sbase, s0=s0)
 
 
-def _wgmma_batch(cfg: Sm90Config, desc: Dict[str, Tuple[int, int, int]], a: OperandPlan,
-                 b: OperandPlan, stage: str, slice_: str, indent: int) -> str:
+def _wgmma_batch_ir(E: Env, cfg: Sm90Config, desc: Dict[str, Tuple[int, int, int]],
+                    a: OperandPlan, b: OperandPlan, stage: kir.Expr, slice_: kir.Expr,
+                    acc: kir.Var) -> List[kir.Stmt]:
     """One k-tile's wgmma batch on stage ``stage`` for warpgroup slice ``slice_``: the
     proven descriptor starts, ``bk / 16`` wgmmas, commit, and a wait that leaves this batch
     in flight (the previous one is complete after it)."""
-    sp = " " * indent
-    lines = [f"const unsigned a_base = sA + {stage} * {2 * a.stage_elems}u + {slice_} * "
-             f"{desc['a'][1]}u;",
-             f"const unsigned b_base = sB + {stage} * {2 * b.stage_elems}u;",
-             'asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");',
-             "#pragma unroll",
-             f"for (int ks = 0; ks < {cfg.bk // 16}; ++ks)",
-             f"  lp_wgmma(acc, lp_desc_a(a_base + {desc['a'][2]}u * ks),",
-             f"           lp_desc_b(b_base + {desc['b'][2]}u * ks));",
-             'asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");',
-             'asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");']
-    return "\n".join(ln if ln.startswith("#") else sp + ln for ln in lines)
+    S = cfg.stages
+    a_base, d1 = _c("a_base", E.sA + stage * kir.Const(2 * a.stage_elems, "unsigned")
+                    + slice_ * kir.Const(desc["a"][1], "unsigned"), "unsigned")
+    b_base, d2 = _c("b_base", E.sB + stage * kir.Const(2 * b.stage_elems, "unsigned"), "unsigned")
+    ks = _v("ks")
+    nk = cfg.bk // 16
+    # the descriptor starts _plan_descriptors proved: (slice, k step, stage) -> byte offset
+    la = Layout((cfg.warpgroups, nk, S), (desc["a"][1], desc["a"][2], 2 * a.stage_elems))
+    lb = Layout((nk, S), (desc["b"][2], 2 * b.stage_elems))
+    ca = kir.Claim("A wgmma descriptor start (warpgroup slice, k16 step, stage)",
+                   E.sA + kir.LayoutApp(la, (slice_, ks, stage), "A descriptor starts"),
+                   region=(E.sA, 2 * S * a.stage_elems), width=1)
+    cb = kir.Claim("B wgmma descriptor start (k16 step, stage)",
+                   E.sB + kir.LayoutApp(lb, (ks, stage), "B descriptor starts"),
+                   region=(E.sB, 2 * S * b.stage_elems), width=1)
+    return [d1, d2, kir.WgmmaFence(),
+            kir.For(ks, kir.Const(0), kir.Const(nk), kir.block(
+                kir.Wgmma(acc, a_base + kir.Const(desc["a"][2], "unsigned") * ks,
+                          b_base + kir.Const(desc["b"][2], "unsigned") * ks, ca, cb)),
+                unroll=True),
+            kir.WgmmaCommit(), kir.WgmmaWait(1)]
 
 
-def _source(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
-            cmaps: Dict[str, Any], desc: Dict[str, Tuple[int, int, int]], log: ProofLog,
-            name: str) -> str:
+def _acc_ir(cfg: Sm90Config) -> Tuple[kir.Var, List[kir.Stmt]]:
+    R = cfg.bn // 2
+    acc = kir.Var("acc", "float")
+    i = _v("i")
+    return acc, [kir.Decl(acc, dims=(R,)),
+                 kir.For(i, kir.Const(0), kir.Const(R), kir.block(
+                     kir.Assign(kir.Index(acc, (i,)), kir.FloatLit("0.f"))), unroll=True)]
+
+
+def _epilogue_ir(E: Env, cfg: Sm90Config, prob: GemmProblem, cm: Dict[str, Any],
+                 acc: kir.Var) -> List[kir.Stmt]:
+    """Accumulators -> C through the proven (thread, register, warpgroup) maps."""
+    j, h = _v("j"), _v("h")
+    args = dict(t=E.wt, i=4 * j + 2 * h, g=E.wg)
+    coords = (E.wt, 4 * j + 2 * h, E.wg)
+    r, dr = _c("r", E.m0 + kir.call(cm["row_fn"], **args))
+    c, dc = _c("c", E.n0 + kir.call(cm["col_fn"], **args))
+    row = E.m0 + kir.LayoutApp(cm["row"], coords, "C row map")
+    col = E.n0 + kir.LayoutApp(cm["col"], coords, "C column map")
+    st = store_pair_ir(E, prob, r, c, kir.Index(acc, (4 * j + 2 * h,)),
+                       kir.Index(acc, (4 * j + 2 * h + 1,)), row, col, "C accumulator store")
+    return [kir.Comment("epilogue: (thread, register, warpgroup) -> C coordinate, proven maps"),
+            kir.For(j, kir.Const(0), kir.Const(cfg.bn // 8), kir.block(
+                kir.For(h, kir.Const(0), kir.Const(2), kir.block(dr, dc, st), unroll=True)),
+                unroll=True)]
+
+
+def _tid_ir(E: Env, body: List[Any]) -> None:
+    tid, d1 = _c("tid", E.threadIdx)
+    wg, d2 = _c("wg", tid >> 7)
+    wt, d3 = _c("wt", tid & 127)
+    body += [d1, d2, d3]
+    E.add(tid=tid, wg=wg, wt=wt)
+
+
+def _source_ir(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
+               cm: Dict[str, Any], desc: Dict[str, Tuple[int, int, int]], name: str) -> kir.Kernel:
+    """The mono kernel with cp.async loads (every thread copies, one batch in flight)."""
+    S = cfg.stages
+    E = _env90(prob, False)
+    body: List[Any] = []
+    _smem_arena(E, body)
+    sA, d = _c("sA", E.s0, "unsigned")
+    sB, d2 = _c("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
+    body += [d, d2]
+    E.add(sA=sA, sB=sB)
+    _tid_ir(E, body)
+    body += raster_ir(E, cfg.bm, cfg.bn, cfg.group_m)
+    body += cp_setup_ir(E, a) + cp_setup_ir(E, b)
+    KT, d = _c("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    body.append(d)
+    acc, ad = _acc_ir(cfg)
+    body += ad
+    sbase = {"a": sA, "b": sB}
+    region = {"a": (sA, 2 * S * a.stage_elems), "b": (sB, 2 * S * b.stage_elems)}
+    st = _v("st")
+    kt0v, dkt = _c("kt", st)
+    body.append(kir.For(st, kir.Const(0), kir.Const(S - 2), kir.block(
+        kir.If(st.lt(KT), kir.block(dkt, load_tile_ir(E, a, b, kt0v, st, sbase, region))),
+        kir.CpCommit()), unroll=True))
+    kt0 = _v("kt0")
+    kt1, dkt1 = _c("kt", kt0 + (S - 2))
+    st1 = kir.Var("st", "int", tuple(range(S)))
+    dst1 = kir.Decl(st1, kt1 % S, const=True)
+    rs = kir.Var("rs", "int", tuple(range(S)))
+    drs = kir.Decl(rs, kt0 % S, const=True)
+    inner = kir.Block((dkt1, dst1, kir.If(kt1.lt(KT), kir.block(
+        load_tile_ir(E, a, b, kt1, st1, sbase, region))), kir.CpCommit()), bare=True)
+    body.append(kir.For(kt0, kir.Const(0), KT, kir.block(
+        kir.CpWait(S - 3), kir.Fence("proxy_async"), kir.SyncThreads(), inner, drs,
+        _wgmma_batch_ir(E, cfg, desc, a, b, rs, E.wg, acc))))
+    body += [kir.WgmmaWait(0), kir.CpWait(0)]
+    body += _epilogue_ir(E, cfg, prob, cm, acc)
+    descr = ("",
+             f"wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = "
+             f"A[M,K] @ B[K,N]",
+             f"A {prob.a_major}-major (lda), B {prob.b_major}-major (ldb); {prob.dtype} in, f32 "
+             f"accumulate, {prob.out} out",
+             f"block {cfg.bm}x{cfg.bn}x{cfg.bk}, {cfg.warpgroups} consumer warpgroups, {S}-stage "
+             f"cp.async pipeline,",
+             "operands in CuTe's 128-byte-swizzled GMMA layouts, read by wgmma through descriptors")
+    fns = tuple(p.fns[k] for p in (a, b) for k in ("cp_smem", "cp_x", "cp_k"))
+    fns += (cm["row_fn"], cm["col_fn"], a.fns["cp_gmem"], b.fns["cp_gmem"])
+    return _kernel90(cfg, prob, a, b, desc, name, E, body, descr, fns, ("cp_async", "wgmma"),
+                     tma=False)
+
+
+def _kernel90(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
+              desc: Dict[str, Tuple[int, int, int]], name: str, E: Env, body: List[Any],
+              descr: Tuple[str, ...], fns: Tuple[Any, ...], helpers: Tuple[str, ...], *,
+              tma: bool, devfns: Tuple[Any, ...] = ()) -> kir.Kernel:
     tin = DTYPES[prob.dtype][0]
     tout = OUT_DTYPES[prob.out][0]
-    S = cfg.stages
-    R = cfg.bn // 2
-    funcs = "".join(_cfun(low) for low in (
-        a.lowered["cp_smem"], a.lowered["cp_x"], a.lowered["cp_k"],
-        b.lowered["cp_smem"], b.lowered["cp_x"], b.lowered["cp_k"], cmaps["row"], cmaps["col"]))
-    funcs += _cfun(a.lowered["cp_gmem"], ret="long long")
-    funcs += _cfun(b.lowered["cp_gmem"], ret="long long")
-    header = log.header(f"proven before emission ({cfg.key()}, {prob.key()})")
-    a_stage_b = 2 * a.stage_elems
-    return f"""{header}//
-// wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = A[M,K] @ B[K,N]
-// A {prob.a_major}-major (lda), B {prob.b_major}-major (ldb); {prob.dtype} in, f32 accumulate, {prob.out} out
-// block {cfg.bm}x{cfg.bn}x{cfg.bk}, {cfg.warpgroups} consumer warpgroups, {S}-stage cp.async pipeline,
-// operands in CuTe's 128-byte-swizzled GMMA layouts, read by wgmma through descriptors
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-
-typedef {tin} lp_in_t;
-typedef {tout} lp_out_t;
-
-{funcs}
-{CP_ASYNC_HELPERS}{_mma_helpers(cfg, prob, a, b, desc)}
-extern "C" __global__ void __launch_bounds__({cfg.threads}, 1)
-{name}(const lp_in_t* __restrict__ A, const lp_in_t* __restrict__ B, lp_out_t* __restrict__ C,
-       int M, int N, int K, long long lda, long long ldb, long long ldc, int c_vec) {{
-  extern __shared__ __align__(1024) unsigned char lp_smem[];
-  const unsigned s0 = ((unsigned)__cvta_generic_to_shared(lp_smem) + 1023u) & ~1023u;
-  const unsigned sA = s0;
-  const unsigned sB = s0 + {S * a_stage_b}u;
-  const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;
-
-{raster_code(cfg.bm, cfg.bn, cfg.group_m)}
-{_cp_setup_code(a)}
-{_cp_setup_code(b)}
-
-  const int KT = (K + {cfg.bk - 1}) / {cfg.bk};
-  float acc[{R}];
-#pragma unroll
-  for (int i = 0; i < {R}; ++i) acc[i] = 0.f;
-
-#pragma unroll
-  for (int st = 0; st < {S - 2}; ++st) {{
-    if (st < KT) {{
-      const int kt = st;
-      {_load_tile_code(a, b)}
-    }}
-    lp_cp_commit();
-  }}
-  for (int kt0 = 0; kt0 < KT; ++kt0) {{
-    lp_cp_wait<{S - 3}>();
-    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
-    __syncthreads();
-    {{
-      const int kt = kt0 + {S - 2};
-      const int st = kt % {S};
-      if (kt < KT) {_load_tile_code(a, b)}
-      lp_cp_commit();
-    }}
-    const int rs = kt0 % {S};
-{_wgmma_batch(cfg, desc, a, b, "rs", "wg", 4)}
-  }}
-  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
-  lp_cp_wait<0>();
-
-{_epilogue(cfg, prob, cmaps)}
-"""
+    return kir.Kernel(name, _params90(E, tma), kir.block(*body), cfg.threads, min_blocks=1,
+                      cluster=cfg.cluster, typedefs=(("lp_in_t", tin), ("lp_out_t", tout)),
+                      sizes=type_sizes(prob), functions=fns, devfns=devfns, description=descr,
+                      helpers=helpers, desc_fields={"a": desc["a"][0], "b": desc["b"][0]},
+                      wgmma=(cfg.bn, prob.dtype, 0 if a.kmajor else 1, 0 if b.kmajor else 1))
 
 
-def _tma_loads(p: OperandPlan, tm: str, base: str, indent: int) -> str:
+def _tma_loads_ir(E: Env, p: OperandPlan, tmap: kir.Var, base: kir.Var, st: kir.Expr,
+                  kt: kir.Expr, bar: kir.Expr, boxes: Optional[Tuple[int, ...]] = None,
+                  mask: Optional[int] = None) -> List[kir.Stmt]:
     """The TMA box loads of tile ``kt`` of operand ``p`` into stage ``st`` on barrier ``bar``
     (the boxes :func:`_prove_tma` proved to write exactly the stage layout)."""
-    o0 = "m0" if p.name == "a" else "n0"
-    lines = []
-    for j in range(p.x_extent // TMA_BOX):
-        x = f"{o0} + {TMA_BOX * j}"
-        c0, c1 = ("kt * 64", x) if p.kmajor else (x, "kt * 64")
-        lines.append(f"lp_tma_load({base} + st * {2 * p.stage_elems}u + {8192 * j}u, &{tm}, "
-                     f"{c0}, {c1}, bar);")
-    return ("\n" + " " * indent).join(lines)
+    o0 = E.m0 if p.name == "a" else E.n0
+    lay = p.maps["tma"]
+    out = []
+    for j in (boxes if boxes is not None else range(p.x_extent // TMA_BOX)):
+        x = o0 + TMA_BOX * j
+        k0 = kt * 64
+        c0, c1 = (k0, x) if p.kmajor else (x, k0)
+        xc = o0 + kir.Const(TMA_BOX * j)
+        kc = kt * kir.Const(64)
+        claim = kir.Claim(f"{p.name.upper()} TMA box {j} (stage, box origin (x {TMA_BOX * j}, k 0))",
+                          base + 2 * (st * p.stage_elems + kir.LayoutApp(
+                              lay, (kir.Const(TMA_BOX * j), kir.Const(0)),
+                              f"{p.name.upper()} TMA stage layout")),
+                          region=(base, 2 * p.stages * p.stage_elems), width=2 * TMA_BOX * 64)
+        dst = base + st * kir.Const(2 * p.stage_elems, "unsigned") + kir.Const(8192 * j, "unsigned")
+        out.append(kir.TmaLoad(dst, tmap, c0, c1, bar, claim,
+                               (kc, xc) if p.kmajor else (xc, kc), mask=mask))
+    return out
 
 
-# the TMA box load and the mbarrier phase wait both TMA kernels use
-TMA_HELPERS = r"""struct __align__(64) lp_tmap_t { unsigned long long v[16]; };
-__device__ __forceinline__ void lp_tma_load(unsigned dst, const lp_tmap_t* tm, int c0, int c1,
-                                            unsigned bar) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-               " [%0], [%1, {%2, %3}], [%4];\n"
-               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(tm)), "r"(c0), "r"(c1),
-                  "r"(bar) : "memory");
-}
-__device__ __forceinline__ void lp_bar_wait(unsigned bar, unsigned parity) {
-  asm volatile("{\n.reg .pred p;\nLAB_WAIT:\n"
-               "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-               "@p bra.uni DONE;\nbra.uni LAB_WAIT;\nDONE:\n}\n"
-               :: "r"(bar), "r"(parity) : "memory");
-}
-"""
-
-
-def _source_tma(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
-                cmaps: Dict[str, Any], desc: Dict[str, Tuple[int, int, int]], log: ProofLog,
-                name: str) -> str:
-    """The kernel with TMA loads: thread 0 issues ``cp.async.bulk.tensor`` boxes completing
-    on one mbarrier per stage; every thread waits on the stage's phase before its wgmma."""
-    tin = DTYPES[prob.dtype][0]
-    tout = OUT_DTYPES[prob.out][0]
+def _source_tma_ir(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
+                   cm: Dict[str, Any], desc: Dict[str, Tuple[int, int, int]],
+                   name: str) -> kir.Kernel:
+    """The mono kernel with TMA loads: thread 0 issues ``cp.async.bulk.tensor`` boxes
+    completing on one mbarrier per stage; every thread waits on the stage's phase before
+    its wgmma."""
     S = cfg.stages
-    R = cfg.bn // 2
-    funcs = "".join(_cfun(low) for low in (cmaps["row"], cmaps["col"]))
-    header = log.header(f"proven before emission ({cfg.key()}, {prob.key()})")
-    a_stage_b = 2 * a.stage_elems
-    b_stage_b = 2 * b.stage_elems
+    E = _env90(prob, True)
+    body: List[Any] = []
+    _smem_arena(E, body)
+    full = kir.Var("lp_full", "unsigned long long*")
+    body.append(kir.Decl(full, dims=(S,), prefix="__shared__ __align__(8)", tname="unsigned long long"))
+    sA, d = _c("sA", E.s0, "unsigned")
+    sB, d2 = _c("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
+    full0, d3 = _c("full0", kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (full,),
+                                                           "unsigned")), "unsigned")
+    body += [d, d2, d3]
+    E.add(sA=sA, sB=sB, full0=full0)
+    _tid_ir(E, body)
+    body += raster_ir(E, cfg.bm, cfg.bn, cfg.group_m)
+    KT, d = _c("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    body.append(d)
+    s = _v("st")
+    body.append(kir.If(E.tid.eq(0), kir.block(
+        kir.For(s, kir.Const(0), kir.Const(S), kir.block(kir.MbarInit(kir.MbarRef(full0, s), 1))),
+        kir.Fence("mbarrier_init"), kir.Fence("proxy_async"))))
+    body.append(kir.SyncThreads())
+    acc, ad = _acc_ir(cfg)
+    body += ad
+    tx = 2 * (a.stage_elems + b.stage_elems)
 
-    return f"""{header}//
-// wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = A[M,K] @ B[K,N]
-// A {prob.a_major}-major, B {prob.b_major}-major (TMA tensor maps);
-// {prob.dtype} in, f32 accumulate, {prob.out} out
-// block {cfg.bm}x{cfg.bn}x{cfg.bk}, {cfg.warpgroups} consumer warpgroups, {S}-stage TMA pipeline
-// (64x64 boxes, 128-byte swizzle, one mbarrier per stage), wgmma through descriptors
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
+    def issue(kt: kir.Expr, st: kir.Expr) -> List[kir.Stmt]:
+        bar, db = _c("bar", kir.MbarRef(full0, st), "unsigned")
+        return ([db, kir.MbarExpectTx(bar, tx)]
+                + _tma_loads_ir(E, a, E.tmA, sA, st, kt, bar)
+                + _tma_loads_ir(E, b, E.tmB, sB, st, kt, bar))
 
-typedef {tin} lp_in_t;
-typedef {tout} lp_out_t;
+    kt = _v("kt")
+    st0, dst0 = _c("st", kt)
+    body.append(kir.If(E.tid.eq(0), kir.block(
+        kir.For(kt, kir.Const(0), kir.Const(S - 1), kir.block(dst0, *issue(kt, st0)),
+                cond=kt.lt(S - 1).and_(kt.lt(KT))))))
+    kt0 = _v("kt0")
+    rs = kir.Var("rs", "int", tuple(range(S)))
+    drs = kir.Decl(rs, kt0 % S, const=True)
+    kt1, dkt1 = _c("kt", kt0 + (S - 1))
+    st1 = kir.Var("st", "int", tuple(range(S)))
+    dst1 = kir.Decl(st1, kt1 % S, const=True)
+    body.append(kir.For(kt0, kir.Const(0), KT, kir.block(
+        drs, kir.MbarWait(kir.MbarRef(full0, rs), kir.Cast("unsigned", (kt0 / S) & 1)),
+        _wgmma_batch_ir(E, cfg, desc, a, b, rs, E.wg, acc),
+        kir.SyncThreads("every warpgroup's batch kt0 - 1 is done: its stage may be refilled"),
+        kir.If(E.tid.eq(0), kir.block(dkt1, kir.If(kt1.lt(KT), kir.block(dst1, *issue(kt1, st1))))))))
+    body.append(kir.WgmmaWait(0))
+    body += _epilogue_ir(E, cfg, prob, cm, acc)
+    descr = ("",
+             f"wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = "
+             f"A[M,K] @ B[K,N]",
+             f"A {prob.a_major}-major, B {prob.b_major}-major (TMA tensor maps);",
+             f"{prob.dtype} in, f32 accumulate, {prob.out} out",
+             f"block {cfg.bm}x{cfg.bn}x{cfg.bk}, {cfg.warpgroups} consumer warpgroups, {S}-stage "
+             f"TMA pipeline",
+             "(64x64 boxes, 128-byte swizzle, one mbarrier per stage), wgmma through descriptors")
+    return _kernel90(cfg, prob, a, b, desc, name, E, body, descr, (cm["row_fn"], cm["col_fn"]),
+                     ("tma", "wgmma"), tma=True)
 
-{funcs}
-{TMA_HELPERS}{_mma_helpers(cfg, prob, a, b, desc)}
-extern "C" __global__ void __launch_bounds__({cfg.threads}, 1)
-{name}(const __grid_constant__ lp_tmap_t tmA, const __grid_constant__ lp_tmap_t tmB,
-       lp_out_t* __restrict__ C, int M, int N, int K, long long ldc, int c_vec) {{
-  extern __shared__ __align__(1024) unsigned char lp_smem[];
-  __shared__ __align__(8) unsigned long long lp_full[{S}];
-  const unsigned s0 = ((unsigned)__cvta_generic_to_shared(lp_smem) + 1023u) & ~1023u;
-  const unsigned sA = s0;
-  const unsigned sB = s0 + {S * a_stage_b}u;
-  const unsigned full0 = (unsigned)__cvta_generic_to_shared(lp_full);
-  const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;
-{raster_code(cfg.bm, cfg.bn, cfg.group_m)}
-  const int KT = (K + {cfg.bk - 1}) / {cfg.bk};
-  if (tid == 0) {{
-    for (int st = 0; st < {S}; ++st)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\\n" :: "r"(full0 + 8u * st));
-    asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
-  }}
-  __syncthreads();
-  float acc[{R}];
-#pragma unroll
-  for (int i = 0; i < {R}; ++i) acc[i] = 0.f;
 
-  if (tid == 0) {{
-    for (int kt = 0; kt < {S - 1} && kt < KT; ++kt) {{
-      const int st = kt;
-      const unsigned bar = full0 + 8u * st;
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n"
-                   :: "r"(bar), "r"({a_stage_b + b_stage_b}) : "memory");
-      {_tma_loads(a, "tmA", "sA", 6)}
-      {_tma_loads(b, "tmB", "sB", 6)}
-    }}
-  }}
-  for (int kt0 = 0; kt0 < KT; ++kt0) {{
-    const int rs = kt0 % {S};
-    lp_bar_wait(full0 + 8u * rs, (unsigned)((kt0 / {S}) & 1));
-{_wgmma_batch(cfg, desc, a, b, "rs", "wg", 4)}
-    __syncthreads();   // every warpgroup's batch kt0 - 1 is done: its stage may be refilled
-    if (tid == 0) {{
-      const int kt = kt0 + {S - 1};
-      if (kt < KT) {{
-        const int st = kt % {S};
-        const unsigned bar = full0 + 8u * st;
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n"
-                     :: "r"(bar), "r"({a_stage_b + b_stage_b}) : "memory");
-        {_tma_loads(a, "tmA", "sA", 8)}
-        {_tma_loads(b, "tmB", "sB", 8)}
-      }}
-    }}
-  }}
-  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
-
-{_epilogue(cfg, prob, cmaps)}
-"""
+def _mono_tma_protocol(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> int:
+    """The mono TMA kernel's mbarriers, read from the IR: one barrier per stage initialized
+    with 1 arrival (thread 0's expect_tx, which announces the stage's bytes), and the wait of
+    k-tile ``kt0`` on stage ``kt0 % S`` uses the parity of that barrier's ``kt0 / S``-th
+    phase (checked for every k-tile of four passes over the ring)."""
+    ops = kir.mbarrier_ops(k)
+    n = 0
+    for s, _guards, loops in ops:
+        if isinstance(s, kir.MbarInit):
+            if s.count != 1:
+                raise ProofFailedError(f"full barriers expect {s.count} arrivals, thread 0 makes 1",
+                                       condition="arrival counts", witness=s.count)
+        elif isinstance(s, kir.MbarExpectTx):
+            if s.nbytes != tx:
+                raise ProofFailedError(f"expect_tx announces {s.nbytes} bytes, a stage holds {tx}",
+                                       condition="transaction bytes", witness=s.nbytes)
+        elif isinstance(s, kir.MbarWait):
+            bar = kir.resolve(s.bar, k)
+            kt0 = loops[-1].var
+            t = np.arange(4 * cfg.stages)
+            par = kir.ev(s.parity, {kt0.name: t})
+            stg = (kir.ev(kir.resolve(bar.idx, k), {kt0.name: t})
+                   if isinstance(bar, kir.MbarRef) else None)
+            if stg is None or np.any(stg != t % cfg.stages) or np.any(par != (t // cfg.stages) & 1):
+                raise ProofFailedError("the wait of a k-tile does not use its stage's phase parity",
+                                       condition="wait parity", witness="mono TMA wait")
+        else:
+            raise ProofFailedError(f"unexpected mbarrier operation {type(s).__name__}",
+                                   condition="protocol of the IR")
+        n += 1
+    log.add("protocol", f"mono TMA mbarriers (IR): 1 arrival per phase (thread 0's expect_tx of "
+                        f"{tx} bytes); k-tile kt0 waits stage kt0 % {cfg.stages} with parity "
+                        f"(kt0 / {cfg.stages}) & 1, its phase", "exhaustive", 4 * cfg.stages)
+    return n
 
 
 # ============================================================================ persistent schedule
@@ -512,42 +557,40 @@ extern "C" __global__ void __launch_bounds__({cfg.threads}, 1)
 # both emitted and proven: "min(x, y)" is written as ("min", x, y).  Tile t of the
 # grid_m x grid_n tiles -> (tm, tn): groups of GROUP_M tile rows are walked column by
 # column (the A panels of a group and one B panel stay in L2 together).
-def _schedule(group_m: int) -> Tuple[Tuple[str, Any], ...]:
-    return (("per_group", f"{group_m} * grid_n"),
-            ("first_m", f"t / per_group * {group_m}"),
-            ("gsize", ("min", "grid_m - first_m", f"{group_m}")),
-            ("tm", "first_m + t % per_group % gsize"),
-            ("tn", "t % per_group / gsize"))
+def _schedule_ir(group_m: int) -> Tuple[Tuple[kir.Var, ...], List[kir.Stmt]]:
+    """The tile scheduler as IR: tile t of the grid_m x grid_n tiles -> (tm, tn); groups of
+    ``group_m`` tile rows are walked column by column (the A panels of a group and one B
+    panel stay in L2 together).  Both emitted (:func:`schedule_devfn`) and proven
+    (:func:`prove_schedule` evaluates these nodes)."""
+    t, gm, gn = kir.Var("t"), kir.Var("grid_m"), kir.Var("grid_n")
+    tm, tn = kir.Var("tm"), kir.Var("tn")
+    per_group, d1 = _c("per_group", group_m * gn)
+    first_m, d2 = _c("first_m", t / per_group * group_m)
+    gsize, d3 = _c("gsize", kir.Call("min", (gm - first_m, kir.Const(group_m))))
+    return (t, gm, gn, tm, tn), [d1, d2, d3, kir.Assign(tm, first_m + t % per_group % gsize),
+                                 kir.Assign(tn, t % per_group / gsize)]
 
 
-def schedule_code(group_m: int) -> str:
-    """The scheduler as a C function ``lp_tile(t, grid_m, grid_n, &tm, &tn)``."""
-    body = []
-    for name, e in _schedule(group_m):
-        expr = f"min({e[1]}, {e[2]})" if isinstance(e, tuple) else e
-        if name in ("tm", "tn"):
-            body.append(f"  {name} = {expr};")
-        else:
-            body.append(f"  const int {name} = {expr};")
-    return ("__device__ __forceinline__ void lp_tile(int t, int grid_m, int grid_n, int& tm, "
-            "int& tn) {\n" + "\n".join(body) + "\n}\n")
+def schedule_devfn(group_m: int) -> Tuple[str, str, kir.Block]:
+    """The scheduler as the device function ``lp_tile(t, grid_m, grid_n, &tm, &tn)``."""
+    _vars, stmts = _schedule_ir(group_m)
+    return ("lp_tile", "int t, int grid_m, int grid_n, int& tm, int& tn", kir.block(*stmts))
 
 
 def _eval_schedule(group_m: int, t: np.ndarray, gm: np.ndarray, gn: np.ndarray
                    ) -> Tuple[np.ndarray, np.ndarray]:
     env: Dict[str, Any] = {"t": t, "grid_m": gm, "grid_n": gn}
-    for name, e in _schedule(group_m):
-        if isinstance(e, tuple):
-            env[name] = np.minimum(lower.c_expr_eval(e[1], env, int_bits=32),
-                                   lower.c_expr_eval(e[2], env, int_bits=32))
+    for st in _schedule_ir(group_m)[1]:
+        if isinstance(st, kir.Decl):
+            env[st.var.name] = kir.ev(st.init, env)
         else:
-            env[name] = lower.c_expr_eval(e, env, int_bits=32)
+            env[st.lhs.name] = kir.ev(st.rhs, env)
     return env["tm"], env["tn"]
 
 
-def cluster_tm_expr(cluster: int) -> str:
+def cluster_tm_ir(cluster: int, tp: kir.Var, crank: kir.Var) -> kir.Expr:
     """The tile row of CTA ``crank`` of a cluster given the scheduler's row group ``tp``."""
-    return f"{cluster} * tp + crank"
+    return cluster * tp + crank
 
 
 def prove_schedule(group_m: int, log: ProofLog, max_grid: int = 40,
@@ -575,8 +618,8 @@ def prove_schedule(group_m: int, log: ProofLog, max_grid: int = 40,
     crank = np.concatenate([np.tile(np.arange(cl), u) for u in units])
     gid = np.concatenate([np.full(u * cl, i) for i, u in enumerate(units)])
     tp, tn = _eval_schedule(group_m, t, gmp, gn)
-    tm = tp if cl == 1 else lower.c_expr_eval(cluster_tm_expr(cl), {"tp": tp, "crank": crank},
-                                               int_bits=32)
+    tm = tp if cl == 1 else kir.ev(cluster_tm_ir(cl, kir.Var("tp"), kir.Var("crank")),
+                                   {"tp": tp, "crank": crank})
     out = (tp < 0) | (tp >= gmp) | (tn < 0) | (tn >= gn) | (tm >= cl * gmp)
     if out.any():
         i = int(np.flatnonzero(out)[0])
@@ -594,7 +637,7 @@ def prove_schedule(group_m: int, log: ProofLog, max_grid: int = 40,
                                f"{int(tn[i])}) or a tile is missed",
                                condition="scheduler bijective",
                                witness=(int(gm[i]), int(gn[i]), int(t[i])))
-    what = (f"maps (tile t, CTA rank) -> ({cluster_tm_expr(cl)}, tn), every tile once, "
+    what = (f"maps (tile t, CTA rank) -> ({cl} * tp + crank, tn), every tile once, "
             f"padding rows only past grid_m," if cl > 1 else "maps tile t -> (tm, tn) one-to-one "
             "onto the grid,")
     cl_s = f", cluster={cl}" if cl > 1 else ""
@@ -714,67 +757,9 @@ def _plan_epilogue(prob: GemmProblem, log: ProofLog) -> Dict[str, Any]:
         "row": lower.lower(Layout(rshape, ((0, 1), 16)), ("t", "v"), name="lp_ep_row", log=log),
         "col": lower.lower(Layout(rshape, ((ev, 0), 0)), ("t", "v"), name="lp_ep_col", log=log),
     }
-    return {"low": low, "sw": sw, "rw": rw, "ev": ev, "rc": rc}
-
-
-def _epilogue_ws(cfg: Sm90Config, prob: GemmProblem, ep: Dict[str, Any]) -> str:
-    v2t, pack2, _ = _STORE2[prob.out]
-    rw, ev, rc = ep["rw"], ep["ev"], ep["rc"]
-    low = ep["low"]
-    return f"""      // epilogue through shared memory (proven maps lp_ep_*), one 128-byte column
-      // chunk at a time: register pairs -> swizzled buffer -> 16-byte row vectors -> C
-      lp_out_t* const eb = reinterpret_cast<lp_out_t*>(lp_smem + (sE - sbase) + cg * 8192);
-#pragma unroll
-      for (int q = 0; q < {cfg.bn // rw}; ++q) {{
-#pragma unroll
-        for (int p = 0; p < {rc // 2}; ++p)
-          *reinterpret_cast<{v2t}*>(eb + {low['w'].name}(wt, 2 * p)) =
-              {pack2.format(x=f"acc[{rc} * q + 2 * p]", y=f"acc[{rc} * q + 2 * p + 1]")};
-        lp_named_sync(1 + cg, 128);
-#pragma unroll
-        for (int v = 0; v < 4; ++v) {{
-          const int r = m0 + 64 * cg + {low['row'].name}(wt, v);
-          const int c = n0 + {rw} * q + {low['col'].name}(wt, v);
-          const uint4 val = *reinterpret_cast<const uint4*>(eb + {low['r'].name}(wt, v));
-          if (r < M) {{
-            lp_out_t* p = C + (long long)r * ldc + c;
-            if (c_vec && c + {ev} <= N) {{
-              *reinterpret_cast<uint4*>(p) = val;
-            }} else {{
-              const lp_out_t* e = reinterpret_cast<const lp_out_t*>(&val);
-#pragma unroll
-              for (int i = 0; i < {ev}; ++i)
-                if (c + i < N) p[i] = e[i];
-            }}
-          }}
-        }}
-        lp_named_sync(1 + cg, 128);
-      }}"""
-
-
-NAMED_SYNC = r"""__device__ __forceinline__ void lp_named_sync(int id, int n) {
-  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(n) : "memory");
-}
-"""
-
-
-CLUSTER_HELPERS = r"""__device__ __forceinline__ void lp_tma_load_mc(unsigned dst, const lp_tmap_t* tm,
-                                               int c0, int c1, unsigned bar,
-                                               unsigned short mask) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-               ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
-               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(tm)), "r"(c0), "r"(c1),
-                  "r"(bar), "h"(mask) : "memory");
-}
-__device__ __forceinline__ void lp_arrive_cta(unsigned bar, unsigned cta) {
-  asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-               "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n"
-               :: "r"(bar), "r"(cta) : "memory");
-}
-__device__ __forceinline__ void lp_cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-"""
+    return {"low": low, "sw": sw, "rw": rw, "ev": ev, "rc": rc,
+            "fns": {k: kir.from_lowered(v) for k, v in low.items()},
+            "maps": {k: v.layout for k, v in low.items()}}
 
 
 def _cluster_boxes(b: OperandPlan, ctas: int) -> Dict[int, Tuple[int, ...]]:
@@ -808,9 +793,67 @@ def _prove_cluster_tx(a: OperandPlan, b: OperandPlan, ctas: int, log: ProofLog) 
     return want
 
 
-def _source_ws(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
-               ep: Dict[str, Any], desc: Dict[str, Tuple[int, int, int]], tx: int,
-               name: str) -> str:
+def _epilogue_ws_ir(E: Env, cfg: Sm90Config, prob: GemmProblem, ep: Dict[str, Any],
+                    acc: kir.Var, e_off: int) -> List[kir.Stmt]:
+    """Accumulators -> swizzled shared buffer (register pairs) -> 16-byte row vectors -> C,
+    one 128-byte column chunk at a time (the maps :func:`_plan_epilogue` proved)."""
+    v2t, pack2, _ = _STORE2[prob.out]
+    ob = OUT_DTYPES[prob.out][1]
+    rw, ev, rc = ep["rw"], ep["ev"], ep["rc"]
+    fn, lay = ep["fns"], ep["maps"]
+    eb = kir.Var("eb", "lp_out_t*")
+    arena = addr_of(E.smem) + (E.s0 - E.sbase) + e_off + E.cg * 8192
+    region = (arena, 8192)
+    q, p, v, i = _v("q"), _v("p"), _v("v"), _v("i")
+    wclaim = kir.Claim("epilogue buffer write (thread, register pair) of this warpgroup",
+                       arena + ob * kir.LayoutApp(lay["w"], (E.wt, 2 * p), "epilogue write map"),
+                       region=region, width=2 * ob)
+    rclaim = kir.Claim("epilogue buffer 16-byte read (thread, vector) of this warpgroup",
+                       arena + ob * kir.LayoutApp(lay["r"], (E.wt, v), "epilogue read map"),
+                       region=region, width=16)
+    write = kir.Assign(kir.Mem(eb + kir.call(fn["w"], t=E.wt, i=2 * p), wclaim, vec=v2t,
+                               space="shared"),
+                       kir.Call(pack2, (kir.Index(acc, (rc * q + 2 * p,)),
+                                        kir.Index(acc, (rc * q + 2 * p + 1,))), "lp_out_t"))
+    r, dr = _c("r", E.m0 + 64 * E.cg + kir.call(fn["row"], t=E.wt, v=v))
+    c, dc = _c("c", E.n0 + rw * q + kir.call(fn["col"], t=E.wt, v=v))
+    row = E.m0 + 64 * E.cg + kir.LayoutApp(lay["row"], (E.wt, v), "epilogue row map")
+    col = E.n0 + rw * q + kir.LayoutApp(lay["col"], (E.wt, v), "epilogue column map")
+    val = kir.Var("val", "uint4")
+    dval = kir.Decl(val, kir.Mem(eb + kir.call(fn["r"], t=E.wt, v=v), rclaim, vec="const uint4",
+                                 space="shared"), const=True)
+    pv = kir.Var("p", "lp_out_t*")
+    e = kir.Var("e", "const lp_out_t*")
+
+    def gclaim(off: kir.Expr, width: int, what: str) -> kir.Claim:
+        return kir.Claim(what, addr_of(E.C) + ob * (kir.Cast("long long", row) * E.ldc + col + off),
+                         bounds=((row, E.M), (col + off + (width - 1), E.N)), width=width * ob)
+
+    vec_store = kir.Assign(kir.Mem(pv, gclaim(kir.Const(0), ev, "C 16-byte row vector store"),
+                                   vec="uint4"), val)
+    one = kir.Assign(kir.Mem(pv, gclaim(i, 1, "C element store (edge)"), idx=i),
+                     kir.Index(e, (i,)))
+    store = kir.If(r.lt(E.M), kir.block(
+        kir.Decl(pv, E.C + kir.Cast("long long", r) * E.ldc + c),
+        kir.If(E.c_vec.and_((c + ev).le(E.N)), kir.block(vec_store), kir.block(
+            kir.Decl(e, kir.Reinterpret("const lp_out_t*", kir.AddrOf(val))),
+            kir.For(i, kir.Const(0), kir.Const(ev), kir.block(
+                kir.If((c + i).lt(E.N), kir.block(one))), unroll=True)))))
+    return [
+        kir.Comment("epilogue through shared memory (proven maps lp_ep_*), one 128-byte column\n"
+                    "chunk at a time: register pairs -> swizzled buffer -> 16-byte row vectors -> C"),
+        kir.Decl(eb, kir.Reinterpret("lp_out_t*", E.smem + (E.sE - E.sbase) + E.cg * 8192),
+                 const=True),
+        kir.For(q, kir.Const(0), kir.Const(cfg.bn // rw), kir.block(
+            kir.For(p, kir.Const(0), kir.Const(rc // 2), kir.block(write), unroll=True),
+            kir.NamedBarrier(1 + E.cg, 128),
+            kir.For(v, kir.Const(0), kir.Const(4), kir.block(dr, dc, dval, store), unroll=True),
+            kir.NamedBarrier(1 + E.cg, 128)), unroll=True)]
+
+
+def _source_ws_ir(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
+                  ep: Dict[str, Any], desc: Dict[str, Tuple[int, int, int]], tx: int,
+                  name: str) -> kir.Kernel:
     """The warp-specialized persistent kernel: warpgroup 0 is the producer (one thread
     issues the TMA boxes; registers given back with setmaxnreg.dec), warpgroups 1.. are the
     consumers (setmaxnreg.inc; wgmma on their 64-row slice).  Stages pass through two
@@ -823,254 +866,344 @@ def _source_ws(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, b: OperandPla
     ``2 tp`` and ``2 tp + 1`` of tile column ``tn``) and share the B tile: each loads its
     own A tile and half of B's boxes, multicast into both CTAs' stages; a stage is free
     again once the consumers of *both* CTAs released it (they arrive on both CTAs' empty
-    barriers).  ``tx`` is the proven per-stage transaction count.  Returns the source
-    without its obligation header (the generator reads the protocol off it first)."""
-    tin = DTYPES[prob.dtype][0]
-    tout = OUT_DTYPES[prob.out][0]
+    barriers).  ``tx`` is the proven per-stage transaction count."""
     S = cfg.stages
-    R = cfg.bn // 2
     CW = cfg.warpgroups
     CL = cfg.cluster
-    funcs = "".join(_cfun(low) for low in ep["low"].values())
-    a_stage_b = 2 * a.stage_elems
-    b_stage_b = 2 * b.stage_elems
     regs = 232 if CW == 2 else 240
+    E = _env90(prob, True)
+    body: List[Any] = []
+    _smem_arena(E, body, split=True)
+    full = kir.Var("lp_full", "unsigned long long*")
+    empty = kir.Var("lp_empty", "unsigned long long*")
+    for bv in (full, empty):
+        body.append(kir.Decl(bv, dims=(S,), prefix="__shared__ __align__(8)",
+                             tname="unsigned long long"))
+    sA, d1 = _c("sA", E.s0, "unsigned")
+    sB, d2 = _c("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
+    e_off = S * 2 * (a.stage_elems + b.stage_elems)
+    sE, d3 = _c("sE", sB + kir.Const(S * 2 * b.stage_elems, "unsigned"), "unsigned")
+
+    def cvta(x: kir.Var) -> kir.Expr:
+        return kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (x,), "unsigned"))
+
+    full0, d4 = _c("full0", cvta(full), "unsigned")
+    empty0, d5 = _c("empty0", cvta(empty), "unsigned")
+    body += [d1, d2, d3, d4, d5]
+    E.add(sA=sA, sB=sB, sE=sE, full0=full0, empty0=empty0)
+    _tid_ir(E, body)
+    rank = kir.Var("rank", "unsigned")
+    if CL > 1:
+        crank, dcr = _c("crank", kir.Cast("int", rank))
+        body += [kir.ClusterRank(rank), dcr]
+    grid_m, dg1 = _c("grid_m", (E.M + (cfg.bm - 1)) / cfg.bm)
+    grid_n, dg2 = _c("grid_n", (E.N + (cfg.bn - 1)) / cfg.bn)
+    body += [dg1, dg2]
     if CL == 1:
-        attrs = ""
-        cl_helpers = ""
-        sync0 = "__syncthreads();"
-        sync_end = ""
-        rank_code = ""
-        tiles_code = "const int tiles = grid_m * grid_n;"
-        t0, tstep = "blockIdx.x", "gridDim.x"
-        tile_lines = ["int tm, tn;", "lp_tile(t, grid_m, grid_n, tm, tn);"]
-        b_loads = _tma_loads(b, "tmB", "sB", 10)
-        release_lines = ["if (prev >= 0 && lane0)",
-                         '  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n"',
-                         '               :: "r"(empty0 + 8u * prev) : "memory");']
+        tiles, dt = _c("tiles", grid_m * grid_n)
+        body.append(dt)
+        t0, tstep = E.blockIdx, E.gridDim
     else:
-        attrs = f" __cluster_dims__({CL}, 1, 1)"
-        cl_helpers = CLUSTER_HELPERS
-        sync0 = "lp_cluster_sync();   // every CTA's barriers are initialized before any use"
-        sync_end = """
-  lp_cluster_sync();     // no CTA leaves while a peer may still arrive on its barriers"""
-        rank_code = """
-  unsigned rank;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\\n" : "=r"(rank));
-  const int crank = (int)rank;"""
-        tiles_code = (f"const int grid_mp = (grid_m + {CL - 1}) / {CL};   // tile-row groups of "
-                      f"the cluster\n  const int tiles = grid_mp * grid_n;")
-        t0, tstep = f"blockIdx.x / {CL}", f"gridDim.x / {CL}"
-        tile_lines = ["int tp, tn;", "lp_tile(t, grid_mp, grid_n, tp, tn);",
-                      f"const int tm = {cluster_tm_expr(CL)};   // may pass grid_m: "
-                      f"zero-filled, not stored"]
-        boxes = _cluster_boxes(b, CL)
-        lines = []
-        for r in range(CL):
-            ls = []
-            for j in boxes[r]:
-                x = f"n0 + {TMA_BOX * j}"
-                c0, c1 = ("kt * 64", x) if b.kmajor else (x, "kt * 64")
-                ls.append(f"lp_tma_load_mc(sB + st * {b_stage_b}u + {8192 * j}u, &tmB, {c0}, "
-                          f"{c1}, bar, (unsigned short){(1 << CL) - 1});")
-            lines.append(f"if (rank == {r}u) {{  // B boxes {boxes[r]}, multicast to the "
-                         f"cluster\n            " + "\n            ".join(ls) + "\n          }")
-        b_loads = "\n          ".join(lines)
-        release_lines = ["if (prev >= 0 && lane0) {   // this CTA's barrier, then the peer's",
-                         '  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n"',
-                         '               :: "r"(empty0 + 8u * prev) : "memory");',
-                         "  lp_arrive_cta(empty0 + 8u * prev, rank ^ 1u);", "}"]
+        grid_mp, dmp = _c("grid_mp", (grid_m + (CL - 1)) / CL,
+                          comment="tile-row groups of the cluster")
+        tiles, dt = _c("tiles", grid_mp * grid_n)
+        body += [dmp, dt]
+        t0, tstep = E.blockIdx / CL, E.gridDim / CL
+    KT, dkt = _c("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    body.append(dkt)
+    s = _v("s")
+    body.append(kir.If(E.tid.eq(0), kir.block(
+        kir.For(s, kir.Const(0), kir.Const(S), kir.block(
+            kir.MbarInit(kir.MbarRef(full0, s), 1),
+            kir.MbarInit(kir.MbarRef(empty0, s), 4 * CW * CL))),
+        kir.Fence("mbarrier_init"), kir.Fence("proxy_async"))))
+    body.append(kir.SyncThreads() if CL == 1 else
+                kir.ClusterSync("every CTA's barriers are initialized before any use"))
 
-    def block(lines: list, indent: int) -> str:   # lines after the first, indented
-        return ("\n" + " " * indent).join(lines)
-    return f"""//
-// wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = A[M,K] @ B[K,N]
-// A {prob.a_major}-major, B {prob.b_major}-major (TMA tensor maps);
-// {prob.dtype} in, f32 accumulate, {prob.out} out
-// persistent, warp-specialized: 1 producer warpgroup (TMA, 40 registers) + {CW} consumer
-// warpgroup(s) (wgmma, {regs} registers); block {cfg.bm}x{cfg.bn}x{cfg.bk}, {S}-stage
-// full/empty mbarrier pipeline, epilogue through a swizzled shared-memory buffer
-// {f"{CL}-CTA clusters: the B tile is multicast, each CTA loading half of it" if CL > 1 else "no cluster"}
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
+    def tile_lines(t: kir.Var) -> Tuple[List[kir.Stmt], kir.Var, kir.Var]:
+        tm, tn = kir.Var("tm"), kir.Var("tn")
+        if CL == 1:
+            out = [kir.Decl(tm), kir.Decl(tn),
+                   kir.Eval(kir.Call("lp_tile", (t, grid_m, grid_n, tm, tn), "void"))]
+            tmv = tm
+        else:
+            tp = kir.Var("tp")
+            tmv, dtm = _c("tm", cluster_tm_ir(CL, tp, crank),
+                          comment="may pass grid_m: zero-filled, not stored")
+            out = [kir.Decl(tp), kir.Decl(tn),
+                   kir.Eval(kir.Call("lp_tile", (t, grid_mp, grid_n, tp, tn), "void")), dtm]
+        m0, dm = _c("m0", tmv * cfg.bm)
+        n0, dn = _c("n0", tn * cfg.bn)
+        return out + [dm, dn], m0, n0
 
-typedef {tin} lp_in_t;
-typedef {tout} lp_out_t;
+    # -- the producer
+    st, ph = _v("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
+    t = _v("t")
+    tl, m0, n0 = tile_lines(t)
+    E.add(m0=m0, n0=n0)
+    kt = _v("kt")
+    bar, dbar = _c("bar", kir.MbarRef(full0, st), "unsigned")
+    loads = _tma_loads_ir(E, a, E.tmA, sA, st, kt, bar)
+    if CL == 1:
+        loads += _tma_loads_ir(E, b, E.tmB, sB, st, kt, bar)
+    else:
+        for r, bx in _cluster_boxes(b, CL).items():
+            loads.append(kir.If(rank.eq(kir.Const(r, "unsigned")), kir.block(
+                _tma_loads_ir(E, b, E.tmB, sB, st, kt, bar, boxes=bx, mask=(1 << CL) - 1)),
+                comment=f"B boxes {bx}, multicast to the cluster"))
+    producer = kir.block(
+        kir.Comment(f"producer: one thread keeps up to {S} stages in flight"),
+        kir.SetMaxNReg(False, 40),
+        kir.If(E.wt.eq(0), kir.block(
+            kir.Decl(st, kir.Const(0)), kir.Decl(ph, kir.Const(0, "unsigned")),
+            kir.For(t, t0, tiles, kir.block(tl, kir.For(kt, kir.Const(0), KT, kir.block(
+                kir.MbarWait(kir.MbarRef(empty0, st), ph ^ kir.Const(1, "unsigned"),
+                             "the consumers released stage st"),
+                dbar, kir.MbarExpectTx(bar, tx), loads,
+                kir.RingAdvance(st, S, ph)))), step=tstep, cond=t.lt(tiles)))))
+    # -- the consumers
+    cst, cph = _v("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
+    ct = _v("t")
+    ctl, cm0, cn0 = tile_lines(ct)
+    cg, dcg = _c("cg", E.wg - 1)
+    lane0, dl0 = _c("lane0", (E.tid & 31).eq(0), "bool")
+    E.add(cg=cg, m0=cm0, n0=cn0)
+    acc, ad = _acc_ir(cfg)
+    prev = _v("prev", values=tuple(range(-1, S)))
+    ckt = _v("kt")
 
-{funcs}{schedule_code(cfg.group_m)}{TMA_HELPERS}{cl_helpers}{NAMED_SYNC}
-{_mma_helpers(cfg, prob, a, b, desc)}
-extern "C" __global__ void __launch_bounds__({cfg.threads}, 1){attrs}
-{name}(const __grid_constant__ lp_tmap_t tmA, const __grid_constant__ lp_tmap_t tmB,
-       lp_out_t* __restrict__ C, int M, int N, int K, long long ldc, int c_vec) {{
-  extern __shared__ __align__(1024) unsigned char lp_smem[];
-  __shared__ __align__(8) unsigned long long lp_full[{S}], lp_empty[{S}];
-  const unsigned sbase = (unsigned)__cvta_generic_to_shared(lp_smem);
-  const unsigned s0 = (sbase + 1023u) & ~1023u;
-  const unsigned sA = s0;
-  const unsigned sB = s0 + {S * a_stage_b}u;
-  const unsigned sE = sB + {S * b_stage_b}u;
-  const unsigned full0 = (unsigned)__cvta_generic_to_shared(lp_full);
-  const unsigned empty0 = (unsigned)__cvta_generic_to_shared(lp_empty);
-  const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;{rank_code}
-  const int grid_m = (M + {cfg.bm - 1}) / {cfg.bm}, grid_n = (N + {cfg.bn - 1}) / {cfg.bn};
-  {tiles_code}
-  const int KT = (K + {cfg.bk - 1}) / {cfg.bk};
-  if (tid == 0) {{
-    for (int s = 0; s < {S}; ++s) {{
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\\n" :: "r"(full0 + 8u * s));
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], {4 * CW * CL};\\n" :: "r"(empty0 + 8u * s));
-    }}
-    asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
-  }}
-  {sync0}
-  if (wg == 0) {{
-    // producer: one thread keeps up to {S} stages in flight
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\\n");
-    if (wt == 0) {{
-      int st = 0;
-      unsigned ph = 0;
-      for (int t = {t0}; t < tiles; t += {tstep}) {{
-        {block(tile_lines, 8)}
-        const int m0 = tm * {cfg.bm}, n0 = tn * {cfg.bn};
-        for (int kt = 0; kt < KT; ++kt) {{
-          lp_bar_wait(empty0 + 8u * st, ph ^ 1u);     // the consumers released stage st
-          const unsigned bar = full0 + 8u * st;
-          asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n"
-                       :: "r"(bar), "r"({tx}) : "memory");
-          {_tma_loads(a, "tmA", "sA", 10)}
-          {b_loads}
-          if (++st == {S}) {{ st = 0; ph ^= 1u; }}
-        }}
-      }}
-    }}
-  }} else {{
-    // consumers: wgmma on this warpgroup's 64-row slice, one batch in flight
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 {regs};\\n");
-    const int cg = wg - 1;
-    const bool lane0 = (tid & 31) == 0;
-    int st = 0;
-    unsigned ph = 0;
-    for (int t = {t0}; t < tiles; t += {tstep}) {{
-      {block(tile_lines, 6)}
-      const int m0 = tm * {cfg.bm}, n0 = tn * {cfg.bn};
-      float acc[{R}];
-#pragma unroll
-      for (int i = 0; i < {R}; ++i) acc[i] = 0.f;
-      int prev = -1;
-      for (int kt = 0; kt < KT; ++kt) {{
-        lp_bar_wait(full0 + 8u * st, ph);             // stage st's bytes have landed
-{_wgmma_batch(cfg, desc, a, b, "st", "cg", 8)}
-        // the previous batch is complete: its stage goes back to the producer(s)
-        {block(release_lines, 8)}
-        prev = st;
-        if (++st == {S}) {{ st = 0; ph ^= 1u; }}
-      }}
-      asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
-      {block(release_lines, 6)}
-{_epilogue_ws(cfg, prob, ep)}
-    }}
-  }}{sync_end}
-}}
-"""
+    def release() -> kir.Stmt:
+        ops = [kir.MbarArrive(kir.MbarRef(empty0, prev))]
+        if CL > 1:
+            ops.append(kir.MbarArrive(kir.MbarRef(empty0, prev), rank ^ kir.Const(1, "unsigned")))
+        return kir.If(prev.ge(0).and_(lane0), kir.block(*ops),
+                      comment="this CTA's barrier, then the peer's" if CL > 1 else "")
+
+    consumer = kir.block(
+        kir.Comment("consumers: wgmma on this warpgroup's 64-row slice, one batch in flight"),
+        kir.SetMaxNReg(True, regs), dcg, dl0,
+        kir.Decl(cst, kir.Const(0)), kir.Decl(cph, kir.Const(0, "unsigned")),
+        kir.For(ct, t0, tiles, kir.block(
+            ctl, ad, kir.Decl(prev, kir.Const(-1)),
+            kir.For(ckt, kir.Const(0), KT, kir.block(
+                kir.MbarWait(kir.MbarRef(full0, cst), cph, "stage st's bytes have landed"),
+                _wgmma_batch_ir(E, cfg, desc, a, b, cst, cg, acc),
+                kir.Comment("the previous batch is complete: its stage goes back to the "
+                            "producer(s)"),
+                release(), kir.Assign(prev, cst), kir.RingAdvance(cst, S, cph))),
+            kir.WgmmaWait(0), release(),
+            _epilogue_ws_ir(E, cfg, prob, ep, acc, e_off)), step=tstep, cond=ct.lt(tiles)))
+    body.append(kir.If(E.wg.eq(0), producer, consumer))
+    if CL > 1:
+        body.append(kir.ClusterSync("no CTA leaves while a peer may still arrive on its barriers"))
+    descr = ("",
+             f"wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = "
+             f"A[M,K] @ B[K,N]",
+             f"A {prob.a_major}-major, B {prob.b_major}-major (TMA tensor maps);",
+             f"{prob.dtype} in, f32 accumulate, {prob.out} out",
+             f"persistent, warp-specialized: 1 producer warpgroup (TMA, 40 registers) + {CW} "
+             f"consumer",
+             f"warpgroup(s) (wgmma, {regs} registers); block {cfg.bm}x{cfg.bn}x{cfg.bk}, {S}-stage",
+             "full/empty mbarrier pipeline, epilogue through a swizzled shared-memory buffer",
+             f"{CL}-CTA clusters: the B tile is multicast, each CTA loading half of it"
+             if CL > 1 else "no cluster")
+    helpers = ("tma",) + (("cluster",) if CL > 1 else ()) + ("named_sync", "wgmma")
+    return _kernel90(cfg, prob, a, b, desc, name, E, body, descr, tuple(ep["fns"].values()),
+                     helpers, tma=True, devfns=(schedule_devfn(cfg.group_m),))
 
 
-def check_epilogue_order(src: str, log: ProofLog) -> None:
-    """The staged epilogue's synchronization, read off the emitted text: one shared buffer
-    per consumer warpgroup is written (register pairs) and read (16-byte vectors) chunk
-    after chunk, so the loop body must be *writes, barrier, reads, barrier* -- no read
-    before its chunk is fully written (read-after-write), no write before the previous
-    chunk is fully read (write-after-read) -- with both warpgroup barriers unconditional
-    (at the top level of the loop body, after a complete statement)."""
-    start = src.find("for (int q = 0;")
-    if start < 0:
-        raise ProofFailedError("emitted kernel: no epilogue chunk loop",
-                               condition="epilogue order")
-    i = src.index("{", start)
-    depth, end = 0, -1
-    for j in range(i, len(src)):
-        if src[j] == "{":
-            depth += 1
-        elif src[j] == "}":
-            depth -= 1
-            if depth == 0:
-                end = j
-                break
-    body = src[i + 1:end]
-    seq: list = []
-    depth = 0
-    for m in re.finditer(r"eb \+ lp_ep_w\(|eb \+ lp_ep_r\(|lp_named_sync\(1 \+ cg, 128\)|[{}]",
-                         body):
-        t = m.group()
-        if t in "{}":
-            depth += 1 if t == "{" else -1
-            continue
-        if t.startswith("lp_named_sync"):
-            before = body[:m.start()].rstrip()
-            if depth != 0 or not before or before[-1] not in ";{}":
-                raise ProofFailedError("emitted kernel: an epilogue barrier is conditional or "
-                                       "nested", condition="epilogue order", witness=m.start())
+def epilogue_order(k: kir.Kernel, log: ProofLog) -> None:
+    """The staged epilogue's synchronization, read from the IR: one shared buffer per
+    consumer warpgroup is written (register pairs) and read (16-byte vectors) chunk after
+    chunk, so the chunk loop's body must be *writes, barrier, reads, barrier* at its top
+    level -- no read before its chunk is fully written (read-after-write), no write before
+    the previous chunk is fully read (write-after-read); a barrier inside a condition or a
+    nested statement does not count (and fails the uniformity proof besides)."""
+    def both(n: Any) -> bool:
+        kinds = set()
+        for x in kir.walk(n):
+            if isinstance(x, kir.Assign) and isinstance(x.lhs, kir.Mem) and x.lhs.space == "shared":
+                kinds.add("W")
+            elif isinstance(x, kir.Decl) and isinstance(x.init, kir.Mem) and x.init.space == "shared":
+                kinds.add("R")
+        return len(kinds) == 2
+
+    cands = [n for n in kir.walk(k.body) if isinstance(n, kir.For) and both(n.body)]
+    loops = [n for n in cands if not any(m is not n and any(x is m for x in kir.walk(n.body))
+                                         for m in cands)]
+    if len(loops) != 1:
+        raise ProofFailedError(f"kernel IR: {len(loops)} epilogue chunk loops (expected 1)",
+                               condition="epilogue order", witness=len(loops))
+    seq: List[str] = []
+    for s in loops[0].body.body:
+        if isinstance(s, kir.NamedBarrier):
             ev = "S"
         else:
-            ev = "W" if "lp_ep_w" in t else "R"
+            kinds = set()
+            for n in kir.walk(s):
+                if isinstance(n, kir.Assign) and isinstance(n.lhs, kir.Mem) and n.lhs.space == "shared":
+                    kinds.add("W")
+                elif isinstance(n, kir.Decl) and isinstance(n.init, kir.Mem) and n.init.space == "shared":
+                    kinds.add("R")
+            if len(kinds) != 1:
+                continue
+            ev = kinds.pop()
         if not seq or seq[-1] != ev:
             seq.append(ev)
     if seq != ["W", "S", "R", "S"]:
-        raise ProofFailedError(f"emitted kernel: the epilogue chunk loop does "
-                               f"{' '.join(seq)}, not writes, barrier, reads, barrier",
-                               condition="epilogue order", witness="".join(seq))
-    log.add("protocol", "epilogue buffer (order read off the emitted text): each chunk is "
-                        "written, a warpgroup barrier, read, a barrier -- no read before its "
-                        "chunk is written, no write before the previous chunk is read; both "
-                        "barriers unconditional", "exhaustive", len(seq))
+        raise ProofFailedError(f"kernel IR: the epilogue chunk loop does {' '.join(seq)}, not "
+                               f"writes, barrier, reads, barrier", condition="epilogue order",
+                               witness="".join(seq))
+    log.add("protocol", "epilogue buffer (order read from the IR): each chunk is written, a "
+                        "warpgroup barrier, read, a barrier -- no read before its chunk is "
+                        "written, no write before the previous chunk is read; both barriers "
+                        "at the top level of the chunk loop", "exhaustive", len(seq))
 
 
-def protocol_of(src: str, cfg: Sm90Config, log: ProofLog) -> Dict[str, Any]:
-    """The mbarrier protocol of an emitted warp-specialized kernel, read off its text: the
-    parities of the producer's wait on ``empty`` and the consumers' wait on ``full``, the
-    arrival counts the barriers are initialized with, and whether the consumers release on
-    the peer CTA's barrier.  Checked: ``full`` expects the producer's one arrival, and
-    ``empty`` expects exactly the arrivals the consumer warps make (4 per consumer
-    warpgroup, from each CTA that releases into it).  Returns the parameters for
-    :func:`~layoutproof.gpu.pipeline.prove_pipeline`."""
-    def one(pattern: str, what: str) -> Any:
-        found = re.findall(pattern, src)
-        if len(found) != 1:
-            raise ProofFailedError(f"emitted kernel: expected one {what}, found {len(found)}",
-                                   condition="protocol of the emitted text", witness=what)
-        return found[0]
+def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple[Dict[str, Any], int]:
+    """The mbarrier protocol of the warp-specialized kernel, read from its IR nodes: the
+    parities of the producer's wait on ``empty`` and the consumers' wait on ``full`` (each
+    on the stage of a ring counter that advances once per k-tile), the arrival counts the
+    barriers are initialized with, the transaction bytes, and the release sites (after each
+    batch's ``wait_group 1`` inside the k-loop and after the tile's ``wait_group 0``; local,
+    and remote on the peer CTA).  Checked: ``full`` expects the producer's one arrival,
+    ``empty`` exactly the arrivals the consumer warps make -- counted from the guards of the
+    arrive nodes over every thread of the CTA.  Returns the model's parameters and the
+    number of mbarrier operations covered."""
+    names = {"full0": "full", "empty0": "empty"}
+    inits: Dict[str, List[int]] = {"full": [], "empty": []}
+    waits: Dict[str, List[int]] = {"full": [], "empty": []}
+    local: List[Any] = []
+    remote: List[Any] = []
+    txs: List[int] = []
+    n = 0
 
-    pp = one(r"lp_bar_wait\(empty0 \+ 8u \* st, ph(?: \^ (\d+)u)?\)", "producer wait on empty")
-    cp = one(r"lp_bar_wait\(full0 \+ 8u \* st, ph(?: \^ (\d+)u)?\)", "consumer wait on full")
-    e_init = int(one(r'mbarrier\.init\.shared::cta\.b64 \[%0\], (\d+);\\n" :: "r"\(empty0',
-                     "empty barrier init"))
-    f_init = int(one(r'mbarrier\.init\.shared::cta\.b64 \[%0\], (\d+);\\n" :: "r"\(full0',
-                     "full barrier init"))
-    local = len(re.findall(r'mbarrier\.arrive\.shared::cta\.b64 _, \[%0\];\\n"\s*'
-                           r'::\s*"r"\(empty0 \+ 8u \* prev\)', src))
-    remote = len(re.findall(r"lp_arrive_cta\(empty0 \+ 8u \* prev, rank \^ 1u\)", src))
-    if local != 2 or remote not in (0, 2):
-        raise ProofFailedError(f"emitted kernel: {local} local and {remote} remote release "
-                               f"sites (expected 2 and 0 or 2: after each batch, at the tile end)",
-                               condition="protocol of the emitted text", witness=(local, remote))
-    remote_release = remote == 2
+    def ring(bar: kir.Expr) -> Tuple[str, kir.Expr]:
+        r = kir.resolve(bar, k)
+        if not isinstance(r, kir.MbarRef) or r.base.name not in names:
+            raise ProofFailedError("an mbarrier operation on an unknown barrier",
+                                   condition="protocol of the IR", witness=kir.emit_expr_safe(bar))
+        return names[r.base.name], r.idx
+
+    def parity(e: kir.Expr, ph: kir.Var) -> int:
+        if e is ph:
+            return 0
+        if isinstance(e, kir.Bin) and e.op == "^" and e.a is ph and isinstance(e.b, kir.Const):
+            return int(e.b.value) & 1
+        raise ProofFailedError(f"wait parity {kir.emit_expr_safe(e)} is not the ring phase (^ k)",
+                               condition="wait parity", witness=kir.emit_expr_safe(e))
+
+    rings = {id(n.stage): n for n in kir.walk(k.body) if isinstance(n, kir.RingAdvance)}
+    waited_in: List[Tuple[str, Any]] = []
+    for s, guards, loops in kir.mbarrier_ops(k):
+        n += 1
+        if isinstance(s, kir.MbarInit):
+            name, idx = ring(s.bar)
+            if not (loops and idx is loops[-1].var and isinstance(loops[-1].stop, kir.Const)
+                    and loops[-1].stop.value == cfg.stages):
+                raise ProofFailedError(f"{name} barriers are not initialized for each of the "
+                                       f"{cfg.stages} stages", condition="barrier init",
+                                       witness=name)
+            inits[name].append(s.count)
+        elif isinstance(s, kir.MbarWait):
+            name, idx = ring(s.bar)
+            rg = rings.get(id(idx))
+            if rg is None or rg.n != cfg.stages or rg.phase is None or not loops or not any(
+                    x is rg for x in kir.walk(loops[-1].body)):
+                raise ProofFailedError(f"the wait on {name} is not on a stage ring counter that "
+                                       f"advances in its k-loop", condition="protocol of the IR",
+                                       witness=name)
+            waits[name].append(parity(s.parity, rg.phase))
+            waited_in.append((name, loops[-1]))
+        elif isinstance(s, kir.MbarExpectTx):
+            name, _ = ring(s.bar)
+            if name != "full":
+                raise ProofFailedError("expect_tx on an empty barrier",
+                                       condition="protocol of the IR", witness=name)
+            txs.append(s.nbytes)
+        elif isinstance(s, kir.MbarArrive):
+            name, idx = ring(s.bar)
+            if name != "empty" or not isinstance(idx, kir.Var) or idx.name != "prev":
+                raise ProofFailedError("a consumer arrive is not a release of the previous stage",
+                                       condition="protocol of the IR", witness=name)
+            (remote if s.cta is not None else local).append((s, guards, loops))
+    for name in ("full", "empty"):
+        if len(inits[name]) != 1 or len(waits[name]) != 1:
+            raise ProofFailedError(f"expected one init and one wait of the {name} barriers, found "
+                                   f"{len(inits[name])} and {len(waits[name])}",
+                                   condition="protocol of the IR", witness=name)
+    if txs != [tx]:
+        raise ProofFailedError(f"the producer announces {txs} bytes per stage, {tx} land",
+                               condition="transaction bytes", witness=tuple(txs))
+    # release sites: one in the k-loop (after the batch's wait_group 1), one after it
+    consumer_loop = [lp for nm, lp in waited_in if nm == "full"][0]
+
+    def sites(lst: List[Any]) -> Tuple[int, int]:
+        inside = sum(1 for _s, _g, lp in lst if lp and lp[-1] is consumer_loop)
+        after = sum(1 for _s, _g, lp in lst if lp and lp[-1] is not consumer_loop
+                    and any(x is consumer_loop for x in kir.walk(lp[-1].body)))
+        return inside, after
+
+    li, la = sites(local)
+    ri, ra = sites(remote)
+    if (li, la) != (1, 1) or len(local) != 2 or (ri, ra) not in ((0, 0), (1, 1)) or \
+            len(remote) not in (0, 2):
+        raise ProofFailedError(f"release sites: {li} local in the k-loop, {la} after it, "
+                               f"{len(remote)} remote (expected 1, 1 and 0 or 2)",
+                               condition="release sites", witness=(li, la, len(remote)))
+    remote_release = len(remote) == 2
+    # arrivals per phase: threads whose (thread-only) guards hold, per CTA
+    made = None
+    tid = next(x for x in kir.walk(k.body) if isinstance(x, kir.Var) and x.builtin
+               and x.name == "threadIdx.x")
+    for _s, guards, _lp in local:
+        cnt = _threads_passing(k, guards, tid)
+        made = cnt if made is None else made
+        if cnt != made:
+            raise ProofFailedError("the two release sites arrive from different threads",
+                                   condition="arrival counts", witness=(cnt, made))
+    made = int(made) * (cfg.cluster if remote_release else 1)
+    f_init, e_init = inits["full"][0], inits["empty"][0]
     if f_init != 1:
-        raise ProofFailedError(f"emitted kernel: full barriers expect {f_init} arrivals, the "
-                               f"producer makes 1", condition="arrival counts", witness=f_init)
-    made = 4 * cfg.warpgroups * (cfg.cluster if remote_release else 1)
+        raise ProofFailedError(f"full barriers expect {f_init} arrivals, the producer makes 1",
+                               condition="arrival counts", witness=f_init)
     if e_init != made:
-        raise ProofFailedError(f"emitted kernel: empty barriers expect {e_init} arrivals per "
-                               f"phase, the consumer warps make {made}",
-                               condition="arrival counts", witness=(e_init, made))
-    proto = {"producer_parity": int(pp or 0), "consumer_parity": int(cp or 0),
+        raise ProofFailedError(f"empty barriers expect {e_init} arrivals per phase, the consumer "
+                               f"warps make {made}", condition="arrival counts",
+                               witness=(e_init, made))
+    proto = {"producer_parity": waits["empty"][0], "consumer_parity": waits["full"][0],
              "remote_release": remote_release}
-    log.add("equal", f"protocol read off the emitted text: producer waits empty with parity "
-                     f"ph ^ {proto['producer_parity']}, consumers wait full with ph ^ "
-                     f"{proto['consumer_parity']}; full expects 1 arrival (+ the TMA bytes), "
-                     f"empty expects {e_init} = {4 * cfg.warpgroups} consumer warps x "
-                     f"{cfg.cluster if remote_release else 1} CTA(s) releasing into it",
-            "exhaustive", 4 + local + remote)
-    return proto
+    log.add("equal", f"protocol read from the IR: producer waits empty with parity ph ^ "
+                     f"{proto['producer_parity']}, consumers wait full with ph ^ "
+                     f"{proto['consumer_parity']} (stage and phase of ring counters advanced "
+                     f"once per k-tile); full expects 1 arrival (+ {tx} TMA bytes), empty "
+                     f"expects {e_init} = the threads passing the release guards x "
+                     f"{cfg.cluster if remote_release else 1} CTA(s) releasing into it; "
+                     f"releases after each batch and at the tile end", "exhaustive", n)
+    return proto, n
+
+
+def _threads_passing(k: kir.Kernel, guards: Any, tid: kir.Var) -> int:
+    """How many threads of the CTA pass the thread-only conjuncts of ``guards``."""
+    t = np.arange(k.threads)
+    ok = np.ones(k.threads, dtype=bool)
+    an = kir._Analysis(k)
+    for g, sense in guards:
+        parts = _conjuncts(g, an) if sense else [g]
+        for p in parts:
+            fv = kir._free_vars(p, an)
+            if fv and all(v is tid for v in fv):
+                val = kir._ev(p, kir.Ctx({id(tid): t}, {i: e for i, e in an.defs.items()
+                                                         if an.inlinable(an.vars[i])},
+                                         an.tables, k.sizes))[0] != 0
+                ok &= val if sense else ~val
+    return int(ok.sum())
+
+
+def _conjuncts(g: kir.Expr, an: Any) -> List[kir.Expr]:
+    if isinstance(g, kir.Bin) and g.op == "&&":
+        return _conjuncts(g.a, an) + _conjuncts(g.b, an)
+    return [g]
 
 
 _MEMO: Dict[Tuple[Sm90Config, GemmProblem], GemmKernel] = {}
@@ -1102,6 +1235,7 @@ def generate_sm90(config: Optional[Sm90Config] = None, problem: Optional[GemmPro
             lower.prove_bijective(composition(SW128, stack), total,
                                   what=f"{p.name.upper()} smem stages onto [0,{total})", log=log)
             _prove_tma(p, lay, log)
+            p.maps["tma"] = lay
             continue
         if p.stage_elems % (8 * threads):
             raise GemmConfigError(f"Sm90Config: the {p.name.upper()} tile is not a whole number "
@@ -1138,21 +1272,31 @@ def generate_sm90(config: Optional[Sm90Config] = None, problem: Optional[GemmPro
                        name="lp_c_col", log=log)
     h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90_{prob.key()}_{h}"
+    title = f"proven before emission ({cfg.key()}, {prob.key()})"
     if cfg.schedule == "ws":
         log.extend(ProofLog(list(_schedule_proofs(cfg.group_m, cfg.cluster))))
         ep = _plan_epilogue(prob, log)
         tx = (_prove_cluster_tx(a, b, cfg.cluster, log) if cfg.cluster > 1
               else 2 * (a.stage_elems + b.stage_elems))
-        # the protocol is read off the emitted text and model-checked before the source,
-        # with every obligation in its header, is released
-        body = _source_ws(cfg, prob, a, b, ep, desc, tx, name)
-        proto = protocol_of(body, cfg, log)
-        check_epilogue_order(body, log)
-        prove_pipeline(cfg.stages, cfg.warpgroups, log, ctas=cfg.cluster, **proto)
-        src = log.header(f"proven before emission ({cfg.key()}, {prob.key()})") + body
+        # the protocol is read from the IR's barrier nodes and model-checked, the epilogue's
+        # order checked, before the IR's accesses are proven and the source printed
+        ir = _source_ws_ir(cfg, prob, a, b, ep, desc, tx, name)
+
+        def protocol(k: kir.Kernel) -> int:
+            proto, n = protocol_ir(k, cfg, tx, log)
+            epilogue_order(k, log)
+            prove_pipeline(cfg.stages, cfg.warpgroups, log, ctas=cfg.cluster, **proto)
+            return n
+        src = finish(ir, log, title, protocol)
     else:
-        emit = _source_tma if cfg.loader == "tma" else _source
-        src = emit(cfg, prob, a, b, {"row": rows, "col": cols}, desc, log, name)
+        cm = {"row": rows.layout, "col": cols.layout, "row_fn": kir.from_lowered(rows),
+              "col_fn": kir.from_lowered(cols)}
+        if cfg.loader == "tma":
+            ir = _source_tma_ir(cfg, prob, a, b, cm, desc, name)
+            tx = 2 * (a.stage_elems + b.stage_elems)
+            src = finish(ir, log, title, lambda k: _mono_tma_protocol(k, cfg, tx, log))
+        else:
+            src = finish(_source_ir(cfg, prob, a, b, cm, desc, name), log, title)
     gcfg = GemmConfig(bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, stages=cfg.stages, group_m=cfg.group_m,
                       warps_m=cfg.warpgroups * 4, warps_n=1)
     k = GemmKernel(gcfg, prob, src, name, threads, cfg.smem_bytes, log,

@@ -181,6 +181,17 @@ def _parse_c(expr: str) -> tuple:
     return _Parser(_tokenize(expr)).parse()
 
 
+def c_tree(expr: str) -> tuple:
+    """The syntax tree of a lowered C expression -- the tree :func:`check_c_expr` proves --
+    as nested tuples ``("num", n)``, ``("var", name)``, ``("neg", t)``, ``("not", t)``,
+    ``("bin", op, left, right)`` (the kernel IR builds its function bodies from it).
+
+    >>> c_tree("(i & 7) + 8")
+    ('bin', '+', ('bin', '&', ('var', 'i'), ('num', 7)), ('num', 8))
+    """
+    return _parse_c(expr)
+
+
 class _Fault(Exception):
     def __init__(self, condition: str, message: str, where: Any) -> None:
         super().__init__(message)
