@@ -59,6 +59,8 @@ def read_foreign(text: str) -> tuple:
     """``(text in layoutproof notation, assumptions)``: CuTe C++, CuTe DSL and Triton
     layouts inside ``text`` rewritten (:func:`layoutproof.interop.rewrite_foreign`); a note
     on standard error says what was read, where anything was."""
+    if not any(c in text for c in "<?{@!") and ".make_" not in text:
+        return text, ()  # nothing foreign: no need to load the importers
     from .interop import rewrite_foreign
 
     native, facts = rewrite_foreign(text)
