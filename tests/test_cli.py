@@ -354,3 +354,15 @@ def test_kit_extra_is_light():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_check_counterexample_sentence(capsys):
+    """issue 18: a refuted equality over a large domain names the coordinate once, in a
+    sentence ("counterexample: coordinate 100000 = (0,1): 100000 != 500")."""
+    from layoutproof.verify.cli import main
+
+    assert main(["(100000,200):(1,100000) == (200,100000):(100000,1)"]) == 1
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if "counterexample" in l)
+    assert "same value at every coordinate at coordinate" not in line
+    assert line.count("coordinate") == 1 and "100000 != 500" in line, line
