@@ -394,8 +394,8 @@ def _check_bounds(L: Any, engine: Any, off: int) -> None:
     if n is None:
         return
     if isinstance(L, ComposedLayout):
-        v = L.eval_all()
-        lo, hi = off + int(v.min()), off + int(v.max())
+        lo, hi = _composed_range(L)
+        lo, hi = off + lo, off + hi
     else:
         fs, fd = L._flat()
         lo = hi = off
@@ -410,6 +410,38 @@ def _check_bounds(L: Any, engine: Any, off: int) -> None:
             f"the tensor's layout {L} at offset {off} reaches index {bad}, outside the storage "
             f"[0, {n})"
         )
+
+
+def _layout_range(L: Layout) -> Tuple[int, int]:
+    fs, fd = L._flat()
+    lo = hi = 0
+    for s, d in zip(fs, fd):
+        if d < 0:
+            lo += (s - 1) * d
+        else:
+            hi += (s - 1) * d
+    return lo, hi
+
+
+#: composed layouts up to this size are bounded exactly, by evaluation
+_EXACT_RANGE_LIMIT = 1 << 20
+
+
+def _composed_range(C: ComposedLayout) -> Tuple[int, int]:
+    """``(least, largest)`` value of a composed layout: exact by evaluation for small
+    domains; for larger ones a bound that evaluates nothing (a swizzle changes only the bits
+    below its top bit ``t``, so it keeps each aligned ``2**t`` block; an outer layout is
+    bounded over its whole domain)."""
+    if C.size <= _EXACT_RANGE_LIMIT:
+        v = C.eval_all()
+        return int(v.min()), int(v.max())
+    lo, hi = _layout_range(C.layout_b)
+    lo, hi = lo + C.offset, hi + C.offset
+    a = C.layout_a
+    if isinstance(a, Layout):
+        return _layout_range(a)
+    t = max(a.yyy_msk, a.zzz_msk, 1).bit_length()
+    return (lo >> t) << t, (((hi >> t) + 1) << t) - 1
 
 
 # ----------------------------------------------------------------------------- constructors

@@ -600,3 +600,38 @@ def test_values_the_storage_cannot_hold_are_typed():
     src = make_tensor(np.array([(1, 2)] * 6 + [None], dtype=object)[:6], (2, 3))
     with pytest.raises(MalformedLayoutError, match="rejected the value"):
         copy(src, t)
+
+
+def test_swizzled_bounds_of_a_large_tensor_without_evaluating(monkeypatch):
+    """The storage check of a large swizzled layout bounds its values without evaluating
+    them (a swizzle keeps each aligned 2**t block); the bound contains every value."""
+    import layoutproof.tensor as T
+    from layoutproof import ComposedLayout, Swizzle, composition, tile_to_shape
+
+    cases = [tile_to_shape(composition(Swizzle(3, 3, 3), Layout((8, 64), (64, 1))), (64, 64)),
+             ComposedLayout(Swizzle(2, 0, -2), 5, Layout((4, 6), (1, 4))),
+             ComposedLayout(Layout(8, 3), 2, Layout((2, 3), (3, 1)))]
+    for C in cases:
+        v = C.eval_all()
+        exact = T._composed_range(C)
+        assert exact == (int(v.min()), int(v.max()))
+        monkeypatch.setattr(T, "_EXACT_RANGE_LIMIT", 0)
+        lo, hi = T._composed_range(C)
+        monkeypatch.undo()
+        assert lo <= exact[0] and hi >= exact[1]
+
+    class Sized:  # a storage with a length and no memory behind it
+        def __init__(self, n):
+            self.n = n
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, i):
+            return i
+
+    big = tile_to_shape(composition(Swizzle(3, 3, 3), Layout((8, 64), (64, 1))), (1 << 14, 1 << 10))
+    t = make_tensor(Sized(big.size), big)
+    assert t(5, 7) == big(5, 7)
+    with pytest.raises(OutOfDomainError):
+        make_tensor(Sized(big.size - 1), big)
