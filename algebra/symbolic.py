@@ -242,7 +242,22 @@ def parse_expr(text: str, names: Optional[Dict[str, Any]] = None) -> Any:
         raise MalformedLayoutError(f"cannot read {text!r:.80}: {type(e).__name__}: {e}") from None
 
 
+_CHECKED: Dict[Any, Any] = {}
+
+
 def _check_condition(c: Any, given: Any) -> Any:
+    """:func:`_check_condition_uncached`, memoized (conditions are immutable SymPy objects)."""
+    hit = _CHECKED.get(c)
+    if hit is not None:
+        return hit
+    out = _check_condition_uncached(c, given)
+    if len(_CHECKED) > _CACHE_MAX:
+        _CHECKED.clear()
+    _CHECKED[c] = out
+    return out
+
+
+def _check_condition_uncached(c: Any, given: Any) -> Any:
     """``c`` if it is a condition (a relation, And/Or/Not of them, true/false) over integer
     expressions; a relation with an exact quotient (``M / 2 == 3``) is rewritten without
     it (``M == 6``), so the solver's integer division never changes its meaning."""
@@ -721,6 +736,8 @@ def check_extent(e: Any, what: str) -> Any:
     if d.value is True:
         return e
     if d.value is False:
+        d = _confirmed(d)
+    if d.value is False:
         raise MalformedLayoutError(f"{what} has the extent {e}, which is < 1 under the assumptions")
     raise UndecidableConditionError(
         f"{what} has the extent {e}, which needs {e} >= 1; not implied by the assumptions "
@@ -816,6 +833,8 @@ def _in_range(c: Any, n: Any, full: Any) -> None:
     d = decide(_sympy().Lt(c, n))
     if d.value is True:
         return
+    if d.value is False:
+        d = _confirmed(d)
     if d.value is False:
         raise OutOfDomainError(f"coordinate {show(full)} is outside the domain: {c} not in [0, {n})")
     raise UndecidableConditionError(

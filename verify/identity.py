@@ -379,6 +379,14 @@ def _admissible(
     guard_args(*args)
     fn = resolve_op(op)
     name = getattr(fn, "__name__", str(op))
+    try:
+        inspect.signature(fn).bind(*args)
+    except TypeError as e:
+        raise MalformedLayoutError(
+            f"admissible({name}): the arguments do not fit its signature: {e}"
+        ) from None
+    except ValueError:  # no signature to check (a builtin): the call itself says
+        pass
     claim = f"{name}({', '.join(_arg_text(a) for a in args)}) is admissible"
     symbolic = any(is_symbolic(a) for a in args)
     ftext: tuple = ()
