@@ -192,3 +192,27 @@ def test_generation_is_deterministic():
     a = [c.repro for c in adv.generate(7, 300)]
     b = [c.repro for c in adv.generate(7, 300)]
     assert a == b
+
+
+def test_hostile_input_under_python_O_gives_typed_errors():
+    """``python -O`` strips ``assert`` statements: the library's typed errors must not depend
+    on them.  A seeded slice of the hostile-input and concrete cases, run under -O."""
+    import subprocess
+
+    code = (
+        "import importlib.util, sys, json\n"
+        f"spec = importlib.util.spec_from_file_location('adv', {str(_PATH)!r})\n"
+        "adv = importlib.util.module_from_spec(spec); sys.modules['adv'] = adv\n"
+        "spec.loader.exec_module(adv)\n"
+        "assert False, 'asserts are on'  # -O removes this line\n"
+        "mix = adv.Mix(symbolic=0, assumptions=10, cli=0, concrete=0.5, hostile=0.5, verify=0.0)\n"
+        "rep = adv.run(4242, 3000, mix)\n"
+        "bad = [o.line()[:300] for o in rep.bad() if o.cls in ('untyped', 'invalid_accepted', 'wrong')]\n"
+        "print(json.dumps(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    import json
+
+    bad = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not bad, "\n".join(bad[:20])

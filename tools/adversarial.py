@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import math
 import random
 import signal
 import sys
@@ -331,6 +332,39 @@ def find_left_inverse(L: Layout, extra: int = 8) -> Optional[str]:
     return None
 
 
+def complement_exists(
+    ls: Sequence[int], ld: Sequence[int], M: Optional[int], tries: int = 4
+) -> Optional[str]:
+    """An increasing layout C with (L, C) a bijection onto [0, K), K >= M (K >= cosize(L)
+    when M is None), for the modes ``ls:ld`` of L that are not ignored; or None.  For each K
+    the image of C is forced (the least offset not yet covered must be C's next value), so
+    the search is complete for the K it tries: the smallest multiples of size(L) past the
+    target."""
+    n = prod(ls)
+    img = [ev(ls, ld, i) for i in range(n)]
+    if min(img, default=0) < 0 or len(set(img)) != len(img):
+        return None
+    target = max(1, M if M is not None else 1 + sum((e - 1) * abs(d) for e, d in zip(ls, ld)))
+    K = max(n, -(-target // n) * n, -(-(max(img) + 1) // n) * n)
+    for _k in range(tries):
+        covered, T, ok = set(), [], True
+        for x in range(K):
+            if x in covered:
+                continue
+            new = {x + y for y in img}
+            if new & covered or max(new) >= K:
+                ok = False
+                break
+            covered |= new
+            T.append(x)
+        if ok and len(covered) == K:
+            r = as_layout(T)
+            if r is not None:
+                return f"{r[0]}:{r[1]} (K = {K})"
+        K += n
+    return None
+
+
 # ====================================================================== cases and outcomes
 
 
@@ -576,12 +610,21 @@ def gen_complement(rng: random.Random) -> Case:
             return "wrong", f"(L, C) fills [0, {K}) short of the cotarget {target}"
         return OK
 
+    def judge(e: LayoutError) -> Tuple[str, str]:
+        if not isinstance(e, InadmissibleError):
+            return "over_rejection", f"{type(e).__name__} on well-formed input: {e}"
+        ex = complement_exists(ls, ld, M)
+        if ex is not None:
+            return "over_rejection", f"{e.condition}: yet C = {ex} works"
+        return OK
+
     args = f"{text(L)}" + ("" if M is None else f", {M}")
     return Case(
         "complement",
         f"complement({args})",
         (lambda: lp.complement(L)) if M is None else (lambda: lp.complement(L, M)),
         check,
+        judge,
     )
 
 
@@ -971,7 +1014,7 @@ def _atoms() -> List[Any]:
         np.float32(2),
         np.bool_(True),
         b"ab",
-        object(),
+        _Opaque(),
         lp._,
         _deep(70),
         _deep(600),
@@ -992,7 +1035,7 @@ def _atoms() -> List[Any]:
         Layout(4, 0),
         lp.Swizzle(2, 0, 3),
         np.array([2, 3]),
-        lambda *a: 1,
+        _AnyCallable(),
     ]
 
 
@@ -1551,7 +1594,7 @@ class Symbolic:
 
         def judge(e: LayoutError) -> Tuple[str, str]:
             if isinstance(e, UndecidableConditionError):
-                return OK
+                return undecided(e)
             if isinstance(e, InadmissibleError):
                 asg = getattr(e, "assignment", None)
                 if not asg:
@@ -1564,6 +1607,39 @@ class Symbolic:
                 except LayoutError:
                     return OK
                 return "unsound", f"{e.condition}: e.g. {v}, but the concrete op succeeds there"
+            return OK
+
+        def undecided(e: UndecidableConditionError) -> Tuple[str, str]:
+            # over-rejection when the answer does not depend on the condition: the result
+            # under the condition is the concrete result at every small admissible value,
+            # those that violate the condition included
+            cond = e.condition
+            if not isinstance(cond, str):
+                return OK
+            try:
+                with lp.assuming(*facts, cond):
+                    R1 = within_deadline(lambda: f(*args))
+            except (LayoutError, HarnessTimeout):
+                return OK
+            grid = [p for p in _admissible_values(facts, random.Random(0), 10**6, hi=12) if p["N"] <= 4]
+            violating = 0
+            for v in grid[:40]:
+                try:
+                    holds = bool(eval(cond, {"ceiling": math.ceil, "floor": math.floor}, dict(v)))  # noqa: S307
+                except Exception:  # noqa: BLE001 - a condition text we cannot evaluate: no verdict
+                    return OK
+                try:
+                    C, R1s = concrete(v), _concrete_subs(R1, v)
+                except LayoutError:
+                    return OK
+                if C.size > 4096 or R1s.size != C.size or values(R1s) != values(C):
+                    return OK
+                violating += not holds
+            if violating:
+                return "over_rejection", (
+                    f"undecided {cond!r}, yet {R1} (the result under it) is the concrete result at "
+                    f"every sampled value, {violating} of them violating it"
+                )
             return OK
 
         return Case(
@@ -1812,7 +1888,228 @@ def gen_hostile_assumptions(rng: random.Random) -> Case:
 
 # ================================================================================ the run
 
+
+def gen_tuple_tiler(rng: random.Random) -> Case:
+    """composition / logical_divide by a tuple tiler: mode i of the result is A's mode i
+    composed with (divided by) the tiler's mode i; modes the tiler does not cover are
+    dropped (composition, semantics §2.1) or kept (divide)."""
+    r = rng.randint(1, 3)
+    modes = [rand_layout(rng, 12, neg=0.03, max_depth=1) for _i in range(r)]
+    A = Layout(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
+    k = rng.randint(1, r)
+    tiler = tuple(
+        rand_layout(rng, 8, neg=0.03, max_depth=1) if rng.random() < 0.8 else lp._ for _i in range(k)
+    )
+    name = rng.choice(["composition", "logical_divide"])
+    f = getattr(lp, name)
+
+    def mode_ref(i: int) -> Callable[[Any], Tuple[str, str]]:
+        Ai, Ti = modes[i], tiler[i]
+        if name == "composition":
+            return referee_composition(Ai, Ti)
+
+        def check(Ri: Layout) -> Tuple[str, str]:
+            C = lp.complement(Ti, Ai.size)
+            exp = [hat(Ai, x) for x in values(lp.make_layout(Ti, C))]
+            return OK if values(Ri) == exp else ("wrong", f"mode {i}: {Ri} != A_{i} o (T_{i}, C)")
+
+        return check
+
+    def check(R: Any) -> Tuple[str, str]:
+        bad = _check_layout(R)
+        if bad:
+            return "wrong", bad
+        want_rank = k if name == "composition" else r
+        if R.rank != want_rank:
+            return "wrong", f"rank {R.rank} != {want_rank}"
+        for i in range(want_rank):
+            Ri = Layout(R.shape[i], R.stride[i])
+            if i >= k or tiler[i] is lp._:
+                if values(Ri) != values(modes[i]):
+                    return "wrong", f"mode {i} (not tiled) {Ri} != A's mode {modes[i]}"
+                continue
+            cls, det = mode_ref(i)(Ri)
+            if cls != "ok":
+                return cls, f"mode {i}: {det}"
+        return OK
+
+    def judge(e: LayoutError) -> Tuple[str, str]:
+        if not isinstance(e, InadmissibleError):
+            return OK
+        for i in range(k):
+            if tiler[i] is lp._:
+                continue
+            Ti = tiler[i]
+            if name == "logical_divide":
+                try:
+                    Ti = lp.make_layout(Ti, lp.complement(Ti, modes[i].size))
+                except LayoutError:
+                    return OK
+            if composition_exists(modes[i], Ti) is None:
+                return OK
+        return "over_rejection", f"{e.condition}: yet every mode has a correct result"
+
+    tt = "(" + ", ".join("_" if t is lp._ else text(t) for t in tiler) + ",)"
+    return Case(f"{name}(tuple tiler)", f"{name}({text(A)}, {tt})", lambda: f(A, tiler), check, judge)
+
+
+def gen_huge(rng: random.Random) -> Case:
+    """Huge or very long layouts: a result fast, or a LayoutError naming the limit."""
+    L = rng.choice(
+        [
+            Layout((2,) * rng.choice([64, 200, 2000])),
+            Layout((2**62, 2**62)),
+            Layout(2**70, 1),
+            Layout((2**31, 2**31), (1, 2**31)),
+            Layout((3,) * 40),
+            Layout((2**40, 3), (3, 1)),
+            Layout(((2,) * 30, (2,) * 30)),
+        ]
+    )
+    op = rng.choice(
+        [
+            "eval_all",
+            "coalesce",
+            "complement",
+            "right_inverse",
+            "left_inverse",
+            "compose",
+            "divide",
+            "str",
+            "cosize",
+            "filter",
+            "call",
+            "product",
+        ]
+    )
+    small = Layout(4, 2)
+    calls = {
+        "eval_all": lambda: L.eval_all(),
+        "coalesce": lambda: lp.coalesce(L),
+        "complement": lambda: lp.complement(L),
+        "right_inverse": lambda: lp.right_inverse(L),
+        "left_inverse": lambda: lp.left_inverse(L),
+        "compose": lambda: lp.composition(L, small),
+        "divide": lambda: lp.logical_divide(L, small),
+        "str": lambda: str(L),
+        "cosize": lambda: L.cosize,
+        "filter": lambda: lp.filter(L),
+        "call": lambda: L(L.size - 1),
+        "product": lambda: lp.logical_product(small, L),
+    }
+    desc = str(L) if len(str(L)) < 80 else f"Layout(<{L.rank} modes, size {L.size}>)"
+    return Case(f"huge.{op}", f"{op}({desc})", calls[op])
+
+
+def gen_tensor(rng: random.Random) -> Case:
+    """Tensor functions with a valid tensor and hostile other arguments."""
+    import numpy as np
+
+    n = rng.choice([8, 12, 16])
+    t = lp.make_tensor(np.arange(n, dtype=np.int64), Layout((n // 4, 4)))
+    atoms = _atoms()
+    other = rng.choice(atoms + [((2, 2), 3), (2, 2), Layout((2, 2)), t, 3.5, "x"])
+    name, call = rng.choice(
+        [
+            ("fill", lambda: lp.fill(t, other)),
+            ("clear", lambda: lp.clear(other)),
+            ("copy", lambda: lp.copy(t, other)),
+            ("copy", lambda: lp.copy(other, t)),
+            ("local_tile", lambda: lp.local_tile(t, other, (0, 0))),
+            ("local_tile", lambda: lp.local_tile(t, (2, 2), other)),
+            ("local_partition", lambda: lp.local_partition(t, other, 0)),
+            ("local_partition", lambda: lp.local_partition(t, Layout((2, 2)), other)),
+            ("inner_partition", lambda: lp.inner_partition(t, other, (0, 0))),
+            ("outer_partition", lambda: lp.outer_partition(t, other, (0, 0))),
+            ("make_tensor", lambda: lp.make_tensor(other)),
+            ("make_tensor", lambda: lp.make_tensor(np.arange(n), other)),
+            ("make_identity_tensor", lambda: lp.make_identity_tensor(other)),
+            ("Tensor.__getitem__", lambda: t[other]),
+            ("Tensor.__setitem__", lambda: t.__setitem__(other, 1)),
+            ("Tensor.__call__", lambda: t(other)),
+            ("gemm", lambda: lp.gemm(t, t, other)),
+        ]
+    )
+    return Case(f"tensor.{name}", f"{name}(<tensor {n // 4}x4>, {_short(other)})", call)
+
+
+_CLI_BAD_ASSUME = ["M % 4", "M", "M % 0 == 0", "garbage", "M +", "", "1", "__import__('os')", "M >= 2 >"]
+_CLI_STMTS = [
+    "composition((M,N):(N,1), 4:1) == 4:N",
+    "(M,2):(1,M) == (2*M):(1)",
+    "admissible complement((2,2):(1,3), 16)",
+    "(4,2):(1,4) == 8:1",
+    "composition((3,M):(M,1), 2:2) == 2:(2*M)",
+    "(4,2):(1,4) ==",
+    "== 8:1",
+    "garbage",
+    "(4,2):(1,4) == 8:1 == 8:1",
+    "admissible",
+    "admissible nothing(4:1)",
+    "((((4))))):1 == 4:1",
+    "(0,2):(1,0) == 2:1",
+    "__import__('os').system('true') == 1:0",
+    "(M,2):(1,M) == (2,M):(M,1)",
+]
+
+
+def gen_cli(rng: random.Random) -> Case:
+    """The CLI's check / eval with hostile statements and assumptions: an exit status,
+    never a traceback; malformed input is status 2, never 1 (= refuted)."""
+    from layoutproof.cli import main
+
+    kind = rng.random()
+    if kind < 0.5:
+        bad = rng.choice(_CLI_BAD_ASSUME)
+        argv = ["check", rng.choice(_CLI_STMTS[:5]), "--assume", bad]
+        expect2 = True
+    elif kind < 0.85:
+        stmt = rng.choice(_CLI_STMTS)
+        argv = ["check", stmt]
+        expect2 = _CLI_STMTS.index(stmt) >= 5 and "(M,2)" not in stmt
+    else:
+        argv = [
+            "eval",
+            rng.choice(
+                [
+                    "composition(4:1, 2:2)",
+                    "garbage(",
+                    "complement((2,2):(1,3), 16)",
+                    "left_inverse((2,2):(2,3))",
+                    "(4,",
+                    "4:1" * 200,
+                    "1/0",
+                ]
+            ),
+        ]
+        expect2 = None
+
+    def call() -> Any:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as e:
+                code = e.code
+        return code, err.getvalue()
+
+    def check(res: Any) -> Tuple[str, str]:
+        code, err = res
+        if "Traceback" in err:
+            return "untyped", f"a traceback on stderr (exit {code}): {err.strip().splitlines()[-1][:160]}"
+        if code not in (0, 1, 2, 3):
+            return "wrong", f"exit status {code!r}"
+        if expect2 and code != 2:
+            return ("invalid_accepted" if code in (0, 1, 3) else "wrong"), f"malformed input gave exit {code}"
+        return OK
+
+    return Case("cli", "layoutproof " + " ".join(repr(a) for a in argv), call, check, limit=SYMBOLIC_LIMIT)
+
+
 CONCRETE_GENS: Dict[str, Callable[[random.Random], Case]] = {
+    "tuple_tiler": gen_tuple_tiler,
+    "huge": gen_huge,
+    "tensor": gen_tensor,
     "composition": gen_composition,
     "complement": gen_complement,
     "right_inverse": gen_right_inverse,
@@ -1845,6 +2142,7 @@ class Mix:
     verify: float = 0.08
     symbolic: int = 40
     assumptions: int = 20
+    cli: int = 20
 
 
 @dataclass
@@ -1887,7 +2185,10 @@ def generate(seed: int, n: int, mix: Optional[Mix] = None) -> Iterator[Case]:
         yield sym.gen(random.Random(f"{seed}-sym-{k}"))
     for k in range(n_ass):
         yield gen_hostile_assumptions(random.Random(f"{seed}-ass-{k}"))
-    rest = n - n_sym - n_ass
+    n_cli = min(n - n_sym - n_ass, mix.cli)
+    for k in range(n_cli):
+        yield gen_cli(random.Random(f"{seed}-cli-{k}"))
+    rest = n - n_sym - n_ass - n_cli
     cg, vg = list(CONCRETE_GENS.values()), list(VERIFY_GENS.values())
     tot = mix.concrete + mix.hostile + mix.verify
     for k in range(rest):
