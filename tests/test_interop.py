@@ -60,6 +60,7 @@ SWIZZLED = [
     tile_to_shape(ATOM, (128, 64)),
     ComposedLayout(Swizzle(2, 4, 3), 0, Layout((8, 32), (32, 1))),
     ComposedLayout(Swizzle(1, 0, -1), 4, Layout((2, 2), (1, 2))),
+    ComposedLayout(Layout(8, 3), 2, Layout((2, 3), (3, 1))),
 ]
 
 
