@@ -50,6 +50,8 @@ def _describe(x: Any) -> str:
 
 
 def _layoutish(x: Any, what: str) -> Any:
+    if isinstance(x, type):
+        raise LayoutError(f"{what}: expected a layout, got the class {x.__name__}")
     if isinstance(x, Layout) or getattr(type(x), "_lp_lifted", False):
         return x
     if isinstance(x, str):

@@ -50,8 +50,20 @@ from .result import Counterexample, ProofObligation, Result
 __all__ = ["identity", "admissible", "resolve_op"]
 
 
+def _layout_like(x: Any) -> bool:
+    """A layout, swizzle, composed or F2 layout: a value of a side, not a function of the
+    parameters (they are callable too, on coordinates)."""
+    return (
+        isinstance(x, Layout)
+        or getattr(type(x), "_lp_lifted", False)
+        or hasattr(x, "eval_all")
+        or hasattr(x, "as_layout")
+        or isinstance(x, type)
+    )
+
+
 def _call(fn: Any, args: Sequence[Any]) -> Any:
-    return fn(*args) if callable(fn) and not isinstance(fn, Layout) else fn
+    return fn(*args) if callable(fn) and not _layout_like(fn) else fn
 
 
 def _infer_params(lhs: Any) -> List[str]:
