@@ -406,3 +406,35 @@ def test_fuzz_findings_are_typed(bad):
                 f(bad)
             except LayoutError:
                 pass
+
+
+# Spellings copied from real compiler messages ("cannot convert ... to 'int'") for
+#   L = make_layout(make_shape(Int<4>{}, M), make_stride(M, Int<1>{}))        (M an int)
+#   C = composition(Swizzle<3,3,3>{}, make_layout((_8,_64), (_64,_1)))
+#   I = make_identity_layout(make_shape(Int<4>{}, make_shape(Int<2>{}, Int<3>{})))
+GCC_13 = [
+    "cute::Layout<cute::tuple<cute::C<4>, int>, cute::tuple<int, cute::C<1> > >",
+    "cute::ComposedLayout<cute::Swizzle<3, 3, 3>, cute::C<0>, "
+    "cute::Layout<cute::tuple<cute::C<8>, cute::C<64> >, cute::tuple<cute::C<64>, cute::C<1> > > >",
+    "cute::Layout<cute::tuple<cute::C<4>, cute::tuple<cute::C<2>, cute::C<3> > >, "
+    "cute::tuple<cute::ScaledBasis<cute::C<1>, 0>, "
+    "cute::tuple<cute::ScaledBasis<cute::C<1>, 1, 0>, cute::ScaledBasis<cute::C<1>, 1, 1> > > >",
+]
+NVCC_13 = [
+    "cute::Layout<cute::Shape<cute::Int<4>, int>, cute::Stride<int, cute::Int<1>>>",
+    "cute::ComposedLayout<cute::Swizzle<3, 3, 3>, cute::Int<0>, cute::Layout<cute::Shape<cute::Int<8>, "
+    "cute::Int<64>>, cute::Stride<cute::Int<64>, cute::Int<1>>>>",
+    "cute::Layout<cute::Shape<cute::Int<4>, cute::Shape<cute::Int<2>, cute::Int<3>>>, "
+    "cute::tuple<cute::E<0>, cute::tuple<cute::E<1, 0>, cute::E<1, 1>>>>",
+]
+
+
+@pytest.mark.parametrize("spellings", [GCC_13, NVCC_13], ids=["g++", "nvcc"])
+def test_compiler_message_spellings(spellings):
+    from layoutproof import make_identity_layout
+
+    S0, D1 = symbols("S0 D1")
+    want = [Layout((4, S0), (D1, 1)), ATOM, make_identity_layout((4, (2, 3)))]
+    for text, w in zip(spellings, want):
+        assert from_cpp(text).value == w, text
+        assert import_layout(text).value == w
