@@ -981,7 +981,9 @@ def from_triton(bases: Mapping[str, Any], out_dims: Any = None) -> Any:
                     f"{len(vec)}"
                 )
             rows[name].append(vec)
-    width = width or 1
+    if width is None:  # no basis at all: the out dims, if given, say how many
+        od = list(out_dims.values()) if isinstance(out_dims, Mapping) else out_dims
+        width = len(od) if isinstance(od, (list, tuple)) and od else 1
     sizes = _out_sizes(out_dims, width, rows)
     shifts = [0]
     for s in sizes[:-1]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from layoutproof import (
     ComposedLayout,
@@ -438,3 +439,28 @@ def test_compiler_message_spellings(spellings):
     for text, w in zip(spellings, want):
         assert from_cpp(text).value == w, text
         assert import_layout(text).value == w
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_triton_round_trip_property(data):
+    """Random dicts of bases: from_triton then to_triton gives them back, and the F2
+    layout's value at every input is the XOR of the bases of its set bits."""
+    widths = data.draw(st.lists(st.integers(0, 3), min_size=1, max_size=3), label="out dim bits")
+    sizes = [1 << w for w in widths]
+    names = data.draw(
+        st.lists(st.sampled_from(["register", "lane", "warp", "block"]), min_size=1, max_size=4, unique=True),
+        label="in dims",
+    )
+    coord = st.tuples(*[st.integers(0, s - 1) for s in sizes]).map(list)
+    bases = {n: data.draw(st.lists(coord, max_size=3), label=n) for n in names}
+    L = from_triton(bases, sizes)
+    assert to_triton(L, out_dims=sizes, in_dims=names) == bases
+    shifts = [sum(widths[:k]) for k in range(len(widths))]
+    flat = [v for n in names for v in bases[n]]
+    for i in range(L.size):
+        want = 0
+        for j, vec in enumerate(flat):
+            if i >> j & 1:
+                want ^= sum(c << sh for c, sh in zip(vec, shifts))
+        assert L(i) == want
