@@ -338,8 +338,11 @@ def test_cpp_export_compiles_and_agrees_with_cute(tmp_path):
     if cc is None:
         pytest.skip("no C++ compiler (g++ with CUDA's CCCL headers, or nvcc)")
     cases = FIXED + SWIZZLED + sample(layouts(max_size=64, kind="any"), 12, seed=3)
-    M = symbols("M")
+    M, N = symbols("M N")
     dyn = Layout((4, M), (M, 1))
+    with assuming("N % 8 == 0"):
+        symbolic = [Layout((M, (8, N / 8)), (1, (M, 8 * M))), Layout((2 * M + 1, N), (N, 1)),
+                    Layout(((N / 8, 2), M), ((2 * M, M), 1))]
     lines = [
         "#include <cute/layout.hpp>",
         "#include <cute/swizzle_layout.hpp>",
@@ -358,7 +361,15 @@ def test_cpp_export_compiles_and_agrees_with_cute(tmp_path):
         lines.append('    printf("\\n");')
         lines.append("  }")
     lines.append("  int M = 6;")
+    lines.append("  int N = 16;")
     lines.append("  " + to_cpp(dyn, name="D"))
+    for k, L in enumerate(symbolic):
+        lines.append("  {")
+        lines.append("    " + to_cpp(L, name="L"))
+        lines.append(f'    printf("SYM {k}");')
+        lines.append('    for (int i = 0; i < int(size(L)); ++i) printf(" %d", int(L(i)));')
+        lines.append('    printf("\\n");')
+        lines.append("  }")
     lines.append('  printf("DYN "); print(D); printf("\\n"); type_of(D);')
     lines.append("  return 0;\n}")
     src = tmp_path / "export.cpp"
@@ -375,6 +386,9 @@ def test_cpp_export_compiles_and_agrees_with_cute(tmp_path):
         back = from_cpp(printed[k]).value
         assert back == L, (k, printed[k], str(L))
         assert vals[k] == [int(v) for v in L.eval_all().tolist()], (k, str(L))
+    syms = {int(l.split()[1]): [int(v) for v in l.split()[2:]] for l in out if l.startswith("SYM ")}
+    for k, L in enumerate(symbolic):  # dynamic leaves: CuTe's values are ours at M = 6, N = 16
+        assert syms[k] == [int(v) for v in L.subs(M=6, N=16).eval_all().tolist()], (k, str(L))
     dyn_line = next(l for l in out if l.startswith("DYN "))
     assert from_cpp(dyn_line[4:]).value == Layout((4, 6), (6, 1))  # print shows the values
     type_line = next(l for l in out if l.startswith("TYPE "))
