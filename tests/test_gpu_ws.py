@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 
 from layoutproof import Swizzle
-from layoutproof.gpu import codegen_sm90, pipeline
+from layoutproof.gpu import codegen_sm90, kir, pipeline
 from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, ProofFailedError
@@ -81,27 +81,32 @@ def test_schedule_statements_equal_the_grouped_order(g, gm, gn, data):
 
 
 def test_a_broken_scheduler_is_refused(monkeypatch):
-    good = codegen_sm90._schedule
+    good = codegen_sm90._schedule_ir
 
     def broken(g):   # forget the partial last group: tiles past grid_m appear
-        return tuple(("gsize", f"{g}") if n == "gsize" else (n, e) for n, e in good(g))
+        vs, stmts = good(g)
+        return vs, [kir.Decl(s.var, kir.Const(g), const=True)
+                    if isinstance(s, kir.Decl) and s.var.name == "gsize" else s for s in stmts]
 
-    monkeypatch.setattr(codegen_sm90, "_schedule", broken)
+    monkeypatch.setattr(codegen_sm90, "_schedule_ir", broken)
     with pytest.raises(ProofFailedError) as ei:
         codegen_sm90.prove_schedule(8, ProofLog(), max_grid=12)
     assert ei.value.witness is not None and "outside the grid" in str(ei.value)
 
     def collide(g):   # the column from the wrong divisor: two tiles share a coordinate
-        return tuple(("tn", "t % per_group / grid_m") if n == "tn" else (n, e)
-                     for n, e in good(g))
+        (t, gm, _gn, _tm, tn), stmts = good(g)
+        per_group = stmts[0].var
+        return (t, gm, _gn, _tm, tn), [kir.Assign(tn, t % per_group / gm)
+                                       if isinstance(s, kir.Assign) and s.lhs is tn else s
+                                       for s in stmts]
 
-    monkeypatch.setattr(codegen_sm90, "_schedule", collide)
+    monkeypatch.setattr(codegen_sm90, "_schedule_ir", collide)
     with pytest.raises(ProofFailedError):
         codegen_sm90.prove_schedule(4, ProofLog(), max_grid=12)
 
 
-def test_schedule_code_is_the_proven_statements():
-    code = codegen_sm90.schedule_code(8)
+def test_the_emitted_scheduler_is_the_proven_statements():
+    code = codegen_sm90.generate_sm90(WS, GemmProblem("k", "k")).source
     assert "const int gsize = min(grid_m - first_m, 8);" in code
     assert "tm = first_m + t % per_group % gsize;" in code
 
@@ -221,7 +226,7 @@ def test_cluster_boxes_that_do_not_partition_b_are_refused(monkeypatch):
 
 
 def test_a_cluster_scheduler_that_drops_the_rank_is_refused(monkeypatch):
-    monkeypatch.setattr(codegen_sm90, "cluster_tm_expr", lambda c: f"{c} * tp")
+    monkeypatch.setattr(codegen_sm90, "cluster_tm_ir", lambda c, tp, crank: c * tp)
     with pytest.raises(ProofFailedError) as ei:
         codegen_sm90.prove_schedule(8, ProofLog(), max_grid=10, cluster=2)
     assert ei.value.condition == "scheduler bijective"
@@ -258,48 +263,61 @@ def test_cluster_source_compiles_without_spills(tmp_path):
     assert "C7508" not in info and "0 bytes spill stores, 0 bytes spill loads" in info
 
 
-# ----------------------------------------------------------------------------- emitted protocol
-def _tampered(monkeypatch, *edits):
-    """Make the generator emit a kernel text with ``edits`` (old, new) applied."""
-    good = codegen_sm90._source_ws
+# ----------------------------------------------------------------------------- protocol from the IR
+def _tampered(monkeypatch, edit):
+    """Make the generator build the ws kernel IR with ``edit`` applied to its nodes
+    (``edit(node)`` returns a replacement or None); the edit must hit something."""
+    good = codegen_sm90._source_ws_ir
 
     def bad(*args, **kw):
-        src = good(*args, **kw)
-        for old, new in edits:
-            assert old in src, old
-            src = src.replace(old, new)
-        return src
+        k = good(*args, **kw)
+        hits = []
 
-    monkeypatch.setattr(codegen_sm90, "_source_ws", bad)
+        def f(n):
+            r = edit(n)
+            if r is not None:
+                hits.append(n)
+            return r
+        k.body = kir.rewrite(k.body, f)
+        assert hits
+        return k
+
+    monkeypatch.setattr(codegen_sm90, "_source_ws_ir", bad)
 
 
-def test_the_protocol_is_read_off_the_emitted_text():
+def test_the_protocol_is_read_from_the_ir():
     k = codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"))
     stated = [p.statement for p in k.proofs]
-    assert any(s.startswith("protocol read off the emitted text: producer waits empty with "
+    assert any(s.startswith("protocol read from the IR: producer waits empty with "
                             "parity ph ^ 1, consumers wait full with ph ^ 0") for s in stated)
 
 
-def test_an_emitted_wrong_parity_is_a_deadlock(monkeypatch):
-    _tampered(monkeypatch, ("lp_bar_wait(empty0 + 8u * st, ph ^ 1u)",
-                            "lp_bar_wait(empty0 + 8u * st, ph)"))
+def test_a_wrong_wait_parity_is_a_deadlock(monkeypatch):
+    _tampered(monkeypatch, lambda n: kir.MbarWait(n.bar, n.parity.a, n.comment)
+              if isinstance(n, kir.MbarWait) and isinstance(n.parity, kir.Bin) else None)
     with pytest.raises(ProofFailedError) as ei:
         codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
     assert ei.value.condition == "deadlock freedom"
 
 
-def test_an_emitted_wrong_arrival_count_is_refused(monkeypatch):
-    _tampered(monkeypatch, ('b64 [%0], 8;\\n" :: "r"(empty0', 'b64 [%0], 4;\\n" :: "r"(empty0'))
+def test_a_wrong_arrival_count_is_refused(monkeypatch):
+    _tampered(monkeypatch, lambda n: kir.MbarInit(n.bar, 4)
+              if isinstance(n, kir.MbarInit) and n.count == 8 else None)
     with pytest.raises(ProofFailedError) as ei:
         codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
     assert ei.value.condition == "arrival counts" and ei.value.witness == (4, 8)
 
 
-def test_an_emitted_cluster_kernel_without_the_peer_release_races(monkeypatch):
+def test_a_cluster_kernel_without_the_peer_release_races(monkeypatch):
     """Drop the release on the peer's barrier (and fix the count so it adds up): the
     model finds the peer's multicast overwriting a stage still being read."""
-    _tampered(monkeypatch, ("lp_arrive_cta(empty0 + 8u * prev, rank ^ 1u);", ""),
-              ('b64 [%0], 16;\\n" :: "r"(empty0', 'b64 [%0], 8;\\n" :: "r"(empty0'))
+    def edit(n):
+        if isinstance(n, kir.MbarArrive) and n.cta is not None:
+            return kir.Block(())
+        if isinstance(n, kir.MbarInit) and n.count == 16:
+            return kir.MbarInit(n.bar, 8)
+        return None
+    _tampered(monkeypatch, edit)
     with pytest.raises(ProofFailedError) as ei:
         codegen_sm90.generate_sm90(Sm90Config(bm=128, bn=128, stages=3, loader="tma",
                                               schedule="ws", cluster=2), memo=False)
@@ -316,27 +334,27 @@ def test_the_cluster_protocol_across_tile_boundaries_at_the_kernels_stage_count(
 
 
 @pytest.mark.parametrize("edit, witness", [
-    ("second", "WSR"),     # no barrier before the next chunk's writes: write-after-read race
-    ("first", "WRS"),      # no barrier between the writes and the reads: read-after-write race
+    (1, "WSR"),     # no barrier before the next chunk's writes: write-after-read race
+    (0, "WRS"),     # no barrier between the writes and the reads: read-after-write race
 ])
 def test_an_epilogue_without_its_barriers_is_refused(monkeypatch, edit, witness):
-    good = codegen_sm90._source_ws
-    sync = "        lp_named_sync(1 + cg, 128);\n"
-
-    def bad(*args, **kw):
-        src = good(*args, **kw)
-        i = src.index(sync) if edit == "first" else src.rindex(sync)
-        return src[:i] + src[i + len(sync):]
-
-    monkeypatch.setattr(codegen_sm90, "_source_ws", bad)
+    def drop(n):
+        if isinstance(n, kir.Block) and sum(isinstance(x, kir.NamedBarrier) for x in n.body) == 2:
+            at = [i for i, x in enumerate(n.body) if isinstance(x, kir.NamedBarrier)][edit]
+            return kir.Block(n.body[:at] + n.body[at + 1:])
+        return None
+    _tampered(monkeypatch, drop)
     with pytest.raises(ProofFailedError) as ei:
         codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
     assert ei.value.condition == "epilogue order" and ei.value.witness == witness
 
 
 def test_a_conditional_epilogue_barrier_is_refused(monkeypatch):
-    _tampered(monkeypatch, ("        lp_named_sync(1 + cg, 128);\n#pragma unroll\n        for (int v",
-                            "        if (wt < 64) lp_named_sync(1 + cg, 128);\n#pragma unroll\n"
-                            "        for (int v"))
-    with pytest.raises(ProofFailedError, match="conditional or nested"):
+    def cond(n):
+        if isinstance(n, kir.NamedBarrier):
+            return kir.If((kir.THREAD_IDX & 127).lt(64), kir.block(n))
+        return None
+    _tampered(monkeypatch, cond)
+    with pytest.raises(ProofFailedError) as ei:
         codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
+    assert ei.value.condition == "barrier not under a thread-dependent condition"

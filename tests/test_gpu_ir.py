@@ -1,0 +1,217 @@
+"""The kernel IR (layoutproof.gpu.kir): the printer, C semantics of the evaluator, the
+coverage header, and planted bugs in the IR of the generated kernels -- each fails
+generation with a named obligation."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+from layoutproof.gpu import codegen, codegen_sm90, kir
+from layoutproof.gpu.codegen_sm90 import Sm90Config
+from layoutproof.gpu.config import GemmConfig, GemmProblem
+from layoutproof.gpu.errors import ProofFailedError
+
+MMA = GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=3)
+MMA_PROB = GemmProblem("k", "n")
+WS = Sm90Config(loader="tma", schedule="ws")
+
+
+# ----------------------------------------------------------------------------- printer, semantics
+def test_printer_follows_c_precedence():
+    i, j = kir.Var("i"), kir.Var("j")
+    assert kir.emit_expr((i + 1) * 4) == "(i + 1) * 4"
+    assert kir.emit_expr(i - (j - 1)) == "i - (j - 1)"
+    assert kir.emit_expr(i + j * 2 >> 3) == "(i + j * 2) >> 3"
+    assert kir.emit_expr(kir.Cond(i & 1, 7 - j, j)) == "(i & 1) ? (7 - j) : j"
+    assert kir.emit_expr(kir.Cast("long long", i + 1) * j) == "(long long)(i + 1) * j"
+    assert kir.emit_expr(kir.Const(3, "unsigned") * i) == "3u * i"
+
+
+def test_evaluator_has_c_semantics():
+    assert kir.ev(kir.Bin("/", kir.Const(-7), kir.Const(2)), {}).tolist() == -3
+    assert kir.ev(kir.Bin("%", kir.Const(-7), kir.Const(2)), {}).tolist() == -1
+    assert kir.ev(kir.Const(0, "unsigned") - 1, {}).tolist() == 2**32 - 1
+    i = kir.Var("i")
+    assert kir.ev(i * 3 + 1, {"i": np.arange(4)}).tolist() == [1, 4, 7, 10]
+    with pytest.raises(ProofFailedError) as ei:
+        kir.ev(kir.Const(1 << 30) * 4, {})
+    assert ei.value.condition == "no signed overflow"
+    with pytest.raises(ProofFailedError) as ei:
+        kir.ev(kir.Const(-8) >> 1, {})
+    assert ei.value.condition == "no shift of a negative value"
+
+
+def test_calls_of_proven_functions_name_every_argument_once():
+    from layoutproof import Layout
+    from layoutproof.gpu import lower
+
+    fn = kir.from_lowered(lower.lower(Layout((4, 8), (8, 1)), ("r", "c"), name="f"))
+    r, c = kir.Var("r"), kir.Var("c")
+    assert kir.emit_expr(kir.call(fn, c=c, r=r + 1)) == "f(r + 1, c)"
+    with pytest.raises(ProofFailedError) as ei:
+        kir.call(fn, r=r, k=c)
+    assert ei.value.condition == "call arguments by name"
+
+
+def test_no_regular_expression_in_the_kernel_generators():
+    gpu = pathlib.Path(codegen.__file__).parent
+    for name in ("kir.py", "codegen.py", "codegen_sm90.py", "pipeline.py"):
+        text = (gpu / name).read_text()
+        assert not re.search(r"^\s*import re\b|^\s*from re import", text, re.M), name
+
+
+# ----------------------------------------------------------------------------- coverage
+@pytest.mark.parametrize("gen", ["mma", "ws"])
+def test_header_states_full_coverage(gen):
+    k = (
+        codegen.generate(MMA, MMA_PROB)
+        if gen == "mma"
+        else codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"))
+    )
+    m = re.search(
+        r"// coverage: (\d+) of (\d+) memory accesses, (\d+) of (\d+) barrier "
+        r"operations covered",
+        k.source,
+    )
+    assert m is not None
+    a, na, b, nb = (int(x) for x in m.groups())
+    assert a == na > 0 and b == nb > 0
+    # every access obligation is in the header (one line each)
+    assert sum("address == claim" in p.statement for p in k.proofs) == na
+
+
+# ----------------------------------------------------------------------------- planted bugs
+def _tampered(monkeypatch, module, builder, edit):
+    """Build the kernel IR with ``edit`` applied (a replacement node or None); the edit
+    must hit at least one node."""
+    good = getattr(module, builder)
+
+    def bad(*args, **kw):
+        k = good(*args, **kw)
+        hits = []
+
+        def f(n):
+            r = edit(n)
+            if r is not None:
+                hits.append(n)
+            return r
+
+        k.body = kir.rewrite(k.body, f)
+        assert hits, "the planted edit did not apply"
+        return k
+
+    monkeypatch.setattr(module, builder, bad)
+
+
+def _mma_fails(monkeypatch, edit) -> ProofFailedError:
+    _tampered(monkeypatch, codegen, "_kernel_ir", edit)
+    with pytest.raises(ProofFailedError) as ei:
+        codegen.generate(MMA, MMA_PROB, memo=False)
+    return ei.value
+
+
+def _ws_fails(monkeypatch, edit) -> ProofFailedError:
+    _tampered(monkeypatch, codegen_sm90, "_source_ws_ir", edit)
+    with pytest.raises(ProofFailedError) as ei:
+        codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
+    return ei.value
+
+
+def test_planted_wrong_address_term(monkeypatch):
+    import dataclasses
+
+    e = _mma_fails(
+        monkeypatch,
+        lambda n: (
+            dataclasses.replace(n, dst=n.dst + kir.Const(16, "unsigned"))
+            if isinstance(n, kir.CpAsync)
+            else None
+        ),
+    )
+    assert e.condition == "address equals its layout" and "cp.async destination" in str(e)
+
+
+def test_planted_swapped_call_arguments(monkeypatch):
+    def swap(n):
+        if isinstance(n, kir.FnCall) and n.fn.name == "lp_c_row":
+            a = dict(n.args)
+            a["wm"], a["wn"] = a["wn"], a["wm"]
+            return kir.FnCall(n.fn, tuple(a.items()))
+        return None
+
+    e = _mma_fails(monkeypatch, swap)
+    assert e.condition == "address equals its layout" and "C accumulator store" in str(e)
+
+
+def test_planted_off_by_one_guard(monkeypatch):
+    def loosen(n):  # c + 1 < N  ->  c + 1 <= N: the second column may be N
+        if (
+            isinstance(n, kir.Bin)
+            and n.op == "<"
+            and isinstance(n.a, kir.Bin)
+            and n.a.op == "+"
+            and isinstance(n.a.b, kir.Const)
+            and n.a.b.value == 1
+            and isinstance(n.b, kir.Var)
+            and n.b.name == "N"
+        ):
+            return kir.Bin("<=", n.a, n.b)
+        return None
+
+    e = _mma_fails(monkeypatch, loosen)
+    assert e.condition == "global access in bounds" and "C accumulator store" in str(e)
+
+
+def test_planted_off_by_one_loop_bound(monkeypatch):
+    import dataclasses
+
+    def longer(n):  # one copy iteration too many
+        if (
+            isinstance(n, kir.For)
+            and n.var.name == "i"
+            and any(isinstance(x, kir.CpAsync) for x in kir.walk(n.body))
+        ):
+            return dataclasses.replace(n, stop=kir.Const(n.stop.value + 1))
+        return None
+
+    e = _mma_fails(monkeypatch, longer)
+    assert e.condition == "table index in range" and "a_s[...] read outside [0, 2)" in str(e)
+
+
+def test_planted_barrier_under_a_thread_condition(monkeypatch):
+    e = _mma_fails(
+        monkeypatch,
+        lambda n: kir.If(kir.THREAD_IDX.lt(64), kir.block(n)) if isinstance(n, kir.SyncThreads) else None,
+    )
+    assert e.condition == "barrier not under a thread-dependent condition"
+
+
+def test_planted_wrong_wait_parity(monkeypatch):
+    e = _ws_fails(
+        monkeypatch,
+        lambda n: (
+            kir.MbarWait(n.bar, n.parity ^ kir.Const(1, "unsigned"), n.comment)
+            if isinstance(n, kir.MbarWait) and not isinstance(n.parity, kir.Bin)
+            else None
+        ),
+    )
+    # the consumers' wait on full with ph ^ 1: the first acquisition passes before any data
+    assert e.condition == "acquire sees its own k-tile"
+
+
+def test_planted_missing_arrive(monkeypatch):
+    seen = []
+
+    def drop_last(n):  # the release after the tile's last batch
+        if isinstance(n, kir.If) and any(isinstance(x, kir.MbarArrive) for x in n.then.body):
+            seen.append(n)
+            if len(seen) == 2:
+                return kir.Block(())
+        return None
+
+    e = _ws_fails(monkeypatch, drop_last)
+    assert e.condition == "release sites"
