@@ -27,6 +27,7 @@ tests check that it agrees there with the tuned integer routines of ``ops``.
 from __future__ import annotations
 
 import contextvars
+import functools
 from typing import Any, Callable, List, Optional, Tuple
 
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError
@@ -215,13 +216,15 @@ def _subs_all(asg: dict, *xs: Any) -> List[Any]:
 
 
 # ----------------------------------------------------------------------------- both branches
-def _same_layout(X: Layout, Y: Layout, facts: tuple) -> bool:
-    """Whether X and Y have equal shapes (leaf by leaf) and equal values at every
-    coordinate, proved under ``facts``."""
+def _same_layout(X: Layout, Y: Layout, facts: tuple, shape: bool = True) -> bool:
+    """Whether X and Y have equal sizes and equal values at every coordinate (and, with
+    ``shape``, equal shapes leaf by leaf), proved under ``facts``."""
     from .symbolic import decide, layout_expr
 
     sp = _sympy()
     sx, sy = X.shape, Y.shape
+    if not shape:
+        sx, sy = X.size, Y.size
     stack = [(sx, sy)]
     while stack:
         a, b = stack.pop()
@@ -245,13 +248,18 @@ _SPLIT_MAX = 2  # nested case splits (at most 2 + 4 extra runs of an operation)
 _SPLIT_DEPTH: "contextvars.ContextVar[int]" = contextvars.ContextVar("layoutproof_split_depth", default=0)
 
 
-def _either_branch(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _either_branch(shape: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``fn`` (a symbolic operation); when it stops at an undecided condition ``c``, the
     operation is run under ``c`` and under ``not c``: if the two results are the same layout
-    (shape and function) on the region of the other branch, that result is correct for every
+    on the region of the other branch -- the same function, and with ``shape`` the same
+    shape (composition: the result's shape is part of its specification; complement and
+    the inverses: their specification is the function) -- that result is correct for every
     assignment and is returned (``complement(N:1)`` does not depend on ``N >= 2``).
     Otherwise the original UndecidableConditionError stands."""
-    import functools
+    return functools.partial(_branching, shape=shape)
+
+
+def _branching(fn: Callable[..., Any], shape: bool) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def run(*args: Any) -> Any:
@@ -281,9 +289,9 @@ def _either_branch(fn: Callable[..., Any]) -> Callable[..., Any]:
             if not (isinstance(r1, Layout) and isinstance(r2, Layout)):
                 raise
             try:
-                if _same_layout(r1, r2, facts + (sp.Not(c),)):
+                if _same_layout(r1, r2, facts + (sp.Not(c),), shape):
                     return r1
-                if _same_layout(r2, r1, facts + (c,)):
+                if _same_layout(r2, r1, facts + (c,), shape):
                     return r2
             except (LayoutError, TypeError, ValueError):
                 pass
@@ -400,7 +408,7 @@ def _leaf(As: List[Any], Ad: List[Any], n: Any, r: Any, k: int, conc: Callable[[
     return ms, md, occ
 
 
-@_either_branch
+@_either_branch(shape=True)
 def composition(A: Layout, B: Layout) -> Layout:
     """``A ∘ B`` with symbolic leaves (see the module docstring)."""
     from . import ops
@@ -455,7 +463,7 @@ def _sort_modes(modes: List[Tuple[Any, Any, int]], op: str) -> List[Tuple[Any, A
     return out
 
 
-@_either_branch
+@_either_branch(shape=False)
 def complement(L: Layout, cot: Any) -> Layout:
     """``complement(L, cot)`` with symbolic leaves or cotarget."""
     from . import ops
@@ -522,7 +530,7 @@ def _shape_div_exact(shape: tuple, d: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- inverses
-@_either_branch
+@_either_branch(shape=False)
 def right_inverse(L: Layout) -> Layout:
     fs, fd = L._flat()
     cs, cd = coalesce_flat(fs, fd)
@@ -558,7 +566,7 @@ def right_inverse(L: Layout) -> Layout:
     return _from_modes(*coalesce_flat(tuple(rs), tuple(rd)))
 
 
-@_either_branch
+@_either_branch(shape=False)
 def left_inverse(L: Layout) -> Layout:
     from . import ops
 

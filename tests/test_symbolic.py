@@ -129,8 +129,11 @@ def test_complement_stride_chain_refuted_with_assignment():
 
 def test_complement_needs_to_know_ignored_modes():
     with pytest.raises(UndecidableConditionError) as ei:
-        complement(Layout(M, 2), 64)
+        complement(Layout(M, 3), 64)  # at M = 1 the answer is 64:1, a different function
     assert ei.value.condition == "M >= 2"
+    C = complement(Layout(M, 2), 64)  # both branches give the same function: no question
+    for m in range(1, 9):
+        assert lp.verify.equal(C.subs(M=m), lp.complement(Layout(m, 2), 64)).proved
     with assuming(M >= 2, "64 % (2*M) == 0"):
         assert complement(Layout(M, 2), 128 * M) == Layout((2, 64), (1, 2 * M))
 
