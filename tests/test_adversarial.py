@@ -209,7 +209,7 @@ def test_hostile_input_under_python_O_gives_typed_errors():
         "spec.loader.exec_module(adv)\n"
         "assert False, 'asserts are on'  # -O removes this line\n"
         "mix = adv.Mix(symbolic=0, assumptions=10, cli=0, concrete=0.5, hostile=0.5, verify=0.0)\n"
-        "rep = adv.run(4242, 3000, mix)\n"
+        "rep = adv.run(4242, 1500, mix)\n"
         "bad = [o.line()[:300] for o in rep.bad() if o.cls in ('untyped', 'invalid_accepted', 'wrong')]\n"
         "print(json.dumps(bad))\n"
     )

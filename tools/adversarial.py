@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import math
 import random
@@ -421,8 +422,6 @@ def run_case(case: Case) -> Outcome:
         raise
     except BaseException as e:  # noqa: BLE001 -- classifying everything is the point
         exc = e
-        tb = traceback.format_exc(limit=-3).strip().splitlines()
-        tb = " | ".join(x.strip() for x in tb[-6:])
     dt = time.perf_counter() - t0
     if dt > case.limit:
         return Outcome("over_budget", case.func, case.repro, f"{dt:.2f} s > {case.limit} s", dt)
@@ -450,6 +449,8 @@ def run_case(case: Case) -> Outcome:
             except Exception as e:  # noqa: BLE001
                 cls, detail = "untyped", f"in the referee of the error: {type(e).__name__}: {e}"
             return Outcome(cls, case.func, case.repro, detail, dt)
+        lines = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)
+        tb = " | ".join(x.strip() for x in "".join(lines).strip().splitlines()[-6:])
         return Outcome(
             "untyped", case.func, case.repro, f"{type(exc).__name__}: {str(exc)[:160]} @ {tb[-300:]}", dt
         )
@@ -989,7 +990,16 @@ class _AnyCallable:
         return "(lambda *a: 1)"
 
 
+@functools.cache
+def _atoms_cached() -> Tuple[Any, ...]:
+    return tuple(_atoms_fresh())
+
+
 def _atoms() -> List[Any]:
+    return list(_atoms_cached())
+
+
+def _atoms_fresh() -> List[Any]:
     import numpy as np
 
     return [
@@ -1976,19 +1986,24 @@ def gen_tuple_tiler(rng: random.Random) -> Case:
     return Case(f"{name}(tuple tiler)", f"{name}({text(A)}, {tt})", lambda: f(A, tiler), check, judge)
 
 
+@functools.cache
+def _huge_layouts() -> Tuple[Layout, ...]:
+    return (
+        Layout((2,) * 64),
+        Layout((2,) * 200),
+        Layout((2,) * 2000),
+        Layout((2**62, 2**62)),
+        Layout(2**70, 1),
+        Layout((2**31, 2**31), (1, 2**31)),
+        Layout((3,) * 40),
+        Layout((2**40, 3), (3, 1)),
+        Layout(((2,) * 30, (2,) * 30)),
+    )
+
+
 def gen_huge(rng: random.Random) -> Case:
     """Huge or very long layouts: a result fast, or a LayoutError naming the limit."""
-    L = rng.choice(
-        [
-            Layout((2,) * rng.choice([64, 200, 2000])),
-            Layout((2**62, 2**62)),
-            Layout(2**70, 1),
-            Layout((2**31, 2**31), (1, 2**31)),
-            Layout((3,) * 40),
-            Layout((2**40, 3), (3, 1)),
-            Layout(((2,) * 30, (2,) * 30)),
-        ]
-    )
+    L = rng.choice(_huge_layouts())
     op = rng.choice(
         [
             "eval_all",
