@@ -1919,6 +1919,53 @@ def gen_hostile_assumptions(rng: random.Random) -> Case:
     return Case("assuming" if as_ctx else "verify.equal(assume=)", repro, call, limit=SYMBOLIC_LIMIT)
 
 
+def gen_hostile_symbolic(rng: random.Random) -> Case:
+    """Symbolic leaves that are not positive integers, foreign symbols, bad substitutions."""
+    import sympy
+
+    M, N = lp.symbols("M N")
+    x = sympy.Symbol("x")
+    leaf = rng.choice(
+        [
+            M - 4,
+            -M,
+            M / 2,
+            x,
+            sympy.Rational(1, 2),
+            sympy.oo,
+            sympy.nan,
+            sympy.I,
+            M**2,
+            sympy.Integer(4),
+            M - M,
+            sympy.Mod(M, 4),
+            sympy.floor(M / 3),
+            M * N,
+            2**M,
+        ]
+    )
+    where = rng.choice(["shape", "stride", "subs", "op"])
+    text_ = f"{where} with {leaf}"
+    if where == "shape":
+        call = lambda: _exercise(Layout((leaf, 2), (1, 2)))  # noqa: E731
+    elif where == "stride":
+        call = lambda: _exercise(Layout((M, 2), (leaf, 1)))  # noqa: E731
+    elif where == "subs":
+        val = rng.choice([0, -2, 2.5, "3", None, True, 2**70, x, sympy.Rational(3, 2)])
+        text_ = f"Layout((M, N), (1, M)).subs(M={val!r})"
+        call = lambda: _exercise(Layout((M, N), (1, M)).subs(M=val))  # noqa: E731
+    else:
+        op = rng.choice(["coalesce", "complement", "left_inverse", "right_inverse", "logical_divide"])
+        f = getattr(lp, op)
+
+        def call() -> Any:
+            L = Layout((leaf, M), (1, leaf))
+            return within_deadline(lambda: f(L, 4) if op == "logical_divide" else f(L))
+
+        text_ = f"{op}(Layout(({leaf}, M), (1, {leaf})))"
+    return Case("symbolic.hostile", text_, call, limit=SYMBOLIC_LIMIT)
+
+
 # ================================================================================ the run
 
 
@@ -2225,7 +2272,8 @@ def generate(seed: int, n: int, mix: Optional[Mix] = None) -> Iterator[Case]:
     for k in range(n_sym):
         yield sym.gen(random.Random(f"{seed}-sym-{k}"))
     for k in range(n_ass):
-        yield gen_hostile_assumptions(random.Random(f"{seed}-ass-{k}"))
+        g = gen_hostile_assumptions if k % 2 == 0 else gen_hostile_symbolic
+        yield g(random.Random(f"{seed}-ass-{k}"))
     n_cli = min(n - n_sym - n_ass, mix.cli)
     for k in range(n_cli):
         yield gen_cli(random.Random(f"{seed}-cli-{k}"))
