@@ -2048,11 +2048,67 @@ def _huge_layouts() -> Tuple[Layout, ...]:
     )
 
 
+def gen_slice(rng: random.Random) -> Case:
+    """slice_and_offset / L(crd with _): off + sub(i) is L at the coordinate whose kept modes
+    take the digits of i (colexicographic over the kept modes); out-of-range fixed
+    coordinates must be refused."""
+    r = rng.randint(1, 3)
+    modes = [rand_layout(rng, 12, neg=0.1, max_depth=1) for _i in range(r)]
+    L = Layout(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
+    crd: List[Any] = []
+    bad = rng.random() < 0.15
+    for m in modes:
+        if rng.random() < 0.5:
+            crd.append(lp._)
+        else:
+            crd.append(rng.randrange(m.size))
+    fixed = [j for j, c in enumerate(crd) if c is not lp._]
+    if bad and fixed:
+        j = rng.choice(fixed)
+        crd[j] = rng.choice([modes[j].size, -1, modes[j].size + 3])
+    else:
+        bad = False
+    crd_t = tuple(crd)
+    kept = [j for j, c in enumerate(crd) if c is lp._]
+
+    def check(res: Any) -> Tuple[str, str]:
+        if bad:
+            return "invalid_accepted", f"out-of-range coordinate {crd_t} sliced: {res}"
+        sub, off = res
+        n = prod([modes[j].size for j in kept])
+        if sub.size != n:
+            return "wrong", f"sub-layout size {sub.size} != {n}"
+        base = sum(values(modes[j])[crd[j]] for j in fixed)
+        vs = values(sub)
+        for i in range(n):
+            x, tot = i, base
+            for j in kept:
+                tot += values(modes[j])[x % modes[j].size]
+                x //= modes[j].size
+            if off + vs[i] != tot:
+                return "wrong", f"offset {off} + sub({i}) = {off + vs[i]} != L at that coordinate = {tot}"
+        return OK
+
+    return Case(
+        "slice_and_offset",
+        f"slice_and_offset({tuple('_' if c is lp._ else c for c in crd)}, {text(L)})",
+        lambda: lp.slice_and_offset(crd_t, L),
+        check,
+    )
+
+
 def gen_huge(rng: random.Random) -> Case:
     """Huge or very long layouts: a result fast, or a LayoutError naming the limit."""
     L = rng.choice(_huge_layouts())
     op = rng.choice(
         [
+            "compose_rev",
+            "compose_odd",
+            "complement_big",
+            "upcast",
+            "downcast",
+            "swizzle",
+            "tile_to_shape",
             "eval_all",
             "coalesce",
             "complement",
@@ -2081,6 +2137,13 @@ def gen_huge(rng: random.Random) -> Case:
         "filter": lambda: lp.filter(L),
         "call": lambda: L(L.size - 1),
         "product": lambda: lp.logical_product(small, L),
+        "compose_rev": lambda: lp.composition(Layout((4, 6), (1, 5)), L),
+        "compose_odd": lambda: lp.composition(L, Layout((3, 2**20), (5, 7))),
+        "complement_big": lambda: lp.complement(Layout(4, 2), L.size),
+        "upcast": lambda: lp.upcast(L, 2),
+        "downcast": lambda: lp.downcast(L, 3),
+        "swizzle": lambda: lp.composition(L, lp.Swizzle(3, 3, 3)),
+        "tile_to_shape": lambda: lp.tile_to_shape(Layout((2, 2)), (L.size, 2)),
     }
     desc = str(L) if len(str(L)) < 80 else f"Layout(<{L.rank} modes, size {L.size}>)"
     return Case(f"huge.{op}", f"{op}({desc})", calls[op])
@@ -2195,6 +2258,7 @@ def gen_cli(rng: random.Random) -> Case:
 
 
 CONCRETE_GENS: Dict[str, Callable[[random.Random], Case]] = {
+    "slice": gen_slice,
     "tuple_tiler": gen_tuple_tiler,
     "huge": gen_huge,
     "tensor": gen_tensor,
