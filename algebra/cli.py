@@ -206,6 +206,21 @@ EXTERNAL: Dict[str, tuple] = {
 
 
 def main(argv: List[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:  # `layoutproof ... | head`: the reader left; no traceback
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # pragma: no cover - stdout without a descriptor
+            pass
+        return 1
+
+
+def _main(argv: List[str] | None) -> int:
     args_in = sys.argv[1:] if argv is None else list(argv)
     if args_in and args_in[0] in EXTERNAL:
         module = importlib.import_module(EXTERNAL[args_in[0]][0])

@@ -367,3 +367,18 @@ def test_check_counterexample_sentence(capsys):
     line = next(l for l in out.splitlines() if "counterexample" in l)
     assert "same value at every coordinate at coordinate" not in line
     assert line.count("coordinate") == 1 and "100000 != 500" in line, line
+
+
+def test_closed_stdout_gives_no_traceback():
+    """``layoutproof eval ... | true``: the reader is gone before anything is written; no
+    BrokenPipeError traceback (the pipe's read end is closed before the command starts)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        for argv in (["eval", "4:1"], ["show", "(4,4):(1,4)"], ["check", "8:1 == 8:1"]):
+            res = subprocess.run([_script()] + argv, stdout=w, stderr=subprocess.PIPE, text=True,
+                                 cwd=ROOT, env=env, timeout=60)
+            assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, (argv, res.stderr)
+    finally:
+        os.close(w)
