@@ -332,15 +332,29 @@ def inner_product(a: Any, b: Any) -> int:
 
 
 def congruent(a: Any, b: Any) -> bool:
-    """True when ``a`` and ``b`` have the same nesting profile."""
-    return _congruent(_norm(a, "congruent argument"), _norm(b, "congruent argument"))
+    """True when ``a`` and ``b`` have the same nesting profile (layouts: their shapes)."""
+    return _congruent(_norm(_shape_arg(a), "congruent argument"), _norm(_shape_arg(b), "congruent argument"))
+
+
+def _shape_arg(x: Any) -> Any:
+    """A layout (plain or composed) stands for its shape (duck-typed: this module does
+    not import the layout types built on it)."""
+    if type(x) is not int and type(x) is not tuple and type(x) is not list \
+            and hasattr(type(x), "size") and hasattr(x, "_shape"):
+        return x._shape
+    return x
 
 
 def weakly_congruent(a: Any, b: Any) -> bool:
     """True when the profile of ``a`` is a coarsening of the profile of ``b``
-    (every integer of ``a`` stands where ``b`` has an integer or a tuple)."""
-    return _weakly_congruent(_norm(a, "weakly_congruent argument"),
-                             _norm(b, "weakly_congruent argument"))
+    (every integer of ``a`` stands where ``b`` has an integer or a tuple).  Layouts
+    stand for their shapes, as in :func:`~layoutproof.ops.compatible`.
+
+    >>> weakly_congruent(4, (2, 2)), weakly_congruent((2, 2), 4)
+    (True, False)
+    """
+    return _weakly_congruent(_norm(_shape_arg(a), "weakly_congruent argument"),
+                             _norm(_shape_arg(b), "weakly_congruent argument"))
 
 
 def _check_range(crd: Any, shape: Any, what: str, full: Any) -> None:
@@ -365,7 +379,8 @@ def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
 
     ``idx`` may be an integer or a coordinate weakly congruent with ``shape``.  Without
     ``stride``, every integer of ``idx`` must lie in ``[0, size)`` of its mode (else
-    OutOfDomainError); with ``stride`` (any positive divisors), it must be non-negative.
+    OutOfDomainError); with ``stride``, ``idx`` is any integer (an offset), and each
+    coordinate is ``(idx // d) % s`` (floor division, as CuTe and pycute).
 
     >>> idx2crd(-1, (4, 2))
     Traceback (most recent call last):
@@ -386,12 +401,6 @@ def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
         raise MalformedLayoutError(f"idx2crd: coordinate {show(idx)} does not fit shape {show(shape)}")
     if stride is None:
         _check_range(idx, shape, "idx2crd", idx)
-    else:
-        neg = [i for i in _flatten(idx) if i < 0]
-        if neg:
-            raise OutOfDomainError(f"idx2crd: index {show(idx)} has the negative entry {neg[0]}")
-        if any(d < 0 for d in _flatten(stride)):
-            raise MalformedLayoutError("idx2crd: a negative stride (divisor) has no coordinate")
     return _idx2crd(idx, shape, stride)
 
 

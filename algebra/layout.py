@@ -59,6 +59,7 @@ __all__ = [
     "slice_and_offset",
     "slice_",
     "EVAL_LIMIT",
+    "evenly_divides",
 ]
 
 
@@ -372,12 +373,21 @@ class Layout:
         return parse_layout(text)
 
     # --------------------------------------------------------------- evaluation
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, extend: bool = False) -> Any:
         """Evaluate at a 1-D, n-D or natural coordinate, or slice with ``_``/``None``.
 
         ``L(13)``, ``L(1, 2)``, ``L(1, (0, 1))`` give offsets; ``L(3, _)`` gives the
-        sub-layout (see :func:`slice_and_offset` for the offset as well).
+        sub-layout (see :func:`slice_and_offset` for the offset as well).  A coordinate
+        outside the domain raises OutOfDomainError; ``extend=True`` evaluates it the way
+        CuTe C++, PyCuTe and legacy pycute do, by extending the last mode (of the layout,
+        or of the mode the coordinate entry stands for) without bound:
+
+        >>> L = Layout((4, 2), (1, 8))
+        >>> L(9, extend=True), L((5, 0), extend=True)     # 9 = (1, 2): 1 + 2*8
+        (17, 5)
         """
+        if extend:
+            return self._eval_extended(args)
         if self._sym is not False and self.is_symbolic:
             from .symbolic import eval_symbolic
 
@@ -412,6 +422,27 @@ class Layout:
             from .symbolic import eval_symbolic
 
             return eval_symbolic(self, args)
+
+    def _eval_extended(self, args: tuple) -> int:
+        """C++'s ``crd2idx``: no bounds; an integer against a tuple mode splits
+        colexicographically with that mode's last entry taking the rest."""
+        if self.is_symbolic:
+            raise MalformedLayoutError("extend=True evaluates integer layouts (substitute values first)")
+        from .inttuple import _crd2idx, _norm, _weakly_congruent
+
+        if not args:
+            raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
+        c = _norm(args[0] if len(args) == 1 else args, "coordinate")
+        if not _weakly_congruent(c, self._shape):
+            raise OutOfDomainError(f"coordinate {show(c)} does not fit the shape {_fmt(self._shape)}")
+        neg = [x for x in _flatten(c) if x < 0]
+        if neg:
+            raise OutOfDomainError(
+                f"coordinate {show(c)} has the negative entry {neg[0]}; extend=True extends "
+                "past the end of the domain, not before its start")
+        if any(type(d) is not int for d in self._flat()[1]):
+            raise MalformedLayoutError("extend=True evaluates layouts with integer strides")
+        return _crd2idx(c, self._shape, self._stride)
 
     def _eval_int(self, c: int) -> int:
         fs, fd = self._flat()
@@ -622,6 +653,8 @@ def slice_and_offset(crd: Any, layout: Layout) -> Tuple[Layout, int]:
     coordinates, so that ``layout(crd with the wildcards filled) == offset + sub(fill)``.
     """
     if not isinstance(layout, Layout):
+        if _lifted(layout) and hasattr(layout, "slice_and_offset"):  # A o off o B (C++)
+            return layout.slice_and_offset(crd)
         raise MalformedLayoutError("slice_and_offset(crd, layout): layout must be a Layout")
     if crd is None or crd is _:
         return layout, 0
@@ -638,7 +671,41 @@ def slice_and_offset(crd: Any, layout: Layout) -> Tuple[Layout, int]:
 
 def slice_(crd: Any, layout: Layout) -> Layout:
     """The sub-layout of the wildcard modes of ``crd`` (CuTe's ``slice``)."""
+    if not isinstance(layout, Layout) and _lifted(layout) and hasattr(layout, "slice_and_offset"):
+        return layout.slice_and_offset(crd)[0]
     return slice_and_offset(crd, layout)[0]
+
+
+def evenly_divides(shape: Any, tiler: Any) -> bool:
+    """CuTe C++'s ``evenly_divides(a, b)``: does the tiler divide the shape into whole
+    tiles?  A tuple tiler divides mode by mode (never more modes than the shape has;
+    ``None``/``_`` keeps a mode); any other tiler (an integer, a shape, a layout) divides
+    when ``size(a) == size(b) * size(ceil_div(shape(a), size(b)))``.  Layouts stand for
+    their shapes.
+
+    >>> evenly_divides((8, 6), (4, 3)), evenly_divides((8, 6), (4, 4)), evenly_divides(12, Layout(4, 2))
+    (True, False, True)
+    """
+    from .inttuple import _ceil_div, _norm
+
+    a = shape._shape if isinstance(shape, Layout) or _lifted(shape) else _check_shape(shape)
+    if type(tiler) is tuple or type(tiler) is list:
+        from .inttuple import check_depth
+
+        check_depth(tiler, "evenly_divides tiler")
+        modes = a if type(a) is tuple else (a,)
+        if len(tiler) > len(modes):
+            return False
+        return all(t is None or t is _ or evenly_divides(m, t) for m, t in zip(modes, tiler))
+    if isinstance(tiler, Layout) or _lifted(tiler):
+        b = tiler.size
+    elif tiler is None or tiler is _:
+        return True
+    else:
+        b = _product(_check_shape(_norm(tiler, "evenly_divides tiler"), "evenly_divides tiler"))
+    if type(b) is not int or type(_product(a)) is not int:
+        raise MalformedLayoutError("evenly_divides works on integer shapes (substitute values first)")
+    return _product(a) == b * _product(_ceil_div(a, b))
 
 
 # ----------------------------------------------------------------------------- constructors
@@ -690,19 +757,55 @@ def make_ordered_layout(shape: Any, order: Any = None) -> Layout:
 
 
 def make_layout(*layouts: Any) -> Layout:
-    """Concatenate layouts as the modes of a new layout: ``make_layout(A, B) = (A, B)``.
+    """CuTe C++'s ``make_layout``, all three forms:
 
-    One layout gives the rank-1 layout ``(A)`` (as C++); a generator or list of layouts is
-    accepted as the single argument too.
+    * ``make_layout(shape)`` -- the compact column-major layout of ``shape``;
+    * ``make_layout(shape, stride)`` -- the layout ``shape:stride`` (``stride`` may also be
+      ``LayoutLeft`` or ``LayoutRight``, C++'s ``make_layout(shape, LayoutRight{})``);
+    * ``make_layout(A, B, ...)`` -- the layouts concatenated as modes: ``(A, B, ...)``;
+      one layout gives the rank-1 layout ``(A)`` (as C++).  A generator or list of
+      layouts is accepted as the single argument too.
+
+    >>> print(make_layout((4, 2)), make_layout((4, 2), (2, 1)), make_layout(Layout(4), Layout(2, 4)))
+    (4,2):(1,4) (4,2):(2,1) (4,2):(1,4)
+    >>> print(make_layout((4, 2), LayoutRight))
+    (4,2):(2,1)
     """
-    if len(layouts) == 1 and not isinstance(layouts[0], Layout):
-        arg = layouts[0]
-        try:
-            layouts = tuple(arg)
-        except TypeError:
+    if not layouts:
+        return Layout._make((), ())  # C++: make_layout() is the empty layout
+    first = layouts[0]
+    if not isinstance(first, Layout) and not _lifted(first):
+        if len(layouts) == 1 and type(first) is not int and not is_int(first) \
+                and not isinstance(first, (tuple, list)) and first is not None \
+                and not _is_sympy(first):
+            try:
+                items = tuple(first)  # a generator of layouts
+            except TypeError:
+                raise MalformedLayoutError(
+                    f"make_layout takes a shape (and a stride) or layouts, got "
+                    f"{type(first).__name__} {show(first)}") from None
+            if not all(isinstance(x, Layout) for x in items):
+                raise MalformedLayoutError(
+                    f"make_layout takes a shape (and a stride) or layouts, got "
+                    f"{type(first).__name__} {show(first)}")
+            return make_layout(*items) if items else make_layout(())
+        if len(layouts) == 1 and isinstance(first, (tuple, list)) and first \
+                and all(isinstance(x, Layout) for x in first):
+            layouts = tuple(first)  # a list of layouts
+        elif len(layouts) > 2:
             raise MalformedLayoutError(
-                f"make_layout takes layouts, got {type(arg).__name__}"
-            ) from None
+                f"make_layout(shape, stride) takes two arguments, got {len(layouts)}")
+        else:
+            st = layouts[1] if len(layouts) == 2 else None
+            if st is LayoutLeft or st is None:
+                return Layout(first)
+            if st is LayoutRight:
+                return LayoutRight(first)
+            if isinstance(st, Layout):
+                raise MalformedLayoutError(
+                    f"make_layout: {show(first)} is a shape, so the second argument is a stride, "
+                    f"not the layout {st}")
+            return Layout(first, st)
     for L in layouts:
         if not isinstance(L, Layout):
             raise MalformedLayoutError(f"make_layout takes layouts, got {type(L).__name__}")

@@ -359,8 +359,11 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
     if _symq(A) or _symq(B):
         from . import symops
         return symops.composition(A, B)
-    As, Ad = _coalesced_x(A)
     fbs, fbd = B._flat()
+    for d in fbd:
+        if type(d) is not int:
+            return _compose_basis(A, B)
+    As, Ad = _coalesced_x(A)
     if len(As) == 1:  # A is a single (unbounded) mode: a scaling of B
         a = Ad[0]
         if type(B._shape) is not tuple:
@@ -374,6 +377,106 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
                                               B._stride))
         return _compose_general(A, B, As, Ad, fbs, fbd)
     return _compose_general(A, B, As, Ad, fbs, fbd)
+
+
+def _basis_parts(d: Any) -> Optional[Tuple[int, tuple]]:
+    """``(value, path)`` of a stride that is a scaled basis element ``value * E(path)``
+    (an integer is ``value * E()``, a zero ArithTuple ``0 * E()``); None for an
+    ArithTuple with two or more non-zero entries."""
+    from .arith import ArithTuple, ScaledBasis
+
+    if type(d) is int:
+        return d, ()
+    if isinstance(d, ScaledBasis):
+        return d.value, tuple(d.path)
+    if isinstance(d, ArithTuple):
+        found: List[Tuple[int, tuple]] = []
+        stack: List[Tuple[Any, tuple]] = [(d.to_tuple(), ())]
+        while stack:
+            x, path = stack.pop()
+            if type(x) is tuple:
+                stack.extend((e, path + (i,)) for i, e in enumerate(x))
+            elif x != 0:
+                found.append((x, path))
+        if not found:
+            return 0, ()
+        return found[0] if len(found) == 1 else None
+    raise MalformedLayoutError(f"composition: a stride of B is {type(d).__name__} {show(d)}")
+
+
+def _basis_mode(A: Layout, path: tuple, B: Layout) -> Layout:
+    """The mode of A that the basis path selects (C++ ``basis_get``; as C++'s ``get<0>``,
+    index 0 of an integer mode is the mode itself)."""
+    s, d = A._shape, A._stride
+    for i in path:
+        if type(s) is tuple:
+            if not 0 <= i < len(s):
+                raise MalformedLayoutError(
+                    f"composition: B's basis stride selects mode {path} of A = {A}, which has no "
+                    f"mode {i} there")
+            s, d = s[i], d[i]
+        elif i != 0:
+            raise MalformedLayoutError(
+                f"composition: B's basis stride selects mode {path} of A = {A}, which has no mode "
+                f"{i} there")
+    return _make(s, d)
+
+
+def _compose_basis(A: Layout, B: Layout) -> Layout:
+    """``A o B`` for a B with basis (coordinate) strides, as CuTe C++ does: a leaf ``n :
+    v*E(i...)`` of B walks mode ``(i...)`` of A (C++ ``composition_impl``'s ScaledBasis
+    case: ``basis_get`` of A's shape and stride, composed with ``n:v``).  Leaves of B that
+    walk the same mode of A are composed with it together (their disjointness is
+    checked); leaves on different modes add in different modes of A's natural
+    coordinate, so they never carry into each other."""
+    fbs, fbd = B._flat()
+    parts = []
+    for k, (n, d) in enumerate(zip(fbs, fbd)):
+        bp = _basis_parts(d)
+        if bp is None or (n > 1 and bp[1] == () and bp[0] != 0):
+            raise InadmissibleError(
+                f"composition: leaf {k} of B ({n}:{d}) is not a scaled basis element; with basis "
+                "strides in B every leaf must walk one mode of A (v@i, CuTe C++'s "
+                "composition) or have stride 0",
+                condition="basis strides: one mode per leaf",
+                witness=_prefix_product(fbs)[k] if len(fbs) > 1 else 1,
+            )
+        parts.append((n, bp[0] if n > 1 else 0, bp[1] if n > 1 and bp[0] != 0 else None))
+    paths = sorted({p for _n, _v, p in parts if p is not None})
+    for a, b in zip(paths, paths[1:]):
+        if b[:len(a)] == a:
+            raise InadmissibleError(
+                f"composition: B walks mode {a} of A and also its sub-mode {b}; an integer "
+                "coordinate and a sub-coordinate of the same mode do not add",
+                condition="basis strides: one mode per leaf",
+                witness=None,
+            )
+    out_s: List[Any] = [None] * len(parts)
+    out_d: List[Any] = [None] * len(parts)
+    for k, (n, _v, p) in enumerate(parts):
+        if p is None:
+            out_s[k], out_d[k] = n, 0
+    for p in paths:
+        ks = [k for k, part in enumerate(parts) if part[2] == p]
+        sub = _basis_mode(A, p, B)
+        if len(ks) == 1:
+            k = ks[0]
+            R = _compose_layout(sub, _make(parts[k][0], parts[k][1]))
+            out_s[k], out_d[k] = R._shape, R._stride
+            continue
+        try:
+            R = _compose_layout(sub, _make(tuple(parts[k][0] for k in ks), tuple(parts[k][1] for k in ks)))
+        except InadmissibleError as e:
+            if e.witness is not None:  # a coordinate of the group's layout -> one of B
+                pp = _prefix_product(tuple(parts[k][0] for k in ks))
+                pb = _prefix_product(fbs)
+                e.witness = sum(((e.witness // q) % parts[k][0]) * pb[k] for q, k in zip(pp, ks))
+            raise
+        for j, k in enumerate(ks):
+            out_s[k], out_d[k] = R._shape[j], R._stride[j]
+    if type(B._shape) is not tuple:
+        return _make(out_s[0], out_d[0])
+    return _make(_unflatten(tuple(out_s), B._shape), _unflatten(tuple(out_d), B._stride))
 
 
 def _compose_general(A: Layout, B: Layout, As: List[int], Ad: List[int],
@@ -635,8 +738,12 @@ def right_inverse(layout: Layout) -> Layout:
 
     >>> str(right_inverse(Layout((4, 2), (2, 1))))
     '(2,4):(4,1)'
+
+    A swizzled layout ``Sw o 0 o B`` gets C++'s ``right_inverse(B) o Sw`` (checked).
     """
     if not isinstance(layout, Layout):
+        if getattr(type(layout), "_lp_lifted", False) and hasattr(layout, "right_inverse"):
+            return layout.right_inverse()
         layout = _as_layout(layout, "right_inverse")
     if _symq(layout):
         from . import symops
@@ -851,8 +958,15 @@ def left_inverse(layout: Layout) -> Layout:
     '(2,4):(0,1)'
     >>> str(left_inverse(Layout((2, 2), (1, 3))))
     '(3,2):(1,2)'
+
+    Where C++'s construction fails (a stride that does not divide the next, overlapping
+    modes), the answer is decided exactly by a bounded exhaustive search (docs/semantics.md
+    §4): a left inverse is returned whenever one exists.  A swizzled layout ``Sw o 0 o B``
+    gets C++'s ``left_inverse(B) o Sw`` (checked).
     """
     if not isinstance(layout, Layout):
+        if getattr(type(layout), "_lp_lifted", False) and hasattr(layout, "left_inverse"):
+            return layout.left_inverse()
         layout = _as_layout(layout, "left_inverse")
     if _symq(layout):
         from . import symops

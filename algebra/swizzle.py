@@ -719,6 +719,71 @@ class ComposedLayout:
         sub, off = slice_and_offset(crd, self._b)
         return ComposedLayout._make(self._a, self._o + off, sub), 0
 
+    def right_inverse(self) -> Any:
+        """C++ (``swizzle_layout.hpp``): ``right_inverse(Sw o 0 o B) = right_inverse(B) o
+        Sw`` (a swizzle is an involution), checked: ``self(R(i)) == i`` for every ``i <
+        size(R)``.
+
+        >>> C = ComposedLayout(Swizzle(2, 0, 2), 0, Layout((4, 4), (4, 1)))
+        >>> R = C.right_inverse()
+        >>> print(R), all(C(R(i)) == i for i in range(16))
+        Sw<2,0,2> o 0 o (4,4):(4,1)
+        (None, True)
+        """
+        return self._inverse("right_inverse")
+
+    def left_inverse(self) -> Any:
+        """C++ (``swizzle_layout.hpp``): ``left_inverse(Sw o 0 o B) = left_inverse(B) o
+        Sw``, checked: ``R(self(i)) == i`` for every ``i`` (``self(R(self(i))) == self(i)``
+        when ``B`` is not injective)."""
+        return self._inverse("left_inverse")
+
+    def _inverse(self, op: str) -> Any:
+        from . import ops
+
+        if not isinstance(self._a, Swizzle) or self._o != 0:
+            raise InadmissibleError(
+                f"{op}({self}): C++ inverts a composed layout Swizzle o 0 o B only (its "
+                "swizzle_layout.hpp); here the outer function is "
+                + ("a layout" if not isinstance(self._a, Swizzle) else f"offset by {self._o}"),
+                condition="swizzle o 0 o layout",
+                witness=None,
+            )
+        inner = getattr(ops, op)(self._b)
+        R = ops.composition(inner, self._a)
+        import numpy as np
+
+        n = self.size
+        m = R.size
+        if max(n, m) > VERIFY_LIMIT:
+            raise InadmissibleError(
+                f"{op}({self}): the candidate {R} cannot be checked: the domain is larger than "
+                f"VERIFY_LIMIT ({VERIFY_LIMIT})",
+                condition=f"{op} of a composed layout (undecided)",
+                witness=None,
+            )
+        cv = self.eval_all()
+        rv = R.eval_all()
+        if op == "right_inverse":
+            bad = np.flatnonzero((rv < 0) | (rv >= n))
+            if not bad.size:
+                bad = np.flatnonzero(cv[rv] != np.arange(m))
+        else:
+            bad = np.flatnonzero((cv < 0) | (cv >= m))
+            if not bad.size:
+                back = rv[cv]
+                bad = np.flatnonzero((back < 0) | (back >= n))
+                if not bad.size:
+                    bad = np.flatnonzero(cv[back] != cv)
+        if bad.size:
+            w = int(bad[0])
+            raise InadmissibleError(
+                f"{op}({self}): C++'s {R} is no {op.replace('_', ' ')}: it fails at coordinate {w}",
+                condition=f"{op} of a composed layout",
+                witness=w,
+            )
+        return R
+
     def _apply_outer_np(self, x: Any) -> Any:
         a = self._a
         if isinstance(a, Swizzle):

@@ -470,7 +470,6 @@ def test_logical_divide_by_layout_tiler():
     lambda I: logical_product(I, Layout(2)),
     lambda I: blocked_product(I, Layout((2, 2))),
     lambda I: raked_product(I, Layout((2, 2))),
-    lambda I: composition(Layout(32), Layout(4, E(0))),   # basis strides on the right
 ])
 def test_operations_cpp_rejects_raise(op):
     I = make_identity_layout((4, 8))
@@ -478,6 +477,15 @@ def test_operations_cpp_rejects_raise(op):
         op(I)
     assert ei.value.condition == "integer strides"
     assert isinstance(ei.value, LayoutError)
+
+
+def test_composition_with_basis_strides_on_the_right():
+    """C++ composes a leaf n : v@i of B with mode i of A (issue 18; more in
+    tests/test_parity_cute.py); index 0 of an integer mode is the mode (C++ get<0>)."""
+    assert composition(Layout(32), Layout(4, E(0))) == Layout(4, 1)
+    assert composition(Layout((4, 8), (8, 1)), Layout((8, 4), (E(1), E(0)))) == Layout((8, 4), (1, 8))
+    with pytest.raises(MalformedLayoutError):
+        composition(Layout(32), Layout(4, E(1)))
 
 
 def test_right_inverse_of_identity_is_trivial():
