@@ -346,7 +346,7 @@ def _unknown_reason(s: Any) -> str:
         why = s.reason_unknown()
     except z3.Z3Exception:  # pragma: no cover - defensive
         why = "unknown"
-    if "timeout" in why or "canceled" in why:
+    if "timeout" in why or "canceled" in why or "interrupt" in why:
         return "timeout"
     if "nonlinear" in why or "incomplete" in why:
         return f"nonlinear arithmetic ({why})"

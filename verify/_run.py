@@ -103,6 +103,8 @@ def run(
 ) -> Result:
     t0 = time.perf_counter()
     tmo = timeout_of(timeout_ms)
+    if type(max_cases) is not int or max_cases < 1:
+        raise MalformedLayoutError(f"max_cases must be a positive int, got {show(max_cases)}")
     symbolic = any(is_symbolic(o) for o in objs)
     if not symbolic:
         try:

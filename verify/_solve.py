@@ -103,7 +103,7 @@ def _reason(s: Any) -> str:
         why = s.reason_unknown()
     except Exception:  # noqa: BLE001 - z3 raises its own exception types
         why = "unknown"
-    if "timeout" in why or "canceled" in why or "resource" in why:
+    if "timeout" in why or "canceled" in why or "resource" in why or "interrupt" in why:
         return "timeout"
     if "nonlinear" in why or "incomplete" in why or "smt tactic failed" in why:
         return f"nonlinear arithmetic ({why})"
