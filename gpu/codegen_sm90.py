@@ -1187,7 +1187,7 @@ def _threads_passing(k: kir.Kernel, guards: Any, tid: kir.Var) -> int:
     """How many threads of the CTA pass the thread-only conjuncts of ``guards``."""
     t = np.arange(k.threads)
     ok = np.ones(k.threads, dtype=bool)
-    an = kir._Analysis(k)
+    an = kir.analysis(k)
     for g, sense in guards:
         parts = _conjuncts(g, an) if sense else [g]
         for p in parts:

@@ -37,7 +37,6 @@ covered``); an uncovered access or barrier fails generation.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -387,6 +386,12 @@ def call(fn: ProvenFn, **args: Any) -> FnCall:
     return FnCall(fn, tuple((k, lift(v)) for k, v in args.items()))
 
 
+#: the builtins (one object each: the analysis knows the thread index by identity)
+THREAD_IDX = Var("threadIdx.x", builtin=True)
+BLOCK_IDX = Var("blockIdx.x", builtin=True)
+GRID_DIM = Var("gridDim.x", builtin=True)
+
+
 # ============================================================================ statements
 class Stmt:
     pass
@@ -648,12 +653,19 @@ class Kernel:
 
 
 # ============================================================================ traversal
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+_NODE = (Expr, Stmt, Claim)
+
+
 def _children(node: Any) -> Iterator[Any]:
-    if isinstance(node, ProvenFn):
+    if isinstance(node, ProvenFn) or isinstance(node, (Var, Const, FloatLit)):
         return
-    for f in fields(node):
-        v = getattr(node, f.name)
-        if isinstance(v, (Expr, Stmt, Claim)):
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(f.name for f in fields(node))
+    for name in names:
+        v = getattr(node, name)
+        if isinstance(v, _NODE):
             yield v
         elif isinstance(v, tuple):
             for x in v:
@@ -1199,6 +1211,8 @@ def _conv(ta: str, tb: str) -> str:
 def _tdiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if np.any(b == 0):
         raise _Fail("division by zero", "an index expression divides by zero")
+    if np.all(b > 0) and np.all(a >= 0):
+        return a // b
     q = np.abs(a) // np.abs(b)
     return np.where((a < 0) ^ (b < 0), -q, q)
 
@@ -1743,7 +1757,7 @@ class Prover:
     def __init__(self, k: Kernel, log: ProofLog) -> None:
         self.k = k
         self.log = log
-        self.an = _Analysis(k)
+        self.an = analysis(k)
         self.report = Report()
         self._defs: Optional[Dict[int, Expr]] = None
         self._cur_mask: Any = True
@@ -1961,6 +1975,27 @@ class Prover:
         )
 
     # -- one access
+    def _batch(
+        self, enum: List[Var], vals: List[np.ndarray], syms: Sequence[Var], pad: bool, mask: Any
+    ) -> Tuple[Ctx, int]:
+        """A context evaluating every 0/1 corner of the symbols at once: the corners run
+        along a new leading axis (symbol j is bit j of the corner index; the alignment pad,
+        when present, the bit after them)."""
+        k = len(syms) + (1 if pad else 0)
+        C = 1 << k
+        n = len(vals)
+        env: Dict[int, Any] = {id(v): a.reshape((1,) + a.shape) for v, a in zip(enum, vals)}
+        bits = np.arange(C, dtype=np.int64).reshape((C,) + (1,) * n)
+        for j, sv in enumerate(syms):
+            env[id(sv)] = (bits >> j) & 1
+        if self._defs is None:
+            self._defs = {i: e for i, e in self.an.defs.items() if self.an.inlinable(self.an.vars[i])}
+        ctx = Ctx(
+            env, self._defs, self.an.tables, self.k.sizes, (bits >> len(syms)) & 1 if pad else np.int64(0)
+        )
+        ctx.mask = mask
+        return ctx, C
+
     def prove_access(self, acc: Access) -> int:
         addr, claim = acc.addr, acc.claim
         vars_ = _free_vars(addr, self.an) + _free_vars(claim.addr, self.an)
@@ -1977,21 +2012,15 @@ class Prover:
             acc = Access(acc.node, acc.kind, acc.addr, acc.claim, scope)
         for g, _s in acc.scope.guards:
             vars_ += _free_vars(g, self.an)
-        if isinstance(acc.node, CpAsync):
-            vars_ += _free_vars(acc.node.nbytes, self.an)
         uniq: Dict[int, Var] = {}
         for v in vars_:
             uniq.setdefault(id(v), v)
         enum, vals, syms = self._domain(list(uniq.values()), acc.scope)
-        if len(syms) > 10:
+        if len(syms) > 12:
             self._fail(acc, "few runtime symbols", f"{len(syms)} runtime values in one access")
-        shape = tuple(int(np.prod(a.shape)) if a.ndim else 1 for a in vals)
         shape = tuple(a.size for a in vals)
         mask, guards = self._mask(acc.scope, enum, vals, shape)
         self._cur_mask = mask
-        if isinstance(acc.node, CpAsync) and acc.kind.endswith("global read"):
-            # nothing is read where the byte count is zero
-            pass
         all_syms = syms
         syms = self._sub([addr, claim.addr], all_syms)
         for e, what in ((addr, "the address"), (claim.addr, "the claimed address")):
@@ -2002,51 +2031,33 @@ class Prover:
                     "address multilinear in the runtime values",
                     f"{what} is not multilinear in the runtime values ({nl})",
                 )
-        corners = list(itertools.product((0, 1), repeat=len(syms)))
         has_pad = any(isinstance(n, AlignUp) for n in _walk_defs(addr, self.an)) or any(
             isinstance(n, AlignUp) for n in _walk_defs(claim.addr, self.an)
         )
-        pads = (0, 1) if has_pad else (0,)
-        got_c: Dict[Tuple[int, ...], np.ndarray] = {}
-        want_c: Dict[Tuple[int, ...], np.ndarray] = {}
-        cases = 0
-        for corner in corners:
-            for pad in pads:
-                ctx = self._ctx(enum, vals, syms, corner, pad)
-                ctx.mask = mask
-                try:
-                    got = np.broadcast_to(_ev(addr, ctx)[0], shape)
-                    ctx2 = self._ctx(enum, vals, syms, corner, pad)
-                    ctx2.mask = mask
-                    want = np.broadcast_to(_ev(claim.addr, ctx2)[0], shape)
-                except _Fail as f:
-                    self._fail(acc, f.condition, f.message)
-                nb_mask = mask
-                if isinstance(acc.node, CpAsync) and acc.node.src_empty is not None:
-                    try:
-                        nb = np.broadcast_to(_ev(acc.node.nbytes, ctx)[0], shape)
-                        nb_mask = mask & (nb != 0) if not syms else mask
-                    except _Fail:
-                        nb_mask = mask
-                bad = nb_mask & (got != want)
-                if bad.any():
-                    i = int(np.flatnonzero(bad)[0])
-                    sy = {s.name: b for s, b in zip(syms, corner)}
-                    self._fail(
-                        acc,
-                        "address equals its layout",
-                        f"the address is {int(got.reshape(-1)[i])}, the claim "
-                        f"{int(want.reshape(-1)[i])} (runtime values {sy})",
-                        enum,
-                        vals,
-                        i,
-                        shape,
-                    )
-                got_c[corner + (pad,)] = got
-                want_c[corner + (pad,)] = want
-                cases += int(mask.sum())
-        self._bounds(acc, enum, vals, syms, shape, mask, guards, got_c, pads, all_syms)
-        return cases
+        ctx, C = self._batch(enum, vals, syms, has_pad, mask)
+        full = (C,) + shape
+        try:
+            got = np.broadcast_to(_ev(addr, ctx)[0], full)
+            want = np.broadcast_to(_ev(claim.addr, ctx)[0], full)
+        except _Fail as f:
+            self._fail(acc, f.condition, f.message)
+        bad = mask & (got != want)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            corner, rest = divmod(i, int(np.prod(shape, dtype=np.int64)) if shape else 1)
+            sy = {sv.name: (corner >> j) & 1 for j, sv in enumerate(syms)}
+            self._fail(
+                acc,
+                "address equals its layout",
+                f"the address is {int(got.reshape(-1)[i])}, the claim "
+                f"{int(want.reshape(-1)[i])} (runtime values {sy})",
+                enum,
+                vals,
+                rest,
+                shape,
+            )
+        self._bounds(acc, enum, vals, syms, shape, mask, guards, got, ctx, all_syms)
+        return int(mask.sum()) * C if np.ndim(mask) else int(np.prod(shape)) * C
 
     def _bounds(
         self,
@@ -2057,66 +2068,56 @@ class Prover:
         shape: Tuple[int, ...],
         mask: np.ndarray,
         guards: List[Tuple[Expr, bool]],
-        got_c: Dict[Tuple[int, ...], np.ndarray],
-        pads: Tuple[int, ...],
+        got: np.ndarray,
+        ctx: Ctx,
         all_syms: Sequence[Var] = (),
     ) -> None:
         claim = acc.claim
         if claim.region is not None:
             base, size = claim.region
-            for corner in itertools.product((0, 1), repeat=len(syms)):
-                for pad in pads:
-                    ctx = self._ctx(enum, vals, syms, corner, pad)
-                    try:
-                        b = _ev(base, ctx)[0]
-                    except _Fail as f:
-                        self._fail(acc, f.condition, f.message)
-                    off = got_c[corner + (pad,)] - b
-                    bad = mask & ((off < 0) | (off + claim.width > size))
-                    if bad.any():
-                        i = int(np.flatnonzero(bad)[0])
-                        self._fail(
-                            acc,
-                            "access inside its buffer",
-                            f"byte offset {int(off.reshape(-1)[i])} (+{claim.width}) is "
-                            f"outside the {size}-byte region",
-                            enum,
-                            vals,
-                            i,
-                            shape,
-                        )
-                    if corner + (pad,) != (0,) * (len(syms) + 1):
-                        ref = (
-                            got_c[(0,) * len(syms) + (0,)]
-                            - _ev(base, self._ctx(enum, vals, syms, (0,) * len(syms), 0))[0]
-                        )
-                        if np.any(mask & (off != ref)):
-                            self._fail(
-                                acc,
-                                "access inside its buffer",
-                                "the offset inside the region depends on a runtime value",
-                            )
+            try:
+                b = _ev(base, ctx)[0]
+            except _Fail as f:
+                self._fail(acc, f.condition, f.message)
+            off = got - b
+            bad = mask & ((off < 0) | (off + claim.width > size))
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                rest = i % (int(np.prod(shape, dtype=np.int64)) if shape else 1)
+                self._fail(
+                    acc,
+                    "access inside its buffer",
+                    f"byte offset {int(off.reshape(-1)[i])} (+{claim.width}) is "
+                    f"outside the {size}-byte region",
+                    enum,
+                    vals,
+                    rest,
+                    shape,
+                )
+            if np.any(mask & (off != off[:1])):
+                self._fail(
+                    acc, "access inside its buffer", "the offset inside the region depends on a runtime value"
+                )
         for coord, ext in claim.bounds:
             self._global_bound(acc, coord, ext, enum, vals, list(all_syms), shape, mask, guards)
 
     def _poly(
         self, e: Expr, enum: List[Var], vals: List[np.ndarray], syms: List[Var], shape: Tuple[int, ...]
     ) -> Dict[frozenset, np.ndarray]:
-        """Moebius coefficients of a multilinear expression in the symbols."""
-        values: Dict[frozenset, np.ndarray] = {}
-        for corner in itertools.product((0, 1), repeat=len(syms)):
-            ctx = self._ctx(enum, vals, syms, corner, 0)
-            ctx.mask = self._cur_mask
-            u = frozenset(s.name for s, b in zip(syms, corner) if b)
-            values[u] = np.broadcast_to(_ev(e, ctx)[0], shape).astype(np.int64)
-        coef: Dict[frozenset, np.ndarray] = {}
-        for t in values:
-            acc = np.zeros(shape, dtype=np.int64)
-            for r in range(len(t) + 1):
-                for u in itertools.combinations(sorted(t), r):
-                    acc = acc + (-1) ** (len(t) - r) * values[frozenset(u)]
-            coef[t] = acc
-        return coef
+        """Moebius coefficients of a multilinear expression in the symbols (all corners in
+        one evaluation, then the subset-difference transform along the corner axis)."""
+        ctx, C = self._batch(enum, vals, syms, False, self._cur_mask)
+        v = np.array(np.broadcast_to(_ev(e, ctx)[0], (C,) + shape), dtype=np.int64)
+        k = len(syms)
+        if k:
+            w = v.reshape((2,) * k + shape)
+            for ax in range(k):
+                sl1 = [slice(None)] * w.ndim
+                sl0 = [slice(None)] * w.ndim
+                sl1[ax], sl0[ax] = 1, 0
+                w[tuple(sl1)] -= w[tuple(sl0)]
+            v = w.reshape((C,) + shape)
+        return {frozenset(sv.name for j, sv in enumerate(syms) if (c >> j) & 1): v[c] for c in range(C)}
 
     def _global_bound(
         self,
@@ -2402,6 +2403,16 @@ def _same(a: Expr, b: Expr, an: _Analysis) -> bool:
     return False
 
 
+def analysis(k: Kernel) -> "_Analysis":
+    """The definitions, scopes, accesses and barriers of ``k`` (computed once per body)."""
+    hit = k.__dict__.get("_analysis")
+    if hit is not None and hit[0] is k.body:
+        return hit[1]
+    an = _Analysis(k)
+    k.__dict__["_analysis"] = (k.body, an)
+    return an
+
+
 def discharge(k: Kernel, log: ProofLog) -> Report:
     """Prove every access and collective of kernel ``k`` (records into ``log``)."""
     return Prover(k, log).run()
@@ -2410,13 +2421,13 @@ def discharge(k: Kernel, log: ProofLog) -> Report:
 def mbarrier_ops(k: Kernel) -> List[Tuple[Stmt, Tuple[Tuple[Expr, bool], ...], Tuple[For, ...]]]:
     """The mbarrier operations of the kernel with their guards and enclosing loops, in
     program order (for the pipeline model)."""
-    an = _Analysis(k)
+    an = analysis(k)
     return [(s, sc.guards, sc.loops) for s, sc in an.mbar]
 
 
 def resolve(e: Expr, k: Kernel) -> Expr:
     """Follow single definitions of a variable (for reading barrier addresses)."""
-    an = _Analysis(k)
+    an = analysis(k)
     while isinstance(e, Var) and id(e) in an.defs and id(e) not in an.assigned:
         e = an.defs[id(e)]
     return e
