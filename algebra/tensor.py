@@ -37,7 +37,7 @@ from typing import Any, Iterator, List, Tuple
 
 from .arith import ArithTuple, make_identity_layout
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, OutOfDomainError, show
-from .inttuple import _flatten, _product, is_int
+from .inttuple import MAX_DEPTH, _flatten, _product, is_int
 from .layout import Layout, Underscore, _, _as_layout, concrete_only, slice_and_offset
 from .swizzle import ComposedLayout
 
@@ -261,7 +261,7 @@ class Tensor:
         off = self._layout(*c)
         try:
             self._engine[self._offset + off] = value
-        except (TypeError, ValueError) as e:  # an immutable storage (a tuple, ...), a bad value
+        except (TypeError, ValueError, OverflowError) as e:  # an immutable storage, a bad value
             raise _value_error(e, self._engine, value) from None
 
     # ------------------------------------------------------------------ algebra on the layout
@@ -349,8 +349,10 @@ def _engine_str(e: Any) -> str:
     return f"{type(e).__name__}[{n}]" if n is not None else type(e).__name__
 
 
-def _key(key: Any) -> Any:
+def _key(key: Any, depth: int = 0) -> Any:
     """numpy-style keys: ``:`` is the wildcard; other slices are refused."""
+    if depth > MAX_DEPTH:
+        raise MalformedLayoutError(f"a tensor key nested deeper than {MAX_DEPTH} levels")
     if type(key) is slice:
         if key == slice(None):
             return _
@@ -359,7 +361,7 @@ def _key(key: Any) -> Any:
             " (use local_tile or a divide for ranges)"
         )
     if type(key) is tuple or type(key) is list:
-        return tuple(_key(k) for k in key)
+        return tuple(_key(k, depth + 1) for k in key)
     if key is Ellipsis:
         raise MalformedLayoutError("tensor keys do not take '...'")
     return key
@@ -779,7 +781,7 @@ def copy(src: Tensor, dst: Tensor) -> None:
         if not np.may_share_memory(se, de) and np.unique(do).size == do.size:
             try:
                 de[do] = se[so]
-            except (TypeError, ValueError) as err:
+            except (TypeError, ValueError, OverflowError) as err:
                 raise _value_error(err, de, f"{se.dtype} elements") from None
             return
     _copy_loop(src, dst, None)
@@ -793,7 +795,7 @@ def _copy_loop(src: Tensor, dst: Tensor, pred: Any) -> None:
             v = se[a]
             try:
                 de[b] = v
-            except (TypeError, ValueError) as err:
+            except (TypeError, ValueError, OverflowError) as err:
                 raise _value_error(err, de, v) from None
 
 
@@ -836,7 +838,7 @@ def fill(t: Tensor, value: Any) -> None:
             return
         for o in _offsets(t):
             e[o] = value
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, OverflowError) as err:
         raise _value_error(err, e, value) from None
 
 

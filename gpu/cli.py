@@ -70,9 +70,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--path", choices=["wgmma", "mma.sync"], default="wgmma",
                    help="wgmma: the Hopper kernel (default); mma.sync: the SM80-style kernel")
     p.add_argument("--config", default=None,
-                   help="with --path mma.sync: the block, BMxBNxBK/WMxWN/STAGES (default 128x256x32/2x4/3)")
+                   help="with --path mma.sync: the block, BMxBNxBK/WMxWN/STAGES (default: the one gemm "
+                   "picks for the shape, layoutproof.gpu.plan.choose_config)")
     p.add_argument("--sm90-config", default=None,
-                   help="with --path wgmma: [ws|ws2|tma|cp:]BMxBN/STAGES (default ws:128x256/4)")
+                   help="with --path wgmma: [ws|ws2|tma|cp:]BMxBN/STAGES (default: the one gemm picks for "
+                   "the shape, with TMA)")
     p.add_argument("--emit", metavar="FILE", default=None, help="write the proven CUDA source here")
     p.add_argument("--no-run", action="store_true", help="do not run on a GPU even if one is present")
     p.add_argument("--reps", type=int, default=20, help="timed repetitions on a GPU (>= 1, default 20)")
@@ -114,13 +116,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         if min(args.m, args.n, args.k) < 1:
             raise LayoutError("--m, --n and --k must be >= 1")
         t0 = time.perf_counter()
-        if args.path == "wgmma":
-            from .codegen_sm90 import HOPPER_DEFAULT, generate_sm90
+        # without a configuration: the one gemm itself runs for this shape (the plan's rule)
+        from .plan import choose_config
 
-            cfg = parse_sm90_config(args.sm90_config) if args.sm90_config else HOPPER_DEFAULT
+        if args.path == "wgmma":
+            from .codegen_sm90 import generate_sm90
+
+            cfg = (parse_sm90_config(args.sm90_config) if args.sm90_config
+                   else choose_config(args.m, args.n, args.k, prob, hopper=True, tma=True))
             kern = generate_sm90(cfg, prob)
         else:
-            cfg = parse_config(args.config) if args.config else GemmConfig()
+            cfg = (parse_config(args.config) if args.config
+                   else choose_config(args.m, args.n, args.k, prob, hopper=False, tma=False))
             kern = generate(cfg, prob)
         dt = time.perf_counter() - t0
     except LayoutError as e:

@@ -382,3 +382,23 @@ def test_closed_stdout_gives_no_traceback():
             assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, (argv, res.stderr)
     finally:
         os.close(w)
+
+
+@pytest.mark.parametrize("path, hopper", [("wgmma", True), ("mma.sync", False)])
+def test_gemm_default_config_is_what_gemm_runs(path, hopper, tmp_path, capsys):
+    """Without --config / --sm90-config the emitted kernel is the one layoutproof.gpu.gemm
+    picks for the shape (plan.choose_config), not a fixed default."""
+    from layoutproof.gpu.cli import main
+    from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.plan import choose_config
+
+    out = tmp_path / "k.cu"
+    argv = ["--no-run", "--path", path, "--m", "512", "--n", "1024", "--k", "256", "--emit", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    prob = GemmProblem("k", "n", "f16", None).validate()
+    want = choose_config(512, 1024, 256, prob, hopper=hopper, tma=hopper)
+    first = text.splitlines()[0]
+    assert f": {want.key()} " in first, text
+    name = first.split()[1].rstrip(":")
+    assert name in out.read_text()

@@ -635,3 +635,23 @@ def test_swizzled_bounds_of_a_large_tensor_without_evaluating(monkeypatch):
     assert t(5, 7) == big(5, 7)
     with pytest.raises(OutOfDomainError):
         make_tensor(Sized(big.size - 1), big)
+
+
+def test_fuzz_findings_overflow_and_deep_keys():
+    """H4's fuzz (run 2): an int64 storage given 2**64 or inf, and a key nested 600 deep,
+    raised OverflowError / RecursionError; both are MalformedLayoutError now."""
+    a = np.arange(16)
+    t = make_tensor(a, Layout((4, 4)))
+    for v in (2**64, -(2**70), float("inf")):
+        with pytest.raises(MalformedLayoutError, match="rejected the value"):
+            fill(t, v)
+        with pytest.raises(MalformedLayoutError, match="rejected the value"):
+            t[1, 1] = v
+    assert a.tolist() == list(range(16))
+    k = 2
+    for _level in range(600):
+        k = (k,)
+    with pytest.raises(MalformedLayoutError, match="nested deeper"):
+        t[k]
+    with pytest.raises(MalformedLayoutError, match="nested deeper"):
+        t[k] = 1
