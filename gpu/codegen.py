@@ -253,6 +253,7 @@ class GemmKernel:
     smem_bytes: int
     proofs: ProofLog
     swizzles: Dict[str, Optional[Tuple[int, int, int]]]
+    ir: Any = None            # the kernel IR (layoutproof.gpu.kir.Kernel) the source was printed from
 
     @property
     def source_hash(self) -> str:
@@ -760,9 +761,7 @@ def base_env() -> Env:
     return Env(A=_v("A", "const lp_in_t*"), B=_v("B", "const lp_in_t*"), C=_v("C", "lp_out_t*"),
                M=_v("M"), N=_v("N"), K=_v("K"), lda=_v("lda", "long long"),
                ldb=_v("ldb", "long long"), ldc=_v("ldc", "long long"), c_vec=_v("c_vec"),
-               threadIdx=kir.Var("threadIdx.x", builtin=True),
-               blockIdx=kir.Var("blockIdx.x", builtin=True),
-               gridDim=kir.Var("gridDim.x", builtin=True))
+               threadIdx=kir.THREAD_IDX, blockIdx=kir.BLOCK_IDX, gridDim=kir.GRID_DIM)
 
 
 def _kernel_ir(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
@@ -1023,7 +1022,7 @@ def generate(config: Optional[GemmConfig] = None, problem: Optional[GemmProblem]
     ir = _kernel_ir(cfg, prob, a, b, cmaps, name)
     src = finish(ir, log, f"proven before emission ({cfg.key()}, {prob.key()})")
     k = GemmKernel(cfg, prob, src, name, cfg.threads, cfg.smem_bytes, log,
-                   {"a": _sw_tuple(a.swizzle), "b": _sw_tuple(b.swizzle)})
+                   {"a": _sw_tuple(a.swizzle), "b": _sw_tuple(b.swizzle)}, ir)
     if memo:
         _MEMO[(cfg, prob)] = k
     return k

@@ -1296,11 +1296,12 @@ def generate_sm90(config: Optional[Sm90Config] = None, problem: Optional[GemmPro
             tx = 2 * (a.stage_elems + b.stage_elems)
             src = finish(ir, log, title, lambda k: _mono_tma_protocol(k, cfg, tx, log))
         else:
-            src = finish(_source_ir(cfg, prob, a, b, cm, desc, name), log, title)
+            ir = _source_ir(cfg, prob, a, b, cm, desc, name)
+            src = finish(ir, log, title)
     gcfg = GemmConfig(bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, stages=cfg.stages, group_m=cfg.group_m,
                       warps_m=cfg.warpgroups * 4, warps_n=1)
     k = GemmKernel(gcfg, prob, src, name, threads, cfg.smem_bytes, log,
-                   {"a": (3, 3, 3), "b": (3, 3, 3)})
+                   {"a": (3, 3, 3), "b": (3, 3, 3)}, ir)
     k.config = cfg
     if memo:
         _MEMO[(cfg, prob)] = k

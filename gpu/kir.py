@@ -1490,6 +1490,7 @@ class Report:
 
     accesses: int = 0
     accesses_covered: int = 0
+    bank_proofs: int = 0
     barriers: int = 0
     barriers_covered: int = 0
     mbar: List[Tuple[Any, _Scope]] = field(default_factory=list)
@@ -2057,6 +2058,8 @@ class Prover:
                 shape,
             )
         self._bounds(acc, enum, vals, syms, shape, mask, guards, got, ctx, all_syms)
+        if acc.claim.region is not None and isinstance(acc.node, (CpAsync, LdMatrix, Mem)):
+            self._banks(acc, enum, shape, mask, got, ctx)
         return int(mask.sum()) * C if np.ndim(mask) else int(np.prod(shape)) * C
 
     def _bounds(
@@ -2100,6 +2103,35 @@ class Prover:
                 )
         for coord, ext in claim.bounds:
             self._global_bound(acc, coord, ext, enum, vals, list(all_syms), shape, mask, guards)
+
+    def _banks(
+        self, acc: Access, enum: List[Var], shape: Tuple[int, ...], mask: Any, got: np.ndarray, ctx: Ctx
+    ) -> None:
+        """Bank conflicts of a shared-memory access, from the IR's own addresses: the lanes
+        of each warp at every value of the other indices form one instruction (``ldmatrix``
+        row addresses per 8-lane phase; others ``width`` bytes per lane).  Warps that do not
+        all execute it (thread-dependent guards) are left out."""
+        from . import banks
+
+        ti = next((i for i, v in enumerate(enum) if v is THREAD_IDX), None)
+        if ti is None or self.k.threads % 32:
+            return
+        base = _ev(acc.claim.region[0], ctx)[0]
+        off = np.broadcast_to(got - base, (got.shape[0],) + shape)[0]
+        if int(np.broadcast_to(base, got.shape).reshape(-1)[0]) % 128:
+            return  # not at a 128-byte-aligned base: banks relative to it say nothing
+        arr = np.moveaxis(off, ti, -1).reshape(-1, 32)
+        m = np.moveaxis(np.broadcast_to(mask, shape), ti, -1).reshape(-1, 32)
+        rows = np.unique(arr[m.all(axis=1)], axis=0)
+        if rows.size == 0:
+            return
+        what = f"{acc.kind}: {acc.claim.what} (addresses of the IR)"
+        if isinstance(acc.node, LdMatrix):
+            pr = banks.prove_ldmatrix_conflict_free(rows, 4, what=what)
+        else:
+            pr = banks.prove_conflict_free(rows, acc.claim.width, what=what)
+        self.log.add(pr.kind, pr.statement, pr.method, pr.cases)
+        self.report.bank_proofs += 1
 
     def _poly(
         self, e: Expr, enum: List[Var], vals: List[np.ndarray], syms: List[Var], shape: Tuple[int, ...]
