@@ -624,8 +624,10 @@ def from_cpp(text: str) -> Imported:
     """
     text = _check_text(text, "from_cpp")
     decl = re.match(r"\s*(?:(?:constexpr|static|const)\s+)*auto\s+[A-Za-z_][A-Za-z_0-9]*\s*=\s*", text)
+    if decl is None:  # a type as in "const cute::Layout<...>&"
+        decl = re.match(r"\s*(?:const\s+|volatile\s+)+", text)
     value, end, names = _parse_cpp_prefix(text, decl.end() if decl else 0)
-    rest = text[end:].strip().rstrip(";").strip()
+    rest = re.sub(r"^(?:\s*(?:const|volatile|&&|&|;))+", "", text[end:]).strip()
     if rest:
         raise MalformedLayoutError(f"CuTe C++: unexpected {show(rest)} after the layout in {show(text)}")
     return Imported(value, tuple(names.facts))
@@ -1245,7 +1247,7 @@ def rewrite_foreign(text: str) -> Tuple[str, Tuple[str, ...]]:
         if tok.startswith("!cute"):
             lt = text.find("<", s)
             end = _match_close(text, lt, "<", ">") if lt >= 0 else len(text)
-            r = _sub_import(from_dsl, text[s:end], names)
+            r = _sub_import(text[s:end], names)
         elif tok == "{":
             end = _match_close(text, s, "{", "}")
             r = Imported(from_triton(_literal(text[s:end])))
@@ -1271,7 +1273,7 @@ def rewrite_foreign(text: str) -> Tuple[str, Tuple[str, ...]]:
     return res, tuple(names.facts)
 
 
-def _sub_import(fn: Any, fragment: str, names: _Names) -> Imported:
+def _sub_import(fragment: str, names: _Names) -> Imported:
     payload = _mlir_payload(fragment)
     body = payload if payload is not None else fragment
     v, n = _parse_printed(body, names, "CuTe DSL")

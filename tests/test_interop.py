@@ -444,6 +444,13 @@ NVCC_13 = [
 ]
 
 
+def test_cpp_qualified_types():
+    """Compiler messages often show ``const T&``."""
+    base = GCC_13[0]
+    for text in (f"const {base}&", f"{base} const &", f"const {base}", f"{base}&&"):
+        assert from_cpp(text).value == from_cpp(base).value
+
+
 @pytest.mark.parametrize("spellings", [GCC_13, NVCC_13], ids=["g++", "nvcc"])
 def test_compiler_message_spellings(spellings):
     from layoutproof import make_identity_layout
