@@ -1587,6 +1587,8 @@ class Symbolic:
         if op == "postcondition":
             return self._post(rng, facts, A, facts_s)
         if op == "identity":
+            if rng.random() < 0.6:
+                return self._identity_random(rng, facts, A)
             return self._identity(rng, facts, facts_s)
         f = getattr(lp, op)
         pts = _admissible_values(facts, rng, 3)
@@ -1791,6 +1793,92 @@ class Symbolic:
             f"symbolic.postcondition[{op}]",
             f"with assuming({facts_s}): verify.postcondition({op!r}, {op}({rs}), {rs})",
             call,
+            check,
+            limit=SYMBOLIC_LIMIT,
+        )
+
+    def _identity_random(self, rng: random.Random, facts: List[str], A: Layout) -> Case:
+        """verify.identity(op(A), R') with R' the library's own symbolic result (a true claim
+        unless the library is wrong) or that result with one stride changed."""
+        from layoutproof import verify
+
+        M = self.M
+        op = rng.choice(
+            ["coalesce", "composition", "logical_divide", "complement", "right_inverse", "filter"]
+        )
+        extra: Tuple[Any, ...] = ()
+        if op in ("composition", "logical_divide"):
+            extra = (rng.choice([Layout(2, 1), Layout(4, 2), Layout((2, 2), (1, 4)), Layout(8, 1)]),)
+        f = getattr(lp, op)
+        try:
+            with lp.assuming(*facts):
+                R = within_deadline(lambda: f(A, *extra))
+        except (LayoutError, HarnessTimeout):
+            R = None
+        mutated = False
+        if R is not None and rng.random() < 0.5:
+            fs, fd = list(leaves(R.shape)), list(leaves(R.stride))
+            j = rng.randrange(len(fd))
+            fd[j] = fd[j] + rng.choice([1, M, 2])
+            R = Layout(tuple(fs), tuple(fd))
+            mutated = True
+        if R is None:
+            R = Layout(M, 1)
+
+        def sub(L: Layout, m: Any, n: Any) -> Layout:
+            names = {str(x) for x in L.free_symbols}
+            kw = {k: v for k, v in (("M", m), ("N", n)) if k in names}
+            return L.subs(**kw) if kw else L
+
+        def lhs(M: Any, N: Any) -> Layout:
+            return f(sub(A, M, N), *extra)
+
+        def rhs(M: Any, N: Any) -> Layout:
+            return sub(R, M, N)
+
+        pts = _admissible_values(facts, rng, 4)
+
+        def concrete_differs(v: Dict[str, int]) -> Optional[bool]:
+            try:
+                L1 = lhs(v["M"], v["N"])
+            except LayoutError:
+                return True  # the left side is inadmissible there: the claim fails there
+            try:
+                L2 = rhs(v["M"], v["N"])
+            except LayoutError:
+                return True
+            if L1.size > 50_000 or L2.size > 50_000:
+                return None
+            return not _same_function(L1, L2)[0]
+
+        def check(r: Any) -> Tuple[str, str]:
+            if r.status in ("proved", "checked"):
+                for v in pts:
+                    if (
+                        r.status == "checked"
+                        and r.bounds
+                        and not all(lo <= v.get(n, lo) <= hi for n, (lo, hi) in r.bounds.items())
+                    ):
+                        continue
+                    if concrete_differs(v):
+                        return "unsound", f"{r.status}, but at {v} the concrete sides differ"
+            if r.status == "refuted":
+                c = r.counterexample
+                if c is None or not c.assignment:
+                    return "unsound", f"refuted without an assignment ({r.reason or c})"
+                v = {str(k): int(x) for k, x in c.assignment.items()}
+                v.setdefault("M", 1)
+                v.setdefault("N", 1)
+                if concrete_differs(v) is False:
+                    return "unsound", f"refuted at {v}, but the concrete sides agree there"
+            return OK
+
+        ex = "".join(f", {text(e)}" for e in extra)
+        return Case(
+            "symbolic.identity(random)",
+            f"verify.identity(lambda M, N: {op}({A}{ex}), lambda M, N: {R}, assume={facts!r})"
+            + (" [mutated]" if mutated else ""),
+            lambda: verify.identity(lhs, rhs, "M N", assume=list(facts)),
             check,
             limit=SYMBOLIC_LIMIT,
         )
