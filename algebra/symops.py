@@ -155,20 +155,25 @@ def need(cond: Any, *, op: str, condition_name: str, where: str = "",
         raise out from None
     except (MalformedLayoutError, UndecidableConditionError):
         done = _STILL_SYMBOLIC
+    # a plain-bool condition has no symbolic form to assume: name it in words
+    named = f"{condition_name}{place}" if isinstance(cond, bool) else _as_python(cond)
     if done is _STILL_SYMBOLIC:
         raise UndecidableConditionError(
             f"{op} needs {text} ({condition_name}{place}); the assumptions refute it, but no assignment "
             "of the symbols was found at which the integer operation confirms the failure -- state "
             "stronger assumptions",
-            condition=text if isinstance(cond, bool) else _as_python(cond),
+            condition=named,
             expr=None if isinstance(cond, bool) else cond,
         )
+    if isinstance(cond, bool):
+        head = f"{op}: the symbolic walk needs {condition_name}{place}, which fails on these leaves"
+    else:
+        head = f"{op} needs {text} ({condition_name}{place}) to follow its proof; the assumptions refute it"
     raise UndecidableConditionError(
-        f"{op} needs {text} ({condition_name}{place}) to follow "
-        "its proof; the assumptions refute it, yet for "
+        head + ", yet for "
         + (", ".join(f"{k} = {v}" for k, v in sorted(asg.items())) or "these integers")
-        + " the integer operation succeeds -- state stronger assumptions",
-        condition=str(cond) if isinstance(cond, bool) else _as_python(cond),
+        + " the integer operation succeeds -- the result is decided only by evaluation",
+        condition=named,
         expr=None if isinstance(cond, bool) else cond,
     )
 
