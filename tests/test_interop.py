@@ -341,8 +341,11 @@ def test_cpp_export_compiles_and_agrees_with_cute(tmp_path):
     M, N = symbols("M N")
     dyn = Layout((4, M), (M, 1))
     with assuming("N % 8 == 0"):
-        symbolic = [Layout((M, (8, N / 8)), (1, (M, 8 * M))), Layout((2 * M + 1, N), (N, 1)),
-                    Layout(((N / 8, 2), M), ((2 * M, M), 1))]
+        symbolic = [
+            Layout((M, (8, N / 8)), (1, (M, 8 * M))),
+            Layout((2 * M + 1, N), (N, 1)),
+            Layout(((N / 8, 2), M), ((2 * M, M), 1)),
+        ]
     lines = [
         "#include <cute/layout.hpp>",
         "#include <cute/swizzle_layout.hpp>",
