@@ -368,10 +368,24 @@ def _check_range(crd: Any, shape: Any, what: str, full: Any) -> None:
             stack.extend(_bzip(c, s))
             continue
         n = _product(s)
+        if type(c) is not int or type(n) is not int:
+            _symbolic_in_range(c, n, full)
+            continue
         if not 0 <= c < n:
             raise OutOfDomainError(
                 f"{what}: coordinate {show(full)} is outside shape {show(top)}: "
                 f"{c} not in [0, {n})")
+
+
+def _symbolic_in_range(c: Any, n: Any, full: Any) -> None:
+    """``0 <= c < n`` with a SymPy side, decided under the active assumptions by the
+    symbolic layer (a symbolic coordinate is taken to be in the domain, as everywhere in
+    layoutproof.symbolic).  SymPy leaves only get here through ``_norm``, which loaded that
+    layer; this module does not import it."""
+    sym = sys.modules.get(__name__.rsplit(".", 1)[0] + ".symbolic")
+    if sym is None:  # pragma: no cover - _norm loads it before any SymPy leaf gets here
+        raise MalformedLayoutError(f"coordinate {show(full)}: symbolic values need layoutproof.symbolic")
+    sym._in_range(c, n, full)
 
 
 def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
@@ -395,7 +409,7 @@ def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
             raise MalformedLayoutError("idx2crd: shape and stride are not congruent")
         if any(d == 0 for d in _flatten(stride)):
             raise MalformedLayoutError("idx2crd: a stride (divisor) of 0 has no coordinate")
-    if any(s <= 0 for s in _flatten(shape)):
+    if any(type(s) is int and s <= 0 for s in _flatten(shape)):
         raise MalformedLayoutError("idx2crd: a shape extent must be >= 1")
     if not _weakly_congruent(idx, shape):
         raise MalformedLayoutError(f"idx2crd: coordinate {show(idx)} does not fit shape {show(shape)}")
@@ -425,7 +439,7 @@ def crd2idx(crd: Any, shape: Any, stride: Any = None) -> int:
             raise MalformedLayoutError("crd2idx: shape and stride are not congruent")
     if not _weakly_congruent(crd, shape):
         raise MalformedLayoutError(f"crd2idx: coordinate {show(crd)} does not fit shape {show(shape)}")
-    if any(s <= 0 for s in _flatten(shape)):
+    if any(type(s) is int and s <= 0 for s in _flatten(shape)):
         raise MalformedLayoutError("crd2idx: a shape extent must be >= 1")
     _check_range(crd, shape, "crd2idx", crd)
     return _crd2idx(crd, shape, stride)
@@ -439,7 +453,7 @@ def crd2crd(crd: Any, dst_shape: Any, src_shape: Any = None) -> Any:
     if src_shape is not None:
         src_shape = _norm(src_shape, "crd2crd shape")
     for sh in (dst_shape, src_shape):
-        if sh is not None and any(s <= 0 for s in _flatten(sh)):
+        if sh is not None and any(type(s) is int and s <= 0 for s in _flatten(sh)):
             raise MalformedLayoutError("crd2crd: a shape extent must be >= 1")
     return _crd2crd(crd, dst_shape, src_shape)
 
@@ -455,13 +469,11 @@ def _crd2crd(crd: Any, dst: Any, src: Any) -> Any:
             raise MalformedLayoutError("crd2crd: a tuple coordinate into an integer needs its source shape")
         _check_range(crd, src, "crd2crd", crd)
         i = _crd2idx(crd, src)
-        if i >= _product(dst):
-            raise OutOfDomainError(f"crd2crd: coordinate {show(crd)} (index {i}) is outside the "
-                                   f"destination shape of size {_product(dst)}")
+        _check_range(i, dst, "crd2crd", crd)
         return i
-    n = _product(dst) if src is None else min(_product(src), _product(dst))
-    if not 0 <= crd < n:
-        raise OutOfDomainError(f"crd2crd: coordinate {crd} is outside the domain [0, {n})")
+    _check_range(crd, dst, "crd2crd", crd)
+    if src is not None:
+        _check_range(crd, _product(src), "crd2crd", crd)
     if type(dst) is tuple:
         return _idx2crd(crd, dst)
     return crd

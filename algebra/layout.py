@@ -743,6 +743,10 @@ def make_ordered_layout(shape: Any, order: Any = None) -> Layout:
     o = _check_stride(order)
     fo = _flatten(o)
     fs = _flatten(s)
+    if any(type(x) is not int for x in fo):
+        raise MalformedLayoutError(
+            f"make_ordered_layout: the order {_fmt(o)} must hold integers (it ranks the leaves, "
+            "as C++'s static Step)")
     if not _congruent(s, o) and not (len(fo) == len(fs) and type(o) is tuple):
         raise MalformedLayoutError(f"make_ordered_layout: order {_fmt(o)} does not match shape {_fmt(s)}")
     idx = sorted(range(len(fs)), key=lambda i: (fo[i], i))
