@@ -6,9 +6,11 @@ the gpu/ package of an older commit (``git archive``) next to the current one, e
 listed kernel with both, compiles both sources with ``nvcc -arch=sm_90a -cubin`` and
 compares the cubins byte for byte (the kernel names are the same: they hash the generator
 version, the config and the problem).  Identical cubins mean identical SASS, so no timing is
-needed for those kernels.  No GPU is needed.
+needed for those kernels.  No GPU is needed.  The generation columns are CPU seconds in one
+process (the new generator runs first in each row, so it pays the lazy imports of the
+first rows); ``--timing`` measures the default kernel cold, each run in a fresh process.
 
-    python bench/ir_compare.py [--rev 85df0cd] [--quick]
+    python bench/ir_compare.py [--rev 85df0cd] [--quick] [--timing]
 """
 
 from __future__ import annotations
@@ -99,32 +101,73 @@ def compile_cubin(src: str, path: str) -> bytes:
         return f.read()
 
 
+_COLD = """
+import importlib, sys, time
+sys.path.insert(0, {path!r})
+t0 = time.process_time()
+m = importlib.import_module({pkg!r} + ".codegen_sm90")
+import layoutproof.gpu.lower  # noqa: F401  (sympy: imported by both)
+t1 = time.process_time()
+m.generate_sm90()
+t2 = time.process_time()
+print(t1 - t0, t2 - t1)
+"""
+
+
+def cold_timing(oldpkg: str, where: str, runs: int = 3) -> None:
+    """Import and generate+prove CPU seconds of the default kernel, each in a fresh
+    process (cold: nothing memoized), alternating old and new."""
+    res: dict = {"old": [], "new": []}
+    for _ in range(runs):
+        for tag, pkg in (("old", oldpkg), ("new", "layoutproof.gpu")):
+            out = subprocess.run(
+                [sys.executable, "-c", _COLD.format(path=where, pkg=pkg)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.split()
+            res[tag].append((float(out[0]), float(out[1])))
+    print("| default kernel, cold (fresh process), CPU s | import | generate + prove |")
+    print("|---|---|---|")
+    for tag in ("old", "new"):
+        imp = sorted(x[0] for x in res[tag])[len(res[tag]) // 2]
+        gen = sorted(x[1] for x in res[tag])[len(res[tag]) // 2]
+        print(
+            f"| {'text generator' if tag == 'old' else 'kernel IR'} (median of {runs}) | "
+            f"{imp:.2f} | {gen:.2f} |"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rev", default="85df0cd", help="the commit of the text generators")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--timing", action="store_true", help="only the cold generate+prove timing")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="ir_compare_")
     sys.path.insert(0, tmp)
     oldpkg = old_package(args.rev, tmp)
+    if args.timing:
+        cold_timing(oldpkg, tmp)
+        return 0
     rows = []
     jobs = []
     for label, mod, fn, cfg, prob in cases(args.quick):
         new = getattr(importlib.import_module(f"layoutproof.gpu.{mod}"), fn)
         old = getattr(importlib.import_module(f"{oldpkg}.{mod}"), fn)
-        t = time.perf_counter()
+        t = time.process_time()
         ks_new = new(cfg, prob, memo=False)
-        t_new = time.perf_counter() - t
+        t_new = time.process_time() - t
         ocfg = cfg
         if cfg is not None and mod == "codegen_sm90":  # the old module's own config class
             ocfg = importlib.import_module(f"{oldpkg}.{mod}").Sm90Config(**cfg.__dict__)
-        t = time.perf_counter()
+        t = time.process_time()
         ks_old = old(ocfg, prob, memo=False)
-        t_old = time.perf_counter() - t
+        t_old = time.process_time() - t
         if ks_new.name != ks_old.name:
             rows.append((label, "different kernel names", "", t_old, t_new))
             continue
-        tag = label.replace(" ", "_").replace(".", "")
+        tag = "".join(ch if ch.isalnum() else "_" for ch in label)
         jobs.append((label, ks_old.source, ks_new.source, os.path.join(tmp, tag), t_old, t_new))
     with ThreadPoolExecutor(max_workers=2) as ex:
         futs = [
@@ -136,7 +179,7 @@ def main() -> int:
             rows.append(
                 (label, "identical cubin" if same else "CUBIN DIFFERS", f"{len(fo.result())} B", t_old, t_new)
             )
-    print(f"| kernel | old ({args.rev}) vs IR | cubin | old gen s | IR gen s |")
+    print(f"| kernel | old ({args.rev}) vs IR | cubin | old gen CPU s | IR gen CPU s |")
     print("|---|---|---|---|---|")
     for label, verdict, size, t_old, t_new in rows:
         print(f"| {label} | {verdict} | {size} | {t_old:.2f} | {t_new:.2f} |")

@@ -310,10 +310,10 @@ def _wgmma_batch_ir(E: Env, cfg: Sm90Config, desc: Dict[str, Tuple[int, int, int
     # the descriptor starts _plan_descriptors proved: (slice, k step, stage) -> byte offset
     la = Layout((cfg.warpgroups, nk, S), (desc["a"][1], desc["a"][2], 2 * a.stage_elems))
     lb = Layout((nk, S), (desc["b"][2], 2 * b.stage_elems))
-    ca = kir.Claim("A wgmma descriptor start (warpgroup slice, k16 step, stage)",
+    ca = kir.Claim("A descriptor start address (warpgroup slice, k16 step, stage)",
                    E.sA + kir.LayoutApp(la, (slice_, ks, stage), "A descriptor starts"),
                    region=(E.sA, 2 * S * a.stage_elems), width=1)
-    cb = kir.Claim("B wgmma descriptor start (k16 step, stage)",
+    cb = kir.Claim("B descriptor start address (k16 step, stage)",
                    E.sB + kir.LayoutApp(lb, (ks, stage), "B descriptor starts"),
                    region=(E.sB, 2 * S * b.stage_elems), width=1)
     return [d1, d2, kir.WgmmaFence(),

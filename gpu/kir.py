@@ -30,7 +30,7 @@ covered``); an uncovered access or barrier fails generation.
 
 >>> i = Var("i")
 >>> print(emit_expr((i + 1) * 4 >> 2))
-(i + 1) * 4 >> 2
+((i + 1) * 4) >> 2
 >>> ev(Bin("/", Const(-7), Const(2)), {}).tolist()
 -3
 """
@@ -1686,8 +1686,8 @@ class _Analysis:
         elif isinstance(s, LdMatrix):
             self.accesses.append(Access(s, "ldmatrix shared read", s.addr, s.claim, sc))
         elif isinstance(s, Wgmma):
-            self.accesses.append(Access(s, "wgmma A descriptor read", s.a_addr, s.a_claim, sc))
-            self.accesses.append(Access(s, "wgmma B descriptor read", s.b_addr, s.b_claim, sc))
+            self.accesses.append(Access(s, "wgmma A operand read", s.a_addr, s.a_claim, sc))
+            self.accesses.append(Access(s, "wgmma B operand read", s.b_addr, s.b_claim, sc))
         elif isinstance(s, TmaLoad):
             self.accesses.append(Access(s, "TMA box shared write", s.dst, s.claim, sc))
         self._exprs(s, sc)
