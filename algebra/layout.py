@@ -688,7 +688,12 @@ def evenly_divides(shape: Any, tiler: Any) -> bool:
     """
     from .inttuple import _ceil_div, _norm
 
-    a = shape._shape if isinstance(shape, Layout) or _lifted(shape) else _check_shape(shape)
+    if isinstance(shape, Layout) or (_lifted(shape) and hasattr(shape, "layout_b")):
+        a = shape._shape  # a composed layout's shape is its inner layout's
+    elif _lifted(shape):
+        raise MalformedLayoutError(f"evenly_divides: {shape} has no shape (compose it with a layout)")
+    else:
+        a = _check_shape(shape)
     if type(tiler) is tuple or type(tiler) is list:
         from .inttuple import check_depth
 
@@ -698,7 +703,7 @@ def evenly_divides(shape: Any, tiler: Any) -> bool:
             return False
         return all(t is None or t is _ or evenly_divides(m, t) for m, t in zip(modes, tiler))
     if isinstance(tiler, Layout) or _lifted(tiler):
-        b = tiler.size
+        b = tiler.size  # a Swizzle's size is its period
     elif tiler is None or tiler is _:
         return True
     else:
