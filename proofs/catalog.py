@@ -31,6 +31,9 @@ from . import (
     catalog_structure as structure,
 )
 from . import (
+    catalog_symbolic as symbolic,
+)
+from . import (
     catalog_tiling as tiling,
 )
 from .theorem import Theorem
@@ -45,6 +48,7 @@ THEOREMS: List[Theorem] = [
     *tiling.THEOREMS,
     *structure.THEOREMS,
     *seeds.THEOREMS,
+    *symbolic.THEOREMS,
     *negative.THEOREMS,
 ]
 
@@ -66,8 +70,10 @@ def get(theorem_id: str, theorems: Optional[Iterable[Theorem]] = None) -> Theore
 
 
 def select(pattern: Optional[str], theorems: Optional[Iterable[Theorem]] = None) -> List[Theorem]:
-    """The theorems whose id, title or group contains ``pattern`` (case-insensitive) or matches
-    it as a regular expression; all of them for None.
+    """The theorems whose id contains ``pattern`` (case-insensitive) or matches it as a regular
+    expression; when no id does, those whose title or group does; all of them for None.
+    Ids come first, so ``T6`` selects the T6 theorems, not every theorem of a group whose
+    name mentions T6.
 
     >>> [t.id for t in select("T9.bij")]
     ['T9.bijective-inverses-coincide']
@@ -82,9 +88,10 @@ def select(pattern: Optional[str], theorems: Optional[Iterable[Theorem]] = None)
         rx: Optional[re.Pattern] = re.compile(pattern, re.I)
     except re.error:
         rx = None
-    out = []
-    for t in pool:
-        hay = (t.id, t.title, t.group)
-        if any(low in h.lower() for h in hay) or (rx is not None and any(rx.search(h) for h in hay)):
-            out.append(t)
-    return out
+    def hit(h: str) -> bool:
+        return low in h.lower() or (rx is not None and rx.search(h) is not None)
+
+    by_id = [t for t in pool if hit(t.id)]
+    if by_id:
+        return by_id
+    return [t for t in pool if hit(t.title) or hit(t.group)]

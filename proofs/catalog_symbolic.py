@@ -16,6 +16,7 @@ True
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -25,6 +26,7 @@ from layoutproof.verify import Counterexample, Result
 from layoutproof.verify.result import ProofObligation
 
 from . import symexec as sx
+from .theorem import Theorem
 
 GROUP = "All values (symbolic execution + Z3)"
 REF = ("issue 15", "docs/architecture.md: proofs by symbolic execution")
@@ -115,7 +117,7 @@ def eval_compatible(cx: Ctx, R: Layout, n: int, coords: Sequence[Tuple[Any, Any]
     if (n > 1) and (type(R._shape) is not tuple or len(R._shape) != n):
         return [z3.BoolVal(False)], 0
     for (rs, rd), (c, ext) in zip(_leaves(R, n), coords):
-        claims.append(enc.t(sp.Mul(*rs)) == enc.t(ext))
+        claims.append(zprod(enc, rs) == enc.t(ext))
         digs = sx.place(enc, rs, [(c, ext, sp.Integer(1))], cx.facts, unbounded_last=False)
         claims += bounded(enc, rs, digs)
         claims.append(sx.index_of(enc, rs, digs) == c)
@@ -220,6 +222,9 @@ def prove(claim: str, instances: Sequence[Instance]) -> List[Result]:
                 unknown.append(f"no digit placement ({e}) under {p.condition_text()}")
                 continue
             context = context + dg.constraints(enc)
+            whole = integral(enc, p.value)  # the result's leaves are integers on the path
+            if whole:
+                goal = _z3().And(whole + [goal])
             comment = f"{inst.label}: {claim}\npath: {p.condition_text()}\nresult: {p.value}"
             facts = p.facts + extra
             pos = [sx.discharge(enc, facts, context, goal, comment, timeout_ms=FIRST_MS)]
@@ -382,6 +387,37 @@ def _prefixes(shape: Sequence[Any]) -> List[Any]:
     return out
 
 
+def zprod(enc: sx.Enc, xs: Sequence[Any]) -> Any:
+    """The product of the leaves' values (each leaf encoded on its own: a leaf that is not an
+    integer is its floor, so a product of non-integer leaves is never taken as exact)."""
+    out: Any = 1
+    for x in xs:
+        out = out * enc.t(x)
+    return out
+
+
+def integral(enc: sx.Enc, value: Any) -> List[Any]:
+    """Every leaf of every layout in ``value`` (a layout or nested tuples/lists holding some)
+    is an integer: for a leaf that is a quotient after the path's substitution, the
+    remainder is zero."""
+    sp = _sp()
+    out: List[Any] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Layout):
+            fs, fd = sx.flat_modes(v)
+            stack.extend(fs + fd)
+        elif isinstance(v, (tuple, list)):
+            stack.extend(v)
+        elif isinstance(v, sp.Expr) and not v.is_Integer:
+            x = v.xreplace(enc.subs) if enc.subs else v
+            num, den = sp.fraction(sp.cancel(x))
+            if den != 1:
+                out.append(enc.t(sp.Mod(num, den)) == 0)
+    return out
+
+
 def _product(xs: Sequence[Any]) -> Any:
     sp = _sp()
     return sp.Mul(*[sp.sympify(x) for x in xs])
@@ -429,7 +465,7 @@ def _coalesce_size(L: Layout) -> Instance:
     def build(cx: Ctx) -> Tuple[List[Any], Any]:
         R = cx.path.value
         e = cx.enc
-        return [], e.t(_product(sx.flat_modes(R)[0])) == e.t(_product(sx.flat_modes(L)[0]))
+        return [], zprod(e, sx.flat_modes(R)[0]) == zprod(e, sx.flat_modes(L)[0])
 
     n = len(sx.flat_modes(L)[0])
     return Instance(
@@ -517,7 +553,7 @@ def composition_claims(
     rval: Any = 0
     boff: Any = 0
     for (rs, rd), n, r in zip(leaves, bs, bd):
-        claims.append(e.t(_product(rs)) == e.t(n))
+        claims.append(zprod(e, rs) == e.t(n))
         gs = [cx.dg.new(e, s, "g") for s in rs]
         ck = sx.index_of(e, rs, gs)
         boff = boff + ck * e.t(r)
@@ -603,9 +639,9 @@ def _complement(L: Layout, M: Any) -> Instance:
         for s_, d_ in allm:  # sorted by stride, each stride is the product of the extents below
             claims.append(e.t(d_) == e.t(cur))
             cur = cur * s_
-        K = _product([m[0] for m in allm])
-        claims.append(e.t(K) >= e.t(M))  # fills [0, M) ...
-        claims.append(e.t(K) < e.t(M) + e.t(_cover(kept)))  # ... rounded up to L's cover
+        K = zprod(e, [m[0] for m in allm])
+        claims.append(K >= e.t(M))  # fills [0, M) ...
+        claims.append(K < e.t(M) + e.t(_cover(kept)))  # ... rounded up to L's cover
         cs, cd = sx.flat_modes(C)
         for k in range(len(cd) - 1):  # C is ordered
             claims.append(e.t(cd[k]) < e.t(cd[k + 1]))
@@ -801,43 +837,60 @@ def _logical_product(A: Layout, B: Layout) -> Instance:
     )
 
 
-def _regroup(kind: str, L: Layout, tiler: Tuple[Layout, ...]) -> Instance:
-    """zipped / tiled / flat {divide, product}: the by-mode logical result's parts,
-    rearranged -- each leaf equal on the path."""
-    from layoutproof import ops as iops
+def _regroup(kind: str, n_extra: int = 1, impl: Any = None) -> Instance:
+    """zipped / tiled / flat: the library's regrouping code (``_unzip_entry``, ``_tiled``,
+    ``_flat2`` of ``ops``, shared by the divides and the products) applied to an opaque
+    by-mode operation whose every part is a fresh symbol: the result is the by-mode result's
+    tiles and rests rearranged, leaf for leaf, whatever the by-mode operation returns."""
+    from layoutproof import ops
 
-    base = iops.logical_divide if kind.endswith("divide") else iops.logical_product
-    op = getattr(iops, kind)
+    iops = ops if impl is None else impl
+    n = 2
+    L = sym_layout("L", n + n_extra)
+    tiler = tuple(sym_layout(f"T{i}_", 1) for i in range(n))
+    sp = _sp()
+    counter = [0]
+
+    def opaque(Li: Layout, Ti: Layout) -> Layout:
+        k = counter[0] = counter[0] + 1
+        a = sp.symbols(f"a{k}_0 a{k}_1 c{k}", integer=True, positive=True)
+        b = sp.symbols(f"b{k}_0 b{k}_1 e{k}", integer=True)
+        return Layout._make(((a[0], a[1]), a[2]), ((b[0], b[1]), b[2]))
 
     def fn() -> Any:
-        return base(L, tiler), op(L, tiler)
+        counter[0] = 0
+        P = iops._by_mode_tiler(L, tiler, opaque, kind)
+        counter[0] = 0
+        Z = iops._unzip_entry(opaque, L, tiler, kind)
+        R = Z if kind == "zipped" else iops._tiled(Z) if kind == "tiled" else iops._flat2(Z)
+        return P, R
 
     def expected(P: Layout) -> Layout:
-        n = len(tiler)
         first = [(P._shape[i][0], P._stride[i][0]) for i in range(n)]
         second = [(P._shape[i][1], P._stride[i][1]) for i in range(n)]
         rest = [(P._shape[i], P._stride[i]) for i in range(n, len(P._shape))]
-        if kind.startswith("zipped"):
+        if kind == "zipped":
             sec = second + rest
             return Layout._make(
                 (tuple(f[0] for f in first), tuple(x[0] for x in sec)),
                 (tuple(f[1] for f in first), tuple(x[1] for x in sec)),
             )
-        if kind.startswith("tiled"):
+        if kind == "tiled":
             sec = second + rest
             return Layout._make(
                 (tuple(f[0] for f in first),) + tuple(x[0] for x in sec),
                 (tuple(f[1] for f in first),) + tuple(x[1] for x in sec),
             )
-        modes = first + second + rest
-        return Layout._make(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
+        return Layout._make(
+            tuple(m[0] for m in first + second + rest), tuple(m[1] for m in first + second + rest)
+        )
 
     def build(cx: Ctx) -> Tuple[List[Any], Any]:
         P, R = cx.path.value
         return [], _same_layout(cx, R, expected(P))
 
     return Instance(
-        f"L rank {len(L._shape)}, tiler of {len(tiler)} layouts",
+        f"L rank {n + n_extra}, tiler of {n} layouts, opaque by-mode parts",
         fn,
         build,
         confirm_equal(lambda p: p.value[1], lambda p: expected(p.value[0])),
@@ -862,12 +915,19 @@ def _associativity(A: Layout, B: Layout, C: Layout) -> Instance:
             return [], z3.BoolVal(False)
         cs_, cd_ = sx.flat_modes(C)
         claims: List[Any] = []
+        ctx: List[Any] = []
         vx: Any = 0
         vy: Any = 0
-        for (xs, xd), (ys, yd), n in zip(lx, ly, cs_):
+        for (xs, xd), (ys, yd), n, dc in zip(lx, ly, cs_, cd_):
             c = cx.dg.new(e, n, "c")
+            # inside the domains: C(c) in B's domain, B(C(c)) in A's (B is rank 1 here)
+            ctx += [
+                c * e.t(dc) >= 0,
+                c * e.t(dc) < e.t(B.size),
+                c * e.t(dc) * e.t(sx.flat_modes(B)[1][0]) < e.t(A.size),
+            ]
             for sh, st, acc in ((xs, xd, "x"), (ys, yd, "y")):
-                claims.append(e.t(_product(sh)) == e.t(n))
+                claims.append(zprod(e, sh) == e.t(n))
                 digs = sx.place(e, sh, [(c, n, _sp().Integer(1))], cx.facts, unbounded_last=False)
                 claims += bounded(e, sh, digs)
                 claims.append(sx.index_of(e, sh, digs) == c)
@@ -876,7 +936,7 @@ def _associativity(A: Layout, B: Layout, C: Layout) -> Instance:
                     vx = vx + v
                 else:
                     vy = vy + v
-        return [], z3.And(claims + [vx == vy])
+        return ctx, z3.And(claims + [vx == vy])
 
     return Instance(
         "A, B, C rank 1"
@@ -886,3 +946,389 @@ def _associativity(A: Layout, B: Layout, C: Layout) -> Instance:
         build,
         confirm_equal(lambda p: p.value[0], lambda p: p.value[1]),
     )
+
+
+# ----------------------------------------------------------------------------- swizzle
+SWZ_MAX = 20  # B, M, |S| up to 20 (M + B + |S| <= 60: the 64-bit offsets the library uses)
+
+
+def _swizzle_check(what: str, separated: bool = True) -> List[Result]:
+    """One bit-vector query for every (B, M, S) at once (B, M, S are Z3 variables), plus
+    the library's masks and shifts compared with the same formula for every triple."""
+    import z3
+
+    from layoutproof.swizzle import Swizzle
+
+    t0 = time.perf_counter()
+    W = 64
+    B, M, S, x, y = (z3.BitVec(n, W) for n in ("B", "M", "S", "x", "y"))
+    one = z3.BitVecVal(1, W)
+    pos = S >= 0
+    absS = z3.If(pos, S, -S)
+    Y = ((one << B) - 1) << (M + z3.If(pos, S, z3.BitVecVal(0, W)))
+
+    def f(v: Any) -> Any:
+        return z3.If(pos, v ^ z3.LShR(v & Y, S), v ^ ((v & Y) << -S))
+
+    top = M + B + absS
+    dom = [B >= 0, B <= SWZ_MAX, M >= 0, M <= SWZ_MAX, S >= -SWZ_MAX, S <= SWZ_MAX]
+    if separated:  # the library's condition |S| >= B (the YYY and ZZZ fields do not overlap)
+        dom.append(z3.Or(B == 0, absS >= B))
+    if what == "involution":
+        claim = f(f(x)) == x
+    elif what == "bijection":
+        claim = z3.Implies(f(x) == f(y), x == y)
+    else:  # closed on each aligned block [k 2^top, (k+1) 2^top)
+        claim = z3.LShR(f(x), top) == z3.LShR(x, top)
+    s = z3.Solver()
+    s.set("timeout", 20000)
+    s.add(*dom)
+    s.add(z3.Not(claim))
+    r = s.check()
+    dt = time.perf_counter() - t0
+
+    class _BV:
+        def __init__(self, solver: Any) -> None:
+            self.text = solver.to_smt2()
+
+        def smt2(self) -> str:
+            return f"; swizzle {what} for every B, M, S (bit-vectors)\n(set-logic ALL)\n" + self.text
+
+    verdict = "unsat" if r == z3.unsat else "sat" if r == z3.sat else "unknown"
+    ob = ProofObligation(f"swizzle {what} for all B, M, S", what, (), verdict, _BV(s), dt)
+    # the library's own masks and shifts are the formula's, for every triple in scope
+    bad = None
+    n = 0
+    for b in range(0, SWZ_MAX + 1):
+        for m in range(0, SWZ_MAX + 1):
+            for sh in range(-SWZ_MAX, SWZ_MAX + 1):
+                if b and abs(sh) < b:
+                    continue
+                n += 1
+                sw = Swizzle(b, m, sh)
+                want_y = ((1 << b) - 1) << (m + max(sh, 0))
+                want_z = ((1 << b) - 1) << (m + max(-sh, 0))
+                if (
+                    sw.yyy_msk != want_y
+                    or sw.zzz_msk != want_z
+                    or sw._rs != max(sh, 0)
+                    or sw._ls != max(-sh, 0)
+                ):
+                    bad = (b, m, sh)
+                    break
+    if r == z3.sat:
+        mod = s.model()
+        asg = {
+            k: mod.eval(v, model_completion=True).as_signed_long() for k, v in (("B", B), ("M", M), ("S", S))
+        }
+        return [
+            Result(
+                "refuted",
+                "z3",
+                claim=f"swizzle {what}",
+                counterexample=Counterexample(assignment=asg),
+                obligations=[ob],
+                seconds=dt,
+            )
+        ]
+    if bad is not None:
+        return [
+            Result(
+                "refuted",
+                "exhaustive",
+                claim=f"Swizzle{bad} masks",
+                counterexample=Counterexample(detail=f"Swizzle{bad} has masks other than the formula's"),
+            )
+        ]
+    if r != z3.unsat:
+        return [Result("unknown", "z3", claim=f"swizzle {what}", reason=s.reason_unknown(), obligations=[ob])]
+    return [
+        Result(
+            "proved",
+            "z3",
+            claim=f"swizzle {what} for all B, M, S in scope",
+            obligations=[ob],
+            seconds=dt,
+            notes=(f"1 bit-vector obligation; the library's masks equal the formula's for all {n} triples",),
+        )
+    ]
+
+
+# ----------------------------------------------------------------------------- the theorems
+def full_scope() -> bool:
+    """``layoutproof prove --all`` (environment LAYOUTPROOF_PROVE_ALL=1, inherited by the
+    worker processes): every rank in the stated bound; otherwise the main job's subset."""
+    return os.environ.get("LAYOUTPROOF_PROVE_ALL") == "1"
+
+
+M_SYM = "M"
+
+
+def _M() -> Any:
+    return _sp().Symbol(M_SYM, integer=True, positive=True)
+
+
+def _one(
+    make: Callable[..., Instance], main: Sequence[Any], full: Sequence[Any], claim: str
+) -> Callable[[], List[Result]]:
+    def check() -> List[Result]:
+        return prove(claim, [make(*args) for args in (full if full_scope() else main)])
+
+    return check
+
+
+def _L(r: int, kind: str = "int") -> Layout:
+    return sym_layout("L", r, nonneg=kind == "nonneg", positive=kind == "pos")
+
+
+def _pairs(a: Sequence[int], b: Sequence[int]) -> List[Tuple[int, int]]:
+    return [(x, y) for x in a for y in b]
+
+
+def _scope(main: str, full: str) -> str:
+    return f"{main} in `layoutproof prove`; {full} with `layoutproof prove --all`"
+
+
+_EXT = "extents positive integers"
+_ANY = "strides arbitrary integers"
+_POS = "strides positive integers"
+
+
+def _T(
+    tid: str,
+    title: str,
+    statement: str,
+    check: Callable[[], List[Result]],
+    scope: str,
+    params: str,
+    assumptions: Tuple[str, ...] = (),
+    heavy: bool = False,
+) -> Theorem:
+    return Theorem(
+        tid,
+        title,
+        statement,
+        check,
+        expected="proved",
+        method="z3",
+        parameters=params,
+        assumptions=assumptions,
+        references=REF,
+        family=scope,
+        group=GROUP,
+        heavy=heavy,
+    )
+
+
+def _build() -> List[Theorem]:
+    out: List[Theorem] = []
+    r14, r12, r13 = (1, 2, 3, 4), (1, 2), (1, 2, 3)
+    co = [(_L(r),) for r in r14]
+    co_main = [(_L(r),) for r in r12]
+    sc_co = _scope("ranks 1-2", "ranks 1-4")
+    out += [
+        _T(
+            "sym.coalesce-function",
+            "coalesce(L) has L's function, for all extents and strides",
+            "For every flat L = (s_0..s_{n-1}):(d_0..d_{n-1}) and every coordinate c: coalesce(L)(idx(c)) "
+            "== L(c), the index's digits in coalesce(L)'s shape in range",
+            _one(_coalesce_function, co_main, co, "coalesce(L)(i) == L(i)"),
+            sc_co,
+            f"{_EXT}; {_ANY}",
+        ),
+        _T(
+            "sym.coalesce-size",
+            "coalesce(L) has L's size, for all extents and strides",
+            "size(coalesce(L)) == size(L)",
+            _one(_coalesce_size, co_main, co, "size(coalesce(L)) == size(L)"),
+            sc_co,
+            f"{_EXT}; {_ANY}",
+        ),
+        _T(
+            "sym.coalesce-depth",
+            "coalesce(L) is flat, for all extents and strides",
+            "depth(coalesce(L)) <= 1 on every path of the symbolic coalesce",
+            _one(_coalesce_depth, co_main, co, "depth(coalesce(L)) <= 1"),
+            sc_co,
+            f"{_EXT}; {_ANY}",
+        ),
+        _T(
+            "sym.coalesce-idempotent",
+            "coalesce is idempotent, for all extents and strides",
+            "coalesce(coalesce(L)) == coalesce(L) (same shape and strides)",
+            _one(_coalesce_idempotent, co_main, co, "coalesce(coalesce(L)) == coalesce(L)"),
+            sc_co,
+            f"{_EXT}; {_ANY}",
+        ),
+        _T(
+            "sym.coalesce-extended",
+            "coalesce keeping the last mode preserves the extended function",
+            "With keep_last (composition's view of A), the coalesced modes evaluated at any index i >= 0 "
+            "(the last mode unbounded) give L extended along its last mode: the lemma behind the "
+            "composition theorems",
+            _one(_coalesce_keep_last, co_main, co, "coalesce_keep_last(L)^(i) == L^(i)"),
+            sc_co,
+            f"{_EXT}; {_ANY}",
+        ),
+    ]
+    comp_main = [(sym_layout("A", a), sym_layout("B", b, positive=True)) for a, b in _pairs((1, 2), (1,))]
+    comp_main.append((sym_layout("A", 1), sym_layout("B", 2, positive=True)))
+    comp_full = [(sym_layout("A", a), sym_layout("B", b, positive=True)) for a, b in _pairs(r13, r13)]
+    out.append(
+        _T(
+            "sym.composition-post",
+            "composition meets its post-condition, for all extents and strides",
+            "Whenever composition(A, B) returns R: B is compatible with R and R(c) == Â(B(c)) for every "
+            "coordinate c of B, Â = A extended along its last mode (through coalesce: sym.coalesce-extended)",
+            _one(_composition, comp_main, comp_full, "R(c) == A(B(c))"),
+            _scope("A x B ranks 1x1, 2x1, 1x2", "every A rank 1-3 x B rank 1-3"),
+            f"A: {_EXT}, {_ANY}; B: {_EXT}, {_POS}",
+        )
+    )
+    cm = [(_L(1, "pos"), _M())]
+    cf = [(_L(r, "pos"), _M()) for r in r13]
+    sc_c = _scope("rank 1", "ranks 1-3")
+    out += [
+        _T(
+            "sym.complement-post",
+            "complement meets its post-condition, for all extents, strides and M",
+            "Whenever complement(L, M) returns C: the modes of (L, C) other than extent-1 ones, sorted by "
+            "stride, have strides 1, s_0, s_0 s_1, ... (so (L, C) is a bijection onto [0, K)), K >= M, "
+            "K < M + max(s_k d_k) (M rounded up to L's cover), and C's strides increase",
+            _one(_complement, cm, cf, "(L, complement(L, M)) is a bijection onto [0, K), K = M rounded up"),
+            sc_c,
+            f"L: {_EXT}, {_POS}; M a positive integer",
+        ),
+        _T(
+            "sym.complement-admissible-iff-chain",
+            "complement is admissible exactly when the stride chain holds",
+            "On every path: complement(L, M) returns iff L's non-trivial modes, sorted by stride, satisfy "
+            "s_k d_k | d_{k+1} (the existence condition of a complement); it raises InadmissibleError "
+            "exactly where the chain fails",
+            _one(_complement_chain, cm, cf, "admissible <=> stride chain"),
+            sc_c,
+            f"L: {_EXT}, {_POS}; M a positive integer",
+        ),
+        _T(
+            "sym.right-inverse-post",
+            "right_inverse meets its post-condition, for all extents and strides",
+            "L(R(i)) == i for every i < size(R), R = right_inverse(L) (L through coalesce(L): "
+            "sym.coalesce-function)",
+            _one(_right_inverse, co_main, co, "L(right_inverse(L)(i)) == i"),
+            sc_co,
+            f"{_EXT}; {_ANY}",
+        ),
+        _T(
+            "sym.left-inverse-post",
+            "left_inverse meets its post-condition, for all extents and strides",
+            "Whenever left_inverse(L) returns R: R(L(i)) == i for every i when every non-unit mode of L "
+            "has a non-zero stride (L is then injective: the operation raises otherwise), "
+            "else L(R(L(i))) == L(i)",
+            _one(
+                _left_inverse, [(_L(r, "pos"),) for r in r12], [(_L(r, "pos"),) for r in r13], "R(L(i)) == i"
+            ),
+            _scope("ranks 1-2", "ranks 1-3"),
+            f"{_EXT}; {_POS}",
+        ),
+    ]
+    ld_main = [(_L(1), sym_layout("T", 1, positive=True))]
+    ld_full = [(_L(a), sym_layout("T", b, positive=True)) for a, b in _pairs((1, 2), (1, 2))]
+    out.append(
+        _T(
+            "sym.logical-divide-def",
+            "logical_divide(L, T) is L o (T, complement(T, size(L)))",
+            "Whenever logical_divide(L, T) returns R: R meets composition's post-condition against "
+            "B = (T, complement(T, size(L))) computed on the same path: R(c) == L^(B(c)) for every c",
+            _one(_logical_divide, ld_main, ld_full, "logical_divide(L, T) == L o (T, T*)"),
+            _scope("L rank 1, T rank 1", "L rank 1-2 x T rank 1-2"),
+            f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS}",
+        )
+    )
+    lp_main = [(sym_layout("A", 1, positive=True), sym_layout("B", 1, positive=True))]
+    lp_full = [
+        (sym_layout("A", a, positive=True), sym_layout("B", b, positive=True))
+        for a, b in _pairs((1, 2), (1, 2))
+    ]
+    out.append(
+        _T(
+            "sym.logical-product-def",
+            "logical_product(A, B) is (A, complement(A, size(A) cosize(B)) o B)",
+            "Whenever logical_product(A, B) returns R: mode 0 of R is A, and mode 1 meets composition's "
+            "post-condition against C = complement(A, size(A)*cosize(B)) and B",
+            _one(_logical_product, lp_main, lp_full, "logical_product(A, B) == (A, A* o B)"),
+            "not in the default run (heavy); A rank 1 x B rank 1 when selected with `--filter`; "
+            "A rank 1-2 x B rank 1-2 with `--all`",
+            f"{_EXT}; {_POS}",
+            heavy=True,
+        )
+    )
+    for kind in ("zipped", "tiled", "flat"):
+        shape = {
+            "zipped": "((tiles...), (rests..., extra modes...))",
+            "tiled": "((tiles...), rest0, rest1, ..., extra modes...)",
+            "flat": "(tile0, tile1, ..., rest0, rest1, ..., extra modes...)",
+        }[kind]
+        out.append(
+            _T(
+                f"sym.{kind}-regroup",
+                f"{kind}_divide and {kind}_product regroup the by-mode result",
+                f"For a layout with two tiled modes and one more, and a tiler of two layouts: the "
+                f"library's {kind} regrouping (the code behind {kind}_divide and {kind}_product) returns "
+                f"{shape} made of the by-mode result's modes, leaf for leaf, for every by-mode result "
+                "(its parts are opaque symbols: the statement holds whatever logical_divide or "
+                "logical_product returns per mode)",
+                lambda kind=kind: prove(f"{kind} regroups", [_regroup(kind)]),
+                "L of rank 3 (2 tiled modes + 1), opaque by-mode parts (both jobs)",
+                "every extent and stride a symbol",
+            )
+        )
+    out.append(
+        _T(
+            "sym.composition-associative",
+            "composition is associative inside the domains",
+            "(A o B) o C == A o (B o C) at every coordinate c of C with C(c) < size(B) and "
+            "B(C(c)) < size(A), on every path where both sides are admissible",
+            lambda: prove(
+                "(A o B) o C == A o (B o C)",
+                [
+                    _associativity(
+                        sym_layout("A", 1),
+                        sym_layout("B", 1, positive=True),
+                        sym_layout("C", 1, positive=True),
+                    )
+                ],
+            ),
+            "A, B, C of rank 1 (both jobs); A of rank 2 is left unknown (see docs/theorems.md)",
+            f"A: {_EXT}, {_ANY}; B, C: {_EXT}, {_POS}",
+            ("C(c) < size(B)", "B(C(c)) < size(A)"),
+        )
+    )
+    for what, title, st in (
+        ("involution", "every swizzle is an involution", "Sw(Sw(x)) == x for every 64-bit x"),
+        ("bijection", "every swizzle is a bijection", "Sw(x) == Sw(y) implies x == y for every 64-bit x, y"),
+        (
+            "block",
+            "every swizzle maps each aligned 2^(M+B+|S|) block onto itself",
+            "Sw(x) >> (M+B+|S|) == x >> (M+B+|S|) for every 64-bit x",
+        ),
+    ):
+        out.append(
+            _T(
+                f"sym.swizzle-{what}",
+                f"{title[0].upper()}{title[1:]}, for all B, M, S",
+                f"For all B, M, S with 0 <= B, M <= {SWZ_MAX}, |S| <= {SWZ_MAX}, |S| >= B (or B == 0): "
+                f"{st}, "
+                "Sw(x) = x ^ ((x & Y) >> S) (<< -S for S < 0), Y = (2^B - 1) 2^(M + max(S, 0)); "
+                "B, M, S are "
+                "bit-vector variables of one query; the library's Swizzle(B, M, S) has exactly these "
+                "masks and "
+                f"shifts for every one of the triples",
+                lambda what=what: _swizzle_check(what),
+                f"every B, M, S up to {SWZ_MAX} (both jobs)",
+                "B, M, S integers in scope; x, y 64-bit",
+            )
+        )
+    return out
+
+
+THEOREMS: List[Theorem] = _build()

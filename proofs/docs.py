@@ -36,6 +36,29 @@ def _anchorless(text: str) -> str:
     return text.replace("\n", " ").strip()
 
 
+_SYMBOLIC_INTRO = [
+    "These theorems are proved for *every value* of the symbols (extents, strides, M; B, M, S of a "
+    "swizzle) by symbolic execution of the library's own symbolic path (`symops`): each operand's "
+    "every extent and stride is a fresh symbol, each condition the path's facts leave undecided is a "
+    "choice point (both outcomes are explored, depth first, within a path budget), and every path that "
+    "returns a result gets one Z3 obligation: its path condition, the quantified coordinate digits, and "
+    "the negated post-condition. Division and remainder are quotient/remainder variables, the path's "
+    "equalities and divisibilities are solved by substitution (`b | a` becomes `a = b*k`), and a layout "
+    "is evaluated through an explicit digit placement whose correctness is part of the obligation. "
+    "Paths where the operation raises (inadmissible, or a condition it refuses to decide) return "
+    "nothing and need no obligation; the report counts them. A path Z3 leaves undecided makes the "
+    "theorem *unknown*, never proved; a satisfiable obligation is a refutation only when its model, "
+    "substituted into the operands, fails the post-condition on integers.",
+    "",
+    "Scope: the flat rank of each operand is fixed per run; *Family* below names the ranks of the "
+    "default run (`layoutproof prove`, which must finish within a minute) and of `layoutproof prove "
+    "--all`. No theorem here is proved for every rank (no induction over the number of modes yet). "
+    "The bounded exhaustive theorems of the other groups stay as a supplement (concrete layouts, "
+    "nested profiles, zero strides), reported as *checked*.",
+    "",
+]
+
+
 def render(theorems: Optional[Sequence[Theorem]] = None) -> str:
     """The Markdown page for ``theorems`` (the whole catalog by default)."""
     from .catalog import THEOREMS
@@ -93,6 +116,8 @@ def render(theorems: Optional[Sequence[Theorem]] = None) -> str:
     for g in groups:
         L.append(f"## {g}")
         L.append("")
+        if g.startswith("All values"):
+            L += _SYMBOLIC_INTRO
         L.append("| id | title | expected | method |")
         L.append("|---|---|---|---|")
         for t in ths:

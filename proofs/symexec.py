@@ -425,12 +425,21 @@ _IMPLIED: Dict[Any, bool] = {}
 
 
 def implied(
-    cond: Any, facts: Tuple[Any, ...], timeout_ms: int = 2000, subs: Optional[Dict[Any, Any]] = None
+    cond: Any, facts: Tuple[Any, ...], timeout_ms: int = 800, subs: Optional[Dict[Any, Any]] = None
 ) -> bool:
     """Do ``facts`` imply ``cond``?  (Z3 on the quotient/remainder encoding; False when it
     cannot tell.)  Used to choose placements only: a wrong choice fails the obligation."""
     import z3
 
+    sp = _sp()
+    if cond in facts:
+        return True
+    if sp.Not(cond) in facts:
+        return False
+    if subs:
+        cond = cond.xreplace(subs)
+    if cond is sp.true or cond is sp.false:
+        return cond is sp.true
     key = (cond, facts, tuple(sorted((subs or {}).items(), key=str)))
     hit = _IMPLIED.get(key)
     if hit is not None:

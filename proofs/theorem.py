@@ -133,6 +133,8 @@ class Theorem:
         family: the family or bounds an exhaustive check covers, in words.
         expect: for a negative theorem, the counterexample it must find.
         group: the section of the catalog it belongs to.
+        heavy: too slow for the default run of ``layoutproof prove`` (under a minute); it runs
+            with ``--all`` or when selected with ``--filter``.
     """
 
     id: str
@@ -147,6 +149,7 @@ class Theorem:
     family: str = ""
     expect: Optional[Expect] = None
     group: str = "Miscellaneous"
+    heavy: bool = False
 
     def __post_init__(self) -> None:
         if self.expected not in EXPECTED:
