@@ -244,3 +244,27 @@ def test_regrouping_mutants_fail_the_regroup_theorems(mutant, kind):
     assert r.status == "refuted", str(r)
     (ok,) = cs.prove("regroup", [cs._regroup(kind)])
     assert ok.status == "proved"
+
+
+def test_cross_check_without_cvc5_is_a_usage_error(monkeypatch, capsys):
+    import importlib.util as iu
+
+    from layoutproof.proofs import cli as prove_cli
+
+    real = iu.find_spec
+    monkeypatch.setattr(iu, "find_spec", lambda name, *a: None if name == "cvc5" else real(name, *a))
+    rc = prove_cli.main(["--filter", "sym.swizzle-bijection", "--cross-check", "cvc5", "--no-report"])
+    assert rc == 2
+    assert "cvc5" in capsys.readouterr().err
+
+
+def test_heavy_theorems_wait_for_all(monkeypatch, capsys):
+    from layoutproof.proofs import cli as prove_cli
+    from layoutproof.proofs import runner
+
+    seen = []
+    monkeypatch.setattr(runner, "run", lambda ths, **kw: seen.extend(t.id for t in ths) or [])
+    monkeypatch.setattr(prove_cli, "_emit_kernel", lambda d: 0)
+    prove_cli.main(["--no-report", "-q"])
+    assert "sym.logical-product-def" not in seen and "sym.coalesce-function" in seen
+    assert "--all" in capsys.readouterr().err
