@@ -372,6 +372,14 @@ def _leaf(As: List[Any], Ad: List[Any], n: Any, r: Any, k: int, conc: Callable[[
             rest_r = xdiv(rest_r, s)
             continue
         inside = dvd(rest_r, s)  # the remaining stride lands inside this mode
+        if inside is not True and lt(_num((rest_n - 1) * rest_r), s) is True:
+            # CuTe's divisibility is not known, but every remaining point of B lands inside
+            # this mode (c * rest_r < s for c < rest_n): no carry, the result is exact
+            ms.append(rest_n)
+            md.append(_num(rest_r * Ad[i]))
+            occ[i] = _num(rest_r * (rest_n - 1))
+            rest_n = 1
+            break
         if inside is not True:
             sp = _sympy()
             need(sp.Or(_dvd_cond(s, rest_r), _dvd_cond(rest_r, s)) if not _both_int(s, rest_r) else False,

@@ -72,6 +72,8 @@ def test_a_sufficient_condition_is_not_a_refutation():
         lambda M: composition(Layout((3, M), (M, 1)), Layout(2, 2)), lambda M: Layout(2, 2 * M)
     )
     assert r.status != "refuted", r
+    # 2 does not divide 3, yet both points of 2:2 stay inside A's mode 0: exact
+    assert composition(Layout((3, M), (M, 1)), Layout(2, 2)) == Layout(2, 2 * M)
     for m in range(1, 9):
         assert verify.equal(composition(Layout((3, m), (m, 1)), Layout(2, 2)), Layout(2, 2 * m)).proved
 
