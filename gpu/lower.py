@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import itertools
 import keyword
-import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -82,12 +81,41 @@ _C_WORDS = frozenset(
     "union unsigned void volatile while bool true false class template this new delete "
     "__device__ __forceinline__ __global__ __shared__ threadIdx blockIdx blockDim gridDim".split()
 )
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ID_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_ID_CHARS = _ID_START | frozenset("0123456789")
+_DIGITS = frozenset("0123456789")
+_OPS1 = frozenset("-+*/%&^|~()")
+
+
+def _is_ident(s: str) -> bool:
+    """Is ``s`` a C identifier (ASCII letters, digits, underscores; not a digit first)?"""
+    return bool(s) and s[0] in _ID_START and all(ch in _ID_CHARS for ch in s)
+
+
+def _scan(text: str, pos: int) -> Tuple[str, str, int]:
+    """The token of ``text`` at ``pos`` (no whitespace there): (kind, text, end), kind
+    ``num``, ``id``, ``op`` or ``bad`` (a hand-written lexer: no regular expression reads
+    the text that becomes kernel source)."""
+    n = len(text)
+    ch = text[pos]
+    end = pos + 1
+    if ch in _DIGITS:
+        while end < n and text[end] in _DIGITS:
+            end += 1
+        return "num", text[pos:end], end
+    if ch in _ID_START:
+        while end < n and text[end] in _ID_CHARS:
+            end += 1
+        return "id", text[pos:end], end
+    if text.startswith("<<", pos) or text.startswith(">>", pos):
+        return "op", text[pos:pos + 2], pos + 2
+    if ch in _OPS1:
+        return "op", ch, end
+    return "bad", ch, end
 _PLACEHOLDER = "_lp_o_"  # the outer layout's input while it is printed
 
 
 # ============================================================================ the C evaluator
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(<<|>>|[-+*/%&^|~()]))")
 _BINARY_LEVELS: Tuple[Tuple[str, ...], ...] = (
     ("|",), ("^",), ("&",), ("<<", ">>"), ("+", "-"), ("*", "/", "%"),
 )
@@ -104,17 +132,15 @@ def _tokenize(expr: str) -> List[Tuple[str, str]]:
     pos = 0
     n = len(expr.rstrip())
     while pos < n:
-        m = _TOKEN.match(expr, pos)
-        if m is None or m.end() == pos:
-            raise LoweringError(f"unexpected character {expr[pos:pos + 10]!r} at {pos} in C expression",
+        start = pos
+        while pos < n and expr[pos].isspace():
+            pos += 1
+        kind, text, end = _scan(expr, pos) if pos < n else ("bad", "", pos)
+        if kind == "bad":
+            raise LoweringError(f"unexpected character {expr[start:start + 10]!r} at {start} in C expression",
                                 condition="C expression syntax")
-        if m.group(1) is not None:
-            out.append(("num", m.group(1)))
-        elif m.group(2) is not None:
-            out.append(("id", m.group(2)))
-        else:
-            out.append(("op", m.group(3)))
-        pos = m.end()
+        out.append((kind, text))
+        pos = end
     return out
 
 
@@ -453,7 +479,7 @@ def _check_names(args: Sequence[str], extra: Sequence[str] = ()) -> Tuple[str, .
                             condition="C argument names")
     out = tuple(args)
     for a in tuple(out) + tuple(extra):
-        if not isinstance(a, str) or not _IDENT.fullmatch(a) or a in _C_WORDS or keyword.iskeyword(a) \
+        if not isinstance(a, str) or not _is_ident(a) or a in _C_WORDS or keyword.iskeyword(a) \
                 or a.startswith(_PLACEHOLDER):
             raise LoweringError(f"{a!r} is not a usable C identifier", condition="C argument names")
     names = out + tuple(extra)
@@ -539,7 +565,22 @@ def _outer_c(outer: Any, inner: str, inner_value: Optional[int], pow2: bool) -> 
     x = _arg_symbol(_PLACEHOLDER)
     fs, fd = tuple(flatten(outer.shape)), tuple(flatten(outer.stride))
     text, _v = _sum_c(_mode_terms(fs, fd, x), 0, pow2)
-    return re.sub(rf"\b{_PLACEHOLDER}\b", lambda _m: inner, text)
+    return _replace_ident(text, _PLACEHOLDER, inner)
+
+
+def _replace_ident(text: str, name: str, value: str) -> str:
+    """``text`` with every whole identifier ``name`` replaced by ``value``."""
+    out: List[str] = []
+    pos, n = 0, len(text)
+    while pos < n:
+        if text[pos].isspace():
+            out.append(text[pos])
+            pos += 1
+            continue
+        kind, tok, end = _scan(text, pos)
+        out.append(value if kind == "id" and tok == name else tok)
+        pos = end
+    return "".join(out)
 
 
 # ============================================================================ the result
@@ -774,7 +815,7 @@ def lower(layout: Any, args: Sequence[str], *, name: str, log: Optional[ProofLog
     >>> lower(Layout((4, 3), (0, 5)), ("i", "j"), name="f").c_expr
     '(5 * j)'
     """
-    if not isinstance(name, str) or not _IDENT.fullmatch(name):
+    if not isinstance(name, str) or not _is_ident(name):
         raise LoweringError(f"name {name!r} is not a C identifier", condition="C argument names")
     norm = _normalize(layout)
     args = _check_names(args)
