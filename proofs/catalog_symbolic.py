@@ -533,6 +533,66 @@ def _ranks(
     return lambda: [make(sym_layout(name, r)) for r in ranks]  # type: ignore[misc]
 
 
+def _coalesce_step() -> Instance:
+    """The induction step of coalesce over the rank.  ``coalesce_flat`` is a fold whose body
+    reads only the last accumulated mode (``rs[-1]``, ``rd[-1]``; by inspection of
+    ``symops.coalesce_flat``): the step is the fold run on ``(t, s):(e, d)``, ``(t, e)`` that
+    last mode (``t != 1``, an invariant: modes are appended only when ``s != 1`` is taken and
+    merged extents are products of such), ``(s, d)`` the next mode of L.  The obligation: the
+    new modes have the function and size of ``(t, s):(e, d)`` (so, with the untouched modes
+    before, the state still has the function of L's prefix) and the new last extent is not 1."""
+    sp = _sp()
+    t, s_ = extents("t", 1)[0], extents("s", 1)[0]
+    e, d = strides("e", 1)[0], strides("d", 1)[0]
+    L2 = Layout._make((t, s_), (e, d))
+    base = _coalesce_function(L2)
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        ctx, goal = base.build(cx)
+        rs, _rd = sx.flat_modes(cx.path.value)
+        return ctx, z3.And(goal, cx.enc.t(rs[-1]) != 1)
+
+    return Instance("step: (t,s):(e,d), t != 1", base.fn, build, base.confirm, assumptions=(sp.Ne(t, 1),))
+
+
+def _filter(L: Layout) -> Instance:
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        sp = _sp()
+        e = cx.enc
+        F = cx.path.value
+        fs, fd = sx.flat_modes(L)
+        kept = []
+        for s_, d_ in zip(fs, fd):
+            if sx.implied(sp.Eq(s_, 1), cx.facts, subs=e.subs) or sx.implied(
+                sp.Eq(d_, 0), cx.facts, subs=e.subs
+            ):
+                continue
+            if not (
+                sx.implied(sp.Ne(s_, 1), cx.facts, subs=e.subs)
+                and sx.implied(sp.Ne(d_, 0), cx.facts, subs=e.subs)
+            ):
+                raise sx.NoPlacement("which modes filter drops is not decided on this path")
+            kept.append((s_, d_))
+        cs_, _idx, lval = sx.natural(e, cx.dg, L)
+        kc = [c for c, (s_, d_) in zip(cs_, zip(fs, fd)) if (s_, d_) in kept]
+        ks = [m[0] for m in kept]
+        terms = [(c, s_, p) for c, s_, p in zip(kc, ks, _prefixes(ks))] if kept else []
+        rs, rd = sx.flat_modes(F)
+        claims, fval = eval_at_offset(
+            cx, rs, rd, terms, sx.index_of(e, ks, kc) if kept else 0, unbounded_last=False
+        )
+        claims.append(zprod(e, rs) == (zprod(e, ks) if kept else 1))  # F's domain: the kept coordinates
+        claims += [z3.Or(e.t(a) == 1, e.t(b) != 0) for a, b in zip(rs, rd)]  # no stride-0 mode
+        return [], z3.And(claims + [fval == lval])
+
+    n = len(sx.flat_modes(L)[0])
+    return Instance(f"rank {n}", lambda: ops.filter_(L), build, confirm_post("filter", lambda p: p.value, L))
+
+
 # ----------------------------------------------------------------------------- composition
 def composition_claims(
     cx: Ctx, A: Layout, B: Layout, As: Sequence[Any], Ad: Sequence[Any], R: Layout
@@ -1171,6 +1231,32 @@ def _build() -> List[Theorem]:
             f"{_EXT}; {_ANY}",
         ),
     ]
+    out.append(
+        _T(
+            "sym.coalesce-every-rank",
+            "coalesce(L) has L's function and size at every rank (induction over the modes)",
+            "For every flat L of any rank: coalesce(L) has L's size and function. Induction over the fold "
+            "of coalesce_flat: base = rank 1 (every path); step = the fold body on the last accumulated "
+            "mode (t, e), t != 1, and the next mode (s, d): the new modes have the function and size of "
+            "(t, s):(e, d) and a last extent != 1. The body reads only the last accumulated mode "
+            "(rs[-1], rd[-1]) -- read off symops.coalesce_flat, not machine-checked",
+            lambda: prove("coalesce by induction", [_coalesce_function(_L(1)), _coalesce_step()]),
+            "every rank (base + step, both jobs)",
+            f"{_EXT}; {_ANY}",
+        )
+    )
+    out.append(
+        _T(
+            "sym.filter-post",
+            "filter meets its post-condition, for all extents and strides",
+            "filter(L) has no stride-0 mode of extent > 1, its domain is L's coordinates with the "
+            "extent-1 and stride-0 modes left out (sizes equal), and filter(L) at that coordinate == "
+            "L(c): the same image",
+            _one(_filter, [(_L(r),) for r in r12], [(_L(r),) for r in r13], "filter(L)(kept(c)) == L(c)"),
+            _scope("ranks 1-2", "ranks 1-3"),
+            f"{_EXT}; {_ANY}",
+        )
+    )
     comp_main = [(sym_layout("A", a), sym_layout("B", b, positive=True)) for a, b in _pairs((1, 2), (1,))]
     comp_main.append((sym_layout("A", 1), sym_layout("B", 2, positive=True)))
     comp_full = [(sym_layout("A", a), sym_layout("B", b, positive=True)) for a, b in _pairs(r13, r13)]
