@@ -595,8 +595,17 @@ def left_inverse(L: Layout) -> Layout:
         p = _num(p * s)
     modes = []
     for i, (s, d) in enumerate(zip(cs, cd)):
-        if eq(d, 0) is True or eq(s, 1) is True:
+        unit, zero = eq(s, 1), eq(d, 0)
+        if unit is True or zero is True:
             continue
+        if unit is None or zero is None:  # an ignored mode changes the inverse's domain
+            sp = _sympy()
+            c = sp.Ge(s, 2) if unit is None else sp.Ne(d, 0)
+            raise UndecidableConditionError(
+                f"left_inverse needs to know whether mode {i} ({s}:{d}) of {L} is ignored (extent 1 or "
+                f"stride 0); assume {pretty(c)}",
+                condition=_as_python(c), expr=c,
+            )
         if lt(d, 0) is not False:
             need(_sympy().Ge(d, 0), op="left_inverse", condition_name="non-negative strides", concrete=conc)
         modes.append((d, cs[i], pp[i]))

@@ -225,6 +225,19 @@ def test_complement_does_not_ask_what_does_not_matter():
         assert verify.equal(C.subs(N=n), ops.complement(Layout(n, 1), 4 * n)).proved
 
 
+def test_left_inverse_asks_whether_an_extent_is_one():
+    """At M = 1 the concrete left_inverse(1:2) is 1:0 (size 1): the symbolic one may not
+    return a size-2M layout there (semantics: the sizes agree with the integer result)."""
+    with pytest.raises(UndecidableConditionError) as e:
+        left_inverse(Layout(M, 2))
+    assert e.value.condition == "M >= 2"
+    with assuming("M >= 2"):
+        R = left_inverse(Layout(M, 2))
+    for m in range(2, 6):
+        C = ops.left_inverse(Layout(m, 2))
+        assert R.subs(M=m).size == C.size and verify.equal(R.subs(M=m), C).proved
+
+
 def test_a_condition_that_matters_is_still_asked():
     with pytest.raises(UndecidableConditionError):
         composition(Layout((M, N), (N, 1)), Layout(4, 1))
