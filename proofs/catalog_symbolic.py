@@ -644,6 +644,55 @@ def _composition(A: Layout, B: Layout) -> Instance:
     )
 
 
+def _right_identity(A: Layout) -> Instance:
+    """A o (size(A):1) has A's function: composition_claims with B = size(A):1."""
+    ops = _ops()
+    fa, da = sx.flat_modes(A)
+    B = Layout._make(A.size, 1)
+
+    def fn() -> Any:
+        As, Ad = ops.coalesce_flat(tuple(fa), tuple(da), keep_last=True)
+        return As, Ad, ops.composition(A, B)
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        As, Ad, R = cx.path.value
+        return composition_claims(cx, A, B, As, Ad, R)
+
+    return Instance(f"A rank {len(fa)}", fn, build, confirm_post("composition", lambda p: p.value[2], A, B))
+
+
+def _left_identity(B: Layout) -> Instance:
+    """(N:1) o B == B as functions (N a symbol; the identity extended past N)."""
+    ops = _ops()
+    N = extents("N", 1)[0]
+    A = Layout._make(N, 1)
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        R = cx.path.value
+        bs, bd = sx.flat_modes(B)
+        leaves = by_profile(R, B._shape)
+        if leaves is None:
+            return [], z3.BoolVal(False)
+        claims: List[Any] = []
+        for (rs, rd), n, r in zip(leaves, bs, bd):
+            c = cx.dg.new(e, n, "c")
+            claims.append(zprod(e, rs) == e.t(n))
+            digs = sx.place(e, rs, [(c, n, _sp().Integer(1))], cx.facts, unbounded_last=False)
+            claims += bounded(e, rs, digs)
+            claims.append(sx.index_of(e, rs, digs) == c)
+            claims.append(sx.value_of(e, rd, digs) == c * e.t(r))
+        return [], z3.And(claims)
+
+    return Instance(
+        f"B rank {len(sx.flat_modes(B)[0])}",
+        lambda: ops.composition(A, B),
+        build,
+        confirm_post("composition", lambda p: p.value, A, B),
+    )
+
+
 # ----------------------------------------------------------------------------- complement
 def _order(cx: Ctx, modes: List[Tuple[Any, Any]]) -> Optional[List[Tuple[Any, Any]]]:
     """The modes (extent, stride) sorted by stride, each comparison implied by the path."""
@@ -1269,6 +1318,37 @@ def _build() -> List[Theorem]:
             _one(_composition, comp_main, comp_full, "R(c) == A(B(c))"),
             _scope("A x B ranks 1x1, 2x1, 1x2", "every A rank 1-3 x B rank 1-3"),
             f"A: {_EXT}, {_ANY}; B: {_EXT}, {_POS}",
+        )
+    )
+    out.append(
+        _T(
+            "sym.composition-right-identity",
+            "A o size(A):1 has A's function, for all extents and strides",
+            "Whenever composition(A, size(A):1) returns R: R(i) == A(i) for every i < size(A)",
+            _one(
+                _right_identity,
+                [(sym_layout("A", r),) for r in r12],
+                [(sym_layout("A", r),) for r in r13],
+                "(A o size(A):1)(i) == A(i)",
+            ),
+            _scope("ranks 1-2", "ranks 1-3"),
+            f"{_EXT}; {_ANY}",
+        )
+    )
+    out.append(
+        _T(
+            "sym.composition-left-identity",
+            "N:1 o B has B's function, for all extents, strides and N",
+            "Whenever composition(N:1, B) returns R: B is compatible with R and R(c) == B(c) for every "
+            "coordinate c of B (N:1 read past N along its last mode, as composition does)",
+            _one(
+                _left_identity,
+                [(sym_layout("B", r, positive=True),) for r in r12],
+                [(sym_layout("B", r, positive=True),) for r in r13],
+                "(N:1 o B)(c) == B(c)",
+            ),
+            _scope("ranks 1-2", "ranks 1-3"),
+            f"{_EXT}; {_POS}; N a positive integer",
         )
     )
     cm = [(_L(1, "pos"), _M())]
