@@ -1306,9 +1306,9 @@ def _build() -> List[Theorem]:
             f"{_EXT}; {_ANY}",
         )
     )
-    comp_main = [(sym_layout("A", a), sym_layout("B", b, positive=True)) for a, b in _pairs((1, 2), (1,))]
-    comp_main.append((sym_layout("A", 1), sym_layout("B", 2, positive=True)))
-    comp_full = [(sym_layout("A", a), sym_layout("B", b, positive=True)) for a, b in _pairs(r13, r13)]
+    comp_main = [(sym_layout("A", a), sym_layout("B", b, nonneg=True)) for a, b in _pairs((1, 2), (1,))]
+    comp_main.append((sym_layout("A", 1), sym_layout("B", 2, nonneg=True)))
+    comp_full = [(sym_layout("A", a), sym_layout("B", b, nonneg=True)) for a, b in _pairs(r13, r13)]
     out.append(
         _T(
             "sym.composition-post",
@@ -1317,7 +1317,7 @@ def _build() -> List[Theorem]:
             "coordinate c of B, Â = A extended along its last mode (through coalesce: sym.coalesce-extended)",
             _one(_composition, comp_main, comp_full, "R(c) == A(B(c))"),
             _scope("A x B ranks 1x1, 2x1, 1x2", "every A rank 1-3 x B rank 1-3"),
-            f"A: {_EXT}, {_ANY}; B: {_EXT}, {_POS}",
+            f"A: {_EXT}, {_ANY}; B: {_EXT}, strides non-negative integers (zero included)",
         )
     )
     out.append(
