@@ -218,6 +218,9 @@ def _markdown(
             L.append(f"- family: {_md_escape(t.family)}")
         for line in o.summaries:
             L.append(f"- {_md_escape(line)}")
+        for r in o.results:  # symbolic execution: paths, obligations, unknowns and times per scope
+            for note in r.get("notes", ()):
+                L.append(f"  - {_md_escape(str(note))}")
         if files.get(o.id):
             L.append("- SMT-LIB: " + ", ".join(f"[{os.path.basename(f)}]({f})" for f in files[o.id]))
         if o.cross_check:
