@@ -1929,8 +1929,20 @@ class Prover:
 
     @staticmethod
     def _nonlinear_in(body: Expr, p: Var) -> bool:
+        """Is the proven body not linear in its parameter ``p`` (``p`` under an operator
+        other than + - *, or on both sides of a product)?"""
         for n in walk(body):
             if isinstance(n, Bin) and n.op not in ("+", "-", "*"):
+                if any(x is p for x in walk(n)):
+                    return True
+            if (
+                isinstance(n, Bin)
+                and n.op == "*"
+                and any(x is p for x in walk(n.a))
+                and any(x is p for x in walk(n.b))
+            ):
+                return True
+            if isinstance(n, (Un, Cond, Call)) and not (isinstance(n, Un) and n.op == "-"):
                 if any(x is p for x in walk(n)):
                     return True
         return False

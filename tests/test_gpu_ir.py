@@ -215,3 +215,14 @@ def test_planted_missing_arrive(monkeypatch):
 
     e = _ws_fails(monkeypatch, drop_last)
     assert e.condition == "release sites"
+
+
+def test_an_address_not_multilinear_in_a_runtime_value_is_refused(monkeypatch):
+    def square(n):  # C + r * ldc + c  ->  C + r * ldc * ldc + c: no 0/1-corner argument
+        if isinstance(n, kir.Decl) and n.var.name == "p" and n.init is not None:
+            ldc = next(x for x in kir.walk(n.init) if isinstance(x, kir.Var) and x.name == "ldc")
+            return kir.Decl(n.var, n.init + ldc * ldc)
+        return None
+
+    e = _mma_fails(monkeypatch, square)
+    assert e.condition == "address multilinear in the runtime values"
