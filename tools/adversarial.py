@@ -1727,6 +1727,9 @@ class Symbolic:
                         return "unsound", f"{r.status}, but at {v} the two differ"
             if r.status == "refuted":
                 c = r.counterexample
+                if not (A.is_symbolic or B.is_symbolic):
+                    # concrete layouts: the refutation needs a coordinate, not an assignment
+                    return OK if differs({}) else ("unsound", f"refuted ({c}) but the two are equal")
                 if c is None or not c.assignment:
                     return "unsound", "symbolic refutation without an assignment"
                 v = {str(n): int(x) for n, x in c.assignment.items()}
@@ -1785,7 +1788,8 @@ class Symbolic:
                         return "unsound", f"{r.status} but at {v} the post-condition fails for {Rs}"
             if r.status == "refuted":
                 c = r.counterexample
-                if c is None or not c.assignment:
+                symbolic = R.is_symbolic or any(isinstance(a, Layout) and a.is_symbolic for a in args)
+                if symbolic and (c is None or not c.assignment):
                     return "unsound", "symbolic refutation without an assignment"
             return OK
 
