@@ -32,7 +32,7 @@ GROUP = "All values (symbolic execution + Z3)"
 REF = ("issue 15", "docs/architecture.md: proofs by symbolic execution")
 
 #: Z3 time for a path's whole claim before it is split into one query per conjunct (ms)
-FIRST_MS = 1500
+FIRST_MS = 5000
 
 Builder = Callable[["Ctx"], Tuple[List[Any], Any]]
 
