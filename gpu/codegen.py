@@ -23,6 +23,13 @@ the comment header of the ``.cu`` file:
   the element the ``mma.sync`` atom (:mod:`layoutproof.gpu.atoms`, itself checked against
   the PTX fragment tables) expects in that register.
 
+The kernel itself is kernel IR (:func:`_kernel_ir`, nodes of :mod:`layoutproof.gpu.kir`),
+printed by the IR's one printer after :func:`finish` discharged the IR's obligations: every
+``cp.async`` source and destination, ``ldmatrix`` row address and C store equal to the
+layout it claims over every index value (bounds included), bank conflicts on the IR's own
+shared addresses, and no barrier under a thread-dependent condition; the header ends with
+the coverage line (``N of N memory accesses, M of M barrier operations covered``).
+
 >>> from layoutproof.gpu.codegen import generate
 >>> k = generate(GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=3))
 >>> k.source.startswith("// layoutproof")

@@ -29,9 +29,15 @@ A / row-major B -- no operand is copied.  What is proven before the source is em
 * for ``ws``: the TMA boxes write exactly the stage layout; the scheduler is a bijection
   onto the tile grid (:func:`prove_schedule`); the epilogue's swizzle is conflict-free and
   its data flow puts every accumulator at its C coordinate (:func:`_plan_epilogue`); the
-  mbarrier protocol, read off the emitted text (:func:`protocol_of`), is model-checked over
-  every interleaving (:mod:`layoutproof.gpu.pipeline`); in a cluster, the multicast boxes
-  partition B and each CTA's transaction count is the bytes that land in it.
+  mbarrier protocol, read from the kernel IR's barrier nodes (:func:`protocol_ir`), is
+  model-checked over every interleaving (:mod:`layoutproof.gpu.pipeline`); in a cluster,
+  the multicast boxes partition B and each CTA's transaction count is the bytes that land
+  in it.
+
+Every kernel is built as kernel IR (:mod:`layoutproof.gpu.kir`) and printed by its one
+printer; the IR's own obligations (every access's address equal to its layout claim with
+its bounds, bank conflicts of the threads' shared accesses, barrier uniformity) are
+discharged before the source exists, and the header ends with their coverage.
 
 >>> k = generate_sm90(Sm90Config(bn=128, stages=4))
 >>> k.threads, k.smem_bytes, "wgmma.mma_async" in k.source

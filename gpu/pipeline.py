@@ -249,7 +249,8 @@ def prove_pipeline(stages: int, consumer_warpgroups: int, log: ProofLog, ctas: i
     kernel has ``4 * consumer_warpgroups`` consumer warps per CTA arriving on the empty
     barriers; the model runs two consumer agents per CTA (one in a cluster, where each
     arrives on both CTAs' barriers), each arrival an independent step.  The parities and
-    ``remote_release`` are the kernel's, as read off its text by the generator."""
+    ``remote_release`` are the kernel's, as the generator reads them from the mbarrier
+    nodes of the kernel IR (:func:`layoutproof.gpu.codegen_sm90.protocol_ir`)."""
     total = 0
     if ctas == 1:
         runs = ((1, 1), (1, stages + 1), (2, 1), (2, stages - 1), (2, stages), (3, 2))
