@@ -249,6 +249,14 @@ def _small_model(s: Any, env: Dict[Any, Any], timeout_ms: int = 1000, rounds: in
     every variable's magnitude while the constraints stay satisfiable."""
     best = _model(s, env)
     vs = list(env.values())
+    try:
+        return _shrink(s, env, vs, best, timeout_ms, rounds)
+    except budget.BudgetExceeded:  # out of time: the model found so far is a model all the same
+        return best
+
+
+def _shrink(s: Any, env: Dict[Any, Any], vs: List[Any], best: Dict[str, int], timeout_ms: int,
+            rounds: int) -> Dict[str, int]:
     for _ in range(rounds):
         b = max((abs(v) for v in best.values()), default=0)
         if b <= 1:
