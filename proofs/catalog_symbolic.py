@@ -556,6 +556,19 @@ def _coalesce_step() -> Instance:
     return Instance("step: (t,s):(e,d), t != 1", base.fn, build, base.confirm, assumptions=(sp.Ne(t, 1),))
 
 
+def _coalesce_last_step() -> Instance:
+    """The last step of the keep-last fold: the last mode (s, d) joins the accumulated
+    (t, e), t != 1, and is kept even when s == 1; the new modes, extended along their last
+    mode, have the function of (t, s):(e, d) extended along s."""
+    sp = _sp()
+    t, s_ = extents("t", 1)[0], extents("s", 1)[0]
+    e, d = strides("e", 1)[0], strides("d", 1)[0]
+    inst = _coalesce_keep_last(Layout._make((t, s_), (e, d)))
+    return Instance(
+        "last step: (t,s):(e,d) kept, t != 1", inst.fn, inst.build, inst.confirm, assumptions=(sp.Ne(t, 1),)
+    )
+
+
 def _filter(L: Layout) -> Instance:
     ops = _ops()
 
@@ -1291,6 +1304,23 @@ def _build() -> List[Theorem]:
             "(rs[-1], rd[-1]) -- read off symops.coalesce_flat, not machine-checked",
             lambda: prove("coalesce by induction", [_coalesce_function(_L(1)), _coalesce_step()]),
             "every rank (base + step, both jobs)",
+            f"{_EXT}; {_ANY}",
+        )
+    )
+    out.append(
+        _T(
+            "sym.coalesce-extended-every-rank",
+            "coalesce keeping the last mode preserves the extended function at every rank (induction)",
+            "For every flat L of any rank: coalesce_flat(L, keep_last) extended along its last mode is L "
+            "extended along its last mode. Induction over the fold: base = rank 1 kept; steps before the "
+            "last = the coalesce step of sym.coalesce-every-rank; last step = the body on the accumulated "
+            "(t, e), t != 1, and the kept last mode (s, d), extended. As there, that the body reads only "
+            "the last accumulated mode is read off the code",
+            lambda: prove(
+                "keep-last coalesce by induction",
+                [_coalesce_keep_last(_L(1)), _coalesce_step(), _coalesce_last_step()],
+            ),
+            "every rank (base + steps, both jobs)",
             f"{_EXT}; {_ANY}",
         )
     )

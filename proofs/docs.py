@@ -52,8 +52,8 @@ _SYMBOLIC_INTRO = [
     "",
     "Scope: the flat rank of each operand is fixed per run; *Family* below names the ranks of the "
     "default run (`layoutproof prove`, which must finish within a minute) and of `layoutproof prove "
-    "--all`. Only `sym.coalesce-every-rank` is proved for every rank (induction over coalesce's fold); "
-    "the others are proved up to the ranks stated. "
+    "--all`. `sym.coalesce-every-rank` and `sym.coalesce-extended-every-rank` are proved for every "
+    "rank (induction over coalesce's fold); the others are proved up to the ranks stated. "
     "The bounded exhaustive theorems of the other groups stay as a supplement (concrete layouts, "
     "nested profiles, zero strides), reported as *checked*.",
     "",
