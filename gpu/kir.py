@@ -2342,8 +2342,38 @@ class Prover:
                 n += got.size
         return n
 
+    def _registers_only(self) -> None:
+        """Every ``Index`` reads or writes a register array (a local array, a per-thread
+        table, or a pointer to a local value): a shared or global access that is not a
+        ``Mem`` node (and so has no claim) would escape the obligations."""
+        local = set(self.an.tables)
+        for n in walk(self.k.body):
+            if isinstance(n, Decl) and n.dims and not n.prefix:
+                local.add(id(n.var))
+        for n in walk(self.k.body):
+            if not isinstance(n, Index):
+                continue
+            b = n.base
+            ok = isinstance(b, Var) and id(b) in local
+            if isinstance(b, Var) and not ok:
+                d = self.an.defs.get(id(b))
+                ok = (
+                    isinstance(d, Reinterpret)
+                    and isinstance(d.a, AddrOf)
+                    and isinstance(d.a.a, Var)
+                    and _is_local_value(d.a.a, self.an)
+                )
+            if not ok:
+                raise ProofFailedError(
+                    f"kernel {self.k.name}: {emit_expr_safe(n)} indexes memory outside a claimed "
+                    f"access (only register arrays may be indexed)",
+                    condition="coverage",
+                    witness=emit_expr_safe(n),
+                )
+
     def run(self) -> Report:
         rep = self.report
+        self._registers_only()
         vcases = self.prove_values()
         finite = [v.name for v in self.an.vars.values() if v.values is not None]
         if finite:
@@ -2396,6 +2426,11 @@ class Prover:
         rep.mbar = list(self.an.mbar)
         rep.barriers += len(self.an.mbar)
         return rep
+
+
+def _is_local_value(v: Var, an: _Analysis) -> bool:
+    """A value declared in the kernel body (a register), not a pointer into memory."""
+    return not _is_ptr(v.ctype) and id(v) in an.vars and not v.builtin
 
 
 def _walk_defs(e: Expr, an: _Analysis) -> Iterator[Any]:

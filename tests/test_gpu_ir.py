@@ -226,3 +226,13 @@ def test_an_address_not_multilinear_in_a_runtime_value_is_refused(monkeypatch):
 
     e = _mma_fails(monkeypatch, square)
     assert e.condition == "address multilinear in the runtime values"
+
+
+def test_an_unclaimed_memory_access_is_refused(monkeypatch):
+    def bare(n):  # p[0] = ... written as a plain index: a store with no claim
+        if isinstance(n, kir.Mem) and n.idx is not None and n.space == "global":
+            return kir.Index(n.ptr, (n.idx,))
+        return None
+
+    e = _mma_fails(monkeypatch, bare)
+    assert e.condition == "coverage" and "p[0]" in str(e)
