@@ -199,7 +199,7 @@ def run_interruptible(fn: Callable[[], Any], interrupt: Callable[[], None], limi
                 except Exception:  # noqa: BLE001 - a backstop must never raise in its thread
                     pass
 
-    t = threading.Timer(limit_ms / 1000.0 * 1.25 + 0.05, fire)
+    t = threading.Timer(limit_ms / 1000.0 * 1.2 + 0.01, fire)
     t.daemon = True
     t.start()
     try:

@@ -532,15 +532,18 @@ def decide(cond: Any, facts: Optional[tuple] = None, *, use_z3: bool = True,
     t0 = time.perf_counter()
     if type(cond) is bool:
         return Decision(cond, "int", seconds=0.0)
-    c = condition(cond)
-    fs = _FACTS.get() if facts is None else tuple(condition(f) for f in facts)
     tmo = get_timeout() if timeout_ms is None else timeout_ms
     from . import budget
 
     budget.check()
+    c: Any = None
+    fs: tuple = ()
     try:
-        # one decision, SymPy's simplification included, within twice the per-call limit
+        # one decision, SymPy's reading and simplification included, within twice the
+        # per-call limit
         with budget.deadline(2 * tmo / 1000.0) as mine:
+            c = condition(cond)
+            fs = _FACTS.get() if facts is None else tuple(condition(f) for f in facts)
             v = _sympy_value(c)
             if v is not None and (v is True or not fs):
                 return Decision(v, "sympy", seconds=time.perf_counter() - t0, cond=c, facts=fs)
