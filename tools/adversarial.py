@@ -1657,6 +1657,8 @@ class Symbolic:
                 return undecided(e)
             if isinstance(e, InadmissibleError):
                 asg = getattr(e, "assignment", None)
+                if not any(_is_sym(a) for a in args):
+                    return OK  # concrete inputs: the concrete refusal needs no assignment
                 if not asg:
                     return "unsound", f"symbolic refusal ({e.condition}) without an assignment"
                 v = {str(k): int(x) for k, x in asg.items()}
@@ -1995,6 +1997,14 @@ class Symbolic:
             limit=SYMBOLIC_LIMIT,
             clock="wall",
         )
+
+
+def _is_sym(x: Any) -> bool:
+    if isinstance(x, Layout):
+        return x.is_symbolic
+    if isinstance(x, tuple):
+        return any(_is_sym(y) for y in x)
+    return bool(getattr(x, "free_symbols", None))
 
 
 def _sub_expr(x: Any, v: Dict[str, int]) -> Any:
