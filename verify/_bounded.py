@@ -18,6 +18,7 @@ assignment in it.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from layoutproof.errors import MalformedLayoutError
@@ -69,7 +70,7 @@ def _simple(fact: Any) -> Optional[Tuple[str, str, int, int]]:
 
 
 def _box(
-    params: List[Any], facts: tuple, bounds: Any
+    params: List[Any], facts: tuple, bounds: Any, cap: int = MAX_CASES
 ) -> Tuple[Dict[str, List[int]], Dict[str, Tuple[int, int]]]:
     names = [p.name for p in params]
     user: Dict[str, Tuple[int, int]] = {}
@@ -117,6 +118,11 @@ def _box(
                 hi = max(hi, los[n] + (hi - lo))
         lo = max(lo, floor, los.get(n, lo))
         hi = min(hi, his.get(n, hi))
+        step = 1
+        for m, _r in mods[n]:
+            step = step * m // math.gcd(step, m)
+        if hi - lo >= cap * step:  # never enumerate more candidates than can be checked
+            hi = lo + cap * step - 1
         vals = [v for v in range(lo, hi + 1) if all(v % m == r for m, r in mods[n])] if hi >= lo else []
         cands[n] = vals
         box[n] = (lo, hi)
@@ -150,7 +156,9 @@ def assignments(
     params, facts = _related(params, facts)
     if not params:
         return [{}], {}
-    cands, box = _box(params, facts, bounds)
+    if type(max_cases) is not int or max_cases < 1:
+        raise MalformedLayoutError(f"max_cases must be a positive int, got {max_cases!r:.40}")
+    cands, box = _box(params, facts, bounds, max_cases)
     names = list(cands)
 
     def total() -> int:
