@@ -1568,6 +1568,7 @@ class Symbolic:
         "composition",
         "left_inverse",
         "complement",
+        "admissible",
     )
 
     def __init__(self) -> None:
@@ -1580,6 +1581,8 @@ class Symbolic:
         A = _sym_template(rng, M, N) if rng.random() < 0.4 else _sym_random(rng, M, N)
         if op == "equal":
             return self._equal(rng, facts, A)
+        if op == "admissible":
+            return self._admissible(rng, facts, A)
         if op == "composition" and rng.random() < 0.5:
             args: Tuple[Any, ...] = (
                 A,
@@ -1710,6 +1713,70 @@ class Symbolic:
             call,
             check,
             judge,
+            limit=SYMBOLIC_LIMIT,
+            clock="wall",
+        )
+
+    def _admissible(self, rng: random.Random, facts: List[str], A: Layout) -> Case:
+        """verify.admissible(op, A, ...) under the facts, judged by the concrete operation at
+        small admissible values (proved) and at the refutation's assignment (refuted)."""
+        from layoutproof import verify
+
+        op = rng.choice(["composition", "complement", "left_inverse", "logical_divide", "right_inverse"])
+        extra: Tuple[Any, ...] = ()
+        if op in ("composition", "logical_divide"):
+            extra = (
+                rng.choice(
+                    [Layout(2, 1), Layout(4, 2), Layout(3, 1), Layout((2, 2), (1, 4)), Layout(self.M, 1)]
+                ),
+            )
+        elif op == "complement":
+            extra = (rng.choice([64, 4 * self.M]),)
+        args = (A, *extra)
+        f = getattr(lp, op)
+        pts = _admissible_values(facts, rng, 4)
+
+        def concrete_ok(v: Dict[str, int]) -> Optional[bool]:
+            try:
+                cargs = [_concrete_subs(a, v) if isinstance(a, Layout) else _sub_expr(a, v) for a in args]
+            except LayoutError:
+                return None
+            try:
+                f(*cargs)
+                return True
+            except InadmissibleError:
+                return False
+            except LayoutError:
+                return None
+
+        def check(r: Any) -> Tuple[str, str]:
+            if r.status in ("proved", "checked"):
+                for v in pts:
+                    if (
+                        r.status == "checked"
+                        and r.bounds
+                        and not all(lo <= v.get(n, lo) <= hi for n, (lo, hi) in r.bounds.items())
+                    ):
+                        continue
+                    if concrete_ok(v) is False:
+                        return "unsound", f"{r.status}, but at {v} the concrete {op} is inadmissible"
+            if r.status == "refuted" and any(_is_sym(a) for a in args):
+                c = r.counterexample
+                if c is None or not c.assignment:
+                    return "unsound", f"refuted without an assignment ({r.reason or r.condition})"
+                v = {str(k): int(x) for k, x in c.assignment.items()}
+                v.setdefault("M", 1)
+                v.setdefault("N", 1)
+                if concrete_ok(v) is True:
+                    return "unsound", f"refuted at {v}, but the concrete {op} is admissible there"
+            return OK
+
+        shown = ", ".join(str(a) if isinstance(a, Layout) else repr(a) for a in args)
+        return Case(
+            f"symbolic.verify.admissible[{op}]",
+            f"verify.admissible({op!r}, {shown}, assume={facts!r})",
+            lambda: verify.admissible(op, *args, assume=list(facts)),
+            check,
             limit=SYMBOLIC_LIMIT,
             clock="wall",
         )
