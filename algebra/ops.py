@@ -772,10 +772,11 @@ def right_inverse(layout: Layout) -> Layout:
 
 # left_inverse's exact search (see _left_inverse_search and docs/semantics.md §4): layouts
 # of up to this many coordinates with offsets below LEFT_INVERSE_OFFSET_LIMIT are decided;
-# the search visits at most LEFT_INVERSE_BUDGET rows (past it: undecided, and it raises).
+# the search visits at most LEFT_INVERSE_BUDGET states (a row under a chain; past it:
+# undecided, and it raises). 8,000 states take about 1-2 s.
 LEFT_INVERSE_SIZE_LIMIT = 1 << 12
 LEFT_INVERSE_OFFSET_LIMIT = 1 << 14
-LEFT_INVERSE_BUDGET = 200_000
+LEFT_INVERSE_BUDGET = 8_000
 
 
 def _primes_upto(n: int) -> List[int]:
@@ -816,68 +817,65 @@ def _left_inverse_search(ys: List[int], pre: Dict[int, List[int]], ymax: int) ->
     Rows see only the chain elements at or below them, so the enumeration is exhaustive.
     """
     primes = _primes_upto(ymax)
-    budget = [LEFT_INVERSE_BUDGET]
-
-    def solve(i: int, chain: List[int], U: List[List[int]], z: List[int]) -> Optional[_Modes]:
-        # chain: the T_j; U: the unimodular column transform (U[j] is column j, len(chain)
-        # entries); z: the values of the pivots (rank = len(z))
+    budget = LEFT_INVERSE_BUDGET
+    # depth-first over states (row i, chain, U, z) with an explicit stack (a layout has
+    # thousands of offsets: no recursion per row).  chain: the T_j; U: the unimodular
+    # column transform (U[j] is column j); z: the values of the pivots (rank = len(z)).
+    stack: List[Tuple[int, List[int], List[List[int]], List[int]]] = [(0, [1], [[1]], [])]
+    while stack:
+        i, chain, U, z = stack.pop()
         if i == len(ys):
             c = len(chain)
             a = [sum(U[col][row] * (z[col] if col < len(z) else 0) for col in range(c)) for row in range(c)]
             return _chain_layout(chain, a, ymax)
-        y = ys[i]
-        # option 1: the next chain element lies above y -- process y now
-        budget[0] -= 1
-        if budget[0] < 0:
+        budget -= 1
+        if budget < 0:
             raise _SearchBudget
-        res = _solve_row(y, chain, U, z)
+        y = ys[i]
+        children = []
+        # option 1: the next chain element lies above y -- process y now
+        res = _li_row(y, chain, U, z, pre[y])
         if res is not None:
-            for U2, z2 in res:
-                got = solve(i + 1, chain, U2, z2)
-                if got is not None:
-                    return got
+            children.extend((i + 1, chain, U2, z2) for U2, z2 in res)
         # option 2: insert the next chain element T*p <= y (p prime), then decide again
         top = chain[-1]
+        c = len(chain)
         for p in primes:
             t = top * p
             if t > y:
                 break
             if i > 0 and t <= ys[i - 1]:
                 continue  # it would reach an earlier row: inserted there instead
-            c = len(chain)
-            U2 = [col + [0] for col in U] + [[0] * c + [1]]
-            got = solve(i, chain + [t], U2, z)
-            if got is not None:
-                return got
-        return None
+            children.append((i, chain + [t], [col + [0] for col in U] + [[0] * c + [1]], z))
+        stack.extend(reversed(children))
+    return None
 
-    def _solve_row(y: int, chain: List[int], U: List[List[int]], z: List[int]) -> Optional[list]:
-        c = len(chain)
-        r = len(z)
-        w = [y // t for t in chain]
-        wu = [sum(w[row] * U[col][row] for row in range(c)) for col in range(c)]
-        known = sum(wu[col] * z[col] for col in range(r))
-        if all(wu[col] == 0 for col in range(r, c)):
-            return [(U, z)] if known in pre[y] else None
-        # gather the gcd of wu[r:] into column r by unimodular column operations
-        U = [col[:] for col in U]
-        wu = wu[:]
-        for col in range(r + 1, c):
-            while wu[col] != 0:
-                q = wu[r] // wu[col]
-                wu[r] -= q * wu[col]
-                U[r] = [x - q * y2 for x, y2 in zip(U[r], U[col])]
-                wu[r], wu[col] = wu[col], wu[r]
-                U[r], U[col] = U[col], U[r]
-        h = wu[r]
-        out = []
-        for v in pre[y]:
-            num = v - known
-            if num % h == 0:
-                out.append((U, z + [num // h]))
-        return out or None
-
-    return solve(0, [1], [[1]], [])
+def _li_row(y: int, chain: List[int], U: List[List[int]], z: List[int], allowed: List[int]) -> Optional[list]:
+    """One row of the left-inverse search: the states after requiring R(y) in ``allowed``."""
+    c = len(chain)
+    r = len(z)
+    w = [y // t for t in chain]
+    wu = [sum(w[row] * U[col][row] for row in range(c)) for col in range(c)]
+    known = sum(wu[col] * z[col] for col in range(r))
+    if all(wu[col] == 0 for col in range(r, c)):
+        return [(U, z)] if known in allowed else None
+    # gather the gcd of wu[r:] into column r by unimodular column operations
+    U = [col[:] for col in U]
+    wu = wu[:]
+    for col in range(r + 1, c):
+        while wu[col] != 0:
+            q = wu[r] // wu[col]
+            wu[r] -= q * wu[col]
+            U[r] = [x - q * y2 for x, y2 in zip(U[r], U[col])]
+            wu[r], wu[col] = wu[col], wu[r]
+            U[r], U[col] = U[col], U[r]
+    h = wu[r]
+    out = []
+    for v in allowed:
+        num = v - known
+        if num % h == 0:
+            out.append((U, z + [num // h]))
+    return out or None
 
 
 def _chain_layout(chain: List[int], a: List[int], ymax: int) -> _Modes:
@@ -925,7 +923,7 @@ def _left_inverse_exact(layout: Layout, err: InadmissibleError) -> Layout:
     except _SearchBudget:
         raise InadmissibleError(
             f"{err} -- and the exact search for another left inverse ran out of its budget "
-            f"({LEFT_INVERSE_BUDGET} rows; layoutproof.ops.LEFT_INVERSE_BUDGET) (undecided)",
+            f"({LEFT_INVERSE_BUDGET} states; layoutproof.ops.LEFT_INVERSE_BUDGET) (undecided)",
             condition=err.condition, witness=err.witness) from None
     if found is None:
         injective = len(pre) == n
