@@ -10,9 +10,13 @@ the refusal and its reason, and of :data:`KNOWN_FAILURES` (explicit known failur
 reported by name when it still occurs; none may be silently skipped).
 
 Mix of the CI run (``adv.Mix``): 40 symbolic cases (symbolic operations under random facts,
-their post-conditions and identities; about 0.1 s each), 20 hostile ``assuming`` facts, then
-about 62 % concrete algebra with referees, 30 % hostile input to every public callable and
-8 % verify on concrete layouts (0.1-1 ms each). The bigger run is ``bench/fuzz.py``.
+their post-conditions, identities, admissibility and equality; about 0.1-0.5 s each), 20
+hostile ``assuming`` facts and symbolic leaves, 20 CLI calls, then about 62 % concrete algebra
+with referees, 30 % hostile input to every public callable and 8 % verify on concrete layouts
+(0.1-1 ms each).  About 16 s of CPU time on the development VM (wall time grows with the
+load of a shared machine: concrete calls are judged on CPU time, budgeted symbolic and verify
+calls on wall time against twice the budgets the run sets).  The bigger run is
+``bench/fuzz.py``.
 
 The second half tests the harness itself: each referee must catch a planted bug, the hang
 detector must fire, and the candidate searches must agree with brute force.
