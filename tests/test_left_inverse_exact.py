@@ -247,3 +247,15 @@ def test_negative_offsets_have_no_left_inverse():
         left_inverse(Layout((2, 2), (1, -1)))
     assert ei.value.condition == "non-negative strides"
     assert not exact_oracle(Layout((2, 2), (1, -1)))
+
+
+def test_large_layouts_are_searched_without_recursion():
+    """4096 coordinates: the search walks its rows with an explicit stack, and an answer
+    past its budget is a refusal that says so (never a RecursionError or a hang)."""
+    L = Layout((64, 64), (64, 65))  # C++'s construction needs 64 | 65; a left inverse exists
+    R = left_inverse(L)
+    assert [R(y) for y in offsets(L)] == list(range(L.size))
+    try:
+        left_inverse(Layout((64, 64), (63, 64)))
+    except InadmissibleError as e:
+        assert "undecided" in str(e) or "no layout R" in str(e)
