@@ -2490,7 +2490,35 @@ CONCRETE_GENS: Dict[str, Callable[[random.Random], Case]] = {
     "swizzle": gen_swizzle_composition,
     "eval": gen_eval,
 }
+
+
+def gen_verify_equal_large(rng: random.Random) -> Case:
+    """Domains past verify's max_cases (4096): a difference only in the last mode's upper
+    coordinates must not be proved away."""
+    from layoutproof import verify
+
+    a, b = rng.choice([(4096, 2), (2048, 3), (1024, 5), (5000, 2)])
+    A = Layout((a, b), (1, a))
+    d = rng.choice([a, a, a + 1, a - 1, 0])
+    B = Layout((a, b), (1, d))
+    same = d == a
+    va, vb = values(A), values(B)
+
+    def reproduces(c: Any) -> bool:
+        return c is not None and (c.coordinate is None or va[c.coordinate] != vb[c.coordinate])
+
+    return Case(
+        "verify.equal(large)",
+        f"verify.equal({text(A)}, {text(B)})",
+        lambda: verify.equal(A, B),
+        lambda r: _judge_verdict(same, r, reproduces),
+        limit=SYMBOLIC_LIMIT,
+        clock="wall",
+    )
+
+
 VERIFY_GENS: Dict[str, Callable[[random.Random], Case]] = {
+    "verify.equal_large": gen_verify_equal_large,
     "verify.equal": gen_verify_equal,
     "verify.function": gen_verify_function,
     "verify.postcondition": gen_verify_postcondition,
