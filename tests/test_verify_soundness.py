@@ -126,6 +126,17 @@ def test_falsification_pass_catches_a_wrong_proof(monkeypatch):
     assert verify.equal(Layout((m, 2), (2, 1)), Layout(2 * m, 1)).status == "refuted"
 
 
+def test_falsification_pass_on_a_domain_too_large_to_evaluate(monkeypatch):
+    from layoutproof.verify import _run, _solve
+
+    monkeypatch.setattr(_run, "prove", lambda purpose, claim, facts, timeout_ms: _solve.Verdict(True, "z3"))
+    n = 2**40
+    r = verify.equal(Layout((n, 4), (1, n)), Layout((n, 4), (1, n + 1)))
+    assert r.status == "refuted", r
+    k = r.counterexample.coordinate
+    assert Layout((n, 4), (1, n))(k) != Layout((n, 4), (1, n + 1))(k)
+
+
 def test_structural_refutations_carry_a_confirmed_assignment():
     r = verify.equal(Layout((M, N), (1, M)), Layout((M, N), (N, 1)))
     assert r.status == "refuted"

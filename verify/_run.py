@@ -225,6 +225,9 @@ def _solve(
             bad = falsify(
                 lambda e: _concrete_check(check, [concretize(o, e) for o in objs]), params, facts
             )
+            whole = any(c[0] == "same value at every coordinate" for c in eng.claims)
+            if bad is None and not params and whole:
+                bad = _sample_points(objs)  # a domain too large to evaluate: random coordinates
             if bad is not None:
                 return Result(
                     "refuted",
@@ -371,6 +374,29 @@ def _confirm(
     except (IllFormed, NotExpressible, LayoutError):
         return None, False
     return (None if cex is None else cex.with_assignment(env)), False
+
+
+def _sample_points(objs: Sequence[Any], n: int = 64) -> Optional[Counterexample]:
+    """The falsification pass of a solver's proof that two concrete layouts too large to
+    evaluate are the same function: both evaluated at ``n`` random coordinates (seeded)."""
+    import random
+
+    from layoutproof.layout import Layout
+
+    from ._concrete import natural
+
+    if len(objs) != 2 or not all(isinstance(o, Layout) and not o.is_symbolic for o in objs):
+        return None
+    a, b = objs
+    if a.size != b.size:
+        return None
+    rng = random.Random(a.size)
+    for k in [0, a.size - 1] + [rng.randrange(a.size) for _ in range(n)]:
+        budget.check()
+        va, vb = a(k), b(k)
+        if va != vb:
+            return Counterexample(coordinate=k, natural=natural(k, a), lhs=va, rhs=vb)
+    return None
 
 
 def _at_point(
