@@ -294,6 +294,20 @@ def _check_condition_uncached(c: Any, given: Any) -> Any:
     return c.func(sp.expand(num), 0)
 
 
+def _no_nested_quotient(c: Any, given: str) -> None:
+    """A quotient inside ``%``, ``Min``, ``Max`` or ``Abs`` of a written condition must be an
+    integer for the solver's reading (integer division) to be exact; it is refused (write
+    ``floor(a / b)`` or state the divisibility), never silently rounded."""
+    sp = _sympy()
+    for node in sp.preorder_traversal(c):
+        if isinstance(node, (sp.Mod, sp.Min, sp.Max, sp.Abs)):
+            for a in node.args:
+                if isinstance(a, sp.Expr) and sp.fraction(sp.together(a))[1] != 1:
+                    raise MalformedLayoutError(
+                        f"{given!r:.80}: the quotient {a} inside {type(node).__name__} may not be an "
+                        "integer; write floor(...) or multiply it out")
+
+
 def condition(c: Any) -> Any:
     """A SymPy condition from a string, a SymPy relation or a bool.
 
@@ -302,7 +316,9 @@ def condition(c: Any) -> Any:
     """
     sp = _sympy()
     if isinstance(c, str):
-        return _check_condition(parse_expr(c), c)
+        out = _check_condition(parse_expr(c), c)
+        _no_nested_quotient(out, c)
+        return out
     if c is True:
         return sp.true
     if c is False:

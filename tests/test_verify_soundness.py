@@ -151,6 +151,14 @@ def test_exact_division_in_assumptions():
     assert decide("M == 6", facts=("M/2 == 3",)).value is True
 
 
+def test_a_quotient_inside_mod_is_not_rounded():
+    """``(M/2) % 4 == 0`` is false at M = 9 (4.5 % 4 != 0); the solver's integer division
+    would round it to 4 % 4 == 0: such a condition is refused, floor() is explicit."""
+    with pytest.raises(MalformedLayoutError, match="floor"):
+        condition("M/2 % 4 == 0")
+    assert decide("floor(M/2) % 4 == 0", facts=("M == 9",)).value is True
+
+
 # ----------------------------------------------------------------------------- the random referee
 _LEAVES = [1, 2, 3, 4, 8, M, 2 * M, 4 * M, N, 2 * N]
 
