@@ -121,8 +121,21 @@ def _handler(signum: int, frame: Any) -> None:
         return
     if _now() + 1e-4 < at:  # woke early (re-armed meanwhile): nothing to do
         return
+    # Where an exception would be lost or would break the bookkeeping -- a finalizer
+    # (``__del__``: Python ignores its exceptions) or this module's own entry and exit --
+    # the alarm is not raised there but tried again a moment later.
+    f, k = frame, 0
+    while f is not None and k < 8:
+        code = f.f_code
+        if code.co_name == "__del__" or (f.f_globals is _GLOBALS and code.co_name in ("deadline", "_arm")):
+            signal.setitimer(signal.ITIMER_REAL, 0.005)
+            return
+        f, k = f.f_back, k + 1
     _ARMED[0] = None
     raise BudgetExceeded("timeout: the time budget ran out", at=at)
+
+
+_GLOBALS = globals()
 
 
 def _can_alarm() -> bool:

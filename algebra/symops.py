@@ -265,44 +265,53 @@ def _either_branch(shape: bool) -> Callable[[Callable[..., Any]], Callable[..., 
 
 
 def _branching(fn: Callable[..., Any], shape: bool) -> Callable[..., Any]:
-
     @functools.wraps(fn)
     def run(*args: Any) -> Any:
-        from .symbolic import _EXPLORER, assuming, assumptions
-
-        try:
-            return fn(*args)
-        except UndecidableConditionError as e:
-            c = e.expr
-            depth = _SPLIT_DEPTH.get()
-            if c is None or depth >= _SPLIT_MAX or _EXPLORER.get() is not None:
-                raise
-            if not hasattr(c, "free_symbols"):
-                raise
-            sp = _sympy()
-            facts = assumptions()
-            tok = _SPLIT_DEPTH.set(depth + 1)
-            try:
-                with assuming(c):
-                    r1 = run(*args)
-                with assuming(sp.Not(c)):
-                    r2 = run(*args)
-            except (LayoutError, TypeError, ValueError):
-                raise e from None
-            finally:
-                _SPLIT_DEPTH.reset(tok)
-            if not (isinstance(r1, Layout) and isinstance(r2, Layout)):
-                raise
-            try:
-                if _same_layout(r1, r2, facts + (sp.Not(c),), shape):
-                    return r1
-                if _same_layout(r2, r1, facts + (c,), shape):
-                    return r2
-            except (LayoutError, TypeError, ValueError):
-                pass
-            raise
+        return either_branch(fn, *args, shape=shape)
 
     return run
+
+
+def either_branch(fn: Callable[..., Any], *args: Any, shape: bool = True) -> Any:
+    """``fn(*args)`` (an operation on symbolic layouts, returning a layout) under the
+    two-branch rule of :func:`_either_branch`: an undecided condition ``c`` that stops it
+    is split (``c`` and ``not c``, nested up to two splits), and a result that is the same
+    layout on both branches is returned; otherwise the UndecidableConditionError stands.
+    For composite operations (``logical_product`` is a complement and a composition)
+    whose parts' branches differ while the whole does not."""
+    from .symbolic import _EXPLORER, assuming, assumptions
+
+    try:
+        return fn(*args)
+    except UndecidableConditionError as e:
+        c = e.expr
+        depth = _SPLIT_DEPTH.get()
+        if c is None or depth >= _SPLIT_MAX or _EXPLORER.get() is not None:
+            raise
+        if not hasattr(c, "free_symbols"):
+            raise
+        sp = _sympy()
+        facts = assumptions()
+        tok = _SPLIT_DEPTH.set(depth + 1)
+        try:
+            with assuming(c):
+                r1 = either_branch(fn, *args, shape=shape)
+            with assuming(sp.Not(c)):
+                r2 = either_branch(fn, *args, shape=shape)
+        except (LayoutError, TypeError, ValueError):
+            raise e from None
+        finally:
+            _SPLIT_DEPTH.reset(tok)
+        if not (isinstance(r1, Layout) and isinstance(r2, Layout)):
+            raise
+        try:
+            if _same_layout(r1, r2, facts + (sp.Not(c),), shape):
+                return r1
+            if _same_layout(r2, r1, facts + (c,), shape):
+                return r2
+        except (LayoutError, TypeError, ValueError):
+            pass
+        raise
 
 
 # ----------------------------------------------------------------------------- coalesce / filter

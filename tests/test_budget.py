@@ -139,3 +139,23 @@ def test_no_deadline_means_no_limit_beyond_the_per_call_one():
     assert budget.call_limit_ms(1234) == 1234
     with budget.deadline(10.0):
         assert 0 < budget.call_limit_ms(100_000) <= 10_000
+
+
+def test_a_deadline_inside_a_finalizer_is_not_lost():
+    """The alarm that fires inside ``__del__`` (where Python ignores exceptions) is raised
+    just after it, not lost."""
+
+    class Slow:
+        def __del__(self):
+            t = time.perf_counter()
+            while time.perf_counter() - t < 0.2:
+                pass
+
+    t0 = time.perf_counter()
+    with pytest.raises(budget.BudgetExceeded):
+        with budget.deadline(0.05):
+            x = Slow()
+            del x  # the deadline passes inside the finalizer
+            while time.perf_counter() - t0 < 5:
+                sum(range(100))
+    assert time.perf_counter() - t0 < 1.0

@@ -257,6 +257,19 @@ def test_left_inverse_asks_whether_an_extent_is_one():
         assert R.subs(M=m).size == C.size and verify.equal(R.subs(M=m), C).proved
 
 
+def test_either_branch_for_composite_operations():
+    """logical_product's complement differs between M >= 2 and M = 1, its result does not."""
+    from layoutproof import logical_product, symops
+
+    A, B = Layout(M, M * N), Layout(M, 1)
+    R = symops.either_branch(ops.logical_product, A, B)
+    for m, n in [(1, 1), (1, 3), (2, 2), (3, 1)]:
+        C = logical_product(A.subs(M=m, N=n), B.subs(M=m))
+        got = R.subs(M=m, N=n)
+        assert verify.equal(got, C).proved
+        assert [Layout(s).size for s in got.shape] == [Layout(s).size for s in C.shape]
+
+
 def test_a_condition_that_matters_is_still_asked():
     with pytest.raises(UndecidableConditionError):
         composition(Layout((M, N), (N, 1)), Layout(4, 1))
