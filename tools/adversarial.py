@@ -21,12 +21,19 @@ Each case lands in one class of :data:`CLASSES`:
                       the counterexample does not reproduce; a symbolic result that differs
                       from the concrete one after substitution; a symbolic refusal whose
                       assignment is admissible on the concrete path (or that has none)
-``over_budget``       a call past its wall-time limit (the hang detector fired, or the call
-                      returned late: a Z3 call may not be interruptible)
+``over_budget``       a call past its limit: concrete calls 2 s of process CPU time (the
+                      machine may be shared), budgeted symbolic / verify calls twice the
+                      budgets :func:`budgets` sets, in wall time (the hang detector fired, or
+                      the call returned late: a Z3 call may not be interruptible)
 ``untyped``           an exception that is not a ``LayoutError`` (exceptions raised by the
                       caller's own callables excepted: they must pass through unchanged)
 ``invalid_accepted``  invalid input evaluated instead of refused
 ``over_rejection``    a ``LayoutError`` where brute force finds a correct answer
+
+The hang detector is ``ITIMER_PROF`` / ``SIGPROF`` (process CPU time), so that the
+library's own ``SIGALRM`` budgets stay in force during the run.  Over-rejections are
+claimed only when a correct answer was actually constructed and checked (the searches are
+sound; they are complete only within the small candidates they try).
 
 Run it: ``python tools/adversarial.py --cases 20000 --seed 1`` prints a table by class and
 by function and one line of reproduction per bad case.
