@@ -287,11 +287,12 @@ def _check_condition_uncached(c: Any, given: Any) -> Any:
     num, den = sp.fraction(sp.together(diff))
     if den == 1 or den.is_Number and int(den) == 1:
         return c
-    if den.is_positive is not True:
-        raise MalformedLayoutError(
-            f"the condition {show(given)} divides by {den}, which is not known to be positive")
-    # lhs - rhs = num / den with den > 0: the relation holds iff num compares the same way with 0
-    return c.func(sp.expand(num), 0)
+    # lhs - rhs = num / den, defined where den != 0 (elsewhere the condition itself is not)
+    if den.is_positive is True or isinstance(c, (sp.Eq, sp.Ne)):
+        # den > 0, or an (in)equality: it holds iff num compares the same way with 0
+        return c.func(sp.expand(num), 0)
+    # sign of den unknown: num / den compares with 0 as num * den does (den**2 > 0)
+    return c.func(sp.expand(num * den), 0)
 
 
 def _no_nested_quotient(c: Any, given: str) -> None:
