@@ -151,6 +151,16 @@ def test_exact_division_in_assumptions():
     assert decide("M == 6", facts=("M/2 == 3",)).value is True
 
 
+def test_a_quotient_by_a_symbol_of_unknown_sign_is_exact():
+    import sympy as sp
+
+    b = sp.Symbol("b", integer=True)
+    assert decide(sp.Le(3, M / b), facts=(sp.Eq(b, 2), sp.Eq(M, 6))).value is True
+    assert decide(sp.Le(3, M / b), facts=(sp.Eq(b, -2), sp.Eq(M, 6))).value is False
+    assert decide(sp.Le(-3, M / b), facts=(sp.Eq(b, -2), sp.Eq(M, 6))).value is True
+    assert decide(sp.Eq(M / b, 3), facts=(sp.Eq(b, 2), sp.Eq(M, 6))).value is True
+
+
 def test_a_quotient_inside_mod_is_not_rounded():
     """``(M/2) % 4 == 0`` is false at M = 9 (4.5 % 4 != 0); the solver's integer division
     would round it to 4 % 4 == 0: such a condition is refused, floor() is explicit."""
