@@ -1367,16 +1367,22 @@ def gen_verify_postcondition(rng: random.Random) -> Case:
     )
 
 
-def _post_truth(op: str, R: Layout, args: Tuple[Any, ...]) -> bool:
-    """The post-condition of op(*args) for R, by brute force (the table of semantics.md)."""
+def _post_truth(op: str, R: Layout, args: Tuple[Any, ...], strict: bool = True) -> bool:
+    """The post-condition of op(*args) for R, by brute force (the table of semantics.md).
+    ``strict=False`` checks the function only (no shape compatibility or depth): what a
+    symbolic result substituted must still satisfy (semantics §9)."""
     if op == "composition":
+        if not strict:
+            A, B = args
+            vb = values(B)
+            return R.size == B.size and all(x >= 0 for x in vb) and values(R) == [hat(A, x) for x in vb]
         return referee_composition(*args)(R)[0] == "ok"
     if op == "coalesce":
-        return values(R) == values(args[0]) and depth(R.shape) <= 1
+        return values(R) == values(args[0]) and (depth(R.shape) <= 1 or not strict)
     if op == "filter":
         return (
             set(values(R)) == set(values(args[0]))
-            and depth(R.shape) <= 1
+            and (depth(R.shape) <= 1 or not strict)
             and not any(d == 0 and s > 1 for s, d in zip(leaves(R.shape), leaves(R.stride)))
         )
     if op == "right_inverse":
@@ -1384,6 +1390,8 @@ def _post_truth(op: str, R: Layout, args: Tuple[Any, ...]) -> bool:
         return all(0 <= r < len(vl) and vl[r] == i for i, r in enumerate(values(R)))
     if op == "left_inverse":
         vl, vr = values(args[0]), values(R)
+        if len(set(vl)) != len(vl):  # not injective: L(R(L(i))) == L(i) (semantics.md)
+            return all(0 <= x < len(vr) and 0 <= vr[x] < len(vl) and vl[vr[x]] == x for x in vl)
         return all(0 <= x < len(vr) and vr[x] == i for i, x in enumerate(vl))
     if op == "complement":
         L, M = args
@@ -1403,15 +1411,15 @@ def _post_truth(op: str, R: Layout, args: Tuple[Any, ...]) -> bool:
             C = lp.complement(T, L.size)
             exp = [hat(L, x) for x in values(lp.make_layout(T, C))]
             Z = lp.make_layout(T, C)
-            return values(R) == exp and compatible_shapes(Z.shape, R.shape)
+            return values(R) == exp and (not strict or compatible_shapes(Z.shape, R.shape))
         cos = 1 + sum((s - 1) * abs(d) for s, d in zip(leaves(T.shape), leaves(T.stride)))
         C = lp.complement(L, L.size * cos)
         exp = [a + hat(C, b) for b in values(T) for a in values(L)]
         return (
             values(R) == exp
             and R.rank == 2
-            and compatible_shapes(L.shape, R.shape[0])
-            and compatible_shapes(T.shape, R.shape[1])
+            and (not strict or compatible_shapes(L.shape, R.shape[0]))
+            and (not strict or compatible_shapes(T.shape, R.shape[1]))
         )
     except LayoutError:
         return False
@@ -1858,12 +1866,21 @@ class Symbolic:
         args = (A, B) if op in ("logical_product", "composition") else (A,)
         rs = ", ".join(str(a) for a in args)
 
+        mutate, pick, delta = rng.random() < 0.5, rng.random(), rng.choice([1, 2, self.M])
+
         def call() -> Any:
             with lp.assuming(*facts):
                 try:
                     R = within_deadline(lambda: getattr(lp, op)(*args))
                 except LayoutError:
                     return None
+                if mutate:  # a wrong result (usually): proving it would be unsound
+                    fs, fd = list(leaves(R.shape)), list(leaves(R.stride))
+                    fd[int(pick * len(fd))] += delta
+                    try:
+                        R = Layout(tuple(fs), tuple(fd))
+                    except LayoutError:
+                        pass
                 return R, verify.postcondition(op, R, *args)
 
         pts = _admissible_values(facts, rng, 3)
@@ -1887,13 +1904,25 @@ class Symbolic:
                         continue
                     if Rs.size > 20_000 or any(a.size > 20_000 for a in cargs):
                         continue
-                    if not _post_truth(op, Rs, cargs) and op not in ("logical_product",):
+                    if not _post_truth(op, Rs, cargs, strict=False):
                         return "unsound", f"{r.status} but at {v} the post-condition fails for {Rs}"
             if r.status == "refuted":
                 c = r.counterexample
                 symbolic = R.is_symbolic or any(isinstance(a, Layout) and a.is_symbolic for a in args)
                 if symbolic and (c is None or not c.assignment):
                     return "unsound", "symbolic refutation without an assignment"
+                if symbolic:
+                    v = {str(k): int(x) for k, x in c.assignment.items()}
+                    v.setdefault("M", 1)
+                    v.setdefault("N", 1)
+                    try:
+                        cargs = tuple(_concrete_subs(a, v) for a in args)
+                        Rs = _concrete_subs(R, v)
+                    except LayoutError:
+                        return OK
+                    if Rs.size <= 20_000 and all(a.size <= 20_000 for a in cargs):
+                        if _post_truth(op, Rs, cargs, strict=True):
+                            return "unsound", f"refuted at {v}, but the post-condition holds there for {Rs}"
             return OK
 
         return Case(
