@@ -32,12 +32,13 @@ from .errors import (
 from .proofrec import Proof, ProofLog
 
 __all__ = [
-    "GemmConfig", "GemmProblem", "gemm", "generate", "autotune", "Proof", "ProofLog",
+    "GemmConfig", "GemmProblem", "gemm", "gemm_plan", "GemmPlan", "generate", "autotune", "Proof", "ProofLog",
     "AtomMismatchError", "BankConflictError", "GemmConfigError", "GemmInputError",
     "LoweringError", "NoGPUError", "ProofFailedError",
 ]
 
 _LAZY = {"gemm": ("runtime", "gemm"), "autotune": ("runtime", "autotune"),
+         "gemm_plan": ("runtime", "gemm_plan"), "GemmPlan": ("runtime", "GemmPlan"),
          "generate": ("codegen", "generate")}
 
 
