@@ -1584,6 +1584,7 @@ class Symbolic:
         "left_inverse",
         "complement",
         "admissible",
+        "compatible",
     )
 
     def __init__(self) -> None:
@@ -1598,6 +1599,8 @@ class Symbolic:
             return self._equal(rng, facts, A)
         if op == "admissible":
             return self._admissible(rng, facts, A)
+        if op == "compatible":
+            return self._compatible(rng, facts, A)
         if op == "composition" and rng.random() < 0.5:
             args: Tuple[Any, ...] = (
                 A,
@@ -1728,6 +1731,62 @@ class Symbolic:
             call,
             check,
             judge,
+            limit=SYMBOLIC_LIMIT,
+            clock="wall",
+        )
+
+    def _compatible(self, rng: random.Random, facts: List[str], A: Layout) -> Case:
+        """verify.compatible on symbolic shapes, judged by CuTe's compatibility of the shapes
+        at admissible values (proved) and at the refutation's assignment (refuted)."""
+        from layoutproof import verify
+
+        M, N = self.M, self.N
+        S = A.shape
+        T = rng.choice(
+            [
+                (leaves(S)[0] * (leaves(S)[1] if len(leaves(S)) > 1 else 1),) if len(leaves(S)) else S,
+                S,
+                _sym_random(rng, M, N).shape,
+                (2 * M, N),
+                (M * N,),
+                M * N,
+            ]
+        )
+        pts = _admissible_values(facts, rng, 4)
+
+        def at(x: Any, v: Dict[str, int]) -> Any:
+            return _sub_expr(x, v)
+
+        def holds(v: Dict[str, int]) -> Optional[bool]:
+            try:
+                Sv, Tv = at(S, v), at(T, v)
+            except (TypeError, ValueError):
+                return None
+            if any(e < 1 for e in leaves(Sv) + leaves(Tv)):
+                return None
+            return compatible_shapes(Sv, Tv)
+
+        def check(r: Any) -> Tuple[str, str]:
+            if r.status in ("proved", "checked"):
+                for v in pts:
+                    if holds(v) is False:
+                        return "unsound", f"{r.status}, but at {v} the shapes are not compatible"
+            if r.status == "refuted" and (_is_sym(S) or _is_sym(T)):
+                c = r.counterexample
+                if c is None or not c.assignment:
+                    return "unsound", "symbolic refutation without an assignment"
+                v = {str(k): int(x) for k, x in c.assignment.items()}
+                v.setdefault("M", 1)
+                v.setdefault("N", 1)
+                if holds(v) is True:
+                    return "unsound", f"refuted at {v}, but the shapes are compatible there"
+            return OK
+
+        return Case(
+            "symbolic.verify.compatible",
+            f"verify.compatible({S}, {T}, assume={facts!r})",
+            lambda: verify.compatible(S, T, assume=list(facts)),
+            check,
             limit=SYMBOLIC_LIMIT,
             clock="wall",
         )
