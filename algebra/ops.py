@@ -773,7 +773,7 @@ def right_inverse(layout: Layout) -> Layout:
 # left_inverse's exact search (see _left_inverse_search and docs/semantics.md §4): layouts
 # of up to this many coordinates with offsets below LEFT_INVERSE_OFFSET_LIMIT are decided;
 # the search visits at most LEFT_INVERSE_BUDGET states (a row under a chain; past it:
-# undecided, and it raises). 8,000 states take about 1-2 s.
+# undecided, and it raises). 8,000 states take about 1-3 s.
 LEFT_INVERSE_SIZE_LIMIT = 1 << 12
 LEFT_INVERSE_OFFSET_LIMIT = 1 << 14
 LEFT_INVERSE_BUDGET = 8_000
@@ -818,6 +818,7 @@ def _left_inverse_search(ys: List[int], pre: Dict[int, List[int]], ymax: int) ->
     """
     primes = _primes_upto(ymax)
     budget = LEFT_INVERSE_BUDGET
+    skip = _RowSkipper(ys, pre, ymax, primes)
     # depth-first over states (row i, chain, U, z) with an explicit stack (a layout has
     # thousands of offsets: no recursion per row).  chain: the T_j; U: the unimodular
     # column transform (U[j] is column j); z: the values of the pivots (rank = len(z)).
@@ -831,6 +832,15 @@ def _left_inverse_search(ys: List[int], pre: Dict[int, List[int]], ymax: int) ->
         budget -= 1
         if budget < 0:
             raise _SearchBudget
+        # rows that allow no insertion and that the current solution already satisfies
+        # (their reduced entries past the rank vanish and R(y) is allowed) change nothing:
+        # skip them in one vectorized step; a violated one ends this state
+        i = skip.next_event(i, chain, U, z)
+        if i < 0:
+            continue
+        if i == len(ys):
+            stack.append((i, chain, U, z))
+            continue
         y = ys[i]
         children = []
         # option 1: the next chain element lies above y -- process y now
@@ -849,6 +859,63 @@ def _left_inverse_search(ys: List[int], pre: Dict[int, List[int]], ymax: int) ->
             children.append((i, chain + [t], [col + [0] for col in U] + [[0] * c + [1]], z))
         stack.extend(reversed(children))
     return None
+
+class _RowSkipper:
+    """Vectorized fast-forward over the rows of the left-inverse search (numpy)."""
+
+    def __init__(self, ys: List[int], pre: Dict[int, List[int]], ymax: int, primes: List[int]) -> None:
+        import numpy as np
+
+        self.np = np
+        self.Y = np.array(ys, dtype=np.int64)
+        self.prev = np.concatenate([np.zeros(1, dtype=np.int64), self.Y[:-1]])
+        pi = np.zeros(ymax + 2, dtype=np.int64)
+        if primes:
+            pi[np.array(primes, dtype=np.int64)] = 1
+        self.pi = np.cumsum(pi)  # pi[x] = number of primes <= x
+        n = 1 + max((max(v) for v in pre.values()), default=0)
+        # owner[x] = the offset coordinate x maps to (-1: none), to test R(y) in pre[y]
+        self.owner = np.full(n, -1, dtype=np.int64)
+        for y, cs in pre.items():
+            self.owner[np.array(cs, dtype=np.int64)] = y
+
+    def next_event(self, i: int, chain: List[int], U: List[List[int]], z: List[int]) -> int:
+        """The first row >= i that allows an insertion, takes a new pivot, or is violated
+        (-1 if that row is violated and allows no insertion), len(ys) if none."""
+        np = self.np
+        n = len(self.Y)
+        if n - i < 48:  # a few rows: the per-row path is cheaper than numpy's overhead
+            return i
+        c, r = len(chain), len(z)
+        top = chain[-1]
+        big = max((abs(x) for col in U for x in col), default=1) * max(1, int(self.Y[-1])) * c
+        if big >= 1 << 62 or any(abs(x) >= 1 << 40 for x in z):
+            return i  # no vectorized shortcut where int64 could overflow
+        Um = np.array(U, dtype=np.int64).T  # Um[row][col]
+        T = np.array(chain, dtype=np.int64)
+        zv = np.array(z, dtype=np.int64)
+        start, step = i, 64
+        while start < n:
+            stop = min(n, start + step)
+            Yk = self.Y[start:stop]
+            ins = (self.pi[Yk // top] - self.pi[self.prev[start:stop] // top]) > 0
+            if start == 0:
+                ins[0] = self.pi[int(Yk[0]) // top] > 0
+            WU = (Yk[:, None] // T[None, :]) @ Um
+            indep = (WU[:, r:] != 0).any(axis=1)
+            known = WU[:, :r] @ zv if r else np.zeros(len(Yk), dtype=np.int64)
+            inside = (known >= 0) & (known < len(self.owner))
+            ok = np.zeros(len(Yk), dtype=bool)
+            ok[inside] = self.owner[known[inside]] == Yk[inside]
+            event = np.flatnonzero(ins | indep | ~ok)
+            if event.size:
+                k = int(event[0])
+                if not ins[k] and not indep[k] and not ok[k]:
+                    return -1
+                return start + k
+            start, step = stop, step * 4
+        return n
+
 
 def _li_row(y: int, chain: List[int], U: List[List[int]], z: List[int], allowed: List[int]) -> Optional[list]:
     """One row of the left-inverse search: the states after requiring R(y) in ``allowed``."""
