@@ -889,7 +889,8 @@ class _RowSkipper:
         c, r = len(chain), len(z)
         top = chain[-1]
         big = max((abs(x) for col in U for x in col), default=1) * max(1, int(self.Y[-1])) * c
-        if big >= 1 << 62 or any(abs(x) >= 1 << 40 for x in z):
+        zmax = max((abs(x) for x in z), default=1)
+        if big * max(1, zmax) * max(1, r) >= 1 << 62:
             return i  # no vectorized shortcut where int64 could overflow
         Um = np.array(U, dtype=np.int64).T  # Um[row][col]
         T = np.array(chain, dtype=np.int64)
