@@ -337,6 +337,11 @@ def normalize(facts: Sequence[Any]) -> Tuple[Dict[Any, Any], Tuple[Any, ...]]:
         if not isinstance(f, sp.Eq):
             continue
         a, b = apply(f.lhs), apply(f.rhs)
+        if b == 0 and isinstance(a, sp.Mul):  # x*y == 0 with x > 0: y == 0 (an implied fact)
+            rest = [g for g in a.args if not g.is_positive]
+            if len(rest) < len(a.args):
+                a = sp.Mul(*rest)
+                extra.append(sp.Eq(a, 0))
         if isinstance(a, sp.Mod) and b == 0:
             x, y = a.args
             if isinstance(x, sp.Symbol) and x not in y.free_symbols and y.is_polynomial() and y != 0:
