@@ -169,6 +169,8 @@ class ArithTuple:
     ((1, (2, 3)), 2, ArithTuple(2, 3))
     """
 
+    _lp_coordinate = True  # lets the algebra below recognise coordinates without importing this module
+
     __slots__ = ("_data", "_hash")
     # numpy: do not broadcast over us; defer to our reflected operators.
     __array_ufunc__ = None

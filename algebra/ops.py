@@ -356,13 +356,13 @@ def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, k: int) -> 
 
 
 def _compose_layout(A: Layout, B: Layout) -> Layout:
+    fbs, fbd = B._flat()
+    for d in fbd:
+        if type(d) is not int and getattr(type(d), "_lp_coordinate", False):
+            return _compose_basis(A, B)
     if _symq(A) or _symq(B):
         from . import symops
         return symops.composition(A, B)
-    fbs, fbd = B._flat()
-    for d in fbd:
-        if type(d) is not int:
-            return _compose_basis(A, B)
     As, Ad = _coalesced_x(A)
     if len(As) == 1:  # A is a single (unbounded) mode: a scaling of B
         a = Ad[0]
@@ -383,25 +383,23 @@ def _basis_parts(d: Any) -> Optional[Tuple[int, tuple]]:
     """``(value, path)`` of a stride that is a scaled basis element ``value * E(path)``
     (an integer is ``value * E()``, a zero ArithTuple ``0 * E()``); None for an
     ArithTuple with two or more non-zero entries."""
-    from .arith import ArithTuple, ScaledBasis
-
     if type(d) is int:
         return d, ()
-    if isinstance(d, ScaledBasis):
+    if not getattr(type(d), "_lp_coordinate", False):  # an ArithTuple (layoutproof.arith)
+        raise MalformedLayoutError(f"composition: a stride of B is {type(d).__name__} {show(d)}")
+    if hasattr(d, "path") and hasattr(d, "value"):  # a ScaledBasis
         return d.value, tuple(d.path)
-    if isinstance(d, ArithTuple):
-        found: List[Tuple[int, tuple]] = []
-        stack: List[Tuple[Any, tuple]] = [(d.to_tuple(), ())]
-        while stack:
-            x, path = stack.pop()
-            if type(x) is tuple:
-                stack.extend((e, path + (i,)) for i, e in enumerate(x))
-            elif x != 0:
-                found.append((x, path))
-        if not found:
-            return 0, ()
-        return found[0] if len(found) == 1 else None
-    raise MalformedLayoutError(f"composition: a stride of B is {type(d).__name__} {show(d)}")
+    found: List[Tuple[int, tuple]] = []
+    stack: List[Tuple[Any, tuple]] = [(d.to_tuple(), ())]
+    while stack:
+        x, path = stack.pop()
+        if type(x) is tuple:
+            stack.extend((e, path + (i,)) for i, e in enumerate(x))
+        elif x != 0:
+            found.append((x, path))
+    if not found:
+        return 0, ()
+    return found[0] if len(found) == 1 else None
 
 
 def _basis_mode(A: Layout, path: tuple, B: Layout) -> Layout:
@@ -430,6 +428,10 @@ def _compose_basis(A: Layout, B: Layout) -> Layout:
     checked); leaves on different modes add in different modes of A's natural
     coordinate, so they never carry into each other."""
     fbs, fbd = B._flat()
+    if any(type(n) is not int for n in fbs):
+        raise MalformedLayoutError(
+            f"composition: B = {B} has basis strides and a symbolic shape; substitute values "
+            "first (Layout.subs)")
     parts = []
     for k, (n, d) in enumerate(zip(fbs, fbd)):
         bp = _basis_parts(d)
