@@ -256,3 +256,10 @@ def test_inverses_of_swizzled_layouts_random():
     assert checked > 600
     big = ComposedLayout(Swizzle(3, 3, 3), 0, Layout(1 << 30, 1))  # past VERIFY_LIMIT: proved
     assert right_inverse(big) == big and left_inverse(big) == big
+
+
+def test_composition_with_basis_strides_and_symbols():
+    M = lp.symbols("M")
+    assert composition(Layout((4, M), (M, 1)), Layout((4, 4), (E(1), E(0)))) == Layout((4, 4), (1, M))
+    with pytest.raises(MalformedLayoutError):  # a symbolic B with basis strides: substitute first
+        composition(Layout((4, 4), (4, 1)), Layout((4, M), (E(1), E(0))))
