@@ -1989,7 +1989,7 @@ class Symbolic:
             f"with assuming({facts_s}): verify.postcondition({op!r}, {op}({rs}), {rs})",
             call,
             check,
-            limit=SYMBOLIC_LIMIT,
+            limit=2 * SYMBOLIC_LIMIT,  # two budgeted calls: the operation, then its post-condition
             clock="wall",
         )
 
