@@ -137,6 +137,16 @@ def test_falsification_pass_on_a_domain_too_large_to_evaluate(monkeypatch):
     assert Layout((n, 4), (1, n))(k) != Layout((n, 4), (1, n + 1))(k)
 
 
+def test_left_inverse_postcondition_with_an_identity_inverse():
+    L = Layout((4, M, N), (1, 4, 4 * M))
+    assert verify.postcondition("left_inverse", left_inverse(L), L).proved
+    r = verify.postcondition("left_inverse", Layout(4 * M * N, 1), Layout((4, M, N), (1, 4, 8 * M)))
+    assert r.refuted and r.counterexample.assignment
+    a = r.counterexample.assignment
+    L2 = Layout((4, a["M"], a["N"]), (1, 4, 8 * a["M"]))
+    assert verify.postcondition("left_inverse", Layout(4 * a["M"] * a["N"], 1), L2).refuted
+
+
 def test_structural_refutations_carry_a_confirmed_assignment():
     r = verify.equal(Layout((M, N), (1, M)), Layout((M, N), (N, 1)))
     assert r.status == "refuted"

@@ -524,6 +524,15 @@ class Symbolic:
 
     def left_inverse_ok(self, R: Layout, L: Layout, what: str) -> None:
         sp = self._sp()
+        rs, rd = _flat_modes(R)
+        live = [(s, d) for s, d in zip(rs, rd) if not _same(s, 1)]
+        if len(live) == 1 and _same(live[0][1], 1):
+            # R is n:1, the identity on [0, n): R(L(i)) == i for every i < size(L) is exactly
+            # "L is the function i -> i" and size(L) <= n -- which SymPy proves by a common
+            # refinement where Z3's nonlinear div/mod gives up
+            self.same_function(L, Layout._make(L.size, 1), f"{_w(what)}R is the identity, so L(i) == i")
+            self.add(f"{_w(what)}size(L) <= size(R)", sp.Le(L.size, R.size))
+            return
         i = self.coord("i")
         y = L.expr(i)
         self.add(
