@@ -223,3 +223,43 @@ def test_hostile_input_under_python_O_gives_typed_errors():
 
     bad = json.loads(out.stdout.strip().splitlines()[-1])
     assert not bad, "\n".join(bad[:20])
+
+
+def _run_gen(gen, n, seed="plant"):
+    with adv.budgets():
+        return [adv.run_case(gen(random.Random(f"{seed}-{k}"))) for k in range(n)]
+
+
+def test_planted_library_bugs_are_caught(monkeypatch):
+    """The harness against a library with a bug planted in each class it must report."""
+    import layoutproof as lp
+    from layoutproof import verify
+
+    real_coalesce = lp.coalesce
+    monkeypatch.setattr(lp, "coalesce", lambda L, *a: Layout(L.size, 1))  # wrong result
+    assert any(o.cls == "wrong" for o in _run_gen(adv.gen_coalesce, 60))
+    monkeypatch.setattr(lp, "coalesce", real_coalesce)
+
+    def always_proved(A, B, **kw):
+        return verify.Result("proved", "exhaustive", claim="planted")
+
+    monkeypatch.setattr(verify, "equal", always_proved)  # unsound verdicts
+    assert any(o.cls == "unsound" for o in _run_gen(adv.gen_verify_equal, 60))
+    monkeypatch.undo()
+
+    def raises_key_error(*a, **kw):
+        raise KeyError("planted")
+
+    monkeypatch.setattr(lp, "right_inverse", raises_key_error)  # untyped exception
+    assert all(o.cls == "untyped" for o in _run_gen(adv.gen_right_inverse, 10))
+    monkeypatch.undo()
+
+    monkeypatch.setattr(lp, "idx2crd", lambda i, s, d=None: 0)  # invalid input accepted
+    assert any(o.cls == "invalid_accepted" for o in _run_gen(adv.gen_eval, 120))
+    monkeypatch.undo()
+
+    def refuse(*a, **kw):
+        raise InadmissibleError("planted", condition="planted")
+
+    monkeypatch.setattr(lp, "composition", refuse)  # over-rejection
+    assert any(o.cls == "over_rejection" for o in _run_gen(adv.gen_composition, 60))
