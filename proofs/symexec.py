@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from layoutproof.budget import BudgetExceeded
 from layoutproof.errors import InadmissibleError, LayoutError
 from layoutproof.layout import Layout
 
@@ -138,7 +139,8 @@ def explore(
                 except PathTooDeep as e:
                     end, value = "undecided", e
                 except LayoutError as e:  # the operation refuses (undecidable to it, or malformed)
-                    end, value = "refused", e
+                    # a time budget that ran out cut the run short: its subtree is unexplored
+                    end, value = ("undecided" if isinstance(e, BudgetExceeded) else "refused"), e
         for j in range(len(ex.trace) - 1, len(prefix) - 1, -1):
             stack.append([o for _c, o in ex.trace[:j]] + [False])
         facts = pre + tuple(c if o else sp.Not(c) for c, o in ex.trace)

@@ -268,3 +268,15 @@ def test_heavy_theorems_wait_for_all(monkeypatch, capsys):
     prove_cli.main(["--no-report", "-q"])
     assert "sym.logical-product-def" not in seen and "sym.coalesce-function" in seen
     assert "--all" in capsys.readouterr().err
+
+
+def test_a_run_cut_by_a_time_budget_is_undecided_not_refused():
+    from layoutproof.budget import BudgetExceeded
+
+    def fn():
+        raise BudgetExceeded("timeout: the time budget ran out")
+
+    paths, complete = sx.explore(fn)
+    assert [p.end for p in paths] == ["undecided"]
+    (r,) = cs.prove("x", [cs.Instance("cut", fn, lambda cx: ([], z3.BoolVal(True)), lambda a, p: None)])
+    assert r.status == "unknown"
