@@ -433,7 +433,7 @@ _IMPLIED: Dict[Any, bool] = {}
 
 
 def implied(
-    cond: Any, facts: Tuple[Any, ...], timeout_ms: int = 800, subs: Optional[Dict[Any, Any]] = None
+    cond: Any, facts: Tuple[Any, ...], timeout_ms: int = 3000, subs: Optional[Dict[Any, Any]] = None
 ) -> bool:
     """Do ``facts`` imply ``cond``?  (Z3 on the quotient/remainder encoding; False when it
     cannot tell.)  Used to choose placements only: a wrong choice fails the obligation."""
