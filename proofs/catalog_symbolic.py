@@ -1336,9 +1336,12 @@ def _build() -> List[Theorem]:
             f"{_EXT}; {_ANY}",
         )
     )
-    comp_main = [(sym_layout("A", a), sym_layout("B", b, nonneg=True)) for a, b in _pairs((1, 2), (1,))]
-    comp_main.append((sym_layout("A", 1), sym_layout("B", 2, nonneg=True)))
-    comp_full = [(sym_layout("A", a), sym_layout("B", b, nonneg=True)) for a, b in _pairs(r13, r13)]
+    comp_main = [(sym_layout("A", a), sym_layout("B", b, positive=True)) for a, b in _pairs((1, 2), (1,))]
+    comp_main.append((sym_layout("A", 1), sym_layout("B", 2, positive=True)))
+    comp_full = [
+        (sym_layout("A", a), sym_layout("B", b, positive=True))
+        for a, b in ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2))
+    ]
     out.append(
         _T(
             "sym.composition-post",
@@ -1346,8 +1349,12 @@ def _build() -> List[Theorem]:
             "Whenever composition(A, B) returns R: B is compatible with R and R(c) == Â(B(c)) for every "
             "coordinate c of B, Â = A extended along its last mode (through coalesce: sym.coalesce-extended)",
             _one(_composition, comp_main, comp_full, "R(c) == A(B(c))"),
-            _scope("A x B ranks 1x1, 2x1, 1x2", "every A rank 1-3 x B rank 1-3"),
-            f"A: {_EXT}, {_ANY}; B: {_EXT}, strides non-negative integers (zero included)",
+            _scope(
+                "A x B ranks 1x1, 2x1, 1x2",
+                "A x B ranks 1x1, 2x1, 3x1, 1x2, 2x2 (3x2, 2x3, 3x3 ran past "
+                "50 min on the shared machine and are not claimed)",
+            ),
+            f"A: {_EXT}, {_ANY}; B: {_EXT}, {_POS}",
         )
     )
     out.append(
@@ -1382,8 +1389,8 @@ def _build() -> List[Theorem]:
         )
     )
     cm = [(_L(1, "pos"), _M())]
-    cf = [(_L(r, "pos"), _M()) for r in r13]
-    sc_c = _scope("rank 1", "ranks 1-3")
+    cf = [(_L(r, "pos"), _M()) for r in r12]
+    sc_c = _scope("rank 1", "ranks 1-2 (rank 3 is not claimed: it ran past 20 min on the shared machine)")
     out += [
         _T(
             "sym.complement-post",
