@@ -1,7 +1,7 @@
 """The large adversarial fuzz of issue 13: 100,000 seeded cases (``tools/adversarial.py``).
 
     python bench/fuzz.py                 # 100,000 cases, seed 1, 400 symbolic
-    python bench/fuzz.py --cases 200000 --seed 7 --symbolic 1000
+    python bench/fuzz.py --cases 200000 --seed 7 --symbolic 1000 --wide
 
 Prints a table by class and by function, the throughput, and for every bad class its count
 and the shortest reproductions (one line each).  Exit status 1 when any case is bad.
@@ -33,15 +33,16 @@ def main(argv=None) -> int:
     ap.add_argument("--symbolic", type=int, default=400, help="symbolic cases (about 0.1 s each)")
     ap.add_argument("--assumptions", type=int, default=100, help="hostile assuming() facts")
     ap.add_argument("--examples", type=int, default=3, help="reproductions shown per (class, function)")
+    ap.add_argument("--wide", action="store_true", help="symbolic facts from WIDE_FACTS, values up to M = 64")
     a = ap.parse_args(argv)
-    mix = adv.Mix(symbolic=a.symbolic, assumptions=a.assumptions)
+    mix = adv.Mix(symbolic=a.symbolic, assumptions=a.assumptions, wide=a.wide)
     t0 = time.time()
     rep = adv.run(a.seed, a.cases, mix, progress=True)
     print(rep.table())
     n = len(rep.outcomes)
     print(
         f"\n{n} cases in {rep.seconds:.1f} s ({n / rep.seconds:.0f} cases/s), seed {a.seed}, "
-        f"{a.symbolic} symbolic; {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"{a.symbolic} symbolic{' (wide facts)' if a.wide else ''}; {platform.python_version()}, {os.cpu_count()} CPUs, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t0))}"
     )
     slowest = sorted(rep.outcomes, key=lambda o: -o.seconds)[:5]

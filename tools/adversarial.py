@@ -1489,6 +1489,10 @@ _FACTS = [
 ]
 
 
+#: the wider facts and values of the bench run's symbolic cases (bench/fuzz.py --wide)
+WIDE_FACTS = _FACTS + ["M % 3 == 0", "M >= 16", "N % 8 == 0", "M % 32 == 0", "N >= 4"]
+
+
 def _admissible_values(
     facts: Sequence[str], rng: random.Random, k: int, hi: int = 32
 ) -> List[Dict[str, int]]:
@@ -1587,12 +1591,15 @@ class Symbolic:
         "compatible",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, facts: Sequence[str] = (), hi: int = 32) -> None:
+        facts = facts or _FACTS
         self.M, self.N = lp.symbols("M N")
+        self.facts = list(facts)
+        self.hi = hi
 
     def gen(self, rng: random.Random) -> Case:
         M, N = self.M, self.N
-        facts = sorted(set(rng.sample(_FACTS, rng.randint(0, 3))))
+        facts = sorted(set(rng.sample(self.facts, rng.randint(0, 3))))
         op = rng.choice(self.OPS)
         A = _sym_template(rng, M, N) if rng.random() < 0.4 else _sym_random(rng, M, N)
         if op == "equal":
@@ -1637,7 +1644,7 @@ class Symbolic:
                 return self._identity_random(rng, facts, A)
             return self._identity(rng, facts, facts_s)
         f = getattr(lp, op)
-        pts = _admissible_values(facts, rng, 3)
+        pts = _admissible_values(facts, rng, hi=self.hi, k=3)
 
         def call() -> Any:
             with lp.assuming(*facts):
@@ -1752,7 +1759,7 @@ class Symbolic:
                 M * N,
             ]
         )
-        pts = _admissible_values(facts, rng, 4)
+        pts = _admissible_values(facts, rng, hi=self.hi, k=4)
 
         def at(x: Any, v: Dict[str, int]) -> Any:
             return _sub_expr(x, v)
@@ -1808,7 +1815,7 @@ class Symbolic:
             extra = (rng.choice([64, 4 * self.M]),)
         args = (A, *extra)
         f = getattr(lp, op)
-        pts = _admissible_values(facts, rng, 4)
+        pts = _admissible_values(facts, rng, hi=self.hi, k=4)
 
         def concrete_ok(v: Dict[str, int]) -> Optional[bool]:
             try:
@@ -1872,7 +1879,7 @@ class Symbolic:
             j = rng.randrange(len(ld))
             ld[j] = ld[j] + rng.choice([1, -1, self.M, 2])
             B = Layout(tuple(ls), tuple(ld))
-        pts = _admissible_values(facts, rng, 4)
+        pts = _admissible_values(facts, rng, hi=self.hi, k=4)
 
         def differs(v: Dict[str, int]) -> Optional[bool]:
             try:
@@ -1942,7 +1949,7 @@ class Symbolic:
                         pass
                 return R, verify.postcondition(op, R, *args)
 
-        pts = _admissible_values(facts, rng, 3)
+        pts = _admissible_values(facts, rng, hi=self.hi, k=3)
 
         def check(res: Any) -> Tuple[str, str]:
             if res is None:
@@ -2036,7 +2043,7 @@ class Symbolic:
         def rhs(M: Any, N: Any) -> Layout:
             return sub(R, M, N)
 
-        pts = _admissible_values(facts, rng, 4)
+        pts = _admissible_values(facts, rng, hi=self.hi, k=4)
 
         def concrete_differs(v: Dict[str, int]) -> Optional[bool]:
             try:
@@ -2114,7 +2121,7 @@ class Symbolic:
         }
         lhs, rhs = eval(ls, env), eval(rs, env)  # noqa: S307 - our own text
         names = lhs.__code__.co_varnames[: lhs.__code__.co_argcount]
-        pts = _admissible_values(facts, rng, 4, hi=32)
+        pts = _admissible_values(facts, rng, hi=self.hi, k=4)
 
         def concrete_eq(v: Dict[str, int]) -> Optional[bool]:
             a = [v[n] for n in names]
@@ -2633,6 +2640,8 @@ class Mix:
     symbolic: int = 40
     assumptions: int = 20
     cli: int = 20
+    #: symbolic facts drawn from WIDE_FACTS and values up to M = 64 (else _FACTS, M <= 32)
+    wide: bool = False
 
 
 @dataclass
@@ -2684,7 +2693,7 @@ def generate(seed: int, n: int, mix: Optional[Mix] = None) -> Iterator[Case]:
     mix = mix or Mix()
     rng = random.Random(seed)
     hostile = Hostile()
-    sym = Symbolic()
+    sym = Symbolic(WIDE_FACTS, 64) if mix.wide else Symbolic()
     n_sym = min(n, mix.symbolic)
     n_ass = min(n - n_sym, mix.assumptions)
     for k in range(n_sym):
