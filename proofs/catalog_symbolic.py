@@ -1435,7 +1435,7 @@ def _build() -> List[Theorem]:
         ),
     ]
     ld_main = [(_L(1), sym_layout("T", 1, positive=True))]
-    ld_full = [(_L(a), sym_layout("T", b, positive=True)) for a, b in _pairs((1, 2), (1, 2))]
+    ld_full = ld_main  # L rank 2 x T rank 1 ran past 10 min on the shared machine: not claimed
     out.append(
         _T(
             "sym.logical-divide-def",
@@ -1443,7 +1443,7 @@ def _build() -> List[Theorem]:
             "Whenever logical_divide(L, T) returns R: R meets composition's post-condition against "
             "B = (T, complement(T, size(L))) computed on the same path: R(c) == L^(B(c)) for every c",
             _one(_logical_divide, ld_main, ld_full, "logical_divide(L, T) == L o (T, T*)"),
-            _scope("L rank 1, T rank 1", "L rank 1-2 x T rank 1-2"),
+            "L rank 1, T rank 1 (both jobs; L rank 2 ran past 10 min on the shared machine, not claimed)",
             f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS}",
         )
     )
