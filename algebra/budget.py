@@ -32,7 +32,9 @@ timeout
 from __future__ import annotations
 
 import contextvars
+import os
 import signal
+import sysconfig
 import threading
 import time
 from contextlib import contextmanager
@@ -122,12 +124,32 @@ def _handler(signum: int, frame: Any) -> None:
     if _now() + 1e-4 < at:  # woke early (re-armed meanwhile): nothing to do
         return
     # Where an exception would be lost or would break the bookkeeping -- a finalizer
-    # (``__del__``: Python ignores its exceptions) or this module's own entry and exit --
-    # the alarm is not raised there but tried again a moment later.
+    # (``__del__``: Python ignores its exceptions), this module's own entry and exit, or
+    # Z3's Python wrapper (an exception between two of its ctypes calls leaves a half-built
+    # object behind, whose next use fails with a raw ctypes error) -- the alarm is not
+    # raised there but tried again a moment later.  Z3's own calls are bounded by their
+    # timeout and the interrupt backstop, so the retry comes soon after.
+    # The exception is never raised inside the standard library (threading, contextlib,
+    # importlib, ...) or Z3's wrapper: there it can leave their state half-updated.  The
+    # alarm is tried again shortly, once the interrupted code is SymPy's, the library's
+    # or the caller's own.
+    fn = frame.f_code.co_filename if frame is not None else ""
+    if fn.startswith(_STDLIB) and "-packages" not in fn:  # not site-/dist-packages (SymPy)
+        signal.setitimer(signal.ITIMER_REAL, 0.005)
+        return
     f, k = frame, 0
-    while f is not None and k < 8:
+    while f is not None and k < 16:
         code = f.f_code
         if code.co_name == "__del__" or (f.f_globals is _GLOBALS and code.co_name in ("deadline", "_arm")):
+            signal.setitimer(signal.ITIMER_REAL, 0.005)
+            return
+        mod = f.f_globals.get("__name__", "")
+        if type(mod) is str and (
+            mod == "z3"
+            or mod.startswith("z3.")
+            or (mod == "contextlib" and code.co_name in ("__enter__", "__exit__"))
+        ):
+            # contextlib: the work is done and ``deadline`` itself is being entered or left
             signal.setitimer(signal.ITIMER_REAL, 0.005)
             return
         f, k = f.f_back, k + 1
@@ -136,6 +158,12 @@ def _handler(signum: int, frame: Any) -> None:
 
 
 _GLOBALS = globals()
+_STDLIB = tuple(
+    {
+        os.path.join(os.path.realpath(p), "")
+        for p in (sysconfig.get_paths()["stdlib"], os.path.dirname(os.__file__))
+    }
+)
 
 
 def _can_alarm() -> bool:
