@@ -978,3 +978,22 @@ def svg_to_png(svg: str, path: Any = None, *, scale: float = 2.0) -> bytes:
         with open(path, "wb") as f:
             f.write(data)
     return data
+
+
+# ----------------------------------------------------------------------------- notebooks
+def _composed_repr_html(self: ComposedLayout) -> str:
+    return layout_html(self)
+
+
+def _composed_repr_svg(self: ComposedLayout) -> Optional[str]:
+    try:
+        return layout_svg(self, max_cells=1024)
+    except (LayoutError, ImportError):
+        return None
+
+
+# Swizzled (composed) layouts get their notebook pictures from this module, which draws
+# them: the picture is registered by the extension that makes it, so the composed-layout
+# module never imports the drawing code.
+ComposedLayout._repr_html_ = _composed_repr_html  # type: ignore[attr-defined]
+ComposedLayout._repr_svg_ = _composed_repr_svg  # type: ignore[attr-defined]

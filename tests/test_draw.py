@@ -947,3 +947,18 @@ def test_swizzled_symbolic_and_rank3_are_refused():
         layout_table(ComposedLayout(Swizzle(1, 0, 1), 0, Layout((M, 2), (2, 1))))
     with pytest.raises(LayoutError, match="group modes"):
         layout_table(ComposedLayout(Swizzle(1, 0, 1), 0, Layout((2, 2, 2))))
+
+
+def test_swizzled_layouts_have_notebook_pictures():
+    """Issue 18: a swizzled (composed) layout shows its picture in a notebook like a layout."""
+    from layoutproof import Layout, Swizzle, composition
+
+    C = composition(Swizzle(2, 0, 2), Layout((4, 4), (4, 1)))
+    h = C._repr_html_()
+    assert "Sw&lt;2,0,2&gt;" in h and "<svg" in h
+    svg = C._repr_svg_()
+    assert svg is not None and "<svg" in svg
+    # the cells carry the swizzled offsets: row 1 of Sw<2,0,2> o (4,4):(4,1) is 5, 4, 7, 6
+    assert [C(1, j) for j in range(4)] == [5, 4, 7, 6]
+    big = composition(Swizzle(2, 0, 2), Layout((64, 64), (64, 1)))
+    assert big._repr_svg_() is None  # past max_cells: no picture, never an error
