@@ -212,7 +212,7 @@ def to_cpp(x: Any, *, name: Optional[str] = None) -> str:
     layout (through :func:`~layoutproof.swizzle.from_f2`): static ``Int<n>{}`` for integer
     leaves, ``int`` expressions of the symbols for symbolic ones (declare them in the C++).
     ``name`` makes a declaration ``auto name = ...;``.  The code is compile-tested against
-    the CuTe headers (tests/test_interop.py).
+    the CuTe headers (tests/algebra/test_interop.py).
 
     >>> from layoutproof import Layout, Swizzle, symbols, composition
     >>> to_cpp(Layout(((2, 4), 8), ((1, 16), 2)), name="L").replace("make_", "")

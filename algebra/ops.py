@@ -57,7 +57,7 @@ _make = Layout._make
 
 def _symq(L: Layout) -> bool:
     """Does the layout hold a SymPy leaf?  (Cached on the layout; free when SymPy is not
-    loaded.)  Symbolic layouts go to layoutproof.symops."""
+    loaded.)  Symbolic layouts go to layoutproof.symbolic.symops."""
     v = L._sym
     return L.is_symbolic if v is None else v
 
@@ -139,7 +139,7 @@ def coalesce(layout: Layout, profile: Any = None) -> Layout:
         if type(profile) is tuple:
             return _by_mode(layout, profile, coalesce, "coalesce")
     if _symq(layout):
-        from . import symops
+        from .symbolic import symops
         return symops.coalesce(layout)
     rs, rd = _coalesced(layout)
     return _from_modes(rs, rd)
@@ -157,7 +157,7 @@ def filter(layout: Layout, profile: Any = None) -> Layout:  # noqa: A001 - CuTe'
         if type(profile) is tuple:
             return _by_mode(layout, profile, filter, "filter")
     if _symq(layout):
-        from . import symops
+        from .symbolic import symops
         return symops.filter_(layout)
     fs, fd = layout._flat()
     keep = [(s, d) for s, d in zip(fs, fd) if s != 1 and d != 0]
@@ -361,7 +361,7 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
         if type(d) is not int and getattr(type(d), "_lp_coordinate", False):
             return _compose_basis(A, B)
     if _symq(A) or _symq(B):
-        from . import symops
+        from .symbolic import symops
         return symops.composition(A, B)
     As, Ad = _coalesced_x(A)
     if len(As) == 1:  # A is a single (unbounded) mode: a scaling of B
@@ -658,7 +658,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     else:
         cot = _check_shape(cotarget, "complement cotarget")
     if _symq(layout) or (type(cot) is not int and _symbolic_value(cot)):
-        from . import symops
+        from .symbolic import symops
         return symops.complement(layout, cot)
     fs, fd = layout._flat()
     modes = []
@@ -748,7 +748,7 @@ def right_inverse(layout: Layout) -> Layout:
             return layout.right_inverse()
         layout = _as_layout(layout, "right_inverse")
     if _symq(layout):
-        from . import symops
+        from .symbolic import symops
         return symops.right_inverse(layout)
     cs, cd = _coalesced(layout)
     pp = _prefix_product(tuple(cs))
@@ -1037,7 +1037,7 @@ def left_inverse(layout: Layout) -> Layout:
             return layout.left_inverse()
         layout = _as_layout(layout, "left_inverse")
     if _symq(layout):
-        from . import symops
+        from .symbolic import symops
         return symops.left_inverse(layout)
     try:
         return _left_inverse_cute(layout)
@@ -1293,7 +1293,7 @@ def tile_to_shape(block: Layout, trg_shape: Any, order: Any = None) -> Layout:
     bshape = tuple(_product(e) for e in pb._shape)
     tshape = tuple(_product(e) for e in ts)
     if _symq(block) or _symbolic_value(trg):
-        from . import symops
+        from .symbolic import symops
         for i, (t, b) in enumerate(zip(tshape, bshape)):
             symops.block_divides(t, b, i)
         pshape = tuple(symops.xdiv(t, b) for t, b in zip(tshape, bshape))
@@ -1324,6 +1324,6 @@ def compatible(a: Any, b: Any) -> bool:
     sa = a._shape if isinstance(a, Layout) else _check_shape(a, "compatible argument")
     sb = b._shape if isinstance(b, Layout) else _check_shape(b, "compatible argument")
     if _symbolic_value(sa) or _symbolic_value(sb):
-        from . import symops
+        from .symbolic import symops
         return symops.compatible(sa, sb)
     return _compat(sa, sb)

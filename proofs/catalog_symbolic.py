@@ -1,4 +1,4 @@
-"""Theorems for all values: symbolic execution of :mod:`layoutproof.symops` (the code the
+"""Theorems for all values: symbolic execution of :mod:`layoutproof.symbolic.symops` (the code the
 library runs on symbolic layouts), one Z3 obligation per path (:mod:`.symexec`).
 
 Every extent and stride of the operands is a fresh symbol (extents positive integers,
@@ -44,7 +44,7 @@ def _sp() -> Any:
 
 
 def _ops() -> Any:
-    from layoutproof import symops
+    from layoutproof.symbolic import symops
 
     return symops
 

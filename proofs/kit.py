@@ -487,7 +487,7 @@ class BVObligation:
 
 
 def z3_claim(purpose: str, claim: Any, facts: Sequence[Any] = (), timeout_ms: int = 10_000) -> Result:
-    """A SymPy ``claim`` proved by Z3 from the SymPy ``facts`` (``layoutproof.smt``'s
+    """A SymPy ``claim`` proved by Z3 from the SymPy ``facts`` (``layoutproof.symbolic.smt``'s
     translation, Python integer semantics): "proved" when ``facts and not claim`` is
     unsatisfiable; "refuted" when Z3's model, substituted into the claim by SymPy, makes it
     false; "unknown" otherwise (a timeout, or a model SymPy does not confirm).  Facts that
@@ -505,7 +505,7 @@ def z3_claim(purpose: str, claim: Any, facts: Sequence[Any] = (), timeout_ms: in
     import sympy as sp
     import z3
 
-    from layoutproof import smt
+    from layoutproof.symbolic import smt
 
     t0 = time.perf_counter()
     facts = tuple(facts)

@@ -1,6 +1,6 @@
 """Symbolic execution of the library's own symbolic algebra, one Z3 obligation per path.
 
-An operation of :mod:`layoutproof.symops` is run on layouts whose every extent and stride is
+An operation of :mod:`layoutproof.symbolic.symops` is run on layouts whose every extent and stride is
 a fresh SymPy symbol.  Inside :func:`~layoutproof.symbolic.exploring`, every condition the
 path's facts leave undecided is a *choice point*: the :class:`Explorer` picks an outcome,
 the outcome joins the facts, and the operation goes on.  :func:`explore` enumerates the
@@ -22,7 +22,7 @@ evaluating with integers before it counts as a refutation; anything else is unkn
 the path condition.
 
 >>> import sympy as sp
->>> from layoutproof import symops
+>>> from layoutproof.symbolic import symops
 >>> s0, s1 = sp.symbols("s0 s1", integer=True, positive=True)
 >>> d0, d1 = sp.symbols("d0 d1", integer=True)
 >>> from layoutproof import Layout

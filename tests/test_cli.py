@@ -349,8 +349,8 @@ def test_kit_extra_is_light():
         "        if name.split('.')[0] in HEAVY:\n"
         "            raise ImportError('blocked ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import layoutproof.strategies, layoutproof.verify.theorem, layoutproof.verify.pytest_plugin\n"
-        "from layoutproof.strategies import layouts, sample\n"
+        "import layoutproof.verify.strategies, layoutproof.verify.theorem, layoutproof.verify.pytest_plugin\n"
+        "from layoutproof.verify.strategies import layouts, sample\n"
         "assert len(sample(layouts(max_size=16), 3)) == 3\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

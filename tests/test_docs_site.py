@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REQUIRED_FILES = {
     "docs/theorems.md": "the theorem catalog page",
     "docs/testing.md": "the testing kit page",
-    "algebra/strategies.py": "layoutproof.strategies (docs/api/strategies.md)",
+    "verify/strategies.py": "layoutproof.verify.strategies (docs/api/strategies.md)",
     "verify/theorem.py": "layoutproof.verify.theorem (docs/api/theorem.md)",
     "verify/pytest_plugin.py": "layoutproof.verify.pytest_plugin (docs/api/theorem.md)",
 }
@@ -48,7 +48,7 @@ PAGES = {
                               "layoutproof.verify.identity.identity",
                               "layoutproof.verify.post.postcondition",
                               "layoutproof.verify.smtlib.to_smtlib"],
-    "api/strategies/index.html": ["layoutproof.strategies"],
+    "api/strategies/index.html": ["layoutproof.verify.strategies"],
     "api/theorem/index.html": ["layoutproof.verify.theorem", "layoutproof.verify.pytest_plugin"],
 }
 

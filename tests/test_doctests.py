@@ -15,7 +15,8 @@ import layoutproof.verify
 _PACKAGES = [layoutproof, layoutproof.verify, layoutproof.proofs, layoutproof.gpu]
 MODULES = sorted(
     {m.name for p in _PACKAGES for m in pkgutil.walk_packages(p.__path__, p.__name__ + ".")
-     if not m.name.endswith("__main__")} | {p.__name__ for p in _PACKAGES}
+     if not m.name.endswith("__main__") and m.name != "layoutproof.strategies"}  # a deprecated alias
+    | {p.__name__ for p in _PACKAGES}
 )
 
 

@@ -97,8 +97,8 @@ class Mutation:
 
 M = Mutation
 OPS, INT, LAY, SYM, SYMB, SWZ = (
-    "algebra/ops.py", "algebra/inttuple.py", "algebra/layout.py", "algebra/symops.py",
-    "algebra/symbolic.py", "algebra/swizzle.py",
+    "algebra/ops.py", "algebra/inttuple.py", "algebra/layout.py", "algebra/symbolic/symops.py",
+    "algebra/symbolic/__init__.py", "algebra/swizzle.py",
 )
 
 MUTATIONS: Tuple[Mutation, ...] = (
@@ -531,7 +531,7 @@ MUTATIONS: Tuple[Mutation, ...] = (
       "            v = le(m[0], o[0])\n            if v is None:\n",
       "            v = le(m[0], o[0])\n            if False:\n",
       "the symbolic complement/left_inverse sort an undecided pair of strides silently"),
-    M("smt-ceiling-as-floor", "symbolic", "algebra/smt.py",
+    M("smt-ceiling-as-floor", "symbolic", "algebra/symbolic/smt.py",
       "        n, d = _quotient(-e.args[0], env)\n        return -_floordiv(n, d)\n",
       "        n, d = _quotient(e.args[0], env)\n        return _floordiv(n, d)\n",
       "the Z3 translation of ceiling(x) rounds down (conditions on ceil_div extents decided wrong)"),
@@ -636,12 +636,14 @@ def make_workspace(src: Path, dest: Path, dev_venv: Path, rev: Optional[str] = N
 
 
 def test_files(repo: Path, exclude: Sequence[str] = ()) -> List[str]:
-    present = sorted(p.name for p in (repo / "tests").glob("test_*.py")
-                     if not any(fnmatch.fnmatchcase(p.name, x) for x in exclude))
+    # tests are arranged by layer (tests/<layer>/test_*.py); the names stay unique
+    where = {p.name: p.relative_to(repo).as_posix() for p in (repo / "tests").rglob("test_*.py")
+             if not any(fnmatch.fnmatchcase(p.name, x) for x in exclude)}
+    present = sorted(where)
     head = [f for f in TEST_HEAD if f in present]
     tail = [f for f in TEST_TAIL if f in present]
     middle = [f for f in present if f not in head and f not in tail]
-    return ["tests/" + f for f in head + middle + tail]
+    return [where[f] for f in head + middle + tail]
 
 
 def catalog_available(ws: Workspace) -> bool:

@@ -121,7 +121,7 @@ def prove(purpose: str, claim: Any, facts: tuple, timeout_ms: int) -> Verdict:
         return Verdict(True, "sympy")
     import z3
 
-    from layoutproof import smt
+    from layoutproof.symbolic import smt
 
     t0 = time.perf_counter()
     try:
@@ -160,7 +160,7 @@ def facts_consistent(facts: tuple, timeout_ms: int) -> Optional[bool]:
     import sympy as sp
     import z3
 
-    from layoutproof import smt
+    from layoutproof.symbolic import smt
 
     try:
         r = smt.check(smt.Obligation(sp.true, facts).solver(timeout_ms, negate=False), timeout_ms)

@@ -518,8 +518,7 @@ def _inadmissible_at(
 def _obligation_of(e: UndecidableConditionError, facts: tuple) -> List[ProofObligation]:
     """The undecided condition as an obligation (for SMT-LIB export), when it parses."""
     try:
-        from layoutproof import smt
-        from layoutproof.symbolic import parse_expr
+        from layoutproof.symbolic import parse_expr, smt
 
         c = parse_expr(str(e.condition))
         return [

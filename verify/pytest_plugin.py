@@ -3,7 +3,7 @@
 It is loaded by every pytest run in an environment where layoutproof is installed, so it
 imports nothing heavy at load time: pytest and, as the parents of this module, the light
 packages ``layoutproof`` and ``layoutproof.verify`` (no numpy, SymPy, Z3 or hypothesis;
-``tests/test_plugin.py`` checks it).  Tests that do not use
+``tests/verify/test_plugin.py`` checks it).  Tests that do not use
 :func:`layoutproof.verify.theorem.theorem` run exactly as without it.  It adds:
 
 * the ``theorem`` marker (the decorator applies it: ``pytest -m theorem`` selects the

@@ -148,7 +148,7 @@ class ProofObligation(_Frozen):
         claim, facts: SymPy conditions.
         verdict: Z3's answer to ``facts and not claim``: ``"unsat"`` (the claim is proved),
             ``"sat"`` (a counterexample exists) or ``"unknown"``.
-        obligation: the :class:`layoutproof.smt.Obligation` (Z3 terms).
+        obligation: the :class:`layoutproof.symbolic.smt.Obligation` (Z3 terms).
         seconds: the solver's time.
     """
 

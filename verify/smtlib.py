@@ -42,7 +42,7 @@ def _obligations(x: Any) -> List[Any]:
     if hasattr(x, "smt2"):
         return [x]
     raise LayoutError(
-        f"to_smtlib: expected a Result, a ProofObligation or a layoutproof.smt.Obligation, "
+        f"to_smtlib: expected a Result, a ProofObligation or a layoutproof.symbolic.smt.Obligation, "
         f"got {type(x).__name__}"
     )
 
@@ -56,7 +56,7 @@ def _script(ob: Any) -> str:
 
 
 def to_smtlib(x: Any, path: Optional[str] = None) -> str:
-    """The SMT-LIB2 text of an obligation (``layoutproof.smt.Obligation`` or
+    """The SMT-LIB2 text of an obligation (``layoutproof.symbolic.smt.Obligation`` or
     :class:`~layoutproof.verify.ProofObligation`), or of every obligation of a
     :class:`~layoutproof.verify.Result` (scripts separated by ``(reset)``); written to
     ``path`` too when given.  A result decided without Z3 (exhaustively, or by SymPy

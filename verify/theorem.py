@@ -1,7 +1,7 @@
 """Theorem-style tests of layout code: :func:`theorem` states a property over layouts
 and checks it **exhaustively** within a bound (every member of a family,
 :mod:`layoutproof.verify.families`), **with hypothesis** beyond the bound (random,
-larger layouts from :mod:`layoutproof.strategies`, shrunk to a minimal counterexample),
+larger layouts from :mod:`layoutproof.verify.strategies`, shrunk to a minimal counterexample),
 and **with Z3** where the claim is symbolic (:meth:`theorem.identity`,
 :meth:`theorem.symbolic`, through :func:`layoutproof.verify.identity`).
 
@@ -388,7 +388,7 @@ class Family:
                 nested: bool = False) -> "Family":
         """Every flat layout of rank 1..``rank``, extents 1..``extent``, strides
         0..``stride`` (``-stride..stride`` with ``negative``); with ``nested``, also those
-        regrouped as two hierarchical modes.  Beyond: :func:`layoutproof.strategies.layouts`
+        regrouped as two hierarchical modes.  Beyond: :func:`layoutproof.verify.strategies.layouts`
         (nested shapes, extents up to ``2*extent``, strides up to ``2*stride``)."""
         _families._check(rank, extent, stride)
 
@@ -399,7 +399,7 @@ class Family:
                 yield from _families.nested_layouts(rank, e, d)
 
         def strategy() -> Any:
-            from layoutproof import strategies as S
+            from layoutproof.verify import strategies as S
 
             return S.layouts(max_rank=max(rank, 2), max_extent=2 * extent, max_stride=2 * stride,
                              kind="any" if negative else "nonneg", max_size=1024)
@@ -414,7 +414,7 @@ class Family:
         _families._check(rank, extent, stride)
 
         def strategy() -> Any:
-            from layoutproof import strategies as S
+            from layoutproof.verify import strategies as S
 
             return S.injective_layouts(max_rank=max(rank, 2), max_extent=2 * extent, max_size=1024)
 
@@ -428,7 +428,7 @@ class Family:
         _families._check(rank, extent, stride)
 
         def strategy() -> Any:
-            from layoutproof import strategies as S
+            from layoutproof.verify import strategies as S
 
             return S.bijective_layouts(max_rank=max(rank, 2), max_extent=2 * extent, max_size=1024)
 
@@ -443,7 +443,7 @@ class Family:
         _families._check(rank, extent, 0)
 
         def strategy() -> Any:
-            from layoutproof import strategies as S
+            from layoutproof.verify import strategies as S
 
             return S.compact_layouts(max_rank=max(rank, 2), max_extent=2 * extent, max_size=1024)
 
@@ -453,7 +453,7 @@ class Family:
     @classmethod
     def composition_pairs(cls, rank: int = 2, extent: int = 4, stride: int = 4) -> "Family":
         """``(A, B)``, both from :meth:`layouts`, where ``composition(A, B)`` is
-        admissible; beyond: :func:`layoutproof.strategies.composition_pairs`.  Fills two
+        admissible; beyond: :func:`layoutproof.verify.strategies.composition_pairs`.  Fills two
         parameters."""
         _families._check(rank, extent, stride)
 
@@ -466,7 +466,7 @@ class Family:
                 yield a, b
 
         def strategy() -> Any:
-            from layoutproof import strategies as S
+            from layoutproof.verify import strategies as S
 
             return S.composition_pairs(max_rank=max(rank, 2), max_extent=2 * extent, max_size=512)
 
@@ -479,7 +479,7 @@ class Family:
                          cotarget: int = 32) -> "Family":
         """``(L, M)`` with ``L`` from :meth:`layouts`, ``M`` in ``1..cotarget``, where
         ``complement(L, M)`` is admissible; beyond:
-        :func:`layoutproof.strategies.complement_pairs`.  Fills two parameters."""
+        :func:`layoutproof.verify.strategies.complement_pairs`.  Fills two parameters."""
         _families._check(rank, extent, stride)
 
         def cases(scale: float) -> Iterator[Tuple[Layout, int]]:
@@ -491,7 +491,7 @@ class Family:
                 yield a, b
 
         def strategy() -> Any:
-            from layoutproof import strategies as S
+            from layoutproof.verify import strategies as S
 
             return S.complement_pairs(max_rank=max(rank, 2), max_extent=2 * extent, max_size=512)
 
@@ -503,7 +503,7 @@ class Family:
     def tiler_pairs(cls, rank: int = 2, extent: int = 4, stride: int = 4) -> "Family":
         """``(L, T)`` with ``L`` from :meth:`layouts` and ``T`` an int tiler ``1..size(L)``
         or a layout tiler from :meth:`layouts`, where ``logical_divide(L, T)`` is
-        admissible; beyond: :func:`layoutproof.strategies.tiler_pairs`.  Fills two
+        admissible; beyond: :func:`layoutproof.verify.strategies.tiler_pairs`.  Fills two
         parameters."""
         _families._check(rank, extent, stride)
 
@@ -518,7 +518,7 @@ class Family:
                     yield L, T
 
         def strategy() -> Any:
-            from layoutproof import strategies as S
+            from layoutproof.verify import strategies as S
 
             return S.tiler_pairs(max_rank=max(rank, 2), max_extent=2 * extent, max_size=512)
 
@@ -529,7 +529,7 @@ class Family:
     @classmethod
     def swizzles(cls, max_bits: int = 6, *, negative_shift: bool = False) -> "Family":
         """Every valid ``Swizzle(B, M, S)`` with ``M + B + |S| <= max_bits``; beyond:
-        :func:`layoutproof.strategies.swizzles` up to ``2*max_bits`` bits."""
+        :func:`layoutproof.verify.strategies.swizzles` up to ``2*max_bits`` bits."""
         from layoutproof.swizzle import Swizzle
 
         def cases(scale: float) -> Iterator[Any]:
@@ -542,7 +542,7 @@ class Family:
                             yield Swizzle(b, m, -s)
 
         def strategy() -> Any:
-            from layoutproof import strategies as S
+            from layoutproof.verify import strategies as S
 
             return S.swizzles(max_bits=min(64, 2 * max_bits), negative_shift=negative_shift)
 

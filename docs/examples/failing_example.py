@@ -6,13 +6,13 @@ Not collected by default (the file name does not start with ``test_``).  Run it 
 
 and each failure names the mode that found the counterexample, how many cases passed, and
 the counterexample in CuTe notation with its picture (section "layoutproof
-counterexample").  tests/test_plugin.py runs it and checks that output.
+counterexample").  tests/verify/test_plugin.py runs it and checks that output.
 """
 
 from __future__ import annotations
 
 from layoutproof import Layout, left_inverse
-from layoutproof.strategies import layouts
+from layoutproof.verify.strategies import layouts
 from layoutproof.verify.theorem import Family, theorem
 
 

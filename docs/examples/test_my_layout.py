@@ -1,7 +1,7 @@
 """Example: theorem-style tests of your own layouts with layoutproof's testing kit.
 
 Run it with ``pytest docs/examples/test_my_layout.py`` (the repository's own test run does
-not collect docs/; tests/test_plugin.py runs this file and checks that it passes).
+not collect docs/; tests/verify/test_plugin.py runs this file and checks that it passes).
 
 The layouts are those of an SM80 fp16 GEMM: a 128x64 shared-memory tile of 128-byte
 rows swizzled with ``Sw<3,3,3>``, and the thread-value layout of the accumulator of
@@ -12,7 +12,7 @@ inspects layouts.
 from __future__ import annotations
 
 from layoutproof import Layout, Swizzle, coalesce, composition, left_inverse, tile_to_shape, verify
-from layoutproof.strategies import swizzled_layouts
+from layoutproof.verify.strategies import swizzled_layouts
 from layoutproof.verify.theorem import Family, theorem
 
 ELEMENT_BYTES = 2  # fp16

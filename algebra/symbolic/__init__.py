@@ -38,7 +38,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from .errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError, show
+from ..errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError, show
 
 __all__ = [
     "symbols",
@@ -84,7 +84,7 @@ def is_symbolic(x: Any) -> bool:
     """
     if sys.modules.get("sympy") is None:
         return False
-    from .layout import Layout
+    from ..layout import Layout
 
     if isinstance(x, Layout):
         return x.is_symbolic
@@ -128,7 +128,7 @@ def divides(a: Any, b: Any) -> Any:
     >>> divides(8, M)
     Eq(Mod(M, 8), 0)
     """
-    from .inttuple import is_int
+    from ..inttuple import is_int
 
     sp = _sympy()
     for x in (a, b):
@@ -550,7 +550,7 @@ def decide(cond: Any, facts: Optional[tuple] = None, *, use_z3: bool = True,
     if type(cond) is bool:
         return Decision(cond, "int", seconds=0.0)
     tmo = get_timeout() if timeout_ms is None else timeout_ms
-    from . import budget
+    from .. import budget
 
     budget.check()
     c: Any = None
@@ -798,7 +798,7 @@ def symbol_map(kw: Dict[str, Any], syms: frozenset) -> Dict[Any, Any]:
         if key is None:
             key = _symbol(k)
         if type(v) is not int and not is_sym(v):
-            from .inttuple import is_int
+            from ..inttuple import is_int
 
             if is_int(v):
                 v = int(v)
@@ -839,7 +839,7 @@ def _split_1d(c: Any, fs: tuple) -> List[Any]:
 def _in_range(c: Any, n: Any, full: Any) -> None:
     """Check ``0 <= c < n`` when ``c`` is a number (a symbolic coordinate is taken to be in
     the domain: the expression is the layout function there)."""
-    from .errors import OutOfDomainError
+    from ..errors import OutOfDomainError
 
     if is_sym(c) and not c.is_Integer:
         return
@@ -866,8 +866,8 @@ def _in_range(c: Any, n: Any, full: Any) -> None:
 
 def _eval_parts(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, Any]:
     """Kept modes (for ``_``) and the offset of a coordinate against a symbolic layout."""
-    from .inttuple import _flatten, _product, is_int
-    from .layout import _
+    from ..inttuple import _flatten, _product, is_int
+    from ..layout import _
 
     if c is None or c is _:
         return [s], [d], 0
@@ -900,7 +900,7 @@ def _eval_parts(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, Any]:
 def eval_symbolic(L: Any, args: tuple) -> Any:
     """``L(*args)`` when the layout or the coordinate is symbolic: an offset expression, or
     the sliced layout when the coordinate has ``_``."""
-    from .layout import Layout
+    from ..layout import Layout
 
     if not args:
         raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
@@ -925,7 +925,7 @@ def layout_expr(L: Any, coord: Any = None) -> Any:
         coord = _coord_symbol()
     if type(coord) is tuple or type(coord) is list:
         return sp.sympify(eval_symbolic(L, (tuple(coord),)))
-    from .inttuple import is_int
+    from ..inttuple import is_int
 
     if not is_int(coord) and not is_sym(coord):
         raise MalformedLayoutError(
@@ -942,7 +942,7 @@ def layout_expr(L: Any, coord: Any = None) -> Any:
 
 def subs_layout(L: Any, args: tuple, values: Dict[str, Any]) -> Any:
     """See :meth:`Layout.subs`."""
-    from .layout import Layout
+    from ..layout import Layout
 
     if len(args) > 1 or (args and not isinstance(args[0], dict)):
         raise MalformedLayoutError("subs() takes one dict of values or keyword values (M=64)")

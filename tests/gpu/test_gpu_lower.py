@@ -27,7 +27,7 @@ from layoutproof.gpu.lower import (
     prove_injective,
 )
 from layoutproof.gpu.proofrec import ProofLog
-from layoutproof.strategies import swizzled_layouts
+from layoutproof.verify.strategies import swizzled_layouts
 
 # ----------------------------------------------------------------------------- an independent oracle
 

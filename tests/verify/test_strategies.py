@@ -1,4 +1,4 @@
-"""layoutproof.strategies: every strategy keeps its promise, checked by brute force (every
+"""layoutproof.verify.strategies: every strategy keeps its promise, checked by brute force (every
 offset evaluated) or by the operation's post-condition (layoutproof.verify), on the values
 it generates.  The generation is constructive: the health checks run here unsuppressed
 (``STRICT``), so a strategy that filtered too much or generated too slowly would fail.
@@ -27,8 +27,8 @@ from layoutproof import (
     verify,
     zipped_divide,
 )
-from layoutproof import strategies as S
 from layoutproof.inttuple import congruent, flatten, product
+from layoutproof.verify import strategies as S
 
 # health checks on (the repository profile suppresses too_slow and filter_too_much)
 STRICT = settings(suppress_health_check=[], max_examples=examples(60))

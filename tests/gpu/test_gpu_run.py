@@ -77,7 +77,7 @@ def test_mma_sync_kernel_matches_float64(ao, bo):
 
 @hopper
 def test_every_tested_wgmma_atom_agrees_with_the_hardware():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     w = importlib.import_module("wgmma_atom_check")   # bench/wgmma_atom_check.py
     cupy = _cupy()
 

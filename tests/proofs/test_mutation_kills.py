@@ -276,8 +276,8 @@ def test_z3_translation_of_ceiling_rounds_up():
     import sympy as sp
     import z3
 
-    from layoutproof.smt import to_z3
     from layoutproof.symbolic import decide
+    from layoutproof.symbolic.smt import to_z3
 
     M = symbols("M")
     env: dict = {}

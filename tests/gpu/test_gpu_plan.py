@@ -406,7 +406,7 @@ def test_the_gpu_extra_installs_the_fast_path():
     """``pip install "layoutproof[gpu]"``: CuPy and cuda-python (the TMA path's tensor maps)."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     m = re.search(r"^gpu\s*=\s*\[(.*)\]\s*$", text, re.M)
     assert m, "no gpu extra in pyproject.toml"
     names = re.findall(r'"([A-Za-z0-9_.-]+)', m.group(1))

@@ -50,7 +50,7 @@ from layoutproof.draw import (
     tv_layout_tikz,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS_IMAGES = ROOT / "docs" / "images"
 
 # ----------------------------------------------------------------------------- the talk's tables

@@ -28,7 +28,7 @@ from layoutproof.proofs.kit import SKIP, for_all, greedy_tiling, reproducing_lay
 from layoutproof.proofs.runner import default_jobs
 from layoutproof.verify import Result, equal
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 IDS = [t.id for t in THEOREMS]
 #: the theorems `layoutproof prove` runs by default (the heavy ones wait for --all)
 RUN_IDS = [t.id for t in THEOREMS if not t.heavy]

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from layoutproof import Layout, LayoutError, assuming, complement, composition, logical_divide, smt, symbols
+from layoutproof import Layout, LayoutError, assuming, complement, composition, logical_divide, symbols
+from layoutproof.symbolic import smt
 from layoutproof.verify import ProofObligation, compatible, cross_check, equal, postcondition, to_smtlib
 from layoutproof.verify.smtlib import run_cvc5
 

@@ -481,7 +481,7 @@ def test_operations_cpp_rejects_raise(op):
 
 def test_composition_with_basis_strides_on_the_right():
     """C++ composes a leaf n : v@i of B with mode i of A (issue 18; more in
-    tests/test_parity_cute.py); index 0 of an integer mode is the mode (C++ get<0>)."""
+    tests/algebra/test_parity_cute.py); index 0 of an integer mode is the mode (C++ get<0>)."""
     assert composition(Layout(32), Layout(4, E(0))) == Layout(4, 1)
     assert composition(Layout((4, 8), (8, 1)), Layout((8, 4), (E(1), E(0)))) == Layout((8, 4), (1, 8))
     with pytest.raises(MalformedLayoutError):

@@ -98,8 +98,7 @@ def test_an_unconfirmed_inadmissible_error_is_undecidable():
 def test_require_never_trusts_the_solver_alone(monkeypatch):
     """A refutation whose assignment does not violate the condition (a solver or
     translation error) becomes undecidable."""
-    from layoutproof import smt
-    from layoutproof.symbolic import Decision
+    from layoutproof.symbolic import Decision, smt
 
     def lying(claim, facts, timeout_ms):
         return Decision(False, "z3", counterexample={"M": 8}, cond=claim, facts=facts)
@@ -279,7 +278,8 @@ def test_left_inverse_asks_whether_an_extent_is_one():
 
 def test_either_branch_for_composite_operations():
     """logical_product's complement differs between M >= 2 and M = 1, its result does not."""
-    from layoutproof import logical_product, symops
+    from layoutproof import logical_product
+    from layoutproof.symbolic import symops
 
     A, B = Layout(M, M * N), Layout(M, 1)
     R = symops.either_branch(ops.logical_product, A, B)

@@ -20,7 +20,7 @@ import pytest
 import sympy  # noqa: F401
 import z3  # noqa: F401
 
-import layoutproof.strategies  # noqa: F401
+import layoutproof.verify.strategies  # noqa: F401
 from layoutproof import Layout, Swizzle, coalesce, composition, verify
 from layoutproof.verify import pytest_plugin
 from layoutproof.verify.theorem import (
@@ -37,7 +37,7 @@ from layoutproof.verify.theorem import (
 # loaded twice in one process, so they are imported above, before any run.
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "examples"
 
 
@@ -50,7 +50,7 @@ def test_plugin_is_registered_as_an_entry_point():
 def test_loading_the_plugin_imports_nothing_heavy():
     code = ("import json, sys, time; t = time.perf_counter(); import layoutproof.verify.pytest_plugin; "
             "dt = time.perf_counter() - t; heavy = ('numpy', 'sympy', 'z3', 'hypothesis', "
-            "'layoutproof.verify.theorem', 'layoutproof.strategies'); "
+            "'layoutproof.verify.theorem', 'layoutproof.verify.strategies'); "
             "print(json.dumps({'loaded': [m for m in heavy if m in sys.modules], 'dt': dt}))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -315,7 +315,7 @@ def test_a_returned_result_is_checked():
 
 
 def test_hypothesis_only_source_and_swizzle_picture():
-    from layoutproof.strategies import swizzled_layouts
+    from layoutproof.verify.strategies import swizzled_layouts
 
     @theorem(C=swizzled_layouts(swizzle=Swizzle(1, 0, 1)), examples=20)
     def prop(C):

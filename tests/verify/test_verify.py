@@ -55,7 +55,7 @@ from layoutproof.verify import (
 )
 
 M, N, K = symbols("M N K")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def values(L) -> list:

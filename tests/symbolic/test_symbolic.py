@@ -24,11 +24,10 @@ from layoutproof import (
     logical_divide,
     ops,
     symbols,
-    symops,
     zipped_divide,
 )
 from layoutproof.inttuple import flatten, unflatten
-from layoutproof.symbolic import decide, get_timeout, parse_expr, pretty, set_timeout
+from layoutproof.symbolic import decide, get_timeout, parse_expr, pretty, set_timeout, symops
 
 M, N, K = symbols("M N K")
 

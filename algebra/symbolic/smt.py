@@ -22,9 +22,9 @@ from typing import Any, Dict, List, Optional, Tuple
 import sympy as sp
 import z3
 
-from . import budget
-from .errors import LayoutError, MalformedLayoutError
-from .symbolic import Decision
+from .. import budget
+from ..errors import LayoutError, MalformedLayoutError
+from . import Decision
 
 __all__ = ["to_z3", "domain_constraints", "decide_z3", "obligation", "smt2", "check", "model_of"]
 

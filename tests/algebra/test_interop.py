@@ -43,7 +43,7 @@ from layoutproof.interop import (
     to_pycute,
     to_triton,
 )
-from layoutproof.strategies import layouts, sample
+from layoutproof.verify.strategies import layouts, sample
 
 ATOM = composition(Swizzle(3, 3, 3), Layout((8, 64), (64, 1)))
 
@@ -315,7 +315,7 @@ def _compiler(inc: Path):
     nvcc = shutil.which("nvcc")
     roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
     if nvcc:
-        roots.append(str(Path(nvcc).resolve().parents[1]))
+        roots.append(str(Path(nvcc).resolve().parents[2]))
     gxx = shutil.which("g++") or shutil.which("clang++")
     for r in roots:
         cccl = Path(r) / "include" / "cccl"

@@ -30,10 +30,10 @@ import contextvars
 import functools
 from typing import Any, Callable, List, Optional, Tuple
 
-from .errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError
-from .inttuple import _flatten, _product, _unflatten
-from .layout import Layout
-from .symbolic import _as_python, _sympy, decide, is_sym, pretty, require
+from ..errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError
+from ..inttuple import _flatten, _product, _unflatten
+from ..layout import Layout
+from . import _as_python, _sympy, decide, is_sym, pretty, require
 
 _make = Layout._make
 
@@ -185,7 +185,7 @@ def _concrete(fn: Callable[..., Any], asg: dict, *xs: Any) -> Any:
     """Run the integer operation on the operands with ``asg`` substituted -- ``asg`` is
     first completed (in place) with values for the operands' other symbols that satisfy
     the assumptions; when none are found nothing can be confirmed."""
-    from .symbolic import assumptions, complete_assignment, free_symbols, is_symbolic
+    from . import assumptions, complete_assignment, free_symbols, is_symbolic
 
     syms: set = set()
     for x in xs:
@@ -207,11 +207,11 @@ def _subs_all(asg: dict, *xs: Any) -> List[Any]:
         if isinstance(x, Layout):
             out.append(x.subs(asg))
         elif type(x) is tuple:
-            from .symbolic import free_symbols, subs_tuple, symbol_map
+            from . import free_symbols, subs_tuple, symbol_map
 
             out.append(subs_tuple(x, symbol_map(asg, free_symbols(x))))
         elif is_sym(x):
-            from .symbolic import symbol_map
+            from . import symbol_map
 
             v = x.subs(symbol_map(asg, frozenset(x.free_symbols)))
             out.append(int(v) if v.is_Integer else v)
@@ -224,7 +224,7 @@ def _subs_all(asg: dict, *xs: Any) -> List[Any]:
 def _same_layout(X: Layout, Y: Layout, facts: tuple, shape: bool = True) -> bool:
     """Whether X and Y have equal sizes and equal values at every coordinate (and, with
     ``shape``, equal shapes leaf by leaf), proved under ``facts``."""
-    from .symbolic import decide, layout_expr
+    from . import decide, layout_expr
 
     sp = _sympy()
     sx, sy = X.shape, Y.shape
@@ -279,7 +279,7 @@ def either_branch(fn: Callable[..., Any], *args: Any, shape: bool = True) -> Any
     layout on both branches is returned; otherwise the UndecidableConditionError stands.
     For composite operations (``logical_product`` is a complement and a composition)
     whose parts' branches differ while the whole does not."""
-    from .symbolic import _EXPLORER, assuming, assumptions
+    from . import _EXPLORER, assuming, assumptions
 
     try:
         return fn(*args)
@@ -433,7 +433,7 @@ def _leaf(As: List[Any], Ad: List[Any], n: Any, r: Any, k: int, conc: Callable[[
 @_either_branch(shape=True)
 def composition(A: Layout, B: Layout) -> Layout:
     """``A ∘ B`` with symbolic leaves (see the module docstring)."""
-    from . import ops
+    from .. import ops
 
     fa, da = A._flat()
     As, Ad = coalesce_flat(fa, da, keep_last=True)
@@ -488,7 +488,7 @@ def _sort_modes(modes: List[Tuple[Any, Any, int]], op: str) -> List[Tuple[Any, A
 @_either_branch(shape=False)
 def complement(L: Layout, cot: Any) -> Layout:
     """``complement(L, cot)`` with symbolic leaves or cotarget."""
-    from . import ops
+    from .. import ops
 
     def conc(asg: dict) -> Any:
         return _concrete(ops.complement, asg, L, cot)
@@ -590,7 +590,7 @@ def right_inverse(L: Layout) -> Layout:
 
 @_either_branch(shape=False)
 def left_inverse(L: Layout) -> Layout:
-    from . import ops
+    from .. import ops
 
     def conc(asg: dict) -> Any:
         return _concrete(ops.left_inverse, asg, L)

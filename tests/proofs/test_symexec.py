@@ -12,14 +12,19 @@ import pytest
 sp = pytest.importorskip("sympy")
 z3 = pytest.importorskip("z3")
 
-from layoutproof import Layout, symops  # noqa: E402
+from layoutproof import Layout  # noqa: E402
 from layoutproof.proofs import catalog_symbolic as cs  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
 from layoutproof.proofs.catalog import get, select  # noqa: E402
 from layoutproof.proofs.theorem import evaluate  # noqa: E402
-from layoutproof.symbolic import assuming, decide, exploring  # noqa: E402
+from layoutproof.symbolic import (  # noqa: E402
+    assuming,
+    decide,
+    exploring,
+    symops,  # noqa: E402
+)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _syms(names: str, **kw):
@@ -182,11 +187,11 @@ def _mutation(name: str):
 
 def _mutant_symops(name: str) -> types.ModuleType:
     m = _mutation(name)
-    assert m.file == "algebra/symops.py"
+    assert m.file == "algebra/symbolic/symops.py"
     src = (REPO / m.file).read_text()
     assert src.count(m.original) == 1
     mod = types.ModuleType("layoutproof._symops_mutant")
-    mod.__package__ = "layoutproof"
+    mod.__package__ = "layoutproof.symbolic"
     exec(compile(src.replace(m.original, m.replacement), f"<mutant {name}>", "exec"), mod.__dict__)
     return mod
 
