@@ -24,9 +24,9 @@ import math
 from typing import Any, List, Optional, Tuple
 
 from .errors import InadmissibleError, MalformedLayoutError, show
-from .inttuple import _flatten, _prefix_product, _product, _unflatten, is_int
-from .layout import Layout, _, _as_layout, _check_shape, _fmt, _need_layout, concrete_only, get
-from .ops import EXACT_LIMIT, _coalesce_flat, _coalesced, _recognize, _unit_crd
+from .inttuple import is_int, raw_flatten, raw_prefix_product, raw_product, raw_unflatten
+from .layout import Layout, _, checked_shape, concrete_only, fmt_htuple, get, layout_arg, need_layout
+from .ops import EXACT_LIMIT, coalesce_modes, coalesced_modes, recognize_layout_fn, unit_crd
 
 __all__ = [
     "nullspace",
@@ -80,7 +80,7 @@ def _need_int_strides(L: Layout, op: str) -> None:
                 f"{op} needs integer strides; leaf {k} of {L} has the coordinate stride {d} "
                 "(CuTe C++ does not define it for basis strides)",
                 condition="integer strides",
-                witness=_unit_crd(L, k),
+                witness=unit_crd(L, k),
             )
 
 
@@ -89,7 +89,7 @@ def _layout_arg(x: Any, op: str) -> Layout:
         return x
     if x is None or x is _ or not (is_int(x) or type(x) is tuple or type(x) is list):
         raise MalformedLayoutError(f"{op} needs a Layout (or a shape), got {type(x).__name__} {show(x)}")
-    return _as_layout(x, op)
+    return layout_arg(x, op)
 
 
 # ----------------------------------------------------------------------------- nullspace
@@ -122,7 +122,7 @@ def nullspace(layout: Any) -> Layout:
     idx = [i for i, (s, d) in enumerate(zip(fs, fd)) if d == 0 and s != 1]
     if not idx:
         return _make(1, 0)
-    pp = _prefix_product(fs) if len(fs) > 1 else (1,)
+    pp = raw_prefix_product(fs) if len(fs) > 1 else (1,)
     if len(idx) == 1:
         return _make(fs[idx[0]], pp[idx[0]])
     return _make(tuple(fs[i] for i in idx), tuple(pp[i] for i in idx))
@@ -173,7 +173,7 @@ def _identity_run(a: Layout, inv: Layout) -> int:
         # C++ would fail a static_assert (or, dynamically, compute a wrong layout); the
         # identity run is decided directly instead.
         return _identity_run_by_eval(a, inv)
-    cs, cd = _coalesced(common)
+    cs, cd = coalesced_modes(common)
     return cs[0] if cd[0] == 1 else 1
 
 
@@ -243,8 +243,8 @@ def _chain_injective(cs: List[int], cd: List[int]) -> bool:
 def _max_common_modes(a: Layout, b: Layout) -> Tuple[List[int], List[int]]:
     if a.size == 1 or b.size == 1:
         return [], []
-    cas, cad = _coalesced(a)
-    cbs, cbd = _coalesced(b)
+    cas, cad = coalesced_modes(a)
+    cbs, cbd = coalesced_modes(b)
     rbs, rbd = _rinv_modes(cbs, cbd)
     if not rbs:
         return [], []
@@ -401,12 +401,24 @@ def _upcast_exact(L: Layout, R: Layout, n: int) -> Tuple[bool, Any, str]:
         hit = np.isin(vr[:, None] * n + np.arange(n, dtype=vr.dtype), extra).any(axis=1)
         i = int(np.flatnonzero(hit)[0])
         x = int(extra[np.isin(extra, int(vr[i]) * n + np.arange(n))][0])
-        return False, i, (f"at coordinate {i} of the result, the wide element {int(vr[i])} holds "
-                          f"the narrow offset {x}, which is not in the image of {L}")
+        return (
+            False,
+            i,
+            (
+                f"at coordinate {i} of the result, the wide element {int(vr[i])} holds "
+                f"the narrow offset {x}, which is not in the image of {L}"
+            ),
+        )
     miss = np.setdiff1d(img, blocks)
     j = int(np.flatnonzero(np.isin(vl, miss))[0])
-    return False, j, (f"the narrow element at coordinate {j} of {L} (offset {int(vl[j])}) is in "
-                      "no wide element of the result")
+    return (
+        False,
+        j,
+        (
+            f"the narrow element at coordinate {j} of {L} (offset {int(vl[j])}) is in "
+            "no wide element of the result"
+        ),
+    )
 
 
 @concrete_only
@@ -438,7 +450,7 @@ def upcast(layout: Layout, n: Any) -> Layout:
       ...
     layoutproof.errors.InadmissibleError: upcast: block condition ...
     """
-    _need_layout(layout, "upcast")
+    need_layout(layout, "upcast")
     n = _pos_int(n, "upcast factor")
     _need_int_strides(layout, "upcast")
     fs, fd = layout._flat()
@@ -466,7 +478,7 @@ def upcast(layout: Layout, n: Any) -> Layout:
                 f"and neither {d} nor {n} divides the other, so its elements do not fall on "
                 f"whole elements of {n}",
                 condition="upcast stride divisibility",
-                witness=_unit_crd(layout, k),
+                witness=unit_crd(layout, k),
             )
     R = _rebuild(layout, os_, od)
     _check_blocks(layout, R, n, small, "upcast")
@@ -476,7 +488,7 @@ def upcast(layout: Layout, n: Any) -> Layout:
 def _rebuild(L: Layout, fs: List[int], fd: List[int]) -> Layout:
     if type(L._shape) is not tuple:
         return _make(fs[0], fd[0])
-    return _make(_unflatten(tuple(fs), L._shape), _unflatten(tuple(fd), L._stride))
+    return _make(raw_unflatten(tuple(fs), L._shape), raw_unflatten(tuple(fd), L._stride))
 
 
 def _check_blocks(L: Layout, R: Layout, n: int, small: List[Tuple[int, int, int]], op: str) -> None:
@@ -535,7 +547,7 @@ def downcast(layout: Layout, n: Any) -> Layout:
     >>> str(downcast(Layout((4, 8), (8, 1)), 4))
     '(4,32):(32,1)'
     """
-    _need_layout(layout, "downcast")
+    need_layout(layout, "downcast")
     n = _pos_int(n, "downcast factor")
     _need_int_strides(layout, "downcast")
     if n == 1:
@@ -555,23 +567,36 @@ def downcast(layout: Layout, n: Any) -> Layout:
         negs = [k for k, (s, d) in enumerate(zip(fs, fd)) if d == -1 and s > 1]
         if negs:
             cond = "downcast: no stride -1 leaf"
-            why = (f"leaf {negs[0]} of {layout} has stride -1 and no leaf has stride 1 (or extent "
-                   f"1); the {n} parts of an element are stored in increasing order, so they need "
-                   "a stride-1 leaf to hold them")
-            naive = _rebuild(layout, [s * n if d in (1, -1) else s for s, d in zip(fs, fd)],
-                             [d if d in (1, -1) else d * n for d in fd])
+            why = (
+                f"leaf {negs[0]} of {layout} has stride -1 and no leaf has stride 1 (or extent "
+                f"1); the {n} parts of an element are stored in increasing order, so they need "
+                "a stride-1 leaf to hold them"
+            )
+            naive = _rebuild(
+                layout,
+                [s * n if d in (1, -1) else s for s, d in zip(fs, fd)],
+                [d if d in (1, -1) else d * n for d in fd],
+            )
             w = _downcast_witness(layout, naive, n)
         else:
             cond = "downcast: exactly one stride-1 leaf"
-            why = (f"{layout} has no stride-1 leaf (and no size-1 leaf) to hold the {n} adjacent "
-                   f"parts of an element (C++: \"Downcast requires adjacent elements\"); the "
-                   f"parts 1..{n - 1} of element 0 would be reached by no coordinate")
+            why = (
+                f"{layout} has no stride-1 leaf (and no size-1 leaf) to hold the {n} adjacent "
+                f'parts of an element (C++: "Downcast requires adjacent elements"); the '
+                f"parts 1..{n - 1} of element 0 would be reached by no coordinate"
+            )
             naive, w = None, 0
-        raise InadmissibleError(f"{cond}: {why}" + (f"; C++'s {naive} is wrong at coordinate {w}"
-                                                     if naive is not None and w is not None else ""),
-                                condition=cond, witness=w)
-    return _rebuild(layout, [s * n if k == u else s for k, s in enumerate(fs)],
-                    [1 if k == u else d * n for k, d in enumerate(fd)])
+        raise InadmissibleError(
+            f"{cond}: {why}"
+            + (f"; C++'s {naive} is wrong at coordinate {w}" if naive is not None and w is not None else ""),
+            condition=cond,
+            witness=w,
+        )
+    return _rebuild(
+        layout,
+        [s * n if k == u else s for k, s in enumerate(fs)],
+        [1 if k == u else d * n for k, d in enumerate(fd)],
+    )
 
 
 def _downcast_witness(L: Layout, naive: Layout, n: int) -> Optional[int]:
@@ -606,7 +631,7 @@ def recast_layout(layout: Layout, old_bits: Any, new_bits: Any) -> Layout:
     >>> str(recast_layout(Layout((6, 2), (1, 6)), 16, 24))
     '(4,2):(1,4)'
     """
-    _need_layout(layout, "recast_layout")
+    need_layout(layout, "recast_layout")
     ob = _pos_int(old_bits, "recast_layout old_bits")
     nb = _pos_int(new_bits, "recast_layout new_bits")
     _need_int_strides(layout, "recast_layout")
@@ -648,32 +673,32 @@ def layout_add(A: Any, B: Any) -> Layout:
     if B is None:
         if A is None:
             raise MalformedLayoutError("layout_add needs at least one Layout, got None and None")
-        _need_layout(A, "layout_add")
+        need_layout(A, "layout_add")
         return A
     if A is None:
-        _need_layout(B, "layout_add")
+        need_layout(B, "layout_add")
         return B
-    _need_layout(A, "layout_add")
-    _need_layout(B, "layout_add")
+    need_layout(A, "layout_add")
+    need_layout(B, "layout_add")
     if A.size != B.size:
         raise InadmissibleError(
             f"layout_add: equal sizes: size({A}) = {A.size} but size({B}) = {B.size}",
             condition="layout_add: equal sizes",
             witness=None,
         )
-    cas, cad = _coalesced(A)
-    cbs, cbd = _coalesced(B)
+    cas, cad = coalesced_modes(A)
+    cbs, cbd = coalesced_modes(B)
     gs, gd = _gcd_walk(list(cas), list(cbs))
-    if _product(tuple(gs)) == A.size:
+    if raw_product(tuple(gs)) == A.size:
         rd = [_zero_canon(_eval_flat(cas, cad, d) + _eval_flat(cbs, cbd, d)) for d in gd]
-        ms, md = _coalesce_flat(tuple(gs), tuple(rd))
+        ms, md = coalesce_modes(tuple(gs), tuple(rd))
         return _from_modes(ms, md)
     # PyCuTe raises: no common refinement of the coalesced shapes.  Decide exactly.
     from .arith import has_coordinate_strides
 
     if has_coordinate_strides(A) or has_coordinate_strides(B):
         raise InadmissibleError(
-            f"layout_add: the coalesced shapes {_fmt(tuple(cas))} and {_fmt(tuple(cbs))} have no "
+            f"layout_add: the coalesced shapes {fmt_htuple(tuple(cas))} and {fmt_htuple(tuple(cbs))} have no "
             "common refinement (PyCuTe's condition); with coordinate strides the sum is not "
             "decided by evaluation",
             condition="layout_add: the sum is a layout",
@@ -681,14 +706,14 @@ def layout_add(A: Any, B: Any) -> Layout:
         )
     if A.size > EXACT_LIMIT:
         raise InadmissibleError(
-            f"layout_add: the coalesced shapes {_fmt(tuple(cas))} and {_fmt(tuple(cbs))} have no "
+            f"layout_add: the coalesced shapes {fmt_htuple(tuple(cas))} and {fmt_htuple(tuple(cbs))} have no "
             f"common refinement, and the domain ({A.size}) is too large to decide by evaluation "
             "whether the sum is a layout",
             condition="layout_add: the sum is a layout",
             witness=None,
         )
     v = A.eval_all() + B.eval_all()
-    rec, w = _recognize(v)
+    rec, w = recognize_layout_fn(v)
     if rec is None:
         raise InadmissibleError(
             f"layout_add: the sum is not a layout: no layout of size {A.size} agrees with "
@@ -720,7 +745,7 @@ def _shape_of(x: Any, op: str) -> Any:
         return x._shape
     if x is None or x is _:
         raise MalformedLayoutError(f"{op} needs a shape or a Layout, got {x!r}")
-    return _check_shape(x, f"{op} argument")
+    return checked_shape(x, f"{op} argument")
 
 
 def _gcd_walk(A: List[int], B: List[int]) -> Tuple[List[int], List[int]]:
@@ -782,7 +807,7 @@ def greatest_common_domain(A: Any, B: Any) -> Layout:
     """
     sa = _shape_of(A, "greatest_common_domain")
     sb = _shape_of(B, "greatest_common_domain")
-    rs, rd = _gcd_walk(list(_flatten(sa)), list(_flatten(sb)))
+    rs, rd = _gcd_walk(list(raw_flatten(sa)), list(raw_flatten(sb)))
     if not rs:
         return _make((1,), (0,))
     return _make(tuple(rs), tuple(rd))
@@ -791,7 +816,7 @@ def greatest_common_domain(A: Any, B: Any) -> Layout:
 def _compat(a: Any, b: Any) -> bool:
     if type(a) is tuple:
         return type(b) is tuple and len(a) == len(b) and all(_compat(x, y) for x, y in zip(a, b))
-    return a == _product(b)
+    return a == raw_product(b)
 
 
 def _refine(a: Any, b: Any, path: tuple) -> Any:
@@ -799,16 +824,17 @@ def _refine(a: Any, b: Any, path: tuple) -> Any:
     if ta and tb:
         if len(a) != len(b):
             raise InadmissibleError(
-                f"common_refinement: equal ranks: at mode {path} the shapes {_fmt(a)} and {_fmt(b)} "
+                f"common_refinement: equal ranks: at mode {path} the shapes {fmt_htuple(a)} and "
+                f"{fmt_htuple(b)} "
                 f"have ranks {len(a)} and {len(b)}, and a tuple refines only tuples of its rank",
                 condition="common refinement: equal ranks",
                 witness=path,
             )
         return tuple(_refine(x, y, path + (k,)) for k, (x, y) in enumerate(zip(a, b)))
-    pa, pb = _product(a), _product(b)
+    pa, pb = raw_product(a), raw_product(b)
     if pa != pb:
         raise InadmissibleError(
-            f"common_refinement: equal sizes: at mode {path} the shapes {_fmt(a)} and {_fmt(b)} "
+            f"common_refinement: equal sizes: at mode {path} the shapes {fmt_htuple(a)} and {fmt_htuple(b)} "
             f"have sizes {pa} and {pb}",
             condition="common refinement: equal sizes",
             witness=path,
@@ -842,11 +868,11 @@ def _coarsen(a: Any, b: Any) -> Any:
     if type(a) is tuple and type(b) is tuple and len(a) == len(b):
         parts = []
         for x, y in zip(a, b):
-            if _product(x) != _product(y):
-                return _product(a)
+            if raw_product(x) != raw_product(y):
+                return raw_product(a)
             parts.append(_coarsen(x, y))
         return tuple(parts)
-    return _product(a)
+    return raw_product(a)
 
 
 @concrete_only
@@ -866,10 +892,10 @@ def common_coarsening(a: Any, b: Any) -> Any:
     """
     sa = _shape_of(a, "common_coarsening")
     sb = _shape_of(b, "common_coarsening")
-    pa, pb = _product(sa), _product(sb)
+    pa, pb = raw_product(sa), raw_product(sb)
     if pa != pb:
         raise InadmissibleError(
-            f"common_coarsening: equal sizes: {_fmt(sa)} has size {pa} and {_fmt(sb)} has size "
+            f"common_coarsening: equal sizes: {fmt_htuple(sa)} has size {pa} and {fmt_htuple(sb)} has size "
             f"{pb}; shapes of different sizes have no common coarsening",
             condition="common coarsening: equal sizes",
             witness=(),
@@ -884,7 +910,7 @@ def _dice_split(c: Any, s: Any, d: Any, path: tuple) -> Tuple[list, list]:
     if type(c) is tuple or type(c) is list:
         if type(s) is not tuple or len(s) != len(c):
             raise MalformedLayoutError(
-                f"dice: the coordinate {show(c)} at mode {path} does not fit the shape {_fmt(s)} "
+                f"dice: the coordinate {show(c)} at mode {path} does not fit the shape {fmt_htuple(s)} "
                 "(a tuple needs a tuple mode of the same rank)"
             )
         ks: list = []
@@ -929,9 +955,9 @@ def dice(crd: Any, layout: Any) -> Any:
             return layout
         ks, kd = _dice_split(tuple(crd), layout._shape, layout._stride, ())
         return _make(tuple(ks), tuple(kd))
-    from .inttuple import _norm
+    from .inttuple import norm_htuple
 
-    t = _norm(layout, "dice argument")
+    t = norm_htuple(layout, "dice argument")
     if type(crd) is not tuple and type(crd) is not list:
         if crd is None or crd is _:
             return ()
@@ -951,13 +977,14 @@ def domain_offset(coord: Any, layout: Layout) -> Tuple[Layout, int]:
     >>> str(L), off
     ('(4,8):(1,4)', 9)
     """
-    _need_layout(layout, "domain_offset")
+    need_layout(layout, "domain_offset")
     if coord is None or coord is _:
         raise MalformedLayoutError("domain_offset needs a coordinate, got a wildcard")
     off = layout(coord)
     if isinstance(off, Layout):
         raise MalformedLayoutError(
-            f"domain_offset needs a full coordinate, got {show(coord)} with a wildcard")
+            f"domain_offset needs a full coordinate, got {show(coord)} with a wildcard"
+        )
     return layout, off
 
 
@@ -976,7 +1003,7 @@ def coprofile(layout: Layout, *modes: Any) -> Any:
     >>> coprofile(make_identity_layout((4, (2, 3))))
     (0, (0, 0))
     """
-    _need_layout(layout, "coprofile")
+    need_layout(layout, "coprofile")
     sub = get(layout, *modes)
     total: Any = 0
     for d in sub._flat()[1]:

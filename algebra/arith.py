@@ -41,7 +41,7 @@ from itertools import zip_longest
 from typing import Any, List, Tuple
 
 from .errors import InadmissibleError, MalformedLayoutError, show
-from .inttuple import MAX_DEPTH, MAX_RANK, _unflatten
+from .inttuple import MAX_DEPTH, MAX_RANK, raw_unflatten
 
 __all__ = [
     "ArithTuple",
@@ -62,9 +62,7 @@ def _int(x: Any, what: str) -> int:
         return x
     if isinstance(x, numbers.Integral) and not isinstance(x, bool):
         return int(x)
-    raise MalformedLayoutError(
-        f"{what} must be an integer, got {type(x).__name__} {show(x)}"
-    )
+    raise MalformedLayoutError(f"{what} must be an integer, got {type(x).__name__} {show(x)}")
 
 
 def _lift(x: Any, depth: int = 0) -> Any:
@@ -290,8 +288,7 @@ def _operand(x: Any, op: str) -> Any:
     if isinstance(x, (tuple, list)):
         return _lift(x, 1)
     raise MalformedLayoutError(
-        f"a coordinate {op} {type(x).__name__} {show(x)}: the operand must be an integer or "
-        "a coordinate"
+        f"a coordinate {op} {type(x).__name__} {show(x)}: the operand must be an integer or a coordinate"
     )
 
 
@@ -321,9 +318,7 @@ class ScaledBasis(ArithTuple):
         p = tuple(_int(i, "a basis index") for i in path)
         for i in p:
             if not 0 <= i < MAX_RANK:
-                raise MalformedLayoutError(
-                    f"a basis index must lie in [0, {MAX_RANK}), got {i}"
-                )
+                raise MalformedLayoutError(f"a basis index must lie in [0, {MAX_RANK}), got {i}")
         if len(p) > MAX_DEPTH:
             raise MalformedLayoutError(f"a basis path is nested deeper than {MAX_DEPTH} levels")
         if isinstance(value, ScaledBasis):
@@ -436,9 +431,9 @@ def make_basis_like(shape: Any) -> Any:
     >>> make_basis_like(8)
     1
     """
-    from .layout import _check_shape
+    from .layout import checked_shape
 
-    s = _check_shape(shape)
+    s = checked_shape(shape)
 
     def walk(x: Any, path: tuple) -> Any:
         if type(x) is tuple:
@@ -457,17 +452,17 @@ def make_identity_layout(shape: Any) -> Any:
     (4,8):(1@0,1@1)
     (ArithTuple(1, 3), ArithTuple(1, 3))
     """
-    from .layout import Layout, _check_shape
+    from .layout import Layout, checked_shape
 
-    s = _check_shape(shape)
+    s = checked_shape(shape)
     return Layout._make(s, make_basis_like(s))
 
 
 def has_coordinate_strides(layout: Any) -> bool:
     """True when some stride of ``layout`` is a coordinate (an ArithTuple)."""
-    from .layout import _need_layout
+    from .layout import need_layout
 
-    _need_layout(layout, "has_coordinate_strides")
+    need_layout(layout, "has_coordinate_strides")
     return any(isinstance(d, ArithTuple) for d in layout._flat()[1])
 
 
@@ -502,8 +497,7 @@ def _union(p: Any, x: Any) -> Any:
         p = ()
     n = max(len(p), len(x._data))
     return tuple(
-        _union(p[i] if i < len(p) else _ABSENT, x._data[i] if i < len(x._data) else 0)
-        for i in range(n)
+        _union(p[i] if i < len(p) else _ABSENT, x._data[i] if i < len(x._data) else 0) for i in range(n)
     )
 
 
@@ -550,7 +544,7 @@ def components(values: Any) -> Tuple[Any, List[tuple], List[List[int]]]:
 def _shape_like(p: Any, leaves: List[int]) -> Any:
     if type(p) is not tuple:
         return leaves[0]
-    return _unflatten(tuple(leaves), p)
+    return raw_unflatten(tuple(leaves), p)
 
 
 def coord_coshape(layout: Any) -> Any:
@@ -576,7 +570,7 @@ def coord_eval_all(layout: Any) -> Any:
     out = np.empty(n, dtype=object)
     if type(p) is tuple:
         for i, vals in enumerate(zip(*cols)):
-            out[i] = _unflatten(vals, p)
+            out[i] = raw_unflatten(vals, p)
     else:
         out[:] = cols[0]
     return out
@@ -601,15 +595,15 @@ def exact_leaf_by_component(As: List[int], Ad: list, n: int, r: int, err: Any) -
     import numpy as np
 
     from .layout import Layout
-    from .ops import _arange, _coalesce_flat, _ext_bound, _ext_eval, _ext_eval_np, _recognize
+    from .ops import arange_exact, coalesce_modes, ext_bound, ext_eval, ext_eval_np, recognize_layout_fn
 
     _p, _q, comps = components(Ad)
     vals = []
     cuts = {1, n}
     bad = []
     for comp in comps:
-        v = _ext_eval_np(As, comp, _arange(n, _ext_bound(As, comp, r * n)) * r)
-        rec, w = _recognize(v)
+        v = ext_eval_np(As, comp, arange_exact(n, ext_bound(As, comp, r * n)) * r)
+        rec, w = recognize_layout_fn(v)
         if rec is None:
             bad.append(w)
             continue
@@ -626,15 +620,15 @@ def exact_leaf_by_component(As: List[int], Ad: list, n: int, r: int, err: Any) -
     if any(b % a for a, b in zip(chain, chain[1:])):
         raise err
     ms = [b // a for a, b in zip(chain, chain[1:])]
-    md = [_ext_eval(As, Ad, r * c) for c in chain[:-1]]
+    md = [ext_eval(As, Ad, r * c) for c in chain[:-1]]
     for comp, v in vals:
-        mc = tuple(_ext_eval(As, comp, r * c) for c in chain[:-1])
+        mc = tuple(ext_eval(As, comp, r * c) for c in chain[:-1])
         got = Layout._make(tuple(ms), mc).eval_all() if ms else np.zeros(1, dtype=np.int64)
         if got.shape != v.shape or bool(np.any(got != v)):  # pragma: no cover - by construction
             raise err
     if not ms:
         return [1], [0]
-    rs, rd = _coalesce_flat(tuple(ms), tuple(_as_basis(d) for d in md))
+    rs, rd = coalesce_modes(tuple(ms), tuple(_as_basis(d) for d in md))
     return rs, rd
 
 

@@ -146,8 +146,9 @@ def _cmd_show(args: argparse.Namespace) -> int:
                 raise LayoutError("--thr-id goes with --tv")
             color = color or "offset"
             if color not in ("offset", "bank", "none"):
-                raise LayoutError(f"--color {color} is for TV layouts (--tv); a layout takes offset, bank "
-                                  "or none")
+                raise LayoutError(
+                    f"--color {color} is for TV layouts (--tv); a layout takes offset, bank or none"
+                )
             if color == "bank":
                 draw.smem_bank(0, args.bytes)  # refuses a non-positive element size
             limit(*draw._rank2_extents(L))
@@ -196,12 +197,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 #: sub-command -> (module with ``main(argv) -> int``, one-line help); loaded on use only
 EXTERNAL: Dict[str, tuple] = {
-    "check": ("layoutproof.verify.cli",
-              'prove or refute "EXPR == EXPR" or "admissible EXPR" (symbols, assumptions, Z3)'),
+    "check": (
+        "layoutproof.verify.cli",
+        'prove or refute "EXPR == EXPR" or "admissible EXPR" (symbols, assumptions, Z3)',
+    ),
     "prove": ("layoutproof.proofs.cli", "check the theorem catalog and write a report (layoutproof-report/)"),
-    "gemm": ("layoutproof.gpu.cli",
-             "generate a proven GEMM kernel (Hopper wgmma by default, or --path mma.sync; --emit FILE); "
-             "run, check and time it on a GPU"),
+    "gemm": (
+        "layoutproof.gpu.cli",
+        "generate a proven GEMM kernel (Hopper wgmma by default, or --path mma.sync; --emit FILE); "
+        "run, check and time it on a GPU",
+    ),
 }
 
 
@@ -231,30 +236,53 @@ def _main(argv: List[str] | None) -> int:
     p.add_argument("--version", action="version", version=f"layoutproof {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     pe = sub.add_parser("eval", help="evaluate a layout expression, print it in CuTe notation")
-    pe.add_argument("expr", help='e.g. "composition((4,(2,2)):(2,(1,8)), (2,4):(1,2))"; CuTe C++, CuTe DSL '
-                    "and Triton layouts are read too")
+    pe.add_argument(
+        "expr",
+        help='e.g. "composition((4,(2,2)):(2,(1,8)), (2,4):(1,2))"; CuTe C++, CuTe DSL '
+        "and Triton layouts are read too",
+    )
     pe.set_defaults(fn=_cmd_eval)
     ps = sub.add_parser(
-        "show", help="draw a layout: the print_layout table, or SVG / TikZ / PNG pictures",
+        "show",
+        help="draw a layout: the print_layout table, or SVG / TikZ / PNG pictures",
         description="Print CuTe's print_layout table of a rank-2 layout (or, with --tv, the "
         "thread-value table of a TV layout); --svg, --tikz and --png write pictures instead "
-        "('-' writes SVG or TikZ to standard output).")
-    ps.add_argument("expr", help='a layout in CuTe notation or an expression giving one, '
-                    'e.g. "(4,8):(1,4)" or "blocked_product((2,2):(1,2), (4,4))"')
+        "('-' writes SVG or TikZ to standard output).",
+    )
+    ps.add_argument(
+        "expr",
+        help="a layout in CuTe notation or an expression giving one, "
+        'e.g. "(4,8):(1,4)" or "blocked_product((2,2):(1,2), (4,4))"',
+    )
     ps.add_argument("--svg", metavar="OUT", help="write an SVG picture to OUT")
     ps.add_argument("--tikz", metavar="OUT", help="write a standalone LaTeX/TikZ document to OUT")
     ps.add_argument("--png", metavar="OUT", help="write a PNG picture to OUT (needs cairosvg)")
-    ps.add_argument("--tv", metavar="TILE", help="draw EXPR as a (thread, value) -> index layout over "
-                    'the tile TILE: an (M,N) shape "(16,8)", "16x8", or a layout "(16,8):(8,1)"')
-    ps.add_argument("--thr-id", metavar="LAYOUT", help="with --tv: the thread ids shown, as CuTe's "
-                    'ThrID, e.g. "(4,2):(1,16)" for SM70')
-    ps.add_argument("--color", choices=["offset", "bank", "thread", "value", "none"],
-                    help="cell colors: offset (default) or bank for layouts; thread (default) or "
-                    "value for TV layouts")
-    ps.add_argument("--bytes", type=int, default=4, metavar="N",
-                    help="element size in bytes for --color bank (default 4)")
-    ps.add_argument("--max-cells", type=int, default=SHOW_MAX_CELLS, metavar="N",
-                    help=f"refuse to draw more than N cells (default {SHOW_MAX_CELLS}; 0: no limit)")
+    ps.add_argument(
+        "--tv",
+        metavar="TILE",
+        help="draw EXPR as a (thread, value) -> index layout over "
+        'the tile TILE: an (M,N) shape "(16,8)", "16x8", or a layout "(16,8):(8,1)"',
+    )
+    ps.add_argument(
+        "--thr-id",
+        metavar="LAYOUT",
+        help='with --tv: the thread ids shown, as CuTe\'s ThrID, e.g. "(4,2):(1,16)" for SM70',
+    )
+    ps.add_argument(
+        "--color",
+        choices=["offset", "bank", "thread", "value", "none"],
+        help="cell colors: offset (default) or bank for layouts; thread (default) or value for TV layouts",
+    )
+    ps.add_argument(
+        "--bytes", type=int, default=4, metavar="N", help="element size in bytes for --color bank (default 4)"
+    )
+    ps.add_argument(
+        "--max-cells",
+        type=int,
+        default=SHOW_MAX_CELLS,
+        metavar="N",
+        help=f"refuse to draw more than N cells (default {SHOW_MAX_CELLS}; 0: no limit)",
+    )
     ps.set_defaults(fn=_cmd_show)
     pd = sub.add_parser("demo", help="a short tour of the algebra")
     pd.set_defaults(fn=_cmd_demo)

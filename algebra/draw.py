@@ -90,8 +90,14 @@ MAX_GRID_CELLS = 1 << 22
 
 #: CuTe's eight pastel thread colors (``print_latex`` of a TV layout), by ``thread % 8``.
 TV_COLORS = (
-    "#afafff", "#afffaf", "#ffffaf", "#ffafaf",
-    "#d2d2ff", "#d2ffd2", "#ffffd2", "#ffd2d2",
+    "#afafff",
+    "#afffaf",
+    "#ffffaf",
+    "#ffafaf",
+    "#d2d2ff",
+    "#d2ffd2",
+    "#ffffd2",
+    "#ffd2d2",
 )
 
 # viridis at 0, 1/4, 1/2, 3/4, 1; lightened toward white so that black text stays legible
@@ -199,8 +205,7 @@ def _as_tile(tile: Any) -> Layout:
 
 
 @concrete_only
-def tv_grid(tv: Layout, tile: Any, thr_id: Optional[Layout] = None
-            ) -> Tuple["np.ndarray", "np.ndarray"]:
+def tv_grid(tv: Layout, tile: Any, thr_id: Optional[Layout] = None) -> Tuple["np.ndarray", "np.ndarray"]:
     """Invert a thread-value layout over a tile: ``(threads, values)``, two ``(M, N)``
     arrays with ``tv(threads[m, n], values[m, n]) == tile(m, n)``.
 
@@ -231,8 +236,11 @@ def tv_grid(tv: Layout, tile: Any, thr_id: Optional[Layout] = None
     if tv.rank != 2 or type(tv.shape) is not tuple:
         raise LayoutError(
             f"a TV layout has two modes (thread, value); {tv} has rank {tv.rank}"
-            + (f": group modes first, e.g. group(tv, 1, {tv.rank}) = {_group_tail(tv)}" if tv.rank > 2
-               else ": one value per thread is (T,1):(d,0)")
+            + (
+                f": group modes first, e.g. group(tv, 1, {tv.rank}) = {_group_tail(tv)}"
+                if tv.rank > 2
+                else ": one value per thread is (T,1):(d,0)"
+            )
         )
     tl = _as_tile(tile)
     M, N = tl[0].size, tl[1].size
@@ -250,7 +258,8 @@ def tv_grid(tv: Layout, tile: Any, thr_id: Optional[Layout] = None
         raise InadmissibleError(
             f"the tile {tl} is not injective: cells {_cell(a, M)} and {_cell(b, M)} share index "
             f"{int(cell_idx[a])}",
-            condition="tile injective", witness=(_mn(a, M), _mn(b, M)),
+            condition="tile injective",
+            witness=(_mn(a, M), _mn(b, M)),
         )
     idx = tv.eval_all()  # i = t + v*T  ->  tile index
     pos = np.searchsorted(sorted_idx, idx)
@@ -260,7 +269,8 @@ def tv_grid(tv: Layout, tile: Any, thr_id: Optional[Layout] = None
         i = int(outside[0])
         raise InadmissibleError(
             f"{what}: {_tv(i, T)} maps to index {int(idx[i])}, which is no cell of the tile",
-            condition="tv in tile", witness=_tvw(i, T),
+            condition="tv in tile",
+            witness=_tvw(i, T),
         )
     cell_of = order[pos_c]  # the cell each (t, v) lands in
     owner = np.full(M * N, -1, dtype=np.int64)
@@ -272,14 +282,16 @@ def tv_grid(tv: Layout, tile: Any, thr_id: Optional[Layout] = None
         i, j = (int(k) for k in np.nonzero(cell_of == c)[0][:2])  # the first two owners
         raise InadmissibleError(
             f"{what}: {_tv(i, T)} and {_tv(j, T)} both own cell {_cell(c, M)} (index {int(idx[i])})",
-            condition="tv injective", witness=(_tvw(i, T), _tvw(j, T)),
+            condition="tv injective",
+            witness=(_tvw(i, T), _tvw(j, T)),
         )
     missing = np.nonzero(owner < 0)[0]
     if missing.size:
         c = int(missing[0])
         raise InadmissibleError(
             f"{what}: cell {_cell(c, M)} (index {int(cell_idx[c])}) is owned by no (thread, value)",
-            condition="tv surjective", witness=_mn(c, M),
+            condition="tv surjective",
+            witness=_mn(c, M),
         )
     grid = owner.reshape(N, M).T
     threads, values = grid % T, grid // T
@@ -305,7 +317,8 @@ def _thr_ids(thr_id: Any, T: int) -> "np.ndarray":
         b = int(np.nonzero(ids == u[k])[0][1])
         raise InadmissibleError(
             f"thr_id {thr_id} is not injective: threads {a} and {b} both become thread {int(u[k])}",
-            condition="thr_id injective", witness=(a, b),
+            condition="thr_id injective",
+            witness=(a, b),
         )
     return ids
 
@@ -432,8 +445,9 @@ def tv_layout_table(tv: Layout, tile: Any, *, thr_id: Optional[Layout] = None) -
     return Picture(_table(head, labels, w))
 
 
-def print_tv_layout(tv: Layout, tile: Any, *, thr_id: Optional[Layout] = None,
-                    file: Optional[IO[str]] = None) -> None:
+def print_tv_layout(
+    tv: Layout, tile: Any, *, thr_id: Optional[Layout] = None, file: Optional[IO[str]] = None
+) -> None:
     """Print :func:`tv_layout_table` to standard output (or ``file``), as CuTe's
     ``print_layout(tv, tile)``; returns None.
 
@@ -612,8 +626,7 @@ def _drawsvg() -> Any:
         import drawsvg
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "SVG pictures need the drawsvg package: pip install drawsvg "
-            "(or pip install 'layoutproof[draw]')"
+            "SVG pictures need the drawsvg package: pip install drawsvg (or pip install 'layoutproof[draw]')"
         ) from e
     return drawsvg
 
@@ -644,37 +657,87 @@ def _svg(g: _Grid, max_cells: Optional[int]) -> str:
     H = top + ch * g.rows + 12
     d = dw.Drawing(W, H)
     d.append(dw.Rectangle(0, 0, W, H, fill="#ffffff"))
-    d.append(dw.Text(g.title, 14, 10, 20, font_family="monospace", fill="#000000",
-                     class_="caption"))
+    d.append(dw.Text(g.title, 14, 10, 20, font_family="monospace", fill="#000000", class_="caption"))
     for n in range(g.cols):
-        d.append(dw.Text(str(n), 12, left + cw * n + cw / 2, top - 10, text_anchor="middle",
-                         font_family="monospace", fill="#555555", class_="col-label"))
+        d.append(
+            dw.Text(
+                str(n),
+                12,
+                left + cw * n + cw / 2,
+                top - 10,
+                text_anchor="middle",
+                font_family="monospace",
+                fill="#555555",
+                class_="col-label",
+            )
+        )
     for m in range(g.rows):
-        d.append(dw.Text(str(m), 12, left - 8, top + ch * m + ch / 2 + 4, text_anchor="end",
-                         font_family="monospace", fill="#555555", class_="row-label"))
+        d.append(
+            dw.Text(
+                str(m),
+                12,
+                left - 8,
+                top + ch * m + ch / 2 + 4,
+                text_anchor="end",
+                font_family="monospace",
+                fill="#555555",
+                class_="row-label",
+            )
+        )
     for m in range(g.rows):
         for n in range(g.cols):
             x, y = left + cw * n, top + ch * m
             grp = dw.Group(class_="cell", **{f"data_{k}": v for k, v in g.data[m][n].items()})
-            grp.append(dw.Rectangle(x, y, cw, ch, fill=g.fills[m][n], stroke="#000000",
-                                    stroke_width=1))
+            grp.append(dw.Rectangle(x, y, cw, ch, fill=g.fills[m][n], stroke="#000000", stroke_width=1))
             lab = g.lines[m][n]
             if len(lab) == 1:
-                grp.append(dw.Text(lab[0], _FONT, x + cw / 2, y + ch / 2 + 4.5, text_anchor="middle",
-                                   font_family="monospace", fill="#000000"))
+                grp.append(
+                    dw.Text(
+                        lab[0],
+                        _FONT,
+                        x + cw / 2,
+                        y + ch / 2 + 4.5,
+                        text_anchor="middle",
+                        font_family="monospace",
+                        fill="#000000",
+                    )
+                )
             else:
-                grp.append(dw.Text(lab[0], _FONT, x + cw / 2, y + ch / 2 - 2, text_anchor="middle",
-                                   font_family="monospace", fill="#000000"))
-                grp.append(dw.Text(lab[1], 10, x + cw / 2, y + ch / 2 + 12, text_anchor="middle",
-                                   font_family="monospace", fill="#444444"))
+                grp.append(
+                    dw.Text(
+                        lab[0],
+                        _FONT,
+                        x + cw / 2,
+                        y + ch / 2 - 2,
+                        text_anchor="middle",
+                        font_family="monospace",
+                        fill="#000000",
+                    )
+                )
+                grp.append(
+                    dw.Text(
+                        lab[1],
+                        10,
+                        x + cw / 2,
+                        y + ch / 2 + 12,
+                        text_anchor="middle",
+                        font_family="monospace",
+                        fill="#444444",
+                    )
+                )
             grp.append_title(g.tips[m][n])
             d.append(grp)
     return d.as_svg()
 
 
 @concrete_only
-def layout_svg(layout: Layout, *, color: ColorArg = "offset", elem_bytes: int = 4,
-               max_cells: Optional[int] = MAX_SVG_CELLS) -> str:
+def layout_svg(
+    layout: Layout,
+    *,
+    color: ColorArg = "offset",
+    elem_bytes: int = 4,
+    max_cells: Optional[int] = MAX_SVG_CELLS,
+) -> str:
     """An SVG picture of a rank-2 (or rank-1) layout: a grid of its offsets.
 
     ``color`` is ``"offset"`` (a light viridis ramp from the least to the largest
@@ -693,8 +756,14 @@ def layout_svg(layout: Layout, *, color: ColorArg = "offset", elem_bytes: int = 
 
 
 @concrete_only
-def tv_layout_svg(tv: Layout, tile: Any, *, color: ColorArg = "thread",
-                  thr_id: Optional[Layout] = None, max_cells: Optional[int] = MAX_SVG_CELLS) -> str:
+def tv_layout_svg(
+    tv: Layout,
+    tile: Any,
+    *,
+    color: ColorArg = "thread",
+    thr_id: Optional[Layout] = None,
+    max_cells: Optional[int] = MAX_SVG_CELLS,
+) -> str:
     """An SVG picture of a thread-value layout over an ``(M, N)`` tile (see
     :func:`tv_grid`): cell ``(m, n)`` reads ``T{t} V{v}`` and is colored by thread
     (CuTe's eight pastel colors, ``thread % 8``; default), by ``"value"``, ``"none"``,
@@ -729,8 +798,8 @@ def layout_html(layout: Layout, *, max_cells: Optional[int] = 1024) -> str:
         _guard(_need_drawable(layout, "layout_html"), *_rank2_extents(layout), max_cells)
         svg = _svg(_layout_model(layout, "offset", 4), max_cells)
     except (LayoutError, ImportError) as e:
-        return head + f'<br><small>(not drawn: {html.escape(str(e))})</small></div>'
-    svg = svg[svg.index("<svg"):]
+        return head + f"<br><small>(not drawn: {html.escape(str(e))})</small></div>"
+    svg = svg[svg.index("<svg") :]
     return head + "<br>" + svg + "</div>"
 
 
@@ -882,8 +951,8 @@ def tensor_html(t: Any, *, max_cells: Optional[int] = 1024) -> str:
         _guard(repr(t), *_rank2_extents(L), max_cells)
         svg = _svg(_tensor_model(t, "offset"), max_cells)
     except (LayoutError, ImportError) as e:
-        return head + f'<br><small>(not drawn: {html.escape(str(e))})</small></div>'
-    return head + "<br>" + svg[svg.index("<svg"):] + "</div>"
+        return head + f"<br><small>(not drawn: {html.escape(str(e))})</small></div>"
+    return head + "<br>" + svg[svg.index("<svg") :] + "</div>"
 
 
 # ----------------------------------------------------------------------------- TikZ
@@ -947,8 +1016,9 @@ def layout_tikz(layout: Layout, *, color: ColorArg = "offset", elem_bytes: int =
 
 
 @concrete_only
-def tv_layout_tikz(tv: Layout, tile: Any, *, color: ColorArg = "thread",
-                   thr_id: Optional[Layout] = None) -> str:
+def tv_layout_tikz(
+    tv: Layout, tile: Any, *, color: ColorArg = "thread", thr_id: Optional[Layout] = None
+) -> str:
     r"""A standalone LaTeX/TikZ document of a TV layout over a tile, as CuTe's
     ``print_latex_tv``: each cell is ``\shortstack{T{t} \\ V{v}}`` on its thread's color.
 

@@ -1081,10 +1081,10 @@ def to_triton(
         total += _pow2_log(s, "an out dim size")
     out: Dict[str, List[List[int]]] = {}
     for name, (s, d) in zip(in_dims, modes):
-        from .inttuple import _flatten
+        from .inttuple import raw_flatten
 
-        fs = _flatten(s) if type(s) is tuple else (s,)
-        fd = _flatten(d) if type(d) is tuple else (d,)
+        fs = raw_flatten(s) if type(s) is tuple else (s,)
+        fd = raw_flatten(d) if type(d) is tuple else (d,)
         vecs = []
         for sz, st in zip(fs, fd):
             for j in range(_pow2_log(sz, f"the extent of a leaf of {L}")):

@@ -76,7 +76,7 @@ def is_tuple(x: Any) -> bool:
     return isinstance(x, tuple)
 
 
-def _norm(x: Any, what: str, depth: int = 0) -> Any:
+def norm_htuple(x: Any, what: str, depth: int = 0) -> Any:
     """Validate an HTuple of integers and normalize it (lists -> tuples, numpy ints -> int)."""
     t = type(x)
     if t is int:
@@ -84,11 +84,11 @@ def _norm(x: Any, what: str, depth: int = 0) -> Any:
     if t is tuple or t is list:
         if depth >= MAX_DEPTH:
             raise MalformedLayoutError(f"{what} is nested deeper than {MAX_DEPTH} levels")
-        return tuple(_norm(e, what, depth + 1) for e in x)
+        return tuple(norm_htuple(e, what, depth + 1) for e in x)
     if is_int(x):
         return int(x)
     if isinstance(x, tuple):  # tuple subclasses (namedtuples)
-        return _norm(tuple(x), what, depth)
+        return norm_htuple(tuple(x), what, depth)
     sp = sys.modules.get("sympy")
     if sp is not None and isinstance(x, sp.Basic):  # a symbolic leaf (layoutproof.symbolic)
         from .symbolic import norm_leaf
@@ -113,7 +113,7 @@ def check_depth(x: Any, what: str) -> None:
                 stack.append((e, d + 1))
 
 
-def _pad_rank(n: Any, what: str, have: int = 0) -> int:
+def checked_rank(n: Any, what: str, have: int = 0) -> int:
     """A target rank for padding: an integer in ``[have, MAX_RANK]`` (CuTe's
     ``append<N>``/``prepend<N>`` static_assert ``N >= rank``)."""
     n = _norm_int(n, what)
@@ -121,8 +121,8 @@ def _pad_rank(n: Any, what: str, have: int = 0) -> int:
         raise MalformedLayoutError(f"{what} {n} exceeds the largest supported rank {MAX_RANK}")
     if n < max(have, 1):
         raise MalformedLayoutError(
-            f"{what} {n} is smaller than the rank {have} of the tuple it pads (it must be >= "
-            f"{max(have, 1)})")
+            f"{what} {n} is smaller than the rank {have} of the tuple it pads (it must be >= {max(have, 1)})"
+        )
     return n
 
 
@@ -135,7 +135,7 @@ def _norm_int(x: Any, what: str) -> int:
 
 
 # ----------------------------------------------------------------------------- private core
-def _flatten(t: Any) -> tuple:
+def raw_flatten(t: Any) -> tuple:
     if type(t) is not tuple:
         return (t,)
     for e in t:
@@ -156,37 +156,37 @@ def _flatten(t: Any) -> tuple:
     return tuple(out)
 
 
-def _product(t: Any) -> Any:
+def raw_product(t: Any) -> Any:
     if type(t) is not tuple:
         return t
     p = 1
-    for e in _flatten(t):
+    for e in raw_flatten(t):
         p *= e
     return p
 
 
-def _depth(t: Any) -> int:
+def raw_depth(t: Any) -> int:
     if type(t) is not tuple:
         return 0
-    return 1 + max((_depth(e) for e in t), default=0)
+    return 1 + max((raw_depth(e) for e in t), default=0)
 
 
-def _congruent(a: Any, b: Any) -> bool:
+def raw_congruent(a: Any, b: Any) -> bool:
     ta, tb = type(a) is tuple, type(b) is tuple
     if ta and tb:
-        return len(a) == len(b) and all(_congruent(x, y) for x, y in _bzip(a, b))
+        return len(a) == len(b) and all(raw_congruent(x, y) for x, y in _bzip(a, b))
     return not ta and not tb
 
 
-def _weakly_congruent(a: Any, b: Any) -> bool:
+def raw_weakly_congruent(a: Any, b: Any) -> bool:
     if type(a) is not tuple:
         return True
     if type(b) is not tuple:
         return False
-    return len(a) == len(b) and all(_weakly_congruent(x, y) for x, y in _bzip(a, b))
+    return len(a) == len(b) and all(raw_weakly_congruent(x, y) for x, y in _bzip(a, b))
 
 
-def _unflatten(flat: tuple, profile: Any) -> Any:
+def raw_unflatten(flat: tuple, profile: Any) -> Any:
     if type(profile) is tuple:
         for e in profile:
             if type(e) is tuple:
@@ -209,15 +209,15 @@ def _unflat(flat: Any, p: tuple, i: int) -> Tuple[tuple, int]:
     return tuple(out), i
 
 
-def _prefix_product(t: Any, init: Any = 1) -> Any:
+def raw_prefix_product(t: Any, init: Any = 1) -> Any:
     if type(init) is tuple:  # a tuple init applies mode by mode (CuTe)
-        return tuple(_prefix_product(a, b) for a, b in _bzip(t, init))
+        return tuple(raw_prefix_product(a, b) for a, b in _bzip(t, init))
     if type(t) is tuple:
         out = []
         cur = init
         for e in t:
-            out.append(_prefix_product(e, cur))
-            cur = cur * _product(e)
+            out.append(raw_prefix_product(e, cur))
+            cur = cur * raw_product(e)
         return tuple(out)
     return init
 
@@ -231,7 +231,7 @@ def _inner_product(a: Any, b: Any) -> Any:
     return a * b
 
 
-def _ceil_div_int(a: Any, b: Any) -> Any:
+def ceil_div_int(a: Any, b: Any) -> Any:
     return -(-a // b)
 
 
@@ -241,31 +241,31 @@ def _idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
             return tuple(_idx2crd(i, s) for i, s in _bzip(idx, shape))
         return tuple(_idx2crd(i, s, d) for i, s, d in _bzip(idx, shape, stride))
     if stride is None:
-        stride = _prefix_product(shape)
+        stride = raw_prefix_product(shape)
     if type(shape) is tuple:
         return tuple(_idx2crd(idx, s, d) for s, d in _bzip(shape, stride))
     return (idx // stride) % shape
 
 
-def _crd2idx(crd: Any, shape: Any, stride: Any = None) -> Any:
+def raw_crd2idx(crd: Any, shape: Any, stride: Any = None) -> Any:
     """CuTe's crd2idx: an integer coordinate against a tuple shape is split colexicographically,
     with the last mode taking the remainder unbounded."""
     if stride is None:
-        stride = _prefix_product(shape)
+        stride = raw_prefix_product(shape)
     if type(crd) is tuple:
         s = 0
         for c, sh, d in _bzip(crd, shape, stride):
-            s = s + _crd2idx(c, sh, d)
+            s = s + raw_crd2idx(c, sh, d)
         return s
     if type(shape) is tuple:
         n = len(shape)
         s = 0
         for i, (sh, d) in enumerate(_bzip(shape, stride)):
             if i == n - 1:
-                s = s + _crd2idx(crd, sh, d)
+                s = s + raw_crd2idx(crd, sh, d)
             else:
-                p = _product(sh)
-                s = s + _crd2idx(crd % p, sh, d)
+                p = raw_product(sh)
+                s = s + raw_crd2idx(crd % p, sh, d)
                 crd = crd // p
         return s
     return crd * stride
@@ -283,64 +283,70 @@ def flatten(t: Any) -> tuple:
         from .layout import flatten_layout
 
         return flatten_layout(t)  # type: ignore[return-value]
-    return _flatten(_norm(t, "flatten argument"))
+    return raw_flatten(norm_htuple(t, "flatten argument"))
 
 
 def unflatten(flat: Any, profile: Any) -> Any:
     """Rebuild the nesting of ``profile`` from the flat sequence ``flat``."""
-    flat = _norm(flat, "unflatten argument")
-    profile = _norm(profile, "unflatten profile")
+    flat = norm_htuple(flat, "unflatten argument")
+    profile = norm_htuple(profile, "unflatten profile")
     flat = flat if type(flat) is tuple else (flat,)
-    n = len(_flatten(profile)) if type(profile) is tuple else 1
+    n = len(raw_flatten(profile)) if type(profile) is tuple else 1
     if len(flat) != n:
-        raise MalformedLayoutError(
-            f"unflatten: {len(flat)} leaves do not fit a profile with {n} leaves"
-        )
-    return _unflatten(flat, profile)
+        raise MalformedLayoutError(f"unflatten: {len(flat)} leaves do not fit a profile with {n} leaves")
+    return raw_unflatten(flat, profile)
 
 
 def product(t: Any) -> int:
     """The product of all leaves (1 for the empty tuple)."""
-    return _product(_norm(t, "product argument"))
+    return raw_product(norm_htuple(t, "product argument"))
 
 
 def product_each(t: Any) -> Any:
     """The product of each top-level mode."""
-    t = _norm(t, "product_each argument")
+    t = norm_htuple(t, "product_each argument")
     if type(t) is tuple:
-        return tuple(_product(e) for e in t)
+        return tuple(raw_product(e) for e in t)
     return t
 
 
 def prefix_product(t: Any, init: Any = 1) -> Any:
     """Exclusive prefix products, with the nesting of ``t``: ``(2,(3,4)) -> (1,(2,6))``."""
-    t = _norm(t, "prefix_product argument")
-    init = _norm(init, "prefix_product init")
-    if not _weakly_congruent(init, t):
+    t = norm_htuple(t, "prefix_product argument")
+    init = norm_htuple(init, "prefix_product init")
+    if not raw_weakly_congruent(init, t):
         raise MalformedLayoutError(
-            f"prefix_product: init {show(init)} must be an integer or follow the profile of {show(t)}")
-    return _prefix_product(t, init)
+            f"prefix_product: init {show(init)} must be an integer or follow the profile of {show(t)}"
+        )
+    return raw_prefix_product(t, init)
 
 
 def inner_product(a: Any, b: Any) -> int:
     """Sum of the products of corresponding leaves of two congruent HTuples."""
-    a = _norm(a, "inner_product argument")
-    b = _norm(b, "inner_product argument")
-    if not _congruent(a, b):
+    a = norm_htuple(a, "inner_product argument")
+    b = norm_htuple(b, "inner_product argument")
+    if not raw_congruent(a, b):
         raise MalformedLayoutError(f"inner_product: {show(a)} and {show(b)} are not congruent")
     return _inner_product(a, b)
 
 
 def congruent(a: Any, b: Any) -> bool:
     """True when ``a`` and ``b`` have the same nesting profile (layouts: their shapes)."""
-    return _congruent(_norm(_shape_arg(a), "congruent argument"), _norm(_shape_arg(b), "congruent argument"))
+    return raw_congruent(
+        norm_htuple(_shape_arg(a), "congruent argument"), norm_htuple(_shape_arg(b), "congruent argument")
+    )
 
 
 def _shape_arg(x: Any) -> Any:
     """A layout (plain or composed) stands for its shape (duck-typed: this module does
     not import the layout types built on it)."""
-    if type(x) is not int and type(x) is not tuple and type(x) is not list \
-            and hasattr(type(x), "size") and hasattr(x, "_shape"):
+    if (
+        type(x) is not int
+        and type(x) is not tuple
+        and type(x) is not list
+        and hasattr(type(x), "size")
+        and hasattr(x, "_shape")
+    ):
         return x._shape
     return x
 
@@ -353,8 +359,10 @@ def weakly_congruent(a: Any, b: Any) -> bool:
     >>> weakly_congruent(4, (2, 2)), weakly_congruent((2, 2), 4)
     (True, False)
     """
-    return _weakly_congruent(_norm(_shape_arg(a), "weakly_congruent argument"),
-                             _norm(_shape_arg(b), "weakly_congruent argument"))
+    return raw_weakly_congruent(
+        norm_htuple(_shape_arg(a), "weakly_congruent argument"),
+        norm_htuple(_shape_arg(b), "weakly_congruent argument"),
+    )
 
 
 def _check_range(crd: Any, shape: Any, what: str, full: Any) -> None:
@@ -367,23 +375,23 @@ def _check_range(crd: Any, shape: Any, what: str, full: Any) -> None:
         if type(c) is tuple:
             stack.extend(_bzip(c, s))
             continue
-        n = _product(s)
+        n = raw_product(s)
         if type(c) is not int or type(n) is not int:
             _symbolic_in_range(c, n, full)
             continue
         if not 0 <= c < n:
             raise OutOfDomainError(
-                f"{what}: coordinate {show(full)} is outside shape {show(top)}: "
-                f"{c} not in [0, {n})")
+                f"{what}: coordinate {show(full)} is outside shape {show(top)}: {c} not in [0, {n})"
+            )
 
 
 def _symbolic_in_range(c: Any, n: Any, full: Any) -> None:
     """``0 <= c < n`` with a SymPy side, decided under the active assumptions by the
     symbolic layer (a symbolic coordinate is taken to be in the domain, as everywhere in
-    layoutproof.symbolic).  SymPy leaves only get here through ``_norm``, which loaded that
+    layoutproof.symbolic).  SymPy leaves only get here through ``norm_htuple``, which loaded that
     layer; this module does not import it."""
     sym = sys.modules.get(__name__.rsplit(".", 1)[0] + ".symbolic")
-    if sym is None:  # pragma: no cover - _norm loads it before any SymPy leaf gets here
+    if sym is None:  # pragma: no cover - norm_htuple loads it before any SymPy leaf gets here
         raise MalformedLayoutError(f"coordinate {show(full)}: symbolic values need layoutproof.symbolic")
     sym._in_range(c, n, full)
 
@@ -401,17 +409,17 @@ def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
       ...
     layoutproof.errors.OutOfDomainError: idx2crd: coordinate -1 is outside shape (4, 2): -1 not in [0, 8)
     """
-    idx = _norm(idx, "idx2crd index")
-    shape = _norm(shape, "idx2crd shape")
+    idx = norm_htuple(idx, "idx2crd index")
+    shape = norm_htuple(shape, "idx2crd shape")
     if stride is not None:
-        stride = _norm(stride, "idx2crd stride")
-        if not _congruent(shape, stride):
+        stride = norm_htuple(stride, "idx2crd stride")
+        if not raw_congruent(shape, stride):
             raise MalformedLayoutError("idx2crd: shape and stride are not congruent")
-        if any(d == 0 for d in _flatten(stride)):
+        if any(d == 0 for d in raw_flatten(stride)):
             raise MalformedLayoutError("idx2crd: a stride (divisor) of 0 has no coordinate")
-    if any(type(s) is int and s <= 0 for s in _flatten(shape)):
+    if any(type(s) is int and s <= 0 for s in raw_flatten(shape)):
         raise MalformedLayoutError("idx2crd: a shape extent must be >= 1")
-    if not _weakly_congruent(idx, shape):
+    if not raw_weakly_congruent(idx, shape):
         raise MalformedLayoutError(f"idx2crd: coordinate {show(idx)} does not fit shape {show(shape)}")
     if stride is None:
         _check_range(idx, shape, "idx2crd", idx)
@@ -431,29 +439,29 @@ def crd2idx(crd: Any, shape: Any, stride: Any = None) -> int:
       ...
     layoutproof.errors.OutOfDomainError: crd2idx: coordinate (5, 0) is outside shape (4, 2): 5 not in [0, 4)
     """
-    crd = _norm(crd, "crd2idx coordinate")
-    shape = _norm(shape, "crd2idx shape")
+    crd = norm_htuple(crd, "crd2idx coordinate")
+    shape = norm_htuple(shape, "crd2idx shape")
     if stride is not None:
-        stride = _norm(stride, "crd2idx stride")
-        if not _congruent(shape, stride):
+        stride = norm_htuple(stride, "crd2idx stride")
+        if not raw_congruent(shape, stride):
             raise MalformedLayoutError("crd2idx: shape and stride are not congruent")
-    if not _weakly_congruent(crd, shape):
+    if not raw_weakly_congruent(crd, shape):
         raise MalformedLayoutError(f"crd2idx: coordinate {show(crd)} does not fit shape {show(shape)}")
-    if any(type(s) is int and s <= 0 for s in _flatten(shape)):
+    if any(type(s) is int and s <= 0 for s in raw_flatten(shape)):
         raise MalformedLayoutError("crd2idx: a shape extent must be >= 1")
     _check_range(crd, shape, "crd2idx", crd)
-    return _crd2idx(crd, shape, stride)
+    return raw_crd2idx(crd, shape, stride)
 
 
 def crd2crd(crd: Any, dst_shape: Any, src_shape: Any = None) -> Any:
     """Convert a coordinate of ``src_shape`` into the coordinate of the same index in
     ``dst_shape`` (the shapes must be compatible on the modes involved)."""
-    crd = _norm(crd, "crd2crd coordinate")
-    dst_shape = _norm(dst_shape, "crd2crd shape")
+    crd = norm_htuple(crd, "crd2crd coordinate")
+    dst_shape = norm_htuple(dst_shape, "crd2crd shape")
     if src_shape is not None:
-        src_shape = _norm(src_shape, "crd2crd shape")
+        src_shape = norm_htuple(src_shape, "crd2crd shape")
     for sh in (dst_shape, src_shape):
-        if sh is not None and any(type(s) is int and s <= 0 for s in _flatten(sh)):
+        if sh is not None and any(type(s) is int and s <= 0 for s in raw_flatten(sh)):
             raise MalformedLayoutError("crd2crd: a shape extent must be >= 1")
     return _crd2crd(crd, dst_shape, src_shape)
 
@@ -463,17 +471,19 @@ def _crd2crd(crd: Any, dst: Any, src: Any) -> Any:
         if type(dst) is tuple:
             if len(crd) != len(dst) or (src is not None and (type(src) is not tuple or len(src) != len(crd))):
                 raise MalformedLayoutError("crd2crd: coordinate and shapes differ in rank")
-            return tuple(_crd2crd(c, d, None if src is None else s)
-                         for c, d, s in _bzip(crd, dst, src if src is not None else dst))
-        if src is None or not _weakly_congruent(crd, src):
+            return tuple(
+                _crd2crd(c, d, None if src is None else s)
+                for c, d, s in _bzip(crd, dst, src if src is not None else dst)
+            )
+        if src is None or not raw_weakly_congruent(crd, src):
             raise MalformedLayoutError("crd2crd: a tuple coordinate into an integer needs its source shape")
         _check_range(crd, src, "crd2crd", crd)
-        i = _crd2idx(crd, src)
+        i = raw_crd2idx(crd, src)
         _check_range(i, dst, "crd2crd", crd)
         return i
     _check_range(crd, dst, "crd2crd", crd)
     if src is not None:
-        _check_range(crd, _product(src), "crd2crd", crd)
+        _check_range(crd, raw_product(src), "crd2crd", crd)
     if type(dst) is tuple:
         return _idx2crd(crd, dst)
     return crd
@@ -484,7 +494,7 @@ def _sel(t: Any) -> tuple:
     return t if type(t) is tuple else (t,)
 
 
-def _idx(i: Any, n: int, what: str) -> int:
+def checked_index(i: Any, n: int, what: str) -> int:
     i = _norm_int(i, what)
     if not -n <= i < n:
         raise OutOfDomainError(f"{what} {i} is out of range for rank {n}")
@@ -497,11 +507,11 @@ def select(t: Any, *idx: Any) -> Any:
 
     if isinstance(t, Layout):
         return select_layout(t, *idx)
-    m = _sel(_norm(t, "select argument"))
-    return tuple(m[_idx(i, len(m), "select index")] for i in idx)
+    m = _sel(norm_htuple(t, "select argument"))
+    return tuple(m[checked_index(i, len(m), "select index")] for i in idx)
 
 
-def _range(b: Any, e: Any, n: int, what: str) -> tuple[int, int]:
+def checked_range(b: Any, e: Any, n: int, what: str) -> tuple[int, int]:
     b = _norm_int(b, f"{what} begin")
     e = n if e is None else _norm_int(e, f"{what} end")
     if e < 0:
@@ -519,8 +529,8 @@ def take(t: Any, begin: Any, end: Any = None) -> Any:
 
     if isinstance(t, Layout):
         return take_layout(t, begin, end)
-    m = _sel(_norm(t, "take argument"))
-    b, e = _range(begin, end, len(m), "take")
+    m = _sel(norm_htuple(t, "take argument"))
+    b, e = checked_range(begin, end, len(m), "take")
     return m[b:e]
 
 
@@ -530,8 +540,8 @@ def group(t: Any, begin: Any, end: Any = None) -> Any:
 
     if isinstance(t, Layout):
         return group_layout(t, begin, end)
-    m = _sel(_norm(t, "group argument"))
-    b, e = _range(begin, end, len(m), "group")
+    m = _sel(norm_htuple(t, "group argument"))
+    b, e = checked_range(begin, end, len(m), "group")
     return m[:b] + (m[b:e],) + m[e:]
 
 
@@ -542,12 +552,12 @@ def append(t: Any, x: Any = None, n: Any = None) -> Any:
 
     if isinstance(t, Layout):
         return append_layout(t, x, n)
-    t = _norm(t, "append argument")
+    t = norm_htuple(t, "append argument")
     m = _sel(t)
-    x = 1 if x is None else _norm(x, "append element")
+    x = 1 if x is None else norm_htuple(x, "append element")
     if n is None:
         return m + (x,)
-    n = _pad_rank(n, "append rank", len(m))
+    n = checked_rank(n, "append rank", len(m))
     if n == 1 and type(t) is not tuple:
         return t
     return m + (x,) * (n - len(m))
@@ -559,12 +569,12 @@ def prepend(t: Any, x: Any = None, n: Any = None) -> Any:
 
     if isinstance(t, Layout):
         return prepend_layout(t, x, n)
-    t = _norm(t, "prepend argument")
+    t = norm_htuple(t, "prepend argument")
     m = _sel(t)
-    x = 1 if x is None else _norm(x, "prepend element")
+    x = 1 if x is None else norm_htuple(x, "prepend element")
     if n is None:
         return (x,) + m
-    n = _pad_rank(n, "prepend rank", len(m))
+    n = checked_rank(n, "prepend rank", len(m))
     if n == 1 and type(t) is not tuple:
         return t
     return (x,) * (n - len(m)) + m
@@ -579,7 +589,7 @@ def zip(*ts: Any) -> Any:  # noqa: A001 - CuTe's name
 
     if len(ts) == 1 and isinstance(ts[0], Layout):
         return zip_layout(ts[0])
-    rows = _norm(ts[0], "zip argument") if len(ts) == 1 else _norm(ts, "zip argument")
+    rows = norm_htuple(ts[0], "zip argument") if len(ts) == 1 else norm_htuple(ts, "zip argument")
     if type(rows) is not tuple or any(type(r) is not tuple for r in rows):
         raise MalformedLayoutError("zip needs a tuple of tuples")
     if len({len(r) for r in rows}) > 1:
@@ -589,13 +599,13 @@ def zip(*ts: Any) -> Any:  # noqa: A001 - CuTe's name
 
 def wrap(x: Any) -> tuple:
     """``x`` if it is a tuple, else ``(x,)``."""
-    x = _norm(x, "wrap argument")
+    x = norm_htuple(x, "wrap argument")
     return x if type(x) is tuple else (x,)
 
 
 def unwrap(x: Any) -> Any:
     """Strip rank-1 tuple wrappers: ``((4,),) -> 4``."""
-    x = _norm(x, "unwrap argument")
+    x = norm_htuple(x, "unwrap argument")
     while type(x) is tuple and len(x) == 1:
         x = x[0]
     return x
@@ -615,13 +625,13 @@ def _shape_div(a: Any, b: Any) -> Any:
         out = []
         for x in a:
             out.append(_shape_div(x, b))
-            px = _product(x)
+            px = raw_product(x)
             if px == 0:
                 raise MalformedLayoutError("shape_div: a mode of extent 0 cannot absorb a divisor")
             b = _shape_div(b, px)
         return tuple(out)
     if type(b) is tuple:
-        return _shape_div(a, _product(b))
+        return _shape_div(a, raw_product(b))
     if b == 0:
         raise MalformedLayoutError("shape_div by zero")
     if a % b == 0:
@@ -630,40 +640,38 @@ def _shape_div(a: Any, b: Any) -> Any:
         return 1 if (a > 0) == (b > 0) else -1
     from .errors import InadmissibleError
 
-    raise InadmissibleError(
-        f"shape_div({a}, {b}): neither divides the other", condition="shape divisibility"
-    )
+    raise InadmissibleError(f"shape_div({a}, {b}): neither divides the other", condition="shape divisibility")
 
 
 def shape_div(a: Any, b: Any) -> Any:
     """CuTe's shape division: ``a / b`` where one divides the other (1 when ``b`` is the
     multiple); tuples divide their modes left to right, the divisor shrinking as it goes."""
-    return _shape_div(_norm(a, "shape_div argument"), _norm(b, "shape_div argument"))
+    return _shape_div(norm_htuple(a, "shape_div argument"), norm_htuple(b, "shape_div argument"))
 
 
-def _ceil_div(a: Any, b: Any) -> Any:
+def raw_ceil_div(a: Any, b: Any) -> Any:
     if type(a) is tuple:
         if type(b) is tuple:
             if len(b) > len(a):
                 raise MalformedLayoutError("ceil_div: divisor has a higher rank than the dividend")
             b = b + (1,) * (len(a) - len(b))
-            return tuple(_ceil_div(x, y) for x, y in _bzip(a, b))
+            return tuple(raw_ceil_div(x, y) for x, y in _bzip(a, b))
         out = []
         for x in a:
-            out.append(_ceil_div(x, b))
-            px = _product(x)
+            out.append(raw_ceil_div(x, b))
+            px = raw_product(x)
             if px == 0:
                 raise MalformedLayoutError("ceil_div: a mode of extent 0 cannot absorb a divisor")
-            b = _ceil_div_int(b, px)
+            b = ceil_div_int(b, px)
         return tuple(out)
     if type(b) is tuple:
-        b = _product(b)
+        b = raw_product(b)
     if b == 0:
         raise MalformedLayoutError("ceil_div by zero")
-    return _ceil_div_int(a, b)
+    return ceil_div_int(a, b)
 
 
 def ceil_div(a: Any, b: Any) -> Any:
     """Rounded-up division; tuples divide mode by mode (an integer divisor is spread
     over the modes from the left)."""
-    return _ceil_div(_norm(a, "ceil_div argument"), _norm(b, "ceil_div argument"))
+    return raw_ceil_div(norm_htuple(a, "ceil_div argument"), norm_htuple(b, "ceil_div argument"))

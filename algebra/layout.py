@@ -23,15 +23,15 @@ from .errors import InadmissibleError, LayoutError, MalformedLayoutError, OutOfD
 from .inttuple import (
     MAX_DEPTH,
     IntTuple,
-    _congruent,
-    _depth,
-    _flatten,
-    _idx,
-    _pad_rank,
-    _prefix_product,
-    _product,
-    _range,
+    checked_index,
+    checked_range,
+    checked_rank,
     is_int,
+    raw_congruent,
+    raw_depth,
+    raw_flatten,
+    raw_prefix_product,
+    raw_product,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -104,7 +104,7 @@ def check_enumerable(n: int, what: str) -> None:
 
 
 # ----------------------------------------------------------------------------- validation
-def _check_shape(s: Any, what: str = "shape", depth: int = 0) -> Any:
+def checked_shape(s: Any, what: str = "shape", depth: int = 0) -> Any:
     t = type(s)
     if t is int:
         if s <= 0:
@@ -113,18 +113,16 @@ def _check_shape(s: Any, what: str = "shape", depth: int = 0) -> Any:
     if t is tuple or t is list:
         if depth >= MAX_DEPTH:
             raise MalformedLayoutError(f"{what} is nested deeper than {MAX_DEPTH} levels")
-        return tuple(_check_shape(e, what, depth + 1) for e in s)
+        return tuple(checked_shape(e, what, depth + 1) for e in s)
     if is_int(s):
-        return _check_shape(int(s), what, depth)
+        return checked_shape(int(s), what, depth)
     if isinstance(s, tuple):
-        return _check_shape(tuple(s), what, depth)
+        return checked_shape(tuple(s), what, depth)
     if _is_sympy(s):  # a symbolic extent (layoutproof.symbolic)
         from .symbolic import check_extent
 
         return check_extent(s, what)
-    raise MalformedLayoutError(
-        f"{what} leaves must be positive integers, got {type(s).__name__} {show(s)}"
-    )
+    raise MalformedLayoutError(f"{what} leaves must be positive integers, got {type(s).__name__} {show(s)}")
 
 
 def _check_stride(d: Any, depth: int = 0) -> Any:
@@ -148,8 +146,7 @@ def _check_stride(d: Any, depth: int = 0) -> Any:
 
         return norm_leaf(d, "stride")
     raise MalformedLayoutError(
-        f"stride leaves must be integers or coordinates (E(i), ArithTuple), got "
-        f"{type(d).__name__} {show(d)}"
+        f"stride leaves must be integers or coordinates (E(i), ArithTuple), got {type(d).__name__} {show(d)}"
     )
 
 
@@ -191,9 +188,9 @@ def concrete_only(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _fmt(t: Any) -> str:
+def fmt_htuple(t: Any) -> str:
     if type(t) is tuple:
-        return "(" + ",".join(_fmt(e) for e in t) + ")"
+        return "(" + ",".join(fmt_htuple(e) for e in t) + ")"
     return str(t)
 
 
@@ -214,9 +211,13 @@ class Layout:
         ts, td = type(shape), type(stride)
         if ts is int and shape > 0 and td is int:  # the common scalar case, fully checked
             s, d = shape, stride
-        elif (ts is tuple and td is tuple and len(shape) == len(stride)
-              and all(type(e) is int and e > 0 for e in shape)
-              and all(type(e) is int for e in stride)):  # flat tuples of ints, fully checked
+        elif (
+            ts is tuple
+            and td is tuple
+            and len(shape) == len(stride)
+            and all(type(e) is int and e > 0 for e in shape)
+            and all(type(e) is int for e in stride)
+        ):  # flat tuples of ints, fully checked
             s, d = shape, stride
         else:
             s, d = self._checked(shape, stride)
@@ -230,14 +231,14 @@ class Layout:
 
     @staticmethod
     def _checked(shape: Any, stride: Any) -> Tuple[Any, Any]:
-        s = _check_shape(shape)
+        s = checked_shape(shape)
         if stride is None:
-            d = _prefix_product(s)
+            d = raw_prefix_product(s)
         else:
             d = _check_stride(stride)
-            if not _congruent(s, d):
+            if not raw_congruent(s, d):
                 raise MalformedLayoutError(
-                    f"shape {_fmt(s)} and stride {_fmt(d)} are not congruent "
+                    f"shape {fmt_htuple(s)} and stride {fmt_htuple(d)} are not congruent "
                     "(they must have the same nesting profile)"
                 )
         return s, d
@@ -267,8 +268,8 @@ class Layout:
     def _flat(self) -> Tuple[tuple, tuple]:
         fs = self._fs
         if fs is None:
-            fs = self._fs = _flatten(self._shape)
-            self._fd = _flatten(self._stride)
+            fs = self._fs = raw_flatten(self._shape)
+            self._fd = raw_flatten(self._stride)
         return fs, self._fd  # type: ignore[return-value]
 
     @property
@@ -295,7 +296,7 @@ class Layout:
             from .arith import ArithTuple, coord_coshape
 
             if any(isinstance(d, ArithTuple) for d in fd):
-                return _product(coord_coshape(self))
+                return raw_product(coord_coshape(self))
             raise
         return c
 
@@ -321,7 +322,7 @@ class Layout:
     @property
     def depth(self) -> int:
         """Nesting depth of the shape (0 for an integer shape)."""
-        return _depth(self._shape)
+        return raw_depth(self._shape)
 
     # --------------------------------------------------------------- container protocol
     def __len__(self) -> int:
@@ -336,9 +337,9 @@ class Layout:
 
     def __getitem__(self, i: Any) -> "Layout":
         if type(self._shape) is not tuple:
-            _idx(i, 1, "mode index")
+            checked_index(i, 1, "mode index")
             return self
-        i = _idx(i, len(self._shape), "mode index")
+        i = checked_index(i, len(self._shape), "mode index")
         return Layout._make(self._shape[i], self._stride[i])
 
     def __eq__(self, other: object) -> bool:
@@ -359,7 +360,7 @@ class Layout:
 
     # --------------------------------------------------------------- notation
     def __str__(self) -> str:
-        return _fmt(self._shape) + ":" + _fmt(self._stride)
+        return fmt_htuple(self._shape) + ":" + fmt_htuple(self._stride)
 
     def __repr__(self) -> str:
         return f"Layout({self._shape!r}, {self._stride!r})"
@@ -397,9 +398,7 @@ class Layout:
             if type(c) is int:
                 if 0 <= c < self.size:
                     return self._eval_int(c)
-                raise OutOfDomainError(
-                    f"coordinate {c} is outside the domain [0, {self.size}) of {self}"
-                )
+                raise OutOfDomainError(f"coordinate {c} is outside the domain [0, {self.size}) of {self}")
         elif len(args) == 0:
             raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
         else:
@@ -428,21 +427,22 @@ class Layout:
         colexicographically with that mode's last entry taking the rest."""
         if self.is_symbolic:
             raise MalformedLayoutError("extend=True evaluates integer layouts (substitute values first)")
-        from .inttuple import _crd2idx, _norm, _weakly_congruent
+        from .inttuple import norm_htuple, raw_crd2idx, raw_weakly_congruent
 
         if not args:
             raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
-        c = _norm(args[0] if len(args) == 1 else args, "coordinate")
-        if not _weakly_congruent(c, self._shape):
-            raise OutOfDomainError(f"coordinate {show(c)} does not fit the shape {_fmt(self._shape)}")
-        neg = [x for x in _flatten(c) if x < 0]
+        c = norm_htuple(args[0] if len(args) == 1 else args, "coordinate")
+        if not raw_weakly_congruent(c, self._shape):
+            raise OutOfDomainError(f"coordinate {show(c)} does not fit the shape {fmt_htuple(self._shape)}")
+        neg = [x for x in raw_flatten(c) if x < 0]
         if neg:
             raise OutOfDomainError(
                 f"coordinate {show(c)} has the negative entry {neg[0]}; extend=True extends "
-                "past the end of the domain, not before its start")
+                "past the end of the domain, not before its start"
+            )
         if any(type(d) is not int for d in self._flat()[1]):
             raise MalformedLayoutError("extend=True evaluates layouts with integer strides")
-        return _crd2idx(c, self._shape, self._stride)
+        return raw_crd2idx(c, self._shape, self._stride)
 
     def _eval_int(self, c: int) -> int:
         fs, fd = self._flat()
@@ -464,7 +464,9 @@ class Layout:
                 f"eval_all needs integer leaves; {self} is symbolic -- substitute values first "
                 "(Layout.subs(M=64)) or use Layout.expr()"
             )
-        check_enumerable(self.size, f"eval_all of {_fmt(self._shape)}" if self.rank <= 8 else "eval_all")
+        check_enumerable(
+            self.size, f"eval_all of {fmt_htuple(self._shape)}" if self.rank <= 8 else "eval_all"
+        )
         import numpy as np
 
         fs, fd = self._flat()
@@ -610,18 +612,16 @@ def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
     elif _is_sympy(c):
         raise _SymbolSeen
     else:
-        raise MalformedLayoutError(
-            f"coordinate leaves must be integers, got {type(c).__name__} {show(c)}"
-        )
+        raise MalformedLayoutError(f"coordinate leaves must be integers, got {type(c).__name__} {show(c)}")
     if type(s) is not tuple:
         if 0 <= c < s:
             return c * d
         raise OutOfDomainError(f"coordinate {show(full)} is outside the domain: {c} not in [0, {s})")
-    n = _product(s)
+    n = raw_product(s)
     if not 0 <= c < n:
         raise OutOfDomainError(f"coordinate {show(full)} is outside the domain: {c} not in [0, {n})")
     off = 0
-    for sh, dd in zip(_flatten(s), _flatten(d)):
+    for sh, dd in zip(raw_flatten(s), raw_flatten(d)):
         off += (c % sh) * dd
         c //= sh
     return off
@@ -686,14 +686,14 @@ def evenly_divides(shape: Any, tiler: Any) -> bool:
     >>> evenly_divides((8, 6), (4, 3)), evenly_divides((8, 6), (4, 4)), evenly_divides(12, Layout(4, 2))
     (True, False, True)
     """
-    from .inttuple import _ceil_div, _norm
+    from .inttuple import norm_htuple, raw_ceil_div
 
     if isinstance(shape, Layout) or (_lifted(shape) and hasattr(shape, "layout_b")):
         a = shape._shape  # a composed layout's shape is its inner layout's
     elif _lifted(shape):
         raise MalformedLayoutError(f"evenly_divides: {shape} has no shape (compose it with a layout)")
     else:
-        a = _check_shape(shape)
+        a = checked_shape(shape)
     if type(tiler) is tuple or type(tiler) is list:
         from .inttuple import check_depth
 
@@ -707,10 +707,10 @@ def evenly_divides(shape: Any, tiler: Any) -> bool:
     elif tiler is None or tiler is _:
         return True
     else:
-        b = _product(_check_shape(_norm(tiler, "evenly_divides tiler"), "evenly_divides tiler"))
-    if type(b) is not int or type(_product(a)) is not int:
+        b = raw_product(checked_shape(norm_htuple(tiler, "evenly_divides tiler"), "evenly_divides tiler"))
+    if type(b) is not int or type(raw_product(a)) is not int:
         raise MalformedLayoutError("evenly_divides works on integer shapes (substitute values first)")
-    return _product(a) == b * _product(_ceil_div(a, b))
+    return raw_product(a) == b * raw_product(raw_ceil_div(a, b))
 
 
 # ----------------------------------------------------------------------------- constructors
@@ -721,7 +721,7 @@ def LayoutLeft(shape: Any) -> Layout:  # noqa: N802 - CuTe's name
 
 def LayoutRight(shape: Any) -> Layout:  # noqa: N802 - CuTe's name
     """Compact row-major layout of ``shape``: the last mode (innermost leaf) has stride 1."""
-    s = _check_shape(shape)
+    s = checked_shape(shape)
     return Layout._make(s, _suffix_product(s))
 
 
@@ -742,27 +742,30 @@ def make_ordered_layout(shape: Any, order: Any = None) -> Layout:
     """Compact layout of ``shape`` whose leaves get increasing strides in the order given
     by ``order`` (congruent with ``shape``; ties go left to right).  ``order=None`` is
     column-major."""
-    s = _check_shape(shape)
+    s = checked_shape(shape)
     if order is None:
-        return Layout._make(s, _prefix_product(s))
+        return Layout._make(s, raw_prefix_product(s))
     o = _check_stride(order)
-    fo = _flatten(o)
-    fs = _flatten(s)
+    fo = raw_flatten(o)
+    fs = raw_flatten(s)
     if any(type(x) is not int for x in fo):
         raise MalformedLayoutError(
-            f"make_ordered_layout: the order {_fmt(o)} must hold integers (it ranks the leaves, "
-            "as C++'s static Step)")
-    if not _congruent(s, o) and not (len(fo) == len(fs) and type(o) is tuple):
-        raise MalformedLayoutError(f"make_ordered_layout: order {_fmt(o)} does not match shape {_fmt(s)}")
+            f"make_ordered_layout: the order {fmt_htuple(o)} must hold integers (it ranks the leaves, "
+            "as C++'s static Step)"
+        )
+    if not raw_congruent(s, o) and not (len(fo) == len(fs) and type(o) is tuple):
+        raise MalformedLayoutError(
+            f"make_ordered_layout: order {fmt_htuple(o)} does not match shape {fmt_htuple(s)}"
+        )
     idx = sorted(range(len(fs)), key=lambda i: (fo[i], i))
     fd = [0] * len(fs)
     cur = 1
     for i in idx:
         fd[i] = cur
         cur *= fs[i]
-    from .inttuple import _unflatten
+    from .inttuple import raw_unflatten
 
-    return Layout._make(s, _unflatten(tuple(fd), s))
+    return Layout._make(s, raw_unflatten(tuple(fd), s))
 
 
 def make_layout(*layouts: Any) -> Layout:
@@ -784,26 +787,36 @@ def make_layout(*layouts: Any) -> Layout:
         return Layout._make((), ())  # C++: make_layout() is the empty layout
     first = layouts[0]
     if not isinstance(first, Layout) and not _lifted(first):
-        if len(layouts) == 1 and type(first) is not int and not is_int(first) \
-                and not isinstance(first, (tuple, list)) and first is not None \
-                and not _is_sympy(first):
+        if (
+            len(layouts) == 1
+            and type(first) is not int
+            and not is_int(first)
+            and not isinstance(first, (tuple, list))
+            and first is not None
+            and not _is_sympy(first)
+        ):
             try:
                 items = tuple(first)  # a generator of layouts
             except TypeError:
                 raise MalformedLayoutError(
                     f"make_layout takes a shape (and a stride) or layouts, got "
-                    f"{type(first).__name__} {show(first)}") from None
+                    f"{type(first).__name__} {show(first)}"
+                ) from None
             if not all(isinstance(x, Layout) for x in items):
                 raise MalformedLayoutError(
                     f"make_layout takes a shape (and a stride) or layouts, got "
-                    f"{type(first).__name__} {show(first)}")
+                    f"{type(first).__name__} {show(first)}"
+                )
             return make_layout(*items) if items else make_layout(())
-        if len(layouts) == 1 and isinstance(first, (tuple, list)) and first \
-                and all(isinstance(x, Layout) for x in first):
+        if (
+            len(layouts) == 1
+            and isinstance(first, (tuple, list))
+            and first
+            and all(isinstance(x, Layout) for x in first)
+        ):
             layouts = tuple(first)  # a list of layouts
         elif len(layouts) > 2:
-            raise MalformedLayoutError(
-                f"make_layout(shape, stride) takes two arguments, got {len(layouts)}")
+            raise MalformedLayoutError(f"make_layout(shape, stride) takes two arguments, got {len(layouts)}")
         else:
             st = layouts[1] if len(layouts) == 2 else None
             if st is LayoutLeft or st is None:
@@ -813,7 +826,8 @@ def make_layout(*layouts: Any) -> Layout:
             if isinstance(st, Layout):
                 raise MalformedLayoutError(
                     f"make_layout: {show(first)} is a shape, so the second argument is a stride, "
-                    f"not the layout {st}")
+                    f"not the layout {st}"
+                )
             return Layout(first, st)
     for L in layouts:
         if not isinstance(L, Layout):
@@ -825,7 +839,7 @@ def make_layout(*layouts: Any) -> Layout:
 def make_layout_like(layout: Layout) -> Layout:
     """A compact layout with ``layout``'s shape whose strides are ordered like
     ``layout``'s (by absolute value; stride-0 leaves stay 0)."""
-    _need_layout(layout, "make_layout_like")
+    need_layout(layout, "make_layout_like")
     fs, fd = layout._flat()
     idx = sorted((i for i in range(len(fs)) if fd[i] != 0), key=lambda i: (abs(fd[i]), i))
     out = [0] * len(fs)
@@ -833,17 +847,17 @@ def make_layout_like(layout: Layout) -> Layout:
     for i in idx:
         out[i] = cur
         cur *= fs[i]
-    from .inttuple import _unflatten
+    from .inttuple import raw_unflatten
 
-    return Layout._make(layout._shape, _unflatten(tuple(out), layout._shape))
+    return Layout._make(layout._shape, raw_unflatten(tuple(out), layout._shape))
 
 
-def _need_layout(L: Any, op: str) -> None:
+def need_layout(L: Any, op: str) -> None:
     if not isinstance(L, Layout):
         raise MalformedLayoutError(f"{op} needs a Layout, got {type(L).__name__} {show(L)}")
 
 
-def _as_layout(x: Any, op: str) -> Layout:
+def layout_arg(x: Any, op: str) -> Layout:
     """Layouts pass; an integer or HTuple becomes the compact layout of that shape."""
     if isinstance(x, Layout):
         return x
@@ -863,7 +877,7 @@ def size(x: Any) -> int:
     """Size of a layout (plain or composed) or of an HTuple shape."""
     if isinstance(x, Layout) or _lifted(x):
         return x.size
-    return _product(_check_shape(x))
+    return raw_product(checked_shape(x))
 
 
 def cosize(x: Layout) -> int:
@@ -874,14 +888,14 @@ def cosize(x: Layout) -> int:
     """
     if _lifted(x):
         return x.cosize
-    _need_layout(x, "cosize")
+    need_layout(x, "cosize")
     return x.cosize
 
 
 def coshape(x: Layout) -> Any:
     """The codomain extent: :attr:`Layout.cosize` for integer strides, a shape for
     coordinate strides (see :mod:`layoutproof.arith`)."""
-    _need_layout(x, "coshape")
+    need_layout(x, "coshape")
     return x.coshape
 
 
@@ -893,9 +907,9 @@ def rank(x: Any) -> int:
     """
     if isinstance(x, Layout) or (_lifted(x) and hasattr(x, "rank")):
         return x.rank
-    from .inttuple import _norm
+    from .inttuple import norm_htuple
 
-    t = _norm(x, "rank argument")
+    t = norm_htuple(x, "rank argument")
     return len(t) if type(t) is tuple else 1
 
 
@@ -907,9 +921,9 @@ def depth(x: Any) -> int:
     """
     if isinstance(x, Layout) or (_lifted(x) and hasattr(x, "depth")):
         return x.depth
-    from .inttuple import _norm
+    from .inttuple import norm_htuple
 
-    return _depth(_norm(x, "depth argument"))
+    return raw_depth(norm_htuple(x, "depth argument"))
 
 
 def shape(x: Layout) -> Any:
@@ -920,7 +934,7 @@ def shape(x: Layout) -> Any:
     """
     if _lifted(x) and hasattr(x, "shape"):
         return x.shape
-    _need_layout(x, "shape")
+    need_layout(x, "shape")
     return x.shape
 
 
@@ -930,7 +944,7 @@ def stride(x: Layout) -> Any:
     >>> stride(Layout((4, (2, 2)), (2, (1, 8))))
     (2, (1, 8))
     """
-    _need_layout(x, "stride")
+    need_layout(x, "stride")
     return x.stride
 
 
@@ -940,19 +954,19 @@ def get(x: Any, *idx: Any) -> Any:
         for i in idx:
             x = x[i]
         return x
-    from .inttuple import _norm
+    from .inttuple import norm_htuple
 
-    t = _norm(x, "get argument")
+    t = norm_htuple(x, "get argument")
     for i in idx:
         if type(t) is not tuple:
-            _idx(i, 1, "get index")
+            checked_index(i, 1, "get index")
             continue
-        t = t[_idx(i, len(t), "get index")]
+        t = t[checked_index(i, len(t), "get index")]
     return t
 
 
 # ----------------------------------------------------------------------------- mode surgery
-def _modes(L: Layout) -> Tuple[tuple, tuple]:
+def top_modes(L: Layout) -> Tuple[tuple, tuple]:
     if type(L._shape) is tuple:
         return L._shape, L._stride
     return (L._shape,), (L._stride,)
@@ -966,29 +980,29 @@ def flatten_layout(L: Layout) -> Layout:
 
 
 def select_layout(L: Layout, *idx: Any) -> Layout:
-    s, d = _modes(L)
-    ii = [_idx(i, len(s), "select index") for i in idx]
+    s, d = top_modes(L)
+    ii = [checked_index(i, len(s), "select index") for i in idx]
     return Layout._make(tuple(s[i] for i in ii), tuple(d[i] for i in ii))
 
 
 def take_layout(L: Layout, begin: Any, end: Any = None) -> Layout:
-    s, d = _modes(L)
-    b, e = _range(begin, end, len(s), "take")
+    s, d = top_modes(L)
+    b, e = checked_range(begin, end, len(s), "take")
     return Layout._make(s[b:e], d[b:e])
 
 
 def group_layout(L: Layout, begin: Any, end: Any = None) -> Layout:
-    s, d = _modes(L)
-    b, e = _range(begin, end, len(s), "group")
+    s, d = top_modes(L)
+    b, e = checked_range(begin, end, len(s), "group")
     return Layout._make(s[:b] + (s[b:e],) + s[e:], d[:b] + (d[b:e],) + d[e:])
 
 
 def append_layout(L: Layout, x: Any = None, n: Any = None) -> Layout:
-    s, d = _modes(L)
-    x = Layout._make(1, 0) if x is None else _as_layout(x, "append")
+    s, d = top_modes(L)
+    x = Layout._make(1, 0) if x is None else layout_arg(x, "append")
     if n is None:
         return Layout._make(s + (x._shape,), d + (x._stride,))
-    n = _pad_rank(n, "append rank", len(s))
+    n = checked_rank(n, "append rank", len(s))
     k = n - len(s)
     if k == 0:
         return L
@@ -996,11 +1010,11 @@ def append_layout(L: Layout, x: Any = None, n: Any = None) -> Layout:
 
 
 def prepend_layout(L: Layout, x: Any = None, n: Any = None) -> Layout:
-    s, d = _modes(L)
-    x = Layout._make(1, 0) if x is None else _as_layout(x, "prepend")
+    s, d = top_modes(L)
+    x = Layout._make(1, 0) if x is None else layout_arg(x, "prepend")
     if n is None:
         return Layout._make((x._shape,) + s, (x._stride,) + d)
-    n = _pad_rank(n, "prepend rank", len(s))
+    n = checked_rank(n, "prepend rank", len(s))
     k = n - len(s)
     if k == 0:
         return L
@@ -1009,7 +1023,7 @@ def prepend_layout(L: Layout, x: Any = None, n: Any = None) -> Layout:
 
 def zip_layout(L: Layout) -> Layout:
     """Transpose the two levels of a layout whose modes are all tuples of equal rank."""
-    s, d = _modes(L)
+    s, d = top_modes(L)
     if any(type(e) is not tuple for e in s) or len({len(e) for e in s}) > 1:
         raise MalformedLayoutError(f"zip needs a layout whose modes have equal rank, got {L}")
     return Layout._make(tuple(zip(*s)), tuple(zip(*d)))

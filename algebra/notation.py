@@ -31,9 +31,7 @@ from .inttuple import MAX_DEPTH
 
 __all__ = ["parse_layout", "evaluate", "parse_call", "symbol_names", "is_symbol_name"]
 
-_TOKEN = re.compile(
-    r"\s*(?:(?P<int>_?\d+)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)|(?P<op>\*\*|[(),:*/+-]))"
-)
+_TOKEN = re.compile(r"\s*(?:(?P<int>_?\d+)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)|(?P<op>\*\*|[(),:*/+-]))")
 _ARITH = ("+", "-", "*", "/", "**")
 _RESERVED = ("None", "True", "False")
 # SymPy functions that may appear in str() of a symbolic leaf
@@ -123,7 +121,7 @@ def _arith(op: str, a: Any, b: Any, text: str) -> Any:
             raise MalformedLayoutError(f"only small constant exponents (0..64) are allowed in {text!r:.200}")
         if both_int and abs(a) > 1 and b * abs(a).bit_length() > 4 * _MAX_INT_DIGITS:
             raise MalformedLayoutError(f"{a}**{b} is too large in {text!r:.200}")
-        return a ** b
+        return a**b
     raise MalformedLayoutError(f"unknown operator {op!r}")  # pragma: no cover
 
 
@@ -149,8 +147,9 @@ def _leaf_func(name: str, args: List[Any], text: str) -> Any:
 
 
 class _Parser:
-    def __init__(self, text: str, names: Dict[str, Callable[..., Any]] | None,
-                 symbols: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(
+        self, text: str, names: Dict[str, Callable[..., Any]] | None, symbols: Optional[Dict[str, Any]] = None
+    ) -> None:
         self.text = text
         self.toks = _tokenize(text)
         self.i = 0
@@ -180,7 +179,8 @@ class _Parser:
         if not is_symbol_name(name):
             raise MalformedLayoutError(
                 f"unknown name {name!r} in {self.text!r:.200} (a symbolic leaf starts with an "
-                "upper-case letter: M, N, K, BLK_M)")
+                "upper-case letter: M, N, K, BLK_M)"
+            )
         from .symbolic import symbols  # lazy: only symbolic notation loads SymPy
 
         v = self.symbols[name] = symbols(name)
@@ -275,8 +275,12 @@ class _Parser:
         if k == "(":
             items = self.items(depth)
             val: Any = tuple(items)
-            if self.peek() in _ARITH and len(items) == 1 and type(items[0]) is not tuple \
-                    and not isinstance(items[0], Layout):
+            if (
+                self.peek() in _ARITH
+                and len(items) == 1
+                and type(items[0]) is not tuple
+                and not isinstance(items[0], Layout)
+            ):
                 val = self.arith_tail(items[0], self.atom, depth)
         elif k == "name" and self.toks[self.i][1] in ("_", "None") and self.peek2() != "(":
             name = self.take("name")
@@ -346,8 +350,9 @@ def parse_layout(text: str, symbols: Optional[Dict[str, Any]] = None) -> Any:
     return Layout(s, d)
 
 
-def evaluate(text: str, names: Dict[str, Callable[..., Any]],
-             symbols: Optional[Dict[str, Any]] = None) -> Any:
+def evaluate(
+    text: str, names: Dict[str, Callable[..., Any]], symbols: Optional[Dict[str, Any]] = None
+) -> Any:
     """Evaluate an expression of the ``layoutproof eval`` language with the given
     function table.  ``symbols`` is as for :func:`parse_layout`: with integers for every
     name the expression is evaluated concretely.
@@ -365,8 +370,9 @@ def evaluate(text: str, names: Dict[str, Callable[..., Any]],
     return v
 
 
-def parse_call(text: str, names: Dict[str, Callable[..., Any]],
-               symbols: Optional[Dict[str, Any]] = None) -> tuple:
+def parse_call(
+    text: str, names: Dict[str, Callable[..., Any]], symbols: Optional[Dict[str, Any]] = None
+) -> tuple:
     """A call ``f(arg, ...)`` of the expression language as ``(f, [args])``, the arguments
     evaluated but ``f`` not called (``layoutproof check "admissible ..."``).
 

@@ -21,15 +21,24 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import InadmissibleError, MalformedLayoutError, show
 from .inttuple import (
-    _ceil_div_int,
-    _flatten,
-    _norm,
-    _prefix_product,
-    _product,
-    _unflatten,
+    ceil_div_int,
     check_depth,
+    norm_htuple,
+    raw_flatten,
+    raw_prefix_product,
+    raw_product,
+    raw_unflatten,
 )
-from .layout import Layout, _, _as_layout, _check_shape, _fmt, _modes, _need_layout, make_ordered_layout
+from .layout import (
+    Layout,
+    _,
+    checked_shape,
+    fmt_htuple,
+    layout_arg,
+    make_ordered_layout,
+    need_layout,
+    top_modes,
+)
 
 __all__ = [
     "coalesce",
@@ -77,7 +86,7 @@ def _from_modes(ms: List[int], md: List[int]) -> Layout:
 
 
 # ----------------------------------------------------------------------------- coalesce / filter
-def _coalesce_flat(fs: tuple, fd: tuple, keep_last: bool = False) -> Tuple[List[int], List[int]]:
+def coalesce_modes(fs: tuple, fd: tuple, keep_last: bool = False) -> Tuple[List[int], List[int]]:
     """Merge adjacent modes where ``s_prev*d_prev == d`` and drop extent-1 modes; with
     ``keep_last``, the last leaf stays a mode even when its extent is 1."""
     rs: List[int] = []
@@ -96,22 +105,22 @@ def _coalesce_flat(fs: tuple, fd: tuple, keep_last: bool = False) -> Tuple[List[
     return rs, rd
 
 
-def _coalesced(L: Layout) -> Tuple[List[int], List[int]]:
+def coalesced_modes(L: Layout) -> Tuple[List[int], List[int]]:
     fs, fd = L._flat()
-    return _coalesce_flat(fs, fd)
+    return coalesce_modes(fs, fd)
 
 
-def _coalesced_x(L: Layout) -> Tuple[List[int], List[int]]:
+def coalesced_modes_x(L: Layout) -> Tuple[List[int], List[int]]:
     """Coalesce, but keep the last leaf as the last mode (merged into its predecessor only
     when it continues it), even when its extent is 1: composition extends the left
     operand's own last mode past its size (CuTe C++), and a trailing size-1 mode decides
     how.  ``(4,1):(1,0)`` stays ``(4,1):(1,0)``, so it extends with stride 0."""
     fs, fd = L._flat()
-    return _coalesce_flat(fs, fd, keep_last=True)
+    return coalesce_modes(fs, fd, keep_last=True)
 
 
 def _by_mode(L: Layout, profile: tuple, fn: Any, op: str) -> Layout:
-    s, d = _modes(L)
+    s, d = top_modes(L)
     if len(profile) > len(s):
         raise MalformedLayoutError(
             f"{op}: profile {show(profile)} has more modes ({len(profile)}) than the layout {L} ({len(s)})"
@@ -132,16 +141,18 @@ def coalesce(layout: Layout, profile: Any = None) -> Layout:
     """
     if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
         from .swizzle import _lifted
+
         return _lifted("coalesce", layout, profile)
-    _need_layout(layout, "coalesce")
+    need_layout(layout, "coalesce")
     if profile is not None and profile is not _:
-        profile = _norm(profile, "coalesce profile")
+        profile = norm_htuple(profile, "coalesce profile")
         if type(profile) is tuple:
             return _by_mode(layout, profile, coalesce, "coalesce")
     if _symq(layout):
         from .symbolic import symops
+
         return symops.coalesce(layout)
-    rs, rd = _coalesced(layout)
+    rs, rd = coalesced_modes(layout)
     return _from_modes(rs, rd)
 
 
@@ -151,22 +162,23 @@ def filter(layout: Layout, profile: Any = None) -> Layout:  # noqa: A001 - CuTe'
     >>> str(filter(Layout((4, 2, 3), (0, 1, 2))))
     '6:1'
     """
-    _need_layout(layout, "filter")
+    need_layout(layout, "filter")
     if profile is not None and profile is not _:
-        profile = _norm(profile, "filter profile")
+        profile = norm_htuple(profile, "filter profile")
         if type(profile) is tuple:
             return _by_mode(layout, profile, filter, "filter")
     if _symq(layout):
         from .symbolic import symops
+
         return symops.filter_(layout)
     fs, fd = layout._flat()
     keep = [(s, d) for s, d in zip(fs, fd) if s != 1 and d != 0]
-    rs, rd = _coalesce_flat(tuple(k[0] for k in keep), tuple(k[1] for k in keep))
+    rs, rd = coalesce_modes(tuple(k[0] for k in keep), tuple(k[1] for k in keep))
     return _from_modes(rs, rd)
 
 
 # ----------------------------------------------------------------------------- composition
-def _ext_eval(As: List[int], Ad: List[int], x: int) -> int:
+def ext_eval(As: List[int], Ad: List[int], x: int) -> int:
     """A flat layout evaluated at any x >= 0, its last mode unbounded (CuTe's semantics
     when B reaches past size(A))."""
     off = 0
@@ -179,10 +191,10 @@ def _ext_eval(As: List[int], Ad: List[int], x: int) -> int:
 
 def _leaf_witness_nonlinear(As: List[int], Ad: List[int], n: int, r: int) -> int | None:
     """Smallest j with A(r*j) - A(r*(j-1)) != A(r): where j -> A(r*j) stops being linear."""
-    step = _ext_eval(As, Ad, r)
+    step = ext_eval(As, Ad, r)
     prev = 0
     for j in range(1, min(n, 1 << 14)):
-        cur = _ext_eval(As, Ad, r * j)
+        cur = ext_eval(As, Ad, r * j)
         if cur - prev != step:
             return j
         prev = cur
@@ -194,8 +206,7 @@ class _Leaf:
 
     __slots__ = ("ms", "md", "occ")
 
-    def __init__(self, ms: List[int], md: List[int],
-                 occ: Optional[Dict[int, Tuple[int, int]]]) -> None:
+    def __init__(self, ms: List[int], md: List[int], occ: Optional[Dict[int, Tuple[int, int]]]) -> None:
         self.ms = ms
         self.md = md
         # A-mode index -> (largest digit used there, leaf coordinate reaching it); None when
@@ -207,7 +218,7 @@ class _Leaf:
 EXACT_LIMIT = 1 << 16
 
 
-def _recognize(v: Any) -> Tuple[Optional[Tuple[List[int], List[int]]], Optional[int]]:
+def recognize_layout_fn(v: Any) -> Tuple[Optional[Tuple[List[int], List[int]]], Optional[int]]:
     """Is j -> v[j] (v[0] == 0) the function of a layout?  Returns its coalesced modes,
     or None and the first index where no layout can agree.
 
@@ -233,7 +244,7 @@ def _recognize(v: Any) -> Tuple[Optional[Tuple[List[int], List[int]]], Optional[
         scale *= n
     if not ms:
         return ([1], [0]), None
-    cs, cd = _coalesce_flat(tuple(ms), tuple(md))
+    cs, cd = coalesce_modes(tuple(ms), tuple(md))
     got = _make(tuple(cs), tuple(cd)).eval_all()
     diff = np.flatnonzero(got != v)
     if diff.size:
@@ -241,7 +252,7 @@ def _recognize(v: Any) -> Tuple[Optional[Tuple[List[int], List[int]]], Optional[
     return (cs, cd), None
 
 
-def _ext_bound(As: List[int], Ad: List[int], xmax: int) -> int:
+def ext_bound(As: List[int], Ad: List[int], xmax: int) -> int:
     """An upper bound of |A(x)| (and of x) for 0 <= x <= xmax, A extended."""
     p = 1
     b = 0
@@ -251,7 +262,7 @@ def _ext_bound(As: List[int], Ad: List[int], xmax: int) -> int:
     return max(b + (xmax // p + 1) * abs(Ad[-1]), xmax)
 
 
-def _arange(n: int, bound: int) -> Any:
+def arange_exact(n: int, bound: int) -> Any:
     """0..n-1 as int64, or as Python integers when values up to ``bound`` would overflow."""
     import numpy as np
 
@@ -269,8 +280,8 @@ def _exact_leaf(As: List[int], Ad: List[int], n: int, r: int, err: InadmissibleE
     if any(isinstance(d, ArithTuple) for d in Ad):  # coordinate strides: decide per component
         ms, md = exact_leaf_by_component(As, Ad, n, r, err)
         return _Leaf(ms, md, None)
-    v = _ext_eval_np(As, Ad, _arange(n, _ext_bound(As, Ad, r * n)) * r)
-    rec, w = _recognize(v)
+    v = ext_eval_np(As, Ad, arange_exact(n, ext_bound(As, Ad, r * n)) * r)
+    rec, w = recognize_layout_fn(v)
     if rec is None:
         if err.witness is None:
             err.witness = w
@@ -328,7 +339,7 @@ def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, k: int) -> 
                     f"composition: shape divisibility: B's {_where(k)} ({n}:{r}) wraps around A's mode "
                     f"{i} (extent {s}) after {m} steps but has {rest_n} steps left and {m} does not "
                     f"divide {rest_n}; at coordinate {done * m} of that mode A(B(.)) = "
-                    f"{_ext_eval(As, Ad, r * done * m)}, which no layout of size {n} reproduces",
+                    f"{ext_eval(As, Ad, r * done * m)}, which no layout of size {n} reproduces",
                     condition="shape divisibility",
                     witness=done * m,
                 )
@@ -362,8 +373,9 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
             return _compose_basis(A, B)
     if _symq(A) or _symq(B):
         from .symbolic import symops
+
         return symops.composition(A, B)
-    As, Ad = _coalesced_x(A)
+    As, Ad = coalesced_modes_x(A)
     if len(As) == 1:  # A is a single (unbounded) mode: a scaling of B
         a = Ad[0]
         if type(B._shape) is not tuple:
@@ -373,8 +385,9 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
                 return _make(B._shape, B._stride * a)
             return _compose_general(A, B, As, Ad, fbs, fbd)
         if all(d >= 0 for d in fbd):
-            return _make(B._shape, _unflatten(tuple(d * a if s != 1 else 0 for s, d in zip(fbs, fbd)),
-                                              B._stride))
+            return _make(
+                B._shape, raw_unflatten(tuple(d * a if s != 1 else 0 for s, d in zip(fbs, fbd)), B._stride)
+            )
         return _compose_general(A, B, As, Ad, fbs, fbd)
     return _compose_general(A, B, As, Ad, fbs, fbd)
 
@@ -411,12 +424,13 @@ def _basis_mode(A: Layout, path: tuple, B: Layout) -> Layout:
             if not 0 <= i < len(s):
                 raise MalformedLayoutError(
                     f"composition: B's basis stride selects mode {path} of A = {A}, which has no "
-                    f"mode {i} there")
+                    f"mode {i} there"
+                )
             s, d = s[i], d[i]
         elif i != 0:
             raise MalformedLayoutError(
-                f"composition: B's basis stride selects mode {path} of A = {A}, which has no mode "
-                f"{i} there")
+                f"composition: B's basis stride selects mode {path} of A = {A}, which has no mode {i} there"
+            )
     return _make(s, d)
 
 
@@ -431,7 +445,8 @@ def _compose_basis(A: Layout, B: Layout) -> Layout:
     if any(type(n) is not int for n in fbs):
         raise MalformedLayoutError(
             f"composition: B = {B} has basis strides and a symbolic shape; substitute values "
-            "first (Layout.subs)")
+            "first (Layout.subs)"
+        )
     parts = []
     for k, (n, d) in enumerate(zip(fbs, fbd)):
         bp = _basis_parts(d)
@@ -441,12 +456,12 @@ def _compose_basis(A: Layout, B: Layout) -> Layout:
                 "strides in B every leaf must walk one mode of A (v@i, CuTe C++'s "
                 "composition) or have stride 0",
                 condition="basis strides: one mode per leaf",
-                witness=_prefix_product(fbs)[k] if len(fbs) > 1 else 1,
+                witness=raw_prefix_product(fbs)[k] if len(fbs) > 1 else 1,
             )
         parts.append((n, bp[0] if n > 1 else 0, bp[1] if n > 1 and bp[0] != 0 else None))
     paths = sorted({p for _n, _v, p in parts if p is not None})
     for a, b in zip(paths, paths[1:]):
-        if b[:len(a)] == a:
+        if b[: len(a)] == a:
             raise InadmissibleError(
                 f"composition: B walks mode {a} of A and also its sub-mode {b}; an integer "
                 "coordinate and a sub-coordinate of the same mode do not add",
@@ -470,19 +485,18 @@ def _compose_basis(A: Layout, B: Layout) -> Layout:
             R = _compose_layout(sub, _make(tuple(parts[k][0] for k in ks), tuple(parts[k][1] for k in ks)))
         except InadmissibleError as e:
             if e.witness is not None:  # a coordinate of the group's layout -> one of B
-                pp = _prefix_product(tuple(parts[k][0] for k in ks))
-                pb = _prefix_product(fbs)
+                pp = raw_prefix_product(tuple(parts[k][0] for k in ks))
+                pb = raw_prefix_product(fbs)
                 e.witness = sum(((e.witness // q) % parts[k][0]) * pb[k] for q, k in zip(pp, ks))
             raise
         for j, k in enumerate(ks):
             out_s[k], out_d[k] = R._shape[j], R._stride[j]
     if type(B._shape) is not tuple:
         return _make(out_s[0], out_d[0])
-    return _make(_unflatten(tuple(out_s), B._shape), _unflatten(tuple(out_d), B._stride))
+    return _make(raw_unflatten(tuple(out_s), B._shape), raw_unflatten(tuple(out_d), B._stride))
 
 
-def _compose_general(A: Layout, B: Layout, As: List[int], Ad: List[int],
-                     fbs: tuple, fbd: tuple) -> Layout:
+def _compose_general(A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: tuple, fbd: tuple) -> Layout:
     leaves: List[_Leaf] = []
     multi = len(fbs) > 1
     k = 0
@@ -492,7 +506,7 @@ def _compose_general(A: Layout, B: Layout, As: List[int], Ad: List[int],
             k += 1
     except InadmissibleError as e:
         if multi and e.witness is not None:
-            e.witness = e.witness * _prefix_product(fbs)[k]
+            e.witness = e.witness * raw_prefix_product(fbs)[k]
         raise
     if multi:
         _check_disjoint(A, B, As, Ad, fbs, fbd, leaves)
@@ -507,28 +521,31 @@ def _compose_general(A: Layout, B: Layout, As: List[int], Ad: List[int],
             pd.append(tuple(lf.md))
     if type(B._shape) is not tuple:
         return _make(ps[0], pd[0])
-    return _make(_unflatten(ps, B._shape), _unflatten(pd, B._stride))
+    return _make(raw_unflatten(ps, B._shape), raw_unflatten(pd, B._stride))
 
 
-def _check_disjoint(A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: tuple, fbd: tuple,
-                    leaves: List[_Leaf]) -> None:
+def _check_disjoint(
+    A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: tuple, fbd: tuple, leaves: List[_Leaf]
+) -> None:
     """Every leaf of B uses digits of A's mixed radix; the by-mode result equals A∘B iff
     adding the leaves' images never carries from one digit of A into the next."""
     last = len(As) - 1
     if any(lf.occ is None for lf in leaves):
         w = _search_witness(As, Ad, fbs, fbd)
-        if w is None and _product(fbs) <= EXACT_LIMIT:
+        if w is None and raw_product(fbs) <= EXACT_LIMIT:
             return
-        pp = _prefix_product(fbs)
+        pp = raw_prefix_product(fbs)
         msg = "composition: the modes of B overlap inside A (disjointness)"
         if w is not None:
             crd = tuple((w // p) % s for p, s in zip(pp, fbs))
             bx = sum(c * d for c, d in zip(crd, fbd))
-            naive = sum(_ext_eval(As, Ad, c * d) for c, d in zip(crd, fbd))
-            msg += (f": at coordinate {w} of B, A(B({w})) = A({bx}) = {_ext_eval(As, Ad, bx)} but "
-                    f"the mode-by-mode result gives {naive}")
+            naive = sum(ext_eval(As, Ad, c * d) for c, d in zip(crd, fbd))
+            msg += (
+                f": at coordinate {w} of B, A(B({w})) = A({bx}) = {ext_eval(As, Ad, bx)} but "
+                f"the mode-by-mode result gives {naive}"
+            )
         else:
-            msg += f": the domain of B is too large ({_product(fbs)}) to decide it by evaluation"
+            msg += f": the domain of B is too large ({raw_product(fbs)}) to decide it by evaluation"
         raise InadmissibleError(msg, condition="disjointness of B's modes in A", witness=w)
     used: Dict[int, int] = {}
     for lf in leaves:
@@ -539,36 +556,38 @@ def _check_disjoint(A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: tup
         return
     i = bad[0]
     crd = tuple(lf.occ[i][1] if i in lf.occ else 0 for lf in leaves)  # type: ignore[union-attr]
-    pp = _prefix_product(fbs)
+    pp = raw_prefix_product(fbs)
     w = sum(c * p for c, p in zip(crd, pp))
     bx = sum(c * d for c, d in zip(crd, fbd))
-    truth = _ext_eval(As, Ad, bx)
-    naive = sum(_ext_eval(As, Ad, c * d) for c, d in zip(crd, fbd))
+    truth = ext_eval(As, Ad, bx)
+    naive = sum(ext_eval(As, Ad, c * d) for c, d in zip(crd, fbd))
     if truth == naive:
         w = _search_witness(As, Ad, fbs, fbd)
-        if w is None and _product(fbs) <= EXACT_LIMIT:
+        if w is None and raw_product(fbs) <= EXACT_LIMIT:
             return  # exhaustively fine: the by-mode result is A∘B after all
         if w is not None:
             crd = tuple((w // p) % s for p, s in zip(pp, fbs))
             bx = sum(c * d for c, d in zip(crd, fbd))
-            truth = _ext_eval(As, Ad, bx)
-            naive = sum(_ext_eval(As, Ad, c * d) for c, d in zip(crd, fbd))
-    nat = _unflatten(crd, B._shape) if type(B._shape) is tuple else crd[0]
+            truth = ext_eval(As, Ad, bx)
+            naive = sum(ext_eval(As, Ad, c * d) for c, d in zip(crd, fbd))
+    nat = raw_unflatten(crd, B._shape) if type(B._shape) is tuple else crd[0]
     msg = (
         f"composition: the modes of B overlap inside A (disjointness): their images together "
         f"need digit {used[i]} of A's mode {i}, whose extent is {As[i]}, so adding them carries "
         f"into the next mode"
     )
     if w is not None:
-        msg += (f"; at coordinate {w} = {_fmt(nat)} of B, A(B({w})) = A({bx}) = {truth} but the "
-                f"mode-by-mode result gives {naive}")
+        msg += (
+            f"; at coordinate {w} = {fmt_htuple(nat)} of B, A(B({w})) = A({bx}) = {truth} but the "
+            f"mode-by-mode result gives {naive}"
+        )
     raise InadmissibleError(msg, condition="disjointness of B's modes in A", witness=w)
 
 
 def _search_witness(As: List[int], Ad: List[int], fbs: tuple, fbd: tuple) -> int | None:
     import numpy as np
 
-    total = _product(fbs)
+    total = raw_product(fbs)
     if total > EXACT_LIMIT:
         return None
     from .arith import ArithTuple, search_witness_by_component
@@ -576,7 +595,7 @@ def _search_witness(As: List[int], Ad: List[int], fbs: tuple, fbd: tuple) -> int
     if any(isinstance(d, ArithTuple) for d in Ad):  # coordinate strides: per component
         return search_witness_by_component(As, Ad, fbs, fbd, _search_witness)
     xmax = sum((sh - 1) * abs(d) for sh, d in zip(fbs, fbd))
-    idx = _arange(total, _ext_bound(As, Ad, xmax) * len(fbs))
+    idx = arange_exact(total, ext_bound(As, Ad, xmax) * len(fbs))
     bx = np.zeros(total, dtype=idx.dtype)
     naive = np.zeros(total, dtype=idx.dtype)
     rem = idx.copy()
@@ -584,12 +603,12 @@ def _search_witness(As: List[int], Ad: List[int], fbs: tuple, fbd: tuple) -> int
         c = rem % s
         rem //= s
         bx += c * d
-        naive += _ext_eval_np(As, Ad, c * d)
-    bad = np.nonzero(_ext_eval_np(As, Ad, bx) != naive)[0]
+        naive += ext_eval_np(As, Ad, c * d)
+    bad = np.nonzero(ext_eval_np(As, Ad, bx) != naive)[0]
     return int(bad[0]) if bad.size else None
 
 
-def _ext_eval_np(As: List[int], Ad: List[int], x: Any) -> Any:
+def ext_eval_np(As: List[int], Ad: List[int], x: Any) -> Any:
     off = 0
     last = len(As) - 1
     for i in range(last):
@@ -617,22 +636,23 @@ def composition(lhs: Layout, rhs: Any) -> Layout:
     """
     if not isinstance(lhs, Layout) or (not isinstance(rhs, Layout) and getattr(rhs, "_lp_lifted", False)):
         from .swizzle import _composition_lifted  # swizzles, composed layouts (lazy import)
+
         return _composition_lifted(lhs, rhs)
-    _need_layout(lhs, "composition")
+    need_layout(lhs, "composition")
     if rhs is None or rhs is _:
         return lhs
     if isinstance(rhs, Layout):
         return _compose_layout(lhs, rhs)
     if type(rhs) is tuple or type(rhs) is list:
         check_depth(rhs, "composition tiler")
-        s, d = _modes(lhs)
+        s, d = top_modes(lhs)
         if len(rhs) > len(s):
             raise MalformedLayoutError(
                 f"composition: the tiler has {len(rhs)} modes but {lhs} has only {len(s)}"
             )
         parts = [composition(_make(s[i], d[i]), t) for i, t in enumerate(rhs)]
         return _make(tuple(p._shape for p in parts), tuple(p._stride for p in parts))
-    return _compose_layout(lhs, _as_layout(rhs, "composition"))
+    return _compose_layout(lhs, layout_arg(rhs, "composition"))
 
 
 # ----------------------------------------------------------------------------- complement
@@ -650,15 +670,16 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     >>> str(complement(Layout(4, 2), 24))
     '(2,3):(1,8)'
     """
-    _need_layout(layout, "complement")
+    need_layout(layout, "complement")
     if cotarget is None:
         cot: Any = layout.cosize
     elif type(cotarget) is int and cotarget > 0:
         cot = cotarget
     else:
-        cot = _check_shape(cotarget, "complement cotarget")
+        cot = checked_shape(cotarget, "complement cotarget")
     if _symq(layout) or (type(cot) is not int and _symbolic_value(cot)):
         from .symbolic import symops
+
         return symops.complement(layout, cot)
     fs, fd = layout._flat()
     modes = []
@@ -670,7 +691,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
                 f"complement: mode {k} of {layout} has negative stride {d}; a complement fills "
                 "[0, M) and needs non-negative strides",
                 condition="non-negative strides",
-                witness=_unit_crd(layout, k),
+                witness=unit_crd(layout, k),
             )
         modes.append((d, s, k))
     modes.sort()
@@ -685,7 +706,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
                 f"{cur}, the extent covered by the modes of smaller stride; no layout C makes "
                 f"({layout}, C) a bijection",
                 condition="complement admissibility (stride chain)",
-                witness=_unit_crd(layout, k),
+                witness=unit_crd(layout, k),
             )
         if d // cur > 1:
             rs.append(d // cur)
@@ -694,22 +715,22 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     rest = _exact_shape_div(cot, cur) if type(cot) is tuple else None
     if rest is not None:  # C++: the cotarget's structure divided by what L covers
         p = cur
-        for e in _flatten(rest):
+        for e in raw_flatten(rest):
             rs.append(e)
             rd.append(p)
             p *= e
     else:  # an integer cotarget, or a Shape that does not divide evenly: round the size up
-        cot = _product(cot)
-        rs.append(_ceil_div_int(cot, cur))
+        cot = raw_product(cot)
+        rs.append(ceil_div_int(cot, cur))
         rd.append(cur)
-    cs, cd = _coalesce_flat(tuple(rs), tuple(rd))
+    cs, cd = coalesce_modes(tuple(rs), tuple(rd))
     return _from_modes(cs, cd)
 
 
 def _exact_shape_div(shape: tuple, d: int) -> Any:
     """``shape`` divided by ``d`` from the left when every step divides exactly, else None."""
     out = []
-    for x in _flatten(shape):
+    for x in raw_flatten(shape):
         if d % x == 0:
             out.append(1)
             d //= x
@@ -721,7 +742,7 @@ def _exact_shape_div(shape: tuple, d: int) -> Any:
     return tuple(out)
 
 
-def _unit_crd(L: Layout, k: int) -> int:
+def unit_crd(L: Layout, k: int) -> int:
     """The 1-D coordinate of L whose flat mode k is 1 and every other mode 0."""
     fs, _fd = L._flat()
     p = 1
@@ -746,12 +767,13 @@ def right_inverse(layout: Layout) -> Layout:
     if not isinstance(layout, Layout):
         if getattr(type(layout), "_lp_lifted", False) and hasattr(layout, "right_inverse"):
             return layout.right_inverse()
-        layout = _as_layout(layout, "right_inverse")
+        layout = layout_arg(layout, "right_inverse")
     if _symq(layout):
         from .symbolic import symops
+
         return symops.right_inverse(layout)
-    cs, cd = _coalesced(layout)
-    pp = _prefix_product(tuple(cs))
+    cs, cd = coalesced_modes(layout)
+    pp = raw_prefix_product(tuple(cs))
     rs: List[int] = []
     rd: List[int] = []
     cur = 1
@@ -768,7 +790,7 @@ def right_inverse(layout: Layout) -> Layout:
             break
     if not rs:
         return _make(1, 0)
-    ms, md = _coalesce_flat(tuple(rs), tuple(rd))
+    ms, md = coalesce_modes(tuple(rs), tuple(rd))
     return _from_modes(ms, md)
 
 
@@ -788,7 +810,7 @@ def _primes_upto(n: int) -> List[int]:
     sieve[0] = sieve[1] = 0
     for i in range(2, int(n**0.5) + 1):
         if sieve[i]:
-            sieve[i * i::i] = bytearray(len(sieve[i * i::i]))
+            sieve[i * i :: i] = bytearray(len(sieve[i * i :: i]))
     return [i for i in range(2, n + 1) if sieve[i]]
 
 
@@ -861,6 +883,7 @@ def _left_inverse_search(ys: List[int], pre: Dict[int, List[int]], ymax: int) ->
             children.append((i, chain + [t], [col + [0] for col in U] + [[0] * c + [1]], z))
         stack.extend(reversed(children))
     return None
+
 
 class _RowSkipper:
     """Vectorized fast-forward over the rows of the left-inverse search (numpy)."""
@@ -972,7 +995,9 @@ def _left_inverse_exact(layout: Layout, err: InadmissibleError) -> Layout:
             f"{err} -- and the exact search that would look for another left inverse is limited "
             f"to layouts of at most {LEFT_INVERSE_SIZE_LIMIT} coordinates and offsets below "
             f"{LEFT_INVERSE_OFFSET_LIMIT} (undecided)",
-            condition=err.condition, witness=err.witness) from None
+            condition=err.condition,
+            witness=err.witness,
+        ) from None
     v = layout.eval_all()
     neg = np.flatnonzero(v < 0)
     if neg.size:
@@ -980,7 +1005,9 @@ def _left_inverse_exact(layout: Layout, err: InadmissibleError) -> Layout:
         raise InadmissibleError(
             f"left_inverse: {layout} maps coordinate {i} to the negative offset {int(v[i])}, "
             "which is in the domain of no layout R, so no left inverse exists",
-            condition="non-negative strides", witness=i) from None
+            condition="non-negative strides",
+            witness=i,
+        ) from None
     pre: Dict[int, List[int]] = {}
     for i, y in enumerate(v.tolist()):
         pre.setdefault(y, []).append(i)
@@ -994,20 +1021,27 @@ def _left_inverse_exact(layout: Layout, err: InadmissibleError) -> Layout:
         raise InadmissibleError(
             f"{err} -- and the exact search for another left inverse ran out of its budget "
             f"({LEFT_INVERSE_BUDGET} states; layoutproof.ops.LEFT_INVERSE_BUDGET) (undecided)",
-            condition=err.condition, witness=err.witness) from None
+            condition=err.condition,
+            witness=err.witness,
+        ) from None
     if found is None:
         injective = len(pre) == n
         raise InadmissibleError(
-            f"{err} -- and no layout R with " + ("R(L(i)) == i" if injective else "L(R(L(i))) == L(i)")
+            f"{err} -- and no layout R with "
+            + ("R(L(i)) == i" if injective else "L(R(L(i))) == L(i)")
             + " for every i exists (exact search, docs/semantics.md §4)",
-            condition=err.condition, witness=err.witness) from None
-    cs, cd = _coalesce_flat(tuple(found[0]), tuple(found[1]))
+            condition=err.condition,
+            witness=err.witness,
+        ) from None
+    cs, cd = coalesce_modes(tuple(found[0]), tuple(found[1]))
     R = _from_modes(cs, cd)
     idx = R.eval_all()[v] if R.size > ymax else None
     if idx is None or int(idx.min()) < 0 or int(idx.max()) >= n or not np.array_equal(v[idx], v):
         raise InadmissibleError(  # pragma: no cover - the search's answers satisfy this
             f"{err} -- and the exact search's candidate {R} failed its check",
-            condition=err.condition, witness=err.witness) from None
+            condition=err.condition,
+            witness=err.witness,
+        ) from None
     return R
 
 
@@ -1035,9 +1069,10 @@ def left_inverse(layout: Layout) -> Layout:
     if not isinstance(layout, Layout):
         if getattr(type(layout), "_lp_lifted", False) and hasattr(layout, "left_inverse"):
             return layout.left_inverse()
-        layout = _as_layout(layout, "left_inverse")
+        layout = layout_arg(layout, "left_inverse")
     if _symq(layout):
         from .symbolic import symops
+
         return symops.left_inverse(layout)
     try:
         return _left_inverse_cute(layout)
@@ -1049,8 +1084,8 @@ def left_inverse(layout: Layout) -> Layout:
 
 def _left_inverse_cute(layout: Layout) -> Layout:
     """C++ 2025's construction; InadmissibleError where it does not give a left inverse."""
-    cs, cd = _coalesced(layout)
-    pp = _prefix_product(tuple(cs))
+    cs, cd = coalesced_modes(layout)
+    pp = raw_prefix_product(tuple(cs))
     modes = []
     for i, (s, d) in enumerate(zip(cs, cd)):
         if d == 0 or s == 1:
@@ -1088,13 +1123,13 @@ def _left_inverse_cute(layout: Layout) -> Layout:
         rd.append(p0)
     rs.append(modes[-1][1])
     rd.append(modes[-1][2])
-    ms, md = _coalesce_flat(tuple(rs), tuple(rd))
+    ms, md = coalesce_modes(tuple(rs), tuple(rd))
     return _from_modes(ms, md)
 
 
 # ----------------------------------------------------------------------------- divides
 def _tiler_layout(t: Any, op: str) -> Layout:
-    return t if isinstance(t, Layout) else _as_layout(t, op)
+    return t if isinstance(t, Layout) else layout_arg(t, op)
 
 
 def logical_divide(layout: Layout, tiler: Any) -> Layout:
@@ -1106,8 +1141,9 @@ def logical_divide(layout: Layout, tiler: Any) -> Layout:
     """
     if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
         from .swizzle import _lifted
+
         return _lifted("logical_divide", layout, tiler)
-    _need_layout(layout, "logical_divide")
+    need_layout(layout, "logical_divide")
     if tiler is None or tiler is _:
         return layout
     if type(tiler) is tuple or type(tiler) is list:
@@ -1119,11 +1155,9 @@ def logical_divide(layout: Layout, tiler: Any) -> Layout:
 
 def _by_mode_tiler(layout: Layout, tiler: tuple, fn: Any, op: str) -> Layout:
     check_depth(tiler, f"{op} tiler")
-    s, d = _modes(layout)
+    s, d = top_modes(layout)
     if len(tiler) > len(s):
-        raise MalformedLayoutError(
-            f"{op}: the tiler has {len(tiler)} modes but {layout} has only {len(s)}"
-        )
+        raise MalformedLayoutError(f"{op}: the tiler has {len(tiler)} modes but {layout} has only {len(s)}")
     parts = [fn(_make(s[i], d[i]), t) for i, t in enumerate(tiler)]
     parts += [_make(s[i], d[i]) for i in range(len(tiler), len(s))]
     return _make(tuple(p._shape for p in parts), tuple(p._stride for p in parts))
@@ -1134,7 +1168,7 @@ def _hier_unzip(fn: Any, layout: Layout, tiler: Any, op: str) -> Layout:
         return _make((1, layout._shape), (0, layout._stride))
     if type(tiler) is tuple or type(tiler) is list:
         tiler = tuple(tiler)
-        s, d = _modes(layout)
+        s, d = top_modes(layout)
         if len(tiler) > len(s):
             raise MalformedLayoutError(
                 f"{op}: the tiler has {len(tiler)} modes but {layout} has only {len(s)}"
@@ -1142,8 +1176,8 @@ def _hier_unzip(fn: Any, layout: Layout, tiler: Any, op: str) -> Layout:
         split = [_hier_unzip(fn, _make(s[i], d[i]), t, op) for i, t in enumerate(tiler)]
         s0 = tuple([p._shape[0] for p in split])
         d0 = tuple([p._stride[0] for p in split])
-        s1 = tuple([p._shape[1] for p in split]) + s[len(tiler):]
-        d1 = tuple([p._stride[1] for p in split]) + d[len(tiler):]
+        s1 = tuple([p._shape[1] for p in split]) + s[len(tiler) :]
+        d1 = tuple([p._stride[1] for p in split]) + d[len(tiler) :]
         return _make((s0, s1), (d0, d1))
     return fn(layout, tiler)
 
@@ -1164,19 +1198,20 @@ def zipped_divide(layout: Layout, tiler: Any) -> Layout:
     """
     if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
         from .swizzle import _lifted
+
         return _lifted("zipped_divide", layout, tiler)
-    _need_layout(layout, "zipped_divide")
+    need_layout(layout, "zipped_divide")
     return _unzip_entry(logical_divide, layout, tiler, "zipped_divide")
 
 
 def _tiled(Z: Layout) -> Layout:
-    s1, d1 = _modes(_make(Z._shape[1], Z._stride[1]))
+    s1, d1 = top_modes(_make(Z._shape[1], Z._stride[1]))
     return _make((Z._shape[0],) + s1, (Z._stride[0],) + d1)
 
 
 def _flat2(Z: Layout) -> Layout:
-    s0, d0 = _modes(_make(Z._shape[0], Z._stride[0]))
-    s1, d1 = _modes(_make(Z._shape[1], Z._stride[1]))
+    s0, d0 = top_modes(_make(Z._shape[0], Z._stride[0]))
+    s1, d1 = top_modes(_make(Z._shape[1], Z._stride[1]))
     return _make(s0 + s1, d0 + d1)
 
 
@@ -1184,6 +1219,7 @@ def tiled_divide(layout: Layout, tiler: Any) -> Layout:
     """``((tile modes...), rest0, rest1, ...)``."""
     if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
         from .swizzle import _lifted
+
         return _lifted("tiled_divide", layout, tiler)
     return _tiled(zipped_divide(layout, tiler))
 
@@ -1192,6 +1228,7 @@ def flat_divide(layout: Layout, tiler: Any) -> Layout:
     """``(tile0, tile1, ..., rest0, rest1, ...)``."""
     if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
         from .swizzle import _lifted
+
         return _lifted("flat_divide", layout, tiler)
     return _flat2(zipped_divide(layout, tiler))
 
@@ -1207,8 +1244,9 @@ def logical_product(block: Layout, tiler: Any) -> Layout:
     """
     if not isinstance(block, Layout):  # swizzles, composed layouts (lazy import)
         from .swizzle import _lifted
+
         return _lifted("logical_product", block, tiler)
-    _need_layout(block, "logical_product")
+    need_layout(block, "logical_product")
     if tiler is None or tiler is _:
         return block
     if type(tiler) is tuple or type(tiler) is list:
@@ -1221,7 +1259,7 @@ def logical_product(block: Layout, tiler: Any) -> Layout:
 
 def zipped_product(block: Layout, tiler: Any) -> Layout:
     """``((block modes...), (product modes...))``."""
-    _need_layout(block, "zipped_product")
+    need_layout(block, "zipped_product")
     return _unzip_entry(logical_product, block, tiler, "zipped_product")
 
 
@@ -1236,13 +1274,13 @@ def flat_product(block: Layout, tiler: Any) -> Layout:
 
 
 def _padded(L: Layout, n: int) -> Layout:
-    s, d = _modes(L)
+    s, d = top_modes(L)
     k = n - len(s)
     return _make(s + (1,) * k, d + (0,) * k)
 
 
 def _zip_product(block: Layout, tiler: Any, op: str, raked: bool) -> Layout:
-    _need_layout(block, op)
+    need_layout(block, op)
     B = _tiler_layout(tiler, op)
     r = max(block.rank, B.rank)
     pa, pb = _padded(block, r), _padded(B, r)
@@ -1263,6 +1301,7 @@ def blocked_product(block: Layout, tiler: Any) -> Layout:
     """
     if not isinstance(block, Layout):  # swizzles, composed layouts (lazy import)
         from .swizzle import _lifted
+
         return _lifted("blocked_product", block, tiler)
     return _zip_product(block, tiler, "blocked_product", raked=False)
 
@@ -1271,6 +1310,7 @@ def raked_product(block: Layout, tiler: Any) -> Layout:
     """Mode ``i`` is ``(arrangement_i, block_i)``: the blocks' elements interleaved."""
     if not isinstance(block, Layout):  # swizzles, composed layouts (lazy import)
         from .swizzle import _lifted
+
         return _lifted("raked_product", block, tiler)
     return _zip_product(block, tiler, "raked_product", raked=True)
 
@@ -1281,19 +1321,21 @@ def tile_to_shape(block: Layout, trg_shape: Any, order: Any = None) -> Layout:
     must be a multiple of the block's."""
     if not isinstance(block, Layout):  # swizzles, composed layouts (lazy import)
         from .swizzle import _lifted
+
         return _lifted("tile_to_shape", block, trg_shape, order)
-    _need_layout(block, "tile_to_shape")
-    trg = _check_shape(trg_shape, "tile_to_shape target")
+    need_layout(block, "tile_to_shape")
+    trg = checked_shape(trg_shape, "tile_to_shape target")
     ts = trg if type(trg) is tuple else (trg,)
     if block.rank > len(ts):
         raise MalformedLayoutError(
-            f"tile_to_shape: block {block} has more modes than the target shape {_fmt(trg)}"
+            f"tile_to_shape: block {block} has more modes than the target shape {fmt_htuple(trg)}"
         )
     pb = _padded(block, len(ts))
-    bshape = tuple(_product(e) for e in pb._shape)
-    tshape = tuple(_product(e) for e in ts)
+    bshape = tuple(raw_product(e) for e in pb._shape)
+    tshape = tuple(raw_product(e) for e in ts)
     if _symq(block) or _symbolic_value(trg):
         from .symbolic import symops
+
         for i, (t, b) in enumerate(zip(tshape, bshape)):
             symops.block_divides(t, b, i)
         pshape = tuple(symops.xdiv(t, b) for t, b in zip(tshape, bshape))
@@ -1315,15 +1357,16 @@ def tile_to_shape(block: Layout, trg_shape: Any, order: Any = None) -> Layout:
 def _compat(a: Any, b: Any) -> bool:
     if type(a) is tuple:
         return type(b) is tuple and len(a) == len(b) and all(_compat(x, y) for x, y in zip(a, b))
-    return a == _product(b)
+    return a == raw_product(b)
 
 
 def compatible(a: Any, b: Any) -> bool:
     """Shape ``a`` is compatible with shape ``b``: same size, and every coordinate of ``a``
     is a coordinate of ``b`` (layouts compare their shapes).  A partial order."""
-    sa = a._shape if isinstance(a, Layout) else _check_shape(a, "compatible argument")
-    sb = b._shape if isinstance(b, Layout) else _check_shape(b, "compatible argument")
+    sa = a._shape if isinstance(a, Layout) else checked_shape(a, "compatible argument")
+    sb = b._shape if isinstance(b, Layout) else checked_shape(b, "compatible argument")
     if _symbolic_value(sa) or _symbolic_value(sb):
         from .symbolic import symops
+
         return symops.compatible(sa, sb)
     return _compat(sa, sb)

@@ -71,8 +71,8 @@ import re
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple
 
 from .errors import InadmissibleError, MalformedLayoutError, OutOfDomainError, show
-from .inttuple import _flatten, _prefix_product, _unflatten, is_int
-from .layout import Layout, _, _check_shape, _fmt, _need_layout, concrete_only, slice_and_offset
+from .inttuple import is_int, raw_flatten, raw_prefix_product, raw_unflatten
+from .layout import Layout, _, checked_shape, concrete_only, fmt_htuple, need_layout, slice_and_offset
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -276,8 +276,7 @@ class Swizzle:
         elif getattr(dt, "kind", None) in ("i", "u", "O"):
             return self._apply_np(x)
         raise MalformedLayoutError(
-            f"a swizzle applies to integers and integer numpy arrays, got "
-            f"{type(x).__name__} {show(x)}"
+            f"a swizzle applies to integers and integer numpy arrays, got {type(x).__name__} {show(x)}"
         )
 
     def _apply_np(self, x: Any) -> Any:
@@ -493,9 +492,7 @@ def _layout_at(L: Layout, idx: Any) -> Any:
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= n:
             bad = int(np.flatnonzero((idx < 0) | (idx >= n))[0])
-            raise OutOfDomainError(
-                f"offset {int(idx.flat[bad])} is outside the domain [0, {n}) of {L}"
-            )
+            raise OutOfDomainError(f"offset {int(idx.flat[bad])} is outside the domain [0, {n}) of {L}")
     fs, fd = L._flat()
     bound = sum((s - 1) * abs(d) for s, d in zip(fs, fd))
     dtype: Any = np.int64 if bound < 2**62 and n < 2**62 else object
@@ -511,10 +508,10 @@ def _layout_at(L: Layout, idx: Any) -> Any:
 
 def _ext_layout_at(L: Layout, x: Any) -> Any:
     """``L̂`` (L with its own last mode unbounded, as composition reads it) at x >= 0."""
-    from .ops import _coalesced_x, _ext_eval_np
+    from .ops import coalesced_modes_x, ext_eval_np
 
-    As, Ad = _coalesced_x(L)
-    return _ext_eval_np(As, Ad, x)
+    As, Ad = coalesced_modes_x(L)
+    return ext_eval_np(As, Ad, x)
 
 
 def _arange(n: int, bound: int) -> Any:
@@ -914,8 +911,9 @@ def lift(fn: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
     Sw<1,1,1> o 0 o 4:1
     """
     if not callable(fn):
-        raise MalformedLayoutError(f"lift(fn, layout): fn must be a layout operation, got "
-                                   f"{type(fn).__name__} {show(fn)}")
+        raise MalformedLayoutError(
+            f"lift(fn, layout): fn must be a layout operation, got {type(fn).__name__} {show(fn)}"
+        )
     if isinstance(layout, ComposedLayout):
         return _recompose(layout._a, layout._o, fn(layout._b, *args, **kwargs))
     if isinstance(layout, Swizzle):
@@ -934,8 +932,8 @@ def _lifted(op: str, layout: Any, *args: Any, **kwargs: Any) -> Any:
     fn = getattr(ops, op)
     if isinstance(layout, (ComposedLayout, Swizzle)):
         return lift(fn, layout, *args, **kwargs)
-    _need_layout(layout, op)  # garbage: MalformedLayoutError, as before
-    return fn(layout, *args, **kwargs)  # pragma: no cover - _need_layout raised
+    need_layout(layout, op)  # garbage: MalformedLayoutError, as before
+    return fn(layout, *args, **kwargs)  # pragma: no cover - need_layout raised
 
 
 @concrete_only
@@ -972,7 +970,7 @@ def _composition_lifted(lhs: Any, rhs: Any) -> Any:
             return _compose_layout_swizzle(lhs, rhs)
         if isinstance(rhs, ComposedLayout):
             return _compose_layout_composed(lhs, rhs)
-    _need_layout(lhs, "composition")
+    need_layout(lhs, "composition")
     raise MalformedLayoutError(  # pragma: no cover - only lifted types are routed here
         f"composition: unsupported operands {type(lhs).__name__}, {type(rhs).__name__}"
     )
@@ -1016,8 +1014,11 @@ def _compose_layout_swizzle(L: Layout, sw: Swizzle) -> Any:
             f"composition({L}, {sw}): the swizzle does not pass through the layout: "
             f"L(yyy) = {y:#b} and L(zzz) = {z:#b} are not the fields of a swizzle "
             "(C++'s make_swizzle static_assert)"
-            + (f", and no layout reproduces c -> L(sw(c)): it stops being one at c = {w}"
-               if w is not None else ""),
+            + (
+                f", and no layout reproduces c -> L(sw(c)): it stops being one at c = {w}"
+                if w is not None
+                else ""
+            ),
             condition="swizzle passes through the layout",
             witness=w,
         ) from None
@@ -1064,7 +1065,7 @@ def _plain_composite(L: Layout, sw: Swizzle) -> Tuple[Optional[Layout], Optional
 
     Evaluates it on ``[0, size(L))`` (up to VERIFY_LIMIT values) and recognises it: first
     as a layout of L's own shape (the strides are the values at the unit coordinates),
-    then as any layout (``ops._recognize``: the first mode of a coalesced layout is forced
+    then as any layout (``ops.recognize_layout_fn``: the first mode of a coalesced layout is forced
     by the values, so the greedy recognition finds a layout whenever one exists).  Every
     answer is checked against the values at every coordinate before it is returned.
     Returns the layout, or None and the first coordinate no layout can match (None when
@@ -1076,22 +1077,23 @@ def _plain_composite(L: Layout, sw: Swizzle) -> Tuple[Optional[Layout], Optional
         return None, None
     import numpy as np
 
-    from .ops import _coalesce_flat, _recognize
+    from .ops import coalesce_modes, recognize_layout_fn
 
     v = _ext_layout_at(L, sw._apply_np(_arange(n, n)))
     if v.dtype != object and v.size and max(abs(int(v.min())), abs(int(v.max()))) * n >= 1 << 62:
         v = v.astype(object)  # the recognition multiplies values by indices
-    units = [int(v[p]) if s > 1 else 0 for s, p in zip(fs, _flatten(_prefix_product(fs)))]
-    cand = Layout._make(L._shape, _unflatten(tuple(units), L._stride) if type(L._shape) is tuple
-                        else units[0])
+    units = [int(v[p]) if s > 1 else 0 for s, p in zip(fs, raw_flatten(raw_prefix_product(fs)))]
+    cand = Layout._make(
+        L._shape, raw_unflatten(tuple(units), L._stride) if type(L._shape) is tuple else units[0]
+    )
     if np.array_equal(cand.eval_all(), v):
         return cand, None
-    rec, w = _recognize(v)
+    rec, w = recognize_layout_fn(v)
     if rec is None:
         return None, w
-    cs, cd = _coalesce_flat(tuple(rec[0]), tuple(rec[1]))
+    cs, cd = coalesce_modes(tuple(rec[0]), tuple(rec[1]))
     R = Layout._make(cs[0], cd[0]) if len(cs) == 1 else Layout._make(tuple(cs), tuple(cd))
-    if not np.array_equal(R.eval_all(), v):  # _recognize checks this too; belt and braces
+    if not np.array_equal(R.eval_all(), v):  # recognize_layout_fn checks this too; belt and braces
         return None, None
     return R, None
 
@@ -1294,7 +1296,7 @@ class F2Layout:
     __slots__ = ("_shape", "_stride", "_L", "_hash")
 
     def __init__(self, shape: Any, stride: Any) -> None:
-        s = _check_shape(shape, "F2 layout shape")
+        s = checked_shape(shape, "F2 layout shape")
         d = _check_f2_stride(stride)
         self._L = Layout(s, d)  # congruence (and depth) checked by Layout
         self._shape = s
@@ -1316,6 +1318,7 @@ class F2Layout:
     @property
     def stride(self) -> Any:
         """The strides as :class:`F2` values."""
+
         def wrap(t: Any) -> Any:
             return tuple(wrap(e) for e in t) if type(t) is tuple else F2(t)
 
@@ -1386,7 +1389,7 @@ class F2Layout:
                 return "(" + ",".join(f(e) for e in t) + ")"
             return f"F{t}"
 
-        return _fmt(self._shape) + ":" + f(self._stride)
+        return fmt_htuple(self._shape) + ":" + f(self._stride)
 
     def __repr__(self) -> str:
         return f"F2Layout({self._shape!r}, {self._stride!r})"
@@ -1397,7 +1400,7 @@ class F2Layout:
             if not 0 <= i < self.size:
                 raise OutOfDomainError(f"coordinate {i} is outside the domain [0, {self.size}) of {self}")
         else:
-            i = Layout._make(self._shape, _prefix_product(self._shape))(*args)
+            i = Layout._make(self._shape, raw_prefix_product(self._shape))(*args)
             if isinstance(i, Layout):
                 raise MalformedLayoutError("slicing an F2 layout is not supported")
         fs, fd = self._L._flat()
@@ -1493,10 +1496,12 @@ def _to_f2_generic(f: Any, sw: Optional[Swizzle], B: Layout) -> F2Layout:
     import numpy as np
 
     fs, fd = B._flat()
-    pp = _flatten(_prefix_product(B._shape))
+    pp = raw_flatten(raw_prefix_product(B._shape))
     if sw is not None:
+
         def unit(k: int, j: int) -> int:
             return sw(fd[k] << j)
+
         vals = None
     elif B.size == 1 or (isinstance(f, Layout) and _linear_layout(f)):
         vals = None
@@ -1522,6 +1527,7 @@ def _to_f2_generic(f: Any, sw: Optional[Swizzle], B: Layout) -> F2Layout:
 
         def unit(k: int, j: int) -> int:
             return int(vals[pp[k] << j])
+
     leaves_s: List[Any] = []
     leaves_d: List[Any] = []
     for k, s in enumerate(fs):
@@ -1552,8 +1558,8 @@ def _to_f2_generic(f: Any, sw: Optional[Swizzle], B: Layout) -> F2Layout:
                 condition="GF(2)-linearity",
                 witness=pp[k] << j,
             )
-    shape = _unflatten(tuple(leaves_s), B._shape) if type(B._shape) is tuple else leaves_s[0]
-    stride = _unflatten(tuple(leaves_d), B._stride) if type(B._stride) is tuple else leaves_d[0]
+    shape = raw_unflatten(tuple(leaves_s), B._shape) if type(B._shape) is tuple else leaves_s[0]
+    stride = raw_unflatten(tuple(leaves_d), B._stride) if type(B._stride) is tuple else leaves_d[0]
     R = F2Layout._make(shape, stride)
     if vals is not None:
         got = R.eval_all()
@@ -1639,7 +1645,9 @@ def from_f2(L: Any) -> Any:
     raise InadmissibleError(
         f"from_f2({L}): no plain layout and no swizzle o layout equals it"
         + (f" (tried {', '.join(map(str, tried))})" if tried else "")
-        + "; its bit images " + str(imgs[:16]) + ("..." if len(imgs) > 16 else "")
+        + "; its bit images "
+        + str(imgs[:16])
+        + ("..." if len(imgs) > 16 else "")
         + (f" (every swizzle within bit {t} tried)" if t <= _F2_SEARCH_BITS else ""),
         condition="swizzle form",
         witness=None,
@@ -1665,8 +1673,9 @@ def _layout_bit_disjoint(fs: tuple, fd: tuple) -> bool:
     return True
 
 
-def _try_inner(L: F2Layout, sw: Swizzle, fs: tuple, fd: tuple,
-               allow_eval: bool = True) -> Optional[ComposedLayout]:
+def _try_inner(
+    L: F2Layout, sw: Swizzle, fs: tuple, fd: tuple, allow_eval: bool = True
+) -> Optional[ComposedLayout]:
 
     leaves_s: List[Any] = []
     leaves_d: List[Any] = []
@@ -1678,16 +1687,16 @@ def _try_inner(L: F2Layout, sw: Swizzle, fs: tuple, fd: tuple,
             leaves_s.append(s)
             leaves_d.append(p)
         elif s & (s - 1) == 0:
-            from .ops import _coalesce_flat
+            from .ops import coalesce_modes
 
-            ms, md = _coalesce_flat(tuple([2] * nb), tuple(ps))
+            ms, md = coalesce_modes(tuple([2] * nb), tuple(ps))
             leaves_s.append(_one_or_tuple(ms))
             leaves_d.append(_one_or_tuple(md))
         else:
             return None
     prof_s, prof_d = L._shape, L._stride
-    shape = _unflatten(tuple(leaves_s), prof_s) if type(prof_s) is tuple else leaves_s[0]
-    stride = _unflatten(tuple(leaves_d), prof_d) if type(prof_d) is tuple else leaves_d[0]
+    shape = raw_unflatten(tuple(leaves_s), prof_s) if type(prof_s) is tuple else leaves_s[0]
+    stride = raw_unflatten(tuple(leaves_d), prof_d) if type(prof_d) is tuple else leaves_d[0]
     inner = Layout._make(shape, stride)
     R = ComposedLayout._make(sw, 0, inner)
     ifs, ifd = inner._flat()

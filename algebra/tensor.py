@@ -37,8 +37,8 @@ from typing import Any, Iterator, List, Tuple
 
 from .arith import ArithTuple, make_identity_layout
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, OutOfDomainError, show
-from .inttuple import MAX_DEPTH, _flatten, _product, is_int
-from .layout import Layout, Underscore, _, _as_layout, concrete_only, slice_and_offset
+from .inttuple import MAX_DEPTH, is_int, raw_flatten, raw_product
+from .layout import Layout, Underscore, _, concrete_only, layout_arg, slice_and_offset
 from .swizzle import ComposedLayout
 
 __all__ = [
@@ -114,7 +114,7 @@ def _as_tensor_layout(layout: Any, op: str) -> Any:
     shape (its compact column-major layout)."""
     if isinstance(layout, (Layout, ComposedLayout)):
         return layout
-    return _as_layout(layout, op)
+    return layout_arg(layout, op)
 
 
 def _value_error(e: Exception, engine: Any, value: Any) -> MalformedLayoutError:
@@ -288,7 +288,7 @@ class Tensor:
         """
         np = _np()
         L = self._layout
-        sizes = tuple(_product(s) for s in L.shape) if type(L.shape) is tuple else (L.shape,)
+        sizes = tuple(raw_product(s) for s in L.shape) if type(L.shape) is tuple else (L.shape,)
         offs = L.eval_all()
         e, o = self._engine, self._offset
         if isinstance(e, CoordinateEngine):
@@ -409,8 +409,7 @@ def _check_bounds(L: Any, engine: Any, off: int) -> None:
     if lo < 0 or hi >= n:
         bad = lo if lo < 0 else hi
         raise OutOfDomainError(
-            f"the tensor's layout {L} at offset {off} reaches index {bad}, outside the storage "
-            f"[0, {n})"
+            f"the tensor's layout {L} at offset {off} reaches index {bad}, outside the storage [0, {n})"
         )
 
 
@@ -458,8 +457,9 @@ def _ndarray_tensor(arr: Any) -> Tensor:
     off = sum((n - 1) * -e for n, e in zip(arr.shape, el) if e < 0)
     span = 1 + sum((n - 1) * abs(e) for n, e in zip(arr.shape, el))
     base = arr[tuple(slice(None, None, -1) if e < 0 else slice(None) for e in el)]
-    flat = np.lib.stride_tricks.as_strided(base, shape=(span,), strides=(item,),
-                                           writeable=bool(arr.flags.writeable))
+    flat = np.lib.stride_tricks.as_strided(
+        base, shape=(span,), strides=(item,), writeable=bool(arr.flags.writeable)
+    )
     return Tensor._make(Layout(tuple(int(s) for s in arr.shape), tuple(el)), flat, off)
 
 
@@ -581,9 +581,7 @@ def _dice_lift(a: Any, b: Any) -> tuple:
 
 def _dice_tuple(a: tuple, b: Any) -> tuple:
     if type(b) is not tuple or len(a) != len(b):
-        raise MalformedLayoutError(
-            f"dice: the projection {show(a)} and {show(b)} differ in rank"
-        )
+        raise MalformedLayoutError(f"dice: the projection {show(a)} and {show(b)} differ in rank")
     out: tuple = ()
     for x, y in zip(a, b):
         out += _dice_lift(x, y)
@@ -692,7 +690,7 @@ def _flat_coord(thr: Layout, idx: int, op: str) -> Any:
         if type(sh) is not tuple:
             return leaf(sh, st)
         out, p = 0, 1
-        for a, b in zip(_flatten(sh), _flatten(st)):
+        for a, b in zip(raw_flatten(sh), raw_flatten(st)):
             out += leaf(a, b) * p
             p *= a
         return out
@@ -720,7 +718,7 @@ def local_partition(tensor: Tensor, thr_layout: Any, thr_idx: Any, proj: Any = N
     ((8, 4), ArithTuple(1, 1), ArithTuple(3, 33))
     """
     t = _need_tensor(tensor, "local_partition")
-    thr = thr_layout if isinstance(thr_layout, Layout) else _as_layout(thr_layout, "local_partition")
+    thr = thr_layout if isinstance(thr_layout, Layout) else layout_arg(thr_layout, "local_partition")
     if any(isinstance(d, ArithTuple) for d in thr._flat()[1]):
         raise MalformedLayoutError("local_partition: the thread layout needs integer strides")
     if not is_int(thr_idx):
@@ -731,7 +729,7 @@ def local_partition(tensor: Tensor, thr_layout: Any, thr_idx: Any, proj: Any = N
     if proj is not None:
         thr = _dice(proj, thr)
         coord = _dice(proj, coord)
-    tiler = tuple(_product(e) for e in thr.shape) if type(thr.shape) is tuple else thr.shape
+    tiler = tuple(raw_product(e) for e in thr.shape) if type(thr.shape) is tuple else thr.shape
     return outer_partition(t, tiler, coord)
 
 
@@ -874,28 +872,33 @@ def gemm(A: Tensor, B: Tensor, C: Tensor) -> None:
             "(M) x (N) -> (M,N)",
             condition="operand ranks (M,K)x(N,K)->(M,N) or (M)x(N)->(M,N)",
         )
+
     def msize(t: Tensor, i: int) -> int:
-        return _product(t.shape[i]) if type(t.shape) is tuple else t.size
+        return raw_product(t.shape[i]) if type(t.shape) is tuple else t.size
 
     M, N = msize(C, 0), msize(C, 1)
     K = msize(A, 1) if ranks[0] == 2 else 1
-    checks = [("size<0>(A) == size<0>(C)", msize(A, 0), M, "M"),
-              ("size<0>(B) == size<1>(C)", msize(B, 0), N, "N")]
+    checks = [
+        ("size<0>(A) == size<0>(C)", msize(A, 0), M, "M"),
+        ("size<0>(B) == size<1>(C)", msize(B, 0), N, "N"),
+    ]
     if ranks[0] == 2:
         checks.append(("size<1>(A) == size<1>(B)", K, msize(B, 1), "K"))
     for cond, a, b, what in checks:
         if a != b:
             raise InadmissibleError(
-                f"gemm: {cond} fails ({what}: {a} vs {b}) for A {A.layout}, B {B.layout}, "
-                f"C {C.layout}",
+                f"gemm: {cond} fails ({what}: {a} vs {b}) for A {A.layout}, B {B.layout}, C {C.layout}",
                 condition=cond,
             )
     np = _np()
     fa, fb, fc = _flat_np(A), _flat_np(B), _flat_np(C)
     if fa is not None and fb is not None and fc is not None:
         ce, co = fc
-        if (np.unique(co).size == co.size and not np.may_share_memory(ce, fa[0])
-                and not np.may_share_memory(ce, fb[0])):
+        if (
+            np.unique(co).size == co.size
+            and not np.may_share_memory(ce, fa[0])
+            and not np.may_share_memory(ce, fb[0])
+        ):
             a = _dense(A, (M, K))
             b = _dense(B, (N, K))
             cd = ce[co].reshape((M, N), order="F")
@@ -913,4 +916,3 @@ def _gemm_loop(A: Tensor, B: Tensor, C: Tensor, M: int, N: int, K: int, two: boo
             x = ae[ao[m + M * k]]
             for n in range(N):
                 ce[co[m + M * n]] = ce[co[m + M * n]] + x * be[bo[n + N * k]]
-

@@ -48,28 +48,70 @@ def cases() -> List[Tuple[str, Callable[[], Any], Optional[Callable[[], Any]], b
     # pycute has no tile_to_shape: its composed layout is built over our tiled inner layout
     sw_tile_p = pc.ComposedLayout(sw_p, 0, P((128, 64), (64, 1)))
     return [
-        ("composition (flat)", lambda: lp.composition(a_flat, b_flat), lambda: pc.composition(p_flat, q_flat), True),
-        ("composition (nested)", lambda: lp.composition(a_nest, b_nest), lambda: pc.composition(p_nest, q_nest), True),
-        ("composition (rank-4 A, 2-D tile)", lambda: lp.composition(a_big, t_big), lambda: pc.composition(p_big, u_big), True),
+        (
+            "composition (flat)",
+            lambda: lp.composition(a_flat, b_flat),
+            lambda: pc.composition(p_flat, q_flat),
+            True,
+        ),
+        (
+            "composition (nested)",
+            lambda: lp.composition(a_nest, b_nest),
+            lambda: pc.composition(p_nest, q_nest),
+            True,
+        ),
+        (
+            "composition (rank-4 A, 2-D tile)",
+            lambda: lp.composition(a_big, t_big),
+            lambda: pc.composition(p_big, u_big),
+            True,
+        ),
         ("complement", lambda: lp.complement(c_in, 64), lambda: pc.complement(d_in, 64), True),
-        ("logical_divide", lambda: lp.logical_divide(m_mat, tile_l), lambda: pc.logical_divide(n_mat, tile_p), True),
-        ("zipped_divide (tuple tiler)", lambda: lp.zipped_divide(m_mat, (L(16), L(8))), lambda: pc.zipped_divide(n_mat, (P(16), P(8))), True),
+        (
+            "logical_divide",
+            lambda: lp.logical_divide(m_mat, tile_l),
+            lambda: pc.logical_divide(n_mat, tile_p),
+            True,
+        ),
+        (
+            "zipped_divide (tuple tiler)",
+            lambda: lp.zipped_divide(m_mat, (L(16), L(8))),
+            lambda: pc.zipped_divide(n_mat, (P(16), P(8))),
+            True,
+        ),
         ("right_inverse", lambda: lp.right_inverse(r_in), lambda: pc.right_inverse(s_in), True),
         ("left_inverse", lambda: lp.left_inverse(c_in), lambda: pc.left_inverse(d_in), True),
         ("coalesce", lambda: lp.coalesce(a_big), lambda: pc.coalesce(p_big), True),
-        ("logical_product", lambda: lp.logical_product(prod_a, prod_b), lambda: pc.logical_product(prod_p, prod_q), True),
+        (
+            "logical_product",
+            lambda: lp.logical_product(prod_a, prod_b),
+            lambda: pc.logical_product(prod_p, prod_q),
+            True,
+        ),
         ("evaluate A(13)", lambda: e_ev(13), lambda: f_ev(13), True),
         ("evaluate A(3,(1,1))", lambda: e_ev(3, (1, 1)), lambda: f_ev(3, (1, 1)), True),
-        ("construct Layout((4,(2,2)),(2,(1,8)))", lambda: L((4, (2, 2)), (2, (1, 8))),
-         lambda: P((4, (2, 2)), (2, (1, 8))), False),
+        (
+            "construct Layout((4,(2,2)),(2,(1,8)))",
+            lambda: L((4, (2, 2)), (2, (1, 8))),
+            lambda: P((4, (2, 2)), (2, (1, 8))),
+            False,
+        ),
         # swizzles (issue 3): a swizzled shared-memory tile evaluated, the raw swizzle
         ("swizzled tile C(37,21)", lambda: sw_tile(37, 21), lambda: sw_tile_p(37, 21), True),
         ("swizzled tile C(300)", lambda: sw_tile(300), lambda: sw_tile_p(300), True),
         ("Swizzle(3,3,3)(12345)", lambda: sw(12345), lambda: sw_p(12345), False),
-        ("tile_to_shape(Sw<3,3,3> o (8,64):(64,1), (128,64))",
-         lambda: lp.tile_to_shape(sw_atom, (128, 64)), None, False),
-        ("max_common_vector((128,64):(64,1), 8192:1)",
-         lambda: lp.max_common_vector(m_mat, L(8192)), lambda: _pc_max_common_vector(n_mat, P(8192)), True),
+        (
+            "tile_to_shape(Sw<3,3,3> o (8,64):(64,1), (128,64))",
+            lambda: lp.tile_to_shape(sw_atom, (128, 64)),
+            None,
+            False,
+        ),
+        (
+            "max_common_vector((128,64):(64,1), 8192:1)",
+            lambda: lp.max_common_vector(m_mat, L(8192)),
+            lambda: _pc_max_common_vector(n_mat, P(8192)),
+            True,
+        ),
     ]
 
 
@@ -115,8 +157,10 @@ def main() -> int:
             continue
         t_ours, t_theirs = interleaved_min([ours, theirs], args.repeat)
         rows.append((name, t_ours, t_theirs, t_ours / t_theirs, counted))
-    print(f"# {platform.node()} | {platform.processor() or platform.machine()} | Python {platform.python_version()} "
-          f"| layoutproof {lp.__version__} vs pycute (nvidia-cutlass 4.2.0.0)")
+    print(
+        f"# {platform.node()} | {platform.processor() or platform.machine()} | Python {platform.python_version()} "
+        f"| layoutproof {lp.__version__} vs pycute (nvidia-cutlass 4.2.0.0)"
+    )
     if args.markdown:
         print("| operation | layoutproof µs | pycute µs | ratio |")
         print("|---|---:|---:|---:|")

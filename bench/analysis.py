@@ -65,18 +65,36 @@ def cases() -> List[Case]:
     a_add, b_add = L((5, 3, 4), (1, 5, 15)), L((10, 6), (1, 10))
     c_add, d_add = L((2, (3, 4)), (12, (4, 1))), L((6, 4), (4, 1))
     return [
-        ("max_common_vector (col, col)", lambda: an.max_common_vector(col, col),
-         lambda: pc_max_common_vector(pcol, pcol)),
-        ("max_common_vector (row, col)", lambda: an.max_common_vector(row, col),
-         lambda: pc_max_common_vector(prow, pcol)),
-        ("max_common_vector (fragment, 32:1)", lambda: an.max_common_vector(frag, flat32),
-         lambda: pc_max_common_vector(pfrag, pflat32)),
-        ("max_common_vector (nested, 128:1)", lambda: an.max_common_vector(nested, L(128, 1)),
-         lambda: pc_max_common_vector(pnested, P(128, 1))),
-        ("max_common_layout (col, col)", lambda: an.max_common_layout(col, col),
-         lambda: pc_max_common_layout(pcol, pcol)),
-        ("max_common_layout (fragment, 32:1)", lambda: an.max_common_layout(frag, flat32),
-         lambda: pc_max_common_layout(pfrag, pflat32)),
+        (
+            "max_common_vector (col, col)",
+            lambda: an.max_common_vector(col, col),
+            lambda: pc_max_common_vector(pcol, pcol),
+        ),
+        (
+            "max_common_vector (row, col)",
+            lambda: an.max_common_vector(row, col),
+            lambda: pc_max_common_vector(prow, pcol),
+        ),
+        (
+            "max_common_vector (fragment, 32:1)",
+            lambda: an.max_common_vector(frag, flat32),
+            lambda: pc_max_common_vector(pfrag, pflat32),
+        ),
+        (
+            "max_common_vector (nested, 128:1)",
+            lambda: an.max_common_vector(nested, L(128, 1)),
+            lambda: pc_max_common_vector(pnested, P(128, 1)),
+        ),
+        (
+            "max_common_layout (col, col)",
+            lambda: an.max_common_layout(col, col),
+            lambda: pc_max_common_layout(pcol, pcol),
+        ),
+        (
+            "max_common_layout (fragment, 32:1)",
+            lambda: an.max_common_layout(frag, flat32),
+            lambda: pc_max_common_layout(pfrag, pflat32),
+        ),
         ("nullspace (broadcast modes)", lambda: an.nullspace(bcast), None),
         ("upcast<2> 16-bit tile", lambda: an.upcast(tile16, 2), None),
         ("downcast<2>", lambda: an.downcast(tile16, 2), None),
@@ -118,20 +136,26 @@ def main() -> int:
         else:
             a, b = interleaved_min([ours, theirs], args.repeat)
             rows.append((name, a, b))
-    print(f"# {platform.node()} | {platform.processor() or platform.machine()} | Python "
-          f"{platform.python_version()} | layoutproof {lp.__version__} vs pycute (nvidia-cutlass 4.2.0.0; "
-          "C++'s formula from its primitives)")
+    print(
+        f"# {platform.node()} | {platform.processor() or platform.machine()} | Python "
+        f"{platform.python_version()} | layoutproof {lp.__version__} vs pycute (nvidia-cutlass 4.2.0.0; "
+        "C++'s formula from its primitives)"
+    )
     if args.markdown:
         print("| operation | layoutproof µs | pycute µs | ratio |")
         print("|---|---:|---:|---:|")
         for name, a, b in rows:
-            print(f"| {name} | {a:.2f} | {'—' if b is None else f'{b:.2f}'} | "
-                  f"{'—' if b is None else f'{a / b:.2f}'} |")
+            print(
+                f"| {name} | {a:.2f} | {'—' if b is None else f'{b:.2f}'} | "
+                f"{'—' if b is None else f'{a / b:.2f}'} |"
+            )
     else:
         print(f"{'operation':38s} {'ours µs':>9s} {'pycute µs':>10s} {'ratio':>6s}")
         for name, a, b in rows:
-            print(f"{name:38s} {a:9.2f} {'—' if b is None else f'{b:.2f}':>10s} "
-                  f"{'—' if b is None else f'{a / b:.2f}':>6s}")
+            print(
+                f"{name:38s} {a:9.2f} {'—' if b is None else f'{b:.2f}':>10s} "
+                f"{'—' if b is None else f'{a / b:.2f}':>6s}"
+            )
     ratios = [a / b for _n, a, b in rows if b is not None]
     print(f"worst ratio over the compared operations: {max(ratios):.2f} (target <= 0.5)")
     return 0

@@ -49,6 +49,7 @@ class Ops:
         self.cp_bf16 = _bf16_support(cp)
         try:
             import torch  # noqa: F401
+
             self.torch = torch
         except Exception:
             self.torch = None
@@ -81,15 +82,25 @@ class Ops:
 def correctness(cp, ops, gemm, n_shapes, log, paths=("wgmma", "mma.sync")):
     rng = cp.random.default_rng(20261123)
     prng = np.random.default_rng(7)
-    shapes = [(1, 1, 1), (1, 7, 3), (5, 1, 9), (17, 33, 1), (4095, 4097, 4093), (128, 128, 32),
-              (129, 127, 33), (256, 8, 4096), (3, 2000, 17), (1000, 3, 5)]
+    shapes = [
+        (1, 1, 1),
+        (1, 7, 3),
+        (5, 1, 9),
+        (17, 33, 1),
+        (4095, 4097, 4093),
+        (128, 128, 32),
+        (129, 127, 33),
+        (256, 8, 4096),
+        (3, 2000, 17),
+        (1000, 3, 5),
+    ]
     while len(shapes) < n_shapes:
         m, n, k = (int(prng.choice([prng.integers(1, 64), prng.integers(64, 1200)])) for _ in range(3))
         shapes.append((m, n, k))
     rows, fails = [], 0
     for path, dtype in [(p, d) for p in paths for d in ("f16", "bf16")]:
         tol = 5e-3 if dtype == "f16" else 2e-2
-        for (m, n, k) in shapes[:n_shapes]:
+        for m, n, k in shapes[:n_shapes]:
             for ao, bo in (("C", "C"), ("C", "F"), ("F", "C"), ("F", "F")):
                 a = ops.make((m, k), dtype, ao, rng)
                 b = ops.make((k, n), dtype, bo, rng)
@@ -106,11 +117,26 @@ def correctness(cp, ops, gemm, n_shapes, log, paths=("wgmma", "mma.sync")):
                 err2 = float(cp.linalg.norm(o2 - ref)) / den
                 ok = nan == 0 and err < tol and err2 < tol and not np.isnan(err2)
                 fails += not ok
-                rows.append(dict(path=path, dtype=dtype, m=m, n=n, k=k, a=ao, b=bo, err_f32=err,
-                                 err_out=err2, nan=nan, ok=ok))
+                rows.append(
+                    dict(
+                        path=path,
+                        dtype=dtype,
+                        m=m,
+                        n=n,
+                        k=k,
+                        a=ao,
+                        b=bo,
+                        err_f32=err,
+                        err_out=err2,
+                        nan=nan,
+                        ok=ok,
+                    )
+                )
                 if not ok:
-                    print(f"FAIL {path} {dtype} {m}x{n}x{k} A{ao} B{bo}: err {err:.2e} / {err2:.2e}, "
-                          f"{nan} NaN", flush=True)
+                    print(
+                        f"FAIL {path} {dtype} {m}x{n}x{k} A{ao} B{bo}: err {err:.2e} / {err2:.2e}, {nan} NaN",
+                        flush=True,
+                    )
     log["correctness"] = rows
     worst = {d: max(r["err_f32"] for r in rows if r["dtype"] == d) for d in ("f16", "bf16")}
     return fails, len(rows), worst
@@ -144,8 +170,14 @@ def compile_times(cp, log):
     t5 = time.perf_counter()
     runtime.compile_kernel(runtime.kernel_for(cfg, prob))
     t6 = time.perf_counter()
-    d = dict(generate_prove_s=t1 - t0, compile_s=t2 - t1, cold_total_s=t2 - t0,
-             disk_cache_s=t4 - t3, memory_cache_s=t6 - t5, obligations=len(k.proofs))
+    d = dict(
+        generate_prove_s=t1 - t0,
+        compile_s=t2 - t1,
+        cold_total_s=t2 - t0,
+        disk_cache_s=t4 - t3,
+        memory_cache_s=t6 - t5,
+        obligations=len(k.proofs),
+    )
     log["compile"] = d
     return d
 
@@ -169,15 +201,26 @@ def bench(cp, fn, reps, batches=7):
     return ts[len(ts) // 2], ts
 
 
-def speed(cp, ops, gemm, autotune, sizes, reps, log, configs=None, dtypes=("f16", "bf16"),
-          paths=("wgmma", "mma.sync"), layouts=("CC", "CF")):
+def speed(
+    cp,
+    ops,
+    gemm,
+    autotune,
+    sizes,
+    reps,
+    log,
+    configs=None,
+    dtypes=("f16", "bf16"),
+    paths=("wgmma", "mma.sync"),
+    layouts=("CC", "CF"),
+):
     from layoutproof.gpu import runtime
 
     rng = cp.random.default_rng(99)
     rows = log.setdefault("speed", [])
     for path, lay in [(p, la) for p in paths for la in layouts]:
         for dtype in dtypes:
-            for (m, n, k) in sizes:
+            for m, n, k in sizes:
                 a = ops.make((m, k), dtype, lay[0], rng)
                 b = ops.make((k, n), dtype, lay[1], rng)
                 cfg = "auto" if autotune is not None else None
@@ -195,13 +238,27 @@ def speed(cp, ops, gemm, autotune, sizes, reps, log, configs=None, dtypes=("f16"
                     t_ref, _ = bench(cp, lambda: torch.matmul(ta, tb), reps)
                     ref_name = "torch.matmul (cuBLAS)"
                 fl = 2.0 * m * n * k
-                row = dict(path=path, layout=f"A{lay[0]} B{lay[1]}", dtype=dtype, m=m, n=n, k=k, config=used,
-                           ours_ms=t_ours * 1e3, ref_ms=t_ref * 1e3, ours_tflops=fl / t_ours / 1e12,
-                           ref_tflops=fl / t_ref / 1e12, ratio=t_ref / t_ours, reference=ref_name)
+                row = dict(
+                    path=path,
+                    layout=f"A{lay[0]} B{lay[1]}",
+                    dtype=dtype,
+                    m=m,
+                    n=n,
+                    k=k,
+                    config=used,
+                    ours_ms=t_ours * 1e3,
+                    ref_ms=t_ref * 1e3,
+                    ours_tflops=fl / t_ours / 1e12,
+                    ref_tflops=fl / t_ref / 1e12,
+                    ratio=t_ref / t_ours,
+                    reference=ref_name,
+                )
                 rows.append(row)
-                print(f"speed {path} A{lay[0]}B{lay[1]} {dtype} {m}x{n}x{k}: ours {row['ours_tflops']:.0f} TFLOP/s "
-                      f"({used}), cuBLAS {row['ref_tflops']:.0f}, ratio {row['ratio']:.3f}",
-                      flush=True)
+                print(
+                    f"speed {path} A{lay[0]}B{lay[1]} {dtype} {m}x{n}x{k}: ours {row['ours_tflops']:.0f} TFLOP/s "
+                    f"({used}), cuBLAS {row['ref_tflops']:.0f}, ratio {row['ratio']:.3f}",
+                    flush=True,
+                )
     return rows
 
 
@@ -233,27 +290,46 @@ def main(argv=None):
     try:
         if "compile" not in args.skip:
             d = compile_times(cp, log)
-            summary.append(f"compile: generate+prove {d['generate_prove_s']:.2f} s + compile "
-                           f"{d['compile_s']:.2f} s cold; {d['disk_cache_s'] * 1e3:.1f} ms from "
-                           f"disk cache, {d['memory_cache_s'] * 1e3:.2f} ms from memory "
-                           f"({d['obligations']} obligations)")
+            summary.append(
+                f"compile: generate+prove {d['generate_prove_s']:.2f} s + compile "
+                f"{d['compile_s']:.2f} s cold; {d['disk_cache_s'] * 1e3:.1f} ms from "
+                f"disk cache, {d['memory_cache_s'] * 1e3:.2f} ms from memory "
+                f"({d['obligations']} obligations)"
+            )
         if "correctness" not in args.skip:
-            fails, total, worst = correctness(cp, ops, gemm, 8 if args.quick else args.shapes, log,
-                                              paths=args.paths.split(","))
-            summary.append(f"correctness: {total - fails}/{total} passed; worst rel. error "
-                           f"f16 {worst['f16']:.2e}, bf16 {worst['bf16']:.2e}")
+            fails, total, worst = correctness(
+                cp, ops, gemm, 8 if args.quick else args.shapes, log, paths=args.paths.split(",")
+            )
+            summary.append(
+                f"correctness: {total - fails}/{total} passed; worst rel. error "
+                f"f16 {worst['f16']:.2e}, bf16 {worst['bf16']:.2e}"
+            )
         if "speed" not in args.skip:
-            sizes = [(4096, 4096, 4096)] if args.quick else [
-                (4096, 4096, 4096), (8192, 8192, 8192), (4095, 4097, 4093)]
+            sizes = (
+                [(4096, 4096, 4096)]
+                if args.quick
+                else [(4096, 4096, 4096), (8192, 8192, 8192), (4095, 4097, 4093)]
+            )
             if args.sizes:
                 sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
-            rows = speed(cp, ops, gemm, None if args.no_autotune else autotune, sizes, args.reps, log,
-                         dtypes=args.dtypes.split(","), paths=args.paths.split(","),
-                         layouts=args.layouts.split(","))
+            rows = speed(
+                cp,
+                ops,
+                gemm,
+                None if args.no_autotune else autotune,
+                sizes,
+                args.reps,
+                log,
+                dtypes=args.dtypes.split(","),
+                paths=args.paths.split(","),
+                layouts=args.layouts.split(","),
+            )
             for r in rows:
-                summary.append(f"{r['path']:8s} {r['layout']} {r['dtype']:5s} {r['m']}x{r['n']}x{r['k']:<5d} ours "
-                               f"{r['ours_tflops']:6.1f} TFLOP/s  cuBLAS {r['ref_tflops']:6.1f}  "
-                               f"ratio {r['ratio']:.3f}  [{r['config']}]")
+                summary.append(
+                    f"{r['path']:8s} {r['layout']} {r['dtype']:5s} {r['m']}x{r['n']}x{r['k']:<5d} ours "
+                    f"{r['ours_tflops']:6.1f} TFLOP/s  cuBLAS {r['ref_tflops']:6.1f}  "
+                    f"ratio {r['ratio']:.3f}  [{r['config']}]"
+                )
     finally:
         (out / "gemm_bench.json").write_text(json.dumps(log, indent=1, default=str))
         print(f"\n== {dev} ==")

@@ -55,14 +55,30 @@ def sass_stats(kern):
     src = out / f"{kern.name}.cu"
     src.write_text(kern.source)
     cub = out / f"{kern.name}.cubin"
-    r = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17",
-                        "-Xptxas", "-v", "-o", str(cub), str(src)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            "nvcc",
+            "-gencode=arch=compute_90a,code=sm_90a",
+            "-cubin",
+            "-std=c++17",
+            "-Xptxas",
+            "-v",
+            "-o",
+            str(cub),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+    )
     sass = subprocess.run(["cuobjdump", "-sass", str(cub)], capture_output=True, text=True).stdout
     ops = [ln.split()[1] if len(ln.split()) > 1 else "" for ln in sass.splitlines() if "/*" in ln]
-    return dict(ptxas=r.stderr.strip().splitlines()[-3:],
-                hgmma=sum("HGMMA" in o for o in ops), local=sum(o.startswith(("LDL", "STL"))
-                                                                for o in ops),
-                setmaxreg=sum("SETMAXREG" in o for o in ops), instructions=len(ops))
+    return dict(
+        ptxas=r.stderr.strip().splitlines()[-3:],
+        hgmma=sum("HGMMA" in o for o in ops),
+        local=sum(o.startswith(("LDL", "STL")) for o in ops),
+        setmaxreg=sum("SETMAXREG" in o for o in ops),
+        instructions=len(ops),
+    )
 
 
 def interleaved(cp, fns, reps, rounds):
@@ -71,14 +87,14 @@ def interleaved(cp, fns, reps, rounds):
     rotating from round to round, so that clock and thermal drift fall on all of them alike.
     A round's ratio pairs the reference's batch with ours from the same round."""
     names = list(fns)
-    for f in fns.values():      # warm-up
+    for f in fns.values():  # warm-up
         for _ in range(3):
             f()
     cp.cuda.Device().synchronize()
     s, e = cp.cuda.Event(), cp.cuda.Event()
     times = {k: [] for k in names}
     for r in range(rounds):
-        order = names[r % len(names):] + names[:r % len(names)]
+        order = names[r % len(names) :] + names[: r % len(names)]
         for k in order:
             s.record()
             for _ in range(reps):
@@ -110,8 +126,7 @@ def main(argv=None):
     ops = Ops(cp)
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"]
     dev = dev.decode() if isinstance(dev, bytes) else str(dev)
-    log = {"device": dev, "date": time.strftime("%Y-%m-%d %H:%M"), "rows": [], "checks": [],
-           "sass": {}}
+    log = {"device": dev, "date": time.strftime("%Y-%m-%d %H:%M"), "rows": [], "checks": [], "sass": {}}
     cfgs = [(s, parse(s)) for s in args.configs.split(",")]
     rng = cp.random.default_rng(5)
     lines = []
@@ -119,13 +134,19 @@ def main(argv=None):
         t0 = time.perf_counter()
         k = runtime.kernel_for(cfg, GemmProblem("k", "k", "f16", "f16"), disk=False)
         runtime.compile_kernel(k)
-        log["sass"][spec] = dict(sass_stats(k), obligations=len(k.proofs),
-                                 build_s=time.perf_counter() - t0)
+        log["sass"][spec] = dict(sass_stats(k), obligations=len(k.proofs), build_s=time.perf_counter() - t0)
         if args.no_check:
             continue
         worst, bad = 0.0, 0
-        for (m, n, kk) in ((1, 1, 1), (37, 45, 51), (130, 260, 200), (129, 513, 1000),
-                           (1000, 3, 77), (640, 1290, 4096), (2000, 1100, 64)):
+        for m, n, kk in (
+            (1, 1, 1),
+            (37, 45, 51),
+            (130, 260, 200),
+            (129, 513, 1000),
+            (1000, 3, 77),
+            (640, 1290, 4096),
+            (2000, 1100, 64),
+        ):
             for ao in "CF":
                 for bo in "CF":
                     a = ops.make((m, kk), "f16", ao, rng)
@@ -140,8 +161,9 @@ def main(argv=None):
                         ok = bool(np.isfinite(err)) and err < 5e-3
                         bad += not ok
                         worst = max(worst, err if np.isfinite(err) else 1e9)
-                        log["checks"].append(dict(config=spec, m=m, n=n, k=kk, a=ao, b=bo, out=od,
-                                                  err=err, ok=ok))
+                        log["checks"].append(
+                            dict(config=spec, m=m, n=n, k=kk, a=ao, b=bo, out=od, err=err, ok=ok)
+                        )
         lines.append(f"check {spec}: {56 - bad}/56 ok, worst rel. error {worst:.2e}")
         print(lines[-1], flush=True)
     for size in args.sizes.split(","):
@@ -159,20 +181,31 @@ def main(argv=None):
             fns = {"cuBLAS": ref_fn}
             for spec, cfg in cfgs:
                 c = runtime.gemm(a, b, config=cfg, **ops.kw(dtype))
-                fns[spec] = (lambda c=c, cfg=cfg:
-                             runtime.gemm(a, b, c, config=cfg, **ops.kw(dtype)))
+                fns[spec] = lambda c=c, cfg=cfg: runtime.gemm(a, b, c, config=cfg, **ops.kw(dtype))
             times = interleaved(cp, fns, args.reps, args.rounds)
             for spec, _ in cfgs:
                 ratios = sorted(r / o for r, o in zip(times["cuBLAS"], times[spec]))
                 t = float(np.median(times[spec]))
                 t_ref = float(np.median(times["cuBLAS"]))
-                row = dict(config=spec, dtype=dtype, m=m, n=n, k=kk, ours_tflops=fl / t / 1e12,
-                           ref_tflops=fl / t_ref / 1e12, ratio=float(np.median(ratios)),
-                           ratio_min=ratios[0], ratio_max=ratios[-1], rounds=len(ratios))
+                row = dict(
+                    config=spec,
+                    dtype=dtype,
+                    m=m,
+                    n=n,
+                    k=kk,
+                    ours_tflops=fl / t / 1e12,
+                    ref_tflops=fl / t_ref / 1e12,
+                    ratio=float(np.median(ratios)),
+                    ratio_min=ratios[0],
+                    ratio_max=ratios[-1],
+                    rounds=len(ratios),
+                )
                 log["rows"].append(row)
-                lines.append(f"{spec:18s} {dtype:5s} {size:16s} ours {row['ours_tflops']:6.1f}  "
-                             f"cuBLAS {row['ref_tflops']:6.1f}  ratio {row['ratio']:.3f} "
-                             f"[{row['ratio_min']:.3f}, {row['ratio_max']:.3f}]")
+                lines.append(
+                    f"{spec:18s} {dtype:5s} {size:16s} ours {row['ours_tflops']:6.1f}  "
+                    f"cuBLAS {row['ref_tflops']:6.1f}  ratio {row['ratio']:.3f} "
+                    f"[{row['ratio_min']:.3f}, {row['ratio_max']:.3f}]"
+                )
                 print(lines[-1], flush=True)
     (out / "configs.json").write_text(json.dumps(log, indent=1, default=str))
     print(f"\n== {dev} ==")

@@ -59,5 +59,8 @@ def run(mi, ni, threads, blocks_per_sm, iters=4096):
 
 if __name__ == "__main__":
     for mi, ni, threads, bps in ((4, 8, 256, 1), (4, 8, 128, 2), (2, 4, 256, 2), (4, 8, 512, 1)):
-        print(f"mma.sync m16n8k16 f32acc: {mi}x{ni} tiles/warp, {threads} threads x {bps} "
-              f"blocks/SM: {run(mi, ni, threads, bps):.0f} TFLOP/s", flush=True)
+        print(
+            f"mma.sync m16n8k16 f32acc: {mi}x{ni} tiles/warp, {threads} threads x {bps} "
+            f"blocks/SM: {run(mi, ni, threads, bps):.0f} TFLOP/s",
+            flush=True,
+        )

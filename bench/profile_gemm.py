@@ -1,6 +1,6 @@
 """One launch of the proven GEMM for Nsight Compute (``ncu``): config and size from argv.
 
-    ncu --section WarpStateStats --section SchedulerStats python bench/profile_gemm.py 128x256x32/2x4/3 4096
+ncu --section WarpStateStats --section SchedulerStats python bench/profile_gemm.py 128x256x32/2x4/3 4096
 """
 
 import sys

@@ -1,6 +1,6 @@
 """A small proven-GEMM run for compute-sanitizer (memcheck): every variant, odd sizes.
 
-    compute-sanitizer --tool memcheck python bench/sanitize_gemm.py
+compute-sanitizer --tool memcheck python bench/sanitize_gemm.py
 """
 
 import cupy as cp
@@ -11,16 +11,19 @@ from layoutproof.gpu.runtime import gemm
 
 rng = cp.random.default_rng(3)
 worst = 0.0
-for cfg, (m, n, k) in [(c, s) for c in (GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2,
-                                                   stages=3), Sm90Config(bm=128, bn=128, stages=4),
-                                        Sm90Config(bm=128, bn=128, stages=4, loader="tma"),
-                                        Sm90Config(bm=128, bn=128, stages=4, loader="tma",
-                                                   schedule="ws"),
-                                        Sm90Config(loader="tma", schedule="ws"),
-                                        Sm90Config(loader="tma", schedule="ws", cluster=2),
-                                        Sm90Config(bm=64, bn=128, stages=4, loader="tma",
-                                                   schedule="ws", cluster=2))
-                       for s in ((37, 45, 51), (64, 64, 64), (1, 9, 17), (130, 260, 200))]:
+for cfg, (m, n, k) in [
+    (c, s)
+    for c in (
+        GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=3),
+        Sm90Config(bm=128, bn=128, stages=4),
+        Sm90Config(bm=128, bn=128, stages=4, loader="tma"),
+        Sm90Config(bm=128, bn=128, stages=4, loader="tma", schedule="ws"),
+        Sm90Config(loader="tma", schedule="ws"),
+        Sm90Config(loader="tma", schedule="ws", cluster=2),
+        Sm90Config(bm=64, bn=128, stages=4, loader="tma", schedule="ws", cluster=2),
+    )
+    for s in ((37, 45, 51), (64, 64, 64), (1, 9, 17), (130, 260, 200))
+]:
     for ao in ("C", "F"):
         for bo in ("C", "F"):
             a = rng.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)

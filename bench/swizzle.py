@@ -53,16 +53,28 @@ def cases() -> List[Case]:
         ("Swizzle(3,3,3)(np.arange(2**20))", p(ours_sw, x1m), p(their_sw, x1m), "int64 array"),
         ("composed (128,64) tile: C(300)", p(ours_c, 300), p(their_tile, 300), "1-D coordinate"),
         ("composed (128,64) tile: C(37, 21)", p(ours_c, 37, 21), p(their_tile, 37, 21), "2-D coordinate"),
-        ("composed (128,64) tile: all 8192 values", ours_c.eval_all,
-         lambda: [their_tile(i) for i in range(8192)], "pycute: Python loop (no eval_all)"),
+        (
+            "composed (128,64) tile: all 8192 values",
+            ours_c.eval_all,
+            lambda: [their_tile(i) for i in range(8192)],
+            "pycute: Python loop (no eval_all)",
+        ),
         ("composition(Sw<3,3,3>, (8,64):(64,1))", p(lp.composition, ours_sw, atom_b), None, ""),
         ("tile_to_shape(atom, (128,64))", p(lp.tile_to_shape, atom, (128, 64)), None, "pycute: absent"),
-        ("tile_to_shape(seed atom, (128,64))",
-         p(lp.tile_to_shape, lp.composition(ours_sw, seed_b), (128, 64)), None, "pycute: absent"),
+        (
+            "tile_to_shape(seed atom, (128,64))",
+            p(lp.tile_to_shape, lp.composition(ours_sw, seed_b), (128, 64)),
+            None,
+            "pycute: absent",
+        ),
         ("zipped_divide(tile, (16,16))", p(lp.zipped_divide, tile, (16, 16)), None, "pycute: absent"),
         ("slice tile(5, _)", p(tile, 5, lp._), None, "pycute: absent"),
-        ("cosize(tile) (fresh object)", lambda: ComposedLayout(ours_sw, 0, tile_b).cosize, None,
-         "exact; pycute's is cosize(swizzle)"),
+        (
+            "cosize(tile) (fresh object)",
+            lambda: ComposedLayout(ours_sw, 0, tile_b).cosize,
+            None,
+            "exact; pycute's is cosize(swizzle)",
+        ),
         ("to_f2(tile)", p(to_f2, tile), None, "pycute: absent"),
         ("from_f2(to_f2(tile))", p(from_f2, f2), None, "pycute: absent"),
     ]
@@ -89,8 +101,10 @@ def main() -> None:
         mt = t[1] if theirs is not None else None
         rows.append((name, t[0], mt, (t[0] / mt) if mt else None, note))
 
-    print(f"# layoutproof {lp.__version__} vs legacy pycute, Python {platform.python_version()}, "
-          f"numpy {np.__version__}, {platform.machine()}")
+    print(
+        f"# layoutproof {lp.__version__} vs legacy pycute, Python {platform.python_version()}, "
+        f"numpy {np.__version__}, {platform.machine()}"
+    )
     if args.markdown:
         print("| case | ours (µs) | pycute (µs) | ours/pycute | note |")
         print("|---|---:|---:|---:|---|")

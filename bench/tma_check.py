@@ -16,7 +16,7 @@ rng = cp.random.default_rng(11)
 worst, fails = 0.0, 0
 for cfg in (Sm90Config(loader="tma"), Sm90Config(bm=256, bn=128, loader="tma")):
     for dt in (cp.float16, "bfloat16"):
-        for (m, n, k) in ((1, 1, 1), (37, 45, 51), (128, 256, 64), (300, 517, 1000), (4095, 4097, 4093)):
+        for m, n, k in ((1, 1, 1), (37, 45, 51), (128, 256, 64), (300, 517, 1000), (4095, 4097, 4093)):
             for ao in "CF":
                 for bo in "CF":
                     a = rng.standard_normal((m, k), dtype=cp.float32).astype(dt)
@@ -41,6 +41,6 @@ for s in (4096, 8192):
         line = f"{s} {dt}:"
         for cfg in (Sm90Config(loader="tma"), Sm90Config(bm=256, bn=128, loader="tma"), Sm90Config()):
             t, _ = bench(cp, lambda: gemm(a, b, c, config=cfg), 10)
-            line += f" {cfg.key()} {2 * s ** 3 / t / 1e12:.0f}"
+            line += f" {cfg.key()} {2 * s**3 / t / 1e12:.0f}"
         t, _ = bench(cp, lambda: cp.matmul(a, b), 10)
-        print(line + f" | cuBLAS {2 * s ** 3 / t / 1e12:.0f} TFLOP/s", flush=True)
+        print(line + f" | cuBLAS {2 * s**3 / t / 1e12:.0f} TFLOP/s", flush=True)

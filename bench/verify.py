@@ -60,40 +60,74 @@ def symbolic_cases() -> List[Tuple[str, Callable[[], Any], str]]:
             with assuming(*facts):
                 R = getattr(lp, op)(L, *args)
                 return v.postcondition(op, R, L, *args)
+
         return run
 
     mat = Layout((M, N), (1, M))
     return [
-        ("identity: (M,N):(N,1) o 4:1 == 4:N  [M%4==0]",
-         lambda: v.identity(comp, lambda M, N: Layout(4, N), assume="M % 4 == 0"), "proved"),
-        ("post: composition((M,N):(N,1), 4:1)  [M%4==0]",
-         post("composition", ("M % 4 == 0",), Layout((M, N), (N, 1)), Layout(4, 1)), "proved"),
-        ("post: logical_divide((M,N):(1,M), (64,32))",
-         post("logical_divide", ("M % 64 == 0", "N % 32 == 0"), mat, (64, 32)), "proved"),
-        ("identity: logical_divide (64,32) == its closed form",
-         lambda: v.identity(lambda M, N: lp.logical_divide(Layout((M, N), (1, M)), (64, 32)),
-                            lambda M, N: Layout(((64, M / 64), (32, N / 32)), ((1, 64), (M, 32 * M))),
-                            assume=["M % 64 == 0", "N % 32 == 0"]), "proved"),
+        (
+            "identity: (M,N):(N,1) o 4:1 == 4:N  [M%4==0]",
+            lambda: v.identity(comp, lambda M, N: Layout(4, N), assume="M % 4 == 0"),
+            "proved",
+        ),
+        (
+            "post: composition((M,N):(N,1), 4:1)  [M%4==0]",
+            post("composition", ("M % 4 == 0",), Layout((M, N), (N, 1)), Layout(4, 1)),
+            "proved",
+        ),
+        (
+            "post: logical_divide((M,N):(1,M), (64,32))",
+            post("logical_divide", ("M % 64 == 0", "N % 32 == 0"), mat, (64, 32)),
+            "proved",
+        ),
+        (
+            "identity: logical_divide (64,32) == its closed form",
+            lambda: v.identity(
+                lambda M, N: lp.logical_divide(Layout((M, N), (1, M)), (64, 32)),
+                lambda M, N: Layout(((64, M / 64), (32, N / 32)), ((1, 64), (M, 32 * M))),
+                assume=["M % 64 == 0", "N % 32 == 0"],
+            ),
+            "proved",
+        ),
         ("post: complement(4:2, 8*K)", post("complement", (), Layout(4, 2), 8 * K), "proved"),
-        ("post: zipped_divide((M,N):(1,M), (8,4))",
-         post("zipped_divide", ("M % 8 == 0", "N % 4 == 0"), mat, (8, 4)), "proved"),
-        ("post: zipped_divide((M,N):(1,M), 64:1)",
-         post("zipped_divide", ("M % 64 == 0",), mat, Layout(64, 1)), "proved"),
+        (
+            "post: zipped_divide((M,N):(1,M), (8,4))",
+            post("zipped_divide", ("M % 8 == 0", "N % 4 == 0"), mat, (8, 4)),
+            "proved",
+        ),
+        (
+            "post: zipped_divide((M,N):(1,M), 64:1)",
+            post("zipped_divide", ("M % 64 == 0",), mat, Layout(64, 1)),
+            "proved",
+        ),
         ("post: left_inverse((M,N):(N,1))", post("left_inverse", (), Layout((M, N), (N, 1))), "proved"),
-        ("equal: (M,N,K):(1,M,MN) == MNK:1 (digits, SymPy)",
-         lambda: v.equal(Layout((M, N, K), (1, M, M * N)), Layout(M * N * K, 1)), "proved"),
-        ("equal: (M,N):(1,M) == M*N:1",
-         lambda: v.equal(Layout((M, N), (1, M)), Layout(M * N, 1)), "proved"),
-        ("refute: (M,2):(2,1) == 2M:1",
-         lambda: v.equal(Layout((M, 2), (2, 1)), Layout(2 * M, 1)), "refuted"),
-        ("refute: (M,N):(1,M) == (M,N):(N,1)",
-         lambda: v.equal(Layout((M, N), (1, M)), Layout((M, N), (N, 1))), "refuted"),
-        ("refute: identity without M%4==0 (bounded)",
-         lambda: v.identity(comp, lambda M, N: Layout(4, N)), "refuted"),
-        ("check: filter((M,N):(1,M)) bounded 1..16",
-         lambda: v.postcondition("filter", Layout(M * N, 1), mat, bounds=16), "checked"),
-        ("cvc5 cross-check: logical_divide (64,32) obligations", _cross_checked(post(
-            "logical_divide", ("M % 64 == 0", "N % 32 == 0"), mat, (64, 32))), "proved"),
+        (
+            "equal: (M,N,K):(1,M,MN) == MNK:1 (digits, SymPy)",
+            lambda: v.equal(Layout((M, N, K), (1, M, M * N)), Layout(M * N * K, 1)),
+            "proved",
+        ),
+        ("equal: (M,N):(1,M) == M*N:1", lambda: v.equal(Layout((M, N), (1, M)), Layout(M * N, 1)), "proved"),
+        ("refute: (M,2):(2,1) == 2M:1", lambda: v.equal(Layout((M, 2), (2, 1)), Layout(2 * M, 1)), "refuted"),
+        (
+            "refute: (M,N):(1,M) == (M,N):(N,1)",
+            lambda: v.equal(Layout((M, N), (1, M)), Layout((M, N), (N, 1))),
+            "refuted",
+        ),
+        (
+            "refute: identity without M%4==0 (bounded)",
+            lambda: v.identity(comp, lambda M, N: Layout(4, N)),
+            "refuted",
+        ),
+        (
+            "check: filter((M,N):(1,M)) bounded 1..16",
+            lambda: v.postcondition("filter", Layout(M * N, 1), mat, bounds=16),
+            "checked",
+        ),
+        (
+            "cvc5 cross-check: logical_divide (64,32) obligations",
+            _cross_checked(post("logical_divide", ("M % 64 == 0", "N % 32 == 0"), mat, (64, 32))),
+            "proved",
+        ),
     ]
 
 
@@ -105,13 +139,13 @@ def _cross_checked(fn: Callable[[], Any]) -> Callable[[], Any]:
         if cc.agree is not True:
             sys.exit(f"cvc5 disagrees: {cc}")
         return r
+
     return run
 
 
 def import_time(module: str, runs: int) -> float:
     env = {k: val for k, val in os.environ.items() if not k.startswith("PYTHON")}
-    code = (f"import time; t0 = time.perf_counter(); import {module}; "
-            f"print(time.perf_counter() - t0)")
+    code = f"import time; t0 = time.perf_counter(); import {module}; print(time.perf_counter() - t0)"
     times = []
     for _ in range(runs):
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
@@ -127,9 +161,11 @@ def main() -> int:
     import sympy
     import z3
 
-    print(f"# {platform.node()} | {platform.processor() or platform.machine()} | Python {platform.python_version()} "
-          f"| numpy {np.__version__} | sympy {sympy.__version__} | z3 {z3.get_version_string()} "
-          f"| layoutproof {lp.__version__}")
+    print(
+        f"# {platform.node()} | {platform.processor() or platform.machine()} | Python {platform.python_version()} "
+        f"| numpy {np.__version__} | sympy {sympy.__version__} | z3 {z3.get_version_string()} "
+        f"| layoutproof {lp.__version__}"
+    )
     rows = []
     for name, fn, want in exhaustive_cases():
         r = fn()
@@ -160,8 +196,9 @@ def main() -> int:
             times.append(time.perf_counter() - t0)
         if r.status != want:
             sys.exit(f"{name}: expected {want}, got {r.explain()}")
-        srows.append((name, times[0] * 1e3, statistics.median(times[1:]) * 1e3, r.status, r.method,
-                      len(r.obligations)))
+        srows.append(
+            (name, times[0] * 1e3, statistics.median(times[1:]) * 1e3, r.status, r.method, len(r.obligations))
+        )
     if args.markdown:
         print()
         print("| symbolic check | first ms | median ms | status | method | Z3 obligations |")
@@ -178,8 +215,10 @@ def main() -> int:
     t_lp = import_time("layoutproof", runs)
     t_v = import_time("layoutproof.verify", runs)
     print()
-    print(f"import layoutproof: {t_lp * 1e3:.1f} ms; import layoutproof.verify: {t_v * 1e3:.1f} ms "
-          f"(median of {runs} fresh interpreters; neither loads numpy, SymPy or Z3)")
+    print(
+        f"import layoutproof: {t_lp * 1e3:.1f} ms; import layoutproof.verify: {t_v * 1e3:.1f} ms "
+        f"(median of {runs} fresh interpreters; neither loads numpy, SymPy or Z3)"
+    )
     return 0
 
 

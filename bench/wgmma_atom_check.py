@@ -33,12 +33,12 @@ def _source(n, dtype, mode):
     if mode == "RS":
         a_ops = f"{{%{regs}, %{regs + 1}, %{regs + 2}, %{regs + 3}}}"
         b_op, p_op = f"%{regs + 4}", f"%{regs + 5}"
-        tail = "1, 1, 0"                       # imm-scale-a, imm-scale-b, imm-trans-b
+        tail = "1, 1, 0"  # imm-scale-a, imm-scale-b, imm-trans-b
         ins = '"r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1)'
     else:
         a_ops = f"%{regs}"
         b_op, p_op = f"%{regs + 1}", f"%{regs + 2}"
-        tail = "1, 1, 0, 0"                    # imm-scale-a/b, imm-trans-a/b
+        tail = "1, 1, 0, 0"  # imm-scale-a/b, imm-trans-a/b
         ins = '"l"(da), "l"(db), "r"(1)'
     return f"""
 extern "C" __global__ void chk(const unsigned short* Aimg, const unsigned short* Bimg,
@@ -77,7 +77,7 @@ def check(cp, n, dtype, mode, rng):
 
     atom = sm90.sm90_atom(n, dtype, mode)
     A = rng.integers(-3, 4, size=(64, 16)).astype(np.float32)
-    B = rng.integers(-3, 4, size=(n, 16)).astype(np.float32)        # (n, k): K-major
+    B = rng.integers(-3, 4, size=(n, 16)).astype(np.float32)  # (n, k): K-major
     sa = sm90.tile_to_shape(sm90.smem_atom("K", "SW32"), (64, 16))
     sb = sm90.tile_to_shape(sm90.smem_atom("K", "SW32"), (n, 16))
     a_img = np.zeros(64 * 16, np.uint16)
@@ -85,16 +85,31 @@ def check(cp, n, dtype, mode, rng):
     b_img = np.zeros(n * 16, np.uint16)
     b_img[sb.table()] = _bits(B, dtype)
     # the A registers of each thread, from the atom's A thread-value layout
-    av = np.asarray(atom.a_layout.eval_all(), np.int64).reshape(8, 128).T if mode == "RS" \
+    av = (
+        np.asarray(atom.a_layout.eval_all(), np.int64).reshape(8, 128).T
+        if mode == "RS"
         else np.zeros((128, 8), np.int64)
-    a_bits = _bits(A, dtype).reshape(-1, order="F")[av]                     # [t, i]
-    a_reg = (a_bits[:, 0::2].astype(np.uint32) | (a_bits[:, 1::2].astype(np.uint32) << 16))
+    )
+    a_bits = _bits(A, dtype).reshape(-1, order="F")[av]  # [t, i]
+    a_reg = a_bits[:, 0::2].astype(np.uint32) | (a_bits[:, 1::2].astype(np.uint32) << 16)
     da = sm90.make_descriptor(sa, 0)
     db = sm90.make_descriptor(sb, 0)
     rk = cp.RawKernel(_source(n, dtype, mode), "chk", options=("-arch=sm_90a",))
     d = cp.zeros(128 * (n // 2), cp.float32)
-    rk((1,), (128,), (cp.asarray(a_img), cp.asarray(b_img), cp.asarray(a_reg.reshape(-1)), d,
-                      np.uint64(da), np.uint64(db), np.int32(a_img.size), np.int32(b_img.size)))
+    rk(
+        (1,),
+        (128,),
+        (
+            cp.asarray(a_img),
+            cp.asarray(b_img),
+            cp.asarray(a_reg.reshape(-1)),
+            d,
+            np.uint64(da),
+            np.uint64(db),
+            np.int32(a_img.size),
+            np.int32(b_img.size),
+        ),
+    )
     got = cp.asnumpy(d).reshape(128, n // 2)
     where = np.asarray(atom.c_layout.eval_all(), np.int64).reshape(n // 2, 128).T  # m + 64 n
     want = (A @ B.T).reshape(-1, order="F")[where]
@@ -112,8 +127,10 @@ def main():
             for n in (8, 16, 64, 256):
                 nbad, total, first = check(cp, n, dtype, mode, rng)
                 fails += nbad > 0
-                print(f"{sm90_name(n, dtype, mode):34s} {total - nbad}/{total} elements of D "
-                      f"correct" + (f"; first wrong (thread, register) {first}" if nbad else ""))
+                print(
+                    f"{sm90_name(n, dtype, mode):34s} {total - nbad}/{total} elements of D "
+                    f"correct" + (f"; first wrong (thread, register) {first}" if nbad else "")
+                )
     print("all wgmma atoms agree with the hardware" if not fails else f"{fails} atom(s) FAILED")
     return 1 if fails else 0
 

@@ -27,8 +27,10 @@ from typing import Any, Callable
 try:
     from mkdocs.plugins import event_priority
 except ImportError:  # pragma: no cover - griffe loads this file for the extension alone
+
     def event_priority(priority: float) -> Any:
         return lambda f: f
+
 
 # import name -> folder, as in pyproject.toml's [tool.setuptools] package-dir
 PACKAGE_DIRS = {
@@ -116,7 +118,7 @@ def docstring_to_markdown(text: str, link: Callable[[str], str | None] = lambda 
             block = []
             while i < len(lines) and lines[i].strip():
                 cur = lines[i]
-                cur = cur[len(indent):] if cur.startswith(indent) else cur.lstrip()
+                cur = cur[len(indent) :] if cur.startswith(indent) else cur.lstrip()
                 block.append(_DOCTEST_FLAGS.sub("", cur) if cur.startswith((">>>", "...")) else cur)
                 i += 1
             if out and out[-1].strip():
@@ -152,8 +154,12 @@ def _resolver(obj: Any, collection: Any) -> Callable[[str], str | None]:
 
 
 def _bare_dunder(name: str, member: Any) -> bool:
-    return (name.startswith("__") and name.endswith("__") and name != "__init__"
-            and (member.is_alias or not (member.docstring and member.docstring.value.strip())))
+    return (
+        name.startswith("__")
+        and name.endswith("__")
+        and name != "__init__"
+        and (member.is_alias or not (member.docstring and member.docstring.value.strip()))
+    )
 
 
 try:

@@ -32,14 +32,31 @@ from .errors import (
 from .proofrec import Proof, ProofLog
 
 __all__ = [
-    "GemmConfig", "GemmProblem", "gemm", "gemm_plan", "GemmPlan", "generate", "autotune", "Proof", "ProofLog",
-    "AtomMismatchError", "BankConflictError", "GemmConfigError", "GemmInputError",
-    "LoweringError", "NoGPUError", "ProofFailedError",
+    "GemmConfig",
+    "GemmProblem",
+    "gemm",
+    "gemm_plan",
+    "GemmPlan",
+    "generate",
+    "autotune",
+    "Proof",
+    "ProofLog",
+    "AtomMismatchError",
+    "BankConflictError",
+    "GemmConfigError",
+    "GemmInputError",
+    "LoweringError",
+    "NoGPUError",
+    "ProofFailedError",
 ]
 
-_LAZY = {"gemm": ("runtime", "gemm"), "autotune": ("runtime", "autotune"),
-         "gemm_plan": ("runtime", "gemm_plan"), "GemmPlan": ("runtime", "GemmPlan"),
-         "generate": ("codegen", "generate")}
+_LAZY = {
+    "gemm": ("runtime", "gemm"),
+    "autotune": ("runtime", "autotune"),
+    "gemm_plan": ("runtime", "gemm_plan"),
+    "GemmPlan": ("runtime", "GemmPlan"),
+    "generate": ("codegen", "generate"),
+}
 
 
 def __getattr__(name: str) -> Any:

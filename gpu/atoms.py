@@ -224,53 +224,189 @@ def _L(text: str) -> Layout:
 
 
 # ----------------------------------------------------------------------------- the atoms
-def _mma(name: str, ptx: str, mnk: Tuple[int, int, int], thr: str, a: str, b: str, c: str,
-         ta: str, tb: str, tc: str) -> MMAAtom:
+def _mma(
+    name: str,
+    ptx: str,
+    mnk: Tuple[int, int, int],
+    thr: str,
+    a: str,
+    b: str,
+    c: str,
+    ta: str,
+    tb: str,
+    tc: str,
+) -> MMAAtom:
     thr_id, la, lb, lc = _L(thr), _L(a), _L(b), _L(c)
     nt = thr_id.size
-    return MMAAtom(name, ptx, mnk, thr_id, la, lb, lc, ta, tb, tc,
-                   _regs(la.size // nt, ta), _regs(lb.size // nt, tb), _regs(lc.size // nt, tc))
+    return MMAAtom(
+        name,
+        ptx,
+        mnk,
+        thr_id,
+        la,
+        lb,
+        lc,
+        ta,
+        tb,
+        tc,
+        _regs(la.size // nt, ta),
+        _regs(lb.size // nt, tb),
+        _regs(lc.size // nt, tc),
+    )
 
 
 # Layouts derived by hand from the PTX fragment descriptions (t = (t0 = tig, t1 = groupID)).
 _C16x8 = "((4,8),(2,2)):((32,1),(16,8))"
-_SM70_COL = "((4,2),4):((8,4),1)"   # (T8,V4): thread holds a column (4 consecutive rows)
-_SM70_ROW = "(8,4):(1,8)"           # (T8,V4): thread holds a row (4 consecutive k)
+_SM70_COL = "((4,2),4):((8,4),1)"  # (T8,V4): thread holds a column (4 consecutive rows)
+_SM70_ROW = "(8,4):(1,8)"  # (T8,V4): thread holds a row (4 consecutive k)
 _SM70_C32 = "((2,2,2),(2,2,2)):((1,16,4),(8,2,32))"
 _QUADPAIR = "(4,2):(1,16)"
 
 _ATOM_LIST: List[MMAAtom] = [
-    _mma("SM80_16x8x16_F32F16F16F32_TN", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
-         (16, 8, 16), "32:1", "((4,8),(2,2,2)):((32,1),(16,8,128))",
-         "((4,8),(2,2)):((16,1),(8,64))", _C16x8, "f16", "f16", "f32"),
-    _mma("SM80_16x8x16_F32BF16BF16F32_TN", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-         (16, 8, 16), "32:1", "((4,8),(2,2,2)):((32,1),(16,8,128))",
-         "((4,8),(2,2)):((16,1),(8,64))", _C16x8, "bf16", "bf16", "f32"),
-    _mma("SM80_16x8x8_F32F16F16F32_TN", "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32",
-         (16, 8, 8), "32:1", "((4,8),(2,2)):((32,1),(16,8))", "((4,8),2):((16,1),8)", _C16x8,
-         "f16", "f16", "f32"),
-    _mma("SM80_16x8x8_F32BF16BF16F32_TN", "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32",
-         (16, 8, 8), "32:1", "((4,8),(2,2)):((32,1),(16,8))", "((4,8),2):((16,1),8)", _C16x8,
-         "bf16", "bf16", "f32"),
-    _mma("SM80_16x8x8_F32TF32TF32F32_TN", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
-         (16, 8, 8), "32:1", "((4,8),(2,2)):((16,1),(8,64))", "((4,8),2):((8,1),32)", _C16x8,
-         "tf32", "tf32", "f32"),
-    _mma("SM80_8x8x4_F64F64F64F64_TN", "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64",
-         (8, 8, 4), "32:1", "((4,8),1):((8,1),0)", "((4,8),1):((8,1),0)",
-         "((4,8),2):((16,1),8)", "f64", "f64", "f64"),
-    _mma("SM90_16x8x4_F64F64F64F64_TN", "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64",
-         (16, 8, 4), "32:1", "((4,8),2):((16,1),8)", "((4,8),1):((8,1),0)", _C16x8,
-         "f64", "f64", "f64"),
-    _mma("SM70_8x8x4_F32F16F16F32_NT", "mma.sync.aligned.m8n8k4.col.row.f32.f16.f16.f32",
-         (8, 8, 4), _QUADPAIR, _SM70_COL, _SM70_COL, _SM70_C32, "f16", "f16", "f32"),
-    _mma("SM70_8x8x4_F32F16F16F32_TN", "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32",
-         (8, 8, 4), _QUADPAIR, _SM70_ROW, _SM70_ROW, _SM70_C32, "f16", "f16", "f32"),
-    _mma("SM70_8x8x4_F32F16F16F32_NN", "mma.sync.aligned.m8n8k4.col.col.f32.f16.f16.f32",
-         (8, 8, 4), _QUADPAIR, _SM70_COL, _SM70_ROW, _SM70_C32, "f16", "f16", "f32"),
-    _mma("SM70_8x8x4_F32F16F16F32_TT", "mma.sync.aligned.m8n8k4.row.row.f32.f16.f16.f32",
-         (8, 8, 4), _QUADPAIR, _SM70_ROW, _SM70_COL, _SM70_C32, "f16", "f16", "f32"),
-    _mma("UniversalFMA", "fma.rn.f32", (1, 1, 1), "1:0", "(1,1):(0,0)", "(1,1):(0,0)",
-         "(1,1):(0,0)", "f32", "f32", "f32"),
+    _mma(
+        "SM80_16x8x16_F32F16F16F32_TN",
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+        (16, 8, 16),
+        "32:1",
+        "((4,8),(2,2,2)):((32,1),(16,8,128))",
+        "((4,8),(2,2)):((16,1),(8,64))",
+        _C16x8,
+        "f16",
+        "f16",
+        "f32",
+    ),
+    _mma(
+        "SM80_16x8x16_F32BF16BF16F32_TN",
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+        (16, 8, 16),
+        "32:1",
+        "((4,8),(2,2,2)):((32,1),(16,8,128))",
+        "((4,8),(2,2)):((16,1),(8,64))",
+        _C16x8,
+        "bf16",
+        "bf16",
+        "f32",
+    ),
+    _mma(
+        "SM80_16x8x8_F32F16F16F32_TN",
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32",
+        (16, 8, 8),
+        "32:1",
+        "((4,8),(2,2)):((32,1),(16,8))",
+        "((4,8),2):((16,1),8)",
+        _C16x8,
+        "f16",
+        "f16",
+        "f32",
+    ),
+    _mma(
+        "SM80_16x8x8_F32BF16BF16F32_TN",
+        "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32",
+        (16, 8, 8),
+        "32:1",
+        "((4,8),(2,2)):((32,1),(16,8))",
+        "((4,8),2):((16,1),8)",
+        _C16x8,
+        "bf16",
+        "bf16",
+        "f32",
+    ),
+    _mma(
+        "SM80_16x8x8_F32TF32TF32F32_TN",
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+        (16, 8, 8),
+        "32:1",
+        "((4,8),(2,2)):((16,1),(8,64))",
+        "((4,8),2):((8,1),32)",
+        _C16x8,
+        "tf32",
+        "tf32",
+        "f32",
+    ),
+    _mma(
+        "SM80_8x8x4_F64F64F64F64_TN",
+        "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64",
+        (8, 8, 4),
+        "32:1",
+        "((4,8),1):((8,1),0)",
+        "((4,8),1):((8,1),0)",
+        "((4,8),2):((16,1),8)",
+        "f64",
+        "f64",
+        "f64",
+    ),
+    _mma(
+        "SM90_16x8x4_F64F64F64F64_TN",
+        "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64",
+        (16, 8, 4),
+        "32:1",
+        "((4,8),2):((16,1),8)",
+        "((4,8),1):((8,1),0)",
+        _C16x8,
+        "f64",
+        "f64",
+        "f64",
+    ),
+    _mma(
+        "SM70_8x8x4_F32F16F16F32_NT",
+        "mma.sync.aligned.m8n8k4.col.row.f32.f16.f16.f32",
+        (8, 8, 4),
+        _QUADPAIR,
+        _SM70_COL,
+        _SM70_COL,
+        _SM70_C32,
+        "f16",
+        "f16",
+        "f32",
+    ),
+    _mma(
+        "SM70_8x8x4_F32F16F16F32_TN",
+        "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32",
+        (8, 8, 4),
+        _QUADPAIR,
+        _SM70_ROW,
+        _SM70_ROW,
+        _SM70_C32,
+        "f16",
+        "f16",
+        "f32",
+    ),
+    _mma(
+        "SM70_8x8x4_F32F16F16F32_NN",
+        "mma.sync.aligned.m8n8k4.col.col.f32.f16.f16.f32",
+        (8, 8, 4),
+        _QUADPAIR,
+        _SM70_COL,
+        _SM70_ROW,
+        _SM70_C32,
+        "f16",
+        "f16",
+        "f32",
+    ),
+    _mma(
+        "SM70_8x8x4_F32F16F16F32_TT",
+        "mma.sync.aligned.m8n8k4.row.row.f32.f16.f16.f32",
+        (8, 8, 4),
+        _QUADPAIR,
+        _SM70_ROW,
+        _SM70_COL,
+        _SM70_C32,
+        "f16",
+        "f16",
+        "f32",
+    ),
+    _mma(
+        "UniversalFMA",
+        "fma.rn.f32",
+        (1, 1, 1),
+        "1:0",
+        "(1,1):(0,0)",
+        "(1,1):(0,0)",
+        "(1,1):(0,0)",
+        "f32",
+        "f32",
+        "f32",
+    ),
 ]
 
 #: Every MMA atom, by CuTe name.
@@ -285,8 +421,7 @@ def _copy1(name: str, ptx: str, nbytes: int) -> CopyAtom:
 
 def _ldsm(num: int, trans: bool) -> CopyAtom:
     rows = 8 * num
-    src = (Layout((32, 128), (128, 1)) if rows == 32
-           else Layout(((rows, 32 // rows), 128), ((128, 0), 1)))
+    src = Layout((32, 128), (128, 1)) if rows == 32 else Layout(((rows, 32 // rows), 128), ((128, 0), 1))
     if trans:
         name = f"SM75_U16x{2 * num}_LDSM_T"
         vshape: tuple = (16, 2) if num == 1 else (16, 2, num)
@@ -342,7 +477,10 @@ def tv_bijective(L: Layout, threads: int, tile: Tuple[int, int], what: str) -> i
         raise AtomMismatchError(
             f"{what}: (thread, value) = ({i % threads}, {i // threads}) maps to {int(idx[i])}, "
             f"outside the {tile} tile",
-            condition="bounds", witness=(i % threads, i // threads), ours=int(idx[i]))
+            condition="bounds",
+            witness=(i % threads, i // threads),
+            ours=int(idx[i]),
+        )
     if idx.size != n or np.unique(idx).size != n:
         order = np.argsort(idx, kind="stable")
         dup = np.nonzero(np.diff(idx[order]) == 0)[0]
@@ -353,8 +491,7 @@ def tv_bijective(L: Layout, threads: int, tile: Tuple[int, int], what: str) -> i
         else:
             w = None
             msg = f"{what}: {idx.size} (thread, value) pairs for {n} tile elements"
-        raise AtomMismatchError(msg + "; not a bijection onto the tile", condition="bijective",
-                                witness=w)
+        raise AtomMismatchError(msg + "; not a bijection onto the tile", condition="bijective", witness=w)
     return n
 
 
@@ -375,8 +512,12 @@ def verify_atom(atom: MMAAtom) -> ProofLog:
         L = atom.layout(op)
         tile = atom.tile_shape(op)
         cases = tv_bijective(L, nt, tile, f"{atom.name} {op}")
-        log.add("bijective", f"{atom.name} {op}: {L} is a bijection (T{nt},V{L.size // nt}) -> "
-                f"{tile}", "exhaustive", cases)
+        log.add(
+            "bijective",
+            f"{atom.name} {op}: {L} is a bijection (T{nt},V{L.size // nt}) -> {tile}",
+            "exhaustive",
+            cases,
+        )
         if key is None:
             continue
         table = _ptx.fragment(key, op)
@@ -384,7 +525,11 @@ def verify_atom(atom: MMAAtom) -> ProofLog:
         if table.elements != nv:
             raise AtomMismatchError(
                 f"{atom.name} {op}: {nv} values per thread, PTX {key} has {table.elements}",
-                condition="fragment size", witness=None, ours=nv, ptx=table.elements)
+                condition="fragment size",
+                witness=None,
+                ours=nv,
+                ptx=table.elements,
+            )
         tv = atom.tv_table(op)
         rows = tile[0]
         for t in range(nt):
@@ -393,16 +538,23 @@ def verify_atom(atom: MMAAtom) -> ProofLog:
                 idx = int(tv[t, v])
                 ours = (idx % rows, idx // rows)
                 pr, pc = table(lane, v)
-                ptx = (pc, pr) if op == "B" else (pr, pc)   # B: PTX (k, n) -> ours (n, k)
+                ptx = (pc, pr) if op == "B" else (pr, pc)  # B: PTX (k, n) -> ours (n, k)
                 if ours != ptx:
                     raise AtomMismatchError(
                         f"{atom.name} operand {op}: (thread, value) = ({t}, {v}) (lane {lane}, "
                         f"PTX element {op.lower()}{v}) is {_names(op)} = {ours} in the layout "
                         f"but {ptx} in the PTX table {key}",
-                        condition=f"operand {op} equals PTX fragment table", witness=(t, v),
-                        ours=ours, ptx=ptx)
-        log.add("atom", f"{atom.name} {op} == PTX {key} fragment table (lane = thr_id(t), "
-                f"element = v)", "exhaustive", nt * nv)
+                        condition=f"operand {op} equals PTX fragment table",
+                        witness=(t, v),
+                        ours=ours,
+                        ptx=ptx,
+                    )
+        log.add(
+            "atom",
+            f"{atom.name} {op} == PTX {key} fragment table (lane = thr_id(t), element = v)",
+            "exhaustive",
+            nt * nv,
+        )
     return log
 
 
@@ -425,7 +577,9 @@ def verify_seed_tables(atom: MMAAtom) -> ProofLog:
         if len(printed) != tile[0] * tile[1]:
             raise AtomMismatchError(
                 f"{atom.name} {op}: the seed table has {len(printed)} cells, tile is {tile}",
-                condition="seed table size", witness=None)
+                condition="seed table size",
+                witness=None,
+            )
         for (r, c), (lane, v) in sorted(printed.items()):
             t = lane_to_t.get(lane)
             ours = atom.coord(op, t, v) if t is not None else None
@@ -433,8 +587,11 @@ def verify_seed_tables(atom: MMAAtom) -> ProofLog:
                 raise AtomMismatchError(
                     f"{atom.name} operand {op}: the seed table prints T{lane}V{v} at {(r, c)}, "
                     f"the layout puts it at {ours}",
-                    condition=f"operand {op} equals the seed table", witness=(t, v),
-                    ours=ours, ptx=(r, c))
+                    condition=f"operand {op} equals the seed table",
+                    witness=(t, v),
+                    ours=ours,
+                    ptx=(r, c),
+                )
         log.add("atom", f"{atom.name} {op} == seed talk table", "exhaustive", len(printed))
     return log
 
@@ -453,15 +610,21 @@ def verify_copy_atom(atom: CopyAtom) -> ProofLog:
             if idx.size != bits or not np.array_equal(idx, np.arange(bits)):
                 raise AtomMismatchError(
                     f"{atom.name} {which}: {L} is not the identity on {bits} bits",
-                    condition=f"{which} identity", witness=None, ours=str(L))
-            log.add("bijective", f"{atom.name} {which}: {L} identity on {bits} bits",
-                    "exhaustive", bits)
+                    condition=f"{which} identity",
+                    witness=None,
+                    ours=str(L),
+                )
+            log.add("bijective", f"{atom.name} {which}: {L} identity on {bits} bits", "exhaustive", bits)
         return log
     n16 = 64 * atom.num
     dst = atom.dst_tv(16)
     cases = tv_bijective(dst, nt, (n16, 1), f"{atom.name} dst")
-    log.add("bijective", f"{atom.name} dst (b16) {dst} bijective onto {atom.num} 8x8 matrices",
-            "exhaustive", cases)
+    log.add(
+        "bijective",
+        f"{atom.name} dst (b16) {dst} bijective onto {atom.num} 8x8 matrices",
+        "exhaustive",
+        cases,
+    )
     tv = dst.eval_all().reshape((nt, 2 * atom.num), order="F")
     for lane in range(nt):
         for v in range(2 * atom.num):
@@ -472,16 +635,24 @@ def verify_copy_atom(atom: CopyAtom) -> ProofLog:
                 raise AtomMismatchError(
                     f"{atom.name} dst: lane {lane} value {v} (register {v // 2}, half {v % 2}) "
                     f"receives (matrix,row,col) = {ours} in the layout but {ptx} in PTX",
-                    condition="dst equals PTX ldmatrix", witness=(lane, v), ours=ours, ptx=ptx)
-    log.add("atom", f"{atom.name} dst == PTX ldmatrix{' .trans' if atom.trans else ''} "
-            f"x{atom.num}", "exhaustive", nt * 2 * atom.num)
+                    condition="dst equals PTX ldmatrix",
+                    witness=(lane, v),
+                    ours=ours,
+                    ptx=ptx,
+                )
+    log.add(
+        "atom",
+        f"{atom.name} dst == PTX ldmatrix{' .trans' if atom.trans else ''} x{atom.num}",
+        "exhaustive",
+        nt * 2 * atom.num,
+    )
     src = atom.src_tv(16)
     stv = src.eval_all().reshape((nt, 8), order="F")
     checked = 0
     for lane in range(nt):
         want = _ptx.ldmatrix_src(lane, atom.num)
         if want is None:
-            continue                      # the lane's address is ignored by the hardware
+            continue  # the lane's address is ignored by the hardware
         row0 = int(stv[lane, 0])
         ours = (row0 // 64, (row0 % 64) // 8)
         contiguous = bool(np.array_equal(stv[lane], row0 + np.arange(8))) and row0 % 8 == 0
@@ -489,10 +660,13 @@ def verify_copy_atom(atom: CopyAtom) -> ProofLog:
             raise AtomMismatchError(
                 f"{atom.name} src: lane {lane} supplies (matrix,row) = {ours} "
                 f"(contiguous row: {contiguous}) but PTX reads {want} from it",
-                condition="src equals PTX ldmatrix", witness=(lane, 0), ours=ours, ptx=want)
+                condition="src equals PTX ldmatrix",
+                witness=(lane, 0),
+                ours=ours,
+                ptx=want,
+            )
         checked += 8
-    log.add("atom", f"{atom.name} src: lanes 8j..8j+7 give the rows of matrix j", "exhaustive",
-            checked)
+    log.add("atom", f"{atom.name} src: lanes 8j..8j+7 give the rows of matrix j", "exhaustive", checked)
     return log
 
 

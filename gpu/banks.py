@@ -48,25 +48,32 @@ _LANES = 32
 def _as_instructions(addr: Any, what: str) -> np.ndarray:
     a = np.asarray(addr)
     if a.dtype.kind not in "iu":
-        raise ProofFailedError(f"{what}: addresses must be integers, got dtype {a.dtype}",
-                               condition="address array")
+        raise ProofFailedError(
+            f"{what}: addresses must be integers, got dtype {a.dtype}", condition="address array"
+        )
     a = a.astype(np.int64)
     if a.ndim == 1:
         a = a[None, :]
     if a.ndim != 2 or a.shape[1] != _LANES:
-        raise ProofFailedError(f"{what}: addresses must have shape (32,) or (n, 32), got {np.shape(addr)}",
-                               condition="address array")
+        raise ProofFailedError(
+            f"{what}: addresses must have shape (32,) or (n, 32), got {np.shape(addr)}",
+            condition="address array",
+        )
     if a.size and int(a.min()) < 0:
         i, lane = (int(x[0]) for x in np.nonzero(a < 0))
-        raise ProofFailedError(f"{what}: negative address {int(a[i, lane])} (instruction {i}, lane {lane})",
-                               condition="address range", witness=(i, lane))
+        raise ProofFailedError(
+            f"{what}: negative address {int(a[i, lane])} (instruction {i}, lane {lane})",
+            condition="address range",
+            witness=(i, lane),
+        )
     return a
 
 
 def _phases(width: int) -> int:
     if width not in (4, 8, 16):
-        raise ProofFailedError(f"access width must be 4, 8 or 16 bytes, got {width}",
-                               condition="access width")
+        raise ProofFailedError(
+            f"access width must be 4, 8 or 16 bytes, got {width}", condition="access width"
+        )
     return width // BANK_BYTES
 
 
@@ -76,7 +83,10 @@ def _check_aligned(a: np.ndarray, width: int, what: str) -> None:
         i, lane = (int(x[0]) for x in np.nonzero(bad))
         raise ProofFailedError(
             f"{what}: lane {lane} of instruction {i} accesses {width} bytes at {int(a[i, lane])}, "
-            f"not {width}-byte aligned", condition="alignment", witness=(i, lane))
+            f"not {width}-byte aligned",
+            condition="alignment",
+            witness=(i, lane),
+        )
 
 
 def _words(a: np.ndarray, width: int) -> np.ndarray:
@@ -130,8 +140,9 @@ def wavefronts(addr_bytes: Any, width: int, *, broadcast_ok: bool = True) -> int
     return int(_phase_wavefronts(_words(a, width), broadcast_ok).sum())
 
 
-def prove_conflict_free(addr_bytes: Any, width: int, *, what: str, log: Optional[ProofLog] = None,
-                        broadcast_ok: bool = True) -> Proof:
+def prove_conflict_free(
+    addr_bytes: Any, width: int, *, what: str, log: Optional[ProofLog] = None, broadcast_ok: bool = True
+) -> Proof:
     """Prove that a warp's shared-memory access (one instruction: shape ``(32,)``; or many:
     ``(n, 32)``) of ``width`` bytes per lane has no bank conflict.
 
@@ -161,22 +172,27 @@ def prove_conflict_free(addr_bytes: Any, width: int, *, what: str, log: Optional
             if in_bank.size < 2:
                 continue
             la, wa = int(ln[in_bank[0]]), int(w[in_bank[0]])
-            other = [int(ln[e]) for e in in_bank[1:]
-                     if int(w[e]) != wa or (not broadcast_ok and int(ln[e]) != la)]
+            other = [
+                int(ln[e]) for e in in_bank[1:] if int(w[e]) != wa or (not broadcast_ok and int(ln[e]) != la)
+            ]
             if other:
                 lb = other[0]
                 raise BankConflictError(
                     f"{what}: instruction {i}, phase {ph}: lanes {la} and {lb} hit bank {bank} at "
                     f"byte addresses {int(a[i, la])} and {int(a[i, lb])} ({int(ways[i, ph])}-way "
-                    "conflict)", condition="bank conflict", witness=(i, ph, la, lb, bank))
+                    "conflict)",
+                    condition="bank conflict",
+                    witness=(i, ph, la, lb, bank),
+                )
     stmt = f"{what}: conflict-free ({n} instruction(s) of {width}-byte lanes)"
     if log is not None:
         return log.add("banks", stmt, "exhaustive", n * _LANES)
     return Proof("banks", stmt, "exhaustive", n * _LANES)
 
 
-def prove_ldmatrix_conflict_free(row_addr_bytes: Any, num_matrices: int, *, what: str,
-                                 log: Optional[ProofLog] = None) -> Proof:
+def prove_ldmatrix_conflict_free(
+    row_addr_bytes: Any, num_matrices: int, *, what: str, log: Optional[ProofLog] = None
+) -> Proof:
     """Prove an ``ldmatrix.x{num_matrices}`` (or many: shape ``(n, 32)``) conflict-free.
 
     Lanes ``8j .. 8j+7`` give the 16-byte row addresses of matrix ``j < num_matrices``
@@ -196,29 +212,35 @@ def prove_ldmatrix_conflict_free(row_addr_bytes: Any, num_matrices: int, *, what
     layoutproof.gpu.errors.BankConflictError: ldmatrix A: ... lanes 0 and 1 ...
     """
     if num_matrices not in (1, 2, 4):
-        raise ProofFailedError(f"ldmatrix reads 1, 2 or 4 matrices, got {num_matrices}",
-                               condition="ldmatrix shape")
+        raise ProofFailedError(
+            f"ldmatrix reads 1, 2 or 4 matrices, got {num_matrices}", condition="ldmatrix shape"
+        )
     a = _as_instructions(row_addr_bytes, what)
     used = a[:, : 8 * num_matrices]
     bad = used % 16 != 0
     if bad.any():
         i, lane = (int(x[0]) for x in np.nonzero(bad))
-        raise ProofFailedError(f"{what}: ldmatrix row address {int(used[i, lane])} of lane {lane} "
-                               f"(instruction {i}) is not 16-byte aligned", condition="alignment",
-                               witness=(i, lane))
+        raise ProofFailedError(
+            f"{what}: ldmatrix row address {int(used[i, lane])} of lane {lane} "
+            f"(instruction {i}) is not 16-byte aligned",
+            condition="alignment",
+            witness=(i, lane),
+        )
     groups = (used // 16) % 8
     for i in range(a.shape[0]):
         for j in range(num_matrices):
-            g = groups[i, 8 * j: 8 * j + 8]
+            g = groups[i, 8 * j : 8 * j + 8]
             for x in range(8):
-                dup = np.flatnonzero(g[x + 1:] == g[x])
+                dup = np.flatnonzero(g[x + 1 :] == g[x])
                 if dup.size:
                     la, lb = 8 * j + x, 8 * j + x + 1 + int(dup[0])
                     raise BankConflictError(
                         f"{what}: instruction {i}, matrix {j}: lanes {la} and {lb} give rows at "
                         f"{int(a[i, la])} and {int(a[i, lb])}, both in 16-byte bank group {int(g[x])} "
                         f"({int(np.bincount(g).max())}-way conflict)",
-                        condition="bank conflict", witness=(i, j, la, lb, int(g[x])))
+                        condition="bank conflict",
+                        witness=(i, j, la, lb, int(g[x])),
+                    )
     n = a.shape[0]
     stmt = f"{what}: ldmatrix.x{num_matrices} conflict-free ({n} instruction(s))"
     cases = n * 8 * num_matrices
@@ -231,8 +253,10 @@ def _columns(c: np.ndarray, k: int, who: str) -> list:
     if k == 1:
         return [c[..., 0] if c.ndim >= 2 and c.shape[-1] == 1 else c]
     if c.ndim == 0 or c.shape[-1] != k:
-        raise ProofFailedError(f"{who} takes {k} coordinate(s) per point (a trailing axis of {k}), "
-                               f"got shape {c.shape}", condition="coordinates")
+        raise ProofFailedError(
+            f"{who} takes {k} coordinate(s) per point (a trailing axis of {k}), got shape {c.shape}",
+            condition="coordinates",
+        )
     return [c[..., j] for j in range(k)]
 
 
@@ -255,8 +279,9 @@ def smem_addresses(lowered_or_layout: Any, coords: Any, elem_bytes: int) -> np.n
         return c_expr_eval(low.c_expr, dict(zip(low.args, cols))) * elem_bytes
     norm = _normalize(lowered_or_layout)
     if norm.inner.is_symbolic:
-        raise ProofFailedError(f"{norm.what}: substitute the runtime symbols first",
-                               condition="concrete values")
+        raise ProofFailedError(
+            f"{norm.what}: substitute the runtime symbols first", condition="concrete values"
+        )
     s = norm.inner.shape
     nargs = len(s) if isinstance(s, tuple) and s else 1
     sizes = [int(np.prod(fs)) if fs else 1 for fs, _d in _top_modes(norm.inner, nargs)]
@@ -265,8 +290,9 @@ def smem_addresses(lowered_or_layout: Any, coords: Any, elem_bytes: int) -> np.n
     p = 1
     for col, size in zip(cols, sizes):
         if col.size and (int(col.min()) < 0 or int(col.max()) >= size):
-            raise ProofFailedError(f"{norm.what}: a coordinate lies outside [0, {size})",
-                                   condition="coordinates")
+            raise ProofFailedError(
+                f"{norm.what}: a coordinate lies outside [0, {size})", condition="coordinates"
+            )
         idx = idx + col * p
         p *= size
     return _reference(norm)[idx] * elem_bytes

@@ -35,9 +35,12 @@ def parse_config(text: str) -> GemmConfig:
     return GemmConfig(bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn, stages=st).validate()
 
 
-_SCHEDULES = {"ws": dict(loader="tma", schedule="ws"),
-              "ws2": dict(loader="tma", schedule="ws", cluster=2),
-              "tma": dict(loader="tma"), "cp": dict(loader="cp.async")}
+_SCHEDULES = {
+    "ws": dict(loader="tma", schedule="ws"),
+    "ws2": dict(loader="tma", schedule="ws", cluster=2),
+    "tma": dict(loader="tma"),
+    "cp": dict(loader="cp.async"),
+}
 
 
 def parse_sm90_config(text: str) -> "Any":
@@ -48,8 +51,7 @@ def parse_sm90_config(text: str) -> "Any":
 
     m = re.fullmatch(r"\s*(?:(ws2|ws|tma|cp)\s*:)?\s*(\d+)x(\d+)\s*/\s*(\d+)\s*", text)
     if not m:
-        raise LayoutError(f"--sm90-config {text!r}: expected [ws|ws2|tma|cp:]BMxBN/STAGES, "
-                          f"e.g. 128x256/4")
+        raise LayoutError(f"--sm90-config {text!r}: expected [ws|ws2|tma|cp:]BMxBN/STAGES, e.g. 128x256/4")
     kind = m.group(1) or "ws"
     bm, bn, st = (int(x) for x in m.groups()[1:])
     return Sm90Config(bm=bm, bn=bn, stages=st, **_SCHEDULES[kind]).validate()
@@ -59,22 +61,35 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="layoutproof gemm", description=__doc__.split("\n\n")[0])
     p.add_argument("--m", type=int, default=4096, help="rows of A and C (default 4096)")
     p.add_argument("--n", type=int, default=4096, help="columns of B and C (default 4096)")
-    p.add_argument("--k", type=int, default=4096, help="the reduction extent: columns of A, rows of B "
-                   "(default 4096)")
+    p.add_argument(
+        "--k", type=int, default=4096, help="the reduction extent: columns of A, rows of B (default 4096)"
+    )
     p.add_argument("--dtype", choices=["f16", "bf16"], default="f16")
     p.add_argument("--out-dtype", choices=["f16", "bf16", "f32"], default=None)
-    p.add_argument("--a-major", choices=["k", "m"], default="k",
-                   help="k: A row-major (default); m: A column-major")
-    p.add_argument("--b-major", choices=["k", "n"], default="n",
-                   help="n: B row-major (default); k: B column-major")
-    p.add_argument("--path", choices=["wgmma", "mma.sync"], default="wgmma",
-                   help="wgmma: the Hopper kernel (default); mma.sync: the SM80-style kernel")
-    p.add_argument("--config", default=None,
-                   help="with --path mma.sync: the block, BMxBNxBK/WMxWN/STAGES (default: the one gemm "
-                   "picks for the shape, layoutproof.gpu.plan.choose_config)")
-    p.add_argument("--sm90-config", default=None,
-                   help="with --path wgmma: [ws|ws2|tma|cp:]BMxBN/STAGES (default: the one gemm picks for "
-                   "the shape, with TMA)")
+    p.add_argument(
+        "--a-major", choices=["k", "m"], default="k", help="k: A row-major (default); m: A column-major"
+    )
+    p.add_argument(
+        "--b-major", choices=["k", "n"], default="n", help="n: B row-major (default); k: B column-major"
+    )
+    p.add_argument(
+        "--path",
+        choices=["wgmma", "mma.sync"],
+        default="wgmma",
+        help="wgmma: the Hopper kernel (default); mma.sync: the SM80-style kernel",
+    )
+    p.add_argument(
+        "--config",
+        default=None,
+        help="with --path mma.sync: the block, BMxBNxBK/WMxWN/STAGES (default: the one gemm "
+        "picks for the shape, layoutproof.gpu.plan.choose_config)",
+    )
+    p.add_argument(
+        "--sm90-config",
+        default=None,
+        help="with --path wgmma: [ws|ws2|tma|cp:]BMxBN/STAGES (default: the one gemm picks for "
+        "the shape, with TMA)",
+    )
     p.add_argument("--emit", metavar="FILE", default=None, help="write the proven CUDA source here")
     p.add_argument("--no-run", action="store_true", help="do not run on a GPU even if one is present")
     p.add_argument("--reps", type=int, default=20, help="timed repetitions on a GPU (>= 1, default 20)")
@@ -84,8 +99,10 @@ def _parser() -> argparse.ArgumentParser:
 def _check_args(args: argparse.Namespace) -> Optional[str]:
     """The first problem with the arguments, or None."""
     if args.config is not None and args.path != "mma.sync":
-        return (f"--config is the mma.sync kernel's block; this is --path {args.path} "
-                "(use --sm90-config, or add --path mma.sync)")
+        return (
+            f"--config is the mma.sync kernel's block; this is --path {args.path} "
+            "(use --sm90-config, or add --path mma.sync)"
+        )
     if args.sm90_config is not None and args.path != "wgmma":
         return "--sm90-config is the wgmma kernel's; this is --path mma.sync (use --config)"
     if args.reps < 1:
@@ -122,21 +139,31 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.path == "wgmma":
             from .codegen_sm90 import generate_sm90
 
-            cfg = (parse_sm90_config(args.sm90_config) if args.sm90_config
-                   else choose_config(args.m, args.n, args.k, prob, hopper=True, tma=True))
+            cfg = (
+                parse_sm90_config(args.sm90_config)
+                if args.sm90_config
+                else choose_config(args.m, args.n, args.k, prob, hopper=True, tma=True)
+            )
             kern = generate_sm90(cfg, prob)
         else:
-            cfg = (parse_config(args.config) if args.config
-                   else choose_config(args.m, args.n, args.k, prob, hopper=False, tma=False))
+            cfg = (
+                parse_config(args.config)
+                if args.config
+                else choose_config(args.m, args.n, args.k, prob, hopper=False, tma=False)
+            )
             kern = generate(cfg, prob)
         dt = time.perf_counter() - t0
     except LayoutError as e:
         print(f"layoutproof gemm: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
-    print(f"kernel {kern.name}: {cfg.key()} {prob.key()}, {kern.threads} threads, "
-          f"{kern.smem_bytes} B shared memory")
-    print(f"proved {len(kern.proofs)} obligations ({kern.proofs.cases} cases) in {dt:.2f} s; "
-          f"swizzles A {kern.swizzles['a']}, B {kern.swizzles['b']}")
+    print(
+        f"kernel {kern.name}: {cfg.key()} {prob.key()}, {kern.threads} threads, "
+        f"{kern.smem_bytes} B shared memory"
+    )
+    print(
+        f"proved {len(kern.proofs)} obligations ({kern.proofs.cases} cases) in {dt:.2f} s; "
+        f"swizzles A {kern.swizzles['a']}, B {kern.swizzles['b']}"
+    )
     if args.emit is not None:
         try:
             with open(args.emit, "w") as f:
@@ -201,8 +228,10 @@ def _run(args: argparse.Namespace, cfg: Any, prob: GemmProblem) -> int:
     t_ours = bench(lambda: gemm(ah, bh, c, config=cfg, out_dtype=prob.out, path=args.path))
     t_cublas = bench(lambda: cupy.matmul(ah, bh))
     print(f"relative error vs float64: {err:.2e}")
-    print(f"layoutproof {flops / t_ours / 1e12:.1f} TFLOP/s, cuBLAS {flops / t_cublas / 1e12:.1f} "
-          f"TFLOP/s, ratio {t_cublas / t_ours:.3f}")
+    print(
+        f"layoutproof {flops / t_ours / 1e12:.1f} TFLOP/s, cuBLAS {flops / t_cublas / 1e12:.1f} "
+        f"TFLOP/s, ratio {t_cublas / t_ours:.3f}"
+    )
     return 0 if err < (2e-2 if prob.dtype == "bf16" else 5e-3) else 1
 
 

@@ -68,22 +68,22 @@ class OperandPlan:
     whether k is the contiguous dimension in global and shared memory.
     """
 
-    name: str                 # "a" or "b"
-    x_extent: int             # BM or BN
+    name: str  # "a" or "b"
+    x_extent: int  # BM or BN
     bk: int
     stages: int
     kmajor: bool
     threads: int
-    warps_x: int              # warps along x (warps_m for A, warps_n for B)
-    warp_x: int               # warp tile extent along x
+    warps_x: int  # warps along x (warps_m for A, warps_n for B)
+    warp_x: int  # warp tile extent along x
     swizzle: Optional[Swizzle] = None
     lowered: Dict[str, Any] = field(default_factory=dict)
-    ld_table_var: str = ""    # the loop variable enumerated into a per-thread table
-    ld_add_var: str = ""      # the loop variable added as a constant multiple
+    ld_table_var: str = ""  # the loop variable enumerated into a per-thread table
+    ld_add_var: str = ""  # the loop variable added as a constant multiple
     ld_add_const: int = 0
-    tile_layout: Any = None   # overrides tile(): e.g. wgmma's canonical atoms, tiled
-    fns: Dict[str, Any] = field(default_factory=dict)    # proven IR functions
-    maps: Dict[str, Any] = field(default_factory=dict)   # layouts the IR's claims apply
+    tile_layout: Any = None  # overrides tile(): e.g. wgmma's canonical atoms, tiled
+    fns: Dict[str, Any] = field(default_factory=dict)  # proven IR functions
+    maps: Dict[str, Any] = field(default_factory=dict)  # layouts the IR's claims apply
 
     # ------------------------------------------------------------------ shapes
     @property
@@ -134,9 +134,10 @@ class OperandPlan:
         X, T, C = self.x_extent, self.threads, self.cpr
         if T % C:
             raise GemmConfigError(
-                f"GemmConfig: {T} threads do not tile rows of {C} 16-byte chunks ({self.name})")
+                f"GemmConfig: {T} threads do not tile rows of {C} 16-byte chunks ({self.name})"
+            )
         rows_per_iter = T // C
-        if self.kmajor:   # a chunk = 8 consecutive k of one row x
+        if self.kmajor:  # a chunk = 8 consecutive k of one row x
             return Layout(((C, rows_per_iter), self.cp_iters), ((8 * X, 1), rows_per_iter))
         return Layout(((C, rows_per_iter), self.cp_iters), ((8, X), X * rows_per_iter))
 
@@ -153,17 +154,16 @@ class OperandPlan:
         X, W = self.x_extent, self.warp_x
         lane: Tuple[Tuple[int, ...], Tuple[int, ...]]
         if self.name == "a":
-            if self.kmajor:   # l = (i, j0, j1): m = i + 8 j0, k = 8 j1
+            if self.kmajor:  # l = (i, j0, j1): m = i + 8 j0, k = 8 j1
                 lane = ((8, 2, 2), (1, 8, 8 * X))
-            else:             # .trans: k = i + 8 j1, m = 8 j0
+            else:  # .trans: k = i + 8 j1, m = 8 j0
                 lane = ((8, 2, 2), (X, 8, 8 * X))
         else:
-            if self.kmajor:   # n = i + 8 j1, k = 8 j0
+            if self.kmajor:  # n = i + 8 j1, k = 8 j0
                 lane = ((8, 2, 2), (1, 8 * X, 8))
-            else:             # .trans: k = i + 8 j0, n = 8 j1
+            else:  # .trans: k = i + 8 j0, n = 8 j1
                 lane = ((8, 2, 2), (X, 8 * X, 8))
-        return Layout((lane[0], self.warps_x, self.xi, self.ki),
-                      (lane[1], W, 16, 16 * X))
+        return Layout((lane[0], self.warps_x, self.xi, self.ki), (lane[1], W, 16, 16 * X))
 
 
 def _swizzled(sw: Optional[Swizzle], L: Layout) -> Any:
@@ -205,7 +205,7 @@ def _eval_map(L: Any) -> np.ndarray:
 
 def _warp_rows(vals: np.ndarray, threads: int) -> np.ndarray:
     """Rearrange per-(thread, rest...) values (thread fastest) into (instructions, 32)."""
-    per_thread = vals.reshape(-1, threads)      # rows: the other coordinates
+    per_thread = vals.reshape(-1, threads)  # rows: the other coordinates
     w = threads // 32
     return per_thread.reshape(-1, w, 32).reshape(-1, 32)
 
@@ -219,7 +219,7 @@ def _access_sets(plan: OperandPlan, sw: Optional[Swizzle]) -> Tuple[np.ndarray, 
         cp = _eval_map(_buffer_map(plan, plan.copy_tv(), with_stage=False)) * 2
         cp_rows = _warp_rows(cp, plan.threads)
         ld = _eval_map(_buffer_map(plan, plan.ldsm_map(), with_stage=False)) * 2
-        ld_rows = ld.reshape(-1, 32)            # lane is the fastest coordinate
+        ld_rows = ld.reshape(-1, 32)  # lane is the fastest coordinate
     finally:
         plan.swizzle = saved
     return cp_rows, ld_rows
@@ -243,8 +243,9 @@ def choose_swizzle(plan: OperandPlan) -> Optional[Swizzle]:
         if _phase_ok(cp, "cp") and _phase_ok(ld, "ldsm"):
             return sw
     raise BankConflictError(
-        f"no Swizzle<B,3,S> makes the {plan.name.upper()} buffer conflict-free "
-        f"(rows of {row} elements)", condition="bank-conflict-free swizzle exists")
+        f"no Swizzle<B,3,S> makes the {plan.name.upper()} buffer conflict-free (rows of {row} elements)",
+        condition="bank-conflict-free swizzle exists",
+    )
 
 
 # ============================================================================ the kernel
@@ -260,7 +261,7 @@ class GemmKernel:
     smem_bytes: int
     proofs: ProofLog
     swizzles: Dict[str, Optional[Tuple[int, int, int]]]
-    ir: Any = None            # the kernel IR (layoutproof.gpu.kir.Kernel) the source was printed from
+    ir: Any = None  # the kernel IR (layoutproof.gpu.kir.Kernel) the source was printed from
 
     @property
     def source_hash(self) -> str:
@@ -280,15 +281,14 @@ def _sw_tuple(sw: Optional[Swizzle]) -> Optional[Tuple[int, int, int]]:
 
 def _plans(cfg: GemmConfig, prob: GemmProblem) -> Tuple[OperandPlan, OperandPlan]:
     tm, tn = cfg.warp_tile
-    a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", cfg.threads,
-                    cfg.warps_m, tm)
-    b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, prob.b_major == "k", cfg.threads,
-                    cfg.warps_n, tn)
+    a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", cfg.threads, cfg.warps_m, tm)
+    b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, prob.b_major == "k", cfg.threads, cfg.warps_n, tn)
     for p in (a, b):
         if p.stage_elems % (8 * p.threads):
             raise GemmConfigError(
                 f"GemmConfig: the {p.name.upper()} tile ({p.x_extent}x{p.bk}) is not a whole "
-                f"number of 16-byte chunks per thread ({p.threads} threads)")
+                f"number of 16-byte chunks per thread ({p.threads} threads)"
+            )
         if p.warp_x % 16:
             raise GemmConfigError(f"GemmConfig: warp tile along {p.name} must be a multiple of 16")
     return a, b
@@ -304,8 +304,7 @@ def _plan_operand(p: OperandPlan, log: ProofLog, sw_req: Any) -> None:
     cp, ld = _access_sets(p, p.swizzle)
     swname = str(p.swizzle) if p.swizzle is not None else "no swizzle"
     banks.prove_conflict_free(cp, 16, what=f"{P} cp.async 16B writes into {swname} buffer", log=log)
-    banks.prove_ldmatrix_conflict_free(ld, 4, what=f"{P} ldmatrix.x4 reads of {swname} buffer",
-                                       log=log)
+    banks.prove_ldmatrix_conflict_free(ld, 4, what=f"{P} ldmatrix.x4 reads of {swname} buffer", log=log)
     plan_copy(p, log)
     _plan_ldsm(p, log)
 
@@ -321,20 +320,24 @@ def plan_copy(p: OperandPlan, log: ProofLog) -> None:
     # cp.async: thread/iteration -> chunk is a bijection onto the tile's chunks
     ctv = p.copy_tv()
     chunk_idx = Layout(ctv.shape, _div_stride(ctv.stride, p))
-    lower.prove_bijective(chunk_idx, p.stage_elems // 8,
-                          what=f"{P} cp.async (thread, iter) -> 16B chunk of the {p.x_extent}x{p.bk} tile",
-                          log=log)
+    lower.prove_bijective(
+        chunk_idx,
+        p.stage_elems // 8,
+        what=f"{P} cp.async (thread, iter) -> 16B chunk of the {p.x_extent}x{p.bk} tile",
+        log=log,
+    )
     # lowered maps: smem destination (thread, iter, stage), x and k coordinates, global offset
-    dst = _buffer_map(p, ctv)                          # (thread, iter, stage) -> offset
-    low = lower.lower(_buffer_map(p, ctv, with_stage=False), ("tid", "it"),
-                      name=f"lp_{p.name}_cp_smem", log=log)
+    dst = _buffer_map(p, ctv)  # (thread, iter, stage) -> offset
+    low = lower.lower(
+        _buffer_map(p, ctv, with_stage=False), ("tid", "it"), name=f"lp_{p.name}_cp_smem", log=log
+    )
     p.lowered["cp_smem"] = low
     expr = f"({low.c_expr}) + st * {p.stage_elems}"
     proof = lower.check_c_expr(dst, ("tid", "it", "st"), expr)
-    log.add("equal", f"{P} cp.async destination with stage: {expr} == {dst}", proof.method,
-            proof.cases)
-    lower.prove_bounds(dst, 0, total - 7,
-                       what=f"{P} cp.async destination + 16 bytes inside the buffer", log=log)
+    log.add("equal", f"{P} cp.async destination with stage: {expr} == {dst}", proof.method, proof.cases)
+    lower.prove_bounds(
+        dst, 0, total - 7, what=f"{P} cp.async destination + 16 bytes inside the buffer", log=log
+    )
     _prove_aligned(dst, 8, f"{P} cp.async destinations are 16-byte aligned", log)
     xcoord = composition(Layout((p.x_extent, p.bk), (1, 0)), ctv)
     kcoord = composition(Layout((p.x_extent, p.bk), (0, 1)), ctv)
@@ -359,8 +362,9 @@ def _plan_ldsm(p: OperandPlan, log: ProofLog) -> None:
     lmap = p.ldsm_map()
     full = _buffer_map(p, lmap, with_stage=False)
     args = ("lane", "w", "xi", "ki")
-    lower.prove_bounds(full, 0, p.stage_elems - 7,
-                       what=f"{P} ldmatrix row address + 16 bytes inside one stage", log=log)
+    lower.prove_bounds(
+        full, 0, p.stage_elems - 7, what=f"{P} ldmatrix row address + 16 bytes inside one stage", log=log
+    )
     _prove_aligned(full, 8, f"{P} ldmatrix row addresses are 16-byte aligned", log)
     chosen = None
     for table_var, add_var in (("ki", "xi"), ("xi", "ki")):
@@ -383,17 +387,22 @@ def _plan_ldsm(p: OperandPlan, log: ProofLog) -> None:
         table_var, add_var, const, low, expr = chosen
         proof = lower.check_c_expr(full, args, expr)
         call = f"{low.name}({', '.join(low.args)})"
-        log.add("equal", f"{P} ldmatrix address {call} + {add_var} * {const} == {full} "
-                         f"[{table_var} hoisted into a per-thread table; {call} = {low.c_expr}]",
-                proof.method, proof.cases)
+        log.add(
+            "equal",
+            f"{P} ldmatrix address {call} + {add_var} * {const} == {full} "
+            f"[{table_var} hoisted into a per-thread table; {call} = {low.c_expr}]",
+            proof.method,
+            proof.cases,
+        )
         p.lowered["ldsm"] = low
         p.ld_table_var, p.ld_add_var, p.ld_add_const = table_var, add_var, const
     # the stage offset is a translation of the swizzled buffer (period divides the stage)
     stage_map = _buffer_map(p, lmap, with_stage=True)
     expr_stage = f"({_ldsm_expr(p)}) + st * {p.stage_elems}"
     proof = lower.check_c_expr(stage_map, args + ("st",), expr_stage)
-    log.add("equal", f"{P} ldmatrix address with stage: {expr_stage} == {stage_map}",
-            proof.method, proof.cases)
+    log.add(
+        "equal", f"{P} ldmatrix address with stage: {expr_stage} == {stage_map}", proof.method, proof.cases
+    )
     p.fns["ldsm"] = kir.from_lowered(p.lowered["ldsm"])
     p.maps["ldsm_stage"] = stage_map
 
@@ -412,8 +421,8 @@ def _div_stride(stride: Any, p: OperandPlan) -> Any:
     def conv(d: int) -> int:
         x, k = d % X, d // X
         if p.kmajor:
-            return x * p.cpr + k // 8      # chunk index = x * cpr + k/8
-        return k * p.cpr + x // 8          # chunk index = k * cpr + x/8
+            return x * p.cpr + k // 8  # chunk index = x * cpr + k/8
+        return k * p.cpr + x // 8  # chunk index = k * cpr + x/8
 
     def walk(s: Any) -> Any:
         if isinstance(s, tuple):
@@ -445,9 +454,12 @@ def _prove_aligned(L: Any, elems: int, what: str, log: ProofLog) -> None:
     v = _eval_map(L)
     bad = np.flatnonzero(v % elems)
     if bad.size:
-        raise ProofFailedError(f"{what}: offset {int(v[bad[0]])} at coordinate {int(bad[0])} "
-                               f"is not a multiple of {elems} elements",
-                               condition="16-byte alignment", witness=int(bad[0]))
+        raise ProofFailedError(
+            f"{what}: offset {int(v[bad[0]])} at coordinate {int(bad[0])} "
+            f"is not a multiple of {elems} elements",
+            condition="16-byte alignment",
+            witness=int(bad[0]),
+        )
     log.add("bounds", what, "exhaustive", int(v.size))
 
 
@@ -458,17 +470,21 @@ def _c_map(cfg: GemmConfig) -> Layout:
     tiled over the warp tile (mi 16-row, ni 8-column blocks) and the warp layout."""
     BM = cfg.bm
     tm, tn = cfg.warp_tile
-    return Layout(((4, 8), (2, 2), cfg.warps_m, cfg.warps_n, tm // 16, tn // 8),
-                  ((2 * BM, 1), (BM, 8), tm, tn * BM, 16, 8 * BM))
+    return Layout(
+        ((4, 8), (2, 2), cfg.warps_m, cfg.warps_n, tm // 16, tn // 8),
+        ((2 * BM, 1), (BM, 8), tm, tn * BM, 16, 8 * BM),
+    )
 
 
 def _a_frag_map(cfg: GemmConfig, atom_a: Layout) -> Layout:
     """(lane, v, wm, mi, ki) -> A tile index m + BM*k from the atom's A layout."""
     BM = cfg.bm
     tm, _ = cfg.warp_tile
-    re = composition(Layout((16, 16), (1, BM)), atom_a)      # atom index -> tile index
-    return Layout((re.shape[0], re.shape[1], cfg.warps_m, tm // 16, cfg.bk // 16),
-                  (re.stride[0], re.stride[1], tm, 16, 16 * BM))
+    re = composition(Layout((16, 16), (1, BM)), atom_a)  # atom index -> tile index
+    return Layout(
+        (re.shape[0], re.shape[1], cfg.warps_m, tm // 16, cfg.bk // 16),
+        (re.stride[0], re.stride[1], tm, 16, 16 * BM),
+    )
 
 
 def _b_frag_map(cfg: GemmConfig, atom_b: Layout) -> Layout:
@@ -476,8 +492,10 @@ def _b_frag_map(cfg: GemmConfig, atom_b: Layout) -> Layout:
     BN = cfg.bn
     _, tn = cfg.warp_tile
     re = composition(Layout((8, 16), (1, BN)), atom_b)
-    return Layout((re.shape[0], re.shape[1], cfg.warps_n, tn // 8, cfg.bk // 16),
-                  (re.stride[0], re.stride[1], tn, 8, 16 * BN))
+    return Layout(
+        (re.shape[0], re.shape[1], cfg.warps_n, tn // 8, cfg.bk // 16),
+        (re.stride[0], re.stride[1], tn, 8, 16 * BN),
+    )
 
 
 def _prove_fragments(p: OperandPlan, cfg: GemmConfig, atom: Any, log: ProofLog) -> None:
@@ -488,14 +506,14 @@ def _prove_fragments(p: OperandPlan, cfg: GemmConfig, atom: Any, log: ProofLog) 
     P = p.name.upper()
     X = p.x_extent
     trans = not p.kmajor
-    inv = _inverse_table(p)              # buffer offset -> tile index (stage 0)
+    inv = _inverse_table(p)  # buffer offset -> tile index (stage 0)
     full = _buffer_map(p, p.ldsm_map(), with_stage=False)
-    addr = _eval_map(full).reshape(p.ki, p.xi, p.warps_x, 32)   # [ki, xi, w, lane]
+    addr = _eval_map(full).reshape(p.ki, p.xi, p.warps_x, 32)  # [ki, xi, w, lane]
     if p.name == "a":
-        want = _eval_map(_a_frag_map(cfg, atom.a_layout))       # [ki, mi, wm, v, lane]
+        want = _eval_map(_a_frag_map(cfg, atom.a_layout))  # [ki, mi, wm, v, lane]
         want = want.reshape(p.ki, p.xi, p.warps_x, 8, 32)
     else:
-        want = _eval_map(_b_frag_map(cfg, atom.b_layout))       # [ki, ni, wn, v, lane]
+        want = _eval_map(_b_frag_map(cfg, atom.b_layout))  # [ki, ni, wn, v, lane]
         want = want.reshape(p.ki, 2 * p.xi, p.warps_x, 4, 32)
     cases = 0
     for lane in range(32):
@@ -504,11 +522,11 @@ def _prove_fragments(p: OperandPlan, cfg: GemmConfig, atom: Any, log: ProofLog) 
                 mat, row, col = ptx_tables.ldmatrix_dst(lane, j, h, trans=trans)
                 # the lane that supplied row `row` of matrix `mat` (PTX: lanes 8j..8j+7)
                 src_lane = next(q for q in range(32) if ptx_tables.ldmatrix_src(q, 4) == (mat, row))
-                got = inv[addr[:, :, :, src_lane] + col]             # [ki, xi, w]
+                got = inv[addr[:, :, :, src_lane] + col]  # [ki, xi, w]
                 if p.name == "a":
                     exp = want[:, :, :, 2 * j + h, lane]
-                else:   # register j of the x4: n-block 2*xi + j//2, B value 2*(j%2) + h
-                    sel = want[:, :, :, 2 * (j % 2) + h, lane]          # [ki, ni, w]
+                else:  # register j of the x4: n-block 2*xi + j//2, B value 2*(j%2) + h
+                    sel = want[:, :, :, 2 * (j % 2) + h, lane]  # [ki, ni, w]
                     exp = sel[:, 2 * np.arange(p.xi) + j // 2, :]
                 bad = np.argwhere(got != exp)
                 if bad.size:
@@ -519,11 +537,16 @@ def _prove_fragments(p: OperandPlan, cfg: GemmConfig, atom: Any, log: ProofLog) 
                         f"{_xk(int(got[kq, xq, wq]), X)} but the mma expects "
                         f"{_xk(int(exp[kq, xq, wq]), X)}",
                         condition="ldmatrix delivers the mma fragment",
-                        witness=(lane, j, h, wq, xq, kq))
+                        witness=(lane, j, h, wq, xq, kq),
+                    )
                 cases += got.size
-    log.add("fragment", f"{P}: ldmatrix{'.trans' if trans else ''}.x4 from the swizzled buffer "
-                        f"delivers exactly {atom.name}'s {P} fragment in every register",
-            "exhaustive", cases)
+    log.add(
+        "fragment",
+        f"{P}: ldmatrix{'.trans' if trans else ''}.x4 from the swizzled buffer "
+        f"delivers exactly {atom.name}'s {P} fragment in every register",
+        "exhaustive",
+        cases,
+    )
 
 
 def _xk(idx: int, X: int) -> Tuple[int, int]:
@@ -546,11 +569,20 @@ _STORE2 = {
     "f32": ("float2", "make_float2", None),
 }
 
+
 #: element sizes of the pointer types the kernels use (bytes)
 def type_sizes(prob: GemmProblem) -> Dict[str, int]:
-    return {"lp_in_t": DTYPES[prob.dtype][1], "lp_out_t": OUT_DTYPES[prob.out][1],
-            "__half2": 4, "__nv_bfloat162": 4, "float2": 8, "uint4": 16, "unsigned char": 1,
-            "float": 4, "void": 1}
+    return {
+        "lp_in_t": DTYPES[prob.dtype][1],
+        "lp_out_t": OUT_DTYPES[prob.out][1],
+        "__half2": 4,
+        "__nv_bfloat162": 4,
+        "float2": 8,
+        "uint4": 16,
+        "unsigned char": 1,
+        "float": 4,
+        "void": 1,
+    }
 
 
 def addr_of(ptr: kir.Expr) -> kir.Expr:
@@ -601,8 +633,17 @@ def raster_ir(E: Env, bm: int, bn: int, group_m: int) -> List[kir.Stmt]:
     return out
 
 
-def store_pair_ir(E: Env, prob: GemmProblem, r: kir.Var, c: kir.Var, x: kir.Expr, y: kir.Expr,
-                  row: kir.Expr, col: kir.Expr, what: str) -> kir.Stmt:
+def store_pair_ir(
+    E: Env,
+    prob: GemmProblem,
+    r: kir.Var,
+    c: kir.Var,
+    x: kir.Expr,
+    y: kir.Expr,
+    row: kir.Expr,
+    col: kir.Expr,
+    what: str,
+) -> kir.Stmt:
     """Store accumulators ``x`` (row r, column c) and ``y`` (column c + 1) to C in the output
     precision: one 2-element vector store when ``c_vec`` (ldc even, C aligned) and both
     columns are inside N, else predicated scalar stores; nothing when r >= M.  ``row`` and
@@ -612,19 +653,30 @@ def store_pair_ir(E: Env, prob: GemmProblem, r: kir.Var, c: kir.Var, x: kir.Expr
     p = kir.Var("p", "lp_out_t*")
 
     def claim(e: int, width: int) -> kir.Claim:
-        return kir.Claim(f"{what} element (r, c + {e})",
-                         addr_of(E.C) + ob * (kir.Cast("long long", row) * E.ldc + col + e),
-                         bounds=((row, E.M), (col + (e + width - 1), E.N)), width=width * ob)
+        return kir.Claim(
+            f"{what} element (r, c + {e})",
+            addr_of(E.C) + ob * (kir.Cast("long long", row) * E.ldc + col + e),
+            bounds=((row, E.M), (col + (e + width - 1), E.N)),
+            width=width * ob,
+        )
 
     vec = kir.Mem(p, claim(0, 2), vec=v2t)
     s0 = kir.Mem(p, claim(0, 1), idx=kir.Const(0))
     s1 = kir.Mem(p, claim(1, 1), idx=kir.Const(1))
-    return kir.If(r.lt(E.M), kir.block(
-        kir.Decl(p, E.C + kir.Cast("long long", r) * E.ldc + c),
-        kir.If(E.c_vec.and_((c + 1).lt(E.N)),
-               kir.block(kir.Assign(vec, _pack(pack2, x, y))),
-               kir.block(kir.If(c.lt(E.N), kir.block(kir.Assign(s0, _pack(pack1, x)))),
-                         kir.If((c + 1).lt(E.N), kir.block(kir.Assign(s1, _pack(pack1, y))))))))
+    return kir.If(
+        r.lt(E.M),
+        kir.block(
+            kir.Decl(p, E.C + kir.Cast("long long", r) * E.ldc + c),
+            kir.If(
+                E.c_vec.and_((c + 1).lt(E.N)),
+                kir.block(kir.Assign(vec, _pack(pack2, x, y))),
+                kir.block(
+                    kir.If(c.lt(E.N), kir.block(kir.Assign(s0, _pack(pack1, x)))),
+                    kir.If((c + 1).lt(E.N), kir.block(kir.Assign(s1, _pack(pack1, y)))),
+                ),
+            ),
+        ),
+    )
 
 
 def cp_setup_ir(E: Env, p: OperandPlan) -> List[kir.Stmt]:
@@ -637,10 +689,12 @@ def cp_setup_ir(E: Env, p: OperandPlan) -> List[kir.Stmt]:
     o0 = E.m0 if P == "a" else E.n0
     blk = kir.Cast("long long", o0) * ld if p.kmajor else kir.Cast("long long", o0)
     adv = kir.Const(p.bk, "long long") if p.kmajor else kir.Cast("long long", kir.Const(p.bk)) * ld
-    ptr, d1 = _c(f"{P}_ptr", src + blk + kir.call(gm, tid=E.tid, it=0, **{f"ld{P}": ld}),
-                 "const lp_in_t*")
-    its, d2 = _c(f"{P}_its", kir.call(gm, tid=0, it=1, **{f"ld{P}": ld})
-                 - kir.call(gm, tid=0, it=0, **{f"ld{P}": ld}), "long long")
+    ptr, d1 = _c(f"{P}_ptr", src + blk + kir.call(gm, tid=E.tid, it=0, **{f"ld{P}": ld}), "const lp_in_t*")
+    its, d2 = _c(
+        f"{P}_its",
+        kir.call(gm, tid=0, it=1, **{f"ld{P}": ld}) - kir.call(gm, tid=0, it=0, **{f"ld{P}": ld}),
+        "long long",
+    )
     advv, d3 = _c(f"{P}_adv", adv, "long long")
     s = _v(f"{P}_s")
     i = _v("i")
@@ -649,15 +703,25 @@ def cp_setup_ir(E: Env, p: OperandPlan) -> List[kir.Stmt]:
     return [d1, d2, d3, tab]
 
 
-def load_tile_ir(E: Env, a: OperandPlan, b: OperandPlan, kt: kir.Expr, st: kir.Expr,
-                 sbase: Dict[str, kir.Expr], region: Dict[str, Tuple[kir.Expr, int]]) -> kir.Block:
+def load_tile_ir(
+    E: Env,
+    a: OperandPlan,
+    b: OperandPlan,
+    kt: kir.Expr,
+    st: kir.Expr,
+    sbase: Dict[str, kir.Expr],
+    region: Dict[str, Tuple[kir.Expr, int]],
+) -> kir.Block:
     """Issue tile ``kt`` of both operands into stage ``st``: a branch-free path for tiles
     inside M, N and K, and a predicated one (partial chunks zero-filled) at the edges."""
     srcs = {}
     decls = []
     for p in (a, b):
-        v, d = _c(f"{p.name}_src", getattr(E, f"{p.name}_ptr")
-                  + kir.Cast("long long", kt) * getattr(E, f"{p.name}_adv"), "const lp_in_t*")
+        v, d = _c(
+            f"{p.name}_src",
+            getattr(E, f"{p.name}_ptr") + kir.Cast("long long", kt) * getattr(E, f"{p.name}_adv"),
+            "const lp_in_t*",
+        )
         srcs[p.name] = v
         decls.append(d)
 
@@ -669,7 +733,8 @@ def load_tile_ir(E: Env, a: OperandPlan, b: OperandPlan, kt: kir.Expr, st: kir.E
         base = getattr(E, P.upper())
         tab = getattr(E, f"{P}_s")
         dst = sbase[P] + kir.Const(2, "unsigned") * kir.Cast(
-            "unsigned", kir.Index(tab, (i,)) + st * p.stage_elems)
+            "unsigned", kir.Index(tab, (i,)) + st * p.stage_elems
+        )
         src = srcs[P] + i * getattr(E, f"{P}_its")
         xl = kir.LayoutApp(p.maps["cp_x"], (E.tid, i), f"{P.upper()} copy x")
         kl = kir.LayoutApp(p.maps["cp_k"], (E.tid, i), f"{P.upper()} copy k")
@@ -677,10 +742,12 @@ def load_tile_ir(E: Env, a: OperandPlan, b: OperandPlan, kt: kir.Expr, st: kir.E
         kg = kt * p.bk + kl
         elem = (kir.Cast("long long", xg) * ld + kg) if p.kmajor else (kir.Cast("long long", kg) * ld + xg)
         sz = DTYPES["f16"][1]
-        dclaim = kir.Claim(f"{P.upper()} cp.async destination (thread, iteration, stage)",
-                           sbase[P] + 2 * kir.LayoutApp(p.maps["cp_dst"], (E.tid, i, st),
-                                                         f"{P.upper()} smem stages"),
-                           region=region[P], width=16)
+        dclaim = kir.Claim(
+            f"{P.upper()} cp.async destination (thread, iteration, stage)",
+            sbase[P] + 2 * kir.LayoutApp(p.maps["cp_dst"], (E.tid, i, st), f"{P.upper()} smem stages"),
+            region=region[P],
+            width=16,
+        )
         what = f"{P.upper()} cp.async source (tile element (x, k) of the operand)"
         if full:
             last = ((xg, X), (kg + 7, E.K)) if p.kmajor else ((kg, E.K), (xg + 7, X))
@@ -689,26 +756,29 @@ def load_tile_ir(E: Env, a: OperandPlan, b: OperandPlan, kt: kir.Expr, st: kir.E
         else:
             kk, dkk = _c("kk", kt * p.bk + kir.call(p.fns["cp_k"], tid=E.tid, it=i))
             xx = o0 + kir.call(p.fns["cp_x"], tid=E.tid, it=i)
-            if p.kmajor:   # the chunk runs along k: partial chunks at the K edge zero-fill
-                nbe = kir.Cond(xx.lt(X).and_(kk.lt(E.K)),
-                               kir.Call("min", (E.K - kk, kir.Const(8))) * 2, kir.Const(0))
+            if p.kmajor:  # the chunk runs along k: partial chunks at the K edge zero-fill
+                nbe = kir.Cond(
+                    xx.lt(X).and_(kk.lt(E.K)), kir.Call("min", (E.K - kk, kir.Const(8))) * 2, kir.Const(0)
+                )
                 edge = (kk, E.K)
                 bounds = ((xg, X), (kk, E.K))
-            else:          # the chunk runs along x: partial chunks at the X edge zero-fill
-                nbe = kir.Cond(kk.lt(E.K).and_(xx.lt(X)),
-                               kir.Call("min", (X - xx, kir.Const(8))) * 2, kir.Const(0))
+            else:  # the chunk runs along x: partial chunks at the X edge zero-fill
+                nbe = kir.Cond(
+                    kk.lt(E.K).and_(xx.lt(X)), kir.Call("min", (X - xx, kir.Const(8))) * 2, kir.Const(0)
+                )
                 edge = (xx, X)
                 bounds = ((kk, E.K), (xx, X))
             nb, dnb = _c("nb", nbe)
             sclaim = kir.Claim(what, addr_of(base) + sz * elem, bounds=bounds, width=16)
-            body = kir.block(dkk, dnb, kir.CpAsync(dst, src, nb, dclaim, sclaim, src_empty=base,
-                                                   edge=edge))
+            body = kir.block(dkk, dnb, kir.CpAsync(dst, src, nb, dclaim, sclaim, src_empty=base, edge=edge))
         return kir.For(i, kir.Const(0), kir.Const(p.cp_iters), body, unroll=True)
 
     cond = E.interior.and_(((kt + 1) * a.bk).le(E.K))
-    return kir.Block(tuple(decls) + (
-        kir.If(cond, kir.block(ops(a, True), ops(b, True)),
-               kir.block(ops(a, False), ops(b, False))),), bare=True)
+    return kir.Block(
+        tuple(decls)
+        + (kir.If(cond, kir.block(ops(a, True), ops(b, True)), kir.block(ops(a, False), ops(b, False))),),
+        bare=True,
+    )
 
 
 def _frag_load_ir(E: Env, p: OperandPlan, buf: kir.Expr, ki: kir.Expr) -> kir.Stmt:
@@ -726,11 +796,16 @@ def _frag_load_ir(E: Env, p: OperandPlan, buf: kir.Expr, ki: kir.Expr) -> kir.St
         off = stv + kir.call(p.fns["ldsm"], lane=E.lane, w=w, xi=xi, ki=ki)
     base = E.sA if P == "a" else E.sB
     addr = base + kir.Const(2, "unsigned") * kir.Cast("unsigned", off)
-    claim = kir.Claim(f"{P.upper()} ldmatrix row address (lane, warp, block, k step, stage)",
-                      base + 2 * kir.LayoutApp(p.maps["ldsm_stage"],
-                                               (E.lane, w, xi, ki, stv / p.stage_elems),
-                                               f"{P.upper()} ldmatrix map"),
-                      region=(base, 2 * p.stages * p.stage_elems), width=16)
+    claim = kir.Claim(
+        f"{P.upper()} ldmatrix row address (lane, warp, block, k step, stage)",
+        base
+        + 2
+        * kir.LayoutApp(
+            p.maps["ldsm_stage"], (E.lane, w, xi, ki, stv / p.stage_elems), f"{P.upper()} ldmatrix map"
+        ),
+        region=(base, 2 * p.stages * p.stage_elems),
+        width=16,
+    )
     trans = not p.kmajor
     if P == "a":
         body = kir.block(kir.LdMatrix(kir.Index(E.af, (buf, xi)), addr, trans, claim))
@@ -739,8 +814,9 @@ def _frag_load_ir(E: Env, p: OperandPlan, buf: kir.Expr, ki: kir.Expr) -> kir.St
         sets = []
         for q in range(4):
             row = 2 * xi + 1 if q // 2 else 2 * xi
-            sets.append(kir.Assign(kir.Index(E.bfr, (buf, row, kir.Const(q % 2))),
-                                   kir.Index(r, (kir.Const(q),))))
+            sets.append(
+                kir.Assign(kir.Index(E.bfr, (buf, row, kir.Const(q % 2))), kir.Index(r, (kir.Const(q),)))
+            )
         body = kir.block(kir.Decl(r, dims=(4,)), kir.LdMatrix(r, addr, trans, claim), *sets)
     return kir.For(xi, kir.Const(0), kir.Const(p.xi), body, unroll=True)
 
@@ -759,20 +835,41 @@ def _ld_table_ir(E: Env, p: OperandPlan) -> List[kir.Stmt]:
 
 
 def kernel_params(E: Env, prob: Optional[GemmProblem]) -> Tuple[Tuple[str, kir.Var], ...]:
-    return (("const lp_in_t* __restrict__", E.A), ("const lp_in_t* __restrict__", E.B),
-            ("lp_out_t* __restrict__", E.C), ("int", E.M), ("int", E.N), ("int", E.K),
-            ("long long", E.lda), ("long long", E.ldb), ("long long", E.ldc), ("int", E.c_vec))
+    return (
+        ("const lp_in_t* __restrict__", E.A),
+        ("const lp_in_t* __restrict__", E.B),
+        ("lp_out_t* __restrict__", E.C),
+        ("int", E.M),
+        ("int", E.N),
+        ("int", E.K),
+        ("long long", E.lda),
+        ("long long", E.ldb),
+        ("long long", E.ldc),
+        ("int", E.c_vec),
+    )
 
 
 def base_env() -> Env:
-    return Env(A=_v("A", "const lp_in_t*"), B=_v("B", "const lp_in_t*"), C=_v("C", "lp_out_t*"),
-               M=_v("M"), N=_v("N"), K=_v("K"), lda=_v("lda", "long long"),
-               ldb=_v("ldb", "long long"), ldc=_v("ldc", "long long"), c_vec=_v("c_vec"),
-               threadIdx=kir.THREAD_IDX, blockIdx=kir.BLOCK_IDX, gridDim=kir.GRID_DIM)
+    return Env(
+        A=_v("A", "const lp_in_t*"),
+        B=_v("B", "const lp_in_t*"),
+        C=_v("C", "lp_out_t*"),
+        M=_v("M"),
+        N=_v("N"),
+        K=_v("K"),
+        lda=_v("lda", "long long"),
+        ldb=_v("ldb", "long long"),
+        ldc=_v("ldc", "long long"),
+        c_vec=_v("c_vec"),
+        threadIdx=kir.THREAD_IDX,
+        blockIdx=kir.BLOCK_IDX,
+        gridDim=kir.GRID_DIM,
+    )
 
 
-def _kernel_ir(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan,
-               cm: Dict[str, Any], name: str) -> kir.Kernel:
+def _kernel_ir(
+    cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan, cm: Dict[str, Any], name: str
+) -> kir.Kernel:
     """The mma.sync kernel as IR (the printer writes it, :func:`kir.discharge` proves it)."""
     tin = DTYPES[prob.dtype][0]
     tout = OUT_DTYPES[prob.out][0]
@@ -783,10 +880,12 @@ def _kernel_ir(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPla
     E = base_env()
     smem = kir.Var("lp_smem", "unsigned char*")
     st_vals = tuple(range(S))
-    body: List[Any] = [kir.Decl(smem, dims=(0,), prefix="extern __shared__ __align__(128)",
-                                tname="unsigned char")]
-    sA, d = _c("sA", kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (smem,),
-                                                     "unsigned")), "unsigned")
+    body: List[Any] = [
+        kir.Decl(smem, dims=(0,), prefix="extern __shared__ __align__(128)", tname="unsigned char")
+    ]
+    sA, d = _c(
+        "sA", kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (smem,), "unsigned")), "unsigned"
+    )
     body.append(d)
     sB, d = _c("sB", sA + kir.Const(2 * a.stages * a.stage_elems, "unsigned"), "unsigned")
     body.append(d)
@@ -797,8 +896,9 @@ def _kernel_ir(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPla
     wn, d5 = _c("wn", warp / cfg.warps_m)
     body += [d1, d2, d3, d4, d5]
     E.add(sA=sA, sB=sB, tid=tid, lane=lane, wm=wm, wn=wn)
-    body.append(kir.Comment(f"block rasterization: groups of {cfg.group_m} block rows share "
-                            f"the B panel in L2"))
+    body.append(
+        kir.Comment(f"block rasterization: groups of {cfg.group_m} block rows share the B panel in L2")
+    )
     body += raster_ir(E, cfg.bm, cfg.bn, cfg.group_m)
     body += cp_setup_ir(E, a) + cp_setup_ir(E, b)
     body += _ld_table_ir(E, a) + _ld_table_ir(E, b)
@@ -807,34 +907,71 @@ def _kernel_ir(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPla
     acc = kir.Var("acc", "float")
     mi, ni, vv = _v("mi"), _v("ni"), _v("v")
     body.append(kir.Decl(acc, dims=(MI, NI, 4)))
-    body.append(kir.For(mi, kir.Const(0), kir.Const(MI), kir.block(
-        kir.For(ni, kir.Const(0), kir.Const(NI), kir.block(
-            kir.For(vv, kir.Const(0), kir.Const(4), kir.block(
-                kir.Assign(kir.Index(acc, (mi, ni, vv)), kir.FloatLit("0.f"))), unroll=True)),
-            unroll=True)), unroll=True))
+    body.append(
+        kir.For(
+            mi,
+            kir.Const(0),
+            kir.Const(MI),
+            kir.block(
+                kir.For(
+                    ni,
+                    kir.Const(0),
+                    kir.Const(NI),
+                    kir.block(
+                        kir.For(
+                            vv,
+                            kir.Const(0),
+                            kir.Const(4),
+                            kir.block(kir.Assign(kir.Index(acc, (mi, ni, vv)), kir.FloatLit("0.f"))),
+                            unroll=True,
+                        )
+                    ),
+                    unroll=True,
+                )
+            ),
+            unroll=True,
+        )
+    )
     sbase = {"a": sA, "b": sB}
     region = {"a": (sA, 2 * S * a.stage_elems), "b": (sB, 2 * S * b.stage_elems)}
     # prologue: stages 0 .. S-2
     st = _v("st")
     kt0v, dkt = _c("kt", st)
-    body.append(kir.For(st, kir.Const(0), kir.Const(S - 1), kir.block(
-        kir.If(st.lt(KT), kir.block(dkt, load_tile_ir(E, a, b, kt0v, st, sbase, region))),
-        kir.CpCommit()), unroll=True))
+    body.append(
+        kir.For(
+            st,
+            kir.Const(0),
+            kir.Const(S - 1),
+            kir.block(
+                kir.If(st.lt(KT), kir.block(dkt, load_tile_ir(E, a, b, kt0v, st, sbase, region))),
+                kir.CpCommit(),
+            ),
+            unroll=True,
+        )
+    )
     af = kir.Var("af", "unsigned")
     bfr = kir.Var("bfr", "unsigned")
     E.add(af=af, bfr=bfr)
     body += [kir.Decl(af, dims=(2, MI, 4)), kir.Decl(bfr, dims=(2, NI, 2))]
-    body.append(kir.Comment("software pipeline (after CUTLASS's multistage main loop): the "
-                            "barrier of tile kt sits\nbefore its last k step, so the next "
-                            "tile's first fragments load under that step's MMAs"))
+    body.append(
+        kir.Comment(
+            "software pipeline (after CUTLASS's multistage main loop): the "
+            "barrier of tile kt sits\nbefore its last k step, so the next "
+            "tile's first fragments load under that step's MMAs"
+        )
+    )
     body += [kir.CpWait(S - 2), kir.SyncThreads()]
     rd = _v("rd", values=st_vals)
     wr = _v("wr", values=st_vals)
     stA = _v("stA", values=tuple(s * a.stage_elems for s in st_vals))
     stB = _v("stB", values=tuple(s * b.stage_elems for s in st_vals))
     E.add(stA=stA, stB=stB)
-    body += [kir.Decl(rd, kir.Const(0)), kir.Decl(wr, kir.Const(S - 1)),
-             kir.Decl(stA, kir.Const(0)), kir.Decl(stB, kir.Const(0))]
+    body += [
+        kir.Decl(rd, kir.Const(0)),
+        kir.Decl(wr, kir.Const(S - 1)),
+        kir.Decl(stA, kir.Const(0)),
+        kir.Decl(stB, kir.Const(0)),
+    ]
     zero = kir.Const(0)
     body += [_frag_load_ir(E, a, zero, zero), _frag_load_ir(E, b, zero, zero)]
     kt0 = _v("kt0")
@@ -844,27 +981,56 @@ def _kernel_ir(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPla
     nj = _v("nj")
     nisel, dni = _c("ni", kir.Cond(mi & 1, kir.Const(NI - 1) - nj, nj))
     step = kir.block(
-        kir.If(ki.eq(KI - 1), kir.block(
-            kir.RingAdvance(rd, S, style="ternary"),
-            kir.Assign(stA, rd * a.stage_elems),
-            kir.Assign(stB, rd * b.stage_elems),
-            kir.CpWait(S - 2), kir.SyncThreads())),
+        kir.If(
+            ki.eq(KI - 1),
+            kir.block(
+                kir.RingAdvance(rd, S, style="ternary"),
+                kir.Assign(stA, rd * a.stage_elems),
+                kir.Assign(stB, rd * b.stage_elems),
+                kir.CpWait(S - 2),
+                kir.SyncThreads(),
+            ),
+        ),
         _frag_load_ir(E, a, (ki + 1) & 1, (ki + 1) % KI),
         _frag_load_ir(E, b, (ki + 1) & 1, (ki + 1) % KI),
-        kir.If(ki.eq(0), kir.block(
-            dkt1, dst1,
-            kir.If(kt1.lt(KT), kir.block(load_tile_ir(E, a, b, kt1, st1, sbase, region))),
-            kir.CpCommit(),
-            kir.RingAdvance(wr, S, style="ternary"))),
-        kir.For(mi, kir.Const(0), kir.Const(MI), kir.block(
-            kir.For(nj, kir.Const(0), kir.Const(NI), kir.block(
-                dni, kir.Mma(kir.Index(acc, (mi, nisel)), kir.Index(af, (ki & 1, mi)),
-                             kir.Index(bfr, (ki & 1, nisel)))), unroll=True)), unroll=True))
-    body.append(kir.For(kt0, kir.Const(0), KT, kir.block(
-        kir.For(ki, kir.Const(0), kir.Const(KI), step, unroll=True))))
+        kir.If(
+            ki.eq(0),
+            kir.block(
+                dkt1,
+                dst1,
+                kir.If(kt1.lt(KT), kir.block(load_tile_ir(E, a, b, kt1, st1, sbase, region))),
+                kir.CpCommit(),
+                kir.RingAdvance(wr, S, style="ternary"),
+            ),
+        ),
+        kir.For(
+            mi,
+            kir.Const(0),
+            kir.Const(MI),
+            kir.block(
+                kir.For(
+                    nj,
+                    kir.Const(0),
+                    kir.Const(NI),
+                    kir.block(
+                        dni,
+                        kir.Mma(
+                            kir.Index(acc, (mi, nisel)),
+                            kir.Index(af, (ki & 1, mi)),
+                            kir.Index(bfr, (ki & 1, nisel)),
+                        ),
+                    ),
+                    unroll=True,
+                )
+            ),
+            unroll=True,
+        ),
+    )
+    body.append(
+        kir.For(kt0, kir.Const(0), KT, kir.block(kir.For(ki, kir.Const(0), kir.Const(KI), step, unroll=True)))
+    )
     body.append(kir.CpWait(0))
-    body.append(kir.Comment("epilogue: accumulator (lane, value, warp, block) -> C coordinate, "
-                            "proven maps"))
+    body.append(kir.Comment("epilogue: accumulator (lane, value, warp, block) -> C coordinate, proven maps"))
     h = _v("h")
     args = dict(lane=lane, v=2 * h, wm=wm, wn=wn, mi=mi, ni=ni)
     coords = (lane, 2 * h, wm, wn, mi, ni)
@@ -872,39 +1038,68 @@ def _kernel_ir(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPla
     c, dc = _c("c", E.n0 + kir.call(cm["col_fn"], **args))
     row = E.m0 + kir.LayoutApp(cm["row"], coords, "C row map")
     col = E.n0 + kir.LayoutApp(cm["col"], coords, "C column map")
-    store = store_pair_ir(E, prob, r, c, kir.Index(acc, (mi, ni, 2 * h)),
-                          kir.Index(acc, (mi, ni, 2 * h + 1)), row, col, "C accumulator store")
-    body.append(kir.For(mi, kir.Const(0), kir.Const(MI), kir.block(
-        kir.For(ni, kir.Const(0), kir.Const(NI), kir.block(
-            kir.For(h, kir.Const(0), kir.Const(2), kir.block(dr, dc, store), unroll=True)),
-            unroll=True)), unroll=True))
-    swz = ", ".join(f"{p.name.upper()}: {p.swizzle if p.swizzle is not None else 'none'}"
-                    for p in (a, b))
+    store = store_pair_ir(
+        E,
+        prob,
+        r,
+        c,
+        kir.Index(acc, (mi, ni, 2 * h)),
+        kir.Index(acc, (mi, ni, 2 * h + 1)),
+        row,
+        col,
+        "C accumulator store",
+    )
+    body.append(
+        kir.For(
+            mi,
+            kir.Const(0),
+            kir.Const(MI),
+            kir.block(
+                kir.For(
+                    ni,
+                    kir.Const(0),
+                    kir.Const(NI),
+                    kir.block(kir.For(h, kir.Const(0), kir.Const(2), kir.block(dr, dc, store), unroll=True)),
+                    unroll=True,
+                )
+            ),
+            unroll=True,
+        )
+    )
+    swz = ", ".join(f"{p.name.upper()}: {p.swizzle if p.swizzle is not None else 'none'}" for p in (a, b))
     amaj = "k" if a.kmajor else "m"
     bmaj = "k" if b.kmajor else "n"
-    desc = ("",
-            f"mma.sync GEMM generated by layoutproof {GENERATOR_VERSION}:",
-            "  C[M,N] (row-major, ldc) = A[M,K] @ B[K,N]",
-            f"A {amaj}-major (lda), B {bmaj}-major (ldb); {prob.dtype} in, f32 accumulate, "
-            f"{prob.out} out",
-            f"block {cfg.bm}x{cfg.bn}x{cfg.bk}, warps {cfg.warps_m}x{cfg.warps_n} (warp tile "
-            f"{tm}x{tn}),",
-            f"{S}-stage cp.async pipeline",
-            f"shared-memory swizzles chosen by the algebra: {swz}",
-            "contract: A, B 16-byte aligned, lda % 8 == 0, ldb % 8 == 0 (the runtime pads "
-            "otherwise);",
-            "          any M, N, K >= 1 (tails are predicated, partial chunks zero-filled)")
+    desc = (
+        "",
+        f"mma.sync GEMM generated by layoutproof {GENERATOR_VERSION}:",
+        "  C[M,N] (row-major, ldc) = A[M,K] @ B[K,N]",
+        f"A {amaj}-major (lda), B {bmaj}-major (ldb); {prob.dtype} in, f32 accumulate, {prob.out} out",
+        f"block {cfg.bm}x{cfg.bn}x{cfg.bk}, warps {cfg.warps_m}x{cfg.warps_n} (warp tile {tm}x{tn}),",
+        f"{S}-stage cp.async pipeline",
+        f"shared-memory swizzles chosen by the algebra: {swz}",
+        "contract: A, B 16-byte aligned, lda % 8 == 0, ldb % 8 == 0 (the runtime pads otherwise);",
+        "          any M, N, K >= 1 (tails are predicated, partial chunks zero-filled)",
+    )
     fns = tuple(p.fns[k] for p in (a, b) for k in ("cp_smem", "cp_x", "cp_k"))
-    fns += (a.fns["ldsm"], b.fns["ldsm"], cm["row_fn"], cm["col_fn"],
-            a.fns["cp_gmem"], b.fns["cp_gmem"])
-    return kir.Kernel(name, kernel_params(E, prob), kir.block(*body), cfg.threads,
-                      min_blocks=cfg.min_blocks, typedefs=(("lp_in_t", tin), ("lp_out_t", tout)),
-                      sizes=type_sizes(prob), functions=fns, description=desc,
-                      helpers=("cp_async", "ldsm", "mma"), mma_dtype=prob.dtype)
+    fns += (a.fns["ldsm"], b.fns["ldsm"], cm["row_fn"], cm["col_fn"], a.fns["cp_gmem"], b.fns["cp_gmem"])
+    return kir.Kernel(
+        name,
+        kernel_params(E, prob),
+        kir.block(*body),
+        cfg.threads,
+        min_blocks=cfg.min_blocks,
+        typedefs=(("lp_in_t", tin), ("lp_out_t", tout)),
+        sizes=type_sizes(prob),
+        functions=fns,
+        description=desc,
+        helpers=("cp_async", "ldsm", "mma"),
+        mma_dtype=prob.dtype,
+    )
 
 
-def finish(k: kir.Kernel, log: ProofLog, title: str,
-           protocol: Optional[Callable[[kir.Kernel], int]] = None) -> str:
+def finish(
+    k: kir.Kernel, log: ProofLog, title: str, protocol: Optional[Callable[[kir.Kernel], int]] = None
+) -> str:
     """Discharge the kernel's IR obligations into ``log`` and print it with its header (the
     obligations and the coverage line).  ``protocol`` reads the mbarrier operations from the
     IR and proves them, returning how many it covered."""
@@ -916,19 +1111,24 @@ def finish(k: kir.Kernel, log: ProofLog, title: str,
     return kir.emit(k, log.header(title) + f"// {rep.line()}\n")
 
 
-def prove_c_atom_part(cm: Layout, atom: Any, atom_tile: Tuple[int, int], bm: int,
-                      log: ProofLog) -> None:
+def prove_c_atom_part(cm: Layout, atom: Any, atom_tile: Tuple[int, int], bm: int, log: ProofLog) -> None:
     """The (thread, value) part of a kernel's C map (its first two modes) is the atom's C
     layout, re-indexed from the atom tile to the block tile (column-major, ``bm`` rows)."""
     got = _eval_map(Layout(cm.shape[:2], cm.stride[:2]))
     exp = _eval_map(composition(Layout(atom_tile, (1, bm)), atom.c_layout))
     if not np.array_equal(got, exp):
         bad = int(np.flatnonzero(got != exp)[0])
-        raise ProofFailedError(f"the C map disagrees with {atom.name}'s C layout at (thread, "
-                               f"value) index {bad}", condition="C map == atom C layout",
-                               witness=bad)
-    log.add("equal", f"C map's (thread, value) part == {atom.name} C layout {atom.c_layout}",
-            "exhaustive", int(got.size))
+        raise ProofFailedError(
+            f"the C map disagrees with {atom.name}'s C layout at (thread, value) index {bad}",
+            condition="C map == atom C layout",
+            witness=bad,
+        )
+    log.add(
+        "equal",
+        f"C map's (thread, value) part == {atom.name} C layout {atom.c_layout}",
+        "exhaustive",
+        int(got.size),
+    )
 
 
 def _prove_against_tiled_mma(cfg: GemmConfig, atom: Any, log: ProofLog) -> None:
@@ -943,37 +1143,43 @@ def _prove_against_tiled_mma(cfg: GemmConfig, atom: Any, log: ProofLog) -> None:
     perm = (Layout((16, WM, tm // 16), (1, tm, 16)), Layout((8, WN, tn // 8), (1, tn, 8)), None)
     tmma = tiled.TiledMMA(atom, Layout((WM, WN), (1, WM)), permutation=perm)
     BM, BN, BK = cfg.bm, cfg.bn, cfg.bk
-    c = _eval_map(_c_map(cfg)).reshape(tn // 8, tm // 16, WN, WM, 4, 32)      # [ni,mi,wn,wm,v,l]
+    c = _eval_map(_c_map(cfg)).reshape(tn // 8, tm // 16, WN, WM, 4, 32)  # [ni,mi,wn,wm,v,l]
     a = _eval_map(_a_frag_map(cfg, atom.a_layout)).reshape(BK // 16, tm // 16, WM, 8, 32)
     b = _eval_map(_b_frag_map(cfg, atom.b_layout)).reshape(BK // 16, tn // 8, WN, 4, 32)
-    tiles = {"A": Layout((BM, BK), (1, BM)), "B": Layout((BN, BK), (1, BN)),
-             "C": Layout((BM, BN), (1, BM))}
+    tiles = {"A": Layout((BM, BK), (1, BM)), "B": Layout((BN, BK), (1, BN)), "C": Layout((BM, BN), (1, BM))}
     cases = 0
     for tid in range(cfg.threads):
         lane, warp = tid % 32, tid // 32
         wm, wn = warp % WM, warp // WM
         sl = tmma.get_slice(tid)
-        mine = {"A": a[:, :, wm, :, lane], "B": b[:, :, wn, :, lane],
-                "C": c[:, :, wn, wm, :, lane]}
+        mine = {"A": a[:, :, wm, :, lane], "B": b[:, :, wn, :, lane], "C": c[:, :, wn, wm, :, lane]}
         for op, part in (("A", sl.partition_A), ("B", sl.partition_B), ("C", sl.partition_C)):
             got = np.sort(np.asarray(part(tiles[op]).to_numpy(), dtype=np.int64).ravel())
             exp = np.sort(mine[op].ravel())
             if got.shape != exp.shape or not np.array_equal(got, exp):
                 raise ProofFailedError(
                     f"thread {tid}'s {op} elements differ from TiledMMA's partition_{op}",
-                    condition="kernel maps == TiledMMA partition", witness=(tid, op))
+                    condition="kernel maps == TiledMMA partition",
+                    witness=(tid, op),
+                )
             cases += got.size
-    log.add("equal", f"per thread, the kernel's A/B/C elements == TiledMMA({atom.name}, "
-                     f"{Layout((WM, WN), (1, WM))}, permutation {perm[0]}, {perm[1]})"
-                     f".get_slice(t).partition_A/B/C of the block tiles", "exhaustive", cases)
+    log.add(
+        "equal",
+        f"per thread, the kernel's A/B/C elements == TiledMMA({atom.name}, "
+        f"{Layout((WM, WN), (1, WM))}, permutation {perm[0]}, {perm[1]})"
+        f".get_slice(t).partition_A/B/C of the block tiles",
+        "exhaustive",
+        cases,
+    )
 
 
 # ============================================================================ generate
 _MEMO: Dict[Tuple[GemmConfig, GemmProblem], GemmKernel] = {}
 
 
-def generate(config: Optional[GemmConfig] = None, problem: Optional[GemmProblem] = None,
-             *, memo: bool = True) -> GemmKernel:
+def generate(
+    config: Optional[GemmConfig] = None, problem: Optional[GemmProblem] = None, *, memo: bool = True
+) -> GemmKernel:
     """Build, prove and emit one kernel (memoized per process on (config, problem))."""
     cfg = (config or GemmConfig()).validate()
     prob = (problem or GemmProblem()).validate()
@@ -981,8 +1187,9 @@ def generate(config: Optional[GemmConfig] = None, problem: Optional[GemmProblem]
         return _MEMO[(cfg, prob)]
     from . import atoms
 
-    atom = atoms.MMA_ATOMS["SM80_16x8x16_F32F16F16F32_TN" if prob.dtype == "f16"
-                           else "SM80_16x8x16_F32BF16BF16F32_TN"]
+    atom = atoms.MMA_ATOMS[
+        "SM80_16x8x16_F32F16F16F32_TN" if prob.dtype == "f16" else "SM80_16x8x16_F32BF16BF16F32_TN"
+    ]
     log = ProofLog()
     for pr in atoms.verify_atom(atom):
         log.proofs.append(pr)
@@ -994,43 +1201,67 @@ def generate(config: Optional[GemmConfig] = None, problem: Optional[GemmProblem]
     _prove_fragments(b, cfg, atom, log)
     # the A and B thread-value maps (one warp row / column of the warp grid; the others hold
     # copies) cover their block tiles exactly once
-    lower.prove_bijective(_a_frag_map(cfg, atom.a_layout), cfg.bm * cfg.bk,
-                          what=f"A (lane, value, warp_m, block, k step) -> {cfg.bm}x{cfg.bk} tile",
-                          log=log)
-    lower.prove_bijective(_b_frag_map(cfg, atom.b_layout), cfg.bn * cfg.bk,
-                          what=f"B (lane, value, warp_n, block, k step) -> {cfg.bn}x{cfg.bk} tile",
-                          log=log)
+    lower.prove_bijective(
+        _a_frag_map(cfg, atom.a_layout),
+        cfg.bm * cfg.bk,
+        what=f"A (lane, value, warp_m, block, k step) -> {cfg.bm}x{cfg.bk} tile",
+        log=log,
+    )
+    lower.prove_bijective(
+        _b_frag_map(cfg, atom.b_layout),
+        cfg.bn * cfg.bk,
+        what=f"B (lane, value, warp_n, block, k step) -> {cfg.bn}x{cfg.bk} tile",
+        log=log,
+    )
 
     _prove_against_tiled_mma(cfg, atom, log)
 
     # the accumulators: a bijection onto the C tile; row/col maps lowered and proven
     cm = _c_map(cfg)
-    lower.prove_bijective(cm, cfg.bm * cfg.bn,
-                          what=f"C (lane, value, warp, block) -> {cfg.bm}x{cfg.bn} tile", log=log)
+    lower.prove_bijective(
+        cm, cfg.bm * cfg.bn, what=f"C (lane, value, warp, block) -> {cfg.bm}x{cfg.bn} tile", log=log
+    )
     prove_c_atom_part(cm, atom, (16, 8), cfg.bm, log)
     cargs = ("lane", "v", "wm", "wn", "mi", "ni")
-    rows = lower.lower(composition(Layout((cfg.bm, cfg.bn), (1, 0)), cm), cargs,
-                       name="lp_c_row", log=log)
-    cols = lower.lower(composition(Layout((cfg.bm, cfg.bn), (0, 1)), cm), cargs,
-                       name="lp_c_col", log=log)
+    rows = lower.lower(composition(Layout((cfg.bm, cfg.bn), (1, 0)), cm), cargs, name="lp_c_row", log=log)
+    cols = lower.lower(composition(Layout((cfg.bm, cfg.bn), (0, 1)), cm), cargs, name="lp_c_col", log=log)
     # the kernel evaluates the maps at even v only and stores v and v + 1 as a pair
-    pair = Layout(((4, 8), 2, cfg.warps_m, cfg.warps_n, cm.shape[4], cm.shape[5]),
-                  ((2 * cfg.bm, 1), 8, cm.stride[2], cm.stride[3], cm.stride[4], cm.stride[5]))
+    pair = Layout(
+        ((4, 8), 2, cfg.warps_m, cfg.warps_n, cm.shape[4], cm.shape[5]),
+        ((2 * cfg.bm, 1), 8, cm.stride[2], cm.stride[3], cm.stride[4], cm.stride[5]),
+    )
     cover = np.concatenate([_eval_map(pair), _eval_map(pair) + cfg.bm])
     if np.unique(cover).size != cfg.bm * cfg.bn:
-        raise ProofFailedError("the pair stores of the epilogue do not cover the C tile once",
-                               condition="epilogue covers C once")
-    log.add("bijective", "epilogue: (r, c) and (r, c+1) pair stores cover the C tile exactly once",
-            "exhaustive", int(cover.size))
+        raise ProofFailedError(
+            "the pair stores of the epilogue do not cover the C tile once", condition="epilogue covers C once"
+        )
+    log.add(
+        "bijective",
+        "epilogue: (r, c) and (r, c+1) pair stores cover the C tile exactly once",
+        "exhaustive",
+        int(cover.size),
+    )
     h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_{prob.key()}_{h}"
-    cmaps = {"row": rows.layout, "col": cols.layout, "row_fn": kir.from_lowered(rows),
-             "col_fn": kir.from_lowered(cols)}
+    cmaps = {
+        "row": rows.layout,
+        "col": cols.layout,
+        "row_fn": kir.from_lowered(rows),
+        "col_fn": kir.from_lowered(cols),
+    }
     ir = _kernel_ir(cfg, prob, a, b, cmaps, name)
     src = finish(ir, log, f"proven before emission ({cfg.key()}, {prob.key()})")
-    k = GemmKernel(cfg, prob, src, name, cfg.threads, cfg.smem_bytes, log,
-                   {"a": _sw_tuple(a.swizzle), "b": _sw_tuple(b.swizzle)}, ir)
+    k = GemmKernel(
+        cfg,
+        prob,
+        src,
+        name,
+        cfg.threads,
+        cfg.smem_bytes,
+        log,
+        {"a": _sw_tuple(a.swizzle), "b": _sw_tuple(b.swizzle)},
+        ir,
+    )
     if memo:
         _MEMO[(cfg, prob)] = k
     return k
-

@@ -25,7 +25,9 @@ __all__ = ["GemmConfig", "GemmProblem", "DTYPES", "OUT_DTYPES", "SMEM_LIMIT"]
 # CUDA C type, bytes per element
 DTYPES: Dict[str, Tuple[str, int]] = {"f16": ("__half", 2), "bf16": ("__nv_bfloat16", 2)}
 OUT_DTYPES: Dict[str, Tuple[str, int]] = {
-    "f16": ("__half", 2), "bf16": ("__nv_bfloat16", 2), "f32": ("float", 4),
+    "f16": ("__half", 2),
+    "bf16": ("__nv_bfloat16", 2),
+    "f32": ("float", 4),
 }
 # the largest dynamic shared memory one block may have on sm_80 / sm_90 (bytes)
 SMEM_LIMIT = 227 * 1024
@@ -79,32 +81,43 @@ class GemmConfig:
     def key(self) -> str:
         sw = self.swizzle if isinstance(self.swizzle, str) else "sw" + "".join(map(str, self.swizzle))
         mb = f"_b{self.min_blocks}" if self.min_blocks != 1 else ""
-        return (f"{self.bm}x{self.bn}x{self.bk}_w{self.warps_m}x{self.warps_n}_s{self.stages}"
-                f"_{sw}_g{self.group_m}{mb}")
+        return (
+            f"{self.bm}x{self.bn}x{self.bk}_w{self.warps_m}x{self.warps_n}_s{self.stages}"
+            f"_{sw}_g{self.group_m}{mb}"
+        )
 
     def as_dict(self) -> Dict[str, Any]:
         return asdict(self)
 
     def validate(self) -> "GemmConfig":
         """Raise :class:`GemmConfigError` naming the first violated rule; return self."""
-        ints = dict(bm=self.bm, bn=self.bn, bk=self.bk, warps_m=self.warps_m,
-                    warps_n=self.warps_n, stages=self.stages, group_m=self.group_m,
-                    min_blocks=self.min_blocks)
+        ints = dict(
+            bm=self.bm,
+            bn=self.bn,
+            bk=self.bk,
+            warps_m=self.warps_m,
+            warps_n=self.warps_n,
+            stages=self.stages,
+            group_m=self.group_m,
+            min_blocks=self.min_blocks,
+        )
         for k, v in ints.items():
             if type(v) is not int or v < 1:
                 raise GemmConfigError(f"GemmConfig: {k}={v!r} must be a positive int")
         if not (_pow2(self.warps_m) and _pow2(self.warps_n)) or self.warps_m * self.warps_n > 16:
             raise GemmConfigError(
-                f"GemmConfig: warps {self.warps_m}x{self.warps_n} must be powers of two, "
-                f"at most 16 warps")
+                f"GemmConfig: warps {self.warps_m}x{self.warps_n} must be powers of two, at most 16 warps"
+            )
         if self.bm % (16 * self.warps_m) or not _pow2(self.bm):
             raise GemmConfigError(
                 f"GemmConfig: bm={self.bm} must be a multiple of 16*warps_m = "
-                f"{16 * self.warps_m} and a power of two")
+                f"{16 * self.warps_m} and a power of two"
+            )
         if self.bn % (16 * self.warps_n) or not _pow2(self.bn):
             raise GemmConfigError(
                 f"GemmConfig: bn={self.bn} must be a multiple of 16*warps_n = "
-                f"{16 * self.warps_n} and a power of two")
+                f"{16 * self.warps_n} and a power of two"
+            )
         if self.bk not in (32, 64, 128):
             # the main loop's barrier sits before the last of >= 2 k16 steps per tile
             raise GemmConfigError(f"GemmConfig: bk={self.bk} must be 32, 64 or 128")
@@ -116,23 +129,26 @@ class GemmConfig:
         if tm * tn > 128 * 128 // 2:
             raise GemmConfigError(
                 f"GemmConfig: warp tile {tm}x{tn} needs {tm * tn // 32} f32 accumulators per "
-                f"thread (at most 256 fit the register file)")
+                f"thread (at most 256 fit the register file)"
+            )
         if self.min_blocks > 1 and self.min_blocks * self.smem_bytes > 228 * 1024:
             raise GemmConfigError(
                 f"GemmConfig: min_blocks={self.min_blocks} blocks of {self.smem_bytes} bytes of "
-                f"shared memory do not fit one SM (228 KB)")
+                f"shared memory do not fit one SM (228 KB)"
+            )
         if 65536 // (self.threads * self.min_blocks) < 64 + tm * tn // 32:
             raise GemmConfigError(
                 f"GemmConfig: min_blocks={self.min_blocks} leaves "
                 f"{65536 // (self.threads * self.min_blocks)} registers per thread, fewer than the "
-                f"{tm * tn // 32} accumulators need")
+                f"{tm * tn // 32} accumulators need"
+            )
         if self.smem_bytes > SMEM_LIMIT:
             raise GemmConfigError(
                 f"GemmConfig: {self.stages} stages of ({self.bm}+{self.bn})x{self.bk} f16 need "
-                f"{self.smem_bytes} bytes of shared memory, more than {SMEM_LIMIT}")
+                f"{self.smem_bytes} bytes of shared memory, more than {SMEM_LIMIT}"
+            )
         sw = self.swizzle
-        if not (sw == "auto" or (isinstance(sw, tuple) and len(sw) == 3
-                                 and all(type(x) is int for x in sw))):
+        if not (sw == "auto" or (isinstance(sw, tuple) and len(sw) == 3 and all(type(x) is int for x in sw))):
             raise GemmConfigError(f"GemmConfig: swizzle={sw!r} must be 'auto' or a (B, M, S) tuple")
         return self
 
@@ -170,6 +186,5 @@ class GemmProblem:
         if self.dtype not in DTYPES:
             raise GemmConfigError(f"GemmProblem: dtype={self.dtype!r} must be one of {list(DTYPES)}")
         if self.out not in OUT_DTYPES:
-            raise GemmConfigError(
-                f"GemmProblem: out_dtype={self.out!r} must be one of {list(OUT_DTYPES)}")
+            raise GemmConfigError(f"GemmProblem: out_dtype={self.out!r} must be one of {list(OUT_DTYPES)}")
         return self

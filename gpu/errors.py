@@ -34,8 +34,9 @@ __all__ = [
 class AtomMismatchError(InadmissibleError):
     """An atom's (thread, value) layout disagrees with the PTX ISA fragment table."""
 
-    def __init__(self, message: str, *, condition: str, witness: Any = None,
-                 ours: Any = None, ptx: Any = None) -> None:
+    def __init__(
+        self, message: str, *, condition: str, witness: Any = None, ours: Any = None, ptx: Any = None
+    ) -> None:
         super().__init__(message, condition=condition, witness=witness)
         self.ours = ours
         self.ptx = ptx

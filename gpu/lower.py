@@ -108,26 +108,35 @@ def _scan(text: str, pos: int) -> Tuple[str, str, int]:
             end += 1
         return "id", text[pos:end], end
     if text.startswith("<<", pos) or text.startswith(">>", pos):
-        return "op", text[pos:pos + 2], pos + 2
+        return "op", text[pos : pos + 2], pos + 2
     if ch in _OPS1:
         return "op", ch, end
     return "bad", ch, end
+
+
 _PLACEHOLDER = "_lp_o_"  # the outer layout's input while it is printed
 
 
 # ============================================================================ the C evaluator
 _BINARY_LEVELS: Tuple[Tuple[str, ...], ...] = (
-    ("|",), ("^",), ("&",), ("<<", ">>"), ("+", "-"), ("*", "/", "%"),
+    ("|",),
+    ("^",),
+    ("&",),
+    ("<<", ">>"),
+    ("+", "-"),
+    ("*", "/", "%"),
 )
 
 
 def _tokenize(expr: str) -> List[Tuple[str, str]]:
     if not isinstance(expr, str):
-        raise LoweringError(f"a C expression is a string, got {type(expr).__name__}",
-                            condition="C expression syntax")
+        raise LoweringError(
+            f"a C expression is a string, got {type(expr).__name__}", condition="C expression syntax"
+        )
     if len(expr) > _MAX_EXPR_CHARS:
-        raise LoweringError(f"C expression too long ({len(expr)} characters)",
-                            condition="C expression syntax")
+        raise LoweringError(
+            f"C expression too long ({len(expr)} characters)", condition="C expression syntax"
+        )
     out: List[Tuple[str, str]] = []
     pos = 0
     n = len(expr.rstrip())
@@ -137,8 +146,10 @@ def _tokenize(expr: str) -> List[Tuple[str, str]]:
             pos += 1
         kind, text, end = _scan(expr, pos) if pos < n else ("bad", "", pos)
         if kind == "bad":
-            raise LoweringError(f"unexpected character {expr[start:start + 10]!r} at {start} in C expression",
-                                condition="C expression syntax")
+            raise LoweringError(
+                f"unexpected character {expr[start : start + 10]!r} at {start} in C expression",
+                condition="C expression syntax",
+            )
         out.append((kind, text))
         pos = end
     return out
@@ -237,8 +248,11 @@ def _first(mask: np.ndarray) -> Optional[int]:
 def _check_range(v: np.ndarray, bits: int, what: str) -> None:
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     if v.size and (int(v.min()) < lo or int(v.max()) > hi):
-        raise _Fault("integer overflow", f"{what} leaves the range of a {bits}-bit signed integer",
-                     _first((v < lo) | (v > hi)))
+        raise _Fault(
+            "integer overflow",
+            f"{what} leaves the range of a {bits}-bit signed integer",
+            _first((v < lo) | (v > hi)),
+        )
 
 
 def _maxabs(v: np.ndarray) -> int:
@@ -289,12 +303,18 @@ def _eval_node(node: tuple, env: Dict[str, np.ndarray], bits: Optional[int]) -> 
         if badn.any():
             raise _Fault("shift count", f"{op} by a count outside [0, {wide})", _first(badn))
         if bits is not None and (a < 0).any():
-            raise _Fault("shift of a negative value", f"{op} of a negative value "
-                         "(undefined or implementation-defined in C)", _first(a < 0))
+            raise _Fault(
+                "shift of a negative value",
+                f"{op} of a negative value (undefined or implementation-defined in C)",
+                _first(a < 0),
+            )
         if op == "<<":
             if a.size and (_maxabs(a) << int(b.max())) >= (1 << 62):
-                raise _Fault("integer overflow", "<< overflows",
-                             _first((np.abs(a).astype(object) << b.astype(object)) >= (1 << (wide - 1))))
+                raise _Fault(
+                    "integer overflow",
+                    "<< overflows",
+                    _first((np.abs(a).astype(object) << b.astype(object)) >= (1 << (wide - 1))),
+                )
             r = a << b
         else:
             r = a >> b
@@ -337,8 +357,9 @@ def c_expr_eval(expr: str, env: Dict[str, Any], *, int_bits: Optional[int] = Non
         if int_bits is not None:
             _check_range(out, int_bits, "the value")
     except _Fault as f:
-        raise LoweringError(f"C expression {_short(expr)}: {f.message}", condition=f.condition,
-                            witness=f.where) from None
+        raise LoweringError(
+            f"C expression {_short(expr)}: {f.message}", condition=f.condition, witness=f.where
+        ) from None
     return out
 
 
@@ -359,8 +380,10 @@ def _degrees(node: tuple, syms: frozenset) -> Dict[str, int]:
     if tag == "not":
         d = _degrees(node[1], syms)
         if d:
-            raise LoweringError(f"runtime symbol(s) {sorted(d)} under '~': not affine in them",
-                                condition="affine in the runtime symbols")
+            raise LoweringError(
+                f"runtime symbol(s) {sorted(d)} under '~': not affine in them",
+                condition="affine in the runtime symbols",
+            )
         return d
     op, a, b = node[1], _degrees(node[2], syms), _degrees(node[3], syms)
     if op in ("+", "-"):
@@ -371,7 +394,8 @@ def _degrees(node: tuple, syms: frozenset) -> Dict[str, int]:
         raise LoweringError(
             f"runtime symbol(s) {sorted(set(a) | set(b))} under {op!r}: the expression is not "
             "a polynomial in them, so no symbolic proof applies (substitute values)",
-            condition="affine in the runtime symbols")
+            condition="affine in the runtime symbols",
+        )
     return {}
 
 
@@ -390,13 +414,16 @@ def _normalize(layout: Any) -> _Norm:
     if isinstance(layout, ComposedLayout):
         a = layout.layout_a
         if isinstance(a, Layout) and a.is_symbolic:
-            raise LoweringError(f"{layout}: the outer layout must be concrete",
-                                condition="concrete outer layout")
+            raise LoweringError(
+                f"{layout}: the outer layout must be concrete", condition="concrete outer layout"
+            )
         return _Norm(a, layout.offset, layout.layout_b, str(layout))
     if isinstance(layout, Layout):
         return _Norm(None, 0, layout, str(layout))
-    raise LoweringError(f"lower() takes a Layout, a ComposedLayout or a Swizzle, got {type(layout).__name__}",
-                        condition="layout type")
+    raise LoweringError(
+        f"lower() takes a Layout, a ComposedLayout or a Swizzle, got {type(layout).__name__}",
+        condition="layout type",
+    )
 
 
 def _top_modes(L: Layout, nargs: int) -> List[Tuple[tuple, tuple]]:
@@ -408,15 +435,19 @@ def _top_modes(L: Layout, nargs: int) -> List[Tuple[tuple, tuple]]:
     if nargs != rank:
         raise LoweringError(
             f"{L} has {rank} top-level mode(s); give one argument per mode (or one for the "
-            f"1-D index), got {nargs}", condition="one argument per mode")
+            f"1-D index), got {nargs}",
+            condition="one argument per mode",
+        )
     return [(tuple(flatten(si)), tuple(flatten(di))) for si, di in zip(s, d)]
 
 
 def _check_shape(L: Layout) -> None:
     for e in flatten(L.shape):
         if type(e) is not int:
-            raise LoweringError(f"{L}: the shape must be integers (runtime extents are not lowered)",
-                                condition="integer shape")
+            raise LoweringError(
+                f"{L}: the shape must be integers (runtime extents are not lowered)",
+                condition="integer shape",
+            )
 
 
 def _coalesce_flat(fs: tuple, fd: tuple) -> List[Tuple[int, Any]]:
@@ -475,17 +506,24 @@ def _runtime_symbols(layout: Any) -> List[Any]:
 
 def _check_names(args: Sequence[str], extra: Sequence[str] = ()) -> Tuple[str, ...]:
     if isinstance(args, str):
-        raise LoweringError("args is a sequence of C names (one per mode), not a string",
-                            condition="C argument names")
+        raise LoweringError(
+            "args is a sequence of C names (one per mode), not a string", condition="C argument names"
+        )
     out = tuple(args)
     for a in tuple(out) + tuple(extra):
-        if not isinstance(a, str) or not _is_ident(a) or a in _C_WORDS or keyword.iskeyword(a) \
-                or a.startswith(_PLACEHOLDER):
+        if (
+            not isinstance(a, str)
+            or not _is_ident(a)
+            or a in _C_WORDS
+            or keyword.iskeyword(a)
+            or a.startswith(_PLACEHOLDER)
+        ):
             raise LoweringError(f"{a!r} is not a usable C identifier", condition="C argument names")
     names = out + tuple(extra)
     if len(set(names)) != len(names):
-        raise LoweringError(f"argument and runtime symbol names must be distinct: {names}",
-                            condition="C argument names")
+        raise LoweringError(
+            f"argument and runtime symbol names must be distinct: {names}", condition="C argument names"
+        )
     if not out:
         raise LoweringError("at least one argument is needed", condition="one argument per mode")
     return out
@@ -621,8 +659,9 @@ class Lowered:
     def __call__(self, *coords: Any, **symbols: Any) -> np.ndarray:
         """Evaluate the emitted C expression (vectorized) at coordinates."""
         if len(coords) != len(self.args):
-            raise LoweringError(f"{self.name} takes {len(self.args)} coordinate(s)",
-                                condition="one argument per mode")
+            raise LoweringError(
+                f"{self.name} takes {len(self.args)} coordinate(s)", condition="one argument per mode"
+            )
         env: Dict[str, Any] = dict(zip(self.args, coords))
         env.update(symbols)
         return c_expr_eval(self.c_expr, env)
@@ -639,7 +678,9 @@ def _domain(norm: _Norm, nargs: int) -> Tuple[List[int], List[np.ndarray]]:
     if n > EXHAUSTIVE_LIMIT:
         raise LoweringError(
             f"{norm.what}: the domain has {n} points, above the exhaustive-proof limit "
-            f"{EXHAUSTIVE_LIMIT}; lower a smaller tile (or a slice)", condition="domain size")
+            f"{EXHAUSTIVE_LIMIT}; lower a smaller tile (or a slice)",
+            condition="domain size",
+        )
     idx = np.arange(n, dtype=np.int64)
     arrs = []
     p = 1
@@ -669,8 +710,15 @@ def _statement(name: Optional[str], args: Sequence[str], what: str) -> str:
     return f"{name or 'f'}({', '.join(args)}) == {what}"
 
 
-def check_c_expr(layout: Any, args: Sequence[str], c_expr: str, *, name: Optional[str] = None,
-                 int_bits: Optional[int] = 32, log: Optional[ProofLog] = None) -> Proof:
+def check_c_expr(
+    layout: Any,
+    args: Sequence[str],
+    c_expr: str,
+    *,
+    name: Optional[str] = None,
+    int_bits: Optional[int] = 32,
+    log: Optional[ProofLog] = None,
+) -> Proof:
     """Prove that the C expression ``c_expr`` over ``args`` equals ``layout`` everywhere.
 
     Concrete layouts: every coordinate of the domain (at most :data:`EXHAUSTIVE_LIMIT`),
@@ -698,33 +746,43 @@ def check_c_expr(layout: Any, args: Sequence[str], c_expr: str, *, name: Optiona
     try:
         ref = _reference(norm)
     except (MalformedLayoutError, OutOfDomainError) as e:
-        raise LoweringError(f"{stmt}: the layout cannot be evaluated on its domain: {e}",
-                            condition="lowerable layout") from None
+        raise LoweringError(
+            f"{stmt}: the layout cannot be evaluated on its domain: {e}", condition="lowerable layout"
+        ) from None
     env = dict(zip(args, arrs))
     try:
         got = np.broadcast_to(c_expr_eval(c_expr, env, int_bits=int_bits), ref.shape)
     except LoweringError as e:
         w = e.witness
         where = f" at ({', '.join(args)}) = {_coord(arrs, w)}" if isinstance(w, int) else ""
-        raise LoweringError(f"{stmt}: {e}{where}", condition=e.condition,
-                            witness=_coord(arrs, w) if isinstance(w, int) else None) from None
+        raise LoweringError(
+            f"{stmt}: {e}{where}",
+            condition=e.condition,
+            witness=_coord(arrs, w) if isinstance(w, int) else None,
+        ) from None
     bad = got != ref
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         c = _coord(arrs, i)
         raise LoweringError(
             f"{stmt} fails at ({', '.join(args)}) = {c}: the C expression gives {int(got[i])}, "
-            f"the layout {int(ref[i])}", condition="lowered expression equals the layout", witness=c)
+            f"the layout {int(ref[i])}",
+            condition="lowered expression equals the layout",
+            witness=c,
+        )
     p = Proof("equal", stmt, "exhaustive", int(ref.size))
     return log.add(p.kind, p.statement, p.method, p.cases) if log is not None else p
 
 
-def _check_symbolic(norm: _Norm, args: Tuple[str, ...], c_expr: str, node: tuple, stmt: str,
-                    log: Optional[ProofLog]) -> Proof:
+def _check_symbolic(
+    norm: _Norm, args: Tuple[str, ...], c_expr: str, node: tuple, stmt: str, log: Optional[ProofLog]
+) -> Proof:
     if norm.outer is not None:
         raise LoweringError(
             f"{norm.what}: a swizzle (or outer layout) of a symbolic offset is not affine in the "
-            "runtime symbols; substitute values first", condition="affine in the runtime symbols")
+            "runtime symbols; substitute values first",
+            condition="affine in the runtime symbols",
+        )
     L = norm.inner
     _check_shape(L)
     syms = sorted(L.free_symbols, key=lambda s: s.name)
@@ -734,8 +792,10 @@ def _check_symbolic(norm: _Norm, args: Tuple[str, ...], c_expr: str, node: tuple
     _check_names(args, names)
     deg = _degrees(node, frozenset(names))
     if any(v > 1 for v in deg.values()):
-        raise LoweringError(f"{stmt}: the C expression is not multilinear in the runtime symbols "
-                            f"(degrees {deg})", condition="affine in the runtime symbols")
+        raise LoweringError(
+            f"{stmt}: the C expression is not multilinear in the runtime symbols (degrees {deg})",
+            condition="affine in the runtime symbols",
+        )
     fs, fd = tuple(flatten(L.shape)), tuple(flatten(L.stride))
     # the layout's coefficient of each monomial (a subset of the symbols), per flat stride
     coef: Dict[frozenset, List[int]] = {}
@@ -744,8 +804,10 @@ def _check_symbolic(norm: _Norm, args: Tuple[str, ...], c_expr: str, node: tuple
         terms = poly.terms() if poly is not None else [((), sp.sympify(d))]
         for mon, c in terms:
             if any(e > 1 for e in mon) or not sp.sympify(c).is_Integer:
-                raise LoweringError(f"{L}: stride {d} is not a multilinear integer polynomial in "
-                                    f"{names}", condition="affine in the runtime symbols")
+                raise LoweringError(
+                    f"{L}: stride {d} is not a multilinear integer polynomial in {names}",
+                    condition="affine in the runtime symbols",
+                )
             key = frozenset(s for s, e in zip(names, mon) if e)
             coef.setdefault(key, [0] * len(fd))[j] += int(c)
     _sizes, arrs = _domain(norm, len(args))
@@ -771,7 +833,9 @@ def _check_symbolic(norm: _Norm, args: Tuple[str, ...], c_expr: str, node: tuple
             raise LoweringError(
                 f"{stmt} fails at ({', '.join(args)}) = {c}: the coefficient of {mon} is "
                 f"{int(got[i])} in the C expression, {int(ref[i])} in the layout",
-                condition="lowered expression equals the layout", witness=c)
+                condition="lowered expression equals the layout",
+                witness=c,
+            )
     p = Proof("equal", stmt + f" for all {', '.join(names)}", "sympy", cases)
     return log.add(p.kind, p.statement, p.method, p.cases) if log is not None else p
 
@@ -783,7 +847,9 @@ def _build_c(norm: _Norm, args: Tuple[str, ...], pow2: bool) -> str:
     if norm.outer is not None and L.is_symbolic:
         raise LoweringError(
             f"{norm.what}: a swizzle (or outer layout) of a symbolic offset is not affine in the "
-            "runtime symbols; substitute values first", condition="affine in the runtime symbols")
+            "runtime symbols; substitute values first",
+            condition="affine in the runtime symbols",
+        )
     terms: List[Any] = []
     for a, (fs, fd) in zip(args, _top_modes(L, len(args))):
         terms += _mode_terms(fs, fd, _arg_symbol(a))
@@ -791,8 +857,15 @@ def _build_c(norm: _Norm, args: Tuple[str, ...], pow2: bool) -> str:
     return _outer_c(norm.outer, inner, const, pow2)
 
 
-def lower(layout: Any, args: Sequence[str], *, name: str, log: Optional[ProofLog] = None,
-          pow2: bool = True, int_bits: Optional[int] = 32) -> Lowered:
+def lower(
+    layout: Any,
+    args: Sequence[str],
+    *,
+    name: str,
+    log: Optional[ProofLog] = None,
+    pow2: bool = True,
+    int_bits: Optional[int] = 32,
+) -> Lowered:
     """Lower ``layout`` to a C expression over ``args`` and prove it equal to the layout.
 
     ``args`` names one C integer coordinate per top-level mode (a 1-D colexicographic
@@ -853,15 +926,18 @@ def _values(obj: Any) -> Tuple[List[np.ndarray], np.ndarray, str, Tuple[str, ...
     if isinstance(obj, Lowered):
         norm = _normalize(obj.layout)
         if norm.inner.is_symbolic:
-            raise ProofFailedError(f"{obj.name}: values depend on runtime symbols {obj.symbols}; "
-                                   "substitute values", condition="concrete values")
+            raise ProofFailedError(
+                f"{obj.name}: values depend on runtime symbols {obj.symbols}; substitute values",
+                condition="concrete values",
+            )
         _s, arrs = _domain(norm, len(obj.args))
         v = np.broadcast_to(c_expr_eval(obj.c_expr, dict(zip(obj.args, arrs))), arrs[0].shape)
         return arrs, v, obj.name, obj.args
     norm = _normalize(obj)
     if norm.inner.is_symbolic:
-        raise ProofFailedError(f"{norm.what}: values depend on runtime symbols; substitute values",
-                               condition="concrete values")
+        raise ProofFailedError(
+            f"{norm.what}: values depend on runtime symbols; substitute values", condition="concrete values"
+        )
     s = norm.inner.shape
     nargs = len(s) if isinstance(s, tuple) and s else 1
     _s, arrs = _domain(norm, nargs)
@@ -874,8 +950,9 @@ def _done(log: Optional[ProofLog], kind: str, stmt: str, cases: int) -> Proof:
     return Proof(kind, stmt, "exhaustive", int(cases))
 
 
-def prove_bounds(lowered_or_layout: Any, lo: int, hi: int, *, what: str,
-                 log: Optional[ProofLog] = None) -> Proof:
+def prove_bounds(
+    lowered_or_layout: Any, lo: int, hi: int, *, what: str, log: Optional[ProofLog] = None
+) -> Proof:
     """Prove that every value lies in ``[lo, hi)`` (exhaustively); otherwise raise
     :class:`ProofFailedError` (condition ``bounds``) with the coordinate as witness.
 
@@ -892,8 +969,11 @@ def prove_bounds(lowered_or_layout: Any, lo: int, hi: int, *, what: str,
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         c = _coord(arrs, i)
-        raise ProofFailedError(f"{what}: {label} takes the value {int(v[i])} at {c}, outside [{lo}, {hi})",
-                               condition="bounds", witness=c)
+        raise ProofFailedError(
+            f"{what}: {label} takes the value {int(v[i])} at {c}, outside [{lo}, {hi})",
+            condition="bounds",
+            witness=c,
+        )
     return _done(log, "bounds", f"{what}: {label} in [{lo}, {hi})", int(v.size))
 
 
@@ -923,8 +1003,11 @@ def prove_injective(layout: Any, *, what: str, log: Optional[ProofLog] = None) -
     d = _duplicates(v)
     if d is not None:
         a, b = (_coord(arrs, d[0]), _coord(arrs, d[1]))
-        raise ProofFailedError(f"{what}: {label} maps {a} and {b} to the same value {int(v[d[0]])}",
-                               condition="injective", witness=(a, b))
+        raise ProofFailedError(
+            f"{what}: {label} maps {a} and {b} to the same value {int(v[d[0]])}",
+            condition="injective",
+            witness=(a, b),
+        )
     return _done(log, "bijective", f"{what}: {label} is injective", int(v.size))
 
 
@@ -942,17 +1025,26 @@ def prove_bijective(layout: Any, n: int, *, what: str, log: Optional[ProofLog] =
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         c = _coord(arrs, i)
-        raise ProofFailedError(f"{what}: {label} takes the value {int(v[i])} at {c}, outside [0, {n})",
-                               condition="bounds", witness=c)
+        raise ProofFailedError(
+            f"{what}: {label} takes the value {int(v[i])} at {c}, outside [0, {n})",
+            condition="bounds",
+            witness=c,
+        )
     d = _duplicates(v)
     if d is not None:
         a, b = _coord(arrs, d[0]), _coord(arrs, d[1])
-        raise ProofFailedError(f"{what}: {label} maps {a} and {b} to the same value {int(v[d[0]])}",
-                               condition="injective", witness=(a, b))
+        raise ProofFailedError(
+            f"{what}: {label} maps {a} and {b} to the same value {int(v[d[0]])}",
+            condition="injective",
+            witness=(a, b),
+        )
     if v.size != n:
         seen = np.zeros(n, dtype=bool)
         seen[v] = True
         m = int(np.flatnonzero(~seen)[0])
-        raise ProofFailedError(f"{what}: {label} never takes the value {m} (size {v.size} < {n})",
-                               condition="surjective", witness=m)
+        raise ProofFailedError(
+            f"{what}: {label} never takes the value {m} (size {v.size} < {n})",
+            condition="surjective",
+            witness=m,
+        )
     return _done(log, "bijective", f"{what}: {label} is a bijection onto [0, {n})", int(v.size))

@@ -44,8 +44,9 @@ __all__ = ["check_pipeline", "prove_pipeline"]
 _ACQ, _REL = 0, 1
 
 
-def _consumer_program(tiles: int, k_tiles: int, ctas: int, own: int = 0,
-                      remote: bool = True) -> Tuple[Tuple[int, int, int], ...]:
+def _consumer_program(
+    tiles: int, k_tiles: int, ctas: int, own: int = 0, remote: bool = True
+) -> Tuple[Tuple[int, int, int], ...]:
     """The barrier actions of a consumer of CTA ``own``, in order: (ACQ, j, own) waits full
     and starts reading k-tile j; (REL, j, d) arrives on CTA d's empty barrier of j's stage
     -- its own CTA's first (the read of j ends there), then the peer's (in a cluster every
@@ -78,10 +79,19 @@ def _held(prog: Tuple[Tuple[int, int, int], ...], pc: int) -> frozenset:
     return frozenset(held)
 
 
-def check_pipeline(stages: int, *, consumers: int, tiles: int, k_tiles: int, ctas: int = 1,
-                   empty_count: Optional[int] = None, producer_parity: int = 1,
-                   consumer_parity: int = 0, remote_release: bool = True,
-                   max_states: int = 2_000_000) -> int:
+def check_pipeline(
+    stages: int,
+    *,
+    consumers: int,
+    tiles: int,
+    k_tiles: int,
+    ctas: int = 1,
+    empty_count: Optional[int] = None,
+    producer_parity: int = 1,
+    consumer_parity: int = 0,
+    remote_release: bool = True,
+    max_states: int = 2_000_000,
+) -> int:
     """Explore every interleaving of the producers (one per CTA), ``consumers`` consumer
     agents per CTA (each arriving once per stage use on every CTA's empty barrier) and the
     asynchronous copy completions, over ``tiles`` tiles of ``k_tiles`` k-tiles each.
@@ -101,19 +111,27 @@ def check_pipeline(stages: int, *, consumers: int, tiles: int, k_tiles: int, cta
     ...
     layoutproof.gpu.errors.ProofFailedError: pipeline (...): deadlock with the producers at ...
     """
-    for nm, v, lo in (("stages", stages, 1), ("consumers", consumers, 1), ("tiles", tiles, 0),
-                      ("k_tiles", k_tiles, 0), ("ctas", ctas, 1)):
+    for nm, v, lo in (
+        ("stages", stages, 1),
+        ("consumers", consumers, 1),
+        ("tiles", tiles, 0),
+        ("k_tiles", k_tiles, 0),
+        ("ctas", ctas, 1),
+    ):
         if type(v) is not int or v < lo:
-            raise ProofFailedError(f"check_pipeline: {nm}={v!r} must be an int >= {lo}",
-                                   condition="model parameters")
+            raise ProofFailedError(
+                f"check_pipeline: {nm}={v!r} must be an int >= {lo}", condition="model parameters"
+            )
     if ctas > 2:
-        raise ProofFailedError(f"check_pipeline: ctas={ctas}: clusters of 1 or 2 CTAs",
-                               condition="model parameters")
+        raise ProofFailedError(
+            f"check_pipeline: ctas={ctas}: clusters of 1 or 2 CTAs", condition="model parameters"
+        )
     S, N, C = stages, consumers, ctas
     E = (N * C if remote_release else N) if empty_count is None else empty_count
     if type(E) is not int or E < 1:
-        raise ProofFailedError(f"check_pipeline: empty_count={empty_count!r} must be an int >= 1",
-                               condition="model parameters")
+        raise ProofFailedError(
+            f"check_pipeline: empty_count={empty_count!r} must be an int >= 1", condition="model parameters"
+        )
     T = tiles * k_tiles
     progs = [_consumer_program(tiles, k_tiles, C, own, remote_release) for own in range(C)]
     L = len(progs[0])
@@ -123,8 +141,17 @@ def check_pipeline(stages: int, *, consumers: int, tiles: int, k_tiles: int, cta
     # (CTA, stage): full phase, full arrived, full parts landed, empty phase, empty pending,
     # then the k-tile held by each (CTA, stage, part = issuing producer)
     nbar = C * S
-    start = ((0,) * C, frozenset(), (0,) * (C * N), (0,) * nbar, (0,) * nbar, (0,) * nbar,
-             (0,) * nbar, (E,) * nbar, (-1,) * (nbar * C))
+    start = (
+        (0,) * C,
+        frozenset(),
+        (0,) * (C * N),
+        (0,) * nbar,
+        (0,) * nbar,
+        (0,) * nbar,
+        (0,) * nbar,
+        (E,) * nbar,
+        (-1,) * (nbar * C),
+    )
     seen = {start}
     stack = [start]
 
@@ -132,36 +159,38 @@ def check_pipeline(stages: int, *, consumers: int, tiles: int, k_tiles: int, cta
         state = stack.pop()
         ppc, fly, cpc, fph, farr, fland, eph, epend, cont = state
         succ = []
-        for c in range(C):                        # producers
+        for c in range(C):  # producers
             pp = ppc[c]
             if pp >= 2 * T:
                 continue
             j = pp // 2
             s = j % S
             b = c * S + s
-            nppc = ppc[:c] + (pp + 1,) + ppc[c + 1:]
-            if pp % 2 == 0:                       # wait empty[s] with parity ph ^ 1
+            nppc = ppc[:c] + (pp + 1,) + ppc[c + 1 :]
+            if pp % 2 == 0:  # wait empty[s] with parity ph ^ 1
                 if eph[b] % 2 != ((j // S) & 1) ^ producer_parity:
                     succ.append((nppc, fly, cpc, fph, farr, fland, eph, epend, cont))
                 continue
-            for d in range(C):                    # the copy writes stage s of every CTA
+            for d in range(C):  # the copy writes stage s of every CTA
                 for i in range(N):
                     if any(h % S == s for h in held[d][cpc[d * N + i]]):
                         raise ProofFailedError(
                             f"pipeline (stages={S}, ctas={C}): producer {c}'s copy of k-tile "
                             f"{j} into CTA {d}'s stage {s} starts while consumer {i} there "
-                            f"still reads it", condition="no write while read",
-                            witness=(c, j, d, s, i))
-            na = list(farr)                       # arrive.expect_tx on its own full barrier
+                            f"still reads it",
+                            condition="no write while read",
+                            witness=(c, j, d, s, i),
+                        )
+            na = list(farr)  # arrive.expect_tx on its own full barrier
             na[b] = 1
             nph, nl, nco = fph, fland, cont
-            if fland[b] == C:                     # every part already landed: phase done
-                nph = fph[:b] + (fph[b] + 1,) + fph[b + 1:]
+            if fland[b] == C:  # every part already landed: phase done
+                nph = fph[:b] + (fph[b] + 1,) + fph[b + 1 :]
                 na[b] = 0
-                nl = fland[:b] + (0,) + fland[b + 1:]
+                nl = fland[:b] + (0,) + fland[b + 1 :]
             nfly = fly | {(c, j, d) for d in range(C)}
             succ.append((nppc, nfly, cpc, nph, tuple(na), nl, eph, epend, nco))
-        for (c, j, d) in fly:                     # copy completions, any order
+        for c, j, d in fly:  # copy completions, any order
             s = j % S
             b = d * S + s
             nl = list(fland)
@@ -170,42 +199,47 @@ def check_pipeline(stages: int, *, consumers: int, tiles: int, k_tiles: int, cta
                 raise ProofFailedError(
                     f"pipeline (stages={S}, ctas={C}): CTA {d}'s full barrier of stage {s} "
                     f"counts the bytes of k-tile {j} in an earlier phase",
-                    condition="transaction bytes in their own phase", witness=(c, j, d, s))
+                    condition="transaction bytes in their own phase",
+                    witness=(c, j, d, s),
+                )
             nco = list(cont)
             nco[b * C + c] = j
             nph, na = fph, farr
             if farr[b] and nl[b] == C:
-                nph = fph[:b] + (fph[b] + 1,) + fph[b + 1:]
-                na = farr[:b] + (0,) + farr[b + 1:]
+                nph = fph[:b] + (fph[b] + 1,) + fph[b + 1 :]
+                na = farr[:b] + (0,) + farr[b + 1 :]
                 nl[b] = 0
-            succ.append((ppc, fly - {(c, j, d)}, cpc, nph, na, tuple(nl), eph, epend,
-                         tuple(nco)))
-        for a in range(C * N):                    # consumers
+            succ.append((ppc, fly - {(c, j, d)}, cpc, nph, na, tuple(nl), eph, epend, tuple(nco)))
+        for a in range(C * N):  # consumers
             pc = cpc[a]
             if pc >= L:
                 continue
-            d0 = a // N                           # the consumer's own CTA
+            d0 = a // N  # the consumer's own CTA
             kind, j, d = progs[d0][pc]
             s = j % S
-            ncp = cpc[:a] + (pc + 1,) + cpc[a + 1:]
+            ncp = cpc[:a] + (pc + 1,) + cpc[a + 1 :]
             if kind == _ACQ:
                 b = d0 * S + s
-                if fph[b] % 2 == ((j // S) & 1) ^ consumer_parity:   # wait full[s]: not yet
+                if fph[b] % 2 == ((j // S) & 1) ^ consumer_parity:  # wait full[s]: not yet
                     continue
-                got = cont[b * C:(b + 1) * C]
+                got = cont[b * C : (b + 1) * C]
                 if any(g != j for g in got):
                     raise ProofFailedError(
                         f"pipeline (stages={S}, ctas={C}): a consumer of CTA {d0} acquires "
                         f"stage {s} for k-tile {j} but it holds k-tile(s) {got}",
-                        condition="acquire sees its own k-tile", witness=(d0, j, s))
-                for (c2, j2, dd) in fly:
+                        condition="acquire sees its own k-tile",
+                        witness=(d0, j, s),
+                    )
+                for c2, j2, dd in fly:
                     if dd == d0 and j2 % S == s:
                         raise ProofFailedError(
                             f"pipeline (stages={S}, ctas={C}): a consumer of CTA {d0} reads "
                             f"stage {s} while producer {c2}'s copy of k-tile {j2} writes it",
-                            condition="no read while write", witness=(d0, j, s))
+                            condition="no read while write",
+                            witness=(d0, j, s),
+                        )
                 succ.append((ppc, fly, ncp, fph, farr, fland, eph, epend, cont))
-            else:                                 # release: arrive on CTA d's empty[s]
+            else:  # release: arrive on CTA d's empty[s]
                 b = d * S + s
                 ne, npd = list(eph), list(epend)
                 npd[b] -= 1
@@ -218,31 +252,57 @@ def check_pipeline(stages: int, *, consumers: int, tiles: int, k_tiles: int, cta
                 raise ProofFailedError(
                     f"pipeline (stages={S}, consumers={N}, ctas={C}, tiles={tiles}, "
                     f"k_tiles={k_tiles}): deadlock with the producers at steps {ppc} and the "
-                    f"consumers at {cpc}", condition="deadlock freedom", witness=(ppc, cpc))
+                    f"consumers at {cpc}",
+                    condition="deadlock freedom",
+                    witness=(ppc, cpc),
+                )
             continue
         for n in succ:
             if n not in seen:
                 seen.add(n)
                 if len(seen) > max_states:
-                    raise ProofFailedError(f"pipeline model: more than {max_states} states",
-                                           condition="model size")
+                    raise ProofFailedError(
+                        f"pipeline model: more than {max_states} states", condition="model size"
+                    )
                 stack.append(n)
     return len(seen)
 
 
 @functools.cache
-def _checked(stages: int, consumers: int, tiles: int, k_tiles: int, ctas: int,
-             producer_parity: int, consumer_parity: int, remote_release: bool) -> int:
+def _checked(
+    stages: int,
+    consumers: int,
+    tiles: int,
+    k_tiles: int,
+    ctas: int,
+    producer_parity: int,
+    consumer_parity: int,
+    remote_release: bool,
+) -> int:
     """check_pipeline, once per process for each model (the kernels of one stage count and
     cluster size share it)."""
-    return check_pipeline(stages, consumers=consumers, tiles=tiles, k_tiles=k_tiles, ctas=ctas,
-                          producer_parity=producer_parity, consumer_parity=consumer_parity,
-                          remote_release=remote_release)
+    return check_pipeline(
+        stages,
+        consumers=consumers,
+        tiles=tiles,
+        k_tiles=k_tiles,
+        ctas=ctas,
+        producer_parity=producer_parity,
+        consumer_parity=consumer_parity,
+        remote_release=remote_release,
+    )
 
 
-def prove_pipeline(stages: int, consumer_warpgroups: int, log: ProofLog, ctas: int = 1, *,
-                   producer_parity: int = 1, consumer_parity: int = 0,
-                   remote_release: bool = True) -> None:
+def prove_pipeline(
+    stages: int,
+    consumer_warpgroups: int,
+    log: ProofLog,
+    ctas: int = 1,
+    *,
+    producer_parity: int = 1,
+    consumer_parity: int = 0,
+    remote_release: bool = True,
+) -> None:
     """Model-check the protocol for ``stages`` stages (and a cluster of ``ctas`` CTAs):
     every interleaving of the producers, the consumer agents and the copy completions,
     over several tile / k-tile schedules (each stage reused, both parities wrapping).  The
@@ -259,12 +319,16 @@ def prove_pipeline(stages: int, consumer_warpgroups: int, log: ProofLog, ctas: i
         runs = ((1, 1), (1, stages + 1))
         n = 1
     for tiles, k_tiles in runs:
-        total += _checked(stages, n, tiles, k_tiles, ctas, producer_parity, consumer_parity,
-                          remote_release)
+        total += _checked(stages, n, tiles, k_tiles, ctas, producer_parity, consumer_parity, remote_release)
     where = f"a {ctas}-CTA cluster (TMA multicast of the shared tile), " if ctas > 1 else ""
-    log.add("protocol", f"mbarrier pipeline ({stages} stages, {where}full/empty parity waits, "
-                        f"copy completion asynchronous, one wgmma batch in flight; "
-                        f"{4 * consumer_warpgroups} consumer warps per CTA modelled by {n} "
-                        f"agent(s)): no copy overwrites a stage being read, every acquisition "
-                        f"sees its own k-tile, no deadlock -- all interleavings of "
-                        f"{len(runs)} schedules", "exhaustive", total)
+    log.add(
+        "protocol",
+        f"mbarrier pipeline ({stages} stages, {where}full/empty parity waits, "
+        f"copy completion asynchronous, one wgmma batch in flight; "
+        f"{4 * consumer_warpgroups} consumer warps per CTA modelled by {n} "
+        f"agent(s)): no copy overwrites a stage being read, every acquisition "
+        f"sees its own k-tile, no deadlock -- all interleavings of "
+        f"{len(runs)} schedules",
+        "exhaustive",
+        total,
+    )

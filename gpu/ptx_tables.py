@@ -201,8 +201,9 @@ class FragmentTable:
 
     __slots__ = ("fn", "elements", "rows", "cols", "bits", "doc")
 
-    def __init__(self, fn: Callable[[int, int], RowCol], elements: int, rows: int, cols: int,
-                 bits: int, doc: str) -> None:
+    def __init__(
+        self, fn: Callable[[int, int], RowCol], elements: int, rows: int, cols: int, bits: int, doc: str
+    ) -> None:
         self.fn = fn
         self.elements = elements
         self.rows = rows
@@ -246,10 +247,12 @@ FRAGMENTS: Dict[Tuple[str, str], FragmentTable] = {
 for _a in ("row", "col"):
     for _b in ("row", "col"):
         _k = f"m8n8k4.f16.{_a}.{_b}"
-        FRAGMENTS[(_k, "A")] = _t(lambda ln, i, _m=_a: m8n8k4_f16_a(ln, i, _m), 4, 8, 4, 16,
-                                  f"a0..a3, 2 x .f16x2, .{_a} A")
-        FRAGMENTS[(_k, "B")] = _t(lambda ln, i, _m=_b: m8n8k4_f16_b(ln, i, _m), 4, 4, 8, 16,
-                                  f"b0..b3, 2 x .f16x2, .{_b} B")
+        FRAGMENTS[(_k, "A")] = _t(
+            lambda ln, i, _m=_a: m8n8k4_f16_a(ln, i, _m), 4, 8, 4, 16, f"a0..a3, 2 x .f16x2, .{_a} A"
+        )
+        FRAGMENTS[(_k, "B")] = _t(
+            lambda ln, i, _m=_b: m8n8k4_f16_b(ln, i, _m), 4, 4, 8, 16, f"b0..b3, 2 x .f16x2, .{_b} B"
+        )
         FRAGMENTS[(_k, "C")] = _t(m8n8k4_f32_c, 8, 8, 8, 32, "c0..c7, 8 x .f32")
 
 

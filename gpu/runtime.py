@@ -35,8 +35,18 @@ from .config import GemmConfig, GemmProblem
 from .errors import GemmInputError, NoGPUError
 from .plan import ParamBuffer, choose_config, hopper_candidates, operand_layout, warn_slow_path
 
-__all__ = ["gemm", "gemm_plan", "GemmPlan", "compile_kernel", "autotune", "cache_dir",
-           "DEFAULT_CONFIGS", "kernel_for", "gpu_available", "last_launch"]
+__all__ = [
+    "gemm",
+    "gemm_plan",
+    "GemmPlan",
+    "compile_kernel",
+    "autotune",
+    "cache_dir",
+    "DEFAULT_CONFIGS",
+    "kernel_for",
+    "gpu_available",
+    "last_launch",
+]
 
 DEFAULT_CONFIG = GemmConfig()
 # the autotuner's candidates (all proven when first generated)
@@ -53,26 +63,33 @@ DEFAULT_CONFIGS: Tuple[GemmConfig, ...] = (
     GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=4),
 )
 
+
 @functools.cache
 def _sm90_configs() -> Tuple[Any, ...]:
     """The wgmma candidates (TMA first where cuda-python can encode tensor maps); decided
     once per process, not on every gemm call."""
     from .codegen_sm90 import Sm90Config
 
-    cands = (Sm90Config(bm=128, bn=256, stages=4), Sm90Config(bm=128, bn=256, stages=3),
-             Sm90Config(bm=256, bn=128, stages=4), Sm90Config(bm=128, bn=128, stages=6))
+    cands = (
+        Sm90Config(bm=128, bn=256, stages=4),
+        Sm90Config(bm=128, bn=256, stages=3),
+        Sm90Config(bm=256, bn=128, stages=4),
+        Sm90Config(bm=128, bn=128, stages=6),
+    )
     if tma_available():
-        cands = (Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws"),
-                 Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws", cluster=2),
-                 Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws"),
-                 Sm90Config(bm=128, bn=256, stages=4, loader="tma"),
-                 Sm90Config(bm=256, bn=128, stages=4, loader="tma")) + cands
+        cands = (
+            Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws"),
+            Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws", cluster=2),
+            Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws"),
+            Sm90Config(bm=128, bn=256, stages=4, loader="tma"),
+            Sm90Config(bm=256, bn=128, stages=4, loader="tma"),
+        ) + cands
     # the default rule's candidates too: tuning never picks worse than the rule could
     return cands + tuple(c for c in hopper_candidates(tma_available()) if c not in cands)
 
 
-_KERNELS: Dict[Tuple[Any, GemmProblem], Any] = {}      # -> GemmKernel
-_MODULES: Dict[Tuple[str, int], Any] = {}                      # (source hash, device) -> RawKernel
+_KERNELS: Dict[Tuple[Any, GemmProblem], Any] = {}  # -> GemmKernel
+_MODULES: Dict[Tuple[str, int], Any] = {}  # (source hash, device) -> RawKernel
 _TUNED: Dict[Tuple[Any, ...], GemmConfig] = {}
 last_launch: Dict[str, Any] = {}
 
@@ -119,8 +136,15 @@ def _generator_hash() -> str:
     code that proved it is unchanged."""
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for name in ("codegen.py", "codegen_sm90.py", "lower.py", "banks.py", "atoms.py",
-                 "ptx_tables.py", "config.py"):
+    for name in (
+        "codegen.py",
+        "codegen_sm90.py",
+        "lower.py",
+        "banks.py",
+        "atoms.py",
+        "ptx_tables.py",
+        "config.py",
+    ):
         f = here / name
         if f.exists():
             h.update(f.read_bytes())
@@ -149,8 +173,7 @@ def kernel_for(config: GemmConfig, problem: GemmProblem, *, disk: bool = True) -
             d = json.loads(path.read_text())
             log = ProofLog([Proof(**p) for p in d["proofs"]])
             sw = {k2: (tuple(v) if v else None) for k2, v in d["swizzles"].items()}
-            k = GemmKernel(config, problem, d["source"], d["name"], d["threads"],
-                           d["smem_bytes"], log, sw)
+            k = GemmKernel(config, problem, d["source"], d["name"], d["threads"], d["smem_bytes"], log, sw)
             _KERNELS[key] = k
             return k
         except (OSError, ValueError, KeyError, TypeError):
@@ -166,10 +189,18 @@ def kernel_for(config: GemmConfig, problem: GemmProblem, *, disk: bool = True) -
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({
-                "source": k.source, "name": k.name, "threads": k.threads,
-                "smem_bytes": k.smem_bytes, "swizzles": k.swizzles,
-                "proofs": [p.__dict__ for p in k.proofs]}))
+            tmp.write_text(
+                json.dumps(
+                    {
+                        "source": k.source,
+                        "name": k.name,
+                        "threads": k.threads,
+                        "smem_bytes": k.smem_bytes,
+                        "swizzles": k.swizzles,
+                        "proofs": [p.__dict__ for p in k.proofs],
+                    }
+                )
+            )
             tmp.replace(path)
         except OSError:
             pass
@@ -260,27 +291,31 @@ def _check(a: Any, b: Any, dtype: Optional[str]) -> Tuple[str, Any]:
             raise GemmInputError(f"gemm: {nm} must be 2-D, got shape {x.shape}")
         if 0 in x.shape:
             raise GemmInputError(f"gemm: {nm} has an empty dimension, shape {x.shape}")
-        if max(x.shape) >= 2 ** 31:
+        if max(x.shape) >= 2**31:
             raise GemmInputError(f"gemm: {nm} has an extent >= 2**31, shape {x.shape}")
     if a.shape[1] != b.shape[0]:
-        raise GemmInputError(f"gemm: inner dimensions differ: a is {a.shape}, b is {b.shape} "
-                             f"(a.shape[1] must equal b.shape[0])")
+        raise GemmInputError(
+            f"gemm: inner dimensions differ: a is {a.shape}, b is {b.shape} "
+            f"(a.shape[1] must equal b.shape[0])"
+        )
     if a.dtype != b.dtype:
-        raise GemmInputError(f"gemm: a is {a.dtype} and b is {b.dtype}; both must be float16 "
-                             f"or both bfloat16")
+        raise GemmInputError(
+            f"gemm: a is {a.dtype} and b is {b.dtype}; both must be float16 or both bfloat16"
+        )
     if a.device != b.device:
         raise GemmInputError(f"gemm: a is on {a.device} and b on {b.device}")
     if dtype is not None:
         if dtype not in ("f16", "bf16"):
             raise GemmInputError(f"gemm: dtype={dtype!r} must be 'f16' or 'bf16'")
         if a.itemsize != 2:
-            raise GemmInputError(f"gemm: dtype={dtype!r} reinterprets 2-byte elements; a is "
-                                 f"{a.dtype}")
+            raise GemmInputError(f"gemm: dtype={dtype!r} reinterprets 2-byte elements; a is {a.dtype}")
         return dtype, cupy
     dn = _dtype_name(a)
     if dn not in ("f16", "bf16"):
-        raise GemmInputError(f"gemm: unsupported dtype {a.dtype}: float16 or bfloat16 (or "
-                             f"2-byte arrays with dtype='bf16'), f32 accumulation")
+        raise GemmInputError(
+            f"gemm: unsupported dtype {a.dtype}: float16 or bfloat16 (or "
+            f"2-byte arrays with dtype='bf16'), f32 accumulation"
+        )
     return dn, cupy
 
 
@@ -292,7 +327,7 @@ def _out_dtype(cupy: Any, name: str, like: Any) -> Any:
     try:
         return cupy.dtype("bfloat16")
     except TypeError:
-        return like.dtype   # raw bf16 bits in a 2-byte array (dtype='bf16' reinterpretation)
+        return like.dtype  # raw bf16 bits in a 2-byte array (dtype='bf16' reinterpretation)
 
 
 # ============================================================================ plans
@@ -315,11 +350,22 @@ class _Operand:
     """One kernel operand of a plan: where it comes from, its layout and, for TMA, its
     tensor-map encoder with a small cache of maps by base address."""
 
-    __slots__ = ("transposed", "rows", "cols", "cols_major", "ld", "copy", "major", "tma_args",
-                 "maps", "current")
+    __slots__ = (
+        "transposed",
+        "rows",
+        "cols",
+        "cols_major",
+        "ld",
+        "copy",
+        "major",
+        "tma_args",
+        "maps",
+        "current",
+    )
 
-    def __init__(self, src: Any, transposed: bool, rows: int, cols: int, names: Tuple[str, str],
-                 itemsize: int) -> None:
+    def __init__(
+        self, src: Any, transposed: bool, rows: int, cols: int, names: Tuple[str, str], itemsize: int
+    ) -> None:
         s0, s1 = src.strides
         if transposed:
             s0, s1 = s1, s0
@@ -349,15 +395,26 @@ class _Operand:
         kmajor = self.major == "k"
         inner, outer = (k, mn) if kmajor else (mn, k)
         u32, u64 = driver.cuuint32_t, driver.cuuint64_t
-        dtype = (driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16 if dt == "f16"
-                 else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16)
-        self.tma_args = (driver, dtype, u32(2), [u64(inner), u64(outer)], [u64(self.ld * 2)],
-                         [u32(64), u32(64)], [u32(1), u32(1)],
-                         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-                         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-                         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-                         inner, outer)
+        dtype = (
+            driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+            if dt == "f16"
+            else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+        )
+        self.tma_args = (
+            driver,
+            dtype,
+            u32(2),
+            [u64(inner), u64(outer)],
+            [u64(self.ld * 2)],
+            [u32(64), u32(64)],
+            [u32(1), u32(1)],
+            driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+            driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            inner,
+            outer,
+        )
 
     def tensor_map(self, ptr: int) -> Any:
         """The 128 bytes of the tensor map for base address ``ptr`` (encoded on first use of
@@ -367,15 +424,15 @@ class _Operand:
             return m
         import numpy as np
 
-        (driver, dtype, rank, dims, strides, box, estr, il, sw, l2, oob, inner,
-         outer) = self.tma_args   # type: ignore[misc]
-        err, tmap = driver.cuTensorMapEncodeTiled(dtype, rank, ptr, dims, strides, box, estr,
-                                                  il, sw, l2, oob)
+        (driver, dtype, rank, dims, strides, box, estr, il, sw, l2, oob, inner, outer) = self.tma_args  # type: ignore[misc]
+        err, tmap = driver.cuTensorMapEncodeTiled(dtype, rank, ptr, dims, strides, box, estr, il, sw, l2, oob)
         if err != driver.CUresult.CUDA_SUCCESS:
-            raise GemmInputError(f"gemm: cuTensorMapEncodeTiled failed ({err}) for a "
-                                 f"{outer}x{inner} operand with leading dimension {self.ld}")
+            raise GemmInputError(
+                f"gemm: cuTensorMapEncodeTiled failed ({err}) for a "
+                f"{outer}x{inner} operand with leading dimension {self.ld}"
+            )
         m = np.array([int(v) for v in tmap.opaque], dtype=np.uint64).view(np.uint8)
-        if len(self.maps) >= 64:   # activations cycle through a few buffers; bound the cache
+        if len(self.maps) >= 64:  # activations cycle through a few buffers; bound the cache
             self.maps.clear()
         self.maps[ptr] = m
         return m
@@ -397,9 +454,17 @@ class GemmPlan:
             strides, dtype, device or alignment class.
     """
 
-    def __init__(self, a: Any, b: Any, out: Any = None, *, config: Any = None,
-                 out_dtype: Optional[str] = None, dtype: Optional[str] = None,
-                 path: str = "auto") -> None:
+    def __init__(
+        self,
+        a: Any,
+        b: Any,
+        out: Any = None,
+        *,
+        config: Any = None,
+        out_dtype: Optional[str] = None,
+        dtype: Optional[str] = None,
+        path: str = "auto",
+    ) -> None:
         import threading
 
         import numpy as np
@@ -411,17 +476,24 @@ class GemmPlan:
         dev = cupy.cuda.runtime.getDevice()
         for nm, x in (("a", a), ("b", b)):
             if x.data.device_id != dev:
-                raise GemmInputError(f"gemm: {nm} is on device {x.data.device_id} but the current "
-                                     f"device is {dev} (use `with cupy.cuda.Device(...)`)")
+                raise GemmInputError(
+                    f"gemm: {nm} is on device {x.data.device_id} but the current "
+                    f"device is {dev} (use `with cupy.cuda.Device(...)`)"
+                )
         if out is not None:
             if not isinstance(out, cupy.ndarray) or out.shape != (M, N):
-                raise GemmInputError(f"gemm: out must be a cupy array of shape {(M, N)}, got "
-                                     f"{getattr(out, 'shape', type(out).__name__)}")
+                raise GemmInputError(
+                    f"gemm: out must be a cupy array of shape {(M, N)}, got "
+                    f"{getattr(out, 'shape', type(out).__name__)}"
+                )
             if out.data.device_id != dev:
-                raise GemmInputError(f"gemm: out is on device {out.data.device_id} but the "
-                                     f"current device is {dev}")
-            od = out_dtype or ({"float16": "f16", "float32": "f32"}.get(str(out.dtype))
-                               or ("bf16" if str(out.dtype) == "bfloat16" or dt == "bf16" else None))
+                raise GemmInputError(
+                    f"gemm: out is on device {out.data.device_id} but the current device is {dev}"
+                )
+            od = out_dtype or (
+                {"float16": "f16", "float32": "f32"}.get(str(out.dtype))
+                or ("bf16" if str(out.dtype) == "bfloat16" or dt == "bf16" else None)
+            )
             if od is None:
                 raise GemmInputError(f"gemm: out has dtype {out.dtype}; float16, bfloat16 or float32")
         else:
@@ -431,8 +503,9 @@ class GemmPlan:
         self.out_dtype = _out_dtype(cupy, od, a)
         it = np.dtype(self.out_dtype).itemsize
         if out is not None and np.dtype(out.dtype).itemsize != it:
-            raise GemmInputError(f"gemm: out has dtype {out.dtype} but out_dtype={od!r} "
-                                 f"stores {it}-byte elements")
+            raise GemmInputError(
+                f"gemm: out has dtype {out.dtype} but out_dtype={od!r} stores {it}-byte elements"
+            )
         # the output's layout: row-major (computed as is), column-major (C^T = B^T A^T with
         # the operands' roles swapped), anything else (a row-major temporary, then copied)
         orient = "row"
@@ -454,8 +527,7 @@ class GemmPlan:
         self._out_sig = None if out is None else (type(out), out.shape, out.strides, out.dtype, dev)
         self._order = "F" if swap else "C"
         # a new output's (shape, strides, dtype): what out=None allocates
-        self._fresh_out = ((M, N), (it * N, it) if not swap else (it, it * M),
-                           np.dtype(self.out_dtype))
+        self._fresh_out = ((M, N), (it * N, it) if not swap else (it, it * M), np.dtype(self.out_dtype))
         itin = a.itemsize
         A = _Operand(b if swap else a, True if swap else False, m, K, ("m", "k"), itin)
         B = _Operand(a if swap else b, True if swap else False, K, n, ("k", "n"), itin)
@@ -466,17 +538,21 @@ class GemmPlan:
         if config is None:
             tma = tma_available()
             if use90 and not tma:
-                warn_slow_path("tma", "layoutproof.gpu.gemm: cuda-python (cuda.bindings.driver) is "
-                                      "not installed, so the Hopper kernel loads with cp.async "
-                                      "instead of TMA (slower); pip install 'layoutproof[gpu]'")
+                warn_slow_path(
+                    "tma",
+                    "layoutproof.gpu.gemm: cuda-python (cuda.bindings.driver) is "
+                    "not installed, so the Hopper kernel loads with cp.async "
+                    "instead of TMA (slower); pip install 'layoutproof[gpu]'",
+                )
             cfg = choose_config(m, n, K, prob, hopper=use90, tma=tma, sms=_sm_count(cupy))
         elif config == "auto":
             cfg = autotune(m, n, K, problem=prob, path="wgmma" if use90 else "mma.sync")
         elif isinstance(config, GemmConfig) or type(config).__name__ == "Sm90Config":
             cfg = config
         else:
-            raise GemmInputError(f"gemm: config must be a GemmConfig, an Sm90Config, 'auto' or "
-                                 f"None, got {config!r}")
+            raise GemmInputError(
+                f"gemm: config must be a GemmConfig, an Sm90Config, 'auto' or None, got {config!r}"
+            )
         self.config, self.problem = cfg, prob
         kern = kernel_for(cfg, prob)
         rk = compile_kernel(kern)
@@ -486,9 +562,11 @@ class GemmPlan:
         ws = getattr(cfg, "schedule", "") == "ws"
         if self.tma:
             if not tma_available():
-                raise GemmInputError("gemm: Sm90Config(loader='tma') needs cuda-python "
-                                     "(cuda.bindings.driver) to encode tensor maps; use "
-                                     "loader='cp.async' or install cuda-python")
+                raise GemmInputError(
+                    "gemm: Sm90Config(loader='tma') needs cuda-python "
+                    "(cuda.bindings.driver) to encode tensor maps; use "
+                    "loader='cp.async' or install cuda-python"
+                )
             A.prepare_tma(dt, K, m)
             B.prepare_tma(dt, K, n)
         ldc = N if orient != "col" else M
@@ -499,8 +577,8 @@ class GemmPlan:
         self._cvec_align = 16 if ws else 2 * it
         self._cvec_ld = (ldc * it) % 16 == 0 if ws else ldc % 2 == 0
         grid = kern.grid(m, n)
-        if ws:                                     # persistent: at most one CTA per SM
-            cl = cfg.cluster                       # clusters of `cl` CTAs share a tile column
+        if ws:  # persistent: at most one CTA per SM
+            cl = cfg.cluster  # clusters of `cl` CTAs share a tile column
             grid_m, grid_n = -(-m // cfg.bm), -(-n // cfg.bn)
             units = -(-grid_m // cl) * grid_n
             grid = (cl * max(1, min(units, _sm_count(cupy) // cl)), 1, 1)
@@ -533,27 +611,32 @@ class GemmPlan:
             dev = self._a_sig[-1]
             sa = (type(a), a.shape, a.strides, a.dtype, a.data.ptr % 16 == 0, a.data.device_id)
             sb = (type(b), b.shape, b.strides, b.dtype, b.data.ptr % 16 == 0, b.data.device_id)
-            so = None if out is None else (type(out), out.shape, out.strides, out.dtype,
-                                           out.data.device_id)
+            so = None if out is None else (type(out), out.shape, out.strides, out.dtype, out.data.device_id)
         except AttributeError:
-            raise GemmInputError(f"GemmPlan: a, b (and out) must be cupy arrays, got "
-                                 f"{type(a).__name__}, {type(b).__name__}") from None
+            raise GemmInputError(
+                f"GemmPlan: a, b (and out) must be cupy arrays, got {type(a).__name__}, {type(b).__name__}"
+            ) from None
         for nm, got, want in (("a", sa, self._a_sig), ("b", sb, self._b_sig)):
             if got != want:
                 raise GemmInputError(
                     f"GemmPlan: {nm} (shape {got[1]}, strides {got[2]}, {got[3]}, 16-byte "
                     f"aligned {got[4]}, device {got[5]}) differs from the plan's (shape "
                     f"{want[1]}, strides {want[2]}, {want[3]}, 16-byte aligned {want[4]}, "
-                    f"device {want[5]}): make a plan for it")
+                    f"device {want[5]}): make a plan for it"
+                )
         if so is not None and self._out_sig is not None and so != self._out_sig:
-            raise GemmInputError(f"GemmPlan: out (shape {so[1]}, strides {so[2]}, {so[3]}) "
-                                 f"differs from the plan's (shape {self._out_sig[1]}, strides "
-                                 f"{self._out_sig[2]}, {self._out_sig[3]})")
+            raise GemmInputError(
+                f"GemmPlan: out (shape {so[1]}, strides {so[2]}, {so[3]}) "
+                f"differs from the plan's (shape {self._out_sig[1]}, strides "
+                f"{self._out_sig[2]}, {self._out_sig[3]})"
+            )
         if so is not None and self._out_sig is None:
             if so[1:4] != self._fresh_out or so[4] != dev:
-                raise GemmInputError(f"GemmPlan: the plan was made for a new {self._order}-order "
-                                     f"output; out (shape {so[1]}, strides {so[2]}, {so[3]}) "
-                                     f"is not one")
+                raise GemmInputError(
+                    f"GemmPlan: the plan was made for a new {self._order}-order "
+                    f"output; out (shape {so[1]}, strides {so[2]}, {so[3]}) "
+                    f"is not one"
+                )
         return self._run(a, b, out)
 
     def _run(self, a: Any, b: Any, out: Any) -> Any:
@@ -567,7 +650,7 @@ class GemmPlan:
         A, B = self._A, self._B
         xa, xb = (b, a) if self._swap else (a, b)
         keep = None
-        if A.copy or B.copy:            # the slower path: padded copies (kept until launch)
+        if A.copy or B.copy:  # the slower path: padded copies (kept until launch)
             xa, xb = A.array(xa), B.array(xb)
             keep = (xa, xb)
         pa, pb_, pc = xa.data.ptr, xb.data.ptr, target.data.ptr
@@ -588,11 +671,23 @@ class GemmPlan:
             pbuf.set(self._icv, cvec)
             if self._launch_kernel is not None:
                 g = self.grid
-                self._launch_kernel(self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem,
-                                    cupy.cuda.get_current_stream().ptr, pbuf.address, 0)
+                self._launch_kernel(
+                    self._fn,
+                    g[0],
+                    g[1],
+                    g[2],
+                    self.threads,
+                    1,
+                    1,
+                    self.smem,
+                    cupy.cuda.get_current_stream().ptr,
+                    pbuf.address,
+                    0,
+                )
             else:
-                self._rk(self.grid, (self.threads, 1, 1), self._args(xa, xb, target, cvec),
-                         shared_mem=self.smem)
+                self._rk(
+                    self.grid, (self.threads, 1, 1), self._args(xa, xb, target, cvec), shared_mem=self.smem
+                )
         del keep
         if self.orient == "copy":
             out[...] = target
@@ -609,23 +704,41 @@ class GemmPlan:
             rec = np.dtype({"names": [f"w{i}" for i in range(16)], "formats": [np.uint64] * 16})
             ta = self._A.tensor_map(xa.data.ptr).view(np.uint64).view(rec)[0]
             tb = self._B.tensor_map(xb.data.ptr).view(np.uint64).view(rec)[0]
-            return (ta, tb, target, i32(self.m), i32(self.n), i32(self.k), i64(self._ldc),
-                    i32(cvec))
-        return (xa, xb, target, i32(self.m), i32(self.n), i32(self.k), i64(self._A.ld),
-                i64(self._B.ld), i64(self._ldc), i32(cvec))
+            return (ta, tb, target, i32(self.m), i32(self.n), i32(self.k), i64(self._ldc), i32(cvec))
+        return (
+            xa,
+            xb,
+            target,
+            i32(self.m),
+            i32(self.n),
+            i32(self.k),
+            i64(self._A.ld),
+            i64(self._B.ld),
+            i64(self._ldc),
+            i32(cvec),
+        )
 
     def __repr__(self) -> str:
-        return (f"GemmPlan({self.shape[0]}x{self.shape[1]}x{self.k}, {self.config.key()}, "
-                f"{self.problem.key()}, grid {self.grid}, {self.threads} threads)")
+        return (
+            f"GemmPlan({self.shape[0]}x{self.shape[1]}x{self.k}, {self.config.key()}, "
+            f"{self.problem.key()}, grid {self.grid}, {self.threads} threads)"
+        )
 
 
 _PLANS: Dict[Any, GemmPlan] = {}
 _PLAN_CAP = 1024
 
 
-def gemm_plan(a: Any, b: Any, out: Any = None, *, config: Any = None,
-              out_dtype: Optional[str] = None, dtype: Optional[str] = None,
-              path: str = "auto") -> GemmPlan:
+def gemm_plan(
+    a: Any,
+    b: Any,
+    out: Any = None,
+    *,
+    config: Any = None,
+    out_dtype: Optional[str] = None,
+    dtype: Optional[str] = None,
+    path: str = "auto",
+) -> GemmPlan:
     """A :class:`GemmPlan` for operands like ``a`` and ``b`` (and ``out``): validated,
     compiled and packed once; call it as ``plan(a, b)`` or ``plan(a, b, out)``.
 
@@ -634,19 +747,46 @@ def gemm_plan(a: Any, b: Any, out: Any = None, *, config: Any = None,
     return GemmPlan(a, b, out, config=config, out_dtype=out_dtype, dtype=dtype, path=path)
 
 
-def _plan_key(a: Any, b: Any, out: Any, config: Any, out_dtype: Any, dtype: Any, path: Any,
-              dev: int) -> Any:
+def _plan_key(a: Any, b: Any, out: Any, config: Any, out_dtype: Any, dtype: Any, path: Any, dev: int) -> Any:
     ad, bd = a.data, b.data
-    ko = None if out is None else (type(out), out.shape, out.strides, out.dtype,
-                                   out.data.ptr % 16 == 0, out.data.device_id)
-    return (type(a), a.shape, a.strides, a.dtype, ad.ptr % 16 == 0, ad.device_id,
-            type(b), b.shape, b.strides, b.dtype, bd.ptr % 16 == 0, bd.device_id,
-            ko, config, out_dtype, dtype, path, dev)
+    ko = (
+        None
+        if out is None
+        else (type(out), out.shape, out.strides, out.dtype, out.data.ptr % 16 == 0, out.data.device_id)
+    )
+    return (
+        type(a),
+        a.shape,
+        a.strides,
+        a.dtype,
+        ad.ptr % 16 == 0,
+        ad.device_id,
+        type(b),
+        b.shape,
+        b.strides,
+        b.dtype,
+        bd.ptr % 16 == 0,
+        bd.device_id,
+        ko,
+        config,
+        out_dtype,
+        dtype,
+        path,
+        dev,
+    )
 
 
 # ============================================================================ gemm
-def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Optional[str] = None,
-         dtype: Optional[str] = None, path: str = "auto") -> Any:
+def gemm(
+    a: Any,
+    b: Any,
+    out: Any = None,
+    *,
+    config: Any = None,
+    out_dtype: Optional[str] = None,
+    dtype: Optional[str] = None,
+    path: str = "auto",
+) -> Any:
     """C = A @ B on the GPU with a proven tensor-core kernel (f32 accumulation): the wgmma
     kernel (:mod:`~layoutproof.gpu.codegen_sm90`) on sm_90, the mma.sync kernel
     (:mod:`~layoutproof.gpu.codegen`) elsewhere or when asked for.
@@ -676,17 +816,17 @@ def gemm(a: Any, b: Any, out: Any = None, *, config: Any = None, out_dtype: Opti
     key = None
     if _CUPY:
         try:
-            key = _plan_key(a, b, out, config, out_dtype, dtype, path,
-                            _CUPY[0].cuda.runtime.getDevice())
+            key = _plan_key(a, b, out, config, out_dtype, dtype, path, _CUPY[0].cuda.runtime.getDevice())
             plan = _PLANS.get(key)
-        except Exception:   # not arrays, or an unhashable option: the full checks below say
+        except Exception:  # not arrays, or an unhashable option: the full checks below say
             key = plan = None
     if plan is None:
         plan = GemmPlan(a, b, out, config=config, out_dtype=out_dtype, dtype=dtype, path=path)
         if key is None:
             try:
-                key = _plan_key(a, b, out, config, out_dtype, dtype, path,
-                                plan._cupy.cuda.runtime.getDevice())
+                key = _plan_key(
+                    a, b, out, config, out_dtype, dtype, path, plan._cupy.cuda.runtime.getDevice()
+                )
             except Exception:
                 key = None
         if key is not None:
@@ -719,9 +859,17 @@ def _bucket(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 
 
-def autotune(m: int, n: int, k: int, *, problem: Optional[GemmProblem] = None,
-             configs: Optional[Sequence[Any]] = None, reps: int = 10,
-             verbose: bool = False, path: str = "mma.sync") -> Any:
+def autotune(
+    m: int,
+    n: int,
+    k: int,
+    *,
+    problem: Optional[GemmProblem] = None,
+    configs: Optional[Sequence[Any]] = None,
+    reps: int = 10,
+    verbose: bool = False,
+    path: str = "mma.sync",
+) -> Any:
     """The fastest config for this shape (rounded up to powers of two) and variant, timed
     on the current device with fresh random operands; remembered in memory and on disk.
     ``path="wgmma"`` tunes the Hopper kernel's :class:`Sm90Config` candidates."""
@@ -753,7 +901,7 @@ def autotune(m: int, n: int, k: int, *, problem: Optional[GemmProblem] = None,
                 cfg = Sm90Config(**d)
             else:
                 cfg = GemmConfig(**d)
-        except TypeError:   # an entry written by another version: tune again
+        except TypeError:  # an entry written by another version: tune again
             cfg = None
         if cfg is not None and cfg in configs:
             _TUNED[key] = cfg
@@ -770,8 +918,7 @@ def autotune(m: int, n: int, k: int, *, problem: Optional[GemmProblem] = None,
     results: List[Tuple[float, GemmConfig]] = []
     for cfg in configs:
         try:
-            t = _time_kernel(lambda c=cfg: gemm(a, b, config=c, dtype=prob.dtype,
-                                                  out_dtype=prob.out), reps)
+            t = _time_kernel(lambda c=cfg: gemm(a, b, config=c, dtype=prob.dtype, out_dtype=prob.out), reps)
         except Exception as e:  # a config that cannot run here is skipped, and said so
             if verbose:
                 print(f"autotune: {cfg.key()} skipped: {e}")

@@ -182,10 +182,14 @@ def wgmma_d_registers(n: int, dtype: str = "f32") -> int:
 #: elements, by (swizzling mode, major-ness).  For narrower elements the *leading*
 #: dimension (MN for MN-major, K for K-major) is multiplied by ``128 / bits``.
 PTX_SWIZZLE_ATOMS: Dict[Tuple[str, str], Tuple[int, int]] = {
-    ("SW128", "MN"): (8, 8), ("SW128", "K"): (8, 8),
-    ("SW64", "MN"): (4, 8), ("SW64", "K"): (8, 4),
-    ("SW32", "MN"): (2, 8), ("SW32", "K"): (8, 2),
-    ("INTER", "MN"): (1, 8), ("INTER", "K"): (8, 1),
+    ("SW128", "MN"): (8, 8),
+    ("SW128", "K"): (8, 8),
+    ("SW64", "MN"): (4, 8),
+    ("SW64", "K"): (8, 4),
+    ("SW32", "MN"): (2, 8),
+    ("SW32", "K"): (8, 2),
+    ("INTER", "MN"): (1, 8),
+    ("INTER", "K"): (8, 1),
 }
 
 # Descriptor bits 63-62: 0 no swizzle (interleave), 1 128B, 2 64B, 3 32B.
@@ -199,13 +203,20 @@ def _desc_encode(x: int, what: str) -> int:
     """PTX ``matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4``, refusing what it would lose."""
     if x < 0 or x >= 1 << 18 or x % 16:
         raise ProofFailedError(
-            f"descriptor {what} = {x} bytes is not encodable (must be a multiple of 16 in "
-            f"[0, 2^18))", condition="descriptor field encodable", witness=x)
+            f"descriptor {what} = {x} bytes is not encodable (must be a multiple of 16 in [0, 2^18))",
+            condition="descriptor field encodable",
+            witness=x,
+        )
     return (x & 0x3FFFF) >> 4
 
 
-def encode_descriptor(start_address: int, leading_byte_offset: int, stride_byte_offset: int,
-                      base_offset: int = 0, swizzle: str = "INTER") -> int:
+def encode_descriptor(
+    start_address: int,
+    leading_byte_offset: int,
+    stride_byte_offset: int,
+    base_offset: int = 0,
+    swizzle: str = "INTER",
+) -> int:
     """The 64-bit ``wgmma`` matrix descriptor (PTX "Matrix Descriptor Format"): bits 13-0
     ``encode(start address)``, 29-16 ``encode(LBO)``, 45-32 ``encode(SBO)``, 51-49 the
     base offset, 63-62 the swizzle mode (``INTER`` 0, ``SW128`` 1, ``SW64`` 2, ``SW32`` 3).
@@ -217,13 +228,18 @@ def encode_descriptor(start_address: int, leading_byte_offset: int, stride_byte_
     if swizzle not in _MODE_OF:
         raise MalformedLayoutError(f"swizzle must be one of {sorted(_MODE_OF)}, got {swizzle!r}")
     if not 0 <= base_offset < 8:
-        raise ProofFailedError(f"base offset {base_offset} does not fit in 3 bits",
-                               condition="descriptor field encodable", witness=base_offset)
-    return (_desc_encode(start_address, "start address")
-            | _desc_encode(leading_byte_offset, "leading dimension byte offset") << 16
-            | _desc_encode(stride_byte_offset, "stride dimension byte offset") << 32
-            | base_offset << 49
-            | _MODE_OF[swizzle] << 62)
+        raise ProofFailedError(
+            f"base offset {base_offset} does not fit in 3 bits",
+            condition="descriptor field encodable",
+            witness=base_offset,
+        )
+    return (
+        _desc_encode(start_address, "start address")
+        | _desc_encode(leading_byte_offset, "leading dimension byte offset") << 16
+        | _desc_encode(stride_byte_offset, "stride dimension byte offset") << 32
+        | base_offset << 49
+        | _MODE_OF[swizzle] << 62
+    )
 
 
 def decode_descriptor(desc: int) -> Dict[str, Any]:
@@ -272,8 +288,10 @@ def descriptor_address(desc: int, major: str, mn: Any, k: Any, elem_bits: int = 
     if f["base_offset"]:
         raise ProofFailedError(
             f"descriptor base offset {f['base_offset']} is not modelled (only 0, a swizzle "
-            f"pattern starting on its repeat boundary)", condition="base offset 0",
-            witness=f["base_offset"])
+            f"pattern starting on its repeat boundary)",
+            condition="base offset 0",
+            witness=f["base_offset"],
+        )
     if elem_bits not in (8, 16, 32):
         raise MalformedLayoutError(f"elem_bits must be 8, 16 or 32, got {elem_bits}")
     eb = elem_bits // 8
@@ -291,7 +309,9 @@ def descriptor_address(desc: int, major: str, mn: Any, k: Any, elem_bits: int = 
             if np.any(chunk >= W):
                 raise ProofFailedError(
                     f"K-major {f['swizzle']}: K extent beyond the {W * 16}-byte swizzle row",
-                    condition="tile inside one swizzle row", witness=int(np.max(k)))
+                    condition="tile inside one swizzle row",
+                    witness=int(np.max(k)),
+                )
             addr = start + group * sbo + row * (16 * W) + chunk * 16 + within * eb
     elif major == "MN":
         chunk, within = mn // T, mn % T
@@ -299,8 +319,9 @@ def descriptor_address(desc: int, major: str, mn: Any, k: Any, elem_bits: int = 
         if W == 1:
             addr = start + chunk * sbo + kgroup * lbo + krow * 16 + within * eb
         else:
-            addr = (start + (chunk // W) * lbo + kgroup * sbo + krow * (16 * W)
-                    + (chunk % W) * 16 + within * eb)
+            addr = (
+                start + (chunk // W) * lbo + kgroup * sbo + krow * (16 * W) + (chunk % W) * 16 + within * eb
+            )
     else:
         raise MalformedLayoutError(f"major must be 'K' or 'MN', got {major!r}")
     if W > 1:
@@ -346,16 +367,28 @@ def _gmma(n: int, dtype: str, a_source: str) -> GMMAAtom:
     name = f"SM90_64x{n}x16_F32{ty}{ty}_{a_source}"
     ptx = f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype}"
     a = _c_layout(16) if a_source == "RS" else _smem_operand_layout(64, 16)
-    return GMMAAtom(name, ptx, (64, n, 16), Layout(WARPGROUP_THREADS, 1), a,
-                    _smem_operand_layout(n, 16), _c_layout(n), dtype, dtype, "f32",
-                    4 if a_source == "RS" else 0, 0, wgmma_d_registers(n), a_source)
+    return GMMAAtom(
+        name,
+        ptx,
+        (64, n, 16),
+        Layout(WARPGROUP_THREADS, 1),
+        a,
+        _smem_operand_layout(n, 16),
+        _c_layout(n),
+        dtype,
+        dtype,
+        "f32",
+        4 if a_source == "RS" else 0,
+        0,
+        wgmma_d_registers(n),
+        a_source,
+    )
 
 
 #: Every SM90 ``wgmma`` atom of this module, by CuTe name (``SM90_64x{N}x16_F32F16F16_SS``,
 #: ``..._RS``, ``..._F32BF16BF16_...``): N in :data:`N_VALUES`, 128 atoms.
 SM90_ATOMS: Dict[str, GMMAAtom] = {
-    a.name: a for a in (_gmma(n, d, s) for d in ("f16", "bf16") for s in ("SS", "RS")
-                        for n in N_VALUES)
+    a.name: a for a in (_gmma(n, d, s) for d in ("f16", "bf16") for s in ("SS", "RS") for n in N_VALUES)
 }
 
 
@@ -402,7 +435,11 @@ def _compare_tv(atom: GMMAAtom, op: str, want: np.ndarray, key: str) -> int:
     if ours.shape != want.shape:
         raise AtomMismatchError(
             f"{atom.name} {op}: {ours.shape[1]} values per thread, PTX {key} has {want.shape[1]}",
-            condition="fragment size", witness=None, ours=ours.shape[1], ptx=want.shape[1])
+            condition="fragment size",
+            witness=None,
+            ours=ours.shape[1],
+            ptx=want.shape[1],
+        )
     bad = np.nonzero(np.any(ours != want, axis=-1))
     if bad[0].size:
         t, v = int(bad[0][0]), int(bad[1][0])
@@ -411,7 +448,11 @@ def _compare_tv(atom: GMMAAtom, op: str, want: np.ndarray, key: str) -> int:
             f"{atom.name} operand {op}: (thread, value) = ({t}, {v}) (warp {t // 32}, lane "
             f"{t % 32}, PTX element {'d' if op == 'C' else 'a'}{v}) is {o} in the layout but "
             f"{p} in the PTX fragment {key}",
-            condition=f"operand {op} equals PTX fragment", witness=(t, v), ours=o, ptx=p)
+            condition=f"operand {op} equals PTX fragment",
+            witness=(t, v),
+            ours=o,
+            ptx=p,
+        )
     return int(tv.size)
 
 
@@ -423,13 +464,16 @@ def _check_descriptor_operand(atom: GMMAAtom, op: str) -> int:
     tv = atom.tv_table(op)
     want = np.arange(rows * cols, dtype=np.int64)
     if tv.shape != (WARPGROUP_THREADS, rows * cols) or not np.array_equal(
-            tv, np.broadcast_to(want, tv.shape)):
-        bad = (np.nonzero(tv != want) if tv.shape[1:] == want.shape else (np.array([0]), np.array([0])))
+        tv, np.broadcast_to(want, tv.shape)
+    ):
+        bad = np.nonzero(tv != want) if tv.shape[1:] == want.shape else (np.array([0]), np.array([0]))
         t, v = int(bad[0][0]), int(bad[1][0])
         raise AtomMismatchError(
             f"{atom.name} {op}: {L} is not the descriptor operand (128,({rows},{cols})):(0,(1,{rows})) "
             f"-- (thread, value) = ({t}, {v}) does not name tile element {v}",
-            condition=f"operand {op} is a descriptor tile", witness=(t, v))
+            condition=f"operand {op} is a descriptor tile",
+            witness=(t, v),
+        )
     return int(tv.size)
 
 
@@ -448,44 +492,59 @@ def verify_gmma_atom(atom: GMMAAtom) -> ProofLog:
     n = atom.n
     nt = atom.num_threads
     if nt != WARPGROUP_THREADS or atom.shape_mnk != (64, n, 16) or n not in N_VALUES:
-        raise AtomMismatchError(f"{atom.name}: not an m64nNk16 warpgroup atom",
-                                condition="shape", witness=None, ours=atom.shape_mnk)
+        raise AtomMismatchError(
+            f"{atom.name}: not an m64nNk16 warpgroup atom",
+            condition="shape",
+            witness=None,
+            ours=atom.shape_mnk,
+        )
     C = atom.c_layout
     profile = ((4, 8, 4), (2, 2, n // 8))
     if C.shape != profile:
         raise AtomMismatchError(
             f"{atom.name} C: profile {C.shape} is not ((4,8,4),(2,2,{n // 8})) -- the value mode "
             f"must be (2,2,N/8) for every N, N = 8 included (cutlass#3254)",
-            condition="C profile", witness=None, ours=C.shape, ptx=profile)
+            condition="C profile",
+            witness=None,
+            ours=C.shape,
+            ptx=profile,
+        )
     cases = tv_bijective(C, nt, (64, n), f"{atom.name} C")
-    log.add("bijective", f"{atom.name} C: {C} is a bijection (T128,V{n // 2}) -> (64, {n})",
-            "exhaustive", cases)
+    log.add(
+        "bijective", f"{atom.name} C: {C} is a bijection (T128,V{n // 2}) -> (64, {n})", "exhaustive", cases
+    )
     key = f"m64n{n}k16 D.f32"
     cases = _compare_tv(atom, "C", _ptx_d_table(n), key)
     if atom.c_regs != wgmma_d_registers(n):
-        raise AtomMismatchError(f"{atom.name}: {atom.c_regs} C registers, PTX has {n // 2}",
-                                condition="register count", witness=None, ours=atom.c_regs,
-                                ptx=n // 2)
-    log.add("atom", f"{atom.name} C == PTX wgmma {key} fragment (profile {C.shape})",
-            "exhaustive", cases)
+        raise AtomMismatchError(
+            f"{atom.name}: {atom.c_regs} C registers, PTX has {n // 2}",
+            condition="register count",
+            witness=None,
+            ours=atom.c_regs,
+            ptx=n // 2,
+        )
+    log.add("atom", f"{atom.name} C == PTX wgmma {key} fragment (profile {C.shape})", "exhaustive", cases)
     if atom.a_source == "RS":
         A = atom.a_layout
         cases = tv_bijective(A, nt, (64, 16), f"{atom.name} A")
-        log.add("bijective", f"{atom.name} A: {A} is a bijection (T128,V8) -> (64, 16)",
-                "exhaustive", cases)
+        log.add("bijective", f"{atom.name} A: {A} is a bijection (T128,V8) -> (64, 16)", "exhaustive", cases)
         cases = _compare_tv(atom, "A", _ptx_a_table(), "m64nNk16 A (registers)")
         if atom.a_regs != 4:
-            raise AtomMismatchError(f"{atom.name}: {atom.a_regs} A registers, PTX has 4",
-                                    condition="register count", witness=None, ours=atom.a_regs,
-                                    ptx=4)
-        log.add("atom", f"{atom.name} A == PTX wgmma m64nNk16 A register fragment",
-                "exhaustive", cases)
+            raise AtomMismatchError(
+                f"{atom.name}: {atom.a_regs} A registers, PTX has 4",
+                condition="register count",
+                witness=None,
+                ours=atom.a_regs,
+                ptx=4,
+            )
+        log.add("atom", f"{atom.name} A == PTX wgmma m64nNk16 A register fragment", "exhaustive", cases)
     elif atom.a_source == "SS":
         cases = _check_descriptor_operand(atom, "A")
         log.add("atom", f"{atom.name} A: descriptor operand {atom.a_layout}", "exhaustive", cases)
     else:
-        raise AtomMismatchError(f"{atom.name}: a_source {atom.a_source!r}", condition="a_source",
-                                witness=None)
+        raise AtomMismatchError(
+            f"{atom.name}: a_source {atom.a_source!r}", condition="a_source", witness=None
+        )
     cases = _check_descriptor_operand(atom, "B")
     log.add("atom", f"{atom.name} B: descriptor operand {atom.b_layout}", "exhaustive", cases)
     return log
@@ -594,8 +653,9 @@ def smem_atom(major: str, swizzle: str, elem_bits: int = 16) -> GmmaSmemLayout:
     return GmmaSmemLayout(composition(sw, base), major, swizzle, elem_bits)
 
 
-def tile_to_shape(atom: GmmaSmemLayout, shape: Tuple[int, int],
-                  order: Optional[Sequence[int]] = None) -> GmmaSmemLayout:
+def tile_to_shape(
+    atom: GmmaSmemLayout, shape: Tuple[int, int], order: Optional[Sequence[int]] = None
+) -> GmmaSmemLayout:
     """A ``(BM, BK)`` (A) or ``(BN, BK)`` (B) stage: the atom repeated to ``shape``
     (CuTe's ``tile_to_shape``; repetitions column-major unless ``order``).  Each mode of
     ``shape`` must be a multiple of the atom's (InadmissibleError otherwise).
@@ -622,24 +682,34 @@ def verify_smem_atom(atom: GmmaSmemLayout) -> ProofLog:
     if atom.shape != want:
         raise ProofFailedError(
             f"{atom.major}-major {atom.swizzle} atom of {atom.elem_bits}-bit elements has shape "
-            f"{atom.shape}, PTX's table gives {want}", condition="atom shape", witness=atom.shape)
+            f"{atom.shape}, PTX's table gives {want}",
+            condition="atom shape",
+            witness=atom.shape,
+        )
     tab = atom.table()
     size = tab.size
     vals = np.sort(tab, axis=None)
     if not np.array_equal(vals, np.arange(size)):
         bad = int(np.nonzero(vals != np.arange(size))[0][0])
-        raise ProofFailedError(f"{atom.layout} is not a bijection onto [0, {size}) (offset {bad})",
-                               condition="bijective", witness=bad)
-    log.add("bijective", f"{atom.major}-major {atom.swizzle} atom {atom.layout} is a bijection "
-            f"{atom.shape} -> [0, {size})", "exhaustive", size)
+        raise ProofFailedError(
+            f"{atom.layout} is not a bijection onto [0, {size}) (offset {bad})",
+            condition="bijective",
+            witness=bad,
+        )
+    log.add(
+        "bijective",
+        f"{atom.major}-major {atom.swizzle} atom {atom.layout} is a bijection {atom.shape} -> [0, {size})",
+        "exhaustive",
+        size,
+    )
     W = _WIDTH[atom.swizzle]
     bits = atom.elem_bits
     byte_sw = Swizzle(_log2(W), 4, 3)
     r, c = np.meshgrid(np.arange(atom.shape[0]), np.arange(atom.shape[1]), indexing="ij")
     if atom.major == "K":
-        bit_addr = r * (128 * W) + c * bits          # (8, 128W):(128W, 1) in bits
+        bit_addr = r * (128 * W) + c * bits  # (8, 128W):(128W, 1) in bits
     else:
-        bit_addr = r * bits + c * (128 * W)          # (128W, 8):(1, 128W) in bits
+        bit_addr = r * bits + c * (128 * W)  # (128W, 8):(1, 128W) in bits
     cute_bytes = np.vectorize(byte_sw)(bit_addr // 8)
     ours = tab * (bits // 8)
     bad = np.argwhere(ours != cute_bytes)
@@ -647,22 +717,27 @@ def verify_smem_atom(atom: GmmaSmemLayout) -> ProofLog:
         rr, cc = (int(x) for x in bad[0])
         raise ProofFailedError(
             f"{atom.layout}: element ({rr}, {cc}) at byte {int(ours[rr, cc])}, CuTe's bit-unit atom "
-            f"puts it at byte {int(cute_bytes[rr, cc])}", condition="equals CuTe bit-unit atom",
-            witness=(rr, cc))
-    bit_form = (f"(8,{128 * W}):({128 * W},1)" if atom.major == "K"
-                else f"({128 * W},8):(1,{128 * W})")
-    log.add("equal", f"{atom.major}-major {atom.swizzle}: {atom.layout} (elements) == {byte_sw} "
-            f"o smem_ptr o {bit_form} (bits; swizzle on bytes)", "exhaustive", size)
+            f"puts it at byte {int(cute_bytes[rr, cc])}",
+            condition="equals CuTe bit-unit atom",
+            witness=(rr, cc),
+        )
+    bit_form = f"(8,{128 * W}):({128 * W},1)" if atom.major == "K" else f"({128 * W},8):(1,{128 * W})"
+    log.add(
+        "equal",
+        f"{atom.major}-major {atom.swizzle}: {atom.layout} (elements) == {byte_sw} "
+        f"o smem_ptr o {bit_form} (bits; swizzle on bytes)",
+        "exhaustive",
+        size,
+    )
     return log
 
 
 # ============================================================================ descriptors
 def _k_extent(smem: GmmaSmemLayout) -> int:
-    return 256 // smem.elem_bits      # one wgmma reads 32 bytes of K (k16 for 16-bit)
+    return 256 // smem.elem_bits  # one wgmma reads 32 bytes of K (k16 for 16-bit)
 
 
-def make_descriptor(smem: GmmaSmemLayout, base_addr: int, *, mn_offset: int = 0,
-                    k_offset: int = 0) -> int:
+def make_descriptor(smem: GmmaSmemLayout, base_addr: int, *, mn_offset: int = 0, k_offset: int = 0) -> int:
     """The descriptor of the operand tile starting at element ``(mn_offset, k_offset)`` of
     ``smem`` placed at shared-memory byte address ``base_addr``.  The fields are read off
     the layout (before its swizzle), as CuTe's ``make_gmma_desc`` does:
@@ -686,11 +761,17 @@ def make_descriptor(smem: GmmaSmemLayout, base_addr: int, *, mn_offset: int = 0,
     if have != want:
         raise ProofFailedError(
             f"{L}: swizzle {have_sw} is not the {smem.swizzle} swizzle {want_sw} of "
-            f"{smem.elem_bits}-bit elements", condition="canonical swizzle", witness=str(have_sw))
+            f"{smem.elem_bits}-bit elements",
+            condition="canonical swizzle",
+            witness=str(have_sw),
+        )
     rows, cols = smem.shape
     if not (0 <= mn_offset < rows and 0 <= k_offset < cols):
-        raise ProofFailedError(f"tile origin ({mn_offset}, {k_offset}) outside {smem.shape}",
-                               condition="bounds", witness=(mn_offset, k_offset))
+        raise ProofFailedError(
+            f"tile origin ({mn_offset}, {k_offset}) outside {smem.shape}",
+            condition="bounds",
+            witness=(mn_offset, k_offset),
+        )
     eb = smem.elem_bytes
     T = 16 // eb
     W = _WIDTH[smem.swizzle]
@@ -712,9 +793,16 @@ def make_descriptor(smem: GmmaSmemLayout, base_addr: int, *, mn_offset: int = 0,
     return encode_descriptor(base_addr + eb * origin, lbo, sbo, 0, smem.swizzle)
 
 
-def prove_descriptor(smem: GmmaSmemLayout, desc: int, *, base_addr: int = 0, mn_offset: int = 0,
-                     k_offset: int = 0, mn_extent: Optional[int] = None,
-                     k_extent: Optional[int] = None) -> ProofLog:
+def prove_descriptor(
+    smem: GmmaSmemLayout,
+    desc: int,
+    *,
+    base_addr: int = 0,
+    mn_offset: int = 0,
+    k_offset: int = 0,
+    mn_extent: Optional[int] = None,
+    k_extent: Optional[int] = None,
+) -> ProofLog:
     """Prove that ``desc`` reads the tile ``[mn_offset, +mn_extent) x [k_offset, +k_extent)``
     of ``smem`` (at byte ``base_addr``): for every element, the hardware address
     (:func:`descriptor_address`, the PTX model, with major-ness ``smem.major``) equals
@@ -725,12 +813,21 @@ def prove_descriptor(smem: GmmaSmemLayout, desc: int, *, base_addr: int = 0, mn_
     rows, cols = smem.shape
     mext = rows - mn_offset if mn_extent is None else mn_extent
     kext = _k_extent(smem) if k_extent is None else k_extent
-    if not (0 <= mn_offset and mext > 0 and mn_offset + mext <= rows
-            and 0 <= k_offset and kext > 0 and k_offset + kext <= cols):
+    if not (
+        0 <= mn_offset
+        and mext > 0
+        and mn_offset + mext <= rows
+        and 0 <= k_offset
+        and kext > 0
+        and k_offset + kext <= cols
+    ):
         raise ProofFailedError(
             f"tile [{mn_offset},{mn_offset + mext}) x [{k_offset},{k_offset + kext}) outside the "
-            f"{smem.shape} layout", condition="bounds", witness=(mn_offset, k_offset))
-    tab = smem.table()[mn_offset:mn_offset + mext, k_offset:k_offset + kext]
+            f"{smem.shape} layout",
+            condition="bounds",
+            witness=(mn_offset, k_offset),
+        )
+    tab = smem.table()[mn_offset : mn_offset + mext, k_offset : k_offset + kext]
     ours = base_addr + smem.elem_bytes * tab
     dm, dk = np.meshgrid(np.arange(mext), np.arange(kext), indexing="ij")
     hw = descriptor_address(desc, smem.major, dm, dk, smem.elem_bits)
@@ -743,17 +840,26 @@ def prove_descriptor(smem: GmmaSmemLayout, desc: int, *, base_addr: int = 0, mn_
             f"descriptor {desc:#x} (start {f['start_address']}, LBO {f['leading_byte_offset']}, "
             f"SBO {f['stride_byte_offset']}, {f['swizzle']}, {smem.major}-major) reads element "
             f"{w} at byte {int(hw[i, j])}, the layout {smem.layout} (base {base_addr}) puts it at "
-            f"byte {int(ours[i, j])}", condition="descriptor addresses equal layout", witness=w)
+            f"byte {int(ours[i, j])}",
+            condition="descriptor addresses equal layout",
+            witness=w,
+        )
     log = ProofLog()
-    log.add("equal", f"wgmma desc {desc:#x} ({smem.major}-major {f['swizzle']}, start "
-            f"{f['start_address']}, LBO {f['leading_byte_offset']}, SBO {f['stride_byte_offset']}) "
-            f"reads [{mn_offset},{mn_offset + mext})x[{k_offset},{k_offset + kext}) of {smem.layout} "
-            f"at {base_addr}", "exhaustive", mext * kext)
+    log.add(
+        "equal",
+        f"wgmma desc {desc:#x} ({smem.major}-major {f['swizzle']}, start "
+        f"{f['start_address']}, LBO {f['leading_byte_offset']}, SBO {f['stride_byte_offset']}) "
+        f"reads [{mn_offset},{mn_offset + mext})x[{k_offset},{k_offset + kext}) of {smem.layout} "
+        f"at {base_addr}",
+        "exhaustive",
+        mext * kext,
+    )
     return log
 
 
-def prove_k_advance(smem: GmmaSmemLayout, base_addr: int = 0, *, mn_offset: int = 0,
-                    mn_extent: Optional[int] = None) -> ProofLog:
+def prove_k_advance(
+    smem: GmmaSmemLayout, base_addr: int = 0, *, mn_offset: int = 0, mn_extent: Optional[int] = None
+) -> ProofLog:
     """Prove the per-k-step descriptors of a stage: for each k-block ``j`` (32 bytes of K),
     the descriptor is the first one plus ``delta_j >> 4`` (only the start address moves --
     CuTe's ``DescriptorIterator + offset``), and that advanced descriptor passes
@@ -762,8 +868,11 @@ def prove_k_advance(smem: GmmaSmemLayout, base_addr: int = 0, *, mn_offset: int 
     kext = _k_extent(smem)
     cols = smem.shape[1]
     if cols % kext:
-        raise ProofFailedError(f"K extent {cols} is not a multiple of the k-step {kext}",
-                               condition="k-step divides K", witness=cols)
+        raise ProofFailedError(
+            f"K extent {cols} is not a multiple of the k-step {kext}",
+            condition="k-step divides K",
+            witness=cols,
+        )
     d0 = make_descriptor(smem, base_addr, mn_offset=mn_offset)
     s0 = d0 & 0x3FFF
     deltas: List[int] = []
@@ -775,12 +884,27 @@ def prove_k_advance(smem: GmmaSmemLayout, base_addr: int = 0, *, mn_offset: int 
             raise ProofFailedError(
                 f"k-block {j}: descriptor {dj:#x} is not {d0:#x} + {step} (fields other than the "
                 f"start address change, or the start address wraps)",
-                condition="k-advance moves the start address only", witness=j)
+                condition="k-advance moves the start address only",
+                witness=j,
+            )
         deltas.append(16 * step)
-        sub.extend(prove_descriptor(smem, d0 + step, base_addr=base_addr, mn_offset=mn_offset,
-                                    k_offset=j * kext, mn_extent=mn_extent))
+        sub.extend(
+            prove_descriptor(
+                smem,
+                d0 + step,
+                base_addr=base_addr,
+                mn_offset=mn_offset,
+                k_offset=j * kext,
+                mn_extent=mn_extent,
+            )
+        )
     log = ProofLog()
-    log.add("equal", f"k-advance {'/'.join(f'+{d}' for d in deltas)} bytes: desc_j == desc_0 + "
-            f"(delta_j >> 4) for {smem.layout}", "exhaustive", len(deltas))
+    log.add(
+        "equal",
+        f"k-advance {'/'.join(f'+{d}' for d in deltas)} bytes: desc_j == desc_0 + "
+        f"(delta_j >> 4) for {smem.layout}",
+        "exhaustive",
+        len(deltas),
+    )
     log.extend(sub)
     return log

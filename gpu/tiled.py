@@ -93,8 +93,9 @@ class TiledMMA:
     permutation: the order in which the tile's rows / cols are visited).
     """
 
-    def __init__(self, atom: MMAAtom, atom_layout: Any = (1, 1, 1),
-                 permutation: Optional[Tuple[Any, Any, Any]] = None) -> None:
+    def __init__(
+        self, atom: MMAAtom, atom_layout: Any = (1, 1, 1), permutation: Optional[Tuple[Any, Any, Any]] = None
+    ) -> None:
         self.atom = atom
         self.atom_layout = _as_atom_layout(atom_layout)
         # (ThrV, ThrM, ThrN, ThrK) -> thread index: the atom's thr_id repeated over the atom
@@ -102,19 +103,23 @@ class TiledMMA:
         P = logical_product(atom.thr_id, self.atom_layout)
         self.thr_layout_vmnk = make_layout(P[0], *_modes(P[1]))
         self.thr_shape_vmnk: Tuple[int, int, int, int] = tuple(  # type: ignore[assignment]
-            m.size for m in _modes(self.thr_layout_vmnk))
+            m.size for m in _modes(self.thr_layout_vmnk)
+        )
         perm = permutation if permutation is not None else (None, None, None)
         if len(perm) != 3:
             raise MalformedLayoutError(f"permutation must have 3 entries (M, N, K), got {perm}")
         self.perm: Tuple[Layout, Layout, Layout] = tuple(  # type: ignore[assignment]
-            self._perm_mode(i, p) for i, p in enumerate(perm))
+            self._perm_mode(i, p) for i, p in enumerate(perm)
+        )
         self.tile_mnk: Tuple[int, int, int] = tuple(p.size for p in self.perm)  # type: ignore
         # hardware thread index -> colex index of (v, m, n, k)
         self._thr_inv = right_inverse(self.thr_layout_vmnk)
         if self._thr_inv.size != self.size:
             raise InadmissibleError(
-                f"TiledMMA: thread layout {self.thr_layout_vmnk} is not a bijection onto "
-                f"[0, {self.size})", condition="thread layout bijective", witness=None)
+                f"TiledMMA: thread layout {self.thr_layout_vmnk} is not a bijection onto [0, {self.size})",
+                condition="thread layout bijective",
+                witness=None,
+            )
 
     def _perm_mode(self, i: int, p: Any) -> Layout:
         base = self.atom.shape_mnk[i] * self.thr_shape_vmnk[i + 1]
@@ -125,7 +130,9 @@ class TiledMMA:
             raise InadmissibleError(
                 f"TiledMMA: the {'MNK'[i]} tile {L} (size {L.size}) is not a multiple of "
                 f"atom {self.atom.shape_mnk[i]} x atom layout {self.thr_shape_vmnk[i + 1]}",
-                condition="tile divisibility", witness=i)
+                condition="tile divisibility",
+                witness=i,
+            )
         return L
 
     # ------------------------------------------------------------------ sizes
@@ -135,12 +142,17 @@ class TiledMMA:
         return self.thr_layout_vmnk.size
 
     def __repr__(self) -> str:
-        return (f"TiledMMA({self.atom.name}, atom_layout={self.atom_layout}, "
-                f"tile={self.tile_mnk}, threads={self.size})")
+        return (
+            f"TiledMMA({self.atom.name}, atom_layout={self.atom_layout}, "
+            f"tile={self.tile_mnk}, threads={self.size})"
+        )
 
     # ------------------------------------------------------------------ thread fragments
-    _SPEC = {"A": (0, 2, "a_layout", (0, 2)), "B": (1, 2, "b_layout", (1, 2)),
-             "C": (0, 1, "c_layout", (0, 1))}
+    _SPEC = {
+        "A": (0, 2, "a_layout", (0, 2)),
+        "B": (1, 2, "b_layout", (1, 2)),
+        "C": (0, 1, "c_layout", (0, 1)),
+    }
 
     def thrfrg(self, operand: str, L: Layout) -> Layout:
         """``((ThrV,(ThrX,ThrY)), (FrgV,(RestX,RestY)))`` of a rank-2 layout ``L`` of operand
@@ -149,9 +161,8 @@ class TiledMMA:
         atom_tv = getattr(self.atom, attr)
         t = logical_divide(L, (self.perm[i], self.perm[j]))
         z = zipped_divide(t, (Layout(self.atom.shape_mnk[i]), Layout(self.atom.shape_mnk[j])))
-        tv = composition(z[0], atom_tv)                       # (ThrV, FrgV) -> offset
-        rest = zipped_divide(z[1], (Layout(self.thr_shape_vmnk[i + 1]),
-                                    Layout(self.thr_shape_vmnk[j + 1])))
+        tv = composition(z[0], atom_tv)  # (ThrV, FrgV) -> offset
+        rest = zipped_divide(z[1], (Layout(self.thr_shape_vmnk[i + 1]), Layout(self.thr_shape_vmnk[j + 1])))
         thr = make_layout(tv[0], rest[0])
         val = make_layout(tv[1], *_modes(rest[1]))
         return make_layout(thr, val)
@@ -240,8 +251,9 @@ def _coverage(L: Layout, n: int) -> np.ndarray:
     idx = L.eval_all()
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         bad = int(np.nonzero((idx < 0) | (idx >= n))[0][0])
-        raise ProofFailedError(f"{L}: point {bad} maps to {int(idx[bad])}, outside [0, {n})",
-                               condition="bounds", witness=bad)
+        raise ProofFailedError(
+            f"{L}: point {bad} maps to {int(idx[bad])}, outside [0, {n})", condition="bounds", witness=bad
+        )
     return np.bincount(idx, minlength=n)
 
 
@@ -259,8 +271,11 @@ def prove_tiled_mma(tiled: TiledMMA) -> ProofLog:
         tile = tiled.tile_shape(op)
         n = tile[0] * tile[1]
         if L[0].size != tiled.size:
-            raise ProofFailedError(f"{op} TV layout {L} has {L[0].size} threads, not {tiled.size}",
-                                   condition="thread count", witness=None)
+            raise ProofFailedError(
+                f"{op} TV layout {L} has {L[0].size} threads, not {tiled.size}",
+                condition="thread count",
+                witness=None,
+            )
         cnt = _coverage(L, n)
         bad = np.nonzero(cnt != want[op])[0]
         if bad.size:
@@ -268,11 +283,16 @@ def prove_tiled_mma(tiled: TiledMMA) -> ProofLog:
             raise ProofFailedError(
                 f"{tiled}: {op} element {names[op]} = {(e % tile[0], e // tile[0])} is held by "
                 f"{int(cnt[e])} (thread, value) pairs, expected {want[op]}",
-                condition=f"{op} coverage", witness=(e % tile[0], e // tile[0]))
+                condition=f"{op} coverage",
+                witness=(e % tile[0], e // tile[0]),
+            )
         what = "exactly once (bijective)" if want[op] == 1 else f"exactly {want[op]} times"
-        log.add("bijective" if want[op] == 1 else "fragment",
-                f"{tiled.atom.name} x {tiled.atom_layout}: {op} TV {L} covers {tile} {what}",
-                "exhaustive", L.size)
+        log.add(
+            "bijective" if want[op] == 1 else "fragment",
+            f"{tiled.atom.name} x {tiled.atom_layout}: {op} TV {L} covers {tile} {what}",
+            "exhaustive",
+            L.size,
+        )
     return log
 
 
@@ -292,8 +312,9 @@ class TiledCopy:
     (8, 1, 1)
     """
 
-    def __init__(self, atom: CopyAtom, thr_layout: Layout, val_layout: Layout,
-                 elem_bits: Optional[int] = None) -> None:
+    def __init__(
+        self, atom: CopyAtom, thr_layout: Layout, val_layout: Layout, elem_bits: Optional[int] = None
+    ) -> None:
         self.atom = atom
         self.thr_layout = thr_layout
         self.val_layout = val_layout
@@ -303,8 +324,10 @@ class TiledCopy:
         if atom.num_threads == 1 and vbits % abits != 0:
             raise InadmissibleError(
                 f"TiledCopy: {val_layout.size} values of {self.elem_bits} bits per thread is not "
-                f"a multiple of the atom's {abits} bits", condition="value divisibility",
-                witness=val_layout.size)
+                f"a multiple of the atom's {abits} bits",
+                condition="value divisibility",
+                witness=val_layout.size,
+            )
         mn = raked_product(thr_layout, val_layout)
         self.layout_mn = mn
         self.tile_shape: Tuple[int, ...] = tuple(m.size for m in _modes(mn))
@@ -313,7 +336,9 @@ class TiledCopy:
         if inv.size != T * V:
             raise InadmissibleError(
                 f"TiledCopy: raked_product(thr, val) = {mn} is not a bijection onto [0, {T * V})",
-                condition="thr x val bijective", witness=None)
+                condition="thr x val bijective",
+                witness=None,
+            )
         self.layout_tv = composition(inv, Layout((T, V)))
 
     @property
@@ -335,8 +360,10 @@ class TiledCopy:
     get_thread_slice = get_slice
 
     def __repr__(self) -> str:
-        return (f"TiledCopy({self.atom.name}, thr={self.thr_layout}, val={self.val_layout}, "
-                f"tile={self.tile_shape})")
+        return (
+            f"TiledCopy({self.atom.name}, thr={self.thr_layout}, val={self.val_layout}, "
+            f"tile={self.tile_shape})"
+        )
 
 
 class ThrCopy:
@@ -372,16 +399,18 @@ def prove_tiled_copy(tc: TiledCopy, src: Optional[Layout] = None) -> ProofLog:
     cnt = _coverage(tc.layout_tv, n)
     bad = np.nonzero(cnt != 1)[0]
     if bad.size:
-        raise ProofFailedError(f"{tc}: tile element {int(bad[0])} covered {int(cnt[bad[0]])} times",
-                               condition="copy TV bijective", witness=int(bad[0]))
-    log.add("bijective", f"{tc.atom.name}: TV {tc.layout_tv} bijective onto {tc.tile_shape}",
-            "exhaustive", n)
+        raise ProofFailedError(
+            f"{tc}: tile element {int(bad[0])} covered {int(cnt[bad[0]])} times",
+            condition="copy TV bijective",
+            witness=int(bad[0]),
+        )
+    log.add("bijective", f"{tc.atom.name}: TV {tc.layout_tv} bijective onto {tc.tile_shape}", "exhaustive", n)
     if src is None:
         return log
     per = max(1, 8 * tc.atom.bytes_per_thread // tc.elem_bits) if tc.atom.num_threads == 1 else 1
     T, V = tc.size, tc.val_layout.size
     tile_idx = tc.layout_tv.eval_all().reshape((T, V), order="F")
-    offs = src.eval_all()[tile_idx]                       # (T, V) memory offsets
+    offs = src.eval_all()[tile_idx]  # (T, V) memory offsets
     runs = offs.reshape(T, V // per, per)
     ok = (np.diff(runs, axis=2) == 1).all(axis=2) & (runs[:, :, 0] % per == 0)
     if not ok.all():
@@ -389,7 +418,13 @@ def prove_tiled_copy(tc: TiledCopy, src: Optional[Layout] = None) -> ProofLog:
         raise ProofFailedError(
             f"{tc}: thread {t}'s values {r * per}..{r * per + per - 1} sit at offsets "
             f"{runs[t, r].tolist()}, not one aligned run of {per}",
-            condition="vectorizable", witness=(t, r * per))
-    log.add("bounds", f"{tc.atom.name}: every thread's values are aligned runs of {per} "
-            f"elements in {src}", "exhaustive", T * V)
+            condition="vectorizable",
+            witness=(t, r * per),
+        )
+    log.add(
+        "bounds",
+        f"{tc.atom.name}: every thread's values are aligned runs of {per} elements in {src}",
+        "exhaustive",
+        T * V,
+    )
     return log

@@ -88,6 +88,7 @@ def select(pattern: Optional[str], theorems: Optional[Iterable[Theorem]] = None)
         rx: Optional[re.Pattern] = re.compile(pattern, re.I)
     except re.error:
         rx = None
+
     def hit(h: str) -> bool:
         return low in h.lower() or (rx is not None and rx.search(h) is not None)
 

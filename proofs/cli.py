@@ -239,8 +239,10 @@ def _emit_kernel(report_dir: Optional[str]) -> int:
     from pathlib import Path
 
     code = 0
-    for fname, modname, fn in (("kernel_sm90", "layoutproof.gpu.codegen_sm90", "generate_sm90"),
-                               ("kernel", "layoutproof.gpu.codegen", "generate")):
+    for fname, modname, fn in (
+        ("kernel_sm90", "layoutproof.gpu.codegen_sm90", "generate_sm90"),
+        ("kernel", "layoutproof.gpu.codegen", "generate"),
+    ):
         t0 = time.perf_counter()
         try:
             kern = getattr(importlib.import_module(modname), fn)()
@@ -259,20 +261,29 @@ def _emit_kernel(report_dir: Optional[str]) -> int:
                 d = Path(report_dir)
                 d.mkdir(parents=True, exist_ok=True)
                 (d / f"{fname}.cu").write_text(kern.source)
-                lines = [f"# Proven kernel `{kern.name}`", "",
-                         f"{kern.config.key()}, {kern.problem.key()}: {len(kern.proofs)} "
-                         f"obligations ({kern.proofs.cases} cases), proven in {dt:.2f} s before "
-                         f"the source was written.", "", "| kind | statement | method | cases |",
-                         "|---|---|---|---|"]
-                lines += [f"| {p.kind} | {p.statement.replace('|', '/')} | {p.method} | {p.cases} |"
-                          for p in kern.proofs]
+                lines = [
+                    f"# Proven kernel `{kern.name}`",
+                    "",
+                    f"{kern.config.key()}, {kern.problem.key()}: {len(kern.proofs)} "
+                    f"obligations ({kern.proofs.cases} cases), proven in {dt:.2f} s before "
+                    f"the source was written.",
+                    "",
+                    "| kind | statement | method | cases |",
+                    "|---|---|---|---|",
+                ]
+                lines += [
+                    f"| {p.kind} | {p.statement.replace('|', '/')} | {p.method} | {p.cases} |"
+                    for p in kern.proofs
+                ]
                 (d / f"{fname}.md").write_text("\n".join(lines) + "\n")
                 where = f" -> {d / (fname + '.cu')}"
             except OSError as e:
                 print(f"error: cannot write the kernel to {report_dir}: {e}", file=sys.stderr)
                 return 2
-        print(f"kernel: {kern.name} ({kern.config.key()}), {len(kern.proofs)} obligations proven "
-              f"({by_kind}; {kern.proofs.cases} cases) in {dt:.2f} s{where}")
+        print(
+            f"kernel: {kern.name} ({kern.config.key()}), {len(kern.proofs)} obligations proven "
+            f"({by_kind}; {kern.proofs.cases} cases) in {dt:.2f} s{where}"
+        )
     return code
 
 

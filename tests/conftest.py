@@ -88,6 +88,5 @@ def strides_for(draw, shape, kind="any"):
 
 @st.composite
 def layouts(draw, max_size=512, kind="mixed", max_depth=3, max_rank=4, allow_empty=False):
-    s = draw(shapes(max_size=max_size, max_depth=max_depth, max_rank=max_rank,
-                    allow_empty=allow_empty))
+    s = draw(shapes(max_size=max_size, max_depth=max_depth, max_rank=max_rank, allow_empty=allow_empty))
     return Layout(s, draw(strides_for(s, kind)))

@@ -25,8 +25,10 @@ def _script() -> str:
     bindir = Path(sys.executable).parent
     found = shutil.which("layoutproof", path=str(bindir))
     if found is None:
-        pytest.fail(f"the layoutproof console script is not installed in {bindir}; "
-                    "pip install the package (the README's test command does)")
+        pytest.fail(
+            f"the layoutproof console script is not installed in {bindir}; "
+            "pip install the package (the README's test command does)"
+        )
     return found
 
 
@@ -42,8 +44,9 @@ def cli(request):
 
     def run(*args: str, timeout: int = 60) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        return subprocess.run(base + list(args), capture_output=True, text=True,
-                              timeout=timeout, cwd=ROOT, env=env)
+        return subprocess.run(
+            base + list(args), capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env
+        )
 
     return run
 
@@ -56,17 +59,20 @@ def test_eval_composition(cli):
     assert r.stderr == ""
 
 
-@pytest.mark.parametrize("expr, out", [
-    ("logical_divide(16:1, 4:2)", "(4,(2,2)):(2,(1,8))"),
-    ("complement((2,4):(1,2), 16)", "2:8"),
-    ("zipped_divide((8,6):(1,8), (4,3))", "((4,3),(2,2)):((1,8),(4,24))"),
-    ("(4,(2,2)):(2,(1,8))(13)", "11"),
-    ("(4,(2,2)):(2,(1,8))(1,(1,1))", "11"),
-    ("coalesce((2,(1,6)):(1,(6,2)))", "12:1"),
-    ("composition((12,8):(8,1), (4, _))", "(4,8):(8,1)"),
-    ("right_inverse((4,2):(2,1))", "(2,4):(4,1)"),
-    ("left_inverse(4:2)", "(2,4):(0,1)"),
-])
+@pytest.mark.parametrize(
+    "expr, out",
+    [
+        ("logical_divide(16:1, 4:2)", "(4,(2,2)):(2,(1,8))"),
+        ("complement((2,4):(1,2), 16)", "2:8"),
+        ("zipped_divide((8,6):(1,8), (4,3))", "((4,3),(2,2)):((1,8),(4,24))"),
+        ("(4,(2,2)):(2,(1,8))(13)", "11"),
+        ("(4,(2,2)):(2,(1,8))(1,(1,1))", "11"),
+        ("coalesce((2,(1,6)):(1,(6,2)))", "12:1"),
+        ("composition((12,8):(8,1), (4, _))", "(4,8):(8,1)"),
+        ("right_inverse((4,2):(2,1))", "(2,4):(4,1)"),
+        ("left_inverse(4:2)", "(2,4):(0,1)"),
+    ],
+)
 def test_eval_more(cli, expr, out):
     r = cli("eval", expr)
     assert (r.returncode, r.stdout.strip(), r.stderr) == (0, out, "")
@@ -84,16 +90,19 @@ def test_demo(cli):
 
 
 # ----------------------------------------------------------------------------- errors exit 2
-@pytest.mark.parametrize("expr, needle", [
-    ("composition((6,2):(1,7), (3,2):(2,3))", "witness: 5"),     # inadmissible (Shah)
-    ("composition((4,6):(1,5), 6:1)", "witness: 4"),             # shape divisibility
-    ("complement((2,2):(1,3), 16)", "inadmissible (complement"),
-    ("(2,3):(1,2,3)", "error: "),                                # not congruent
-    ("(0,2):(1,1)", "error: "),                                  # extent 0
-    ("(4,2):(1,4)(9)", "error: "),                               # out of domain
-    ("nosuchfunction(8:1)", "error: "),                          # unknown name
-    ("(4,2):(1,4", "error: "),                                   # bad notation
-])
+@pytest.mark.parametrize(
+    "expr, needle",
+    [
+        ("composition((6,2):(1,7), (3,2):(2,3))", "witness: 5"),  # inadmissible (Shah)
+        ("composition((4,6):(1,5), 6:1)", "witness: 4"),  # shape divisibility
+        ("complement((2,2):(1,3), 16)", "inadmissible (complement"),
+        ("(2,3):(1,2,3)", "error: "),  # not congruent
+        ("(0,2):(1,1)", "error: "),  # extent 0
+        ("(4,2):(1,4)(9)", "error: "),  # out of domain
+        ("nosuchfunction(8:1)", "error: "),  # unknown name
+        ("(4,2):(1,4", "error: "),  # bad notation
+    ],
+)
 def test_errors_exit_2(cli, expr, needle):
     r = cli("eval", expr)
     assert r.returncode == 2, (r.stdout, r.stderr)
@@ -116,17 +125,27 @@ def test_help_exits_0(cli):
 
 
 # ----------------------------------------------------------------------------- check
-@pytest.mark.parametrize("args, code, needles", [
-    (["composition((M,N):(N,1), 4:1) == 4:N", "--assume", "M % 4 == 0"], 0,
-     ["proved (", "assuming: M % 4 == 0"]),
-    (["(4,2):(1,4) == 8:1"], 0, ["proved (exhaustive"]),
-    (["(M,2):(2,1) == 2*M:1"], 1, ["refuted (z3", "coordinate 1 = (1,0): 2 != 1", "assignment: M = 2"]),
-    (["composition((6,2):(1,7), (3,2):(2,3)) == (3,2):(2,3)"], 1, ["disjointness", "coordinate 5"]),
-    # proved symbolically since the symbolic right_inverse; "checked (bounded" with the bounds before
-    (["right_inverse((M,N):(N,1)) == (N,M):(M,1)", "--bound", "4"], 0, ["): right_inverse((M,N):(N,1)) =="]),
-    (["admissible composition((M,N):(N,1), 4:1)"], 3, ["unknown", "condition: (4 <= M) or (4 % M == 0)"]),
-    (["admissible complement((2,2):(1,3), 16)"], 1, ["complement admissibility"]),
-])
+@pytest.mark.parametrize(
+    "args, code, needles",
+    [
+        (
+            ["composition((M,N):(N,1), 4:1) == 4:N", "--assume", "M % 4 == 0"],
+            0,
+            ["proved (", "assuming: M % 4 == 0"],
+        ),
+        (["(4,2):(1,4) == 8:1"], 0, ["proved (exhaustive"]),
+        (["(M,2):(2,1) == 2*M:1"], 1, ["refuted (z3", "coordinate 1 = (1,0): 2 != 1", "assignment: M = 2"]),
+        (["composition((6,2):(1,7), (3,2):(2,3)) == (3,2):(2,3)"], 1, ["disjointness", "coordinate 5"]),
+        # proved symbolically since the symbolic right_inverse; "checked (bounded" with the bounds before
+        (
+            ["right_inverse((M,N):(N,1)) == (N,M):(M,1)", "--bound", "4"],
+            0,
+            ["): right_inverse((M,N):(N,1)) =="],
+        ),
+        (["admissible composition((M,N):(N,1), 4:1)"], 3, ["unknown", "condition: (4 <= M) or (4 % M == 0)"]),
+        (["admissible complement((2,2):(1,3), 16)"], 1, ["complement admissibility"]),
+    ],
+)
 def test_check(cli, args, code, needles):
     r = cli("check", *args)
     assert r.returncode == code, (r.stdout, r.stderr)
@@ -135,8 +154,9 @@ def test_check(cli, args, code, needles):
     assert r.stderr == ""
 
 
-@pytest.mark.parametrize("args", [["bogus"], ["x == 8:1"], ["(4,2):(1,4 == 8:1"], [],
-                                  ["8:1 == 8:1", "--timeout", "0"]])
+@pytest.mark.parametrize(
+    "args", [["bogus"], ["x == 8:1"], ["(4,2):(1,4 == 8:1"], [], ["8:1 == 8:1", "--timeout", "0"]]
+)
 def test_check_errors_exit_2(cli, args):
     r = cli("check", *args)
     assert r.returncode == 2, (r.stdout, r.stderr)
@@ -159,8 +179,9 @@ def test_docs_doctest(name):
     path = DOCS / name
     if not path.exists():
         pytest.fail(f"docs/{name} is missing")
-    res = doctest.testfile(str(path), module_relative=False, optionflags=FLAGS, verbose=False,
-                           encoding="utf-8")
+    res = doctest.testfile(
+        str(path), module_relative=False, optionflags=FLAGS, verbose=False, encoding="utf-8"
+    )
     assert res.failed == 0, f"{res.failed} of {res.attempted} examples in docs/{name} failed"
     assert res.attempted >= 30, f"only {res.attempted} examples found in docs/{name}"
 
@@ -181,28 +202,33 @@ def _console_sessions(text: str):
             yield cmd, "\n".join(out)
 
 
-QUICKSTART_SESSIONS = list(_console_sessions((DOCS / "quickstart.md").read_text())) \
-    if (DOCS / "quickstart.md").exists() else []
-VERIFY_SESSIONS = list(_console_sessions((DOCS / "verify.md").read_text())) \
-    if (DOCS / "verify.md").exists() else []
+QUICKSTART_SESSIONS = (
+    list(_console_sessions((DOCS / "quickstart.md").read_text())) if (DOCS / "quickstart.md").exists() else []
+)
+VERIFY_SESSIONS = (
+    list(_console_sessions((DOCS / "verify.md").read_text())) if (DOCS / "verify.md").exists() else []
+)
 
 
 def test_quickstart_has_shell_examples():
     assert len(QUICKSTART_SESSIONS) >= 5
 
 
-@pytest.mark.parametrize("cmd, expected", QUICKSTART_SESSIONS + VERIFY_SESSIONS,
-                         ids=[c for c, _ in QUICKSTART_SESSIONS + VERIFY_SESSIONS])
+@pytest.mark.parametrize(
+    "cmd, expected",
+    QUICKSTART_SESSIONS + VERIFY_SESSIONS,
+    ids=[c for c, _ in QUICKSTART_SESSIONS + VERIFY_SESSIONS],
+)
 def test_quickstart_shell_examples(cmd, expected):
     argv = shlex.split(cmd)
     assert argv[0] == "layoutproof", cmd
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    r = subprocess.run([_script()] + argv[1:], capture_output=True, text=True, timeout=60,
-                       cwd=ROOT, env=env)
+    r = subprocess.run([_script()] + argv[1:], capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
     got = (r.stdout + r.stderr).rstrip("\n")
     checker = doctest.OutputChecker()
     assert checker.check_output(expected.rstrip("\n") + "\n", got + "\n", doctest.ELLIPSIS), (
-        f"$ {cmd}\n--- expected\n{expected}\n--- got\n{got}")
+        f"$ {cmd}\n--- expected\n{expected}\n--- got\n{got}"
+    )
 
 
 # ----------------------------------------------------------------------------- issue 18: forms, flags
@@ -240,15 +266,21 @@ def test_help_texts(capsys):
         assert len(line.strip()) > len(flag) + 5, line  # has a help text
 
 
-@pytest.mark.parametrize("expr, out, note", [
-    ("cute::Layout<cute::tuple<cute::C<4>, int>, cute::tuple<cute::C<1>, cute::C<4>>>", "(4,S0):(1,4)",
-     "read as (4,S0):(1,4)"),
-    ("make_layout(make_shape(Int<4>{}, 8), make_stride(Int<8>{}, Int<1>{}))", "(4,8):(8,1)", "read as"),
-    ('!cute.layout<"(4,8):(1,4)">', "(4,8):(1,4)", "read as"),
-    ("composition((?{div=16},?):(1,?), 16:1)", "16:1", "assuming S0 % 16 == 0"),
-    ("Sw<3,3,3> o _0 o (_8,_64):(_64,_1)", "Sw<3,3,3> o 0 o (8,64):(64,1)", "read as"),
-    ('{"register": [[1], [2]], "lane": [[4]]}', "((2,2),2):((1,2),4)", "read as"),
-])
+@pytest.mark.parametrize(
+    "expr, out, note",
+    [
+        (
+            "cute::Layout<cute::tuple<cute::C<4>, int>, cute::tuple<cute::C<1>, cute::C<4>>>",
+            "(4,S0):(1,4)",
+            "read as (4,S0):(1,4)",
+        ),
+        ("make_layout(make_shape(Int<4>{}, 8), make_stride(Int<8>{}, Int<1>{}))", "(4,8):(8,1)", "read as"),
+        ('!cute.layout<"(4,8):(1,4)">', "(4,8):(1,4)", "read as"),
+        ("composition((?{div=16},?):(1,?), 16:1)", "16:1", "assuming S0 % 16 == 0"),
+        ("Sw<3,3,3> o _0 o (_8,_64):(_64,_1)", "Sw<3,3,3> o 0 o (8,64):(64,1)", "read as"),
+        ('{"register": [[1], [2]], "lane": [[4]]}', "((2,2),2):((1,2),4)", "read as"),
+    ],
+)
 def test_eval_reads_foreign_forms(expr, out, note, capsys):
     code, o, e = _main(["eval", expr], capsys)
     assert (code, o.strip()) == (0, out), e
@@ -269,8 +301,15 @@ def test_check_reads_foreign_forms(capsys):
     dsl = '!cute.composed_layout<"S<3,3,3> o 0 o (8,64):(64,1)">'
     assert main([f"Sw<3,3,3> o _0 o (_8,_64):(_64,_1) == {dsl}"]) == 0
     assert capsys.readouterr().out.startswith("proved")
-    assert main(["cute::Layout<cute::tuple<cute::C<4>, cute::C<8>>, cute::tuple<cute::C<8>, cute::C<1>>> "
-                 "== (4,8):(1,4)"]) == 1
+    assert (
+        main(
+            [
+                "cute::Layout<cute::tuple<cute::C<4>, cute::C<8>>, cute::tuple<cute::C<8>, cute::C<1>>> "
+                "== (4,8):(1,4)"
+            ]
+        )
+        == 1
+    )
 
 
 def test_check_warns_about_assumptions_on_absent_names(capsys):
@@ -312,14 +351,17 @@ def test_show_swizzled(capsys, tmp_path):
     assert code == 2 and "swizzled" in err
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--config", "128x128x32/2x2/4"], "--config is the mma.sync kernel's block"),
-    (["--path", "mma.sync", "--sm90-config", "128x256/4"], "--sm90-config is the wgmma kernel's"),
-    (["--emit", ""], "--emit needs a file name"),
-    (["--reps", "-1"], "--reps must be >= 1"),
-    (["--reps", "0"], "--reps must be >= 1"),
-    (["--emit", "/missing-dir-h6/sub/k.cu"], "cannot write /missing-dir-h6/sub/k.cu: no directory"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--config", "128x128x32/2x2/4"], "--config is the mma.sync kernel's block"),
+        (["--path", "mma.sync", "--sm90-config", "128x256/4"], "--sm90-config is the wgmma kernel's"),
+        (["--emit", ""], "--emit needs a file name"),
+        (["--reps", "-1"], "--reps must be >= 1"),
+        (["--reps", "0"], "--reps must be >= 1"),
+        (["--emit", "/missing-dir-h6/sub/k.cu"], "cannot write /missing-dir-h6/sub/k.cu: no directory"),
+    ],
+)
 def test_gemm_argument_errors_exit_2_before_proving(args, needle, capsys):
     from layoutproof.gpu.cli import main
 
@@ -377,8 +419,9 @@ def test_closed_stdout_gives_no_traceback():
     os.close(r)
     try:
         for argv in (["eval", "4:1"], ["show", "(4,4):(1,4)"], ["check", "8:1 == 8:1"]):
-            res = subprocess.run([_script()] + argv, stdout=w, stderr=subprocess.PIPE, text=True,
-                                 cwd=ROOT, env=env, timeout=60)
+            res = subprocess.run(
+                [_script()] + argv, stdout=w, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, timeout=60
+            )
             assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, (argv, res.stderr)
     finally:
         os.close(w)

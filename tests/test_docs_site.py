@@ -33,10 +33,16 @@ PAGES = {
     "theorems/index.html": [],
     "testing/index.html": [],
     "architecture/index.html": [],
-    "api/layout/index.html": ["layoutproof.layout.Layout", "layoutproof.layout.make_layout",
-                              "layoutproof.inttuple.crd2idx"],
-    "api/ops/index.html": ["layoutproof.ops.composition", "layoutproof.ops.complement",
-                           "layoutproof.ops.logical_divide"],
+    "api/layout/index.html": [
+        "layoutproof.layout.Layout",
+        "layoutproof.layout.make_layout",
+        "layoutproof.inttuple.crd2idx",
+    ],
+    "api/ops/index.html": [
+        "layoutproof.ops.composition",
+        "layoutproof.ops.complement",
+        "layoutproof.ops.logical_divide",
+    ],
     "api/swizzle/index.html": ["layoutproof.swizzle.Swizzle", "layoutproof.swizzle.ComposedLayout"],
     "api/arith/index.html": ["layoutproof.arith.make_identity_layout"],
     "api/analysis/index.html": ["layoutproof.analysis.max_common_vector"],
@@ -44,10 +50,13 @@ PAGES = {
     "api/draw/index.html": ["layoutproof.draw.print_layout"],
     "api/symbolic/index.html": ["layoutproof.symbolic.symbols", "layoutproof.symbolic.assuming"],
     "api/errors/index.html": ["layoutproof.errors.InadmissibleError"],
-    "api/verify/index.html": ["layoutproof.verify.result.Result", "layoutproof.verify.equal.equal",
-                              "layoutproof.verify.identity.identity",
-                              "layoutproof.verify.post.postcondition",
-                              "layoutproof.verify.smtlib.to_smtlib"],
+    "api/verify/index.html": [
+        "layoutproof.verify.result.Result",
+        "layoutproof.verify.equal.equal",
+        "layoutproof.verify.identity.identity",
+        "layoutproof.verify.post.postcondition",
+        "layoutproof.verify.smtlib.to_smtlib",
+    ],
     "api/strategies/index.html": ["layoutproof.verify.strategies"],
     "api/theorem/index.html": ["layoutproof.verify.theorem", "layoutproof.verify.pytest_plugin"],
 }
@@ -70,8 +79,9 @@ def _missing() -> list[str]:
 
 def test_docs_prerequisites_exist():
     missing = _missing()
-    assert not missing, ("the docs site's nav and API pages need files that do not exist:\n  "
-                         + "\n  ".join(missing))
+    assert not missing, "the docs site's nav and API pages need files that do not exist:\n  " + "\n  ".join(
+        missing
+    )
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +93,22 @@ def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("docs") / "site"
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     res = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"),
-         "--site-dir", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env,
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     log = res.stdout + res.stderr
     assert res.returncode == 0, "mkdocs build --strict failed:\n" + log[-6000:]
@@ -126,24 +149,27 @@ def test_index_examples_run():
     """The home page's example is a doctest, like the quickstart's."""
     import doctest
 
-    res = doctest.testfile(str(ROOT / "docs" / "index.md"), module_relative=False, verbose=False,
-                           encoding="utf-8")
+    res = doctest.testfile(
+        str(ROOT / "docs" / "index.md"), module_relative=False, verbose=False, encoding="utf-8"
+    )
     assert res.failed == 0 and res.attempted >= 3, res
 
 
 def test_docstring_to_markdown():
     hooks = _load_hooks()
-    text = ("Compose with :func:`composition` and :class:`~layoutproof.layout.Layout`.\n"
-            "\n"
-            ">>> 1 + 1  # doctest: +SKIP\n"
-            "2\n"
-            ">>> print('a')\n"
-            "a\n"
-            "\n"
-            "```python\n"
-            ">>> :func:`kept`\n"
-            "```\n"
-            "Done.")
+    text = (
+        "Compose with :func:`composition` and :class:`~layoutproof.layout.Layout`.\n"
+        "\n"
+        ">>> 1 + 1  # doctest: +SKIP\n"
+        "2\n"
+        ">>> print('a')\n"
+        "a\n"
+        "\n"
+        "```python\n"
+        ">>> :func:`kept`\n"
+        "```\n"
+        "Done."
+    )
     links = {"composition": "layoutproof.ops.composition"}
     md = hooks.docstring_to_markdown(text, links.get)
     assert md.split("\n") == [

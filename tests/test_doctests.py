@@ -14,8 +14,12 @@ import layoutproof.verify
 # The four folders are separate trees (pyproject.toml maps them): walk each one.
 _PACKAGES = [layoutproof, layoutproof.verify, layoutproof.proofs, layoutproof.gpu]
 MODULES = sorted(
-    {m.name for p in _PACKAGES for m in pkgutil.walk_packages(p.__path__, p.__name__ + ".")
-     if not m.name.endswith("__main__") and m.name != "layoutproof.strategies"}  # a deprecated alias
+    {
+        m.name
+        for p in _PACKAGES
+        for m in pkgutil.walk_packages(p.__path__, p.__name__ + ".")
+        if not m.name.endswith("__main__") and m.name != "layoutproof.strategies"
+    }  # a deprecated alias
     | {p.__name__ for p in _PACKAGES}
 )
 

@@ -108,16 +108,28 @@ def wheel(tmp_path_factory) -> Path:
     for folder in PACKAGE_DIRS:
         shutil.copytree(ROOT / folder, src / folder, ignore=ignore)
     out = tmp / "dist"
-    cmd = [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "-w", str(out),
-           "--disable-pip-version-check", "-q"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        str(src),
+        "--no-deps",
+        "-w",
+        str(out),
+        "--disable-pip-version-check",
+        "-q",
+    ]
     if _can_build_offline():
         cmd.append("--no-build-isolation")
     r = _run(cmd, timeout=300, cwd=tmp)
     if r.returncode != 0:
         log = r.stdout + r.stderr
         if "--no-build-isolation" not in cmd and _NO_INDEX.search(log):
-            pytest.skip("the isolated wheel build needs the package index (setuptools>=68, wheel), "
-                        "which is unreachable here; install them to build offline")
+            pytest.skip(
+                "the isolated wheel build needs the package index (setuptools>=68, wheel), "
+                "which is unreachable here; install them to build offline"
+            )
         pytest.fail(f"building the wheel failed:\n{log[-4000:]}")
     wheels = list(out.glob("layoutproof-*.whl"))
     assert len(wheels) == 1, f"expected one layoutproof wheel, got {os.listdir(out)}"
@@ -144,9 +156,15 @@ def test_wheel_top_level_is_only_layoutproof(wheel):
 def test_wheel_ships_every_subpackage_and_py_typed(wheel):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
-    for must in ("layoutproof/__init__.py", "layoutproof/py.typed", "layoutproof/__main__.py",
-                 "layoutproof/cli.py", "layoutproof/verify/__init__.py",
-                 "layoutproof/proofs/__init__.py", "layoutproof/gpu/__init__.py"):
+    for must in (
+        "layoutproof/__init__.py",
+        "layoutproof/py.typed",
+        "layoutproof/__main__.py",
+        "layoutproof/cli.py",
+        "layoutproof/verify/__init__.py",
+        "layoutproof/proofs/__init__.py",
+        "layoutproof/gpu/__init__.py",
+    ):
         assert must in names, f"{must} missing from the wheel"
     # every Python file of every package folder (sub-packages included) is in the wheel at
     # its package path: a sub-package missing from pyproject's `packages` list shows here
@@ -185,8 +203,10 @@ def test_unpacked_wheel_imports_and_runs_the_demo(wheel, tmp_path):
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:
         z.extractall(site)
-    code = ("import layoutproof, layoutproof.verify, layoutproof.proofs, layoutproof.gpu, sys; "
-            "print(layoutproof.__file__)")
+    code = (
+        "import layoutproof, layoutproof.verify, layoutproof.proofs, layoutproof.gpu, sys; "
+        "print(layoutproof.__file__)"
+    )
     env = _fresh_env(PYTHONPATH=str(site))
     r = _run([sys.executable, "-c", code], env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -196,8 +216,20 @@ def test_unpacked_wheel_imports_and_runs_the_demo(wheel, tmp_path):
     assert "witness coordinate 5" in r.stdout
     # the main job from the wheel's files: the catalog modules ship (a quick filter here;
     # the whole catalog runs in tests/proofs/test_proofs.py)
-    r = _run([sys.executable, "-m", "layoutproof", "prove", "--filter", "shah", "--report",
-              str(tmp_path / "report")], env=env, cwd=tmp_path)
+    r = _run(
+        [
+            sys.executable,
+            "-m",
+            "layoutproof",
+            "prove",
+            "--filter",
+            "shah",
+            "--report",
+            str(tmp_path / "report"),
+        ],
+        env=env,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "refuted" in r.stdout and (tmp_path / "report" / "report.json").exists()
 
@@ -227,8 +259,9 @@ def test_import_time_median_under_150ms():
     _probe()  # warm-up: byte-compile caches, file system caches
     times = [_probe()["dt"] for _ in range(5)]
     med = statistics.median(times)
-    assert med < IMPORT_BUDGET_S, f"median import time {med * 1e3:.1f} ms (runs: " + ", ".join(
-        f"{t * 1e3:.1f}" for t in times) + " ms)"
+    assert med < IMPORT_BUDGET_S, (
+        f"median import time {med * 1e3:.1f} ms (runs: " + ", ".join(f"{t * 1e3:.1f}" for t in times) + " ms)"
+    )
 
 
 def test_numpy_only_when_needed():
@@ -288,9 +321,18 @@ def test_test_dependencies_are_declared():
     text = (ROOT / "pyproject.toml").read_text()
     declared = {m.lower() for m in re.findall(r'"([A-Za-z0-9_.-]+)\s*[<>=!~;\[]', text)}
     # import name -> distribution
-    dist = {"numpy": "numpy", "sympy": "sympy", "z3": "z3-solver", "pytest": "pytest",
-            "hypothesis": "hypothesis", "build": "build", "pycute": "nvidia-cutlass",
-            "_pytest": "pytest", "mpmath": "sympy", "cvc5": "cvc5"}
+    dist = {
+        "numpy": "numpy",
+        "sympy": "sympy",
+        "z3": "z3-solver",
+        "pytest": "pytest",
+        "hypothesis": "hypothesis",
+        "build": "build",
+        "pycute": "nvidia-cutlass",
+        "_pytest": "pytest",
+        "mpmath": "sympy",
+        "cvc5": "cvc5",
+    }
     local = {p.stem for p in (ROOT / "tests").rglob("*.py")} | {"layoutproof", "conftest"}
     problems = []
     for f in sorted((ROOT / "tests").rglob("*.py")):
@@ -381,8 +423,11 @@ def _last_exception_class(stderr: str) -> str:
 
 @pytest.mark.parametrize("flag", ["-O", "-OO"])
 def test_malformed_input_raises_under_optimize(flag):
-    r = _run([sys.executable, flag, "-c", "import layoutproof; layoutproof.Layout((2,3),(1,))"],
-             env=_fresh_env(), cwd=ROOT)
+    r = _run(
+        [sys.executable, flag, "-c", "import layoutproof; layoutproof.Layout((2,3),(1,))"],
+        env=_fresh_env(),
+        cwd=ROOT,
+    )
     assert r.returncode == 1, (r.stdout, r.stderr)
     name = _last_exception_class(r.stderr)
     cls = getattr(layoutproof, name, None)
@@ -436,7 +481,7 @@ def _imported_modules(path: Path, package: str):
                 base = node.module or ""
             else:  # level 1 is the module's own package (the package itself for __init__)
                 own = package.split(".") if is_pkg else package.split(".")[:-1]
-                parts = own[:len(own) - (node.level - 1)]
+                parts = own[: len(own) - (node.level - 1)]
                 base = ".".join(parts + ([node.module] if node.module else []))
             yield node.lineno, base
             for a in node.names:  # "from layoutproof import verify" imports a sub-package
@@ -463,8 +508,12 @@ def test_dependency_direction_checker_resolves_relative_imports(tmp_path):
     f = tmp_path / "mod.py"
     f.write_text("from ..verify import equal\nfrom . import layout\nimport layoutproof.gpu\n")
     names = {n for _, n in _imported_modules(f, "layoutproof.sub.mod")}
-    assert {"layoutproof.verify", "layoutproof.verify.equal", "layoutproof.sub.layout",
-            "layoutproof.gpu"} <= names
+    assert {
+        "layoutproof.verify",
+        "layoutproof.verify.equal",
+        "layoutproof.sub.layout",
+        "layoutproof.gpu",
+    } <= names
     g = tmp_path / "__init__.py"
     g.write_text("from .verify import x\n")
     assert "layoutproof.verify" in {n for _, n in _imported_modules(g, "layoutproof")}
@@ -495,6 +544,10 @@ def test_tree_is_ruff_clean():
     if not os.path.exists(ruff):
         pytest.skip("ruff is not installed (it is in the test extra)")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    res = subprocess.run([ruff, "check", "algebra", "verify", "proofs", "gpu", "tests", "bench"],
-                         cwd=root, capture_output=True, text=True)
+    res = subprocess.run(
+        [ruff, "check", "algebra", "verify", "proofs", "gpu", "tests", "bench"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-1000:]

@@ -107,7 +107,8 @@ def _int_value(v: Any, i: int, fn: Any) -> int:
         return int(v)
     raise MalformedLayoutError(
         f"{show(fn)} returned {show(v)} ({type(v).__name__}) at coordinate {i}: a layout's values are "
-        "integers")
+        "integers"
+    )
 
 
 def natural(i: int, x: Any) -> Any:

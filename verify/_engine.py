@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 from layoutproof.errors import LayoutError
-from layoutproof.inttuple import _flatten, _product
+from layoutproof.inttuple import raw_flatten, raw_product
 from layoutproof.layout import Layout
 
 from ._concrete import EXHAUSTIVE_LIMIT, is_sym, natural, py, size_of, values
@@ -87,7 +87,7 @@ def _fmt(t: Any) -> str:
 
 
 def _flat_modes(L: Layout) -> Tuple[tuple, tuple]:
-    return _flatten(L.shape), _flatten(L.stride)
+    return raw_flatten(L.shape), raw_flatten(L.stride)
 
 
 # ----------------------------------------------------------------------------- the concrete engine
@@ -469,7 +469,7 @@ class Symbolic:
             for x, y in zip(b, r):
                 self._compat(x, y, what)
             return
-        self.add(f"{_w(what)}B compatible with R ({b} == size {_fmt(r)})", sp.Eq(b, _product(r)))
+        self.add(f"{_w(what)}B compatible with R ({b} == size {_fmt(r)})", sp.Eq(b, raw_product(r)))
 
     def composes(self, R: Any, A: Any, B: Layout, what: str) -> None:
         sp = self._sp()

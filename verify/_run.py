@@ -189,8 +189,15 @@ def _solve(
             if v.value is False:
                 env = {p.name: v.model[p.name] for p in params if v.model and p.name in v.model}
                 if len(env) < len(params):  # the claim does not mention every parameter
-                    small = bounded(claim, lambda e: _concrete_check(check, [concretize(o, e) for o in objs]),
-                                    params, facts, None, 256, time.perf_counter())
+                    small = bounded(
+                        claim,
+                        lambda e: _concrete_check(check, [concretize(o, e) for o in objs]),
+                        params,
+                        facts,
+                        None,
+                        256,
+                        time.perf_counter(),
+                    )
                     cex, huge = (small.counterexample if small.status == "refuted" else None), False
                 else:
                     cex, huge = _confirm(check, objs, env)
@@ -222,9 +229,7 @@ def _solve(
             break
         else:
             method = "z3" if "z3" in methods else "sympy"
-            bad = falsify(
-                lambda e: _concrete_check(check, [concretize(o, e) for o in objs]), params, facts
-            )
+            bad = falsify(lambda e: _concrete_check(check, [concretize(o, e) for o in objs]), params, facts)
             whole = any(c[0] == "same value at every coordinate" for c in eng.claims)
             if bad is None and not params and whole:
                 bad = _sample_points(objs)  # a domain too large to evaluate: random coordinates

@@ -148,8 +148,10 @@ def _unused_assumptions(statement: str, assume: List[str]) -> List[str]:
         names = sorted({w for w in _IDENT.findall(a) if is_symbol_name(w)} - used)
         if names:
             has = ", ".join(sorted(used)) or "no parameters"
-            out.append(f"warning: --assume {a!r} names {', '.join(names)}, which the statement does not "
-                       f"contain (it has {has}); the assumption constrains nothing there")
+            out.append(
+                f"warning: --assume {a!r} names {', '.join(names)}, which the statement does not "
+                f"contain (it has {has}); the assumption constrains nothing there"
+            )
     return out
 
 

@@ -178,7 +178,7 @@ def _compatible(S: Any, T: Any, assume: Any, timeout_ms: Optional[int]) -> Resul
     sa = S.shape if isinstance(S, Layout) else S
     sb = T.shape if isinstance(T, Layout) else T
     t0 = time.perf_counter()
-    from layoutproof.inttuple import _product
+    from layoutproof.inttuple import raw_product
 
     def _fmt(t: Any) -> str:
         return "(" + ",".join(_fmt(e) for e in t) + ")" if type(t) is tuple else str(t)
@@ -198,7 +198,7 @@ def _compatible(S: Any, T: Any, assume: Any, timeout_ms: Optional[int]) -> Resul
                 for k, (u, v) in enumerate(zip(x, y)):
                     walk(u, v, f"{path}mode {k}" if not path else f"{path}.{k}")
                 return
-            py = _product(y)
+            py = raw_product(y)
             if eng.symbolic:
                 import sympy as sp
 

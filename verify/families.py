@@ -54,8 +54,9 @@ class Bounds:
 
     def words(self) -> str:
         lo = -self.stride if self.negative else 0
-        return (f"every flat layout of rank 1..{self.rank}, extents 1..{self.extent}, "
-                f"strides {lo}..{self.stride}")
+        return (
+            f"every flat layout of rank 1..{self.rank}, extents 1..{self.extent}, strides {lo}..{self.stride}"
+        )
 
 
 def describe(rank: int, extent: int, stride: int, negative: bool = False) -> str:
@@ -134,9 +135,12 @@ def compact_layouts(rank: int = 3, extent: int = 4) -> Iterator[Layout]:
             yield make(s[0], d[0]) if len(s) == 1 else make(s, tuple(d))
 
 
-def admissible_pairs(op: Callable[..., object], firsts: Iterator[object],
-                     seconds: Callable[[], Iterator[object]],
-                     limit: Optional[int] = None) -> Iterator[Tuple[object, object, object]]:
+def admissible_pairs(
+    op: Callable[..., object],
+    firsts: Iterator[object],
+    seconds: Callable[[], Iterator[object]],
+    limit: Optional[int] = None,
+) -> Iterator[Tuple[object, object, object]]:
     """``(a, b, op(a, b))`` for every pair where ``op`` is admissible (raises no
     LayoutError); ``seconds`` is called once per first element (a fresh iterator)."""
     n = 0

@@ -203,6 +203,7 @@ def _identity(
         except (IllFormed, TooLarge):
             return None
         return None if cex is None else cex.with_assignment({n: env[n] for n in names})
+
     try:
         if syms or assume:
             from layoutproof.symbolic import assuming

@@ -18,9 +18,9 @@ zipped/tiled/flat  the same per tiled mode, rearranged: ((tiles), (rests)), (til
   _divide          (tile..., rest...)
 logical_product    mode 0 equals the block, mode 1 == complement(A, size(A)*cosize(B)) o B
 zipped/tiled/flat  the same per mode, rearranged
-  _product
+  raw_product
 blocked/raked      mode i is (block_i, arrangement_i) (raked: swapped) of the logical product
-  _product         of the rank-padded operands
+  raw_product         of the rank-padded operands
 tile_to_shape      mode sizes equal the target's; the function is the blocked product of the
                    block by the ordered arrangement (itself checked)
 =================  ===========================================================================
@@ -46,7 +46,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from layoutproof import ops
 from layoutproof.errors import InadmissibleError, LayoutError, MalformedLayoutError, show
-from layoutproof.inttuple import _depth, _product
+from layoutproof.inttuple import raw_depth, raw_product
 from layoutproof.layout import Layout, _, make_ordered_layout
 
 from ._bounded import MAX_CASES
@@ -101,7 +101,7 @@ def _coalesce(eng: Any, R: Layout, L: Layout, profile: Any = None) -> None:
             for k, q in enumerate(p):
                 depth(mode(X, k), q, f"{where}mode {k} ")
             return
-        eng.require(_depth(X.shape) <= 1, f"coalesce: {where}{X} has depth {_depth(X.shape)} > 1")
+        eng.require(raw_depth(X.shape) <= 1, f"coalesce: {where}{X} has depth {raw_depth(X.shape)} > 1")
 
     if type(profile) is tuple:
         eng.require(R.rank == L.rank, f"coalesce: {R} has {R.rank} modes, {L} has {L.rank}")
@@ -112,11 +112,11 @@ def _filter(eng: Any, R: Layout, L: Layout, profile: Any = None) -> None:
     eng.image_equal(R, L, "filter: same image")
     fs = modes(R)
     if profile is None or profile is _:
-        from layoutproof.inttuple import _flatten
+        from layoutproof.inttuple import raw_flatten
 
-        for s, d in zip(_flatten(R.shape), _flatten(R.stride)):
+        for s, d in zip(raw_flatten(R.shape), raw_flatten(R.stride)):
             eng.require(not (d == 0 and s != 1), f"filter: {R} keeps the stride-0 mode {s}:{d}")
-        eng.require(_depth(R.shape) <= 1, f"filter: {R} has depth > 1")
+        eng.require(raw_depth(R.shape) <= 1, f"filter: {R} has depth > 1")
     del fs
 
 
@@ -136,7 +136,7 @@ def _composition(eng: Any, R: Any, A: Any, B: Any) -> None:
 
 def _complement(eng: Any, C: Layout, L: Layout, cotarget: Any = None) -> None:
     L = as_layout(L)
-    M = L.cosize if cotarget is None else _product(cotarget) if type(cotarget) is tuple else cotarget
+    M = L.cosize if cotarget is None else raw_product(cotarget) if type(cotarget) is tuple else cotarget
     eng.complement_ok(C, L, M, "complement")
 
 
@@ -258,8 +258,8 @@ def _tile_to_shape(eng: Any, R: Layout, block: Layout, trg: Any, order: Any = No
     ts = trg if type(trg) is tuple else (trg,)
     eng.require(block.rank <= len(ts), f"tile_to_shape: {block} has more modes than the target")
     pb = _padded(block, len(ts))
-    bsz = [_product(e) for e in modes(pb)[0]]
-    tsz = [_product(e) for e in ts]
+    bsz = [raw_product(e) for e in modes(pb)[0]]
+    tsz = [raw_product(e) for e in ts]
     if any(is_symbolic(x) for x in bsz + tsz):
         raise NotExpressible("tile_to_shape with symbolic sizes")
     for k, (t, b) in enumerate(zip(tsz, bsz)):

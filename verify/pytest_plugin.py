@@ -63,9 +63,13 @@ def _parse_scale(text: Any, where: str) -> float:
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("layoutproof", "layoutproof theorems")
     group.addoption(
-        "--layoutproof-scale", dest="layoutproof_scale", default=None, metavar="F",
+        "--layoutproof-scale",
+        dest="layoutproof_scale",
+        default=None,
+        metavar="F",
         help="multiply the hypothesis examples and the exhaustive bounds (extent, stride) of "
-             "layoutproof theorems by F (default 1; env LAYOUTPROOF_SCALE)")
+        "layoutproof theorems by F (default 1; env LAYOUTPROOF_SCALE)",
+    )
     parser.addini("layoutproof_scale", "default --layoutproof-scale for layoutproof theorems", default="")
 
 
@@ -73,7 +77,8 @@ def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers",
         "theorem: a layoutproof theorem (layoutproof.verify.theorem.theorem): checked exhaustively "
-        "within a bound, with hypothesis beyond it, by Z3 where symbolic")
+        "within a bound, with hypothesis beyond it, by Z3 where symbolic",
+    )
     scale = 1.0
     opt = config.getoption("layoutproof_scale", default=None)
     env = os.environ.get("LAYOUTPROOF_SCALE", "")

@@ -77,8 +77,7 @@ __all__ = [
 ]
 
 #: The stride kinds of :func:`strides` (``"mixed"`` draws one of the others).
-STRIDE_KINDS = ("any", "nonneg", "positive", "left", "right", "compact", "injective", "bijective",
-                "mixed")
+STRIDE_KINDS = ("any", "nonneg", "positive", "left", "right", "compact", "injective", "bijective", "mixed")
 
 Draw = Callable[[SearchStrategy[Any]], Any]
 
@@ -156,8 +155,11 @@ def _nest(draw: Draw, leaves: List[Any], max_depth: int, max_rank: int) -> Any:
     if max_depth <= 1 or len(leaves) == 1:
         return tuple(leaves)
     k = draw(st.integers(1, min(len(leaves), max_rank)))
-    cuts = sorted(draw(st.lists(st.integers(1, len(leaves) - 1), min_size=k - 1, max_size=k - 1,
-                                unique=True))) if k > 1 else []
+    cuts = (
+        sorted(draw(st.lists(st.integers(1, len(leaves) - 1), min_size=k - 1, max_size=k - 1, unique=True)))
+        if k > 1
+        else []
+    )
     bounds = [0] + cuts + [len(leaves)]
     out = []
     for a, b in zip(bounds, bounds[1:]):
@@ -207,8 +209,13 @@ def sample(strategy: SearchStrategy[Any], n: int = 10, *, seed: int = 0) -> List
         return out
 
     @hseed(seed)
-    @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=n,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(strategy)
     def collect(value: Any) -> None:
         out.append(value)
@@ -218,8 +225,9 @@ def sample(strategy: SearchStrategy[Any], n: int = 10, *, seed: int = 0) -> List
 
 
 # ============================================================================= shapes, strides
-def shapes(*, max_size: int = 256, max_rank: int = 3, max_depth: int = 2,
-           max_extent: int = 8) -> SearchStrategy[Any]:
+def shapes(
+    *, max_size: int = 256, max_rank: int = 3, max_depth: int = 2, max_extent: int = 8
+) -> SearchStrategy[Any]:
     """Hierarchical shapes: an int or a nested tuple of positive ints.
 
     ``max_size`` bounds the product of the extents, ``max_extent`` each extent,
@@ -312,8 +320,15 @@ def strides(shape: Any, kind: str = "any", *, max_stride: int = 16) -> SearchStr
 
 
 # ============================================================================= layouts
-def layouts(*, max_size: int = 256, max_rank: int = 3, max_depth: int = 2, max_extent: int = 8,
-            kind: str = "any", max_stride: int = 16) -> SearchStrategy[Layout]:
+def layouts(
+    *,
+    max_size: int = 256,
+    max_rank: int = 3,
+    max_depth: int = 2,
+    max_extent: int = 8,
+    kind: str = "any",
+    max_stride: int = 16,
+) -> SearchStrategy[Layout]:
     """Layouts: a shape from :func:`shapes` and a stride of ``kind`` from :func:`strides`.
 
     >>> from layoutproof import Layout
@@ -330,8 +345,14 @@ def layouts(*, max_size: int = 256, max_rank: int = 3, max_depth: int = 2, max_e
     return _named(layouts, locals(), build)
 
 
-def compact_layouts(*, max_size: int = 256, max_rank: int = 3, max_depth: int = 2,
-                    max_extent: int = 8, major: Optional[str] = None) -> SearchStrategy[Layout]:
+def compact_layouts(
+    *,
+    max_size: int = 256,
+    max_rank: int = 3,
+    max_depth: int = 2,
+    max_extent: int = 8,
+    major: Optional[str] = None,
+) -> SearchStrategy[Layout]:
     """Compact layouts: the image is exactly ``[0, size)``.  ``major="left"``
     (column-major), ``"right"`` (row-major) or None (the modes in any order).
 
@@ -342,13 +363,15 @@ def compact_layouts(*, max_size: int = 256, max_rank: int = 3, max_depth: int = 
     kinds = {None: "compact", "left": "left", "right": "right"}
     if major not in kinds:
         raise MalformedLayoutError(f"major must be 'left', 'right' or None, got {major!r}")
-    inner = layouts(max_size=max_size, max_rank=max_rank, max_depth=max_depth, max_extent=max_extent,
-                    kind=kinds[major])
+    inner = layouts(
+        max_size=max_size, max_rank=max_rank, max_depth=max_depth, max_extent=max_extent, kind=kinds[major]
+    )
     return _named(compact_layouts, locals(), lambda draw: draw(inner))
 
 
-def injective_layouts(*, max_size: int = 256, max_rank: int = 3, max_depth: int = 2,
-                      max_extent: int = 8) -> SearchStrategy[Layout]:
+def injective_layouts(
+    *, max_size: int = 256, max_rank: int = 3, max_depth: int = 2, max_extent: int = 8
+) -> SearchStrategy[Layout]:
     """Injective layouts: the modes chain in a random order, with gaps and a scale (so
     ``complement`` of them is admissible too); size-1 modes take any stride.
 
@@ -356,13 +379,15 @@ def injective_layouts(*, max_size: int = 256, max_rank: int = 3, max_depth: int 
     >>> all(len(set(L.eval_all())) == L.size for L in Ls)
     True
     """
-    inner = layouts(max_size=max_size, max_rank=max_rank, max_depth=max_depth, max_extent=max_extent,
-                    kind="injective")
+    inner = layouts(
+        max_size=max_size, max_rank=max_rank, max_depth=max_depth, max_extent=max_extent, kind="injective"
+    )
     return _named(injective_layouts, locals(), lambda draw: draw(inner))
 
 
-def bijective_layouts(*, max_size: int = 256, max_rank: int = 3, max_depth: int = 2,
-                      max_extent: int = 8) -> SearchStrategy[Layout]:
+def bijective_layouts(
+    *, max_size: int = 256, max_rank: int = 3, max_depth: int = 2, max_extent: int = 8
+) -> SearchStrategy[Layout]:
     """Layouts whose image is exactly ``[0, size)``, the modes in any order (size-1
     modes with any stride).
 
@@ -370,14 +395,16 @@ def bijective_layouts(*, max_size: int = 256, max_rank: int = 3, max_depth: int 
     >>> all(sorted(L.eval_all()) == list(range(L.size)) for L in Ls)
     True
     """
-    inner = layouts(max_size=max_size, max_rank=max_rank, max_depth=max_depth, max_extent=max_extent,
-                    kind="bijective")
+    inner = layouts(
+        max_size=max_size, max_rank=max_rank, max_depth=max_depth, max_extent=max_extent, kind="bijective"
+    )
     return _named(bijective_layouts, locals(), lambda draw: draw(inner))
 
 
 # ============================================================================= admissible operands
-def complement_pairs(*, max_size: int = 256, max_rank: int = 3, max_depth: int = 2,
-                     max_extent: int = 8, cotarget: str = "any") -> SearchStrategy[Tuple[Layout, Any]]:
+def complement_pairs(
+    *, max_size: int = 256, max_rank: int = 3, max_depth: int = 2, max_extent: int = 8, cotarget: str = "any"
+) -> SearchStrategy[Tuple[Layout, Any]]:
     """``(L, cotarget)`` with ``complement(L, cotarget)`` admissible: ``L``'s strides
     chain (stride-0 modes, which complement ignores, may appear), and the cotarget is an
     int (``cotarget="int"``), a shape (``"shape"``, e.g. ``(8, 4)``) or either (``"any"``),
@@ -411,9 +438,16 @@ def complement_pairs(*, max_size: int = 256, max_rank: int = 3, max_depth: int =
     return _named(complement_pairs, locals(), build)
 
 
-def composition_pairs(*, max_size: int = 256, max_rank: int = 3, max_depth: int = 2,
-                      max_extent: int = 8, a_kind: str = "any", extend: bool = True,
-                      broadcast: bool = True) -> SearchStrategy[Tuple[Layout, Layout]]:
+def composition_pairs(
+    *,
+    max_size: int = 256,
+    max_rank: int = 3,
+    max_depth: int = 2,
+    max_extent: int = 8,
+    a_kind: str = "any",
+    extend: bool = True,
+    broadcast: bool = True,
+) -> SearchStrategy[Tuple[Layout, Layout]]:
     """``(A, B)`` with ``composition(A, B)`` admissible (CuTe C++'s stride and shape
     divisibility and the disjointness of ``B``'s modes hold by construction).
 
@@ -428,8 +462,9 @@ def composition_pairs(*, max_size: int = 256, max_rank: int = 3, max_depth: int 
     >>> all(A(B(i)) == composition(A, B)(i) for A, B in pairs for i in range(B.size))
     True
     """
-    al = layouts(max_size=max_size, max_rank=max_rank, max_depth=max_depth, max_extent=max_extent,
-                 kind=a_kind)
+    al = layouts(
+        max_size=max_size, max_rank=max_rank, max_depth=max_depth, max_extent=max_extent, kind=a_kind
+    )
 
     def build(draw: Draw) -> Tuple[Layout, Layout]:
         A = draw(al)
@@ -477,8 +512,9 @@ def _tiler_for(draw: Draw, L: Layout, kinds: Sequence[str], max_depth: int) -> A
     return Layout(s, _shaped([y for _, y in leaves], s))
 
 
-def tilers(layout: Optional[Layout] = None, *, kinds: Sequence[str] = _TILER_KINDS,
-           max_depth: int = 2) -> SearchStrategy[Any]:
+def tilers(
+    layout: Optional[Layout] = None, *, kinds: Sequence[str] = _TILER_KINDS, max_depth: int = 2
+) -> SearchStrategy[Any]:
     """Tilers: ints, Layouts and tuples of them (``None`` for a mode left whole).
 
     With ``layout``, every tiler is admissible for ``logical_divide(layout, tiler)`` (and
@@ -517,8 +553,15 @@ def tilers(layout: Optional[Layout] = None, *, kinds: Sequence[str] = _TILER_KIN
     return _named(tilers, locals(), build)
 
 
-def tiler_pairs(*, max_size: int = 256, max_rank: int = 3, max_depth: int = 2, max_extent: int = 8,
-                kind: str = "any", kinds: Sequence[str] = _TILER_KINDS) -> SearchStrategy[Tuple[Layout, Any]]:
+def tiler_pairs(
+    *,
+    max_size: int = 256,
+    max_rank: int = 3,
+    max_depth: int = 2,
+    max_extent: int = 8,
+    kind: str = "any",
+    kinds: Sequence[str] = _TILER_KINDS,
+) -> SearchStrategy[Tuple[Layout, Any]]:
     """``(L, tiler)`` with ``logical_divide(L, tiler)`` admissible: ``L`` from
     :func:`layouts`, the tiler from :func:`tilers` for it.
 
@@ -527,8 +570,9 @@ def tiler_pairs(*, max_size: int = 256, max_rank: int = 3, max_depth: int = 2, m
     >>> all(zipped_divide(L, T).size == L.size for L, T in pairs)
     True
     """
-    base = layouts(max_size=max_size, max_rank=max_rank, max_depth=max_depth, max_extent=max_extent,
-                   kind=kind)
+    base = layouts(
+        max_size=max_size, max_rank=max_rank, max_depth=max_depth, max_extent=max_extent, kind=kind
+    )
 
     def build(draw: Draw) -> Tuple[Layout, Any]:
         L = draw(base)
@@ -538,8 +582,9 @@ def tiler_pairs(*, max_size: int = 256, max_rank: int = 3, max_depth: int = 2, m
 
 
 # ============================================================================= swizzles
-def swizzles(*, max_bits: int = 10, allow_identity: bool = True,
-             negative_shift: bool = False) -> SearchStrategy[Swizzle]:
+def swizzles(
+    *, max_bits: int = 10, allow_identity: bool = True, negative_shift: bool = False
+) -> SearchStrategy[Swizzle]:
     """Valid ``Swizzle(B, M, S)``: ``B, M >= 0``, ``|S| >= B``, ``M + B + |S| <= max_bits``
     (at most 64).  ``allow_identity=False`` keeps ``B >= 1``; ``negative_shift`` allows
     ``S < 0``.
@@ -566,9 +611,15 @@ def swizzles(*, max_bits: int = 10, allow_identity: bool = True,
     return _named(swizzles, locals(), build)
 
 
-def swizzled_layouts(*, max_bits: int = 8, bijective: bool = True, max_rank: int = 3,
-                     max_depth: int = 2, negative_shift: bool = False,
-                     swizzle: Optional[Any] = None) -> SearchStrategy[ComposedLayout]:
+def swizzled_layouts(
+    *,
+    max_bits: int = 8,
+    bijective: bool = True,
+    max_rank: int = 3,
+    max_depth: int = 2,
+    negative_shift: bool = False,
+    swizzle: Optional[Any] = None,
+) -> SearchStrategy[ComposedLayout]:
     """Swizzled layouts ``Sw<B,M,S> o 0 o L`` (CuTe's shared-memory tiles).
 
     With ``bijective`` (the default), ``L`` is compact (modes in any order, row- and
@@ -594,8 +645,9 @@ def swizzled_layouts(*, max_bits: int = 8, bijective: bool = True, max_rank: int
     def build(draw: Draw) -> ComposedLayout:
         sw = draw(sws)
         if not bijective:
-            L = draw(layouts(max_rank=max_rank, max_depth=max_depth, kind="nonneg",
-                             max_size=max(256, 2 * sw.size)))
+            L = draw(
+                layouts(max_rank=max_rank, max_depth=max_depth, kind="nonneg", max_size=max(256, 2 * sw.size))
+            )
             return ComposedLayout(sw, 0, L)
         t = sw.size.bit_length() - 1
         n = draw(st.integers(1, max(1, min(2 * max_rank, t + 1))))
@@ -613,10 +665,15 @@ def swizzled_layouts(*, max_bits: int = 8, bijective: bool = True, max_rank: int
 
 
 # ============================================================================= symbolic layouts
-def symbolic_layouts(*, names: Sequence[str] = ("M", "N", "K"), max_symbols: Optional[int] = None,
-                     max_rank: int = 3, max_depth: int = 2,
-                     divisors: Sequence[int] = (2, 4, 8, 16, 32, 64, 128),
-                     kind: str = "compact") -> SearchStrategy[Tuple[Layout, Tuple[str, ...], tuple]]:
+def symbolic_layouts(
+    *,
+    names: Sequence[str] = ("M", "N", "K"),
+    max_symbols: Optional[int] = None,
+    max_rank: int = 3,
+    max_depth: int = 2,
+    divisors: Sequence[int] = (2, 4, 8, 16, 32, 64, 128),
+    kind: str = "compact",
+) -> SearchStrategy[Tuple[Layout, Tuple[str, ...], tuple]]:
     """Layouts with SymPy leaves, with the assumptions under which they are meaningful:
     ``(layout, assumptions, symbols)``.
 

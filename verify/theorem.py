@@ -107,9 +107,19 @@ class TheoremFailure(AssertionError):
             plugin shows it as a report section).
     """
 
-    def __init__(self, message: str, *, name: str, mode: str, passed: Optional[int],
-                 arguments: Dict[str, Any], family: str, report: str,
-                 cause: Optional[BaseException] = None, result: Optional[Result] = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        name: str,
+        mode: str,
+        passed: Optional[int],
+        arguments: Dict[str, Any],
+        family: str,
+        report: str,
+        cause: Optional[BaseException] = None,
+        result: Optional[Result] = None,
+    ) -> None:
         super().__init__(message)
         self.name = name
         self.mode = mode
@@ -156,8 +166,7 @@ def _plugin_state(fn: Any = None) -> Dict[str, Any]:
     if mod is not None:
         state = mod.current()
         if state is not None:
-            return {"active": fn is not None and mod.running(fn), "scale": state["scale"],
-                    "session": True}
+            return {"active": fn is not None and mod.running(fn), "scale": state["scale"], "session": True}
     return {"active": False, "scale": _env_scale(), "session": False}
 
 
@@ -249,8 +258,11 @@ def describe(x: Any) -> str:
     if isinstance(x, (ComposedLayout, Swizzle)):
         return f"{x}    # {x!r}"
     if type(x) is tuple and any(isinstance(e, (Layout, ComposedLayout, Swizzle)) for e in x):
-        return "(" + ", ".join(str(e) if isinstance(e, (Layout, ComposedLayout, Swizzle)) else repr(e)
-                               for e in x) + ")"
+        return (
+            "("
+            + ", ".join(str(e) if isinstance(e, (Layout, ComposedLayout, Swizzle)) else repr(e) for e in x)
+            + ")"
+        )
     return repr(x)
 
 
@@ -277,18 +289,30 @@ def _error_text(exc: Optional[BaseException], limit: int = 25) -> str:
     return head + (": " + "\n".join(lines) if lines else "")
 
 
-def _build_failure(fn: Any, name: str, mode: str, passed: Optional[int], skipped: int,
-                   arguments: Dict[str, Any], family: str, cause: Optional[BaseException],
-                   result: Optional[Result] = None, how: str = "",
-                   extra_pictures: Sequence[Tuple[str, Any]] = (),
-                   headline: Optional[str] = None) -> TheoremFailure:
+def _build_failure(
+    fn: Any,
+    name: str,
+    mode: str,
+    passed: Optional[int],
+    skipped: int,
+    arguments: Dict[str, Any],
+    family: str,
+    cause: Optional[BaseException],
+    result: Optional[Result] = None,
+    how: str = "",
+    extra_pictures: Sequence[Tuple[str, Any]] = (),
+    headline: Optional[str] = None,
+) -> TheoremFailure:
     where = f"found by the {mode} mode" + (f" ({how})" if how else "")
     if passed is not None:
         where += f" after {passed} passing case{'s' if passed != 1 else ''}"
         if skipped:
             where += f" ({skipped} skipped)"
-    lines = [f"theorem {name} is false: counterexample {where}" if headline is None
-             else f"theorem {name} {headline}"]
+    lines = [
+        f"theorem {name} is false: counterexample {where}"
+        if headline is None
+        else f"theorem {name} {headline}"
+    ]
     if family:
         lines.append(f"  over: {family}")
     for k, v in arguments.items():
@@ -302,16 +326,26 @@ def _build_failure(fn: Any, name: str, mode: str, passed: Optional[int], skipped
     pics: List[str] = []
     for k, v in list(arguments.items()) + list(extra_pictures):
         pics.extend(_pictures(k, v))
-    report = "\n".join([lines[0].replace(f"theorem {name} is false: ", "")
-                        .replace(f"theorem {name} ", "")]
-                       + [f"{k} = {describe(v)}" for k, v in arguments.items()]
-                       + [f"{k} = {describe(v)}" for k, v in extra_pictures]
-                       + ([""] + pics if pics else []))
+    report = "\n".join(
+        [lines[0].replace(f"theorem {name} is false: ", "").replace(f"theorem {name} ", "")]
+        + [f"{k} = {describe(v)}" for k, v in arguments.items()]
+        + [f"{k} = {describe(v)}" for k, v in extra_pictures]
+        + ([""] + pics if pics else [])
+    )
     message = summary
     if pics and not _plugin_state(fn)["active"]:  # else the plugin shows them in a section
         message += "\n\n" + "\n".join(pics)
-    return TheoremFailure(message, name=name, mode=mode, passed=passed, arguments=arguments,
-                          family=family, report=report, cause=cause, result=result)
+    return TheoremFailure(
+        message,
+        name=name,
+        mode=mode,
+        passed=passed,
+        arguments=arguments,
+        family=family,
+        report=report,
+        cause=cause,
+        result=result,
+    )
 
 
 # ============================================================================= families (sources)
@@ -342,9 +376,15 @@ class Family:
     12
     """
 
-    def __init__(self, words: str, *, cases: Optional[Callable[[float], Iterable[Any]]] = None,
-                 strategy: Optional[Callable[[], Any]] = None, arity: int = 1,
-                 count: Optional[Callable[[float], int]] = None) -> None:
+    def __init__(
+        self,
+        words: str,
+        *,
+        cases: Optional[Callable[[float], Iterable[Any]]] = None,
+        strategy: Optional[Callable[[], Any]] = None,
+        arity: int = 1,
+        count: Optional[Callable[[float], int]] = None,
+    ) -> None:
         if cases is None and strategy is None:
             raise TheoremError("a Family needs cases (exhaustive), a strategy (hypothesis), or both")
         if type(arity) is not int or arity < 1:
@@ -384,8 +424,9 @@ class Family:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def layouts(cls, rank: int = 2, extent: int = 4, stride: int = 4, *, negative: bool = False,
-                nested: bool = False) -> "Family":
+    def layouts(
+        cls, rank: int = 2, extent: int = 4, stride: int = 4, *, negative: bool = False, nested: bool = False
+    ) -> "Family":
         """Every flat layout of rank 1..``rank``, extents 1..``extent``, strides
         0..``stride`` (``-stride..stride`` with ``negative``); with ``nested``, also those
         regrouped as two hierarchical modes.  Beyond: :func:`layoutproof.verify.strategies.layouts`
@@ -401,12 +442,21 @@ class Family:
         def strategy() -> Any:
             from layoutproof.verify import strategies as S
 
-            return S.layouts(max_rank=max(rank, 2), max_extent=2 * extent, max_stride=2 * stride,
-                             kind="any" if negative else "nonneg", max_size=1024)
+            return S.layouts(
+                max_rank=max(rank, 2),
+                max_extent=2 * extent,
+                max_stride=2 * stride,
+                kind="any" if negative else "nonneg",
+                max_size=1024,
+            )
 
         words = _families.describe(rank, extent, stride, negative) + (" (and nested)" if nested else "")
-        return cls(words, cases=cases, strategy=strategy,
-                   count=lambda s: _count_layouts(rank, _scaled(extent, s), _scaled(stride, s), negative))
+        return cls(
+            words,
+            cases=cases,
+            strategy=strategy,
+            count=lambda s: _count_layouts(rank, _scaled(extent, s), _scaled(stride, s), negative),
+        )
 
     @classmethod
     def injective(cls, rank: int = 2, extent: int = 4, stride: int = 8) -> "Family":
@@ -418,9 +468,11 @@ class Family:
 
             return S.injective_layouts(max_rank=max(rank, 2), max_extent=2 * extent, max_size=1024)
 
-        return cls(f"every injective {_families.describe(rank, extent, stride)[6:]}",
-                   cases=lambda s: _families.injective_layouts(rank, _scaled(extent, s), _scaled(stride, s)),
-                   strategy=strategy)
+        return cls(
+            f"every injective {_families.describe(rank, extent, stride)[6:]}",
+            cases=lambda s: _families.injective_layouts(rank, _scaled(extent, s), _scaled(stride, s)),
+            strategy=strategy,
+        )
 
     @classmethod
     def bijective(cls, rank: int = 2, extent: int = 4, stride: int = 8) -> "Family":
@@ -432,9 +484,11 @@ class Family:
 
             return S.bijective_layouts(max_rank=max(rank, 2), max_extent=2 * extent, max_size=1024)
 
-        return cls(f"every bijective (image [0, size)) {_families.describe(rank, extent, stride)[6:]}",
-                   cases=lambda s: _families.bijective_layouts(rank, _scaled(extent, s), _scaled(stride, s)),
-                   strategy=strategy)
+        return cls(
+            f"every bijective (image [0, size)) {_families.describe(rank, extent, stride)[6:]}",
+            cases=lambda s: _families.bijective_layouts(rank, _scaled(extent, s), _scaled(stride, s)),
+            strategy=strategy,
+        )
 
     @classmethod
     def compact(cls, rank: int = 3, extent: int = 4) -> "Family":
@@ -447,8 +501,11 @@ class Family:
 
             return S.compact_layouts(max_rank=max(rank, 2), max_extent=2 * extent, max_size=1024)
 
-        return cls(f"every compact layout of rank 1..{rank}, extents 1..{extent}",
-                   cases=lambda s: _families.compact_layouts(rank, _scaled(extent, s)), strategy=strategy)
+        return cls(
+            f"every compact layout of rank 1..{rank}, extents 1..{extent}",
+            cases=lambda s: _families.compact_layouts(rank, _scaled(extent, s)),
+            strategy=strategy,
+        )
 
     @classmethod
     def composition_pairs(cls, rank: int = 2, extent: int = 4, stride: int = 4) -> "Family":
@@ -470,13 +527,18 @@ class Family:
 
             return S.composition_pairs(max_rank=max(rank, 2), max_extent=2 * extent, max_size=512)
 
-        return cls(f"every admissible pair (A, B) for composition, A and B "
-                   f"{_families.describe(rank, extent, stride)[6:]}", cases=cases, strategy=strategy,
-                   arity=2)
+        return cls(
+            f"every admissible pair (A, B) for composition, A and B "
+            f"{_families.describe(rank, extent, stride)[6:]}",
+            cases=cases,
+            strategy=strategy,
+            arity=2,
+        )
 
     @classmethod
-    def complement_pairs(cls, rank: int = 2, extent: int = 4, stride: int = 8,
-                         cotarget: int = 32) -> "Family":
+    def complement_pairs(
+        cls, rank: int = 2, extent: int = 4, stride: int = 8, cotarget: int = 32
+    ) -> "Family":
         """``(L, M)`` with ``L`` from :meth:`layouts`, ``M`` in ``1..cotarget``, where
         ``complement(L, M)`` is admissible; beyond:
         :func:`layoutproof.verify.strategies.complement_pairs`.  Fills two parameters."""
@@ -495,9 +557,13 @@ class Family:
 
             return S.complement_pairs(max_rank=max(rank, 2), max_extent=2 * extent, max_size=512)
 
-        return cls(f"every admissible (L, M) for complement, M in 1..{cotarget}, L "
-                   f"{_families.describe(rank, extent, stride)[6:]}", cases=cases, strategy=strategy,
-                   arity=2)
+        return cls(
+            f"every admissible (L, M) for complement, M in 1..{cotarget}, L "
+            f"{_families.describe(rank, extent, stride)[6:]}",
+            cases=cases,
+            strategy=strategy,
+            arity=2,
+        )
 
     @classmethod
     def tiler_pairs(cls, rank: int = 2, extent: int = 4, stride: int = 4) -> "Family":
@@ -522,9 +588,13 @@ class Family:
 
             return S.tiler_pairs(max_rank=max(rank, 2), max_extent=2 * extent, max_size=512)
 
-        return cls(f"every admissible (L, tiler) for logical_divide, L and layout tilers "
-                   f"{_families.describe(rank, extent, stride)[6:]}, int tilers 1..size(L)",
-                   cases=cases, strategy=strategy, arity=2)
+        return cls(
+            f"every admissible (L, tiler) for logical_divide, L and layout tilers "
+            f"{_families.describe(rank, extent, stride)[6:]}, int tilers 1..size(L)",
+            cases=cases,
+            strategy=strategy,
+            arity=2,
+        )
 
     @classmethod
     def swizzles(cls, max_bits: int = 6, *, negative_shift: bool = False) -> "Family":
@@ -569,16 +639,22 @@ def _as_family(src: Any, what: str) -> Family:
     hs = sys.modules.get("hypothesis.strategies")
     if hs is not None and isinstance(src, hs.SearchStrategy):
         text = repr(src)
-        return Family(f"hypothesis strategy {text if len(text) <= 100 else text[:97] + '...'}",
-                      strategy=lambda: src)
+        return Family(
+            f"hypothesis strategy {text if len(text) <= 100 else text[:97] + '...'}", strategy=lambda: src
+        )
     if isinstance(src, (list, tuple, range)):
         return Family.values(*src)
-    raise TheoremError(f"{what}: a source is a Family, a hypothesis strategy, or a list of values; "
-                       f"got {type(src).__name__}")
+    raise TheoremError(
+        f"{what}: a source is a Family, a hypothesis strategy, or a list of values; got {type(src).__name__}"
+    )
 
 
-_FAMILIES = {"layouts": Family.layouts, "injective": Family.injective, "bijective": Family.bijective,
-             "compact": Family.compact}
+_FAMILIES = {
+    "layouts": Family.layouts,
+    "injective": Family.injective,
+    "bijective": Family.bijective,
+    "compact": Family.compact,
+}
 
 
 # ============================================================================= the runner
@@ -593,8 +669,10 @@ class _Binding:
             into[self.names[0]] = value
             return
         if type(value) is not tuple or len(value) != len(self.names):
-            raise TheoremError(f"{self.family.words} gave {value!r}, not a {len(self.names)}-tuple "
-                               f"for {', '.join(self.names)}")
+            raise TheoremError(
+                f"{self.family.words} gave {value!r}, not a {len(self.names)}-tuple "
+                f"for {', '.join(self.names)}"
+            )
         for n, v in zip(self.names, value):
             into[n] = v
 
@@ -623,8 +701,11 @@ def _call(fn: Callable[..., Any], kwargs: Dict[str, Any]) -> None:
 
 def _theorem_params(fn: Callable[..., Any]) -> Tuple[inspect.Signature, List[inspect.Parameter]]:
     sig = inspect.signature(fn)
-    params = [p for p in sig.parameters.values()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    params = [
+        p
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
     if params and params[0].name in ("self", "cls"):
         params = params[1:]
     return sig, params
@@ -642,9 +723,17 @@ class TheoremDecorator:
     states a theorem over layouts; :meth:`identity` and :meth:`symbolic` state claims over
     symbolic parameters, proved by Z3."""
 
-    def __call__(self, *sources: Any, bound: Optional[Dict[str, int]] = None, family: str = "layouts",
-                 examples: Optional[int] = None, exhaustive: bool = True, max_cases: int = MAX_CASES,
-                 derandomize: bool = True, **named: Any) -> Any:
+    def __call__(
+        self,
+        *sources: Any,
+        bound: Optional[Dict[str, int]] = None,
+        family: str = "layouts",
+        examples: Optional[int] = None,
+        exhaustive: bool = True,
+        max_cases: int = MAX_CASES,
+        derandomize: bool = True,
+        **named: Any,
+    ) -> Any:
         """``@theorem`` or ``@theorem(...)``.
 
         * positional ``sources`` fill the test's parameters in order (a pair family fills
@@ -662,8 +751,14 @@ class TheoremDecorator:
         The test passes when it returns without raising (or returns a true value, e.g. a
         proved :class:`~layoutproof.verify.Result`).
         """
-        if len(sources) == 1 and callable(sources[0]) and not isinstance(sources[0], Family) \
-                and inspect.isfunction(sources[0]) and bound is None and not named:
+        if (
+            len(sources) == 1
+            and callable(sources[0])
+            and not isinstance(sources[0], Family)
+            and inspect.isfunction(sources[0])
+            and bound is None
+            and not named
+        ):
             return self()(sources[0])  # bare @theorem
         if type(max_cases) is not int or max_cases < 1:
             raise TheoremError(f"max_cases must be a positive integer, got {max_cases!r}")
@@ -673,15 +768,25 @@ class TheoremDecorator:
             raise TheoremError(f"family must be one of {sorted(_FAMILIES)}, got {family!r}")
 
         def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-            return _make_theorem(fn, sources, named, bound, family, examples, exhaustive, max_cases,
-                                 derandomize)
+            return _make_theorem(
+                fn, sources, named, bound, family, examples, exhaustive, max_cases, derandomize
+            )
 
         return decorate
 
     # ------------------------------------------------------------------ symbolic claims
-    def identity(self, lhs: Any, rhs: Any, params: Any = None, *, assume: Any = (), bounds: Any = None,
-                 timeout_ms: Optional[int] = None, require_proof: bool = False,
-                 name: Optional[str] = None) -> Callable[[], None]:
+    def identity(
+        self,
+        lhs: Any,
+        rhs: Any,
+        params: Any = None,
+        *,
+        assume: Any = (),
+        bounds: Any = None,
+        timeout_ms: Optional[int] = None,
+        require_proof: bool = False,
+        name: Optional[str] = None,
+    ) -> Callable[[], None]:
         """A test function (assign it to a ``test_...`` name) that proves
         ``lhs(*params) == rhs(*params)`` for every parameter value satisfying ``assume``
         with :func:`layoutproof.verify.identity` (SymPy, Z3, then a bounded check of a
@@ -707,9 +812,15 @@ class TheoremDecorator:
         test.theorem_stats = {}  # type: ignore[attr-defined]
         return _mark(test)
 
-    def symbolic(self, params: Any = None, *, assume: Any = (), bounds: Any = None,
-                 timeout_ms: Optional[int] = None,
-                 require_proof: bool = False) -> Callable[[Callable[..., Any]], Callable[[], None]]:
+    def symbolic(
+        self,
+        params: Any = None,
+        *,
+        assume: Any = (),
+        bounds: Any = None,
+        timeout_ms: Optional[int] = None,
+        require_proof: bool = False,
+    ) -> Callable[[Callable[..., Any]], Callable[[], None]]:
         """Decorate a function of symbolic parameters that returns ``(lhs, rhs)``: the
         claim ``lhs == rhs`` for all values satisfying ``assume`` (see :meth:`identity`).
         The parameters are the function's, unless ``params`` names them.
@@ -753,8 +864,16 @@ def _pair(fn: Callable[..., Any], args: Sequence[Any]) -> Tuple[Any, Any]:
     return out
 
 
-def _run_identity(test: Any, lhs: Any, rhs: Any, params: Any, assume: Any, bounds: Any,
-                  timeout_ms: Optional[int], require_proof: bool) -> None:
+def _run_identity(
+    test: Any,
+    lhs: Any,
+    rhs: Any,
+    params: Any,
+    assume: Any,
+    bounds: Any,
+    timeout_ms: Optional[int],
+    require_proof: bool,
+) -> None:
     __tracebackhide__ = True
     from .identity import identity
 
@@ -775,13 +894,27 @@ def _run_identity(test: Any, lhs: Any, rhs: Any, params: Any, assume: Any, bound
     how = f"verify.identity: {r.status} by {r.method}"
     headline = None
     if r.status == "checked":
-        headline = (f"is not proved by the z3 mode: only checked within bounds ({r.method}); "
-                    f"require_proof=True asks for an unbounded proof")
+        headline = (
+            f"is not proved by the z3 mode: only checked within bounds ({r.method}); "
+            f"require_proof=True asks for an unbounded proof"
+        )
     elif r.status == "unknown":
         headline = f"is not proved by the z3 mode: unknown ({r.method}): {r.reason}"
     name = test.__name__ if test.__name__ != "test_identity" else f"identity {r.claim}"
-    raise _build_failure(test, name, "z3", None, 0, arguments, "", None, result=r, how=how,
-                         extra_pictures=extra, headline=headline)
+    raise _build_failure(
+        test,
+        name,
+        "z3",
+        None,
+        0,
+        arguments,
+        "",
+        None,
+        result=r,
+        how=how,
+        extra_pictures=extra,
+        headline=headline,
+    )
 
 
 def _symbolic_params(lhs: Any, params: Any) -> List[str]:
@@ -800,9 +933,17 @@ def _at(f: Any, params: Any, values: Dict[str, int]) -> Any:
     return f(*[values[n] for n in names])
 
 
-def _make_theorem(fn: Callable[..., Any], sources: Sequence[Any], named: Dict[str, Any],
-                  bound: Optional[Dict[str, int]], family: str, examples: Optional[int],
-                  exhaustive: bool, max_cases: int, derandomize: bool) -> Callable[..., Any]:
+def _make_theorem(
+    fn: Callable[..., Any],
+    sources: Sequence[Any],
+    named: Dict[str, Any],
+    bound: Optional[Dict[str, int]],
+    family: str,
+    examples: Optional[int],
+    exhaustive: bool,
+    max_cases: int,
+    derandomize: bool,
+) -> Callable[..., Any]:
     sig, params = _theorem_params(fn)
     names = [p.name for p in params]
     bindings: List[_Binding] = []
@@ -825,10 +966,12 @@ def _make_theorem(fn: Callable[..., Any], sources: Sequence[Any], named: Dict[st
         pos = 0
         for i, src in enumerate(sources):
             fam = _as_family(src, f"theorem {fn.__name__}, source {i}")
-            want = names[pos:pos + fam.arity]
+            want = names[pos : pos + fam.arity]
             if len(want) < fam.arity:
-                raise TheoremError(f"theorem {fn.__name__}: source {i} ({fam.words}) fills {fam.arity} "
-                                   f"parameter(s), only {len(want)} left of {names}")
+                raise TheoremError(
+                    f"theorem {fn.__name__}: source {i} ({fam.words}) fills {fam.arity} "
+                    f"parameter(s), only {len(want)} left of {names}"
+                )
             bindings.append(_Binding(fam, want, fam.arity > 1))
             taken.extend(want)
             pos += fam.arity
@@ -840,8 +983,12 @@ def _make_theorem(fn: Callable[..., Any], sources: Sequence[Any], named: Dict[st
             bindings.append(_Binding(_as_family(src, f"theorem {fn.__name__}, {k}="), [k], False))
             taken.append(k)
     rest = [p for p in sig.parameters.values() if p.name not in taken]
-    spec = {"exhaustive": exhaustive, "examples": DEFAULT_EXAMPLES if examples is None else examples,
-            "max_cases": max_cases, "derandomize": derandomize}
+    spec = {
+        "exhaustive": exhaustive,
+        "examples": DEFAULT_EXAMPLES if examples is None else examples,
+        "max_cases": max_cases,
+        "derandomize": derandomize,
+    }
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **fixtures: Any) -> None:
@@ -863,8 +1010,13 @@ def _words(bindings: Sequence[_Binding]) -> str:
     return "; ".join(f"{', '.join(b.names)}: {b.family.words}" for b in bindings)
 
 
-def _run_theorem(wrapper: Any, fn: Callable[..., Any], bindings: List[_Binding], fixtures: Dict[str, Any],
-                 spec: Dict[str, Any]) -> None:
+def _run_theorem(
+    wrapper: Any,
+    fn: Callable[..., Any],
+    bindings: List[_Binding],
+    fixtures: Dict[str, Any],
+    spec: Dict[str, Any],
+) -> None:
     __tracebackhide__ = True
     state = _plugin_state()
     scale = float(state.get("scale") or 1.0)
@@ -877,17 +1029,27 @@ def _run_theorem(wrapper: Any, fn: Callable[..., Any], bindings: List[_Binding],
         _run_exhaustive(wrapper, name, fn, bindings, fixtures, spec, scale, stats)
     n = spec["examples"]
     if n > 0 and any(b.family.random for b in bindings):
-        _run_hypothesis(wrapper, name, fn, bindings, fixtures, max(1, int(round(n * scale))),
-                        spec["derandomize"], stats)
+        _run_hypothesis(
+            wrapper, name, fn, bindings, fixtures, max(1, int(round(n * scale))), spec["derandomize"], stats
+        )
     elif not ran_exhaustive:
-        raise TheoremError(f"theorem {name}: nothing to run (no exhaustive family"
-                           f"{' enabled' if not spec['exhaustive'] else ''} and no hypothesis examples)")
+        raise TheoremError(
+            f"theorem {name}: nothing to run (no exhaustive family"
+            f"{' enabled' if not spec['exhaustive'] else ''} and no hypothesis examples)"
+        )
     stats["seconds"] = time.perf_counter() - t0
 
 
-def _run_exhaustive(wrapper: Any, name: str, fn: Callable[..., Any], bindings: List[_Binding],
-                    fixtures: Dict[str, Any], spec: Dict[str, Any], scale: float,
-                    stats: Dict[str, Any]) -> None:
+def _run_exhaustive(
+    wrapper: Any,
+    name: str,
+    fn: Callable[..., Any],
+    bindings: List[_Binding],
+    fixtures: Dict[str, Any],
+    spec: Dict[str, Any],
+    scale: float,
+    stats: Dict[str, Any],
+) -> None:
     __tracebackhide__ = True
     lists = []
     for b in bindings:
@@ -901,7 +1063,8 @@ def _run_exhaustive(wrapper: Any, name: str, fn: Callable[..., Any], bindings: L
         sizes = " x ".join(str(len(x)) for x in lists)
         raise TheoremError(
             f"theorem {name}: the exhaustive family has {base} cases ({sizes}), more than "
-            f"max_cases={spec['max_cases']}: lower the bound, use a pair family, or raise max_cases")
+            f"max_cases={spec['max_cases']}: lower the bound, use a pair family, or raise max_cases"
+        )
     rejected = _rejection_types()
     token = _MODE.set("exhaustive")
     passed = skipped = 0
@@ -917,25 +1080,44 @@ def _run_exhaustive(wrapper: Any, name: str, fn: Callable[..., Any], bindings: L
                 continue
             except Exception as e:
                 stats.update(exhaustive=passed, skipped=skipped)
-                raise _build_failure(wrapper, name, "exhaustive", passed, skipped, kwargs,
-                                     _words(bindings), e, result=getattr(e, "result", None)) from e
+                raise _build_failure(
+                    wrapper,
+                    name,
+                    "exhaustive",
+                    passed,
+                    skipped,
+                    kwargs,
+                    _words(bindings),
+                    e,
+                    result=getattr(e, "result", None),
+                ) from e
             passed += 1
     finally:
         _MODE.reset(token)
     stats.update(exhaustive=passed, skipped=skipped)
 
 
-def _run_hypothesis(wrapper: Any, name: str, fn: Callable[..., Any], bindings: List[_Binding],
-                    fixtures: Dict[str, Any], n: int, derandomize: bool, stats: Dict[str, Any]) -> None:
+def _run_hypothesis(
+    wrapper: Any,
+    name: str,
+    fn: Callable[..., Any],
+    bindings: List[_Binding],
+    fixtures: Dict[str, Any],
+    n: int,
+    derandomize: bool,
+    stats: Dict[str, Any],
+) -> None:
     __tracebackhide__ = True
     try:
         from hypothesis import HealthCheck, given, settings
         from hypothesis import strategies as st
         from hypothesis.errors import UnsatisfiedAssumption
     except ImportError:
-        raise TheoremError(f"theorem {name}: the hypothesis mode needs hypothesis (pip install "
-                           f"hypothesis, or layoutproof's test extra); examples=0 runs the "
-                           f"exhaustive mode alone") from None
+        raise TheoremError(
+            f"theorem {name}: the hypothesis mode needs hypothesis (pip install "
+            f"hypothesis, or layoutproof's test extra); examples=0 runs the "
+            f"exhaustive mode alone"
+        ) from None
 
     strategy = st.tuples(*[b.family.strategy() for b in bindings])
     box: Dict[str, Any] = {"passed": 0, "failing": None}
@@ -958,11 +1140,19 @@ def _run_hypothesis(wrapper: Any, name: str, fn: Callable[..., Any], bindings: L
             box["passed"] += 1
 
     check.__qualname__ = check.__name__ = f"{name}_beyond_the_bound"
-    runner = settings(max_examples=n, deadline=None, database=None, derandomize=derandomize,
-                      report_multiple_bugs=False,
-                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                             HealthCheck.data_too_large, HealthCheck.large_base_example])(
-        given(strategy)(check))
+    runner = settings(
+        max_examples=n,
+        deadline=None,
+        database=None,
+        derandomize=derandomize,
+        report_multiple_bugs=False,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.filter_too_much,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+        ],
+    )(given(strategy)(check))
     token = _MODE.set("hypothesis")
     try:
         runner()
@@ -971,9 +1161,18 @@ def _run_hypothesis(wrapper: Any, name: str, fn: Callable[..., Any], bindings: L
             raise
         kwargs, cause = box["failing"]
         stats["hypothesis"] = box["passed"]
-        raise _build_failure(wrapper, name, "hypothesis", box["passed"], 0, kwargs, _words(bindings), cause,
-                             result=getattr(cause, "result", None),
-                             how="shrunk to a minimal example") from e
+        raise _build_failure(
+            wrapper,
+            name,
+            "hypothesis",
+            box["passed"],
+            0,
+            kwargs,
+            _words(bindings),
+            cause,
+            result=getattr(cause, "result", None),
+            how="shrunk to a minimal example",
+        ) from e
     finally:
         _MODE.reset(token)
     stats["hypothesis"] = box["passed"]

@@ -58,7 +58,8 @@ __all__ = [
 _FACTS: contextvars.ContextVar[tuple] = contextvars.ContextVar("layoutproof_facts", default=())
 _TIMEOUT_MS = [3000]
 _TIMEOUT_CTX: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar(
-    "layoutproof_timeout", default=None)
+    "layoutproof_timeout", default=None
+)
 _CACHE: Dict[Any, "Decision"] = {}
 _CACHE_MAX = 20000
 
@@ -210,7 +211,7 @@ def parse_expr(text: str, names: Optional[Dict[str, Any]] = None) -> Any:
             if op is ast.Pow:
                 if not (b.is_Integer and 0 <= int(b) <= 64):
                     raise MalformedLayoutError(f"only small constant exponents are allowed in {text!r}")
-                return a ** b
+                return a**b
         if isinstance(n, ast.BoolOp):
             vals = [walk(v, d) for v in n.values]
             return sp.And(*vals) if isinstance(n.op, ast.And) else sp.Or(*vals)
@@ -267,7 +268,8 @@ def _check_condition_uncached(c: Any, given: Any) -> Any:
     if not isinstance(c, sp.logic.boolalg.Boolean) or isinstance(c, sp.Symbol):
         raise MalformedLayoutError(
             f"{show(given)} is not a condition (it is the value {show(c)}); write a comparison such "
-            "as 'M % 4 == 0' or 'M >= 2'")
+            "as 'M % 4 == 0' or 'M >= 2'"
+        )
     if c.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
         raise MalformedLayoutError(f"the condition {show(given)} divides by zero or is infinite")
     if isinstance(c, (sp.And, sp.Or, sp.Not, sp.Implies)):
@@ -282,7 +284,8 @@ def _check_condition_uncached(c: Any, given: Any) -> Any:
         for s in side.free_symbols:
             if s.is_integer is not True:
                 raise MalformedLayoutError(
-                    f"the condition {show(given)} has the non-integer symbol {s}; use layoutproof.symbols()")
+                    f"the condition {show(given)} has the non-integer symbol {s}; use layoutproof.symbols()"
+                )
     diff = c.lhs - c.rhs
     num, den = sp.fraction(sp.together(diff))
     if den == 1 or den.is_Number and int(den) == 1:
@@ -306,7 +309,8 @@ def _no_nested_quotient(c: Any, given: str) -> None:
                 if isinstance(a, sp.Expr) and sp.fraction(sp.together(a))[1] != 1:
                     raise MalformedLayoutError(
                         f"{given!r:.80}: the quotient {a} inside {type(node).__name__} may not be an "
-                        "integer; write floor(...) or multiply it out")
+                        "integer; write floor(...) or multiply it out"
+                    )
 
 
 def condition(c: Any) -> Any:
@@ -359,7 +363,8 @@ def set_timeout(ms: int) -> None:
     """Set the time limit of every Z3 call, in milliseconds (default 3000)."""
     if type(ms) is not int or ms <= 0:
         raise MalformedLayoutError(
-            f"the Z3 timeout must be a positive number of milliseconds, got {show(ms)}")
+            f"the Z3 timeout must be a positive number of milliseconds, got {show(ms)}"
+        )
     _TIMEOUT_MS[0] = ms
     _CACHE.clear()
 
@@ -385,7 +390,8 @@ def timeout(ms: Optional[int]) -> Iterator[None]:
         return
     if type(ms) is not int or ms <= 0:
         raise MalformedLayoutError(
-            f"the Z3 timeout must be a positive number of milliseconds, got {show(ms)}")
+            f"the Z3 timeout must be a positive number of milliseconds, got {show(ms)}"
+        )
     tok = _TIMEOUT_CTX.set(ms)
     try:
         yield
@@ -404,8 +410,11 @@ def pretty(c: Any) -> str:
     if isinstance(c, sp.Eq):
         a, b = c.args
         if isinstance(a, sp.Mod) and b == 0:
-            return f"{_pe(a.args[1])} divides {_pe(a.args[0])}" if not a.args[1].is_Integer else \
-                f"{_pe(a.args[0])} % {_pe(a.args[1])} == 0"
+            return (
+                f"{_pe(a.args[1])} divides {_pe(a.args[0])}"
+                if not a.args[1].is_Integer
+                else f"{_pe(a.args[0])} % {_pe(a.args[1])} == 0"
+            )
         return f"{_pe(a)} == {_pe(b)}"
     if isinstance(c, sp.Ne):
         return f"{_pe(c.args[0])} != {_pe(c.args[1])}"
@@ -468,9 +477,16 @@ class Decision:
 
     __slots__ = ("value", "method", "counterexample", "reason", "seconds", "cond", "facts")
 
-    def __init__(self, value: Optional[bool], method: str,
-                 counterexample: Optional[Dict[str, int]] = None, reason: Optional[str] = None,
-                 seconds: float = 0.0, cond: Any = None, facts: tuple = ()) -> None:
+    def __init__(
+        self,
+        value: Optional[bool],
+        method: str,
+        counterexample: Optional[Dict[str, int]] = None,
+        reason: Optional[str] = None,
+        seconds: float = 0.0,
+        cond: Any = None,
+        facts: tuple = (),
+    ) -> None:
         self.value = value
         self.method = method
         self.counterexample = counterexample
@@ -480,8 +496,10 @@ class Decision:
         self.facts = facts
 
     def __repr__(self) -> str:
-        return (f"Decision(value={self.value}, method={self.method!r}, counterexample={self.counterexample}, "
-                f"reason={self.reason!r})")
+        return (
+            f"Decision(value={self.value}, method={self.method!r}, counterexample={self.counterexample}, "
+            f"reason={self.reason!r})"
+        )
 
 
 def _sympy_value(c: Any) -> Optional[bool]:
@@ -534,8 +552,9 @@ def _sympy_value(c: Any) -> Optional[bool]:
     return None
 
 
-def decide(cond: Any, facts: Optional[tuple] = None, *, use_z3: bool = True,
-           timeout_ms: Optional[int] = None) -> Decision:
+def decide(
+    cond: Any, facts: Optional[tuple] = None, *, use_z3: bool = True, timeout_ms: Optional[int] = None
+) -> Decision:
     """Decide ``cond`` under ``facts`` (default: the active :func:`assuming` facts).
 
     >>> M = symbols("M")
@@ -565,8 +584,14 @@ def decide(cond: Any, facts: Optional[tuple] = None, *, use_z3: bool = True,
             if v is not None and (v is True or not fs):
                 return Decision(v, "sympy", seconds=time.perf_counter() - t0, cond=c, facts=fs)
             if not use_z3:
-                return Decision(v, "sympy", reason="not decided by SymPy", seconds=time.perf_counter() - t0,
-                                cond=c, facts=fs)
+                return Decision(
+                    v,
+                    "sympy",
+                    reason="not decided by SymPy",
+                    seconds=time.perf_counter() - t0,
+                    cond=c,
+                    facts=fs,
+                )
             key = (c, fs, tmo)
             hit = _CACHE.get(key)
             if hit is not None:
@@ -613,6 +638,8 @@ def _choice_point(d: "Decision") -> "Decision":
     fact = d.cond if out else _sympy().Not(d.cond)
     _FACTS.set(_FACTS.get() + (fact,))
     return Decision(out, "branch", cond=d.cond, facts=d.facts)
+
+
 # --- end of the symbolic-execution hook ---
 
 
@@ -681,8 +708,9 @@ def exact_value(e: Any, assignment: Dict[str, int]) -> Any:
     return None
 
 
-def complete_assignment(assignment: Optional[Dict[str, int]], syms: Any, facts: tuple,
-                        timeout_ms: Optional[int] = None) -> Optional[Dict[str, int]]:
+def complete_assignment(
+    assignment: Optional[Dict[str, int]], syms: Any, facts: tuple, timeout_ms: Optional[int] = None
+) -> Optional[Dict[str, int]]:
     """``assignment`` extended with values for the other symbols of ``syms`` (and of the
     facts) such that every fact holds, checked exactly; None when none is found."""
     asg = dict(assignment or {})
@@ -711,10 +739,17 @@ def _confirmed(d: Decision) -> Decision:
         return d
     asg = complete_assignment(d.counterexample, c.free_symbols, d.facts)
     if asg is not None and exact_value(c, asg) is False:
-        return Decision(False, d.method, counterexample=asg, reason=d.reason, seconds=d.seconds,
-                        cond=c, facts=d.facts)
-    return Decision(None, d.method, reason="the solver's refutation is not confirmed by exact evaluation",
-                    seconds=d.seconds, cond=c, facts=d.facts)
+        return Decision(
+            False, d.method, counterexample=asg, reason=d.reason, seconds=d.seconds, cond=c, facts=d.facts
+        )
+    return Decision(
+        None,
+        d.method,
+        reason="the solver's refutation is not confirmed by exact evaluation",
+        seconds=d.seconds,
+        cond=c,
+        facts=d.facts,
+    )
 
 
 def holds(cond: Any) -> bool:
@@ -729,7 +764,8 @@ def norm_leaf(e: Any, what: str) -> Any:
     sp = _sympy()
     if not isinstance(e, sp.Expr):
         raise MalformedLayoutError(
-            f"{what} leaves must be integers or SymPy integer expressions, got {show(e)}")
+            f"{what} leaves must be integers or SymPy integer expressions, got {show(e)}"
+        )
     if e.is_Integer:
         return int(e)
     if e.is_Number:
@@ -762,7 +798,9 @@ def check_extent(e: Any, what: str) -> Any:
     raise UndecidableConditionError(
         f"{what} has the extent {e}, which needs {e} >= 1; not implied by the assumptions "
         f"({_facts_text(d.facts)})",
-        condition=f"{e} >= 1", expr=_sympy().Ge(e, 1), counterexample=d.counterexample,
+        condition=f"{e} >= 1",
+        expr=_sympy().Ge(e, 1),
+        counterexample=d.counterexample,
     )
 
 
@@ -804,14 +842,14 @@ def symbol_map(kw: Dict[str, Any], syms: frozenset) -> Dict[Any, Any]:
                 v = int(v)
             else:
                 raise MalformedLayoutError(
-                    f"subs(): the value of {k} must be an integer or SymPy expression, got {show(v)}")
+                    f"subs(): the value of {k} must be an integer or SymPy expression, got {show(v)}"
+                )
         out[key] = v
     return out
 
 
 def sym_list(x: Any) -> List[Any]:
     return sorted(free_symbols(x), key=lambda s: s.name)
-
 
 
 # ----------------------------------------------------------------------------- evaluation
@@ -860,13 +898,15 @@ def _in_range(c: Any, n: Any, full: Any) -> None:
     raise UndecidableConditionError(
         f"evaluating at {show(full)} needs {c} < {n} (the coordinate in the domain); not implied by "
         f"the assumptions ({_facts_text(d.facts)})",
-        condition=f"{c} < {n}", expr=_sympy().Lt(c, n), counterexample=d.counterexample,
+        condition=f"{c} < {n}",
+        expr=_sympy().Lt(c, n),
+        counterexample=d.counterexample,
     )
 
 
 def _eval_parts(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, Any]:
     """Kept modes (for ``_``) and the offset of a coordinate against a symbolic layout."""
-    from ..inttuple import _flatten, _product, is_int
+    from ..inttuple import is_int, raw_flatten, raw_product
     from ..layout import _
 
     if c is None or c is _:
@@ -874,7 +914,8 @@ def _eval_parts(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, Any]:
     if type(c) is tuple or type(c) is list:
         if type(s) is not tuple or len(s) != len(c):
             raise MalformedLayoutError(
-                f"coordinate {show(full)} does not fit the shape: {show(c)} against {show(s)}")
+                f"coordinate {show(full)} does not fit the shape: {show(c)} against {show(s)}"
+            )
         ks: list = []
         kd: list = []
         off: Any = 0
@@ -888,8 +929,8 @@ def _eval_parts(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, Any]:
         c = int(c)
     elif not is_sym(c):
         raise MalformedLayoutError(f"coordinate leaves must be integers or SymPy expressions, got {show(c)}")
-    _in_range(c, _product(s), full)
-    fs, fd = _flatten(s), _flatten(d)
+    _in_range(c, raw_product(s), full)
+    fs, fd = raw_flatten(s), raw_flatten(d)
     digits = _split_1d(c, fs)
     off = 0
     for q, dd in zip(digits, fd):
@@ -929,7 +970,8 @@ def layout_expr(L: Any, coord: Any = None) -> Any:
 
     if not is_int(coord) and not is_sym(coord):
         raise MalformedLayoutError(
-            f"expr(): a coordinate is an int, a SymPy expression or a tuple, got {show(coord)}")
+            f"expr(): a coordinate is an int, a SymPy expression or a tuple, got {show(coord)}"
+        )
     keep = [(s, d) for s, d in zip(fs, fd) if s != 1]
     if not keep:
         _in_range(coord, 1, coord)

@@ -116,8 +116,9 @@ def to_z3(e: Any, env: Dict[Any, Any]) -> Any:
     if isinstance(e, sp.Rational):
         raise MalformedLayoutError(f"the non-integer number {e} appears in a symbolic layout expression")
     if isinstance(e, sp.Add):
-        if any(isinstance(a, sp.Rational) and not isinstance(a, sp.Integer) for a in e.args) or \
-                any(_has_rational_coeff(a) for a in e.args):
+        if any(isinstance(a, sp.Rational) and not isinstance(a, sp.Integer) for a in e.args) or any(
+            _has_rational_coeff(a) for a in e.args
+        ):
             n, d = _quotient(e, env)
             return _floordiv(n, d)
         return z3.Sum([to_z3(a, env) for a in e.args])
@@ -189,9 +190,11 @@ def to_z3(e: Any, env: Dict[Any, Any]) -> Any:
 
 def _has_rational_coeff(e: Any) -> bool:
     if isinstance(e, sp.Mul):
-        return any((isinstance(a, sp.Rational) and not isinstance(a, sp.Integer))
-                   or (isinstance(a, sp.Pow) and isinstance(a.args[1], sp.Integer) and int(a.args[1]) < 0)
-                   for a in e.args)
+        return any(
+            (isinstance(a, sp.Rational) and not isinstance(a, sp.Integer))
+            or (isinstance(a, sp.Pow) and isinstance(a.args[1], sp.Integer) and int(a.args[1]) < 0)
+            for a in e.args
+        )
     if isinstance(e, sp.Pow):
         return isinstance(e.args[1], sp.Integer) and int(e.args[1]) < 0
     return False
@@ -255,8 +258,9 @@ def _small_model(s: Any, env: Dict[Any, Any], timeout_ms: int = 1000, rounds: in
         return best
 
 
-def _shrink(s: Any, env: Dict[Any, Any], vs: List[Any], best: Dict[str, int], timeout_ms: int,
-            rounds: int) -> Dict[str, int]:
+def _shrink(
+    s: Any, env: Dict[Any, Any], vs: List[Any], best: Dict[str, int], timeout_ms: int, rounds: int
+) -> Dict[str, int]:
     for _ in range(rounds):
         b = max((abs(v) for v in best.values()), default=0)
         if b <= 1:
@@ -300,7 +304,8 @@ def _facts_consistent(facts: tuple, timeout_ms: int) -> None:
     if not ok:
         raise LayoutError(
             "the assumptions contradict each other (no assignment satisfies "
-            + ", ".join(str(f) for f in facts) + "); every condition would follow from them"
+            + ", ".join(str(f) for f in facts)
+            + "); every condition would follow from them"
         )
 
 

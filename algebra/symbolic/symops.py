@@ -31,7 +31,7 @@ import functools
 from typing import Any, Callable, List, Optional, Tuple
 
 from ..errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError
-from ..inttuple import _flatten, _product, _unflatten
+from ..inttuple import raw_flatten, raw_product, raw_unflatten
 from ..layout import Layout
 from . import _as_python, _sympy, decide, is_sym, pretty, require
 
@@ -116,8 +116,14 @@ def _dvd_cond(a: Any, b: Any) -> Any:
     return sp.Eq(sp.Mod(b, a), 0)
 
 
-def need(cond: Any, *, op: str, condition_name: str, where: str = "",
-         concrete: Optional[Callable[[dict], Any]] = None) -> None:
+def need(
+    cond: Any,
+    *,
+    op: str,
+    condition_name: str,
+    where: str = "",
+    concrete: Optional[Callable[[dict], Any]] = None,
+) -> None:
     """:func:`~layoutproof.symbolic.require`, and on a refutation: complete the
     counterexample assignment to every symbol of the operands (satisfying the
     assumptions), substitute it and run the integer operation (``concrete``).  Only when the
@@ -148,9 +154,12 @@ def need(cond: Any, *, op: str, condition_name: str, where: str = "",
     except InadmissibleError as ce:
         at = ", ".join(f"{k} = {v}" for k, v in sorted(asg.items()))
         out = InadmissibleError(
-            f"{op}: {condition_name}{place} fails" + (f" for {at}" if at else "")
+            f"{op}: {condition_name}{place} fails"
+            + (f" for {at}" if at else "")
             + f" (the integer operation there: {ce})",
-            condition=condition_name, witness=ce.witness)
+            condition=condition_name,
+            witness=ce.witness,
+        )
         out.assignment = dict(asg) or None  # type: ignore[attr-defined]
         raise out from None
     except (MalformedLayoutError, UndecidableConditionError):
@@ -170,7 +179,8 @@ def need(cond: Any, *, op: str, condition_name: str, where: str = "",
     else:
         head = f"{op} needs {text} ({condition_name}{place}) to follow its proof; the assumptions refute it"
     raise UndecidableConditionError(
-        head + ", yet for "
+        head
+        + ", yet for "
         + (", ".join(f"{k} = {v}" for k, v in sorted(asg.items())) or "these integers")
         + " the integer operation succeeds -- the result is decided only by evaluation",
         condition=named,
@@ -316,7 +326,7 @@ def either_branch(fn: Callable[..., Any], *args: Any, shape: bool = True) -> Any
 
 # ----------------------------------------------------------------------------- coalesce / filter
 def coalesce_flat(fs: tuple, fd: tuple, keep_last: bool = False) -> Tuple[List[Any], List[Any]]:
-    """``ops._coalesce_flat`` with proved tests: an extent is dropped only when it is
+    """``ops.coalesce_modes`` with proved tests: an extent is dropped only when it is
     proved to be 1, two modes merge only when ``s_prev*d_prev == d`` is proved."""
     rs: List[Any] = []
     rd: List[Any] = []
@@ -358,15 +368,21 @@ def _where(k: int, i: Optional[int] = None) -> str:
     return f"mode {k} of B" + ("" if i is None else f" at A's mode {i}")
 
 
-def _leaf(As: List[Any], Ad: List[Any], n: Any, r: Any, k: int, conc: Callable[[dict], Any]
-          ) -> Tuple[List[Any], List[Any], dict]:
+def _leaf(
+    As: List[Any], Ad: List[Any], n: Any, r: Any, k: int, conc: Callable[[dict], Any]
+) -> Tuple[List[Any], List[Any], dict]:
     """A composed with the leaf n:r of B (the walk of ``ops._compose_leaf_cute``)."""
     if eq(n, 1) is True:
         return [1], [0], {}
     if eq(r, 0) is True:
         return [n], [0], {}
-    need(_sympy().Ge(r, 0) if type(r) is not int else r >= 0, op="composition",
-         condition_name="non-negative strides of B", where=_where(k), concrete=conc)
+    need(
+        _sympy().Ge(r, 0) if type(r) is not int else r >= 0,
+        op="composition",
+        condition_name="non-negative strides of B",
+        where=_where(k),
+        concrete=conc,
+    )
     ms: List[Any] = []
     md: List[Any] = []
     occ: dict = {}
@@ -391,9 +407,13 @@ def _leaf(As: List[Any], Ad: List[Any], n: Any, r: Any, k: int, conc: Callable[[
             break
         if inside is not True:
             sp = _sympy()
-            need(sp.Or(_dvd_cond(s, rest_r), _dvd_cond(rest_r, s)) if not _both_int(s, rest_r) else False,
-                 op="composition", condition_name="stride divisibility",
-                 where=_where(k, i), concrete=conc)
+            need(
+                sp.Or(_dvd_cond(s, rest_r), _dvd_cond(rest_r, s)) if not _both_int(s, rest_r) else False,
+                op="composition",
+                condition_name="stride divisibility",
+                where=_where(k, i),
+                concrete=conc,
+            )
             inside = True
         m = xdiv(s, rest_r)
         fits = le(rest_n, m)
@@ -404,15 +424,21 @@ def _leaf(As: List[Any], Ad: List[Any], n: Any, r: Any, k: int, conc: Callable[[
             if even is not True:
                 sp = _sympy()
                 cond = sp.Or(sp.Le(rest_n, m), _dvd_cond(m, rest_n)) if not _both_int(rest_n, m) else False
-                need(cond, op="composition", condition_name="shape divisibility",
-                     where=_where(k, i), concrete=conc)
+                need(
+                    cond,
+                    op="composition",
+                    condition_name="shape divisibility",
+                    where=_where(k, i),
+                    concrete=conc,
+                )
                 # proved: one of the two holds; which one decides the extent taken
                 if fits is None and even is None:
                     raise UndecidableConditionError(
                         f"composition needs to know which of {pretty(sp.Le(rest_n, m))} and "
                         f"{pretty(_dvd_cond(m, rest_n))} holds (shape divisibility of {_where(k, i) or 'B'}: "
                         "the result's shape depends on it); assume one of them",
-                        condition=_as_python(sp.Le(rest_n, m)), expr=sp.Le(rest_n, m),
+                        condition=_as_python(sp.Le(rest_n, m)),
+                        expr=sp.Le(rest_n, m),
                     )
                 take = rest_n if le(rest_n, m) is True else m
             else:
@@ -453,13 +479,18 @@ def composition(A: Layout, B: Layout) -> Layout:
         for i, u in sorted(used.items()):
             if sum(1 for lf in leaves if i in lf[2]) < 2:
                 continue
-            need(sp.Lt(u, As[i]) if not _both_int(u, As[i]) else u < As[i], op="composition",
-                 condition_name="disjointness of B's modes in A", where=f"A's mode {i}", concrete=conc)
+            need(
+                sp.Lt(u, As[i]) if not _both_int(u, As[i]) else u < As[i],
+                op="composition",
+                condition_name="disjointness of B's modes in A",
+                where=f"A's mode {i}",
+                concrete=conc,
+            )
     ps = [lf[0][0] if len(lf[0]) == 1 else tuple(lf[0]) for lf in leaves]
     pd = [lf[1][0] if len(lf[1]) == 1 else tuple(lf[1]) for lf in leaves]
     if type(B._shape) is not tuple:
         return _make(ps[0], pd[0])
-    return _make(_unflatten(tuple(ps), B._shape), _unflatten(tuple(pd), B._stride))
+    return _make(raw_unflatten(tuple(ps), B._shape), raw_unflatten(tuple(pd), B._stride))
 
 
 # ----------------------------------------------------------------------------- complement
@@ -476,7 +507,8 @@ def _sort_modes(modes: List[Tuple[Any, Any, int]], op: str) -> List[Tuple[Any, A
                     f"{op} needs the order of the strides {m[0]} and {o[0]}; neither "
                     f"{pretty(sp.Le(m[0], o[0]))} nor {pretty(sp.Le(o[0], m[0]))} follows from the "
                     "assumptions",
-                    condition=_as_python(sp.Le(m[0], o[0])), expr=sp.Le(m[0], o[0]),
+                    condition=_as_python(sp.Le(m[0], o[0])),
+                    expr=sp.Le(m[0], o[0]),
                 )
             if v and not (eq(m[0], o[0]) is True and m[2] > o[2]):
                 pos = j
@@ -505,11 +537,17 @@ def complement(L: Layout, cot: Any) -> Layout:
             raise UndecidableConditionError(
                 f"complement needs to know whether mode {k} ({s}:{d}) of {L} is ignored (extent 1 or "
                 f"stride 0); assume {pretty(c)}",
-                condition=_as_python(c), expr=c,
+                condition=_as_python(c),
+                expr=c,
             )
         if lt(d, 0) is not False:
-            need(_sympy().Ge(d, 0) if type(d) is not int else d >= 0, op="complement",
-                 condition_name="non-negative strides", where=f"mode {k}", concrete=conc)
+            need(
+                _sympy().Ge(d, 0) if type(d) is not int else d >= 0,
+                op="complement",
+                condition_name="non-negative strides",
+                where=f"mode {k}",
+                concrete=conc,
+            )
         modes.append((d, s, k))
     modes = _sort_modes(modes, "complement")
     rs: List[Any] = []
@@ -517,8 +555,13 @@ def complement(L: Layout, cot: Any) -> Layout:
     cur: Any = 1
     for d, s, k in modes:
         if dvd(cur, d) is not True:
-            need(_dvd_cond(cur, d) if not _both_int(cur, d) else False, op="complement",
-                 condition_name="complement admissibility (stride chain)", where=f"mode {k}", concrete=conc)
+            need(
+                _dvd_cond(cur, d) if not _both_int(cur, d) else False,
+                op="complement",
+                condition_name="complement admissibility (stride chain)",
+                where=f"mode {k}",
+                concrete=conc,
+            )
         q = xdiv(d, cur)
         if eq(q, 1) is not True:
             rs.append(q)
@@ -527,19 +570,19 @@ def complement(L: Layout, cot: Any) -> Layout:
     rest = _shape_div_exact(cot, cur) if type(cot) is tuple else None
     if rest is not None:
         p = cur
-        for e in _flatten(rest):
+        for e in raw_flatten(rest):
             rs.append(e)
             rd.append(p)
             p = _num(p * e)
     else:
-        rs.append(ceil_div(_product(cot), cur))
+        rs.append(ceil_div(raw_product(cot), cur))
         rd.append(cur)
     return _from_modes(*coalesce_flat(tuple(rs), tuple(rd)))
 
 
 def _shape_div_exact(shape: tuple, d: Any) -> Any:
     out = []
-    for x in _flatten(shape):
+    for x in raw_flatten(shape):
         if dvd(x, d) is True:
             out.append(1)
             d = xdiv(d, x)
@@ -573,7 +616,8 @@ def right_inverse(L: Layout) -> Layout:
             if v is None:
                 raise UndecidableConditionError(
                     f"right_inverse needs to know whether the stride {d} continues the chain at {cur}",
-                    condition=_as_python(_sympy().Eq(d, cur)), expr=_sympy().Eq(d, cur),
+                    condition=_as_python(_sympy().Eq(d, cur)),
+                    expr=_sympy().Eq(d, cur),
                 )
             if v:
                 used[i] = True
@@ -613,7 +657,8 @@ def left_inverse(L: Layout) -> Layout:
             raise UndecidableConditionError(
                 f"left_inverse needs to know whether mode {i} ({s}:{d}) of {L} is ignored (extent 1 or "
                 f"stride 0); assume {pretty(c)}",
-                condition=_as_python(c), expr=c,
+                condition=_as_python(c),
+                expr=c,
             )
         if lt(d, 0) is not False:
             need(_sympy().Ge(d, 0), op="left_inverse", condition_name="non-negative strides", concrete=conc)
@@ -628,11 +673,19 @@ def left_inverse(L: Layout) -> Layout:
     for k in range(1, len(modes)):
         (d0, s0, p0), (d1, _s1, _p1) = modes[k - 1], modes[k]
         if dvd(d0, d1) is not True:
-            need(_dvd_cond(d0, d1) if not _both_int(d0, d1) else False, op="left_inverse",
-                 condition_name="left-inverse divisibility", concrete=conc)
+            need(
+                _dvd_cond(d0, d1) if not _both_int(d0, d1) else False,
+                op="left_inverse",
+                condition_name="left-inverse divisibility",
+                concrete=conc,
+            )
         if le(s0 * d0, d1) is not True:
-            need(sp.Le(s0 * d0, d1) if not _both_int(s0 * d0, d1) else False, op="left_inverse",
-                 condition_name="injectivity (non-overlapping modes)", concrete=conc)
+            need(
+                sp.Le(s0 * d0, d1) if not _both_int(s0 * d0, d1) else False,
+                op="left_inverse",
+                condition_name="injectivity (non-overlapping modes)",
+                concrete=conc,
+            )
         rs.append(xdiv(d1, d0))
         rd.append(p0)
     rs.append(modes[-1][1])
@@ -645,12 +698,13 @@ def compatible(a: Any, b: Any) -> bool:
     """Shape compatibility; each size equality must be decided."""
     if type(a) is tuple:
         return type(b) is tuple and len(a) == len(b) and all(compatible(x, y) for x, y in zip(a, b))
-    v = eq(a, _product(b))
+    v = eq(a, raw_product(b))
     if v is None:
         sp = _sympy()
         raise UndecidableConditionError(
-            f"compatible needs to know whether {pretty(sp.Eq(a, _product(b)))}",
-            condition=_as_python(sp.Eq(a, _product(b))), expr=sp.Eq(a, _product(b)),
+            f"compatible needs to know whether {pretty(sp.Eq(a, raw_product(b)))}",
+            condition=_as_python(sp.Eq(a, raw_product(b))),
+            expr=sp.Eq(a, raw_product(b)),
         )
     return v
 
@@ -658,5 +712,9 @@ def compatible(a: Any, b: Any) -> bool:
 def block_divides(t: Any, b: Any, i: int) -> None:
     """tile_to_shape: the block's extent must divide the target's, mode ``i``."""
     if dvd(b, t) is not True:
-        need(_dvd_cond(b, t) if not _both_int(b, t) else False, op="tile_to_shape",
-             condition_name="block divides target", where=f"mode {i}")
+        need(
+            _dvd_cond(b, t) if not _both_int(b, t) else False,
+            op="tile_to_shape",
+            condition_name="block divides target",
+            where=f"mode {i}",
+        )

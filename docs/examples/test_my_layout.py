@@ -111,8 +111,10 @@ def test_tiling_a_matrix_into_64x64_blocks(M, N):
     """For every M, N divisible by 64 (proved by SymPy/Z3, not sampled)."""
     from layoutproof import zipped_divide
 
-    return (zipped_divide(Layout((M, N), (1, M)), (64, 64)),
-            Layout(((64, 64), (M / 64, N / 64)), ((1, M), (64, 64 * M))))
+    return (
+        zipped_divide(Layout((M, N), (1, M)), (64, 64)),
+        Layout(((64, 64), (M / 64, N / 64)), ((1, M), (64, 64 * M))),
+    )
 
 
 test_composition_with_a_row = theorem.identity(

@@ -122,9 +122,9 @@ def test_nullspace_post(L):
     R = nullspace(L)
     vals = R.eval_all()
     assert np.all((0 <= vals) & (vals < L.size))
-    assert np.all(L.eval_all()[vals] == 0)                        # L(R(i)) == 0
+    assert np.all(L.eval_all()[vals] == 0)  # L(R(i)) == 0
     F = filter(L)
-    assert L.size % F.size == 0 and R.size == L.size // F.size    # size(R) == size/size(filter)
+    assert L.size % F.size == 0 and R.size == L.size // F.size  # size(R) == size/size(filter)
     assert nullspace(R) == Layout(1, 0)
     # R enumerates, once each, exactly the 1-D coordinates whose non-stride-0 leaves are 0
     fs, fd = flat(L)
@@ -138,13 +138,13 @@ def test_nullspace_post(L):
 
 
 def test_nullspace_examples():
-    assert nullspace(Layout((2, 4, 6), (1, 2, 0))) == Layout(6, 8)          # PyCuTe's example
+    assert nullspace(Layout((2, 4, 6), (1, 2, 0))) == Layout(6, 8)  # PyCuTe's example
     assert nullspace(Layout((4, 5), (0, 1))) == Layout(4, 1)
     assert nullspace(Layout((4, 5), (1, 4))) == Layout(1, 0)
     assert nullspace(Layout((4, (2, 3)), (0, (1, 0)))) == Layout((4, 3), (1, 8))
-    assert nullspace(Layout((4, 1), (1, 0))) == Layout(1, 0)                # C++: 1:4
-    assert nullspace(Layout((4, 1, 2), (0, 0, 1))) == Layout(4, 1)          # C++: (4,1):(1,4)
-    assert nullspace((4, 2)) == Layout(1, 0)                                # a shape: compact
+    assert nullspace(Layout((4, 1), (1, 0))) == Layout(1, 0)  # C++: 1:4
+    assert nullspace(Layout((4, 1, 2), (0, 0, 1))) == Layout(4, 1)  # C++: (4,1):(1,4)
+    assert nullspace((4, 2)) == Layout(1, 0)  # a shape: compact
 
 
 # ----------------------------------------------------------------------------- max common layout
@@ -172,16 +172,16 @@ def check_max_common(a, b):
     N = max_common_vector(a, b)
     assert N == R.size >= 1
     rv = R.eval_all()
-    assert np.all((0 <= rv) & (rv < a.size) & (rv < b.size))   # coordinates of both
+    assert np.all((0 <= rv) & (rv < a.size) & (rv < b.size))  # coordinates of both
     i = np.arange(R.size)
-    assert np.array_equal(a.eval_all()[rv], i)                 # a(R(i)) == i
-    assert np.array_equal(b.eval_all()[rv], i)                 # b(R(i)) == i
+    assert np.array_equal(a.eval_all()[rv], i)  # a(R(i)) == i
+    assert np.array_equal(b.eval_all()[rv], i)  # b(R(i)) == i
     inv = right_inverse(b)
-    assert np.array_equal(inv.eval_all()[: R.size], rv)        # R is right_inverse(b) restricted
+    assert np.array_equal(inv.eval_all()[: R.size], rv)  # R is right_inverse(b) restricted
     run = identity_run(a, inv)
     assert R.size <= run
     s0 = flat(inv)[0][0]
-    assert R.size >= min(run, s0)                               # maximal within inv's first mode
+    assert R.size >= min(run, s0)  # maximal within inv's first mode
     return R
 
 
@@ -195,7 +195,7 @@ def test_max_common_same_size(pair):
     except InadmissibleError:
         return  # C++ would fail a static_assert
     if cpp <= flat(right_inverse(b))[0][0]:
-        assert R.size == cpp                                    # C++ whenever C++ is sound
+        assert R.size == cpp  # C++ whenever C++ is sound
 
 
 @settings(max_examples=examples(100))
@@ -209,7 +209,7 @@ def test_max_common_any_sizes(a, b):
 def test_max_common_with_self_and_compact(data):
     L = data.draw(layouts(max_size=128, kind=data.draw(st.sampled_from(["compact", "chain", "any"]))))
     R = check_max_common(L, L)
-    if set(L.eval_all().tolist()) == set(range(L.size)):                   # bijective onto [0, n)
+    if set(L.eval_all().tolist()) == set(range(L.size)):  # bijective onto [0, n)
         assert R.size == L.size
     check_max_common(L, Layout(L.size, 1))
 
@@ -336,20 +336,25 @@ def recastable(draw, max_size=128):
 def test_upcast_post(L, n):
     naive, ok = cpp_upcast(L, n)
     block_ok = covered(L, 1) == covered(naive, n)
-    verdict = _upcast_verdict(n, [(s, d, t) for s, d, t in
-                                  zip(flat(L)[0], flat(L)[1], flat(naive)[0])
-                                  if d != 0 and s > 1 and abs(d) < n and n % d == 0])
+    verdict = _upcast_verdict(
+        n,
+        [
+            (s, d, t)
+            for s, d, t in zip(flat(L)[0], flat(L)[1], flat(naive)[0])
+            if d != 0 and s > 1 and abs(d) < n and n % d == 0
+        ],
+    )
     if ok and verdict is not None:
-        assert verdict == block_ok              # the structural decision is exact
+        assert verdict == block_ok  # the structural decision is exact
     try:
         R = upcast(L, n)
     except InadmissibleError as e:
         assert e.condition in UPCAST_CONDITIONS
-        assert not ok or not block_ok           # C++ asserts, or its result is wrong
+        assert not ok or not block_ok  # C++ asserts, or its result is wrong
         if e.condition == "upcast block condition":
-            assert e.witness is not None        # small domains always get a witness
+            assert e.witness is not None  # small domains always get a witness
         return
-    assert ok and block_ok and R == naive       # C++'s layout whenever it is right
+    assert ok and block_ok and R == naive  # C++'s layout whenever it is right
     upcast_correspondence(L, R, n)
 
 
@@ -363,7 +368,7 @@ def test_downcast_post(L, n):
         assert e.condition in DOWNCAST_CONDITIONS
         units = fd.count(1)
         naive = cpp_downcast(L, n)
-        if units and naive.size <= 1 << 15:                           # C++ asserts, or is wrong:
+        if units and naive.size <= 1 << 15:  # C++ asserts, or is wrong:
             assert covered(naive, 1) != covered(L, n)
         return
     naive = cpp_downcast(L, n)
@@ -400,12 +405,12 @@ def test_recast_layout_bits(L, old, new):
         num, den = new // g, old // g
         mid, ok = cpp_upcast(L, num) if num > 1 else (L, True)
         if not ok:
-            return                                                   # C++ static_assert
+            return  # C++ static_assert
         final = cpp_downcast(mid, den) if den > 1 else mid
         if (den == 1 or 1 in flat(mid)[1]) and final.size <= 1 << 15:
-            assert covered(final, new) != covered(L, old)            # C++'s layout is wrong
+            assert covered(final, new) != covered(L, old)  # C++'s layout is wrong
         return
-    assert covered(R, new) == covered(L, old)       # the same bits, element starts aligned
+    assert covered(R, new) == covered(L, old)  # the same bits, element starts aligned
     starts = set((R.eval_all() * new).tolist())
     assert starts == {b for b in covered(L, old) if b % new == 0}
 
@@ -425,14 +430,17 @@ def test_recast_examples():
     assert upcast(Layout((8, 4, 3), (1, -8, 0)), 4) == Layout((2, 4, 3), (1, -2, 0))
 
 
-@pytest.mark.parametrize("L,n,cond,witness", [
-    (Layout(5, 1), 2, "upcast block condition", 2),            # C++: 3:1, element 2 holds offset 5
-    (Layout(4, 2), 2, "upcast block condition", 0),            # C++: 4:1, element 0 holds offset 1
-    (Layout((4, 8), (1, 16)), 8, "upcast block condition", 0),  # reads past the 4-wide tile
-    (Layout((4, 3), (1, 6)), 4, "upcast stride divisibility", 4),
-    (Layout(4, -1), 2, "upcast block condition", 0),
-    (Layout(4, 0), 2, "upcast block condition", 0),
-])
+@pytest.mark.parametrize(
+    "L,n,cond,witness",
+    [
+        (Layout(5, 1), 2, "upcast block condition", 2),  # C++: 3:1, element 2 holds offset 5
+        (Layout(4, 2), 2, "upcast block condition", 0),  # C++: 4:1, element 0 holds offset 1
+        (Layout((4, 8), (1, 16)), 8, "upcast block condition", 0),  # reads past the 4-wide tile
+        (Layout((4, 3), (1, 6)), 4, "upcast stride divisibility", 4),
+        (Layout(4, -1), 2, "upcast block condition", 0),
+        (Layout(4, 0), 2, "upcast block condition", 0),
+    ],
+)
 def test_upcast_rejects(L, n, cond, witness):
     with pytest.raises(InadmissibleError) as ei:
         upcast(L, n)
@@ -457,31 +465,34 @@ def test_downcast_size1_leaves_carry_no_elements():
         assert covered(downcast(L, 3), 1) == covered(L, 3)
 
 
-@pytest.mark.parametrize("L,cond,witness", [
-    (Layout(4, 2), "downcast: exactly one stride-1 leaf", 0),
-    (Layout(4, -1), "downcast: no stride -1 leaf", 7),
-])
+@pytest.mark.parametrize(
+    "L,cond,witness",
+    [
+        (Layout(4, 2), "downcast: exactly one stride-1 leaf", 0),
+        (Layout(4, -1), "downcast: no stride -1 leaf", 7),
+    ],
+)
 def test_downcast_rejects(L, cond, witness):
     with pytest.raises(InadmissibleError) as ei:
         downcast(L, 2)
     assert ei.value.condition == cond
     assert ei.value.witness == witness
-    if 1 in flat(L)[1] or -1 in flat(L)[1]:         # a coordinate of C++'s wrong result
+    if 1 in flat(L)[1] or -1 in flat(L)[1]:  # a coordinate of C++'s wrong result
         naive = cpp_downcast(L, 2)
         w = ei.value.witness
         assert w is not None and int(naive.eval_all()[w]) not in covered(L, 2)
 
 
 def test_upcast_large_domains_structural():
-    big = Layout((4096, 32), (1, 4096))          # 131072 elements: decided from the leaves
+    big = Layout((4096, 32), (1, 4096))  # 131072 elements: decided from the leaves
     assert upcast(big, 2) == Layout((2048, 32), (1, 2048))
     assert recast_layout(big, 16, 128) == Layout((512, 32), (1, 512))
     assert upcast(Layout((4095, 32), (1, 4095)), 5) == Layout((819, 32), (1, 819))
     with pytest.raises(InadmissibleError) as ei:
-        upcast(Layout((4095, 32), (1, 4096)), 2)      # odd extent: the last element is partial
+        upcast(Layout((4095, 32), (1, 4096)), 2)  # odd extent: the last element is partial
     assert ei.value.condition == "upcast block condition" and ei.value.witness is None
     with pytest.raises(InadmissibleError) as ei:
-        upcast(Layout((2, 40000), (2, 4)), 4)         # offsets 1 and 3 are never stored
+        upcast(Layout((2, 40000), (2, 4)), 4)  # offsets 1 and 3 are never stored
     assert ei.value.condition == "upcast block condition"
     with pytest.raises(InadmissibleError, match="could not be decided"):
         upcast(Layout((2, 2, 40000), (1, -2, 4)), 4)
@@ -522,13 +533,13 @@ def test_layout_add_post(pair):
         R = layout_add(A, B)
     except InadmissibleError as e:
         assert e.condition == "layout_add: the sum is a layout"
-        assert not sum_is_layout(v)                  # complete: raises only when no layout exists
+        assert not sum_is_layout(v)  # complete: raises only when no layout exists
         assert e.witness is not None
         return
     assert R.size == A.size == B.size
-    assert np.array_equal(R.eval_all(), v)            # R(i) == A(i) + B(i)
-    assert layout_add(B, A) == R                       # symmetric
-    assert coalesce(R) == R                            # canonical
+    assert np.array_equal(R.eval_all(), v)  # R(i) == A(i) + B(i)
+    assert layout_add(B, A) == R  # symmetric
+    assert coalesce(R) == R  # canonical
 
 
 @settings(max_examples=examples(100))
@@ -600,12 +611,12 @@ def leafwise(shape):
     prefix product times 7^i), so composition splits by the leaves, as PyCuTe's does."""
     fs = flatten(shape)
     pp = prefix_product(tuple(fs))
-    return Layout(tuple(fs), tuple(p * 7 ** i for i, p in enumerate(pp)))
+    return Layout(tuple(fs), tuple(p * 7**i for i, p in enumerate(pp)))
 
 
 def check_gcd(sa, sb):
     R = greatest_common_domain(sa, sb)
-    assert R == greatest_common_domain(sb, sa)                                  # symmetric
+    assert R == greatest_common_domain(sb, sa)  # symmetric
     assert isinstance(R.shape, tuple) and all(isinstance(s, int) for s in R.shape)  # depth 1
     na, nb = product(sa), product(sb)
     assert math.gcd(na, nb) % R.size == 0
@@ -614,7 +625,7 @@ def check_gcd(sa, sb):
     rests = []
     for s in (sa, sb):
         A = leafwise(s)
-        C = composition(A, R)                       # admissible against the leaves of s
+        C = composition(A, R)  # admissible against the leaves of s
         assert np.array_equal(C.eval_all(), A.eval_all()[rv])
         rests.append(flatten(composition(A, complement(R, product(s))).shape))
     # maximal: the rest modes (split by the leaves, as PyCuTe's logical_divide) share nothing
@@ -687,7 +698,7 @@ def test_common_refinement_least(data):
     b = data.draw(coarsening_of(d))
     c = common_refinement(a, b)
     assert compatible(a, c) and compatible(b, c)
-    assert compatible(c, d)                           # least: below every common refinement
+    assert compatible(c, d)  # least: below every common refinement
     assert common_refinement(b, a) == c
     assert common_refinement(c, c) == c
     assert common_refinement(Layout(a), Layout(b)) == c
@@ -704,8 +715,9 @@ def test_common_refinement_exists_iff(a, b):
         x, y = a, b
         for k in e.witness:
             x, y = x[k], y[k]
-        assert product(x) != product(y) or (isinstance(x, tuple) and isinstance(y, tuple)
-                                            and len(x) != len(y))
+        assert product(x) != product(y) or (
+            isinstance(x, tuple) and isinstance(y, tuple) and len(x) != len(y)
+        )
         return
     assert compatible(a, c) and compatible(b, c)
 
@@ -780,8 +792,9 @@ def test_dice_is_the_complement_of_slice(data):
     S = slice_(crd, L)
     mask = leaf_mask(crd, L.shape)
     fs, fd = flat(L)
-    assert list(zip(*flat(D))) == [(s, d) for s, d, m in zip(fs, fd, mask) if m] or D.size == 1 == \
-        product([s for s, m in zip(fs, mask) if m])
+    assert list(zip(*flat(D))) == [(s, d) for s, d, m in zip(fs, fd, mask) if m] or D.size == 1 == product(
+        [s for s, m in zip(fs, mask) if m]
+    )
     assert list(zip(*flat(S))) == [(s, d) for s, d, m in zip(fs, fd, mask) if not m] or S.size == 1
     # L(x) == D(x at the kept leaves) + S(x at the wildcard leaves), for every x
     cols = flat_coords(fs)
@@ -796,8 +809,7 @@ def test_dice_is_the_complement_of_slice(data):
             si += c * ps
             ps *= s
     assert np.array_equal(D.eval_all()[di] + S.eval_all()[si], L.eval_all())
-    assert dice(crd, L.shape) == (D.shape if isinstance(crd, tuple) else
-                                  (L.shape if crd is not _ else ()))
+    assert dice(crd, L.shape) == (D.shape if isinstance(crd, tuple) else (L.shape if crd is not _ else ()))
 
 
 def test_dice_examples():
@@ -862,7 +874,7 @@ def test_coordinate_strides():
     R = layout_add(Layout(12, E(0)), Layout((4, 3), (E(1), E(2))))
     assert all(R(i) == ArithTuple(i, i % 4, i // 4) for i in range(12))
     assert layout_add(Layout(4, E(0)), Layout(4, -1 * E(0))) == Layout(4, 0)
-    with pytest.raises(MalformedLayoutError):          # a scalar and a coordinate do not add
+    with pytest.raises(MalformedLayoutError):  # a scalar and a coordinate do not add
         layout_add(Layout(4, E(0)), Layout(4, 1))
     with pytest.raises(InadmissibleError):
         layout_add(Layout((2, 3), (E(0), 0)), Layout((3, 2), (0, E(1))))
@@ -875,9 +887,13 @@ def test_coordinate_strides():
     assert domain_offset((1, (1, 2)), ident)[1] == ArithTuple(1, (1, 2))
     assert dice((_, 1), ident) == Layout(((2, 3),), ((E(1, 0), E(1, 1)),))
     # no order, no divisibility: C++ does not compile these for basis strides
-    for f in (lambda: upcast(ident, 2), lambda: downcast(ident, 2), lambda: recast_layout(ident, 8, 16),
-              lambda: max_common_layout(ident, Layout(24, 1)),
-              lambda: max_common_vector(Layout(24, 1), ident)):
+    for f in (
+        lambda: upcast(ident, 2),
+        lambda: downcast(ident, 2),
+        lambda: recast_layout(ident, 8, 16),
+        lambda: max_common_layout(ident, Layout(24, 1)),
+        lambda: max_common_vector(Layout(24, 1), ident),
+    ):
         with pytest.raises(InadmissibleError) as ei:
             f()
         assert ei.value.condition == "integer strides"
@@ -886,10 +902,19 @@ def test_coordinate_strides():
 # ----------------------------------------------------------------------------- errors
 
 GARBAGE = st.one_of(
-    st.none(), st.booleans(), st.floats(allow_nan=True), st.text(max_size=3),
-    st.integers(-5, 5), st.lists(st.integers(-3, 3), max_size=3).map(tuple),
-    st.just(object()), st.just(_), st.just([[[[1]]]]), st.just(Layout((2, 2), (1, 2))),
-    st.just((1, (2, "a"))), st.just(1.5), st.just((0, 2)),
+    st.none(),
+    st.booleans(),
+    st.floats(allow_nan=True),
+    st.text(max_size=3),
+    st.integers(-5, 5),
+    st.lists(st.integers(-3, 3), max_size=3).map(tuple),
+    st.just(object()),
+    st.just(_),
+    st.just([[[[1]]]]),
+    st.just(Layout((2, 2), (1, 2))),
+    st.just((1, (2, "a"))),
+    st.just(1.5),
+    st.just((0, 2)),
     st.builds(lambda: __import__("layoutproof.arith", fromlist=["x"]).make_identity_layout((2, (2, 3)))),
     st.builds(lambda: Layout((2, 3), (__import__("layoutproof.arith", fromlist=["x"]).E(1), 1))),
 )
@@ -931,8 +956,12 @@ def test_deep_nesting_is_refused():
     deep = 1
     for _k in range(200):
         deep = (deep,)
-    for f in (lambda: common_refinement(deep, deep), lambda: common_coarsening(deep, 1),
-              lambda: greatest_common_domain(deep, 1), lambda: dice(deep, (1,))):
+    for f in (
+        lambda: common_refinement(deep, deep),
+        lambda: common_coarsening(deep, 1),
+        lambda: greatest_common_domain(deep, 1),
+        lambda: dice(deep, (1,)),
+    ):
         with pytest.raises(LayoutError):
             f()
 

@@ -97,14 +97,14 @@ def ext_crd(x, shape):
 def test_basis_elements_print_like_cpp():
     assert str(E(0)) == "1@0"
     assert str(E(1)) == "1@1"
-    assert str(E(1, 0)) == "1@0@1"          # C++ prints the innermost index first
+    assert str(E(1, 0)) == "1@0@1"  # C++ prints the innermost index first
     assert str(3 * E(2)) == "3@2"
     assert str(E(0) + E(1)) == "(1,1)"
     assert str(ArithTuple(1, (2, 3))) == "(1,(2,3))"
     assert repr(E(1, 0)) == "E(1, 0)"
     assert repr(ScaledBasis(3, (0,))) == "ScaledBasis(3, (0,))"
     assert repr(ArithTuple(1, (2, 3))) == "ArithTuple(1, (2, 3))"
-    assert E() == 1 and type(E()) is int                   # E<> is the scalar 1
+    assert E() == 1 and type(E()) is int  # E<> is the scalar 1
     assert ScaledBasis(5, ()) == 5
 
 
@@ -129,7 +129,7 @@ def test_arith_tuple_equality_zero_extension_and_hash():
     assert ArithTuple(1, 0) == ArithTuple(1) == E(0)
     assert ArithTuple(1, 0) == (1, 0) and ArithTuple(1, 0) == (1,)
     assert ArithTuple(0, (0, 0)) == 0 and 0 == ArithTuple(0, 0)
-    assert ArithTuple(5) != 5                     # a coordinate is never a non-zero scalar
+    assert ArithTuple(5) != 5  # a coordinate is never a non-zero scalar
     assert ArithTuple(1, 5) != ArithTuple(1, (5,))
     assert ArithTuple(1, 0) != ArithTuple(0, 1)
     assert ArithTuple(1, 2) != "x"
@@ -150,8 +150,8 @@ def test_arith_operations():
     assert abs(ArithTuple(-1, (2, -3))) == (1, (2, 3))
     assert a + 0 == a and 0 + a == a and a - 0 == a and 0 - a == -a
     assert sum([E(0), E(1), 3 * E(1)]) == (1, 4)
-    assert a + (1, (1, 1)) == (2, (3, 4))                  # plain tuples lift
-    assert np.int64(3) * E(1) == 3 * E(1)                   # numpy ints do not broadcast
+    assert a + (1, (1, 1)) == (2, (3, 4))  # plain tuples lift
+    assert np.int64(3) * E(1) == 3 * E(1)  # numpy ints do not broadcast
     assert E(1) * np.int32(2) == ScaledBasis(2, (1,))
     assert isinstance(2 * E(1), ScaledBasis) and isinstance(-E(1), ScaledBasis)
     assert isinstance(E(0) + E(1), ArithTuple)
@@ -162,28 +162,36 @@ def test_arith_operations():
     assert list(ArithTuple(1, 2)) == [1, 2] and ArithTuple(1, 2)[1] == 2 and len(ArithTuple()) == 0
 
 
-@pytest.mark.parametrize("bad", [
-    lambda: ArithTuple(1, 2) + 3,                 # a non-zero scalar plus a coordinate
-    lambda: 3 + E(0),
-    lambda: E(0) - 1,
-    lambda: E(0) * E(1),
-    lambda: E(0) * 1.5,
-    lambda: E(0) + "x",
-    lambda: E(-1),
-    lambda: E("a"),
-    lambda: E(1 << 20),
-    lambda: ScaledBasis(1.5, (0,)),
-    lambda: ArithTuple(1, "x"),
-    lambda: ArithTuple(True),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: ArithTuple(1, 2) + 3,  # a non-zero scalar plus a coordinate
+        lambda: 3 + E(0),
+        lambda: E(0) - 1,
+        lambda: E(0) * E(1),
+        lambda: E(0) * 1.5,
+        lambda: E(0) + "x",
+        lambda: E(-1),
+        lambda: E("a"),
+        lambda: E(1 << 20),
+        lambda: ScaledBasis(1.5, (0,)),
+        lambda: ArithTuple(1, "x"),
+        lambda: ArithTuple(True),
+    ],
+)
 def test_arith_bad_input_is_malformed(bad):
     with pytest.raises(MalformedLayoutError):
         bad()
 
 
 def test_coordinates_are_not_ordered():
-    for op in (lambda: E(0) < E(1), lambda: E(0) <= 0, lambda: 0 > E(0), lambda: E(0) >= 1,
-               lambda: sorted([E(0), E(1)])):
+    for op in (
+        lambda: E(0) < E(1),
+        lambda: E(0) <= 0,
+        lambda: 0 > E(0),
+        lambda: E(0) >= 1,
+        lambda: sorted([E(0), E(1)]),
+    ):
         with pytest.raises(InadmissibleError) as ei:
             op()
         assert ei.value.condition == "integer strides"
@@ -239,8 +247,16 @@ def test_make_basis_like_and_identity():
             make_identity_layout(bad)
 
 
-IDENTITY_SHAPES = [8, (8,), (4, 8), (3, 5), (4, (2, 3)), ((2, 2), (3, 2)), (2, (3, (2, 2)), 2),
-                   ((4,), 2, (1, 3))]
+IDENTITY_SHAPES = [
+    8,
+    (8,),
+    (4, 8),
+    (3, 5),
+    (4, (2, 3)),
+    ((2, 2), (3, 2)),
+    (2, (3, (2, 2)), 2),
+    ((4,), 2, (1, 3)),
+]
 
 
 @pytest.mark.parametrize("shape", IDENTITY_SHAPES, ids=str)
@@ -253,7 +269,7 @@ def test_identity_maps_every_coordinate_to_itself(shape):
         assert I(i) == nat
         assert plain(I(i)) == nat if isinstance(shape, tuple) else I(i) == nat
         assert I(nat) == nat
-        assert vals[i] == nat                      # eval_all: plain tuples, colex order
+        assert vals[i] == nat  # eval_all: plain tuples, colex order
     # every coordinate exactly once
     assert len({v for v in vals}) == I.size
 
@@ -270,12 +286,12 @@ def test_identity_hypothesis(shape):
 
 
 def test_layout_validation_and_mixing():
-    assert Layout((4, 8), (E(0), 0)).cosize == 4          # zero integers mix with bases
+    assert Layout((4, 8), (E(0), 0)).cosize == 4  # zero integers mix with bases
     with pytest.raises(MalformedLayoutError):
         Layout((4, 8), (E(0), "x"))
     with pytest.raises(MalformedLayoutError):
-        Layout((4, 8), E(0))                               # not congruent
-    L = Layout((2, 2), (1, E(0)))                          # a non-zero scalar and a basis
+        Layout((4, 8), E(0))  # not congruent
+    L = Layout((2, 2), (1, E(0)))  # a non-zero scalar and a basis
     with pytest.raises(MalformedLayoutError):
         L(1, 1)
     with pytest.raises(MalformedLayoutError):
@@ -324,26 +340,32 @@ def check_composition(S, B):
     return R
 
 
-@pytest.mark.parametrize("S,B,expect", [
-    ((4, 8), Layout(8, 4), "8:1@1"),
-    ((4, 8), Layout((2, 4), (2, 8)), "(2,4):(2@0,2@1)"),
-    ((8, 6), Layout((4, 3), (1, 8)), "(4,3):(1@0,1@1)"),
-    ((4, 6), Layout(2, 3), "2:3@0"),                       # decided exactly (3 and 4 coprime)
-    ((4, 6, 8, 10), Layout(6, 12), "(2,3):(3@1,1@2)"),     # Carlisle et al.'s example
-    ((4, 6), Layout(3, 1), "3:1@0"),
-])
+@pytest.mark.parametrize(
+    "S,B,expect",
+    [
+        ((4, 8), Layout(8, 4), "8:1@1"),
+        ((4, 8), Layout((2, 4), (2, 8)), "(2,4):(2@0,2@1)"),
+        ((8, 6), Layout((4, 3), (1, 8)), "(4,3):(1@0,1@1)"),
+        ((4, 6), Layout(2, 3), "2:3@0"),  # decided exactly (3 and 4 coprime)
+        ((4, 6, 8, 10), Layout(6, 12), "(2,3):(3@1,1@2)"),  # Carlisle et al.'s example
+        ((4, 6), Layout(3, 1), "3:1@0"),
+    ],
+)
 def test_composition_examples(S, B, expect):
     R = check_composition(S, B)
     assert str(R) == expect
 
 
-@pytest.mark.parametrize("S,B,cond,witness", [
-    ((4, 8), Layout(8, 3), "stride divisibility", 2),
-    ((4, 6), Layout(6, 1), "shape divisibility", 4),
-    ((6, 2), Layout((3, 2), (2, 3)), "disjointness of B's modes in A", 5),    # Shah's example
-    ((4, 6), Layout((2, 2), (3, 1)), "disjointness of B's modes in A", 3),
-    ((4, 6), Layout(2, -1), "non-negative strides of B", 1),
-])
+@pytest.mark.parametrize(
+    "S,B,cond,witness",
+    [
+        ((4, 8), Layout(8, 3), "stride divisibility", 2),
+        ((4, 6), Layout(6, 1), "shape divisibility", 4),
+        ((6, 2), Layout((3, 2), (2, 3)), "disjointness of B's modes in A", 5),  # Shah's example
+        ((4, 6), Layout((2, 2), (3, 1)), "disjointness of B's modes in A", 3),
+        ((4, 6), Layout(2, -1), "non-negative strides of B", 1),
+    ],
+)
 def test_composition_side_conditions(S, B, cond, witness):
     with pytest.raises(InadmissibleError) as ei:
         composition(make_identity_layout(S), B)
@@ -404,13 +426,14 @@ def test_composition_tuple_tilers():
     assert str(R) == "(4,3):(2@0,2@1)"
     for m, n in itertools.product(range(4), range(3)):
         assert R(m, n) == (2 * m, 2 * n)
-    assert str(composition(I, (Layout(4, 2),))) == "(4):(2@0)"       # C++ drops mode 1
+    assert str(composition(I, (Layout(4, 2),))) == "(4):(2@0)"  # C++ drops mode 1
     assert str(composition(I, (_, 3))) == "(8,3):(1@0,1@1)"
 
 
 # ----------------------------------------------------------------------------- divides
-@pytest.mark.parametrize("M,N,tm,tn", [(8, 6, 4, 3), (16, 16, 4, 8), (12, 10, 3, 5), (6, 4, 6, 1),
-                                       (4, 8, 1, 1), (32, 8, 8, 8)])
+@pytest.mark.parametrize(
+    "M,N,tm,tn", [(8, 6, 4, 3), (16, 16, 4, 8), (12, 10, 3, 5), (6, 4, 6, 1), (4, 8, 1, 1), (32, 8, 8, 8)]
+)
 def test_zipped_divide_identity_enumerates_every_coordinate_once(M, N, tm, tn):
     I = make_identity_layout((M, N))
     Z = zipped_divide(I, (tm, tn))
@@ -453,7 +476,7 @@ def test_divides_of_identity_are_bijections(data):
 
 def test_logical_divide_by_layout_tiler():
     I = make_identity_layout((4, 8))
-    D = logical_divide(I, Layout((2, 4), (1, 8)))   # a 2x4... as a 1-D tiler of the 32 coords
+    D = logical_divide(I, Layout((2, 4), (1, 8)))  # a 2x4... as a 1-D tiler of the 32 coords
     vals = sorted(norm(v, (4, 8)) for v in D.eval_all())
     assert vals == sorted(itertools.product(range(4), range(8)))
     assert D.shape[0] == (2, 4)
@@ -463,14 +486,17 @@ def test_logical_divide_by_layout_tiler():
 
 
 # ----------------------------------------------------------------------------- unsupported
-@pytest.mark.parametrize("op", [
-    lambda I: complement(I),
-    lambda I: complement(I, 64),
-    lambda I: left_inverse(I),
-    lambda I: logical_product(I, Layout(2)),
-    lambda I: blocked_product(I, Layout((2, 2))),
-    lambda I: raked_product(I, Layout((2, 2))),
-])
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda I: complement(I),
+        lambda I: complement(I, 64),
+        lambda I: left_inverse(I),
+        lambda I: logical_product(I, Layout(2)),
+        lambda I: blocked_product(I, Layout((2, 2))),
+        lambda I: raked_product(I, Layout((2, 2))),
+    ],
+)
 def test_operations_cpp_rejects_raise(op):
     I = make_identity_layout((4, 8))
     with pytest.raises(InadmissibleError) as ei:

@@ -52,10 +52,18 @@ def is_layout_function(f: list) -> bool:
 
 
 A_FAMILY = [
-    Layout((4, 6), (1, 5)), Layout((6, 2), (1, 7)), Layout((5, 3), (9, 3)), Layout((4, 6), (1, 10)),
-    Layout((2, 3, 4), (1, 8, 3)), Layout((3, 4), (4, 1)), Layout((6, 8), (1, 2)),
-    Layout((4, 6, 8, 10), (2, 3, 5, 7)), Layout((2, 2, 2), (2, 1, 16)), Layout(12, 3),
-    Layout((4, 1), (1, 0)), Layout((3, (1, 4), 1), (2, (5, 6), 7)),
+    Layout((4, 6), (1, 5)),
+    Layout((6, 2), (1, 7)),
+    Layout((5, 3), (9, 3)),
+    Layout((4, 6), (1, 10)),
+    Layout((2, 3, 4), (1, 8, 3)),
+    Layout((3, 4), (4, 1)),
+    Layout((6, 8), (1, 2)),
+    Layout((4, 6, 8, 10), (2, 3, 5, 7)),
+    Layout((2, 2, 2), (2, 1, 16)),
+    Layout(12, 3),
+    Layout((4, 1), (1, 0)),
+    Layout((3, (1, 4), 1), (2, (5, 6), 7)),
 ]
 
 
@@ -69,7 +77,8 @@ def test_single_mode_composition_sound_and_complete(A):
         except InadmissibleError as e:
             raised += 1
             assert not is_layout_function(truth), (
-                f"{A} o {n}:{r} raised ({e.condition}) but a layout has values {truth}")
+                f"{A} o {n}:{r} raised ({e.condition}) but a layout has values {truth}"
+            )
             assert e.witness is not None and 0 < e.witness < n, (A, n, r, e.witness)
             continue
         returned += 1
@@ -106,6 +115,6 @@ def test_extension_past_size_uses_the_own_last_mode():
 
 
 def test_huge_strides_use_exact_integers():
-    big = 2 ** 70
+    big = 2**70
     R = composition(Layout((5, 3), (9 * big, 3 * big)), Layout(5, 6))
     assert R == Layout(5, 12 * big)

@@ -47,9 +47,9 @@ import layoutproof as lp
 from layoutproof import InadmissibleError, Layout
 
 # ----------------------------------------------------------------------------- case counts
-N_EVAL = 1500          # layouts; every 1-D coordinate, size, cosize
-N_HIER = 1000           # layouts; hierarchical / n-D coordinates and slices
-N_INTTUPLE = 500       # shapes; 7 int-tuple functions each
+N_EVAL = 1500  # layouts; every 1-D coordinate, size, cosize
+N_HIER = 1000  # layouts; hierarchical / n-D coordinates and slices
+N_INTTUPLE = 500  # shapes; 7 int-tuple functions each
 N_COALESCE = 1200
 N_FILTER = 800
 N_COMPOSE = 6000
@@ -118,8 +118,7 @@ def _valid(shape, stride):
     """A well-formed layout (every extent an int >= 1, congruent stride)?"""
     if not _congruent(shape, stride):
         return False
-    return all(type(s) is int and s >= 1 for s in _flat(shape)) and all(
-        type(d) is int for d in _flat(stride))
+    return all(type(s) is int and s >= 1 for s in _flat(shape)) and all(type(d) is int for d in _flat(stride))
 
 
 def _offsets(shape, stride):
@@ -253,33 +252,45 @@ def _run_case(rep, ex, lp_call, pc_call, post, same=None, struct=True, post_pc=N
         if why and why[0] == NEG_RHS:
             # layoutproof documents InadmissibleError for a rhs with negative strides
             rep.neg_rhs.append(f"{ex} -> layoutproof {_show(R)}")
-            rep.note("layoutproof RETURNS although the rhs has negative offsets (it raises "
-                     "for the same rhs elsewhere)", f"{ex} -> layoutproof {_show(R)}, pycute "
-                     f"{_show(P) if P is not None else pc_err}")
+            rep.note(
+                "layoutproof RETURNS although the rhs has negative offsets (it raises "
+                "for the same rhs elsewhere)",
+                f"{ex} -> layoutproof {_show(R)}, pycute {_show(P) if P is not None else pc_err}",
+            )
             return R, None, P
         if why:
             rep.fail(f"{ex}: layoutproof returns {_show(R)}, which violates the post-condition: {why}")
             return R, None, P
         if P is None:
-            rep.note(f"pycute fails ({pc_err}), layoutproof returns a verified result",
-                     f"{ex} -> layoutproof {_show(R)}")
+            rep.note(
+                f"pycute fails ({pc_err}), layoutproof returns a verified result",
+                f"{ex} -> layoutproof {_show(R)}",
+            )
             return R, None, P
         if (same or (lambda r, p: _same_fn((r.shape, r.stride), (p.shape, p.stride))))(R, P):
             rep.note("agree", ex)
             if struct and R.shape != P.shape:
-                rep.note("STRUCTURE: agree as functions, shapes differ",
-                         f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)}")
+                rep.note(
+                    "STRUCTURE: agree as functions, shapes differ",
+                    f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)}",
+                )
             elif struct and R.stride != P.stride:
-                rep.note("STRUCTURE: same shape, strides differ (only at extent-1 leaves)",
-                         f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)}")
+                rep.note(
+                    "STRUCTURE: same shape, strides differ (only at extent-1 leaves)",
+                    f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)}",
+                )
             return R, None, P
         pwhy = post_pc(P.shape, P.stride)
         if pwhy:
-            rep.note(f"pycute returns a wrong layout [{pwhy[0]}], layoutproof verified",
-                     f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)} ({pwhy[1]})")
+            rep.note(
+                f"pycute returns a wrong layout [{pwhy[0]}], layoutproof verified",
+                f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)} ({pwhy[1]})",
+            )
         else:
-            rep.note("both satisfy the post-condition but differ",
-                     f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)}")
+            rep.note(
+                "both satisfy the post-condition but differ",
+                f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)}",
+            )
         return R, None, P
     cond = lp_err.condition
     if P is None:
@@ -287,12 +298,15 @@ def _run_case(rep, ex, lp_call, pc_call, post, same=None, struct=True, post_pc=N
         return None, lp_err, None
     pwhy = post_pc(P.shape, P.stride)
     if pwhy:
-        rep.note(f"layoutproof raises [{cond}]; pycute returns a wrong layout [{pwhy[0]}]",
-                 f"{ex} -> pycute {_show(P)} ({pwhy[1]})")
+        rep.note(
+            f"layoutproof raises [{cond}]; pycute returns a wrong layout [{pwhy[0]}]",
+            f"{ex} -> pycute {_show(P)} ({pwhy[1]})",
+        )
     else:
         rep.incomplete.append(f"{ex}: layoutproof raises [{cond}] but pycute's {_show(P)} is correct")
-        rep.note("INCOMPLETENESS: layoutproof raises, pycute's answer is correct",
-                 f"{ex} -> pycute {_show(P)}")
+        rep.note(
+            "INCOMPLETENESS: layoutproof raises, pycute's answer is correct", f"{ex} -> pycute {_show(P)}"
+        )
     return None, lp_err, P
 
 
@@ -313,7 +327,7 @@ def _nest(rng, leaves):
     while True:
         cuts = sorted(rng.sample(range(1, n), r - 1)) if r > 1 else []
         bounds = [0] + cuts + [n]
-        groups = [leaves[bounds[i]:bounds[i + 1]] for i in range(r)]
+        groups = [leaves[bounds[i] : bounds[i + 1]] for i in range(r)]
         if all(len(g) <= 3 for g in groups):
             break
     out = []
@@ -475,8 +489,7 @@ def g_B(rng, A):
     if k < 0.80:
         return "overlapping", g_overlap_B(rng, A)
     if k < 0.84:
-        return "int", rng.choice([d for d in range(1, A.size + 1) if A.size % d == 0]
-                                 + [rng.randint(1, 12)])
+        return "int", rng.choice([d for d in range(1, A.size + 1) if A.size % d == 0] + [rng.randint(1, 12)])
     return "random", g_random_B(rng)
 
 
@@ -484,13 +497,17 @@ def g_B(rng, A):
 def post_composition(A, B):
     """R(c) == A-hat(B(c)) for every c of B, size(R) == size(B)."""
     if B is None:
+
         def post_none(s, d):
             return None if _same_fn((s, d), (A.shape, A.stride)) else ("values", "R != A")
+
         return post_none
     ob = _offsets(B.shape, B.stride)
     if ob.size and ob.min() < 0:
+
         def post_neg(s, d):
             return (NEG_RHS, f"B({int(np.argmin(ob))}) < 0")
+
         return post_neg
     want = _ahat(A.shape, A.stride, ob)
 
@@ -601,8 +618,10 @@ def post_logical_divide(A, B):
         return post_composition(A, None)
     C = _valid_complement(B, A.size)
     if C is None:
+
         def post_noc(s, d):
             return ("B has no valid complement", f"complement({_show(B)}, {A.size})")
+
         return post_noc
     return post_composition(A, Layout((B.shape, C.shape), (B.stride, C.stride)))
 
@@ -613,8 +632,10 @@ def post_logical_product(A, B):
     M = A.size * B.cosize
     C = _valid_complement(A, M)
     if C is None:
+
         def post_noc(s, d):
             return ("A has no valid complement", f"complement({_show(A)}, {M})")
+
         return post_noc
     inner = post_composition(C, B)
 
@@ -688,16 +709,20 @@ def _unzip_post(A, tiler, mode_post, tiled):
 
 def _divide_mode_post(A, t):
     if t is None:
+
         def post_none(s, d):  # (1:0, A)
             return None if _same_fn((s, d), ((1, A.shape), (0, A.stride))) else ("values", "")
+
         return post_none
     return post_logical_divide(A, t)
 
 
 def _product_mode_post(A, t):
     if t is None:
+
         def post_none(s, d):
             return None if _same_fn((s, d), ((1, A.shape), (0, A.stride))) else ("values", "")
+
         return post_none
     return post_logical_product(A, t)
 
@@ -730,9 +755,12 @@ def _op_eval(rep, rng):
         elif any(d < 0 for s, d in zip(_flat(L.shape), _flat(L.stride)) if s > 1):
             o = _offsets(L.shape, L.stride)
             if lp.cosize(L) == int(o.max() - o.min()) + 1 or lp.cosize(L) == 1 + sum(
-                    (s - 1) * abs(d) for s, d in zip(_flat(L.shape), _flat(L.stride))):
-                rep.note("cosize with negative strides: pycute gives L(size-1)+1, layoutproof "
-                         "1+sum((s-1)*|d|)", f"{ex}: layoutproof {lp.cosize(L)}, pycute {pc.cosize(P)}")
+                (s - 1) * abs(d) for s, d in zip(_flat(L.shape), _flat(L.stride))
+            ):
+                rep.note(
+                    "cosize with negative strides: pycute gives L(size-1)+1, layoutproof 1+sum((s-1)*|d|)",
+                    f"{ex}: layoutproof {lp.cosize(L)}, pycute {pc.cosize(P)}",
+                )
             else:
                 rep.fail(f"{ex}: cosize {lp.cosize(L)} vs pycute {pc.cosize(P)}")
         else:
@@ -742,8 +770,10 @@ def _op_eval(rep, rng):
 def _rand_crd(rng, shape, natural_p=0.6):
     """A coordinate of shape: per mode either a 1-D int of the mode or a natural sub-coordinate."""
     if type(shape) is tuple:
-        return tuple(_rand_crd(rng, s, natural_p) if rng.random() < natural_p else
-                     rng.randrange(lp.product(s)) for s in shape)
+        return tuple(
+            _rand_crd(rng, s, natural_p) if rng.random() < natural_p else rng.randrange(lp.product(s))
+            for s in shape
+        )
     return rng.randrange(shape)
 
 
@@ -779,8 +809,11 @@ def _op_hier(rep, rng):
                 L(c)
                 rep.fail(f"{ex}: L({c}) is out of the domain but layoutproof returns")
             except lp.OutOfDomainError:
-                rep.note("out-of-domain 1-D coordinate: layoutproof raises OutOfDomainError, "
-                         "pycute wraps it onto the last mode", f"{ex}: pycute L({c}) = {P(c)}")
+                rep.note(
+                    "out-of-domain 1-D coordinate: layoutproof raises OutOfDomainError, "
+                    "pycute wraps it onto the last mode",
+                    f"{ex}: pycute L({c}) = {P(c)}",
+                )
         if type(L.shape) is tuple:
             rep.cases += 1
             crd = _rand_slice(rng, L.shape)
@@ -789,8 +822,7 @@ def _op_hier(rep, rng):
             if (sl.shape, sl.stride, off) == (psl.shape, psl.stride, poff):
                 rep.note("slice_and_offset: agree", ex)
             else:
-                rep.fail(f"{ex}: slice_and_offset({crd}) = {_show(sl)}, {off} vs pycute "
-                         f"{_show(psl)}, {poff}")
+                rep.fail(f"{ex}: slice_and_offset({crd}) = {_show(sl)}, {off} vs pycute {_show(psl)}, {poff}")
 
 
 def _inttuple_pairs(rng, S, D):
@@ -806,14 +838,19 @@ def _inttuple_pairs(rng, S, D):
         ("prefix_product", ex, lambda: lp.prefix_product(S), lambda: pc.prefix_product(S)),
         ("flatten", ex, lambda: lp.flatten(S), lambda: pc.flatten(S)),
         ("inner_product", ex, lambda: lp.inner_product(S, D), lambda: pc.inner_product(S, D)),
-        ("idx2crd", ex,
-         lambda: [lp.idx2crd(i, S) for i in range(n)] + [lp.idx2crd(i, S, Dq) for i in range(n)],
-         lambda: [pc.idx2crd(i, S) for i in range(n)] + [pc.idx2crd(i, S, Dq) for i in range(n)]),
-        ("crd2idx", f"{ex}, coordinates {crds}",
-         lambda: [lp.crd2idx(c, S, D) for c in crds] + [lp.crd2idx(c, S) for c in crds],
-         lambda: [pc.crd2idx(c, S, D) for c in crds] + [pc.crd2idx(c, S) for c in crds]),
-        ("shape_div", f"shape_div({_fmt(S)}, {q})", lambda: lp.shape_div(S, q),
-         lambda: pc.shape_div(S, q)),
+        (
+            "idx2crd",
+            ex,
+            lambda: [lp.idx2crd(i, S) for i in range(n)] + [lp.idx2crd(i, S, Dq) for i in range(n)],
+            lambda: [pc.idx2crd(i, S) for i in range(n)] + [pc.idx2crd(i, S, Dq) for i in range(n)],
+        ),
+        (
+            "crd2idx",
+            f"{ex}, coordinates {crds}",
+            lambda: [lp.crd2idx(c, S, D) for c in crds] + [lp.crd2idx(c, S) for c in crds],
+            lambda: [pc.crd2idx(c, S, D) for c in crds] + [pc.crd2idx(c, S) for c in crds],
+        ),
+        ("shape_div", f"shape_div({_fmt(S)}, {q})", lambda: lp.shape_div(S, q), lambda: pc.shape_div(S, q)),
     ]
 
 
@@ -832,8 +869,12 @@ def _op_inttuple(rep, rng):
                 b = ("raises", "AssertionError")
             if a == b:
                 rep.note(f"{name}: agree", ex)
-            elif name == "shape_div" and type(a) is tuple and type(b) is tuple and \
-                    a[:1] == b[:1] == ("raises",):
+            elif (
+                name == "shape_div"
+                and type(a) is tuple
+                and type(b) is tuple
+                and a[:1] == b[:1] == ("raises",)
+            ):
                 rep.note("shape_div: both reject (layoutproof InadmissibleError, pycute assert)", ex)
             else:
                 rep.fail(f"{name}({ex}): layoutproof {a!r} vs pycute {b!r}")
@@ -846,18 +887,24 @@ def _op_coalesce(rep, rng):
             prof = tuple(rng.choice((1, None, 1)) for _ in range(rng.randint(1, len(L.shape))))
             prof = tuple(1 if p is None else p for p in prof)
             ex = f"coalesce({_show(L)}, {prof})"
-            _run_case(rep, ex, lambda L=L, p=prof: lp.coalesce(L, p),
-                      lambda L=L, p=prof: pc.coalesce(_to_pc(L), p),
-                      _post_same_as(L))
+            _run_case(
+                rep,
+                ex,
+                lambda L=L, p=prof: lp.coalesce(L, p),
+                lambda L=L, p=prof: pc.coalesce(_to_pc(L), p),
+                _post_same_as(L),
+            )
         else:
             ex = f"coalesce({_show(L)})"
-            _run_case(rep, ex, lambda L=L: lp.coalesce(L), lambda L=L: pc.coalesce(_to_pc(L)),
-                      _post_coalesce(L))
+            _run_case(
+                rep, ex, lambda L=L: lp.coalesce(L), lambda L=L: pc.coalesce(_to_pc(L)), _post_coalesce(L)
+            )
 
 
 def _post_same_as(L):
     def post(s, d):
         return None if _same_fn((s, d), (L.shape, L.stride)) else ("values", "not L's function")
+
     return post
 
 
@@ -891,8 +938,9 @@ def _op_filter(rep, rng):
                 return ("image changed", "")
             return None
 
-        _run_case(rep, f"filter({_show(L)})", lambda L=L: lp.filter(L),
-                  lambda L=L: pc.filter(_to_pc(L)), post)
+        _run_case(
+            rep, f"filter({_show(L)})", lambda L=L: lp.filter(L), lambda L=L: pc.filter(_to_pc(L)), post
+        )
 
 
 def _linear_answer(A, B):
@@ -915,9 +963,13 @@ def _op_compose(rep, rng):
         kind, rhs = g_B(rng, A)
         B = _lo(rhs)  # an int rhs n is the layout n:1 for both libraries
         ex = f"composition({_show(A)}, {_show(rhs)})"
-        R, err, P = _run_case(rep, ex, lambda A=A, t=rhs: lp.composition(A, t),
-                              lambda A=A, t=rhs: pc.composition(_to_pc(A), _to_pc(t)),
-                              post_composition(A, B))
+        R, err, P = _run_case(
+            rep,
+            ex,
+            lambda A=A, t=rhs: lp.composition(A, t),
+            lambda A=A, t=rhs: pc.composition(_to_pc(A), _to_pc(t)),
+            post_composition(A, B),
+        )
         rep.extra[f"{kind} B"] += 1
         rep.extra[f"{kind} B admissible"] += R is not None
         rep.extra["admissible"] += R is not None
@@ -932,9 +984,11 @@ def _op_compose(rep, rng):
             if not 0 <= w < want.size:
                 rep.fail(f"{ex}: witness {w} is outside B's domain")
             elif w < po.size and po[w] == want[w]:
-                rep.note(f"witness [{cond}]: pycute's wrong layout is right at the witness"
-                         + (" (its size is wrong)" if po.size != want.size else " (SAME SIZE)"),
-                         f"{ex} -> pycute {_show(P)}, witness {w}")
+                rep.note(
+                    f"witness [{cond}]: pycute's wrong layout is right at the witness"
+                    + (" (its size is wrong)" if po.size != want.size else " (SAME SIZE)"),
+                    f"{ex} -> pycute {_show(P)}, witness {w}",
+                )
             else:
                 rep.note(f"witness [{cond}]: pycute's wrong layout is wrong at the witness", ex)
         elif w is None:
@@ -945,9 +999,15 @@ def _op_compose(rep, rng):
             if lin is not None:
                 rep.extra["layoutproof raises, a correct layout exists"] += 1
                 trivial = all(e <= 2 for e in _flat(B.shape))
-                rep.note(f"NOTE: layoutproof raises [{cond}] although a correct A o B exists "
-                         + ("(every leaf of B has extent <= 2, so any values are linear)" if trivial
-                            else "(a leaf of B has extent >= 3)"), f"{ex} -> {_show(lin)}")
+                rep.note(
+                    f"NOTE: layoutproof raises [{cond}] although a correct A o B exists "
+                    + (
+                        "(every leaf of B has extent <= 2, so any values are linear)"
+                        if trivial
+                        else "(a leaf of B has extent >= 3)"
+                    ),
+                    f"{ex} -> {_show(lin)}",
+                )
     rep.extra["total"] = N_COMPOSE
 
 
@@ -1007,8 +1067,11 @@ def _op_compose_tuple(rep, rng):
         post = _tuple_tiler_post(A, tiler, post_composition, keep_rest=False)
         _run_case(rep, ex, lambda A=A, t=tiler: lp.composition(A, t), pc_covered, post)
         if type(A.shape) is tuple and k < len(A.shape):
-            rep.note("tuple tiler shorter than A: layoutproof drops the uncovered modes, pycute "
-                     "keeps them (compared on the covered modes)", ex)
+            rep.note(
+                "tuple tiler shorter than A: layoutproof drops the uncovered modes, pycute "
+                "keeps them (compared on the covered modes)",
+                ex,
+            )
 
 
 def _op_complement(rep, rng):
@@ -1045,32 +1108,50 @@ def _op_right_inverse(rep, rng):
         def same(R, P):
             return _same_fn((R.shape, R.stride), (P.shape, P.stride))
 
-        _run_case(rep, f"right_inverse({_show(L)})", lambda L=L: lp.right_inverse(L),
-                  lambda L=L: pc.right_inverse(_to_pc(L)), post, same=same)
+        _run_case(
+            rep,
+            f"right_inverse({_show(L)})",
+            lambda L=L: lp.right_inverse(L),
+            lambda L=L: pc.right_inverse(_to_pc(L)),
+            post,
+            same=same,
+        )
         best = _longest_chain(L)
         if best > lp.right_inverse(L).size:
-            rep.note("right_inverse: layoutproof (like CuTe C++) follows the first mode of the "
-                     "right stride, so its R is not always the largest",
-                     f"right_inverse({_show(L)}) -> layoutproof {_show(lp.right_inverse(L))}, "
-                     f"a chain of size {best} exists")
+            rep.note(
+                "right_inverse: layoutproof (like CuTe C++) follows the first mode of the "
+                "right stride, so its R is not always the largest",
+                f"right_inverse({_show(L)}) -> layoutproof {_show(lp.right_inverse(L))}, "
+                f"a chain of size {best} exists",
+            )
         if (rep.kinds - before)["both satisfy the post-condition but differ"]:
             R, P = lp.right_inverse(L), pc.right_inverse(_to_pc(L))
             ro, po = _offsets(R.shape, R.stride), _offsets(P.shape, P.stride)
             if R.size < pc.size(P):
-                rep.fail(f"right_inverse({_show(L)}): layoutproof's {_show(R)} is smaller than "
-                         f"pycute's valid {_show(P)}")
-            elif np.array_equal(ro[:po.size], po):
+                rep.fail(
+                    f"right_inverse({_show(L)}): layoutproof's {_show(R)} is smaller than "
+                    f"pycute's valid {_show(P)}"
+                )
+            elif np.array_equal(ro[: po.size], po):
                 fs = [(s, d) for s, d in zip(_flat(L.shape), _flat(L.stride)) if s > 1]
-                why = ("a stride-0 mode" if any(d == 0 for _, d in fs) else
-                       "a negative stride" if any(d < 0 for _, d in fs) else
-                       "a smaller stride that is off the chain, or equal strides sorted by extent")
-                rep.note(f"right_inverse: pycute stops early ({why}); layoutproof's is larger and "
-                         "extends pycute's", f"right_inverse({_show(L)}) -> layoutproof {_show(R)}, "
-                         f"pycute {_show(P)}")
+                why = (
+                    "a stride-0 mode"
+                    if any(d == 0 for _, d in fs)
+                    else "a negative stride"
+                    if any(d < 0 for _, d in fs)
+                    else "a smaller stride that is off the chain, or equal strides sorted by extent"
+                )
+                rep.note(
+                    f"right_inverse: pycute stops early ({why}); layoutproof's is larger and "
+                    "extends pycute's",
+                    f"right_inverse({_show(L)}) -> layoutproof {_show(R)}, pycute {_show(P)}",
+                )
             else:
-                rep.note("right_inverse: both valid, different functions (pycute sorts equal "
-                         "strides by extent and stops; layoutproof's is larger)",
-                         f"right_inverse({_show(L)}) -> layoutproof {_show(R)}, pycute {_show(P)}")
+                rep.note(
+                    "right_inverse: both valid, different functions (pycute sorts equal "
+                    "strides by extent and stops; layoutproof's is larger)",
+                    f"right_inverse({_show(L)}) -> layoutproof {_show(R)}, pycute {_show(P)}",
+                )
 
 
 def _longest_chain(L):
@@ -1101,14 +1182,23 @@ def _op_left_inverse(rep, rng):
             return np.array_equal(ro[ol], po[ol])  # compared on the image of L only
 
         before = rep.kinds.copy()
-        _run_case(rep, f"left_inverse({_show(L)})", lambda L=L: lp.left_inverse(L),
-                  lambda L=L: pc.left_inverse(_to_pc(L)), post, same=same, struct=False)
+        _run_case(
+            rep,
+            f"left_inverse({_show(L)})",
+            lambda L=L: lp.left_inverse(L),
+            lambda L=L: pc.left_inverse(_to_pc(L)),
+            post,
+            same=same,
+            struct=False,
+        )
         if (rep.kinds - before)["agree"]:
             R, P = lp.left_inverse(L), pc.left_inverse(_to_pc(L))
             if not _same_fn((R.shape, R.stride), (P.shape, P.stride)):
-                rep.note("left_inverse: equal on the image of L, different in the gaps "
-                         "(layoutproof maps gaps through stride-0 modes)",
-                         f"left_inverse({_show(L)}) -> layoutproof {_show(R)}, pycute {_show(P)}")
+                rep.note(
+                    "left_inverse: equal on the image of L, different in the gaps "
+                    "(layoutproof maps gaps through stride-0 modes)",
+                    f"left_inverse({_show(L)}) -> layoutproof {_show(R)}, pycute {_show(P)}",
+                )
 
 
 def _divide_tile(rng, A):
@@ -1126,17 +1216,23 @@ def _op_logical_divide(rep, rng):
     for _ in range(N_LDIV):
         A = g_layout(rng)
         B = _divide_tile(rng, A)
-        _run_case(rep, f"logical_divide({_show(A)}, {_show(B)})",
-                  lambda A=A, B=B: lp.logical_divide(A, B),
-                  lambda A=A, B=B: pc.logical_divide(_to_pc(A), _to_pc(B)),
-                  post_logical_divide(A, B))
+        _run_case(
+            rep,
+            f"logical_divide({_show(A)}, {_show(B)})",
+            lambda A=A, B=B: lp.logical_divide(A, B),
+            lambda A=A, B=B: pc.logical_divide(_to_pc(A), _to_pc(B)),
+            post_logical_divide(A, B),
+        )
     for _ in range(N_LDIV_TUPLE):
         A = _rank_ge2(rng)
         tiler = _rand_tiler(rng, A, _divide_tile)
-        _run_case(rep, f"logical_divide({_show(A)}, {_show(tiler)})",
-                  lambda A=A, t=tiler: lp.logical_divide(A, t),
-                  lambda A=A, t=tiler: pc.logical_divide(_to_pc(A), _to_pc(t)),
-                  _tuple_tiler_post(A, tiler, _divide_mode_post))
+        _run_case(
+            rep,
+            f"logical_divide({_show(A)}, {_show(tiler)})",
+            lambda A=A, t=tiler: lp.logical_divide(A, t),
+            lambda A=A, t=tiler: pc.logical_divide(_to_pc(A), _to_pc(t)),
+            _tuple_tiler_post(A, tiler, _divide_mode_post),
+        )
 
 
 def _rank_ge2(rng):
@@ -1157,13 +1253,19 @@ def _op_unzip(rep, rng, n, which):
         if divide:
             tiler = _rand_tiler(rng, A, _divide_tile) if rng.random() < 0.7 else _divide_tile(rng, A)
         else:
-            tiler = (_rand_tiler(rng, A, _product_tile, allow_int=False) if rng.random() < 0.7
-                     else _product_tile(rng, A))
+            tiler = (
+                _rand_tiler(rng, A, _product_tile, allow_int=False)
+                if rng.random() < 0.7
+                else _product_tile(rng, A)
+            )
         mode_post = _divide_mode_post if divide else _product_mode_post
-        _run_case(rep, f"{which}({_show(A)}, {_show(tiler)})",
-                  lambda A=A, t=tiler: lp_fn(A, t),
-                  lambda A=A, t=tiler: pc_fn(_to_pc(A), _to_pc(t)),
-                  _unzip_post(A, tiler, mode_post, tiled))
+        _run_case(
+            rep,
+            f"{which}({_show(A)}, {_show(tiler)})",
+            lambda A=A, t=tiler: lp_fn(A, t),
+            lambda A=A, t=tiler: pc_fn(_to_pc(A), _to_pc(t)),
+            _unzip_post(A, tiler, mode_post, tiled),
+        )
 
 
 def _product_tile(rng, A):
@@ -1179,25 +1281,32 @@ def _product_tile(rng, A):
 
 
 def _product_block(rng):
-    return g_layout(rng, rng.choice(("gappy", "compact", "compact", "colmajor", "random")),
-                    max_size=64, neg=0.04)
+    return g_layout(
+        rng, rng.choice(("gappy", "compact", "compact", "colmajor", "random")), max_size=64, neg=0.04
+    )
 
 
 def _op_logical_product(rep, rng):
     for _ in range(N_LPROD):
         A = _product_block(rng)
         B = _product_tile(rng, A)
-        _run_case(rep, f"logical_product({_show(A)}, {_show(B)})",
-                  lambda A=A, B=B: lp.logical_product(A, B),
-                  lambda A=A, B=B: pc.logical_product(_to_pc(A), _to_pc(B)),
-                  post_logical_product(A, B))
+        _run_case(
+            rep,
+            f"logical_product({_show(A)}, {_show(B)})",
+            lambda A=A, B=B: lp.logical_product(A, B),
+            lambda A=A, B=B: pc.logical_product(_to_pc(A), _to_pc(B)),
+            post_logical_product(A, B),
+        )
     for _ in range(N_LPROD_TUPLE):
         A = _product_block(rng)
         tiler = _rand_tiler(rng, A, _product_tile, allow_int=False)
-        _run_case(rep, f"logical_product({_show(A)}, {_show(tiler)})",
-                  lambda A=A, t=tiler: lp.logical_product(A, t),
-                  lambda A=A, t=tiler: pc.logical_product(_to_pc(A), _to_pc(t)),
-                  _tuple_tiler_post(A, tiler, _product_mode_post))
+        _run_case(
+            rep,
+            f"logical_product({_show(A)}, {_show(tiler)})",
+            lambda A=A, t=tiler: lp.logical_product(A, t),
+            lambda A=A, t=tiler: pc.logical_product(_to_pc(A), _to_pc(t)),
+            _tuple_tiler_post(A, tiler, _product_mode_post),
+        )
 
 
 def _op_logical_product_int(rep, rng):
@@ -1239,8 +1348,10 @@ def _op_logical_product_int(rep, rng):
         if P is not None and _same_fn((R.shape, R.stride), (P.shape, P.stride)):
             rep.note("int tiler: agree (pycute's divide happens to coincide)", ex)
         elif is_div:
-            rep.note("int tiler: pycute computes logical_divide(A, n); layoutproof A x (n:1) "
-                     "(verified)", f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)}")
+            rep.note(
+                "int tiler: pycute computes logical_divide(A, n); layoutproof A x (n:1) (verified)",
+                f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)}",
+            )
         else:
             rep.fail(f"{ex}: pycute {_show(P)} is neither the product nor the divide")
 
@@ -1292,8 +1403,9 @@ def summary() -> str:
 def _check(op):
     rep = run_op(op)
     assert rep.cases > 0
-    assert not rep.failures, (f"{op}: {len(rep.failures)} failure(s) of layoutproof:\n  "
-                              + "\n  ".join(rep.failures[:15]))
+    assert not rep.failures, f"{op}: {len(rep.failures)} failure(s) of layoutproof:\n  " + "\n  ".join(
+        rep.failures[:15]
+    )
 
 
 def test_evaluation():
@@ -1371,8 +1483,9 @@ def test_tiled_product():
 def test_no_incompleteness():
     """Where layoutproof raises InadmissibleError, pycute's answer (if any) must be wrong."""
     found = [m for op in _OPS for m in run_op(op).incomplete]
-    assert not found, f"{len(found)} case(s) where layoutproof rejects a correct answer:\n  " + \
-        "\n  ".join(found[:20])
+    assert not found, f"{len(found)} case(s) where layoutproof rejects a correct answer:\n  " + "\n  ".join(
+        found[:20]
+    )
 
 
 def test_negative_rhs_rejected():
@@ -1380,15 +1493,20 @@ def test_negative_rhs_rejected():
     (B maps into negative offsets, outside A's domain); every such case must raise."""
     found = [m for op in _OPS for m in run_op(op).neg_rhs]
     # the minimal form: the rank-1 fast path (coalesce(A) has one mode, B an integer shape)
-    for A, B in ((Layout(15, 8), Layout(8, -2)), (Layout((3, 5), (8, 24)), Layout(8, -2)),
-                 (Layout(15, 8), Layout((8,), (-2,)))):
+    for A, B in (
+        (Layout(15, 8), Layout(8, -2)),
+        (Layout((3, 5), (8, 24)), Layout(8, -2)),
+        (Layout(15, 8), Layout((8,), (-2,))),
+    ):
         try:
             R = lp.composition(A, B)
             found.insert(0, f"composition({_show(A)}, {_show(B)}) -> layoutproof {_show(R)}")
         except InadmissibleError:
             pass
-    assert not found, (f"{len(found)} case(s) where layoutproof composes with a rhs of negative "
-                       "offsets instead of raising:\n  " + "\n  ".join(found[:20]))
+    assert not found, (
+        f"{len(found)} case(s) where layoutproof composes with a rhs of negative "
+        "offsets instead of raising:\n  " + "\n  ".join(found[:20])
+    )
 
 
 def test_case_count():

@@ -62,22 +62,33 @@ TALK_COL_MAJOR = """
 2	6	10	14	18	22	26	30
 3	7	11	15	19	23	27	31"""
 TALK_FIGURE_1 = [
-    (Layout((4, 8), (8, 1)), """
+    (
+        Layout((4, 8), (8, 1)),
+        """
 0	1	2	3	4	5	6	7
 8	9	10	11	12	13	14	15
 16	17	18	19	20	21	22	23
-24	25	26	27	28	29	30	31"""),
-    (Layout((4, 8), (1, 5)), """
+24	25	26	27	28	29	30	31""",
+    ),
+    (
+        Layout((4, 8), (1, 5)),
+        """
 0	5	10	15	20	25	30	35
 1	6	11	16	21	26	31	36
 2	7	12	17	22	27	32	37
-3	8	13	18	23	28	33	38"""),
-    (Layout((4, (4, 2)), (4, (1, 16))), """
+3	8	13	18	23	28	33	38""",
+    ),
+    (
+        Layout((4, (4, 2)), (4, (1, 16))),
+        """
 0	1	2	3	16	17	18	19
 4	5	6	7	20	21	22	23
 8	9	10	11	24	25	26	27
-12	13	14	15	28	29	30	31"""),
-    (Layout((8, (2, 2)), (2, (1, 16))), """
+12	13	14	15	28	29	30	31""",
+    ),
+    (
+        Layout((8, (2, 2)), (2, (1, 16))),
+        """
 0	1	16	17
 2	3	18	19
 4	5	20	21
@@ -85,7 +96,8 @@ TALK_FIGURE_1 = [
 8	9	24	25
 10	11	26	27
 12	13	28	29
-14	15	30	31"""),
+14	15	30	31""",
+    ),
 ]
 
 # "Hierarchical Layout: more multi-modes": morton3 = blocked_product(morton1, morton2).
@@ -379,9 +391,11 @@ def test_print_functions_print_like_cute(capsys):
     from layoutproof.tensor import make_tensor
 
     t = make_tensor(list(range(32)), COL_MAJOR)
-    cases = [(print_layout, layout_table, (COL_MAJOR,)),
-             (print_tv_layout, tv_layout_table, (SM80_16x8_C, (16, 8))),
-             (print_tensor, tensor_table, (t,))]
+    cases = [
+        (print_layout, layout_table, (COL_MAJOR,)),
+        (print_tv_layout, tv_layout_table, (SM80_16x8_C, (16, 8))),
+        (print_tensor, tensor_table, (t,)),
+    ]
     for printer, table, args in cases:
         assert printer(*args) is None
         out, err = capsys.readouterr()
@@ -448,14 +462,21 @@ def _check_witness(e, tv, tile):
         pytest.fail(e.condition)
 
 
-@pytest.mark.parametrize("tv, tile, condition, needle", [
-    (Layout(((4, 8), (2, 2)), ((32, 1), (16, 0))), (16, 8), "tv injective",
-     "T0 V0 and T0 V2 both own cell (0,0)"),
-    (Layout(((4, 8), (2, 2)), ((32, 1), (16, 8))), (16, 4), "tv in tile", "no cell of the tile"),
-    (Layout(((4, 8), 2), ((32, 1), 16)), (16, 8), "tv surjective", "owned by no"),
-    (Layout((4, 2), (0, 1)), (2, 4), "tv injective", "T0 V0 and T1 V0"),  # replicated threads
-    (Layout((2, 2), (1, -1)), (2, 2), "tv in tile", "T0 V1 maps to index -1"),
-])
+@pytest.mark.parametrize(
+    "tv, tile, condition, needle",
+    [
+        (
+            Layout(((4, 8), (2, 2)), ((32, 1), (16, 0))),
+            (16, 8),
+            "tv injective",
+            "T0 V0 and T0 V2 both own cell (0,0)",
+        ),
+        (Layout(((4, 8), (2, 2)), ((32, 1), (16, 8))), (16, 4), "tv in tile", "no cell of the tile"),
+        (Layout(((4, 8), 2), ((32, 1), 16)), (16, 8), "tv surjective", "owned by no"),
+        (Layout((4, 2), (0, 1)), (2, 4), "tv injective", "T0 V0 and T1 V0"),  # replicated threads
+        (Layout((2, 2), (1, -1)), (2, 2), "tv in tile", "T0 V1 maps to index -1"),
+    ],
+)
 def test_tv_not_a_bijection_is_refused(tv, tile, condition, needle):
     for f in (tv_grid, print_tv_layout, tv_layout_svg, tv_layout_tikz):
         with pytest.raises(InadmissibleError) as ei:
@@ -568,7 +589,7 @@ def test_svg_is_escaped_and_well_formed():
 def test_html_for_notebooks():
     h = layout_html(COL_MAJOR)
     assert h.startswith('<div class="layoutproof-layout"><code>(4,8):(1,4)</code>')
-    _, cells = read_svg(h[h.index("<svg"): h.index("</svg>") + 6])
+    _, cells = read_svg(h[h.index("<svg") : h.index("</svg>") + 6])
     assert len(cells) == 32
     for L in (Layout((2, 2, 2)), Layout((100, 100))):
         h = layout_html(L)
@@ -751,16 +772,16 @@ def _decode_png(data: bytes) -> tuple:
     bpp = 4 if ctype == 6 else 3
     pos, idat = 8, b""
     while pos < len(data):
-        (n,) = struct.unpack(">I", data[pos: pos + 4])
-        if data[pos + 4: pos + 8] == b"IDAT":
-            idat += data[pos + 8: pos + 8 + n]
+        (n,) = struct.unpack(">I", data[pos : pos + 4])
+        if data[pos + 4 : pos + 8] == b"IDAT":
+            idat += data[pos + 8 : pos + 8 + n]
         pos += 12 + n
     raw = zlib.decompress(idat)
     stride = w * bpp
     prev = bytearray(stride)
     rows = []
     for y in range(h):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1: (y + 1) * (stride + 1)])
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - bpp] if i >= bpp else 0
             b, c = prev[i], (prev[i - bpp] if i >= bpp else 0)
@@ -774,7 +795,7 @@ def _decode_png(data: bytes) -> tuple:
                 p = a + b - c
                 pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
                 line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append([tuple(line[x * bpp: x * bpp + 3]) for x in range(w)])
+        rows.append([tuple(line[x * bpp : x * bpp + 3]) for x in range(w)])
         prev = line
     return w, h, rows
 
@@ -859,23 +880,26 @@ def test_cli_show_png(tmp_path, capsys):
     assert _png_size(png.read_bytes()) == tuple(2 * x for x in _svg_size(tv_layout_svg(SM80_16x8_C, (16, 8))))
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["(4,8,2):(1,4,32)"], "error: a layout is drawn with rows"),
-    (["(4,8"], "error: "),
-    (["(2,3):(1,2,3)"], "error: "),
-    (["size((2,2):(1,2))"], "show draws a layout"),
-    (["nosuch(4:1)"], "error: "),
-    (["(4,2):(2,1)", "--tv", "2x2"], "inadmissible (tv in tile)"),
-    (["((4,8),(2,2)):((32,1),(16,0))", "--tv", "16x8"], "witness: ((0, 0), (0, 2))"),
-    (["(4,2):(1,4)", "--tv", "2x"], "error: tile"),
-    (["(4,2):(1,4)", "--tv", "(2,2,2)"], "error: a tile has two modes"),
-    (["(4,2):(1,4)", "--tv", "4x2", "--color", "bank"], "error: --color bank is for layouts"),
-    (["(4,2):(1,4)", "--color", "thread"], "error: --color thread is for TV layouts"),
-    (["(4,2):(1,4)", "--thr-id", "4:1"], "error: --thr-id goes with --tv"),
-    (["(4,2):(1,4)", "--png", "-"], "error: --png writes a file"),
-    (["(4,2):(1,4)", "--color", "bank", "--bytes", "0"], "elem_bytes must be a positive"),
-    (["(4,2):(1,4)", "--svg", "/nonexistent-dir/x.svg"], "error: cannot write /nonexistent-dir/x.svg"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["(4,8,2):(1,4,32)"], "error: a layout is drawn with rows"),
+        (["(4,8"], "error: "),
+        (["(2,3):(1,2,3)"], "error: "),
+        (["size((2,2):(1,2))"], "show draws a layout"),
+        (["nosuch(4:1)"], "error: "),
+        (["(4,2):(2,1)", "--tv", "2x2"], "inadmissible (tv in tile)"),
+        (["((4,8),(2,2)):((32,1),(16,0))", "--tv", "16x8"], "witness: ((0, 0), (0, 2))"),
+        (["(4,2):(1,4)", "--tv", "2x"], "error: tile"),
+        (["(4,2):(1,4)", "--tv", "(2,2,2)"], "error: a tile has two modes"),
+        (["(4,2):(1,4)", "--tv", "4x2", "--color", "bank"], "error: --color bank is for layouts"),
+        (["(4,2):(1,4)", "--color", "thread"], "error: --color thread is for TV layouts"),
+        (["(4,2):(1,4)", "--thr-id", "4:1"], "error: --thr-id goes with --tv"),
+        (["(4,2):(1,4)", "--png", "-"], "error: --png writes a file"),
+        (["(4,2):(1,4)", "--color", "bank", "--bytes", "0"], "elem_bytes must be a positive"),
+        (["(4,2):(1,4)", "--svg", "/nonexistent-dir/x.svg"], "error: cannot write /nonexistent-dir/x.svg"),
+    ],
+)
 def test_cli_show_errors_exit_2(argv, needle, capsys):
     assert main(["show"] + argv) == 2
     out, err = capsys.readouterr()

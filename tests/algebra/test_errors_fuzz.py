@@ -92,32 +92,35 @@ def test_shah_counterexample_every_refusal_path():
 
 
 # ----------------------------------------------------------------------------- malformed input
-@pytest.mark.parametrize("args", [
-    ((2, 3), (1,)),
-    ((2, 3), (1, (2, 3))),
-    ((2, (3, 4)), (1, 2)),
-    (4, (1,)),
-    ((4,), 1),
-    (-3, 1),
-    (0, 1),
-    ((2, 0), (1, 2)),
-    ((2, -1), None),
-    (2.0, 1),
-    (4, 1.0),
-    ("4", 1),
-    (4, "1"),
-    (True, 1),
-    (4, True),
-    (None, 1),
-    ({}, None),
-    ({"a": 1}, 1),
-    (b"4", 1),
-    (np.float64(4.0), 1),
-    (np.bool_(True), 1),
-    ((2, [3, None]), None),
-    (Layout(4), None),
-    (4, Layout(4)),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ((2, 3), (1,)),
+        ((2, 3), (1, (2, 3))),
+        ((2, (3, 4)), (1, 2)),
+        (4, (1,)),
+        ((4,), 1),
+        (-3, 1),
+        (0, 1),
+        ((2, 0), (1, 2)),
+        ((2, -1), None),
+        (2.0, 1),
+        (4, 1.0),
+        ("4", 1),
+        (4, "1"),
+        (True, 1),
+        (4, True),
+        (None, 1),
+        ({}, None),
+        ({"a": 1}, 1),
+        (b"4", 1),
+        (np.float64(4.0), 1),
+        (np.bool_(True), 1),
+        ((2, [3, None]), None),
+        (Layout(4), None),
+        (4, Layout(4)),
+    ],
+)
 def test_malformed_layouts_are_rejected(args):
     with pytest.raises(MalformedLayoutError):
         Layout(*args)
@@ -153,13 +156,36 @@ def test_deep_nesting_is_malformed_not_a_crash():
 
 
 @pytest.mark.parametrize("n", [200, 5000])
-@pytest.mark.parametrize("call", [
-    "coalesce(D)", "filter(D)", "complement(D)", "composition(L, D)", "logical_divide(L, D)",
-    "zipped_divide(L, D)", "logical_product(L, D)", "blocked_product(L, D)", "tile_to_shape(L, D)",
-    "L(D)", "L(D, 1)", "L(1, D)", "slice_and_offset(D, L)", "size(D)", "compatible(D, D)",
-    "select(D, 0)", "take(D, 0)", "group(D, 0)", "cosize(D)", "shape(D)", "get(D, 0)",
-    "make_layout_like(D)", "right_inverse(D)", "idx2crd(D, D)", "crd2idx(D, D)",
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "coalesce(D)",
+        "filter(D)",
+        "complement(D)",
+        "composition(L, D)",
+        "logical_divide(L, D)",
+        "zipped_divide(L, D)",
+        "logical_product(L, D)",
+        "blocked_product(L, D)",
+        "tile_to_shape(L, D)",
+        "L(D)",
+        "L(D, 1)",
+        "L(1, D)",
+        "slice_and_offset(D, L)",
+        "size(D)",
+        "compatible(D, D)",
+        "select(D, 0)",
+        "take(D, 0)",
+        "group(D, 0)",
+        "cosize(D)",
+        "shape(D)",
+        "get(D, 0)",
+        "make_layout_like(D)",
+        "right_inverse(D)",
+        "idx2crd(D, D)",
+        "crd2idx(D, D)",
+    ],
+)
 def test_deeply_nested_arguments_raise_layout_errors(n, call):
     """Nesting far past the 64-level limit (as a layout argument, a tiler or a coordinate)
     is reported as a LayoutError, never a RecursionError."""
@@ -179,10 +205,18 @@ def test_huge_extents_use_python_ints():
     assert L2(n + 5) == 5 + n and L2(n - 1, 2) == n - 1 + 2 * n
     assert L2(2 * n + 7) == 7 + 2 * n
     assert Layout((3, 3), (2**70, 1)).eval_all().tolist() == [
-        0, n, 2 * n, 1, n + 1, 2 * n + 1, 2, n + 2, 2 * n + 2]
+        0,
+        n,
+        2 * n,
+        1,
+        n + 1,
+        2 * n + 1,
+        2,
+        n + 2,
+        2 * n + 2,
+    ]
     # the int64 boundary: offsets up to 2**63 - 1 and beyond stay exact
-    assert Layout((2, 2), (2**62 - 1, 2**62 - 1)).eval_all().tolist() == [
-        0, 2**62 - 1, 2**62 - 1, 2**63 - 2]
+    assert Layout((2, 2), (2**62 - 1, 2**62 - 1)).eval_all().tolist() == [0, 2**62 - 1, 2**62 - 1, 2**63 - 2]
     assert Layout((2, 2), (2**62, 2**62)).eval_all().tolist() == [0, 2**62, 2**62, 2**63]
     assert Layout((2,), (-(2**63),)).eval_all().tolist() == [0, -(2**63)]
     assert size((n, n)) == n * n
@@ -202,11 +236,38 @@ def test_huge_values_through_the_algebra():
     assert lp.right_inverse(Layout((4, n), (n, 1))).size == 4 * n
 
 
-@pytest.mark.parametrize("text", [
-    "", " ", "garbage", "(4,", "4:", ":4", "4:1:2", "(4,2):(1)", "(4,,2)", "(,)", "((4)",
-    "4)", "4;1", "a:b", "1e3:1", "4.0:1", "(-4):(1)", "0:1", "4 : (1,2)", "\x00", "(4)(2)",
-    "4:1 extra", "None", "_", "composition(4:1, 2:1)", "((((", "(" * 100 + "4" + ")" * 100,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " ",
+        "garbage",
+        "(4,",
+        "4:",
+        ":4",
+        "4:1:2",
+        "(4,2):(1)",
+        "(4,,2)",
+        "(,)",
+        "((4)",
+        "4)",
+        "4;1",
+        "a:b",
+        "1e3:1",
+        "4.0:1",
+        "(-4):(1)",
+        "0:1",
+        "4 : (1,2)",
+        "\x00",
+        "(4)(2)",
+        "4:1 extra",
+        "None",
+        "_",
+        "composition(4:1, 2:1)",
+        "((((",
+        "(" * 100 + "4" + ")" * 100,
+    ],
+)
 def test_parse_garbage(text):
     with pytest.raises(MalformedLayoutError):
         Layout.parse(text)
@@ -228,17 +289,29 @@ def test_parse_accepts_cute_notation():
 
 # ----------------------------------------------------------------------------- known crashers
 # Minimal reproductions of non-LayoutError escapes found by the fuzz below.
-@pytest.mark.parametrize("call", [
-    lambda: ceil_div((0, 2), 3),               # ZeroDivisionError
-    lambda: idx2crd(5, (0, 4)),                # ZeroDivisionError
-    lambda: crd2idx(5, (0, 4)),                # ZeroDivisionError
-    lambda: crd2crd(-1, (3, 0)),               # ZeroDivisionError
-    lambda: append((4,), 2, 2**70),            # OverflowError
-    lambda: prepend((4,), 2, 2**70),           # OverflowError
-    lambda: append(Layout(4), None, 2**70),    # OverflowError
-    lambda: prepend(Layout(4), None, 2**70),   # OverflowError
-], ids=["ceil_div-zero", "idx2crd-zero", "crd2idx-zero", "crd2crd-zero", "append-huge-n",
-        "prepend-huge-n", "append-layout-huge-n", "prepend-layout-huge-n"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: ceil_div((0, 2), 3),  # ZeroDivisionError
+        lambda: idx2crd(5, (0, 4)),  # ZeroDivisionError
+        lambda: crd2idx(5, (0, 4)),  # ZeroDivisionError
+        lambda: crd2crd(-1, (3, 0)),  # ZeroDivisionError
+        lambda: append((4,), 2, 2**70),  # OverflowError
+        lambda: prepend((4,), 2, 2**70),  # OverflowError
+        lambda: append(Layout(4), None, 2**70),  # OverflowError
+        lambda: prepend(Layout(4), None, 2**70),  # OverflowError
+    ],
+    ids=[
+        "ceil_div-zero",
+        "idx2crd-zero",
+        "crd2idx-zero",
+        "crd2crd-zero",
+        "append-huge-n",
+        "prepend-huge-n",
+        "append-layout-huge-n",
+        "prepend-layout-huge-n",
+    ],
+)
 def test_known_crashers_raise_layout_errors(call):
     try:
         call()
@@ -277,28 +350,103 @@ def _arity(name, f):
 ARITIES = {name: _arity(name, f) for name, f in CALLABLES.items()}
 
 ATOMS = [
-    0, 1, 2, 3, 4, 6, -1, -3, 2**70, -(2**70), 2**63, 1.5, 2.0, float("nan"), float("inf"), "4",
-    "x", "", None, True, False, {}, {"a": 1}, [], [2, 3], [[2], [3]], (), (2, 3), ((2,), (3, 4)),
-    (0, 2), (2, -1), (1,), (2, 0), np.int64(3), np.int8(-2), np.float32(2), b"ab", object(), _,
-    deep(70), deep(600), 3 + 1j, range(3), (2**64, 3), (None, 2), (_, 2), ((_, 1), 2), slice(0, 2),
-    Layout(8, 1), Layout((4, (2, 2)), (2, (1, 8))), Layout((2, 3), (0, -1)), Layout(1, 0),
-    Layout((), ()), Layout((1,), (0,)), Layout((2**40, 3), (1, 2**40)), Layout(((2, 2),), ((1, 2),)),
-    Layout((2, 2), (1, 3)), Layout((6, 2), (1, 7)), Layout(4, 0), Layout(((),), ((),)),
+    0,
+    1,
+    2,
+    3,
+    4,
+    6,
+    -1,
+    -3,
+    2**70,
+    -(2**70),
+    2**63,
+    1.5,
+    2.0,
+    float("nan"),
+    float("inf"),
+    "4",
+    "x",
+    "",
+    None,
+    True,
+    False,
+    {},
+    {"a": 1},
+    [],
+    [2, 3],
+    [[2], [3]],
+    (),
+    (2, 3),
+    ((2,), (3, 4)),
+    (0, 2),
+    (2, -1),
+    (1,),
+    (2, 0),
+    np.int64(3),
+    np.int8(-2),
+    np.float32(2),
+    b"ab",
+    object(),
+    _,
+    deep(70),
+    deep(600),
+    3 + 1j,
+    range(3),
+    (2**64, 3),
+    (None, 2),
+    (_, 2),
+    ((_, 1), 2),
+    slice(0, 2),
+    Layout(8, 1),
+    Layout((4, (2, 2)), (2, (1, 8))),
+    Layout((2, 3), (0, -1)),
+    Layout(1, 0),
+    Layout((), ()),
+    Layout((1,), (0,)),
+    Layout((2**40, 3), (1, 2**40)),
+    Layout(((2, 2),), ((1, 2),)),
+    Layout((2, 2), (1, 3)),
+    Layout((6, 2), (1, 7)),
+    Layout(4, 0),
+    Layout(((),), ((),)),
 ]
 
-PARSE_TEXTS = ["(", ")", "4:", "(4,2):(1)", "4:1:2", "(-4):(1)", "0:1", "a:b", "(4,):(1,)", "_4:_1",
-               "4:-1", "(2,(3,4)):(1,(2,6))", "9" * 400 + ":1", "(" * 100 + "4" + ")" * 100, "\x00",
-               "(,)", "(4,,2)", "8:1", "():()"]
+PARSE_TEXTS = [
+    "(",
+    ")",
+    "4:",
+    "(4,2):(1)",
+    "4:1:2",
+    "(-4):(1)",
+    "0:1",
+    "a:b",
+    "(4,):(1,)",
+    "_4:_1",
+    "4:-1",
+    "(2,(3,4)):(1,(2,6))",
+    "9" * 400 + ":1",
+    "(" * 100 + "4" + ")" * 100,
+    "\x00",
+    "(,)",
+    "(4,,2)",
+    "8:1",
+    "():()",
+]
 
 _atom = st.sampled_from(ATOMS)
 _small_layout = st.builds(
     lambda s, d: Layout(s, d),
     st.lists(st.sampled_from([1, 2, 3, 4, 2**40]), min_size=1, max_size=3).map(tuple),
     st.just(None),
-) | st.lists(st.tuples(st.sampled_from([1, 2, 3, 4]), st.sampled_from([0, 1, -1, 2, 5, 2**40])),
-             min_size=1, max_size=3).map(lambda ms: Layout(tuple(m[0] for m in ms), tuple(m[1] for m in ms)))
-GARBAGE = st.recursive(_atom | _small_layout, lambda inner: st.lists(inner, max_size=3).map(tuple)
-                       | st.lists(inner, max_size=2), max_leaves=8)
+) | st.lists(
+    st.tuples(st.sampled_from([1, 2, 3, 4]), st.sampled_from([0, 1, -1, 2, 5, 2**40])), min_size=1, max_size=3
+).map(lambda ms: Layout(tuple(m[0] for m in ms), tuple(m[1] for m in ms)))
+GARBAGE = st.recursive(
+    _atom | _small_layout,
+    lambda inner: st.lists(inner, max_size=3).map(tuple) | st.lists(inner, max_size=2),
+    max_leaves=8,
+)
 
 
 def _exercise(result):
@@ -347,8 +495,10 @@ def test_fuzz_seeded_random_loop():
             return tuple(garbage(depth + 1) for _i in range(rng.randint(0, 3)))
         if r < 0.45:
             k = rng.randint(1, 3)
-            return Layout(tuple(rng.choice([1, 2, 3, 4, 2**40]) for _i in range(k)),
-                          tuple(rng.choice([0, 1, -1, 2, 5, 2**40]) for _i in range(k)))
+            return Layout(
+                tuple(rng.choice([1, 2, 3, 4, 2**40]) for _i in range(k)),
+                tuple(rng.choice([0, 1, -1, 2, 5, 2**40]) for _i in range(k)),
+            )
         return rng.choice(ATOMS)
 
     for _i in range(4000):
@@ -459,12 +609,27 @@ def test_cli_eval_inadmissible(capsys):
     assert "witness: 5" in err
 
 
-@pytest.mark.parametrize("expr", [
-    "garbage(((", "(4,", "", "composition(", "4:1:", "unknown(4:1)", "composition(8:1, 3.5)",
-    "(4,2):(1)", "0:1", "composition(8:1)", "Layout(4, 2, 3)", "coalesce()", "8:1(8)",
-    "ceil_div((0,2), 3)", "prepend(4, 2, 99999999999999999999999)",
-    "composition(" * 100 + "8:1" + ")" * 100,
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "garbage(((",
+        "(4,",
+        "",
+        "composition(",
+        "4:1:",
+        "unknown(4:1)",
+        "composition(8:1, 3.5)",
+        "(4,2):(1)",
+        "0:1",
+        "composition(8:1)",
+        "Layout(4, 2, 3)",
+        "coalesce()",
+        "8:1(8)",
+        "ceil_div((0,2), 3)",
+        "prepend(4, 2, 99999999999999999999999)",
+        "composition(" * 100 + "8:1" + ")" * 100,
+    ],
+)
 def test_cli_eval_garbage_returns_2(expr, capsys):
     rc = main(["eval", expr])
     out, err = capsys.readouterr()

@@ -257,10 +257,14 @@ def test_composition_sound_small_strides(data):
     """Dense in the interesting region: flat A and B with small extents and strides."""
     ka = data.draw(st.integers(1, 4))
     kb = data.draw(st.integers(1, 3))
-    A = Layout(tuple(data.draw(st.integers(1, 6)) for _ in range(ka)),
-               tuple(data.draw(st.integers(-3, 16)) for _ in range(ka)))
-    B = Layout(tuple(data.draw(st.integers(1, 6)) for _ in range(kb)),
-               tuple(data.draw(st.integers(0, 12)) for _ in range(kb)))
+    A = Layout(
+        tuple(data.draw(st.integers(1, 6)) for _ in range(ka)),
+        tuple(data.draw(st.integers(-3, 16)) for _ in range(ka)),
+    )
+    B = Layout(
+        tuple(data.draw(st.integers(1, 6)) for _ in range(kb)),
+        tuple(data.draw(st.integers(0, 12)) for _ in range(kb)),
+    )
     try:
         R = composition(A, B)
     except InadmissibleError as e:
@@ -395,7 +399,7 @@ def prefix_tiles(draw, shape):
     """A tile size per top-level mode: the product of the mode's first leaves times a
     divisor of the next leaf (the tiles that divide a mode's mixed radix)."""
     out = []
-    for m in (shape if isinstance(shape, tuple) else (shape,)):
+    for m in shape if isinstance(shape, tuple) else (shape,):
         fs = flatten(m)
         k = draw(st.integers(0, len(fs) - 1))
         t = product(fs[:k]) if k else 1
@@ -428,8 +432,11 @@ def test_composition_identities(A, B):
 
 
 @settings(max_examples=examples(200))
-@given(layouts(max_size=128, kind="mixed"), layouts(max_size=32, kind="mixed"),
-       layouts(max_size=16, kind="nonneg"))
+@given(
+    layouts(max_size=128, kind="mixed"),
+    layouts(max_size=32, kind="mixed"),
+    layouts(max_size=16, kind="nonneg"),
+)
 def test_composition_associative_in_domain(A, B, C):
     if not (ev(C).max() < B.size and ev(B).min() >= 0 and ev(B).max() < A.size):
         return
@@ -443,11 +450,23 @@ def test_composition_associative_in_domain(A, B, C):
 
 
 SINGLE_MODE_AS = [
-    Layout((6, 2), (1, 7)), Layout((4, 6), (1, 5)), Layout((3, 4), (1, 10)),
-    Layout((2, 3, 4), (1, 2, 6)), Layout((4, (2, 2)), (2, (1, 8))), Layout((2, 2, 2), (0, 1, 4)),
-    Layout((3, 5), (7, 1)), Layout((4, 8), (8, 1)), Layout((2, 4), (1, 0)), Layout((5, 3), (2, 30)),
-    Layout((2, 3), (-1, 4)), Layout(12, 3), Layout((2, (3, 2)), (12, (1, 0))), Layout((8,), (2,)),
-    Layout((4, 6, 4), (0, 4, 0)), Layout((5, 3), (9, 3)), Layout((4, 6, 8, 10), (2, 3, 5, 7)),
+    Layout((6, 2), (1, 7)),
+    Layout((4, 6), (1, 5)),
+    Layout((3, 4), (1, 10)),
+    Layout((2, 3, 4), (1, 2, 6)),
+    Layout((4, (2, 2)), (2, (1, 8))),
+    Layout((2, 2, 2), (0, 1, 4)),
+    Layout((3, 5), (7, 1)),
+    Layout((4, 8), (8, 1)),
+    Layout((2, 4), (1, 0)),
+    Layout((5, 3), (2, 30)),
+    Layout((2, 3), (-1, 4)),
+    Layout(12, 3),
+    Layout((2, (3, 2)), (12, (1, 0))),
+    Layout((8,), (2,)),
+    Layout((4, 6, 4), (0, 4, 0)),
+    Layout((5, 3), (9, 3)),
+    Layout((4, 6, 8, 10), (2, 3, 5, 7)),
 ]
 
 
@@ -499,8 +518,10 @@ def test_composition_single_mode_exhaustive_completeness():
 def test_composition_single_mode_random_sound_and_complete(data):
     """The same, on random flat A (stride 0 and negative strides included) and n, r <= 24."""
     k = data.draw(st.integers(1, 4))
-    A = Layout(tuple(data.draw(st.integers(1, 6)) for _ in range(k)),
-               tuple(data.draw(st.integers(-3, 16)) for _ in range(k)))
+    A = Layout(
+        tuple(data.draw(st.integers(1, 6)) for _ in range(k)),
+        tuple(data.draw(st.integers(-3, 16)) for _ in range(k)),
+    )
     B = Layout(data.draw(st.integers(1, 24)), data.draw(st.integers(0, 24)))
     vals = ahat(A, ev(B))
     try:
@@ -536,8 +557,9 @@ def check_complement(L: Layout, M, cover: bool = True) -> Layout | None:
     except InadmissibleError as e:
         assert why is not None, (L, M, e)
         check_inadmissible(e, COMPLEMENT_CONDITIONS)
-        assert e.condition == ("non-negative strides" if why == "negative"
-                               else "complement admissibility (stride chain)")
+        assert e.condition == (
+            "non-negative strides" if why == "negative" else "complement admissibility (stride chain)"
+        )
         return None
     assert why is None, (L, M, C, why)
     FC = make_layout(filter(L), C)
@@ -570,8 +592,10 @@ def test_complement(L, M):
         assert complement(L) == complement(L, L.cosize)
 
 
-SHAPE_COTARGETS = st.one_of(st.tuples(st.integers(1, 8), st.integers(1, 64)),
-                            st.tuples(st.integers(1, 6), st.tuples(st.integers(1, 4), st.integers(1, 8))))
+SHAPE_COTARGETS = st.one_of(
+    st.tuples(st.integers(1, 8), st.integers(1, 64)),
+    st.tuples(st.integers(1, 6), st.tuples(st.integers(1, 4), st.integers(1, 8))),
+)
 
 
 @settings(max_examples=examples(300))
@@ -717,8 +741,16 @@ def test_logical_divide(A, B):
 @given(layouts(max_size=256, kind="mixed"), st.integers(1, 16))
 def test_integer_tilers_are_compact_layouts(A, n):
     """An integer tiler n means the layout n:1, for every divide and product."""
-    for f in (logical_divide, zipped_divide, tiled_divide, flat_divide,
-              logical_product, zipped_product, tiled_product, flat_product):
+    for f in (
+        logical_divide,
+        zipped_divide,
+        tiled_divide,
+        flat_divide,
+        logical_product,
+        zipped_product,
+        tiled_product,
+        flat_product,
+    ):
         try:
             got = f(A, n)
         except InadmissibleError as e:
@@ -739,8 +771,11 @@ def tuple_tilers(draw, A, divide=True):
         if t == "none":
             out.append(None)
         elif t == "int":
-            out.append(draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0]))
-                       if divide else draw(st.integers(1, 4)))
+            out.append(
+                draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0]))
+                if divide
+                else draw(st.integers(1, 4))
+            )
         else:
             out.append(draw(layouts(max_size=8 if divide else 4, kind="mixed", max_depth=1)))
     return tuple(out)

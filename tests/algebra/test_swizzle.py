@@ -206,11 +206,28 @@ def test_swizzle_properties_and_notation():
     assert sw.as_layout() == ComposedLayout(sw, 0, Layout(512, 1))
 
 
-@pytest.mark.parametrize("args", [
-    (-1, 0, 0), (0, -1, 0), (3, 3, 2), (3, 3, -2), (1, 0, 0), (1.0, 0, 1), (1, 2.5, 3),
-    ("1", 0, 1), (True, 0, 1), (2, 0, 1), (None, 0, 1), (10**9, 0, 10**9),
-    (1, 10**6, 1), (1, 0, -(10**30)), (2, 61, 2), (0, 65, 0), ([1], 0, 1),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        (-1, 0, 0),
+        (0, -1, 0),
+        (3, 3, 2),
+        (3, 3, -2),
+        (1, 0, 0),
+        (1.0, 0, 1),
+        (1, 2.5, 3),
+        ("1", 0, 1),
+        (True, 0, 1),
+        (2, 0, 1),
+        (None, 0, 1),
+        (10**9, 0, 10**9),
+        (1, 10**6, 1),
+        (1, 0, -(10**30)),
+        (2, 61, 2),
+        (0, 65, 0),
+        ([1], 0, 1),
+    ],
+)
 def test_swizzle_bad_params(args):
     with pytest.raises(MalformedLayoutError):
         Swizzle(*args)
@@ -220,8 +237,19 @@ def test_swizzle_limits_and_bad_inputs():
     Swizzle(2, 60, 2)  # exactly SWIZZLE_MAX_BITS
     assert SWIZZLE_MAX_BITS == 64
     sw = Swizzle(1, 1, 1)
-    for bad in (1.0, "3", None, True, [1, 2], (1,), np.arange(3.0), np.array([True]),
-                np.array(["a", 1], dtype=object), complex(1, 0), Layout(4, 1)):
+    for bad in (
+        1.0,
+        "3",
+        None,
+        True,
+        [1, 2],
+        (1,),
+        np.arange(3.0),
+        np.array([True]),
+        np.array(["a", 1], dtype=object),
+        complex(1, 0),
+        Layout(4, 1),
+    ):
         with pytest.raises(MalformedLayoutError):
             sw(bad)
     with pytest.raises(MalformedLayoutError):
@@ -242,8 +270,15 @@ def test_make_swizzle():
             assert got == sw
         else:
             assert got == Swizzle(0, 0, 0)
-    for y, z in [(0b1, 0b11), (0b110, 0b1001), (0b11, 0b110), (0b101, 0b1010), (-1, 1), (1.0, 2),
-                 (1 << 70, 1)]:
+    for y, z in [
+        (0b1, 0b11),
+        (0b110, 0b1001),
+        (0b11, 0b110),
+        (0b101, 0b1010),
+        (-1, 1),
+        (1.0, 2),
+        (1 << 70, 1),
+    ]:
         with pytest.raises(MalformedLayoutError):
             make_swizzle(y, z)
 
@@ -329,12 +364,20 @@ def test_composed_basics():
     assert C.compose(Layout(8, 64)) == ComposedLayout(Swizzle(3, 3, 3), 0, composition(B, Layout(8, 64)))
 
 
-@pytest.mark.parametrize("args", [
-    (Swizzle(1, 1, 1), 0, (4, 1)), (Swizzle(1, 1, 1), 0, None), ("Sw<1,1,1>", 0, Layout(4, 1)),
-    (None, 0, Layout(4, 1)), (Swizzle(1, 1, 1), 1.5, Layout(4, 1)), (Swizzle(1, 1, 1), "0", Layout(4, 1)),
-    (Swizzle(1, 1, 1), True, Layout(4, 1)), (Swizzle(1, 1, 1), None, Layout(4, 1)),
-    (ComposedLayout(Swizzle(1, 1, 1), 0, Layout(2, 1)), 0, Layout(4, 1)),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        (Swizzle(1, 1, 1), 0, (4, 1)),
+        (Swizzle(1, 1, 1), 0, None),
+        ("Sw<1,1,1>", 0, Layout(4, 1)),
+        (None, 0, Layout(4, 1)),
+        (Swizzle(1, 1, 1), 1.5, Layout(4, 1)),
+        (Swizzle(1, 1, 1), "0", Layout(4, 1)),
+        (Swizzle(1, 1, 1), True, Layout(4, 1)),
+        (Swizzle(1, 1, 1), None, Layout(4, 1)),
+        (ComposedLayout(Swizzle(1, 1, 1), 0, Layout(2, 1)), 0, Layout(4, 1)),
+    ],
+)
 def test_composed_bad_construction(args):
     with pytest.raises(MalformedLayoutError):
         ComposedLayout(*args)
@@ -371,8 +414,12 @@ def assert_lifted(R, C, inner):
 
 
 @settings(max_examples=examples(120))
-@given(B=bit_layouts(min_bits=2, max_bits=10), sw=swizzles(), off=st.sampled_from([0, 0, 64, 4096]),
-       data=st.data())
+@given(
+    B=bit_layouts(min_bits=2, max_bits=10),
+    sw=swizzles(),
+    off=st.sampled_from([0, 0, 64, 4096]),
+    data=st.data(),
+)
 def test_lifted_operations(B, sw, off, data):
     C = ComposedLayout(sw, off, B)
     n = B.size
@@ -403,8 +450,10 @@ def test_lifted_operations(B, sw, off, data):
     assert_lifted(CC, C, coalesce(B))
     assert CC.eval_all().tolist() == C.eval_all().tolist()
     assert lift(complement, C, 4 * B.cosize) == (
-        complement(B, 4 * B.cosize) if sw.is_identity() and off == 0
-        else ComposedLayout(sw, off, complement(B, 4 * B.cosize)))
+        complement(B, 4 * B.cosize)
+        if sw.is_identity() and off == 0
+        else ComposedLayout(sw, off, complement(B, 4 * B.cosize))
+    )
 
 
 def test_identity_swizzle_decays_like_cpp():
@@ -502,8 +551,9 @@ def test_layout_after_swizzle_plain_results():
     """issue 13: when L o Sw is a plain layout, it is returned (C++'s make_swizzle fails)."""
     assert composition(Layout(2, 9), Swizzle(3, 0, 3)) == Layout(2, 9)
     R = composition(Layout((2, 3), (1, 7)), Swizzle(1, 1, 2))
-    assert [R(i) for i in range(6)] == [_extended(Layout((2, 3), (1, 7)))(Swizzle(1, 1, 2)(i))
-                                        for i in range(6)]
+    assert [R(i) for i in range(6)] == [
+        _extended(Layout((2, 3), (1, 7)))(Swizzle(1, 1, 2)(i)) for i in range(6)
+    ]
 
 
 def _cpp_candidate(L, sw):
@@ -529,8 +579,7 @@ def test_layout_after_swizzle_examples():
 
 
 @settings(max_examples=examples(150))
-@given(L=bit_layouts(min_bits=3, max_bits=10), B=bit_layouts(min_bits=1, max_bits=8),
-       sw=swizzles(max_top=9))
+@given(L=bit_layouts(min_bits=3, max_bits=10), B=bit_layouts(min_bits=1, max_bits=8), sw=swizzles(max_top=9))
 def test_layout_after_composed(L, B, sw):
     C = ComposedLayout(sw, 0, B)
     try:
@@ -618,8 +667,11 @@ def test_canonical_sm80_atom_brute_force():
     v = np.array([[T(r, c) for c in range(64)] for r in range(128)])
     assert sorted(v.ravel().tolist()) == list(range(8192))
     # in each row, every 8-element vector stays contiguous and aligned (16-byte ld/st)
-    assert all(v[r, 8 * k: 8 * k + 8].tolist() == list(range(v[r, 8 * k], v[r, 8 * k] + 8))
-               for r in range(128) for k in range(8))
+    assert all(
+        v[r, 8 * k : 8 * k + 8].tolist() == list(range(v[r, 8 * k], v[r, 8 * k] + 8))
+        for r in range(128)
+        for k in range(8)
+    )
     # 8 consecutive rows, same 8-column chunk: 8 different 128-byte bank groups
     for r0 in range(0, 128, 8):
         for k in range(8):
@@ -664,8 +716,14 @@ def test_f2_scalar():
     assert F2(7) + F2(7) == 0 and F2(5) + 0 == F2(5) and 0 + F2(5) == F2(5)
     assert str(F2(72)) == "F72" and int(F2(72)) == 72 and hash(F2(3)) == hash(3)
     assert F2(3) * F2(3) == F2(5)
-    for bad in (lambda: F2(-1), lambda: F2(1.5), lambda: F2(1) + 1, lambda: F2(1) * -2,
-                lambda: F2(1) * 1.5, lambda: F2("3")):
+    for bad in (
+        lambda: F2(-1),
+        lambda: F2(1.5),
+        lambda: F2(1) + 1,
+        lambda: F2(1) * -2,
+        lambda: F2(1) * 1.5,
+        lambda: F2("3"),
+    ):
         with pytest.raises(MalformedLayoutError):
             bad()
 
@@ -766,9 +824,11 @@ def test_f2_plain_layouts():
         from_f2(F2Layout((2, 2), (1, 1)))
     assert from_f2(F2Layout((2, 2), (7, 1))) == ComposedLayout(Swizzle(1, 0, 1), 0, Layout((2, 2), (6, 1)))
     # inner strides that are not single bits (found by the search over swizzles)
-    for C in (ComposedLayout(Swizzle(3, 2, -5), 0, Layout((7, 4), (64, 5))),
-              ComposedLayout(Swizzle(2, 2, 2), 0, Layout((8, 2, 1), (18, 1, 6))),
-              ComposedLayout(Swizzle(4, 0, -4), 0, Layout((8, 2), (32, 3)))):
+    for C in (
+        ComposedLayout(Swizzle(3, 2, -5), 0, Layout((7, 4), (64, 5))),
+        ComposedLayout(Swizzle(2, 2, 2), 0, Layout((8, 2, 1), (18, 1, 6))),
+        ComposedLayout(Swizzle(4, 0, -4), 0, Layout((8, 2), (32, 3))),
+    ):
         R = from_f2(to_f2(C))
         assert R.eval_all().tolist() == C.eval_all().tolist() and R.size == C.size
     # the canonical atom keeps its shape in F2 form
@@ -778,24 +838,51 @@ def test_f2_plain_layouts():
 
 # ============================================================================= bad input
 @settings(max_examples=examples(100))
-@given(junk=st.one_of(st.none(), st.floats(), st.text(max_size=5), st.booleans(),
-                      st.lists(st.integers(), max_size=3), st.integers(-(10**30), 10**30)))
+@given(
+    junk=st.one_of(
+        st.none(),
+        st.floats(),
+        st.text(max_size=5),
+        st.booleans(),
+        st.lists(st.integers(), max_size=3),
+        st.integers(-(10**30), 10**30),
+    )
+)
 def test_garbage_gives_layout_errors_only(junk):
     C = ComposedLayout(Swizzle(1, 1, 1), 0, Layout(8, 1))
     calls = [
-        lambda: Swizzle(junk, 1, 1), lambda: Swizzle(1, junk, 1), lambda: Swizzle(1, 1, junk),
-        lambda: Swizzle(1, 1, 1)(junk), lambda: ComposedLayout(junk, 0, Layout(4, 1)),
+        lambda: Swizzle(junk, 1, 1),
+        lambda: Swizzle(1, junk, 1),
+        lambda: Swizzle(1, 1, junk),
+        lambda: Swizzle(1, 1, 1)(junk),
+        lambda: ComposedLayout(junk, 0, Layout(4, 1)),
         lambda: ComposedLayout(Swizzle(1, 1, 1), junk, Layout(4, 1)),
-        lambda: ComposedLayout(Swizzle(1, 1, 1), 0, junk), lambda: C(junk), lambda: C[junk],
-        lambda: composition(C, junk), lambda: composition(Swizzle(1, 1, 1), junk),
-        lambda: composition(junk, Swizzle(1, 1, 1)), lambda: composition(junk, C),
-        lambda: logical_divide(C, junk), lambda: zipped_divide(C, junk),
-        lambda: tiled_divide(C, junk), lambda: flat_divide(C, junk),
-        lambda: logical_product(C, junk), lambda: blocked_product(C, junk),
-        lambda: raked_product(C, junk), lambda: tile_to_shape(C, junk), lambda: coalesce(C, junk),
-        lambda: logical_divide(junk, 2), lambda: coalesce(junk), lambda: tile_to_shape(junk, 8),
-        lambda: to_f2(junk), lambda: from_f2(junk), lambda: F2(junk), lambda: make_swizzle(junk, 1),
-        lambda: F2Layout(junk, 1), lambda: ComposedLayout.parse(junk), lambda: Swizzle.parse(junk),
+        lambda: ComposedLayout(Swizzle(1, 1, 1), 0, junk),
+        lambda: C(junk),
+        lambda: C[junk],
+        lambda: composition(C, junk),
+        lambda: composition(Swizzle(1, 1, 1), junk),
+        lambda: composition(junk, Swizzle(1, 1, 1)),
+        lambda: composition(junk, C),
+        lambda: logical_divide(C, junk),
+        lambda: zipped_divide(C, junk),
+        lambda: tiled_divide(C, junk),
+        lambda: flat_divide(C, junk),
+        lambda: logical_product(C, junk),
+        lambda: blocked_product(C, junk),
+        lambda: raked_product(C, junk),
+        lambda: tile_to_shape(C, junk),
+        lambda: coalesce(C, junk),
+        lambda: logical_divide(junk, 2),
+        lambda: coalesce(junk),
+        lambda: tile_to_shape(junk, 8),
+        lambda: to_f2(junk),
+        lambda: from_f2(junk),
+        lambda: F2(junk),
+        lambda: make_swizzle(junk, 1),
+        lambda: F2Layout(junk, 1),
+        lambda: ComposedLayout.parse(junk),
+        lambda: Swizzle.parse(junk),
         lambda: composition(Layout(8, 1), (Swizzle(1, 1, 1), junk)),
     ]
     for f in calls:
@@ -806,8 +893,15 @@ def test_garbage_gives_layout_errors_only(junk):
 
 
 def test_garbage_still_rejected_by_ops():
-    for op in (logical_divide, zipped_divide, tiled_divide, flat_divide, logical_product,
-               blocked_product, raked_product):
+    for op in (
+        logical_divide,
+        zipped_divide,
+        tiled_divide,
+        flat_divide,
+        logical_product,
+        blocked_product,
+        raked_product,
+    ):
         for junk in ("x", None, 3, Swizzle(1, 1, 1)):
             with pytest.raises(MalformedLayoutError):
                 op(junk, Layout(2, 1))
@@ -857,8 +951,7 @@ def test_differential_pycute_swizzle():
 
 @needs_pycute
 @settings(max_examples=examples(80))
-@given(L=layouts(max_size=128, kind="nonneg"), sw=swizzles(max_top=10),
-       off=st.integers(0, 600))
+@given(L=layouts(max_size=128, kind="nonneg"), sw=swizzles(max_top=10), off=st.integers(0, 600))
 def test_differential_pycute_composed(L, sw, off):
     assume(not (sw.bits == 0 and sw.shift == 0))
     P = pc.ComposedLayout(pc.Swizzle(sw.bits, sw.base, sw.shift), off, pc.Layout(L.shape, L.stride))

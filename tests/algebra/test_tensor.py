@@ -57,14 +57,14 @@ def crd(v):
 # ----------------------------------------------------------------------------- basics
 def test_indexing_and_views():
     buf = np.arange(24)
-    t = make_tensor(buf, Layout((4, 6), (6, 1)))            # row-major 4x6
+    t = make_tensor(buf, Layout((4, 6), (6, 1)))  # row-major 4x6
     assert t.shape == (4, 6) and t.size == 24 and t.rank == 2 and len(t) == 24
     assert t(2, 3) == t[2, 3] == t[(2, 3)] == 15
-    assert t(5) == 7                                           # 5 = (1, 1): 6*1 + 1
-    assert [int(x) for x in t][:5] == [0, 6, 12, 18, 1]         # colexicographic order
+    assert t(5) == 7  # 5 = (1, 1): 6*1 + 1
+    assert [int(x) for x in t][:5] == [0, 6, 12, 18, 1]  # colexicographic order
     row = t(2, _)
     assert str(row.layout) == "(6):(1)" and row.offset == 12
-    assert row.engine is t.engine                              # a view
+    assert row.engine is t.engine  # a view
     assert [int(x) for x in row] == list(range(12, 18))
     col = t[:, 4]
     assert col.offset == 4 and [int(x) for x in col] == [4, 10, 16, 22]
@@ -96,7 +96,7 @@ def test_make_tensor_from_ndarray_uses_its_strides():
     v = a[::2, ::-3]
     t = make_tensor(v)
     t[1, 2] = -1
-    assert a[2, 11 - 6] == -1                                  # writes reach the array
+    assert a[2, 11 - 6] == -1  # writes reach the array
 
 
 def test_make_tensor_forms():
@@ -106,34 +106,37 @@ def test_make_tensor_forms():
     assert str(t.layout) == "(3,4):(1,3)"
     t = make_tensor(np.zeros(16), (3, 4), (1, 4))
     assert str(t.layout) == "(3,4):(1,4)"
-    t = make_tensor(np.arange(12.0).reshape(3, 4), Layout((4, 3), (1, 4)))   # C-contiguous: flat
+    t = make_tensor(np.arange(12.0).reshape(3, 4), Layout((4, 3), (1, 4)))  # C-contiguous: flat
     assert t(1, 2) == 9.0
     t = make_tensor(list(range(10)), Layout(4, 2), offset=2)
     assert list(t) == [2, 4, 6, 8]
 
 
-@pytest.mark.parametrize("bad,err", [
-    (lambda: make_tensor(np.zeros(10), (3, 4)), OutOfDomainError),              # too short
-    (lambda: make_tensor([0] * 8, Layout(4, -1)), OutOfDomainError),             # negative reach
-    (lambda: make_tensor([0] * 8, Layout(4, -1), offset=3), None),              # fine
-    (lambda: make_tensor(5, (2, 2)), MalformedLayoutError),
-    (lambda: make_tensor("abcd", 4), MalformedLayoutError),
-    (lambda: make_tensor(np.zeros((4, 4))[:, ::2], (4, 2)), MalformedLayoutError),
-    (lambda: make_tensor(np.zeros(4), (2, 2), offset=1.5), MalformedLayoutError),
-    (lambda: make_tensor(np.zeros(4), (0, 2)), MalformedLayoutError),
-    (lambda: make_tensor(np.zeros(8), make_identity_layout((2, 4))), MalformedLayoutError),
-    (lambda: make_tensor(np.zeros(0)), MalformedLayoutError),
-    (lambda: make_tensor(np.zeros(4), Layout(4), (1,)), MalformedLayoutError),
-    (lambda: make_tensor(np.zeros(4))(4), OutOfDomainError),
-    (lambda: make_tensor(np.zeros(4))(1, 1), OutOfDomainError),
-    (lambda: make_tensor(np.zeros(4))("x"), MalformedLayoutError),
-    (lambda: make_tensor(np.zeros(4))(), MalformedLayoutError),
-    (lambda: make_tensor(np.zeros(4))[1:3], MalformedLayoutError),
-    (lambda: make_tensor(np.zeros(4))[...], MalformedLayoutError),
-    (lambda: make_tensor(np.zeros(4)).__setitem__(_, 1), MalformedLayoutError),
-    (lambda: make_identity_tensor((2, 2)).__setitem__((0, 0), 1), MalformedLayoutError),
-    (lambda: Tensor(Layout(4), Layout(4)), MalformedLayoutError),
-])
+@pytest.mark.parametrize(
+    "bad,err",
+    [
+        (lambda: make_tensor(np.zeros(10), (3, 4)), OutOfDomainError),  # too short
+        (lambda: make_tensor([0] * 8, Layout(4, -1)), OutOfDomainError),  # negative reach
+        (lambda: make_tensor([0] * 8, Layout(4, -1), offset=3), None),  # fine
+        (lambda: make_tensor(5, (2, 2)), MalformedLayoutError),
+        (lambda: make_tensor("abcd", 4), MalformedLayoutError),
+        (lambda: make_tensor(np.zeros((4, 4))[:, ::2], (4, 2)), MalformedLayoutError),
+        (lambda: make_tensor(np.zeros(4), (2, 2), offset=1.5), MalformedLayoutError),
+        (lambda: make_tensor(np.zeros(4), (0, 2)), MalformedLayoutError),
+        (lambda: make_tensor(np.zeros(8), make_identity_layout((2, 4))), MalformedLayoutError),
+        (lambda: make_tensor(np.zeros(0)), MalformedLayoutError),
+        (lambda: make_tensor(np.zeros(4), Layout(4), (1,)), MalformedLayoutError),
+        (lambda: make_tensor(np.zeros(4))(4), OutOfDomainError),
+        (lambda: make_tensor(np.zeros(4))(1, 1), OutOfDomainError),
+        (lambda: make_tensor(np.zeros(4))("x"), MalformedLayoutError),
+        (lambda: make_tensor(np.zeros(4))(), MalformedLayoutError),
+        (lambda: make_tensor(np.zeros(4))[1:3], MalformedLayoutError),
+        (lambda: make_tensor(np.zeros(4))[...], MalformedLayoutError),
+        (lambda: make_tensor(np.zeros(4)).__setitem__(_, 1), MalformedLayoutError),
+        (lambda: make_identity_tensor((2, 2)).__setitem__((0, 0), 1), MalformedLayoutError),
+        (lambda: Tensor(Layout(4), Layout(4)), MalformedLayoutError),
+    ],
+)
 def test_tensor_bad_input(bad, err):
     if err is None:
         bad()
@@ -173,7 +176,7 @@ def test_identity_tensor_slices_keep_full_coordinates():
     col = I(_, 3)
     assert crd(col(0)) == (0, 3) and crd(col(2)) == (2, 3)
     row = I(0, _)
-    assert crd(row(0)) == (0, 0)            # full rank even where every term is zero
+    assert crd(row(0)) == (0, 0)  # full rank even where every term is zero
 
 
 # ----------------------------------------------------------------------------- local_tile
@@ -193,8 +196,8 @@ def test_local_tile_is_numpy_slicing(order, M, N, bm, bn):
     for i, j in itertools.product(range(M // bm), range(N // bn)):
         tile = local_tile(t, (bm, bn), (i, j))
         assert tile.shape == (bm, bn)
-        assert np.array_equal(tile.to_numpy(), ref[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn])
-    all_tiles = local_tile(t, (bm, bn), (_, _))                   # (bm, bn, M/bm, N/bn)
+        assert np.array_equal(tile.to_numpy(), ref[i * bm : (i + 1) * bm, j * bn : (j + 1) * bn])
+    all_tiles = local_tile(t, (bm, bn), (_, _))  # (bm, bn, M/bm, N/bn)
     assert all_tiles.shape == (bm, bn, M // bm, N // bn)
     assert all_tiles(1 % bm, 0, M // bm - 1, 0) == ref[(M // bm - 1) * bm + 1 % bm, 0]
 
@@ -203,7 +206,7 @@ def test_local_tile_identity_and_integer_coord():
     I = make_identity_tensor((8, 6))
     T = local_tile(I, (4, 3), (1, 1))
     assert crd(T(0, 0)) == (4, 3) and crd(T(3, 2)) == (7, 5)
-    T2 = local_tile(I, (4, 3), 3)            # integer coord: 1-D index of the rest modes
+    T2 = local_tile(I, (4, 3), 3)  # integer coord: 1-D index of the rest modes
     assert all(T2(a, b) == T(a, b) for a in range(4) for b in range(3))
     with pytest.raises(MalformedLayoutError):
         local_tile(I, (4, 3), (1, 1, 0))
@@ -234,7 +237,7 @@ def test_dice():
     assert dice((1, _, 1), (32, 64, 4)) == (32, 4)
     assert dice((1, None, 1), (0, 1, _)) == (0, _)
     assert dice(1, (3, 4)) == (3, 4) and dice(_, (3, 4)) == ()
-    assert dice((1, (1, _)), (1, (2, 3))) == (1, 2)            # nested: C++ flattens
+    assert dice((1, (1, _)), (1, (2, 3))) == (1, 2)  # nested: C++ flattens
     assert str(dice((1, _, 1), Layout((2, 16, 1), (16, 1, 0)))) == "(2,1):(16,0)"
     with pytest.raises(MalformedLayoutError):
         dice((1, _), (1, 2, 3))
@@ -245,8 +248,12 @@ def test_local_partition_seed_example_every_element_once():
     """C++'s comment: data (16,64), thread layout (2,16), thr_data (8,4); over all threads
     every element is owned exactly once."""
     data = make_identity_tensor((16, 64))
-    for thr_layout in (Layout((2, 16)), Layout((2, 16), (16, 1)), Layout((4, 8), (1, 4)),
-                       Layout((2, (4, 4)), (16, (1, 4)))):
+    for thr_layout in (
+        Layout((2, 16)),
+        Layout((2, 16), (16, 1)),
+        Layout((4, 8), (1, 4)),
+        Layout((2, (4, 4)), (16, (1, 4))),
+    ):
         owner = {}
         T0 = thr_layout.shape[0]
         T1 = thr_layout.size // T0
@@ -264,7 +271,7 @@ def test_local_partition_seed_example_every_element_once():
 
 def test_local_partition_shapes_and_values():
     data = make_identity_tensor((16, 64))
-    thr = local_partition(data, Layout((2, 16), (16, 1)), 17)    # thread 17 = (1, 1)
+    thr = local_partition(data, Layout((2, 16), (16, 1)), 17)  # thread 17 = (1, 1)
     assert thr.shape == (8, 4)
     for i, j in itertools.product(range(8), range(4)):
         assert crd(thr(i, j)) == (1 + 2 * i, 1 + 16 * j)
@@ -283,7 +290,7 @@ def test_local_partition_bad_index():
     with pytest.raises(OutOfDomainError):
         local_partition(data, Layout((2, 4)), 8)
     with pytest.raises(OutOfDomainError):
-        local_partition(data, Layout((2, 2), (1, 1)), 1)          # non-injective thread layout
+        local_partition(data, Layout((2, 2), (1, 1)), 1)  # non-injective thread layout
     with pytest.raises(MalformedLayoutError):
         local_partition(data, Layout((2, 4)), 1.0)
     with pytest.raises(MalformedLayoutError):
@@ -294,14 +301,14 @@ def test_seed_partitioning_is_composition_then_slicing():
     """The talk's slide: a 4x8 tensor of letters, thr-val layout ((2,4),(2,2)):((8,1),(4,16))
     composed with it, sliced at a thread: T0 holds a e q u, T1 holds i m y γ."""
     letters = list("abcdefghijklmnopqrstuvwxyzαβγδεη")
-    data = make_tensor(letters, Layout((4, 8)))                 # column-major, as on the slide
+    data = make_tensor(letters, Layout((4, 8)))  # column-major, as on the slide
     tv = Layout(((2, 4), (2, 2)), ((8, 1), (4, 16)))
     tv_data = composition(data, tv)
     rows = [[tv_data(t, v) for v in range(4)] for t in range(8)]
     assert rows[0] == list("aequ") and rows[1] == list("imyγ")
     assert rows[2] == list("bfrv") and rows[7] == list("lpβη")
     owned = sorted(x for r in rows for x in r)
-    assert owned == sorted(letters)                             # each element exactly once
+    assert owned == sorted(letters)  # each element exactly once
     # the same with an identity tensor: thread t owns coordinates, never twice
     I = composition(make_identity_tensor((4, 8)), tv)
     seen = [crd(I(t, v)) for t in range(8) for v in range(4)]
@@ -320,7 +327,7 @@ def test_outer_inner_partition_and_divides_on_tensors():
     assert ip.shape == (3, 4) and op.shape == (2, 2)
     assert ip(0, 0) == t(3, 0) and op(1, 1) == t(1 + 3, 0 + 4)
     assert t.compose((Layout(3, 2), Layout(2, 4))).shape == (3, 2)
-    assert composition(Layout(8), Layout(4, 2)) == Layout(4, 2)   # layouts pass through
+    assert composition(Layout(8), Layout(4, 2)) == Layout(4, 2)  # layouts pass through
 
 
 # ----------------------------------------------------------------------------- copy
@@ -342,7 +349,7 @@ def test_copy_table(name, S, D, engine):
     src_buf = np.arange(1, n + 1) * 10
     dst_buf = np.zeros(n, dtype=np.int64)
     ref = dst_buf.copy()
-    for i in range(S.size):                                    # the talk's loop
+    for i in range(S.size):  # the talk's loop
         ref[D(i)] = src_buf[S(i)]
     if engine == "list":
         src_buf, dst_buf = list(src_buf), list(dst_buf)
@@ -353,7 +360,7 @@ def test_copy_table(name, S, D, engine):
 def test_copy_aliasing_and_predicates():
     buf = np.arange(8)
     copy(make_tensor(buf, Layout(7, 1), offset=0), make_tensor(buf, Layout(7, 1), offset=1))
-    assert buf.tolist() == [0] * 8                             # sequential semantics
+    assert buf.tolist() == [0] * 8  # sequential semantics
     buf = np.arange(6)
     dst = make_tensor(np.zeros(6, dtype=int), (6,))
     copy_if(lambda i: i % 2 == 0, make_tensor(buf), dst)
@@ -418,7 +425,7 @@ def _random_layout(rng, shape, kind):
         return Layout((M, N), (1, M + int(rng.integers(1, 4))))
     if kind == "padded_row":
         return Layout((M, N), (N + int(rng.integers(1, 4)), 1))
-    if kind == "hier":   # split each mode in two, strides permuted
+    if kind == "hier":  # split each mode in two, strides permuted
         m1 = next(d for d in (2, 3, 1) if M % d == 0)
         n1 = next(d for d in (2, 3, 1) if N % d == 0)
         s = ((m1, M // m1), (n1, N // n1))
@@ -430,8 +437,11 @@ def _random_layout(rng, shape, kind):
 KINDS = ["col", "row", "padded", "padded_row", "hier"]
 
 
-@pytest.mark.parametrize("ka,kb,kc", [(a, b, c) for a in KINDS for b in KINDS for c in KINDS][::7]
-                         + [("col", "col", "col"), ("row", "row", "row"), ("hier", "hier", "hier")])
+@pytest.mark.parametrize(
+    "ka,kb,kc",
+    [(a, b, c) for a in KINDS for b in KINDS for c in KINDS][::7]
+    + [("col", "col", "col"), ("row", "row", "row"), ("hier", "hier", "hier")],
+)
 def test_gemm_matches_numpy(ka, kb, kc):
     rng = np.random.default_rng(KINDS.index(ka) * 25 + KINDS.index(kb) * 5 + KINDS.index(kc))
     M, N, K = 6, 4, 6
@@ -455,12 +465,12 @@ def test_gemm_matches_numpy(ka, kb, kc):
 def test_gemm_from_numpy_views_and_gett():
     rng = np.random.default_rng(7)
     a = rng.integers(-5, 5, (8, 6))
-    b = rng.integers(-5, 5, (6, 10))          # B as (N,K) is b.T: a transposed view
+    b = rng.integers(-5, 5, (6, 10))  # B as (N,K) is b.T: a transposed view
     c = np.zeros((8, 10), dtype=np.int64)
     gemm(make_tensor(a), make_tensor(b.T), make_tensor(c))
     assert np.array_equal(c, a @ b)
     # GETT: A ((M1,M2),K), C ((M1,M2),N): hierarchical M mode
-    A = make_tensor(a.reshape(-1).copy(), Layout(((2, 4), 6), ((6, 12), 1)))   # row-major a
+    A = make_tensor(a.reshape(-1).copy(), Layout(((2, 4), 6), ((6, 12), 1)))  # row-major a
     B = make_tensor(b.T.reshape(-1).copy(), LayoutRight((10, 6)))
     C = make_tensor(np.zeros(80, dtype=np.int64), Layout(((2, 4), 10)))
     gemm(A, B, C)
@@ -484,8 +494,8 @@ def test_gemm_broadcast_c_follows_the_loop():
 @given(st.integers(1, 5), st.integers(1, 5), st.integers(1, 5), st.data())
 def test_gemm_hypothesis(M, N, K, data):
     def lay(shape):
-        inner = data.draw(st.sampled_from([0, 1]))              # row- or column-major
-        pad = data.draw(st.integers(0, 2))                      # padded leading dimension
+        inner = data.draw(st.sampled_from([0, 1]))  # row- or column-major
+        pad = data.draw(st.integers(0, 2))  # padded leading dimension
         d = [0, 0]
         d[inner], d[1 - inner] = 1, shape[inner] + pad
         return Layout(shape, tuple(d))
@@ -503,12 +513,15 @@ def test_gemm_hypothesis(M, N, K, data):
     assert np.array_equal(T[2].to_numpy(), c0 + a @ b.T)
 
 
-@pytest.mark.parametrize("shapes,cond", [
-    (((4, 3), (5, 3), (4, 6)), "size<0>(B) == size<1>(C)"),
-    (((4, 3), (5, 2), (4, 5)), "size<1>(A) == size<1>(B)"),
-    (((4, 3), (5, 3), (3, 5)), "size<0>(A) == size<0>(C)"),
-    (((4, 3, 2), (5, 3), (4, 5)), "operand ranks (M,K)x(N,K)->(M,N) or (M)x(N)->(M,N)"),
-])
+@pytest.mark.parametrize(
+    "shapes,cond",
+    [
+        (((4, 3), (5, 3), (4, 6)), "size<0>(B) == size<1>(C)"),
+        (((4, 3), (5, 2), (4, 5)), "size<1>(A) == size<1>(B)"),
+        (((4, 3), (5, 3), (3, 5)), "size<0>(A) == size<0>(C)"),
+        (((4, 3, 2), (5, 3), (4, 5)), "operand ranks (M,K)x(N,K)->(M,N) or (M)x(N)->(M,N)"),
+    ],
+)
 def test_gemm_incompatible(shapes, cond):
     A, B, C = (make_tensor(np.zeros(int(np.prod(s))), s) for s in shapes)
     with pytest.raises(InadmissibleError) as ei:
@@ -526,10 +539,19 @@ def test_errors_are_layout_errors():
 
 
 _garbage = st.one_of(
-    st.none(), st.integers(-5, 40), st.floats(allow_nan=True), st.text(max_size=2),
-    st.tuples(st.integers(-1, 5), st.integers(-1, 9)), st.lists(st.integers(-2, 9), max_size=3),
-    st.just(slice(1, 2)), st.just(Ellipsis), st.just(_), st.just(slice(None)),
-    st.tuples(st.just(_), st.integers(-1, 9)), st.just(E(0)), st.booleans(),
+    st.none(),
+    st.integers(-5, 40),
+    st.floats(allow_nan=True),
+    st.text(max_size=2),
+    st.tuples(st.integers(-1, 5), st.integers(-1, 9)),
+    st.lists(st.integers(-2, 9), max_size=3),
+    st.just(slice(1, 2)),
+    st.just(Ellipsis),
+    st.just(_),
+    st.just(slice(None)),
+    st.tuples(st.just(_), st.integers(-1, 9)),
+    st.just(E(0)),
+    st.booleans(),
 )
 
 
@@ -538,11 +560,18 @@ _garbage = st.one_of(
 def test_garbage_raises_layout_errors_only(key, other):
     """Whatever the key or argument, the tensor API answers or raises a LayoutError."""
     t = make_tensor(np.arange(32), (4, 8))
-    for f in (lambda: t[key], lambda: t(key), lambda: t(key, other),
-              lambda: t.__setitem__(key, 1), lambda: make_tensor(np.arange(8), key),
-              lambda: local_tile(t, key, other), lambda: local_partition(t, Layout((2, 2)), key),
-              lambda: ArithTuple(key) + ArithTuple(other), lambda: E(0) * key,
-              lambda: dice(key, other)):
+    for f in (
+        lambda: t[key],
+        lambda: t(key),
+        lambda: t(key, other),
+        lambda: t.__setitem__(key, 1),
+        lambda: make_tensor(np.arange(8), key),
+        lambda: local_tile(t, key, other),
+        lambda: local_partition(t, Layout((2, 2)), key),
+        lambda: ArithTuple(key) + ArithTuple(other),
+        lambda: E(0) * key,
+        lambda: dice(key, other),
+    ):
         try:
             f()
         except LayoutError:
@@ -608,9 +637,11 @@ def test_swizzled_bounds_of_a_large_tensor_without_evaluating(monkeypatch):
     import layoutproof.tensor as T
     from layoutproof import ComposedLayout, Swizzle, composition, tile_to_shape
 
-    cases = [tile_to_shape(composition(Swizzle(3, 3, 3), Layout((8, 64), (64, 1))), (64, 64)),
-             ComposedLayout(Swizzle(2, 0, -2), 5, Layout((4, 6), (1, 4))),
-             ComposedLayout(Layout(8, 3), 2, Layout((2, 3), (3, 1)))]
+    cases = [
+        tile_to_shape(composition(Swizzle(3, 3, 3), Layout((8, 64), (64, 1))), (64, 64)),
+        ComposedLayout(Swizzle(2, 0, -2), 5, Layout((4, 6), (1, 4))),
+        ComposedLayout(Layout(8, 3), 2, Layout((2, 3), (3, 1))),
+    ]
     for C in cases:
         v = C.eval_all()
         exact = T._composed_range(C)

@@ -72,9 +72,12 @@ def test_seed_tables_agree(name):
 
 def test_seed_tables_agree_with_ptx_directly():
     """The printed tables against the PTX formulas, without the layouts in between."""
-    keys = {"SM80_16x8x8_F32F16F16F32_TN": "m16n8k8.f16", "SM80_8x8x4_F64F64F64F64_TN": "m8n8k4.f64",
-            "SM70_8x8x4_F32F16F16F32_NT": "m8n8k4.f16.col.row",
-            "SM90_16x8x4_F64F64F64F64_TN": "m16n8k4.f64"}
+    keys = {
+        "SM80_16x8x8_F32F16F16F32_TN": "m16n8k8.f16",
+        "SM80_8x8x4_F64F64F64F64_TN": "m8n8k4.f64",
+        "SM70_8x8x4_F32F16F16F32_NT": "m8n8k4.f16.col.row",
+        "SM90_16x8x4_F64F64F64F64_TN": "m16n8k4.f64",
+    }
     for name, key in keys.items():
         for op in "ABC":
             for (r, c), (lane, v) in ptx.parse_seed_table(ptx.SEED_TABLES[name][op]).items():
@@ -108,7 +111,7 @@ def test_non_bijective_layout_raises():
 
 def test_wrong_lane_map_raises():
     atom = MMA_ATOMS["SM70_8x8x4_F32F16F16F32_NT"]
-    bad = dataclasses.replace(atom, thr_id=Layout((4, 2), (1, 4)))   # quadpair -> 8 low lanes
+    bad = dataclasses.replace(atom, thr_id=Layout((4, 2), (1, 4)))  # quadpair -> 8 low lanes
     with pytest.raises(AtomMismatchError) as ei:
         verify_atom(bad)
     assert ei.value.witness[0] >= 4
@@ -116,7 +119,7 @@ def test_wrong_lane_map_raises():
 
 def test_seed_mismatch_detected():
     atom = MMA_ATOMS["SM80_16x8x8_F32F16F16F32_TN"]
-    bad = _corrupt(atom, "B", Layout(((8, 4), 2), ((1, 16), 8)))   # lanes transposed
+    bad = _corrupt(atom, "B", Layout(((8, 4), 2), ((1, 16), 8)))  # lanes transposed
     with pytest.raises(AtomMismatchError):
         verify_seed_tables(bad)
 

@@ -95,8 +95,11 @@ def test_alignment_and_input_errors():
 
 
 @settings(max_examples=examples(80))
-@given(st.sampled_from([4, 8, 16]), st.lists(st.integers(0, 63), min_size=32, max_size=32),
-       st.sampled_from([1, 2, 4, 8, 16, 32, 33]))
+@given(
+    st.sampled_from([4, 8, 16]),
+    st.lists(st.integers(0, 63), min_size=32, max_size=32),
+    st.sampled_from([1, 2, 4, 8, 16, 32, 33]),
+)
 def test_property_matches_brute_model(width, slots, scale):
     addr = np.array(slots) * scale * width
     want = brute_wavefronts(addr, width)
@@ -136,8 +139,10 @@ def test_ldmatrix_swizzle_333_vs_plain():
         addr = _ldmatrix_rows(swz, chunk)
         # the same rows as the plain layout, with the 16-byte chunks permuted within each row
         assert (addr // 128 == _ldmatrix_rows(plain, chunk) // 128).all()
-        assert (smem_addresses(low, np.stack([LANES, np.full(32, 8 * chunk)], -1), 2)
-                == smem_addresses(swz, np.stack([LANES, np.full(32, 8 * chunk)], -1), 2)).all()
+        assert (
+            smem_addresses(low, np.stack([LANES, np.full(32, 8 * chunk)], -1), 2)
+            == smem_addresses(swz, np.stack([LANES, np.full(32, 8 * chunk)], -1), 2)
+        ).all()
         prove_ldmatrix_conflict_free(addr, 4, what=f"ldmatrix chunk {chunk}", log=log)
         with pytest.raises(BankConflictError) as e:
             prove_ldmatrix_conflict_free(_ldmatrix_rows(plain, chunk), 4, what="plain")

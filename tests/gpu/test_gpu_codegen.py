@@ -24,12 +24,21 @@ from layoutproof.gpu.errors import (
     ProofFailedError,
 )
 
-PROBLEMS = [GemmProblem(a, b, d, o) for a, b, d, o in (
-    ("k", "n", "f16", "f16"), ("k", "k", "f16", "f32"), ("m", "n", "bf16", "bf16"),
-    ("m", "k", "bf16", "f32"))]
-CONFIGS = [GemmConfig(), GemmConfig(bm=128, bn=256, bk=32, warps_m=2, warps_n=4, stages=3),
-           GemmConfig(bm=64, bn=64, bk=64, warps_m=2, warps_n=2, stages=3),
-           GemmConfig(bm=256, bn=128, bk=32, warps_m=4, warps_n=2, stages=3)]
+PROBLEMS = [
+    GemmProblem(a, b, d, o)
+    for a, b, d, o in (
+        ("k", "n", "f16", "f16"),
+        ("k", "k", "f16", "f32"),
+        ("m", "n", "bf16", "bf16"),
+        ("m", "k", "bf16", "f32"),
+    )
+]
+CONFIGS = [
+    GemmConfig(),
+    GemmConfig(bm=128, bn=256, bk=32, warps_m=2, warps_n=4, stages=3),
+    GemmConfig(bm=64, bn=64, bk=64, warps_m=2, warps_n=2, stages=3),
+    GemmConfig(bm=256, bn=128, bk=32, warps_m=4, warps_n=2, stages=3),
+]
 
 
 @pytest.mark.parametrize("prob", PROBLEMS, ids=lambda p: p.key())
@@ -57,8 +66,11 @@ def test_configs_generate_and_swizzles_are_cute_canonical(cfg):
 
 def test_every_emitted_index_function_is_the_proven_expression():
     k = codegen.generate(GemmConfig(), GemmProblem("m", "n"))
-    funcs = re.findall(r"__device__ __forceinline__ (?:int|long long) (lp_\w+)\(([^)]*)\) "
-                       r"\{ return (.*); \}", k.source)
+    funcs = re.findall(
+        r"__device__ __forceinline__ (?:int|long long) (lp_\w+)\(([^)]*)\) "
+        r"\{ return (.*); \}",
+        k.source,
+    )
     assert len(funcs) == 12
     stated = "\n".join(p.statement for p in k.proofs)
     for name, _params, _expr in funcs:
@@ -133,13 +145,19 @@ def test_a_tampered_expression_is_refuted_with_a_witness():
     assert ei.value.witness is not None
 
 
-@pytest.mark.parametrize("kw, msg", [
-    (dict(bm=96), "bm=96"), (dict(bk=48), "bk=48"), (dict(stages=1), "stages=1"),
-    (dict(bm=128, bn=256, bk=128, stages=4, warps_m=2, warps_n=4), "shared memory"),
-    (dict(bm=256, bn=256, warps_m=4, warps_n=4, stages=3), "registers per thread"),
-    (dict(warps_m=3), "powers of two"), (dict(swizzle="yes"), "swizzle"),
-    (dict(bm=128, bn=128, warps_m=1, warps_n=1), "accumulators"),
-])
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        (dict(bm=96), "bm=96"),
+        (dict(bk=48), "bk=48"),
+        (dict(stages=1), "stages=1"),
+        (dict(bm=128, bn=256, bk=128, stages=4, warps_m=2, warps_n=4), "shared memory"),
+        (dict(bm=256, bn=256, warps_m=4, warps_n=4, stages=3), "registers per thread"),
+        (dict(warps_m=3), "powers of two"),
+        (dict(swizzle="yes"), "swizzle"),
+        (dict(bm=128, bn=128, warps_m=1, warps_n=1), "accumulators"),
+    ],
+)
 def test_bad_configs_are_refused_by_name(kw, msg):
     with pytest.raises(GemmConfigError, match=msg):
         codegen.generate(GemmConfig(**kw), GemmProblem(), memo=False)
@@ -160,9 +178,22 @@ def _nvcc_sm90a(source: str, tmp_path) -> str:
     checking the compile succeeded with no spill stores or loads."""
     src = tmp_path / "k.cu"
     src.write_text(source)
-    r = subprocess.run([NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17",
-                        "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(src)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            NVCC,
+            "-gencode=arch=compute_90a,code=sm_90a",
+            "-cubin",
+            "-std=c++17",
+            "-Xptxas",
+            "-v",
+            "-o",
+            str(tmp_path / "k.cubin"),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     info = r.stderr + r.stdout
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", info)
@@ -171,11 +202,17 @@ def _nvcc_sm90a(source: str, tmp_path) -> str:
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("cfg, prob", [
-    (GemmConfig(), GemmProblem("k", "n", "f16", "f16")),
-    (GemmConfig(bm=256, bn=128, bk=32, warps_m=4, warps_n=2, stages=3),
-     GemmProblem("m", "k", "bf16", "f32")),
-], ids=["default-128x256x32-f16", "256x128x32-bf16-f32out"])
+@pytest.mark.parametrize(
+    "cfg, prob",
+    [
+        (GemmConfig(), GemmProblem("k", "n", "f16", "f16")),
+        (
+            GemmConfig(bm=256, bn=128, bk=32, warps_m=4, warps_n=2, stages=3),
+            GemmProblem("m", "k", "bf16", "f32"),
+        ),
+    ],
+    ids=["default-128x256x32-f16", "256x128x32-bf16-f32out"],
+)
 def test_emitted_source_compiles_for_sm90a_without_spills(tmp_path, cfg, prob):
     k = codegen.generate(cfg, prob)
     info = _nvcc_sm90a(k.source, tmp_path)
@@ -185,8 +222,9 @@ def test_emitted_source_compiles_for_sm90a_without_spills(tmp_path, cfg, prob):
     # the SASS holds tensor-core and ldmatrix instructions (cuobjdump when present)
     objdump = shutil.which("cuobjdump")
     if objdump:
-        sass = subprocess.run([objdump, "-sass", str(tmp_path / "k.cubin")], capture_output=True,
-                              text=True, timeout=120).stdout
+        sass = subprocess.run(
+            [objdump, "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True, timeout=120
+        ).stdout
         assert "HMMA.16816.F32" in sass and "LDSM" in sass and "LDGSTS" in sass
 
 
@@ -194,8 +232,22 @@ def test_cli_emits_a_proven_kernel_without_gpu(tmp_path, capsys):
     from layoutproof.cli import main
 
     out = tmp_path / "kernel.cu"
-    rc = main(["gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "f16",
-               "--emit", str(out), "--no-run"])
+    rc = main(
+        [
+            "gemm",
+            "--m",
+            "4096",
+            "--n",
+            "4096",
+            "--k",
+            "4096",
+            "--dtype",
+            "f16",
+            "--emit",
+            str(out),
+            "--no-run",
+        ]
+    )
     assert rc == 0
     text = out.read_text()
     assert text.startswith("// layoutproof:") and "wgmma.mma_async.sync.aligned.m64n256k16" in text
@@ -249,8 +301,9 @@ def test_sm90_a_wrong_descriptor_stride_is_caught(monkeypatch):
     def wrong(smem, base, **kw):
         d = orig(smem, base, **kw)
         f = sm90.decode_descriptor(d)
-        return sm90.encode_descriptor(f["start_address"], f["leading_byte_offset"],
-                                      f["stride_byte_offset"] + 1024, swizzle=f["swizzle"])
+        return sm90.encode_descriptor(
+            f["start_address"], f["leading_byte_offset"], f["stride_byte_offset"] + 1024, swizzle=f["swizzle"]
+        )
 
     monkeypatch.setattr(sm90, "make_descriptor", wrong)
     with pytest.raises(ProofFailedError) as ei:
@@ -275,8 +328,9 @@ def test_sm90_source_compiles_for_sm90a_without_spills(tmp_path):
     _nvcc_sm90a(k.source, tmp_path)
     objdump = shutil.which("cuobjdump")
     if objdump:
-        sass = subprocess.run([objdump, "-sass", str(tmp_path / "k.cubin")], capture_output=True,
-                              text=True, timeout=120).stdout
+        sass = subprocess.run(
+            [objdump, "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True, timeout=120
+        ).stdout
         assert "HGMMA" in sass and "LDGSTS" in sass
 
 
@@ -290,8 +344,11 @@ def test_sm90_tma_kernel_proves_boxes_and_compiles(tmp_path):
         assert "cp.async.bulk.tensor.2d" in k.source and "mbarrier.try_wait.parity" in k.source
     # a box layout that disagrees with the stage layout is refused with a witness
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90._prove_tma(codegen.OperandPlan("b", 128, 64, 4, False, 256, 1, 128),
-                                codegen_sm90.tma_stage_layout(128, True), codegen.ProofLog())
+        codegen_sm90._prove_tma(
+            codegen.OperandPlan("b", 128, 64, 4, False, 256, 1, 128),
+            codegen_sm90.tma_stage_layout(128, True),
+            codegen.ProofLog(),
+        )
     assert ei.value.witness is not None
     with pytest.raises(GemmConfigError, match="multiple of 64"):
         Sm90Config(bn=96, loader="tma").validate()

@@ -62,9 +62,18 @@ def c_eval_scalar(expr: str, env: dict) -> int:
                 return cdiv(a, b)
             if op is ast.Mod:
                 return a - b * cdiv(a, b)
-            return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b, ast.BitXor: a ^ b,
-                    ast.BitAnd: a & b, ast.BitOr: a | b}.get(op) if op not in (ast.LShift, ast.RShift) \
+            return (
+                {
+                    ast.Add: a + b,
+                    ast.Sub: a - b,
+                    ast.Mult: a * b,
+                    ast.BitXor: a ^ b,
+                    ast.BitAnd: a & b,
+                    ast.BitOr: a | b,
+                }.get(op)
+                if op not in (ast.LShift, ast.RShift)
                 else (a << b if op is ast.LShift else a >> b)
+            )
         raise AssertionError(f"unexpected node {ast.dump(n)}")
 
     return ev(tree)
@@ -148,19 +157,34 @@ def test_c_faults():
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no C compiler")
 def test_c_evaluator_against_gcc(tmp_path):
-    exprs = ["(a / b)", "(a % b)", "((a * 7) - (b << 2))", "(a ^ ((a >> 2) & 12))", "(~a & 255)",
-             "((a + 3) / -4 + (a % -5))", "(a - b * 3 % 4 | 17)"]
+    exprs = [
+        "(a / b)",
+        "(a % b)",
+        "((a * 7) - (b << 2))",
+        "(a ^ ((a >> 2) & 12))",
+        "(~a & 255)",
+        "((a + 3) / -4 + (a % -5))",
+        "(a - b * 3 % 4 | 17)",
+    ]
     vals = [(a, b) for a in range(-17, 18, 3) for b in (1, 2, 3, -5, 7)]
-    body = "\n".join(f'  for (int i = 0; i < {len(vals)}; ++i) {{ int a = A[i], b = B[i]; '
-                     f'printf("%d\\n", {e}); }}' for e in exprs)
-    src = ("#include <stdio.h>\n"
-           f"int A[] = {{{', '.join(str(a) for a, _ in vals)}}};\n"
-           f"int B[] = {{{', '.join(str(b) for _, b in vals)}}};\n"
-           f"int main(void) {{\n{body}\n  return 0;\n}}\n")
+    body = "\n".join(
+        f'  for (int i = 0; i < {len(vals)}; ++i) {{ int a = A[i], b = B[i]; printf("%d\\n", {e}); }}'
+        for e in exprs
+    )
+    src = (
+        "#include <stdio.h>\n"
+        f"int A[] = {{{', '.join(str(a) for a, _ in vals)}}};\n"
+        f"int B[] = {{{', '.join(str(b) for _, b in vals)}}};\n"
+        f"int main(void) {{\n{body}\n  return 0;\n}}\n"
+    )
     (tmp_path / "t.c").write_text(src)
     subprocess.run(["gcc", "-O0", "-o", str(tmp_path / "t"), str(tmp_path / "t.c")], check=True)
-    out = [int(x) for x in subprocess.run([str(tmp_path / "t")], capture_output=True, text=True,
-                                          check=True).stdout.split()]
+    out = [
+        int(x)
+        for x in subprocess.run(
+            [str(tmp_path / "t")], capture_output=True, text=True, check=True
+        ).stdout.split()
+    ]
     a = np.array([v[0] for v in vals])
     b = np.array([v[1] for v in vals])
     ours = np.concatenate([c_expr_eval(e, {"a": a, "b": b}, int_bits=None) for e in exprs])
@@ -209,13 +233,13 @@ def test_simplifications():
     assert lower(Layout((8, 32), (32, 1)), ("r", "c"), name="f").c_expr == "((32 * r) + c)"
     # stride-0 modes vanish, the outermost digit has no mask
     assert lower(Layout((4, 3), (0, 5)), ("i", "j"), name="f").c_expr == "(5 * j)"
-    assert lower(Layout((4, (2, 8)), (2, (1, 8))), ("i", "j"), name="f").c_expr == \
-        "((2 * i) + (j & 1) + (8 * (j >> 1)))"
+    assert (
+        lower(Layout((4, (2, 8)), (2, (1, 8))), ("i", "j"), name="f").c_expr
+        == "((2 * i) + (j & 1) + (8 * (j >> 1)))"
+    )
     assert lower(Layout((3, 5), (5, 1)), ("i",), name="f").c_expr == "((5 * (i % 3)) + (i / 3))"
-    assert lower(Layout((3, 5), (5, 1)), ("i",), name="f", pow2=False).c_expr == \
-        "((5 * (i % 3)) + (i / 3))"
-    assert lower(Layout((4, 8), (8, 1)), ("i",), name="f", pow2=False).c_expr == \
-        "((8 * (i % 4)) + (i / 4))"
+    assert lower(Layout((3, 5), (5, 1)), ("i",), name="f", pow2=False).c_expr == "((5 * (i % 3)) + (i / 3))"
+    assert lower(Layout((4, 8), (8, 1)), ("i",), name="f", pow2=False).c_expr == "((8 * (i % 4)) + (i / 4))"
     assert lower(Layout((2, 2), (0, 0)), ("i", "j"), name="f").c_expr == "0"
     # a constant swizzled offset folds
     assert lower(ComposedLayout(Swizzle(1, 0, 1), 2, Layout(1, 0)), ("i",), name="f").c_expr == "3"
@@ -225,12 +249,17 @@ def test_symbolic_ld():
     ld, M = symbols("ld M")
     low = lower(Layout((16, 8), (1, ld)), ("m", "k"), name="gA")
     assert low.c_expr == "(m + (k * ld))" and low.proof.method == "sympy"
-    assert low.c_function() == \
-        "__device__ __forceinline__ int gA(int m, int k, int ld) { return (m + (k * ld)); }"
+    assert (
+        low.c_function()
+        == "__device__ __forceinline__ int gA(int m, int k, int ld) { return (m + (k * ld)); }"
+    )
     brute_check(low, ld=100)
     # nested, coalescable in ld, products of symbols, constants mixed in
-    for L in [Layout((16, (2, 4)), (1, (ld, 2 * ld))), Layout((16, 8), (ld + 1, M * ld)),
-              Layout(((4, 2), 8), ((ld, 4 * ld), 1))]:
+    for L in [
+        Layout((16, (2, 4)), (1, (ld, 2 * ld))),
+        Layout((16, 8), (ld + 1, M * ld)),
+        Layout(((4, 2), 8), ((ld, 4 * ld), 1)),
+    ]:
         low = lower(L, ("i", "j"), name="g")
         assert low.symbols == tuple(sorted(s.name for s in L.free_symbols))
         for vals in [(5, 3), (1, 0), (17, 1000)]:
@@ -238,8 +267,7 @@ def test_symbolic_ld():
             for i, j in itertools.product(range(Layout(L.shape[0]).size), range(Layout(L.shape[1]).size)):
                 want = int(L.expr((i, j)).subs({s: env[s.name] for s in L.free_symbols}))
                 assert c_eval_scalar(low.c_expr, dict(env, i=i, j=j)) == want
-    assert lower(Layout((16, (2, 4)), (1, (ld, 2 * ld))), ("i", "j"), name="g").c_expr == \
-        "(i + (j * ld))"
+    assert lower(Layout((16, (2, 4)), (1, (ld, 2 * ld))), ("i", "j"), name="g").c_expr == "(i + (j * ld))"
 
 
 def test_symbolic_refusals():
@@ -318,14 +346,16 @@ def test_argument_and_domain_errors():
 
 
 def test_lower_many_and_header():
-    items = [(Layout((8, 8), (8, 1)), ("r", "c"), "a"),
-             {"layout": composition(Swizzle(2, 3, 3), Layout((8, 32), (32, 1))),
-              "args": ("r", "c"), "name": "b"}]
+    items = [
+        (Layout((8, 8), (8, 1)), ("r", "c"), "a"),
+        {"layout": composition(Swizzle(2, 3, 3), Layout((8, 32), (32, 1))), "args": ("r", "c"), "name": "b"},
+    ]
     lows, log = lower_many(items)
     assert [x.name for x in lows] == ["a", "b"] and len(log) == 2 and log.cases == 64 + 256
     assert "[equal] b(r, c) == Sw<2,3,3> o 0 o (8,32):(32,1) -- exhaustive, 256 cases" in log.header()
-    assert lows[1](np.array([1]), np.array([0])).tolist() == [composition(Swizzle(2, 3, 3),
-                                                                          Layout((8, 32), (32, 1)))(1, 0)]
+    assert lows[1](np.array([1]), np.array([0])).tolist() == [
+        composition(Swizzle(2, 3, 3), Layout((8, 32), (32, 1)))(1, 0)
+    ]
 
 
 # ----------------------------------------------------------------------------- properties

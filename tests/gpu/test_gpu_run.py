@@ -27,11 +27,11 @@ def _cc() -> str:
     return _cupy().cuda.Device().compute_capability
 
 
-hopper = pytest.mark.skipif(not runtime.gpu_available() or _cc() != "90",
-                            reason="wgmma needs compute capability 9.0")
+hopper = pytest.mark.skipif(
+    not runtime.gpu_available() or _cc() != "90", reason="wgmma needs compute capability 9.0"
+)
 
-SHAPES = [(1, 1, 1), (37, 45, 51), (130, 260, 200), (129, 513, 1000), (1000, 3, 77),
-          (256, 512, 256)]
+SHAPES = [(1, 1, 1), (37, 45, 51), (130, 260, 200), (129, 513, 1000), (1000, 3, 77), (256, 512, 256)]
 
 
 def _run(config, m, n, k, ao, bo, out_dtype):
@@ -51,11 +51,14 @@ def _run(config, m, n, k, ao, bo, out_dtype):
     assert not bool(cupy.isnan(got).any()) and err <= tol, (config, m, n, k, ao, bo, err)
 
 
-HOPPER_CONFIGS = [Sm90Config(loader="tma", schedule="ws"),
-                  Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws"),
-                  Sm90Config(bm=64, bn=128, stages=4, loader="tma", schedule="ws", cluster=2),
-                  Sm90Config(loader="tma", schedule="ws", cluster=2),
-                  Sm90Config(loader="tma"), Sm90Config()]
+HOPPER_CONFIGS = [
+    Sm90Config(loader="tma", schedule="ws"),
+    Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws"),
+    Sm90Config(bm=64, bn=128, stages=4, loader="tma", schedule="ws", cluster=2),
+    Sm90Config(loader="tma", schedule="ws", cluster=2),
+    Sm90Config(loader="tma"),
+    Sm90Config(),
+]
 
 
 @hopper
@@ -78,7 +81,7 @@ def test_mma_sync_kernel_matches_float64(ao, bo):
 @hopper
 def test_every_tested_wgmma_atom_agrees_with_the_hardware():
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    w = importlib.import_module("wgmma_atom_check")   # bench/wgmma_atom_check.py
+    w = importlib.import_module("wgmma_atom_check")  # bench/wgmma_atom_check.py
     cupy = _cupy()
 
     rng = np.random.default_rng(3)

@@ -106,7 +106,15 @@ def test_ptx_encoding_independent_spot_values():
     assert wgmma_d_f32(127, 127, 256) == (63, 255)
     # A: m16n8k16 A pattern per warp
     assert [wgmma_a_f16(1, i) for i in range(8)] == [
-        (0, 2), (0, 3), (8, 2), (8, 3), (0, 10), (0, 11), (8, 10), (8, 11)]
+        (0, 2),
+        (0, 3),
+        (8, 2),
+        (8, 3),
+        (0, 10),
+        (0, 11),
+        (8, 10),
+        (8, 11),
+    ]
     assert wgmma_a_f16(96, 0) == (48, 0)
     with pytest.raises(MalformedLayoutError):
         wgmma_d_f32(0, 4, 8)
@@ -117,12 +125,10 @@ def test_ptx_encoding_independent_spot_values():
 @pytest.mark.parametrize("which", ["C", "A"])
 def test_corrupted_atom_caught(which):
     atom = sm90_atom(64, "f16", "RS")
-    if which == "C":   # swap the +8-row and column-parity value strides
-        bad = dataclasses.replace(atom, c_layout=Layout(((4, 8, 4), (2, 2, 8)),
-                                                        ((128, 1, 16), (8, 64, 512))))
-    else:              # warps stacked in the wrong order of rows
-        bad = dataclasses.replace(atom, a_layout=Layout(((4, 8, 4), (2, 2, 2)),
-                                                        ((128, 1, 16), (512, 8, 64))))
+    if which == "C":  # swap the +8-row and column-parity value strides
+        bad = dataclasses.replace(atom, c_layout=Layout(((4, 8, 4), (2, 2, 8)), ((128, 1, 16), (8, 64, 512))))
+    else:  # warps stacked in the wrong order of rows
+        bad = dataclasses.replace(atom, a_layout=Layout(((4, 8, 4), (2, 2, 2)), ((128, 1, 16), (512, 8, 64))))
     with pytest.raises(AtomMismatchError) as ei:
         verify_gmma_atom(bad)
     e = ei.value
@@ -147,8 +153,14 @@ def test_corrupted_descriptor_operand_and_bijection_caught():
 # ----------------------------------------------------------------------------- smem atoms
 
 CUTE_SHAPES_16 = {
-    ("K", "INTER"): (8, 8), ("K", "SW32"): (8, 16), ("K", "SW64"): (8, 32), ("K", "SW128"): (8, 64),
-    ("MN", "INTER"): (8, 8), ("MN", "SW32"): (16, 8), ("MN", "SW64"): (32, 8), ("MN", "SW128"): (64, 8),
+    ("K", "INTER"): (8, 8),
+    ("K", "SW32"): (8, 16),
+    ("K", "SW64"): (8, 32),
+    ("K", "SW128"): (8, 64),
+    ("MN", "INTER"): (8, 8),
+    ("MN", "SW32"): (16, 8),
+    ("MN", "SW64"): (32, 8),
+    ("MN", "SW128"): (64, 8),
 }
 
 
@@ -159,7 +171,7 @@ def test_canonical_atoms(major, sw):
     log = verify_smem_atom(atom)
     assert [p.kind for p in log] == ["bijective", "equal"]
     vals = np.sort(atom.layout.eval_all())
-    assert np.array_equal(vals, np.arange(atom.shape[0] * atom.shape[1]))   # onto its span
+    assert np.array_equal(vals, np.arange(atom.shape[0] * atom.shape[1]))  # onto its span
     if sw == "INTER":
         assert isinstance(atom.layout, Layout)
     else:
@@ -187,7 +199,7 @@ def test_wrong_atom_caught():
     bad = GmmaSmemLayout(composition(Swizzle(3, 4, 3), Layout((8, 64), (64, 1))), "K", "SW128")
     with pytest.raises(ProofFailedError) as ei:
         verify_smem_atom(bad)
-    assert ei.value.condition == "equals CuTe bit-unit atom"     # a bijection, but not CuTe's
+    assert ei.value.condition == "equals CuTe bit-unit atom"  # a bijection, but not CuTe's
     bad = GmmaSmemLayout(composition(Swizzle(3, 3, 3), Layout((8, 64), (1, 8))), "K", "SW128")
     with pytest.raises(ProofFailedError) as ei:
         verify_smem_atom(bad)
@@ -210,13 +222,23 @@ def test_tile_to_shape():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, (1 << 14) - 1), st.integers(0, (1 << 14) - 1), st.integers(0, (1 << 14) - 1),
-       st.integers(0, 7), st.sampled_from(SWIZZLES))
+@given(
+    st.integers(0, (1 << 14) - 1),
+    st.integers(0, (1 << 14) - 1),
+    st.integers(0, (1 << 14) - 1),
+    st.integers(0, 7),
+    st.sampled_from(SWIZZLES),
+)
 def test_descriptor_roundtrip(a, lbo, sbo, base, sw):
     d = encode_descriptor(16 * a, 16 * lbo, 16 * sbo, base, sw)
     f = decode_descriptor(d)
-    assert (f["start_address"], f["leading_byte_offset"], f["stride_byte_offset"],
-            f["base_offset"], f["swizzle"]) == (16 * a, 16 * lbo, 16 * sbo, base, sw)
+    assert (
+        f["start_address"],
+        f["leading_byte_offset"],
+        f["stride_byte_offset"],
+        f["base_offset"],
+        f["swizzle"],
+    ) == (16 * a, 16 * lbo, 16 * sbo, base, sw)
     assert d == encode_descriptor(**{k: v for k, v in f.items() if k != "layout_type"})
     assert d < 1 << 64
 
@@ -226,7 +248,11 @@ def test_descriptor_bit_positions():
     assert d & 0x3FFF == 1 and (d >> 16) & 0x3FFF == 2 and (d >> 32) & 0x3FFF == 3
     assert (d >> 49) & 7 == 5 and d >> 62 == 3
     assert {sw: encode_descriptor(0, 0, 0, 0, sw) >> 62 for sw in SWIZZLES} == {
-        "INTER": 0, "SW128": 1, "SW64": 2, "SW32": 3}
+        "INTER": 0,
+        "SW128": 1,
+        "SW64": 2,
+        "SW32": 3,
+    }
     for bad in [dict(start_address=8), dict(start_address=1 << 18), dict(stride_byte_offset=-16)]:
         args = dict(start_address=0, leading_byte_offset=0, stride_byte_offset=0) | bad
         with pytest.raises(ProofFailedError):
@@ -241,7 +267,7 @@ STAGES = [(64, 64), (128, 64), (256, 64), (64, 128)]
 def test_prove_descriptor_canonical(major, sw):
     for shape in STAGES:
         s = tile_to_shape(smem_atom(major, sw), shape)
-        for mext in (64, shape[0]):          # an A tile (64 rows) or a B tile (N = BN rows)
+        for mext in (64, shape[0]):  # an A tile (64 rows) or a B tile (N = BN rows)
             for mn0 in range(0, shape[0], mext):
                 d = make_descriptor(s, 0x2000, mn_offset=mn0)
                 log = prove_descriptor(s, d, base_addr=0x2000, mn_offset=mn0, mn_extent=mext)
@@ -255,9 +281,13 @@ def test_k_major_sw128_advance_is_32_bytes():
     d0 = make_descriptor(s, 0x400)
     f = decode_descriptor(d0)
     assert (f["start_address"], f["leading_byte_offset"], f["stride_byte_offset"], f["swizzle"]) == (
-        0x400, 16, 1024, "SW128")
+        0x400,
+        16,
+        1024,
+        "SW128",
+    )
     for j in range(4):
-        assert make_descriptor(s, 0x400, k_offset=16 * j) == d0 + 2 * j    # +32 bytes >> 4
+        assert make_descriptor(s, 0x400, k_offset=16 * j) == d0 + 2 * j  # +32 bytes >> 4
     log = prove_k_advance(s, 0x400, mn_extent=64)
     assert log.proofs[0].statement.startswith("k-advance +0/+32/+64/+96 bytes")
 
@@ -277,7 +307,7 @@ def test_prove_descriptor_fails_wrong_sbo():
     e = ei.value
     assert e.condition == "descriptor addresses equal layout"
     mn, k = e.witness
-    assert mn >= 8 and 0 <= k < 16                   # the first 8 rows are right
+    assert mn >= 8 and 0 <= k < 16  # the first 8 rows are right
 
 
 def test_prove_descriptor_fails_wrong_lbo():
@@ -285,10 +315,10 @@ def test_prove_descriptor_fails_wrong_lbo():
     d = make_descriptor(s, 0)
     with pytest.raises(ProofFailedError) as ei:
         prove_descriptor(s, _with(d, leading_byte_offset=128), mn_extent=64)
-    assert ei.value.witness[1] >= 8                   # the second 16-byte K column
+    assert ei.value.witness[1] >= 8  # the second 16-byte K column
     s = tile_to_shape(smem_atom("MN", "SW128"), (128, 64))
     d = make_descriptor(s, 0)
-    prove_descriptor(s, d)                            # B tile, N = 128: uses LBO
+    prove_descriptor(s, d)  # B tile, N = 128: uses LBO
     with pytest.raises(ProofFailedError) as ei:
         prove_descriptor(s, _with(d, leading_byte_offset=2048))
     assert ei.value.witness[0] >= 64
@@ -305,15 +335,15 @@ def test_prove_descriptor_fails_wrong_swizzle(wrong):
 
 def test_prove_descriptor_fails_misaligned_base_and_wrong_major():
     s = tile_to_shape(smem_atom("K", "SW128"), (64, 64))
-    d = make_descriptor(s, 0x480)                     # not on the 1024-byte pattern boundary
+    d = make_descriptor(s, 0x480)  # not on the 1024-byte pattern boundary
     with pytest.raises(ProofFailedError):
         prove_descriptor(s, d, base_addr=0x480)
-    mn = dataclasses.replace(s, major="MN")           # instruction transposes the operand
+    mn = dataclasses.replace(s, major="MN")  # instruction transposes the operand
     with pytest.raises(ProofFailedError):
         prove_descriptor(mn, d)
-    with pytest.raises(ProofFailedError):              # non-zero base offset is not modelled
+    with pytest.raises(ProofFailedError):  # non-zero base offset is not modelled
         prove_descriptor(s, _with(d, base_offset=1))
-    with pytest.raises(ProofFailedError):              # tile outside the layout
+    with pytest.raises(ProofFailedError):  # tile outside the layout
         prove_descriptor(s, d, mn_offset=32, mn_extent=64)
 
 

@@ -64,7 +64,7 @@ def test_partition_C_128x128_four_warps_brute_force(thr):
     data = np.arange(128 * 128)
     gC = make_tensor(data, Layout((128, 128)))
     tC = tm.get_slice(thr).partition_C(gC)
-    assert tC.shape == ((2, 2), 4, 8)          # 4 values x (128/32) x (128/16) per thread
+    assert tC.shape == ((2, 2), 4, 8)  # 4 values x (128/32) x (128/16) per thread
     assert tC.size == 128
     for rm, rn, i, m, n in _ptx_c(tm, thr, 4, 8, (2, 2)):
         assert tC(i, rm, rn) == m + 128 * n
@@ -81,14 +81,14 @@ def test_partition_C_threads_tile_the_matrix():
 
 def test_partition_A_B_shapes_and_values():
     tm = TiledMMA(H16, (2, 2))
-    sA = Layout((64, 32), (32, 1))            # row-major (M, K)
-    tA = tm.get_slice(37).partition_A(sA)     # warp 1 -> wm = 1
+    sA = Layout((64, 32), (32, 1))  # row-major (M, K)
+    tA = tm.get_slice(37).partition_A(sA)  # warp 1 -> wm = 1
     assert tA.shape == ((2, 2, 2), 2, 2)
     lane = 5
     for v in range(8):
         r, c = ptx.m16n8k16_f16_a(lane, v)
         assert tA(v, 1, 1) == (32 + 16 + r) * 32 + (16 + c)
-    tB = tm.get_slice(64 + 9).partition_B(Layout((32, 32)))   # warp 2 -> wn = 1
+    tB = tm.get_slice(64 + 9).partition_B(Layout((32, 32)))  # warp 2 -> wn = 1
     assert tB.shape == ((2, 2), 2, 2)
     for v in range(4):
         k, n = ptx.m16n8k16_f16_b(9, v)
@@ -136,7 +136,7 @@ def test_tiled_copy_cp_async():
         s = tc.get_slice(t).partition_S(g)
         assert s.shape == (8, 8, 1)
         assert [s(v, 2, 0) for v in range(8)] == [(32 + t // 8) * 64 + 8 * (t % 8) + v for v in range(8)]
-    with pytest.raises(ProofFailedError):       # column-major source: not vectorizable
+    with pytest.raises(ProofFailedError):  # column-major source: not vectorizable
         prove_tiled_copy(tc, Layout((16, 64)))
 
 

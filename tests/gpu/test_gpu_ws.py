@@ -24,18 +24,31 @@ from layoutproof.gpu.proofrec import ProofLog
 
 WS = Sm90Config(loader="tma", schedule="ws")
 NVCC = shutil.which("nvcc")
-PROBLEMS = [GemmProblem(a, b, d, o) for a, b, d, o in (
-    ("k", "k", "f16", "f16"), ("k", "n", "f16", "f32"), ("m", "n", "bf16", "bf16"),
-    ("m", "k", "bf16", "f32"))]
+PROBLEMS = [
+    GemmProblem(a, b, d, o)
+    for a, b, d, o in (
+        ("k", "k", "f16", "f16"),
+        ("k", "n", "f16", "f32"),
+        ("m", "n", "bf16", "bf16"),
+        ("m", "k", "bf16", "f32"),
+    )
+]
 
 
 @pytest.mark.parametrize("prob", PROBLEMS, ids=lambda p: p.key())
 def test_ws_kernel_carries_every_obligation(prob):
     k = codegen_sm90.generate_sm90(WS, prob)
     stated = "\n".join(p.statement for p in k.proofs)
-    for needle in ("persistent scheduler", "persistent loop", "epilogue data flow",
-                   "mbarrier pipeline", "TMA boxes of 64x64", "wgmma desc",
-                   "epilogue 16-byte row reads", "lp_ep_w(t, i) =="):
+    for needle in (
+        "persistent scheduler",
+        "persistent loop",
+        "epilogue data flow",
+        "mbarrier pipeline",
+        "TMA boxes of 64x64",
+        "wgmma desc",
+        "epilogue 16-byte row reads",
+        "lp_ep_w(t, i) ==",
+    ):
         assert needle in stated, needle
     assert {"protocol", "banks", "bijective", "equal", "atom"} <= {p.kind for p in k.proofs}
     assert k.source.count("//   [") == len(k.proofs)
@@ -83,22 +96,27 @@ def test_schedule_statements_equal_the_grouped_order(g, gm, gn, data):
 def test_a_broken_scheduler_is_refused(monkeypatch):
     good = codegen_sm90._schedule_ir
 
-    def broken(g):   # forget the partial last group: tiles past grid_m appear
+    def broken(g):  # forget the partial last group: tiles past grid_m appear
         vs, stmts = good(g)
-        return vs, [kir.Decl(s.var, kir.Const(g), const=True)
-                    if isinstance(s, kir.Decl) and s.var.name == "gsize" else s for s in stmts]
+        return vs, [
+            kir.Decl(s.var, kir.Const(g), const=True)
+            if isinstance(s, kir.Decl) and s.var.name == "gsize"
+            else s
+            for s in stmts
+        ]
 
     monkeypatch.setattr(codegen_sm90, "_schedule_ir", broken)
     with pytest.raises(ProofFailedError) as ei:
         codegen_sm90.prove_schedule(8, ProofLog(), max_grid=12)
     assert ei.value.witness is not None and "outside the grid" in str(ei.value)
 
-    def collide(g):   # the column from the wrong divisor: two tiles share a coordinate
+    def collide(g):  # the column from the wrong divisor: two tiles share a coordinate
         (t, gm, _gn, _tm, tn), stmts = good(g)
         per_group = stmts[0].var
-        return (t, gm, _gn, _tm, tn), [kir.Assign(tn, t % per_group / gm)
-                                       if isinstance(s, kir.Assign) and s.lhs is tn else s
-                                       for s in stmts]
+        return (t, gm, _gn, _tm, tn), [
+            kir.Assign(tn, t % per_group / gm) if isinstance(s, kir.Assign) and s.lhs is tn else s
+            for s in stmts
+        ]
 
     monkeypatch.setattr(codegen_sm90, "_schedule_ir", collide)
     with pytest.raises(ProofFailedError):
@@ -130,8 +148,7 @@ def test_epilogue_identity_buffer_conflicts_and_swizzle_is_chosen():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(2, 5), st.integers(1, 3), st.integers(0, 3), st.integers(0, 6))
 def test_the_kernel_protocol_is_safe_for_any_schedule(stages, consumers, tiles, k_tiles):
-    assert pipeline.check_pipeline(stages, consumers=consumers, tiles=tiles,
-                                   k_tiles=k_tiles) >= 1
+    assert pipeline.check_pipeline(stages, consumers=consumers, tiles=tiles, k_tiles=k_tiles) >= 1
 
 
 def test_one_stage_deadlocks_with_a_batch_in_flight():
@@ -142,11 +159,14 @@ def test_one_stage_deadlocks_with_a_batch_in_flight():
     assert ei.value.condition == "deadlock freedom"
 
 
-@pytest.mark.parametrize("kw, condition", [
-    (dict(producer_parity=0), "deadlock freedom"),
-    (dict(consumer_parity=1), "acquire sees its own k-tile"),
-    (dict(empty_count=3), "deadlock freedom"),
-])
+@pytest.mark.parametrize(
+    "kw, condition",
+    [
+        (dict(producer_parity=0), "deadlock freedom"),
+        (dict(consumer_parity=1), "acquire sees its own k-tile"),
+        (dict(empty_count=3), "deadlock freedom"),
+    ],
+)
 def test_a_broken_protocol_is_caught(kw, condition):
     with pytest.raises(ProofFailedError) as ei:
         pipeline.check_pipeline(3, consumers=2, tiles=2, k_tiles=4, **kw)
@@ -172,15 +192,21 @@ def test_pipeline_bad_parameters():
 
 # ----------------------------------------------------------------------------- compile
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("cfg, prob", [
-    (WS, GemmProblem("k", "k", "f16", "f16")),
-    (Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws"),
-     GemmProblem("m", "n", "bf16", "f32")),
-], ids=["ws-128x256-f16", "ws-128x128-bf16-f32out"])
+@pytest.mark.parametrize(
+    "cfg, prob",
+    [
+        (WS, GemmProblem("k", "k", "f16", "f16")),
+        (
+            Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws"),
+            GemmProblem("m", "n", "bf16", "f32"),
+        ),
+    ],
+    ids=["ws-128x256-f16", "ws-128x128-bf16-f32out"],
+)
 def test_ws_source_compiles_with_setmaxnreg_and_no_spills(tmp_path, cfg, prob):
     k = codegen_sm90.generate_sm90(cfg, prob)
     info = _nvcc_sm90a(k.source, tmp_path)
-    assert "C7508" not in info, info       # ptxas did not ignore setmaxnreg
+    assert "C7508" not in info, info  # ptxas did not ignore setmaxnreg
     assert re.search(r"0 bytes spill stores, 0 bytes spill loads", info), info
     assert re.search(r"(\d+) bytes stack frame", info).group(1) == "0", info
     # the register cap at entry lets three warpgroups (384 threads) share the register file
@@ -200,11 +226,11 @@ def test_cluster_kernel_carries_the_cluster_obligations():
     assert "a 2-CTA cluster (TMA multicast" in stated
     src = k.source
     assert "__cluster_dims__(2, 1, 1)" in src and ".multicast::cluster" in src
-    assert "mbarrier.init.shared::cta.b64 [%0], 16;" in src      # 8 warps x 2 CTAs
+    assert "mbarrier.init.shared::cta.b64 [%0], 16;" in src  # 8 warps x 2 CTAs
     assert src.count("lp_arrive_cta(empty0 + 8u * prev, rank ^ 1u);") == 2
-    assert src.count("lp_cluster_sync();") == 2                   # after init, before exit
+    assert src.count("lp_cluster_sync();") == 2  # after init, before exit
     assert k.config.key().endswith("_ws_c2")
-    assert src.count("//   [") == len(k.proofs)                 # the header lists every one
+    assert src.count("//   [") == len(k.proofs)  # the header lists every one
 
 
 def test_cluster_config_rules():
@@ -242,23 +268,22 @@ def test_consumers_that_skip_the_peer_barrier_let_a_multicast_overwrite_a_stage_
     """The cluster bug class: each CTA's producer writes the peer's stage too, so a consumer
     must release the stage on every CTA's empty barrier; the model finds the race."""
     with pytest.raises(ProofFailedError) as ei:
-        pipeline.check_pipeline(3, consumers=1, ctas=2, tiles=1, k_tiles=5,
-                                remote_release=False)
+        pipeline.check_pipeline(3, consumers=1, ctas=2, tiles=1, k_tiles=5, remote_release=False)
     assert ei.value.condition == "no write while read"
 
 
 @settings(max_examples=12, deadline=None)
 @given(st.integers(2, 3), st.integers(0, 2), st.integers(0, 3))
 def test_the_cluster_protocol_is_safe(stages, tiles, k_tiles):
-    assert pipeline.check_pipeline(stages, consumers=1, ctas=2, tiles=tiles,
-                                   k_tiles=k_tiles) >= 1
+    assert pipeline.check_pipeline(stages, consumers=1, ctas=2, tiles=tiles, k_tiles=k_tiles) >= 1
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 def test_cluster_source_compiles_without_spills(tmp_path):
-    k = codegen_sm90.generate_sm90(Sm90Config(bm=128, bn=128, stages=4, loader="tma",
-                                              schedule="ws", cluster=2),
-                                   GemmProblem("m", "k", "f16", "f16"))
+    k = codegen_sm90.generate_sm90(
+        Sm90Config(bm=128, bn=128, stages=4, loader="tma", schedule="ws", cluster=2),
+        GemmProblem("m", "k", "f16", "f16"),
+    )
     info = _nvcc_sm90a(k.source, tmp_path)
     assert "C7508" not in info and "0 bytes spill stores, 0 bytes spill loads" in info
 
@@ -278,6 +303,7 @@ def _tampered(monkeypatch, edit):
             if r is not None:
                 hits.append(n)
             return r
+
         k.body = kir.rewrite(k.body, f)
         assert hits
         return k
@@ -288,21 +314,34 @@ def _tampered(monkeypatch, edit):
 def test_the_protocol_is_read_from_the_ir():
     k = codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"))
     stated = [p.statement for p in k.proofs]
-    assert any(s.startswith("protocol read from the IR: producer waits empty with "
-                            "parity ph ^ 1, consumers wait full with ph ^ 0") for s in stated)
+    assert any(
+        s.startswith(
+            "protocol read from the IR: producer waits empty with "
+            "parity ph ^ 1, consumers wait full with ph ^ 0"
+        )
+        for s in stated
+    )
 
 
 def test_a_wrong_wait_parity_is_a_deadlock(monkeypatch):
-    _tampered(monkeypatch, lambda n: kir.MbarWait(n.bar, n.parity.a, n.comment)
-              if isinstance(n, kir.MbarWait) and isinstance(n.parity, kir.Bin) else None)
+    _tampered(
+        monkeypatch,
+        lambda n: (
+            kir.MbarWait(n.bar, n.parity.a, n.comment)
+            if isinstance(n, kir.MbarWait) and isinstance(n.parity, kir.Bin)
+            else None
+        ),
+    )
     with pytest.raises(ProofFailedError) as ei:
         codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
     assert ei.value.condition == "deadlock freedom"
 
 
 def test_a_wrong_arrival_count_is_refused(monkeypatch):
-    _tampered(monkeypatch, lambda n: kir.MbarInit(n.bar, 4)
-              if isinstance(n, kir.MbarInit) and n.count == 8 else None)
+    _tampered(
+        monkeypatch,
+        lambda n: kir.MbarInit(n.bar, 4) if isinstance(n, kir.MbarInit) and n.count == 8 else None,
+    )
     with pytest.raises(ProofFailedError) as ei:
         codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
     assert ei.value.condition == "arrival counts" and ei.value.witness == (4, 8)
@@ -311,16 +350,19 @@ def test_a_wrong_arrival_count_is_refused(monkeypatch):
 def test_a_cluster_kernel_without_the_peer_release_races(monkeypatch):
     """Drop the release on the peer's barrier (and fix the count so it adds up): the
     model finds the peer's multicast overwriting a stage still being read."""
+
     def edit(n):
         if isinstance(n, kir.MbarArrive) and n.cta is not None:
             return kir.Block(())
         if isinstance(n, kir.MbarInit) and n.count == 16:
             return kir.MbarInit(n.bar, 8)
         return None
+
     _tampered(monkeypatch, edit)
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90.generate_sm90(Sm90Config(bm=128, bn=128, stages=3, loader="tma",
-                                              schedule="ws", cluster=2), memo=False)
+        codegen_sm90.generate_sm90(
+            Sm90Config(bm=128, bn=128, stages=3, loader="tma", schedule="ws", cluster=2), memo=False
+        )
     assert ei.value.condition == "no write while read"
 
 
@@ -329,20 +371,26 @@ def test_the_cluster_protocol_across_tile_boundaries_at_the_kernels_stage_count(
     over two tiles -- the end-of-tile release, the next tile's first acquisition and the
     parity wrap all interleaved across both CTAs."""
     for k_tiles in (2, 3):
-        assert pipeline.check_pipeline(4, consumers=1, ctas=2, tiles=2, k_tiles=k_tiles,
-                                       max_states=3_000_000) > 100_000
+        assert (
+            pipeline.check_pipeline(4, consumers=1, ctas=2, tiles=2, k_tiles=k_tiles, max_states=3_000_000)
+            > 100_000
+        )
 
 
-@pytest.mark.parametrize("edit, witness", [
-    (1, "WSR"),     # no barrier before the next chunk's writes: write-after-read race
-    (0, "WRS"),     # no barrier between the writes and the reads: read-after-write race
-])
+@pytest.mark.parametrize(
+    "edit, witness",
+    [
+        (1, "WSR"),  # no barrier before the next chunk's writes: write-after-read race
+        (0, "WRS"),  # no barrier between the writes and the reads: read-after-write race
+    ],
+)
 def test_an_epilogue_without_its_barriers_is_refused(monkeypatch, edit, witness):
     def drop(n):
         if isinstance(n, kir.Block) and sum(isinstance(x, kir.NamedBarrier) for x in n.body) == 2:
             at = [i for i, x in enumerate(n.body) if isinstance(x, kir.NamedBarrier)][edit]
-            return kir.Block(n.body[:at] + n.body[at + 1:])
+            return kir.Block(n.body[:at] + n.body[at + 1 :])
         return None
+
     _tampered(monkeypatch, drop)
     with pytest.raises(ProofFailedError) as ei:
         codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
@@ -354,6 +402,7 @@ def test_a_conditional_epilogue_barrier_is_refused(monkeypatch):
         if isinstance(n, kir.NamedBarrier):
             return kir.If((kir.THREAD_IDX & 127).lt(64), kir.block(n))
         return None
+
     _tampered(monkeypatch, cond)
     with pytest.raises(ProofFailedError) as ei:
         codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)

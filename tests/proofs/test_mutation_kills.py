@@ -53,8 +53,12 @@ def test_composed_layout_cosize_is_the_exact_extent_of_its_values():
     layouts = list(_small_layouts(rng, 120))
     # hand-picked: an aligned chain plus one unaligned stride, where the swizzle moves the
     # largest value up (B.cosize is 11, the values reach 11: the exact cosize is 12)
-    layouts += [Layout((4, 2), (1, 7)), Layout((8, 2), (1, 9)), Layout((4, 2, 2), (1, 4, 6)),
-                Layout((4, 2, 2), (1, 2, 4))]
+    layouts += [
+        Layout((4, 2), (1, 7)),
+        Layout((8, 2), (1, 9)),
+        Layout((4, 2, 2), (1, 4, 6)),
+        Layout((4, 2, 2), (1, 2, 4)),
+    ]
     checked = 0
     for sw in _swizzles():
         blk = sw.size
@@ -87,11 +91,13 @@ def test_composed_layout_cosize_is_exact_when_the_chain_resumes_after_a_gap():
     equivalent on every cosize value; it differs only in refusing less (a domain above the
     evaluation limit), so no value test kills it.  This test pins the semantics on the
     family it touches."""
-    cases = [(Swizzle(1, 0, 1), 0, Layout((6, 2, 2), (1, 4, 6))),
-             (Swizzle(1, 0, 1), 4, Layout((6, 2, 2), (1, -4, 6))),
-             (Swizzle(1, 1, 1), 0, Layout((12, 2, 2), (1, 8, 12))),
-             (Swizzle(1, 0, -1), 0, Layout((6, 2, 2, 3), (1, 4, 6, 12))),
-             (Swizzle(2, 0, 2), 16, Layout((24, 2, 2), (1, -16, 24)))]
+    cases = [
+        (Swizzle(1, 0, 1), 0, Layout((6, 2, 2), (1, 4, 6))),
+        (Swizzle(1, 0, 1), 4, Layout((6, 2, 2), (1, -4, 6))),
+        (Swizzle(1, 1, 1), 0, Layout((12, 2, 2), (1, 8, 12))),
+        (Swizzle(1, 0, -1), 0, Layout((6, 2, 2, 3), (1, 4, 6, 12))),
+        (Swizzle(2, 0, 2), 16, Layout((24, 2, 2), (1, -16, 24))),
+    ]
     for sw, off, B in cases:
         vals = [sw(off + B(i)) for i in range(B.size)]
         C = ComposedLayout(sw, off, B)
@@ -245,15 +251,25 @@ def test_disjointness_witness_is_a_coordinate_where_the_modes_interfere():
     from layoutproof import composition
 
     rng = random.Random(7)
-    pairs = [(Layout((2, 2, 2), (1, 5, 4)), Layout((2, 2, 2, 2), (1, 1, 1, 1))),
-             (Layout((3, 3, 2), (1, 7, 9)), Layout((3, 3, 3), (1, 1, 1))),
-             (Layout((6, 2), (1, 7)), Layout((3, 2), (2, 3)))]
+    pairs = [
+        (Layout((2, 2, 2), (1, 5, 4)), Layout((2, 2, 2, 2), (1, 1, 1, 1))),
+        (Layout((3, 3, 2), (1, 7, 9)), Layout((3, 3, 3), (1, 1, 1))),
+        (Layout((6, 2), (1, 7)), Layout((3, 2), (2, 3))),
+    ]
     for _ in range(400):
         ra, rb = rng.choice((2, 3)), rng.choice((2, 3, 4))
-        pairs.append((Layout(tuple(rng.choice((2, 3, 4)) for _ in range(ra)),
-                             tuple(rng.choice((1, 2, 3, 5, 7, 9, 16)) for _ in range(ra))),
-                      Layout(tuple(rng.choice((2, 3)) for _ in range(rb)),
-                             tuple(rng.choice((1, 1, 2, 3, 4)) for _ in range(rb)))))
+        pairs.append(
+            (
+                Layout(
+                    tuple(rng.choice((2, 3, 4)) for _ in range(ra)),
+                    tuple(rng.choice((1, 2, 3, 5, 7, 9, 16)) for _ in range(ra)),
+                ),
+                Layout(
+                    tuple(rng.choice((2, 3)) for _ in range(rb)),
+                    tuple(rng.choice((1, 1, 2, 3, 4)) for _ in range(rb)),
+                ),
+            )
+        )
     seen = 0
     for A, B in pairs:
         try:
@@ -328,10 +344,12 @@ def test_undecided_stride_order_is_reported_as_the_order():
     from layoutproof.symbolic import parse_expr
 
     conds = [parse_expr(f, {"M": M, "N": N}) for f in facts]
-    subs = [(m, n) for m in range(1, 25) for n in range(1, 25)
-            if all(bool(c.subs({M: m, N: n})) for c in conds)]
+    subs = [
+        (m, n) for m in range(1, 25) for n in range(1, 25) if all(bool(c.subs({M: m, N: n})) for c in conds)
+    ]
     assert len(subs) >= 5, facts
     for m, n in subs:  # the same function as the integer complement (docs: "Symbolic results")
         got, want = C.subs(M=m, N=n), complement(Layout((2, 2), (m, n)))
-        assert got.size == want.size and [got(i) for i in range(got.size)] == \
-            [want(i) for i in range(want.size)], (facts, m, n)
+        assert got.size == want.size and [got(i) for i in range(got.size)] == [
+            want(i) for i in range(want.size)
+        ], (facts, m, n)

@@ -55,10 +55,19 @@ def test_catalog_shape():
         if t.negative:
             assert t.expect is not None and t.expect.describe(), t.id
     # the theorems the issue names are there
-    for must in ("T1.complement-bijection", "T6.associativity", "T4.left-distributivity",
-                 "T9.bijective-inverses-coincide", "T11.partial-order", "T12.swizzle-involution",
-                 "gemm.zipped-divide-symbolic", "neg.shah-bymode-composition", "neg.complement-iff-injective",
-                 "neg.prefix-composition", "neg.associativity-past-domain"):
+    for must in (
+        "T1.complement-bijection",
+        "T6.associativity",
+        "T4.left-distributivity",
+        "T9.bijective-inverses-coincide",
+        "T11.partial-order",
+        "T12.swizzle-involution",
+        "gemm.zipped-divide-symbolic",
+        "neg.shah-bymode-composition",
+        "neg.complement-iff-injective",
+        "neg.prefix-composition",
+        "neg.associativity-past-domain",
+    ):
         assert must in IDS
 
 
@@ -83,7 +92,7 @@ def test_declared_methods_are_the_methods_used(outcomes):
 
 
 def test_exhaustive_theorems_cover_thousands_of_cases(outcomes):
-    """"checked" means every member of a family; the families are not token-sized."""
+    """ "checked" means every member of a family; the families are not token-sized."""
     big = [o for o in outcomes.values() if o.expected == "checked" and (o.cases or 0) >= 1000]
     assert len(big) >= 25
     for o in outcomes.values():
@@ -187,7 +196,7 @@ def test_oracles():
 
 
 # ----------------------------------------------------------------------------- the command line
-EXTRA = textwrap.dedent('''
+EXTRA = textwrap.dedent("""
     from layoutproof import Layout
     from layoutproof.proofs import Expect, Theorem
     from layoutproof.verify import Result, equal
@@ -210,7 +219,7 @@ EXTRA = textwrap.dedent('''
         Theorem("extra.weaker", "declared proved, only checked", "x",
                 lambda: Result("checked", "exhaustive", bounds={"n": (1, 2)}, cases=2)),
     ]
-''')
+""")
 
 
 @pytest.fixture
@@ -220,17 +229,20 @@ def extra(tmp_path):
     return str(p)
 
 
-@pytest.mark.parametrize("pattern, code", [
-    ("^extra\\.true$", 0),
-    ("^extra\\.false$", 1),
-    ("^extra\\.negative-holds$", 1),
-    ("^extra\\.negative-wrong$", 1),
-    ("^extra\\.negative-right$", 0),
-    ("^extra\\.unknown$", 3),
-    ("^extra\\.weaker$", 3),
-    ("^extra\\.(true|negative-right|unknown)$", 3),
-    ("^extra\\.(true|false|unknown)$", 1),
-])
+@pytest.mark.parametrize(
+    "pattern, code",
+    [
+        ("^extra\\.true$", 0),
+        ("^extra\\.false$", 1),
+        ("^extra\\.negative-holds$", 1),
+        ("^extra\\.negative-wrong$", 1),
+        ("^extra\\.negative-right$", 0),
+        ("^extra\\.unknown$", 3),
+        ("^extra\\.weaker$", 3),
+        ("^extra\\.(true|negative-right|unknown)$", 3),
+        ("^extra\\.(true|false|unknown)$", 1),
+    ],
+)
 def test_exit_codes(extra, pattern, code, capsys):
     rc = prove_cli.main(["--extra", extra, "--filter", pattern, "--no-report", "--jobs", "1"])
     out = capsys.readouterr()
@@ -268,8 +280,19 @@ def test_parallel_runs_agree_with_serial():
 
 def test_report_directory(tmp_path, capsys):
     rep = tmp_path / "rep"
-    rc = prove_cli.main(["--filter", "^(composition\\.symbolic|neg\\.shah)", "--report", str(rep), "-q",
-                         "--cross-check", "cvc5", "--jobs", "1"])
+    rc = prove_cli.main(
+        [
+            "--filter",
+            "^(composition\\.symbolic|neg\\.shah)",
+            "--report",
+            str(rep),
+            "-q",
+            "--cross-check",
+            "cvc5",
+            "--jobs",
+            "1",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0, out
     md = (rep / "report.md").read_text()
@@ -302,8 +325,13 @@ def test_console_script_dispatch(tmp_path):
     """``layoutproof prove`` goes through the algebra's dispatcher (EXTERNAL) in a fresh process."""
     exe = Path(sys.executable).with_name("layoutproof")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "layoutproof"]
-    r = subprocess.run(cmd + ["prove", "--filter", "^neg\\.sorting", "--report", str(tmp_path / "r")],
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    r = subprocess.run(
+        cmd + ["prove", "--filter", "^neg\\.sorting", "--report", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "1 theorem: 1 refuted" in r.stdout
     assert (tmp_path / "r" / "report.json").is_file()
@@ -316,7 +344,8 @@ def test_theorems_md_is_up_to_date():
     path = ROOT / "docs" / "theorems.md"
     assert path.is_file(), "docs/theorems.md is missing: python -m layoutproof.proofs.docs docs/theorems.md"
     assert path.read_text(encoding="utf-8") == prove_docs.render(), (
-        "docs/theorems.md is stale: regenerate it with python -m layoutproof.proofs.docs docs/theorems.md")
+        "docs/theorems.md is stale: regenerate it with python -m layoutproof.proofs.docs docs/theorems.md"
+    )
 
 
 def test_theorems_md_mentions_every_theorem_and_links_exist():

@@ -343,11 +343,13 @@ def test_symbolic_result_agrees_with_every_substitution(case):
 def test_symbolic_routines_agree_with_the_integer_routines(A, B):
     """symops on integer layouts: identical to ops whenever it answers (it refuses only
     where ops decides a failed CuTe condition by evaluation)."""
-    for f, g in [(ops.composition, symops.composition), (lambda x, y: ops.complement(x, 256),
-                                                          lambda x, y: symops.complement(x, 256)),
-                 (lambda x, y: ops.right_inverse(x), lambda x, y: symops.right_inverse(x)),
-                 (lambda x, y: ops.left_inverse(x), lambda x, y: symops.left_inverse(x)),
-                 (lambda x, y: ops.coalesce(x), lambda x, y: symops.coalesce(x))]:
+    for f, g in [
+        (ops.composition, symops.composition),
+        (lambda x, y: ops.complement(x, 256), lambda x, y: symops.complement(x, 256)),
+        (lambda x, y: ops.right_inverse(x), lambda x, y: symops.right_inverse(x)),
+        (lambda x, y: ops.left_inverse(x), lambda x, y: symops.left_inverse(x)),
+        (lambda x, y: ops.coalesce(x), lambda x, y: symops.coalesce(x)),
+    ]:
         try:
             r1 = f(A, B)
         except LayoutError as e:
@@ -362,8 +364,13 @@ def test_symbolic_routines_agree_with_the_integer_routines(A, B):
 
 def test_symbolic_algebra_raises_only_layout_errors():
     bad = [sp.Symbol("x"), sp.Rational(3, 2), M - 100, sp.sqrt(M), sp.oo, sp.nan, sp.I]
-    calls = [lambda b: Layout(b, 1), lambda b: Layout(4, b), lambda b: complement(Layout(4, 1), b),
-             lambda b: composition(Layout(8, 1), b), lambda b: logical_divide(Layout(M, 1), b)]
+    calls = [
+        lambda b: Layout(b, 1),
+        lambda b: Layout(4, b),
+        lambda b: complement(Layout(4, 1), b),
+        lambda b: composition(Layout(8, 1), b),
+        lambda b: logical_divide(Layout(M, 1), b),
+    ]
     for b in bad:
         for fn in calls:
             try:
@@ -372,8 +379,20 @@ def test_symbolic_algebra_raises_only_layout_errors():
                 pass
 
 
-SYMBOLIC_ARGS = [M, 2 * M, M - 1, M * N, (M, 4), (4, (M, 2)), Layout((M, N), (1, M)), Layout((4, M), (M, 1)),
-                 Layout(M, 2), Layout((M, 2), (2, 1)), Layout(8 * M, 1), Layout((2, M), (N, 1))]
+SYMBOLIC_ARGS = [
+    M,
+    2 * M,
+    M - 1,
+    M * N,
+    (M, 4),
+    (4, (M, 2)),
+    Layout((M, N), (1, M)),
+    Layout((4, M), (M, 1)),
+    Layout(M, 2),
+    Layout((M, 2), (2, 1)),
+    Layout(8 * M, 1),
+    Layout((2, M), (N, 1)),
+]
 
 
 def test_fuzz_public_api_with_symbolic_arguments():
@@ -389,8 +408,10 @@ def test_fuzz_public_api_with_symbolic_arguments():
     for _i in range(3000):
         name = rng.choice(names)
         lo, hi = ARITIES[name]
-        args = [rng.choice(SYMBOLIC_ARGS) if rng.random() < 0.6 else rng.choice(ATOMS)
-                for _j in range(rng.randint(lo, hi))]
+        args = [
+            rng.choice(SYMBOLIC_ARGS) if rng.random() < 0.6 else rng.choice(ATOMS)
+            for _j in range(rng.randint(lo, hi))
+        ]
         try:
             with assuming(M >= 2):
                 r = CALLABLES[name](*args)

@@ -48,10 +48,12 @@ def test_plugin_is_registered_as_an_entry_point():
 
 
 def test_loading_the_plugin_imports_nothing_heavy():
-    code = ("import json, sys, time; t = time.perf_counter(); import layoutproof.verify.pytest_plugin; "
-            "dt = time.perf_counter() - t; heavy = ('numpy', 'sympy', 'z3', 'hypothesis', "
-            "'layoutproof.verify.theorem', 'layoutproof.verify.strategies'); "
-            "print(json.dumps({'loaded': [m for m in heavy if m in sys.modules], 'dt': dt}))")
+    code = (
+        "import json, sys, time; t = time.perf_counter(); import layoutproof.verify.pytest_plugin; "
+        "dt = time.perf_counter() - t; heavy = ('numpy', 'sympy', 'z3', 'hypothesis', "
+        "'layoutproof.verify.theorem', 'layoutproof.verify.strategies'); "
+        "print(json.dumps({'loaded': [m for m in heavy if m in sys.modules], 'dt': dt}))"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout.strip().splitlines()[-1])
@@ -89,11 +91,12 @@ def test_plain_tests_run_as_without_the_plugin(pytester):
     without = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:layoutproof")
     for r in (with_plugin, without):
         r.assert_outcomes(passed=4, failed=1)
+
     # the same report, line for line, after the header (which lists the plugins) and up to
     # the timing of the last line
     def body(r):
         lines = r.stdout.lines
-        return lines[next(i for i, ln in enumerate(lines) if ln.startswith("collected")):-1]
+        return lines[next(i for i, ln in enumerate(lines) if ln.startswith("collected")) : -1]
 
     assert body(with_plugin) == body(without)
     assert not any("layoutproof" in ln for ln in body(with_plugin))
@@ -120,8 +123,13 @@ def failing_run(tmp_path_factory):
     """docs/examples/failing_example.py in a subprocess (as a user runs it)."""
     d = tmp_path_factory.mktemp("failing")
     shutil.copy(EXAMPLES / "failing_example.py", d / "failing_example.py")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "failing_example.py"],
-                       capture_output=True, text=True, cwd=d, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "failing_example.py"],
+        capture_output=True,
+        text=True,
+        cwd=d,
+        timeout=300,
+    )
     return r
 
 
@@ -133,8 +141,10 @@ def test_failing_example_fails_three_times(failing_run):
 
 def test_failure_report_exhaustive(failing_run):
     out = failing_run.stdout
-    assert "theorem test_left_inverse_inverts_every_layout is false: counterexample found by the " \
-           "exhaustive mode after 5 passing cases" in out
+    assert (
+        "theorem test_left_inverse_inverts_every_layout is false: counterexample found by the "
+        "exhaustive mode after 5 passing cases" in out
+    )
     assert "over: L: every flat layout of rank 1..2, extents 1..3, strides 0..4" in out
     assert "L = 2:0    # Layout(2, 0)" in out
     picture_of_2_0 = "2:0\n      0   1\n    +---+---+\n 0  | 0 | 0 |\n    +---+---+"
@@ -161,8 +171,9 @@ def test_failure_report_z3(failing_run):
 
 def test_without_the_plugin_the_pictures_go_into_the_message(pytester):
     shutil.copy(EXAMPLES / "failing_example.py", pytester.path / "failing_example.py")
-    r = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:layoutproof", "failing_example.py",
-                           "-k", "left_inverse")
+    r = pytester.runpytest(
+        "-p", "no:cacheprovider", "-p", "no:layoutproof", "failing_example.py", "-k", "left_inverse"
+    )
     r.assert_outcomes(failed=1)
     out = r.stdout.str()
     assert "layoutproof counterexample" not in out
@@ -184,12 +195,15 @@ def test_counts():
 """
 
 
-@pytest.mark.parametrize("args, env, expected", [
-    ((), None, "STATS 6 10 1.0"),
-    (("--layoutproof-scale=2",), None, "STATS 20 20 2.0"),
-    ((), "0.5", "STATS 2 5 0.5"),
-    (("--layoutproof-scale=3",), "0.5", "STATS 42 30 3.0"),
-])
+@pytest.mark.parametrize(
+    "args, env, expected",
+    [
+        ((), None, "STATS 6 10 1.0"),
+        (("--layoutproof-scale=2",), None, "STATS 20 20 2.0"),
+        ((), "0.5", "STATS 2 5 0.5"),
+        (("--layoutproof-scale=3",), "0.5", "STATS 42 30 3.0"),
+    ],
+)
 def test_scale_option(pytester, monkeypatch, args, env, expected):
     if env is None:
         monkeypatch.delenv("LAYOUTPROOF_SCALE", raising=False)
@@ -269,7 +283,8 @@ def test_pair_family_fills_two_parameters_and_keyword_gives_the_pair():
 
 
 def test_fixtures_and_methods(pytester):
-    pytester.makepyfile(test_fx="""
+    pytester.makepyfile(
+        test_fx="""
         from layoutproof.verify.theorem import Family, theorem
 
         @theorem(L=Family.layouts(rank=1, extent=2, stride=1), examples=3)
@@ -287,7 +302,8 @@ def test_fixtures_and_methods(pytester):
             @theorem(Family.values(1, 2, 3))
             def test_method(self, n):
                 assert n in (1, 2, 3) and isinstance(self, TestInClass)
-    """)
+    """
+    )
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=4)
 
 
@@ -385,12 +401,18 @@ def test_symbolic_decorator_and_identity():
     assert set(e.arguments) == {"M", "N"}
     assert "lhs = " in e.layoutproof_report and "rhs = " in e.layoutproof_report
 
-    bounded = theorem.identity(lambda M, N: composition(Layout((M, N), (N, 1)), Layout(4, 1)),
-                               lambda M, N: Layout(4, N), assume="M % 4 == 0", require_proof=True)
+    bounded = theorem.identity(
+        lambda M, N: composition(Layout((M, N), (N, 1)), Layout(4, 1)),
+        lambda M, N: Layout(4, N),
+        assume="M % 4 == 0",
+        require_proof=True,
+    )
     bounded()  # proved: require_proof is satisfied
     # Z3 cannot settle this equality in 100 ms (nonlinear div/mod): a bounded "checked" verdict
-    sides = (lambda M, N: Layout((2, 3 * M, N), (1, 2, 6 * M)),
-             lambda M, N: Layout((3, 2 * M, N), (1, 3, 6 * M)))
+    sides = (
+        lambda M, N: Layout((2, 3 * M, N), (1, 2, 6 * M)),
+        lambda M, N: Layout((3, 2 * M, N), (1, 3, 6 * M)),
+    )
     checked = theorem.identity(*sides, bounds=3, timeout_ms=100)
     checked()
     assert checked.theorem_stats["result"].status == "checked"

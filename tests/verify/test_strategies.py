@@ -52,8 +52,7 @@ def ranks_of(s) -> list:
 @STRICT
 @given(st.data(), st.integers(1, 300), st.integers(1, 4), st.integers(0, 3), st.integers(1, 9))
 def test_shapes_respect_their_bounds(data, max_size, max_rank, max_depth, max_extent):
-    s = data.draw(S.shapes(max_size=max_size, max_rank=max_rank, max_depth=max_depth,
-                           max_extent=max_extent))
+    s = data.draw(S.shapes(max_size=max_size, max_rank=max_rank, max_depth=max_depth, max_extent=max_extent))
     fs = flatten(s)
     assert all(type(e) is int and 1 <= e <= max_extent for e in fs)
     assert product(s) <= max_size

@@ -195,25 +195,31 @@ def test_equal_huge_concrete_domains_go_to_z3():
 
 
 # ----------------------------------------------------------------------------- symbolic equality
-@pytest.mark.parametrize("A, B", [
-    (Layout((M, N), (1, M)), Layout(M * N, 1)),
-    (Layout((M, N, K), (1, M, M * N)), Layout(M * N * K, 1)),
-    (Layout(((M, N), K), ((1, M), M * N)), Layout((M, (N, K)), (1, (M, M * N)))),
-    (Layout((2, M), (1, 2)), Layout(2 * M, 1)),
-    (Layout((4, M), (M, 1)), Layout((4, M), (M, 1))),
-])
+@pytest.mark.parametrize(
+    "A, B",
+    [
+        (Layout((M, N), (1, M)), Layout(M * N, 1)),
+        (Layout((M, N, K), (1, M, M * N)), Layout(M * N * K, 1)),
+        (Layout(((M, N), K), ((1, M), M * N)), Layout((M, (N, K)), (1, (M, M * N)))),
+        (Layout((2, M), (1, 2)), Layout(2 * M, 1)),
+        (Layout((4, M), (M, 1)), Layout((4, M), (M, 1))),
+    ],
+)
 def test_equal_symbolic_proved(A, B):
     r = equal(A, B)
     assert r.status == "proved" and r.method in ("sympy", "z3"), r
 
 
-@pytest.mark.parametrize("A, B", [
-    (Layout((M, N), (1, M)), Layout((M, N), (N, 1))),
-    (Layout((M, 2), (2, 1)), Layout(2 * M, 1)),
-    (Layout((M * N, K), (K, 1)), Layout((M, N, K), (N * K, K, 1))),
-    (Layout((4, M), (M, 1)), Layout((M, 4), (1, M))),
-    (Layout((M, N), (1, M)), Layout((M, N), (1, 8))),
-])
+@pytest.mark.parametrize(
+    "A, B",
+    [
+        (Layout((M, N), (1, M)), Layout((M, N), (N, 1))),
+        (Layout((M, 2), (2, 1)), Layout(2 * M, 1)),
+        (Layout((M * N, K), (K, 1)), Layout((M, N, K), (N * K, K, 1))),
+        (Layout((4, M), (M, 1)), Layout((M, 4), (1, M))),
+        (Layout((M, N), (1, M)), Layout((M, N), (1, 8))),
+    ],
+)
 def test_equal_symbolic_refuted_with_a_real_counterexample(A, B):
     r = equal(A, B)
     assert r.counterexample.assignment, r
@@ -288,9 +294,11 @@ def test_identity_shah_composition_is_refuted_with_its_witness():
 
 
 def test_identity_divides_and_complement_examples():
-    r = identity(lambda M, N: logical_divide(Layout((M, N), (1, M)), (64, 32)),
-                 lambda M, N: Layout(((64, M / 64), (32, N / 32)), ((1, 64), (M, 32 * M))),
-                 assume=["M % 64 == 0", "N % 32 == 0"])
+    r = identity(
+        lambda M, N: logical_divide(Layout((M, N), (1, M)), (64, 32)),
+        lambda M, N: Layout(((64, M / 64), (32, N / 32)), ((1, 64), (M, 32 * M))),
+        assume=["M % 64 == 0", "N % 32 == 0"],
+    )
     assert r.status == "proved", r
     r = identity(lambda K: complement(Layout(4, 2), 8 * K), lambda K: Layout((2, K), (1, 8)))
     assert r.status == "proved"
@@ -359,8 +367,13 @@ def test_admissible_symbolic():
     r = admissible("composition", A, Layout(4, 1), bounds=8)
     assert r.status == "refuted" and r.counterexample.assignment["M"] % 4 != 0
     with pytest.raises(InadmissibleError):
-        composition(Layout((r.counterexample.assignment["M"], r.counterexample.assignment["N"]),
-                           (r.counterexample.assignment["N"], 1)), Layout(4, 1))
+        composition(
+            Layout(
+                (r.counterexample.assignment["M"], r.counterexample.assignment["N"]),
+                (r.counterexample.assignment["N"], 1),
+            ),
+            Layout(4, 1),
+        )
 
 
 def test_compatible():
@@ -432,9 +445,20 @@ def _perturbed(R: Layout, k: int, delta: int) -> Layout:
     return Layout(R.shape, lp.unflatten(tuple(fd), R.shape) if type(R.shape) is tuple else fd[0])
 
 
-@pytest.mark.parametrize("op", ["composition", "coalesce", "logical_divide", "zipped_divide",
-                                "logical_product", "blocked_product", "raked_product", "flat_divide",
-                                "tiled_product"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        "composition",
+        "coalesce",
+        "logical_divide",
+        "zipped_divide",
+        "logical_product",
+        "blocked_product",
+        "raked_product",
+        "flat_divide",
+        "tiled_product",
+    ],
+)
 def test_postcondition_refutes_perturbed_results(op):
     """The post-condition determines these results as functions: any other function fails."""
     fn = getattr(lp, op)
@@ -490,8 +514,13 @@ def _oracle(op: str, R: Layout, L: Layout, M=None) -> bool:
 @pytest.mark.parametrize("op", ["right_inverse", "left_inverse", "complement"])
 def test_postcondition_agrees_with_a_naive_oracle(op):
     @settings(max_examples=examples(120))
-    @given(layouts(max_size=32, kind="mixed"), layouts(max_size=32, kind="mixed"), st.integers(1, 64),
-           st.sampled_from(["op", "perturbed", "random"]), st.data())
+    @given(
+        layouts(max_size=32, kind="mixed"),
+        layouts(max_size=32, kind="mixed"),
+        st.integers(1, 64),
+        st.sampled_from(["op", "perturbed", "random"]),
+        st.data(),
+    )
     def prop(L, other, M, how, data):
         args = (L, M) if op == "complement" else (L,)
         R = other
@@ -501,8 +530,11 @@ def test_postcondition_agrees_with_a_naive_oracle(op):
             except InadmissibleError:
                 return
             if how == "perturbed":
-                R = _perturbed(R, data.draw(st.integers(0, len(flatten(R.shape)) - 1)),
-                               data.draw(st.sampled_from([-1, 1, 2])))
+                R = _perturbed(
+                    R,
+                    data.draw(st.integers(0, len(flatten(R.shape)) - 1)),
+                    data.draw(st.sampled_from([-1, 1, 2])),
+                )
         r = postcondition(op, R, *args)
         want = "proved" if _oracle(op, R, L, M) else "refuted"
         assert r.status == want, (op, str(L), str(R), M, r.explain())
@@ -601,9 +633,12 @@ def test_to_smtlib(tmp_path):
 # ----------------------------------------------------------------------------- notation with symbols
 def test_notation_symbolic_leaves_round_trip():
     with assuming("M % 64 == 0", "N % 32 == 0"):
-        for L in (logical_divide(Layout((M, N), (1, M)), (64, 32)),
-                  zipped_divide(Layout((M, N), (1, M)), (64, 32)),
-                  Layout((M, 2 * N + 1, M**2), (N * (M + 1), -M, 1)), complement(Layout(4, 2), 8 * K)):
+        for L in (
+            logical_divide(Layout((M, N), (1, M)), (64, 32)),
+            zipped_divide(Layout((M, N), (1, M)), (64, 32)),
+            Layout((M, 2 * N + 1, M**2), (N * (M + 1), -M, 1)),
+            complement(Layout(4, 2), 8 * K),
+        ):
             assert Layout.parse(str(L)) == L, str(L)
     assert Layout.parse("(M,N):(1,M)") == Layout((M, N), (1, M))
     assert Layout.parse("8*K:1") == Layout(8 * K, 1)
@@ -614,8 +649,9 @@ def test_notation_symbolic_leaves_round_trip():
     assert Layout.parse("(2*3,8/4):(1,6)") == Layout((6, 2), (1, 6))
 
 
-@pytest.mark.parametrize("text", ["garbage", "a:b", "None", "_", "M(3)", "(4,2):(1,M", "3/2:1", "M/0:1",
-                                  "M**M:1", "(M,):(1,)x"])
+@pytest.mark.parametrize(
+    "text", ["garbage", "a:b", "None", "_", "M(3)", "(4,2):(1,M", "3/2:1", "M/0:1", "M**M:1", "(M,):(1,)x"]
+)
 def test_notation_rejects(text):
     with pytest.raises(MalformedLayoutError):
         Layout.parse(text)
@@ -640,12 +676,15 @@ def test_notation_eval_language_with_symbols():
 
 
 def test_integer_notation_does_not_import_sympy():
-    code = ("import sys, layoutproof as lp; L = lp.Layout.parse('(4,(2,2)):(2,(1,8))'); "
-            "from layoutproof.notation import evaluate; from layoutproof.cli import _names; "
-            "evaluate('composition((4,2):(1,4), 8:1)', _names()); print('sympy' in sys.modules)")
+    code = (
+        "import sys, layoutproof as lp; L = lp.Layout.parse('(4,(2,2)):(2,(1,8))'); "
+        "from layoutproof.notation import evaluate; from layoutproof.cli import _names; "
+        "evaluate('composition((4,2):(1,4), 8:1)', _names()); print('sympy' in sys.modules)"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
-                       timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
 
@@ -683,8 +722,14 @@ def test_check_command_verdicts_and_exit_status(capsys):
 
 
 def test_check_command_errors_exit_2(capsys):
-    for argv in (["bogus"], ["(4,2):(1,4 == 8:1"], ["8:1 == 8:1 == 8:1"], ["x == 8:1"],
-                 ["8:1 == 8:1", "--assume", "M %% 8"], ["8:1 == 8:1", "--timeout", "0"]):
+    for argv in (
+        ["bogus"],
+        ["(4,2):(1,4 == 8:1"],
+        ["8:1 == 8:1 == 8:1"],
+        ["x == 8:1"],
+        ["8:1 == 8:1", "--assume", "M %% 8"],
+        ["8:1 == 8:1", "--timeout", "0"],
+    ):
         try:
             code, _out, err = _check(capsys, *argv)
         except SystemExit as e:  # argparse's own usage errors
@@ -703,7 +748,8 @@ def test_check_command_json_and_smtlib(capsys, tmp_path):
 
 # ----------------------------------------------------------------------------- docstring examples
 VERIFY_MODULES = ["layoutproof.verify"] + sorted(
-    m.name for m in pkgutil.walk_packages(verify.__path__, "layoutproof.verify."))
+    m.name for m in pkgutil.walk_packages(verify.__path__, "layoutproof.verify.")
+)
 
 
 @pytest.mark.parametrize("name", VERIFY_MODULES)
@@ -720,7 +766,21 @@ def test_public_api():
     for name in verify.__all__:
         assert getattr(verify, name) is not None
     assert set(verify.OPERATIONS) >= {
-        "coalesce", "composition", "complement", "right_inverse", "left_inverse", "logical_divide",
-        "zipped_divide", "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product",
-        "flat_product", "blocked_product", "raked_product", "tile_to_shape"}
+        "coalesce",
+        "composition",
+        "complement",
+        "right_inverse",
+        "left_inverse",
+        "logical_divide",
+        "zipped_divide",
+        "tiled_divide",
+        "flat_divide",
+        "logical_product",
+        "zipped_product",
+        "tiled_product",
+        "flat_product",
+        "blocked_product",
+        "raked_product",
+        "tile_to_shape",
+    }
     assert callable(cross_check)

@@ -24,18 +24,43 @@ def _results():
     with assuming("M % 4 == 0"):
         R = composition(A, Layout(4, 1))
         out.append(("composition 4:N", postcondition("composition", R, A, Layout(4, 1)), "proved"))
-        out.append(("composition 4:1 (false)", postcondition("composition", Layout(4, 1), A, Layout(4, 1)),
-                    "refuted"))
-    out.append(("complement (2,K):(1,8)", postcondition("complement", complement(Layout(4, 2), 8 * K),
-                                                        Layout(4, 2), 8 * K), "proved"))
-    out.append(("complement (2,K):(1,4) (false)", postcondition("complement", Layout((2, K), (1, 4)),
-                                                                Layout(4, 2), 8 * K), "refuted"))
+        out.append(
+            (
+                "composition 4:1 (false)",
+                postcondition("composition", Layout(4, 1), A, Layout(4, 1)),
+                "refuted",
+            )
+        )
+    out.append(
+        (
+            "complement (2,K):(1,8)",
+            postcondition("complement", complement(Layout(4, 2), 8 * K), Layout(4, 2), 8 * K),
+            "proved",
+        )
+    )
+    out.append(
+        (
+            "complement (2,K):(1,4) (false)",
+            postcondition("complement", Layout((2, K), (1, 4)), Layout(4, 2), 8 * K),
+            "refuted",
+        )
+    )
     with assuming("M % 64 == 0", "N % 32 == 0"):
         L = Layout((M, N), (1, M))
-        out.append(("logical_divide (64,32)", postcondition("logical_divide", logical_divide(L, (64, 32)), L,
-                                                            (64, 32)), "proved"))
-    out.append(("equal under M == 8", equal(Layout((M, N), (1, M)), Layout((M, N), (1, 8)), assume="M == 8"),
-                "proved"))
+        out.append(
+            (
+                "logical_divide (64,32)",
+                postcondition("logical_divide", logical_divide(L, (64, 32)), L, (64, 32)),
+                "proved",
+            )
+        )
+    out.append(
+        (
+            "equal under M == 8",
+            equal(Layout((M, N), (1, M)), Layout((M, N), (1, 8)), assume="M == 8"),
+            "proved",
+        )
+    )
     out.append(("transpose (false)", equal(Layout((M, N), (1, M)), Layout((M, N), (N, 1))), "refuted"))
     out.append(("(M,2):(2,1) == 2M:1 (false)", equal(Layout((M, 2), (2, 1)), Layout(2 * M, 1)), "refuted"))
     out.append(("(4,M) vs (M,4) (false)", equal(Layout((4, M), (M, 1)), Layout((M, 4), (1, M))), "refuted"))
