@@ -47,9 +47,10 @@ def link_tree(repo: Path = ROOT, dest: Path | None = None) -> Path:
     for sub, folder in subs.items():
         wanted[sub] = repo / folder
     for existing in pkg.iterdir():
-        if existing.name not in wanted or not existing.is_symlink() or existing.resolve() != wanted[existing.name]:
-            if existing.is_symlink() or existing.is_file():
-                existing.unlink()
+        target = wanted.get(existing.name)
+        stale = target is None or not existing.is_symlink() or existing.resolve() != target
+        if stale and (existing.is_symlink() or existing.is_file()):
+            existing.unlink()
     for name, target in wanted.items():
         link = pkg / name
         if not link.is_symlink():
