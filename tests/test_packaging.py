@@ -460,63 +460,9 @@ def test_demo_runs_under_OO():
 
 
 # ----------------------------------------------------------------------------- dependency direction
-# package -> sub-packages of layoutproof it must never import (DESIGN: algebra <- verify <- proofs,
-# algebra + verify <- gpu)
-FORBIDDEN_IMPORTS = {
-    "algebra": ("layoutproof.verify", "layoutproof.proofs", "layoutproof.gpu"),
-    "verify": ("layoutproof.proofs", "layoutproof.gpu"),
-}
-
-
-def _imported_modules(path: Path, package: str):
-    """Absolute names of the modules a file imports (relative imports resolved)."""
-    tree = ast.parse(path.read_text(), str(path))
-    is_pkg = path.name == "__init__.py"
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                yield node.lineno, a.name
-        elif isinstance(node, ast.ImportFrom):
-            if node.level == 0:
-                base = node.module or ""
-            else:  # level 1 is the module's own package (the package itself for __init__)
-                own = package.split(".") if is_pkg else package.split(".")[:-1]
-                parts = own[: len(own) - (node.level - 1)]
-                base = ".".join(parts + ([node.module] if node.module else []))
-            yield node.lineno, base
-            for a in node.names:  # "from layoutproof import verify" imports a sub-package
-                yield node.lineno, f"{base}.{a.name}"
-
-
-def test_dependency_direction():
-    bad = []
-    for folder, forbidden in FORBIDDEN_IMPORTS.items():
-        root = ROOT / folder
-        for f in sorted(root.rglob("*.py")):
-            rel = f.relative_to(root).with_suffix("")
-            parts = [p for p in rel.parts if p != "__init__"]
-            modname = ".".join([PACKAGE_DIRS[folder]] + parts)
-            if modname == "layoutproof.strategies":  # the deprecated alias of verify.strategies
-                continue
-            for lineno, name in _imported_modules(f, modname):
-                if any(name == x or name.startswith(x + ".") for x in forbidden):
-                    bad.append(f"{folder}/{f.relative_to(root)}:{lineno} imports {name}")
-    assert not bad, "imports against the dependency direction:\n" + "\n".join(bad)
-
-
-def test_dependency_direction_checker_resolves_relative_imports(tmp_path):
-    f = tmp_path / "mod.py"
-    f.write_text("from ..verify import equal\nfrom . import layout\nimport layoutproof.gpu\n")
-    names = {n for _, n in _imported_modules(f, "layoutproof.sub.mod")}
-    assert {
-        "layoutproof.verify",
-        "layoutproof.verify.equal",
-        "layoutproof.sub.layout",
-        "layoutproof.gpu",
-    } <= names
-    g = tmp_path / "__init__.py"
-    g.write_text("from .verify import x\n")
-    assert "layoutproof.verify" in {n for _, n in _imported_modules(g, "layoutproof")}
+# The layers (algebra core < symbolic < verify < proofs | gpu < the CLI, imports inside
+# functions included) are an import-linter contract in pyproject.toml: tests/test_layers.py
+# runs it on the package and shows that an upward import breaks it.
 
 
 # ----------------------------------------------------------------------------- no bare assert
@@ -537,17 +483,19 @@ def test_no_bare_assert_in_the_library():
 
 
 def test_tree_is_ruff_clean():
-    """The standard: the library, tests and benchmarks are ruff-clean (pyproject's rules)."""
+    """The standard: the library, tests, benchmarks and tools are ruff-clean (pyproject's rules)
+    and ruff-formatted (the pinned ruff of the test extra, as pre-commit runs it)."""
     import shutil
 
     ruff = shutil.which("ruff") or os.path.join(os.path.dirname(sys.executable), "ruff")
     if not os.path.exists(ruff):
         pytest.skip("ruff is not installed (it is in the test extra)")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    res = subprocess.run(
-        [ruff, "check", "algebra", "verify", "proofs", "gpu", "tests", "bench"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
+    folders = ["algebra", "verify", "proofs", "gpu", "tests", "bench", "tools", "docs"]
+    res = subprocess.run([ruff, "check", *folders], cwd=root, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-1000:]
+    # and formatted: `ruff format` leaves every file as it is
+    res = subprocess.run([ruff, "format", "--check", *folders], cwd=root, capture_output=True, text=True)
+    assert res.returncode == 0, (
+        "not ruff-formatted (run `ruff format`):\n" + res.stdout[-3000:] + res.stderr[-1000:]
+    )
