@@ -27,8 +27,10 @@ from typing import Any, Optional
 
 import numpy as np
 
+from layoutproof.inttuple import raw_product
+
 from .errors import BankConflictError, ProofFailedError
-from .lower import Lowered, _normalize, _reference, _top_modes, c_expr_eval
+from .lower import Lowered, arg_modes, c_expr_eval, normalize, reference_values
 from .proofrec import Proof, ProofLog
 
 __all__ = [
@@ -277,14 +279,14 @@ def smem_addresses(lowered_or_layout: Any, coords: Any, elem_bytes: int) -> np.n
         low = lowered_or_layout
         cols = _columns(c, len(low.args), low.name)
         return c_expr_eval(low.c_expr, dict(zip(low.args, cols))) * elem_bytes
-    norm = _normalize(lowered_or_layout)
+    norm = normalize(lowered_or_layout)
     if norm.inner.is_symbolic:
         raise ProofFailedError(
             f"{norm.what}: substitute the runtime symbols first", condition="concrete values"
         )
     s = norm.inner.shape
     nargs = len(s) if isinstance(s, tuple) and s else 1
-    sizes = [int(np.prod(fs)) if fs else 1 for fs, _d in _top_modes(norm.inner, nargs)]
+    sizes = [int(raw_product(fs)) for fs, _d in arg_modes(norm.inner, nargs)]
     cols = _columns(c, nargs, norm.what)
     idx = np.zeros(np.shape(cols[0]), dtype=np.int64)
     p = 1
@@ -295,4 +297,4 @@ def smem_addresses(lowered_or_layout: Any, coords: Any, elem_bytes: int) -> np.n
             )
         idx = idx + col * p
         p *= size
-    return _reference(norm)[idx] * elem_bytes
+    return reference_values(norm)[idx] * elem_bytes

@@ -52,7 +52,8 @@ import sympy as sp
 
 from layoutproof import Layout
 from layoutproof.errors import MalformedLayoutError, OutOfDomainError
-from layoutproof.inttuple import flatten
+from layoutproof.inttuple import flatten, raw_product
+from layoutproof.ops import coalesce_modes
 from layoutproof.swizzle import ComposedLayout, Swizzle
 
 from .errors import LoweringError, ProofFailedError
@@ -401,33 +402,38 @@ def _degrees(node: tuple, syms: frozenset) -> Dict[str, int]:
 
 # ============================================================================ layouts to modes
 @dataclass(frozen=True)
-class _Norm:
+class Normalized:
+    """A lowerable layout as ``outer o offset o inner`` (the form :func:`lower` prints)."""
+
     outer: Any  # None, a Swizzle or a Layout
     offset: int
     inner: Layout
     what: str  # how it prints
 
 
-def _normalize(layout: Any) -> _Norm:
+def normalize(layout: Any) -> Normalized:
+    """A Layout, ComposedLayout or bare Swizzle as :class:`Normalized` (a LoweringError
+    for anything else, or for a symbolic outer layout)."""
     if isinstance(layout, Swizzle):
-        return _Norm(layout, 0, Layout(layout.size, 1), str(layout))
+        return Normalized(layout, 0, Layout(layout.size, 1), str(layout))
     if isinstance(layout, ComposedLayout):
         a = layout.layout_a
         if isinstance(a, Layout) and a.is_symbolic:
             raise LoweringError(
                 f"{layout}: the outer layout must be concrete", condition="concrete outer layout"
             )
-        return _Norm(a, layout.offset, layout.layout_b, str(layout))
+        return Normalized(a, layout.offset, layout.layout_b, str(layout))
     if isinstance(layout, Layout):
-        return _Norm(None, 0, layout, str(layout))
+        return Normalized(None, 0, layout, str(layout))
     raise LoweringError(
         f"lower() takes a Layout, a ComposedLayout or a Swizzle, got {type(layout).__name__}",
         condition="layout type",
     )
 
 
-def _top_modes(L: Layout, nargs: int) -> List[Tuple[tuple, tuple]]:
-    """One (flat shape, flat stride) per argument."""
+def arg_modes(L: Layout, nargs: int) -> List[Tuple[tuple, tuple]]:
+    """One (flat shape, flat stride) per argument: the top-level modes of ``L``, or the
+    whole layout flattened when there is one argument (its 1-D index)."""
     s, d = L.shape, L.stride
     if nargs == 1:
         return [(tuple(flatten(s)), tuple(flatten(d)))]
@@ -450,17 +456,26 @@ def _check_shape(L: Layout) -> None:
             )
 
 
-def _coalesce_flat(fs: tuple, fd: tuple) -> List[Tuple[int, Any]]:
+def _coalesced(fs: Tuple[int, ...], fd: tuple) -> List[Tuple[int, Any]]:
+    """The (extent, stride) modes of one flat mode after the algebra's coalescing rule
+    (:func:`layoutproof.ops.coalesce_modes`: extent-1 leaves dropped, a leaf merged into
+    its predecessor when its stride is ``s_prev * d_prev``); no modes when every extent
+    is 1.  SymPy strides are compared as expanded polynomials (an identity, not a
+    spelling) and each merged mode keeps the stride of its first leaf as written."""
+    canon = tuple(sp.expand(d) if isinstance(d, sp.Basic) else d for d in fd)
+    leaves = [(s, d) for s, d in zip(fs, fd) if s != 1]
+    if not leaves:
+        return []
+    extents, _strides = coalesce_modes(fs, canon)
     out: List[Tuple[int, Any]] = []
-    for s, d in zip(fs, fd):
-        if s == 1:
-            continue
-        if out:
-            ps, pd = out[-1]
-            if sp.expand(sp.sympify(d) - ps * sp.sympify(pd)) == 0:
-                out[-1] = (ps * s, pd)
-                continue
-        out.append((s, d))
+    k = 0  # the merged modes are runs of consecutive leaves of extent > 1
+    for extent in extents:
+        s, d = leaves[k]
+        k += 1
+        while s < extent:
+            s *= leaves[k][0]
+            k += 1
+        out.append((extent, d))
     return out
 
 
@@ -471,7 +486,7 @@ def _arg_symbol(name: str) -> Any:
 def _mode_terms(fs: tuple, fd: tuple, x: Any) -> List[Any]:
     """The terms ``digit_k * stride_k`` of one mode at the 1-D index ``x`` (coalesced,
     stride-0 digits dropped, the outermost digit without ``Mod``)."""
-    modes = _coalesce_flat(fs, fd)
+    modes = _coalesced(fs, fd)
     terms: List[Any] = []
     p = 1
     for k, (s, d) in enumerate(modes):
@@ -498,7 +513,7 @@ def _sum_c(terms: List[Any], const: int, pow2: bool) -> Tuple[str, Optional[int]
 
 
 def _runtime_symbols(layout: Any) -> List[Any]:
-    n = _normalize(layout)
+    n = normalize(layout)
     if not n.inner.is_symbolic:
         return []
     return sorted(n.inner.free_symbols, key=lambda s: s.name)
@@ -668,10 +683,10 @@ class Lowered:
 
 
 # ============================================================================ proofs
-def _domain(norm: _Norm, nargs: int) -> Tuple[List[int], List[np.ndarray]]:
+def _domain(norm: Normalized, nargs: int) -> Tuple[List[int], List[np.ndarray]]:
     L = norm.inner
     _check_shape(L)
-    sizes = [int(np.prod(fs, dtype=object)) for fs, _fd in _top_modes(L, nargs)]
+    sizes = [raw_product(fs) for fs, _fd in arg_modes(L, nargs)]
     n = 1
     for s in sizes:
         n *= s
@@ -690,7 +705,9 @@ def _domain(norm: _Norm, nargs: int) -> Tuple[List[int], List[np.ndarray]]:
     return sizes, arrs
 
 
-def _reference(norm: _Norm) -> np.ndarray:
+def reference_values(norm: Normalized) -> np.ndarray:
+    """Every value of the normalized layout (colexicographic order), by the algebra's own
+    evaluation, as int64 (a LoweringError beyond int64)."""
     if norm.outer is None:
         v = norm.inner.eval_all()
     elif isinstance(norm.outer, Swizzle) and norm.offset == 0 and norm.inner == Layout(norm.outer.size, 1):
@@ -736,7 +753,7 @@ def check_c_expr(
       ...
     layoutproof.gpu.errors.LoweringError: ... at (r, c) = (0, 4): the C expression gives 0, the layout 4
     """
-    norm = _normalize(layout)
+    norm = normalize(layout)
     args = _check_names(args)
     node = _parse_c(c_expr)
     stmt = _statement(name, args, norm.what)
@@ -744,7 +761,7 @@ def check_c_expr(
         return _check_symbolic(norm, args, c_expr, node, stmt, log)
     _sizes, arrs = _domain(norm, len(args))
     try:
-        ref = _reference(norm)
+        ref = reference_values(norm)
     except (MalformedLayoutError, OutOfDomainError) as e:
         raise LoweringError(
             f"{stmt}: the layout cannot be evaluated on its domain: {e}", condition="lowerable layout"
@@ -775,7 +792,7 @@ def check_c_expr(
 
 
 def _check_symbolic(
-    norm: _Norm, args: Tuple[str, ...], c_expr: str, node: tuple, stmt: str, log: Optional[ProofLog]
+    norm: Normalized, args: Tuple[str, ...], c_expr: str, node: tuple, stmt: str, log: Optional[ProofLog]
 ) -> Proof:
     if norm.outer is not None:
         raise LoweringError(
@@ -841,7 +858,7 @@ def _check_symbolic(
 
 
 # ============================================================================ lowering
-def _build_c(norm: _Norm, args: Tuple[str, ...], pow2: bool) -> str:
+def _build_c(norm: Normalized, args: Tuple[str, ...], pow2: bool) -> str:
     L = norm.inner
     _check_shape(L)
     if norm.outer is not None and L.is_symbolic:
@@ -851,7 +868,7 @@ def _build_c(norm: _Norm, args: Tuple[str, ...], pow2: bool) -> str:
             condition="affine in the runtime symbols",
         )
     terms: List[Any] = []
-    for a, (fs, fd) in zip(args, _top_modes(L, len(args))):
+    for a, (fs, fd) in zip(args, arg_modes(L, len(args))):
         terms += _mode_terms(fs, fd, _arg_symbol(a))
     inner, const = _sum_c(terms, norm.offset, pow2)
     return _outer_c(norm.outer, inner, const, pow2)
@@ -890,7 +907,7 @@ def lower(
     """
     if not isinstance(name, str) or not _is_ident(name):
         raise LoweringError(f"name {name!r} is not a C identifier", condition="C argument names")
-    norm = _normalize(layout)
+    norm = normalize(layout)
     args = _check_names(args)
     try:
         c = _build_c(norm, args, pow2)
@@ -924,7 +941,7 @@ def lower_many(items: Iterable[Any], *, log: Optional[ProofLog] = None) -> Tuple
 def _values(obj: Any) -> Tuple[List[np.ndarray], np.ndarray, str, Tuple[str, ...]]:
     """Coordinates (one array per argument) and values of a Lowered or a layout."""
     if isinstance(obj, Lowered):
-        norm = _normalize(obj.layout)
+        norm = normalize(obj.layout)
         if norm.inner.is_symbolic:
             raise ProofFailedError(
                 f"{obj.name}: values depend on runtime symbols {obj.symbols}; substitute values",
@@ -933,7 +950,7 @@ def _values(obj: Any) -> Tuple[List[np.ndarray], np.ndarray, str, Tuple[str, ...
         _s, arrs = _domain(norm, len(obj.args))
         v = np.broadcast_to(c_expr_eval(obj.c_expr, dict(zip(obj.args, arrs))), arrs[0].shape)
         return arrs, v, obj.name, obj.args
-    norm = _normalize(obj)
+    norm = normalize(obj)
     if norm.inner.is_symbolic:
         raise ProofFailedError(
             f"{norm.what}: values depend on runtime symbols; substitute values", condition="concrete values"
@@ -941,7 +958,7 @@ def _values(obj: Any) -> Tuple[List[np.ndarray], np.ndarray, str, Tuple[str, ...
     s = norm.inner.shape
     nargs = len(s) if isinstance(s, tuple) and s else 1
     _s, arrs = _domain(norm, nargs)
-    return arrs, _reference(norm), norm.what, tuple(f"c{i}" for i in range(nargs))
+    return arrs, reference_values(norm), norm.what, tuple(f"c{i}" for i in range(nargs))
 
 
 def _done(log: Optional[ProofLog], kind: str, stmt: str, cases: int) -> Proof:
