@@ -179,6 +179,9 @@ class Instance:
     confirm: Callable[[Dict[str, int], sx.Path], Optional[str]]
     assumptions: Tuple[Any, ...] = ()
     need_result: bool = True  # at least one path must return a result (not vacuous)
+    #: a path where the operation refuses (a LayoutError other than InadmissibleError) makes
+    #: the theorem unknown instead of being set aside: for statements about every path
+    strict: bool = False
 
 
 def _model_for(path: sx.Path, model: Dict[str, int], operands: Sequence[Layout]) -> Dict[str, int]:
@@ -207,6 +210,8 @@ def prove(claim: str, instances: Sequence[Instance]) -> List[Result]:
                 continue
             if p.end == "refused":
                 n_ref += 1
+                if inst.strict:
+                    unknown.append(f"the operation refused ({p.value}) under {p.condition_text()}")
                 continue
             if p.end == "undecided":
                 n_und += 1
@@ -1100,6 +1105,11 @@ def _swizzle_check(what: str, separated: bool = True) -> List[Result]:
         claim = f(f(x)) == x
     elif what == "bijection":
         claim = z3.Implies(f(x) == f(y), x == y)
+    elif what == "zzz-only":  # only the ZZZ field changes
+        Z = ((one << B) - 1) << (M + z3.If(pos, z3.BitVecVal(0, W), -S))
+        claim = (f(x) ^ x) & ~Z == 0
+    elif what == "xor-linear":  # linear over F2
+        claim = f(x ^ y) == f(x) ^ f(y)
     else:  # closed on each aligned block [k 2^top, (k+1) 2^top)
         claim = z3.LShR(f(x), top) == z3.LShR(x, top)
     s = z3.Solver()
@@ -1174,6 +1184,301 @@ def _swizzle_check(what: str, separated: bool = True) -> List[Result]:
             notes=(f"1 bit-vector obligation; the library's masks equal the formula's for all {n} triples",),
         )
     ]
+
+
+# ----------------------------------------------------------------------------- more theorems
+def zabs(enc: sx.Enc, e: Any) -> Any:
+    """|e| as a Z3 term."""
+    z3 = _z3()
+    v = enc.t(e)
+    return z3.If(v >= 0, v, -v)
+
+
+def zcosize(enc: sx.Enc, L: Layout) -> Any:
+    """CuTe's cosize of a flat view of ``L``: ``1 + sum((s-1)*|d|)``."""
+    out: Any = 1
+    for s_, d_ in zip(*sx.flat_modes(L)):
+        out = out + (enc.t(s_) - 1) * zabs(enc, d_)
+    return out
+
+
+def _rank_label(L: Layout) -> str:
+    return f"rank {len(sx.flat_modes(L)[0])}"
+
+
+def _coalesce_cosize(L: Layout) -> Instance:
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        return [], zcosize(cx.enc, cx.path.value) == zcosize(cx.enc, L)
+
+    return Instance(
+        _rank_label(L), lambda: ops.coalesce(L), build, confirm_post("coalesce", lambda p: p.value, L)
+    )
+
+
+def _coalesce_maximal(L: Layout) -> Instance:
+    """No mode of coalesce(L) has extent 1 (but the 1:0 of an all-unit L) and no two
+    neighbouring modes could merge (d_{k+1} != s_k d_k)."""
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        rs, rd = sx.flat_modes(cx.path.value)
+        if len(rs) == 1 and rs[0] == 1 and rd[0] == 0:
+            return [], z3.BoolVal(True)
+        claims = [e.t(s_) != 1 for s_ in rs]
+        claims += [e.t(rd[k + 1]) != e.t(rs[k]) * e.t(rd[k]) for k in range(len(rs) - 1)]
+        return [], z3.And(claims)
+
+    return Instance(
+        _rank_label(L), lambda: ops.coalesce(L), build, confirm_post("coalesce", lambda p: p.value, L)
+    )
+
+
+def _filter_cosize(L: Layout) -> Instance:
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        return [], zcosize(cx.enc, cx.path.value) == zcosize(cx.enc, L)
+
+    return Instance(
+        _rank_label(L), lambda: ops.filter_(L), build, confirm_post("filter", lambda p: p.value, L)
+    )
+
+
+def _pair_same(first: Callable[[], Any], second: Callable[[Any], Any], label: str) -> Instance:
+    """``second(first())`` is the same layout as ``first()`` (profile, extents, strides)."""
+
+    def fn() -> Any:
+        X = first()
+        return X, second(X)
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        X, Y = cx.path.value
+        return [], _same_layout(cx, X, Y)
+
+    return Instance(label, fn, build, confirm_equal(lambda p: p.value[0], lambda p: p.value[1]))
+
+
+def _filter_idempotent(L: Layout) -> Instance:
+    ops = _ops()
+    return _pair_same(lambda: ops.filter_(L), ops.filter_, _rank_label(L))
+
+
+def _filter_coalesced(L: Layout) -> Instance:
+    ops = _ops()
+    return _pair_same(lambda: ops.filter_(L), ops.coalesce, _rank_label(L))
+
+
+def _composition_stride_zero(A: Layout) -> Instance:
+    """A o (N:0): size N, the value 0 at every coordinate (A(0) == 0)."""
+    ops = _ops()
+    N = extents("N", 1)[0]
+    B = Layout(N, 0)
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        rs, rd = sx.flat_modes(cx.path.value)
+        gs = [cx.dg.new(e, s_, "g") for s_ in rs]
+        return [], z3.And(zprod(e, rs) == e.t(N), sx.value_of(e, rd, gs) == 0)
+
+    return Instance(
+        f"A {_rank_label(A)}",
+        lambda: ops.composition(A, B),
+        build,
+        confirm_post("composition", lambda p: p.value, A, B),
+    )
+
+
+def _composition_size(A: Layout, B: Layout) -> Instance:
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        e = cx.enc
+        return [], zprod(e, sx.flat_modes(cx.path.value)[0]) == zprod(e, sx.flat_modes(B)[0])
+
+    return Instance(
+        f"A {_rank_label(A)}, B {_rank_label(B)}",
+        lambda: ops.composition(A, B),
+        build,
+        confirm_post("composition", lambda p: p.value, A, B),
+    )
+
+
+def _complement_size(L: Layout, M: Any) -> Instance:
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        e = cx.enc
+        C = cx.path.value
+        return [], zprod(e, sx.flat_modes(L)[0]) * zprod(e, sx.flat_modes(C)[0]) >= e.t(M)
+
+    return Instance(
+        _rank_label(L),
+        lambda: ops.complement(L, M),
+        build,
+        confirm_post("complement", lambda p: p.value, L, M),
+    )
+
+
+def _right_inverse_image(L: Layout) -> Instance:
+    """0 <= R(i) < size(L) for every i < size(R), R = right_inverse(L)."""
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        rs, rd = sx.flat_modes(cx.path.value)
+        gs = [cx.dg.new(e, s_, "g") for s_ in rs]
+        off = sx.value_of(e, rd, gs)
+        for g, s_, d_ in zip(gs, rs, rd):
+            e.monotone(g, s_, e.t(d_))
+        return [], z3.And(off >= 0, off < zprod(e, sx.flat_modes(L)[0]))
+
+    return Instance(
+        _rank_label(L),
+        lambda: ops.right_inverse(L),
+        build,
+        confirm_post("right_inverse", lambda p: p.value, L),
+    )
+
+
+def _right_inverse_size(L: Layout) -> Instance:
+    """size(right_inverse(L)) divides size(L)."""
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        sp = _sp()
+        rs, _rd = sx.flat_modes(cx.path.value)
+        return [], cx.enc.t(sp.Mod(_product(sx.flat_modes(L)[0]), _product(rs))) == 0
+
+    return Instance(
+        _rank_label(L),
+        lambda: ops.right_inverse(L),
+        build,
+        confirm_post("right_inverse", lambda p: p.value, L),
+    )
+
+
+def _left_inverse_cover(L: Layout) -> Instance:
+    """size(left_inverse(L)) >= cosize(L): the inverse's domain holds L's whole image."""
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        e = cx.enc
+        rs, _rd = sx.flat_modes(cx.path.value)
+        return [], zprod(e, rs) >= zcosize(e, L)
+
+    return Instance(
+        _rank_label(L), lambda: ops.left_inverse(L), build, confirm_post("left_inverse", lambda p: p.value, L)
+    )
+
+
+def _raises(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` with its refusal made a value: ("admissible", result) or ("raises", error) when
+    it raises InadmissibleError or names a side condition it cannot meet
+    (UndecidableConditionError); any other error propagates (the path is "refused")."""
+
+    def run() -> Any:
+        from layoutproof.errors import InadmissibleError, UndecidableConditionError
+
+        try:
+            return "admissible", fn()
+        except (InadmissibleError, UndecidableConditionError) as e:
+            return "raises", e
+
+    return run
+
+
+def _left_inverse_chain_cond(cx: Ctx, L: Layout) -> Optional[Any]:
+    """L's kept modes sorted by stride satisfy d_k | d_{k+1} and s_k d_k <= d_{k+1}, strides
+    non-negative (None when the path does not decide the kept modes or their order)."""
+    sp = _sp()
+    kept = _kept_modes(cx, L)
+    if kept is None:
+        return None
+    allm = _order(cx, kept)
+    if allm is None:
+        return None
+    conds: List[Any] = [sp.Ge(d, 0) for _s, d in kept]
+    for a, b in zip(allm, allm[1:]):
+        conds += [sp.Eq(sp.Mod(b[1], a[1]), 0), sp.Le(a[0] * a[1], b[1])]
+    return sp.And(*conds) if conds else sp.true
+
+
+def _left_inverse_chain(L: Layout) -> Instance:
+    """left_inverse returns exactly when the sorted kept modes form the chain; every path
+    that raises (inadmissible, or a side condition the path refutes) violates it."""
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        c = _left_inverse_chain_cond(cx, L)
+        if c is None:
+            raise sx.NoPlacement("the kept modes or their order are not decided on this path")
+        tag, _v = cx.path.value
+        zc = cx.enc.t(c)
+        return [], zc if tag == "admissible" else z3.Not(zc)
+
+    return Instance(
+        _rank_label(L), _raises(lambda: ops.left_inverse(L)), build, lambda asg, p: None, strict=True
+    )
+
+
+def _left_inverse_overlap(L: Layout) -> Instance:
+    """Where left_inverse raises for injectivity, L is not injective: two distinct
+    coordinates with the same value (the witness built from the first overlapping pair of
+    sorted kept modes: (d_{k+1}/d_k in mode k) and (1 in mode k+1))."""
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        sp = _sp()
+        z3 = _z3()
+        e = cx.enc
+        tag, err = cx.path.value
+        if tag == "admissible" or "injectivity" not in str(err):
+            return [], z3.BoolVal(True)  # the statement is about the injectivity refusals only
+        kept = _kept_modes(cx, L)
+        allm = _order(cx, kept) if kept is not None else None
+        if allm is None:
+            raise sx.NoPlacement("the kept modes or their order are not decided on this path")
+        for a, b in zip(allm, allm[1:]):
+            if sx.implied(sp.Eq(sp.Mod(b[1], a[1]), 0), cx.facts, subs=e.subs) and sx.implied(
+                sp.Gt(a[0] * a[1], b[1]), cx.facts, subs=e.subs
+            ):
+                q = e.t(sp.floor(b[1] / a[1]))
+                # coordinate x: q in mode a; coordinate y: 1 in mode b (distinct: modes differ
+                # or q != 1 ... both nonzero, in different modes, so x != y)
+                return [], z3.And(q >= 0, q < e.t(a[0]), 1 < e.t(b[0]), q * e.t(a[1]) == e.t(b[1]))
+        raise sx.NoPlacement("no overlapping pair of sorted modes is decided on this path")
+
+    return Instance(
+        _rank_label(L), _raises(lambda: ops.left_inverse(L)), build, lambda asg, p: None, need_result=False
+    )
+
+
+def _logical_divide_size(L: Layout, T: Layout) -> Instance:
+    """size(logical_divide(L, T)) == size(T) size(complement(T, size(L))) >= size(L)."""
+    ops = _ops()
+    from layoutproof import ops as iops
+
+    def fn() -> Any:
+        return ops.complement(T, L.size), iops.logical_divide(L, T)
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        C, R = cx.path.value
+        rsz = zprod(e, sx.flat_modes(R)[0])
+        return [], z3.And(
+            rsz == zprod(e, sx.flat_modes(T)[0]) * zprod(e, sx.flat_modes(C)[0]),
+            rsz >= zprod(e, sx.flat_modes(L)[0]),
+        )
+
+    return Instance(f"L {_rank_label(L)}, T {_rank_label(T)}", fn, build, lambda asg, p: None)
 
 
 # ----------------------------------------------------------------------------- the theorems
@@ -1514,6 +1819,17 @@ def _build() -> List[Theorem]:
             "every swizzle maps each aligned 2^(M+B+|S|) block onto itself",
             "Sw(x) >> (M+B+|S|) == x >> (M+B+|S|) for every 64-bit x",
         ),
+        (
+            "zzz-only",
+            "every swizzle changes only its ZZZ field",
+            "(Sw(x) ^ x) & ~Z == 0 for every 64-bit x, Z = (2^B - 1) 2^(M + max(-S, 0)) the library's "
+            "zzz_msk",
+        ),
+        (
+            "xor-linear",
+            "every swizzle is linear over F2",
+            "Sw(x ^ y) == Sw(x) ^ Sw(y) for every 64-bit x, y",
+        ),
     ):
         out.append(
             _T(
@@ -1531,6 +1847,161 @@ def _build() -> List[Theorem]:
                 "B, M, S integers in scope; x, y 64-bit",
             )
         )
+    out += _build_more()
+    return out
+
+
+def _build_more() -> List[Theorem]:
+    """The theorems added for issue 15's target of 40 (one-layout theorems at ranks 1-4 with
+    ``--all`` where they finish, two-layout ones at the composition's ranks)."""
+    r12, r13, r14 = (1, 2), (1, 2, 3), (1, 2, 3, 4)
+    sc_14 = _scope("ranks 1-2", "ranks 1-4")
+    anyL = f"{_EXT}; {_ANY}"
+    posL = f"{_EXT}; {_POS}"
+
+    def one(
+        make: Callable[..., Instance], main: Sequence[int], full: Sequence[int], claim: str, kind: str = "int"
+    ):
+        return _one(make, [(_L(r, kind),) for r in main], [(_L(r, kind),) for r in full], claim)
+
+    comp_main = [(sym_layout("A", a), sym_layout("B", 1, positive=True)) for a in (1, 2)]
+    comp_main.append((sym_layout("A", 1), sym_layout("B", 2, positive=True)))
+    comp_full = [
+        (sym_layout("A", a), sym_layout("B", b, positive=True))
+        for a, b in ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2))
+    ]
+    out = [
+        _T(
+            "sym.coalesce-cosize",
+            "coalesce(L) has L's cosize, for all extents and strides",
+            "cosize(coalesce(L)) == cosize(L), cosize = 1 + sum((s_k - 1) |d_k|) (negative strides included)",
+            one(_coalesce_cosize, r12, r14, "cosize(coalesce(L)) == cosize(L)"),
+            sc_14,
+            anyL,
+        ),
+        _T(
+            "sym.coalesce-maximal",
+            "coalesce(L) is maximal: no unit mode, no mergeable neighbours",
+            "Every mode of coalesce(L) has an extent != 1 (unless the result is 1:0, L of size 1 or all "
+            "modes extent 1), and no two neighbouring modes could merge: d_{k+1} != s_k d_k",
+            one(_coalesce_maximal, r12, r14, "coalesce(L) has no unit mode and no mergeable pair"),
+            sc_14,
+            anyL,
+        ),
+        _T(
+            "sym.filter-cosize",
+            "filter(L) has L's cosize, for all extents and strides",
+            "cosize(filter(L)) == cosize(L): the modes filter drops (extent 1 or stride 0) add nothing to "
+            "1 + sum((s_k - 1) |d_k|), and the coalescing inside filter keeps it (sym.coalesce-cosize)",
+            one(_filter_cosize, r12, r14, "cosize(filter(L)) == cosize(L)"),
+            sc_14,
+            anyL,
+        ),
+        _T(
+            "sym.filter-idempotent",
+            "filter is idempotent, for all extents and strides",
+            "filter(filter(L)) == filter(L) (same shape and strides)",
+            one(_filter_idempotent, r12, r14, "filter(filter(L)) == filter(L)"),
+            sc_14,
+            anyL,
+        ),
+        _T(
+            "sym.filter-coalesced",
+            "filter's result is already coalesced",
+            "coalesce(filter(L)) == filter(L) (same shape and strides)",
+            one(_filter_coalesced, r12, r14, "coalesce(filter(L)) == filter(L)"),
+            sc_14,
+            anyL,
+        ),
+        _T(
+            "sym.composition-stride-zero",
+            "A o N:0 is the constant 0 of size N, for all A and N",
+            "Whenever composition(A, N:0) returns R: size(R) == N and R(c) == 0 at every coordinate c of R",
+            one(_composition_stride_zero, r12, r14, "(A o N:0)(c) == 0"),
+            sc_14,
+            f"A: {anyL}; N a positive integer",
+        ),
+        _T(
+            "sym.composition-size",
+            "size(A o B) == size(B), for all extents and strides",
+            "Whenever composition(A, B) returns R: size(R) == size(B)",
+            _one(_composition_size, comp_main, comp_full, "size(A o B) == size(B)"),
+            _scope("A x B ranks 1x1, 2x1, 1x2", "A x B ranks 1x1, 2x1, 3x1, 1x2, 2x2"),
+            f"A: {anyL}; B: {posL}",
+        ),
+        _T(
+            "sym.complement-size",
+            "size(L) size(complement(L, M)) >= M, for all extents, strides and M",
+            "Whenever complement(L, M) returns C: size(L) * size(C) >= M",
+            _one(
+                _complement_size,
+                [(_L(1, "pos"), _M())],
+                [(_L(r, "pos"), _M()) for r in r12],
+                "size(L) size(C) >= M",
+            ),
+            _scope("rank 1", "ranks 1-2"),
+            f"L: {posL}; M a positive integer",
+        ),
+        _T(
+            "sym.right-inverse-image",
+            "right_inverse(L) maps into L's domain, for all extents and strides",
+            "0 <= R(i) < size(L) for every i < size(R), R = right_inverse(L)",
+            one(_right_inverse_image, r12, r14, "0 <= right_inverse(L)(i) < size(L)"),
+            sc_14,
+            anyL,
+        ),
+        _T(
+            "sym.right-inverse-size",
+            "size(right_inverse(L)) divides size(L), for all extents and strides",
+            "size(L) mod size(right_inverse(L)) == 0",
+            one(_right_inverse_size, r12, r14, "size(right_inverse(L)) | size(L)"),
+            sc_14,
+            anyL,
+        ),
+        _T(
+            "sym.left-inverse-cover",
+            "left_inverse(L)'s domain covers L's image, for all extents and strides",
+            "Whenever left_inverse(L) returns R: size(R) >= cosize(L) = 1 + sum((s_k - 1) d_k)",
+            one(_left_inverse_cover, r12, r13, "size(left_inverse(L)) >= cosize(L)", "pos"),
+            _scope("ranks 1-2", "ranks 1-3"),
+            posL,
+        ),
+        _T(
+            "sym.left-inverse-admissible-iff-chain",
+            "left_inverse is admissible exactly when the sorted modes form its chain",
+            "On every path: left_inverse(L) returns iff L's modes other than extent 1, sorted by stride, "
+            "satisfy d_k | d_{k+1} and s_k d_k <= d_{k+1}; every path that raises (InadmissibleError, or "
+            "a side condition the path refutes) violates that chain; a path refused for any other "
+            "reason would make the theorem unknown",
+            one(_left_inverse_chain, r12, r13, "left_inverse admissible <=> chain", "pos"),
+            _scope("ranks 1-2", "ranks 1-3"),
+            posL,
+        ),
+        _T(
+            "sym.left-inverse-refuses-only-non-injective",
+            "left_inverse refuses for injectivity only on layouts that are not injective",
+            "On every path where left_inverse raises its injectivity condition, two distinct coordinates "
+            "of L have the same value: (d_{k+1}/d_k in mode k) and (1 in mode k+1) for the first "
+            "sorted pair with d_k | d_{k+1} and s_k d_k > d_{k+1}",
+            one(_left_inverse_overlap, (2,), (2, 3), "injectivity refusal => L not injective", "pos"),
+            _scope("rank 2", "ranks 2-3"),
+            posL,
+        ),
+        _T(
+            "sym.logical-divide-size",
+            "size(logical_divide(L, T)) == size(T) size(complement(T, size(L))) >= size(L)",
+            "Whenever logical_divide(L, T) returns R: size(R) == size(T) * size(complement(T, size(L))) "
+            "and size(R) >= size(L)",
+            _one(
+                _logical_divide_size,
+                [(_L(1), sym_layout("T", 1, positive=True))],
+                [(_L(r), sym_layout("T", 1, positive=True)) for r in r12],
+                "size(L / T) == size(T) size(T*) >= size(L)",
+            ),
+            _scope("L rank 1, T rank 1", "L ranks 1-2, T rank 1"),
+            f"L: {anyL}; T: {posL}",
+        ),
+    ]
     return out
 
 

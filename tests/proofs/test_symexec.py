@@ -226,6 +226,8 @@ def test_filter_matches_ids_before_groups():
         "sym.swizzle-involution",
         "sym.swizzle-bijection",
         "sym.swizzle-block",
+        "sym.swizzle-zzz-only",
+        "sym.swizzle-xor-linear",
     }
 
 
