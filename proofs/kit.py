@@ -453,46 +453,64 @@ def chain_permutation(shape: Sequence[Any], stride: Sequence[Any]) -> Optional[L
 # ----------------------------------------------------------------------------- bit-vector obligations
 class BVObligation:
     """A Z3 bit-vector query ``facts and not claim`` with the interface of the verifier's
-    obligations (``smt2()``), so that the report exports it and cvc5 re-checks it."""
+    obligations (``smt2()``), so that the report exports it and cvc5 re-checks it.  It is
+    decided by :func:`layoutproof.symbolic.solver.prove` (logic QF_BV)."""
 
     def __init__(self, claim: Any, facts: Sequence[Any] = ()) -> None:
         self.claim = claim
         self.facts = tuple(facts)
 
+    def assertions(self) -> List[Any]:
+        """The facts and ``not claim`` (Z3 terms)."""
+        import z3
+
+        return [*self.facts, z3.Not(self.claim)]
+
     def solver(self, timeout_ms: int = 10_000) -> Any:
+        """An unstarted Z3 solver holding :meth:`assertions` (``decide`` runs the query)."""
         import z3
 
         s = z3.Solver()
         s.set("timeout", int(timeout_ms))
-        s.add(*self.facts)
-        s.add(z3.Not(self.claim))
+        s.add(*self.assertions())
         return s
 
     def smt2(self) -> str:
-        return "(set-logic QF_BV)\n" + self.solver().to_smt2()
+        from layoutproof.symbolic import solver
+
+        return solver.smtlib_text(self.assertions(), "QF_BV")
 
     def decide(self, purpose: str, timeout_ms: int = 10_000) -> ProofObligation:
         """Ask Z3; the :class:`~layoutproof.verify.ProofObligation` with its verdict."""
-        t0 = time.perf_counter()
-        verdict = str(self.solver(timeout_ms).check())
+        from layoutproof.symbolic import solver
+
+        v = solver.prove(
+            self.claim,
+            self.facts,
+            timeout_s=timeout_ms / 1000.0,
+            name=purpose,
+            logic="QF_BV",
+            check_facts=False,
+        )
+        verdict = v.z3_answer
         return ProofObligation(
             purpose,
             self.claim,
             self.facts,
             verdict,
             self,
-            time.perf_counter() - t0,
-            reason=None if verdict != "unknown" else "timeout",
+            v.seconds,
+            reason=None if verdict != "unknown" else v.reason,
         )
 
 
 def z3_claim(purpose: str, claim: Any, facts: Sequence[Any] = (), timeout_ms: int = 10_000) -> Result:
-    """A SymPy ``claim`` proved by Z3 from the SymPy ``facts`` (``layoutproof.symbolic.smt``'s
-    translation, Python integer semantics): "proved" when ``facts and not claim`` is
-    unsatisfiable; "refuted" when Z3's model, substituted into the claim by SymPy, makes it
-    false; "unknown" otherwise (a timeout, or a model SymPy does not confirm).  Facts that
-    contradict each other give "unknown" (they would prove anything).  The query is kept as
-    an obligation (SMT-LIB export, cvc5 cross-check).
+    """A SymPy ``claim`` proved by Z3 from the SymPy ``facts``
+    (:func:`layoutproof.symbolic.solver.prove`, Python integer semantics): "proved" when
+    ``facts and not claim`` is unsatisfiable; "refuted" when Z3's model, substituted into
+    the claim by SymPy, makes it false; "unknown" otherwise (a timeout, or a model SymPy
+    does not confirm).  Facts that contradict each other give "unknown" (they would prove
+    anything).  The query is kept as an obligation (SMT-LIB export, cvc5 cross-check).
 
     >>> import sympy as sp
     >>> x = sp.Symbol("x", integer=True, nonnegative=True)
@@ -503,37 +521,31 @@ def z3_claim(purpose: str, claim: Any, facts: Sequence[Any] = (), timeout_ms: in
     ('refuted', {'x': 3})
     """
     import sympy as sp
-    import z3
 
-    from layoutproof.symbolic import smt
+    from layoutproof.symbolic import solver
 
     t0 = time.perf_counter()
     facts = tuple(facts)
-    if facts:
-        consistent = smt.Obligation(sp.true, facts).solver(timeout_ms, negate=False).check()
-        if consistent == z3.unsat:
-            return Result(
-                "unknown",
-                "z3",
-                claim=purpose,
-                seconds=time.perf_counter() - t0,
-                reason="the assumptions contradict each other (every claim would follow from them)",
-            )
-    ob = smt.Obligation(claim, facts)
-    t1 = time.perf_counter()
-    s = ob.solver(timeout_ms)
-    verdict = str(s.check())
+    v = solver.prove(claim, facts, timeout_s=timeout_ms / 1000.0, name=purpose)
+    if v.status == "vacuous":
+        return Result(
+            "unknown",
+            "z3",
+            claim=purpose,
+            seconds=time.perf_counter() - t0,
+            reason="the assumptions contradict each other (every claim would follow from them)",
+        )
     po = ProofObligation(
         purpose,
         claim,
         facts,
-        verdict,
-        ob,
-        time.perf_counter() - t1,
-        reason="timeout" if verdict == "unknown" else None,
+        v.z3_answer,
+        v,
+        v.seconds,
+        reason=v.reason if v.status == "unknown" else None,
     )
     text = [str(f) for f in facts]
-    if verdict == "unsat":
+    if v.status == "proved":
         return Result(
             "proved",
             "z3",
@@ -542,12 +554,15 @@ def z3_claim(purpose: str, claim: Any, facts: Sequence[Any] = (), timeout_ms: in
             assumptions=text,
             seconds=time.perf_counter() - t0,
         )
-    if verdict == "sat":
-        model = s.model()
-        env = {sym: int(model.eval(v, model_completion=True).as_long()) for sym, v in ob.env.items()}
+    if v.status == "refuted":
+        model = v.model or {}
+        syms: set = set(getattr(claim, "free_symbols", ()))
+        for f in facts:
+            syms |= set(getattr(f, "free_symbols", ()))
+        env = {s: int(model[s.name]) for s in syms if s.name in model}
         value = claim.subs(env) if hasattr(claim, "subs") else None
         if value is sp.false or value is False:
-            asg = {k.name: v for k, v in sorted(env.items(), key=lambda kv: kv[0].name)}
+            asg = {k.name: val for k, val in sorted(env.items(), key=lambda kv: kv[0].name)}
             return Result(
                 "refuted",
                 "z3",
@@ -572,6 +587,6 @@ def z3_claim(purpose: str, claim: Any, facts: Sequence[Any] = (), timeout_ms: in
         claim=purpose,
         obligations=[po],
         assumptions=text,
-        reason="timeout",
+        reason=v.reason,
         seconds=time.perf_counter() - t0,
     )

@@ -3,7 +3,6 @@ solver call per claim (always with a time limit), recorded as a ProofObligation.
 
 from __future__ import annotations
 
-import time
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from layoutproof.errors import LayoutError
@@ -98,79 +97,53 @@ def _sympy_true(claim: Any) -> bool:
     return False
 
 
-def _reason(s: Any) -> str:
-    try:
-        why = s.reason_unknown()
-    except Exception:  # noqa: BLE001 - z3 raises its own exception types
-        why = "unknown"
-    if "timeout" in why or "canceled" in why or "resource" in why or "interrupt" in why:
-        return "timeout"
-    if "nonlinear" in why or "incomplete" in why or "smt tactic failed" in why:
-        return f"nonlinear arithmetic ({why})"
-    return why or "unknown"
-
-
 def prove(purpose: str, claim: Any, facts: tuple, timeout_ms: int) -> Verdict:
     """Decide ``claim`` under ``facts``: SymPy first (expansion of an equality), then Z3
-    (``facts and not claim``: unsat proves it, a model refutes it)."""
+    through :func:`layoutproof.symbolic.solver.prove` (``facts and not claim``: unsat
+    proves it, a model refutes it).  The caller checks the facts' consistency once
+    (:func:`facts_consistent`); an enclosing deadline's BudgetExceeded propagates."""
     import sympy as sp
 
     if claim is False:
         claim = sp.false  # Z3 still gives a model of the facts: the counterexample's assignment
     if _sympy_true(claim):
         return Verdict(True, "sympy")
-    import z3
+    from layoutproof import budget
+    from layoutproof.symbolic import solver
 
-    from layoutproof.symbolic import smt
-
-    t0 = time.perf_counter()
     try:
-        ob = smt.Obligation(claim, facts)
+        v = solver.prove(
+            claim, facts, timeout_s=timeout_ms / 1000.0, name=purpose, on_deadline="raise", check_facts=False
+        )
+    except budget.BudgetExceeded:
+        raise
     except LayoutError as e:
         return Verdict(None, "z3", reason=f"not expressible in Z3: {e}")
-    try:
-        s = ob.solver(timeout_ms)
-        r = smt.check(s, timeout_ms)  # within the per-call limit and the active deadline
-    except z3.Z3Exception as e:  # pragma: no cover - defensive
-        return Verdict(None, "z3", reason=f"Z3 error: {e}")
-    dt = time.perf_counter() - t0
-    if r == z3.unsat:
-        rec = ProofObligation(purpose, claim, facts, "unsat", ob, dt)
+    rec = ProofObligation(
+        purpose, claim, facts, v.z3_answer, v, v.seconds, reason=v.reason if v.status == "unknown" else None
+    )
+    if v.status in ("proved", "vacuous"):
         return Verdict(True, "z3", obligation=rec)
-    if r == z3.sat:
-        m = s.model()
-        model = {sym.name: m.eval(v, model_completion=True).as_long() for sym, v in ob.env.items()}
-        rec = ProofObligation(purpose, claim, facts, "sat", ob, dt)
-        return Verdict(False, "z3", model=model, obligation=rec)
-    why = _reason(s)
-    rec = ProofObligation(purpose, claim, facts, "unknown", ob, dt, reason=why)
-    return Verdict(None, "z3", reason=why, obligation=rec)
-
-
-_CONSISTENT: Dict[Any, bool] = {}
+    if v.status == "refuted":
+        return Verdict(False, "z3", model=dict(v.model or {}), obligation=rec)
+    return Verdict(None, "z3", reason=v.reason, obligation=rec)
 
 
 def facts_consistent(facts: tuple, timeout_ms: int) -> Optional[bool]:
-    """False when the facts contradict each other (every claim would follow from them)."""
+    """False when the facts contradict each other (every claim would follow from them);
+    None when undecided in time or not expressible in Z3
+    (:func:`layoutproof.symbolic.solver.facts_consistent`)."""
     if not facts:
         return True
-    key = (facts, timeout_ms)
-    if key in _CONSISTENT:
-        return _CONSISTENT[key]
-    import sympy as sp
-    import z3
-
-    from layoutproof.symbolic import smt
+    from layoutproof import budget
+    from layoutproof.symbolic import solver
 
     try:
-        r = smt.check(smt.Obligation(sp.true, facts).solver(timeout_ms, negate=False), timeout_ms)
+        return solver.facts_consistent(facts, timeout_s=timeout_ms / 1000.0)
+    except budget.BudgetExceeded:
+        raise
     except LayoutError:
         return None
-    val = None if r == z3.unknown else r == z3.sat
-    if len(_CONSISTENT) > 1000:
-        _CONSISTENT.clear()
-    _CONSISTENT[key] = val
-    return val
 
 
 def params_of(*objs: Any) -> List[Any]:

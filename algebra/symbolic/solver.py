@@ -1,0 +1,604 @@
+"""The one Z3 driver of the package: a claim, the facts it may use and a time budget in, a
+:class:`Verdict` out.
+
+Every Z3 query of layoutproof goes through this module (the side conditions of the symbolic
+operations, the verifier's obligations, the proof catalogue's claims):
+
+* :func:`to_z3` is the translation of SymPy integer expressions and conditions into Z3
+  terms, with Python's integer semantics (``Mod`` takes the divisor's sign, ``floor``
+  rounds toward minus infinity);
+* :func:`prove` asks whether ``facts and not claim`` is satisfiable: unsatisfiable is
+  ``"proved"`` -- or ``"vacuous"`` when the facts alone are unsatisfiable (they would prove
+  anything) -- a model is ``"refuted"`` with the model's values, anything else
+  ``"unknown"`` with the reason;
+* :func:`satisfiable` asks whether facts have a model (optionally with some values
+  fixed), :func:`facts_consistent` is the one consistency check (cached);
+* :func:`check` is the only place a Z3 solver is run: within the per-call limit (cut to
+  the time left before the active deadline, :mod:`layoutproof.budget`), with an
+  interrupt of the solver's context from a timer thread as a backstop.
+
+Claims and facts are SymPy conditions or Z3 Boolean terms (a caller that builds its own
+encoding passes Z3 terms; both kinds mix: Z3 identifies variables by name).  Each call
+runs under a deadline of its own (the translation's SymPy work included); past it, or
+past the per-call limit, the verdict is ``"unknown"`` with the reason ``"timeout"``.
+
+>>> import sympy
+>>> M = sympy.Symbol("M", integer=True, positive=True)
+>>> prove(sympy.Eq(sympy.Mod(M, 4), 0), [sympy.Eq(sympy.Mod(M, 8), 0)]).status
+'proved'
+>>> v = prove(sympy.Eq(sympy.Mod(M, 8), 0), [sympy.Eq(sympy.Mod(M, 4), 0)], small_model=True)
+>>> v.status, dict(v.model)
+('refuted', {'M': 4})
+>>> prove(M > 5, [M < 1]).status
+'vacuous'
+>>> str(to_z3(sympy.Mod(M, 8) + sympy.floor(M / 4)))
+'M%8 + M/4'
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple
+
+import sympy as sp
+import z3
+
+from .. import budget
+from ..errors import MalformedLayoutError
+
+__all__ = [
+    "Verdict",
+    "Satisfiable",
+    "prove",
+    "satisfiable",
+    "facts_consistent",
+    "to_z3",
+    "domain_constraints",
+    "check",
+    "unknown_reason",
+    "smtlib_text",
+    "DEFAULT_TIMEOUT_S",
+]
+
+#: the per-call limit when neither the caller nor :func:`layoutproof.symbolic.get_timeout` says
+DEFAULT_TIMEOUT_S = 3.0
+
+Status = Literal["proved", "refuted", "unknown", "vacuous"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The fate of one claim under facts.
+
+    Attributes:
+        status: ``"proved"`` (``facts and not claim`` is unsatisfiable, the facts are not),
+            ``"refuted"`` (a model of ``facts and not claim`` exists: ``model``),
+            ``"vacuous"`` (the facts alone are unsatisfiable) or ``"unknown"`` (``reason``).
+        model: for "refuted", the values (name -> int) of the free variables in Z3's model.
+        reason: for "unknown", why: ``"timeout"``, ``"nonlinear arithmetic (...)"`` or Z3's
+            own reason; empty otherwise.
+        smtlib: the obligation ``facts and not claim`` as an SMT-LIB2 script (``unsat``
+            means the claim holds).
+        seconds: the time the call took.
+        name: the caller's label of the claim.
+    """
+
+    status: Status
+    model: Optional[Mapping[str, int]]
+    reason: str
+    smtlib: str
+    seconds: float
+    name: str = ""
+
+    @property
+    def z3_answer(self) -> str:
+        """Z3's answer to ``facts and not claim``: "unsat", "sat" or "unknown"."""
+        return {"proved": "unsat", "vacuous": "unsat", "refuted": "sat"}.get(self.status, "unknown")
+
+    def smt2(self) -> str:
+        """The SMT-LIB2 obligation (the interface the verifier's exports expect)."""
+        return self.smtlib
+
+
+@dataclass(frozen=True, slots=True)
+class Satisfiable:
+    """Whether facts have a model: ``status`` "sat" (``model``), "unsat" or "unknown"
+    (``reason``); ``smtlib`` is the query as SMT-LIB2."""
+
+    status: Literal["sat", "unsat", "unknown"]
+    model: Optional[Mapping[str, int]]
+    reason: str
+    smtlib: str
+    seconds: float
+
+
+# ----------------------------------------------------------------------------- translation
+def _var(sym: Any, env: Dict[Any, Any]) -> Any:
+    v = env.get(sym)
+    if v is None:
+        v = env[sym] = z3.Int(sym.name)
+    return v
+
+
+def domain_constraints(env: Mapping[Any, Any]) -> List[Any]:
+    """What each SymPy symbol's assumptions (``positive``, ``nonnegative``, ...) say about
+    the range of its Z3 variable."""
+    out = []
+    for sym, v in env.items():
+        if sym.is_positive:
+            out.append(v > 0)
+        elif sym.is_nonnegative:
+            out.append(v >= 0)
+        elif sym.is_negative:
+            out.append(v < 0)
+        elif sym.is_nonpositive:
+            out.append(v <= 0)
+    return out
+
+
+def _floordiv(a: Any, b: Any) -> Any:
+    if z3.is_int_value(b):
+        bv = b.as_long()
+        if bv > 0:
+            return a / b
+        if bv < 0:
+            return (-a) / (-b)
+        raise MalformedLayoutError("division by zero in a symbolic expression")
+    return z3.If(b > 0, a / b, (-a) / (-b))
+
+
+def _mod(a: Any, b: Any) -> Any:
+    if z3.is_int_value(b):
+        bv = b.as_long()
+        if bv > 0:
+            return a % b
+        if bv < 0:
+            return -((-a) % (-b))
+        raise MalformedLayoutError("modulo by zero in a symbolic expression")
+    return z3.If(b > 0, a % b, -((-a) % (-b)))
+
+
+def _quotient(e: Any, env: Dict[Any, Any]) -> Tuple[Any, Any]:
+    """``e`` as (numerator, denominator) Z3 integer terms."""
+    num, den = sp.fraction(sp.together(e))
+    return _tr(num, env), _tr(den, env)
+
+
+def _has_rational_coeff(e: Any) -> bool:
+    if isinstance(e, sp.Mul):
+        return any(
+            (isinstance(a, sp.Rational) and not isinstance(a, sp.Integer))
+            or (isinstance(a, sp.Pow) and isinstance(a.args[1], sp.Integer) and int(a.args[1]) < 0)
+            for a in e.args
+        )
+    if isinstance(e, sp.Pow):
+        return isinstance(e.args[1], sp.Integer) and int(e.args[1]) < 0
+    return False
+
+
+_RELATIONS: Dict[type, Any] = {}
+
+
+def _relations() -> Dict[type, Any]:
+    if not _RELATIONS:
+        _RELATIONS.update(
+            {
+                sp.Eq: lambda a, b: a == b,
+                sp.Ne: lambda a, b: a != b,
+                sp.StrictLessThan: lambda a, b: a < b,
+                sp.LessThan: lambda a, b: a <= b,
+                sp.StrictGreaterThan: lambda a, b: a > b,
+                sp.GreaterThan: lambda a, b: a >= b,
+            }
+        )
+    return _RELATIONS
+
+
+def to_z3(e: Any, env: Optional[Dict[Any, Any]] = None) -> Any:
+    """A SymPy integer expression or condition as a Z3 term (a Z3 term passes unchanged).
+
+    ``env`` maps SymPy symbols to Z3 variables and is filled as new symbols are met (pass
+    the same dict for the claim and its facts; :func:`domain_constraints` reads the
+    symbols' ranges from it).  A quotient ``p/q`` of integer polynomials is the exact
+    (floor) division ``p // q``: the library builds such leaves only after proving that
+    ``q`` divides ``p``.  Raises :class:`~layoutproof.errors.MalformedLayoutError` for what
+    has no integer reading (a non-integer symbol or number, a division by zero, ...)."""
+    return _tr(e, {} if env is None else env)
+
+
+def _tr(e: Any, env: Dict[Any, Any]) -> Any:
+    if isinstance(e, z3.ExprRef):
+        return e
+    if isinstance(e, bool):
+        return z3.BoolVal(e)
+    if isinstance(e, int):
+        return z3.IntVal(e)
+    if e is sp.true:
+        return z3.BoolVal(True)
+    if e is sp.false:
+        return z3.BoolVal(False)
+    if isinstance(e, sp.Integer):
+        return z3.IntVal(int(e))
+    if isinstance(e, sp.Symbol):
+        if e.is_integer is not True:
+            raise MalformedLayoutError(f"symbol {e} is not declared integer; use layoutproof.symbols()")
+        return _var(e, env)
+    if isinstance(e, sp.Rational):
+        raise MalformedLayoutError(f"the non-integer number {e} appears in a symbolic layout expression")
+    if isinstance(e, sp.Add):
+        if any(isinstance(a, sp.Rational) and not isinstance(a, sp.Integer) for a in e.args) or any(
+            _has_rational_coeff(a) for a in e.args
+        ):
+            n, d = _quotient(e, env)
+            return _floordiv(n, d)
+        return z3.Sum([_tr(a, env) for a in e.args])
+    if isinstance(e, sp.Mul):
+        if _has_rational_coeff(e):
+            n, d = _quotient(e, env)
+            return _floordiv(n, d)
+        out = _tr(e.args[0], env)
+        for a in e.args[1:]:
+            out = out * _tr(a, env)
+        return out
+    if isinstance(e, sp.Pow):
+        b, x = e.args
+        if isinstance(x, sp.Integer) and 0 <= int(x) <= 64:
+            out = z3.IntVal(1)
+            base = _tr(b, env)
+            for _k in range(int(x)):
+                out = out * base
+            return out
+        if isinstance(x, sp.Integer) and int(x) < 0:
+            n, d = _quotient(e, env)
+            return _floordiv(n, d)
+        raise MalformedLayoutError(f"unsupported power {e} in a symbolic expression")
+    if isinstance(e, sp.Mod):
+        return _mod(_tr(e.args[0], env), _tr(e.args[1], env))
+    if isinstance(e, sp.floor):
+        n, d = _quotient(e.args[0], env)
+        return _floordiv(n, d)
+    if isinstance(e, sp.ceiling):
+        n, d = _quotient(-e.args[0], env)
+        return -_floordiv(n, d)
+    if isinstance(e, sp.Abs):
+        a = _tr(e.args[0], env)
+        return z3.If(a >= 0, a, -a)
+    if isinstance(e, (sp.Min, sp.Max)):
+        args = [_tr(a, env) for a in e.args]
+        out = args[0]
+        for a in args[1:]:
+            out = z3.If(a < out, a, out) if isinstance(e, sp.Min) else z3.If(a > out, a, out)
+        return out
+    if isinstance(e, sp.Piecewise):
+        pw = None
+        for val, cond in reversed(e.args):
+            v = _tr(val, env)
+            pw = v if pw is None else z3.If(_tr(cond, env), v, pw)
+        return pw
+    rel = _relations().get(type(e))
+    if rel is not None:
+        return rel(_tr(e.lhs, env), _tr(e.rhs, env))
+    if isinstance(e, sp.And):
+        return z3.And([_tr(a, env) for a in e.args])
+    if isinstance(e, sp.Or):
+        return z3.Or([_tr(a, env) for a in e.args])
+    if isinstance(e, sp.Not):
+        return z3.Not(_tr(e.args[0], env))
+    if isinstance(e, sp.Implies):
+        return z3.Implies(_tr(e.args[0], env), _tr(e.args[1], env))
+    raise MalformedLayoutError(f"cannot translate {type(e).__name__} {str(e)[:80]} to Z3")
+
+
+# ----------------------------------------------------------------------------- running Z3
+def check(s: Any, timeout_ms: int) -> Any:
+    """``s.check()`` within ``timeout_ms`` (cut to the active deadline, see
+    :mod:`layoutproof.budget`): Z3's own timeout, and an interrupt of the solver's context
+    from a timer thread as a backstop.  A check interrupted or failing inside Z3 is
+    ``z3.unknown``; past an active deadline it raises
+    :class:`~layoutproof.budget.BudgetExceeded`."""
+    budget.check()
+    ms = budget.call_limit_ms(int(timeout_ms))
+    s.set("timeout", ms)
+    try:
+        r = budget.run_interruptible(s.check, s.ctx.interrupt, ms)
+    except z3.Z3Exception:
+        r = z3.unknown
+    budget.check()
+    return r
+
+
+def unknown_reason(s: Any) -> str:
+    """Why ``s``'s last check was ``unknown``: ``"timeout"``, ``"nonlinear arithmetic
+    (...)"`` or Z3's own words."""
+    try:
+        why = s.reason_unknown()
+    except z3.Z3Exception:  # pragma: no cover - defensive
+        why = "unknown"
+    if "timeout" in why or "canceled" in why or "resource" in why or "interrupt" in why:
+        return "timeout"
+    if "nonlinear" in why or "incomplete" in why or "smt tactic failed" in why:
+        return f"nonlinear arithmetic ({why})"
+    return why or "unknown"
+
+
+def _ms(timeout_s: Optional[float]) -> int:
+    if timeout_s is None:
+        from . import get_timeout
+
+        return get_timeout()
+    if type(timeout_s) not in (int, float) or not timeout_s > 0 or timeout_s != timeout_s:
+        raise MalformedLayoutError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    return max(1, int(round(float(timeout_s) * 1000)))
+
+
+def _solver(parts: Iterable[Any], timeout_ms: int) -> Any:
+    s = z3.Solver()
+    s.set("timeout", int(timeout_ms))
+    for p in parts:
+        s.add(p)
+    return s
+
+
+def smtlib_text(assertions: Sequence[Any], logic: str = "ALL") -> str:
+    """The SMT-LIB2 script asserting ``assertions`` (Z3 terms) under ``logic``."""
+    return f"(set-logic {logic})\n" + _solver(assertions, 1000).to_smt2()
+
+
+class _Query:
+    """The Z3 terms of one call: the domain constraints of the SymPy symbols met, the facts
+    and (optionally) the claim, translated in that order into one ``env``."""
+
+    __slots__ = ("env", "claim", "facts")
+
+    def __init__(self, claim: Any, facts: Sequence[Any], first: Sequence[Any] = ()) -> None:
+        self.env: Dict[Any, Any] = {}
+        for x in first:  # symbols to register first (the order of a model's names)
+            _tr(x, self.env)
+        self.claim = None if claim is None else _tr(claim, self.env)
+        self.facts = [_tr(f, self.env) for f in facts]
+
+    def assertions(self, negate: Optional[bool] = True) -> List[Any]:
+        """Domains, facts, then ``not claim`` (``negate``), ``claim`` (False) or nothing (None)."""
+        out = domain_constraints(self.env) + list(self.facts)
+        if negate is not None and self.claim is not None:
+            out.append(z3.Not(self.claim) if negate else self.claim)
+        return out
+
+
+def _value(v: Any) -> Optional[int]:
+    if z3.is_int_value(v) or z3.is_bv_value(v):
+        return int(v.as_long())
+    if z3.is_true(v):
+        return 1
+    if z3.is_false(v):
+        return 0
+    return None
+
+
+def _free_consts(terms: Sequence[Any]) -> List[Any]:
+    """The uninterpreted constants (variables) of Z3 terms, in order of appearance."""
+    seen: set = set()
+    out: List[Any] = []
+    names: set = set()
+    stack = list(reversed(terms))
+    while stack:
+        t = stack.pop()
+        k = t.get_id()
+        if k in seen:
+            continue
+        seen.add(k)
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            n = str(t)
+            if n not in names:
+                names.add(n)
+                out.append(t)
+            continue
+        if z3.is_app(t):
+            stack.extend(reversed(t.children()))
+    return out
+
+
+def _model(s: Any, env: Mapping[Any, Any], extra: Sequence[Any] = ()) -> Dict[str, int]:
+    """The values of ``env``'s variables (by the SymPy symbol's name) and of ``extra``
+    Z3 constants in ``s``'s model."""
+    m = s.model()
+    out: Dict[str, int] = {}
+    for sym, v in env.items():
+        x = _value(m.eval(v, model_completion=True))
+        if x is not None:
+            out[sym.name] = x
+    for c in extra:
+        n = str(c)
+        if n not in out:
+            x = _value(m.eval(c, model_completion=True))
+            if x is not None:
+                out[n] = x
+    return out
+
+
+def _shrink(
+    s: Any, env: Mapping[Any, Any], best: Dict[str, int], timeout_ms: int, rounds: int = 12
+) -> Dict[str, int]:
+    """A model of ``s`` with small values (readable counterexamples): halve a bound on the
+    magnitude of every variable of ``env`` while the constraints stay satisfiable.  Out of
+    time, the model found so far is a model all the same."""
+    vs = list(env.values())
+    try:
+        for _k in range(rounds):
+            b = max((abs(best[sym.name]) for sym in env if sym.name in best), default=0)
+            if b <= 1:
+                break
+            found = False
+            for lim in ((b // 2 if b > 2 else 1), b - 1):
+                s.push()
+                for v in vs:
+                    s.add(v <= lim, v >= -lim)
+                if check(s, timeout_ms) == z3.sat:
+                    best = {**best, **_model(s, env)}
+                    found = True
+                s.pop()
+                if found:
+                    break
+            if not found:
+                break
+    except budget.BudgetExceeded:
+        pass
+    return best
+
+
+# ----------------------------------------------------------------------------- consistency
+_CONSISTENT: Dict[Any, bool] = {}
+_CONSISTENT_MAX = 5000
+
+
+def _sympy_key(facts: Sequence[Any]) -> Optional[tuple]:
+    if all(isinstance(f, sp.Basic) for f in facts):
+        return tuple(facts)
+    return None  # Z3 terms overload ==: not used as keys
+
+
+def facts_consistent(facts: Sequence[Any], *, timeout_s: Optional[float] = None) -> Optional[bool]:
+    """Whether ``facts`` have a model: True, False (they contradict each other: every claim
+    would follow from them) or None (undecided in time).  The one consistency check of the
+    package; decided answers about SymPy facts are cached."""
+    facts = tuple(facts)
+    if not facts:
+        return True
+    key = _sympy_key(facts)
+    if key is not None:
+        hit = _CONSISTENT.get(key)
+        if hit is not None:
+            return hit
+    r = satisfiable(facts, timeout_s=timeout_s, on_deadline="raise", _text=False)
+    if r.status == "unknown":
+        return None
+    ok = r.status == "sat"
+    if key is not None:
+        if len(_CONSISTENT) > _CONSISTENT_MAX:
+            _CONSISTENT.clear()
+        _CONSISTENT[key] = ok
+    return ok
+
+
+# ----------------------------------------------------------------------------- the calls
+OnDeadline = Literal["unknown", "raise"]
+
+
+def _own_limit_s(ms: int, checks: int) -> float:
+    return checks * ms / 1000.0 + 1.0
+
+
+def prove(
+    claim: Any,
+    facts: Sequence[Any] = (),
+    *,
+    timeout_s: Optional[float] = None,
+    name: str = "",
+    logic: str = "ALL",
+    small_model: bool = False,
+    on_deadline: OnDeadline = "unknown",
+    check_facts: bool = True,
+) -> Verdict:
+    """Decide ``claim`` under ``facts`` (SymPy conditions or Z3 Boolean terms) with Z3.
+
+    ``facts and not claim`` unsatisfiable: "proved", or "vacuous" when the facts alone are
+    unsatisfiable (:func:`facts_consistent`); satisfiable: "refuted" with the model's values
+    (made small first when ``small_model``); otherwise "unknown" with the reason.
+    ``timeout_s`` is the limit of each Z3 check (default
+    :func:`layoutproof.symbolic.get_timeout`); the whole call, translation included, runs
+    under a deadline of its own.  When that or an enclosing deadline runs out the verdict is
+    "unknown" (reason "timeout"); with ``on_deadline="raise"`` an enclosing deadline's
+    :class:`~layoutproof.budget.BudgetExceeded` propagates instead (the caller owns that
+    deadline).  ``logic`` is the SMT-LIB logic named in the exported script.  With
+    ``check_facts=False`` an unsatisfiable obligation is "proved" without the consistency
+    check (for a caller that checked the facts already: under contradictory facts a claim
+    holds vacuously, so "proved" stays sound).  A claim or fact with no integer reading
+    raises :class:`~layoutproof.errors.MalformedLayoutError`; an error inside Z3 is
+    "unknown" with the reason ``"Z3 error: ..."``.
+    """
+    t0 = time.perf_counter()
+    facts = tuple(facts)
+    ms = _ms(timeout_s)
+    text = ""
+    mine = None
+    try:
+        with budget.deadline(_own_limit_s(ms, 3 if small_model else 2)) as mine:
+            q = _Query(claim, facts)
+            parts = q.assertions(True)
+            s = _solver(parts, ms)
+            text = f"(set-logic {logic})\n" + s.to_smt2()
+            r = check(s, ms)
+            if r == z3.unsat:
+                ok = facts_consistent(facts, timeout_s=ms / 1000.0) if facts and check_facts else True
+                status: Status = "vacuous" if ok is False else "proved"
+                return Verdict(status, None, "", text, time.perf_counter() - t0, name)
+            if r == z3.sat:
+                extra = _free_consts(parts) if _needs_extra(claim, facts) else ()
+                model = _model(s, q.env, extra)
+                if small_model and q.env:
+                    model = _shrink(s, q.env, model, ms)
+                return Verdict("refuted", model, "", text, time.perf_counter() - t0, name)
+            why = unknown_reason(s)
+            return Verdict("unknown", None, why, text, time.perf_counter() - t0, name)
+    except budget.BudgetExceeded as e:
+        if on_deadline == "raise" and e.at != mine:
+            raise
+        return Verdict("unknown", None, "timeout", text, time.perf_counter() - t0, name)
+    except z3.Z3Exception as e:
+        return Verdict("unknown", None, f"Z3 error: {e}", text, time.perf_counter() - t0, name)
+
+
+def _needs_extra(claim: Any, facts: Sequence[Any]) -> bool:
+    return isinstance(claim, z3.ExprRef) or any(isinstance(f, z3.ExprRef) for f in facts)
+
+
+def satisfiable(
+    facts: Sequence[Any],
+    *,
+    timeout_s: Optional[float] = None,
+    fixed: Optional[Mapping[str, int]] = None,
+    symbols: Sequence[Any] = (),
+    small_model: bool = False,
+    logic: str = "ALL",
+    on_deadline: OnDeadline = "unknown",
+    _text: bool = True,
+) -> Satisfiable:
+    """Do ``facts`` (SymPy conditions or Z3 Boolean terms) have a model?  ``fixed`` pins
+    symbols (by name) to values; ``symbols`` (SymPy symbols or expressions) are given
+    values in the model too, listed first.  "sat" with the model (small when
+    ``small_model``; ``fixed`` included), "unsat", or "unknown" with the reason; deadlines
+    as in :func:`prove`."""
+    t0 = time.perf_counter()
+    facts = tuple(facts)
+    ms = _ms(timeout_s)
+    text = ""
+    mine = None
+    try:
+        with budget.deadline(_own_limit_s(ms, 2 if small_model else 1)) as mine:
+            q = _Query(None, facts, first=tuple(symbols))
+            parts = q.assertions(None)
+            for sym, v in q.env.items():
+                if fixed and sym.name in fixed:
+                    parts.append(v == int(fixed[sym.name]))
+            s = _solver(parts, ms)
+            if _text:
+                text = f"(set-logic {logic})\n" + s.to_smt2()
+            r = check(s, ms)
+            if r == z3.unsat:
+                return Satisfiable("unsat", None, "", text, time.perf_counter() - t0)
+            if r == z3.sat:
+                extra = _free_consts(parts) if any(isinstance(f, z3.ExprRef) for f in facts) else ()
+                model = _model(s, q.env, extra)
+                if small_model and q.env:
+                    model = _shrink(s, q.env, model, ms)
+                if fixed:
+                    model.update({k: int(v) for k, v in fixed.items()})
+                return Satisfiable("sat", model, "", text, time.perf_counter() - t0)
+            return Satisfiable("unknown", None, unknown_reason(s), text, time.perf_counter() - t0)
+    except budget.BudgetExceeded as e:
+        if on_deadline == "raise" and e.at != mine:
+            raise
+        return Satisfiable("unknown", None, "timeout", text, time.perf_counter() - t0)
+    except z3.Z3Exception as e:
+        return Satisfiable("unknown", None, f"Z3 error: {e}", text, time.perf_counter() - t0)
