@@ -64,10 +64,14 @@ _CACHE: Dict[Any, "Decision"] = {}
 _CACHE_MAX = 20000
 
 
-def _sympy() -> Any:
+def sympy_module() -> Any:
+    """The ``sympy`` module, imported on first use (``import layoutproof`` stays light)."""
     import sympy
 
     return sympy
+
+
+_sympy = sympy_module  # the short name this package's modules use
 
 
 def is_sym(x: Any) -> bool:
@@ -94,6 +98,9 @@ def is_symbolic(x: Any) -> bool:
         t = stack.pop()
         if type(t) is tuple or type(t) is list:
             stack.extend(t)
+        elif isinstance(t, Layout):  # a layout inside a tuple (a tiler)
+            if t.is_symbolic:
+                return True
         elif is_sym(t) and not t.is_Number:
             return True
     return False
@@ -435,18 +442,21 @@ def _wrap(c: Any) -> str:
     return f"({s})" if isinstance(c, (sp.And, sp.Or)) else s
 
 
-def _as_python(c: Any) -> str:
+def as_python(c: Any) -> str:
     """A condition as :func:`parse_expr` reads it back (``M % 4 == 0``)."""
     sp = _sympy()
     if isinstance(c, sp.Eq):
         return f"{_pe(c.args[0])} == {_pe(c.args[1])}"
     if isinstance(c, sp.And):
-        return " and ".join(f"({_as_python(a)})" for a in c.args)
+        return " and ".join(f"({as_python(a)})" for a in c.args)
     if isinstance(c, sp.Or):
-        return " or ".join(f"({_as_python(a)})" for a in c.args)
+        return " or ".join(f"({as_python(a)})" for a in c.args)
     if isinstance(c, sp.Not):
-        return f"not ({_as_python(c.args[0])})"
+        return f"not ({as_python(c.args[0])})"
     return pretty(c)
+
+
+_as_python = as_python  # the former private name
 
 
 def _pe(e: Any) -> str:
@@ -612,7 +622,9 @@ def decide(
 
 
 # --- symbolic-execution hook (layoutproof.proofs.symexec drives it; keep it tiny) ---
-_EXPLORER: contextvars.ContextVar[Any] = contextvars.ContextVar("layoutproof_explorer", default=None)
+#: the active explorer of :func:`exploring` (None outside it)
+EXPLORER: contextvars.ContextVar[Any] = contextvars.ContextVar("layoutproof_explorer", default=None)
+_EXPLORER = EXPLORER  # the former private name (kept until every user has switched)
 
 
 @contextmanager
@@ -621,17 +633,17 @@ def exploring(explorer: Any) -> Iterator[Any]:
     the active facts, hence ``require``, ``holds`` and the symbolic operations' tests) is a
     choice point: ``explorer.branch(cond, decision)`` returns the outcome to follow (True or
     False), and that outcome is added to the active facts for the rest of the block."""
-    tok = _EXPLORER.set(explorer)
+    tok = EXPLORER.set(explorer)
     ftok = _FACTS.set(_FACTS.get())
     try:
         yield explorer
     finally:
         _FACTS.reset(ftok)
-        _EXPLORER.reset(tok)
+        EXPLORER.reset(tok)
 
 
 def _choice_point(d: "Decision") -> "Decision":
-    ex = _EXPLORER.get()
+    ex = EXPLORER.get()
     if ex is None or d.value is not None or d.cond is None:
         return d
     out = bool(ex.branch(d.cond, d))
@@ -680,9 +692,9 @@ def require(cond: Any, *, op: str, condition_name: str, where: str = "", witness
     msg = f"{op} needs {text} ({condition_name}{place}); {why} ({_facts_text(d.facts)})"
     if d.counterexample:
         msg += f"; it fails for {_assign_text(d.counterexample)}"
-    msg += f" -- state it with layoutproof.assuming({_as_python(d.cond if d.cond is not None else cond)!r})"
+    msg += f" -- state it with layoutproof.assuming({as_python(d.cond if d.cond is not None else cond)!r})"
     c = d.cond if d.cond is not None else cond
-    raise UndecidableConditionError(msg, condition=_as_python(c), expr=c, counterexample=d.counterexample)
+    raise UndecidableConditionError(msg, condition=as_python(c), expr=c, counterexample=d.counterexample)
 
 
 def exact_value(e: Any, assignment: Dict[str, int]) -> Any:
@@ -904,12 +916,12 @@ def _in_range(c: Any, n: Any, full: Any) -> None:
     )
 
 
-def _eval_parts(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, Any]:
+def eval_parts(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, Any]:
     """Kept modes (for ``_``) and the offset of a coordinate against a symbolic layout."""
     from ..inttuple import is_int, raw_flatten, raw_product
-    from ..layout import _
+    from ..layout import Underscore
 
-    if c is None or c is _:
+    if c is None or isinstance(c, Underscore):
         return [s], [d], 0
     if type(c) is tuple or type(c) is list:
         if type(s) is not tuple or len(s) != len(c):
@@ -920,7 +932,7 @@ def _eval_parts(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, Any]:
         kd: list = []
         off: Any = 0
         for ci, si, di in zip(c, s, d):
-            a, b, o = _eval_parts(ci, si, di, full)
+            a, b, o = eval_parts(ci, si, di, full)
             ks += a
             kd += b
             off = off + o
@@ -946,16 +958,20 @@ def eval_symbolic(L: Any, args: tuple) -> Any:
     if not args:
         raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
     c = args[0] if len(args) == 1 else tuple(args)
-    ks, kd, off = _eval_parts(c, L._shape, L._stride, c)
+    ks, kd, off = eval_parts(c, L._shape, L._stride, c)
     if ks:  # a slice: the kept modes, as the integer slice gives them
         return Layout._make(tuple(ks), tuple(kd))
-    return _as_int(off)
+    return as_int(off)
 
 
-def _as_int(e: Any) -> Any:
+def as_int(e: Any) -> Any:
+    """A SymPy integer as ``int``; anything else unchanged."""
     if is_sym(e) and e.is_Integer:
         return int(e)
     return e
+
+
+_as_int, _eval_parts = as_int, eval_parts  # the former private names (kept until every user has switched)
 
 
 def layout_expr(L: Any, coord: Any = None) -> Any:

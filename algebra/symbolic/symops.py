@@ -33,7 +33,8 @@ from typing import Any, Callable, List, Optional, Tuple
 from ..errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError
 from ..inttuple import raw_flatten, raw_product, raw_unflatten
 from ..layout import Layout
-from . import _as_python, _sympy, decide, is_sym, pretty, require
+from . import as_python, decide, is_sym, pretty, require
+from . import sympy_module as _sympy
 
 _make = Layout._make
 
@@ -165,7 +166,7 @@ def need(
     except (MalformedLayoutError, UndecidableConditionError):
         done = _STILL_SYMBOLIC
     # a plain-bool condition has no symbolic form to assume: name it in words
-    named = f"{condition_name}{place}" if isinstance(cond, bool) else _as_python(cond)
+    named = f"{condition_name}{place}" if isinstance(cond, bool) else as_python(cond)
     if done is _STILL_SYMBOLIC:
         raise UndecidableConditionError(
             f"{op} needs {text} ({condition_name}{place}); the assumptions refute it, but no assignment "
@@ -289,14 +290,14 @@ def either_branch(fn: Callable[..., Any], *args: Any, shape: bool = True) -> Any
     layout on both branches is returned; otherwise the UndecidableConditionError stands.
     For composite operations (``logical_product`` is a complement and a composition)
     whose parts' branches differ while the whole does not."""
-    from . import _EXPLORER, assuming, assumptions
+    from . import EXPLORER, assuming, assumptions
 
     try:
         return fn(*args)
     except UndecidableConditionError as e:
         c = e.expr
         depth = _SPLIT_DEPTH.get()
-        if c is None or depth >= _SPLIT_MAX or _EXPLORER.get() is not None:
+        if c is None or depth >= _SPLIT_MAX or EXPLORER.get() is not None:
             raise
         if not hasattr(c, "free_symbols"):
             raise
@@ -437,7 +438,7 @@ def _leaf(
                         f"composition needs to know which of {pretty(sp.Le(rest_n, m))} and "
                         f"{pretty(_dvd_cond(m, rest_n))} holds (shape divisibility of {_where(k, i) or 'B'}: "
                         "the result's shape depends on it); assume one of them",
-                        condition=_as_python(sp.Le(rest_n, m)),
+                        condition=as_python(sp.Le(rest_n, m)),
                         expr=sp.Le(rest_n, m),
                     )
                 take = rest_n if le(rest_n, m) is True else m
@@ -507,7 +508,7 @@ def _sort_modes(modes: List[Tuple[Any, Any, int]], op: str) -> List[Tuple[Any, A
                     f"{op} needs the order of the strides {m[0]} and {o[0]}; neither "
                     f"{pretty(sp.Le(m[0], o[0]))} nor {pretty(sp.Le(o[0], m[0]))} follows from the "
                     "assumptions",
-                    condition=_as_python(sp.Le(m[0], o[0])),
+                    condition=as_python(sp.Le(m[0], o[0])),
                     expr=sp.Le(m[0], o[0]),
                 )
             if v and not (eq(m[0], o[0]) is True and m[2] > o[2]):
@@ -537,7 +538,7 @@ def complement(L: Layout, cot: Any) -> Layout:
             raise UndecidableConditionError(
                 f"complement needs to know whether mode {k} ({s}:{d}) of {L} is ignored (extent 1 or "
                 f"stride 0); assume {pretty(c)}",
-                condition=_as_python(c),
+                condition=as_python(c),
                 expr=c,
             )
         if lt(d, 0) is not False:
@@ -616,7 +617,7 @@ def right_inverse(L: Layout) -> Layout:
             if v is None:
                 raise UndecidableConditionError(
                     f"right_inverse needs to know whether the stride {d} continues the chain at {cur}",
-                    condition=_as_python(_sympy().Eq(d, cur)),
+                    condition=as_python(_sympy().Eq(d, cur)),
                     expr=_sympy().Eq(d, cur),
                 )
             if v:
@@ -657,7 +658,7 @@ def left_inverse(L: Layout) -> Layout:
             raise UndecidableConditionError(
                 f"left_inverse needs to know whether mode {i} ({s}:{d}) of {L} is ignored (extent 1 or "
                 f"stride 0); assume {pretty(c)}",
-                condition=_as_python(c),
+                condition=as_python(c),
                 expr=c,
             )
         if lt(d, 0) is not False:
@@ -703,7 +704,7 @@ def compatible(a: Any, b: Any) -> bool:
         sp = _sympy()
         raise UndecidableConditionError(
             f"compatible needs to know whether {pretty(sp.Eq(a, raw_product(b)))}",
-            condition=_as_python(sp.Eq(a, raw_product(b))),
+            condition=as_python(sp.Eq(a, raw_product(b))),
             expr=sp.Eq(a, raw_product(b)),
         )
     return v
