@@ -486,9 +486,9 @@ def upcast(layout: Layout, n: Any) -> Layout:
 
 
 def _rebuild(L: Layout, fs: List[int], fd: List[int]) -> Layout:
-    if type(L._shape) is not tuple:
+    if type(L.shape) is not tuple:
         return _make(fs[0], fd[0])
-    return _make(raw_unflatten(tuple(fs), L._shape), raw_unflatten(tuple(fd), L._stride))
+    return _make(raw_unflatten(tuple(fs), L.shape), raw_unflatten(tuple(fd), L.stride))
 
 
 def _check_blocks(L: Layout, R: Layout, n: int, small: List[Tuple[int, int, int]], op: str) -> None:
@@ -742,7 +742,7 @@ def _eval_flat(fs: Any, fd: Any, x: int) -> int:
 # ----------------------------------------------------------------------------- shape lattice
 def _shape_of(x: Any, op: str) -> Any:
     if isinstance(x, Layout):
-        return x._shape
+        return x.shape
     if x is None or x is _:
         raise MalformedLayoutError(f"{op} needs a shape or a Layout, got {x!r}")
     return checked_shape(x, f"{op} argument")
@@ -951,9 +951,9 @@ def dice(crd: Any, layout: Any) -> Any:
         if type(crd) is not tuple and type(crd) is not list:
             if crd is None or crd is _:
                 return _make((), ())
-            _dice_split(crd, layout._shape, layout._stride, ())
+            _dice_split(crd, layout.shape, layout.stride, ())
             return layout
-        ks, kd = _dice_split(tuple(crd), layout._shape, layout._stride, ())
+        ks, kd = _dice_split(tuple(crd), layout.shape, layout.stride, ())
         return _make(tuple(ks), tuple(kd))
     from .inttuple import norm_htuple
 

@@ -16,16 +16,17 @@ from compiler messages, ``print`` output, ``make_layout(make_shape(Int<4>{}, 8),
 in the CuTe DSL's printed forms (``(?,?{div=16}):(1,?)``, ``!cute.layout<"...">``) and
 Triton's dict of bases, anywhere in the expression (:mod:`layoutproof.interop`).
 
-Sub-commands implemented outside the algebra (``check``, ``prove``, ``gemm``) are listed in ``EXTERNAL`` by
-module name and imported only when run: the algebra never imports layoutproof.verify.
+This module is the top layer (the import contract in pyproject.toml): it may import every
+layer.  The sub-commands implemented in the higher layers (``check``, ``prove``, ``gemm``) are
+listed in ``EXTERNAL`` with a function that imports their module -- a plain import, inside the
+function so that ``layoutproof --help`` loads none of them.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 from .errors import InadmissibleError, LayoutError
 
@@ -33,7 +34,9 @@ from .errors import InadmissibleError, LayoutError
 SHOW_MAX_CELLS = 16384
 
 
-def _names() -> Dict[str, Callable[..., Any]]:
+def eval_names() -> Dict[str, Callable[..., Any]]:
+    """The names an expression may call (``layoutproof eval``, ``show``, ``check``): every
+    public function and class of :mod:`layoutproof`."""
     import layoutproof as lp
 
     table: Dict[str, Callable[..., Any]] = {}
@@ -42,6 +45,9 @@ def _names() -> Dict[str, Callable[..., Any]]:
         if callable(obj) and not n.startswith("_") and not isinstance(obj, type(lp._)):
             table[n] = obj
     return table
+
+
+_names = eval_names  # the former name (tests/verify use it)
 
 
 def format_value(v: Any) -> str:
@@ -80,8 +86,8 @@ def _evaluate(text: str) -> Any:
         from .symbolic import assuming
 
         with assuming(*facts):
-            return evaluate(native, _names())
-    return evaluate(native, _names())
+            return evaluate(native, eval_names())
+    return evaluate(native, eval_names())
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -136,7 +142,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
             if color not in ("thread", "value", "none"):
                 raise LayoutError(f"--color {color} is for layouts; a TV picture takes thread, value or none")
             thr = Layout.parse(args.thr_id) if args.thr_id else None
-            tile = draw._as_tile(args.tv)
+            tile = draw.as_tile(args.tv)
             limit(tile[0].size, tile[1].size)
             table = draw.tv_layout_table(L, args.tv, thr_id=thr)
             svg = lambda: draw.tv_layout_svg(L, args.tv, color=color, thr_id=thr, max_cells=None)
@@ -151,7 +157,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
                 )
             if color == "bank":
                 draw.smem_bank(0, args.bytes)  # refuses a non-positive element size
-            limit(*draw._rank2_extents(L))
+            limit(*draw.rank2_extents(L))
             table = draw.layout_table(L)
             svg = lambda: draw.layout_svg(L, color=color, elem_bytes=args.bytes, max_cells=None)
             tikz = lambda: draw.layout_tikz(L, color=color, elem_bytes=args.bytes)
@@ -195,15 +201,34 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-#: sub-command -> (module with ``main(argv) -> int``, one-line help); loaded on use only
-EXTERNAL: Dict[str, tuple] = {
+def _check(argv: List[str]) -> int:
+    from .verify.cli import main as check_main
+
+    return check_main(argv)
+
+
+def _prove(argv: List[str]) -> int:
+    from .proofs.cli import main as prove_main
+
+    return prove_main(argv)
+
+
+def _gemm(argv: List[str]) -> int:
+    from .gpu.cli import main as gemm_main
+
+    return gemm_main(argv)
+
+
+#: sub-command -> (its ``main(argv) -> int``, one-line help): the higher layers' commands,
+#: each imported when run
+EXTERNAL: Dict[str, Tuple[Callable[[List[str]], int], str]] = {
     "check": (
-        "layoutproof.verify.cli",
+        _check,
         'prove or refute "EXPR == EXPR" or "admissible EXPR" (symbols, assumptions, Z3)',
     ),
-    "prove": ("layoutproof.proofs.cli", "check the theorem catalog and write a report (layoutproof-report/)"),
+    "prove": (_prove, "check the theorem catalog and write a report (layoutproof-report/)"),
     "gemm": (
-        "layoutproof.gpu.cli",
+        _gemm,
         "generate a proven GEMM kernel (Hopper wgmma by default, or --path mma.sync; --emit FILE); "
         "run, check and time it on a GPU",
     ),
@@ -228,8 +253,8 @@ def main(argv: List[str] | None = None) -> int:
 def _main(argv: List[str] | None) -> int:
     args_in = sys.argv[1:] if argv is None else list(argv)
     if args_in and args_in[0] in EXTERNAL:
-        module = importlib.import_module(EXTERNAL[args_in[0]][0])
-        return int(module.main(args_in[1:]))
+        run, _help = EXTERNAL[args_in[0]]
+        return int(run(args_in[1:]))
     from . import __version__
 
     p = argparse.ArgumentParser(prog="layoutproof", description="The CuTe layout algebra, sound and fast.")
@@ -286,7 +311,7 @@ def _main(argv: List[str] | None) -> int:
     ps.set_defaults(fn=_cmd_show)
     pd = sub.add_parser("demo", help="a short tour of the algebra")
     pd.set_defaults(fn=_cmd_demo)
-    for name, (_module, text) in EXTERNAL.items():  # listed in --help; run by the dispatch above
+    for name, (_run, text) in EXTERNAL.items():  # listed in --help; run by the dispatch above
         sub.add_parser(name, help=text, add_help=False)
     args = p.parse_args(args_in)
     return int(args.fn(args))

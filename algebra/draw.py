@@ -137,7 +137,9 @@ def _need_drawable(L: Any, what: str) -> Any:
     return _need_concrete(L, what)
 
 
-def _rank2_extents(L: Any) -> Tuple[int, int]:
+def rank2_extents(L: Any) -> Tuple[int, int]:
+    """``(M, N)``: the rows and columns a picture of ``L`` has (a rank-1 layout is one row);
+    a LayoutError for rank 3 and above, naming the grouping that would draw it."""
     if type(L.shape) is not tuple or L.rank == 1:
         return 1, L.size
     r = L.rank
@@ -173,13 +175,13 @@ def layout_grid(L: Layout) -> "np.ndarray":
     [[0, 1], [3, 2]]
     """
     _need_drawable(L, "layout_grid")
-    M, N = _rank2_extents(L)
+    M, N = rank2_extents(L)
     _guard(L, M, N, MAX_GRID_CELLS)
     # eval_all() lists offsets in colexicographic order: index i = m + n*M
     return L.eval_all().reshape(N, M).T
 
 
-def _as_tile(tile: Any) -> Layout:
+def as_tile(tile: Any) -> Layout:
     """An (M, N) tile: a shape (column-major), CuTe notation, or a rank-2 layout."""
     if isinstance(tile, str):
         t = tile.strip()
@@ -242,7 +244,7 @@ def tv_grid(tv: Layout, tile: Any, thr_id: Optional[Layout] = None) -> Tuple["np
                 else ": one value per thread is (T,1):(d,0)"
             )
         )
-    tl = _as_tile(tile)
+    tl = as_tile(tile)
     M, N = tl[0].size, tl[1].size
     _guard(tl, M, N, MAX_GRID_CELLS)
     _guard(tv, tv[0].size, tv[1].size, MAX_GRID_CELLS)
@@ -439,7 +441,7 @@ def tv_layout_table(tv: Layout, tile: Any, *, thr_id: Optional[Layout] = None) -
     """
     T, V = tv_grid(tv, tile, thr_id)
     labels = [[f"T{t} V{v}" for t, v in zip(tr, vr)] for tr, vr in zip(T.tolist(), V.tolist())]
-    tl = _as_tile(tile)
+    tl = as_tile(tile)
     w = max((len(s) for row in labels for s in row), default=1)
     head = [str(tv), f"tile {_shape_txt(tl)}" + (f", thr_id {thr_id}" if thr_id is not None else "")]
     return Picture(_table(head, labels, w))
@@ -586,7 +588,7 @@ def _layout_model(L: Layout, color: ColorArg, elem_bytes: int) -> _Grid:
 
 def _tv_model(tv: Layout, tile: Any, color: ColorArg, thr_id: Any) -> _Grid:
     T, V = tv_grid(tv, tile, thr_id)
-    tl = _as_tile(tile)
+    tl = as_tile(tile)
     M, N = T.shape
     Tl, Vl = T.tolist(), V.tolist()
     idx = tl.eval_all().reshape(N, M).T.tolist()
@@ -751,7 +753,7 @@ def layout_svg(
     >>> s.startswith('<?xml'), 'data-offset="31" data-bank="30"' in s
     (True, True)
     """
-    _guard(_need_drawable(layout, "layout_svg"), *_rank2_extents(layout), max_cells)
+    _guard(_need_drawable(layout, "layout_svg"), *rank2_extents(layout), max_cells)
     return _svg(_layout_model(layout, color, elem_bytes), max_cells)
 
 
@@ -774,7 +776,7 @@ def tv_layout_svg(
     >>> 'data-row="1" data-col="0" data-thread="0" data-value="1"' in s
     True
     """
-    tl = _as_tile(tile)
+    tl = as_tile(tile)
     _guard(tv, tl[0].size, tl[1].size, max_cells)
     return _svg(_tv_model(tv, tile, color, thr_id), max_cells)
 
@@ -795,7 +797,7 @@ def layout_html(layout: Layout, *, max_cells: Optional[int] = 1024) -> str:
 
     head = f'<div class="layoutproof-layout"><code>{html.escape(str(layout))}</code>'
     try:
-        _guard(_need_drawable(layout, "layout_html"), *_rank2_extents(layout), max_cells)
+        _guard(_need_drawable(layout, "layout_html"), *rank2_extents(layout), max_cells)
         svg = _svg(_layout_model(layout, "offset", 4), max_cells)
     except (LayoutError, ImportError) as e:
         return head + f"<br><small>(not drawn: {html.escape(str(e))})</small></div>"
@@ -825,7 +827,7 @@ def _value_text(v: Any) -> str:
 
 def _tensor_cells(t: Any, what: str) -> Tuple[Layout, int, int, List[List[Any]], Optional[List[List[int]]]]:
     L = _need_tensor(t, what)
-    M, N = _rank2_extents(L)
+    M, N = rank2_extents(L)
     # t(i) with an integer follows the colexicographic order of the domain: i = m + n*M
     values = [[t(m + n * M) for n in range(N)] for m in range(M)]
     offsets = None
@@ -930,7 +932,7 @@ def tensor_svg(t: Any, *, color: ColorArg = "offset", max_cells: Optional[int] =
     (True, True)
     """
     L = _need_tensor(t, "tensor_svg")
-    _guard(repr(t), *_rank2_extents(L), max_cells)
+    _guard(repr(t), *rank2_extents(L), max_cells)
     return _svg(_tensor_model(t, color), max_cells)
 
 
@@ -948,7 +950,7 @@ def tensor_html(t: Any, *, max_cells: Optional[int] = 1024) -> str:
     head = f'<div class="layoutproof-tensor"><code>{html.escape(repr(t))}</code>'
     try:
         L = _need_tensor(t, "tensor_html")
-        _guard(repr(t), *_rank2_extents(L), max_cells)
+        _guard(repr(t), *rank2_extents(L), max_cells)
         svg = _svg(_tensor_model(t, "offset"), max_cells)
     except (LayoutError, ImportError) as e:
         return head + f"<br><small>(not drawn: {html.escape(str(e))})</small></div>"
@@ -1027,7 +1029,7 @@ def tv_layout_tikz(
     \node[fill={rgb,255:red,175;green,175;blue,255}] at (1,0) {\shortstack{T0 \\ V1}};
     """
     g = _tv_model(tv, tile, color, thr_id)
-    notes = [f"Layout TV: {tv}", f"Tile: {_shape_txt(_as_tile(tile))}"]
+    notes = [f"Layout TV: {tv}", f"Tile: {_shape_txt(as_tile(tile))}"]
     return _tikz(g, notes + ([f"ThrID: {thr_id}"] if thr_id is not None else []))
 
 

@@ -472,13 +472,13 @@ class _CppParser:
 
         if op == "*" and (isinstance(a, ScaledBasis) or isinstance(b, ScaledBasis)):
             return a * b
-        from .notation import _arith
+        from .notation import leaf_arith
 
         if op == "%":
-            from .notation import _leaf_func
+            from .notation import leaf_function
 
-            return _leaf_func("Mod", [a, b], self.text)
-        return _arith(op, a, b, self.text)
+            return leaf_function("Mod", [a, b], self.text)
+        return leaf_arith(op, a, b, self.text)
 
     def thing(self, depth: int, role: str) -> Any:
         if depth > _CPP_MAX_DEPTH:
@@ -832,10 +832,10 @@ def _dsl_code(text: str, names: _Names) -> Any:
             names.taken.add(node.id)
             return symbols(node.id)
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
-            from .notation import _arith
+            from .notation import leaf_arith
 
             op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/"}[type(node.op)]
-            return _arith(op, val(node.left, depth + 1), val(node.right, depth + 1), text)
+            return leaf_arith(op, val(node.left, depth + 1), val(node.right, depth + 1), text)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             fn = node.func.attr
             args = [val(a, depth + 1) for a in node.args]
@@ -1060,7 +1060,8 @@ def to_triton(
         x = to_f2(x.layout if isinstance(x, Tensor) else x)
     L = x
     shape = L.shape
-    modes = list(zip(shape, L._stride)) if type(shape) is tuple else [(shape, L._stride)]
+    stride = L.stride  # F2 values: int() is the bit pattern
+    modes = list(zip(shape, stride)) if type(shape) is tuple else [(shape, stride)]
     if in_dims is None:
         in_dims = list(_TRITON_IN[: len(modes)]) if len(modes) <= 4 else [f"in{k}" for k in range(len(modes))]
     in_dims = list(in_dims)
@@ -1088,7 +1089,7 @@ def to_triton(
         vecs = []
         for sz, st in zip(fs, fd):
             for j in range(_pow2_log(sz, f"the extent of a leaf of {L}")):
-                img = st << j
+                img = int(st) << j
                 if img >> total:
                     raise LayoutError(
                         f"to_triton: the image {img} of {name!r} bit {j} does not fit the out dims {sizes}"

@@ -95,7 +95,10 @@ def _number(x: Any, op: str, text: str) -> Any:
     raise MalformedLayoutError(f"{op!r} applies to integers and symbols, got {show(x)} in {text!r:.200}")
 
 
-def _arith(op: str, a: Any, b: Any, text: str) -> Any:
+def leaf_arith(op: str, a: Any, b: Any, text: str) -> Any:
+    """``a op b`` for the notation's operators (``+ - * / **``) on integers and SymPy
+    expressions: an integer when both are integers (``/`` must divide exactly), else SymPy.
+    A MalformedLayoutError (quoting ``text``) for anything else."""
     a = _number(a, op, text)
     b = _number(b, op, text)
     both_int = type(a) is int and type(b) is int
@@ -125,7 +128,9 @@ def _arith(op: str, a: Any, b: Any, text: str) -> Any:
     raise MalformedLayoutError(f"unknown operator {op!r}")  # pragma: no cover
 
 
-def _leaf_func(name: str, args: List[Any], text: str) -> Any:
+def leaf_function(name: str, args: List[Any], text: str) -> Any:
+    """``name(*args)`` for the SymPy functions a symbolic leaf prints with (``floor``,
+    ``ceiling``, ``Mod``, ``Min``, ``Max``): an integer for integer arguments where it is one."""
     for a in args:
         _number(a, name, text)
     if all(type(a) is int for a in args):
@@ -202,7 +207,7 @@ class _Parser:
                 if p2 is None or not (p2 > p or (p2 == p == 3)):
                     break
                 right = self.arith_tail(right, operand, depth + 1, p2)
-            left = _arith(op, left, right, self.text)  # type: ignore[arg-type]
+            left = leaf_arith(op, left, right, self.text)  # type: ignore[arg-type]
 
     def atom(self, depth: int) -> Any:
         """An operand inside a leaf expression: an integer, a name, ``-x``, ``(expr)`` or a
@@ -213,7 +218,7 @@ class _Parser:
         if k in ("-", "+"):  # unary: binds looser than ** (-M**2 is -(M**2))
             self.take(k)
             v = self.arith_tail(self.atom(depth + 1), self.atom, depth + 1, 3)
-            return _arith("-", 0, v, self.text) if k == "-" else _number(v, "+", self.text)
+            return leaf_arith("-", 0, v, self.text) if k == "-" else _number(v, "+", self.text)
         if k == "int":
             return self.take("int")
         if k == "(":
@@ -225,7 +230,7 @@ class _Parser:
             name = self.take("name")
             if self.peek() == "(" and name in _LEAF_FUNCS and name not in (self.names or {}):
                 args = self.leaf_args(depth)
-                return _leaf_func(name, args, self.text)
+                return leaf_function(name, args, self.text)
             if self.peek() == "(" and self.names is not None and name in self.names:
                 return self.call(name, depth)
             if self.peek() == "(":

@@ -28,7 +28,7 @@ import importlib.util
 import os
 import sys
 import time
-from typing import List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from layoutproof.errors import LayoutError
 
@@ -233,19 +233,19 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _emit_kernel(report_dir: Optional[str]) -> int:
     """The main job's second half: the default proven GEMM kernels -- wgmma (Hopper) and
     mma.sync (SM80 and later) -- every obligation discharged before the source is written.
-    ``layoutproof.gpu`` is loaded by name here (as the top-level CLI loads this module):
-    the catalog itself never depends on it."""
-    import importlib
+    This module is a command of the CLI layer, which may import every layer; the catalog
+    itself (layoutproof.proofs) never imports layoutproof.gpu."""
     from pathlib import Path
 
+    from layoutproof.gpu.codegen import generate
+    from layoutproof.gpu.codegen_sm90 import generate_sm90
+
     code = 0
-    for fname, modname, fn in (
-        ("kernel_sm90", "layoutproof.gpu.codegen_sm90", "generate_sm90"),
-        ("kernel", "layoutproof.gpu.codegen", "generate"),
-    ):
+    makers: Sequence[Tuple[str, Callable[[], Any]]] = (("kernel_sm90", generate_sm90), ("kernel", generate))
+    for fname, make in makers:
         t0 = time.perf_counter()
         try:
-            kern = getattr(importlib.import_module(modname), fn)()
+            kern = make()
         except LayoutError as e:
             print(f"kernel: FAILED -- {type(e).__name__}: {e}")
             code = 1

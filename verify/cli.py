@@ -17,8 +17,8 @@ Prints the verdict -- proved, checked (within the printed bounds), refuted (with
 coordinate and the parameter assignment) or unknown (with the reason) -- with the method
 and the time.  Exit status: 0 proved or checked, 1 refuted, 3 unknown, 2 on errors.
 
-The algebra's ``layoutproof`` command dispatches ``check`` here by module name, so that
-the algebra never imports :mod:`layoutproof.verify`.
+The top-level ``layoutproof`` command (:mod:`layoutproof.cli`) dispatches ``check`` here;
+both belong to the CLI layer, above every other (the import contract in pyproject.toml).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ EXIT = {"proved": 0, "checked": 0, "refuted": 1, "unknown": 3}
 
 
 def _names() -> Dict[str, Any]:
-    from layoutproof.cli import _names as names
+    from layoutproof.cli import eval_names
 
-    return names()
+    return eval_names()
 
 
 def _split_eq(text: str) -> Optional[List[str]]:
