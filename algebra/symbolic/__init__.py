@@ -225,9 +225,9 @@ def parse_expr(text: str, names: Optional[Dict[str, Any]] = None) -> Any:
         if isinstance(n, ast.Compare):
             parts = []
             left = walk(n.left, d)
-            for op, right in zip(n.ops, n.comparators):
+            for cmp, right in zip(n.ops, n.comparators):
                 r = walk(right, d)
-                name = _CMP.get(type(op))
+                name = _CMP.get(type(cmp))
                 if name is None:
                     raise MalformedLayoutError(f"unsupported comparison in {text!r}")
                 parts.append(getattr(sp, name)(left, r))

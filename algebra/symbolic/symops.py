@@ -213,7 +213,7 @@ def _concrete(fn: Callable[..., Any], asg: dict, *xs: Any) -> Any:
 
 
 def _subs_all(asg: dict, *xs: Any) -> List[Any]:
-    out = []
+    out: List[Any] = []
     for x in xs:
         if isinstance(x, Layout):
             out.append(x.subs(asg))
