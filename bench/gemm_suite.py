@@ -260,7 +260,10 @@ def sweep(cp, args, log):
     from layoutproof.gpu.runtime import _sm_count, gemm
 
     mma = args.sweep_path == "mma.sync"
-    cands = P.mma_sync_candidates() if mma else P.hopper_candidates(True)
+    base = P.mma_sync_candidates() if mma else P.hopper_candidates(True)
+    if args.sweep_bases:  # only these base keys (the split-K variants of the others too)
+        keep = set(args.sweep_bases.split(","))
+        base = tuple(c for c in base if c.key() in keep)
     rng = cp.random.default_rng(5)
     sms = _sm_count(cp)
     rows = log.setdefault("sweep", [])
@@ -268,6 +271,13 @@ def sweep(cp, args, log):
         SUITE if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     )
     for m, n, k in shapes:
+        cands = tuple(base)
+        if args.splitk and not mma:  # the split-K variants the rule may pick for this shape
+            sk = P.splitk_candidates(m, n, k, P.hopper_candidates(True), sms)
+            if args.sweep_splits:
+                want = {int(x) for x in args.sweep_splits.split(",")}
+                sk = tuple(c for c in sk if c.splits in want)
+            cands += sk
         a, b = make(cp, (m, k), "f16", rng), make(cp, (k, n), "f16", rng)
         ref = cp.matmul(a, b)
         c = cp.empty((m, n), dtype=cp.float16)
@@ -319,7 +329,7 @@ def sweep(cp, args, log):
     return rows
 
 
-def sanitize(cp):
+def sanitize(cp, only_splitk=False):
     """Every default-rule candidate (and the mma.sync ones) through gemm on odd shapes and the
     four operand layouts against float64, for ``compute-sanitizer --tool memcheck``."""
     from layoutproof.gpu import plan as P
@@ -327,8 +337,18 @@ def sanitize(cp):
 
     rng = cp.random.default_rng(11)
     worst, runs = 0.0, 0
-    for cfg in P.hopper_candidates(True) + P.mma_sync_candidates()[-2:]:
-        for m, n, k in ((37, 45, 51), (1, 200, 64), (130, 260, 200), (64, 64, 8)):
+    from layoutproof.gpu.codegen_sm90 import Sm90Config
+    from layoutproof.gpu.splitk import SplitKConfig
+
+    ws = dict(loader="tma", schedule="ws")
+    splitk = (
+        SplitKConfig(Sm90Config(bm=64, bn=128, stages=8, **ws), 3),
+        SplitKConfig(Sm90Config(bm=128, bn=128, stages=6, **ws), 4),
+    )
+    cfgs = splitk if only_splitk else P.hopper_candidates(True) + P.mma_sync_candidates()[-2:] + splitk
+    for cfg in cfgs:
+        # (37, 45, 51): one k-block, so split-K's other chunks are empty (they store zeros)
+        for m, n, k in ((37, 45, 51), (1, 200, 64), (130, 260, 200), (64, 64, 8), (3, 300, 1000)):
             for ao, bo in (("C", "C"), ("C", "F"), ("F", "C"), ("F", "F")):
                 a = rng.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
                 b = rng.standard_normal((k, n), dtype=cp.float32).astype(cp.float16)
@@ -356,6 +376,10 @@ def main(argv=None):
         choices=("wgmma", "mma.sync"),
         help="the candidates --sweep times: the Hopper rule's or the mma.sync rule's",
     )
+    p.add_argument("--sanitize-splitk", action="store_true", help="only the split-K memcheck workload")
+    p.add_argument("--splitk", action="store_true", help="--sweep also times the split-K variants")
+    p.add_argument("--sweep-bases", default=None, help="--sweep only these base config keys (comma list)")
+    p.add_argument("--sweep-splits", default=None, help="--sweep only these split counts (comma list)")
     p.add_argument("--no-suite", action="store_true")
     p.add_argument("--no-host", action="store_true")
     p.add_argument("--shapes", default=None, help="MxNxK,... (default: the suite)")
@@ -365,8 +389,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     import cupy as cp
 
-    if args.sanitize:
-        return 0 if sanitize(cp) else 1
+    if args.sanitize or args.sanitize_splitk:
+        return 0 if sanitize(cp, only_splitk=args.sanitize_splitk) else 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"]

@@ -40,6 +40,8 @@ __all__ = [
     "SM90_MODEL",
     "SM80_MODEL",
     "hopper_candidates",
+    "splitk_candidates",
+    "SPLITK_MODEL",
     "mma_sync_candidates",
     "operand_layout",
     "ParamBuffer",
@@ -82,6 +84,48 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
         Sm90Config(bm=64, bn=128, stages=8, **ws),
         Sm90Config(bm=64, bn=64, stages=8, **ws),
     )
+
+
+#: split-K in the wave model: the fix-up kernel (a launch's fixed time, and its bytes -- S
+#: f32 planes read, C written -- at a bandwidth), a floor for the operands' bytes at an
+#: effective bandwidth, the gate (split only where the best unsplit pick's tiles fill at
+#: most this share of the SMs) and margin (the split must be modelled this much faster),
+#: the split counts tried, and the fewest k-blocks (of 64) a chunk may have.  Fitted to
+#: the split-K sweep on the H100 (bench/RESULTS.md, 2026-11-24): on its 8 shapes the rule's
+#: pick was within 1.09x of the fastest candidate (geometric mean 1.02x).
+SPLITK_MODEL: Dict[str, Any] = {
+    "fixup_us": 2.5,
+    "fixup_gbs": 2000.0,
+    "hbm_gbs": 8000.0,
+    "margin": 1.1,
+    "gate": 0.5,
+    "splits": (2, 3, 4, 6, 8, 12, 16),
+    "min_kblocks": 4,
+}
+
+
+def splitk_candidates(m: int, n: int, k: int, base: Sequence[Any], sms: int = 132) -> Tuple[Any, ...]:
+    """Split-K variants of the warp-specialized, cluster-free configurations in ``base``
+    for this shape: only where the output has fewer tiles than ``sms``, the split keeps the
+    units (tiles x splits) within one wave, and every chunk has at least
+    ``SPLITK_MODEL["min_kblocks"]`` k-blocks; none when ``m`` exceeds the fix-up grid's
+    65535 rows."""
+    from .splitk import SplitKConfig
+
+    if m > 65535:
+        return ()
+    kt = -(-k // 64)
+    out: List[Any] = []
+    for cfg in base:
+        if getattr(cfg, "schedule", "") != "ws" or getattr(cfg, "cluster", 1) != 1:
+            continue
+        tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
+        if tiles >= sms:
+            continue
+        for sp in SPLITK_MODEL["splits"]:
+            if tiles * sp <= sms and kt >= sp * SPLITK_MODEL["min_kblocks"]:
+                out.append(SplitKConfig(cfg, sp))
+    return tuple(out)
 
 
 def mma_sync_candidates() -> Tuple[GemmConfig, ...]:
@@ -145,21 +189,41 @@ def _blocks_per_sm(cfg: Any) -> int:
 
 
 def estimate_us(
-    cfg: Any, m: int, n: int, k: int, *, sms: int = 132, model: Optional[Dict[str, Any]] = None
+    cfg: Any,
+    m: int,
+    n: int,
+    k: int,
+    *,
+    sms: int = 132,
+    model: Optional[Dict[str, Any]] = None,
+    k_splits: int = 1,
 ) -> float:
     """The wave model's time for C (m x n) = A (m x k) @ B (k x n) with ``cfg``.
 
     Tiles are walked in waves of ``sms`` (persistent kernels: one CTA per SM, a cluster of
     ``c`` CTAs takes ``c`` SMs; others: the resident CTAs per SM); a tile costs the larger
     of its MMA time at the config's rate and its operand bytes at the per-SM bandwidth, plus
-    a fixed cost (pipeline fill, epilogue).  Unknown configs get the slowest known rate."""
+    a fixed cost (pipeline fill, epilogue).  Unknown configs get the slowest known rate.
+    ``k_splits``: the tiles are split ``k_splits`` ways along K (units = tiles x splits);
+    a ``SplitKConfig`` adds its fix-up kernel (:data:`SPLITK_MODEL`)."""
     if model is None:
         model = SM90_MODEL if not isinstance(cfg, GemmConfig) else SM80_MODEL
+    splits = getattr(cfg, "splits", 1)
+    if splits > 1:  # split-K: tiles x splits units over k / splits each, then the fix-up
+        t = estimate_us(cfg.base, m, n, k, sms=sms, model=model, k_splits=splits)
+        # the operands cross memory once whatever the split: a floor at an effective
+        # bandwidth (fitted: L2 keeps part of them between calls)
+        floor = (m + n) * k * 2 / (SPLITK_MODEL["hbm_gbs"] * 1e3)
+        fix = (splits * 4 + 2) * m * n / (SPLITK_MODEL["fixup_gbs"] * 1e3)
+        return max(t, floor) + SPLITK_MODEL["fixup_us"] + fix
     rates = model["rates"]
     rate, fixed = rates.get(cfg.key(), min(rates.values()))
     cl = getattr(cfg, "cluster", 1)
     gm, gn = -(-m // cfg.bm), -(-n // cfg.bn)
-    units = -(-gm // cl) * gn  # a cluster's CTAs run side by side
+    units = -(-gm // cl) * gn * k_splits  # a cluster's CTAs run side by side
+    if k_splits > 1:  # each unit runs one chunk: ceil(KT / splits) k-blocks of 64
+        kt = -(-k // 64)
+        k = -(-kt // k_splits) * 64
     # CTAs sharing one SM (and its bandwidth): the resident limit, or fewer when the grid
     # is small (the hardware spreads CTAs over the SMs first)
     bps = max(1, min(_blocks_per_sm(cfg), -(-units // max(1, sms // cl))))
@@ -184,20 +248,40 @@ def choose_config(
 ) -> Any:
     """The default configuration for this shape: the candidate the wave model
     (:func:`estimate_us`) says is fastest; ties go to the earlier (larger-tile) candidate.
-    No kernel is generated or timed here."""
+    With the default candidates on a Hopper GPU with TMA, a split-K variant
+    (:func:`splitk_candidates`) replaces that pick where the pick's tiles fill at most
+    ``SPLITK_MODEL["gate"]`` of the SMs and the split's modelled time (with an HBM floor
+    and the fix-up) beats it by ``SPLITK_MODEL["margin"]``.  No kernel is generated or
+    timed here."""
     for nm, v in (("m", m), ("n", n), ("k", k), ("sms", sms)):
         if type(v) is not int or v < 1:
             raise GemmInputError(f"choose_config: {nm}={v!r} must be a positive int")
+    auto = candidates is None
     if candidates is None:
         candidates = hopper_candidates(tma) if hopper else mma_sync_candidates()
+    best = _fastest(candidates, m, n, k, sms)
+    if best is None:
+        raise GemmInputError("choose_config: no candidate configuration")
+    if auto and hopper and tma:
+        # split-K where the fastest unsplit kernel leaves most SMs idle (its tiles fill at
+        # most SPLITK_MODEL["gate"] of them) and the model says it gains a margin
+        cfg = best[2]
+        tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
+        if tiles <= SPLITK_MODEL["gate"] * sms:
+            sk = _fastest(splitk_candidates(m, n, k, candidates, sms), m, n, k, sms)
+            if sk is not None and sk[0] * SPLITK_MODEL["margin"] < best[0]:
+                return sk[2]
+    return best[2]
+
+
+def _fastest(cands: Sequence[Any], m: int, n: int, k: int, sms: int) -> Optional[Tuple[float, int, Any]]:
+    """(model time, index, config) of the fastest candidate; ties go to the earlier one."""
     best: Optional[Tuple[float, int, Any]] = None
-    for i, cfg in enumerate(candidates):
+    for i, cfg in enumerate(cands):
         t = estimate_us(cfg, m, n, k, sms=sms)
         if best is None or t < best[0] * (1 - 1e-9):
             best = (t, i, cfg)
-    if best is None:
-        raise GemmInputError("choose_config: no candidate configuration")
-    return best[2]
+    return best
 
 
 # ============================================================================ operands

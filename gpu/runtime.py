@@ -89,6 +89,7 @@ def _sm90_configs() -> Tuple[Any, ...]:
 
 
 _KERNELS: Dict[Tuple[Any, GemmProblem], Any] = {}  # -> GemmKernel
+_SPLITK: Dict[Tuple[Any, GemmProblem], Tuple[Any, Any]] = {}  # -> (gemm, fix-up) kernels
 _MODULES: Dict[Tuple[str, int], Any] = {}  # (source hash, device) -> RawKernel
 _TUNED: Dict[Tuple[Any, ...], GemmConfig] = {}
 last_launch: Dict[str, Any] = {}
@@ -144,6 +145,10 @@ def _generator_hash() -> str:
         "atoms.py",
         "ptx_tables.py",
         "config.py",
+        "kir.py",
+        "sm90.py",
+        "pipeline.py",
+        "splitk.py",
     ):
         f = here / name
         if f.exists():
@@ -154,30 +159,71 @@ def _generator_hash() -> str:
 _GEN_HASH: Optional[str] = None
 
 
+def _kernel_path(key: str, problem: GemmProblem) -> Path:
+    global _GEN_HASH
+    if _GEN_HASH is None:
+        _GEN_HASH = _generator_hash()
+    return cache_dir() / "gemm" / f"{_GEN_HASH}_{key}_{problem.key()}.json"
+
+
+def _load_kernel(path: Path, config: Any, problem: GemmProblem) -> Any:
+    """A cached kernel from disk, or None (missing or damaged: regenerated)."""
+    from .codegen import GemmKernel
+    from .proofrec import Proof, ProofLog
+
+    if not path.exists():
+        return None
+    try:
+        d = json.loads(path.read_text())
+        log = ProofLog([Proof(**p) for p in d["proofs"]])
+        sw = {k2: (tuple(v) if v else None) for k2, v in d["swizzles"].items()}
+        return GemmKernel(config, problem, d["source"], d["name"], d["threads"], d["smem_bytes"], log, sw)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # a damaged cache entry is regenerated
+
+
+def _store_kernel(path: Path, k: Any) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(
+            json.dumps(
+                {
+                    "source": k.source,
+                    "name": k.name,
+                    "threads": k.threads,
+                    "smem_bytes": k.smem_bytes,
+                    "swizzles": k.swizzles,
+                    "proofs": [p.__dict__ for p in k.proofs],
+                }
+            )
+        )
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
 def kernel_for(config: GemmConfig, problem: GemmProblem, *, disk: bool = True) -> Any:
     """The generated, proven kernel for (config, problem): memory cache, then disk cache,
-    then :func:`~layoutproof.gpu.codegen.generate`."""
-    global _GEN_HASH
+    then :func:`~layoutproof.gpu.codegen.generate` (``generate_sm90`` for an ``Sm90Config``).
+    For a :class:`~layoutproof.gpu.splitk.SplitKConfig` this is the split GEMM kernel (f32
+    partials); :func:`splitk_kernels_for` gives it with its fix-up kernel."""
+    from .splitk import SplitKConfig
+
+    if isinstance(config, SplitKConfig):
+        return splitk_kernels_for(config, problem, disk=disk)[0]
     key = (config, problem)
     k = _KERNELS.get(key)
     if k is not None:
         return k
-    from .codegen import GemmKernel, generate
-    from .proofrec import Proof, ProofLog
+    from .codegen import generate
 
-    if _GEN_HASH is None:
-        _GEN_HASH = _generator_hash()
-    path = cache_dir() / "gemm" / f"{_GEN_HASH}_{config.key()}_{problem.key()}.json"
-    if disk and path.exists():
-        try:
-            d = json.loads(path.read_text())
-            log = ProofLog([Proof(**p) for p in d["proofs"]])
-            sw = {k2: (tuple(v) if v else None) for k2, v in d["swizzles"].items()}
-            k = GemmKernel(config, problem, d["source"], d["name"], d["threads"], d["smem_bytes"], log, sw)
+    path = _kernel_path(config.key(), problem)
+    if disk:
+        k = _load_kernel(path, config, problem)
+        if k is not None:
             _KERNELS[key] = k
             return k
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a damaged cache entry is regenerated
     if isinstance(config, GemmConfig):
         k = generate(config, problem)
     else:
@@ -186,25 +232,34 @@ def kernel_for(config: GemmConfig, problem: GemmProblem, *, disk: bool = True) -
         k = generate_sm90(config, problem)
     _KERNELS[key] = k
     if disk:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(
-                json.dumps(
-                    {
-                        "source": k.source,
-                        "name": k.name,
-                        "threads": k.threads,
-                        "smem_bytes": k.smem_bytes,
-                        "swizzles": k.swizzles,
-                        "proofs": [p.__dict__ for p in k.proofs],
-                    }
-                )
-            )
-            tmp.replace(path)
-        except OSError:
-            pass
+        _store_kernel(path, k)
     return k
+
+
+def splitk_kernels_for(config: Any, problem: GemmProblem, *, disk: bool = True) -> Tuple[Any, Any]:
+    """(split GEMM kernel, fix-up kernel) for a ``SplitKConfig``: memory cache, disk cache,
+    then :func:`~layoutproof.gpu.splitk.generate_splitk` (both proven before emission)."""
+    key = (config, problem)
+    hit = _SPLITK.get(key)
+    if hit is not None:
+        return hit
+    pg = _kernel_path(config.key(), problem)
+    pr = _kernel_path(config.key() + "_fixup", problem)
+    pair = None
+    if disk:
+        g, r = _load_kernel(pg, config, problem), _load_kernel(pr, config, problem)
+        if g is not None and r is not None:
+            pair = (g, r)
+    if pair is None:
+        from .splitk import generate_splitk
+
+        kk = generate_splitk(config, problem)
+        pair = (kk.gemm, kk.reduce)
+        if disk:
+            _store_kernel(pg, kk.gemm)
+            _store_kernel(pr, kk.reduce)
+    _SPLITK[key] = pair
+    return pair
 
 
 def compile_kernel(kernel: Any) -> Any:
@@ -254,7 +309,7 @@ def _use_wgmma(cupy: Any, config: Any, path: str) -> bool:
     if isinstance(config, GemmConfig) or path == "mma.sync":
         return False
     sm90 = _device_facts(cupy)[1] == "90"
-    if type(config).__name__ == "Sm90Config" or path == "wgmma":
+    if type(config).__name__ in ("Sm90Config", "SplitKConfig") or path == "wgmma":
         if not sm90:
             raise GemmInputError("gemm: the wgmma kernel needs compute capability 9.0 (Hopper)")
         return True
@@ -547,14 +602,24 @@ class GemmPlan:
             cfg = choose_config(m, n, K, prob, hopper=use90, tma=tma, sms=_sm_count(cupy))
         elif config == "auto":
             cfg = autotune(m, n, K, problem=prob, path="wgmma" if use90 else "mma.sync")
-        elif isinstance(config, GemmConfig) or type(config).__name__ == "Sm90Config":
+        elif isinstance(config, GemmConfig) or type(config).__name__ in ("Sm90Config", "SplitKConfig"):
             cfg = config
         else:
             raise GemmInputError(
                 f"gemm: config must be a GemmConfig, an Sm90Config, 'auto' or None, got {config!r}"
             )
         self.config, self.problem = cfg, prob
-        kern = kernel_for(cfg, prob)
+        from .splitk import REDUCE_THREADS, SplitKConfig
+
+        splits = cfg.splits if isinstance(cfg, SplitKConfig) else 1
+        self.splits = splits
+        fix = None
+        if splits > 1:
+            if m > 65535:
+                raise GemmInputError(f"gemm: split-K's fix-up runs one grid row per C row: M={m} > 65535")
+            kern, fix = splitk_kernels_for(cfg, prob)
+        else:
+            kern = kernel_for(cfg, prob)
         rk = compile_kernel(kern)
         self.kernel = kern
         self._rk = rk
@@ -576,18 +641,24 @@ class GemmPlan:
         # c_vec: vector stores when ldc and C's base allow them (ws: 16-byte row vectors)
         self._cvec_align = 16 if ws else 2 * it
         self._cvec_ld = (ldc * it) % 16 == 0 if ws else ldc % 2 == 0
+        self._ws = None
+        if splits > 1:
+            # split-K: the GEMM kernel stores f32 partials into S planes of m x n (row
+            # stride n), the fix-up kernel sums them into C; the workspace is the plan's
+            self._ws = cupy.empty(splits * m * n, dtype=cupy.float32)
+            self._cvec_ld = (n * 4) % 16 == 0
         grid = kern.grid(m, n)
         if ws:  # persistent: at most one CTA per SM
             cl = cfg.cluster  # clusters of `cl` CTAs share a tile column
             grid_m, grid_n = -(-m // cfg.bm), -(-n // cfg.bn)
-            units = -(-grid_m // cl) * grid_n
+            units = -(-grid_m // cl) * grid_n * splits
             grid = (cl * max(1, min(units, _sm_count(cupy) // cl)), 1, 1)
         self.grid = tuple(int(g) for g in grid)
         self.threads = int(kern.threads)
         self.smem = int(kern.smem_bytes)
         if self.tma:
             kinds = ["tmap", "tmap", "ptr", "i32", "i32", "i32", "i64", "i32"]
-            statics = {3: m, 4: n, 5: K, 6: ldc}
+            statics = {3: m, 4: n, 5: K, 6: ldc if splits == 1 else n}
             self._ic = 2
         else:
             kinds = ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i64", "i64", "i64", "i32"]
@@ -600,6 +671,16 @@ class GemmPlan:
         launch = getattr(getattr(cupy.cuda, "driver", None), "launchKernel", None)
         self._launch_kernel = launch
         self._fn = int(rk.kernel.ptr) if launch is not None else 0
+        self._fix: Optional[Tuple[Any, Any, Tuple[int, int, int]]] = None
+        if fix is not None:
+            frk = compile_kernel(fix)
+            fpb = ParamBuffer(["ptr", "ptr", "i32", "i32", "i64"])
+            fpb.set(0, self._ws.data.ptr)
+            for i, v in ((2, m), (3, n), (4, ldc)):
+                fpb.set(i, v)
+            self._fix = (frk, fpb, (-(-n // REDUCE_THREADS), m, 1))
+            self._fix_threads = REDUCE_THREADS
+            self._fix_fn = int(frk.kernel.ptr) if launch is not None else 0
         self._lock = threading.Lock()
         self._info = dict(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K, plan=self)
 
@@ -654,7 +735,8 @@ class GemmPlan:
             xa, xb = A.array(xa), B.array(xb)
             keep = (xa, xb)
         pa, pb_, pc = xa.data.ptr, xb.data.ptr, target.data.ptr
-        cvec = int(self._cvec_ld and pc % self._cvec_align == 0)
+        pk = pc if self._ws is None else self._ws.data.ptr  # what the GEMM kernel stores into
+        cvec = int(self._cvec_ld and pk % self._cvec_align == 0)
         pbuf = self._pb
         with self._lock:
             if self.tma:
@@ -667,7 +749,7 @@ class GemmPlan:
             else:
                 pbuf.set(0, pa)
                 pbuf.set(1, pb_)
-            pbuf.set(self._ic, pc)
+            pbuf.set(self._ic, pk)
             pbuf.set(self._icv, cvec)
             if self._launch_kernel is not None:
                 g = self.grid
@@ -685,9 +767,33 @@ class GemmPlan:
                     0,
                 )
             else:
-                self._rk(
-                    self.grid, (self.threads, 1, 1), self._args(xa, xb, target, cvec), shared_mem=self.smem
-                )
+                tgt = target if self._ws is None else self._ws
+                self._rk(self.grid, (self.threads, 1, 1), self._args(xa, xb, tgt, cvec), shared_mem=self.smem)
+            if self._fix is not None:  # split-K: sum the partial planes into C (stream order)
+                frk, fpb, fg = self._fix
+                fpb.set(1, pc)
+                if self._launch_kernel is not None:
+                    self._launch_kernel(
+                        self._fix_fn,
+                        fg[0],
+                        fg[1],
+                        fg[2],
+                        self._fix_threads,
+                        1,
+                        1,
+                        0,
+                        cupy.cuda.get_current_stream().ptr,
+                        fpb.address,
+                        0,
+                    )
+                else:
+                    import numpy as np
+
+                    frk(
+                        fg,
+                        (self._fix_threads, 1, 1),
+                        (self._ws, target, np.int32(self.m), np.int32(self.n), np.int64(self._ldc)),
+                    )
         del keep
         if self.orient == "copy":
             out[...] = target
@@ -704,7 +810,8 @@ class GemmPlan:
             rec = np.dtype({"names": [f"w{i}" for i in range(16)], "formats": [np.uint64] * 16})
             ta = self._A.tensor_map(xa.data.ptr).view(np.uint64).view(rec)[0]
             tb = self._B.tensor_map(xb.data.ptr).view(np.uint64).view(rec)[0]
-            return (ta, tb, target, i32(self.m), i32(self.n), i32(self.k), i64(self._ldc), i32(cvec))
+            ldc = self._ldc if self._ws is None else self.n
+            return (ta, tb, target, i32(self.m), i32(self.n), i32(self.k), i64(ldc), i32(cvec))
         return (
             xa,
             xb,

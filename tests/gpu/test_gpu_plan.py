@@ -18,6 +18,7 @@ from layoutproof.gpu import runtime
 from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmConfig, GemmProblem
 from layoutproof.gpu.errors import GemmInputError
+from layoutproof.gpu.splitk import SplitKConfig
 
 # ============================================================================ the rule
 SHAPES = [
@@ -35,17 +36,28 @@ def test_choose_config_returns_a_valid_candidate_minimizing_the_model(hopper, tm
         c.validate()
     for m, n, k in SHAPES:
         cfg = P.choose_config(m, n, k, GemmProblem(), hopper=hopper, tma=tma)
+        best = min(P.estimate_us(c, m, n, k) for c in cands)
+        if isinstance(cfg, SplitKConfig):
+            # split-K replaces the model's unsplit minimum only on Hopper with TMA, where
+            # that minimum leaves SMs idle and the split beats it by the margin
+            assert hopper and tma and cfg.base in cands and cfg in P.splitk_candidates(m, n, k, cands)
+            top = next(c for c in cands if P.estimate_us(c, m, n, k) == best)
+            assert -(-m // top.bm) * -(-n // top.bn) <= P.SPLITK_MODEL["gate"] * 132
+            assert P.estimate_us(cfg, m, n, k) * P.SPLITK_MODEL["margin"] < best
+            continue
         assert cfg in cands
         t = P.estimate_us(cfg, m, n, k)
-        assert t == min(P.estimate_us(c, m, n, k) for c in cands)
+        assert t == best
 
 
 def test_choose_config_big_squares_take_the_large_tile_small_problems_smaller_tiles():
     big = P.choose_config(8192, 8192, 8192, hopper=True, tma=True)
     assert (big.bm, big.bn) == (128, 256)
-    # a decode shape has 1 row of tiles: the rule must spread N over more SMs
+    # a decode shape has 1 row of tiles: the rule must spread the work over more SMs
+    # (narrower tiles, or split-K's (tile, k chunk) units)
     dec = P.choose_config(16, 4096, 4096, hopper=True, tma=True)
-    assert dec.bm == 64 and dec.bn < 256
+    units = -(-4096 // dec.bn) * getattr(dec, "splits", 1)
+    assert dec.bm == 64 and units >= 64
     # the number of persistent CTAs a tile shape fills never decides alone: the model is
     # monotone in K for a fixed config
     for c in P.hopper_candidates(True):

@@ -1,0 +1,667 @@
+"""Split-K for the warp-specialized wgmma kernel: problems with fewer output tiles than SMs.
+
+A GEMM whose ``M x N`` output has fewer ``bm x bn`` tiles than the GPU has SMs (decode
+shapes like ``16 x 4096 x 4096``, or ``512 x 512 x 28672``) leaves SMs idle however fast
+one tile runs.  Split-K cuts the ``K`` loop into ``S`` chunks: the persistent kernel walks
+``tiles x S`` work units, unit ``u`` being tile ``u % tiles`` over the k-blocks of chunk
+``u / tiles``, and each unit stores its f32 partial sum into its own plane of a workspace
+``W[S, M, N]``; a second small kernel sums the ``S`` planes of each element in a fixed
+order and converts to the output type.  The two kernels are ordered by the stream, so the
+fix-up needs no counter, flag or fence between CTAs (and the result is deterministic).
+
+The split kernel is the warp-specialized kernel of
+:func:`~layoutproof.gpu.codegen_sm90.generate_sm90` (f32 output), rewritten on its IR
+(:func:`splitk_ir`): the work-unit decomposition is the device function ``lp_split``, each
+tile loop declares its chunk's bounds ``kb``, ``ke`` and runs its k-loop over them, and
+the consumers' C pointer is the unit's workspace plane.  Then every obligation of the IR is
+discharged again on the rewritten tree (addresses, bounds, barriers, the mbarrier protocol
+model-checked with the rewritten loops) before the source is printed.  What split-K adds
+is proven here, before emission:
+
+* :func:`prove_split` -- ``lp_split`` maps units ``[0, tiles * S)`` one-to-one onto
+  (tile, chunk) pairs ``[0, tiles) x [0, S)`` (C semantics);
+* :func:`prove_k_partition` -- the chunks ``[kb(s), ke(s))`` emitted in the kernel (the
+  very IR expressions, evaluated with C semantics) partition ``[0, KT)`` for every ``KT``
+  up to a bound and some large ones, so every (m, n, k-block) is accumulated by exactly one
+  unit; with ragged ``K`` the last k-block is zero-filled past ``K`` by the TMA boxes (the
+  base kernel's proof), and a chunk that is empty (``KT < S``) stores zeros;
+* :func:`prove_workspace` -- the planes ``(chunk, row, col) -> chunk * M * ldw + row * ldw
+  + col`` (``row < M``, ``col < N <= ldw``) are distinct and inside ``[0, S * M * ldw)``;
+* the reduction kernel's accesses (IR claims, discharged like every kernel's) read
+  ``W[s, r, c]`` for ``s < S`` inside the guards ``r < M``, ``c < N`` and write ``C[r, c]``
+  once per element; the reduction order is program order (a fixed sum).
+
+>>> from layoutproof.gpu.codegen_sm90 import Sm90Config
+>>> cfg = SplitKConfig(Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="ws"), 4)
+>>> cfg.key()
+'sm90_64x128x64_s8_g8_tma_ws_sk4'
+>>> k_chunks(10, 4)
+[(0, 2), (2, 5), (5, 7), (7, 10)]
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import kir
+from .codegen import GemmKernel, addr_of, finish
+from .codegen_sm90 import Sm90Config, epilogue_order, generate_sm90, protocol_ir
+from .config import OUT_DTYPES, GemmProblem
+from .errors import GemmConfigError, ProofFailedError
+from .pipeline import prove_pipeline
+from .proofrec import ProofLog
+
+__all__ = [
+    "SplitKConfig",
+    "SplitKKernels",
+    "generate_splitk",
+    "splitk_ir",
+    "reduce_ir",
+    "split_devfn",
+    "k_bounds_ir",
+    "k_chunks",
+    "prove_split",
+    "prove_k_partition",
+    "prove_workspace",
+    "MAX_SPLITS",
+    "REDUCE_THREADS",
+]
+
+MAX_SPLITS = 16
+REDUCE_THREADS = 256
+SPLITK_VERSION = "splitk-1"
+
+
+@dataclass(frozen=True)
+class SplitKConfig:
+    """The warp-specialized kernel ``base`` (TMA loads, no cluster) with K split ``splits``
+    ways (2 .. :data:`MAX_SPLITS`)."""
+
+    base: Sm90Config
+    splits: int
+
+    # the fields the planner and the runtime read from a kernel configuration
+    @property
+    def bm(self) -> int:
+        return self.base.bm
+
+    @property
+    def bn(self) -> int:
+        return self.base.bn
+
+    @property
+    def bk(self) -> int:
+        return self.base.bk
+
+    @property
+    def stages(self) -> int:
+        return self.base.stages
+
+    @property
+    def group_m(self) -> int:
+        return self.base.group_m
+
+    @property
+    def cluster(self) -> int:
+        return 1
+
+    @property
+    def loader(self) -> str:
+        return "tma"
+
+    @property
+    def schedule(self) -> str:
+        return "ws"
+
+    @property
+    def threads(self) -> int:
+        return self.base.threads
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.base.smem_bytes
+
+    def key(self) -> str:
+        return f"{self.base.key()}_sk{self.splits}"
+
+    def validate(self) -> "SplitKConfig":
+        if not isinstance(self.base, Sm90Config):
+            raise GemmConfigError(f"SplitKConfig: base must be an Sm90Config, got {type(self.base).__name__}")
+        self.base.validate()
+        if self.base.schedule != "ws" or self.base.loader != "tma" or self.base.cluster != 1:
+            raise GemmConfigError(
+                "SplitKConfig: split-K rewrites the warp-specialized TMA kernel without clusters "
+                "(schedule='ws', loader='tma', cluster=1)"
+            )
+        if type(self.splits) is not int or not 2 <= self.splits <= MAX_SPLITS:
+            raise GemmConfigError(f"SplitKConfig: splits={self.splits!r} must be an int in [2, {MAX_SPLITS}]")
+        return self
+
+
+# ============================================================================ the pieces
+def _split_ir() -> Tuple[Tuple[kir.Var, ...], List[kir.Stmt]]:
+    """``lp_split(u, tiles, &tile, &sk)``: unit u -> (tile u % tiles, chunk u / tiles)."""
+    u, tiles = kir.Var("u"), kir.Var("tiles")
+    tile, sk = kir.Var("tile"), kir.Var("sk")
+    return (u, tiles, tile, sk), [kir.Assign(tile, u % tiles), kir.Assign(sk, u / tiles)]
+
+
+def split_devfn() -> Tuple[str, str, kir.Block]:
+    """The work-unit decomposition as the device function ``lp_split``."""
+    return ("lp_split", "int u, int tiles, int& tile, int& sk", kir.block(*_split_ir()[1]))
+
+
+def _eval_split(u: np.ndarray, tiles: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    env: Dict[str, Any] = {"u": u, "tiles": tiles}
+    for st in _split_ir()[1]:
+        if not isinstance(st, kir.Assign) or not isinstance(st.lhs, kir.Var):
+            raise ProofFailedError("lp_split is not a list of assignments", condition="split map")
+        env[st.lhs.name] = kir.ev(st.rhs, env)
+    return env["tile"], env["sk"]
+
+
+def k_bounds_ir(sk: kir.Expr, kt: kir.Expr, splits: int) -> Tuple[kir.Expr, kir.Expr]:
+    """Chunk ``sk``'s k-blocks ``[kb, ke)`` of ``kt``: ``kb = sk * kt / S``,
+    ``ke = (sk + 1) * kt / S`` (the chunks differ in length by at most one k-block)."""
+    return (sk * kt) / splits, ((sk + 1) * kt) / splits
+
+
+def k_chunks(kt: int, splits: int) -> List[Tuple[int, int]]:
+    """The chunks ``[(kb, ke), ...]`` the kernel runs for ``kt`` k-blocks, evaluated from
+    :func:`k_bounds_ir` with C semantics."""
+    s = np.arange(splits)
+    kb, ke = k_bounds_ir(kir.Var("sk"), kir.Var("KT"), splits)
+    env = {"sk": s, "KT": np.full(splits, kt)}
+    return [(int(a), int(b)) for a, b in zip(kir.ev(kb, env), kir.ev(ke, env))]
+
+
+def prove_split(log: ProofLog, max_tiles: int = 160) -> None:
+    """``lp_split`` maps the units ``[0, tiles * S)`` one-to-one onto ``[0, tiles) x [0, S)``
+    for every ``tiles <= max_tiles`` and ``S <= MAX_SPLITS`` (C semantics); with the
+    persistent loop's own proof (each unit visited once), every (tile, chunk) runs once."""
+    log.extend(ProofLog(list(_split_proofs(max_tiles))))
+
+
+@functools.cache
+def _split_proofs(max_tiles: int) -> Tuple[Any, ...]:
+    cases = 0
+    for S in range(2, MAX_SPLITS + 1):
+        sizes = np.arange(1, max_tiles + 1)
+        n = sizes * S
+        tiles = np.repeat(sizes, n)
+        first = np.repeat(np.cumsum(n) - n, n)
+        u = np.arange(tiles.size) - first
+        tile, sk = _eval_split(u, tiles)
+        bad = (tile < 0) | (tile >= tiles) | (sk < 0) | (sk >= S)
+        # (tile, chunk) -> its slot of the group; a bijection iff every slot is hit once
+        slot = first + np.where(bad, 0, sk * tiles + tile)
+        hits = np.bincount(slot, minlength=tiles.size)
+        if bad.any() or not np.all(hits == 1):
+            i = int(np.flatnonzero(bad)[0]) if bad.any() else int(np.flatnonzero(hits != 1)[0])
+            raise ProofFailedError(
+                f"lp_split: {int(tiles[i])} tiles x {S} chunks: unit {int(u[i])} goes to (tile "
+                f"{int(tile[i])}, chunk {int(sk[i])}) outside the grid, or a (tile, chunk) is hit twice",
+                condition="split map bijective",
+                witness=(int(tiles[i]), S, int(u[i])),
+            )
+        cases += int(u.size)
+    log = ProofLog()
+    log.add(
+        "bijective",
+        f"split-K unit map lp_split: u -> (u % tiles, u / tiles) is a bijection [0, tiles*S) -> "
+        f"[0, tiles) x [0, S) for all tiles <= {max_tiles}, S in [2, {MAX_SPLITS}] (C semantics)",
+        "exhaustive",
+        cases,
+    )
+    return tuple(log.proofs)
+
+
+def prove_k_partition(
+    splits: int,
+    log: ProofLog,
+    kb: Optional[kir.Expr] = None,
+    ke: Optional[kir.Expr] = None,
+    sk: Optional[kir.Var] = None,
+    kt: Optional[kir.Var] = None,
+    max_kt: int = 4096,
+) -> None:
+    """The emitted chunk bounds partition the k-blocks: for every ``KT`` in ``[0, max_kt]``
+    and a few large ones (up to the largest ``KT`` of a 32-bit ``K``), ``kb(0) = 0``,
+    ``ke(s) = kb(s + 1)``, ``ke(S - 1) = KT`` and ``kb(s) <= ke(s)`` -- so each k-block lies
+    in exactly one chunk -- and every chunk is non-empty when ``KT >= S``.  ``kb``/``ke``
+    are the kernel's own expressions over ``sk`` and ``kt`` (default: :func:`k_bounds_ir`)."""
+    if sk is None or kt is None or kb is None or ke is None:
+        sk, kt = kir.Var("sk"), kir.Var("KT")
+        kb, ke = k_bounds_ir(sk, kt, splits)
+    kts = np.concatenate([np.arange(max_kt + 1), np.array([65535, 1 << 20, (2**31 - 1 + 63) // 64])])
+    S = splits
+    s = np.tile(np.arange(S), kts.size)
+    K = np.repeat(kts, S)
+    env = {sk.name: s, kt.name: K}
+    try:
+        b = np.asarray(kir.ev(kb, env)).reshape(kts.size, S)
+        e = np.asarray(kir.ev(ke, env)).reshape(kts.size, S)
+    except Exception as ex:  # an intermediate that overflows int, a bad node
+        raise ProofFailedError(
+            f"split-K chunk bounds ({S} splits) cannot be evaluated with C semantics: {ex}",
+            condition="k chunks partition [0, KT)",
+        ) from None
+    ok = (b[:, 0] == 0) & (e[:, -1] == kts) & np.all(b <= e, axis=1)
+    ok &= np.all(e[:, :-1] == b[:, 1:], axis=1)
+    ok &= ~((kts >= S) & np.any(e - b < 1, axis=1))
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise ProofFailedError(
+            f"split-K chunks of KT={int(kts[i])} k-blocks into {S}: "
+            f"{list(zip(b[i].tolist(), e[i].tolist()))} do not partition [0, {int(kts[i])})",
+            condition="k chunks partition [0, KT)",
+            witness=(int(kts[i]), S),
+        )
+    log.add(
+        "bijective",
+        f"split-K chunks [kb, ke) = [{kir.emit_expr(kb)}, {kir.emit_expr(ke)}) for sk < {S} partition "
+        f"[0, KT) (each k-block in exactly one chunk; non-empty when KT >= {S}) for all KT <= {max_kt} "
+        f"and 3 larger up to the 32-bit K limit (C semantics)",
+        "exhaustive",
+        int(s.size),
+    )
+
+
+def workspace_offset_ir(s: kir.Expr, r: kir.Expr, c: kir.Expr, m: kir.Expr, ldw: kir.Expr) -> kir.Expr:
+    """Element offset of ``W[s, r, c]`` in the workspace: ``s * M * ldw + r * ldw + c`` (64-bit);
+    the claims of the split kernel's stores and of the fix-up's reads are written with it,
+    and :func:`prove_workspace` proves it injective and in bounds."""
+    ll = "long long"
+    return kir.Cast(ll, s) * m * ldw + kir.Cast(ll, r) * ldw + c
+
+
+def prove_workspace(splits: int, log: ProofLog, max_mn: int = 16) -> None:
+    """The workspace planes are disjoint and in bounds: ``(s, r, c) -> s * M * ldw + r * ldw
+    + c`` for ``s < S``, ``r < M``, ``c < N <= ldw`` is injective into ``[0, S * M * ldw)``.
+
+    Exhaustive for every ``M, N <= max_mn`` and ``ldw`` in ``N .. N + 2``; the map is the
+    layout ``(N, M, S):(1, ldw, M * ldw)``, whose strides each exceed the reach of the
+    modes before them (``(N - 1) < ldw``, ``(M - 1) * ldw + (N - 1) < M * ldw``), which
+    makes it injective for every size, the checked grid being its witness cases."""
+    log.extend(ProofLog(list(_workspace_proofs(splits, max_mn))))
+
+
+@functools.cache
+def _workspace_proofs(splits: int, max_mn: int) -> Tuple[Any, ...]:
+    log = ProofLog()
+    S = splits
+    cases = 0
+    expr = workspace_offset_ir(
+        kir.Var("s"), kir.Var("r"), kir.Var("c"), kir.Var("M"), kir.Var("ldw", "long long")
+    )
+    for M in range(1, max_mn + 1):
+        for N in range(1, max_mn + 1):
+            for ldw in (N, N + 1, N + 2):
+                s, r, c = np.meshgrid(np.arange(S), np.arange(M), np.arange(N), indexing="ij")
+                off = np.asarray(kir.ev(expr, {"s": s, "r": r, "c": c, "M": M, "ldw": ldw})).ravel()
+                if off.min() < 0 or off.max() >= S * M * ldw or np.unique(off).size != off.size:
+                    raise ProofFailedError(
+                        f"split-K workspace planes overlap or leave [0, S*M*ldw) at M={M}, N={N}, ldw={ldw}",
+                        condition="workspace planes disjoint and in bounds",
+                        witness=(M, N, ldw, S),
+                    )
+                cases += off.size
+    log.add(
+        "bijective",
+        f"split-K workspace W[s, r, c] at {kir.emit_expr(expr)} is injective into "
+        f"[0, {S}*M*ldw) for row < M, col < N <= ldw (every M, N <= {max_mn}, ldw in N..N+2)",
+        "exhaustive",
+        cases,
+    )
+    return tuple(log.proofs)
+
+
+# ============================================================================ the rewrite
+def _plane_ptr(C: kir.Var, sk: kir.Expr, M: kir.Expr, ldc: kir.Expr) -> kir.Expr:
+    """The kernel's pointer to workspace plane ``sk`` (checked against the claims)."""
+    return C + kir.Cast("long long", sk) * M * ldc
+
+
+def _find_decl(body: kir.Block, name: str) -> kir.Var:
+    hits = [n.var for n in kir.walk(body) if isinstance(n, kir.Decl) and n.var.name == name]
+    if len(hits) != 1:
+        raise ProofFailedError(
+            f"split-K rewrite: expected one declaration of {name!r}, found {len(hits)}",
+            condition="split-K rewrite",
+            witness=name,
+        )
+    return hits[0]
+
+
+def _param(k: kir.Kernel, name: str) -> kir.Var:
+    for _, v in k.params:
+        if v.name == name:
+            return v
+    raise ProofFailedError(
+        f"split-K rewrite: no parameter {name!r}", condition="split-K rewrite", witness=name
+    )
+
+
+def splitk_ir(base: kir.Kernel, splits: int, name: str) -> Tuple[kir.Kernel, List[Tuple[Any, ...]]]:
+    """The split-K kernel from the warp-specialized kernel's IR ``base`` (f32 output):
+
+    * ``units = tiles * S`` after the tile count; both persistent tile loops run over the
+      units, and each unit is decomposed by ``lp_split(t, tiles, tile, sk)`` -- the tile
+      (passed to the scheduler ``lp_tile`` in place of ``t``) and its chunk ``sk``;
+    * each k-loop ``for (kt = 0; kt < KT; ...)`` inside a tile loop runs over
+      ``[kb, ke)`` (:func:`k_bounds_ir`, declared in that tile loop);
+    * in the consumers' tile loop, ``C`` becomes ``Cs = C + sk * M * ldc`` (the unit's
+      workspace plane), in the code and in the claims its stores carry.
+
+    Returns the kernel and, per rewritten tile loop, ``(sk, KT, kb, ke)`` for the
+    partition proof."""
+    if base.cluster != 1:
+        raise ProofFailedError("split-K: the base kernel has clusters", condition="split-K rewrite")
+    tiles = _find_decl(base.body, "tiles")
+    KT = _find_decl(base.body, "KT")
+    C, M, ldc = _param(base, "C"), _param(base, "M"), _param(base, "ldc")
+    units = kir.Var("units")
+    loops = [
+        n for n in kir.walk(base.body) if isinstance(n, kir.For) and n.stop is tiles and n.cond is not None
+    ]
+    if len(loops) != 2:
+        raise ProofFailedError(
+            f"split-K rewrite: expected the producer's and the consumers' tile loops, found {len(loops)}",
+            condition="split-K rewrite",
+        )
+    chunks: List[Tuple[Any, ...]] = []
+    new_loops: Dict[int, kir.For] = {}
+    for lp in loops:
+        t = lp.var
+        tile, sk = kir.Var("tile"), kir.Var("sk")
+        kb_e, ke_e = k_bounds_ir(sk, KT, splits)
+        kb, ke = kir.Var("kb"), kir.Var("ke")
+        consumer = any(isinstance(n, kir.NamedBarrier) for n in kir.walk(lp.body))
+        Cs = kir.Var("Cs", C.ctype) if consumer else None
+        kloops = [
+            n
+            for n in kir.walk(lp.body)
+            if isinstance(n, kir.For)
+            and n.stop is KT
+            and isinstance(n.start, kir.Const)
+            and n.start.value == 0
+        ]
+        if len(kloops) != 1:
+            raise ProofFailedError(
+                f"split-K rewrite: expected one k-loop over [0, KT) in a tile loop, found {len(kloops)}",
+                condition="split-K rewrite",
+            )
+
+        def fn(
+            node: Any,
+            t: kir.Var = t,
+            tile: kir.Var = tile,
+            Cs: Optional[kir.Var] = Cs,
+            kb: kir.Var = kb,
+            ke: kir.Var = ke,
+        ) -> Any:
+            if isinstance(node, kir.Call) and node.name == "lp_tile":
+                if node.args[0] is not t:
+                    raise ProofFailedError(
+                        "split-K rewrite: lp_tile is not called with the loop's tile index",
+                        condition="split-K rewrite",
+                    )
+                return replace(node, args=(tile,) + node.args[1:])
+            if isinstance(node, kir.For) and node.stop is KT:
+                return replace(node, start=kb, stop=ke)
+            if Cs is not None and node is C:
+                return Cs
+            return None
+
+        body = kir.rewrite(lp.body, fn)
+        if Cs is not None:
+            # the claims: the byte address of C's element is now that of the same element in
+            # workspace plane sk, written with the proven workspace offset (not with Cs)
+            plane = 4 * workspace_offset_ir(sk, kir.Const(0), kir.Const(0), M, ldc)
+
+            def claims(node: Any, Cs: kir.Var = Cs, plane: kir.Expr = plane) -> Any:
+                if isinstance(node, kir.Cast) and node.a is Cs and node.ctype == "long long":
+                    return addr_of(C) + plane
+                return None
+
+            body = kir.rewrite(body, claims)
+        head: List[kir.Stmt] = [
+            kir.Decl(tile),
+            kir.Decl(sk),
+            kir.Eval(kir.Call("lp_split", (t, tiles, tile, sk), "void")),
+            kir.Decl(kb, kb_e, const=True, comment="this unit's k-blocks [kb, ke)"),
+            kir.Decl(ke, ke_e, const=True),
+        ]
+        if Cs is not None:
+            head.append(
+                kir.Decl(Cs, _plane_ptr(C, sk, M, ldc), const=True, comment="this unit's f32 workspace plane")
+            )
+        new_loops[id(lp)] = replace(
+            lp, stop=units, cond=t.lt(units), body=kir.Block(tuple(head) + body.body, body.bare)
+        )
+        chunks.append((sk, KT, kb_e, ke_e))
+
+    def top(node: Any) -> Any:
+        return new_loops.get(id(node))
+
+    body = kir.rewrite(base.body, top)
+    # units = tiles * S, declared right after tiles
+    out: List[kir.Stmt] = []
+    for st in body.body:
+        out.append(st)
+        if isinstance(st, kir.Decl) and st.var is tiles:
+            out.append(
+                kir.Decl(units, tiles * splits, const=True, comment=f"(tile, k chunk) units, {splits} chunks")
+            )
+    if not any(isinstance(s, kir.Decl) and s.var is units for s in out):
+        raise ProofFailedError(
+            "split-K rewrite: tiles is not declared at the top level", condition="split-K rewrite"
+        )
+    descr = base.description + (
+        f"split-K: {splits} chunks of the k-blocks; unit u = (tile u % tiles, chunk u / tiles)",
+        "stores its f32 partial into workspace plane chunk (C + chunk*M*ldc); a second kernel",
+        "sums the planes",
+    )
+    k = replace(
+        base,
+        name=name,
+        body=kir.Block(tuple(out), body.bare),
+        devfns=base.devfns + (split_devfn(),),
+        description=descr,
+    )
+    return k, chunks
+
+
+# ============================================================================ reduction
+def _reduce_index(s: kir.Expr, r: kir.Expr, c: kir.Expr, M: kir.Expr, N: kir.Expr) -> kir.Expr:
+    """The fix-up kernel's element index of ``W[s, r, c]`` (checked against the claims)."""
+    return (kir.Cast("long long", s) * M + r) * N + c
+
+
+#: the f32 -> output conversion the reduction kernel calls, per output type
+_CVT = {"f16": "__float2half_rn", "bf16": "__float2bfloat16_rn", "f32": None}
+
+
+def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
+    """The fix-up kernel: ``C[r, c] = cvt(sum_{s < S} W[s, r, c])`` for ``r < M``,
+    ``c < N``; block ``(x, y)`` = (256 columns, row ``y``), one element per thread, the
+    planes summed in order ``s = 0, 1, ...`` (deterministic)."""
+    if out not in _CVT:
+        raise GemmConfigError(f"split-K reduction: output {out!r} must be one of {sorted(_CVT)}")
+    W = kir.Var("W", "const float*")
+    C = kir.Var("C", "lp_out_t*")
+    M, N = kir.Var("M"), kir.Var("N")
+    ldc = kir.Var("ldc", "long long")
+    tid = kir.THREAD_IDX
+    bx = kir.BLOCK_IDX
+    by = kir.Var("blockIdx.y", builtin=True)
+    c, r = kir.Var("c"), kir.Var("r")
+    s = kir.Var("s")
+    acc = kir.Var("acc", "float")
+    w_off = _reduce_index(s, r, c, M, N)
+    wclaim = kir.Claim(
+        "split-K workspace read W[s, r, c]",
+        addr_of(W) + 4 * workspace_offset_ir(s, r, c, M, N),
+        bounds=((r, M), (c, N)),
+        width=4,
+    )
+    ob = OUT_DTYPES[out][1]
+    cclaim = kir.Claim(
+        "C element store C[r, c]",
+        addr_of(C) + ob * (kir.Cast("long long", r) * ldc + c),
+        bounds=((r, M), (c, N)),
+        width=ob,
+    )
+    cvt = _CVT[out]
+    val: kir.Expr = acc if cvt is None else kir.Call(cvt, (acc,), "lp_out_t")
+    body = kir.block(
+        kir.Decl(c, bx * REDUCE_THREADS + tid, const=True),
+        kir.Decl(r, by, const=True),
+        kir.If(
+            r.lt(M),
+            kir.block(
+                kir.If(
+                    c.lt(N),
+                    kir.block(
+                        kir.Decl(acc, kir.FloatLit("0.0f")),
+                        kir.For(
+                            s,
+                            kir.Const(0),
+                            kir.Const(splits),
+                            kir.block(kir.Assign(acc, kir.Mem(W, wclaim, idx=w_off), op="+=")),
+                            unroll=True,
+                        ),
+                        kir.Assign(kir.Mem(C, cclaim, idx=kir.Cast("long long", r) * ldc + c), val),
+                    ),
+                )
+            ),
+        ),
+    )
+    params = (
+        ("const float* __restrict__", W),
+        ("lp_out_t* __restrict__", C),
+        ("int", M),
+        ("int", N),
+        ("long long", ldc),
+    )
+    return kir.Kernel(
+        name,
+        params,
+        body,
+        REDUCE_THREADS,
+        typedefs=(("lp_out_t", OUT_DTYPES[out][0]),),
+        sizes={"lp_out_t": ob, "float": 4},
+        description=(
+            "",
+            f"split-K fix-up generated by layoutproof {SPLITK_VERSION}: C[r, c] = {cvt or '(float)'}"
+            f"(sum of W[s, r, c], s = 0..{splits - 1}) in order",
+            f"W: {splits} f32 planes of M x N (row stride N); C row-major, row stride ldc; "
+            f"block ({REDUCE_THREADS} columns, row blockIdx.y)",
+        ),
+    )
+
+
+# ============================================================================ generation
+@dataclass
+class SplitKKernels:
+    """The two kernels of a split-K GEMM: ``gemm`` (the rewritten warp-specialized kernel,
+    f32 partials into the workspace) and ``reduce`` (the fix-up), with their proof logs."""
+
+    config: SplitKConfig
+    problem: GemmProblem
+    gemm: GemmKernel
+    reduce: GemmKernel
+
+    @property
+    def proofs(self) -> ProofLog:
+        return ProofLog(list(self.gemm.proofs) + list(self.reduce.proofs))
+
+
+def _pre_emission_proofs(k: GemmKernel, cfg: Sm90Config) -> List[Any]:
+    """The base kernel's proofs of its plans (buffers, TMA boxes, descriptors, atom, C map,
+    scheduler, epilogue): its log without the IR obligations ``finish`` appended, which are
+    discharged again on the rewritten tree.  Counted by re-running them on the base IR."""
+    tmp = ProofLog()
+    rep = kir.discharge(k.ir, tmp)
+    del rep
+    tx = _tx_of(k.ir)
+    proto, _n = protocol_ir(k.ir, cfg, tx, tmp)
+    epilogue_order(k.ir, tmp)
+    prove_pipeline(cfg.stages, cfg.warpgroups, tmp, ctas=1, **proto)
+    n_post = len(tmp)
+    allp = list(k.proofs)
+    tail = [p.statement for p in allp[len(allp) - n_post :]]
+    if tail != [p.statement for p in tmp]:
+        raise ProofFailedError(
+            "split-K: the base kernel's log does not end with its IR obligations",
+            condition="split-K proof log",
+        )
+    return allp[: len(allp) - n_post]
+
+
+def _tx_of(k: kir.Kernel) -> int:
+    txs = [n.nbytes for n in kir.walk(k.body) if isinstance(n, kir.MbarExpectTx)]
+    if len(txs) != 1:
+        raise ProofFailedError(
+            "split-K: expected one expect_tx in the base kernel", condition="split-K rewrite"
+        )
+    return int(txs[0])
+
+
+_MEMO: Dict[Tuple[SplitKConfig, GemmProblem], SplitKKernels] = {}
+
+
+def generate_splitk(
+    config: SplitKConfig, problem: Optional[GemmProblem] = None, *, memo: bool = True
+) -> SplitKKernels:
+    """Build, prove and emit the split-K kernel pair for ``problem`` (its ``out`` type is the
+    reduction's; the GEMM kernel stores f32 partials)."""
+    cfg = config.validate()
+    prob = (problem or GemmProblem("k", "k")).validate()
+    if memo and (cfg, prob) in _MEMO:
+        return _MEMO[(cfg, prob)]
+    S = cfg.splits
+    base_prob = replace(prob, out_dtype="f32")
+    base = generate_sm90(cfg.base, base_prob, memo=memo)
+    log = ProofLog(_pre_emission_proofs(base, cfg.base))
+    prove_split(log)
+    prove_workspace(S, log)
+    h = hashlib.sha256(f"{SPLITK_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
+    name = f"lp_gemm_sm90_splitk_{prob.key()}_{h}"
+    ir, chunks = splitk_ir(base.ir, S, name)
+    for sk, KT, kb, ke in chunks[:1]:  # both loops carry the same expressions (checked below)
+        prove_k_partition(S, log, kb, ke, sk, KT)
+    if kir.emit_expr(chunks[0][2]) != kir.emit_expr(chunks[1][2]) or kir.emit_expr(
+        chunks[0][3]
+    ) != kir.emit_expr(chunks[1][3]):
+        raise ProofFailedError(
+            "split-K: the producer's and the consumers' chunk bounds differ",
+            condition="k chunks partition [0, KT)",
+        )
+    tx = _tx_of(ir)
+
+    def protocol(k: kir.Kernel) -> int:
+        proto, n = protocol_ir(k, cfg.base, tx, log)
+        epilogue_order(k, log)
+        prove_pipeline(cfg.base.stages, cfg.base.warpgroups, log, ctas=1, **proto)
+        return n
+
+    title = f"proven before emission ({cfg.key()}, {base_prob.key()})"
+    src = finish(ir, log, title, protocol)
+    gk = GemmKernel(
+        base.config, base_prob, src, name, base.threads, base.smem_bytes, log, dict(base.swizzles), ir
+    )
+    rlog = ProofLog()
+    rname = f"lp_splitk_reduce_{prob.out}_s{S}"
+    rir = reduce_ir(S, prob.out, rname)
+    rsrc = finish(rir, rlog, f"proven before emission (split-K fix-up, {S} planes, {prob.out} out)")
+    rk = GemmKernel(base.config, prob, rsrc, rname, REDUCE_THREADS, 0, rlog, {}, rir)
+    out = SplitKKernels(cfg, prob, gk, rk)
+    if memo:
+        _MEMO[(cfg, prob)] = out
+    return out

@@ -1,0 +1,284 @@
+"""Split-K (gpu/splitk.py): the split kernel rewritten on the warp-specialized kernel's IR
+and its fix-up kernel -- the obligations (unit map, K chunks, workspace planes, the IR's own
+accesses and protocol), planted bugs refused by name, the configuration rules, the plan
+rule's choice, a plan's two launches (fake CuPy), the sources compiled for sm_90a, and with
+a GPU the results against float64."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
+from test_gpu_plan import _FakeCupy
+
+from layoutproof.gpu import kir, runtime, splitk
+from layoutproof.gpu import plan as P
+from layoutproof.gpu.codegen_sm90 import Sm90Config
+from layoutproof.gpu.config import GemmProblem
+from layoutproof.gpu.errors import GemmConfigError, ProofFailedError
+from layoutproof.gpu.proofrec import ProofLog
+from layoutproof.gpu.splitk import SplitKConfig, generate_splitk, k_chunks
+
+WS = dict(loader="tma", schedule="ws")
+CFG = SplitKConfig(Sm90Config(bm=64, bn=128, stages=8, **WS), 4)
+NVCC = shutil.which("nvcc")
+
+
+# ============================================================================ obligations
+@pytest.mark.parametrize(
+    "prob", [GemmProblem("k", "n"), GemmProblem("m", "k", out_dtype="bf16", dtype="bf16")]
+)
+def test_split_kernel_carries_the_split_obligations(prob):
+    kk = generate_splitk(CFG, prob)
+    src = kk.gemm.source
+    lines = [p.line() for p in kk.gemm.proofs]
+    assert any("lp_split" in x and "bijection" in x for x in lines)
+    assert any("split-K chunks [kb, ke) = [sk * KT / 4, (sk + 1) * KT / 4)" in x for x in lines)
+    assert any("split-K workspace W[s, r, c]" in x for x in lines)
+    # the base kernel's plan proofs, then the IR's own obligations on the rewritten tree
+    assert any("persistent scheduler" in x for x in lines)
+    assert any("protocol read from the IR" in x for x in lines)
+    assert src.count("//   [") == len(kk.gemm.proofs)
+    cov = [x for x in src.splitlines() if x.startswith("// coverage")]
+    assert cov and cov[0].startswith("// coverage: 9 of 9 memory accesses")
+    assert src.count("for (int kt = kb; kt < ke; ++kt)") == 2  # producer and consumers
+    assert src.count("lp_split(t, tiles, tile, sk);") == 2
+    assert "lp_out_t* const Cs = C + (long long)sk * M * ldc;" in src
+    assert "typedef float lp_out_t;" in src  # the partials are f32 whatever C's type
+    red = kk.reduce.source
+    assert "coverage: 2 of 2 memory accesses" in red
+    cvt = "__float2bfloat16_rn" if prob.out == "bf16" else "__float2half_rn"
+    assert f"= {cvt}(acc);" in red and "for (int s = 0; s < 4; ++s)" in red
+
+
+@pytest.mark.parametrize("splits", [2, 3, 7, 16])
+def test_k_chunks_partition_every_k(splits):
+    for kt in range(0, 300):
+        ch = k_chunks(kt, splits)
+        assert ch[0][0] == 0 and ch[-1][1] == kt
+        assert all(a[1] == b[0] for a, b in zip(ch, ch[1:]))
+        lens = [e - b for b, e in ch]
+        assert min(lens) >= 0 and max(lens) - min(lens) <= 1
+        assert kt < splits or min(lens) >= 1
+
+
+def test_overlapping_chunks_are_refused(monkeypatch):
+    def bad(sk, kt, splits):  # each chunk runs one k-block too far: chunks overlap
+        return (sk * kt) / splits, ((sk + 1) * kt) / splits + 1
+
+    monkeypatch.setattr(splitk, "k_bounds_ir", bad)
+    with pytest.raises(ProofFailedError) as e:
+        generate_splitk(CFG, GemmProblem("k", "n"), memo=False)
+    assert e.value.condition == "k chunks partition [0, KT)"
+
+
+def test_a_chunk_that_misses_the_last_k_block_is_refused():
+    sk, kt = kir.Var("sk"), kir.Var("KT")
+    with pytest.raises(ProofFailedError) as e:
+        splitk.prove_k_partition(4, ProofLog(), sk * kt / 4, (sk + 1) * (kt - 1) / 4, sk, kt)
+    assert e.value.condition == "k chunks partition [0, KT)"
+
+
+def test_a_wrong_workspace_plane_is_refused(monkeypatch):
+    # plane sk at sk * ldc instead of sk * M * ldc: planes overlap; the stores' claims,
+    # written with the proven workspace offset, refute the kernel's address
+    monkeypatch.setattr(splitk, "_plane_ptr", lambda C, sk, M, ldc: C + kir.Cast("long long", sk) * ldc)
+    with pytest.raises(ProofFailedError) as e:
+        generate_splitk(CFG, GemmProblem("k", "n"), memo=False)
+    assert e.value.condition == "address equals its layout"
+
+
+def test_a_wrong_fixup_read_is_refused(monkeypatch):
+    monkeypatch.setattr(splitk, "_reduce_index", lambda s, r, c, M, N: (kir.Cast("long long", s) + r) * N + c)
+    with pytest.raises(ProofFailedError) as e:
+        splitk.generate_splitk(CFG, GemmProblem("k", "n"), memo=False)
+    assert e.value.condition == "address equals its layout"
+
+
+def test_a_broken_unit_map_is_refused(monkeypatch):
+    def bad():
+        u, tiles = kir.Var("u"), kir.Var("tiles")
+        tile, sk = kir.Var("tile"), kir.Var("sk")
+        # (u % tiles, u / tiles) with the chunk taken modulo 2: units collide for S > 2
+        return (u, tiles, tile, sk), [kir.Assign(tile, u % tiles), kir.Assign(sk, u / tiles % 2)]
+
+    monkeypatch.setattr(splitk, "_split_ir", bad)
+    splitk._split_proofs.cache_clear()
+    try:
+        with pytest.raises(ProofFailedError) as e:
+            splitk.prove_split(ProofLog(), max_tiles=8)
+        assert e.value.condition == "split map bijective"
+    finally:
+        splitk._split_proofs.cache_clear()
+
+
+def test_a_workspace_offset_that_overlaps_is_refused(monkeypatch):
+    monkeypatch.setattr(
+        splitk, "workspace_offset_ir", lambda s, r, c, m, ldw: kir.Cast("long long", s) * ldw + r * ldw + c
+    )
+    with pytest.raises(ProofFailedError) as e:
+        splitk.prove_workspace(3, ProofLog(), max_mn=4)
+    assert e.value.condition == "workspace planes disjoint and in bounds"
+
+
+def test_splitk_config_rules():
+    for bad in (
+        SplitKConfig(Sm90Config(bm=64, bn=128, stages=8, **WS), 1),
+        SplitKConfig(Sm90Config(bm=64, bn=128, stages=8, **WS), 17),
+        SplitKConfig(Sm90Config(bm=128, bn=256, stages=4, cluster=2, **WS), 2),
+        SplitKConfig(Sm90Config(bm=128, bn=128, stages=4, loader="tma"), 2),
+        SplitKConfig(GemmConfigError, 2),
+    ):
+        with pytest.raises(GemmConfigError):
+            bad.validate()
+    assert CFG.key() == "sm90_64x128x64_s8_g8_tma_ws_sk4"
+    assert (CFG.bm, CFG.bn, CFG.threads, CFG.schedule, CFG.cluster) == (64, 128, 256, "ws", 1)
+
+
+# ============================================================================ the rule
+def test_the_rule_splits_k_where_tiles_leave_sms_idle():
+    for shape in [(512, 512, 28672), (16, 4096, 4096), (1, 4096, 4096)]:
+        cfg = P.choose_config(*shape, hopper=True, tma=True)
+        assert isinstance(cfg, SplitKConfig), shape
+        tiles = -(-shape[0] // cfg.bm) * -(-shape[1] // cfg.bn)
+        assert tiles * cfg.splits <= 132 and -(-shape[2] // 64) >= 4 * cfg.splits
+    for shape in [
+        (8192, 8192, 8192),
+        (1024, 1024, 16384),
+        (128, 8192, 8192),
+        (4096, 4096, 4096),
+        (64, 64, 64),
+    ]:
+        assert not isinstance(P.choose_config(*shape, hopper=True, tma=True), SplitKConfig), shape
+    # off Hopper, without TMA, or with explicit candidates: never split
+    assert not isinstance(P.choose_config(16, 4096, 4096, hopper=True, tma=False), SplitKConfig)
+    assert not isinstance(P.choose_config(16, 4096, 4096, hopper=False, tma=False), SplitKConfig)
+    cands = P.hopper_candidates(True)
+    assert P.choose_config(16, 4096, 4096, hopper=True, tma=True, candidates=cands) in cands
+
+
+def test_splitk_candidates_fill_at_most_one_wave():
+    base = P.hopper_candidates(True)
+    for m, n, k in [(16, 4096, 4096), (512, 512, 28672), (1, 14336, 4096), (300, 700, 900)]:
+        for c in P.splitk_candidates(m, n, k, base):
+            c.validate()
+            tiles = -(-m // c.bm) * -(-n // c.bn)
+            assert tiles < 132 and tiles * c.splits <= 132
+            assert -(-k // 64) >= P.SPLITK_MODEL["min_kblocks"] * c.splits
+    assert P.splitk_candidates(70000, 64, 65536, base) == ()  # the fix-up grid's row limit
+    assert P.splitk_candidates(8192, 8192, 8192, base) == ()  # enough tiles already
+
+
+# ============================================================================ a plan (fake CuPy)
+@pytest.fixture
+def fake_tma(monkeypatch, tmp_path):
+    cp = _FakeCupy()
+    monkeypatch.setenv("LAYOUTPROOF_CACHE", str(tmp_path))
+    monkeypatch.setattr(runtime, "_CUPY", [cp])
+    monkeypatch.setattr(runtime, "_DEVICE_FACTS", {})
+    monkeypatch.setattr(runtime, "_MODULES", {})
+    monkeypatch.setattr(runtime, "_PLANS", {})
+    monkeypatch.setattr(runtime, "tma_available", lambda: True)
+    monkeypatch.setattr(runtime._Operand, "prepare_tma", lambda self, dt, k, mn: None)
+    monkeypatch.setattr(runtime._Operand, "tensor_map", lambda self, ptr: np.zeros(128, np.uint8))
+    cp.float32 = np.float32
+
+    def empty(shape, dtype, order="C"):
+        if isinstance(shape, int):
+            shape = (1, shape)
+        return _FakeCupy.empty(cp, shape, dtype, order)
+
+    cp.empty = empty
+    runtime._sm_count_of.cache_clear()
+    yield cp
+    runtime._sm_count_of.cache_clear()
+
+
+def test_fake_splitk_plan_launches_the_split_kernel_then_the_fixup(fake_tma):
+    cp = fake_tma
+    m, n, k = 16, 4096, 4096
+    a, b = cp.array((m, k)), cp.array((k, n))
+    c = runtime.gemm(a, b, config=CFG)
+    plan = runtime.last_launch["plan"]
+    g, f = cp.launches
+    assert g["kinds"] == ["tmap", "tmap", "ptr", "i32", "i32", "i32", "i64", "i32"]
+    ws = plan._ws.data.ptr
+    assert g["values"][2:] == [ws, m, n, k, n, 1]  # partials into the workspace, row stride n
+    units = 1 * (n // CFG.bn) * CFG.splits
+    assert g["grid"] == (min(units, 132), 1, 1) and g["block"] == (CFG.threads, 1, 1)
+    assert f["kinds"] == ["ptr", "ptr", "i32", "i32", "i64"]
+    assert f["values"] == [ws, c.data.ptr, m, n, n]
+    assert f["grid"] == (n // splitk.REDUCE_THREADS, m, 1) and f["block"] == (splitk.REDUCE_THREADS, 1, 1)
+    assert plan._ws.shape == (1, CFG.splits * m * n)
+    # the rule picks split-K for this shape by itself
+    runtime.gemm(a, b)
+    assert isinstance(runtime.last_launch["config"], SplitKConfig)
+
+
+# ============================================================================ nvcc
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+def test_split_and_fixup_sources_compile_for_sm90a_without_spills(tmp_path):
+    kk = generate_splitk(SplitKConfig(Sm90Config(bm=128, bn=128, stages=6, **WS), 3), GemmProblem("k", "k"))
+    _nvcc_sm90a(kk.gemm.source, tmp_path)
+    _nvcc_sm90a(kk.reduce.source, tmp_path)
+
+
+# ============================================================================ on a GPU
+gpu = pytest.mark.skipif(not runtime.gpu_available(), reason="no CUDA GPU / CuPy")
+
+
+def _ints(cp, shape, seed, order="C"):
+    x = cp.random.default_rng(seed).integers(-3, 4, size=shape).astype(cp.float16)
+    return cp.asfortranarray(x) if order == "F" else x
+
+
+@gpu
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        CFG,
+        SplitKConfig(Sm90Config(bm=128, bn=128, stages=6, **WS), 3),
+        SplitKConfig(Sm90Config(bm=64, bn=64, stages=8, **WS), 16),
+    ],
+)
+@pytest.mark.parametrize("m, n, k", [(1, 4096, 4096), (37, 45, 51), (130, 260, 1000), (512, 512, 28672 // 8)])
+def test_gpu_splitk_matches_float64(cfg, m, n, k):
+    cp = pytest.importorskip("cupy")
+    if cp.cuda.Device().compute_capability != "90" or not runtime.tma_available():
+        pytest.skip("split-K runs the TMA kernels of sm_90")
+    for ao, bo, oo in (("C", "C", "C"), ("F", "C", "C"), ("C", "F", "F")):
+        a, b = _ints(cp, (m, k), m + k, ao), _ints(cp, (k, n), n, bo)
+        c = cp.full((m, n), cp.nan, dtype=cp.float32, order=oo)
+        runtime.gemm(a, b, c, config=cfg, out_dtype="f32")
+        ref = a.astype(cp.float64) @ b.astype(cp.float64)
+        assert not bool(cp.isnan(c).any())
+        assert float(cp.abs(c - ref).max()) == 0.0, (cfg.key(), m, n, k, ao, bo, oo)
+    c16 = runtime.gemm(a, b, config=cfg)
+    assert float(cp.abs(c16.astype(cp.float64) - ref).max()) <= 1e-3 * float(cp.abs(ref).max() + 1)
+
+
+@gpu
+def test_gpu_splitk_plan_under_cuda_graph_capture():
+    cp = pytest.importorskip("cupy")
+    if cp.cuda.Device().compute_capability != "90" or not runtime.tma_available():
+        pytest.skip("split-K runs the TMA kernels of sm_90")
+    m, n, k = 16, 2048, 4096
+    a, b = _ints(cp, (m, k), 3), _ints(cp, (k, n), 4)
+    c = cp.full((m, n), cp.nan, dtype=cp.float32)
+    plan = runtime.gemm_plan(a, b, c, out_dtype="f32", config=CFG)
+    plan(a, b, c)
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        s.begin_capture()
+        plan(a, b, c)
+        g = s.end_capture()
+    for seed in range(3):
+        a[...] = _ints(cp, (m, k), 30 + seed)
+        b[...] = _ints(cp, (k, n), 40 + seed)
+        c.fill(cp.nan)
+        cp.cuda.Device().synchronize()
+        g.launch(stream=s)
+        s.synchronize()
+        assert float(cp.abs(c - a.astype(cp.float64) @ b.astype(cp.float64)).max()) == 0.0, seed
