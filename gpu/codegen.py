@@ -170,7 +170,7 @@ def _swizzled(sw: Optional[Swizzle], L: Layout) -> Any:
     return L if sw is None else composition(sw, L)
 
 
-def _buffer_map(plan: OperandPlan, tile_map: Layout, with_stage: bool = True) -> Any:
+def buffer_map(plan: OperandPlan, tile_map: Layout, with_stage: bool = True) -> Any:
     """The composed map (coordinates[, stage]) -> buffer element offset."""
     X, BK = plan.x_extent, plan.bk
     tile2d = plan.tile()  # (X, BK, S)
@@ -198,12 +198,12 @@ def _phase_ok(addrs: np.ndarray, kind: str) -> bool:
         return False
 
 
-def _eval_map(L: Any) -> np.ndarray:
+def eval_map(L: Any) -> np.ndarray:
     """All values of a layout / composed layout, in colexicographic coordinate order."""
     return np.asarray(L.eval_all(), dtype=np.int64)
 
 
-def _warp_rows(vals: np.ndarray, threads: int) -> np.ndarray:
+def warp_rows(vals: np.ndarray, threads: int) -> np.ndarray:
     """Rearrange per-(thread, rest...) values (thread fastest) into (instructions, 32)."""
     per_thread = vals.reshape(-1, threads)  # rows: the other coordinates
     w = threads // 32
@@ -216,9 +216,9 @@ def _access_sets(plan: OperandPlan, sw: Optional[Swizzle]) -> Tuple[np.ndarray, 
     saved = plan.swizzle
     plan.swizzle = sw
     try:
-        cp = _eval_map(_buffer_map(plan, plan.copy_tv(), with_stage=False)) * 2
-        cp_rows = _warp_rows(cp, plan.threads)
-        ld = _eval_map(_buffer_map(plan, plan.ldsm_map(), with_stage=False)) * 2
+        cp = eval_map(buffer_map(plan, plan.copy_tv(), with_stage=False)) * 2
+        cp_rows = warp_rows(cp, plan.threads)
+        ld = eval_map(buffer_map(plan, plan.ldsm_map(), with_stage=False)) * 2
         ld_rows = ld.reshape(-1, 32)  # lane is the fastest coordinate
     finally:
         plan.swizzle = saved
@@ -327,9 +327,9 @@ def plan_copy(p: OperandPlan, log: ProofLog) -> None:
         log=log,
     )
     # lowered maps: smem destination (thread, iter, stage), x and k coordinates, global offset
-    dst = _buffer_map(p, ctv)  # (thread, iter, stage) -> offset
+    dst = buffer_map(p, ctv)  # (thread, iter, stage) -> offset
     low = lower.lower(
-        _buffer_map(p, ctv, with_stage=False), ("tid", "it"), name=f"lp_{p.name}_cp_smem", log=log
+        buffer_map(p, ctv, with_stage=False), ("tid", "it"), name=f"lp_{p.name}_cp_smem", log=log
     )
     p.lowered["cp_smem"] = low
     expr = f"({low.c_expr}) + st * {p.stage_elems}"
@@ -360,7 +360,7 @@ def _plan_ldsm(p: OperandPlan, log: ProofLog) -> None:
     """ldmatrix: (lane, warp, xi, ki) -> buffer offset, in the hoisted form the kernel uses."""
     P = p.name.upper()
     lmap = p.ldsm_map()
-    full = _buffer_map(p, lmap, with_stage=False)
+    full = buffer_map(p, lmap, with_stage=False)
     args = ("lane", "w", "xi", "ki")
     lower.prove_bounds(
         full, 0, p.stage_elems - 7, what=f"{P} ldmatrix row address + 16 bytes inside one stage", log=log
@@ -369,7 +369,7 @@ def _plan_ldsm(p: OperandPlan, log: ProofLog) -> None:
     chosen = None
     for table_var, add_var in (("ki", "xi"), ("xi", "ki")):
         const = _unit_step(full, lmap, args.index(add_var))
-        sub = _buffer_map(p, _fix_mode(lmap, args.index(add_var)), with_stage=False)
+        sub = buffer_map(p, _fix_mode(lmap, args.index(add_var)), with_stage=False)
         sub_args = tuple(a for a in args if a != add_var)
         try:
             low = lower.lower(sub, sub_args, name=f"lp_{p.name}_ldsm", log=None)
@@ -397,7 +397,7 @@ def _plan_ldsm(p: OperandPlan, log: ProofLog) -> None:
         p.lowered["ldsm"] = low
         p.ld_table_var, p.ld_add_var, p.ld_add_const = table_var, add_var, const
     # the stage offset is a translation of the swizzled buffer (period divides the stage)
-    stage_map = _buffer_map(p, lmap, with_stage=True)
+    stage_map = buffer_map(p, lmap, with_stage=True)
     expr_stage = f"({_ldsm_expr(p)}) + st * {p.stage_elems}"
     proof = lower.check_c_expr(stage_map, args + ("st",), expr_stage)
     log.add(
@@ -435,7 +435,7 @@ def _div_stride(stride: Any, p: OperandPlan) -> Any:
 def _unit_step(full: Any, L: Layout, i: int) -> int:
     """full(e_i) - full(0): the offset step of one unit of mode i (a candidate constant
     stride; whether it is one everywhere is then proven)."""
-    v = _eval_map(full)
+    v = eval_map(full)
     pos = 1
     for s in L.shape[:i]:
         pos *= int(np.prod(s)) if isinstance(s, tuple) else s
@@ -451,7 +451,7 @@ def _fix_mode(L: Layout, i: int) -> Layout:
 
 
 def _prove_aligned(L: Any, elems: int, what: str, log: ProofLog) -> None:
-    v = _eval_map(L)
+    v = eval_map(L)
     bad = np.flatnonzero(v % elems)
     if bad.size:
         raise ProofFailedError(
@@ -507,13 +507,13 @@ def _prove_fragments(p: OperandPlan, cfg: GemmConfig, atom: Any, log: ProofLog) 
     X = p.x_extent
     trans = not p.kmajor
     inv = _inverse_table(p)  # buffer offset -> tile index (stage 0)
-    full = _buffer_map(p, p.ldsm_map(), with_stage=False)
-    addr = _eval_map(full).reshape(p.ki, p.xi, p.warps_x, 32)  # [ki, xi, w, lane]
+    full = buffer_map(p, p.ldsm_map(), with_stage=False)
+    addr = eval_map(full).reshape(p.ki, p.xi, p.warps_x, 32)  # [ki, xi, w, lane]
     if p.name == "a":
-        want = _eval_map(_a_frag_map(cfg, atom.a_layout))  # [ki, mi, wm, v, lane]
+        want = eval_map(_a_frag_map(cfg, atom.a_layout))  # [ki, mi, wm, v, lane]
         want = want.reshape(p.ki, p.xi, p.warps_x, 8, 32)
     else:
-        want = _eval_map(_b_frag_map(cfg, atom.b_layout))  # [ki, ni, wn, v, lane]
+        want = eval_map(_b_frag_map(cfg, atom.b_layout))  # [ki, ni, wn, v, lane]
         want = want.reshape(p.ki, 2 * p.xi, p.warps_x, 4, 32)
     cases = 0
     for lane in range(32):
@@ -556,14 +556,16 @@ def _xk(idx: int, X: int) -> Tuple[int, int]:
 def _inverse_table(p: OperandPlan) -> np.ndarray:
     """Stage-0 buffer offset -> tile index x + X*k (the buffer is a bijection)."""
     one = _swizzled(p.swizzle, Layout(p.tile().shape[:2], p.tile().stride[:2]))
-    v = _eval_map(one)
+    v = eval_map(one)
     inv = np.full(v.size, -1, dtype=np.int64)
     inv[v] = np.arange(v.size)
     return inv
 
 
 # ============================================================================ the kernel IR
-_STORE2 = {
+#: per output dtype: (the two-element vector type, the packing of two floats into it, the
+#: conversion of one float; None where the element is a float already)
+STORE2: Dict[str, Tuple[str, str, Optional[str]]] = {
     "f16": ("__half2", "__floats2half2_rn", "__float2half_rn"),
     "bf16": ("__nv_bfloat162", "__floats2bfloat162_rn", "__float2bfloat16_rn"),
     "f32": ("float2", "make_float2", None),
@@ -595,7 +597,54 @@ def _pack(name: Optional[str], *xs: kir.Expr) -> kir.Expr:
 
 
 class Env:
-    """The variables of one kernel under construction (kernel IR nodes by name)."""
+    """The variables of one kernel under construction (kernel IR nodes by name).
+
+    The names the generators read as attributes are declared below (an attribute exists
+    once :func:`base_env` or a generator step has added it); per-operand names such as
+    ``a_ptr`` or ``B_ld`` are added and read by name (``getattr``)."""
+
+    # the kernel parameters and CUDA builtins (base_env)
+    A: kir.Var
+    B: kir.Var
+    C: kir.Var
+    M: kir.Var
+    N: kir.Var
+    K: kir.Var
+    lda: kir.Var
+    ldb: kir.Var
+    ldc: kir.Var
+    c_vec: kir.Var
+    threadIdx: kir.Var
+    blockIdx: kir.Var
+    gridDim: kir.Var
+    tmA: kir.Var  # the TMA tensor maps (sm90, loader "tma")
+    tmB: kir.Var
+    # thread / warp / warpgroup coordinates
+    tid: kir.Var
+    lane: kir.Var
+    wm: kir.Var
+    wn: kir.Var
+    wg: kir.Var
+    wt: kir.Var
+    cg: kir.Var
+    # the block tile's origin (raster_ir) and whether it lies inside M x N
+    m0: kir.Var
+    n0: kir.Var
+    interior: kir.Var
+    # shared memory: the arena, its aligned start, the operand / epilogue buffers, barriers
+    smem: kir.Var
+    sbase: Optional[kir.Var]
+    s0: kir.Var
+    sA: kir.Var
+    sB: kir.Var
+    sE: kir.Var
+    full0: kir.Var
+    empty0: kir.Var
+    # the mma.sync fragments and the stage indices of the cp.async pipeline
+    af: kir.Var
+    bfr: kir.Var
+    stA: kir.Var
+    stB: kir.Var
 
     def __init__(self, **vs: kir.Var) -> None:
         self.__dict__.update(vs)
@@ -604,11 +653,13 @@ class Env:
         self.__dict__.update(vs)
 
 
-def _v(name: str, ctype: str = "int", values: Optional[Tuple[int, ...]] = None) -> kir.Var:
+def ir_var(name: str, ctype: str = "int", values: Optional[Tuple[int, ...]] = None) -> kir.Var:
+    """A kernel-IR variable (``values``: the values a loop variable takes, when known)."""
     return kir.Var(name, ctype, values)
 
 
-def _c(name: str, init: Any, ctype: str = "int", **kw: Any) -> Tuple[kir.Var, kir.Decl]:
+def ir_const(name: str, init: Any, ctype: str = "int", **kw: Any) -> Tuple[kir.Var, kir.Decl]:
+    """A ``const`` kernel-IR variable and its declaration ``const ctype name = init;``."""
     v = kir.Var(name, ctype)
     return v, kir.Decl(v, kir.lift(init), const=True, **kw)
 
@@ -617,17 +668,17 @@ def raster_ir(E: Env, bm: int, bn: int, group_m: int) -> List[kir.Stmt]:
     """Block rasterization: groups of ``group_m`` block rows walk the grid together (they
     share the B panel in L2); defines m0, n0 and ``interior`` (the tile is inside M, N)."""
     out = []
-    grid_m, d1 = _c("grid_m", (E.M + (bm - 1)) / bm)
-    grid_n, d2 = _c("grid_n", (E.N + (bn - 1)) / bn)
-    pid, d3 = _c("pid", E.blockIdx)
-    per_group, d4 = _c("per_group", group_m * grid_n)
-    first_m, d5 = _c("first_m", (pid / per_group) * group_m)
-    gsize, d6 = _c("gsize", kir.Call("min", (grid_m - first_m, kir.Const(group_m))))
-    bmv, d7 = _c("bm", first_m + (pid % per_group) % gsize)
-    bnv, d8 = _c("bn", (pid % per_group) / gsize)
-    m0, d9 = _c("m0", bmv * bm)
-    n0, d10 = _c("n0", bnv * bn)
-    interior, d11 = _c("interior", (m0 + bm).le(E.M).and_((n0 + bn).le(E.N)), "bool")
+    grid_m, d1 = ir_const("grid_m", (E.M + (bm - 1)) / bm)
+    grid_n, d2 = ir_const("grid_n", (E.N + (bn - 1)) / bn)
+    pid, d3 = ir_const("pid", E.blockIdx)
+    per_group, d4 = ir_const("per_group", group_m * grid_n)
+    first_m, d5 = ir_const("first_m", (pid / per_group) * group_m)
+    gsize, d6 = ir_const("gsize", kir.Call("min", (grid_m - first_m, kir.Const(group_m))))
+    bmv, d7 = ir_const("bm", first_m + (pid % per_group) % gsize)
+    bnv, d8 = ir_const("bn", (pid % per_group) / gsize)
+    m0, d9 = ir_const("m0", bmv * bm)
+    n0, d10 = ir_const("n0", bnv * bn)
+    interior, d11 = ir_const("interior", (m0 + bm).le(E.M).and_((n0 + bn).le(E.N)), "bool")
     out += [d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11]
     E.add(m0=m0, n0=n0, interior=interior)
     return out
@@ -648,7 +699,7 @@ def store_pair_ir(
     precision: one 2-element vector store when ``c_vec`` (ldc even, C aligned) and both
     columns are inside N, else predicated scalar stores; nothing when r >= M.  ``row`` and
     ``col`` are the claimed coordinates (layout applications)."""
-    v2t, pack2, pack1 = _STORE2[prob.out]
+    v2t, pack2, pack1 = STORE2[prob.out]
     ob = OUT_DTYPES[prob.out][1]
     p = kir.Var("p", "lp_out_t*")
 
@@ -689,15 +740,17 @@ def cp_setup_ir(E: Env, p: OperandPlan) -> List[kir.Stmt]:
     o0 = E.m0 if P == "a" else E.n0
     blk = kir.Cast("long long", o0) * ld if p.kmajor else kir.Cast("long long", o0)
     adv = kir.Const(p.bk, "long long") if p.kmajor else kir.Cast("long long", kir.Const(p.bk)) * ld
-    ptr, d1 = _c(f"{P}_ptr", src + blk + kir.call(gm, tid=E.tid, it=0, **{f"ld{P}": ld}), "const lp_in_t*")
-    its, d2 = _c(
+    ptr, d1 = ir_const(
+        f"{P}_ptr", src + blk + kir.call(gm, tid=E.tid, it=0, **{f"ld{P}": ld}), "const lp_in_t*"
+    )
+    its, d2 = ir_const(
         f"{P}_its",
         kir.call(gm, tid=0, it=1, **{f"ld{P}": ld}) - kir.call(gm, tid=0, it=0, **{f"ld{P}": ld}),
         "long long",
     )
-    advv, d3 = _c(f"{P}_adv", adv, "long long")
-    s = _v(f"{P}_s")
-    i = _v("i")
+    advv, d3 = ir_const(f"{P}_adv", adv, "long long")
+    s = ir_var(f"{P}_s")
+    i = ir_var("i")
     tab = kir.TableDecl(s, p.cp_iters, i, kir.call(p.fns["cp_smem"], tid=E.tid, it=i))
     E.add(**{f"{P}_ptr": ptr, f"{P}_its": its, f"{P}_adv": advv, f"{P}_s": s})
     return [d1, d2, d3, tab]
@@ -717,7 +770,7 @@ def load_tile_ir(
     srcs = {}
     decls = []
     for p in (a, b):
-        v, d = _c(
+        v, d = ir_const(
             f"{p.name}_src",
             getattr(E, f"{p.name}_ptr") + kir.Cast("long long", kt) * getattr(E, f"{p.name}_adv"),
             "const lp_in_t*",
@@ -727,7 +780,7 @@ def load_tile_ir(
 
     def ops(p: OperandPlan, full: bool) -> kir.Stmt:
         P = p.name
-        i = _v("i")
+        i = ir_var("i")
         X, o0 = (E.M, E.m0) if P == "a" else (E.N, E.n0)
         ld = getattr(E, f"ld{P}")
         base = getattr(E, P.upper())
@@ -754,7 +807,7 @@ def load_tile_ir(
             sclaim = kir.Claim(what, addr_of(base) + sz * elem, bounds=last, width=16)
             body = kir.block(kir.CpAsync(dst, src, kir.Const(16), dclaim, sclaim))
         else:
-            kk, dkk = _c("kk", kt * p.bk + kir.call(p.fns["cp_k"], tid=E.tid, it=i))
+            kk, dkk = ir_const("kk", kt * p.bk + kir.call(p.fns["cp_k"], tid=E.tid, it=i))
             xx = o0 + kir.call(p.fns["cp_x"], tid=E.tid, it=i)
             if p.kmajor:  # the chunk runs along k: partial chunks at the K edge zero-fill
                 nbe = kir.Cond(
@@ -768,7 +821,7 @@ def load_tile_ir(
                 )
                 edge = (xx, X)
                 bounds = ((kk, E.K), (xx, X))
-            nb, dnb = _c("nb", nbe)
+            nb, dnb = ir_const("nb", nbe)
             sclaim = kir.Claim(what, addr_of(base) + sz * elem, bounds=bounds, width=16)
             body = kir.block(dkk, dnb, kir.CpAsync(dst, src, nb, dclaim, sclaim, src_empty=base, edge=edge))
         return kir.For(i, kir.Const(0), kir.Const(p.cp_iters), body, unroll=True)
@@ -784,7 +837,7 @@ def load_tile_ir(
 def _frag_load_ir(E: Env, p: OperandPlan, buf: kir.Expr, ki: kir.Expr) -> kir.Stmt:
     """ldmatrix.x4 of every x-block of operand p at k step ``ki`` into buffer ``buf``."""
     P = p.name
-    xi = _v("xi")
+    xi = ir_var("xi")
     w = E.wm if P == "a" else E.wn
     tab = getattr(E, f"{P}_ld", None)
     stv = E.stA if P == "a" else E.stB
@@ -826,9 +879,9 @@ def _ld_table_ir(E: Env, p: OperandPlan) -> List[kir.Stmt]:
     if not p.ld_table_var:
         return []
     n = p.ki if p.ld_table_var == "ki" else p.xi
-    j = _v("j")
+    j = ir_var("j")
     w = E.wm if P == "a" else E.wn
-    tv = _v(f"{P}_ld")
+    tv = ir_var(f"{P}_ld")
     args = {"lane": E.lane, "w": w, p.ld_table_var: j}
     E.add(**{f"{P}_ld": tv})
     return [kir.TableDecl(tv, n, j, kir.call(p.fns["ldsm"], **args))]
@@ -851,16 +904,16 @@ def kernel_params(E: Env, prob: Optional[GemmProblem]) -> Tuple[Tuple[str, kir.V
 
 def base_env() -> Env:
     return Env(
-        A=_v("A", "const lp_in_t*"),
-        B=_v("B", "const lp_in_t*"),
-        C=_v("C", "lp_out_t*"),
-        M=_v("M"),
-        N=_v("N"),
-        K=_v("K"),
-        lda=_v("lda", "long long"),
-        ldb=_v("ldb", "long long"),
-        ldc=_v("ldc", "long long"),
-        c_vec=_v("c_vec"),
+        A=ir_var("A", "const lp_in_t*"),
+        B=ir_var("B", "const lp_in_t*"),
+        C=ir_var("C", "lp_out_t*"),
+        M=ir_var("M"),
+        N=ir_var("N"),
+        K=ir_var("K"),
+        lda=ir_var("lda", "long long"),
+        ldb=ir_var("ldb", "long long"),
+        ldc=ir_var("ldc", "long long"),
+        c_vec=ir_var("c_vec"),
         threadIdx=kir.THREAD_IDX,
         blockIdx=kir.BLOCK_IDX,
         gridDim=kir.GRID_DIM,
@@ -883,17 +936,17 @@ def _kernel_ir(
     body: List[Any] = [
         kir.Decl(smem, dims=(0,), prefix="extern __shared__ __align__(128)", tname="unsigned char")
     ]
-    sA, d = _c(
+    sA, d = ir_const(
         "sA", kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (smem,), "unsigned")), "unsigned"
     )
     body.append(d)
-    sB, d = _c("sB", sA + kir.Const(2 * a.stages * a.stage_elems, "unsigned"), "unsigned")
+    sB, d = ir_const("sB", sA + kir.Const(2 * a.stages * a.stage_elems, "unsigned"), "unsigned")
     body.append(d)
-    tid, d1 = _c("tid", E.threadIdx)
-    lane, d2 = _c("lane", tid & 31)
-    warp, d3 = _c("warp", tid >> 5)
-    wm, d4 = _c("wm", warp % cfg.warps_m)
-    wn, d5 = _c("wn", warp / cfg.warps_m)
+    tid, d1 = ir_const("tid", E.threadIdx)
+    lane, d2 = ir_const("lane", tid & 31)
+    warp, d3 = ir_const("warp", tid >> 5)
+    wm, d4 = ir_const("wm", warp % cfg.warps_m)
+    wn, d5 = ir_const("wn", warp / cfg.warps_m)
     body += [d1, d2, d3, d4, d5]
     E.add(sA=sA, sB=sB, tid=tid, lane=lane, wm=wm, wn=wn)
     body.append(
@@ -902,10 +955,10 @@ def _kernel_ir(
     body += raster_ir(E, cfg.bm, cfg.bn, cfg.group_m)
     body += cp_setup_ir(E, a) + cp_setup_ir(E, b)
     body += _ld_table_ir(E, a) + _ld_table_ir(E, b)
-    KT, d = _c("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    KT, d = ir_const("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
     body.append(d)
     acc = kir.Var("acc", "float")
-    mi, ni, vv = _v("mi"), _v("ni"), _v("v")
+    mi, ni, vv = ir_var("mi"), ir_var("ni"), ir_var("v")
     body.append(kir.Decl(acc, dims=(MI, NI, 4)))
     body.append(
         kir.For(
@@ -935,8 +988,8 @@ def _kernel_ir(
     sbase = {"a": sA, "b": sB}
     region = {"a": (sA, 2 * S * a.stage_elems), "b": (sB, 2 * S * b.stage_elems)}
     # prologue: stages 0 .. S-2
-    st = _v("st")
-    kt0v, dkt = _c("kt", st)
+    st = ir_var("st")
+    kt0v, dkt = ir_const("kt", st)
     body.append(
         kir.For(
             st,
@@ -961,10 +1014,10 @@ def _kernel_ir(
         )
     )
     body += [kir.CpWait(S - 2), kir.SyncThreads()]
-    rd = _v("rd", values=st_vals)
-    wr = _v("wr", values=st_vals)
-    stA = _v("stA", values=tuple(s * a.stage_elems for s in st_vals))
-    stB = _v("stB", values=tuple(s * b.stage_elems for s in st_vals))
+    rd = ir_var("rd", values=st_vals)
+    wr = ir_var("wr", values=st_vals)
+    stA = ir_var("stA", values=tuple(s * a.stage_elems for s in st_vals))
+    stB = ir_var("stB", values=tuple(s * b.stage_elems for s in st_vals))
     E.add(stA=stA, stB=stB)
     body += [
         kir.Decl(rd, kir.Const(0)),
@@ -974,12 +1027,12 @@ def _kernel_ir(
     ]
     zero = kir.Const(0)
     body += [_frag_load_ir(E, a, zero, zero), _frag_load_ir(E, b, zero, zero)]
-    kt0 = _v("kt0")
-    ki = _v("ki")
-    kt1, dkt1 = _c("kt", kt0 + (S - 1))
-    st1, dst1 = _c("st", wr)
-    nj = _v("nj")
-    nisel, dni = _c("ni", kir.Cond(mi & 1, kir.Const(NI - 1) - nj, nj))
+    kt0 = ir_var("kt0")
+    ki = ir_var("ki")
+    kt1, dkt1 = ir_const("kt", kt0 + (S - 1))
+    st1, dst1 = ir_const("st", wr)
+    nj = ir_var("nj")
+    nisel, dni = ir_const("ni", kir.Cond(mi & 1, kir.Const(NI - 1) - nj, nj))
     step = kir.block(
         kir.If(
             ki.eq(KI - 1),
@@ -1031,11 +1084,11 @@ def _kernel_ir(
     )
     body.append(kir.CpWait(0))
     body.append(kir.Comment("epilogue: accumulator (lane, value, warp, block) -> C coordinate, proven maps"))
-    h = _v("h")
+    h = ir_var("h")
     args = dict(lane=lane, v=2 * h, wm=wm, wn=wn, mi=mi, ni=ni)
     coords = (lane, 2 * h, wm, wn, mi, ni)
-    r, dr = _c("r", E.m0 + kir.call(cm["row_fn"], **args))
-    c, dc = _c("c", E.n0 + kir.call(cm["col_fn"], **args))
+    r, dr = ir_const("r", E.m0 + kir.call(cm["row_fn"], **args))
+    c, dc = ir_const("c", E.n0 + kir.call(cm["col_fn"], **args))
     row = E.m0 + kir.LayoutApp(cm["row"], coords, "C row map")
     col = E.n0 + kir.LayoutApp(cm["col"], coords, "C column map")
     store = store_pair_ir(
@@ -1114,8 +1167,8 @@ def finish(
 def prove_c_atom_part(cm: Layout, atom: Any, atom_tile: Tuple[int, int], bm: int, log: ProofLog) -> None:
     """The (thread, value) part of a kernel's C map (its first two modes) is the atom's C
     layout, re-indexed from the atom tile to the block tile (column-major, ``bm`` rows)."""
-    got = _eval_map(Layout(cm.shape[:2], cm.stride[:2]))
-    exp = _eval_map(composition(Layout(atom_tile, (1, bm)), atom.c_layout))
+    got = eval_map(Layout(cm.shape[:2], cm.stride[:2]))
+    exp = eval_map(composition(Layout(atom_tile, (1, bm)), atom.c_layout))
     if not np.array_equal(got, exp):
         bad = int(np.flatnonzero(got != exp)[0])
         raise ProofFailedError(
@@ -1143,9 +1196,9 @@ def _prove_against_tiled_mma(cfg: GemmConfig, atom: Any, log: ProofLog) -> None:
     perm = (Layout((16, WM, tm // 16), (1, tm, 16)), Layout((8, WN, tn // 8), (1, tn, 8)), None)
     tmma = tiled.TiledMMA(atom, Layout((WM, WN), (1, WM)), permutation=perm)
     BM, BN, BK = cfg.bm, cfg.bn, cfg.bk
-    c = _eval_map(_c_map(cfg)).reshape(tn // 8, tm // 16, WN, WM, 4, 32)  # [ni,mi,wn,wm,v,l]
-    a = _eval_map(_a_frag_map(cfg, atom.a_layout)).reshape(BK // 16, tm // 16, WM, 8, 32)
-    b = _eval_map(_b_frag_map(cfg, atom.b_layout)).reshape(BK // 16, tn // 8, WN, 4, 32)
+    c = eval_map(_c_map(cfg)).reshape(tn // 8, tm // 16, WN, WM, 4, 32)  # [ni,mi,wn,wm,v,l]
+    a = eval_map(_a_frag_map(cfg, atom.a_layout)).reshape(BK // 16, tm // 16, WM, 8, 32)
+    b = eval_map(_b_frag_map(cfg, atom.b_layout)).reshape(BK // 16, tn // 8, WN, 4, 32)
     tiles = {"A": Layout((BM, BK), (1, BM)), "B": Layout((BN, BK), (1, BN)), "C": Layout((BM, BN), (1, BM))}
     cases = 0
     for tid in range(cfg.threads):
@@ -1230,7 +1283,7 @@ def generate(
         ((4, 8), 2, cfg.warps_m, cfg.warps_n, cm.shape[4], cm.shape[5]),
         ((2 * cfg.bm, 1), 8, cm.stride[2], cm.stride[3], cm.stride[4], cm.stride[5]),
     )
-    cover = np.concatenate([_eval_map(pair), _eval_map(pair) + cfg.bm])
+    cover = np.concatenate([eval_map(pair), eval_map(pair) + cfg.bm])
     if np.unique(cover).size != cfg.bm * cfg.bn:
         raise ProofFailedError(
             "the pair stores of the epilogue do not cover the C tile once", condition="epilogue covers C once"

@@ -57,19 +57,18 @@ from layoutproof import Layout, Swizzle, composition
 
 from . import banks, kir, lower
 from .codegen import (
-    _STORE2,
+    STORE2,
     Env,
     GemmKernel,
     OperandPlan,
-    _buffer_map,
-    _c,
-    _eval_map,
-    _v,
-    _warp_rows,
     addr_of,
     base_env,
+    buffer_map,
     cp_setup_ir,
+    eval_map,
     finish,
+    ir_const,
+    ir_var,
     kernel_params,
     load_tile_ir,
     plan_copy,
@@ -77,6 +76,7 @@ from .codegen import (
     raster_ir,
     store_pair_ir,
     type_sizes,
+    warp_rows,
 )
 from .config import DTYPES, OUT_DTYPES, SMEM_LIMIT, GemmConfig, GemmProblem
 from .errors import GemmConfigError, ProofFailedError
@@ -264,7 +264,7 @@ def tma_box_addresses(x_extent: int, kmajor: bool) -> np.ndarray:
 
 def _prove_tma(p: OperandPlan, layout: Any, log: ProofLog) -> None:
     P = p.name.upper()
-    want = _eval_map(layout).reshape(p.bk, p.x_extent).T * 2
+    want = eval_map(layout).reshape(p.bk, p.x_extent).T * 2
     got = tma_box_addresses(p.x_extent, p.kmajor)
     bad = np.argwhere(got != want)
     if bad.size:
@@ -329,12 +329,12 @@ def _smem_arena(E: Env, body: List[Any], aligned_name: str = "s0", split: bool =
     body.append(kir.Decl(smem, dims=(0,), prefix="extern __shared__ __align__(1024)", tname="unsigned char"))
     cvta = kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (smem,), "unsigned"))
     if split:
-        sbase, d = _c("sbase", cvta, "unsigned")
+        sbase, d = ir_const("sbase", cvta, "unsigned")
         body.append(d)
-        s0, d = _c(aligned_name, kir.AlignUp(sbase, 1024), "unsigned")
+        s0, d = ir_const(aligned_name, kir.AlignUp(sbase, 1024), "unsigned")
     else:
         sbase = None
-        s0, d = _c(aligned_name, kir.AlignUp(cvta, 1024), "unsigned")
+        s0, d = ir_const(aligned_name, kir.AlignUp(cvta, 1024), "unsigned")
     body.append(d)
     E.add(smem=smem, sbase=sbase, s0=s0)
 
@@ -353,15 +353,15 @@ def _wgmma_batch_ir(
     proven descriptor starts, ``bk / 16`` wgmmas, commit, and a wait that leaves this batch
     in flight (the previous one is complete after it)."""
     S = cfg.stages
-    a_base, d1 = _c(
+    a_base, d1 = ir_const(
         "a_base",
         E.sA
         + stage * kir.Const(2 * a.stage_elems, "unsigned")
         + slice_ * kir.Const(desc["a"][1], "unsigned"),
         "unsigned",
     )
-    b_base, d2 = _c("b_base", E.sB + stage * kir.Const(2 * b.stage_elems, "unsigned"), "unsigned")
-    ks = _v("ks")
+    b_base, d2 = ir_const("b_base", E.sB + stage * kir.Const(2 * b.stage_elems, "unsigned"), "unsigned")
+    ks = ir_var("ks")
     nk = cfg.bk // 16
     # the descriptor starts _plan_descriptors proved: (slice, k step, stage) -> byte offset
     la = Layout((cfg.warpgroups, nk, S), (desc["a"][1], desc["a"][2], 2 * a.stage_elems))
@@ -405,7 +405,7 @@ def _wgmma_batch_ir(
 def _acc_ir(cfg: Sm90Config) -> Tuple[kir.Var, List[kir.Stmt]]:
     R = cfg.bn // 2
     acc = kir.Var("acc", "float")
-    i = _v("i")
+    i = ir_var("i")
     return acc, [
         kir.Decl(acc, dims=(R,)),
         kir.For(
@@ -422,11 +422,11 @@ def _epilogue_ir(
     E: Env, cfg: Sm90Config, prob: GemmProblem, cm: Dict[str, Any], acc: kir.Var
 ) -> List[kir.Stmt]:
     """Accumulators -> C through the proven (thread, register, warpgroup) maps."""
-    j, h = _v("j"), _v("h")
+    j, h = ir_var("j"), ir_var("h")
     args = dict(t=E.wt, i=4 * j + 2 * h, g=E.wg)
     coords = (E.wt, 4 * j + 2 * h, E.wg)
-    r, dr = _c("r", E.m0 + kir.call(cm["row_fn"], **args))
-    c, dc = _c("c", E.n0 + kir.call(cm["col_fn"], **args))
+    r, dr = ir_const("r", E.m0 + kir.call(cm["row_fn"], **args))
+    c, dc = ir_const("c", E.n0 + kir.call(cm["col_fn"], **args))
     row = E.m0 + kir.LayoutApp(cm["row"], coords, "C row map")
     col = E.n0 + kir.LayoutApp(cm["col"], coords, "C column map")
     st = store_pair_ir(
@@ -453,9 +453,9 @@ def _epilogue_ir(
 
 
 def _tid_ir(E: Env, body: List[Any]) -> None:
-    tid, d1 = _c("tid", E.threadIdx)
-    wg, d2 = _c("wg", tid >> 7)
-    wt, d3 = _c("wt", tid & 127)
+    tid, d1 = ir_const("tid", E.threadIdx)
+    wg, d2 = ir_const("wg", tid >> 7)
+    wt, d3 = ir_const("wt", tid & 127)
     body += [d1, d2, d3]
     E.add(tid=tid, wg=wg, wt=wt)
 
@@ -474,21 +474,21 @@ def _source_ir(
     E = _env90(prob, False)
     body: List[Any] = []
     _smem_arena(E, body)
-    sA, d = _c("sA", E.s0, "unsigned")
-    sB, d2 = _c("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
+    sA, d = ir_const("sA", E.s0, "unsigned")
+    sB, d2 = ir_const("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
     body += [d, d2]
     E.add(sA=sA, sB=sB)
     _tid_ir(E, body)
     body += raster_ir(E, cfg.bm, cfg.bn, cfg.group_m)
     body += cp_setup_ir(E, a) + cp_setup_ir(E, b)
-    KT, d = _c("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    KT, d = ir_const("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
     body.append(d)
     acc, ad = _acc_ir(cfg)
     body += ad
     sbase = {"a": sA, "b": sB}
     region = {"a": (sA, 2 * S * a.stage_elems), "b": (sB, 2 * S * b.stage_elems)}
-    st = _v("st")
-    kt0v, dkt = _c("kt", st)
+    st = ir_var("st")
+    kt0v, dkt = ir_const("kt", st)
     body.append(
         kir.For(
             st,
@@ -501,8 +501,8 @@ def _source_ir(
             unroll=True,
         )
     )
-    kt0 = _v("kt0")
-    kt1, dkt1 = _c("kt", kt0 + (S - 2))
+    kt0 = ir_var("kt0")
+    kt1, dkt1 = ir_const("kt", kt0 + (S - 2))
     st1 = kir.Var("st", "int", tuple(range(S)))
     dst1 = kir.Decl(st1, kt1 % S, const=True)
     rs = kir.Var("rs", "int", tuple(range(S)))
@@ -641,18 +641,18 @@ def _source_tma_ir(
     _smem_arena(E, body)
     full = kir.Var("lp_full", "unsigned long long*")
     body.append(kir.Decl(full, dims=(S,), prefix="__shared__ __align__(8)", tname="unsigned long long"))
-    sA, d = _c("sA", E.s0, "unsigned")
-    sB, d2 = _c("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
-    full0, d3 = _c(
+    sA, d = ir_const("sA", E.s0, "unsigned")
+    sB, d2 = ir_const("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
+    full0, d3 = ir_const(
         "full0", kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (full,), "unsigned")), "unsigned"
     )
     body += [d, d2, d3]
     E.add(sA=sA, sB=sB, full0=full0)
     _tid_ir(E, body)
     body += raster_ir(E, cfg.bm, cfg.bn, cfg.group_m)
-    KT, d = _c("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    KT, d = ir_const("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
     body.append(d)
-    s = _v("st")
+    s = ir_var("st")
     body.append(
         kir.If(
             E.tid.eq(0),
@@ -669,15 +669,15 @@ def _source_tma_ir(
     tx = 2 * (a.stage_elems + b.stage_elems)
 
     def issue(kt: kir.Expr, st: kir.Expr) -> List[kir.Stmt]:
-        bar, db = _c("bar", kir.MbarRef(full0, st), "unsigned")
+        bar, db = ir_const("bar", kir.MbarRef(full0, st), "unsigned")
         return (
             [db, kir.MbarExpectTx(bar, tx)]
             + _tma_loads_ir(E, a, E.tmA, sA, st, kt, bar)
             + _tma_loads_ir(E, b, E.tmB, sB, st, kt, bar)
         )
 
-    kt = _v("kt")
-    st0, dst0 = _c("st", kt)
+    kt = ir_var("kt")
+    st0, dst0 = ir_const("st", kt)
     body.append(
         kir.If(
             E.tid.eq(0),
@@ -692,10 +692,10 @@ def _source_tma_ir(
             ),
         )
     )
-    kt0 = _v("kt0")
+    kt0 = ir_var("kt0")
     rs = kir.Var("rs", "int", tuple(range(S)))
     drs = kir.Decl(rs, kt0 % S, const=True)
-    kt1, dkt1 = _c("kt", kt0 + (S - 1))
+    kt1, dkt1 = ir_const("kt", kt0 + (S - 1))
     st1 = kir.Var("st", "int", tuple(range(S)))
     dst1 = kir.Decl(st1, kt1 % S, const=True)
     body.append(
@@ -789,9 +789,9 @@ def _schedule_ir(group_m: int) -> Tuple[Tuple[kir.Var, ...], List[kir.Stmt]]:
     (:func:`prove_schedule` evaluates these nodes)."""
     t, gm, gn = kir.Var("t"), kir.Var("grid_m"), kir.Var("grid_n")
     tm, tn = kir.Var("tm"), kir.Var("tn")
-    per_group, d1 = _c("per_group", group_m * gn)
-    first_m, d2 = _c("first_m", t / per_group * group_m)
-    gsize, d3 = _c("gsize", kir.Call("min", (gm - first_m, kir.Const(group_m))))
+    per_group, d1 = ir_const("per_group", group_m * gn)
+    first_m, d2 = ir_const("first_m", t / per_group * group_m)
+    gsize, d3 = ir_const("gsize", kir.Call("min", (gm - first_m, kir.Const(group_m))))
     return (t, gm, gn, tm, tn), [
         d1,
         d2,
@@ -953,18 +953,18 @@ def _plan_epilogue(prob: GemmProblem, log: ProofLog) -> Dict[str, Any]:
     rc = rw // 2  # registers per chunk: rw / 8 column blocks x 4
     # (thread, register) -> (row, col) of the warpgroup's 64 x rw chunk, column-major index
     cmap = Layout(((4, 8, 4), (2, 2, rw // 8)), ((2 * 64, 1, 16), (64, 8, 8 * 64)))
-    cval = _eval_map(cmap)
+    cval = eval_map(cmap)
     crow, ccol = cval % 64, cval // 64
     rshape = ((8, 16), 4)  # (t % 8, t // 8), vector v
-    grow = _eval_map(Layout(rshape, ((0, 1), 16)))
-    gcol = _eval_map(Layout(rshape, ((ev, 0), 0)))
+    grow = eval_map(Layout(rshape, ((0, 1), 16)))
+    gcol = eval_map(Layout(rshape, ((ev, 0), 0)))
     chosen = None
     for sw in _epilogue_swizzles(ob):
         buf = composition(sw, Layout((64, rw), (rw, 1)))
         wmap = composition(buf, cmap)
         rmap = composition(sw, Layout(rshape, ((ev, rw), 16 * rw)))
-        w = _eval_map(wmap).reshape(rc, 128).T  # [thread, register]
-        r = _eval_map(rmap).reshape(4, 128).T  # [thread, vector]
+        w = eval_map(wmap).reshape(rc, 128).T  # [thread, register]
+        r = eval_map(rmap).reshape(4, 128).T  # [thread, vector]
         wr = np.stack([w[32 * q : 32 * q + 32, 2 * p] * ob for q in range(4) for p in range(rc // 2)])
         rd = np.stack([r[32 * q : 32 * q + 32, v] * ob for q in range(4) for v in range(4)])
         try:
@@ -1087,14 +1087,14 @@ def _epilogue_ws_ir(
 ) -> List[kir.Stmt]:
     """Accumulators -> swizzled shared buffer (register pairs) -> 16-byte row vectors -> C,
     one 128-byte column chunk at a time (the maps :func:`_plan_epilogue` proved)."""
-    v2t, pack2, _ = _STORE2[prob.out]
+    v2t, pack2, _ = STORE2[prob.out]
     ob = OUT_DTYPES[prob.out][1]
     rw, ev, rc = ep["rw"], ep["ev"], ep["rc"]
     fn, lay = ep["fns"], ep["maps"]
     eb = kir.Var("eb", "lp_out_t*")
     arena = addr_of(E.smem) + (E.s0 - E.sbase) + e_off + E.cg * 8192
     region = (arena, 8192)
-    q, p, v, i = _v("q"), _v("p"), _v("v"), _v("i")
+    q, p, v, i = ir_var("q"), ir_var("p"), ir_var("v"), ir_var("i")
     wclaim = kir.Claim(
         "epilogue buffer write (thread, register pair) of this warpgroup",
         arena + ob * kir.LayoutApp(lay["w"], (E.wt, 2 * p), "epilogue write map"),
@@ -1113,8 +1113,8 @@ def _epilogue_ws_ir(
             pack2, (kir.Index(acc, (rc * q + 2 * p,)), kir.Index(acc, (rc * q + 2 * p + 1,))), "lp_out_t"
         ),
     )
-    r, dr = _c("r", E.m0 + 64 * E.cg + kir.call(fn["row"], t=E.wt, v=v))
-    c, dc = _c("c", E.n0 + rw * q + kir.call(fn["col"], t=E.wt, v=v))
+    r, dr = ir_const("r", E.m0 + 64 * E.cg + kir.call(fn["row"], t=E.wt, v=v))
+    c, dc = ir_const("c", E.n0 + rw * q + kir.call(fn["col"], t=E.wt, v=v))
     row = E.m0 + 64 * E.cg + kir.LayoutApp(lay["row"], (E.wt, v), "epilogue row map")
     col = E.n0 + rw * q + kir.LayoutApp(lay["col"], (E.wt, v), "epilogue column map")
     val = kir.Var("val", "uint4")
@@ -1213,38 +1213,38 @@ def _source_ws_ir(
     empty = kir.Var("lp_empty", "unsigned long long*")
     for bv in (full, empty):
         body.append(kir.Decl(bv, dims=(S,), prefix="__shared__ __align__(8)", tname="unsigned long long"))
-    sA, d1 = _c("sA", E.s0, "unsigned")
-    sB, d2 = _c("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
+    sA, d1 = ir_const("sA", E.s0, "unsigned")
+    sB, d2 = ir_const("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
     e_off = S * 2 * (a.stage_elems + b.stage_elems)
-    sE, d3 = _c("sE", sB + kir.Const(S * 2 * b.stage_elems, "unsigned"), "unsigned")
+    sE, d3 = ir_const("sE", sB + kir.Const(S * 2 * b.stage_elems, "unsigned"), "unsigned")
 
     def cvta(x: kir.Var) -> kir.Expr:
         return kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (x,), "unsigned"))
 
-    full0, d4 = _c("full0", cvta(full), "unsigned")
-    empty0, d5 = _c("empty0", cvta(empty), "unsigned")
+    full0, d4 = ir_const("full0", cvta(full), "unsigned")
+    empty0, d5 = ir_const("empty0", cvta(empty), "unsigned")
     body += [d1, d2, d3, d4, d5]
     E.add(sA=sA, sB=sB, sE=sE, full0=full0, empty0=empty0)
     _tid_ir(E, body)
     rank = kir.Var("rank", "unsigned")
     if CL > 1:
-        crank, dcr = _c("crank", kir.Cast("int", rank))
+        crank, dcr = ir_const("crank", kir.Cast("int", rank))
         body += [kir.ClusterRank(rank), dcr]
-    grid_m, dg1 = _c("grid_m", (E.M + (cfg.bm - 1)) / cfg.bm)
-    grid_n, dg2 = _c("grid_n", (E.N + (cfg.bn - 1)) / cfg.bn)
+    grid_m, dg1 = ir_const("grid_m", (E.M + (cfg.bm - 1)) / cfg.bm)
+    grid_n, dg2 = ir_const("grid_n", (E.N + (cfg.bn - 1)) / cfg.bn)
     body += [dg1, dg2]
     if CL == 1:
-        tiles, dt = _c("tiles", grid_m * grid_n)
+        tiles, dt = ir_const("tiles", grid_m * grid_n)
         body.append(dt)
         t0, tstep = E.blockIdx, E.gridDim
     else:
-        grid_mp, dmp = _c("grid_mp", (grid_m + (CL - 1)) / CL, comment="tile-row groups of the cluster")
-        tiles, dt = _c("tiles", grid_mp * grid_n)
+        grid_mp, dmp = ir_const("grid_mp", (grid_m + (CL - 1)) / CL, comment="tile-row groups of the cluster")
+        tiles, dt = ir_const("tiles", grid_mp * grid_n)
         body += [dmp, dt]
         t0, tstep = E.blockIdx / CL, E.gridDim / CL
-    KT, dkt = _c("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    KT, dkt = ir_const("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
     body.append(dkt)
-    s = _v("s")
+    s = ir_var("s")
     body.append(
         kir.If(
             E.tid.eq(0),
@@ -1280,7 +1280,7 @@ def _source_ws_ir(
             tmv = tm
         else:
             tp = kir.Var("tp")
-            tmv, dtm = _c(
+            tmv, dtm = ir_const(
                 "tm", cluster_tm_ir(CL, tp, crank), comment="may pass grid_m: zero-filled, not stored"
             )
             out = [
@@ -1289,17 +1289,17 @@ def _source_ws_ir(
                 kir.Eval(kir.Call("lp_tile", (t, grid_mp, grid_n, tp, tn), "void")),
                 dtm,
             ]
-        m0, dm = _c("m0", tmv * cfg.bm)
-        n0, dn = _c("n0", tn * cfg.bn)
+        m0, dm = ir_const("m0", tmv * cfg.bm)
+        n0, dn = ir_const("n0", tn * cfg.bn)
         return out + [dm, dn], m0, n0
 
     # -- the producer
-    st, ph = _v("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
-    t = _v("t")
+    st, ph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
+    t = ir_var("t")
     tl, m0, n0 = tile_lines(t)
     E.add(m0=m0, n0=n0)
-    kt = _v("kt")
-    bar, dbar = _c("bar", kir.MbarRef(full0, st), "unsigned")
+    kt = ir_var("kt")
+    bar, dbar = ir_const("bar", kir.MbarRef(full0, st), "unsigned")
     loads = _tma_loads_ir(E, a, E.tmA, sA, st, kt, bar)
     if CL == 1:
         loads += _tma_loads_ir(E, b, E.tmB, sB, st, kt, bar)
@@ -1350,15 +1350,15 @@ def _source_ws_ir(
         ),
     )
     # -- the consumers
-    cst, cph = _v("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
-    ct = _v("t")
+    cst, cph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
+    ct = ir_var("t")
     ctl, cm0, cn0 = tile_lines(ct)
-    cg, dcg = _c("cg", E.wg - 1)
-    lane0, dl0 = _c("lane0", (E.tid & 31).eq(0), "bool")
+    cg, dcg = ir_const("cg", E.wg - 1)
+    lane0, dl0 = ir_const("lane0", (E.tid & 31).eq(0), "bool")
     E.add(cg=cg, m0=cm0, n0=cn0)
     acc, ad = _acc_ir(cfg)
-    prev = _v("prev", values=tuple(range(-1, S)))
-    ckt = _v("kt")
+    prev = ir_var("prev", values=tuple(range(-1, S)))
+    ckt = ir_var("kt")
 
     def release() -> kir.Stmt:
         ops = [kir.MbarArrive(kir.MbarRef(empty0, prev))]
@@ -1756,9 +1756,9 @@ def generate_sm90(
         )
         p.swizzle = SW128
         plan_copy(p, log)
-        cp = _eval_map(_buffer_map(p, p.copy_tv(), with_stage=False)) * 2
+        cp = eval_map(buffer_map(p, p.copy_tv(), with_stage=False)) * 2
         banks.prove_conflict_free(
-            _warp_rows(cp, threads),
+            warp_rows(cp, threads),
             16,
             what=f"{p.name.upper()} cp.async 16B writes into the {smem.major}-major SW128 stage",
             log=log,

@@ -137,7 +137,7 @@ def test_a_planted_epilogue_bug_is_caught(monkeypatch):
 def test_a_tampered_expression_is_refuted_with_a_witness():
     a, _ = codegen._plans(GemmConfig(), GemmProblem("k", "n"))
     a.swizzle = codegen.choose_swizzle(a)
-    full = codegen._buffer_map(a, a.ldsm_map(), with_stage=False)
+    full = codegen.buffer_map(a, a.ldsm_map(), with_stage=False)
     low = lower.lower(full, ("lane", "w", "xi", "ki"), name="t")
     bad = low.c_expr.replace("& 24", "& 16")
     with pytest.raises(LoweringError) as ei:
