@@ -2,10 +2,11 @@
 
 * As an MkDocs hook: the import package ``layoutproof`` lives in the folders ``algebra/``,
   ``verify/``, ``proofs/`` and ``gpu/`` (pyproject's ``package-dir``), a layout that griffe
-  cannot find by name.  Before each build, :func:`on_config` copies those folders into a
-  temporary ``layoutproof/`` tree and gives it to mkdocstrings as its search path, so the
-  API reference is read from the sources statically (nothing is imported), sub-packages
-  included.
+  cannot find by name.  Before each build, :func:`on_config` builds the *link tree* of
+  ``tools/typecheck.py`` (the one mypy and the import contract read: a temporary
+  ``layoutproof/`` whose entries are symbolic links to the real files and folders, nothing
+  copied) and gives it to mkdocstrings as its search path, so the API reference is read from
+  the sources statically (nothing is imported), sub-packages included.
 * As a griffe extension (:class:`DocstringMarkdown`): the docstrings are written for
   ``doctest`` and Sphinx.  Each run of ``>>>`` lines becomes a fenced ``pycon`` block (in
   Markdown a line starting with ``>`` is a block quote), and a Sphinx role such as
@@ -18,6 +19,7 @@
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import re
 import shutil
 import tempfile
@@ -32,31 +34,26 @@ except ImportError:  # pragma: no cover - griffe loads this file for the extensi
         return lambda f: f
 
 
-# import name -> folder, as in pyproject.toml's [tool.setuptools] package-dir
-PACKAGE_DIRS = {
-    "layoutproof": "algebra",
-    "layoutproof.verify": "verify",
-    "layoutproof.proofs": "proofs",
-    "layoutproof.gpu": "gpu",
-}
-
 _tmp: dict[str, Path] = {}
 
 
+def _link_tree_builder(repo: Path) -> Callable[[Path, Path | None], Path]:
+    """``link_tree(repo, dest)`` of the repository's tools/typecheck.py."""
+    spec = importlib.util.spec_from_file_location("layoutproof_typecheck", repo / "tools" / "typecheck.py")
+    if spec is None or spec.loader is None:  # pragma: no cover - the file is in the repository
+        raise FileNotFoundError(repo / "tools" / "typecheck.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    link_tree: Callable[[Path, Path | None], Path] = module.link_tree
+    return link_tree
+
+
 def _source_tree(repo: Path) -> Path:
-    """A fresh copy of the package folders under their import names; returns its root."""
+    """The package under its import name, as links to the sources; returns its root."""
     if "root" not in _tmp:
         _tmp["root"] = Path(tempfile.mkdtemp(prefix="layoutproof-docs-"))
         atexit.register(shutil.rmtree, _tmp["root"], True)
-    root = _tmp["root"]
-    shutil.rmtree(root / "layoutproof", ignore_errors=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    # parents before children: a sub-package's folder lands inside its parent's copy
-    for name, folder in sorted(PACKAGE_DIRS.items(), key=lambda kv: kv[0].count(".")):
-        src = repo / folder
-        if src.is_dir():
-            shutil.copytree(src, root.joinpath(*name.split(".")), ignore=ignore)
-    return root
+    return _link_tree_builder(repo)(repo, _tmp["root"])
 
 
 @event_priority(100)  # before mkdocstrings' own on_config, which creates its handler
