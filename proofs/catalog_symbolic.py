@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from layoutproof.budget import BudgetExceeded, deadline, expired
 from layoutproof.layout import Layout
 from layoutproof.verify import Counterexample, Result
 from layoutproof.verify.result import ProofObligation
@@ -192,6 +193,55 @@ def _model_for(path: sx.Path, model: Dict[str, int], operands: Sequence[Layout])
     return out
 
 
+def _discharge_path(
+    inst: Instance, claim: str, p: sx.Path, n_res: int
+) -> Tuple[List[Tuple[sx.PathOutcome, ProofObligation]], Optional[str], Optional[Counterexample]]:
+    """The obligations of one result path: (outcome, obligation) pairs, and when the path is
+    not proved, why (with the confirmed counterexample when it is refuted)."""
+    subs, extra = sx.normalize(p.facts)
+    enc, dg = sx.Enc(subs), sx.Digits()
+    cx = Ctx(enc, dg, p)
+    try:
+        context, goal = inst.build(cx)
+    except sx.NoPlacement as e:
+        return [], f"no digit placement ({e}) under {p.condition_text()}", None
+    context = context + dg.constraints(enc)
+    whole = integral(enc, p.value)  # the result's leaves are integers on the path
+    if whole:
+        goal = _z3().And(whole + [goal])
+    comment = f"{inst.label}: {claim}\npath: {p.condition_text()}\nresult: {p.value}"
+    facts = p.facts + extra
+    pos = [sx.discharge(enc, facts, context, goal, comment, timeout_ms=FIRST_MS)]
+    if pos[0].verdict == "unknown" and _z3().is_and(goal):
+        # one query per conjunct: smaller problems for the nonlinear solver
+        pos = [
+            sx.discharge(enc, facts, context, g, comment + f"\nconjunct {k + 1}")
+            for k, g in enumerate(goal.children())
+        ]
+    out: List[Tuple[sx.PathOutcome, ProofObligation]] = []
+    for po in pos:
+        verdict = {"vacuous": "unsat"}.get(po.verdict, po.verdict)
+        ob = ProofObligation(
+            f"{inst.label}: path {n_res}: {claim}",
+            claim,
+            (),
+            verdict,
+            po.obligation,
+            po.seconds,
+            po.reason or None,
+        )
+        out.append((po, ob))
+        if po.verdict == "sat":
+            asg = _model_for(p, po.model or {}, ())
+            why = inst.confirm(asg, p)
+            if why is not None:
+                return out, why, Counterexample(assignment=asg, detail=f"{why}; path: {p.condition_text()}")
+            return out, f"Z3 model {asg} not confirmed by integers under {p.condition_text()}", None
+        if po.verdict == "unknown":
+            return out, f"Z3 {po.reason} under {p.condition_text()}", None
+    return out, None, None
+
+
 def prove(claim: str, instances: Sequence[Instance]) -> List[Result]:
     """Explore each instance, discharge one obligation per result path; one Result per
     instance (status proved / refuted / unknown; notes: paths, obligations, times)."""
@@ -218,54 +268,27 @@ def prove(claim: str, instances: Sequence[Instance]) -> List[Result]:
                 unknown.append(f"path undecided ({p.value}) under {p.condition_text()}")
                 continue
             n_res += 1
-            subs, extra = sx.normalize(p.facts)
-            enc, dg = sx.Enc(subs), sx.Digits()
-            cx = Ctx(enc, dg, p)
             try:
-                context, goal = inst.build(cx)
-            except sx.NoPlacement as e:
-                unknown.append(f"no digit placement ({e}) under {p.condition_text()}")
+                with deadline(sx.PATH_SECONDS):
+                    po_list, why, cex = _discharge_path(inst, claim, p, n_res)
+            except BudgetExceeded as e:
+                if expired(e):
+                    raise
+                unknown.append(
+                    f"timeout: the path's {sx.PATH_SECONDS:g} s budget ran out under {p.condition_text()}"
+                )
                 continue
-            context = context + dg.constraints(enc)
-            whole = integral(enc, p.value)  # the result's leaves are integers on the path
-            if whole:
-                goal = _z3().And(whole + [goal])
-            comment = f"{inst.label}: {claim}\npath: {p.condition_text()}\nresult: {p.value}"
-            facts = p.facts + extra
-            pos = [sx.discharge(enc, facts, context, goal, comment, timeout_ms=FIRST_MS)]
-            if pos[0].verdict == "unknown" and _z3().is_and(goal):
-                # one query per conjunct: smaller problems for the nonlinear solver
-                pos = [
-                    sx.discharge(enc, facts, context, g, comment + f"\nconjunct {k + 1}")
-                    for k, g in enumerate(goal.children())
-                ]
-            for po in pos:
+            for po, ob in po_list:
                 zsec += po.seconds
                 if po.verdict == "vacuous":
                     n_vac += 1
-                verdict = {"vacuous": "unsat"}.get(po.verdict, po.verdict)
-                obs.append(
-                    ProofObligation(
-                        f"{inst.label}: path {n_res}: {claim}",
-                        claim,
-                        (),
-                        verdict,
-                        po.obligation,
-                        po.seconds,
-                        po.reason or None,
-                    )
-                )
-                if po.verdict == "sat":
-                    asg = _model_for(p, po.model or {}, ())
-                    why = inst.confirm(asg, p)
-                    if why is not None and refuted is None:
-                        refuted = Counterexample(assignment=asg, detail=f"{why}; path: {p.condition_text()}")
-                    elif why is None:
-                        unknown.append(f"Z3 model {asg} not confirmed by integers under {p.condition_text()}")
-                    break
-                if po.verdict == "unknown":
-                    unknown.append(f"Z3 {po.reason} under {p.condition_text()}")
-                    break
+                obs.append(ob)
+            if why is not None:
+                if cex is not None:
+                    if refuted is None:
+                        refuted = cex
+                else:
+                    unknown.append(why)
         dt = time.perf_counter() - t0
         note = (
             f"{inst.label}: {len(paths)} paths ({n_res} results, {n_inad} inadmissible, "
@@ -1188,10 +1211,29 @@ def _swizzle_check(what: str, separated: bool = True) -> List[Result]:
 
 # ----------------------------------------------------------------------------- more theorems
 def zabs(enc: sx.Enc, e: Any) -> Any:
-    """|e| as a Z3 term."""
+    """|e| as a Z3 term: after the path's substitution, the factors of a product that are
+    known positive (extents) or integer constants come out of the absolute value
+    (|s*d| == s*|d|), so the nonlinear solver meets |d| of the strides themselves."""
     z3 = _z3()
-    v = enc.t(e)
-    return z3.If(v >= 0, v, -v)
+    sp = _sp()
+    x = sp.sympify(e)
+    if enc.subs and x.free_symbols & enc.subs.keys():
+        x = sp.cancel(x.xreplace(enc.subs))
+    out: Any = 1
+    if isinstance(x, sp.Mul):
+        rest = []
+        for a in x.args:
+            if a.is_Integer:
+                out = out * abs(int(a))
+            elif a.is_positive:
+                out = out * enc.t(a)
+            else:
+                rest.append(a)
+        x = sp.Mul(*rest)
+    if x.is_Integer:
+        return out * abs(int(x))
+    v = enc.t(x)
+    return out * z3.If(v >= 0, v, -v)
 
 
 def zcosize(enc: sx.Enc, L: Layout) -> Any:
@@ -1479,6 +1521,67 @@ def _logical_divide_size(L: Layout, T: Layout) -> Instance:
         )
 
     return Instance(f"L {_rank_label(L)}, T {_rank_label(T)}", fn, build, lambda asg, p: None)
+
+
+def _filter_size(L: Layout) -> Instance:
+    """size(filter(L)) <= size(L), and == when L has no stride-0 mode of extent > 1."""
+    ops = _ops()
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        fs, fd = sx.flat_modes(L)
+        F = zprod(e, sx.flat_modes(cx.path.value)[0])
+        no_zero = z3.And([z3.Or(e.t(s_) == 1, e.t(d_) != 0) for s_, d_ in zip(fs, fd)])
+        return [], z3.And(F <= zprod(e, fs), z3.Implies(no_zero, F == zprod(e, fs)))
+
+    return Instance(
+        _rank_label(L), lambda: ops.filter_(L), build, confirm_post("filter", lambda p: p.value, L)
+    )
+
+
+def _right_inverse_two_sided(L: Layout) -> Instance:
+    """When right_inverse(L) has L's size, it is also a left inverse: R(L(i)) == i."""
+    ops = _ops()
+    fs, fd = sx.flat_modes(L)
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        R = cx.path.value
+        rs, rd = sx.flat_modes(R)
+        cs, idx, lval = sx.natural(e, cx.dg, L)
+        terms = [(c, s_, d_) for c, s_, d_ in zip(cs, fs, fd)]
+        full = zprod(e, rs) == zprod(e, fs)  # the hypothesis
+        claims, rdig = _digits_at(cx, rs, terms, lval)
+        rval = sx.value_of(e, rd, rdig)
+        return [full], z3.And(claims + [rval == idx])
+
+    return Instance(
+        _rank_label(L),
+        lambda: ops.right_inverse(L),
+        build,
+        confirm_post("right_inverse", lambda p: p.value, L),
+    )
+
+
+def _logical_product_size(A: Layout, B: Layout) -> Instance:
+    """size(logical_product(A, B)) == size(A) size(B)."""
+    from layoutproof import ops as iops
+
+    def build(cx: Ctx) -> Tuple[List[Any], Any]:
+        e = cx.enc
+        R = cx.path.value
+        return [], zprod(e, sx.flat_modes(R)[0]) == zprod(e, sx.flat_modes(A)[0]) * zprod(
+            e, sx.flat_modes(B)[0]
+        )
+
+    return Instance(
+        f"A {_rank_label(A)}, B {_rank_label(B)}",
+        lambda: iops.logical_product(A, B),
+        build,
+        lambda asg, p: None,
+    )
 
 
 # ----------------------------------------------------------------------------- the theorems
@@ -2000,6 +2103,39 @@ def _build_more() -> List[Theorem]:
             ),
             _scope("L rank 1, T rank 1", "L ranks 1-2, T rank 1"),
             f"L: {anyL}; T: {posL}",
+        ),
+        _T(
+            "sym.filter-size",
+            "size(filter(L)) <= size(L), with equality without stride-0 modes",
+            "size(filter(L)) <= size(L); == when every mode of L has extent 1 or a non-zero stride",
+            one(_filter_size, r12, r14, "size(filter(L)) <= size(L)"),
+            sc_14,
+            anyL,
+        ),
+        _T(
+            "sym.right-inverse-two-sided",
+            "a right_inverse of full size is a left inverse too",
+            "Whenever size(right_inverse(L)) == size(L) (L a bijection onto [0, size(L))): "
+            "R(L(i)) == i for every i < size(L), R = right_inverse(L)",
+            one(_right_inverse_two_sided, r12, r13, "size(R) == size(L) => R(L(i)) == i"),
+            _scope("ranks 1-2", "ranks 1-3"),
+            anyL,
+            ("size(right_inverse(L)) == size(L)",),
+        ),
+        _T(
+            "sym.logical-product-size",
+            "size(logical_product(A, B)) == size(A) size(B)",
+            "Whenever logical_product(A, B) returns R: size(R) == size(A) * size(B)",
+            _one(
+                _logical_product_size,
+                [(sym_layout("A", 1, positive=True), sym_layout("B", 1, positive=True))],
+                [(sym_layout("A", 1, positive=True), sym_layout("B", 1, positive=True))],
+                "size(A x B) == size(A) size(B)",
+            ),
+            "A rank 1 x B rank 1; not in the default run (its exploration takes about a minute): with "
+            "`--all` or `--filter`",
+            posL,
+            heavy=True,
         ),
     ]
     return out

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from layoutproof.budget import BudgetExceeded
+from layoutproof.budget import BudgetExceeded, deadline, expired
 from layoutproof.errors import InadmissibleError, LayoutError
 from layoutproof.layout import Layout
 
@@ -51,6 +51,7 @@ __all__ = [
     "PathOutcome",
     "MAX_PATHS",
     "TIMEOUT_MS",
+    "PATH_SECONDS",
 ]
 
 #: paths explored per run before the tree is declared too large (the theorem is then unknown)
@@ -60,6 +61,10 @@ MAX_PATHS = 400
 TIMEOUT_MS = 15000
 #: choice points allowed on one path
 MAX_DEPTH = 200
+#: seconds of work per path (one run of the operation; the path's normalization, SymPy
+#: simplification and obligations), under :func:`layoutproof.budget.deadline`: past it the
+#: path is undecided / unknown with the reason "timeout", never proved
+PATH_SECONDS = 120.0
 
 
 def _sp() -> Any:
@@ -133,13 +138,16 @@ def explore(
         with assuming(*pre):
             with exploring(ex):
                 try:
-                    end, value = "result", fn()
+                    with deadline(PATH_SECONDS):
+                        end, value = "result", fn()
                 except InadmissibleError as e:
                     end, value = "inadmissible", e
                 except PathTooDeep as e:
                     end, value = "undecided", e
                 except LayoutError as e:  # the operation refuses (undecidable to it, or malformed)
                     # a time budget that ran out cut the run short: its subtree is unexplored
+                    if isinstance(e, BudgetExceeded) and expired(e):
+                        raise  # an enclosing deadline: not this path's
                     end, value = ("undecided" if isinstance(e, BudgetExceeded) else "refused"), e
         for j in range(len(ex.trace) - 1, len(prefix) - 1, -1):
             stack.append([o for _c, o in ex.trace[:j]] + [False])

@@ -287,3 +287,30 @@ def test_a_run_cut_by_a_time_budget_is_undecided_not_refused():
     assert [p.end for p in paths] == ["undecided"]
     (r,) = cs.prove("x", [cs.Instance("cut", fn, lambda cx: ([], z3.BoolVal(True)), lambda a, p: None)])
     assert r.status == "unknown"
+
+
+def test_a_path_past_its_time_budget_is_unknown_with_reason_timeout(monkeypatch):
+    import time
+
+    from layoutproof import budget
+
+    monkeypatch.setattr(sx, "PATH_SECONDS", 0.2)
+    L = cs.sym_layout("L", 1)
+
+    def slow_build(cx):  # stands for a SymPy simplification that does not end
+        while True:
+            time.sleep(0.01)
+            budget.check()
+
+    inst = cs.Instance("slow", lambda: symops.coalesce(L), slow_build, lambda a, p: None)
+    (r,) = cs.prove("slow", [inst])
+    assert r.status == "unknown" and r.reason.startswith("timeout"), r.reason
+
+    def slow_op():
+        while True:
+            time.sleep(0.01)
+            budget.check()
+
+    paths, complete = sx.explore(slow_op)
+    assert complete and [p.end for p in paths] == ["undecided"]
+    assert "timeout" in str(paths[0].value)
