@@ -103,7 +103,7 @@ def decide_z3(claim: Any, facts: tuple, timeout_ms: int) -> Decision:
     v2 = solver.prove(sp.Not(claim), facts, timeout_s=tmo, on_deadline="raise")
     if v2.status in ("proved", "vacuous"):
         if cex is None:  # refuted, but no model of not-claim came back: take any model of the facts
-            sat = solver.satisfiable(facts, timeout_s=tmo, symbols=(claim,), on_deadline="raise", _text=False)
+            sat = solver.satisfiable(facts, timeout_s=tmo, symbols=(claim,), on_deadline="raise")
             if sat.status == "sat" and sat.model:
                 cex = dict(sat.model)
         return Decision(False, "z3", counterexample=cex, cond=claim, facts=facts)
@@ -122,6 +122,5 @@ def model_of(facts: tuple, syms: Any, fixed: Dict[str, int], timeout_ms: int) ->
         symbols=tuple(syms),
         small_model=True,
         on_deadline="raise",
-        _text=False,
     )
     return dict(r.model) if r.status == "sat" and r.model is not None else None

@@ -38,7 +38,7 @@ past the per-call limit, the verdict is ``"unknown"`` with the reason ``"timeout
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple
 
 import sympy as sp
@@ -79,17 +79,25 @@ class Verdict:
         reason: for "unknown", why: ``"timeout"``, ``"nonlinear arithmetic (...)"`` or Z3's
             own reason; empty otherwise.
         smtlib: the obligation ``facts and not claim`` as an SMT-LIB2 script (``unsat``
-            means the claim holds).
+            means the claim holds); written when first read, from ``assertions``.
         seconds: the time the call took.
         name: the caller's label of the claim.
+        assertions: the obligation's Z3 terms (domains, facts, ``not claim``).
+        logic: the SMT-LIB logic the script names.
     """
 
     status: Status
     model: Optional[Mapping[str, int]]
     reason: str
-    smtlib: str
     seconds: float
     name: str = ""
+    assertions: Tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    logic: str = "ALL"
+
+    @property
+    def smtlib(self) -> str:
+        """The obligation as an SMT-LIB2 script."""
+        return smtlib_text(self.assertions, self.logic)
 
     @property
     def z3_answer(self) -> str:
@@ -104,13 +112,19 @@ class Verdict:
 @dataclass(frozen=True, slots=True)
 class Satisfiable:
     """Whether facts have a model: ``status`` "sat" (``model``), "unsat" or "unknown"
-    (``reason``); ``smtlib`` is the query as SMT-LIB2."""
+    (``reason``); ``smtlib`` is the query as SMT-LIB2 (from ``assertions``)."""
 
     status: Literal["sat", "unsat", "unknown"]
     model: Optional[Mapping[str, int]]
     reason: str
-    smtlib: str
     seconds: float
+    assertions: Tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    logic: str = "ALL"
+
+    @property
+    def smtlib(self) -> str:
+        """The query as an SMT-LIB2 script."""
+        return smtlib_text(self.assertions, self.logic)
 
 
 # ----------------------------------------------------------------------------- translation
@@ -204,7 +218,30 @@ def to_z3(e: Any, env: Optional[Dict[Any, Any]] = None) -> Any:
     (floor) division ``p // q``: the library builds such leaves only after proving that
     ``q`` divides ``p``.  Raises :class:`~layoutproof.errors.MalformedLayoutError` for what
     has no integer reading (a non-integer symbol or number, a division by zero, ...)."""
-    return _tr(e, {} if env is None else env)
+    return _translate(e, {} if env is None else env)
+
+
+# SymPy expression -> (its Z3 term, the (symbol, variable) pairs it met, in order).  SymPy
+# expressions are immutable and compare structurally (assumptions included), and a Z3
+# variable is identified by its name, so a translation can be reused in any ``env``.
+_TRANSLATED: Dict[Any, Tuple[Any, Tuple[Tuple[Any, Any], ...]]] = {}
+_TRANSLATED_MAX = 20000
+
+
+def _translate(e: Any, env: Dict[Any, Any]) -> Any:
+    if not isinstance(e, sp.Basic):
+        return _tr(e, env)
+    hit = _TRANSLATED.get(e)
+    if hit is None:
+        met: Dict[Any, Any] = {}
+        hit = (_tr(e, met), tuple(met.items()))
+        if len(_TRANSLATED) > _TRANSLATED_MAX:
+            _TRANSLATED.clear()
+        _TRANSLATED[e] = hit
+    for sym, v in hit[1]:
+        if sym not in env:
+            env[sym] = v
+    return hit[0]
 
 
 def _tr(e: Any, env: Dict[Any, Any]) -> Any:
@@ -332,9 +369,9 @@ def _ms(timeout_s: Optional[float]) -> int:
     return max(1, int(round(float(timeout_s) * 1000)))
 
 
-def _solver(parts: Iterable[Any], timeout_ms: int) -> Any:
+def _solver(parts: Iterable[Any]) -> Any:
+    """A Z3 solver holding ``parts`` (:func:`check` sets its time limit)."""
     s = z3.Solver()
-    s.set("timeout", int(timeout_ms))
     for p in parts:
         s.add(p)
     return s
@@ -342,7 +379,7 @@ def _solver(parts: Iterable[Any], timeout_ms: int) -> Any:
 
 def smtlib_text(assertions: Sequence[Any], logic: str = "ALL") -> str:
     """The SMT-LIB2 script asserting ``assertions`` (Z3 terms) under ``logic``."""
-    return f"(set-logic {logic})\n" + _solver(assertions, 1000).to_smt2()
+    return f"(set-logic {logic})\n" + _solver(assertions).to_smt2()
 
 
 class _Query:
@@ -354,9 +391,9 @@ class _Query:
     def __init__(self, claim: Any, facts: Sequence[Any], first: Sequence[Any] = ()) -> None:
         self.env: Dict[Any, Any] = {}
         for x in first:  # symbols to register first (the order of a model's names)
-            _tr(x, self.env)
-        self.claim = None if claim is None else _tr(claim, self.env)
-        self.facts = [_tr(f, self.env) for f in facts]
+            _translate(x, self.env)
+        self.claim = None if claim is None else _translate(claim, self.env)
+        self.facts = [_translate(f, self.env) for f in facts]
 
     def assertions(self, negate: Optional[bool] = True) -> List[Any]:
         """Domains, facts, then ``not claim`` (``negate``), ``claim`` (False) or nothing (None)."""
@@ -470,7 +507,7 @@ def facts_consistent(facts: Sequence[Any], *, timeout_s: Optional[float] = None)
         hit = _CONSISTENT.get(key)
         if hit is not None:
             return hit
-    r = satisfiable(facts, timeout_s=timeout_s, on_deadline="raise", _text=False)
+    r = satisfiable(facts, timeout_s=timeout_s, on_deadline="raise")
     if r.status == "unknown":
         return None
     ok = r.status == "sat"
@@ -520,33 +557,34 @@ def prove(
     t0 = time.perf_counter()
     facts = tuple(facts)
     ms = _ms(timeout_s)
-    text = ""
+    parts: List[Any] = []
     mine = None
+
+    def out(status: Status, model: Optional[Dict[str, int]] = None, reason: str = "") -> Verdict:
+        return Verdict(status, model, reason, time.perf_counter() - t0, name, tuple(parts), logic)
+
     try:
         with budget.deadline(_own_limit_s(ms, 3 if small_model else 2)) as mine:
             q = _Query(claim, facts)
             parts = q.assertions(True)
-            s = _solver(parts, ms)
-            text = f"(set-logic {logic})\n" + s.to_smt2()
+            s = _solver(parts)
             r = check(s, ms)
             if r == z3.unsat:
                 ok = facts_consistent(facts, timeout_s=ms / 1000.0) if facts and check_facts else True
-                status: Status = "vacuous" if ok is False else "proved"
-                return Verdict(status, None, "", text, time.perf_counter() - t0, name)
+                return out("vacuous" if ok is False else "proved")
             if r == z3.sat:
                 extra = _free_consts(parts) if _needs_extra(claim, facts) else ()
                 model = _model(s, q.env, extra)
                 if small_model and q.env:
                     model = _shrink(s, q.env, model, ms)
-                return Verdict("refuted", model, "", text, time.perf_counter() - t0, name)
-            why = unknown_reason(s)
-            return Verdict("unknown", None, why, text, time.perf_counter() - t0, name)
+                return out("refuted", model)
+            return out("unknown", reason=unknown_reason(s))
     except budget.BudgetExceeded as e:
         if on_deadline == "raise" and e.at != mine:
             raise
-        return Verdict("unknown", None, "timeout", text, time.perf_counter() - t0, name)
+        return out("unknown", reason="timeout")
     except z3.Z3Exception as e:
-        return Verdict("unknown", None, f"Z3 error: {e}", text, time.perf_counter() - t0, name)
+        return out("unknown", reason=f"Z3 error: {e}")
 
 
 def _needs_extra(claim: Any, facts: Sequence[Any]) -> bool:
@@ -562,7 +600,6 @@ def satisfiable(
     small_model: bool = False,
     logic: str = "ALL",
     on_deadline: OnDeadline = "unknown",
-    _text: bool = True,
 ) -> Satisfiable:
     """Do ``facts`` (SymPy conditions or Z3 Boolean terms) have a model?  ``fixed`` pins
     symbols (by name) to values; ``symbols`` (SymPy symbols or expressions) are given
@@ -572,8 +609,14 @@ def satisfiable(
     t0 = time.perf_counter()
     facts = tuple(facts)
     ms = _ms(timeout_s)
-    text = ""
+    parts: List[Any] = []
     mine = None
+
+    def out(
+        status: Literal["sat", "unsat", "unknown"], model: Optional[Dict[str, int]] = None, reason: str = ""
+    ) -> Satisfiable:
+        return Satisfiable(status, model, reason, time.perf_counter() - t0, tuple(parts), logic)
+
     try:
         with budget.deadline(_own_limit_s(ms, 2 if small_model else 1)) as mine:
             q = _Query(None, facts, first=tuple(symbols))
@@ -581,12 +624,10 @@ def satisfiable(
             for sym, v in q.env.items():
                 if fixed and sym.name in fixed:
                     parts.append(v == int(fixed[sym.name]))
-            s = _solver(parts, ms)
-            if _text:
-                text = f"(set-logic {logic})\n" + s.to_smt2()
+            s = _solver(parts)
             r = check(s, ms)
             if r == z3.unsat:
-                return Satisfiable("unsat", None, "", text, time.perf_counter() - t0)
+                return out("unsat")
             if r == z3.sat:
                 extra = _free_consts(parts) if any(isinstance(f, z3.ExprRef) for f in facts) else ()
                 model = _model(s, q.env, extra)
@@ -594,11 +635,11 @@ def satisfiable(
                     model = _shrink(s, q.env, model, ms)
                 if fixed:
                     model.update({k: int(v) for k, v in fixed.items()})
-                return Satisfiable("sat", model, "", text, time.perf_counter() - t0)
-            return Satisfiable("unknown", None, unknown_reason(s), text, time.perf_counter() - t0)
+                return out("sat", model)
+            return out("unknown", reason=unknown_reason(s))
     except budget.BudgetExceeded as e:
         if on_deadline == "raise" and e.at != mine:
             raise
-        return Satisfiable("unknown", None, "timeout", text, time.perf_counter() - t0)
+        return out("unknown", reason="timeout")
     except z3.Z3Exception as e:
-        return Satisfiable("unknown", None, f"Z3 error: {e}", text, time.perf_counter() - t0)
+        return out("unknown", reason=f"Z3 error: {e}")
