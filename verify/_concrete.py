@@ -13,12 +13,13 @@ Layout((4, 2), (1, 4))
 from __future__ import annotations
 
 import math
-import sys
 from fractions import Fraction
 from typing import Any, Dict, Optional
 
 from layoutproof.errors import LayoutError, MalformedLayoutError, show
-from layoutproof.layout import Layout, _
+from layoutproof.layout import Layout, Underscore
+from layoutproof.symbolic import is_sym
+from layoutproof.symbolic import is_symbolic as symbolic_object
 
 __all__ = [
     "values",
@@ -29,6 +30,7 @@ __all__ = [
     "IllFormed",
     "is_sym",
     "is_symbolic",
+    "lifted",
     "EXHAUSTIVE_LIMIT",
 ]
 
@@ -40,18 +42,18 @@ class IllFormed(LayoutError):
     """A parameter assignment makes a leaf non-integer or an extent non-positive."""
 
 
-def is_sym(x: Any) -> bool:
-    sp = sys.modules.get("sympy")
-    return sp is not None and isinstance(x, sp.Basic)
-
-
 def is_symbolic(x: Any) -> bool:
-    """A Layout, leaf or (nested) tuple holding a SymPy expression that is not a number."""
-    if isinstance(x, Layout):
-        return x.is_symbolic
+    """A Layout, leaf or (nested) tuple holding a SymPy expression that is not a number:
+    :func:`layoutproof.symbolic.is_symbolic`, also looking into the Layouts a tuple holds
+    (tilers such as ``(Layout(M, 1), None)``)."""
     if type(x) is tuple or type(x) is list:
         return any(is_symbolic(e) for e in x)
-    return is_sym(x) and not getattr(x, "is_Number", False)
+    return symbolic_object(x)
+
+
+def lifted(x: Any) -> bool:
+    """A swizzled or composed layout (a kind the algebra routes to its own operations)."""
+    return getattr(type(x), "_lp_lifted", False) is True
 
 
 def size_of(x: Any) -> Any:
@@ -251,7 +253,7 @@ def concretize(x: Any, env: Dict[str, int]) -> Any:
     """``x`` (a Layout, leaf, tiler, tuple, ``None``/``_``, or anything without symbols)
     with the parameters replaced by the values of ``env`` (symbol name -> int).  Raises
     :class:`IllFormed` when a leaf is not an integer or a layout is not well formed there."""
-    if type(x) is int or x is None or x is _:
+    if type(x) is int or x is None or isinstance(x, Underscore):
         return x
     if isinstance(x, Layout):
         if not x.is_symbolic:

@@ -22,12 +22,12 @@ from typing import Any, List, Optional, Tuple
 
 from layoutproof.errors import LayoutError
 from layoutproof.inttuple import raw_flatten, raw_product
-from layoutproof.layout import Layout
+from layoutproof.layout import Layout, flatten_layout, fmt_htuple, layout_arg, make_layout
 
-from ._concrete import EXHAUSTIVE_LIMIT, is_sym, natural, py, size_of, values
+from ._concrete import EXHAUSTIVE_LIMIT, is_sym, lifted, natural, py, size_of, values
 from .result import Counterexample
 
-__all__ = ["Fail", "NotExpressible", "TooLarge", "Concrete", "Symbolic", "pair", "modes", "as_layout"]
+__all__ = ["Fail", "NotExpressible", "TooLarge", "Concrete", "Symbolic", "as_layout"]
 
 
 class Fail(Exception):
@@ -47,32 +47,10 @@ class TooLarge(LayoutError):
 
 
 # ----------------------------------------------------------------------------- layout helpers
-def modes(L: Any) -> Tuple[tuple, tuple]:
-    s, d = L.shape, L.stride
-    if type(s) is tuple:
-        return s, d
-    return (s,), (d,)
-
-
-def mode(L: Layout, i: int) -> Layout:
-    s, d = modes(L)
-    return Layout._make(s[i], d[i])
-
-
-def pair(a: Layout, b: Layout) -> Layout:
-    """The rank-2 layout ``(a, b)``."""
-    return Layout._make((a.shape, b.shape), (a.stride, b.stride))
-
-
-def concat(parts: List[Layout]) -> Layout:
-    return Layout._make(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
-
-
 def as_layout(x: Any) -> Any:
-    """A tiler or shape argument as a layout (an int ``n`` is ``n:1``)."""
-    if isinstance(x, Layout) or getattr(type(x), "_lp_lifted", False):
-        return x
-    return Layout(x)
+    """A tiler or shape argument as a layout (an int ``n`` is ``n:1``); swizzled and
+    composed layouts pass as they are."""
+    return x if lifted(x) else layout_arg(x, "verify")
 
 
 def _w(what: str) -> str:
@@ -80,14 +58,14 @@ def _w(what: str) -> str:
     return f"{what}: " if what else ""
 
 
-def _fmt(t: Any) -> str:
-    if type(t) is tuple:
-        return "(" + ",".join(_fmt(e) for e in t) + ")"
-    return str(t)
-
-
 def _flat_modes(L: Layout) -> Tuple[tuple, tuple]:
     return raw_flatten(L.shape), raw_flatten(L.stride)
+
+
+def _flat_leaves(L: Layout) -> List[Layout]:
+    """The flat modes of ``L``, each as a rank-1 layout ``s:d`` (built from ``L``'s own
+    leaves: nothing to validate again)."""
+    return list(flatten_layout(L))
 
 
 # ----------------------------------------------------------------------------- the concrete engine
@@ -108,7 +86,8 @@ class Concrete:
 
     def same_shape(self, a: Any, b: Any, what: str) -> None:
         if a != b:
-            raise Fail(Counterexample(detail=f"{_w(what)}shape {_fmt(a)} != {_fmt(b)}", lhs=a, rhs=b))
+            detail = f"{_w(what)}shape {fmt_htuple(a)} != {fmt_htuple(b)}"
+            raise Fail(Counterexample(detail=detail, lhs=a, rhs=b))
 
     def same_value(self, a: Any, b: Any, what: str) -> None:
         if a != b:
@@ -134,8 +113,8 @@ class Concrete:
         if not compatible(B.shape, R.shape):
             raise Fail(
                 Counterexample(
-                    detail=f"{_w(what)}B's shape {_fmt(B.shape)} is not compatible with R's shape "
-                    f"{_fmt(R.shape)}"
+                    detail=f"{_w(what)}B's shape {fmt_htuple(B.shape)} is not compatible with R's shape "
+                    f"{fmt_htuple(R.shape)}"
                 )
             )
         self._guard(B, R)
@@ -155,14 +134,14 @@ class Concrete:
             )
         want = _ext_values(A, x)
         got = values(R)
-        k = _first_diff(got, want)
-        if k is not None:
+        at = _first_diff(got, want)
+        if at is not None:
             raise Fail(
                 Counterexample(
-                    coordinate=k,
-                    natural=natural(k, B),
-                    lhs=py(got[k]),
-                    rhs=py(want[k]),
+                    coordinate=at,
+                    natural=natural(at, B),
+                    lhs=py(got[at]),
+                    rhs=py(want[at]),
                     detail=f"{_w(what)}R(c) != A(B(c))",
                 )
             )
@@ -171,14 +150,16 @@ class Concrete:
         import numpy as np
 
         fs, fd = _flat_modes(L)
-        keep = [(s, d) for s, d in zip(fs, fd) if s != 1 and d != 0]
-        for _s, d in keep:
-            if d < 0:
+        keep = [k for k in range(len(fs)) if fs[k] != 1 and fd[k] != 0]
+        for k in keep:
+            if fd[k] < 0:
                 raise Fail(
-                    Counterexample(detail=f"{_w(what)}{L} has the negative stride {d}; no complement exists")
+                    Counterexample(
+                        detail=f"{_w(what)}{L} has the negative stride {fd[k]}; no complement exists"
+                    )
                 )
-        cs, cd = _flat_modes(C)
-        X = Layout._make(tuple(k[0] for k in keep) + cs, tuple(k[1] for k in keep) + cd)
+        leaves = _flat_leaves(L)
+        X = make_layout(*(leaves[k] for k in keep), *_flat_leaves(C))
         self._guard(X)
         v = values(X)
         K = len(v)
@@ -222,7 +203,7 @@ class Concrete:
                         detail=f"{_w(what)}C = {C} is not ordered: C({k}) <= C({k - 1})",
                     )
                 )
-        ext = max([s * d for s, d in keep], default=1)
+        ext = max([fs[k] * fd[k] for k in keep], default=1)
         want = -(-M // ext) * ext
         if K != want:
             raise Fail(
@@ -253,14 +234,14 @@ class Concrete:
             )
         got = values(L)[vr.astype(np.int64)]
         want = np.arange(len(vr), dtype=np.int64)
-        k = _first_diff(got, want)
-        if k is not None:
+        at = _first_diff(got, want)
+        if at is not None:
             raise Fail(
                 Counterexample(
-                    coordinate=k,
-                    natural=natural(k, R),
-                    lhs=py(got[k]),
-                    rhs=k,
+                    coordinate=at,
+                    natural=natural(at, R),
+                    lhs=py(got[at]),
+                    rhs=at,
                     detail=f"{_w(what)}L(R(i)) != i",
                 )
             )
@@ -287,14 +268,14 @@ class Concrete:
         injective = len(np.unique(vl)) == len(vl)
         if injective:
             want = np.arange(len(vl), dtype=np.int64)
-            k = _first_diff(back, want)
-            if k is not None:
+            at = _first_diff(back, want)
+            if at is not None:
                 raise Fail(
                     Counterexample(
-                        coordinate=k,
-                        natural=natural(k, L),
-                        lhs=py(back[k]),
-                        rhs=k,
+                        coordinate=at,
+                        natural=natural(at, L),
+                        lhs=py(back[at]),
+                        rhs=at,
                         detail=f"{_w(what)}R(L(i)) != i",
                     )
                 )
@@ -313,14 +294,14 @@ class Concrete:
                 )
             )
         again = vl[back.astype(np.int64)]
-        k = _first_diff(again, vl)
-        if k is not None:
+        at = _first_diff(again, vl)
+        if at is not None:
             raise Fail(
                 Counterexample(
-                    coordinate=k,
-                    natural=natural(k, L),
-                    lhs=py(again[k]),
-                    rhs=py(vl[k]),
+                    coordinate=at,
+                    natural=natural(at, L),
+                    lhs=py(again[at]),
+                    rhs=py(vl[at]),
                     detail=f"{_w(what)}L(R(L(i))) != L(i)",
                 )
             )
@@ -376,13 +357,13 @@ def _ext_values(A: Any, x: Any) -> Any:
 
 # ----------------------------------------------------------------------------- the symbolic engine
 class Symbolic:
-    """Collects SymPy claims ``(purpose, claim, extra facts)``; structural facts are checked
+    """Collects SymPy claims ``(purpose, claim, extra facts, 1-D coordinate)``; structural facts are checked
     at once (a :class:`Fail` for all parameter values)."""
 
     symbolic = True
 
     def __init__(self, taken: Any = ()) -> None:
-        self.claims: List[Tuple[str, Any, tuple]] = []
+        self.claims: List[Tuple[str, Any, tuple, Any]] = []
         self.taken = set(taken)
 
     def _sp(self) -> Any:
@@ -418,7 +399,7 @@ class Symbolic:
         sp = self._sp()
         if type(a) is tuple or type(b) is tuple:
             if type(a) is not tuple or type(b) is not tuple or len(a) != len(b):
-                raise Fail(Counterexample(detail=f"{_w(what)}shape {_fmt(a)} != {_fmt(b)}"))
+                raise Fail(Counterexample(detail=f"{_w(what)}shape {fmt_htuple(a)} != {fmt_htuple(b)}"))
             for x, y in zip(a, b):
                 self.same_shape(x, y, what)
             return
@@ -437,7 +418,7 @@ class Symbolic:
         if X == Y:
             return
         fx, fy = _flat_modes(X), _flat_modes(Y)
-        ref = common_refinement(fx[0], fy[0])
+        ref = radix_refinement(fx[0], fy[0])
         if ref is not None:  # both as polynomials of the digits of a common refinement
             extents, gx, gy = ref
             c = [self.coord(f"c{k}") for k in range(len(extents))]
@@ -463,13 +444,14 @@ class Symbolic:
             if type(r) is not tuple or len(r) != len(b):
                 raise Fail(
                     Counterexample(
-                        detail=f"{_w(what)}B's shape {_fmt(b)} is not compatible with R's shape {_fmt(r)}"
+                        detail=f"{_w(what)}B's shape {fmt_htuple(b)} is not compatible with R's shape "
+                        f"{fmt_htuple(r)}"
                     )
                 )
             for x, y in zip(b, r):
                 self._compat(x, y, what)
             return
-        self.add(f"{_w(what)}B compatible with R ({b} == size {_fmt(r)})", sp.Eq(b, raw_product(r)))
+        self.add(f"{_w(what)}B compatible with R ({b} == size {fmt_htuple(r)})", sp.Eq(b, raw_product(r)))
 
     def composes(self, R: Any, A: Any, B: Layout, what: str) -> None:
         sp = self._sp()
@@ -496,9 +478,9 @@ class Symbolic:
     def complement_ok(self, C: Layout, L: Layout, M: Any, what: str) -> None:
         sp = self._sp()
         fs, fd = _flat_modes(L)
-        keep = [(s, d) for s, d in zip(fs, fd) if s != 1 and self._nonzero(d)]
-        cs, cd = _flat_modes(C)
-        X = Layout._make(tuple(k[0] for k in keep) + cs, tuple(k[1] for k in keep) + cd)
+        keep = [k for k in range(len(fs)) if fs[k] != 1 and self._nonzero(fd[k])]
+        leaves = _flat_leaves(L)
+        X = make_layout(*(leaves[k] for k in keep), *_flat_leaves(C))
         K = X.size
         i, j = self.coord("i"), self.coord("j")
         xi = X.expr(i)
@@ -508,7 +490,7 @@ class Symbolic:
         self.add(f"{_w(what)}(L, C) is injective", sp.Ne(xi, X.expr(j)), (sp.Lt(i, j), sp.Lt(j, K)))
         if C.size != 1:
             self.add(f"{_w(what)}C is ordered", sp.Lt(C.expr(i), C.expr(i + 1)), (sp.Lt(i + 1, C.size),))
-        ext = sp.Max(*[s * d for s, d in keep]) if keep else sp.Integer(1)
+        ext = sp.Max(*[fs[k] * fd[k] for k in keep]) if keep else sp.Integer(1)
         self.add(f"{_w(what)}(L, C) fills [0, M) rounded up", sp.And(sp.Ge(K, M), sp.Lt(K, M + ext)))
 
     def right_inverse_ok(self, R: Layout, L: Layout, what: str) -> None:
@@ -530,7 +512,7 @@ class Symbolic:
             # R is n:1, the identity on [0, n): R(L(i)) == i for every i < size(L) is exactly
             # "L is the function i -> i" and size(L) <= n -- which SymPy proves by a common
             # refinement where Z3's nonlinear div/mod gives up
-            self.same_function(L, Layout._make(L.size, 1), f"{_w(what)}R is the identity, so L(i) == i")
+            self.same_function(L, Layout(L.size, 1), f"{_w(what)}R is the identity, so L(i) == i")
             self.add(f"{_w(what)}size(L) <= size(R)", sp.Le(L.size, R.size))
             return
         i = self.coord("i")
@@ -576,10 +558,17 @@ def _same(a: Any, b: Any) -> bool:
     return sp.expand(sp.sympify(a) - sp.sympify(b)) == 0
 
 
-def common_refinement(fa: tuple, fb: tuple) -> Optional[Tuple[List[Any], List[List[int]], List[List[int]]]]:
-    """A common refinement of two flat shapes whose extents divide polynomially:
-    (extents, the refined digits of each mode of ``fa``, the same for ``fb``); None when the
-    greedy split does not work out (e.g. ``(4, M)`` against ``(M, 4)``)."""
+def radix_refinement(fa: tuple, fb: tuple) -> Optional[Tuple[List[Any], List[List[int]], List[List[int]]]]:
+    """A common refinement of the mixed radices of two flat shapes of one size, whose extents
+    divide polynomially: (extents, the refined digits of each mode of ``fa``, the same for
+    ``fb``); None when the greedy split does not work out (e.g. ``(4, M)`` against
+    ``(M, 4)``).  ``(4, 6)`` and ``(8, 3)`` give the digits ``(4, 2, 3)``.
+
+    Not :func:`layoutproof.analysis.common_refinement`, which refines hierarchical shapes
+    mode by mode (the join of the compatibility order: ``(4, 6)`` and ``(8, 3)`` have none)
+    and takes integer shapes only; this one splits the 1-D domain of two flat, symbolic
+    shapes into digits both read, so that two layout functions become polynomials of the
+    same digits."""
     ext: List[Any] = []
     ga: List[List[int]] = [[] for _ in fa]
     gb: List[List[int]] = [[] for _ in fb]

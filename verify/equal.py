@@ -37,7 +37,7 @@ from layoutproof.errors import LayoutError, show
 from layoutproof.layout import Layout
 
 from ._bounded import MAX_CASES
-from ._concrete import is_symbolic
+from ._concrete import is_symbolic, lifted
 from ._engine import Fail
 from ._run import call_budgeted, guard_args, run
 from .result import Counterexample, Result
@@ -46,13 +46,13 @@ __all__ = ["equal", "compatible", "function"]
 
 
 def _describe(x: Any) -> str:
-    return str(x) if isinstance(x, Layout) or getattr(type(x), "_lp_lifted", False) else repr(x)
+    return str(x) if isinstance(x, Layout) or lifted(x) else repr(x)
 
 
-def _layoutish(x: Any, what: str) -> Any:
+def layoutish(x: Any, what: str) -> Any:
     if isinstance(x, type):
         raise LayoutError(f"{what}: expected a layout, got the class {x.__name__}")
-    if isinstance(x, Layout) or getattr(type(x), "_lp_lifted", False):
+    if isinstance(x, Layout) or lifted(x):
         return x
     if isinstance(x, str):
         return Layout.parse(x)
@@ -95,8 +95,8 @@ def equal(
 
 def _equal(A: Any, B: Any, assume: Any, timeout_ms: Optional[int], bounds: Any, max_cases: int) -> Result:
     guard_args(A, B)
-    A = _layoutish(A, "equal")
-    B = _layoutish(B, "equal")
+    A = layoutish(A, "equal")
+    B = layoutish(B, "equal")
     claim = f"{_describe(A)} == {_describe(B)}"
     return run(
         claim,

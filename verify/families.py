@@ -2,7 +2,12 @@
 enumeration ("checked" status: true for every member of the family).
 
 A family is described by its bounds, and :func:`describe` states them in words, so a
-result says exactly what was covered.
+result says exactly what was covered.  :func:`for_all` is the one runner over a family:
+the theorem decorator's exhaustive mode (:mod:`layoutproof.verify.theorem`) and the
+proof catalog's checks run through it.
+
+Random layouts, for hypothesis, are :mod:`layoutproof.verify.strategies`' business; the
+families here enumerate.
 
 >>> sum(1 for _ in layouts(rank=2, extent=2, stride=1))
 20
@@ -15,12 +20,20 @@ result says exactly what was covered.
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from layoutproof import Layout, LayoutError
+from layoutproof import Layout, LayoutError, make_layout
+from layoutproof.inttuple import raw_flatten
+from layoutproof.layout import fmt_htuple
+
+from .result import Counterexample, Result
 
 __all__ = [
+    "for_all",
+    "SKIP",
+    "label",
     "Bounds",
     "nested_shapes",
     "swizzles",
@@ -40,6 +53,111 @@ __all__ = [
     "is_injective",
     "is_bijective_onto_range",
 ]
+
+
+class _Skip:
+    def __repr__(self) -> str:
+        return "SKIP"
+
+
+#: returned by a :func:`for_all` check for a member outside the statement's hypothesis
+SKIP: Any = _Skip()
+
+
+def label(member: Any, names: Optional[Sequence[str]] = None) -> str:
+    """A family member in words: ``"L = 4:2, M = 16"`` with ``names``.
+
+    >>> label((Layout(4, 2), 16), ("L", "M")), label(Layout((2, 2), (1, 3)))
+    ('L = 4:2, M = 16', '(2,2):(1,3)')
+    """
+    if names:
+        items = member if type(member) is tuple and len(names) > 1 else (member,)
+        return ", ".join(f"{n} = {fmt_htuple(v)}" for n, v in zip(names, items))
+    return fmt_htuple(member)
+
+
+def for_all(
+    claim: str,
+    members: Iterable[Any],
+    check: Callable[[Any], Any],
+    *,
+    family: str,
+    bounds: Dict[str, Tuple[int, int]],
+    names: Optional[Sequence[str]] = None,
+    min_cases: int = 1,
+) -> Result:
+    """Check ``check(member)`` for every member of a family, in order: it returns None
+    (holds), a string or a :class:`~layoutproof.verify.Counterexample` (fails), or
+    :data:`SKIP` (the member is outside the statement's hypothesis: not counted).
+
+    ``"checked"`` with ``cases`` (the members counted) and ``bounds``, or ``"refuted"``
+    at the first failing member (named with :func:`label`).  Fewer than ``min_cases``
+    counted members is ``"unknown"``: an empty family proves nothing.
+
+    >>> r = for_all("L(0) == 0", [Layout(2, 1), Layout(3, 5)], lambda L: None if L(0) == 0 else "no",
+    ...             family="two layouts", bounds={"members": (1, 2)})
+    >>> r.status, r.cases
+    ('checked', 2)
+    >>> r = for_all("L(1) == 1", [Layout(2, 1), Layout(3, 5)], lambda L: None if L(1) == 1 else "L(1) != 1",
+    ...             family="two layouts", bounds={"members": (1, 2)}, names=("L",))
+    >>> r.status, r.cases, str(r.counterexample)
+    ('refuted', 2, 'L = 3:5: L(1) != 1')
+    """
+    t0 = time.perf_counter()
+    n = skipped = 0
+    for m in members:
+        out = check(m)
+        if out is SKIP:
+            skipped += 1
+            continue
+        n += 1
+        if out is None:
+            continue
+        where = label(m, names)
+        if isinstance(out, Counterexample):
+            cex = Counterexample(
+                coordinate=out.coordinate,
+                natural=out.natural,
+                lhs=out.lhs,
+                rhs=out.rhs,
+                assignment=out.assignment,
+                detail=f"{where}: {out.detail}" if out.detail else where,
+            )
+        else:
+            cex = Counterexample(detail=f"{where}: {out}")
+        return Result(
+            "refuted",
+            "exhaustive",
+            claim=claim,
+            counterexample=cex,
+            cases=n,
+            bounds=bounds,
+            notes=(family,),
+            seconds=time.perf_counter() - t0,
+        )
+    notes = [family]
+    if skipped:
+        notes.append(f"{skipped} member(s) outside the hypothesis were skipped")
+    if n < min_cases:
+        return Result(
+            "unknown",
+            "exhaustive",
+            claim=claim,
+            reason=f"only {n} case(s) in the family",
+            cases=n,
+            bounds=bounds,
+            notes=notes,
+            seconds=time.perf_counter() - t0,
+        )
+    return Result(
+        "checked",
+        "exhaustive",
+        claim=claim,
+        cases=n,
+        bounds=bounds,
+        notes=notes,
+        seconds=time.perf_counter() - t0,
+    )
 
 
 @dataclass(frozen=True)
@@ -82,20 +200,18 @@ def layouts(rank: int = 3, extent: int = 4, stride: int = 8, negative: bool = Fa
     """Every flat layout within the bounds; rank-1 layouts are integer layouts ``s:d``."""
     _check(rank, extent, stride)
     svals = list(range(-stride, stride + 1)) if negative else list(range(0, stride + 1))
-    make = Layout._make
     for s in shapes(rank, extent):
         for d in itertools.product(svals, repeat=len(s)):
-            yield make(s[0], d[0]) if len(s) == 1 else make(s, d)
+            yield Layout(s[0], d[0]) if len(s) == 1 else Layout(s, d)
 
 
 def nested_layouts(rank: int = 3, extent: int = 4, stride: int = 8) -> Iterator[Layout]:
     """The rank-``rank`` flat layouts regrouped as two top-level modes ``((s0..sk),(..))``
     at every split point: hierarchy for theorems about profiles."""
-    make = Layout._make
     for L in layouts(rank, extent, stride):
-        s, d = L._flat()
-        for k in range(1, len(s)):
-            yield make((s[:k], s[k:]), (d[:k], d[k:]))
+        modes = list(L)
+        for k in range(1, len(modes)):
+            yield make_layout(make_layout(*modes[:k]), make_layout(*modes[k:]))
 
 
 def is_injective(L: Layout) -> bool:
@@ -124,7 +240,6 @@ def bijective_layouts(rank: int = 3, extent: int = 4, stride: int = 8) -> Iterat
 
 def compact_layouts(rank: int = 3, extent: int = 4) -> Iterator[Layout]:
     """Compact layouts: every permutation of the column-major strides of every shape."""
-    make = Layout._make
     for s in shapes(rank, extent):
         for perm in itertools.permutations(range(len(s))):
             d = [0] * len(s)
@@ -132,15 +247,15 @@ def compact_layouts(rank: int = 3, extent: int = 4) -> Iterator[Layout]:
             for i in perm:
                 d[i] = cur
                 cur *= s[i]
-            yield make(s[0], d[0]) if len(s) == 1 else make(s, tuple(d))
+            yield Layout(s[0], d[0]) if len(s) == 1 else Layout(s, tuple(d))
 
 
 def admissible_pairs(
-    op: Callable[..., object],
-    firsts: Iterator[object],
-    seconds: Callable[[], Iterator[object]],
+    op: Callable[..., Any],
+    firsts: Iterable[Any],
+    seconds: Callable[[], Iterable[Any]],
     limit: Optional[int] = None,
-) -> Iterator[Tuple[object, object, object]]:
+) -> Iterator[Tuple[Any, Any, Any]]:
     """``(a, b, op(a, b))`` for every pair where ``op`` is admissible (raises no
     LayoutError); ``seconds`` is called once per first element (a fresh iterator)."""
     n = 0
@@ -268,9 +383,7 @@ def offsets(L: Layout) -> List[int]:
     >>> offsets(Layout((2, 2), (1, 3))), offsets(Layout(3, -2))
     ([0, 1, 3, 4], [0, -2, -4])
     """
-    fs, fd = L._flat()
-    if type(fs) is not tuple:
-        return [k * fd for k in range(fs)]
+    fs, fd = raw_flatten(L.shape), raw_flatten(L.stride)
     n = 1
     for x in fs:
         n *= x
@@ -293,9 +406,7 @@ def extended_values(A: Layout, x: Any) -> Any:
     """
     import numpy as np
 
-    fs, fd = A._flat()
-    if type(fs) is not tuple:
-        fs, fd = (fs,), (fd,)
+    fs, fd = raw_flatten(A.shape), raw_flatten(A.stride)
     y = np.asarray(x, dtype=np.int64)
     off = np.zeros(y.shape, dtype=np.int64)
     last = len(fs) - 1
@@ -314,9 +425,7 @@ def stride_chain(L: Layout) -> Optional[int]:
     >>> stride_chain(Layout((2, 4), (1, 2))) is None, stride_chain(Layout((2, 2), (1, 3)))
     (True, 1)
     """
-    fs, fd = L._flat()
-    if type(fs) is not tuple:
-        fs, fd = (fs,), (fd,)
+    fs, fd = raw_flatten(L.shape), raw_flatten(L.stride)
     modes = sorted((d, s) for s, d in zip(fs, fd) if s != 1 and d != 0)
     prev = 1
     for k, (d, s) in enumerate(modes):

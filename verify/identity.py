@@ -40,11 +40,11 @@ from layoutproof.errors import (
 from layoutproof.layout import Layout
 
 from ._bounded import MAX_CASES
-from ._concrete import IllFormed, concretize, is_symbolic
+from ._concrete import IllFormed, concretize, is_symbolic, lifted
 from ._engine import Concrete, Fail, TooLarge
 from ._run import bounded, call_budgeted, extra_facts, falsify, guard_args, run, split_params
 from ._solve import facts_for, facts_text, params_of, timeout_of
-from .equal import _layoutish
+from .equal import layoutish
 from .result import Counterexample, ProofObligation, Result
 
 __all__ = ["identity", "admissible", "resolve_op"]
@@ -55,7 +55,7 @@ def _layout_like(x: Any) -> bool:
     parameters (they are callable too, on coordinates)."""
     return (
         isinstance(x, Layout)
-        or getattr(type(x), "_lp_lifted", False)
+        or lifted(x)
         or hasattr(x, "eval_all")
         or hasattr(x, "as_layout")
         or isinstance(x, type)
@@ -66,7 +66,7 @@ def _call(fn: Any, args: Sequence[Any]) -> Any:
     return fn(*args) if callable(fn) and not _layout_like(fn) else fn
 
 
-def _infer_params(lhs: Any) -> List[str]:
+def infer_params(lhs: Any) -> List[str]:
     if not callable(lhs) or isinstance(lhs, Layout):
         return []
     try:
@@ -92,7 +92,7 @@ def _side(x: Any, what: str) -> Any:
     """A side of an identity: a layout, or an integer value (``size(...) == M*N``)."""
     if _scalar(x):
         return int(x) if getattr(x, "is_Integer", False) else x
-    return _layoutish(x, what)
+    return layoutish(x, what)
 
 
 def _compare(eng: Any, a: Any, b: Any) -> None:
@@ -168,7 +168,7 @@ def _identity(
     tmo = timeout_of(timeout_ms)
     if type(max_cases) is not int or max_cases < 1:
         raise MalformedLayoutError(f"identity: max_cases must be a positive int, got {max_cases!r:.40}")
-    syms, names = split_params(params if params is not None else _infer_params(lhs))
+    syms, names = split_params(params if params is not None else infer_params(lhs))
     facts = facts_for(assume) if syms or assume else ()
     ftext = facts_text(facts) if facts else ()
     notes: List[str] = []
@@ -339,7 +339,7 @@ def _find_inadmissible(
 # ----------------------------------------------------------------------------- admissibility
 def resolve_op(op: Any) -> Any:
     """An algebra function from itself or its name (``"composition"``)."""
-    if isinstance(op, Layout) or getattr(type(op), "_lp_lifted", False):
+    if isinstance(op, Layout) or lifted(op):
         raise MalformedLayoutError(f"expected an operation or its name, got the layout {op}")
     if callable(op):
         return op

@@ -47,13 +47,13 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from layoutproof import ops
 from layoutproof.errors import InadmissibleError, LayoutError, MalformedLayoutError, show
 from layoutproof.inttuple import raw_depth, raw_product
-from layoutproof.layout import Layout, _, make_ordered_layout
+from layoutproof.layout import Layout, Underscore, make_layout, make_ordered_layout, top_modes
 
 from ._bounded import MAX_CASES
-from ._concrete import is_symbolic
-from ._engine import Fail, NotExpressible, as_layout, concat, mode, modes, pair
+from ._concrete import is_symbolic, lifted
+from ._engine import Fail, NotExpressible, as_layout
 from ._run import call_budgeted, guard_args, run
-from .equal import _layoutish
+from .equal import layoutish
 from .identity import resolve_op
 from .result import Counterexample, Result
 
@@ -72,7 +72,7 @@ def _op(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def _none(t: Any) -> bool:
-    return t is None or t is _
+    return t is None or isinstance(t, Underscore)
 
 
 def _keep(eng: Any, R: Layout, L: Layout, what: str) -> None:
@@ -81,9 +81,7 @@ def _keep(eng: Any, R: Layout, L: Layout, what: str) -> None:
 
 
 def _padded(L: Layout, n: int) -> Layout:
-    s, d = modes(L)
-    k = n - len(s)
-    return Layout._make(s + (1,) * k, d + (0,) * k)
+    return make_layout(*L, *(Layout(1, 0),) * (n - L.rank))
 
 
 # ----------------------------------------------------------------------------- per operation
@@ -95,11 +93,11 @@ def _coalesce(eng: Any, R: Layout, L: Layout, profile: Any = None) -> None:
     def depth(X: Layout, p: Any, where: str) -> None:
         if type(p) is tuple:
             eng.require(
-                X.rank == len(modes(X)[0]) and len(p) <= X.rank,
+                X.rank == len(top_modes(X)[0]) and len(p) <= X.rank,
                 f"coalesce: {where}{X} has fewer modes than the profile",
             )
             for k, q in enumerate(p):
-                depth(mode(X, k), q, f"{where}mode {k} ")
+                depth(X[k], q, f"{where}mode {k} ")
             return
         eng.require(raw_depth(X.shape) <= 1, f"coalesce: {where}{X} has depth {raw_depth(X.shape)} > 1")
 
@@ -110,14 +108,12 @@ def _coalesce(eng: Any, R: Layout, L: Layout, profile: Any = None) -> None:
 
 def _filter(eng: Any, R: Layout, L: Layout, profile: Any = None) -> None:
     eng.image_equal(R, L, "filter: same image")
-    fs = modes(R)
-    if profile is None or profile is _:
+    if profile is None or isinstance(profile, Underscore):
         from layoutproof.inttuple import raw_flatten
 
         for s, d in zip(raw_flatten(R.shape), raw_flatten(R.stride)):
             eng.require(not (d == 0 and s != 1), f"filter: {R} keeps the stride-0 mode {s}:{d}")
         eng.require(raw_depth(R.shape) <= 1, f"filter: {R} has depth > 1")
-    del fs
 
 
 def _composition(eng: Any, R: Any, A: Any, B: Any) -> None:
@@ -125,11 +121,11 @@ def _composition(eng: Any, R: Any, A: Any, B: Any) -> None:
         _keep(eng, R, A, "composition with _")
         return
     if type(B) is tuple or type(B) is list:
-        sA = modes(A)[0]
+        sA = top_modes(A)[0]
         eng.require(len(B) <= len(sA), f"composition: the tiler has more modes than {A}")
         eng.require(R.rank == len(B), f"composition: {R} has {R.rank} modes, the tiler {len(B)}")
         for k, t in enumerate(B):
-            _composition(eng, mode(R, k), mode(A, k), t)
+            _composition(eng, R[k], A[k], t)
         return
     eng.composes(R, A, as_layout(B), "composition")
 
@@ -153,19 +149,19 @@ def _logical_divide(eng: Any, R: Layout, L: Layout, tiler: Any) -> None:
         _keep(eng, R, L, "logical_divide by _")
         return
     if type(tiler) is tuple or type(tiler) is list:
-        sL = modes(L)[0]
+        sL = top_modes(L)[0]
         eng.require(len(tiler) <= len(sL), f"logical_divide: the tiler has more modes than {L}")
         eng.require(R.rank == len(sL), f"logical_divide: {R} has {R.rank} modes, {L} has {len(sL)}")
         for k in range(len(sL)):
             if k < len(tiler):
-                _logical_divide(eng, mode(R, k), mode(L, k), tiler[k])
+                _logical_divide(eng, R[k], L[k], tiler[k])
             else:
-                _keep(eng, mode(R, k), mode(L, k), f"logical_divide: mode {k} kept")
+                _keep(eng, R[k], L[k], f"logical_divide: mode {k} kept")
         return
     T = as_layout(tiler)
     C = _op(ops.complement, T, L.size)
     eng.complement_ok(C, T, L.size, "logical_divide: complement(T, size(L))")
-    eng.composes(R, L, pair(T, C), "logical_divide: R == L o (T, complement(T, size(L)))")
+    eng.composes(R, L, make_layout(T, C), "logical_divide: R == L o (T, complement(T, size(L)))")
 
 
 def _logical_product(eng: Any, R: Layout, A: Layout, tiler: Any) -> None:
@@ -173,46 +169,46 @@ def _logical_product(eng: Any, R: Layout, A: Layout, tiler: Any) -> None:
         _keep(eng, R, A, "logical_product by _")
         return
     if type(tiler) is tuple or type(tiler) is list:
-        sA = modes(A)[0]
+        sA = top_modes(A)[0]
         eng.require(len(tiler) <= len(sA), f"logical_product: the tiler has more modes than {A}")
         eng.require(R.rank == len(sA), f"logical_product: {R} has {R.rank} modes, {A} has {len(sA)}")
         for k in range(len(sA)):
             if k < len(tiler):
-                _logical_product(eng, mode(R, k), mode(A, k), tiler[k])
+                _logical_product(eng, R[k], A[k], tiler[k])
             else:
-                _keep(eng, mode(R, k), mode(A, k), f"logical_product: mode {k} kept")
+                _keep(eng, R[k], A[k], f"logical_product: mode {k} kept")
         return
     B = as_layout(tiler)
     eng.require(R.rank == 2, f"logical_product: {R} does not have 2 modes")
-    _keep(eng, mode(R, 0), A, "logical_product: mode 0 is the block")
+    _keep(eng, R[0], A, "logical_product: mode 0 is the block")
     M = A.size * B.cosize
     C = _op(ops.complement, A, M)
     eng.complement_ok(C, A, M, "logical_product: complement(A, size(A)*cosize(B))")
-    eng.composes(mode(R, 1), C, B, "logical_product: mode 1 == complement(A, size(A)*cosize(B)) o B")
+    eng.composes(R[1], C, B, "logical_product: mode 1 == complement(A, size(A)*cosize(B)) o B")
 
 
 def _zipped(base: Callable[..., None], name: str) -> Callable[..., None]:
     def check(eng: Any, R: Layout, L: Layout, tiler: Any) -> None:
         if _none(tiler):
             eng.require(R.rank == 2, f"{name}: {R} does not have 2 modes")
-            eng.require(mode(R, 0).size == 1, f"{name}: mode 0 of {R} is not empty")
-            _keep(eng, mode(R, 1), L, f"{name}: mode 1 is the layout")
+            eng.require(R[0].size == 1, f"{name}: mode 0 of {R} is not empty")
+            _keep(eng, R[1], L, f"{name}: mode 1 is the layout")
             return
         if type(tiler) is tuple or type(tiler) is list:
             eng.require(R.rank == 2, f"{name}: {R} does not have 2 modes")
-            tile, rest = mode(R, 0), mode(R, 1)
-            sL = modes(L)[0]
+            tile, rest = R[0], R[1]
+            sL = top_modes(L)[0]
             k = len(tiler)
             eng.require(k <= len(sL), f"{name}: the tiler has more modes than {L}")
-            eng.require(len(modes(tile)[0]) == k, f"{name}: mode 0 of {R} does not have {k} modes")
+            eng.require(len(top_modes(tile)[0]) == k, f"{name}: mode 0 of {R} does not have {k} modes")
             eng.require(
-                len(modes(rest)[0]) == len(sL), f"{name}: mode 1 of {R} does not have {len(sL)} modes"
+                len(top_modes(rest)[0]) == len(sL), f"{name}: mode 1 of {R} does not have {len(sL)} modes"
             )
             for i in range(len(sL)):
                 if i < k:
-                    check(eng, pair(mode(tile, i), mode(rest, i)), mode(L, i), tiler[i])
+                    check(eng, make_layout(tile[i], rest[i]), L[i], tiler[i])
                 else:
-                    _keep(eng, mode(rest, i), mode(L, i), f"{name}: mode {i} kept")
+                    _keep(eng, rest[i], L[i], f"{name}: mode {i} kept")
             return
         base(eng, R, L, tiler)
 
@@ -225,12 +221,10 @@ def _rearranged(
     def check(eng: Any, R: Layout, L: Layout, tiler: Any) -> None:
         Z = _op(zipped_op, L, tiler)
         zipped_check(eng, Z, L, tiler)
-        s0, d0 = modes(mode(Z, 0))
-        s1, d1 = modes(mode(Z, 1))
         if flat:
-            E = Layout._make(s0 + s1, d0 + d1)
+            E = make_layout(*Z[0], *Z[1])
         else:
-            E = Layout._make((Z.shape[0],) + s1, (Z.stride[0],) + d1)
+            E = make_layout(Z[0], *Z[1])
         _keep(eng, R, E, f"{name}: the modes of {zipped_op.__name__} rearranged")
 
     return check
@@ -244,10 +238,10 @@ def _blocked(raked: bool) -> Callable[..., None]:
         r = max(A.rank, B.rank)
         eng.require(R.rank == r, f"{name}: {R} does not have {r} modes")
         for k in range(r):
-            eng.require(len(modes(mode(R, k))[0]) == 2, f"{name}: mode {k} of {R} is not a pair")
-        first = concat([mode(mode(R, k), 1 if raked else 0) for k in range(r)])
-        second = concat([mode(mode(R, k), 0 if raked else 1) for k in range(r)])
-        _logical_product(eng, pair(first, second), _padded(A, r), _padded(B, r))
+            eng.require(len(top_modes(R[k])[0]) == 2, f"{name}: mode {k} of {R} is not a pair")
+        first = make_layout(*[R[k][1 if raked else 0] for k in range(r)])
+        second = make_layout(*[R[k][0 if raked else 1] for k in range(r)])
+        _logical_product(eng, make_layout(first, second), _padded(A, r), _padded(B, r))
 
     return check
 
@@ -258,7 +252,7 @@ def _tile_to_shape(eng: Any, R: Layout, block: Layout, trg: Any, order: Any = No
     ts = trg if type(trg) is tuple else (trg,)
     eng.require(block.rank <= len(ts), f"tile_to_shape: {block} has more modes than the target")
     pb = _padded(block, len(ts))
-    bsz = [raw_product(e) for e in modes(pb)[0]]
+    bsz = [raw_product(e) for e in top_modes(pb)[0]]
     tsz = [raw_product(e) for e in ts]
     if any(is_symbolic(x) for x in bsz + tsz):
         raise NotExpressible("tile_to_shape with symbolic sizes")
@@ -269,12 +263,12 @@ def _tile_to_shape(eng: Any, R: Layout, block: Layout, trg: Any, order: Any = No
     O = make_ordered_layout(tuple(t // b for t, b in zip(tsz, bsz)), order)
     BP = _op(ops.blocked_product, pb, O)
     _blocked(False)(eng, BP, pb, O)
-    E = BP if type(trg) is tuple else mode(BP, 0)
+    E = BP if type(trg) is tuple else BP[0]
     eng.same_function(R, E, "tile_to_shape: the blocked product of the block by the arrangement")
     if type(trg) is tuple:
         eng.require(R.rank == len(ts), f"tile_to_shape: {R} does not have {len(ts)} modes")
         for k, t in enumerate(tsz):
-            eng.require(mode(R, k).size == t, f"tile_to_shape: mode {k} of {R} does not have size {t}")
+            eng.require(R[k].size == t, f"tile_to_shape: mode {k} of {R} does not have size {t}")
     else:
         eng.require(R.size == tsz[0], f"tile_to_shape: {R} does not have size {tsz[0]}")
 
@@ -381,12 +375,12 @@ def _postcondition(
             f"postcondition({name}): the result and {want} operands are expected "
             f"({name}'s own arguments), got the result and {len(args)}"
         ) from None
-    result = _layoutish(result, f"postcondition({name}): the result")
+    result = layoutish(result, f"postcondition({name}): the result")
     if args:
-        args = (_layoutish(args[0], f"postcondition({name}): the first operand"),) + args[1:]
-    lifted = [x for x in (result, *args) if getattr(type(x), "_lp_lifted", False)]
+        args = (layoutish(args[0], f"postcondition({name}): the first operand"),) + args[1:]
+    swizzled = [x for x in (result, *args) if lifted(x)]
     claim = f"{name}({', '.join(_text(a) for a in args)}) = {result}: {words}"
-    if lifted and name != "composition":
+    if swizzled and name != "composition":
         return Result(
             "unknown",
             "exhaustive",

@@ -29,25 +29,13 @@ coordinate 1 = (1,0): 2 != 1
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any, Dict, Iterable, Optional, Tuple
 
 __all__ = ["Result", "Counterexample", "ProofObligation", "STATUSES", "METHODS"]
 
 STATUSES = ("proved", "checked", "refuted", "unknown")
 METHODS = ("exhaustive", "sympy", "z3", "cvc5", "bounded")
-
-
-class _Frozen:
-    """Attributes are set once, in ``__init__`` (``object.__setattr__``); afterwards the
-    object refuses assignment."""
-
-    __slots__ = ()
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
 
 
 def _fmt(x: Any) -> str:
@@ -60,7 +48,13 @@ def _assign_text(a: Optional[Dict[str, int]]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in sorted(a.items())) if a else ""
 
 
-class Counterexample(_Frozen):
+# The records below are frozen dataclasses with slots: their attributes are typed (a user's
+# type checker knows ``r.status``), set once in ``__init__`` and never reassigned.  Their
+# ``__init__`` is written out (init=False) to keep the constructors' signatures, which
+# accept any iterable and store a tuple.  Equality and hashing stay as they were:
+# a Counterexample compares by value, a Result or ProofObligation by identity.
+@dataclass(frozen=True, slots=True, init=False, repr=False, eq=False)
+class Counterexample:
     """Where a claim fails.
 
     Attributes:
@@ -77,7 +71,12 @@ class Counterexample(_Frozen):
     'coordinate 5 = (2,1): 8 != 7; M = 4'
     """
 
-    __slots__ = ("coordinate", "natural", "assignment", "lhs", "rhs", "detail")
+    coordinate: Any
+    natural: Any
+    assignment: Optional[Dict[str, int]]
+    lhs: Any
+    rhs: Any
+    detail: Optional[str]
 
     def __init__(
         self,
@@ -109,7 +108,7 @@ class Counterexample(_Frozen):
         )
 
     def as_dict(self) -> Dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def __str__(self) -> str:
         text = self.detail or ""
@@ -129,7 +128,7 @@ class Counterexample(_Frozen):
         return text
 
     def __repr__(self) -> str:
-        items = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__ if getattr(self, k) is not None)
+        items = ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items() if v is not None)
         return f"Counterexample({items})"
 
     def __eq__(self, other: object) -> bool:
@@ -139,7 +138,8 @@ class Counterexample(_Frozen):
         return hash((self.coordinate, self.detail))
 
 
-class ProofObligation(_Frozen):
+@dataclass(frozen=True, slots=True, init=False, repr=False, eq=False)
+class ProofObligation:
     """One query put to an SMT solver: the ``facts`` (assumptions, coordinate domains) and
     the ``claim``; the solver is asked whether ``facts and not claim`` is satisfiable.
 
@@ -152,13 +152,19 @@ class ProofObligation(_Frozen):
         seconds: the solver's time.
     """
 
-    __slots__ = ("purpose", "claim", "facts", "verdict", "obligation", "seconds", "reason")
+    purpose: str
+    claim: Any
+    facts: Tuple[Any, ...]
+    verdict: str
+    obligation: Any
+    seconds: float
+    reason: Optional[str]
 
     def __init__(
         self,
         purpose: str,
         claim: Any,
-        facts: tuple,
+        facts: Iterable[Any],
         verdict: str,
         obligation: Any,
         seconds: float = 0.0,
@@ -181,7 +187,8 @@ class ProofObligation(_Frozen):
         return f"ProofObligation({self.purpose!r}, verdict={self.verdict!r})"
 
 
-class Result(_Frozen):
+@dataclass(frozen=True, slots=True, init=False, repr=False, eq=False)
+class Result:
     """The outcome of a check: see the module docstring for the four statuses.
 
     Attributes:
@@ -204,20 +211,18 @@ class Result(_Frozen):
     (False, 'unknown (z3, 0.0 ms): A == B -- timeout')
     """
 
-    __slots__ = (
-        "status",
-        "method",
-        "claim",
-        "seconds",
-        "counterexample",
-        "reason",
-        "condition",
-        "bounds",
-        "cases",
-        "obligations",
-        "assumptions",
-        "notes",
-    )
+    status: str
+    method: str
+    claim: str
+    seconds: float
+    counterexample: Optional[Counterexample]
+    reason: Optional[str]
+    condition: Optional[str]
+    bounds: Optional[Dict[str, Tuple[int, int]]]
+    cases: Optional[int]
+    obligations: Tuple[ProofObligation, ...]
+    assumptions: Tuple[str, ...]
+    notes: Tuple[str, ...]
 
     def __init__(
         self,
@@ -274,7 +279,7 @@ class Result(_Frozen):
 
     def replace(self, **changes: Any) -> "Result":
         """A copy with some fields changed."""
-        kw = {k: getattr(self, k) for k in self.__slots__ if k not in ("status", "method")}
+        kw = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("status", "method")}
         kw.update({k: v for k, v in changes.items() if k not in ("status", "method")})
         return Result(changes.get("status", self.status), changes.get("method", self.method), **kw)
 

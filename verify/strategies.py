@@ -226,13 +226,19 @@ def sample(strategy: SearchStrategy[Any], n: int = 10, *, seed: int = 0) -> List
 
 # ============================================================================= shapes, strides
 def shapes(
-    *, max_size: int = 256, max_rank: int = 3, max_depth: int = 2, max_extent: int = 8
+    *,
+    max_size: int = 256,
+    max_rank: int = 3,
+    max_depth: int = 2,
+    max_extent: int = 8,
+    allow_empty: bool = False,
 ) -> SearchStrategy[Any]:
     """Hierarchical shapes: an int or a nested tuple of positive ints.
 
     ``max_size`` bounds the product of the extents, ``max_extent`` each extent,
     ``max_rank`` the number of modes of each tuple, ``max_depth`` the nesting (0: ints
-    only, 1: flat tuples).  Shrinks towards ``1``.
+    only, 1: flat tuples); ``allow_empty`` lets a tuple have no modes (``()``, size 1).
+    Shrinks towards ``1``.
 
     >>> from layoutproof import Layout
     >>> ss = sample(shapes(max_size=64, max_depth=2), 50)
@@ -249,7 +255,8 @@ def shapes(
 
         def node(depth: int) -> Any:
             if depth < max_depth and draw(st.booleans()):
-                return tuple(node(depth + 1) for _ in range(draw(st.integers(1, max_rank))))
+                n = draw(st.integers(0 if allow_empty else 1, max_rank))
+                return tuple(node(depth + 1) for _ in range(n))
             e = draw(st.integers(1, max(1, min(max_extent, budget[0]))))
             budget[0] = max(1, budget[0] // e)
             return e
@@ -259,8 +266,33 @@ def shapes(
     return _named(shapes, locals(), build)
 
 
-def _flat_strides(draw: Draw, fs: Sequence[int], kind: str, max_stride: int, shape: Any) -> List[int]:
+_LOWEST = {"any": None, "nonneg": 0, "positive": 1}
+
+
+def _pools(values: Optional[Sequence[int]]) -> Dict[str, SearchStrategy[int]]:
+    """The stride values of the kinds any, nonneg and positive drawn from ``values`` (those
+    of the kind's sign), sorted so that they shrink towards the smallest."""
+    out: Dict[str, SearchStrategy[int]] = {}
+    if values is None:
+        return out
+    for kind, lo in _LOWEST.items():
+        pool = sorted({v for v in values if lo is None or v >= lo}, key=lambda v: (abs(v), v))
+        if pool:
+            out[kind] = st.sampled_from(pool)
+    return out
+
+
+def _flat_strides(
+    draw: Draw,
+    fs: Sequence[int],
+    kind: str,
+    max_stride: int,
+    shape: Any,
+    pools: Optional[Dict[str, SearchStrategy[int]]] = None,
+) -> List[int]:
     n = len(fs)
+    if pools and kind in pools:
+        return [draw(pools[kind]) for _ in fs]
     if kind == "any":
         return [draw(st.integers(-max_stride, max_stride)) for _ in fs]
     if kind == "nonneg":
@@ -286,7 +318,9 @@ def _flat_strides(draw: Draw, fs: Sequence[int], kind: str, max_stride: int, sha
     return fd
 
 
-def strides(shape: Any, kind: str = "any", *, max_stride: int = 16) -> SearchStrategy[Any]:
+def strides(
+    shape: Any, kind: str = "any", *, max_stride: int = 16, values: Optional[Sequence[int]] = None
+) -> SearchStrategy[Any]:
     """A stride congruent with ``shape``.
 
     ``kind``:
@@ -300,6 +334,13 @@ def strides(shape: Any, kind: str = "any", *, max_stride: int = 16) -> SearchStr
       (``d[next] = d[prev] * s[prev] * gap``): injective, ``complement`` admissible;
     * ``"mixed"``: one of the above, drawn.
 
+    ``values`` (integers) replaces the ranges of ``"any"``, ``"nonneg"`` and
+    ``"positive"``: each stride is one of them (of the kind's sign), e.g. powers of two
+    and products of extents, which make modes meet and coalesce more often than random
+    strides do.
+
+    >>> sorted(set(sample(strides(4, "nonneg", values=(-1, 0, 8, 64)), 20)))
+    [0, 8, 64]
     >>> sample(strides((2, (3, 4)), "left"), 1)
     [(1, (2, 6))]
     >>> sorted(set(sample(strides((2, 3), "compact"), 20)))
@@ -308,13 +349,26 @@ def strides(shape: Any, kind: str = "any", *, max_stride: int = 16) -> SearchStr
     if kind not in STRIDE_KINDS:
         raise MalformedLayoutError(f"stride kind must be one of {STRIDE_KINDS}, got {kind!r}")
     _positive("max_stride", max_stride, 0)
+    if values is not None:
+        values = tuple(values)
+        if not values or any(type(v) is not int for v in values):
+            raise MalformedLayoutError(
+                f"strides: values must be a non-empty sequence of ints, got {values!r}"
+            )
+    pools = _pools(values)
+    if kind in _LOWEST and values is not None and kind not in pools:
+        raise MalformedLayoutError(f"strides: none of the values {values!r} is a {kind!r} stride")
     fs = flatten(shape)
 
     def build(draw: Draw) -> Any:
         k = kind
         if k == "mixed":
-            k = draw(st.sampled_from(STRIDE_KINDS[:-1]))
-        return _shaped(_flat_strides(draw, fs, k, max_stride, shape), shape)
+            k = draw(
+                st.sampled_from(
+                    [x for x in STRIDE_KINDS[:-1] if values is None or x not in _LOWEST or x in pools]
+                )
+            )
+        return _shaped(_flat_strides(draw, fs, k, max_stride, shape, pools), shape)
 
     return _named(strides, locals(), build)
 
@@ -328,19 +382,28 @@ def layouts(
     max_extent: int = 8,
     kind: str = "any",
     max_stride: int = 16,
+    values: Optional[Sequence[int]] = None,
+    allow_empty: bool = False,
 ) -> SearchStrategy[Layout]:
-    """Layouts: a shape from :func:`shapes` and a stride of ``kind`` from :func:`strides`.
+    """Layouts: a shape from :func:`shapes` and a stride of ``kind`` from :func:`strides`
+    (``values``: see there; ``allow_empty``: see :func:`shapes`).
 
     >>> from layoutproof import Layout
     >>> Ls = sample(layouts(max_size=32, kind="nonneg"), 50)
     >>> all(isinstance(L, Layout) and L.size <= 32 and min(L.eval_all()) >= 0 for L in Ls)
     True
     """
-    sh = shapes(max_size=max_size, max_rank=max_rank, max_depth=max_depth, max_extent=max_extent)
+    sh = shapes(
+        max_size=max_size,
+        max_rank=max_rank,
+        max_depth=max_depth,
+        max_extent=max_extent,
+        allow_empty=allow_empty,
+    )
 
     def build(draw: Draw) -> Layout:
         s = draw(sh)
-        return Layout(s, draw(strides(s, kind, max_stride=max_stride)))
+        return Layout(s, draw(strides(s, kind, max_stride=max_stride, values=values)))
 
     return _named(layouts, locals(), build)
 
@@ -535,8 +598,8 @@ def tilers(
     if bad or not kinds:
         raise MalformedLayoutError(f"tiler kinds are drawn from {_TILER_KINDS}, got {list(kinds)!r}")
     if layout is None:
-        leaf = st.one_of(st.integers(1, 16), layouts(max_size=64, kind="nonneg"))
-        parts = []
+        leaf: SearchStrategy[Any] = st.one_of(st.integers(1, 16), layouts(max_size=64, kind="nonneg"))
+        parts: List[SearchStrategy[Any]] = []
         if "int" in kinds:
             parts.append(st.integers(1, 16))
         if "layout" in kinds:

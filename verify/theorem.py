@@ -53,7 +53,7 @@ import math
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Type
 
 from layoutproof.errors import LayoutError
 from layoutproof.layout import Layout
@@ -154,7 +154,7 @@ def assume(condition: Any) -> bool:
     raise _Rejected()
 
 
-def _rejection_types() -> Tuple[type, ...]:
+def _rejection_types() -> Tuple[Type[BaseException], ...]:
     hyp = sys.modules.get("hypothesis.errors")
     return (_Rejected, hyp.UnsatisfiedAssumption) if hyp is not None else (_Rejected,)
 
@@ -580,7 +580,11 @@ class Family:
             tls = list(_families.layouts(rank, e, d))
             for L in _families.layouts(rank, e, d):
                 ts: List[Any] = list(range(1, L.size + 1)) + tls
-                for _, T, _r in _families.admissible_pairs(logical_divide, iter([L]), lambda ts=ts: iter(ts)):
+
+                def tilers(ts: List[Any] = ts) -> Iterator[Any]:
+                    return iter(ts)
+
+                for _, T, _r in _families.admissible_pairs(logical_divide, iter([L]), tilers):
                     yield L, T
 
         def strategy() -> Any:
@@ -850,7 +854,7 @@ class TheoremDecorator:
 
             functools.update_wrapper(test, fn)
             test.__signature__ = inspect.Signature([])  # type: ignore[attr-defined]
-            del test.__wrapped__
+            delattr(test, "__wrapped__")
             test.theorem_stats = {}  # type: ignore[attr-defined]
             return _mark(test)
 
@@ -919,10 +923,10 @@ def _run_identity(
 
 def _symbolic_params(lhs: Any, params: Any) -> List[str]:
     from ._run import split_params
-    from .identity import _infer_params
+    from .identity import infer_params
 
     if params is None:
-        return _infer_params(lhs)
+        return infer_params(lhs)
     return split_params(params)[1]
 
 
@@ -993,6 +997,7 @@ def _make_theorem(
     @functools.wraps(fn)
     def wrapper(*args: Any, **fixtures: Any) -> None:
         __tracebackhide__ = True
+        bound_fn: Callable[..., Any]
         if args:  # a method: self
             bound_fn = functools.partial(fn, *args)
         else:
@@ -1000,7 +1005,7 @@ def _make_theorem(
         _run_theorem(wrapper, bound_fn, bindings, fixtures, spec)
 
     wrapper.__signature__ = sig.replace(parameters=rest)  # type: ignore[attr-defined]
-    del wrapper.__wrapped__  # type: ignore[attr-defined]
+    delattr(wrapper, "__wrapped__")
     wrapper.theorem_stats = {}  # type: ignore[attr-defined]
     wrapper.theorem_sources = [(b.names, b.family.words) for b in bindings]  # type: ignore[attr-defined]
     return _mark(wrapper)
@@ -1066,35 +1071,51 @@ def _run_exhaustive(
             f"max_cases={spec['max_cases']}: lower the bound, use a pair family, or raise max_cases"
         )
     rejected = _rejection_types()
+    failed: List[Tuple[Dict[str, Any], BaseException]] = []
+    skipped = 0
+
+    def check(combo: Tuple[Any, ...]) -> Any:
+        nonlocal skipped
+        kwargs: Dict[str, Any] = {}
+        for b, v in zip(bindings, combo):
+            b.bind(v, kwargs)
+        try:
+            _call(fn, {**kwargs, **fixtures})
+        except rejected:
+            skipped += 1
+            return _families.SKIP
+        except Exception as e:
+            failed.append((kwargs, e))
+            return f"{type(e).__name__}: {e}"
+        return None
+
     token = _MODE.set("exhaustive")
-    passed = skipped = 0
     try:
-        for combo in itertools.product(*lists):
-            kwargs: Dict[str, Any] = {}
-            for b, v in zip(bindings, combo):
-                b.bind(v, kwargs)
-            try:
-                _call(fn, {**kwargs, **fixtures})
-            except rejected:
-                skipped += 1
-                continue
-            except Exception as e:
-                stats.update(exhaustive=passed, skipped=skipped)
-                raise _build_failure(
-                    wrapper,
-                    name,
-                    "exhaustive",
-                    passed,
-                    skipped,
-                    kwargs,
-                    _words(bindings),
-                    e,
-                    result=getattr(e, "result", None),
-                ) from e
-            passed += 1
+        r = _families.for_all(
+            f"theorem {name}",
+            itertools.product(*lists),
+            check,
+            family=_words(bindings),
+            bounds={},
+            min_cases=0,
+        )
     finally:
         _MODE.reset(token)
+    passed = (r.cases or 0) - len(failed)
     stats.update(exhaustive=passed, skipped=skipped)
+    if failed:
+        kwargs, e = failed[0]
+        raise _build_failure(
+            wrapper,
+            name,
+            "exhaustive",
+            passed,
+            skipped,
+            kwargs,
+            _words(bindings),
+            e,
+            result=getattr(e, "result", None),
+        ) from e
 
 
 def _run_hypothesis(

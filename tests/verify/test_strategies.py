@@ -292,3 +292,23 @@ def test_import_of_layoutproof_does_not_import_the_strategies():
 def test_every_strategy_is_documented_with_an_example(name):
     doc = getattr(S, name).__doc__ or ""
     assert ">>> " in doc, f"{name} has no example"
+
+
+# ----------------------------------------------------------------------------- the old import path
+def test_the_old_import_path_warns_and_is_the_same_module(monkeypatch):
+    import importlib
+    import sys
+
+    import layoutproof
+
+    # a fresh import of the alias (another test may have imported it already)
+    monkeypatch.delitem(sys.modules, "layoutproof.strategies", raising=False)
+    if "strategies" in vars(layoutproof):
+        monkeypatch.delattr(layoutproof, "strategies")
+    with pytest.warns(DeprecationWarning, match=r"layoutproof\.verify\.strategies"):
+        old = importlib.import_module("layoutproof.strategies")
+    assert old is S
+    assert sys.modules["layoutproof.strategies"] is S
+    from layoutproof import strategies as again
+
+    assert again is S
