@@ -216,15 +216,15 @@ def _rinv_modes(cs: List[int], cd: List[int]) -> Tuple[List[int], List[int]]:
     rd: List[int] = []
     cur = 1
     while True:
-        i = first.get(cur)
-        if i is None or cs[i] == 1:
+        k = first.get(cur)
+        if k is None or cs[k] == 1:
             break
-        s = cs[i]
-        if rs and rs[-1] * rd[-1] == pp[i]:
+        s = cs[k]
+        if rs and rs[-1] * rd[-1] == pp[k]:
             rs[-1] *= s
         else:
             rs.append(s)
-            rd.append(pp[i])
+            rd.append(pp[k])
         cur *= s
     return rs, rd
 

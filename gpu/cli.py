@@ -19,7 +19,7 @@ import os
 import re
 import sys
 import time
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from layoutproof.errors import LayoutError
 
@@ -35,7 +35,7 @@ def parse_config(text: str) -> GemmConfig:
     return GemmConfig(bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn, stages=st).validate()
 
 
-_SCHEDULES = {
+_SCHEDULES: Dict[str, Dict[str, Any]] = {
     "ws": dict(loader="tma", schedule="ws"),
     "ws2": dict(loader="tma", schedule="ws", cluster=2),
     "tma": dict(loader="tma"),

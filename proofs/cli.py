@@ -206,8 +206,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             f"{args.cross_check}: {len(entries)} obligations, {agree} agree, {len(disagree)} disagree, "
             f"{undecided} undecided (timeouts or unknowns, not disagreements)"
         )
-        for tid, e in disagree:
-            print(f"  DISAGREEMENT {tid}: {e['purpose']}: z3 {e['z3']}, {args.cross_check} {e['cvc5']}")
+        for tid, entry in disagree:
+            print(
+                f"  DISAGREEMENT {tid}: {entry['purpose']}: z3 {entry['z3']}, "
+                f"{args.cross_check} {entry['cvc5']}"
+            )
     bad = [o for o in outcomes if o.verdict != "ok"]
     for o in bad:
         print(
