@@ -8,6 +8,7 @@
 '(2,(2,2)):(2,(4,1))'
 """
 
+from . import draw, kinds, notation
 from .analysis import (
     common_coarsening,
     common_refinement,
@@ -24,6 +25,7 @@ from .analysis import (
     upcast,
 )
 from .arith import ArithTuple, E, ScaledBasis, make_basis_like, make_identity_layout
+from .composed import ComposedLayout, make_composed_layout
 from .draw import (
     layout_svg,
     layout_table,
@@ -44,6 +46,7 @@ from .errors import (
     OutOfDomainError,
     UndecidableConditionError,
 )
+from .f2 import F2, F2Layout, from_f2, to_f2
 from .inttuple import (
     append,
     ceil_div,
@@ -114,17 +117,9 @@ from .ops import (
 from .ops import (
     filter as filter,
 )
-from .swizzle import (
-    F2,
-    ComposedLayout,
-    F2Layout,
-    Swizzle,
-    from_f2,
-    make_composed_layout,
-    make_swizzle,
-    to_f2,
-)
+from .swizzle import Swizzle, make_swizzle
 from .symbolic import assuming, assumptions, divides, symbols
+from .symbolic import register as _symbolic_register  # noqa: F401 - registers the symbolic kind
 from .tensor import (
     Tensor,
     clear,
@@ -141,6 +136,12 @@ from .tensor import (
 from .tensor import copy as copy
 
 __version__ = "0.1.0"
+
+# Services the core offers through layoutproof.kinds hooks (Layout.parse, the notebook
+# pictures); the façade imports every extension, so it wires them here.
+kinds.register_hook("parse_layout", notation.parse_layout)
+kinds.register_hook("layout_html", draw.layout_html)
+kinds.register_hook("layout_svg", draw.layout_svg)
 
 # Code in and out (CuTe C++, CuTe DSL, Triton, pycute): imported on first use, so that
 # ``import layoutproof`` stays light.

@@ -40,8 +40,10 @@ import numbers
 from itertools import zip_longest
 from typing import Any, List, Tuple
 
+from . import kinds
 from .errors import InadmissibleError, MalformedLayoutError, show
 from .inttuple import MAX_DEPTH, MAX_RANK, raw_unflatten
+from .layout import Layout, checked_shape, need_layout
 
 __all__ = [
     "ArithTuple",
@@ -75,11 +77,12 @@ def _lift(x: Any, depth: int = 0) -> Any:
     if t is tuple or t is list or isinstance(x, tuple):
         if depth >= MAX_DEPTH:
             raise MalformedLayoutError(f"ArithTuple is nested deeper than {MAX_DEPTH} levels")
-        return _at(tuple(_lift(e, depth + 1) for e in x))
+        return make_arith_tuple(tuple(_lift(e, depth + 1) for e in x))
     return _int(x, "an ArithTuple element")
 
 
-def _at(data: tuple) -> "ArithTuple":
+def make_arith_tuple(data: tuple) -> "ArithTuple":
+    """Trusted constructor: the ArithTuple of already-lifted elements (ints, ArithTuples)."""
     obj = object.__new__(ArithTuple)
     obj._data = data
     obj._hash = None
@@ -108,19 +111,19 @@ def _add(a: Any, b: Any, sign: int = 1) -> Any:
         if ib:
             return a
         return b if sign == 1 else _neg(b)
-    return _at(tuple(_add(x, y, sign) for x, y in zip_longest(a._data, b._data, fillvalue=0)))
+    return make_arith_tuple(tuple(_add(x, y, sign) for x, y in zip_longest(a._data, b._data, fillvalue=0)))
 
 
 def _neg(x: Any) -> Any:
     if type(x) is int:
         return -x
-    return _at(tuple(_neg(e) for e in x._data))
+    return make_arith_tuple(tuple(_neg(e) for e in x._data))
 
 
 def _scale(x: Any, k: int) -> Any:
     if type(x) is int:
         return x * k
-    return _at(tuple(_scale(e, k) for e in x._data))
+    return make_arith_tuple(tuple(_scale(e, k) for e in x._data))
 
 
 def _eq(a: Any, b: Any) -> bool:
@@ -213,7 +216,7 @@ class ArithTuple:
         return self
 
     def __abs__(self) -> Any:
-        return _at(tuple(abs(e) for e in self._data))
+        return make_arith_tuple(tuple(abs(e) for e in self._data))
 
     def __mul__(self, k: Any) -> Any:
         return _scale(self, _int(k, "a coordinate's scale factor"))
@@ -326,7 +329,7 @@ class ScaledBasis(ArithTuple):
         if isinstance(value, ArithTuple):
             x: Any = value
             for i in reversed(p):
-                x = _at((0,) * i + (x,))
+                x = make_arith_tuple((0,) * i + (x,))
             return x
         v = _int(value, "a ScaledBasis value")
         if not p:
@@ -372,7 +375,7 @@ class ScaledBasis(ArithTuple):
 def _make_sb(v: int, path: tuple) -> ScaledBasis:
     x: Any = v
     for i in reversed(path[1:]):
-        x = _at((0,) * i + (x,))
+        x = make_arith_tuple((0,) * i + (x,))
     obj = object.__new__(ScaledBasis)
     obj._value = v
     obj._path = path
@@ -431,8 +434,6 @@ def make_basis_like(shape: Any) -> Any:
     >>> make_basis_like(8)
     1
     """
-    from .layout import checked_shape
-
     s = checked_shape(shape)
 
     def walk(x: Any, path: tuple) -> Any:
@@ -452,16 +453,12 @@ def make_identity_layout(shape: Any) -> Any:
     (4,8):(1@0,1@1)
     (ArithTuple(1, 3), ArithTuple(1, 3))
     """
-    from .layout import Layout, checked_shape
-
     s = checked_shape(shape)
     return Layout._make(s, make_basis_like(s))
 
 
 def has_coordinate_strides(layout: Any) -> bool:
     """True when some stride of ``layout`` is a coordinate (an ArithTuple)."""
-    from .layout import need_layout
-
     need_layout(layout, "has_coordinate_strides")
     return any(isinstance(d, ArithTuple) for d in layout._flat()[1])
 
@@ -561,8 +558,6 @@ def coord_eval_all(layout: Any) -> Any:
     array of plain nested tuples (each component evaluated vectorized)."""
     import numpy as np
 
-    from .layout import Layout
-
     fs, fd = layout._flat()
     p, _paths_, comps = components(fd)
     cols = [Layout._make(fs, tuple(c)).eval_all().tolist() for c in comps]
@@ -576,63 +571,7 @@ def coord_eval_all(layout: Any) -> Any:
     return out
 
 
-def search_witness_by_component(As: List[int], Ad: list, fbs: tuple, fbd: tuple, search: Any) -> Any:
-    """The smallest witness any integer component gives (``search`` is the integer search:
-    a coordinate of B where the by-mode composition and A(B(.)) differ, or None)."""
-    _p, _q, comps = components(Ad)
-    ws = [w for w in (search(As, comp, fbs, fbd) for comp in comps) if w is not None]
-    return min(ws) if ws else None
-
-
-def exact_leaf_by_component(As: List[int], Ad: list, n: int, r: int, err: Any) -> Tuple[list, list]:
-    """Composition's exact decision (CuTe's divisibility conditions failed) for coordinate
-    strides: is ``j -> Â(r*j)``, ``j < n``, a layout?
-
-    Each integer component must be a layout (else raise ``err`` with the first failing
-    index).  A joint layout exists iff the breakpoints (prefix products) of the components'
-    coalesced shapes form one divisibility chain: its shape is that chain, its strides are
-    the values at the breakpoints, and it is checked against every component."""
-    import numpy as np
-
-    from .layout import Layout
-    from .ops import arange_exact, coalesce_modes, ext_bound, ext_eval, ext_eval_np, recognize_layout_fn
-
-    _p, _q, comps = components(Ad)
-    vals = []
-    cuts = {1, n}
-    bad = []
-    for comp in comps:
-        v = ext_eval_np(As, comp, arange_exact(n, ext_bound(As, comp, r * n)) * r)
-        rec, w = recognize_layout_fn(v)
-        if rec is None:
-            bad.append(w)
-            continue
-        vals.append((comp, v))
-        p = 1
-        for s in rec[0]:
-            cuts.add(p)
-            p *= s
-    if bad:
-        if err.witness is None:
-            err.witness = min(bad)
-        raise err
-    chain = sorted(cuts)
-    if any(b % a for a, b in zip(chain, chain[1:])):
-        raise err
-    ms = [b // a for a, b in zip(chain, chain[1:])]
-    md = [ext_eval(As, Ad, r * c) for c in chain[:-1]]
-    for comp, v in vals:
-        mc = tuple(ext_eval(As, comp, r * c) for c in chain[:-1])
-        got = Layout._make(tuple(ms), mc).eval_all() if ms else np.zeros(1, dtype=np.int64)
-        if got.shape != v.shape or bool(np.any(got != v)):  # pragma: no cover - by construction
-            raise err
-    if not ms:
-        return [1], [0]
-    rs, rd = coalesce_modes(tuple(ms), tuple(_as_basis(d) for d in md))
-    return rs, rd
-
-
-def _as_basis(x: Any) -> Any:
+def as_basis(x: Any) -> Any:
     """A coordinate with at most one non-zero entry as a ScaledBasis (0 when zero), so
     that strides print like C++ (``3@0``); anything else unchanged."""
     if not isinstance(x, ArithTuple) or isinstance(x, ScaledBasis):
@@ -653,3 +592,11 @@ def _as_basis(x: Any) -> Any:
     if len(found) == 1 and found[0][1]:
         return _make_sb(found[0][0], found[0][1])
     return x
+
+
+# Kept for modules that still import the old private name (layoutproof.tensor).
+_at = make_arith_tuple
+
+# Layouts with coordinate strides: the core (layoutproof.layout) asks for these services.
+kinds.register_hook("coord_coshape", coord_coshape)
+kinds.register_hook("coord_eval_all", coord_eval_all)

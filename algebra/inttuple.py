@@ -20,7 +20,8 @@ import numbers
 import sys
 from typing import Any, Tuple, Union
 
-from .errors import MalformedLayoutError, OutOfDomainError, show
+from . import kinds
+from .errors import InadmissibleError, MalformedLayoutError, OutOfDomainError, show
 
 __all__ = [
     "IntTuple",
@@ -91,9 +92,7 @@ def norm_htuple(x: Any, what: str, depth: int = 0) -> Any:
         return norm_htuple(tuple(x), what, depth)
     sp = sys.modules.get("sympy")
     if sp is not None and isinstance(x, sp.Basic):  # a symbolic leaf (layoutproof.symbolic)
-        from .symbolic import norm_leaf
-
-        return norm_leaf(x, what)
+        return kinds.call_symbolic("norm_leaf", x, what)
     raise MalformedLayoutError(
         f"{what} must be an integer or a tuple of them, got {type(x).__name__} {show(x)}"
     )
@@ -277,12 +276,10 @@ def flatten(t: Any) -> tuple:
 
     Layouts are accepted too and give the flattened layout.
     """
-    from .layout import Layout
-
-    if isinstance(t, Layout):
-        from .layout import flatten_layout
-
-        return flatten_layout(t)  # type: ignore[return-value]
+    if type(t) is not tuple and type(t) is not int:
+        fn = kinds.lookup("flatten", type(t))  # layouts (layoutproof.layout registers them)
+        if fn is not None:
+            return fn(t)  # type: ignore[no-any-return]
     return raw_flatten(norm_htuple(t, "flatten argument"))
 
 
@@ -503,10 +500,10 @@ def checked_index(i: Any, n: int, what: str) -> int:
 
 def select(t: Any, *idx: Any) -> Any:
     """The modes of ``t`` at the given indices, as a tuple (layouts: as a layout)."""
-    from .layout import Layout, select_layout
-
-    if isinstance(t, Layout):
-        return select_layout(t, *idx)
+    if type(t) is not tuple and type(t) is not int:
+        fn = kinds.lookup("select", type(t))  # layouts (layoutproof.layout registers them)
+        if fn is not None:
+            return fn(t, *idx)
     m = _sel(norm_htuple(t, "select argument"))
     return tuple(m[checked_index(i, len(m), "select index")] for i in idx)
 
@@ -525,10 +522,10 @@ def checked_range(b: Any, e: Any, n: int, what: str) -> tuple[int, int]:
 
 def take(t: Any, begin: Any, end: Any = None) -> Any:
     """The modes ``[begin, end)`` of ``t`` (layouts: as a layout)."""
-    from .layout import Layout, take_layout
-
-    if isinstance(t, Layout):
-        return take_layout(t, begin, end)
+    if type(t) is not tuple and type(t) is not int:
+        fn = kinds.lookup("take", type(t))  # layouts (layoutproof.layout registers them)
+        if fn is not None:
+            return fn(t, begin, end)
     m = _sel(norm_htuple(t, "take argument"))
     b, e = checked_range(begin, end, len(m), "take")
     return m[b:e]
@@ -536,10 +533,10 @@ def take(t: Any, begin: Any, end: Any = None) -> Any:
 
 def group(t: Any, begin: Any, end: Any = None) -> Any:
     """``t`` with the modes ``[begin, end)`` grouped into one mode (layouts: as a layout)."""
-    from .layout import Layout, group_layout
-
-    if isinstance(t, Layout):
-        return group_layout(t, begin, end)
+    if type(t) is not tuple and type(t) is not int:
+        fn = kinds.lookup("group", type(t))  # layouts (layoutproof.layout registers them)
+        if fn is not None:
+            return fn(t, begin, end)
     m = _sel(norm_htuple(t, "group argument"))
     b, e = checked_range(begin, end, len(m), "group")
     return m[:b] + (m[b:e],) + m[e:]
@@ -548,10 +545,10 @@ def group(t: Any, begin: Any, end: Any = None) -> Any:
 def append(t: Any, x: Any = None, n: Any = None) -> Any:
     """``t`` with ``x`` appended as a new last mode; with ``n``, pad with ``x`` (default 1)
     up to rank ``n`` (layouts: pad with ``1:0``)."""
-    from .layout import Layout, append_layout
-
-    if isinstance(t, Layout):
-        return append_layout(t, x, n)
+    if type(t) is not tuple and type(t) is not int:
+        fn = kinds.lookup("append", type(t))  # layouts (layoutproof.layout registers them)
+        if fn is not None:
+            return fn(t, x, n)
     t = norm_htuple(t, "append argument")
     m = _sel(t)
     x = 1 if x is None else norm_htuple(x, "append element")
@@ -565,10 +562,10 @@ def append(t: Any, x: Any = None, n: Any = None) -> Any:
 
 def prepend(t: Any, x: Any = None, n: Any = None) -> Any:
     """``t`` with ``x`` prepended as a new first mode; with ``n``, pad in front up to rank n."""
-    from .layout import Layout, prepend_layout
-
-    if isinstance(t, Layout):
-        return prepend_layout(t, x, n)
+    if type(t) is not tuple and type(t) is not int:
+        fn = kinds.lookup("prepend", type(t))  # layouts (layoutproof.layout registers them)
+        if fn is not None:
+            return fn(t, x, n)
     t = norm_htuple(t, "prepend argument")
     m = _sel(t)
     x = 1 if x is None else norm_htuple(x, "prepend element")
@@ -585,10 +582,10 @@ def zip(*ts: Any) -> Any:  # noqa: A001 - CuTe's name
 
     With one argument, that argument is the tuple of tuples; layouts zip their modes.
     """
-    from .layout import Layout, zip_layout
-
-    if len(ts) == 1 and isinstance(ts[0], Layout):
-        return zip_layout(ts[0])
+    if len(ts) == 1 and type(ts[0]) is not tuple and type(ts[0]) is not list:
+        fn = kinds.lookup("zip", type(ts[0]))  # layouts (layoutproof.layout registers them)
+        if fn is not None:
+            return fn(ts[0])
     rows = norm_htuple(ts[0], "zip argument") if len(ts) == 1 else norm_htuple(ts, "zip argument")
     if type(rows) is not tuple or any(type(r) is not tuple for r in rows):
         raise MalformedLayoutError("zip needs a tuple of tuples")
@@ -638,8 +635,6 @@ def _shape_div(a: Any, b: Any) -> Any:
         return a // b
     if a != 0 and b % a == 0:
         return 1 if (a > 0) == (b > 0) else -1
-    from .errors import InadmissibleError
-
     raise InadmissibleError(f"shape_div({a}, {b}): neither divides the other", condition="shape divisibility")
 
 

@@ -19,19 +19,26 @@ import functools
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple, TypeVar
 
+from . import kinds
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, OutOfDomainError, show
 from .inttuple import (
     MAX_DEPTH,
     IntTuple,
+    check_depth,
     checked_index,
     checked_range,
     checked_rank,
     is_int,
+    norm_htuple,
+    raw_ceil_div,
     raw_congruent,
+    raw_crd2idx,
     raw_depth,
     raw_flatten,
     raw_prefix_product,
     raw_product,
+    raw_unflatten,
+    raw_weakly_congruent,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -119,9 +126,7 @@ def checked_shape(s: Any, what: str = "shape", depth: int = 0) -> Any:
     if isinstance(s, tuple):
         return checked_shape(tuple(s), what, depth)
     if _is_sympy(s):  # a symbolic extent (layoutproof.symbolic)
-        from .symbolic import check_extent
-
-        return check_extent(s, what)
+        return kinds.call_symbolic("check_extent", s, what)
     raise MalformedLayoutError(f"{what} leaves must be positive integers, got {type(s).__name__} {show(s)}")
 
 
@@ -137,17 +142,28 @@ def _check_stride(d: Any, depth: int = 0) -> Any:
         return int(d)
     if isinstance(d, tuple):
         return _check_stride(tuple(d), depth)
-    from .arith import ArithTuple
-
-    if isinstance(d, ArithTuple):  # a coordinate (basis) stride, see layoutproof.arith
+    if is_coordinate(d):  # a coordinate (basis) stride, see layoutproof.arith
         return d
     if _is_sympy(d):  # a symbolic stride (layoutproof.symbolic)
-        from .symbolic import norm_leaf
-
-        return norm_leaf(d, "stride")
+        return kinds.call_symbolic("norm_leaf", d, "stride")
     raise MalformedLayoutError(
         f"stride leaves must be integers or coordinates (E(i), ArithTuple), got {type(d).__name__} {show(d)}"
     )
+
+
+def is_coordinate(d: Any) -> bool:
+    """Is ``d`` a coordinate (an ArithTuple of :mod:`layoutproof.arith`)?  Coordinate classes
+    carry the marker ``_lp_coordinate``, so the core needs no import of the module."""
+    return getattr(type(d), "_lp_coordinate", False) is True
+
+
+def coordinate_service(name: str) -> Callable[..., Any]:
+    """A service of :mod:`layoutproof.arith` for layouts with coordinate strides (it
+    registers them with :mod:`layoutproof.kinds` when it is imported)."""
+    fn = kinds.hook(name)
+    if fn is None:  # pragma: no cover - layoutproof.arith registers it on import
+        raise MalformedLayoutError(f"{name}: coordinate strides need layoutproof.arith (import it)")
+    return fn
 
 
 def _is_sympy(x: Any) -> bool:
@@ -155,7 +171,7 @@ def _is_sympy(x: Any) -> bool:
     return sp is not None and isinstance(x, sp.Basic)
 
 
-def _any_symbolic(args: tuple) -> bool:
+def any_symbolic(args: tuple) -> bool:
     """Does an argument (a Layout, an HTuple, a leaf) hold a SymPy expression?"""
     stack = list(args)
     n = 0
@@ -178,7 +194,7 @@ def concrete_only(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if sys.modules.get("sympy") is not None and _any_symbolic(args + tuple(kwargs.values())):
+        if sys.modules.get("sympy") is not None and any_symbolic(args + tuple(kwargs.values())):
             raise MalformedLayoutError(
                 f"{fn.__name__} works on integer layouts; an argument is symbolic -- substitute "
                 "values first (Layout.subs(M=64))"
@@ -256,6 +272,10 @@ class Layout:
         obj._sym = None
         return obj
 
+    #: The trusted constructor for other modules: no checks -- shape and stride must already
+    #: be valid and congruent (e.g. modes of existing layouts).
+    trusted = _make
+
     # --------------------------------------------------------------- basic properties
     @property
     def shape(self) -> IntTuple:
@@ -293,10 +313,8 @@ class Layout:
             for s, d in zip(fs, fd):
                 c += (s - 1) * abs(d)
         except MalformedLayoutError:  # 1 + a coordinate: coordinate strides
-            from .arith import ArithTuple, coord_coshape
-
-            if any(isinstance(d, ArithTuple) for d in fd):
-                return raw_product(coord_coshape(self))
+            if any(is_coordinate(d) for d in fd):
+                return raw_product(coordinate_service("coord_coshape")(self))
             raise
         return c
 
@@ -308,10 +326,8 @@ class Layout:
         fd = self._flat()[1]
         if all(type(d) is int for d in fd):
             return self.cosize
-        from .arith import ArithTuple, coord_coshape
-
-        if any(isinstance(d, ArithTuple) for d in fd):
-            return coord_coshape(self)
+        if any(is_coordinate(d) for d in fd):
+            return coordinate_service("coord_coshape")(self)  # type: ignore[no-any-return]
         return self.cosize
 
     @property
@@ -369,9 +385,10 @@ class Layout:
     def parse(text: str) -> "Layout":
         """Parse CuTe notation: ``"(4,(2,2)):(2,(1,8))"``, ``"8:1"``, ``"(_4,_2):(_1,_4)"``;
         a bare shape gets the compact column-major stride."""
-        from .notation import parse_layout
-
-        return parse_layout(text)
+        parse = kinds.hook("parse_layout")  # layoutproof.notation registers it
+        if parse is None:  # pragma: no cover - the package imports layoutproof.notation
+            raise MalformedLayoutError("Layout.parse needs layoutproof.notation (import it)")
+        return parse(text)  # type: ignore[no-any-return]
 
     # --------------------------------------------------------------- evaluation
     def __call__(self, *args: Any, extend: bool = False) -> Any:
@@ -390,9 +407,7 @@ class Layout:
         if extend:
             return self._eval_extended(args)
         if self._sym is not False and self.is_symbolic:
-            from .symbolic import eval_symbolic
-
-            return eval_symbolic(self, args)
+            return kinds.call_symbolic("eval", self, args)
         if len(args) == 1:
             c = args[0]
             if type(c) is int:
@@ -410,24 +425,19 @@ class Layout:
                 except _SliceSeen:
                     return slice_and_offset(c, self)[0]
                 except _SymbolSeen:
-                    from .symbolic import eval_symbolic
-
-                    return eval_symbolic(self, args)
+                    return kinds.call_symbolic("eval", self, args)
         try:
             return _eval_checked(c, self._shape, self._stride, c)
         except _SliceSeen:
             return slice_and_offset(c, self)[0]
         except _SymbolSeen:
-            from .symbolic import eval_symbolic
-
-            return eval_symbolic(self, args)
+            return kinds.call_symbolic("eval", self, args)
 
     def _eval_extended(self, args: tuple) -> int:
         """C++'s ``crd2idx``: no bounds; an integer against a tuple mode splits
         colexicographically with that mode's last entry taking the rest."""
         if self.is_symbolic:
             raise MalformedLayoutError("extend=True evaluates integer layouts (substitute values first)")
-        from .inttuple import norm_htuple, raw_crd2idx, raw_weakly_congruent
 
         if not args:
             raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
@@ -471,11 +481,8 @@ class Layout:
 
         fs, fd = self._flat()
         bound = sum((s - 1) * abs(d) for s, d in zip(fs, fd))
-        if type(bound) is not int:
-            from .arith import ArithTuple, coord_eval_all
-
-            if isinstance(bound, ArithTuple):
-                return coord_eval_all(self)
+        if type(bound) is not int and is_coordinate(bound):
+            return coordinate_service("coord_eval_all")(self)  # type: ignore[no-any-return]
         dtype: Any = np.int64 if bound < 2**62 else object
         out = np.zeros(1, dtype=dtype)
         for s, d in zip(fs, fd):
@@ -486,21 +493,25 @@ class Layout:
         return out
 
     # --------------------------------------------------------------- notebooks
+    # The pictures come from layoutproof.draw, which registers them as the hooks
+    # "layout_html" and "layout_svg" (the core never imports the drawing code).
     def _repr_html_(self) -> str:
-        from .draw import layout_html
+        draw = kinds.hook("layout_html")
+        if draw is not None:
+            try:
+                return draw(self)  # type: ignore[no-any-return]
+            except LayoutError:  # symbolic layouts have no picture; show the notation
+                pass
+        import html
 
-        try:
-            return layout_html(self)
-        except LayoutError:  # symbolic layouts have no picture; show the notation
-            import html
-
-            return f"<pre>{html.escape(str(self))}</pre>"
+        return f"<pre>{html.escape(str(self))}</pre>"
 
     def _repr_svg_(self) -> "str | None":
-        from .draw import layout_svg
-
+        draw = kinds.hook("layout_svg")
+        if draw is None:
+            return None
         try:
-            return layout_svg(self, max_cells=1024)
+            return draw(self, max_cells=1024)  # type: ignore[no-any-return]
         except (LayoutError, ImportError):
             return None
 
@@ -522,9 +533,7 @@ class Layout:
         """The SymPy symbols in the shape and stride."""
         if not self.is_symbolic:
             return frozenset()
-        from .symbolic import free_symbols
-
-        return free_symbols((self._shape, self._stride))
+        return kinds.call_symbolic("free_symbols", (self._shape, self._stride))  # type: ignore[no-any-return]
 
     def expr(self, coord: Any = None) -> Any:
         """The layout function as a SymPy expression.
@@ -542,9 +551,7 @@ class Layout:
         >>> Layout((4, 8), (8, 1)).expr((2, 3))
         19
         """
-        from .symbolic import layout_expr
-
-        return layout_expr(self, coord)
+        return kinds.call_symbolic("layout_expr", self, coord)
 
     def subs(self, *args: Any, **values: Any) -> "Layout":
         """Substitute values for symbols: ``L.subs(M=64)`` or ``L.subs({M: 64})``.  The
@@ -555,9 +562,7 @@ class Layout:
         >>> str(Layout((M, N), (1, M)).subs(M=8, N=4))
         '(8,4):(1,8)'
         """
-        from .symbolic import subs_layout
-
-        return subs_layout(self, args, values)
+        return kinds.call_symbolic("subs_layout", self, args, values)  # type: ignore[no-any-return]
 
 
 # ----------------------------------------------------------------------------- evaluation helpers
@@ -658,11 +663,8 @@ def slice_and_offset(crd: Any, layout: Layout) -> Tuple[Layout, int]:
         raise MalformedLayoutError("slice_and_offset(crd, layout): layout must be a Layout")
     if crd is None or crd is _:
         return layout, 0
-    if sys.modules.get("sympy") is not None and (layout.is_symbolic or _any_symbolic((crd,))):
-        from .symbolic import _as_int, _eval_parts
-
-        ks, kd, off = _eval_parts(crd, layout._shape, layout._stride, crd)
-        return Layout._make(tuple(ks), tuple(kd)), _as_int(off)
+    if sys.modules.get("sympy") is not None and (layout.is_symbolic or any_symbolic((crd,))):
+        return kinds.call_symbolic("slice_and_offset", crd, layout)  # type: ignore[no-any-return]
     if type(crd) is not tuple and type(crd) is not list:
         return Layout._make((), ()), _eval_checked(crd, layout._shape, layout._stride, crd)
     ks, kd, off = _slice_split(tuple(crd), layout._shape, layout._stride, crd)
@@ -686,8 +688,6 @@ def evenly_divides(shape: Any, tiler: Any) -> bool:
     >>> evenly_divides((8, 6), (4, 3)), evenly_divides((8, 6), (4, 4)), evenly_divides(12, Layout(4, 2))
     (True, False, True)
     """
-    from .inttuple import norm_htuple, raw_ceil_div
-
     if isinstance(shape, Layout) or (_lifted(shape) and hasattr(shape, "layout_b")):
         a = shape._shape  # a composed layout's shape is its inner layout's
     elif _lifted(shape):
@@ -695,8 +695,6 @@ def evenly_divides(shape: Any, tiler: Any) -> bool:
     else:
         a = checked_shape(shape)
     if type(tiler) is tuple or type(tiler) is list:
-        from .inttuple import check_depth
-
         check_depth(tiler, "evenly_divides tiler")
         modes = a if type(a) is tuple else (a,)
         if len(tiler) > len(modes):
@@ -763,8 +761,6 @@ def make_ordered_layout(shape: Any, order: Any = None) -> Layout:
     for i in idx:
         fd[i] = cur
         cur *= fs[i]
-    from .inttuple import raw_unflatten
-
     return Layout._make(s, raw_unflatten(tuple(fd), s))
 
 
@@ -847,8 +843,6 @@ def make_layout_like(layout: Layout) -> Layout:
     for i in idx:
         out[i] = cur
         cur *= fs[i]
-    from .inttuple import raw_unflatten
-
     return Layout._make(layout._shape, raw_unflatten(tuple(out), layout._shape))
 
 
@@ -907,8 +901,6 @@ def rank(x: Any) -> int:
     """
     if isinstance(x, Layout) or (_lifted(x) and hasattr(x, "rank")):
         return x.rank
-    from .inttuple import norm_htuple
-
     t = norm_htuple(x, "rank argument")
     return len(t) if type(t) is tuple else 1
 
@@ -921,8 +913,6 @@ def depth(x: Any) -> int:
     """
     if isinstance(x, Layout) or (_lifted(x) and hasattr(x, "depth")):
         return x.depth
-    from .inttuple import norm_htuple
-
     return raw_depth(norm_htuple(x, "depth argument"))
 
 
@@ -954,8 +944,6 @@ def get(x: Any, *idx: Any) -> Any:
         for i in idx:
             x = x[i]
         return x
-    from .inttuple import norm_htuple
-
     t = norm_htuple(x, "get argument")
     for i in idx:
         if type(t) is not tuple:
@@ -1027,3 +1015,14 @@ def zip_layout(L: Layout) -> Layout:
     if any(type(e) is not tuple for e in s) or len({len(e) for e in s}) > 1:
         raise MalformedLayoutError(f"zip needs a layout whose modes have equal rank, got {L}")
     return Layout._make(tuple(zip(*s)), tuple(zip(*d)))
+
+
+# The tuple functions of layoutproof.inttuple take layouts too: this module registers the
+# layout versions (inttuple is below it and never imports it).
+kinds.register("flatten", Layout, flatten_layout)
+kinds.register("select", Layout, select_layout)
+kinds.register("take", Layout, take_layout)
+kinds.register("group", Layout, group_layout)
+kinds.register("append", Layout, append_layout)
+kinds.register("prepend", Layout, prepend_layout)
+kinds.register("zip", Layout, zip_layout)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import sys as _sys
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import kinds
+from .arith import ArithTuple, as_basis, components
 from .errors import InadmissibleError, MalformedLayoutError, show
 from .inttuple import (
     ceil_div_int,
@@ -72,11 +74,21 @@ def _symq(L: Layout) -> bool:
 
 
 def _symbolic_value(x: Any) -> bool:
-    if not _sys.modules.get("sympy"):
+    """Does a shape or leaf hold a SymPy expression that is not a number?  (False without
+    a look when SymPy is not loaded.)  Symbolic arguments go to the symbolic layer."""
+    sp = _sys.modules.get("sympy")
+    if sp is None:
         return False
-    from .symbolic import is_symbolic
-
-    return is_symbolic(x)
+    if isinstance(x, Layout):
+        return x.is_symbolic
+    stack = [x]
+    while stack:
+        t = stack.pop()
+        if type(t) is tuple or type(t) is list:
+            stack.extend(t)
+        elif isinstance(t, sp.Basic) and not t.is_Number:
+            return True
+    return False
 
 
 def _from_modes(ms: List[int], md: List[int]) -> Layout:
@@ -139,19 +151,15 @@ def coalesce(layout: Layout, profile: Any = None) -> Layout:
     >>> str(coalesce(Layout((2, (1, 6)), (1, (6, 2)))))
     '12:1'
     """
-    if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
-        from .swizzle import _lifted
-
-        return _lifted("coalesce", layout, profile)
+    if not isinstance(layout, Layout):  # other kinds of layouts answer for themselves
+        return kinds.call("coalesce", layout, profile)
     need_layout(layout, "coalesce")
     if profile is not None and profile is not _:
         profile = norm_htuple(profile, "coalesce profile")
         if type(profile) is tuple:
             return _by_mode(layout, profile, coalesce, "coalesce")
     if _symq(layout):
-        from .symbolic import symops
-
-        return symops.coalesce(layout)
+        return kinds.call_symbolic("coalesce", layout)  # type: ignore[no-any-return]
     rs, rd = coalesced_modes(layout)
     return _from_modes(rs, rd)
 
@@ -168,9 +176,7 @@ def filter(layout: Layout, profile: Any = None) -> Layout:  # noqa: A001 - CuTe'
         if type(profile) is tuple:
             return _by_mode(layout, profile, filter, "filter")
     if _symq(layout):
-        from .symbolic import symops
-
-        return symops.filter_(layout)
+        return kinds.call_symbolic("filter", layout)  # type: ignore[no-any-return]
     fs, fd = layout._flat()
     keep = [(s, d) for s, d in zip(fs, fd) if s != 1 and d != 0]
     rs, rd = coalesce_modes(tuple(k[0] for k in keep), tuple(k[1] for k in keep))
@@ -275,8 +281,6 @@ def _exact_leaf(As: List[int], Ad: List[int], n: int, r: int, err: InadmissibleE
 
     if n > EXACT_LIMIT:
         raise err
-    from .arith import ArithTuple, exact_leaf_by_component
-
     if any(isinstance(d, ArithTuple) for d in Ad):  # coordinate strides: decide per component
         ms, md = exact_leaf_by_component(As, Ad, n, r, err)
         return _Leaf(ms, md, None)
@@ -372,9 +376,7 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
         if type(d) is not int and getattr(type(d), "_lp_coordinate", False):
             return _compose_basis(A, B)
     if _symq(A) or _symq(B):
-        from .symbolic import symops
-
-        return symops.composition(A, B)
+        return kinds.call_symbolic("composition", A, B)  # type: ignore[no-any-return]
     As, Ad = coalesced_modes_x(A)
     if len(As) == 1:  # A is a single (unbounded) mode: a scaling of B
         a = Ad[0]
@@ -590,8 +592,6 @@ def _search_witness(As: List[int], Ad: List[int], fbs: tuple, fbd: tuple) -> int
     total = raw_product(fbs)
     if total > EXACT_LIMIT:
         return None
-    from .arith import ArithTuple, search_witness_by_component
-
     if any(isinstance(d, ArithTuple) for d in Ad):  # coordinate strides: per component
         return search_witness_by_component(As, Ad, fbs, fbd, _search_witness)
     xmax = sum((sh - 1) * abs(d) for sh, d in zip(fbs, fbd))
@@ -606,6 +606,60 @@ def _search_witness(As: List[int], Ad: List[int], fbs: tuple, fbd: tuple) -> int
         naive += ext_eval_np(As, Ad, c * d)
     bad = np.nonzero(ext_eval_np(As, Ad, bx) != naive)[0]
     return int(bad[0]) if bad.size else None
+
+
+# ----- coordinate strides (layoutproof.arith): integer machinery per component
+def search_witness_by_component(As: List[int], Ad: list, fbs: tuple, fbd: tuple, search: Any) -> Any:
+    """The smallest witness any integer component gives (``search`` is the integer search:
+    a coordinate of B where the by-mode composition and A(B(.)) differ, or None)."""
+    _p, _q, comps = components(Ad)
+    ws = [w for w in (search(As, comp, fbs, fbd) for comp in comps) if w is not None]
+    return min(ws) if ws else None
+
+
+def exact_leaf_by_component(As: List[int], Ad: list, n: int, r: int, err: Any) -> Tuple[list, list]:
+    """Composition's exact decision (CuTe's divisibility conditions failed) for coordinate
+    strides: is ``j -> Â(r*j)``, ``j < n``, a layout?
+
+    Each integer component must be a layout (else raise ``err`` with the first failing
+    index).  A joint layout exists iff the breakpoints (prefix products) of the components'
+    coalesced shapes form one divisibility chain: its shape is that chain, its strides are
+    the values at the breakpoints, and it is checked against every component."""
+    import numpy as np
+
+    _p, _q, comps = components(Ad)
+    vals = []
+    cuts = {1, n}
+    bad = []
+    for comp in comps:
+        v = ext_eval_np(As, comp, arange_exact(n, ext_bound(As, comp, r * n)) * r)
+        rec, w = recognize_layout_fn(v)
+        if rec is None:
+            bad.append(w)
+            continue
+        vals.append((comp, v))
+        p = 1
+        for s in rec[0]:
+            cuts.add(p)
+            p *= s
+    if bad:
+        if err.witness is None:
+            err.witness = min(bad)
+        raise err
+    chain = sorted(cuts)
+    if any(b % a for a, b in zip(chain, chain[1:])):
+        raise err
+    ms = [b // a for a, b in zip(chain, chain[1:])]
+    md = [ext_eval(As, Ad, r * c) for c in chain[:-1]]
+    for comp, v in vals:
+        mc = tuple(ext_eval(As, comp, r * c) for c in chain[:-1])
+        got = _make(tuple(ms), mc).eval_all() if ms else np.zeros(1, dtype=np.int64)
+        if got.shape != v.shape or bool(np.any(got != v)):  # pragma: no cover - by construction
+            raise err
+    if not ms:
+        return [1], [0]
+    rs, rd = coalesce_modes(tuple(ms), tuple(as_basis(d) for d in md))
+    return rs, rd
 
 
 def ext_eval_np(As: List[int], Ad: List[int], x: Any) -> Any:
@@ -634,15 +688,16 @@ def composition(lhs: Layout, rhs: Any) -> Layout:
     (disjointness: adding their images carries between ``lhs``'s digits) raise too, each
     error naming the condition and a witness coordinate of ``rhs``.
     """
-    if not isinstance(lhs, Layout) or (not isinstance(rhs, Layout) and getattr(rhs, "_lp_lifted", False)):
-        from .swizzle import _composition_lifted  # swizzles, composed layouts (lazy import)
-
-        return _composition_lifted(lhs, rhs)
-    need_layout(lhs, "composition")
-    if rhs is None or rhs is _:
-        return lhs
+    if not isinstance(lhs, Layout):  # other kinds of layouts answer for themselves
+        return kinds.call("composition", lhs, rhs)
     if isinstance(rhs, Layout):
         return _compose_layout(lhs, rhs)
+    if rhs is None or rhs is _:
+        return lhs
+    if type(rhs) is not tuple and type(rhs) is not int:
+        fn = kinds.lookup("composition", type(rhs))  # a Swizzle, a composed layout, ...
+        if fn is not None:
+            return fn(lhs, rhs)  # type: ignore[no-any-return]
     if type(rhs) is tuple or type(rhs) is list:
         check_depth(rhs, "composition tiler")
         s, d = top_modes(lhs)
@@ -678,9 +733,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     else:
         cot = checked_shape(cotarget, "complement cotarget")
     if _symq(layout) or (type(cot) is not int and _symbolic_value(cot)):
-        from .symbolic import symops
-
-        return symops.complement(layout, cot)
+        return kinds.call_symbolic("complement", layout, cot)  # type: ignore[no-any-return]
     fs, fd = layout._flat()
     modes = []
     for k, (s, d) in enumerate(zip(fs, fd)):
@@ -765,13 +818,12 @@ def right_inverse(layout: Layout) -> Layout:
     A swizzled layout ``Sw o 0 o B`` gets C++'s ``right_inverse(B) o Sw`` (checked).
     """
     if not isinstance(layout, Layout):
-        if getattr(type(layout), "_lp_lifted", False) and hasattr(layout, "right_inverse"):
-            return layout.right_inverse()
+        fn = kinds.lookup("right_inverse", type(layout))  # other kinds of layouts answer for themselves
+        if fn is not None:
+            return fn(layout)  # type: ignore[no-any-return]
         layout = layout_arg(layout, "right_inverse")
     if _symq(layout):
-        from .symbolic import symops
-
-        return symops.right_inverse(layout)
+        return kinds.call_symbolic("right_inverse", layout)  # type: ignore[no-any-return]
     cs, cd = coalesced_modes(layout)
     pp = raw_prefix_product(tuple(cs))
     rs: List[int] = []
@@ -1067,13 +1119,12 @@ def left_inverse(layout: Layout) -> Layout:
     gets C++'s ``left_inverse(B) o Sw`` (checked).
     """
     if not isinstance(layout, Layout):
-        if getattr(type(layout), "_lp_lifted", False) and hasattr(layout, "left_inverse"):
-            return layout.left_inverse()
+        fn = kinds.lookup("left_inverse", type(layout))  # other kinds of layouts answer for themselves
+        if fn is not None:
+            return fn(layout)  # type: ignore[no-any-return]
         layout = layout_arg(layout, "left_inverse")
     if _symq(layout):
-        from .symbolic import symops
-
-        return symops.left_inverse(layout)
+        return kinds.call_symbolic("left_inverse", layout)  # type: ignore[no-any-return]
     try:
         return _left_inverse_cute(layout)
     except InadmissibleError as e:
@@ -1139,10 +1190,8 @@ def logical_divide(layout: Layout, tiler: Any) -> Layout:
     >>> str(logical_divide(Layout(16, 1), Layout(4, 2)))
     '(4,(2,2)):(2,(1,8))'
     """
-    if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
-        from .swizzle import _lifted
-
-        return _lifted("logical_divide", layout, tiler)
+    if not isinstance(layout, Layout):  # other kinds of layouts answer for themselves
+        return kinds.call("logical_divide", layout, tiler)
     need_layout(layout, "logical_divide")
     if tiler is None or tiler is _:
         return layout
@@ -1196,10 +1245,8 @@ def zipped_divide(layout: Layout, tiler: Any) -> Layout:
     >>> str(zipped_divide(Layout((8, 6)), (4, 3)))
     '((4,3),(2,2)):((1,8),(4,24))'
     """
-    if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
-        from .swizzle import _lifted
-
-        return _lifted("zipped_divide", layout, tiler)
+    if not isinstance(layout, Layout):  # other kinds of layouts answer for themselves
+        return kinds.call("zipped_divide", layout, tiler)
     need_layout(layout, "zipped_divide")
     return _unzip_entry(logical_divide, layout, tiler, "zipped_divide")
 
@@ -1217,19 +1264,15 @@ def _flat2(Z: Layout) -> Layout:
 
 def tiled_divide(layout: Layout, tiler: Any) -> Layout:
     """``((tile modes...), rest0, rest1, ...)``."""
-    if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
-        from .swizzle import _lifted
-
-        return _lifted("tiled_divide", layout, tiler)
+    if not isinstance(layout, Layout):  # other kinds of layouts answer for themselves
+        return kinds.call("tiled_divide", layout, tiler)
     return _tiled(zipped_divide(layout, tiler))
 
 
 def flat_divide(layout: Layout, tiler: Any) -> Layout:
     """``(tile0, tile1, ..., rest0, rest1, ...)``."""
-    if not isinstance(layout, Layout):  # swizzles, composed layouts (lazy import)
-        from .swizzle import _lifted
-
-        return _lifted("flat_divide", layout, tiler)
+    if not isinstance(layout, Layout):  # other kinds of layouts answer for themselves
+        return kinds.call("flat_divide", layout, tiler)
     return _flat2(zipped_divide(layout, tiler))
 
 
@@ -1242,10 +1285,8 @@ def logical_product(block: Layout, tiler: Any) -> Layout:
     >>> str(logical_product(Layout((2, 2), (4, 1)), Layout(6, 1)))
     '((2,2),(2,3)):((4,1),(2,8))'
     """
-    if not isinstance(block, Layout):  # swizzles, composed layouts (lazy import)
-        from .swizzle import _lifted
-
-        return _lifted("logical_product", block, tiler)
+    if not isinstance(block, Layout):  # other kinds of layouts answer for themselves
+        return kinds.call("logical_product", block, tiler)
     need_layout(block, "logical_product")
     if tiler is None or tiler is _:
         return block
@@ -1299,19 +1340,15 @@ def blocked_product(block: Layout, tiler: Any) -> Layout:
     >>> str(blocked_product(Layout((2, 2), (1, 2)), Layout((2, 3), (3, 1))))
     '((2,2),(2,3)):((1,12),(2,4))'
     """
-    if not isinstance(block, Layout):  # swizzles, composed layouts (lazy import)
-        from .swizzle import _lifted
-
-        return _lifted("blocked_product", block, tiler)
+    if not isinstance(block, Layout):  # other kinds of layouts answer for themselves
+        return kinds.call("blocked_product", block, tiler)
     return _zip_product(block, tiler, "blocked_product", raked=False)
 
 
 def raked_product(block: Layout, tiler: Any) -> Layout:
     """Mode ``i`` is ``(arrangement_i, block_i)``: the blocks' elements interleaved."""
-    if not isinstance(block, Layout):  # swizzles, composed layouts (lazy import)
-        from .swizzle import _lifted
-
-        return _lifted("raked_product", block, tiler)
+    if not isinstance(block, Layout):  # other kinds of layouts answer for themselves
+        return kinds.call("raked_product", block, tiler)
     return _zip_product(block, tiler, "raked_product", raked=True)
 
 
@@ -1319,10 +1356,8 @@ def tile_to_shape(block: Layout, trg_shape: Any, order: Any = None) -> Layout:
     """Repeat ``block`` (a blocked product) until it has the shape ``trg_shape``; the
     repetitions are ordered by ``order`` (default column-major).  Each mode of the target
     must be a multiple of the block's."""
-    if not isinstance(block, Layout):  # swizzles, composed layouts (lazy import)
-        from .swizzle import _lifted
-
-        return _lifted("tile_to_shape", block, trg_shape, order)
+    if not isinstance(block, Layout):  # other kinds of layouts answer for themselves
+        return kinds.call("tile_to_shape", block, trg_shape, order)
     need_layout(block, "tile_to_shape")
     trg = checked_shape(trg_shape, "tile_to_shape target")
     ts = trg if type(trg) is tuple else (trg,)
@@ -1334,11 +1369,9 @@ def tile_to_shape(block: Layout, trg_shape: Any, order: Any = None) -> Layout:
     bshape = tuple(raw_product(e) for e in pb._shape)
     tshape = tuple(raw_product(e) for e in ts)
     if _symq(block) or _symbolic_value(trg):
-        from .symbolic import symops
-
         for i, (t, b) in enumerate(zip(tshape, bshape)):
-            symops.block_divides(t, b, i)
-        pshape = tuple(symops.xdiv(t, b) for t, b in zip(tshape, bshape))
+            kinds.call_symbolic("block_divides", t, b, i)
+        pshape = tuple(kinds.call_symbolic("xdiv", t, b) for t, b in zip(tshape, bshape))
         R = coalesce(blocked_product(pb, make_ordered_layout(pshape, order)), pshape)
         return R if type(trg) is tuple else R[0]
     for i, (t, b) in enumerate(zip(tshape, bshape)):
@@ -1366,7 +1399,5 @@ def compatible(a: Any, b: Any) -> bool:
     sa = a._shape if isinstance(a, Layout) else checked_shape(a, "compatible argument")
     sb = b._shape if isinstance(b, Layout) else checked_shape(b, "compatible argument")
     if _symbolic_value(sa) or _symbolic_value(sb):
-        from .symbolic import symops
-
-        return symops.compatible(sa, sb)
+        return kinds.call_symbolic("compatible", sa, sb)  # type: ignore[no-any-return]
     return _compat(sa, sb)

@@ -96,13 +96,15 @@ class Mutation:
 
 
 M = Mutation
-OPS, INT, LAY, SYM, SYMB, SWZ = (
+OPS, INT, LAY, SYM, SYMB, SWZ, CMP, F2M = (
     "algebra/ops.py",
     "algebra/inttuple.py",
     "algebra/layout.py",
     "algebra/symbolic/symops.py",
     "algebra/symbolic/__init__.py",
     "algebra/swizzle.py",
+    "algebra/composed.py",
+    "algebra/f2.py",
 )
 
 MUTATIONS: Tuple[Mutation, ...] = (
@@ -713,7 +715,7 @@ MUTATIONS: Tuple[Mutation, ...] = (
     M(
         "swizzle-block-closed",
         "swizzle",
-        SWZ,
+        CMP,
         "    return cur % blk == 0 and all(d % blk == 0 for d in rest)\n",
         "    return cur % blk == 0\n",
         "the cosize fast path of a composed layout trusts unaligned extra strides",
@@ -870,7 +872,7 @@ MUTATIONS: Tuple[Mutation, ...] = (
     M(
         "swizzle-block-closed-chain",
         "swizzle",
-        SWZ,
+        CMP,
         "        if d == cur and not rest:\n",
         "        if d == cur:\n",
         "the block test of a composed layout's cosize resumes the stride chain after a gap",
@@ -883,7 +885,7 @@ MUTATIONS: Tuple[Mutation, ...] = (
     M(
         "f2-coalesce-shift",
         "swizzle",
-        SWZ,
+        F2M,
         "d == pd << (ps.bit_length() - 1)):",
         "d == pd << ps.bit_length()):",
         "off-by-one in the F2 merge condition (2**k:F(d), n:F(d << k))",

@@ -557,10 +557,10 @@ def test_layout_after_swizzle_plain_results():
 
 
 def _cpp_candidate(L, sw):
-    from layoutproof.swizzle import _ext_layout_at
+    from layoutproof.composed import ext_layout_at
 
-    y = int(_ext_layout_at(L, np.array([sw.yyy_msk], dtype=object))[0])
-    z = int(_ext_layout_at(L, np.array([sw.zzz_msk], dtype=object))[0])
+    y = int(ext_layout_at(L, np.array([sw.yyy_msk], dtype=object))[0])
+    z = int(ext_layout_at(L, np.array([sw.zzz_msk], dtype=object))[0])
     return ComposedLayout(make_swizzle(y, z), 0, L)
 
 
@@ -591,9 +591,9 @@ def test_layout_after_composed(L, B, sw):
 
 
 def _extended(L):
-    from layoutproof.swizzle import _ext_layout_at
+    from layoutproof.composed import ext_layout_at
 
-    return lambda x: int(_ext_layout_at(L, np.array([x], dtype=object))[0])
+    return lambda x: int(ext_layout_at(L, np.array([x], dtype=object))[0])
 
 
 def test_layout_after_composed_needs_zero_offset():
