@@ -917,7 +917,7 @@ MUTATIONS: Tuple[Mutation, ...] = (
     M(
         "smt-ceiling-as-floor",
         "symbolic",
-        "algebra/symbolic/smt.py",
+        "algebra/symbolic/solver.py",
         "        n, d = _quotient(-e.args[0], env)\n        return -_floordiv(n, d)\n",
         "        n, d = _quotient(e.args[0], env)\n        return _floordiv(n, d)\n",
         "the Z3 translation of ceiling(x) rounds down (conditions on ceil_div extents decided wrong)",
