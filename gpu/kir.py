@@ -106,6 +106,10 @@ __all__ = [
     "rewrite",
     "mbarrier_ops",
     "from_lowered",
+    "eval_expr",
+    "free_vars",
+    "Analysis",
+    "analysis",
 ]
 
 # ============================================================================ types
@@ -1247,7 +1251,7 @@ def ev(e: Expr, env: Dict[str, Any]) -> np.ndarray:
             names[id(n)] = np.asarray(env[n.name], dtype=np.int64)
     ctx = Ctx(names, {}, {}, {})
     try:
-        return _ev(e, ctx)[0]
+        return eval_expr(e, ctx)[0]
     except _Fail as f:
         raise ProofFailedError(f.message, condition=f.condition, witness=f.witness) from None
 
@@ -1259,7 +1263,9 @@ def _size(t: str, ctx: Ctx) -> int:
     raise _Fail("typed pointers", f"unknown element size of {t!r}")
 
 
-def _ev(e: Expr, ctx: Ctx) -> Tuple[np.ndarray, str]:
+def eval_expr(e: Expr, ctx: Ctx) -> Tuple[np.ndarray, str]:
+    """``e`` evaluated with C semantics in ``ctx`` (vectorized over the arrays bound there):
+    its value and its C type."""
     if isinstance(e, Const):
         return np.int64(e.value), e.ctype
     if isinstance(e, Var):
@@ -1269,7 +1275,7 @@ def _ev(e: Expr, ctx: Ctx) -> Tuple[np.ndarray, str]:
         if k in ctx.memo:
             return ctx.memo[k]
         if k in ctx.defs:
-            v, t = _ev(ctx.defs[k], ctx)
+            v, t = eval_expr(ctx.defs[k], ctx)
             if not _is_ptr(e.ctype):
                 v = _wrap(v, e.ctype)
                 t = e.ctype
@@ -1279,8 +1285,8 @@ def _ev(e: Expr, ctx: Ctx) -> Tuple[np.ndarray, str]:
             return v, t
         raise _Fail("index values known", f"variable {e.name} has no value here", e.name)
     if isinstance(e, Bin):
-        a, ta = _ev(e.a, ctx)
-        b, tb = _ev(e.b, ctx)
+        a, ta = eval_expr(e.a, ctx)
+        b, tb = eval_expr(e.b, ctx)
         op = e.op
         if op in ("&&", "||"):
             r = (a != 0) & (b != 0) if op == "&&" else (a != 0) | (b != 0)
@@ -1340,27 +1346,27 @@ def _ev(e: Expr, ctx: Ctx) -> Tuple[np.ndarray, str]:
                 raise _Fail("no signed overflow", f"{emit_expr(e)} overflows {t}")
         return _wrap(np.asarray(r), t), t
     if isinstance(e, Un):
-        a, t = _ev(e.a, ctx)
+        a, t = eval_expr(e.a, ctx)
         if e.op == "-":
             return _wrap(-a, _conv(t, t)), _conv(t, t)
         if e.op == "~":
             return _wrap(~a, _conv(t, t)), _conv(t, t)
         return (a == 0).astype(np.int64), "bool"
     if isinstance(e, Cast):
-        a, t = _ev(e.a, ctx)
+        a, t = eval_expr(e.a, ctx)
         if _is_ptr(e.ctype):
             return a, e.ctype
         return _wrap(a, e.ctype), e.ctype
     if isinstance(e, Reinterpret):
-        a, _t = _ev(e.a, ctx)
+        a, _t = eval_expr(e.a, ctx)
         return a, e.ctype
     if isinstance(e, Cond):
-        c, _ = _ev(e.c, ctx)
-        a, ta = _ev(e.a, ctx)
-        b, tb = _ev(e.b, ctx)
+        c, _ = eval_expr(e.c, ctx)
+        a, ta = eval_expr(e.a, ctx)
+        b, tb = eval_expr(e.b, ctx)
         return np.where(c != 0, a, b), ta if _is_ptr(ta) else _conv(ta, tb)
     if isinstance(e, Call):
-        vals = [_ev(a, ctx) for a in e.args]
+        vals = [eval_expr(a, ctx) for a in e.args]
         if e.name in ("min", "max") and len(vals) == 2:
             f = np.minimum if e.name == "min" else np.maximum
             return f(vals[0][0], vals[1][0]), _conv(vals[0][1], vals[1][1])
@@ -1375,18 +1381,18 @@ def _ev(e: Expr, ctx: Ctx) -> Tuple[np.ndarray, str]:
             if isinstance(n, Var):
                 pv[n.name] = n
         for t, n in e.fn.params:
-            v, _ = _ev(by[n], ctx)
+            v, _ = eval_expr(by[n], ctx)
             if n in pv:
                 env[id(pv[n])] = _wrap(np.asarray(v), t)
         sub = Ctx(env, {}, {}, ctx.sizes)
         sub.mask = ctx.mask
-        v, _t = _ev(e.fn.body, sub)
+        v, _t = eval_expr(e.fn.body, sub)
         return v, e.fn.ret
     if isinstance(e, Index):
         b = e.base
         if isinstance(b, Var) and id(b) in ctx.tables and len(e.idx) == 1:
             tab = ctx.tables[id(b)]
-            j, _ = _ev(e.idx[0], ctx)
+            j, _ = eval_expr(e.idx[0], ctx)
             out = (j < 0) | (j >= tab.n)
             if np.any(out & ctx.mask):
                 raise _Fail("table index in range", f"{b.name}[...] read outside [0, {tab.n})")
@@ -1396,21 +1402,21 @@ def _ev(e: Expr, ctx: Ctx) -> Tuple[np.ndarray, str]:
             env[id(tab.j)] = np.asarray(j)
             sub = Ctx(env, ctx.defs, ctx.tables, ctx.sizes, ctx.align_pad)
             sub.mask = ctx.mask
-            return _ev(tab.value, sub)
+            return eval_expr(tab.value, sub)
         raise _Fail("index values known", f"{emit_expr(e)} is a register value", emit_expr(e))
     if isinstance(e, Inc):
-        v, t = _ev(e.v, ctx)
+        v, t = eval_expr(e.v, ctx)
         return v + 1, t
     if isinstance(e, LayoutApp):
         return _layout_app(e, ctx), "long long"
     if isinstance(e, AlignUp):
-        a, t = _ev(e.a, ctx)
+        a, t = eval_expr(e.a, ctx)
         if ctx.align_pad is None:
             raise _Fail("index values known", "an aligned base needs its padding symbol")
         return a + ctx.align_pad, t
     if isinstance(e, MbarRef):
-        b, _ = _ev(e.base, ctx)
-        i, _ = _ev(e.idx, ctx)
+        b, _ = eval_expr(e.base, ctx)
+        i, _ = eval_expr(e.idx, ctx)
         return b + 8 * i, "unsigned"
     if isinstance(e, Mem):
         raise _Fail("index values known", "a loaded value is not an index", emit_expr(e))
@@ -1447,7 +1453,7 @@ def _layout_app(e: LayoutApp, ctx: Ctx) -> np.ndarray:
     flat = np.int64(0)
     mul = 1
     for c, n in zip(e.coords, sizes):
-        v, _ = _ev(c, ctx)
+        v, _ = eval_expr(c, ctx)
         out = (v < 0) | (v >= n)
         if np.any(out & ctx.mask):
             sel = np.broadcast_to(out & ctx.mask, np.broadcast(out, ctx.mask).shape)
@@ -1518,7 +1524,10 @@ _MBAR = (MbarInit, MbarArrive, MbarExpectTx, MbarWait)
 _BARRIER_OPS = (SyncThreads, NamedBarrier, ClusterSync) + _MBAR
 
 
-class _Analysis:
+class Analysis:
+    """What the obligations read from a kernel: each variable's single definition, its
+    enumerated values, the tables, loops and guards around every access (:func:`analysis`)."""
+
     def __init__(self, k: Kernel) -> None:
         self.k = k
         self.defs: Dict[int, Expr] = {}
@@ -1556,9 +1565,9 @@ class _Analysis:
                 return None
         try:
             c = Ctx({}, {k: v for k, v in self.defs.items() if k not in self.assigned}, {}, self.k.sizes)
-            a = int(_ev(f.start, c)[0])
-            b = int(_ev(stop, c)[0])
-            st = int(_ev(f.step, c)[0])
+            a = int(eval_expr(f.start, c)[0])
+            b = int(eval_expr(stop, c)[0])
+            st = int(eval_expr(f.step, c)[0])
         except (_Fail, TypeError, ValueError):
             return None
         return np.arange(a, b, st, dtype=np.int64)
@@ -1711,7 +1720,7 @@ class _Analysis:
         return n.ptr
 
 
-def _free_vars(e: Expr, an: _Analysis, seen: Optional[set] = None) -> List[Var]:
+def free_vars(e: Expr, an: Analysis, seen: Optional[set] = None) -> List[Var]:
     """The variables an expression reads after inlining definitions (leaves only)."""
     out: Dict[int, Var] = {}
     seen = set() if seen is None else seen
@@ -1803,7 +1812,7 @@ class Prover:
         """The symbols among ``syms`` that ``exprs`` read."""
         ids = set()
         for e in exprs:
-            ids.update(id(v) for v in _free_vars(e, self.an))
+            ids.update(id(v) for v in free_vars(e, self.an))
         return [s for s in syms if id(s) in ids]
 
     def _nonlinear(self, e: Expr, syms: Sequence[Var]) -> Optional[str]:
@@ -1956,10 +1965,10 @@ class Prover:
         eset = {id(v) for v in enum}
         ctx = self._ctx(enum, vals, [], (), 0)
         for g, sense in sc.guards:
-            fv = _free_vars(g, self.an)
+            fv = free_vars(g, self.an)
             if all(id(v) in eset for v in fv):
                 try:
-                    c = np.broadcast_to(_ev(g, ctx)[0] != 0, shape)
+                    c = np.broadcast_to(eval_expr(g, ctx)[0] != 0, shape)
                 except _Fail:
                     rest.append((g, sense))
                     continue
@@ -2011,9 +2020,9 @@ class Prover:
 
     def prove_access(self, acc: Access) -> int:
         addr, claim = acc.addr, acc.claim
-        vars_ = _free_vars(addr, self.an) + _free_vars(claim.addr, self.an)
+        vars_ = free_vars(addr, self.an) + free_vars(claim.addr, self.an)
         for c, ext in claim.bounds:
-            vars_ += _free_vars(c, self.an) + _free_vars(ext, self.an)
+            vars_ += free_vars(c, self.an) + free_vars(ext, self.an)
         scope = acc.scope
         if (
             isinstance(acc.node, CpAsync)
@@ -2024,7 +2033,7 @@ class Prover:
             scope = _Scope(scope.guards + ((c, True),), scope.loops)
             acc = Access(acc.node, acc.kind, acc.addr, acc.claim, scope)
         for g, _s in acc.scope.guards:
-            vars_ += _free_vars(g, self.an)
+            vars_ += free_vars(g, self.an)
         uniq: Dict[int, Var] = {}
         for v in vars_:
             uniq.setdefault(id(v), v)
@@ -2050,8 +2059,8 @@ class Prover:
         ctx, C = self._batch(enum, vals, syms, has_pad, mask)
         full = (C,) + shape
         try:
-            got = np.broadcast_to(_ev(addr, ctx)[0], full)
-            want = np.broadcast_to(_ev(claim.addr, ctx)[0], full)
+            got = np.broadcast_to(eval_expr(addr, ctx)[0], full)
+            want = np.broadcast_to(eval_expr(claim.addr, ctx)[0], full)
         except _Fail as f:
             self._fail(acc, f.condition, f.message)
         bad = mask & (got != want)
@@ -2091,7 +2100,7 @@ class Prover:
         if claim.region is not None:
             base, size = claim.region
             try:
-                b = _ev(base, ctx)[0]
+                b = eval_expr(base, ctx)[0]
             except _Fail as f:
                 self._fail(acc, f.condition, f.message)
             off = got - b
@@ -2128,7 +2137,7 @@ class Prover:
         ti = next((i for i, v in enumerate(enum) if v is THREAD_IDX), None)
         if ti is None or self.k.threads % 32:
             return
-        base = _ev(acc.claim.region[0], ctx)[0]
+        base = eval_expr(acc.claim.region[0], ctx)[0]
         off = np.broadcast_to(got - base, (got.shape[0],) + shape)[0]
         if int(np.broadcast_to(base, got.shape).reshape(-1)[0]) % 128:
             return  # not at a 128-byte-aligned base: banks relative to it say nothing
@@ -2151,7 +2160,7 @@ class Prover:
         """Moebius coefficients of a multilinear expression in the symbols (all corners in
         one evaluation, then the subset-difference transform along the corner axis)."""
         ctx, C = self._batch(enum, vals, syms, False, self._cur_mask)
-        v = np.array(np.broadcast_to(_ev(e, ctx)[0], (C,) + shape), dtype=np.int64)
+        v = np.array(np.broadcast_to(eval_expr(e, ctx)[0], (C,) + shape), dtype=np.int64)
         k = len(syms)
         if k:
             w = v.reshape((2,) * k + shape)
@@ -2271,7 +2280,7 @@ class Prover:
             group = 128
         tid = self.an.tid
         for g, _sense in sc.guards:
-            fv = _free_vars(g, self.an)
+            fv = free_vars(g, self.an)
             if tid is None or not any(v is tid for v in fv):
                 continue
             others = [v for v in fv if v is not tid]
@@ -2285,7 +2294,7 @@ class Prover:
                 )
             shape = tuple(a.size for a in vals)
             ctx = self._ctx(enum, vals, [], (), 0)
-            c = np.broadcast_to(_ev(g, ctx)[0] != 0, shape)
+            c = np.broadcast_to(eval_expr(g, ctx)[0] != 0, shape)
             c = np.moveaxis(c, 0, -1).reshape(-1, self.k.threads // group, group)
             if np.any(c.min(axis=2) != c.max(axis=2)):
                 raise ProofFailedError(
@@ -2306,7 +2315,7 @@ class Prover:
             exprs = ([self.an.defs[k]] if k in self.an.defs else []) + self.an.assigned.get(k, [])
             allowed = set(v.values)
             for e in exprs:
-                fv = _free_vars(e, self.an)
+                fv = free_vars(e, self.an)
                 enum, vals, syms = self._domain(fv, _Scope())
                 if (
                     syms
@@ -2330,7 +2339,7 @@ class Prover:
                         condition="finite-valued variable",
                         witness=v.name,
                     )
-                got = np.asarray(_ev(e, self._ctx(enum, vals, [], (), 0))[0]).reshape(-1)
+                got = np.asarray(eval_expr(e, self._ctx(enum, vals, [], (), 0))[0]).reshape(-1)
                 out = [int(x) for x in np.unique(got) if int(x) not in allowed]
                 if out:
                     raise ProofFailedError(
@@ -2428,12 +2437,12 @@ class Prover:
         return rep
 
 
-def _is_local_value(v: Var, an: _Analysis) -> bool:
+def _is_local_value(v: Var, an: Analysis) -> bool:
     """A value declared in the kernel body (a register), not a pointer into memory."""
     return not _is_ptr(v.ctype) and id(v) in an.vars and not v.builtin
 
 
-def _walk_defs(e: Expr, an: _Analysis) -> Iterator[Any]:
+def _walk_defs(e: Expr, an: Analysis) -> Iterator[Any]:
     seen: set = set()
 
     def go(x: Any) -> Iterator[Any]:
@@ -2453,7 +2462,7 @@ def emit_expr_safe(e: Expr) -> str:
         return type(e).__name__
 
 
-def _atoms(g: Expr, an: _Analysis) -> List[Tuple[Tuple[Expr, Expr], int]]:
+def _atoms(g: Expr, an: Analysis) -> List[Tuple[Tuple[Expr, Expr], int]]:
     """``lhs < rhs`` facts of a true condition: ((lhs, rhs), slack) meaning
     lhs + slack < rhs + ... normalized so that ``coord <= lhs + slack`` proves coord < rhs."""
     out: List[Tuple[Tuple[Expr, Expr], int]] = []
@@ -2469,7 +2478,7 @@ def _atoms(g: Expr, an: _Analysis) -> List[Tuple[Tuple[Expr, Expr], int]]:
     return out
 
 
-def _same(a: Expr, b: Expr, an: _Analysis) -> bool:
+def _same(a: Expr, b: Expr, an: Analysis) -> bool:
     """Structural equality after inlining single definitions."""
 
     def norm(x: Expr) -> Expr:
@@ -2493,12 +2502,12 @@ def _same(a: Expr, b: Expr, an: _Analysis) -> bool:
     return False
 
 
-def analysis(k: Kernel) -> "_Analysis":
+def analysis(k: Kernel) -> "Analysis":
     """The definitions, scopes, accesses and barriers of ``k`` (computed once per body)."""
     hit = k.__dict__.get("_analysis")
     if hit is not None and hit[0] is k.body:
         return hit[1]
-    an = _Analysis(k)
+    an = Analysis(k)
     k.__dict__["_analysis"] = (k.body, an)
     return an
 
@@ -2521,3 +2530,9 @@ def resolve(e: Expr, k: Kernel) -> Expr:
     while isinstance(e, Var) and id(e) in an.defs and id(e) not in an.assigned:
         e = an.defs[id(e)]
     return e
+
+
+# the names other modules used before these were public (kept until every user has switched)
+_ev = eval_expr
+_free_vars = free_vars
+_Analysis = Analysis
