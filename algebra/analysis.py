@@ -44,7 +44,7 @@ __all__ = [
     "coprofile",
 ]
 
-_make = Layout._make
+_make = Layout.trusted
 
 
 def _from_modes(ms: List[int], md: List[int]) -> Layout:

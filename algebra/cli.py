@@ -107,8 +107,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from . import draw
+    from .composed import ComposedLayout
     from .layout import Layout
-    from .swizzle import ComposedLayout
 
     def write(path: str, text: str) -> None:
         if path == "-":

@@ -52,9 +52,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from . import kinds
+from .composed import ComposedLayout
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, show
 from .layout import Layout, concrete_only
-from .swizzle import ComposedLayout
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -162,7 +163,7 @@ def _group_tail(L: Any) -> str:
 
 
 @concrete_only
-def layout_grid(L: Layout) -> "np.ndarray":
+def layout_grid(L: Drawable) -> "np.ndarray":
     """The offsets of a rank-2 (or rank-1) layout as an ``(M, N)`` numpy array:
     ``grid[m, n] == L(m, n)``; a rank-1 layout is one row.
 
@@ -521,6 +522,8 @@ def _check_hex(c: Any, who: str) -> str:
 
 
 ColorArg = Union[str, Callable[..., str], None]
+#: what the layout pictures draw: a plain or a swizzled (composed) layout
+Drawable = Union[Layout, ComposedLayout]
 
 
 @dataclass
@@ -538,7 +541,7 @@ class _Grid:
     notes: List[str] = field(default_factory=list)
 
 
-def _layout_model(L: Layout, color: ColorArg, elem_bytes: int) -> _Grid:
+def _layout_model(L: Drawable, color: ColorArg, elem_bytes: int) -> _Grid:
     grid = layout_grid(L)
     M, N = grid.shape
     vals = [[int(v) for v in row] for row in grid.tolist()]
@@ -734,7 +737,7 @@ def _svg(g: _Grid, max_cells: Optional[int]) -> str:
 
 @concrete_only
 def layout_svg(
-    layout: Layout,
+    layout: Drawable,
     *,
     color: ColorArg = "offset",
     elem_bytes: int = 4,
@@ -782,7 +785,7 @@ def tv_layout_svg(
 
 
 @concrete_only
-def layout_html(layout: Layout, *, max_cells: Optional[int] = 1024) -> str:
+def layout_html(layout: Drawable, *, max_cells: Optional[int] = 1024) -> str:
     """HTML for a notebook (``Layout._repr_html_``): the layout in CuTe notation above its
     SVG picture.  It never raises for a layout it cannot draw (rank > 2, larger than
     ``max_cells``, symbolic, drawsvg missing): it shows the notation and says why.
@@ -806,7 +809,7 @@ def layout_html(layout: Layout, *, max_cells: Optional[int] = 1024) -> str:
 
 
 # ----------------------------------------------------------------------------- tensors
-def _need_tensor(t: Any, what: str) -> Layout:
+def _need_tensor(t: Any, what: str) -> Drawable:
     L = getattr(t, "layout", None)
     if not isinstance(L, (Layout, ComposedLayout)) or not callable(t):
         raise MalformedLayoutError(f"{what} needs a Tensor, got {type(t).__name__} {show(t)}")
@@ -825,7 +828,7 @@ def _value_text(v: Any) -> str:
     return s if len(s) <= 12 else s[:11] + "\u2026"
 
 
-def _tensor_cells(t: Any, what: str) -> Tuple[Layout, int, int, List[List[Any]], Optional[List[List[int]]]]:
+def _tensor_cells(t: Any, what: str) -> Tuple[Drawable, int, int, List[List[Any]], Optional[List[List[int]]]]:
     L = _need_tensor(t, what)
     M, N = rank2_extents(L)
     # t(i) with an integer follows the colexicographic order of the domain: i = m + n*M
@@ -1069,3 +1072,7 @@ def _composed_repr_svg(self: ComposedLayout) -> Optional[str]:
 # module never imports the drawing code.
 ComposedLayout._repr_html_ = _composed_repr_html  # type: ignore[attr-defined]
 ComposedLayout._repr_svg_ = _composed_repr_svg  # type: ignore[attr-defined]
+# A plain Layout's notebook pictures: the core asks layoutproof.kinds for the hooks
+# "layout_html" and "layout_svg" (called as fn(layout, max_cells=1024)), registered here.
+kinds.register_hook("layout_html", layout_html)
+kinds.register_hook("layout_svg", layout_svg)

@@ -22,7 +22,7 @@ Import (:func:`import_layout` picks the form; each has its own function):
   that :func:`to_dsl` writes.
 * :func:`from_pycute` -- legacy pycute ``Layout``, ``Swizzle`` and ``ComposedLayout`` objects.
 * :func:`from_triton` -- a Triton linear layout, ``{"register": [[0, 1], ...], "lane": ...}``,
-  as an :class:`~layoutproof.swizzle.F2Layout`.
+  as an :class:`~layoutproof.f2.F2Layout`.
 
 An import returns an :class:`Imported`: the value and the assumptions its dynamic leaves
 carry (strings for :func:`~layoutproof.symbolic.assuming`).  Symbols are positive
@@ -83,7 +83,9 @@ class Imported(NamedTuple):
 
 # ============================================================================ export
 def _swizzle_types() -> Tuple[Any, Any, Any]:
-    from .swizzle import ComposedLayout, F2Layout, Swizzle
+    from .composed import ComposedLayout
+    from .f2 import F2Layout
+    from .swizzle import Swizzle
 
     return Swizzle, ComposedLayout, F2Layout
 
@@ -96,7 +98,7 @@ def _unwrap(x: Any, who: str) -> Any:
     if isinstance(x, Tensor):
         x = x.layout
     if isinstance(x, F2Layout):
-        from .swizzle import from_f2
+        from .f2 import from_f2
 
         x = from_f2(x)
     if not isinstance(x, (Layout, ComposedLayout, Swizzle)):
@@ -209,7 +211,7 @@ def _cpp_layout(L: Layout) -> str:
 
 def to_cpp(x: Any, *, name: Optional[str] = None) -> str:
     """CuTe C++ for a layout, a swizzled layout, a Swizzle, a Tensor's layout or an F2
-    layout (through :func:`~layoutproof.swizzle.from_f2`): static ``Int<n>{}`` for integer
+    layout (through :func:`~layoutproof.f2.from_f2`): static ``Int<n>{}`` for integer
     leaves, ``int`` expressions of the symbols for symbolic ones (declare them in the C++).
     ``name`` makes a declaration ``auto name = ...;``.  The code is compile-tested against
     the CuTe headers (tests/algebra/test_interop.py).
@@ -497,7 +499,8 @@ class _CppParser:
         if k != "name":
             return self.fail("a CuTe type or expression")
         name = self.take("name")
-        from .swizzle import ComposedLayout, Swizzle
+        from .composed import ComposedLayout
+        from .swizzle import Swizzle
 
         if name in ("integral_constant", "constant") and self.peek() == "<":
             self.take("<")
@@ -646,7 +649,8 @@ def _parse_cpp_prefix(text: str, start: int, names: Optional[_Names] = None) -> 
     except RecursionError:  # pragma: no cover - the depth limit comes first
         raise MalformedLayoutError("CuTe C++ nested too deeply") from None
     end = p.toks[p.i][2] if p.i < len(p.toks) else len(body)
-    from .swizzle import ComposedLayout, Swizzle
+    from .composed import ComposedLayout
+    from .swizzle import Swizzle
 
     if not isinstance(v, (Layout, ComposedLayout, Swizzle)):
         raise MalformedLayoutError(f"CuTe C++: {show(body.strip()[:200])} is no layout (got {show(v)})")
@@ -665,7 +669,8 @@ def _parse_printed(text: str, names: _Names, who: str) -> Tuple[Any, int]:
     (C++ ``print``: ``_4`` static leaves; the CuTe DSL: ``?`` dynamic leaves with
     ``{div=16}`` / ``{i64}`` annotations, ``1@0`` basis strides).  Returns the value and
     the number of characters read."""
-    from .swizzle import ComposedLayout, Swizzle
+    from .composed import ComposedLayout
+    from .swizzle import Swizzle
 
     toks: List[Tuple[str, Any, int, int]] = []
     pos, n = 0, len(text)
@@ -802,7 +807,8 @@ def _dsl_code(text: str, names: _Names) -> Any:
     """The Python expression of :func:`to_dsl`, read with :mod:`ast` (never executed)."""
     import warnings
 
-    from .swizzle import ComposedLayout, Swizzle
+    from .composed import ComposedLayout
+    from .swizzle import Swizzle
 
     try:
         with warnings.catch_warnings():
@@ -871,7 +877,8 @@ def from_pycute(obj: Any) -> Any:
     >>> print(from_pycute(pycute.ComposedLayout(pycute.Swizzle(2, 0, 2), 0, pycute.Layout((4, 4), (4, 1)))))
     Sw<2,0,2> o 0 o (4,4):(4,1)
     """
-    from .swizzle import ComposedLayout, Swizzle
+    from .composed import ComposedLayout
+    from .swizzle import Swizzle
 
     if _is_pycute(obj, "Layout"):
         return Layout(_plain_tuple(obj.shape), _plain_tuple(obj.stride))
@@ -929,7 +936,7 @@ def _pow2_log(n: int, what: str) -> int:
 
 
 def from_triton(bases: Mapping[str, Any], out_dims: Any = None) -> Any:
-    """A Triton linear layout as an :class:`~layoutproof.swizzle.F2Layout`.
+    """A Triton linear layout as an :class:`~layoutproof.f2.F2Layout`.
 
     ``bases`` is Triton's dictionary of bases, ``{in_dim: [basis, ...]}`` (``"register"``,
     ``"lane"``, ``"warp"``, ``"block"``, ``"offset"``: any names, in order), each basis a list
@@ -950,7 +957,7 @@ def from_triton(bases: Mapping[str, Any], out_dims: Any = None) -> Any:
     >>> to_triton(L, out_dims=[4, 8], in_dims=["register", "lane"])
     {'register': [[0, 1], [0, 2]], 'lane': [[1, 0], [2, 0], [0, 4]]}
     """
-    from .swizzle import F2Layout
+    from .f2 import F2Layout
 
     if isinstance(bases, str):
         bases = _literal(bases)
@@ -1042,7 +1049,7 @@ def to_triton(
     x: Any, *, out_dims: Any = None, in_dims: Optional[Sequence[str]] = None
 ) -> Dict[str, List[List[int]]]:
     """Triton's dictionary of bases of an F2 layout (or of anything
-    :func:`~layoutproof.swizzle.to_f2` converts: a swizzled or a plain layout): one input
+    :func:`~layoutproof.f2.to_f2` converts: a swizzled or a plain layout): one input
     dimension per top-level mode (named ``in_dims``, by default ``register``, ``lane``,
     ``warp``, ``block``), one basis per bit of each power-of-two leaf.  ``out_dims`` splits
     the value into output dimensions (sizes, powers of two, ``dim0`` least significant;
@@ -1052,7 +1059,7 @@ def to_triton(
     >>> to_triton(ComposedLayout(Swizzle(1, 0, 1), 0, Layout((2, 2), (2, 1))), in_dims=["offset", "block"])
     {'offset': [[3]], 'block': [[1]]}
     """
-    from .swizzle import F2Layout, to_f2
+    from .f2 import F2Layout, to_f2
 
     if not isinstance(x, F2Layout):
         from .tensor import Tensor
@@ -1145,7 +1152,7 @@ def import_layout(x: Any) -> Imported:
         r"::|\{\}|\bC<|\bInt<|\btuple<|\bLayout<|\bSwizzle<|\bmake_shape\(|\b_\d", text
     ) or text.startswith("Sw<"):
         return from_cpp(text)
-    from .swizzle import ComposedLayout
+    from .composed import ComposedLayout
 
     if " o " in text:
         return Imported(ComposedLayout.parse(text))
@@ -1163,7 +1170,9 @@ _QMARK = re.compile(r"\?(?:\{[^{}]{0,80}\})?")
 
 def native_text(v: Any) -> str:
     """Text of the ``eval`` language for an imported value."""
-    from .swizzle import ComposedLayout, F2Layout, Swizzle, from_f2
+    from .composed import ComposedLayout
+    from .f2 import F2Layout, from_f2
+    from .swizzle import Swizzle
 
     if isinstance(v, F2Layout):
         v = from_f2(v)

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import kinds
 from .errors import LayoutError, MalformedLayoutError, show
 from .inttuple import MAX_DEPTH
 
@@ -39,12 +40,12 @@ _LEAF_FUNCS = ("floor", "ceiling", "Mod", "Min", "Max")
 _MAX_INT_DIGITS = 4000
 
 
-def _tokenize(text: str) -> List[tuple]:
+def _tokenize(text: str) -> List[Tuple[str, Any, int]]:
     if not isinstance(text, str):
         raise MalformedLayoutError(f"layout notation must be a string, got {type(text).__name__}")
     if len(text) > 100_000:
         raise MalformedLayoutError("layout notation longer than 100000 characters")
-    out = []
+    out: List[Tuple[str, Any, int]] = []
     pos = 0
     n = len(text)
     while pos < n:
@@ -418,3 +419,8 @@ def symbol_names(text: str, names: Optional[Dict[str, Callable[..., Any]]] = Non
             continue
         out.append(val)
     return out
+
+
+# Layout.parse (the core) parses with this module: it asks layoutproof.kinds for the
+# "parse_layout" hook, which is registered here, so the core never imports the notation.
+kinds.register_hook("parse_layout", parse_layout)

@@ -36,10 +36,10 @@ from __future__ import annotations
 from typing import Any, Iterator, List, Tuple
 
 from .arith import ArithTuple, make_identity_layout
+from .composed import ComposedLayout
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, OutOfDomainError, show
 from .inttuple import MAX_DEPTH, is_int, raw_flatten, raw_product
 from .layout import Layout, Underscore, _, concrete_only, layout_arg, slice_and_offset
-from .swizzle import ComposedLayout
 
 __all__ = [
     "Tensor",
@@ -134,7 +134,7 @@ class Tensor:
     """A layout over an engine: ``t(c) = engine[offset + layout(c)]``.
 
     ``Tensor(layout, storage, offset=0)``: ``layout`` is a Layout, a swizzled
-    (:class:`~layoutproof.swizzle.ComposedLayout`) layout, or a shape (compact
+    (:class:`~layoutproof.composed.ComposedLayout`) layout, or a shape (compact
     column-major); ``storage`` is a 1-D numpy array (a C-contiguous n-D array is viewed
     flat), a list, or anything indexable by integers.  Every offset the layout reaches
     must lie inside a storage that has a length (else OutOfDomainError).
@@ -177,7 +177,7 @@ class Tensor:
         self._offset = off
 
     @classmethod
-    def _make(cls, layout: Layout, engine: Any, offset: Any) -> "Tensor":
+    def _make(cls, layout: "Layout | ComposedLayout", engine: Any, offset: Any) -> "Tensor":
         obj = object.__new__(cls)
         obj._layout = layout
         obj._engine = engine
@@ -468,7 +468,7 @@ def make_tensor(storage: Any, layout_or_shape: Any = None, stride: Any = None, o
     """A tensor over ``storage``.
 
     * ``make_tensor(storage, layout)``, ``make_tensor(storage, shape[, stride])``; the
-      layout may be swizzled (a :class:`~layoutproof.swizzle.ComposedLayout`, as C++'s
+      layout may be swizzled (a :class:`~layoutproof.composed.ComposedLayout`, as C++'s
       shared-memory tensors);
     * ``make_tensor(ndarray)``: the array's own shape and strides (in elements), so
       ``t(i, j) == a[i, j]`` for any view (transposed, sliced, negative strides);
@@ -521,9 +521,9 @@ def make_identity_tensor(shape: Any) -> Tensor:
 
 def _zeros_like(s: Any) -> Any:
     if type(s) is tuple:
-        from .arith import _at
+        from .arith import make_arith_tuple
 
-        return _at(tuple(_zeros_like(e) for e in s))
+        return make_arith_tuple(tuple(_zeros_like(e) for e in s))
     return 0
 
 
@@ -599,8 +599,8 @@ def _dice(proj: Any, x: Any) -> Any:
     if isinstance(x, Layout):
         s, d = x.shape, x.stride
         if type(proj) is tuple or type(proj) is list:
-            return Layout._make(_dice_tuple(tuple(proj), s), _dice_tuple(tuple(proj), d))
-        return x if not _is_wild(proj) else Layout._make((), ())
+            return Layout.trusted(_dice_tuple(tuple(proj), s), _dice_tuple(tuple(proj), d))
+        return x if not _is_wild(proj) else Layout.trusted((), ())
     if type(proj) is tuple or type(proj) is list:
         return _dice_tuple(tuple(proj), tuple(x) if type(x) is list else x)
     if _is_wild(proj):
@@ -695,7 +695,8 @@ def _flat_coord(thr: Layout, idx: int, op: str) -> Any:
             p *= a
         return out
 
-    coord = tuple(mode(a, b) for a, b in zip(s, d)) if type(s) is tuple else mode(s, d)
+    # a Layout's shape and stride are congruent: both tuples or both leaves
+    coord = tuple(mode(a, b) for a, b in zip(s, d)) if type(s) is tuple and type(d) is tuple else mode(s, d)
     if total != idx:
         raise OutOfDomainError(
             f"{op}: thread index {idx} is not inverted by the thread layout {thr} (its "

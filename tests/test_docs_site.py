@@ -43,7 +43,11 @@ PAGES = {
         "layoutproof.ops.complement",
         "layoutproof.ops.logical_divide",
     ],
-    "api/swizzle/index.html": ["layoutproof.swizzle.Swizzle", "layoutproof.swizzle.ComposedLayout"],
+    "api/swizzle/index.html": [
+        "layoutproof.swizzle.Swizzle",
+        "layoutproof.composed.ComposedLayout",
+        "layoutproof.f2.F2Layout",
+    ],
     "api/arith/index.html": ["layoutproof.arith.make_identity_layout"],
     "api/analysis/index.html": ["layoutproof.analysis.max_common_vector"],
     "api/tensor/index.html": ["layoutproof.tensor.Tensor", "layoutproof.tensor.local_tile"],
