@@ -31,11 +31,12 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from layoutproof import Layout, LayoutError, composition, make_layout
+from layoutproof.inttuple import raw_flatten
 from layoutproof.verify import Counterexample, ProofObligation, Result
-from layoutproof.verify.families import extended_values, offsets, values
+from layoutproof.verify.families import SKIP, extended_values, for_all, label, offsets, values
 
 __all__ = [
     "for_all",
@@ -63,114 +64,18 @@ __all__ = [
 ]
 
 
-# ----------------------------------------------------------------------------- formatting
-def _fmt(x: Any) -> str:
-    if type(x) is tuple:
-        return "(" + ",".join(_fmt(e) for e in x) + ")"
-    return str(x)
-
-
-def label(member: Any, names: Optional[Sequence[str]] = None) -> str:
-    """A family member in words: ``"A = (2,2):(1,3), M = 16"`` with ``names``.
-
-    >>> label((Layout(4, 2), 16), ("L", "M"))
-    'L = 4:2, M = 16'
-    """
-    if names:
-        items = member if type(member) is tuple and len(names) > 1 else (member,)
-        return ", ".join(f"{n} = {_fmt(v)}" for n, v in zip(names, items))
-    return _fmt(member)
+# ----------------------------------------------------------------------------- results
+# The family runner, its SKIP marker and the member labels are verify's (one family runner
+# in the package); they are re-exported here for the catalog's checks.
 
 
 def flat(L: Layout) -> Tuple[tuple, tuple]:
-    """``L``'s flat shape and stride as tuples (rank-1 layouts too)."""
-    s, d = L._flat()
-    return (s, d) if type(s) is tuple else ((s,), (d,))
+    """``L``'s flat shape and stride as tuples (rank-1 layouts too).
 
-
-# ----------------------------------------------------------------------------- results
-def for_all(
-    claim: str,
-    members: Iterable[Any],
-    check: Callable[[Any], Any],
-    *,
-    family: str,
-    bounds: Dict[str, Tuple[int, int]],
-    names: Optional[Sequence[str]] = None,
-    min_cases: int = 1,
-) -> Result:
-    """Check ``check(member)`` for every member; it returns None (holds), a string or a
-    :class:`~layoutproof.verify.Counterexample` (fails), or the constant :data:`SKIP`
-    (the member does not satisfy the statement's hypothesis and is not counted).
-
-    "checked" with ``cases`` (members checked) and ``bounds``, or "refuted" at the first
-    failing member.  Fewer than ``min_cases`` counted members is "unknown": an empty
-    family proves nothing.
+    >>> flat(Layout((2, (3, 4)), (1, (2, 6)))), flat(Layout(4, 2))
+    (((2, 3, 4), (1, 2, 6)), ((4,), (2,)))
     """
-    t0 = time.perf_counter()
-    n = skipped = 0
-    for m in members:
-        out = check(m)
-        if out is SKIP:
-            skipped += 1
-            continue
-        n += 1
-        if out is None:
-            continue
-        where = label(m, names)
-        if isinstance(out, Counterexample):
-            cex = Counterexample(
-                coordinate=out.coordinate,
-                natural=out.natural,
-                lhs=out.lhs,
-                rhs=out.rhs,
-                assignment=out.assignment,
-                detail=f"{where}: {out.detail}" if out.detail else where,
-            )
-        else:
-            cex = Counterexample(detail=f"{where}: {out}")
-        return Result(
-            "refuted",
-            "exhaustive",
-            claim=claim,
-            counterexample=cex,
-            cases=n,
-            bounds=bounds,
-            notes=(family,),
-            seconds=time.perf_counter() - t0,
-        )
-    notes = [family]
-    if skipped:
-        notes.append(f"{skipped} member(s) outside the hypothesis were skipped")
-    if n < min_cases:
-        return Result(
-            "unknown",
-            "exhaustive",
-            claim=claim,
-            reason=f"only {n} case(s) in the family",
-            cases=n,
-            bounds=bounds,
-            notes=notes,
-            seconds=time.perf_counter() - t0,
-        )
-    return Result(
-        "checked",
-        "exhaustive",
-        claim=claim,
-        cases=n,
-        bounds=bounds,
-        notes=notes,
-        seconds=time.perf_counter() - t0,
-    )
-
-
-class _Skip:
-    def __repr__(self) -> str:
-        return "SKIP"
-
-
-#: returned by a :func:`for_all` predicate for a member outside the hypothesis
-SKIP: Any = _Skip()
+    return raw_flatten(L.shape), raw_flatten(L.stride)
 
 
 def fact(claim: str, ok: bool, detail: str = "", **cex: Any) -> Result:
