@@ -92,10 +92,11 @@ def fact(claim: str, ok: bool, detail: str = "", **cex: Any) -> Result:
     )
 
 
-def sympy_equal(claim: str, lhs: Any, rhs: Any) -> Result:
+def sympy_equal(claim: str, lhs: Any, rhs: Any, *, timeout_s: Optional[float] = None) -> Result:
     """``lhs == rhs`` as a polynomial identity in its symbols, proved by SymPy
     (``expand(lhs - rhs) == 0``); "unknown" when the difference does not expand to 0 (it
-    may still vanish on the domain: that is for Z3).
+    may still vanish on the domain: that is for Z3), or when the expansion runs past
+    ``timeout_s`` (default: :func:`layoutproof.budget.get_deadline`; reason "timeout").
 
     >>> import sympy as sp
     >>> i, M = sp.symbols("i M")
@@ -104,8 +105,17 @@ def sympy_equal(claim: str, lhs: Any, rhs: Any) -> Result:
     """
     import sympy as sp
 
+    from layoutproof import budget
+
     t0 = time.perf_counter()
-    diff = sp.expand(sp.sympify(lhs) - sp.sympify(rhs))
+    mine = None
+    try:
+        with budget.deadline(timeout_s) as mine:
+            diff = sp.expand(sp.sympify(lhs) - sp.sympify(rhs))
+    except budget.BudgetExceeded as e:
+        if e.at != mine:  # an enclosing deadline: the caller's
+            raise
+        return Result("unknown", "sympy", claim=claim, reason="timeout", seconds=time.perf_counter() - t0)
     if diff == 0:
         return Result("proved", "sympy", claim=claim, seconds=time.perf_counter() - t0)
     return Result(

@@ -42,8 +42,8 @@ def _obligations(x: Any) -> List[Any]:
     if hasattr(x, "smt2"):
         return [x]
     raise LayoutError(
-        f"to_smtlib: expected a Result, a ProofObligation or a layoutproof.symbolic.smt.Obligation, "
-        f"got {type(x).__name__}"
+        "to_smtlib: expected a Result, a ProofObligation, a solver Verdict or a "
+        f"layoutproof.symbolic.smt.Obligation, got {type(x).__name__}"
     )
 
 
@@ -56,7 +56,8 @@ def _script(ob: Any) -> str:
 
 
 def to_smtlib(x: Any, path: Optional[str] = None) -> str:
-    """The SMT-LIB2 text of an obligation (``layoutproof.symbolic.smt.Obligation`` or
+    """The SMT-LIB2 text of an obligation (``layoutproof.symbolic.smt.Obligation``, a
+    :class:`layoutproof.symbolic.solver.Verdict` or a
     :class:`~layoutproof.verify.ProofObligation`), or of every obligation of a
     :class:`~layoutproof.verify.Result` (scripts separated by ``(reset)``); written to
     ``path`` too when given.  A result decided without Z3 (exhaustively, or by SymPy
