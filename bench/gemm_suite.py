@@ -329,6 +329,63 @@ def sweep(cp, args, log):
     return rows
 
 
+def splitk_parts(cp, args, log):
+    """Where the rule picks split-K: device time (graph replay) of the whole call, of the
+    split kernel alone (the plan's fix-up launch left out: the output is then wrong, this
+    is timing only) -- the fix-up's share, launch gap included."""
+    from layoutproof.gpu.runtime import gemm_plan
+
+    rng = cp.random.default_rng(9)
+    rows = log.setdefault("splitk_parts", [])
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.splitk_parts.split(",")]
+    for m, n, k in shapes:
+        a, b = make(cp, (m, k), "f16", rng), make(cp, (k, n), "f16", rng)
+        c = cp.empty((m, n), dtype=cp.float16)
+        plan = gemm_plan(a, b, c)
+        if getattr(plan, "splits", 1) == 1:
+            print(f"parts {m}x{n}x{k}: not split ({plan.config.key()})", flush=True)
+            continue
+        reps = 20
+        c.fill(cp.nan)
+        whole = graph_time(cp, graph_of(cp, lambda: plan(a, b, c), reps), reps) * 1e6
+        pdl = plan._pdl is not None
+        ref = cp.matmul(a, b)
+        err = rel_err(cp, c, ref)
+        fix, plan._fix = plan._fix, None
+        try:
+            alone = graph_time(cp, graph_of(cp, lambda: plan(a, b, c), reps), reps) * 1e6
+        finally:
+            plan._fix = fix
+        pd, plan._pdl = plan._pdl, None  # the fix-up in plain stream order
+        try:
+            c.fill(cp.nan)
+            plain = graph_time(cp, graph_of(cp, lambda: plan(a, b, c), reps), reps) * 1e6
+            err_plain = rel_err(cp, c, ref)
+        finally:
+            plan._pdl = pd
+        rows.append(
+            dict(
+                m=m,
+                n=n,
+                k=k,
+                config=plan.config.key(),
+                whole_us=whole,
+                pdl=pdl,
+                whole_stream_order_us=plain,
+                split_kernel_us=alone,
+                rel_err=err,
+                rel_err_stream_order=err_plain,
+            )
+        )
+        print(
+            f"parts {m}x{n}x{k} [{plan.config.key()}]: whole {whole:.1f} us (PDL {pdl}, err {err:.1e}), "
+            f"stream order {plain:.1f} us (err {err_plain:.1e}), split kernel alone {alone:.1f} us",
+            flush=True,
+        )
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
 def sanitize(cp, only_splitk=False):
     """Every default-rule candidate (and the mma.sync ones) through gemm on odd shapes and the
     four operand layouts against float64, for ``compute-sanitizer --tool memcheck``."""
@@ -380,6 +437,7 @@ def main(argv=None):
     p.add_argument("--splitk", action="store_true", help="--sweep also times the split-K variants")
     p.add_argument("--sweep-bases", default=None, help="--sweep only these base config keys (comma list)")
     p.add_argument("--sweep-splits", default=None, help="--sweep only these split counts (comma list)")
+    p.add_argument("--splitk-parts", default=None, help="MxNxK,...: time split-K's two kernels")
     p.add_argument("--no-suite", action="store_true")
     p.add_argument("--no-host", action="store_true")
     p.add_argument("--shapes", default=None, help="MxNxK,... (default: the suite)")
@@ -397,6 +455,8 @@ def main(argv=None):
     dev = dev.decode() if isinstance(dev, bytes) else str(dev)
     log = {"device": dev, "cupy": cp.__version__, "date": time.strftime("%Y-%m-%d %H:%M")}
     try:
+        if args.splitk_parts:
+            splitk_parts(cp, args, log)
         if args.sweep:
             sweep(cp, args, log)
         if not args.no_host:

@@ -672,6 +672,7 @@ class GemmPlan:
         self._launch_kernel = launch
         self._fn = int(rk.kernel.ptr) if launch is not None else 0
         self._fix: Optional[Tuple[Any, Any, Tuple[int, int, int]]] = None
+        self._pdl: Any = None  # the fix-up's programmatic dependent launch, where available
         if fix is not None:
             frk = compile_kernel(fix)
             fpb = ParamBuffer(["ptr", "ptr", "i32", "i32", "i64"])
@@ -681,6 +682,8 @@ class GemmPlan:
             self._fix = (frk, fpb, (-(-n // REDUCE_THREADS), m, 1))
             self._fix_threads = REDUCE_THREADS
             self._fix_fn = int(frk.kernel.ptr) if launch is not None else 0
+            if launch is not None and os.environ.get("LAYOUTPROOF_PDL", "1") != "0":
+                self._pdl = _pdl_launcher(self._fix_fn, self._fix[2], REDUCE_THREADS, fpb.address)
         self._lock = threading.Lock()
         self._info = dict(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K, plan=self)
 
@@ -772,19 +775,14 @@ class GemmPlan:
             if self._fix is not None:  # split-K: sum the partial planes into C (stream order)
                 frk, fpb, fg = self._fix
                 fpb.set(1, pc)
-                if self._launch_kernel is not None:
+                sp = cupy.cuda.get_current_stream().ptr
+                if self._pdl is not None and not self._pdl(sp):
+                    self._pdl = None  # refused (driver or bindings): stream order from now on
+                if self._pdl is not None:
+                    pass  # launched as a programmatic dependent of the split kernel
+                elif self._launch_kernel is not None:
                     self._launch_kernel(
-                        self._fix_fn,
-                        fg[0],
-                        fg[1],
-                        fg[2],
-                        self._fix_threads,
-                        1,
-                        1,
-                        0,
-                        cupy.cuda.get_current_stream().ptr,
-                        fpb.address,
-                        0,
+                        self._fix_fn, fg[0], fg[1], fg[2], self._fix_threads, 1, 1, 0, sp, fpb.address, 0
                     )
                 else:
                     import numpy as np
@@ -830,6 +828,45 @@ class GemmPlan:
             f"GemmPlan({self.shape[0]}x{self.shape[1]}x{self.k}, {self.config.key()}, "
             f"{self.problem.key()}, grid {self.grid}, {self.threads} threads)"
         )
+
+
+def _pdl_launcher(fn: int, grid: Tuple[int, int, int], threads: int, params: int) -> Any:
+    """A launcher of kernel ``fn`` (its parameter block at ``params``) as a programmatic
+    dependent launch (``cuLaunchKernelEx`` with programmatic stream serialization): the
+    kernel may start while the previous kernel of the stream runs, and its
+    ``griddepcontrol.wait`` returns once that kernel has completed with its memory visible.
+    Returns ``launch(stream) -> bool`` (False: the launch was refused, nothing ran), or None
+    without cuda-python."""
+    try:
+        from cuda.bindings import driver
+
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        cfg = driver.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = threads, 1, 1
+        cfg.sharedMemBytes = 0
+        cfg.attrs = [attr]
+        cfg.numAttrs = 1
+        func = driver.CUfunction(init_value=fn)
+        ok = driver.CUresult.CUDA_SUCCESS
+    except Exception:  # no cuda-python, or bindings without these types
+        return None
+    streams: Dict[int, Any] = {}
+
+    def launch(stream: int) -> bool:
+        st = streams.get(stream)
+        if st is None:
+            st = streams[stream] = driver.CUstream(init_value=stream)
+        cfg.hStream = st
+        try:
+            (err,) = driver.cuLaunchKernelEx(cfg, func, params, 0)
+        except Exception:
+            return False
+        return bool(err == ok)
+
+    return launch
 
 
 _PLANS: Dict[Any, GemmPlan] = {}

@@ -68,6 +68,8 @@ __all__ = [
     "prove_split",
     "prove_k_partition",
     "prove_workspace",
+    "prove_fixup_order",
+    "workspace_offset_ir",
     "MAX_SPLITS",
     "REDUCE_THREADS",
 ]
@@ -451,7 +453,13 @@ def splitk_ir(base: kir.Kernel, splits: int, name: str) -> Tuple[kir.Kernel, Lis
 
     body = kir.rewrite(base.body, top)
     # units = tiles * S, declared right after tiles
-    out: List[kir.Stmt] = []
+    out: List[kir.Stmt] = [
+        kir.Comment(
+            "the fix-up kernel may launch now (programmatic dependent launch): it waits for\n"
+            "this grid's completion (griddepcontrol.wait) before its first read"
+        ),
+        kir.Eval(kir.Call("lp_griddep_launch", (), "void")),
+    ]
     for st in body.body:
         out.append(st)
         if isinstance(st, kir.Decl) and st.var is tiles:
@@ -473,11 +481,51 @@ def splitk_ir(base: kir.Kernel, splits: int, name: str) -> Tuple[kir.Kernel, Lis
         body=kir.Block(tuple(out), body.bare),
         devfns=base.devfns + (split_devfn(),),
         description=descr,
+        helpers=("griddep",) + base.helpers,
     )
     return k, chunks
 
 
 # ============================================================================ reduction
+#: the fix-up's first statement: wait until the split kernel's grid has completed and its
+#: memory operations are visible (PTX griddepcontrol.wait; without a programmatic dependent
+#: launch the stream already orders the two kernels and the wait returns at once)
+GRID_WAIT = "lp_griddep_wait"
+
+
+def prove_fixup_order(k: kir.Kernel, log: ProofLog) -> None:
+    """The fix-up kernel reads the workspace only after the split kernel has finished: its
+    first statement (at the top level, under no condition and in no loop) is the grid
+    dependency wait, and every memory access of the kernel comes after it.  With the stream
+    order (or the programmatic dependency the runtime launches it with), each workspace
+    plane is read after every unit stored it; the workspace is written and read by these
+    two kernels only, so no counter or flag has to be reset for the next launch."""
+    first = next((st for st in k.body.body if not isinstance(st, kir.Comment)), None)
+    ok = (
+        isinstance(first, kir.Eval)
+        and isinstance(first.e, kir.Call)
+        and first.e.name == GRID_WAIT
+        and "griddep" in k.helpers
+    )
+    waits = [n for n in kir.walk(k.body) if isinstance(n, kir.Call) and n.name == GRID_WAIT]
+    if not ok or len(waits) != 1:
+        raise ProofFailedError(
+            f"fix-up kernel {k.name}: its first statement is not the one grid dependency wait "
+            f"(found {len(waits)} wait(s)): a workspace read could run before the split kernel's stores",
+            condition="fix-up after the split kernel",
+            witness=len(waits),
+        )
+    n = sum(1 for x in kir.walk(k.body) if isinstance(x, kir.Mem))
+    log.add(
+        "protocol",
+        f"fix-up ordering: griddepcontrol.wait is the kernel's first statement (top level, "
+        f"unconditional), before all {n} memory accesses: every workspace read follows the "
+        f"split kernel's completion; nothing to reset between launches",
+        "exhaustive",
+        n,
+    )
+
+
 def _reduce_index(s: kir.Expr, r: kir.Expr, c: kir.Expr, M: kir.Expr, N: kir.Expr) -> kir.Expr:
     """The fix-up kernel's element index of ``W[s, r, c]`` (checked against the claims)."""
     return (kir.Cast("long long", s) * M + r) * N + c
@@ -520,6 +568,8 @@ def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
     cvt = _CVT[out]
     val: kir.Expr = acc if cvt is None else kir.Call(cvt, (acc,), "lp_out_t")
     body = kir.block(
+        kir.Comment("the split kernel's grid has completed and its stores are visible"),
+        kir.Eval(kir.Call(GRID_WAIT, (), "void")),
         kir.Decl(c, bx * REDUCE_THREADS + tid, const=True),
         kir.Decl(r, by, const=True),
         kir.If(
@@ -555,6 +605,7 @@ def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
         body,
         REDUCE_THREADS,
         typedefs=(("lp_out_t", OUT_DTYPES[out][0]),),
+        helpers=("griddep",),
         sizes={"lp_out_t": ob, "float": 4},
         description=(
             "",
@@ -659,6 +710,7 @@ def generate_splitk(
     rlog = ProofLog()
     rname = f"lp_splitk_reduce_{prob.out}_s{S}"
     rir = reduce_ir(S, prob.out, rname)
+    prove_fixup_order(rir, rlog)
     rsrc = finish(rir, rlog, f"proven before emission (split-K fix-up, {S} planes, {prob.out} out)")
     rk = GemmKernel(base.config, prob, rsrc, rname, REDUCE_THREADS, 0, rlog, {}, rir)
     out = SplitKKernels(cfg, prob, gk, rk)

@@ -53,6 +53,28 @@ def test_split_kernel_carries_the_split_obligations(prob):
     assert f"= {cvt}(acc);" in red and "for (int s = 0; s < 4; ++s)" in red
 
 
+def test_the_fixup_waits_for_the_split_kernel_first():
+    kk = generate_splitk(CFG, GemmProblem("k", "n"))
+    assert any(p.kind == "protocol" and "fix-up ordering" in p.statement for p in kk.reduce.proofs)
+    body = [x.strip() for x in kk.reduce.source.split("long long ldc) {")[1].splitlines()]
+    assert [x for x in body if x and not x.startswith("//")][0] == "lp_griddep_wait();"
+    assert kk.gemm.source.count("lp_griddep_launch();") == 1
+
+
+def test_a_fixup_without_the_wait_or_with_a_guarded_wait_is_refused():
+    import dataclasses
+
+    k = splitk.reduce_ir(4, "f16", "lp_fix")
+    wait = next(st for st in k.body.body if isinstance(st, kir.Eval))
+    rest = tuple(st for st in k.body.body if st is not wait)
+    for body in (rest, (kir.If(kir.THREAD_IDX.lt(32), kir.block(wait)),) + rest):
+        bad = dataclasses.replace(k, body=kir.Block(body))
+        with pytest.raises(ProofFailedError) as e:
+            splitk.prove_fixup_order(bad, ProofLog())
+        assert e.value.condition == "fix-up after the split kernel"
+    splitk.prove_fixup_order(k, ProofLog())
+
+
 @pytest.mark.parametrize("splits", [2, 3, 7, 16])
 def test_k_chunks_partition_every_k(splits):
     for kt in range(0, 300):
@@ -181,6 +203,7 @@ def fake_tma(monkeypatch, tmp_path):
     monkeypatch.setattr(runtime, "_MODULES", {})
     monkeypatch.setattr(runtime, "_PLANS", {})
     monkeypatch.setattr(runtime, "tma_available", lambda: True)
+    monkeypatch.setenv("LAYOUTPROOF_PDL", "0")  # the fake has no driver for cuLaunchKernelEx
     monkeypatch.setattr(runtime._Operand, "prepare_tma", lambda self, dt, k, mn: None)
     monkeypatch.setattr(runtime._Operand, "tensor_map", lambda self, ptr: np.zeros(128, np.uint8))
     cp.float32 = np.float32
