@@ -23,7 +23,7 @@ is not settled by SymPy alone.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import sympy as sp
 import z3
@@ -49,7 +49,7 @@ class Obligation:
 
     __slots__ = ("claim", "facts", "env", "solver_terms")
 
-    def __init__(self, claim: Any, facts: tuple) -> None:
+    def __init__(self, claim: Any, facts: Tuple[Any, ...]) -> None:
         self.claim = claim
         self.facts = facts
         self.env: Dict[Any, Any] = {}
@@ -57,7 +57,7 @@ class Obligation:
         zf = [to_z3(f, self.env) for f in facts]
         self.solver_terms = (zc, zf)
 
-    def assertions(self, negate: bool = True) -> list:
+    def assertions(self, negate: bool = True) -> List[Any]:
         """Domains, facts and ``not claim`` (``claim`` when not ``negate``) as Z3 terms."""
         zc, zf = self.solver_terms
         return domain_constraints(self.env) + list(zf) + [z3.Not(zc) if negate else zc]
@@ -75,15 +75,15 @@ class Obligation:
         return solver.smtlib_text(self.assertions(True))
 
 
-def obligation(claim: Any, facts: tuple = ()) -> Obligation:
+def obligation(claim: Any, facts: Tuple[Any, ...] = ()) -> Obligation:
     return Obligation(claim, facts)
 
 
-def smt2(claim: Any, facts: tuple = ()) -> str:
+def smt2(claim: Any, facts: Tuple[Any, ...] = ()) -> str:
     return Obligation(claim, facts).smt2()
 
 
-def decide_z3(claim: Any, facts: tuple, timeout_ms: int) -> Decision:
+def decide_z3(claim: Any, facts: Tuple[Any, ...], timeout_ms: int) -> Decision:
     """Prove ``claim`` from ``facts`` (unsat of facts and not claim), else refute it (unsat of
     facts and claim), else unknown; counterexamples are small models of facts and not
     claim.  Facts that contradict each other raise LayoutError.  An enclosing deadline's
@@ -112,7 +112,9 @@ def decide_z3(claim: Any, facts: tuple, timeout_ms: int) -> Decision:
     return Decision(None, "z3", counterexample=cex, reason=reason, cond=claim, facts=facts)
 
 
-def model_of(facts: tuple, syms: Any, fixed: Dict[str, int], timeout_ms: int) -> Optional[Dict[str, int]]:
+def model_of(
+    facts: Tuple[Any, ...], syms: Any, fixed: Dict[str, int], timeout_ms: int
+) -> Optional[Dict[str, int]]:
     """Values (name -> int) for every symbol of ``syms`` and of the facts that satisfy the
     facts and agree with ``fixed``, small where possible; None when Z3 finds none in time."""
     r = solver.satisfiable(

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Set, Tuple
 
 import sympy as sp
 import z3
@@ -379,7 +379,8 @@ def _solver(parts: Iterable[Any]) -> Any:
 
 def smtlib_text(assertions: Sequence[Any], logic: str = "ALL") -> str:
     """The SMT-LIB2 script asserting ``assertions`` (Z3 terms) under ``logic``."""
-    return f"(set-logic {logic})\n" + _solver(assertions).to_smt2()
+    body: str = _solver(assertions).to_smt2()
+    return f"(set-logic {logic})\n" + body
 
 
 class _Query:
@@ -415,9 +416,9 @@ def _value(v: Any) -> Optional[int]:
 
 def _free_consts(terms: Sequence[Any]) -> List[Any]:
     """The uninterpreted constants (variables) of Z3 terms, in order of appearance."""
-    seen: set = set()
+    seen: Set[int] = set()
     out: List[Any] = []
-    names: set = set()
+    names: Set[str] = set()
     stack = list(reversed(terms))
     while stack:
         t = stack.pop()
@@ -489,7 +490,7 @@ _CONSISTENT: Dict[Any, bool] = {}
 _CONSISTENT_MAX = 5000
 
 
-def _sympy_key(facts: Sequence[Any]) -> Optional[tuple]:
+def _sympy_key(facts: Sequence[Any]) -> Optional[Tuple[Any, ...]]:
     if all(isinstance(f, sp.Basic) for f in facts):
         return tuple(facts)
     return None  # Z3 terms overload ==: not used as keys
