@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numbers
 from itertools import zip_longest
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 from . import kinds
 from .errors import InadmissibleError, MalformedLayoutError, show
@@ -81,7 +81,7 @@ def _lift(x: Any, depth: int = 0) -> Any:
     return _int(x, "an ArithTuple element")
 
 
-def make_arith_tuple(data: tuple) -> "ArithTuple":
+def make_arith_tuple(data: Tuple[Any, ...]) -> "ArithTuple":
     """Trusted constructor: the ArithTuple of already-lifted elements (ints, ArithTuples)."""
     obj = object.__new__(ArithTuple)
     obj._data = data
@@ -129,7 +129,7 @@ def _scale(x: Any, k: int) -> Any:
 def _eq(a: Any, b: Any) -> bool:
     ia, ib = type(a) is int, type(b) is int
     if ia and ib:
-        return a == b
+        return bool(a == b)
     if ia:
         return a == 0 and _is_zero(b)
     if ib:
@@ -173,6 +173,8 @@ class ArithTuple:
     _lp_coordinate = True  # lets the algebra below recognise coordinates without importing this module
 
     __slots__ = ("_data", "_hash")
+    _data: Tuple[Any, ...]
+    _hash: Optional[int]
     # numpy: do not broadcast over us; defer to our reflected operators.
     __array_ufunc__ = None
 
@@ -192,9 +194,10 @@ class ArithTuple:
     def __getitem__(self, i: Any) -> Any:
         return self._data[i]
 
-    def to_tuple(self) -> tuple:
+    def to_tuple(self) -> Tuple[Any, ...]:
         """The plain nested tuple of the entries (as stored: no trailing zeros trimmed)."""
-        return _plain(self)  # type: ignore[return-value]
+        t: Tuple[Any, ...] = _plain(self)
+        return t
 
     # ------------------------------------------------------------------ arithmetic
     def __add__(self, other: Any) -> Any:
@@ -311,6 +314,8 @@ class ScaledBasis(ArithTuple):
     """
 
     __slots__ = ("_value", "_path")
+    _value: int
+    _path: Tuple[int, ...]
 
     def __new__(cls, value: Any = 1, path: Any = ()) -> Any:
         if type(path) is not tuple:
@@ -345,7 +350,7 @@ class ScaledBasis(ArithTuple):
         return self._value
 
     @property
-    def path(self) -> tuple:
+    def path(self) -> Tuple[Any, ...]:
         """The basis path, outermost index first (C++'s ``Ns...``)."""
         return self._path
 
@@ -372,7 +377,7 @@ class ScaledBasis(ArithTuple):
         return (ScaledBasis, (self._value, self._path))
 
 
-def _make_sb(v: int, path: tuple) -> ScaledBasis:
+def _make_sb(v: int, path: Tuple[Any, ...]) -> ScaledBasis:
     x: Any = v
     for i in reversed(path[1:]):
         x = make_arith_tuple((0,) * i + (x,))
@@ -436,7 +441,7 @@ def make_basis_like(shape: Any) -> Any:
     """
     s = checked_shape(shape)
 
-    def walk(x: Any, path: tuple) -> Any:
+    def walk(x: Any, path: Tuple[Any, ...]) -> Any:
         if type(x) is tuple:
             return tuple(walk(e, path + (i,)) for i, e in enumerate(x))
         return E(*path)
@@ -454,7 +459,7 @@ def make_identity_layout(shape: Any) -> Any:
     (ArithTuple(1, 3), ArithTuple(1, 3))
     """
     s = checked_shape(shape)
-    return Layout._make(s, make_basis_like(s))
+    return Layout.trusted(s, make_basis_like(s))
 
 
 def has_coordinate_strides(layout: Any) -> bool:
@@ -505,16 +510,16 @@ def _profile(values: Any) -> Any:
     return 0 if p is _ABSENT else p
 
 
-def _paths(p: Any, prefix: tuple = ()) -> List[tuple]:
+def _paths(p: Any, prefix: Tuple[Any, ...] = ()) -> List[Tuple[Any, ...]]:
     if type(p) is tuple:
-        out: List[tuple] = []
+        out: List[Tuple[Any, ...]] = []
         for i, e in enumerate(p):
             out.extend(_paths(e, prefix + (i,)))
         return out
     return [prefix]
 
 
-def _component(x: Any, path: tuple) -> int:
+def _component(x: Any, path: Tuple[Any, ...]) -> int:
     for i in path:
         if type(x) is int:
             return 0  # a zero scalar (checked by _profile) padding a coordinate
@@ -525,7 +530,7 @@ def _component(x: Any, path: tuple) -> int:
     return 0  # a zero ArithTuple (the profile has a leaf here, so it is all zeros)
 
 
-def components(values: Any) -> Tuple[Any, List[tuple], List[List[int]]]:
+def components(values: Any) -> Tuple[Any, List[Tuple[Any, ...]], List[List[int]]]:
     """Split coordinate values into integer components.
 
     Returns ``(profile, paths, comps)``: the union profile of the values (a nested tuple
@@ -560,7 +565,7 @@ def coord_eval_all(layout: Any) -> Any:
 
     fs, fd = layout._flat()
     p, _paths_, comps = components(fd)
-    cols = [Layout._make(fs, tuple(c)).eval_all().tolist() for c in comps]
+    cols = [Layout.trusted(fs, tuple(c)).eval_all().tolist() for c in comps]
     n = len(cols[0])
     out = np.empty(n, dtype=object)
     if type(p) is tuple:
@@ -576,9 +581,9 @@ def as_basis(x: Any) -> Any:
     that strides print like C++ (``3@0``); anything else unchanged."""
     if not isinstance(x, ArithTuple) or isinstance(x, ScaledBasis):
         return x
-    found: List[Tuple[int, tuple]] = []
+    found: List[Tuple[int, Tuple[Any, ...]]] = []
 
-    def walk(y: Any, path: tuple) -> None:
+    def walk(y: Any, path: Tuple[Any, ...]) -> None:
         if type(y) is int:
             if y != 0:
                 found.append((y, path))

@@ -38,7 +38,7 @@ import sysconfig
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from .errors import LayoutError, MalformedLayoutError, show
 
@@ -56,7 +56,7 @@ __all__ = [
 _DEFAULT_DEADLINE_S = [20.0]
 
 # The active deadlines, innermost last: each an absolute time.perf_counter() value.
-_STACK: contextvars.ContextVar[tuple] = contextvars.ContextVar("layoutproof_deadlines", default=())
+_STACK: contextvars.ContextVar[Tuple[Any, ...]] = contextvars.ContextVar("layoutproof_deadlines", default=())
 
 
 class BudgetExceeded(LayoutError):

@@ -135,6 +135,15 @@ class ComposedLayout:
     """
 
     __slots__ = ("_a", "_o", "_b", "_cosize", "_hash", "_n", "_sy", "_srs", "_sls")
+    _a: Any  # a Swizzle or a Layout
+    _o: int
+    _b: Layout
+    _cosize: Optional[int]
+    _hash: Optional[int]
+    _n: int
+    _sy: Optional[int]  # the swizzle's YYY mask and shifts (None: A is a Layout)
+    _srs: int
+    _sls: int
     _lp_lifted = True
 
     def __init__(self, layout_a: Any, offset: Any, layout_b: Any) -> None:
@@ -152,8 +161,8 @@ class ComposedLayout:
 
     def _set(self, a: Any, o: int, b: Layout) -> None:
         self._a, self._o, self._b = a, o, b
-        self._cosize: Optional[int] = None
-        self._hash: Optional[int] = None
+        self._cosize = None
+        self._hash = None
         self._n = b.size
         if isinstance(a, Swizzle):  # the swizzle's parameters, for the scalar fast path
             self._sy, self._srs, self._sls = a._y, a._rs, a._ls
@@ -277,7 +286,8 @@ class ComposedLayout:
         y = self._sy
         if y is not None:
             return x ^ (((x & y) >> self._srs) << self._sls)
-        return self._a(x)
+        v: int = self._a(x)
+        return v
 
     def __call__(self, *args: Any) -> Any:
         if len(args) == 1:
@@ -397,7 +407,8 @@ class ComposedLayout:
             if bound >= 2**62 and v.dtype != object:
                 v = v.astype(object)
             v = v + self._o
-        return self._apply_outer_np(v)
+        out: np.ndarray = self._apply_outer_np(v)
+        return out
 
     @property
     def cosize(self) -> int:
@@ -425,7 +436,7 @@ class ComposedLayout:
     # ------------------------------------------------------------------ C++ conveniences
     def compose(self, *layouts: Any) -> Any:
         """``composition(self, layouts...)`` (several layouts form a tuple tiler)."""
-        return composition(self, layouts[0] if len(layouts) == 1 else tuple(layouts))
+        return compose_lifted(self, layouts[0] if len(layouts) == 1 else tuple(layouts))
 
     def with_shape(self, *shape: Any) -> Any:
         """``composition(self, Layout(shape))``: the same function reshaped."""
@@ -454,7 +465,7 @@ def _block_closed(sw: Swizzle, o: int, B: Layout) -> bool:
     fs, fd = B._flat()
     leaves = sorted((abs(d), d, s) for s, d in zip(fs, fd) if s != 1 and d != 0)
     cur = 1
-    rest = []
+    rest: List[int] = []
     for _ad, d, s in leaves:
         if d == cur and not rest:
             cur *= s

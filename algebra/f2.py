@@ -44,6 +44,7 @@ class F2:
     """
 
     __slots__ = ("val",)
+    val: int
 
     def __init__(self, value: Any) -> None:
         v = value.val if isinstance(value, F2) else int_arg(value, "F2 value")
@@ -162,6 +163,10 @@ class F2Layout:
     """
 
     __slots__ = ("_shape", "_stride", "_L", "_hash")
+    _shape: Any
+    _stride: Any
+    _L: Layout  # the same shape and stride as a plain layout (its flat modes, its checks)
+    _hash: Optional[int]
 
     def __init__(self, shape: Any, stride: Any) -> None:
         s = checked_shape(shape, "F2 layout shape")
@@ -205,7 +210,7 @@ class F2Layout:
 
     def __getitem__(self, i: Any) -> "F2Layout":
         m = self._L[i]
-        return F2Layout._make(m._shape, m._stride)
+        return F2Layout._make(m.shape, m.stride)
 
     @property
     def cosize(self) -> int:
@@ -240,7 +245,7 @@ class F2Layout:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, F2Layout):
             return False
-        return self._shape == other._shape and self._stride == other._stride
+        return bool(self._shape == other._shape and self._stride == other._stride)
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
@@ -366,14 +371,16 @@ def _to_f2_generic(f: Any, sw: Optional[Swizzle], B: Layout) -> F2Layout:
     if sw is not None:
 
         def unit(k: int, j: int) -> int:
-            return sw(fd[k] << j)
+            v: int = sw(fd[k] << j)
+            return v
 
         vals = None
     elif B.size == 1 or (isinstance(f, Layout) and _linear_layout(f)):
         vals = None
 
         def unit(k: int, j: int) -> int:
-            return fd[k] << j
+            v: int = fd[k] << j
+            return v
     else:
         n = B.size
         if n > swizzle.VERIFY_LIMIT:
@@ -470,15 +477,16 @@ def from_f2(L: Any) -> Any:
     if _layout_bit_disjoint(fs, fd):
         return plain
     imgs = L._bit_images()
-    pairs = []
+    found: List[Tuple[int, int]] = []
+    pairs: Optional[List[Tuple[int, int]]] = found
     for v in imgs:
         pc = popcount(v)
         if pc > 2:
             pairs = None
             break
         if pc == 2:
-            b = bits_of(v)
-            pairs.append((b[0], b[1]))
+            bs = bits_of(v)
+            found.append((bs[0], bs[1]))
     tried: List[Swizzle] = []
     if pairs:
         for sign in (1, -1):
@@ -526,7 +534,7 @@ def _linear_layout(L: Layout) -> bool:
     return all(d >= 0 for d in fd) and _layout_bit_disjoint(fs, fd)
 
 
-def _layout_bit_disjoint(fs: tuple, fd: tuple) -> bool:
+def _layout_bit_disjoint(fs: Tuple[Any, ...], fd: Tuple[Any, ...]) -> bool:
     """All images ``d << j`` (j below the bit length of s-1) pairwise bit-disjoint: then
     XOR equals + for the plain layout with the same strides."""
     seen = 0
@@ -540,7 +548,7 @@ def _layout_bit_disjoint(fs: tuple, fd: tuple) -> bool:
 
 
 def _try_inner(
-    L: F2Layout, sw: Swizzle, fs: tuple, fd: tuple, allow_eval: bool = True
+    L: F2Layout, sw: Swizzle, fs: Tuple[Any, ...], fd: Tuple[Any, ...], allow_eval: bool = True
 ) -> Optional[ComposedLayout]:
 
     leaves_s: List[Any] = []
@@ -573,11 +581,11 @@ def _try_inner(
     return R if bool((R.eval_all() == L.eval_all()).all()) else None
 
 
-def _f2_like_images(fs: tuple, fd: tuple) -> List[int]:
+def _f2_like_images(fs: Tuple[Any, ...], fd: Tuple[Any, ...]) -> List[int]:
     return [d << j for s, d in zip(fs, fd) for j in range(max(0, (s - 1).bit_length()))]
 
 
-def _refined_images(L: F2Layout, ifs: tuple) -> List[int]:
+def _refined_images(L: F2Layout, ifs: Tuple[Any, ...]) -> List[int]:
     """L's values at the coordinates that are one bit of one leaf of the refined shape
     ``ifs`` (a refinement of L's flat shape, same 1-D coordinates)."""
     out = []

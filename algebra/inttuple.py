@@ -18,7 +18,7 @@ from __future__ import annotations
 import builtins
 import numbers
 import sys
-from typing import Any, Tuple, Union
+from typing import Any, List, Sequence, Tuple, Union
 
 from . import kinds
 from .errors import InadmissibleError, MalformedLayoutError, OutOfDomainError, show
@@ -51,7 +51,7 @@ __all__ = [
     "signum",
 ]
 
-IntTuple = Union[int, tuple]
+IntTuple = Union[int, Tuple[Any, ...]]
 
 _bzip = builtins.zip
 # Nesting deeper than this is rejected up front (it is never a real layout, and it keeps
@@ -115,14 +115,14 @@ def check_depth(x: Any, what: str) -> None:
 def checked_rank(n: Any, what: str, have: int = 0) -> int:
     """A target rank for padding: an integer in ``[have, MAX_RANK]`` (CuTe's
     ``append<N>``/``prepend<N>`` static_assert ``N >= rank``)."""
-    n = _norm_int(n, what)
-    if n > MAX_RANK:
-        raise MalformedLayoutError(f"{what} {n} exceeds the largest supported rank {MAX_RANK}")
-    if n < max(have, 1):
+    r = _norm_int(n, what)
+    if r > MAX_RANK:
+        raise MalformedLayoutError(f"{what} {r} exceeds the largest supported rank {MAX_RANK}")
+    if r < max(have, 1):
         raise MalformedLayoutError(
-            f"{what} {n} is smaller than the rank {have} of the tuple it pads (it must be >= {max(have, 1)})"
+            f"{what} {r} is smaller than the rank {have} of the tuple it pads (it must be >= {max(have, 1)})"
         )
-    return n
+    return r
 
 
 def _norm_int(x: Any, what: str) -> int:
@@ -134,7 +134,7 @@ def _norm_int(x: Any, what: str) -> int:
 
 
 # ----------------------------------------------------------------------------- private core
-def raw_flatten(t: Any) -> tuple:
+def raw_flatten(t: Any) -> Tuple[Any, ...]:
     if type(t) is not tuple:
         return (t,)
     for e in t:
@@ -142,7 +142,7 @@ def raw_flatten(t: Any) -> tuple:
             break
     else:
         return t
-    out: list = []
+    out: List[Any] = []
     stack = [iter(t)]
     while stack:
         for e in stack[-1]:
@@ -185,7 +185,7 @@ def raw_weakly_congruent(a: Any, b: Any) -> bool:
     return len(a) == len(b) and all(raw_weakly_congruent(x, y) for x, y in _bzip(a, b))
 
 
-def raw_unflatten(flat: tuple, profile: Any) -> Any:
+def raw_unflatten(flat: Sequence[Any], profile: Any) -> Any:
     if type(profile) is tuple:
         for e in profile:
             if type(e) is tuple:
@@ -196,7 +196,7 @@ def raw_unflatten(flat: tuple, profile: Any) -> Any:
     return flat[0]
 
 
-def _unflat(flat: Any, p: tuple, i: int) -> Tuple[tuple, int]:
+def _unflat(flat: Any, p: Tuple[Any, ...], i: int) -> Tuple[Tuple[Any, ...], int]:
     out = []
     for e in p:
         if type(e) is tuple:
@@ -271,7 +271,7 @@ def raw_crd2idx(crd: Any, shape: Any, stride: Any = None) -> Any:
 
 
 # ----------------------------------------------------------------------------- public API
-def flatten(t: Any) -> tuple:
+def flatten(t: Any) -> Tuple[Any, ...]:
     """The leaves of ``t`` in order, as a flat tuple (an integer gives a 1-tuple).
 
     Layouts are accepted too and give the flattened layout.
@@ -296,7 +296,8 @@ def unflatten(flat: Any, profile: Any) -> Any:
 
 def product(t: Any) -> int:
     """The product of all leaves (1 for the empty tuple)."""
-    return raw_product(norm_htuple(t, "product argument"))
+    p: int = raw_product(norm_htuple(t, "product argument"))  # an expression for symbolic leaves
+    return p
 
 
 def product_each(t: Any) -> Any:
@@ -324,7 +325,8 @@ def inner_product(a: Any, b: Any) -> int:
     b = norm_htuple(b, "inner_product argument")
     if not raw_congruent(a, b):
         raise MalformedLayoutError(f"inner_product: {show(a)} and {show(b)} are not congruent")
-    return _inner_product(a, b)
+    r: int = _inner_product(a, b)
+    return r
 
 
 def congruent(a: Any, b: Any) -> bool:
@@ -342,9 +344,9 @@ def _shape_arg(x: Any) -> Any:
         and type(x) is not tuple
         and type(x) is not list
         and hasattr(type(x), "size")
-        and hasattr(x, "_shape")
+        and hasattr(x, "_shape")  # layouts; numpy arrays have .shape and .size but no ._shape
     ):
-        return x._shape
+        return x.shape
     return x
 
 
@@ -447,7 +449,8 @@ def crd2idx(crd: Any, shape: Any, stride: Any = None) -> int:
     if any(type(s) is int and s <= 0 for s in raw_flatten(shape)):
         raise MalformedLayoutError("crd2idx: a shape extent must be >= 1")
     _check_range(crd, shape, "crd2idx", crd)
-    return raw_crd2idx(crd, shape, stride)
+    idx: int = raw_crd2idx(crd, shape, stride)
+    return idx
 
 
 def crd2crd(crd: Any, dst_shape: Any, src_shape: Any = None) -> Any:
@@ -486,16 +489,16 @@ def _crd2crd(crd: Any, dst: Any, src: Any) -> Any:
     return crd
 
 
-def _sel(t: Any) -> tuple:
+def _sel(t: Any) -> Tuple[Any, ...]:
     """Modes of an HTuple (an integer is a single mode)."""
     return t if type(t) is tuple else (t,)
 
 
 def checked_index(i: Any, n: int, what: str) -> int:
-    i = _norm_int(i, what)
-    if not -n <= i < n:
-        raise OutOfDomainError(f"{what} {i} is out of range for rank {n}")
-    return i % n
+    k = _norm_int(i, what)
+    if not -n <= k < n:
+        raise OutOfDomainError(f"{what} {k} is out of range for rank {n}")
+    return k % n
 
 
 def select(t: Any, *idx: Any) -> Any:
@@ -594,7 +597,7 @@ def zip(*ts: Any) -> Any:  # noqa: A001 - CuTe's name
     return tuple(_bzip(*rows))
 
 
-def wrap(x: Any) -> tuple:
+def wrap(x: Any) -> Tuple[Any, ...]:
     """``x`` if it is a tuple, else ``(x,)``."""
     x = norm_htuple(x, "wrap argument")
     return x if type(x) is tuple else (x,)
@@ -609,8 +612,8 @@ def unwrap(x: Any) -> Any:
 
 
 def signum(a: Any) -> int:
-    a = _norm_int(a, "signum argument")
-    return (a > 0) - (a < 0)
+    x = _norm_int(a, "signum argument")
+    return (x > 0) - (x < 0)
 
 
 def _shape_div(a: Any, b: Any) -> Any:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, FrozenSet, Iterator, List, Optional, Tuple, TypeVar
 
 from . import kinds
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, OutOfDomainError, show
@@ -171,7 +171,7 @@ def _is_sympy(x: Any) -> bool:
     return sp is not None and isinstance(x, sp.Basic)
 
 
-def any_symbolic(args: tuple) -> bool:
+def any_symbolic(args: Tuple[Any, ...]) -> bool:
     """Does an argument (a Layout, an HTuple, a leaf) hold a SymPy expression?"""
     stack = list(args)
     n = 0
@@ -220,6 +220,14 @@ class Layout:
     """
 
     __slots__ = ("_shape", "_stride", "_fs", "_fd", "_size", "_hash", "_sym")
+    # leaves are ints, SymPy expressions (layoutproof.symbolic) or coordinates (layoutproof.arith)
+    _shape: Any
+    _stride: Any
+    _fs: Optional[Tuple[Any, ...]]
+    _fd: Optional[Tuple[Any, ...]]
+    _size: Any
+    _hash: Optional[int]
+    _sym: Optional[bool]
 
     def __init__(self, shape: Any, stride: Any = None) -> None:
         if isinstance(shape, Layout):
@@ -279,13 +287,15 @@ class Layout:
     # --------------------------------------------------------------- basic properties
     @property
     def shape(self) -> IntTuple:
-        return self._shape
+        s: IntTuple = self._shape
+        return s
 
     @property
     def stride(self) -> IntTuple:
-        return self._stride
+        d: IntTuple = self._stride
+        return d
 
-    def _flat(self) -> Tuple[tuple, tuple]:
+    def _flat(self) -> Tuple[Tuple[Any, ...], Tuple[Any, ...]]:
         fs = self._fs
         if fs is None:
             fs = self._fs = raw_flatten(self._shape)
@@ -301,7 +311,8 @@ class Layout:
             for e in self._flat()[0]:
                 sz *= e
             self._size = sz
-        return sz
+        n: int = sz  # an expression for symbolic extents
+        return n
 
     @property
     def cosize(self) -> int:
@@ -314,7 +325,8 @@ class Layout:
                 c += (s - 1) * abs(d)
         except MalformedLayoutError:  # 1 + a coordinate: coordinate strides
             if any(is_coordinate(d) for d in fd):
-                return raw_product(coordinate_service("coord_coshape")(self))
+                n: int = raw_product(coordinate_service("coord_coshape")(self))
+                return n
             raise
         return c
 
@@ -363,7 +375,7 @@ class Layout:
         # broadcast the layout as a sequence.
         if not isinstance(other, Layout):
             return False
-        return self._shape == other._shape and self._stride == other._stride
+        return bool(self._shape == other._shape and self._stride == other._stride)
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
@@ -433,7 +445,7 @@ class Layout:
         except _SymbolSeen:
             return kinds.call_symbolic("eval", self, args)
 
-    def _eval_extended(self, args: tuple) -> int:
+    def _eval_extended(self, args: Tuple[Any, ...]) -> int:
         """C++'s ``crd2idx``: no bounds; an integer against a tuple mode splits
         colexicographically with that mode's last entry taking the rest."""
         if self.is_symbolic:
@@ -452,7 +464,8 @@ class Layout:
             )
         if any(type(d) is not int for d in self._flat()[1]):
             raise MalformedLayoutError("extend=True evaluates layouts with integer strides")
-        return raw_crd2idx(c, self._shape, self._stride)
+        off: int = raw_crd2idx(c, self._shape, self._stride)
+        return off
 
     def _eval_int(self, c: int) -> int:
         fs, fd = self._flat()
@@ -529,7 +542,7 @@ class Layout:
         return v
 
     @property
-    def free_symbols(self) -> frozenset:
+    def free_symbols(self) -> FrozenSet[Any]:
         """The SymPy symbols in the shape and stride."""
         if not self.is_symbolic:
             return frozenset()
@@ -574,7 +587,7 @@ class _SymbolSeen(Exception):
     """Raised inside evaluation when a SymPy coordinate is met: evaluate symbolically."""
 
 
-def _eval_tuple(c: tuple, s: tuple, d: tuple, full: Any) -> int:
+def _eval_tuple(c: Tuple[Any, ...], s: Tuple[Any, ...], d: Tuple[Any, ...], full: Any) -> int:
     """A tuple coordinate against a tuple shape of the same rank (the hot n-D path)."""
     off = 0
     for ci, si, di in zip(c, s, d):
@@ -620,7 +633,8 @@ def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
         raise MalformedLayoutError(f"coordinate leaves must be integers, got {type(c).__name__} {show(c)}")
     if type(s) is not tuple:
         if 0 <= c < s:
-            return c * d
+            v: int = c * d
+            return v
         raise OutOfDomainError(f"coordinate {show(full)} is outside the domain: {c} not in [0, {s})")
     n = raw_product(s)
     if not 0 <= c < n:
@@ -632,15 +646,15 @@ def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
     return off
 
 
-def _slice_split(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, int]:
+def _slice_split(c: Any, s: Any, d: Any, full: Any) -> Tuple[List[Any], List[Any], int]:
     """Kept shape/stride items (flattened one level as CuTe does) and the offset."""
     if c is None or c is _:
         return [s], [d], 0
     if type(c) is tuple or type(c) is list:
         if type(s) is not tuple or len(s) != len(c):
             raise OutOfDomainError(f"slice coordinate {show(full)} does not fit shape {show(s)}")
-        ks: list = []
-        kd: list = []
+        ks: List[Any] = []
+        kd: List[Any] = []
         off = 0
         for ci, si, di in zip(c, s, d):
             a, b, o = _slice_split(ci, si, di, full)
@@ -708,7 +722,7 @@ def evenly_divides(shape: Any, tiler: Any) -> bool:
         b = raw_product(checked_shape(norm_htuple(tiler, "evenly_divides tiler"), "evenly_divides tiler"))
     if type(b) is not int or type(raw_product(a)) is not int:
         raise MalformedLayoutError("evenly_divides works on integer shapes (substitute values first)")
-    return raw_product(a) == b * raw_product(raw_ceil_div(a, b))
+    return bool(raw_product(a) == b * raw_product(raw_ceil_div(a, b)))
 
 
 # ----------------------------------------------------------------------------- constructors
@@ -818,7 +832,8 @@ def make_layout(*layouts: Any) -> Layout:
             if st is LayoutLeft or st is None:
                 return Layout(first)
             if st is LayoutRight:
-                return LayoutRight(first)
+                right: Layout = LayoutRight(first)
+                return right
             if isinstance(st, Layout):
                 raise MalformedLayoutError(
                     f"make_layout: {show(first)} is a shape, so the second argument is a stride, "
@@ -869,9 +884,8 @@ def _lifted(x: Any) -> bool:
 
 def size(x: Any) -> int:
     """Size of a layout (plain or composed) or of an HTuple shape."""
-    if isinstance(x, Layout) or _lifted(x):
-        return x.size
-    return raw_product(checked_shape(x))
+    n: int = x.size if isinstance(x, Layout) or _lifted(x) else raw_product(checked_shape(x))
+    return n
 
 
 def cosize(x: Layout) -> int:
@@ -880,10 +894,10 @@ def cosize(x: Layout) -> int:
     >>> cosize(Layout((4, 3), (2, -5)))
     17
     """
-    if _lifted(x):
-        return x.cosize
-    need_layout(x, "cosize")
-    return x.cosize
+    if not _lifted(x):
+        need_layout(x, "cosize")
+    n: int = x.cosize
+    return n
 
 
 def coshape(x: Layout) -> Any:
@@ -900,7 +914,8 @@ def rank(x: Any) -> int:
     (2, 3, 1)
     """
     if isinstance(x, Layout) or (_lifted(x) and hasattr(x, "rank")):
-        return x.rank
+        r: int = x.rank
+        return r
     t = norm_htuple(x, "rank argument")
     return len(t) if type(t) is tuple else 1
 
@@ -912,7 +927,8 @@ def depth(x: Any) -> int:
     (2, 0)
     """
     if isinstance(x, Layout) or (_lifted(x) and hasattr(x, "depth")):
-        return x.depth
+        dp: int = x.depth
+        return dp
     return raw_depth(norm_htuple(x, "depth argument"))
 
 
@@ -954,7 +970,7 @@ def get(x: Any, *idx: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- mode surgery
-def top_modes(L: Layout) -> Tuple[tuple, tuple]:
+def top_modes(L: Layout) -> Tuple[Tuple[Any, ...], Tuple[Any, ...]]:
     if type(L._shape) is tuple:
         return L._shape, L._stride
     return (L._shape,), (L._stride,)

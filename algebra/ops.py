@@ -98,7 +98,9 @@ def _from_modes(ms: List[int], md: List[int]) -> Layout:
 
 
 # ----------------------------------------------------------------------------- coalesce / filter
-def coalesce_modes(fs: tuple, fd: tuple, keep_last: bool = False) -> Tuple[List[int], List[int]]:
+def coalesce_modes(
+    fs: Tuple[Any, ...], fd: Tuple[Any, ...], keep_last: bool = False
+) -> Tuple[List[int], List[int]]:
     """Merge adjacent modes where ``s_prev*d_prev == d`` and drop extent-1 modes; with
     ``keep_last``, the last leaf stays a mode even when its extent is 1."""
     rs: List[int] = []
@@ -131,7 +133,7 @@ def coalesced_modes_x(L: Layout) -> Tuple[List[int], List[int]]:
     return coalesce_modes(fs, fd, keep_last=True)
 
 
-def _by_mode(L: Layout, profile: tuple, fn: Any, op: str) -> Layout:
+def _by_mode(L: Layout, profile: Tuple[Any, ...], fn: Any, op: str) -> Layout:
     s, d = top_modes(L)
     if len(profile) > len(s):
         raise MalformedLayoutError(
@@ -394,7 +396,7 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
     return _compose_general(A, B, As, Ad, fbs, fbd)
 
 
-def _basis_parts(d: Any) -> Optional[Tuple[int, tuple]]:
+def _basis_parts(d: Any) -> Optional[Tuple[int, Tuple[Any, ...]]]:
     """``(value, path)`` of a stride that is a scaled basis element ``value * E(path)``
     (an integer is ``value * E()``, a zero ArithTuple ``0 * E()``); None for an
     ArithTuple with two or more non-zero entries."""
@@ -404,8 +406,8 @@ def _basis_parts(d: Any) -> Optional[Tuple[int, tuple]]:
         raise MalformedLayoutError(f"composition: a stride of B is {type(d).__name__} {show(d)}")
     if hasattr(d, "path") and hasattr(d, "value"):  # a ScaledBasis
         return d.value, tuple(d.path)
-    found: List[Tuple[int, tuple]] = []
-    stack: List[Tuple[Any, tuple]] = [(d.to_tuple(), ())]
+    found: List[Tuple[int, Tuple[Any, ...]]] = []
+    stack: List[Tuple[Any, Tuple[Any, ...]]] = [(d.to_tuple(), ())]
     while stack:
         x, path = stack.pop()
         if type(x) is tuple:
@@ -417,7 +419,7 @@ def _basis_parts(d: Any) -> Optional[Tuple[int, tuple]]:
     return found[0] if len(found) == 1 else None
 
 
-def _basis_mode(A: Layout, path: tuple, B: Layout) -> Layout:
+def _basis_mode(A: Layout, path: Tuple[Any, ...], B: Layout) -> Layout:
     """The mode of A that the basis path selects (C++ ``basis_get``; as C++'s ``get<0>``,
     index 0 of an integer mode is the mode itself)."""
     s, d = A._shape, A._stride
@@ -498,7 +500,9 @@ def _compose_basis(A: Layout, B: Layout) -> Layout:
     return _make(raw_unflatten(tuple(out_s), B._shape), raw_unflatten(tuple(out_d), B._stride))
 
 
-def _compose_general(A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: tuple, fbd: tuple) -> Layout:
+def _compose_general(
+    A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: Tuple[Any, ...], fbd: Tuple[Any, ...]
+) -> Layout:
     leaves: List[_Leaf] = []
     multi = len(fbs) > 1
     k = 0
@@ -512,8 +516,8 @@ def _compose_general(A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: tu
         raise
     if multi:
         _check_disjoint(A, B, As, Ad, fbs, fbd, leaves)
-    ps = []
-    pd = []
+    ps: List[Any] = []
+    pd: List[Any] = []
     for lf in leaves:
         if len(lf.ms) == 1:
             ps.append(lf.ms[0])
@@ -527,7 +531,13 @@ def _compose_general(A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: tu
 
 
 def _check_disjoint(
-    A: Layout, B: Layout, As: List[int], Ad: List[int], fbs: tuple, fbd: tuple, leaves: List[_Leaf]
+    A: Layout,
+    B: Layout,
+    As: List[int],
+    Ad: List[int],
+    fbs: Tuple[Any, ...],
+    fbd: Tuple[Any, ...],
+    leaves: List[_Leaf],
 ) -> None:
     """Every leaf of B uses digits of A's mixed radix; the by-mode result equals A∘B iff
     adding the leaves' images never carries from one digit of A into the next."""
@@ -549,15 +559,16 @@ def _check_disjoint(
         else:
             msg += f": the domain of B is too large ({raw_product(fbs)}) to decide it by evaluation"
         raise InadmissibleError(msg, condition="disjointness of B's modes in A", witness=w)
+    occs = [lf.occ for lf in leaves if lf.occ is not None]  # all of them (checked above)
     used: Dict[int, int] = {}
-    for lf in leaves:
-        for i, (dmax, _j) in lf.occ.items():  # type: ignore[union-attr]
+    for occ in occs:
+        for i, (dmax, _j) in occ.items():
             used[i] = used.get(i, 0) + dmax
     bad = [i for i in range(last) if used.get(i, 0) >= As[i]]
     if not bad:
         return
     i = bad[0]
-    crd = tuple(lf.occ[i][1] if i in lf.occ else 0 for lf in leaves)  # type: ignore[union-attr]
+    crd = tuple(occ[i][1] if i in occ else 0 for occ in occs)
     pp = raw_prefix_product(fbs)
     w = sum(c * p for c, p in zip(crd, pp))
     bx = sum(c * d for c, d in zip(crd, fbd))
@@ -586,14 +597,15 @@ def _check_disjoint(
     raise InadmissibleError(msg, condition="disjointness of B's modes in A", witness=w)
 
 
-def _search_witness(As: List[int], Ad: List[int], fbs: tuple, fbd: tuple) -> int | None:
+def _search_witness(As: List[int], Ad: List[int], fbs: Tuple[Any, ...], fbd: Tuple[Any, ...]) -> int | None:
     import numpy as np
 
     total = raw_product(fbs)
     if total > EXACT_LIMIT:
         return None
     if any(isinstance(d, ArithTuple) for d in Ad):  # coordinate strides: per component
-        return search_witness_by_component(As, Ad, fbs, fbd, _search_witness)
+        found: Optional[int] = search_witness_by_component(As, Ad, fbs, fbd, _search_witness)
+        return found
     xmax = sum((sh - 1) * abs(d) for sh, d in zip(fbs, fbd))
     idx = arange_exact(total, ext_bound(As, Ad, xmax) * len(fbs))
     bx = np.zeros(total, dtype=idx.dtype)
@@ -609,7 +621,9 @@ def _search_witness(As: List[int], Ad: List[int], fbs: tuple, fbd: tuple) -> int
 
 
 # ----- coordinate strides (layoutproof.arith): integer machinery per component
-def search_witness_by_component(As: List[int], Ad: list, fbs: tuple, fbd: tuple, search: Any) -> Any:
+def search_witness_by_component(
+    As: List[int], Ad: List[Any], fbs: Tuple[Any, ...], fbd: Tuple[Any, ...], search: Any
+) -> Any:
     """The smallest witness any integer component gives (``search`` is the integer search:
     a coordinate of B where the by-mode composition and A(B(.)) differ, or None)."""
     _p, _q, comps = components(Ad)
@@ -617,7 +631,9 @@ def search_witness_by_component(As: List[int], Ad: list, fbs: tuple, fbd: tuple,
     return min(ws) if ws else None
 
 
-def exact_leaf_by_component(As: List[int], Ad: list, n: int, r: int, err: Any) -> Tuple[list, list]:
+def exact_leaf_by_component(
+    As: List[int], Ad: List[Any], n: int, r: int, err: Any
+) -> Tuple[List[Any], List[Any]]:
     """Composition's exact decision (CuTe's divisibility conditions failed) for coordinate
     strides: is ``j -> Â(r*j)``, ``j < n``, a layout?
 
@@ -630,11 +646,13 @@ def exact_leaf_by_component(As: List[int], Ad: list, n: int, r: int, err: Any) -
     _p, _q, comps = components(Ad)
     vals = []
     cuts = {1, n}
-    bad = []
+    bad: List[int] = []
     for comp in comps:
         v = ext_eval_np(As, comp, arange_exact(n, ext_bound(As, comp, r * n)) * r)
         rec, w = recognize_layout_fn(v)
         if rec is None:
+            if w is None:  # pragma: no cover - recognize_layout_fn names the index when it fails
+                raise err
             bad.append(w)
             continue
         vals.append((comp, v))
@@ -780,7 +798,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     return _from_modes(cs, cd)
 
 
-def _exact_shape_div(shape: tuple, d: int) -> Any:
+def _exact_shape_div(shape: Tuple[Any, ...], d: int) -> Any:
     """``shape`` divided by ``d`` from the left when every step divides exactly, else None."""
     out = []
     for x in raw_flatten(shape):
@@ -820,7 +838,7 @@ def right_inverse(layout: Layout) -> Layout:
     if not isinstance(layout, Layout):
         fn = kinds.lookup("right_inverse", type(layout))  # other kinds of layouts answer for themselves
         if fn is not None:
-            return fn(layout)  # type: ignore[no-any-return]
+            return fn(layout)
         layout = layout_arg(layout, "right_inverse")
     if _symq(layout):
         return kinds.call_symbolic("right_inverse", layout)  # type: ignore[no-any-return]
@@ -918,7 +936,7 @@ def _left_inverse_search(ys: List[int], pre: Dict[int, List[int]], ymax: int) ->
             stack.append((i, chain, U, z))
             continue
         y = ys[i]
-        children = []
+        children: List[Tuple[int, List[int], List[List[int]], List[int]]] = []
         # option 1: the next chain element lies above y -- process y now
         res = _li_row(y, chain, U, z, pre[y])
         if res is not None:
@@ -995,7 +1013,9 @@ class _RowSkipper:
         return n
 
 
-def _li_row(y: int, chain: List[int], U: List[List[int]], z: List[int], allowed: List[int]) -> Optional[list]:
+def _li_row(
+    y: int, chain: List[int], U: List[List[int]], z: List[int], allowed: List[int]
+) -> Optional[List[Any]]:
     """One row of the left-inverse search: the states after requiring R(y) in ``allowed``."""
     c = len(chain)
     r = len(z)
@@ -1026,7 +1046,7 @@ def _li_row(y: int, chain: List[int], U: List[List[int]], z: List[int], allowed:
 def _chain_layout(chain: List[int], a: List[int], ymax: int) -> _Modes:
     """The flat modes of ``y -> sum_j a_j floor(y / chain[j])`` on ``[0, ymax]``."""
     ts = [chain[j + 1] // chain[j] for j in range(len(chain) - 1)] + [ymax // chain[-1] + 1]
-    es = []
+    es: List[int] = []
     for j, aj in enumerate(a):
         es.append(aj + (ts[j - 1] * es[j - 1] if j else 0))
     return ts, es
@@ -1121,7 +1141,7 @@ def left_inverse(layout: Layout) -> Layout:
     if not isinstance(layout, Layout):
         fn = kinds.lookup("left_inverse", type(layout))  # other kinds of layouts answer for themselves
         if fn is not None:
-            return fn(layout)  # type: ignore[no-any-return]
+            return fn(layout)
         layout = layout_arg(layout, "left_inverse")
     if _symq(layout):
         return kinds.call_symbolic("left_inverse", layout)  # type: ignore[no-any-return]
@@ -1202,7 +1222,7 @@ def logical_divide(layout: Layout, tiler: Any) -> Layout:
     return composition(layout, _make((B._shape, C._shape), (B._stride, C._stride)))
 
 
-def _by_mode_tiler(layout: Layout, tiler: tuple, fn: Any, op: str) -> Layout:
+def _by_mode_tiler(layout: Layout, tiler: Tuple[Any, ...], fn: Any, op: str) -> Layout:
     check_depth(tiler, f"{op} tiler")
     s, d = top_modes(layout)
     if len(tiler) > len(s):
@@ -1228,7 +1248,8 @@ def _hier_unzip(fn: Any, layout: Layout, tiler: Any, op: str) -> Layout:
         s1 = tuple([p._shape[1] for p in split]) + s[len(tiler) :]
         d1 = tuple([p._stride[1] for p in split]) + d[len(tiler) :]
         return _make((s0, s1), (d0, d1))
-    return fn(layout, tiler)
+    R: Layout = fn(layout, tiler)
+    return R
 
 
 def _unzip_entry(fn: Any, layout: Layout, tiler: Any, op: str) -> Layout:
@@ -1390,7 +1411,7 @@ def tile_to_shape(block: Layout, trg_shape: Any, order: Any = None) -> Layout:
 def _compat(a: Any, b: Any) -> bool:
     if type(a) is tuple:
         return type(b) is tuple and len(a) == len(b) and all(_compat(x, y) for x, y in zip(a, b))
-    return a == raw_product(b)
+    return bool(a == raw_product(b))
 
 
 def compatible(a: Any, b: Any) -> bool:

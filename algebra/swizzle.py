@@ -122,6 +122,15 @@ class Swizzle:
     """
 
     __slots__ = ("_b", "_m", "_s", "_y", "_z", "_rs", "_ls", "_top", "_hash")
+    _b: int
+    _m: int
+    _s: int
+    _y: int
+    _z: int
+    _rs: int
+    _ls: int
+    _top: int
+    _hash: Optional[int]
     _lp_lifted = True  # a layout-like kind: layoutproof.layout's free functions read its size
 
     def __init__(self, bits: Any, base: Any, shift: Any = None) -> None:
@@ -301,7 +310,7 @@ class Swizzle:
         >>> print(Swizzle(3, 3, 3).to_f2())
         (64,8):(F1,F72)
         """
-        return kinds.call("to_f2", self)  # type: ignore[no-any-return]  # layoutproof.f2
+        return kinds.call("to_f2", self)  # layoutproof.f2 registers it
 
     def as_layout(self) -> Any:
         """``Sw o 0 o size:1``: the swizzle on its domain as a composed layout (C++'s
@@ -311,7 +320,7 @@ class Swizzle:
         >>> print(Swizzle(1, 2, 3).as_layout())
         Sw<1,2,3> o 0 o 64:1
         """
-        return kinds.call("as_layout", self)  # type: ignore[no-any-return]  # layoutproof.composed
+        return kinds.call("as_layout", self)  # layoutproof.composed registers it
 
 
 class _SwizzleLeft(Swizzle):
