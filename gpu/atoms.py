@@ -654,15 +654,15 @@ def verify_copy_atom(atom: CopyAtom) -> ProofLog:
         if want is None:
             continue  # the lane's address is ignored by the hardware
         row0 = int(stv[lane, 0])
-        ours = (row0 // 64, (row0 % 64) // 8)
+        mat_row = (row0 // 64, (row0 % 64) // 8)
         contiguous = bool(np.array_equal(stv[lane], row0 + np.arange(8))) and row0 % 8 == 0
-        if ours != want or not contiguous:
+        if mat_row != want or not contiguous:
             raise AtomMismatchError(
-                f"{atom.name} src: lane {lane} supplies (matrix,row) = {ours} "
+                f"{atom.name} src: lane {lane} supplies (matrix,row) = {mat_row} "
                 f"(contiguous row: {contiguous}) but PTX reads {want} from it",
                 condition="src equals PTX ldmatrix",
                 witness=(lane, 0),
-                ours=ours,
+                ours=mat_row,
                 ptx=want,
             )
         checked += 8

@@ -43,11 +43,13 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
 import numpy as np
 
-from layoutproof import Layout, MalformedLayoutError, Swizzle, composition, symbols
+from layoutproof import Layout, MalformedLayoutError, Swizzle, composition, symbols, take
+from layoutproof.inttuple import raw_product
+from layoutproof.layout import top_modes
 
 from . import banks, kir, lower
 from .config import DTYPES, OUT_DTYPES, GemmConfig, GemmProblem
@@ -167,7 +169,7 @@ class OperandPlan:
 
 
 def _swizzled(sw: Optional[Swizzle], L: Layout) -> Any:
-    return L if sw is None else composition(sw, L)
+    return L if sw is None else composition(sw, L)  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
 
 
 def buffer_map(plan: OperandPlan, tile_map: Layout, with_stage: bool = True) -> Any:
@@ -177,9 +179,7 @@ def buffer_map(plan: OperandPlan, tile_map: Layout, with_stage: bool = True) -> 
     flat = Layout((X * BK, plan.stages), (1, X * BK))  # tile index (+ stage) -> (x, k, s) index
     base = composition(tile2d, flat)
     if with_stage:
-        shp, std = tile_map.shape, tile_map.stride
-        if not isinstance(shp, tuple):
-            shp, std = (shp,), (std,)
+        shp, std = top_modes(tile_map)
         m = Layout(shp + (plan.stages,), std + (X * BK,))
     else:
         m = tile_map
@@ -249,11 +249,24 @@ def choose_swizzle(plan: OperandPlan) -> Optional[Swizzle]:
 
 
 # ============================================================================ the kernel
+class KernelTile(Protocol):
+    """What a :class:`GemmKernel` reads of its configuration: a :class:`GemmConfig`
+    (mma.sync) and a :class:`~layoutproof.gpu.codegen_sm90.Sm90Config` (wgmma) both are."""
+
+    @property
+    def bm(self) -> int: ...
+
+    @property
+    def bn(self) -> int: ...
+
+    def key(self) -> str: ...
+
+
 @dataclass
 class GemmKernel:
     """A generated, proven kernel: source, entry name, launch facts and its proof log."""
 
-    config: GemmConfig
+    config: KernelTile
     problem: GemmProblem
     source: str
     name: str
@@ -437,16 +450,17 @@ def _unit_step(full: Any, L: Layout, i: int) -> int:
     stride; whether it is one everywhere is then proven)."""
     v = eval_map(full)
     pos = 1
-    for s in L.shape[:i]:
-        pos *= int(np.prod(s)) if isinstance(s, tuple) else s
+    for s in top_modes(L)[0][:i]:
+        pos *= raw_product(s)
     return int(v[pos] - v[0])
 
 
 def _fix_mode(L: Layout, i: int) -> Layout:
     """L with mode i pinned at coordinate 0 (extent 1, so lowering keeps the argument list
     aligned minus that argument): returns the layout of the remaining modes."""
-    shp = tuple(s for j, s in enumerate(L.shape) if j != i)
-    std = tuple(d for j, d in enumerate(L.stride) if j != i)
+    shape, stride = top_modes(L)
+    shp = tuple(s for j, s in enumerate(shape) if j != i)
+    std = tuple(d for j, d in enumerate(stride) if j != i)
     return Layout(shp, std)
 
 
@@ -480,10 +494,10 @@ def _a_frag_map(cfg: GemmConfig, atom_a: Layout) -> Layout:
     """(lane, v, wm, mi, ki) -> A tile index m + BM*k from the atom's A layout."""
     BM = cfg.bm
     tm, _ = cfg.warp_tile
-    re = composition(Layout((16, 16), (1, BM)), atom_a)  # atom index -> tile index
+    rs, rd = top_modes(composition(Layout((16, 16), (1, BM)), atom_a))  # atom index -> tile index
     return Layout(
-        (re.shape[0], re.shape[1], cfg.warps_m, tm // 16, cfg.bk // 16),
-        (re.stride[0], re.stride[1], tm, 16, 16 * BM),
+        (rs[0], rs[1], cfg.warps_m, tm // 16, cfg.bk // 16),
+        (rd[0], rd[1], tm, 16, 16 * BM),
     )
 
 
@@ -491,10 +505,10 @@ def _b_frag_map(cfg: GemmConfig, atom_b: Layout) -> Layout:
     """(lane, v, wn, ni, ki) -> B tile index n + BN*k from the atom's B layout (n8 x k16)."""
     BN = cfg.bn
     _, tn = cfg.warp_tile
-    re = composition(Layout((8, 16), (1, BN)), atom_b)
+    rs, rd = top_modes(composition(Layout((8, 16), (1, BN)), atom_b))
     return Layout(
-        (re.shape[0], re.shape[1], cfg.warps_n, tn // 8, cfg.bk // 16),
-        (re.stride[0], re.stride[1], tn, 8, 16 * BN),
+        (rs[0], rs[1], cfg.warps_n, tn // 8, cfg.bk // 16),
+        (rd[0], rd[1], tn, 8, 16 * BN),
     )
 
 
@@ -555,7 +569,7 @@ def _xk(idx: int, X: int) -> Tuple[int, int]:
 
 def _inverse_table(p: OperandPlan) -> np.ndarray:
     """Stage-0 buffer offset -> tile index x + X*k (the buffer is a bijection)."""
-    one = _swizzled(p.swizzle, Layout(p.tile().shape[:2], p.tile().stride[:2]))
+    one = _swizzled(p.swizzle, take(p.tile(), 0, 2))
     v = eval_map(one)
     inv = np.full(v.size, -1, dtype=np.int64)
     inv[v] = np.arange(v.size)
@@ -646,10 +660,10 @@ class Env:
     stA: kir.Var
     stB: kir.Var
 
-    def __init__(self, **vs: kir.Var) -> None:
+    def __init__(self, **vs: Optional[kir.Var]) -> None:
         self.__dict__.update(vs)
 
-    def add(self, **vs: kir.Var) -> None:
+    def add(self, **vs: Optional[kir.Var]) -> None:
         self.__dict__.update(vs)
 
 
@@ -667,7 +681,7 @@ def ir_const(name: str, init: Any, ctype: str = "int", **kw: Any) -> Tuple[kir.V
 def raster_ir(E: Env, bm: int, bn: int, group_m: int) -> List[kir.Stmt]:
     """Block rasterization: groups of ``group_m`` block rows walk the grid together (they
     share the B panel in L2); defines m0, n0 and ``interior`` (the tile is inside M, N)."""
-    out = []
+    out: List[kir.Stmt] = []
     grid_m, d1 = ir_const("grid_m", (E.M + (bm - 1)) / bm)
     grid_n, d2 = ir_const("grid_n", (E.N + (bn - 1)) / bn)
     pid, d3 = ir_const("pid", E.blockIdx)
@@ -762,8 +776,8 @@ def load_tile_ir(
     b: OperandPlan,
     kt: kir.Expr,
     st: kir.Expr,
-    sbase: Dict[str, kir.Expr],
-    region: Dict[str, Tuple[kir.Expr, int]],
+    sbase: Mapping[str, kir.Expr],
+    region: Mapping[str, Tuple[kir.Expr, int]],
 ) -> kir.Block:
     """Issue tile ``kt`` of both operands into stage ``st``: a branch-free path for tiles
     inside M, N and K, and a predicated one (partial chunks zero-filled) at the edges."""
@@ -809,6 +823,8 @@ def load_tile_ir(
         else:
             kk, dkk = ir_const("kk", kt * p.bk + kir.call(p.fns["cp_k"], tid=E.tid, it=i))
             xx = o0 + kir.call(p.fns["cp_x"], tid=E.tid, it=i)
+            edge: Tuple[kir.Expr, kir.Expr]
+            bounds: Tuple[Tuple[kir.Expr, kir.Expr], Tuple[kir.Expr, kir.Expr]]
             if p.kmajor:  # the chunk runs along k: partial chunks at the K edge zero-fill
                 nbe = kir.Cond(
                     xx.lt(X).and_(kk.lt(E.K)), kir.Call("min", (E.K - kk, kir.Const(8))) * 2, kir.Const(0)
@@ -839,12 +855,11 @@ def _frag_load_ir(E: Env, p: OperandPlan, buf: kir.Expr, ki: kir.Expr) -> kir.St
     P = p.name
     xi = ir_var("xi")
     w = E.wm if P == "a" else E.wn
-    tab = getattr(E, f"{P}_ld", None)
     stv = E.stA if P == "a" else E.stB
-    if p.ld_add_var == "xi":
-        off = stv + kir.Index(tab, (ki,)) + xi * p.ld_add_const
+    if p.ld_add_var == "xi":  # the per-thread table of _ld_table_ir
+        off = stv + kir.Index(getattr(E, f"{P}_ld"), (ki,)) + xi * p.ld_add_const
     elif p.ld_add_var == "ki":
-        off = stv + kir.Index(tab, (xi,)) + ki * p.ld_add_const
+        off = stv + kir.Index(getattr(E, f"{P}_ld"), (xi,)) + ki * p.ld_add_const
     else:
         off = stv + kir.call(p.fns["ldsm"], lane=E.lane, w=w, xi=xi, ki=ki)
     base = E.sA if P == "a" else E.sB
@@ -1167,7 +1182,7 @@ def finish(
 def prove_c_atom_part(cm: Layout, atom: Any, atom_tile: Tuple[int, int], bm: int, log: ProofLog) -> None:
     """The (thread, value) part of a kernel's C map (its first two modes) is the atom's C
     layout, re-indexed from the atom tile to the block tile (column-major, ``bm`` rows)."""
-    got = eval_map(Layout(cm.shape[:2], cm.stride[:2]))
+    got = eval_map(take(cm, 0, 2))
     exp = eval_map(composition(Layout(atom_tile, (1, bm)), atom.c_layout))
     if not np.array_equal(got, exp):
         bad = int(np.flatnonzero(got != exp)[0])
@@ -1279,9 +1294,10 @@ def generate(
     rows = lower.lower(composition(Layout((cfg.bm, cfg.bn), (1, 0)), cm), cargs, name="lp_c_row", log=log)
     cols = lower.lower(composition(Layout((cfg.bm, cfg.bn), (0, 1)), cm), cargs, name="lp_c_col", log=log)
     # the kernel evaluates the maps at even v only and stores v and v + 1 as a pair
+    cs, cd = top_modes(cm)
     pair = Layout(
-        ((4, 8), 2, cfg.warps_m, cfg.warps_n, cm.shape[4], cm.shape[5]),
-        ((2 * cfg.bm, 1), 8, cm.stride[2], cm.stride[3], cm.stride[4], cm.stride[5]),
+        ((4, 8), 2, cfg.warps_m, cfg.warps_n, cs[4], cs[5]),
+        ((2 * cfg.bm, 1), 8, cd[2], cd[3], cd[4], cd[5]),
     )
     cover = np.concatenate([eval_map(pair), eval_map(pair) + cfg.bm])
     if np.unique(cover).size != cfg.bm * cfg.bn:

@@ -53,7 +53,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from layoutproof import Layout, Swizzle, composition
+from layoutproof import ComposedLayout, Layout, Swizzle, composition
+from layoutproof.layout import top_modes
 
 from . import banks, kir, lower
 from .codegen import (
@@ -231,6 +232,8 @@ def _plan_descriptors(
         "exhaustive",
         len(starts),
     )
+    if fields is None:  # no slice or k step was planned (configs validate bk >= 16)
+        raise ProofFailedError(f"{P}: no descriptor to plan", condition="descriptor fields")
     return int(fields), s_step, k_step
 
 
@@ -244,8 +247,8 @@ def tma_stage_layout(x_extent: int, kmajor: bool) -> Any:
     other along x.  K-major: rows are x, so the boxes simply stack; MN-major: rows are k, a
     box holds all 64 k of 64 x, and 8-row groups of k are 1024 B apart."""
     if kmajor:
-        return composition(SW128, Layout((x_extent, 64), (64, 1)))
-    return composition(SW128, Layout(((64, x_extent // 64), (8, 8)), ((1, 4096), (64, 512))))
+        return composition(SW128, Layout((x_extent, 64), (64, 1)))  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
+    return composition(SW128, Layout(((64, x_extent // 64), (8, 8)), ((1, 4096), (64, 512))))  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
 
 
 def tma_box_addresses(x_extent: int, kmajor: bool) -> np.ndarray:
@@ -598,7 +601,7 @@ def _tma_loads_ir(
     (the boxes :func:`_prove_tma` proved to write exactly the stage layout)."""
     o0 = E.m0 if p.name == "a" else E.n0
     lay = p.maps["tma"]
-    out = []
+    out: List[kir.Stmt] = []
     for j in boxes if boxes is not None else range(p.x_extent // TMA_BOX):
         x = o0 + TMA_BOX * j
         k0 = kt * 64
@@ -812,10 +815,14 @@ def _eval_schedule(
 ) -> Tuple[np.ndarray, np.ndarray]:
     env: Dict[str, Any] = {"t": t, "grid_m": gm, "grid_n": gn}
     for st in _schedule_ir(group_m)[1]:
-        if isinstance(st, kir.Decl):
+        if isinstance(st, kir.Decl) and st.init is not None:
             env[st.var.name] = kir.ev(st.init, env)
-        else:
+        elif isinstance(st, kir.Assign) and isinstance(st.lhs, kir.Var):
             env[st.lhs.name] = kir.ev(st.rhs, env)
+        else:  # the scheduler is declarations and assignments of variables only
+            raise ProofFailedError(
+                f"tile scheduler: cannot evaluate a {type(st).__name__}", condition="scheduler IR"
+            )
     return env["tm"], env["tn"]
 
 
@@ -960,9 +967,9 @@ def _plan_epilogue(prob: GemmProblem, log: ProofLog) -> Dict[str, Any]:
     gcol = eval_map(Layout(rshape, ((ev, 0), 0)))
     chosen = None
     for sw in _epilogue_swizzles(ob):
-        buf = composition(sw, Layout((64, rw), (rw, 1)))
+        buf = composition(sw, Layout((64, rw), (rw, 1)))  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
         wmap = composition(buf, cmap)
-        rmap = composition(sw, Layout(rshape, ((ev, rw), 16 * rw)))
+        rmap = composition(sw, Layout(rshape, ((ev, rw), 16 * rw)))  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
         w = eval_map(wmap).reshape(rc, 128).T  # [thread, register]
         r = eval_map(rmap).reshape(4, 128).T  # [thread, vector]
         wr = np.stack([w[32 * q : 32 * q + 32, 2 * p] * ob for q in range(4) for p in range(rc // 2)])
@@ -1233,6 +1240,8 @@ def _source_ws_ir(
     grid_m, dg1 = ir_const("grid_m", (E.M + (cfg.bm - 1)) / cfg.bm)
     grid_n, dg2 = ir_const("grid_n", (E.N + (cfg.bn - 1)) / cfg.bn)
     body += [dg1, dg2]
+    t0: kir.Expr
+    tstep: kir.Expr
     if CL == 1:
         tiles, dt = ir_const("tiles", grid_m * grid_n)
         body.append(dt)
@@ -1637,6 +1646,8 @@ def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple
                 condition="arrival counts",
                 witness=(cnt, made),
             )
+    if made is None:  # the site count was checked above: one local release in the k-loop
+        raise ProofFailedError("no release site arrives", condition="release sites")
     made = int(made) * (cfg.cluster if remote_release else 1)
     f_init, e_init = inits["full"][0], inits["empty"][0]
     if f_init != 1:
@@ -1679,10 +1690,10 @@ def _threads_passing(k: kir.Kernel, guards: Any, tid: kir.Var) -> int:
     for g, sense in guards:
         parts = _conjuncts(g, an) if sense else [g]
         for p in parts:
-            fv = kir._free_vars(p, an)
+            fv = kir.free_vars(p, an)
             if fv and all(v is tid for v in fv):
                 val = (
-                    kir._ev(
+                    kir.eval_expr(
                         p,
                         kir.Ctx(
                             {id(tid): t},
@@ -1697,7 +1708,7 @@ def _threads_passing(k: kir.Kernel, guards: Any, tid: kir.Var) -> int:
     return int(ok.sum())
 
 
-def _conjuncts(g: kir.Expr, an: Any) -> List[kir.Expr]:
+def _conjuncts(g: kir.Expr, an: kir.Analysis) -> List[kir.Expr]:
     if isinstance(g, kir.Bin) and g.op == "&&":
         return _conjuncts(g.a, an) + _conjuncts(g.b, an)
     return [g]
@@ -1726,13 +1737,11 @@ def generate_sm90(
         if cfg.loader == "tma":
             lay = tma_stage_layout(p.x_extent, p.kmajor)
             smems[p.name] = sm90.GmmaSmemLayout(lay, "K" if p.kmajor else "MN", "SW128")
-            stack = Layout(
-                (lay.layout_b.shape[0], lay.layout_b.shape[1], p.stages),
-                (lay.layout_b.stride[0], lay.layout_b.stride[1], p.stage_elems),
-            )
+            bs, bd = top_modes(lay.layout_b)
+            stack = Layout((bs[0], bs[1], p.stages), (bd[0], bd[1], p.stage_elems))
             total = p.stages * p.stage_elems
             lower.prove_bijective(
-                composition(SW128, stack),
+                composition(SW128, stack),  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
                 total,
                 what=f"{p.name.upper()} smem stages onto [0,{total})",
                 log=log,
@@ -1746,14 +1755,11 @@ def generate_sm90(
             )
         smem = sm90.tile_to_shape(sm90.smem_atom("K" if p.kmajor else "MN", "SW128"), (p.x_extent, p.bk))
         smems[p.name] = smem
-        if smem.layout.swizzle != SW128 or smem.layout.offset != 0:
-            raise ProofFailedError(
-                f"{smem.layout} is not {SW128} o 0 o B", condition="SW128 atom", witness=str(smem.layout)
-            )
-        L2 = smem.layout.layout_b
-        p.tile_layout = Layout(
-            (L2.shape[0], L2.shape[1], p.stages), (L2.stride[0], L2.stride[1], p.stage_elems)
-        )
+        sl = smem.layout
+        if not isinstance(sl, ComposedLayout) or sl.swizzle != SW128 or sl.offset != 0:
+            raise ProofFailedError(f"{sl} is not {SW128} o 0 o B", condition="SW128 atom", witness=str(sl))
+        ls, ld = top_modes(sl.layout_b)
+        p.tile_layout = Layout((ls[0], ls[1], p.stages), (ld[0], ld[1], p.stage_elems))
         p.swizzle = SW128
         plan_copy(p, log)
         cp = eval_map(buffer_map(p, p.copy_tv(), with_stage=False)) * 2
@@ -1802,18 +1808,18 @@ def generate_sm90(
 
         src = finish(ir, log, title, protocol)
     else:
-        cm = {
+        cmaps = {
             "row": rows.layout,
             "col": cols.layout,
             "row_fn": kir.from_lowered(rows),
             "col_fn": kir.from_lowered(cols),
         }
         if cfg.loader == "tma":
-            ir = _source_tma_ir(cfg, prob, a, b, cm, desc, name)
+            ir = _source_tma_ir(cfg, prob, a, b, cmaps, desc, name)
             tx = 2 * (a.stage_elems + b.stage_elems)
             src = finish(ir, log, title, lambda k: _mono_tma_protocol(k, cfg, tx, log))
         else:
-            ir = _source_ir(cfg, prob, a, b, cm, desc, name)
+            ir = _source_ir(cfg, prob, a, b, cmaps, desc, name)
             src = finish(ir, log, title)
     gcfg = GemmConfig(
         bm=cfg.bm,

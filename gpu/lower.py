@@ -51,10 +51,12 @@ import numpy as np
 import sympy as sp
 
 from layoutproof import Layout
+from layoutproof.composed import ComposedLayout
 from layoutproof.errors import MalformedLayoutError, OutOfDomainError
 from layoutproof.inttuple import flatten, raw_product
+from layoutproof.layout import top_modes
 from layoutproof.ops import coalesce_modes
-from layoutproof.swizzle import ComposedLayout, Swizzle
+from layoutproof.swizzle import Swizzle
 
 from .errors import LoweringError, ProofFailedError
 from .proofrec import Proof, ProofLog
@@ -434,10 +436,10 @@ def normalize(layout: Any) -> Normalized:
 def arg_modes(L: Layout, nargs: int) -> List[Tuple[tuple, tuple]]:
     """One (flat shape, flat stride) per argument: the top-level modes of ``L``, or the
     whole layout flattened when there is one argument (its 1-D index)."""
-    s, d = L.shape, L.stride
     if nargs == 1:
-        return [(tuple(flatten(s)), tuple(flatten(d)))]
-    rank = len(s) if isinstance(s, tuple) else 1
+        return [(tuple(flatten(L.shape)), tuple(flatten(L.stride)))]
+    s, d = top_modes(L)
+    rank = len(s)
     if nargs != rank:
         raise LoweringError(
             f"{L} has {rank} top-level mode(s); give one argument per mode (or one for the "
@@ -838,8 +840,8 @@ def _check_symbolic(
     for t in sorted(values, key=lambda x: (len(x), sorted(x))):
         got = np.zeros(arrs[0].shape, dtype=np.int64)
         for r in range(len(t) + 1):
-            for u in itertools.combinations(sorted(t), r):
-                got = got + (-1) ** (len(t) - r) * values[frozenset(u)]
+            for sub in itertools.combinations(sorted(t), r):
+                got = got + (-1) ** (len(t) - r) * values[frozenset(sub)]
         ref = Layout(fs, tuple(coef.get(t, [0] * len(fd)))).eval_all()
         cases += int(ref.size)
         bad = got != ref

@@ -34,7 +34,7 @@ True
 from __future__ import annotations
 
 import functools
-from typing import List, Optional, Tuple
+from typing import FrozenSet, List, Optional, Tuple
 
 from .errors import ProofFailedError
 from .proofrec import ProofLog
@@ -42,6 +42,12 @@ from .proofrec import ProofLog
 __all__ = ["check_pipeline", "prove_pipeline"]
 
 _ACQ, _REL = 0, 1
+
+# a state of the model (see _explore): producer pcs, in-flight copies (issuer, k-tile,
+# destination CTA), consumer pcs, then per (CTA, stage) the full phase, full arrived, full
+# parts landed, empty phase, empty pending, and the k-tile held per (CTA, stage, part)
+_Ints = Tuple[int, ...]
+_State = Tuple[_Ints, FrozenSet[Tuple[int, int, int]], _Ints, _Ints, _Ints, _Ints, _Ints, _Ints, _Ints]
 
 
 def _consumer_program(
@@ -141,7 +147,7 @@ def check_pipeline(
     # (CTA, stage): full phase, full arrived, full parts landed, empty phase, empty pending,
     # then the k-tile held by each (CTA, stage, part = issuing producer)
     nbar = C * S
-    start = (
+    start: _State = (
         (0,) * C,
         frozenset(),
         (0,) * (C * N),
@@ -158,7 +164,7 @@ def check_pipeline(
     while stack:
         state = stack.pop()
         ppc, fly, cpc, fph, farr, fland, eph, epend, cont = state
-        succ = []
+        succ: List[_State] = []
         for c in range(C):  # producers
             pp = ppc[c]
             if pp >= 2 * T:
@@ -181,35 +187,35 @@ def check_pipeline(
                             condition="no write while read",
                             witness=(c, j, d, s, i),
                         )
-            na = list(farr)  # arrive.expect_tx on its own full barrier
-            na[b] = 1
+            arrived = list(farr)  # arrive.expect_tx on its own full barrier
+            arrived[b] = 1
             nph, nl, nco = fph, fland, cont
             if fland[b] == C:  # every part already landed: phase done
                 nph = fph[:b] + (fph[b] + 1,) + fph[b + 1 :]
-                na[b] = 0
+                arrived[b] = 0
                 nl = fland[:b] + (0,) + fland[b + 1 :]
             nfly = fly | {(c, j, d) for d in range(C)}
-            succ.append((nppc, nfly, cpc, nph, tuple(na), nl, eph, epend, nco))
+            succ.append((nppc, nfly, cpc, nph, tuple(arrived), nl, eph, epend, nco))
         for c, j, d in fly:  # copy completions, any order
             s = j % S
             b = d * S + s
-            nl = list(fland)
-            nl[b] += 1
-            if nl[b] > C:
+            landed = list(fland)
+            landed[b] += 1
+            if landed[b] > C:
                 raise ProofFailedError(
                     f"pipeline (stages={S}, ctas={C}): CTA {d}'s full barrier of stage {s} "
                     f"counts the bytes of k-tile {j} in an earlier phase",
                     condition="transaction bytes in their own phase",
                     witness=(c, j, d, s),
                 )
-            nco = list(cont)
-            nco[b * C + c] = j
+            holds = list(cont)
+            holds[b * C + c] = j
             nph, na = fph, farr
-            if farr[b] and nl[b] == C:
+            if farr[b] and landed[b] == C:
                 nph = fph[:b] + (fph[b] + 1,) + fph[b + 1 :]
                 na = farr[:b] + (0,) + farr[b + 1 :]
-                nl[b] = 0
-            succ.append((ppc, fly - {(c, j, d)}, cpc, nph, na, tuple(nl), eph, epend, tuple(nco)))
+                landed[b] = 0
+            succ.append((ppc, fly - {(c, j, d)}, cpc, nph, na, tuple(landed), eph, epend, tuple(holds)))
         for a in range(C * N):  # consumers
             pc = cpc[a]
             if pc >= L:
@@ -312,6 +318,7 @@ def prove_pipeline(
     ``remote_release`` are the kernel's, as the generator reads them from the mbarrier
     nodes of the kernel IR (:func:`layoutproof.gpu.codegen_sm90.protocol_ir`)."""
     total = 0
+    runs: Tuple[Tuple[int, int], ...]
     if ctas == 1:
         runs = ((1, 1), (1, stages + 1), (2, 1), (2, stages - 1), (2, stages), (3, 2))
         n = 2

@@ -244,15 +244,22 @@ FRAGMENTS: Dict[Tuple[str, str], FragmentTable] = {
     ("m16n8k4.f64", "B"): _t(m16n8k4_f64_b, 1, 4, 8, 64, "b0, 1 x .f64"),
     ("m16n8k4.f64", "C"): _t(m16n8_c, 4, 16, 8, 64, "c0..c3, 4 x .f64"),
 }
+
+
+def _with_major(fn: Callable[[int, int, str], RowCol], major: str) -> Callable[[int, int], RowCol]:
+    """``fn`` with its ``major`` argument fixed (the Volta tables, one per layout)."""
+
+    def table(lane: int, i: int) -> RowCol:
+        return fn(lane, i, major)
+
+    return table
+
+
 for _a in ("row", "col"):
     for _b in ("row", "col"):
         _k = f"m8n8k4.f16.{_a}.{_b}"
-        FRAGMENTS[(_k, "A")] = _t(
-            lambda ln, i, _m=_a: m8n8k4_f16_a(ln, i, _m), 4, 8, 4, 16, f"a0..a3, 2 x .f16x2, .{_a} A"
-        )
-        FRAGMENTS[(_k, "B")] = _t(
-            lambda ln, i, _m=_b: m8n8k4_f16_b(ln, i, _m), 4, 4, 8, 16, f"b0..b3, 2 x .f16x2, .{_b} B"
-        )
+        FRAGMENTS[(_k, "A")] = _t(_with_major(m8n8k4_f16_a, _a), 4, 8, 4, 16, f"a0..a3, 2 x .f16x2, .{_a} A")
+        FRAGMENTS[(_k, "B")] = _t(_with_major(m8n8k4_f16_b, _b), 4, 4, 8, 16, f"b0..b3, 2 x .f16x2, .{_b} B")
         FRAGMENTS[(_k, "C")] = _t(m8n8k4_f32_c, 8, 8, 8, 32, "c0..c7, 8 x .f32")
 
 

@@ -65,6 +65,8 @@ import numpy as np
 from layoutproof import ComposedLayout, Layout, Swizzle, composition
 from layoutproof import tile_to_shape as _tile_to_shape
 from layoutproof.errors import MalformedLayoutError
+from layoutproof.inttuple import raw_product
+from layoutproof.layout import top_modes
 
 from .atoms import MMAAtom, tv_bijective
 from .errors import AtomMismatchError, ProofFailedError
@@ -582,7 +584,7 @@ class GmmaSmemLayout:
 
     @property
     def shape(self) -> Tuple[int, int]:
-        s = self.layout.shape
+        s = top_modes(self.layout.layout_b if isinstance(self.layout, ComposedLayout) else self.layout)[0]
         return _extent(s[0]), _extent(s[1])
 
     @property
@@ -602,11 +604,7 @@ class GmmaSmemLayout:
 
 
 def _extent(s: Any) -> int:
-    return int(np.prod(_flat(s))) if isinstance(s, tuple) else int(s)
-
-
-def _flat(s: Any) -> List[int]:
-    return [x for e in s for x in _flat(e)] if isinstance(s, tuple) else [s]
+    return int(raw_product(s))
 
 
 def _log2(x: int) -> int:
@@ -650,7 +648,7 @@ def smem_atom(major: str, swizzle: str, elem_bits: int = 16) -> GmmaSmemLayout:
     W = _WIDTH[swizzle]
     base = Layout((8, W * T), (W * T, 1)) if major == "K" else Layout((W * T, 8), (1, W * T))
     sw = _element_swizzle(swizzle, elem_bits)
-    return GmmaSmemLayout(composition(sw, base), major, swizzle, elem_bits)
+    return GmmaSmemLayout(composition(sw, base), major, swizzle, elem_bits)  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
 
 
 def tile_to_shape(
@@ -663,7 +661,7 @@ def tile_to_shape(
     >>> print(tile_to_shape(smem_atom("MN", "SW128"), (128, 64)).layout)
     Sw<3,3,3> o 0 o ((64,2),(8,8)):((1,512),(64,1024))
     """
-    L = _tile_to_shape(atom.layout, tuple(shape), order)
+    L = _tile_to_shape(atom.layout, tuple(shape), order)  # type: ignore[arg-type]  # ops types block as Layout; it takes a ComposedLayout (H4 -> H1 request)
     return GmmaSmemLayout(L, atom.major, atom.swizzle, atom.elem_bits)
 
 
@@ -712,9 +710,9 @@ def verify_smem_atom(atom: GmmaSmemLayout) -> ProofLog:
         bit_addr = r * bits + c * (128 * W)  # (128W, 8):(1, 128W) in bits
     cute_bytes = np.vectorize(byte_sw)(bit_addr // 8)
     ours = tab * (bits // 8)
-    bad = np.argwhere(ours != cute_bytes)
-    if bad.size:
-        rr, cc = (int(x) for x in bad[0])
+    wrong = np.argwhere(ours != cute_bytes)
+    if wrong.size:
+        rr, cc = (int(x) for x in wrong[0])
         raise ProofFailedError(
             f"{atom.layout}: element ({rr}, {cc}) at byte {int(ours[rr, cc])}, CuTe's bit-unit atom "
             f"puts it at byte {int(cute_bytes[rr, cc])}",

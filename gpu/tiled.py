@@ -47,6 +47,7 @@ from layoutproof import (
     zipped_divide,
 )
 from layoutproof.errors import InadmissibleError, MalformedLayoutError
+from layoutproof.inttuple import raw_product
 from layoutproof.tensor import CoordinateEngine
 
 from .atoms import CopyAtom, MMAAtom
@@ -395,7 +396,7 @@ def prove_tiled_copy(tc: TiledCopy, src: Optional[Layout] = None) -> ProofLog:
     tile (``src``, element offsets), that each thread's values split into runs of the
     atom's width that are contiguous and aligned in memory (vectorizable)."""
     log = ProofLog()
-    n = int(np.prod(tc.tile_shape))
+    n = raw_product(tc.tile_shape)
     cnt = _coverage(tc.layout_tv, n)
     bad = np.nonzero(cnt != 1)[0]
     if bad.size:
