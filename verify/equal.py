@@ -31,10 +31,11 @@ equal and ``0 <= i < size and A(i) != B(i)`` unsatisfiable.  A model is a counte
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 from layoutproof.errors import LayoutError, show
-from layoutproof.layout import Layout
+from layoutproof.layout import Layout, fmt_htuple
 
 from ._bounded import MAX_CASES
 from ._concrete import is_symbolic, lifted
@@ -109,6 +110,7 @@ def _equal(A: Any, B: Any, assume: Any, timeout_ms: Optional[int], bounds: Any, 
     )
 
 
+@dataclass(frozen=True, slots=True, init=False, repr=False, eq=False)
 class function:  # noqa: N801 - used like a function: verify.function(f, shape)
     """A Python function of the 1-D coordinate over the domain of ``shape``, usable where a
     layout is checked (:func:`equal`).  It is evaluated element by element.
@@ -120,13 +122,20 @@ class function:  # noqa: N801 - used like a function: verify.function(f, shape)
     ('refuted', 5, (2, 1))
     """
 
+    fn: Callable[[int], Any]
+    layout: Layout
+    shape: Any
+    size: int
+
     def __init__(self, fn: Any, shape: Any) -> None:
         if not callable(fn):
             raise LayoutError(f"function(fn, shape): fn must be callable, got {fn!r:.60}")
-        self.fn = fn
-        self.layout = Layout(shape)
-        self.shape = self.layout.shape
-        self.size = self.layout.size
+        layout = Layout(shape)
+        s = object.__setattr__  # a frozen record: set once, here
+        s(self, "fn", fn)
+        s(self, "layout", layout)
+        s(self, "shape", layout.shape)
+        s(self, "size", layout.size)
 
     def __call__(self, i: int) -> Any:
         return self.fn(i)
@@ -180,10 +189,7 @@ def _compatible(S: Any, T: Any, assume: Any, timeout_ms: Optional[int]) -> Resul
     t0 = time.perf_counter()
     from layoutproof.inttuple import raw_product
 
-    def _fmt(t: Any) -> str:
-        return "(" + ",".join(_fmt(e) for e in t) + ")" if type(t) is tuple else str(t)
-
-    claim = f"{_fmt(sa)} compatible with {_fmt(sb)}"
+    claim = f"{fmt_htuple(sa)} compatible with {fmt_htuple(sb)}"
 
     def check(eng: Any, a: Any, b: Any) -> None:
         def walk(x: Any, y: Any, path: str) -> None:
@@ -191,8 +197,8 @@ def _compatible(S: Any, T: Any, assume: Any, timeout_ms: Optional[int]) -> Resul
                 if type(y) is not tuple or len(x) != len(y):
                     raise Fail(
                         Counterexample(
-                            detail=f"{path or 'shape'}: {_fmt(x)} has {len(x)} modes, "
-                            f"{_fmt(y)} {'is not a tuple' if type(y) is not tuple else len(y)}"
+                            detail=f"{path or 'shape'}: {fmt_htuple(x)} has {len(x)} modes, "
+                            f"{fmt_htuple(y)} {'is not a tuple' if type(y) is not tuple else len(y)}"
                         )
                     )
                 for k, (u, v) in enumerate(zip(x, y)):
@@ -202,7 +208,7 @@ def _compatible(S: Any, T: Any, assume: Any, timeout_ms: Optional[int]) -> Resul
             if eng.symbolic:
                 import sympy as sp
 
-                eng.add(f"{path or 'shape'}: {x} == size {_fmt(y)}", sp.Eq(x, py))
+                eng.add(f"{path or 'shape'}: {x} == size {fmt_htuple(y)}", sp.Eq(x, py))
             elif x != py:
                 raise Fail(Counterexample(detail=f"{path or 'shape'}", lhs=x, rhs=py))
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from layoutproof import Layout, LayoutError, make_layout
 from layoutproof.inttuple import raw_flatten
-from layoutproof.layout import fmt_htuple
+from layoutproof.layout import fmt_htuple, make_ordered_layout
 
 from .result import Counterexample, Result
 
@@ -160,7 +160,7 @@ def for_all(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Bounds:
     """The bounds of a family: flat rank <= ``rank``, extents 1..``extent``, strides
     ``-stride..stride`` when ``negative`` else ``0..stride``."""
@@ -241,13 +241,14 @@ def bijective_layouts(rank: int = 3, extent: int = 4, stride: int = 8) -> Iterat
 def compact_layouts(rank: int = 3, extent: int = 4) -> Iterator[Layout]:
     """Compact layouts: every permutation of the column-major strides of every shape."""
     for s in shapes(rank, extent):
+        if len(s) == 1:
+            yield Layout(s[0], 1)
+            continue
         for perm in itertools.permutations(range(len(s))):
-            d = [0] * len(s)
-            cur = 1
-            for i in perm:
-                d[i] = cur
-                cur *= s[i]
-            yield Layout(s[0], d[0]) if len(s) == 1 else Layout(s, tuple(d))
+            rank_of = [0] * len(s)  # the leaf perm[k] takes the k-th stride
+            for k, i in enumerate(perm):
+                rank_of[i] = k
+            yield make_ordered_layout(s, tuple(rank_of))
 
 
 def admissible_pairs(

@@ -32,16 +32,12 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Iterable, Optional, Tuple
 
+from layoutproof.layout import fmt_htuple
+
 __all__ = ["Result", "Counterexample", "ProofObligation", "STATUSES", "METHODS"]
 
 STATUSES = ("proved", "checked", "refuted", "unknown")
 METHODS = ("exhaustive", "sympy", "z3", "cvc5", "bounded")
-
-
-def _fmt(x: Any) -> str:
-    if type(x) is tuple:
-        return "(" + ",".join(_fmt(e) for e in x) + ")"
-    return str(x)
 
 
 def _assign_text(a: Optional[Dict[str, int]]) -> str:
@@ -115,12 +111,12 @@ class Counterexample:
         if self.coordinate is not None:
             where = f"coordinate {self.coordinate}"
             if self.natural is not None and self.natural != self.coordinate:
-                where += f" = {_fmt(self.natural)}"
+                where += f" = {fmt_htuple(self.natural)}"
             if self.lhs is not None and self.rhs is not None:
-                where += f": {_fmt(self.lhs)} != {_fmt(self.rhs)}"
+                where += f": {fmt_htuple(self.lhs)} != {fmt_htuple(self.rhs)}"
             text = f"{text} at {where}" if text else where
         elif self.lhs is not None and self.rhs is not None:
-            vals = f"{_fmt(self.lhs)} != {_fmt(self.rhs)}"
+            vals = f"{fmt_htuple(self.lhs)} != {fmt_htuple(self.rhs)}"
             text = f"{text}: {vals}" if text else vals
         text = text or "counterexample"
         if self.assignment:
@@ -358,7 +354,7 @@ class Result:
             "counterexample": None
             if self.counterexample is None
             else {
-                k: (_fmt(v) if k in ("natural", "lhs", "rhs") and v is not None else v)
+                k: (fmt_htuple(v) if k in ("natural", "lhs", "rhs") and v is not None else v)
                 for k, v in self.counterexample.as_dict().items()
             },
             "reason": self.reason,

@@ -53,6 +53,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Type
 
 from layoutproof.errors import LayoutError
@@ -358,6 +359,7 @@ def _count_layouts(rank: int, extent: int, stride: int, negative: bool = False) 
     return sum((extent * k) ** r for r in range(1, rank + 1))
 
 
+@dataclass(frozen=True, slots=True, init=False, repr=False, eq=False)
 class Family:
     """A source of arguments for :func:`theorem`: the cases of an exhaustive family within
     a bound, and a hypothesis strategy for beyond it.  ``arity`` is how many parameters
@@ -376,6 +378,12 @@ class Family:
     12
     """
 
+    words: str
+    arity: int
+    _cases: Optional[Callable[[float], Iterable[Any]]]
+    _strategy: Optional[Callable[[], Any]]
+    _count: Optional[Callable[[float], int]]
+
     def __init__(
         self,
         words: str,
@@ -389,11 +397,12 @@ class Family:
             raise TheoremError("a Family needs cases (exhaustive), a strategy (hypothesis), or both")
         if type(arity) is not int or arity < 1:
             raise TheoremError(f"arity must be a positive integer, got {arity!r}")
-        self.words = words
-        self.arity = arity
-        self._cases = cases
-        self._strategy = strategy
-        self._count = count
+        s = object.__setattr__  # a frozen record: set once, here
+        s(self, "words", words)
+        s(self, "arity", arity)
+        s(self, "_cases", cases)
+        s(self, "_strategy", strategy)
+        s(self, "_count", count)
 
     @property
     def exhaustive(self) -> bool:
