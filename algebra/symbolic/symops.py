@@ -17,6 +17,10 @@ the active :func:`~layoutproof.symbolic.assuming` facts:
 Every routine also runs on integers (each decision is then plain arithmetic), and the
 tests check that it agrees there with the tuned integer routines of ``ops``.
 
+Composition, complement and the two inverses run within the default deadline
+(:func:`layoutproof.budget.get_deadline`; an enclosing earlier one stays in force): past
+it they raise :class:`~layoutproof.budget.BudgetExceeded` (reason ``"timeout"``).
+
 >>> from layoutproof import Layout, symbols, assuming, logical_divide
 >>> M, N = symbols("M N")
 >>> with assuming("M % 64 == 0", "N % 32 == 0"):
@@ -30,6 +34,7 @@ import contextvars
 import functools
 from typing import Any, Callable, List, Optional, Tuple
 
+from .. import budget
 from ..errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError
 from ..inttuple import raw_flatten, raw_product, raw_unflatten
 from ..layout import Layout
@@ -278,7 +283,11 @@ def _either_branch(shape: bool) -> Callable[[Callable[..., Any]], Callable[..., 
 def _branching(fn: Callable[..., Any], shape: bool) -> Callable[..., Any]:
     @functools.wraps(fn)
     def run(*args: Any) -> Any:
-        return either_branch(fn, *args, shape=shape)
+        # the whole operation, its SymPy simplifications and case splits included, within
+        # the default deadline (an enclosing, earlier one stays in force); past it:
+        # BudgetExceeded, a LayoutError with the reason "timeout" -- never a hang
+        with budget.deadline():
+            return either_branch(fn, *args, shape=shape)
 
     return run
 
