@@ -18,8 +18,7 @@ from typing import Any, Dict, Optional
 
 from layoutproof.errors import LayoutError, MalformedLayoutError, show
 from layoutproof.layout import Layout, Underscore
-from layoutproof.symbolic import is_sym
-from layoutproof.symbolic import is_symbolic as symbolic_object
+from layoutproof.symbolic import is_sym, is_symbolic
 
 __all__ = [
     "values",
@@ -40,15 +39,6 @@ EXHAUSTIVE_LIMIT = 1 << 24
 
 class IllFormed(LayoutError):
     """A parameter assignment makes a leaf non-integer or an extent non-positive."""
-
-
-def is_symbolic(x: Any) -> bool:
-    """A Layout, leaf or (nested) tuple holding a SymPy expression that is not a number:
-    :func:`layoutproof.symbolic.is_symbolic`, also looking into the Layouts a tuple holds
-    (tilers such as ``(Layout(M, 1), None)``)."""
-    if type(x) is tuple or type(x) is list:
-        return any(is_symbolic(e) for e in x)
-    return symbolic_object(x)
 
 
 def lifted(x: Any) -> bool:

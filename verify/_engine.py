@@ -512,7 +512,7 @@ class Symbolic:
             # R is n:1, the identity on [0, n): R(L(i)) == i for every i < size(L) is exactly
             # "L is the function i -> i" and size(L) <= n -- which SymPy proves by a common
             # refinement where Z3's nonlinear div/mod gives up
-            self.same_function(L, Layout(L.size, 1), f"{_w(what)}R is the identity, so L(i) == i")
+            self.same_function(L, Layout.trusted(L.size, 1), f"{_w(what)}R is the identity, so L(i) == i")
             self.add(f"{_w(what)}size(L) <= size(R)", sp.Le(L.size, R.size))
             return
         i = self.coord("i")

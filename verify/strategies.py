@@ -53,10 +53,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from ..composed import ComposedLayout
 from ..errors import MalformedLayoutError
 from ..inttuple import flatten, product, unflatten
 from ..layout import Layout, LayoutRight, get
-from ..swizzle import SWIZZLE_MAX_BITS, ComposedLayout, Swizzle
+from ..swizzle import SWIZZLE_MAX_BITS, Swizzle
 
 __all__ = [
     "STRIDE_KINDS",

@@ -220,7 +220,7 @@ def picture(x: Any, max_cells: int = PICTURE_CELLS) -> str:
     >>> picture(Layout(1024, 1))
     ''
     """
-    from layoutproof.swizzle import ComposedLayout
+    from layoutproof.composed import ComposedLayout
 
     try:
         if isinstance(x, Layout):
@@ -252,7 +252,8 @@ def describe(x: Any) -> str:
     >>> describe((Layout(4, 1), 8))
     '(4:1, 8)'
     """
-    from layoutproof.swizzle import ComposedLayout, Swizzle
+    from layoutproof.composed import ComposedLayout
+    from layoutproof.swizzle import Swizzle
 
     if isinstance(x, Layout):
         return f"{x}    # {x!r}" if not x.is_symbolic else str(x)

@@ -658,10 +658,10 @@ def test_notation_rejects(text):
 
 
 def test_notation_eval_language_with_symbols():
-    from layoutproof.cli import _names
+    from layoutproof.cli import eval_names
     from layoutproof.notation import evaluate, parse_call, symbol_names
 
-    names = _names()
+    names = eval_names()
     with assuming("M % 4 == 0"):
         assert evaluate("composition((M,N):(N,1), 4:1)", names) == Layout(4, N)
     assert evaluate("composition((M,N):(N,1), 4:1)", names, {"M": 8, "N": 3}) == Layout(4, 3)
@@ -678,8 +678,8 @@ def test_notation_eval_language_with_symbols():
 def test_integer_notation_does_not_import_sympy():
     code = (
         "import sys, layoutproof as lp; L = lp.Layout.parse('(4,(2,2)):(2,(1,8))'); "
-        "from layoutproof.notation import evaluate; from layoutproof.cli import _names; "
-        "evaluate('composition((4,2):(1,4), 8:1)', _names()); print('sympy' in sys.modules)"
+        "from layoutproof.notation import evaluate; from layoutproof.cli import eval_names; "
+        "evaluate('composition((4,2):(1,4), 8:1)', eval_names()); print('sympy' in sys.modules)"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     r = subprocess.run(
