@@ -8,7 +8,8 @@
 '(2,(2,2)):(2,(4,1))'
 """
 
-from . import draw, kinds, notation
+# notation and draw register the core's hooks (Layout.parse, the notebook pictures) on import
+from . import draw, kinds, notation  # noqa: F401
 from .analysis import (
     common_coarsening,
     common_refinement,
@@ -137,11 +138,6 @@ from .tensor import copy as copy
 
 __version__ = "0.1.0"
 
-# Services the core offers through layoutproof.kinds hooks (Layout.parse, the notebook
-# pictures); the façade imports every extension, so it wires them here.
-kinds.register_hook("parse_layout", notation.parse_layout)
-kinds.register_hook("layout_html", draw.layout_html)
-kinds.register_hook("layout_svg", draw.layout_svg)
 
 # Code in and out (CuTe C++, CuTe DSL, Triton, pycute): imported on first use, so that
 # ``import layoutproof`` stays light.

@@ -279,7 +279,8 @@ def flatten(t: Any) -> Tuple[Any, ...]:
     if type(t) is not tuple and type(t) is not int:
         fn = kinds.lookup("flatten", type(t))  # layouts (layoutproof.layout registers them)
         if fn is not None:
-            return fn(t)  # type: ignore[no-any-return]
+            result: Tuple[Any, ...] = fn(t)
+            return result
     return raw_flatten(norm_htuple(t, "flatten argument"))
 
 

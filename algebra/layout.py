@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import TYPE_CHECKING, Any, Callable, FrozenSet, Iterator, List, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, FrozenSet, Iterator, List, Optional, Tuple, TypeVar, cast
 
 from . import kinds
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, OutOfDomainError, show
@@ -201,7 +201,7 @@ def concrete_only(fn: F) -> F:
             )
         return fn(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)  # same signature as fn
 
 
 def fmt_htuple(t: Any) -> str:
@@ -296,11 +296,11 @@ class Layout:
         return d
 
     def _flat(self) -> Tuple[Tuple[Any, ...], Tuple[Any, ...]]:
-        fs = self._fs
-        if fs is None:
+        fs, fd = self._fs, self._fd
+        if fs is None or fd is None:
             fs = self._fs = raw_flatten(self._shape)
-            self._fd = raw_flatten(self._stride)
-        return fs, self._fd  # type: ignore[return-value]
+            fd = self._fd = raw_flatten(self._stride)
+        return fs, fd
 
     @property
     def size(self) -> int:
@@ -339,7 +339,8 @@ class Layout:
         if all(type(d) is int for d in fd):
             return self.cosize
         if any(is_coordinate(d) for d in fd):
-            return coordinate_service("coord_coshape")(self)  # type: ignore[no-any-return]
+            result: IntTuple = coordinate_service("coord_coshape")(self)
+            return result
         return self.cosize
 
     @property
@@ -400,7 +401,8 @@ class Layout:
         parse = kinds.hook("parse_layout")  # layoutproof.notation registers it
         if parse is None:  # pragma: no cover - the package imports layoutproof.notation
             raise MalformedLayoutError("Layout.parse needs layoutproof.notation (import it)")
-        return parse(text)  # type: ignore[no-any-return]
+        result: Layout = parse(text)
+        return result
 
     # --------------------------------------------------------------- evaluation
     def __call__(self, *args: Any, extend: bool = False) -> Any:
@@ -495,7 +497,8 @@ class Layout:
         fs, fd = self._flat()
         bound = sum((s - 1) * abs(d) for s, d in zip(fs, fd))
         if type(bound) is not int and is_coordinate(bound):
-            return coordinate_service("coord_eval_all")(self)  # type: ignore[no-any-return]
+            result: np.ndarray = coordinate_service("coord_eval_all")(self)
+            return result
         dtype: Any = np.int64 if bound < 2**62 else object
         out = np.zeros(1, dtype=dtype)
         for s, d in zip(fs, fd):
@@ -512,7 +515,8 @@ class Layout:
         draw = kinds.hook("layout_html")
         if draw is not None:
             try:
-                return draw(self)  # type: ignore[no-any-return]
+                result: str = draw(self)
+                return result
             except LayoutError:  # symbolic layouts have no picture; show the notation
                 pass
         import html
@@ -524,7 +528,8 @@ class Layout:
         if draw is None:
             return None
         try:
-            return draw(self, max_cells=1024)  # type: ignore[no-any-return]
+            result: str | None = draw(self, max_cells=1024)
+            return result
         except (LayoutError, ImportError):
             return None
 
@@ -546,7 +551,8 @@ class Layout:
         """The SymPy symbols in the shape and stride."""
         if not self.is_symbolic:
             return frozenset()
-        return kinds.call_symbolic("free_symbols", (self._shape, self._stride))  # type: ignore[no-any-return]
+        result: FrozenSet[Any] = kinds.call_symbolic("free_symbols", (self._shape, self._stride))
+        return result
 
     def expr(self, coord: Any = None) -> Any:
         """The layout function as a SymPy expression.
@@ -575,7 +581,8 @@ class Layout:
         >>> str(Layout((M, N), (1, M)).subs(M=8, N=4))
         '(8,4):(1,8)'
         """
-        return kinds.call_symbolic("subs_layout", self, args, values)  # type: ignore[no-any-return]
+        result: Layout = kinds.call_symbolic("subs_layout", self, args, values)
+        return result
 
 
 # ----------------------------------------------------------------------------- evaluation helpers
@@ -678,7 +685,8 @@ def slice_and_offset(crd: Any, layout: Layout) -> Tuple[Layout, int]:
     if crd is None or crd is _:
         return layout, 0
     if sys.modules.get("sympy") is not None and (layout.is_symbolic or any_symbolic((crd,))):
-        return kinds.call_symbolic("slice_and_offset", crd, layout)  # type: ignore[no-any-return]
+        result: Tuple[Layout, int] = kinds.call_symbolic("slice_and_offset", crd, layout)
+        return result
     if type(crd) is not tuple and type(crd) is not list:
         return Layout._make((), ()), _eval_checked(crd, layout._shape, layout._stride, crd)
     ks, kd, off = _slice_split(tuple(crd), layout._shape, layout._stride, crd)

@@ -17,7 +17,7 @@ layoutproof.errors.InadmissibleError: composition: the modes of B overlap inside
 from __future__ import annotations
 
 import sys as _sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union, overload
 
 from . import kinds
 from .arith import ArithTuple, as_basis, components
@@ -33,6 +33,7 @@ from .inttuple import (
 )
 from .layout import (
     Layout,
+    Underscore,
     _,
     checked_shape,
     fmt_htuple,
@@ -144,7 +145,11 @@ def _by_mode(L: Layout, profile: Tuple[Any, ...], fn: Any, op: str) -> Layout:
     return _make(tuple(p._shape for p in parts), tuple(p._stride for p in parts))
 
 
-def coalesce(layout: Layout, profile: Any = None) -> Layout:
+@overload
+def coalesce(layout: Layout, profile: Any = ...) -> Layout: ...
+@overload
+def coalesce(layout: Any, profile: Any = ...) -> Any: ...  # another kind of layout (kinds registry)
+def coalesce(layout: Any, profile: Any = None) -> Any:
     """Merge modes without changing the function: same size, same values, depth <= 1.
 
     With a tuple ``profile``, coalesce each top-level mode separately (modes beyond the
@@ -161,7 +166,7 @@ def coalesce(layout: Layout, profile: Any = None) -> Layout:
         if type(profile) is tuple:
             return _by_mode(layout, profile, coalesce, "coalesce")
     if _symq(layout):
-        return kinds.call_symbolic("coalesce", layout)  # type: ignore[no-any-return]
+        return kinds.call_symbolic("coalesce", layout)
     rs, rd = coalesced_modes(layout)
     return _from_modes(rs, rd)
 
@@ -178,7 +183,8 @@ def filter(layout: Layout, profile: Any = None) -> Layout:  # noqa: A001 - CuTe'
         if type(profile) is tuple:
             return _by_mode(layout, profile, filter, "filter")
     if _symq(layout):
-        return kinds.call_symbolic("filter", layout)  # type: ignore[no-any-return]
+        result: Layout = kinds.call_symbolic("filter", layout)
+        return result
     fs, fd = layout._flat()
     keep = [(s, d) for s, d in zip(fs, fd) if s != 1 and d != 0]
     rs, rd = coalesce_modes(tuple(k[0] for k in keep), tuple(k[1] for k in keep))
@@ -378,7 +384,8 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
         if type(d) is not int and getattr(type(d), "_lp_coordinate", False):
             return _compose_basis(A, B)
     if _symq(A) or _symq(B):
-        return kinds.call_symbolic("composition", A, B)  # type: ignore[no-any-return]
+        result: Layout = kinds.call_symbolic("composition", A, B)
+        return result
     As, Ad = coalesced_modes_x(A)
     if len(As) == 1:  # A is a single (unbounded) mode: a scaling of B
         a = Ad[0]
@@ -689,7 +696,13 @@ def ext_eval_np(As: List[int], Ad: List[int], x: Any) -> Any:
     return off + x * Ad[last]
 
 
-def composition(lhs: Layout, rhs: Any) -> Layout:
+@overload
+def composition(
+    lhs: Layout, rhs: Union[Layout, int, Tuple[Any, ...], List[Any], None, Underscore]
+) -> Layout: ...
+@overload
+def composition(lhs: Any, rhs: Any) -> Any: ...  # a Swizzle, a composed layout, ... on either side
+def composition(lhs: Any, rhs: Any) -> Any:
     """``R = lhs ∘ rhs``: ``R(c) = lhs(rhs(c))`` for every coordinate ``c`` of ``rhs``, and
     ``rhs``'s shape is compatible with ``R``'s.
 
@@ -715,7 +728,7 @@ def composition(lhs: Layout, rhs: Any) -> Layout:
     if type(rhs) is not tuple and type(rhs) is not int:
         fn = kinds.lookup("composition", type(rhs))  # a Swizzle, a composed layout, ...
         if fn is not None:
-            return fn(lhs, rhs)  # type: ignore[no-any-return]
+            return fn(lhs, rhs)
     if type(rhs) is tuple or type(rhs) is list:
         check_depth(rhs, "composition tiler")
         s, d = top_modes(lhs)
@@ -751,7 +764,8 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     else:
         cot = checked_shape(cotarget, "complement cotarget")
     if _symq(layout) or (type(cot) is not int and _symbolic_value(cot)):
-        return kinds.call_symbolic("complement", layout, cot)  # type: ignore[no-any-return]
+        result: Layout = kinds.call_symbolic("complement", layout, cot)
+        return result
     fs, fd = layout._flat()
     modes = []
     for k, (s, d) in enumerate(zip(fs, fd)):
@@ -823,7 +837,11 @@ def unit_crd(L: Layout, k: int) -> int:
 
 
 # ----------------------------------------------------------------------------- inverses
-def right_inverse(layout: Layout) -> Layout:
+@overload
+def right_inverse(layout: Layout) -> Layout: ...
+@overload
+def right_inverse(layout: Any) -> Any: ...  # another kind of layout (kinds registry)
+def right_inverse(layout: Any) -> Any:
     """A right inverse ``R``: ``layout(R(i)) == i`` for every ``i < size(R)``.
 
     Follows the chain of positive strides 1, s0*d0, ... of the coalesced layout, taking at
@@ -841,7 +859,7 @@ def right_inverse(layout: Layout) -> Layout:
             return fn(layout)
         layout = layout_arg(layout, "right_inverse")
     if _symq(layout):
-        return kinds.call_symbolic("right_inverse", layout)  # type: ignore[no-any-return]
+        return kinds.call_symbolic("right_inverse", layout)
     cs, cd = coalesced_modes(layout)
     pp = raw_prefix_product(tuple(cs))
     rs: List[int] = []
@@ -1117,7 +1135,11 @@ def _left_inverse_exact(layout: Layout, err: InadmissibleError) -> Layout:
     return R
 
 
-def left_inverse(layout: Layout) -> Layout:
+@overload
+def left_inverse(layout: Layout) -> Layout: ...
+@overload
+def left_inverse(layout: Any) -> Any: ...  # another kind of layout (kinds registry)
+def left_inverse(layout: Any) -> Any:
     """``R`` with ``R(layout(i)) == i`` for every ``i`` when ``layout`` is injective, and
     ``layout(R(layout(i))) == layout(i)`` always (stride-0 modes are ignored).
 
@@ -1144,7 +1166,7 @@ def left_inverse(layout: Layout) -> Layout:
             return fn(layout)
         layout = layout_arg(layout, "left_inverse")
     if _symq(layout):
-        return kinds.call_symbolic("left_inverse", layout)  # type: ignore[no-any-return]
+        return kinds.call_symbolic("left_inverse", layout)
     try:
         return _left_inverse_cute(layout)
     except InadmissibleError as e:
@@ -1203,7 +1225,11 @@ def _tiler_layout(t: Any, op: str) -> Layout:
     return t if isinstance(t, Layout) else layout_arg(t, op)
 
 
-def logical_divide(layout: Layout, tiler: Any) -> Layout:
+@overload
+def logical_divide(layout: Layout, tiler: Any) -> Layout: ...
+@overload
+def logical_divide(layout: Any, tiler: Any) -> Any: ...  # another kind of layout (kinds registry)
+def logical_divide(layout: Any, tiler: Any) -> Any:
     """``layout ∘ (tiler, complement(tiler, size(layout)))``: mode 0 is the tile, mode 1
     the tiles' arrangement.  A tuple tiler divides mode by mode (extra modes are kept).
 
@@ -1259,7 +1285,11 @@ def _unzip_entry(fn: Any, layout: Layout, tiler: Any, op: str) -> Layout:
     return _hier_unzip(fn, layout, tiler, op)
 
 
-def zipped_divide(layout: Layout, tiler: Any) -> Layout:
+@overload
+def zipped_divide(layout: Layout, tiler: Any) -> Layout: ...
+@overload
+def zipped_divide(layout: Any, tiler: Any) -> Any: ...  # another kind of layout (kinds registry)
+def zipped_divide(layout: Any, tiler: Any) -> Any:
     """``((tile modes...), (rest modes...))``: the logical divide with the tile parts
     gathered in mode 0 and everything else in mode 1.
 
@@ -1283,14 +1313,22 @@ def _flat2(Z: Layout) -> Layout:
     return _make(s0 + s1, d0 + d1)
 
 
-def tiled_divide(layout: Layout, tiler: Any) -> Layout:
+@overload
+def tiled_divide(layout: Layout, tiler: Any) -> Layout: ...
+@overload
+def tiled_divide(layout: Any, tiler: Any) -> Any: ...  # another kind of layout (kinds registry)
+def tiled_divide(layout: Any, tiler: Any) -> Any:
     """``((tile modes...), rest0, rest1, ...)``."""
     if not isinstance(layout, Layout):  # other kinds of layouts answer for themselves
         return kinds.call("tiled_divide", layout, tiler)
     return _tiled(zipped_divide(layout, tiler))
 
 
-def flat_divide(layout: Layout, tiler: Any) -> Layout:
+@overload
+def flat_divide(layout: Layout, tiler: Any) -> Layout: ...
+@overload
+def flat_divide(layout: Any, tiler: Any) -> Any: ...  # another kind of layout (kinds registry)
+def flat_divide(layout: Any, tiler: Any) -> Any:
     """``(tile0, tile1, ..., rest0, rest1, ...)``."""
     if not isinstance(layout, Layout):  # other kinds of layouts answer for themselves
         return kinds.call("flat_divide", layout, tiler)
@@ -1298,7 +1336,11 @@ def flat_divide(layout: Layout, tiler: Any) -> Layout:
 
 
 # ----------------------------------------------------------------------------- products
-def logical_product(block: Layout, tiler: Any) -> Layout:
+@overload
+def logical_product(block: Layout, tiler: Any) -> Layout: ...
+@overload
+def logical_product(block: Any, tiler: Any) -> Any: ...  # another kind of layout (kinds registry)
+def logical_product(block: Any, tiler: Any) -> Any:
     """``(block, complement(block, size(block)*cosize(tiler)) ∘ tiler)``: ``block``
     repeated over the arrangement ``tiler``.  A tuple tiler multiplies mode by mode; an
     integer ``n`` is the layout ``n:1`` (legacy pycute computes a divide there).
@@ -1355,7 +1397,11 @@ def _zip_product(block: Layout, tiler: Any, op: str, raked: bool) -> Layout:
     return _make(out_s, out_d)
 
 
-def blocked_product(block: Layout, tiler: Any) -> Layout:
+@overload
+def blocked_product(block: Layout, tiler: Any) -> Layout: ...
+@overload
+def blocked_product(block: Any, tiler: Any) -> Any: ...  # another kind of layout (kinds registry)
+def blocked_product(block: Any, tiler: Any) -> Any:
     """Mode ``i`` is ``(block_i, arrangement_i)``: whole blocks laid out by ``tiler``.
 
     >>> str(blocked_product(Layout((2, 2), (1, 2)), Layout((2, 3), (3, 1))))
@@ -1366,14 +1412,24 @@ def blocked_product(block: Layout, tiler: Any) -> Layout:
     return _zip_product(block, tiler, "blocked_product", raked=False)
 
 
-def raked_product(block: Layout, tiler: Any) -> Layout:
+@overload
+def raked_product(block: Layout, tiler: Any) -> Layout: ...
+@overload
+def raked_product(block: Any, tiler: Any) -> Any: ...  # another kind of layout (kinds registry)
+def raked_product(block: Any, tiler: Any) -> Any:
     """Mode ``i`` is ``(arrangement_i, block_i)``: the blocks' elements interleaved."""
     if not isinstance(block, Layout):  # other kinds of layouts answer for themselves
         return kinds.call("raked_product", block, tiler)
     return _zip_product(block, tiler, "raked_product", raked=True)
 
 
-def tile_to_shape(block: Layout, trg_shape: Any, order: Any = None) -> Layout:
+@overload
+def tile_to_shape(block: Layout, trg_shape: Any, order: Any = ...) -> Layout: ...
+@overload
+def tile_to_shape(
+    block: Any, trg_shape: Any, order: Any = ...
+) -> Any: ...  # another kind of layout (kinds registry)
+def tile_to_shape(block: Any, trg_shape: Any, order: Any = None) -> Any:
     """Repeat ``block`` (a blocked product) until it has the shape ``trg_shape``; the
     repetitions are ordered by ``order`` (default column-major).  Each mode of the target
     must be a multiple of the block's."""
@@ -1420,5 +1476,6 @@ def compatible(a: Any, b: Any) -> bool:
     sa = a._shape if isinstance(a, Layout) else checked_shape(a, "compatible argument")
     sb = b._shape if isinstance(b, Layout) else checked_shape(b, "compatible argument")
     if _symbolic_value(sa) or _symbolic_value(sb):
-        return kinds.call_symbolic("compatible", sa, sb)  # type: ignore[no-any-return]
+        result: bool = kinds.call_symbolic("compatible", sa, sb)
+        return result
     return _compat(sa, sb)
