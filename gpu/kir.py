@@ -691,7 +691,7 @@ def walk(node: Any) -> Iterator[Any]:
 def rewrite(node: Any, fn: Callable[[Any], Any]) -> Any:
     """A copy of the tree with ``fn`` applied bottom-up (``fn`` returns a replacement or
     None to keep the node).  Vars are kept by identity."""
-    if isinstance(node, (Var, ProvenFn)) or not is_dataclass(node):
+    if isinstance(node, (Var, ProvenFn, type)) or not is_dataclass(node):
         r = fn(node) if isinstance(node, (Expr, Stmt)) else None
         return node if r is None else r
     changes = {}
@@ -700,9 +700,14 @@ def rewrite(node: Any, fn: Callable[[Any], Any]) -> Any:
         nv = _rw_value(v, fn)
         if nv is not v:
             changes[f.name] = nv
-    new = replace(node, **changes) if changes else node
+    new = _with_fields(node, changes) if changes else node
     r = fn(new)
     return new if r is None else r
+
+
+def _with_fields(node: Any, changes: Dict[str, Any]) -> Any:
+    """A copy of the dataclass node with ``changes``."""
+    return replace(node, **changes)
 
 
 def _rw_value(v: Any, fn: Callable[[Any], Any]) -> Any:
@@ -1396,13 +1401,13 @@ def eval_expr(e: Expr, ctx: Ctx) -> Tuple[np.ndarray, str]:
         v, _t = eval_expr(e.fn.body, sub)
         return v, e.fn.ret
     if isinstance(e, Index):
-        b = e.base
-        if isinstance(b, Var) and id(b) in ctx.tables and len(e.idx) == 1:
-            tab = ctx.tables[id(b)]
+        ib = e.base
+        if isinstance(ib, Var) and id(ib) in ctx.tables and len(e.idx) == 1:
+            tab = ctx.tables[id(ib)]
             j, _ = eval_expr(e.idx[0], ctx)
             out = (j < 0) | (j >= tab.n)
             if np.any(out & ctx.mask):
-                raise _Fail("table index in range", f"{b.name}[...] read outside [0, {tab.n})")
+                raise _Fail("table index in range", f"{ib.name}[...] read outside [0, {tab.n})")
             if np.any(out):
                 j = np.where(out, 0, j)
             env = dict(ctx.env)
@@ -1558,7 +1563,7 @@ class Analysis:
         ``v < c && ...`` still bounds it by ``c``: more values are only more cases)."""
         if id(f.var) in self.assigned:
             return None
-        stop = f.stop
+        stop: Optional[Expr] = f.stop
         if f.cond is not None:
             stop = None
             todo = [f.cond]
@@ -1568,8 +1573,8 @@ class Analysis:
                     todo += [g.a, g.b]
                 elif isinstance(g, Bin) and g.op == "<" and g.a is f.var:
                     stop = g.b
-            if stop is None:
-                return None
+        if stop is None:
+            return None
         try:
             c = Ctx({}, {k: v for k, v in self.defs.items() if k not in self.assigned}, {}, self.k.sizes)
             a = int(eval_expr(f.start, c)[0])
@@ -1790,9 +1795,9 @@ class Prover:
             if v.builtin and v.name == "threadIdx.x":
                 enum.append(v)
                 vals.append(np.arange(self.k.threads, dtype=np.int64))
-            elif k in self.an.loops and self.an.const_loop(self.an.loops[k]) is not None:
+            elif k in self.an.loops and (cl := self.an.const_loop(self.an.loops[k])) is not None:
                 enum.append(v)
-                vals.append(self.an.const_loop(self.an.loops[k]))
+                vals.append(cl)
             elif v.values is not None:
                 enum.append(v)
                 vals.append(np.asarray(v.values, dtype=np.int64))
@@ -1817,7 +1822,7 @@ class Prover:
 
     def _sub(self, exprs: Sequence[Expr], syms: Sequence[Var]) -> List[Var]:
         """The symbols among ``syms`` that ``exprs`` read."""
-        ids = set()
+        ids: set[int] = set()
         for e in exprs:
             ids.update(id(v) for v in free_vars(e, self.an))
         return [s for s in syms if id(s) in ids]
@@ -2144,7 +2149,10 @@ class Prover:
         ti = next((i for i, v in enumerate(enum) if v is THREAD_IDX), None)
         if ti is None or self.k.threads % 32:
             return
-        base = eval_expr(acc.claim.region[0], ctx)[0]
+        region = acc.claim.region
+        if region is None:
+            return
+        base = eval_expr(region[0], ctx)[0]
         off = np.broadcast_to(got - base, (got.shape[0],) + shape)[0]
         if int(np.broadcast_to(base, got.shape).reshape(-1)[0]) % 128:
             return  # not at a 128-byte-aligned base: banks relative to it say nothing
@@ -2172,8 +2180,8 @@ class Prover:
         if k:
             w = v.reshape((2,) * k + shape)
             for ax in range(k):
-                sl1 = [slice(None)] * w.ndim
-                sl0 = [slice(None)] * w.ndim
+                sl1: List[Any] = [slice(None)] * w.ndim
+                sl0: List[Any] = [slice(None)] * w.ndim
                 sl1[ax], sl0[ax] = 1, 0
                 w[tuple(sl1)] -= w[tuple(sl0)]
             v = w.reshape((C,) + shape)
@@ -2213,7 +2221,7 @@ class Prover:
                     shape,
                 )
         # coord < ext: some guard lhs < ext (or lhs <= ext - 1) with lhs - coord >= 0 constant
-        atoms: List[Tuple[Expr, int]] = []
+        atoms: List[Tuple[Tuple[Expr, Expr], int]] = []
         for g, sense in guards:
             if sense:
                 atoms += _atoms(g, self.an)
@@ -2498,13 +2506,13 @@ def _same(a: Expr, b: Expr, an: Analysis) -> bool:
         return True
     if type(a) is not type(b):
         return False
-    if isinstance(a, Const):
+    if isinstance(a, Const) and isinstance(b, Const):
         return a.value == b.value
     if isinstance(a, Var):
         return a is b
-    if isinstance(a, Bin):
+    if isinstance(a, Bin) and isinstance(b, Bin):
         return a.op == b.op and _same(a.a, b.a, an) and _same(a.b, b.b, an)
-    if isinstance(a, (Cast, Un)):
+    if isinstance(a, (Cast, Un)) and isinstance(b, (Cast, Un)):
         return getattr(a, "op", None) == getattr(b, "op", None) and _same(a.a, b.a, an)
     return False
 

@@ -75,7 +75,7 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
 
     if not tma:
         return (Sm90Config(bm=128, bn=256, stages=4), Sm90Config(bm=128, bn=128, stages=6))
-    ws = dict(loader="tma", schedule="ws")
+    ws: Dict[str, Any] = dict(loader="tma", schedule="ws")
     return (
         Sm90Config(bm=128, bn=256, stages=4, **ws),
         Sm90Config(bm=128, bn=256, stages=4, cluster=2, **ws),

@@ -70,7 +70,7 @@ def _sm90_configs() -> Tuple[Any, ...]:
     once per process, not on every gemm call."""
     from .codegen_sm90 import Sm90Config
 
-    cands = (
+    cands: Tuple[Any, ...] = (
         Sm90Config(bm=128, bn=256, stages=4),
         Sm90Config(bm=128, bn=256, stages=3),
         Sm90Config(bm=256, bn=128, stages=4),
@@ -91,7 +91,7 @@ def _sm90_configs() -> Tuple[Any, ...]:
 _KERNELS: Dict[Tuple[Any, GemmProblem], Any] = {}  # -> GemmKernel
 _SPLITK: Dict[Tuple[Any, GemmProblem], Tuple[Any, Any]] = {}  # -> (gemm, fix-up) kernels
 _MODULES: Dict[Tuple[str, int], Any] = {}  # (source hash, device) -> RawKernel
-_TUNED: Dict[Tuple[Any, ...], GemmConfig] = {}
+_TUNED: Dict[Tuple[Any, ...], Any] = {}  # -> GemmConfig or Sm90Config
 last_launch: Dict[str, Any] = {}
 
 
@@ -645,7 +645,8 @@ class GemmPlan:
         if splits > 1:
             # split-K: the GEMM kernel stores f32 partials into S planes of m x n (row
             # stride n), the fix-up kernel sums them into C; the workspace is the plan's
-            self._ws = cupy.empty(splits * m * n, dtype=cupy.float32)
+            ws_buf = cupy.empty(splits * m * n, dtype=cupy.float32)
+            self._ws = ws_buf
             self._cvec_ld = (n * 4) % 16 == 0
         grid = kern.grid(m, n)
         if ws:  # persistent: at most one CTA per SM
@@ -676,7 +677,7 @@ class GemmPlan:
         if fix is not None:
             frk = compile_kernel(fix)
             fpb = ParamBuffer(["ptr", "ptr", "i32", "i32", "i64"])
-            fpb.set(0, self._ws.data.ptr)
+            fpb.set(0, ws_buf.data.ptr)
             for i, v in ((2, m), (3, n), (4, ldc)):
                 fpb.set(i, v)
             self._fix = (frk, fpb, (-(-n // REDUCE_THREADS), m, 1))
@@ -1038,6 +1039,7 @@ def autotune(
         kind = d.pop("kind", "sm80")
         if isinstance(d.get("swizzle"), list):
             d["swizzle"] = tuple(d["swizzle"])
+        cfg: Optional[Any]
         try:
             if kind == "sm90":
                 from .codegen_sm90 import Sm90Config
@@ -1058,8 +1060,8 @@ def autotune(
         a = cupy.asfortranarray(a)
     if prob.b_major == "k":
         b = cupy.asfortranarray(b)
-    best: Optional[Tuple[float, GemmConfig]] = None
-    results: List[Tuple[float, GemmConfig]] = []
+    best: Optional[Tuple[float, Any]] = None
+    results: List[Tuple[float, Any]] = []
     for cfg in configs:
         try:
             t = _time_kernel(lambda c=cfg: gemm(a, b, config=c, dtype=prob.dtype, out_dtype=prob.out), reps)
