@@ -406,6 +406,44 @@ def confirm_equal(
     return confirm
 
 
+def int_chain(L: Layout, kind: str) -> bool:
+    """The admissibility chain on an integer layout: the modes other than extent 1 and
+    stride 0, sorted by stride, have non-negative strides and ``s_k d_k | d_{k+1}``
+    (``kind == "complement"``) or ``d_k | d_{k+1}`` and ``s_k d_k <= d_{k+1}``
+    (``"left_inverse"``)."""
+    fs, fd = sx.flat_modes(L)
+    kept = sorted(((int(d), int(s_)) for s_, d in zip(fs, fd) if s_ != 1 and d != 0))
+    if any(d < 0 for d, _s in kept):
+        return False
+    for (d0, s0), (d1, _s1) in zip(kept, kept[1:]):
+        if kind == "complement":
+            if d1 % (s0 * d0):
+                return False
+        elif d1 % d0 or s0 * d0 > d1:
+            return False
+    return True
+
+
+def confirm_chain(op: str, L: Layout) -> Callable[[Dict[str, int], sx.Path], Optional[str]]:
+    """For an admissibility theorem: the Z3 model substituted into L, the chain evaluated on
+    the integers (:func:`int_chain`): the refutation is confirmed when the symbolic path
+    returned and the chain fails, or raised and the chain holds."""
+
+    def confirm(asg: Dict[str, int], p: sx.Path) -> Optional[str]:
+        try:
+            L2 = _subs(L, asg)
+            holds = int_chain(L2, op)
+        except Exception:  # noqa: BLE001 - a model that breaks substitution confirms nothing
+            return None
+        returned = p.value[0] == "admissible"
+        if holds != returned:
+            said = "returned" if returned else "raised"
+            return f"{op}: the chain {'holds' if holds else 'fails'} for {L2}, and the symbolic path {said}"
+        return None
+
+    return confirm
+
+
 # ----------------------------------------------------------------------------- helpers
 def _prefixes(shape: Sequence[Any]) -> List[Any]:
     sp = _sp()
@@ -849,7 +887,7 @@ def _complement_chain(L: Layout, M: Any) -> Instance:
         return [], zc if tag == "admissible" else z3.Not(zc)
 
     n = len(sx.flat_modes(L)[0])
-    return Instance(f"rank {n}", fn, build, lambda asg, p: None)
+    return Instance(f"rank {n}", fn, build, confirm_chain("complement", L))
 
 
 # ----------------------------------------------------------------------------- inverses
@@ -1102,6 +1140,10 @@ def _associativity(A: Layout, B: Layout, C: Layout) -> Instance:
 SWZ_MAX = 20  # B, M, |S| up to 20 (M + B + |S| <= 60: the 64-bit offsets the library uses)
 
 
+def _signed(v: int, width: int) -> int:
+    return v - (1 << width) if v >= 1 << (width - 1) else v
+
+
 def _swizzle_check(what: str, separated: bool = True) -> List[Result]:
     """One bit-vector query for every (B, M, S) at once (B, M, S are Z3 variables), plus
     the library's masks and shifts compared with the same formula for every triple."""
@@ -1135,22 +1177,17 @@ def _swizzle_check(what: str, separated: bool = True) -> List[Result]:
         claim = f(x ^ y) == f(x) ^ f(y)
     else:  # closed on each aligned block [k 2^top, (k+1) 2^top)
         claim = z3.LShR(f(x), top) == z3.LShR(x, top)
-    s = z3.Solver()
-    s.set("timeout", 20000)
-    s.add(*dom)
-    s.add(z3.Not(claim))
-    r = s.check()
+    from layoutproof.symbolic import solver
+
+    v = solver.prove(claim, dom, timeout_s=20.0, name=f"swizzle {what} for all B, M, S")
     dt = time.perf_counter() - t0
 
     class _BV:
-        def __init__(self, solver: Any) -> None:
-            self.text = solver.to_smt2()
-
         def smt2(self) -> str:
-            return f"; swizzle {what} for every B, M, S (bit-vectors)\n(set-logic ALL)\n" + self.text
+            return f"; swizzle {what} for every B, M, S (bit-vectors)\n" + v.smtlib
 
-    verdict = "unsat" if r == z3.unsat else "sat" if r == z3.sat else "unknown"
-    ob = ProofObligation(f"swizzle {what} for all B, M, S", what, (), verdict, _BV(s), dt)
+    verdict = v.z3_answer
+    ob = ProofObligation(f"swizzle {what} for all B, M, S", what, (), verdict, _BV(), dt)
     # the library's own masks and shifts are the formula's, for every triple in scope
     bad = None
     n = 0
@@ -1171,11 +1208,10 @@ def _swizzle_check(what: str, separated: bool = True) -> List[Result]:
                 ):
                     bad = (b, m, sh)
                     break
-    if r == z3.sat:
-        mod = s.model()
-        asg = {
-            k: mod.eval(v, model_completion=True).as_signed_long() for k, v in (("B", B), ("M", M), ("S", S))
-        }
+    if v.status == "refuted":
+        mod = dict(v.model or {})
+        # the driver reports a bit-vector's value unsigned: read it as two's complement
+        asg = {k: _signed(int(mod.get(k, 0)), W) for k in ("B", "M", "S")}
         return [
             Result(
                 "refuted",
@@ -1195,8 +1231,9 @@ def _swizzle_check(what: str, separated: bool = True) -> List[Result]:
                 counterexample=Counterexample(detail=f"Swizzle{bad} has masks other than the formula's"),
             )
         ]
-    if r != z3.unsat:
-        return [Result("unknown", "z3", claim=f"swizzle {what}", reason=s.reason_unknown(), obligations=[ob])]
+    if v.status != "proved":  # unknown (a vacuous scope would prove nothing: unknown too)
+        why = v.reason or "the bit-vector domain is empty"
+        return [Result("unknown", "z3", claim=f"swizzle {what}", reason=why, obligations=[ob])]
     return [
         Result(
             "proved",
@@ -1466,7 +1503,11 @@ def _left_inverse_chain(L: Layout) -> Instance:
         return [], zc if tag == "admissible" else z3.Not(zc)
 
     return Instance(
-        _rank_label(L), _raises(lambda: ops.left_inverse(L)), build, lambda asg, p: None, strict=True
+        _rank_label(L),
+        _raises(lambda: ops.left_inverse(L)),
+        build,
+        confirm_chain("left_inverse", L),
+        strict=True,
     )
 
 

@@ -33,7 +33,6 @@ the path condition.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -64,7 +63,7 @@ MAX_DEPTH = 200
 #: seconds of work per path (one run of the operation; the path's normalization, SymPy
 #: simplification and obligations), under :func:`layoutproof.budget.deadline`: past it the
 #: path is undecided / unknown with the reason "timeout", never proved
-PATH_SECONDS = 120.0
+PATH_SECONDS = 300.0
 
 
 def _sp() -> Any:
@@ -207,8 +206,25 @@ class Enc:
         return self._t(e)
 
     def _t(self, e: Any) -> Any:
+        """Every division and remainder of ``e`` abstracted to its quotient/remainder
+        variable (:meth:`_abstract`), the rest translated by the solver driver's
+        :func:`~layoutproof.symbolic.solver.to_z3` (one SymPy -> Z3 translation in the
+        package)."""
+        from layoutproof.symbolic import solver
+
+        if isinstance(e, (bool, int)):
+            return solver.to_z3(e)
+        return solver.to_z3(self._abstract(e), self.env)
+
+    def _qr_symbol(self, v: Any) -> Any:
+        """A SymPy stand-in for the Z3 variable ``v`` (a quotient or remainder), bound to it
+        in ``env`` so the driver translates it to ``v`` itself."""
+        sym = _sp().Symbol(str(v), integer=True)
+        self.env[sym] = v
+        return sym
+
+    def _abstract(self, e: Any) -> Any:
         sp = _sp()
-        z3 = self.z3
         if isinstance(e, sp.Rel):
             a, b = e.lhs, e.rhs
             if (
@@ -218,66 +234,28 @@ class Enc:
             ):
                 n, d = sp.fraction(sp.cancel(a - b))
                 if n.is_polynomial() and (d == 1 or d.is_positive):  # a - b = n/d, d > 0: n vs 0
-                    return self._t(e.func(n, 0))
-        if isinstance(e, bool):
-            return z3.BoolVal(e)
-        if isinstance(e, int):
-            return z3.IntVal(e)
-        if e is sp.true:
-            return z3.BoolVal(True)
-        if e is sp.false:
-            return z3.BoolVal(False)
-        if isinstance(e, sp.Integer):
-            return z3.IntVal(int(e))
-        if isinstance(e, sp.Symbol):
-            v = self.env.get(e)
-            if v is None:
-                v = self.env[e] = z3.Int(e.name)
-            return v
-        if isinstance(e, sp.Rel):
-            a, b = self.t(e.lhs), self.t(e.rhs)
-            op = e.rel_op
-            return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-        if isinstance(e, sp.And):
-            return z3.And([self.t(a) for a in e.args])
-        if isinstance(e, sp.Or):
-            return z3.Or([self.t(a) for a in e.args])
-        if isinstance(e, sp.Not):
-            return z3.Not(self.t(e.args[0]))
+                    return e.func(self._abstract(n), 0, evaluate=False)
+            return e.func(self._abstract(e.lhs), self._abstract(e.rhs), evaluate=False)
+        if not isinstance(e, sp.Basic) or e.is_Atom:
+            return e
+        if isinstance(e, (sp.And, sp.Or, sp.Not)):
+            return e.func(*[self._abstract(a) for a in e.args], evaluate=False)
         if isinstance(e, sp.Mod):
-            return self._divmod(e.args[0], e.args[1])[1]
+            return self._qr_symbol(self._divmod(e.args[0], e.args[1])[1])
         if isinstance(e, sp.floor):
             n, d = sp.fraction(sp.together(e.args[0]))
-            return self._divmod(n, d)[0]
+            return self._qr_symbol(self._divmod(n, d)[0])
         if isinstance(e, sp.ceiling):
             n, d = sp.fraction(sp.together(e.args[0]))
-            return -self._divmod(-n, d)[0]
+            return -self._qr_symbol(self._divmod(-n, d)[0])
         if isinstance(e, (sp.Add, sp.Mul, sp.Pow)) and not e.is_polynomial():
             n, d = sp.fraction(sp.cancel(e))
             if d != 1:
-                return self._divmod(n, d)[0]
+                return self._qr_symbol(self._divmod(n, d)[0])
             if n.is_polynomial():
-                e = sp.expand(n)
-        if isinstance(e, (sp.Add, sp.Mul, sp.Pow)):
-            if isinstance(e, sp.Add):
-                return z3.Sum([self.t(a) for a in e.args])
-            if isinstance(e, sp.Mul):
-                out = self.t(e.args[0])
-                for a in e.args[1:]:
-                    out = out * self.t(a)
-                return out
-            b, x = e.args
-            if isinstance(x, sp.Integer) and 0 <= int(x) <= 64:
-                out = z3.IntVal(1)
-                for _ in range(int(x)):
-                    out = out * self.t(b)
-                return out
-        if isinstance(e, (sp.Min, sp.Max)):
-            args = [self.t(a) for a in e.args]
-            out = args[0]
-            for a in args[1:]:
-                out = z3.If(a < out, a, out) if isinstance(e, sp.Min) else z3.If(a > out, a, out)
-            return out
+                return sp.expand(n)
+        if isinstance(e, (sp.Add, sp.Mul, sp.Pow, sp.Min, sp.Max)):
+            return e.func(*[self._abstract(a) for a in e.args], evaluate=False)
         raise LayoutError(f"cannot encode {type(e).__name__} {str(e)[:80]} for the path obligation")
 
     def monotone(self, g: Any, bound: Any, m: Any) -> None:
@@ -291,11 +269,17 @@ class Enc:
         self.defs.append(z3.Implies(z3.And(rng, m < 0), z3.And(g * m <= 0, g * m >= ub * m)))
 
     def model(self, m: Any) -> Dict[str, int]:
-        """The values of the original symbols in a Z3 model (substituted ones computed)."""
+        """The values of the original symbols in a Z3 model or in the solver driver's model
+        (a name -> value mapping), the substituted ones computed."""
         sp = _sp()
         val: Dict[Any, int] = {}
         for sym, v in self.env.items():
-            val[sym] = m.eval(v, model_completion=True).as_long()
+            if "!" not in sym.name or sym.name.startswith("k!"):
+                val[sym] = (
+                    int(m.get(sym.name, 0))
+                    if isinstance(m, dict)
+                    else m.eval(v, model_completion=True).as_long()
+                )
         out = {sym.name: x for sym, x in val.items() if not sym.name.startswith("k!")}
         for sym, e in self.subs.items():
             r = sp.sympify(e).xreplace({k: sp.Integer(val.get(k, 1)) for k in sp.sympify(e).free_symbols})
@@ -445,7 +429,7 @@ def implied(
 ) -> bool:
     """Do ``facts`` imply ``cond``?  (Z3 on the quotient/remainder encoding; False when it
     cannot tell.)  Used to choose placements only: a wrong choice fails the obligation."""
-    import z3
+    from layoutproof.symbolic import solver
 
     sp = _sp()
     if cond in facts:
@@ -461,13 +445,10 @@ def implied(
     if hit is not None:
         return hit
     enc = Enc(subs)
-    s = z3.Solver()
-    s.set("timeout", int(timeout_ms))
-    s.add(*[enc.t(f) for f in facts])
-    s.add(z3.Not(enc.t(cond)))
-    s.add(*enc.defs)
-    s.add(*enc.domains())
-    out = s.check() == z3.unsat
+    goal = enc.t(cond)
+    zf = [enc.t(f) for f in facts]
+    v = solver.prove(goal, [*zf, *enc.defs, *enc.domains()], timeout_s=timeout_ms / 1000.0, check_facts=False)
+    out = v.status == "proved"
     if len(_IMPLIED) > 50_000:
         _IMPLIED.clear()
     _IMPLIED[key] = out
@@ -523,26 +504,16 @@ class PathOutcome:
 
 
 class _Ob:
-    """An SMT-LIB2-exportable query (``smt2()`` as :class:`ProofObligation` expects)."""
+    """A path obligation as the solver driver ran it: ``smt2()`` (as
+    :class:`ProofObligation` expects) is the comment lines and the driver's SMT-LIB2 script."""
 
-    def __init__(self, assertions: List[Any], goal_negation: Any, comment: str) -> None:
-        self.assertions = assertions
-        self.goal_negation = goal_negation
+    def __init__(self, verdict: Any, comment: str) -> None:
+        self.verdict = verdict
         self.comment = comment
-
-    def solver(self, timeout_ms: int) -> Any:
-        import z3
-
-        s = z3.Solver()
-        s.set("timeout", int(timeout_ms))
-        for a in self.assertions:
-            s.add(a)
-        s.add(self.goal_negation)
-        return s
 
     def smt2(self) -> str:
         lines = "".join(f"; {ln}\n" for ln in self.comment.splitlines())
-        return lines + "(set-logic ALL)\n" + self.solver(1000).to_smt2()
+        return lines + str(self.verdict.smtlib)
 
 
 def discharge(
@@ -553,27 +524,23 @@ def discharge(
     comment: str,
     timeout_ms: Optional[int] = None,
 ) -> PathOutcome:
-    """Ask Z3 whether ``facts and context and not claim`` is satisfiable (``claim`` a Z3
-    formula, ``context`` the digit domains).  A path whose facts and context are themselves
-    unsatisfiable is reported ``vacuous`` (it has no values; nothing to prove)."""
-    import z3
+    """Ask Z3, through the solver driver (:func:`layoutproof.symbolic.solver.prove`), whether
+    ``facts and context and not claim`` is satisfiable (``claim`` a Z3 formula, ``context``
+    the digit domains).  A path whose facts and context are themselves unsatisfiable is
+    reported ``vacuous`` (it has no values; nothing to prove)."""
+    from layoutproof.symbolic import solver
 
     tmo = TIMEOUT_MS if timeout_ms is None else timeout_ms
     zf = [enc.t(f) for f in facts]
     assertions = zf + list(context) + enc.defs + enc.domains()
-    ob = _Ob(assertions, z3.Not(claim), comment)
-    t0 = time.perf_counter()
-    s = ob.solver(tmo)
-    r = s.check()
-    dt = time.perf_counter() - t0
-    if r == z3.unsat:
-        feas = z3.Solver()
-        feas.set("timeout", int(tmo))
-        feas.add(*assertions)
-        if feas.check() == z3.unsat:
-            return PathOutcome("vacuous", time.perf_counter() - t0, ob)
-        return PathOutcome("unsat", dt, ob)
-    if r == z3.sat:
-        m = s.model()
-        return PathOutcome("sat", dt, ob, model=enc.model(m))
-    return PathOutcome("unknown", dt, ob, reason=s.reason_unknown() or "unknown")
+    v = solver.prove(
+        claim, assertions, timeout_s=tmo / 1000.0, name=comment.splitlines()[0] if comment else ""
+    )
+    ob = _Ob(v, comment)
+    if v.status == "proved":
+        return PathOutcome("unsat", v.seconds, ob)
+    if v.status == "vacuous":
+        return PathOutcome("vacuous", v.seconds, ob)
+    if v.status == "refuted":
+        return PathOutcome("sat", v.seconds, ob, model=enc.model(dict(v.model or {})))
+    return PathOutcome("unknown", v.seconds, ob, reason=v.reason or "unknown")

@@ -314,3 +314,36 @@ def test_a_path_past_its_time_budget_is_unknown_with_reason_timeout(monkeypatch)
     paths, complete = sx.explore(slow_op)
     assert complete and [p.end for p in paths] == ["undecided"]
     assert "timeout" in str(paths[0].value)
+
+
+@pytest.mark.parametrize(
+    "mutant,theorem",
+    [
+        ("symops-ceil-div-floor", "complement-post"),
+        ("symops-left-inverse-overlap", "left-inverse-post"),
+        ("symops-left-inverse-overlap", "left-inverse-admissible-iff-chain"),
+    ],
+)
+def test_planted_bugs_in_complement_and_left_inverse_fail_universal_proofs(mutant, theorem, monkeypatch):
+    """A planted bug in the symbolic complement or left_inverse: the universal proof fails
+    with the path condition and an assignment the integer check reproduces."""
+    bad = _mutant_symops(mutant)
+    monkeypatch.setattr(cs, "_ops", lambda: bad)
+    make = {
+        "complement-post": lambda: cs._complement(cs._L(1, "pos"), cs._M()),
+        "left-inverse-post": lambda: cs._left_inverse(cs._L(2, "pos")),
+        "left-inverse-admissible-iff-chain": lambda: cs._left_inverse_chain(cs._L(2, "pos")),
+    }[theorem]
+    inst = make()
+    (r,) = cs.prove(theorem, [inst])
+    assert r.status == "refuted", str(r)
+    cex = r.counterexample
+    assert "path:" in cex.detail and cex.assignment
+    path = next(
+        p for p in sx.explore(inst.fn, inst.assumptions)[0] if f"path: {p.condition_text()}" in cex.detail
+    )
+    # the reproduction: the confirmation run again on the assignment's integers fails
+    assert inst.confirm(cex.assignment, path) is not None
+    if theorem == "left-inverse-admissible-iff-chain":
+        L2 = cs._L(2, "pos").subs(cex.assignment)
+        assert not cs.int_chain(L2, "left_inverse")  # not admissible, yet the mutant returned
