@@ -383,12 +383,9 @@ class BVObligation:
 
     def solver(self, timeout_ms: int = 10_000) -> Any:
         """An unstarted Z3 solver holding :meth:`assertions` (``decide`` runs the query)."""
-        import z3
+        from layoutproof.symbolic import solver
 
-        s = z3.Solver()
-        s.set("timeout", int(timeout_ms))
-        s.add(*self.assertions())
-        return s
+        return solver.make_solver(self.assertions(), timeout_ms)
 
     def smt2(self) -> str:
         from layoutproof.symbolic import solver

@@ -64,11 +64,7 @@ class Obligation:
 
     def solver(self, timeout_ms: int, negate: bool = True) -> Any:
         """An unstarted Z3 solver holding :meth:`assertions` (run it with :func:`check`)."""
-        s = z3.Solver()
-        s.set("timeout", int(timeout_ms))
-        for c in self.assertions(negate):
-            s.add(c)
-        return s
+        return solver.make_solver(self.assertions(negate), timeout_ms)
 
     def smt2(self) -> str:
         """SMT-LIB2 text of ``facts and not claim`` (``unsat`` means the claim is proved)."""

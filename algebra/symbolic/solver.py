@@ -58,6 +58,7 @@ __all__ = [
     "check",
     "unknown_reason",
     "smtlib_text",
+    "make_solver",
     "DEFAULT_TIMEOUT_S",
 ]
 
@@ -374,6 +375,16 @@ def _solver(parts: Iterable[Any]) -> Any:
     s = z3.Solver()
     for p in parts:
         s.add(p)
+    return s
+
+
+def make_solver(assertions: Iterable[Any], timeout_ms: Optional[int] = None) -> Any:
+    """An unstarted Z3 solver holding ``assertions`` (Z3 terms), with ``timeout_ms`` set
+    when given: for callers that keep a solver object (to export it, to add to it); run it
+    with :func:`check`, which applies the budget."""
+    s = _solver(assertions)
+    if timeout_ms is not None:
+        s.set("timeout", int(timeout_ms))
     return s
 
 
