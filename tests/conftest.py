@@ -1,9 +1,11 @@
-"""Shared hypothesis strategies for the layoutproof tests.
+"""Shared hypothesis set-up for the layoutproof tests.
 
-The strategies are plain functions (import them with ``from conftest import ...``):
-they build hierarchical shapes with small extents (size <= ``max_size``), strides of a
-chosen kind, and layouts from the two.  Every test run is deterministic: the profile
-loaded below derandomizes hypothesis (CI gives the same examples every time).
+The strategies are the shipped testing kit's (:mod:`layoutproof.verify.strategies`);
+``shapes``, ``strides_for`` and ``layouts`` here are thin calls of them with the tests'
+defaults (import them with ``from conftest import ...``): hierarchical shapes with small
+extents (size <= ``max_size``), strides of a chosen kind, and layouts from the two.  Every
+test run is deterministic: the profile loaded below derandomizes hypothesis (CI gives the
+same examples every time).
 
 For a longer, randomized hunt set ``LAYOUTPROOF_EXAMPLES_SCALE`` (e.g. ``20``): every
 ``examples(n)`` budget is multiplied by it and hypothesis is no longer derandomized.
@@ -14,10 +16,8 @@ from __future__ import annotations
 import os
 
 from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
 
-from layoutproof import Layout
-from layoutproof.inttuple import flatten, product, unflatten
+from layoutproof.verify import strategies as S
 
 SCALE = float(os.environ.get("LAYOUTPROOF_EXAMPLES_SCALE", "1"))
 
@@ -36,57 +36,58 @@ settings.register_profile(
 )
 settings.load_profile("layoutproof")
 
+# The testing kit's own strategies (layoutproof.verify.strategies) make the values; the three
+# names below keep the tests' conventions (a shape's leaves up to ``max_leaf``, stride kinds
+# "chain" and "mixed", strides among small and "nice" values) as thin calls of them.
 NICE_STRIDES = (0, 1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 64)
+# kind "any": the nice strides and every stride in -12..12
+ANY_STRIDES = tuple(sorted(set(NICE_STRIDES) | set(range(-12, 13)), key=lambda v: (abs(v), v)))
+# this file's kind -> the kit's kind: "chain" (permuted compact with gaps and a scale:
+# injective, the strides chain) is the kit's "injective"
+KINDS = {"any": "any", "nonneg": "nonneg", "compact": "compact", "chain": "injective", "mixed": "mixed"}
 
 
-@st.composite
-def shapes(draw, max_size=512, max_leaf=8, max_depth=3, max_rank=4, allow_empty=False):
+def _kit_kind(kind):
+    if kind not in KINDS:
+        raise ValueError(f"stride kind must be one of {sorted(KINDS)}, got {kind!r}")
+    return KINDS[kind]
+
+
+def _values(kind):
+    # "nonneg" draws the nice strides only; "any" (and "mixed", through its "any" draws)
+    # the nice strides and -12..12
+    return NICE_STRIDES if kind == "nonneg" else ANY_STRIDES
+
+
+def shapes(max_size=512, max_leaf=8, max_depth=3, max_rank=4, allow_empty=False):
     """A hierarchical shape (int or nested tuple of positive ints) of size <= max_size."""
-
-    def build(budget, depth):
-        if depth < max_depth and draw(st.integers(0, 9)) < (5 if depth == 0 else 3):
-            n = draw(st.integers(0 if allow_empty else 1, max_rank))
-            out = []
-            for _ in range(n):
-                sub = build(budget, depth + 1)
-                budget = max(1, budget // product(sub))
-                out.append(sub)
-            return tuple(out)
-        return draw(st.integers(1, max(1, min(max_leaf, budget))))
-
-    return build(max_size, 0)
+    return S.shapes(
+        max_size=max_size,
+        max_extent=max_leaf,
+        max_depth=max_depth,
+        max_rank=max_rank,
+        allow_empty=allow_empty,
+    )
 
 
-@st.composite
-def strides_for(draw, shape, kind="any"):
+def strides_for(shape, kind="any"):
     """A stride congruent with ``shape``.
 
     kind: ``"any"`` (small strides, 0 included, sometimes negative), ``"nonneg"``,
     ``"compact"`` (a permuted compact layout: injective, image = [0, size)),
     ``"chain"`` (permuted compact with gaps and a scale: injective, strides chain),
-    ``"mixed"`` (one of the above).
+    ``"mixed"`` (one of the kit's kinds, drawn).
     """
-    if kind == "mixed":
-        kind = draw(st.sampled_from(["any", "nonneg", "compact", "chain", "chain"]))
-    fs = flatten(shape)
-    n = len(fs)
-    if kind in ("any", "nonneg"):
-        leaf = st.sampled_from(NICE_STRIDES)
-        if kind == "any":
-            leaf = leaf | st.integers(-12, 12)
-        fd = tuple(draw(leaf) for _ in range(n))
-    else:
-        order = draw(st.permutations(range(n))) if n else []
-        fd = [0] * n
-        cur = 1 if kind == "compact" else draw(st.sampled_from([1, 1, 2, 3]))
-        for i in order:
-            fd[i] = cur
-            cur *= fs[i] * (1 if kind == "compact" else draw(st.sampled_from([1, 1, 1, 2, 3])))
-        fd = tuple(fd)
-    return unflatten(fd, shape) if isinstance(shape, tuple) else fd[0]
+    return S.strides(shape, _kit_kind(kind), values=_values(kind))
 
 
-@st.composite
-def layouts(draw, max_size=512, kind="mixed", max_depth=3, max_rank=4, allow_empty=False):
-    s = draw(shapes(max_size=max_size, max_depth=max_depth, max_rank=max_rank, allow_empty=allow_empty))
-    return Layout(s, draw(strides_for(s, kind)))
+def layouts(max_size=512, kind="mixed", max_depth=3, max_rank=4, allow_empty=False):
+    """A layout: a shape from :func:`shapes`, a stride of ``kind`` from :func:`strides_for`."""
+    return S.layouts(
+        max_size=max_size,
+        max_depth=max_depth,
+        max_rank=max_rank,
+        kind=_kit_kind(kind),
+        values=_values(kind),
+        allow_empty=allow_empty,
+    )
