@@ -1,4 +1,4 @@
-"""A small proven-GEMM run for compute-sanitizer (memcheck): every variant, odd sizes.
+"""A small proven-GEMM run for compute-sanitizer (memcheck): every variant (split-K too), odd sizes.
 
 compute-sanitizer --tool memcheck python bench/sanitize_gemm.py
 """
@@ -8,6 +8,7 @@ import cupy as cp
 from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmConfig
 from layoutproof.gpu.runtime import gemm
+from layoutproof.gpu.splitk import SplitKConfig
 
 rng = cp.random.default_rng(3)
 worst = 0.0
@@ -21,6 +22,9 @@ for cfg, (m, n, k) in [
         Sm90Config(loader="tma", schedule="ws"),
         Sm90Config(loader="tma", schedule="ws", cluster=2),
         Sm90Config(bm=64, bn=128, stages=4, loader="tma", schedule="ws", cluster=2),
+        # split-K: (37, 45, 51) has one k-block, so most chunks are empty (they store zeros)
+        SplitKConfig(Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="ws"), 3),
+        SplitKConfig(Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws"), 4),
     )
     for s in ((37, 45, 51), (64, 64, 64), (1, 9, 17), (130, 260, 200))
 ]:
