@@ -43,7 +43,7 @@ import numpy as np
 
 from layoutproof import Layout
 from layoutproof.analysis import upcast
-from layoutproof.errors import MalformedLayoutError
+from layoutproof.errors import MalformedLayoutError, OutOfDomainError
 
 from . import ptx_tables as _ptx
 from .errors import AtomMismatchError
@@ -139,8 +139,6 @@ class MMAAtom:
         rows = self.tile_shape(operand)[0]
         nt = self.num_threads
         if not (0 <= thread < nt and 0 <= value < L.size // nt):
-            from layoutproof.errors import OutOfDomainError
-
             raise OutOfDomainError(
                 f"{self.name} {operand}: (thread, value) = ({thread}, {value}) outside "
                 f"[0,{nt}) x [0,{L.size // nt})"

@@ -51,7 +51,7 @@ from layoutproof import Layout, MalformedLayoutError, Swizzle, composition, symb
 from layoutproof.inttuple import raw_product
 from layoutproof.layout import top_modes
 
-from . import banks, kir, lower
+from . import atoms, banks, kir, lower, ptx_tables, tiled
 from .config import DTYPES, OUT_DTYPES, GemmConfig, GemmProblem
 from .errors import BankConflictError, GemmConfigError, LoweringError, ProofFailedError
 from .proofrec import ProofLog
@@ -515,8 +515,6 @@ def _b_frag_map(cfg: GemmConfig, atom_b: Layout) -> Layout:
 def _prove_fragments(p: OperandPlan, cfg: GemmConfig, atom: Any, log: ProofLog) -> None:
     """Fragment delivery: the element ldmatrix brings into (lane, register, half) is the
     element the mma atom expects there -- for every warp, block and k step."""
-    from . import ptx_tables
-
     P = p.name.upper()
     X = p.x_extent
     trans = not p.kmajor
@@ -1204,8 +1202,6 @@ def _prove_against_tiled_mma(cfg: GemmConfig, atom: Any, log: ProofLog) -> None:
     C elements it holds are exactly ``TiledMMA(atom, (WM, WN), permutation).get_slice(t)
     .partition_A/B/C`` of the block tile (composition, then slicing), with the permutation
     that makes each warp's 64x64 sub-tile contiguous."""
-    from . import tiled
-
     tm, tn = cfg.warp_tile
     WM, WN = cfg.warps_m, cfg.warps_n
     perm = (Layout((16, WM, tm // 16), (1, tm, 16)), Layout((8, WN, tn // 8), (1, tn, 8)), None)
@@ -1253,8 +1249,6 @@ def generate(
     prob = (problem or GemmProblem()).validate()
     if memo and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
-    from . import atoms
-
     atom = atoms.MMA_ATOMS[
         "SM80_16x8x16_F32F16F16F32_TN" if prob.dtype == "f16" else "SM80_16x8x16_F32BF16BF16F32_TN"
     ]

@@ -56,7 +56,7 @@ import numpy as np
 from layoutproof import ComposedLayout, Layout, Swizzle, composition
 from layoutproof.layout import top_modes
 
-from . import banks, kir, lower
+from . import banks, kir, lower, sm90
 from .codegen import (
     STORE2,
     Env,
@@ -193,8 +193,6 @@ def _plan_descriptors(
     whole tile (B), one per k16 step.  Returns (constant fields, slice step, k16 step) in
     bytes, after proving that every descriptor ``fields | (start >> 4)`` with start =
     slice * slice_step + ks * k_step reads exactly its elements of the layout."""
-    from . import sm90
-
     P = p.name.upper()
     fields, starts = None, {}
     for sl in range(slices):
@@ -1722,8 +1720,6 @@ def generate_sm90(
 ) -> GemmKernel:
     """Build, prove and emit the wgmma kernel (any operand major-ness); the default config
     is :data:`HOPPER_DEFAULT` (the warp-specialized persistent kernel)."""
-    from . import sm90
-
     cfg = (config or HOPPER_DEFAULT).validate()
     prob = (problem or GemmProblem("k", "k")).validate()
     if memo and (cfg, prob) in _MEMO:

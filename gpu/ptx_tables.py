@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Optional, Tuple
 
+from layoutproof.errors import MalformedLayoutError
+
 __all__ = [
     "group_id",
     "thread_in_group",
@@ -272,8 +274,6 @@ def fragment(key: str, operand: str) -> FragmentTable:
     try:
         return FRAGMENTS[(key, operand)]
     except KeyError:
-        from layoutproof.errors import MalformedLayoutError
-
         raise MalformedLayoutError(
             f"no PTX fragment table for {key!r} operand {operand!r}; known: "
             f"{sorted({k for k, _ in FRAGMENTS})}"

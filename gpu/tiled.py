@@ -46,7 +46,7 @@ from layoutproof import (
     right_inverse,
     zipped_divide,
 )
-from layoutproof.errors import InadmissibleError, MalformedLayoutError
+from layoutproof.errors import InadmissibleError, MalformedLayoutError, OutOfDomainError
 from layoutproof.inttuple import raw_product
 from layoutproof.tensor import CoordinateEngine
 
@@ -207,8 +207,6 @@ class TiledMMA:
     def get_slice(self, thr_idx: int) -> "ThrMMA":
         """The thread ``thr_idx``'s view (CuTe's ``get_slice`` / ``get_thread_slice``)."""
         if not 0 <= thr_idx < self.size:
-            from layoutproof.errors import OutOfDomainError
-
             raise OutOfDomainError(f"thread {thr_idx} outside [0, {self.size}) of {self}")
         return ThrMMA(self, thr_idx)
 
@@ -353,8 +351,6 @@ class TiledCopy:
 
     def get_slice(self, thr_idx: int) -> "ThrCopy":
         if not 0 <= thr_idx < self.size:
-            from layoutproof.errors import OutOfDomainError
-
             raise OutOfDomainError(f"thread {thr_idx} outside [0, {self.size})")
         return ThrCopy(self, thr_idx)
 
