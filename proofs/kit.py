@@ -143,7 +143,7 @@ def bymode(A: Layout, B: Layout) -> Layout:
     Each single-leaf composition is layoutproof's (exact); only the concatenation is
     unchecked.  Raises when a leaf is inadmissible."""
     fs, fd = flat(B)
-    parts = [composition(A, Layout._make(s, d)) for s, d in zip(fs, fd)]
+    parts = [composition(A, Layout.trusted(s, d)) for s, d in zip(fs, fd)]
     return parts[0] if len(parts) == 1 else make_layout(*parts)
 
 
@@ -178,14 +178,14 @@ def reproducing_layout(vals: Sequence[int]) -> Optional[Layout]:
     if n == 0 or v[0] != 0:
         return None
     if n == 1:
-        return Layout._make(1, 0)
+        return Layout.trusted(1, 0)
     for shape in _factorizations(n):
         strides = []
         p = 1
         for t in shape:
             strides.append(v[p])
             p *= t
-        L = Layout._make(shape, tuple(strides)) if len(shape) > 1 else Layout._make(shape[0], strides[0])
+        L = Layout.trusted(shape, tuple(strides)) if len(shape) > 1 else Layout.trusted(shape[0], strides[0])
         if offsets(L) == v:
             return L
     return None
@@ -284,7 +284,7 @@ def coalesce_keep_last(A: Layout) -> Layout:
     fs, fd = flat(A)
     if len(fs) == 1:
         return A
-    head = coalesce(Layout._make(fs[:-1], fd[:-1]))
+    head = coalesce(Layout.trusted(fs[:-1], fd[:-1]))
     hs, hd = flat(head)
     modes = [(s, d) for s, d in zip(hs, hd) if s != 1]
     last = (fs[-1], fd[-1])
@@ -293,8 +293,8 @@ def coalesce_keep_last(A: Layout) -> Layout:
         last = (s * last[0], d)
     modes.append(last)
     if len(modes) == 1:
-        return Layout._make(modes[0][0], modes[0][1])
-    return Layout._make(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
+        return Layout.trusted(modes[0][0], modes[0][1])
+    return Layout.trusted(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
 
 
 def cpp_conditions(A: Layout, n: int, r: int) -> Optional[str]:

@@ -958,9 +958,9 @@ def eval_symbolic(L: Any, args: tuple) -> Any:
     if not args:
         raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
     c = args[0] if len(args) == 1 else tuple(args)
-    ks, kd, off = eval_parts(c, L._shape, L._stride, c)
+    ks, kd, off = eval_parts(c, L.shape, L.stride, c)
     if ks:  # a slice: the kept modes, as the integer slice gives them
-        return Layout._make(tuple(ks), tuple(kd))
+        return Layout.trusted(tuple(ks), tuple(kd))
     return as_int(off)
 
 
@@ -976,14 +976,14 @@ _as_int, _eval_parts = as_int, eval_parts  # the former private names (kept unti
 
 def layout_expr(L: Any, coord: Any = None) -> Any:
     """See :meth:`Layout.expr`."""
+    from ..inttuple import is_int, raw_flatten
+
     sp = _sympy()
-    fs, fd = L._flat()
+    fs, fd = raw_flatten(L.shape), raw_flatten(L.stride)
     if coord is None:
         coord = _coord_symbol()
     if type(coord) is tuple or type(coord) is list:
         return sp.sympify(eval_symbolic(L, (tuple(coord),)))
-    from ..inttuple import is_int
-
     if not is_int(coord) and not is_sym(coord):
         raise MalformedLayoutError(
             f"expr(): a coordinate is an int, a SymPy expression or a tuple, got {show(coord)}"
@@ -1009,4 +1009,4 @@ def subs_layout(L: Any, args: tuple, values: Dict[str, Any]) -> Any:
     if not L.is_symbolic:
         return L
     mapping = symbol_map(kw, L.free_symbols)
-    return Layout(subs_tuple(L._shape, mapping), subs_tuple(L._stride, mapping))
+    return Layout(subs_tuple(L.shape, mapping), subs_tuple(L.stride, mapping))

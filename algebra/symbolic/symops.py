@@ -41,7 +41,7 @@ from ..layout import Layout
 from . import as_python, decide, is_sym, pretty, require
 from . import sympy_module as _sympy
 
-_make = Layout._make
+_make = Layout.trusted
 
 
 # ----------------------------------------------------------------------------- decisions
@@ -361,12 +361,12 @@ def _from_modes(ms: List[Any], md: List[Any]) -> Layout:
 
 
 def coalesce(L: Layout) -> Layout:
-    fs, fd = L._flat()
+    fs, fd = raw_flatten(L.shape), raw_flatten(L.stride)
     return _from_modes(*coalesce_flat(fs, fd))
 
 
 def filter_(L: Layout) -> Layout:
-    fs, fd = L._flat()
+    fs, fd = raw_flatten(L.shape), raw_flatten(L.stride)
     keep = [(s, d) for s, d in zip(fs, fd) if not (eq(s, 1) is True or eq(d, 0) is True)]
     return _from_modes(*coalesce_flat(tuple(k[0] for k in keep), tuple(k[1] for k in keep)))
 
@@ -471,9 +471,9 @@ def composition(A: Layout, B: Layout) -> Layout:
     """``A ∘ B`` with symbolic leaves (see the module docstring)."""
     from .. import ops
 
-    fa, da = A._flat()
+    fa, da = raw_flatten(A.shape), raw_flatten(A.stride)
     As, Ad = coalesce_flat(fa, da, keep_last=True)
-    fbs, fbd = B._flat()
+    fbs, fbd = raw_flatten(B.shape), raw_flatten(B.stride)
 
     def conc(asg: dict) -> Any:
         return _concrete(ops.composition, asg, A, B)
@@ -498,9 +498,9 @@ def composition(A: Layout, B: Layout) -> Layout:
             )
     ps = [lf[0][0] if len(lf[0]) == 1 else tuple(lf[0]) for lf in leaves]
     pd = [lf[1][0] if len(lf[1]) == 1 else tuple(lf[1]) for lf in leaves]
-    if type(B._shape) is not tuple:
+    if type(B.shape) is not tuple:
         return _make(ps[0], pd[0])
-    return _make(raw_unflatten(tuple(ps), B._shape), raw_unflatten(tuple(pd), B._stride))
+    return _make(raw_unflatten(tuple(ps), B.shape), raw_unflatten(tuple(pd), B.stride))
 
 
 # ----------------------------------------------------------------------------- complement
@@ -535,7 +535,7 @@ def complement(L: Layout, cot: Any) -> Layout:
     def conc(asg: dict) -> Any:
         return _concrete(ops.complement, asg, L, cot)
 
-    fs, fd = L._flat()
+    fs, fd = raw_flatten(L.shape), raw_flatten(L.stride)
     modes = []
     for k, (s, d) in enumerate(zip(fs, fd)):
         unit, zero = eq(s, 1), eq(d, 0)
@@ -607,7 +607,7 @@ def _shape_div_exact(shape: tuple, d: Any) -> Any:
 # ----------------------------------------------------------------------------- inverses
 @_either_branch(shape=False)
 def right_inverse(L: Layout) -> Layout:
-    fs, fd = L._flat()
+    fs, fd = raw_flatten(L.shape), raw_flatten(L.stride)
     cs, cd = coalesce_flat(fs, fd)
     pp: List[Any] = []
     p: Any = 1
@@ -649,7 +649,7 @@ def left_inverse(L: Layout) -> Layout:
     def conc(asg: dict) -> Any:
         return _concrete(ops.left_inverse, asg, L)
 
-    fs, fd = L._flat()
+    fs, fd = raw_flatten(L.shape), raw_flatten(L.stride)
     cs, cd = coalesce_flat(fs, fd)
     pp: List[Any] = []
     p: Any = 1
