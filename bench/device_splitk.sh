@@ -13,6 +13,12 @@ if [ -z "$SKIP_SANITIZER" ]; then
     python3 bench/gemm_suite.py --sanitize-splitk > "$OUT/sanitizer.log" 2>&1
   echo "compute-sanitizer memcheck (split-K) exit $?" | tee -a "$OUT/gpu.txt"
   tail -3 "$OUT/sanitizer.log"
+  if [ -n "$SANITIZE_ALL" ]; then  # every kernel variant (bench/sanitize_gemm.py), split-K included
+    timeout 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+      python3 bench/sanitize_gemm.py >> "$OUT/sanitizer.log" 2>&1
+    echo "compute-sanitizer memcheck (all variants) exit $?" | tee -a "$OUT/gpu.txt"
+    tail -2 "$OUT/sanitizer.log"
+  fi
 fi
 if [ -n "$PYTEST" ]; then
   timeout 400 python3 -m pytest -q -p no:cacheprovider $PYTEST 2>&1 | tee "$OUT/pytest.log" | tail -5
