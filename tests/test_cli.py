@@ -124,6 +124,29 @@ def test_help_exits_0(cli):
     assert "eval" in r.stdout and "demo" in r.stdout
 
 
+def test_help_loads_no_higher_layer_and_nothing_heavy():
+    """The console script imports its sub-commands inside the functions that run them:
+    ``layoutproof --help`` (and ``eval`` of an integer expression) load neither
+    layoutproof.verify, .proofs nor .gpu, nor numpy, SymPy or Z3 -- that is what keeps the
+    start-up fast."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from layoutproof.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        main(['--help'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "    main(['eval', 'composition((4,2):(2,1), 8:1)'])\n"
+        "heavy = ('layoutproof.verify', 'layoutproof.proofs', 'layoutproof.gpu', 'numpy', 'sympy', 'z3')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith(heavy[:3])))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]", r.stdout
+
+
 # ----------------------------------------------------------------------------- check
 @pytest.mark.parametrize(
     "args, code, needles",
