@@ -219,12 +219,14 @@ def to_z3(e: Any, env: Optional[Dict[Any, Any]] = None) -> Any:
     (floor) division ``p // q``: the library builds such leaves only after proving that
     ``q`` divides ``p``.  Raises :class:`~layoutproof.errors.MalformedLayoutError` for what
     has no integer reading (a non-integer symbol or number, a division by zero, ...)."""
-    return _translate(e, {} if env is None else env)
+    return _tr(e, {} if env is None else env)  # not cached: ``env`` may bind symbols to any term
 
 
 # SymPy expression -> (its Z3 term, the (symbol, variable) pairs it met, in order).  SymPy
 # expressions are immutable and compare structurally (assumptions included), and a Z3
-# variable is identified by its name, so a translation can be reused in any ``env``.
+# variable is identified by its name, so a translation can be reused in any ``env`` that
+# maps each symbol to ``z3.Int(symbol.name)`` -- the driver's own (a caller's env given to
+# :func:`to_z3` may bind a symbol to another term: that translation is not cached).
 _TRANSLATED: Dict[Any, Tuple[Any, Tuple[Tuple[Any, Any], ...]]] = {}
 _TRANSLATED_MAX = 20000
 

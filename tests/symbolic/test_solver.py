@@ -136,6 +136,18 @@ def test_z3_terms_as_claims_and_facts():
     assert prove(z3.BoolVal(False), [z3.BoolVal(False)]).status == "vacuous"
 
 
+def test_to_z3_honours_the_callers_bindings():
+    """A caller may bind a symbol to its own Z3 term (symexec binds quotient stand-ins); the
+    driver's cache of translations must not override it."""
+    e = sp.Eq(sp.Mod(M, 4), 0)
+    assert prove(e, [sp.Eq(sp.Mod(M, 8), 0)]).status == "proved"  # e's translation is cached
+    other = z3.Int("other")
+    env = {M: other}
+    t = to_z3(e, env)
+    assert "other" in str(t) and "M" not in str(t).replace("Mod", "")
+    assert env == {M: other}
+
+
 def test_bit_vector_claims():
     b = z3.BitVec("b", 8)
     v = prove((b ^ b) == 0, logic="QF_BV")
