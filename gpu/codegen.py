@@ -169,7 +169,7 @@ class OperandPlan:
 
 
 def _swizzled(sw: Optional[Swizzle], L: Layout) -> Any:
-    return L if sw is None else composition(sw, L)  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
+    return L if sw is None else composition(sw, L)
 
 
 def buffer_map(plan: OperandPlan, tile_map: Layout, with_stage: bool = True) -> Any:

@@ -245,8 +245,8 @@ def tma_stage_layout(x_extent: int, kmajor: bool) -> Any:
     other along x.  K-major: rows are x, so the boxes simply stack; MN-major: rows are k, a
     box holds all 64 k of 64 x, and 8-row groups of k are 1024 B apart."""
     if kmajor:
-        return composition(SW128, Layout((x_extent, 64), (64, 1)))  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
-    return composition(SW128, Layout(((64, x_extent // 64), (8, 8)), ((1, 4096), (64, 512))))  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
+        return composition(SW128, Layout((x_extent, 64), (64, 1)))
+    return composition(SW128, Layout(((64, x_extent // 64), (8, 8)), ((1, 4096), (64, 512))))
 
 
 def tma_box_addresses(x_extent: int, kmajor: bool) -> np.ndarray:
@@ -965,9 +965,9 @@ def _plan_epilogue(prob: GemmProblem, log: ProofLog) -> Dict[str, Any]:
     gcol = eval_map(Layout(rshape, ((ev, 0), 0)))
     chosen = None
     for sw in _epilogue_swizzles(ob):
-        buf = composition(sw, Layout((64, rw), (rw, 1)))  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
+        buf = composition(sw, Layout((64, rw), (rw, 1)))
         wmap = composition(buf, cmap)
-        rmap = composition(sw, Layout(rshape, ((ev, rw), 16 * rw)))  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
+        rmap = composition(sw, Layout(rshape, ((ev, rw), 16 * rw)))
         w = eval_map(wmap).reshape(rc, 128).T  # [thread, register]
         r = eval_map(rmap).reshape(4, 128).T  # [thread, vector]
         wr = np.stack([w[32 * q : 32 * q + 32, 2 * p] * ob for q in range(4) for p in range(rc // 2)])
@@ -1737,7 +1737,7 @@ def generate_sm90(
             stack = Layout((bs[0], bs[1], p.stages), (bd[0], bd[1], p.stage_elems))
             total = p.stages * p.stage_elems
             lower.prove_bijective(
-                composition(SW128, stack),  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
+                composition(SW128, stack),
                 total,
                 what=f"{p.name.upper()} smem stages onto [0,{total})",
                 log=log,

@@ -648,7 +648,7 @@ def smem_atom(major: str, swizzle: str, elem_bits: int = 16) -> GmmaSmemLayout:
     W = _WIDTH[swizzle]
     base = Layout((8, W * T), (W * T, 1)) if major == "K" else Layout((W * T, 8), (1, W * T))
     sw = _element_swizzle(swizzle, elem_bits)
-    return GmmaSmemLayout(composition(sw, base), major, swizzle, elem_bits)  # type: ignore[arg-type]  # ops types lhs as Layout; it takes a Swizzle (H4 -> H1 request)
+    return GmmaSmemLayout(composition(sw, base), major, swizzle, elem_bits)
 
 
 def tile_to_shape(
@@ -661,7 +661,7 @@ def tile_to_shape(
     >>> print(tile_to_shape(smem_atom("MN", "SW128"), (128, 64)).layout)
     Sw<3,3,3> o 0 o ((64,2),(8,8)):((1,512),(64,1024))
     """
-    L = _tile_to_shape(atom.layout, tuple(shape), order)  # type: ignore[arg-type]  # ops types block as Layout; it takes a ComposedLayout (H4 -> H1 request)
+    L = _tile_to_shape(atom.layout, tuple(shape), order)
     return GmmaSmemLayout(L, atom.major, atom.swizzle, atom.elem_bits)
 
 
