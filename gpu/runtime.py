@@ -33,7 +33,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .config import GemmConfig, GemmProblem
 from .errors import GemmInputError, NoGPUError
-from .plan import ParamBuffer, choose_config, hopper_candidates, operand_layout, warn_slow_path
+from .plan import (
+    ParamBuffer,
+    choose_config,
+    hopper_candidates,
+    operand_layout,
+    splitk_candidates,
+    warn_slow_path,
+)
 
 __all__ = [
     "gemm",
@@ -1004,6 +1011,39 @@ def _bucket(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 
 
+def config_entry(cfg: Any) -> Dict[str, Any]:
+    """The JSON form of a configuration in ``autotune.json`` (its fields and its kind)."""
+    from dataclasses import asdict
+
+    kind = type(cfg).__name__
+    kinds = {"GemmConfig": "sm80", "Sm90Config": "sm90", "SplitKConfig": "splitk"}
+    if kind not in kinds:
+        raise GemmInputError(f"autotune: cannot store a {kind}")
+    return dict(asdict(cfg), kind=kinds[kind])
+
+
+def config_from_entry(entry: Any) -> Optional[Any]:
+    """The configuration an ``autotune.json`` entry describes, or None for an entry this
+    version cannot read (then the shape is tuned again)."""
+    from .codegen_sm90 import Sm90Config
+    from .splitk import SplitKConfig
+
+    try:
+        d = dict(entry)
+        kind = d.pop("kind", "sm80")
+        if isinstance(d.get("swizzle"), list):
+            d["swizzle"] = tuple(d["swizzle"])
+        if kind == "splitk":
+            return SplitKConfig(Sm90Config(**d["base"]), int(d["splits"]))
+        if kind == "sm90":
+            return Sm90Config(**d)
+        if kind == "sm80":
+            return GemmConfig(**d)
+    except (TypeError, ValueError, KeyError):  # written by another version
+        return None
+    return None
+
+
 def autotune(
     m: int,
     n: int,
@@ -1017,13 +1057,14 @@ def autotune(
 ) -> Any:
     """The fastest config for this shape (rounded up to powers of two) and variant, timed
     on the current device with fresh random operands; remembered in memory and on disk.
-    ``path="wgmma"`` tunes the Hopper kernel's :class:`Sm90Config` candidates."""
-    from dataclasses import asdict
-
+    ``path="wgmma"`` tunes the Hopper kernel's :class:`Sm90Config` candidates and, with
+    TMA, the split-K variants the rule could pick for this shape."""
     cupy = _cupy()
     prob = problem or GemmProblem()
     if configs is None:
         configs = _sm90_configs() if path == "wgmma" else DEFAULT_CONFIGS
+        if path == "wgmma" and tma_available():  # the split-K variants for this shape too
+            configs = tuple(configs) + splitk_candidates(m, n, k, hopper_candidates(True), _sm_count(cupy))
     dev = _device_facts(cupy)[0]
     key = (dev, path, prob, _bucket(m), _bucket(n), _bucket(k))
     if key in _TUNED:
@@ -1035,20 +1076,7 @@ def autotune(
     except (OSError, ValueError):
         table = {}
     if skey in table:
-        d = dict(table[skey])
-        kind = d.pop("kind", "sm80")
-        if isinstance(d.get("swizzle"), list):
-            d["swizzle"] = tuple(d["swizzle"])
-        cfg: Optional[Any]
-        try:
-            if kind == "sm90":
-                from .codegen_sm90 import Sm90Config
-
-                cfg = Sm90Config(**d)
-            else:
-                cfg = GemmConfig(**d)
-        except TypeError:  # an entry written by another version: tune again
-            cfg = None
+        cfg = config_from_entry(table[skey])
         if cfg is not None and cfg in configs:
             _TUNED[key] = cfg
             return cfg
@@ -1077,7 +1105,7 @@ def autotune(
     if best is None:
         raise GemmInputError("autotune: no configuration ran")
     _TUNED[key] = best[1]
-    table[skey] = dict(asdict(best[1]), kind="sm80" if isinstance(best[1], GemmConfig) else "sm90")
+    table[skey] = config_entry(best[1])
     try:
         tpath.parent.mkdir(parents=True, exist_ok=True)
         tpath.write_text(json.dumps(table, indent=1))

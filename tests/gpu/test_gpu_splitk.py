@@ -305,3 +305,17 @@ def test_gpu_splitk_plan_under_cuda_graph_capture():
         g.launch(stream=s)
         s.synchronize()
         assert float(cp.abs(c - a.astype(cp.float64) @ b.astype(cp.float64)).max()) == 0.0, seed
+
+
+# ============================================================================ autotune's table
+def test_autotune_entries_round_trip_every_kind():
+    import json
+
+    from layoutproof.gpu.config import GemmConfig
+
+    for cfg in (CFG, Sm90Config(bm=128, bn=128, stages=6, **WS), GemmConfig(swizzle=(2, 3, 3))):
+        entry = json.loads(json.dumps(runtime.config_entry(cfg)))
+        assert runtime.config_from_entry(entry) == cfg
+    assert runtime.config_entry(CFG)["kind"] == "splitk"
+    for bad in ({"kind": "splitk", "splits": 2}, {"kind": "sm90", "bm": 64, "nope": 1}, {"kind": "?"}, 7):
+        assert runtime.config_from_entry(bad) is None
