@@ -53,7 +53,9 @@ def _formula(L: Layout, M: int) -> Layout:
         prev = s * d
     shape.append(-(-M // prev))
     stride.append(prev)
-    return Layout._make(tuple(shape), tuple(stride)) if len(shape) > 1 else Layout._make(shape[0], stride[0])
+    return (
+        Layout.trusted(tuple(shape), tuple(stride)) if len(shape) > 1 else Layout.trusted(shape[0], stride[0])
+    )
 
 
 def _cases() -> Any:
@@ -79,7 +81,9 @@ def check_bijection() -> List[Result]:
         fs, fd = flat(L)
         keep = [(s, d) for s, d in zip(fs, fd) if s != 1 and d != 0]
         core = (
-            Layout._make(tuple(s for s, _ in keep), tuple(d for _, d in keep)) if keep else Layout._make(1, 0)
+            Layout.trusted(tuple(s for s, _ in keep), tuple(d for _, d in keep))
+            if keep
+            else Layout.trusted(1, 0)
         )
         v = offsets(core)
         w = offsets(C)
@@ -110,10 +114,10 @@ def _seed_examples() -> Result:
     C = complement(L, 16)
     B = Layout(8, 2)
     C2 = complement(B, 32)
-    v2 = offsets(Layout._make((8, 2, 2), (2, 1, 16)))
+    v2 = offsets(Layout.trusted((8, 2, 2), (2, 1, 16)))
     ok = (
         str(C) == "2:8"
-        and sorted(offsets(Layout._make((2, 4, 2), (1, 2, 8)))) == list(range(16))
+        and sorted(offsets(Layout.trusted((2, 4, 2), (1, 2, 8)))) == list(range(16))
         and str(C2) == "(2,2):(1,16)"
         and sorted(v2) == list(range(32))
         and v2 != list(range(32))

@@ -113,7 +113,7 @@ def check_postcondition() -> List[Result]:
         return None if res.status == "proved" else res.counterexample
 
     nested_b = [
-        Layout._make(((s0, s1), s2), ((d0, d1), d2))
+        Layout.trusted(((s0, s1), s2), ((d0, d1), d2))
         for s0, s1, s2 in itertools.product((2, 3), repeat=3)
         for d0, d1, d2 in itertools.product((1, 3), repeat=3)
     ]
@@ -140,7 +140,7 @@ def check_cpp_sufficient() -> Result:
         A, n, r = m
         if cpp_conditions(A, n, r) is not None:
             return SKIP
-        B = Layout._make(n, r)
+        B = Layout.trusted(n, r)
         R = compose(A, B)
         if isinstance(R, LayoutError):
             return f"C++'s conditions hold but composition raises: {R}"
@@ -162,7 +162,7 @@ def check_single_mode_exact() -> List[Result]:
 
     def case(m: Tuple[Layout, int, int]) -> Any:
         A, n, r = m
-        B = Layout._make(n, r)
+        B = Layout.trusted(n, r)
         want = ext_offsets(A, [r * j for j in range(n)])
         witness = reproducing_layout(want)
         R = compose(A, B)
@@ -207,7 +207,7 @@ def check_t3_sufficient() -> Result:
         q = shape_quotient(S, r) if r >= 1 else None
         if q is None or not weakly_left_divisible(q, n):
             return SKIP
-        B = Layout._make(n, r)
+        B = Layout.trusted(n, r)
         R = compose(A, B)
         if isinstance(R, LayoutError):
             return (
@@ -241,13 +241,13 @@ def _size(S: Tuple[int, ...]) -> int:
 
 
 def _generic(S: Tuple[int, ...]) -> Layout:
-    return Layout._make(S, GENERIC[: len(S)]) if len(S) > 1 else Layout._make(S[0], 1)
+    return Layout.trusted(S, GENERIC[: len(S)]) if len(S) > 1 else Layout.trusted(S[0], 1)
 
 
 def check_t2() -> List[Result]:
     def weak(m: Tuple[Tuple[int, ...], int]) -> Any:
         S, N = m
-        R = compose(_generic(S), Layout._make(N, 1))
+        R = compose(_generic(S), Layout.trusted(N, 1))
         ok = not isinstance(R, LayoutError)
         if ok != weakly_left_divisible(S, N):
             return f"weakly left divisible: {not ok}, but A∘{N}:1 is {'admissible' if ok else 'inadmissible'}"
@@ -258,7 +258,7 @@ def check_t2() -> List[Result]:
         q = shape_quotient(S, d)
         if q is None:
             return SKIP
-        R = compose(_generic(S), Layout._make(_size(q), d))
+        R = compose(_generic(S), Layout.trusted(_size(q), d))
         if isinstance(R, LayoutError):
             return f"S/d = {q}, but A∘({_size(q)}:{d}) raises: {R}"
         # the quotient formula: S/d = (s_i/c, s_(i+1), ...) with strides (c*d_i, d_(i+1), ...)
@@ -268,9 +268,9 @@ def check_t2() -> List[Result]:
             i += 1
         c = d // p
         want = (
-            Layout._make(q, (c * GENERIC[i],) + GENERIC[i + 1 : len(S)])
+            Layout.trusted(q, (c * GENERIC[i],) + GENERIC[i + 1 : len(S)])
             if len(q) > 1
-            else Layout._make(q[0], c * GENERIC[i])
+            else Layout.trusted(q[0], c * GENERIC[i])
         )
         if offsets(R) != offsets(want):
             return f"A∘({_size(q)}:{d}) = {R}, not the quotient layout {want}"
@@ -358,7 +358,7 @@ RID_FAM = (3, 3, 3, True)
 def check_left_identity() -> Result:
     def case(B: Layout) -> Any:
         for n in (1, B.cosize):
-            R = compose(Layout._make(n, 1), B)
+            R = compose(Layout.trusted(n, 1), B)
             if isinstance(R, LayoutError):
                 return f"{n}:1 ∘ B raises: {R}"
             if R.size != B.size or offsets(R) != offsets(B) or not compatible(B, R):
@@ -377,7 +377,7 @@ def check_left_identity() -> Result:
 
 def check_right_identity() -> Result:
     def case(A: Layout) -> Any:
-        for I in (Layout._make(A.size, 1), Layout(A.shape)):
+        for I in (Layout.trusted(A.size, 1), Layout(A.shape)):
             R = compose(A, I)
             if isinstance(R, LayoutError):
                 return f"A∘{I} raises: {R}"
@@ -474,7 +474,7 @@ def check_function_of_a() -> Result:
         if isinstance(R, LayoutError):
             return SKIP
         ref = offsets(R)
-        for A2 in (coalesce(A), make_layout(A, Layout._make(1, 0))):
+        for A2 in (coalesce(A), make_layout(A, Layout.trusted(1, 0))):
             R2 = compose(A2, B)
             if isinstance(R2, LayoutError):
                 return f"A' = {A2} (the same function) gives an inadmissible A'∘B: {R2}"

@@ -220,7 +220,7 @@ GT_MAX = 6
 def check_divide_any_tile() -> Result:
     def case(m: Tuple[int, int, int, int]) -> Any:
         M, N, BM, BN = m
-        R = memo(zipped_divide, Layout._make((M, N), (1, M)), (BM, BN))
+        R = memo(zipped_divide, Layout.trusted((M, N), (1, M)), (BM, BN))
         if isinstance(R, LayoutError):
             return f"zipped_divide raises: {R}"
         v = offsets(R)
@@ -251,8 +251,8 @@ def check_t2_converse() -> Result:
             n *= s
         if n % d:
             return SKIP
-        A = Layout._make(S, gen[: len(S)]) if len(S) > 1 else Layout._make(S[0], 1)
-        R = compose(A, Layout._make(n // d, d))
+        A = Layout.trusted(S, gen[: len(S)]) if len(S) > 1 else Layout.trusted(S[0], 1)
+        R = compose(A, Layout.trusted(n // d, d))
         if not isinstance(R, LayoutError) and not left_divisible(S, d):
             return f"A∘({n // d}:{d}) = {R} is a layout, but S is not left divisible by {d}"
         return None

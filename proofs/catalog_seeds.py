@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, Dict, List
 
 from layoutproof import (
     Layout,
@@ -24,7 +24,7 @@ GROUP = "Seed examples"
 SEED0 = "seed 000 (coordinates of (3,(2,3)))"
 TALK = "seed 004 (Cecka's GTC talk)"
 
-CO = dict(rank=2, extent=4, depth=2, max_size=32)
+CO: Dict[str, Any] = dict(rank=2, extent=4, depth=2, max_size=32)
 
 
 def _coords(S: Any) -> List[Any]:

@@ -11,6 +11,7 @@ import functools
 from typing import Any, List, Sequence, Tuple
 
 from layoutproof import Layout, LayoutError, complement, composition
+from layoutproof.inttuple import raw_flatten
 from layoutproof.verify.families import layouts
 
 __all__ = [
@@ -52,7 +53,7 @@ def family(
     ``min_extent`` and every |stride| >= ``min_stride`` (memoized tuple)."""
     out: List[Layout] = []
     for L in layouts(rank, extent, stride, negative):
-        s, d = L._flat()
+        s, d = raw_flatten(L.shape), raw_flatten(L.stride)
         ss, dd = (s, d) if type(s) is tuple else ((s,), (d,))
         if all(x >= min_extent for x in ss) and all(abs(y) >= min_stride for y in dd):
             out.append(L)
@@ -87,9 +88,7 @@ def bounds_of(
 
 def ext_offsets(A: Layout, xs: Sequence[int]) -> List[int]:
     """``Â(x)`` for each ``x`` (``A`` with its own last flat mode unbounded), in Python."""
-    s, d = A._flat()
-    if type(s) is not tuple:
-        return [x * d for x in xs]
+    s, d = raw_flatten(A.shape), raw_flatten(A.stride)
     last = len(s) - 1
     out = []
     for x in xs:

@@ -20,7 +20,7 @@ SEED0 = "seed 000 (layout compatibility: a weak partial order)"
 TALK = "seed 004 (Cecka's GTC talk: the compatibility poset)"
 WP = "Cecka, arXiv 2603.02298"
 
-SH = dict(rank=2, extent=4, depth=2, max_size=16)
+SH: Dict[str, Any] = dict(rank=2, extent=4, depth=2, max_size=16)
 SH_WORDS = (
     f"every hierarchical shape of depth <= {SH['depth']}, rank <= {SH['rank']} at every level, integer "
     f"leaves 1..{SH['extent']} and size <= {SH['max_size']}"

@@ -67,8 +67,8 @@ def strides(prefix: str, n: int, nonneg: bool = False, positive: bool = False) -
 
 def lay(shape: Sequence[Any], stride: Sequence[Any]) -> Layout:
     if len(shape) == 1:
-        return Layout._make(shape[0], stride[0])
-    return Layout._make(tuple(shape), tuple(stride))
+        return Layout.trusted(shape[0], stride[0])
+    return Layout.trusted(tuple(shape), tuple(stride))
 
 
 def sym_layout(name: str, n: int, nonneg: bool = False, positive: bool = False) -> Layout:
@@ -100,10 +100,10 @@ def _leaves(L: Layout, n: int) -> List[Tuple[List[Any], List[Any]]]:
     with (``n == 1``: all of ``L``)."""
     if n == 1:
         return [sx.flat_modes(L)]
-    out = []
-    for s, d in zip(L._shape, L._stride):
-        out.append(sx.flat_modes(Layout._make(s, d)))
-    return out
+    shape, stride = L.shape, L.stride
+    if not isinstance(shape, tuple) or not isinstance(stride, tuple):
+        return [sx.flat_modes(L)]
+    return [sx.flat_modes(Layout.trusted(s, d)) for s, d in zip(shape, stride)]
 
 
 def eval_compatible(cx: Ctx, R: Layout, n: int, coords: Sequence[Tuple[Any, Any]]) -> Tuple[List[Any], Any]:
@@ -115,7 +115,7 @@ def eval_compatible(cx: Ctx, R: Layout, n: int, coords: Sequence[Tuple[Any, Any]
     enc = cx.enc
     claims: List[Any] = []
     val: Any = 0
-    if (n > 1) and (type(R._shape) is not tuple or len(R._shape) != n):
+    if (n > 1) and (type(R.shape) is not tuple or len(R.shape) != n):
         return [z3.BoolVal(False)], 0
     for (rs, rd), (c, ext) in zip(_leaves(R, n), coords):
         claims.append(zprod(enc, rs) == enc.t(ext))
@@ -133,13 +133,13 @@ def by_profile(R: Layout, profile: Any) -> Optional[List[Tuple[List[Any], List[A
 
     def walk(s: Any, d: Any, p: Any) -> bool:
         if type(p) is not tuple:
-            out.append(sx.flat_modes(Layout._make(s, d)))
+            out.append(sx.flat_modes(Layout.trusted(s, d)))
             return True
         if type(s) is not tuple or len(s) != len(p):
             return False
         return all(walk(a, b, q) for a, b, q in zip(s, d, p))
 
-    return out if walk(R._shape, R._stride, profile) else None
+    return out if walk(R.shape, R.stride, profile) else None
 
 
 def bounded(enc: sx.Enc, shape: Sequence[Any], digs: Sequence[Any], last: bool = True) -> List[Any]:
@@ -494,7 +494,7 @@ def _same_layout(cx: Ctx, X: Layout, Y: Layout) -> Any:
     z3 = _z3()
     from layoutproof.inttuple import congruent
 
-    if not congruent(X._shape, Y._shape):
+    if not congruent(X.shape, Y.shape):
         return z3.BoolVal(False)
     xs, xd = sx.flat_modes(X)
     ys, yd = sx.flat_modes(Y)
@@ -610,7 +610,7 @@ def _coalesce_step() -> Instance:
     sp = _sp()
     t, s_ = extents("t", 1)[0], extents("s", 1)[0]
     e, d = strides("e", 1)[0], strides("d", 1)[0]
-    L2 = Layout._make((t, s_), (e, d))
+    L2 = Layout.trusted((t, s_), (e, d))
     base = _coalesce_function(L2)
 
     def build(cx: Ctx) -> Tuple[List[Any], Any]:
@@ -629,7 +629,7 @@ def _coalesce_last_step() -> Instance:
     sp = _sp()
     t, s_ = extents("t", 1)[0], extents("s", 1)[0]
     e, d = strides("e", 1)[0], strides("d", 1)[0]
-    inst = _coalesce_keep_last(Layout._make((t, s_), (e, d)))
+    inst = _coalesce_keep_last(Layout.trusted((t, s_), (e, d)))
     return Instance(
         "last step: (t,s):(e,d) kept, t != 1", inst.fn, inst.build, inst.confirm, assumptions=(sp.Ne(t, 1),)
     )
@@ -684,7 +684,7 @@ def composition_claims(
     sp = _sp()
     e = cx.enc
     bs, bd = sx.flat_modes(B)
-    leaves = by_profile(R, B._shape)
+    leaves = by_profile(R, B.shape)
     if leaves is None:
         return [], z3.BoolVal(False)
     claims: List[Any] = []
@@ -727,7 +727,7 @@ def _right_identity(A: Layout) -> Instance:
     """A o (size(A):1) has A's function: composition_claims with B = size(A):1."""
     ops = _ops()
     fa, da = sx.flat_modes(A)
-    B = Layout._make(A.size, 1)
+    B = Layout.trusted(A.size, 1)
 
     def fn() -> Any:
         As, Ad = ops.coalesce_flat(tuple(fa), tuple(da), keep_last=True)
@@ -744,14 +744,14 @@ def _left_identity(B: Layout) -> Instance:
     """(N:1) o B == B as functions (N a symbol; the identity extended past N)."""
     ops = _ops()
     N = extents("N", 1)[0]
-    A = Layout._make(N, 1)
+    A = Layout.trusted(N, 1)
 
     def build(cx: Ctx) -> Tuple[List[Any], Any]:
         z3 = _z3()
         e = cx.enc
         R = cx.path.value
         bs, bd = sx.flat_modes(B)
-        leaves = by_profile(R, B._shape)
+        leaves = by_profile(R, B.shape)
         if leaves is None:
             return [], z3.BoolVal(False)
         claims: List[Any] = []
@@ -970,7 +970,7 @@ def _logical_divide(L: Layout, T: Layout) -> Instance:
 
     def build(cx: Ctx) -> Tuple[List[Any], Any]:
         As, Ad, C, R = cx.path.value
-        B = Layout._make((T._shape, C._shape), (T._stride, C._stride))
+        B = Layout.trusted((T.shape, C.shape), (T.stride, C.stride))
         return composition_claims(cx, L, B, As, Ad, R)
 
     def result(p: sx.Path) -> Any:
@@ -1003,10 +1003,10 @@ def _logical_product(A: Layout, B: Layout) -> Instance:
     def build(cx: Ctx) -> Tuple[List[Any], Any]:
         z3 = _z3()
         C, As, Ad, R = cx.path.value
-        if type(R._shape) is not tuple or len(R._shape) != 2:
+        if type(R.shape) is not tuple or len(R.shape) != 2:
             return [], z3.BoolVal(False)
-        R0 = Layout._make(R._shape[0], R._stride[0])
-        R1 = Layout._make(R._shape[1], R._stride[1])
+        R0 = Layout.trusted(R.shape[0], R.stride[0])
+        R1 = Layout.trusted(R.shape[1], R.stride[1])
         ctx, comp = composition_claims(cx, C, B, As, Ad, R1)
         return ctx, z3.And(_same_layout(cx, R0, A), comp)
 
@@ -1043,7 +1043,7 @@ def _regroup(kind: str, n_extra: int = 1, impl: Any = None) -> Instance:
         k = counter[0] = counter[0] + 1
         a = sp.symbols(f"a{k}_0 a{k}_1 c{k}", integer=True, positive=True)
         b = sp.symbols(f"b{k}_0 b{k}_1 e{k}", integer=True)
-        return Layout._make(((a[0], a[1]), a[2]), ((b[0], b[1]), b[2]))
+        return Layout.trusted(((a[0], a[1]), a[2]), ((b[0], b[1]), b[2]))
 
     def fn() -> Any:
         counter[0] = 0
@@ -1054,22 +1054,24 @@ def _regroup(kind: str, n_extra: int = 1, impl: Any = None) -> Instance:
         return P, R
 
     def expected(P: Layout) -> Layout:
-        first = [(P._shape[i][0], P._stride[i][0]) for i in range(n)]
-        second = [(P._shape[i][1], P._stride[i][1]) for i in range(n)]
-        rest = [(P._shape[i], P._stride[i]) for i in range(n, len(P._shape))]
+        ps: Any = P.shape  # nested ((tile, rest), ...): indexed as Any
+        pd: Any = P.stride
+        first = [(ps[i][0], pd[i][0]) for i in range(n)]
+        second = [(ps[i][1], pd[i][1]) for i in range(n)]
+        rest = [(ps[i], pd[i]) for i in range(n, len(ps))]
         if kind == "zipped":
             sec = second + rest
-            return Layout._make(
+            return Layout.trusted(
                 (tuple(f[0] for f in first), tuple(x[0] for x in sec)),
                 (tuple(f[1] for f in first), tuple(x[1] for x in sec)),
             )
         if kind == "tiled":
             sec = second + rest
-            return Layout._make(
+            return Layout.trusted(
                 (tuple(f[0] for f in first),) + tuple(x[0] for x in sec),
                 (tuple(f[1] for f in first),) + tuple(x[1] for x in sec),
             )
-        return Layout._make(
+        return Layout.trusted(
             tuple(m[0] for m in first + second + rest), tuple(m[1] for m in first + second + rest)
         )
 
@@ -1097,8 +1099,8 @@ def _associativity(A: Layout, B: Layout, C: Layout) -> Instance:
         z3 = _z3()
         e = cx.enc
         X, Y = cx.path.value
-        lx = by_profile(X, C._shape)
-        ly = by_profile(Y, C._shape)
+        lx = by_profile(X, C.shape)
+        ly = by_profile(Y, C.shape)
         if lx is None or ly is None:
             return [], z3.BoolVal(False)
         cs_, cd_ = sx.flat_modes(C)
@@ -1691,6 +1693,14 @@ def _T(
     )
 
 
+def _regroup_check(kind: str) -> Callable[[], List[Result]]:
+    return lambda: prove(f"{kind} regroups", [_regroup(kind)])
+
+
+def _swizzle_theorem(what: str) -> Callable[[], List[Result]]:
+    return lambda: _swizzle_check(what)
+
+
 def _build() -> List[Theorem]:
     out: List[Theorem] = []
     r14, r12, r13 = (1, 2, 3, 4), (1, 2), (1, 2, 3)
@@ -1929,7 +1939,7 @@ def _build() -> List[Theorem]:
                 f"{shape} made of the by-mode result's modes, leaf for leaf, for every by-mode result "
                 "(its parts are opaque symbols: the statement holds whatever logical_divide or "
                 "logical_product returns per mode)",
-                lambda kind=kind: prove(f"{kind} regroups", [_regroup(kind)]),
+                _regroup_check(kind),
                 "L of rank 3 (2 tiled modes + 1), opaque by-mode parts (both jobs)",
                 "every extent and stride a symbol",
             )
@@ -1986,7 +1996,7 @@ def _build() -> List[Theorem]:
                 "bit-vector variables of one query; the library's Swizzle(B, M, S) has exactly these "
                 "masks and "
                 f"shifts for every one of the triples",
-                lambda what=what: _swizzle_check(what),
+                _swizzle_theorem(what),
                 f"every B, M, S up to {SWZ_MAX} (both jobs)",
                 "B, M, S integers in scope; x, y 64-bit",
             )
@@ -2005,7 +2015,7 @@ def _build_more() -> List[Theorem]:
 
     def one(
         make: Callable[..., Instance], main: Sequence[int], full: Sequence[int], claim: str, kind: str = "int"
-    ):
+    ) -> Callable[[], List[Result]]:
         return _one(make, [(_L(r, kind),) for r in main], [(_L(r, kind),) for r in full], claim)
 
     comp_main = [(sym_layout("A", a), sym_layout("B", 1, positive=True)) for a in (1, 2)]

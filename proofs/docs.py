@@ -46,9 +46,14 @@ _SYMBOLIC_INTRO = [
     "equalities and divisibilities are solved by substitution (`b | a` becomes `a = b*k`), and a layout "
     "is evaluated through an explicit digit placement whose correctness is part of the obligation. "
     "Paths where the operation raises (inadmissible, or a condition it refuses to decide) return "
-    "nothing and need no obligation; the report counts them. A path Z3 leaves undecided makes the "
-    "theorem *unknown*, never proved; a satisfiable obligation is a refutation only when its model, "
-    "substituted into the operands, fails the post-condition on integers.",
+    "nothing and need no obligation; the report counts them -- except in the admissibility theorems "
+    "(`*-admissible-iff-chain`), whose raising paths get the obligation that the chain is violated, "
+    "and where a path refused for any other reason makes the theorem unknown. A path Z3 leaves "
+    "undecided makes the theorem *unknown*, never proved; a satisfiable obligation is a refutation "
+    "only when its model, substituted into the operands, fails the post-condition on integers. Every "
+    "Z3 call goes through the package's one solver driver (`layoutproof.symbolic.solver`), and every "
+    "path (the operation's run, the SymPy simplification of its facts, its obligations) runs under a "
+    "time budget (`symexec.PATH_SECONDS`): past it the path is unknown with the reason *timeout*.",
     "",
     "Scope: the flat rank of each operand is fixed per run; *Family* below names the ranks of the "
     "default run (`layoutproof prove`, which must finish within a minute) and of `layoutproof prove "

@@ -31,7 +31,7 @@ Progress = Callable[[Outcome, int, int], None]
 def default_jobs() -> int:
     """Worker processes for ``--jobs 0`` (automatic): the usable CPUs, at most 4."""
     try:
-        n = len(os.sched_getaffinity(0))  # type: ignore[attr-defined]
+        n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
     return max(1, min(4, n))

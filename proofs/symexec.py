@@ -26,7 +26,7 @@ the path condition.
 >>> s0, s1 = sp.symbols("s0 s1", integer=True, positive=True)
 >>> d0, d1 = sp.symbols("d0 d1", integer=True)
 >>> from layoutproof import Layout
->>> paths, complete = explore(lambda: symops.coalesce(Layout._make((s0, s1), (d0, d1))))
+>>> paths, complete = explore(lambda: symops.coalesce(Layout.trusted((s0, s1), (d0, d1))))
 >>> complete, sorted(str(p.value) for p in paths)
 (True, ['(s0,s1):(d0,d1)', '1:0', 's0*s1:d0', 's0:d0', 's1:d1'])
 """
@@ -38,6 +38,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.budget import BudgetExceeded, deadline, expired
 from layoutproof.errors import InadmissibleError, LayoutError
+from layoutproof.inttuple import raw_flatten
 from layoutproof.layout import Layout
 
 __all__ = [
@@ -383,7 +384,7 @@ class Digits:
 
 
 def flat_modes(L: Layout) -> Tuple[List[Any], List[Any]]:
-    fs, fd = L._flat()
+    fs, fd = raw_flatten(L.shape), raw_flatten(L.stride)
     return list(fs), list(fd)
 
 

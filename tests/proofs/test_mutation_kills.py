@@ -25,6 +25,7 @@ from layoutproof import (
     symbols,
     tile_to_shape,
 )
+from layoutproof.inttuple import raw_flatten
 
 
 # ----------------------------------------------------------------------------- swizzles
@@ -188,7 +189,7 @@ def test_symbolic_tile_to_shape_accepts_what_is_proved():
 def _brute_compose(A: Layout, B: Layout) -> list:
     """A-hat(B(c)) for every 1-D coordinate c of B, in Python integers (A's last flat mode
     unbounded, as CuTe C++)."""
-    fs, fd = A._flat()
+    fs, fd = raw_flatten(A.shape), raw_flatten(A.stride)
 
     def a_hat(x: int) -> int:
         off = 0
@@ -224,7 +225,7 @@ def test_exact_composition_is_exact_beyond_int64(scale):
 def _by_mode(A: Layout, B: Layout, w: int) -> tuple:
     """(A-hat(B(w)), the sum of A-hat over B's modes at w's coordinates): they differ exactly
     where concatenating the per-mode compositions is not A o B."""
-    fs, fd = A._flat()
+    fs, fd = raw_flatten(A.shape), raw_flatten(A.stride)
 
     def a_hat(x: int) -> int:
         off = 0
@@ -233,7 +234,7 @@ def _by_mode(A: Layout, B: Layout, w: int) -> tuple:
             x //= s
         return off + x * fd[-1]
 
-    bs, bd = B._flat()
+    bs, bd = raw_flatten(B.shape), raw_flatten(B.stride)
     crd = []
     for s in bs:
         crd.append(w % s)

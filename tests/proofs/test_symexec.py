@@ -68,7 +68,7 @@ def test_hook_leaves_decided_conditions_and_explicit_facts_alone():
 def test_explore_enumerates_every_path_of_coalesce():
     s0, s1 = _syms("s0 s1", positive=True)
     d0, d1 = _syms("d0 d1")
-    paths, complete = sx.explore(lambda: symops.coalesce(Layout._make((s0, s1), (d0, d1))))
+    paths, complete = sx.explore(lambda: symops.coalesce(Layout.trusted((s0, s1), (d0, d1))))
     assert complete
     assert len(paths) == 5
     results = {str(p.value) for p in paths}
@@ -88,7 +88,7 @@ def test_inadmissible_paths_end_with_their_condition():
     d0 = _syms("d0")
     M = _syms("M", positive=True)
     with assuming(sp.Ne(s0, 1), sp.Lt(d0, 0)):
-        paths, _ = sx.explore(lambda: symops.complement(Layout._make(s0, d0), M))
+        paths, _ = sx.explore(lambda: symops.complement(Layout.trusted(s0, d0), M))
     assert paths and all(p.end in ("inadmissible", "refused") for p in paths)
 
 
@@ -121,8 +121,8 @@ def test_a_false_claim_is_not_proved():
 
     def wrong():
         R = symops.coalesce(L)
-        fs, fd = R._flat()
-        return Layout._make(fs[0], fd[0] + 1) if len(fs) == 1 else R
+        fs, fd = sx.flat_modes(R)
+        return Layout.trusted(fs[0], fd[0] + 1) if len(fs) == 1 else R
 
     bad = cs.Instance("rank 2", wrong, inst.build, inst.confirm)
     (r,) = cs.prove("wrong coalesce", [bad])
