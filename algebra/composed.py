@@ -165,7 +165,7 @@ class ComposedLayout:
         self._hash = None
         self._n = b.size
         if isinstance(a, Swizzle):  # the swizzle's parameters, for the scalar fast path
-            self._sy, self._srs, self._sls = a._y, a._rs, a._ls
+            self._sy, self._srs, self._sls = a.xor_parts
         else:
             self._sy = None
 
@@ -390,7 +390,7 @@ class ComposedLayout:
     def _apply_outer_np(self, x: Any) -> Any:
         a = self._a
         if isinstance(a, Swizzle):
-            return a._apply_np(x)
+            return a(x)
         return _layout_at(a, x)
 
     def eval_all(self) -> "np.ndarray":
@@ -457,9 +457,9 @@ def make_composed_layout(layout_a: Any, offset: Any, layout_b: Any) -> ComposedL
 def _block_closed(sw: Swizzle, o: int, B: Layout) -> bool:
     """Is ``{o + B(c)}`` a union of aligned ``2**(M+B+|S|)`` blocks?  Then the swizzle
     permutes each block within itself and the image set is unchanged."""
-    if sw._b == 0:
+    if sw.is_identity():
         return True
-    blk = 1 << sw._top
+    blk = sw.size
     if o % blk:
         return False
     fs, fd = B._flat()
@@ -486,7 +486,7 @@ def recompose(a: Any, o: int, b: Any) -> Any:
             condition="representable as A o offset o Layout",
             witness=None,
         )
-    if o == 0 and isinstance(a, Swizzle) and a._b == 0:
+    if o == 0 and isinstance(a, Swizzle) and a.is_identity():
         return b
     return ComposedLayout._make(a, o, b)
 
@@ -582,8 +582,8 @@ def _compose_layout_swizzle(L: Layout, sw: Swizzle) -> Any:
         return L
     import numpy as np
 
-    y = int(ext_layout_at(L, np.array([sw._y], dtype=object))[0])
-    z = int(ext_layout_at(L, np.array([sw._z], dtype=object))[0])
+    y = int(ext_layout_at(L, np.array([sw.yyy_msk], dtype=object))[0])
+    z = int(ext_layout_at(L, np.array([sw.zzz_msk], dtype=object))[0])
     try:
         cand_sw = make_swizzle(y, z)
     except MalformedLayoutError:
@@ -610,7 +610,7 @@ def _compose_layout_swizzle(L: Layout, sw: Swizzle) -> Any:
         # swizzle touches need a check: for j >= M+B+|S|, sw(2**j) = 2**j, and L(2**j) shares
         # no bit with L(yyy) or L(zzz) (the images are pairwise bit-disjoint), so C++'s
         # swizzle leaves it too.
-        top = (sw._y | sw._z).bit_length()
+        top = (sw.yyy_msk | sw.zzz_msk).bit_length()
         for j in range(min(len(imgs), top)):
             c = 1 << j
             truth = L._eval_int(sw(c))
@@ -628,7 +628,7 @@ def _compose_layout_swizzle(L: Layout, sw: Swizzle) -> Any:
             witness=None,
         )
     c = _arange(n, n)
-    truth = ext_layout_at(L, sw._apply_np(c))
+    truth = ext_layout_at(L, sw(c))
     got = cand.eval_all() if isinstance(cand, ComposedLayout) else L.eval_all()
     bad = np.flatnonzero(got != truth)
     if bad.size:
@@ -657,7 +657,7 @@ def _plain_composite(L: Layout, sw: Swizzle) -> Tuple[Optional[Layout], Optional
         return None, None
     import numpy as np
 
-    v = ext_layout_at(L, sw._apply_np(_arange(n, n)))
+    v = ext_layout_at(L, sw(_arange(n, n)))
     if v.dtype != object and v.size and max(abs(int(v.min())), abs(int(v.max()))) * n >= 1 << 62:
         v = v.astype(object)  # the recognition multiplies values by indices
     units = [int(v[p]) if s > 1 else 0 for s, p in zip(fs, raw_flatten(raw_prefix_product(fs)))]

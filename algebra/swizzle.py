@@ -26,7 +26,7 @@ Semantics (C++ ``swizzle.hpp``; PyCuTe; legacy pycute): C++'s checks (``B, M >= 
 from __future__ import annotations
 
 import re
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from . import kinds
 from .errors import InadmissibleError, MalformedLayoutError, show
@@ -197,6 +197,17 @@ class Swizzle:
     def cosize(self) -> int:
         """Same as :attr:`size`: the swizzle maps ``[0, size)`` onto itself."""
         return 1 << self._top
+
+    @property
+    def xor_parts(self) -> Tuple[int, int, int]:
+        """``(yyy_msk, r, l)`` with ``self(x) == x ^ (((x & yyy_msk) >> r) << l)`` for every
+        integer ``x`` (one of the shifts is 0): the swizzle as three integers, for callers
+        that inline it.
+
+        >>> Swizzle(2, 0, 2).xor_parts, Swizzle(1, 0, -1).xor_parts
+        ((12, 2, 0), (1, 0, 1))
+        """
+        return self._y, self._rs, self._ls
 
     def is_identity(self) -> bool:
         """True when ``B == 0``: every offset is left as it is."""
