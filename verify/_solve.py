@@ -148,7 +148,7 @@ def facts_consistent(facts: tuple, timeout_ms: int) -> Optional[bool]:
 
 def params_of(*objs: Any) -> List[Any]:
     """The SymPy symbols in the objects (layouts, leaves, tuples), sorted by name."""
-    from ._concrete import is_sym
+    from layoutproof.symbolic import is_sym
 
     out: set = set()
 
