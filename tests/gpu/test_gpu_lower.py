@@ -270,6 +270,24 @@ def test_symbolic_ld():
     assert lower(Layout((16, (2, 4)), (1, (ld, 2 * ld))), ("i", "j"), name="g").c_expr == "(i + (j * ld))"
 
 
+def test_symbolic_strides_coalesce_by_identity_and_print_as_written():
+    # the second stride is 4 x the first as a polynomial, though SymPy spells the two
+    # differently (a product vs its expansion): the modes merge, the first stride prints
+    ld, M = symbols("ld M")
+    L = Layout((4, 2, 8), (ld * (M + 1), 4 * M * ld + 4 * ld, 1))
+    low = lower(L, ("x",), name="f")
+    assert low.c_expr == "((ld * (M + 1) * (x & 7)) + (x >> 3))" and low.proof.method == "sympy"
+    for vals in [(3, 2), (0, 5), (1000, 1)]:
+        env = dict(zip(low.symbols, vals))
+        for x in range(L.size):
+            want = int(L.expr(x).subs({s: env[s.name] for s in L.free_symbols}))
+            assert c_eval_scalar(low.c_expr, dict(env, x=x)) == want
+    # equal strides that do not continue the previous mode stay separate modes
+    low = lower(Layout((4, 2), (ld, ld)), ("x",), name="f")
+    assert low.c_expr == "((ld * (x & 3)) + (ld * (x >> 2)))"
+    brute_check(low, ld=7)
+
+
 def test_symbolic_refusals():
     ld = symbols("ld")
     with pytest.raises(LoweringError) as e:
