@@ -47,6 +47,7 @@ Semantics (C++ ``layout_composed.hpp``, ``swizzle_layout.hpp``; legacy pycute):
 
 from __future__ import annotations
 
+import operator
 import re
 from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Tuple
 
@@ -144,7 +145,7 @@ class ComposedLayout:
     _sy: Optional[int]  # the swizzle's YYY mask and shifts (None: A is a Layout)
     _srs: int
     _sls: int
-    _lp_lifted = True
+    _lp_lifted = True  # a kind of layout (layoutproof.verify recognises them by this marker)
 
     def __init__(self, layout_a: Any, offset: Any, layout_b: Any) -> None:
         if not isinstance(layout_a, (Swizzle, Layout)):
@@ -784,6 +785,19 @@ kinds.register("composition", ComposedLayout, compose_lifted)
 kinds.register("composition", Swizzle, compose_lifted)
 kinds.register("right_inverse", ComposedLayout, _right_inverse)
 kinds.register("left_inverse", ComposedLayout, _left_inverse)
+
+
+def _slice_and_offset(crd: Any, C: ComposedLayout) -> Tuple[ComposedLayout, int]:
+    return C.slice_and_offset(crd)
+
+
+# The accessors the core's free functions (size, cosize, shape, rank, depth, slice_) ask for.
+for _cls in (ComposedLayout, Swizzle):
+    kinds.register("size", _cls, operator.attrgetter("size"))
+    kinds.register("cosize", _cls, operator.attrgetter("cosize"))
+for _name in ("shape", "rank", "depth"):
+    kinds.register(_name, ComposedLayout, operator.attrgetter(_name))
+kinds.register("slice_and_offset", ComposedLayout, _slice_and_offset)
 
 
 def _as_layout(sw: Swizzle) -> ComposedLayout:

@@ -679,8 +679,10 @@ def slice_and_offset(crd: Any, layout: Layout) -> Tuple[Layout, int]:
     coordinates, so that ``layout(crd with the wildcards filled) == offset + sub(fill)``.
     """
     if not isinstance(layout, Layout):
-        if _lifted(layout) and hasattr(layout, "slice_and_offset"):  # A o off o B (C++)
-            return layout.slice_and_offset(crd)
+        fn = kinds.lookup("slice_and_offset", type(layout))  # A o off o B (C++), ...
+        if fn is not None:
+            sliced: Tuple[Layout, int] = fn(crd, layout)
+            return sliced
         raise MalformedLayoutError("slice_and_offset(crd, layout): layout must be a Layout")
     if crd is None or crd is _:
         return layout, 0
@@ -695,8 +697,6 @@ def slice_and_offset(crd: Any, layout: Layout) -> Tuple[Layout, int]:
 
 def slice_(crd: Any, layout: Layout) -> Layout:
     """The sub-layout of the wildcard modes of ``crd`` (CuTe's ``slice``)."""
-    if not isinstance(layout, Layout) and _lifted(layout) and hasattr(layout, "slice_and_offset"):
-        return layout.slice_and_offset(crd)[0]
     return slice_and_offset(crd, layout)[0]
 
 
@@ -710,10 +710,13 @@ def evenly_divides(shape: Any, tiler: Any) -> bool:
     >>> evenly_divides((8, 6), (4, 3)), evenly_divides((8, 6), (4, 4)), evenly_divides(12, Layout(4, 2))
     (True, False, True)
     """
-    if isinstance(shape, Layout) or (_lifted(shape) and hasattr(shape, "layout_b")):
-        a = shape._shape  # a composed layout's shape is its inner layout's
-    elif _lifted(shape):
-        raise MalformedLayoutError(f"evenly_divides: {shape} has no shape (compose it with a layout)")
+    if isinstance(shape, Layout):
+        a = shape._shape
+    elif other_kind(shape):
+        get_shape = kinds.lookup("shape", type(shape))  # a composed layout's is its inner layout's
+        if get_shape is None:
+            raise MalformedLayoutError(f"evenly_divides: {shape} has no shape (compose it with a layout)")
+        a = get_shape(shape)
     else:
         a = checked_shape(shape)
     if type(tiler) is tuple or type(tiler) is list:
@@ -722,8 +725,8 @@ def evenly_divides(shape: Any, tiler: Any) -> bool:
         if len(tiler) > len(modes):
             return False
         return all(t is None or t is _ or evenly_divides(m, t) for m, t in zip(modes, tiler))
-    if isinstance(tiler, Layout) or _lifted(tiler):
-        b = tiler.size  # a Swizzle's size is its period
+    if isinstance(tiler, Layout) or other_kind(tiler):
+        b = size(tiler)  # a Swizzle's size is its period
     elif tiler is None or tiler is _:
         return True
     else:
@@ -804,7 +807,7 @@ def make_layout(*layouts: Any) -> Layout:
     if not layouts:
         return Layout._make((), ())  # C++: make_layout() is the empty layout
     first = layouts[0]
-    if not isinstance(first, Layout) and not _lifted(first):
+    if not isinstance(first, Layout) and not other_kind(first):
         if (
             len(layouts) == 1
             and type(first) is not int
@@ -884,16 +887,23 @@ def layout_arg(x: Any, op: str) -> Layout:
 
 
 # ----------------------------------------------------------------------------- free functions
-def _lifted(x: Any) -> bool:
-    """A swizzle or composed layout (layoutproof.swizzle): the free functions below read
-    its properties."""
-    return getattr(type(x), "_lp_lifted", False) is True
+# Another kind of layout (a Swizzle, a composed layout, ...) registers with layoutproof.kinds
+# the accessors it has -- "size" (every kind), "cosize", "shape", "rank", "depth",
+# "slice_and_offset" -- and the free functions below ask for them.
+def other_kind(x: Any) -> bool:
+    """Is ``x`` another kind of layout (one whose module registered its ``size`` with
+    :mod:`layoutproof.kinds`)?"""
+    return type(x) is not Layout and kinds.lookup("size", type(x)) is not None
 
 
 def size(x: Any) -> int:
     """Size of a layout (plain or composed) or of an HTuple shape."""
-    n: int = x.size if isinstance(x, Layout) or _lifted(x) else raw_product(checked_shape(x))
-    return n
+    if isinstance(x, Layout):
+        n: int = x.size
+        return n
+    fn = kinds.lookup("size", type(x))
+    m: int = fn(x) if fn is not None else raw_product(checked_shape(x))
+    return m
 
 
 def cosize(x: Layout) -> int:
@@ -902,7 +912,11 @@ def cosize(x: Layout) -> int:
     >>> cosize(Layout((4, 3), (2, -5)))
     17
     """
-    if not _lifted(x):
+    if not isinstance(x, Layout):
+        fn = kinds.lookup("cosize", type(x))
+        if fn is not None:
+            c: int = fn(x)
+            return c
         need_layout(x, "cosize")
     n: int = x.cosize
     return n
@@ -921,8 +935,11 @@ def rank(x: Any) -> int:
     >>> rank(Layout((4, (2, 2)))), rank((2, 3, 4)), rank(8)
     (2, 3, 1)
     """
-    if isinstance(x, Layout) or (_lifted(x) and hasattr(x, "rank")):
-        r: int = x.rank
+    if isinstance(x, Layout):
+        return x.rank
+    fn = kinds.lookup("rank", type(x))
+    if fn is not None:
+        r: int = fn(x)
         return r
     t = norm_htuple(x, "rank argument")
     return len(t) if type(t) is tuple else 1
@@ -934,8 +951,11 @@ def depth(x: Any) -> int:
     >>> depth(Layout((4, (2, 2)))), depth(8)
     (2, 0)
     """
-    if isinstance(x, Layout) or (_lifted(x) and hasattr(x, "depth")):
-        dp: int = x.depth
+    if isinstance(x, Layout):
+        return x.depth
+    fn = kinds.lookup("depth", type(x))
+    if fn is not None:
+        dp: int = fn(x)
         return dp
     return raw_depth(norm_htuple(x, "depth argument"))
 
@@ -946,9 +966,11 @@ def shape(x: Layout) -> Any:
     >>> shape(Layout((4, (2, 2)), (2, (1, 8))))
     (4, (2, 2))
     """
-    if _lifted(x) and hasattr(x, "shape"):
-        return x.shape
-    need_layout(x, "shape")
+    if not isinstance(x, Layout):
+        fn = kinds.lookup("shape", type(x))
+        if fn is not None:
+            return fn(x)
+        need_layout(x, "shape")
     return x.shape
 
 

@@ -131,7 +131,7 @@ class Swizzle:
     _ls: int
     _top: int
     _hash: Optional[int]
-    _lp_lifted = True  # a layout-like kind: layoutproof.layout's free functions read its size
+    _lp_lifted = True  # a kind of layout (layoutproof.verify recognises them by this marker)
 
     def __init__(self, bits: Any, base: Any, shift: Any = None) -> None:
         b = int_arg(bits, "Swizzle bits (B)")

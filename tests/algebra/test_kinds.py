@@ -181,6 +181,21 @@ def test_hooks():
     assert Layout.parse("(4,2):(2,1)") == Layout((4, 2), (2, 1))
 
 
+def test_the_free_accessors_ask_the_registry(shifted_kind):
+    from layoutproof import cosize, depth, rank, shape, size
+
+    s = Shifted(3, Layout((4, (2, 2)), (1, (4, 8))))
+    with pytest.raises(MalformedLayoutError):
+        size(s)  # no "size" registered: not a kind of layout yet
+    for name in ("size", "cosize", "shape", "rank", "depth"):
+        kinds.register(name, Shifted, lambda x, name=name: getattr(x.inner, name))
+    try:
+        assert (size(s), cosize(s), shape(s), rank(s), depth(s)) == (16, 16, (4, (2, 2)), 2, 2)
+    finally:
+        for name in ("size", "cosize", "shape", "rank", "depth"):
+            kinds.unregister(name, Shifted)
+
+
 def test_the_tuple_functions_take_layouts_through_the_registry():
     L = Layout((2, (3, 4)), (1, (2, 6)))
     assert flatten(L) == Layout((2, 3, 4), (1, 2, 6))
