@@ -37,5 +37,13 @@ for cfg, (m, n, k) in [
             c = gemm(a, b, config=cfg, out_dtype="f32")
             ref = a.astype(cp.float64) @ b.astype(cp.float64)
             worst = max(worst, float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)))
+# the fused epilogue (bias + activation) on the same odd shapes
+for m, n, k in ((37, 45, 51), (64, 64, 64), (1, 9, 17), (130, 260, 200)):
+    a = rng.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
+    b = rng.standard_normal((k, n), dtype=cp.float32).astype(cp.float16)
+    bias = rng.standard_normal(n, dtype=cp.float32)
+    c = gemm(a, b, out_dtype="f32", bias=bias, activation="relu")
+    ref = cp.maximum(a.astype(cp.float64) @ b.astype(cp.float64) + bias, 0)
+    worst = max(worst, float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)))
 cp.cuda.Device().synchronize()
 print(f"sanitize run done, worst relative error {worst:.2e}")

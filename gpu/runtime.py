@@ -156,6 +156,7 @@ def _generator_hash() -> str:
         "sm90.py",
         "pipeline.py",
         "splitk.py",
+        "epilogue.py",
     ):
         f = here / name
         if f.exists():
@@ -233,6 +234,10 @@ def kernel_for(config: GemmConfig, problem: GemmProblem, *, disk: bool = True) -
             return k
     if isinstance(config, GemmConfig):
         k = generate(config, problem)
+    elif type(config).__name__ == "EpilogueConfig":
+        from .epilogue import generate_epilogue
+
+        k = generate_epilogue(config, problem)
     else:
         from .codegen_sm90 import generate_sm90
 
@@ -316,7 +321,7 @@ def _use_wgmma(cupy: Any, config: Any, path: str) -> bool:
     if isinstance(config, GemmConfig) or path == "mma.sync":
         return False
     sm90 = _device_facts(cupy)[1] == "90"
-    if type(config).__name__ in ("Sm90Config", "SplitKConfig") or path == "wgmma":
+    if type(config).__name__ in ("Sm90Config", "SplitKConfig", "EpilogueConfig") or path == "wgmma":
         if not sm90:
             raise GemmInputError("gemm: the wgmma kernel needs compute capability 9.0 (Hopper)")
         return True
@@ -526,6 +531,8 @@ class GemmPlan:
         out_dtype: Optional[str] = None,
         dtype: Optional[str] = None,
         path: str = "auto",
+        bias: Any = None,
+        activation: Optional[str] = None,
     ) -> None:
         import threading
 
@@ -579,6 +586,26 @@ class GemmPlan:
                 orient = "col"
             else:
                 orient = "copy"
+        # the fused epilogue C = act(A @ B + bias[n]) (bias along the user's N)
+        self.activation: Optional[str] = None
+        self._bias_sig: Any = None
+        if bias is not None or activation is not None:
+            self.activation = activation or "none"
+            if bias is not None:
+                ok = (
+                    isinstance(bias, cupy.ndarray)
+                    and bias.shape == (N,)
+                    and str(bias.dtype) == "float32"
+                    and bias.strides == (4,)
+                    and bias.data.device_id == dev
+                )
+                if not ok:
+                    raise GemmInputError(
+                        f"gemm: bias must be a contiguous float32 cupy array of shape ({N},) on device {dev}"
+                    )
+                self._bias_sig = (type(bias), bias.shape, bias.strides, bias.dtype, dev)
+            if orient == "col":  # the kernel's N must be the user's N: a row-major temporary
+                orient = "copy"
         self.orient = orient
         swap = orient == "col"
         m, n = (N, M) if swap else (M, N)
@@ -609,14 +636,30 @@ class GemmPlan:
             cfg = choose_config(m, n, K, prob, hopper=use90, tma=tma, sms=_sm_count(cupy))
         elif config == "auto":
             cfg = autotune(m, n, K, problem=prob, path="wgmma" if use90 else "mma.sync")
-        elif isinstance(config, GemmConfig) or type(config).__name__ in ("Sm90Config", "SplitKConfig"):
+        elif isinstance(config, GemmConfig) or type(config).__name__ in (
+            "Sm90Config",
+            "SplitKConfig",
+            "EpilogueConfig",
+        ):
             cfg = config
         else:
             raise GemmInputError(
                 f"gemm: config must be a GemmConfig, an Sm90Config, 'auto' or None, got {config!r}"
             )
-        self.config, self.problem = cfg, prob
         from .splitk import REDUCE_THREADS, SplitKConfig
+
+        if self.activation is not None:
+            from .epilogue import EpilogueConfig
+
+            base = cfg.base if isinstance(cfg, (SplitKConfig, EpilogueConfig)) else cfg
+            if not (use90 and getattr(base, "schedule", "") == "ws" and tma_available()):
+                raise GemmInputError(
+                    "gemm: the fused bias/activation epilogue runs on the warp-specialized TMA "
+                    "kernel (compute capability 9.0 with cuda-python; an Sm90Config with "
+                    "loader='tma', schedule='ws')"
+                )
+            cfg = EpilogueConfig(base, self.activation).validate()
+        self.config, self.problem = cfg, prob
 
         splits = cfg.splits if isinstance(cfg, SplitKConfig) else 1
         self.splits = splits
@@ -672,10 +715,17 @@ class GemmPlan:
             kinds = ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i64", "i64", "i64", "i32"]
             statics = {3: m, 4: n, 5: K, 6: A.ld, 7: B.ld, 8: ldc}
             self._ic = 2
+        self._icv = len(kinds) - 1
+        self._ibias = -1
+        self._zero_bias = None
+        if self.activation is not None:  # the bias pointer follows c_vec
+            kinds.append("ptr")
+            self._ibias = len(kinds) - 1
+            if self._bias_sig is None:  # an activation alone: a zero bias, kept
+                self._zero_bias = cupy.zeros(N, dtype=cupy.float32)
         self._pb = ParamBuffer(kinds)
         for i, v in statics.items():
             self._pb.set(i, v)
-        self._icv = len(kinds) - 1
         launch = getattr(getattr(cupy.cuda, "driver", None), "launchKernel", None)
         self._launch_kernel = launch
         self._fn = int(rk.kernel.ptr) if launch is not None else 0
@@ -696,9 +746,24 @@ class GemmPlan:
         self._info = dict(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K, plan=self)
 
     # ------------------------------------------------------------------ calls
-    def __call__(self, a: Any, b: Any, out: Any = None) -> Any:
+    def __call__(self, a: Any, b: Any, out: Any = None, bias: Any = None) -> Any:
         """C = A @ B for operands like the ones the plan was made for (checked); ``out``
-        like the plan's (None: a new array)."""
+        like the plan's (None: a new array); ``bias`` like the plan's (a plan made with a
+        bias needs one each call)."""
+        if (bias is None) != (self._bias_sig is None):
+            raise GemmInputError(
+                "GemmPlan: the plan was made "
+                + ("with a bias: pass one" if bias is None else "without a bias: make a plan with one")
+            )
+        if bias is not None:
+            try:
+                sig = (type(bias), bias.shape, bias.strides, bias.dtype, bias.data.device_id)
+            except AttributeError:
+                sig = None
+            if sig != self._bias_sig:
+                raise GemmInputError(
+                    f"GemmPlan: bias {sig and sig[1:]} differs from the plan's {self._bias_sig[1:]}"
+                )
         try:
             dev = self._a_sig[-1]
             sa = (type(a), a.shape, a.strides, a.dtype, a.data.ptr % 16 == 0, a.data.device_id)
@@ -729,9 +794,9 @@ class GemmPlan:
                     f"output; out (shape {so[1]}, strides {so[2]}, {so[3]}) "
                     f"is not one"
                 )
-        return self._run(a, b, out)
+        return self._run(a, b, out, bias)
 
-    def _run(self, a: Any, b: Any, out: Any) -> Any:
+    def _run(self, a: Any, b: Any, out: Any, bias: Any = None) -> Any:
         """The launch, for arguments already known to match the plan."""
         cupy = self._cupy
         if out is None:
@@ -762,6 +827,11 @@ class GemmPlan:
                 pbuf.set(1, pb_)
             pbuf.set(self._ic, pk)
             pbuf.set(self._icv, cvec)
+            if self._ibias >= 0:
+                bvec = bias if bias is not None else self._zero_bias
+                if bvec is None:
+                    raise GemmInputError("GemmPlan: the plan was made with a bias: pass one")
+                pbuf.set(self._ibias, bvec.data.ptr)
             if self._launch_kernel is not None:
                 g = self.grid
                 self._launch_kernel(
@@ -779,7 +849,10 @@ class GemmPlan:
                 )
             else:
                 tgt = target if self._ws is None else self._ws
-                self._rk(self.grid, (self.threads, 1, 1), self._args(xa, xb, tgt, cvec), shared_mem=self.smem)
+                args = self._args(xa, xb, tgt, cvec)
+                if self._ibias >= 0:
+                    args += (bias if bias is not None else self._zero_bias,)
+                self._rk(self.grid, (self.threads, 1, 1), args, shared_mem=self.smem)
             if self._fix is not None:  # split-K: sum the partial planes into C (stream order)
                 frk, fpb, fg = self._fix
                 fpb.set(1, pc)
@@ -890,13 +963,26 @@ def gemm_plan(
     out_dtype: Optional[str] = None,
     dtype: Optional[str] = None,
     path: str = "auto",
+    bias: Any = None,
+    activation: Optional[str] = None,
 ) -> GemmPlan:
-    """A :class:`GemmPlan` for operands like ``a`` and ``b`` (and ``out``): validated,
-    compiled and packed once; call it as ``plan(a, b)`` or ``plan(a, b, out)``.
+    """A :class:`GemmPlan` for operands like ``a`` and ``b`` (and ``out``, ``bias``):
+    validated, compiled and packed once; call it as ``plan(a, b)``, ``plan(a, b, out)`` or
+    ``plan(a, b, out, bias)``.
 
     Arguments as :func:`gemm`, which keeps such plans itself (keyed by the arguments'
     shapes, strides, dtypes, alignment, device and options)."""
-    return GemmPlan(a, b, out, config=config, out_dtype=out_dtype, dtype=dtype, path=path)
+    return GemmPlan(
+        a,
+        b,
+        out,
+        config=config,
+        out_dtype=out_dtype,
+        dtype=dtype,
+        path=path,
+        bias=bias,
+        activation=activation,
+    )
 
 
 def _plan_key(a: Any, b: Any, out: Any, config: Any, out_dtype: Any, dtype: Any, path: Any, dev: int) -> Any:
@@ -938,6 +1024,8 @@ def gemm(
     out_dtype: Optional[str] = None,
     dtype: Optional[str] = None,
     path: str = "auto",
+    bias: Any = None,
+    activation: Optional[str] = None,
 ) -> Any:
     """C = A @ B on the GPU with a proven tensor-core kernel (f32 accumulation): the wgmma
     kernel (:mod:`~layoutproof.gpu.codegen_sm90`) on sm_90, the mma.sync kernel
@@ -960,25 +1048,48 @@ def gemm(
             bfloat16 dtype: pass the raw bits as uint16).
         path: ``"auto"`` (wgmma on compute capability 9.0, else mma.sync), ``"wgmma"`` or
             ``"mma.sync"``; a GemmConfig selects mma.sync, an Sm90Config wgmma.
+        bias: optional float32 vector of N elements: ``C = act(A @ B + bias)``, fused in
+            the warp-specialized TMA kernel (``layoutproof.gpu.epilogue``; sm_90 with
+            cuda-python), added in f32 before the output conversion.
+        activation: ``"relu"``, ``"silu"``, ``"gelu"`` (erf form) or ``"none"``, fused the
+            same way (with or without a bias).
 
     Raises:
         GemmInputError: wrong dtype, shape, device or layout; NoGPUError without CuPy/GPU.
     """
     plan = None
     key = None
+
+    def epi_key() -> Any:
+        if bias is None and activation is None:
+            return None
+        bs = None if bias is None else (type(bias), bias.shape, bias.strides, bias.dtype, bias.data.device_id)
+        return (activation, bs)
+
     if _CUPY:
         try:
             key = _plan_key(a, b, out, config, out_dtype, dtype, path, _CUPY[0].cuda.runtime.getDevice())
+            key = key + (epi_key(),)
             plan = _PLANS.get(key)
         except Exception:  # not arrays, or an unhashable option: the full checks below say
             key = plan = None
     if plan is None:
-        plan = GemmPlan(a, b, out, config=config, out_dtype=out_dtype, dtype=dtype, path=path)
+        plan = GemmPlan(
+            a,
+            b,
+            out,
+            config=config,
+            out_dtype=out_dtype,
+            dtype=dtype,
+            path=path,
+            bias=bias,
+            activation=activation,
+        )
         if key is None:
             try:
                 key = _plan_key(
                     a, b, out, config, out_dtype, dtype, path, plan._cupy.cuda.runtime.getDevice()
-                )
+                ) + (epi_key(),)
             except Exception:
                 key = None
         if key is not None:
@@ -988,7 +1099,7 @@ def gemm(
                 _PLANS[key] = plan
             except TypeError:
                 pass
-    return plan._run(a, b, out)
+    return plan._run(a, b, out, bias)
 
 
 # ============================================================================ autotuner

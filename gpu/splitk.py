@@ -69,6 +69,7 @@ __all__ = [
     "prove_k_partition",
     "prove_workspace",
     "prove_fixup_order",
+    "base_plan_proofs",
     "workspace_offset_ir",
     "MAX_SPLITS",
     "REDUCE_THREADS",
@@ -633,7 +634,7 @@ class SplitKKernels:
         return ProofLog(list(self.gemm.proofs) + list(self.reduce.proofs))
 
 
-def _pre_emission_proofs(k: GemmKernel, cfg: Sm90Config) -> List[Any]:
+def base_plan_proofs(k: GemmKernel, cfg: Sm90Config) -> List[Any]:
     """The base kernel's proofs of its plans (buffers, TMA boxes, descriptors, atom, C map,
     scheduler, epilogue): its log without the IR obligations ``finish`` appended, which are
     discharged again on the rewritten tree.  Counted by re-running them on the base IR."""
@@ -643,7 +644,7 @@ def _pre_emission_proofs(k: GemmKernel, cfg: Sm90Config) -> List[Any]:
     tx = _tx_of(k.ir)
     proto, _n = protocol_ir(k.ir, cfg, tx, tmp)
     epilogue_order(k.ir, tmp)
-    prove_pipeline(cfg.stages, cfg.warpgroups, tmp, ctas=1, **proto)
+    prove_pipeline(cfg.stages, cfg.warpgroups, tmp, ctas=cfg.cluster, **proto)
     n_post = len(tmp)
     allp = list(k.proofs)
     tail = [p.statement for p in allp[len(allp) - n_post :]]
@@ -679,7 +680,7 @@ def generate_splitk(
     S = cfg.splits
     base_prob = replace(prob, out_dtype="f32")
     base = generate_sm90(cfg.base, base_prob, memo=memo)
-    log = ProofLog(_pre_emission_proofs(base, cfg.base))
+    log = ProofLog(base_plan_proofs(base, cfg.base))
     prove_split(log)
     prove_workspace(S, log)
     h = hashlib.sha256(f"{SPLITK_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]

@@ -1,0 +1,292 @@
+"""Fused epilogue for the warp-specialized wgmma kernel: ``C = act(A @ B + bias)``.
+
+:class:`EpilogueConfig` adds a bias along N (one f32 per column of C) and an activation
+(``relu``, ``silu``, ``gelu``) to a warp-specialized TMA configuration.  The kernel is the
+one :func:`~layoutproof.gpu.codegen_sm90.generate_sm90` builds, rewritten on its IR
+(:func:`epilogue_ir`): where the epilogue packs a pair of f32 accumulators into the
+shared staging buffer, each accumulator becomes ``act(acc[i] + b_i)`` first, in f32, with
+``b_i = bias[n0 + col(t, i)]`` loaded under the guard ``n0 + col(t, i) < N`` (0 past N).
+Then every obligation of the IR is discharged again on the rewritten tree.  What the
+fusion adds is proven before emission:
+
+* ``col(t, i)`` is a lowered layout of the wgmma atom's own C layout (thread, value) ->
+  column (itself proven against the PTX fragment tables); the bias load's claim says its
+  address is ``bias + 4 * (n0 + L(t, i))`` with ``L`` that layout, so the bias a register
+  gets is the one of *its* column, and the load is in bounds;
+* the data flow: every value the epilogue writes is ``act(acc[i] + b_i)`` with ``b_i`` the
+  load claimed for register ``i`` (checked on the tree), so each C element is
+  ``act(sum_k A[m,k] B[k,n] + bias[n])``.
+
+>>> from layoutproof.gpu.codegen_sm90 import Sm90Config
+>>> EpilogueConfig(Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="ws"), "relu").key()
+'sm90_64x128x64_s8_g8_tma_ws_biasrelu'
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, Optional, Tuple
+
+from layoutproof import Layout, composition
+
+from . import kir, lower
+from .codegen import GemmKernel, addr_of, finish
+from .codegen_sm90 import Sm90Config, epilogue_order, generate_sm90, protocol_ir
+from .config import GemmProblem
+from .errors import GemmConfigError, ProofFailedError
+from .pipeline import prove_pipeline
+from .proofrec import ProofLog
+from .splitk import base_plan_proofs
+
+__all__ = ["EpilogueConfig", "ACTIVATIONS", "epilogue_ir", "generate_epilogue", "bias_column_layout"]
+
+ACTIVATIONS = ("none", "relu", "silu", "gelu")
+EPILOGUE_VERSION = "epilogue-1"
+
+
+@dataclass(frozen=True)
+class EpilogueConfig:
+    """The warp-specialized TMA kernel ``base`` with ``C = act(A @ B + bias)`` fused:
+    ``activation`` one of :data:`ACTIVATIONS`; the bias is one f32 per column of C."""
+
+    base: Sm90Config
+    activation: str = "none"
+
+    @property
+    def bm(self) -> int:
+        return self.base.bm
+
+    @property
+    def bn(self) -> int:
+        return self.base.bn
+
+    @property
+    def bk(self) -> int:
+        return self.base.bk
+
+    @property
+    def stages(self) -> int:
+        return self.base.stages
+
+    @property
+    def group_m(self) -> int:
+        return self.base.group_m
+
+    @property
+    def cluster(self) -> int:
+        return self.base.cluster
+
+    @property
+    def loader(self) -> str:
+        return "tma"
+
+    @property
+    def schedule(self) -> str:
+        return "ws"
+
+    @property
+    def threads(self) -> int:
+        return self.base.threads
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.base.smem_bytes
+
+    def key(self) -> str:
+        return f"{self.base.key()}_bias{self.activation}"
+
+    def validate(self) -> "EpilogueConfig":
+        if not isinstance(self.base, Sm90Config):
+            raise GemmConfigError(
+                f"EpilogueConfig: base must be an Sm90Config, got {type(self.base).__name__}"
+            )
+        self.base.validate()
+        if self.base.schedule != "ws" or self.base.loader != "tma":
+            raise GemmConfigError(
+                "EpilogueConfig: the fused epilogue rewrites the warp-specialized TMA kernel "
+                "(schedule='ws', loader='tma')"
+            )
+        if self.activation not in ACTIVATIONS:
+            raise GemmConfigError(
+                f"EpilogueConfig: activation={self.activation!r} must be one of {ACTIVATIONS}"
+            )
+        return self
+
+
+def bias_column_layout(bn: int, dtype: str) -> Any:
+    """(thread of the warpgroup, accumulator register) -> column of the wgmma atom's C tile
+    (64 x bn, column-major in the atom's C layout)."""
+    from . import sm90
+
+    atom = sm90.sm90_atom(bn, dtype, "SS")
+    return composition(Layout((64, bn), (0, 1)), atom.c_layout)
+
+
+def _code_register(e: kir.Expr) -> kir.Expr:
+    """The register index the kernel passes to ``lp_bias_col`` (checked against the claim)."""
+    return e
+
+
+def _find(body: kir.Block, pred: Any, what: str) -> List[Any]:
+    hits = [n for n in kir.walk(body) if pred(n)]
+    if not hits:
+        raise ProofFailedError(f"epilogue rewrite: no {what}", condition="epilogue rewrite", witness=what)
+    return hits
+
+
+def epilogue_ir(
+    base: kir.Kernel, cfg: EpilogueConfig, prob: GemmProblem, log: ProofLog, name: str
+) -> Tuple[kir.Kernel, kir.ProvenFn]:
+    """The kernel with the fused bias + activation (see the module docstring)."""
+    writes = _find(
+        base.body,
+        lambda n: (
+            isinstance(n, kir.Assign)
+            and isinstance(n.lhs, kir.Mem)
+            and n.lhs.claim.what.startswith("epilogue buffer write")
+        ),
+        "epilogue buffer write",
+    )
+    if len(writes) != 1:
+        raise ProofFailedError("epilogue rewrite: expected one buffer write", condition="epilogue rewrite")
+    write = writes[0]
+    rhs = write.rhs
+    if not (
+        isinstance(rhs, kir.Call)
+        and len(rhs.args) == 2
+        and all(isinstance(x, kir.Index) and len(x.idx) == 1 for x in rhs.args)
+    ):
+        raise ProofFailedError(
+            "epilogue rewrite: the write is not a pair of accumulators", condition="epilogue rewrite"
+        )
+    apps = [x for x in kir.walk(write.lhs.claim.addr) if isinstance(x, kir.LayoutApp)]
+    wt = apps[0].coords[0]
+    loops = _find(
+        base.body,
+        lambda n: isinstance(n, kir.For) and n.cond is not None and any(x is write for x in kir.walk(n.body)),
+        "consumer tile loop",
+    )
+    n0s = [n.var for n in kir.walk(loops[-1].body) if isinstance(n, kir.Decl) and n.var.name == "n0"]
+    N = next(v for _, v in base.params if v.name == "N")
+    if len(n0s) != 1:
+        raise ProofFailedError(
+            "epilogue rewrite: no unique n0 in the consumers' loop", condition="epilogue rewrite"
+        )
+    n0 = n0s[0]
+    col_layout = bias_column_layout(cfg.bn, prob.dtype)
+    low = lower.lower(col_layout, ("t", "v"), name="lp_bias_col", log=log)
+    colfn = kir.from_lowered(low)
+    bias = kir.Var("bias", "const float*")
+    act = f"lp_act_{cfg.activation}"
+    stmts: List[kir.Stmt] = []
+    vals = []
+    for j, x in enumerate(rhs.args):
+        if not isinstance(x, kir.Index):
+            raise ProofFailedError(
+                "epilogue rewrite: the write is not of accumulators", condition="epilogue rewrite"
+            )
+        e = x.idx[0]
+        bv = kir.Var(f"bv{j}", "float")
+        bc = kir.Var(f"bc{j}")
+        coord = n0 + kir.LayoutApp(col_layout, (wt, e), "bias column of (thread, register)")
+        claim = kir.Claim(
+            "bias load bias[n0 + col(thread, register)]",
+            addr_of(bias) + 4 * coord,
+            bounds=((coord, N),),
+            width=4,
+        )
+        stmts += [
+            kir.Decl(bc, n0 + kir.call(colfn, t=wt, v=_code_register(e)), const=True),
+            kir.Decl(bv, kir.FloatLit("0.f")),
+            kir.If(bc.lt(N), kir.block(kir.Assign(bv, kir.Mem(bias, claim, idx=bc)))),
+        ]
+        vals.append(kir.Call(act, (x + bv,), "float"))
+    new_write = replace(write, rhs=replace(rhs, args=tuple(vals)))
+    stmts.append(new_write)
+
+    def fn(node: Any) -> Any:
+        if isinstance(node, kir.Block) and any(s is write for s in node.body):
+            out: List[kir.Stmt] = []
+            for s in node.body:
+                out.extend(stmts if s is write else [s])
+            return kir.Block(tuple(out), node.bare)
+        return None
+
+    body = kir.rewrite(base.body, fn)
+    # the data flow, on the tree: the one buffer write stores act(acc[i] + bv_j), bv_j loaded
+    # under the claim of register i's column
+    w2 = [
+        n
+        for n in kir.walk(body)
+        if isinstance(n, kir.Assign)
+        and isinstance(n.lhs, kir.Mem)
+        and n.lhs.claim.what.startswith("epilogue buffer write")
+    ]
+    w2rhs = w2[0].rhs if len(w2) == 1 else None
+    ok = isinstance(w2rhs, kir.Call) and all(
+        isinstance(a, kir.Call)
+        and a.name == act
+        and isinstance(a.args[0], kir.Bin)
+        and a.args[0].op == "+"
+        and a.args[0].a is x
+        for a, x in zip(w2rhs.args, rhs.args)
+    )
+    loads = [n for n in kir.walk(body) if isinstance(n, kir.Mem) and n.claim.what.startswith("bias load")]
+    if not ok or len(loads) != 2:
+        raise ProofFailedError(
+            "epilogue: a written value is not act(accumulator + its bias)",
+            condition="fused epilogue data flow",
+        )
+    log.add(
+        "equal",
+        f"fused epilogue data flow: each register pair written to the staging buffer is "
+        f"{act}(acc[i] + bias[n0 + col(t, i)]), the bias loads claimed at the column of their own "
+        f"register (the wgmma atom's C layout) and guarded by < N",
+        "exhaustive",
+        2,
+    )
+    params = base.params + (("const float* __restrict__", bias),)
+    descr = base.description + (f"fused epilogue: C = {cfg.activation}(A @ B + bias[n]), bias f32, in f32",)
+    k = replace(
+        base,
+        name=name,
+        body=body,
+        params=params,
+        functions=base.functions + (colfn,),
+        helpers=("act",) + base.helpers,
+        description=descr,
+        sizes=dict(base.sizes, float=4),
+    )
+    return k, colfn
+
+
+_MEMO: Dict[Tuple[EpilogueConfig, GemmProblem], GemmKernel] = {}
+
+
+def generate_epilogue(
+    config: EpilogueConfig, problem: Optional[GemmProblem] = None, *, memo: bool = True
+) -> GemmKernel:
+    """Build, prove and emit the kernel with the fused bias + activation."""
+    cfg = config.validate()
+    prob = (problem or GemmProblem("k", "k")).validate()
+    if memo and (cfg, prob) in _MEMO:
+        return _MEMO[(cfg, prob)]
+    base = generate_sm90(cfg.base, prob, memo=memo)
+    log = ProofLog(base_plan_proofs(base, cfg.base))
+    h = hashlib.sha256(f"{EPILOGUE_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
+    name = f"lp_gemm_sm90_ep_{prob.key()}_{h}"
+    ir, _fn = epilogue_ir(base.ir, cfg, prob, log, name)
+    tx = next(n.nbytes for n in kir.walk(ir.body) if isinstance(n, kir.MbarExpectTx))
+
+    def protocol(k: kir.Kernel) -> int:
+        proto, n = protocol_ir(k, cfg.base, tx, log)
+        epilogue_order(k, log)
+        prove_pipeline(cfg.base.stages, cfg.base.warpgroups, log, ctas=cfg.base.cluster, **proto)
+        return n
+
+    src = finish(ir, log, f"proven before emission ({cfg.key()}, {prob.key()})", protocol)
+    k = GemmKernel(base.config, prob, src, name, base.threads, base.smem_bytes, log, dict(base.swizzles), ir)
+    if memo:
+        _MEMO[(cfg, prob)] = k
+    return k
