@@ -456,9 +456,6 @@ def as_python(c: Any) -> str:
     return pretty(c)
 
 
-_as_python = as_python  # the former private name
-
-
 def _pe(e: Any) -> str:
     """An integer expression in Python syntax; a ``Mod`` operand that is not atomic gets
     parentheses, so the text reads back the same."""
@@ -624,7 +621,6 @@ def decide(
 # --- symbolic-execution hook (layoutproof.proofs.symexec drives it; keep it tiny) ---
 #: the active explorer of :func:`exploring` (None outside it)
 EXPLORER: contextvars.ContextVar[Any] = contextvars.ContextVar("layoutproof_explorer", default=None)
-_EXPLORER = EXPLORER  # the former private name (kept until every user has switched)
 
 
 @contextmanager
@@ -969,9 +965,6 @@ def as_int(e: Any) -> Any:
     if is_sym(e) and e.is_Integer:
         return int(e)
     return e
-
-
-_as_int, _eval_parts = as_int, eval_parts  # the former private names (kept until every user has switched)
 
 
 def layout_expr(L: Any, coord: Any = None) -> Any:
