@@ -10,7 +10,14 @@ never imports the modules that extend it.  An operation handles a plain
   that defines the kind registers its implementation of the operation under the class,
   ``register("coalesce", ComposedLayout)(fn)``, and the core calls
   ``call("coalesce", layout, profile)``, which finds ``fn`` by the argument's type (its
-  classes in method-resolution order, as :func:`functools.singledispatch` does);
+  classes in method-resolution order, as :func:`functools.singledispatch` does).
+
+  An implementation takes the arguments in the order of the core function it stands in
+  for: a binary operation (``composition``) passes both, and the core looks the
+  implementation up by the argument that is not a plain layout.  A kind registers the
+  accessors it has as well -- ``size`` (what makes it a kind of layout), ``cosize``,
+  ``shape``, ``rank``, ``depth``, ``slice_and_offset`` -- which the free functions of
+  :mod:`layoutproof.layout` ask for;
 * a plain layout holding SymPy leaves: the symbolic layer registers its implementation
   under the marker :data:`SYMBOLIC` (``layoutproof.symbolic.register``) and the core
   calls ``call_symbolic("coalesce", layout)``;
