@@ -499,3 +499,31 @@ def test_tree_is_ruff_clean():
     assert res.returncode == 0, (
         "not ruff-formatted (run `ruff format`):\n" + res.stdout[-3000:] + res.stderr[-1000:]
     )
+
+
+# ----------------------------------------------------------------------------- the edit loop
+def test_slow_marks_name_existing_tests():
+    """tests/slow_marks.py (the `slow` marker's measured list) names files and tests that
+    exist: a renamed test must not silently fall into the quick edit loop's list -- or out
+    of it."""
+    import slow_marks
+
+    missing = [f for f in sorted(slow_marks.SLOW_FILES) if not (ROOT / f).is_file()]
+    for nodeid in sorted(slow_marks.SLOW_TESTS):
+        path, _, name = nodeid.partition("::")
+        f = ROOT / path
+        if not f.is_file() or not re.search(rf"^\s*def {re.escape(name)}\(", f.read_text(), re.M):
+            missing.append(nodeid)
+    assert not missing, "tests/slow_marks.py names tests that do not exist:\n" + "\n".join(missing)
+    assert slow_marks.is_slow("tests/test_adversarial.py::test_anything")
+    some = sorted(slow_marks.SLOW_TESTS)[0]
+    assert slow_marks.is_slow(some) and slow_marks.is_slow(some + "[a-param]")
+    assert not slow_marks.is_slow("tests/algebra/test_inttuple.py::a_test_not_in_the_list")
+
+
+def test_pyproject_loads_the_slow_marks_plugin():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'^addopts\s*=\s*".*-p slow_marks', text, re.M), (
+        "pyproject's addopts must load slow_marks"
+    )
+    assert _marker_registered("slow")
