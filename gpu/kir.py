@@ -2550,9 +2550,3 @@ def resolve(e: Expr, k: Kernel) -> Expr:
     while isinstance(e, Var) and id(e) in an.defs and id(e) not in an.assigned:
         e = an.defs[id(e)]
     return e
-
-
-# the names other modules used before these were public (kept until every user has switched)
-_ev = eval_expr
-_free_vars = free_vars
-_Analysis = Analysis
