@@ -567,8 +567,8 @@ MUTATIONS: Tuple[Mutation, ...] = (
         "compatible-le",
         "compatible",
         OPS,
-        "    return a == raw_product(b)\n",
-        "    return a <= raw_product(b)\n",
+        "    return bool(a == raw_product(b))\n",
+        "    return bool(a <= raw_product(b))\n",
         "wrong comparison: an integer mode is compatible with any mode at least as large",
     ),
     M(
