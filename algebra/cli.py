@@ -47,9 +47,6 @@ def eval_names() -> Dict[str, Callable[..., Any]]:
     return table
 
 
-_names = eval_names  # the former name (tests/verify use it)
-
-
 def format_value(v: Any) -> str:
     """CuTe notation for layouts, recursively for tuples; ``str`` otherwise."""
     from .layout import Layout
