@@ -319,3 +319,28 @@ def test_autotune_entries_round_trip_every_kind():
     assert runtime.config_entry(CFG)["kind"] == "splitk"
     for bad in ({"kind": "splitk", "splits": 2}, {"kind": "sm90", "bm": 64, "nope": 1}, {"kind": "?"}, 7):
         assert runtime.config_from_entry(bad) is None
+
+
+def test_fake_splitk_fixup_launch_is_programmatic_or_falls_back_to_stream_order(fake_tma, monkeypatch):
+    cp = fake_tma
+    monkeypatch.setenv("LAYOUTPROOF_PDL", "1")
+    made, calls = [], []
+
+    def launcher(fn, grid, threads, params):
+        made.append((fn, grid, threads, params))
+        return lambda stream: calls.append(stream) or answer[0]
+
+    answer = [True]
+    monkeypatch.setattr(runtime, "_pdl_launcher", launcher)
+    m, n, k = 16, 4096, 4096
+    a, b = cp.array((m, k)), cp.array((k, n))
+    runtime.gemm(a, b, config=CFG)
+    plan = runtime.last_launch["plan"]
+    (fn, grid, threads, params) = made[0]
+    assert grid == (n // splitk.REDUCE_THREADS, m, 1) and threads == splitk.REDUCE_THREADS
+    assert params == plan._fix[1].address and fn == plan._fix_fn
+    assert calls == [0x5] and len(cp.launches) == 1  # the split kernel; the fix-up went by PDL
+    answer[0] = False  # the driver refuses: this call and later ones launch in stream order
+    runtime.gemm(a, b, config=CFG)
+    assert plan._pdl is None and len(cp.launches) == 3
+    assert cp.launches[-1]["kinds"] == ["ptr", "ptr", "i32", "i32", "i64"]
