@@ -407,10 +407,14 @@ def confirm_equal(
 
 
 def int_chain(L: Layout, kind: str) -> bool:
-    """The admissibility chain on an integer layout: the modes other than extent 1 and
-    stride 0, sorted by stride, have non-negative strides and ``s_k d_k | d_{k+1}``
-    (``kind == "complement"``) or ``d_k | d_{k+1}`` and ``s_k d_k <= d_{k+1}``
-    (``"left_inverse"``)."""
+    """The admissibility chain on an integer layout: the modes (of coalesce(L) for
+    ``"left_inverse"``) other than extent 1 and stride 0, sorted by stride, have
+    non-negative strides and ``s_k d_k | d_{k+1}`` (``kind == "complement"``) or
+    ``d_k | d_{k+1}`` and ``s_k d_k <= d_{k+1}`` (``"left_inverse"``)."""
+    if kind == "left_inverse":  # left_inverse decides on coalesce(L)'s modes
+        from layoutproof.ops import coalesce
+
+        L = coalesce(L)
     fs, fd = sx.flat_modes(L)
     kept = sorted(((int(d), int(s_)) for s_, d in zip(fs, fd) if s_ != 1 and d != 0))
     if any(d < 0 for d, _s in kept):
@@ -1474,11 +1478,12 @@ def _raises(fn: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
-def _left_inverse_chain_cond(cx: Ctx, L: Layout) -> Optional[Any]:
-    """L's kept modes sorted by stride satisfy d_k | d_{k+1} and s_k d_k <= d_{k+1}, strides
-    non-negative (None when the path does not decide the kept modes or their order)."""
+def _left_inverse_chain_cond(cx: Ctx, C: Layout) -> Optional[Any]:
+    """The modes of ``C`` (coalesce(L) on the path) other than extent 1 and stride 0, sorted
+    by stride, satisfy d_k | d_{k+1} and s_k d_k <= d_{k+1}, strides non-negative (None when
+    the path does not decide those modes or their order)."""
     sp = _sp()
-    kept = _kept_modes(cx, L)
+    kept = _kept_modes(cx, C)
     if kept is None:
         return None
     allm = _order(cx, kept)
@@ -1490,59 +1495,69 @@ def _left_inverse_chain_cond(cx: Ctx, L: Layout) -> Optional[Any]:
     return sp.And(*conds) if conds else sp.true
 
 
-def _left_inverse_chain(L: Layout) -> Instance:
-    """left_inverse returns exactly when the sorted kept modes form the chain; every path
-    that raises (inadmissible, or a side condition the path refutes) violates it."""
+def _left_inverse_run(L: Layout) -> Callable[[], Any]:
+    """left_inverse(L) with its refusal made a value (:func:`_raises`), plus coalesce(L)'s
+    modes computed on the same path (left_inverse works on them)."""
     ops = _ops()
+    fs, fd = sx.flat_modes(L)
+
+    def fn() -> Any:
+        cs_, cd_ = ops.coalesce_flat(tuple(fs), tuple(fd))
+        tag, v = _raises(lambda: ops.left_inverse(L))()
+        return tag, v, lay(cs_, cd_)
+
+    return fn
+
+
+def _left_inverse_chain(L: Layout) -> Instance:
+    """left_inverse returns exactly when coalesce(L)'s sorted kept modes form the chain;
+    every path that raises (inadmissible, or a side condition the path refutes) violates
+    it."""
 
     def build(cx: Ctx) -> Tuple[List[Any], Any]:
         z3 = _z3()
-        c = _left_inverse_chain_cond(cx, L)
+        tag, _v, C = cx.path.value
+        c = _left_inverse_chain_cond(cx, C)
         if c is None:
             raise sx.NoPlacement("the kept modes or their order are not decided on this path")
-        tag, _v = cx.path.value
         zc = cx.enc.t(c)
         return [], zc if tag == "admissible" else z3.Not(zc)
 
     return Instance(
-        _rank_label(L),
-        _raises(lambda: ops.left_inverse(L)),
-        build,
-        confirm_chain("left_inverse", L),
-        strict=True,
+        _rank_label(L), _left_inverse_run(L), build, confirm_chain("left_inverse", L), strict=True
     )
 
 
 def _left_inverse_overlap(L: Layout) -> Instance:
-    """Where left_inverse raises for injectivity, L is not injective: two distinct
-    coordinates with the same value (the witness built from the first overlapping pair of
-    sorted kept modes: (d_{k+1}/d_k in mode k) and (1 in mode k+1))."""
-    ops = _ops()
+    """Where left_inverse raises for injectivity, coalesce(L) -- and so L, which has its
+    function (sym.coalesce-function) -- is not injective: two distinct coordinates with the
+    same value, (d_b/d_a in mode a) and (1 in mode b), for two kept modes a != b with
+    d_a | d_b and s_a d_a > d_b decided on the path."""
 
     def build(cx: Ctx) -> Tuple[List[Any], Any]:
         sp = _sp()
         z3 = _z3()
         e = cx.enc
-        tag, err = cx.path.value
+        tag, err, C = cx.path.value
         if tag == "admissible" or "injectivity" not in str(err):
             return [], z3.BoolVal(True)  # the statement is about the injectivity refusals only
-        kept = _kept_modes(cx, L)
-        allm = _order(cx, kept) if kept is not None else None
-        if allm is None:
-            raise sx.NoPlacement("the kept modes or their order are not decided on this path")
-        for a, b in zip(allm, allm[1:]):
-            if sx.implied(sp.Eq(sp.Mod(b[1], a[1]), 0), cx.facts, subs=e.subs) and sx.implied(
-                sp.Gt(a[0] * a[1], b[1]), cx.facts, subs=e.subs
-            ):
-                q = e.t(sp.floor(b[1] / a[1]))
-                # coordinate x: q in mode a; coordinate y: 1 in mode b (distinct: modes differ
-                # or q != 1 ... both nonzero, in different modes, so x != y)
-                return [], z3.And(q >= 0, q < e.t(a[0]), 1 < e.t(b[0]), q * e.t(a[1]) == e.t(b[1]))
-        raise sx.NoPlacement("no overlapping pair of sorted modes is decided on this path")
+        kept = _kept_modes(cx, C)
+        if kept is None:
+            raise sx.NoPlacement("the kept modes are not decided on this path")
+        for ia, a in enumerate(kept):
+            for ib, b in enumerate(kept):
+                if ia == ib:
+                    continue
+                if sx.implied(sp.Eq(sp.Mod(b[1], a[1]), 0), cx.facts, subs=e.subs) and sx.implied(
+                    sp.Gt(a[0] * a[1], b[1]), cx.facts, subs=e.subs
+                ):
+                    q = e.t(sp.floor(b[1] / a[1]))
+                    # x: q in mode a, 0 elsewhere; y: 1 in mode b, 0 elsewhere: distinct (their
+                    # digits in mode b differ), both in range, the same value
+                    return [], z3.And(q >= 0, q < e.t(a[0]), 1 < e.t(b[0]), q * e.t(a[1]) == e.t(b[1]))
+        raise sx.NoPlacement("no overlapping pair of modes is decided on this path")
 
-    return Instance(
-        _rank_label(L), _raises(lambda: ops.left_inverse(L)), build, lambda asg, p: None, need_result=False
-    )
+    return Instance(_rank_label(L), _left_inverse_run(L), build, lambda asg, p: None, need_result=False)
 
 
 def _logical_divide_size(L: Layout, T: Layout) -> Instance:
@@ -1919,7 +1934,11 @@ def _build() -> List[Theorem]:
             "post-condition against C = complement(A, size(A)*cosize(B)) and B",
             _one(_logical_product, lp_main, lp_full, "logical_product(A, B) == (A, A* o B)"),
             "not in the default run (heavy); A rank 1 x B rank 1 when selected with `--filter`; "
-            "A rank 1-2 x B rank 1-2 with `--all`",
+            "A rank 1-2 x B rank 1-2 with `--all`. NOT proved today: already at rank 1 x 1 one path, "
+            "where B's cosize meets A's stride (As0*((Bd0*(Bs0-1)+1) mod Ad0) == 0, Bd0 | Ad0), leaves "
+            "an obligation with a remainder by the symbolic Ad0 that Z3's nonlinear integer "
+            "arithmetic does not close within its time limit (timeout): the theorem is unknown, never "
+            "proved; sym.logical-product-size proves the sizes",
             f"{_EXT}; {_POS}",
             heavy=True,
         )
@@ -2079,8 +2098,12 @@ def _build_more() -> List[Theorem]:
             "sym.composition-size",
             "size(A o B) == size(B), for all extents and strides",
             "Whenever composition(A, B) returns R: size(R) == size(B)",
-            _one(_composition_size, comp_main, comp_full, "size(A o B) == size(B)"),
-            _scope("A x B ranks 1x1, 2x1, 1x2", "A x B ranks 1x1, 2x1, 3x1, 1x2, 2x2"),
+            _one(_composition_size, comp_main, comp_full[:4], "size(A o B) == size(B)"),
+            _scope(
+                "A x B ranks 1x1, 2x1, 1x2",
+                "A x B ranks 1x1, 2x1, 3x1, 1x2 (2x2 is not claimed: one path's obligation timed out "
+                "on the shared machine)",
+            ),
             f"A: {anyL}; B: {posL}",
         ),
         _T(
@@ -2123,10 +2146,10 @@ def _build_more() -> List[Theorem]:
         _T(
             "sym.left-inverse-admissible-iff-chain",
             "left_inverse is admissible exactly when the sorted modes form its chain",
-            "On every path: left_inverse(L) returns iff L's modes other than extent 1, sorted by stride, "
-            "satisfy d_k | d_{k+1} and s_k d_k <= d_{k+1}; every path that raises (InadmissibleError, or "
-            "a side condition the path refutes) violates that chain; a path refused for any other "
-            "reason would make the theorem unknown",
+            "On every path: left_inverse(L) returns iff the modes of coalesce(L) other than extent 1, "
+            "sorted by stride, satisfy d_k | d_{k+1} and s_k d_k <= d_{k+1}; every path that raises "
+            "(InadmissibleError, or a side condition the path refutes) violates that chain; a path "
+            "refused for any other reason would make the theorem unknown",
             one(_left_inverse_chain, r12, r13, "left_inverse admissible <=> chain", "pos"),
             _scope("ranks 1-2", "ranks 1-3"),
             posL,
@@ -2135,8 +2158,8 @@ def _build_more() -> List[Theorem]:
             "sym.left-inverse-refuses-only-non-injective",
             "left_inverse refuses for injectivity only on layouts that are not injective",
             "On every path where left_inverse raises its injectivity condition, two distinct coordinates "
-            "of L have the same value: (d_{k+1}/d_k in mode k) and (1 in mode k+1) for the first "
-            "sorted pair with d_k | d_{k+1} and s_k d_k > d_{k+1}",
+            "of coalesce(L) (which has L's function: sym.coalesce-function) have the same value: "
+            "(d_b/d_a in mode a) and (1 in mode b) for two modes a != b with d_a | d_b and s_a d_a > d_b",
             one(_left_inverse_overlap, (2,), (2, 3), "injectivity refusal => L not injective", "pos"),
             _scope("rank 2", "ranks 2-3"),
             posL,
