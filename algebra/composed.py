@@ -66,7 +66,6 @@ __all__ = [
     "make_composed_layout",
     "lift",
     "compose_lifted",
-    "recompose",
     "ext_layout_at",
     "LIFTED_OPS",
 ]
@@ -97,7 +96,13 @@ def _layout_at(L: Layout, idx: Any) -> Any:
 
 
 def ext_layout_at(L: Layout, x: Any) -> Any:
-    """``L̂`` (L with its own last mode unbounded, as composition reads it) at x >= 0."""
+    """``L̂`` (L with its own last mode unbounded, as composition reads it) at x >= 0 (an
+    integer numpy array)."""
+    need_layout(L, "ext_layout_at")
+    if not hasattr(x, "dtype") or getattr(x.dtype, "kind", None) not in ("i", "u", "O"):
+        raise MalformedLayoutError(
+            f"ext_layout_at: x is an integer numpy array, got {type(x).__name__} {show(x)}"
+        )
     As, Ad = coalesced_modes_x(L)
     return ext_eval_np(As, Ad, x)
 
@@ -442,7 +447,7 @@ class ComposedLayout:
     def with_shape(self, *shape: Any) -> Any:
         """``composition(self, Layout(shape))``: the same function reshaped."""
         s = shape[0] if len(shape) == 1 else tuple(shape)
-        return recompose(self._a, self._o, composition(self._b, Layout(s)))
+        return _recompose(self._a, self._o, composition(self._b, Layout(s)))
 
     def to_f2(self) -> Any:
         """See :func:`layoutproof.f2.to_f2`."""
@@ -475,13 +480,13 @@ def _block_closed(sw: Swizzle, o: int, B: Layout) -> bool:
     return cur % blk == 0 and all(d % blk == 0 for d in rest)
 
 
-def recompose(a: Any, o: int, b: Any) -> Any:
+def _recompose(a: Any, o: int, b: Any) -> Any:
     """C++'s three-argument composition: the constructor, except that an identity swizzle
     with offset 0 gives the layout itself."""
     if isinstance(b, ComposedLayout):
         # a o o o (a2 o o2 o b2) with a swizzle a, o == 0 and a swizzle a2
         if o == 0 and isinstance(a, Swizzle) and isinstance(b._a, Swizzle):
-            return recompose(compose_swizzles(a, b._a), b._o, b._b)
+            return _recompose(compose_swizzles(a, b._a), b._o, b._b)
         raise InadmissibleError(
             f"{a} o {o} o ({b}) is not of the form Swizzle o offset o Layout",
             condition="representable as A o offset o Layout",
@@ -508,7 +513,7 @@ def lift(fn: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
             f"lift(fn, layout): fn must be a layout operation, got {type(fn).__name__} {show(fn)}"
         )
     if isinstance(layout, ComposedLayout):
-        return recompose(layout._a, layout._o, fn(layout._b, *args, **kwargs))
+        return _recompose(layout._a, layout._o, fn(layout._b, *args, **kwargs))
     if isinstance(layout, Swizzle):
         raise MalformedLayoutError(
             f"{getattr(fn, '__name__', 'operation')}: a Swizzle has no shape; compose it "
@@ -523,7 +528,7 @@ def compose_lifted(lhs: Any, rhs: Any) -> Any:
     if isinstance(lhs, ComposedLayout):
         if rhs is None or rhs is _:
             return lhs
-        return recompose(lhs._a, lhs._o, composition(lhs._b, rhs))
+        return _recompose(lhs._a, lhs._o, composition(lhs._b, rhs))
     if isinstance(lhs, Swizzle):
         if rhs is None or rhs is _:
             return lhs
@@ -531,7 +536,7 @@ def compose_lifted(lhs: Any, rhs: Any) -> Any:
             return compose_swizzles(lhs, rhs)
         if isinstance(rhs, ComposedLayout):
             if isinstance(rhs._a, Swizzle):
-                return recompose(compose_swizzles(lhs, rhs._a), rhs._o, rhs._b)
+                return _recompose(compose_swizzles(lhs, rhs._a), rhs._o, rhs._b)
             raise InadmissibleError(
                 f"composition({lhs}, {rhs}): a swizzle after a layout-valued composed layout "
                 "is not of the form Swizzle o offset o Layout",
@@ -539,9 +544,9 @@ def compose_lifted(lhs: Any, rhs: Any) -> Any:
                 witness=None,
             )
         if isinstance(rhs, Layout):
-            return recompose(lhs, 0, rhs)
+            return _recompose(lhs, 0, rhs)
         if type(rhs) is int or (is_int(rhs) and not hasattr(rhs, "shape")):
-            return recompose(lhs, 0, Layout(int(rhs), 1))
+            return _recompose(lhs, 0, Layout(int(rhs), 1))
         raise MalformedLayoutError(
             f"composition(Swizzle, rhs): rhs must be a Layout (or an integer n for n:1), got "
             f"{type(rhs).__name__} {show(rhs)}"
@@ -603,7 +608,7 @@ def _compose_layout_swizzle(L: Layout, sw: Swizzle) -> Any:
             condition="swizzle passes through the layout",
             witness=w,
         ) from None
-    cand = recompose(cand_sw, 0, L)
+    cand = _recompose(cand_sw, 0, L)
     n = L.size
     imgs = _bit_images(L)
     if imgs is not None and n % sw.size == 0:
@@ -703,7 +708,7 @@ def _compose_layout_composed(L: Layout, C: ComposedLayout) -> Any:
             return R  # LA is L itself, extension included
         # a plain L o A (decided on L's domain): checked below like the composed case
     else:
-        R = recompose(LA._a, LA._o, composition(LA._b, C._b))
+        R = _recompose(LA._a, LA._o, composition(LA._b, C._b))
     # composition(L, A) was checked on [0, size(L)); B's image must stay inside it
     fs, fd = C._b._flat()
     lo = sum((s - 1) * d for s, d in zip(fs, fd) if d < 0)

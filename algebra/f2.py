@@ -29,7 +29,7 @@ from .swizzle import Swizzle, bits_of, int_arg, popcount, swizzle_from_yz
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-__all__ = ["F2", "F2Layout", "to_f2", "from_f2", "swizzle_to_f2"]
+__all__ = ["F2", "F2Layout", "to_f2", "from_f2"]
 
 # from_f2 tries every swizzle whose fields lie below this many bits (about t**3/6 of them).
 _F2_SEARCH_BITS = 24
@@ -334,7 +334,7 @@ def to_f2(x: Any) -> F2Layout:
     layoutproof.errors.InadmissibleError: to_f2(4:3): not GF(2)-linear: at coordinate 3 ...
     """
     if isinstance(x, Swizzle):
-        return swizzle_to_f2(x)
+        return _swizzle_to_f2(x)
     if isinstance(x, ComposedLayout):
         return _to_f2_composed(x)
     if isinstance(x, F2Layout):
@@ -597,12 +597,12 @@ def _refined_images(L: F2Layout, ifs: Tuple[Any, ...]) -> List[int]:
     return out
 
 
-def swizzle_to_f2(sw: Swizzle) -> F2Layout:
+def _swizzle_to_f2(sw: Swizzle) -> F2Layout:
     """The swizzle on ``[0, size)`` as a layout with F2 strides (the image of each bit)."""
     imgs = [sw(1 << j) for j in range(sw.size.bit_length() - 1)]
     ms, md = _f2_coalesce([2] * len(imgs), imgs)
     return F2Layout._make(_one_or_tuple(ms), _one_or_tuple(md))
 
 
-kinds.register("to_f2", Swizzle, swizzle_to_f2)
+kinds.register("to_f2", Swizzle, _swizzle_to_f2)
 kinds.register("to_f2", ComposedLayout, to_f2)

@@ -92,10 +92,10 @@ _hooks: Dict[str, Callable[..., Any]] = {}
 
 def _check_key(op: Any, kind: Any) -> None:
     if type(op) is not str or not op:
-        raise MalformedLayoutError(f"kinds.register: the operation is a non-empty name, got {show(op)}")
+        raise MalformedLayoutError(f"kinds: an operation is named by a non-empty string, got {show(op)}")
     if not isinstance(kind, (type, Kind)):
         raise MalformedLayoutError(
-            f"kinds.register({op!r}, kind): kind is a class or a kinds.Kind marker, got "
+            f"kinds ({op!r}): a kind is a class or a kinds.Kind marker, got "
             f"{type(kind).__name__} {show(kind)}"
         )
 
@@ -134,8 +134,8 @@ def lookup(op: str, kind: KindKey) -> Optional[Callable[..., Any]]:
     key = (op, kind)
     try:
         return _resolved[key]
-    except KeyError:
-        pass
+    except (KeyError, TypeError):  # not seen yet, or not a valid key at all
+        _check_key(op, kind)
     found: Optional[Callable[..., Any]] = None
     for k in kind.__mro__:
         found = _handlers.get((op, k))
@@ -166,7 +166,7 @@ def call(op: str, arg: Any, *args: Any, **kwargs: Any) -> Any:
 def call_symbolic(op: str, *args: Any, **kwargs: Any) -> Any:
     """``op(*args)`` by the symbolic layer's implementation (an argument holds SymPy
     leaves); MalformedLayoutError when none is registered."""
-    fn = _handlers.get((op, SYMBOLIC))
+    fn = _handlers.get((op, SYMBOLIC)) if type(op) is str else None
     if fn is None:
         raise MalformedLayoutError(
             f"{op}: an argument holds SymPy expressions and no symbolic implementation of {op} "
@@ -188,4 +188,4 @@ def register_hook(name: str, fn: Fn) -> Fn:
 
 def hook(name: str) -> Optional[Callable[..., Any]]:
     """The service registered as ``name``, or None."""
-    return _hooks.get(name)
+    return _hooks.get(name) if type(name) is str else None

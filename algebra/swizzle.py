@@ -419,6 +419,11 @@ def swizzle_from_yz(ys: List[int], zs: List[int]) -> Optional[Swizzle]:
 def compose_swizzles(s1: Swizzle, s2: Swizzle) -> Swizzle:
     """``s1 o s2`` when it is a swizzle (both are GF(2)-linear on the bits and fix every
     bit from max(M+B+|S|) up, so comparing the images of the lower bits is exact)."""
+    if not isinstance(s1, Swizzle) or not isinstance(s2, Swizzle):
+        bad = s2 if isinstance(s1, Swizzle) else s1
+        raise MalformedLayoutError(
+            f"compose_swizzles takes two Swizzles, got {type(bad).__name__} {show(bad)}"
+        )
     if s2.is_identity():
         return s1
     if s1.is_identity():

@@ -267,3 +267,42 @@ def test_the_extensions_sit_above_the_core():
     assert {t for _l, t in _package_imports(ROOT / "f2.py")} <= set(CORE) | {"swizzle", "composed"}
     up = {t for _l, t in _package_imports(ROOT / "swizzle.py")} - set(CORE)
     assert up == {"composed", "f2"}
+
+
+# ----------------------------------------------------------------------------- bad arguments
+@pytest.mark.parametrize(
+    "modname", ["layoutproof.swizzle", "layoutproof.composed", "layoutproof.f2", "layoutproof.kinds"]
+)
+def test_bad_argument_kinds_in_the_extension_modules(modname):
+    """The split modules keep the promise test_soundness_concrete checks for the core: every
+    public function, given garbage in any position, raises a LayoutError (or an arity
+    TypeError), never AttributeError/TypeError/numpy errors from inside."""
+    import importlib
+    import itertools
+
+    import test_soundness_concrete as sc
+
+    from layoutproof import LayoutError
+
+    mod = importlib.import_module(modname)
+    skip = {"register", "unregister", "register_hook"}  # they would accept a callable garbage hook
+    leaks = {}
+    for name, f in sc._public(mod):
+        if name in skip:
+            continue
+        for k in (1, 2, 3):
+            for pos in range(k):
+                for bad in sc._GARBAGE:
+                    for fill in itertools.islice(itertools.product(sc._VALID, repeat=k - 1), 12):
+                        args = list(fill)
+                        args.insert(pos, bad)
+                        try:
+                            f(*args)
+                        except LayoutError:
+                            pass
+                        except TypeError as e:
+                            if "positional argument" not in str(e):
+                                leaks.setdefault(name, f"{type(e).__name__}: {e}")
+                        except Exception as e:  # noqa: BLE001 - the point of the test
+                            leaks.setdefault(name, f"{type(e).__name__}: {e}")
+    assert not leaks, leaks
