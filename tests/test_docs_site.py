@@ -52,7 +52,12 @@ PAGES = {
     "api/analysis/index.html": ["layoutproof.analysis.max_common_vector"],
     "api/tensor/index.html": ["layoutproof.tensor.Tensor", "layoutproof.tensor.local_tile"],
     "api/draw/index.html": ["layoutproof.draw.print_layout"],
-    "api/symbolic/index.html": ["layoutproof.symbolic.symbols", "layoutproof.symbolic.assuming"],
+    "api/symbolic/index.html": [
+        "layoutproof.symbolic.symbols",
+        "layoutproof.symbolic.assuming",
+        "layoutproof.symbolic.solver.prove",
+    ],
+    "api/kinds/index.html": ["layoutproof.kinds.register", "layoutproof.kinds.call"],
     "api/errors/index.html": ["layoutproof.errors.InadmissibleError"],
     "api/verify/index.html": [
         "layoutproof.verify.result.Result",
