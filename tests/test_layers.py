@@ -96,6 +96,14 @@ PLANTED = [
         "layoutproof.symbolic.smt",
         "layoutproof.notation",
     ),
+    # the core importing the façade: the façade imports the extensions, so that is an upward
+    # chain (core -> layoutproof -> symbolic, composed, ...)
+    (
+        "inttuple.py",
+        "def _planted():\n    import layoutproof\n\n    return layoutproof\n",
+        "layoutproof.inttuple",
+        "layoutproof",
+    ),
     # proofs and gpu are independent of each other
     (
         "gpu/config.py",
