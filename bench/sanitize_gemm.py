@@ -45,5 +45,11 @@ for m, n, k in ((37, 45, 51), (64, 64, 64), (1, 9, 17), (130, 260, 200)):
     c = gemm(a, b, out_dtype="f32", bias=bias, activation="relu")
     ref = cp.maximum(a.astype(cp.float64) @ b.astype(cp.float64) + bias, 0)
     worst = max(worst, float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)))
+    # alpha, beta and a C input, in place (c is the output)
+    c0 = rng.standard_normal((m, n), dtype=cp.float32)
+    c = c0.copy()
+    gemm(a, b, c, alpha=0.5, beta=-1.5, c=c, bias=bias)
+    ref = 0.5 * (a.astype(cp.float64) @ b.astype(cp.float64)) - 1.5 * c0 + bias
+    worst = max(worst, float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)))
 cp.cuda.Device().synchronize()
 print(f"sanitize run done, worst relative error {worst:.2e}")

@@ -1,4 +1,4 @@
-"""Fused epilogue for the warp-specialized wgmma kernel: ``C = act(A @ B + bias)``.
+"""Fused epilogue for the warp-specialized wgmma kernel: ``C = act(alpha A @ B + beta Cin + bias)``.
 
 :class:`EpilogueConfig` adds a bias along N (one f32 per column of C) and an activation
 (``relu``, ``silu``, ``gelu``) to a warp-specialized TMA configuration.  The kernel is the
@@ -13,9 +13,13 @@ fusion adds is proven before emission:
   column (itself proven against the PTX fragment tables); the bias load's claim says its
   address is ``bias + 4 * (n0 + L(t, i))`` with ``L`` that layout, so the bias a register
   gets is the one of *its* column, and the load is in bounds;
-* the data flow: every value the epilogue writes is ``act(acc[i] + b_i)`` with ``b_i`` the
-  load claimed for register ``i`` (checked on the tree), so each C element is
-  ``act(sum_k A[m,k] B[k,n] + bias[n])``.
+* with ``alpha_beta``, the C input ``Cin[m0 + row(t, i), n0 + col(t, i)]`` of register
+  ``i`` is read under the guards ``< M`` and ``< N``, its claim written with the atom's row
+  and column layouts (``lp_acc_row``, ``lp_bias_col``);
+* the data flow: every value the epilogue writes is ``act(acc[i] + b_i)`` (or
+  ``act(alpha * acc[i] + beta * c_i + b_i)``) with ``b_i``, ``c_i`` the loads claimed for
+  register ``i`` (checked on the tree), so each C element is
+  ``act(alpha * sum_k A[m,k] B[k,n] + beta * Cin[m,n] + bias[n])``.
 
 >>> from layoutproof.gpu.codegen_sm90 import Sm90Config
 >>> EpilogueConfig(Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="ws"), "relu").key()
@@ -33,7 +37,7 @@ from layoutproof import Layout, composition
 from . import kir, lower
 from .codegen import GemmKernel, addr_of, finish
 from .codegen_sm90 import Sm90Config, epilogue_order, generate_sm90, protocol_ir
-from .config import GemmProblem
+from .config import OUT_DTYPES, GemmProblem
 from .errors import GemmConfigError, ProofFailedError
 from .pipeline import prove_pipeline
 from .proofrec import ProofLog
@@ -52,6 +56,7 @@ class EpilogueConfig:
 
     base: Sm90Config
     activation: str = "none"
+    alpha_beta: bool = False
 
     @property
     def bm(self) -> int:
@@ -94,7 +99,7 @@ class EpilogueConfig:
         return self.base.smem_bytes
 
     def key(self) -> str:
-        return f"{self.base.key()}_bias{self.activation}"
+        return f"{self.base.key()}_bias{self.activation}" + ("_ab" if self.alpha_beta else "")
 
     def validate(self) -> "EpilogueConfig":
         if not isinstance(self.base, Sm90Config):
@@ -114,6 +119,19 @@ class EpilogueConfig:
         return self
 
 
+def acc_row_layout(bn: int, dtype: str) -> Any:
+    """(thread of the warpgroup, accumulator register) -> row of the warpgroup's 64-row
+    slice of the C tile, from the wgmma atom's C layout."""
+    from . import sm90
+
+    atom = sm90.sm90_atom(bn, dtype, "SS")
+    return composition(Layout((64, bn), (1, 0)), atom.c_layout)
+
+
+#: the conversion of an output-type element to float, per output type
+_TO_FLOAT = {"f16": "__half2float", "bf16": "__bfloat162float", "f32": None}
+
+
 def bias_column_layout(bn: int, dtype: str) -> Any:
     """(thread of the warpgroup, accumulator register) -> column of the wgmma atom's C tile
     (64 x bn, column-major in the atom's C layout)."""
@@ -125,6 +143,11 @@ def bias_column_layout(bn: int, dtype: str) -> Any:
 
 def _code_register(e: kir.Expr) -> kir.Expr:
     """The register index the kernel passes to ``lp_bias_col`` (checked against the claim)."""
+    return e
+
+
+def _code_row_register(e: kir.Expr) -> kir.Expr:
+    """The register index the kernel passes to ``lp_acc_row`` (checked against the claim)."""
     return e
 
 
@@ -177,6 +200,28 @@ def epilogue_ir(
     col_layout = bias_column_layout(cfg.bn, prob.dtype)
     low = lower.lower(col_layout, ("t", "v"), name="lp_bias_col", log=log)
     colfn = kir.from_lowered(low)
+    fns = [colfn]
+    ab: Dict[str, Any] = {}
+    if cfg.alpha_beta:
+        m0s = [n.var for n in kir.walk(loops[-1].body) if isinstance(n, kir.Decl) and n.var.name == "m0"]
+        cgs = [n.var for n in kir.walk(base.body) if isinstance(n, kir.Decl) and n.var.name == "cg"]
+        if len(m0s) != 1 or len(cgs) != 1:
+            raise ProofFailedError("epilogue rewrite: no unique m0 / cg", condition="epilogue rewrite")
+        row_layout = acc_row_layout(cfg.bn, prob.dtype)
+        rlow = lower.lower(row_layout, ("t", "v"), name="lp_acc_row", log=log)
+        rowfn = kir.from_lowered(rlow)
+        fns.append(rowfn)
+        ab = dict(
+            m0=m0s[0],
+            cg=cgs[0],
+            M=next(v for _, v in base.params if v.name == "M"),
+            row_layout=row_layout,
+            rowfn=rowfn,
+            alpha=kir.Var("alpha", "float"),
+            beta=kir.Var("beta", "float"),
+            Cin=kir.Var("Cin", "const lp_out_t*"),
+            ldci=kir.Var("ldci", "long long"),
+        )
     bias = kir.Var("bias", "const float*")
     act = f"lp_act_{cfg.activation}"
     stmts: List[kir.Stmt] = []
@@ -201,7 +246,41 @@ def epilogue_ir(
             kir.Decl(bv, kir.FloatLit("0.f")),
             kir.If(bc.lt(N), kir.block(kir.Assign(bv, kir.Mem(bias, claim, idx=bc)))),
         ]
-        vals.append(kir.Call(act, (x + bv,), "float"))
+        if not ab:
+            vals.append(kir.Call(act, (x + bv,), "float"))
+            continue
+        # alpha * acc + beta * Cin[row, col] + bias: Cin read at the register's own (row, col)
+        ob = OUT_DTYPES[prob.out][1]
+        rr, cv = kir.Var(f"rr{j}"), kir.Var(f"cv{j}", "float")
+        rcoord = (
+            ab["m0"] + 64 * ab["cg"] + kir.LayoutApp(ab["row_layout"], (wt, e), "row of (thread, register)")
+        )
+        cclaim = kir.Claim(
+            "C input load Cin[m0 + row(thread, register), n0 + col(thread, register)]",
+            addr_of(ab["Cin"]) + ob * (kir.Cast("long long", rcoord) * ab["ldci"] + coord),
+            bounds=((rcoord, ab["M"]), (coord, N)),
+            width=ob,
+        )
+        cin = kir.Mem(ab["Cin"], cclaim, idx=kir.Cast("long long", rr) * ab["ldci"] + bc)
+        tof = _TO_FLOAT[prob.out]
+        stmts += [
+            kir.Decl(
+                rr,
+                ab["m0"] + 64 * ab["cg"] + kir.call(ab["rowfn"], t=wt, v=_code_row_register(e)),
+                const=True,
+            ),
+            kir.Decl(cv, kir.FloatLit("0.f")),
+            kir.If(
+                rr.lt(ab["M"]),
+                kir.block(
+                    kir.If(
+                        bc.lt(N),
+                        kir.block(kir.Assign(cv, cin if tof is None else kir.Call(tof, (cin,), "float"))),
+                    )
+                ),
+            ),
+        ]
+        vals.append(kir.Call(act, (ab["alpha"] * x + ab["beta"] * cv + bv,), "float"))
     new_write = replace(write, rhs=replace(rhs, args=tuple(vals)))
     stmts.append(new_write)
 
@@ -224,36 +303,55 @@ def epilogue_ir(
         and n.lhs.claim.what.startswith("epilogue buffer write")
     ]
     w2rhs = w2[0].rhs if len(w2) == 1 else None
-    ok = isinstance(w2rhs, kir.Call) and all(
-        isinstance(a, kir.Call)
-        and a.name == act
-        and isinstance(a.args[0], kir.Bin)
-        and a.args[0].op == "+"
-        and a.args[0].a is x
-        for a, x in zip(w2rhs.args, rhs.args)
-    )
+
+    def reads_acc(a: Any, x: Any) -> bool:
+        if not (isinstance(a, kir.Call) and a.name == act and isinstance(a.args[0], kir.Bin)):
+            return False
+        t = a.args[0]
+        if not ab:
+            return t.op == "+" and t.a is x
+        # ((alpha * x) + (beta * cv)) + bv
+        return (
+            t.op == "+"
+            and isinstance(t.a, kir.Bin)
+            and isinstance(t.a.a, kir.Bin)
+            and t.a.a.op == "*"
+            and t.a.a.b is x
+        )
+
+    ok = isinstance(w2rhs, kir.Call) and all(reads_acc(a, x) for a, x in zip(w2rhs.args, rhs.args))
     loads = [n for n in kir.walk(body) if isinstance(n, kir.Mem) and n.claim.what.startswith("bias load")]
-    if not ok or len(loads) != 2:
+    cins = [n for n in kir.walk(body) if isinstance(n, kir.Mem) and n.claim.what.startswith("C input load")]
+    if not ok or len(loads) != 2 or len(cins) != (2 if ab else 0):
         raise ProofFailedError(
             "epilogue: a written value is not act(accumulator + its bias)",
             condition="fused epilogue data flow",
         )
+    form = "alpha * acc[i] + beta * Cin[m0 + row(t, i), n0 + col(t, i)] + bias" if ab else "acc[i] + bias"
     log.add(
         "equal",
         f"fused epilogue data flow: each register pair written to the staging buffer is "
-        f"{act}(acc[i] + bias[n0 + col(t, i)]), the bias loads claimed at the column of their own "
-        f"register (the wgmma atom's C layout) and guarded by < N",
+        f"{act}({form}[n0 + col(t, i)]), the loads claimed at the row and column of their own "
+        f"register (the wgmma atom's C layout) and guarded by < M, < N",
         "exhaustive",
         2,
     )
     params = base.params + (("const float* __restrict__", bias),)
-    descr = base.description + (f"fused epilogue: C = {cfg.activation}(A @ B + bias[n]), bias f32, in f32",)
+    if ab:
+        params += (
+            ("float", ab["alpha"]),
+            ("float", ab["beta"]),
+            ("const lp_out_t* __restrict__", ab["Cin"]),
+            ("long long", ab["ldci"]),
+        )
+    what = "alpha * A @ B + beta * Cin + bias[n]" if ab else "A @ B + bias[n]"
+    descr = base.description + (f"fused epilogue: C = {cfg.activation}({what}), bias f32, in f32",)
     k = replace(
         base,
         name=name,
         body=body,
         params=params,
-        functions=base.functions + (colfn,),
+        functions=base.functions + tuple(fns),
         helpers=("act",) + base.helpers,
         description=descr,
         sizes=dict(base.sizes, float=4),

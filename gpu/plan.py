@@ -306,13 +306,19 @@ def operand_layout(rows: int, cols: int, s0: int, s1: int, itemsize: int, ptr: i
 
 
 # ============================================================================ parameters
-_KINDS = {"ptr": (8, 8, "<u8"), "i32": (4, 4, "<i4"), "i64": (8, 8, "<i8"), "tmap": (128, 64, "u1")}
+_KINDS = {
+    "ptr": (8, 8, "<u8"),
+    "i32": (4, 4, "<i4"),
+    "i64": (8, 8, "<i8"),
+    "f32": (4, 4, "<f4"),
+    "tmap": (128, 64, "u1"),
+}
 
 
 class ParamBuffer:
     """Host storage for one kernel's parameters and the ``void*`` array that
     ``cuLaunchKernel`` reads: ``kinds`` is the parameter list (``"ptr"``, ``"i32"``,
-    ``"i64"``, ``"tmap"`` for a 128-byte ``CUtensorMap`` passed by value), each stored at its
+    ``"i64"``, ``"f32"``, ``"tmap"`` for a 128-byte ``CUtensorMap`` passed by value), each stored at its
     natural alignment (64 bytes for a tensor map).  ``cuLaunchKernel`` copies the values at
     launch, so a buffer may be rewritten right after a launch (a captured graph keeps the
     values it was captured with).
@@ -364,6 +370,8 @@ class ParamBuffer:
         kd = self.kinds[i]
         if kd == "tmap":
             return ctypes.string_at(addr, 128)
+        if kd == "f32":
+            return ctypes.c_float.from_address(addr).value
         ct = {"ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "i64": ctypes.c_int64}[kd]
         return ct.from_address(addr).value
 

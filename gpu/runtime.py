@@ -533,6 +533,8 @@ class GemmPlan:
         path: str = "auto",
         bias: Any = None,
         activation: Optional[str] = None,
+        c: Any = None,
+        alpha_beta: bool = False,
     ) -> None:
         import threading
 
@@ -589,7 +591,9 @@ class GemmPlan:
         # the fused epilogue C = act(A @ B + bias[n]) (bias along the user's N)
         self.activation: Optional[str] = None
         self._bias_sig: Any = None
-        if bias is not None or activation is not None:
+        self._c_sig: Any = None
+        self.alpha_beta = bool(alpha_beta or c is not None)
+        if bias is not None or activation is not None or self.alpha_beta:
             self.activation = activation or "none"
             if bias is not None:
                 ok = (
@@ -606,6 +610,24 @@ class GemmPlan:
                 self._bias_sig = (type(bias), bias.shape, bias.strides, bias.dtype, dev)
             if orient == "col":  # the kernel's N must be the user's N: a row-major temporary
                 orient = "copy"
+            if self.alpha_beta:
+                odt = np.dtype(self.out_dtype)
+                oit = odt.itemsize
+                ok = (
+                    isinstance(c, cupy.ndarray)
+                    and c.shape == (M, N)
+                    and c.dtype == odt
+                    and c.strides[1] == oit
+                    and c.strides[0] % oit == 0
+                    and c.strides[0] // oit >= N
+                    and c.data.device_id == dev
+                )
+                if not ok:
+                    raise GemmInputError(
+                        f"gemm: c (beta's input) must be a row-major (unit column stride) cupy array of "
+                        f"shape ({M}, {N}) and the output's dtype {odt} on device {dev}"
+                    )
+                self._c_sig = (type(c), c.shape, c.strides, c.dtype, dev)
         self.orient = orient
         swap = orient == "col"
         m, n = (N, M) if swap else (M, N)
@@ -658,7 +680,7 @@ class GemmPlan:
                     "kernel (compute capability 9.0 with cuda-python; an Sm90Config with "
                     "loader='tma', schedule='ws')"
                 )
-            cfg = EpilogueConfig(base, self.activation).validate()
+            cfg = EpilogueConfig(base, self.activation, self.alpha_beta).validate()
         self.config, self.problem = cfg, prob
 
         splits = cfg.splits if isinstance(cfg, SplitKConfig) else 1
@@ -721,8 +743,10 @@ class GemmPlan:
         if self.activation is not None:  # the bias pointer follows c_vec
             kinds.append("ptr")
             self._ibias = len(kinds) - 1
-            if self._bias_sig is None:  # an activation alone: a zero bias, kept
+            if self._bias_sig is None:  # no bias: a zero bias, kept
                 self._zero_bias = cupy.zeros(N, dtype=cupy.float32)
+            if self.alpha_beta:  # alpha, beta, the C input and its row stride
+                kinds += ["f32", "f32", "ptr", "i64"]
         self._pb = ParamBuffer(kinds)
         for i, v in statics.items():
             self._pb.set(i, v)
@@ -746,7 +770,17 @@ class GemmPlan:
         self._info = dict(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K, plan=self)
 
     # ------------------------------------------------------------------ calls
-    def __call__(self, a: Any, b: Any, out: Any = None, bias: Any = None) -> Any:
+    def __call__(
+        self,
+        a: Any,
+        b: Any,
+        out: Any = None,
+        bias: Any = None,
+        *,
+        c: Any = None,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+    ) -> Any:
         """C = A @ B for operands like the ones the plan was made for (checked); ``out``
         like the plan's (None: a new array); ``bias`` like the plan's (a plan made with a
         bias needs one each call)."""
@@ -794,9 +828,22 @@ class GemmPlan:
                     f"output; out (shape {so[1]}, strides {so[2]}, {so[3]}) "
                     f"is not one"
                 )
-        return self._run(a, b, out, bias)
+        if (c is not None or beta != 0 or alpha != 1) and not self.alpha_beta:
+            raise GemmInputError(
+                "GemmPlan: the plan was made without alpha/beta and c: make a plan with them"
+            )
+        if self.alpha_beta:
+            try:
+                csig = (type(c), c.shape, c.strides, c.dtype, c.data.device_id)
+            except AttributeError:
+                csig = None
+            if csig != self._c_sig:
+                raise GemmInputError("GemmPlan: c differs from the plan's (shape, strides, dtype, device)")
+        return self._run(a, b, out, bias, c, alpha, beta)
 
-    def _run(self, a: Any, b: Any, out: Any, bias: Any = None) -> Any:
+    def _run(
+        self, a: Any, b: Any, out: Any, bias: Any = None, c: Any = None, alpha: float = 1.0, beta: float = 0.0
+    ) -> Any:
         """The launch, for arguments already known to match the plan."""
         cupy = self._cupy
         if out is None:
@@ -832,6 +879,13 @@ class GemmPlan:
                 if bvec is None:
                     raise GemmInputError("GemmPlan: the plan was made with a bias: pass one")
                 pbuf.set(self._ibias, bvec.data.ptr)
+                if self.alpha_beta:
+                    if c is None:
+                        raise GemmInputError("GemmPlan: the plan was made with alpha/beta: pass c")
+                    pbuf.set(self._ibias + 1, float(alpha))
+                    pbuf.set(self._ibias + 2, float(beta))
+                    pbuf.set(self._ibias + 3, c.data.ptr)
+                    pbuf.set(self._ibias + 4, c.strides[0] // c.itemsize)
             if self._launch_kernel is not None:
                 g = self.grid
                 self._launch_kernel(
@@ -852,6 +906,10 @@ class GemmPlan:
                 args = self._args(xa, xb, tgt, cvec)
                 if self._ibias >= 0:
                     args += (bias if bias is not None else self._zero_bias,)
+                if self.alpha_beta:
+                    import numpy as np
+
+                    args += (np.float32(alpha), np.float32(beta), c, np.int64(c.strides[0] // c.itemsize))
                 self._rk(self.grid, (self.threads, 1, 1), args, shared_mem=self.smem)
             if self._fix is not None:  # split-K: sum the partial planes into C (stream order)
                 frk, fpb, fg = self._fix
@@ -1026,6 +1084,9 @@ def gemm(
     path: str = "auto",
     bias: Any = None,
     activation: Optional[str] = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    c: Any = None,
 ) -> Any:
     """C = A @ B on the GPU with a proven tensor-core kernel (f32 accumulation): the wgmma
     kernel (:mod:`~layoutproof.gpu.codegen_sm90`) on sm_90, the mma.sync kernel
@@ -1053,6 +1114,8 @@ def gemm(
             cuda-python), added in f32 before the output conversion.
         activation: ``"relu"``, ``"silu"``, ``"gelu"`` (erf form) or ``"none"``, fused the
             same way (with or without a bias).
+        alpha, beta, c: ``C = act(alpha * A @ B + beta * c + bias)``, fused the same way;
+            ``c`` is an (M, N) row-major array of the output's dtype.
 
     Raises:
         GemmInputError: wrong dtype, shape, device or layout; NoGPUError without CuPy/GPU.
@@ -1060,11 +1123,18 @@ def gemm(
     plan = None
     key = None
 
+    ab = c is not None or beta != 0 or alpha != 1
+    if ab and c is None:
+        raise GemmInputError(
+            "gemm: beta != 0 or alpha != 1 needs the C input c (pass beta=0 with c for alpha alone)"
+        )
+
     def epi_key() -> Any:
-        if bias is None and activation is None:
+        if bias is None and activation is None and not ab:
             return None
         bs = None if bias is None else (type(bias), bias.shape, bias.strides, bias.dtype, bias.data.device_id)
-        return (activation, bs)
+        cs = None if c is None else (type(c), c.shape, c.strides, c.dtype, c.data.device_id)
+        return (activation, bs, cs)
 
     if _CUPY:
         try:
@@ -1084,6 +1154,8 @@ def gemm(
             path=path,
             bias=bias,
             activation=activation,
+            c=c,
+            alpha_beta=ab,
         )
         if key is None:
             try:
@@ -1099,7 +1171,7 @@ def gemm(
                 _PLANS[key] = plan
             except TypeError:
                 pass
-    return plan._run(a, b, out, bias)
+    return plan._run(a, b, out, bias, c, alpha, beta)
 
 
 # ============================================================================ autotuner

@@ -136,7 +136,7 @@ def test_slow_path_warning_is_given_once(monkeypatch):
 
 
 # ============================================================================ a fake CuPy
-_TYPES = [("lp_tmap_t", "tmap"), ("*", "ptr"), ("long long", "i64"), ("int", "i32")]
+_TYPES = [("lp_tmap_t", "tmap"), ("*", "ptr"), ("long long", "i64"), ("int", "i32"), ("float", "f32")]
 
 
 def _signature(source: str, name: str):
@@ -201,7 +201,12 @@ class _FakeCupy:
                 if kd == "tmap":
                     vals.append(ctypes.string_at(p, 128))
                 else:
-                    ct = {"ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "i64": ctypes.c_int64}[kd]
+                    ct = {
+                        "ptr": ctypes.c_uint64,
+                        "i32": ctypes.c_int32,
+                        "i64": ctypes.c_int64,
+                        "f32": ctypes.c_float,
+                    }[kd]
                     vals.append(ct.from_address(p).value)
             cp.launches.append(
                 dict(
