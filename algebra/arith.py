@@ -465,7 +465,7 @@ def make_identity_layout(shape: Any) -> Any:
 def has_coordinate_strides(layout: Any) -> bool:
     """True when some stride of ``layout`` is a coordinate (an ArithTuple)."""
     need_layout(layout, "has_coordinate_strides")
-    return any(isinstance(d, ArithTuple) for d in layout._flat()[1])
+    return any(isinstance(d, ArithTuple) for d in layout.flat_modes()[1])
 
 
 # ----------------------------------------------------------------------------- components
@@ -552,7 +552,7 @@ def _shape_like(p: Any, leaves: List[int]) -> Any:
 def coord_coshape(layout: Any) -> Any:
     """C++ ``coshape`` for coordinate strides: ``abs(L)(size-1) + 1`` per component, a
     nested tuple with the profile of the coordinates."""
-    fs, fd = layout._flat()
+    fs, fd = layout.flat_modes()
     p, _paths_, comps = components(fd)
     ext = [1 + sum((s - 1) * abs(c) for s, c in zip(fs, comp)) for comp in comps]
     return _shape_like(p, ext)
@@ -563,7 +563,7 @@ def coord_eval_all(layout: Any) -> Any:
     array of plain nested tuples (each component evaluated vectorized)."""
     import numpy as np
 
-    fs, fd = layout._flat()
+    fs, fd = layout.flat_modes()
     p, _paths_, comps = components(fd)
     cols = [Layout.trusted(fs, tuple(c)).eval_all().tolist() for c in comps]
     n = len(cols[0])

@@ -82,7 +82,7 @@ def _layout_at(L: Layout, idx: Any) -> Any:
         if lo < 0 or hi >= n:
             bad = int(np.flatnonzero((idx < 0) | (idx >= n))[0])
             raise OutOfDomainError(f"offset {int(idx.flat[bad])} is outside the domain [0, {n}) of {L}")
-    fs, fd = L._flat()
+    fs, fd = L.flat_modes()
     bound = sum((s - 1) * abs(d) for s, d in zip(fs, fd))
     dtype: Any = np.int64 if bound < 2**62 and n < 2**62 else object
     x = idx.astype(dtype)
@@ -408,7 +408,7 @@ class ComposedLayout:
         """
         v = self._b.eval_all()
         if self._o:
-            fs, fd = self._b._flat()
+            fs, fd = self._b.flat_modes()
             bound = abs(self._o) + sum((s - 1) * abs(d) for s, d in zip(fs, fd))
             if bound >= 2**62 and v.dtype != object:
                 v = v.astype(object)
@@ -468,7 +468,7 @@ def _block_closed(sw: Swizzle, o: int, B: Layout) -> bool:
     blk = sw.size
     if o % blk:
         return False
-    fs, fd = B._flat()
+    fs, fd = B.flat_modes()
     leaves = sorted((abs(d), d, s) for s, d in zip(fs, fd) if s != 1 and d != 0)
     cur = 1
     rest: List[int] = []
@@ -566,7 +566,7 @@ def compose_lifted(lhs: Any, rhs: Any) -> Any:
 def _bit_images(L: Layout) -> Optional[List[int]]:
     """The images ``L(2**j)`` when every leaf of L has a power-of-two extent and the
     images are pairwise bit-disjoint (then L is GF(2)-linear: sums are XORs), else None."""
-    fs, fd = L._flat()
+    fs, fd = L.flat_modes()
     imgs: List[int] = []
     seen = 0
     for s, d in zip(fs, fd):
@@ -658,7 +658,7 @@ def _plain_composite(L: Layout, sw: Swizzle) -> Tuple[Optional[Layout], Optional
     the domain is too large or L has coordinate strides: undecided).
     """
     n = L.size
-    fs, fd = L._flat()
+    fs, fd = L.flat_modes()
     if n > swizzle.VERIFY_LIMIT or any(type(d) is not int for d in fd):
         return None, None
     import numpy as np
@@ -710,7 +710,7 @@ def _compose_layout_composed(L: Layout, C: ComposedLayout) -> Any:
     else:
         R = _recompose(LA._a, LA._o, composition(LA._b, C._b))
     # composition(L, A) was checked on [0, size(L)); B's image must stay inside it
-    fs, fd = C._b._flat()
+    fs, fd = C._b.flat_modes()
     lo = sum((s - 1) * d for s, d in zip(fs, fd) if d < 0)
     hi = sum((s - 1) * d for s, d in zip(fs, fd) if d > 0)
     if lo >= 0 and hi < L.size:

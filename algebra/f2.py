@@ -219,7 +219,7 @@ class F2Layout:
         >>> F2Layout((8, 64), (72, 1)).cosize
         512
         """
-        fs, fd = self._L._flat()
+        fs, fd = self._L.flat_modes()
         if all(s & (s - 1) == 0 for s in fs):
             # the values are the GF(2) span of the bit images: its largest element, greedily
             basis: List[int] = []
@@ -276,7 +276,7 @@ class F2Layout:
             i = Layout.trusted(self._shape, raw_prefix_product(self._shape))(*args)
             if isinstance(i, Layout):
                 raise MalformedLayoutError("slicing an F2 layout is not supported")
-        fs, fd = self._L._flat()
+        fs, fd = self._L.flat_modes()
         v = 0
         for s, d in zip(fs, fd):
             v ^= _clmul(i % s, d)
@@ -292,7 +292,7 @@ class F2Layout:
         check_enumerable(self.size, "eval_all of an F2 layout")
         import numpy as np
 
-        fs, fd = self._L._flat()
+        fs, fd = self._L.flat_modes()
         top = max([d.bit_length() + max(0, (s - 1).bit_length()) for s, d in zip(fs, fd)] + [0])
         dtype: Any = np.int64 if top < 62 else object
         out = np.zeros(1, dtype=dtype)
@@ -305,7 +305,7 @@ class F2Layout:
         return out
 
     def _bit_images(self) -> List[int]:
-        fs, fd = self._L._flat()
+        fs, fd = self._L.flat_modes()
         return [d << j for s, d in zip(fs, fd) for j in range(max(0, (s - 1).bit_length()))]
 
 
@@ -366,7 +366,7 @@ def _to_f2_generic(f: Any, sw: Optional[Swizzle], B: Layout) -> F2Layout:
     (no evaluation); otherwise candidate strides are read off the values and checked."""
     import numpy as np
 
-    fs, fd = B._flat()
+    fs, fd = B.flat_modes()
     pp = raw_flatten(raw_prefix_product(B.shape))
     if sw is not None:
 
@@ -472,7 +472,7 @@ def from_f2(L: Any) -> Any:
     """
     if not isinstance(L, F2Layout):
         raise MalformedLayoutError(f"from_f2 takes an F2Layout, got {type(L).__name__} {show(L)}")
-    fs, fd = L._L._flat()
+    fs, fd = L._L.flat_modes()
     plain = Layout.trusted(L._shape, L._stride)
     if _layout_bit_disjoint(fs, fd):
         return plain
@@ -530,7 +530,7 @@ def from_f2(L: Any) -> Any:
 
 def _linear_layout(L: Layout) -> bool:
     """Non-negative strides whose bit images never overlap: L is GF(2)-linear."""
-    fs, fd = L._flat()
+    fs, fd = L.flat_modes()
     return all(d >= 0 for d in fd) and _layout_bit_disjoint(fs, fd)
 
 
@@ -571,7 +571,7 @@ def _try_inner(
     stride = raw_unflatten(tuple(leaves_d), prof_d) if type(prof_d) is tuple else leaves_d[0]
     inner = Layout.trusted(shape, stride)
     R = ComposedLayout.trusted(sw, 0, inner)
-    ifs, ifd = inner._flat()
+    ifs, ifd = inner.flat_modes()
     if _layout_bit_disjoint(ifs, ifd) and all(d >= 0 for d in ifd):
         # inner is GF(2)-linear and sw(inner(bit)) == L(bit) for every bit: equal
         ok = all(sw(q) == v for q, v in zip(_f2_like_images(ifs, ifd), _refined_images(L, ifs)))

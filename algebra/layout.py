@@ -302,6 +302,10 @@ class Layout:
             fd = self._fd = raw_flatten(self._stride)
         return fs, fd
 
+    #: ``(flat shape, flat stride)``: the leaves in colexicographic order, as two tuples
+    #: (computed once per layout).
+    flat_modes = _flat
+
     @property
     def size(self) -> int:
         """Number of coordinates in the domain."""
