@@ -66,7 +66,7 @@ def _pos_int(x: Any, what: str) -> int:
 def _need_int_strides(L: Layout, op: str) -> None:
     """Coordinate (ArithTuple) strides have no order and no divisibility: C++ does not
     compile these operations for them."""
-    fd = L._flat()[1]
+    fd = L.flat_modes()[1]
     for d in fd:
         if type(d) is not int:
             break
@@ -118,7 +118,7 @@ def nullspace(layout: Any) -> Layout:
     '1:0'
     """
     L = _layout_arg(layout, "nullspace")
-    fs, fd = L._flat()
+    fs, fd = L.flat_modes()
     idx = [i for i, (s, d) in enumerate(zip(fs, fd)) if d == 0 and s != 1]
     if not idx:
         return _make(1, 0)
@@ -144,8 +144,8 @@ def _identity_run_by_eval(a: Layout, inv: Layout) -> int:
     import numpy as np
 
     n = inv.size
-    afs, afd = a._flat()
-    ifs, ifd = inv._flat()
+    afs, afd = a.flat_modes()
+    ifs, ifd = inv.flat_modes()
     bound = max(a.cosize, inv.cosize, n) * 4
     dtype: Any = np.int64 if bound < (1 << 62) else object
     start, chunk = 0, 256
@@ -272,7 +272,7 @@ def _max_common_modes(a: Layout, b: Layout) -> Tuple[List[int], List[int]]:
     R = _restrict(rbs, rbd, n, a.size)
     if R.size == 1:
         return [], []
-    fs, fd = R._flat()
+    fs, fd = R.flat_modes()
     return list(fs), list(fd)
 
 
@@ -453,7 +453,7 @@ def upcast(layout: Layout, n: Any) -> Layout:
     need_layout(layout, "upcast")
     n = _pos_int(n, "upcast factor")
     _need_int_strides(layout, "upcast")
-    fs, fd = layout._flat()
+    fs, fd = layout.flat_modes()
     os_: List[int] = []
     od: List[int] = []
     small: List[Tuple[int, int, int]] = []
@@ -552,7 +552,7 @@ def downcast(layout: Layout, n: Any) -> Layout:
     _need_int_strides(layout, "downcast")
     if n == 1:
         return layout
-    fs, fd = layout._flat()
+    fs, fd = layout.flat_modes()
     # The host leaf holds the n parts of every element: R(.., x*n + j, ..) = n*L(c) + j forces
     # its stride to be 1 (j = 1) and, unless its extent is 1, its own stride in L to be 1
     # (x = 1).  So the host is a stride-1 leaf of extent > 1 (C++'s), else a size-1 leaf
@@ -1006,7 +1006,7 @@ def coprofile(layout: Layout, *modes: Any) -> Any:
     need_layout(layout, "coprofile")
     sub = get(layout, *modes)
     total: Any = 0
-    for d in sub._flat()[1]:
+    for d in sub.flat_modes()[1]:
         total = total + d
     return _zeros_like(total)
 

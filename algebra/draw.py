@@ -120,7 +120,7 @@ class Picture(str):
 def _need_concrete(L: Any, what: str) -> Layout:
     if not isinstance(L, Layout):
         raise MalformedLayoutError(f"{what} needs a Layout, got {type(L).__name__} {show(L)}")
-    fs, fd = L._flat()
+    fs, fd = L.flat_modes()
     for e in fs + fd:
         if type(e) is not int:
             raise LayoutError(f"{what} draws concrete layouts; {L} has a symbolic leaf {show(e)}")
@@ -838,7 +838,7 @@ def _tensor_cells(t: Any, what: str) -> Tuple[Drawable, int, int, List[List[Any]
     if isinstance(L, ComposedLayout):
         concrete = True
     else:
-        fs, fd = L._flat()
+        fs, fd = L.flat_modes()
         concrete = all(type(e) is int for e in fs + fd)
     if type(off) is int and concrete:
         offsets = [[off + int(o) for o in row] for row in layout_grid(L).tolist()]

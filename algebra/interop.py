@@ -917,7 +917,7 @@ def to_pycute(x: Any) -> Any:
         return pycute.Swizzle(x.bits, x.base, x.shift)
     if isinstance(x, ComposedLayout):
         return pycute.ComposedLayout(to_pycute(x.layout_a), x.offset, to_pycute(x.layout_b))
-    fs, fd = x._flat()
+    fs, fd = x.flat_modes()
     if any(type(e) is not int for e in fs + fd):
         raise MalformedLayoutError(f"to_pycute: pycute takes integer layouts; {x} has a non-integer leaf")
     return pycute.Layout(x.shape, x.stride)
@@ -1181,7 +1181,7 @@ def native_text(v: Any) -> str:
     if isinstance(v, ComposedLayout):
         return f"make_composed_layout({native_text(v.layout_a)},{v.offset},{native_text(v.layout_b)})"
     if isinstance(v, Layout):
-        fs, fd = v._flat()
+        fs, fd = v.flat_modes()
         from .arith import ScaledBasis
 
         if any(isinstance(e, ScaledBasis) for e in fd):

@@ -106,7 +106,7 @@ def _is_ndarray(x: Any) -> bool:
 def _has_coord(L: Any) -> bool:
     if isinstance(L, ComposedLayout):
         return False
-    return any(isinstance(d, ArithTuple) for d in L._flat()[1])
+    return any(isinstance(d, ArithTuple) for d in L.flat_modes()[1])
 
 
 def _as_tensor_layout(layout: Any, op: str) -> Any:
@@ -399,7 +399,7 @@ def _check_bounds(L: Any, engine: Any, off: int) -> None:
         lo, hi = _composed_range(L)
         lo, hi = off + lo, off + hi
     else:
-        fs, fd = L._flat()
+        fs, fd = L.flat_modes()
         lo = hi = off
         for s, d in zip(fs, fd):
             if d < 0:
@@ -414,7 +414,7 @@ def _check_bounds(L: Any, engine: Any, off: int) -> None:
 
 
 def _layout_range(L: Layout) -> Tuple[int, int]:
-    fs, fd = L._flat()
+    fs, fd = L.flat_modes()
     lo = hi = 0
     for s, d in zip(fs, fd):
         if d < 0:
@@ -720,7 +720,7 @@ def local_partition(tensor: Tensor, thr_layout: Any, thr_idx: Any, proj: Any = N
     """
     t = _need_tensor(tensor, "local_partition")
     thr = thr_layout if isinstance(thr_layout, Layout) else layout_arg(thr_layout, "local_partition")
-    if any(isinstance(d, ArithTuple) for d in thr._flat()[1]):
+    if any(isinstance(d, ArithTuple) for d in thr.flat_modes()[1]):
         raise MalformedLayoutError("local_partition: the thread layout needs integer strides")
     if not is_int(thr_idx):
         raise MalformedLayoutError(
