@@ -350,3 +350,22 @@ def test_planted_bugs_in_complement_and_left_inverse_fail_universal_proofs(mutan
         op = "left_inverse" if theorem.startswith("left") else "complement"
         L2 = cs._L(2, "pos").subs(cex.assignment)
         assert not cs.int_chain(L2, op)  # not admissible, yet the mutant returned
+
+
+def test_a_strict_instance_makes_a_refused_path_unknown():
+    from layoutproof.errors import MalformedLayoutError
+
+    s0 = _syms("s0", positive=True)
+
+    def fn():
+        if symops.eq(s0, 1) is True:  # a choice point: one branch refuses
+            raise MalformedLayoutError("refused on this branch")
+        return Layout.trusted(s0, 1)
+
+    def build(cx):
+        return [], z3.BoolVal(True)
+
+    (lax,) = cs.prove("x", [cs.Instance("lax", fn, build, lambda a, p: None)])
+    assert lax.status == "proved"  # a refused path returns nothing: nothing to prove there
+    (strict,) = cs.prove("x", [cs.Instance("strict", fn, build, lambda a, p: None, strict=True)])
+    assert strict.status == "unknown" and "refused" in strict.reason
