@@ -1114,8 +1114,11 @@ def gemm(
             cuda-python), added in f32 before the output conversion.
         activation: ``"relu"``, ``"silu"``, ``"gelu"`` (erf form) or ``"none"``, fused the
             same way (with or without a bias).
-        alpha, beta, c: ``C = act(alpha * A @ B + beta * c + bias)``, fused the same way;
-            ``c`` is an (M, N) row-major array of the output's dtype.
+        alpha: the scale of the product in ``C = act(alpha * A @ B + beta * c + bias)``,
+            fused the same way.
+        beta: the scale of ``c`` in that sum.
+        c: an (M, N) row-major array of the output's dtype, added as ``beta * c`` (it may be
+            the output array itself).
 
     Raises:
         GemmInputError: wrong dtype, shape, device or layout; NoGPUError without CuPy/GPU.
