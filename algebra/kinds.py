@@ -122,6 +122,7 @@ def register(op: str, kind: KindKey, fn: Optional[Fn] = None) -> Any:
 
 def unregister(op: str, kind: KindKey) -> None:
     """Remove the implementation of ``op`` for ``kind`` (no error when there is none)."""
+    _check_key(op, kind)
     _handlers.pop((op, kind), None)
     _resolved.clear()
 

@@ -23,9 +23,12 @@ from layoutproof import (
     Swizzle,
     analysis,
     arith,
+    composed,
     composition,
     downcast,
+    f2,
     inttuple,
+    kinds,
     layout,
     left_inverse,
     ops,
@@ -274,7 +277,9 @@ def _public(mod):
             yield name, f
 
 
-@pytest.mark.parametrize("mod", [inttuple, layout, ops, swizzle, analysis, arith], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "mod", [inttuple, layout, ops, swizzle, composed, f2, kinds, analysis, arith], ids=lambda m: m.__name__
+)
 def test_bad_argument_kinds_give_layout_errors(mod):
     """Every public function, given garbage in any position (the rest valid or garbage),
     raises a LayoutError (or a Python arity TypeError) -- never TypeError, AttributeError,
