@@ -9,6 +9,7 @@ an optional cvc5 cross-check of every Z3 obligation.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import importlib
 import importlib.util
@@ -127,9 +128,9 @@ def _evaluate(th: Theorem, cross: Optional[str], cross_ms: int) -> Outcome:
         gc.set_threshold(*old)
         clear_caches()
     if cross and o.smt2:
-        o.cross_check = cross_check_outcome(o, cross, cross_ms)
+        o = dataclasses.replace(o, cross_check=cross_check_outcome(o, cross, cross_ms))
     elif cross:
-        o.cross_check = []
+        o = dataclasses.replace(o, cross_check=[])
     return o
 
 

@@ -55,7 +55,7 @@ VERDICTS = ("ok", "FAILED", "weaker", "unknown", "error")
 Check = Callable[[], Union[Result, Sequence[Result]]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Expect:
     """The counterexample a negative theorem must find.  Every field given must match the
     refuting result: ``coordinate``, ``natural``, ``lhs``, ``rhs``, ``assignment`` compare
@@ -114,7 +114,7 @@ class Expect:
         return "; ".join(parts)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Theorem:
     """One theorem of the catalog (see the module docstring).
 
@@ -166,7 +166,7 @@ class Theorem:
         return self.expected == "refuted"
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """The result of checking one theorem: plain, JSON-friendly data.
 
