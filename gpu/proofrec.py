@@ -22,7 +22,7 @@ __all__ = ["Proof", "ProofLog"]
 KINDS = ("equal", "bounds", "bijective", "banks", "atom", "fragment", "config", "protocol")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Proof:
     """One discharged obligation.
 
