@@ -41,7 +41,7 @@ from .config import OUT_DTYPES, GemmProblem
 from .errors import GemmConfigError, ProofFailedError
 from .pipeline import prove_pipeline
 from .proofrec import ProofLog
-from .splitk import base_plan_proofs
+from .splitk import WsVariantFields, base_plan_proofs
 
 __all__ = ["EpilogueConfig", "ACTIVATIONS", "epilogue_ir", "generate_epilogue", "bias_column_layout"]
 
@@ -50,7 +50,7 @@ EPILOGUE_VERSION = "epilogue-1"
 
 
 @dataclass(frozen=True)
-class EpilogueConfig:
+class EpilogueConfig(WsVariantFields):
     """The warp-specialized TMA kernel ``base`` with ``C = act(A @ B + bias)`` fused:
     ``activation`` one of :data:`ACTIVATIONS`; the bias is one f32 per column of C."""
 
@@ -59,44 +59,8 @@ class EpilogueConfig:
     alpha_beta: bool = False
 
     @property
-    def bm(self) -> int:
-        return self.base.bm
-
-    @property
-    def bn(self) -> int:
-        return self.base.bn
-
-    @property
-    def bk(self) -> int:
-        return self.base.bk
-
-    @property
-    def stages(self) -> int:
-        return self.base.stages
-
-    @property
-    def group_m(self) -> int:
-        return self.base.group_m
-
-    @property
     def cluster(self) -> int:
         return self.base.cluster
-
-    @property
-    def loader(self) -> str:
-        return "tma"
-
-    @property
-    def schedule(self) -> str:
-        return "ws"
-
-    @property
-    def threads(self) -> int:
-        return self.base.threads
-
-    @property
-    def smem_bytes(self) -> int:
-        return self.base.smem_bytes
 
     def key(self) -> str:
         return f"{self.base.key()}_bias{self.activation}" + ("_ab" if self.alpha_beta else "")

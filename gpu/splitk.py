@@ -80,15 +80,14 @@ REDUCE_THREADS = 256
 SPLITK_VERSION = "splitk-1"
 
 
-@dataclass(frozen=True)
-class SplitKConfig:
-    """The warp-specialized kernel ``base`` (TMA loads, no cluster) with K split ``splits``
-    ways (2 .. :data:`MAX_SPLITS`)."""
+class WsVariantFields:
+    """The fields the planner and the runtime read from a kernel configuration, for a
+    variant of the warp-specialized TMA kernel ``base`` (split-K, the fused epilogue): the
+    tile, stages, grouping, threads and shared memory are the base kernel's; ``cluster`` is
+    the variant's own."""
 
     base: Sm90Config
-    splits: int
 
-    # the fields the planner and the runtime read from a kernel configuration
     @property
     def bm(self) -> int:
         return self.base.bm
@@ -110,10 +109,6 @@ class SplitKConfig:
         return self.base.group_m
 
     @property
-    def cluster(self) -> int:
-        return 1
-
-    @property
     def loader(self) -> str:
         return "tma"
 
@@ -128,6 +123,21 @@ class SplitKConfig:
     @property
     def smem_bytes(self) -> int:
         return self.base.smem_bytes
+
+
+@dataclass(frozen=True)
+class SplitKConfig(WsVariantFields):
+    """The warp-specialized kernel ``base`` (TMA loads, no cluster) with K split ``splits``
+    ways (2 .. :data:`MAX_SPLITS`)."""
+
+    base: Sm90Config
+    splits: int
+
+    # the fields the planner and the runtime read from a kernel configuration
+
+    @property
+    def cluster(self) -> int:
+        return 1
 
     def key(self) -> str:
         return f"{self.base.key()}_sk{self.splits}"
