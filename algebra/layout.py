@@ -188,6 +188,28 @@ def any_symbolic(args: Tuple[Any, ...]) -> bool:
     return False
 
 
+def holds_symbols(x: Any) -> bool:
+    """Does a leaf, an HTuple or a Layout (also one inside a tuple, such as a tiler's) hold a
+    SymPy expression that is not a number?  False without a look when SymPy is not loaded.
+    (:func:`any_symbolic` also counts SymPy numbers: it guards the integer-only operations.)"""
+    sp = sys.modules.get("sympy")
+    if sp is None:
+        return False
+    if isinstance(x, Layout):
+        return x.is_symbolic
+    stack = [x]
+    while stack:
+        t = stack.pop()
+        if type(t) is tuple or type(t) is list:
+            stack.extend(t)
+        elif isinstance(t, Layout):
+            if t.is_symbolic:
+                return True
+        elif isinstance(t, sp.Basic) and not t.is_Number:
+            return True
+    return False
+
+
 def concrete_only(fn: F) -> F:
     """Refuse symbolic arguments with a LayoutError: the decorated operation works on
     integer layouts only (substitute values with ``Layout.subs`` first)."""

@@ -16,7 +16,6 @@ layoutproof.errors.InadmissibleError: composition: the modes of B overlap inside
 
 from __future__ import annotations
 
-import sys as _sys
 from typing import Any, Dict, List, Optional, Tuple, Union, overload
 
 from . import kinds
@@ -37,6 +36,7 @@ from .layout import (
     _,
     checked_shape,
     fmt_htuple,
+    holds_symbols,
     layout_arg,
     make_ordered_layout,
     need_layout,
@@ -72,24 +72,6 @@ def _symq(L: Layout) -> bool:
     loaded.)  Symbolic layouts go to layoutproof.symbolic.symops."""
     v = L._sym
     return L.is_symbolic if v is None else v
-
-
-def _symbolic_value(x: Any) -> bool:
-    """Does a shape or leaf hold a SymPy expression that is not a number?  (False without
-    a look when SymPy is not loaded.)  Symbolic arguments go to the symbolic layer."""
-    sp = _sys.modules.get("sympy")
-    if sp is None:
-        return False
-    if isinstance(x, Layout):
-        return x.is_symbolic
-    stack = [x]
-    while stack:
-        t = stack.pop()
-        if type(t) is tuple or type(t) is list:
-            stack.extend(t)
-        elif isinstance(t, sp.Basic) and not t.is_Number:
-            return True
-    return False
 
 
 def _from_modes(ms: List[int], md: List[int]) -> Layout:
@@ -763,7 +745,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         cot = cotarget
     else:
         cot = checked_shape(cotarget, "complement cotarget")
-    if _symq(layout) or (type(cot) is not int and _symbolic_value(cot)):
+    if _symq(layout) or (type(cot) is not int and holds_symbols(cot)):
         result: Layout = kinds.call_symbolic("complement", layout, cot)
         return result
     fs, fd = layout._flat()
@@ -1445,7 +1427,7 @@ def tile_to_shape(block: Any, trg_shape: Any, order: Any = None) -> Any:
     pb = _padded(block, len(ts))
     bshape = tuple(raw_product(e) for e in pb._shape)
     tshape = tuple(raw_product(e) for e in ts)
-    if _symq(block) or _symbolic_value(trg):
+    if _symq(block) or holds_symbols(trg):
         for i, (t, b) in enumerate(zip(tshape, bshape)):
             kinds.call_symbolic("block_divides", t, b, i)
         pshape = tuple(kinds.call_symbolic("xdiv", t, b) for t, b in zip(tshape, bshape))
@@ -1475,7 +1457,7 @@ def compatible(a: Any, b: Any) -> bool:
     is a coordinate of ``b`` (layouts compare their shapes).  A partial order."""
     sa = a._shape if isinstance(a, Layout) else checked_shape(a, "compatible argument")
     sb = b._shape if isinstance(b, Layout) else checked_shape(b, "compatible argument")
-    if _symbolic_value(sa) or _symbolic_value(sb):
+    if holds_symbols(sa) or holds_symbols(sb):
         result: bool = kinds.call_symbolic("compatible", sa, sb)
         return result
     return _compat(sa, sb)

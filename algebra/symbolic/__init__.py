@@ -87,8 +87,9 @@ def is_symbolic(x: Any) -> bool:
     >>> is_symbolic(Layout(4, 1)), is_symbolic(Layout(symbols("M"), 1))
     (False, True)
     """
-    if sys.modules.get("sympy") is None:
-        return False
+    from ..layout import holds_symbols
+
+    return holds_symbols(x)
     from ..layout import Layout
 
     if isinstance(x, Layout):
