@@ -763,9 +763,9 @@ MUTATIONS: Tuple[Mutation, ...] = (
         "symops-drop-need-chain",
         "symbolic",
         SYM,
-        "            need(\n                _dvd_cond(cur, d) if not _both_int(cur, d) else False,\n",
-        "            (lambda *a, **k: None)(\n"
-        "                _dvd_cond(cur, d) if not _both_int(cur, d) else False,\n",
+        "        need(\n            _dvd_cond(cur, d) if not _both_int(cur, d) else False,\n",
+        "        (lambda *a, **k: None)(\n"
+        "            _dvd_cond(cur, d) if not _both_int(cur, d) else False,\n",
         "dropped need() for the complement's stride chain (symbolic)",
     ),
     M(
@@ -780,8 +780,8 @@ MUTATIONS: Tuple[Mutation, ...] = (
         "symops-merge-unproved",
         "symbolic",
         SYM,
-        "        if rs and eq(rs[-1] * rd[-1], d) is True:\n",
-        "        if rs and eq(rs[-1] * rd[-1], d) is not False:\n",
+        "    if last is not None and eq(last[0] * last[1], d) is True:\n",
+        "    if last is not None and eq(last[0] * last[1], d) is not False:\n",
         "symbolic coalesce merges modes when the merge condition is unknown (not proved)",
     ),
     M(
@@ -894,8 +894,8 @@ MUTATIONS: Tuple[Mutation, ...] = (
         "symops-left-inverse-overlap",
         "symbolic",
         SYM,
-        "        if le(s0 * d0, d1) is not True:\n",
-        "        if False:\n",
+        "    if le(s0 * d0, d1) is not True:\n",
+        "    if False:\n",
         "dropped injectivity check in the symbolic left_inverse",
     ),
     M(

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from .. import budget
 from ..errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError
@@ -335,23 +335,44 @@ def either_branch(fn: Callable[..., Any], *args: Any, shape: bool = True) -> Any
 
 
 # ----------------------------------------------------------------------------- coalesce / filter
-def coalesce_flat(fs: tuple, fd: tuple, keep_last: bool = False) -> Tuple[List[Any], List[Any]]:
-    """``ops.coalesce_modes`` with proved tests: an extent is dropped only when it is
-    proved to be 1, two modes merge only when ``s_prev*d_prev == d`` is proved."""
-    rs: List[Any] = []
-    rd: List[Any] = []
-    last = len(fs) - 1 if keep_last else -1
-    for k, (s, d) in enumerate(zip(fs, fd)):
-        if k != last and eq(s, 1) is True:
-            continue
-        if rs and eq(rs[-1] * rd[-1], d) is True:
-            rs[-1] = _num(rs[-1] * s)
-        else:
-            rs.append(s)
-            rd.append(d)
-    if not rs:
+#: the state of coalesce's fold: (the finished modes, the last accumulated mode or None).
+#: The step reads only the last accumulated mode; the finished modes are passed on (and
+#: appended to) untouched -- the induction of the proof catalog runs the step with an
+#: opaque object there, which fails on any other use.
+CoalesceState = Tuple[Any, Optional[Tuple[Any, Any]]]
+COALESCE_START: CoalesceState = ((), None)
+
+
+def coalesce_step(state: CoalesceState, mode: Tuple[Any, Any], keep: bool = False) -> CoalesceState:
+    """One step of ``ops.coalesce_modes``'s fold with proved tests: the mode ``(s, d)`` is
+    dropped only when ``s == 1`` is proved (and ``keep`` is false), and it merges into the
+    last accumulated mode ``(t, e)`` only when ``t*e == d`` is proved."""
+    done, last = state
+    s, d = mode
+    if not keep and eq(s, 1) is True:
+        return state
+    if last is not None and eq(last[0] * last[1], d) is True:
+        return done, (_num(last[0] * s), last[1])
+    return (done if last is None else done + (last,)), (s, d)
+
+
+def coalesce_finish(state: CoalesceState) -> Tuple[List[Any], List[Any]]:
+    """The fold's state as (extents, strides); ``1:0`` when no mode was kept."""
+    done, last = state
+    if last is None:
         return [1], [0]
-    return rs, rd
+    modes = list(done) + [last]
+    return [m[0] for m in modes], [m[1] for m in modes]
+
+
+def coalesce_flat(fs: tuple, fd: tuple, keep_last: bool = False) -> Tuple[List[Any], List[Any]]:
+    """``ops.coalesce_modes`` with proved tests: a fold of :func:`coalesce_step` over the
+    modes (``keep_last``: the last mode is kept even with extent 1)."""
+    state = COALESCE_START
+    last = len(fs) - 1 if keep_last else -1
+    for k, mode in enumerate(zip(fs, fd)):
+        state = coalesce_step(state, mode, keep=k == last)
+    return coalesce_finish(state)
 
 
 def _from_modes(ms: List[Any], md: List[Any]) -> Layout:
@@ -365,10 +386,22 @@ def coalesce(L: Layout) -> Layout:
     return _from_modes(*coalesce_flat(fs, fd))
 
 
+def filter_step(state: CoalesceState, mode: Tuple[Any, Any]) -> CoalesceState:
+    """One step of filter's fold: a mode proved to have extent 1 or stride 0 is left out,
+    any other goes through :func:`coalesce_step`."""
+    s, d = mode
+    if eq(s, 1) is True or eq(d, 0) is True:
+        return state
+    return coalesce_step(state, mode)
+
+
 def filter_(L: Layout) -> Layout:
-    fs, fd = raw_flatten(L.shape), raw_flatten(L.stride)
-    keep = [(s, d) for s, d in zip(fs, fd) if not (eq(s, 1) is True or eq(d, 0) is True)]
-    return _from_modes(*coalesce_flat(tuple(k[0] for k in keep), tuple(k[1] for k in keep)))
+    """coalesce over the modes that are not proved extent 1 or stride 0: a fold of
+    :func:`filter_step`."""
+    state = COALESCE_START
+    for mode in zip(raw_flatten(L.shape), raw_flatten(L.stride)):
+        state = filter_step(state, mode)
+    return _from_modes(*coalesce_finish(state))
 
 
 # ----------------------------------------------------------------------------- composition
@@ -559,24 +592,48 @@ def complement(L: Layout, cot: Any) -> Layout:
                 concrete=conc,
             )
         modes.append((d, s, k))
-    modes = _sort_modes(modes, "complement")
-    rs: List[Any] = []
-    rd: List[Any] = []
-    cur: Any = 1
-    for d, s, k in modes:
-        if dvd(cur, d) is not True:
-            need(
-                _dvd_cond(cur, d) if not _both_int(cur, d) else False,
-                op="complement",
-                condition_name="complement admissibility (stride chain)",
-                where=f"mode {k}",
-                concrete=conc,
-            )
-        q = xdiv(d, cur)
-        if eq(q, 1) is not True:
-            rs.append(q)
-            rd.append(cur)
-        cur = _num(s * d)
+    state = COMPLEMENT_START
+    for mode in _sort_modes(modes, "complement"):
+        state = complement_step(state, mode, conc)
+    return complement_finish(state, cot)
+
+
+#: the state of complement's fold over L's modes sorted by stride: (the complement's
+#: extents so far, its strides so far, the extent covered so far).  The step reads only
+#: the covered extent; the two tuples are appended to, never read.
+ComplementState = Tuple[Any, Any, Any]
+COMPLEMENT_START: ComplementState = ((), (), 1)
+
+
+def complement_step(
+    state: ComplementState, mode: Tuple[Any, Any, int], conc: Optional[Callable[[dict], Any]] = None
+) -> ComplementState:
+    """One step of complement's fold: the next mode ``(d, s, k)`` of L (stride, extent,
+    index; sorted by stride) must start on a multiple of the covered extent ``cur`` (the
+    stride chain: else inadmissible); the gap ``d / cur`` below it, unless 1, becomes a mode
+    ``d/cur : cur`` of the complement, and ``s*d`` is covered."""
+    rs, rd, cur = state
+    d, s, k = mode
+    if dvd(cur, d) is not True:
+        need(
+            _dvd_cond(cur, d) if not _both_int(cur, d) else False,
+            op="complement",
+            condition_name="complement admissibility (stride chain)",
+            where=f"mode {k}",
+            concrete=conc,
+        )
+    q = xdiv(d, cur)
+    if eq(q, 1) is not True:
+        rs, rd = rs + (q,), rd + (cur,)
+    return rs, rd, _num(s * d)
+
+
+def complement_finish(state: ComplementState, cot: Any) -> Layout:
+    """The fold's state completed up to the cotarget ``cot`` (its product rounded up to a
+    multiple of the covered extent; a tuple cotarget divided mode by mode where exact),
+    coalesced."""
+    rs, rd = list(state[0]), list(state[1])
+    cur = state[2]
     rest = _shape_div_exact(cot, cur) if type(cot) is tuple else None
     if rest is not None:
         p = cur
@@ -614,32 +671,46 @@ def right_inverse(L: Layout) -> Layout:
     for s in cs:
         pp.append(p)
         p = _num(p * s)
-    rs: List[Any] = []
-    rd: List[Any] = []
-    cur: Any = 1
-    used = [False] * len(cs)
-    while True:
-        for i, d in enumerate(cd):
-            if used[i]:
-                continue
-            v = eq(d, cur)
-            if v is None:
-                raise UndecidableConditionError(
-                    f"right_inverse needs to know whether the stride {d} continues the chain at {cur}",
-                    condition=as_python(_sympy().Eq(d, cur)),
-                    expr=_sympy().Eq(d, cur),
-                )
-            if v:
-                used[i] = True
-                rs.append(cs[i])
-                rd.append(pp[i])
-                cur = _num(cs[i] * d)
-                break
-        else:
-            break
-    if not rs:
+    state = RIGHT_INVERSE_START
+    while (i := right_inverse_pick(cd, state)) is not None:
+        state = right_inverse_step(state, (cs[i], cd[i], pp[i], i))
+    if not state[0]:
         return _make(1, 0)
-    return _from_modes(*coalesce_flat(tuple(rs), tuple(rd)))
+    return _from_modes(*coalesce_flat(state[0], state[1]))
+
+
+#: the state of right_inverse's fold: (the inverse's extents so far, its strides so far,
+#: the next stride the chain needs, the indices of the modes used).
+RightInverseState = Tuple[Any, Any, Any, frozenset]
+RIGHT_INVERSE_START: RightInverseState = ((), (), 1, frozenset())
+
+
+def right_inverse_pick(cd: Sequence[Any], state: RightInverseState) -> Optional[int]:
+    """The first unused mode of coalesce(L) (strides ``cd``) whose stride is proved to be
+    the chain's next stride; None when every unused stride is proved different."""
+    cur, used = state[2], state[3]
+    for i, d in enumerate(cd):
+        if i in used:
+            continue
+        v = eq(d, cur)
+        if v is None:
+            raise UndecidableConditionError(
+                f"right_inverse needs to know whether the stride {d} continues the chain at {cur}",
+                condition=as_python(_sympy().Eq(d, cur)),
+                expr=_sympy().Eq(d, cur),
+            )
+        if v:
+            return i
+    return None
+
+
+def right_inverse_step(state: RightInverseState, mode: Tuple[Any, Any, Any, int]) -> RightInverseState:
+    """One step of right_inverse's fold: the mode ``(s, d, p, i)`` of coalesce(L) (extent,
+    stride == the chain's next stride, its coordinate's prefix product, its index) becomes
+    the inverse's next mode ``s : p``; the chain goes on at ``s*d``."""
+    rs, rd, _cur, used = state
+    s, d, p, i = mode
+    return rs + (s,), rd + (p,), _num(s * d), used | {i}
 
 
 @_either_branch(shape=False)
@@ -677,30 +748,55 @@ def left_inverse(L: Layout) -> Layout:
         return _make(1, 0)
     order = _sort_modes([(d, s, k) for k, (d, s, _p) in enumerate(modes)], "left_inverse")
     modes = [modes[k] for _d, _s, k in order]
-    rs: List[Any] = [modes[0][0]]
-    rd: List[Any] = [0]
+    state = left_inverse_start(modes[0])
+    for mode in modes[1:]:
+        state = left_inverse_step(state, mode, conc)
+    return left_inverse_finish(state)
+
+
+#: the state of left_inverse's fold over coalesce(L)'s modes sorted by stride: (the
+#: inverse's extents so far, its strides so far, the previous mode (d, s, p)).  The step
+#: reads only the previous mode; the two tuples are appended to, never read.
+LeftInverseState = Tuple[Any, Any, Tuple[Any, Any, Any]]
+
+
+def left_inverse_start(mode: Tuple[Any, Any, Any]) -> LeftInverseState:
+    """The fold's first state: the offsets below the smallest stride ``d`` map to 0."""
+    return (mode[0],), (0,), mode
+
+
+def left_inverse_step(
+    state: LeftInverseState, mode: Tuple[Any, Any, Any], conc: Optional[Callable[[dict], Any]] = None
+) -> LeftInverseState:
+    """One step of left_inverse's fold: the next mode ``(d1, s1, p1)`` (stride, extent,
+    prefix product; sorted by stride) must have a stride that the previous mode's ``d0``
+    divides and that ``s0*d0`` does not exceed (else inadmissible); the previous mode's
+    digit is then read off the offset as the mode ``d1/d0 : p0`` of the inverse."""
+    rs, rd, (d0, s0, p0) = state
+    d1 = mode[0]
     sp = _sympy()
-    for k in range(1, len(modes)):
-        (d0, s0, p0), (d1, _s1, _p1) = modes[k - 1], modes[k]
-        if dvd(d0, d1) is not True:
-            need(
-                _dvd_cond(d0, d1) if not _both_int(d0, d1) else False,
-                op="left_inverse",
-                condition_name="left-inverse divisibility",
-                concrete=conc,
-            )
-        if le(s0 * d0, d1) is not True:
-            need(
-                sp.Le(s0 * d0, d1) if not _both_int(s0 * d0, d1) else False,
-                op="left_inverse",
-                condition_name="injectivity (non-overlapping modes)",
-                concrete=conc,
-            )
-        rs.append(xdiv(d1, d0))
-        rd.append(p0)
-    rs.append(modes[-1][1])
-    rd.append(modes[-1][2])
-    return _from_modes(*coalesce_flat(tuple(rs), tuple(rd)))
+    if dvd(d0, d1) is not True:
+        need(
+            _dvd_cond(d0, d1) if not _both_int(d0, d1) else False,
+            op="left_inverse",
+            condition_name="left-inverse divisibility",
+            concrete=conc,
+        )
+    if le(s0 * d0, d1) is not True:
+        need(
+            sp.Le(s0 * d0, d1) if not _both_int(s0 * d0, d1) else False,
+            op="left_inverse",
+            condition_name="injectivity (non-overlapping modes)",
+            concrete=conc,
+        )
+    return rs + (xdiv(d1, d0),), rd + (p0,), mode
+
+
+def left_inverse_finish(state: LeftInverseState) -> Layout:
+    """The last mode's digit (extent ``s``, prefix product ``p``) closes the inverse,
+    coalesced."""
+    rs, rd, (_d, s, p) = state
+    return _from_modes(*coalesce_flat(rs + (s,), rd + (p,)))
 
 
 # ----------------------------------------------------------------------------- the rest
