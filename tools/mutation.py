@@ -788,9 +788,10 @@ MUTATIONS: Tuple[Mutation, ...] = (
         "symops-unknown-ignored-mode",
         "symbolic",
         SYM,
-        "        if unit is None or zero is None:  # an ignored mode changes the complement\n",
-        "        if False:  # an ignored mode changes the complement\n",
-        "the symbolic complement keeps a mode whose extent-1/stride-0 status is undecided instead of raising",
+        "    if unit is None or zero is None:  # an ignored mode changes the result\n",
+        "    if False:  # an ignored mode changes the result\n",
+        "the symbolic complement and left_inverse keep a mode whose extent-1/stride-0 status is undecided "
+        "instead of raising",
     ),
     M(
         "require-unknown-proves",

@@ -560,6 +560,40 @@ def _sort_modes(modes: List[Tuple[Any, Any, int]], op: str) -> List[Tuple[Any, A
     return out
 
 
+def kept_mode(
+    op: str, k: int, s: Any, d: Any, L: Layout, conc: Optional[Callable[[dict], Any]] = None
+) -> bool:
+    """Does the mode ``k`` (``s:d``) of ``L`` count for ``op`` (complement, left_inverse)?
+    False when extent 1 or stride 0 is proved; True when both are proved false and the
+    stride is non-negative; a negative stride is inadmissible (``need``), an undecided
+    extent-1 / stride-0 status an UndecidableConditionError (an ignored mode changes the
+    result)."""
+    unit, zero = eq(s, 1), eq(d, 0)
+    if unit is True or zero is True:
+        return False
+    if unit is None or zero is None:  # an ignored mode changes the result
+        sp = _sympy()
+        c = sp.Ge(s, 2) if unit is None else sp.Ne(d, 0)
+        raise UndecidableConditionError(
+            f"{op} needs to know whether mode {k} ({s}:{d}) of {L} is ignored (extent 1 or "
+            f"stride 0); assume {pretty(c)}",
+            condition=as_python(c),
+            expr=c,
+        )
+    if lt(d, 0) is not False:
+        if op == "complement":
+            need(
+                _sympy().Ge(d, 0) if type(d) is not int else d >= 0,
+                op="complement",
+                condition_name="non-negative strides",
+                where=f"mode {k}",
+                concrete=conc,
+            )
+        else:
+            need(_sympy().Ge(d, 0), op=op, condition_name="non-negative strides", concrete=conc)
+    return True
+
+
 @_either_branch(shape=False)
 def complement(L: Layout, cot: Any) -> Layout:
     """``complement(L, cot)`` with symbolic leaves or cotarget."""
@@ -571,26 +605,8 @@ def complement(L: Layout, cot: Any) -> Layout:
     fs, fd = raw_flatten(L.shape), raw_flatten(L.stride)
     modes = []
     for k, (s, d) in enumerate(zip(fs, fd)):
-        unit, zero = eq(s, 1), eq(d, 0)
-        if unit is True or zero is True:
+        if not kept_mode("complement", k, s, d, L, conc):
             continue
-        if unit is None or zero is None:  # an ignored mode changes the complement
-            sp = _sympy()
-            c = sp.Ge(s, 2) if unit is None else sp.Ne(d, 0)
-            raise UndecidableConditionError(
-                f"complement needs to know whether mode {k} ({s}:{d}) of {L} is ignored (extent 1 or "
-                f"stride 0); assume {pretty(c)}",
-                condition=as_python(c),
-                expr=c,
-            )
-        if lt(d, 0) is not False:
-            need(
-                _sympy().Ge(d, 0) if type(d) is not int else d >= 0,
-                op="complement",
-                condition_name="non-negative strides",
-                where=f"mode {k}",
-                concrete=conc,
-            )
         modes.append((d, s, k))
     state = COMPLEMENT_START
     for mode in _sort_modes(modes, "complement"):
@@ -628,12 +644,12 @@ def complement_step(
     return rs, rd, _num(s * d)
 
 
-def complement_finish(state: ComplementState, cot: Any) -> Layout:
-    """The fold's state completed up to the cotarget ``cot`` (its product rounded up to a
-    multiple of the covered extent; a tuple cotarget divided mode by mode where exact),
-    coalesced."""
-    rs, rd = list(state[0]), list(state[1])
-    cur = state[2]
+def complement_rest(cur: Any, cot: Any) -> Tuple[List[Any], List[Any]]:
+    """The complement's modes above the covered extent ``cur``, up to the cotarget ``cot``:
+    one mode ``ceil(size(cot) / cur) : cur`` (the cotarget rounded up to a multiple of
+    ``cur``), or for a tuple cotarget divided exactly by ``cur``, its remaining modes."""
+    rs: List[Any] = []
+    rd: List[Any] = []
     rest = _shape_div_exact(cot, cur) if type(cot) is tuple else None
     if rest is not None:
         p = cur
@@ -644,7 +660,13 @@ def complement_finish(state: ComplementState, cot: Any) -> Layout:
     else:
         rs.append(ceil_div(raw_product(cot), cur))
         rd.append(cur)
-    return _from_modes(*coalesce_flat(tuple(rs), tuple(rd)))
+    return rs, rd
+
+
+def complement_finish(state: ComplementState, cot: Any) -> Layout:
+    """The fold's modes and :func:`complement_rest`, coalesced."""
+    rs, rd = complement_rest(state[2], cot)
+    return _from_modes(*coalesce_flat(tuple(state[0]) + tuple(rs), tuple(state[1]) + tuple(rd)))
 
 
 def _shape_div_exact(shape: tuple, d: Any) -> Any:
@@ -729,20 +751,8 @@ def left_inverse(L: Layout) -> Layout:
         p = _num(p * s)
     modes = []
     for i, (s, d) in enumerate(zip(cs, cd)):
-        unit, zero = eq(s, 1), eq(d, 0)
-        if unit is True or zero is True:
+        if not kept_mode("left_inverse", i, s, d, L, conc):
             continue
-        if unit is None or zero is None:  # an ignored mode changes the inverse's domain
-            sp = _sympy()
-            c = sp.Ge(s, 2) if unit is None else sp.Ne(d, 0)
-            raise UndecidableConditionError(
-                f"left_inverse needs to know whether mode {i} ({s}:{d}) of {L} is ignored (extent 1 or "
-                f"stride 0); assume {pretty(c)}",
-                condition=as_python(c),
-                expr=c,
-            )
-        if lt(d, 0) is not False:
-            need(_sympy().Ge(d, 0), op="left_inverse", condition_name="non-negative strides", concrete=conc)
         modes.append((d, cs[i], pp[i]))
     if not modes:
         return _make(1, 0)
@@ -792,11 +802,16 @@ def left_inverse_step(
     return rs + (xdiv(d1, d0),), rd + (p0,), mode
 
 
-def left_inverse_finish(state: LeftInverseState) -> Layout:
-    """The last mode's digit (extent ``s``, prefix product ``p``) closes the inverse,
-    coalesced."""
+def left_inverse_close(state: LeftInverseState) -> Tuple[Any, Any]:
+    """The last mode's digit (extent ``s``, prefix product ``p``) closes the inverse: its
+    modes (extents, strides)."""
     rs, rd, (_d, s, p) = state
-    return _from_modes(*coalesce_flat(rs + (s,), rd + (p,)))
+    return rs + (s,), rd + (p,)
+
+
+def left_inverse_finish(state: LeftInverseState) -> Layout:
+    """The closed inverse (:func:`left_inverse_close`), coalesced."""
+    return _from_modes(*coalesce_flat(*left_inverse_close(state)))
 
 
 # ----------------------------------------------------------------------------- the rest
