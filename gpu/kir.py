@@ -64,6 +64,8 @@ __all__ = [
     "AlignUp",
     "MbarRef",
     "Mem",
+    "AtomicAdd",
+    "ATOMIC_SEMS",
     "Claim",
     "ProvenFn",
     "Stmt",
@@ -354,6 +356,22 @@ class Mem(Expr):
     vec: Optional[str] = None
     idx: Optional[Expr] = None
     space: str = "global"
+
+
+#: the memory orders of :class:`AtomicAdd` (PTX ``atom{.sem}.gpu``)
+ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")
+
+
+@dataclass(frozen=True, eq=False)
+class AtomicAdd(Expr):
+    """``atom.add{.sem}.gpu.global.u32`` on the element ``mem`` (a :class:`Mem` node, whose
+    claim its address must match like any access): adds ``val`` and is the value the
+    element held before.  ``sem`` is one of :data:`ATOMIC_SEMS`; the scope is the GPU."""
+
+    mem: Mem
+    val: Expr
+    sem: str = "acq_rel"
+    ctype: str = "unsigned"
 
 
 @dataclass(frozen=True, eq=False)
@@ -815,6 +833,10 @@ def emit_expr(e: Expr) -> str:
         return _paren(e.base, _POSTFIX) + "".join(f"[{emit_expr(i)}]" for i in e.idx)
     if isinstance(e, AddrOf):
         return f"&{_paren(e.a, _UNARY)}"
+    if isinstance(e, AtomicAdd):
+        if e.sem not in ATOMIC_SEMS:
+            raise LoweringError(f"kernel IR: atomic order {e.sem!r}", condition="printable IR")
+        return f"lp_atom_add_{e.sem}(&{emit_expr(e.mem)}, {emit_expr(e.val)})"
     if isinstance(e, Call):
         return f"{e.name}({', '.join(emit_expr(a) for a in e.args)})"
     if isinstance(e, FnCall):
@@ -859,6 +881,8 @@ def _decl_text(d: Decl) -> str:
 _FENCES = {
     "mbarrier_init": 'asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");',
     "proxy_async": 'asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");',
+    # a release and acquire fence at GPU scope (what __threadfence() compiles to on sm_70+)
+    "acq_rel_gpu": 'asm volatile("fence.acq_rel.gpu;\\n" ::: "memory");',
 }
 
 
@@ -1069,6 +1093,16 @@ __device__ __forceinline__ void lp_griddep_launch() {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 """,
+    "atomic": "".join(
+        f"""__device__ __forceinline__ unsigned lp_atom_add_{sem}(unsigned* p, unsigned v) {{
+  unsigned old;
+  asm volatile("atom.add{"" if sem == "relaxed" else "." + sem}.gpu.global.u32 %0, [%1], %2;\\n"
+               : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}}
+"""
+        for sem in ATOMIC_SEMS
+    ),
     "named_sync": r"""__device__ __forceinline__ void lp_named_sync(int id, int n) {
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(n) : "memory");
 }
@@ -1435,7 +1469,7 @@ def eval_expr(e: Expr, ctx: Ctx) -> Tuple[np.ndarray, str]:
         b, _ = eval_expr(e.base, ctx)
         i, _ = eval_expr(e.idx, ctx)
         return b + 8 * i, "unsigned"
-    if isinstance(e, Mem):
+    if isinstance(e, (Mem, AtomicAdd)):
         raise _Fail("index values known", "a loaded value is not an index", emit_expr(e))
     if isinstance(e, AddrOf):
         raise _Fail("index values known", "an address of a register is not an index")
@@ -1635,6 +1669,8 @@ class Analysis:
             if isinstance(n, Bin) and n.op not in ("+", "-", "*"):
                 if self.runtime(n.a) or self.runtime(n.b):
                     return True
+            if isinstance(n, AtomicAdd):
+                return True  # the value an atomic read is a runtime value
             if isinstance(n, (Un, Cond, Call, AlignUp)) and not (isinstance(n, Un) and n.op == "-"):
                 if isinstance(n, Call) and n.name == "__cvta_generic_to_shared":
                     continue
@@ -1719,9 +1755,12 @@ class Analysis:
         self._exprs(s, sc)
 
     def _exprs(self, s: Stmt, sc: _Scope) -> None:
+        atomic = {id(n.mem) for n in walk(s) if isinstance(n, AtomicAdd)}
         for n in walk(s):
             if isinstance(n, Mem):
                 kind = f"{n.space} {'store' if self._is_store(s, n) else 'load'}"
+                if id(n) in atomic:
+                    kind = f"{n.space} atomic read-modify-write"
                 self.accesses.append(Access(n, kind, self._mem_addr(n), n.claim, sc))
             if isinstance(n, (If, For, Block)) and n is not s:
                 return

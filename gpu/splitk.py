@@ -55,6 +55,16 @@ from .config import OUT_DTYPES, GemmProblem
 from .errors import GemmConfigError, ProofFailedError
 from .pipeline import prove_pipeline
 from .proofrec import ProofLog
+from .splitk_model import (
+    COUNTER,
+    COUNTER_RESET,
+    FLAG_READ,
+    FLAG_WRITE,
+    OUT_STORE,
+    PLANE_READ,
+    PLANE_STORE,
+    prove_serial_protocol,
+)
 
 __all__ = [
     "SplitKConfig",
@@ -125,13 +135,27 @@ class WsVariantFields:
         return self.base.smem_bytes
 
 
+#: how the partial planes are summed: ``"kernel"`` -- a second (fix-up) kernel launched
+#: after the split kernel; ``"serial"`` -- in the split kernel, by the last unit of each
+#: tile to finish (a counter per tile, release/acquire at GPU scope; :func:`serial_ir`)
+REDUCTIONS = ("kernel", "serial")
+#: the activations the serial reduction's fused epilogue applies (the fused epilogue's)
+SERIAL_ACTIVATIONS = ("none", "relu", "silu", "gelu")
+
+
 @dataclass(frozen=True)
 class SplitKConfig(WsVariantFields):
     """The warp-specialized kernel ``base`` (TMA loads, no cluster) with K split ``splits``
-    ways (2 .. :data:`MAX_SPLITS`)."""
+    ways (2 .. :data:`MAX_SPLITS`), the planes summed by a fix-up kernel (``reduction=
+    "kernel"``) or in the kernel by the last unit of each tile (``"serial"``), which may
+    apply the fused epilogue ``act(alpha * acc + beta * Cin + bias[n])`` (``activation``
+    not None: bias f32 along N; ``alpha_beta``: the C input)."""
 
     base: Sm90Config
     splits: int
+    reduction: str = "kernel"
+    activation: Optional[str] = None
+    alpha_beta: bool = False
 
     # the fields the planner and the runtime read from a kernel configuration
 
@@ -140,7 +164,10 @@ class SplitKConfig(WsVariantFields):
         return 1
 
     def key(self) -> str:
-        return f"{self.base.key()}_sk{self.splits}"
+        k = f"{self.base.key()}_sk{self.splits}" + ("s" if self.reduction == "serial" else "")
+        if self.activation is not None:
+            k += f"_bias{self.activation}" + ("_ab" if self.alpha_beta else "")
+        return k
 
     def validate(self) -> "SplitKConfig":
         if not isinstance(self.base, Sm90Config):
@@ -153,6 +180,19 @@ class SplitKConfig(WsVariantFields):
             )
         if type(self.splits) is not int or not 2 <= self.splits <= MAX_SPLITS:
             raise GemmConfigError(f"SplitKConfig: splits={self.splits!r} must be an int in [2, {MAX_SPLITS}]")
+        if self.reduction not in REDUCTIONS:
+            raise GemmConfigError(f"SplitKConfig: reduction={self.reduction!r} must be one of {REDUCTIONS}")
+        if self.activation is not None and self.activation not in SERIAL_ACTIVATIONS:
+            raise GemmConfigError(
+                f"SplitKConfig: activation={self.activation!r} must be None or one of {SERIAL_ACTIVATIONS}"
+            )
+        if (self.activation is not None or self.alpha_beta) and self.reduction != "serial":
+            raise GemmConfigError(
+                "SplitKConfig: the fused epilogue (activation, alpha_beta) runs in the serial "
+                "reduction (reduction='serial')"
+            )
+        if self.alpha_beta and self.activation is None:
+            raise GemmConfigError("SplitKConfig: alpha_beta needs the fused epilogue (an activation)")
         return self
 
 
@@ -360,7 +400,9 @@ def _param(k: kir.Kernel, name: str) -> kir.Var:
     )
 
 
-def splitk_ir(base: kir.Kernel, splits: int, name: str) -> Tuple[kir.Kernel, List[Tuple[Any, ...]]]:
+def splitk_ir(
+    base: kir.Kernel, splits: int, name: str, *, fixup_kernel: bool = True
+) -> Tuple[kir.Kernel, List[Tuple[Any, ...]]]:
     """The split-K kernel from the warp-specialized kernel's IR ``base`` (f32 output):
 
     * ``units = tiles * S`` after the tile count; both persistent tile loops run over the
@@ -464,13 +506,15 @@ def splitk_ir(base: kir.Kernel, splits: int, name: str) -> Tuple[kir.Kernel, Lis
 
     body = kir.rewrite(base.body, top)
     # units = tiles * S, declared right after tiles
-    out: List[kir.Stmt] = [
-        kir.Comment(
-            "the fix-up kernel may launch now (programmatic dependent launch): it waits for\n"
-            "this grid's completion (griddepcontrol.wait) before its first read"
-        ),
-        kir.Eval(kir.Call("lp_griddep_launch", (), "void")),
-    ]
+    out: List[kir.Stmt] = []
+    if fixup_kernel:
+        out += [
+            kir.Comment(
+                "the fix-up kernel may launch now (programmatic dependent launch): it waits for\n"
+                "this grid's completion (griddepcontrol.wait) before its first read"
+            ),
+            kir.Eval(kir.Call("lp_griddep_launch", (), "void")),
+        ]
     for st in body.body:
         out.append(st)
         if isinstance(st, kir.Decl) and st.var is tiles:
@@ -492,7 +536,7 @@ def splitk_ir(base: kir.Kernel, splits: int, name: str) -> Tuple[kir.Kernel, Lis
         body=kir.Block(tuple(out), body.bare),
         devfns=base.devfns + (split_devfn(),),
         description=descr,
-        helpers=("griddep",) + base.helpers,
+        helpers=(("griddep",) if fixup_kernel else ()) + base.helpers,
     )
     return k, chunks
 
@@ -637,11 +681,11 @@ class SplitKKernels:
     config: SplitKConfig
     problem: GemmProblem
     gemm: GemmKernel
-    reduce: GemmKernel
+    reduce: Optional[GemmKernel]  # None for the serial reduction (in the split kernel)
 
     @property
     def proofs(self) -> ProofLog:
-        return ProofLog(list(self.gemm.proofs) + list(self.reduce.proofs))
+        return ProofLog(list(self.gemm.proofs) + (list(self.reduce.proofs) if self.reduce else []))
 
 
 def base_plan_proofs(k: GemmKernel, cfg: Sm90Config) -> List[Any]:
@@ -695,7 +739,10 @@ def generate_splitk(
     prove_workspace(S, log)
     h = hashlib.sha256(f"{SPLITK_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90_splitk_{prob.key()}_{h}"
-    ir, chunks = splitk_ir(base.ir, S, name)
+    serial = cfg.reduction == "serial"
+    ir, chunks = splitk_ir(base.ir, S, name, fixup_kernel=not serial)
+    if serial:
+        ir = serial_ir(ir, cfg, prob.out)
     for sk, KT, kb, ke in chunks[:1]:  # both loops carry the same expressions (checked below)
         prove_k_partition(S, log, kb, ke, sk, KT)
     if kir.emit_expr(chunks[0][2]) != kir.emit_expr(chunks[1][2]) or kir.emit_expr(
@@ -711,6 +758,8 @@ def generate_splitk(
         proto, n = protocol_ir(k, cfg.base, tx, log)
         epilogue_order(k, log)
         prove_pipeline(cfg.base.stages, cfg.base.warpgroups, log, ctas=1, **proto)
+        if serial:  # the fence and the atomic are not barrier operations: nothing to add
+            prove_serial_protocol(k, S, log)
         return n
 
     title = f"proven before emission ({cfg.key()}, {base_prob.key()})"
@@ -718,6 +767,11 @@ def generate_splitk(
     gk = GemmKernel(
         base.config, base_prob, src, name, base.threads, base.smem_bytes, log, dict(base.swizzles), ir
     )
+    if serial:
+        out = SplitKKernels(cfg, prob, gk, None)
+        if memo:
+            _MEMO[(cfg, prob)] = out
+        return out
     rlog = ProofLog()
     rname = f"lp_splitk_reduce_{prob.out}_s{S}"
     rir = reduce_ir(S, prob.out, rname)
@@ -728,3 +782,291 @@ def generate_splitk(
     if memo:
         _MEMO[(cfg, prob)] = out
     return out
+
+
+# ============================================================================ serial reduction
+def _decl_in(body: Any, name: str) -> kir.Var:
+    hits = [n.var for n in kir.walk(body) if isinstance(n, kir.Decl) and n.var.name == name]
+    if len(hits) != 1:
+        raise ProofFailedError(
+            f"split-K serial rewrite: expected one declaration of {name!r}, found {len(hits)}",
+            condition="split-K rewrite",
+            witness=name,
+        )
+    return hits[0]
+
+
+def serial_ir(k: kir.Kernel, cfg: SplitKConfig, out: str) -> kir.Kernel:
+    """The serial reduction, added to the split kernel ``k`` (:func:`splitk_ir` without the
+    fix-up kernel): after the consumers' staged epilogue has stored a unit's partial into its
+    plane, each consumer warpgroup ``cg`` (its own 64-row slice of the tile) does
+
+    1. ``bar.sync`` (its 128 threads: every thread's plane stores are done);
+    2. thread 0: ``fence.acq_rel.gpu``, then ``prev = atom.add.acq_rel.gpu(&counters[cg *
+       tiles + tile], 1)``; it writes ``prev == S - 1`` to the shared flag ``lp_last[cg]``
+       and, when it is the last, resets the counter to 0 (the next launch starts from 0: the
+       counters are zeroed once, when the plan is made);
+    3. ``bar.sync``; every thread reads the flag; when set, the warpgroup sums the ``S``
+       planes of its slice in the order ``s = 0, 1, ..`` (deterministic whichever unit is
+       last), applies the fused epilogue if asked, converts, and stores ``D``.
+
+    The protocol (release by the fence and the atomic, acquire by the atomic, the barriers
+    carrying both across the warpgroup) is model-checked from this IR by
+    :func:`layoutproof.gpu.splitk_model.prove_serial_protocol`."""
+    S = cfg.splits
+    CW = cfg.base.warpgroups
+    bn = cfg.base.bn
+    loops = [
+        n
+        for n in kir.walk(k.body)
+        if isinstance(n, kir.For)
+        and n.cond is not None
+        and any(isinstance(x, kir.NamedBarrier) for x in kir.walk(n.body))
+    ]
+    if len(loops) != 1:
+        raise ProofFailedError(
+            f"split-K serial rewrite: expected the consumers' tile loop, found {len(loops)}",
+            condition="split-K rewrite",
+        )
+    lp = loops[0]
+    tile, m0, n0 = _decl_in(lp.body, "tile"), _decl_in(lp.body, "m0"), _decl_in(lp.body, "n0")
+    cg, wt, tiles = _decl_in(k.body, "cg"), _decl_in(k.body, "wt"), _decl_in(k.body, "tiles")
+    W, M, N, ldw, cvec = (_param(k, x) for x in ("C", "M", "N", "ldc", "c_vec"))
+    D = kir.Var("D", "lp_d_t*")
+    ldd = kir.Var("ldd", "long long")
+    counters = kir.Var("counters", "unsigned*")
+    flag = kir.Var("lp_last", "unsigned*")
+    ep = cfg.activation is not None
+    ab = cfg.alpha_beta
+    bias = kir.Var("bias", "const float*")
+    alpha, beta = kir.Var("alpha", "float"), kir.Var("beta", "float")
+    Cin, ldci = kir.Var("Cin", "const lp_d_t*"), kir.Var("ldci", "long long")
+    ob = OUT_DTYPES[out][1]
+
+    # -- the plane stores of the staged epilogue get their split-K name
+    def rename(node: Any) -> Any:
+        if (
+            isinstance(node, kir.Mem)
+            and node.claim.what.startswith("C ")
+            and "store" in node.claim.what
+            and not node.claim.what.startswith(PLANE_STORE)
+        ):
+            return replace(node, claim=replace(node.claim, what=PLANE_STORE + node.claim.what))
+        return None
+
+    # -- step 2: thread 0 of the warpgroup
+    cidx = kir.Cast("long long", cg) * tiles + tile
+    cclaim = kir.Claim(COUNTER, addr_of(counters) + 4 * cidx, bounds=((tile, tiles),), width=4)
+    rclaim = kir.Claim(COUNTER_RESET, addr_of(counters) + 4 * cidx, bounds=((tile, tiles),), width=4)
+    fregion = (addr_of(flag), 4 * CW)
+    fw = kir.Claim(FLAG_WRITE, addr_of(flag) + 4 * cg, region=fregion, width=4)
+    fr = kir.Claim(FLAG_READ, addr_of(flag) + 4 * cg, region=fregion, width=4)
+    prev = kir.Var("prev", "unsigned")
+    last = kir.Var("last", "unsigned")
+    T = kir.Const(S - 1, "unsigned")
+    arrive = kir.If(
+        wt.eq(0),
+        kir.block(
+            kir.Comment("release this warpgroup's plane (the barrier above ordered every thread's stores)"),
+            kir.Fence("acq_rel_gpu"),
+            kir.Decl(prev),
+            kir.Assign(
+                prev, kir.AtomicAdd(kir.Mem(counters, cclaim, idx=cidx), kir.Const(1, "unsigned"), "acq_rel")
+            ),
+            kir.Assign(
+                kir.Mem(flag, fw, idx=cg, space="shared"),
+                kir.Cond(prev.eq(T), kir.Const(1, "unsigned"), kir.Const(0, "unsigned")),
+            ),
+            kir.If(
+                prev.eq(T),
+                kir.block(kir.Assign(kir.Mem(counters, rclaim, idx=cidx), kir.Const(0, "unsigned"))),
+                comment="the last of the tile's S units: ready for the next launch",
+            ),
+        ),
+    )
+    # -- step 3: the reduction of the warpgroup's 64-row slice, 4 columns per thread
+    q = bn // 4  # float4 column groups of a row
+    ni = 64 * q // 128
+    i, s, j = kir.Var("i"), kir.Var("s"), kir.Var("j")
+    e, rr, cc = kir.Var("e"), kir.Var("rr"), kir.Var("cc")
+    a = kir.Var("a", "float")
+    w4 = kir.Var("w4", "float4")
+    wv = kir.Var("wv", "const float*")
+
+    def wclaim(col: kir.Expr, width: int, ext: kir.Expr) -> kir.Claim:
+        return kir.Claim(
+            PLANE_READ,
+            addr_of(W) + 4 * workspace_offset_ir(s, rr, col, M, ldw),
+            bounds=((rr, M), (ext, N)),
+            width=4 * width,
+        )
+
+    woff = workspace_offset_ir(s, rr, cc, M, ldw)
+    vec_read = kir.For(
+        s,
+        kir.Const(0),
+        kir.Const(S),
+        kir.block(
+            kir.Decl(
+                w4,
+                kir.Mem(W + woff, wclaim(cc, 4, cc + 3), vec="const float4"),
+                const=True,
+            ),
+            kir.Decl(wv, kir.Reinterpret("const float*", kir.AddrOf(w4)), const=True),
+            kir.For(
+                j,
+                kir.Const(0),
+                kir.Const(4),
+                kir.block(kir.Assign(kir.Index(a, (j,)), kir.Index(wv, (j,)), op="+=")),
+                unroll=True,
+            ),
+        ),
+        unroll=True,
+    )
+    one_read = kir.For(
+        s,
+        kir.Const(0),
+        kir.Const(S),
+        kir.block(
+            kir.For(
+                j,
+                kir.Const(0),
+                kir.Const(4),
+                kir.block(
+                    kir.If(
+                        (cc + j).lt(N),
+                        kir.block(
+                            kir.Assign(
+                                kir.Index(a, (j,)),
+                                kir.Mem(W, wclaim(cc + j, 1, cc + j), idx=woff + j),
+                                op="+=",
+                            )
+                        ),
+                    )
+                ),
+                unroll=True,
+            )
+        ),
+        unroll=True,
+    )
+    x: kir.Expr = kir.Index(a, (j,))
+    if ep:
+        bclaim = kir.Claim(
+            "split-K epilogue bias load bias[c]", addr_of(bias) + 4 * (cc + j), bounds=((cc + j, N),), width=4
+        )
+        bval = kir.Mem(bias, bclaim, idx=cc + j)
+        if ab:
+            ciclaim = kir.Claim(
+                "split-K epilogue C input load Cin[r, c]",
+                addr_of(Cin) + ob * (kir.Cast("long long", rr) * ldci + cc + j),
+                bounds=((rr, M), (cc + j, N)),
+                width=ob,
+            )
+            cin: kir.Expr = kir.Mem(Cin, ciclaim, idx=kir.Cast("long long", rr) * ldci + cc + j)
+            tof = {"f16": "__half2float", "bf16": "__bfloat162float"}.get(out)
+            if tof is not None:
+                cin = kir.Call(tof, (cin,), "float")
+            x = alpha * x + beta * cin + bval
+        else:
+            x = x + bval
+        x = kir.Call(f"lp_act_{cfg.activation}", (x,), "float")
+    cvt = _CVT[out]
+    val: kir.Expr = x if cvt is None else kir.Call(cvt, (x,), "lp_d_t")
+    dclaim = kir.Claim(
+        OUT_STORE,
+        addr_of(D) + ob * (kir.Cast("long long", rr) * ldd + cc + j),
+        bounds=((rr, M), (cc + j, N)),
+        width=ob,
+    )
+    reduce_loop = kir.For(
+        i,
+        kir.Const(0),
+        kir.Const(ni),
+        kir.block(
+            kir.Decl(e, i * 128 + wt, const=True),
+            kir.Decl(rr, m0 + 64 * cg + e / q, const=True),
+            kir.Decl(cc, n0 + 4 * (e % q), const=True),
+            kir.If(
+                rr.lt(M),
+                kir.block(
+                    kir.Decl(a, kir.FloatLit("{0.f, 0.f, 0.f, 0.f}"), dims=(4,)),
+                    kir.If(cvec.and_((cc + 4).le(N)), kir.block(vec_read), kir.block(one_read)),
+                    kir.For(
+                        j,
+                        kir.Const(0),
+                        kir.Const(4),
+                        kir.block(
+                            kir.If(
+                                (cc + j).lt(N),
+                                kir.block(
+                                    kir.Assign(
+                                        kir.Mem(D, dclaim, idx=kir.Cast("long long", rr) * ldd + cc + j), val
+                                    )
+                                ),
+                            )
+                        ),
+                        unroll=True,
+                    ),
+                ),
+            ),
+        ),
+    )
+    section: List[kir.Stmt] = [
+        kir.Comment(
+            "split-K, serial reduction: the last of the tile's units to finish sums the planes\n"
+            "(plane stores -> barrier -> fence + atomic -> barrier -> the last one reads)"
+        ),
+        kir.NamedBarrier(1 + cg, 128),
+        arrive,
+        kir.NamedBarrier(1 + cg, 128),
+        kir.Decl(last),
+        kir.Assign(last, kir.Mem(flag, fr, idx=cg, space="shared")),
+        kir.If(
+            last.ne(kir.Const(0, "unsigned")),
+            kir.block(
+                kir.Comment(f"the planes of this 64-row slice, summed in the order s = 0..{S - 1}"),
+                reduce_loop,
+            ),
+        ),
+    ]
+    guarded = kir.If(tile.lt(tiles), kir.block(*section), comment="always (tile = unit % tiles)")
+    new_lp = replace(lp, body=kir.Block(lp.body.body + (guarded,), lp.body.bare))
+
+    def top(node: Any) -> Any:
+        return new_lp if node is lp else None
+
+    body = kir.rewrite(kir.rewrite(k.body, top), rename)
+    body = kir.Block(
+        (kir.Decl(flag, dims=(CW,), prefix="__shared__", tname="unsigned"),) + body.body, body.bare
+    )
+    params = k.params + (
+        ("lp_d_t* __restrict__", D),
+        ("long long", ldd),
+        ("unsigned* __restrict__", counters),
+    )
+    if ep:
+        params += (("const float* __restrict__", bias),)
+        if ab:
+            params += (
+                ("float", alpha),
+                ("float", beta),
+                ("const lp_d_t* __restrict__", Cin),
+                ("long long", ldci),
+            )
+    what = "C = " + (
+        f"{cfg.activation}({'alpha * acc + beta * Cin' if ab else 'acc'} + bias[n])" if ep else "acc"
+    )
+    descr = tuple(x for x in k.description if "second kernel" not in x and x != "sums the planes") + (
+        f"stores its f32 partial into workspace plane chunk (C + chunk*M*ldc); the last of a tile's {S}",
+        f"units (counter per tile and warpgroup, acq_rel at GPU scope) sums the planes in order: {what},",
+        f"converted to {out} into D (row stride ldd)",
+    )
+    return replace(
+        k,
+        body=body,
+        params=params,
+        typedefs=k.typedefs + (("lp_d_t", OUT_DTYPES[out][0]),),
+        sizes=dict(k.sizes, lp_d_t=ob, float=4, unsigned=4, float4=16),
+        helpers=(("act",) if ep else ()) + k.helpers + ("atomic",),
+        description=descr,
+    )
