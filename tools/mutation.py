@@ -772,7 +772,7 @@ MUTATIONS: Tuple[Mutation, ...] = (
         "symops-drop-disjointness",
         "symbolic",
         SYM,
-        "    if multi and len(As) > 1:\n",
+        "    if len(leaves) > 1 and len(As) > 1:\n",
         "    if False:\n",
         "dropped disjointness check in the symbolic composition",
     ),

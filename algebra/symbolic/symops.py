@@ -411,10 +411,13 @@ def _where(k: int, i: Optional[int] = None) -> str:
     return f"mode {k} of B" + ("" if i is None else f" at A's mode {i}")
 
 
-def _leaf(
+def compose_leaf(
     As: List[Any], Ad: List[Any], n: Any, r: Any, k: int, conc: Callable[[dict], Any]
 ) -> Tuple[List[Any], List[Any], dict]:
-    """A composed with the leaf n:r of B (the walk of ``ops._compose_leaf_cute``)."""
+    """A composed with the leaf n:r of B (the walk of ``ops._compose_leaf_cute``), ``As``/``Ad``
+    the coalesced A (last mode kept), ``k`` the leaf's index (-1 for a single leaf): the
+    result's modes and, per mode ``i`` of A the leaf lands in, the largest offset it uses
+    there (the footprint :func:`check_leaves_disjoint` sums)."""
     if eq(n, 1) is True:
         return [1], [0], {}
     if eq(r, 0) is True:
@@ -499,21 +502,15 @@ def _leaf(
     return ms, md, occ
 
 
-@_either_branch(shape=True)
-def composition(A: Layout, B: Layout) -> Layout:
-    """``A ∘ B`` with symbolic leaves (see the module docstring)."""
-    from .. import ops
-
-    fa, da = raw_flatten(A.shape), raw_flatten(A.stride)
-    As, Ad = coalesce_flat(fa, da, keep_last=True)
-    fbs, fbd = raw_flatten(B.shape), raw_flatten(B.stride)
-
-    def conc(asg: dict) -> Any:
-        return _concrete(ops.composition, asg, A, B)
-
-    multi = len(fbs) > 1
-    leaves = [_leaf(As, Ad, n, r, k if multi else -1, conc) for k, (n, r) in enumerate(zip(fbs, fbd))]
-    if multi and len(As) > 1:
+def check_leaves_disjoint(
+    As: List[Any],
+    leaves: List[Tuple[List[Any], List[Any], dict]],
+    conc: Optional[Callable[[dict], Any]] = None,
+) -> None:
+    """Composition with several leaves of B: where two or more leaves land in the same mode
+    ``i`` of A, their footprints (the largest offsets :func:`compose_leaf` reports) must add
+    up to less than that mode's extent (disjointness; else inadmissible)."""
+    if len(leaves) > 1 and len(As) > 1:
         sp = _sympy()
         used: dict = {}
         for _ms, _md, occ in leaves:
@@ -529,6 +526,23 @@ def composition(A: Layout, B: Layout) -> Layout:
                 where=f"A's mode {i}",
                 concrete=conc,
             )
+
+
+@_either_branch(shape=True)
+def composition(A: Layout, B: Layout) -> Layout:
+    """``A ∘ B`` with symbolic leaves (see the module docstring)."""
+    from .. import ops
+
+    fa, da = raw_flatten(A.shape), raw_flatten(A.stride)
+    As, Ad = coalesce_flat(fa, da, keep_last=True)
+    fbs, fbd = raw_flatten(B.shape), raw_flatten(B.stride)
+
+    def conc(asg: dict) -> Any:
+        return _concrete(ops.composition, asg, A, B)
+
+    multi = len(fbs) > 1
+    leaves = [compose_leaf(As, Ad, n, r, k if multi else -1, conc) for k, (n, r) in enumerate(zip(fbs, fbd))]
+    check_leaves_disjoint(As, leaves, conc)
     ps = [lf[0][0] if len(lf[0]) == 1 else tuple(lf[0]) for lf in leaves]
     pd = [lf[1][0] if len(lf[1]) == 1 else tuple(lf[1]) for lf in leaves]
     if type(B.shape) is not tuple:
