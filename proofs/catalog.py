@@ -21,6 +21,7 @@ from . import (
 from . import (
     catalog_composition as composition,
 )
+from . import catalog_composition_induction as composition_induction
 from . import (
     catalog_negative as negative,
 )
@@ -49,6 +50,7 @@ THEOREMS: List[Theorem] = [
     *structure.THEOREMS,
     *seeds.THEOREMS,
     *symbolic.THEOREMS,
+    *composition_induction.THEOREMS,
     *negative.THEOREMS,
 ]
 
