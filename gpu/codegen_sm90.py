@@ -309,10 +309,25 @@ def _env90(prob: GemmProblem, tma: bool) -> Env:
     return E
 
 
+def env_var(E: Env, name: str) -> Optional[kir.Var]:
+    """A kernel variable added to ``E`` by name (the batched kernel's ``batch``, ``ldcb``,
+    ``bidx``), or None where the kernel has none."""
+    v = E.__dict__.get(name)
+    return v if isinstance(v, kir.Var) else None
+
+
+def need_var(E: Env, name: str) -> kir.Var:
+    """:func:`env_var` where the kernel must have it."""
+    v = env_var(E, name)
+    if v is None:
+        raise GemmConfigError(f"kernel IR: no variable {name!r} in this kernel")
+    return v
+
+
 def _params90(E: Env, tma: bool) -> Tuple[Tuple[str, kir.Var], ...]:
     if not tma:
         return kernel_params(E, None)
-    return (
+    params: Tuple[Tuple[str, kir.Var], ...] = (
         ("const __grid_constant__ lp_tmap_t", E.tmA),
         ("const __grid_constant__ lp_tmap_t", E.tmB),
         ("lp_out_t* __restrict__", E.C),
@@ -322,6 +337,9 @@ def _params90(E: Env, tma: bool) -> Tuple[Tuple[str, kir.Var], ...]:
         ("long long", E.ldc),
         ("int", E.c_vec),
     )
+    if env_var(E, "batch") is not None:  # batched: the batch count, C's batch stride
+        params += (("int", need_var(E, "batch")), ("long long", need_var(E, "ldcb")))
+    return params
 
 
 def _smem_arena(E: Env, body: List[Any], aligned_name: str = "s0", split: bool = False) -> None:
@@ -594,9 +612,12 @@ def _tma_loads_ir(
     bar: kir.Expr,
     boxes: Optional[Tuple[int, ...]] = None,
     mask: Optional[int] = None,
+    c2: Optional[kir.Expr] = None,
 ) -> List[kir.Stmt]:
     """The TMA box loads of tile ``kt`` of operand ``p`` into stage ``st`` on barrier ``bar``
-    (the boxes :func:`_prove_tma` proved to write exactly the stage layout)."""
+    (the boxes :func:`_prove_tma` proved to write exactly the stage layout).  In a batched
+    kernel an operand that carries the batch index reads through a rank-3 tensor map at
+    batch coordinate ``c2`` (the tile's batch, :func:`batch_split_ir`)."""
     o0 = E.m0 if p.name == "a" else E.n0
     lay = p.maps["tma"]
     out: List[kir.Stmt] = []
@@ -620,7 +641,14 @@ def _tma_loads_ir(
             width=2 * TMA_BOX * 64,
         )
         dst = base + st * kir.Const(2 * p.stage_elems, "unsigned") + kir.Const(8192 * j, "unsigned")
-        out.append(kir.TmaLoad(dst, tmap, c0, c1, bar, claim, (kc, xc) if p.kmajor else (xc, kc), mask=mask))
+        cc = (kc, xc) if p.kmajor else (xc, kc)
+        if c2 is None:
+            out.append(kir.TmaLoad(dst, tmap, c0, c1, bar, claim, cc, mask=mask))
+        else:
+            if "c2" not in getattr(kir.TmaLoad, "__dataclass_fields__", {}):
+                raise GemmConfigError("batched kernel: this kernel IR has no rank-3 TMA load (TmaLoad.c2)")
+            kw: Dict[str, Any] = {"c2": c2}  # the batch coordinate of a rank-3 tensor map
+            out.append(kir.TmaLoad(dst, tmap, c0, c1, bar, claim, cc, mask=mask, **kw))
     return out
 
 
@@ -827,6 +855,117 @@ def _eval_schedule(
 def cluster_tm_ir(cluster: int, tp: kir.Var, crank: kir.Var) -> kir.Expr:
     """The tile row of CTA ``crank`` of a cluster given the scheduler's row group ``tp``."""
     return cluster * tp + crank
+
+
+def batch_split_ir(t: kir.Expr, tpb: kir.Expr) -> Tuple[Tuple[kir.Var, kir.Var], List[kir.Stmt]]:
+    """Tile ``t`` of a batched launch -> (batch ``bidx``, tile ``tb`` of that batch's grid):
+    the batches' tile grids laid end to end (``tpb`` tiles per batch).  Emitted in the
+    persistent loop and evaluated by :func:`prove_batch_schedule`."""
+    bidx, d1 = ir_const("bidx", t / tpb, comment="the tile's batch")
+    tb, d2 = ir_const("tb", t % tpb, comment="the tile within its batch's grid")
+    return (bidx, tb), [d1, d2]
+
+
+def batch_c_stride(E: Env) -> kir.Expr:
+    """The batch stride the kernel's C stores use (the claim's is the parameter ``ldcb``;
+    the two are checked equal on every store)."""
+    return need_var(E, "ldcb")
+
+
+def prove_batch_schedule(
+    group_m: int,
+    log: ProofLog,
+    cluster: int = 1,
+    grids: Tuple[Tuple[int, int], ...] = ((1, 1), (1, 7), (7, 1), (3, 5), (8, 9), (17, 4), (65, 33)),
+    batches: Tuple[int, ...] = (1, 2, 3, 5, 64),
+) -> None:
+    """The batched persistent loop, evaluated on the emitted nodes: tiles
+    ``[0, tpb * batch)`` split by :func:`batch_split_ir` and then mapped by the scheduler
+    (with ``cluster`` CTAs per row group) reach every (batch, tile row, tile column) of
+    ``batch`` grids exactly once, with ``0 <= bidx < batch`` -- the batch index that picks
+    the A and B matrices (TMA batch coordinate) and C's matrix (``bidx * ldcb``) -- and
+    every tile of a batch stays in that batch."""
+    tv, tpv = kir.Var("t"), kir.Var("tpb")
+    _vars, split = batch_split_ir(tv, tpv)
+    cl = cluster
+    cases = 0
+    for gm, gn in grids:
+        gmp = -(-gm // cl)
+        tpb = gmp * gn
+        for nb in batches:
+            t = np.repeat(np.arange(tpb * nb, dtype=np.int64), cl)
+            crank = np.tile(np.arange(cl, dtype=np.int64), tpb * nb)
+            env: Dict[str, Any] = {"t": t, "tpb": np.full_like(t, tpb)}
+            for st in split:
+                if not (isinstance(st, kir.Decl) and st.init is not None):
+                    raise ProofFailedError("batch split: not a declaration", condition="batch split IR")
+                env[st.var.name] = kir.ev(st.init, env)
+            bidx, tb = env["bidx"], env["tb"]
+            tp, tn = _eval_schedule(group_m, tb, np.full_like(t, gmp), np.full_like(t, gn))
+            tm = tp * cl + crank
+            bad = (bidx < 0) | (bidx >= nb) | (tb < 0) | (tb >= tpb)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ProofFailedError(
+                    f"batched schedule: tile {int(t[i])} of {nb} batches of {gm}x{gn} tiles goes to "
+                    f"batch {int(bidx[i])}, tile {int(tb[i])}",
+                    condition="batch index in range",
+                    witness=(gm, gn, nb, int(t[i])),
+                )
+            inside = tm < gm
+            key = (bidx * (cl * gmp) + tm) * gn + tn
+            if np.unique(key).size != key.size or int(inside.sum()) != gm * gn * nb:
+                raise ProofFailedError(
+                    f"batched schedule: {nb} batches of {gm}x{gn} tiles are not each visited once",
+                    condition="batched scheduler bijective",
+                    witness=(gm, gn, nb),
+                )
+            # a batch's tiles are the t in [bidx * tpb, (bidx + 1) * tpb)
+            if not np.array_equal(bidx, t // tpb):
+                raise ProofFailedError(
+                    "batched schedule: a tile leaves its batch",
+                    condition="batch blocks",
+                    witness=(gm, gn, nb),
+                )
+            cases += int(t.size)
+    cl_s = f", cluster={cl}" if cl > 1 else ""
+    log.add(
+        "bijective",
+        f"batched persistent schedule (group_m={group_m}{cl_s}): t -> (bidx = t / tpb, tb = t % tpb) -> "
+        f"(bidx, tm, tn) visits every tile of every batch once, 0 <= bidx < batch, for {len(grids)} grids "
+        f"x {len(batches)} batch counts (C semantics)",
+        "exhaustive",
+        cases,
+    )
+    # the host's condition for disjoint C batches, checked exhaustively on small extents:
+    # the element sets {b * ldcb + r * ldc + c : r < M, c < N} of batches b = 0, 1, 2 are
+    # pairwise disjoint when ldcb >= (M - 1) * ldc + N (ldc >= N)
+    n_cases = 0
+    for M in range(1, 6):
+        for N in range(1, 6):
+            for ldc in range(N, N + 3):
+                span = (M - 1) * ldc + N
+                r = np.arange(M)[:, None] * ldc + np.arange(N)[None, :]
+                for ldcb in range(span, span + 4):
+                    sets = [set((b * ldcb + r).ravel().tolist()) for b in range(3)]
+                    disjoint = all(not (sets[i] & sets[j]) for i in range(3) for j in range(i + 1, 3))
+                    if not disjoint:
+                        raise ProofFailedError(
+                            f"C batches: ldcb={ldcb}, M={M}, N={N}, ldc={ldc}: disjoint={disjoint}",
+                            condition="C batches disjoint when ldcb >= (M - 1) * ldc + N",
+                            witness=(M, N, ldc, ldcb),
+                        )
+                    n_cases += 1
+    log.add(
+        "bounds",
+        "batched C: the batches' element sets {bidx * ldcb + row * ldc + col : row < M, col < N} are "
+        "pairwise disjoint when ldcb >= (M - 1) * ldc + N (checked on all extents up to 5x5, 3 batches; "
+        "the host refuses any other output); each store is claimed at C + bidx * ldcb + row * ldc + col "
+        "with row < M, col < N (checked on the IR), A and B are read through rank-3 tensor maps at batch "
+        "coordinate bidx < batch (the batch extent of the map), so a box never reads another batch",
+        "exhaustive",
+        n_cases,
+    )
 
 
 def prove_schedule(
@@ -1131,10 +1270,20 @@ def _epilogue_ws_ir(
     pv = kir.Var("p", "lp_out_t*")
     e = kir.Var("e", "const lp_out_t*")
 
+    bidx = env_var(E, "bidx")
+    # batched: the tile's batch enters C's address as bidx * ldcb (the claim's batch
+    # stride is the parameter ldcb; the code's is batch_c_stride's, checked against it)
+    boff: kir.Expr = kir.Const(0, "long long")
+    cbase: kir.Expr = E.C
+    if bidx is not None:
+        boff = kir.Cast("long long", bidx) * need_var(E, "ldcb")
+        cbase = E.C + kir.Cast("long long", bidx) * batch_c_stride(E)
+
     def gclaim(off: kir.Expr, width: int, what: str) -> kir.Claim:
+        elem = kir.Cast("long long", row) * E.ldc + col + off
         return kir.Claim(
             what,
-            addr_of(E.C) + ob * (kir.Cast("long long", row) * E.ldc + col + off),
+            addr_of(E.C) + ob * (elem if bidx is None else boff + elem),
             bounds=((row, E.M), (col + off + (width - 1), E.N)),
             width=width * ob,
         )
@@ -1146,7 +1295,7 @@ def _epilogue_ws_ir(
     store = kir.If(
         r.lt(E.M),
         kir.block(
-            kir.Decl(pv, E.C + kir.Cast("long long", r) * E.ldc + c),
+            kir.Decl(pv, cbase + kir.Cast("long long", r) * E.ldc + c),
             kir.If(
                 E.c_vec.and_((c + ev).le(E.N)),
                 kir.block(vec_store),
@@ -1212,6 +1361,8 @@ def _source_ws_ir(
     CL = cfg.cluster
     regs = 232 if CW == 2 else 240
     E = _env90(prob, True)
+    if prob.batch:  # the batch count and C's batch stride (elements) follow c_vec
+        E.add(batch=ir_var("batch"), ldcb=ir_var("ldcb", "long long"))
     body: List[Any] = []
     _smem_arena(E, body, split=True)
     full = kir.Var("lp_full", "unsigned long long*")
@@ -1240,15 +1391,23 @@ def _source_ws_ir(
     body += [dg1, dg2]
     t0: kir.Expr
     tstep: kir.Expr
+    per: kir.Expr
     if CL == 1:
-        tiles, dt = ir_const("tiles", grid_m * grid_n)
-        body.append(dt)
+        per = grid_m * grid_n
         t0, tstep = E.blockIdx, E.gridDim
     else:
         grid_mp, dmp = ir_const("grid_mp", (grid_m + (CL - 1)) / CL, comment="tile-row groups of the cluster")
-        tiles, dt = ir_const("tiles", grid_mp * grid_n)
-        body += [dmp, dt]
+        body.append(dmp)
+        per = grid_mp * grid_n
         t0, tstep = E.blockIdx / CL, E.gridDim / CL
+    tpb: Optional[kir.Var] = None
+    if prob.batch:  # the batches' tile grids end to end: tiles = tiles per batch * batch
+        tpb, dtpb = ir_const("tpb", per, comment="tiles per batch")
+        tiles, dt = ir_const("tiles", tpb * need_var(E, "batch"))
+        body += [dtpb, dt]
+    else:
+        tiles, dt = ir_const("tiles", per)
+        body.append(dt)
     KT, dkt = ir_const("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
     body.append(dkt)
     s = ir_var("s")
@@ -1276,10 +1435,16 @@ def _source_ws_ir(
         else kir.ClusterSync("every CTA's barriers are initialized before any use")
     )
 
-    def tile_lines(t: kir.Var) -> Tuple[List[kir.Stmt], kir.Var, kir.Var]:
+    def tile_lines(t0_: kir.Var) -> Tuple[List[kir.Stmt], kir.Var, kir.Var]:
         tm, tn = kir.Var("tm"), kir.Var("tn")
+        pre: List[kir.Stmt] = []
+        t: kir.Var = t0_
+        E.add(bidx=None)
+        if tpb is not None:
+            (bidx, t), pre = batch_split_ir(t0_, tpb)
+            E.add(bidx=bidx)
         if CL == 1:
-            out = [
+            out = pre + [
                 kir.Decl(tm),
                 kir.Decl(tn),
                 kir.Eval(kir.Call("lp_tile", (t, grid_m, grid_n, tm, tn), "void")),
@@ -1290,7 +1455,7 @@ def _source_ws_ir(
             tmv, dtm = ir_const(
                 "tm", cluster_tm_ir(CL, tp, crank), comment="may pass grid_m: zero-filled, not stored"
             )
-            out = [
+            out = pre + [
                 kir.Decl(tp),
                 kir.Decl(tn),
                 kir.Eval(kir.Call("lp_tile", (t, grid_mp, grid_n, tp, tn), "void")),
@@ -1307,15 +1472,19 @@ def _source_ws_ir(
     E.add(m0=m0, n0=n0)
     kt = ir_var("kt")
     bar, dbar = ir_const("bar", kir.MbarRef(full0, st), "unsigned")
-    loads = _tma_loads_ir(E, a, E.tmA, sA, st, kt, bar)
+    ca = need_var(E, "bidx") if "a" in prob.batch else None
+    cb = need_var(E, "bidx") if "b" in prob.batch else None
+    loads = _tma_loads_ir(E, a, E.tmA, sA, st, kt, bar, c2=ca)
     if CL == 1:
-        loads += _tma_loads_ir(E, b, E.tmB, sB, st, kt, bar)
+        loads += _tma_loads_ir(E, b, E.tmB, sB, st, kt, bar, c2=cb)
     else:
         for r, bx in _cluster_boxes(b, CL).items():
             loads.append(
                 kir.If(
                     rank.eq(kir.Const(r, "unsigned")),
-                    kir.block(_tma_loads_ir(E, b, E.tmB, sB, st, kt, bar, boxes=bx, mask=(1 << CL) - 1)),
+                    kir.block(
+                        _tma_loads_ir(E, b, E.tmB, sB, st, kt, bar, boxes=bx, mask=(1 << CL) - 1, c2=cb)
+                    ),
                     comment=f"B boxes {bx}, multicast to the cluster",
                 )
             )
@@ -1724,6 +1893,11 @@ def generate_sm90(
     prob = (problem or GemmProblem("k", "k")).validate()
     if memo and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
+    if prob.batch and cfg.schedule != "ws":
+        raise GemmConfigError(
+            f"generate_sm90: a batched problem (batch={prob.batch!r}) runs on the warp-specialized "
+            "TMA kernel (schedule='ws')"
+        )
     log = ProofLog()
     threads = cfg.threads
     a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", threads, cfg.warpgroups, 64)
@@ -1786,6 +1960,8 @@ def generate_sm90(
     title = f"proven before emission ({cfg.key()}, {prob.key()})"
     if cfg.schedule == "ws":
         log.extend(ProofLog(list(_schedule_proofs(cfg.group_m, cfg.cluster))))
+        if prob.batch:
+            prove_batch_schedule(cfg.group_m, log, cluster=cfg.cluster)
         ep = _plan_epilogue(prob, log)
         tx = (
             _prove_cluster_tx(a, b, cfg.cluster, log)

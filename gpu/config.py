@@ -15,12 +15,12 @@ layoutproof.gpu.errors.GemmConfigError: GemmConfig: bm=96 must be a multiple of 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Optional, Tuple, Union
 
 from .errors import GemmConfigError
 
-__all__ = ["GemmConfig", "GemmProblem", "DTYPES", "OUT_DTYPES", "SMEM_LIMIT"]
+__all__ = ["GemmConfig", "GemmProblem", "DTYPES", "OUT_DTYPES", "SMEM_LIMIT", "BATCH_KINDS"]
 
 # CUDA C type, bytes per element
 DTYPES: Dict[str, Tuple[str, int]] = {"f16": ("__half", 2), "bf16": ("__nv_bfloat16", 2)}
@@ -153,6 +153,10 @@ class GemmConfig:
         return self
 
 
+#: which operands of a batched product carry the batch index ("" = not batched)
+BATCH_KINDS = ("", "ab", "a", "b")
+
+
 @dataclass(frozen=True)
 class GemmProblem:
     """The operand-dictated variant: C (M x N, row-major) = A (M x K) @ B (K x N).
@@ -164,19 +168,27 @@ class GemmProblem:
             rows are (row-major B).
         dtype: ``"f16"`` or ``"bf16"`` (both operands); accumulation is always f32.
         out_dtype: ``"f16"``, ``"bf16"`` or ``"f32"``.
+        batch: ``""`` (one product), or a batched product C[i] = A[i] @ B[i] of one launch
+            (the warp-specialized TMA kernel): ``"ab"`` both operands carry a batch
+            index, ``"a"`` only A (B is shared by every batch), ``"b"`` only B.  C always
+            has one matrix per batch.  (Not in the repr: the names of unbatched kernels
+            stay what they were; ``key()`` tells the variants apart.)
     """
 
     a_major: str = "k"
     b_major: str = "n"
     dtype: str = "f16"
     out_dtype: Optional[str] = None
+    batch: str = field(default="", repr=False)
 
     @property
     def out(self) -> str:
         return self.out_dtype or self.dtype
 
     def key(self) -> str:
-        return f"a{self.a_major}_b{self.b_major}_{self.dtype}_{self.out}"
+        return f"a{self.a_major}_b{self.b_major}_{self.dtype}_{self.out}" + (
+            f"_batch{self.batch}" if self.batch else ""
+        )
 
     def validate(self) -> "GemmProblem":
         if self.a_major not in ("k", "m"):
@@ -187,4 +199,6 @@ class GemmProblem:
             raise GemmConfigError(f"GemmProblem: dtype={self.dtype!r} must be one of {list(DTYPES)}")
         if self.out not in OUT_DTYPES:
             raise GemmConfigError(f"GemmProblem: out_dtype={self.out!r} must be one of {list(OUT_DTYPES)}")
+        if self.batch not in BATCH_KINDS:
+            raise GemmConfigError(f"GemmProblem: batch={self.batch!r} must be one of {list(BATCH_KINDS)}")
         return self

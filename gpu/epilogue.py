@@ -334,6 +334,11 @@ def generate_epilogue(
     prob = (problem or GemmProblem("k", "k")).validate()
     if memo and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
+    if prob.batch and cfg.alpha_beta:
+        raise GemmConfigError(
+            "EpilogueConfig: alpha/beta with a C input is not fused in the batched kernel (the C input "
+            "has no batch offset); gemm runs such a product one batch at a time"
+        )
     base = generate_sm90(cfg.base, prob, memo=memo)
     log = ProofLog(base_plan_proofs(base, cfg.base))
     h = hashlib.sha256(f"{EPILOGUE_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]

@@ -46,6 +46,7 @@ __all__ = [
     "gemm",
     "gemm_plan",
     "GemmPlan",
+    "BatchedGemmPlan",
     "compile_kernel",
     "autotune",
     "cache_dir",
@@ -224,6 +225,13 @@ def kernel_for(config: GemmConfig, problem: GemmProblem, *, disk: bool = True) -
     k = _KERNELS.get(key)
     if k is not None:
         return k
+    if problem.batch and type(config).__name__ not in ("Sm90Config", "EpilogueConfig"):
+        from .errors import GemmConfigError
+
+        raise GemmConfigError(
+            "kernel_for: a batched problem runs on the warp-specialized TMA kernel, "
+            f"not a {type(config).__name__}"
+        )
     from .codegen import generate
 
     path = _kernel_path(config.key(), problem)
@@ -454,14 +462,21 @@ class _Operand:
         v = x.T if self.transposed else x
         return _padded_copy(v, self.cols_major) if self.copy else v
 
-    def prepare_tma(self, dt: str, k: int, mn: int) -> None:
+    def prepare_tma(self, dt: str, k: int, mn: int, batch: Optional[Tuple[int, int]] = None) -> None:
         """Build the encoder's constant arguments (``k`` and ``mn`` are the operand's K and
-        M-or-N extents): 64x64 boxes, 128-byte swizzle, zero fill outside the tensor."""
+        M-or-N extents): 64x64 boxes, 128-byte swizzle, zero fill outside the tensor.
+        ``batch`` = (count, stride in elements): a rank-3 map (inner, outer, batch) with
+        1-deep boxes, so a box of batch ``i`` never reads past that batch's matrix."""
         from cuda.bindings import driver
 
         kmajor = self.major == "k"
         inner, outer = (k, mn) if kmajor else (mn, k)
         u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+        dims, strides, box = [u64(inner), u64(outer)], [u64(self.ld * 2)], [u32(64), u32(64)]
+        if batch is not None:
+            dims.append(u64(batch[0]))
+            strides.append(u64(batch[1] * 2))
+            box.append(u32(1))
         dtype = (
             driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
             if dt == "f16"
@@ -470,11 +485,11 @@ class _Operand:
         self.tma_args = (
             driver,
             dtype,
-            u32(2),
-            [u64(inner), u64(outer)],
-            [u64(self.ld * 2)],
-            [u32(64), u32(64)],
-            [u32(1), u32(1)],
+            u32(len(dims)),
+            dims,
+            strides,
+            box,
+            [u32(1)] * len(dims),
             driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
             driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -1008,7 +1023,362 @@ def _pdl_launcher(fn: int, grid: Tuple[int, int, int], threads: int, params: int
     return launch
 
 
-_PLANS: Dict[Any, GemmPlan] = {}
+# ============================================================================ batched
+def _batch_dims(a: Any, b: Any) -> Tuple[int, int, int]:
+    """(batch, A's batch extent, B's batch extent) of a batched product, numpy-matmul
+    broadcasting: a 2-D operand or a batch extent of 1 is shared by every batch."""
+    for nm, x in (("a", a), ("b", b)):
+        nd = getattr(x, "ndim", None)
+        if nd not in (2, 3):
+            raise GemmInputError(f"gemm: {nm} must be 2-D or 3-D (batch, rows, cols), got {nd}-D")
+    ba = a.shape[0] if a.ndim == 3 else 1
+    bb = b.shape[0] if b.ndim == 3 else 1
+    if ba != bb and 1 not in (ba, bb):
+        raise GemmInputError(
+            f"gemm: batch extents differ: a is {a.shape}, b is {b.shape} (equal, or one of them 1 or 2-D)"
+        )
+    batch = max(ba, bb)
+    if batch < 1:
+        raise GemmInputError(f"gemm: empty batch: a is {a.shape}, b is {b.shape}")
+    return batch, ba, bb
+
+
+def _matrix(x: Any) -> Any:
+    """The first matrix of a 2-D or 3-D operand (its per-matrix shape and strides)."""
+    return x[0] if x.ndim == 3 else x
+
+
+class BatchedGemmPlan:
+    """C[i] = A[i] @ B[i] for 3-D operands (batch, M, K) x (batch, K, N) -> (batch, M, N),
+    numpy-matmul broadcasting (a 2-D operand, or one of batch extent 1, is shared by every
+    batch); built by :func:`gemm` and :func:`gemm_plan` when an operand is 3-D.
+
+    Paths, decided once per argument signature:
+
+    * ``"fold"``: B shared and A's batches contiguous row-major matrices (batch stride
+      ``M * lda``, ``lda == K``) with a new output: one 2-D product of ``(batch * M) x K``
+      rows (the batched product *is* that product);
+    * ``"kernel"``: one launch of the batched warp-specialized TMA kernel (compute
+      capability 9.0 with cuda-python): the persistent CTAs walk ``tiles x batch``, A and B
+      through rank-3 tensor maps (any batch stride that is a multiple of 16 bytes; a shared
+      operand through a rank-2 map), C's matrices at ``bidx * ldcb``.  A bias (one vector
+      of N, the same for every batch) and the activation are fused as in the 2-D kernel;
+    * ``"loop"``: anything else (a batch stride the TMA cannot take, an operand that needs a
+      padded copy, alpha/beta with a C input, an output with other strides, the mma.sync
+      path): one 2-D :func:`gemm` per batch, each with its own cached plan -- correct, not
+      one launch.
+
+    Raises:
+        GemmInputError: as :func:`gemm`; calling a plan with arrays of another signature.
+    """
+
+    def __init__(
+        self,
+        a: Any,
+        b: Any,
+        out: Any = None,
+        *,
+        config: Any = None,
+        out_dtype: Optional[str] = None,
+        dtype: Optional[str] = None,
+        path: str = "auto",
+        bias: Any = None,
+        activation: Optional[str] = None,
+        c: Any = None,
+        alpha_beta: bool = False,
+    ) -> None:
+        import numpy as np
+
+        batch, ba, bb = _batch_dims(a, b)
+        a0, b0 = _matrix(a), _matrix(b)
+        dt, cupy = _check(a0, b0, dtype)
+        self._cupy = cupy
+        M, K = a0.shape
+        N = b0.shape[1]
+        self.batch, self.shape = batch, (batch, M, N)
+        self.m, self.n, self.k = M, N, K
+        self._opts = dict(config=config, out_dtype=out_dtype, dtype=dtype, path=path, activation=activation)
+        self.alpha_beta = bool(alpha_beta or c is not None)
+        od = out_dtype
+        if out is not None:
+            if not isinstance(out, cupy.ndarray) or out.shape != (batch, M, N):
+                raise GemmInputError(
+                    f"gemm: out must be a cupy array of shape {(batch, M, N)}, got "
+                    f"{getattr(out, 'shape', type(out).__name__)}"
+                )
+            od = od or {"float16": "f16", "float32": "f32", "bfloat16": "bf16"}.get(str(out.dtype)) or dt
+        od = od or dt
+        if od not in ("f16", "bf16", "f32"):
+            raise GemmInputError(f"gemm: out_dtype={od!r} must be 'f16', 'bf16' or 'f32'")
+        self.out_dtype = _out_dtype(cupy, od, a)
+        it = np.dtype(self.out_dtype).itemsize
+        if out is not None and np.dtype(out.dtype).itemsize != it:
+            raise GemmInputError(
+                f"gemm: out has dtype {out.dtype} but out_dtype={od!r} stores {it}-byte elements"
+            )
+        if c is not None and (not isinstance(c, cupy.ndarray) or c.shape != (batch, M, N)):
+            raise GemmInputError(
+                f"gemm: c must be a cupy array of shape {(batch, M, N)}, "
+                f"got {getattr(c, 'shape', type(c).__name__)}"
+            )
+        self._sig = self._signature(a, b, out, bias, c)
+        itin = a.itemsize
+        # the output's matrices: row-major with unit column stride, batches disjoint
+        if out is None:
+            ldc, ldcb, out_ok = N, M * N, True
+        else:
+            s0, s1, s2 = out.strides
+            out_ok = s2 == it and s1 % it == 0 and s0 % it == 0 and s1 // it >= N and s0 >= 0
+            ldc, ldcb = s1 // it, s0 // it
+            out_ok = out_ok and (batch == 1 or ldcb >= (M - 1) * ldc + N)
+        self._ldc, self._ldcb = ldc, ldcb
+        self.mode = "loop"
+        self._loop_ops = (ba, bb)
+        use90 = _use_wgmma(cupy, config, path) and tma_available()
+        a_st = a.strides[0] // itin if (a.ndim == 3 and ba > 1) else None
+        b_st = b.strides[0] // itin if (b.ndim == 3 and bb > 1) else None
+        # "fold": A's batches are the rows of one (batch * M) x K row-major matrix
+        if (
+            bb == 1
+            and ba == batch
+            and out is None
+            and not self.alpha_beta
+            and a.ndim == 3
+            and a.strides[2] == itin
+            and a.strides[1] == K * itin
+            and a.strides[0] == M * K * itin
+            and (config is None or config == "auto" or not isinstance(config, str))
+        ):
+            self.mode = "fold"
+        elif (
+            use90
+            and out_ok
+            and not self.alpha_beta
+            and (config is None or type(config).__name__ == "Sm90Config")
+        ):
+            batched = ("a" if a_st is not None else "") + ("b" if b_st is not None else "")
+            ok = bool(batched)
+            for x, st in ((a, a_st), (b, b_st)):
+                if st is not None and (st * itin % 16 or x.strides[0] < 0 or x.data.ptr % 16):
+                    ok = False
+            if ok:
+                self._kernel_setup(a0, b0, dt, od, it, batched, a_st, b_st, config, bias, activation)
+                self.mode = "kernel"
+        self._info = dict(mode=self.mode, batch=batch, m=M, n=N, k=K, plan=self)
+
+    # ------------------------------------------------------------------ the batched kernel
+    def _kernel_setup(
+        self,
+        a0: Any,
+        b0: Any,
+        dt: str,
+        od: str,
+        it: int,
+        batched: str,
+        a_st: Optional[int],
+        b_st: Optional[int],
+        config: Any,
+        bias: Any,
+        activation: Optional[str],
+    ) -> None:
+        cupy = self._cupy
+        M, N, K, batch = self.m, self.n, self.k, self.batch
+        itin = a0.itemsize
+        A = _Operand(a0, False, M, K, ("m", "k"), itin)
+        B = _Operand(b0, False, K, N, ("k", "n"), itin)
+        if A.copy or B.copy:
+            return  # an operand breaks the 16-byte contract: the loop (its padded copies)
+        from .codegen_sm90 import Sm90Config
+
+        prob = GemmProblem(a_major=A.major, b_major=B.major, dtype=dt, out_dtype=od, batch=batched)
+        if config is None:
+            ws = tuple(c for c in hopper_candidates(True) if getattr(c, "schedule", "") == "ws")
+            cfg: Any = choose_config(
+                M * batch, N, K, prob, hopper=True, tma=True, sms=_sm_count(cupy), candidates=ws
+            )
+        else:
+            cfg = config
+            if not (isinstance(cfg, Sm90Config) and cfg.schedule == "ws" and cfg.loader == "tma"):
+                return
+        dev = cupy.cuda.runtime.getDevice()
+        self._bias_sig = None
+        self.activation = None
+        if bias is not None or activation is not None:
+            from .epilogue import EpilogueConfig
+
+            self.activation = activation or "none"
+            if bias is not None:
+                ok = (
+                    isinstance(bias, cupy.ndarray)
+                    and bias.shape == (N,)
+                    and str(bias.dtype) == "float32"
+                    and bias.strides == (4,)
+                    and bias.data.device_id == dev
+                )
+                if not ok:
+                    raise GemmInputError(
+                        f"gemm: bias must be a contiguous float32 cupy array of shape ({N},) on device {dev} "
+                        "(one vector, the same for every batch)"
+                    )
+            cfg = EpilogueConfig(cfg, self.activation, False).validate()
+        if -(-M // cfg.bm) * -(-N // cfg.bn) * batch >= 2**31:
+            raise GemmInputError(f"gemm: {batch} batches of {M}x{N} have 2**31 tiles or more")
+        kern = kernel_for(cfg, prob)
+        self._rk = compile_kernel(kern)
+        self.kernel, self.config, self.problem = kern, cfg, prob
+        A.prepare_tma(dt, K, M, None if a_st is None else (batch, a_st))
+        B.prepare_tma(dt, K, N, None if b_st is None else (batch, b_st))
+        self._A, self._B = A, B
+        grid_m = -(-M // cfg.bm)
+        units = -(-grid_m // cfg.cluster) * -(-N // cfg.bn) * batch
+        self.grid = (cfg.cluster * max(1, min(units, _sm_count(cupy) // cfg.cluster)), 1, 1)
+        self.threads, self.smem = int(kern.threads), int(kern.smem_bytes)
+        kinds = ["tmap", "tmap", "ptr", "i32", "i32", "i32", "i64", "i32", "i32", "i64"]
+        if self.activation is not None:
+            kinds.append("ptr")
+        self._pb = ParamBuffer(kinds)
+        for i, v in {3: M, 4: N, 5: K, 6: self._ldc, 8: batch, 9: self._ldcb}.items():
+            self._pb.set(i, v)
+        self._cvec_ok = (self._ldc * it) % 16 == 0 and (self._ldcb * it) % 16 == 0
+        self._zero_bias = cupy.zeros(N, dtype=cupy.float32) if (self.activation and bias is None) else None
+        launch = getattr(getattr(cupy.cuda, "driver", None), "launchKernel", None)
+        self._launch_kernel = launch
+        self._fn = int(self._rk.kernel.ptr) if launch is not None else 0
+        import threading
+
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ calls
+    @staticmethod
+    def _signature(a: Any, b: Any, out: Any, bias: Any, c: Any) -> Any:
+        def sig(x: Any, align: bool = False) -> Any:
+            if x is None:
+                return None
+            s = (type(x), x.shape, x.strides, x.dtype, x.data.device_id)
+            return s + (x.data.ptr % 16 == 0,) if align else s
+
+        return (sig(a, True), sig(b, True), sig(out), sig(bias), sig(c))
+
+    def __call__(
+        self,
+        a: Any,
+        b: Any,
+        out: Any = None,
+        bias: Any = None,
+        *,
+        c: Any = None,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+    ) -> Any:
+        """The batched product for arguments like the plan's (checked)."""
+        try:
+            sig = self._signature(a, b, out, bias, c)
+        except AttributeError:
+            raise GemmInputError("BatchedGemmPlan: a, b (out, bias, c) must be cupy arrays") from None
+        mine = self._sig
+        if (
+            sig[:2] != mine[:2]
+            or sig[3:] != mine[3:]
+            or (sig[2] is not None and mine[2] is not None and sig[2] != mine[2])
+        ):
+            raise GemmInputError(
+                "BatchedGemmPlan: the arguments differ from the plan's (shape, strides, dtype, "
+                "device): make a plan for them"
+            )
+        if sig[2] is not None and mine[2] is None:
+            want = (self.shape, None, None)
+            if out.shape != want[0] or not out.flags.c_contiguous or out.dtype != self.out_dtype:
+                raise GemmInputError(
+                    "BatchedGemmPlan: the plan was made for a new output; out is not one like it"
+                )
+        return self._run(a, b, out, bias, c, alpha, beta)
+
+    def _run(
+        self, a: Any, b: Any, out: Any, bias: Any = None, c: Any = None, alpha: float = 1.0, beta: float = 0.0
+    ) -> Any:
+        cupy = self._cupy
+        if self.mode == "fold":
+            o = gemm(
+                a.reshape(self.batch * self.m, self.k), b if b.ndim == 2 else b[0], bias=bias, **self._opts
+            )
+            last_launch.update(self._info)
+            return o.reshape(self.shape)
+        if out is None:
+            out = cupy.empty(self.shape, self.out_dtype)
+        if self.mode == "loop":
+            ba, bb = self._loop_ops
+            for i in range(self.batch):
+                ai = (a[i] if ba > 1 else a[0]) if a.ndim == 3 else a
+                bi = (b[i] if bb > 1 else b[0]) if b.ndim == 3 else b
+                kw: Dict[str, Any] = dict(self._opts)
+                if c is not None or alpha != 1 or beta != 0:
+                    kw.update(c=c[i], alpha=alpha, beta=beta)
+                gemm(ai, bi, out[i], bias=bias, **kw)
+            last_launch.update(self._info)
+            return out
+        A, B = self._A, self._B
+        pa, pb_, pc = a.data.ptr, b.data.ptr, out.data.ptr
+        pbuf = self._pb
+        with self._lock:
+            if pa != A.current:
+                pbuf.set(0, A.tensor_map(pa))
+                A.current = pa
+            if pb_ != B.current:
+                pbuf.set(1, B.tensor_map(pb_))
+                B.current = pb_
+            pbuf.set(2, pc)
+            pbuf.set(7, int(self._cvec_ok and pc % 16 == 0))
+            if self.activation is not None:
+                bvec = bias if bias is not None else self._zero_bias
+                pbuf.set(10, bvec.data.ptr)
+            g = self.grid
+            if self._launch_kernel is not None:
+                self._launch_kernel(
+                    self._fn,
+                    g[0],
+                    g[1],
+                    g[2],
+                    self.threads,
+                    1,
+                    1,
+                    self.smem,
+                    cupy.cuda.get_current_stream().ptr,
+                    pbuf.address,
+                    0,
+                )
+            else:
+                import numpy as np
+
+                rec = np.dtype({"names": [f"w{i}" for i in range(16)], "formats": [np.uint64] * 16})
+                ta = A.tensor_map(pa).view(np.uint64).view(rec)[0]
+                tb = B.tensor_map(pb_).view(np.uint64).view(rec)[0]
+                i32, i64 = np.int32, np.int64
+                args: Tuple[Any, ...] = (
+                    ta,
+                    tb,
+                    out,
+                    i32(self.m),
+                    i32(self.n),
+                    i32(self.k),
+                    i64(self._ldc),
+                    i32(int(self._cvec_ok and pc % 16 == 0)),
+                    i32(self.batch),
+                    i64(self._ldcb),
+                )
+                if self.activation is not None:
+                    args += (bias if bias is not None else self._zero_bias,)
+                self._rk(g, (self.threads, 1, 1), args, shared_mem=self.smem)
+        last_launch.update(self._info)
+        return out
+
+    def __repr__(self) -> str:
+        cfg = getattr(self, "config", None)
+        return f"BatchedGemmPlan({self.batch} x {self.m}x{self.n}x{self.k}, {self.mode}" + (
+            f", {cfg.key()})" if cfg is not None else ")"
+        )
+
+
+_PLANS: Dict[Any, Any] = {}  # -> GemmPlan or BatchedGemmPlan
 _PLAN_CAP = 1024
 
 
@@ -1026,10 +1396,22 @@ def gemm_plan(
 ) -> GemmPlan:
     """A :class:`GemmPlan` for operands like ``a`` and ``b`` (and ``out``, ``bias``):
     validated, compiled and packed once; call it as ``plan(a, b)``, ``plan(a, b, out)`` or
-    ``plan(a, b, out, bias)``.
+    ``plan(a, b, out, bias)``.  For a 3-D operand: a :class:`BatchedGemmPlan`.
 
     Arguments as :func:`gemm`, which keeps such plans itself (keyed by the arguments'
     shapes, strides, dtypes, alignment, device and options)."""
+    if getattr(a, "ndim", 2) == 3 or getattr(b, "ndim", 2) == 3:
+        return BatchedGemmPlan(  # type: ignore[return-value]  # the batched plan is called alike
+            a,
+            b,
+            out,
+            config=config,
+            out_dtype=out_dtype,
+            dtype=dtype,
+            path=path,
+            bias=bias,
+            activation=activation,
+        )
     return GemmPlan(
         a,
         b,
@@ -1073,6 +1455,62 @@ def _plan_key(a: Any, b: Any, out: Any, config: Any, out_dtype: Any, dtype: Any,
 
 
 # ============================================================================ gemm
+def _gemm_batched(
+    a: Any,
+    b: Any,
+    out: Any,
+    config: Any,
+    out_dtype: Optional[str],
+    dtype: Optional[str],
+    path: str,
+    bias: Any,
+    activation: Optional[str],
+    alpha: float,
+    beta: float,
+    c: Any,
+    ab: bool,
+) -> Any:
+    """:func:`gemm` for 3-D operands: a cached :class:`BatchedGemmPlan` per signature."""
+    key = None
+    plan = None
+    try:
+        key = (
+            "batched",
+            BatchedGemmPlan._signature(a, b, out, bias, c),
+            config,
+            out_dtype,
+            dtype,
+            path,
+            activation,
+            ab,
+        )
+        key = key + ((_CUPY[0].cuda.runtime.getDevice(),) if _CUPY else (None,))
+        plan = _PLANS.get(key)
+    except Exception:  # not arrays, or an unhashable option: the plan's checks say
+        key = plan = None
+    if plan is None:
+        plan = BatchedGemmPlan(
+            a,
+            b,
+            out,
+            config=config,
+            out_dtype=out_dtype,
+            dtype=dtype,
+            path=path,
+            bias=bias,
+            activation=activation,
+            c=c,
+            alpha_beta=ab,
+        )
+        if key is not None and key[-1] is None:
+            key = key[:-1] + (plan._cupy.cuda.runtime.getDevice(),)
+        if key is not None:
+            if len(_PLANS) >= _PLAN_CAP:
+                _PLANS.pop(next(iter(_PLANS)))
+            _PLANS[key] = plan
+    return plan._run(a, b, out, bias, c, alpha, beta)
+
+
 def gemm(
     a: Any,
     b: Any,
@@ -1131,6 +1569,8 @@ def gemm(
         raise GemmInputError(
             "gemm: beta != 0 or alpha != 1 needs the C input c (pass beta=0 with c for alpha alone)"
         )
+    if getattr(a, "ndim", 2) == 3 or getattr(b, "ndim", 2) == 3:
+        return _gemm_batched(a, b, out, config, out_dtype, dtype, path, bias, activation, alpha, beta, c, ab)
 
     def epi_key() -> Any:
         if bias is None and activation is None and not ab:

@@ -1,0 +1,245 @@
+"""Batched GEMM (issue 17): C[i] = A[i] @ B[i] in one launch of the warp-specialized TMA
+kernel -- the batch index split off the persistent tile index and proven to reach every
+(batch, tile) once, rank-3 TMA loads at the batch coordinate, C's stores claimed at
+``C + bidx * ldcb + row * ldc + col``; a planted wrong batch stride refused by name; the
+source compiled for sm_90a; and with a GPU the results against float64 (NaN-poisoned
+outputs) for strided, broadcast and folded batches, with a fused bias and activation."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from test_gpu_codegen import _nvcc_sm90a
+
+from layoutproof.gpu import codegen_sm90, kir, runtime
+from layoutproof.gpu.codegen_sm90 import Sm90Config, generate_sm90, prove_batch_schedule
+from layoutproof.gpu.config import GemmProblem
+from layoutproof.gpu.epilogue import EpilogueConfig, generate_epilogue
+from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
+from layoutproof.gpu.proofrec import ProofLog
+
+WS = dict(loader="tma", schedule="ws")
+BASE = Sm90Config(bm=128, bn=128, stages=6, **WS)
+NVCC = shutil.which("nvcc")
+HAS_3D = "c2" in getattr(kir.TmaLoad, "__dataclass_fields__", {})
+needs_3d = pytest.mark.skipif(not HAS_3D, reason="kernel IR without rank-3 TMA loads (TmaLoad.c2)")
+
+
+# ============================================================================ the problem
+def test_batched_problem_key_and_validation():
+    assert GemmProblem("k", "n", batch="ab").key() == "ak_bn_f16_f16_batchab"
+    assert GemmProblem("k", "n").key() == "ak_bn_f16_f16"  # unbatched keys unchanged
+    # the repr (and so every unbatched kernel's name hash) is unchanged
+    assert "batch" not in repr(GemmProblem("k", "n", batch="a"))
+    assert GemmProblem(batch="ab") != GemmProblem()
+    with pytest.raises(GemmConfigError, match="batch="):
+        GemmProblem(batch="c").validate()
+
+
+def test_batched_problem_needs_the_warp_specialized_kernel():
+    with pytest.raises(GemmConfigError, match="warp-specialized"):
+        generate_sm90(Sm90Config(bm=128, bn=128, stages=6, loader="tma"), GemmProblem(batch="ab"))
+    with pytest.raises(GemmConfigError, match="warp-specialized"):
+        runtime.kernel_for(runtime.DEFAULT_CONFIG, GemmProblem(batch="ab"), disk=False)
+
+
+# ============================================================================ the proofs
+def test_batch_schedule_is_proven_on_the_emitted_split():
+    for cl in (1, 2):
+        log = ProofLog()
+        prove_batch_schedule(8, log, cluster=cl)
+        lines = [p.line() for p in log.proofs]
+        assert any(
+            "batched persistent schedule" in x and "every tile of every batch once" in x for x in lines
+        )
+        assert any("batched C" in x and "disjoint" in x for x in lines)
+
+
+def test_a_batch_split_that_skips_tiles_is_refused(monkeypatch):
+    real = codegen_sm90.batch_split_ir
+
+    def wrong(t, tpb):  # the batch from t / (tpb + 1): tiles of two batches collide
+        (bidx, tb), stmts = real(t, tpb)
+        d1 = kir.Decl(bidx, t / (tpb + 1), const=True)
+        return (bidx, tb), [d1, stmts[1]]
+
+    monkeypatch.setattr(codegen_sm90, "batch_split_ir", wrong)
+    with pytest.raises(ProofFailedError) as e:
+        prove_batch_schedule(8, ProofLog())
+    assert e.value.condition in ("batched scheduler bijective", "batch index in range", "batch blocks")
+
+
+@needs_3d
+@pytest.mark.parametrize("batch, cluster", [("ab", 1), ("a", 2), ("b", 1)])
+def test_batched_kernel_reads_at_the_batch_coordinate_and_stores_at_its_matrix(batch, cluster):
+    cfg = Sm90Config(
+        bm=128, bn=256 if cluster == 2 else 128, stages=4 if cluster == 2 else 6, cluster=cluster, **WS
+    )
+    k = generate_sm90(cfg, GemmProblem("k", "n", batch=batch))
+    src = k.source
+    assert "int batch," in src and "long long ldcb" in src
+    assert "const int tiles = tpb * batch;" in src
+    assert "const int bidx = t / tpb;" in src and "const int tb = t % tpb;" in src
+    assert "lp_out_t* p = C + (long long)bidx * ldcb + (long long)r * ldc + c;" in src
+    load3 = "lp_tma_load_3d_mc(" if cluster == 2 else "lp_tma_load_3d("
+    a3 = "&tmA, kt * 64, m0 + 0, bidx" in src
+    b3 = "&tmB, n0 + 0, kt * 64, bidx" in src
+    assert (a3, b3) == ("a" in batch, "b" in batch), (a3, b3)
+    assert load3 in src
+    lines = [p.line() for p in k.proofs]
+    assert any("batched persistent schedule" in x for x in lines)
+    assert sum("C 16-byte row vector store" in x for x in lines) >= 1
+    assert k.source.count("//   [") == len(k.proofs)
+
+
+@needs_3d
+def test_a_wrong_batch_stride_is_refused(monkeypatch):
+    # the stores use ldc as the batch stride: the claim (C + bidx * ldcb + ...) fails by name
+    monkeypatch.setattr(codegen_sm90, "batch_c_stride", lambda E: E.ldc)
+    with pytest.raises(ProofFailedError, match="C 16-byte row vector store"):
+        generate_sm90(BASE, GemmProblem("k", "n", batch="ab"), memo=False)
+
+
+@needs_3d
+def test_batched_kernel_with_fused_bias():
+    k = generate_epilogue(EpilogueConfig(BASE, "relu"), GemmProblem("k", "k", batch="ab"))
+    assert "long long ldcb,\n" in k.source and "const float* __restrict__ bias" in k.source
+    assert k.source.index("long long ldcb") < k.source.index("const float* __restrict__ bias")
+    with pytest.raises(GemmConfigError, match="batched"):
+        generate_epilogue(EpilogueConfig(BASE, "none", True), GemmProblem("k", "k", batch="ab"))
+
+
+@needs_3d
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("batch, cluster", [("ab", 1), ("b", 2)])
+def test_batched_source_compiles_for_sm90a_without_spills(batch, cluster, tmp_path):
+    cfg = Sm90Config(bm=128, bn=256, stages=4, cluster=cluster, **WS)
+    _nvcc_sm90a(generate_sm90(cfg, GemmProblem("k", "n", batch=batch)).source, tmp_path)
+
+
+# ============================================================================ host checks
+def test_batch_extents_follow_matmul_broadcasting():
+    class X:
+        def __init__(self, shape):
+            self.shape, self.ndim = shape, len(shape)
+
+    assert runtime._batch_dims(X((4, 8, 8)), X((4, 8, 8))) == (4, 4, 4)
+    assert runtime._batch_dims(X((4, 8, 8)), X((8, 8))) == (4, 4, 1)
+    assert runtime._batch_dims(X((1, 8, 8)), X((5, 8, 8))) == (5, 1, 5)
+    with pytest.raises(GemmInputError, match="batch extents differ"):
+        runtime._batch_dims(X((3, 8, 8)), X((4, 8, 8)))
+    with pytest.raises(GemmInputError, match="2-D or 3-D"):
+        runtime._batch_dims(X((2, 3, 8, 8)), X((8, 8)))
+
+
+# ============================================================================ on the GPU
+gpu = pytest.mark.skipif(not runtime.gpu_available(), reason="no CUDA GPU / CuPy")
+
+
+def _ref(a, b):
+    cp = pytest.importorskip("cupy")
+    return cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+
+
+def _operands(cp, shape_a, shape_b, seed, dt=None):
+    rng = cp.random.default_rng(seed)
+    dt = dt or cp.float16
+    return (
+        rng.integers(-3, 4, size=shape_a).astype(dt),
+        rng.integers(-3, 4, size=shape_b).astype(dt),
+    )
+
+
+@gpu
+@pytest.mark.parametrize(
+    "sa, sb",
+    [
+        ((4, 37, 51), (4, 51, 45)),  # ragged
+        ((3, 300, 136), (3, 136, 520)),
+        ((8, 128, 64), (8, 64, 128)),
+        ((5, 200, 64), (64, 72)),  # B shared (2-D): folded into one product
+        ((6, 64, 128), (1, 128, 200)),  # B of batch extent 1
+        ((200, 64), (6, 64, 136)),  # A shared
+        ((1, 96, 64), (7, 64, 136)),  # A of batch extent 1
+    ],
+)
+@pytest.mark.parametrize("od", ["f16", "f32"])
+def test_gpu_batched_matches_float64(sa, sb, od):
+    cp = pytest.importorskip("cupy")
+    a, b = _operands(cp, sa, sb, sum(sa) + sum(sb))
+    ref = _ref(a, b)
+    batch = ref.shape[0]
+    out = cp.full(ref.shape, cp.nan, dtype=cp.float16 if od == "f16" else cp.float32)
+    got = runtime.gemm(a, b, out, out_dtype=od)
+    assert got is out and not bool(cp.isnan(out).any())
+    # small integers, K <= 136: every sum is exact in f32 and in f16 (|C| <= 1224 < 2048)
+    assert float(cp.abs(out.astype(cp.float64) - ref).max()) == 0.0
+    got2 = runtime.gemm(a, b, out_dtype=od)  # a new output
+    assert got2.shape == ref.shape and bool(cp.allclose(got2.astype(cp.float64), out.astype(cp.float64)))
+    info = runtime.last_launch
+    assert info["batch"] == batch
+    if cp.cuda.Device().compute_capability == "90" and runtime.tma_available():
+        assert info["mode"] in ("kernel", "fold"), info["mode"]
+
+
+@gpu
+def test_gpu_batched_strided_batches_and_views():
+    cp = pytest.importorskip("cupy")
+    a, b = _operands(cp, (6, 130, 96), (3, 96, 144), 7)
+    # every other A matrix (batch stride 2 * 130 * 96), B transposed matrices (column-major B)
+    av = a[::2]
+    bt = cp.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)
+    out = cp.full((3, 130, 144), cp.nan, dtype=cp.float32)
+    runtime.gemm(av, bt, out, out_dtype="f32")
+    assert float(cp.abs(out - _ref(av, bt)).max()) == 0.0
+    if cp.cuda.Device().compute_capability == "90" and runtime.tma_available():
+        assert runtime.last_launch["mode"] == "kernel"
+    # an output with padded rows and batches (ldc 160, batch stride 140 * 160)
+    big = cp.full((3, 140, 160), cp.nan, dtype=cp.float32)
+    view = big[:, :130, :144]
+    runtime.gemm(av, bt, view, out_dtype="f32")
+    assert float(cp.abs(view - _ref(av, bt)).max()) == 0.0
+    assert bool(cp.isnan(big[:, 130:, :]).all()) and bool(cp.isnan(big[:, :, 144:]).all())
+    # a batch stride the TMA cannot take (not a multiple of 16 bytes): one product per batch
+    flat = cp.full(3 * 130 * 96 + 3, 1, dtype=cp.float16)
+    odd = cp.lib.stride_tricks.as_strided(flat, (3, 130, 96), ((130 * 96 + 1) * 2, 96 * 2, 2))
+    odd[...] = av
+    r = runtime.gemm(odd, bt, out_dtype="f32")
+    assert float(cp.abs(r - _ref(av, bt)).max()) == 0.0 and runtime.last_launch["mode"] == "loop"
+
+
+@gpu
+@pytest.mark.parametrize("act", ["none", "relu", "gelu"])
+def test_gpu_batched_bias_and_activation(act):
+    cp = pytest.importorskip("cupy")
+    if cp.cuda.Device().compute_capability != "90" or not runtime.tma_available():
+        pytest.skip("the fused epilogue runs the TMA kernels of sm_90")
+    import math
+
+    a, b = _operands(cp, (4, 100, 72), (4, 72, 136), 3)
+    bias = cp.random.default_rng(1).standard_normal(136, dtype=cp.float32)
+    out = cp.full((4, 100, 136), cp.nan, dtype=cp.float32)
+    runtime.gemm(a, b, out, out_dtype="f32", bias=bias, activation=act)
+    x = _ref(a, b) + bias.astype(cp.float64)
+    ref = {
+        "none": x,
+        "relu": cp.maximum(x, 0),
+        "gelu": 0.5 * x * (1 + cp.asarray(np.vectorize(math.erf)(cp.asnumpy(x / math.sqrt(2))))),
+    }[act]
+    assert runtime.last_launch["mode"] == "kernel"
+    err = float(cp.abs(out - ref).max() / (cp.abs(ref).max() + 1))
+    assert err < (1e-6 if act in ("none", "relu") else 1e-4), (act, err)
+
+
+@gpu
+def test_gpu_batched_alpha_beta_runs_per_batch():
+    cp = pytest.importorskip("cupy")
+    if cp.cuda.Device().compute_capability != "90" or not runtime.tma_available():
+        pytest.skip("alpha/beta runs the TMA kernels of sm_90")
+    a, b = _operands(cp, (3, 64, 64), (3, 64, 128), 5)
+    c = cp.random.default_rng(2).standard_normal((3, 64, 128), dtype=cp.float32)
+    out = runtime.gemm(a, b, out_dtype="f32", alpha=2.0, beta=0.5, c=c)
+    ref = 2.0 * _ref(a, b) + 0.5 * c.astype(cp.float64)
+    assert float(cp.abs(out - ref).max()) < 1e-4 and runtime.last_launch["mode"] == "loop"
