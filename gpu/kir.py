@@ -592,6 +592,7 @@ class TmaLoad(Stmt):
     claim: Claim
     coord_claim: Tuple[Expr, Expr]
     mask: Optional[int] = None
+    c2: Optional[Expr] = None  # the third coordinate of a rank-3 tensor map (a batch index)
 
 
 @dataclass(frozen=True, eq=False)
@@ -987,10 +988,13 @@ def _intrinsic(s: Stmt) -> List[str]:
     if isinstance(s, WgmmaWait):
         return [f'asm volatile("wgmma.wait_group.sync.aligned {s.n};\\n" ::: "memory");']
     if isinstance(s, TmaLoad):
-        args = f"{emit_expr(s.dst)}, &{s.tmap.name}, {emit_expr(s.c0)}, {emit_expr(s.c1)}, {emit_expr(s.bar)}"
+        c2 = "" if s.c2 is None else f", {emit_expr(s.c2)}"
+        coords = f"{emit_expr(s.c0)}, {emit_expr(s.c1)}{c2}"
+        args = f"{emit_expr(s.dst)}, &{s.tmap.name}, {coords}, {emit_expr(s.bar)}"
+        d3 = "" if s.c2 is None else "_3d"
         if s.mask is None:
-            return [f"lp_tma_load({args});"]
-        return [f"lp_tma_load_mc({args}, (unsigned short){s.mask});"]
+            return [f"lp_tma_load{d3}({args});"]
+        return [f"lp_tma_load{d3}_mc({args}, (unsigned short){s.mask});"]
     if isinstance(s, MbarInit):
         return [
             f'asm volatile("mbarrier.init.shared::cta.b64 [%0], {s.count};\\n" :: "r"({emit_expr(s.bar)}));'
@@ -1109,6 +1113,28 @@ __device__ __forceinline__ void lp_griddep_launch() {
 """,
 }
 
+#: the rank-3 tensor-map loads (printed after "tma" / "cluster" in a kernel that has a
+#: TmaLoad with a third coordinate; other kernels' sources are unchanged)
+_HELPERS_3D: Dict[str, str] = {
+    "tma": r"""__device__ __forceinline__ void lp_tma_load_3d(unsigned dst, const lp_tmap_t* tm, int c0,
+                                               int c1, int c2, unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4}], [%5];\n"
+               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(tm)), "r"(c0), "r"(c1), "r"(c2),
+                  "r"(bar) : "memory");
+}
+""",
+    "cluster": r"""__device__ __forceinline__ void lp_tma_load_3d_mc(unsigned dst, const lp_tmap_t* tm,
+                                                  int c0, int c1, int c2, unsigned bar,
+                                                  unsigned short mask) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n"
+               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(tm)), "r"(c0), "r"(c1), "r"(c2),
+                  "r"(bar), "h"(mask) : "memory");
+}
+""",
+}
+
 _MMA_PTX = {
     "f16": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
     "bf16": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
@@ -1117,7 +1143,10 @@ _MMA_PTX = {
 
 def _helper_text(k: Kernel, name: str) -> str:
     if name in _HELPERS:
-        return _HELPERS[name]
+        extra = ""
+        if name in _HELPERS_3D and any(isinstance(n, TmaLoad) and n.c2 is not None for n in walk(k.body)):
+            extra = _HELPERS_3D[name]
+        return _HELPERS[name] + extra
     if name == "mma":
         return f"""__device__ __forceinline__ void lp_mma(float* d, const unsigned* a, const unsigned* b) {{
   asm("{_MMA_PTX[k.mma_dtype]} {{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};\\n"
