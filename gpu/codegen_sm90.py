@@ -645,7 +645,7 @@ def _tma_loads_ir(
         if c2 is None:
             out.append(kir.TmaLoad(dst, tmap, c0, c1, bar, claim, cc, mask=mask))
         else:
-            if "c2" not in getattr(kir.TmaLoad, "__dataclass_fields__", {}):
+            if not batched_kernels_available():
                 raise GemmConfigError("batched kernel: this kernel IR has no rank-3 TMA load (TmaLoad.c2)")
             kw: Dict[str, Any] = {"c2": c2}  # the batch coordinate of a rank-3 tensor map
             out.append(kir.TmaLoad(dst, tmap, c0, c1, bar, claim, cc, mask=mask, **kw))
@@ -855,6 +855,12 @@ def _eval_schedule(
 def cluster_tm_ir(cluster: int, tp: kir.Var, crank: kir.Var) -> kir.Expr:
     """The tile row of CTA ``crank`` of a cluster given the scheduler's row group ``tp``."""
     return cluster * tp + crank
+
+
+def batched_kernels_available() -> bool:
+    """True when the kernel IR has rank-3 TMA loads (``TmaLoad.c2``), which the batched
+    kernel reads its operands' batches with."""
+    return "c2" in getattr(kir.TmaLoad, "__dataclass_fields__", {})
 
 
 def batch_split_ir(t: kir.Expr, tpb: kir.Expr) -> Tuple[Tuple[kir.Var, kir.Var], List[kir.Stmt]]:

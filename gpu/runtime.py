@@ -1134,7 +1134,9 @@ class BatchedGemmPlan:
         self._ldc, self._ldcb = ldc, ldcb
         self.mode = "loop"
         self._loop_ops = (ba, bb)
-        use90 = _use_wgmma(cupy, config, path) and tma_available()
+        from .codegen_sm90 import batched_kernels_available
+
+        use90 = _use_wgmma(cupy, config, path) and tma_available() and batched_kernels_available()
         a_st = a.strides[0] // itin if (a.ndim == 3 and ba > 1) else None
         b_st = b.strides[0] // itin if (b.ndim == 3 and bb > 1) else None
         # "fold": A's batches are the rows of one (batch * M) x K row-major matrix
