@@ -551,7 +551,7 @@ def composition(A: Layout, B: Layout) -> Layout:
 
 
 # ----------------------------------------------------------------------------- complement
-def _sort_modes(modes: List[Tuple[Any, Any, int]], op: str) -> List[Tuple[Any, Any, int]]:
+def sort_modes(modes: List[Tuple[Any, Any, int]], op: str) -> List[Tuple[Any, Any, int]]:
     """Sort (stride, extent, index) by stride; each comparison must be decided."""
     out: List[Tuple[Any, Any, int]] = []
     for m in modes:
@@ -623,7 +623,7 @@ def complement(L: Layout, cot: Any) -> Layout:
             continue
         modes.append((d, s, k))
     state = COMPLEMENT_START
-    for mode in _sort_modes(modes, "complement"):
+    for mode in sort_modes(modes, "complement"):
         state = complement_step(state, mode, conc)
     return complement_finish(state, cot)
 
@@ -770,7 +770,7 @@ def left_inverse(L: Layout) -> Layout:
         modes.append((d, cs[i], pp[i]))
     if not modes:
         return _make(1, 0)
-    order = _sort_modes([(d, s, k) for k, (d, s, _p) in enumerate(modes)], "left_inverse")
+    order = sort_modes([(d, s, k) for k, (d, s, _p) in enumerate(modes)], "left_inverse")
     modes = [modes[k] for _d, _s, k in order]
     state = left_inverse_start(modes[0])
     for mode in modes[1:]:

@@ -1,0 +1,543 @@
+"""The one-layout folds at every rank: induction on the real step code (issue 15).
+
+coalesce, filter, complement, right_inverse and left_inverse of
+:mod:`layoutproof.symbolic.symops` are folds: ``state = start; for m in modes: state =
+step(state, m); finish(state)``.  The step of each is a named function of ``symops``
+(``coalesce_step``, ``filter_step``, ``complement_step``, ``left_inverse_step``, ...), and
+this module explores *that function* on a symbolic state, one Z3 obligation per path
+(:mod:`.catalog_symbolic`'s engine): the invariant before the step, the step's path, the
+invariant after it.  What the state holds that the step must not read -- the modes a fold
+has finished -- is an opaque :class:`Head`: the step may append to it and nothing else (any
+other use raises :class:`HeadRead`, which makes the run refused and the instance unknown),
+so "the step reads only the last accumulated mode" is machine-checked, not read off the
+code.  What remains by inspection is the fold loop itself (two lines per operation) and the
+concatenation of the finished modes with the step's suffix (a layout's function is the
+mixed-radix sum of its modes: replacing a suffix of modes by modes of the same size and
+function keeps the function).
+
+Where a fold runs over the modes sorted by stride (complement, left_inverse), the step is
+proved for any state and mode; the sort is a separate lemma (``symops.sort_modes``: its
+output is a permutation of its input with non-decreasing strides, ties by index), checked by
+symbolic execution at ranks 1-3 in the main job and 1-4 with ``--all``, and argued beyond
+(insertion sort, each comparison decided on the path).
+
+>>> [i.label for i in coalesce_instances()][:2]
+['base: rank 1', 'step from the empty state']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+from layoutproof.errors import InadmissibleError, LayoutError, UndecidableConditionError
+from layoutproof.layout import Layout
+
+from . import catalog_symbolic as cs
+from . import symexec as sx
+
+__all__ = [
+    "Head",
+    "HeadRead",
+    "coalesce_instances",
+    "filter_instances",
+    "complement_instances",
+    "left_inverse_instances",
+    "sort_instances",
+]
+
+
+def _sp() -> Any:
+    import sympy
+
+    return sympy
+
+
+def _z3() -> Any:
+    import z3
+
+    return z3
+
+
+def _ops() -> Any:
+    from layoutproof.symbolic import symops
+
+    return symops
+
+
+# ----------------------------------------------------------------------------- opaque state
+class HeadRead(LayoutError):
+    """A fold step used the opaque part of its state other than by appending to it."""
+
+
+class Head:
+    """The finished part of a fold's state, opaque to the step: ``head + (x, ...)`` gives a
+    Head with those items appended (:attr:`tail`); every other use -- truth value, length,
+    indexing, iteration, comparison, arithmetic -- raises :class:`HeadRead`."""
+
+    __slots__ = ("name", "tail")
+
+    def __init__(self, name: str, tail: Tuple[Any, ...] = ()) -> None:
+        self.name = name
+        self.tail = tail
+
+    def __add__(self, other: Any) -> "Head":
+        if type(other) is not tuple:
+            raise HeadRead(f"the step added {type(other).__name__} to the opaque part {self.name}")
+        return Head(self.name, self.tail + other)
+
+    def _read(self, *_a: Any) -> Any:
+        raise HeadRead(f"the step read the opaque part {self.name} of its state")
+
+    __bool__ = __len__ = __iter__ = __getitem__ = __contains__ = _read
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _read  # type: ignore[assignment]
+    __radd__ = __mul__ = __rmul__ = __hash__ = _read  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Head({self.name}, +{len(self.tail)})"
+
+
+def appended(x: Any, name: str) -> Tuple[Any, ...]:
+    """What the step appended to the opaque part ``name``: it must still be that Head."""
+    if type(x) is not Head or x.name != name:
+        raise HeadRead(f"the step replaced the opaque part {name} of its state")
+    return x.tail
+
+
+def raises(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` with an InadmissibleError (or a side condition refuted on the path) made a value:
+    ("admissible", result) or ("raises", error)."""
+
+    def run() -> Any:
+        try:
+            return "admissible", fn()
+        except (InadmissibleError, UndecidableConditionError) as e:
+            return "raises", e
+
+    return run
+
+
+def _pos(name: str) -> Any:
+    return cs.extents(name, 1)[0]
+
+
+def _int(name: str) -> Any:
+    return cs.strides(name, 1)[0]
+
+
+def _no_confirm(asg: Any, p: Any) -> Optional[str]:
+    return None
+
+
+# ----------------------------------------------------------------------------- coalesce
+def _function_claims(
+    cx: cs.Ctx,
+    src: Sequence[Tuple[Any, Any]],
+    rs: Sequence[Any],
+    rd: Sequence[Any],
+    extended: bool = False,
+) -> List[Any]:
+    """The modes ``rs:rd`` have the function and size of the modes ``src`` (``extended``:
+    both read past their last mode, the last digit any non-negative integer)."""
+    z3 = _z3()
+    e = cx.enc
+    ss = [m[0] for m in src]
+    digits = [cx.dg.new(e, s, "c") for s in ss[:-1]]
+    top = e.fresh("c") if extended else cx.dg.new(e, ss[-1], "c")
+    digits.append(top)
+    idx = sx.index_of(e, ss, digits)
+    val = sx.value_of(e, [m[1] for m in src], digits)
+    claims, rval = cs.eval_at_offset(cx, list(rs), list(rd), _terms(digits, ss), idx, unbounded_last=extended)
+    body = z3.And(claims + [rval == val])
+    out = [z3.Implies(top >= 0, body) if extended else body]
+    out.append(cs.zprod(e, rs) == cs.zprod(e, ss))
+    return out
+
+
+def _terms(digits: Sequence[Any], shape: Sequence[Any]) -> List[Tuple[Any, Any, Any]]:
+    sp = _sp()
+    out = []
+    p: Any = sp.Integer(1)
+    for c, s in zip(digits, shape):
+        out.append((c, s, p))
+        p = p * s
+    return out
+
+
+def _coalesce_step_instance(keep: bool, empty: bool) -> cs.Instance:
+    """coalesce_step on the state (opaque finished modes H, last mode (t, e)) -- or on the
+    empty state -- and the mode (s, d); ``keep``: the last step of the keep-last fold."""
+    sp = _sp()
+    ops = _ops()
+    t, s = _pos("t"), _pos("s")
+    e_, d = _int("e"), _int("d")
+    src = [(s, d)] if empty else [(t, e_), (s, d)]
+
+    def fn() -> Any:
+        if empty:
+            done, last = ops.coalesce_step(ops.COALESCE_START, (s, d), keep=keep)
+            if type(done) is not tuple or done:
+                raise HeadRead("the step from the empty state finished a mode")
+            modes: Tuple[Any, ...] = () if last is None else (last,)
+        else:
+            done, last = ops.coalesce_step((Head("H"), (t, e_)), (s, d), keep=keep)
+            modes = appended(done, "H") + ((last,) if last is not None else ())
+        return [m[0] for m in modes], [m[1] for m in modes]
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        rs, rd = cx.path.value
+        if not rs:  # the state stays empty: the mode has extent 1 (size 1, the value 0)
+            return [], z3.And(e.t(s) == 1, z3.BoolVal(not keep and empty))
+        claims = _function_claims(cx, src, rs, rd, extended=keep)
+        if not keep:
+            claims.append(e.t(rs[-1]) != 1)  # the invariant: the last extent is not 1
+        # the strides are a subsequence of the inputs' (C's order survives coalesce)
+        claims.append(z3.BoolVal(len(rs) <= len(src)))
+        firsts = [m[1] for m in src]
+        claims.append(e.t(rd[0]) == e.t(firsts[0]))
+        if len(rs) == 2:
+            claims.append(e.t(rd[1]) == e.t(firsts[1]))
+        return [], z3.And(claims)
+
+    where = "the empty state" if empty else "(H, (t, e)), t != 1"
+    label = f"{'last step (kept)' if keep else 'step'} from {where}"
+    return cs.Instance(
+        label, fn, build, _no_confirm, assumptions=() if empty else (sp.Ne(t, 1),), strict=True
+    )
+
+
+def coalesce_instances(keep_last: bool = False) -> List[cs.Instance]:
+    """Base (rank 1, the whole fold with its finish), the step from the empty state and from
+    a state with a last mode; for ``keep_last`` also the kept last step from both."""
+    base = (
+        cs.coalesce_keep_last_instance(cs.sym_layout("L", 1))
+        if keep_last
+        else cs.coalesce_function_instance(cs.sym_layout("L", 1))
+    )
+    base = cs.Instance("base: rank 1", base.fn, base.build, base.confirm)
+    out = [base, _coalesce_step_instance(False, True), _coalesce_step_instance(False, False)]
+    if keep_last:
+        out += [_coalesce_step_instance(True, True), _coalesce_step_instance(True, False)]
+    return out
+
+
+# ----------------------------------------------------------------------------- filter
+def _decided(cx: cs.Ctx, cond: Any) -> Optional[bool]:
+    sp = _sp()
+    if sx.implied(cond, cx.facts, subs=cx.enc.subs):
+        return True
+    if sx.implied(sp.Not(cond), cx.facts, subs=cx.enc.subs):
+        return False
+    return None
+
+
+def _filter_step_instance(empty: bool) -> cs.Instance:
+    """filter_step on (H, (t, e)) -- t != 1, e != 0: the invariant of filter's state, no
+    finished or last mode of extent 1 or stride 0 -- or on the empty state, and the mode
+    (s, d): the state's new modes have the function of the kept modes of (t, s):(e, d) on
+    their coordinates (a dropped mode adds 0: c*d == 0 for every c < s), and keep the
+    invariant."""
+    sp = _sp()
+    ops = _ops()
+    t, s = _pos("t"), _pos("s")
+    e_, d = _int("e"), _int("d")
+
+    def fn() -> Any:
+        if empty:
+            done, last = ops.filter_step(ops.COALESCE_START, (s, d))
+            if type(done) is not tuple or done:
+                raise HeadRead("the step from the empty state finished a mode")
+            modes: Tuple[Any, ...] = () if last is None else (last,)
+        else:
+            done, last = ops.filter_step((Head("H"), (t, e_)), (s, d))
+            modes = appended(done, "H") + ((last,) if last is not None else ())
+        return [m[0] for m in modes], [m[1] for m in modes]
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        rs, rd = cx.path.value
+        unit = _decided(cx, sp.Eq(s, 1))
+        zero = None if unit else _decided(cx, sp.Eq(d, 0))
+        if unit is None or (not unit and zero is None):
+            raise sx.NoPlacement("whether the mode is dropped is not decided on this path")
+        kept = not (unit or zero)
+        src = ([] if empty else [(t, e_)]) + ([(s, d)] if kept else [])
+        claims: List[Any] = []
+        if not kept:  # the dropped mode adds nothing to L's value
+            c = cx.dg.new(e, s, "c")
+            claims.append(c * e.t(d) == 0)
+        if not src:
+            claims.append(z3.BoolVal(not rs))
+        else:
+            claims += _function_claims(cx, src, rs, rd)
+            # the invariant: no mode of extent 1 or stride 0 (so none of extent > 1 and stride 0)
+            claims += [z3.And(e.t(a) != 1, e.t(b) != 0) for a, b in zip(rs, rd)]
+        return [], z3.And(claims)
+
+    label = "step from the empty state" if empty else "step from (H, (t, e)), t != 1, e != 0"
+    assume = () if empty else (sp.Ne(t, 1), sp.Ne(e_, 0))
+    return cs.Instance(label, fn, build, _no_confirm, assumptions=assume, strict=True)
+
+
+def filter_instances() -> List[cs.Instance]:
+    """filter = coalesce_finish of the fold of filter_step: the step from the empty state
+    and from a state with a last mode (the finish is coalesce's: 1:0 for no mode)."""
+    return [_filter_step_instance(True), _filter_step_instance(False)]
+
+
+# ----------------------------------------------------------------------------- sorting
+def _sort_instance(n: int) -> cs.Instance:
+    """symops.sort_modes on n modes with symbolic non-negative strides: a permutation of
+    its input, strides non-decreasing, equal strides in index order."""
+    ops = _ops()
+    ds = cs.strides("d", n, nonneg=True)
+    ss = cs.extents("s", n)
+    modes = [(ds[k], ss[k], k) for k in range(n)]
+
+    def fn() -> Any:
+        return ops.sort_modes(list(modes), "sort")
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        out = cx.path.value
+        perm = sorted(m[2] for m in out) == list(range(n)) and all(modes[m[2]] == m for m in out)
+        claims = [z3.BoolVal(perm)]
+        for a, b in zip(out, out[1:]):
+            claims.append(e.t(a[0]) <= e.t(b[0]))
+            if a[2] > b[2]:
+                claims.append(e.t(a[0]) != e.t(b[0]))
+        return [], z3.And(claims)
+
+    return cs.Instance(f"sort_modes, {n} modes", fn, build, _no_confirm, strict=True)
+
+
+def sort_instances(ranks: Sequence[int]) -> List[cs.Instance]:
+    return [_sort_instance(n) for n in ranks]
+
+
+# ----------------------------------------------------------------------------- complement
+def _kept_mode_instance(op: str) -> cs.Instance:
+    """symops.kept_mode (which modes complement / left_inverse count) on one mode s:d,
+    s > 0, d any integer: False exactly when s == 1 or d == 0; True only with d > 0 and
+    s != 1; it raises (inadmissible) only for d < 0."""
+    ops = _ops()
+    s, d = _pos("s"), _int("d")
+
+    def fn() -> Any:
+        return raises(lambda: ops.kept_mode(op, 0, s, d, Layout.trusted(s, d)))()
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        tag, v = cx.path.value
+        zs, zd = e.t(s), e.t(d)
+        if tag == "raises":
+            return [], z3.And(zd < 0, zs != 1)
+        if v:
+            return [], z3.And(zd > 0, zs != 1)
+        return [], z3.Or(zs == 1, zd == 0)
+
+    return cs.Instance(f"{op}: kept_mode on one mode", fn, build, _no_confirm, strict=True)
+
+
+def _complement_step_instance() -> cs.Instance:
+    """complement_step on (R, D opaque, cur) and the mode (d, s), d > 0 and s != 1 (a kept
+    mode): on a path that returns, cur | d, and the appended complement modes N followed by
+    (s, d) form a chain from cur (N[0] has stride cur, each next stride is the previous
+    stride times its extent) ending at the new covered extent s*d > cur, every appended
+    extent >= 2 and stride cur; on a path that raises, cur does not divide d."""
+    sp = _sp()
+    ops = _ops()
+    cur, s, d = _pos("cur"), _pos("s"), _pos("d")
+
+    def fn() -> Any:
+        def run() -> Any:
+            rs, rd, cur2 = ops.complement_step((Head("R"), Head("D"), cur), (d, s, 0))
+            return list(appended(rs, "R")), list(appended(rd, "D")), cur2
+
+        return raises(run)()
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        tag, v = cx.path.value
+        divides = e.t(sp.Mod(d, cur)) == 0
+        if tag == "raises":
+            return [], z3.Not(divides)
+        ns, nd, cur2 = v
+        chain = list(zip(ns, nd)) + [(s, d)]
+        claims = [divides, z3.BoolVal(len(ns) == len(nd) and len(ns) <= 1)]
+        stride: Any = e.t(cur)
+        for a, b in chain:
+            claims.append(e.t(b) == stride)
+            stride = e.t(b) * e.t(a)
+        claims.append(e.t(cur2) == stride)
+        claims += [e.t(a) >= 2 for a in ns] + [e.t(b) == e.t(cur) for b in nd]
+        claims.append(e.t(cur2) > e.t(cur))
+        return [], z3.And(claims)
+
+    return cs.Instance(
+        "step: (R, D opaque, cur), mode (d, s), s != 1",
+        fn,
+        build,
+        _no_confirm,
+        assumptions=(sp.Ne(s, 1),),
+        strict=True,
+    )
+
+
+def _complement_rest_instance() -> cs.Instance:
+    """complement_rest(cur, M) (M a positive integer): one mode r:cur with r >= 1 and
+    M <= r*cur < M + cur."""
+    ops = _ops()
+    cur, M = _pos("cur"), cs.extents("M", 1)[0]
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        rs, rd = cx.path.value
+        if len(rs) != 1 or len(rd) != 1:
+            return [], z3.BoolVal(False)
+        K = e.t(rs[0]) * e.t(cur)
+        return [], z3.And(e.t(rd[0]) == e.t(cur), e.t(rs[0]) >= 1, K >= e.t(M), K < e.t(M) + e.t(cur))
+
+    return cs.Instance(
+        "finish: complement_rest(cur, M)",
+        lambda: ops.complement_rest(cur, M),
+        build,
+        _no_confirm,
+        strict=True,
+    )
+
+
+def complement_instances(sort_ranks: Sequence[int]) -> List[cs.Instance]:
+    return [
+        _kept_mode_instance("complement"),
+        *sort_instances(sort_ranks),
+        _complement_step_instance(),
+        _complement_rest_instance(),
+    ]
+
+
+# ----------------------------------------------------------------------------- left_inverse
+def _left_inverse_start_instance() -> cs.Instance:
+    """left_inverse_start on the first sorted mode (d, s, p): the inverse so far is d:0 --
+    size d, the value 0 -- and the previous mode is (d, s, p)."""
+    ops = _ops()
+    d, s, p = _pos("d"), _pos("s"), _pos("p")
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        rs, rd, prev = cx.path.value
+        ok = len(rs) == 1 and len(rd) == 1 and prev == (d, s, p)
+        if not ok:
+            return [], z3.BoolVal(False)
+        return [], z3.And(e.t(rs[0]) == e.t(d), e.t(rd[0]) == 0)
+
+    return cs.Instance(
+        "base: left_inverse_start", lambda: ops.left_inverse_start((d, s, p)), build, _no_confirm, strict=True
+    )
+
+
+def _left_inverse_step_instance() -> cs.Instance:
+    """left_inverse_step on (R, D opaque, previous mode (d0, s0, p0)) and the mode (d1, s1,
+    p1), extents != 1 and strides > 0 (kept modes).  The invariant: R's modes so far form a
+    function Rm of size d0 (an uninterpreted function), and every value X < d0 of L's lower
+    modes has Rm(X) == V, their index.  On a path that returns: d0 | d1, s0 d0 <= d1, one mode
+    q:p is appended with d0*q == d1 and p == p0, and for every X < d0 and digit c0 < s0, the
+    value Y = X + c0 d0 is < d1 and the extended function Rm(Y mod d0) + ((Y div d0) mod q) p
+    is V + c0 p0 -- the invariant for the next mode.  On a path that raises: the chain
+    d0 | d1 and s0 d0 <= d1 fails, and where it raises for injectivity two coordinates
+    collide: (d1/d0 in the previous mode) and (1 in this one), d1/d0 < s0, s1 >= 2."""
+    sp = _sp()
+    ops = _ops()
+    d0, s0, p0 = _pos("d0"), _pos("s0"), _pos("p0")
+    d1, s1, p1 = _pos("d1"), _pos("s1"), _pos("p1")
+
+    def fn() -> Any:
+        def run() -> Any:
+            rs, rd, prev = ops.left_inverse_step((Head("R"), Head("D"), (d0, s0, p0)), (d1, s1, p1))
+            if prev != (d1, s1, p1):
+                raise HeadRead("the step's next previous mode is not the mode it was given")
+            return list(appended(rs, "R")), list(appended(rd, "D"))
+
+        return raises(run)()
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        tag, v = cx.path.value
+        zd0, zd1, zs0, zs1 = e.t(d0), e.t(d1), e.t(s0), e.t(s1)
+        chain = z3.And(e.t(sp.Mod(d1, d0)) == 0, zs0 * zd0 <= zd1)
+        if tag == "raises":
+            claims = [z3.Not(chain)]
+            if "injectivity" in str(v):
+                q = e.t(sp.floor(d1 / d0))
+                claims.append(z3.And(q * zd0 == zd1, q >= 0, q < zs0, zs1 >= 2))
+            return [], z3.And(claims)
+        ns, nd = v
+        if len(ns) != 1 or len(nd) != 1:
+            return [], z3.BoolVal(False)
+        q, p = e.t(ns[0]), e.t(nd[0])
+        Rm = z3.Function("Rm", z3.IntSort(), z3.IntSort())
+        X, c0 = cx.dg.new(e, d0, "x"), cx.dg.new(e, s0, "c")
+        Y = X + c0 * zd0
+        e.monotone(c0, s0, zd0)
+        # Y's digits in the radix (d0, q) of the inverse so far and its new mode are (X, c0):
+        # in range and adding up to Y (a mixed-radix representation is unique), so the new
+        # inverse at Y is Rm(X) + c0 p
+        claims = [chain, zd0 * q == zd1, p == e.t(p0), c0 < q, Y < zd1]
+        claims.append(Rm(X) + c0 * p == Rm(X) + c0 * e.t(p0))
+        return [], z3.And(claims)
+
+    return cs.Instance(
+        "step: (R, D opaque, (d0, s0, p0)), mode (d1, s1, p1), s0, s1 != 1",
+        fn,
+        build,
+        _no_confirm,
+        assumptions=(sp.Ne(s0, 1), sp.Ne(s1, 1)),
+        strict=True,
+    )
+
+
+def _left_inverse_close_instance() -> cs.Instance:
+    """left_inverse_close on (R, D opaque, last mode (d, s, p)): one mode s:p appended;
+    for every X < d (Rm(X) == V) and digit c < s, Y = X + c d is below the inverse's size
+    d*s and the closed inverse there, Rm(Y mod d) + (Y div d) p, is V + c p."""
+    ops = _ops()
+    d, s, p = _pos("d"), _pos("s"), _pos("p")
+
+    def fn() -> Any:
+        rs, rd = ops.left_inverse_close((Head("R"), Head("D"), (d, s, p)))
+        return list(appended(rs, "R")), list(appended(rd, "D"))
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        ns, nd = cx.path.value
+        if len(ns) != 1 or len(nd) != 1:
+            return [], z3.BoolVal(False)
+        zd = e.t(d)
+        X, c = cx.dg.new(e, d, "x"), cx.dg.new(e, s, "c")
+        Y = X + c * zd
+        e.monotone(c, s, zd)
+        # Y's digits in (d, s) are (X, c): in range, adding up to Y, below the size d*s; the
+        # closed inverse there is Rm(X) + c * (its last stride), which must be V + c p
+        claims = [e.t(ns[0]) == e.t(s), e.t(nd[0]) == e.t(p), Y < zd * e.t(ns[0])]
+        return [], z3.And(claims)
+
+    return cs.Instance("finish: left_inverse_close", fn, build, _no_confirm, strict=True)
+
+
+def left_inverse_instances(sort_ranks: Sequence[int]) -> List[cs.Instance]:
+    return [
+        _kept_mode_instance("left_inverse"),
+        *sort_instances(sort_ranks),
+        _left_inverse_start_instance(),
+        _left_inverse_step_instance(),
+        _left_inverse_close_instance(),
+    ]
