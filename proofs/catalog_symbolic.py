@@ -2193,3 +2193,17 @@ def _build_more() -> List[Theorem]:
 
 
 THEOREMS: List[Theorem] = _build()
+
+
+# --- P2 folds: the rank-bounded instances that proofs/catalog_induction.py runs as the bases
+# and supplements of its inductions (public names for another module)
+coalesce_function_instance = _coalesce_function
+coalesce_keep_last_instance = _coalesce_keep_last
+filter_instance = _filter
+complement_instance = _complement
+complement_chain_instance = _complement_chain
+complement_size_instance = _complement_size
+left_inverse_instance = _left_inverse
+left_inverse_chain_instance = _left_inverse_chain
+left_inverse_cover_instance = _left_inverse_cover
+left_inverse_overlap_instance = _left_inverse_overlap
