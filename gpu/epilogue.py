@@ -29,7 +29,7 @@ fusion adds is proven before emission:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from layoutproof import Layout, composition
@@ -43,27 +43,55 @@ from .pipeline import prove_pipeline
 from .proofrec import ProofLog
 from .splitk import WsVariantFields, base_plan_proofs
 
-__all__ = ["EpilogueConfig", "ACTIVATIONS", "epilogue_ir", "generate_epilogue", "bias_column_layout"]
+__all__ = [
+    "EpilogueConfig",
+    "ACTIVATIONS",
+    "BIAS_AXES",
+    "BIAS_DTYPES",
+    "epilogue_ir",
+    "generate_epilogue",
+    "bias_column_layout",
+    "acc_row_layout",
+]
 
 ACTIVATIONS = ("none", "relu", "silu", "gelu")
+#: the bias vector's axis (one value per column ``"n"`` or per row ``"m"`` of C) and its
+#: element types (converted to f32 in the kernel): CUDA type, bytes, conversion to float
+BIAS_AXES = ("n", "m")
+BIAS_DTYPES: Dict[str, Tuple[str, int, Optional[str]]] = {
+    "f32": ("float", 4, None),
+    "f16": ("__half", 2, "__half2float"),
+    "bf16": ("__nv_bfloat16", 2, "__bfloat162float"),
+}
 EPILOGUE_VERSION = "epilogue-1"
 
 
 @dataclass(frozen=True)
 class EpilogueConfig(WsVariantFields):
     """The warp-specialized TMA kernel ``base`` with ``C = act(A @ B + bias)`` fused:
-    ``activation`` one of :data:`ACTIVATIONS`; the bias is one f32 per column of C."""
+    ``activation`` one of :data:`ACTIVATIONS`; the bias is one value per column of C
+    (``bias_axis="n"``) or per row (``"m"``), of ``bias_dtype`` ``"f32"``, ``"f16"`` or
+    ``"bf16"`` (converted to f32 in the kernel).  In a batched kernel every batch adds the
+    same bias vector.  (The two bias fields are not in the repr: the names of the
+    f32-along-N kernels stay what they were; ``key()`` tells the variants apart.)"""
 
     base: Sm90Config
     activation: str = "none"
     alpha_beta: bool = False
+    bias_axis: str = field(default="n", repr=False)
+    bias_dtype: str = field(default="f32", repr=False)
 
     @property
     def cluster(self) -> int:
         return self.base.cluster
 
     def key(self) -> str:
-        return f"{self.base.key()}_bias{self.activation}" + ("_ab" if self.alpha_beta else "")
+        return (
+            f"{self.base.key()}_bias{self.activation}"
+            + ("_ab" if self.alpha_beta else "")
+            + ("_biasm" if self.bias_axis == "m" else "")
+            + (f"_b{self.bias_dtype}" if self.bias_dtype != "f32" else "")
+        )
 
     def validate(self) -> "EpilogueConfig":
         if not isinstance(self.base, Sm90Config):
@@ -79,6 +107,12 @@ class EpilogueConfig(WsVariantFields):
         if self.activation not in ACTIVATIONS:
             raise GemmConfigError(
                 f"EpilogueConfig: activation={self.activation!r} must be one of {ACTIVATIONS}"
+            )
+        if self.bias_axis not in BIAS_AXES:
+            raise GemmConfigError(f"EpilogueConfig: bias_axis={self.bias_axis!r} must be one of {BIAS_AXES}")
+        if self.bias_dtype not in BIAS_DTYPES:
+            raise GemmConfigError(
+                f"EpilogueConfig: bias_dtype={self.bias_dtype!r} must be one of {tuple(BIAS_DTYPES)}"
             )
         return self
 
@@ -166,7 +200,9 @@ def epilogue_ir(
     colfn = kir.from_lowered(low)
     fns = [colfn]
     ab: Dict[str, Any] = {}
-    if cfg.alpha_beta:
+    rows: Dict[str, Any] = {}
+    along_m = cfg.bias_axis == "m"
+    if cfg.alpha_beta or along_m:  # the register's row: the C input's, or the bias's
         m0s = [n.var for n in kir.walk(loops[-1].body) if isinstance(n, kir.Decl) and n.var.name == "m0"]
         cgs = [n.var for n in kir.walk(base.body) if isinstance(n, kir.Decl) and n.var.name == "cg"]
         if len(m0s) != 1 or len(cgs) != 1:
@@ -175,18 +211,23 @@ def epilogue_ir(
         rlow = lower.lower(row_layout, ("t", "v"), name="lp_acc_row", log=log)
         rowfn = kir.from_lowered(rlow)
         fns.append(rowfn)
-        ab = dict(
+        rows = dict(
             m0=m0s[0],
             cg=cgs[0],
             M=next(v for _, v in base.params if v.name == "M"),
             row_layout=row_layout,
             rowfn=rowfn,
+        )
+    if cfg.alpha_beta:
+        ab = dict(
+            rows,
             alpha=kir.Var("alpha", "float"),
             beta=kir.Var("beta", "float"),
             Cin=kir.Var("Cin", "const lp_out_t*"),
             ldci=kir.Var("ldci", "long long"),
         )
-    bias = kir.Var("bias", "const float*")
+    btype, bw, bconv = BIAS_DTYPES[cfg.bias_dtype]
+    bias = kir.Var("bias", f"const {btype}*")
     act = f"lp_act_{cfg.activation}"
     stmts: List[kir.Stmt] = []
     vals = []
@@ -198,27 +239,52 @@ def epilogue_ir(
         e = x.idx[0]
         bv = kir.Var(f"bv{j}", "float")
         bc = kir.Var(f"bc{j}")
+        rr = kir.Var(f"rr{j}")
         coord = n0 + kir.LayoutApp(col_layout, (wt, e), "bias column of (thread, register)")
-        claim = kir.Claim(
-            "bias load bias[n0 + col(thread, register)]",
-            addr_of(bias) + 4 * coord,
-            bounds=((coord, N),),
-            width=4,
-        )
+        if rows:
+            rcoord = (
+                rows["m0"]
+                + 64 * rows["cg"]
+                + kir.LayoutApp(rows["row_layout"], (wt, e), "row of (thread, register)")
+            )
+            stmts.append(
+                kir.Decl(
+                    rr,
+                    rows["m0"] + 64 * rows["cg"] + kir.call(rows["rowfn"], t=wt, v=_code_row_register(e)),
+                    const=True,
+                )
+            )
+        if ab or not along_m:
+            stmts.append(kir.Decl(bc, n0 + kir.call(colfn, t=wt, v=_code_register(e)), const=True))
+        if along_m:
+            claim = kir.Claim(
+                "bias load bias[m0 + row(thread, register)]",
+                addr_of(bias) + bw * rcoord,
+                bounds=((rcoord, rows["M"]),),
+                width=bw,
+            )
+            bguard, bidx = rr.lt(rows["M"]), rr
+        else:
+            claim = kir.Claim(
+                "bias load bias[n0 + col(thread, register)]",
+                addr_of(bias) + bw * coord,
+                bounds=((coord, N),),
+                width=bw,
+            )
+            bguard, bidx = bc.lt(N), bc
+        bload: kir.Expr = kir.Mem(bias, claim, idx=bidx)
+        if bconv is not None:
+            bload = kir.Call(bconv, (bload,), "float")
         stmts += [
-            kir.Decl(bc, n0 + kir.call(colfn, t=wt, v=_code_register(e)), const=True),
             kir.Decl(bv, kir.FloatLit("0.f")),
-            kir.If(bc.lt(N), kir.block(kir.Assign(bv, kir.Mem(bias, claim, idx=bc)))),
+            kir.If(bguard, kir.block(kir.Assign(bv, bload))),
         ]
         if not ab:
             vals.append(kir.Call(act, (x + bv,), "float"))
             continue
         # alpha * acc + beta * Cin[row, col] + bias: Cin read at the register's own (row, col)
         ob = OUT_DTYPES[prob.out][1]
-        rr, cv = kir.Var(f"rr{j}"), kir.Var(f"cv{j}", "float")
-        rcoord = (
-            ab["m0"] + 64 * ab["cg"] + kir.LayoutApp(ab["row_layout"], (wt, e), "row of (thread, register)")
-        )
+        cv = kir.Var(f"cv{j}", "float")
         cclaim = kir.Claim(
             "C input load Cin[m0 + row(thread, register), n0 + col(thread, register)]",
             addr_of(ab["Cin"]) + ob * (kir.Cast("long long", rcoord) * ab["ldci"] + coord),
@@ -228,11 +294,6 @@ def epilogue_ir(
         cin = kir.Mem(ab["Cin"], cclaim, idx=kir.Cast("long long", rr) * ab["ldci"] + bc)
         tof = _TO_FLOAT[prob.out]
         stmts += [
-            kir.Decl(
-                rr,
-                ab["m0"] + 64 * ab["cg"] + kir.call(ab["rowfn"], t=wt, v=_code_row_register(e)),
-                const=True,
-            ),
             kir.Decl(cv, kir.FloatLit("0.f")),
             kir.If(
                 rr.lt(ab["M"]),
@@ -292,15 +353,17 @@ def epilogue_ir(
             condition="fused epilogue data flow",
         )
     form = "alpha * acc[i] + beta * Cin[m0 + row(t, i), n0 + col(t, i)] + bias" if ab else "acc[i] + bias"
+    at = "[m0 + row(t, i)]" if along_m else "[n0 + col(t, i)]"
     log.add(
         "equal",
         f"fused epilogue data flow: each register pair written to the staging buffer is "
-        f"{act}({form}[n0 + col(t, i)]), the loads claimed at the row and column of their own "
-        f"register (the wgmma atom's C layout) and guarded by < M, < N",
+        f"{act}({form}{at}), the loads claimed at the row and column of their own "
+        f"register (the wgmma atom's C layout) and guarded by < M, < N; the bias "
+        f"{cfg.bias_dtype}" + (f", converted by {bconv}" if bconv else ""),
         "exhaustive",
         2,
     )
-    params = base.params + (("const float* __restrict__", bias),)
+    params = base.params + ((f"const {btype}* __restrict__", bias),)
     if ab:
         params += (
             ("float", ab["alpha"]),
@@ -308,8 +371,11 @@ def epilogue_ir(
             ("const lp_out_t* __restrict__", ab["Cin"]),
             ("long long", ab["ldci"]),
         )
-    what = "alpha * A @ B + beta * Cin + bias[n]" if ab else "A @ B + bias[n]"
-    descr = base.description + (f"fused epilogue: C = {cfg.activation}({what}), bias f32, in f32",)
+    bname = "bias[m]" if along_m else "bias[n]"
+    what = f"alpha * A @ B + beta * Cin + {bname}" if ab else f"A @ B + {bname}"
+    descr = base.description + (
+        f"fused epilogue: C = {cfg.activation}({what}), bias {cfg.bias_dtype}, in f32",
+    )
     k = replace(
         base,
         name=name,
@@ -318,7 +384,7 @@ def epilogue_ir(
         functions=base.functions + tuple(fns),
         helpers=("act",) + base.helpers,
         description=descr,
-        sizes=dict(base.sizes, float=4),
+        sizes={**base.sizes, "float": 4, btype: bw},
     )
     return k, colfn
 
@@ -341,7 +407,8 @@ def generate_epilogue(
         )
     base = generate_sm90(cfg.base, prob, memo=memo)
     log = ProofLog(base_plan_proofs(base, cfg.base))
-    h = hashlib.sha256(f"{EPILOGUE_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
+    extra = "" if (cfg.bias_axis, cfg.bias_dtype) == ("n", "f32") else f"{cfg.bias_axis}{cfg.bias_dtype}"
+    h = hashlib.sha256(f"{EPILOGUE_VERSION}{cfg}{prob}{extra}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90_ep_{prob.key()}_{h}"
     ir, _fn = epilogue_ir(base.ir, cfg, prob, log, name)
     tx = next(n.nbytes for n in kir.walk(ir.body) if isinstance(n, kir.MbarExpectTx))

@@ -421,6 +421,33 @@ def _padded_copy(x: Any, cols_major: bool) -> Any:
     return buf
 
 
+def _bias_dtype(cupy: Any, bias: Any, M: int, N: int, dev: int, along: str, dt: str) -> str:
+    """The element type (``"f32"``, ``"f16"``, ``"bf16"``) of a fused bias vector, after
+    checking it: a contiguous cupy vector of N (``along="n"``) or M (``"m"``) elements on
+    the current device; 2-byte raw bits count as bf16 where the inputs are bf16 bits."""
+    if along not in ("n", "m"):
+        raise GemmInputError(
+            f"gemm: bias_along={along!r} must be 'n' (one value per column) or 'm' (per row)"
+        )
+    n = N if along == "n" else M
+    kinds = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+    name = str(getattr(bias, "dtype", ""))
+    kind = kinds.get(name) or ("bf16" if name == "uint16" and dt == "bf16" else None)
+    ok = (
+        isinstance(bias, cupy.ndarray)
+        and kind is not None
+        and bias.shape == (n,)
+        and bias.strides == (bias.itemsize,)
+        and bias.data.device_id == dev
+    )
+    if not ok or kind is None:
+        raise GemmInputError(
+            f"gemm: bias must be a contiguous float32, float16 or bfloat16 cupy array of shape ({n},) "
+            f"(bias_along={along!r}) on device {dev}"
+        )
+    return kind
+
+
 class _Operand:
     """One kernel operand of a plan: where it comes from, its layout and, for TMA, its
     tensor-map encoder with a small cache of maps by base address."""
@@ -550,6 +577,7 @@ class GemmPlan:
         activation: Optional[str] = None,
         c: Any = None,
         alpha_beta: bool = False,
+        bias_along: str = "n",
     ) -> None:
         import threading
 
@@ -603,25 +631,16 @@ class GemmPlan:
                 orient = "col"
             else:
                 orient = "copy"
-        # the fused epilogue C = act(A @ B + bias[n]) (bias along the user's N)
+        # the fused epilogue C = act(A @ B + bias[n]) or + bias[m] (the user's N and M)
         self.activation: Optional[str] = None
         self._bias_sig: Any = None
         self._c_sig: Any = None
         self.alpha_beta = bool(alpha_beta or c is not None)
+        self.bias_along, self.bias_dtype = bias_along, "f32"
         if bias is not None or activation is not None or self.alpha_beta:
             self.activation = activation or "none"
             if bias is not None:
-                ok = (
-                    isinstance(bias, cupy.ndarray)
-                    and bias.shape == (N,)
-                    and str(bias.dtype) == "float32"
-                    and bias.strides == (4,)
-                    and bias.data.device_id == dev
-                )
-                if not ok:
-                    raise GemmInputError(
-                        f"gemm: bias must be a contiguous float32 cupy array of shape ({N},) on device {dev}"
-                    )
+                self.bias_dtype = _bias_dtype(cupy, bias, M, N, dev, bias_along, dt)
                 self._bias_sig = (type(bias), bias.shape, bias.strides, bias.dtype, dev)
             if orient == "col":  # the kernel's N must be the user's N: a row-major temporary
                 orient = "copy"
@@ -695,7 +714,9 @@ class GemmPlan:
                     "kernel (compute capability 9.0 with cuda-python; an Sm90Config with "
                     "loader='tma', schedule='ws')"
                 )
-            cfg = EpilogueConfig(base, self.activation, self.alpha_beta).validate()
+            cfg = EpilogueConfig(
+                base, self.activation, self.alpha_beta, self.bias_along, self.bias_dtype
+            ).validate()
         self.config, self.problem = cfg, prob
 
         splits = cfg.splits if isinstance(cfg, SplitKConfig) else 1
@@ -759,7 +780,7 @@ class GemmPlan:
             kinds.append("ptr")
             self._ibias = len(kinds) - 1
             if self._bias_sig is None:  # no bias: a zero bias, kept
-                self._zero_bias = cupy.zeros(N, dtype=cupy.float32)
+                self._zero_bias = cupy.zeros(N if bias_along == "n" else M, dtype=cupy.float32)
             if self.alpha_beta:  # alpha, beta, the C input and its row stride
                 kinds += ["f32", "f32", "ptr", "i64"]
         self._pb = ParamBuffer(kinds)
@@ -1086,6 +1107,7 @@ class BatchedGemmPlan:
         activation: Optional[str] = None,
         c: Any = None,
         alpha_beta: bool = False,
+        bias_along: str = "n",
     ) -> None:
         import numpy as np
 
@@ -1097,7 +1119,14 @@ class BatchedGemmPlan:
         N = b0.shape[1]
         self.batch, self.shape = batch, (batch, M, N)
         self.m, self.n, self.k = M, N, K
-        self._opts = dict(config=config, out_dtype=out_dtype, dtype=dtype, path=path, activation=activation)
+        self._opts = dict(
+            config=config,
+            out_dtype=out_dtype,
+            dtype=dtype,
+            path=path,
+            activation=activation,
+            bias_along=bias_along,
+        )
         self.alpha_beta = bool(alpha_beta or c is not None)
         od = out_dtype
         if out is not None:
@@ -1149,6 +1178,7 @@ class BatchedGemmPlan:
             and a.strides[2] == itin
             and a.strides[1] == K * itin
             and a.strides[0] == M * K * itin
+            and (bias is None or bias_along == "n")
             and (config is None or config == "auto" or not isinstance(config, str))
         ):
             self.mode = "fold"
@@ -1164,7 +1194,9 @@ class BatchedGemmPlan:
                 if st is not None and (st * itin % 16 or x.strides[0] < 0 or x.data.ptr % 16):
                     ok = False
             if ok:
-                self._kernel_setup(a0, b0, dt, od, it, batched, a_st, b_st, config, bias, activation)
+                self._kernel_setup(
+                    a0, b0, dt, od, it, batched, a_st, b_st, config, bias, activation, bias_along
+                )
                 self.mode = "kernel"
         self._info = dict(mode=self.mode, batch=batch, m=M, n=N, k=K, plan=self)
 
@@ -1182,6 +1214,7 @@ class BatchedGemmPlan:
         config: Any,
         bias: Any,
         activation: Optional[str],
+        bias_along: str,
     ) -> None:
         cupy = self._cupy
         M, N, K, batch = self.m, self.n, self.k, self.batch
@@ -1209,20 +1242,8 @@ class BatchedGemmPlan:
             from .epilogue import EpilogueConfig
 
             self.activation = activation or "none"
-            if bias is not None:
-                ok = (
-                    isinstance(bias, cupy.ndarray)
-                    and bias.shape == (N,)
-                    and str(bias.dtype) == "float32"
-                    and bias.strides == (4,)
-                    and bias.data.device_id == dev
-                )
-                if not ok:
-                    raise GemmInputError(
-                        f"gemm: bias must be a contiguous float32 cupy array of shape ({N},) on device {dev} "
-                        "(one vector, the same for every batch)"
-                    )
-            cfg = EpilogueConfig(cfg, self.activation, False).validate()
+            bdt = "f32" if bias is None else _bias_dtype(cupy, bias, M, N, dev, bias_along, dt)
+            cfg = EpilogueConfig(cfg, self.activation, False, bias_along, bdt).validate()
         if -(-M // cfg.bm) * -(-N // cfg.bn) * batch >= 2**31:
             raise GemmInputError(f"gemm: {batch} batches of {M}x{N} have 2**31 tiles or more")
         kern = kernel_for(cfg, prob)
@@ -1242,7 +1263,8 @@ class BatchedGemmPlan:
         for i, v in {3: M, 4: N, 5: K, 6: self._ldc, 8: batch, 9: self._ldcb}.items():
             self._pb.set(i, v)
         self._cvec_ok = (self._ldc * it) % 16 == 0 and (self._ldcb * it) % 16 == 0
-        self._zero_bias = cupy.zeros(N, dtype=cupy.float32) if (self.activation and bias is None) else None
+        nb = N if bias_along == "n" else M
+        self._zero_bias = cupy.zeros(nb, dtype=cupy.float32) if (self.activation and bias is None) else None
         launch = getattr(getattr(cupy.cuda, "driver", None), "launchKernel", None)
         self._launch_kernel = launch
         self._fn = int(self._rk.kernel.ptr) if launch is not None else 0
@@ -1395,7 +1417,8 @@ def gemm_plan(
     path: str = "auto",
     bias: Any = None,
     activation: Optional[str] = None,
-) -> GemmPlan:
+    bias_along: str = "n",
+) -> "GemmPlan | BatchedGemmPlan":
     """A :class:`GemmPlan` for operands like ``a`` and ``b`` (and ``out``, ``bias``):
     validated, compiled and packed once; call it as ``plan(a, b)``, ``plan(a, b, out)`` or
     ``plan(a, b, out, bias)``.  For a 3-D operand: a :class:`BatchedGemmPlan`.
@@ -1403,7 +1426,7 @@ def gemm_plan(
     Arguments as :func:`gemm`, which keeps such plans itself (keyed by the arguments'
     shapes, strides, dtypes, alignment, device and options)."""
     if getattr(a, "ndim", 2) == 3 or getattr(b, "ndim", 2) == 3:
-        return BatchedGemmPlan(  # type: ignore[return-value]  # the batched plan is called alike
+        return BatchedGemmPlan(
             a,
             b,
             out,
@@ -1413,6 +1436,7 @@ def gemm_plan(
             path=path,
             bias=bias,
             activation=activation,
+            bias_along=bias_along,
         )
     return GemmPlan(
         a,
@@ -1424,6 +1448,7 @@ def gemm_plan(
         path=path,
         bias=bias,
         activation=activation,
+        bias_along=bias_along,
     )
 
 
@@ -1471,6 +1496,7 @@ def _gemm_batched(
     beta: float,
     c: Any,
     ab: bool,
+    bias_along: str = "n",
 ) -> Any:
     """:func:`gemm` for 3-D operands: a cached :class:`BatchedGemmPlan` per signature."""
     key = None
@@ -1485,6 +1511,7 @@ def _gemm_batched(
             path,
             activation,
             ab,
+            bias_along,
         )
         key = key + ((_CUPY[0].cuda.runtime.getDevice(),) if _CUPY else (None,))
         plan = _PLANS.get(key)
@@ -1503,6 +1530,7 @@ def _gemm_batched(
             activation=activation,
             c=c,
             alpha_beta=ab,
+            bias_along=bias_along,
         )
         if key is not None and key[-1] is None:
             key = key[:-1] + (plan._cupy.cuda.runtime.getDevice(),)
@@ -1527,6 +1555,7 @@ def gemm(
     alpha: float = 1.0,
     beta: float = 0.0,
     c: Any = None,
+    bias_along: str = "n",
 ) -> Any:
     """C = A @ B on the GPU with a proven tensor-core kernel (f32 accumulation): the wgmma
     kernel (:mod:`~layoutproof.gpu.codegen_sm90`) on sm_90, the mma.sync kernel
@@ -1549,9 +1578,11 @@ def gemm(
             bfloat16 dtype: pass the raw bits as uint16).
         path: ``"auto"`` (wgmma on compute capability 9.0, else mma.sync), ``"wgmma"`` or
             ``"mma.sync"``; a GemmConfig selects mma.sync, an Sm90Config wgmma.
-        bias: optional float32 vector of N elements: ``C = act(A @ B + bias)``, fused in
-            the warp-specialized TMA kernel (``layoutproof.gpu.epilogue``; sm_90 with
-            cuda-python), added in f32 before the output conversion.
+        bias: optional vector of N elements (float32, float16 or bfloat16; M elements with
+            ``bias_along="m"``): ``C = act(A @ B + bias)``, fused in the warp-specialized
+            TMA kernel (``layoutproof.gpu.epilogue``; sm_90 with cuda-python), converted to
+            and added in f32 before the output conversion.  Batched: one vector for every
+            batch.
         activation: ``"relu"``, ``"silu"``, ``"gelu"`` (erf form) or ``"none"``, fused the
             same way (with or without a bias).
         alpha: the scale of the product in ``C = act(alpha * A @ B + beta * c + bias)``,
@@ -1559,6 +1590,12 @@ def gemm(
         beta: the scale of ``c`` in that sum.
         c: an (M, N) row-major array of the output's dtype, added as ``beta * c`` (it may be
             the output array itself).
+        bias_along: ``"n"`` (the default: ``bias[n]`` added to column n) or ``"m"``
+            (``bias[m]`` added to row m).
+
+    3-D operands (batch, M, K) and (batch, K, N) give (batch, M, N) (numpy ``matmul``
+    broadcasting: a 2-D operand or a batch extent of 1 is shared): see
+    :class:`BatchedGemmPlan`.
 
     Raises:
         GemmInputError: wrong dtype, shape, device or layout; NoGPUError without CuPy/GPU.
@@ -1572,14 +1609,16 @@ def gemm(
             "gemm: beta != 0 or alpha != 1 needs the C input c (pass beta=0 with c for alpha alone)"
         )
     if getattr(a, "ndim", 2) == 3 or getattr(b, "ndim", 2) == 3:
-        return _gemm_batched(a, b, out, config, out_dtype, dtype, path, bias, activation, alpha, beta, c, ab)
+        return _gemm_batched(
+            a, b, out, config, out_dtype, dtype, path, bias, activation, alpha, beta, c, ab, bias_along
+        )
 
     def epi_key() -> Any:
         if bias is None and activation is None and not ab:
             return None
         bs = None if bias is None else (type(bias), bias.shape, bias.strides, bias.dtype, bias.data.device_id)
         cs = None if c is None else (type(c), c.shape, c.strides, c.dtype, c.data.device_id)
-        return (activation, bs, cs)
+        return (activation, bs, cs, bias_along)
 
     if _CUPY:
         try:
@@ -1601,6 +1640,7 @@ def gemm(
             activation=activation,
             c=c,
             alpha_beta=ab,
+            bias_along=bias_along,
         )
         if key is None:
             try:

@@ -186,3 +186,84 @@ def test_gpu_alpha_beta_bias_relu_matches_float64(od, m, n, k):
     out2 = c_in.copy()
     runtime.gemm(a, b, out2, alpha=0.5, beta=-2.0, c=out2, bias=bias, activation="relu")
     assert float(cp.abs(out2.astype(cp.float64) - ref).max()) <= tol * float(cp.abs(ref).max() + 1)
+
+
+# ============================================================================ bias along M, f16 / bf16 bias
+@pytest.mark.parametrize("axis, bdt", [("m", "f32"), ("n", "f16"), ("m", "bf16")])
+def test_bias_along_m_and_in_half_precision_is_proven_at_its_row_or_column(axis, bdt):
+    cfg = EpilogueConfig(BASE, "relu", False, axis, bdt)
+    assert cfg.key().endswith(("_biasm" if axis == "m" else "") + ("" if bdt == "f32" else f"_b{bdt}"))
+    k = generate_epilogue(cfg, GemmProblem("k", "n"))
+    lines = [p.line() for p in k.proofs]
+    at = (
+        "bias load bias[m0 + row(thread, register)]"
+        if axis == "m"
+        else "bias load bias[n0 + col(thread, register)]"
+    )
+    assert sum(at in x for x in lines) == 2
+    assert any("fused epilogue data flow" in x and f"the bias {bdt}" in x for x in lines)
+    ctype, _, conv = epilogue.BIAS_DTYPES[bdt]
+    assert f"const {ctype}* __restrict__ bias" in k.source
+    idx = "rr0" if axis == "m" else "bc0"
+    assert (f"bv0 = {conv}(bias[{idx}]);" if conv else f"bv0 = bias[{idx}];") in k.source
+    if axis == "m":
+        assert "if (rr0 < M)" in k.source
+    # a different kernel (and name) than the f32 bias along N
+    assert k.name != generate_epilogue(EpilogueConfig(BASE, "relu"), GemmProblem("k", "n")).name
+
+
+def test_a_bias_from_the_wrong_row_is_refused(monkeypatch):
+    monkeypatch.setattr(epilogue, "_code_row_register", lambda e: e ^ 2)  # 8 rows off
+    with pytest.raises(ProofFailedError) as e:
+        generate_epilogue(EpilogueConfig(BASE, "relu", False, "m"), GemmProblem("k", "n"), memo=False)
+    assert e.value.condition in ("address equals its layout", "global access in bounds")
+
+
+def test_bias_axis_and_dtype_rules():
+    for bad in (EpilogueConfig(BASE, "relu", False, "k"), EpilogueConfig(BASE, "relu", False, "n", "f64")):
+        with pytest.raises(GemmConfigError):
+            bad.validate()
+
+
+def test_fake_plan_takes_a_bias_along_m_in_f16(fake_tma):  # noqa: F811
+    cp = fake_tma
+    m, n, k = 256, 512, 1024
+    a, b = cp.array((m, k)), cp.array((k, n))
+    bias = _FakeArray(cp, (m,), (2,), np.float16, cp._alloc(2 * m))
+    runtime.gemm(a, b, bias=bias, activation="relu", config=BASE, bias_along="m")
+    plan = runtime.last_launch["plan"]
+    assert (plan.config.bias_axis, plan.config.bias_dtype) == ("m", "f16")
+    assert cp.launches[-1]["values"][-1] == bias.data.ptr
+    with pytest.raises(GemmInputError, match=r"shape \(256,\)"):  # a bias of N along M
+        runtime.gemm(a, b, bias=_FakeArray(cp, (n,), (2,), np.float16, cp._alloc(2 * n)), bias_along="m")
+    with pytest.raises(GemmInputError, match="bias_along"):
+        runtime.gemm(a, b, bias=bias, bias_along="k")
+    runtime.gemm(a, b, activation="gelu", config=BASE, bias_along="m")  # a kept zero bias of M
+    assert runtime.last_launch["plan"]._zero_bias.shape[-1] == m
+
+
+@gpu
+@pytest.mark.parametrize(
+    "axis, bdt", [("m", "f32"), ("n", "f16"), ("m", "f16"), ("n", "bf16"), ("m", "bf16")]
+)
+@pytest.mark.parametrize("m, n, k", [(37, 45, 51), (300, 520, 136)])
+def test_gpu_bias_along_m_and_half_bias_match_float64(axis, bdt, m, n, k):
+    cp = pytest.importorskip("cupy")
+    if cp.cuda.Device().compute_capability != "90" or not runtime.tma_available():
+        pytest.skip("the fused epilogue runs the TMA kernels of sm_90")
+    rng = cp.random.default_rng(m + n + k)
+    a = rng.integers(-3, 4, size=(m, k)).astype(cp.float32)
+    b = rng.integers(-3, 4, size=(k, n)).astype(cp.float32)
+    bv = rng.integers(-4, 5, size=m if axis == "m" else n).astype(cp.float32)
+    ref = a.astype(cp.float64) @ b.astype(cp.float64)
+    ref = cp.maximum(ref + (bv[:, None] if axis == "m" else bv[None, :]), 0)
+    if bdt == "bf16":  # bf16 inputs and bias as raw bits (small integers are exact in bf16)
+        bits = lambda x: (x.view(cp.uint32) >> 16).astype(cp.uint16)  # noqa: E731
+        a2, b2, bias, dt = bits(cp.ascontiguousarray(a)), bits(cp.ascontiguousarray(b)), bits(bv), "bf16"
+    else:
+        a2, b2, dt = a.astype(cp.float16), b.astype(cp.float16), None
+        bias = bv.astype(cp.float16 if bdt == "f16" else cp.float32)
+    for oo in ("C", "F"):
+        out = cp.full((m, n), cp.nan, dtype=cp.float32, order=oo)
+        runtime.gemm(a2, b2, out, dtype=dt, bias=bias, activation="relu", bias_along=axis)
+        assert float(cp.abs(out - ref).max()) == 0.0, (axis, bdt, oo)
