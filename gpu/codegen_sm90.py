@@ -645,10 +645,7 @@ def _tma_loads_ir(
         if c2 is None:
             out.append(kir.TmaLoad(dst, tmap, c0, c1, bar, claim, cc, mask=mask))
         else:
-            if not batched_kernels_available():
-                raise GemmConfigError("batched kernel: this kernel IR has no rank-3 TMA load (TmaLoad.c2)")
-            kw: Dict[str, Any] = {"c2": c2}  # the batch coordinate of a rank-3 tensor map
-            out.append(kir.TmaLoad(dst, tmap, c0, c1, bar, claim, cc, mask=mask, **kw))
+            out.append(kir.TmaLoad(dst, tmap, c0, c1, bar, claim, cc, mask=mask, c2=c2))
     return out
 
 
