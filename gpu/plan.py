@@ -95,6 +95,12 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
 #: pick was within 1.09x of the fastest candidate (geometric mean 1.02x).
 SPLITK_MODEL: Dict[str, Any] = {
     "fixup_us": 2.5,
+    # the serial reduction (reduction="serial": the last unit of each tile sums the planes in
+    # the split kernel): no second launch, a reducer's tail per tile instead
+    "serial_us": 1.0,
+    # decode shapes: split also where the output is at most this many rows (each tile then
+    # streams a whole K panel of B; the unsplit pick's tile count does not gate them)
+    "decode_m": 64,
     "fixup_gbs": 2000.0,
     "hbm_gbs": 8000.0,
     "margin": 1.1,
@@ -104,15 +110,18 @@ SPLITK_MODEL: Dict[str, Any] = {
 }
 
 
-def splitk_candidates(m: int, n: int, k: int, base: Sequence[Any], sms: int = 132) -> Tuple[Any, ...]:
+def splitk_candidates(
+    m: int, n: int, k: int, base: Sequence[Any], sms: int = 132, reduction: str = "serial"
+) -> Tuple[Any, ...]:
     """Split-K variants of the warp-specialized, cluster-free configurations in ``base``
     for this shape: only where the output has fewer tiles than ``sms``, the split keeps the
     units (tiles x splits) within one wave, and every chunk has at least
-    ``SPLITK_MODEL["min_kblocks"]`` k-blocks; none when ``m`` exceeds the fix-up grid's
-    65535 rows."""
+    ``SPLITK_MODEL["min_kblocks"]`` k-blocks.  ``reduction``: ``"serial"`` (the planes
+    summed in the split kernel by each tile's last unit) or ``"kernel"`` (a fix-up kernel;
+    none when ``m`` exceeds its grid's 65535 rows)."""
     from .splitk import SplitKConfig
 
-    if m > 65535:
+    if m > 65535 and reduction == "kernel":
         return ()
     kt = -(-k // 64)
     out: List[Any] = []
@@ -124,7 +133,7 @@ def splitk_candidates(m: int, n: int, k: int, base: Sequence[Any], sms: int = 13
             continue
         for sp in SPLITK_MODEL["splits"]:
             if tiles * sp <= sms and kt >= sp * SPLITK_MODEL["min_kblocks"]:
-                out.append(SplitKConfig(cfg, sp))
+                out.append(SplitKConfig(cfg, sp, reduction))
     return tuple(out)
 
 
@@ -215,7 +224,8 @@ def estimate_us(
         # bandwidth (fitted: L2 keeps part of them between calls)
         floor = (m + n) * k * 2 / (SPLITK_MODEL["hbm_gbs"] * 1e3)
         fix = (splits * 4 + 2) * m * n / (SPLITK_MODEL["fixup_gbs"] * 1e3)
-        return max(t, floor) + SPLITK_MODEL["fixup_us"] + fix
+        serial = getattr(cfg, "reduction", "kernel") == "serial"
+        return max(t, floor) + SPLITK_MODEL["serial_us" if serial else "fixup_us"] + fix
     rates = model["rates"]
     rate, fixed = rates.get(cfg.key(), min(rates.values()))
     cl = getattr(cfg, "cluster", 1)
@@ -267,7 +277,7 @@ def choose_config(
         # most SPLITK_MODEL["gate"] of them) and the model says it gains a margin
         cfg = best[2]
         tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
-        if tiles <= SPLITK_MODEL["gate"] * sms:
+        if tiles <= SPLITK_MODEL["gate"] * sms or m <= SPLITK_MODEL["decode_m"]:
             sk = _fastest(splitk_candidates(m, n, k, candidates, sms), m, n, k, sms)
             if sk is not None and sk[0] * SPLITK_MODEL["margin"] < best[0]:
                 return sk[2]

@@ -265,10 +265,12 @@ def splitk_kernels_for(config: Any, problem: GemmProblem, *, disk: bool = True) 
         return hit
     pg = _kernel_path(config.key(), problem)
     pr = _kernel_path(config.key() + "_fixup", problem)
+    serial = getattr(config, "reduction", "kernel") == "serial"  # no fix-up kernel
     pair = None
     if disk:
-        g, r = _load_kernel(pg, config, problem), _load_kernel(pr, config, problem)
-        if g is not None and r is not None:
+        g = _load_kernel(pg, config, problem)
+        r = None if serial else _load_kernel(pr, config, problem)
+        if g is not None and (serial or r is not None):
             pair = (g, r)
     if pair is None:
         from .splitk import generate_splitk
@@ -277,7 +279,8 @@ def splitk_kernels_for(config: Any, problem: GemmProblem, *, disk: bool = True) 
         pair = (kk.gemm, kk.reduce)
         if disk:
             _store_kernel(pg, kk.gemm)
-            _store_kernel(pr, kk.reduce)
+            if kk.reduce is not None:
+                _store_kernel(pr, kk.reduce)
     _SPLITK[key] = pair
     return pair
 
@@ -714,18 +717,26 @@ class GemmPlan:
                     "kernel (compute capability 9.0 with cuda-python; an Sm90Config with "
                     "loader='tma', schedule='ws')"
                 )
-            cfg = EpilogueConfig(
-                base, self.activation, self.alpha_beta, self.bias_along, self.bias_dtype
-            ).validate()
+            plain_bias = (self.bias_along, self.bias_dtype) == ("n", "f32")
+            if isinstance(cfg, SplitKConfig) and cfg.reduction == "serial" and plain_bias:
+                # split-K with the serial reduction: its reducer applies the epilogue (G1)
+                from dataclasses import replace
+
+                cfg = replace(cfg, activation=self.activation, alpha_beta=self.alpha_beta)
+                cfg = cfg.validate()
+            else:
+                cfg = EpilogueConfig(
+                    base, self.activation, self.alpha_beta, self.bias_along, self.bias_dtype
+                ).validate()
         self.config, self.problem = cfg, prob
 
         splits = cfg.splits if isinstance(cfg, SplitKConfig) else 1
         self.splits = splits
         fix = None
         if splits > 1:
-            if m > 65535:
+            if m > 65535 and cfg.reduction == "kernel":
                 raise GemmInputError(f"gemm: split-K's fix-up runs one grid row per C row: M={m} > 65535")
-            kern, fix = splitk_kernels_for(cfg, prob)
+            kern, fix = splitk_kernels_for(cfg, prob)  # fix: None for the serial reduction
         else:
             kern = kernel_for(cfg, prob)
         rk = compile_kernel(kern)
@@ -774,6 +785,15 @@ class GemmPlan:
             statics = {3: m, 4: n, 5: K, 6: A.ld, 7: B.ld, 8: ldc}
             self._ic = 2
         self._icv = len(kinds) - 1
+        self._iout = -1
+        if splits > 1 and fix is None:  # serial split-K: the output D, its row stride, the counters
+            kinds += ["ptr", "i64", "ptr"]
+            self._iout = len(kinds) - 3
+            statics[self._iout + 1] = ldc
+            # one counter per (warpgroup, tile), zeroed once: each tile's reducer resets its own
+            tiles_mn = -(-m // cfg.bm) * -(-n // cfg.bn)
+            self._counters = cupy.zeros(cfg.base.warpgroups * tiles_mn, dtype=cupy.uint32)
+            statics[self._iout + 2] = self._counters.data.ptr
         self._ibias = -1
         self._zero_bias = None
         if self.activation is not None:  # the bias pointer follows c_vec
@@ -910,6 +930,8 @@ class GemmPlan:
                 pbuf.set(1, pb_)
             pbuf.set(self._ic, pk)
             pbuf.set(self._icv, cvec)
+            if self._iout >= 0:  # serial split-K: the reducer writes C
+                pbuf.set(self._iout, pc)
             if self._ibias >= 0:
                 bvec = bias if bias is not None else self._zero_bias
                 if bvec is None:
@@ -940,6 +962,10 @@ class GemmPlan:
             else:
                 tgt = target if self._ws is None else self._ws
                 args = self._args(xa, xb, tgt, cvec)
+                if self._iout >= 0:
+                    import numpy as np
+
+                    args += (target, np.int64(self._ldc), self._counters)
                 if self._ibias >= 0:
                     args += (bias if bias is not None else self._zero_bias,)
                 if self.alpha_beta:
@@ -1702,7 +1728,7 @@ def config_from_entry(entry: Any) -> Optional[Any]:
         if isinstance(d.get("swizzle"), list):
             d["swizzle"] = tuple(d["swizzle"])
         if kind == "splitk":
-            return SplitKConfig(Sm90Config(**d["base"]), int(d["splits"]))
+            return SplitKConfig(Sm90Config(**d["base"]), int(d["splits"]), str(d.get("reduction", "kernel")))
         if kind == "sm90":
             return Sm90Config(**d)
         if kind == "sm80":

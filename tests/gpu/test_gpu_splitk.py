@@ -214,6 +214,8 @@ def fake_tma(monkeypatch, tmp_path):
         return _FakeCupy.empty(cp, shape, dtype, order)
 
     cp.empty = empty
+    cp.uint32 = np.uint32
+    cp.zeros = empty  # the fake's memory holds nothing: zeros is empty
     runtime._sm_count_of.cache_clear()
     yield cp
     runtime._sm_count_of.cache_clear()
@@ -240,12 +242,91 @@ def test_fake_splitk_plan_launches_the_split_kernel_then_the_fixup(fake_tma):
     assert isinstance(runtime.last_launch["config"], SplitKConfig)
 
 
+SERIAL = SplitKConfig(Sm90Config(bm=64, bn=128, stages=8, **WS), 4, "serial")
+
+
+def test_fake_serial_splitk_plan_is_one_launch_with_the_output_and_counters(fake_tma):
+    cp = fake_tma
+    m, n, k = 16, 4096, 4096
+    a, b = cp.array((m, k)), cp.array((k, n))
+    c = runtime.gemm(a, b, config=SERIAL)
+    plan = runtime.last_launch["plan"]
+    (g,) = cp.launches  # no fix-up kernel
+    assert g["kinds"] == ["tmap", "tmap", "ptr", "i32", "i32", "i32", "i64", "i32", "ptr", "i64", "ptr"]
+    ws = plan._ws.data.ptr
+    # partials into the workspace (row stride n); the reducer writes C (row stride n); the
+    # counters: one per (warpgroup, tile), allocated zeroed once
+    assert g["values"][2:] == [ws, m, n, k, n, 1, c.data.ptr, n, plan._counters.data.ptr]
+    assert plan._counters.shape == (1, SERIAL.base.warpgroups * (n // SERIAL.bn))
+    assert plan._fix is None
+    runtime.gemm(a, b, config=SERIAL)
+    assert len(cp.launches) == 2 and cp.launches[1]["values"][-1] == plan._counters.data.ptr
+    # the rule picks the serial split-K for this decode shape by itself
+    runtime.gemm(a, b)
+    got = runtime.last_launch["config"]
+    assert isinstance(got, SplitKConfig) and got.reduction == "serial"
+
+
+def test_fake_serial_splitk_with_the_epilogue_passes_bias_after_the_counters(fake_tma):
+    cp = fake_tma
+    m, n, k = 16, 4096, 4096
+    a, b = cp.array((m, k)), cp.array((k, n))
+    bias = cp.empty((1, n), np.float32)
+    bias.shape, bias.strides = (n,), (4,)
+    runtime.gemm(a, b, config=SERIAL, bias=bias, activation="silu")
+    cfg = runtime.last_launch["config"]
+    assert cfg == SplitKConfig(SERIAL.base, 4, "serial", "silu")
+    g = cp.launches[-1]
+    assert g["kinds"][8:] == ["ptr", "i64", "ptr", "ptr"] and g["values"][-1] == bias.data.ptr
+
+
+def test_serial_config_rules_and_keys():
+    assert SERIAL.key() == "sm90_64x128x64_s8_g8_tma_ws_sk4s"
+    ep = SplitKConfig(SERIAL.base, 4, "serial", "gelu", True)
+    assert ep.validate().key() == "sm90_64x128x64_s8_g8_tma_ws_sk4s_biasgelu_ab"
+    for bad in (
+        SplitKConfig(SERIAL.base, 4, "tree"),
+        SplitKConfig(SERIAL.base, 4, "kernel", "relu"),  # the epilogue needs the serial reduction
+        SplitKConfig(SERIAL.base, 4, "serial", "tanh"),
+        SplitKConfig(SERIAL.base, 4, "serial", None, True),
+    ):
+        with pytest.raises(GemmConfigError):
+            bad.validate()
+    import json
+
+    for cfg in (SERIAL, CFG):
+        assert runtime.config_from_entry(json.loads(json.dumps(runtime.config_entry(cfg)))) == cfg
+
+
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 4096, 4096), (1, 4096, 11008), (16, 8192, 8192)])
+def test_the_rule_picks_the_serial_splitk_for_decode_shapes(shape):
+    cfg = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True)
+    assert isinstance(cfg, SplitKConfig) and cfg.reduction == "serial", cfg.key()
+
+
 # ============================================================================ nvcc
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 def test_split_and_fixup_sources_compile_for_sm90a_without_spills(tmp_path):
     kk = generate_splitk(SplitKConfig(Sm90Config(bm=128, bn=128, stages=6, **WS), 3), GemmProblem("k", "k"))
     _nvcc_sm90a(kk.gemm.source, tmp_path)
     _nvcc_sm90a(kk.reduce.source, tmp_path)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize(
+    "cfg, prob",
+    [
+        (SplitKConfig(Sm90Config(bm=128, bn=128, stages=6, **WS), 3, "serial"), GemmProblem("k", "k")),
+        (
+            SplitKConfig(Sm90Config(bm=64, bn=256, stages=5, **WS), 8, "serial", "gelu", True),
+            GemmProblem("k", "n", dtype="bf16", out_dtype="bf16"),
+        ),
+    ],
+)
+def test_serial_splitk_sources_compile_for_sm90a_without_spills(tmp_path, cfg, prob):
+    kk = generate_splitk(cfg, prob)
+    assert kk.reduce is None
+    _nvcc_sm90a(kk.gemm.source, tmp_path)
 
 
 # ============================================================================ on a GPU
@@ -291,6 +372,56 @@ def test_gpu_splitk_plan_under_cuda_graph_capture():
     a, b = _ints(cp, (m, k), 3), _ints(cp, (k, n), 4)
     c = cp.full((m, n), cp.nan, dtype=cp.float32)
     plan = runtime.gemm_plan(a, b, c, out_dtype="f32", config=CFG)
+    plan(a, b, c)
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        s.begin_capture()
+        plan(a, b, c)
+        g = s.end_capture()
+    for seed in range(3):
+        a[...] = _ints(cp, (m, k), 30 + seed)
+        b[...] = _ints(cp, (k, n), 40 + seed)
+        c.fill(cp.nan)
+        cp.cuda.Device().synchronize()
+        g.launch(stream=s)
+        s.synchronize()
+        assert float(cp.abs(c - a.astype(cp.float64) @ b.astype(cp.float64)).max()) == 0.0, seed
+
+
+@gpu
+@pytest.mark.parametrize(
+    "cfg",
+    [SERIAL, SplitKConfig(Sm90Config(bm=128, bn=128, stages=6, **WS), 3, "serial")],
+)
+@pytest.mark.parametrize("m, n, k", [(1, 4096, 4096), (37, 45, 51), (130, 260, 1000)])
+def test_gpu_serial_splitk_matches_float64_on_every_call(cfg, m, n, k):
+    cp = pytest.importorskip("cupy")
+    if cp.cuda.Device().compute_capability != "90" or not runtime.tma_available():
+        pytest.skip("split-K runs the TMA kernels of sm_90")
+    for call in range(3):  # calls 2 and 3 run on the counters the first left (reset to 0)
+        a, b = _ints(cp, (m, k), m + k + call), _ints(cp, (k, n), n + call)
+        c = cp.full((m, n), cp.nan, dtype=cp.float32)
+        runtime.gemm(a, b, c, config=cfg, out_dtype="f32")
+        ref = a.astype(cp.float64) @ b.astype(cp.float64)
+        assert not bool(cp.isnan(c).any()), (cfg.key(), call)
+        assert float(cp.abs(c - ref).max()) == 0.0, (cfg.key(), m, n, k, call)
+    plan = runtime.last_launch["plan"]
+    assert int(plan._counters.sum()) == 0  # every tile's reducer reset its counter
+    bias = cp.arange(n, dtype=cp.float32) - n / 2
+    c = cp.full((m, n), cp.nan, dtype=cp.float32)
+    runtime.gemm(a, b, c, config=cfg, out_dtype="f32", bias=bias, activation="relu")
+    assert float(cp.abs(c - cp.maximum(ref + bias[None, :], 0)).max()) == 0.0
+
+
+@gpu
+def test_gpu_serial_splitk_plan_under_cuda_graph_capture():
+    cp = pytest.importorskip("cupy")
+    if cp.cuda.Device().compute_capability != "90" or not runtime.tma_available():
+        pytest.skip("split-K runs the TMA kernels of sm_90")
+    m, n, k = 16, 2048, 4096
+    a, b = _ints(cp, (m, k), 3), _ints(cp, (k, n), 4)
+    c = cp.full((m, n), cp.nan, dtype=cp.float32)
+    plan = runtime.gemm_plan(a, b, c, out_dtype="f32", config=SERIAL)
     plan(a, b, c)
     s = cp.cuda.Stream(non_blocking=True)
     with s:
