@@ -37,7 +37,7 @@ overlap check sums exactly the returned footprints, and the concatenation.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.layout import Layout
 from layoutproof.verify import Result
@@ -65,10 +65,7 @@ def leaf_walk() -> Callable[..., Tuple[List[Any], List[Any], Dict[int, Any]]]:
     """The leaf walk of ``symops.composition`` (the function it calls once per leaf of B)."""
     from layoutproof.symbolic import symops
 
-    fn = getattr(symops, "compose_leaf", None)
-    if fn is None:  # before the public name: the same function under its module-private name
-        fn = getattr(symops, "_leaf")  # noqa: B009 - read once, see the module docstring
-    return fn  # type: ignore[no-any-return]  # a module attribute read by name is Any to mypy
+    return symops.compose_leaf
 
 
 def _prefixes(shape: Sequence[Any]) -> List[Any]:
@@ -183,6 +180,159 @@ def leaf_instances(ranks: Sequence[int], what: str = "step") -> List[cs.Instance
     return out
 
 
+# ----------------------------------------------------------------------------- exactness
+class _NeedProbe:
+    """Records each side condition the leaf walk hands to ``need`` (its name, the SymPy
+    condition and where), then lets the real ``need`` decide.  Read-only: the walk runs
+    unchanged (``need`` is looked up in the walk's module, which the probe patches for the
+    duration of one run); the proof uses the recorded values of the refusal's stage."""
+
+    def __init__(self, walk: Callable[..., Any]) -> None:
+        self.calls: List[Tuple[str, Any, str]] = []
+        self._module: Dict[str, Any] = walk.__globals__
+
+    def __enter__(self) -> "_NeedProbe":
+        real = self._real = self._module["need"]
+
+        def need(cond: Any, *, op: str, condition_name: str, where: str = "", concrete: Any = None) -> None:
+            self.calls.append((condition_name, cond, where))
+            real(cond, op=op, condition_name=condition_name, where=where, concrete=concrete)
+
+        self._module["need"] = need
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._module["need"] = self._real
+
+
+def _shape_stage(cond: Any, where: str) -> Optional[Tuple[Any, Any, int]]:
+    """(rest_n, m, i) of a refused shape-divisibility condition ``rest_n <= m or ...`` at
+    A's mode i (the left operand of the condition's ``<=``); None when it has another form."""
+    import re
+
+    sp = _sp()
+    hit = re.search(r"A's mode (\d+)", where)
+    if hit is None:
+        return None
+    les = [a for a in (cond.args if isinstance(cond, sp.Or) else (cond,)) if isinstance(a, sp.Le)]
+    if not les:
+        return None
+    return les[0].lhs, les[0].rhs, int(hit.group(1))
+
+
+def _refused_for_shape(tag: str, err: Any, calls: List[Tuple[str, Any, str]]) -> bool:
+    """Did the walk stop at its shape-divisibility condition?  Inadmissible (the integer
+    path confirmed a failure), or undecided because the integer path succeeded at the
+    assignment tried (then the condition was refuted on the path all the same)."""
+    from layoutproof.symbolic import as_python
+
+    if tag == "inadmissible":
+        return getattr(err, "condition", None) == "shape divisibility"
+    if tag == "undecided" and calls and calls[-1][0] == "shape divisibility":
+        return getattr(err, "condition", None) == as_python(calls[-1][1])
+    return False
+
+
+def exact_instance(A: Layout, n: Any, r: Any, walk: Optional[Callable[..., Any]] = None) -> cs.Instance:
+    """Exactness of the leaf walk's shape-divisibility refusals, every path: where the walk
+    refuses at A's mode i with ``rest_n`` steps left, ``m`` of them inside the mode, the
+    path implies the certificate of Lemma L1 (docs in :data:`EXACT_STATEMENT`):
+    ``rest_n > m``, ``m`` does not divide ``rest_n``, and the function breaks at ``m``:
+    ``Ad_{i+1} != As_i Ad_i`` (A's modes i and i+1 do not merge)."""
+    from layoutproof.errors import InadmissibleError, UndecidableConditionError
+    from layoutproof.symbolic import symops
+
+    fa, da = sx.flat_modes(A)
+    Bleaf = Layout.trusted(n, r)
+    run_walk = walk if walk is not None else leaf_walk()
+    conc = _integer_composition(A, Bleaf)
+
+    def fn() -> Any:
+        As, Ad = symops.coalesce_flat(tuple(fa), tuple(da), keep_last=True)
+        with _NeedProbe(run_walk) as probe:
+            try:
+                ms, md, occ = run_walk(As, Ad, n, r, -1, conc)
+            except InadmissibleError as e:
+                return "inadmissible", As, Ad, e, list(probe.calls)
+            except UndecidableConditionError as e:  # a refusal the integer path does not confirm
+                return "undecided", As, Ad, e, list(probe.calls)
+        return "admissible", As, Ad, cs.lay(ms, md), []
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        sp = _sp()
+        tag, As, Ad, err, calls = cx.path.value
+        if not _refused_for_shape(tag, err, calls):
+            return [], z3.BoolVal(True)  # the statement is about shape-divisibility refusals
+        _name, cond, where = calls[-1]
+        stage = _shape_stage(cond, where)
+        if stage is None:
+            raise sx.NoPlacement(f"the refusal's stage is not readable from {cond!r} at {where!r}")
+        rest_n, m, i = stage
+        e = cx.enc
+        return [], z3.And(
+            e.t(rest_n) > e.t(m),
+            e.t(sp.Mod(rest_n, m)) != 0,
+            e.t(Ad[i + 1]) != e.t(As[i]) * e.t(Ad[i]),
+        )
+
+    def confirm(asg: Dict[str, int], p: sx.Path) -> Optional[str]:
+        from layoutproof import ops
+        from layoutproof.verify import postcondition
+
+        try:
+            A2, B2 = A.subs(asg), Bleaf.subs(asg)
+            R = ops.composition(A2, B2)
+        except Exception:  # noqa: BLE001 - refused on the integers too: not a counterexample
+            return None
+        if postcondition("composition", R, A2, B2).status == "refuted":
+            return None
+        return f"the walk refused composition({A2}, {B2}) for shape divisibility, yet {R} is that composition"
+
+    return cs.Instance(f"A rank {len(fa)}", fn, build, confirm, need_result=False, skip_trivial=True)
+
+
+def first_break_lemma_check(
+    extents: Sequence[int] = (1, 2, 3, 4), rank: int = 3, strides: Sequence[int] = tuple(range(-3, 4))
+) -> Tuple[int, List[str]]:
+    """Lemma L1, exhaustively on small layouts (a supplement to its proof in the statement):
+    for every flat layout R of rank <= ``rank`` and every m with 2 <= m < size(R), if
+    R(j) == j R(1) for j < m and R(m) != m R(1), then m is a product of R's first extents
+    (its unit modes left out), so m divides size(R).  Returns (cases where the premise
+    holds, violations)."""
+    import itertools
+
+    from layoutproof import Layout as L
+
+    cases = 0
+    bad: List[str] = []
+    for k in range(1, rank + 1):
+        for shape in itertools.product(extents, repeat=k):
+            for stride in itertools.product(strides, repeat=k):
+                R = L(shape, stride) if k > 1 else L(shape[0], stride[0])
+                n = R.size
+                v = [R(j) for j in range(n)]
+                pref = {1}
+                p = 1
+                for t in shape:
+                    p *= t
+                    pref.add(p)
+                for m in range(2, n):
+                    if all(v[j] == j * v[1] for j in range(m)) and v[m] != m * v[1]:
+                        cases += 1
+                        if m not in pref or n % m:
+                            bad.append(f"{R}, m = {m}")
+    return cases, bad
+
+
+def exact_instances(ranks: Sequence[int]) -> List[cs.Instance]:
+    out = []
+    for a in ranks:
+        A, n, r = _leaf_operands(a)
+        out.append(exact_instance(A, n, r))
+    return out
+
+
 # ----------------------------------------------------------------------------- the theorems
 #: A ranks of the leaf lemma + step: the main job, and `layoutproof prove --all`
 LEAF_MAIN = (1, 2)
@@ -201,7 +351,9 @@ def _direct(pairs: Sequence[Tuple[int, int]]) -> List[Tuple[Layout, Layout]]:
 def _post_check() -> List[Result]:
     full = cs.full_scope()
     leaf = leaf_instances(LEAF_ALL if full else LEAF_MAIN, "step")
-    pairs = ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2)) if full else ((1, 1), (2, 1), (1, 2))
+    # the main job's direct runs: one leaf and two leaves through the whole composition (the
+    # leaf walk at A rank 2 is the leaf lemma's); every one with --all
+    pairs = ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2)) if full else ((1, 1), (1, 2))
     direct = [cs.composition_instance(A, B) for A, B in _direct(pairs)]
     return cs.prove("R(c) == Â(B(c)) for a B of every rank (leaf induction)", leaf) + cs.prove(
         "R(c) == A(B(c))", direct
@@ -213,6 +365,37 @@ def _size_check() -> List[Result]:
     direct = [cs.composition_size_instance(A, B) for A, B in _direct(((1, 1), (2, 1), (1, 2)))]
     return cs.prove("size of every leaf's result == its extent", leaf) + cs.prove(
         "size(A o B) == size(B)", direct
+    )
+
+
+EXACT_MAIN = (1, 2)
+EXACT_ALL = (1, 2, 3)
+
+EXACT_STATEMENT = (
+    "Where the leaf walk of composition(A, n:r) refuses for shape divisibility (at A's mode i, rest_n "
+    "steps of the leaf left, m of them inside the mode), no layout R of size n has R(j) == Â(r j) for "
+    "every j < n. Machine-checked on every path of the real walk (the refusal's rest_n, m, i read from "
+    "the condition it tests): rest_n > m, m does not divide rest_n, and Ad_{i+1} != As_i Ad_i (Â's modes "
+    "i and i+1 do not merge, so the function breaks at m). By hand: Lemma L1 -- if a layout R of size N "
+    "has R(j) == j*R(1) for j < m and R(m) != m*R(1), 2 <= m < N, then m is a product of R's first "
+    "extents (else m = a P_k + b with P_k < m < P_(k+1), 0 < a, b < P_k, and R(m) = a R(P_k) + R(b) = "
+    "m R(1)), so m divides N; checked exhaustively as a supplement (every flat R of rank <= 3, extents "
+    "1-4, strides -3..3: first_break_lemma_check). The walk's stages: below the refusing mode each full "
+    "take of m_k < rest_n_k points breaks at m_k (the same non-merge fact), so by L1 R splits there and "
+    "its upper part R'(j) = R(m_k j) has size rest_n_k / m_k and the function of the walk's next stage; "
+    "skipped modes leave R as it is; at the refusing stage the function is j -> j r' Ad_i for j < m and "
+    "Ad_{i+1} at m, and L1 gives m | rest_n: a contradiction. The stages' structure is read off "
+    "compose_leaf. Refusals for stride divisibility are NOT exact (CuTe's conditions are sufficient "
+    "there): A = (4,8):(1,5), B = 4:6 fails them (neither 4 | 6 nor 6 | 4), yet A o B = (2,2):(7,15), "
+    "which the integer composition finds by evaluation; the symbolic walk refuses there with an "
+    "undecided condition (never a false InadmissibleError), since its refusal is confirmed on integers"
+)
+
+
+def _exact_check() -> List[Result]:
+    return cs.prove(
+        "shape-divisibility refusal => no layout is A o B",
+        exact_instances(EXACT_ALL if cs.full_scope() else EXACT_MAIN),
     )
 
 
@@ -260,7 +443,7 @@ def _build() -> List["Theorem"]:
         "Direct symbolic execution of the whole composition at small ranks is a supplement",
         _post_check,
         f"A rank {_ranks(LEAF_MAIN)} x B of every rank (leaf induction; B's leaves: {_NONNEG}) and direct "
-        "execution at A x B 1x1, 2x1, 1x2 in `layoutproof prove`; A rank "
+        "execution at A x B 1x1, 1x2 in `layoutproof prove`; A rank "
         f"{_ranks(LEAF_ALL)} x B of every rank (so 3x3 included) and direct execution at 1x1, 2x1, 3x1, "
         "1x2, 2x2 with `layoutproof prove --all`",
         f"A: {_EXT}, {_ANY}; B: {_EXT}, {_NONNEG} (leaf induction; direct runs: {_POS})",
@@ -278,7 +461,18 @@ def _build() -> List["Theorem"]:
         "runs with `layoutproof prove --all`",
         f"A: {_EXT}, {_ANY}; B: {_EXT}, {_NONNEG} (by leaves; direct runs: {_POS})",
     )
-    return [post, size]
+    exact = _theorem(
+        "sym.composition-exact",
+        "composition refuses for shape divisibility only where no layout is A o B",
+        EXACT_STATEMENT,
+        _exact_check,
+        f"A rank {_ranks(EXACT_MAIN)} x one leaf n:r in `layoutproof prove`; A rank {_ranks(EXACT_ALL)} "
+        "x one leaf with `layoutproof prove --all`; by the leaves, every B whose refusal is a leaf's (the overlap "
+        "check's refusals are not covered); refusals for stride divisibility are not exact (see the "
+        "statement) and not claimed",
+        f"A: {_EXT}, {_ANY}; the leaf: extent a positive integer, stride a non-negative integer",
+    )
+    return [post, size, exact]
 
 
 THEOREMS = _build()

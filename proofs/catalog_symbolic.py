@@ -183,6 +183,9 @@ class Instance:
     #: a path where the operation refuses (a LayoutError other than InadmissibleError) makes
     #: the theorem unknown instead of being set aside: for statements about every path
     strict: bool = False
+    #: a path whose claim is the literal True (outside the statement, e.g. a returning path
+    #: of a statement about refusals) gets no obligation at all (counted as such)
+    skip_trivial: bool = False
 
 
 def _model_for(path: sx.Path, model: Dict[str, int], operands: Sequence[Layout]) -> Dict[str, int]:
@@ -205,6 +208,8 @@ def _discharge_path(
         context, goal = inst.build(cx)
     except sx.NoPlacement as e:
         return [], f"no digit placement ({e}) under {p.condition_text()}", None
+    if inst.skip_trivial and not context and _z3().is_true(goal):
+        return [], None, None
     context = context + dg.constraints(enc)
     whole = integral(enc, p.value)  # the result's leaves are integers on the path
     if whole:

@@ -1,0 +1,166 @@
+"""Composition for every rank of B (induction over B's leaves) and the exactness of its
+shape-divisibility refusals (issue 15; proofs/catalog_composition_induction.py)."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+
+sp = pytest.importorskip("sympy")
+z3 = pytest.importorskip("z3")
+
+from layoutproof import Layout, ops  # noqa: E402
+from layoutproof.proofs import catalog_composition_induction as ci  # noqa: E402
+from layoutproof.proofs import catalog_symbolic as cs  # noqa: E402
+from layoutproof.proofs import symexec as sx  # noqa: E402
+from layoutproof.proofs.catalog import get  # noqa: E402
+from layoutproof.verify import postcondition  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+SYMOPS = REPO / "algebra" / "symbolic" / "symops.py"
+
+
+def _symops_with(original: str, replacement: str, *more: str) -> types.ModuleType:
+    """symops with snippets replaced (a planted bug), as its own module: ``original`` by
+    ``replacement``, then each further pair of ``more`` likewise."""
+    src = SYMOPS.read_text()
+    pairs = [(original, replacement)] + list(zip(more[::2], more[1::2]))
+    for a, b in pairs:
+        assert src.count(a) == 1, a
+        src = src.replace(a, b)
+    mod = types.ModuleType("layoutproof._symops_p1_mutant")
+    mod.__package__ = "layoutproof.symbolic"
+    exec(compile(src, "<symops mutant>", "exec"), mod.__dict__)
+    return mod
+
+
+# ----------------------------------------------------------------------------- the induction
+def test_leaf_lemma_and_step_are_proved_on_every_path():
+    for inst in ci.leaf_instances((1, 2)):
+        (r,) = cs.prove("leaf", [inst])
+        assert r.status == "proved", str(r)
+        assert r.obligations and all(o.verdict == "unsat" for o in r.obligations)
+
+
+def test_the_leaf_walk_is_the_one_composition_calls():
+    from layoutproof.symbolic import symops
+
+    assert ci.leaf_walk() is symops.compose_leaf
+    # composition = one walk per leaf, then the overlap check: a B of two leaves gives the
+    # two walks' results side by side
+    M = sp.Symbol("M", integer=True, positive=True)
+    A = Layout((4, M), (1, 16))
+    B = Layout((2, 3), (1, 4))
+    R = symops.composition(A, B)
+    As, Ad = symops.coalesce_flat((4, M), (1, 16), keep_last=True)
+    parts = [
+        symops.compose_leaf(As, Ad, n, r, k, lambda a: None) for k, (n, r) in enumerate([(2, 1), (3, 4)])
+    ]
+    assert [lf[0][0] for lf in parts] == list(R.shape) and [lf[1][0] for lf in parts] == list(R.stride)
+
+
+def test_a_wrong_footprint_fails_the_leaf_lemma():
+    """The walk reporting a footprint one short (occ[i] too small) breaks the lemma that
+    closes the induction: refuted with a model the integer post-condition does not refute,
+    so the theorem is unknown or refuted -- never proved."""
+    bad = _symops_with("occ[i] = _num(rest_r * (take - 1))", "occ[i] = _num(rest_r * (take - 2))")
+    A, n, r = ci._leaf_operands(2)
+    inst = ci.leaf_instance(A, n, r, "lemma")
+    inst = cs.Instance(
+        inst.label,
+        lambda: _run_with(bad, A, n, r),
+        inst.build,
+        inst.confirm,
+    )
+    (res,) = cs.prove("leaf lemma", [inst])
+    assert res.status != "proved", str(res)
+
+
+def _run_with(mod, A, n, r):
+    fa, da = sx.flat_modes(A)
+    As, Ad = mod.coalesce_flat(tuple(fa), tuple(da), keep_last=True)
+    ms, md, occ = mod.compose_leaf(As, Ad, n, r, -1, ci._integer_composition(A, Layout.trusted(n, r)))
+    return As, Ad, cs.lay(ms, md), dict(occ)
+
+
+def test_a_planted_bug_in_the_leaf_walk_refutes_the_leaf_lemma():
+    """A wrong stride for the mode a leaf takes: the lemma (R_leaf(c) == Â(c r)) is refuted
+    with an assignment that the integer post-condition confirms."""
+    bad = _symops_with(
+        "md.append(_num(rest_r * Ad[i]))\n        occ[i] = _num(rest_r * (take - 1))",
+        "md.append(_num(Ad[i]))\n        occ[i] = _num(rest_r * (take - 1))",
+    )
+    A, n, r = ci._leaf_operands(2)
+    inst = ci.leaf_instance(A, n, r, "lemma")
+    inst = cs.Instance(inst.label, lambda: _run_with(bad, A, n, r), inst.build, inst.confirm)
+    (res,) = cs.prove("leaf lemma", [inst])
+    assert res.status == "refuted", str(res)
+    asg = res.counterexample.assignment
+    A2 = A.subs(asg)
+    B2 = Layout.trusted(n, r).subs(asg)
+    ms, md, _occ = bad.compose_leaf(
+        *bad.coalesce_flat(*(tuple(x) for x in sx.flat_modes(A2)), keep_last=True),
+        B2.shape,
+        B2.stride,
+        -1,
+        lambda a: None,
+    )
+    R2 = Layout(ms[0], md[0]) if len(ms) == 1 else Layout(tuple(ms), tuple(md))
+    assert postcondition("composition", R2, A2, B2).status == "refuted"
+
+
+# ----------------------------------------------------------------------------- exactness
+def test_shape_divisibility_refusals_are_exact():
+    (r,) = cs.prove("exact", ci.exact_instances((2,)))
+    assert r.status == "proved", str(r)
+    assert r.obligations, "the rank-2 walk has a shape-divisibility refusal to prove"
+
+
+def test_first_break_lemma_holds_on_small_layouts():
+    cases, bad = ci.first_break_lemma_check(extents=(1, 2, 3, 4), rank=3, strides=tuple(range(-2, 3)))
+    assert cases > 1000 and bad == []
+
+
+def test_a_walk_that_refuses_too_often_fails_exactness_with_a_concrete_assignment():
+    """A wrong divisibility test in the shape stage (m*m | rest_n instead of m | rest_n, in
+    the test and in the condition it then requires) refuses where m divides rest_n:
+    exactness is refuted, and at the model's integers the (exact) integer composition
+    returns a layout meeting the post-condition."""
+    bad = _symops_with(
+        "even = dvd(m, rest_n)",
+        "even = dvd(_num(m * m), rest_n)",
+        "cond = sp.Or(sp.Le(rest_n, m), _dvd_cond(m, rest_n))",
+        "cond = sp.Or(sp.Le(rest_n, m), _dvd_cond(m * m, rest_n))",
+    )
+    A, n, r = ci._leaf_operands(2)
+    inst = ci.exact_instance(A, n, r, walk=bad.compose_leaf)
+    (res,) = cs.prove("exact", [inst])
+    assert res.status == "refuted", str(res)
+    asg = res.counterexample.assignment
+    A2, B2 = A.subs(asg), Layout.trusted(n, r).subs(asg)
+    R = ops.composition(A2, B2)
+    assert postcondition("composition", R, A2, B2).status != "refuted"
+    assert "path:" in res.counterexample.detail
+
+
+def test_stride_divisibility_refusals_are_not_exact():
+    """CuTe's stride divisibility is only sufficient: A = (4,8):(1,5), B = 4:6 fails it,
+    yet a layout is A o B; the symbolic walk does not call that inadmissible."""
+    from layoutproof.errors import InadmissibleError, UndecidableConditionError
+    from layoutproof.symbolic import symops
+
+    A, B = Layout((4, 8), (1, 5)), Layout(4, 6)
+    R = ops.composition(A, B)
+    assert str(R) == "(2,2):(7,15)" and postcondition("composition", R, A, B).status != "refuted"
+    D = sp.Symbol("D", integer=True, positive=True)
+    with pytest.raises(UndecidableConditionError) as ei:
+        symops.composition(Layout((4, 8), (1, D)), B)
+    assert not isinstance(ei.value, InadmissibleError)
+
+
+def test_catalog_rows():
+    for tid in ("sym.composition-post", "sym.composition-size", "sym.composition-exact"):
+        t = get(tid)
+        assert t.expected == "proved" and "every rank" in t.family or tid.endswith("exact")
