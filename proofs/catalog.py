@@ -22,6 +22,7 @@ from . import (
     catalog_composition as composition,
 )
 from . import catalog_composition_induction as composition_induction
+from . import catalog_induction as fold_induction
 from . import (
     catalog_negative as negative,
 )
@@ -51,6 +52,7 @@ THEOREMS: List[Theorem] = [
     *seeds.THEOREMS,
     *symbolic.THEOREMS,
     *composition_induction.THEOREMS,
+    *fold_induction.THEOREMS,
     *negative.THEOREMS,
 ]
 

@@ -34,6 +34,7 @@ from layoutproof.layout import Layout
 
 from . import catalog_symbolic as cs
 from . import symexec as sx
+from .theorem import Theorem
 
 __all__ = [
     "Head",
@@ -43,6 +44,7 @@ __all__ = [
     "complement_instances",
     "left_inverse_instances",
     "sort_instances",
+    "THEOREMS",
 ]
 
 
@@ -541,3 +543,270 @@ def left_inverse_instances(sort_ranks: Sequence[int]) -> List[cs.Instance]:
         _left_inverse_step_instance(),
         _left_inverse_close_instance(),
     ]
+
+
+# ----------------------------------------------------------------------------- the theorems
+#: sort lemma ranks: the main job, and `layoutproof prove --all`
+SORT_MAIN = (1, 2)
+SORT_ALL = (1, 2, 3, 4)
+
+_EXT = "extents positive integers"
+_ANY = "strides arbitrary integers"
+_POS = "strides positive integers"
+_BY_INSPECTION = (
+    "the fold loop `for m in modes: state = step(state, m)` (two lines) and the concatenation of "
+)
+_FOLD = (
+    "Machine-checked on every path of the real symops step functions (opaque finished modes: a step "
+    "that read them would make the run refused and the theorem unknown)"
+)
+
+
+def _sort_ranks() -> Sequence[int]:
+    return SORT_ALL if cs.full_scope() else SORT_MAIN
+
+
+def _run(claim: str, make: Callable[[], List[cs.Instance]], direct: Callable[[], List[cs.Instance]]) -> Any:
+    """The induction's instances (both jobs) and, with ``--all``, the direct rank-bounded
+    runs as a supplement."""
+
+    def check() -> List[Any]:
+        out = cs.prove(f"{claim} (induction)", make())
+        if cs.full_scope():
+            out += cs.prove(claim, direct())
+        return out
+
+    return check
+
+
+def _theorem(
+    tid: str, title: str, statement: str, check: Callable[[], List[Any]], scope: str, params: str
+) -> Theorem:
+    return Theorem(
+        tid,
+        title,
+        statement,
+        check,
+        expected="proved",
+        method="z3",
+        parameters=params,
+        references=cs.REF + ("proofs/catalog_induction.py",),
+        family=scope,
+        group=cs.GROUP,
+    )
+
+
+def _L(r: int, kind: str = "int") -> Layout:
+    return cs.sym_layout("L", r, nonneg=kind == "nonneg", positive=kind == "pos")
+
+
+def _build() -> List[Theorem]:
+    sort_scope = (
+        "the sort lemma (symops.sort_modes: a permutation, strides non-decreasing, ties by index) "
+        f"symbolically executed at ranks {SORT_MAIN[0]}-{SORT_MAIN[-1]} in `layoutproof prove` and "
+        f"{SORT_ALL[0]}-{SORT_ALL[-1]} with `--all`, argued beyond (insertion sort, each comparison "
+        "decided on the path)"
+    )
+    co_stmt = (
+        "Induction over coalesce_flat's fold of symops.coalesce_step. Invariant: the state's modes (finished "
+        "+ last) have the function and size of L's modes folded so far, the last extent != 1. Base: rank 1 "
+        "(the whole fold and coalesce_finish, every path). Steps: coalesce_step from the empty state and "
+        "from (H, (t, e)), t != 1, H opaque, on the mode (s, d): the new modes after H have the function "
+        "and size of (t, s):(e, d) (of s:d from the empty state), a last extent != 1, and strides a "
+        "subsequence of the inputs'. " + _FOLD + ". By inspection: " + _BY_INSPECTION + "H with the "
+        "step's suffix (a layout's value is the sum of its modes' terms, so a suffix of equal size and "
+        "function keeps the function), and coalesce_finish (1:0 for no mode, else the modes)"
+    )
+    out = [
+        _theorem(
+            "sym.coalesce-every-rank",
+            "coalesce(L) has L's function and size at every rank (induction over the modes)",
+            "For every flat L of any rank: coalesce(L) has L's size and function. " + co_stmt,
+            lambda: cs.prove("coalesce by induction", coalesce_instances(False)),
+            "every rank (base + steps on the real coalesce_step, both jobs)",
+            f"{_EXT}; {_ANY}",
+        ),
+        _theorem(
+            "sym.coalesce-extended-every-rank",
+            "coalesce keeping the last mode preserves the extended function at every rank (induction)",
+            "For every flat L of any rank: coalesce_flat(L, keep_last) extended along its last mode is L "
+            "extended along its last mode. As sym.coalesce-every-rank, plus the kept last step "
+            "(coalesce_step with keep, from the empty state and from (H, (t, e))): the new modes after H, "
+            "read past their last mode, have the function of (t, s):(e, d) read past s. " + co_stmt,
+            lambda: cs.prove("keep-last coalesce by induction", coalesce_instances(True)),
+            "every rank (base + steps on the real coalesce_step, both jobs)",
+            f"{_EXT}; {_ANY}",
+        ),
+        _theorem(
+            "sym.filter-post",
+            "filter meets its post-condition, for all extents and strides, at every rank",
+            "filter(L) has no stride-0 mode of extent > 1, its domain is L's coordinates with the "
+            "extent-1 and stride-0 modes left out (sizes equal), and filter(L) at that coordinate == "
+            "L(c). Induction over filter_'s fold of symops.filter_step. Invariant: the state's modes have "
+            "the function and size of the kept modes folded so far, and none has extent 1 or stride 0. "
+            "Steps (every path): from the empty state and from (H, (t, e)), t != 1, e != 0, H opaque, on "
+            "(s, d): a dropped mode (s == 1 or d == 0 decided) adds c*d == 0 and leaves the state's "
+            "function, a kept one gives new modes with the function and size of (t, s):(e, d), every new "
+            "mode of extent != 1 and stride != 0. " + _FOLD + ". By inspection: " + _BY_INSPECTION + "H "
+            "with the suffix, and the finish (coalesce_finish: 1:0 when no mode is kept)",
+            _run(
+                "filter(L)(kept(c)) == L(c)",
+                filter_instances,
+                lambda: [cs.filter_instance(_L(r)) for r in (1, 2, 3)],
+            ),
+            "every rank (steps on the real filter_step, both jobs); direct symbolic execution at ranks 1-3 "
+            "as a supplement with `--all`",
+            f"{_EXT}; {_ANY}",
+        ),
+    ]
+    cstep = (
+        "Induction over complement's fold of symops.complement_step over L's kept modes sorted by stride. "
+        "Kept modes: symops.kept_mode on one mode s:d (every path): dropped exactly when s == 1 or d == 0, "
+        "kept only with d > 0, raises only for d < 0. Invariant of the state (C's modes so far, the covered "
+        "extent cur): the kept L modes folded so far and C's modes, sorted by stride, form a chain from 1 "
+        "(each stride the product of the extents below) ending at cur; C's extents >= 2, C's strides "
+        "increase and are < cur. Start: no mode, cur = 1. Step (every path of complement_step on (R, D "
+        "opaque, cur) and a kept mode (d, s)): it returns exactly when cur | d; then the appended modes "
+        "(at most one, extent d/cur >= 2, stride cur) followed by (s, d) form a chain from cur ending at "
+        "the new covered extent s*d > cur -- so cur is always s*d of the last folded mode, the step's "
+        "decision is the stride chain s_{k-1} d_{k-1} | d_k, and cur is the largest s_k d_k. Finish: "
+        "complement_rest(cur, M) (every path) is one mode r:cur with M <= r*cur < M + cur; then "
+        "coalesce, which keeps the function and size (sym.coalesce-every-rank) and keeps strides a "
+        "subsequence (its step). " + _FOLD + "; " + sort_scope + ". By inspection: " + _BY_INSPECTION + ""
+        "the fold's C with complement_rest's mode (complement_finish, one line)"
+    )
+    sc_c = (
+        "every rank (kept-mode lemma, step, finish on the real complement code, both jobs; "
+        + sort_scope
+        + "); direct symbolic execution at ranks 1-2 as a supplement with `--all`"
+    )
+    Mv = cs.extents("M", 1)[0]
+    out += [
+        _theorem(
+            "sym.complement-post",
+            "complement meets its post-condition, for all extents, strides and M, at every rank",
+            "Whenever complement(L, M) returns C: the modes of (L, C) other than extent-1 ones, sorted by "
+            "stride, have strides 1, s_0, s_0 s_1, ... (so (L, C) is a bijection onto [0, K)), K >= M, "
+            "K < M + max(s_k d_k) (M rounded up to L's cover), and C's strides increase. " + cstep,
+            _run(
+                "(L, complement(L, M)) is a bijection onto [0, K), K = M rounded up",
+                lambda: complement_instances(_sort_ranks()),
+                lambda: [cs.complement_instance(_L(r, "pos"), Mv) for r in (1, 2)],
+            ),
+            sc_c,
+            f"L: {_EXT}, {_POS}; M a positive integer",
+        ),
+        _theorem(
+            "sym.complement-admissible-iff-chain",
+            "complement is admissible exactly when the stride chain holds, at every rank",
+            "On every path: complement(L, M) returns iff L's non-trivial modes, sorted by stride, satisfy "
+            "s_k d_k | d_{k+1} (the existence condition of a complement); it raises InadmissibleError "
+            "exactly where the chain fails. The fold's step returns exactly when cur | d with cur = "
+            "s_{k-1} d_{k-1} (1 for the first mode), and nothing else in the fold raises (the finish "
+            "returns on every path). " + cstep,
+            _run(
+                "admissible <=> stride chain",
+                lambda: complement_instances(_sort_ranks()),
+                lambda: [cs.complement_chain_instance(_L(r, "pos"), Mv) for r in (1, 2)],
+            ),
+            sc_c,
+            f"L: {_EXT}, {_POS}; M a positive integer",
+        ),
+        _theorem(
+            "sym.complement-size",
+            "size(L) size(complement(L, M)) >= M, for all extents, strides and M, at every rank",
+            "Whenever complement(L, M) returns C: size(L) * size(C) >= M. The chain of the kept L modes and "
+            "C's fold modes has product cur (the invariant), the finish multiplies it by r with r*cur >= M, "
+            "L's dropped modes have extent >= 1 and coalesce keeps the size. " + cstep,
+            _run(
+                "size(L) size(C) >= M",
+                lambda: complement_instances(_sort_ranks()),
+                lambda: [cs.complement_size_instance(_L(r, "pos"), Mv) for r in (1, 2)],
+            ),
+            sc_c,
+            f"L: {_EXT}, {_POS}; M a positive integer",
+        ),
+    ]
+    lstep = (
+        "Induction over left_inverse's fold of symops.left_inverse_step over coalesce(L)'s kept modes "
+        "(d_k, s_k, p_k: stride, extent, prefix product in coalesce(L)) sorted by stride; coalesce(L) has "
+        "L's function (sym.coalesce-every-rank). Kept modes: symops.kept_mode (every path, as for "
+        "complement). Invariant of the state (R's modes so far, the previous mode (d0, s0, p0)): R's modes "
+        "so far have size d0, and every value X of the folded modes below (digits in range) is < d0 with "
+        "R's modes at X equal to its index V = sum c_j p_j. Start: left_inverse_start on the first mode "
+        "gives d0:0 (every path). Step (every path of left_inverse_step on (R, D opaque, (d0, s0, p0)) and "
+        "(d1, s1, p1), s0, s1 != 1): it returns exactly when d0 | d1 and s0 d0 <= d1; then it appends one "
+        "mode q:p with d0 q == d1, p == p0, and for X < d0 and c0 < s0 the digits (X, c0) of Y = X + c0 "
+        "d0 are in range (c0 < q) with Y < d1 -- the invariant for the next mode; where it raises for "
+        "injectivity, (d1/d0 in the previous mode) and (1 in this one) are two coordinates with the same "
+        "value (d1/d0 < s0, s1 >= 2). Close: left_inverse_close appends s:p, every value Y = X + c d is "
+        "below the size d*s, at digits (X, c). "
+        + _FOLD
+        + "; "
+        + sort_scope
+        + ". By inspection: "
+        + _BY_INSPECTION
+        + "R's modes with the step's; left_inverse's prefix products of coalesce(L) (a four-line loop), "
+        "its 1:0 for no kept mode, and the final coalesce (function-preserving: sym.coalesce-every-rank)"
+    )
+    sc_l = (
+        "every rank (kept-mode lemma, start, step, close on the real left_inverse code, both jobs; "
+        + sort_scope
+        + "); direct symbolic execution at ranks 1-3 as a supplement with `--all`"
+    )
+
+    def lrun(claim: str, direct: Callable[[Layout], cs.Instance], ranks: Sequence[int] = (1, 2, 3)) -> Any:
+        return _run(
+            claim,
+            lambda: left_inverse_instances(_sort_ranks()),
+            lambda: [direct(_L(r, "pos")) for r in ranks],
+        )
+
+    out += [
+        _theorem(
+            "sym.left-inverse-post",
+            "left_inverse meets its post-condition, for all extents and strides, at every rank",
+            "Whenever left_inverse(L) returns R: R(L(i)) == i for every i (strides positive: every mode of "
+            "extent > 1 is kept). From the invariant: R(L(i)) is the index of coalesce(L)'s coordinate "
+            "with i's digits, i.e. i. " + lstep,
+            lrun("R(L(i)) == i", cs.left_inverse_instance),
+            sc_l,
+            f"{_EXT}; {_POS}",
+        ),
+        _theorem(
+            "sym.left-inverse-admissible-iff-chain",
+            "left_inverse is admissible exactly when the sorted modes form its chain, at every rank",
+            "On every path: left_inverse(L) returns iff the modes of coalesce(L) other than extent 1, "
+            "sorted by stride, satisfy d_k | d_{k+1} and s_k d_k <= d_{k+1}; every path that raises "
+            "violates that chain (the step's decision, exact on every path; start and close never raise). "
+            + lstep,
+            lrun("left_inverse admissible <=> chain", cs.left_inverse_chain_instance),
+            sc_l,
+            f"{_EXT}; {_POS}",
+        ),
+        _theorem(
+            "sym.left-inverse-cover",
+            "left_inverse(L)'s domain covers L's image, for all extents and strides, at every rank",
+            "Whenever left_inverse(L) returns R: size(R) >= cosize(L) = 1 + sum((s_k - 1) d_k). R's size "
+            "is d*s of the last sorted mode (the invariant's size d0, times the close's s) and every value "
+            "of L is below it (the close), so cosize(L) = max L + 1 <= size(R). " + lstep,
+            lrun("size(left_inverse(L)) >= cosize(L)", cs.left_inverse_cover_instance),
+            sc_l,
+            f"{_EXT}; {_POS}",
+        ),
+        _theorem(
+            "sym.left-inverse-refuses-only-non-injective",
+            "left_inverse refuses for injectivity only on layouts that are not injective, at every rank",
+            "On every path where left_inverse raises its injectivity condition, two distinct coordinates "
+            "of coalesce(L) (which has L's function: sym.coalesce-every-rank) have the same value: "
+            "(d_b/d_a in mode a) and (1 in mode b) for two modes a != b with d_a | d_b and s_a d_a > d_b "
+            "(the step's claim on its raising paths). " + lstep,
+            lrun("injectivity refusal => L not injective", cs.left_inverse_overlap_instance, (2, 3)),
+            sc_l.replace("ranks 1-3", "ranks 2-3"),
+            f"{_EXT}; {_POS}",
+        ),
+    ]
+    return out
+
+
+THEOREMS: List[Theorem] = _build()

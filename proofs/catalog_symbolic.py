@@ -623,42 +623,6 @@ def _ranks(
     return lambda: [make(sym_layout(name, r)) for r in ranks]  # type: ignore[misc]
 
 
-def _coalesce_step() -> Instance:
-    """The induction step of coalesce over the rank.  ``coalesce_flat`` is a fold whose body
-    reads only the last accumulated mode (``rs[-1]``, ``rd[-1]``; by inspection of
-    ``symops.coalesce_flat``): the step is the fold run on ``(t, s):(e, d)``, ``(t, e)`` that
-    last mode (``t != 1``, an invariant: modes are appended only when ``s != 1`` is taken and
-    merged extents are products of such), ``(s, d)`` the next mode of L.  The obligation: the
-    new modes have the function and size of ``(t, s):(e, d)`` (so, with the untouched modes
-    before, the state still has the function of L's prefix) and the new last extent is not 1."""
-    sp = _sp()
-    t, s_ = extents("t", 1)[0], extents("s", 1)[0]
-    e, d = strides("e", 1)[0], strides("d", 1)[0]
-    L2 = Layout.trusted((t, s_), (e, d))
-    base = _coalesce_function(L2)
-
-    def build(cx: Ctx) -> Tuple[List[Any], Any]:
-        z3 = _z3()
-        ctx, goal = base.build(cx)
-        rs, _rd = sx.flat_modes(cx.path.value)
-        return ctx, z3.And(goal, cx.enc.t(rs[-1]) != 1)
-
-    return Instance("step: (t,s):(e,d), t != 1", base.fn, build, base.confirm, assumptions=(sp.Ne(t, 1),))
-
-
-def _coalesce_last_step() -> Instance:
-    """The last step of the keep-last fold: the last mode (s, d) joins the accumulated
-    (t, e), t != 1, and is kept even when s == 1; the new modes, extended along their last
-    mode, have the function of (t, s):(e, d) extended along s."""
-    sp = _sp()
-    t, s_ = extents("t", 1)[0], extents("s", 1)[0]
-    e, d = strides("e", 1)[0], strides("d", 1)[0]
-    inst = _coalesce_keep_last(Layout.trusted((t, s_), (e, d)))
-    return Instance(
-        "last step: (t,s):(e,d) kept, t != 1", inst.fn, inst.build, inst.confirm, assumptions=(sp.Ne(t, 1),)
-    )
-
-
 def _filter(L: Layout) -> Instance:
     ops = _ops()
 
@@ -1789,49 +1753,6 @@ def _build() -> List[Theorem]:
     ]
     out.append(
         _T(
-            "sym.coalesce-every-rank",
-            "coalesce(L) has L's function and size at every rank (induction over the modes)",
-            "For every flat L of any rank: coalesce(L) has L's size and function. Induction over the fold "
-            "of coalesce_flat: base = rank 1 (every path); step = the fold body on the last accumulated "
-            "mode (t, e), t != 1, and the next mode (s, d): the new modes have the function and size of "
-            "(t, s):(e, d) and a last extent != 1. The body reads only the last accumulated mode "
-            "(rs[-1], rd[-1]) -- read off symops.coalesce_flat, not machine-checked",
-            lambda: prove("coalesce by induction", [_coalesce_function(_L(1)), _coalesce_step()]),
-            "every rank (base + step, both jobs)",
-            f"{_EXT}; {_ANY}",
-        )
-    )
-    out.append(
-        _T(
-            "sym.coalesce-extended-every-rank",
-            "coalesce keeping the last mode preserves the extended function at every rank (induction)",
-            "For every flat L of any rank: coalesce_flat(L, keep_last) extended along its last mode is L "
-            "extended along its last mode. Induction over the fold: base = rank 1 kept; steps before the "
-            "last = the coalesce step of sym.coalesce-every-rank; last step = the body on the accumulated "
-            "(t, e), t != 1, and the kept last mode (s, d), extended. As there, that the body reads only "
-            "the last accumulated mode is read off the code",
-            lambda: prove(
-                "keep-last coalesce by induction",
-                [_coalesce_keep_last(_L(1)), _coalesce_step(), _coalesce_last_step()],
-            ),
-            "every rank (base + steps, both jobs)",
-            f"{_EXT}; {_ANY}",
-        )
-    )
-    out.append(
-        _T(
-            "sym.filter-post",
-            "filter meets its post-condition, for all extents and strides",
-            "filter(L) has no stride-0 mode of extent > 1, its domain is L's coordinates with the "
-            "extent-1 and stride-0 modes left out (sizes equal), and filter(L) at that coordinate == "
-            "L(c): the same image",
-            _one(_filter, [(_L(r),) for r in r12], [(_L(r),) for r in r13], "filter(L)(kept(c)) == L(c)"),
-            _scope("ranks 1-2", "ranks 1-3"),
-            f"{_EXT}; {_ANY}",
-        )
-    )
-    out.append(
-        _T(
             "sym.composition-right-identity",
             "A o size(A):1 has A's function, for all extents and strides",
             "Whenever composition(A, size(A):1) returns R: R(i) == A(i) for every i < size(A)",
@@ -1861,30 +1782,7 @@ def _build() -> List[Theorem]:
             f"{_EXT}; {_POS}; N a positive integer",
         )
     )
-    cm = [(_L(1, "pos"), _M())]
-    cf = [(_L(r, "pos"), _M()) for r in r12]
-    sc_c = _scope("rank 1", "ranks 1-2 (rank 3 is not claimed: it ran past 20 min on the shared machine)")
     out += [
-        _T(
-            "sym.complement-post",
-            "complement meets its post-condition, for all extents, strides and M",
-            "Whenever complement(L, M) returns C: the modes of (L, C) other than extent-1 ones, sorted by "
-            "stride, have strides 1, s_0, s_0 s_1, ... (so (L, C) is a bijection onto [0, K)), K >= M, "
-            "K < M + max(s_k d_k) (M rounded up to L's cover), and C's strides increase",
-            _one(_complement, cm, cf, "(L, complement(L, M)) is a bijection onto [0, K), K = M rounded up"),
-            sc_c,
-            f"L: {_EXT}, {_POS}; M a positive integer",
-        ),
-        _T(
-            "sym.complement-admissible-iff-chain",
-            "complement is admissible exactly when the stride chain holds",
-            "On every path: complement(L, M) returns iff L's non-trivial modes, sorted by stride, satisfy "
-            "s_k d_k | d_{k+1} (the existence condition of a complement); it raises InadmissibleError "
-            "exactly where the chain fails",
-            _one(_complement_chain, cm, cf, "admissible <=> stride chain"),
-            sc_c,
-            f"L: {_EXT}, {_POS}; M a positive integer",
-        ),
         _T(
             "sym.right-inverse-post",
             "right_inverse meets its post-condition, for all extents and strides",
@@ -1893,18 +1791,6 @@ def _build() -> List[Theorem]:
             _one(_right_inverse, co_main, co, "L(right_inverse(L)(i)) == i"),
             sc_co,
             f"{_EXT}; {_ANY}",
-        ),
-        _T(
-            "sym.left-inverse-post",
-            "left_inverse meets its post-condition, for all extents and strides",
-            "Whenever left_inverse(L) returns R: R(L(i)) == i for every i when every non-unit mode of L "
-            "has a non-zero stride (L is then injective: the operation raises otherwise), "
-            "else L(R(L(i))) == L(i)",
-            _one(
-                _left_inverse, [(_L(r, "pos"),) for r in r12], [(_L(r, "pos"),) for r in r13], "R(L(i)) == i"
-            ),
-            _scope("ranks 1-2", "ranks 1-3"),
-            f"{_EXT}; {_POS}",
         ),
     ]
     ld_main = [(_L(1), sym_layout("T", 1, positive=True))]
@@ -2088,19 +1974,6 @@ def _build_more() -> List[Theorem]:
             f"A: {anyL}; N a positive integer",
         ),
         _T(
-            "sym.complement-size",
-            "size(L) size(complement(L, M)) >= M, for all extents, strides and M",
-            "Whenever complement(L, M) returns C: size(L) * size(C) >= M",
-            _one(
-                _complement_size,
-                [(_L(1, "pos"), _M())],
-                [(_L(r, "pos"), _M()) for r in r12],
-                "size(L) size(C) >= M",
-            ),
-            _scope("rank 1", "ranks 1-2"),
-            f"L: {posL}; M a positive integer",
-        ),
-        _T(
             "sym.right-inverse-image",
             "right_inverse(L) maps into L's domain, for all extents and strides",
             "0 <= R(i) < size(L) for every i < size(R), R = right_inverse(L)",
@@ -2115,35 +1988,6 @@ def _build_more() -> List[Theorem]:
             one(_right_inverse_size, r12, r14, "size(right_inverse(L)) | size(L)"),
             sc_14,
             anyL,
-        ),
-        _T(
-            "sym.left-inverse-cover",
-            "left_inverse(L)'s domain covers L's image, for all extents and strides",
-            "Whenever left_inverse(L) returns R: size(R) >= cosize(L) = 1 + sum((s_k - 1) d_k)",
-            one(_left_inverse_cover, r12, r13, "size(left_inverse(L)) >= cosize(L)", "pos"),
-            _scope("ranks 1-2", "ranks 1-3"),
-            posL,
-        ),
-        _T(
-            "sym.left-inverse-admissible-iff-chain",
-            "left_inverse is admissible exactly when the sorted modes form its chain",
-            "On every path: left_inverse(L) returns iff the modes of coalesce(L) other than extent 1, "
-            "sorted by stride, satisfy d_k | d_{k+1} and s_k d_k <= d_{k+1}; every path that raises "
-            "(InadmissibleError, or a side condition the path refutes) violates that chain; a path "
-            "refused for any other reason would make the theorem unknown",
-            one(_left_inverse_chain, r12, r13, "left_inverse admissible <=> chain", "pos"),
-            _scope("ranks 1-2", "ranks 1-3"),
-            posL,
-        ),
-        _T(
-            "sym.left-inverse-refuses-only-non-injective",
-            "left_inverse refuses for injectivity only on layouts that are not injective",
-            "On every path where left_inverse raises its injectivity condition, two distinct coordinates "
-            "of coalesce(L) (which has L's function: sym.coalesce-function) have the same value: "
-            "(d_b/d_a in mode a) and (1 in mode b) for two modes a != b with d_a | d_b and s_a d_a > d_b",
-            one(_left_inverse_overlap, (2,), (2, 3), "injectivity refusal => L not injective", "pos"),
-            _scope("rank 2", "ranks 2-3"),
-            posL,
         ),
         _T(
             "sym.logical-divide-size",
