@@ -466,6 +466,7 @@ class _Operand:
         "tma_args",
         "maps",
         "current",
+        "bufs",
     )
 
     def __init__(
@@ -485,12 +486,38 @@ class _Operand:
         self.tma_args: Optional[Tuple[Any, ...]] = None
         self.maps: Dict[int, Any] = {}
         self.current = -1
+        self.bufs: Dict[int, Any] = {}  # stream -> the padded buffer of the copy path
 
     def array(self, x: Any) -> Any:
         """The array the kernel reads for the call's operand ``x`` (a padded copy on the
         copy path)."""
         v = x.T if self.transposed else x
         return _padded_copy(v, self.cols_major) if self.copy else v
+
+    def staged(self, x: Any, stream: Any) -> Any:
+        """:meth:`array` into a padded buffer the operand keeps (one per stream, so a copy
+        never overwrites a buffer that a launch on another stream may still read; on one
+        stream the copy is ordered after the previous launch).  The copy is one
+        ``cudaMemcpy2DAsync`` where the rows to copy are contiguous (a few microseconds of
+        host time, no allocation), else one element-wise copy.  The padding is zeroed once
+        when the buffer is made; every call rewrites the whole operand."""
+        v = x.T if self.transposed else x
+        buf = self.bufs.get(stream.ptr)
+        if buf is None:
+            if len(self.bufs) >= 8:  # a few streams at most are kept
+                self.bufs.clear()
+            buf = self.bufs[stream.ptr] = _padded_copy(v, self.cols_major)
+            return buf
+        src = v if self.cols_major else v.T  # the rows of src become the rows of buf
+        r, c = src.shape
+        it = src.itemsize
+        s0, s1 = src.strides
+        if s1 == it and s0 >= c * it and s0 % it == 0:
+            rt = _cupy().cuda.runtime  # 3: cudaMemcpyDeviceToDevice
+            rt.memcpy2DAsync(buf.data.ptr, buf.strides[0], src.data.ptr, s0, c * it, r, 3, stream.ptr)
+        else:
+            buf[:, :c] = src
+        return buf
 
     def prepare_tma(self, dt: str, k: int, mn: int, batch: Optional[Tuple[int, int]] = None) -> None:
         """Build the encoder's constant arguments (``k`` and ``mn`` are the operand's K and
@@ -717,26 +744,18 @@ class GemmPlan:
                     "kernel (compute capability 9.0 with cuda-python; an Sm90Config with "
                     "loader='tma', schedule='ws')"
                 )
-            plain_bias = (self.bias_along, self.bias_dtype) == ("n", "f32")
-            if isinstance(cfg, SplitKConfig) and cfg.reduction == "serial" and plain_bias:
-                # split-K with the serial reduction: its reducer applies the epilogue (G1)
-                from dataclasses import replace
-
-                cfg = replace(cfg, activation=self.activation, alpha_beta=self.alpha_beta)
-                cfg = cfg.validate()
-            else:
-                cfg = EpilogueConfig(
-                    base, self.activation, self.alpha_beta, self.bias_along, self.bias_dtype
-                ).validate()
+            cfg = EpilogueConfig(
+                base, self.activation, self.alpha_beta, self.bias_along, self.bias_dtype
+            ).validate()
         self.config, self.problem = cfg, prob
 
         splits = cfg.splits if isinstance(cfg, SplitKConfig) else 1
         self.splits = splits
         fix = None
         if splits > 1:
-            if m > 65535 and cfg.reduction == "kernel":
+            if m > 65535:
                 raise GemmInputError(f"gemm: split-K's fix-up runs one grid row per C row: M={m} > 65535")
-            kern, fix = splitk_kernels_for(cfg, prob)  # fix: None for the serial reduction
+            kern, fix = splitk_kernels_for(cfg, prob)
         else:
             kern = kernel_for(cfg, prob)
         rk = compile_kernel(kern)
@@ -785,15 +804,6 @@ class GemmPlan:
             statics = {3: m, 4: n, 5: K, 6: A.ld, 7: B.ld, 8: ldc}
             self._ic = 2
         self._icv = len(kinds) - 1
-        self._iout = -1
-        if splits > 1 and fix is None:  # serial split-K: the output D, its row stride, the counters
-            kinds += ["ptr", "i64", "ptr"]
-            self._iout = len(kinds) - 3
-            statics[self._iout + 1] = ldc
-            # one counter per (warpgroup, tile), zeroed once: each tile's reducer resets its own
-            tiles_mn = -(-m // cfg.bm) * -(-n // cfg.bn)
-            self._counters = cupy.zeros(cfg.base.warpgroups * tiles_mn, dtype=cupy.uint32)
-            statics[self._iout + 2] = self._counters.data.ptr
         self._ibias = -1
         self._zero_bias = None
         if self.activation is not None:  # the bias pointer follows c_vec
@@ -823,6 +833,7 @@ class GemmPlan:
             if launch is not None and os.environ.get("LAYOUTPROOF_PDL", "1") != "0":
                 self._pdl = _pdl_launcher(self._fix_fn, self._fix[2], REDUCE_THREADS, fpb.address)
         self._lock = threading.Lock()
+        self._stage_lock = threading.Lock()
         self._info = dict(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K, plan=self)
 
     # ------------------------------------------------------------------ calls
@@ -900,7 +911,16 @@ class GemmPlan:
     def _run(
         self, a: Any, b: Any, out: Any, bias: Any = None, c: Any = None, alpha: float = 1.0, beta: float = 0.0
     ) -> Any:
-        """The launch, for arguments already known to match the plan."""
+        """The launch, for arguments already known to match the plan (on the copy path the
+        staged copies and the launch that reads them are issued under one lock)."""
+        if not (self._A.copy or self._B.copy):
+            return self._launch(a, b, out, bias, c, alpha, beta)
+        with self._stage_lock:
+            return self._launch(a, b, out, bias, c, alpha, beta)
+
+    def _launch(
+        self, a: Any, b: Any, out: Any, bias: Any = None, c: Any = None, alpha: float = 1.0, beta: float = 0.0
+    ) -> Any:
         cupy = self._cupy
         if out is None:
             out = cupy.empty(self.shape, self.out_dtype, order=self._order)
@@ -910,8 +930,10 @@ class GemmPlan:
         A, B = self._A, self._B
         xa, xb = (b, a) if self._swap else (a, b)
         keep = None
-        if A.copy or B.copy:  # the slower path: padded copies (kept until launch)
-            xa, xb = A.array(xa), B.array(xb)
+        if A.copy or B.copy:  # the slower path: copies into the operands' padded buffers
+            st = cupy.cuda.get_current_stream()
+            xa = A.staged(xa, st) if A.copy else xa
+            xb = B.staged(xb, st) if B.copy else xb
             keep = (xa, xb)
         pa, pb_, pc = xa.data.ptr, xb.data.ptr, target.data.ptr
         pk = pc if self._ws is None else self._ws.data.ptr  # what the GEMM kernel stores into
@@ -930,8 +952,6 @@ class GemmPlan:
                 pbuf.set(1, pb_)
             pbuf.set(self._ic, pk)
             pbuf.set(self._icv, cvec)
-            if self._iout >= 0:  # serial split-K: the reducer writes C
-                pbuf.set(self._iout, pc)
             if self._ibias >= 0:
                 bvec = bias if bias is not None else self._zero_bias
                 if bvec is None:
@@ -962,10 +982,6 @@ class GemmPlan:
             else:
                 tgt = target if self._ws is None else self._ws
                 args = self._args(xa, xb, tgt, cvec)
-                if self._iout >= 0:
-                    import numpy as np
-
-                    args += (target, np.int64(self._ldc), self._counters)
                 if self._ibias >= 0:
                     args += (bias if bias is not None else self._zero_bias,)
                 if self.alpha_beta:
@@ -1728,7 +1744,7 @@ def config_from_entry(entry: Any) -> Optional[Any]:
         if isinstance(d.get("swizzle"), list):
             d["swizzle"] = tuple(d["swizzle"])
         if kind == "splitk":
-            return SplitKConfig(Sm90Config(**d["base"]), int(d["splits"]), str(d.get("reduction", "kernel")))
+            return SplitKConfig(Sm90Config(**d["base"]), int(d["splits"]))
         if kind == "sm90":
             return Sm90Config(**d)
         if kind == "sm80":
