@@ -27,7 +27,7 @@ symbolic execution at ranks 1-3 in the main job and 1-4 with ``--all``, and argu
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.errors import InadmissibleError, LayoutError, UndecidableConditionError
 from layoutproof.layout import Layout
@@ -128,6 +128,19 @@ def _int(name: str) -> Any:
 
 def _no_confirm(asg: Any, p: Any) -> Optional[str]:
     return None
+
+
+def _ints(asg: Dict[str, int], **defaults: int) -> Dict[str, int]:
+    """The model's values of the step's symbols (a symbol the obligation did not mention gets
+    its default, chosen inside its assumptions)."""
+    return {k: int(asg.get(k + "0", v)) for k, v in defaults.items()}
+
+
+def _run_int(fn: Callable[[], Any]) -> Any:
+    try:
+        return "admissible", fn()
+    except (InadmissibleError, UndecidableConditionError) as e:
+        return "raises", e
 
 
 # ----------------------------------------------------------------------------- coalesce
@@ -381,11 +394,35 @@ def _complement_step_instance() -> cs.Instance:
         claims.append(e.t(cur2) > e.t(cur))
         return [], z3.And(claims)
 
+    def confirm(asg: Dict[str, int], _p: Any) -> Optional[str]:
+        """The step run on the model's integers (the same symops step, no exploration): the
+        refutation stands when its result there breaks the claim."""
+        v = _ints(asg, cur=1, s=2, d=1)
+        c, s_, d_ = v["cur"], v["s"], v["d"]
+        if c <= 0 or s_ <= 1 or d_ <= 0:
+            return None
+        tag, out = _run_int(lambda: _ops().complement_step((Head("R"), Head("D"), c), (d_, s_, 0)))
+        at = f"complement_step on cur = {c} and the mode {s_}:{d_}"
+        if tag == "raises":
+            return f"{at} raised although cur | d" if d_ % c == 0 else None
+        rs, rd, c2 = out
+        ns, nd = appended(rs, "R"), appended(rd, "D")
+        if d_ % c:
+            return f"{at} returned although cur = {c} does not divide d = {d_} (the stride chain fails)"
+        stride = c
+        for a, b in list(zip(ns, nd)) + [(s_, d_)]:
+            if b != stride:
+                return f"{at} appended {list(zip(ns, nd))}: not a chain from {c}"
+            stride = a * b
+        if c2 != stride or any(a < 2 for a in ns) or c2 <= c:
+            return f"{at} gave the covered extent {c2} after {list(zip(ns, nd))}"
+        return None
+
     return cs.Instance(
         "step: (R, D opaque, cur), mode (d, s), s != 1",
         fn,
         build,
-        _no_confirm,
+        confirm,
         assumptions=(sp.Ne(s, 1),),
         strict=True,
     )
@@ -496,11 +533,33 @@ def _left_inverse_step_instance() -> cs.Instance:
         claims.append(Rm(X) + c0 * p == Rm(X) + c0 * e.t(p0))
         return [], z3.And(claims)
 
+    def confirm(asg: Dict[str, int], _p: Any) -> Optional[str]:
+        """The step run on the model's integers: the refutation stands when its result there
+        breaks the claim (a return without the chain, a wrong appended mode, a digit out of
+        range, or a raise where the chain holds)."""
+        v = _ints(asg, d0=1, s0=2, p0=1, d1=1, s1=2, p1=1)
+        a0, b0, q0, a1, b1, q1 = v["d0"], v["s0"], v["p0"], v["d1"], v["s1"], v["p1"]
+        if min(a0, q0, a1, q1) <= 0 or b0 <= 1 or b1 <= 1:
+            return None
+        chain = a1 % a0 == 0 and b0 * a0 <= a1
+        tag, out = _run_int(
+            lambda: _ops().left_inverse_step((Head("R"), Head("D"), (a0, b0, q0)), (a1, b1, q1))
+        )
+        at = f"left_inverse_step on the previous mode {b0}:{a0} and the mode {b1}:{a1}"
+        if tag == "raises":
+            return f"{at} raised although the chain holds" if chain else None
+        if not chain:
+            return f"{at} returned although the chain d0 | d1, s0 d0 <= d1 fails"
+        ns, nd = appended(out[0], "R"), appended(out[1], "D")
+        if list(ns) != [a1 // a0] or list(nd) != [q0]:
+            return f"{at} appended {list(zip(ns, nd))}"
+        return None
+
     return cs.Instance(
         "step: (R, D opaque, (d0, s0, p0)), mode (d1, s1, p1), s0, s1 != 1",
         fn,
         build,
-        _no_confirm,
+        confirm,
         assumptions=(sp.Ne(s0, 1), sp.Ne(s1, 1)),
         strict=True,
     )

@@ -1,0 +1,172 @@
+"""The one-layout folds at every rank: the induction obligations on the real step code
+(proofs/catalog_induction.py), the opaque state, and planted bugs in the steps."""
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("z3")
+pytest.importorskip("sympy")
+
+from layoutproof import Layout  # noqa: E402
+from layoutproof.proofs import catalog_induction as ci  # noqa: E402
+from layoutproof.proofs import catalog_symbolic as cs  # noqa: E402
+from layoutproof.proofs import symexec as sx  # noqa: E402
+from layoutproof.symbolic import symops  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _all_proved(insts):
+    results = cs.prove("induction", insts)
+    bad = [(r.status, r.claim, r.reason) for r in results if r.status != "proved"]
+    assert not bad, bad
+    return results
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ci.coalesce_instances(False),
+        lambda: ci.coalesce_instances(True),
+        ci.filter_instances,
+        lambda: ci.complement_instances((1, 2, 3)),
+        lambda: ci.left_inverse_instances((1, 2)),
+    ],
+    ids=["coalesce", "coalesce-keep-last", "filter", "complement", "left_inverse"],
+)
+def test_every_base_and_step_is_proved_with_obligations(make):
+    results = _all_proved(make())
+    assert all(r.obligations for r in results)
+    assert all(o.verdict == "unsat" for r in results for o in r.obligations)
+
+
+def test_the_catalog_runs_the_induction_theorems():
+    from layoutproof.proofs.catalog import get
+
+    for tid in ("sym.complement-post", "sym.left-inverse-post", "sym.filter-post", "sym.coalesce-every-rank"):
+        t = get(tid)
+        assert "every rank" in t.family and "proofs/catalog_induction.py" in t.references
+
+
+def test_head_allows_appending_only():
+    h = ci.Head("H") + (1,) + (2, 3)
+    assert ci.appended(h, "H") == (1, 2, 3)
+    for use in (bool, len, list, lambda x: x[0], lambda x: x == h, lambda x: x < h, lambda x: x * 2):
+        with pytest.raises(ci.HeadRead):
+            use(h)
+    with pytest.raises(ci.HeadRead):
+        ci.appended(ci.Head("other"), "H")  # the step replaced its opaque part
+
+
+def test_a_step_that_reads_the_opaque_state_is_unknown_not_proved():
+    """The opaque head is what makes 'the step reads only the last mode' machine-checked: a
+    step that looks at the finished modes is refused on its path, and the instance (strict)
+    is unknown."""
+    import z3
+
+    s = cs.extents("s", 1)[0]
+
+    def peeking_step():
+        done, last = ci.Head("H"), (s, 1)
+        if done:  # reads the finished modes
+            return []
+        return [last]
+
+    inst = cs.Instance("peek", peeking_step, lambda cx: ([], z3.BoolVal(True)), ci._no_confirm, strict=True)
+    (r,) = cs.prove("peek", [inst])
+    assert r.status == "unknown" and "refused" in r.reason
+
+
+# ----------------------------------------------------------------------------- planted bugs
+def _mutant_symops(name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("_lp_mutation_tool", REPO / "tools" / "mutation.py")
+    tool = sys.modules.get(spec.name)
+    if tool is None:
+        tool = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = tool
+        spec.loader.exec_module(tool)
+    m = next(x for x in tool.MUTATIONS if x.name == name)
+    assert m.file == "algebra/symbolic/symops.py"
+    src = (REPO / m.file).read_text()
+    assert src.count(m.original) == 1
+    mod = types.ModuleType("layoutproof._symops_mutant")
+    mod.__package__ = "layoutproof.symbolic"
+    exec(compile(src.replace(m.original, m.replacement), f"<mutant {name}>", "exec"), mod.__dict__)
+    return mod
+
+
+def _refuted_step(monkeypatch, mutant, make, label_part):
+    bad = _mutant_symops(mutant)
+    monkeypatch.setattr(ci, "_ops", lambda: bad)
+    inst = next(i for i in make() if label_part in i.label)
+    (r,) = cs.prove("planted", [inst])
+    assert r.status == "refuted", (r.status, r.reason)
+    cex = r.counterexample
+    assert "path:" in cex.detail and cex.assignment
+    # the refutation's path is one of the step's paths, and the confirmation -- the mutant
+    # step run on the assignment's integers -- reproduces the failure
+    path = next(
+        p for p in sx.explore(inst.fn, inst.assumptions)[0] if f"path: {p.condition_text()}" in cex.detail
+    )
+    assert inst.confirm(cex.assignment, path) is not None
+    return bad, cex.assignment
+
+
+def test_a_dropped_stride_chain_check_fails_the_complement_step(monkeypatch):
+    bad, asg = _refuted_step(
+        monkeypatch, "symops-drop-need-chain", lambda: ci.complement_instances((1,)), "step"
+    )
+    cur, s, d = asg["cur0"], asg.get("s0", 2), asg["d0"]
+    assert d % cur != 0  # the step went on past a broken chain
+    # on the concrete path: L's first mode covers cur, the second starts at d; the mutant's
+    # complement returns although the chain fails (the real one raises)
+    L = Layout((cur, s), (1, d))
+    assert not cs.int_chain(L, "complement")
+    bad.complement(L, cur * s * d)  # returns: no InadmissibleError
+    from layoutproof import ops
+    from layoutproof.errors import InadmissibleError
+
+    with pytest.raises(InadmissibleError):
+        ops.complement(L, cur * s * d)
+
+
+def test_a_dropped_injectivity_check_fails_the_left_inverse_step(monkeypatch):
+    bad, asg = _refuted_step(
+        monkeypatch, "symops-left-inverse-overlap", lambda: ci.left_inverse_instances((1,)), "step"
+    )
+    d0, s0, d1 = asg["d00"], asg["s00"], asg["d10"]
+    assert d1 % d0 == 0 and s0 * d0 > d1  # the modes overlap, the mutant returns
+    # on the concrete path: the layout (s0, s1):(d0, d1) is not injective and the mutant
+    # left_inverse returns a layout that is not a left inverse
+    s1 = max(asg.get("s10", 2), 2)
+    L = Layout((s0, s1), (d0, d1))
+    R = bad.left_inverse(L)
+    vals = [L(i) for i in range(L.size)]
+    assert len(set(vals)) < len(vals)
+    assert any(R(v) != i for i, v in enumerate(vals))
+
+
+def test_the_real_steps_pass_where_the_mutants_fail():
+    for make in (lambda: ci.complement_instances((1,)), lambda: ci.left_inverse_instances((1,))):
+        inst = next(i for i in make() if "step" in i.label)
+        (r,) = cs.prove("real", [inst])
+        assert r.status == "proved"
+
+
+def test_the_sort_lemma_at_rank_3():
+    _all_proved(ci.sort_instances((3,)))
+
+
+def test_symops_folds_are_their_steps():
+    """The folds, as the induction states them: start, one step per mode, finish."""
+    s0, s1 = 4, 1
+    L = Layout((s0, s1, 2), (1, 7, 4))
+    st = symops.COALESCE_START
+    for m in zip((s0, s1, 2), (1, 7, 4)):
+        st = symops.coalesce_step(st, m)
+    assert symops.coalesce_finish(st) == symops.coalesce_flat((s0, s1, 2), (1, 7, 4)) == ([8], [1])
+    assert str(symops.coalesce(L)) == "8:1"
