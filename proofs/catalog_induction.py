@@ -43,6 +43,7 @@ __all__ = [
     "filter_instances",
     "complement_instances",
     "left_inverse_instances",
+    "right_inverse_instances",
     "sort_instances",
     "THEOREMS",
 ]
@@ -86,6 +87,11 @@ class Head:
         if type(other) is not tuple:
             raise HeadRead(f"the step added {type(other).__name__} to the opaque part {self.name}")
         return Head(self.name, self.tail + other)
+
+    def __or__(self, other: Any) -> "Head":
+        if not isinstance(other, (set, frozenset)) or len(other) != 1:
+            raise HeadRead(f"the step joined {type(other).__name__} to the opaque part {self.name}")
+        return Head(self.name, self.tail + tuple(other))
 
     def _read(self, *_a: Any) -> Any:
         raise HeadRead(f"the step read the opaque part {self.name} of its state")
@@ -604,10 +610,90 @@ def left_inverse_instances(sort_ranks: Sequence[int]) -> List[cs.Instance]:
     ]
 
 
+# ----------------------------------------------------------------------------- right_inverse
+def _right_inverse_pick_instance(n: int, used: Tuple[int, ...]) -> cs.Instance:
+    """right_inverse_pick over n strides (symbolic) with the modes ``used`` taken and the
+    chain at ``cur``: it returns an unused index whose stride is cur, the first such; None
+    only when every unused stride differs from cur."""
+    ops = _ops()
+    cd = cs.strides("d", n)
+    cur = _pos("cur")
+    state = ((), (), cur, frozenset(used))
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        i = cx.path.value
+        free = [k for k in range(n) if k not in used]
+        if i is None:
+            return [], z3.And([e.t(cd[k]) != e.t(cur) for k in free] or [z3.BoolVal(True)])
+        claims = [z3.BoolVal(i in free), e.t(cd[i]) == e.t(cur)]
+        claims += [e.t(cd[k]) != e.t(cur) for k in free if k < i]
+        return [], z3.And(claims)
+
+    return cs.Instance(
+        f"pick: {n} modes, used {sorted(used)}",
+        lambda: ops.right_inverse_pick(cd, state),
+        build,
+        _no_confirm,
+        strict=True,
+    )
+
+
+def _right_inverse_step_instance() -> cs.Instance:
+    """right_inverse_step on (R, D, used opaque, cur) and the picked mode (s, d, p, i), d ==
+    cur (the pick's guarantee): it appends s:p to the inverse, i to the used modes, and the
+    chain goes on at s*cur -- so for g < cur and h < s, the inverse at g + cur h is R(g) +
+    h p: the coordinate of R(g) with digit h in the (unused) mode i, where L adds h d == h
+    cur, keeping L(R(x)) == x."""
+    sp = _sp()
+    ops = _ops()
+    cur, s, d, p = _pos("cur"), _pos("s"), _int("d"), _pos("p")
+
+    def fn() -> Any:
+        rs, rd, cur2, used = ops.right_inverse_step((Head("R"), Head("D"), cur, Head("U")), (s, d, p, 7))
+        return list(appended(rs, "R")), list(appended(rd, "D")), cur2, list(appended(used, "U"))
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        ns, nd, cur2, used = cx.path.value
+        if len(ns) != 1 or len(nd) != 1 or used != [7]:
+            return [], z3.BoolVal(False)
+        g, h = cx.dg.new(e, cur, "g"), cx.dg.new(e, s, "h")
+        # L at the new coordinate: L(R(g)) == g (the invariant) plus h times mode i's stride
+        x = g + h * e.t(cur)
+        claims = [e.t(ns[0]) == e.t(s), e.t(nd[0]) == e.t(p), e.t(cur2) == e.t(s) * e.t(cur)]
+        claims.append(g + h * e.t(d) == x)
+        return [], z3.And(claims)
+
+    return cs.Instance(
+        "step: (R, D, used opaque, cur), picked mode (s, d == cur, p, i)",
+        fn,
+        build,
+        _no_confirm,
+        assumptions=(sp.Eq(d, cur),),
+        strict=True,
+    )
+
+
+def right_inverse_instances(pick_ranks: Sequence[int]) -> List[cs.Instance]:
+    out = []
+    for n in pick_ranks:
+        out.append(_right_inverse_pick_instance(n, ()))
+        if n > 1:
+            out.append(_right_inverse_pick_instance(n, (0,)))
+    out.append(_right_inverse_step_instance())
+    return out
+
+
 # ----------------------------------------------------------------------------- the theorems
 #: sort lemma ranks: the main job, and `layoutproof prove --all`
 SORT_MAIN = (1, 2)
 SORT_ALL = (1, 2, 3, 4)
+#: right_inverse's pick lemma: modes in the main job, and with `--all`
+PICK_MAIN = (1, 2, 3)
+PICK_ALL = (1, 2, 3, 4)
 
 _EXT = "extents positive integers"
 _ANY = "strides arbitrary integers"
@@ -639,7 +725,13 @@ def _run(claim: str, make: Callable[[], List[cs.Instance]], direct: Callable[[],
 
 
 def _theorem(
-    tid: str, title: str, statement: str, check: Callable[[], List[Any]], scope: str, params: str
+    tid: str,
+    title: str,
+    statement: str,
+    check: Callable[[], List[Any]],
+    scope: str,
+    params: str,
+    assumptions: Tuple[str, ...] = (),
 ) -> Theorem:
     return Theorem(
         tid,
@@ -649,6 +741,7 @@ def _theorem(
         expected="proved",
         method="z3",
         parameters=params,
+        assumptions=assumptions,
         references=cs.REF + ("proofs/catalog_induction.py",),
         family=scope,
         group=cs.GROUP,
@@ -863,6 +956,59 @@ def _build() -> List[Theorem]:
             lrun("injectivity refusal => L not injective", cs.left_inverse_overlap_instance, (2, 3)),
             sc_l.replace("ranks 1-3", "ranks 2-3"),
             f"{_EXT}; {_POS}",
+        ),
+    ]
+    rstep = (
+        "Induction over right_inverse's fold: `while (i := right_inverse_pick(cd, state)) is not None: "
+        "state = right_inverse_step(state, (cs[i], cd[i], pp[i], i))` over coalesce(L)'s modes (cs, cd; pp "
+        "their prefix products); coalesce(L) has L's function (sym.coalesce-every-rank) and no mode of "
+        "extent 1 (its invariant). Invariant of the state (R's modes, the chain's next stride cur, the "
+        "used modes): cur is the product of R's extents, and for every x < cur, R(x) is the index of the "
+        "coordinate of coalesce(L) with x's digits in the used modes (in pick order) and 0 elsewhere, "
+        "where L is x. Start: no mode, cur = 1, nothing used (R(0) = 0 = L^-1(0)). Pick lemma "
+        f"(symbolically executed at {PICK_MAIN[0]}-{PICK_MAIN[-1]} modes, with and without a used mode, "
+        f"in `layoutproof prove`, {PICK_ALL[0]}-{PICK_ALL[-1]} with `--all`; a linear search, argued "
+        "beyond): it returns the first unused mode whose stride is proved == cur, None only when every "
+        "unused stride is proved != cur. Step (every path of right_inverse_step on (R, D, used opaque, "
+        "cur) and a picked mode (s, d == cur, p, i)): it appends s:p and i, the chain goes on at s*cur, "
+        "and at x + cur h (h < s) R adds h p -- digit h in the unused mode i -- where L adds h d == h "
+        "cur. " + _FOLD + ". By inspection: the loop above (two lines) and the concatenation of R's "
+        "modes with the step's, the prefix products (a four-line loop), 1:0 for no step, and the final "
+        "coalesce (function-preserving)"
+    )
+    sc_r = (
+        "every rank (pick lemma, step on the real right_inverse code, both jobs); direct symbolic "
+        "execution at ranks {} as a supplement with `--all`"
+    )
+
+    def rrun(claim: str, direct: Callable[[Layout], cs.Instance], ranks: Sequence[int]) -> Any:
+        return _run(
+            claim,
+            lambda: right_inverse_instances(PICK_ALL if cs.full_scope() else PICK_MAIN),
+            lambda: [direct(_L(r)) for r in ranks],
+        )
+
+    out += [
+        _theorem(
+            "sym.right-inverse-post",
+            "right_inverse meets its post-condition, for all extents and strides, at every rank",
+            "L(R(i)) == i for every i < size(R), R = right_inverse(L) (the invariant at the end). " + rstep,
+            rrun("L(right_inverse(L)(i)) == i", cs.right_inverse_instance, (1, 2, 3, 4)),
+            sc_r.format("1-4"),
+            f"{_EXT}; {_ANY}",
+        ),
+        _theorem(
+            "sym.right-inverse-two-sided",
+            "a right_inverse of full size is a left inverse too, at every rank",
+            "Whenever size(right_inverse(L)) == size(L) (L a bijection onto [0, size(L))): R(L(i)) == i for "
+            "every i < size(L), R = right_inverse(L). From the invariant: size(R) is the product of the used "
+            "modes' extents, size(L) that of all of coalesce(L)'s modes, none of extent 1, so every mode is "
+            "used; x -> R(x) is then onto coalesce(L)'s coordinates with L(R(x)) == x, hence a bijection, "
+            "and R(L(i)) == i. " + rstep,
+            rrun("size(R) == size(L) => R(L(i)) == i", cs.right_inverse_two_sided_instance, (1, 2, 3)),
+            sc_r.format("1-3"),
+            f"{_EXT}; {_ANY}",
+            ("size(right_inverse(L)) == size(L)",),
         ),
     ]
     return out
