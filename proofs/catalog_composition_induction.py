@@ -82,12 +82,15 @@ def _integer_composition(A: Layout, B: Layout) -> Callable[[Dict[str, int]], Any
 
     def run(asg: Dict[str, int]) -> Any:
         from layoutproof import ops
+        from layoutproof.errors import UndecidableConditionError
         from layoutproof.symbolic import assumptions, complete_assignment
 
         syms = set(A.free_symbols) | set(B.free_symbols)
         full = complete_assignment(asg, syms, assumptions())
         if full is None:  # nothing to confirm with: the walk reports the condition undecided
-            return None
+            raise UndecidableConditionError(
+                "composition: no assignment of the other symbols found to confirm the refusal on integers"
+            )
         asg.clear()
         asg.update(full)
         return ops.composition(A.subs(full), B.subs(full))
@@ -166,13 +169,14 @@ def leaf_instance(A: Layout, n: Any, r: Any, what: str = "step") -> cs.Instance:
 def _leaf_operands(a: int) -> Tuple[Layout, Any, Any]:
     A = cs.sym_layout("A", a)
     n = cs.extents("Bs", 1)[0]
-    r = cs.strides("Bd", 1, nonneg=True)[0]
+    r = cs.strides("Bd", 1)[0]
     return A, n, r
 
 
 def leaf_instances(ranks: Sequence[int], what: str = "step") -> List[cs.Instance]:
     """One leaf instance per A rank: A with symbolic extents and arbitrary strides, the leaf
-    ``Bs0:Bd0`` with a positive extent and a non-negative stride."""
+    ``Bs0:Bd0`` with a positive extent and an arbitrary stride (the walk refuses a negative
+    one: no result there)."""
     out = []
     for a in ranks:
         A, n, r = _leaf_operands(a)
@@ -341,7 +345,7 @@ LEAF_ALL = (1, 2, 3)
 _EXT = "extents positive integers"
 _ANY = "strides arbitrary integers"
 _POS = "strides positive integers"
-_NONNEG = "strides non-negative integers"
+_LEAVES = "strides arbitrary integers (the walk refuses a negative one)"
 
 
 def _direct(pairs: Sequence[Tuple[int, int]]) -> List[Tuple[Layout, Layout]]:
@@ -442,11 +446,11 @@ def _build() -> List["Theorem"]:
         "one), so D is Â's representation of B(c) and R(c) == Â(B(c)). " + _BY_INSPECTION + ". "
         "Direct symbolic execution of the whole composition at small ranks is a supplement",
         _post_check,
-        f"A rank {_ranks(LEAF_MAIN)} x B of every rank (leaf induction; B's leaves: {_NONNEG}) and direct "
+        f"A rank {_ranks(LEAF_MAIN)} x B of every rank (leaf induction) and direct "
         "execution at A x B 1x1, 1x2 in `layoutproof prove`; A rank "
         f"{_ranks(LEAF_ALL)} x B of every rank (so 3x3 included) and direct execution at 1x1, 2x1, 3x1, "
         "1x2, 2x2 with `layoutproof prove --all`",
-        f"A: {_EXT}, {_ANY}; B: {_EXT}, {_NONNEG} (leaf induction; direct runs: {_POS})",
+        f"A: {_EXT}, {_ANY}; B: {_EXT}, {_LEAVES} (leaf induction; direct runs: {_POS})",
     )
     size = _theorem(
         "sym.composition-size",
@@ -459,7 +463,7 @@ def _build() -> List["Theorem"]:
         f"A rank {_ranks(LEAF_MAIN)} x B of every rank (by leaves) and direct execution at A x B 1x1, 2x1, "
         f"1x2 in `layoutproof prove`; A rank {_ranks(LEAF_ALL)} x B of every rank and the same direct "
         "runs with `layoutproof prove --all`",
-        f"A: {_EXT}, {_ANY}; B: {_EXT}, {_NONNEG} (by leaves; direct runs: {_POS})",
+        f"A: {_EXT}, {_ANY}; B: {_EXT}, {_LEAVES} (by leaves; direct runs: {_POS})",
     )
     exact = _theorem(
         "sym.composition-exact",
@@ -467,10 +471,10 @@ def _build() -> List["Theorem"]:
         EXACT_STATEMENT,
         _exact_check,
         f"A rank {_ranks(EXACT_MAIN)} x one leaf n:r in `layoutproof prove`; A rank {_ranks(EXACT_ALL)} "
-        "x one leaf with `layoutproof prove --all`; by the leaves, every B whose refusal is a leaf's (the overlap "
-        "check's refusals are not covered); refusals for stride divisibility are not exact (see the "
-        "statement) and not claimed",
-        f"A: {_EXT}, {_ANY}; the leaf: extent a positive integer, stride a non-negative integer",
+        "x one leaf with `layoutproof prove --all`; by the leaves, every B whose refusal is a leaf's "
+        "(the overlap check's refusals are not covered); refusals for stride divisibility are not exact "
+        "(see the statement) and not claimed",
+        f"A: {_EXT}, {_ANY}; the leaf: extent a positive integer, stride any integer",
     )
     return [post, size, exact]
 
