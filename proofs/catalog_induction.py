@@ -97,8 +97,8 @@ class Head:
         raise HeadRead(f"the step read the opaque part {self.name} of its state")
 
     __bool__ = __len__ = __iter__ = __getitem__ = __contains__ = _read
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _read  # type: ignore[assignment]
-    __radd__ = __mul__ = __rmul__ = __hash__ = _read  # type: ignore[assignment]
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _read
+    __radd__ = __mul__ = __rmul__ = __hash__ = _read
 
     def __repr__(self) -> str:
         return f"Head({self.name}, +{len(self.tail)})"

@@ -35,8 +35,9 @@ def _all_proved(insts):
         ci.filter_instances,
         lambda: ci.complement_instances((1, 2, 3)),
         lambda: ci.left_inverse_instances((1, 2)),
+        lambda: ci.right_inverse_instances((1, 2, 3)),
     ],
-    ids=["coalesce", "coalesce-keep-last", "filter", "complement", "left_inverse"],
+    ids=["coalesce", "coalesce-keep-last", "filter", "complement", "left_inverse", "right_inverse"],
 )
 def test_every_base_and_step_is_proved_with_obligations(make):
     results = _all_proved(make())
@@ -47,7 +48,13 @@ def test_every_base_and_step_is_proved_with_obligations(make):
 def test_the_catalog_runs_the_induction_theorems():
     from layoutproof.proofs.catalog import get
 
-    for tid in ("sym.complement-post", "sym.left-inverse-post", "sym.filter-post", "sym.coalesce-every-rank"):
+    for tid in (
+        "sym.complement-post",
+        "sym.left-inverse-post",
+        "sym.right-inverse-post",
+        "sym.filter-post",
+        "sym.coalesce-every-rank",
+    ):
         t = get(tid)
         assert "every rank" in t.family and "proofs/catalog_induction.py" in t.references
 
@@ -55,6 +62,9 @@ def test_the_catalog_runs_the_induction_theorems():
 def test_head_allows_appending_only():
     h = ci.Head("H") + (1,) + (2, 3)
     assert ci.appended(h, "H") == (1, 2, 3)
+    assert ci.appended(ci.Head("U") | {7}, "U") == (7,)
+    with pytest.raises(ci.HeadRead):
+        ci.Head("U") | {1, 2}
     for use in (bool, len, list, lambda x: x[0], lambda x: x == h, lambda x: x < h, lambda x: x * 2):
         with pytest.raises(ci.HeadRead):
             use(h)
