@@ -7,7 +7,8 @@ Run on the GPU machine from the repository root (``source bench/device_env.sh`` 
     python bench/gemm_suite.py --sweep --out $OUT         # every default-rule candidate, timed
 
 Method (suite): fresh N(0,1) operands, row-major A and B, one output per side allocated
-once.  Each shape is checked first (ours against cuBLAS, relative Frobenius error, NaN-
+once; batched shapes ``B x [M x N x K]`` are 3-D operands (``bB``: B a shared 2-D matrix)
+against ``cupy.matmul`` on the same 3-D arrays.  Each shape is checked first (ours against cuBLAS, relative Frobenius error, NaN-
 poisoned output).  Then ``--rounds`` interleaved rounds; in each round one batch of ``--reps``
 back-to-back launches of ours and one of cuBLAS, each between two CUDA events (so the
 host's launch cost counts where it exceeds the GPU time, as it does for a user); the
@@ -53,7 +54,29 @@ LLM = [
 K_HEAVY = [(1024, 1024, 16384), (512, 512, 28672)]
 K_LIGHT = [(8192, 8192, 256), (8192, 8192, 1024)]
 RAGGED = [(1000, 3000, 777), (4095, 4097, 4093), (2047, 5003, 1000)]
-SUITE = SQUARES + LLM + K_HEAVY + K_LIGHT + RAGGED
+# batched: (batch, M, N, K), "bB" = B shared by every batch (a 2-D B, numpy broadcasting)
+BATCHED = [(32, 512, 512, 512), (8, 2048, 2048, 128), (16, 1024, 1024, 1024, "bB"), (64, 128, 128, 64)]
+SUITE = SQUARES + LLM + K_HEAVY + K_LIGHT + RAGGED + BATCHED
+
+
+def parse_shape(text):
+    """``MxNxK`` or, batched, ``BxMxNxK`` (a trailing ``b``: B shared by every batch)."""
+    shared = text.endswith("b")
+    vals = tuple(int(v) for v in text.rstrip("b").split("x"))
+    return vals + ("bB",) if shared else vals
+
+
+def unpack(shape):
+    """(batch or 0, M, N, K, B shared?) of a suite entry."""
+    if len(shape) == 3:
+        return (0,) + tuple(shape) + (False,)
+    return tuple(shape[:4]) + (len(shape) > 4 and shape[4] == "bB",)
+
+
+def label(shape):
+    bt, m, n, k, shared = unpack(shape)
+    base = f"{m}x{n}x{k}"
+    return base if not bt else f"{bt}x[{base}]" + ("bB" if shared else "")
 
 
 def make(cp, shape, dtype, rng):
@@ -151,22 +174,24 @@ def suite(cp, args, log):
 
     rng = cp.random.default_rng(2026)
     rows = log.setdefault("suite", [])
-    shapes = (
-        SUITE if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    )
+    shapes = SUITE if not args.shapes else [parse_shape(s) for s in args.shapes.split(",")]
     for dtype in args.dtypes.split(","):
-        for m, n, k in shapes:
-            a, b = make(cp, (m, k), dtype, rng), make(cp, (k, n), dtype, rng)
+        for shape in shapes:
+            bt, m, n, k, shared = unpack(shape)
+            sa = (bt, m, k) if bt else (m, k)
+            sb = (bt, k, n) if bt and not shared else (k, n)
+            a, b = make(cp, sa, dtype, rng), make(cp, sb, dtype, rng)
             ref = cp.matmul(a, b)
-            c = cp.full((m, n), cp.nan, dtype=a.dtype)
+            c = cp.full(ref.shape, cp.nan, dtype=a.dtype)
             t0 = time.perf_counter()
             gemm(a, b, c)
             cp.cuda.Device().synchronize()
             first_s = time.perf_counter() - t0
-            cfg = runtime.last_launch["config"].key()
+            info = runtime.last_launch
+            cfg = info["config"].key() + (f" ({info['mode']})" if bt else "")
             err = rel_err(cp, c, ref)
             nan = int(cp.isnan(c).sum())
-            fl = 2.0 * m * n * k
+            fl = 2.0 * m * n * k * max(bt, 1)
             reps = max(3, min(args.reps, int(2e12 / fl) + 1)) if fl > 2e12 else args.reps
             ours = lambda: gemm(a, b, c)
             cub = lambda: cp.matmul(a, b, out=ref)
@@ -184,6 +209,8 @@ def suite(cp, args, log):
             g_ref = torch_graph_time(cp, a, b, ref, reps)
             row = dict(
                 dtype=dtype,
+                batch=bt,
+                b_shared=shared,
                 m=m,
                 n=n,
                 k=k,
@@ -206,7 +233,7 @@ def suite(cp, args, log):
             )
             rows.append(row)
             print(
-                f"{dtype:4s} {m:>5d}x{n:<5d}x{k:<5d} ratio {row['ratio']:.3f} graph "
+                f"{dtype:4s} {label(shape):>17s} ratio {row['ratio']:.3f} graph "
                 f"{row['graph_ratio'] or float('nan'):.3f}  ours {row['ours_us']:9.1f} us cuBLAS "
                 f"{row['ref_us']:9.1f} us  host {row['host_ours_us']:.1f}/{row['host_ref_us']:.1f} us  "
                 f"err {err:.1e} {'ok' if row['ok'] else 'FAIL'}  [{cfg}] first {first_s:.2f}s",
@@ -268,7 +295,9 @@ def sweep(cp, args, log):
     sms = _sm_count(cp)
     rows = log.setdefault("sweep", [])
     shapes = (
-        SUITE if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+        [x for x in SUITE if len(x) == 3]  # the sweep times 2-D products
+        if not args.shapes
+        else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     )
     for m, n, k in shapes:
         cands = tuple(base)

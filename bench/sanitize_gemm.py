@@ -1,7 +1,12 @@
-"""A small proven-GEMM run for compute-sanitizer (memcheck): every variant (split-K too), odd sizes.
+"""A small proven-GEMM run for compute-sanitizer (memcheck): every variant (split-K, the fused
+epilogue with bias along N or M, the batched kernel too), odd sizes.
 
-compute-sanitizer --tool memcheck python bench/sanitize_gemm.py
+compute-sanitizer --tool memcheck python bench/sanitize_gemm.py [--new]
+
+``--new``: only the kernels of issue 17's last steps (bias along M / in f16, batched).
 """
+
+import sys
 
 import cupy as cp
 
@@ -12,6 +17,7 @@ from layoutproof.gpu.splitk import SplitKConfig
 
 rng = cp.random.default_rng(3)
 worst = 0.0
+NEW_ONLY = "--new" in sys.argv
 for cfg, (m, n, k) in [
     (c, s)
     for c in (
@@ -27,6 +33,7 @@ for cfg, (m, n, k) in [
         SplitKConfig(Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws"), 4),
     )
     for s in ((37, 45, 51), (64, 64, 64), (1, 9, 17), (130, 260, 200))
+    if not NEW_ONLY
 ]:
     for ao in ("C", "F"):
         for bo in ("C", "F"):
@@ -38,7 +45,7 @@ for cfg, (m, n, k) in [
             ref = a.astype(cp.float64) @ b.astype(cp.float64)
             worst = max(worst, float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)))
 # the fused epilogue (bias + activation) on the same odd shapes
-for m, n, k in ((37, 45, 51), (64, 64, 64), (1, 9, 17), (130, 260, 200)):
+for m, n, k in ((37, 45, 51), (64, 64, 64), (1, 9, 17), (130, 260, 200)) if not NEW_ONLY else ():
     a = rng.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
     b = rng.standard_normal((k, n), dtype=cp.float32).astype(cp.float16)
     bias = rng.standard_normal(n, dtype=cp.float32)
@@ -50,6 +57,43 @@ for m, n, k in ((37, 45, 51), (64, 64, 64), (1, 9, 17), (130, 260, 200)):
     c = c0.copy()
     gemm(a, b, c, alpha=0.5, beta=-1.5, c=c, bias=bias)
     ref = 0.5 * (a.astype(cp.float64) @ b.astype(cp.float64)) - 1.5 * c0 + bias
+    worst = max(worst, float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)))
+# bias along M and in f16, on the same odd shapes
+for m, n, k in ((37, 45, 51), (1, 9, 17), (130, 260, 200)):
+    a = rng.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
+    b = rng.standard_normal((k, n), dtype=cp.float32).astype(cp.float16)
+    for along, nb in (("m", m), ("n", n)):
+        bias = rng.standard_normal(nb, dtype=cp.float32).astype(cp.float16)
+        c = gemm(a, b, out_dtype="f32", bias=bias, activation="relu", bias_along=along)
+        bb = bias.astype(cp.float64)
+        ref = cp.maximum(
+            a.astype(cp.float64) @ b.astype(cp.float64) + (bb[:, None] if along == "m" else bb), 0
+        )
+        worst = max(worst, float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)))
+# the batched kernel (one launch): both operands batched, B shared (2-D, so not folded: a
+# given output), A shared, strided batches, cluster 2, a fused bias; odd sizes
+for cfg in (
+    None,
+    Sm90Config(loader="tma", schedule="ws", cluster=2),
+    Sm90Config(bm=64, bn=64, stages=8, loader="tma", schedule="ws"),
+):
+    for sa, sb in (
+        ((3, 37, 51), (3, 51, 45)),
+        ((4, 130, 200), (200, 260)),
+        ((130, 64), (5, 64, 72)),
+        ((2, 1, 24), (2, 24, 9)),
+    ):
+        a = rng.standard_normal(sa, dtype=cp.float32).astype(cp.float16)
+        b = rng.standard_normal(sb, dtype=cp.float32).astype(cp.float16)
+        ref = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+        out = cp.full(ref.shape, cp.nan, dtype=cp.float32)
+        gemm(a, b, out, config=cfg, out_dtype="f32")
+        worst = max(worst, float(cp.linalg.norm(out - ref) / cp.linalg.norm(ref)))
+    a = rng.standard_normal((6, 96, 64), dtype=cp.float32).astype(cp.float16)[::2]
+    b = rng.standard_normal((3, 64, 136), dtype=cp.float32).astype(cp.float16)
+    bias = rng.standard_normal(136, dtype=cp.float32)
+    c = gemm(a, b, config=cfg, out_dtype="f32", bias=bias, activation="relu")
+    ref = cp.maximum(cp.matmul(a.astype(cp.float64), b.astype(cp.float64)) + bias, 0)
     worst = max(worst, float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)))
 cp.cuda.Device().synchronize()
 print(f"sanitize run done, worst relative error {worst:.2e}")

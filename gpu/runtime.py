@@ -1241,6 +1241,8 @@ class BatchedGemmPlan:
                 )
                 self.mode = "kernel"
         self._info = dict(mode=self.mode, batch=batch, m=M, n=N, k=K, plan=self)
+        if self.mode == "kernel":
+            self._info.update(config=self.config, problem=self.problem, kernel=self.kernel.name)
 
     # ------------------------------------------------------------------ the batched kernel
     def _kernel_setup(
@@ -1396,6 +1398,8 @@ class BatchedGemmPlan:
             pbuf.set(7, int(self._cvec_ok and pc % 16 == 0))
             if self.activation is not None:
                 bvec = bias if bias is not None else self._zero_bias
+                if bvec is None:
+                    raise GemmInputError("BatchedGemmPlan: the plan was made with a bias: pass one")
                 pbuf.set(10, bvec.data.ptr)
             g = self.grid
             if self._launch_kernel is not None:
@@ -1541,7 +1545,7 @@ def _gemm_batched(
     bias_along: str = "n",
 ) -> Any:
     """:func:`gemm` for 3-D operands: a cached :class:`BatchedGemmPlan` per signature."""
-    key = None
+    key: Any = None
     plan = None
     try:
         key = (

@@ -12,6 +12,8 @@ import shutil
 import numpy as np
 import pytest
 from test_gpu_codegen import _nvcc_sm90a
+from test_gpu_plan import _FakeArray, _FakeCupy
+from test_gpu_splitk import fake_tma  # noqa: F401  (the fixture)
 
 from layoutproof.gpu import codegen_sm90, kir, runtime
 from layoutproof.gpu.codegen_sm90 import Sm90Config, generate_sm90, prove_batch_schedule
@@ -243,3 +245,122 @@ def test_gpu_batched_alpha_beta_runs_per_batch():
     out = runtime.gemm(a, b, out_dtype="f32", alpha=2.0, beta=0.5, c=c)
     ref = 2.0 * _ref(a, b) + 0.5 * c.astype(cp.float64)
     assert float(cp.abs(out - ref).max()) < 1e-4 and runtime.last_launch["mode"] == "loop"
+
+
+# ============================================================================ a plan (fake CuPy)
+class _Fake3(_FakeArray):
+    """The fake array of test_gpu_plan with a batch axis: ``x[i]`` is matrix ``i``."""
+
+    def __getitem__(self, i):
+        if not isinstance(i, int) or self.ndim != 3:
+            raise TypeError("the fake takes x[i] of a 3-D array only")
+        return _FakeArray(
+            self._cp, self.shape[1:], self.strides[1:], self.dtype, self.data.ptr + i * self.strides[0]
+        )
+
+    def reshape(self, *shape):
+        if len(shape) == 1:
+            shape = tuple(shape[0])
+        if len(shape) == 2:  # (batch * rows, cols) of contiguous matrices
+            return _FakeArray(
+                self._cp, shape, (shape[1] * self.itemsize, self.itemsize), self.dtype, self.data.ptr
+            )
+        return _Fake3(
+            self._cp,
+            shape,
+            (shape[1] * shape[2] * self.itemsize,) + self.strides[-2:],
+            self.dtype,
+            self.data.ptr,
+        )
+
+
+def _arr3(cp, shape, dtype=np.float16, bstride=None):
+    b, r, c = shape
+    it = np.dtype(dtype).itemsize
+    bs = bstride if bstride is not None else r * c * it
+    return _Fake3(cp, shape, (bs, c * it, it), dtype, cp._alloc(bs * b + r * c * it))
+
+
+@pytest.fixture
+def fake3(fake_tma, monkeypatch):  # noqa: F811
+    cp = fake_tma
+    enc = []
+    monkeypatch.setattr(
+        runtime._Operand, "prepare_tma", lambda self, dt, k, mn, batch=None: enc.append((self.major, batch))
+    )
+    cp.enc = enc
+
+    def empty(shape, dtype, order="C"):
+        if len(shape) == 3:
+            return _arr3(cp, shape, dtype)
+        x = _FakeCupy.empty(cp, shape, dtype, order)
+        return _Fake3(cp, x.shape, x.strides, x.dtype, x.data.ptr)
+
+    cp.empty = empty
+    return cp
+
+
+@needs_3d
+def test_fake_batched_plan_is_one_launch_with_the_batch_parameters(fake3):
+    cp = fake3
+    a, b = _arr3(cp, (6, 256, 512)), _arr3(cp, (6, 512, 384))
+    c = runtime.gemm(a, b)
+    assert c.shape == (6, 256, 384)
+    (ln,) = cp.launches
+    assert ln["kinds"] == ["tmap", "tmap", "ptr", "i32", "i32", "i32", "i64", "i32", "i32", "i64"]
+    assert ln["values"][2:] == [c.data.ptr, 256, 384, 512, 384, 1, 6, 256 * 384]
+    info = runtime.last_launch
+    assert info["mode"] == "kernel" and info["problem"].batch == "ab"
+    # rank-3 maps at each operand's batch stride (elements)
+    assert cp.enc == [("k", (6, 256 * 512)), ("n", (6, 512 * 384))]
+    cfg = info["config"]
+    tiles = -(-256 // cfg.bm) * -(-384 // cfg.bn) * 6
+    assert ln["grid"][0] == cfg.cluster * min(-(-tiles // cfg.cluster), 132 // cfg.cluster)
+
+
+@needs_3d
+def test_fake_batched_plan_broadcasts_and_falls_back(fake3):
+    cp = fake3
+    # A shared (2-D): only B carries the batch; a rank-2 map for A
+    a, b = cp.array((256, 512)), _arr3(cp, (4, 512, 384))
+    runtime.gemm(a, b)
+    assert runtime.last_launch["problem"].batch == "b" and cp.enc[-2:] == [("k", None), ("n", (4, 512 * 384))]
+    # B of batch extent 1: shared too (with a given output: not folded into one 2-D product)
+    runtime.gemm(_arr3(cp, (4, 256, 512)), _arr3(cp, (1, 512, 384)), cp.empty((4, 256, 384), np.float16))
+    assert runtime.last_launch["mode"] == "kernel" and runtime.last_launch["problem"].batch == "a"
+    # a batch stride that is not a multiple of 16 bytes: one 2-D gemm per batch
+    n0 = len(cp.launches)
+    odd = _arr3(cp, (3, 256, 512), bstride=256 * 512 * 2 + 8)
+    runtime.gemm(odd, _arr3(cp, (3, 512, 384)))
+    assert runtime.last_launch["mode"] == "loop" and len(cp.launches) == n0 + 3
+    # an output whose batches overlap is not taken by the kernel
+    out = _Fake3(cp, (3, 256, 384), (384 * 2, 384 * 2, 2), np.float16, cp._alloc(1 << 22))
+    n0 = len(cp.launches)
+    runtime.gemm(_arr3(cp, (3, 256, 512)), _arr3(cp, (3, 512, 384)), out)
+    assert runtime.last_launch["mode"] == "loop" and len(cp.launches) == n0 + 3
+    with pytest.raises(GemmInputError, match="batch extents differ"):
+        runtime.gemm(_arr3(cp, (3, 256, 512)), _arr3(cp, (4, 512, 384)))
+    with pytest.raises(GemmInputError, match="out must be"):
+        runtime.gemm(_arr3(cp, (3, 256, 512)), _arr3(cp, (3, 512, 384)), cp.empty((2, 256, 384), np.float16))
+
+
+@needs_3d
+def test_fake_batched_plan_with_bias_passes_it_after_the_batch_stride(fake3):
+    cp = fake3
+    a, b = _arr3(cp, (2, 128, 256)), _arr3(cp, (2, 256, 256))
+    bias = _FakeArray(cp, (128,), (4,), np.float32, cp._alloc(512))
+    runtime.gemm(a, b, bias=bias, activation="relu", bias_along="m")
+    ln = cp.launches[-1]
+    assert ln["kinds"][-3:] == ["i32", "i64", "ptr"] and ln["values"][-1] == bias.data.ptr
+    cfg = runtime.last_launch["config"]
+    assert isinstance(cfg, EpilogueConfig) and cfg.bias_axis == "m"
+
+
+@needs_3d
+def test_fake_batched_plan_folds_a_shared_b_into_one_product(fake3):
+    cp = fake3
+    a, b = _arr3(cp, (4, 100, 512)), cp.array((512, 384))
+    c = runtime.gemm(a, b)
+    assert runtime.last_launch["mode"] == "fold" and c.shape == (4, 100, 384)
+    ln = cp.launches[-1]
+    assert ln["values"][0] != 0 and ln["values"][3:6] == [400, 384, 512]  # M = batch * 100
