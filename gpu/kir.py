@@ -445,14 +445,15 @@ class Eval(Stmt):
 @dataclass(frozen=True, eq=False)
 class For(Stmt):
     """``for (int v = start; v < stop; v += step)``; constant start/stop make ``v`` an
-    enumerated index.  ``cond`` replaces ``v < stop`` when given (runtime loops)."""
+    enumerated index.  ``cond`` replaces ``v < stop`` when given (runtime loops).
+    ``unroll``: True prints ``#pragma unroll``, an int n > 1 ``#pragma unroll n``."""
 
     var: Var
     start: Expr
     stop: Expr
     body: "Block"
     step: Expr = Const(1)
-    unroll: bool = False
+    unroll: "bool | int" = False
     cond: Optional[Expr] = None
 
 
@@ -911,7 +912,10 @@ def _stmt_lines(s: Stmt, ind: int) -> List[str]:
             else f"{s.var.name} += {emit_expr(s.step)}"
         )
         head = f"for ({s.var.ctype} {s.var.name} = {emit_expr(s.start)}; {cond}; {step})"
-        pre = ["#pragma unroll"] if s.unroll else []
+        if isinstance(s.unroll, bool) or s.unroll <= 1:
+            pre = ["#pragma unroll"] if s.unroll else []
+        else:
+            pre = [f"#pragma unroll {int(s.unroll)}"]
         return pre + _braced(sp + head, s.body, ind)
     if isinstance(s, If):
         tail = f"  // {s.comment}" if s.comment else ""

@@ -796,14 +796,20 @@ def _decl_in(body: Any, name: str) -> kir.Var:
     return hits[0]
 
 
-def serial_ir(k: kir.Kernel, cfg: SplitKConfig, out: str) -> kir.Kernel:
+def serial_ir(
+    k: kir.Kernel, cfg: SplitKConfig, out: str, *, fence: bool = False, sem: str = "acq_rel"
+) -> kir.Kernel:
     """The serial reduction, added to the split kernel ``k`` (:func:`splitk_ir` without the
     fix-up kernel): after the consumers' staged epilogue has stored a unit's partial into its
     plane, each consumer warpgroup ``cg`` (its own 64-row slice of the tile) does
 
     1. ``bar.sync`` (its 128 threads: every thread's plane stores are done);
-    2. thread 0: ``fence.acq_rel.gpu``, then ``prev = atom.add.acq_rel.gpu(&counters[cg *
-       tiles + tile], 1)``; it writes ``prev == S - 1`` to the shared flag ``lp_last[cg]``
+    2. thread 0: ``prev = atom.add.acq_rel.gpu(&counters[cg * tiles + tile], 1)`` -- the
+       release of the warpgroup's plane (cumulative over the stores the barrier ordered
+       before it) and the acquire of the planes released before it in one operation (with
+       ``fence=True`` a ``fence.acq_rel.gpu`` comes first; ``sem`` is the atomic's order,
+       the kernel's ``acq_rel``: the other values exist for the model's planted bugs);
+       it writes ``prev == S - 1`` to the shared flag ``lp_last[cg]``
        and, when it is the last, resets the counter to 0 (the next launch starts from 0: the
        counters are zeroed once, when the plan is made);
     3. ``bar.sync``; every thread reads the flag; when set, the warpgroup sums the ``S``
@@ -867,11 +873,14 @@ def serial_ir(k: kir.Kernel, cfg: SplitKConfig, out: str) -> kir.Kernel:
     arrive = kir.If(
         wt.eq(0),
         kir.block(
-            kir.Comment("release this warpgroup's plane (the barrier above ordered every thread's stores)"),
-            kir.Fence("acq_rel_gpu"),
+            kir.Comment(
+                "release this warpgroup's plane (the barrier above ordered every thread's stores)\n"
+                "and acquire the planes of the units counted before, in one atomic"
+            ),
+            kir.Fence("acq_rel_gpu") if fence else None,
             kir.Decl(prev),
             kir.Assign(
-                prev, kir.AtomicAdd(kir.Mem(counters, cclaim, idx=cidx), kir.Const(1, "unsigned"), "acq_rel")
+                prev, kir.AtomicAdd(kir.Mem(counters, cclaim, idx=cidx), kir.Const(1, "unsigned"), sem)
             ),
             kir.Assign(
                 kir.Mem(flag, fw, idx=cg, space="shared"),
@@ -1010,11 +1019,12 @@ def serial_ir(k: kir.Kernel, cfg: SplitKConfig, out: str) -> kir.Kernel:
                 ),
             ),
         ),
+        unroll=8,  # the loads of 8 row groups in flight together (a decode tile's valid rows)
     )
     section: List[kir.Stmt] = [
         kir.Comment(
             "split-K, serial reduction: the last of the tile's units to finish sums the planes\n"
-            "(plane stores -> barrier -> fence + atomic -> barrier -> the last one reads)"
+            "(plane stores -> barrier -> atomic (release + acquire) -> barrier -> the last one reads)"
         ),
         kir.NamedBarrier(1 + cg, 128),
         arrive,
