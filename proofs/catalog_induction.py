@@ -1010,6 +1010,44 @@ def _build() -> List[Theorem]:
             f"{_EXT}; {_ANY}",
             ("size(right_inverse(L)) == size(L)",),
         ),
+        _theorem(
+            "sym.right-inverse-image",
+            "right_inverse(L) maps into L's domain, for all extents and strides, at every rank",
+            "0 <= R(i) < size(L) for every i < size(R), R = right_inverse(L). From the invariant: R(x) is "
+            "the index of a coordinate of coalesce(L), whose size is size(L) (sym.coalesce-every-rank). "
+            + rstep,
+            rrun("0 <= right_inverse(L)(i) < size(L)", cs.right_inverse_image_instance, (1, 2, 3, 4)),
+            sc_r.format("1-4"),
+            f"{_EXT}; {_ANY}",
+        ),
+        _theorem(
+            "sym.right-inverse-size",
+            "size(right_inverse(L)) divides size(L), for all extents and strides, at every rank",
+            "size(L) mod size(right_inverse(L)) == 0. From the invariant: size(R) is cur, the product of the "
+            "extents of the modes used (each step multiplies cur by the picked extent; the pick lemma "
+            "takes each mode at most once), which divides the product of all of coalesce(L)'s extents, "
+            "size(L). " + rstep,
+            rrun("size(right_inverse(L)) | size(L)", cs.right_inverse_size_instance, (1, 2, 3, 4)),
+            sc_r.format("1-4"),
+            f"{_EXT}; {_ANY}",
+        ),
+        _theorem(
+            "sym.filter-size",
+            "size(filter(L)) <= size(L), with equality without stride-0 modes, at every rank",
+            "size(filter(L)) <= size(L); == when every mode of L has extent 1 or a non-zero stride. Each "
+            "filter_step's new modes have the size of the kept modes (the step's claim), so size(filter(L)) "
+            "is the product of the kept extents; a dropped mode has extent 1 or stride 0. Induction as in "
+            "sym.filter-post: steps from the empty state and from (H, (t, e)) on the real filter_step. "
+            + _FOLD,
+            _run(
+                "size(filter(L)) <= size(L)",
+                filter_instances,
+                lambda: [cs.filter_size_instance(_L(r)) for r in (1, 2, 3, 4)],
+            ),
+            "every rank (steps on the real filter_step, both jobs); direct symbolic execution at ranks 1-4 "
+            "as a supplement with `--all`",
+            f"{_EXT}; {_ANY}",
+        ),
     ]
     return out
 

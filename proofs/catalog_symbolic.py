@@ -1963,22 +1963,6 @@ def _build_more() -> List[Theorem]:
             f"A: {anyL}; N a positive integer",
         ),
         _T(
-            "sym.right-inverse-image",
-            "right_inverse(L) maps into L's domain, for all extents and strides",
-            "0 <= R(i) < size(L) for every i < size(R), R = right_inverse(L)",
-            one(_right_inverse_image, r12, r14, "0 <= right_inverse(L)(i) < size(L)"),
-            sc_14,
-            anyL,
-        ),
-        _T(
-            "sym.right-inverse-size",
-            "size(right_inverse(L)) divides size(L), for all extents and strides",
-            "size(L) mod size(right_inverse(L)) == 0",
-            one(_right_inverse_size, r12, r14, "size(right_inverse(L)) | size(L)"),
-            sc_14,
-            anyL,
-        ),
-        _T(
             "sym.logical-divide-size",
             "size(logical_divide(L, T)) == size(T) size(complement(T, size(L))) >= size(L)",
             "Whenever logical_divide(L, T) returns R: size(R) == size(T) * size(complement(T, size(L))) "
@@ -1992,14 +1976,6 @@ def _build_more() -> List[Theorem]:
             "L rank 1, T rank 1 (both jobs; L rank 2 is not claimed: a path's run of logical_divide "
             "ran past its 300 s budget on the shared machine, as for sym.logical-divide-def)",
             f"L: {anyL}; T: {posL}",
-        ),
-        _T(
-            "sym.filter-size",
-            "size(filter(L)) <= size(L), with equality without stride-0 modes",
-            "size(filter(L)) <= size(L); == when every mode of L has extent 1 or a non-zero stride",
-            one(_filter_size, r12, r14, "size(filter(L)) <= size(L)"),
-            sc_14,
-            anyL,
         ),
         _T(
             "sym.logical-product-size",
@@ -2037,3 +2013,6 @@ left_inverse_cover_instance = _left_inverse_cover
 left_inverse_overlap_instance = _left_inverse_overlap
 right_inverse_instance = _right_inverse
 right_inverse_two_sided_instance = _right_inverse_two_sided
+right_inverse_image_instance = _right_inverse_image
+right_inverse_size_instance = _right_inverse_size
+filter_size_instance = _filter_size
