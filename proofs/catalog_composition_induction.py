@@ -403,6 +403,79 @@ def _exact_check() -> List[Result]:
     )
 
 
+# ----------------------------------------------------------------------------- corollaries
+# logical_divide, logical_product and associativity are compositions: each theorem re-runs the
+# leaf induction (with `--all`) for the first operand it composes with, and keeps its direct
+# execution of the whole operation as the machine check of how the operation calls composition.
+
+
+def _pos(name: str, r: int = 1) -> Layout:
+    return cs.sym_layout(name, r, positive=True)
+
+
+def _logical_divide_def_check() -> List[Result]:
+    direct = cs.prove("logical_divide(L, T) == L o (T, T*)", [cs.logical_divide_instance(_L1(), _pos("T"))])
+    if not cs.full_scope():
+        return direct
+    return direct + cs.prove(
+        "R(c) == L^(B(c)) for every B (leaf induction, L as A)", leaf_instances(LEAF_ALL)
+    )
+
+
+def _L1() -> Layout:
+    return cs.sym_layout("L", 1)
+
+
+def _other_theorem(tid: str) -> List[Result]:
+    """Run another catalog theorem's check here (its results become part of this proof)."""
+    from . import catalog_induction
+
+    t = next(t for t in catalog_induction.THEOREMS if t.id == tid)
+    out = t.check()
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def _logical_divide_size_check() -> List[Result]:
+    direct = cs.prove(
+        "size(L / T) == size(T) size(T*) >= size(L)", [cs.logical_divide_size_instance(_L1(), _pos("T"))]
+    )
+    if not cs.full_scope():
+        return direct
+    return (
+        direct
+        + cs.prove("size of every leaf's result == its extent (L as A)", leaf_instances(LEAF_ALL, "size"))
+        + _other_theorem("sym.complement-size")
+    )
+
+
+def _logical_product_def_check() -> List[Result]:
+    ranks = LEAF_ALL if cs.full_scope() else LEAF_MAIN
+    return cs.prove(
+        "logical_product(A, B) == (A, complement(A, size(A) cosize(B)) o B)",
+        [cs.logical_product_instance(_pos("A"), _pos("B"))],
+    ) + cs.prove("mode 1: R1(c) == C^(B(c)) for every B (leaf induction, C as A)", leaf_instances(ranks))
+
+
+def _logical_product_size_check() -> List[Result]:
+    ranks = LEAF_ALL if cs.full_scope() else LEAF_MAIN
+    direct = cs.prove(
+        "size(A x B) == size(A) size(B)", [cs.logical_product_size_instance(_pos("A"), _pos("B"))]
+    )
+    return direct + cs.prove(
+        "size of every leaf's result == its extent (C as A)", leaf_instances(ranks, "size")
+    )
+
+
+def _associativity_check() -> List[Result]:
+    direct = cs.prove(
+        "(A o B) o C == A o (B o C)",
+        [cs.associativity_instance(cs.sym_layout("A", 1), _pos("B"), _pos("C"))],
+    )
+    if not cs.full_scope():
+        return direct
+    return direct + cs.prove("R(c) == Â(B(c)) for every B (leaf induction)", leaf_instances(LEAF_ALL))
+
+
 def _ranks(xs: Sequence[int]) -> str:
     return f"{xs[0]}-{xs[-1]}" if len(xs) > 1 else str(xs[0])
 
@@ -415,7 +488,14 @@ _BY_INSPECTION = (
 
 
 def _theorem(
-    tid: str, title: str, statement: str, check: Callable[[], List[Result]], scope: str, params: str
+    tid: str,
+    title: str,
+    statement: str,
+    check: Callable[[], List[Result]],
+    scope: str,
+    params: str,
+    assumptions: Tuple[str, ...] = (),
+    heavy: bool = False,
 ) -> "Theorem":
     return Theorem(
         tid,
@@ -425,9 +505,11 @@ def _theorem(
         expected="proved",
         method="z3",
         parameters=params,
+        assumptions=assumptions,
         references=cs.REF + ("proofs/catalog_composition_induction.py",),
         family=scope,
         group=cs.GROUP,
+        heavy=heavy,
     )
 
 
@@ -476,7 +558,84 @@ def _build() -> List["Theorem"]:
         "(see the statement) and not claimed",
         f"A: {_EXT}, {_ANY}; the leaf: extent a positive integer, stride any integer",
     )
-    return [post, size, exact]
+    ld = _theorem(
+        "sym.logical-divide-def",
+        "logical_divide(L, T) is L o (T, complement(T, size(L)))",
+        "Whenever logical_divide(L, T) returns R: R meets composition's post-condition against "
+        "B = (T, complement(T, size(L))) computed on the same path: R(c) == L^(B(c)) for every c. "
+        "logical_divide(L, T) returns composition(L, B) for that B (ops.logical_divide, read off the code; "
+        "the direct symbolic execution checks the whole claim at L rank 1 x T rank 1), so for L of rank "
+        "<= 3 and any T it is sym.composition-post with L as A: its leaf induction (every B) is re-run here "
+        "with `--all`",
+        _logical_divide_def_check,
+        "L rank 1 x T rank 1 (direct execution) in `layoutproof prove`; with `--all` also L rank "
+        f"{_ranks(LEAF_ALL)} x T of every rank (leaf induction)",
+        f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS} (the leaf induction: T any layout)",
+    )
+    lds = _theorem(
+        "sym.logical-divide-size",
+        "size(logical_divide(L, T)) == size(T) size(complement(T, size(L))) >= size(L)",
+        "Whenever logical_divide(L, T) returns R: size(R) == size(T) * size(complement(T, size(L))) and "
+        "size(R) >= size(L). The first is sym.composition-size for B = (T, complement(T, size(L))) (its "
+        "leaf size lemma re-run here with `--all`, L as A), the second is sym.complement-size with "
+        "M = size(L) (its check re-run here with `--all`); logical_divide is composition(L, B) "
+        "(ops.logical_divide, read off the code; the direct execution checks both at L rank 1 x T rank 1)",
+        _logical_divide_size_check,
+        "L rank 1 x T rank 1 (direct execution) in `layoutproof prove`; with `--all` also L rank "
+        f"{_ranks(LEAF_ALL)} x T of every rank (leaf size lemma + sym.complement-size's induction)",
+        f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS}",
+    )
+    lp = _theorem(
+        "sym.logical-product-def",
+        "logical_product(A, B) is (A, complement(A, size(A) cosize(B)) o B)",
+        "Whenever logical_product(A, B) returns R: mode 0 of R is A, and mode 1 meets composition's "
+        "post-condition against C = complement(A, size(A)*cosize(B)) and B. Direct symbolic execution of "
+        "the real logical_product at A rank 1 x B rank 1 proves the whole claim (the path where "
+        "Ad0 | Bd0*(Bs0-1)+1 and Bd0 | Ad0, which timed out before, closes once the path's facts give "
+        "Bd0 == 1: symexec.normalize derives a positive symbol == 1 from X == 1 modulo it). For other "
+        "ranks: logical_product(A, B) is (A, composition(C, B)) (ops.logical_product, read off the code) "
+        "and C has at most rank(A) + 1 flat modes (symops.complement, read off the code), so mode 1 is "
+        "sym.composition-post with C as A: its leaf induction is re-run here at A' rank <= 2 (selected "
+        "alone) or <= 3 (`--all`), every B; the leaf lemma holds for all values of the leaf and of A', "
+        "so for C's expressions too (the decisions on each explored path are those of the fresh-symbol "
+        "path its values follow)",
+        _logical_product_def_check,
+        "not in the default run (heavy: its exploration takes about 15 s); A rank 1 x B of every rank "
+        "when selected with `--filter`; A rank 1-2 x B of every rank with `--all` (the direct execution "
+        "at A rank 1 x B rank 1 in both)",
+        f"{_EXT}; {_POS}",
+        heavy=True,
+    )
+    lps = _theorem(
+        "sym.logical-product-size",
+        "size(logical_product(A, B)) == size(A) size(B)",
+        "Whenever logical_product(A, B) returns R: size(R) == size(A) * size(B): mode 0 is A and mode 1 is "
+        "composition(C, B), whose size is size(B) by sym.composition-size's leaf size lemma (re-run here, "
+        "C as A); the direct execution at A rank 1 x B rank 1 checks the whole claim on the real code",
+        _logical_product_size_check,
+        "not in the default run (heavy: the direct run takes about a minute); with `--filter`: A rank 1 x "
+        "B of every rank; with `--all`: A rank 1-2 x B of every rank (C of rank <= rank(A) + 1)",
+        f"{_EXT}; {_POS}",
+        heavy=True,
+    )
+    assoc = _theorem(
+        "sym.composition-associative",
+        "composition is associative inside the domains",
+        "(A o B) o C == A o (B o C) at every coordinate c of C with 0 <= C(c) < size(B) and "
+        "0 <= B(C(c)) < size(A), on every path where both sides are admissible. Direct symbolic execution "
+        "at A, B, C of rank 1; with `--all` a corollary of sym.composition-post (its leaf induction re-run "
+        "here at A rank 1-3, every B): (A o B) o C at c is (A o B)(C(c)) = Â(B(C(c))) = A(B(C(c))) inside "
+        "the domains, and A o (B o C) at c is Â(B^(C(c))) = A(B(C(c))); every first operand composed "
+        "has rank <= 3 when rank(A) <= 3 and rank(B) == 1 (A o B has <= rank(A) modes) or rank(A) == 1 "
+        "and rank(B) <= 3 (A o B has rank(B) modes)",
+        _associativity_check,
+        "A, B, C of rank 1 (direct execution) in `layoutproof prove`; with `--all` also A rank 1-3 x B "
+        "rank 1 x C of every rank and A rank 1 x B rank 1-3 x C of every rank (corollary of the leaf "
+        "induction)",
+        f"A: {_EXT}, {_ANY}; B, C: {_EXT}, {_POS}",
+        ("0 <= C(c) < size(B)", "0 <= B(C(c)) < size(A)"),
+    )
+    return [post, size, exact, ld, lds, lp, lps, assoc]
 
 
 THEOREMS = _build()

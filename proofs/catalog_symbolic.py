@@ -943,7 +943,7 @@ def _digits_at(
 
 
 # ----------------------------------------------------------------------------- divide / product
-def _logical_divide(L: Layout, T: Layout) -> Instance:
+def logical_divide_instance(L: Layout, T: Layout) -> Instance:
     """logical_divide(L, T) == L o (T, complement(T, size(L))): the composition
     post-condition of the result against that layout, both computed on the path."""
     ops = _ops()
@@ -977,7 +977,7 @@ def _logical_divide(L: Layout, T: Layout) -> Instance:
     return Instance(f"L rank {len(fa)}, T rank {len(sx.flat_modes(T)[0])}", fn, build, confirm)
 
 
-def _logical_product(A: Layout, B: Layout) -> Instance:
+def logical_product_instance(A: Layout, B: Layout) -> Instance:
     """logical_product(A, B) == (A, complement(A, size(A)*cosize(B)) o B)."""
     ops = _ops()
     from layoutproof import ops as iops
@@ -1075,7 +1075,7 @@ def _regroup(kind: str, n_extra: int = 1, impl: Any = None) -> Instance:
     )
 
 
-def _associativity(A: Layout, B: Layout, C: Layout) -> Instance:
+def associativity_instance(A: Layout, B: Layout, C: Layout) -> Instance:
     """(A o B) o C == A o (B o C) as functions on C's domain, on every path where both sides
     are admissible."""
     from layoutproof import ops as iops
@@ -1544,7 +1544,7 @@ def _left_inverse_overlap(L: Layout) -> Instance:
     return Instance(_rank_label(L), _left_inverse_run(L), build, lambda asg, p: None, need_result=False)
 
 
-def _logical_divide_size(L: Layout, T: Layout) -> Instance:
+def logical_divide_size_instance(L: Layout, T: Layout) -> Instance:
     """size(logical_divide(L, T)) == size(T) size(complement(T, size(L))) >= size(L)."""
     ops = _ops()
     from layoutproof import ops as iops
@@ -1607,7 +1607,7 @@ def _right_inverse_two_sided(L: Layout) -> Instance:
     )
 
 
-def _logical_product_size(A: Layout, B: Layout) -> Instance:
+def logical_product_size_instance(A: Layout, B: Layout) -> Instance:
     """size(logical_product(A, B)) == size(A) size(B)."""
     from layoutproof import ops as iops
 
@@ -1782,41 +1782,6 @@ def _build() -> List[Theorem]:
             f"{_EXT}; {_POS}; N a positive integer",
         )
     )
-    ld_main = [(_L(1), sym_layout("T", 1, positive=True))]
-    ld_full = ld_main  # L rank 2 x T rank 1 ran past 10 min on the shared machine: not claimed
-    out.append(
-        _T(
-            "sym.logical-divide-def",
-            "logical_divide(L, T) is L o (T, complement(T, size(L)))",
-            "Whenever logical_divide(L, T) returns R: R meets composition's post-condition against "
-            "B = (T, complement(T, size(L))) computed on the same path: R(c) == L^(B(c)) for every c",
-            _one(_logical_divide, ld_main, ld_full, "logical_divide(L, T) == L o (T, T*)"),
-            "L rank 1, T rank 1 (both jobs; L rank 2 ran past 10 min on the shared machine, not claimed)",
-            f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS}",
-        )
-    )
-    lp_main = [(sym_layout("A", 1, positive=True), sym_layout("B", 1, positive=True))]
-    lp_full = [
-        (sym_layout("A", a, positive=True), sym_layout("B", b, positive=True))
-        for a, b in _pairs((1, 2), (1, 2))
-    ]
-    out.append(
-        _T(
-            "sym.logical-product-def",
-            "logical_product(A, B) is (A, complement(A, size(A) cosize(B)) o B)",
-            "Whenever logical_product(A, B) returns R: mode 0 of R is A, and mode 1 meets composition's "
-            "post-condition against C = complement(A, size(A)*cosize(B)) and B",
-            _one(_logical_product, lp_main, lp_full, "logical_product(A, B) == (A, A* o B)"),
-            "not in the default run (heavy); A rank 1 x B rank 1 when selected with `--filter`; "
-            "A rank 1-2 x B rank 1-2 with `--all`. NOT proved today: already at rank 1 x 1 one path, "
-            "where B's cosize meets A's stride (As0*((Bd0*(Bs0-1)+1) mod Ad0) == 0, Bd0 | Ad0), leaves "
-            "an obligation with a remainder by the symbolic Ad0 that Z3's nonlinear integer "
-            "arithmetic does not close within its time limit (timeout): the theorem is unknown, never "
-            "proved; sym.logical-product-size proves the sizes",
-            f"{_EXT}; {_POS}",
-            heavy=True,
-        )
-    )
     for kind in ("zipped", "tiled", "flat"):
         shape = {
             "zipped": "((tiles...), (rests..., extra modes...))",
@@ -1837,27 +1802,6 @@ def _build() -> List[Theorem]:
                 "every extent and stride a symbol",
             )
         )
-    out.append(
-        _T(
-            "sym.composition-associative",
-            "composition is associative inside the domains",
-            "(A o B) o C == A o (B o C) at every coordinate c of C with C(c) < size(B) and "
-            "B(C(c)) < size(A), on every path where both sides are admissible",
-            lambda: prove(
-                "(A o B) o C == A o (B o C)",
-                [
-                    _associativity(
-                        sym_layout("A", 1),
-                        sym_layout("B", 1, positive=True),
-                        sym_layout("C", 1, positive=True),
-                    )
-                ],
-            ),
-            "A, B, C of rank 1 (both jobs); A of rank 2 is left unknown (see docs/theorems.md)",
-            f"A: {_EXT}, {_ANY}; B, C: {_EXT}, {_POS}",
-            ("C(c) < size(B)", "B(C(c)) < size(A)"),
-        )
-    )
     for what, title, st in (
         ("involution", "every swizzle is an involution", "Sw(Sw(x)) == x for every 64-bit x"),
         ("bijection", "every swizzle is a bijection", "Sw(x) == Sw(y) implies x == y for every 64-bit x, y"),
@@ -1904,7 +1848,6 @@ def _build_more() -> List[Theorem]:
     r12, r14 = (1, 2), (1, 2, 3, 4)
     sc_14 = _scope("ranks 1-2", "ranks 1-4")
     anyL = f"{_EXT}; {_ANY}"
-    posL = f"{_EXT}; {_POS}"
 
     def one(
         make: Callable[..., Instance], main: Sequence[int], full: Sequence[int], claim: str, kind: str = "int"
@@ -1961,36 +1904,6 @@ def _build_more() -> List[Theorem]:
             one(_composition_stride_zero, r12, r14, "(A o N:0)(c) == 0"),
             sc_14,
             f"A: {anyL}; N a positive integer",
-        ),
-        _T(
-            "sym.logical-divide-size",
-            "size(logical_divide(L, T)) == size(T) size(complement(T, size(L))) >= size(L)",
-            "Whenever logical_divide(L, T) returns R: size(R) == size(T) * size(complement(T, size(L))) "
-            "and size(R) >= size(L)",
-            _one(
-                _logical_divide_size,
-                [(_L(1), sym_layout("T", 1, positive=True))],
-                [(_L(1), sym_layout("T", 1, positive=True))],
-                "size(L / T) == size(T) size(T*) >= size(L)",
-            ),
-            "L rank 1, T rank 1 (both jobs; L rank 2 is not claimed: a path's run of logical_divide "
-            "ran past its 300 s budget on the shared machine, as for sym.logical-divide-def)",
-            f"L: {anyL}; T: {posL}",
-        ),
-        _T(
-            "sym.logical-product-size",
-            "size(logical_product(A, B)) == size(A) size(B)",
-            "Whenever logical_product(A, B) returns R: size(R) == size(A) * size(B)",
-            _one(
-                _logical_product_size,
-                [(sym_layout("A", 1, positive=True), sym_layout("B", 1, positive=True))],
-                [(sym_layout("A", 1, positive=True), sym_layout("B", 1, positive=True))],
-                "size(A x B) == size(A) size(B)",
-            ),
-            "A rank 1 x B rank 1; not in the default run (its exploration takes about a minute): with "
-            "`--all` or `--filter`",
-            posL,
-            heavy=True,
         ),
     ]
     return out

@@ -359,6 +359,30 @@ def normalize(facts: Sequence[Any]) -> Tuple[Dict[Any, Any], Tuple[Any, ...]]:
             ):
                 bind(x, sp.sympify(y))
                 break
+    # a factor of a divisor divides too: Mod(X, g*h) == 0 gives g | X; when X is 1 modulo a
+    # positive symbol g, g == 1 (as the path implies it, e.g. Bd0 | Ad0 and Ad0 | Bd0*(Bs0-1) + 1)
+    done = False
+    while not done:
+        done = True
+        for f in list(facts) + extra:
+            if not isinstance(f, sp.Eq):
+                continue
+            a, b = apply(f.lhs), apply(f.rhs)
+            if b != 0 or not isinstance(a, sp.Mod):
+                continue
+            x, y = a.args
+            for g in sp.Mul.make_args(y):
+                if (
+                    isinstance(g, sp.Symbol)
+                    and g.is_positive
+                    and g not in subs
+                    and sp.Mod(x, g) == sp.Mod(1, g)
+                ):
+                    bind(g, sp.Integer(1))
+                    done = False
+                    break
+            if not done:
+                break
     return subs, tuple(extra)
 
 
