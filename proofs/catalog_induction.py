@@ -18,8 +18,9 @@ function keeps the function).
 Where a fold runs over the modes sorted by stride (complement, left_inverse), the step is
 proved for any state and mode; the sort is a separate lemma (``symops.sort_modes``: its
 output is a permutation of its input with non-decreasing strides, ties by index), checked by
-symbolic execution at ranks 1-3 in the main job and 1-4 with ``--all``, and argued beyond
-(insertion sort, each comparison decided on the path).
+symbolic execution at ranks 1-2 in the main job and 1-4 with ``--all``, and argued beyond
+(insertion sort, each comparison decided on the path); so is right_inverse's search for the
+next mode (``right_inverse_pick``, 1-3 modes / 1-4 with ``--all``).
 
 >>> [i.label for i in coalesce_instances()][:2]
 ['base: rank 1', 'step from the empty state']
@@ -490,12 +491,12 @@ def _left_inverse_start_instance() -> cs.Instance:
 
 def _left_inverse_step_instance() -> cs.Instance:
     """left_inverse_step on (R, D opaque, previous mode (d0, s0, p0)) and the mode (d1, s1,
-    p1), extents != 1 and strides > 0 (kept modes).  The invariant: R's modes so far form a
-    function Rm of size d0 (an uninterpreted function), and every value X < d0 of L's lower
-    modes has Rm(X) == V, their index.  On a path that returns: d0 | d1, s0 d0 <= d1, one mode
-    q:p is appended with d0*q == d1 and p == p0, and for every X < d0 and digit c0 < s0, the
-    value Y = X + c0 d0 is < d1 and the extended function Rm(Y mod d0) + ((Y div d0) mod q) p
-    is V + c0 p0 -- the invariant for the next mode.  On a path that raises: the chain
+    p1), extents != 1 and strides > 0 (kept modes).  The invariant: R's modes so far have
+    size d0, and every value X of L's folded lower modes is < d0 with R's modes at X equal
+    to its index V.  On a path that returns: d0 | d1, s0 d0 <= d1, one mode q:p is appended
+    with d0*q == d1 and p == p0, and for every X < d0 and digit c0 < s0 the digits (X, c0)
+    of Y = X + c0 d0 in the radix (d0, q) are in range (c0 < q) -- so the inverse at Y is
+    V + c0 p0 -- and Y < d1: the invariant for the next mode.  On a path that raises: the chain
     d0 | d1 and s0 d0 <= d1 fails, and where it raises for injectivity two coordinates
     collide: (d1/d0 in the previous mode) and (1 in this one), d1/d0 < s0, s1 >= 2."""
     sp = _sp()
@@ -528,15 +529,13 @@ def _left_inverse_step_instance() -> cs.Instance:
         if len(ns) != 1 or len(nd) != 1:
             return [], z3.BoolVal(False)
         q, p = e.t(ns[0]), e.t(nd[0])
-        Rm = z3.Function("Rm", z3.IntSort(), z3.IntSort())
         X, c0 = cx.dg.new(e, d0, "x"), cx.dg.new(e, s0, "c")
         Y = X + c0 * zd0
         e.monotone(c0, s0, zd0)
         # Y's digits in the radix (d0, q) of the inverse so far and its new mode are (X, c0):
         # in range and adding up to Y (a mixed-radix representation is unique), so the new
-        # inverse at Y is Rm(X) + c0 p
+        # inverse at Y is (its value at X, i.e. V) + c0 p, which is V + c0 p0
         claims = [chain, zd0 * q == zd1, p == e.t(p0), c0 < q, Y < zd1]
-        claims.append(Rm(X) + c0 * p == Rm(X) + c0 * e.t(p0))
         return [], z3.And(claims)
 
     def confirm(asg: Dict[str, int], _p: Any) -> Optional[str]:
@@ -573,8 +572,9 @@ def _left_inverse_step_instance() -> cs.Instance:
 
 def _left_inverse_close_instance() -> cs.Instance:
     """left_inverse_close on (R, D opaque, last mode (d, s, p)): one mode s:p appended;
-    for every X < d (Rm(X) == V) and digit c < s, Y = X + c d is below the inverse's size
-    d*s and the closed inverse there, Rm(Y mod d) + (Y div d) p, is V + c p."""
+    for every X < d (where the inverse so far is V) and digit c < s, Y = X + c d has the
+    digits (X, c) in the closed inverse's radix (d, s), below its size d*s, so the closed
+    inverse there is V + c p."""
     ops = _ops()
     d, s, p = _pos("d"), _pos("s"), _pos("p")
 
@@ -593,7 +593,7 @@ def _left_inverse_close_instance() -> cs.Instance:
         Y = X + c * zd
         e.monotone(c, s, zd)
         # Y's digits in (d, s) are (X, c): in range, adding up to Y, below the size d*s; the
-        # closed inverse there is Rm(X) + c * (its last stride), which must be V + c p
+        # closed inverse there is V + c * (its last stride), which must be V + c p
         claims = [e.t(ns[0]) == e.t(s), e.t(nd[0]) == e.t(p), Y < zd * e.t(ns[0])]
         return [], z3.And(claims)
 
