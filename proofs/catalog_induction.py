@@ -46,6 +46,7 @@ __all__ = [
     "left_inverse_instances",
     "right_inverse_instances",
     "sort_instances",
+    "structure_instances",
     "THEOREMS",
 ]
 
@@ -307,6 +308,83 @@ def filter_instances() -> List[cs.Instance]:
     """filter = coalesce_finish of the fold of filter_step: the step from the empty state
     and from a state with a last mode (the finish is coalesce's: 1:0 for no mode)."""
     return [_filter_step_instance(True), _filter_step_instance(False)]
+
+
+# ----------------------------------------------------------------------------- structure
+def _structure_step_instance(op: str, what: str, empty: bool) -> cs.Instance:
+    """The step of coalesce (``op == "coalesce"``) or filter on (H, (t, e)) -- the state's
+    invariant: t != 1 (and e != 0 for filter) -- or on the empty state, and the mode (s, d):
+
+    * ``"maximal"``: the new modes have extents != 1 (and strides != 0 for filter), the first
+      keeps the stride e (so it still cannot merge with H's last mode), and two new modes
+      cannot merge (d' != t' e');
+    * ``"cosize"``: the new modes' 1 + sum((s-1)|d|) terms add up to those of (t, s):(e, d)
+      (a dropped mode's term is 0);
+    * ``"identity"``: on a maximal state and mode (s != 1, d != t e, and d != 0 for filter)
+      the step appends the mode unchanged -- so the fold reproduces a maximal layout."""
+    sp = _sp()
+    ops = _ops()
+    step = ops.coalesce_step if op == "coalesce" else ops.filter_step
+    t, s = _pos("t"), _pos("s")
+    e_, d = _int("e"), _int("d")
+    src = [(s, d)] if empty else [(t, e_), (s, d)]
+    assume: List[Any] = [] if empty else [sp.Ne(t, 1)]
+    if op == "filter" and not empty:
+        assume.append(sp.Ne(e_, 0))
+    if what == "identity":
+        assume.append(sp.Ne(s, 1))
+        if not empty:
+            assume.append(sp.Ne(d, t * e_))
+        if op == "filter":
+            assume.append(sp.Ne(d, 0))
+
+    def fn() -> Any:
+        if empty:
+            done, last = step(ops.COALESCE_START, (s, d))
+            if type(done) is not tuple or done:
+                raise HeadRead("the step from the empty state finished a mode")
+            modes: Tuple[Any, ...] = () if last is None else (last,)
+        else:
+            done, last = step((Head("H"), (t, e_)), (s, d))
+            modes = appended(done, "H") + ((last,) if last is not None else ())
+        return [m[0] for m in modes], [m[1] for m in modes]
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        rs, rd = cx.path.value
+        dropped = e.t(s) == 1 if op == "coalesce" else z3.Or(e.t(s) == 1, e.t(d) == 0)
+        if what == "identity":
+            same = len(rs) == len(src)
+            return [], z3.And(
+                [z3.BoolVal(same)]
+                + [e.t(a) == e.t(b) for a, b in zip(rs + rd, [m[0] for m in src] + [m[1] for m in src])]
+                if same
+                else [z3.BoolVal(False)]
+            )
+        if what == "cosize":
+            return [], cs.zcosize(e, cs.lay(rs, rd) if rs else Layout.trusted(1, 0)) == cs.zcosize(
+                e, cs.lay([m[0] for m in src], [m[1] for m in src])
+            )
+        if not rs:
+            return [], z3.And(dropped, z3.BoolVal(empty))
+        claims = [e.t(a) != 1 for a in rs]
+        if op == "filter":
+            claims += [e.t(b) != 0 for b in rd]
+        claims.append(e.t(rd[0]) == e.t(src[0][1]))
+        if len(rs) == 2:
+            claims.append(e.t(rd[1]) != e.t(rs[0]) * e.t(rd[0]))
+        return [], z3.And(claims)
+
+    where = "the empty state" if empty else "(H, (t, e))"
+    return cs.Instance(
+        f"{op} {what} step from {where}", fn, build, _no_confirm, assumptions=tuple(assume), strict=True
+    )
+
+
+def structure_instances(op: str, what: str) -> List[cs.Instance]:
+    """The ``what`` step of ``op`` from the empty state and from a state with a last mode."""
+    return [_structure_step_instance(op, what, True), _structure_step_instance(op, what, False)]
 
 
 # ----------------------------------------------------------------------------- sorting
@@ -752,6 +830,128 @@ def _L(r: int, kind: str = "int") -> Layout:
     return cs.sym_layout("L", r, nonneg=kind == "nonneg", positive=kind == "pos")
 
 
+def _structure_theorems() -> List[Theorem]:
+    """coalesce's and filter's maximality, cosize and idempotence at every rank."""
+    inv = (
+        "Induction over the fold (as sym.coalesce-every-rank / sym.filter-post), steps from the empty "
+        "state and from (H, (t, e)) on the real coalesce_step / filter_step, H opaque: "
+    )
+    maxi = (
+        "the maximal step: the new modes after H have extents != 1 (filter: and strides != 0), the "
+        "first keeps the stride e of the last mode before (so it still cannot merge with H's last "
+        "mode) and two new modes cannot merge (d' != t' e')"
+    )
+    ident = (
+        "the identity step: on a maximal state and a mode (s, d) with s != 1 and d != t e (filter: and "
+        "d != 0) the step appends the mode unchanged, so the fold reproduces a maximal layout; 1:0 "
+        "gives 1:0 (its mode of extent 1 is dropped, the finish gives 1:0)"
+    )
+    tail = (
+        ". "
+        + _FOLD
+        + ". By inspection: the fold loop, the concatenation of H with the suffix, coalesce_finish"
+    )
+    sc = (
+        "every rank (steps on the real {} code, both jobs); direct symbolic execution at ranks 1-4 as a "
+        "supplement with `--all`"
+    )
+    anyL = f"{_EXT}; {_ANY}"
+
+    def run(
+        claim: str, insts: Callable[[], List[cs.Instance]], direct: Callable[[Layout], cs.Instance]
+    ) -> Any:
+        return _run(claim, insts, lambda: [direct(_L(r)) for r in (1, 2, 3, 4)])
+
+    def two(*pairs: Tuple[str, str]) -> Callable[[], List[cs.Instance]]:
+        return lambda: [i for op, what in pairs for i in structure_instances(op, what)]
+
+    return [
+        _theorem(
+            "sym.coalesce-cosize",
+            "coalesce(L) has L's cosize, for all extents and strides, at every rank",
+            "cosize(coalesce(L)) == cosize(L), cosize = 1 + sum((s_k - 1) |d_k|) (negative strides "
+            "included). A sum of one term per mode, so it is enough that each step's new modes have the "
+            "terms of (t, s):(e, d) (a dropped mode's term is 0). " + inv + "the cosize step" + tail,
+            run("cosize(coalesce(L)) == cosize(L)", two(("coalesce", "cosize")), cs.coalesce_cosize_instance),
+            sc.format("coalesce_step"),
+            anyL,
+        ),
+        _theorem(
+            "sym.coalesce-maximal",
+            "coalesce(L) is maximal: no unit mode, no mergeable neighbours, at every rank",
+            "Every mode of coalesce(L) has an extent != 1 (unless the result is 1:0, L of size 1 or all "
+            "modes extent 1), and no two neighbouring modes could merge: d_{k+1} != s_k d_k. "
+            + inv
+            + maxi
+            + tail,
+            run(
+                "coalesce(L) has no unit mode and no mergeable pair",
+                two(("coalesce", "maximal")),
+                cs.coalesce_maximal_instance,
+            ),
+            sc.format("coalesce_step"),
+            anyL,
+        ),
+        _theorem(
+            "sym.coalesce-idempotent",
+            "coalesce is idempotent, for all extents and strides, at every rank",
+            "coalesce(coalesce(L)) == coalesce(L) (same shape and strides): coalesce(L) is maximal ("
+            + maxi
+            + ") "
+            "and coalesce reproduces a maximal layout (" + ident + "). " + inv.rstrip(": ") + tail,
+            run(
+                "coalesce(coalesce(L)) == coalesce(L)",
+                two(("coalesce", "maximal"), ("coalesce", "identity")),
+                cs.coalesce_idempotent_instance,
+            ),
+            sc.format("coalesce_step"),
+            anyL,
+        ),
+        _theorem(
+            "sym.filter-cosize",
+            "filter(L) has L's cosize, for all extents and strides, at every rank",
+            "cosize(filter(L)) == cosize(L): the modes filter drops (extent 1 or stride 0) have the term 0 "
+            "in 1 + sum((s_k - 1) |d_k|), and each filter_step's new modes have the terms of (t, s):(e, d). "
+            + inv
+            + "the cosize step"
+            + tail,
+            run("cosize(filter(L)) == cosize(L)", two(("filter", "cosize")), cs.filter_cosize_instance),
+            sc.format("filter_step"),
+            anyL,
+        ),
+        _theorem(
+            "sym.filter-idempotent",
+            "filter is idempotent, for all extents and strides, at every rank",
+            "filter(filter(L)) == filter(L) (same shape and strides): filter(L) is maximal with no stride 0 "
+            "(" + maxi + ") and filter reproduces such a layout (" + ident + "). " + inv.rstrip(": ") + tail,
+            run(
+                "filter(filter(L)) == filter(L)",
+                two(("filter", "maximal"), ("filter", "identity")),
+                cs.filter_idempotent_instance,
+            ),
+            sc.format("filter_step"),
+            anyL,
+        ),
+        _theorem(
+            "sym.filter-coalesced",
+            "filter's result is already coalesced, at every rank",
+            "coalesce(filter(L)) == filter(L) (same shape and strides): filter(L) is maximal (the filter "
+            "maximal step) and coalesce reproduces a maximal layout ("
+            + ident
+            + "). "
+            + inv.rstrip(": ")
+            + tail,
+            run(
+                "coalesce(filter(L)) == filter(L)",
+                two(("filter", "maximal"), ("coalesce", "identity")),
+                cs.filter_coalesced_instance,
+            ),
+            sc.format("coalesce_step and filter_step"),
+            anyL,
+        ),
+    ]
+
+
 def _build() -> List[Theorem]:
     sort_scope = (
         "the sort lemma (symops.sort_modes: a permutation, strides non-decreasing, ties by index) "
@@ -1031,6 +1231,7 @@ def _build() -> List[Theorem]:
             sc_r.format("1-4"),
             f"{_EXT}; {_ANY}",
         ),
+        *_structure_theorems(),
         _theorem(
             "sym.filter-size",
             "size(filter(L)) <= size(L), with equality without stride-0 modes, at every rank",

@@ -1733,14 +1733,6 @@ def _build() -> List[Theorem]:
             f"{_EXT}; {_ANY}",
         ),
         _T(
-            "sym.coalesce-idempotent",
-            "coalesce is idempotent, for all extents and strides",
-            "coalesce(coalesce(L)) == coalesce(L) (same shape and strides)",
-            _one(_coalesce_idempotent, co_main, co, "coalesce(coalesce(L)) == coalesce(L)"),
-            sc_co,
-            f"{_EXT}; {_ANY}",
-        ),
-        _T(
             "sym.coalesce-extended",
             "coalesce keeping the last mode preserves the extended function",
             "With keep_last (composition's view of A), the coalesced modes evaluated at any index i >= 0 "
@@ -1856,48 +1848,6 @@ def _build_more() -> List[Theorem]:
 
     out = [
         _T(
-            "sym.coalesce-cosize",
-            "coalesce(L) has L's cosize, for all extents and strides",
-            "cosize(coalesce(L)) == cosize(L), cosize = 1 + sum((s_k - 1) |d_k|) (negative strides included)",
-            one(_coalesce_cosize, r12, r14, "cosize(coalesce(L)) == cosize(L)"),
-            sc_14,
-            anyL,
-        ),
-        _T(
-            "sym.coalesce-maximal",
-            "coalesce(L) is maximal: no unit mode, no mergeable neighbours",
-            "Every mode of coalesce(L) has an extent != 1 (unless the result is 1:0, L of size 1 or all "
-            "modes extent 1), and no two neighbouring modes could merge: d_{k+1} != s_k d_k",
-            one(_coalesce_maximal, r12, r14, "coalesce(L) has no unit mode and no mergeable pair"),
-            sc_14,
-            anyL,
-        ),
-        _T(
-            "sym.filter-cosize",
-            "filter(L) has L's cosize, for all extents and strides",
-            "cosize(filter(L)) == cosize(L): the modes filter drops (extent 1 or stride 0) add nothing to "
-            "1 + sum((s_k - 1) |d_k|), and the coalescing inside filter keeps it (sym.coalesce-cosize)",
-            one(_filter_cosize, r12, r14, "cosize(filter(L)) == cosize(L)"),
-            sc_14,
-            anyL,
-        ),
-        _T(
-            "sym.filter-idempotent",
-            "filter is idempotent, for all extents and strides",
-            "filter(filter(L)) == filter(L) (same shape and strides)",
-            one(_filter_idempotent, r12, r14, "filter(filter(L)) == filter(L)"),
-            sc_14,
-            anyL,
-        ),
-        _T(
-            "sym.filter-coalesced",
-            "filter's result is already coalesced",
-            "coalesce(filter(L)) == filter(L) (same shape and strides)",
-            one(_filter_coalesced, r12, r14, "coalesce(filter(L)) == filter(L)"),
-            sc_14,
-            anyL,
-        ),
-        _T(
             "sym.composition-stride-zero",
             "A o N:0 is the constant 0 of size N, for all A and N",
             "Whenever composition(A, N:0) returns R: size(R) == N and R(c) == 0 at every coordinate c of R",
@@ -1929,3 +1879,9 @@ right_inverse_two_sided_instance = _right_inverse_two_sided
 right_inverse_image_instance = _right_inverse_image
 right_inverse_size_instance = _right_inverse_size
 filter_size_instance = _filter_size
+coalesce_cosize_instance = _coalesce_cosize
+coalesce_maximal_instance = _coalesce_maximal
+coalesce_idempotent_instance = _coalesce_idempotent
+filter_cosize_instance = _filter_cosize
+filter_idempotent_instance = _filter_idempotent
+filter_coalesced_instance = _filter_coalesced

@@ -167,6 +167,24 @@ def test_the_real_steps_pass_where_the_mutants_fail():
         assert r.status == "proved"
 
 
+@pytest.mark.parametrize("op", ["coalesce", "filter"])
+@pytest.mark.parametrize("what", ["maximal", "cosize", "identity"])
+def test_structure_steps_are_proved(op, what):
+    _all_proved(ci.structure_instances(op, what))
+
+
+def test_the_identity_step_is_not_vacuous():
+    """Without its hypothesis d != t e the identity step is false (the modes merge): refuted
+    or at least not proved."""
+    import sympy as sp
+
+    inst = ci.structure_instances("coalesce", "identity")[1]
+    weaker = cs.Instance(inst.label, inst.fn, inst.build, inst.confirm, assumptions=inst.assumptions[:2])
+    (r,) = cs.prove("identity without d != t e", [weaker])
+    assert r.status != "proved"
+    assert any(isinstance(a, sp.Ne) for a in inst.assumptions)
+
+
 def test_the_sort_lemma_at_rank_3():
     _all_proved(ci.sort_instances((3,)))
 
