@@ -519,6 +519,27 @@ class _Operand:
             buf[:, :c] = src
         return buf
 
+    def staged_batch(self, x: Any, stream: Any) -> Any:
+        """:meth:`staged` for a 3-D operand: all its matrices into one kept (batch, R, ld)
+        buffer (R = rows, or columns for a column-major operand), one ``cudaMemcpy2DAsync``
+        where the rows of every batch lie at one pitch (contiguous batches), else one
+        element-wise copy."""
+        v = x if self.cols_major else x.transpose(0, 2, 1)
+        nb, r, c = v.shape
+        buf = self.bufs.get(stream.ptr)
+        if buf is None:
+            if len(self.bufs) >= 8:
+                self.bufs.clear()
+            buf = self.bufs[stream.ptr] = _cupy().zeros((nb, r, self.ld), dtype=x.dtype)
+        it = v.itemsize
+        s0, s1, s2 = v.strides
+        if s2 == it and s1 >= c * it and s1 % it == 0 and s0 == r * s1:
+            rt = _cupy().cuda.runtime  # 3: cudaMemcpyDeviceToDevice
+            rt.memcpy2DAsync(buf.data.ptr, self.ld * it, v.data.ptr, s1, c * it, nb * r, 3, stream.ptr)
+        else:
+            buf[:, :, :c] = v
+        return buf
+
     def prepare_tma(self, dt: str, k: int, mn: int, batch: Optional[Tuple[int, int]] = None) -> None:
         """Build the encoder's constant arguments (``k`` and ``mn`` are the operand's K and
         M-or-N extents): 64x64 boxes, 128-byte swizzle, zero fill outside the tensor.
@@ -744,18 +765,26 @@ class GemmPlan:
                     "kernel (compute capability 9.0 with cuda-python; an Sm90Config with "
                     "loader='tma', schedule='ws')"
                 )
-            cfg = EpilogueConfig(
-                base, self.activation, self.alpha_beta, self.bias_along, self.bias_dtype
-            ).validate()
+            plain_bias = (self.bias_along, self.bias_dtype) == ("n", "f32")
+            if isinstance(cfg, SplitKConfig) and cfg.reduction == "serial" and plain_bias:
+                # split-K with the serial reduction: its reducer applies the epilogue (G1)
+                from dataclasses import replace
+
+                cfg = replace(cfg, activation=self.activation, alpha_beta=self.alpha_beta)
+                cfg = cfg.validate()
+            else:
+                cfg = EpilogueConfig(
+                    base, self.activation, self.alpha_beta, self.bias_along, self.bias_dtype
+                ).validate()
         self.config, self.problem = cfg, prob
 
         splits = cfg.splits if isinstance(cfg, SplitKConfig) else 1
         self.splits = splits
         fix = None
         if splits > 1:
-            if m > 65535:
+            if m > 65535 and cfg.reduction == "kernel":
                 raise GemmInputError(f"gemm: split-K's fix-up runs one grid row per C row: M={m} > 65535")
-            kern, fix = splitk_kernels_for(cfg, prob)
+            kern, fix = splitk_kernels_for(cfg, prob)  # fix: None for the serial reduction
         else:
             kern = kernel_for(cfg, prob)
         rk = compile_kernel(kern)
@@ -804,6 +833,15 @@ class GemmPlan:
             statics = {3: m, 4: n, 5: K, 6: A.ld, 7: B.ld, 8: ldc}
             self._ic = 2
         self._icv = len(kinds) - 1
+        self._iout = -1
+        if splits > 1 and fix is None:  # serial split-K: the output D, its row stride, the counters
+            kinds += ["ptr", "i64", "ptr"]
+            self._iout = len(kinds) - 3
+            statics[self._iout + 1] = ldc
+            # one counter per (warpgroup, tile), zeroed once: each tile's reducer resets its own
+            tiles_mn = -(-m // cfg.bm) * -(-n // cfg.bn)
+            self._counters = cupy.zeros(cfg.base.warpgroups * tiles_mn, dtype=cupy.uint32)
+            statics[self._iout + 2] = self._counters.data.ptr
         self._ibias = -1
         self._zero_bias = None
         if self.activation is not None:  # the bias pointer follows c_vec
@@ -952,6 +990,8 @@ class GemmPlan:
                 pbuf.set(1, pb_)
             pbuf.set(self._ic, pk)
             pbuf.set(self._icv, cvec)
+            if self._iout >= 0:  # serial split-K: the reducer writes C
+                pbuf.set(self._iout, pc)
             if self._ibias >= 0:
                 bvec = bias if bias is not None else self._zero_bias
                 if bvec is None:
@@ -982,6 +1022,10 @@ class GemmPlan:
             else:
                 tgt = target if self._ws is None else self._ws
                 args = self._args(xa, xb, tgt, cvec)
+                if self._iout >= 0:
+                    import numpy as np
+
+                    args += (target, np.int64(self._ldc), self._counters)
                 if self._ibias >= 0:
                     args += (bias if bias is not None else self._zero_bias,)
                 if self.alpha_beta:
@@ -1111,6 +1155,14 @@ def _matrix(x: Any) -> Any:
     return x[0] if x.ndim == 3 else x
 
 
+def _stage_operand(op: _Operand, x: Any, stream: Any) -> Any:
+    """The padded buffer a batched plan's kernel reads for operand ``x`` (3-D with a batch
+    extent over 1: all its batches; else its one matrix)."""
+    if x.ndim == 3 and x.shape[0] > 1:
+        return op.staged_batch(x, stream)
+    return op.staged(x if x.ndim == 2 else x[0], stream)
+
+
 class BatchedGemmPlan:
     """C[i] = A[i] @ B[i] for 3-D operands (batch, M, K) x (batch, K, N) -> (batch, M, N),
     numpy-matmul broadcasting (a 2-D operand, or one of batch extent 1, is shared by every
@@ -1231,14 +1283,9 @@ class BatchedGemmPlan:
             and (config is None or type(config).__name__ == "Sm90Config")
         ):
             batched = ("a" if a_st is not None else "") + ("b" if b_st is not None else "")
-            ok = bool(batched)
-            for x, st in ((a, a_st), (b, b_st)):
-                if st is not None and (st * itin % 16 or x.strides[0] < 0 or x.data.ptr % 16):
-                    ok = False
-            if ok:
-                self._kernel_setup(
-                    a0, b0, dt, od, it, batched, a_st, b_st, config, bias, activation, bias_along
-                )
+            if batched and self._kernel_setup(
+                a, b, a0, b0, dt, od, it, batched, a_st, b_st, config, bias, activation, bias_along
+            ):
                 self.mode = "kernel"
         self._info = dict(mode=self.mode, batch=batch, m=M, n=N, k=K, plan=self)
         if self.mode == "kernel":
@@ -1247,6 +1294,8 @@ class BatchedGemmPlan:
     # ------------------------------------------------------------------ the batched kernel
     def _kernel_setup(
         self,
+        a: Any,
+        b: Any,
         a0: Any,
         b0: Any,
         dt: str,
@@ -1259,14 +1308,28 @@ class BatchedGemmPlan:
         bias: Any,
         activation: Optional[str],
         bias_along: str,
-    ) -> None:
+    ) -> bool:
+        """Build the one-launch kernel's launch; False where it cannot take these operands
+        (the plan then runs one product per batch)."""
         cupy = self._cupy
         M, N, K, batch = self.m, self.n, self.k, self.batch
         itin = a0.itemsize
         A = _Operand(a0, False, M, K, ("m", "k"), itin)
         B = _Operand(b0, False, K, N, ("k", "n"), itin)
-        if A.copy or B.copy:
-            return  # an operand breaks the 16-byte contract: the loop (its padded copies)
+        # an operand that breaks the 16-byte contract is staged into a padded buffer of the
+        # plan (all its batches: batch stride = rows of the buffer x padded ld); another
+        # operand's batches must start 16-byte aligned (the rank-3 map's stride)
+        sts: List[Optional[int]] = []
+        for x, op, st, rows, cols in ((a, A, a_st, M, K), (b, B, b_st, K, N)):
+            if st is not None and op.copy:
+                if x.strides[0] < 0:
+                    return False
+                st = (rows if op.cols_major else cols) * op.ld
+            elif st is not None and (st * itin % 16 or x.strides[0] < 0):
+                return False
+            sts.append(st)
+        a_st, b_st = sts
+        self._stage = (A.copy, B.copy)
         from .codegen_sm90 import Sm90Config
 
         prob = GemmProblem(a_major=A.major, b_major=B.major, dtype=dt, out_dtype=od, batch=batched)
@@ -1278,7 +1341,7 @@ class BatchedGemmPlan:
         else:
             cfg = config
             if not (isinstance(cfg, Sm90Config) and cfg.schedule == "ws" and cfg.loader == "tma"):
-                return
+                return False
         dev = cupy.cuda.runtime.getDevice()
         self._bias_sig = None
         self.activation = None
@@ -1315,6 +1378,7 @@ class BatchedGemmPlan:
         import threading
 
         self._lock = threading.Lock()
+        return True
 
     # ------------------------------------------------------------------ calls
     @staticmethod
@@ -1385,9 +1449,14 @@ class BatchedGemmPlan:
             last_launch.update(self._info)
             return out
         A, B = self._A, self._B
-        pa, pb_, pc = a.data.ptr, b.data.ptr, out.data.ptr
+        pc = out.data.ptr
         pbuf = self._pb
         with self._lock:
+            if self._stage[0] or self._stage[1]:  # copies into the kept padded buffers
+                st = cupy.cuda.get_current_stream()
+                a = _stage_operand(A, a, st) if self._stage[0] else a
+                b = _stage_operand(B, b, st) if self._stage[1] else b
+            pa, pb_ = a.data.ptr, b.data.ptr
             if pa != A.current:
                 pbuf.set(0, A.tensor_map(pa))
                 A.current = pa
@@ -1748,7 +1817,7 @@ def config_from_entry(entry: Any) -> Optional[Any]:
         if isinstance(d.get("swizzle"), list):
             d["swizzle"] = tuple(d["swizzle"])
         if kind == "splitk":
-            return SplitKConfig(Sm90Config(**d["base"]), int(d["splits"]))
+            return SplitKConfig(Sm90Config(**d["base"]), int(d["splits"]), str(d.get("reduction", "kernel")))
         if kind == "sm90":
             return Sm90Config(**d)
         if kind == "sm80":

@@ -297,6 +297,7 @@ def fake3(fake_tma, monkeypatch):  # noqa: F811
         return _Fake3(cp, x.shape, x.strides, x.dtype, x.data.ptr)
 
     cp.empty = empty
+    cp.zeros = lambda shape, dtype: empty(shape, dtype)
     return cp
 
 
@@ -364,3 +365,22 @@ def test_fake_batched_plan_folds_a_shared_b_into_one_product(fake3):
     assert runtime.last_launch["mode"] == "fold" and c.shape == (4, 100, 384)
     ln = cp.launches[-1]
     assert ln["values"][0] != 0 and ln["values"][3:6] == [400, 384, 512]  # M = batch * 100
+
+
+@needs_3d
+def test_fake_batched_plan_stages_a_ragged_operand_with_one_memcpy2d(fake3):
+    cp = fake3
+    calls = []
+    cp.cuda.runtime.memcpy2DAsync = lambda *a: calls.append(a)
+    # K = 100: A's rows are not 16-byte multiples; its 5 contiguous batches are staged into one
+    # kept (5, 256, 104) buffer, read through a rank-3 map of batch stride 256 * 104
+    a, b = _arr3(cp, (5, 256, 100)), _arr3(cp, (5, 100, 384))
+    for _ in range(3):
+        runtime.gemm(a, b)
+    info = runtime.last_launch
+    assert info["mode"] == "kernel" and info["problem"].batch == "ab"
+    assert cp.enc[-2:] == [("k", (5, 256 * 104)), ("n", (5, 100 * 384))]
+    assert len(calls) == 3  # one 2-D copy per call, the buffer kept
+    dst, dpitch, src, spitch, width, height, kind, _stream = calls[-1]
+    assert (dpitch, src, spitch, width, height, kind) == (104 * 2, a.data.ptr, 200, 200, 5 * 256, 3)
+    assert {ln["values"][0] for ln in cp.launches[-3:]} == {cp.launches[-1]["values"][0]}
