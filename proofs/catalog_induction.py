@@ -144,6 +144,26 @@ def _ints(asg: Dict[str, int], **defaults: int) -> Dict[str, int]:
     return {k: int(asg.get(k + "0", v)) for k, v in defaults.items()}
 
 
+def _at(x: Any, values: Dict[Any, int]) -> Any:
+    """A SymPy expression at integer values of its symbols (an int when it is one)."""
+    sp = _sp()
+    r = sp.sympify(x).xreplace({k: sp.Integer(v) for k, v in values.items()})
+    return int(r) if r.is_Integer else r
+
+
+def _value(modes: Sequence[Tuple[int, int]], i: int, extended: bool = False) -> int:
+    """A flat layout's value at the index ``i`` (integers; ``extended``: read past its last
+    mode)."""
+    out = 0
+    for k, (s, d) in enumerate(modes):
+        if extended and k == len(modes) - 1:
+            c = i
+        else:
+            c, i = i % s, i // s
+        out += c * d
+    return out
+
+
 def _run_int(fn: Callable[[], Any]) -> Any:
     try:
         return "admissible", fn()
@@ -223,11 +243,28 @@ def _coalesce_step_instance(keep: bool, empty: bool) -> cs.Instance:
             claims.append(e.t(rd[1]) == e.t(firsts[1]))
         return [], z3.And(claims)
 
+    def confirm(asg: Dict[str, int], _p: Any) -> Optional[str]:
+        """The step run on the model's integers, its new modes evaluated at every index of
+        (t, s):(e, d) (twice that range when extended; up to 2^16 points)."""
+        v = _ints(asg, t=2, s=1, e=1, d=1)
+        src_i = ([] if empty else [(v["t"], v["e"])]) + [(v["s"], v["d"])]
+        n = 1
+        for a, _b in src_i:
+            n *= a
+        if min(a for a, _b in src_i) <= 0 or (not empty and v["t"] == 1) or n > 1 << 15:
+            return None
+        state = _ops().COALESCE_START if empty else (Head("H"), src_i[0])
+        done, last = _ops().coalesce_step(state, src_i[-1], keep=keep)
+        modes = ([] if empty else list(appended(done, "H"))) + ([last] if last is not None else [])
+        got = modes or [(1, 0)]
+        for i in range(2 * n if keep else n):
+            if _value(got, i, keep) != _value(src_i, i, keep):
+                return f"coalesce_step gave {got} for {src_i}: they differ at index {i}"
+        return None
+
     where = "the empty state" if empty else "(H, (t, e)), t != 1"
     label = f"{'last step (kept)' if keep else 'step'} from {where}"
-    return cs.Instance(
-        label, fn, build, _no_confirm, assumptions=() if empty else (sp.Ne(t, 1),), strict=True
-    )
+    return cs.Instance(label, fn, build, confirm, assumptions=() if empty else (sp.Ne(t, 1),), strict=True)
 
 
 def coalesce_instances(keep_last: bool = False) -> List[cs.Instance]:
@@ -528,11 +565,35 @@ def _complement_rest_instance() -> cs.Instance:
         K = e.t(rs[0]) * e.t(cur)
         return [], z3.And(e.t(rd[0]) == e.t(cur), e.t(rs[0]) >= 1, K >= e.t(M), K < e.t(M) + e.t(cur))
 
+    def confirm(asg: Dict[str, int], p: Any) -> Optional[str]:
+        """The path's result with the model substituted (a bug of the symbolic path), else
+        complement_rest run on the model's integers, checked on integers."""
+        v = _ints(asg, cur=1, M=1)
+        c, m = v["cur"], v["M"]
+        if c <= 0 or m <= 0:
+            return None
+        at = {cur: c, M: m}
+        for how, (rs, rd) in (
+            ("on this path", [[_at(x, at) for x in xs] for xs in p.value]),
+            ("on the integers", _ops().complement_rest(c, m)),
+        ):
+            if any(type(x) is not int for x in rs + rd):
+                continue
+            if len(rs) != 1 or rd != [c] or not (m <= rs[0] * c < m + c):
+                return f"complement_rest({c}, {m}) gives {list(zip(rs, rd))} {how}: not M rounded up to cur"
+        return None
+        rs, rd = _ops().complement_rest(c, m)
+        if len(rs) != 1 or rd != [c] or not (m <= rs[0] * c < m + c):
+            return (
+                f"complement_rest({c}, {m}) gave {list(zip(rs, rd))}: not M rounded up to a multiple of cur"
+            )
+        return None
+
     return cs.Instance(
         "finish: complement_rest(cur, M)",
         lambda: ops.complement_rest(cur, M),
         build,
-        _no_confirm,
+        confirm,
         strict=True,
     )
 

@@ -160,6 +160,26 @@ def test_a_dropped_injectivity_check_fails_the_left_inverse_step(monkeypatch):
     assert any(R(v) != i for i, v in enumerate(vals))
 
 
+def test_a_floor_for_a_ceiling_fails_the_complement_finish(monkeypatch):
+    """A bug on the symbolic path only (the integer ceil_div is right): the finish's path
+    result, at the model's values, does not reach M."""
+    _bad, asg = _refuted_step(
+        monkeypatch, "symops-ceil-div-floor", lambda: ci.complement_instances((1,)), "finish"
+    )
+    cur, M = asg["cur0"], asg["M0"]
+    assert M % cur != 0
+    # on the concrete path: the mutant's complement of cur:1 against a symbolic M, with the
+    # model's M substituted into its result, covers less than M
+    import sympy as sp
+
+    from layoutproof.symbolic import assuming
+
+    Ms = sp.Symbol("M", integer=True, positive=True)
+    with assuming(sp.Ne(sp.Mod(Ms, cur), 0)):
+        C = _bad.complement(Layout(cur, 1), Ms)
+    assert C.size.subs(Ms, M) * cur < M
+
+
 def test_the_real_steps_pass_where_the_mutants_fail():
     for make in (lambda: ci.complement_instances((1,)), lambda: ci.left_inverse_instances((1,))):
         inst = next(i for i in make() if "step" in i.label)
