@@ -96,11 +96,18 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
 SPLITK_MODEL: Dict[str, Any] = {
     "fixup_us": 2.5,
     # the serial reduction (reduction="serial": the last unit of each tile sums the planes in
-    # the split kernel): no second launch, a reducer's tail per tile instead
-    "serial_us": 1.0,
-    # decode shapes: split also where the output is at most this many rows (each tile then
-    # streams a whole K panel of B; the unsplit pick's tile count does not gate them)
-    "decode_m": 64,
+    # the split kernel, one warpgroup per 64-row slice): a fixed tail (plane stores drained,
+    # the atomic, the plane loads) and the tile's planes read by one SM at an effective
+    # bandwidth.  Fitted on the H100 (2026-11-24, bench/splitk_serial.py --time): the tail
+    # over the split kernel alone was 2.2 us at 1x4096x4096 (8 KB of planes per tile),
+    # 4.6 us at 16x4096x4096 (128 KB), 13 us at 512x512x28672 (512 KB).  The fix-up kernel
+    # was faster on every shape measured, so plain products take it; the serial reduction
+    # is what fuses an epilogue (choose_config(..., epilogue=True)).
+    "serial_us": 2.2,
+    "serial_gbs": 50.0,
+    # decode shapes: split also where the output has at most this many rows (each tile
+    # then streams a whole K panel of B; the unsplit pick's tile count does not gate them)
+    "decode_m": 16,
     "fixup_gbs": 2000.0,
     "hbm_gbs": 8000.0,
     "margin": 1.1,
@@ -111,7 +118,7 @@ SPLITK_MODEL: Dict[str, Any] = {
 
 
 def splitk_candidates(
-    m: int, n: int, k: int, base: Sequence[Any], sms: int = 132, reduction: str = "serial"
+    m: int, n: int, k: int, base: Sequence[Any], sms: int = 132, reduction: str = "kernel"
 ) -> Tuple[Any, ...]:
     """Split-K variants of the warp-specialized, cluster-free configurations in ``base``
     for this shape: only where the output has fewer tiles than ``sms``, the split keeps the
@@ -223,9 +230,11 @@ def estimate_us(
         # the operands cross memory once whatever the split: a floor at an effective
         # bandwidth (fitted: L2 keeps part of them between calls)
         floor = (m + n) * k * 2 / (SPLITK_MODEL["hbm_gbs"] * 1e3)
+        if getattr(cfg, "reduction", "kernel") == "serial":  # one SM reads a tile's planes
+            plane = splits * min(cfg.bm, m) * min(cfg.bn, n) * 4
+            return max(t, floor) + SPLITK_MODEL["serial_us"] + plane / (SPLITK_MODEL["serial_gbs"] * 1e3)
         fix = (splits * 4 + 2) * m * n / (SPLITK_MODEL["fixup_gbs"] * 1e3)
-        serial = getattr(cfg, "reduction", "kernel") == "serial"
-        return max(t, floor) + SPLITK_MODEL["serial_us" if serial else "fixup_us"] + fix
+        return max(t, floor) + SPLITK_MODEL["fixup_us"] + fix
     rates = model["rates"]
     rate, fixed = rates.get(cfg.key(), min(rates.values()))
     cl = getattr(cfg, "cluster", 1)
@@ -255,14 +264,18 @@ def choose_config(
     tma: bool,
     sms: int = 132,
     candidates: Optional[Sequence[Any]] = None,
+    epilogue: bool = False,
 ) -> Any:
     """The default configuration for this shape: the candidate the wave model
     (:func:`estimate_us`) says is fastest; ties go to the earlier (larger-tile) candidate.
     With the default candidates on a Hopper GPU with TMA, a split-K variant
     (:func:`splitk_candidates`) replaces that pick where the pick's tiles fill at most
     ``SPLITK_MODEL["gate"]`` of the SMs and the split's modelled time (with an HBM floor
-    and the fix-up) beats it by ``SPLITK_MODEL["margin"]``.  No kernel is generated or
-    timed here."""
+    and the fix-up) beats it by ``SPLITK_MODEL["margin"]``; outputs of at most
+    ``SPLITK_MODEL["decode_m"]`` rows are split by the same test whatever their tile count.
+    The split sums its planes with the fix-up kernel, or with ``epilogue=True`` (a fused
+    bias / activation / alpha-beta) in the kernel (``reduction="serial"``, its own cost
+    in the model).  No kernel is generated or timed here."""
     for nm, v in (("m", m), ("n", n), ("k", k), ("sms", sms)):
         if type(v) is not int or v < 1:
             raise GemmInputError(f"choose_config: {nm}={v!r} must be a positive int")
@@ -278,7 +291,8 @@ def choose_config(
         cfg = best[2]
         tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
         if tiles <= SPLITK_MODEL["gate"] * sms or m <= SPLITK_MODEL["decode_m"]:
-            sk = _fastest(splitk_candidates(m, n, k, candidates, sms), m, n, k, sms)
+            red = "serial" if epilogue else "kernel"
+            sk = _fastest(splitk_candidates(m, n, k, candidates, sms, red), m, n, k, sms)
             if sk is not None and sk[0] * SPLITK_MODEL["margin"] < best[0]:
                 return sk[2]
     return best[2]

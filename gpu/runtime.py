@@ -740,7 +740,9 @@ class GemmPlan:
                     "not installed, so the Hopper kernel loads with cp.async "
                     "instead of TMA (slower); pip install 'layoutproof[gpu]'",
                 )
-            cfg = choose_config(m, n, K, prob, hopper=use90, tma=tma, sms=_sm_count(cupy))
+            # a fused epilogue: the rule's split-K sums its planes in the kernel (serial) (G1)
+            ep = self.activation is not None
+            cfg = choose_config(m, n, K, prob, hopper=use90, tma=tma, sms=_sm_count(cupy), epilogue=ep)
         elif config == "auto":
             cfg = autotune(m, n, K, problem=prob, path="wgmma" if use90 else "mma.sync")
         elif isinstance(config, GemmConfig) or type(config).__name__ in (

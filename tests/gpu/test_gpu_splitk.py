@@ -261,10 +261,15 @@ def test_fake_serial_splitk_plan_is_one_launch_with_the_output_and_counters(fake
     assert plan._fix is None
     runtime.gemm(a, b, config=SERIAL)
     assert len(cp.launches) == 2 and cp.launches[1]["values"][-1] == plan._counters.data.ptr
-    # the rule picks the serial split-K for this decode shape by itself
+    # the rule splits this decode shape by itself: with the fix-up kernel for a plain
+    # product (measured faster), in the kernel when an epilogue is fused
     runtime.gemm(a, b)
     got = runtime.last_launch["config"]
-    assert isinstance(got, SplitKConfig) and got.reduction == "serial"
+    assert isinstance(got, SplitKConfig) and got.reduction == "kernel"
+    runtime.gemm(a, b, activation="relu")
+    got = runtime.last_launch["config"]
+    assert isinstance(got, SplitKConfig) and got.reduction == "serial" and got.activation == "relu"
+    assert cp.launches[-1]["kinds"][8:] == ["ptr", "i64", "ptr", "ptr"]  # D, ldd, counters, bias
 
 
 def test_fake_serial_splitk_with_the_epilogue_passes_bias_after_the_counters(fake_tma):
@@ -299,9 +304,19 @@ def test_serial_config_rules_and_keys():
 
 
 @pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 4096, 4096), (1, 4096, 11008), (16, 8192, 8192)])
-def test_the_rule_picks_the_serial_splitk_for_decode_shapes(shape):
+def test_the_rule_splits_decode_shapes_serially_when_an_epilogue_is_fused(shape):
     cfg = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True)
+    assert isinstance(cfg, SplitKConfig) and cfg.reduction == "kernel", cfg.key()
+    cfg = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True, epilogue=True)
     assert isinstance(cfg, SplitKConfig) and cfg.reduction == "serial", cfg.key()
+    assert cfg in P.splitk_candidates(*shape, P.hopper_candidates(True), reduction="serial")
+    # the serial reduction's cost: one SM reads the tile's planes
+    plane = cfg.splits * min(cfg.bm, shape[0]) * cfg.bn * 4
+    fix = SplitKConfig(cfg.base, cfg.splits)
+    tail = P.SPLITK_MODEL["serial_us"] + plane / (P.SPLITK_MODEL["serial_gbs"] * 1e3)
+    base = P.estimate_us(fix, *shape) - P.SPLITK_MODEL["fixup_us"]
+    base -= (cfg.splits * 4 + 2) * shape[0] * shape[1] / (P.SPLITK_MODEL["fixup_gbs"] * 1e3)
+    assert P.estimate_us(cfg, *shape) == pytest.approx(base + tail)
 
 
 # ============================================================================ nvcc
