@@ -7,8 +7,10 @@ Run on the GPU machine from the repository root (``source bench/device_env.sh`` 
     python bench/gemm_suite.py --sweep --out $OUT         # every default-rule candidate, timed
 
 Method (suite): fresh N(0,1) operands, row-major A and B, one output per side allocated
-once; batched shapes ``B x [M x N x K]`` are 3-D operands (``bB``: B a shared 2-D matrix)
-against ``cupy.matmul`` on the same 3-D arrays.  Each shape is checked first (ours against cuBLAS, relative Frobenius error, NaN-
+once; batched shapes ``B x [M x N x K]`` are 3-D operands (``bB``: B a shared 2-D matrix):
+their eager reference is ``torch.matmul`` (cuBLAS's strided-batched GEMM), with
+``cupy.matmul`` on the same 3-D arrays timed beside it where CuPy can (it has no batched
+bf16).  Each shape is checked first (ours against cuBLAS, relative Frobenius error, NaN-
 poisoned output).  Then ``--rounds`` interleaved rounds; in each round one batch of ``--reps``
 back-to-back launches of ours and one of cuBLAS, each between two CUDA events (so the
 host's launch cost counts where it exceeds the GPU time, as it does for a user); the
@@ -163,6 +165,25 @@ def torch_graph_time(cp, a, b, c, reps):
         return None
 
 
+def torch_matmul(a, b):
+    """(torch views of a and b, the product's torch tensor) -- the batched reference through
+    torch's cuBLAS -- or None without torch."""
+    try:
+        import torch
+
+        ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
+        return ta, tb, torch.matmul(ta, tb)
+    except Exception as ex:
+        print(f"  torch reference failed: {type(ex).__name__}: {ex}", flush=True)
+        return None
+
+
+def torch_matmul_into(ta, tb, tc):
+    import torch
+
+    torch.matmul(ta, tb, out=tc)
+
+
 def rel_err(cp, x, ref):
     d = x.astype(cp.float32) - ref.astype(cp.float32)
     return float(cp.linalg.norm(d) / max(float(cp.linalg.norm(ref.astype(cp.float32))), 1e-30))
@@ -181,7 +202,14 @@ def suite(cp, args, log):
             sa = (bt, m, k) if bt else (m, k)
             sb = (bt, k, n) if bt and not shared else (k, n)
             a, b = make(cp, sa, dtype, rng), make(cp, sb, dtype, rng)
-            ref = cp.matmul(a, b)
+            cupy_ok = True
+            try:
+                ref = cp.matmul(a, b)
+            except TypeError:  # CuPy's batched matmul has no bf16 (its integer-kernel path)
+                cupy_ok = False
+            tmm = torch_matmul(a, b) if bt else None  # batched: cuBLAS's strided-batched GEMM
+            if tmm is not None and not cupy_ok:
+                ref = cp.from_dlpack(tmm[2])
             c = cp.full(ref.shape, cp.nan, dtype=a.dtype)
             t0 = time.perf_counter()
             gemm(a, b, c)
@@ -195,15 +223,25 @@ def suite(cp, args, log):
             reps = max(3, min(args.reps, int(2e12 / fl) + 1)) if fl > 2e12 else args.reps
             ours = lambda: gemm(a, b, c)
             cub = lambda: cp.matmul(a, b, out=ref)
-            for f in (ours, cub):
+            # batched: the eager reference is torch.matmul (cuBLAS strided-batched); cupy.matmul
+            # on the 3-D arrays is timed beside it where CuPy can (its ratio: ratio_cupy)
+            ref_fn = cub
+            if tmm is not None:
+                ta, tb, tc = tmm
+                ref_fn = lambda: torch_matmul_into(ta, tb, tc)  # noqa: E731
+            fns = [ours, ref_fn] + ([cub] if (bt and cupy_ok) else [])
+            for f in fns:
                 f()
             cp.cuda.Device().synchronize()
-            ratios, to, tr, ho, hr = [], [], [], [], []
+            ratios, to, tr, ho, hr, rc, tcp, hcp = [], [], [], [], [], [], [], []
             for _ in range(args.rounds):
                 t1, h1 = event_batch(cp, ours, reps)
-                t2, h2 = event_batch(cp, cub, reps)
+                t2, h2 = event_batch(cp, ref_fn, reps)
                 ratios.append(t2 / t1)
                 to.append(t1), tr.append(t2), ho.append(h1), hr.append(h2)
+                if len(fns) > 2:
+                    t3, h3 = event_batch(cp, cub, reps)
+                    rc.append(t3 / t1), tcp.append(t3), hcp.append(h3)
             go = graph_of(cp, ours, reps)
             g_ours = graph_time(cp, go, reps) if go else None
             g_ref = torch_graph_time(cp, a, b, ref, reps)
@@ -230,13 +268,23 @@ def suite(cp, args, log):
                 graph_ours_us=g_ours and g_ours * 1e6,
                 graph_ref_us=g_ref and g_ref * 1e6,
                 graph_ratio=(g_ref / g_ours) if (g_ours and g_ref) else None,
+                reference="torch.matmul" if tmm is not None else "cupy.matmul",
+                ratio_cupy=statistics.median(rc) if rc else None,
+                cupy_us=statistics.median(tcp) * 1e6 if tcp else None,
+                host_cupy_us=min(hcp) * 1e6 if hcp else None,
             )
             rows.append(row)
             print(
                 f"{dtype:4s} {label(shape):>17s} ratio {row['ratio']:.3f} graph "
                 f"{row['graph_ratio'] or float('nan'):.3f}  ours {row['ours_us']:9.1f} us cuBLAS "
                 f"{row['ref_us']:9.1f} us  host {row['host_ours_us']:.1f}/{row['host_ref_us']:.1f} us  "
-                f"err {err:.1e} {'ok' if row['ok'] else 'FAIL'}  [{cfg}] first {first_s:.2f}s",
+                f"err {err:.1e} {'ok' if row['ok'] else 'FAIL'}  [{cfg}] first {first_s:.2f}s"
+                + (f"  (ref {row['reference']})" if bt else "")
+                + (
+                    f"  cupy.matmul: ratio {row['ratio_cupy']:.3f}, host {row['host_cupy_us']:.1f} us"
+                    if row["ratio_cupy"]
+                    else ""
+                ),
                 flush=True,
             )
             cp.get_default_memory_pool().free_all_blocks()
