@@ -23,12 +23,16 @@ if [ -z "$SKIP_SANITIZER" ]; then
   done
 fi
 if [ -n "$PYTEST" ]; then
-  timeout 150 python3 -m pytest -q -p no:cacheprovider $PYTEST > "$OUT/pytest.log" 2>&1
+  timeout 240 python3 -m pytest -q -p no:cacheprovider $PYTEST > "$OUT/pytest.log" 2>&1
   echo "pytest exit $?" | tee -a "$OUT/gpu.txt"; tail -3 "$OUT/pytest.log"
 fi
 if [ -z "$SKIP_TIME" ]; then
   timeout 150 python3 bench/splitk_serial.py --time "$SHAPES" --out "$OUT/time" > "$OUT/time.log" 2>&1
   echo "time exit $?" | tee -a "$OUT/gpu.txt"
+fi
+if [ -n "$EPILOGUE" ]; then
+  timeout 150 python3 bench/splitk_serial.py --time-epilogue "$EPILOGUE" --out "$OUT/epi" > "$OUT/epilogue.log" 2>&1
+  echo "epilogue exit $?" | tee -a "$OUT/gpu.txt"
 fi
 if [ -n "$SUITE" ]; then
   timeout 200 python3 bench/gemm_suite.py --no-host --dtypes "${2:-f16,bf16}" --shapes "$SUITE" \
@@ -36,4 +40,5 @@ if [ -n "$SUITE" ]; then
   echo "suite exit $?" | tee -a "$OUT/gpu.txt"
 fi
 cat "$OUT/time.log" 2>/dev/null | grep "^time"
+cat "$OUT/epilogue.log" 2>/dev/null | grep "^epilogue"
 grep -v "^  " "$OUT/suite.log" 2>/dev/null | tail -20

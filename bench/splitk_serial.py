@@ -228,11 +228,64 @@ def timing(cp, shapes, args, log):
             )
 
 
+def timing_epilogue(cp, shapes, args, log):
+    """gemm(a, b, bias=, activation="relu") as a user calls it (the rule: serial split-K
+    with the epilogue in its reducer, or the unsplit fused epilogue) against the unsplit
+    fused epilogue forced, by graph replay; cuBLAS's plain product (torch graph) and the
+    float64 reference of relu(A @ B + bias) for the error."""
+    from layoutproof.gpu import runtime
+    from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.plan import choose_config, hopper_candidates
+    from layoutproof.gpu.runtime import gemm
+
+    rng = cp.random.default_rng(13)
+    rows = log.setdefault("time_epilogue", [])
+    for dt in args.dtypes.split(","):
+        for m, n, k in shapes:
+            a, b = gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)
+            bias = rng.standard_normal(n, dtype=cp.float32)
+            ref = reference(cp, a, b, bias, "relu")
+            c = cp.full((m, n), cp.nan, dtype=a.dtype)
+            gemm(a, b, c, bias=bias, activation="relu")
+            cp.cuda.Device().synchronize()
+            pick = runtime.last_launch["config"]
+            nan = int(cp.isnan(c).sum())
+            err = float(cp.linalg.norm(c.astype(cp.float64) - ref) / max(float(cp.linalg.norm(ref)), 1e-30))
+            unsplit = choose_config(
+                m, n, k, GemmProblem(), hopper=True, tma=True, candidates=hopper_candidates(True)
+            )
+            reps = args.reps
+            plain = cp.empty((m, n), dtype=a.dtype)
+            g_ref = gs.torch_graph_time(cp, a, b, plain, reps)
+            row = dict(dtype=dt, m=m, n=n, k=k, pick=pick.key(), nan=nan, rel_err=err)
+            row["torch_plain_graph_us"] = (g_ref or 0) * 1e6
+            for name, cfg in (("rule", None), ("unsplit_epilogue", unsplit)):
+                kw = dict(bias=bias, activation="relu")
+                f = (
+                    (lambda cfg=cfg: gemm(a, b, c, config=cfg, **kw))
+                    if cfg
+                    else (lambda: gemm(a, b, c, **kw))
+                )
+                f()
+                cp.cuda.Device().synchronize()
+                go = gs.graph_of(cp, f, reps)
+                g = gs.graph_time(cp, go, reps) if go else None
+                row[name] = dict(config=runtime.last_launch["config"].key(), graph_us=g * 1e6 if g else None)
+            rows.append(row)
+            print(
+                f"epilogue {dt} {m}x{n}x{k} pick {pick.key()} nan {nan} err {err:.1e} | rule "
+                f"{row['rule']['graph_us'] or 0:.1f}us  unsplit fused {row['unsplit_epilogue']['graph_us'] or 0:.1f}us"
+                f" [{row['unsplit_epilogue']['config']}]  cuBLAS plain {row['torch_plain_graph_us']:.1f}us",
+                flush=True,
+            )
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--check", action="store_true")
     p.add_argument("--sanitize", action="store_true")
     p.add_argument("--time", default=None, help="MxNxK,...")
+    p.add_argument("--time-epilogue", default=None, help="MxNxK,...: bias + relu, rule vs unsplit")
     p.add_argument("--dtypes", default="f16")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--reps", type=int, default=20)
@@ -249,6 +302,9 @@ def main():
     if args.time:
         shapes = [tuple(int(v) for v in s.split("x")) for s in args.time.split(",")]
         timing(cp, shapes, args, log)
+    if args.time_epilogue:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.time_epilogue.split(",")]
+        timing_epilogue(cp, shapes, args, log)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "splitk_serial.json").write_text(json.dumps(log, indent=1, default=str))
