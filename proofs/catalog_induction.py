@@ -817,11 +817,14 @@ def _right_inverse_step_instance() -> cs.Instance:
 
 
 def right_inverse_instances(pick_ranks: Sequence[int]) -> List[cs.Instance]:
+    """The pick lemma at each number of modes with every proper subset of them used, and the
+    step."""
+    from itertools import combinations
+
     out = []
     for n in pick_ranks:
-        out.append(_right_inverse_pick_instance(n, ()))
-        if n > 1:
-            out.append(_right_inverse_pick_instance(n, (0,)))
+        for k in range(n):
+            out += [_right_inverse_pick_instance(n, used) for used in combinations(range(n), k)]
     out.append(_right_inverse_step_instance())
     return out
 
@@ -1227,7 +1230,7 @@ def _build() -> List[Theorem]:
         "used modes): cur is the product of R's extents, and for every x < cur, R(x) is the index of the "
         "coordinate of coalesce(L) with x's digits in the used modes (in pick order) and 0 elsewhere, "
         "where L is x. Start: no mode, cur = 1, nothing used (R(0) = 0 = L^-1(0)). Pick lemma "
-        f"(symbolically executed at {PICK_MAIN[0]}-{PICK_MAIN[-1]} modes, with and without a used mode, "
+        f"(symbolically executed at {PICK_MAIN[0]}-{PICK_MAIN[-1]} modes, every proper subset of them used, "
         f"in `layoutproof prove`, {PICK_ALL[0]}-{PICK_ALL[-1]} with `--all`; a linear search, argued "
         "beyond): it returns the first unused mode whose stride is proved == cur, None only when every "
         "unused stride is proved != cur. Step (every path of right_inverse_step on (R, D, used opaque, "
