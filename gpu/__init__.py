@@ -37,6 +37,7 @@ __all__ = [
     "gemm",
     "gemm_plan",
     "GemmPlan",
+    "BatchedGemmPlan",
     "generate",
     "autotune",
     "Proof",
@@ -55,6 +56,7 @@ _LAZY = {
     "autotune": ("runtime", "autotune"),
     "gemm_plan": ("runtime", "gemm_plan"),
     "GemmPlan": ("runtime", "GemmPlan"),
+    "BatchedGemmPlan": ("runtime", "BatchedGemmPlan"),
     "generate": ("codegen", "generate"),
 }
 
