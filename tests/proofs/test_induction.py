@@ -180,6 +180,24 @@ def test_a_floor_for_a_ceiling_fails_the_complement_finish(monkeypatch):
     assert C.size.subs(Ms, M) * cur < M
 
 
+def test_a_coalesce_step_that_always_merges_is_refuted_on_integers(monkeypatch):
+    """A hand-made wrong step (merges the mode into the last one whatever the strides): the
+    function obligation is satisfiable and the model's integers reproduce the difference."""
+
+    def bad_step(state, mode, keep=False):
+        done, last = state
+        if last is None:
+            return done, mode
+        return done, (last[0] * mode[0], last[1])
+
+    fake = types.SimpleNamespace(COALESCE_START=symops.COALESCE_START, coalesce_step=bad_step)
+    monkeypatch.setattr(ci, "_ops", lambda: fake)
+    inst = next(i for i in ci.coalesce_instances(False) if i.label.startswith("step from (H"))
+    (r,) = cs.prove("bad merge", [inst])
+    assert r.status == "refuted", (r.status, r.reason)
+    assert "differ at index" in r.counterexample.detail
+
+
 def test_the_real_steps_pass_where_the_mutants_fail():
     for make in (lambda: ci.complement_instances((1,)), lambda: ci.left_inverse_instances((1,))):
         inst = next(i for i in make() if "step" in i.label)
