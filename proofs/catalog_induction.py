@@ -1241,8 +1241,10 @@ def _build() -> List[Theorem]:
         "coalesce (function-preserving)"
     )
     sc_r = (
-        "every rank (pick lemma, step on the real right_inverse code, both jobs); direct symbolic "
-        "execution at ranks {} as a supplement with `--all`"
+        "every rank (step on the real right_inverse code, both jobs; the pick lemma (right_inverse_pick) "
+        f"symbolically executed at {PICK_MAIN[0]}-{PICK_MAIN[-1]} modes in `layoutproof prove` and "
+        f"{PICK_ALL[0]}-{PICK_ALL[-1]} with `--all`, every proper subset of them used, argued beyond "
+        "(a linear search)); direct symbolic execution at ranks {} as a supplement with `--all`"
     )
 
     def rrun(claim: str, direct: Callable[[Layout], cs.Instance], ranks: Sequence[int]) -> Any:
