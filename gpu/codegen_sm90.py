@@ -971,6 +971,56 @@ def prove_batch_schedule(
     )
 
 
+def check_batch_coordinates(k: kir.Kernel, prob: GemmProblem, log: ProofLog) -> None:
+    """On the kernel IR: every TMA box of an operand that carries the batch index is loaded
+    at batch coordinate ``bidx``, the variable declared ``t / tpb`` in the persistent loop
+    that encloses the load (the split :func:`prove_batch_schedule` proves), and no box of a
+    shared operand has a batch coordinate.  (Not batched: no box has one.)"""
+    an = kir.analysis(k)
+    n = 0
+    for node in kir.walk(k.body):
+        if not isinstance(node, kir.TmaLoad):
+            continue
+        op = node.claim.what[:1].lower()
+        batched = op in prob.batch
+        c2 = node.c2
+        ok = c2 is None
+        if batched:
+            init = an.defs.get(id(c2)) if isinstance(c2, kir.Var) else None
+            ok = (
+                isinstance(c2, kir.Var)
+                and c2.name == "bidx"
+                and isinstance(init, kir.Bin)
+                and init.op == "/"
+                and isinstance(init.a, kir.Var)
+                and init.a.name == "t"
+                and isinstance(init.b, kir.Var)
+                and init.b.name == "tpb"
+            )
+        if not ok:
+            raise ProofFailedError(
+                f"batched kernel: {node.claim.what} is loaded at batch coordinate "
+                f"{kir.emit_expr(c2) if c2 is not None else 'none'} (operand {op.upper()} "
+                + (
+                    "carries the batch index: bidx = t / tpb)"
+                    if batched
+                    else "is shared: no batch coordinate)"
+                ),
+                condition="TMA batch coordinate",
+                witness=node.claim.what,
+            )
+        n += 1
+    if prob.batch:
+        log.add(
+            "equal",
+            f"batched TMA loads: each of the {n} box loads reads batch bidx = t / tpb of its tile "
+            f"(operands {', '.join(x.upper() for x in prob.batch)}; a shared operand's boxes have no batch "
+            "coordinate), checked on the IR",
+            "exhaustive",
+            n,
+        )
+
+
 def prove_schedule(
     group_m: int,
     log: ProofLog,
@@ -1974,6 +2024,7 @@ def generate_sm90(
         # the protocol is read from the IR's barrier nodes and model-checked, the epilogue's
         # order checked, before the IR's accesses are proven and the source printed
         ir = _source_ws_ir(cfg, prob, a, b, ep, desc, tx, name)
+        check_batch_coordinates(ir, prob, log)
 
         def protocol(k: kir.Kernel) -> int:
             proto, n = protocol_ir(k, cfg, tx, log)

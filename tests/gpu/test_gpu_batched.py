@@ -384,3 +384,25 @@ def test_fake_batched_plan_stages_a_ragged_operand_with_one_memcpy2d(fake3):
     dst, dpitch, src, spitch, width, height, kind, _stream = calls[-1]
     assert (dpitch, src, spitch, width, height, kind) == (104 * 2, a.data.ptr, 200, 200, 5 * 256, 3)
     assert {ln["values"][0] for ln in cp.launches[-3:]} == {cp.launches[-1]["values"][0]}
+
+
+@needs_3d
+def test_a_tma_load_of_the_wrong_batch_is_refused(monkeypatch):
+    real = codegen_sm90._tma_loads_ir
+
+    def first_batch(*args, **kw):  # every batched box read from batch 0
+        if kw.get("c2") is not None:
+            kw["c2"] = kir.Const(0)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(codegen_sm90, "_tma_loads_ir", first_batch)
+    with pytest.raises(ProofFailedError) as e:
+        generate_sm90(BASE, GemmProblem("k", "n", batch="ab"), memo=False)
+    assert e.value.condition == "TMA batch coordinate" and "A TMA box" in str(e.value)
+
+
+@needs_3d
+def test_batched_kernel_logs_its_batch_coordinates():
+    k = generate_sm90(BASE, GemmProblem("k", "n", batch="b"))
+    line = next(p.line() for p in k.proofs if "batched TMA loads" in p.line())
+    assert "operands B" in line and "reads batch bidx = t / tpb" in line
