@@ -89,7 +89,8 @@ def _integer_composition(A: Layout, B: Layout) -> Callable[[Dict[str, int]], Any
         full = complete_assignment(asg, syms, assumptions())
         if full is None:  # nothing to confirm with: the walk reports the condition undecided
             raise UndecidableConditionError(
-                "composition: no assignment of the other symbols found to confirm the refusal on integers"
+                "composition: no assignment of the other symbols found to confirm the refusal on integers",
+                condition="an assignment of every symbol under the assumptions",
             )
         asg.clear()
         asg.update(full)
@@ -432,7 +433,7 @@ def _other_theorem(tid: str) -> List[Result]:
 
     t = next(t for t in catalog_induction.THEOREMS if t.id == tid)
     out = t.check()
-    return list(out) if isinstance(out, (list, tuple)) else [out]
+    return [out] if isinstance(out, Result) else list(out)
 
 
 def _logical_divide_size_check() -> List[Result]:
