@@ -164,3 +164,26 @@ def test_catalog_rows():
     for tid in ("sym.composition-post", "sym.composition-size", "sym.composition-exact"):
         t = get(tid)
         assert t.expected == "proved" and "every rank" in t.family or tid.endswith("exact")
+
+
+def test_every_obligation_rechecked_by_cvc5():
+    pytest.importorskip("cvc5")
+    from layoutproof.proofs.runner import cross_check_outcome
+    from layoutproof.proofs.theorem import evaluate
+
+    for tid in ("sym.composition-post", "sym.composition-exact"):
+        o = evaluate(get(tid))
+        assert o.status == "proved", o.message
+        entries = cross_check_outcome(o, "cvc5", 20000)
+        assert entries and len(entries) == len(o.smt2)
+        assert all(e["agree"] is True for e in entries), [e for e in entries if e["agree"] is not True]
+
+
+def test_normalize_derives_a_unit_divisor():
+    """Bd0 | Ad0 and Ad0 | Bd0*(Bs0-1) + 1 force Bd0 == 1 (logical_product's hard path)."""
+    a, b, s = sp.symbols("Ad0 Bd0 Bs0", integer=True, positive=True)
+    subs, _extra = sx.normalize((sp.Eq(sp.Mod(b * (s - 1) + 1, a), 0), sp.Eq(sp.Mod(a, b), 0)))
+    assert subs[b] == 1
+    # nothing is derived without the second fact
+    subs, _extra = sx.normalize((sp.Eq(sp.Mod(b * (s - 1) + 1, a), 0),))
+    assert b not in subs
