@@ -1419,9 +1419,12 @@ class BatchedGemmPlan:
                 "BatchedGemmPlan: the arguments differ from the plan's (shape, strides, dtype, "
                 "device): make a plan for them"
             )
-        if sig[2] is not None and mine[2] is None:
-            want = (self.shape, None, None)
-            if out.shape != want[0] or not out.flags.c_contiguous or out.dtype != self.out_dtype:
+        if sig[2] is not None and mine[2] is None:  # out like the new array the plan makes
+            import numpy as np
+
+            it = np.dtype(self.out_dtype).itemsize
+            fresh = (self.shape, (self.m * self.n * it, self.n * it, it), np.dtype(self.out_dtype))
+            if (out.shape, out.strides, np.dtype(out.dtype)) != fresh:
                 raise GemmInputError(
                     "BatchedGemmPlan: the plan was made for a new output; out is not one like it"
                 )

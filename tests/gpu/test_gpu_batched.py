@@ -406,3 +406,24 @@ def test_batched_kernel_logs_its_batch_coordinates():
     k = generate_sm90(BASE, GemmProblem("k", "n", batch="b"))
     line = next(p.line() for p in k.proofs if "batched TMA loads" in p.line())
     assert "operands B" in line and "reads batch bidx = t / tpb" in line
+
+
+@needs_3d
+def test_fake_batched_gemm_plan_is_kept_and_checks_its_arguments(fake3):
+    cp = fake3
+    a, b = _arr3(cp, (3, 128, 256)), _arr3(cp, (3, 256, 128))
+    plan = runtime.gemm_plan(a, b)
+    assert isinstance(plan, runtime.BatchedGemmPlan) and plan.mode == "kernel"
+    n0 = len(cp.launches)
+    out = plan(a, b)
+    plan(a, b, out)
+    assert len(cp.launches) == n0 + 2 and cp.launches[-1]["values"][2] == out.data.ptr
+    with pytest.raises(GemmInputError, match="differ from the plan"):
+        plan(_arr3(cp, (4, 128, 256)), _arr3(cp, (4, 256, 128)))
+    # gemm keeps one plan per signature
+    runtime.gemm(a, b)
+    p1 = runtime.last_launch["plan"]
+    runtime.gemm(a, b)
+    assert runtime.last_launch["plan"] is p1
+    with pytest.raises(GemmInputError, match="new output"):
+        plan(a, b, _Fake3(cp, (3, 128, 128), (128 * 136 * 2, 136 * 2, 2), np.float16, cp._alloc(1 << 20)))
