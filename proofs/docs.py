@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from .theorem import Theorem
 
-__all__ = ["render", "write", "main"]
+__all__ = ["render", "write", "main", "every_rank"]
 
 _STATUS_WORDS = {
     "proved": "proved — for every value of the parameters, or over a complete concrete domain",
@@ -55,14 +55,50 @@ _SYMBOLIC_INTRO = [
     "path (the operation's run, the SymPy simplification of its facts, its obligations) runs under a "
     "time budget (`symexec.PATH_SECONDS`): past it the path is unknown with the reason *timeout*.",
     "",
-    "Scope: the flat rank of each operand is fixed per run; *Family* below names the ranks of the "
-    "default run (`layoutproof prove`, which must finish within a minute) and of `layoutproof prove "
-    "--all`. `sym.coalesce-every-rank` and `sym.coalesce-extended-every-rank` are proved for every "
-    "rank (induction over coalesce's fold); the others are proved up to the ranks stated. "
-    "The bounded exhaustive theorems of the other groups stay as a supplement (concrete layouts, "
-    "nested profiles, zero strides), reported as *checked*.",
-    "",
+    "Scope: the flat rank of each operand is fixed per run, unless the theorem is proved by "
+    "induction over the operation's fold; *Family* below names what each job proves "
+    "(`layoutproof prove`, which must finish within a minute, and `layoutproof prove --all`).",
 ]
+
+
+def every_rank(theorems: Sequence[Theorem]) -> Tuple[List[str], List[str]]:
+    """The ids of ``theorems`` proved at every rank, read from their declared scope
+    (*Family*): those whose family begins with "every rank" (induction over the whole
+    operation), and those where one operand is "of every rank" and the others are bounded.
+
+    >>> from .catalog import THEOREMS
+    >>> whole, one = every_rank(THEOREMS)
+    >>> "sym.coalesce-every-rank" in whole, "sym.coalesce-function" in whole + one
+    (True, False)
+    """
+    whole = [t.id for t in theorems if t.family.startswith("every rank")]
+    one = [t.id for t in theorems if t.id not in whole and "of every rank" in t.family]
+    return whole, one
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return ", ".join(f"`{i}`" for i in ids)
+
+
+def _symbolic_intro(theorems: Sequence[Theorem]) -> List[str]:
+    """The group's preamble; its list of every-rank theorems comes from their Family."""
+    whole, one = every_rank(theorems)
+    text = [
+        f"Proved for every rank ({len(whole)}; induction over the operation's fold, its step "
+        "function explored on a symbolic state; the Family line names the lemmas and what remains "
+        f"by inspection): {_ids(whole) or 'none'}."
+    ]
+    if one:
+        text.append(
+            f"Proved for one operand of every rank, the others' ranks bounded as the Family line says "
+            f"({len(one)}): {_ids(one)}."
+        )
+    text.append(
+        "The others are proved for the ranks (or values) their Family line states. The bounded "
+        "exhaustive theorems of the other groups stay as a supplement (concrete layouts, nested "
+        "profiles, zero strides), reported as *checked*."
+    )
+    return _SYMBOLIC_INTRO + ["", " ".join(text), ""]
 
 
 def render(theorems: Optional[Sequence[Theorem]] = None) -> str:
@@ -123,7 +159,7 @@ def render(theorems: Optional[Sequence[Theorem]] = None) -> str:
         L.append(f"## {g}")
         L.append("")
         if g.startswith("All values"):
-            L += _SYMBOLIC_INTRO
+            L += _symbolic_intro([t for t in ths if t.group == g])
         L.append("| id | title | expected | method |")
         L.append("|---|---|---|---|")
         for t in ths:
