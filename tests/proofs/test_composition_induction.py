@@ -187,3 +187,18 @@ def test_normalize_derives_a_unit_divisor():
     # nothing is derived without the second fact
     subs, _extra = sx.normalize((sp.Eq(sp.Mod(b * (s - 1) + 1, a), 0),))
     assert b not in subs
+
+
+def test_the_overlap_check_closes_the_induction():
+    for r in cs.prove("closure", ci.closure_instances((2, 3))):
+        assert r.status == "proved", str(r)
+
+
+def test_a_dropped_overlap_check_refutes_the_closure():
+    """tools/mutation.py's symops-drop-disjointness: the closure is refuted, and the model's
+    integers reproduce it (the mutant check accepts footprints that add up past the extent)."""
+    bad = _symops_with("    if len(leaves) > 1 and len(As) > 1:\n", "    if False:\n")
+    (r,) = cs.prove("closure", [ci.closure_instance(2, [[0], [0]], check=bad.check_leaves_disjoint)])
+    assert r.status == "refuted", str(r)
+    asg = r.counterexample.assignment
+    assert asg["o0_0"] + asg["o1_0"] >= asg["As0"]
