@@ -1,7 +1,10 @@
 """Fused epilogue for the warp-specialized wgmma kernel: ``C = act(alpha A @ B + beta Cin + bias)``.
 
-:class:`EpilogueConfig` adds a bias along N (one f32 per column of C) and an activation
-(``relu``, ``silu``, ``gelu``) to a warp-specialized TMA configuration.  The kernel is the
+:class:`EpilogueConfig` adds a bias along N (one value per column of C; with
+``bias_axis="m"`` one per row, read at ``m0 + row(t, i)`` under ``< M``; f32, f16 or bf16,
+converted to f32 in the kernel) and an activation (``relu``, ``silu``, ``gelu``) to a
+warp-specialized TMA configuration, batched or not (every batch adds the same bias).  The
+kernel is the
 one :func:`~layoutproof.gpu.codegen_sm90.generate_sm90` builds, rewritten on its IR
 (:func:`epilogue_ir`): where the epilogue packs a pair of f32 accumulators into the
 shared staging buffer, each accumulator becomes ``act(acc[i] + b_i)`` first, in f32, with

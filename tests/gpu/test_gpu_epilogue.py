@@ -268,3 +268,20 @@ def test_gpu_bias_along_m_and_half_bias_match_float64(axis, bdt, m, n, k):
         out = cp.full((m, n), cp.nan, dtype=cp.float32, order=oo)
         runtime.gemm(a2, b2, out, dtype=dt, bias=bias, activation="relu", bias_along=axis)
         assert float(cp.abs(out - ref).max()) == 0.0, (axis, bdt, oo)
+
+
+def test_bias_dtype_rules_name_the_condition(fake_tma):  # noqa: F811
+    cp = fake_tma
+    kinds = {np.float32: "f32", np.float16: "f16"}
+    for dt, name in kinds.items():
+        v = _FakeArray(cp, (64,), (np.dtype(dt).itemsize,), dt, cp._alloc(256))
+        assert runtime._bias_dtype(cp, v, 64, 32, 0, "m", "f16") == name
+    bits = _FakeArray(cp, (32,), (2,), np.uint16, cp._alloc(64))
+    assert runtime._bias_dtype(cp, bits, 64, 32, 0, "n", "bf16") == "bf16"  # raw bf16 bits
+    for bad, along in (
+        (bits, "n"),  # uint16 with f16 inputs: not a bias type
+        (_FakeArray(cp, (32,), (8,), np.float32, cp._alloc(256)), "n"),  # not contiguous
+        (_FakeArray(cp, (32,), (8,), np.float64, cp._alloc(256)), "n"),
+    ):
+        with pytest.raises(GemmInputError, match="contiguous float32, float16 or bfloat16"):
+            runtime._bias_dtype(cp, bad, 64, 32, 0, along, "f16")
