@@ -236,3 +236,80 @@ def test_an_unclaimed_memory_access_is_refused(monkeypatch):
 
     e = _mma_fails(monkeypatch, bare)
     assert e.condition == "coverage" and "p[0]" in str(e)
+
+
+# ----------------------------------------------------------------------------- atomics, unroll, rank-3 TMA
+def _counter_kernel(sem="acq_rel", idx=None):
+    """A small kernel: thread 0 of each block counts itself on counters[blockIdx.x]."""
+    c, n = kir.Var("counters", "unsigned*"), kir.Var("n")
+    prev = kir.Var("prev", "unsigned")
+    bx = kir.BLOCK_IDX
+    claim = kir.Claim("counter", kir.Cast("long long", c) + 4 * bx, bounds=((bx, n),), width=4)
+    mem = kir.Mem(c, claim, idx=bx if idx is None else idx)
+    body = kir.block(
+        kir.If(
+            bx.lt(n),
+            kir.block(
+                kir.If(
+                    kir.THREAD_IDX.eq(0),
+                    kir.block(
+                        kir.Decl(prev), kir.Assign(prev, kir.AtomicAdd(mem, kir.Const(1, "unsigned"), sem))
+                    ),
+                )
+            ),
+        )
+    )
+    return kir.Kernel(
+        "lp_count", (("unsigned*", c), ("int", n)), body, 128, helpers=("atomic",), sizes={"unsigned": 4}
+    )
+
+
+@pytest.mark.parametrize("sem", kir.ATOMIC_SEMS)
+def test_atomics_print_their_order_and_are_claimed_accesses(sem):
+    from layoutproof.gpu.proofrec import ProofLog
+
+    k = _counter_kernel(sem)
+    src = kir.emit(k)
+    assert f"prev = lp_atom_add_{sem}(&counters[blockIdx.x], 1u);" in src
+    ptx = "atom.add" + ("" if sem == "relaxed" else f".{sem}") + ".gpu.global.u32"
+    assert ptx in src
+    log = ProofLog()
+    rep = kir.discharge(k, log)
+    assert rep.accesses == rep.accesses_covered == 1
+    assert any("global atomic read-modify-write: counter" in p.statement for p in log)
+    # an atomic on the wrong element is refuted like any access
+    with pytest.raises(ProofFailedError) as e:
+        kir.discharge(_counter_kernel(sem, idx=kir.BLOCK_IDX + 1), ProofLog())
+    assert e.value.condition == "address equals its layout"
+
+
+def test_an_atomic_with_an_unknown_order_is_not_printed():
+    from layoutproof.gpu.errors import LoweringError
+
+    with pytest.raises(LoweringError):
+        kir.emit(_counter_kernel("seq_cst"))
+
+
+def test_a_loop_prints_its_unroll_count():
+    i = kir.Var("i")
+    body = kir.block(kir.Eval(kir.Call("f", (i,), "void")))
+
+    def text(u):
+        loop = kir.For(i, kir.Const(0), kir.Const(8), body, unroll=u)
+        return kir.emit(kir.Kernel("lp_loop", (), kir.block(loop), 32))
+
+    assert "#pragma unroll\n" in text(True)
+    assert "#pragma unroll 4\n" in text(4)
+    assert "#pragma" not in text(False)
+
+
+def test_a_third_tma_coordinate_prints_the_rank3_load_and_only_then_its_helper():
+    from dataclasses import replace
+
+    k = codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"))
+    assert "lp_tma_load_3d" not in k.source
+    body = kir.rewrite(
+        k.ir.body, lambda n: replace(n, c2=kir.Const(0)) if isinstance(n, kir.TmaLoad) else None
+    )
+    src = kir.emit(replace(k.ir, body=body))
+    assert "lp_tma_load_3d(unsigned dst" in src and re.search(r"lp_tma_load_3d\([^;]*, 0, [^;]*\);", src)
