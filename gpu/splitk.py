@@ -31,10 +31,18 @@ is proven here, before emission:
   ``W[s, r, c]`` for ``s < S`` inside the guards ``r < M``, ``c < N`` and write ``C[r, c]``
   once per element; the reduction order is program order (a fixed sum).
 
+``SplitKConfig(base, S, reduction="serial")`` needs no second kernel (:func:`serial_ir`):
+the last unit of each tile to finish -- counted by ``atom.add.acq_rel.gpu`` on a counter
+per (warpgroup, tile) -- sums the planes in the same fixed order, applies the fused
+epilogue when asked, writes C and resets its counter for the next launch.  That protocol
+is model-checked from the IR (:mod:`layoutproof.gpu.splitk_model`).
+
 >>> from layoutproof.gpu.codegen_sm90 import Sm90Config
 >>> cfg = SplitKConfig(Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="ws"), 4)
 >>> cfg.key()
 'sm90_64x128x64_s8_g8_tma_ws_sk4'
+>>> SplitKConfig(cfg.base, 4, "serial", "relu").key()
+'sm90_64x128x64_s8_g8_tma_ws_sk4s_biasrelu'
 >>> k_chunks(10, 4)
 [(0, 2), (2, 5), (5, 7), (7, 10)]
 """
@@ -83,6 +91,9 @@ __all__ = [
     "workspace_offset_ir",
     "MAX_SPLITS",
     "REDUCE_THREADS",
+    "REDUCTIONS",
+    "SERIAL_ACTIVATIONS",
+    "serial_ir",
 ]
 
 MAX_SPLITS = 16
