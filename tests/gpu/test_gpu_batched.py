@@ -427,3 +427,10 @@ def test_fake_batched_gemm_plan_is_kept_and_checks_its_arguments(fake3):
     assert runtime.last_launch["plan"] is p1
     with pytest.raises(GemmInputError, match="new output"):
         plan(a, b, _Fake3(cp, (3, 128, 128), (128 * 136 * 2, 136 * 2, 2), np.float16, cp._alloc(1 << 20)))
+
+
+@needs_3d
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+def test_batched_kernel_with_a_bf16_bias_along_m_compiles_for_sm90a(tmp_path):
+    cfg = EpilogueConfig(BASE, "gelu", False, "m", "bf16")
+    _nvcc_sm90a(generate_epilogue(cfg, GemmProblem("m", "k", "bf16", "f32", batch="ab")).source, tmp_path)
