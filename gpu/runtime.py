@@ -1157,10 +1157,10 @@ def _matrix(x: Any) -> Any:
     return x[0] if x.ndim == 3 else x
 
 
-def _stage_operand(op: _Operand, x: Any, stream: Any) -> Any:
-    """The padded buffer a batched plan's kernel reads for operand ``x`` (3-D with a batch
-    extent over 1: all its batches; else its one matrix)."""
-    if x.ndim == 3 and x.shape[0] > 1:
+def _stage_operand(op: _Operand, x: Any, stream: Any, per_batch: bool) -> Any:
+    """The padded buffer a batched plan's kernel reads for operand ``x`` (``per_batch``:
+    all its batches; else its one shared matrix)."""
+    if per_batch:
         return op.staged_batch(x, stream)
     return op.staged(x if x.ndim == 2 else x[0], stream)
 
@@ -1262,11 +1262,13 @@ class BatchedGemmPlan:
         from .codegen_sm90 import batched_kernels_available
 
         use90 = _use_wgmma(cupy, config, path) and tma_available() and batched_kernels_available()
-        a_st = a.strides[0] // itin if (a.ndim == 3 and ba > 1) else None
-        b_st = b.strides[0] // itin if (b.ndim == 3 and bb > 1) else None
+        # an operand's batch stride (elements), or None where every batch reads one matrix
+        # (2-D, batch extent 1, or batch stride 0: numpy broadcasting)
+        a_st = a.strides[0] // itin if (a.ndim == 3 and ba > 1 and a.strides[0] != 0) else None
+        b_st = b.strides[0] // itin if (b.ndim == 3 and bb > 1 and b.strides[0] != 0) else None
         # "fold": A's batches are the rows of one (batch * M) x K row-major matrix
         if (
-            bb == 1
+            (bb == 1 or (b.ndim == 3 and b.strides[0] == 0))
             and ba == batch
             and out is None
             and not self.alpha_beta
@@ -1332,6 +1334,7 @@ class BatchedGemmPlan:
             sts.append(st)
         a_st, b_st = sts
         self._stage = (A.copy, B.copy)
+        self._per_batch = (a_st is not None, b_st is not None)
         from .codegen_sm90 import Sm90Config
 
         prob = GemmProblem(a_major=A.major, b_major=B.major, dtype=dt, out_dtype=od, batch=batched)
@@ -1459,8 +1462,8 @@ class BatchedGemmPlan:
         with self._lock:
             if self._stage[0] or self._stage[1]:  # copies into the kept padded buffers
                 st = cupy.cuda.get_current_stream()
-                a = _stage_operand(A, a, st) if self._stage[0] else a
-                b = _stage_operand(B, b, st) if self._stage[1] else b
+                a = _stage_operand(A, a, st, self._per_batch[0]) if self._stage[0] else a
+                b = _stage_operand(B, b, st, self._per_batch[1]) if self._stage[1] else b
             pa, pb_ = a.data.ptr, b.data.ptr
             if pa != A.current:
                 pbuf.set(0, A.tensor_map(pa))

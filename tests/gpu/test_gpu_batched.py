@@ -434,3 +434,15 @@ def test_fake_batched_gemm_plan_is_kept_and_checks_its_arguments(fake3):
 def test_batched_kernel_with_a_bf16_bias_along_m_compiles_for_sm90a(tmp_path):
     cfg = EpilogueConfig(BASE, "gelu", False, "m", "bf16")
     _nvcc_sm90a(generate_epilogue(cfg, GemmProblem("m", "k", "bf16", "f32", batch="ab")).source, tmp_path)
+
+
+@needs_3d
+def test_fake_batched_plan_reads_a_batch_stride_of_zero_as_shared(fake3):
+    cp = fake3
+    a = _arr3(cp, (4, 256, 512))
+    b = _Fake3(cp, (4, 512, 384), (0, 384 * 2, 2), np.float16, cp._alloc(512 * 384 * 2))  # one B
+    runtime.gemm(a, b, cp.empty((4, 256, 384), np.float16))
+    info = runtime.last_launch
+    assert info["mode"] == "kernel" and info["problem"].batch == "a"
+    assert cp.enc[-2:] == [("k", (4, 256 * 512)), ("n", None)]
+    assert runtime.gemm(a, b).shape == (4, 256, 384) and runtime.last_launch["mode"] == "fold"
