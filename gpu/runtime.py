@@ -1329,8 +1329,10 @@ class BatchedGemmPlan:
                 if x.strides[0] < 0:
                     return False
                 st = (rows if op.cols_major else cols) * op.ld
-            elif st is not None and (st * itin % 16 or x.strides[0] < 0):
-                return False
+            elif st is not None and (
+                st * itin % 16 or x.strides[0] < 0 or st < (rows if op.cols_major else cols) * op.ld
+            ):
+                return False  # a rank-3 map needs 16-byte batch strides, batches not overlapping
             sts.append(st)
         a_st, b_st = sts
         self._stage = (A.copy, B.copy)

@@ -446,3 +446,13 @@ def test_fake_batched_plan_reads_a_batch_stride_of_zero_as_shared(fake3):
     assert info["mode"] == "kernel" and info["problem"].batch == "a"
     assert cp.enc[-2:] == [("k", (4, 256 * 512)), ("n", None)]
     assert runtime.gemm(a, b).shape == (4, 256, 384) and runtime.last_launch["mode"] == "fold"
+
+
+@needs_3d
+def test_fake_batched_plan_takes_overlapping_batches_one_at_a_time(fake3):
+    cp = fake3
+    # batch i starts 64 rows after batch i - 1 (a sliding window over one 448 x 512 array)
+    a = _Fake3(cp, (4, 256, 512), (64 * 512 * 2, 512 * 2, 2), np.float16, cp._alloc(448 * 512 * 2))
+    n0 = len(cp.launches)
+    runtime.gemm(a, _arr3(cp, (4, 512, 384)))
+    assert runtime.last_launch["mode"] == "loop" and len(cp.launches) == n0 + 4
