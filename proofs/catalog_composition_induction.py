@@ -24,11 +24,13 @@ scope, every path:
 
 At the end every mode below the last has ``U_i < As_i``: for a mode used by two or more
 leaves this is what the overlap check accepts, for a mode used by one leaf it is the leaf
-lemma's ``occ[i] < As_i``.  So ``D`` is in range and adds up to ``X = B(c)``: it is Â's
-representation of ``B(c)``, and ``Â(B(c)) == V == R(c)`` (R's modes are the leaves'
-modes, concatenated).  What is read off the code rather than machine-checked: that
-``composition`` passes each call of the leaf walk only Â and its own leaf, that the
-overlap check sums exactly the returned footprints, and the concatenation.
+lemma's ``occ[i] < As_i`` (**closure**, explored on the real ``check_leaves_disjoint``
+with two and three leaves of symbolic footprints per rank of Â).  So ``D`` is in range
+and adds up to ``X = B(c)``: it is Â's representation of ``B(c)``, and
+``Â(B(c)) == V == R(c)`` (R's modes are the leaves' modes, concatenated).  Read off the
+code rather than machine-checked: that ``composition`` passes each call of the leaf walk
+only Â and its own leaf, that it hands the overlap check exactly the returned footprints
+(and, past three leaves, that the check's loop sums them all), and the concatenation.
 
 >>> from layoutproof.proofs.catalog_composition_induction import leaf_instances
 >>> [i.label for i in leaf_instances((1, 2))]
