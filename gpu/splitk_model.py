@@ -59,6 +59,7 @@ __all__ = [
     "check_serial",
     "serial_program_ir",
     "prove_serial_protocol",
+    "plane_read_loops_ir",
     "PLANE_STORE",
     "PLANE_READ",
     "COUNTER",
@@ -442,6 +443,62 @@ def serial_program_ir(k: kir.Kernel) -> Tuple[Tuple[Op, ...], int]:
     return tuple(events[first:]), thresholds[0]
 
 
+def plane_read_loops_ir(k: kir.Kernel) -> List[Tuple[int, int, int]]:
+    """For each plane read of the serial reduction (claims named :data:`PLANE_READ`), the
+    ``(start, stop, step)`` of the loop whose counter is the plane index of its claim (the
+    one loop counter its claimed address reads and its bounds do not): the
+    model's reducer reads planes ``0, 1, .., S - 1`` in that order, so each must be
+    ``(0, S, 1)`` (:func:`prove_serial_protocol` checks it).  Fails by name when the plane
+    index is not the counter of one enclosing loop with constant bounds."""
+    out: List[Tuple[int, int, int]] = []
+
+    def go(st: Any, loops: Tuple[kir.For, ...]) -> None:
+        if isinstance(st, kir.For):
+            loops = loops + (st,)
+        for n in _children_stmts(st):
+            go(n, loops)
+        for m in (x for x in kir.walk(st) if isinstance(x, kir.Mem) and x.claim.what == PLANE_READ):
+            if not _direct(st, m):
+                continue
+            # the plane index: a counter the claimed address reads and its bounds do not
+            bounded = {id(v) for b in m.claim.bounds for v in kir.walk(b[0]) if isinstance(v, kir.Var)}
+            used = {id(v) for v in kir.walk(m.claim.addr) if isinstance(v, kir.Var)} - bounded
+            own = [f for f in loops if id(f.var) in used]
+            bounds = [(f.start, f.stop, f.step) for f in own]
+            consts = [(a, b, c) for a, b, c in bounds if all(isinstance(x, kir.Const) for x in (a, b, c))]
+            if len(own) != 1 or len(consts) != 1:
+                raise ProofFailedError(
+                    f"kernel {k.name}: a plane read's plane index is not the counter of one "
+                    f"constant loop ({len(own)} loop(s) found)",
+                    condition="serial reduction in the IR",
+                )
+            a, b, c = consts[0]
+            if isinstance(a, kir.Const) and isinstance(b, kir.Const) and isinstance(c, kir.Const):
+                out.append((int(a.value), int(b.value), int(c.value)))
+
+    go(_consumer_loop(k).body, ())
+    if not out:
+        raise ProofFailedError(f"kernel {k.name}: no plane read", condition="serial reduction in the IR")
+    return out
+
+
+def _children_stmts(st: Any) -> List[Any]:
+    if isinstance(st, kir.Block):
+        return list(st.body)
+    if isinstance(st, kir.For):
+        return [st.body]
+    if isinstance(st, kir.If):
+        return [st.then] + ([st.orelse] if st.orelse is not None else [])
+    return []
+
+
+def _direct(st: Any, m: kir.Mem) -> bool:
+    """``m`` belongs to statement ``st`` itself, not to a nested statement."""
+    if isinstance(st, (kir.Block, kir.For, kir.If)):
+        return False
+    return any(x is m for x in kir.walk(st))
+
+
 @functools.cache
 def _checked(splits: int, program: Tuple[Op, ...], threshold: int) -> int:
     return check_serial(splits, program=program, threshold=threshold)
@@ -458,6 +515,14 @@ def prove_serial_protocol(k: kir.Kernel, splits: int, log: ProofLog) -> int:
             f"kernel {k.name}: the reducer is the unit reading {T} from the counter, not {splits - 1}",
             condition="one reducer per tile per launch",
             witness=T,
+        )
+    bad = [b for b in plane_read_loops_ir(k) if b != (0, splits, 1)]
+    if bad:
+        raise ProofFailedError(
+            f"kernel {k.name}: the reducer's plane loop runs over {bad[0]}, not planes 0..{splits - 1} "
+            "in order",
+            condition="reducer reads all planes",
+            witness=bad[0],
         )
     total = 0
     ns = sorted(

@@ -234,3 +234,21 @@ def test_missing_pieces_fail_by_name():
     with pytest.raises(ProofFailedError, match="compare the atomic's result") as e:
         serial_program_ir(replace(k, body=kir.rewrite(k.body, two_thresholds)))
     assert e.value.condition == "serial reduction in the IR"
+
+
+def test_the_plane_loop_must_cover_every_plane_in_order():
+    from layoutproof.gpu.splitk_model import plane_read_loops_ir
+
+    k = _split_ir()
+    assert set(plane_read_loops_ir(k)) == {(0, CFG.splits, 1)}  # the vector and the edge path
+
+    def short(node):  # the reducer's plane loops stop one plane early
+        if isinstance(node, kir.For) and isinstance(node.stop, kir.Const) and node.stop.value == CFG.splits:
+            if node.var.name == "s":
+                return replace(node, stop=kir.Const(CFG.splits - 1))
+        return None
+
+    bad = replace(k, body=kir.rewrite(k.body, short))
+    with pytest.raises(ProofFailedError) as e:
+        prove_serial_protocol(bad, CFG.splits, ProofLog())
+    assert e.value.condition == "reducer reads all planes"
