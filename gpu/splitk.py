@@ -71,6 +71,7 @@ from .splitk_model import (
     OUT_STORE,
     PLANE_READ,
     PLANE_STORE,
+    plane_read_loops_ir,
     prove_serial_protocol,
 )
 
@@ -592,6 +593,24 @@ def prove_fixup_order(k: kir.Kernel, log: ProofLog) -> None:
     )
 
 
+def _prove_plane_loop(k: kir.Kernel, splits: int, log: ProofLog) -> None:
+    """The fix-up's loop over the plane index of its workspace reads runs over ``0, 1, ..,
+    S - 1`` in order (the claims do not bound the plane index)."""
+    loops = plane_read_loops_ir(k, whole=True)
+    if any(b != (0, splits, 1) for b in loops):
+        raise ProofFailedError(
+            f"fix-up kernel {k.name}: its plane loop runs over {loops}, not planes 0..{splits - 1} in order",
+            condition="reducer reads all planes",
+            witness=tuple(loops),
+        )
+    log.add(
+        "bijective",
+        f"fix-up plane loop: each workspace read's plane index runs over 0..{splits - 1} in order (IR)",
+        "exhaustive",
+        len(loops) * splits,
+    )
+
+
 def _reduce_index(s: kir.Expr, r: kir.Expr, c: kir.Expr, M: kir.Expr, N: kir.Expr) -> kir.Expr:
     """The fix-up kernel's element index of ``W[s, r, c]`` (checked against the claims)."""
     return (kir.Cast("long long", s) * M + r) * N + c
@@ -619,7 +638,7 @@ def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
     acc = kir.Var("acc", "float")
     w_off = _reduce_index(s, r, c, M, N)
     wclaim = kir.Claim(
-        "split-K workspace read W[s, r, c]",
+        PLANE_READ,
         addr_of(W) + 4 * workspace_offset_ir(s, r, c, M, N),
         bounds=((r, M), (c, N)),
         width=4,
@@ -787,6 +806,7 @@ def generate_splitk(
     rname = f"lp_splitk_reduce_{prob.out}_s{S}"
     rir = reduce_ir(S, prob.out, rname)
     prove_fixup_order(rir, rlog)
+    _prove_plane_loop(rir, S, rlog)
     rsrc = finish(rir, rlog, f"proven before emission (split-K fix-up, {S} planes, {prob.out} out)")
     rk = GemmKernel(base.config, prob, rsrc, rname, REDUCE_THREADS, 0, rlog, {}, rir)
     out = SplitKKernels(cfg, prob, gk, rk)

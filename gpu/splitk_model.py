@@ -443,13 +443,14 @@ def serial_program_ir(k: kir.Kernel) -> Tuple[Tuple[Op, ...], int]:
     return tuple(events[first:]), thresholds[0]
 
 
-def plane_read_loops_ir(k: kir.Kernel) -> List[Tuple[int, int, int]]:
+def plane_read_loops_ir(k: kir.Kernel, *, whole: bool = False) -> List[Tuple[int, int, int]]:
     """For each plane read of the serial reduction (claims named :data:`PLANE_READ`), the
     ``(start, stop, step)`` of the loop whose counter is the plane index of its claim (the
     one loop counter its claimed address reads and its bounds do not): the
     model's reducer reads planes ``0, 1, .., S - 1`` in that order, so each must be
     ``(0, S, 1)`` (:func:`prove_serial_protocol` checks it).  Fails by name when the plane
-    index is not the counter of one enclosing loop with constant bounds."""
+    index is not the counter of one enclosing loop with constant bounds.  ``whole``: the
+    whole kernel body (the fix-up kernel), not the serial kernel's consumer tile loop."""
     out: List[Tuple[int, int, int]] = []
 
     def go(st: Any, loops: Tuple[kir.For, ...]) -> None:
@@ -476,7 +477,7 @@ def plane_read_loops_ir(k: kir.Kernel) -> List[Tuple[int, int, int]]:
             if isinstance(a, kir.Const) and isinstance(b, kir.Const) and isinstance(c, kir.Const):
                 out.append((int(a.value), int(b.value), int(c.value)))
 
-    go(_consumer_loop(k).body, ())
+    go(k.body if whole else _consumer_loop(k).body, ())
     if not out:
         raise ProofFailedError(f"kernel {k.name}: no plane read", condition="serial reduction in the IR")
     return out

@@ -6,6 +6,7 @@ a GPU the results against float64."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 
 import numpy as np
@@ -490,3 +491,22 @@ def test_fake_splitk_fixup_launch_is_programmatic_or_falls_back_to_stream_order(
     runtime.gemm(a, b, config=CFG)
     assert plan._pdl is None and len(cp.launches) == 3
     assert cp.launches[-1]["kinds"] == ["ptr", "ptr", "i32", "i32", "i64"]
+
+
+def test_a_fixup_whose_plane_loop_misses_a_plane_is_refused(monkeypatch):
+    real = splitk.reduce_ir
+
+    def short(splits, out, name):
+        k = real(splits, out, name)
+
+        def fn(node):
+            if isinstance(node, kir.For) and node.var.name == "s":
+                return dataclasses.replace(node, stop=kir.Const(splits - 1))
+            return None
+
+        return dataclasses.replace(k, body=kir.rewrite(k.body, fn))
+
+    monkeypatch.setattr(splitk, "reduce_ir", short)
+    with pytest.raises(ProofFailedError) as e:
+        generate_splitk(CFG, GemmProblem("k", "n"), memo=False)
+    assert e.value.condition == "reducer reads all planes"
