@@ -534,6 +534,12 @@ def _logical_product_size_check() -> List[Result]:
     )
 
 
+def _left_identity_check() -> List[Result]:
+    ranks = (1, 2, 3) if cs.full_scope() else (1, 2)
+    direct = cs.prove("(N:1 o B)(c) == B(c)", [cs.left_identity_instance(_pos("B", r)) for r in ranks])
+    return direct + cs.prove("R(c) == Â(B(c)) for every B (leaf induction, A = N:1)", post_instances((1,)))
+
+
 def _associativity_check() -> List[Result]:
     direct = cs.prove(
         "(A o B) o C == A o (B o C)",
@@ -707,7 +713,20 @@ def _build() -> List["Theorem"]:
         f"A: {_EXT}, {_ANY}; B, C: {_EXT}, {_POS}",
         ("0 <= C(c) < size(B)", "0 <= B(C(c)) < size(A)"),
     )
-    return [post, size, exact, ld, lds, lp, lps, assoc]
+    left = _theorem(
+        "sym.composition-left-identity",
+        "N:1 o B has B's function, for all extents, strides and N, at every rank of B",
+        "Whenever composition(N:1, B) returns R: B is compatible with R and R(c) == B(c) for every "
+        "coordinate c of B (N:1 read past N along its last mode, as composition does). Every rank of B: "
+        "sym.composition-post's leaf induction at A rank 1 (re-run here; N:1 is an A of rank 1) gives "
+        "R(c) == Â(B(c)) with Â the identity extended; the direct symbolic execution at small ranks of B "
+        "is a supplement",
+        _left_identity_check,
+        "B of every rank (leaf induction at A rank 1, both jobs); direct execution at B ranks 1-2 in "
+        "`layoutproof prove`, 1-3 with `layoutproof prove --all`",
+        f"{_EXT}; {_POS} (the leaf induction: any strides); N a positive integer",
+    )
+    return [post, size, exact, ld, lds, lp, lps, assoc, left]
 
 
 THEOREMS = _build()

@@ -728,7 +728,7 @@ def _right_identity(A: Layout) -> Instance:
     return Instance(f"A rank {len(fa)}", fn, build, confirm_post("composition", lambda p: p.value[2], A, B))
 
 
-def _left_identity(B: Layout) -> Instance:
+def left_identity_instance(B: Layout) -> Instance:
     """(N:1) o B == B as functions (N a symbol; the identity extended past N)."""
     ops = _ops()
     N = extents("N", 1)[0]
@@ -1756,22 +1756,6 @@ def _build() -> List[Theorem]:
             ),
             _scope("ranks 1-2", "ranks 1-3"),
             f"{_EXT}; {_ANY}",
-        )
-    )
-    out.append(
-        _T(
-            "sym.composition-left-identity",
-            "N:1 o B has B's function, for all extents, strides and N",
-            "Whenever composition(N:1, B) returns R: B is compatible with R and R(c) == B(c) for every "
-            "coordinate c of B (N:1 read past N along its last mode, as composition does)",
-            _one(
-                _left_identity,
-                [(sym_layout("B", r, positive=True),) for r in r12],
-                [(sym_layout("B", r, positive=True),) for r in r13],
-                "(N:1 o B)(c) == B(c)",
-            ),
-            _scope("ranks 1-2", "ranks 1-3"),
-            f"{_EXT}; {_POS}; N a positive integer",
         )
     )
     for kind in ("zipped", "tiled", "flat"):
