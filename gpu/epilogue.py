@@ -3,8 +3,8 @@
 :class:`EpilogueConfig` adds a bias along N (one value per column of C; with
 ``bias_axis="m"`` one per row, read at ``m0 + row(t, i)`` under ``< M``; f32, f16 or bf16,
 converted to f32 in the kernel) and an activation (``relu``, ``silu``, ``gelu``) to a
-warp-specialized TMA configuration, batched or not (every batch adds the same bias).  The
-kernel is the
+warp-specialized TMA configuration, batched or not (every batch adds the same bias; a
+batched kernel reads batch ``bidx``'s C input at ``Cin + bidx * ldcib``).  The kernel is the
 one :func:`~layoutproof.gpu.codegen_sm90.generate_sm90` builds, rewritten on its IR
 (:func:`epilogue_ir`): where the epilogue packs a pair of f32 accumulators into the
 shared staging buffer, each accumulator becomes ``act(acc[i] + b_i)`` first, in f32, with
@@ -18,7 +18,10 @@ fusion adds is proven before emission:
   gets is the one of *its* column, and the load is in bounds;
 * with ``alpha_beta``, the C input ``Cin[m0 + row(t, i), n0 + col(t, i)]`` of register
   ``i`` is read under the guards ``< M`` and ``< N``, its claim written with the atom's row
-  and column layouts (``lp_acc_row``, ``lp_bias_col``);
+  and column layouts (``lp_acc_row``, ``lp_bias_col``); in a batched kernel the claim is
+  ``Cin + bidx * ldcib + row * ldci + col`` with ``bidx`` the tile's batch (the one its C
+  stores use) and ``ldcib`` the C input's batch stride parameter (0: one C for every
+  batch), so a load at another batch stride fails by name;
 * the data flow: every value the epilogue writes is ``act(acc[i] + b_i)`` (or
   ``act(alpha * acc[i] + beta * c_i + b_i)``) with ``b_i``, ``c_i`` the loads claimed for
   register ``i`` (checked on the tree), so each C element is
@@ -55,6 +58,7 @@ __all__ = [
     "generate_epilogue",
     "bias_column_layout",
     "acc_row_layout",
+    "c_input_batch_stride",
 ]
 
 ACTIVATIONS = ("none", "relu", "silu", "gelu")
@@ -75,8 +79,10 @@ class EpilogueConfig(WsVariantFields):
     ``activation`` one of :data:`ACTIVATIONS`; the bias is one value per column of C
     (``bias_axis="n"``) or per row (``"m"``), of ``bias_dtype`` ``"f32"``, ``"f16"`` or
     ``"bf16"`` (converted to f32 in the kernel).  In a batched kernel every batch adds the
-    same bias vector.  (The two bias fields are not in the repr: the names of the
-    f32-along-N kernels stay what they were; ``key()`` tells the variants apart.)"""
+    same bias vector; with ``alpha_beta`` batch ``i`` reads its C input at
+    ``Cin + i * ldcib`` (a kernel parameter after ``ldci``; 0 shares one C).  (The two
+    bias fields are not in the repr: the names of the f32-along-N kernels stay what they
+    were; ``key()`` tells the variants apart.)"""
 
     base: Sm90Config
     activation: str = "none"
@@ -150,6 +156,13 @@ def _code_register(e: kir.Expr) -> kir.Expr:
 def _code_row_register(e: kir.Expr) -> kir.Expr:
     """The register index the kernel passes to ``lp_acc_row`` (checked against the claim)."""
     return e
+
+
+def c_input_batch_stride(ldci: kir.Var, ldcib: kir.Var) -> kir.Expr:
+    """The batch stride (elements) the batched kernel's C input loads use in their code;
+    their claims use the parameter ``ldcib`` and the two are checked equal on every load
+    (``ldci`` is the C input's row stride)."""
+    return ldcib
 
 
 def _find(body: kir.Block, pred: Any, what: str) -> List[Any]:
@@ -229,6 +242,15 @@ def epilogue_ir(
             Cin=kir.Var("Cin", "const lp_out_t*"),
             ldci=kir.Var("ldci", "long long"),
         )
+        if prob.batch:  # the tile's batch (declared with m0, n0) and the C input's batch stride
+            bidxs = [
+                n.var for n in kir.walk(loops[-1].body) if isinstance(n, kir.Decl) and n.var.name == "bidx"
+            ]
+            if len(bidxs) != 1:
+                raise ProofFailedError(
+                    "epilogue rewrite: no unique bidx in the consumers' loop", condition="epilogue rewrite"
+                )
+            ab.update(bidx=bidxs[0], ldcib=kir.Var("ldcib", "long long"))
     btype, bw, bconv = BIAS_DTYPES[cfg.bias_dtype]
     bias = kir.Var("bias", f"const {btype}*")
     act = f"lp_act_{cfg.activation}"
@@ -288,13 +310,21 @@ def epilogue_ir(
         # alpha * acc + beta * Cin[row, col] + bias: Cin read at the register's own (row, col)
         ob = OUT_DTYPES[prob.out][1]
         cv = kir.Var(f"cv{j}", "float")
+        celem: kir.Expr = kir.Cast("long long", rcoord) * ab["ldci"] + coord
+        cidx: kir.Expr = kir.Cast("long long", rr) * ab["ldci"] + bc
+        cwhat = "C input load Cin[m0 + row(thread, register), n0 + col(thread, register)]"
+        if "bidx" in ab:  # batched: batch bidx's C input, ldcib elements per batch
+            bcast = kir.Cast("long long", ab["bidx"])
+            celem = bcast * ab["ldcib"] + celem
+            cidx = bcast * c_input_batch_stride(ab["ldci"], ab["ldcib"]) + cidx
+            cwhat = "C input load Cin[bidx][m0 + row(thread, register), n0 + col(thread, register)]"
         cclaim = kir.Claim(
-            "C input load Cin[m0 + row(thread, register), n0 + col(thread, register)]",
-            addr_of(ab["Cin"]) + ob * (kir.Cast("long long", rcoord) * ab["ldci"] + coord),
+            cwhat,
+            addr_of(ab["Cin"]) + ob * celem,
             bounds=((rcoord, ab["M"]), (coord, N)),
             width=ob,
         )
-        cin = kir.Mem(ab["Cin"], cclaim, idx=kir.Cast("long long", rr) * ab["ldci"] + bc)
+        cin = kir.Mem(ab["Cin"], cclaim, idx=cidx)
         tof = _TO_FLOAT[prob.out]
         stmts += [
             kir.Decl(cv, kir.FloatLit("0.f")),
@@ -355,7 +385,12 @@ def epilogue_ir(
             "epilogue: a written value is not act(accumulator + its bias)",
             condition="fused epilogue data flow",
         )
-    form = "alpha * acc[i] + beta * Cin[m0 + row(t, i), n0 + col(t, i)] + bias" if ab else "acc[i] + bias"
+    cref = (
+        "Cin[bidx * ldcib + (m0 + row(t, i)) * ldci + n0 + col(t, i)]"
+        if "bidx" in ab
+        else "Cin[m0 + row(t, i), n0 + col(t, i)]"
+    )
+    form = f"alpha * acc[i] + beta * {cref} + bias" if ab else "acc[i] + bias"
     at = "[m0 + row(t, i)]" if along_m else "[n0 + col(t, i)]"
     log.add(
         "equal",
@@ -374,8 +409,11 @@ def epilogue_ir(
             ("const lp_out_t* __restrict__", ab["Cin"]),
             ("long long", ab["ldci"]),
         )
+        if "ldcib" in ab:
+            params += (("long long", ab["ldcib"]),)
     bname = "bias[m]" if along_m else "bias[n]"
-    what = f"alpha * A @ B + beta * Cin + {bname}" if ab else f"A @ B + {bname}"
+    cin_s = "Cin[bidx]" if "ldcib" in ab else "Cin"
+    what = f"alpha * A @ B + beta * {cin_s} + {bname}" if ab else f"A @ B + {bname}"
     descr = base.description + (
         f"fused epilogue: C = {cfg.activation}({what}), bias {cfg.bias_dtype}, in f32",
     )
@@ -403,11 +441,6 @@ def generate_epilogue(
     prob = (problem or GemmProblem("k", "k")).validate()
     if memo and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
-    if prob.batch and cfg.alpha_beta:
-        raise GemmConfigError(
-            "EpilogueConfig: alpha/beta with a C input is not fused in the batched kernel (the C input "
-            "has no batch offset); gemm runs such a product one batch at a time"
-        )
     base = generate_sm90(cfg.base, prob, memo=memo)
     log = ProofLog(base_plan_proofs(base, cfg.base))
     extra = "" if (cfg.bias_axis, cfg.bias_dtype) == ("n", "f32") else f"{cfg.bias_axis}{cfg.bias_dtype}"

@@ -15,7 +15,7 @@ from test_gpu_codegen import _nvcc_sm90a
 from test_gpu_plan import _FakeArray, _FakeCupy
 from test_gpu_splitk import fake_tma  # noqa: F401  (the fixture)
 
-from layoutproof.gpu import codegen_sm90, kir, runtime
+from layoutproof.gpu import codegen_sm90, epilogue, kir, runtime
 from layoutproof.gpu.codegen_sm90 import Sm90Config, generate_sm90, prove_batch_schedule
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.epilogue import EpilogueConfig, generate_epilogue
@@ -109,8 +109,64 @@ def test_batched_kernel_with_fused_bias():
     k = generate_epilogue(EpilogueConfig(BASE, "relu"), GemmProblem("k", "k", batch="ab"))
     assert "long long ldcb,\n" in k.source and "const float* __restrict__ bias" in k.source
     assert k.source.index("long long ldcb") < k.source.index("const float* __restrict__ bias")
-    with pytest.raises(GemmConfigError, match="batched"):
-        generate_epilogue(EpilogueConfig(BASE, "none", True), GemmProblem("k", "k", batch="ab"))
+    # alpha/beta with a C input is fused too (it was refused before the C input had a batch
+    # stride): the parameters follow the bias, the C input's batch stride last
+    src = generate_epilogue(EpilogueConfig(BASE, "none", True), GemmProblem("k", "k", batch="ab")).source
+    order = [
+        "long long ldcb",
+        "bias,",
+        "float alpha",
+        "float beta",
+        "Cin,",
+        "long long ldci,",
+        "long long ldcib)",
+    ]
+    assert [src.index(x) for x in order] == sorted(src.index(x) for x in order)
+
+
+@needs_3d
+@pytest.mark.parametrize("batch", ["ab", "a", "b"])
+def test_batched_kernel_reads_each_batchs_c_input_at_its_batch_stride(batch):
+    k = generate_epilogue(
+        EpilogueConfig(BASE, "relu", True), GemmProblem("k", "n", "f16", "f32", batch=batch)
+    )
+    src = k.source
+    for j in (0, 1):
+        assert f"Cin[(long long)bidx * ldcib + ((long long)rr{j} * ldci + bc{j})]" in src
+    # the C stores and the C input read the same bidx (one declaration in the consumers' loop)
+    assert "lp_out_t* p = C + (long long)bidx * ldcb + (long long)r * ldc + c;" in src
+    lines = [p.line() for p in k.proofs]
+    cin = [x for x in lines if "C input load Cin[bidx]" in x]
+    assert len(cin) == 2 and all("address == claim and in bounds" in x for x in cin), cin
+    assert any(
+        "fused epilogue data flow" in x and "Cin[bidx * ldcib + (m0 + row(t, i)) * ldci" in x for x in lines
+    )
+    # not batched: no batch stride (the 2-D kernel's parameters are unchanged)
+    k2 = generate_epilogue(EpilogueConfig(BASE, "relu", True), GemmProblem("k", "n", "f16", "f32"))
+    assert "ldcib" not in k2.source and "Cin[(long long)rr0 * ldci + bc0]" in k2.source
+
+
+@needs_3d
+@pytest.mark.parametrize("wrong", ["row stride", "no batch offset"])
+def test_a_wrong_c_input_batch_stride_is_refused(monkeypatch, wrong):
+    # the code reads batch bidx's C input at bidx * ldci (or at batch 0's): the claim
+    # Cin + bidx * ldcib + row * ldci + col fails by name
+    bad = (
+        (lambda ldci, ldcib: ldci)
+        if wrong == "row stride"
+        else (lambda ldci, ldcib: kir.Const(0, "long long"))
+    )
+    monkeypatch.setattr(epilogue, "c_input_batch_stride", bad)
+    with pytest.raises(ProofFailedError, match=r"C input load Cin\[bidx\]") as e:
+        generate_epilogue(EpilogueConfig(BASE, "none", True), GemmProblem("k", "n", batch="a"), memo=False)
+    assert e.value.condition == "address equals its layout"
+
+
+@needs_3d
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+def test_batched_kernel_with_alpha_beta_compiles_for_sm90a_without_spills(tmp_path):
+    cfg = EpilogueConfig(BASE, "silu", True, "m", "f16")
+    _nvcc_sm90a(generate_epilogue(cfg, GemmProblem("k", "n", "f16", "f16", batch="ab")).source, tmp_path)
 
 
 @needs_3d
