@@ -17,10 +17,12 @@ function keeps the function).
 
 Where a fold runs over the modes sorted by stride (complement, left_inverse), the step is
 proved for any state and mode; the sort is a separate lemma (``symops.sort_modes``: its
-output is a permutation of its input with non-decreasing strides, ties by index), checked by
-symbolic execution at ranks 1-2 in the main job and 1-4 with ``--all``, and argued beyond
-(insertion sort, each comparison decided on the path); so is right_inverse's search for the
-next mode (``right_inverse_pick``, 1-3 modes / 1-4 with ``--all``).
+output is a permutation of its input with non-decreasing strides, ties by index), itself a
+fold (insertion sort: ``sort_insert`` per mode, a fold of ``sort_scan_step`` over the sorted
+prefix) whose scan step is explored the same way (:func:`sort_scan_instances`); so is
+right_inverse's search for the next mode (``right_inverse_pick``, a fold of
+``right_inverse_pick_step``: :func:`pick_scan_instances`).  The whole sort and search run at
+ranks 1-4 with ``--all`` as a supplement.
 
 >>> [i.label for i in coalesce_instances()][:2]
 ['base: rank 1', 'step from the empty state']
@@ -46,6 +48,8 @@ __all__ = [
     "left_inverse_instances",
     "right_inverse_instances",
     "sort_instances",
+    "sort_scan_instances",
+    "pick_scan_instances",
     "structure_instances",
     "THEOREMS",
 ]
@@ -142,6 +146,26 @@ def _ints(asg: Dict[str, int], **defaults: int) -> Dict[str, int]:
     """The model's values of the step's symbols (a symbol the obligation did not mention gets
     its default, chosen inside its assumptions)."""
     return {k: int(asg.get(k + "0", v)) for k, v in defaults.items()}
+
+
+def _path_ints(asg: Dict[str, int], path: Any, **defaults: int) -> Dict[str, int]:
+    """As :func:`_ints`, but a symbol the path's equalities solved away (absent from the
+    model) takes the value of its replacement at the model."""
+    out = _ints(asg, **defaults)
+    subs, _extra = sx.normalize(path.facts)
+    for sym, e in subs.items():
+        k = str(sym)[:-1]
+        if k in defaults and str(sym) not in asg:
+            r = (
+                _sp()
+                .sympify(e)
+                .xreplace(
+                    {x: _sp().Integer(asg.get(str(x), defaults.get(str(x)[:-1], 1))) for x in e.free_symbols}
+                )
+            )
+            if r.is_Integer:
+                out[k] = int(r)
+    return out
 
 
 def _at(x: Any, values: Dict[Any, int]) -> Any:
@@ -455,6 +479,77 @@ def sort_instances(ranks: Sequence[int]) -> List[cs.Instance]:
     return [_sort_instance(n) for n in ranks]
 
 
+def _sort_scan_found_instance() -> cs.Instance:
+    """sort_scan_step once the scan has found its position: it returns that position and
+    reads neither the inserted mode nor the prefix's mode (both opaque)."""
+    ops = _ops()
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        return [], _z3().BoolVal(cx.path.value == 3)
+
+    return cs.Instance(
+        "sort scan: position found (modes opaque)",
+        lambda: ops.sort_scan_step(3, 5, Head("m"), Head("o"), "sort"),
+        build,
+        _no_confirm,
+        strict=True,
+    )
+
+
+def _key_before(e: Any, a: Tuple[Any, Any, int], b: Tuple[Any, Any, int]) -> Any:
+    """a precedes b in the order (stride, index) (distinct integer indices)."""
+    za, zb = e.t(a[0]), e.t(b[0])
+    return _z3().Or(za < zb, za == zb) if a[2] < b[2] else za < zb
+
+
+def _sort_scan_compare_instance(m_first: bool) -> cs.Instance:
+    """sort_scan_step before any position is found, on the inserted mode m = (dm, sm, im)
+    and the prefix's mode o = (do, so, io) at j (strides any integers; the indices distinct,
+    im < io when ``m_first``): it returns j exactly when m precedes o in the order (stride,
+    index), None exactly when o precedes m; it raises on no path (each comparison is decided
+    on the path)."""
+    ops = _ops()
+    dm, do, sm, so = _int("dm"), _int("do"), _pos("sm"), _pos("so")
+    im, io = (0, 1) if m_first else (1, 0)
+    m, o = (dm, sm, im), (do, so, io)
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        r = cx.path.value
+        before = _key_before(cx.enc, m, o)
+        if r is None:
+            return [], z3.Not(before)
+        return [], z3.And(z3.BoolVal(r == 5), before)
+
+    def confirm(asg: Dict[str, int], path: Any) -> Optional[str]:
+        """The step on the model's integers: refuted when its answer is not the order."""
+        v = _path_ints(asg, path, dm=0, do=0)
+        a, b = (v["dm"], 2, im), (v["do"], 2, io)
+        r = _ops().sort_scan_step(None, 5, a, b, "sort")
+        want = (a[0], a[2]) < (b[0], b[2])
+        if (r == 5) != want or r not in (None, 5):
+            return f"sort_scan_step on m = {a}, o = {b} at 5 gave {r}"
+        return None
+
+    return cs.Instance(
+        f"sort scan: compare (m index {'<' if m_first else '>'} o index)",
+        lambda: ops.sort_scan_step(None, 5, m, o, "sort"),
+        build,
+        confirm,
+        strict=True,
+    )
+
+
+def sort_scan_instances() -> List[cs.Instance]:
+    """The sort lemma at every length: the scan step of symops.sort_insert, found and not
+    found (both index orders)."""
+    return [
+        _sort_scan_found_instance(),
+        _sort_scan_compare_instance(True),
+        _sort_scan_compare_instance(False),
+    ]
+
+
 # ----------------------------------------------------------------------------- complement
 def _kept_mode_instance(op: str) -> cs.Instance:
     """symops.kept_mode (which modes complement / left_inverse count) on one mode s:d,
@@ -601,6 +696,7 @@ def _complement_rest_instance() -> cs.Instance:
 def complement_instances(sort_ranks: Sequence[int]) -> List[cs.Instance]:
     return [
         _kept_mode_instance("complement"),
+        *sort_scan_instances(),
         *sort_instances(sort_ranks),
         _complement_step_instance(),
         _complement_rest_instance(),
@@ -742,6 +838,7 @@ def _left_inverse_close_instance() -> cs.Instance:
 def left_inverse_instances(sort_ranks: Sequence[int]) -> List[cs.Instance]:
     return [
         _kept_mode_instance("left_inverse"),
+        *sort_scan_instances(),
         *sort_instances(sort_ranks),
         _left_inverse_start_instance(),
         _left_inverse_step_instance(),
@@ -777,6 +874,57 @@ def _right_inverse_pick_instance(n: int, used: Tuple[int, ...]) -> cs.Instance:
         _no_confirm,
         strict=True,
     )
+
+
+def _pick_scan_instance(kind: str) -> cs.Instance:
+    """right_inverse_pick_step on the mode i = 5 (stride d) and the state (R, D opaque, cur,
+    used). ``found``: a mode found stays, nothing else read (d, cur, used opaque); ``used``:
+    i used (used = {5}) gives None; ``free``: i unused (used = {2}) gives i exactly when
+    d == cur, None exactly when d != cur."""
+    ops = _ops()
+    d, cur = _int("d"), _pos("cur")
+    R, D = Head("R"), Head("D")
+    if kind == "found":
+        args: Tuple[Any, ...] = (2, 5, Head("d"), (R, D, Head("cur"), Head("U")))
+    else:
+        args = (None, 5, d, (R, D, cur, frozenset({5} if kind == "used" else {2})))
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        r = cx.path.value
+        if kind == "found":
+            return [], z3.BoolVal(r == 2)
+        if kind == "used":
+            return [], z3.BoolVal(r is None)
+        same = cx.enc.t(d) == cx.enc.t(cur)
+        if r is None:
+            return [], z3.Not(same)
+        return [], z3.And(z3.BoolVal(r == 5), same)
+
+    def confirm(asg: Dict[str, int], path: Any) -> Optional[str]:
+        """The step on the model's integers: refuted when its answer is not None for a used
+        mode, not (d == cur) for an unused one."""
+        if kind == "found":
+            return None
+        v = _path_ints(asg, path, d=1, cur=1)
+        if v["cur"] <= 0:
+            return None
+        used = frozenset({5} if kind == "used" else {2})
+        r = _ops().right_inverse_pick_step(None, 5, v["d"], ((), (), v["cur"], used))
+        want = 5 if kind == "free" and v["d"] == v["cur"] else None
+        if r != want:
+            return f"right_inverse_pick_step on d = {v['d']}, cur = {v['cur']}, used {sorted(used)} gave {r}"
+        return None
+
+    return cs.Instance(
+        f"pick scan: {kind}", lambda: ops.right_inverse_pick_step(*args), build, confirm, strict=True
+    )
+
+
+def pick_scan_instances() -> List[cs.Instance]:
+    """The pick lemma at every number of modes: the search step of right_inverse_pick,
+    after a find, on a used mode and on an unused one."""
+    return [_pick_scan_instance(k) for k in ("found", "used", "free")]
 
 
 def _right_inverse_step_instance() -> cs.Instance:
@@ -817,11 +965,11 @@ def _right_inverse_step_instance() -> cs.Instance:
 
 
 def right_inverse_instances(pick_ranks: Sequence[int]) -> List[cs.Instance]:
-    """The pick lemma at each number of modes with every proper subset of them used, and the
-    step."""
+    """The pick lemma (its search step: every number of modes; and, at each number of modes
+    in ``pick_ranks``, the whole search with every proper subset of them used) and the step."""
     from itertools import combinations
 
-    out = []
+    out = pick_scan_instances()
     for n in pick_ranks:
         for k in range(n):
             out += [_right_inverse_pick_instance(n, used) for used in combinations(range(n), k)]
@@ -830,11 +978,13 @@ def right_inverse_instances(pick_ranks: Sequence[int]) -> List[cs.Instance]:
 
 
 # ----------------------------------------------------------------------------- the theorems
-#: sort lemma ranks: the main job, and `layoutproof prove --all`
-SORT_MAIN = (1, 2)
+#: the whole sort_modes symbolically executed at these ranks as a supplement (the sort lemma
+#: at every rank is its scan step's, both jobs): the main job, and `layoutproof prove --all`
+SORT_MAIN: Tuple[int, ...] = ()
 SORT_ALL = (1, 2, 3, 4)
-#: right_inverse's pick lemma: modes in the main job, and with `--all`
-PICK_MAIN = (1, 2, 3)
+#: the whole right_inverse_pick at these numbers of modes as a supplement (the pick lemma at
+#: every number of modes is its search step's, both jobs): the main job, and with `--all`
+PICK_MAIN: Tuple[int, ...] = ()
 PICK_ALL = (1, 2, 3, 4)
 
 _EXT = "extents positive integers"
@@ -1018,11 +1168,20 @@ def _structure_theorems() -> List[Theorem]:
 
 def _build() -> List[Theorem]:
     sort_scope = (
-        "the sort lemma (symops.sort_modes: a permutation, strides non-decreasing, ties by index) "
-        f"symbolically executed at ranks {SORT_MAIN[0]}-{SORT_MAIN[-1]} in `layoutproof prove` and "
-        f"{SORT_ALL[0]}-{SORT_ALL[-1]} with `--all`, argued beyond (insertion sort, each comparison "
-        "decided on the path)"
+        "the sort lemma at every rank (symops.sort_modes returns a permutation of its modes, strides "
+        "non-decreasing, equal strides by index): sort_modes is a fold of sort_insert over the modes "
+        "(invariant: the list so far is strictly increasing in the order (stride, index)), and "
+        "sort_insert a fold of sort_scan_step over that list (invariant: while no position is found, "
+        "every mode scanned precedes the inserted m); the real sort_scan_step explored on every path: "
+        "a found position stays and neither mode is read (both opaque), else it returns j exactly when "
+        "m precedes the mode o at j and None exactly when o precedes m (both index orders; an undecided "
+        "comparison raises)"
     )
+    sort_insp = (
+        "; for the sort, its two fold loops and sort_insert's splice `out[:pos] + [m] + out[pos:]` "
+        "(m between a mode that precedes it and one it precedes: the list stays sorted, one mode added)"
+    )
+    sort_sup = f"sort_modes itself at ranks {SORT_ALL[0]}-{SORT_ALL[-1]}"
     co_stmt = (
         "Induction over coalesce_flat's fold of symops.coalesce_step. Invariant: the state's modes (finished "
         "+ last) have the function and size of L's modes folded so far, the last extent != 1. Base: rank 1 "
@@ -1089,12 +1248,12 @@ def _build() -> List[Theorem]:
         "complement_rest(cur, M) (every path) is one mode r:cur with M <= r*cur < M + cur; then "
         "coalesce, which keeps the function and size (sym.coalesce-every-rank) and keeps strides a "
         "subsequence (its step). " + _FOLD + "; " + sort_scope + ". By inspection: " + _BY_INSPECTION + ""
-        "the fold's C with complement_rest's mode (complement_finish, one line)"
+        "the fold's C with complement_rest's mode (complement_finish, one line)" + sort_insp
     )
     sc_c = (
-        "every rank (kept-mode lemma, step, finish on the real complement code, both jobs; "
-        + sort_scope
-        + "); direct symbolic execution at ranks 1-2 as a supplement with `--all`"
+        "every rank (kept-mode lemma, sort scan step, complement step and finish on the real symops "
+        "code, both jobs); direct symbolic execution at ranks 1-2 and " + sort_sup + " as supplements "
+        "with `--all`"
     )
     Mv = cs.extents("M", 1)[0]
     out += [
@@ -1164,11 +1323,12 @@ def _build() -> List[Theorem]:
         + _BY_INSPECTION
         + "R's modes with the step's; left_inverse's prefix products of coalesce(L) (a four-line loop), "
         "its 1:0 for no kept mode, and the final coalesce (function-preserving: sym.coalesce-every-rank)"
+        + sort_insp
     )
     sc_l = (
-        "every rank (kept-mode lemma, start, step, close on the real left_inverse code, both jobs; "
-        + sort_scope
-        + "); direct symbolic execution at ranks 1-3 as a supplement with `--all`"
+        "every rank (kept-mode lemma, sort scan step, left_inverse start, step and close on the real "
+        "symops code, both jobs); direct symbolic execution at ranks 1-3 and " + sort_sup + " as "
+        "supplements with `--all`"
     )
 
     def lrun(claim: str, direct: Callable[[Layout], cs.Instance], ranks: Sequence[int] = (1, 2, 3)) -> Any:
@@ -1229,22 +1389,25 @@ def _build() -> List[Theorem]:
         "extent 1 (its invariant). Invariant of the state (R's modes, the chain's next stride cur, the "
         "used modes): cur is the product of R's extents, and for every x < cur, R(x) is the index of the "
         "coordinate of coalesce(L) with x's digits in the used modes (in pick order) and 0 elsewhere, "
-        "where L is x. Start: no mode, cur = 1, nothing used (R(0) = 0 = L^-1(0)). Pick lemma "
-        f"(symbolically executed at {PICK_MAIN[0]}-{PICK_MAIN[-1]} modes, every proper subset of them used, "
-        f"in `layoutproof prove`, {PICK_ALL[0]}-{PICK_ALL[-1]} with `--all`; a linear search, argued "
-        "beyond): it returns the first unused mode whose stride is proved == cur, None only when every "
-        "unused stride is proved != cur. Step (every path of right_inverse_step on (R, D, used opaque, "
+        "where L is x. Start: no mode, cur = 1, nothing used (R(0) = 0 = L^-1(0)). Pick lemma (every "
+        "number of modes): it returns the first unused mode whose stride is proved == cur, None only "
+        "when every unused stride is proved != cur. right_inverse_pick is a fold of "
+        "right_inverse_pick_step over the modes (invariant: while nothing is found, every unused mode "
+        "scanned has a stride != cur); the real step explored on every path: a found mode stays and "
+        "nothing else is read (stride, cur, used opaque), a used mode gives None without reading its "
+        "stride or cur, an unused one gives its index exactly when d == cur and None exactly when d != "
+        "cur (an undecided equality raises). Step (every path of right_inverse_step on (R, D, used opaque, "
         "cur) and a picked mode (s, d == cur, p, i)): it appends s:p and i, the chain goes on at s*cur, "
         "and at x + cur h (h < s) R adds h p -- digit h in the unused mode i -- where L adds h d == h "
         "cur. " + _FOLD + ". By inspection: the loop above (two lines) and the concatenation of R's "
-        "modes with the step's, the prefix products (a four-line loop), 1:0 for no step, and the final "
-        "coalesce (function-preserving)"
+        "modes with the step's, the prefix products (a four-line loop), 1:0 for no step, the final "
+        "coalesce (function-preserving), and the pick's fold loop (two lines)"
     )
     sc_r = (
-        "every rank (step on the real right_inverse code, both jobs; the pick lemma (right_inverse_pick) "
-        f"symbolically executed at {PICK_MAIN[0]}-{PICK_MAIN[-1]} modes in `layoutproof prove` and "
-        f"{PICK_ALL[0]}-{PICK_ALL[-1]} with `--all`, every proper subset of them used, argued beyond "
-        "(a linear search)); direct symbolic execution at ranks {} as a supplement with `--all`"
+        "every rank (pick search step and right_inverse step on the real symops code, both jobs); "
+        "direct symbolic execution at ranks {} and right_inverse_pick itself at "
+        f"{PICK_ALL[0]}-{PICK_ALL[-1]} modes (every proper subset of them used) as supplements with "
+        "`--all`"
     )
 
     def rrun(claim: str, direct: Callable[[Layout], cs.Instance], ranks: Sequence[int]) -> Any:

@@ -552,26 +552,58 @@ def composition(A: Layout, B: Layout) -> Layout:
 
 # ----------------------------------------------------------------------------- complement
 def sort_modes(modes: List[Tuple[Any, Any, int]], op: str) -> List[Tuple[Any, Any, int]]:
-    """Sort (stride, extent, index) by stride; each comparison must be decided."""
+    """Sort (stride, extent, index) by stride, equal strides by index: insertion sort, a fold
+    of :func:`sort_insert`; each comparison must be decided."""
     out: List[Tuple[Any, Any, int]] = []
     for m in modes:
-        pos = len(out)
-        for j, o in enumerate(out):
-            v = le(m[0], o[0])
-            if v is None:
-                sp = _sympy()
-                raise UndecidableConditionError(
-                    f"{op} needs the order of the strides {m[0]} and {o[0]}; neither "
-                    f"{pretty(sp.Le(m[0], o[0]))} nor {pretty(sp.Le(o[0], m[0]))} follows from the "
-                    "assumptions",
-                    condition=as_python(sp.Le(m[0], o[0])),
-                    expr=sp.Le(m[0], o[0]),
-                )
-            if v and not (eq(m[0], o[0]) is True and m[2] > o[2]):
-                pos = j
-                break
-        out.insert(pos, m)
+        out = sort_insert(out, m, op)
     return out
+
+
+def sort_insert(
+    out: List[Tuple[Any, Any, int]], m: Tuple[Any, Any, int], op: str
+) -> List[Tuple[Any, Any, int]]:
+    """``out`` (sorted) with the mode ``m`` inserted before the first mode it precedes, at the
+    end when none: a fold of :func:`sort_scan_step` over ``out``."""
+    pos: Optional[int] = None
+    for j, o in enumerate(out):
+        pos = sort_scan_step(pos, j, m, o, op)
+    if pos is None:
+        return out + [m]
+    return out[:pos] + [m] + out[pos:]
+
+
+def sort_scan_step(
+    pos: Optional[int], j: int, m: Tuple[Any, Any, int], o: Tuple[Any, Any, int], op: str
+) -> Optional[int]:
+    """One step of the insertion's scan: a position found stays (nothing more is compared);
+    else ``j`` when ``m`` precedes the mode ``o`` at ``j`` (a smaller stride, or an equal
+    one and a smaller index), None when not.  Each comparison must be decided."""
+    if pos is not None:
+        return pos
+    sp = _sympy()
+    v = le(m[0], o[0])
+    if v is None:
+        raise UndecidableConditionError(
+            f"{op} needs the order of the strides {m[0]} and {o[0]}; neither "
+            f"{pretty(sp.Le(m[0], o[0]))} nor {pretty(sp.Le(o[0], m[0]))} follows from the "
+            "assumptions",
+            condition=as_python(sp.Le(m[0], o[0])),
+            expr=sp.Le(m[0], o[0]),
+        )
+    if not v:
+        return None
+    if m[2] < o[2]:
+        return j
+    same = eq(m[0], o[0])
+    if same is None:  # equal strides go by index: undecided, so is the order
+        raise UndecidableConditionError(
+            f"{op} needs the order of the strides {m[0]} and {o[0]}: {pretty(sp.Le(m[0], o[0]))} "
+            f"holds, but not {pretty(sp.Lt(m[0], o[0]))} (equal strides are ordered by index)",
+            condition=as_python(sp.Lt(m[0], o[0])),
+            expr=sp.Lt(m[0], o[0]),
+        )
+    return None if same else j
 
 
 def kept_mode(
@@ -723,21 +755,31 @@ RIGHT_INVERSE_START: RightInverseState = ((), (), 1, frozenset())
 
 def right_inverse_pick(cd: Sequence[Any], state: RightInverseState) -> Optional[int]:
     """The first unused mode of coalesce(L) (strides ``cd``) whose stride is proved to be
-    the chain's next stride; None when every unused stride is proved different."""
-    cur, used = state[2], state[3]
+    the chain's next stride; None when every unused stride is proved different: a fold of
+    :func:`right_inverse_pick_step` over the modes."""
+    found: Optional[int] = None
     for i, d in enumerate(cd):
-        if i in used:
-            continue
-        v = eq(d, cur)
-        if v is None:
-            raise UndecidableConditionError(
-                f"right_inverse needs to know whether the stride {d} continues the chain at {cur}",
-                condition=as_python(_sympy().Eq(d, cur)),
-                expr=_sympy().Eq(d, cur),
-            )
-        if v:
-            return i
-    return None
+        found = right_inverse_pick_step(found, i, d, state)
+    return found
+
+
+def right_inverse_pick_step(found: Optional[int], i: int, d: Any, state: RightInverseState) -> Optional[int]:
+    """One step of the pick's search: a mode found stays (nothing more is read); else ``i``
+    when the mode ``i`` (stride ``d``) is unused and ``d`` is the chain's next stride, None
+    when it is used or ``d`` is proved different; an undecided equality raises."""
+    if found is not None:
+        return found
+    cur, used = state[2], state[3]
+    if i in used:
+        return None
+    v = eq(d, cur)
+    if v is None:
+        raise UndecidableConditionError(
+            f"right_inverse needs to know whether the stride {d} continues the chain at {cur}",
+            condition=as_python(_sympy().Eq(d, cur)),
+            expr=_sympy().Eq(d, cur),
+        )
+    return i if v else None
 
 
 def right_inverse_step(state: RightInverseState, mode: Tuple[Any, Any, Any, int]) -> RightInverseState:
