@@ -861,6 +861,7 @@ class GemmPlan:
         self._fn = int(rk.kernel.ptr) if launch is not None else 0
         self._fix: Optional[Tuple[Any, Any, Tuple[int, int, int]]] = None
         self._pdl: Any = None  # the fix-up's programmatic dependent launch, where available
+        self._pdl_split: Any = None  # the split kernel's (split-K with the fix-up kernel)
         if fix is not None:
             frk = compile_kernel(fix)
             fpb = ParamBuffer(["ptr", "ptr", "i32", "i32", "i64"])
@@ -872,6 +873,12 @@ class GemmPlan:
             self._fix_fn = int(frk.kernel.ptr) if launch is not None else 0
             if launch is not None and os.environ.get("LAYOUTPROOF_PDL", "1") != "0":
                 self._pdl = _pdl_launcher(self._fix_fn, self._fix[2], REDUCE_THREADS, fpb.address)
+                # the split kernel too (its first statement waits for the previous grid: the
+                # last call's fix-up, which reads the workspace): its launch and prologue
+                # overlap the previous kernel's tail (G1b)
+                self._pdl_split = _pdl_launcher(
+                    self._fn, self.grid, self.threads, self._pb.address, smem=self.smem
+                )
         self._lock = threading.Lock()
         self._stage_lock = threading.Lock()
         self._info = dict(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K, plan=self)
@@ -1006,7 +1013,11 @@ class GemmPlan:
                     pbuf.set(self._ibias + 2, float(beta))
                     pbuf.set(self._ibias + 3, c.data.ptr)
                     pbuf.set(self._ibias + 4, c.strides[0] // c.itemsize)
-            if self._launch_kernel is not None:
+            if self._pdl_split is not None and not self._pdl_split(cupy.cuda.get_current_stream().ptr):
+                self._pdl_split = None  # refused (driver or bindings): stream order from now on
+            if self._pdl_split is not None:
+                pass  # split-K: launched as a programmatic dependent of the previous kernel
+            elif self._launch_kernel is not None:
                 g = self.grid
                 self._launch_kernel(
                     self._fn,
@@ -1093,7 +1104,7 @@ class GemmPlan:
         )
 
 
-def _pdl_launcher(fn: int, grid: Tuple[int, int, int], threads: int, params: int) -> Any:
+def _pdl_launcher(fn: int, grid: Tuple[int, int, int], threads: int, params: int, smem: int = 0) -> Any:
     """A launcher of kernel ``fn`` (its parameter block at ``params``) as a programmatic
     dependent launch (``cuLaunchKernelEx`` with programmatic stream serialization): the
     kernel may start while the previous kernel of the stream runs, and its
@@ -1109,7 +1120,7 @@ def _pdl_launcher(fn: int, grid: Tuple[int, int, int], threads: int, params: int
         cfg = driver.CUlaunchConfig()
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = threads, 1, 1
-        cfg.sharedMemBytes = 0
+        cfg.sharedMemBytes = smem
         cfg.attrs = [attr]
         cfg.numAttrs = 1
         func = driver.CUfunction(init_value=fn)
@@ -1179,11 +1190,16 @@ class BatchedGemmPlan:
       capability 9.0 with cuda-python): the persistent CTAs walk ``tiles x batch``, A and B
       through rank-3 tensor maps (any batch stride that is a multiple of 16 bytes; a shared
       operand through a rank-2 map), C's matrices at ``bidx * ldcb``.  A bias (one vector
-      of N, the same for every batch) and the activation are fused as in the 2-D kernel;
+      of N, the same for every batch) and the activation are fused as in the 2-D kernel,
+      and so is ``alpha * A @ B + beta * c``: batch ``i`` reads its C input at
+      ``c + i * ldcib`` (``c`` of shape (batch, M, N) with any batch stride that is a
+      whole number of elements, 0 included, or a shared (M, N) / (1, M, N) array);
     * ``"loop"``: anything else (a batch stride the TMA cannot take, an operand that needs a
-      padded copy, alpha/beta with a C input, an output with other strides, the mma.sync
-      path): one 2-D :func:`gemm` per batch, each with its own cached plan -- correct, not
-      one launch.
+      padded copy, an output with other strides, the mma.sync path): one 2-D :func:`gemm`
+      per batch, each with its own cached plan -- correct, not one launch.
+
+    ``c`` (beta's input) is of the output's dtype with rows of unit column stride, like
+    :func:`gemm`'s; it may be the output itself.
 
     Raises:
         GemmInputError: as :func:`gemm`; calling a plan with arrays of another signature.
@@ -1241,11 +1257,11 @@ class BatchedGemmPlan:
             raise GemmInputError(
                 f"gemm: out has dtype {out.dtype} but out_dtype={od!r} stores {it}-byte elements"
             )
-        if c is not None and (not isinstance(c, cupy.ndarray) or c.shape != (batch, M, N)):
-            raise GemmInputError(
-                f"gemm: c must be a cupy array of shape {(batch, M, N)}, "
-                f"got {getattr(c, 'shape', type(c).__name__)}"
-            )
+        self._ldci, self._ldcib = 0, 0
+        if c is not None:
+            self._ldci, self._ldcib = self._c_input(c, batch, M, N, it)
+        elif self.alpha_beta:
+            raise GemmInputError("gemm: alpha/beta need the C input c")
         self._sig = self._signature(a, b, out, bias, c)
         itin = a.itemsize
         # the output's matrices: row-major with unit column stride, batches disjoint
@@ -1280,12 +1296,7 @@ class BatchedGemmPlan:
             and (config is None or config == "auto" or not isinstance(config, str))
         ):
             self.mode = "fold"
-        elif (
-            use90
-            and out_ok
-            and not self.alpha_beta
-            and (config is None or type(config).__name__ == "Sm90Config")
-        ):
+        elif use90 and out_ok and (config is None or type(config).__name__ == "Sm90Config"):
             batched = ("a" if a_st is not None else "") + ("b" if b_st is not None else "")
             if batched and self._kernel_setup(
                 a, b, a0, b0, dt, od, it, batched, a_st, b_st, config, bias, activation, bias_along
@@ -1294,6 +1305,39 @@ class BatchedGemmPlan:
         self._info = dict(mode=self.mode, batch=batch, m=M, n=N, k=K, plan=self)
         if self.mode == "kernel":
             self._info.update(config=self.config, problem=self.problem, kernel=self.kernel.name)
+
+    def _c_input(self, c: Any, batch: int, M: int, N: int, it: int) -> Tuple[int, int]:
+        """(row stride, batch stride) in elements of the C input ``c``: (batch, M, N) or a
+        shared (M, N) / (1, M, N) array (batch stride 0), of the output's dtype, on the
+        current device, rows of unit column stride (any batch stride: the kernel only reads
+        it)."""
+        import numpy as np
+
+        cupy = self._cupy
+        odt = np.dtype(self.out_dtype)
+        shapes = ((batch, M, N), (1, M, N), (M, N))
+        ok = isinstance(c, cupy.ndarray) and c.shape in shapes and np.dtype(c.dtype) == odt
+        if ok:
+            s = c.strides
+            ok = (
+                s[-1] == it
+                and s[-2] % it == 0
+                and s[-2] // it >= N
+                and (c.ndim == 2 or s[0] % it == 0)
+                and c.data.device_id == cupy.cuda.runtime.getDevice()
+            )
+        if not ok:
+            raise GemmInputError(
+                f"gemm: c (beta's input) must be a cupy array of shape {(batch, M, N)}, {(1, M, N)} or "
+                f"{(M, N)} and the output's dtype {odt}, rows of unit column stride, on the current "
+                f"device; got {getattr(c, 'shape', type(c).__name__)}"
+            )
+        shared = c.ndim == 2 or c.shape[0] == 1
+        return c.strides[-2] // it, 0 if shared else c.strides[0] // it
+
+    def _c_batch(self, c: Any, i: int) -> Any:
+        """Batch ``i``'s C input (the loop path)."""
+        return c if c.ndim == 2 else c[i if c.shape[0] > 1 else 0]
 
     # ------------------------------------------------------------------ the batched kernel
     def _kernel_setup(
@@ -1352,12 +1396,12 @@ class BatchedGemmPlan:
         dev = cupy.cuda.runtime.getDevice()
         self._bias_sig = None
         self.activation = None
-        if bias is not None or activation is not None:
+        if bias is not None or activation is not None or self.alpha_beta:
             from .epilogue import EpilogueConfig
 
             self.activation = activation or "none"
             bdt = "f32" if bias is None else _bias_dtype(cupy, bias, M, N, dev, bias_along, dt)
-            cfg = EpilogueConfig(cfg, self.activation, False, bias_along, bdt).validate()
+            cfg = EpilogueConfig(cfg, self.activation, self.alpha_beta, bias_along, bdt).validate()
         if -(-M // cfg.bm) * -(-N // cfg.bn) * batch >= 2**31:
             raise GemmInputError(f"gemm: {batch} batches of {M}x{N} have 2**31 tiles or more")
         kern = kernel_for(cfg, prob)
@@ -1371,10 +1415,14 @@ class BatchedGemmPlan:
         self.grid = (cfg.cluster * max(1, min(units, _sm_count(cupy) // cfg.cluster)), 1, 1)
         self.threads, self.smem = int(kern.threads), int(kern.smem_bytes)
         kinds = ["tmap", "tmap", "ptr", "i32", "i32", "i32", "i64", "i32", "i32", "i64"]
+        statics = {3: M, 4: N, 5: K, 6: self._ldc, 8: batch, 9: self._ldcb}
         if self.activation is not None:
-            kinds.append("ptr")
+            kinds.append("ptr")  # the bias (10)
+        if self.alpha_beta:  # alpha (11), beta (12), the C input (13), its row and batch strides
+            kinds += ["f32", "f32", "ptr", "i64", "i64"]
+            statics.update({14: self._ldci, 15: self._ldcib})
         self._pb = ParamBuffer(kinds)
-        for i, v in {3: M, 4: N, 5: K, 6: self._ldc, 8: batch, 9: self._ldcb}.items():
+        for i, v in statics.items():
             self._pb.set(i, v)
         self._cvec_ok = (self._ldc * it) % 16 == 0 and (self._ldcb * it) % 16 == 0
         nb = N if bias_along == "n" else M
@@ -1410,6 +1458,12 @@ class BatchedGemmPlan:
         beta: float = 0.0,
     ) -> Any:
         """The batched product for arguments like the plan's (checked)."""
+        if (c is not None or alpha != 1 or beta != 0) and not self.alpha_beta:
+            raise GemmInputError(
+                "BatchedGemmPlan: the plan was made without alpha/beta and c: make a plan with them"
+            )
+        if self.alpha_beta and c is None:
+            raise GemmInputError("BatchedGemmPlan: the plan was made with alpha/beta: pass c")
         try:
             sig = self._signature(a, b, out, bias, c)
         except AttributeError:
@@ -1454,7 +1508,9 @@ class BatchedGemmPlan:
                 bi = (b[i] if bb > 1 else b[0]) if b.ndim == 3 else b
                 kw: Dict[str, Any] = dict(self._opts)
                 if c is not None or alpha != 1 or beta != 0:
-                    kw.update(c=c[i], alpha=alpha, beta=beta)
+                    if c is None:
+                        raise GemmInputError("BatchedGemmPlan: alpha/beta need the C input c")
+                    kw.update(c=self._c_batch(c, i), alpha=alpha, beta=beta)
                 gemm(ai, bi, out[i], bias=bias, **kw)
             last_launch.update(self._info)
             return out
@@ -1480,6 +1536,12 @@ class BatchedGemmPlan:
                 if bvec is None:
                     raise GemmInputError("BatchedGemmPlan: the plan was made with a bias: pass one")
                 pbuf.set(10, bvec.data.ptr)
+            if self.alpha_beta:
+                if c is None:
+                    raise GemmInputError("BatchedGemmPlan: the plan was made with alpha/beta: pass c")
+                pbuf.set(11, float(alpha))
+                pbuf.set(12, float(beta))
+                pbuf.set(13, c.data.ptr)
             g = self.grid
             if self._launch_kernel is not None:
                 self._launch_kernel(
@@ -1516,6 +1578,8 @@ class BatchedGemmPlan:
                 )
                 if self.activation is not None:
                     args += (bias if bias is not None else self._zero_bias,)
+                if self.alpha_beta:
+                    args += (np.float32(alpha), np.float32(beta), c, i64(self._ldci), i64(self._ldcib))
                 self._rk(g, (self.threads, 1, 1), args, shared_mem=self.smem)
         last_launch.update(self._info)
         return out
@@ -1543,13 +1607,16 @@ def gemm_plan(
     bias: Any = None,
     activation: Optional[str] = None,
     bias_along: str = "n",
+    c: Any = None,
 ) -> "GemmPlan | BatchedGemmPlan":
-    """A :class:`GemmPlan` for operands like ``a`` and ``b`` (and ``out``, ``bias``):
+    """A :class:`GemmPlan` for operands like ``a`` and ``b`` (and ``out``, ``bias``, ``c``):
     validated, compiled and packed once; call it as ``plan(a, b)``, ``plan(a, b, out)`` or
-    ``plan(a, b, out, bias)``.  For a 3-D operand: a :class:`BatchedGemmPlan`.
+    ``plan(a, b, out, bias)`` (with ``c``: ``plan(a, b, out, bias, c=c, alpha=..., beta=...)``,
+    ``c`` like the plan's).  For a 3-D operand: a :class:`BatchedGemmPlan`.
 
     Arguments as :func:`gemm`, which keeps such plans itself (keyed by the arguments'
     shapes, strides, dtypes, alignment, device and options)."""
+    ab = c is not None
     if getattr(a, "ndim", 2) == 3 or getattr(b, "ndim", 2) == 3:
         return BatchedGemmPlan(
             a,
@@ -1562,6 +1629,8 @@ def gemm_plan(
             bias=bias,
             activation=activation,
             bias_along=bias_along,
+            c=c,
+            alpha_beta=ab,
         )
     return GemmPlan(
         a,
@@ -1574,6 +1643,8 @@ def gemm_plan(
         bias=bias,
         activation=activation,
         bias_along=bias_along,
+        c=c,
+        alpha_beta=ab,
     )
 
 

@@ -291,16 +291,193 @@ def test_gpu_batched_bias_and_activation(act):
     assert err < (1e-6 if act in ("none", "relu") else 1e-4), (act, err)
 
 
+def _sm90_tma(cp):
+    return cp.cuda.Device().compute_capability == "90" and runtime.tma_available()
+
+
+def _ints(cp, shape, seed, dt, lo=-4, hi=5):
+    return cp.random.default_rng(seed).integers(lo, hi, size=shape).astype(dt)
+
+
 @gpu
-def test_gpu_batched_alpha_beta_runs_per_batch():
+@pytest.mark.parametrize(
+    "cform", ["batched", "shared-2d", "extent-1", "stride-0", "every-other", "padded", "in-place"]
+)
+@pytest.mark.parametrize("od", ["f32", "f16"])
+def test_gpu_batched_alpha_beta_in_one_launch(cform, od):
     cp = pytest.importorskip("cupy")
-    if cp.cuda.Device().compute_capability != "90" or not runtime.tma_available():
+    if not _sm90_tma(cp):
         pytest.skip("alpha/beta runs the TMA kernels of sm_90")
-    a, b = _operands(cp, (3, 64, 64), (3, 64, 128), 5)
-    c = cp.random.default_rng(2).standard_normal((3, 64, 128), dtype=cp.float32)
-    out = runtime.gemm(a, b, out_dtype="f32", alpha=2.0, beta=0.5, c=c)
-    ref = 2.0 * _ref(a, b) + 0.5 * c.astype(cp.float64)
-    assert float(cp.abs(out - ref).max()) < 1e-4 and runtime.last_launch["mode"] == "loop"
+    odt = cp.float16 if od == "f16" else cp.float32
+    nb, M, N, K = 3, 100, 136, 72
+    a, b = _operands(cp, (nb, M, K), (nb, K, N), 5)
+    full = _ints(cp, (nb, M, N), 6, odt)
+    one = _ints(cp, (M, N), 7, odt)
+    out = cp.full((nb, M, N), cp.nan, dtype=odt)
+    c, cref = full, full
+    if cform == "shared-2d":
+        c, cref = one, one[None]
+    elif cform == "extent-1":
+        c, cref = one[None], one[None]
+    elif cform == "stride-0":
+        c, cref = cp.broadcast_to(one, (nb, M, N)), one[None]
+        assert c.strides[0] == 0
+    elif cform == "every-other":
+        big = _ints(cp, (2 * nb, M, N), 8, odt)
+        c = cref = big[::2]
+    elif cform == "padded":
+        big = _ints(cp, (nb, M, N + 8), 9, odt)
+        c = cref = big[:, :, :N]
+    elif cform == "in-place":
+        out[...] = full
+        c = out
+    # small integers: 2 * A @ B - 3 * C is an integer below 2048 in magnitude, exact in f16
+    ref = 2.0 * _ref(a, b) - 3.0 * cref.astype(cp.float64)
+    got = runtime.gemm(a, b, out, out_dtype=od, c=c, alpha=2.0, beta=-3.0)
+    assert got is out and not bool(cp.isnan(out).any())
+    assert float(cp.abs(out.astype(cp.float64) - ref).max()) == 0.0, cform
+    info = runtime.last_launch
+    assert info["mode"] == "kernel" and info["config"].alpha_beta, info["mode"]
+
+
+@gpu
+@pytest.mark.parametrize("act", ["none", "relu"])
+def test_gpu_batched_alpha_beta_with_a_bias_along_m(act):
+    cp = pytest.importorskip("cupy")
+    if not _sm90_tma(cp):
+        pytest.skip("the fused epilogue runs the TMA kernels of sm_90")
+    nb, M, N, K = 4, 130, 200, 64
+    a, b = _operands(cp, (nb, M, K), (nb, K, N), 12)
+    c = _ints(cp, (nb, M, N), 13, cp.float32)
+    bias = _ints(cp, M, 14, cp.float16)
+    out = cp.full((nb, M, N), cp.nan, dtype=cp.float32)
+    runtime.gemm(
+        a, b, out, out_dtype="f32", c=c, alpha=-1.0, beta=2.0, bias=bias, activation=act, bias_along="m"
+    )
+    x = -_ref(a, b) + 2.0 * c.astype(cp.float64) + bias.astype(cp.float64)[None, :, None]
+    ref = cp.maximum(x, 0) if act == "relu" else x
+    assert float(cp.abs(out - ref).max()) == 0.0
+    assert runtime.last_launch["mode"] == "kernel"
+
+
+@gpu
+def test_gpu_batched_alpha_beta_loop_path():
+    cp = pytest.importorskip("cupy")
+    if not _sm90_tma(cp):
+        pytest.skip("alpha/beta runs the TMA kernels of sm_90")
+    # a batch stride that is not a multiple of 16 bytes: one product per batch, each with its C
+    av, b = _operands(cp, (3, 130, 96), (3, 96, 144), 15)
+    flat = cp.full(3 * 130 * 96 + 3, 1, dtype=cp.float16)
+    odd = cp.lib.stride_tricks.as_strided(flat, (3, 130, 96), ((130 * 96 + 1) * 2, 96 * 2, 2))
+    odd[...] = av
+    full, one = _ints(cp, (3, 130, 144), 16, cp.float32), _ints(cp, (130, 144), 17, cp.float32)
+    for c, cref in ((full, full), (one, one[None])):  # a C per batch, one shared C
+        out = cp.full((3, 130, 144), cp.nan, dtype=cp.float32)
+        runtime.gemm(odd, b, out, out_dtype="f32", c=c, alpha=2.0, beta=0.5)
+        ref = 2.0 * _ref(av, b) + 0.5 * cref.astype(cp.float64)
+        assert float(cp.abs(out - ref).max()) == 0.0 and runtime.last_launch["mode"] == "loop"
+
+
+@gpu
+def test_gpu_batched_stride_zero_shared_overlapping_batches_and_output_checks():
+    cp = pytest.importorskip("cupy")
+    fast = _sm90_tma(cp)
+    a, b2 = _operands(cp, (4, 130, 96), (96, 144), 21)
+    _a2, b3 = _operands(cp, (130, 96), (4, 96, 144), 22)
+    # B of batch stride 0 (numpy broadcasting): shared -- the kernel with a given output,
+    # one folded product without
+    bb = cp.broadcast_to(b2, (4, 96, 144))
+    assert bb.strides[0] == 0
+    out = cp.full((4, 130, 144), cp.nan, dtype=cp.float32)
+    runtime.gemm(a, bb, out, out_dtype="f32")
+    assert float(cp.abs(out - _ref(a, bb)).max()) == 0.0
+    if fast:
+        assert runtime.last_launch["mode"] == "kernel" and runtime.last_launch["problem"].batch == "a"
+    r = runtime.gemm(a, bb, out_dtype="f32")
+    assert float(cp.abs(r - _ref(a, bb)).max()) == 0.0
+    if fast:
+        assert runtime.last_launch["mode"] == "fold"
+    # A of batch stride 0: only B carries the batch
+    ab_ = cp.broadcast_to(a[1], (4, 130, 96))
+    out.fill(cp.nan)
+    runtime.gemm(ab_, b3, out, out_dtype="f32")
+    assert float(cp.abs(out - _ref(ab_, b3)).max()) == 0.0
+    if fast:
+        assert runtime.last_launch["mode"] == "kernel" and runtime.last_launch["problem"].batch == "b"
+    # overlapping batches (a sliding window: batch i starts 32 rows after batch i - 1)
+    base = _ints(cp, (130 + 3 * 32, 96), 23, cp.float16, -3, 4)
+    win = cp.lib.stride_tricks.as_strided(base, (4, 130, 96), (32 * 96 * 2, 96 * 2, 2))
+    r = runtime.gemm(win, b3, out_dtype="f32")
+    assert float(cp.abs(r - _ref(win, b3)).max()) == 0.0 and runtime.last_launch["mode"] == "loop"
+    # a plan made for a new output refuses an output of other strides; one made for that
+    # output (padded rows and batches) writes only its view
+    plan = runtime.gemm_plan(a, b3, out_dtype="f32")
+    big = cp.full((4, 140, 160), cp.nan, dtype=cp.float32)
+    view = big[:, :130, :144]
+    with pytest.raises(GemmInputError, match="new output"):
+        plan(a, b3, view)
+    plan2 = runtime.gemm_plan(a, b3, view, out_dtype="f32")
+    assert plan2(a, b3, view) is view
+    assert float(cp.abs(view - _ref(a, b3)).max()) == 0.0
+    assert bool(cp.isnan(big[:, 130:, :]).all()) and bool(cp.isnan(big[:, :, 144:]).all())
+    if fast:
+        assert plan.mode == plan2.mode == "kernel"
+
+
+@gpu
+@pytest.mark.parametrize("case", ["plain", "epilogue", "ragged"])
+def test_gpu_batched_plan_replays_in_a_cuda_graph(case):
+    cp = pytest.importorskip("cupy")
+    if not _sm90_tma(cp):
+        pytest.skip("the batched kernel runs on sm_90 with cuda-python")
+    nb, M, N = 4, 130, 136
+    K = 100 if case == "ragged" else 96  # K = 100: A's rows are not 16-byte multiples (staged)
+    a, b = _operands(cp, (nb, M, K), (nb, K, N), 31)
+    out = cp.full((nb, M, N), cp.nan, dtype=cp.float32)
+    c = _ints(cp, (nb, M, N), 32, cp.float32)
+    bias = _ints(cp, M, 33, cp.float32)
+    if case == "epilogue":
+        plan = runtime.gemm_plan(
+            a, b, out, out_dtype="f32", bias=bias, activation="relu", bias_along="m", c=c
+        )
+
+        def call():
+            return plan(a, b, out, bias, c=c, alpha=2.0, beta=-1.0)
+
+        def want():
+            x = 2.0 * _ref(a, b) - c.astype(cp.float64) + bias.astype(cp.float64)[None, :, None]
+            return cp.maximum(x, 0)
+    else:
+        plan = runtime.gemm_plan(a, b, out, out_dtype="f32")
+
+        def call():
+            return plan(a, b, out)
+
+        def want():
+            return _ref(a, b)
+
+    assert isinstance(plan, runtime.BatchedGemmPlan) and plan.mode == "kernel"
+    cp.cuda.Device().synchronize()  # the operands were written on the legacy default stream
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        # compiled, maps encoded and (ragged) this stream's staging buffer made, outside the capture
+        call()
+        s.synchronize()
+        s.begin_capture()
+        call()
+        g = s.end_capture()
+    for seed in range(3):  # new data in the same buffers, replayed
+        a[...] = _ints(cp, (nb, M, K), 40 + seed, cp.float16, -3, 4)
+        b[...] = _ints(cp, (nb, K, N), 50 + seed, cp.float16, -3, 4)
+        c[...] = _ints(cp, (nb, M, N), 60 + seed, cp.float32)
+        bias[...] = _ints(cp, M, 70 + seed, cp.float32)
+        out.fill(cp.nan)
+        # the writes above ran on the legacy default stream, which a non-blocking stream
+        # does not wait for
+        cp.cuda.Device().synchronize()
+        g.launch(stream=s)
+        s.synchronize()
+        assert float(cp.abs(out - want()).max()) == 0.0, (case, seed)
 
 
 # ============================================================================ a plan (fake CuPy)
@@ -347,6 +524,8 @@ def fake3(fake_tma, monkeypatch):  # noqa: F811
     cp.enc = enc
 
     def empty(shape, dtype, order="C"):
+        if isinstance(shape, int):  # a vector (the kept zero bias)
+            shape = (1, shape)
         if len(shape) == 3:
             return _arr3(cp, shape, dtype)
         x = _FakeCupy.empty(cp, shape, dtype, order)
@@ -512,3 +691,106 @@ def test_fake_batched_plan_takes_overlapping_batches_one_at_a_time(fake3):
     n0 = len(cp.launches)
     runtime.gemm(a, _arr3(cp, (4, 512, 384)))
     assert runtime.last_launch["mode"] == "loop" and len(cp.launches) == n0 + 4
+
+
+# ============================================================================ alpha/beta, one launch (fake)
+_BASE_KINDS = ["tmap", "tmap", "ptr", "i32", "i32", "i32", "i64", "i32", "i32", "i64"]
+
+
+@needs_3d
+def test_fake_batched_plan_fuses_alpha_beta_in_one_launch(fake3):
+    cp = fake3
+    a, b = _arr3(cp, (3, 128, 256)), _arr3(cp, (3, 256, 128))
+    c = _arr3(cp, (3, 128, 128))
+    n0 = len(cp.launches)
+    out = runtime.gemm(a, b, c=c, alpha=2.0, beta=0.5)
+    assert len(cp.launches) == n0 + 1 and out.shape == (3, 128, 128)
+    ln = cp.launches[-1]
+    # the bias (a kept zero vector), alpha, beta, the C input, its row and batch strides
+    assert ln["kinds"] == _BASE_KINDS + ["ptr", "f32", "f32", "ptr", "i64", "i64"]
+    assert ln["values"][2] == out.data.ptr and ln["values"][8:10] == [3, 128 * 128]
+    assert ln["values"][10] != 0 and ln["values"][11:] == [2.0, 0.5, c.data.ptr, 128, 128 * 128]
+    info = runtime.last_launch
+    assert info["mode"] == "kernel" and info["problem"].batch == "ab"
+    cfg = info["config"]
+    assert isinstance(cfg, EpilogueConfig) and cfg.alpha_beta and cfg.activation == "none"
+    # the kept plan takes new alpha, beta and another C of the same signature
+    c2 = _arr3(cp, (3, 128, 128))
+    runtime.gemm(a, b, out, c=c2, alpha=-1.0, beta=3.0)
+    assert cp.launches[-1]["values"][11:14] == [-1.0, 3.0, c2.data.ptr]
+    # in place: c is the output
+    runtime.gemm(a, b, out, c=out, alpha=1.0, beta=1.0)
+    assert cp.launches[-1]["values"][2] == cp.launches[-1]["values"][13] == out.data.ptr
+
+
+@needs_3d
+def test_fake_batched_plan_shares_a_broadcast_c_with_batch_stride_zero(fake3):
+    cp = fake3
+    a, b = _arr3(cp, (4, 128, 256)), _arr3(cp, (4, 256, 192))
+    padded = cp.array((128, 192), ld=200)  # a 2-D C with padded rows: ldci 200
+    cases = [
+        (cp.array((128, 192)), 192),
+        (padded, 200),
+        (_arr3(cp, (1, 128, 192)), 192),
+        (_Fake3(cp, (4, 128, 192), (0, 192 * 2, 2), np.float16, cp._alloc(128 * 192 * 2)), 192),
+    ]
+    for c, ldci in cases:
+        runtime.gemm(a, b, c=c, beta=1.0, activation="relu")
+        ln = cp.launches[-1]
+        assert runtime.last_launch["mode"] == "kernel"
+        assert ln["values"][-3:] == [c.data.ptr, ldci, 0], (c.shape, c.strides)
+    # batches of C further apart than one matrix (every other matrix of a bigger array)
+    c = _Fake3(cp, (4, 128, 192), (2 * 128 * 192 * 2, 192 * 2, 2), np.float16, cp._alloc(1 << 21))
+    runtime.gemm(a, b, c=c, beta=1.0)
+    assert cp.launches[-1]["values"][-2:] == [192, 2 * 128 * 192]
+
+
+@needs_3d
+def test_fake_batched_plan_checks_its_c_input(fake3):
+    cp = fake3
+    a, b = _arr3(cp, (2, 128, 256)), _arr3(cp, (2, 256, 128))
+    for bad in (
+        _arr3(cp, (2, 128, 128), np.float32),  # not the output's dtype
+        _arr3(cp, (3, 128, 128)),  # another batch extent
+        cp.array((128, 128), order="F"),  # columns not of unit stride
+        _arr3(cp, (2, 128, 64)),
+    ):
+        with pytest.raises(GemmInputError, match=r"c \(beta's input\)"):
+            runtime.gemm(a, b, c=bad, beta=1.0)
+    with pytest.raises(GemmInputError, match="needs the C input"):
+        runtime.gemm(a, b, alpha=2.0)
+    c = _arr3(cp, (2, 128, 128))
+    plan = runtime.gemm_plan(a, b, c=c)
+    assert isinstance(plan, runtime.BatchedGemmPlan) and plan.mode == "kernel" and plan.alpha_beta
+    plan(a, b, c=c, alpha=0.25, beta=4.0)
+    assert cp.launches[-1]["values"][11:14] == [0.25, 4.0, c.data.ptr]
+    with pytest.raises(GemmInputError, match="pass c"):
+        plan(a, b)
+    with pytest.raises(GemmInputError, match="differ from the plan"):
+        plan(a, b, c=_arr3(cp, (2, 128, 128), bstride=128 * 136 * 2))
+    # a plan without alpha/beta refuses them (it would drop them silently otherwise)
+    plain = runtime.gemm_plan(a, b)
+    with pytest.raises(GemmInputError, match="without alpha/beta"):
+        plain(a, b, alpha=2.0)
+
+
+@needs_3d
+def test_fake_batched_loop_path_passes_each_batchs_c(fake3):
+    cp = fake3
+    cp.cuda.runtime.memcpy2DAsync = lambda *a: None  # (an unaligned batch is staged)
+    # a batch stride the TMA cannot take: one 2-D gemm per batch, each with its batch's C
+    odd = _arr3(cp, (3, 256, 512), bstride=256 * 512 * 2 + 8)
+    b = _arr3(cp, (3, 512, 384))
+    c = _arr3(cp, (3, 256, 384))
+    n0 = len(cp.launches)
+    runtime.gemm(odd, b, c=c, alpha=2.0, beta=0.5)
+    assert runtime.last_launch["mode"] == "loop"
+    lns = cp.launches[n0:]
+    assert len(lns) == 3
+    # the 2-D epilogue's parameters end with alpha, beta, Cin, ldci
+    assert [ln["values"][-2] for ln in lns] == [c.data.ptr + i * 256 * 384 * 2 for i in range(3)]
+    assert all(ln["values"][-4:-2] == [2.0, 0.5] for ln in lns)
+    shared = cp.array((256, 384))
+    n0 = len(cp.launches)
+    runtime.gemm(odd, b, c=shared, beta=1.0)
+    assert [ln["values"][-2] for ln in cp.launches[n0:]] == [shared.data.ptr] * 3
