@@ -49,6 +49,7 @@ __all__ = [
     "right_inverse_instances",
     "sort_instances",
     "sort_scan_instances",
+    "rest_tuple_instances",
     "pick_scan_instances",
     "structure_instances",
     "THEOREMS",
@@ -677,12 +678,6 @@ def _complement_rest_instance() -> cs.Instance:
             if len(rs) != 1 or rd != [c] or not (m <= rs[0] * c < m + c):
                 return f"complement_rest({c}, {m}) gives {list(zip(rs, rd))} {how}: not M rounded up to cur"
         return None
-        rs, rd = _ops().complement_rest(c, m)
-        if len(rs) != 1 or rd != [c] or not (m <= rs[0] * c < m + c):
-            return (
-                f"complement_rest({c}, {m}) gave {list(zip(rs, rd))}: not M rounded up to a multiple of cur"
-            )
-        return None
 
     return cs.Instance(
         "finish: complement_rest(cur, M)",
@@ -693,6 +688,120 @@ def _complement_rest_instance() -> cs.Instance:
     )
 
 
+def _rest_tuple_step_instance() -> cs.Instance:
+    """complement_rest_step on (R, D opaque, d, p) and a tuple cotarget's mode x (d, p, x
+    positive): it never raises; where it returns a state (e appended at stride p, d' left,
+    next stride p'), e >= 1, d' >= 1, d' | d, e d == x d', d' == 1 or e == 1, and p' == p e
+    -- the invariant's step; None is the fallback (one mode ceil(M / cur) : cur, the finish
+    lemma)."""
+    ops = _ops()
+    d, p, x = _pos("d"), _pos("p"), _pos("x")
+
+    def fn() -> Any:
+        def run() -> Any:
+            out = ops.complement_rest_step((Head("R"), Head("D"), d, p), x)
+            if out is None:
+                return None
+            rs, rd, d2, p2 = out
+            return list(appended(rs, "R")), list(appended(rd, "D")), d2, p2
+
+        return raises(run)()
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        tag, v = cx.path.value
+        if tag == "raises":
+            return [], z3.BoolVal(False)
+        if v is None:
+            return [], z3.BoolVal(True)
+        ns, nd, d2, p2 = v
+        if len(ns) != 1 or len(nd) != 1:
+            return [], z3.BoolVal(False)
+        ze, zd2, zd = e.t(ns[0]), e.t(d2), e.t(d)
+        claims = [e.t(nd[0]) == e.t(p), ze >= 1, zd2 >= 1, e.t(_sp().Mod(d, d2)) == 0]
+        claims += [ze * zd == e.t(x) * zd2, z3.Or(zd2 == 1, ze == 1), e.t(p2) == e.t(p) * ze]
+        return [], z3.And(claims)
+
+    def confirm(asg: Dict[str, int], path: Any) -> Optional[str]:
+        """The step on the model's integers, checked on integers."""
+        v = _path_ints(asg, path, d=1, p=1, x=1)
+        d_, p_, x_ = v["d"], v["p"], v["x"]
+        if min(d_, p_, x_) <= 0:
+            return None
+        tag, out = _run_int(lambda: _ops().complement_rest_step(((), (), d_, p_), x_))
+        at = f"complement_rest_step on d = {d_}, p = {p_} and the mode {x_}"
+        if tag == "raises":
+            return f"{at} raised"
+        if out is None:
+            return f"{at} failed although one divides the other" if d_ % x_ == 0 or x_ % d_ == 0 else None
+        (e_,), (s_,), d2, p2 = out
+        if (
+            s_ != p_
+            or e_ < 1
+            or d2 < 1
+            or d_ % d2
+            or e_ * d_ != x_ * d2
+            or (d2 != 1 and e_ != 1)
+            or p2 != p_ * e_
+        ):
+            return f"{at} gave the mode {e_}:{s_}, {d2} left, next stride {p2}"
+        return None
+
+    return cs.Instance(
+        "tuple cotarget: complement_rest_step on (R, D opaque, d, p) and a mode x",
+        fn,
+        build,
+        confirm,
+        strict=True,
+    )
+
+
+def _rest_tuple_failed_instance() -> cs.Instance:
+    """complement_rest_step once the fold failed: it stays failed and reads no mode."""
+    ops = _ops()
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        return [], _z3().BoolVal(cx.path.value is None)
+
+    return cs.Instance(
+        "tuple cotarget: complement_rest_step after a failure (mode opaque)",
+        lambda: ops.complement_rest_step(None, Head("x")),
+        build,
+        _no_confirm,
+        strict=True,
+    )
+
+
+def _rest_tuple_close_instance() -> cs.Instance:
+    """The end of the tuple fold: from the invariant cur P == M D (P the product of the
+    remaining extents, M the cotarget's size, D >= 1 the part of cur left) and (D == 1 or
+    P == 1), the covered extent K = cur P satisfies M <= K < M + cur -- as the one-mode
+    finish."""
+    cur, P, M, D = _pos("cur"), _pos("P"), _pos("M"), _pos("D")
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        zc, zP, zM, zD = (e.t(v) for v in (cur, P, M, D))
+        hyp = [zc >= 1, zP >= 1, zM >= 1, zD >= 1, zc * zP == zM * zD, z3.Or(zD == 1, zP == 1)]
+        return hyp, z3.And(zc * zP >= zM, zc * zP < zM + zc)
+
+    return cs.Instance(
+        "tuple cotarget: the fold's end gives M <= K < M + cur",
+        lambda: (cur, P, M, D),
+        build,
+        _no_confirm,
+        strict=True,
+    )
+
+
+def rest_tuple_instances() -> List[cs.Instance]:
+    """complement_rest with a tuple (Shape) cotarget of any rank: its fold's step, its
+    failed state, and the end."""
+    return [_rest_tuple_step_instance(), _rest_tuple_failed_instance(), _rest_tuple_close_instance()]
+
+
 def complement_instances(sort_ranks: Sequence[int]) -> List[cs.Instance]:
     return [
         _kept_mode_instance("complement"),
@@ -700,6 +809,7 @@ def complement_instances(sort_ranks: Sequence[int]) -> List[cs.Instance]:
         *sort_instances(sort_ranks),
         _complement_step_instance(),
         _complement_rest_instance(),
+        *rest_tuple_instances(),
     ]
 
 
@@ -1245,15 +1355,31 @@ def _build() -> List[Theorem]:
         "(at most one, extent d/cur >= 2, stride cur) followed by (s, d) form a chain from cur ending at "
         "the new covered extent s*d > cur -- so cur is always s*d of the last folded mode, the step's "
         "decision is the stride chain s_{k-1} d_{k-1} | d_k, and cur is the largest s_k d_k. Finish: "
-        "complement_rest(cur, M) (every path) is one mode r:cur with M <= r*cur < M + cur; then "
-        "coalesce, which keeps the function and size (sym.coalesce-every-rank) and keeps strides a "
-        "subsequence (its step). " + _FOLD + "; " + sort_scope + ". By inspection: " + _BY_INSPECTION + ""
-        "the fold's C with complement_rest's mode (complement_finish, one line)" + sort_insp
+        "complement_rest(cur, M) (every path) is one mode r:cur with M <= r*cur < M + cur; for a tuple "
+        "(Shape) cotarget M of any rank, complement_rest is a fold of complement_rest_step over M's modes "
+        "(start: no mode, the part of cur left D = cur, the next stride p = cur), falling back to that "
+        "one mode when the fold fails; invariant: cur * P == size(M's modes so far) * D with P the "
+        "product of the modes emitted, D >= 1, D == 1 or P == 1, the emitted modes a chain from cur "
+        "ending at p = cur * P; step (every path of complement_rest_step on (R, D opaque, d, p) and a "
+        "mode x): it never raises, a failure stays failed without reading the mode, else it emits e:p "
+        "with e >= 1, leaves d' | d, d' >= 1, e d == x d', d' == 1 or e == 1, next stride p e; end: "
+        "M <= cur * P < M + cur (M the cotarget's size) -- the one-mode finish's conclusion, so the "
+        "rest of the argument is the same; then coalesce, which keeps the function and size "
+        "(sym.coalesce-every-rank) and keeps strides a subsequence (its step). "
+        + _FOLD
+        + "; "
+        + sort_scope
+        + ". By inspection: "
+        + _BY_INSPECTION
+        + "the fold's C with complement_rest's modes "
+        "(complement_finish, one line), complement_rest's fold loop over the tuple (two lines) and its "
+        "start state" + sort_insp
     )
     sc_c = (
-        "every rank (kept-mode lemma, sort scan step, complement step and finish on the real symops "
-        "code, both jobs); direct symbolic execution at ranks 1-2 and " + sort_sup + " as supplements "
-        "with `--all`"
+        "every rank of L, M an integer or a tuple of any rank (kept-mode lemma, sort scan step, "
+        "complement step, finish and the tuple cotarget's fold step on the real symops code, both jobs); "
+        "direct symbolic execution at ranks 1-2 (integer M) and " + sort_sup + " as supplements with "
+        "`--all`"
     )
     Mv = cs.extents("M", 1)[0]
     out += [
@@ -1269,7 +1395,8 @@ def _build() -> List[Theorem]:
                 lambda: [cs.complement_instance(_L(r, "pos"), Mv) for r in (1, 2)],
             ),
             sc_c,
-            f"L: {_EXT}, {_POS}; M a positive integer",
+            f"L: {_EXT}, {_POS}; M a positive integer, or a tuple (Shape) of positive integers of any rank "
+            "(its size)",
         ),
         _theorem(
             "sym.complement-admissible-iff-chain",
@@ -1285,7 +1412,8 @@ def _build() -> List[Theorem]:
                 lambda: [cs.complement_chain_instance(_L(r, "pos"), Mv) for r in (1, 2)],
             ),
             sc_c,
-            f"L: {_EXT}, {_POS}; M a positive integer",
+            f"L: {_EXT}, {_POS}; M a positive integer, or a tuple (Shape) of positive integers of any rank "
+            "(its size)",
         ),
         _theorem(
             "sym.complement-size",
@@ -1299,7 +1427,8 @@ def _build() -> List[Theorem]:
                 lambda: [cs.complement_size_instance(_L(r, "pos"), Mv) for r in (1, 2)],
             ),
             sc_c,
-            f"L: {_EXT}, {_POS}; M a positive integer",
+            f"L: {_EXT}, {_POS}; M a positive integer, or a tuple (Shape) of positive integers of any rank "
+            "(its size)",
         ),
     ]
     lstep = (

@@ -932,6 +932,14 @@ MUTATIONS: Tuple[Mutation, ...] = (
         "right_inverse's search for the next mode may pick a mode it has used already",
     ),
     M(
+        "symops-rest-extent-undivided",
+        "symbolic",
+        SYM,
+        "        e, d = xdiv(x, d), 1\n",
+        "        e, d = x, 1\n",
+        "the complement of a tuple cotarget keeps a cotarget mode whole where cur covers part of it",
+    ),
+    M(
         "smt-ceiling-as-floor",
         "symbolic",
         "algebra/symbolic/solver.py",

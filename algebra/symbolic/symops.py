@@ -692,41 +692,45 @@ def complement_step(
 
 def complement_rest(cur: Any, cot: Any) -> Tuple[List[Any], List[Any]]:
     """The complement's modes above the covered extent ``cur``, up to the cotarget ``cot``:
-    one mode ``ceil(size(cot) / cur) : cur`` (the cotarget rounded up to a multiple of
-    ``cur``), or for a tuple cotarget divided exactly by ``cur``, its remaining modes."""
-    rs: List[Any] = []
-    rd: List[Any] = []
-    rest = _shape_div_exact(cot, cur) if type(cot) is tuple else None
-    if rest is not None:
-        p = cur
-        for e in raw_flatten(rest):
-            rs.append(e)
-            rd.append(p)
-            p = _num(p * e)
+    for a tuple cotarget that ``cur`` divides exactly (a fold of :func:`complement_rest_step`
+    over its modes), its remaining modes; else one mode ``ceil(size(cot) / cur) : cur`` (the
+    cotarget rounded up to a multiple of ``cur``)."""
+    if type(cot) is tuple:
+        state: RestState = ((), (), cur, cur)
+        for x in raw_flatten(cot):
+            state = complement_rest_step(state, x)
+        if state is not None:
+            return list(state[0]), list(state[1])
+    return [ceil_div(raw_product(cot), cur)], [cur]
+
+
+#: the state of complement_rest's fold over a tuple cotarget's modes: (the remaining modes'
+#: extents so far, their strides so far, the part of ``cur`` not divided out yet, the next
+#: stride); None once a mode is found that neither divides nor is divided by that part.
+RestState = Optional[Tuple[Any, Any, Any, Any]]
+
+
+def complement_rest_step(state: RestState, x: Any) -> RestState:
+    """One step of :func:`complement_rest` over a tuple cotarget: the cotarget's mode ``x``
+    divides the part ``d`` of ``cur`` left (the mode is used up: extent 1 remains, ``d/x``
+    left), or ``d`` divides it (extent ``x/d`` remains, nothing left); else (or undecided) the
+    fold fails.  The remaining extent becomes a mode at the next stride."""
+    if state is None:
+        return None
+    rs, rd, d, p = state
+    if dvd(x, d) is True:
+        e, d = 1, xdiv(d, x)
+    elif dvd(d, x) is True:
+        e, d = xdiv(x, d), 1
     else:
-        rs.append(ceil_div(raw_product(cot), cur))
-        rd.append(cur)
-    return rs, rd
+        return None
+    return rs + (e,), rd + (p,), d, _num(p * e)
 
 
 def complement_finish(state: ComplementState, cot: Any) -> Layout:
     """The fold's modes and :func:`complement_rest`, coalesced."""
     rs, rd = complement_rest(state[2], cot)
     return _from_modes(*coalesce_flat(tuple(state[0]) + tuple(rs), tuple(state[1]) + tuple(rd)))
-
-
-def _shape_div_exact(shape: tuple, d: Any) -> Any:
-    out = []
-    for x in raw_flatten(shape):
-        if dvd(x, d) is True:
-            out.append(1)
-            d = xdiv(d, x)
-        elif dvd(d, x) is True:
-            out.append(xdiv(x, d))
-            d = 1
-        else:
-            return None
-    return tuple(out)
 
 
 # ----------------------------------------------------------------------------- inverses
