@@ -328,6 +328,18 @@ def normalize(facts: Sequence[Any]) -> Tuple[Dict[Any, Any], Tuple[Any, ...]]:
         elif sym.is_nonnegative:
             extra.append(sp.Ge(e, 0))
 
+    def exact_quotient(y: Any) -> bool:
+        """``y`` is a polynomial, or a quotient ``P/Q`` of polynomials whose divisibility
+        ``Q | P`` is one of the path's facts (so ``y*k`` is the integer the fact names, and
+        the quotient/remainder encoding of ``y`` is exact)."""
+        if y.is_polynomial():
+            return True
+        num, den = sp.fraction(sp.cancel(y))
+        if not (num.is_polynomial() and den.is_polynomial()):
+            return False
+        want = sp.Eq(sp.Mod(num, den), 0)
+        return any(isinstance(g, sp.Eq) and apply(g.lhs) == want.lhs and apply(g.rhs) == 0 for g in facts)
+
     for f in facts:
         if not isinstance(f, sp.Eq):
             continue
@@ -339,7 +351,7 @@ def normalize(facts: Sequence[Any]) -> Tuple[Dict[Any, Any], Tuple[Any, ...]]:
                 extra.append(sp.Eq(a, 0))
         if isinstance(a, sp.Mod) and b == 0:
             x, y = a.args
-            if isinstance(x, sp.Symbol) and x not in y.free_symbols and y.is_polynomial() and y != 0:
+            if isinstance(x, sp.Symbol) and x not in y.free_symbols and y != 0 and exact_quotient(y):
                 n += 1
                 pos = bool(x.is_positive and y.is_positive) or bool(x.is_nonnegative and y.is_positive)
                 k = (

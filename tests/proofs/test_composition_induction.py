@@ -202,3 +202,16 @@ def test_a_dropped_overlap_check_refutes_the_closure():
     assert r.status == "refuted", str(r)
     asg = r.counterexample.assignment
     assert asg["o0_0"] + asg["o1_0"] >= asg["As0"]
+
+
+def test_normalize_binds_a_multiple_of_an_exact_quotient():
+    """m | Bs0 with m = As0*As1/Bd0 exact on the path (Bd0 | As0*As1): Bs0 := m*k, so the
+    leaf's extents (m, Bd0*Bs0/(As0*As1)) become (m, k); without the exactness fact nothing
+    is bound."""
+    a0, a1, b, s = sp.symbols("As0 As1 Bd0 Bs0", integer=True, positive=True)
+    m = a0 * a1 / b
+    subs, _ = sx.normalize((sp.Eq(sp.Mod(a0 * a1, b), 0), sp.Eq(sp.Mod(s, m), 0)))
+    k = next(iter(subs[s].free_symbols - {a0, a1, b}))
+    assert sp.simplify(subs[s] - m * k) == 0
+    assert sp.cancel((b * s / (a0 * a1)).xreplace(subs)) == k
+    assert sx.normalize((sp.Eq(sp.Mod(s, m), 0),))[0] == {}
