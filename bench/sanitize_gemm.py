@@ -3,7 +3,8 @@ epilogue with bias along N or M, the batched kernel too), odd sizes.
 
 compute-sanitizer --tool memcheck python bench/sanitize_gemm.py [--new]
 
-``--new``: only the kernels of issue 17's last steps (bias along M / in f16, batched).
+``--new``: only the kernels of issue 17's last steps (bias along M / in f16, batched, batched
+alpha/beta with a C input per batch, shared or in place).
 """
 
 import sys
@@ -95,5 +96,26 @@ for cfg in (
     c = gemm(a, b, config=cfg, out_dtype="f32", bias=bias, activation="relu")
     ref = cp.maximum(cp.matmul(a.astype(cp.float64), b.astype(cp.float64)) + bias, 0)
     worst = max(worst, float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)))
+    # alpha, beta and a C input read at batch stride ldcib: one C per batch (every other
+    # matrix of a bigger array), one shared (2-D: ldcib 0), and in place with a bias along M
+    for sa, sb in (((3, 37, 51), (3, 51, 45)), ((2, 130, 64), (2, 64, 200))):
+        a = rng.standard_normal(sa, dtype=cp.float32).astype(cp.float16)
+        b = rng.standard_normal(sb, dtype=cp.float32).astype(cp.float16)
+        ab = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+        nb, m, n = ab.shape
+        for cin in (
+            rng.standard_normal((2 * nb, m, n), dtype=cp.float32)[::2],
+            rng.standard_normal((m, n), dtype=cp.float32),
+        ):
+            out = cp.full(ab.shape, cp.nan, dtype=cp.float32)
+            gemm(a, b, out, config=cfg, out_dtype="f32", c=cin, alpha=0.5, beta=-1.5)
+            ref = 0.5 * ab - 1.5 * cin
+            worst = max(worst, float(cp.linalg.norm(out - ref) / cp.linalg.norm(ref)))
+        c0 = rng.standard_normal(ab.shape, dtype=cp.float32)
+        bias = rng.standard_normal(m, dtype=cp.float32).astype(cp.float16)
+        c = c0.copy()
+        gemm(a, b, c, config=cfg, out_dtype="f32", c=c, alpha=0.5, beta=-1.5, bias=bias, bias_along="m")
+        ref = 0.5 * ab - 1.5 * c0 + bias.astype(cp.float64)[:, None]
+        worst = max(worst, float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)))
 cp.cuda.Device().synchronize()
 print(f"sanitize run done, worst relative error {worst:.2e}")
