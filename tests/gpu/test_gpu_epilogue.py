@@ -163,6 +163,14 @@ def test_fake_plan_passes_alpha_beta_and_c(fake_tma):  # noqa: F811
         runtime.gemm(a, b, beta=1.0)
     with pytest.raises(GemmInputError, match="row-major"):
         runtime.gemm(a, b, beta=1.0, c=cp.empty((m, n), np.float32))
+    # gemm_plan keeps a plan with alpha/beta: made with c, called with c, alpha and beta
+    kept = runtime.gemm_plan(a, b, c=c, config=BASE)
+    assert isinstance(kept, runtime.GemmPlan) and kept.alpha_beta
+    c2 = cp.empty((m, n), np.float16)
+    kept(a, b, c=c2, alpha=-1.0, beta=0.25)
+    assert cp.launches[-1]["values"][-4:] == [-1.0, 0.25, c2.data.ptr, n]
+    with pytest.raises(GemmInputError, match="c differs"):
+        kept(a, b)
 
 
 @gpu
