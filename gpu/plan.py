@@ -42,6 +42,7 @@ __all__ = [
     "hopper_candidates",
     "splitk_candidates",
     "SPLITK_MODEL",
+    "splitk_pdl",
     "mma_sync_candidates",
     "operand_layout",
     "ParamBuffer",
@@ -108,6 +109,12 @@ SPLITK_MODEL: Dict[str, Any] = {
     # decode shapes: split also where the output has at most this many rows (each tile
     # then streams a whole K panel of B; the unsplit pick's tile count does not gate them)
     "decode_m": 16,
+    # the split kernel (fix-up reduction) as a programmatic dependent launch of the previous
+    # kernel of the stream (the last call's fix-up) where the output has at most this many
+    # rows.  Measured on the H100 (2026-11-24, bench/splitk_decode.py --time, graph replay):
+    # 0.2-0.6 us faster at 1x4096x4096, 16x4096x4096, 1x4096x11008, 16x8192x8192; 5 us
+    # slower at 512x512x28672 (a fix-up of 1024 blocks), so larger outputs launch in order
+    "pdl_split_m": 16,
     "fixup_gbs": 2000.0,
     "hbm_gbs": 8000.0,
     "margin": 1.1,
@@ -115,6 +122,18 @@ SPLITK_MODEL: Dict[str, Any] = {
     "splits": (2, 3, 4, 6, 8, 12, 16),
     "min_kblocks": 4,
 }
+
+
+def splitk_pdl(m: int) -> bool:
+    """Whether the runtime launches a split-K kernel with the fix-up reduction as a
+    programmatic dependent of the previous kernel of the stream, for an output of ``m`` rows
+    (``SPLITK_MODEL["pdl_split_m"]``; the kernel's first statement waits for that grid
+    either way: :func:`layoutproof.gpu.splitk.prove_split_order`).
+
+    >>> splitk_pdl(16), splitk_pdl(512)
+    (True, False)
+    """
+    return m <= SPLITK_MODEL["pdl_split_m"]
 
 
 def splitk_candidates(

@@ -39,6 +39,7 @@ from .plan import (
     hopper_candidates,
     operand_layout,
     splitk_candidates,
+    splitk_pdl,
     warn_slow_path,
 )
 
@@ -873,12 +874,14 @@ class GemmPlan:
             self._fix_fn = int(frk.kernel.ptr) if launch is not None else 0
             if launch is not None and os.environ.get("LAYOUTPROOF_PDL", "1") != "0":
                 self._pdl = _pdl_launcher(self._fix_fn, self._fix[2], REDUCE_THREADS, fpb.address)
-                # the split kernel too (its first statement waits for the previous grid: the
-                # last call's fix-up, which reads the workspace): its launch and prologue
-                # overlap the previous kernel's tail (G1b)
-                self._pdl_split = _pdl_launcher(
-                    self._fn, self.grid, self.threads, self._pb.address, smem=self.smem
-                )
+                # the split kernel too where measured faster (its first statement waits for the
+                # previous grid: the last call's fix-up, which reads the workspace): its launch
+                # and prologue overlap the previous kernel's tail (G1b)
+                if splitk_pdl(m):
+                    g3 = (self.grid[0], self.grid[1], self.grid[2])
+                    self._pdl_split = _pdl_launcher(
+                        self._fn, g3, self.threads, self._pb.address, smem=self.smem
+                    )
         self._lock = threading.Lock()
         self._stage_lock = threading.Lock()
         self._info = dict(config=cfg, problem=prob, kernel=kern.name, m=m, n=n, k=K, plan=self)

@@ -88,6 +88,7 @@ __all__ = [
     "prove_k_partition",
     "prove_workspace",
     "prove_fixup_order",
+    "prove_split_order",
     "base_plan_proofs",
     "workspace_offset_ir",
     "MAX_SPLITS",
@@ -99,7 +100,7 @@ __all__ = [
 
 MAX_SPLITS = 16
 REDUCE_THREADS = 256
-SPLITK_VERSION = "splitk-1"
+SPLITK_VERSION = "splitk-2"
 
 
 class WsVariantFields:
@@ -522,6 +523,12 @@ def splitk_ir(
     if fixup_kernel:
         out += [
             kir.Comment(
+                "this kernel may be a programmatic dependent launch: wait until the previous grid\n"
+                "of the stream (e.g. the last call's fix-up, which reads this workspace) has\n"
+                "completed and its memory is visible, before any memory access"
+            ),
+            kir.Eval(kir.Call(GRID_WAIT, (), "void")),
+            kir.Comment(
                 "the fix-up kernel may launch now (programmatic dependent launch): it waits for\n"
                 "this grid's completion (griddepcontrol.wait) before its first read"
             ),
@@ -554,10 +561,25 @@ def splitk_ir(
 
 
 # ============================================================================ reduction
-#: the fix-up's first statement: wait until the split kernel's grid has completed and its
-#: memory operations are visible (PTX griddepcontrol.wait; without a programmatic dependent
-#: launch the stream already orders the two kernels and the wait returns at once)
+#: the fix-up's (and the split kernel's) first statement: wait until the previous grid of
+#: the stream has completed and its memory operations are visible (PTX griddepcontrol.wait;
+#: without a programmatic dependent launch the stream already orders the kernels and the
+#: wait returns at once)
 GRID_WAIT = "lp_griddep_wait"
+
+
+def _waits_first(k: kir.Kernel) -> int:
+    """The number of grid dependency waits in ``k`` if its first statement (at the top
+    level, under no condition and in no loop) is one and it is the only one, else -1."""
+    first = next((st for st in k.body.body if not isinstance(st, kir.Comment)), None)
+    ok = (
+        isinstance(first, kir.Eval)
+        and isinstance(first.e, kir.Call)
+        and first.e.name == GRID_WAIT
+        and "griddep" in k.helpers
+    )
+    waits = [n for n in kir.walk(k.body) if isinstance(n, kir.Call) and n.name == GRID_WAIT]
+    return len(waits) if ok and len(waits) == 1 else -len(waits) - 1
 
 
 def prove_fixup_order(k: kir.Kernel, log: ProofLog) -> None:
@@ -567,20 +589,13 @@ def prove_fixup_order(k: kir.Kernel, log: ProofLog) -> None:
     order (or the programmatic dependency the runtime launches it with), each workspace
     plane is read after every unit stored it; the workspace is written and read by these
     two kernels only, so no counter or flag has to be reset for the next launch."""
-    first = next((st for st in k.body.body if not isinstance(st, kir.Comment)), None)
-    ok = (
-        isinstance(first, kir.Eval)
-        and isinstance(first.e, kir.Call)
-        and first.e.name == GRID_WAIT
-        and "griddep" in k.helpers
-    )
-    waits = [n for n in kir.walk(k.body) if isinstance(n, kir.Call) and n.name == GRID_WAIT]
-    if not ok or len(waits) != 1:
+    w = _waits_first(k)
+    if w < 0:
         raise ProofFailedError(
             f"fix-up kernel {k.name}: its first statement is not the one grid dependency wait "
-            f"(found {len(waits)} wait(s)): a workspace read could run before the split kernel's stores",
+            f"(found {-w - 1} wait(s)): a workspace read could run before the split kernel's stores",
             condition="fix-up after the split kernel",
-            witness=len(waits),
+            witness=-w - 1,
         )
     n = sum(1 for x in kir.walk(k.body) if isinstance(x, kir.Mem))
     log.add(
@@ -590,6 +605,36 @@ def prove_fixup_order(k: kir.Kernel, log: ProofLog) -> None:
         f"split kernel's completion; nothing to reset between launches",
         "exhaustive",
         n,
+    )
+
+
+def prove_split_order(k: kir.Kernel, log: ProofLog) -> None:
+    """The split kernel (fix-up reduction) may be launched as a programmatic dependent of the
+    previous kernel of the stream -- the last call's fix-up, which reads the workspace this
+    kernel writes: its first statement (top level, unconditional) is the one grid dependency
+    wait, so every memory access (the TMA loads of A and B included: A may be the previous
+    kernel's output) and every workspace store comes after that kernel's completion.  The
+    trigger ``griddepcontrol.launch_dependents`` only lets the fix-up be scheduled early; the
+    fix-up's own first statement waits for this grid (:func:`prove_fixup_order`)."""
+    w = _waits_first(k)
+    if w < 0:
+        raise ProofFailedError(
+            f"split kernel {k.name}: its first statement is not the one grid dependency wait "
+            f"(found {-w - 1} wait(s)): a workspace store could run while the previous call's fix-up "
+            "reads it",
+            condition="split kernel after the previous grid",
+            witness=-w - 1,
+        )
+    n = sum(1 for x in kir.walk(k.body) if isinstance(x, kir.Mem))
+    t = sum(1 for x in kir.walk(k.body) if isinstance(x, kir.TmaLoad))
+    log.add(
+        "protocol",
+        f"split kernel ordering: griddepcontrol.wait is the kernel's first statement (top level, "
+        f"unconditional), before all {n} memory accesses and {t} TMA load sites: launched as a "
+        f"programmatic dependent, it writes the workspace only after the previous grid (the last "
+        f"fix-up) completed",
+        "exhaustive",
+        n + t,
     )
 
 
@@ -655,6 +700,11 @@ def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
     body = kir.block(
         kir.Comment("the split kernel's grid has completed and its stores are visible"),
         kir.Eval(kir.Call(GRID_WAIT, (), "void")),
+        kir.Comment(
+            "the next call's split kernel may be scheduled now (programmatic dependent launch):\n"
+            "its first statement waits for this grid's completion before its workspace stores"
+        ),
+        kir.Eval(kir.Call("lp_griddep_launch", (), "void")),
         kir.Decl(c, bx * REDUCE_THREADS + tid, const=True),
         kir.Decl(r, by, const=True),
         kir.If(
@@ -773,6 +823,8 @@ def generate_splitk(
     ir, chunks = splitk_ir(base.ir, S, name, fixup_kernel=not serial)
     if serial:
         ir = serial_ir(ir, cfg, prob.out)
+    if not serial:
+        prove_split_order(ir, log)
     for sk, KT, kb, ke in chunks[:1]:  # both loops carry the same expressions (checked below)
         prove_k_partition(S, log, kb, ke, sk, KT)
     if kir.emit_expr(chunks[0][2]) != kir.emit_expr(chunks[1][2]) or kir.emit_expr(

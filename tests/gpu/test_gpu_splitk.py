@@ -60,6 +60,30 @@ def test_the_fixup_waits_for_the_split_kernel_first():
     body = [x.strip() for x in kk.reduce.source.split("long long ldc) {")[1].splitlines()]
     assert [x for x in body if x and not x.startswith("//")][0] == "lp_griddep_wait();"
     assert kk.gemm.source.count("lp_griddep_launch();") == 1
+    # the split kernel waits for the previous grid (the last call's fix-up) first, and is told so
+    body = [x.strip() for x in kk.gemm.source.split("int c_vec) {")[1].splitlines()]
+    assert [x for x in body if x and not x.startswith("//")][:2] == [
+        "lp_griddep_wait();",
+        "lp_griddep_launch();",
+    ]
+    assert any(p.kind == "protocol" and "split kernel ordering" in p.statement for p in kk.gemm.proofs)
+    assert kk.reduce.source.count("lp_griddep_launch();") == 1
+
+
+def test_a_split_kernel_without_the_wait_first_is_refused():
+    import dataclasses
+
+    kk = generate_splitk(CFG, GemmProblem("k", "n"))
+    k = kk.gemm.ir
+    wait = next(st for st in k.body.body if isinstance(st, kir.Eval) and st.e.name == splitk.GRID_WAIT)
+    rest = tuple(st for st in k.body.body if st is not wait)
+    moved = rest[:4] + (wait,) + rest[4:]  # after the first statements: not first any more
+    for body in (rest, moved, (kir.If(kir.THREAD_IDX.lt(32), kir.block(wait)),) + rest):
+        bad = dataclasses.replace(k, body=kir.Block(body))
+        with pytest.raises(ProofFailedError) as e:
+            splitk.prove_split_order(bad, ProofLog())
+        assert e.value.condition == "split kernel after the previous grid"
+    splitk.prove_split_order(k, ProofLog())
 
 
 def test_a_fixup_without_the_wait_or_with_a_guarded_wait_is_refused():
@@ -473,8 +497,8 @@ def test_fake_splitk_fixup_launch_is_programmatic_or_falls_back_to_stream_order(
     monkeypatch.setenv("LAYOUTPROOF_PDL", "1")
     made, calls = [], []
 
-    def launcher(fn, grid, threads, params):
-        made.append((fn, grid, threads, params))
+    def launcher(fn, grid, threads, params, smem=0):
+        made.append((fn, grid, threads, params, smem))
         return lambda stream: calls.append(stream) or answer[0]
 
     answer = [True]
@@ -483,14 +507,32 @@ def test_fake_splitk_fixup_launch_is_programmatic_or_falls_back_to_stream_order(
     a, b = cp.array((m, k)), cp.array((k, n))
     runtime.gemm(a, b, config=CFG)
     plan = runtime.last_launch["plan"]
-    (fn, grid, threads, params) = made[0]
+    (fn, grid, threads, params, smem) = made[0]
     assert grid == (n // splitk.REDUCE_THREADS, m, 1) and threads == splitk.REDUCE_THREADS
-    assert params == plan._fix[1].address and fn == plan._fix_fn
-    assert calls == [0x5] and len(cp.launches) == 1  # the split kernel; the fix-up went by PDL
+    assert params == plan._fix[1].address and fn == plan._fix_fn and smem == 0
+    # the split kernel is a programmatic dependent too (of the previous kernel: the last fix-up)
+    (fn, grid, threads, params, smem) = made[1]
+    assert (fn, grid, threads, params, smem) == (
+        plan._fn,
+        plan.grid,
+        plan.threads,
+        plan._pb.address,
+        plan.smem,
+    )
+    assert calls == [0x5, 0x5] and len(cp.launches) == 0  # both kernels went by PDL
     answer[0] = False  # the driver refuses: this call and later ones launch in stream order
     runtime.gemm(a, b, config=CFG)
-    assert plan._pdl is None and len(cp.launches) == 3
+    assert plan._pdl is None and plan._pdl_split is None and len(cp.launches) == 2
     assert cp.launches[-1]["kinds"] == ["ptr", "ptr", "i32", "i32", "i64"]
+    runtime.gemm(a, b, config=CFG)
+    assert calls == [0x5] * 4 and len(cp.launches) == 4  # no more PDL tries
+    # more than SPLITK_MODEL["pdl_split_m"] rows: only the fix-up is a programmatic dependent
+    answer[0], made[:] = True, []
+    m = P.SPLITK_MODEL["pdl_split_m"] + 1
+    runtime.gemm(cp.array((m, k)), b, config=CFG)
+    plan = runtime.last_launch["plan"]
+    assert len(made) == 1 and made[0][1] == (n // splitk.REDUCE_THREADS, m, 1) and plan._pdl_split is None
+    assert calls == [0x5] * 5 and len(cp.launches) == 5  # the split kernel in stream order
 
 
 def test_a_fixup_whose_plane_loop_misses_a_plane_is_refused(monkeypatch):

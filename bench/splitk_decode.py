@@ -1,0 +1,296 @@
+"""Split-K on the decode shapes (issue 17, G1b, session 21): the split kernel as a
+programmatic dependent launch, correctness of back-to-back calls, a sweep, timing.
+
+On the GPU machine, from the repository root (after ``source bench/device_env.sh``):
+
+    python3 bench/splitk_decode.py --check               # back-to-back calls vs float64
+    python3 bench/splitk_decode.py --sanitize            # a few launches, for compute-sanitizer
+    python3 bench/splitk_decode.py --time 1x4096x4096,16x4096x4096 --out DIR
+    python3 bench/splitk_decode.py --sweep 1x4096x4096,16x4096x4096 --out DIR
+
+With the fix-up reduction, the split kernel's first statement waits for the previous grid
+of the stream (``griddepcontrol.wait``) and the runtime launches it as a programmatic
+dependent: its launch and prologue overlap the previous call's fix-up, which reads the same
+workspace the split kernel then writes.  ``--check`` calls one plan four times back to back
+(new inputs and a NaN-poisoned output each time, no synchronization between the calls),
+eagerly and replayed from a CUDA graph, and compares every output with a float64
+reference: a split kernel storing its planes before the previous fix-up read them would
+leave a wrong sum.  ``--time``: per shape and dtype, the rule's pick with both launches
+programmatic, with the fix-up's only (as before) and with neither, and cuBLAS, interleaved
+over rounds (graph replay = device time; eager ratio for the first).  ``--sweep``: bases
+64x64 / 64x128 / 64x256 with their stage counts, splits 1 (the unsplit kernel) / 2 / 4 / 8,
+graph time with cuBLAS in every round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+_here = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("gemm_suite", _here / "gemm_suite.py")
+gs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gs)
+
+WS = dict(loader="tma", schedule="ws")
+BASES = ((64, 64, 8), (64, 128, 8), (64, 256, 5))
+
+
+def base_cfg(bm, bn, st):
+    from layoutproof.gpu.codegen_sm90 import Sm90Config
+
+    return Sm90Config(bm=bm, bn=bn, stages=st, **WS)
+
+
+def split_cfg(bm, bn, st, s):
+    from layoutproof.gpu.splitk import SplitKConfig
+
+    return base_cfg(bm, bn, st) if s == 1 else SplitKConfig(base_cfg(bm, bn, st), s)
+
+
+CHECK = [
+    ((64, 256, 5), 8, (16, 4096, 4096)),
+    ((64, 256, 5), 8, (1, 4096, 4096)),
+    ((64, 128, 8), 4, (37, 1000, 3000)),
+    ((64, 64, 8), 2, (16, 100, 130)),
+    ((128, 128, 6), 2, (130, 520, 2048)),
+]
+
+
+def check(cp, log):
+    from layoutproof.gpu.runtime import gemm_plan
+
+    rng = cp.random.default_rng(17)
+    rows = log.setdefault("check", [])
+    bad = 0
+    for dt in ("f16", "bf16"):
+        for (bm, bn, st), s, (m, n, k) in CHECK:
+            cfg = split_cfg(bm, bn, st, s)
+            xs = [(gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)) for _ in range(4)]
+            outs = [cp.empty((m, n), dtype=xs[0][0].dtype) for _ in range(4)]
+            refs = [cp.matmul(a.astype(cp.float64), b.astype(cp.float64)) for a, b in xs]
+            plan = gemm_plan(xs[0][0], xs[0][1], outs[0], config=cfg)
+            for mode in ("eager", "graph", "graph"):
+                for o in outs:
+                    o.fill(cp.nan)
+                cp.cuda.Device().synchronize()
+                if mode == "eager":
+                    for (a, b), o in zip(xs, outs):
+                        plan(a, b, o)
+                else:
+                    st_ = cp.cuda.Stream(non_blocking=True)
+                    with st_:
+                        st_.begin_capture()
+                        for (a, b), o in zip(xs, outs):
+                            plan(a, b, o)
+                        g = st_.end_capture()
+                    for o in outs:  # capture ran nothing: poison again, then replay
+                        o.fill(cp.nan)
+                    cp.cuda.Device().synchronize()
+                    g.launch(st_)
+                    st_.synchronize()
+                cp.cuda.Device().synchronize()
+                errs = []
+                for o, r in zip(outs, refs):
+                    d = cp.abs(o.astype(cp.float64) - r)
+                    nan = bool(cp.isnan(o.astype(cp.float32)).any())
+                    rel = float(d.max()) / max(float(cp.abs(r).max()), 1e-30)
+                    errs.append(float("inf") if nan else rel)
+                worst = max(errs)
+                ok = worst < (2e-3 if dt == "f16" else 1.6e-2)
+                bad += not ok
+                pdl = (plan._pdl is not None, plan._pdl_split is not None)
+                rows.append(
+                    dict(dtype=dt, config=cfg.key(), m=m, n=n, k=k, mode=mode, worst=worst, ok=ok, pdl=pdl)
+                )
+                print(
+                    f"check {'ok  ' if ok else 'FAIL'} {dt} {cfg.key()} {m}x{n}x{k} {mode}: 4 calls back to "
+                    f"back, worst rel err {worst:.1e}, PDL (fix-up, split) {pdl}",
+                    flush=True,
+                )
+            cp.get_default_memory_pool().free_all_blocks()
+    print(f"check: {len(rows) - bad}/{len(rows)} ok", flush=True)
+    return bad
+
+
+def sanitize(cp):
+    from layoutproof.gpu.runtime import gemm_plan
+
+    rng = cp.random.default_rng(3)
+    for (bm, bn, st), s, (m, n, k) in CHECK[:4]:
+        cfg = split_cfg(bm, bn, st, s)
+        a, b = gs.make(cp, (m, k), "f16", rng), gs.make(cp, (k, n), "f16", rng)
+        out = cp.zeros((m, n), dtype=a.dtype)
+        plan = gemm_plan(a, b, out, config=cfg)
+        for _ in range(3):
+            plan(a, b, out)
+        cp.cuda.Device().synchronize()
+        print(f"sanitize {cfg.key()} {m}x{n}x{k}: 3 calls back to back", flush=True)
+
+
+def timing(cp, shapes, args, log):
+    from layoutproof.gpu.runtime import gemm_plan
+
+    rng = cp.random.default_rng(11)
+    rows = log.setdefault("time", [])
+    reps = args.reps
+    for dt in args.dtypes.split(","):
+        for m, n, k in shapes:
+            a, b = gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)
+            ref = cp.matmul(a, b)
+            c = cp.full((m, n), cp.nan, dtype=a.dtype)
+            plan = gemm_plan(a, b, c)
+            plan(a, b, c)
+            cp.cuda.Device().synchronize()
+            err = gs.rel_err(cp, c, ref)
+            split = getattr(plan, "splits", 1) > 1
+            pdl, pdl_split = plan._pdl, getattr(plan, "_pdl_split", None)
+
+            def variant(name):
+                plan._pdl = pdl if name != "no_pdl" else None
+                plan._pdl_split = pdl_split if name == "pdl_both" else None
+
+            names = ["pdl_both", "pdl_fixup", "no_pdl"] if split else ["pdl_both"]
+            graphs = {}
+            flags = None
+            for nm in names:
+                variant(nm)
+                graphs[nm] = gs.graph_of(cp, lambda: plan(a, b, c), reps)
+                if flags is None:  # a launch refused under capture drops back to stream order
+                    flags = (plan._pdl is not None, getattr(plan, "_pdl_split", None) is not None)
+            variant("pdl_both")
+            g = {nm: [] for nm in names}
+            g_ref, ratios = [], []
+            cub = lambda: cp.matmul(a, b, out=ref)
+            for _ in range(args.rounds):
+                for nm in names:
+                    if graphs[nm]:
+                        g[nm].append(gs.graph_time(cp, graphs[nm], reps) * 1e6)
+                t = gs.torch_graph_time(cp, a, b, ref, reps)
+                if t:
+                    g_ref.append(t * 1e6)
+                t1, _ = gs.event_batch(cp, lambda: plan(a, b, c), reps)
+                t2, _ = gs.event_batch(cp, cub, reps)
+                ratios.append(t2 / t1)
+            c.fill(cp.nan)
+            plan(a, b, c)
+            cp.cuda.Device().synchronize()
+            err2 = gs.rel_err(cp, c, ref)
+            ref_us = statistics.median(g_ref) if g_ref else None
+            row = dict(
+                dtype=dt,
+                m=m,
+                n=n,
+                k=k,
+                pick=plan.config.key(),
+                pdl_captured=flags,
+                rel_err=max(err, err2),
+                cublas_graph_us=ref_us,
+                eager_ratio=statistics.median(ratios),
+                graph_us={nm: statistics.median(v) for nm, v in g.items() if v},
+                graph_us_all={nm: v for nm, v in g.items()},
+                cublas_graph_us_all=g_ref,
+            )
+            row["graph_ratio"] = {nm: (ref_us / v if ref_us else None) for nm, v in row["graph_us"].items()}
+            rows.append(row)
+            parts = "  ".join(
+                f"{nm} {row['graph_us'][nm]:.2f}us ({row['graph_ratio'][nm] or 0:.3f})"
+                for nm in row["graph_us"]
+            )
+            print(
+                f"time {dt} {m}x{n}x{k} [{plan.config.key()}] PDL {flags} err {row['rel_err']:.1e} eager ratio "
+                f"{row['eager_ratio']:.2f} | cuBLAS graph {ref_us or 0:.2f}us | {parts}",
+                flush=True,
+            )
+            cp.get_default_memory_pool().free_all_blocks()
+
+
+def sweep(cp, shapes, args, log):
+    from layoutproof.gpu.runtime import gemm_plan
+
+    rng = cp.random.default_rng(5)
+    rows = log.setdefault("sweep", [])
+    reps = args.reps
+    splits = [int(x) for x in args.splits.split(",")]
+    for dt in args.dtypes.split(","):
+        for m, n, k in shapes:
+            a, b = gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)
+            ref = cp.matmul(a, b)
+            c = cp.empty((m, n), dtype=a.dtype)
+            graphs, errs = {}, {}
+            for bm, bn, st in BASES:
+                for s in splits:
+                    cfg = split_cfg(bm, bn, st, s)
+                    try:
+                        plan = gemm_plan(a, b, c, config=cfg)
+                        c.fill(cp.nan)
+                        plan(a, b, c)
+                        cp.cuda.Device().synchronize()
+                        errs[cfg.key()] = gs.rel_err(cp, c, ref)
+                        graphs[cfg.key()] = gs.graph_of(cp, lambda plan=plan: plan(a, b, c), reps)
+                    except Exception as ex:
+                        print(f"  {cfg.key()} {m}x{n}x{k}: {type(ex).__name__}: {ex}", flush=True)
+            t = {kk: [] for kk in graphs}
+            t_ref = []
+            for _ in range(args.sweep_rounds):
+                for kk, gg in graphs.items():
+                    if gg:
+                        t[kk].append(gs.graph_time(cp, gg, reps) * 1e6)
+                x = gs.torch_graph_time(cp, a, b, ref, reps)
+                if x:
+                    t_ref.append(x * 1e6)
+            ref_us = statistics.median(t_ref) if t_ref else None
+            med = {kk: statistics.median(v) for kk, v in t.items() if v}
+            rows.append(dict(dtype=dt, m=m, n=n, k=k, cublas_graph_us=ref_us, graph_us=med, rel_err=errs))
+            order = sorted(med, key=med.get)
+            print(f"sweep {dt} {m}x{n}x{k}: cuBLAS graph {ref_us or 0:.2f}us", flush=True)
+            for kk in order:
+                bad = "" if errs.get(kk, 1) < 1e-2 else "  WRONG"
+                print(f"  sweep {kk:40s} {med[kk]:7.2f}us ({(ref_us or 0) / med[kk]:.3f}){bad}", flush=True)
+            cp.get_default_memory_pool().free_all_blocks()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--check", action="store_true")
+    p.add_argument("--sanitize", action="store_true")
+    p.add_argument("--time", default=None, help="MxNxK,...")
+    p.add_argument("--sweep", default=None, help="MxNxK,...")
+    p.add_argument("--splits", default="1,2,4,8")
+    p.add_argument("--dtypes", default="f16,bf16")
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--sweep-rounds", type=int, default=3)
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--out", default=os.environ.get("OUT", "build/splitk-decode"))
+    args = p.parse_args()
+    import cupy as cp
+
+    log = {"gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()}
+    rc = 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def save():
+        (out / "splitk_decode.json").write_text(json.dumps(log, indent=1, default=str))
+
+    if args.sanitize:
+        sanitize(cp)
+    if args.check:
+        rc = 1 if check(cp, log) else 0
+        save()
+    if args.time:
+        timing(cp, [tuple(int(v) for v in s.split("x")) for s in args.time.split(",")], args, log)
+        save()
+    if args.sweep:
+        sweep(cp, [tuple(int(v) for v in s.split("x")) for s in args.sweep.split(",")], args, log)
+        save()
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
