@@ -794,3 +794,62 @@ def test_fake_batched_loop_path_passes_each_batchs_c(fake3):
     n0 = len(cp.launches)
     runtime.gemm(odd, b, c=shared, beta=1.0)
     assert [ln["values"][-2] for ln in cp.launches[n0:]] == [shared.data.ptr] * 3
+
+
+# ============================================================================ G2's last changes (CPU)
+@needs_3d
+def test_a_shared_operand_read_at_a_batch_coordinate_is_refused(monkeypatch):
+    # B is shared (batch="a"): a box of B given a batch coordinate is refused by name
+    real = codegen_sm90._tma_loads_ir
+
+    def shared_with_batch(*args, **kw):
+        if kw.get("c2") is None:
+            kw["c2"] = kir.Const(0)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(codegen_sm90, "_tma_loads_ir", shared_with_batch)
+    with pytest.raises(ProofFailedError) as e:
+        generate_sm90(BASE, GemmProblem("k", "n", batch="a"), memo=False)
+    assert e.value.condition == "TMA batch coordinate" and "B TMA box" in str(e.value)
+    assert "is shared: no batch coordinate" in str(e.value)
+
+
+@needs_3d
+def test_fake_batched_plan_reads_an_a_of_batch_stride_zero_as_shared(fake3):
+    cp = fake3
+    a = _Fake3(cp, (4, 256, 512), (0, 512 * 2, 2), np.float16, cp._alloc(256 * 512 * 2))  # one A
+    b = _arr3(cp, (4, 512, 384))
+    runtime.gemm(a, b)
+    info = runtime.last_launch
+    assert info["mode"] == "kernel" and info["problem"].batch == "b"
+    assert cp.enc[-2:] == [("k", None), ("n", (4, 512 * 384))]
+
+
+@needs_3d
+def test_fake_batched_plan_stages_a_ragged_shared_operand_once(fake3):
+    cp = fake3
+    calls = []
+    cp.cuda.runtime.memcpy2DAsync = lambda *a: calls.append(a)
+    # A shared by batch stride 0, K = 100 (rows not 16-byte multiples): its one matrix is
+    # staged into a kept (256, 104) buffer read through a rank-2 map; B carries the batch
+    a = _Fake3(cp, (3, 256, 100), (0, 200, 2), np.float16, cp._alloc(256 * 200))
+    b = _arr3(cp, (3, 100, 384))
+    for _ in range(3):
+        runtime.gemm(a, b)
+    info = runtime.last_launch
+    assert info["mode"] == "kernel" and info["problem"].batch == "b"
+    assert cp.enc[-2:] == [("k", None), ("n", (3, 100 * 384))]
+    # the first call makes the buffer (an element-wise copy), later calls one 2-D copy each
+    assert len(calls) == 2
+    dst, dpitch, src, spitch, width, height, kind, _stream = calls[-1]
+    assert (dpitch, src, spitch, width, height, kind) == (104 * 2, a.data.ptr, 200, 200, 256, 3)
+
+
+@needs_3d
+def test_fake_batched_plan_takes_an_overlapping_b_one_batch_at_a_time(fake3):
+    cp = fake3
+    # B's batch i starts 64 rows after batch i - 1: overlapping, so not through a rank-3 map
+    b = _Fake3(cp, (3, 512, 384), (64 * 384 * 2, 384 * 2, 2), np.float16, cp._alloc(640 * 384 * 2))
+    n0 = len(cp.launches)
+    runtime.gemm(_arr3(cp, (3, 256, 512)), b)
+    assert runtime.last_launch["mode"] == "loop" and len(cp.launches) == n0 + 3
