@@ -1788,7 +1788,8 @@ def gemm(
             fused the same way.
         beta: the scale of ``c`` in that sum.
         c: an (M, N) row-major array of the output's dtype, added as ``beta * c`` (it may be
-            the output array itself).
+            the output array itself).  Batched: (batch, M, N) with any batch stride, or one
+            (M, N) / (1, M, N) array shared by every batch; fused in the one launch.
         bias_along: ``"n"`` (the default: ``bias[n]`` added to column n) or ``"m"``
             (``bias[m]`` added to row m).
 
