@@ -1280,7 +1280,8 @@ def _build() -> List[Theorem]:
     sort_scope = (
         "the sort lemma at every rank (symops.sort_modes returns a permutation of its modes, strides "
         "non-decreasing, equal strides by index): sort_modes is a fold of sort_insert over the modes "
-        "(invariant: the list so far is strictly increasing in the order (stride, index)), and "
+        "(invariant: the list so far is strictly increasing in the order (stride, index); the indices "
+        "are the modes' positions, distinct), and "
         "sort_insert a fold of sort_scan_step over that list (invariant: while no position is found, "
         "every mode scanned precedes the inserted m); the real sort_scan_step explored on every path: "
         "a found position stays and neither mode is read (both opaque), else it returns j exactly when "
