@@ -407,7 +407,10 @@ def exact_instances(ranks: Sequence[int]) -> List[cs.Instance]:
 # ----------------------------------------------------------------------------- the theorems
 #: A ranks of the leaf lemma + step: the main job, and `layoutproof prove --all`
 LEAF_MAIN = (1, 2)
-LEAF_ALL = (1, 2, 3)
+LEAF_ALL = (1, 2, 3, 4)
+#: A ranks of the leaf induction that logical_divide's theorems and associativity re-run with --all
+#: (L rank <= 3 x T of every rank is the issue's 3x3 bound)
+COR_ALL = (1, 2, 3)
 
 _EXT = "extents positive integers"
 _ANY = "strides arbitrary integers"
@@ -441,7 +444,7 @@ def _size_check() -> List[Result]:
 
 
 EXACT_MAIN = (1, 2)
-EXACT_ALL = (1, 2, 3)
+EXACT_ALL = (1, 2, 3, 4)
 
 EXACT_STATEMENT = (
     "Where the leaf walk of composition(A, n:r) refuses for shape divisibility (at A's mode i, rest_n "
@@ -485,9 +488,7 @@ def _logical_divide_def_check() -> List[Result]:
     direct = cs.prove("logical_divide(L, T) == L o (T, T*)", [cs.logical_divide_instance(_L1(), _pos("T"))])
     if not cs.full_scope():
         return direct
-    return direct + cs.prove(
-        "R(c) == L^(B(c)) for every B (leaf induction, L as A)", post_instances(LEAF_ALL)
-    )
+    return direct + cs.prove("R(c) == L^(B(c)) for every B (leaf induction, L as A)", post_instances(COR_ALL))
 
 
 def _L1() -> Layout:
@@ -511,7 +512,7 @@ def _logical_divide_size_check() -> List[Result]:
         return direct
     return (
         direct
-        + cs.prove("size of every leaf's result == its extent (L as A)", leaf_instances(LEAF_ALL, "size"))
+        + cs.prove("size of every leaf's result == its extent (L as A)", leaf_instances(COR_ALL, "size"))
         + _other_theorem("sym.complement-size")
     )
 
@@ -540,6 +541,17 @@ def _left_identity_check() -> List[Result]:
     return direct + cs.prove("R(c) == Â(B(c)) for every B (leaf induction, A = N:1)", post_instances((1,)))
 
 
+def _right_identity_check() -> List[Result]:
+    full = cs.full_scope()
+    direct = cs.prove(
+        "(A o size(A):1)(i) == A(i)",
+        [cs.right_identity_instance(cs.sym_layout("A", r)) for r in ((1, 2, 3) if full else (1, 2))],
+    )
+    if not full:
+        return direct
+    return direct + cs.prove("R(c) == Â(B(c)) for every B (leaf induction)", post_instances(LEAF_ALL))
+
+
 def _associativity_check() -> List[Result]:
     direct = cs.prove(
         "(A o B) o C == A o (B o C)",
@@ -547,7 +559,7 @@ def _associativity_check() -> List[Result]:
     )
     if not cs.full_scope():
         return direct
-    return direct + cs.prove("R(c) == Â(B(c)) for every B (leaf induction)", post_instances(LEAF_ALL))
+    return direct + cs.prove("R(c) == Â(B(c)) for every B (leaf induction)", post_instances(COR_ALL))
 
 
 def _ranks(xs: Sequence[int]) -> str:
@@ -647,7 +659,7 @@ def _build() -> List["Theorem"]:
         "with `--all`",
         _logical_divide_def_check,
         "L rank 1 x T rank 1 (direct execution) in `layoutproof prove`; with `--all` also L rank "
-        f"{_ranks(LEAF_ALL)} x T of every rank (leaf induction)",
+        f"{_ranks(COR_ALL)} x T of every rank (leaf induction)",
         f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS} (the leaf induction: T any layout)",
     )
     lds = _theorem(
@@ -660,7 +672,7 @@ def _build() -> List["Theorem"]:
         "(ops.logical_divide, read off the code; the direct execution checks both at L rank 1 x T rank 1)",
         _logical_divide_size_check,
         "L rank 1 x T rank 1 (direct execution) in `layoutproof prove`; with `--all` also L rank "
-        f"{_ranks(LEAF_ALL)} x T of every rank (leaf size lemma + sym.complement-size's induction)",
+        f"{_ranks(COR_ALL)} x T of every rank (leaf size lemma + sym.complement-size's induction)",
         f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS}",
     )
     lp = _theorem(
@@ -674,12 +686,12 @@ def _build() -> List["Theorem"]:
         "ranks: logical_product(A, B) is (A, composition(C, B)) (ops.logical_product, read off the code) "
         "and C has at most rank(A) + 1 flat modes (symops.complement, read off the code), so mode 1 is "
         "sym.composition-post with C as A: its leaf induction is re-run here at A' rank <= 2 (selected "
-        "alone) or <= 3 (`--all`), every B; the leaf lemma holds for all values of the leaf and of A', "
+        "alone) or <= 4 (`--all`), every B; the leaf lemma holds for all values of the leaf and of A', "
         "so for C's expressions too (the decisions on each explored path are those of the fresh-symbol "
         "path its values follow)",
         _logical_product_def_check,
         "not in the default run (heavy: its exploration takes about 15 s); A rank 1 x B of every rank "
-        "when selected with `--filter`; A rank 1-2 x B of every rank with `--all` (the direct execution "
+        "when selected with `--filter`; A rank 1-3 x B of every rank with `--all` (the direct execution "
         "at A rank 1 x B rank 1 in both)",
         f"{_EXT}; {_POS}",
         heavy=True,
@@ -692,7 +704,7 @@ def _build() -> List["Theorem"]:
         "C as A); the direct execution at A rank 1 x B rank 1 checks the whole claim on the real code",
         _logical_product_size_check,
         "not in the default run (heavy: the direct run takes about a minute); with `--filter`: A rank 1 x "
-        "B of every rank; with `--all`: A rank 1-2 x B of every rank (C of rank <= rank(A) + 1)",
+        "B of every rank; with `--all`: A rank 1-3 x B of every rank (C of rank <= rank(A) + 1)",
         f"{_EXT}; {_POS}",
         heavy=True,
     )
@@ -726,7 +738,19 @@ def _build() -> List["Theorem"]:
         "`layoutproof prove`, 1-3 with `layoutproof prove --all`",
         f"{_EXT}; {_POS} (the leaf induction: any strides); N a positive integer",
     )
-    return [post, size, exact, ld, lds, lp, lps, assoc, left]
+    right = _theorem(
+        "sym.composition-right-identity",
+        "A o size(A):1 has A's function, for all extents and strides",
+        "Whenever composition(A, size(A):1) returns R: R(i) == A(i) for every i < size(A). Direct symbolic "
+        "execution at A ranks 1-2 (1-3 with `--all`); with `--all` also every A of rank "
+        f"{_ranks(LEAF_ALL)} as a corollary of sym.composition-post (its leaf induction re-run here): "
+        "R(i) == Â(size(A):1 at i) == Â(i) == A(i) for i < size(A)",
+        _right_identity_check,
+        "ranks 1-2 (direct execution) in `layoutproof prove`; with `--all` ranks "
+        f"{_ranks(LEAF_ALL)} (the leaf induction; direct execution at 1-3 as a supplement)",
+        f"{_EXT}; {_ANY}",
+    )
+    return [post, size, exact, ld, lds, lp, lps, assoc, left, right]
 
 
 THEOREMS = _build()

@@ -711,7 +711,7 @@ def composition_instance(A: Layout, B: Layout) -> Instance:
     )
 
 
-def _right_identity(A: Layout) -> Instance:
+def right_identity_instance(A: Layout) -> Instance:
     """A o (size(A):1) has A's function: composition_claims with B = size(A):1."""
     ops = _ops()
     fa, da = sx.flat_modes(A)
@@ -1702,7 +1702,7 @@ def _swizzle_theorem(what: str) -> Callable[[], List[Result]]:
 
 def _build() -> List[Theorem]:
     out: List[Theorem] = []
-    r14, r12, r13 = (1, 2, 3, 4), (1, 2), (1, 2, 3)
+    r14, r12 = (1, 2, 3, 4), (1, 2)
     co = [(_L(r),) for r in r14]
     co_main = [(_L(r),) for r in r12]
     sc_co = _scope("ranks 1-2", "ranks 1-4")
@@ -1743,21 +1743,6 @@ def _build() -> List[Theorem]:
             f"{_EXT}; {_ANY}",
         ),
     ]
-    out.append(
-        _T(
-            "sym.composition-right-identity",
-            "A o size(A):1 has A's function, for all extents and strides",
-            "Whenever composition(A, size(A):1) returns R: R(i) == A(i) for every i < size(A)",
-            _one(
-                _right_identity,
-                [(sym_layout("A", r),) for r in r12],
-                [(sym_layout("A", r),) for r in r13],
-                "(A o size(A):1)(i) == A(i)",
-            ),
-            _scope("ranks 1-2", "ranks 1-3"),
-            f"{_EXT}; {_ANY}",
-        )
-    )
     for kind in ("zipped", "tiled", "flat"):
         shape = {
             "zipped": "((tiles...), (rests..., extra modes...))",
