@@ -39,6 +39,7 @@ only Â and its own leaf, that it hands the overlap check exactly the returned f
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.layout import Layout
@@ -47,6 +48,9 @@ from layoutproof.verify import Result
 from . import catalog_symbolic as cs
 from . import symexec as sx
 from .theorem import Theorem
+
+# every theorem here is built by the group's one builder, naming this file as its source
+_theorem = functools.partial(cs.all_values_theorem, source="proofs/catalog_composition_induction.py")
 
 __all__ = ["leaf_walk", "leaf_instances", "leaf_instance"]
 
@@ -571,32 +575,6 @@ _BY_INSPECTION = (
     "leaf, the overlap check receives exactly the walks' footprints, R concatenates the leaves' results "
     "in B's profile"
 )
-
-
-def _theorem(
-    tid: str,
-    title: str,
-    statement: str,
-    check: Callable[[], List[Result]],
-    scope: str,
-    params: str,
-    assumptions: Tuple[str, ...] = (),
-    heavy: bool = False,
-) -> "Theorem":
-    return Theorem(
-        tid,
-        title,
-        statement,
-        check,
-        expected="proved",
-        method="z3",
-        parameters=params,
-        assumptions=assumptions,
-        references=cs.REF + ("proofs/catalog_composition_induction.py",),
-        family=scope,
-        group=cs.GROUP,
-        heavy=heavy,
-    )
 
 
 def _build() -> List["Theorem"]:

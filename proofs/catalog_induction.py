@@ -30,6 +30,7 @@ ranks 1-4 with ``--all`` as a supplement.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.errors import InadmissibleError, LayoutError, UndecidableConditionError
@@ -38,6 +39,9 @@ from layoutproof.layout import Layout
 from . import catalog_symbolic as cs
 from . import symexec as sx
 from .theorem import Theorem
+
+# every theorem here is built by the group's one builder, naming this file as its source
+_theorem = functools.partial(cs.all_values_theorem, source="proofs/catalog_induction.py")
 
 __all__ = [
     "Head",
@@ -1124,30 +1128,6 @@ def _run(claim: str, make: Callable[[], List[cs.Instance]], direct: Callable[[],
         return out
 
     return check
-
-
-def _theorem(
-    tid: str,
-    title: str,
-    statement: str,
-    check: Callable[[], List[Any]],
-    scope: str,
-    params: str,
-    assumptions: Tuple[str, ...] = (),
-) -> Theorem:
-    return Theorem(
-        tid,
-        title,
-        statement,
-        check,
-        expected="proved",
-        method="z3",
-        parameters=params,
-        assumptions=assumptions,
-        references=cs.REF + ("proofs/catalog_induction.py",),
-        family=scope,
-        group=cs.GROUP,
-    )
 
 
 def _L(r: int, kind: str = "int") -> Layout:

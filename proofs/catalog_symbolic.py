@@ -1666,7 +1666,7 @@ _ANY = "strides arbitrary integers"
 _POS = "strides positive integers"
 
 
-def _T(
+def all_values_theorem(
     tid: str,
     title: str,
     statement: str,
@@ -1674,8 +1674,15 @@ def _T(
     scope: str,
     params: str,
     assumptions: Tuple[str, ...] = (),
+    *,
+    source: Optional[str] = None,
     heavy: bool = False,
 ) -> Theorem:
+    """The one builder of this group's theorems (expected "proved", method "z3").
+
+    ``scope`` is the theorem's family (the values it covers, e.g. "every rank"); ``source`` the
+    catalog file that states it, added to the references when it is not this one.
+    """
     return Theorem(
         tid,
         title,
@@ -1685,7 +1692,7 @@ def _T(
         method="z3",
         parameters=params,
         assumptions=assumptions,
-        references=REF,
+        references=REF + ((source,) if source else ()),
         family=scope,
         group=GROUP,
         heavy=heavy,
@@ -1707,7 +1714,7 @@ def _build() -> List[Theorem]:
     co_main = [(_L(r),) for r in r12]
     sc_co = _scope("ranks 1-2", "ranks 1-4")
     out += [
-        _T(
+        all_values_theorem(
             "sym.coalesce-function",
             "coalesce(L) has L's function, for all extents and strides",
             "For every flat L = (s_0..s_{n-1}):(d_0..d_{n-1}) and every coordinate c: coalesce(L)(idx(c)) "
@@ -1716,7 +1723,7 @@ def _build() -> List[Theorem]:
             sc_co,
             f"{_EXT}; {_ANY}",
         ),
-        _T(
+        all_values_theorem(
             "sym.coalesce-size",
             "coalesce(L) has L's size, for all extents and strides",
             "size(coalesce(L)) == size(L)",
@@ -1724,7 +1731,7 @@ def _build() -> List[Theorem]:
             sc_co,
             f"{_EXT}; {_ANY}",
         ),
-        _T(
+        all_values_theorem(
             "sym.coalesce-depth",
             "coalesce(L) is flat, for all extents and strides",
             "depth(coalesce(L)) <= 1 on every path of the symbolic coalesce",
@@ -1732,7 +1739,7 @@ def _build() -> List[Theorem]:
             sc_co,
             f"{_EXT}; {_ANY}",
         ),
-        _T(
+        all_values_theorem(
             "sym.coalesce-extended",
             "coalesce keeping the last mode preserves the extended function",
             "With keep_last (composition's view of A), the coalesced modes evaluated at any index i >= 0 "
@@ -1750,7 +1757,7 @@ def _build() -> List[Theorem]:
             "flat": "(tile0, tile1, ..., rest0, rest1, ..., extra modes...)",
         }[kind]
         out.append(
-            _T(
+            all_values_theorem(
                 f"sym.{kind}-regroup",
                 f"{kind}_divide and {kind}_product regroup the by-mode result",
                 f"For a layout with two tiled modes and one more, and a tiler of two layouts: the "
@@ -1784,7 +1791,7 @@ def _build() -> List[Theorem]:
         ),
     ):
         out.append(
-            _T(
+            all_values_theorem(
                 f"sym.swizzle-{what}",
                 f"{title[0].upper()}{title[1:]}, for all B, M, S",
                 f"For all B, M, S with 0 <= B, M <= {SWZ_MAX}, |S| <= {SWZ_MAX}, |S| >= B (or B == 0): "
@@ -1816,7 +1823,7 @@ def _build_more() -> List[Theorem]:
         return _one(make, [(_L(r, kind),) for r in main], [(_L(r, kind),) for r in full], claim)
 
     out = [
-        _T(
+        all_values_theorem(
             "sym.composition-stride-zero",
             "A o N:0 is the constant 0 of size N, for all A and N",
             "Whenever composition(A, N:0) returns R: size(R) == N and R(c) == 0 at every coordinate c of R",
