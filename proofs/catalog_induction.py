@@ -235,6 +235,26 @@ def _terms(digits: Sequence[Any], shape: Sequence[Any]) -> List[Tuple[Any, Any, 
     return out
 
 
+def _coalesce_step_run(
+    ops: Any, keep: bool, empty: bool, last: Tuple[Any, Any], mode: Tuple[Any, Any]
+) -> Callable[[], Any]:
+    """The real coalesce_step from the empty state or from (H, last), H opaque, on ``mode``:
+    the new modes after H as (extents, strides)."""
+
+    def fn() -> Any:
+        if empty:
+            done, new_last = ops.coalesce_step(ops.COALESCE_START, mode, keep=keep)
+            if type(done) is not tuple or done:
+                raise HeadRead("the step from the empty state finished a mode")
+            modes: Tuple[Any, ...] = () if new_last is None else (new_last,)
+        else:
+            done, new_last = ops.coalesce_step((Head("H"), last), mode, keep=keep)
+            modes = appended(done, "H") + ((new_last,) if new_last is not None else ())
+        return [m[0] for m in modes], [m[1] for m in modes]
+
+    return fn
+
+
 def _coalesce_step_instance(keep: bool, empty: bool) -> cs.Instance:
     """coalesce_step on the state (opaque finished modes H, last mode (t, e)) -- or on the
     empty state -- and the mode (s, d); ``keep``: the last step of the keep-last fold."""
@@ -243,17 +263,7 @@ def _coalesce_step_instance(keep: bool, empty: bool) -> cs.Instance:
     t, s = _pos("t"), _pos("s")
     e_, d = _int("e"), _int("d")
     src = [(s, d)] if empty else [(t, e_), (s, d)]
-
-    def fn() -> Any:
-        if empty:
-            done, last = ops.coalesce_step(ops.COALESCE_START, (s, d), keep=keep)
-            if type(done) is not tuple or done:
-                raise HeadRead("the step from the empty state finished a mode")
-            modes: Tuple[Any, ...] = () if last is None else (last,)
-        else:
-            done, last = ops.coalesce_step((Head("H"), (t, e_)), (s, d), keep=keep)
-            modes = appended(done, "H") + ((last,) if last is not None else ())
-        return [m[0] for m in modes], [m[1] for m in modes]
+    fn = _coalesce_step_run(ops, keep, empty, (t, e_), (s, d))
 
     def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
         z3 = _z3()
@@ -309,6 +319,43 @@ def coalesce_instances(keep_last: bool = False) -> List[cs.Instance]:
     if keep_last:
         out += [_coalesce_step_instance(True, True), _coalesce_step_instance(True, False)]
     return out
+
+
+def _is_leaf(x: Any) -> bool:
+    """A scalar extent or stride: an int or a sympy expression, not a tuple (a nested mode)."""
+    return type(x) is int or isinstance(x, _sp().Expr)
+
+
+def _coalesce_depth_step_instance(empty: bool) -> cs.Instance:
+    """coalesce_step from the empty state or from (H, (t, e)), leaves, on the leaf mode (s, d):
+    every new mode after H is a pair of leaves (so coalesce_finish's modes, and coalesce(L),
+    have depth <= 1)."""
+    ops = _ops()
+    t, s = _pos("t"), _pos("s")
+    e_, d = _int("e"), _int("d")
+    fn = _coalesce_step_run(ops, False, empty, (t, e_), (s, d))
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        rs, rd = cx.path.value
+        return [], _z3().BoolVal(all(_is_leaf(x) for x in list(rs) + list(rd)))
+
+    def confirm(asg: Dict[str, int], _p: Any) -> Optional[str]:
+        """The step run on the model's integers: a new mode that is not a pair of leaves."""
+        v = _ints(asg, t=2, s=1, e=1, d=1)
+        rs, rd = _coalesce_step_run(_ops(), False, empty, (v["t"], v["e"]), (v["s"], v["d"]))()
+        bad = [m for m in zip(rs, rd) if not all(_is_leaf(x) for x in m)]
+        return f"coalesce_step gave the nested mode {bad[0]}" if bad else None
+
+    where = "the empty state" if empty else "(H, (t, e)), H opaque"
+    return cs.Instance(f"step from {where}: new modes are leaves", fn, build, confirm, strict=True)
+
+
+def coalesce_depth_instances() -> List[cs.Instance]:
+    """Base (rank 1: the whole coalesce is flat) and the steps from the empty state and from
+    a state with a last mode (every new mode a pair of leaves)."""
+    base = cs.coalesce_depth_instance(cs.sym_layout("L", 1))
+    base = cs.Instance("base: rank 1", base.fn, base.build, base.confirm)
+    return [base, _coalesce_depth_step_instance(True), _coalesce_depth_step_instance(False)]
 
 
 # ----------------------------------------------------------------------------- filter
@@ -1256,6 +1303,37 @@ def _structure_theorems() -> List[Theorem]:
     ]
 
 
+_CO_SCOPE = (
+    "every rank (the induction of sym.coalesce-every-rank, both jobs); direct execution at ranks 1-2 in "
+    "`layoutproof prove`, ranks 1-4 with `--all`"
+)
+
+
+def _coalesce_check(
+    make: Callable[[Layout], cs.Instance], claim: str, first: int = 1
+) -> Callable[[], List[Any]]:
+    """``claim`` at every rank by coalesce's induction, plus the whole coalesce run directly at
+    ranks ``first``-2 (``first``-4 with ``--all``; ``first`` 2 where the induction's base, rank 1,
+    already is the claim)."""
+
+    def check() -> List[Any]:
+        ranks = range(first, 5 if cs.full_scope() else 3)
+        direct = cs.prove(claim, [make(cs.sym_layout("L", r)) for r in ranks])
+        return cs.prove("coalesce by induction", coalesce_instances(False)) + direct
+
+    return check
+
+
+def _coalesce_depth_check() -> List[Any]:
+    """The depth induction (its base is rank 1), plus the whole coalesce at rank 2 (2-4 with
+    ``--all``)."""
+    ranks = (2, 3, 4) if cs.full_scope() else (2,)
+    direct = cs.prove(
+        "depth(coalesce(L)) <= 1", [cs.coalesce_depth_instance(cs.sym_layout("L", r)) for r in ranks]
+    )
+    return cs.prove("coalesce is flat by induction", coalesce_depth_instances()) + direct
+
+
 def _build() -> List[Theorem]:
     sort_scope = (
         "the sort lemma at every rank (symops.sort_modes returns a permutation of its modes, strides "
@@ -1301,6 +1379,47 @@ def _build() -> List[Theorem]:
             "read past their last mode, have the function of (t, s):(e, d) read past s. " + co_stmt,
             lambda: cs.prove("keep-last coalesce by induction", coalesce_instances(True)),
             "every rank (base + steps on the real coalesce_step, both jobs)",
+            f"{_EXT}; {_ANY}",
+        ),
+        _theorem(
+            "sym.coalesce-function",
+            "coalesce(L) has L's function, for all extents and strides, at every rank",
+            "For every flat L = (s_0..s_{n-1}):(d_0..d_{n-1}) and every coordinate c: coalesce(L)(idx(c)) "
+            "== L(c), the index's digits in coalesce(L)'s shape in range. At every rank by the induction "
+            "of sym.coalesce-every-rank (re-run here); the whole coalesce by direct symbolic execution at "
+            "rank 2 (2-4 with `--all`; rank 1 is the induction's base) as a supplement",
+            _coalesce_check(cs.coalesce_function_instance, "coalesce(L)(i) == L(i)", first=2),
+            "every rank (the induction of sym.coalesce-every-rank, both jobs); direct execution at rank 2 "
+            "in `layoutproof prove`, ranks 2-4 with `--all`",
+            f"{_EXT}; {_ANY}",
+        ),
+        _theorem(
+            "sym.coalesce-size",
+            "coalesce(L) has L's size, for all extents and strides, at every rank",
+            "size(coalesce(L)) == size(L). At every rank by the induction of sym.coalesce-every-rank "
+            "(re-run here: its steps keep the size of the modes folded so far); the whole coalesce by "
+            "direct symbolic execution at ranks 1-2 (1-4 with `--all`) as a supplement",
+            _coalesce_check(cs.coalesce_size_instance, "size(coalesce(L)) == size(L)"),
+            _CO_SCOPE,
+            f"{_EXT}; {_ANY}",
+        ),
+        _theorem(
+            "sym.coalesce-depth",
+            "coalesce(L) is flat, for all extents and strides, at every rank",
+            "depth(coalesce(L)) <= 1 for every L of any rank. Induction over coalesce_flat's fold of "
+            "symops.coalesce_step. Invariant: every mode of the state (finished + last) is a pair of leaves "
+            "(an extent and a stride, no tuple). Base: rank 1 (the whole coalesce, every path). Steps: "
+            "coalesce_step from the empty state and from (H, (t, e)), H opaque, on the leaf mode (s, d): "
+            "every new mode after H is a pair of leaves. "
+            + _FOLD
+            + ". By inspection: "
+            + _BY_INSPECTION
+            + "H with the step's suffix, raw_flatten (L's modes are leaves) and coalesce's finish "
+            "(_from_modes of coalesce_finish: 1:0, one leaf mode, or a tuple of leaf modes: depth <= 1). "
+            "The whole coalesce by direct symbolic execution at ranks 2 (2-4 with `--all`) as a supplement",
+            _coalesce_depth_check,
+            "every rank (base + steps on the real coalesce_step, both jobs); direct execution at rank 2 in "
+            "`layoutproof prove`, ranks 2-4 with `--all`",
             f"{_EXT}; {_ANY}",
         ),
         _theorem(

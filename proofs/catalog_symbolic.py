@@ -1715,31 +1715,6 @@ def _build() -> List[Theorem]:
     sc_co = _scope("ranks 1-2", "ranks 1-4")
     out += [
         all_values_theorem(
-            "sym.coalesce-function",
-            "coalesce(L) has L's function, for all extents and strides",
-            "For every flat L = (s_0..s_{n-1}):(d_0..d_{n-1}) and every coordinate c: coalesce(L)(idx(c)) "
-            "== L(c), the index's digits in coalesce(L)'s shape in range",
-            _one(_coalesce_function, co_main, co, "coalesce(L)(i) == L(i)"),
-            sc_co,
-            f"{_EXT}; {_ANY}",
-        ),
-        all_values_theorem(
-            "sym.coalesce-size",
-            "coalesce(L) has L's size, for all extents and strides",
-            "size(coalesce(L)) == size(L)",
-            _one(_coalesce_size, co_main, co, "size(coalesce(L)) == size(L)"),
-            sc_co,
-            f"{_EXT}; {_ANY}",
-        ),
-        all_values_theorem(
-            "sym.coalesce-depth",
-            "coalesce(L) is flat, for all extents and strides",
-            "depth(coalesce(L)) <= 1 on every path of the symbolic coalesce",
-            _one(_coalesce_depth, co_main, co, "depth(coalesce(L)) <= 1"),
-            sc_co,
-            f"{_EXT}; {_ANY}",
-        ),
-        all_values_theorem(
             "sym.coalesce-extended",
             "coalesce keeping the last mode preserves the extended function",
             "With keep_last (composition's view of A), the coalesced modes evaluated at any index i >= 0 "
@@ -1841,6 +1816,8 @@ THEOREMS: List[Theorem] = _build()
 # --- P2 folds: the rank-bounded instances that proofs/catalog_induction.py runs as the bases
 # and supplements of its inductions (public names for another module)
 coalesce_function_instance = _coalesce_function
+coalesce_size_instance = _coalesce_size
+coalesce_depth_instance = _coalesce_depth
 coalesce_keep_last_instance = _coalesce_keep_last
 filter_instance = _filter
 complement_instance = _complement

@@ -32,12 +32,21 @@ def _all_proved(insts):
     [
         lambda: ci.coalesce_instances(False),
         lambda: ci.coalesce_instances(True),
+        ci.coalesce_depth_instances,
         ci.filter_instances,
         lambda: ci.complement_instances((1, 2, 3)),
         lambda: ci.left_inverse_instances((1, 2)),
         lambda: ci.right_inverse_instances((1, 2, 3)),
     ],
-    ids=["coalesce", "coalesce-keep-last", "filter", "complement", "left_inverse", "right_inverse"],
+    ids=[
+        "coalesce",
+        "coalesce-keep-last",
+        "coalesce-depth",
+        "filter",
+        "complement",
+        "left_inverse",
+        "right_inverse",
+    ],
 )
 def test_every_base_and_step_is_proved_with_obligations(make):
     results = _all_proved(make())
@@ -54,6 +63,9 @@ def test_the_catalog_runs_the_induction_theorems():
         "sym.right-inverse-post",
         "sym.filter-post",
         "sym.coalesce-every-rank",
+        "sym.coalesce-function",
+        "sym.coalesce-size",
+        "sym.coalesce-depth",
     ):
         t = get(tid)
         assert "every rank" in t.family and "proofs/catalog_induction.py" in t.references
@@ -196,6 +208,22 @@ def test_a_coalesce_step_that_always_merges_is_refuted_on_integers(monkeypatch):
     (r,) = cs.prove("bad merge", [inst])
     assert r.status == "refuted", (r.status, r.reason)
     assert "differ at index" in r.counterexample.detail
+
+
+def test_a_coalesce_step_that_nests_a_mode_fails_the_depth_step(monkeypatch):
+    """A wrong step that keeps a merged mode as a nested pair: the depth step is not proved
+    (the claim is structural, so the integer replay confirms it and it is refuted)."""
+
+    def nesting_step(state, mode, keep=False):
+        done, last = symops.coalesce_step(state, mode, keep=keep)
+        return done, ((last[0], 1), last[1]) if last is not None else last
+
+    fake = types.SimpleNamespace(COALESCE_START=symops.COALESCE_START, coalesce_step=nesting_step)
+    monkeypatch.setattr(ci, "_ops", lambda: fake)
+    for inst in ci.coalesce_depth_instances()[1:]:
+        (r,) = cs.prove("nested", [inst])
+        assert r.status == "refuted", (inst.label, r.status, r.reason)
+        assert "nested mode" in r.counterexample.detail
 
 
 def test_the_real_steps_pass_where_the_mutants_fail():
