@@ -253,6 +253,14 @@ def test_regrouping_mutants_fail_the_regroup_theorems(mutant, kind):
     assert r.status == "refuted", str(r)
     (ok,) = cs.prove("regroup", [cs._regroup(kind)])
     assert ok.status == "proved"
+    # the other tiler sizes the theorem runs (one to four tiled modes, with extra modes the
+    # zipped mutant can misplace): the mutants fail, the real code passes
+    for n, extra in ((1, 1), (3, 1), (4, 2)):
+        (r,) = cs.prove("regroup", [cs._regroup(kind, extra, bad, n)])
+        assert r.status == "refuted", (n, extra, str(r))
+    for n, extra in ((1, 0), (3, 1), (4, 2)):
+        (ok,) = cs.prove("regroup", [cs._regroup(kind, extra, None, n)])
+        assert ok.status == "proved", (n, extra)
 
 
 def test_cross_check_without_cvc5_is_a_usage_error(monkeypatch, capsys):
