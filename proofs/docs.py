@@ -68,7 +68,7 @@ def every_rank(theorems: Sequence[Theorem]) -> Tuple[List[str], List[str]]:
 
     >>> from .catalog import THEOREMS
     >>> whole, one = every_rank(THEOREMS)
-    >>> "sym.coalesce-every-rank" in whole, "sym.coalesce-function" in whole + one
+    >>> "sym.coalesce-every-rank" in whole, "sym.coalesce-extended" in whole + one
     (True, False)
     """
     whole = [t.id for t in theorems if t.family.startswith("every rank")]
