@@ -12,10 +12,12 @@ sp = pytest.importorskip("sympy")
 z3 = pytest.importorskip("z3")
 
 from layoutproof import Layout, ops  # noqa: E402
+from layoutproof.errors import InadmissibleError  # noqa: E402
 from layoutproof.proofs import catalog_composition_induction as ci  # noqa: E402
 from layoutproof.proofs import catalog_symbolic as cs  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
 from layoutproof.proofs.catalog import get  # noqa: E402
+from layoutproof.symbolic import symops  # noqa: E402
 from layoutproof.verify import postcondition  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -215,3 +217,34 @@ def test_normalize_binds_a_multiple_of_an_exact_quotient():
     assert sp.simplify(subs[s] - m * k) == 0
     assert sp.cancel((b * s / (a0 * a1)).xreplace(subs)) == k
     assert sx.normalize((sp.Eq(sp.Mod(s, m), 0),))[0] == {}
+
+
+# ----------------------------------------------------------------------------- overlap exactness
+def test_overlap_refusals_are_exact_at_a_witness():
+    """Every refusing path of the real check_leaves_disjoint (two leaves, A rank 2 and 3) gets
+    an obligation, and each is proved."""
+    for a in (2, 3):
+        (r,) = cs.prove("overlap", [ci.overlap_instance(a)])
+        assert r.status == "proved", str(r)
+        assert len(r.obligations) >= 1, str(r)  # the refusing paths were reached
+
+
+def test_an_overlap_check_refusing_too_early_fails_with_a_reproducing_assignment():
+    """A planted bug (refusing at u >= As_i - 1): the claim is refuted, and at the model's
+    integers the mutant check refuses while the by-mode sum equals Â(B(c)) at the witness."""
+    bad = _symops_with(
+        "sp.Lt(u, As[i]) if not _both_int(u, As[i]) else u < As[i]",
+        "sp.Lt(u, As[i] - 1) if not _both_int(u, As[i]) else u < As[i] - 1",
+    )
+    (r,) = cs.prove("overlap", [ci.overlap_instance(2, check=bad.check_leaves_disjoint)])
+    assert r.status == "refuted", str(r)
+    asg = r.counterexample.assignment
+    s, o0, o1 = asg["As0"], asg["o0_0"], asg["o1_0"]
+    assert o0 + o1 == s - 1  # refused by the mutant, accepted by the real check
+    with pytest.raises(InadmissibleError):
+        bad.check_leaves_disjoint([s, 1], [([1], [0], {0: o0}), ([1], [0], {0: o1})], None)
+    symops.check_leaves_disjoint([s, 1], [([1], [0], {0: o0}), ([1], [0], {0: o1})], None)
+    # at the witness (mode 0 digits o0 + o1, no carry) the by-mode sum is Â's value: no gap
+    d1 = asg.get("w0_1", 0) + asg.get("w1_1", 0)
+    X = (o0 + o1) + d1 * s
+    assert (X % s) * asg["Ad0"] + (X // s) * asg["Ad1"] == (o0 + o1) * asg["Ad0"] + d1 * asg["Ad1"]
