@@ -74,14 +74,6 @@ def leaf_walk() -> Callable[..., Tuple[List[Any], List[Any], Dict[int, Any]]]:
     return symops.compose_leaf
 
 
-def _prefixes(shape: Sequence[Any]) -> List[Any]:
-    sp = _sp()
-    out = [sp.Integer(1)]
-    for s in shape[:-1]:
-        out.append(out[-1] * s)
-    return out
-
-
 def _integer_composition(A: Layout, B: Layout) -> Callable[[Dict[str, int]], Any]:
     """The integer composition on the operands with an assignment substituted (completed to
     every symbol under the active assumptions): the leaf walk's confirmation of a refusal."""
@@ -132,7 +124,7 @@ def leaf_instance(A: Layout, n: Any, r: Any, what: str = "step") -> cs.Instance:
         gs = [cx.dg.new(e, s, "g") for s in ms]
         c = sx.index_of(e, ms, gs)
         rval = sx.value_of(e, md, gs)
-        terms = [(g, s, sp.expand(p * r)) for g, s, p in zip(gs, ms, _prefixes(ms))]
+        terms = [(g, s, sp.expand(p * r)) for g, s, p in zip(gs, ms, cs.prefixes(ms))]
         delta = sx.place(e, list(As), terms, cx.facts, unbounded_last=True)
         rt = e.t(r)
         lemma: List[Any] = [cs.zprod(e, ms) == e.t(n)]  # the leaf result has size n
@@ -153,7 +145,7 @@ def leaf_instance(A: Layout, n: Any, r: Any, what: str = "step") -> cs.Instance:
         D = [e.fresh("D") for _ in As]
         U = [e.fresh("U") for _ in range(last)]
         X, V = e.fresh("X"), e.fresh("V")
-        pref = [e.t(p) for p in _prefixes(list(As))]
+        pref = [e.t(p) for p in cs.prefixes(list(As))]
         ctx = [d >= 0 for d in D]
         ctx += [D[i] <= U[i] for i in range(last)]
         ctx.append(sum((d * p for d, p in zip(D, pref)), z3.IntVal(0)) == X)
@@ -310,7 +302,7 @@ def overlap_instance(a: int, check: Optional[Callable[..., Any]] = None) -> cs.I
         D2 = list(D)
         D2[i] = D[i] - e.t(As[i])
         D2[i + 1] = D[i + 1] + 1
-        pref = [e.t(p) for p in _prefixes(list(As))]
+        pref = [e.t(p) for p in cs.prefixes(list(As))]
         goal = [d >= 0 for d in D2] + [D2[t] < e.t(As[t]) for t in range(last)]
         goal.append(
             sum((d * p for d, p in zip(D2, pref)), z3.IntVal(0))
@@ -340,7 +332,7 @@ def overlap_instance(a: int, check: Optional[Callable[..., Any]] = None) -> cs.I
             if getattr(err, "condition", None) != DISJOINT:
                 return None
         D = [sum(int(x.xreplace(v)) for x in col) for col in zip(*witness(As, occ, i))]
-        X = sum(d * int(p_) for d, p_ in zip(D, _prefixes(A_int)))
+        X = sum(d * int(p_) for d, p_ in zip(D, cs.prefixes(A_int)))
         digits, rest = [], X
         for s in A_int[:-1]:
             digits.append(rest % s)

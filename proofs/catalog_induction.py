@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from layoutproof.errors import InadmissibleError, LayoutError, UndecidableConditionError
+from layoutproof.errors import LayoutError
 from layoutproof.layout import Layout
 
 from . import catalog_symbolic as cs
@@ -122,19 +122,6 @@ def appended(x: Any, name: str) -> Tuple[Any, ...]:
     return x.tail
 
 
-def raises(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """``fn`` with an InadmissibleError (or a side condition refuted on the path) made a value:
-    ("admissible", result) or ("raises", error)."""
-
-    def run() -> Any:
-        try:
-            return "admissible", fn()
-        except (InadmissibleError, UndecidableConditionError) as e:
-            return "raises", e
-
-    return run
-
-
 def _pos(name: str) -> Any:
     return cs.extents(name, 1)[0]
 
@@ -191,13 +178,6 @@ def _value(modes: Sequence[Tuple[int, int]], i: int, extended: bool = False) -> 
             c, i = i % s, i // s
         out += c * d
     return out
-
-
-def _run_int(fn: Callable[[], Any]) -> Any:
-    try:
-        return "admissible", fn()
-    except (InadmissibleError, UndecidableConditionError) as e:
-        return "raises", e
 
 
 # ----------------------------------------------------------------------------- coalesce
@@ -611,7 +591,7 @@ def _kept_mode_instance(op: str) -> cs.Instance:
     s, d = _pos("s"), _int("d")
 
     def fn() -> Any:
-        return raises(lambda: ops.kept_mode(op, 0, s, d, Layout.trusted(s, d)))()
+        return cs.raises(lambda: ops.kept_mode(op, 0, s, d, Layout.trusted(s, d)))()
 
     def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
         z3 = _z3()
@@ -642,7 +622,7 @@ def _complement_step_instance() -> cs.Instance:
             rs, rd, cur2 = ops.complement_step((Head("R"), Head("D"), cur), (d, s, 0))
             return list(appended(rs, "R")), list(appended(rd, "D")), cur2
 
-        return raises(run)()
+        return cs.raises(run)()
 
     def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
         z3 = _z3()
@@ -670,7 +650,7 @@ def _complement_step_instance() -> cs.Instance:
         c, s_, d_ = v["cur"], v["s"], v["d"]
         if c <= 0 or s_ <= 1 or d_ <= 0:
             return None
-        tag, out = _run_int(lambda: _ops().complement_step((Head("R"), Head("D"), c), (d_, s_, 0)))
+        tag, out = cs.raises(lambda: _ops().complement_step((Head("R"), Head("D"), c), (d_, s_, 0)))()
         at = f"complement_step on cur = {c} and the mode {s_}:{d_}"
         if tag == "raises":
             return f"{at} raised although cur | d" if d_ % c == 0 else None
@@ -756,7 +736,7 @@ def _rest_tuple_step_instance() -> cs.Instance:
             rs, rd, d2, p2 = out
             return list(appended(rs, "R")), list(appended(rd, "D")), d2, p2
 
-        return raises(run)()
+        return cs.raises(run)()
 
     def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
         z3 = _z3()
@@ -780,7 +760,7 @@ def _rest_tuple_step_instance() -> cs.Instance:
         d_, p_, x_ = v["d"], v["p"], v["x"]
         if min(d_, p_, x_) <= 0:
             return None
-        tag, out = _run_int(lambda: _ops().complement_rest_step(((), (), d_, p_), x_))
+        tag, out = cs.raises(lambda: _ops().complement_rest_step(((), (), d_, p_), x_))()
         at = f"complement_rest_step on d = {d_}, p = {p_} and the mode {x_}"
         if tag == "raises":
             return f"{at} raised"
@@ -907,7 +887,7 @@ def _left_inverse_step_instance() -> cs.Instance:
                 raise HeadRead("the step's next previous mode is not the mode it was given")
             return list(appended(rs, "R")), list(appended(rd, "D"))
 
-        return raises(run)()
+        return cs.raises(run)()
 
     def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
         z3 = _z3()
@@ -943,9 +923,9 @@ def _left_inverse_step_instance() -> cs.Instance:
         if min(a0, q0, a1, q1) <= 0 or b0 <= 1 or b1 <= 1:
             return None
         chain = a1 % a0 == 0 and b0 * a0 <= a1
-        tag, out = _run_int(
+        tag, out = cs.raises(
             lambda: _ops().left_inverse_step((Head("R"), Head("D"), (a0, b0, q0)), (a1, b1, q1))
-        )
+        )()
         at = f"left_inverse_step on the previous mode {b0}:{a0} and the mode {b1}:{a1}"
         if tag == "raises":
             return f"{at} raised although the chain holds" if chain else None

@@ -469,7 +469,7 @@ def confirm_chain(op: str, L: Layout) -> Callable[[Dict[str, int], sx.Path], Opt
 
 
 # ----------------------------------------------------------------------------- helpers
-def _prefixes(shape: Sequence[Any]) -> List[Any]:
+def prefixes(shape: Sequence[Any]) -> List[Any]:
     sp = _sp()
     out = [sp.Integer(1)]
     for s in shape[:-1]:
@@ -528,7 +528,7 @@ def _same_layout(cx: Ctx, X: Layout, Y: Layout) -> Any:
 
 def _input_terms(L: Layout, cs: Sequence[Any]) -> List[Tuple[Any, Any, Any]]:
     fs, _fd = sx.flat_modes(L)
-    return [(c, s, p) for c, s, p in zip(cs, fs, _prefixes(fs))]
+    return [(c, s, p) for c, s, p in zip(cs, fs, prefixes(fs))]
 
 
 # ----------------------------------------------------------------------------- coalesce
@@ -609,7 +609,7 @@ def _coalesce_keep_last(L: Layout) -> Instance:
         ctx = [top >= 0]
         idx = sx.index_of(e, fs, cs)
         val = sx.value_of(e, fd, cs)
-        terms = [(c, s, p) for c, s, p in zip(cs, fs, _prefixes(fs))]
+        terms = [(c, s, p) for c, s, p in zip(cs, fs, prefixes(fs))]
         claims, rval = eval_at_offset(cx, rs, rd, terms, idx, unbounded_last=True)
         return ctx, z3.And(claims + [rval == val, z3.BoolVal(len(rs) >= 1)])
 
@@ -647,7 +647,7 @@ def _filter(L: Layout) -> Instance:
         cs_, _idx, lval = sx.natural(e, cx.dg, L)
         kc = [c for c, (s_, d_) in zip(cs_, zip(fs, fd)) if (s_, d_) in kept]
         ks = [m[0] for m in kept]
-        terms = [(c, s_, p) for c, s_, p in zip(kc, ks, _prefixes(ks))] if kept else []
+        terms = [(c, s_, p) for c, s_, p in zip(kc, ks, prefixes(ks))] if kept else []
         rs, rd = sx.flat_modes(F)
         claims, fval = eval_at_offset(
             cx, rs, rd, terms, sx.index_of(e, ks, kc) if kept else 0, unbounded_last=False
@@ -685,7 +685,7 @@ def composition_claims(
         ck = sx.index_of(e, rs, gs)
         boff = boff + ck * e.t(r)
         rval = rval + sx.value_of(e, rd, gs)
-        for g, s, p in zip(gs, rs, _prefixes(rs)):
+        for g, s, p in zip(gs, rs, prefixes(rs)):
             terms.append((g, s, sp.expand(p * r)))
     more, aval = eval_at_offset(cx, list(As), list(Ad), terms, boff, unbounded_last=True)
     return [], z3.And(claims + more + [rval == aval])
@@ -1445,7 +1445,7 @@ def _left_inverse_cover(L: Layout) -> Instance:
     )
 
 
-def _raises(fn: Callable[[], Any]) -> Callable[[], Any]:
+def raises(fn: Callable[[], Any]) -> Callable[[], Any]:
     """``fn`` with its refusal made a value: ("admissible", result) or ("raises", error) when
     it raises InadmissibleError or names a side condition it cannot meet
     (UndecidableConditionError); any other error propagates (the path is "refused")."""
@@ -1479,14 +1479,14 @@ def _left_inverse_chain_cond(cx: Ctx, C: Layout) -> Optional[Any]:
 
 
 def _left_inverse_run(L: Layout) -> Callable[[], Any]:
-    """left_inverse(L) with its refusal made a value (:func:`_raises`), plus coalesce(L)'s
+    """left_inverse(L) with its refusal made a value (:func:`raises`), plus coalesce(L)'s
     modes computed on the same path (left_inverse works on them)."""
     ops = _ops()
     fs, fd = sx.flat_modes(L)
 
     def fn() -> Any:
         cs_, cd_ = ops.coalesce_flat(tuple(fs), tuple(fd))
-        tag, v = _raises(lambda: ops.left_inverse(L))()
+        tag, v = raises(lambda: ops.left_inverse(L))()
         return tag, v, lay(cs_, cd_)
 
     return fn

@@ -90,21 +90,6 @@ def is_symbolic(x: Any) -> bool:
     from ..layout import holds_symbols
 
     return holds_symbols(x)
-    from ..layout import Layout
-
-    if isinstance(x, Layout):
-        return x.is_symbolic
-    stack = [x]
-    while stack:
-        t = stack.pop()
-        if type(t) is tuple or type(t) is list:
-            stack.extend(t)
-        elif isinstance(t, Layout):  # a layout inside a tuple (a tiler)
-            if t.is_symbolic:
-                return True
-        elif is_sym(t) and not t.is_Number:
-            return True
-    return False
 
 
 # ----------------------------------------------------------------------------- symbols
