@@ -52,7 +52,7 @@ from .theorem import Theorem
 # every theorem here is built by the group's one builder, naming this file as its source
 _theorem = functools.partial(cs.all_values_theorem, source="proofs/catalog_composition_induction.py")
 
-__all__ = ["leaf_walk", "leaf_instances", "leaf_instance"]
+__all__ = ["leaf_walk", "leaf_instances", "leaf_instance", "integer_composition"]
 
 
 def _sp() -> Any:
@@ -74,7 +74,7 @@ def leaf_walk() -> Callable[..., Tuple[List[Any], List[Any], Dict[int, Any]]]:
     return symops.compose_leaf
 
 
-def _integer_composition(A: Layout, B: Layout) -> Callable[[Dict[str, int]], Any]:
+def integer_composition(A: Layout, B: Layout) -> Callable[[Dict[str, int]], Any]:
     """The integer composition on the operands with an assignment substituted (completed to
     every symbol under the active assumptions): the leaf walk's confirmation of a refusal."""
 
@@ -106,7 +106,7 @@ def leaf_instance(A: Layout, n: Any, r: Any, what: str = "step") -> cs.Instance:
     fa, da = sx.flat_modes(A)
     Bleaf = Layout.trusted(n, r)
     walk = leaf_walk()
-    conc = _integer_composition(A, Bleaf)
+    conc = integer_composition(A, Bleaf)
 
     def fn() -> Any:
         As, Ad = symops.coalesce_flat(tuple(fa), tuple(da), keep_last=True)
@@ -441,7 +441,7 @@ def exact_instance(A: Layout, n: Any, r: Any, walk: Optional[Callable[..., Any]]
     fa, da = sx.flat_modes(A)
     Bleaf = Layout.trusted(n, r)
     run_walk = walk if walk is not None else leaf_walk()
-    conc = _integer_composition(A, Bleaf)
+    conc = integer_composition(A, Bleaf)
 
     def fn() -> Any:
         As, Ad = symops.coalesce_flat(tuple(fa), tuple(da), keep_last=True)

@@ -417,7 +417,10 @@ def compose_leaf(
     """A composed with the leaf n:r of B (the walk of ``ops._compose_leaf_cute``), ``As``/``Ad``
     the coalesced A (last mode kept), ``k`` the leaf's index (-1 for a single leaf): the
     result's modes and, per mode ``i`` of A the leaf lands in, the largest offset it uses
-    there (the footprint :func:`check_leaves_disjoint` sums)."""
+    there (the footprint :func:`check_leaves_disjoint` sums).  Past the trivial leaves
+    (extent 1, stride 0) a fold of :func:`compose_leaf_step` over A's modes below the last,
+    closed by :func:`compose_leaf_close` (the last, unbounded mode) and
+    :func:`compose_leaf_finish`."""
     if eq(n, 1) is True:
         return [1], [0], {}
     if eq(r, 0) is True:
@@ -429,77 +432,108 @@ def compose_leaf(
         where=_where(k),
         concrete=conc,
     )
-    ms: List[Any] = []
-    md: List[Any] = []
-    occ: dict = {}
-    rest_n, rest_r = n, r
+    state: ComposeLeafState = ((), (), (), n, r)
     last = len(As) - 1
     for i in range(last):
-        if eq(rest_n, 1) is True:
-            break
-        s = As[i]
-        skip = dvd(s, rest_r)  # the remaining stride steps over this whole mode
-        if skip is True:
-            rest_r = xdiv(rest_r, s)
-            continue
-        inside = dvd(rest_r, s)  # the remaining stride lands inside this mode
-        if inside is not True and lt(_num((rest_n - 1) * rest_r), s) is True:
-            # CuTe's divisibility is not known, but every remaining point of B lands inside
-            # this mode (c * rest_r < s for c < rest_n): no carry, the result is exact
-            ms.append(rest_n)
-            md.append(_num(rest_r * Ad[i]))
-            occ[i] = _num(rest_r * (rest_n - 1))
-            rest_n = 1
-            break
-        if inside is not True:
+        state = compose_leaf_step(state, i, As[i], Ad[i], k, conc)
+    return compose_leaf_finish(compose_leaf_close(state, Ad[last]))
+
+
+#: the state of compose_leaf's fold over A's modes below the last: (the result's extents so
+#: far, its strides so far, the footprint so far as (mode, largest offset) pairs, the leaf's
+#: points left ``rest_n``, the stride left ``rest_r``).  The step reads only ``rest_n`` and
+#: ``rest_r``; the other three are appended to, never read -- the induction of the proof
+#: catalog runs the step with opaque objects there, which fail on any other use.
+ComposeLeafState = Tuple[Any, Any, Any, Any, Any]
+
+
+def compose_leaf_step(
+    state: ComposeLeafState,
+    i: Any,
+    s: Any,
+    d: Any,
+    k: int = -1,
+    conc: Optional[Callable[[dict], Any]] = None,
+) -> ComposeLeafState:
+    """One step of :func:`compose_leaf`'s fold: A's mode ``i`` (extent ``s``, stride ``d``).
+    Nothing left (``rest_n == 1`` proved): unchanged.  The remaining stride steps over the
+    whole mode (``s | rest_r``): the stride left is ``rest_r / s``.  Every remaining point
+    lands inside the mode without a carry (``(rest_n - 1) rest_r < s``): one mode
+    ``rest_n : rest_r d``, nothing left.  Else the stride must divide the mode (CuTe's stride
+    divisibility) and the mode takes ``take`` points -- all of them when they fit
+    (``rest_n <= s / rest_r``), else ``s / rest_r`` of them, which must divide ``rest_n``
+    (shape divisibility) -- as one mode ``take : rest_r d``; ``rest_n / take`` points are
+    left, at stride 1 of the next mode.  ``i`` only names the mode (the footprint's key and
+    where a refusal happened)."""
+    ms, md, occ, rest_n, rest_r = state
+    if eq(rest_n, 1) is True:
+        return ms, md, occ, 1, rest_r
+    skip = dvd(s, rest_r)  # the remaining stride steps over this whole mode
+    if skip is True:
+        return ms, md, occ, rest_n, xdiv(rest_r, s)
+    inside = dvd(rest_r, s)  # the remaining stride lands inside this mode
+    if inside is not True and lt(_num((rest_n - 1) * rest_r), s) is True:
+        # CuTe's divisibility is not known, but every remaining point of B lands inside
+        # this mode (c * rest_r < s for c < rest_n): no carry, the result is exact
+        return ms + (rest_n,), md + (_num(rest_r * d),), occ + ((i, _num(rest_r * (rest_n - 1))),), 1, rest_r
+    if inside is not True:
+        sp = _sympy()
+        need(
+            sp.Or(_dvd_cond(s, rest_r), _dvd_cond(rest_r, s)) if not _both_int(s, rest_r) else False,
+            op="composition",
+            condition_name="stride divisibility",
+            where=_where(k, i),
+            concrete=conc,
+        )
+    m = xdiv(s, rest_r)
+    fits = le(rest_n, m)
+    if fits is True:
+        take = rest_n
+    else:
+        even = dvd(m, rest_n)
+        if even is not True:
             sp = _sympy()
+            cond = sp.Or(sp.Le(rest_n, m), _dvd_cond(m, rest_n)) if not _both_int(rest_n, m) else False
             need(
-                sp.Or(_dvd_cond(s, rest_r), _dvd_cond(rest_r, s)) if not _both_int(s, rest_r) else False,
+                cond,
                 op="composition",
-                condition_name="stride divisibility",
+                condition_name="shape divisibility",
                 where=_where(k, i),
                 concrete=conc,
             )
-            inside = True
-        m = xdiv(s, rest_r)
-        fits = le(rest_n, m)
-        if fits is True:
-            take = rest_n
-        else:
-            even = dvd(m, rest_n)
-            if even is not True:
-                sp = _sympy()
-                cond = sp.Or(sp.Le(rest_n, m), _dvd_cond(m, rest_n)) if not _both_int(rest_n, m) else False
-                need(
-                    cond,
-                    op="composition",
-                    condition_name="shape divisibility",
-                    where=_where(k, i),
-                    concrete=conc,
+            # proved: one of the two holds; which one decides the extent taken
+            if fits is None and even is None:
+                raise UndecidableConditionError(
+                    f"composition needs to know which of {pretty(sp.Le(rest_n, m))} and "
+                    f"{pretty(_dvd_cond(m, rest_n))} holds (shape divisibility of {_where(k, i) or 'B'}: "
+                    "the result's shape depends on it); assume one of them",
+                    condition=as_python(sp.Le(rest_n, m)),
+                    expr=sp.Le(rest_n, m),
                 )
-                # proved: one of the two holds; which one decides the extent taken
-                if fits is None and even is None:
-                    raise UndecidableConditionError(
-                        f"composition needs to know which of {pretty(sp.Le(rest_n, m))} and "
-                        f"{pretty(_dvd_cond(m, rest_n))} holds (shape divisibility of {_where(k, i) or 'B'}: "
-                        "the result's shape depends on it); assume one of them",
-                        condition=as_python(sp.Le(rest_n, m)),
-                        expr=sp.Le(rest_n, m),
-                    )
-                take = rest_n if le(rest_n, m) is True else m
-            else:
-                take = m
-        ms.append(take)
-        md.append(_num(rest_r * Ad[i]))
-        occ[i] = _num(rest_r * (take - 1))
-        rest_n = xdiv(rest_n, take)
-        rest_r = 1
+            take = rest_n if le(rest_n, m) is True else m
+        else:
+            take = m
+    md2 = md + (_num(rest_r * d),)
+    occ2 = occ + ((i, _num(rest_r * (take - 1))),)
+    return ms + (take,), md2, occ2, xdiv(rest_n, take), 1
+
+
+def compose_leaf_close(state: ComposeLeafState, d: Any) -> ComposeLeafState:
+    """The last mode of A (stride ``d``, read past its extent) takes what is left of the leaf:
+    one mode ``rest_n : rest_r d`` unless ``rest_n == 1`` is proved; nothing is left."""
+    ms, md, occ, rest_n, rest_r = state
     if eq(rest_n, 1) is not True:
-        ms.append(rest_n)
-        md.append(_num(rest_r * Ad[last]))
+        return ms + (rest_n,), md + (_num(rest_r * d),), occ, 1, rest_r
+    return ms, md, occ, 1, rest_r
+
+
+def compose_leaf_finish(state: ComposeLeafState) -> Tuple[List[Any], List[Any], dict]:
+    """The fold's modes (extents, strides) and footprint (mode -> largest offset); ``1:0`` and
+    no footprint when no mode was taken."""
+    ms, md, occ = state[0], state[1], state[2]
     if not ms:
         return [1], [0], {}
-    return ms, md, occ
+    return list(ms), list(md), dict(occ)
 
 
 def check_leaves_disjoint(
@@ -509,23 +543,42 @@ def check_leaves_disjoint(
 ) -> None:
     """Composition with several leaves of B: where two or more leaves land in the same mode
     ``i`` of A, their footprints (the largest offsets :func:`compose_leaf` reports) must add
-    up to less than that mode's extent (disjointness; else inadmissible)."""
+    up to less than that mode's extent (disjointness; else inadmissible).  The sums are a fold
+    of :func:`footprint_sum_step` over the leaves; each mode is then checked on its own
+    (:func:`check_mode_disjoint`)."""
     if len(leaves) > 1 and len(As) > 1:
-        sp = _sympy()
         used: dict = {}
         for _ms, _md, occ in leaves:
-            for i, dmax in occ.items():
-                used[i] = used.get(i, 0) + dmax
-        for i, u in sorted(used.items()):
-            if sum(1 for lf in leaves if i in lf[2]) < 2:
-                continue
-            need(
-                sp.Lt(u, As[i]) if not _both_int(u, As[i]) else u < As[i],
-                op="composition",
-                condition_name="disjointness of B's modes in A",
-                where=f"A's mode {i}",
-                concrete=conc,
-            )
+            used = footprint_sum_step(used, occ)
+        for i, (u, users) in sorted(used.items(), key=lambda kv: kv[0]):
+            check_mode_disjoint(As, i, u, users, conc)
+
+
+def footprint_sum_step(used: dict, occ: dict) -> dict:
+    """One step of the overlap check's sums: a leaf's footprint ``occ`` (mode -> largest
+    offset) added to ``used`` (mode -> (the footprints' sum, how many leaves land there))."""
+    out = dict(used)
+    for i, dmax in occ.items():
+        u, users = out.get(i, (0, 0))
+        out[i] = (u + dmax, users + 1)
+    return out
+
+
+def check_mode_disjoint(
+    As: Sequence[Any], i: int, u: Any, users: int, conc: Optional[Callable[[dict], Any]] = None
+) -> None:
+    """The overlap check at A's mode ``i``: used by two or more leaves, their footprints' sum
+    ``u`` must be below the mode's extent ``As[i]`` (else inadmissible); reads only ``As[i]``."""
+    if users < 2:
+        return
+    sp = _sympy()
+    need(
+        sp.Lt(u, As[i]) if not _both_int(u, As[i]) else u < As[i],
+        op="composition",
+        condition_name="disjointness of B's modes in A",
+        where=f"A's mode {i}",
+        concrete=conc,
+    )
 
 
 @_either_branch(shape=True)

@@ -67,7 +67,9 @@ def test_a_wrong_footprint_fails_the_leaf_lemma():
     """The walk reporting a footprint one short (occ[i] too small) breaks the lemma that
     closes the induction: refuted with a model the integer post-condition does not refute,
     so the theorem is unknown or refuted -- never proved."""
-    bad = _symops_with("occ[i] = _num(rest_r * (take - 1))", "occ[i] = _num(rest_r * (take - 2))")
+    bad = _symops_with(
+        "occ2 = occ + ((i, _num(rest_r * (take - 1))),)", "occ2 = occ + ((i, _num(rest_r * (take - 2))),)"
+    )
     A, n, r = ci._leaf_operands(2)
     inst = ci.leaf_instance(A, n, r, "lemma")
     inst = cs.Instance(
@@ -83,7 +85,7 @@ def test_a_wrong_footprint_fails_the_leaf_lemma():
 def _run_with(mod, A, n, r):
     fa, da = sx.flat_modes(A)
     As, Ad = mod.coalesce_flat(tuple(fa), tuple(da), keep_last=True)
-    ms, md, occ = mod.compose_leaf(As, Ad, n, r, -1, ci._integer_composition(A, Layout.trusted(n, r)))
+    ms, md, occ = mod.compose_leaf(As, Ad, n, r, -1, ci.integer_composition(A, Layout.trusted(n, r)))
     return As, Ad, cs.lay(ms, md), dict(occ)
 
 
@@ -91,8 +93,8 @@ def test_a_planted_bug_in_the_leaf_walk_refutes_the_leaf_lemma():
     """A wrong stride for the mode a leaf takes: the lemma (R_leaf(c) == Â(c r)) is refuted
     with an assignment that the integer post-condition confirms."""
     bad = _symops_with(
-        "md.append(_num(rest_r * Ad[i]))\n        occ[i] = _num(rest_r * (take - 1))",
-        "md.append(_num(Ad[i]))\n        occ[i] = _num(rest_r * (take - 1))",
+        "md2 = md + (_num(rest_r * d),)",
+        "md2 = md + (_num(d),)",
     )
     A, n, r = ci._leaf_operands(2)
     inst = ci.leaf_instance(A, n, r, "lemma")
