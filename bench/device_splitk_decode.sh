@@ -4,7 +4,10 @@
 # PDL only, no PDL, and cuBLAS), back-to-back calls against float64, compute-sanitizer memcheck
 # on those launches, optionally a sweep of bases x splits and the GPU tests.  From the root of
 # the tree on the GPU machine:  bash bench/device_splitk_decode.sh
-#   TIME=shapes SWEEP=shapes PYTEST="tests/..." SKIP_CHECK=1 SKIP_SANITIZER=1
+#   TIME=shapes SWEEP=shapes PYTEST="tests/..." SKIP_CHECK=1 SKIP_SANITIZER=1 SKIP_TIME=1
+# Session 22 (G3): ATOMIC=1 runs --check and --sanitize on the atomic reduction (one f32
+# plane, red.global.add, the fix-up zeroes it); VARIANTS=shapes times the rule's pick against
+# atomic configurations with cuBLAS in the same rounds (bench/splitk_decode.py --variants).
 set -o pipefail
 source bench/device_env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -16,14 +19,18 @@ if [ -z "$SKIP_TIME" ]; then
   echo "time exit $?" | tee -a "$OUT/gpu.txt"
 fi
 if [ -z "$SKIP_CHECK" ]; then
-  timeout 120 python3 bench/splitk_decode.py --check --out /tmp/check > "$OUT/check.log" 2>&1
+  timeout 150 python3 bench/splitk_decode.py --check ${ATOMIC:+--atomic} --out /tmp/check > "$OUT/check.log" 2>&1
   echo "check exit $?" | tee -a "$OUT/gpu.txt"; grep -E "FAIL|^check:" "$OUT/check.log" | tail -6
 fi
 if [ -z "$SKIP_SANITIZER" ]; then
   timeout 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-    python3 bench/splitk_decode.py --sanitize --out /tmp/san > "$OUT/sanitizer.log" 2>&1
+    python3 bench/splitk_decode.py --sanitize ${ATOMIC:+--atomic} --out /tmp/san > "$OUT/sanitizer.log" 2>&1
   echo "compute-sanitizer memcheck (split-K, PDL) exit $?" | tee -a "$OUT/gpu.txt"
   grep -E "ERROR SUMMARY" "$OUT/sanitizer.log" | tail -1
+fi
+if [ -n "$VARIANTS" ]; then
+  timeout "${VARIANTS_LIMIT:-200}" python3 bench/splitk_decode.py --variants "$VARIANTS" --out "$OUT/v" > "$OUT/variants.log" 2>&1
+  echo "variants exit $?" | tee -a "$OUT/gpu.txt"
 fi
 if [ -n "$SWEEP" ]; then
   timeout "${SWEEP_LIMIT:-150}" python3 bench/splitk_decode.py --sweep "$SWEEP" --dtypes "${SWEEP_DTYPES:-f16,bf16}" \
@@ -36,3 +43,4 @@ if [ -n "$PYTEST" ]; then
 fi
 grep "^time" "$OUT/time.log" 2>/dev/null
 grep -E "^sweep|^  sweep" "$OUT/sweep.log" 2>/dev/null | head -80
+grep -E "^  var " "$OUT/variants.log" 2>/dev/null

@@ -20,6 +20,13 @@ programmatic, with the fix-up's only (as before) and with neither, and cuBLAS, i
 over rounds (graph replay = device time; eager ratio for the first).  ``--sweep``: bases
 64x64 / 64x128 / 64x256 with their stage counts, splits 1 (the unsplit kernel) / 2 / 4 / 8,
 graph time with cuBLAS in every round.
+
+Session 22 (G3): ``--atomic`` adds the atomic reduction (``SplitKConfig(..., reduction=
+"atomic")``: every unit adds into one f32 plane with ``red.global.add``, the fix-up converts
+it and zeroes it) to ``--check`` and ``--sanitize`` (configurations ``CHECK`` with the
+atomic reduction, and the plane checked zero after every series of calls), and
+``--variants MxNxK,...`` times the rule's pick against its atomic twin and a few other atomic
+configurations, with cuBLAS in the same rounds (graph and eager).
 """
 
 from __future__ import annotations
@@ -47,10 +54,13 @@ def base_cfg(bm, bn, st):
     return Sm90Config(bm=bm, bn=bn, stages=st, **WS)
 
 
-def split_cfg(bm, bn, st, s):
+def split_cfg(bm, bn, st, s, reduction="kernel"):
     from layoutproof.gpu.splitk import SplitKConfig
 
-    return base_cfg(bm, bn, st) if s == 1 else SplitKConfig(base_cfg(bm, bn, st), s)
+    return base_cfg(bm, bn, st) if s == 1 else SplitKConfig(base_cfg(bm, bn, st), s, reduction)
+
+
+REDUCTION = "kernel"  # --atomic: the configurations of --check / --sanitize use "atomic"
 
 
 CHECK = [
@@ -70,7 +80,7 @@ def check(cp, log):
     bad = 0
     for dt in ("f16", "bf16"):
         for (bm, bn, st), s, (m, n, k) in CHECK:
-            cfg = split_cfg(bm, bn, st, s)
+            cfg = split_cfg(bm, bn, st, s, REDUCTION)
             xs = [(gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)) for _ in range(4)]
             outs = [cp.empty((m, n), dtype=xs[0][0].dtype) for _ in range(4)]
             refs = [cp.matmul(a.astype(cp.float64), b.astype(cp.float64)) for a, b in xs]
@@ -103,6 +113,11 @@ def check(cp, log):
                     errs.append(float("inf") if nan else rel)
                 worst = max(errs)
                 ok = worst < (2e-3 if dt == "f16" else 1.6e-2)
+                if REDUCTION == "atomic":  # each fix-up leaves the plane zero for the next call
+                    left = float(cp.abs(plan._ws).max())
+                    if left != 0.0:
+                        print(f"check FAIL plane not zero after the calls: max |W| {left}", flush=True)
+                        ok = False
                 bad += not ok
                 pdl = (plan._pdl is not None, plan._pdl_split is not None)
                 rows.append(
@@ -123,7 +138,7 @@ def sanitize(cp):
 
     rng = cp.random.default_rng(3)
     for (bm, bn, st), s, (m, n, k) in CHECK[:4]:
-        cfg = split_cfg(bm, bn, st, s)
+        cfg = split_cfg(bm, bn, st, s, REDUCTION)
         a, b = gs.make(cp, (m, k), "f16", rng), gs.make(cp, (k, n), "f16", rng)
         out = cp.zeros((m, n), dtype=a.dtype)
         plan = gemm_plan(a, b, out, config=cfg)
@@ -210,6 +225,108 @@ def timing(cp, shapes, args, log):
             cp.get_default_memory_pool().free_all_blocks()
 
 
+def variant_cfgs(m, n, k, dt):
+    """The rule's pick, its atomic twin, and atomic 64x256 S8 / 64x128 S4 / 64x256 S4 where
+    they fit one wave (unit count <= 132)."""
+    from dataclasses import replace
+
+    from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.plan import choose_config
+    from layoutproof.gpu.splitk import SplitKConfig
+
+    pick = choose_config(m, n, k, GemmProblem(dtype=dt, out_dtype=dt), hopper=True, tma=True, sms=132)
+    out = [("pick", pick)]
+    if isinstance(pick, SplitKConfig):
+        out.append(("pick_atomic", replace(pick, reduction="atomic")))
+    for (bm, bn, st), s in (((64, 256, 5), 8), ((64, 128, 8), 4), ((64, 256, 5), 4)):
+        cfg = split_cfg(bm, bn, st, s, "atomic")
+        tiles = -(-m // bm) * -(-n // bn)
+        if tiles * s <= 132 and all(cfg.key() != c.key() for _, c in out):
+            out.append((f"a{bn}s{s}", cfg))
+    return out
+
+
+def variants(cp, shapes, args, log):
+    from layoutproof.gpu.runtime import gemm_plan
+
+    rng = cp.random.default_rng(23)
+    rows = log.setdefault("variants", [])
+    reps = args.reps
+    for dt in args.dtypes.split(","):
+        for m, n, k in shapes:
+            a, b = gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)
+            ref = cp.matmul(a, b)
+            ref64 = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+            c = cp.empty((m, n), dtype=a.dtype)
+            plans, graphs, errs, keys = {}, {}, {}, {}
+            for nm, cfg in variant_cfgs(m, n, k, dt):
+                try:
+                    plan = gemm_plan(a, b, c, config=cfg)
+                    c.fill(cp.nan)
+                    plan(a, b, c)
+                    plan(a, b, c)  # twice: the second call runs on the plane the first left
+                    cp.cuda.Device().synchronize()
+                    d = cp.abs(c.astype(cp.float64) - ref64)
+                    nan = bool(cp.isnan(c.astype(cp.float32)).any())
+                    errs[nm] = (
+                        float("inf") if nan else float(d.max()) / max(float(cp.abs(ref64).max()), 1e-30)
+                    )
+                    graphs[nm] = gs.graph_of(cp, lambda plan=plan: plan(a, b, c), reps)
+                    plans[nm], keys[nm] = plan, cfg.key()
+                except Exception as ex:
+                    print(f"  variant {nm} {cfg.key()} {m}x{n}x{k}: {type(ex).__name__}: {ex}", flush=True)
+            t = {nm: [] for nm in graphs}
+            eager = {nm: [] for nm in graphs}
+            t_ref = []
+            cub = lambda: cp.matmul(a, b, out=ref)
+            for _ in range(args.rounds):
+                for nm, gg in graphs.items():
+                    if gg:
+                        t[nm].append(gs.graph_time(cp, gg, reps) * 1e6)
+                x = gs.torch_graph_time(cp, a, b, ref, reps)
+                if x:
+                    t_ref.append(x * 1e6)
+                t2, _ = gs.event_batch(cp, cub, reps)
+                for nm, plan in plans.items():
+                    t1, _ = gs.event_batch(cp, lambda plan=plan: plan(a, b, c), reps)
+                    eager[nm].append(t2 / t1)
+            # after all the replays: one more call on the plane they left, against float64
+            for nm, plan in plans.items():
+                c.fill(cp.nan)
+                plan(a, b, c)
+                cp.cuda.Device().synchronize()
+                d = cp.abs(c.astype(cp.float64) - ref64)
+                nan = bool(cp.isnan(c.astype(cp.float32)).any())
+                e2 = float("inf") if nan else float(d.max()) / max(float(cp.abs(ref64).max()), 1e-30)
+                errs[nm] = max(errs[nm], e2)
+            ref_us = statistics.median(t_ref) if t_ref else None
+            med = {nm: statistics.median(v) for nm, v in t.items() if v}
+            row = dict(
+                dtype=dt,
+                m=m,
+                n=n,
+                k=k,
+                cublas_graph_us=ref_us,
+                cublas_graph_us_all=t_ref,
+                configs=keys,
+                graph_us=med,
+                graph_us_all=t,
+                eager_ratio={nm: statistics.median(v) for nm, v in eager.items() if v},
+                rel_err=errs,
+            )
+            rows.append(row)
+            print(f"variants {dt} {m}x{n}x{k}: cuBLAS graph {ref_us or 0:.2f}us", flush=True)
+            tol = 2e-3 if dt == "f16" else 1.6e-2
+            for nm in sorted(med, key=med.get):
+                bad = "" if errs.get(nm, 1) < tol else "  WRONG"
+                print(
+                    f"  var {dt:4s} {m}x{n}x{k} {nm:12s} {keys[nm]:34s} graph {med[nm]:7.2f}us "
+                    f"({(ref_us or 0) / med[nm]:.3f}) eager {row['eager_ratio'][nm]:.2f} err {errs[nm]:.1e}{bad}",
+                    flush=True,
+                )
+            cp.get_default_memory_pool().free_all_blocks()
+
+
 def sweep(cp, shapes, args, log):
     from layoutproof.gpu.runtime import gemm_plan
 
@@ -261,6 +378,8 @@ def main():
     p.add_argument("--sanitize", action="store_true")
     p.add_argument("--time", default=None, help="MxNxK,...")
     p.add_argument("--sweep", default=None, help="MxNxK,...")
+    p.add_argument("--variants", default=None, help="MxNxK,...: the pick vs the atomic reduction")
+    p.add_argument("--atomic", action="store_true", help="--check/--sanitize: the atomic reduction")
     p.add_argument("--splits", default="1,2,4,8")
     p.add_argument("--dtypes", default="f16,bf16")
     p.add_argument("--rounds", type=int, default=7)
@@ -269,6 +388,10 @@ def main():
     p.add_argument("--out", default=os.environ.get("OUT", "build/splitk-decode"))
     args = p.parse_args()
     import cupy as cp
+
+    global REDUCTION
+    if args.atomic:
+        REDUCTION = "atomic"
 
     log = {"gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()}
     rc = 0
@@ -285,6 +408,9 @@ def main():
         save()
     if args.time:
         timing(cp, [tuple(int(v) for v in s.split("x")) for s in args.time.split(",")], args, log)
+        save()
+    if args.variants:
+        variants(cp, [tuple(int(v) for v in s.split("x")) for s in args.variants.split(",")], args, log)
         save()
     if args.sweep:
         sweep(cp, [tuple(int(v) for v in s.split("x")) for s in args.sweep.split(",")], args, log)

@@ -66,6 +66,7 @@ __all__ = [
     "Mem",
     "AtomicAdd",
     "ATOMIC_SEMS",
+    "Red",
     "Claim",
     "ProvenFn",
     "Stmt",
@@ -633,6 +634,20 @@ class SetMaxNReg(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class Red(Stmt):
+    """``red.global.add.f32`` (``lanes = 1``) or ``red.global.add.v4.f32`` (``lanes = 4``,
+    sm_90; ``val`` a ``uint4`` holding four f32 bit patterns) on the global element(s)
+    ``mem`` (a :class:`Mem` node, whose claim its address must match like any access): adds
+    ``val`` to the memory without returning anything (relaxed, GPU scope).  The f32 sum of
+    several units' reductions into one cell does not depend on which unit adds first only up
+    to rounding: the order is not fixed."""
+
+    mem: Mem
+    val: Expr
+    lanes: int = 1
+
+
+@dataclass(frozen=True, eq=False)
 class SyncThreads(Stmt):
     comment: str = ""
 
@@ -1022,6 +1037,13 @@ def _intrinsic(s: Stmt) -> List[str]:
         return [_FENCES[s.kind]]
     if isinstance(s, SetMaxNReg):
         return [f'asm volatile("setmaxnreg.{"inc" if s.inc else "dec"}.sync.aligned.u32 {s.n};\\n");']
+    if isinstance(s, Red):
+        if s.lanes not in (1, 4) or s.mem.space != "global":
+            raise LoweringError(
+                f"kernel IR: red.add on {s.mem.space} memory with {s.lanes} lanes", condition="printable IR"
+            )
+        fn = "lp_red_add_f32x4" if s.lanes == 4 else "lp_red_add_f32"
+        return [f"{fn}(&{emit_expr(s.mem)}, {emit_expr(s.val)});"]
     if isinstance(s, SyncThreads):
         return ["__syncthreads();" + (f"   // {s.comment}" if s.comment else "")]
     if isinstance(s, NamedBarrier):
@@ -1111,6 +1133,15 @@ __device__ __forceinline__ void lp_griddep_launch() {
 """
         for sem in ATOMIC_SEMS
     ),
+    "red": r"""__device__ __forceinline__ void lp_red_add_f32(float* p, float v) {
+  asm volatile("red.global.add.f32 [%0], %1;\n" :: "l"(__cvta_generic_to_global(p)), "f"(v) : "memory");
+}
+__device__ __forceinline__ void lp_red_add_f32x4(void* p, uint4 v) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n"
+               :: "l"(__cvta_generic_to_global(p)), "f"(__uint_as_float(v.x)), "f"(__uint_as_float(v.y)),
+                  "f"(__uint_as_float(v.z)), "f"(__uint_as_float(v.w)) : "memory");
+}
+""",
     "named_sync": r"""__device__ __forceinline__ void lp_named_sync(int id, int n) {
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(n) : "memory");
 }
@@ -1792,6 +1823,8 @@ class Analysis:
         for n in walk(s):
             if isinstance(n, Mem):
                 kind = f"{n.space} {'store' if self._is_store(s, n) else 'load'}"
+                if isinstance(s, Red) and s.mem is n:
+                    kind = f"{n.space} reduction (red.add, {s.lanes} f32)"
                 if id(n) in atomic:
                     kind = f"{n.space} atomic read-modify-write"
                 self.accesses.append(Access(n, kind, self._mem_addr(n), n.claim, sc))

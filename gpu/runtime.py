@@ -785,7 +785,7 @@ class GemmPlan:
         self.splits = splits
         fix = None
         if splits > 1:
-            if m > 65535 and cfg.reduction == "kernel":
+            if m > 65535 and cfg.reduction != "serial":
                 raise GemmInputError(f"gemm: split-K's fix-up runs one grid row per C row: M={m} > 65535")
             kern, fix = splitk_kernels_for(cfg, prob)  # fix: None for the serial reduction
         else:
@@ -815,7 +815,15 @@ class GemmPlan:
         if splits > 1:
             # split-K: the GEMM kernel stores f32 partials into S planes of m x n (row
             # stride n), the fix-up kernel sums them into C; the workspace is the plan's
-            ws_buf = cupy.empty(splits * m * n, dtype=cupy.float32)
+            if cfg.reduction == "atomic":
+                # one plane every unit adds into (red.global.add): zeroed once here, and left
+                # zero by each call's fix-up (G3, session 22)
+                ws_buf = cupy.zeros(m * n, dtype=cupy.float32)
+                zst = cupy.cuda.get_current_stream()
+                if not getattr(zst, "is_capturing", lambda: False)():
+                    zst.synchronize()  # zero before a call on any stream
+            else:
+                ws_buf = cupy.empty(splits * m * n, dtype=cupy.float32)
             self._ws = ws_buf
             self._cvec_ld = (n * 4) % 16 == 0
         grid = kern.grid(m, n)
@@ -1053,22 +1061,27 @@ class GemmPlan:
                 frk, fpb, fg = self._fix
                 fpb.set(1, pc)
                 sp = cupy.cuda.get_current_stream().ptr
-                if self._pdl is not None and not self._pdl(sp):
-                    self._pdl = None  # refused (driver or bindings): stream order from now on
-                if self._pdl is not None:
-                    pass  # launched as a programmatic dependent of the split kernel
-                elif self._launch_kernel is not None:
-                    self._launch_kernel(
-                        self._fix_fn, fg[0], fg[1], fg[2], self._fix_threads, 1, 1, 0, sp, fpb.address, 0
-                    )
-                else:
-                    import numpy as np
+                try:
+                    if self._pdl is not None and not self._pdl(sp):
+                        self._pdl = None  # refused (driver or bindings): stream order from now on
+                    if self._pdl is not None:
+                        pass  # launched as a programmatic dependent of the split kernel
+                    elif self._launch_kernel is not None:
+                        self._launch_kernel(
+                            self._fix_fn, fg[0], fg[1], fg[2], self._fix_threads, 1, 1, 0, sp, fpb.address, 0
+                        )
+                    else:
+                        import numpy as np
 
-                    frk(
-                        fg,
-                        (self._fix_threads, 1, 1),
-                        (self._ws, target, np.int32(self.m), np.int32(self.n), np.int64(self._ldc)),
-                    )
+                        frk(
+                            fg,
+                            (self._fix_threads, 1, 1),
+                            (self._ws, target, np.int32(self.m), np.int32(self.n), np.int64(self._ldc)),
+                        )
+                except BaseException:
+                    if self.config.reduction == "atomic":  # the units' sums stay in the plane
+                        self._ws.fill(0)
+                    raise
         del keep
         if self.orient == "copy":
             out[...] = target

@@ -63,6 +63,15 @@ from .config import OUT_DTYPES, GemmProblem
 from .errors import GemmConfigError, ProofFailedError
 from .pipeline import prove_pipeline
 from .proofrec import ProofLog
+from .splitk_atomic import (
+    ATOMIC_OUT,
+    ATOMIC_READ,
+    ATOMIC_RED,
+    ATOMIC_ZERO,
+    GRID_WAIT,
+    prove_atomic_protocol,
+    prove_fixup_cover,
+)
 from .splitk_model import (
     COUNTER,
     COUNTER_RESET,
@@ -81,6 +90,7 @@ __all__ = [
     "generate_splitk",
     "splitk_ir",
     "reduce_ir",
+    "atomic_reduce_ir",
     "split_devfn",
     "k_bounds_ir",
     "k_chunks",
@@ -91,6 +101,7 @@ __all__ = [
     "prove_split_order",
     "base_plan_proofs",
     "workspace_offset_ir",
+    "fixup_grid",
     "MAX_SPLITS",
     "REDUCE_THREADS",
     "REDUCTIONS",
@@ -150,8 +161,11 @@ class WsVariantFields:
 
 #: how the partial planes are summed: ``"kernel"`` -- a second (fix-up) kernel launched
 #: after the split kernel; ``"serial"`` -- in the split kernel, by the last unit of each
-#: tile to finish (a counter per tile, release/acquire at GPU scope; :func:`serial_ir`)
-REDUCTIONS = ("kernel", "serial")
+#: tile to finish (a counter per tile, release/acquire at GPU scope; :func:`serial_ir`);
+#: ``"atomic"`` -- every unit adds its partial into ONE f32 plane with ``red.global.add`` and
+#: the fix-up kernel converts it and zeroes it for the next call (:func:`atomic_reduce_ir`;
+#: the order of the f32 sum is not fixed)
+REDUCTIONS = ("kernel", "serial", "atomic")
 #: the activations the serial reduction's fused epilogue applies (the fused epilogue's)
 SERIAL_ACTIVATIONS = ("none", "relu", "silu", "gelu")
 
@@ -177,7 +191,7 @@ class SplitKConfig(WsVariantFields):
         return 1
 
     def key(self) -> str:
-        k = f"{self.base.key()}_sk{self.splits}" + ("s" if self.reduction == "serial" else "")
+        k = f"{self.base.key()}_sk{self.splits}" + {"serial": "s", "atomic": "a"}.get(self.reduction, "")
         if self.activation is not None:
             k += f"_bias{self.activation}" + ("_ab" if self.alpha_beta else "")
         return k
@@ -414,7 +428,7 @@ def _param(k: kir.Kernel, name: str) -> kir.Var:
 
 
 def splitk_ir(
-    base: kir.Kernel, splits: int, name: str, *, fixup_kernel: bool = True
+    base: kir.Kernel, splits: int, name: str, *, fixup_kernel: bool = True, atomic: bool = False
 ) -> Tuple[kir.Kernel, List[Tuple[Any, ...]]]:
     """The split-K kernel from the warp-specialized kernel's IR ``base`` (f32 output):
 
@@ -424,7 +438,10 @@ def splitk_ir(
     * each k-loop ``for (kt = 0; kt < KT; ...)`` inside a tile loop runs over
       ``[kb, ke)`` (:func:`k_bounds_ir`, declared in that tile loop);
     * in the consumers' tile loop, ``C`` becomes ``Cs = C + sk * M * ldc`` (the unit's
-      workspace plane), in the code and in the claims its stores carry.
+      workspace plane), in the code and in the claims its stores carry;
+    * ``atomic``: ``Cs = C`` (the one plane all units add into) and each store of the
+      partial becomes a ``red.global.add`` (:class:`~layoutproof.gpu.kir.Red`, 4 lanes for
+      the 16-byte row vectors), its claim renamed :data:`ATOMIC_RED` ``+`` the store's.
 
     Returns the kernel and, per rewritten tile loop, ``(sk, KT, kb, ke)`` for the
     partition proof."""
@@ -489,8 +506,10 @@ def splitk_ir(
         body = kir.rewrite(lp.body, fn)
         if Cs is not None:
             # the claims: the byte address of C's element is now that of the same element in
-            # workspace plane sk, written with the proven workspace offset (not with Cs)
-            plane = 4 * workspace_offset_ir(sk, kir.Const(0), kir.Const(0), M, ldc)
+            # workspace plane sk (plane 0 for the atomic reduction), written with the proven
+            # workspace offset (not with Cs)
+            psk: kir.Expr = kir.Const(0) if atomic else sk
+            plane = 4 * workspace_offset_ir(psk, kir.Const(0), kir.Const(0), M, ldc)
 
             def claims(node: Any, Cs: kir.Var = Cs, plane: kir.Expr = plane) -> Any:
                 if isinstance(node, kir.Cast) and node.a is Cs and node.ctype == "long long":
@@ -498,6 +517,8 @@ def splitk_ir(
                 return None
 
             body = kir.rewrite(body, claims)
+            if atomic:
+                body = kir.rewrite(body, _to_red)
         head: List[kir.Stmt] = [
             kir.Decl(tile),
             kir.Decl(sk),
@@ -505,7 +526,9 @@ def splitk_ir(
             kir.Decl(kb, kb_e, const=True, comment="this unit's k-blocks [kb, ke)"),
             kir.Decl(ke, ke_e, const=True),
         ]
-        if Cs is not None:
+        if Cs is not None and atomic:
+            head.append(kir.Decl(Cs, C, const=True, comment="the one f32 plane every unit adds into"))
+        elif Cs is not None:
             head.append(
                 kir.Decl(Cs, _plane_ptr(C, sk, M, ldc), const=True, comment="this unit's f32 workspace plane")
             )
@@ -545,9 +568,17 @@ def splitk_ir(
             "split-K rewrite: tiles is not declared at the top level", condition="split-K rewrite"
         )
     descr = base.description + (
-        f"split-K: {splits} chunks of the k-blocks; unit u = (tile u % tiles, chunk u / tiles)",
-        "stores its f32 partial into workspace plane chunk (C + chunk*M*ldc); a second kernel",
-        "sums the planes",
+        (
+            f"split-K: {splits} chunks of the k-blocks; unit u = (tile u % tiles, chunk u / tiles)",
+            "adds its f32 partial into the one workspace plane C (red.global.add); a second",
+            "kernel converts the plane and zeroes it",
+        )
+        if atomic
+        else (
+            f"split-K: {splits} chunks of the k-blocks; unit u = (tile u % tiles, chunk u / tiles)",
+            "stores its f32 partial into workspace plane chunk (C + chunk*M*ldc); a second kernel",
+            "sums the planes",
+        )
     )
     k = replace(
         base,
@@ -555,9 +586,31 @@ def splitk_ir(
         body=kir.Block(tuple(out), body.bare),
         devfns=base.devfns + (split_devfn(),),
         description=descr,
-        helpers=(("griddep",) if fixup_kernel else ()) + base.helpers,
+        helpers=(("griddep",) if fixup_kernel else ()) + base.helpers + (("red",) if atomic else ()),
     )
     return k, chunks
+
+
+def _to_red(node: Any) -> Any:
+    """A store of the partial (``C ... store`` claims) -> ``red.global.add`` on the same
+    element(s): the 16-byte row vector as 4 f32 lanes, an edge element as one."""
+    if (
+        isinstance(node, kir.Assign)
+        and isinstance(node.lhs, kir.Mem)
+        and node.lhs.space == "global"
+        and node.lhs.claim.what.startswith("C ")
+        and "store" in node.lhs.claim.what
+    ):
+        m = node.lhs
+        lanes = 4 if m.vec is not None else 1
+        if m.vec is not None and (m.vec != "uint4" or m.claim.width != 16):
+            raise ProofFailedError(
+                f"split-K atomic rewrite: a vector store of {m.vec} ({m.claim.width} bytes) "
+                "is not 4 f32 lanes",
+                condition="split-K rewrite",
+            )
+        return kir.Red(replace(m, claim=replace(m.claim, what=ATOMIC_RED + m.claim.what)), node.rhs, lanes)
+    return None
 
 
 # ============================================================================ reduction
@@ -565,7 +618,7 @@ def splitk_ir(
 #: the stream has completed and its memory operations are visible (PTX griddepcontrol.wait;
 #: without a programmatic dependent launch the stream already orders the kernels and the
 #: wait returns at once)
-GRID_WAIT = "lp_griddep_wait"
+#: (``GRID_WAIT`` = ``"lp_griddep_wait"``, imported from :mod:`layoutproof.gpu.splitk_atomic`)
 
 
 def _waits_first(k: kir.Kernel) -> int:
@@ -598,11 +651,17 @@ def prove_fixup_order(k: kir.Kernel, log: ProofLog) -> None:
             witness=-w - 1,
         )
     n = sum(1 for x in kir.walk(k.body) if isinstance(x, kir.Mem))
+    zeroes = any(isinstance(x, kir.Mem) and x.claim.what == ATOMIC_ZERO for x in kir.walk(k.body))
     log.add(
         "protocol",
         f"fix-up ordering: griddepcontrol.wait is the kernel's first statement (top level, "
         f"unconditional), before all {n} memory accesses: every workspace read follows the "
-        f"split kernel's completion; nothing to reset between launches",
+        f"split kernel's completion; "
+        + (
+            "it zeroes the plane for the next call (the atomic protocol)"
+            if zeroes
+            else "nothing to reset between launches"
+        ),
         "exhaustive",
         n,
     )
@@ -752,6 +811,84 @@ def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
     )
 
 
+def atomic_reduce_ir(out: str, name: str) -> kir.Kernel:
+    """The fix-up kernel of the atomic reduction: ``C[r, c] = cvt(W[r, c])`` and
+    ``W[r, c] = 0`` (the plane is left zero for the next call) for ``r < M``, ``c < N``;
+    block ``(x, y)`` = (256 columns, row ``y``), one element per thread, the read before the
+    zero store in the same thread.  Its first statement waits for the split kernel's grid
+    (every unit's reductions performed and visible)."""
+    if out not in _CVT:
+        raise GemmConfigError(f"split-K reduction: output {out!r} must be one of {sorted(_CVT)}")
+    W = kir.Var("W", "float*")
+    C = kir.Var("C", "lp_out_t*")
+    M, N = kir.Var("M"), kir.Var("N")
+    ldc = kir.Var("ldc", "long long")
+    c, r = kir.Var("c"), kir.Var("r")
+    acc = kir.Var("acc", "float")
+    z = kir.Const(0)
+    w_off = kir.Cast("long long", r) * N + c
+    cell = addr_of(W) + 4 * workspace_offset_ir(z, r, c, M, N)
+    rclaim = kir.Claim(ATOMIC_READ, cell, bounds=((r, M), (c, N)), width=4)
+    zclaim = kir.Claim(ATOMIC_ZERO, cell, bounds=((r, M), (c, N)), width=4)
+    ob = OUT_DTYPES[out][1]
+    cclaim = kir.Claim(
+        ATOMIC_OUT,
+        addr_of(C) + ob * (kir.Cast("long long", r) * ldc + c),
+        bounds=((r, M), (c, N)),
+        width=ob,
+    )
+    cvt = _CVT[out]
+    val: kir.Expr = acc if cvt is None else kir.Call(cvt, (acc,), "lp_out_t")
+    body = kir.block(
+        kir.Comment("the split kernel's grid has completed and its reductions are visible"),
+        kir.Eval(kir.Call(GRID_WAIT, (), "void")),
+        kir.Comment(
+            "the next call's split kernel may be scheduled now (programmatic dependent launch):\n"
+            "its first statement waits for this grid's completion (the zeroed plane) before it adds"
+        ),
+        kir.Eval(kir.Call("lp_griddep_launch", (), "void")),
+        kir.Decl(c, kir.BLOCK_IDX * REDUCE_THREADS + kir.THREAD_IDX, const=True),
+        kir.Decl(r, kir.Var("blockIdx.y", builtin=True), const=True),
+        kir.If(
+            r.lt(M).and_(c.lt(N)),
+            kir.block(
+                kir.Decl(acc, kir.Mem(W, rclaim, idx=w_off), const=True),
+                kir.Assign(kir.Mem(W, zclaim, idx=w_off), kir.FloatLit("0.0f")),
+                kir.Assign(kir.Mem(C, cclaim, idx=kir.Cast("long long", r) * ldc + c), val),
+            ),
+        ),
+    )
+    params = (
+        ("float* __restrict__", W),
+        ("lp_out_t* __restrict__", C),
+        ("int", M),
+        ("int", N),
+        ("long long", ldc),
+    )
+    return kir.Kernel(
+        name,
+        params,
+        body,
+        REDUCE_THREADS,
+        typedefs=(("lp_out_t", OUT_DTYPES[out][0]),),
+        helpers=("griddep",),
+        sizes={"lp_out_t": ob, "float": 4},
+        description=(
+            "",
+            f"split-K fix-up (atomic reduction) generated by layoutproof {SPLITK_VERSION}: "
+            f"C[r, c] = {cvt or '(float)'}(W[r, c]); W[r, c] = 0",
+            f"W: one f32 plane of M x N (row stride N) the split kernel's units added into; C row-major, "
+            f"row stride ldc; block ({REDUCE_THREADS} columns, row blockIdx.y)",
+        ),
+    )
+
+
+def fixup_grid(m: int, n: int) -> Tuple[int, int, int]:
+    """The fix-up kernel's launch grid for an ``m x n`` output (:func:`reduce_ir`,
+    :func:`atomic_reduce_ir`): ``(ceil(n / REDUCE_THREADS), m, 1)``."""
+    return (-(-n // REDUCE_THREADS), m, 1)
+
+
 # ============================================================================ generation
 @dataclass
 class SplitKKernels:
@@ -820,7 +957,8 @@ def generate_splitk(
     h = hashlib.sha256(f"{SPLITK_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90_splitk_{prob.key()}_{h}"
     serial = cfg.reduction == "serial"
-    ir, chunks = splitk_ir(base.ir, S, name, fixup_kernel=not serial)
+    atomic = cfg.reduction == "atomic"
+    ir, chunks = splitk_ir(base.ir, S, name, fixup_kernel=not serial, atomic=atomic)
     if serial:
         ir = serial_ir(ir, cfg, prob.out)
     if not serial:
@@ -855,11 +993,20 @@ def generate_splitk(
             _MEMO[(cfg, prob)] = out
         return out
     rlog = ProofLog()
-    rname = f"lp_splitk_reduce_{prob.out}_s{S}"
-    rir = reduce_ir(S, prob.out, rname)
-    prove_fixup_order(rir, rlog)
-    _prove_plane_loop(rir, S, rlog)
-    rsrc = finish(rir, rlog, f"proven before emission (split-K fix-up, {S} planes, {prob.out} out)")
+    if atomic:
+        rname = f"lp_splitk_reduce_atomic_{prob.out}"
+        rir = atomic_reduce_ir(prob.out, rname)
+        prove_fixup_order(rir, rlog)
+        prove_fixup_cover(rir, REDUCE_THREADS, rlog)
+        prove_atomic_protocol(ir, rir, S, rlog)
+        title = f"proven before emission (split-K fix-up, atomic reduction of {S} units, {prob.out} out)"
+    else:
+        rname = f"lp_splitk_reduce_{prob.out}_s{S}"
+        rir = reduce_ir(S, prob.out, rname)
+        prove_fixup_order(rir, rlog)
+        _prove_plane_loop(rir, S, rlog)
+        title = f"proven before emission (split-K fix-up, {S} planes, {prob.out} out)"
+    rsrc = finish(rir, rlog, title)
     rk = GemmKernel(base.config, prob, rsrc, rname, REDUCE_THREADS, 0, rlog, {}, rir)
     out = SplitKKernels(cfg, prob, gk, rk)
     if memo:
