@@ -267,10 +267,22 @@ def arange_exact(n: int, bound: int) -> Any:
 
 
 def _exact_leaf(As: List[int], Ad: List[int], n: int, r: int, err: InadmissibleError) -> _Leaf:
-    """CuTe's divisibility conditions failed: decide exactly whether j -> A(r*j) is a layout."""
+    """CuTe's divisibility conditions failed: decide exactly whether j -> A(r*j) is a layout
+    (by evaluation, for leaves of up to ``EXACT_LIMIT`` coordinates).  A shape-divisibility
+    failure is exact by itself (no layout of size n reproduces j -> A(r*j): the catalog's
+    sym.composition-exact); past the bound a stride-divisibility failure is raised as CuTe's
+    condition, only sufficient, and its message says that nothing was decided exactly."""
 
     if n > EXACT_LIMIT:
-        raise err
+        if err.condition != "stride divisibility":
+            raise err
+        raise InadmissibleError(
+            f"{err}; not decided exactly: the leaf has {n} > EXACT_LIMIT = {EXACT_LIMIT} coordinates, so "
+            f"only CuTe's stride divisibility (a sufficient condition) was checked, and a layout of size {n} "
+            f"may still reproduce j -> A({r}*j)",
+            condition=err.condition,
+            witness=err.witness,
+        ) from None
     if any(isinstance(d, ArithTuple) for d in Ad):  # coordinate strides: decide per component
         ms, md = exact_leaf_by_component(As, Ad, n, r, err)
         return _Leaf(ms, md, None)
@@ -279,6 +291,11 @@ def _exact_leaf(As: List[int], Ad: List[int], n: int, r: int, err: InadmissibleE
     if rec is None:
         if err.witness is None:
             err.witness = w
+        if err.condition == "stride divisibility":  # decided here, not by CuTe's condition
+            err.args = (
+                f"{err}; decided by evaluation: no layout of size {n} reproduces j -> A({r}*j) "
+                f"(the greedy recognition, exact by the first-break lemma, fails at j = {w})",
+            )
         raise err
     return _Leaf(rec[0], rec[1], None)
 
