@@ -749,14 +749,14 @@ MUTATIONS: Tuple[Mutation, ...] = (
         "symops-drop-need-shape",
         "symbolic",
         SYM,
-        "                need(\n"
-        "                    cond,\n"
-        '                    op="composition",\n'
-        '                    condition_name="shape divisibility",\n'
-        "                    where=_where(k, i),\n"
-        "                    concrete=conc,\n"
-        "                )\n",
-        "                pass\n",
+        "            need(\n"
+        "                cond,\n"
+        '                op="composition",\n'
+        '                condition_name="shape divisibility",\n'
+        "                where=_where(k, i),\n"
+        "                concrete=conc,\n"
+        "            )\n",
+        "            pass\n",
         "dropped need() for shape divisibility in the symbolic composition walk",
     ),
     M(
