@@ -226,7 +226,9 @@ class _FakeCupy:
                 getDeviceProperties=lambda i: {"name": b"Fake H100"},
             ),
             driver=types.SimpleNamespace(launchKernel=launch),
-            get_current_stream=lambda: types.SimpleNamespace(ptr=0x5),
+            get_current_stream=lambda: types.SimpleNamespace(
+                ptr=0x5, synchronize=lambda: None, is_capturing=lambda: False
+            ),
         )
 
     def _alloc(self, nbytes):
