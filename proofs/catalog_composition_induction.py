@@ -1,4 +1,4 @@
-"""Composition for every rank of B: induction over B's leaves (issue 15).
+"""Composition for every rank of A and of B: induction over Â's modes and B's leaves (issue 15).
 
 ``symops.composition(A, B)`` coalesces A (keeping its last mode: Â), runs the leaf walk
 (``compose_leaf``) once per flat leaf ``n:r`` of B -- each call receives Â and that leaf
@@ -7,30 +7,36 @@ overlap check: for every mode of Â used by two or more leaves, the sum of their
 digits there is below the mode's extent) and concatenates the leaves' results in B's
 profile.
 
-The post-condition ``R(c) == Â(B(c))`` for a B of any rank then follows from one statement
-about a single leaf, proved by symbolic execution of the real leaf walk at every A rank in
-scope, every path:
+The post-condition ``R(c) == Â(B(c))`` for a B of any rank follows from one statement
+about a single leaf:
 
-* **leaf lemma** (base): for every coordinate ``c < n`` (quantified through the leaf
-  result's own digits), the digits ``δ`` of ``c*r`` in Â are in range and add up to
-  ``c*r``, the leaf result at ``c`` is ``Σ δ_i Ad_i``, the leaf result has size ``n``, and
-  the footprint ``occ`` the walk returns bounds the digits: ``δ_i <= occ[i] < As_i`` for
-  every mode ``i`` in ``occ`` and ``δ_i == 0`` for every other mode but the last;
-* **step**: for any accumulated state of k leaves -- digits ``D`` (``0 <= D_i <= U_i``,
-  ``U_i`` the sum of the footprints so far), ``Σ D_i P_i == X`` (the part of B(c) so far)
-  and ``Σ D_i Ad_i == V`` (the result's value so far) -- adding the next leaf (its path of
-  the real walk) keeps the invariant with ``D + δ``, ``U + occ``, ``X + c*r``,
-  ``V + R_leaf(c)``.
+* **leaf lemma**: for every coordinate ``c < n`` (quantified through the leaf result's own
+  digits), the digits ``δ`` of ``c*r`` in Â are in range and add up to ``c*r``, the leaf
+  result at ``c`` is ``Σ δ_i Ad_i``, the leaf result has size ``n``, and the footprint
+  ``occ`` the walk returns bounds the digits: ``δ_i <= occ[i] < As_i`` for every mode ``i``
+  in ``occ`` and ``δ_i == 0`` for every other mode but the last;
+* **step** over B's leaves: for any accumulated state of k leaves -- digits ``D``
+  (``0 <= D_i <= U_i``, ``U_i`` the sum of the footprints so far), ``Σ D_i P_i == X`` (the
+  part of B(c) so far) and ``Σ D_i Ad_i == V`` (the result's value so far) -- adding the next
+  leaf keeps the invariant with ``D + δ``, ``U + occ``, ``X + c*r``, ``V + R_leaf(c)`` (a
+  mode-wise sum: by hand at every rank, and machine-checked on the real walk's paths at
+  fixed ranks of A, :func:`leaf_instance`).
 
-At the end every mode below the last has ``U_i < As_i``: for a mode used by two or more
-leaves this is what the overlap check accepts, for a mode used by one leaf it is the leaf
-lemma's ``occ[i] < As_i`` (**closure**, explored on the real ``check_leaves_disjoint``
-with two and three leaves of symbolic footprints per rank of Â).  So ``D`` is in range
-and adds up to ``X = B(c)``: it is Â's representation of ``B(c)``, and
-``Â(B(c)) == V == R(c)`` (R's modes are the leaves' modes, concatenated).  Read off the
-code rather than machine-checked: that ``composition`` passes each call of the leaf walk
-only Â and its own leaf, that it hands the overlap check exactly the returned footprints
-(and, past three leaves, that the check's loop sums them all), and the concatenation.
+The leaf lemma holds at **every rank of A**: the leaf walk is a fold of the real
+``compose_leaf_step`` over Â's modes, and :mod:`.catalog_composition_fold` proves its
+invariant's step and close on every path with the finished modes opaque; the base is the
+whole walk at A rank 1 (:func:`every_rank_instances`).  At the end every mode below the last
+has ``U_i < As_i`` (**closure**): the overlap check sums the footprints by a fold of
+``footprint_sum_step`` and checks each mode alone (``check_mode_disjoint``), both explored
+there per mode, so for any rank of Â and any number of leaves a mode used by two or more
+leaves is what the check accepts and a mode used by one is the leaf lemma's
+``occ[i] < As_i``.  So ``D`` is in range and adds up to ``X = B(c)``: it is Â's
+representation of ``B(c)``, and ``Â(B(c)) == V == R(c)`` (R's modes are the leaves' modes,
+concatenated).  Read off the code rather than machine-checked: that ``composition`` passes
+each call of the leaf walk only Â and its own leaf, that it hands the overlap check exactly
+the returned footprints, the fold loops, and the concatenation.  The fixed-rank leaf
+induction (A ranks 1-4, the closure with two and three leaves on the real
+``check_leaves_disjoint``) stays as a supplement with ``--all``.
 
 >>> from layoutproof.proofs.catalog_composition_induction import leaf_instances
 >>> [i.label for i in leaf_instances((1, 2))]
@@ -45,6 +51,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from layoutproof.layout import Layout
 from layoutproof.verify import Result
 
+from . import catalog_composition_fold as cf
 from . import catalog_symbolic as cs
 from . import symexec as sx
 from .theorem import Theorem
@@ -376,6 +383,30 @@ def leaf_instances(ranks: Sequence[int], what: str = "step") -> List[cs.Instance
     return out
 
 
+def every_rank_instances() -> List[cs.Instance]:
+    """The induction at every rank of A: the base (the whole real leaf walk -- trivial leaves,
+    no step, the close -- with the step over B's leaves, at A rank 1) and the every-rank
+    obligations of :mod:`.catalog_composition_fold` (the leaf walk's step and close, the
+    overlap check's sums step and per-mode check)."""
+    return leaf_instances((1,), "step") + cf.fold_instances()
+
+
+#: the claim the every-rank induction's results carry
+EVERY_RANK_CLAIM = "leaf lemma + closure at every rank of A (induction over Â's modes, B's leaves)"
+
+
+@functools.lru_cache(maxsize=1)
+def _every_rank_cached() -> Tuple[Result, ...]:
+    return tuple(cs.prove(EVERY_RANK_CLAIM, every_rank_instances()))
+
+
+def every_rank_results() -> List[Result]:
+    """The every-rank induction's results, explored once per process: every theorem that rests
+    on it (composition's post-condition and size, the divides, the products, the right
+    identity, associativity) reports them as part of its proof."""
+    return list(_every_rank_cached())
+
+
 # ----------------------------------------------------------------------------- exactness
 class _NeedProbe:
     """Records each side condition the leaf walk hands to ``need`` (its name, the SymPy
@@ -530,11 +561,11 @@ def exact_instances(ranks: Sequence[int]) -> List[cs.Instance]:
 
 
 # ----------------------------------------------------------------------------- the theorems
-#: A ranks of the leaf lemma + step: the main job, and `layoutproof prove --all`
-LEAF_MAIN = (1, 2)
+#: A ranks of the fixed-rank leaf lemma + step (a supplement to the every-rank induction), run
+#: with `layoutproof prove --all`
 LEAF_ALL = (1, 2, 3, 4)
-#: A ranks of the leaf induction that logical_divide's theorems and associativity re-run with --all
-#: (L rank <= 3 x T of every rank is the issue's 3x3 bound)
+#: A ranks of the fixed-rank leaf induction that logical_divide's theorems and associativity
+#: re-run with --all (a supplement)
 COR_ALL = (1, 2, 3)
 
 _EXT = "extents positive integers"
@@ -549,23 +580,27 @@ def _direct(pairs: Sequence[Tuple[int, int]]) -> List[Tuple[Layout, Layout]]:
 
 def _post_check() -> List[Result]:
     full = cs.full_scope()
-    ranks = LEAF_ALL if full else LEAF_MAIN
-    leaf = post_instances(ranks)
-    # the main job's direct runs: one leaf and two leaves through the whole composition (the
-    # leaf walk at A rank 2 is the leaf lemma's); every one with --all
+    # the main job's direct runs: one leaf and two leaves through the whole composition;
+    # every one with --all, and the fixed-rank leaf induction as a supplement
     pairs = ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2)) if full else ((1, 1), (1, 2))
     direct = [cs.composition_instance(A, B) for A, B in _direct(pairs)]
-    return cs.prove("R(c) == Â(B(c)) for a B of every rank (leaf induction)", leaf) + cs.prove(
-        "R(c) == A(B(c))", direct
-    )
+    out = every_rank_results() + cs.prove("R(c) == A(B(c))", direct)
+    if full:
+        out += cs.prove(
+            "R(c) == Â(B(c)) for a B of every rank (leaf induction at a fixed A rank)",
+            post_instances(LEAF_ALL),
+        )
+    return out
 
 
 def _size_check() -> List[Result]:
-    leaf = leaf_instances(LEAF_ALL if cs.full_scope() else LEAF_MAIN, "size")
     direct = [cs.composition_size_instance(A, B) for A, B in _direct(((1, 1), (2, 1), (1, 2)))]
-    return cs.prove("size of every leaf's result == its extent", leaf) + cs.prove(
-        "size(A o B) == size(B)", direct
-    )
+    out = every_rank_results() + cs.prove("size(A o B) == size(B)", direct)
+    if cs.full_scope():
+        out += cs.prove(
+            "size of every leaf's result == its extent (fixed A rank)", leaf_instances(LEAF_ALL, "size")
+        )
+    return out
 
 
 EXACT_MAIN = (1, 2)
@@ -630,9 +665,12 @@ def _pos(name: str, r: int = 1) -> Layout:
 
 def _logical_divide_def_check() -> List[Result]:
     direct = cs.prove("logical_divide(L, T) == L o (T, T*)", [cs.logical_divide_instance(_L1(), _pos("T"))])
-    if not cs.full_scope():
-        return direct
-    return direct + cs.prove("R(c) == L^(B(c)) for every B (leaf induction, L as A)", post_instances(COR_ALL))
+    out = direct + every_rank_results()
+    if cs.full_scope():
+        out += cs.prove(
+            "R(c) == L^(B(c)) for every B (leaf induction, L as A, fixed rank)", post_instances(COR_ALL)
+        )
+    return out
 
 
 def _L1() -> Layout:
@@ -652,31 +690,44 @@ def _logical_divide_size_check() -> List[Result]:
     direct = cs.prove(
         "size(L / T) == size(T) size(T*) >= size(L)", [cs.logical_divide_size_instance(_L1(), _pos("T"))]
     )
+    out = direct + every_rank_results()
     if not cs.full_scope():
-        return direct
+        return out
     return (
-        direct
-        + cs.prove("size of every leaf's result == its extent (L as A)", leaf_instances(COR_ALL, "size"))
+        out
+        + cs.prove(
+            "size of every leaf's result == its extent (L as A, fixed rank)", leaf_instances(COR_ALL, "size")
+        )
         + _other_theorem("sym.complement-size")
     )
 
 
 def _logical_product_def_check() -> List[Result]:
-    ranks = LEAF_ALL if cs.full_scope() else LEAF_MAIN
-    return cs.prove(
-        "logical_product(A, B) == (A, complement(A, size(A) cosize(B)) o B)",
-        [cs.logical_product_instance(_pos("A"), _pos("B"))],
-    ) + cs.prove("mode 1: R1(c) == C^(B(c)) for every B (leaf induction, C as A)", post_instances(ranks))
+    out = (
+        cs.prove(
+            "logical_product(A, B) == (A, complement(A, size(A) cosize(B)) o B)",
+            [cs.logical_product_instance(_pos("A"), _pos("B"))],
+        )
+        + every_rank_results()
+    )
+    if cs.full_scope():
+        out += cs.prove(
+            "mode 1: R1(c) == C^(B(c)) for every B (leaf induction, C as A, fixed rank)",
+            post_instances(LEAF_ALL),
+        )
+    return out
 
 
 def _logical_product_size_check() -> List[Result]:
-    ranks = LEAF_ALL if cs.full_scope() else LEAF_MAIN
     direct = cs.prove(
         "size(A x B) == size(A) size(B)", [cs.logical_product_size_instance(_pos("A"), _pos("B"))]
     )
-    return direct + cs.prove(
-        "size of every leaf's result == its extent (C as A)", leaf_instances(ranks, "size")
-    )
+    out = direct + every_rank_results()
+    if cs.full_scope():
+        out += cs.prove(
+            "size of every leaf's result == its extent (C as A, fixed rank)", leaf_instances(LEAF_ALL, "size")
+        )
+    return out
 
 
 def _left_identity_check() -> List[Result]:
@@ -691,9 +742,12 @@ def _right_identity_check() -> List[Result]:
         "(A o size(A):1)(i) == A(i)",
         [cs.right_identity_instance(cs.sym_layout("A", r)) for r in ((1, 2, 3) if full else (1, 2))],
     )
-    if not full:
-        return direct
-    return direct + cs.prove("R(c) == Â(B(c)) for every B (leaf induction)", post_instances(LEAF_ALL))
+    out = direct + every_rank_results()
+    if full:
+        out += cs.prove(
+            "R(c) == Â(B(c)) for every B (leaf induction, fixed A rank)", post_instances(LEAF_ALL)
+        )
+    return out
 
 
 def _associativity_check() -> List[Result]:
@@ -701,9 +755,10 @@ def _associativity_check() -> List[Result]:
         "(A o B) o C == A o (B o C)",
         [cs.associativity_instance(cs.sym_layout("A", 1), _pos("B"), _pos("C"))],
     )
-    if not cs.full_scope():
-        return direct
-    return direct + cs.prove("R(c) == Â(B(c)) for every B (leaf induction)", post_instances(COR_ALL))
+    out = direct + every_rank_results()
+    if cs.full_scope():
+        out += cs.prove("R(c) == Â(B(c)) for every B (leaf induction, fixed A rank)", post_instances(COR_ALL))
+    return out
 
 
 def _ranks(xs: Sequence[int]) -> str:
@@ -716,44 +771,65 @@ _BY_INSPECTION = (
     "in B's profile"
 )
 
+#: the every-rank induction, as the theorems built on it state it
+_EVERY_RANK = (
+    "The leaf lemma at every rank of A, by induction over Â's modes on the real code: compose_leaf is a "
+    "fold of compose_leaf_step over Â's modes below the last, closed by compose_leaf_close (the last, "
+    "unbounded mode); invariant after modes 0..i-1 (P their product, N the product of the result's extents "
+    "so far): n == N rest_n, rest_n and rest_r positive integers, rest_n == 1 or N r == P rest_r, and every "
+    "leaf coordinate c = c_lo + N c_hi (c_lo < N, c_hi < rest_n) has c_lo r == sum_(j<i) δ_j P_j with "
+    "0 <= δ_j <= occ[j] < As_j for the modes in the footprint, δ_j == 0 for the others, and the result's "
+    "value so far sum_(j<i) δ_j Ad_j; step = on every path of the real compose_leaf_step from any state "
+    "meeting it (the finished modes and the mode's index opaque: a step that read them would be refused) "
+    "the next state meets it at i+1; close = the last mode takes the rest, rest_n : rest_r Ad_last (δ_last "
+    "unbounded, no footprint), or nothing only when rest_n == 1, and the finish gives 1:0 only for n == 1; "
+    "base = every path of the whole real walk at A rank 1 (trivial leaves included). Closure at every rank "
+    "of Â and any number of leaves: check_leaves_disjoint sums the footprints by a fold of "
+    "footprint_sum_step (explored per mode: the sum and the number of leaves landing there) and checks each "
+    "mode alone with check_mode_disjoint (explored reading only As[i]: returning with >= 2 users means "
+    "U_i < As_i); a mode with one user is bounded by the leaf lemma, one with none sums to 0. Read off the "
+    "code: the fold loops, the start state ((), (), (), n, r) (N = P = 1; r > 0 there, the walk having "
+    "returned for r == 0 and refused r < 0) and the finish's list conversion"
+)
+
 
 def _build() -> List["Theorem"]:
     post = _theorem(
         "sym.composition-post",
-        "composition meets its post-condition, for all extents and strides and every rank of B",
+        "composition meets its post-condition, for all extents and strides and every rank of A and B",
         "Whenever composition(A, B) returns R: B is compatible with R and R(c) == Â(B(c)) for every "
         "coordinate c of B, Â = A extended along its last mode (through coalesce: sym.coalesce-extended). "
-        "For a B of any rank by induction over B's leaves: base = the leaf lemma (every path of the real "
-        "leaf walk on one leaf n:r: the digits of c*r in Â are in range, add up to c*r, give the leaf "
-        "result's value, and are bounded by the footprint occ the walk returns, occ[i] < As_i); step = any "
+        "By induction over B's leaves: the leaf lemma (every path of the leaf walk on one leaf n:r: the "
+        "digits δ of c*r in Â are in range, add up to c*r, give the leaf result's value, and are bounded by "
+        "the footprint occ the walk returns, occ[i] < As_i; the leaf result has size n); step = any "
         "accumulated state (digits D <= the footprint sums U, sum D_i P_i == B(c) so far, sum D_i Ad_i == "
-        "R(c) so far) extended by the next leaf's path keeps that invariant; closure = at the end U_i < As_i "
-        "for every mode below the last (the overlap check for modes used by >= 2 leaves, the leaf lemma "
-        "for one), so D is Â's representation of B(c) and R(c) == Â(B(c)); the closure is explored on "
-        "the real check_leaves_disjoint with 2 and 3 leaves per rank of Â (footprints o < As_i "
-        "symbolic), and for more leaves read off its loop (it sums every footprint, then compares). "
-        + _BY_INSPECTION
-        + ". "
-        "Direct symbolic execution of the whole composition at small ranks is a supplement",
+        "R(c) so far) plus the next leaf's lemma keeps it (D + δ, U + occ: a mode-wise sum, by hand at "
+        "every rank, machine-checked on the leaf's real paths at A rank 1, 1-4 with --all); closure = at "
+        "the end U_i < As_i for every mode below the last, so D is Â's representation of B(c) and "
+        "R(c) == Â(B(c)). " + _EVERY_RANK + ". " + _BY_INSPECTION + ". "
+        "Supplements: direct symbolic execution of the whole composition at small ranks, and (--all) the "
+        "leaf lemma + step on the real walk at A ranks 1-4 with the closure on the real check with 2 and 3 "
+        "leaves",
         _post_check,
-        f"A rank {_ranks(LEAF_MAIN)} x B of every rank (leaf induction) and direct "
-        "execution at A x B 1x1, 1x2 in `layoutproof prove`; A rank "
-        f"{_ranks(LEAF_ALL)} x B of every rank (so 3x3 included) and direct execution at 1x1, 2x1, 3x1, "
-        "1x2, 2x2 with `layoutproof prove --all`",
-        f"A: {_EXT}, {_ANY}; B: {_EXT}, {_LEAVES} (leaf induction; direct runs: {_POS})",
+        "A of every rank x B of every rank (induction over Â's modes and B's leaves) and direct execution "
+        "at A x B 1x1, 1x2 in `layoutproof prove`; with `layoutproof prove --all` also, as supplements, the "
+        f"fixed-rank leaf induction at A rank {_ranks(LEAF_ALL)} and direct execution at 1x1, 2x1, 3x1, "
+        "1x2, 2x2",
+        f"A: {_EXT}, {_ANY}; B: {_EXT}, {_LEAVES} (the induction; direct runs: {_POS})",
     )
     size = _theorem(
         "sym.composition-size",
-        "size(A o B) == size(B), for all extents and strides and every rank of B",
-        "Whenever composition(A, B) returns R: size(R) == size(B). Every rank of B: on every path of the "
-        "real leaf walk the leaf's result has size n (its leaf's extent), and R's modes are the leaves' "
-        "results concatenated (read off symops.composition), so size(R) is the product of B's extents. "
-        "Direct execution at small ranks is a supplement",
+        "size(A o B) == size(B), for all extents and strides and every rank of A and B",
+        "Whenever composition(A, B) returns R: size(R) == size(B). Every leaf result has size n (its "
+        "leaf's extent) at every rank of A: the leaf fold's step keeps n == N rest_n (the result's extents "
+        "so far times the points left) and the close takes the rest (the every-rank induction of "
+        "sym.composition-post, re-run here); R's modes are the leaves' results concatenated (read off "
+        "symops.composition), so size(R) is the product of B's extents. Direct execution at small ranks "
+        "and (--all) the fixed-rank leaf size lemma at A ranks 1-4 are supplements",
         _size_check,
-        f"A rank {_ranks(LEAF_MAIN)} x B of every rank (by leaves) and direct execution at A x B 1x1, 2x1, "
-        f"1x2 in `layoutproof prove`; A rank {_ranks(LEAF_ALL)} x B of every rank and the same direct "
-        "runs with `layoutproof prove --all`",
-        f"A: {_EXT}, {_ANY}; B: {_EXT}, {_LEAVES} (by leaves; direct runs: {_POS})",
+        "A of every rank x B of every rank (induction) and direct execution at A x B 1x1, 2x1, 1x2 in "
+        f"`layoutproof prove`; with `--all` also the fixed-rank leaf size lemma at A rank {_ranks(LEAF_ALL)}",
+        f"A: {_EXT}, {_ANY}; B: {_EXT}, {_LEAVES} (the induction; direct runs: {_POS})",
     )
     exact = _theorem(
         "sym.composition-exact",
@@ -776,25 +852,28 @@ def _build() -> List["Theorem"]:
         "Whenever logical_divide(L, T) returns R: R meets composition's post-condition against "
         "B = (T, complement(T, size(L))) computed on the same path: R(c) == L^(B(c)) for every c. "
         "logical_divide(L, T) returns composition(L, B) for that B (ops.logical_divide, read off the code; "
-        "the direct symbolic execution checks the whole claim at L rank 1 x T rank 1), so for L of rank "
-        "<= 3 and any T it is sym.composition-post with L as A: its leaf induction (every B) is re-run here "
-        "with `--all`",
+        "the direct symbolic execution checks the whole claim at L rank 1 x T rank 1), so for L and T of "
+        "every rank it is sym.composition-post with L as A and that B: its every-rank induction is re-run "
+        "here (and with `--all` the fixed-rank leaf induction at L rank 1-3)",
         _logical_divide_def_check,
-        "L rank 1 x T rank 1 (direct execution) in `layoutproof prove`; with `--all` also L rank "
-        f"{_ranks(COR_ALL)} x T of every rank (leaf induction)",
-        f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS} (the leaf induction: T any layout)",
+        "L of every rank x T of every rank (the every-rank induction) and L rank 1 x T rank 1 (direct "
+        "execution) in `layoutproof prove`; with `--all` also the fixed-rank leaf induction at L rank "
+        f"{_ranks(COR_ALL)} as a supplement",
+        f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS} (the induction: T any layout)",
     )
     lds = _theorem(
         "sym.logical-divide-size",
         "size(logical_divide(L, T)) == size(T) size(complement(T, size(L))) >= size(L)",
         "Whenever logical_divide(L, T) returns R: size(R) == size(T) * size(complement(T, size(L))) and "
-        "size(R) >= size(L). The first is sym.composition-size for B = (T, complement(T, size(L))) (its "
-        "leaf size lemma re-run here with `--all`, L as A), the second is sym.complement-size with "
-        "M = size(L) (its check re-run here with `--all`); logical_divide is composition(L, B) "
-        "(ops.logical_divide, read off the code; the direct execution checks both at L rank 1 x T rank 1)",
+        "size(R) >= size(L). The first is sym.composition-size for B = (T, complement(T, size(L))) at every "
+        "rank of L and B (its every-rank induction re-run here, L as A), the second is sym.complement-size "
+        "with M = size(L) (proved at every rank in the same catalog run; its check re-run here with "
+        "`--all`); logical_divide is composition(L, B) (ops.logical_divide, read off the code; the direct "
+        "execution checks both at L rank 1 x T rank 1)",
         _logical_divide_size_check,
-        "L rank 1 x T rank 1 (direct execution) in `layoutproof prove`; with `--all` also L rank "
-        f"{_ranks(COR_ALL)} x T of every rank (leaf size lemma + sym.complement-size's induction)",
+        "L of every rank x T of every rank (the every-rank induction + sym.complement-size) and L rank 1 x "
+        "T rank 1 (direct execution) in `layoutproof prove`; with `--all` also the fixed-rank leaf size "
+        f"lemma at L rank {_ranks(COR_ALL)} and sym.complement-size's check re-run here",
         f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS}",
     )
     lp = _theorem(
@@ -804,17 +883,16 @@ def _build() -> List["Theorem"]:
         "post-condition against C = complement(A, size(A)*cosize(B)) and B. Direct symbolic execution of "
         "the real logical_product at A rank 1 x B rank 1 proves the whole claim (the path where "
         "Ad0 | Bd0*(Bs0-1)+1 and Bd0 | Ad0, which timed out before, closes once the path's facts give "
-        "Bd0 == 1: symexec.normalize derives a positive symbol == 1 from X == 1 modulo it). For other "
-        "ranks: logical_product(A, B) is (A, composition(C, B)) (ops.logical_product, read off the code) "
-        "and C has at most rank(A) + 1 flat modes (symops.complement, read off the code), so mode 1 is "
-        "sym.composition-post with C as A: its leaf induction is re-run here at A' rank <= 2 (selected "
-        "alone) or <= 4 (`--all`), every B; the leaf lemma holds for all values of the leaf and of A', "
-        "so for C's expressions too (the decisions on each explored path are those of the fresh-symbol "
-        "path its values follow)",
+        "Bd0 == 1: symexec.normalize derives a positive symbol == 1 from X == 1 modulo it). For every rank: "
+        "logical_product(A, B) is (A, composition(C, B)) (ops.logical_product, read off the code), so mode 1 "
+        "is sym.composition-post with C as A, whatever C's rank: its every-rank induction is re-run here; "
+        "the induction holds for all values of the state and of Â's modes, so for C's expressions too (the "
+        "decisions on each explored path are those of the fresh-symbol path its values follow). With "
+        "`--all` the fixed-rank leaf induction at A' rank 1-4 is a supplement",
         _logical_product_def_check,
-        "not in the default run (heavy: its exploration takes about 15 s); A rank 1 x B of every rank "
-        "when selected with `--filter`; A rank 1-3 x B of every rank with `--all` (the direct execution "
-        "at A rank 1 x B rank 1 in both)",
+        "not in the default run (heavy: its exploration takes about 10 s); A of every rank x B of every rank "
+        "(the every-rank induction) and the direct execution at A rank 1 x B rank 1 when selected with "
+        "`--filter` or with `--all` (which adds the fixed-rank leaf induction at A' rank 1-4)",
         f"{_EXT}; {_POS}",
         heavy=True,
     )
@@ -822,28 +900,39 @@ def _build() -> List["Theorem"]:
         "sym.logical-product-size",
         "size(logical_product(A, B)) == size(A) size(B)",
         "Whenever logical_product(A, B) returns R: size(R) == size(A) * size(B): mode 0 is A and mode 1 is "
-        "composition(C, B), whose size is size(B) by sym.composition-size's leaf size lemma (re-run here, "
-        "C as A); the direct execution at A rank 1 x B rank 1 checks the whole claim on the real code",
+        "composition(C, B), whose size is size(B) by sym.composition-size at every rank (its every-rank "
+        "induction re-run here, C as A); the direct execution at A rank 1 x B rank 1 checks the whole claim "
+        "on the real code",
         _logical_product_size_check,
-        "not in the default run (heavy: the direct run takes about a minute); with `--filter`: A rank 1 x "
-        "B of every rank; with `--all`: A rank 1-3 x B of every rank (C of rank <= rank(A) + 1)",
+        "not in the default run (heavy: the direct run takes about a minute); A of every rank x B of every "
+        "rank (the every-rank induction) when selected with `--filter` or with `--all` (which adds the "
+        "fixed-rank leaf size lemma at A' rank 1-4)",
         f"{_EXT}; {_POS}",
         heavy=True,
     )
     assoc = _theorem(
         "sym.composition-associative",
-        "composition is associative inside the domains",
+        "composition is associative inside the domains, at every rank",
         "(A o B) o C == A o (B o C) at every coordinate c of C with 0 <= C(c) < size(B) and "
-        "0 <= B(C(c)) < size(A), on every path where both sides are admissible. Direct symbolic execution "
-        "at A, B, C of rank 1; with `--all` a corollary of sym.composition-post (its leaf induction re-run "
-        "here at A rank 1-3, every B): (A o B) o C at c is (A o B)(C(c)) = Â(B(C(c))) = A(B(C(c))) inside "
-        "the domains, and A o (B o C) at c is Â(B^(C(c))) = A(B(C(c))); every first operand composed "
-        "has rank <= 3 when rank(A) <= 3 and rank(B) == 1 (A o B has <= rank(A) modes) or rank(A) == 1 "
-        "and rank(B) <= 3 (A o B has rank(B) modes)",
+        "0 <= B(C(c)) < size(A), on every path where both sides are admissible, for A, B, C of every rank: "
+        "a corollary of sym.composition-post at every rank of both operands (its every-rank induction "
+        "re-run here), used three times. Left side: (A o B) o C at c is (A o B)^(C(c)) (post with the first "
+        "operand A o B, of any rank -- up to rank(A) rank(B) flat modes); C(c) < size(B) == size(A o B) "
+        "(sym.composition-size), so the extension along the last mode is not reached and (A o B)^(C(c)) == "
+        "(A o B)(C(c)) (sym.coalesce-extended: the extended coalesced layout agrees with the layout below "
+        "its size); A o B is compatible with B and equals Â(B(x)) at every coordinate x of B, so at the "
+        "index C(c) it is Â(B(C(c))), and B(C(c)) < size(A) makes that A(B(C(c))). Right side: A o (B o C) "
+        "at c is Â((B o C)(c)) (post with A first) and (B o C)(c) == B^(C(c)) == B(C(c)) (post with B first, "
+        "C(c) < size(B)), so it is Â(B(C(c))) == A(B(C(c))) (B(C(c)) < size(A)). Inside the domains every "
+        "argument stays below the size of the layout it is read in: that is how the extension semantics is "
+        "avoided (outside them the two sides may differ). Both results are compatible with C (post). Read "
+        "off the argument, not machine-checked as one formula: the chaining of the three post-conditions. "
+        "Direct symbolic execution of both sides at A, B, C of rank 1 is a supplement, and with `--all` the "
+        "fixed-rank leaf induction at A rank 1-3",
         _associativity_check,
-        "A, B, C of rank 1 (direct execution) in `layoutproof prove`; with `--all` also A rank 1-3 x B "
-        "rank 1 x C of every rank and A rank 1 x B rank 1-3 x C of every rank (corollary of the leaf "
-        "induction)",
+        "A, B, C of every rank (corollary of the every-rank induction) and A, B, C of rank 1 (direct "
+        "execution) in `layoutproof prove`; with `--all` also the fixed-rank leaf induction at A rank "
+        f"{_ranks(COR_ALL)} as a supplement",
         f"A: {_EXT}, {_ANY}; B, C: {_EXT}, {_POS}",
         ("0 <= C(c) < size(B)", "0 <= B(C(c)) < size(A)"),
     )
@@ -862,14 +951,16 @@ def _build() -> List["Theorem"]:
     )
     right = _theorem(
         "sym.composition-right-identity",
-        "A o size(A):1 has A's function, for all extents and strides",
-        "Whenever composition(A, size(A):1) returns R: R(i) == A(i) for every i < size(A). Direct symbolic "
-        "execution at A ranks 1-2 (1-3 with `--all`); with `--all` also every A of rank "
-        f"{_ranks(LEAF_ALL)} as a corollary of sym.composition-post (its leaf induction re-run here): "
-        "R(i) == Â(size(A):1 at i) == Â(i) == A(i) for i < size(A)",
+        "A o size(A):1 has A's function, for all extents and strides, at every rank",
+        "Whenever composition(A, size(A):1) returns R: R(i) == A(i) for every i < size(A). A of every rank: "
+        "a corollary of sym.composition-post at every rank of A (its every-rank induction re-run here): "
+        "R(i) == Â(size(A):1 at i) == Â(i) == A(i) for i < size(A) (below its size the extended Â is A: "
+        "sym.coalesce-extended). Direct symbolic execution at A ranks 1-2 (1-3 with `--all`) is a "
+        f"supplement, and with `--all` the fixed-rank leaf induction at A rank {_ranks(LEAF_ALL)}",
         _right_identity_check,
-        "ranks 1-2 (direct execution) in `layoutproof prove`; with `--all` ranks "
-        f"{_ranks(LEAF_ALL)} (the leaf induction; direct execution at 1-3 as a supplement)",
+        "A of every rank (the every-rank induction) and ranks 1-2 (direct execution) in `layoutproof prove`; "
+        f"with `--all` also the fixed-rank leaf induction at A rank {_ranks(LEAF_ALL)} and direct execution "
+        "at 1-3",
         f"{_EXT}; {_ANY}",
     )
     return [post, size, exact, ld, lds, lp, lps, assoc, left, right]
