@@ -107,8 +107,8 @@ class ModeLabel:
     def _read(self, *_a: Any) -> Any:
         raise HeadRead("the step used its mode's index other than as a label")
 
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _read  # type: ignore[assignment]
-    __index__ = __int__ = __bool__ = __add__ = __radd__ = __sub__ = __mul__ = _read  # type: ignore[assignment]
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _read
+    __index__ = __int__ = __bool__ = __add__ = __radd__ = __sub__ = __mul__ = _read
 
 
 class OnlyIndex:
@@ -128,7 +128,7 @@ class OnlyIndex:
     def _read(self, *_a: Any) -> Any:
         raise HeadRead("the mode check used A's extents other than at its mode")
 
-    __len__ = __iter__ = __bool__ = __contains__ = _read  # type: ignore[assignment]
+    __len__ = __iter__ = __bool__ = __contains__ = _read
 
 
 def _pos(name: str) -> Any:
