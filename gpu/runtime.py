@@ -1079,8 +1079,8 @@ class GemmPlan:
                             (self._ws, target, np.int32(self.m), np.int32(self.n), np.int64(self._ldc)),
                         )
                 except BaseException:
-                    if self.config.reduction == "atomic":  # the units' sums stay in the plane
-                        self._ws.fill(0)
+                    if self.config.reduction == "atomic" and self._ws is not None:
+                        self._ws.fill(0)  # the units' sums stay in the plane: clear it
                     raise
         del keep
         if self.orient == "copy":

@@ -123,7 +123,11 @@ def check_atomic(
     # state: the cell (a set of tags), the pcs of every agent of every grid, the fix-ups'
     # reads (None until read); a grid's agents exist once it is scheduled
     pcs0 = tuple(tuple(0 for _ in range(n)) for _, n in grids)
-    init = (frozenset(), pcs0, tuple(None for _ in range(calls)))
+    init: Tuple[FrozenSet[_Tag], Tuple[Tuple[int, ...], ...], Tuple[Any, ...]] = (
+        frozenset(),
+        pcs0,
+        tuple(None for _ in range(calls)),
+    )
     seen = {init}
     stack: List[Any] = [init]
 
@@ -321,10 +325,11 @@ def fixup_program_ir(k: kir.Kernel) -> Tuple[Tuple[str, ...], Tuple[kir.Mem, ...
     prog = _program(k, [(i, op) for i, _, op in sorted(steps)])
     if "read" in mems and "zero" in mems:
         r, z = mems["read"], mems["zero"]
+        ri, zi = r.idx, z.idx
         same = (
             kir.emit_expr(r.ptr) == kir.emit_expr(z.ptr)
-            and (r.idx is None) == (z.idx is None)
-            and (r.idx is None or kir.emit_expr(r.idx) == kir.emit_expr(z.idx))
+            and (ri is None) == (zi is None)
+            and (ri is None or zi is None or kir.emit_expr(ri) == kir.emit_expr(zi))
             and kir.emit_expr(r.claim.addr) == kir.emit_expr(z.claim.addr)
         )
         if not same:
