@@ -1,5 +1,6 @@
-"""Composition for every rank of B (induction over B's leaves) and the exactness of its
-shape-divisibility refusals (issue 15; proofs/catalog_composition_induction.py)."""
+"""Composition for every rank of B (induction over B's leaves; issue 15,
+proofs/catalog_composition_induction.py).  The exactness of its refusals is tested in
+tests/proofs/test_composition_exact.py."""
 
 from __future__ import annotations
 
@@ -11,13 +12,11 @@ import pytest
 sp = pytest.importorskip("sympy")
 z3 = pytest.importorskip("z3")
 
-from layoutproof import Layout, ops  # noqa: E402
-from layoutproof.errors import InadmissibleError  # noqa: E402
+from layoutproof import Layout  # noqa: E402
 from layoutproof.proofs import catalog_composition_induction as ci  # noqa: E402
 from layoutproof.proofs import catalog_symbolic as cs  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
 from layoutproof.proofs.catalog import get  # noqa: E402
-from layoutproof.symbolic import symops  # noqa: E402
 from layoutproof.verify import postcondition  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,55 +114,7 @@ def test_a_planted_bug_in_the_leaf_walk_refutes_the_leaf_lemma():
     assert postcondition("composition", R2, A2, B2).status == "refuted"
 
 
-# ----------------------------------------------------------------------------- exactness
-def test_shape_divisibility_refusals_are_exact():
-    (r,) = cs.prove("exact", ci.exact_instances((2,)))
-    assert r.status == "proved", str(r)
-    assert r.obligations, "the rank-2 walk has a shape-divisibility refusal to prove"
-
-
-def test_first_break_lemma_holds_on_small_layouts():
-    cases, bad = ci.first_break_lemma_check(extents=(1, 2, 3, 4), rank=3, strides=tuple(range(-2, 3)))
-    assert cases > 1000 and bad == []
-
-
-def test_a_walk_that_refuses_too_often_fails_exactness_with_a_concrete_assignment():
-    """A wrong divisibility test in the shape stage (m*m | rest_n instead of m | rest_n, in
-    the test and in the condition it then requires) refuses where m divides rest_n:
-    exactness is refuted, and at the model's integers the (exact) integer composition
-    returns a layout meeting the post-condition."""
-    bad = _symops_with(
-        "even = dvd(m, rest_n)",
-        "even = dvd(_num(m * m), rest_n)",
-        "cond = sp.Or(sp.Le(rest_n, m), _dvd_cond(m, rest_n))",
-        "cond = sp.Or(sp.Le(rest_n, m), _dvd_cond(m * m, rest_n))",
-    )
-    A, n, r = ci._leaf_operands(2)
-    inst = ci.exact_instance(A, n, r, walk=bad.compose_leaf)
-    (res,) = cs.prove("exact", [inst])
-    assert res.status == "refuted", str(res)
-    asg = res.counterexample.assignment
-    A2, B2 = A.subs(asg), Layout.trusted(n, r).subs(asg)
-    R = ops.composition(A2, B2)
-    assert postcondition("composition", R, A2, B2).status != "refuted"
-    assert "path:" in res.counterexample.detail
-
-
-def test_stride_divisibility_refusals_are_not_exact():
-    """CuTe's stride divisibility is only sufficient: A = (4,8):(1,5), B = 4:6 fails it,
-    yet a layout is A o B; the symbolic walk does not call that inadmissible."""
-    from layoutproof.errors import InadmissibleError, UndecidableConditionError
-    from layoutproof.symbolic import symops
-
-    A, B = Layout((4, 8), (1, 5)), Layout(4, 6)
-    R = ops.composition(A, B)
-    assert str(R) == "(2,2):(7,15)" and postcondition("composition", R, A, B).status != "refuted"
-    D = sp.Symbol("D", integer=True, positive=True)
-    with pytest.raises(UndecidableConditionError) as ei:
-        symops.composition(Layout((4, 8), (1, D)), B)
-    assert not isinstance(ei.value, InadmissibleError)
-
-
+# ----------------------------------------------------------------------------- the rows, the closure
 def test_catalog_rows():
     for tid in ("sym.composition-post", "sym.composition-size", "sym.composition-exact"):
         t = get(tid)
@@ -175,7 +126,7 @@ def test_every_obligation_rechecked_by_cvc5():
     from layoutproof.proofs.runner import cross_check_outcome
     from layoutproof.proofs.theorem import evaluate
 
-    for tid in ("sym.composition-post", "sym.composition-exact"):
+    for tid in ("sym.composition-post",):  # sym.composition-exact: tests/proofs/test_composition_exact.py
         o = evaluate(get(tid))
         assert o.status == "proved", o.message
         entries = cross_check_outcome(o, "cvc5", 20000)
@@ -219,34 +170,3 @@ def test_normalize_binds_a_multiple_of_an_exact_quotient():
     assert sp.simplify(subs[s] - m * k) == 0
     assert sp.cancel((b * s / (a0 * a1)).xreplace(subs)) == k
     assert sx.normalize((sp.Eq(sp.Mod(s, m), 0),))[0] == {}
-
-
-# ----------------------------------------------------------------------------- overlap exactness
-def test_overlap_refusals_are_exact_at_a_witness():
-    """Every refusing path of the real check_leaves_disjoint (two leaves, A rank 2 and 3) gets
-    an obligation, and each is proved."""
-    for a in (2, 3):
-        (r,) = cs.prove("overlap", [ci.overlap_instance(a)])
-        assert r.status == "proved", str(r)
-        assert len(r.obligations) >= 1, str(r)  # the refusing paths were reached
-
-
-def test_an_overlap_check_refusing_too_early_fails_with_a_reproducing_assignment():
-    """A planted bug (refusing at u >= As_i - 1): the claim is refuted, and at the model's
-    integers the mutant check refuses while the by-mode sum equals Â(B(c)) at the witness."""
-    bad = _symops_with(
-        "sp.Lt(u, As[i]) if not _both_int(u, As[i]) else u < As[i]",
-        "sp.Lt(u, As[i] - 1) if not _both_int(u, As[i]) else u < As[i] - 1",
-    )
-    (r,) = cs.prove("overlap", [ci.overlap_instance(2, check=bad.check_leaves_disjoint)])
-    assert r.status == "refuted", str(r)
-    asg = r.counterexample.assignment
-    s, o0, o1 = asg["As0"], asg["o0_0"], asg["o1_0"]
-    assert o0 + o1 == s - 1  # refused by the mutant, accepted by the real check
-    with pytest.raises(InadmissibleError):
-        bad.check_leaves_disjoint([s, 1], [([1], [0], {0: o0}), ([1], [0], {0: o1})], None)
-    symops.check_leaves_disjoint([s, 1], [([1], [0], {0: o0}), ([1], [0], {0: o1})], None)
-    # at the witness (mode 0 digits o0 + o1, no carry) the by-mode sum is Â's value: no gap
-    d1 = asg.get("w0_1", 0) + asg.get("w1_1", 0)
-    X = (o0 + o1) + d1 * s
-    assert (X % s) * asg["Ad0"] + (X // s) * asg["Ad1"] == (o0 + o1) * asg["Ad0"] + d1 * asg["Ad1"]

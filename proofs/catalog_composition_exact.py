@@ -1,0 +1,662 @@
+"""Exactness of composition's admissibility decision (issue 15): ``sym.composition-exact``.
+
+Composition is admissible iff some layout R compatible with B satisfies ``R(c) == Â(B(c))``
+for every coordinate ``c`` of B.  ``symops.composition`` refuses in three places, and each is
+treated here:
+
+* **shape divisibility** (the leaf walk ``compose_leaf``): on every path of the real walk where
+  it refuses, the path implies the certificate of Lemma L1 (:func:`exact_instance`); no layout
+  of the leaf's size reproduces ``j -> Â(r j)``.
+* **overlap** (``check_leaves_disjoint``, any number ``k >= 2`` of leaves landing in a mode
+  ``i`` of Â with footprint sum ``>= As_i``): every leaf reaches its footprint in mode ``i`` at
+  a coordinate whose other Â-digits are all 0 (the **witness lemma**,
+  :func:`witness_instance`, on every path of the real walk; the coordinate is read off the
+  walk's result), so the shortest prefix of those leaves whose footprints reach ``As_i``
+  gives a point where the by-mode sum differs from ``Â(B(c))`` (:func:`overlap_instance`, on
+  every refusing path of the real check with k = 2, 3, 4 leaves).
+* **stride divisibility**: the symbolic walk never claims it is inadmissible without an
+  integer assignment at which the integer composition refuses; the integer composition
+  decides it exactly by evaluation up to ``ops.EXACT_LIMIT`` (Lemma L1 makes the greedy
+  recognition exact) and, past that bound, raises CuTe's (only sufficient) condition and
+  says so.
+
+>>> from layoutproof.proofs.catalog_composition_exact import witness_instances
+>>> [i.label for i in witness_instances((1, 2))]
+['witness lemma, A rank 1', 'witness lemma, A rank 2']
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from layoutproof.layout import Layout
+from layoutproof.verify import Result
+
+from . import catalog_symbolic as cs
+from . import symexec as sx
+from .theorem import Theorem
+
+__all__ = [
+    "NeedProbe",
+    "witness_instance",
+    "witness_instances",
+    "witness_coordinates",
+    "overlap_instance",
+    "overlap_instances",
+    "exact_instance",
+    "exact_instances",
+    "first_break_lemma_check",
+    "leaf_operands",
+    "exact_theorem",
+    "DISJOINT",
+]
+
+SOURCE = "proofs/catalog_composition_exact.py"
+_theorem = functools.partial(cs.all_values_theorem, source=SOURCE)
+
+#: the condition name ``symops.check_leaves_disjoint`` refuses with
+DISJOINT = "disjointness of B's modes in A"
+
+
+def _sp() -> Any:
+    import sympy
+
+    return sympy
+
+
+def _z3() -> Any:
+    import z3
+
+    return z3
+
+
+def _walk_and_conc(A: Layout, n: Any, r: Any) -> Tuple[Callable[..., Any], Callable[[Dict[str, int]], Any]]:
+    """The real leaf walk and the integer composition that confirms its refusals (both from
+    the leaf induction's module, imported here: that module builds this theorem)."""
+    from . import catalog_composition_induction as ci
+
+    return ci.leaf_walk(), ci.integer_composition(A, Layout.trusted(n, r))
+
+
+def leaf_operands(a: int) -> Tuple[Layout, Any, Any]:
+    """A of rank ``a`` (symbolic extents, arbitrary strides) and one leaf ``Bs0:Bd0`` (a
+    positive extent, a stride of any sign)."""
+    return cs.sym_layout("A", a), cs.extents("Bs", 1)[0], cs.strides("Bd", 1)[0]
+
+
+class NeedProbe:
+    """Records each side condition a symbolic operation hands to ``need`` (its name, the SymPy
+    condition and where), then lets the real ``need`` decide.  Read-only: the operation runs
+    unchanged (``need`` is looked up in the operation's module, which the probe patches for
+    the duration of one run); the proofs use the recorded values of the refusal's stage."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.calls: List[Tuple[str, Any, str]] = []
+        self._module: Dict[str, Any] = fn.__globals__
+
+    def __enter__(self) -> "NeedProbe":
+        real = self._real = self._module["need"]
+
+        def need(cond: Any, *, op: str, condition_name: str, where: str = "", concrete: Any = None) -> None:
+            self.calls.append((condition_name, cond, where))
+            real(cond, op=op, condition_name=condition_name, where=where, concrete=concrete)
+
+        self._module["need"] = need
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._module["need"] = self._real
+
+
+# ----------------------------------------------------------------------------- witness lemma
+def witness_coordinates(ms: Sequence[Any], occ: Dict[int, Any]) -> Dict[int, Tuple[List[Any], Any]]:
+    """Per mode ``i`` of Â in the walk's footprint ``occ``: the leaf coordinate that reaches
+    it, read off the walk's result, as ``(factors, last)`` -- the coordinate is
+    ``prod(factors) * (last - 1)``.  The walk appends one result mode per entry of ``occ``,
+    in the order of Â's modes (the entry of mode ``i`` takes ``take`` points at the
+    remaining stride), and at most one more mode for Â's last mode; so the coordinate of the
+    p-th entry's last point is ``ms_0 ... ms_(p-1) * (ms_p - 1)``.  (Kept as factors so the
+    encoding reuses each extent's own quotient variable.)"""
+    keys = sorted(occ)
+    if len(keys) > len(ms):
+        raise sx.NoPlacement(f"the walk reports {len(keys)} footprints but its result has {len(ms)} modes")
+    return {i: (list(ms[:p]), ms[p]) for p, i in enumerate(keys)}
+
+
+def _witness_goal(cx: cs.Ctx, n: Any, r: Any, As: List[Any], Rl: Layout, occ: Dict[int, Any]) -> Any:
+    """The witness lemma on one returning path of the walk (see :func:`exact_instance`)."""
+    z3 = _z3()
+    e = cx.enc
+    ms, _md = sx.flat_modes(Rl)
+    goal: List[Any] = []
+    for i, (below, top) in witness_coordinates(ms, occ).items():
+        # each extent encoded on its own (a product of quotients is not a quotient)
+        zc, o = cs.zprod(e, below) * (e.t(top) - 1), e.t(occ[i])
+        goal += [zc >= 0, zc < e.t(n), o >= 0, o < e.t(As[i]), zc * e.t(r) == o * cs.zprod(e, As[:i])]
+    return z3.And(goal) if goal else z3.BoolVal(True)
+
+
+def _witness_confirm(
+    walk: Callable[..., Any], A: Layout, n: Any, r: Any, asg: Dict[str, int]
+) -> Optional[str]:
+    """The walk itself on the model's integers: a footprint it reports that none of the
+    leaf's coordinates reaches with every other Â-digit 0 (a real counterexample to the
+    witness lemma), or None."""
+    from layoutproof.errors import InadmissibleError, UndecidableConditionError
+    from layoutproof.symbolic import symops
+
+    for s in set(A.free_symbols) | set(Layout.trusted(n, r).free_symbols):
+        asg.setdefault(s.name, 1)  # symbols the model leaves free: 1 (the assignment reported)
+    A2, B2 = A.subs(asg), Layout.trusted(n, r).subs(asg)
+    fs, fd = sx.flat_modes(A2)
+    (bs,), (bd,) = sx.flat_modes(B2)
+    ni, ri = int(bs), int(bd)
+    try:
+        As, Ad = symops.coalesce_flat(tuple(int(x) for x in fs), tuple(int(x) for x in fd), keep_last=True)
+        _ms, _md, occ = walk(As, Ad, ni, ri, -1, lambda a: None)
+    except (InadmissibleError, UndecidableConditionError):
+        return None
+    P = cs.prefixes(As)
+    for i, o in sorted(occ.items()):
+        if not any(j * ri == int(o) * int(P[i]) for j in range(ni)):
+            return (
+                f"on Â = {As}:{Ad} and the leaf {ni}:{ri} the walk reports footprint {o} in Â's mode {i}, "
+                f"yet no coordinate j < {ni} has j*{ri} == {o}*{P[i]} (Â-digits {o} e_{i} and 0 elsewhere)"
+            )
+    return None
+
+
+#: the quantities of the every-rank witness step: the state's rest_n, rest_r, Â's mode s:d, and
+#: the invariant's N (the product of the result's extents so far), P (Â's prefix product at the
+#: mode) and r (the leaf's stride)
+_STEP = ("rn", "rr", "s", "d", "N", "P", "r")
+
+
+def witness_step_instance(step: Optional[Callable[..., Any]] = None) -> cs.Instance:
+    """The witness lemma at every rank of A, as a step of the leaf walk's fold: the real
+    ``compose_leaf_step`` (or ``step``, a planted bug) on a state whose finished parts are
+    opaque (``Head``) and whose mode index is an opaque label (``ModeLabel``), from any state
+    meeting the fold invariant's chain (``rest_n == 1`` or ``N r == P rest_r``; proved at
+    every rank by the every-rank induction of sym.composition-post).  On every path that
+    appends a mode ``t`` with footprint ``o``: ``t >= 1``, ``o == rest_r (t - 1)`` (the
+    footprint is the digit of the mode's last point), and the coordinate ``c = N (t - 1)`` --
+    :func:`witness_coordinates`' ``ms_0 ... ms_(p-1) (ms_p - 1)`` -- has ``0 <= c < N rest_n``
+    (= n, by the invariant) and ``c r == o P``.  With ``0 <= o < As_i`` (the fold's step claim)
+    that is the witness lemma for the footprint appended at every mode, whatever A's rank."""
+    from .catalog_composition_fold import ModeLabel
+    from .catalog_induction import Head, appended
+
+    run_step = step if step is not None else _symops().compose_leaf_step
+    rn, rr, s, N, P, r = (cs.extents(k, 1)[0] for k in ("rn", "rr", "s", "N", "P", "r"))
+    d = cs.strides("d", 1)[0]
+    syms = dict(zip(_STEP, (rn, rr, s, d, N, P, r)))
+
+    def fn() -> Any:
+        label = ModeLabel()
+        ms, _md, occ, _rn2, _rr2 = run_step((Head("MS"), Head("MD"), Head("OCC"), rn, rr), label, s, d)
+        new_occ = appended(occ, "OCC")
+        keyed = all(type(q) is tuple and len(q) == 2 and q[0] is label for q in new_occ)
+        return list(appended(ms, "MS")), [q[1] for q in new_occ if type(q) is tuple and len(q) == 2], keyed
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        ms, occ, keyed = cx.path.value
+        if not ms and not occ:
+            return [], z3.BoolVal(True)  # nothing appended: no footprint to reach
+        if len(ms) != 1 or len(occ) != 1 or not keyed:
+            return [], z3.BoolVal(False)  # one mode, its footprint at the mode's label
+        v = {k: e.t(x) for k, x in syms.items()}
+        t, o = e.t(ms[0]), e.t(occ[0])
+        c = v["N"] * (t - 1)
+        ctx = [z3.Or(v["rn"] == 1, v["N"] * v["r"] == v["P"] * v["rr"])]
+        goal = [t >= 1, o == v["rr"] * (t - 1), c >= 0, c < v["N"] * v["rn"], c * v["r"] == o * v["P"]]
+        return ctx, z3.And(goal)
+
+    def confirm(asg: Dict[str, int], _p: Any) -> Optional[str]:
+        """The step on the model's integers (the chain completed: r = P rest_r / N when that is
+        an integer): the appended mode's footprint and coordinate checked on integers."""
+        from layoutproof.errors import InadmissibleError, UndecidableConditionError
+
+        vals = {k: int(asg.get(k + "0", 1)) for k in _STEP}
+        if min(vals[k] for k in ("rn", "rr", "s", "N", "P", "r")) <= 0:
+            return None
+        if not (vals["rn"] == 1 or vals["N"] * vals["r"] == vals["P"] * vals["rr"]):
+            return None
+        try:
+            ms, md, occ, _a, _b = run_step(((), (), (), vals["rn"], vals["rr"]), 0, vals["s"], vals["d"])
+        except (InadmissibleError, UndecidableConditionError):
+            return None
+        if len(ms) != 1 or len(occ) != 1:
+            return None
+        t, o = ms[0], occ[0][1]
+        c = vals["N"] * (t - 1)
+        if o == vals["rr"] * (t - 1) and 0 <= c < vals["N"] * vals["rn"] and c * vals["r"] == o * vals["P"]:
+            return None
+        return (
+            f"compose_leaf_step on rest_n = {vals['rn']}, rest_r = {vals['rr']} and the mode "
+            f"{vals['s']}:{vals['d']} appends {t} points with footprint {o}, which its last point "
+            f"(digit {vals['rr'] * (t - 1)}) does not reach"
+        )
+
+    return cs.Instance("witness lemma: fold step (opaque finished modes)", fn, build, confirm, strict=True)
+
+
+def _symops() -> Any:
+    from layoutproof.symbolic import symops
+
+    return symops
+
+
+# ----------------------------------------------------------------------------- overlap refusals
+def _prefix_sums(xs: Sequence[Any]) -> List[Any]:
+    out: List[Any] = []
+    acc: Any = 0
+    for x in xs:
+        acc = acc + x
+        out.append(acc)
+    return out
+
+
+def overlap_instance(a: int, k: int = 2, check: Optional[Callable[..., Any]] = None) -> cs.Instance:
+    """Exactness of the overlap check's refusals at A rank ``a`` with ``k`` leaves: Â from the
+    real ``coalesce_flat`` (keep_last) on A's symbolic modes, then the real
+    ``check_leaves_disjoint`` on ``k`` leaves landing in every mode of Â below the last with
+    symbolic footprints ``o{j}_{t}`` (``0 <= o < As_t``: the leaf lemma's bound).  On every
+    path where the check refuses at mode ``i``: let ``S_q`` be the sum of the first ``q``
+    leaves' footprints in mode ``i``; some ``q`` in 2..k has ``S_(q-1) < As_i <= S_q`` (the
+    shortest prefix reaching the extent), and for it the points of those ``q`` leaves at their
+    witness coordinates (digits ``o_j e_i``, the witness lemma) add up to digits ``D = S_q e_i``
+    whose by-mode sum ``Σ D_t Ad_t`` differs from Â at ``Σ D_t P_t``: the digits ``D'`` (``S_q -
+    As_i`` in mode ``i``, 1 in mode ``i + 1``) are in range and represent the same point, and
+    ``Σ (D - D') Ad = As_i Ad_i - Ad_(i+1) != 0`` (Â's modes ``i``, ``i+1`` do not merge)."""
+    from layoutproof.errors import InadmissibleError, UndecidableConditionError
+    from layoutproof.symbolic import symops
+
+    sp = _sp()
+    run_check = check if check is not None else symops.check_leaves_disjoint
+    A = cs.sym_layout("A", a)
+    fa, da = sx.flat_modes(A)
+
+    def fn() -> Any:
+        As, Ad = symops.coalesce_flat(tuple(fa), tuple(da), keep_last=True)
+        occ = [
+            {t: sp.Symbol(f"o{j}_{t}", integer=True, nonnegative=True) for t in range(len(As) - 1)}
+            for j in range(k)
+        ]
+        with NeedProbe(run_check) as probe:
+            try:
+                run_check(list(As), [([1], [0], oc) for oc in occ], None)
+            except (InadmissibleError, UndecidableConditionError):
+                # refused at the overlap condition (with no integer operation to confirm on,
+                # the explorer's refuted branch reports it undecided); any other refusal is
+                # outside the statement
+                if probe.calls and probe.calls[-1][0] == DISJOINT:
+                    return "refused", list(As), list(Ad), occ, list(probe.calls)
+                raise
+        return "accepted", list(As), list(Ad), occ, []
+
+    def stage(calls: List[Tuple[str, Any, str]]) -> int:
+        import re
+
+        hit = re.search(r"A's mode (\d+)", calls[-1][2]) if calls else None
+        if hit is None:
+            raise sx.NoPlacement(f"the refusing mode is not readable from {calls[-1:]!r}")
+        return int(hit.group(1))
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        tag, As, Ad, occ, calls = cx.path.value
+        if tag != "refused":
+            return [], z3.BoolVal(True)  # the statement is about the refusals
+        i = stage(calls)
+        e = cx.enc
+        last = len(As) - 1
+        ctx: List[Any] = []
+        for oc in occ:
+            for t in range(last):
+                ctx += [e.t(oc[t]) >= 0, e.t(oc[t]) < e.t(As[t])]
+        zA = [e.t(x) for x in As]
+        zAd = [e.t(x) for x in Ad]
+        pref = [e.t(p) for p in cs.prefixes(list(As))]
+        S = _prefix_sums([e.t(oc[i]) for oc in occ])
+
+        def gap(Sq: Any) -> Any:
+            D = [Sq if t == i else z3.IntVal(0) for t in range(last + 1)]
+            D2 = [
+                Sq - zA[i] if t == i else z3.IntVal(1) if t == i + 1 else z3.IntVal(0)
+                for t in range(last + 1)
+            ]
+            inrange = [d >= 0 for d in D2] + [D2[t] < zA[t] for t in range(last)]
+            same = sum((d * p for d, p in zip(D2, pref)), z3.IntVal(0)) == sum(
+                (d * p for d, p in zip(D, pref)), z3.IntVal(0)
+            )
+            differ = sum((d * x for d, x in zip(D, zAd)), z3.IntVal(0)) != sum(
+                (d * x for d, x in zip(D2, zAd)), z3.IntVal(0)
+            )
+            return z3.And(inrange + [same, differ])
+
+        shortest = [z3.And(S[q - 2] < zA[i], S[q - 1] >= zA[i]) for q in range(2, k + 1)]
+        goal = [z3.Or(shortest)] + [z3.Implies(sh, gap(S[q])) for q, sh in enumerate(shortest, start=1)]
+        return ctx, z3.And(goal)
+
+    def confirm(asg: Dict[str, int], p: sx.Path) -> Optional[str]:
+        tag, As, Ad, occ, calls = p.value
+        if tag != "refused":
+            return None
+        i = stage(calls)
+        v: Dict[Any, Any] = {s: sp.Integer(asg.get(s.name, 1)) for s in set(fa) | set(da)}
+        v.update({s: sp.Integer(asg.get(s.name, 0)) for oc in occ for s in oc.values()})
+        A_int = [int(x.xreplace(v)) for x in As]
+        Ad_int = [int(x.xreplace(v)) for x in Ad]
+        ls = [([1], [0], {t: int(o.xreplace(v)) for t, o in oc.items()}) for oc in occ]
+        try:
+            run_check(A_int, ls, None)
+            return None  # accepted on the integers: no refusal to contradict
+        except InadmissibleError as err:
+            if getattr(err, "condition", None) != DISJOINT:
+                return None
+        sums = _prefix_sums([lf[2][i] for lf in ls])
+        q = next((q for q, s in enumerate(sums, start=1) if s >= A_int[i]), len(sums))
+        X = sums[q - 1] * int(cs.prefixes(A_int)[i])  # B(c) at the first q leaves' witnesses
+        digits, rest = [], X
+        for s in A_int[:-1]:
+            digits.append(rest % s)
+            rest //= s
+        digits.append(rest)
+        byrep = sum(d * x for d, x in zip(digits, Ad_int))
+        bymode = sums[q - 1] * Ad_int[i]
+        if byrep != bymode:
+            return None
+        return (
+            f"the overlap check refuses footprints {[lf[2] for lf in ls]} in extents {A_int}, yet at the "
+            f"witnesses of the first {q} leaves (B(c) = {X}) the by-mode sum {bymode} equals Â({X}) = {byrep}"
+        )
+
+    return cs.Instance(
+        f"overlap refusals, A rank {a}, {k} leaves", fn, build, confirm, need_result=False, skip_trivial=True
+    )
+
+
+def overlap_instances(ranks: Sequence[int], leaves: Sequence[int] = (2, 3, 4)) -> List[cs.Instance]:
+    return [overlap_instance(a, k) for a in ranks for k in leaves]
+
+
+# ----------------------------------------------------------------------------- shape divisibility
+def _shape_stage(cond: Any, where: str) -> Optional[Tuple[Any, Any, int]]:
+    """(rest_n, m, i) of a refused shape-divisibility condition ``rest_n <= m or ...`` at
+    A's mode i (the left operand of the condition's ``<=``); None when it has another form."""
+    import re
+
+    sp = _sp()
+    hit = re.search(r"A's mode (\d+)", where)
+    if hit is None:
+        return None
+    les = [a for a in (cond.args if isinstance(cond, sp.Or) else (cond,)) if isinstance(a, sp.Le)]
+    if not les:
+        return None
+    return les[0].lhs, les[0].rhs, int(hit.group(1))
+
+
+def _refused_for_shape(tag: str, err: Any, calls: List[Tuple[str, Any, str]]) -> bool:
+    """Did the walk stop at its shape-divisibility condition?  Inadmissible (the integer
+    path confirmed a failure), or undecided because the integer path succeeded at the
+    assignment tried (then the condition was refuted on the path all the same)."""
+    from layoutproof.symbolic import as_python
+
+    if tag == "inadmissible":
+        return getattr(err, "condition", None) == "shape divisibility"
+    if tag == "undecided" and calls and calls[-1][0] == "shape divisibility":
+        return getattr(err, "condition", None) == as_python(calls[-1][1])
+    return False
+
+
+SHAPE = "shape"
+WITNESS = "witness"
+
+
+def exact_instance(
+    A: Layout,
+    n: Any,
+    r: Any,
+    walk: Optional[Callable[..., Any]] = None,
+    claims: Sequence[str] = (SHAPE, WITNESS),
+) -> cs.Instance:
+    """One exploration of the real ``coalesce_flat`` (keep_last) and leaf walk on A and the
+    leaf ``n:r``, every path, with the obligation of its kind:
+
+    * a path refusing for shape divisibility (``SHAPE``) at A's mode i, ``rest_n`` steps
+      left, ``m`` of them inside the mode: the path implies the certificate of Lemma L1
+      (:data:`EXACT_STATEMENT`): ``rest_n > m``, ``m`` does not divide ``rest_n``, and the
+      function breaks at ``m``: ``Ad_{i+1} != As_i Ad_i`` (A's modes i and i+1 do not merge);
+    * a returning path (``WITNESS``, the witness lemma): for every mode ``i`` in the returned
+      footprint ``occ``, the coordinate ``c_i`` of :func:`witness_coordinates` is one of the
+      leaf's (``0 <= c_i < n``), ``0 <= occ[i] < As_i`` and ``c_i * r == occ[i] * P_i``
+      (``P_i`` = As_0 ... As_(i-1)).  Mixed-radix digits in range are unique (the last one
+      unbounded), so the Â-digits of ``c_i * r`` are ``occ[i]`` in mode ``i`` and 0 in every
+      other mode, the last included: the leaf reaches its footprint with no other digit."""
+    from layoutproof.errors import InadmissibleError, UndecidableConditionError
+    from layoutproof.symbolic import symops
+
+    fa, da = sx.flat_modes(A)
+    Bleaf = Layout.trusted(n, r)
+    real, conc = _walk_and_conc(A, n, r)
+    run_walk = walk if walk is not None else real
+
+    def fn() -> Any:
+        As, Ad = symops.coalesce_flat(tuple(fa), tuple(da), keep_last=True)
+        with NeedProbe(run_walk) as probe:
+            try:
+                ms, md, occ = run_walk(As, Ad, n, r, -1, conc)
+            except InadmissibleError as e:
+                return "inadmissible", As, Ad, e, list(probe.calls)
+            except UndecidableConditionError as e:  # a refusal the integer path does not confirm
+                return "undecided", As, Ad, e, list(probe.calls)
+        return "admissible", As, Ad, (cs.lay(ms, md), dict(occ)), []
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        sp = _sp()
+        tag, As, Ad, got, calls = cx.path.value
+        if tag == "admissible":
+            return [], _witness_goal(cx, n, r, As, *got) if WITNESS in claims else z3.BoolVal(True)
+        if SHAPE not in claims or not _refused_for_shape(tag, got, calls):
+            return [], z3.BoolVal(True)  # the statement is about shape-divisibility refusals
+        _name, cond, where = calls[-1]
+        stage = _shape_stage(cond, where)
+        if stage is None:
+            raise sx.NoPlacement(f"the refusal's stage is not readable from {cond!r} at {where!r}")
+        rest_n, m, i = stage
+        e = cx.enc
+        return [], z3.And(
+            e.t(rest_n) > e.t(m),
+            e.t(sp.Mod(rest_n, m)) != 0,
+            e.t(Ad[i + 1]) != e.t(As[i]) * e.t(Ad[i]),
+        )
+
+    def confirm(asg: Dict[str, int], p: sx.Path) -> Optional[str]:
+        from layoutproof import ops
+        from layoutproof.verify import postcondition
+
+        if p.value[0] == "admissible":
+            return _witness_confirm(run_walk, A, n, r, asg)
+        try:
+            A2, B2 = A.subs(asg), Bleaf.subs(asg)
+            R = ops.composition(A2, B2)
+        except Exception:  # noqa: BLE001 - refused on the integers too: not a counterexample
+            return None
+        if postcondition("composition", R, A2, B2).status == "refuted":
+            return None
+        return f"the walk refused composition({A2}, {B2}) for shape divisibility, yet {R} is that composition"
+
+    names: Dict[Tuple[str, ...], str] = {(SHAPE,): "shape refusals", (WITNESS,): "witness lemma"}
+    what = names.get(tuple(claims), "leaf walk")
+    return cs.Instance(f"{what}, A rank {len(fa)}", fn, build, confirm, need_result=False, skip_trivial=True)
+
+
+def exact_instances(ranks: Sequence[int], claims: Sequence[str] = (SHAPE, WITNESS)) -> List[cs.Instance]:
+    return [exact_instance(*leaf_operands(a), claims=claims) for a in ranks]
+
+
+def witness_instance(A: Layout, n: Any, r: Any, walk: Optional[Callable[..., Any]] = None) -> cs.Instance:
+    """The witness lemma alone (:func:`exact_instance` with the returning paths' claim)."""
+    return exact_instance(A, n, r, walk, claims=(WITNESS,))
+
+
+def witness_instances(ranks: Sequence[int]) -> List[cs.Instance]:
+    return exact_instances(ranks, (WITNESS,))
+
+
+def first_break_lemma_check(
+    extents: Sequence[int] = (1, 2, 3, 4), rank: int = 3, strides: Sequence[int] = tuple(range(-3, 4))
+) -> Tuple[int, List[str]]:
+    """Lemma L1, exhaustively on small layouts (a supplement to its proof in the statement):
+    for every flat layout R of rank <= ``rank`` and every m with 2 <= m < size(R), if
+    R(j) == j R(1) for j < m and R(m) != m R(1), then m is a product of R's first extents
+    (its unit modes left out), so m divides size(R).  Returns (cases where the premise
+    holds, violations)."""
+    import itertools
+
+    from layoutproof import Layout as L
+
+    cases = 0
+    bad: List[str] = []
+    for k in range(1, rank + 1):
+        for shape in itertools.product(extents, repeat=k):
+            for stride in itertools.product(strides, repeat=k):
+                R = L(shape, stride) if k > 1 else L(shape[0], stride[0])
+                n = R.size
+                v = [R(j) for j in range(n)]
+                pref = {1}
+                p = 1
+                for t in shape:
+                    p *= t
+                    pref.add(p)
+                for m in range(2, n):
+                    if all(v[j] == j * v[1] for j in range(m)) and v[m] != m * v[1]:
+                        cases += 1
+                        if m not in pref or n % m:
+                            bad.append(f"{R}, m = {m}")
+    return cases, bad
+
+
+# ----------------------------------------------------------------------------- the theorem
+#: A ranks of the leaf walk's exploration (shape refusals + witness lemma): main job, --all
+EXACT_MAIN = (1, 2)
+EXACT_ALL = (1, 2, 3, 4)
+#: A ranks and leaf counts of the overlap refusals' exactness: main job, --all
+OVERLAP_MAIN = (2,)
+OVERLAP_ALL = (2, 3, 4)
+OVERLAP_LEAVES = (2, 3, 4)
+
+EXACT_STATEMENT = (
+    "composition(A, B) is admissible iff some layout R compatible with B has R(c) == Â(B(c)) for every "
+    "coordinate c of B. Each refusal of the symbolic composition that is a decision is exact: where it "
+    "refuses for shape divisibility or for overlap, no such R exists. Two facts of layouts are used: R "
+    "compatible with B is additive across B's leaves (a layout's value is the sum of its modes' values at "
+    "the coordinate's digits), and on B's j-th leaf alone (other coordinates 0) R must be that leaf's "
+    "function c_j -> Â(B_j(c_j)); so R exists only if each leaf's function is a layout and the by-mode sum "
+    "Σ_j Â(B_j(c_j)) equals Â(B(c)) at every c. "
+    "(1) Shape divisibility. Where the leaf walk of composition(A, n:r) refuses for shape divisibility "
+    "(at A's mode i, rest_n steps of the leaf left, m of them inside the mode), no layout R of size n has "
+    "R(j) == Â(r j) for every j < n. Machine-checked on every path of the real walk (the refusal's rest_n, "
+    "m, i read from the condition it tests): rest_n > m, m does not divide rest_n, and Ad_{i+1} != As_i "
+    "Ad_i (Â's modes i and i+1 do not merge, so the function breaks at m). By hand: Lemma L1 -- if a "
+    "layout R of size N has R(j) == j*R(1) for j < m and R(m) != m*R(1), 2 <= m < N, then m is a product "
+    "of R's first extents (else m = a P_k + b with P_k < m < P_(k+1), 0 < a, b < P_k, and R(m) = a R(P_k) "
+    "+ R(b) = m R(1)), so m divides N; checked exhaustively as a supplement (every flat R of rank <= 3, "
+    "extents 1-4, strides -3..3: first_break_lemma_check). The walk's stages: below the refusing mode "
+    "each full take of m_k < rest_n_k points breaks at m_k (the same non-merge fact), so by L1 R splits "
+    "there and its upper part R'(j) = R(m_k j) has size rest_n_k / m_k and the function of the walk's next "
+    "stage; skipped modes leave R as it is; at the refusing stage the function is j -> j r' Ad_i for j < m "
+    "and Ad_{i+1} at m, and L1 gives m | rest_n: a contradiction. The stages' structure is read off "
+    "compose_leaf. "
+    "(2) Overlap: the check refuses at a mode i of Â below the last where k >= 2 leaves L_1..L_k (in B's "
+    "order) land with footprints o_j summing to >= As_i. Witness lemma, machine-checked on every "
+    "returning path of the real walk (the same exploration as (1)): for each mode i in the footprint occ "
+    "the walk returns, the leaf coordinate c_i = ms_0 ... ms_(p-1) (ms_p - 1) (ms the walk's result, p the "
+    "position of mode i among occ's modes: the walk appends one result mode per footprint, in Â's order) "
+    "has 0 <= c_i < n, 0 <= occ[i] < As_i and c_i r == occ[i] P_i, so (mixed-radix digits in range being "
+    "unique, the last unbounded) Â's digits of B_j(c_i) are occ[i] in mode i and 0 in every other mode. "
+    "Prefix argument, for every k: each o_j < As_i (the leaf lemma of sym.composition-post), so the "
+    "shortest prefix L_1..L_q whose footprint sum S reaches As_i has q >= 2 and As_i <= S < 2 As_i. At "
+    "c = (the prefix leaves at their witness coordinates, every other coordinate 0), B(c) = S P_i, whose "
+    "digits in Â are (S - As_i) e_i + e_(i+1) -- in range because As_(i+1) >= 2 when i+1 is not the last "
+    "mode (coalesce_flat drops a mode below the last only where its extent is 1, and keeps it on the "
+    "paths where the extent != 1) and the last mode is unbounded; the by-mode sum is S Ad_i, Â(B(c)) is "
+    "(S - As_i) Ad_i + Ad_(i+1), and they differ by As_i Ad_i - Ad_(i+1), which is not 0: coalesce_flat "
+    "merges modes i and i+1 where As_i Ad_i == Ad_(i+1) is proved, and the paths where it keeps them "
+    "apart carry As_i Ad_i != Ad_(i+1) in their condition. Machine-checked on every refusing path of the "
+    "real check_leaves_disjoint with k = 2, 3, 4 leaves landing in every mode of Â below the last (Â from "
+    "the real coalesce_flat, footprints symbolic with 0 <= o < As_t): some q in 2..k is the shortest "
+    "prefix, and for it the digits (S - As_i) e_i + e_(i+1) are in range, represent S P_i, and give a "
+    "value other than S Ad_i; a leaf that does not land in mode i does not enter the argument at mode i "
+    "(a smaller k). "
+    "(3) Stride divisibility is not decided by the symbolic walk: it refuses there only through the "
+    "integer composition (an InadmissibleError carries an assignment at which the integer composition "
+    "refuses; else the condition is undecided -- never a false InadmissibleError). CuTe's condition is "
+    "only sufficient: A = (4,8):(1,5), B = 4:6 fails it, yet A o B = (2,2):(7,15). The integer composition "
+    "(ops._exact_leaf) decides a leaf failing CuTe's conditions exactly by evaluation when n <= "
+    "EXACT_LIMIT = 2^16: it evaluates v_j = Â(r j) for j < n and recognises v greedily "
+    "(ops.recognize_layout_fn): the first break of linearity at m must divide the size and splits off the "
+    "mode m:v_1, then the same on v_(m j). That is exact by L1: if a layout reproduces v, its first break "
+    "m is a product of its first extents, so it splits there into m:v_1 and a layout reproducing v_(m j); "
+    "a failure is therefore a proof that no layout exists, and a success is evaluated against v. Checked "
+    "exhaustively on the integer path by T3.single-mode-exact (admissible iff brute force over every "
+    "ordered factorization of n finds a layout, both ways; its family has 2300 leaves failing CuTe's "
+    "stride divisibility, 1036 of them admissible), while T5.composition-postcondition checks the results "
+    "returned and T5.cpp-conditions-sufficient only that CuTe's conditions suffice. Past EXACT_LIMIT the "
+    "integer composition raises CuTe's stride divisibility, and its message says that nothing was decided "
+    "exactly and that a layout may still exist (A = (4,8):(1,5), B = 2^17:6 has (2,2^16):(7,15))"
+)
+
+
+def _ranks(xs: Sequence[int]) -> str:
+    return f"{xs[0]}-{xs[-1]}" if len(xs) > 1 else str(xs[0])
+
+
+def _exact_check() -> List[Result]:
+    from . import catalog_composition_induction as ci
+
+    full = cs.full_scope()
+    return (
+        # the leaf fold's invariant (its chain N r == P rest_r is the witness step's premise):
+        # sym.composition-post's every-rank induction, explored once per process
+        ci.every_rank_results()
+        + cs.prove(
+            "witness lemma at every rank of A: the footprint each step of the leaf fold appends is "
+            "reached by the coordinate N (t - 1) with no other digit",
+            [witness_step_instance()],
+        )
+        + cs.prove(
+            "shape-divisibility refusal => no layout is A o B; returning walk => every footprint is "
+            "reached by a leaf coordinate with no other digit (witness lemma, the whole walk)",
+            exact_instances(EXACT_ALL if full else EXACT_MAIN),
+        )
+        + cs.prove(
+            "overlap refusal (k leaves) => the by-mode sum differs from Â(B(c)) at the shortest "
+            "prefix's witnesses",
+            overlap_instances(OVERLAP_ALL if full else OVERLAP_MAIN, OVERLAP_LEAVES),
+        )
+    )
+
+
+def exact_theorem() -> Theorem:
+    """``sym.composition-exact`` (built here, listed by the leaf induction's module)."""
+    return _theorem(
+        "sym.composition-exact",
+        "composition refuses (shape divisibility, overlap) only where no layout is A o B",
+        EXACT_STATEMENT,
+        _exact_check,
+        f"Shape refusals and the witness lemma: A rank {_ranks(EXACT_MAIN)} x one leaf n:r in `layoutproof "
+        f"prove`; A rank {_ranks(EXACT_ALL)} x one leaf with `layoutproof prove --all`; by the leaves, every "
+        f"B whose refusal is a leaf's. Overlap refusals: A rank {_ranks(OVERLAP_MAIN)} in `layoutproof "
+        f"prove`, {_ranks(OVERLAP_ALL)} with `--all`, each with k = {_ranks(OVERLAP_LEAVES)} leaves "
+        "landing in the refusing mode; every k by the prefix argument (by hand; the check's loop sums "
+        "every footprint, read off the code). Refusals for stride divisibility are decided by the integer "
+        "path (exact up to EXACT_LIMIT = 2^16 coordinates of a leaf), not by the symbolic walk: not "
+        "claimed here",
+        "A: extents positive integers, strides arbitrary integers; the leaf: extent a positive integer, "
+        "stride any integer; footprints: integers 0 <= o < As_t",
+    )
