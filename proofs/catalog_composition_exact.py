@@ -383,6 +383,154 @@ def overlap_instances(ranks: Sequence[int], leaves: Sequence[int] = (2, 3, 4)) -
     return [overlap_instance(a, k) for a in ranks for k in leaves]
 
 
+def overlap_mode_instance(
+    k: int, next_is_last: bool, check: Optional[Callable[..., Any]] = None
+) -> cs.Instance:
+    """The overlap refusals at every rank of Â, one mode at a time: ``k`` leaves' footprints
+    ``o_j`` (``0 <= o_j < S``) at a mode ``i`` of extent ``S`` summed by the real
+    ``footprint_sum_step`` fold, then the real ``check_mode_disjoint`` at that mode (Â's
+    extents read through ``OnlyIndex``: only ``As[i]``).  On every path where it refuses: the
+    shortest prefix ``q`` of the leaves whose footprint sum ``S_q`` reaches ``S`` exists, and
+    with Â's next mode of extent ``T`` (``T >= 2``; unbounded when ``next_is_last``) and the
+    strides ``a``, ``b`` of modes ``i``, ``i + 1`` (``S a != b``: they do not merge), prefix
+    product ``P``: the digits ``S_q - S`` at ``i`` and 1 at ``i + 1`` are in range, represent
+    ``S_q P``, and give ``(S_q - S) a + b != S_q a``.  Those facts about Â -- its modes below the
+    last have extents != 1 and no two neighbours merge -- hold at every rank: sym.coalesce-maximal's
+    fold steps (keep = False) and :func:`coalesce_keep_instance` (the last step, keep = True)."""
+    from layoutproof.errors import InadmissibleError, UndecidableConditionError
+
+    from .catalog_composition_fold import OnlyIndex
+
+    sp = _sp()
+    ops = _symops()
+    sum_step = ops.footprint_sum_step
+    run_check = check if check is not None else ops.check_mode_disjoint
+    S, T, P = (cs.extents(x, 1)[0] for x in ("S", "T", "P"))
+    a, b = cs.strides("a", 1)[0], cs.strides("b", 1)[0]
+    os_ = [sp.Symbol(f"o{j}", integer=True, nonnegative=True) for j in range(k)]
+    at = 3  # the mode's index: any label; only As[at] is readable
+
+    def fn() -> Any:
+        used: Dict[int, Any] = {}
+        for o in os_:
+            used = sum_step(used, {at: o})
+        u, users = used[at]
+        with NeedProbe(run_check) as probe:
+            try:
+                run_check(OnlyIndex(at, S), at, u, users, None)
+            except (InadmissibleError, UndecidableConditionError):
+                if probe.calls and probe.calls[-1][0] == DISJOINT:
+                    return "refused", u, users
+                raise
+        return "accepted", u, users
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        tag, u, users = cx.path.value
+        if tag != "refused":
+            return [], z3.BoolVal(True)  # the statement is about the refusals
+        zS, zT, zP, za, zb = (e.t(x) for x in (S, T, P, a, b))
+        zo = [e.t(o) for o in os_]
+        ctx = [o < zS for o in zo] + [zS * za != zb] + ([] if next_is_last else [zT != 1])
+        sums = _prefix_sums(zo)
+
+        def gap(Sq: Any) -> Any:
+            digit = Sq - zS
+            inrange = [digit >= 0, digit < zS] + ([] if next_is_last else [z3.IntVal(1) < zT])
+            same = digit * zP + 1 * (zS * zP) == Sq * zP
+            differ = Sq * za != digit * za + 1 * zb
+            return z3.And(inrange + [same, differ])
+
+        shortest = [z3.And(sums[q - 2] < zS, sums[q - 1] >= zS) for q in range(2, k + 1)]
+        goal = [users == k, e.t(u) == sums[-1], z3.Or(shortest)]
+        goal += [z3.Implies(sh, gap(sums[q])) for q, sh in enumerate(shortest, start=1)]
+        return ctx, z3.And(goal)
+
+    def confirm(asg: Dict[str, int], p: sx.Path) -> Optional[str]:
+        vals = {x: int(asg.get(x.name, 1 if x in (S, T, P) else 0)) for x in (S, T, P, a, b, *os_)}
+        o_int = [vals[o] for o in os_]
+        Si, Ti = vals[S], vals[T]
+        if min(Si, Ti, vals[P]) <= 0 or any(not 0 <= o < Si for o in o_int) or Si * vals[a] == vals[b]:
+            return None
+        if not next_is_last and Ti == 1:
+            return None
+        used: Dict[int, Any] = {}
+        for o in o_int:
+            used = sum_step(used, {at: o})
+        try:
+            run_check([0] * at + [Si], at, used[at][0], used[at][1], None)
+            return None
+        except InadmissibleError:
+            pass
+        sums = _prefix_sums(o_int)
+        q = next((q for q, x in enumerate(sums, start=1) if x >= Si), k)
+        Sq = sums[q - 1]
+        if Sq >= Si and Sq - Si < Si:
+            return None  # the gap is there: (S_q - S) a + b != S_q a by the non-merge fact
+        return (
+            f"check_mode_disjoint refuses footprints {o_int} in the extent {Si}, yet no prefix sum lies in "
+            f"[{Si}, {2 * Si}): at the leaves' witnesses the digits fit, and the by-mode sum is Â's value"
+        )
+
+    where = "the last" if next_is_last else "not the last"
+    return cs.Instance(
+        f"overlap refusal at one mode, {k} leaves, the next mode {where}",
+        fn,
+        build,
+        confirm,
+        assumptions=tuple(sp.Lt(o, S) for o in os_),
+        need_result=False,
+        skip_trivial=True,
+        strict=True,
+    )
+
+
+def overlap_mode_instances(leaves: Sequence[int] = (2, 3, 4, 5)) -> List[cs.Instance]:
+    return [overlap_mode_instance(k, last) for k in leaves for last in (False, True)]
+
+
+def coalesce_keep_instance() -> cs.Instance:
+    """The last step of ``coalesce_flat(keep_last=True)``: the real ``coalesce_step`` with
+    ``keep=True`` on a state (H opaque, last mode (t, e), t != 1) and A's last mode (s, d).  On
+    every path: the modes it finishes (all but the new last one) have extents != 1, the first
+    new mode keeps the stride e (so it does not merge with H's last mode, by the fold's
+    invariant), and two new modes do not merge (d' != t' e').  With sym.coalesce-maximal's
+    step for the other modes (keep = False), Â's modes below the last have extents != 1 and no
+    two neighbours merge, at every rank."""
+    from .catalog_induction import Head, appended
+
+    sp = _sp()
+    step = _symops().coalesce_step
+    t, s = cs.extents("t", 1)[0], cs.extents("s", 1)[0]
+    e_, d = cs.strides("e", 1)[0], cs.strides("d", 1)[0]
+
+    def fn() -> Any:
+        done, last = step((Head("H"), (t, e_)), (s, d), keep=True)
+        modes = appended(done, "H") + ((last,) if last is not None else ())
+        return [m[0] for m in modes], [m[1] for m in modes]
+
+    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
+        z3 = _z3()
+        e = cx.enc
+        rs, rd = cx.path.value
+        if not rs:
+            return [], z3.BoolVal(False)  # keep: the last mode is never dropped
+        claims = [e.t(x) != 1 for x in rs[:-1]] + [e.t(rd[0]) == e.t(e_)]
+        if len(rs) == 2:
+            claims.append(e.t(rd[1]) != e.t(rs[0]) * e.t(rd[0]))
+        return [], z3.And(claims)
+
+    return cs.Instance(
+        "coalesce_flat's last step (keep)",
+        fn,
+        build,
+        lambda asg, p: None,
+        assumptions=(sp.Ne(t, 1),),
+        strict=True,
+    )
+
+
 # ----------------------------------------------------------------------------- shape divisibility
 def _shape_stage(cond: Any, where: str) -> Optional[Tuple[Any, Any, int]]:
     """(rest_n, m, i) of a refused shape-divisibility condition ``rest_n <= m or ...`` at
@@ -545,8 +693,10 @@ def first_break_lemma_check(
 #: A ranks of the leaf walk's exploration (shape refusals + witness lemma): main job, --all
 EXACT_MAIN = (1, 2)
 EXACT_ALL = (1, 2, 3, 4)
-#: A ranks and leaf counts of the overlap refusals' exactness: main job, --all
-OVERLAP_MAIN = (2,)
+#: leaf counts of the every-rank overlap refusals (one mode of Â): main job, --all
+MODE_LEAVES_MAIN = (2, 3)
+MODE_LEAVES_ALL = (2, 3, 4, 5)
+#: A ranks and leaf counts of the whole real overlap check on the real Â (--all, a supplement)
 OVERLAP_ALL = (2, 3, 4)
 OVERLAP_LEAVES = (2, 3, 4)
 
@@ -573,26 +723,34 @@ EXACT_STATEMENT = (
     "and Ad_{i+1} at m, and L1 gives m | rest_n: a contradiction. The stages' structure is read off "
     "compose_leaf. "
     "(2) Overlap: the check refuses at a mode i of Â below the last where k >= 2 leaves L_1..L_k (in B's "
-    "order) land with footprints o_j summing to >= As_i. Witness lemma, machine-checked on every "
-    "returning path of the real walk (the same exploration as (1)): for each mode i in the footprint occ "
-    "the walk returns, the leaf coordinate c_i = ms_0 ... ms_(p-1) (ms_p - 1) (ms the walk's result, p the "
-    "position of mode i among occ's modes: the walk appends one result mode per footprint, in Â's order) "
-    "has 0 <= c_i < n, 0 <= occ[i] < As_i and c_i r == occ[i] P_i, so (mixed-radix digits in range being "
-    "unique, the last unbounded) Â's digits of B_j(c_i) are occ[i] in mode i and 0 in every other mode. "
-    "Prefix argument, for every k: each o_j < As_i (the leaf lemma of sym.composition-post), so the "
+    "order) land with footprints o_j summing to >= As_i. Witness lemma: for each mode i in the footprint "
+    "occ a leaf's walk returns, the leaf coordinate c_i = ms_0 ... ms_(p-1) (ms_p - 1) (ms the walk's "
+    "result, p the position of mode i among occ's modes: the walk appends one result mode per footprint, "
+    "in Â's order) has 0 <= c_i < n, 0 <= occ[i] < As_i and c_i r == occ[i] P_i, so (mixed-radix digits "
+    "in range being unique, the last unbounded) Â's digits of B_j(c_i) are occ[i] in mode i and 0 in every "
+    "other mode. Proved at every rank of A as a step of the leaf walk's fold: on every path of the real "
+    "compose_leaf_step that appends t points with footprint o (finished modes opaque, the mode index an "
+    "opaque label), o == rest_r (t - 1) and c = N (t - 1) has 0 <= c < N rest_n = n and c r == o P, "
+    "given the fold invariant's chain N r == P rest_r (sym.composition-post's every-rank induction, "
+    "reported here); and, as a direct check, on every path of the whole real walk on the real Â (the "
+    "exploration of (1)). Prefix argument, for every k: each o_j < As_i (the leaf lemma), so the "
     "shortest prefix L_1..L_q whose footprint sum S reaches As_i has q >= 2 and As_i <= S < 2 As_i. At "
     "c = (the prefix leaves at their witness coordinates, every other coordinate 0), B(c) = S P_i, whose "
     "digits in Â are (S - As_i) e_i + e_(i+1) -- in range because As_(i+1) >= 2 when i+1 is not the last "
-    "mode (coalesce_flat drops a mode below the last only where its extent is 1, and keeps it on the "
-    "paths where the extent != 1) and the last mode is unbounded; the by-mode sum is S Ad_i, Â(B(c)) is "
-    "(S - As_i) Ad_i + Ad_(i+1), and they differ by As_i Ad_i - Ad_(i+1), which is not 0: coalesce_flat "
-    "merges modes i and i+1 where As_i Ad_i == Ad_(i+1) is proved, and the paths where it keeps them "
-    "apart carry As_i Ad_i != Ad_(i+1) in their condition. Machine-checked on every refusing path of the "
-    "real check_leaves_disjoint with k = 2, 3, 4 leaves landing in every mode of Â below the last (Â from "
-    "the real coalesce_flat, footprints symbolic with 0 <= o < As_t): some q in 2..k is the shortest "
-    "prefix, and for it the digits (S - As_i) e_i + e_(i+1) are in range, represent S P_i, and give a "
-    "value other than S Ad_i; a leaf that does not land in mode i does not enter the argument at mode i "
-    "(a smaller k). "
+    "mode and the last mode is unbounded; the by-mode sum is S Ad_i and Â(B(c)) is (S - As_i) Ad_i + "
+    "Ad_(i+1): they differ by As_i Ad_i - Ad_(i+1) != 0. Both facts about Â come from coalesce_flat: it "
+    "drops a unit mode below the last and merges neighbours i, i+1 exactly where As_i Ad_i == Ad_(i+1) "
+    "is proved, so on the paths where it keeps them apart the path condition carries As_i Ad_i != "
+    "Ad_(i+1); at every rank, sym.coalesce-maximal's fold step (no unit mode, no mergeable neighbours) "
+    "and the keep step of the last mode (coalesce_keep_instance: it finishes no unit mode and no "
+    "mergeable pair) give it. Machine-checked at every rank of Â on the real footprint_sum_step fold and "
+    "check_mode_disjoint at one mode (only As_i readable) with k = 2, 3 leaves (2-5 with --all), the next "
+    "mode the last or not: on every refusing path the shortest prefix exists and its digits are in range, "
+    "represent S P_i and give a value other than S Ad_i; with --all also on every refusing path of the "
+    "whole real check_leaves_disjoint on the real Â (A rank 2-4, k = 2-4 leaves landing in every mode "
+    "below the last). A leaf that does not land in mode i does not enter the argument at mode i (a "
+    "smaller k). Read off the code: the check's loops (the sum over the leaves, one check per mode in "
+    "order). "
     "(3) Stride divisibility is not decided by the symbolic walk: it refuses there only through the "
     "integer composition (an InadmissibleError carries an assignment at which the integer composition "
     "refuses; else the condition is undecided -- never a false InadmissibleError). CuTe's condition is "
@@ -620,7 +778,7 @@ def _exact_check() -> List[Result]:
     from . import catalog_composition_induction as ci
 
     full = cs.full_scope()
-    return (
+    out = (
         # the leaf fold's invariant (its chain N r == P rest_r is the witness step's premise):
         # sym.composition-post's every-rank induction, explored once per process
         ci.every_rank_results()
@@ -630,16 +788,28 @@ def _exact_check() -> List[Result]:
             [witness_step_instance()],
         )
         + cs.prove(
+            "overlap refusal at every rank of Â: a refusing mode's shortest prefix of leaves reaching "
+            "its extent gives a point where the by-mode sum differs from Â(B(c))",
+            overlap_mode_instances(MODE_LEAVES_ALL if full else MODE_LEAVES_MAIN),
+        )
+        + cs.prove(
+            "coalesce_flat keeping the last mode: its last step finishes no unit mode and no mergeable "
+            "neighbours",
+            [coalesce_keep_instance()],
+        )
+        + cs.prove(
             "shape-divisibility refusal => no layout is A o B; returning walk => every footprint is "
             "reached by a leaf coordinate with no other digit (witness lemma, the whole walk)",
             exact_instances(EXACT_ALL if full else EXACT_MAIN),
         )
-        + cs.prove(
-            "overlap refusal (k leaves) => the by-mode sum differs from Â(B(c)) at the shortest "
-            "prefix's witnesses",
-            overlap_instances(OVERLAP_ALL if full else OVERLAP_MAIN, OVERLAP_LEAVES),
-        )
     )
+    if full:
+        out += cs.prove(
+            "overlap refusal (k leaves, the whole real check on the real Â) => the by-mode sum differs "
+            "from Â(B(c)) at the shortest prefix's witnesses",
+            overlap_instances(OVERLAP_ALL, OVERLAP_LEAVES),
+        )
+    return out
 
 
 def exact_theorem() -> Theorem:
@@ -649,14 +819,16 @@ def exact_theorem() -> Theorem:
         "composition refuses (shape divisibility, overlap) only where no layout is A o B",
         EXACT_STATEMENT,
         _exact_check,
-        f"Shape refusals and the witness lemma: A rank {_ranks(EXACT_MAIN)} x one leaf n:r in `layoutproof "
-        f"prove`; A rank {_ranks(EXACT_ALL)} x one leaf with `layoutproof prove --all`; by the leaves, every "
-        f"B whose refusal is a leaf's. Overlap refusals: A rank {_ranks(OVERLAP_MAIN)} in `layoutproof "
-        f"prove`, {_ranks(OVERLAP_ALL)} with `--all`, each with k = {_ranks(OVERLAP_LEAVES)} leaves "
-        "landing in the refusing mode; every k by the prefix argument (by hand; the check's loop sums "
-        "every footprint, read off the code). Refusals for stride divisibility are decided by the integer "
-        "path (exact up to EXACT_LIMIT = 2^16 coordinates of a leaf), not by the symbolic walk: not "
-        "claimed here",
+        f"Shape refusals: A rank {_ranks(EXACT_MAIN)} x one leaf n:r in `layoutproof prove`, A rank "
+        f"{_ranks(EXACT_ALL)} with `layoutproof prove --all`; by the leaves, every B whose refusal is a "
+        "leaf's. Overlap refusals: every rank of A and Â (the witness lemma as a step of the leaf fold, "
+        f"the refusal at one mode), k = {_ranks(MODE_LEAVES_MAIN)} leaves at the refusing mode in "
+        f"`layoutproof prove`, {_ranks(MODE_LEAVES_ALL)} with `--all`, every k by the prefix argument (by "
+        "hand); direct checks on the whole walk (A rank "
+        f"{_ranks(EXACT_MAIN)}, {_ranks(EXACT_ALL)} with `--all`) and, with `--all`, on the whole check "
+        f"(A rank {_ranks(OVERLAP_ALL)}, k = {_ranks(OVERLAP_LEAVES)}). Refusals for stride divisibility are "
+        "decided by the integer path (exact up to EXACT_LIMIT = 2^16 coordinates of a leaf), not by the "
+        "symbolic walk: not claimed here",
         "A: extents positive integers, strides arbitrary integers; the leaf: extent a positive integer, "
         "stride any integer; footprints: integers 0 <= o < As_t",
     )

@@ -193,6 +193,36 @@ def test_an_overlap_check_refusing_too_early_fails_with_a_reproducing_assignment
     assert (X % s) * asg["Ad0"] + (X // s) * asg["Ad1"] == X * asg["Ad0"]
 
 
+@pytest.mark.slow
+def test_overlap_refusals_at_one_mode_are_exact_at_every_rank():
+    """The real footprint_sum_step fold and check_mode_disjoint at one mode (2-5 leaves, the
+    next mode the last or not), and the keep step of coalesce_flat: all proved."""
+    insts = ce.overlap_mode_instances((2, 3, 4, 5)) + [ce.coalesce_keep_instance()]
+    for r in cs.prove("overlap at one mode", insts):
+        assert r.status == "proved", str(r)
+        assert r.obligations, str(r)
+
+
+@pytest.mark.slow
+def test_a_mode_check_refusing_too_early_is_refuted_at_every_rank():
+    """The early-refusal bug planted in check_mode_disjoint: refuted at one mode, and the
+    model's integers reproduce it (the mutant refuses a sum of As_i - 1, the real check does not)."""
+    bad = _symops_with(
+        "sp.Lt(u, As[i]) if not _both_int(u, As[i]) else u < As[i]",
+        "sp.Lt(u, As[i] - 1) if not _both_int(u, As[i]) else u < As[i] - 1",
+    )
+    (r,) = cs.prove(
+        "overlap at one mode", [ce.overlap_mode_instance(3, False, check=bad.check_mode_disjoint)]
+    )
+    assert r.status == "refuted", str(r)
+    asg = r.counterexample.assignment
+    S, os_ = asg["S0"], [asg.get(f"o{j}", 0) for j in range(3)]
+    assert sum(os_) == S - 1
+    with pytest.raises(InadmissibleError):
+        bad.check_mode_disjoint([0, 0, 0, S], 3, sum(os_), 3, None)
+    symops.check_mode_disjoint([0, 0, 0, S], 3, sum(os_), 3, None)
+
+
 def test_the_prefix_argument_on_integers():
     """The statement's prefix argument, on integers: Â = (6, 5, *):(1, 100, 7), three leaves
     at mode 0 with footprints 2, 3, 4 (the check refuses: 9 >= 6); the shortest prefix reaching
@@ -243,7 +273,12 @@ def test_past_the_exact_limit_the_error_says_nothing_was_decided():
 def test_catalog_row_names_this_module_and_every_leaf_count():
     t = get("sym.composition-exact")
     assert t.expected == "proved" and ce.SOURCE in t.references
-    assert "k = 2-4" in t.family and "prefix argument" in t.statement.lower() and "EXACT_LIMIT" in t.statement
+    assert (
+        "every rank of A and Â" in t.family
+        and "k = 2-3" in t.family
+        and "prefix argument" in t.statement.lower()
+        and "EXACT_LIMIT" in t.statement
+    )
 
 
 @pytest.mark.slow
