@@ -173,20 +173,31 @@ def _witness_confirm(
 _STEP = ("rn", "rr", "s", "d", "N", "P", "r")
 
 
-def witness_step_instance(step: Optional[Callable[..., Any]] = None) -> cs.Instance:
-    """The witness lemma at every rank of A, as a step of the leaf walk's fold: the real
-    ``compose_leaf_step`` (or ``step``, a planted bug) on a state whose finished parts are
-    opaque (``Head``) and whose mode index is an opaque label (``ModeLabel``), from any state
-    meeting the fold invariant's chain (``rest_n == 1`` or ``N r == P rest_r``; proved at
-    every rank by the every-rank induction of sym.composition-post).  On every path that
-    appends a mode ``t`` with footprint ``o``: ``t >= 1``, ``o == rest_r (t - 1)`` (the
-    footprint is the digit of the mode's last point), and the coordinate ``c = N (t - 1)`` --
-    :func:`witness_coordinates`' ``ms_0 ... ms_(p-1) (ms_p - 1)`` -- has ``0 <= c < N rest_n``
-    (= n, by the invariant) and ``c r == o P``.  With ``0 <= o < As_i`` (the fold's step claim)
-    that is the witness lemma for the footprint appended at every mode, whatever A's rank."""
+def step_instance(
+    step: Optional[Callable[..., Any]] = None, claims: Sequence[str] = ("shape", "witness")
+) -> cs.Instance:
+    """The leaf walk's fold step at every rank of A: the real ``compose_leaf_step`` (or
+    ``step``, a planted bug) on a state whose finished parts are opaque (``Head``) and whose
+    mode index is an opaque label (``ModeLabel``), any ``rest_n, rest_r >= 1`` and mode
+    ``s:d``; one exploration, the obligation by the path's kind:
+
+    * refusing for shape divisibility (``"shape"``): the condition it tests (``rest_n <= m`` or
+      ``m | rest_n``, ``m = s / rest_r``) fails: ``rest_n > m`` and ``m`` does not divide
+      ``rest_n`` -- Lemma L1's certificate, with Â's non-merge of modes i, i+1
+      (sym.coalesce-maximal's step and :func:`coalesce_keep_instance`);
+    * appending ``t`` points with footprint ``o`` (``"witness"``), from any state meeting the
+      fold invariant's chain (``rest_n == 1`` or ``N r == P rest_r``; proved at every rank by
+      sym.composition-post's every-rank induction): ``t >= 1``, ``o == rest_r (t - 1)`` (the
+      footprint is the digit of the mode's last point), and ``c = N (t - 1)`` --
+      :func:`witness_coordinates`' ``ms_0 ... ms_(p-1) (ms_p - 1)`` -- has ``0 <= c < N rest_n``
+      (= n, by the invariant) and ``c r == o P``.  With ``0 <= o < As_i`` (the fold's step
+      claim) that is the witness lemma for the footprint appended at every mode."""
+    from layoutproof.errors import InadmissibleError, UndecidableConditionError
+
     from .catalog_composition_fold import ModeLabel
     from .catalog_induction import Head, appended
 
+    sp = _sp()
     run_step = step if step is not None else _symops().compose_leaf_step
     rn, rr, s, N, P, r = (cs.extents(k, 1)[0] for k in ("rn", "rr", "s", "N", "P", "r"))
     d = cs.strides("d", 1)[0]
@@ -194,15 +205,38 @@ def witness_step_instance(step: Optional[Callable[..., Any]] = None) -> cs.Insta
 
     def fn() -> Any:
         label = ModeLabel()
-        ms, _md, occ, _rn2, _rr2 = run_step((Head("MS"), Head("MD"), Head("OCC"), rn, rr), label, s, d)
+        with NeedProbe(run_step) as probe:
+            try:
+                ms, _md, occ, _rn2, _rr2 = run_step(
+                    (Head("MS"), Head("MD"), Head("OCC"), rn, rr), label, s, d
+                )
+            except (InadmissibleError, UndecidableConditionError):
+                if probe.calls and probe.calls[-1][0] == "shape divisibility":
+                    return "shape", probe.calls[-1][1]
+                return "refused", None  # another condition: outside the statement
         new_occ = appended(occ, "OCC")
         keyed = all(type(q) is tuple and len(q) == 2 and q[0] is label for q in new_occ)
-        return list(appended(ms, "MS")), [q[1] for q in new_occ if type(q) is tuple and len(q) == 2], keyed
+        feet = [q[1] for q in new_occ if type(q) is tuple and len(q) == 2]
+        return "returned", (list(appended(ms, "MS")), feet, keyed)
 
     def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
         z3 = _z3()
         e = cx.enc
-        ms, occ, keyed = cx.path.value
+        tag, got = cx.path.value
+        if tag == "shape" and "shape" in claims:
+            les = [x for x in (got.args if isinstance(got, sp.Or) else (got,)) if isinstance(x, sp.Le)]
+            if not les:
+                raise sx.NoPlacement(f"the refusal's stage is not readable from {got!r}")
+            rest_n, m = les[0].lhs, les[0].rhs
+            return [], z3.And(
+                e.t(rest_n) == e.t(rn),
+                e.t(m) * e.t(rr) == e.t(s),
+                e.t(rest_n) > e.t(m),
+                e.t(sp.Mod(rest_n, m)) != 0,
+            )
+        if tag != "returned" or "witness" not in claims:
+            return [], z3.BoolVal(True)
+        ms, occ, keyed = got
         if not ms and not occ:
             return [], z3.BoolVal(True)  # nothing appended: no footprint to reach
         if len(ms) != 1 or len(occ) != 1 or not keyed:
@@ -214,33 +248,61 @@ def witness_step_instance(step: Optional[Callable[..., Any]] = None) -> cs.Insta
         goal = [t >= 1, o == v["rr"] * (t - 1), c >= 0, c < v["N"] * v["rn"], c * v["r"] == o * v["P"]]
         return ctx, z3.And(goal)
 
-    def confirm(asg: Dict[str, int], _p: Any) -> Optional[str]:
-        """The step on the model's integers (the chain completed: r = P rest_r / N when that is
-        an integer): the appended mode's footprint and coordinate checked on integers."""
-        from layoutproof.errors import InadmissibleError, UndecidableConditionError
-
+    def confirm(asg: Dict[str, int], p: Any) -> Optional[str]:
+        """The step on the model's integers (no exploration): a shape refusal whose test
+        passes, or an appended footprint its last point does not reach."""
         vals = {k: int(asg.get(k + "0", 1)) for k in _STEP}
         if min(vals[k] for k in ("rn", "rr", "s", "N", "P", "r")) <= 0:
             return None
-        if not (vals["rn"] == 1 or vals["N"] * vals["r"] == vals["P"] * vals["rr"]):
-            return None
+        at = (
+            f"compose_leaf_step on rest_n = {vals['rn']}, rest_r = {vals['rr']} and the mode "
+            f"{vals['s']}:{vals['d']}"
+        )
         try:
-            ms, md, occ, _a, _b = run_step(((), (), (), vals["rn"], vals["rr"]), 0, vals["s"], vals["d"])
-        except (InadmissibleError, UndecidableConditionError):
+            ms, _md, occ, _a, _b = run_step(((), (), (), vals["rn"], vals["rr"]), 0, vals["s"], vals["d"])
+        except InadmissibleError as err:
+            if getattr(err, "condition", None) != "shape divisibility" or vals["s"] % vals["rr"]:
+                return None
+            m = vals["s"] // vals["rr"]
+            if vals["rn"] <= m or vals["rn"] % m == 0:
+                return f"{at} refuses for shape divisibility, yet m = {m} passes the test"
             return None
-        if len(ms) != 1 or len(occ) != 1:
+        except UndecidableConditionError:
+            return None
+        if p.value[0] != "returned" or len(ms) != 1 or len(occ) != 1:
+            return None
+        if not (vals["rn"] == 1 or vals["N"] * vals["r"] == vals["P"] * vals["rr"]):
             return None
         t, o = ms[0], occ[0][1]
         c = vals["N"] * (t - 1)
         if o == vals["rr"] * (t - 1) and 0 <= c < vals["N"] * vals["rn"] and c * vals["r"] == o * vals["P"]:
             return None
         return (
-            f"compose_leaf_step on rest_n = {vals['rn']}, rest_r = {vals['rr']} and the mode "
-            f"{vals['s']}:{vals['d']} appends {t} points with footprint {o}, which its last point "
-            f"(digit {vals['rr'] * (t - 1)}) does not reach"
+            f"{at} appends {t} points with footprint {o}, which its last point (digit "
+            f"{vals['rr'] * (t - 1)}) does not reach"
         )
 
-    return cs.Instance("witness lemma: fold step (opaque finished modes)", fn, build, confirm, strict=True)
+    names: Dict[Tuple[str, ...], str] = {("shape",): "shape refusals", ("witness",): "witness lemma"}
+    what = names.get(tuple(claims), "shape refusals + witness lemma")
+    return cs.Instance(
+        f"{what}: fold step (opaque finished modes)",
+        fn,
+        build,
+        confirm,
+        need_result=False,
+        skip_trivial=True,
+        strict=True,
+    )
+
+
+def witness_step_instance(step: Optional[Callable[..., Any]] = None) -> cs.Instance:
+    """The witness lemma alone as a fold step (:func:`step_instance`)."""
+    return step_instance(step, ("witness",))
+
+
+def shape_step_instance(step: Optional[Callable[..., Any]] = None) -> cs.Instance:
+    """The shape-divisibility refusals alone as a fold step (:func:`step_instance`)."""
+    return step_instance(step, ("shape",))
 
 
 def _symops() -> Any:
@@ -710,9 +772,12 @@ EXACT_STATEMENT = (
     "Σ_j Â(B_j(c_j)) equals Â(B(c)) at every c. "
     "(1) Shape divisibility. Where the leaf walk of composition(A, n:r) refuses for shape divisibility "
     "(at A's mode i, rest_n steps of the leaf left, m of them inside the mode), no layout R of size n has "
-    "R(j) == Â(r j) for every j < n. Machine-checked on every path of the real walk (the refusal's rest_n, "
-    "m, i read from the condition it tests): rest_n > m, m does not divide rest_n, and Ad_{i+1} != As_i "
-    "Ad_i (Â's modes i and i+1 do not merge, so the function breaks at m). By hand: Lemma L1 -- if a "
+    "R(j) == Â(r j) for every j < n. Machine-checked at every rank of A as a step of the leaf walk's "
+    "fold (the real compose_leaf_step, finished modes opaque, the mode index an opaque label; the "
+    "refusal's rest_n and m read from the condition it tests): rest_n > m and m does not divide rest_n; "
+    "and Ad_{i+1} != As_i Ad_i (Â's modes i and i+1 do not merge, so the function breaks at m: see (2) "
+    "for where that comes from). As a direct check, on every path of the whole real walk on the real Â "
+    "at fixed ranks, all three from the path. By hand: Lemma L1 -- if a "
     "layout R of size N has R(j) == j*R(1) for j < m and R(m) != m*R(1), 2 <= m < N, then m is a product "
     "of R's first extents (else m = a P_k + b with P_k < m < P_(k+1), 0 < a, b < P_k, and R(m) = a R(P_k) "
     "+ R(b) = m R(1)), so m divides N; checked exhaustively as a supplement (every flat R of rank <= 3, "
@@ -721,19 +786,19 @@ EXACT_STATEMENT = (
     "there and its upper part R'(j) = R(m_k j) has size rest_n_k / m_k and the function of the walk's next "
     "stage; skipped modes leave R as it is; at the refusing stage the function is j -> j r' Ad_i for j < m "
     "and Ad_{i+1} at m, and L1 gives m | rest_n: a contradiction. The stages' structure is read off "
-    "compose_leaf. "
+    "compose_leaf_step (the fold's invariant, sym.composition-post, gives N r == P rest_r at each stage). "
     "(2) Overlap: the check refuses at a mode i of Â below the last where k >= 2 leaves L_1..L_k (in B's "
     "order) land with footprints o_j summing to >= As_i. Witness lemma: for each mode i in the footprint "
     "occ a leaf's walk returns, the leaf coordinate c_i = ms_0 ... ms_(p-1) (ms_p - 1) (ms the walk's "
     "result, p the position of mode i among occ's modes: the walk appends one result mode per footprint, "
     "in Â's order) has 0 <= c_i < n, 0 <= occ[i] < As_i and c_i r == occ[i] P_i, so (mixed-radix digits "
     "in range being unique, the last unbounded) Â's digits of B_j(c_i) are occ[i] in mode i and 0 in every "
-    "other mode. Proved at every rank of A as a step of the leaf walk's fold: on every path of the real "
-    "compose_leaf_step that appends t points with footprint o (finished modes opaque, the mode index an "
-    "opaque label), o == rest_r (t - 1) and c = N (t - 1) has 0 <= c < N rest_n = n and c r == o P, "
-    "given the fold invariant's chain N r == P rest_r (sym.composition-post's every-rank induction, "
-    "reported here); and, as a direct check, on every path of the whole real walk on the real Â (the "
-    "exploration of (1)). Prefix argument, for every k: each o_j < As_i (the leaf lemma), so the "
+    "other mode. Proved at every rank of A on the same fold step as (1): on every path of the real "
+    "compose_leaf_step that appends t points with footprint o, o == rest_r (t - 1) and c = N (t - 1) has "
+    "0 <= c < N rest_n = n and c r == o P, given the fold invariant's chain N r == P rest_r "
+    "(sym.composition-post's every-rank induction, reported here); and, as a direct check, on every path "
+    "of the whole real walk on the real Â (the exploration of (1)). Prefix argument, for every k: each "
+    "o_j < As_i (the leaf lemma), so the "
     "shortest prefix L_1..L_q whose footprint sum S reaches As_i has q >= 2 and As_i <= S < 2 As_i. At "
     "c = (the prefix leaves at their witness coordinates, every other coordinate 0), B(c) = S P_i, whose "
     "digits in Â are (S - As_i) e_i + e_(i+1) -- in range because As_(i+1) >= 2 when i+1 is not the last "
@@ -783,9 +848,10 @@ def _exact_check() -> List[Result]:
         # sym.composition-post's every-rank induction, explored once per process
         ci.every_rank_results()
         + cs.prove(
-            "witness lemma at every rank of A: the footprint each step of the leaf fold appends is "
-            "reached by the coordinate N (t - 1) with no other digit",
-            [witness_step_instance()],
+            "at every rank of A, each step of the leaf fold: a shape-divisibility refusal fails its test "
+            "(L1's certificate); an appended footprint is reached by the coordinate N (t - 1) with no "
+            "other digit (the witness lemma)",
+            [step_instance()],
         )
         + cs.prove(
             "overlap refusal at every rank of Â: a refusing mode's shortest prefix of leaves reaching "
@@ -819,16 +885,15 @@ def exact_theorem() -> Theorem:
         "composition refuses (shape divisibility, overlap) only where no layout is A o B",
         EXACT_STATEMENT,
         _exact_check,
-        f"Shape refusals: A rank {_ranks(EXACT_MAIN)} x one leaf n:r in `layoutproof prove`, A rank "
-        f"{_ranks(EXACT_ALL)} with `layoutproof prove --all`; by the leaves, every B whose refusal is a "
-        "leaf's. Overlap refusals: every rank of A and Â (the witness lemma as a step of the leaf fold, "
-        f"the refusal at one mode), k = {_ranks(MODE_LEAVES_MAIN)} leaves at the refusing mode in "
-        f"`layoutproof prove`, {_ranks(MODE_LEAVES_ALL)} with `--all`, every k by the prefix argument (by "
-        "hand); direct checks on the whole walk (A rank "
-        f"{_ranks(EXACT_MAIN)}, {_ranks(EXACT_ALL)} with `--all`) and, with `--all`, on the whole check "
-        f"(A rank {_ranks(OVERLAP_ALL)}, k = {_ranks(OVERLAP_LEAVES)}). Refusals for stride divisibility are "
-        "decided by the integer path (exact up to EXACT_LIMIT = 2^16 coordinates of a leaf), not by the "
-        "symbolic walk: not claimed here",
+        "A of every rank x B of every rank (the leaf walk's fold step for shape refusals and the witness "
+        "lemma; the overlap refusal at one mode of Â with "
+        f"k = {_ranks(MODE_LEAVES_MAIN)} leaves in `layoutproof prove`, {_ranks(MODE_LEAVES_ALL)} with "
+        "`--all`, every k by the prefix argument, by hand); by the leaves, every B whose refusal is a "
+        f"leaf's. Direct checks: the whole walk at A rank {_ranks(EXACT_MAIN)} ({_ranks(EXACT_ALL)} with "
+        f"`--all`) and, with `--all`, the whole check at A rank {_ranks(OVERLAP_ALL)} with "
+        f"k = {_ranks(OVERLAP_LEAVES)} leaves. Read off the code: the fold loops (walk, sums, per-mode "
+        "checks). Refusals for stride divisibility are decided by the integer path (exact up to "
+        "EXACT_LIMIT = 2^16 coordinates of a leaf), not by the symbolic walk: not claimed here",
         "A: extents positive integers, strides arbitrary integers; the leaf: extent a positive integer, "
         "stride any integer; footprints: integers 0 <= o < As_t",
     )

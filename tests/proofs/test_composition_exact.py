@@ -134,12 +134,33 @@ def test_a_footprint_one_too_large_refutes_the_witness_lemma():
 
 
 @pytest.mark.slow
-def test_the_witness_step_holds_at_every_rank():
-    """The witness lemma as a step of the leaf fold (opaque finished modes, opaque label): every
-    path of the real compose_leaf_step that appends a mode is proved."""
-    (r,) = cs.prove("witness step", [ce.witness_step_instance()])
+def test_the_fold_step_holds_at_every_rank():
+    """The shape refusals and the witness lemma as a step of the leaf fold (opaque finished
+    modes, opaque label): every refusing and every appending path of the real compose_leaf_step
+    is proved."""
+    (r,) = cs.prove("fold step", [ce.step_instance()])
     assert r.status == "proved", str(r)
-    assert r.obligations and all(o.verdict == "unsat" for o in r.obligations)
+    assert len(r.obligations) >= 2 and all(o.verdict == "unsat" for o in r.obligations)
+
+
+@pytest.mark.slow
+def test_a_shape_test_refusing_too_often_is_refuted_on_the_fold_step():
+    """The m*m | rest_n bug in the fold's step: refuted at every rank, and the model's integers
+    reproduce it (the mutant step refuses where m divides rest_n; the real step takes m)."""
+    bad = _symops_with(
+        "even = dvd(m, rest_n)",
+        "even = dvd(_num(m * m), rest_n)",
+        "cond = sp.Or(sp.Le(rest_n, m), _dvd_cond(m, rest_n))",
+        "cond = sp.Or(sp.Le(rest_n, m), _dvd_cond(m * m, rest_n))",
+    )
+    (r,) = cs.prove("fold step", [ce.shape_step_instance(step=bad.compose_leaf_step)])
+    assert r.status == "refuted", str(r)
+    asg = r.counterexample.assignment
+    rn, rr, s, d = (asg.get(k + "0", 1) for k in ("rn", "rr", "s", "d"))
+    with pytest.raises(InadmissibleError):
+        bad.compose_leaf_step(((), (), (), rn, rr), 0, s, d)
+    ms = symops.compose_leaf_step(((), (), (), rn, rr), 0, s, d)[0]
+    assert ms == (s // rr,) and rn % (s // rr) == 0
 
 
 @pytest.mark.slow
@@ -274,7 +295,7 @@ def test_catalog_row_names_this_module_and_every_leaf_count():
     t = get("sym.composition-exact")
     assert t.expected == "proved" and ce.SOURCE in t.references
     assert (
-        "every rank of A and Â" in t.family
+        t.family.startswith("A of every rank")
         and "k = 2-3" in t.family
         and "prefix argument" in t.statement.lower()
         and "EXACT_LIMIT" in t.statement
