@@ -231,6 +231,7 @@ def step_instance(
             return [], z3.And(
                 e.t(rest_n) == e.t(rn),
                 e.t(m) * e.t(rr) == e.t(s),
+                e.t(m) >= 2,  # L1's 2 <= m < rest_n
                 e.t(rest_n) > e.t(m),
                 e.t(sp.Mod(rest_n, m)) != 0,
             )
@@ -680,6 +681,7 @@ def exact_instance(
         rest_n, m, i = stage
         e = cx.enc
         return [], z3.And(
+            e.t(m) >= 2,  # L1's 2 <= m < rest_n
             e.t(rest_n) > e.t(m),
             e.t(sp.Mod(rest_n, m)) != 0,
             e.t(Ad[i + 1]) != e.t(As[i]) * e.t(Ad[i]),
@@ -774,7 +776,7 @@ EXACT_STATEMENT = (
     "(at A's mode i, rest_n steps of the leaf left, m of them inside the mode), no layout R of size n has "
     "R(j) == Â(r j) for every j < n. Machine-checked at every rank of A as a step of the leaf walk's "
     "fold (the real compose_leaf_step, finished modes opaque, the mode index an opaque label; the "
-    "refusal's rest_n and m read from the condition it tests): rest_n > m and m does not divide rest_n; "
+    "refusal's rest_n and m read from the condition it tests): 2 <= m < rest_n and m does not divide rest_n; "
     "and Ad_{i+1} != As_i Ad_i (Â's modes i and i+1 do not merge, so the function breaks at m: see (2) "
     "for where that comes from). As a direct check, on every path of the whole real walk on the real Â "
     "at fixed ranks, all three from the path. By hand: Lemma L1 -- if a "
