@@ -78,6 +78,7 @@ def test_witness_coordinates_follow_the_result_modes():
         ce.witness_coordinates([2], {0: 1, 1: 1})
 
 
+@pytest.mark.slow
 def test_first_break_lemma_holds_on_small_layouts():
     cases, bad = ce.first_break_lemma_check(extents=(1, 2, 3, 4), rank=3, strides=tuple(range(-2, 3)))
     assert cases > 1000 and bad == []
@@ -261,6 +262,7 @@ def test_the_prefix_argument_on_integers():
 
 
 # ----------------------------------------------------------------------------- stride divisibility
+@pytest.mark.slow
 def test_stride_divisibility_refusals_are_not_decided_by_the_walk():
     """CuTe's stride divisibility is only sufficient: A = (4,8):(1,5), B = 4:6 fails it,
     yet a layout is A o B; the symbolic walk does not call that inadmissible."""
