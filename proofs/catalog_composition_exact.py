@@ -820,7 +820,7 @@ EXACT_STATEMENT = (
     "order). "
     "(3) Stride divisibility is not decided by the symbolic walk: it refuses there only through the "
     "integer composition (an InadmissibleError carries an assignment at which the integer composition "
-    "refuses; else the condition is undecided -- never a false InadmissibleError). CuTe's condition is "
+    "refuses, whose message it carries; else the condition is undecided). CuTe's condition is "
     "only sufficient: A = (4,8):(1,5), B = 4:6 fails it, yet A o B = (2,2):(7,15). The integer composition "
     "(ops._exact_leaf) decides a leaf failing CuTe's conditions exactly by evaluation when n <= "
     "EXACT_LIMIT = 2^16: it evaluates v_j = Â(r j) for j < n and recognises v greedily "
@@ -832,7 +832,8 @@ EXACT_STATEMENT = (
     "ordered factorization of n finds a layout, both ways; its family has 2300 leaves failing CuTe's "
     "stride divisibility, 1036 of them admissible), while T5.composition-postcondition checks the results "
     "returned and T5.cpp-conditions-sufficient only that CuTe's conditions suffice. Past EXACT_LIMIT the "
-    "integer composition raises CuTe's stride divisibility, and its message says that nothing was decided "
+    "integer composition raises CuTe's stride divisibility, and its message (carried into the symbolic "
+    "walk's refusal when the confirming assignment has such a leaf) says that nothing was decided "
     "exactly and that a layout may still exist (A = (4,8):(1,5), B = 2^17:6 has (2,2^16):(7,15))"
 )
 
