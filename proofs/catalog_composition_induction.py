@@ -481,7 +481,8 @@ def _build() -> List["Theorem"]:
         "leaf lemma + step on the real walk at A ranks 1-4 with the closure on the real check with 2 and 3 "
         "leaves",
         _post_check,
-        "A of every rank x B of every rank (induction over Â's modes and B's leaves) and direct execution "
+        "every rank: A of every rank x B of every rank (induction over Â's modes and B's leaves) and direct "
+        "execution "
         "at A x B 1x1, 1x2 in `layoutproof prove`; with `layoutproof prove --all` also, as supplements, the "
         f"fixed-rank leaf induction at A rank {_ranks(LEAF_ALL)} and direct execution at 1x1, 2x1, 3x1, "
         "1x2, 2x2",
@@ -497,7 +498,8 @@ def _build() -> List["Theorem"]:
         "symops.composition), so size(R) is the product of B's extents. Direct execution at small ranks "
         "and (--all) the fixed-rank leaf size lemma at A ranks 1-4 are supplements",
         _size_check,
-        "A of every rank x B of every rank (induction) and direct execution at A x B 1x1, 2x1, 1x2 in "
+        "every rank: A of every rank x B of every rank (induction) and direct execution at A x B 1x1, 2x1, "
+        "1x2 in "
         f"`layoutproof prove`; with `--all` also the fixed-rank leaf size lemma at A rank {_ranks(LEAF_ALL)}",
         f"A: {_EXT}, {_ANY}; B: {_EXT}, {_LEAVES} (the induction; direct runs: {_POS})",
     )
@@ -512,7 +514,8 @@ def _build() -> List["Theorem"]:
         "every rank it is sym.composition-post with L as A and that B: its every-rank induction is re-run "
         "here (and with `--all` the fixed-rank leaf induction at L rank 1-3)",
         _logical_divide_def_check,
-        "L of every rank x T of every rank (the every-rank induction) and L rank 1 x T rank 1 (direct "
+        "every rank: L of every rank x T of every rank (the every-rank induction) and L rank 1 x T rank 1 "
+        "(direct "
         "execution) in `layoutproof prove`; with `--all` also the fixed-rank leaf induction at L rank "
         f"{_ranks(COR_ALL)} as a supplement",
         f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS} (the induction: T any layout)",
@@ -527,7 +530,8 @@ def _build() -> List["Theorem"]:
         "`--all`); logical_divide is composition(L, B) (ops.logical_divide, read off the code; the direct "
         "execution checks both at L rank 1 x T rank 1)",
         _logical_divide_size_check,
-        "L of every rank x T of every rank (the every-rank induction + sym.complement-size) and L rank 1 x "
+        "every rank: L of every rank x T of every rank (the every-rank induction + sym.complement-size) and "
+        "L rank 1 x "
         "T rank 1 (direct execution) in `layoutproof prove`; with `--all` also the fixed-rank leaf size "
         f"lemma at L rank {_ranks(COR_ALL)} and sym.complement-size's check re-run here",
         f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS}",
@@ -546,7 +550,8 @@ def _build() -> List["Theorem"]:
         "decisions on each explored path are those of the fresh-symbol path its values follow). With "
         "`--all` the fixed-rank leaf induction at A' rank 1-4 is a supplement",
         _logical_product_def_check,
-        "not in the default run (heavy: its exploration takes about 10 s); A of every rank x B of every rank "
+        "every rank, not in the default run (heavy: its exploration takes about 10 s); A of every rank x "
+        "B of every rank "
         "(the every-rank induction) and the direct execution at A rank 1 x B rank 1 when selected with "
         "`--filter` or with `--all` (which adds the fixed-rank leaf induction at A' rank 1-4)",
         f"{_EXT}; {_POS}",
@@ -560,7 +565,8 @@ def _build() -> List["Theorem"]:
         "induction re-run here, C as A); the direct execution at A rank 1 x B rank 1 checks the whole claim "
         "on the real code",
         _logical_product_size_check,
-        "not in the default run (heavy: the direct run takes about a minute); A of every rank x B of every "
+        "every rank, not in the default run (heavy: the direct run takes about a minute); A of every rank "
+        "x B of every "
         "rank (the every-rank induction) when selected with `--filter` or with `--all` (which adds the "
         "fixed-rank leaf size lemma at A' rank 1-4)",
         f"{_EXT}; {_POS}",
@@ -586,7 +592,8 @@ def _build() -> List["Theorem"]:
         "Direct symbolic execution of both sides at A, B, C of rank 1 is a supplement, and with `--all` the "
         "fixed-rank leaf induction at A rank 1-3",
         _associativity_check,
-        "A, B, C of every rank (corollary of the every-rank induction) and A, B, C of rank 1 (direct "
+        "every rank: A, B, C of every rank (corollary of the every-rank induction) and A, B, C of rank 1 "
+        "(direct "
         "execution) in `layoutproof prove`; with `--all` also the fixed-rank leaf induction at A rank "
         f"{_ranks(COR_ALL)} as a supplement",
         f"A: {_EXT}, {_ANY}; B, C: {_EXT}, {_POS}",
@@ -614,7 +621,8 @@ def _build() -> List["Theorem"]:
         "sym.coalesce-extended). Direct symbolic execution at A ranks 1-2 (1-3 with `--all`) is a "
         f"supplement, and with `--all` the fixed-rank leaf induction at A rank {_ranks(LEAF_ALL)}",
         _right_identity_check,
-        "A of every rank (the every-rank induction) and ranks 1-2 (direct execution) in `layoutproof prove`; "
+        "every rank: A of every rank (the every-rank induction) and ranks 1-2 (direct execution) in "
+        "`layoutproof prove`; "
         f"with `--all` also the fixed-rank leaf induction at A rank {_ranks(LEAF_ALL)} and direct execution "
         "at 1-3",
         f"{_EXT}; {_ANY}",
