@@ -888,7 +888,7 @@ def exact_theorem() -> Theorem:
         "composition refuses (shape divisibility, overlap) only where no layout is A o B",
         EXACT_STATEMENT,
         _exact_check,
-        "A of every rank x B of every rank (the leaf walk's fold step for shape refusals and the witness "
+        "every rank of A and B (induction: the leaf walk's fold step for shape refusals and the witness "
         "lemma; the overlap refusal at one mode of Â with "
         f"k = {_ranks(MODE_LEAVES_MAIN)} leaves in `layoutproof prove`, {_ranks(MODE_LEAVES_ALL)} with "
         "`--all`, every k by the prefix argument, by hand); by the leaves, every B whose refusal is a "

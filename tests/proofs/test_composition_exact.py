@@ -297,7 +297,7 @@ def test_catalog_row_names_this_module_and_every_leaf_count():
     t = get("sym.composition-exact")
     assert t.expected == "proved" and ce.SOURCE in t.references
     assert (
-        t.family.startswith("A of every rank")
+        t.family.startswith("every rank")
         and "k = 2-3" in t.family
         and "prefix argument" in t.statement.lower()
         and "EXACT_LIMIT" in t.statement
