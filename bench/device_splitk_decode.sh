@@ -8,6 +8,8 @@
 # Session 22 (G3): ATOMIC=1 runs --check and --sanitize on the atomic reduction (one f32
 # plane, red.global.add, the fix-up zeroes it); VARIANTS=shapes times the rule's pick against
 # atomic configurations with cuBLAS in the same rounds (bench/splitk_decode.py --variants).
+# Session 22 (G4): CLUSTER=1 runs --check, --sanitize and --variants on the cluster reduction
+# (the units of a tile are one cluster; partials summed through distributed shared memory).
 set -o pipefail
 source bench/device_env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -19,17 +21,17 @@ if [ -z "$SKIP_TIME" ]; then
   echo "time exit $?" | tee -a "$OUT/gpu.txt"
 fi
 if [ -z "$SKIP_CHECK" ]; then
-  timeout 150 python3 bench/splitk_decode.py --check ${ATOMIC:+--atomic} --out /tmp/check > "$OUT/check.log" 2>&1
+  timeout 150 python3 bench/splitk_decode.py --check ${ATOMIC:+--atomic} ${CLUSTER:+--cluster} --out /tmp/check > "$OUT/check.log" 2>&1
   echo "check exit $?" | tee -a "$OUT/gpu.txt"; grep -E "FAIL|^check:" "$OUT/check.log" | tail -6
 fi
 if [ -z "$SKIP_SANITIZER" ]; then
   timeout 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-    python3 bench/splitk_decode.py --sanitize ${ATOMIC:+--atomic} --out /tmp/san > "$OUT/sanitizer.log" 2>&1
+    python3 bench/splitk_decode.py --sanitize ${ATOMIC:+--atomic} ${CLUSTER:+--cluster} --out /tmp/san > "$OUT/sanitizer.log" 2>&1
   echo "compute-sanitizer memcheck (split-K, PDL) exit $?" | tee -a "$OUT/gpu.txt"
   grep -E "ERROR SUMMARY" "$OUT/sanitizer.log" | tail -1
 fi
 if [ -n "$VARIANTS" ]; then
-  timeout "${VARIANTS_LIMIT:-200}" python3 bench/splitk_decode.py --variants "$VARIANTS" --out "$OUT/v" > "$OUT/variants.log" 2>&1
+  timeout "${VARIANTS_LIMIT:-200}" python3 bench/splitk_decode.py --variants "$VARIANTS" ${CLUSTER:+--cluster} --out "$OUT/v" > "$OUT/variants.log" 2>&1
   echo "variants exit $?" | tee -a "$OUT/gpu.txt"
 fi
 if [ -n "$SWEEP" ]; then

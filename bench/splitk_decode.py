@@ -27,6 +27,12 @@ it and zeroes it) to ``--check`` and ``--sanitize`` (configurations ``CHECK`` wi
 atomic reduction, and the plane checked zero after every series of calls), and
 ``--variants MxNxK,...`` times the rule's pick against its atomic twin and a few other atomic
 configurations, with cuBLAS in the same rounds (graph and eager).
+
+Session 22 (G4): ``--cluster`` runs ``--check`` / ``--sanitize`` on the cluster reduction
+(``SplitKConfig(..., reduction="cluster")``: the ``S`` units of a tile are one thread-block
+cluster that sums the partials through distributed shared memory; no workspace, no second
+kernel; outputs of at most 16 rows: the configurations ``CHECK_CLUSTER``) and makes
+``--variants`` time the pick against cluster configurations instead of atomic ones.
 """
 
 from __future__ import annotations
@@ -72,6 +78,15 @@ CHECK = [
 ]
 
 
+CHECK_CLUSTER = [
+    ((64, 256, 5), 8, (16, 4096, 4096)),
+    ((64, 256, 5), 8, (1, 4096, 4096)),
+    ((64, 128, 8), 4, (13, 1000, 3000)),
+    ((64, 64, 8), 2, (16, 100, 130)),
+    ((64, 256, 5), 4, (16, 8192, 8192)),
+]
+
+
 def check(cp, log):
     from layoutproof.gpu.runtime import gemm_plan
 
@@ -79,7 +94,7 @@ def check(cp, log):
     rows = log.setdefault("check", [])
     bad = 0
     for dt in ("f16", "bf16"):
-        for (bm, bn, st), s, (m, n, k) in CHECK:
+        for (bm, bn, st), s, (m, n, k) in CHECK_CLUSTER if REDUCTION == "cluster" else CHECK:
             cfg = split_cfg(bm, bn, st, s, REDUCTION)
             xs = [(gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)) for _ in range(4)]
             outs = [cp.empty((m, n), dtype=xs[0][0].dtype) for _ in range(4)]
@@ -137,7 +152,7 @@ def sanitize(cp):
     from layoutproof.gpu.runtime import gemm_plan
 
     rng = cp.random.default_rng(3)
-    for (bm, bn, st), s, (m, n, k) in CHECK[:4]:
+    for (bm, bn, st), s, (m, n, k) in (CHECK_CLUSTER if REDUCTION == "cluster" else CHECK)[:4]:
         cfg = split_cfg(bm, bn, st, s, REDUCTION)
         a, b = gs.make(cp, (m, k), "f16", rng), gs.make(cp, (k, n), "f16", rng)
         out = cp.zeros((m, n), dtype=a.dtype)
@@ -236,6 +251,19 @@ def variant_cfgs(m, n, k, dt):
 
     pick = choose_config(m, n, k, GemmProblem(dtype=dt, out_dtype=dt), hopper=True, tma=True, sms=132)
     out = [("pick", pick)]
+    if REDUCTION == "cluster":  # G4: the cluster reduction (M <= 16), one CTA per unit
+        for (bm, bn, st), s in (
+            ((64, 256, 5), 8),
+            ((64, 128, 8), 4),
+            ((64, 256, 5), 4),
+            ((64, 128, 8), 2),
+            ((64, 256, 5), 2),
+        ):
+            cfg = split_cfg(bm, bn, st, s, "cluster")
+            tiles = -(-m // bm) * -(-n // bn)
+            if m <= 16 and tiles * s <= 132 and all(cfg.key() != c.key() for _, c in out):
+                out.append((f"c{bn}s{s}", cfg))
+        return out
     if isinstance(pick, SplitKConfig):
         out.append(("pick_atomic", replace(pick, reduction="atomic")))
     for (bm, bn, st), s in (((64, 256, 5), 8), ((64, 128, 8), 4), ((64, 256, 5), 4)):
@@ -380,6 +408,9 @@ def main():
     p.add_argument("--sweep", default=None, help="MxNxK,...")
     p.add_argument("--variants", default=None, help="MxNxK,...: the pick vs the atomic reduction")
     p.add_argument("--atomic", action="store_true", help="--check/--sanitize: the atomic reduction")
+    p.add_argument(
+        "--cluster", action="store_true", help="--check/--sanitize/--variants: the cluster reduction (G4)"
+    )
     p.add_argument("--splits", default="1,2,4,8")
     p.add_argument("--dtypes", default="f16,bf16")
     p.add_argument("--rounds", type=int, default=7)
@@ -392,6 +423,8 @@ def main():
     global REDUCTION
     if args.atomic:
         REDUCTION = "atomic"
+    if args.cluster:
+        REDUCTION = "cluster"
 
     log = {"gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()}
     rc = 0

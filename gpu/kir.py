@@ -357,6 +357,10 @@ class Mem(Expr):
     vec: Optional[str] = None
     idx: Optional[Expr] = None
     space: str = "global"
+    #: a load from the shared memory of CTA rank ``cta`` of the cluster (distributed shared
+    #: memory: ``mapa`` + ``ld.shared::cluster``, 16 bytes, ``vec`` ``"float4"``): ``ptr`` is
+    #: this CTA's generic address of the element, mapped into the peer's window
+    cta: Optional[Expr] = None
 
 
 #: the memory orders of :class:`AtomicAdd` (PTX ``atom{.sem}.gpu``)
@@ -793,7 +797,7 @@ def _prec(e: Expr) -> int:
         return 12
     if isinstance(e, AlignUp):
         return 8
-    if isinstance(e, Mem) and e.idx is None:
+    if isinstance(e, Mem) and e.idx is None and e.cta is None:
         return _UNARY
     return _POSTFIX + 1
 
@@ -866,6 +870,13 @@ def emit_expr(e: Expr) -> str:
     if isinstance(e, MbarRef):
         return f"{e.base.name} + 8u * {_paren(e.idx, 13, strict=True)}"
     if isinstance(e, Mem):
+        if e.cta is not None:
+            if e.vec != "float4" or e.idx is not None or e.space != "cluster":
+                raise LoweringError(
+                    "kernel IR: a distributed shared memory load is a float4 at a shared pointer",
+                    condition="printable IR",
+                )
+            return f"lp_dsmem_ld_f4({emit_expr(e.ptr)}, {emit_expr(e.cta)})"
         if e.idx is not None:
             return f"{_paren(e.ptr, _POSTFIX)}[{emit_expr(e.idx)}]"
         if e.vec is not None:
@@ -1140,6 +1151,16 @@ __device__ __forceinline__ void lp_red_add_f32x4(void* p, uint4 v) {
   asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n"
                :: "l"(__cvta_generic_to_global(p)), "f"(__uint_as_float(v.x)), "f"(__uint_as_float(v.y)),
                   "f"(__uint_as_float(v.z)), "f"(__uint_as_float(v.w)) : "memory");
+}
+""",
+    "dsmem": r"""__device__ __forceinline__ float4 lp_dsmem_ld_f4(const float* p, int cta) {
+  float4 v;
+  unsigned ra;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+               : "=r"(ra) : "r"((unsigned)__cvta_generic_to_shared(p)), "r"(cta));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(ra) : "memory");
+  return v;
 }
 """,
     "named_sync": r"""__device__ __forceinline__ void lp_named_sync(int id, int n) {

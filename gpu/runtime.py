@@ -266,7 +266,7 @@ def splitk_kernels_for(config: Any, problem: GemmProblem, *, disk: bool = True) 
         return hit
     pg = _kernel_path(config.key(), problem)
     pr = _kernel_path(config.key() + "_fixup", problem)
-    serial = getattr(config, "reduction", "kernel") == "serial"  # no fix-up kernel
+    serial = getattr(config, "reduction", "kernel") in ("serial", "cluster")  # no fix-up kernel
     pair = None
     if disk:
         g = _load_kernel(pg, config, problem)
@@ -276,7 +276,12 @@ def splitk_kernels_for(config: Any, problem: GemmProblem, *, disk: bool = True) 
     if pair is None:
         from .splitk import generate_splitk
 
-        kk = generate_splitk(config, problem)
+        if getattr(config, "reduction", "kernel") == "cluster":  # G4: reduced in a cluster (DSMEM)
+            from .splitk_cluster import generate_cluster
+
+            kk = generate_cluster(config, problem)
+        else:
+            kk = generate_splitk(config, problem)
         pair = (kk.gemm, kk.reduce)
         if disk:
             _store_kernel(pg, kk.gemm)
@@ -756,7 +761,7 @@ class GemmPlan:
             raise GemmInputError(
                 f"gemm: config must be a GemmConfig, an Sm90Config, 'auto' or None, got {config!r}"
             )
-        from .splitk import REDUCE_THREADS, SplitKConfig
+        from .splitk import SplitKConfig
 
         if self.activation is not None:
             from .epilogue import EpilogueConfig
@@ -785,8 +790,16 @@ class GemmPlan:
         self.splits = splits
         fix = None
         if splits > 1:
-            if m > 65535 and cfg.reduction != "serial":
+            if m > 65535 and cfg.reduction not in ("serial", "cluster"):
                 raise GemmInputError(f"gemm: split-K's fix-up runs one grid row per C row: M={m} > 65535")
+            if cfg.reduction == "cluster":
+                from .splitk import CLUSTER_ROWS
+
+                if m > CLUSTER_ROWS:
+                    raise GemmInputError(
+                        f"gemm: the cluster split-K reduction holds {CLUSTER_ROWS} rows of a tile: "
+                        f"the kernel's M={m}"
+                    )
             kern, fix = splitk_kernels_for(cfg, prob)  # fix: None for the serial reduction
         else:
             kern = kernel_for(cfg, prob)
@@ -812,7 +825,8 @@ class GemmPlan:
         self._cvec_align = 16 if ws else 2 * it
         self._cvec_ld = (ldc * it) % 16 == 0 if ws else ldc % 2 == 0
         self._ws = None
-        if splits > 1:
+        cluster_red = splits > 1 and cfg.reduction == "cluster"  # G4: no workspace, one unit per CTA
+        if splits > 1 and not cluster_red:
             # split-K: the GEMM kernel stores f32 partials into S planes of m x n (row
             # stride n), the fix-up kernel sums them into C; the workspace is the plan's
             if cfg.reduction == "atomic":
@@ -827,7 +841,9 @@ class GemmPlan:
             self._ws = ws_buf
             self._cvec_ld = (n * 4) % 16 == 0
         grid = kern.grid(m, n)
-        if ws:  # persistent: at most one CTA per SM
+        if cluster_red:  # one CTA per (tile, k chunk); clusters of `splits` CTAs (__cluster_dims__)
+            grid = (-(-m // cfg.bm) * -(-n // cfg.bn) * splits, 1, 1)
+        elif ws:  # persistent: at most one CTA per SM
             cl = cfg.cluster  # clusters of `cl` CTAs share a tile column
             grid_m, grid_n = -(-m // cfg.bm), -(-n // cfg.bn)
             units = -(-grid_m // cl) * grid_n * splits
@@ -837,7 +853,7 @@ class GemmPlan:
         self.smem = int(kern.smem_bytes)
         if self.tma:
             kinds = ["tmap", "tmap", "ptr", "i32", "i32", "i32", "i64", "i32"]
-            statics = {3: m, 4: n, 5: K, 6: ldc if splits == 1 else n}
+            statics = {3: m, 4: n, 5: K, 6: ldc if splits == 1 or cluster_red else n}
             self._ic = 2
         else:
             kinds = ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i64", "i64", "i64", "i32"]
@@ -845,7 +861,9 @@ class GemmPlan:
             self._ic = 2
         self._icv = len(kinds) - 1
         self._iout = -1
-        if splits > 1 and fix is None:  # serial split-K: the output D, its row stride, the counters
+        if (
+            splits > 1 and fix is None and not cluster_red
+        ):  # serial split-K: the output D, its row stride, the counters
             kinds += ["ptr", "i64", "ptr"]
             self._iout = len(kinds) - 3
             statics[self._iout + 1] = ldc
@@ -871,17 +889,30 @@ class GemmPlan:
         self._fix: Optional[Tuple[Any, Any, Tuple[int, int, int]]] = None
         self._pdl: Any = None  # the fix-up's programmatic dependent launch, where available
         self._pdl_split: Any = None  # the split kernel's (split-K with the fix-up kernel)
+        self.fixup_shape: Any = None  # the fix-up kernel's CTA shape (splitk_fixup.FixupShape)
         if fix is not None:
+            from .splitk import FIXUP_DEFAULT, FIXUP_SHAPES, fixup_grid, fixup_kernel
+
+            fshape = FIXUP_DEFAULT
+            if cfg.reduction == "kernel":  # the plane reduction: the rule's CTA shape (G5)
+                from . import plan as plan_rules
+
+                fshape = FIXUP_SHAPES[plan_rules.choose_fixup(m, n, splits)]
+                if fshape != FIXUP_DEFAULT:
+                    fix = fixup_kernel(cfg, prob, fshape)
+            self.fixup_shape = fshape
             frk = compile_kernel(fix)
+            if fshape.carveout >= 0:  # the shared-memory carveout the fix-up asks for
+                frk.preferred_shared_memory_carveout = fshape.carveout
             fpb = ParamBuffer(["ptr", "ptr", "i32", "i32", "i64"])
             fpb.set(0, ws_buf.data.ptr)
             for i, v in ((2, m), (3, n), (4, ldc)):
                 fpb.set(i, v)
-            self._fix = (frk, fpb, (-(-n // REDUCE_THREADS), m, 1))
-            self._fix_threads = REDUCE_THREADS
+            self._fix = (frk, fpb, fixup_grid(m, n, fshape))
+            self._fix_threads = fshape.threads
             self._fix_fn = int(frk.kernel.ptr) if launch is not None else 0
             if launch is not None and os.environ.get("LAYOUTPROOF_PDL", "1") != "0":
-                self._pdl = _pdl_launcher(self._fix_fn, self._fix[2], REDUCE_THREADS, fpb.address)
+                self._pdl = _pdl_launcher(self._fix_fn, self._fix[2], fshape.threads, fpb.address)
                 # the split kernel too where measured faster (its first statement waits for the
                 # previous grid: the last call's fix-up, which reads the workspace): its launch
                 # and prologue overlap the previous kernel's tail (G1b)

@@ -59,7 +59,7 @@ import numpy as np
 from . import kir
 from .codegen import GemmKernel, addr_of, finish
 from .codegen_sm90 import Sm90Config, epilogue_order, generate_sm90, protocol_ir
-from .config import OUT_DTYPES, GemmProblem
+from .config import OUT_DTYPES, SMEM_LIMIT, GemmProblem
 from .errors import GemmConfigError, ProofFailedError
 from .pipeline import prove_pipeline
 from .proofrec import ProofLog
@@ -72,6 +72,7 @@ from .splitk_atomic import (
     prove_atomic_protocol,
     prove_fixup_cover,
 )
+from .splitk_fixup import FIXUP_DEFAULT, FIXUP_SHAPES, FixupShape, fixup_grid, prove_fixup_grid
 from .splitk_model import (
     COUNTER,
     COUNTER_RESET,
@@ -102,11 +103,17 @@ __all__ = [
     "base_plan_proofs",
     "workspace_offset_ir",
     "fixup_grid",
+    "fixup_kernel",
+    "FixupShape",
+    "FIXUP_SHAPES",
+    "FIXUP_DEFAULT",
     "MAX_SPLITS",
     "REDUCE_THREADS",
     "REDUCTIONS",
     "SERIAL_ACTIVATIONS",
     "serial_ir",
+    "CLUSTER_ROWS",
+    "cluster_partial_stride",
 ]
 
 MAX_SPLITS = 16
@@ -165,7 +172,22 @@ class WsVariantFields:
 #: ``"atomic"`` -- every unit adds its partial into ONE f32 plane with ``red.global.add`` and
 #: the fix-up kernel converts it and zeroes it for the next call (:func:`atomic_reduce_ir`;
 #: the order of the f32 sum is not fixed)
-REDUCTIONS = ("kernel", "serial", "atomic")
+#: ``"cluster"`` -- the ``S`` units of a tile are one thread-block cluster that sums the
+#: partials through distributed shared memory, no workspace and no second kernel
+#: (:mod:`layoutproof.gpu.splitk_cluster`; outputs of at most 16 rows, ``S <= 8``)
+REDUCTIONS = ("kernel", "serial", "atomic", "cluster")
+#: the rows of the tile the cluster reduction's partial buffer holds (its outputs have at most
+#: this many rows; :mod:`layoutproof.gpu.splitk_cluster`)
+CLUSTER_ROWS = 16
+
+
+def cluster_partial_stride(bn: int, splits: int) -> int:
+    """The row stride (f32 elements) of the cluster reduction's partial buffer: ``bn``, or
+    ``bn + 16`` when a rank's slice has fewer than 8 16-byte vectors per row (then the
+    next row's vectors start 16 banks further: the slice loads are conflict-free)."""
+    return bn if (bn // splits // 4) % 8 == 0 else bn + 16
+
+
 #: the activations the serial reduction's fused epilogue applies (the fused epilogue's)
 SERIAL_ACTIVATIONS = ("none", "relu", "silu", "gelu")
 
@@ -188,10 +210,19 @@ class SplitKConfig(WsVariantFields):
 
     @property
     def cluster(self) -> int:
-        return 1
+        return self.splits if self.reduction == "cluster" else 1
+
+    @property
+    def smem_bytes(self) -> int:
+        # the cluster reduction adds its partial buffer: 16 rows x bn f32 (splitk_cluster)
+        if self.reduction != "cluster":
+            return self.base.smem_bytes
+        return self.base.smem_bytes + 4 * CLUSTER_ROWS * cluster_partial_stride(self.base.bn, self.splits)
 
     def key(self) -> str:
-        k = f"{self.base.key()}_sk{self.splits}" + {"serial": "s", "atomic": "a"}.get(self.reduction, "")
+        k = f"{self.base.key()}_sk{self.splits}" + {"serial": "s", "atomic": "a", "cluster": "c"}.get(
+            self.reduction, ""
+        )
         if self.activation is not None:
             k += f"_bias{self.activation}" + ("_ab" if self.alpha_beta else "")
         return k
@@ -217,6 +248,11 @@ class SplitKConfig(WsVariantFields):
             raise GemmConfigError(
                 "SplitKConfig: the fused epilogue (activation, alpha_beta) runs in the serial "
                 "reduction (reduction='serial')"
+            )
+        if self.reduction == "cluster" and not (self.splits <= 8 and self.smem_bytes <= SMEM_LIMIT):
+            raise GemmConfigError(
+                f"SplitKConfig: the cluster reduction needs splits <= 8 (a portable cluster) and "
+                f"{self.smem_bytes} <= {SMEM_LIMIT} bytes of shared memory with its partial buffer"
             )
         if self.alpha_beta and self.activation is None:
             raise GemmConfigError("SplitKConfig: alpha_beta needs the fused epilogue (an activation)")
@@ -724,10 +760,15 @@ def _reduce_index(s: kir.Expr, r: kir.Expr, c: kir.Expr, M: kir.Expr, N: kir.Exp
 _CVT = {"f16": "__float2half_rn", "bf16": "__float2bfloat16_rn", "f32": None}
 
 
-def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
+def reduce_ir(splits: int, out: str, name: str, shape: FixupShape = FIXUP_DEFAULT) -> kir.Kernel:
     """The fix-up kernel: ``C[r, c] = cvt(sum_{s < S} W[s, r, c])`` for ``r < M``,
-    ``c < N``; block ``(x, y)`` = (256 columns, row ``y``), one element per thread, the
-    planes summed in order ``s = 0, 1, ...`` (deterministic)."""
+    ``c < N``, the planes summed in order ``s = 0, 1, ...`` (deterministic).  The default
+    shape: block ``(x, y)`` = (256 columns, row ``y``), one element per thread.  A
+    :class:`~layoutproof.gpu.splitk_fixup.FixupShape` ``(T, J, R, regs)``: block ``(x, y)``
+    holds rows ``y * R + i`` (``i < R``) and, in thread ``t``, columns ``x * T * J + j * T +
+    t`` (``j < J``: a warp's loads stay coalesced), under ``__launch_bounds__(T, 65536 / (T *
+    regs))``; its grid is :func:`fixup_grid` ``(m, n, shape)``."""
+    shape = shape.validate()
     if out not in _CVT:
         raise GemmConfigError(f"split-K reduction: output {out!r} must be one of {sorted(_CVT)}")
     W = kir.Var("W", "const float*")
@@ -756,6 +797,43 @@ def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
     )
     cvt = _CVT[out]
     val: kir.Expr = acc if cvt is None else kir.Call(cvt, (acc,), "lp_out_t")
+    element = kir.block(
+        kir.Decl(acc, kir.FloatLit("0.0f")),
+        kir.For(
+            s,
+            kir.Const(0),
+            kir.Const(splits),
+            kir.block(kir.Assign(acc, kir.Mem(W, wclaim, idx=w_off), op="+=")),
+            unroll=True,
+        ),
+        kir.Assign(kir.Mem(C, cclaim, idx=kir.Cast("long long", r) * ldc + c), val),
+    )
+    T, J, R = shape.threads, shape.cols, shape.rows
+    cells: Tuple[kir.Stmt, ...]
+    if (J, R) == (1, 1):  # the default's statements (its source is unchanged)
+        cells = (
+            kir.Decl(c, bx * T + tid, const=True),
+            kir.Decl(r, by, const=True),
+            kir.If(r.lt(M), kir.block(kir.If(c.lt(N), element))),
+        )
+    else:
+        i, j = kir.Var("i"), kir.Var("j")
+        c0, r0 = kir.Var("c0"), kir.Var("r0")
+        if J == 1:  # one column: c = c0
+            cols = kir.block(kir.Decl(c, c0, const=True), kir.If(c.lt(N), element))
+        else:
+            col = kir.block(kir.Decl(c, c0 + j * T, const=True), kir.If(c.lt(N), element))
+            cols = kir.block(kir.For(j, kir.Const(0), kir.Const(J), col, unroll=True))
+        if R == 1:  # one row: r = r0
+            rows_ = kir.block(kir.Decl(r, r0, const=True), kir.If(r.lt(M), cols))
+        else:
+            row = kir.block(kir.Decl(r, r0 + i, const=True), kir.If(r.lt(M), cols))
+            rows_ = kir.block(kir.For(i, kir.Const(0), kir.Const(R), row, unroll=True))
+        cells = (
+            kir.Decl(c0, bx * (T * J) + tid, const=True, comment=f"{J} columns at stride {T}"),
+            kir.Decl(r0, by * R, const=True, comment=f"{R} rows per block"),
+            *rows_.body,
+        )
     body = kir.block(
         kir.Comment("the split kernel's grid has completed and its stores are visible"),
         kir.Eval(kir.Call(GRID_WAIT, (), "void")),
@@ -764,27 +842,7 @@ def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
             "its first statement waits for this grid's completion before its workspace stores"
         ),
         kir.Eval(kir.Call("lp_griddep_launch", (), "void")),
-        kir.Decl(c, bx * REDUCE_THREADS + tid, const=True),
-        kir.Decl(r, by, const=True),
-        kir.If(
-            r.lt(M),
-            kir.block(
-                kir.If(
-                    c.lt(N),
-                    kir.block(
-                        kir.Decl(acc, kir.FloatLit("0.0f")),
-                        kir.For(
-                            s,
-                            kir.Const(0),
-                            kir.Const(splits),
-                            kir.block(kir.Assign(acc, kir.Mem(W, wclaim, idx=w_off), op="+=")),
-                            unroll=True,
-                        ),
-                        kir.Assign(kir.Mem(C, cclaim, idx=kir.Cast("long long", r) * ldc + c), val),
-                    ),
-                )
-            ),
-        ),
+        *cells,
     )
     params = (
         ("const float* __restrict__", W),
@@ -793,11 +851,19 @@ def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
         ("int", N),
         ("long long", ldc),
     )
+    if shape == FIXUP_DEFAULT:
+        geometry = f"block ({REDUCE_THREADS} columns, row blockIdx.y)"
+    else:
+        geometry = (
+            f"block ({J} x {T} columns at stride {T}, {R} row(s) from blockIdx.y * {R}), "
+            f"registers <= {shape.regs or 255}/thread"
+        )
     return kir.Kernel(
         name,
         params,
         body,
-        REDUCE_THREADS,
+        T,
+        min_blocks=shape.min_blocks,
         typedefs=(("lp_out_t", OUT_DTYPES[out][0]),),
         helpers=("griddep",),
         sizes={"lp_out_t": ob, "float": 4},
@@ -805,8 +871,7 @@ def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
             "",
             f"split-K fix-up generated by layoutproof {SPLITK_VERSION}: C[r, c] = {cvt or '(float)'}"
             f"(sum of W[s, r, c], s = 0..{splits - 1}) in order",
-            f"W: {splits} f32 planes of M x N (row stride N); C row-major, row stride ldc; "
-            f"block ({REDUCE_THREADS} columns, row blockIdx.y)",
+            f"W: {splits} f32 planes of M x N (row stride N); C row-major, row stride ldc; {geometry}",
         ),
     )
 
@@ -883,10 +948,9 @@ def atomic_reduce_ir(out: str, name: str) -> kir.Kernel:
     )
 
 
-def fixup_grid(m: int, n: int) -> Tuple[int, int, int]:
-    """The fix-up kernel's launch grid for an ``m x n`` output (:func:`reduce_ir`,
-    :func:`atomic_reduce_ir`): ``(ceil(n / REDUCE_THREADS), m, 1)``."""
-    return (-(-n // REDUCE_THREADS), m, 1)
+# fixup_grid(m, n, shape=FIXUP_DEFAULT): the fix-up kernel's launch grid (:func:`reduce_ir` with
+# its shape, :func:`atomic_reduce_ir` with the default), defined in
+# :mod:`layoutproof.gpu.splitk_fixup` with the proof that it covers the output once
 
 
 # ============================================================================ generation
@@ -948,6 +1012,11 @@ def generate_splitk(
     prob = (problem or GemmProblem("k", "k")).validate()
     if memo and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
+    if cfg.reduction == "cluster":
+        raise GemmConfigError(
+            "generate_splitk: the cluster reduction is generated by "
+            "layoutproof.gpu.splitk_cluster.generate_cluster"
+        )
     S = cfg.splits
     base_prob = replace(prob, out_dtype="f32")
     base = generate_sm90(cfg.base, base_prob, memo=memo)
@@ -992,26 +1061,77 @@ def generate_splitk(
         if memo:
             _MEMO[(cfg, prob)] = out
         return out
-    rlog = ProofLog()
     if atomic:
+        rlog = ProofLog()
         rname = f"lp_splitk_reduce_atomic_{prob.out}"
         rir = atomic_reduce_ir(prob.out, rname)
         prove_fixup_order(rir, rlog)
         prove_fixup_cover(rir, REDUCE_THREADS, rlog)
         prove_atomic_protocol(ir, rir, S, rlog)
         title = f"proven before emission (split-K fix-up, atomic reduction of {S} units, {prob.out} out)"
-    else:
-        rname = f"lp_splitk_reduce_{prob.out}_s{S}"
-        rir = reduce_ir(S, prob.out, rname)
-        prove_fixup_order(rir, rlog)
-        _prove_plane_loop(rir, S, rlog)
-        title = f"proven before emission (split-K fix-up, {S} planes, {prob.out} out)"
-    rsrc = finish(rir, rlog, title)
-    rk = GemmKernel(base.config, prob, rsrc, rname, REDUCE_THREADS, 0, rlog, {}, rir)
+        rsrc = finish(rir, rlog, title)
+        rk = GemmKernel(base.config, prob, rsrc, rname, REDUCE_THREADS, 0, rlog, {}, rir)
+    else:  # the plane reduction's fix-up, default CTA (fixup_kernel: the other shapes)
+        rk = _plane_fixup(base.config, S, prob, FIXUP_DEFAULT)
     out = SplitKKernels(cfg, prob, gk, rk)
     if memo:
         _MEMO[(cfg, prob)] = out
     return out
+
+
+def _plane_fixup(base_config: Any, S: int, prob: GemmProblem, shape: FixupShape) -> GemmKernel:
+    """The plane reduction's fix-up kernel of ``shape``, proven and emitted (the default's
+    name, proofs and source are those of sessions 20-22; another shape adds its name tag and
+    the cover proof of its grid, :func:`~layoutproof.gpu.splitk_fixup.prove_fixup_grid`)."""
+    rlog = ProofLog()
+    rname = f"lp_splitk_reduce_{prob.out}_s{S}"
+    if shape != FIXUP_DEFAULT:
+        rname += f"_{shape.tag}"
+    rir = reduce_ir(S, prob.out, rname) if shape == FIXUP_DEFAULT else reduce_ir(S, prob.out, rname, shape)
+    prove_fixup_order(rir, rlog)
+    _prove_plane_loop(rir, S, rlog)
+    title = f"proven before emission (split-K fix-up, {S} planes, {prob.out} out)"
+    if shape != FIXUP_DEFAULT:
+        prove_fixup_grid(rir, shape, rlog)
+        title = f"proven before emission (split-K fix-up, {S} planes, {prob.out} out, CTA {shape.tag})"
+    rsrc = finish(rir, rlog, title)
+    return GemmKernel(base_config, prob, rsrc, rname, shape.threads, 0, rlog, {}, rir)
+
+
+_FIXUP_MEMO: Dict[Tuple[SplitKConfig, GemmProblem, FixupShape], GemmKernel] = {}
+
+
+def fixup_kernel(config: SplitKConfig, problem: GemmProblem, shape: FixupShape = FIXUP_DEFAULT) -> GemmKernel:
+    """The fix-up kernel of ``config`` (the plane reduction, ``reduction="kernel"``) with the
+    CTA ``shape``, proven before emission: the ordering (:func:`prove_fixup_order`), the
+    plane loop, every access's claim, and for a shape other than the default that its grid
+    :func:`fixup_grid` covers the output once.  The default is :func:`generate_splitk`'s.
+
+    >>> from layoutproof.gpu.codegen_sm90 import Sm90Config
+    >>> cfg = SplitKConfig(Sm90Config(bm=64, bn=256, stages=5, loader="tma", schedule="ws"), 8)
+    >>> k = fixup_kernel(cfg, GemmProblem("k", "n"), FIXUP_SHAPES["t128c2"])
+    >>> k.name, k.threads
+    ('lp_splitk_reduce_f16_s8_t128c2r1g32', 128)
+    >>> [l for l in k.source.splitlines() if "__launch_bounds__" in l]
+    ['extern "C" __global__ void __launch_bounds__(128, 16)']
+    """
+    cfg = config.validate()
+    if cfg.reduction != "kernel":
+        raise GemmConfigError(
+            f"split-K fix-up shapes: only the plane reduction's fix-up has one, not {cfg.reduction!r}"
+        )
+    prob = problem.validate()
+    shape = shape.validate()
+    if shape == FIXUP_DEFAULT:
+        rk = generate_splitk(cfg, prob).reduce
+        if rk is None:  # not reached: the plane reduction has a fix-up kernel
+            raise GemmConfigError("split-K: no fix-up kernel")
+        return rk
+    key = (cfg, prob, shape)
+    hit = _FIXUP_MEMO.get(key)
+    if hit is None:
+        hit = _FIXUP_MEMO[key] = _plane_fixup(cfg.base, cfg.splits, prob, shape)
+    return hit
 
 
 # ============================================================================ serial reduction
