@@ -43,6 +43,8 @@ __all__ = [
     "splitk_candidates",
     "SPLITK_MODEL",
     "splitk_pdl",
+    "choose_fixup",
+    "FIXUP_RULE",
     "mma_sync_candidates",
     "operand_layout",
     "ParamBuffer",
@@ -134,6 +136,25 @@ def splitk_pdl(m: int) -> bool:
     (True, False)
     """
     return m <= SPLITK_MODEL["pdl_split_m"]
+
+
+#: the split-K fix-up's CTA shape (a name in :data:`layoutproof.gpu.splitk_fixup.FIXUP_SHAPES`)
+#: for outputs of at most ``max_m`` rows; ``"t256"`` (256 threads, one element each) elsewhere
+FIXUP_RULE: Dict[str, Any] = {"max_m": 0, "shape": "t256"}
+
+
+def choose_fixup(m: int, n: int, splits: int) -> str:
+    """The CTA shape of the plane reduction's fix-up kernel the runtime launches for an
+    ``m x n`` output summed from ``splits`` planes (:data:`FIXUP_RULE`; every shape is
+    proven to cover the output once, :func:`layoutproof.gpu.splitk_fixup.prove_fixup_grid`).
+
+    >>> choose_fixup(4096, 4096, 2)
+    't256'
+    """
+    for nm, v in (("m", m), ("n", n), ("splits", splits)):
+        if type(v) is not int or v < 1:
+            raise GemmInputError(f"choose_fixup: {nm}={v!r} must be a positive int")
+    return str(FIXUP_RULE["shape"]) if m <= FIXUP_RULE["max_m"] else "t256"
 
 
 def splitk_candidates(
