@@ -400,6 +400,170 @@ def sweep(cp, shapes, args, log):
             cp.get_default_memory_pool().free_all_blocks()
 
 
+# ---------------------------------------------------------------- G5 (session 22): fix-up CTA shapes
+FIXUPS = []  # --fixups NAMES: the fix-up CTA shapes (layoutproof.gpu.splitk_fixup.FIXUP_SHAPES)
+
+
+class fixup_rule:
+    """Plans made inside take the fix-up CTA shape ``name`` for every output (plan.FIXUP_RULE)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        from layoutproof.gpu import plan as P
+
+        self.old = dict(P.FIXUP_RULE)
+        P.FIXUP_RULE.update(max_m=1 << 30, shape=self.name)
+
+    def __exit__(self, *exc):
+        from layoutproof.gpu import plan as P
+
+        P.FIXUP_RULE.clear()
+        P.FIXUP_RULE.update(self.old)
+
+
+def plane_cfg(m, n, k, dt):
+    """The plane split (fix-up kernel) the rule takes for this shape, else 64x256 s5 S8 (S4 where
+    8 splits overfill the SMs)."""
+    from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.plan import choose_config
+    from layoutproof.gpu.splitk import SplitKConfig
+
+    pick = choose_config(m, n, k, GemmProblem(dtype=dt, out_dtype=dt), hopper=True, tma=True, sms=132)
+    if isinstance(pick, SplitKConfig) and pick.reduction == "kernel":
+        return pick
+    tiles = -(-m // 64) * -(-n // 256)
+    return split_cfg(64, 256, 5, 8 if tiles * 8 <= 132 else 4)
+
+
+def fixup_times(cp, shapes, args, log):
+    """Per shape and dtype: the plane split with each fix-up CTA shape (t256 = the current one)
+    and cuBLAS in the same rounds (graph replay, eager ratio), the variants' order rotated each
+    round; each output NaN-poisoned and checked against float64 before and after the timing."""
+    from layoutproof.gpu.runtime import gemm_plan
+
+    rng = cp.random.default_rng(29)
+    rows = log.setdefault("fixups", [])
+    reps = args.reps
+    names = ["t256"] + [x for x in FIXUPS if x != "t256"]
+    for dt in args.dtypes.split(","):
+        for m, n, k in shapes:
+            a, b = gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)
+            ref = cp.matmul(a, b)
+            ref64 = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+            c = cp.empty((m, n), dtype=a.dtype)
+            cfg = plane_cfg(m, n, k, dt)
+            plans, graphs, errs, grids = {}, {}, {}, {}
+
+            def err_of(plan):
+                c.fill(cp.nan)
+                plan(a, b, c)
+                plan(a, b, c)
+                cp.cuda.Device().synchronize()
+                d = cp.abs(c.astype(cp.float64) - ref64)
+                if bool(cp.isnan(c.astype(cp.float32)).any()):
+                    return float("inf")
+                return float(d.max()) / max(float(cp.abs(ref64).max()), 1e-30)
+
+            for nm in names:
+                try:
+                    with fixup_rule(nm):
+                        plan = gemm_plan(a, b, c, config=cfg)
+                    errs[nm] = err_of(plan)
+                    graphs[nm] = gs.graph_of(cp, lambda plan=plan: plan(a, b, c), reps)
+                    plans[nm] = plan
+                    grids[nm] = (plan._fix[2], plan._fix_threads, plan._pdl is not None)
+                except Exception as ex:
+                    print(f"  fixup {nm} {cfg.key()} {m}x{n}x{k}: {type(ex).__name__}: {ex}", flush=True)
+            t = {nm: [] for nm in graphs}
+            eager = {nm: [] for nm in graphs}
+            t_ref = []
+            cub = lambda: cp.matmul(a, b, out=ref)
+            order = list(graphs)
+            for rnd in range(args.rounds):
+                rot = order[rnd % len(order) :] + order[: rnd % len(order)]
+                for nm in rot:
+                    if graphs[nm]:
+                        t[nm].append(gs.graph_time(cp, graphs[nm], reps) * 1e6)
+                x = gs.torch_graph_time(cp, a, b, ref, reps)
+                if x:
+                    t_ref.append(x * 1e6)
+                t2, _ = gs.event_batch(cp, cub, reps)
+                for nm in rot:
+                    t1, _ = gs.event_batch(cp, lambda plan=plans[nm]: plan(a, b, c), reps)
+                    eager[nm].append(t2 / t1)
+            for nm, plan in plans.items():  # after all the replays, again against float64
+                errs[nm] = max(errs[nm], err_of(plan))
+            ref_us = statistics.median(t_ref) if t_ref else None
+            med = {nm: statistics.median(v) for nm, v in t.items() if v}
+            row = dict(
+                dtype=dt,
+                m=m,
+                n=n,
+                k=k,
+                config=cfg.key(),
+                cublas_graph_us=ref_us,
+                cublas_graph_us_all=t_ref,
+                graph_us=med,
+                graph_us_all=t,
+                eager_ratio={nm: statistics.median(v) for nm, v in eager.items() if v},
+                rel_err=errs,
+                fixup_grid=grids,
+            )
+            rows.append(row)
+            print(f"fixups {dt} {m}x{n}x{k} [{cfg.key()}]: cuBLAS graph {ref_us or 0:.2f}us", flush=True)
+            tol = 2e-3 if dt == "f16" else 1.6e-2
+            for nm in names:
+                if nm not in med:
+                    continue
+                bad = "" if errs.get(nm, 1) < tol else "  WRONG"
+                g, th, pdl = grids[nm]
+                print(
+                    f"  fx {dt:4s} {m}x{n}x{k} {nm:9s} grid {str(g):14s} x{th:<4d} pdl {int(pdl)} graph "
+                    f"{med[nm]:7.2f}us ({(ref_us or 0) / med[nm]:.3f}) eager {row['eager_ratio'][nm]:.2f} "
+                    f"err {errs[nm]:.1e}{bad}",
+                    flush=True,
+                )
+            cp.get_default_memory_pool().free_all_blocks()
+
+
+def check_fixups(cp, log):
+    """``--check`` (4 calls back to back, eager and graph, NaN-poisoned, float64) with every
+    fix-up shape of ``--fixups`` on the plane-split configurations of CHECK."""
+    bad = 0
+    for nm in FIXUPS:
+        print(f"check with fix-up shape {nm}", flush=True)
+        n0 = len(log.get("check", []))
+        with fixup_rule(nm):
+            bad += check(cp, log)
+        for r in log["check"][n0:]:
+            r["fixup"] = nm
+    return bad
+
+
+def sanitize_fixups(cp):
+    """A few calls of every fix-up shape of ``--fixups`` under compute-sanitizer: CHECK[0]
+    (16x4096x4096) and CHECK[3] (16x100x130, ragged)."""
+    from layoutproof.gpu.runtime import gemm_plan
+
+    rng = cp.random.default_rng(4)
+    for nm in FIXUPS:
+        for (bm, bn, st), s, (m, n, k) in (CHECK[0], CHECK[3]):
+            cfg = split_cfg(bm, bn, st, s)
+            a, b = gs.make(cp, (m, k), "f16", rng), gs.make(cp, (k, n), "f16", rng)
+            out = cp.zeros((m, n), dtype=a.dtype)
+            with fixup_rule(nm):
+                plan = gemm_plan(a, b, out, config=cfg)
+            for _ in range(3):
+                plan(a, b, out)
+            cp.cuda.Device().synchronize()
+            print(
+                f"sanitize fix-up {nm} {cfg.key()} {m}x{n}x{k}: grid {plan._fix[2]} x {plan._fix_threads}",
+                flush=True,
+            )
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--check", action="store_true")
@@ -411,6 +575,12 @@ def main():
     p.add_argument(
         "--cluster", action="store_true", help="--check/--sanitize/--variants: the cluster reduction (G4)"
     )
+    p.add_argument(
+        "--fixups",
+        default=None,
+        help="NAMES (splitk_fixup.FIXUP_SHAPES): --check/--sanitize run with each fix-up CTA shape (G5)",
+    )
+    p.add_argument("--fixup-time", default=None, help="MxNxK,...: the plane split with each --fixups shape")
     p.add_argument("--splits", default="1,2,4,8")
     p.add_argument("--dtypes", default="f16,bf16")
     p.add_argument("--rounds", type=int, default=7)
@@ -434,10 +604,15 @@ def main():
     def save():
         (out / "splitk_decode.json").write_text(json.dumps(log, indent=1, default=str))
 
+    if args.fixups:
+        FIXUPS[:] = args.fixups.split(",")
     if args.sanitize:
-        sanitize(cp)
+        sanitize_fixups(cp) if FIXUPS else sanitize(cp)
     if args.check:
-        rc = 1 if check(cp, log) else 0
+        rc = 1 if (check_fixups(cp, log) if FIXUPS else check(cp, log)) else 0
+        save()
+    if args.fixup_time:
+        fixup_times(cp, [tuple(int(v) for v in s.split("x")) for s in args.fixup_time.split(",")], args, log)
         save()
     if args.time:
         timing(cp, [tuple(int(v) for v in s.split("x")) for s in args.time.split(",")], args, log)

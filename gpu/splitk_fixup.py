@@ -156,13 +156,15 @@ def _store_sites(body: kir.Block) -> List[Tuple[kir.Mem, List[kir.For], List[kir
 
 
 def prove_fixup_grid(
-    k: kir.Kernel, shape: FixupShape, log: ProofLog, max_n: int = 600, max_m: int = 5
+    k: kir.Kernel, shape: FixupShape, log: ProofLog, max_n: int = 160, max_m: int = 5
 ) -> None:
     """The fix-up's C stores cover ``[0, M) x [0, N)`` exactly once with the grid
     :func:`fixup_grid`: ``(r, c)`` are the C store claim's bound coordinates, evaluated with C
     semantics (the kernel's own declarations inlined) at every ``(blockIdx.x, blockIdx.y,
     threadIdx.x)`` of the grid and every index of the constant loops around the store, kept
-    where the ``if`` conditions around it hold.  Exhaustive for ``N <= max_n``, ``M <= max_m``
+    where the ``if`` conditions around it hold.  Exhaustive for ``M <= max_m`` and every ``N
+    <= max_n``, every ``N`` within 2 of a multiple ``q * threads`` (``q <= 2 * cols + 1``: each
+    column loop step and block edge) and of ``q * threads * cols`` (``q <= 3``), ``M <= max_m``
     and a few large ``N`` (the map is affine in the block indices); the kernel's ``threads``
     must be the shape's."""
     shape.validate()
@@ -190,13 +192,16 @@ def prove_fixup_grid(
     defs = {id(n.var): n.init for n in kir.walk(k.body) if isinstance(n, kir.Decl) and n.init is not None}
     bounds = []
     for lp in loops:
-        if not all(isinstance(x, kir.Const) for x in (lp.start, lp.stop, lp.step)) or lp.cond is not None:
+        a, z, st = lp.start, lp.stop, lp.step
+        if not (isinstance(a, kir.Const) and isinstance(z, kir.Const) and isinstance(st, kir.Const)) or (
+            lp.cond is not None
+        ):
             raise ProofFailedError(
                 f"fix-up kernel {k.name}: the loop over {lp.var.name} around the C store is not constant",
                 condition=cond,
                 witness=lp.var.name,
             )
-        bounds.append((lp.var, np.arange(lp.start.value, lp.stop.value, lp.step.value)))  # type: ignore[attr-defined]
+        bounds.append((lp.var, np.arange(a.value, z.value, st.value)))
     by = kir.Var("blockIdx.y", builtin=True)
     names = {"blockIdx.x": kir.BLOCK_IDX, "blockIdx.y": by, "threadIdx.x": kir.THREAD_IDX}
     ids_by_name: Dict[str, List[int]] = {}
@@ -211,7 +216,10 @@ def prove_fixup_grid(
         if isinstance(n, kir.Var) and n.name in mn_ids:
             mn_ids[n.name].append(id(n))
     cases = 0
-    ns = list(range(1, max_n + 1)) + [4095, 4096, 4097, 11008, 8192]
+    T, TJ = shape.threads, shape.threads * shape.cols
+    edges = {q * T + d for q in range(1, 2 * shape.cols + 2) for d in range(-2, 3)}
+    edges |= {q * TJ + d for q in range(1, 4) for d in range(-2, 3)}
+    ns = sorted(set(range(1, max_n + 1)) | edges | {4095, 4096, 4097, 8192, 11008})
     for M in range(1, max_m + 1):
         for N in ns:
             gx, gy, _ = fixup_grid(M, N, shape)
@@ -223,9 +231,9 @@ def prove_fixup_grid(
                     env[i] = g.ravel()
             for (v, _), g in zip(bounds, grids[3:]):
                 env[id(v)] = g.ravel()
-            for v, val in ((mvar, M), (nvar, N)):
-                if isinstance(v, kir.Var):
-                    env[id(v)] = np.int64(val)
+            for ext, val in ((mvar, M), (nvar, N)):
+                if isinstance(ext, kir.Var):
+                    env[id(ext)] = np.int64(val)
             for i in mn_ids["M"]:
                 env.setdefault(i, np.int64(M))
             for i in mn_ids["N"]:
@@ -272,8 +280,8 @@ def prove_fixup_grid(
         "bijective",
         f"fix-up cells ({shape.tag}): grid (ceil(N/{shape.threads * shape.cols}), ceil(M/{shape.rows})) x "
         f"{shape.threads} threads x ({loops_txt}) -> C store ({shown(rexp)}, "
-        f"{shown(cexp)}) under its guards covers [0, M) x [0, N) once (every N <= {max_n} and "
-        f"4095, 4096, 4097, 8192, 11008; M <= {max_m}; C semantics)",
+        f"{shown(cexp)}) under its guards covers [0, M) x [0, N) once (every N <= {max_n}, N within 2 "
+        f"of q * {T} and of q * {TJ}, 4095..4097, 8192, 11008; M <= {max_m}; C semantics)",
         "exhaustive",
         cases,
     )
