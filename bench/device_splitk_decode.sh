@@ -39,6 +39,10 @@ if [ -n "$SWEEP" ]; then
     --out "$OUT/s" > "$OUT/sweep.log" 2>&1
   echo "sweep exit $?" | tee -a "$OUT/gpu.txt"
 fi
+if [ -n "$OCC" ]; then  # G4: clusters of the cluster split-K kernels resident at once
+  timeout 90 python3 bench/cluster_occupancy.py > "$OUT/occupancy.log" 2>&1
+  echo "occupancy exit $?" | tee -a "$OUT/gpu.txt"; grep "^occupancy" "$OUT/occupancy.log"
+fi
 if [ -n "$PYTEST" ]; then
   timeout "${PYTEST_LIMIT:-150}" python3 -m pytest -q -p no:cacheprovider $PYTEST > "$OUT/pytest.log" 2>&1
   echo "pytest exit $?" | tee -a "$OUT/gpu.txt"; tail -3 "$OUT/pytest.log"

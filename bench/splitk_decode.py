@@ -252,12 +252,15 @@ def variant_cfgs(m, n, k, dt):
     pick = choose_config(m, n, k, GemmProblem(dtype=dt, out_dtype=dt), hopper=True, tma=True, sms=132)
     out = [("pick", pick)]
     if REDUCTION == "cluster":  # G4: the cluster reduction (M <= 16), one CTA per unit
+        prob = GemmProblem(dtype=dt, out_dtype=dt)
+        planes = choose_config(m, n, k, prob, hopper=True, tma=True, sms=132, cluster=False)
+        if planes.key() != pick.key():  # the rule took the cluster reduction: time the old pick too
+            out.append(("planes", planes))
         for (bm, bn, st), s in (
-            ((64, 256, 5), 8),
-            ((64, 128, 8), 4),
-            ((64, 256, 5), 4),
             ((64, 128, 8), 2),
-            ((64, 256, 5), 2),
+            ((64, 64, 8), 2),
+            ((64, 256, 5), 4),
+            ((64, 128, 8), 4),
         ):
             cfg = split_cfg(bm, bn, st, s, "cluster")
             tiles = -(-m // bm) * -(-n // bn)

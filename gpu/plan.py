@@ -42,6 +42,8 @@ __all__ = [
     "hopper_candidates",
     "splitk_candidates",
     "SPLITK_MODEL",
+    "CLUSTER_RULE",
+    "cluster_split",
     "splitk_pdl",
     "choose_fixup",
     "FIXUP_RULE",
@@ -124,6 +126,50 @@ SPLITK_MODEL: Dict[str, Any] = {
     "splits": (2, 3, 4, 6, 8, 12, 16),
     "min_kblocks": 4,
 }
+
+
+#: split-K reduced inside a thread-block cluster (``SplitKConfig(..., reduction="cluster")``,
+#: :mod:`layoutproof.gpu.splitk_cluster`: no workspace, no fix-up kernel; one CTA per (tile, k
+#: chunk)), taken for a plain product with at most ``max_m`` output rows when the ``base``
+#: tile (bm, bn, stages) split ``splits`` ways gives between ``fill`` of the SMs and all of
+#: them as CTAs, and ``min_k <= K <= max_k``.  Measured on the H100 (2026-11-24, G4,
+#: bench/splitk_decode.py --variants --cluster, graph replay, f16 / bf16): 64x128 S2 against
+#: the plane split took 26.8 / 26.8 against 28.1 / 28.2 us at 16x8192x4096, 48.0-49.0 against
+#: 48.4-50.1 us at 1x8192x8192 and 16x8192x8192, and 158.3 / 160.8 against 160.4 / 160.3 us at
+#: 16x8192x28672 (bf16 not faster: K past max_k keeps the plane split).  Clusters of 4 or 8
+#: CTAs hold at most 120 CTAs at once on its 132 SMs (cuOccupancyMaxActiveClusters: 15 x 8,
+#: 30 x 4), so 128 of them run in two waves; splits that leave half the SMs idle lose too
+#: (1x4096x4096, 16x4096x4096: 12.3-18.5 us against 10.6-11.4 us for the plane split)
+CLUSTER_RULE: Dict[str, Any] = {
+    "max_m": 16,
+    "base": (64, 128, 8),
+    "splits": 2,
+    "fill": 0.9,
+    "min_k": 4096,
+    "max_k": 16384,
+}
+
+
+def cluster_split(m: int, n: int, k: int, sms: int = 132) -> Optional[Any]:
+    """The cluster split-K configuration :data:`CLUSTER_RULE` takes for an ``m x n x k``
+    plain product, or None.
+
+    >>> cluster_split(16, 8192, 8192).key()
+    'sm90_64x128x64_s8_g8_tma_ws_sk2c'
+    >>> cluster_split(16, 4096, 4096) is None, cluster_split(64, 8192, 8192) is None
+    (True, True)
+    """
+    from .codegen_sm90 import Sm90Config
+    from .splitk import SplitKConfig
+
+    r = CLUSTER_RULE
+    bm, bn, st = r["base"]
+    units = -(-m // bm) * -(-n // bn) * r["splits"]
+    if m > r["max_m"] or not r["min_k"] <= k <= r["max_k"] or not r["fill"] * sms <= units <= sms:
+        return None
+    return SplitKConfig(
+        Sm90Config(bm=bm, bn=bn, stages=st, loader="tma", schedule="ws"), r["splits"], "cluster"
+    )
 
 
 def splitk_pdl(m: int) -> bool:
@@ -305,6 +351,7 @@ def choose_config(
     sms: int = 132,
     candidates: Optional[Sequence[Any]] = None,
     epilogue: bool = False,
+    cluster: bool = True,
 ) -> Any:
     """The default configuration for this shape: the candidate the wave model
     (:func:`estimate_us`) says is fastest; ties go to the earlier (larger-tile) candidate.
@@ -315,7 +362,9 @@ def choose_config(
     ``SPLITK_MODEL["decode_m"]`` rows are split by the same test whatever their tile count.
     The split sums its planes with the fix-up kernel, or with ``epilogue=True`` (a fused
     bias / activation / alpha-beta) in the kernel (``reduction="serial"``, its own cost
-    in the model).  No kernel is generated or timed here."""
+    in the model).  A plain product that :func:`cluster_split` covers (at most 16 rows,
+    measured faster) takes the cluster reduction instead (``cluster=False``: never).  No
+    kernel is generated or timed here."""
     for nm, v in (("m", m), ("n", n), ("k", k), ("sms", sms)):
         if type(v) is not int or v < 1:
             raise GemmInputError(f"choose_config: {nm}={v!r} must be a positive int")
@@ -334,7 +383,8 @@ def choose_config(
             red = "serial" if epilogue else "kernel"
             sk = _fastest(splitk_candidates(m, n, k, candidates, sms, red), m, n, k, sms)
             if sk is not None and sk[0] * SPLITK_MODEL["margin"] < best[0]:
-                return sk[2]
+                cl = cluster_split(m, n, k, sms) if cluster and not epilogue else None
+                return sk[2] if cl is None else cl
     return best[2]
 
 

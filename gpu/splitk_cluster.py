@@ -187,13 +187,13 @@ def cluster_ir(
     *,
     first_sync: bool = True,
     exit_sync: bool = True,
-    slice_shift: int = 0,
+    slice_step: Optional[int] = None,
     ranks: Optional[Tuple[int, int]] = None,
 ) -> Tuple[kir.Kernel, List[Tuple[Any, ...]]]:
     """The cluster split-K kernel from the warp-specialized kernel's IR ``base`` (f32
     output, no cluster).  ``e_off`` is the epilogue buffers' offset from ``s0``;
     ``k_bounds(sk, KT, S)`` the chunk bounds.  The keyword arguments exist for the planted
-    bugs of the tests (a barrier left out, slices shifted, a rank range cut short)."""
+    bugs of the tests (a barrier left out, another slice width, a rank range cut short)."""
     if base.cluster != 1:
         raise ProofFailedError(
             "cluster split-K: the base kernel has clusters", condition="cluster split-K rewrite"
@@ -372,7 +372,7 @@ def cluster_ir(
         kir.block(
             kir.Decl(e, i * NT + rt, const=True),
             kir.Decl(lr, e / QS, const=True),
-            kir.Decl(lc, q * CS + slice_shift + 4 * (e % QS), const=True),
+            kir.Decl(lc, q * (CS if slice_step is None else slice_step) + 4 * (e % QS), const=True),
             kir.If(
                 lr.lt(R),
                 kir.block(
@@ -459,20 +459,16 @@ def cluster_ir(
         ),
         comment="the consumer warpgroups",
     )
-    tail: List[kir.Stmt] = [
-        kir.ClusterSync("every CTA's partial is stored (release) and the peers' are visible (acquire)")
-        if first_sync
-        else None,
-        reduce_blk,
-        kir.ClusterSync("no CTA exits (its shared memory freed) while a peer reads its partial")
-        if exit_sync
-        else None,
-    ]
+    tail: List[kir.Stmt] = []
+    if first_sync:
+        tail.append(
+            kir.ClusterSync("every CTA's partial is stored (release) and the peers' are visible (acquire)")
+        )
+    tail.append(reduce_blk)
+    if exit_sync:
+        tail.append(kir.ClusterSync("no CTA exits (its shared memory freed) while a peer reads its partial"))
     out_body: List[kir.Stmt] = []
     for st in body.body:
-        if isinstance(st, kir.Decl) and st.var is s0:
-            out_body.append(st)
-            continue
         out_body.append(st)
         if isinstance(st, kir.Decl) and st.var is tiles:
             out_body.append(
@@ -480,7 +476,7 @@ def cluster_ir(
             )
         if isinstance(st, kir.Decl) and st.var is wg:
             out_body += [pb_decl, kir.ClusterRank(rank), kir.Decl(q, kir.Cast("int", rank), const=True)]
-    out_body += [x for x in tail if x is not None]
+    out_body += tail
     params = tuple((d.replace("lp_out_t", "lp_d_t"), Cd) if v is C else (d, v) for d, v in base.params)
     descr = base.description + (
         f"split-K in a cluster of {S} CTAs: CTA u = (tile u / {S}, chunk u % {S}) stores its f32 partial's",
@@ -503,6 +499,10 @@ def cluster_ir(
 
 
 # ============================================================================ the slices
+def _refused(msg: str, condition: str, witness: Any = None) -> ProofFailedError:
+    return ProofFailedError(f"{msg} ({condition})", condition=condition, witness=witness)
+
+
 def prove_slices(k: kir.Kernel, S: int, bn: int, log: ProofLog) -> None:
     """From the reduction's own IR: for every rank ``q < S``, consumer thread and iteration,
     the element ``(lr, lc .. lc + 3)`` it sums (under its guard ``lr < R``), and the rank
@@ -518,7 +518,7 @@ def prove_slices(k: kir.Kernel, S: int, bn: int, log: ProofLog) -> None:
         lp for lp in loops if any(isinstance(m, kir.Mem) and m.cta is lp.var for m in kir.walk(lp.body))
     ]
     if len(reads) != 1 or len(rloops) != 1:
-        raise ProofFailedError(
+        raise _refused(
             f"cluster reduction: {len(reads)} remote loads, {len(rloops)} rank loops (expected 1 and 1)",
             condition="each slice sums every rank",
         )
@@ -528,7 +528,7 @@ def prove_slices(k: kir.Kernel, S: int, bn: int, log: ProofLog) -> None:
     except Exception:
         lo, hi, st = -1, -1, -1
     if (lo, hi, st) != (0, S, 1):
-        raise ProofFailedError(
+        raise _refused(
             f"cluster reduction: the rank loop runs over range({lo}, {hi}, {st}), "
             f"not ranks 0..{S - 1} in order",
             condition="each slice sums every rank",
@@ -537,32 +537,32 @@ def prove_slices(k: kir.Kernel, S: int, bn: int, log: ProofLog) -> None:
     # the element each (rank, thread, iteration) sums: evaluate the declarations of e, lr, lc
     outer = [lp for lp in loops if lp is not rl]
     if len(outer) != 1:
-        raise ProofFailedError(
+        raise _refused(
             "cluster reduction: expected one loop over the slice", condition="slices partition the tile"
         )
     il = outer[0]
     decl = {st.var.name: st for st in il.body.body if isinstance(st, kir.Decl)}
     rt_d = [n for n in kir.walk(k.body) if isinstance(n, kir.Decl) and n.var.name == "rt"]
     if not all(x in decl for x in ("e", "lr", "lc")) or len(rt_d) != 1:
-        raise ProofFailedError(
-            "cluster reduction: e, lr, lc, rt not declared", condition="slices partition the tile"
-        )
+        raise _refused("cluster reduction: e, lr, lc, rt not declared", condition="slices partition the tile")
     guard = [st for st in il.body.body if isinstance(st, kir.If)]
     nt = k.threads - 128
     ii = np.arange(int(kir.ev(il.stop, {})))
     qq, tt, iv = np.meshgrid(np.arange(S), np.arange(128, 128 + nt), ii, indexing="ij")
     env: Dict[str, Any] = {"crank": qq, "tid": tt, il.var.name: iv}
-    env["rt"] = kir.ev(rt_d[0].init, env)  # type: ignore[arg-type]
-    for nm in ("e", "lr", "lc"):
-        env[nm] = kir.ev(decl[nm].init, env)  # type: ignore[arg-type]
+    inits = [rt_d[0].init] + [decl[nm].init for nm in ("e", "lr", "lc")]
+    if len(guard) != 1 or any(x is None for x in inits):
+        raise _refused("cluster reduction: expected one guard", condition="slices partition the tile")
+    for nm, x in zip(("rt", "e", "lr", "lc"), inits):
+        if x is not None:
+            env[nm] = kir.ev(x, env)
     lr, lc = np.asarray(env["lr"]), np.asarray(env["lc"])
-    live = lr < R
-    if len(guard) != 1:
-        raise ProofFailedError("cluster reduction: expected one guard", condition="slices partition the tile")
+    # the elements summed: where the slice loop's own guard holds (the IR's condition)
+    live = np.broadcast_to(np.asarray(kir.ev(guard[0].cond, env), dtype=bool), lr.shape)
     hits = np.zeros((R, bn), dtype=np.int64)
     okc = (lc >= 0) & (lc + 3 < bn)
     if np.any(live & ~okc):
-        raise ProofFailedError(
+        raise _refused(
             "cluster reduction: a slice element lies outside the tile's columns",
             condition="slices partition the tile",
         )
@@ -571,7 +571,7 @@ def prove_slices(k: kir.Kernel, S: int, bn: int, log: ProofLog) -> None:
     bad = np.argwhere(hits != 1)
     if bad.size:
         rr, cc = (int(x) for x in bad[0])
-        raise ProofFailedError(
+        raise _refused(
             f"cluster reduction: element ({rr}, {cc}) of the tile is summed by {int(hits[rr, cc])} "
             f"(rank, thread) pairs, not 1",
             condition="slices partition the tile",
@@ -606,7 +606,7 @@ def cluster_program_ir(k: kir.Kernel) -> Tuple[str, ...]:
         inner = list(kir.walk(st))
         if any(isinstance(n, kir.ClusterSync) for n in inner):
             raise ProofFailedError(
-                "cluster split-K: a cluster barrier below the top level",
+                "cluster split-K: a cluster barrier below the top level (cluster barrier at the top level)",
                 condition="cluster barrier at the top level",
             )
         kinds = []

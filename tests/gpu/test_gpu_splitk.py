@@ -330,8 +330,11 @@ def test_serial_config_rules_and_keys():
 
 @pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 4096, 4096), (1, 4096, 11008), (16, 8192, 8192)])
 def test_the_rule_splits_decode_shapes_serially_when_an_epilogue_is_fused(shape):
-    cfg = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True)
+    cfg = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True, cluster=False)
     assert isinstance(cfg, SplitKConfig) and cfg.reduction == "kernel", cfg.key()
+    # by default the cluster reduction replaces the plane split where it measured faster (G4)
+    dflt = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True)
+    assert dflt == (P.cluster_split(*shape) or cfg), dflt.key()
     cfg = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True, epilogue=True)
     assert isinstance(cfg, SplitKConfig) and cfg.reduction == "serial", cfg.key()
     assert cfg in P.splitk_candidates(*shape, P.hopper_candidates(True), reduction="serial")
