@@ -185,7 +185,12 @@ def splitk_pdl(m: int) -> bool:
 
 
 #: the split-K fix-up's CTA shape (a name in :data:`layoutproof.gpu.splitk_fixup.FIXUP_SHAPES`)
-#: for outputs of at most ``max_m`` rows; ``"t256"`` (256 threads, one element each) elsewhere
+#: for outputs of at most ``max_m`` rows; ``"t256"`` (256 threads, one element each) elsewhere.
+#: Measured on the H100 (2026-11-24, G5, bench/splitk_decode.py --fixup-time, graph replay, the
+#: 64x256 s5 plane split): the shapes of <= 4,096 registers that fit beside a split CTA
+#: (2-4 elements per thread) were 0.2-1.5 us slower on every decode shape; ``"t128"`` (one
+#: element per thread) gained 0.16 / 0.21 us at 16x4096x4096 (f16 / bf16) but lost up to 0.33 us
+#: at 16x8192x8192 and 16x4096x11008, so no shape replaces t256
 FIXUP_RULE: Dict[str, Any] = {"max_m": 0, "shape": "t256"}
 
 
