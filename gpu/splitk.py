@@ -443,24 +443,25 @@ def _plane_ptr(C: kir.Var, sk: kir.Expr, M: kir.Expr, ldc: kir.Expr) -> kir.Expr
     return C + kir.Cast("long long", sk) * M * ldc
 
 
-def _find_decl(body: kir.Block, name: str) -> kir.Var:
+def find_decl(body: Any, name: str, what: str = "split-K rewrite") -> kir.Var:
+    """The one variable declared as ``name`` in ``body`` (the rewrites of the base kernel read
+    its variables by name); a ProofFailedError naming ``what`` when there is none or several."""
     hits = [n.var for n in kir.walk(body) if isinstance(n, kir.Decl) and n.var.name == name]
     if len(hits) != 1:
         raise ProofFailedError(
-            f"split-K rewrite: expected one declaration of {name!r}, found {len(hits)}",
+            f"{what}: expected one declaration of {name!r}, found {len(hits)}",
             condition="split-K rewrite",
             witness=name,
         )
     return hits[0]
 
 
-def _param(k: kir.Kernel, name: str) -> kir.Var:
+def find_param(k: kir.Kernel, name: str, what: str = "split-K rewrite") -> kir.Var:
+    """The kernel parameter called ``name``; a ProofFailedError naming ``what`` when absent."""
     for _, v in k.params:
         if v.name == name:
             return v
-    raise ProofFailedError(
-        f"split-K rewrite: no parameter {name!r}", condition="split-K rewrite", witness=name
-    )
+    raise ProofFailedError(f"{what}: no parameter {name!r}", condition="split-K rewrite", witness=name)
 
 
 def splitk_ir(
@@ -483,9 +484,9 @@ def splitk_ir(
     partition proof."""
     if base.cluster != 1:
         raise ProofFailedError("split-K: the base kernel has clusters", condition="split-K rewrite")
-    tiles = _find_decl(base.body, "tiles")
-    KT = _find_decl(base.body, "KT")
-    C, M, ldc = _param(base, "C"), _param(base, "M"), _param(base, "ldc")
+    tiles = find_decl(base.body, "tiles")
+    KT = find_decl(base.body, "KT")
+    C, M, ldc = find_param(base, "C"), find_param(base, "M"), find_param(base, "ldc")
     units = kir.Var("units")
     loops = [
         n for n in kir.walk(base.body) if isinstance(n, kir.For) and n.stop is tiles and n.cond is not None
@@ -1135,15 +1136,7 @@ def fixup_kernel(config: SplitKConfig, problem: GemmProblem, shape: FixupShape =
 
 
 # ============================================================================ serial reduction
-def _decl_in(body: Any, name: str) -> kir.Var:
-    hits = [n.var for n in kir.walk(body) if isinstance(n, kir.Decl) and n.var.name == name]
-    if len(hits) != 1:
-        raise ProofFailedError(
-            f"split-K serial rewrite: expected one declaration of {name!r}, found {len(hits)}",
-            condition="split-K rewrite",
-            witness=name,
-        )
-    return hits[0]
+_SERIAL = "split-K serial rewrite"
 
 
 def serial_ir(
@@ -1185,9 +1178,17 @@ def serial_ir(
             condition="split-K rewrite",
         )
     lp = loops[0]
-    tile, m0, n0 = _decl_in(lp.body, "tile"), _decl_in(lp.body, "m0"), _decl_in(lp.body, "n0")
-    cg, wt, tiles = _decl_in(k.body, "cg"), _decl_in(k.body, "wt"), _decl_in(k.body, "tiles")
-    W, M, N, ldw, cvec = (_param(k, x) for x in ("C", "M", "N", "ldc", "c_vec"))
+    tile, m0, n0 = (
+        find_decl(lp.body, "tile", _SERIAL),
+        find_decl(lp.body, "m0", _SERIAL),
+        find_decl(lp.body, "n0", _SERIAL),
+    )
+    cg, wt, tiles = (
+        find_decl(k.body, "cg", _SERIAL),
+        find_decl(k.body, "wt", _SERIAL),
+        find_decl(k.body, "tiles", _SERIAL),
+    )
+    W, M, N, ldw, cvec = (find_param(k, x) for x in ("C", "M", "N", "ldc", "c_vec"))
     D = kir.Var("D", "lp_d_t*")
     ldd = kir.Var("ldd", "long long")
     counters = kir.Var("counters", "unsigned*")

@@ -44,7 +44,9 @@ from .codegen import addr_of
 from .config import OUT_DTYPES, SMEM_LIMIT
 from .errors import GemmConfigError, ProofFailedError
 from .proofrec import ProofLog
-from .splitk import CLUSTER_ROWS, cluster_partial_stride
+from .splitk import CLUSTER_ROWS, cluster_partial_stride, find_decl, find_param
+
+_WHAT = "cluster split-K rewrite"
 
 __all__ = [
     "CLUSTER_ROWS",
@@ -121,30 +123,6 @@ def prove_cluster_split(S: int, log: ProofLog, max_tiles: int = 160) -> None:
 
 
 # ============================================================================ helpers
-def _decls(body: Any, name: str) -> List[kir.Var]:
-    return [n.var for n in kir.walk(body) if isinstance(n, kir.Decl) and n.var.name == name]
-
-
-def _one(body: Any, name: str) -> kir.Var:
-    hits = _decls(body, name)
-    if len(hits) != 1:
-        raise ProofFailedError(
-            f"cluster split-K rewrite: expected one declaration of {name!r}, found {len(hits)}",
-            condition="cluster split-K rewrite",
-            witness=name,
-        )
-    return hits[0]
-
-
-def _param(k: kir.Kernel, name: str) -> kir.Var:
-    for _, v in k.params:
-        if v.name == name:
-            return v
-    raise ProofFailedError(
-        f"cluster split-K rewrite: no parameter {name!r}", condition="cluster split-K rewrite", witness=name
-    )
-
-
 def _without(e: Optional[kir.Expr], v: kir.Var, what: str) -> kir.Expr:
     """``e`` with the variable ``v`` (a term of its sum) replaced by 0; refused unless ``e``
     reads ``v`` exactly once as a term of its top-level sum."""
@@ -202,11 +180,15 @@ def cluster_ir(
         raise GemmConfigError(f"cluster split-K: bn={bn} is not a multiple of 4 * S = {4 * S}")
     R = CLUSTER_ROWS
     CW = warpgroups
-    tiles, KT = _one(base.body, "tiles"), _one(base.body, "KT")
-    smem, sbase, s0 = _one(base.body, "lp_smem"), _one(base.body, "sbase"), _one(base.body, "s0")
-    wg, tid = _one(base.body, "wg"), _one(base.body, "tid")
-    grid_m, grid_n = _one(base.body, "grid_m"), _one(base.body, "grid_n")
-    C, M, N, ldc = (_param(base, x) for x in ("C", "M", "N", "ldc"))
+    tiles, KT = find_decl(base.body, "tiles", _WHAT), find_decl(base.body, "KT", _WHAT)
+    smem, sbase, s0 = (
+        find_decl(base.body, "lp_smem", _WHAT),
+        find_decl(base.body, "sbase", _WHAT),
+        find_decl(base.body, "s0", _WHAT),
+    )
+    wg, tid = find_decl(base.body, "wg", _WHAT), find_decl(base.body, "tid", _WHAT)
+    grid_m, grid_n = find_decl(base.body, "grid_m", _WHAT), find_decl(base.body, "grid_n", _WHAT)
+    C, M, N, ldc = (find_param(base, x, _WHAT) for x in ("C", "M", "N", "ldc"))
     Cd = kir.Var("C", "lp_d_t*")
     units = kir.Var("units")
     ob = OUT_DTYPES[out][1]
@@ -242,8 +224,8 @@ def cluster_ir(
         kb_e, ke_e = k_bounds(sk, KT, S)
         kb, ke = kir.Var("kb"), kir.Var("ke")
         consumer = any(isinstance(n, kir.NamedBarrier) for n in kir.walk(lp.body))
-        m0 = _one(lp.body, "m0")
-        n0 = _one(lp.body, "n0")
+        m0 = find_decl(lp.body, "m0", _WHAT)
+        n0 = find_decl(lp.body, "n0", _WHAT)
 
         def fn(node: Any, t: kir.Var = t, tile: kir.Var = tile, kb: kir.Var = kb, ke: kir.Var = ke) -> Any:
             if isinstance(node, kir.Call) and node.name == "lp_tile":
