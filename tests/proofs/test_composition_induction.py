@@ -1,6 +1,6 @@
 """Composition for every rank of B (induction over B's leaves; issue 15,
 proofs/catalog_composition_induction.py).  The exactness of its refusals is tested in
-tests/proofs/test_composition_exact.py."""
+tests/proofs/test_composition_exactness.py."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def test_every_obligation_rechecked_by_cvc5():
     from layoutproof.proofs.runner import cross_check_outcome
     from layoutproof.proofs.theorem import evaluate
 
-    for tid in ("sym.composition-post",):  # sym.composition-exact: tests/proofs/test_composition_exact.py
+    for tid in ("sym.composition-post",):  # sym.composition-exact: tests/proofs/test_composition_exactness.py
         o = evaluate(get(tid))
         assert o.status == "proved", o.message
         entries = cross_check_outcome(o, "cvc5", 20000)
