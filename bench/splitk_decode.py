@@ -33,6 +33,11 @@ Session 22 (G4): ``--cluster`` runs ``--check`` / ``--sanitize`` on the cluster 
 cluster that sums the partials through distributed shared memory; no workspace, no second
 kernel; outputs of at most 16 rows: the configurations ``CHECK_CLUSTER``) and makes
 ``--variants`` time the pick against cluster configurations instead of atomic ones.
+
+Session 22 (G6): ``--mma SPECS`` makes ``--variants`` time the pick against unsplit mma.sync
+kernels (``GemmConfig``, the cp.async pipeline; whole K per CTA, no workspace, no second
+kernel).  A spec is ``BMxBNxBKwWMxWNsST`` with an optional ``bMB`` (min_blocks), e.g.
+``16x32x128w1x2s8``; the variants' order is rotated each round.
 """
 
 from __future__ import annotations
@@ -67,6 +72,28 @@ def split_cfg(bm, bn, st, s, reduction="kernel"):
 
 
 REDUCTION = "kernel"  # --atomic: the configurations of --check / --sanitize use "atomic"
+MMA = []  # --mma SPECS: unsplit mma.sync GemmConfigs that --variants times beside the pick (G6)
+
+
+def mma_cfg(spec):
+    """``GemmConfig`` of a spec ``BMxBNxBKwWMxWNsST[bMB]`` (e.g. ``16x32x128w1x2s8``)."""
+    import re
+
+    from layoutproof.gpu.config import GemmConfig
+
+    mt = re.fullmatch(r"(\d+)x(\d+)x(\d+)w(\d+)x(\d+)s(\d+)(?:b(\d+))?", spec)
+    if mt is None:
+        raise SystemExit(f"--mma: {spec!r} is not BMxBNxBKwWMxWNsST[bMB]")
+    bm, bn, bk, wm, wn, st, mb = mt.groups()
+    return GemmConfig(
+        bm=int(bm),
+        bn=int(bn),
+        bk=int(bk),
+        warps_m=int(wm),
+        warps_n=int(wn),
+        stages=int(st),
+        min_blocks=int(mb or 1),
+    ).validate()
 
 
 CHECK = [
@@ -146,6 +173,30 @@ def check(cp, log):
             cp.get_default_memory_pool().free_all_blocks()
     print(f"check: {len(rows) - bad}/{len(rows)} ok", flush=True)
     return bad
+
+
+def sanitize_mma(cp):
+    """A few calls of every ``--mma`` configuration (16x4096x4096 and a ragged 13x1000x520, f16),
+    each output checked against float64 afterwards (for compute-sanitizer)."""
+    from layoutproof.gpu.runtime import gemm_plan
+
+    rng = cp.random.default_rng(6)
+    for sp in MMA:
+        cfg = mma_cfg(sp)
+        for m, n, k in ((16, 4096, 4096), (13, 1000, 520)):
+            a, b = gs.make(cp, (m, k), "f16", rng), gs.make(cp, (k, n), "f16", rng)
+            out = cp.full((m, n), cp.nan, dtype=a.dtype)
+            plan = gemm_plan(a, b, out, config=cfg)
+            for _ in range(3):
+                plan(a, b, out)
+            cp.cuda.Device().synchronize()
+            r = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+            err = float(cp.abs(out.astype(cp.float64) - r).max()) / max(float(cp.abs(r).max()), 1e-30)
+            ok = err < 2e-3 and not bool(cp.isnan(out.astype(cp.float32)).any())
+            print(
+                f"sanitize mma {cfg.key()} {m}x{n}x{k}: 3 calls, rel err {err:.1e} {'ok' if ok else 'FAIL'}",
+                flush=True,
+            )
 
 
 def sanitize(cp):
@@ -251,6 +302,8 @@ def variant_cfgs(m, n, k, dt):
 
     pick = choose_config(m, n, k, GemmProblem(dtype=dt, out_dtype=dt), hopper=True, tma=True, sms=132)
     out = [("pick", pick)]
+    if MMA:  # G6: unsplit mma.sync kernels (whole K per CTA)
+        return out + [("m" + sp, mma_cfg(sp)) for sp in MMA]
     if REDUCTION == "cluster":  # G4: the cluster reduction (M <= 16), one CTA per unit
         prob = GemmProblem(dtype=dt, out_dtype=dt)
         planes = choose_config(m, n, k, prob, hopper=True, tma=True, sms=132, cluster=False)
@@ -310,15 +363,18 @@ def variants(cp, shapes, args, log):
             eager = {nm: [] for nm in graphs}
             t_ref = []
             cub = lambda: cp.matmul(a, b, out=ref)
-            for _ in range(args.rounds):
-                for nm, gg in graphs.items():
-                    if gg:
-                        t[nm].append(gs.graph_time(cp, gg, reps) * 1e6)
+            order = list(graphs)
+            for rnd in range(args.rounds):
+                rot = order[rnd % len(order) :] + order[: rnd % len(order)] if order else []
+                for nm in rot:
+                    if graphs[nm]:
+                        t[nm].append(gs.graph_time(cp, graphs[nm], reps) * 1e6)
                 x = gs.torch_graph_time(cp, a, b, ref, reps)
                 if x:
                     t_ref.append(x * 1e6)
                 t2, _ = gs.event_batch(cp, cub, reps)
-                for nm, plan in plans.items():
+                for nm in rot:
+                    plan = plans[nm]
                     t1, _ = gs.event_batch(cp, lambda plan=plan: plan(a, b, c), reps)
                     eager[nm].append(t2 / t1)
             # after all the replays: one more call on the plane they left, against float64
@@ -583,6 +639,11 @@ def main():
         default=None,
         help="NAMES (splitk_fixup.FIXUP_SHAPES): --check/--sanitize run with each fix-up CTA shape (G5)",
     )
+    p.add_argument(
+        "--mma",
+        default=None,
+        help="SPECS (BMxBNxBKwWMxWNsST[bMB],...): --variants times these mma.sync configs (G6)",
+    )
     p.add_argument("--fixup-time", default=None, help="MxNxK,...: the plane split with each --fixups shape")
     p.add_argument("--splits", default="1,2,4,8")
     p.add_argument("--dtypes", default="f16,bf16")
@@ -609,8 +670,12 @@ def main():
 
     if args.fixups:
         FIXUPS[:] = args.fixups.split(",")
+    if args.mma:
+        MMA[:] = args.mma.split(",")
+        for sp in MMA:
+            mma_cfg(sp)  # a bad spec stops here, before any GPU work
     if args.sanitize:
-        sanitize_fixups(cp) if FIXUPS else sanitize(cp)
+        sanitize_mma(cp) if MMA else sanitize_fixups(cp) if FIXUPS else sanitize(cp)
     if args.check:
         rc = 1 if (check_fixups(cp, log) if FIXUPS else check(cp, log)) else 0
         save()
