@@ -47,6 +47,8 @@ __all__ = [
     "splitk_pdl",
     "choose_fixup",
     "FIXUP_RULE",
+    "MMA_DECODE_RULE",
+    "mma_decode",
     "mma_sync_candidates",
     "operand_layout",
     "ParamBuffer",
@@ -208,6 +210,56 @@ def choose_fixup(m: int, n: int, splits: int) -> str:
     return str(FIXUP_RULE["shape"]) if m <= FIXUP_RULE["max_m"] else "t256"
 
 
+#: unsplit mma.sync kernels of 16-row tiles (``GemmConfig(bm=16, ...)``, the cp.async pipeline:
+#: one CTA per column tile streams the whole K, no workspace, no second kernel, deterministic) for
+#: plain decode products on Hopper, taken by :func:`choose_config` with ``mma=True`` (what
+#: ``gemm`` passes for ``path="auto"``).  ``tiles``: (bn, bk, warps_n, stages) in order; the
+#: first whose column tiles number between ``fill`` of the SMs and all of them is taken, where
+#: A is row-major and B row-major (``a_major="k"``, ``b_major="n"``) and ``K >= min_k`` for an
+#: output of exactly ``rows`` rows, ``K >= min_k_partial`` for fewer (a partial tile: the kernel's
+#: guarded, per-chunk loads).  Measured on the H100 (2026-11-24, G6, bench/splitk_decode.py
+#: --variants --mma, graph replay, f16 / bf16, against the rule's split-K pick and cuBLAS):
+#: 16x32x128 s8 took 16x4096x4096 in 9.21 / 9.14 us (pick 11.44 / 11.29, cuBLAS 9.45 / 9.41),
+#: 16x4096x11008 in 32.66 / 32.43 (pick 36.34 / 35.79), 1x4096x11008 in 31.79 / 31.64 (pick
+#: 34.19 / 34.06), but 1x4096x4096 in 13.48 / 13.59 (pick 10.62 / 10.61); 16x64x64 (4 warps) s8
+#: took 16x8192x8192 in 45.80 / 45.68 (the cluster pick 48.81 / 48.32)
+MMA_DECODE_RULE: Dict[str, Any] = {
+    "rows": 16,
+    "tiles": ((32, 128, 2, 8), (64, 64, 4, 8)),
+    "fill": 0.9,
+    "min_k": 4096,
+    "min_k_partial": 11008,
+}
+
+
+def mma_decode(
+    m: int, n: int, k: int, problem: Optional[GemmProblem] = None, sms: int = 132
+) -> Optional[GemmConfig]:
+    """The unsplit 16-row mma.sync configuration :data:`MMA_DECODE_RULE` takes for an
+    ``m x n x k`` plain product, or None.
+
+    >>> mma_decode(16, 4096, 4096).key(), mma_decode(16, 8192, 8192).key()
+    ('16x32x128_w1x2_s8_auto_g8', '16x64x64_w1x4_s8_auto_g8')
+    >>> mma_decode(1, 4096, 4096) is None, mma_decode(1, 4096, 11008) is None
+    (True, False)
+    >>> mma_decode(32, 4096, 4096) is None, mma_decode(16, 2048, 4096) is None
+    (True, True)
+    """
+    for nm, v in (("m", m), ("n", n), ("k", k), ("sms", sms)):
+        if type(v) is not int or v < 1:
+            raise GemmInputError(f"mma_decode: {nm}={v!r} must be a positive int")
+    r = MMA_DECODE_RULE
+    prob = problem or GemmProblem()
+    if (prob.a_major, prob.b_major, prob.batch) != ("k", "n", "") or m > r["rows"]:
+        return None
+    if k < (r["min_k"] if m == r["rows"] else r["min_k_partial"]):
+        return None
+    for bn, bk, wn, st in r["tiles"]:
+        if r["fill"] * sms <= -(-n // bn) <= sms:
+            return GemmConfig(bm=r["rows"], bn=bn, bk=bk, warps_m=1, warps_n=wn, stages=st).validate()
+    return None
+
+
 def splitk_candidates(
     m: int, n: int, k: int, base: Sequence[Any], sms: int = 132, reduction: str = "kernel"
 ) -> Tuple[Any, ...]:
@@ -357,6 +409,7 @@ def choose_config(
     candidates: Optional[Sequence[Any]] = None,
     epilogue: bool = False,
     cluster: bool = True,
+    mma: bool = False,
 ) -> Any:
     """The default configuration for this shape: the candidate the wave model
     (:func:`estimate_us`) says is fastest; ties go to the earlier (larger-tile) candidate.
@@ -368,12 +421,19 @@ def choose_config(
     The split sums its planes with the fix-up kernel, or with ``epilogue=True`` (a fused
     bias / activation / alpha-beta) in the kernel (``reduction="serial"``, its own cost
     in the model).  A plain product that :func:`cluster_split` covers (at most 16 rows,
-    measured faster) takes the cluster reduction instead (``cluster=False``: never).  No
-    kernel is generated or timed here."""
+    measured faster) takes the cluster reduction instead (``cluster=False``: never).  With
+    ``mma=True`` (a caller that may run the mma.sync kernel: ``gemm``'s ``path="auto"``), a
+    plain product on Hopper that :func:`mma_decode` covers (decode shapes, measured faster)
+    takes that unsplit 16-row mma.sync kernel before any of this.  No kernel is generated or
+    timed here."""
     for nm, v in (("m", m), ("n", n), ("k", k), ("sms", sms)):
         if type(v) is not int or v < 1:
             raise GemmInputError(f"choose_config: {nm}={v!r} must be a positive int")
     auto = candidates is None
+    if auto and hopper and mma and not epilogue:
+        dec = mma_decode(m, n, k, problem, sms)
+        if dec is not None:
+            return dec
     if candidates is None:
         candidates = hopper_candidates(tma) if hopper else mma_sync_candidates()
     best = _fastest(candidates, m, n, k, sms)

@@ -70,6 +70,67 @@ def test_choose_config_big_squares_take_the_large_tile_small_problems_smaller_ti
         assert P.estimate_us(c, 512, 512, 1024) < P.estimate_us(c, 512, 512, 2048)
 
 
+def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_faster():
+    # G6 (session 22): the shapes the H100 measured faster with an unsplit 16-row mma.sync tile
+    want = {
+        (16, 4096, 4096): "16x32x128_w1x2_s8_auto_g8",
+        (16, 4096, 11008): "16x32x128_w1x2_s8_auto_g8",
+        (1, 4096, 11008): "16x32x128_w1x2_s8_auto_g8",
+        (16, 8192, 8192): "16x64x64_w1x4_s8_auto_g8",
+    }
+    for (m, n, k), key in want.items():
+        for dt in ("f16", "bf16"):
+            prob = GemmProblem(dtype=dt, out_dtype=dt)
+            cfg = P.choose_config(m, n, k, prob, hopper=True, tma=True, mma=True)
+            assert isinstance(cfg, GemmConfig) and cfg.key() == key, (m, n, k, dt)
+            assert cfg == P.mma_decode(m, n, k, prob)
+            # one CTA per column tile, each streaming the whole K: no split, between 0.9 and 1.0 of the SMs
+            assert cfg.bm == 16 and 0.9 * 132 <= -(-n // cfg.bn) <= 132
+            # without mma=True (path="wgmma", the CLI's wgmma branch) and with an epilogue, the
+            # wgmma rule's pick is unchanged
+            old = P.choose_config(m, n, k, prob, hopper=True, tma=True)
+            assert not isinstance(old, GemmConfig)
+            ep = P.choose_config(m, n, k, prob, hopper=True, tma=True, mma=True, epilogue=True)
+            assert ep == P.choose_config(m, n, k, prob, hopper=True, tma=True, epilogue=True)
+    # measured slower (1 row at K = 4096: the partial tile's guarded loads) or not measured: unchanged
+    for shape in [
+        (1, 4096, 4096),
+        (8, 4096, 4096),
+        (17, 4096, 4096),
+        (64, 4096, 4096),
+        (16, 2048, 4096),
+        (16, 11008, 4096),
+        (16, 4096, 2048),
+        (4096, 4096, 4096),
+    ]:
+        assert P.mma_decode(*shape) is None, shape
+        got = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True, mma=True)
+        assert got == P.choose_config(*shape, GemmProblem(), hopper=True, tma=True), shape
+    # other operand majors, a batched problem, another GPU, explicit candidates: never
+    for prob in (GemmProblem(a_major="m"), GemmProblem(b_major="k"), GemmProblem(batch="ab")):
+        assert P.mma_decode(16, 4096, 4096, prob) is None
+    assert P.choose_config(16, 4096, 4096, hopper=False, tma=False, mma=True) in P.mma_sync_candidates()
+    cands = P.hopper_candidates(True)
+    assert P.choose_config(16, 4096, 4096, hopper=True, tma=True, mma=True, candidates=cands) in cands
+    with pytest.raises(GemmInputError, match="must be a positive int"):
+        P.mma_decode(16, 0, 4096)
+
+
+def test_mma_decode_configs_generate_and_prove():
+    from layoutproof.gpu.codegen import generate
+
+    seen = set()
+    for m, n, k in [(16, 4096, 4096), (16, 8192, 8192)]:
+        for dt in ("f16", "bf16"):
+            prob = GemmProblem(dtype=dt, out_dtype=dt)
+            cfg = P.mma_decode(m, n, k, prob)
+            kern = generate(cfg, prob)
+            assert kern.threads == cfg.threads and kern.smem_bytes == cfg.smem_bytes <= 227 * 1024
+            assert len(kern.proofs) > 0
+            seen.add(cfg.key())
+    assert len(seen) == 2
+
+
 def test_choose_config_bad_input_is_a_gemm_input_error():
     for bad in [(0, 1, 1), (1, -3, 1), (1, 1, 2.5)]:
         with pytest.raises(GemmInputError, match="must be a positive int"):
@@ -353,6 +414,18 @@ def test_fake_plan_mma_sync_path_and_explicit_configs(fake):
     assert fake.launches[-1]["values"][3:6] == [128, 256, 64]
 
 
+def test_fake_plan_runs_the_mma_decode_tile_one_cta_per_column_tile(fake):
+    a, b = fake.array((16, 4096)), fake.array((4096, 4096))
+    cfg = P.mma_decode(16, 4096, 4096)
+    runtime.gemm(a, b, config=cfg)
+    assert runtime.last_launch["config"] == cfg
+    launch = fake.launches[-1]
+    assert launch["values"][3:6] == [16, 4096, 4096]
+    assert launch["grid"][0] * launch["grid"][1] * launch["grid"][2] == 4096 // 32
+    assert launch["block"] == (cfg.threads, 1, 1)
+    assert len(fake.launches) == 1  # no fix-up kernel, no workspace
+
+
 # ============================================================================ on a GPU
 gpu = pytest.mark.skipif(not runtime.gpu_available(), reason="no CUDA GPU / CuPy")
 
@@ -379,6 +452,29 @@ def test_gpu_default_choice_matches_float64(m, n, k):
         ref = a.astype(cp.float64) @ b.astype(cp.float64)
         assert not bool(cp.isnan(c).any())
         assert float(cp.abs(c - ref).max()) == 0.0, (m, n, k, ao, bo, runtime.last_launch["config"])
+
+
+@gpu
+@pytest.mark.parametrize("m, n, k", [(16, 4096, 4096), (1, 4096, 11008), (13, 4104, 11008), (16, 8192, 8192)])
+def test_gpu_mma_decode_tile_matches_float64_eager_and_in_a_graph(m, n, k):
+    cp = _cp()
+    cfg = P.mma_decode(16, n, k)  # the rule's tile for the shape's columns (13 rows: a partial tile)
+    a, b = _ints(cp, (m, k), m + k), _ints(cp, (k, n), n)
+    c = cp.full((m, n), cp.nan, dtype=cp.float32)
+    plan = runtime.gemm_plan(a, b, c, out_dtype="f32", config=cfg)
+    plan(a, b, c)
+    ref = a.astype(cp.float64) @ b.astype(cp.float64)
+    assert float(cp.abs(c - ref).max()) == 0.0
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        s.begin_capture()
+        plan(a, b, c)
+        g = s.end_capture()
+    c.fill(cp.nan)
+    cp.cuda.Device().synchronize()
+    g.launch(stream=s)
+    s.synchronize()
+    assert not bool(cp.isnan(c).any()) and float(cp.abs(c - ref).max()) == 0.0
 
 
 @gpu
