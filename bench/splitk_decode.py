@@ -302,8 +302,12 @@ def variant_cfgs(m, n, k, dt):
 
     pick = choose_config(m, n, k, GemmProblem(dtype=dt, out_dtype=dt), hopper=True, tma=True, sms=132)
     out = [("pick", pick)]
-    if MMA:  # G6: unsplit mma.sync kernels (whole K per CTA)
-        return out + [("m" + sp, mma_cfg(sp)) for sp in MMA]
+    if MMA:  # G6: unsplit mma.sync kernels (whole K per CTA); "pick" = the rule with mma=True
+        prob = GemmProblem(dtype=dt, out_dtype=dt)
+        out = [("pick", choose_config(m, n, k, prob, hopper=True, tma=True, sms=132, mma=True))]
+        if pick.key() != out[0][1].key():  # the rule took an mma.sync tile: time the wgmma pick too
+            out.append(("wgmma", pick))
+        return out + [("m" + sp, c) for sp in MMA if all((c := mma_cfg(sp)).key() != x.key() for _, x in out)]
     if REDUCTION == "cluster":  # G4: the cluster reduction (M <= 16), one CTA per unit
         prob = GemmProblem(dtype=dt, out_dtype=dt)
         planes = choose_config(m, n, k, prob, hopper=True, tma=True, sms=132, cluster=False)
@@ -388,11 +392,13 @@ def variants(cp, shapes, args, log):
                 errs[nm] = max(errs[nm], e2)
             ref_us = statistics.median(t_ref) if t_ref else None
             med = {nm: statistics.median(v) for nm, v in t.items() if v}
+            default = gemm_plan(a, b, c).config.key()  # what gemm(a, b, c) runs (the runtime's rule)
             row = dict(
                 dtype=dt,
                 m=m,
                 n=n,
                 k=k,
+                default=default,
                 cublas_graph_us=ref_us,
                 cublas_graph_us_all=t_ref,
                 configs=keys,
@@ -402,7 +408,10 @@ def variants(cp, shapes, args, log):
                 rel_err=errs,
             )
             rows.append(row)
-            print(f"variants {dt} {m}x{n}x{k}: cuBLAS graph {ref_us or 0:.2f}us", flush=True)
+            print(
+                f"variants {dt} {m}x{n}x{k}: cuBLAS graph {ref_us or 0:.2f}us; gemm() default {default}",
+                flush=True,
+            )
             tol = 2e-3 if dt == "f16" else 1.6e-2
             for nm in sorted(med, key=med.get):
                 bad = "" if errs.get(nm, 1) < tol else "  WRONG"

@@ -218,17 +218,19 @@ def choose_fixup(m: int, n: int, splits: int) -> str:
 #: A is row-major and B row-major (``a_major="k"``, ``b_major="n"``) and ``K >= min_k`` for an
 #: output of exactly ``rows`` rows, ``K >= min_k_partial`` for fewer (a partial tile: the kernel's
 #: guarded, per-chunk loads).  Measured on the H100 (2026-11-24, G6, bench/splitk_decode.py
-#: --variants --mma, graph replay, f16 / bf16, against the rule's split-K pick and cuBLAS):
-#: 16x32x128 s8 took 16x4096x4096 in 9.21 / 9.14 us (pick 11.44 / 11.29, cuBLAS 9.45 / 9.41),
-#: 16x4096x11008 in 32.66 / 32.43 (pick 36.34 / 35.79), 1x4096x11008 in 31.79 / 31.64 (pick
-#: 34.19 / 34.06), but 1x4096x4096 in 13.48 / 13.59 (pick 10.62 / 10.61); 16x64x64 (4 warps) s8
-#: took 16x8192x8192 in 45.80 / 45.68 (the cluster pick 48.81 / 48.32)
+#: --variants --mma, graph replay, f16 / bf16, against the wgmma rule's pick and cuBLAS in the
+#: same rounds; bench/logs/g6_s22_mma_*): 16x32x128 s8 took 16x4096x4096 in 9.21-9.42 us (the
+#: split-K pick 11.29-11.48, cuBLAS 9.29-9.45), 16x4096x11008 in 32.3-32.7 (35.8-36.3),
+#: 16x4096x14336 in 41.1 (44.7-44.9), 8x4096x11008 and 1x4096x11008 in 31.3-31.8 (34.2-35.3),
+#: 1x4096x8192 in 24.2 (26.6-26.8), but 1x4096x4096 in 13.5-13.7 and 8x4096x4096 in 13.4
+#: (the pick 10.6-11.1); 16x64x64 (4 warps) s8 took 16x8192x8192 in 45.6-45.8 (the cluster pick
+#: 48.1-48.8), 1x8192x8192 in 45.1-45.4 (47.9-48.1) and 16x8192x28672 in 153.8 (160.1-160.2)
 MMA_DECODE_RULE: Dict[str, Any] = {
     "rows": 16,
     "tiles": ((32, 128, 2, 8), (64, 64, 4, 8)),
     "fill": 0.9,
     "min_k": 4096,
-    "min_k_partial": 11008,
+    "min_k_partial": 8192,
 }
 
 
@@ -240,7 +242,7 @@ def mma_decode(
 
     >>> mma_decode(16, 4096, 4096).key(), mma_decode(16, 8192, 8192).key()
     ('16x32x128_w1x2_s8_auto_g8', '16x64x64_w1x4_s8_auto_g8')
-    >>> mma_decode(1, 4096, 4096) is None, mma_decode(1, 4096, 11008) is None
+    >>> mma_decode(1, 4096, 4096) is None, mma_decode(1, 4096, 8192) is None
     (True, False)
     >>> mma_decode(32, 4096, 4096) is None, mma_decode(16, 2048, 4096) is None
     (True, True)

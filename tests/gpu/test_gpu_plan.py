@@ -75,8 +75,13 @@ def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_fas
     want = {
         (16, 4096, 4096): "16x32x128_w1x2_s8_auto_g8",
         (16, 4096, 11008): "16x32x128_w1x2_s8_auto_g8",
+        (16, 4096, 14336): "16x32x128_w1x2_s8_auto_g8",
+        (8, 4096, 11008): "16x32x128_w1x2_s8_auto_g8",
         (1, 4096, 11008): "16x32x128_w1x2_s8_auto_g8",
+        (1, 4096, 8192): "16x32x128_w1x2_s8_auto_g8",
         (16, 8192, 8192): "16x64x64_w1x4_s8_auto_g8",
+        (1, 8192, 8192): "16x64x64_w1x4_s8_auto_g8",
+        (16, 8192, 28672): "16x64x64_w1x4_s8_auto_g8",
     }
     for (m, n, k), key in want.items():
         for dt in ("f16", "bf16"):
@@ -92,10 +97,13 @@ def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_fas
             assert not isinstance(old, GemmConfig)
             ep = P.choose_config(m, n, k, prob, hopper=True, tma=True, mma=True, epilogue=True)
             assert ep == P.choose_config(m, n, k, prob, hopper=True, tma=True, epilogue=True)
-    # measured slower (1 row at K = 4096: the partial tile's guarded loads) or not measured: unchanged
+    # measured slower (1 or 8 rows at K = 4096: the partial tile's guarded loads) or not measured:
+    # unchanged
     for shape in [
         (1, 4096, 4096),
         (8, 4096, 4096),
+        (15, 4096, 4096),
+        (8, 4096, 6144),
         (17, 4096, 4096),
         (64, 4096, 4096),
         (16, 2048, 4096),
