@@ -748,7 +748,11 @@ class GemmPlan:
                 )
             # a fused epilogue: the rule's split-K sums its planes in the kernel (serial) (G1)
             ep = self.activation is not None
-            cfg = choose_config(m, n, K, prob, hopper=use90, tma=tma, sms=_sm_count(cupy), epilogue=ep)
+            # path='auto' may take the mma.sync kernel: a plain decode product on Hopper takes the
+            # unsplit 16-row tile where plan.mma_decode covers it (measured faster, G6)
+            cfg = choose_config(
+                m, n, K, prob, hopper=use90, tma=tma, sms=_sm_count(cupy), epilogue=ep, mma=path == "auto"
+            )
         elif config == "auto":
             cfg = autotune(m, n, K, problem=prob, path="wgmma" if use90 else "mma.sync")
         elif isinstance(config, GemmConfig) or type(config).__name__ in (

@@ -262,8 +262,9 @@ def test_fake_splitk_plan_launches_the_split_kernel_then_the_fixup(fake_tma):
     assert f["values"] == [ws, c.data.ptr, m, n, n]
     assert f["grid"] == (n // splitk.REDUCE_THREADS, m, 1) and f["block"] == (splitk.REDUCE_THREADS, 1, 1)
     assert plan._ws.shape == (1, CFG.splits * m * n)
-    # the rule picks split-K for this shape by itself
-    runtime.gemm(a, b)
+    # the wgmma rule picks split-K for this shape by itself (path='auto' may take the unsplit
+    # 16-row mma.sync tile instead: tests/gpu/test_gpu_plan.py)
+    runtime.gemm(a, b, path="wgmma")
     assert isinstance(runtime.last_launch["config"], SplitKConfig)
 
 
@@ -287,13 +288,24 @@ def test_fake_serial_splitk_plan_is_one_launch_with_the_output_and_counters(fake
     runtime.gemm(a, b, config=SERIAL)
     assert len(cp.launches) == 2 and cp.launches[1]["values"][-1] == plan._counters.data.ptr
     # the rule splits this decode shape by itself: with the fix-up kernel for a plain
-    # product (measured faster), in the kernel when an epilogue is fused
-    runtime.gemm(a, b)
+    # product (measured faster), in the kernel when an epilogue is fused (the wgmma rule: path='auto'
+    # may take the unsplit mma.sync tile for a plain product)
+    runtime.gemm(a, b, path="wgmma")
     got = runtime.last_launch["config"]
     assert isinstance(got, SplitKConfig) and got.reduction == "kernel"
     runtime.gemm(a, b, activation="relu")
     got = runtime.last_launch["config"]
     assert isinstance(got, SplitKConfig) and got.reduction == "serial" and got.activation == "relu"
+    # gemm's default path ('auto') takes the unsplit 16-row mma.sync tile for the plain product
+    # (plan.mma_decode, measured faster than the split on the H100), and the split for the fused one
+    runtime.gemm(a, b)
+    assert runtime.last_launch["config"] == P.mma_decode(m, n, k)
+    assert (
+        runtime.last_launch["config"] is not None
+        and cp.launches[-1]["grid"][0] * cp.launches[-1]["grid"][1] == n // 32
+    )
+    runtime.gemm(a, b, activation="relu")
+    assert isinstance(runtime.last_launch["config"], SplitKConfig)
     assert cp.launches[-1]["kinds"][8:] == ["ptr", "i64", "ptr", "ptr"]  # D, ldd, counters, bias
 
 

@@ -231,8 +231,8 @@ def test_fake_atomic_plan_has_one_zeroed_plane_and_launches_split_then_fixup(fak
     assert g["values"][2:] == [ws, m, n, k, n, 1]
     assert f["values"] == [ws, c.data.ptr, m, n, n]
     assert f["grid"] == splitk.fixup_grid(m, n) and f["block"] == (splitk.REDUCE_THREADS, 1, 1)
-    # the rule does not pick the atomic reduction (measured slower on the decode shapes)
-    runtime.gemm(a, b)
+    # the wgmma rule does not pick the atomic reduction (measured slower on the decode shapes)
+    runtime.gemm(a, b, path="wgmma")
     got = runtime.last_launch["config"]
     assert isinstance(got, SplitKConfig) and got.reduction == "kernel"
 

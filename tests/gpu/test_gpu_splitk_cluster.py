@@ -157,7 +157,7 @@ def test_fake_cluster_plan_launches_one_kernel_one_cta_per_unit(fake_tma):  # no
     cp = fake_tma
     m, n, k = 16, 8192, 8192
     a, b = cp.array((m, k)), cp.array((k, n))
-    c = runtime.gemm(a, b)
+    c = runtime.gemm(a, b, path="wgmma")  # the wgmma rule's pick (path='auto' may take mma.sync)
     plan = runtime.last_launch["plan"]
     assert plan.config.reduction == "cluster" and plan._ws is None and plan._fix is None
     (g,) = cp.launches
