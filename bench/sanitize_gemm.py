@@ -23,6 +23,9 @@ for cfg, (m, n, k) in [
     (c, s)
     for c in (
         GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=3),
+        # the unsplit 16-row mma.sync tiles gemm takes for decode products (plan.mma_decode)
+        GemmConfig(bm=16, bn=32, bk=128, warps_m=1, warps_n=2, stages=8),
+        GemmConfig(bm=16, bn=64, bk=64, warps_m=1, warps_n=4, stages=8),
         Sm90Config(bm=128, bn=128, stages=4),
         Sm90Config(bm=128, bn=128, stages=4, loader="tma"),
         Sm90Config(bm=128, bn=128, stages=4, loader="tma", schedule="ws"),
