@@ -69,11 +69,15 @@ class OutOfDomainError(LayoutError, IndexError):
 
 
 class UndecidableConditionError(LayoutError):
-    """A symbolic side condition cannot be decided from the active assumptions.
+    """A side condition cannot be decided: a symbolic one from the active assumptions, or
+    (integer operands) one the exact decision procedure cannot settle within its bound --
+    e.g. composition past ``ops.EXACT_LIMIT`` where only CuTe's sufficient condition fails.
+    Never a refusal: the operation may well be admissible.
 
     Attributes:
         condition: the condition that, once assumed (or refuted), makes it decidable (text
-            in Python syntax, readable by ``layoutproof.symbolic.parse_expr``).
+            in Python syntax, readable by ``layoutproof.symbolic.parse_expr``); for integer
+            operands the name of the undecided condition (e.g. ``"stride divisibility"``).
         expr: the same condition as a SymPy expression, when there is one.
         counterexample: values of the symbols (name -> int) that satisfy the assumptions
             and violate the condition, when one was found.

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union, overload
 
 from . import kinds
 from .arith import ArithTuple, as_basis, components
-from .errors import InadmissibleError, MalformedLayoutError, show
+from .errors import InadmissibleError, MalformedLayoutError, UndecidableConditionError, show
 from .inttuple import (
     ceil_div_int,
     check_depth,
@@ -270,18 +270,32 @@ def _exact_leaf(As: List[int], Ad: List[int], n: int, r: int, err: InadmissibleE
     """CuTe's divisibility conditions failed: decide exactly whether j -> A(r*j) is a layout
     (by evaluation, for leaves of up to ``EXACT_LIMIT`` coordinates).  A shape-divisibility
     failure is exact by itself (no layout of size n reproduces j -> A(r*j): the catalog's
-    sym.composition-exact); past the bound a stride-divisibility failure is raised as CuTe's
-    condition, only sufficient, and its message says that nothing was decided exactly."""
+    sym.composition-exact); past the bound a stride-divisibility failure is a refusal only where
+    the first-break lemma decides it (the first break does not divide n), else an
+    UndecidableConditionError: CuTe's condition is only sufficient, so it refuses nothing."""
 
     if n > EXACT_LIMIT:
         if err.condition != "stride divisibility":
             raise err
-        raise InadmissibleError(
-            f"{err}; not decided exactly: the leaf has {n} > EXACT_LIMIT = {EXACT_LIMIT} coordinates, so "
-            f"only CuTe's stride divisibility (a sufficient condition) was checked, and a layout of size {n} "
-            f"may still reproduce j -> A({r}*j)",
-            condition=err.condition,
-            witness=err.witness,
+        # The first-break lemma still decides a refusal: j -> A(r*j) is linear below its first
+        # break m and not at m, so a layout reproducing it has m as a product of its first
+        # extents -- if m does not divide n there is none.
+        m = _leaf_witness_nonlinear(As, Ad, n, r)
+        if m is not None and n % m:
+            raise InadmissibleError(
+                f"{err}; decided by the first-break lemma: j -> A({r}*j) is linear below j = {m} and "
+                f"not at {m}, and {m} does not divide {n}, so no layout of size {n} reproduces it",
+                condition=err.condition,
+                witness=m,
+            ) from None
+        # Otherwise nothing is decided: CuTe's condition is only sufficient (A = (4,8):(1,5),
+        # B = 2^17:6 fails it, yet (2,2^16):(7,15) is A o B), so this is no refusal.
+        raise UndecidableConditionError(
+            f"{err}; undecided: the leaf has {n} > EXACT_LIMIT = {EXACT_LIMIT} coordinates, too many to "
+            f"decide by evaluation, and CuTe's stride divisibility is only a sufficient condition -- a "
+            f"layout of size {n} may still reproduce j -> A({r}*j) (raise layoutproof.ops.EXACT_LIMIT "
+            "to decide it)",
+            condition="stride divisibility",
         ) from None
     if any(isinstance(d, ArithTuple) for d in Ad):  # coordinate strides: decide per component
         ms, md = exact_leaf_by_component(As, Ad, n, r, err)
@@ -562,9 +576,15 @@ def _check_disjoint(
                 f": at coordinate {w} of B, A(B({w})) = A({bx}) = {ext_eval(As, Ad, bx)} but "
                 f"the mode-by-mode result gives {naive}"
             )
-        else:
-            msg += f": the domain of B is too large ({raw_product(fbs)}) to decide it by evaluation"
-        raise InadmissibleError(msg, condition="disjointness of B's modes in A", witness=w)
+            raise InadmissibleError(msg, condition="disjointness of B's modes in A", witness=w)
+        # nothing decided: no refusal (the by-mode result may well be A o B)
+        raise UndecidableConditionError(
+            "composition: whether B's modes stay disjoint inside A is undecided -- a leaf of B was "
+            "decided by evaluation, and B's domain "
+            f"({raw_product(fbs)} coordinates) is too large (> EXACT_LIMIT = {EXACT_LIMIT}) to check the "
+            "by-mode result against A(B(.)) everywhere",
+            condition="disjointness of B's modes in A",
+        )
     occs = [lf.occ for lf in leaves if lf.occ is not None]  # all of them (checked above)
     used: Dict[int, int] = {}
     for occ in occs:
@@ -574,16 +594,34 @@ def _check_disjoint(
     if not bad:
         return
     i = bad[0]
-    crd = tuple(occ[i][1] if i in occ else 0 for occ in occs)
+    # The witness of sym.composition-exact's prefix argument: the shortest prefix of the leaves
+    # landing in mode i (in B's order) whose footprints reach As[i] (each is below As[i], so
+    # their sum S has As[i] <= S < 2 As[i]), each leaf at the coordinate reaching its footprint
+    # (Â-digits: the footprint in mode i, 0 elsewhere), every other leaf at 0.  There B(c) has
+    # digits (S - As[i]) e_i + e_(i+1) while the by-mode result sums S in mode i: they differ by
+    # As[i] Ad[i] - Ad[i+1], nonzero since coalesced modes i, i+1 do not merge.
+    prefix: set = set()
+    reach = 0
+    for j, occ in enumerate(occs):
+        if i in occ and reach < As[i]:
+            prefix.add(j)
+            reach += occ[i][0]
+    crd = tuple(occ[i][1] if j in prefix else 0 for j, occ in enumerate(occs))
     pp = raw_prefix_product(fbs)
     w = sum(c * p for c, p in zip(crd, pp))
     bx = sum(c * d for c, d in zip(crd, fbd))
     truth = ext_eval(As, Ad, bx)
     naive = sum(ext_eval(As, Ad, c * d) for c, d in zip(crd, fbd))
-    if truth == naive:
+    if truth == naive:  # not expected (see above); fall back to a search
         w = _search_witness(As, Ad, fbs, fbd)
         if w is None and raw_product(fbs) <= EXACT_LIMIT:
             return  # exhaustively fine: the by-mode result is A∘B after all
+        if w is None:
+            raise UndecidableConditionError(
+                f"composition: the modes of B need digit {used[i]} of A's mode {i} (extent {As[i]}), yet no "
+                f"witness of a carry was found and B's domain is too large to search: undecided",
+                condition="disjointness of B's modes in A",
+            )
         if w is not None:
             crd = tuple((w // p) % s for p, s in zip(pp, fbs))
             bx = sum(c * d for c, d in zip(crd, fbd))

@@ -17,8 +17,10 @@ treated here:
 * **stride divisibility**: the symbolic walk never claims it is inadmissible without an
   integer assignment at which the integer composition refuses; the integer composition
   decides it exactly by evaluation up to ``ops.EXACT_LIMIT`` (Lemma L1 makes the greedy
-  recognition exact) and, past that bound, raises CuTe's (only sufficient) condition and
-  says so.
+  recognition exact) and, past that bound, refuses only where the first-break lemma decides
+  it (the first break of linearity does not divide the leaf's extent), else raises an
+  UndecidableConditionError (no refusal).  So every InadmissibleError composition raises is
+  exact.
 
 >>> from layoutproof.proofs.catalog_composition_exact import witness_instances
 >>> [i.label for i in witness_instances((1, 2))]
@@ -832,9 +834,11 @@ EXACT_STATEMENT = (
     "ordered factorization of n finds a layout, both ways; its family has 2300 leaves failing CuTe's "
     "stride divisibility, 1036 of them admissible), while T5.composition-postcondition checks the results "
     "returned and T5.cpp-conditions-sufficient only that CuTe's conditions suffice. Past EXACT_LIMIT the "
-    "integer composition raises CuTe's stride divisibility, and its message (carried into the symbolic "
-    "walk's refusal when the confirming assignment has such a leaf) says that nothing was decided "
-    "exactly and that a layout may still exist (A = (4,8):(1,5), B = 2^17:6 has (2,2^16):(7,15))"
+    "integer composition refuses only where L1 alone decides: it finds the first break m of linearity "
+    "(evaluating j -> Â(r j) up to 2^14) and refuses when m does not divide n (witness m); otherwise it "
+    "raises an UndecidableConditionError, which is no refusal (A = (4,8):(1,5), B = 2^17:6 has "
+    "(2,2^16):(7,15)), and verify reports such a query unknown. So every InadmissibleError for stride "
+    "divisibility is exact too"
 )
 
 
@@ -895,8 +899,9 @@ def exact_theorem() -> Theorem:
         f"leaf's. Direct checks: the whole walk at A rank {_ranks(EXACT_MAIN)} ({_ranks(EXACT_ALL)} with "
         f"`--all`) and, with `--all`, the whole check at A rank {_ranks(OVERLAP_ALL)} with "
         f"k = {_ranks(OVERLAP_LEAVES)} leaves. Read off the code: the fold loops (walk, sums, per-mode "
-        "checks). Refusals for stride divisibility are decided by the integer path (exact up to "
-        "EXACT_LIMIT = 2^16 coordinates of a leaf), not by the symbolic walk: not claimed here",
+        "checks). Refusals for stride divisibility are decided by the integer path (by evaluation up to "
+        "EXACT_LIMIT = 2^16 coordinates of a leaf, by L1's first break past it, else undecided), not by "
+        "the symbolic walk: by hand (L1) with the exhaustive T3.single-mode-exact, not machine-checked here",
         "A: extents positive integers, strides arbitrary integers; the leaf: extent a positive integer, "
         "stride any integer; footprints: integers 0 <= o < As_t",
     )

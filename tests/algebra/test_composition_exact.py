@@ -15,7 +15,8 @@ from functools import cache
 
 import pytest
 
-from layoutproof import InadmissibleError, Layout, composition, flatten
+from layoutproof import InadmissibleError, Layout, composition, flatten, ops
+from layoutproof.errors import UndecidableConditionError
 
 
 def ahat(A: Layout, x: int) -> int:
@@ -118,3 +119,49 @@ def test_huge_strides_use_exact_integers():
     big = 2**70
     R = composition(Layout((5, 3), (9 * big, 3 * big)), Layout(5, 6))
     assert R == Layout(5, 12 * big)
+
+
+def test_overlap_refusals_of_the_cute_walk_always_carry_a_confirmed_witness():
+    """Where every leaf took C++'s walk, the overlap refusal's witness is the prefix argument's
+    (sym.composition-exact): the shortest prefix of the leaves landing in the mode reaching its
+    extent, each at the coordinate reaching its footprint -- A(B(w)) differs from the by-mode
+    result there, for any number of leaves (no search needed)."""
+    import random
+
+    rng = random.Random(11)
+    seen = 0
+    for _ in range(4000):
+        ra, rb = rng.randint(2, 4), rng.randint(3, 4)
+        A = Layout(tuple(rng.randint(2, 6) for _ in range(ra)), tuple(rng.randint(-4, 12) for _ in range(ra)))
+        B = Layout(
+            tuple(rng.randint(1, 6) for _ in range(rb)),
+            tuple(rng.choice([0, 1, 2, 3, 4, 6, 8, 12, 16, 24]) for _ in range(rb)),
+        )
+        try:
+            ops.composition(A, B)
+        except InadmissibleError as e:
+            if e.condition != "disjointness of B's modes in A":
+                continue
+            w = e.witness
+            assert type(w) is int and 0 <= w < B.size, (A, B, e)
+            crd, rem = [], w
+            for s_ in B.shape:
+                crd.append(rem % s_)
+                rem //= s_
+            fs, fd = (list(m) for m in A.flat_modes())  # A extended along its last mode
+            whole = ops.ext_eval(fs, fd, sum(c * d for c, d in zip(crd, B.stride)))
+            bymode = sum(ops.ext_eval(fs, fd, c * d) for c, d in zip(crd, B.stride))
+            assert whole != bymode, (A, B, w)
+            seen += 1
+    assert seen > 30
+
+
+def test_past_the_exact_limit_an_undecided_disjointness_is_no_refusal():
+    """A leaf decided by evaluation (6 vs A's extent 4: C++'s conditions fail) and a domain of
+    B too large to check the by-mode result everywhere: undecided, not inadmissible -- the
+    same B with 8 in place of 2^15 composes."""
+    A = Layout((4, 8, 100000), (1, 5, 1000))
+    assert str(ops.composition(A, Layout((4, 8), (6, 32)))) == "((2,2),8):((7,15),1000)"
+    with pytest.raises(UndecidableConditionError) as ei:
+        ops.composition(A, Layout((4, 1 << 15), (6, 32)))
+    assert not isinstance(ei.value, InadmissibleError) and "undecided" in str(ei.value)

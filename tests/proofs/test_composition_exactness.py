@@ -275,15 +275,26 @@ def test_stride_divisibility_refusals_are_not_decided_by_the_walk():
     assert not isinstance(ei.value, InadmissibleError)
 
 
-def test_past_the_exact_limit_the_error_says_nothing_was_decided():
-    """A leaf of 2^17 > EXACT_LIMIT points: the integer composition raises CuTe's stride
-    divisibility and says it decided nothing -- rightly, (2, 2^16):(7, 15) reproduces
-    j -> A(6 j); below the bound the refusal says it was decided by evaluation."""
+def test_past_the_exact_limit_an_undecided_leaf_is_no_refusal():
+    """A leaf of 2^17 > EXACT_LIMIT points failing CuTe's stride divisibility: the integer
+    composition cannot evaluate it, and the first break (j = 2) divides 2^17, so it decides
+    nothing -- an UndecidableConditionError, never an InadmissibleError (rightly:
+    (2, 2^16):(7, 15) reproduces j -> A(6 j)), and verify says unknown, not refuted. With an
+    odd extent the first-break lemma refuses exactly (witness 2). Below the bound the refusal
+    says it was decided by evaluation."""
+    from layoutproof.verify import admissible
+
     A = Layout((4, 8), (1, 5))
     n = 2 * ops.EXACT_LIMIT
-    with pytest.raises(InadmissibleError) as ei:
+    with pytest.raises(UndecidableConditionError) as ei:
         ops.composition(A, Layout(n, 6))
-    assert ei.value.condition == "stride divisibility" and "not decided exactly" in str(ei.value)
+    assert not isinstance(ei.value, InadmissibleError)
+    assert ei.value.condition == "stride divisibility" and "undecided" in str(ei.value)
+    assert admissible("composition", A, Layout(n, 6)).status == "unknown"
+    with pytest.raises(InadmissibleError) as ej:
+        ops.composition(A, Layout(n + 1, 6))
+    assert ej.value.witness == 2 and "first-break lemma" in str(ej.value)
+    assert admissible("composition", A, Layout(n + 1, 6)).status == "refuted"
     R = Layout((2, n // 2), (7, 15))
     for j in list(range(64)) + list(range(n - 64, n)):
         assert R(j) == _ext_eval([4, 8], [1, 5], 6 * j)
