@@ -862,13 +862,13 @@ MUTATIONS: Tuple[Mutation, ...] = (
         "the exact fallback and the witness search evaluate in int64 even where offsets overflow",
     ),
     M(
-        "compose-disjoint-no-recheck",
+        "compose-disjoint-all-leaves",
         "composition",
         OPS,
-        "    if truth == naive:\n",
-        "    if False:\n",
-        "a digit sum reaching A's extent is reported as an overlap without checking that the "
-        "carry changes a value (refuses admissible compositions)",
+        "        if i in occ and reach < As[i]:\n",
+        "        if i in occ:\n",
+        "the overlap witness puts every leaf landing in the mode at its footprint instead of the "
+        "shortest prefix reaching the extent (a double carry can hide the difference there)",
     ),
     M(
         "swizzle-block-closed-chain",

@@ -247,8 +247,9 @@ def test_disjointness_witness_is_a_coordinate_where_the_modes_interfere():
     A(B(w)) differs from the mode-by-mode result (docs/architecture.md, composition step 4).
     In (2,2,2):(1,5,4) o (2,2,2,2):(1,1,1,1) the four modes' digits of A's mode 0 sum to 4,
     but at the all-ones coordinate the double carry lands on A's stride 4 == 2*2*1, so the
-    values agree there and the witness must come from the search.  Kills
-    ``compose-disjoint-no-recheck`` (which reports that coordinate: "A(4) = 4 but ... 4")."""
+    values agree there; the witness is the prefix argument's (sym.composition-exact: the first
+    two leaves, one carry).  Kills ``compose-disjoint-all-leaves`` (which reports the all-ones
+    coordinate: "A(4) = 4 but ... 4")."""
     from layoutproof import composition
 
     rng = random.Random(7)
