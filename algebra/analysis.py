@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any, List, Optional, Tuple
 
-from .errors import InadmissibleError, MalformedLayoutError, show
+from .errors import InadmissibleError, MalformedLayoutError, UndecidableConditionError, show
 from .inttuple import is_int, raw_flatten, raw_prefix_product, raw_product, raw_unflatten
 from .layout import Layout, _, checked_shape, concrete_only, fmt_htuple, get, layout_arg, need_layout
 from .ops import EXACT_LIMIT, coalesce_modes, coalesced_modes, recognize_layout_fn, unit_crd
@@ -169,9 +169,9 @@ def _identity_run(a: Layout, inv: Layout) -> int:
 
     try:
         common = composition(a, inv)
-    except InadmissibleError:
-        # C++ would fail a static_assert (or, dynamically, compute a wrong layout); the
-        # identity run is decided directly instead.
+    except (InadmissibleError, UndecidableConditionError):
+        # C++ would fail a static_assert (or, dynamically, compute a wrong layout), or the
+        # integer composition could not decide it; the identity run is decided directly instead.
         return _identity_run_by_eval(a, inv)
     cs, cd = coalesced_modes(common)
     return cs[0] if cd[0] == 1 else 1

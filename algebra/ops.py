@@ -1103,12 +1103,12 @@ def _left_inverse_exact(layout: Layout, err: InadmissibleError) -> Layout:
     if any(type(d) is not int for d in fd):
         raise err
     if n > LEFT_INVERSE_SIZE_LIMIT or layout.cosize > LEFT_INVERSE_OFFSET_LIMIT:
-        raise InadmissibleError(
+        # C++'s construction is only sufficient: past the search's bounds nothing is decided
+        raise UndecidableConditionError(
             f"{err} -- and the exact search that would look for another left inverse is limited "
             f"to layouts of at most {LEFT_INVERSE_SIZE_LIMIT} coordinates and offsets below "
-            f"{LEFT_INVERSE_OFFSET_LIMIT} (undecided)",
+            f"{LEFT_INVERSE_OFFSET_LIMIT} (undecided: a left inverse may still exist)",
             condition=err.condition,
-            witness=err.witness,
         ) from None
     v = layout.eval_all()
     neg = np.flatnonzero(v < 0)
@@ -1130,11 +1130,11 @@ def _left_inverse_exact(layout: Layout, err: InadmissibleError) -> Layout:
     try:
         found = _left_inverse_search(ys, pre, ymax)
     except _SearchBudget:
-        raise InadmissibleError(
+        raise UndecidableConditionError(
             f"{err} -- and the exact search for another left inverse ran out of its budget "
-            f"({LEFT_INVERSE_BUDGET} states; layoutproof.ops.LEFT_INVERSE_BUDGET) (undecided)",
+            f"({LEFT_INVERSE_BUDGET} states; layoutproof.ops.LEFT_INVERSE_BUDGET) (undecided: a left "
+            "inverse may still exist)",
             condition=err.condition,
-            witness=err.witness,
         ) from None
     if found is None:
         injective = len(pre) == n

@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from layoutproof import InadmissibleError, Layout, left_inverse
+from layoutproof.errors import UndecidableConditionError
 
 
 def offsets(L: Layout) -> list:
@@ -251,14 +252,35 @@ def test_negative_offsets_have_no_left_inverse():
 
 def test_large_layouts_are_searched_without_recursion():
     """4096 coordinates: the search walks its rows with an explicit stack, and an answer
-    past its budget is a refusal that says so (never a RecursionError or a hang)."""
+    past its budget is undecided and says so -- an UndecidableConditionError, never a refusal
+    (nor a RecursionError or a hang)."""
     L = Layout((64, 64), (64, 65))  # C++'s construction needs 64 | 65; a left inverse exists
     R = left_inverse(L)
     assert [R(y) for y in offsets(L)] == list(range(L.size))
     L = Layout((64, 64), (63, 64))
     try:
         R = left_inverse(L)
+    except UndecidableConditionError as e:
+        assert "undecided" in str(e)
     except InadmissibleError as e:
-        assert "undecided" in str(e) or "no layout R" in str(e)
+        assert "no layout R" in str(e)
     else:
         assert [R(y) for y in offsets(L)] == list(range(L.size))
+
+
+def test_past_the_search_bounds_left_inverse_is_undecided_not_refused():
+    """A layout past the exact search's size bound whose C++ construction fails: nothing is
+    decided, so no InadmissibleError -- and verify says unknown, not refuted."""
+    from layoutproof import ops
+    from layoutproof.verify import admissible
+
+    n = ops.LEFT_INVERSE_SIZE_LIMIT
+    # C++'s construction needs 2 | 3; injective (3 + 2b is odd, 2b even), and R = (2, 2n+1):(-1, 2)
+    # inverts it: so a refusal would be wrong
+    L = Layout((2, n), (3, 2))
+    R = Layout((2, 2 * n + 1), (-1, 2))
+    assert all(R(L(i)) == i for i in range(0, L.size, 97))
+    with pytest.raises(UndecidableConditionError) as ei:
+        left_inverse(L)
+    assert not isinstance(ei.value, InadmissibleError) and "undecided" in str(ei.value)
+    assert admissible("left_inverse", L).status == "unknown"
