@@ -79,7 +79,16 @@ class Ops:
         return {} if (dtype == "f16" or self.cp_bf16) else {"dtype": "bf16"}
 
 
-def correctness(cp, ops, gemm, n_shapes, log, paths=("wgmma", "mma.sync")):
+def correctness(
+    cp,
+    ops,
+    gemm,
+    n_shapes,
+    log,
+    paths=("wgmma", "mma.sync"),
+    dtypes=("f16", "bf16"),
+    orders=(("C", "C"), ("C", "F"), ("F", "C"), ("F", "F")),
+):
     rng = cp.random.default_rng(20261123)
     prng = np.random.default_rng(7)
     shapes = [
@@ -98,10 +107,10 @@ def correctness(cp, ops, gemm, n_shapes, log, paths=("wgmma", "mma.sync")):
         m, n, k = (int(prng.choice([prng.integers(1, 64), prng.integers(64, 1200)])) for _ in range(3))
         shapes.append((m, n, k))
     rows, fails = [], 0
-    for path, dtype in [(p, d) for p in paths for d in ("f16", "bf16")]:
+    for path, dtype in [(p, d) for p in paths for d in dtypes]:
         tol = 5e-3 if dtype == "f16" else 2e-2
         for m, n, k in shapes[:n_shapes]:
-            for ao, bo in (("C", "C"), ("C", "F"), ("F", "C"), ("F", "F")):
+            for ao, bo in orders:
                 a = ops.make((m, k), dtype, ao, rng)
                 b = ops.make((k, n), dtype, bo, rng)
                 ref = ops.to64(a, dtype) @ ops.to64(b, dtype)
@@ -138,8 +147,694 @@ def correctness(cp, ops, gemm, n_shapes, log, paths=("wgmma", "mma.sync")):
                         flush=True,
                     )
     log["correctness"] = rows
-    worst = {d: max(r["err_f32"] for r in rows if r["dtype"] == d) for d in ("f16", "bf16")}
+    worst = {d: max(r["err_f32"] for r in rows if r["dtype"] == d) for d in dtypes}
     return fails, len(rows), worst
+
+
+# ============================================================================ the extended sweep
+# (issue 17, session 22): sections ``auto``, ``kernels``, ``batched``, ``epilogue`` beside the
+# 800 cases above (``base``).  Each section is a list of groups (a group: one kernel family,
+# dtype and operand orders, so that a worker process compiles its kernels once); with --jobs N
+# the groups run in N processes (spawned, each with its own CUDA context) sharing the disk
+# caches.  Every output the API takes is NaN-poisoned before the call, every result compared
+# with a float64 reference by the relative Frobenius error, tolerance 5e-3 (f16) / 2e-2 (bf16,
+# the input's or the output's dtype).
+
+SECTIONS = ("base", "auto", "kernels", "batched", "epilogue")
+ORDERS = (("C", "C"), ("C", "F"), ("F", "C"), ("F", "F"))
+#: the 16-row mma.sync decode tiles of plan.mma_decode (6k)
+MMA_DECODE = (
+    dict(bm=16, bn=32, bk=128, warps_m=1, warps_n=2, stages=8),
+    dict(bm=16, bn=64, bk=64, warps_m=1, warps_n=4, stages=8),
+)
+#: decode / skinny shapes of the rule with the kernel it is expected to take (A, B row-major)
+AUTO_DECODE = (
+    ((16, 4096, 4096), "mma16"),
+    ((1, 4096, 8192), "mma16"),
+    ((16, 8192, 8192), "mma16"),
+    ((1, 4096, 4096), "split-kernel"),
+    ((16, 8192, 4096), "split-cluster"),
+    ((64, 4096, 11008), "split"),
+    ((512, 512, 28672), "split"),
+)
+#: shapes where gemm's rule splits K with the serial reduction and a fused epilogue (6g)
+EPI_SPLIT_SHAPES = ((1, 4096, 4096), (16, 4096, 4096), (64, 4096, 11008), (512, 512, 28672))
+EPI_SMALL_SHAPES = ((37, 45, 51), (1, 9, 17), (130, 260, 200))
+
+
+def _tol(*dts):
+    return 2e-2 if "bf16" in dts else 5e-3
+
+
+def _kind(cfg):
+    """What kind of kernel a configuration is: mma16 (the unsplit 16-row mma.sync tile),
+    mma.sync, split-<reduction>, epilogue, wgmma."""
+    if cfg is None:
+        return "none"
+    name = type(cfg).__name__
+    if name == "GemmConfig":
+        return "mma16" if cfg.bm == 16 else "mma.sync"
+    if name == "SplitKConfig":
+        return f"split-{cfg.reduction}"
+    if name == "EpilogueConfig":
+        return "epilogue"
+    return "wgmma"
+
+
+def _key(cfg):
+    return cfg.key() if hasattr(cfg, "key") else str(cfg)
+
+
+class Ctx:
+    """One process's view: CuPy, the operand factory, gemm, the rows of a group, the deadline."""
+
+    def __init__(self, deadline=None):
+        import cupy as cp
+
+        from layoutproof.gpu import runtime
+
+        self.cp = cp
+        self.ops = Ops(cp)
+        self.runtime = runtime
+        self.gemm = runtime.gemm
+        self.deadline = deadline
+        self.rows = []
+
+    def expired(self):
+        return self.deadline is not None and time.time() > self.deadline
+
+    def nan_out(self, shape, od):
+        cp = self.cp
+        if od == "f32":
+            return cp.full(shape, cp.nan, dtype=cp.float32)
+        if od == "f16":
+            return cp.full(shape, cp.nan, dtype=cp.float16)
+        if self.ops.cp_bf16:
+            return cp.full(shape, cp.nan, dtype="bfloat16")
+        return cp.full(shape, 0x7FC0, dtype=cp.uint16)  # raw bf16 bits of a quiet NaN
+
+    def rand(self, shape, od, rng):
+        """A random array of the output dtype ``od`` (a C input)."""
+        if od == "f32":
+            return rng.standard_normal(shape, dtype=self.cp.float32)
+        return self.ops.make(shape, od, "C", rng)
+
+    def to64(self, x, od):
+        return x.astype(self.cp.float64) if od == "f32" else self.ops.to64(x, od)
+
+    def last(self):
+        return _key(self.runtime.last_launch.get("config"))
+
+    def record(self, section, case, out, od, ref, tol):
+        """Compare ``out`` (dtype ``od``) with the float64 ``ref``: no NaN, rel. error < tol."""
+        cp = self.cp
+        cp.cuda.Device().synchronize()
+        o = self.to64(out, od)
+        nan = int(cp.isnan(o).sum())
+        den = float(cp.linalg.norm(ref)) or 1.0
+        err = float(cp.linalg.norm(cp.nan_to_num(o, nan=0.0) - ref)) / den
+        ok = nan == 0 and err < tol
+        row = dict(section=section, **case, out=od, err=err, nan=nan, tol=tol, ok=ok)
+        self.rows.append(row)
+        if not ok:
+            print(f"FAIL {section} {case}: out {od} err {err:.2e} (tol {tol:g}), {nan} NaN", flush=True)
+        return ok
+
+    def error(self, section, case, ex):
+        row = dict(section=section, **case, ok=False, error=f"{type(ex).__name__}: {ex}"[:400])
+        self.rows.append(row)
+        print(f"FAIL {section} {case}: {row['error']}", flush=True)
+
+    def skipped(self, section, case):
+        self.rows.append(dict(section=section, **case, ok=None, skipped="deadline"))
+
+
+def _act64(cp, x, act):
+    """The kernels' activations (gpu/kir.py lp_act_*) in float64: GELU in the erf form."""
+    if act in (None, "none"):
+        return x
+    if act == "relu":
+        return cp.maximum(x, 0.0)
+    if act == "silu":
+        return x / (1.0 + cp.exp(-x))
+    if act == "gelu":
+        from cupyx.scipy.special import erf
+
+        return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
+    raise ValueError(act)
+
+
+# ---------------------------------------------------------------- base: the 800 cases of correctness()
+def g_base(ctx, path, dtype, order, n_shapes):
+    log = {}
+    if ctx.expired():
+        for m, n, k in _base_shapes(n_shapes):
+            ctx.skipped("base", dict(path=path, dtype=dtype, m=m, n=n, k=k, a=order[0], b=order[1]))
+        return
+    correctness(ctx.cp, ctx.ops, ctx.gemm, n_shapes, log, paths=(path,), dtypes=(dtype,), orders=(order,))
+    for r in log["correctness"]:
+        r["section"] = "base"
+        r["err"] = max(r["err_f32"], r["err_out"])
+        ctx.rows.append(r)
+
+
+def _base_shapes(n_shapes):
+    prng = np.random.default_rng(7)
+    shapes = [(1, 1, 1), (1, 7, 3), (5, 1, 9), (17, 33, 1), (4095, 4097, 4093)]
+    shapes += [(128, 128, 32), (129, 127, 33), (256, 8, 4096), (3, 2000, 17), (1000, 3, 5)]
+    while len(shapes) < n_shapes:
+        m, n, k = (int(prng.choice([prng.integers(1, 64), prng.integers(64, 1200)])) for _ in range(3))
+        shapes.append((m, n, k))
+    return shapes[:n_shapes]
+
+
+# ---------------------------------------------------------------- auto: gemm's default rule
+def g_auto(ctx, dtype, orders, shapes, expect=None):
+    """path="auto", default config: an f32 output (NaN-poisoned, given) and the dtype's own
+    output (returned); the config the rule took for each (runtime.last_launch)."""
+    cp, ops, gemm = ctx.cp, ctx.ops, ctx.gemm
+    rng = cp.random.default_rng(101)
+    for m, n, k in shapes:
+        for ao, bo in orders:
+            case = dict(dtype=dtype, m=m, n=n, k=k, a=ao, b=bo)
+            if ctx.expired():
+                ctx.skipped("auto", case)
+                continue
+            try:
+                a = ops.make((m, k), dtype, ao, rng)
+                b = ops.make((k, n), dtype, bo, rng)
+                ref = ops.to64(a, dtype) @ ops.to64(b, dtype)
+                out = ctx.nan_out((m, n), "f32")
+                gemm(a, b, out, out_dtype="f32", path="auto", **ops.kw(dtype))
+                c32 = ctx.runtime.last_launch.get("config")
+                ok = ctx.record(
+                    "auto", dict(case, config=_key(c32), kind=_kind(c32)), out, "f32", ref, _tol(dtype)
+                )
+                out2 = ctx.nan_out((m, n), dtype)
+                gemm(a, b, out2, path="auto", **ops.kw(dtype))
+                c2 = ctx.runtime.last_launch.get("config")
+                ctx.record("auto", dict(case, config=_key(c2), kind=_kind(c2)), out2, dtype, ref, _tol(dtype))
+                want = (expect or {}).get((m, n, k))
+                if want and (ao, bo) == ("C", "C"):
+                    hit = all(_kind(c).startswith(want) for c in (c32, c2))
+                    ctx.rows[-1]["expected"], ctx.rows[-1]["hit"] = want, hit
+                    print(
+                        f"auto {dtype} {m}x{n}x{k} A{ao}B{bo}: rule took {_key(c32)} (f32 out) / "
+                        f"{_key(c2)} ({dtype} out); expected {want}: {'hit' if hit else 'MISSED'}"
+                        f"{'' if ok else ' [FAIL]'}",
+                        flush=True,
+                    )
+            except Exception as ex:  # noqa: BLE001 -- a failure is a finding: recorded, the sweep goes on
+                ctx.error("auto", case, ex)
+
+
+# ---------------------------------------------------------------- kernels: explicit configs
+def _ws(bm, bn, stages, **kw):
+    from layoutproof.gpu.codegen_sm90 import Sm90Config
+
+    return Sm90Config(bm=bm, bn=bn, stages=stages, loader="tma", schedule="ws", **kw)
+
+
+def _split(bm, bn, stages, s, reduction="kernel"):
+    from layoutproof.gpu.splitk import SplitKConfig
+
+    return SplitKConfig(_ws(bm, bn, stages), s, reduction)
+
+
+#: (name, (bm, bn, stages, splits, reduction)) of the split-K kernels checked explicitly
+SPLIT_CONFIGS = (
+    ("kernel", (64, 128, 8, 3, "kernel")),
+    ("kernel", (64, 256, 5, 8, "kernel")),
+    ("serial", (64, 128, 8, 3, "serial")),
+    ("serial", (128, 128, 6, 4, "serial")),
+    ("atomic", (64, 128, 8, 3, "atomic")),
+    ("atomic", (64, 256, 5, 8, "atomic")),
+    ("cluster", (64, 128, 8, 2, "cluster")),
+    ("cluster", (64, 256, 5, 4, "cluster")),
+    ("cluster", (64, 64, 8, 2, "cluster")),
+)
+#: odd shapes: ragged M/N/K, M = 1, K not a multiple of the 64-deep tile, fewer k-blocks than splits
+SPLIT_SHAPES = ((37, 45, 51), (1, 9, 17), (130, 260, 200), (300, 520, 1100), (16, 300, 1100), (1, 4096, 4100))
+CLUSTER_SHAPES = ((1, 9, 17), (16, 300, 1100), (7, 260, 1000), (16, 130, 2000), (1, 4096, 4100))
+MMA_SHAPES = ((1, 9, 17), (16, 300, 1100), (13, 130, 2000), (37, 45, 51), (16, 4096, 4100), (1, 4096, 8192))
+
+
+def _two_calls(ctx, section, cfg, dtype, ao, bo, m, n, k, rng, case):
+    """Two back-to-back calls of one plan (fresh inputs each, no synchronization between:
+    an atomic plane left non-zero, or a workspace raced, shows in the second), f32 outputs,
+    then the dtype's own output."""
+    ops, gemm = ctx.ops, ctx.gemm
+    xs = [(ops.make((m, k), dtype, ao, rng), ops.make((k, n), dtype, bo, rng)) for _ in range(2)]
+    outs = [ctx.nan_out((m, n), "f32") for _ in range(2)]
+    for (a, b), o in zip(xs, outs):
+        gemm(a, b, o, config=cfg, out_dtype="f32", **ops.kw(dtype))
+    used = ctx.last()
+    for i, ((a, b), o) in enumerate(zip(xs, outs)):
+        ref = ops.to64(a, dtype) @ ops.to64(b, dtype)
+        ctx.record(section, dict(case, call=i + 1, config=used), o, "f32", ref, _tol(dtype))
+    a, b = xs[1]
+    o = ctx.nan_out((m, n), dtype)
+    gemm(a, b, o, config=cfg, **ops.kw(dtype))
+    ctx.record(
+        section,
+        dict(case, call=3, config=ctx.last()),
+        o,
+        dtype,
+        ops.to64(a, dtype) @ ops.to64(b, dtype),
+        _tol(dtype),
+    )
+
+
+def g_split(ctx, spec, dtype, orders):
+    cp = ctx.cp
+    rng = cp.random.default_rng(202)
+    cfg = _split(*spec)
+    shapes = CLUSTER_SHAPES if spec[4] == "cluster" else SPLIT_SHAPES
+    for m, n, k in shapes:
+        for ao, bo in orders:
+            case = dict(kernel=cfg.key(), dtype=dtype, m=m, n=n, k=k, a=ao, b=bo)
+            if ctx.expired():
+                ctx.skipped("kernels", case)
+                continue
+            try:
+                _two_calls(ctx, "kernels", cfg, dtype, ao, bo, m, n, k, rng, case)
+            except Exception as ex:  # noqa: BLE001
+                ctx.error("kernels", case, ex)
+
+
+def g_refused(ctx):
+    """64x64 S8 cluster: refused before emission (its partial buffer's bank-conflict proof)."""
+    cp = ctx.cp
+    cfg = _split(64, 64, 8, 8, "cluster")
+    case = dict(kernel=cfg.key(), dtype="f16", m=16, n=130, k=2000, a="C", b="C", expect="refused")
+    a = ctx.ops.make((16, 2000), "f16", "C", cp.random.default_rng(5))
+    b = ctx.ops.make((2000, 130), "f16", "C", cp.random.default_rng(6))
+    try:
+        ctx.gemm(a, b, config=cfg, out_dtype="f32")
+        cp.cuda.Device().synchronize()
+    except Exception as ex:  # noqa: BLE001 -- expected: the refusal, named
+        msg = f"{type(ex).__name__}: {ex}"
+        ok = "bank" in msg.lower() or "conflict" in msg.lower()
+        ctx.rows.append(dict(section="kernels", **case, ok=ok, refused=msg[:400]))
+        print(f"kernels {cfg.key()}: refused as expected: {msg[:200]}", flush=True)
+        return
+    ctx.rows.append(dict(section="kernels", **case, ok=False, refused=None))
+    print(f"FAIL kernels {cfg.key()}: ran, expected the bank-conflict prover to refuse it", flush=True)
+
+
+def g_fixups(ctx, dtype):
+    """Every fix-up CTA shape of splitk_fixup.FIXUP_SHAPES, taken through plan.FIXUP_RULE (how
+    G5 exposed them: the runtime asks plan.choose_fixup), on the 64x256 s5 S8 plane split."""
+    from layoutproof.gpu import plan as P
+    from layoutproof.gpu.splitk_fixup import FIXUP_SHAPES
+
+    cp, ops = ctx.cp, ctx.ops
+    rng = cp.random.default_rng(303)
+    cfg = _split(64, 256, 5, 8)
+    for nm in FIXUP_SHAPES:
+        for m, n, k in ((16, 300, 1100), (1, 4096, 4100), (130, 260, 200)):
+            case = dict(kernel=cfg.key(), fixup=nm, dtype=dtype, m=m, n=n, k=k, a="C", b="C")
+            if ctx.expired():
+                ctx.skipped("kernels", case)
+                continue
+            old = dict(P.FIXUP_RULE)
+            try:
+                P.FIXUP_RULE.update(max_m=1 << 30, shape=nm)
+                xs = [
+                    (ops.make((m, k), dtype, "C", rng), ops.make((k, n), dtype, "C", rng)) for _ in range(2)
+                ]
+                outs = [ctx.nan_out((m, n), "f32") for _ in range(2)]
+                plan = ctx.runtime.gemm_plan(
+                    xs[0][0], xs[0][1], outs[0], config=cfg, out_dtype="f32", **ops.kw(dtype)
+                )
+                got = plan.fixup_shape
+                for (a, b), o in zip(xs, outs):
+                    plan(a, b, o)
+                for i, ((a, b), o) in enumerate(zip(xs, outs)):
+                    ref = ops.to64(a, dtype) @ ops.to64(b, dtype)
+                    c = dict(case, call=i + 1, fixup_shape=str(got), fixup_grid=str(plan._fix[2]))
+                    if got != FIXUP_SHAPES[nm]:
+                        ctx.rows.append(
+                            dict(section="kernels", **c, ok=False, error="fix-up shape not taken")
+                        )
+                        print(f"FAIL kernels {c}: the plan took fix-up {got}", flush=True)
+                        continue
+                    ctx.record("kernels", c, o, "f32", ref, _tol(dtype))
+            except Exception as ex:  # noqa: BLE001
+                ctx.error("kernels", case, ex)
+            finally:
+                P.FIXUP_RULE.clear()
+                P.FIXUP_RULE.update(old)
+
+
+def g_mma(ctx, which, dtype):
+    from layoutproof.gpu.config import GemmConfig
+
+    cp = ctx.cp
+    rng = cp.random.default_rng(404)
+    cfg = GemmConfig(**MMA_DECODE[which])
+    for m, n, k in MMA_SHAPES:
+        for ao, bo in ORDERS:
+            case = dict(kernel=cfg.key(), dtype=dtype, m=m, n=n, k=k, a=ao, b=bo)
+            if ctx.expired():
+                ctx.skipped("kernels", case)
+                continue
+            try:
+                _two_calls(ctx, "kernels", cfg, dtype, ao, bo, m, n, k, rng, case)
+            except Exception as ex:  # noqa: BLE001
+                ctx.error("kernels", case, ex)
+
+
+# ---------------------------------------------------------------- batched
+def _batched_operands(ctx, dtype, rng):
+    """(name, a, b, out given?) -- 3-D both, shared 2-D B with a given out, shared 2-D A,
+    M = 1, a[::2], batch extent 1 (broadcast), column-major batches, a foldable product, odd
+    sizes whose batch strides break 16 bytes."""
+    ops = ctx.ops
+
+    def mk(shape):
+        return ops.make(shape, dtype, "C", rng)
+
+    return (
+        ("3d-3d", mk((3, 37, 51)), mk((3, 51, 45)), True),
+        ("3d-2dB", mk((4, 130, 200)), mk((200, 260)), True),
+        ("2dA-3d", mk((130, 64)), mk((5, 64, 72)), True),
+        ("M1", mk((2, 1, 24)), mk((2, 24, 9)), True),
+        ("a[::2]", mk((6, 96, 64))[::2], mk((3, 64, 136)), True),
+        ("b[::2]", mk((4, 33, 48)), mk((8, 48, 40))[::2], True),
+        ("bcast1", mk((1, 37, 51)), mk((4, 51, 45)), True),
+        ("colmajor", mk((3, 51, 37)).transpose(0, 2, 1), mk((3, 45, 51)).transpose(0, 2, 1), True),
+        ("fold", mk((4, 33, 64)), mk((64, 40)), False),
+        ("odd", mk((5, 17, 33)), mk((5, 33, 19)), True),
+    )
+
+
+def g_batched(ctx, dtype, cfg):
+    cp, ops, gemm = ctx.cp, ctx.ops, ctx.gemm
+    rng = cp.random.default_rng(505)
+    for name, a, b, given in _batched_operands(ctx, dtype, rng):
+        ref = cp.matmul(ops.to64(a, dtype), ops.to64(b, dtype))
+        base = dict(case=name, dtype=dtype, config=_key(cfg), a_shape=str(a.shape), b_shape=str(b.shape))
+        for od in ("f32", dtype):
+            case = dict(base, given=given)
+            if ctx.expired():
+                ctx.skipped("batched", case)
+                continue
+            try:
+                if given:
+                    out = ctx.nan_out(ref.shape, od)
+                    gemm(a, b, out, config=cfg, out_dtype=od, **ops.kw(dtype))
+                else:
+                    out = gemm(a, b, config=cfg, out_dtype=od, **ops.kw(dtype))
+                ll = ctx.runtime.last_launch
+                case["mode"] = ll.get("mode")
+                if ll.get("mode") == "kernel":
+                    case["used"] = _key(ll.get("config"))
+                ctx.record("batched", case, out, od, ref, _tol(dtype, od))
+            except Exception as ex:  # noqa: BLE001
+                ctx.error("batched", case, ex)
+
+
+# ---------------------------------------------------------------- epilogue
+def _epi_combos(dtype, cross=True):
+    """(activation, bias (axis, dtype) or None, C input None | "sep" | "inplace", alpha, beta,
+    output dtype); ``cross``: one output in the other half-precision type (needs CuPy's
+    bfloat16 dtype)."""
+    other = "bf16" if dtype == "f16" else "f16"
+    return (
+        ("relu", ("n", "f32"), None, 1.0, 0.0, dtype),
+        ("gelu", ("n", "f32"), None, 1.0, 0.0, "f32"),
+        ("silu", ("n", "f32"), None, 1.0, 0.0, dtype),
+        ("gelu", None, None, 1.0, 0.0, other if cross else "f32"),
+        ("none", ("m", "f32"), None, 1.0, 0.0, "f32"),
+        ("relu", ("m", dtype), None, 1.0, 0.0, dtype),
+        ("gelu", ("n", dtype), None, 1.0, 0.0, "f32"),
+        ("none", None, "sep", 0.5, -1.5, "f32"),
+        ("silu", ("n", "f32"), "sep", 0.5, -1.5, dtype),
+        ("relu", None, "sep", 2.0, 0.0, "f32"),
+        ("relu", ("m", "f32"), "inplace", 0.5, -1.5, "f32"),
+        ("none", ("n", dtype), "inplace", -1.0, 0.25, dtype),
+    )
+
+
+def _epi_case(ctx, dtype, shape, combo, rng, cfg=None, batch=None):
+    """One epilogue call against act(alpha * A @ B + beta * C + bias) in float64."""
+    cp, ops, gemm = ctx.cp, ctx.ops, ctx.gemm
+    act, bias_spec, cin, alpha, beta, od = combo
+    m, n, k = shape
+    lead = () if batch is None else (batch,)
+    a = ops.make(lead + (m, k), dtype, "C", rng)
+    b = ops.make(lead + (k, n), dtype, "C", rng)
+    ab = cp.matmul(ops.to64(a, dtype), ops.to64(b, dtype))
+    kw = dict(ops.kw(dtype), config=cfg, out_dtype=od, activation=act)
+    pre = alpha * ab
+    if bias_spec is not None:
+        axis, bdt = bias_spec
+        nb = n if axis == "n" else m
+        bias = rng.standard_normal(nb, dtype=cp.float32) if bdt == "f32" else ops.make((nb,), bdt, "C", rng)
+        b64 = bias.astype(cp.float64) if bdt == "f32" else ops.to64(bias, bdt)
+        pre = pre + (b64 if axis == "n" else b64[:, None])
+        kw.update(bias=bias, bias_along=axis)
+    if cin == "sep":
+        c_in = ctx.rand(ab.shape, od, rng)
+        pre = pre + beta * ctx.to64(c_in, od)
+        out = ctx.nan_out(ab.shape, od)
+        gemm(a, b, out, c=c_in, alpha=alpha, beta=beta, **kw)
+    elif cin == "inplace":
+        out = ctx.rand(ab.shape, od, rng)  # the C input is the output: it cannot be poisoned
+        pre = pre + beta * ctx.to64(out, od)
+        gemm(a, b, out, c=out, alpha=alpha, beta=beta, **kw)
+    else:
+        out = ctx.nan_out(ab.shape, od)
+        gemm(a, b, out, **kw)
+    return out, od, _act64(cp, pre, act)
+
+
+def g_epilogue(ctx, dtype, shapes, split_only=False, cfg=None):
+    """The combos of :func:`_epi_combos` on ``shapes``; ``split_only``: those a serial split
+    takes (a bias along N in f32, or none: the others take the unsplit kernel)."""
+    cp = ctx.cp
+    rng = cp.random.default_rng(606)
+    combos = _epi_combos(dtype, ctx.ops.cp_bf16)
+    if split_only:
+        combos = [c for c in combos if c[1] in (None, ("n", "f32"))]
+    for shape in shapes:
+        for combo in combos:
+            act, bias_spec, cin, alpha, beta, od = combo
+            case = dict(
+                dtype=dtype,
+                m=shape[0],
+                n=shape[1],
+                k=shape[2],
+                act=act,
+                bias="-" if bias_spec is None else "/".join(bias_spec),
+                c=cin or "-",
+                alpha=alpha,
+                beta=beta,
+            )
+            if ctx.expired():
+                ctx.skipped("epilogue", case)
+                continue
+            try:
+                out, od, ref = _epi_case(ctx, dtype, shape, combo, rng, cfg)
+                case["config"] = ctx.last()
+                ctx.record("epilogue", case, out, od, ref, _tol(dtype, od))
+            except Exception as ex:  # noqa: BLE001
+                ctx.error("epilogue", case, ex)
+
+
+def g_epilogue_batched(ctx, dtype):
+    """Batched with alpha/beta: a C input per batch (every other matrix of a bigger array), one
+    shared (2-D), in place with a bias along M; a bias along N with an activation."""
+    cp, ops, gemm = ctx.cp, ctx.ops, ctx.gemm
+    rng = cp.random.default_rng(707)
+    for sa, sb in (((3, 37, 51), (3, 51, 45)), ((2, 130, 64), (2, 64, 200)), ((4, 1, 40), (4, 40, 24))):
+        a = ops.make(sa, dtype, "C", rng)
+        b = ops.make(sb, dtype, "C", rng)
+        ab = cp.matmul(ops.to64(a, dtype), ops.to64(b, dtype))
+        nb, m, n = ab.shape
+        for od in ("f32", dtype):
+            base = dict(dtype=dtype, batch=nb, m=m, n=n, k=sa[2], batched=True)
+            variants = ("per-batch[::2]", "shared2d", "inplace+biasM", "biasN+gelu")
+            for v in variants:
+                case = dict(base, c=v)
+                if ctx.expired():
+                    ctx.skipped("epilogue", case)
+                    continue
+                try:
+                    if v == "per-batch[::2]":
+                        cin = ctx.rand((2 * nb, m, n), od, rng)[::2]
+                        out = ctx.nan_out(ab.shape, od)
+                        gemm(a, b, out, out_dtype=od, c=cin, alpha=0.5, beta=-1.5, **ops.kw(dtype))
+                        ref = 0.5 * ab - 1.5 * ctx.to64(cin, od)
+                    elif v == "shared2d":
+                        cin = ctx.rand((m, n), od, rng)
+                        out = ctx.nan_out(ab.shape, od)
+                        gemm(a, b, out, out_dtype=od, c=cin, alpha=0.5, beta=-1.5, **ops.kw(dtype))
+                        ref = 0.5 * ab - 1.5 * ctx.to64(cin, od)
+                    elif v == "inplace+biasM":
+                        out = ctx.rand(ab.shape, od, rng)
+                        c0 = ctx.to64(out, od).copy()
+                        bias = ops.make((m,), dtype, "C", rng)
+                        gemm(
+                            a,
+                            b,
+                            out,
+                            out_dtype=od,
+                            c=out,
+                            alpha=0.5,
+                            beta=-1.5,
+                            bias=bias,
+                            bias_along="m",
+                            **ops.kw(dtype),
+                        )
+                        ref = 0.5 * ab - 1.5 * c0 + ops.to64(bias, dtype)[:, None]
+                    else:
+                        bias = rng.standard_normal(n, dtype=cp.float32)
+                        out = ctx.nan_out(ab.shape, od)
+                        gemm(a, b, out, out_dtype=od, bias=bias, activation="gelu", **ops.kw(dtype))
+                        ref = _act64(cp, ab + bias.astype(cp.float64), "gelu")
+                    ll = ctx.runtime.last_launch
+                    case["mode"] = ll.get("mode")
+                    ctx.record("epilogue", case, out, od, ref, _tol(dtype, od))
+                except Exception as ex:  # noqa: BLE001
+                    ctx.error("epilogue", case, ex)
+
+
+# ---------------------------------------------------------------- the groups, the workers
+def build_groups(sections, n_shapes, dtypes=("f16", "bf16")):
+    """[(section, function name, args)] -- the biggest first (they start first with --jobs)."""
+    from layoutproof.gpu.codegen_sm90 import Sm90Config
+
+    g = []
+    if "base" in sections:
+        g += [
+            ("base", "g_base", (p, d, o, n_shapes))
+            for p in ("wgmma", "mma.sync")
+            for d in dtypes
+            for o in ORDERS
+        ]
+    if "auto" in sections:
+        shapes = _base_shapes(n_shapes)
+        g += [("auto", "g_auto", (d, (o,), shapes)) for d in dtypes for o in ORDERS]
+        expect = {s: w for s, w in AUTO_DECODE}
+        g += [
+            ("auto", "g_auto", (d, (("C", "C"), ("C", "F")), [s for s, _ in AUTO_DECODE], expect))
+            for d in dtypes
+        ]
+    if "kernels" in sections:
+        for _, spec in SPLIT_CONFIGS:
+            for d in dtypes:
+                g.append(
+                    ("kernels", "g_split", (spec, d, ORDERS if d == "f16" else (("C", "C"), ("F", "F"))))
+                )
+        g += [("kernels", "g_refused", ())]
+        g += [("kernels", "g_fixups", (d,)) for d in dtypes]
+        g += [("kernels", "g_mma", (i, d)) for i in range(len(MMA_DECODE)) for d in dtypes]
+    if "batched" in sections:
+        cfgs = (
+            None,
+            Sm90Config(loader="tma", schedule="ws", cluster=2),
+            Sm90Config(bm=64, bn=64, stages=8, loader="tma", schedule="ws"),
+        )
+        g += [("batched", "g_batched", (d, c)) for d in dtypes for c in cfgs]
+    if "epilogue" in sections:
+        for d in dtypes:
+            g.append(("epilogue", "g_epilogue", (d, EPI_SMALL_SHAPES)))
+            g += [("epilogue", "g_epilogue", (d, (s,), True)) for s in EPI_SPLIT_SHAPES]
+            g.append(("epilogue", "g_epilogue_batched", (d,)))
+    return g
+
+
+_CTX = []
+
+
+def _init_worker(deadline):
+    _CTX.append(Ctx(deadline))
+
+
+def run_group(group):
+    """Runs one group in this process; returns (section, name, args repr, rows, seconds)."""
+    section, fn, args = group
+    ctx = _CTX[0]
+    ctx.rows = []
+    t0 = time.time()
+    try:
+        globals()[fn](ctx, *args)
+    except Exception as ex:  # noqa: BLE001 -- a group that breaks is recorded, the others run
+        ctx.error(section, dict(group=fn, args=repr(args)[:200]), ex)
+    rows = ctx.rows
+    ok = sum(r["ok"] is True for r in rows)
+    print(f"[{section}] {fn}{repr(args)[:90]}: {ok}/{len(rows)} ok in {time.time() - t0:.1f} s", flush=True)
+    return section, fn, repr(args)[:200], rows, time.time() - t0
+
+
+def sweep(sections, n_shapes, jobs, budget_s, log, out_path=None):
+    """Every group of ``sections``: in this process (jobs <= 1) or in ``jobs`` spawned ones.
+    Returns {section: summary}; ``log["sweep"]`` gets every row."""
+    deadline = time.time() + budget_s if budget_s else None
+    groups = build_groups(sections, n_shapes)
+    rows = log.setdefault("sweep", [])
+    done = log.setdefault("sweep_groups", [])
+
+    def take(res):
+        section, fn, args, rs, dt = res
+        rows.extend(rs)
+        done.append(dict(section=section, fn=fn, args=args, seconds=dt, cases=len(rs)))
+        if out_path is not None:
+            out_path.write_text(json.dumps(log, indent=1, default=str))
+
+    if jobs <= 1:
+        _init_worker(deadline)
+        for gr in groups:
+            take(run_group(gr))
+    else:
+        import concurrent.futures as cf
+        import multiprocessing as mp
+
+        with cf.ProcessPoolExecutor(
+            max_workers=jobs,
+            mp_context=mp.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(deadline,),
+        ) as ex:
+            futs = {ex.submit(run_group, gr): gr for gr in groups}
+            for f in cf.as_completed(futs):
+                try:
+                    take(f.result())
+                except Exception as e:  # noqa: BLE001 -- a worker died (a CUDA fault): its group fails
+                    section, fn, args = futs[f]
+                    take(
+                        (
+                            section,
+                            fn,
+                            repr(args)[:200],
+                            [dict(section=section, group=fn, ok=False, error=repr(e)[:300])],
+                            0.0,
+                        )
+                    )
+    return summarize(rows, sections)
+
+
+def summarize(rows, sections):
+    out = {}
+    for s in sections:
+        rs = [r for r in rows if r.get("section") == s]
+        run = [r for r in rs if r["ok"] is not None]
+        worst = {}
+        for r in run:
+            if "err" in r and r.get("nan", 0) == 0:
+                d = r.get("dtype", "?")
+                worst[d] = max(worst.get(d, 0.0), r["err"])
+        out[s] = dict(
+            cases=len(rs),
+            run=len(run),
+            passed=sum(r["ok"] is True for r in rs),
+            failed=[r for r in rs if r["ok"] is False],
+            skipped=len(rs) - len(run),
+            worst=worst,
+        )
+    return out
 
 
 def compile_times(cp, log):
@@ -269,6 +964,13 @@ def main(argv=None):
     p.add_argument("--shapes", type=int, default=50)
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--skip", action="append", default=[], help="correctness|compile|speed")
+    p.add_argument(
+        "--sections",
+        default=",".join(SECTIONS),
+        help="correctness sections: base (the 800 cases), auto, kernels, batched, epilogue",
+    )
+    p.add_argument("--jobs", type=int, default=1, help="worker processes for the correctness sections")
+    p.add_argument("--budget", type=float, default=0, help="seconds for the sweep; later cases are skipped")
     p.add_argument("--no-autotune", action="store_true")
     p.add_argument("--sizes", default=None, help="MxNxK,MxNxK,... (speed section)")
     p.add_argument("--dtypes", default="f16,bf16")
@@ -297,13 +999,36 @@ def main(argv=None):
                 f"({d['obligations']} obligations)"
             )
         if "correctness" not in args.skip:
-            fails, total, worst = correctness(
-                cp, ops, gemm, 8 if args.quick else args.shapes, log, paths=args.paths.split(",")
+            sections = [x for x in args.sections.split(",") if x]
+            bad = [x for x in sections if x not in SECTIONS]
+            if bad:
+                raise SystemExit(f"--sections: unknown {bad}; one of {SECTIONS}")
+            t0 = time.time()
+            summ = sweep(
+                sections,
+                8 if args.quick else args.shapes,
+                args.jobs,
+                args.budget,
+                log,
+                out / "gemm_bench.json",
             )
-            summary.append(
-                f"correctness: {total - fails}/{total} passed; worst rel. error "
-                f"f16 {worst['f16']:.2e}, bf16 {worst['bf16']:.2e}"
-            )
+            log["sweep_summary"] = {s: dict(v, failed=len(v["failed"])) for s, v in summ.items()}
+            log["sweep_seconds"] = time.time() - t0
+            for sec, v in summ.items():
+                w = ", ".join(f"{d} {e:.2e}" for d, e in sorted(v["worst"].items()))
+                summary.append(
+                    f"correctness {sec}: {v['passed']}/{v['cases']} passed, {len(v['failed'])} failed, "
+                    f"{v['skipped']} skipped; worst rel. error {w}"
+                )
+                for r in v["failed"][:25]:
+                    summary.append(f"  FAILED {sec}: {r}")
+            hits = [r for r in log["sweep"] if "hit" in r]
+            for r in sorted(hits, key=lambda r: (r["dtype"], r["m"], r["n"], r["k"])):
+                summary.append(
+                    f"auto {r['dtype']} {r['m']}x{r['n']}x{r['k']}: {r['config']} ({r['kind']}), "
+                    f"expected {r['expected']}: {'hit' if r['hit'] else 'MISSED'}"
+                )
+            summary.append(f"sweep: {time.time() - t0:.0f} s with {args.jobs} job(s)")
         if "speed" not in args.skip:
             sizes = (
                 [(4096, 4096, 4096)]
