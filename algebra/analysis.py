@@ -502,13 +502,12 @@ def _check_blocks(L: Layout, R: Layout, n: int, small: List[Tuple[int, int, int]
         if ok:
             return
     elif verdict is None:
-        raise InadmissibleError(
+        raise UndecidableConditionError(
             f"{op}: block condition: whether the wide elements of {R} hold exactly the elements "
             f"of {L} could not be decided: the domain ({L.size}, by a factor {n}) is too large to "
             "evaluate and "
             "the small-stride leaves do not form an interval",
             condition="upcast block condition",
-            witness=None,
         )
     raise InadmissibleError(
         f"{op}: block condition: the wide elements (of {n}) that {R} addresses do not hold "
@@ -705,12 +704,11 @@ def layout_add(A: Any, B: Any) -> Layout:
             witness=None,
         )
     if A.size > EXACT_LIMIT:
-        raise InadmissibleError(
+        raise UndecidableConditionError(
             f"layout_add: the coalesced shapes {fmt_htuple(tuple(cas))} and {fmt_htuple(tuple(cbs))} have no "
             f"common refinement, and the domain ({A.size}) is too large to decide by evaluation "
             "whether the sum is a layout",
             condition="layout_add: the sum is a layout",
-            witness=None,
         )
     v = A.eval_all() + B.eval_all()
     rec, w = recognize_layout_fn(v)

@@ -52,7 +52,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Tuple
 
 from . import kinds, ops, swizzle
-from .errors import InadmissibleError, MalformedLayoutError, OutOfDomainError, show
+from .errors import InadmissibleError, MalformedLayoutError, OutOfDomainError, UndecidableConditionError, show
 from .inttuple import is_int, raw_flatten, raw_prefix_product, raw_unflatten
 from .layout import Layout, _, concrete_only, need_layout, slice_and_offset
 from .ops import coalesce_modes, coalesced_modes_x, composition, ext_eval_np, recognize_layout_fn
@@ -365,11 +365,10 @@ class ComposedLayout:
         n = self.size
         m = R.size
         if max(n, m) > swizzle.VERIFY_LIMIT:
-            raise InadmissibleError(
+            raise UndecidableConditionError(
                 f"{op}({self}): the candidate {R} cannot be checked: the domain is larger than "
                 f"swizzle.VERIFY_LIMIT ({swizzle.VERIFY_LIMIT})",
                 condition=f"{op} of a composed layout (undecided)",
-                witness=None,
             )
         cv = self.eval_all()
         rv = R.eval_all()
@@ -430,11 +429,10 @@ class ComposedLayout:
             return self._b.cosize
         n = self.size
         if n > swizzle.COSIZE_EVAL_LIMIT:
-            raise InadmissibleError(
+            raise UndecidableConditionError(
                 f"cosize({self}): the swizzle does not keep B's image in place and the domain "
                 f"({n}) is too large to evaluate (limit {swizzle.COSIZE_EVAL_LIMIT})",
                 condition="cosize decidable by evaluation",
-                witness=None,
             )
         v = self.eval_all()
         return int(v.max()) - int(v.min()) + 1
@@ -627,11 +625,10 @@ def _compose_layout_swizzle(L: Layout, sw: Swizzle) -> Any:
                 _fail_commute(L, sw, cand, c, truth)
         return cand
     if n > swizzle.VERIFY_LIMIT:
-        raise InadmissibleError(
+        raise UndecidableConditionError(
             f"composition({L}, {sw}): the result {cand} cannot be checked structurally and the "
             f"domain ({n}) is larger than swizzle.VERIFY_LIMIT ({swizzle.VERIFY_LIMIT})",
             condition="swizzle passes through the layout (undecided)",
-            witness=None,
         )
     c = _arange(n, n)
     truth = ext_layout_at(L, sw(c))
@@ -719,11 +716,10 @@ def _compose_layout_composed(L: Layout, C: ComposedLayout) -> Any:
 
     n = C.size
     if n > swizzle.VERIFY_LIMIT:
-        raise InadmissibleError(
+        raise UndecidableConditionError(
             f"composition({L}, {C}): B reaches outside L's domain and the domain ({n}) is "
             f"larger than swizzle.VERIFY_LIMIT ({swizzle.VERIFY_LIMIT})",
             condition="swizzle passes through the layout (undecided)",
-            witness=None,
         )
     inner = C.eval_all()
     if inner.size and int(inner.min()) < 0:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from . import kinds, swizzle
 from .composed import ComposedLayout
-from .errors import InadmissibleError, MalformedLayoutError, OutOfDomainError, show
+from .errors import InadmissibleError, MalformedLayoutError, OutOfDomainError, UndecidableConditionError, show
 from .inttuple import raw_flatten, raw_prefix_product, raw_unflatten
 from .layout import Layout, check_enumerable, checked_shape, concrete_only, fmt_htuple
 from .ops import coalesce_modes
@@ -234,11 +234,10 @@ class F2Layout:
                 best = max(best, best ^ b)
             return best + 1
         if self.size > swizzle.COSIZE_EVAL_LIMIT:
-            raise InadmissibleError(
+            raise UndecidableConditionError(
                 f"cosize({self}): a non-power-of-two extent and a domain ({self.size}) too large "
                 f"to evaluate (limit {swizzle.COSIZE_EVAL_LIMIT})",
                 condition="cosize decidable by evaluation",
-                witness=None,
             )
         return int(self.eval_all().max()) + 1
 
@@ -384,11 +383,10 @@ def _to_f2_generic(f: Any, sw: Optional[Swizzle], B: Layout) -> F2Layout:
     else:
         n = B.size
         if n > swizzle.VERIFY_LIMIT:
-            raise InadmissibleError(
+            raise UndecidableConditionError(
                 f"to_f2({f}): no structural proof applies and the domain ({n}) is larger than "
                 f"swizzle.VERIFY_LIMIT ({swizzle.VERIFY_LIMIT})",
                 condition="GF(2)-linearity (undecided)",
-                witness=None,
             )
         vals = f.eval_all()
         if int(vals[0]) != 0:

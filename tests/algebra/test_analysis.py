@@ -52,6 +52,7 @@ from layoutproof.analysis import (
     recast_layout,
     upcast,
 )
+from layoutproof.errors import UndecidableConditionError
 from layoutproof.inttuple import flatten, prefix_product, product, unflatten
 
 # ----------------------------------------------------------------------------- helpers
@@ -494,8 +495,10 @@ def test_upcast_large_domains_structural():
     with pytest.raises(InadmissibleError) as ei:
         upcast(Layout((2, 40000), (2, 4)), 4)  # offsets 1 and 3 are never stored
     assert ei.value.condition == "upcast block condition"
-    with pytest.raises(InadmissibleError, match="could not be decided"):
+    # too large to evaluate and no structural argument: undecided, never a refusal
+    with pytest.raises(UndecidableConditionError, match="could not be decided") as eu:
         upcast(Layout((2, 2, 40000), (1, -2, 4)), 4)
+    assert not isinstance(eu.value, InadmissibleError) and eu.value.condition == "upcast block condition"
 
 
 # ----------------------------------------------------------------------------- layout_add
