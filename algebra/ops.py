@@ -16,7 +16,7 @@ layoutproof.errors.InadmissibleError: composition: the modes of B overlap inside
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple, Union, overload
+from typing import Any, Dict, List, Optional, Set, Tuple, Union, overload
 
 from . import kinds
 from .arith import ArithTuple, as_basis, components
@@ -600,7 +600,7 @@ def _check_disjoint(
     # (Â-digits: the footprint in mode i, 0 elsewhere), every other leaf at 0.  There B(c) has
     # digits (S - As[i]) e_i + e_(i+1) while the by-mode result sums S in mode i: they differ by
     # As[i] Ad[i] - Ad[i+1], nonzero since coalesced modes i, i+1 do not merge.
-    prefix: set = set()
+    prefix: Set[int] = set()
     reach = 0
     for j, occ in enumerate(occs):
         if i in occ and reach < As[i]:
