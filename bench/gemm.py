@@ -167,15 +167,25 @@ MMA_DECODE = (
     dict(bm=16, bn=32, bk=128, warps_m=1, warps_n=2, stages=8),
     dict(bm=16, bn=64, bk=64, warps_m=1, warps_n=4, stages=8),
 )
-#: decode / skinny shapes of the rule with the kernel it is expected to take (A, B row-major)
+#: decode / skinny shapes of the rule with the kernel it is expected to take (A, B row-major).
+#: path="auto" applies plan.mma_decode before the wgmma rule (6k), so 16x8192x4096 takes the
+#: 16-row mma.sync tile there (run 1 of G7, session 22); the cluster split (plan.cluster_split)
+#: is what path="wgmma" takes at 16 rows, and path="auto" at M < 16 with K < 8192
 AUTO_DECODE = (
     ((16, 4096, 4096), "mma16"),
     ((1, 4096, 8192), "mma16"),
     ((16, 8192, 8192), "mma16"),
     ((1, 4096, 4096), "split-kernel"),
-    ((16, 8192, 4096), "split-cluster"),
+    ((16, 8192, 4096), "mma16"),
+    ((1, 8192, 4096), "split-cluster"),
     ((64, 4096, 11008), "split"),
     ((512, 512, 28672), "split"),
+)
+#: the same with path="wgmma" (default config): the cluster split at 16 rows
+WGMMA_DECODE = (
+    ((16, 8192, 4096), "split-cluster"),
+    ((16, 8192, 8192), "split-cluster"),
+    ((16, 4096, 4096), "split"),
 )
 #: shapes where gemm's rule splits K with the serial reduction and a fused epilogue (6g)
 EPI_SPLIT_SHAPES = ((1, 4096, 4096), (16, 4096, 4096), (64, 4096, 11008), (512, 512, 28672))
@@ -309,14 +319,14 @@ def _base_shapes(n_shapes):
 
 
 # ---------------------------------------------------------------- auto: gemm's default rule
-def g_auto(ctx, dtype, orders, shapes, expect=None):
-    """path="auto", default config: an f32 output (NaN-poisoned, given) and the dtype's own
+def g_auto(ctx, dtype, orders, shapes, expect=None, path="auto"):
+    """``path`` ("auto": gemm's default), default config: an f32 output (NaN-poisoned, given) and the dtype's own
     output (returned); the config the rule took for each (runtime.last_launch)."""
     cp, ops, gemm = ctx.cp, ctx.ops, ctx.gemm
     rng = cp.random.default_rng(101)
     for m, n, k in shapes:
         for ao, bo in orders:
-            case = dict(dtype=dtype, m=m, n=n, k=k, a=ao, b=bo)
+            case = dict(path=path, dtype=dtype, m=m, n=n, k=k, a=ao, b=bo)
             if ctx.expired():
                 ctx.skipped("auto", case)
                 continue
@@ -325,13 +335,13 @@ def g_auto(ctx, dtype, orders, shapes, expect=None):
                 b = ops.make((k, n), dtype, bo, rng)
                 ref = ops.to64(a, dtype) @ ops.to64(b, dtype)
                 out = ctx.nan_out((m, n), "f32")
-                gemm(a, b, out, out_dtype="f32", path="auto", **ops.kw(dtype))
+                gemm(a, b, out, out_dtype="f32", path=path, **ops.kw(dtype))
                 c32 = ctx.runtime.last_launch.get("config")
                 ok = ctx.record(
                     "auto", dict(case, config=_key(c32), kind=_kind(c32)), out, "f32", ref, _tol(dtype)
                 )
                 out2 = ctx.nan_out((m, n), dtype)
-                gemm(a, b, out2, path="auto", **ops.kw(dtype))
+                gemm(a, b, out2, path=path, **ops.kw(dtype))
                 c2 = ctx.runtime.last_launch.get("config")
                 ctx.record("auto", dict(case, config=_key(c2), kind=_kind(c2)), out2, dtype, ref, _tol(dtype))
                 want = (expect or {}).get((m, n, k))
@@ -339,7 +349,7 @@ def g_auto(ctx, dtype, orders, shapes, expect=None):
                     hit = all(_kind(c).startswith(want) for c in (c32, c2))
                     ctx.rows[-1]["expected"], ctx.rows[-1]["hit"] = want, hit
                     print(
-                        f"auto {dtype} {m}x{n}x{k} A{ao}B{bo}: rule took {_key(c32)} (f32 out) / "
+                        f"{path} {dtype} {m}x{n}x{k} A{ao}B{bo}: rule took {_key(c32)} (f32 out) / "
                         f"{_key(c2)} ({dtype} out); expected {want}: {'hit' if hit else 'MISSED'}"
                         f"{'' if ok else ' [FAIL]'}",
                         flush=True,
@@ -509,7 +519,7 @@ def g_mma(ctx, which, dtype):
 def _batched_operands(ctx, dtype, rng):
     """(name, a, b, out given?) -- 3-D both, shared 2-D B with a given out, shared 2-D A,
     M = 1, a[::2], batch extent 1 (broadcast), column-major batches, a foldable product, odd
-    sizes whose batch strides break 16 bytes."""
+    sizes whose batch strides break 16 bytes, overlapping batches."""
     ops = ctx.ops
 
     def mk(shape):
@@ -526,7 +536,15 @@ def _batched_operands(ctx, dtype, rng):
         ("colmajor", mk((3, 51, 37)).transpose(0, 2, 1), mk((3, 45, 51)).transpose(0, 2, 1), True),
         ("fold", mk((4, 33, 64)), mk((64, 40)), False),
         ("odd", mk((5, 17, 33)), mk((5, 33, 19)), True),
+        # batches of A that overlap (batch stride one row): the per-batch loop path
+        ("overlap", _overlapping(ctx, mk((42, 40)), 3, 40, 40), mk((3, 40, 24)), True),
     )
+
+
+def _overlapping(ctx, x, batch, m, k):
+    """``batch`` (m, k) views of the row-major ``x`` that start one row apart."""
+    r = x.strides[0]
+    return ctx.cp.lib.stride_tricks.as_strided(x, shape=(batch, m, k), strides=(r, r, x.strides[1]))
 
 
 def g_batched(ctx, dtype, cfg):
@@ -722,12 +740,12 @@ def build_groups(sections, n_shapes, dtypes=("f16", "bf16")):
             ("auto", "g_auto", (d, (("C", "C"), ("C", "F")), [s for s, _ in AUTO_DECODE], expect))
             for d in dtypes
         ]
+        wg = dict(WGMMA_DECODE)
+        g += [("auto", "g_auto", (d, (("C", "C"),), list(wg), wg, "wgmma")) for d in dtypes]
     if "kernels" in sections:
         for _, spec in SPLIT_CONFIGS:
             for d in dtypes:
-                g.append(
-                    ("kernels", "g_split", (spec, d, ORDERS if d == "f16" else (("C", "C"), ("F", "F"))))
-                )
+                g.append(("kernels", "g_split", (spec, d, ORDERS)))
         g += [("kernels", "g_refused", ())]
         g += [("kernels", "g_fixups", (d,)) for d in dtypes]
         g += [("kernels", "g_mma", (i, d)) for i in range(len(MMA_DECODE)) for d in dtypes]
@@ -1023,9 +1041,9 @@ def main(argv=None):
                 for r in v["failed"][:25]:
                     summary.append(f"  FAILED {sec}: {r}")
             hits = [r for r in log["sweep"] if "hit" in r]
-            for r in sorted(hits, key=lambda r: (r["dtype"], r["m"], r["n"], r["k"])):
+            for r in sorted(hits, key=lambda r: (r["path"], r["dtype"], r["m"], r["n"], r["k"])):
                 summary.append(
-                    f"auto {r['dtype']} {r['m']}x{r['n']}x{r['k']}: {r['config']} ({r['kind']}), "
+                    f"{r['path']} {r['dtype']} {r['m']}x{r['n']}x{r['k']}: {r['config']} ({r['kind']}), "
                     f"expected {r['expected']}: {'hit' if r['hit'] else 'MISSED'}"
                 )
             summary.append(f"sweep: {time.time() - t0:.0f} s with {args.jobs} job(s)")
