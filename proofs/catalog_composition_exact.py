@@ -33,10 +33,13 @@ import functools
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.layout import Layout
+from layoutproof.symbolic import sympy_module as _sp
 from layoutproof.verify import Result
 
 from . import catalog_symbolic as cs
 from . import symexec as sx
+from .symexec import symops_module as _symops
+from .symexec import z3_module as _z3
 from .theorem import Theorem
 
 __all__ = [
@@ -59,18 +62,6 @@ _theorem = functools.partial(cs.all_values_theorem, source=SOURCE)
 
 #: the condition name ``symops.check_leaves_disjoint`` refuses with
 DISJOINT = "disjointness of B's modes in A"
-
-
-def _sp() -> Any:
-    import sympy
-
-    return sympy
-
-
-def _z3() -> Any:
-    import z3
-
-    return z3
 
 
 def _walk_and_conc(A: Layout, n: Any, r: Any) -> Tuple[Callable[..., Any], Callable[[Dict[str, int]], Any]]:
@@ -306,12 +297,6 @@ def witness_step_instance(step: Optional[Callable[..., Any]] = None) -> cs.Insta
 def shape_step_instance(step: Optional[Callable[..., Any]] = None) -> cs.Instance:
     """The shape-divisibility refusals alone as a fold step (:func:`step_instance`)."""
     return step_instance(step, ("shape",))
-
-
-def _symops() -> Any:
-    from layoutproof.symbolic import symops
-
-    return symops
 
 
 # ----------------------------------------------------------------------------- overlap refusals

@@ -57,8 +57,12 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from layoutproof.symbolic import sympy_module as _sp
+
 from . import catalog_symbolic as cs
 from .catalog_induction import Head, HeadRead, appended
+from .symexec import symops_module as _ops
+from .symexec import z3_module as _z3
 
 __all__ = [
     "ModeLabel",
@@ -69,24 +73,6 @@ __all__ = [
     "mode_check_instances",
     "fold_instances",
 ]
-
-
-def _sp() -> Any:
-    import sympy
-
-    return sympy
-
-
-def _z3() -> Any:
-    import z3
-
-    return z3
-
-
-def _ops() -> Any:
-    from layoutproof.symbolic import symops
-
-    return symops
 
 
 class ModeLabel:

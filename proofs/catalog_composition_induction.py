@@ -49,29 +49,19 @@ import functools
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.layout import Layout
+from layoutproof.symbolic import sympy_module as _sp
 from layoutproof.verify import Result
 
 from . import catalog_composition_fold as cf
 from . import catalog_symbolic as cs
 from . import symexec as sx
+from .symexec import z3_module as _z3
 from .theorem import Theorem
 
 # every theorem here is built by the group's one builder, naming this file as its source
 _theorem = functools.partial(cs.all_values_theorem, source="proofs/catalog_composition_induction.py")
 
 __all__ = ["leaf_walk", "leaf_instances", "leaf_instance", "integer_composition"]
-
-
-def _sp() -> Any:
-    import sympy
-
-    return sympy
-
-
-def _z3() -> Any:
-    import z3
-
-    return z3
 
 
 def leaf_walk() -> Callable[..., Tuple[List[Any], List[Any], Dict[int, Any]]]:

@@ -35,9 +35,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.errors import LayoutError
 from layoutproof.layout import Layout
+from layoutproof.symbolic import sympy_module as _sp
 
 from . import catalog_symbolic as cs
 from . import symexec as sx
+from .symexec import symops_module as _ops
+from .symexec import z3_module as _z3
 from .theorem import Theorem
 
 # every theorem here is built by the group's one builder, naming this file as its source
@@ -58,24 +61,6 @@ __all__ = [
     "structure_instances",
     "THEOREMS",
 ]
-
-
-def _sp() -> Any:
-    import sympy
-
-    return sympy
-
-
-def _z3() -> Any:
-    import z3
-
-    return z3
-
-
-def _ops() -> Any:
-    from layoutproof.symbolic import symops
-
-    return symops
 
 
 # ----------------------------------------------------------------------------- opaque state

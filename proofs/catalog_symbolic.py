@@ -23,10 +23,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.budget import BudgetExceeded, deadline, expired
 from layoutproof.layout import Layout
+from layoutproof.symbolic import sympy_module as _sp
 from layoutproof.verify import Counterexample, Result
 from layoutproof.verify.result import ProofObligation
 
 from . import symexec as sx
+from .symexec import symops_module as _ops
+from .symexec import z3_module as _z3
 from .theorem import Theorem
 
 GROUP = "All values (symbolic execution + Z3)"
@@ -36,18 +39,6 @@ REF = ("issue 15", "docs/architecture.md: proofs by symbolic execution")
 FIRST_MS = 5000
 
 Builder = Callable[["Ctx"], Tuple[List[Any], Any]]
-
-
-def _sp() -> Any:
-    import sympy
-
-    return sympy
-
-
-def _ops() -> Any:
-    from layoutproof.symbolic import symops
-
-    return symops
 
 
 # ----------------------------------------------------------------------------- operands
@@ -87,12 +78,6 @@ class Ctx:
     @property
     def facts(self) -> Tuple[Any, ...]:
         return self.path.facts
-
-
-def _z3() -> Any:
-    import z3
-
-    return z3
 
 
 def _leaves(L: Layout, n: int) -> List[Tuple[List[Any], List[Any]]]:

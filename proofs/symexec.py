@@ -40,6 +40,7 @@ from layoutproof.budget import BudgetExceeded, deadline, expired
 from layoutproof.errors import InadmissibleError, LayoutError
 from layoutproof.inttuple import raw_flatten
 from layoutproof.layout import Layout
+from layoutproof.symbolic import sympy_module as _sp
 
 __all__ = [
     "Explorer",
@@ -67,10 +68,18 @@ MAX_DEPTH = 200
 PATH_SECONDS = 300.0
 
 
-def _sp() -> Any:
-    import sympy
+def z3_module() -> Any:
+    """The ``z3`` module, imported on first use (the proofs' one lazy accessor)."""
+    import z3
 
-    return sympy
+    return z3
+
+
+def symops_module() -> Any:
+    """``layoutproof.symbolic.symops``, imported on first use."""
+    from layoutproof.symbolic import symops
+
+    return symops
 
 
 # ----------------------------------------------------------------------------- exploration
