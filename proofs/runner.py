@@ -116,7 +116,7 @@ def cross_check_outcome(o: Outcome, solver: str = "cvc5", timeout_ms: int = 5000
 
 
 def _evaluate(th: Theorem, cross: Optional[str], cross_ms: int) -> Outcome:
-    from .catalog_shared import clear_caches
+    from .catalog.shared import clear_caches
 
     # the families allocate many small objects: collect less often while a theorem runs,
     # and drop the memoized operations afterwards (a large heap makes every collection slow)

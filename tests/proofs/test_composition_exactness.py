@@ -1,4 +1,4 @@
-"""Exactness of composition's refusals (issue 15; proofs/catalog_composition_exact.py): shape
+"""Exactness of composition's refusals (issue 15; proofs/catalog/composition_exact.py): shape
 divisibility, the witness lemma, overlap refusals with any number of leaves, and the stride
 divisibility left to the integer path."""
 
@@ -14,10 +14,10 @@ z3 = pytest.importorskip("z3")
 
 from layoutproof import Layout, ops  # noqa: E402
 from layoutproof.errors import InadmissibleError, UndecidableConditionError  # noqa: E402
-from layoutproof.proofs import catalog_composition_exact as ce  # noqa: E402
-from layoutproof.proofs import catalog_symbolic as cs  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
+from layoutproof.proofs.catalog import composition_exact as ce  # noqa: E402
 from layoutproof.proofs.catalog import get  # noqa: E402
+from layoutproof.proofs.catalog import symbolic as cs  # noqa: E402
 from layoutproof.symbolic import symops  # noqa: E402
 from layoutproof.verify import postcondition  # noqa: E402
 

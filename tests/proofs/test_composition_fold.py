@@ -1,5 +1,5 @@
 """Composition's leaf walk and overlap check at every rank of A: the induction on the real
-step code (proofs/catalog_composition_fold.py), the opaque state and labels, the
+step code (proofs/catalog/composition_fold.py), the opaque state and labels, the
 corollaries built on it, and planted bugs in the new steps (issue 15)."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ z3 = pytest.importorskip("z3")
 
 from layoutproof import Layout, ops  # noqa: E402
 from layoutproof.errors import InadmissibleError, LayoutError  # noqa: E402
-from layoutproof.proofs import catalog_composition_fold as cf  # noqa: E402
-from layoutproof.proofs import catalog_composition_induction as ci  # noqa: E402
-from layoutproof.proofs import catalog_symbolic as cs  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
+from layoutproof.proofs.catalog import composition_fold as cf  # noqa: E402
+from layoutproof.proofs.catalog import composition_induction as ci  # noqa: E402
 from layoutproof.proofs.catalog import get  # noqa: E402
-from layoutproof.proofs.catalog_induction import Head, HeadRead  # noqa: E402
+from layoutproof.proofs.catalog import symbolic as cs  # noqa: E402
+from layoutproof.proofs.catalog.induction import Head, HeadRead  # noqa: E402
 from layoutproof.symbolic import symops  # noqa: E402
 from layoutproof.verify import postcondition  # noqa: E402
 

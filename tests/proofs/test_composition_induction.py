@@ -1,5 +1,5 @@
 """Composition for every rank of B (induction over B's leaves; issue 15,
-proofs/catalog_composition_induction.py).  The exactness of its refusals is tested in
+proofs/catalog/composition_induction.py).  The exactness of its refusals is tested in
 tests/proofs/test_composition_exactness.py."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ sp = pytest.importorskip("sympy")
 z3 = pytest.importorskip("z3")
 
 from layoutproof import Layout  # noqa: E402
-from layoutproof.proofs import catalog_composition_induction as ci  # noqa: E402
-from layoutproof.proofs import catalog_symbolic as cs  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
+from layoutproof.proofs.catalog import composition_induction as ci  # noqa: E402
 from layoutproof.proofs.catalog import get  # noqa: E402
+from layoutproof.proofs.catalog import symbolic as cs  # noqa: E402
 from layoutproof.verify import postcondition  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """The one-layout folds at every rank: the induction obligations on the real step code
-(proofs/catalog_induction.py), the opaque state, and planted bugs in the steps."""
+(proofs/catalog/induction.py), the opaque state, and planted bugs in the steps."""
 
 import importlib.util
 import sys
@@ -12,9 +12,9 @@ pytest.importorskip("z3")
 pytest.importorskip("sympy")
 
 from layoutproof import Layout  # noqa: E402
-from layoutproof.proofs import catalog_induction as ci  # noqa: E402
-from layoutproof.proofs import catalog_symbolic as cs  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
+from layoutproof.proofs.catalog import induction as ci  # noqa: E402
+from layoutproof.proofs.catalog import symbolic as cs  # noqa: E402
 from layoutproof.symbolic import symops  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,7 +68,7 @@ def test_the_catalog_runs_the_induction_theorems():
         "sym.coalesce-depth",
     ):
         t = get(tid)
-        assert "every rank" in t.family and "proofs/catalog_induction.py" in t.references
+        assert "every rank" in t.family and "proofs/catalog/induction.py" in t.references
 
 
 def test_head_allows_appending_only():

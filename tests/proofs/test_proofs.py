@@ -21,9 +21,9 @@ import pytest
 
 from layoutproof import Layout
 from layoutproof.proofs import THEOREMS, Expect, Theorem, evaluate, get, run, select
-from layoutproof.proofs import catalog_composition as cat_composition
 from layoutproof.proofs import cli as prove_cli
 from layoutproof.proofs import docs as prove_docs
+from layoutproof.proofs.catalog import composition as cat_composition
 from layoutproof.proofs.kit import SKIP, for_all, greedy_tiling, reproducing_layout
 from layoutproof.proofs.runner import default_jobs
 from layoutproof.verify import Result, equal
@@ -159,7 +159,7 @@ def test_a_broken_algebra_is_caught(monkeypatch):
 
 
 def test_a_broken_coalesce_is_caught(monkeypatch):
-    from layoutproof.proofs import catalog_coalesce as cat_coalesce
+    from layoutproof.proofs.catalog import coalesce as cat_coalesce
 
     real = cat_coalesce.coalesce
 

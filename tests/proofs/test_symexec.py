@@ -13,9 +13,9 @@ sp = pytest.importorskip("sympy")
 z3 = pytest.importorskip("z3")
 
 from layoutproof import Layout  # noqa: E402
-from layoutproof.proofs import catalog_symbolic as cs  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
 from layoutproof.proofs.catalog import get, select  # noqa: E402
+from layoutproof.proofs.catalog import symbolic as cs  # noqa: E402
 from layoutproof.proofs.theorem import evaluate  # noqa: E402
 from layoutproof.symbolic import (  # noqa: E402
     assuming,

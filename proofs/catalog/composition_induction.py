@@ -23,7 +23,7 @@ about a single leaf:
   fixed ranks of A, :func:`leaf_instance`).
 
 The leaf lemma holds at **every rank of A**: the leaf walk is a fold of the real
-``compose_leaf_step`` over Â's modes, and :mod:`.catalog_composition_fold` proves its
+``compose_leaf_step`` over Â's modes, and :mod:`.composition_fold` proves its
 invariant's step and close on every path with the finished modes opaque; the base is the
 whole walk at A rank 1 (:func:`every_rank_instances`).  At the end every mode below the last
 has ``U_i < As_i`` (**closure**): the overlap check sums the footprints by a fold of
@@ -38,7 +38,7 @@ the returned footprints, the fold loops, and the concatenation.  The fixed-rank 
 induction (A ranks 1-4, the closure with two and three leaves on the real
 ``check_leaves_disjoint``) stays as a supplement with ``--all``.
 
->>> from layoutproof.proofs.catalog_composition_induction import leaf_instances
+>>> from layoutproof.proofs.catalog.composition_induction import leaf_instances
 >>> [i.label for i in leaf_instances((1, 2))]
 ['leaf lemma + step, A rank 1', 'leaf lemma + step, A rank 2']
 """
@@ -52,14 +52,14 @@ from layoutproof.layout import Layout
 from layoutproof.symbolic import sympy_module as _sp
 from layoutproof.verify import Result
 
-from . import catalog_composition_fold as cf
-from . import catalog_symbolic as cs
-from . import symexec as sx
-from .symexec import z3_module as _z3
-from .theorem import Theorem
+from .. import symexec as sx
+from ..symexec import z3_module as _z3
+from ..theorem import Theorem
+from . import composition_fold as cf
+from . import symbolic as cs
 
 # every theorem here is built by the group's one builder, naming this file as its source
-_theorem = functools.partial(cs.all_values_theorem, source="proofs/catalog_composition_induction.py")
+_theorem = functools.partial(cs.all_values_theorem, source="proofs/catalog/composition_induction.py")
 
 __all__ = ["leaf_walk", "leaf_instances", "leaf_instance", "integer_composition"]
 
@@ -247,7 +247,7 @@ def leaf_instances(ranks: Sequence[int], what: str = "step") -> List[cs.Instance
 def every_rank_instances() -> List[cs.Instance]:
     """The induction at every rank of A: the base (the whole real leaf walk -- trivial leaves,
     no step, the close -- with the step over B's leaves, at A rank 1) and the every-rank
-    obligations of :mod:`.catalog_composition_fold` (the leaf walk's step and close, the
+    obligations of :mod:`.composition_fold` (the leaf walk's step and close, the
     overlap check's sums step and per-mode check)."""
     return leaf_instances((1,), "step") + cf.fold_instances()
 
@@ -337,9 +337,9 @@ def _L1() -> Layout:
 
 def _other_theorem(tid: str) -> List[Result]:
     """Run another catalog theorem's check here (its results become part of this proof)."""
-    from . import catalog_induction
+    from . import induction
 
-    t = next(t for t in catalog_induction.THEOREMS if t.id == tid)
+    t = next(t for t in induction.THEOREMS if t.id == tid)
     out = t.check()
     return [out] if isinstance(out, Result) else list(out)
 
@@ -452,7 +452,7 @@ _EVERY_RANK = (
 
 
 def _build() -> List["Theorem"]:
-    from .catalog_composition_exact import exact_theorem
+    from .composition_exact import exact_theorem
 
     post = _theorem(
         "sym.composition-post",

@@ -31,9 +31,9 @@ from layoutproof import (
 from layoutproof.verify import Result, identity, postcondition
 from layoutproof.verify.families import gemm_tilings, offsets
 
-from .catalog_shared import bounds_of, family, family_words, memo
-from .kit import SKIP, for_all, sympy_equal, z3_claim
-from .theorem import Theorem
+from ..kit import SKIP, for_all, sympy_equal, z3_claim
+from ..theorem import Theorem
+from .shared import bounds_of, family, family_words, memo
 
 GROUP_D = "Divides and products (T7, T8)"
 GROUP_G = "GEMM tiling"

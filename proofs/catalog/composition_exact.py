@@ -22,7 +22,7 @@ treated here:
   UndecidableConditionError (no refusal).  So every InadmissibleError composition raises is
   exact.
 
->>> from layoutproof.proofs.catalog_composition_exact import witness_instances
+>>> from layoutproof.proofs.catalog.composition_exact import witness_instances
 >>> [i.label for i in witness_instances((1, 2))]
 ['witness lemma, A rank 1', 'witness lemma, A rank 2']
 """
@@ -36,11 +36,11 @@ from layoutproof.layout import Layout
 from layoutproof.symbolic import sympy_module as _sp
 from layoutproof.verify import Result
 
-from . import catalog_symbolic as cs
-from . import symexec as sx
-from .symexec import symops_module as _symops
-from .symexec import z3_module as _z3
-from .theorem import Theorem
+from .. import symexec as sx
+from ..symexec import symops_module as _symops
+from ..symexec import z3_module as _z3
+from ..theorem import Theorem
+from . import symbolic as cs
 
 __all__ = [
     "NeedProbe",
@@ -57,7 +57,7 @@ __all__ = [
     "DISJOINT",
 ]
 
-SOURCE = "proofs/catalog_composition_exact.py"
+SOURCE = "proofs/catalog/composition_exact.py"
 _theorem = functools.partial(cs.all_values_theorem, source=SOURCE)
 
 #: the condition name ``symops.check_leaves_disjoint`` refuses with
@@ -67,7 +67,7 @@ DISJOINT = "disjointness of B's modes in A"
 def _walk_and_conc(A: Layout, n: Any, r: Any) -> Tuple[Callable[..., Any], Callable[[Dict[str, int]], Any]]:
     """The real leaf walk and the integer composition that confirms its refusals (both from
     the leaf induction's module, imported here: that module builds this theorem)."""
-    from . import catalog_composition_induction as ci
+    from . import composition_induction as ci
 
     return ci.leaf_walk(), ci.integer_composition(A, Layout.trusted(n, r))
 
@@ -187,8 +187,8 @@ def step_instance(
       claim) that is the witness lemma for the footprint appended at every mode."""
     from layoutproof.errors import InadmissibleError, UndecidableConditionError
 
-    from .catalog_composition_fold import ModeLabel
-    from .catalog_induction import Head, appended
+    from .composition_fold import ModeLabel
+    from .induction import Head, appended
 
     sp = _sp()
     run_step = step if step is not None else _symops().compose_leaf_step
@@ -449,7 +449,7 @@ def overlap_mode_instance(
     fold steps (keep = False) and :func:`coalesce_keep_instance` (the last step, keep = True)."""
     from layoutproof.errors import InadmissibleError, UndecidableConditionError
 
-    from .catalog_composition_fold import OnlyIndex
+    from .composition_fold import OnlyIndex
 
     sp = _sp()
     ops = _symops()
@@ -548,7 +548,7 @@ def coalesce_keep_instance() -> cs.Instance:
     invariant), and two new modes do not merge (d' != t' e').  With sym.coalesce-maximal's
     step for the other modes (keep = False), Â's modes below the last have extents != 1 and no
     two neighbours merge, at every rank."""
-    from .catalog_induction import Head, appended
+    from .induction import Head, appended
 
     sp = _sp()
     step = _symops().coalesce_step
@@ -832,7 +832,7 @@ def _ranks(xs: Sequence[int]) -> str:
 
 
 def _exact_check() -> List[Result]:
-    from . import catalog_composition_induction as ci
+    from . import composition_induction as ci
 
     full = cs.full_scope()
     out = (

@@ -11,8 +11,8 @@ from layoutproof.inttuple import product
 from layoutproof.verify import Result
 from layoutproof.verify.families import compact_layouts, nested_shapes, swizzles
 
-from .kit import SKIP, BVObligation, fact, for_all
-from .theorem import Theorem
+from ..kit import SKIP, BVObligation, fact, for_all
+from ..theorem import Theorem
 
 GROUP_S = "Compatibility of shapes (T11)"
 GROUP_W = "Swizzles (T12)"

@@ -8,8 +8,8 @@ from layoutproof import Layout, coalesce
 from layoutproof.verify import Counterexample, Result, identity, postcondition
 from layoutproof.verify.families import Bounds, layouts, nested_layouts, offsets
 
-from .kit import flat, for_all
-from .theorem import Theorem
+from ..kit import flat, for_all
+from ..theorem import Theorem
 
 GROUP = "Coalesce (T10)"
 REF = ("REFERENCES T10", "Cecka, arXiv 2603.02298 (coalesce)", "seed 001 (coalescing)")

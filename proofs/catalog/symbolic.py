@@ -27,10 +27,10 @@ from layoutproof.symbolic import sympy_module as _sp
 from layoutproof.verify import Counterexample, Result
 from layoutproof.verify.result import ProofObligation
 
-from . import symexec as sx
-from .symexec import symops_module as _ops
-from .symexec import z3_module as _z3
-from .theorem import Theorem
+from .. import symexec as sx
+from ..symexec import symops_module as _ops
+from ..symexec import z3_module as _z3
+from ..theorem import Theorem
 
 GROUP = "All values (symbolic execution + Z3)"
 REF = ("issue 15", "docs/architecture.md: proofs by symbolic execution")
@@ -1807,7 +1807,7 @@ def _build_more() -> List[Theorem]:
 THEOREMS: List[Theorem] = _build()
 
 
-# --- P2 folds: the rank-bounded instances that proofs/catalog_induction.py runs as the bases
+# --- P2 folds: the rank-bounded instances that proofs/catalog/induction.py runs as the bases
 # and supplements of its inductions (public names for another module)
 coalesce_function_instance = _coalesce_function
 coalesce_size_instance = _coalesce_size

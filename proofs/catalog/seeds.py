@@ -17,8 +17,8 @@ from layoutproof.inttuple import product
 from layoutproof.verify import Result, equal, function
 from layoutproof.verify.families import nested_shapes, offsets
 
-from .kit import fact, for_all
-from .theorem import Theorem
+from ..kit import fact, for_all
+from ..theorem import Theorem
 
 GROUP = "Seed examples"
 SEED0 = "seed 000 (coordinates of (3,(2,3)))"

@@ -5,7 +5,7 @@ coalesce, filter, complement, right_inverse and left_inverse of
 step(state, m); finish(state)``.  The step of each is a named function of ``symops``
 (``coalesce_step``, ``filter_step``, ``complement_step``, ``left_inverse_step``, ...), and
 this module explores *that function* on a symbolic state, one Z3 obligation per path
-(:mod:`.catalog_symbolic`'s engine): the invariant before the step, the step's path, the
+(:mod:`.symbolic`'s engine): the invariant before the step, the step's path, the
 invariant after it.  What the state holds that the step must not read -- the modes a fold
 has finished -- is an opaque :class:`Head`: the step may append to it and nothing else (any
 other use raises :class:`HeadRead`, which makes the run refused and the instance unknown),
@@ -37,14 +37,14 @@ from layoutproof.errors import LayoutError
 from layoutproof.layout import Layout
 from layoutproof.symbolic import sympy_module as _sp
 
-from . import catalog_symbolic as cs
-from . import symexec as sx
-from .symexec import symops_module as _ops
-from .symexec import z3_module as _z3
-from .theorem import Theorem
+from .. import symexec as sx
+from ..symexec import symops_module as _ops
+from ..symexec import z3_module as _z3
+from ..theorem import Theorem
+from . import symbolic as cs
 
 # every theorem here is built by the group's one builder, naming this file as its source
-_theorem = functools.partial(cs.all_values_theorem, source="proofs/catalog_induction.py")
+_theorem = functools.partial(cs.all_values_theorem, source="proofs/catalog/induction.py")
 
 __all__ = [
     "Head",

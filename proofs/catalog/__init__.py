@@ -1,5 +1,8 @@
 """The theorem catalog: every :class:`~layoutproof.proofs.Theorem`, grouped by topic.
 
+The registry is the package itself, so ``from layoutproof.proofs.catalog import THEOREMS`` names
+the list; each module of the package states one topic's theorems.
+
 >>> from layoutproof.proofs.catalog import THEOREMS, get
 >>> len(THEOREMS) >= 40
 True
@@ -12,33 +15,19 @@ from __future__ import annotations
 import re
 from typing import Iterable, List, Optional
 
+from ..theorem import Theorem
 from . import (
-    catalog_coalesce as coalesce,
+    coalesce,
+    complement,
+    composition,
+    composition_induction,
+    negative,
+    seeds,
+    structure,
+    symbolic,
+    tiling,
 )
-from . import (
-    catalog_complement as complement,
-)
-from . import (
-    catalog_composition as composition,
-)
-from . import catalog_composition_induction as composition_induction
-from . import catalog_induction as fold_induction
-from . import (
-    catalog_negative as negative,
-)
-from . import (
-    catalog_seeds as seeds,
-)
-from . import (
-    catalog_structure as structure,
-)
-from . import (
-    catalog_symbolic as symbolic,
-)
-from . import (
-    catalog_tiling as tiling,
-)
-from .theorem import Theorem
+from . import induction as fold_induction
 
 __all__ = ["THEOREMS", "GROUPS", "get", "select"]
 

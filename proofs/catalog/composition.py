@@ -9,8 +9,7 @@ from layoutproof import Layout, LayoutError, assuming, coalesce, compatible, com
 from layoutproof.verify import Counterexample, Result, identity, postcondition
 from layoutproof.verify.families import offsets, shapes
 
-from .catalog_shared import bounds_of, compose, ext_offsets, family, family_words, first_diff
-from .kit import (
+from ..kit import (
     SKIP,
     bymode,
     cpp_conditions,
@@ -21,7 +20,8 @@ from .kit import (
     shape_quotient,
     weakly_left_divisible,
 )
-from .theorem import Theorem
+from ..theorem import Theorem
+from .shared import bounds_of, compose, ext_offsets, family, family_words, first_diff
 
 GROUP = "Composition (T2–T6)"
 WP = "Cecka, arXiv 2603.02298 (composition)"

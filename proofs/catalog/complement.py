@@ -17,9 +17,9 @@ from layoutproof import (
 from layoutproof.verify import Counterexample, Result, identity, postcondition
 from layoutproof.verify.families import compact_layouts, offsets, stride_chain
 
-from .catalog_shared import bounds_of, complement_of, family, family_words, first_diff
-from .kit import SKIP, fact, flat, for_all, greedy_tiling
-from .theorem import Theorem
+from ..kit import SKIP, fact, flat, for_all, greedy_tiling
+from ..theorem import Theorem
+from .shared import bounds_of, complement_of, family, family_words, first_diff
 
 GROUP_C = "Complement (T1)"
 GROUP_I = "Inverses (T9)"

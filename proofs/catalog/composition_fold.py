@@ -7,7 +7,7 @@
 last, then ``compose_leaf_finish(compose_leaf_close(state, Ad[last]))``.  The state is
 (the result's extents so far, its strides so far, the footprint so far, ``rest_n``,
 ``rest_r``); the step and the close run here on *opaque* first three parts
-(:class:`~layoutproof.proofs.catalog_induction.Head`: appending is the only use allowed),
+(:class:`~layoutproof.proofs.catalog.induction.Head`: appending is the only use allowed),
 and the mode's index is an opaque label (:class:`ModeLabel`: it may only be stored and
 printed), so "the step reads only ``rest_n``, ``rest_r`` and its mode" is machine-checked.
 
@@ -33,7 +33,7 @@ rest_r Ad_last`` with ``δ_last = rest_r g``, or nothing when ``rest_n == 1`` --
 ``compose_leaf_finish`` on the empty state gives ``1:0`` only for ``n == 1``.  So after the
 fold ``N == n`` and every ``c < n`` has Â-digits ``δ`` in range (the last unbounded) adding
 up to ``c r``, with ``R_leaf(c) == Σ δ_j Ad_j`` and the footprint bounding them: the **leaf
-lemma** of :mod:`.catalog_composition_induction`, at every rank of A.  The base -- the
+lemma** of :mod:`.composition_induction`, at every rank of A.  The base -- the
 whole walk at A rank 1, trivial leaves included -- is that module's ``leaf_instance``.
 
 The overlap check (``symops.check_leaves_disjoint``) sums the footprints by a fold of
@@ -59,10 +59,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.symbolic import sympy_module as _sp
 
-from . import catalog_symbolic as cs
-from .catalog_induction import Head, HeadRead, appended
-from .symexec import symops_module as _ops
-from .symexec import z3_module as _z3
+from ..symexec import symops_module as _ops
+from ..symexec import z3_module as _z3
+from . import symbolic as cs
+from .induction import Head, HeadRead, appended
 
 __all__ = [
     "ModeLabel",
@@ -78,7 +78,7 @@ __all__ = [
 class ModeLabel:
     """The mode's index, opaque to the step: it may be stored (the footprint's key) and
     printed (where a refusal happened); comparing, hashing or computing with it raises
-    :class:`~layoutproof.proofs.catalog_induction.HeadRead`."""
+    :class:`~layoutproof.proofs.catalog.induction.HeadRead`."""
 
     __slots__ = ()
 
@@ -99,7 +99,7 @@ class ModeLabel:
 
 class OnlyIndex:
     """A list of A's extents of which only the entry ``i`` may be read (any other use raises
-    :class:`~layoutproof.proofs.catalog_induction.HeadRead`)."""
+    :class:`~layoutproof.proofs.catalog.induction.HeadRead`)."""
 
     __slots__ = ("i", "value")
 

@@ -14,8 +14,7 @@ from layoutproof import Layout, LayoutError, composition, left_inverse, zipped_d
 from layoutproof.verify import Result, admissible, compatible, equal, function
 from layoutproof.verify.families import gemm_tilings, offsets, shapes
 
-from .catalog_shared import compose, ext_offsets, family, family_words, first_diff, memo
-from .kit import (
+from ..kit import (
     SKIP,
     bymode,
     cpp_conditions,
@@ -25,7 +24,8 @@ from .kit import (
     left_divisible,
     reproducing_layout,
 )
-from .theorem import Expect, Theorem
+from ..theorem import Expect, Theorem
+from .shared import compose, ext_offsets, family, family_words, first_diff, memo
 
 GROUP = "Negative theorems (expected refutations)"
 SHAH = "J. Shah, A note on the algebra of CuTe Layouts (Colfax, 2024)"
