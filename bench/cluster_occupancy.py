@@ -13,11 +13,11 @@ def main() -> None:
     import cupy as cp
     from cuda.bindings import driver
 
-    from layoutproof.gpu.codegen_sm90 import Sm90Config
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
     from layoutproof.gpu.config import GemmProblem
-    from layoutproof.gpu.runtime import compile_kernel
-    from layoutproof.gpu.splitk import SplitKConfig
-    from layoutproof.gpu.splitk_cluster import generate_cluster
+    from layoutproof.gpu.host.runtime import compile_kernel
+    from layoutproof.gpu.kernels.splitk import SplitKConfig
+    from layoutproof.gpu.kernels.splitk_cluster import generate_cluster
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     print(f"occupancy: {sms} SMs", flush=True)

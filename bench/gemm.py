@@ -226,7 +226,7 @@ class Ctx:
     def __init__(self, deadline=None):
         import cupy as cp
 
-        from layoutproof.gpu import runtime
+        from layoutproof.gpu.host import runtime
 
         self.cp = cp
         self.ops = Ops(cp)
@@ -365,13 +365,13 @@ def g_auto(ctx, dtype, orders, shapes, expect=None, path="auto"):
 
 # ---------------------------------------------------------------- kernels: explicit configs
 def _ws(bm, bn, stages, **kw):
-    from layoutproof.gpu.codegen_sm90 import Sm90Config
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
 
     return Sm90Config(bm=bm, bn=bn, stages=stages, loader="tma", schedule="ws", **kw)
 
 
 def _split(bm, bn, stages, s, reduction="kernel"):
-    from layoutproof.gpu.splitk import SplitKConfig
+    from layoutproof.gpu.kernels.splitk import SplitKConfig
 
     return SplitKConfig(_ws(bm, bn, stages), s, reduction)
 
@@ -460,8 +460,8 @@ def g_refused(ctx):
 def g_fixups(ctx, dtype):
     """Every fix-up CTA shape of splitk_fixup.FIXUP_SHAPES, taken through plan.FIXUP_RULE (how
     G5 exposed them: the runtime asks plan.choose_fixup), on the 64x256 s5 S8 plane split."""
-    from layoutproof.gpu import plan as P
-    from layoutproof.gpu.splitk_fixup import FIXUP_SHAPES
+    from layoutproof.gpu.host import rule as P
+    from layoutproof.gpu.kernels.splitk_fixup import FIXUP_SHAPES
 
     cp, ops = ctx.cp, ctx.ops
     rng = cp.random.default_rng(303)
@@ -727,7 +727,7 @@ def g_epilogue_batched(ctx, dtype):
 # ---------------------------------------------------------------- the groups, the workers
 def build_groups(sections, n_shapes, dtypes=("f16", "bf16")):
     """[(section, function name, args)] -- the biggest first (they start first with --jobs)."""
-    from layoutproof.gpu.codegen_sm90 import Sm90Config
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
 
     g = []
     if "base" in sections:
@@ -863,7 +863,9 @@ def summarize(rows, sections):
 def compile_times(cp, log):
     import tempfile
 
-    from layoutproof.gpu import codegen, runtime
+    from layoutproof.gpu.kernels import mma_sync as codegen
+
+    from layoutproof.gpu.host import runtime
     from layoutproof.gpu.config import GemmConfig, GemmProblem
 
     os.environ["LAYOUTPROOF_CACHE"] = tempfile.mkdtemp()
@@ -932,7 +934,7 @@ def speed(
     paths=("wgmma", "mma.sync"),
     layouts=("CC", "CF"),
 ):
-    from layoutproof.gpu import runtime
+    from layoutproof.gpu.host import runtime
 
     rng = cp.random.default_rng(99)
     rows = log.setdefault("speed", [])
@@ -1002,7 +1004,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     import cupy as cp
 
-    from layoutproof.gpu.runtime import autotune, gemm
+    from layoutproof.gpu.host.runtime import autotune, gemm
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from gemm import Ops  # noqa: E402
 
 
 def parse(spec):
-    from layoutproof.gpu.codegen_sm90 import Sm90Config
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
 
     sched, rest = spec.split(":")
     parts = rest.split("/")
@@ -118,7 +118,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     import cupy as cp
 
-    from layoutproof.gpu import runtime
+    from layoutproof.gpu.host import runtime
     from layoutproof.gpu.config import GemmProblem
 
     out = Path(args.out)

@@ -14,7 +14,7 @@ import cupy as cp
 sys.path.insert(0, "bench")
 import gemm_suite as G  # noqa: E402
 
-from layoutproof.gpu.runtime import gemm  # noqa: E402
+from layoutproof.gpu.host.runtime import gemm  # noqa: E402
 
 
 def torch_unfused_time(a, b, bias, c, reps):

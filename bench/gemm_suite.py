@@ -20,7 +20,7 @@ replayed, cuBLAS as ``torch.matmul`` in a torch CUDA graph (CuPy refuses cuBLAS 
 capture; torch ships its own cuBLAS build).  Host us/call: CPU time to issue one call (``perf_counter`` around a batch,
 before synchronizing), the minimum over rounds.
 
-``--sweep`` times every candidate of :func:`layoutproof.gpu.plan.hopper_candidates` on every
+``--sweep`` times every candidate of :func:`layoutproof.gpu.host.rule.hopper_candidates` on every
 shape (f16, graph replay) and reports the rule's pick against the fastest candidate.
 """
 
@@ -190,8 +190,8 @@ def rel_err(cp, x, ref):
 
 
 def suite(cp, args, log):
-    from layoutproof.gpu import runtime
-    from layoutproof.gpu.runtime import gemm
+    from layoutproof.gpu.host import runtime
+    from layoutproof.gpu.host.runtime import gemm
 
     rng = cp.random.default_rng(2026)
     rows = log.setdefault("suite", [])
@@ -295,7 +295,7 @@ def host(cp, log, reps=2000, rounds=7):
     """Host microseconds per call on small problems (the GPU never the bottleneck):
     gemm (new output / given output), a kept plan, the plan rebuilt every call (what every
     gemm call cost before plans, less the kernel cache lookups), and cupy.matmul."""
-    from layoutproof.gpu.runtime import GemmPlan, gemm, gemm_plan
+    from layoutproof.gpu.host.runtime import GemmPlan, gemm, gemm_plan
 
     out = {}
     for m, n, k in [(512, 512, 512), (16, 4096, 4096)]:
@@ -331,8 +331,8 @@ def host(cp, log, reps=2000, rounds=7):
 
 
 def sweep(cp, args, log):
-    from layoutproof.gpu import plan as P
-    from layoutproof.gpu.runtime import _sm_count, gemm
+    from layoutproof.gpu.host import rule as P
+    from layoutproof.gpu.host.runtime import _sm_count, gemm
 
     mma = args.sweep_path == "mma.sync"
     base = P.mma_sync_candidates() if mma else P.hopper_candidates(True)
@@ -410,7 +410,7 @@ def splitk_parts(cp, args, log):
     """Where the rule picks split-K: device time (graph replay) of the whole call, of the
     split kernel alone (the plan's fix-up launch left out: the output is then wrong, this
     is timing only) -- the fix-up's share, launch gap included."""
-    from layoutproof.gpu.runtime import gemm_plan
+    from layoutproof.gpu.host.runtime import gemm_plan
 
     rng = cp.random.default_rng(9)
     rows = log.setdefault("splitk_parts", [])
@@ -466,13 +466,13 @@ def splitk_parts(cp, args, log):
 def sanitize(cp, only_splitk=False):
     """Every default-rule candidate (and the mma.sync ones) through gemm on odd shapes and the
     four operand layouts against float64, for ``compute-sanitizer --tool memcheck``."""
-    from layoutproof.gpu import plan as P
-    from layoutproof.gpu.runtime import gemm
+    from layoutproof.gpu.host import rule as P
+    from layoutproof.gpu.host.runtime import gemm
 
     rng = cp.random.default_rng(11)
     worst, runs = 0.0, 0
-    from layoutproof.gpu.codegen_sm90 import Sm90Config
-    from layoutproof.gpu.splitk import SplitKConfig
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
+    from layoutproof.gpu.kernels.splitk import SplitKConfig
 
     ws = dict(loader="tma", schedule="ws")
     splitk = (

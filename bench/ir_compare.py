@@ -1,7 +1,7 @@
 """Old text generators vs the kernel IR: are the emitted kernels the same machine code?
 
 The generators before issue 16 wrote CUDA text with f-strings; now every kernel is built as
-kernel IR (:mod:`layoutproof.gpu.kir`) and printed by its one printer.  This script loads
+kernel IR (:mod:`layoutproof.gpu.proof.kir`) and printed by its one printer.  This script loads
 the gpu/ package of an older commit (``git archive``) next to the current one, emits each
 listed kernel with both, compiles both sources with ``nvcc -arch=sm_90a -cubin`` and
 compares the cubins byte for byte (the kernel names are the same: they hash the generator
@@ -53,7 +53,7 @@ def cases(quick: bool):
         ),
     ]
     if not quick:
-        from layoutproof.gpu.codegen_sm90 import Sm90Config
+        from layoutproof.gpu.kernels.wgmma import Sm90Config
 
         out += [
             (
@@ -106,7 +106,7 @@ import importlib, sys, time
 sys.path.insert(0, {path!r})
 t0 = time.process_time()
 m = importlib.import_module({pkg!r} + ".codegen_sm90")
-import layoutproof.gpu.lower  # noqa: F401  (sympy: imported by both)
+import layoutproof.gpu.proof.lower  # noqa: F401  (sympy: imported by both)
 t1 = time.process_time()
 m.generate_sm90()
 t2 = time.process_time()

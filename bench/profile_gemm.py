@@ -8,7 +8,7 @@ import sys
 import cupy as cp
 
 from layoutproof.gpu.cli import parse_config
-from layoutproof.gpu.runtime import gemm
+from layoutproof.gpu.host.runtime import gemm
 
 cfg = parse_config(sys.argv[1] if len(sys.argv) > 1 else "128x256x32/2x4/3")
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 4096

@@ -11,10 +11,10 @@ import sys
 
 import cupy as cp
 
-from layoutproof.gpu.codegen_sm90 import Sm90Config
+from layoutproof.gpu.kernels.wgmma import Sm90Config
 from layoutproof.gpu.config import GemmConfig
-from layoutproof.gpu.runtime import gemm
-from layoutproof.gpu.splitk import SplitKConfig
+from layoutproof.gpu.host.runtime import gemm
+from layoutproof.gpu.kernels.splitk import SplitKConfig
 
 rng = cp.random.default_rng(3)
 worst = 0.0

@@ -60,13 +60,13 @@ BASES = ((64, 64, 8), (64, 128, 8), (64, 256, 5))
 
 
 def base_cfg(bm, bn, st):
-    from layoutproof.gpu.codegen_sm90 import Sm90Config
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
 
     return Sm90Config(bm=bm, bn=bn, stages=st, **WS)
 
 
 def split_cfg(bm, bn, st, s, reduction="kernel"):
-    from layoutproof.gpu.splitk import SplitKConfig
+    from layoutproof.gpu.kernels.splitk import SplitKConfig
 
     return base_cfg(bm, bn, st) if s == 1 else SplitKConfig(base_cfg(bm, bn, st), s, reduction)
 
@@ -115,7 +115,7 @@ CHECK_CLUSTER = [
 
 
 def check(cp, log):
-    from layoutproof.gpu.runtime import gemm_plan
+    from layoutproof.gpu.host.runtime import gemm_plan
 
     rng = cp.random.default_rng(17)
     rows = log.setdefault("check", [])
@@ -178,7 +178,7 @@ def check(cp, log):
 def sanitize_mma(cp):
     """A few calls of every ``--mma`` configuration (16x4096x4096 and a ragged 13x1000x520, f16),
     each output checked against float64 afterwards (for compute-sanitizer)."""
-    from layoutproof.gpu.runtime import gemm_plan
+    from layoutproof.gpu.host.runtime import gemm_plan
 
     rng = cp.random.default_rng(6)
     for sp in MMA:
@@ -200,7 +200,7 @@ def sanitize_mma(cp):
 
 
 def sanitize(cp):
-    from layoutproof.gpu.runtime import gemm_plan
+    from layoutproof.gpu.host.runtime import gemm_plan
 
     rng = cp.random.default_rng(3)
     for (bm, bn, st), s, (m, n, k) in (CHECK_CLUSTER if REDUCTION == "cluster" else CHECK)[:4]:
@@ -215,7 +215,7 @@ def sanitize(cp):
 
 
 def timing(cp, shapes, args, log):
-    from layoutproof.gpu.runtime import gemm_plan
+    from layoutproof.gpu.host.runtime import gemm_plan
 
     rng = cp.random.default_rng(11)
     rows = log.setdefault("time", [])
@@ -297,8 +297,8 @@ def variant_cfgs(m, n, k, dt):
     from dataclasses import replace
 
     from layoutproof.gpu.config import GemmProblem
-    from layoutproof.gpu.plan import choose_config
-    from layoutproof.gpu.splitk import SplitKConfig
+    from layoutproof.gpu.host.rule import choose_config
+    from layoutproof.gpu.kernels.splitk import SplitKConfig
 
     pick = choose_config(m, n, k, GemmProblem(dtype=dt, out_dtype=dt), hopper=True, tma=True, sms=132)
     out = [("pick", pick)]
@@ -335,7 +335,7 @@ def variant_cfgs(m, n, k, dt):
 
 
 def variants(cp, shapes, args, log):
-    from layoutproof.gpu.runtime import gemm_plan
+    from layoutproof.gpu.host.runtime import gemm_plan
 
     rng = cp.random.default_rng(23)
     rows = log.setdefault("variants", [])
@@ -424,7 +424,7 @@ def variants(cp, shapes, args, log):
 
 
 def sweep(cp, shapes, args, log):
-    from layoutproof.gpu.runtime import gemm_plan
+    from layoutproof.gpu.host.runtime import gemm_plan
 
     rng = cp.random.default_rng(5)
     rows = log.setdefault("sweep", [])
@@ -469,7 +469,7 @@ def sweep(cp, shapes, args, log):
 
 
 # ---------------------------------------------------------------- G5 (session 22): fix-up CTA shapes
-FIXUPS = []  # --fixups NAMES: the fix-up CTA shapes (layoutproof.gpu.splitk_fixup.FIXUP_SHAPES)
+FIXUPS = []  # --fixups NAMES: the fix-up CTA shapes (layoutproof.gpu.kernels.splitk_fixup.FIXUP_SHAPES)
 
 
 class fixup_rule:
@@ -479,13 +479,13 @@ class fixup_rule:
         self.name = name
 
     def __enter__(self):
-        from layoutproof.gpu import plan as P
+        from layoutproof.gpu.host import rule as P
 
         self.old = dict(P.FIXUP_RULE)
         P.FIXUP_RULE.update(max_m=1 << 30, shape=self.name)
 
     def __exit__(self, *exc):
-        from layoutproof.gpu import plan as P
+        from layoutproof.gpu.host import rule as P
 
         P.FIXUP_RULE.clear()
         P.FIXUP_RULE.update(self.old)
@@ -495,8 +495,8 @@ def plane_cfg(m, n, k, dt):
     """The plane split (fix-up kernel) the rule takes for this shape, else 64x256 s5 S8 (S4 where
     8 splits overfill the SMs)."""
     from layoutproof.gpu.config import GemmProblem
-    from layoutproof.gpu.plan import choose_config
-    from layoutproof.gpu.splitk import SplitKConfig
+    from layoutproof.gpu.host.rule import choose_config
+    from layoutproof.gpu.kernels.splitk import SplitKConfig
 
     pick = choose_config(m, n, k, GemmProblem(dtype=dt, out_dtype=dt), hopper=True, tma=True, sms=132)
     if isinstance(pick, SplitKConfig) and pick.reduction == "kernel":
@@ -509,7 +509,7 @@ def fixup_times(cp, shapes, args, log):
     """Per shape and dtype: the plane split with each fix-up CTA shape (t256 = the current one)
     and cuBLAS in the same rounds (graph replay, eager ratio), the variants' order rotated each
     round; each output NaN-poisoned and checked against float64 before and after the timing."""
-    from layoutproof.gpu.runtime import gemm_plan
+    from layoutproof.gpu.host.runtime import gemm_plan
 
     rng = cp.random.default_rng(29)
     rows = log.setdefault("fixups", [])
@@ -613,7 +613,7 @@ def check_fixups(cp, log):
 def sanitize_fixups(cp):
     """A few calls of every fix-up shape of ``--fixups`` under compute-sanitizer: CHECK[0]
     (16x4096x4096) and CHECK[3] (16x100x130, ragged)."""
-    from layoutproof.gpu.runtime import gemm_plan
+    from layoutproof.gpu.host.runtime import gemm_plan
 
     rng = cp.random.default_rng(4)
     for nm in FIXUPS:

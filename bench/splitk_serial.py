@@ -33,8 +33,8 @@ _spec.loader.exec_module(gs)
 
 
 def configs():
-    from layoutproof.gpu.codegen_sm90 import Sm90Config
-    from layoutproof.gpu.splitk import SplitKConfig
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
+    from layoutproof.gpu.kernels.splitk import SplitKConfig
 
     ws = dict(loader="tma", schedule="ws")
     return [
@@ -73,8 +73,8 @@ def reference(cp, a, b, bias=None, act=None, alpha=1.0, beta=0.0, cin=None):
 
 
 def check(cp, log):
-    from layoutproof.gpu import runtime
-    from layoutproof.gpu.runtime import gemm
+    from layoutproof.gpu.host import runtime
+    from layoutproof.gpu.host.runtime import gemm
 
     rng = cp.random.default_rng(7)
     rows = log.setdefault("check", [])
@@ -140,7 +140,7 @@ def check(cp, log):
 
 
 def sanitize(cp):
-    from layoutproof.gpu.runtime import gemm
+    from layoutproof.gpu.host.runtime import gemm
 
     rng = cp.random.default_rng(3)
     for cfg in configs():
@@ -163,10 +163,10 @@ def sanitize(cp):
 def timing(cp, shapes, args, log):
     from dataclasses import replace
 
-    from layoutproof.gpu import runtime
+    from layoutproof.gpu.host import runtime
     from layoutproof.gpu.config import GemmProblem
-    from layoutproof.gpu.plan import choose_config, hopper_candidates
-    from layoutproof.gpu.runtime import gemm
+    from layoutproof.gpu.host.rule import choose_config, hopper_candidates
+    from layoutproof.gpu.host.runtime import gemm
 
     rng = cp.random.default_rng(11)
     rows = log.setdefault("time", [])
@@ -233,10 +233,10 @@ def timing_epilogue(cp, shapes, args, log):
     with the epilogue in its reducer, or the unsplit fused epilogue) against the unsplit
     fused epilogue forced, by graph replay; cuBLAS's plain product (torch graph) and the
     float64 reference of relu(A @ B + bias) for the error."""
-    from layoutproof.gpu import runtime
+    from layoutproof.gpu.host import runtime
     from layoutproof.gpu.config import GemmProblem
-    from layoutproof.gpu.plan import choose_config, hopper_candidates
-    from layoutproof.gpu.runtime import gemm
+    from layoutproof.gpu.host.rule import choose_config, hopper_candidates
+    from layoutproof.gpu.host.runtime import gemm
 
     rng = cp.random.default_rng(13)
     rows = log.setdefault("time_epilogue", [])

@@ -2,12 +2,12 @@
 shared memory (SS) or from registers (RS), D read back through the atom's C layout.
 
 The GEMM kernels exercise the SS atoms at N = 128 and 256 only; this runs each atom of
-``layoutproof.gpu.sm90`` for N in 8 (the N = 8 accumulator bug class, cutlass#3254), 16,
+``layoutproof.gpu.isa.gmma`` for N in 8 (the N = 8 accumulator bug class, cutlass#3254), 16,
 64, 256 and f16 / bf16, with operands that are small integers (every product and sum is
 exact in f32).  For RS, each thread's four A registers are packed on the host from the
 atom's A thread-value layout; for SS and B, the operands are laid out in shared memory
 by CuTe's K-major 32-byte-swizzled GMMA atom (``tile_to_shape``) and addressed through
-descriptors from :func:`layoutproof.gpu.sm90.make_descriptor`.  Any element of D that
+descriptors from :func:`layoutproof.gpu.isa.gmma.make_descriptor`.  Any element of D that
 differs from A @ B, placed by the atom's C layout, is a failure.
 
     python bench/wgmma_atom_check.py          # prints one line per atom, exits 1 on a mismatch
@@ -73,7 +73,7 @@ extern "C" __global__ void chk(const unsigned short* Aimg, const unsigned short*
 
 
 def check(cp, n, dtype, mode, rng):
-    from layoutproof.gpu import sm90
+    from layoutproof.gpu.isa import gmma as sm90
 
     atom = sm90.sm90_atom(n, dtype, mode)
     A = rng.integers(-3, 4, size=(64, 16)).astype(np.float32)
@@ -136,7 +136,7 @@ def main():
 
 
 def sm90_name(n, dtype, mode):
-    from layoutproof.gpu import sm90
+    from layoutproof.gpu.isa import gmma as sm90
 
     return sm90.sm90_atom(n, dtype, mode).name
 

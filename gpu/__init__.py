@@ -1,13 +1,13 @@
 """layoutproof.gpu: verified MMA / copy atoms, proven lowering, and a proven mma.sync GEMM.
 
-* :mod:`~layoutproof.gpu.atoms` -- MMA and copy atoms as layouts of the algebra, checked
-  against :mod:`~layoutproof.gpu.ptx_tables` (an independent encoding of the PTX ISA).
-* :mod:`~layoutproof.gpu.tiled` -- TiledMMA / ThrMMA / TiledCopy: partitioning is
+* :mod:`~layoutproof.gpu.isa.atoms` -- MMA and copy atoms as layouts of the algebra, checked
+  against :mod:`~layoutproof.gpu.isa.ptx_tables` (an independent encoding of the PTX ISA).
+* :mod:`~layoutproof.gpu.isa.tiled` -- TiledMMA / ThrMMA / TiledCopy: partitioning is
   composition followed by slicing.
-* :mod:`~layoutproof.gpu.lower` -- a layout becomes a C index expression, proven equal to
-  it; bounds and bijectivity; :mod:`~layoutproof.gpu.banks` -- bank-conflict proofs.
-* :mod:`~layoutproof.gpu.codegen` -- the GEMM generator: every index map proven before
-  the source is emitted; :mod:`~layoutproof.gpu.runtime` -- ``gemm`` on CuPy arrays, the
+* :mod:`~layoutproof.gpu.proof.lower` -- a layout becomes a C index expression, proven equal to
+  it; bounds and bijectivity; :mod:`~layoutproof.gpu.proof.banks` -- bank-conflict proofs.
+* :mod:`~layoutproof.gpu.kernels.mma_sync` -- the GEMM generator: every index map proven before
+  the source is emitted; :mod:`~layoutproof.gpu.host.runtime` -- ``gemm`` on CuPy arrays, the
   compile cache and the autotuner (CuPy is imported only when a kernel runs).
 
 >>> from layoutproof.gpu import GemmConfig
@@ -29,7 +29,7 @@ from .errors import (
     NoGPUError,
     ProofFailedError,
 )
-from .proofrec import Proof, ProofLog
+from .proof.record import Proof, ProofLog
 
 __all__ = [
     "GemmConfig",
@@ -52,12 +52,12 @@ __all__ = [
 ]
 
 _LAZY = {
-    "gemm": ("runtime", "gemm"),
-    "autotune": ("runtime", "autotune"),
-    "gemm_plan": ("runtime", "gemm_plan"),
-    "GemmPlan": ("runtime", "GemmPlan"),
-    "BatchedGemmPlan": ("runtime", "BatchedGemmPlan"),
-    "generate": ("codegen", "generate"),
+    "gemm": ("host.runtime", "gemm"),
+    "autotune": ("host.runtime", "autotune"),
+    "gemm_plan": ("host.runtime", "gemm_plan"),
+    "GemmPlan": ("host.runtime", "GemmPlan"),
+    "BatchedGemmPlan": ("host.runtime", "BatchedGemmPlan"),
+    "generate": ("kernels.mma_sync", "generate"),
 }
 
 

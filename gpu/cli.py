@@ -47,7 +47,7 @@ def parse_sm90_config(text: str) -> "Any":
     """``[KIND:]BMxBN/STAGES`` (e.g. ``128x256/4``, ``ws2:128x256/4``) -> Sm90Config.  KIND:
     ``ws`` (default: warp-specialized, persistent, TMA), ``ws2`` (the same in 2-CTA
     clusters, B multicast), ``tma`` (one role, TMA loads), ``cp`` (one role, cp.async)."""
-    from .codegen_sm90 import Sm90Config
+    from .kernels.wgmma import Sm90Config
 
     m = re.fullmatch(r"\s*(?:(ws2|ws|tma|cp)\s*:)?\s*(\d+)x(\d+)\s*/\s*(\d+)\s*", text)
     if not m:
@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
         "--config",
         default=None,
         help="with --path mma.sync: the block, BMxBNxBK/WMxWN/STAGES (default: the one gemm "
-        "picks for the shape, layoutproof.gpu.plan.choose_config)",
+        "picks for the shape, layoutproof.gpu.host.rule.choose_config)",
     )
     p.add_argument(
         "--sm90-config",
@@ -126,7 +126,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if problem is not None:  # before any proof: the arguments decide the kernel and the output
         print(f"layoutproof gemm: error: {problem}", file=sys.stderr)
         return 2
-    from .codegen import generate
+    from .kernels.mma_sync import generate
 
     try:
         prob = GemmProblem(args.a_major, args.b_major, args.dtype, args.out_dtype).validate()
@@ -134,10 +134,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise LayoutError("--m, --n and --k must be >= 1")
         t0 = time.perf_counter()
         # without a configuration: the one gemm itself runs for this shape (the plan's rule)
-        from .plan import choose_config
+        from .host.rule import choose_config
 
         if args.path == "wgmma":
-            from .codegen_sm90 import generate_sm90
+            from .kernels.wgmma import generate_sm90
 
             cfg = (
                 parse_sm90_config(args.sm90_config)
@@ -174,7 +174,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"wrote {args.emit} ({len(kern.source)} bytes)")
     if args.no_run:
         return 0
-    from .runtime import gpu_available
+    from .host.runtime import gpu_available
 
     if not gpu_available():
         print("no GPU: generated and proved only (run on a CUDA machine to check and time it)")
@@ -188,7 +188,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _run(args: argparse.Namespace, cfg: Any, prob: GemmProblem) -> int:
     import cupy
 
-    from .runtime import gemm
+    from .host.runtime import gemm
 
     M, N, K = args.m, args.n, args.k
     rng = cupy.random.default_rng()

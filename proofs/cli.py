@@ -240,8 +240,8 @@ def _emit_kernel(report_dir: Optional[str]) -> int:
     itself (layoutproof.proofs) never imports layoutproof.gpu."""
     from pathlib import Path
 
-    from layoutproof.gpu.codegen import generate
-    from layoutproof.gpu.codegen_sm90 import generate_sm90
+    from layoutproof.gpu.kernels.mma_sync import generate
+    from layoutproof.gpu.kernels.wgmma import generate_sm90
 
     code = 0
     makers: Sequence[Tuple[str, Callable[[], Any]]] = (("kernel_sm90", generate_sm90), ("kernel", generate))

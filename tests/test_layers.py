@@ -63,8 +63,10 @@ def _planted_tree(tmp_path: Path, replace: dict[str, str]) -> Path:
     pkg = root / "layoutproof"
     for rel, extra in replace.items():
         parts = Path(rel).parts
-        if len(parts) > 1:  # a sub-package: turn its folder link into a folder of links
-            sub = pkg / parts[0]
+        for depth in range(1, len(parts)):  # each enclosing folder link becomes a folder of links
+            sub = pkg.joinpath(*parts[:depth])
+            if not sub.is_symlink():
+                continue
             real = sub.resolve()
             sub.unlink()
             sub.mkdir()
@@ -110,6 +112,20 @@ PLANTED = [
         "def _planted():\n    import layoutproof.proofs.catalog\n",
         "layoutproof.gpu.config",
         "layoutproof.proofs.catalog",
+    ),
+    # the GPU back end's rooms point one way: the hardware tables never reach the kernels
+    (
+        "gpu/isa/atoms.py",
+        "def _planted():\n    from layoutproof.gpu.kernels import wgmma\n\n    return wgmma\n",
+        "layoutproof.gpu.isa.atoms",
+        "layoutproof.gpu.kernels.wgmma",
+    ),
+    # ... nor does the proof machinery reach the host side
+    (
+        "gpu/proof/kir.py",
+        "def _planted():\n    from layoutproof.gpu.host import rule\n\n    return rule\n",
+        "layoutproof.gpu.proof.kir",
+        "layoutproof.gpu.host.rule",
     ),
 ]
 

@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layoutproof import Layout
-from layoutproof.gpu import ptx_tables as ptx
-from layoutproof.gpu.atoms import (
+from layoutproof.gpu.errors import AtomMismatchError
+from layoutproof.gpu.isa import ptx_tables as ptx
+from layoutproof.gpu.isa.atoms import (
     COPY_ATOMS,
     MMA_ATOMS,
     ptx_key,
@@ -18,8 +19,7 @@ from layoutproof.gpu.atoms import (
     verify_copy_atom,
     verify_seed_tables,
 )
-from layoutproof.gpu.errors import AtomMismatchError
-from layoutproof.gpu.proofrec import ProofLog
+from layoutproof.gpu.proof.record import ProofLog
 
 REQUIRED = [
     "SM80_16x8x16_F32F16F16F32_TN",

@@ -1,4 +1,4 @@
-"""Shared-memory bank-conflict proofs (layoutproof.gpu.banks)."""
+"""Shared-memory bank-conflict proofs (layoutproof.gpu.proof.banks)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layoutproof import ComposedLayout, Layout, Swizzle, composition
-from layoutproof.gpu.banks import (
+from layoutproof.gpu.errors import BankConflictError, ProofFailedError
+from layoutproof.gpu.proof.banks import (
     prove_conflict_free,
     prove_ldmatrix_conflict_free,
     smem_addresses,
     wavefronts,
 )
-from layoutproof.gpu.errors import BankConflictError, ProofFailedError
-from layoutproof.gpu.lower import lower
-from layoutproof.gpu.proofrec import ProofLog
+from layoutproof.gpu.proof.lower import lower
+from layoutproof.gpu.proof.record import ProofLog
 
 LANES = np.arange(32)
 

@@ -14,8 +14,6 @@ import numpy as np
 import pytest
 
 from layoutproof import Layout, LayoutError
-from layoutproof.gpu import codegen, codegen_sm90, lower
-from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmConfig, GemmProblem
 from layoutproof.gpu.errors import (
     BankConflictError,
@@ -23,6 +21,9 @@ from layoutproof.gpu.errors import (
     LoweringError,
     ProofFailedError,
 )
+from layoutproof.gpu.kernels import mma_sync, wgmma
+from layoutproof.gpu.kernels.wgmma import Sm90Config
+from layoutproof.gpu.proof import lower
 
 PROBLEMS = [
     GemmProblem(a, b, d, o)
@@ -43,7 +44,7 @@ CONFIGS = [
 
 @pytest.mark.parametrize("prob", PROBLEMS, ids=lambda p: p.key())
 def test_every_variant_generates_with_all_obligations(prob):
-    k = codegen.generate(GemmConfig(), prob)
+    k = mma_sync.generate(GemmConfig(), prob)
     kinds = {p.kind for p in k.proofs}
     assert {"atom", "banks", "bijective", "bounds", "equal", "fragment"} <= kinds
     # the header lists every obligation, one line each
@@ -57,7 +58,7 @@ def test_every_variant_generates_with_all_obligations(prob):
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.key())
 def test_configs_generate_and_swizzles_are_cute_canonical(cfg):
-    k = codegen.generate(cfg, GemmProblem("k", "k"))
+    k = mma_sync.generate(cfg, GemmProblem("k", "k"))
     # 64-byte rows take Sw<2,3,3>, 128-byte rows Sw<3,3,3> (CuTe's SM80 choices), found
     # here by the bank-conflict proofs rather than written down
     want = {32: (2, 3, 3), 64: (3, 3, 3)}[cfg.bk]
@@ -65,7 +66,7 @@ def test_configs_generate_and_swizzles_are_cute_canonical(cfg):
 
 
 def test_every_emitted_index_function_is_the_proven_expression():
-    k = codegen.generate(GemmConfig(), GemmProblem("m", "n"))
+    k = mma_sync.generate(GemmConfig(), GemmProblem("m", "n"))
     funcs = re.findall(
         r"__device__ __forceinline__ (?:int|long long) (lp_\w+)\(([^)]*)\) "
         r"\{ return (.*); \}",
@@ -78,12 +79,12 @@ def test_every_emitted_index_function_is_the_proven_expression():
 
 
 def test_swizzle_choice_is_the_smallest_conflict_free_one():
-    a, _ = codegen._plans(GemmConfig(), GemmProblem("k", "n"))
-    sw = codegen.choose_swizzle(a)
+    a, _ = mma_sync._plans(GemmConfig(), GemmProblem("k", "n"))
+    sw = mma_sync.choose_swizzle(a)
     assert (sw.bits, sw.base, sw.shift) == (2, 3, 3)
     # without it the ldmatrix reads conflict: the proof refuses the plain buffer
-    cp_, ld = codegen._access_sets(a, None)
-    from layoutproof.gpu import banks
+    cp_, ld = mma_sync._access_sets(a, None)
+    from layoutproof.gpu.proof import banks
 
     with pytest.raises(BankConflictError):
         banks.prove_ldmatrix_conflict_free(ld, 4, what="unswizzled")
@@ -91,14 +92,14 @@ def test_swizzle_choice_is_the_smallest_conflict_free_one():
 
 def test_explicit_swizzle_that_conflicts_is_refused():
     with pytest.raises(BankConflictError):
-        codegen.generate(GemmConfig(swizzle=(1, 3, 3)), GemmProblem(), memo=False)
+        mma_sync.generate(GemmConfig(swizzle=(1, 3, 3)), GemmProblem(), memo=False)
 
 
 def test_a_planted_ldmatrix_bug_is_caught(monkeypatch):
     """Swap the two 8x8 k-halves of the A ldmatrix lane map: every map is still a fine
     layout, banks are still conflict-free, but the registers no longer hold what the mma
     expects -- the fragment-delivery proof names the lane and register."""
-    orig = codegen.OperandPlan.ldsm_map
+    orig = mma_sync.OperandPlan.ldsm_map
 
     def wrong(self):
         L = orig(self)
@@ -107,9 +108,9 @@ def test_a_planted_ldmatrix_bug_is_caught(monkeypatch):
         (ls, (s0, s1, s2)) = (L.shape[0], L.stride[0])
         return Layout((ls,) + L.shape[1:], ((s0, s2, s1),) + L.stride[1:])
 
-    monkeypatch.setattr(codegen.OperandPlan, "ldsm_map", wrong)
+    monkeypatch.setattr(mma_sync.OperandPlan, "ldsm_map", wrong)
     with pytest.raises(ProofFailedError) as ei:
-        codegen.generate(GemmConfig(), GemmProblem("k", "n"), memo=False)
+        mma_sync.generate(GemmConfig(), GemmProblem("k", "n"), memo=False)
     assert ei.value.condition == "ldmatrix delivers the mma fragment"
     assert ei.value.witness[1] in (1, 2)
 
@@ -118,26 +119,26 @@ def test_kernel_maps_are_tiled_mma_partitions():
     """The generator's A/B/C thread-value maps are proven equal, thread by thread, to
     TiledMMA's partition_A/B/C of the block tiles (with the contiguous-warp-tile permutation)."""
     for cfg in CONFIGS[:2]:
-        k = codegen.generate(cfg, GemmProblem("m", "n"))
+        k = mma_sync.generate(cfg, GemmProblem("m", "n"))
         assert any("partition_A/B/C" in p.statement for p in k.proofs)
 
 
 def test_a_planted_epilogue_bug_is_caught(monkeypatch):
-    orig = codegen._c_map
+    orig = mma_sync._c_map
 
     def wrong(cfg):
         L = orig(cfg)
         return Layout(L.shape, ((L.stride[0][0], 1), (L.stride[1][0], 4)) + L.stride[2:])
 
-    monkeypatch.setattr(codegen, "_c_map", wrong)
+    monkeypatch.setattr(mma_sync, "_c_map", wrong)
     with pytest.raises(LayoutError):
-        codegen.generate(GemmConfig(), GemmProblem(), memo=False)
+        mma_sync.generate(GemmConfig(), GemmProblem(), memo=False)
 
 
 def test_a_tampered_expression_is_refuted_with_a_witness():
-    a, _ = codegen._plans(GemmConfig(), GemmProblem("k", "n"))
-    a.swizzle = codegen.choose_swizzle(a)
-    full = codegen.buffer_map(a, a.ldsm_map(), with_stage=False)
+    a, _ = mma_sync._plans(GemmConfig(), GemmProblem("k", "n"))
+    a.swizzle = mma_sync.choose_swizzle(a)
+    full = mma_sync.buffer_map(a, a.ldsm_map(), with_stage=False)
     low = lower.lower(full, ("lane", "w", "xi", "ki"), name="t")
     bad = low.c_expr.replace("& 24", "& 16")
     with pytest.raises(LoweringError) as ei:
@@ -160,7 +161,7 @@ def test_a_tampered_expression_is_refuted_with_a_witness():
 )
 def test_bad_configs_are_refused_by_name(kw, msg):
     with pytest.raises(GemmConfigError, match=msg):
-        codegen.generate(GemmConfig(**kw), GemmProblem(), memo=False)
+        mma_sync.generate(GemmConfig(**kw), GemmProblem(), memo=False)
 
 
 def test_bad_problems_are_refused():
@@ -214,7 +215,7 @@ def _nvcc_sm90a(source: str, tmp_path) -> str:
     ids=["default-128x256x32-f16", "256x128x32-bf16-f32out"],
 )
 def test_emitted_source_compiles_for_sm90a_without_spills(tmp_path, cfg, prob):
-    k = codegen.generate(cfg, prob)
+    k = mma_sync.generate(cfg, prob)
     info = _nvcc_sm90a(k.source, tmp_path)
     regs = re.search(r"Used (\d+) registers", info)
     assert regs and int(regs.group(1)) <= 255, info
@@ -259,8 +260,8 @@ def test_cli_emits_a_proven_kernel_without_gpu(tmp_path, capsys):
 
 
 def test_gemm_without_gpu_or_with_bad_input_raises_typed_errors():
-    from layoutproof.gpu import runtime
     from layoutproof.gpu.errors import GemmInputError, NoGPUError
+    from layoutproof.gpu.host import runtime
 
     if not runtime.gpu_available():
         with pytest.raises(NoGPUError):
@@ -281,7 +282,7 @@ def test_gemm_without_gpu_or_with_bad_input_raises_typed_errors():
 
 @pytest.mark.parametrize("prob", PROBLEMS, ids=lambda p: p.key())
 def test_sm90_every_variant_generates_with_descriptor_proofs(prob):
-    k = codegen_sm90.generate_sm90(Sm90Config(), prob)
+    k = wgmma.generate_sm90(Sm90Config(), prob)
     stated = "\n".join(p.statement for p in k.proofs)
     assert "wgmma desc" in stated and "descriptor start" in stated
     assert {"atom", "banks", "bijective", "bounds", "equal"} <= {p.kind for p in k.proofs}
@@ -294,37 +295,37 @@ def test_sm90_every_variant_generates_with_descriptor_proofs(prob):
 def test_sm90_a_wrong_descriptor_stride_is_caught(monkeypatch):
     """Shift the MN-major B stage layout's k-block stride: the copies still tile the
     buffer, but the descriptors the kernel would form no longer read it."""
-    from layoutproof.gpu import sm90
+    from layoutproof.gpu.isa import gmma
 
-    orig = sm90.make_descriptor
+    orig = gmma.make_descriptor
 
     def wrong(smem, base, **kw):
         d = orig(smem, base, **kw)
-        f = sm90.decode_descriptor(d)
-        return sm90.encode_descriptor(
+        f = gmma.decode_descriptor(d)
+        return gmma.encode_descriptor(
             f["start_address"], f["leading_byte_offset"], f["stride_byte_offset"] + 1024, swizzle=f["swizzle"]
         )
 
-    monkeypatch.setattr(sm90, "make_descriptor", wrong)
+    monkeypatch.setattr(gmma, "make_descriptor", wrong)
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90.generate_sm90(Sm90Config(), GemmProblem("k", "n"), memo=False)
+        wgmma.generate_sm90(Sm90Config(), GemmProblem("k", "n"), memo=False)
     assert ei.value.witness is not None
 
 
 def test_sm90_bad_configs_are_refused():
     with pytest.raises(GemmConfigError, match="bm"):
-        codegen_sm90.generate_sm90(Sm90Config(bm=96), memo=False)
+        wgmma.generate_sm90(Sm90Config(bm=96), memo=False)
     with pytest.raises(GemmConfigError, match="bk"):
-        codegen_sm90.generate_sm90(Sm90Config(bk=32), memo=False)
+        wgmma.generate_sm90(Sm90Config(bk=32), memo=False)
     with pytest.raises(GemmConfigError, match="bn='256' must be a positive int"):
-        codegen_sm90.generate_sm90(Sm90Config(bn="256"), memo=False)
+        wgmma.generate_sm90(Sm90Config(bn="256"), memo=False)
     with pytest.raises(GemmConfigError, match="shared memory"):
-        codegen_sm90.generate_sm90(Sm90Config(bm=256, bn=256, stages=4), memo=False)
+        wgmma.generate_sm90(Sm90Config(bm=256, bn=256, stages=4), memo=False)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 def test_sm90_source_compiles_for_sm90a_without_spills(tmp_path):
-    k = codegen_sm90.generate_sm90(Sm90Config(), GemmProblem("m", "n", "bf16", "bf16"))
+    k = wgmma.generate_sm90(Sm90Config(), GemmProblem("m", "n", "bf16", "bf16"))
     _nvcc_sm90a(k.source, tmp_path)
     objdump = shutil.which("cuobjdump")
     if objdump:
@@ -338,16 +339,16 @@ def test_sm90_tma_kernel_proves_boxes_and_compiles(tmp_path):
     """The TMA loader: the 64x64 swizzled boxes write exactly the stage layout (both
     major-nesses), the descriptors read it, and the source compiles for sm_90a."""
     for prob in (GemmProblem("k", "k"), GemmProblem("m", "n", "bf16", "f32")):
-        k = codegen_sm90.generate_sm90(Sm90Config(loader="tma"), prob)
+        k = wgmma.generate_sm90(Sm90Config(loader="tma"), prob)
         stated = "\n".join(p.statement for p in k.proofs)
         assert "TMA boxes of 64x64" in stated and "wgmma desc" in stated
         assert "cp.async.bulk.tensor.2d" in k.source and "mbarrier.try_wait.parity" in k.source
     # a box layout that disagrees with the stage layout is refused with a witness
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90._prove_tma(
-            codegen.OperandPlan("b", 128, 64, 4, False, 256, 1, 128),
-            codegen_sm90.tma_stage_layout(128, True),
-            codegen.ProofLog(),
+        wgmma._prove_tma(
+            mma_sync.OperandPlan("b", 128, 64, 4, False, 256, 1, 128),
+            wgmma.tma_stage_layout(128, True),
+            mma_sync.ProofLog(),
         )
     assert ei.value.witness is not None
     with pytest.raises(GemmConfigError, match="multiple of 64"):

@@ -14,11 +14,12 @@ from test_gpu_codegen import _nvcc_sm90a
 from test_gpu_plan import _FakeArray
 from test_gpu_splitk import fake_tma  # noqa: F401  (the fixture)
 
-from layoutproof.gpu import epilogue, runtime
-from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmProblem
-from layoutproof.gpu.epilogue import EpilogueConfig, generate_epilogue
 from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
+from layoutproof.gpu.host import runtime
+from layoutproof.gpu.kernels import epilogue
+from layoutproof.gpu.kernels.epilogue import EpilogueConfig, generate_epilogue
+from layoutproof.gpu.kernels.wgmma import Sm90Config
 
 WS = dict(loader="tma", schedule="ws")
 BASE = Sm90Config(bm=128, bn=128, stages=6, **WS)

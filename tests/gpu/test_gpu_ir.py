@@ -1,4 +1,4 @@
-"""The kernel IR (layoutproof.gpu.kir): the printer, C semantics of the evaluator, the
+"""The kernel IR (layoutproof.gpu.proof.kir): the printer, C semantics of the evaluator, the
 coverage header, and planted bugs in the IR of the generated kernels -- each fails
 generation with a named obligation."""
 
@@ -10,10 +10,12 @@ import re
 import numpy as np
 import pytest
 
-from layoutproof.gpu import codegen, codegen_sm90, kir
-from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmConfig, GemmProblem
 from layoutproof.gpu.errors import ProofFailedError
+from layoutproof.gpu.kernels import mma_sync
+from layoutproof.gpu.kernels import wgmma as wgmma
+from layoutproof.gpu.kernels.wgmma import Sm90Config
+from layoutproof.gpu.proof import kir
 
 MMA = GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=3)
 MMA_PROB = GemmProblem("k", "n")
@@ -47,7 +49,7 @@ def test_evaluator_has_c_semantics():
 
 def test_calls_of_proven_functions_name_every_argument_once():
     from layoutproof import Layout
-    from layoutproof.gpu import lower
+    from layoutproof.gpu.proof import lower
 
     fn = kir.from_lowered(lower.lower(Layout((4, 8), (8, 1)), ("r", "c"), name="f"))
     r, c = kir.Var("r"), kir.Var("c")
@@ -58,8 +60,14 @@ def test_calls_of_proven_functions_name_every_argument_once():
 
 
 def test_no_regular_expression_in_the_kernel_generators():
-    gpu = pathlib.Path(codegen.__file__).parent
-    for name in ("kir.py", "codegen.py", "codegen_sm90.py", "pipeline.py", "lower.py"):
+    gpu = pathlib.Path(mma_sync.__file__).parent.parent
+    for name in (
+        "proof/kir.py",
+        "kernels/mma_sync.py",
+        "kernels/wgmma.py",
+        "proof/pipeline.py",
+        "proof/lower.py",
+    ):
         text = (gpu / name).read_text()
         assert not re.search(r"^\s*import re\b|^\s*from re import", text, re.M), name
 
@@ -67,11 +75,7 @@ def test_no_regular_expression_in_the_kernel_generators():
 # ----------------------------------------------------------------------------- coverage
 @pytest.mark.parametrize("gen", ["mma", "ws"])
 def test_header_states_full_coverage(gen):
-    k = (
-        codegen.generate(MMA, MMA_PROB)
-        if gen == "mma"
-        else codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"))
-    )
+    k = mma_sync.generate(MMA, MMA_PROB) if gen == "mma" else wgmma.generate_sm90(WS, GemmProblem("k", "k"))
     m = re.search(
         r"// coverage: (\d+) of (\d+) memory accesses, (\d+) of (\d+) barrier "
         r"operations covered",
@@ -108,16 +112,16 @@ def _tampered(monkeypatch, module, builder, edit):
 
 
 def _mma_fails(monkeypatch, edit) -> ProofFailedError:
-    _tampered(monkeypatch, codegen, "_kernel_ir", edit)
+    _tampered(monkeypatch, mma_sync, "_kernel_ir", edit)
     with pytest.raises(ProofFailedError) as ei:
-        codegen.generate(MMA, MMA_PROB, memo=False)
+        mma_sync.generate(MMA, MMA_PROB, memo=False)
     return ei.value
 
 
 def _ws_fails(monkeypatch, edit) -> ProofFailedError:
-    _tampered(monkeypatch, codegen_sm90, "_source_ws_ir", edit)
+    _tampered(monkeypatch, wgmma, "_source_ws_ir", edit)
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
+        wgmma.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
     return ei.value
 
 
@@ -266,7 +270,7 @@ def _counter_kernel(sem="acq_rel", idx=None):
 
 @pytest.mark.parametrize("sem", kir.ATOMIC_SEMS)
 def test_atomics_print_their_order_and_are_claimed_accesses(sem):
-    from layoutproof.gpu.proofrec import ProofLog
+    from layoutproof.gpu.proof.record import ProofLog
 
     k = _counter_kernel(sem)
     src = kir.emit(k)
@@ -306,7 +310,7 @@ def test_a_loop_prints_its_unroll_count():
 def test_a_third_tma_coordinate_prints_the_rank3_load_and_only_then_its_helper():
     from dataclasses import replace
 
-    k = codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"))
+    k = wgmma.generate_sm90(WS, GemmProblem("k", "k"))
     assert "lp_tma_load_3d" not in k.source
     body = kir.rewrite(
         k.ir.body, lambda n: replace(n, c2=kir.Const(0)) if isinstance(n, kir.TmaLoad) else None

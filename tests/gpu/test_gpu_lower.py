@@ -1,4 +1,4 @@
-"""Lowering layouts to C index expressions (layoutproof.gpu.lower), each result re-checked
+"""Lowering layouts to C index expressions (layoutproof.gpu.proof.lower), each result re-checked
 here by an independent brute-force evaluation of the emitted C string."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from layoutproof import ComposedLayout, Layout, Swizzle, composition, symbols
 from layoutproof.gpu.errors import LoweringError, ProofFailedError
-from layoutproof.gpu.lower import (
+from layoutproof.gpu.proof.lower import (
     EXHAUSTIVE_LIMIT,
     Lowered,
     c_expr_eval,
@@ -26,7 +26,7 @@ from layoutproof.gpu.lower import (
     prove_bounds,
     prove_injective,
 )
-from layoutproof.gpu.proofrec import ProofLog
+from layoutproof.gpu.proof.record import ProofLog
 from layoutproof.verify.strategies import swizzled_layouts
 
 # ----------------------------------------------------------------------------- an independent oracle

@@ -13,12 +13,12 @@ import warnings
 import numpy as np
 import pytest
 
-from layoutproof.gpu import plan as P
-from layoutproof.gpu import runtime
-from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmConfig, GemmProblem
 from layoutproof.gpu.errors import GemmInputError
-from layoutproof.gpu.splitk import SplitKConfig
+from layoutproof.gpu.host import rule as P
+from layoutproof.gpu.host import runtime
+from layoutproof.gpu.kernels.splitk import SplitKConfig
+from layoutproof.gpu.kernels.wgmma import Sm90Config
 
 # ============================================================================ the rule
 SHAPES = [
@@ -125,7 +125,7 @@ def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_fas
 
 
 def test_mma_decode_configs_generate_and_prove():
-    from layoutproof.gpu.codegen import generate
+    from layoutproof.gpu.kernels.mma_sync import generate
 
     seen = set()
     for m, n, k in [(16, 4096, 4096), (16, 8192, 8192)]:

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from layoutproof.gpu import runtime
-from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmConfig
+from layoutproof.gpu.host import runtime
+from layoutproof.gpu.kernels.wgmma import Sm90Config
 
 pytestmark = pytest.mark.skipif(not runtime.gpu_available(), reason="no CUDA GPU / CuPy")
 

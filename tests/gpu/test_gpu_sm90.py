@@ -9,10 +9,9 @@ from hypothesis import strategies as st
 
 from layoutproof import ComposedLayout, Layout, Swizzle, composition
 from layoutproof.errors import InadmissibleError, MalformedLayoutError
-from layoutproof.gpu import sm90
 from layoutproof.gpu.errors import AtomMismatchError, ProofFailedError
-from layoutproof.gpu.proofrec import ProofLog
-from layoutproof.gpu.sm90 import (
+from layoutproof.gpu.isa import gmma
+from layoutproof.gpu.isa.gmma import (
     N_VALUES,
     SM90_ATOMS,
     SWIZZLES,
@@ -31,6 +30,7 @@ from layoutproof.gpu.sm90 import (
     wgmma_a_f16,
     wgmma_d_f32,
 )
+from layoutproof.gpu.proof.record import ProofLog
 
 # ----------------------------------------------------------------------------- atoms
 
@@ -134,7 +134,7 @@ def test_corrupted_atom_caught(which):
     e = ei.value
     t, v = e.witness
     assert 0 <= t < 128 and e.ours != e.ptx
-    table = sm90.wgmma_d_f32 if which == "C" else sm90.wgmma_a_f16
+    table = gmma.wgmma_d_f32 if which == "C" else gmma.wgmma_a_f16
     assert e.ptx == (table(t, v, 64) if which == "C" else table(t, v))
 
 

@@ -14,13 +14,15 @@ import pytest
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 from test_gpu_plan import _FakeCupy
 
-from layoutproof.gpu import kir, runtime, splitk
-from layoutproof.gpu import plan as P
-from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, ProofFailedError
-from layoutproof.gpu.proofrec import ProofLog
-from layoutproof.gpu.splitk import SplitKConfig, generate_splitk, k_chunks
+from layoutproof.gpu.host import rule as P
+from layoutproof.gpu.host import runtime
+from layoutproof.gpu.kernels import splitk
+from layoutproof.gpu.kernels.splitk import SplitKConfig, generate_splitk, k_chunks
+from layoutproof.gpu.kernels.wgmma import Sm90Config
+from layoutproof.gpu.proof import kir
+from layoutproof.gpu.proof.record import ProofLog
 
 WS = dict(loader="tma", schedule="ws")
 CFG = SplitKConfig(Sm90Config(bm=64, bn=128, stages=8, **WS), 4)

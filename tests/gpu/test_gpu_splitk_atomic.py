@@ -15,13 +15,15 @@ import pytest
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 from test_gpu_splitk import fake_tma  # noqa: F401  (the fixture: a fake CuPy with TMA)
 
-from layoutproof.gpu import kir, runtime, splitk
-from layoutproof.gpu import splitk_atomic as A
-from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, ProofFailedError
-from layoutproof.gpu.proofrec import ProofLog
-from layoutproof.gpu.splitk import SplitKConfig, generate_splitk
+from layoutproof.gpu.host import runtime
+from layoutproof.gpu.kernels import splitk
+from layoutproof.gpu.kernels import splitk_atomic as A
+from layoutproof.gpu.kernels.splitk import SplitKConfig, generate_splitk
+from layoutproof.gpu.kernels.wgmma import Sm90Config
+from layoutproof.gpu.proof import kir
+from layoutproof.gpu.proof.record import ProofLog
 
 WS = dict(loader="tma", schedule="ws")
 ATOMIC = SplitKConfig(Sm90Config(bm=64, bn=256, stages=5, **WS), 8, "atomic")

@@ -13,14 +13,15 @@ import pytest
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 from test_gpu_splitk import fake_tma  # noqa: F401  (the fixture: a fake CuPy with TMA)
 
-from layoutproof.gpu import kir, runtime
-from layoutproof.gpu import plan as P
-from layoutproof.gpu import splitk_cluster as SC
-from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
-from layoutproof.gpu.proofrec import ProofLog
-from layoutproof.gpu.splitk import SplitKConfig, generate_splitk
+from layoutproof.gpu.host import rule as P
+from layoutproof.gpu.host import runtime
+from layoutproof.gpu.kernels import splitk_cluster as SC
+from layoutproof.gpu.kernels.splitk import SplitKConfig, generate_splitk
+from layoutproof.gpu.kernels.wgmma import Sm90Config
+from layoutproof.gpu.proof import kir
+from layoutproof.gpu.proof.record import ProofLog
 
 WS = dict(loader="tma", schedule="ws")
 NVCC = shutil.which("nvcc")

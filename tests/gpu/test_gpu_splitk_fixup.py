@@ -15,13 +15,15 @@ import pytest
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 from test_gpu_splitk import fake_tma  # noqa: F401 -- the fake-CuPy TMA fixture
 
-from layoutproof.gpu import kir, runtime, splitk, splitk_fixup
-from layoutproof.gpu import plan as P
-from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
-from layoutproof.gpu.proofrec import ProofLog
-from layoutproof.gpu.splitk import FIXUP_DEFAULT, FIXUP_SHAPES, FixupShape, SplitKConfig, fixup_kernel
+from layoutproof.gpu.host import rule as P
+from layoutproof.gpu.host import runtime
+from layoutproof.gpu.kernels import splitk, splitk_fixup
+from layoutproof.gpu.kernels.splitk import FIXUP_DEFAULT, FIXUP_SHAPES, FixupShape, SplitKConfig, fixup_kernel
+from layoutproof.gpu.kernels.wgmma import Sm90Config
+from layoutproof.gpu.proof import kir
+from layoutproof.gpu.proof.record import ProofLog
 
 WS = dict(loader="tma", schedule="ws")
 PICK = SplitKConfig(Sm90Config(bm=64, bn=256, stages=5, **WS), 8)  # the rule's decode pick

@@ -9,13 +9,13 @@ from dataclasses import replace
 
 import pytest
 
-from layoutproof.gpu import kir
-from layoutproof.gpu.codegen_sm90 import Sm90Config, generate_sm90
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import ProofFailedError
-from layoutproof.gpu.proofrec import ProofLog
-from layoutproof.gpu.splitk import SplitKConfig, generate_splitk, serial_ir, splitk_ir
-from layoutproof.gpu.splitk_model import (
+from layoutproof.gpu.kernels.splitk import SplitKConfig, generate_splitk, serial_ir, splitk_ir
+from layoutproof.gpu.kernels.wgmma import Sm90Config, generate_sm90
+from layoutproof.gpu.proof import kir
+from layoutproof.gpu.proof.record import ProofLog
+from layoutproof.gpu.proof.splitk_model import (
     DEFAULT_PROGRAM,
     FLAG_WRITE,
     PLANE_STORE,
@@ -237,7 +237,7 @@ def test_missing_pieces_fail_by_name():
 
 
 def test_the_plane_loop_must_cover_every_plane_in_order():
-    from layoutproof.gpu.splitk_model import plane_read_loops_ir
+    from layoutproof.gpu.proof.splitk_model import plane_read_loops_ir
 
     k = _split_ir()
     assert set(plane_read_loops_ir(k)) == {(0, CFG.splits, 1)}  # the vector and the edge path

@@ -10,7 +10,7 @@ import types
 import pytest
 from test_gpu_plan import fake  # noqa: F401  (the fixture)
 
-from layoutproof.gpu import runtime
+from layoutproof.gpu.host import runtime
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from hypothesis import strategies as st
 
 from layoutproof import Layout, make_tensor
 from layoutproof.errors import InadmissibleError
-from layoutproof.gpu import ptx_tables as ptx
-from layoutproof.gpu.atoms import COPY_ATOMS, MMA_ATOMS
 from layoutproof.gpu.errors import ProofFailedError
-from layoutproof.gpu.tiled import TiledCopy, TiledMMA, prove_tiled_copy, prove_tiled_mma
+from layoutproof.gpu.isa import ptx_tables as ptx
+from layoutproof.gpu.isa.atoms import COPY_ATOMS, MMA_ATOMS
+from layoutproof.gpu.isa.tiled import TiledCopy, TiledMMA, prove_tiled_copy, prove_tiled_mma
 
 H16 = MMA_ATOMS["SM80_16x8x16_F32F16F16F32_TN"]
 

@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 
 from layoutproof import Swizzle
-from layoutproof.gpu import codegen_sm90, kir, pipeline
-from layoutproof.gpu.codegen_sm90 import Sm90Config
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, ProofFailedError
-from layoutproof.gpu.proofrec import ProofLog
+from layoutproof.gpu.kernels import wgmma
+from layoutproof.gpu.kernels.wgmma import Sm90Config
+from layoutproof.gpu.proof import kir, pipeline
+from layoutproof.gpu.proof.record import ProofLog
 
 WS = Sm90Config(loader="tma", schedule="ws")
 NVCC = shutil.which("nvcc")
@@ -37,7 +38,7 @@ PROBLEMS = [
 
 @pytest.mark.parametrize("prob", PROBLEMS, ids=lambda p: p.key())
 def test_ws_kernel_carries_every_obligation(prob):
-    k = codegen_sm90.generate_sm90(WS, prob)
+    k = wgmma.generate_sm90(WS, prob)
     stated = "\n".join(p.statement for p in k.proofs)
     for needle in (
         "persistent scheduler",
@@ -70,7 +71,7 @@ def test_ws_config_rules():
         Sm90Config(schedule="pingpong").validate()
     c = Sm90Config(bm=64, bn=128, stages=6, loader="tma", schedule="ws").validate()
     assert c.threads == 256 and c.epilogue_bytes == 8192 and c.key().endswith("_tma_ws")
-    k = codegen_sm90.generate_sm90(c, GemmProblem("k", "k"))
+    k = wgmma.generate_sm90(c, GemmProblem("k", "k"))
     assert "setmaxnreg.inc.sync.aligned.u32 240" in k.source
     assert "mbarrier.init.shared::cta.b64 [%0], 4;" in k.source
 
@@ -89,12 +90,12 @@ def _schedule_c_reference(g, t, gm, gn):
 @given(st.integers(1, 16), st.integers(1, 300), st.integers(1, 300), st.data())
 def test_schedule_statements_equal_the_grouped_order(g, gm, gn, data):
     t = data.draw(st.integers(0, gm * gn - 1))
-    tm, tn = codegen_sm90._eval_schedule(g, np.array([t]), np.array([gm]), np.array([gn]))
+    tm, tn = wgmma._eval_schedule(g, np.array([t]), np.array([gm]), np.array([gn]))
     assert (int(tm[0]), int(tn[0])) == _schedule_c_reference(g, t, gm, gn)
 
 
 def test_a_broken_scheduler_is_refused(monkeypatch):
-    good = codegen_sm90._schedule_ir
+    good = wgmma._schedule_ir
 
     def broken(g):  # forget the partial last group: tiles past grid_m appear
         vs, stmts = good(g)
@@ -105,9 +106,9 @@ def test_a_broken_scheduler_is_refused(monkeypatch):
             for s in stmts
         ]
 
-    monkeypatch.setattr(codegen_sm90, "_schedule_ir", broken)
+    monkeypatch.setattr(wgmma, "_schedule_ir", broken)
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90.prove_schedule(8, ProofLog(), max_grid=12)
+        wgmma.prove_schedule(8, ProofLog(), max_grid=12)
     assert ei.value.witness is not None and "outside the grid" in str(ei.value)
 
     def collide(g):  # the column from the wrong divisor: two tiles share a coordinate
@@ -118,29 +119,29 @@ def test_a_broken_scheduler_is_refused(monkeypatch):
             for s in stmts
         ]
 
-    monkeypatch.setattr(codegen_sm90, "_schedule_ir", collide)
+    monkeypatch.setattr(wgmma, "_schedule_ir", collide)
     with pytest.raises(ProofFailedError):
-        codegen_sm90.prove_schedule(4, ProofLog(), max_grid=12)
+        wgmma.prove_schedule(4, ProofLog(), max_grid=12)
 
 
 def test_the_emitted_scheduler_is_the_proven_statements():
-    code = codegen_sm90.generate_sm90(WS, GemmProblem("k", "k")).source
+    code = wgmma.generate_sm90(WS, GemmProblem("k", "k")).source
     assert "const int gsize = min(grid_m - first_m, 8);" in code
     assert "tm = first_m + t % per_group % gsize;" in code
 
 
 # ----------------------------------------------------------------------------- epilogue
 def test_epilogue_without_a_conflict_free_swizzle_is_refused(monkeypatch):
-    monkeypatch.setattr(codegen_sm90, "_epilogue_swizzles", lambda ob: (Swizzle(0, 3, 3),))
+    monkeypatch.setattr(wgmma, "_epilogue_swizzles", lambda ob: (Swizzle(0, 3, 3),))
     with pytest.raises(ProofFailedError, match="epilogue swizzle"):
-        codegen_sm90._plan_epilogue(GemmProblem("k", "k", "f16", "f16"), ProofLog())
+        wgmma._plan_epilogue(GemmProblem("k", "k", "f16", "f16"), ProofLog())
 
 
 def test_epilogue_identity_buffer_conflicts_and_swizzle_is_chosen():
     log = ProofLog()
-    ep = codegen_sm90._plan_epilogue(GemmProblem("k", "k", "f16", "bf16"), log)
+    ep = wgmma._plan_epilogue(GemmProblem("k", "k", "f16", "bf16"), log)
     assert ep["sw"] == Swizzle(3, 3, 3) and ep["rw"] == 64 and ep["ev"] == 8
-    ep32 = codegen_sm90._plan_epilogue(GemmProblem("k", "k", "f16", "f32"), ProofLog())
+    ep32 = wgmma._plan_epilogue(GemmProblem("k", "k", "f16", "f32"), ProofLog())
     assert ep32["sw"] == Swizzle(2, 3, 2) and ep32["rw"] == 32 and ep32["rc"] == 16
 
 
@@ -204,7 +205,7 @@ def test_pipeline_bad_parameters():
     ids=["ws-128x256-f16", "ws-128x128-bf16-f32out"],
 )
 def test_ws_source_compiles_with_setmaxnreg_and_no_spills(tmp_path, cfg, prob):
-    k = codegen_sm90.generate_sm90(cfg, prob)
+    k = wgmma.generate_sm90(cfg, prob)
     info = _nvcc_sm90a(k.source, tmp_path)
     assert "C7508" not in info, info  # ptxas did not ignore setmaxnreg
     assert re.search(r"0 bytes spill stores, 0 bytes spill loads", info), info
@@ -218,7 +219,7 @@ WS2 = Sm90Config(loader="tma", schedule="ws", cluster=2)
 
 
 def test_cluster_kernel_carries_the_cluster_obligations():
-    k = codegen_sm90.generate_sm90(WS2, GemmProblem("k", "n", "bf16", "f32"))
+    k = wgmma.generate_sm90(WS2, GemmProblem("k", "n", "bf16", "f32"))
     stated = "\n".join(p.statement for p in k.proofs)
     assert "2-CTA cluster: the B boxes {0: (0, 2), 1: (1, 3)}" in stated
     assert "49152 bytes per stage" in stated
@@ -243,24 +244,24 @@ def test_cluster_config_rules():
 
 
 def test_cluster_boxes_that_do_not_partition_b_are_refused(monkeypatch):
-    monkeypatch.setattr(codegen_sm90, "_cluster_boxes", lambda b, ctas: {0: (0, 1), 1: (1, 2, 3)})
-    a = codegen_sm90.OperandPlan("a", 128, 64, 4, True, 384, 2, 64)
-    b = codegen_sm90.OperandPlan("b", 256, 64, 4, True, 384, 1, 256)
+    monkeypatch.setattr(wgmma, "_cluster_boxes", lambda b, ctas: {0: (0, 1), 1: (1, 2, 3)})
+    a = wgmma.OperandPlan("a", 128, 64, 4, True, 384, 2, 64)
+    b = wgmma.OperandPlan("b", 256, 64, 4, True, 384, 1, 256)
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90._prove_cluster_tx(a, b, 2, ProofLog())
+        wgmma._prove_cluster_tx(a, b, 2, ProofLog())
     assert ei.value.condition == "multicast boxes partition B"
 
 
 def test_a_cluster_scheduler_that_drops_the_rank_is_refused(monkeypatch):
-    monkeypatch.setattr(codegen_sm90, "cluster_tm_ir", lambda c, tp, crank: c * tp)
+    monkeypatch.setattr(wgmma, "cluster_tm_ir", lambda c, tp, crank: c * tp)
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90.prove_schedule(8, ProofLog(), max_grid=10, cluster=2)
+        wgmma.prove_schedule(8, ProofLog(), max_grid=10, cluster=2)
     assert ei.value.condition == "scheduler bijective"
 
 
 def test_cluster_schedule_covers_odd_grids_with_padding_rows_only():
     log = ProofLog()
-    codegen_sm90.prove_schedule(4, log, max_grid=15, cluster=2)
+    wgmma.prove_schedule(4, log, max_grid=15, cluster=2)
     assert "every tile once, padding rows only past grid_m" in log.proofs[0].statement
 
 
@@ -280,7 +281,7 @@ def test_the_cluster_protocol_is_safe(stages, tiles, k_tiles):
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 def test_cluster_source_compiles_without_spills(tmp_path):
-    k = codegen_sm90.generate_sm90(
+    k = wgmma.generate_sm90(
         Sm90Config(bm=128, bn=128, stages=4, loader="tma", schedule="ws", cluster=2),
         GemmProblem("m", "k", "f16", "f16"),
     )
@@ -292,7 +293,7 @@ def test_cluster_source_compiles_without_spills(tmp_path):
 def _tampered(monkeypatch, edit):
     """Make the generator build the ws kernel IR with ``edit`` applied to its nodes
     (``edit(node)`` returns a replacement or None); the edit must hit something."""
-    good = codegen_sm90._source_ws_ir
+    good = wgmma._source_ws_ir
 
     def bad(*args, **kw):
         k = good(*args, **kw)
@@ -308,11 +309,11 @@ def _tampered(monkeypatch, edit):
         assert hits
         return k
 
-    monkeypatch.setattr(codegen_sm90, "_source_ws_ir", bad)
+    monkeypatch.setattr(wgmma, "_source_ws_ir", bad)
 
 
 def test_the_protocol_is_read_from_the_ir():
-    k = codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"))
+    k = wgmma.generate_sm90(WS, GemmProblem("k", "k"))
     stated = [p.statement for p in k.proofs]
     assert any(
         s.startswith(
@@ -333,7 +334,7 @@ def test_a_wrong_wait_parity_is_a_deadlock(monkeypatch):
         ),
     )
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
+        wgmma.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
     assert ei.value.condition == "deadlock freedom"
 
 
@@ -343,7 +344,7 @@ def test_a_wrong_arrival_count_is_refused(monkeypatch):
         lambda n: kir.MbarInit(n.bar, 4) if isinstance(n, kir.MbarInit) and n.count == 8 else None,
     )
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
+        wgmma.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
     assert ei.value.condition == "arrival counts" and ei.value.witness == (4, 8)
 
 
@@ -360,7 +361,7 @@ def test_a_cluster_kernel_without_the_peer_release_races(monkeypatch):
 
     _tampered(monkeypatch, edit)
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90.generate_sm90(
+        wgmma.generate_sm90(
             Sm90Config(bm=128, bn=128, stages=3, loader="tma", schedule="ws", cluster=2), memo=False
         )
     assert ei.value.condition == "no write while read"
@@ -393,7 +394,7 @@ def test_an_epilogue_without_its_barriers_is_refused(monkeypatch, edit, witness)
 
     _tampered(monkeypatch, drop)
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
+        wgmma.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
     assert ei.value.condition == "epilogue order" and ei.value.witness == witness
 
 
@@ -405,5 +406,5 @@ def test_a_conditional_epilogue_barrier_is_refused(monkeypatch):
 
     _tampered(monkeypatch, cond)
     with pytest.raises(ProofFailedError) as ei:
-        codegen_sm90.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
+        wgmma.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
     assert ei.value.condition == "barrier not under a thread-dependent condition"

@@ -1,10 +1,10 @@
 """An independent encoding of the PTX ISA fragment tables (lane id, element -> row, col).
 
-Nothing here is derived from the layouts of :mod:`layoutproof.gpu.atoms`: every function is
+Nothing here is derived from the layouts of :mod:`layoutproof.gpu.isa.atoms`: every function is
 a transcription of the formulas of the PTX ISA sections "Matrix Fragments for mma.m8n8k4",
 "... mma.m16n8k4", "... mma.m16n8k8", "... mma.m16n8k16" and of the ``ldmatrix``
 description, written with PTX's own names (``groupID = %laneid >> 2``,
-``threadID_in_group = %laneid % 4``).  :func:`~layoutproof.gpu.atoms.verify_atom` compares
+``threadID_in_group = %laneid % 4``).  :func:`~layoutproof.gpu.isa.atoms.verify_atom` compares
 the atoms' CuTe layouts against these, point by point.
 
 Conventions (PTX's, not CuTe's):

@@ -5,7 +5,7 @@
 converted to f32 in the kernel) and an activation (``relu``, ``silu``, ``gelu``) to a
 warp-specialized TMA configuration, batched or not (every batch adds the same bias; a
 batched kernel reads batch ``bidx``'s C input at ``Cin + bidx * ldcib``).  The kernel is the
-one :func:`~layoutproof.gpu.codegen_sm90.generate_sm90` builds, rewritten on its IR
+one :func:`~layoutproof.gpu.kernels.wgmma.generate_sm90` builds, rewritten on its IR
 (:func:`epilogue_ir`): where the epilogue packs a pair of f32 accumulators into the
 shared staging buffer, each accumulator becomes ``act(acc[i] + b_i)`` first, in f32, with
 ``b_i = bias[n0 + col(t, i)]`` loaded under the guard ``n0 + col(t, i) < N`` (0 past N).
@@ -27,7 +27,7 @@ fusion adds is proven before emission:
   register ``i`` (checked on the tree), so each C element is
   ``act(alpha * sum_k A[m,k] B[k,n] + beta * Cin[m,n] + bias[n])``.
 
->>> from layoutproof.gpu.codegen_sm90 import Sm90Config
+>>> from layoutproof.gpu.kernels.wgmma import Sm90Config
 >>> EpilogueConfig(Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="ws"), "relu").key()
 'sm90_64x128x64_s8_g8_tma_ws_biasrelu'
 """
@@ -40,14 +40,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from layoutproof import Layout, composition
 
-from . import kir, lower
-from .codegen import GemmKernel, addr_of, finish
-from .codegen_sm90 import Sm90Config, epilogue_order, generate_sm90, protocol_ir
-from .config import OUT_DTYPES, GemmProblem
-from .errors import GemmConfigError, ProofFailedError
-from .pipeline import prove_pipeline
-from .proofrec import ProofLog
+from ..config import OUT_DTYPES, GemmProblem
+from ..errors import GemmConfigError, ProofFailedError
+from ..proof import kir, lower
+from ..proof.pipeline import prove_pipeline
+from ..proof.record import ProofLog
+from .mma_sync import GemmKernel, addr_of, finish
 from .splitk import WsVariantFields, base_plan_proofs
+from .wgmma import Sm90Config, epilogue_order, generate_sm90, protocol_ir
 
 __all__ = [
     "EpilogueConfig",
@@ -129,9 +129,9 @@ class EpilogueConfig(WsVariantFields):
 def acc_row_layout(bn: int, dtype: str) -> Any:
     """(thread of the warpgroup, accumulator register) -> row of the warpgroup's 64-row
     slice of the C tile, from the wgmma atom's C layout."""
-    from . import sm90
+    from ..isa import gmma
 
-    atom = sm90.sm90_atom(bn, dtype, "SS")
+    atom = gmma.sm90_atom(bn, dtype, "SS")
     return composition(Layout((64, bn), (1, 0)), atom.c_layout)
 
 
@@ -142,9 +142,9 @@ _TO_FLOAT = {"f16": "__half2float", "bf16": "__bfloat162float", "f32": None}
 def bias_column_layout(bn: int, dtype: str) -> Any:
     """(thread of the warpgroup, accumulator register) -> column of the wgmma atom's C tile
     (64 x bn, column-major in the atom's C layout)."""
-    from . import sm90
+    from ..isa import gmma
 
-    atom = sm90.sm90_atom(bn, dtype, "SS")
+    atom = gmma.sm90_atom(bn, dtype, "SS")
     return composition(Layout((64, bn), (0, 1)), atom.c_layout)
 
 

@@ -1,9 +1,9 @@
 """Split-K with one f32 plane and atomic reductions: the model of its two kernels, checked.
 
-With ``SplitKConfig(base, S, reduction="atomic")`` (:func:`layoutproof.gpu.splitk.splitk_ir`
+With ``SplitKConfig(base, S, reduction="atomic")`` (:func:`layoutproof.gpu.kernels.splitk.splitk_ir`
 with ``atomic=True``) every unit adds its f32 partial into ONE plane ``W[M, N]`` with
 ``red.global.add`` (16-byte ``.v4.f32`` vectors where the row allows), and the fix-up kernel
-(:func:`layoutproof.gpu.splitk.atomic_reduce_ir`) reads each cell, writes it back as 0 and
+(:func:`layoutproof.gpu.kernels.splitk.atomic_reduce_ir`) reads each cell, writes it back as 0 and
 stores the converted value into C.  The plane is zeroed once when the plan is made; each
 fix-up leaves it zero for the next call, so no memset runs per call.  The sum's order is
 that of the reductions' arrival: the f32 result is not deterministic (rounding only).
@@ -48,9 +48,9 @@ from typing import Any, Dict, FrozenSet, List, Sequence, Tuple
 
 import numpy as np
 
-from . import kir
-from .errors import ProofFailedError
-from .proofrec import ProofLog
+from ..errors import ProofFailedError
+from ..proof import kir
+from ..proof.record import ProofLog
 
 __all__ = [
     "ATOMIC_RED",
@@ -262,7 +262,7 @@ def _top_index(k: kir.Kernel, node: Any) -> int:
 def split_program_ir(k: kir.Kernel) -> Tuple[Tuple[str, ...], int]:
     """The split kernel's model program read from its IR: the top-level wait and trigger, and
     one step for its plane accesses -- ``red`` when every access to the plane is a
-    :class:`~layoutproof.gpu.kir.Red` with an :data:`ATOMIC_RED` claim, ``store`` when any
+    :class:`~layoutproof.gpu.proof.kir.Red` with an :data:`ATOMIC_RED` claim, ``store`` when any
     plain store writes the plane (claims named ``C ... store``).  Returns the program and
     the number of plane accesses."""
     reds = [n for n in kir.walk(k.body) if isinstance(n, kir.Red)]

@@ -42,8 +42,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-from .errors import LoweringError, ProofFailedError
-from .proofrec import ProofLog
+from ..errors import LoweringError, ProofFailedError
+from .record import ProofLog
 
 __all__ = [
     "Expr",
@@ -1278,8 +1278,8 @@ def emit(k: Kernel, header: str = "") -> str:
 
 # ============================================================================ from lowered
 def from_lowered(low: Any, ret: str = "int", sym_type: str = "long long") -> ProvenFn:
-    """A :class:`ProvenFn` from a :func:`layoutproof.gpu.lower.lower` result: the body is
-    the lowered expression's syntax tree (the one :func:`~layoutproof.gpu.lower.check_c_expr`
+    """A :class:`ProvenFn` from a :func:`layoutproof.gpu.proof.lower.lower` result: the body is
+    the lowered expression's syntax tree (the one :func:`~layoutproof.gpu.proof.lower.check_c_expr`
     proved) as IR nodes."""
     from . import lower
 

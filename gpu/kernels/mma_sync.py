@@ -2,7 +2,7 @@
 
 :func:`generate` builds one kernel for a :class:`~layoutproof.gpu.config.GemmConfig` and a
 :class:`~layoutproof.gpu.config.GemmProblem`.  Every index map in the emitted source is a
-layout of the algebra, lowered to a C expression by :mod:`layoutproof.gpu.lower`, and the
+layout of the algebra, lowered to a C expression by :mod:`layoutproof.gpu.proof.lower`, and the
 obligations below are discharged *before* any source text is produced; they are listed in
 the comment header of the ``.cu`` file:
 
@@ -11,7 +11,7 @@ the comment header of the ``.cu`` file:
   buffer, 16-byte aligned;
 * the swizzle is chosen by the algebra: the smallest ``Swizzle<B,3,S>`` for which every
   16-byte cp.async write phase and every ldmatrix phase of the kernel is proven free of
-  bank conflicts (:mod:`layoutproof.gpu.banks`);
+  bank conflicts (:mod:`layoutproof.gpu.proof.banks`);
 * every emitted expression (the cp.async thread -> tile maps, the global offsets with a
   runtime leading dimension, the ldmatrix lane -> address maps in the exact hoisted form
   the kernel uses, the accumulator -> C coordinate maps) equals its layout on the whole
@@ -19,18 +19,18 @@ the comment header of the ``.cu`` file:
 * the cp.async copies cover each tile exactly once, the accumulator map covers the C
   tile exactly once, and the A / B fragments of every warp cover its sub-tile;
 * fragment delivery: for every lane, register and half, the element that ``ldmatrix``
-  (PTX semantics, :mod:`layoutproof.gpu.ptx_tables`) brings from the swizzled buffer is
-  the element the ``mma.sync`` atom (:mod:`layoutproof.gpu.atoms`, itself checked against
+  (PTX semantics, :mod:`layoutproof.gpu.isa.ptx_tables`) brings from the swizzled buffer is
+  the element the ``mma.sync`` atom (:mod:`layoutproof.gpu.isa.atoms`, itself checked against
   the PTX fragment tables) expects in that register.
 
-The kernel itself is kernel IR (:func:`_kernel_ir`, nodes of :mod:`layoutproof.gpu.kir`),
+The kernel itself is kernel IR (:func:`_kernel_ir`, nodes of :mod:`layoutproof.gpu.proof.kir`),
 printed by the IR's one printer after :func:`finish` discharged the IR's obligations: every
 ``cp.async`` source and destination, ``ldmatrix`` row address and C store equal to the
 layout it claims over every index value (bounds included), bank conflicts on the IR's own
 shared addresses, and no barrier under a thread-dependent condition; the header ends with
 the coverage line (``N of N memory accesses, M of M barrier operations covered``).
 
->>> from layoutproof.gpu.codegen import generate
+>>> from layoutproof.gpu.kernels.mma_sync import generate
 >>> k = generate(GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=3))
 >>> k.source.startswith("// layoutproof")
 True
@@ -51,10 +51,11 @@ from layoutproof import Layout, MalformedLayoutError, Swizzle, composition, symb
 from layoutproof.inttuple import raw_product
 from layoutproof.layout import top_modes
 
-from . import atoms, banks, kir, lower, ptx_tables, tiled
-from .config import DTYPES, OUT_DTYPES, GemmConfig, GemmProblem
-from .errors import BankConflictError, GemmConfigError, LoweringError, ProofFailedError
-from .proofrec import ProofLog
+from ..config import DTYPES, OUT_DTYPES, GemmConfig, GemmProblem
+from ..errors import BankConflictError, GemmConfigError, LoweringError, ProofFailedError
+from ..isa import atoms, ptx_tables, tiled
+from ..proof import banks, kir, lower
+from ..proof.record import ProofLog
 
 __all__ = ["GemmKernel", "generate", "choose_swizzle", "OperandPlan"]
 
@@ -251,7 +252,7 @@ def choose_swizzle(plan: OperandPlan) -> Optional[Swizzle]:
 # ============================================================================ the kernel
 class KernelTile(Protocol):
     """What a :class:`GemmKernel` reads of its configuration: a :class:`GemmConfig`
-    (mma.sync) and a :class:`~layoutproof.gpu.codegen_sm90.Sm90Config` (wgmma) both are."""
+    (mma.sync) and a :class:`~layoutproof.gpu.kernels.wgmma.Sm90Config` (wgmma) both are."""
 
     @property
     def bm(self) -> int: ...
@@ -274,7 +275,7 @@ class GemmKernel:
     smem_bytes: int
     proofs: ProofLog
     swizzles: Dict[str, Optional[Tuple[int, int, int]]]
-    ir: Any = None  # the kernel IR (layoutproof.gpu.kir.Kernel) the source was printed from
+    ir: Any = None  # the kernel IR (layoutproof.gpu.proof.kir.Kernel) the source was printed from
 
     @property
     def source_hash(self) -> str:

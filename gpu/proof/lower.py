@@ -58,8 +58,8 @@ from layoutproof.layout import top_modes
 from layoutproof.ops import coalesce_modes
 from layoutproof.swizzle import Swizzle
 
-from .errors import LoweringError, ProofFailedError
-from .proofrec import Proof, ProofLog
+from ..errors import LoweringError, ProofFailedError
+from .record import Proof, ProofLog
 
 __all__ = [
     "Lowered",

@@ -24,7 +24,7 @@ reading, a consumer only ever acquires a stage holding exactly the k-tile it exp
 parity aliasing cannot hand it stale or future data), and no state short of completion is
 stuck (no deadlock).
 
->>> from layoutproof.gpu.proofrec import ProofLog
+>>> from layoutproof.gpu.proof.record import ProofLog
 >>> log = ProofLog()
 >>> states = check_pipeline(2, consumers=2, tiles=2, k_tiles=3)
 >>> states > 0
@@ -36,8 +36,8 @@ from __future__ import annotations
 import functools
 from typing import FrozenSet, List, Optional, Tuple
 
-from .errors import ProofFailedError
-from .proofrec import ProofLog
+from ..errors import ProofFailedError
+from .record import ProofLog
 
 __all__ = ["check_pipeline", "prove_pipeline"]
 
@@ -316,7 +316,7 @@ def prove_pipeline(
     barriers; the model runs two consumer agents per CTA (one in a cluster, where each
     arrives on both CTAs' barriers), each arrival an independent step.  The parities and
     ``remote_release`` are the kernel's, as the generator reads them from the mbarrier
-    nodes of the kernel IR (:func:`layoutproof.gpu.codegen_sm90.protocol_ir`)."""
+    nodes of the kernel IR (:func:`layoutproof.gpu.kernels.wgmma.protocol_ir`)."""
     total = 0
     runs: Tuple[Tuple[int, int], ...]
     if ctas == 1:

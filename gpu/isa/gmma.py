@@ -68,9 +68,9 @@ from layoutproof.errors import MalformedLayoutError
 from layoutproof.inttuple import raw_product
 from layoutproof.layout import top_modes
 
+from ..errors import AtomMismatchError, ProofFailedError
+from ..proof.record import ProofLog
 from .atoms import MMAAtom, tv_bijective
-from .errors import AtomMismatchError, ProofFailedError
-from .proofrec import ProofLog
 
 __all__ = [
     # PTX encoding
@@ -336,7 +336,7 @@ def descriptor_address(desc: int, major: str, mn: Any, k: Any, elem_bits: int = 
 class GMMAAtom(MMAAtom):
     """One ``wgmma.mma_async`` instruction as data (CuTe's SM90 ``MMA_Traits``).
 
-    The fields of :class:`~layoutproof.gpu.atoms.MMAAtom` (``thr_id = 128:1``; ``a_regs``
+    The fields of :class:`~layoutproof.gpu.isa.atoms.MMAAtom` (``thr_id = 128:1``; ``a_regs``
     is 4 for ``RS`` and 0 for ``SS``, whose A is a descriptor, as is B: ``b_regs = 0``;
     ``c_regs = N/2``), plus ``a_source``: ``"SS"`` (A from shared memory) or ``"RS"``
     (A from registers).  Use :func:`verify_gmma_atom`, not ``atoms.verify_atom`` (which

@@ -29,9 +29,9 @@ import numpy as np
 
 from layoutproof.inttuple import raw_product
 
-from .errors import BankConflictError, ProofFailedError
+from ..errors import BankConflictError, ProofFailedError
 from .lower import Lowered, arg_modes, c_expr_eval, normalize, reference_values
-from .proofrec import Proof, ProofLog
+from .record import Proof, ProofLog
 
 __all__ = [
     "NUM_BANKS",

@@ -12,7 +12,7 @@ An :class:`MMAAtom` is one ``mma.sync`` instruction seen as layouts (CuTe's
   (``a0, a1, ...``).
 
 :func:`verify_atom` compares every ``(thread, value)`` of the three layouts against the
-independent encoding of the PTX fragment tables in :mod:`layoutproof.gpu.ptx_tables`
+independent encoding of the PTX fragment tables in :mod:`layoutproof.gpu.isa.ptx_tables`
 and proves each layout a bijection onto its tile.
 
 A :class:`CopyAtom` is one copy instruction (``cp.async``, ``ldmatrix``, a vectorized
@@ -45,9 +45,9 @@ from layoutproof import Layout
 from layoutproof.analysis import upcast
 from layoutproof.errors import MalformedLayoutError, OutOfDomainError
 
+from ..errors import AtomMismatchError
+from ..proof.record import ProofLog
 from . import ptx_tables as _ptx
-from .errors import AtomMismatchError
-from .proofrec import ProofLog
 
 __all__ = [
     "MMAAtom",
@@ -452,7 +452,7 @@ _PTX_RE = re.compile(r"\.(m\d+n\d+k\d+)\.(row|col)\.(row|col)\.(\w+)\.(\w+)\.(\w
 
 
 def ptx_key(atom: MMAAtom) -> str | None:
-    """The :data:`~layoutproof.gpu.ptx_tables.FRAGMENTS` key of an atom's instruction
+    """The :data:`~layoutproof.gpu.isa.ptx_tables.FRAGMENTS` key of an atom's instruction
     (parsed from ``atom.ptx``), or ``None`` for a non-``mma`` atom (UniversalFMA)."""
     m = _PTX_RE.search(atom.ptx)
     if not atom.ptx.startswith("mma.") or m is None:

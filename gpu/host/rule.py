@@ -1,8 +1,8 @@
 """The host side of a GEMM launch, decided once: the default kernel choice, operand layouts,
 and the packed kernel-parameter block.
 
-Everything here is plain Python and numpy (no CuPy, no CUDA): :mod:`~layoutproof.gpu.runtime`
-builds a :class:`~layoutproof.gpu.runtime.GemmPlan` from these pieces, and a plan's launch
+Everything here is plain Python and numpy (no CuPy, no CUDA): :mod:`~layoutproof.gpu.host.runtime`
+builds a :class:`~layoutproof.gpu.host.runtime.GemmPlan` from these pieces, and a plan's launch
 only rewrites the few bytes of :class:`ParamBuffer` that changed (a base pointer) before one
 ``cuLaunchKernel``.
 
@@ -29,8 +29,8 @@ import ctypes
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .config import GemmConfig, GemmProblem
-from .errors import GemmInputError
+from ..config import GemmConfig, GemmProblem
+from ..errors import GemmInputError
 
 __all__ = [
     "SlowPathWarning",
@@ -78,7 +78,7 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
     proven like any other): warp-specialized persistent TMA kernels of five tile shapes and
     the 2-CTA cluster variant where cuda-python can encode tensor maps, else the cp.async
     kernel's two tile shapes."""
-    from .codegen_sm90 import Sm90Config
+    from ..kernels.wgmma import Sm90Config
 
     if not tma:
         return (Sm90Config(bm=128, bn=256, stages=4), Sm90Config(bm=128, bn=128, stages=6))
@@ -131,7 +131,7 @@ SPLITK_MODEL: Dict[str, Any] = {
 
 
 #: split-K reduced inside a thread-block cluster (``SplitKConfig(..., reduction="cluster")``,
-#: :mod:`layoutproof.gpu.splitk_cluster`: no workspace, no fix-up kernel; one CTA per (tile, k
+#: :mod:`layoutproof.gpu.kernels.splitk_cluster`: no workspace, no fix-up kernel; one CTA per (tile, k
 #: chunk)), taken for a plain product with at most ``max_m`` output rows when the ``base``
 #: tile (bm, bn, stages) split ``splits`` ways gives between ``fill`` of the SMs and all of
 #: them as CTAs, and ``min_k <= K <= max_k``.  Measured on the H100 (2026-11-24, G4,
@@ -161,8 +161,8 @@ def cluster_split(m: int, n: int, k: int, sms: int = 132) -> Optional[Any]:
     >>> cluster_split(16, 4096, 4096) is None, cluster_split(64, 8192, 8192) is None
     (True, True)
     """
-    from .codegen_sm90 import Sm90Config
-    from .splitk import SplitKConfig
+    from ..kernels.splitk import SplitKConfig
+    from ..kernels.wgmma import Sm90Config
 
     r = CLUSTER_RULE
     bm, bn, st = r["base"]
@@ -178,7 +178,7 @@ def splitk_pdl(m: int) -> bool:
     """Whether the runtime launches a split-K kernel with the fix-up reduction as a
     programmatic dependent of the previous kernel of the stream, for an output of ``m`` rows
     (``SPLITK_MODEL["pdl_split_m"]``; the kernel's first statement waits for that grid
-    either way: :func:`layoutproof.gpu.splitk.prove_split_order`).
+    either way: :func:`layoutproof.gpu.kernels.splitk.prove_split_order`).
 
     >>> splitk_pdl(16), splitk_pdl(512)
     (True, False)
@@ -186,7 +186,7 @@ def splitk_pdl(m: int) -> bool:
     return m <= SPLITK_MODEL["pdl_split_m"]
 
 
-#: the split-K fix-up's CTA shape (a name in :data:`layoutproof.gpu.splitk_fixup.FIXUP_SHAPES`)
+#: the split-K fix-up's CTA shape (a name in :data:`layoutproof.gpu.kernels.splitk_fixup.FIXUP_SHAPES`)
 #: for outputs of at most ``max_m`` rows; ``"t256"`` (256 threads, one element each) elsewhere.
 #: Measured on the H100 (2026-11-24, G5, bench/splitk_decode.py --fixup-time, graph replay, the
 #: 64x256 s5 plane split): the shapes of <= 4,096 registers that fit beside a split CTA
@@ -199,7 +199,7 @@ FIXUP_RULE: Dict[str, Any] = {"max_m": 0, "shape": "t256"}
 def choose_fixup(m: int, n: int, splits: int) -> str:
     """The CTA shape of the plane reduction's fix-up kernel the runtime launches for an
     ``m x n`` output summed from ``splits`` planes (:data:`FIXUP_RULE`; every shape is
-    proven to cover the output once, :func:`layoutproof.gpu.splitk_fixup.prove_fixup_grid`).
+    proven to cover the output once, :func:`layoutproof.gpu.kernels.splitk_fixup.prove_fixup_grid`).
 
     >>> choose_fixup(4096, 4096, 2)
     't256'
@@ -271,7 +271,7 @@ def splitk_candidates(
     ``SPLITK_MODEL["min_kblocks"]`` k-blocks.  ``reduction``: ``"serial"`` (the planes
     summed in the split kernel by each tile's last unit) or ``"kernel"`` (a fix-up kernel;
     none when ``m`` exceeds its grid's 65535 rows)."""
-    from .splitk import SplitKConfig
+    from ..kernels.splitk import SplitKConfig
 
     if m > 65535 and reduction == "kernel":
         return ()

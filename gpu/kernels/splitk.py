@@ -10,7 +10,7 @@ order and converts to the output type.  The two kernels are ordered by the strea
 fix-up needs no counter, flag or fence between CTAs (and the result is deterministic).
 
 The split kernel is the warp-specialized kernel of
-:func:`~layoutproof.gpu.codegen_sm90.generate_sm90` (f32 output), rewritten on its IR
+:func:`~layoutproof.gpu.kernels.wgmma.generate_sm90` (f32 output), rewritten on its IR
 (:func:`splitk_ir`): the work-unit decomposition is the device function ``lp_split``, each
 tile loop declares its chunk's bounds ``kb``, ``ke`` and runs its k-loop over them, and
 the consumers' C pointer is the unit's workspace plane.  Then every obligation of the IR is
@@ -35,9 +35,9 @@ is proven here, before emission:
 the last unit of each tile to finish -- counted by ``atom.add.acq_rel.gpu`` on a counter
 per (warpgroup, tile) -- sums the planes in the same fixed order, applies the fused
 epilogue when asked, writes C and resets its counter for the next launch.  That protocol
-is model-checked from the IR (:mod:`layoutproof.gpu.splitk_model`).
+is model-checked from the IR (:mod:`layoutproof.gpu.proof.splitk_model`).
 
->>> from layoutproof.gpu.codegen_sm90 import Sm90Config
+>>> from layoutproof.gpu.kernels.wgmma import Sm90Config
 >>> cfg = SplitKConfig(Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="ws"), 4)
 >>> cfg.key()
 'sm90_64x128x64_s8_g8_tma_ws_sk4'
@@ -56,24 +56,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import kir
-from .codegen import GemmKernel, addr_of, finish
-from .codegen_sm90 import Sm90Config, epilogue_order, generate_sm90, protocol_ir
-from .config import OUT_DTYPES, SMEM_LIMIT, GemmProblem
-from .errors import GemmConfigError, ProofFailedError
-from .pipeline import prove_pipeline
-from .proofrec import ProofLog
-from .splitk_atomic import (
-    ATOMIC_OUT,
-    ATOMIC_READ,
-    ATOMIC_RED,
-    ATOMIC_ZERO,
-    GRID_WAIT,
-    prove_atomic_protocol,
-    prove_fixup_cover,
-)
-from .splitk_fixup import FIXUP_DEFAULT, FIXUP_SHAPES, FixupShape, fixup_grid, prove_fixup_grid
-from .splitk_model import (
+from ..config import OUT_DTYPES, SMEM_LIMIT, GemmProblem
+from ..errors import GemmConfigError, ProofFailedError
+from ..proof import kir
+from ..proof.pipeline import prove_pipeline
+from ..proof.record import ProofLog
+from ..proof.splitk_model import (
     COUNTER,
     COUNTER_RESET,
     FLAG_READ,
@@ -84,6 +72,18 @@ from .splitk_model import (
     plane_read_loops_ir,
     prove_serial_protocol,
 )
+from .mma_sync import GemmKernel, addr_of, finish
+from .splitk_atomic import (
+    ATOMIC_OUT,
+    ATOMIC_READ,
+    ATOMIC_RED,
+    ATOMIC_ZERO,
+    GRID_WAIT,
+    prove_atomic_protocol,
+    prove_fixup_cover,
+)
+from .splitk_fixup import FIXUP_DEFAULT, FIXUP_SHAPES, FixupShape, fixup_grid, prove_fixup_grid
+from .wgmma import Sm90Config, epilogue_order, generate_sm90, protocol_ir
 
 __all__ = [
     "SplitKConfig",
@@ -174,10 +174,10 @@ class WsVariantFields:
 #: the order of the f32 sum is not fixed)
 #: ``"cluster"`` -- the ``S`` units of a tile are one thread-block cluster that sums the
 #: partials through distributed shared memory, no workspace and no second kernel
-#: (:mod:`layoutproof.gpu.splitk_cluster`; outputs of at most 16 rows, ``S <= 8``)
+#: (:mod:`layoutproof.gpu.kernels.splitk_cluster`; outputs of at most 16 rows, ``S <= 8``)
 REDUCTIONS = ("kernel", "serial", "atomic", "cluster")
 #: the rows of the tile the cluster reduction's partial buffer holds (its outputs have at most
-#: this many rows; :mod:`layoutproof.gpu.splitk_cluster`)
+#: this many rows; :mod:`layoutproof.gpu.kernels.splitk_cluster`)
 CLUSTER_ROWS = 16
 
 
@@ -477,7 +477,7 @@ def splitk_ir(
     * in the consumers' tile loop, ``C`` becomes ``Cs = C + sk * M * ldc`` (the unit's
       workspace plane), in the code and in the claims its stores carry;
     * ``atomic``: ``Cs = C`` (the one plane all units add into) and each store of the
-      partial becomes a ``red.global.add`` (:class:`~layoutproof.gpu.kir.Red`, 4 lanes for
+      partial becomes a ``red.global.add`` (:class:`~layoutproof.gpu.proof.kir.Red`, 4 lanes for
       the 16-byte row vectors), its claim renamed :data:`ATOMIC_RED` ``+`` the store's.
 
     Returns the kernel and, per rewritten tile loop, ``(sk, KT, kb, ke)`` for the
@@ -655,7 +655,7 @@ def _to_red(node: Any) -> Any:
 #: the stream has completed and its memory operations are visible (PTX griddepcontrol.wait;
 #: without a programmatic dependent launch the stream already orders the kernels and the
 #: wait returns at once)
-#: (``GRID_WAIT`` = ``"lp_griddep_wait"``, imported from :mod:`layoutproof.gpu.splitk_atomic`)
+#: (``GRID_WAIT`` = ``"lp_griddep_wait"``, imported from :mod:`layoutproof.gpu.kernels.splitk_atomic`)
 
 
 def _waits_first(k: kir.Kernel) -> int:
@@ -765,7 +765,7 @@ def reduce_ir(splits: int, out: str, name: str, shape: FixupShape = FIXUP_DEFAUL
     """The fix-up kernel: ``C[r, c] = cvt(sum_{s < S} W[s, r, c])`` for ``r < M``,
     ``c < N``, the planes summed in order ``s = 0, 1, ...`` (deterministic).  The default
     shape: block ``(x, y)`` = (256 columns, row ``y``), one element per thread.  A
-    :class:`~layoutproof.gpu.splitk_fixup.FixupShape` ``(T, J, R, regs)``: block ``(x, y)``
+    :class:`~layoutproof.gpu.kernels.splitk_fixup.FixupShape` ``(T, J, R, regs)``: block ``(x, y)``
     holds rows ``y * R + i`` (``i < R``) and, in thread ``t``, columns ``x * T * J + j * T +
     t`` (``j < J``: a warp's loads stay coalesced), under ``__launch_bounds__(T, 65536 / (T *
     regs))``; its grid is :func:`fixup_grid` ``(m, n, shape)``."""
@@ -951,7 +951,7 @@ def atomic_reduce_ir(out: str, name: str) -> kir.Kernel:
 
 # fixup_grid(m, n, shape=FIXUP_DEFAULT): the fix-up kernel's launch grid (:func:`reduce_ir` with
 # its shape, :func:`atomic_reduce_ir` with the default), defined in
-# :mod:`layoutproof.gpu.splitk_fixup` with the proof that it covers the output once
+# :mod:`layoutproof.gpu.kernels.splitk_fixup` with the proof that it covers the output once
 
 
 # ============================================================================ generation
@@ -1016,7 +1016,7 @@ def generate_splitk(
     if cfg.reduction == "cluster":
         raise GemmConfigError(
             "generate_splitk: the cluster reduction is generated by "
-            "layoutproof.gpu.splitk_cluster.generate_cluster"
+            "layoutproof.gpu.kernels.splitk_cluster.generate_cluster"
         )
     S = cfg.splits
     base_prob = replace(prob, out_dtype="f32")
@@ -1083,7 +1083,7 @@ def generate_splitk(
 def _plane_fixup(base_config: Any, S: int, prob: GemmProblem, shape: FixupShape) -> GemmKernel:
     """The plane reduction's fix-up kernel of ``shape``, proven and emitted (the default's
     name, proofs and source are those of sessions 20-22; another shape adds its name tag and
-    the cover proof of its grid, :func:`~layoutproof.gpu.splitk_fixup.prove_fixup_grid`)."""
+    the cover proof of its grid, :func:`~layoutproof.gpu.kernels.splitk_fixup.prove_fixup_grid`)."""
     rlog = ProofLog()
     rname = f"lp_splitk_reduce_{prob.out}_s{S}"
     if shape != FIXUP_DEFAULT:
@@ -1108,7 +1108,7 @@ def fixup_kernel(config: SplitKConfig, problem: GemmProblem, shape: FixupShape =
     plane loop, every access's claim, and for a shape other than the default that its grid
     :func:`fixup_grid` covers the output once.  The default is :func:`generate_splitk`'s.
 
-    >>> from layoutproof.gpu.codegen_sm90 import Sm90Config
+    >>> from layoutproof.gpu.kernels.wgmma import Sm90Config
     >>> cfg = SplitKConfig(Sm90Config(bm=64, bn=256, stages=5, loader="tma", schedule="ws"), 8)
     >>> k = fixup_kernel(cfg, GemmProblem("k", "n"), FIXUP_SHAPES["t128c2"])
     >>> k.name, k.threads
@@ -1161,7 +1161,7 @@ def serial_ir(
 
     The protocol (release by the fence and the atomic, acquire by the atomic, the barriers
     carrying both across the warpgroup) is model-checked from this IR by
-    :func:`layoutproof.gpu.splitk_model.prove_serial_protocol`."""
+    :func:`layoutproof.gpu.proof.splitk_model.prove_serial_protocol`."""
     S = cfg.splits
     CW = cfg.base.warpgroups
     bn = cfg.base.bn

@@ -39,11 +39,11 @@ import numpy as np
 
 from layoutproof import Layout
 
-from . import kir
-from .codegen import addr_of
-from .config import OUT_DTYPES, SMEM_LIMIT
-from .errors import GemmConfigError, ProofFailedError
-from .proofrec import ProofLog
+from ..config import OUT_DTYPES, SMEM_LIMIT
+from ..errors import GemmConfigError, ProofFailedError
+from ..proof import kir
+from ..proof.record import ProofLog
+from .mma_sync import addr_of
 from .splitk import CLUSTER_ROWS, cluster_partial_stride, find_decl, find_param
 
 _WHAT = "cluster split-K rewrite"
@@ -74,7 +74,7 @@ OUT_STORE = "cluster split-K C element store C[r, c]"
 
 def partial_bytes(bn: int, S: int) -> int:
     """Bytes of the partial buffer: ``CLUSTER_ROWS`` rows of ``bn`` f32 at the row stride
-    :func:`~layoutproof.gpu.splitk.cluster_partial_stride`."""
+    :func:`~layoutproof.gpu.kernels.splitk.cluster_partial_stride`."""
     return 4 * CLUSTER_ROWS * cluster_partial_stride(bn, S)
 
 
@@ -742,12 +742,12 @@ def generate_cluster(config: Any, problem: Any = None, *, memo: bool = True, **b
     """Build, prove and emit the cluster split-K kernel for ``SplitKConfig(base, S,
     reduction="cluster")`` and ``problem`` (its ``out`` type is the kernel's output; the
     base kernel is built with f32 output for the partials).  Returns a
-    :class:`~layoutproof.gpu.splitk.SplitKKernels` with no fix-up kernel."""
-    from .codegen import GemmKernel, finish
-    from .codegen_sm90 import epilogue_order, generate_sm90, protocol_ir
-    from .config import GemmProblem
-    from .pipeline import prove_pipeline
+    :class:`~layoutproof.gpu.kernels.splitk.SplitKKernels` with no fix-up kernel."""
+    from ..config import GemmProblem
+    from ..proof.pipeline import prove_pipeline
+    from .mma_sync import GemmKernel, finish
     from .splitk import SplitKKernels, base_plan_proofs, k_bounds_ir, prove_k_partition
+    from .wgmma import epilogue_order, generate_sm90, protocol_ir
 
     cfg = config.validate()
     if cfg.reduction != "cluster":

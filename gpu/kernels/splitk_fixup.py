@@ -1,6 +1,6 @@
 """The split-K fix-up kernel's CTA shape, and the proof that its grid covers the output once.
 
-The fix-up (:func:`layoutproof.gpu.splitk.reduce_ir`) sums the ``S`` f32 planes of the
+The fix-up (:func:`layoutproof.gpu.kernels.splitk.reduce_ir`) sums the ``S`` f32 planes of the
 workspace into ``C``.  Its CTA shape is a :class:`FixupShape`: ``threads`` per CTA, ``cols``
 columns per thread (at stride ``threads``: each load of a warp stays one coalesced 128-byte
 row segment, whatever ``N``), ``rows`` rows per CTA (the CTA loops over them), and a
@@ -36,9 +36,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import kir
-from .errors import GemmConfigError, ProofFailedError
-from .proofrec import ProofLog
+from ..errors import GemmConfigError, ProofFailedError
+from ..proof import kir
+from ..proof.record import ProofLog
 
 __all__ = [
     "FixupShape",
@@ -49,7 +49,7 @@ __all__ = [
     "C_STORE",
 ]
 
-#: the claim name of the fix-up's C store (:func:`layoutproof.gpu.splitk.reduce_ir`)
+#: the claim name of the fix-up's C store (:func:`layoutproof.gpu.kernels.splitk.reduce_ir`)
 C_STORE = "C element store C[r, c]"
 #: registers of one SM (sm_90)
 SM_REGISTERS = 65536

@@ -2,7 +2,7 @@
 autotuner.
 
 ``gemm(a, b)`` multiplies two 2-D CuPy arrays (f16 or bf16, any strides) with a kernel
-that :func:`layoutproof.gpu.codegen.generate` built and proved.  The operands' memory
+that :func:`layoutproof.gpu.kernels.mma_sync.generate` built and proved.  The operands' memory
 layouts pick the variant (row- or column-major A and B: the NT/TN/NN/TT table); an output
 in column-major order is computed as the transposed product.  Operands that break the
 kernel's 16-byte contract (a leading dimension not a multiple of 8 elements, a base
@@ -10,7 +10,7 @@ pointer not 16-byte aligned, a non-unit inner stride) are copied once into a pad
 aligned buffer -- a correct, slower path whose cost is one pass over that operand.
 
 The host path: the first call for an argument signature builds a :class:`GemmPlan`
-(checks, the kernel choice of :func:`~layoutproof.gpu.plan.choose_config`, the kernel,
+(checks, the kernel choice of :func:`~layoutproof.gpu.host.rule.choose_config`, the kernel,
 launch geometry, the packed parameters); later calls update the base pointers (a TMA
 descriptor is re-encoded only for a base address the plan has not seen) and launch through
 ``cuLaunchKernel`` on the current stream -- also inside a CUDA graph capture.
@@ -31,9 +31,9 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .config import GemmConfig, GemmProblem
-from .errors import GemmInputError, NoGPUError
-from .plan import (
+from ..config import GemmConfig, GemmProblem
+from ..errors import GemmInputError, NoGPUError
+from .rule import (
     ParamBuffer,
     choose_config,
     hopper_candidates,
@@ -77,7 +77,7 @@ DEFAULT_CONFIGS: Tuple[GemmConfig, ...] = (
 def _sm90_configs() -> Tuple[Any, ...]:
     """The wgmma candidates (TMA first where cuda-python can encode tensor maps); decided
     once per process, not on every gemm call."""
-    from .codegen_sm90 import Sm90Config
+    from ..kernels.wgmma import Sm90Config
 
     cands: Tuple[Any, ...] = (
         Sm90Config(bm=128, bn=256, stages=4),
@@ -144,25 +144,12 @@ def cache_dir() -> Path:
 def _generator_hash() -> str:
     """Hash of the generator's own source files: a cached kernel is reused only when the
     code that proved it is unchanged."""
-    here = Path(__file__).resolve().parent
+    gpu = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for name in (
-        "codegen.py",
-        "codegen_sm90.py",
-        "lower.py",
-        "banks.py",
-        "atoms.py",
-        "ptx_tables.py",
-        "config.py",
-        "kir.py",
-        "sm90.py",
-        "pipeline.py",
-        "splitk.py",
-        "epilogue.py",
-    ):
-        f = here / name
-        if f.exists():
+    for sub in ("isa", "proof", "kernels"):
+        for f in sorted((gpu / sub).glob("*.py")):
             h.update(f.read_bytes())
+    h.update((gpu / "config.py").read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -178,8 +165,8 @@ def _kernel_path(key: str, problem: GemmProblem) -> Path:
 
 def _load_kernel(path: Path, config: Any, problem: GemmProblem) -> Any:
     """A cached kernel from disk, or None (missing or damaged: regenerated)."""
-    from .codegen import GemmKernel
-    from .proofrec import Proof, ProofLog
+    from ..kernels.mma_sync import GemmKernel
+    from ..proof.record import Proof, ProofLog
 
     if not path.exists():
         return None
@@ -215,10 +202,10 @@ def _store_kernel(path: Path, k: Any) -> None:
 
 def kernel_for(config: GemmConfig, problem: GemmProblem, *, disk: bool = True) -> Any:
     """The generated, proven kernel for (config, problem): memory cache, then disk cache,
-    then :func:`~layoutproof.gpu.codegen.generate` (``generate_sm90`` for an ``Sm90Config``).
-    For a :class:`~layoutproof.gpu.splitk.SplitKConfig` this is the split GEMM kernel (f32
+    then :func:`~layoutproof.gpu.kernels.mma_sync.generate` (``generate_sm90`` for an ``Sm90Config``).
+    For a :class:`~layoutproof.gpu.kernels.splitk.SplitKConfig` this is the split GEMM kernel (f32
     partials); :func:`splitk_kernels_for` gives it with its fix-up kernel."""
-    from .splitk import SplitKConfig
+    from ..kernels.splitk import SplitKConfig
 
     if isinstance(config, SplitKConfig):
         return splitk_kernels_for(config, problem, disk=disk)[0]
@@ -227,13 +214,13 @@ def kernel_for(config: GemmConfig, problem: GemmProblem, *, disk: bool = True) -
     if k is not None:
         return k
     if problem.batch and type(config).__name__ not in ("Sm90Config", "EpilogueConfig"):
-        from .errors import GemmConfigError
+        from ..errors import GemmConfigError
 
         raise GemmConfigError(
             "kernel_for: a batched problem runs on the warp-specialized TMA kernel, "
             f"not a {type(config).__name__}"
         )
-    from .codegen import generate
+    from ..kernels.mma_sync import generate
 
     path = _kernel_path(config.key(), problem)
     if disk:
@@ -244,11 +231,11 @@ def kernel_for(config: GemmConfig, problem: GemmProblem, *, disk: bool = True) -
     if isinstance(config, GemmConfig):
         k = generate(config, problem)
     elif type(config).__name__ == "EpilogueConfig":
-        from .epilogue import generate_epilogue
+        from ..kernels.epilogue import generate_epilogue
 
         k = generate_epilogue(config, problem)
     else:
-        from .codegen_sm90 import generate_sm90
+        from ..kernels.wgmma import generate_sm90
 
         k = generate_sm90(config, problem)
     _KERNELS[key] = k
@@ -259,7 +246,7 @@ def kernel_for(config: GemmConfig, problem: GemmProblem, *, disk: bool = True) -
 
 def splitk_kernels_for(config: Any, problem: GemmProblem, *, disk: bool = True) -> Tuple[Any, Any]:
     """(split GEMM kernel, fix-up kernel) for a ``SplitKConfig``: memory cache, disk cache,
-    then :func:`~layoutproof.gpu.splitk.generate_splitk` (both proven before emission)."""
+    then :func:`~layoutproof.gpu.kernels.splitk.generate_splitk` (both proven before emission)."""
     key = (config, problem)
     hit = _SPLITK.get(key)
     if hit is not None:
@@ -274,10 +261,10 @@ def splitk_kernels_for(config: Any, problem: GemmProblem, *, disk: bool = True) 
         if g is not None and (serial or r is not None):
             pair = (g, r)
     if pair is None:
-        from .splitk import generate_splitk
+        from ..kernels.splitk import generate_splitk
 
         if getattr(config, "reduction", "kernel") == "cluster":  # G4: reduced in a cluster (DSMEM)
-            from .splitk_cluster import generate_cluster
+            from ..kernels.splitk_cluster import generate_cluster
 
             kk = generate_cluster(config, problem)
         else:
@@ -607,7 +594,7 @@ class _Operand:
 class GemmPlan:
     """Everything one GEMM launch needs, decided once for operands of a given shape,
     strides, dtype, device and 16-byte alignment: the checked inputs, the kernel (chosen by
-    :func:`~layoutproof.gpu.plan.choose_config` unless given, generated, proven, compiled),
+    :func:`~layoutproof.gpu.host.rule.choose_config` unless given, generated, proven, compiled),
     the launch geometry, and a packed parameter block whose TMA descriptors are re-encoded
     only when an operand's base address changes (and kept per address).  Calling the plan
     rewrites the changed parameters and issues one ``cuLaunchKernel`` on the current CuPy
@@ -765,10 +752,10 @@ class GemmPlan:
             raise GemmInputError(
                 f"gemm: config must be a GemmConfig, an Sm90Config, 'auto' or None, got {config!r}"
             )
-        from .splitk import SplitKConfig
+        from ..kernels.splitk import SplitKConfig
 
         if self.activation is not None:
-            from .epilogue import EpilogueConfig
+            from ..kernels.epilogue import EpilogueConfig
 
             base = cfg.base if isinstance(cfg, (SplitKConfig, EpilogueConfig)) else cfg
             if not (use90 and getattr(base, "schedule", "") == "ws" and tma_available()):
@@ -797,7 +784,7 @@ class GemmPlan:
             if m > 65535 and cfg.reduction not in ("serial", "cluster"):
                 raise GemmInputError(f"gemm: split-K's fix-up runs one grid row per C row: M={m} > 65535")
             if cfg.reduction == "cluster":
-                from .splitk import CLUSTER_ROWS
+                from ..kernels.splitk import CLUSTER_ROWS
 
                 if m > CLUSTER_ROWS:
                     raise GemmInputError(
@@ -895,11 +882,11 @@ class GemmPlan:
         self._pdl_split: Any = None  # the split kernel's (split-K with the fix-up kernel)
         self.fixup_shape: Any = None  # the fix-up kernel's CTA shape (splitk_fixup.FixupShape)
         if fix is not None:
-            from .splitk import FIXUP_DEFAULT, FIXUP_SHAPES, fixup_grid, fixup_kernel
+            from ..kernels.splitk import FIXUP_DEFAULT, FIXUP_SHAPES, fixup_grid, fixup_kernel
 
             fshape = FIXUP_DEFAULT
             if cfg.reduction == "kernel":  # the plane reduction: the rule's CTA shape (G5)
-                from . import plan as plan_rules
+                from . import rule as plan_rules
 
                 fshape = FIXUP_SHAPES[plan_rules.choose_fixup(m, n, splits)]
                 if fshape != FIXUP_DEFAULT:
@@ -1326,7 +1313,7 @@ class BatchedGemmPlan:
         self._ldc, self._ldcb = ldc, ldcb
         self.mode = "loop"
         self._loop_ops = (ba, bb)
-        from .codegen_sm90 import batched_kernels_available
+        from ..kernels.wgmma import batched_kernels_available
 
         use90 = _use_wgmma(cupy, config, path) and tma_available() and batched_kernels_available()
         # an operand's batch stride (elements), or None where every batch reads one matrix
@@ -1432,7 +1419,7 @@ class BatchedGemmPlan:
         a_st, b_st = sts
         self._stage = (A.copy, B.copy)
         self._per_batch = (a_st is not None, b_st is not None)
-        from .codegen_sm90 import Sm90Config
+        from ..kernels.wgmma import Sm90Config
 
         prob = GemmProblem(a_major=A.major, b_major=B.major, dtype=dt, out_dtype=od, batch=batched)
         if config is None:
@@ -1448,7 +1435,7 @@ class BatchedGemmPlan:
         self._bias_sig = None
         self.activation = None
         if bias is not None or activation is not None or self.alpha_beta:
-            from .epilogue import EpilogueConfig
+            from ..kernels.epilogue import EpilogueConfig
 
             self.activation = activation or "none"
             bdt = "f32" if bias is None else _bias_dtype(cupy, bias, M, N, dev, bias_along, dt)
@@ -1805,8 +1792,8 @@ def gemm(
     bias_along: str = "n",
 ) -> Any:
     """C = A @ B on the GPU with a proven tensor-core kernel (f32 accumulation): the wgmma
-    kernel (:mod:`~layoutproof.gpu.codegen_sm90`) on sm_90, the mma.sync kernel
-    (:mod:`~layoutproof.gpu.codegen`) elsewhere or when asked for.
+    kernel (:mod:`~layoutproof.gpu.kernels.wgmma`) on sm_90, the mma.sync kernel
+    (:mod:`~layoutproof.gpu.kernels.mma_sync`) elsewhere or when asked for.
 
     The first call for a new argument signature builds a :class:`GemmPlan` (checks, kernel
     choice, generation and proofs or the disk cache, compilation); later calls with the same
@@ -1819,7 +1806,7 @@ def gemm(
         out: optional (M, N) result array (row- or column-major), of ``out_dtype``.
         config: a :class:`GemmConfig` or ``Sm90Config``, ``"auto"`` (the autotuner's choice
             for this shape, tuned on first use and kept on disk) or None (the default: the
-            :func:`~layoutproof.gpu.plan.choose_config` rule, nothing timed).
+            :func:`~layoutproof.gpu.host.rule.choose_config` rule, nothing timed).
         out_dtype: ``"f16"``, ``"bf16"`` or ``"f32"``; default: the input dtype (or out's).
         dtype: reinterpret 2-byte arrays as this dtype (``"bf16"`` where CuPy has no
             bfloat16 dtype: pass the raw bits as uint16).
@@ -1827,7 +1814,7 @@ def gemm(
             ``"mma.sync"``; a GemmConfig selects mma.sync, an Sm90Config wgmma.
         bias: optional vector of N elements (float32, float16 or bfloat16; M elements with
             ``bias_along="m"``): ``C = act(A @ B + bias)``, fused in the warp-specialized
-            TMA kernel (``layoutproof.gpu.epilogue``; sm_90 with cuda-python), converted to
+            TMA kernel (``layoutproof.gpu.kernels.epilogue``; sm_90 with cuda-python), converted to
             and added in f32 before the output conversion.  Batched: one vector for every
             batch.
         activation: ``"relu"``, ``"silu"``, ``"gelu"`` (erf form) or ``"none"``, fused the
@@ -1941,8 +1928,8 @@ def config_entry(cfg: Any) -> Dict[str, Any]:
 def config_from_entry(entry: Any) -> Optional[Any]:
     """The configuration an ``autotune.json`` entry describes, or None for an entry this
     version cannot read (then the shape is tuned again)."""
-    from .codegen_sm90 import Sm90Config
-    from .splitk import SplitKConfig
+    from ..kernels.splitk import SplitKConfig
+    from ..kernels.wgmma import Sm90Config
 
     try:
         d = dict(entry)

@@ -11,7 +11,7 @@ CTAs walk the tiles in a proven grouped order, the epilogue goes through a swizz
 shared-memory buffer, and with ``cluster=2`` two CTAs share the B tile by TMA multicast.
 
 Each operand is staged in CuTe's canonical 128-byte-swizzled GMMA layout of its own
-major-ness (:func:`layoutproof.gpu.sm90.smem_atom` tiled to the stage): K-major for
+major-ness (:func:`layoutproof.gpu.isa.gmma.smem_atom` tiled to the stage): K-major for
 row-major A / column-major B, MN-major (read with wgmma's transpose flag) for column-major
 A / row-major B -- no operand is copied.  What is proven before the source is emitted:
 
@@ -21,7 +21,7 @@ A / row-major B -- no operand is copied.  What is proven before the source is em
   equals its layout;
 * the descriptors: for every element (row, k) a warpgroup's wgmma reads in every k16 step,
   the address the hardware forms from the descriptor
-  (:func:`layoutproof.gpu.sm90.prove_descriptor`: start, leading and stride byte offsets,
+  (:func:`layoutproof.gpu.isa.gmma.prove_descriptor`: start, leading and stride byte offsets,
   the 128-byte swizzle) is the element's address in the buffer layout, and the emitted
   start offsets ``base + wg * step + ks * step`` are those descriptors' start addresses;
 * the accumulator map (thread, register) -> (m, n) of the warpgroup atoms covers the C
@@ -30,11 +30,11 @@ A / row-major B -- no operand is copied.  What is proven before the source is em
   onto the tile grid (:func:`prove_schedule`); the epilogue's swizzle is conflict-free and
   its data flow puts every accumulator at its C coordinate (:func:`_plan_epilogue`); the
   mbarrier protocol, read from the kernel IR's barrier nodes (:func:`protocol_ir`), is
-  model-checked over every interleaving (:mod:`layoutproof.gpu.pipeline`); in a cluster,
+  model-checked over every interleaving (:mod:`layoutproof.gpu.proof.pipeline`); in a cluster,
   the multicast boxes partition B and each CTA's transaction count is the bytes that land
   in it.
 
-Every kernel is built as kernel IR (:mod:`layoutproof.gpu.kir`) and printed by its one
+Every kernel is built as kernel IR (:mod:`layoutproof.gpu.proof.kir`) and printed by its one
 printer; the IR's own obligations (every access's address equal to its layout claim with
 its bounds, bank conflicts of the threads' shared accesses, barrier uniformity) are
 discharged before the source exists, and the header ends with their coverage.
@@ -56,8 +56,13 @@ import numpy as np
 from layoutproof import ComposedLayout, Layout, Swizzle, composition
 from layoutproof.layout import top_modes
 
-from . import banks, kir, lower, sm90
-from .codegen import (
+from ..config import DTYPES, OUT_DTYPES, SMEM_LIMIT, GemmConfig, GemmProblem
+from ..errors import GemmConfigError, ProofFailedError
+from ..isa import gmma
+from ..proof import banks, kir, lower
+from ..proof.pipeline import prove_pipeline
+from ..proof.record import ProofLog
+from .mma_sync import (
     STORE2,
     Env,
     GemmKernel,
@@ -79,10 +84,6 @@ from .codegen import (
     type_sizes,
     warp_rows,
 )
-from .config import DTYPES, OUT_DTYPES, SMEM_LIMIT, GemmConfig, GemmProblem
-from .errors import GemmConfigError, ProofFailedError
-from .pipeline import prove_pipeline
-from .proofrec import ProofLog
 
 __all__ = ["Sm90Config", "HOPPER_DEFAULT", "generate_sm90"]
 
@@ -197,14 +198,14 @@ def _plan_descriptors(
     fields, starts = None, {}
     for sl in range(slices):
         for ks in range(p.bk // 16):
-            d = sm90.make_descriptor(smem, 0, mn_offset=sl * rows, k_offset=16 * ks)
+            d = gmma.make_descriptor(smem, 0, mn_offset=sl * rows, k_offset=16 * ks)
             if fields is None:  # the template: slice 0, k step 0 (a field another
                 fields = d & ~0x3FFF  # slice does not reach may differ; the proof decides)
             starts[(sl, ks)] = (d & 0x3FFF) << 4
             # the descriptor the kernel forms: the template with this start address
             emitted = fields | (d & 0x3FFF)
             log.extend(
-                sm90.prove_descriptor(
+                gmma.prove_descriptor(
                     smem,
                     emitted,
                     base_addr=0,
@@ -1959,7 +1960,7 @@ def generate_sm90(
     for p in (a, b):
         if cfg.loader == "tma":
             lay = tma_stage_layout(p.x_extent, p.kmajor)
-            smems[p.name] = sm90.GmmaSmemLayout(lay, "K" if p.kmajor else "MN", "SW128")
+            smems[p.name] = gmma.GmmaSmemLayout(lay, "K" if p.kmajor else "MN", "SW128")
             bs, bd = top_modes(lay.layout_b)
             stack = Layout((bs[0], bs[1], p.stages), (bd[0], bd[1], p.stage_elems))
             total = p.stages * p.stage_elems
@@ -1976,7 +1977,7 @@ def generate_sm90(
             raise GemmConfigError(
                 f"Sm90Config: the {p.name.upper()} tile is not a whole number of 16-byte chunks per thread"
             )
-        smem = sm90.tile_to_shape(sm90.smem_atom("K" if p.kmajor else "MN", "SW128"), (p.x_extent, p.bk))
+        smem = gmma.tile_to_shape(gmma.smem_atom("K" if p.kmajor else "MN", "SW128"), (p.x_extent, p.bk))
         smems[p.name] = smem
         sl = smem.layout
         if not isinstance(sl, ComposedLayout) or sl.swizzle != SW128 or sl.offset != 0:
@@ -1997,10 +1998,10 @@ def generate_sm90(
         "b": _plan_descriptors(b, smems["b"], cfg.bn, 1, log),
     }
     cm = _c_map(cfg)
-    # the atom (verified against the PTX fragment encoding of layoutproof.gpu.sm90) is the
+    # the atom (verified against the PTX fragment encoding of layoutproof.gpu.isa.gmma) is the
     # (thread, register) part of the C map; the warpgroup mode is covered by the bijection
-    atom = sm90.sm90_atom(cfg.bn, prob.dtype, "SS")
-    log.extend(sm90.verify_gmma_atom(atom))
+    atom = gmma.sm90_atom(cfg.bn, prob.dtype, "SS")
+    log.extend(gmma.verify_gmma_atom(atom))
     prove_c_atom_part(cm, atom, (64, cfg.bn), cfg.bm, log)
     lower.prove_bijective(
         cm, cfg.bm * cfg.bn, what=f"C (thread, register, warpgroup) -> {cfg.bm}x{cfg.bn} tile", log=log

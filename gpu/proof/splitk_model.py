@@ -1,6 +1,6 @@
 """Model checking of split-K's serial reduction: the last unit of a tile sums the planes.
 
-In the serial split-K kernel (:func:`layoutproof.gpu.splitk.serial_ir`) the ``S`` units
+In the serial split-K kernel (:func:`layoutproof.gpu.kernels.splitk.serial_ir`) the ``S`` units
 (CTAs, one consumer warpgroup each in this model) of one output tile each store an f32
 partial into their own workspace plane, then count themselves on a per-tile counter; the
 unit that reads ``S - 1`` from the counter reads every plane, writes the output and sets the
@@ -49,9 +49,9 @@ from __future__ import annotations
 import functools
 from typing import Any, FrozenSet, List, Optional, Sequence, Tuple
 
+from ..errors import ProofFailedError
 from . import kir
-from .errors import ProofFailedError
-from .proofrec import ProofLog
+from .record import ProofLog
 
 __all__ = [
     "Op",

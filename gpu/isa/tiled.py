@@ -1,6 +1,6 @@
 """TiledMMA, ThrMMA and TiledCopy, built with the layout algebra (partition = compose + slice).
 
-A :class:`TiledMMA` repeats an :class:`~layoutproof.gpu.atoms.MMAAtom` over an *atom
+A :class:`TiledMMA` repeats an :class:`~layoutproof.gpu.isa.atoms.MMAAtom` over an *atom
 layout* (e.g. ``(2,2)`` warps) and optionally a permutation / larger tile per mode
 (CuTe's ``PermutationMNK``).  For operand C the thread-fragment layout of a tensor is made
 exactly as in the talk:
@@ -16,7 +16,7 @@ The thread mode is indexed by the *logical* thread ``v + V*(m + AM*n)``;
 quadpairs the two differ).  A thread's partition is the value mode with the thread mode
 fixed: composition followed by slicing.
 
->>> from layoutproof.gpu.atoms import MMA_ATOMS
+>>> from layoutproof.gpu.isa.atoms import MMA_ATOMS
 >>> tm = TiledMMA(MMA_ATOMS["SM80_16x8x16_F32F16F16F32_TN"], (2, 2))
 >>> tm.tile_mnk, tm.size
 ((32, 16, 16), 128)
@@ -50,9 +50,9 @@ from layoutproof.errors import InadmissibleError, MalformedLayoutError, OutOfDom
 from layoutproof.inttuple import raw_product
 from layoutproof.tensor import CoordinateEngine
 
+from ..errors import ProofFailedError
+from ..proof.record import ProofLog
 from .atoms import CopyAtom, MMAAtom
-from .errors import ProofFailedError
-from .proofrec import ProofLog
 
 __all__ = ["TiledMMA", "ThrMMA", "TiledCopy", "ThrCopy", "prove_tiled_mma", "prove_tiled_copy"]
 
@@ -302,7 +302,7 @@ class TiledCopy:
     ``val_layout`` each thread's values; the tile is ``thr x val`` (raked product) and the
     TV layout ``(thread, value) -> m + TM*n`` its right inverse.
 
-    >>> from layoutproof.gpu.atoms import COPY_ATOMS
+    >>> from layoutproof.gpu.isa.atoms import COPY_ATOMS
     >>> tc = TiledCopy(COPY_ATOMS["SM80_CP_ASYNC_CACHEALWAYS_16B"],
     ...                Layout((16, 8), (8, 1)), Layout((1, 8)), elem_bits=16)
     >>> tc.tile_shape, str(tc.layout_tv)
