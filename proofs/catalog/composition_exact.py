@@ -40,7 +40,9 @@ from .. import symexec as sx
 from ..symexec import symops_module as _symops
 from ..symexec import z3_module as _z3
 from ..theorem import Theorem
+from . import composition_leaf as cl
 from . import symbolic as cs
+from .composition_leaf import leaf_operands
 
 __all__ = [
     "NeedProbe",
@@ -52,7 +54,6 @@ __all__ = [
     "exact_instance",
     "exact_instances",
     "first_break_lemma_check",
-    "leaf_operands",
     "exact_theorem",
     "DISJOINT",
 ]
@@ -65,17 +66,8 @@ DISJOINT = "disjointness of B's modes in A"
 
 
 def _walk_and_conc(A: Layout, n: Any, r: Any) -> Tuple[Callable[..., Any], Callable[[Dict[str, int]], Any]]:
-    """The real leaf walk and the integer composition that confirms its refusals (both from
-    the leaf induction's module, imported here: that module builds this theorem)."""
-    from . import composition_induction as ci
-
-    return ci.leaf_walk(), ci.integer_composition(A, Layout.trusted(n, r))
-
-
-def leaf_operands(a: int) -> Tuple[Layout, Any, Any]:
-    """A of rank ``a`` (symbolic extents, arbitrary strides) and one leaf ``Bs0:Bd0`` (a
-    positive extent, a stride of any sign)."""
-    return cs.sym_layout("A", a), cs.extents("Bs", 1)[0], cs.strides("Bd", 1)[0]
+    """The real leaf walk and the integer composition that confirms its refusals."""
+    return cl.leaf_walk(), cl.integer_composition(A, Layout.trusted(n, r))
 
 
 class NeedProbe:
@@ -832,13 +824,11 @@ def _ranks(xs: Sequence[int]) -> str:
 
 
 def _exact_check() -> List[Result]:
-    from . import composition_induction as ci
-
     full = cs.full_scope()
     out = (
         # the leaf fold's invariant (its chain N r == P rest_r is the witness step's premise):
         # sym.composition-post's every-rank induction, explored once per process
-        ci.every_rank_results()
+        cl.every_rank_results()
         + cs.prove(
             "at every rank of A, each step of the leaf fold: a shape-divisibility refusal fails its test "
             "(L1's certificate); an appended footprint is reached by the coordinate N (t - 1) with no "

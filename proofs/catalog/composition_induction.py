@@ -20,12 +20,12 @@ about a single leaf:
   part of B(c) so far) and ``Σ D_i Ad_i == V`` (the result's value so far) -- adding the next
   leaf keeps the invariant with ``D + δ``, ``U + occ``, ``X + c*r``, ``V + R_leaf(c)`` (a
   mode-wise sum: by hand at every rank, and machine-checked on the real walk's paths at
-  fixed ranks of A, :func:`leaf_instance`).
+  fixed ranks of A, :func:`.composition_leaf.leaf_instance`).
 
 The leaf lemma holds at **every rank of A**: the leaf walk is a fold of the real
 ``compose_leaf_step`` over Â's modes, and :mod:`.composition_fold` proves its
 invariant's step and close on every path with the finished modes opaque; the base is the
-whole walk at A rank 1 (:func:`every_rank_instances`).  At the end every mode below the last
+whole walk at A rank 1 (:func:`.composition_leaf.every_rank_instances`).  At the end every mode below the last
 has ``U_i < As_i`` (**closure**): the overlap check sums the footprints by a fold of
 ``footprint_sum_step`` and checks each mode alone (``check_mode_disjoint``), both explored
 there per mode, so for any rank of Â and any number of leaves a mode used by two or more
@@ -38,9 +38,9 @@ the returned footprints, the fold loops, and the concatenation.  The fixed-rank 
 induction (A ranks 1-4, the closure with two and three leaves on the real
 ``check_leaves_disjoint``) stays as a supplement with ``--all``.
 
->>> from layoutproof.proofs.catalog.composition_induction import leaf_instances
->>> [i.label for i in leaf_instances((1, 2))]
-['leaf lemma + step, A rank 1', 'leaf lemma + step, A rank 2']
+>>> from layoutproof.proofs.catalog.composition_induction import closure_instances
+>>> [i.label for i in closure_instances((2,))][0]
+'closure, A rank 2, leaves using modes [[0], [0]]'
 """
 
 from __future__ import annotations
@@ -55,111 +55,14 @@ from layoutproof.verify import Result
 from .. import symexec as sx
 from ..symexec import z3_module as _z3
 from ..theorem import Theorem
-from . import composition_fold as cf
 from . import symbolic as cs
+from .composition_exact import exact_theorem
+from .composition_leaf import every_rank_results, leaf_instances
 
 # every theorem here is built by the group's one builder, naming this file as its source
 _theorem = functools.partial(cs.all_values_theorem, source="proofs/catalog/composition_induction.py")
 
-__all__ = ["leaf_walk", "leaf_instances", "leaf_instance", "integer_composition"]
-
-
-def leaf_walk() -> Callable[..., Tuple[List[Any], List[Any], Dict[int, Any]]]:
-    """The leaf walk of ``symops.composition`` (the function it calls once per leaf of B)."""
-    from layoutproof.symbolic import symops
-
-    return symops.compose_leaf
-
-
-def integer_composition(A: Layout, B: Layout) -> Callable[[Dict[str, int]], Any]:
-    """The integer composition on the operands with an assignment substituted (completed to
-    every symbol under the active assumptions): the leaf walk's confirmation of a refusal."""
-
-    def run(asg: Dict[str, int]) -> Any:
-        from layoutproof import ops
-        from layoutproof.errors import UndecidableConditionError
-        from layoutproof.symbolic import assumptions, complete_assignment
-
-        syms = set(A.free_symbols) | set(B.free_symbols)
-        full = complete_assignment(asg, syms, assumptions())
-        if full is None:  # nothing to confirm with: the walk reports the condition undecided
-            raise UndecidableConditionError(
-                "composition: no assignment of the other symbols found to confirm the refusal on integers",
-                condition="an assignment of every symbol under the assumptions",
-            )
-        asg.clear()
-        asg.update(full)
-        return ops.composition(A.subs(full), B.subs(full))
-
-    return run
-
-
-def leaf_instance(A: Layout, n: Any, r: Any, what: str = "step") -> cs.Instance:
-    """For A and one leaf ``n:r``, on every path of the real ``coalesce_flat`` (keep_last)
-    and leaf walk: the leaf lemma and the induction step (``what == "step"``), the leaf
-    lemma alone (``"lemma"``), or only the leaf result's size (``"size"``)."""
-    from layoutproof.symbolic import symops
-
-    fa, da = sx.flat_modes(A)
-    Bleaf = Layout.trusted(n, r)
-    walk = leaf_walk()
-    conc = integer_composition(A, Bleaf)
-
-    def fn() -> Any:
-        As, Ad = symops.coalesce_flat(tuple(fa), tuple(da), keep_last=True)
-        ms, md, occ = walk(As, Ad, n, r, -1, conc)
-        return As, Ad, cs.lay(ms, md), dict(occ)
-
-    def build(cx: cs.Ctx) -> Tuple[List[Any], Any]:
-        z3 = _z3()
-        sp = _sp()
-        e = cx.enc
-        As, Ad, Rl, occ = cx.path.value
-        ms, md = sx.flat_modes(Rl)
-        last = len(As) - 1
-        # the leaf result's own digits: every coordinate c < n of the leaf, c = idx(gs)
-        gs = [cx.dg.new(e, s, "g") for s in ms]
-        c = sx.index_of(e, ms, gs)
-        rval = sx.value_of(e, md, gs)
-        terms = [(g, s, sp.expand(p * r)) for g, s, p in zip(gs, ms, cs.prefixes(ms))]
-        delta = sx.place(e, list(As), terms, cx.facts, unbounded_last=True)
-        rt = e.t(r)
-        lemma: List[Any] = [cs.zprod(e, ms) == e.t(n)]  # the leaf result has size n
-        if what == "size":
-            return [], lemma[0]
-        lemma += cs.bounded(e, list(As), delta, last=False)  # δ in range (the last unbounded)
-        lemma.append(sx.index_of(e, list(As), delta) == c * rt)  # δ represents c*r
-        lemma.append(sx.value_of(e, list(Ad), delta) == rval)  # R_leaf(c) == Â(c*r)
-        for i in range(last):  # the footprint bounds the digits
-            if i in occ:
-                o = e.t(occ[i])
-                lemma += [delta[i] <= o, o >= 0, o < e.t(As[i])]
-            else:
-                lemma.append(delta[i] == 0)
-        if what == "lemma":
-            return [], z3.And(lemma)
-        # the induction step: any accumulated state of k leaves, extended by this leaf
-        D = [e.fresh("D") for _ in As]
-        U = [e.fresh("U") for _ in range(last)]
-        X, V = e.fresh("X"), e.fresh("V")
-        pref = [e.t(p) for p in cs.prefixes(list(As))]
-        ctx = [d >= 0 for d in D]
-        ctx += [D[i] <= U[i] for i in range(last)]
-        ctx.append(sum((d * p for d, p in zip(D, pref)), z3.IntVal(0)) == X)
-        ctx.append(sum((d * e.t(a) for d, a in zip(D, Ad)), z3.IntVal(0)) == V)
-        D2 = [D[i] + delta[i] for i in range(len(As))]
-        U2 = [U[i] + (e.t(occ[i]) if i in occ else 0) for i in range(last)]
-        stepc = [d >= 0 for d in D2]
-        stepc += [D2[i] <= U2[i] for i in range(last)]
-        stepc.append(sum((d * p for d, p in zip(D2, pref)), z3.IntVal(0)) == X + c * rt)
-        stepc.append(sum((d * e.t(a) for d, a in zip(D2, Ad)), z3.IntVal(0)) == V + rval)
-        # the lemma is a conjunct of the claim (proved on this path); the step's conjuncts
-        # hold given it
-        return ctx, z3.And(lemma + [z3.Implies(z3.And(lemma), z3.And(stepc))])
-
-    label = {"step": "leaf lemma + step", "lemma": "leaf lemma", "size": "leaf size"}[what]
-    label = f"{label}, A rank {len(fa)}"
-    return cs.Instance(label, fn, build, cs.confirm_post("composition", lambda p: p.value[2], A, Bleaf))
+__all__ = ["closure_instance", "closure_instances", "post_instances", "THEOREMS"]
 
 
 def closure_instance(
@@ -224,48 +127,6 @@ def post_instances(ranks: Sequence[int]) -> List[cs.Instance]:
     """The whole induction for composition's post-condition at these ranks of A: the leaf
     lemma + step per rank, and the closure on the overlap check per rank of Â above 1."""
     return leaf_instances(ranks, "step") + closure_instances([a for a in ranks if a > 1])
-
-
-def _leaf_operands(a: int) -> Tuple[Layout, Any, Any]:
-    A = cs.sym_layout("A", a)
-    n = cs.extents("Bs", 1)[0]
-    r = cs.strides("Bd", 1)[0]
-    return A, n, r
-
-
-def leaf_instances(ranks: Sequence[int], what: str = "step") -> List[cs.Instance]:
-    """One leaf instance per A rank: A with symbolic extents and arbitrary strides, the leaf
-    ``Bs0:Bd0`` with a positive extent and an arbitrary stride (the walk refuses a negative
-    one: no result there)."""
-    out = []
-    for a in ranks:
-        A, n, r = _leaf_operands(a)
-        out.append(leaf_instance(A, n, r, what))
-    return out
-
-
-def every_rank_instances() -> List[cs.Instance]:
-    """The induction at every rank of A: the base (the whole real leaf walk -- trivial leaves,
-    no step, the close -- with the step over B's leaves, at A rank 1) and the every-rank
-    obligations of :mod:`.composition_fold` (the leaf walk's step and close, the
-    overlap check's sums step and per-mode check)."""
-    return leaf_instances((1,), "step") + cf.fold_instances()
-
-
-#: the claim the every-rank induction's results carry
-EVERY_RANK_CLAIM = "leaf lemma + closure at every rank of A (induction over Â's modes, B's leaves)"
-
-
-@functools.lru_cache(maxsize=1)
-def _every_rank_cached() -> Tuple[Result, ...]:
-    return tuple(cs.prove(EVERY_RANK_CLAIM, every_rank_instances()))
-
-
-def every_rank_results() -> List[Result]:
-    """The every-rank induction's results, explored once per process: every theorem that rests
-    on it (composition's post-condition and size, the divides, the products, the right
-    identity, associativity) reports them as part of its proof."""
-    return list(_every_rank_cached())
 
 
 # ----------------------------------------------------------------------------- the theorems
@@ -452,8 +313,6 @@ _EVERY_RANK = (
 
 
 def _build() -> List["Theorem"]:
-    from .composition_exact import exact_theorem
-
     post = _theorem(
         "sym.composition-post",
         "composition meets its post-condition, for all extents and strides and every rank of A and B",
@@ -493,7 +352,7 @@ def _build() -> List["Theorem"]:
         f"`layoutproof prove`; with `--all` also the fixed-rank leaf size lemma at A rank {_ranks(LEAF_ALL)}",
         f"A: {_EXT}, {_ANY}; B: {_EXT}, {_LEAVES} (the induction; direct runs: {_POS})",
     )
-    exact = exact_theorem()  # built in catalog_composition_exact (that module's imports of this one are lazy)
+    exact = exact_theorem()  # stated in .composition_exact, listed here in catalog order
     ld = _theorem(
         "sym.logical-divide-def",
         "logical_divide(L, T) is L o (T, complement(T, size(L)))",

@@ -16,6 +16,7 @@ from layoutproof import Layout, ops  # noqa: E402
 from layoutproof.errors import InadmissibleError, UndecidableConditionError  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
 from layoutproof.proofs.catalog import composition_exact as ce  # noqa: E402
+from layoutproof.proofs.catalog import composition_leaf as cl  # noqa: E402
 from layoutproof.proofs.catalog import get  # noqa: E402
 from layoutproof.proofs.catalog import symbolic as cs  # noqa: E402
 from layoutproof.symbolic import symops  # noqa: E402
@@ -96,7 +97,7 @@ def test_a_walk_that_refuses_too_often_fails_exactness_with_a_concrete_assignmen
         "cond = sp.Or(sp.Le(rest_n, m), _dvd_cond(m, rest_n))",
         "cond = sp.Or(sp.Le(rest_n, m), _dvd_cond(m * m, rest_n))",
     )
-    A, n, r = ce.leaf_operands(2)
+    A, n, r = cl.leaf_operands(2)
     (res,) = cs.prove("exact", [ce.exact_instance(A, n, r, walk=bad.compose_leaf)])
     assert res.status == "refuted", str(res)
     asg = res.counterexample.assignment
@@ -115,7 +116,7 @@ def test_a_footprint_one_too_large_refutes_the_witness_lemma():
     bad = _symops_with(
         "occ2 = occ + ((i, _num(rest_r * (take - 1))),)", "occ2 = occ + ((i, _num(rest_r * take)),)"
     )
-    A, n, r = ce.leaf_operands(2)
+    A, n, r = cl.leaf_operands(2)
     (res,) = cs.prove("witness", [ce.witness_instance(A, n, r, walk=bad.compose_leaf)])
     assert res.status == "refuted", str(res)
     asg = res.counterexample.assignment

@@ -17,7 +17,7 @@ from layoutproof import Layout, ops  # noqa: E402
 from layoutproof.errors import InadmissibleError, LayoutError  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
 from layoutproof.proofs.catalog import composition_fold as cf  # noqa: E402
-from layoutproof.proofs.catalog import composition_induction as ci  # noqa: E402
+from layoutproof.proofs.catalog import composition_leaf as cl  # noqa: E402
 from layoutproof.proofs.catalog import get  # noqa: E402
 from layoutproof.proofs.catalog import symbolic as cs  # noqa: E402
 from layoutproof.proofs.catalog.induction import Head, HeadRead  # noqa: E402
@@ -232,7 +232,7 @@ def test_the_catalog_rows_claim_every_rank():
         t = get(tid)
         assert "every rank" in t.family, tid
     # the base of the induction over Â's modes is the whole real walk at A rank 1
-    labels = [i.label for i in ci.every_rank_instances()]
+    labels = [i.label for i in cl.every_rank_instances()]
     assert labels[0] == "leaf lemma + step, A rank 1" and cf.fold_label_ok(labels)
     assoc = get("sym.composition-associative")
     assert "A, B, C of every rank" in assoc.family and "extension semantics" in assoc.statement

@@ -15,6 +15,7 @@ z3 = pytest.importorskip("z3")
 from layoutproof import Layout  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
 from layoutproof.proofs.catalog import composition_induction as ci  # noqa: E402
+from layoutproof.proofs.catalog import composition_leaf as cl  # noqa: E402
 from layoutproof.proofs.catalog import get  # noqa: E402
 from layoutproof.proofs.catalog import symbolic as cs  # noqa: E402
 from layoutproof.verify import postcondition  # noqa: E402
@@ -39,7 +40,7 @@ def _symops_with(original: str, replacement: str, *more: str) -> types.ModuleTyp
 
 # ----------------------------------------------------------------------------- the induction
 def test_leaf_lemma_and_step_are_proved_on_every_path():
-    for inst in ci.leaf_instances((1, 2)):
+    for inst in cl.leaf_instances((1, 2)):
         (r,) = cs.prove("leaf", [inst])
         assert r.status == "proved", str(r)
         assert r.obligations and all(o.verdict == "unsat" for o in r.obligations)
@@ -48,7 +49,7 @@ def test_leaf_lemma_and_step_are_proved_on_every_path():
 def test_the_leaf_walk_is_the_one_composition_calls():
     from layoutproof.symbolic import symops
 
-    assert ci.leaf_walk() is symops.compose_leaf
+    assert cl.leaf_walk() is symops.compose_leaf
     # composition = one walk per leaf, then the overlap check: a B of two leaves gives the
     # two walks' results side by side
     M = sp.Symbol("M", integer=True, positive=True)
@@ -69,8 +70,8 @@ def test_a_wrong_footprint_fails_the_leaf_lemma():
     bad = _symops_with(
         "occ2 = occ + ((i, _num(rest_r * (take - 1))),)", "occ2 = occ + ((i, _num(rest_r * (take - 2))),)"
     )
-    A, n, r = ci._leaf_operands(2)
-    inst = ci.leaf_instance(A, n, r, "lemma")
+    A, n, r = cl.leaf_operands(2)
+    inst = cl.leaf_instance(A, n, r, "lemma")
     inst = cs.Instance(
         inst.label,
         lambda: _run_with(bad, A, n, r),
@@ -84,7 +85,7 @@ def test_a_wrong_footprint_fails_the_leaf_lemma():
 def _run_with(mod, A, n, r):
     fa, da = sx.flat_modes(A)
     As, Ad = mod.coalesce_flat(tuple(fa), tuple(da), keep_last=True)
-    ms, md, occ = mod.compose_leaf(As, Ad, n, r, -1, ci.integer_composition(A, Layout.trusted(n, r)))
+    ms, md, occ = mod.compose_leaf(As, Ad, n, r, -1, cl.integer_composition(A, Layout.trusted(n, r)))
     return As, Ad, cs.lay(ms, md), dict(occ)
 
 
@@ -95,8 +96,8 @@ def test_a_planted_bug_in_the_leaf_walk_refutes_the_leaf_lemma():
         "md2 = md + (_num(rest_r * d),)",
         "md2 = md + (_num(d),)",
     )
-    A, n, r = ci._leaf_operands(2)
-    inst = ci.leaf_instance(A, n, r, "lemma")
+    A, n, r = cl.leaf_operands(2)
+    inst = cl.leaf_instance(A, n, r, "lemma")
     inst = cs.Instance(inst.label, lambda: _run_with(bad, A, n, r), inst.build, inst.confirm)
     (res,) = cs.prove("leaf lemma", [inst])
     assert res.status == "refuted", str(res)
