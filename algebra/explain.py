@@ -1,0 +1,1 @@
+"""Explanations of the algebra's refusals, with repairs that are proven before they are offered."""
