@@ -41,6 +41,8 @@ and notes, a kernel obligation its kind) and may keep older names as aliases
 [unknown] M % 8 == 0 -- z3: timeout
 >>> print(Outcome(REFUTED, "A == B", "exhaustive", witness="coordinate 1: 2 != 1"))
 [refuted] A == B -- exhaustive: coordinate 1: 2 != 1
+>>> print(Outcome(REFUTED, "4 | M", "z3", scope="2 | M", witness={"M": 2}))
+[refuted] 4 | M -- z3 (2 | M): M = 2
 """
 
 from __future__ import annotations
@@ -99,6 +101,14 @@ def status_of(x: object, allowed: Tuple[str, ...] = STATUSES, *, who: str = "sta
     return cast(Status, x)
 
 
+def _witness_text(w: Any) -> str:
+    """A witness in words: a model (a mapping) as ``name = value, ...``, anything else as
+    its ``str``."""
+    if isinstance(w, dict):
+        return ", ".join(f"{k} = {v}" for k, v in sorted(w.items())) or "{}"
+    return str(w)
+
+
 @dataclass(frozen=True, eq=False)
 class Outcome:
     """The record of one decided (or undecided) claim: see the module docstring.
@@ -136,7 +146,7 @@ class Outcome:
         if self.scope:
             text += f" ({self.scope})"
         if self.status == REFUTED and self.witness is not None:
-            text += f": {self.witness}"
+            text += f": {_witness_text(self.witness)}"
         elif self.status == UNKNOWN and self.reason:
             text += f": {self.reason}"
         return text

@@ -26,6 +26,7 @@ from layoutproof.errors import (
     UndecidableConditionError,
     show,
 )
+from layoutproof.outcome import REFUTED
 
 from ._bounded import MAX_CASES, assignments
 from ._concrete import IllFormed, concretize, is_symbolic
@@ -180,13 +181,13 @@ def _solve(
     if why is None:
         methods = set()
         for purpose, c, extra, _coord in eng.claims:
-            v = prove(purpose, c, facts + extra, tmo)
-            if v.obligation is not None:
-                obligations.append(v.obligation)
+            v, ob = prove(purpose, c, facts + extra, tmo)
+            if ob is not None:
+                obligations.append(ob)
             methods.add(v.method)
-            if v.value is True:
+            if v.holds:
                 continue
-            if v.value is False:
+            if v.status == REFUTED:
                 env = {p.name: v.model[p.name] for p in params if v.model and p.name in v.model}
                 if len(env) < len(params):  # the claim does not mention every parameter
                     small = bounded(
@@ -207,7 +208,7 @@ def _solve(
                     # coordinate evaluated on the concrete objects there
                     cex = _smaller(claim, check, objs, params, facts, None) if params else None
                     if cex is None:
-                        cex = _at_point(objs, env, v.model or {}, _coord, purpose)
+                        cex = _at_point(objs, env, dict(v.model or {}), _coord, purpose)
                 if cex is not None:
                     return Result(
                         "refuted",

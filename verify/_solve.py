@@ -3,13 +3,18 @@ solver call per claim (always with a time limit), recorded as a ProofObligation.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Tuple
 
+from layoutproof import budget
 from layoutproof.errors import LayoutError
+from layoutproof.outcome import PROVED, UNKNOWN
 
 from .result import ProofObligation
 
-__all__ = ["facts_for", "coord_symbol", "prove", "Verdict", "facts_consistent", "timeout_of", "facts_text"]
+if TYPE_CHECKING:
+    from layoutproof.symbolic.solver import Verdict
+
+__all__ = ["facts_for", "coord_symbol", "prove", "facts_consistent", "timeout_of", "facts_text"]
 
 
 def timeout_of(timeout_ms: Optional[int]) -> int:
@@ -61,27 +66,6 @@ def coord_symbol(name: str, taken: Iterable[Any]) -> Any:
     return sp.Symbol(cand, integer=True, nonnegative=True)
 
 
-class Verdict:
-    """One claim's fate: ``value`` True (proved), False (a model of facts and not claim
-    exists: ``model``), None (unknown: ``reason``); ``method`` is "sympy" or "z3"."""
-
-    __slots__ = ("value", "method", "model", "reason", "obligation")
-
-    def __init__(
-        self,
-        value: Optional[bool],
-        method: str,
-        model: Optional[Dict[str, int]] = None,
-        reason: Optional[str] = None,
-        obligation: Optional[ProofObligation] = None,
-    ) -> None:
-        self.value = value
-        self.method = method
-        self.model = model
-        self.reason = reason
-        self.obligation = obligation
-
-
 def _sympy_true(claim: Any) -> bool:
     import sympy as sp
 
@@ -97,19 +81,25 @@ def _sympy_true(claim: Any) -> bool:
     return False
 
 
-def prove(purpose: str, claim: Any, facts: tuple, timeout_ms: int) -> Verdict:
+def prove(
+    purpose: str, claim: Any, facts: tuple, timeout_ms: int
+) -> Tuple[Verdict, Optional[ProofObligation]]:
     """Decide ``claim`` under ``facts``: SymPy first (expansion of an equality), then Z3
     through :func:`layoutproof.symbolic.solver.prove` (``facts and not claim``: unsat
-    proves it, a model refutes it).  The caller checks the facts' consistency once
-    (:func:`facts_consistent`); an enclosing deadline's BudgetExceeded propagates."""
+    proves it, a model refutes it).  The solver's :class:`~layoutproof.symbolic.solver.Verdict`
+    (``method`` "sympy" when SymPy decided it; "vacuous" only if the caller skipped
+    :func:`facts_consistent`) and, when Z3 was asked, the :class:`ProofObligation` put to
+    it.  The caller checks the facts' consistency once (:func:`facts_consistent`); an
+    enclosing deadline's BudgetExceeded propagates."""
     import sympy as sp
 
     if claim is False:
         claim = sp.false  # Z3 still gives a model of the facts: the counterexample's assignment
-    if _sympy_true(claim):
-        return Verdict(True, "sympy")
-    from layoutproof import budget
     from layoutproof.symbolic import solver
+    from layoutproof.symbolic.solver import Verdict
+
+    if _sympy_true(claim):
+        return Verdict(PROVED, purpose, "sympy"), None
 
     try:
         v = solver.prove(
@@ -118,15 +108,11 @@ def prove(purpose: str, claim: Any, facts: tuple, timeout_ms: int) -> Verdict:
     except budget.BudgetExceeded:
         raise
     except LayoutError as e:
-        return Verdict(None, "z3", reason=f"not expressible in Z3: {e}")
+        return Verdict(UNKNOWN, purpose, reason=f"not expressible in Z3: {e}"), None
     rec = ProofObligation(
-        purpose, claim, facts, v.z3_answer, v, v.seconds, reason=v.reason if v.status == "unknown" else None
+        purpose, claim, facts, v.z3_answer, v, v.seconds, reason=v.reason if v.status == UNKNOWN else None
     )
-    if v.status in ("proved", "vacuous"):
-        return Verdict(True, "z3", obligation=rec)
-    if v.status == "refuted":
-        return Verdict(False, "z3", model=dict(v.model or {}), obligation=rec)
-    return Verdict(None, "z3", reason=v.reason, obligation=rec)
+    return v, rec
 
 
 def facts_consistent(facts: tuple, timeout_ms: int) -> Optional[bool]:
@@ -135,7 +121,6 @@ def facts_consistent(facts: tuple, timeout_ms: int) -> Optional[bool]:
     (:func:`layoutproof.symbolic.solver.facts_consistent`)."""
     if not facts:
         return True
-    from layoutproof import budget
     from layoutproof.symbolic import solver
 
     try:

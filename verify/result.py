@@ -32,10 +32,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Iterable, Optional, Tuple
 
+from layoutproof.errors import MalformedLayoutError, show
 from layoutproof.layout import fmt_htuple
+from layoutproof.outcome import Outcome, status_of
 
 __all__ = ["Result", "Counterexample", "ProofObligation", "STATUSES", "METHODS"]
 
+#: the statuses of a check (the solver's "vacuous" is reported as "unknown")
 STATUSES = ("proved", "checked", "refuted", "unknown")
 METHODS = ("exhaustive", "sympy", "z3", "cvc5", "bounded")
 
@@ -184,15 +187,17 @@ class ProofObligation:
 
 
 @dataclass(frozen=True, slots=True, init=False, repr=False, eq=False)
-class Result:
-    """The outcome of a check: see the module docstring for the four statuses.
+class Result(Outcome):
+    """The outcome of a check: see the module docstring for the four statuses.  A
+    :class:`~layoutproof.outcome.Outcome`: ``statement``, ``witness`` and ``scope`` are the
+    shared names of ``claim``, ``counterexample`` and the assumptions and bounds.
 
     Attributes:
         status: ``"proved"``, ``"checked"``, ``"refuted"`` or ``"unknown"``.
         method: ``"exhaustive"``, ``"sympy"``, ``"z3"``, ``"cvc5"`` or ``"bounded"``.
-        claim: the statement checked, in words.
+        claim: the statement checked, in words (also ``statement``).
         seconds: wall time of the check.
-        counterexample: a :class:`Counterexample` when refuted.
+        counterexample: a :class:`Counterexample` when refuted (also ``witness``).
         reason: why, when unknown (also set for some refutations: the violated condition).
         condition: the side condition concerned (admissibility checks), when there is one.
         bounds: for ``"checked"``, the parameter box (dict name -> (lo, hi)) within which
@@ -200,32 +205,30 @@ class Result:
         cases: for bounded checks, how many parameter assignments were checked.
         obligations: the :class:`ProofObligation` s put to Z3 (see :func:`to_smtlib`).
         assumptions: the facts the claim was checked under (text).
+        scope: the assumptions and the bounds in one text ("" when there are none).
         notes: further remarks (e.g. why a Z3 attempt gave way to bounded checking).
 
     >>> r = Result("unknown", "z3", claim="A == B", reason="timeout")
     >>> bool(r), str(r)
     (False, 'unknown (z3, 0.0 ms): A == B -- timeout')
+    >>> r.line()
+    '[unknown] A == B -- z3: timeout'
     """
 
-    status: str
-    method: str
-    claim: str
-    seconds: float
-    counterexample: Optional[Counterexample]
-    reason: Optional[str]
-    condition: Optional[str]
-    bounds: Optional[Dict[str, Tuple[int, int]]]
-    cases: Optional[int]
-    obligations: Tuple[ProofObligation, ...]
-    assumptions: Tuple[str, ...]
-    notes: Tuple[str, ...]
+    witness: Optional[Counterexample] = None
+    reason: Optional[str] = None
+    condition: Optional[str] = None
+    bounds: Optional[Dict[str, Tuple[int, int]]] = None
+    obligations: Tuple[ProofObligation, ...] = ()
+    assumptions: Tuple[str, ...] = ()
+    notes: Tuple[str, ...] = ()
 
     def __init__(
         self,
         status: str,
         method: str,
         *,
-        claim: str = "",
+        claim: Optional[str] = None,
         seconds: float = 0.0,
         counterexample: Optional[Counterexample] = None,
         reason: Optional[str] = None,
@@ -235,19 +238,26 @@ class Result:
         obligations: Iterable[ProofObligation] = (),
         assumptions: Iterable[str] = (),
         notes: Iterable[str] = (),
+        statement: Optional[str] = None,
+        witness: Optional[Counterexample] = None,
+        scope: Optional[str] = None,
     ) -> None:
-        from layoutproof.errors import MalformedLayoutError, show
-
-        if type(status) is not str or status not in STATUSES:
-            raise MalformedLayoutError(f"Result: status must be one of {STATUSES}, got {show(status)}")
+        # ``statement`` and ``witness`` are the shared names of ``claim`` and
+        # ``counterexample`` (``dataclasses.replace`` passes them); the own names win when
+        # both are given.  ``scope`` is derived from the assumptions and bounds.
+        if claim is None:
+            claim = statement or ""
+        if counterexample is None:
+            counterexample = witness
+        st = status_of(status, STATUSES, who="Result: status")
         if type(method) is not str or method not in METHODS:
             raise MalformedLayoutError(f"Result: method must be one of {METHODS}, got {show(method)}")
         s = object.__setattr__
-        s(self, "status", status)
+        s(self, "status", st)
         s(self, "method", method)
-        s(self, "claim", claim)
+        s(self, "statement", claim)
         s(self, "seconds", float(seconds))
-        s(self, "counterexample", counterexample)
+        s(self, "witness", counterexample)
         s(self, "reason", reason)
         s(self, "condition", condition)
         s(self, "bounds", dict(bounds) if bounds is not None else None)
@@ -255,6 +265,20 @@ class Result:
         s(self, "obligations", tuple(obligations))
         s(self, "assumptions", tuple(assumptions))
         s(self, "notes", tuple(notes))
+        scope = ", ".join(self.assumptions)
+        if self.bounds:
+            scope += ("; " if scope else "") + f"within {_bounds_text(self.bounds)}"
+        s(self, "scope", scope)
+
+    @property
+    def claim(self) -> str:
+        """The statement checked, in words (``statement``)."""
+        return self.statement
+
+    @property
+    def counterexample(self) -> Optional[Counterexample]:
+        """Where the claim fails, when refuted (``witness``)."""
+        return self.witness
 
     # ------------------------------------------------------------------ derived
     @property
@@ -274,10 +298,14 @@ class Result:
         return self.status in ("proved", "checked")
 
     def replace(self, **changes: Any) -> "Result":
-        """A copy with some fields changed."""
-        kw = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("status", "method")}
-        kw.update({k: v for k, v in changes.items() if k not in ("status", "method")})
-        return Result(changes.get("status", self.status), changes.get("method", self.method), **kw)
+        """A copy with some fields changed (by the constructor's names, or the shared
+        ``statement`` and ``witness``; ``scope`` follows the assumptions and bounds)."""
+        for shared, own in _ALIASES.items():
+            if shared in changes:
+                changes[own] = changes.pop(shared)
+        kw = {k: getattr(self, k) for k in _INIT_FIELDS}
+        kw.update(changes)
+        return Result(kw.pop("status"), kw.pop("method"), **kw)
 
     # ------------------------------------------------------------------ text
     def _head(self) -> str:
@@ -365,6 +393,24 @@ class Result:
             "assumptions": list(self.assumptions),
             "notes": list(self.notes),
         }
+
+
+# the constructor's names of Result's fields, and the shared names they are stored under
+_ALIASES = {"statement": "claim", "witness": "counterexample"}
+_INIT_FIELDS = (
+    "status",
+    "method",
+    "claim",
+    "seconds",
+    "counterexample",
+    "reason",
+    "condition",
+    "bounds",
+    "cases",
+    "obligations",
+    "assumptions",
+    "notes",
+)
 
 
 def _bounds_text(b: Dict[str, Tuple[int, int]]) -> str:

@@ -46,6 +46,7 @@ import z3
 
 from .. import budget
 from ..errors import MalformedLayoutError
+from ..outcome import Outcome, Status
 
 __all__ = [
     "Verdict",
@@ -65,35 +66,45 @@ __all__ = [
 #: the per-call limit when neither the caller nor :func:`layoutproof.symbolic.get_timeout` says
 DEFAULT_TIMEOUT_S = 3.0
 
-Status = Literal["proved", "refuted", "unknown", "vacuous"]
-
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
-    """The fate of one claim under facts.
+class Verdict(Outcome):
+    """The fate of one claim under facts: a :class:`~layoutproof.outcome.Outcome`.
 
     Attributes:
         status: ``"proved"`` (``facts and not claim`` is unsatisfiable, the facts are not),
-            ``"refuted"`` (a model of ``facts and not claim`` exists: ``model``),
+            ``"refuted"`` (a model of ``facts and not claim`` exists: ``witness``),
             ``"vacuous"`` (the facts alone are unsatisfiable) or ``"unknown"`` (``reason``).
-        model: for "refuted", the values (name -> int) of the free variables in Z3's model.
+        statement: the caller's label of the claim (also ``name``).
+        method: ``"z3"`` (``"sympy"`` when a caller decided the claim before asking Z3).
+        witness: for "refuted", the values (name -> int) of the free variables in Z3's
+            model (also ``model``); None otherwise.
         reason: for "unknown", why: ``"timeout"``, ``"nonlinear arithmetic (...)"`` or Z3's
             own reason; empty otherwise.
+        seconds: the time the call took.
+        scope, cases: as in :class:`~layoutproof.outcome.Outcome` (the facts bound the
+            scope; ``smtlib`` states them).
         smtlib: the obligation ``facts and not claim`` as an SMT-LIB2 script (``unsat``
             means the claim holds); written when first read, from ``assertions``.
-        seconds: the time the call took.
-        name: the caller's label of the claim.
         assertions: the obligation's Z3 terms (domains, facts, ``not claim``).
         logic: the SMT-LIB logic the script names.
     """
 
-    status: Status
-    model: Optional[Mapping[str, int]]
-    reason: str
-    seconds: float
-    name: str = ""
-    assertions: Tuple[Any, ...] = field(default=(), repr=False, compare=False)
-    logic: str = "ALL"
+    method: str = "z3"
+    witness: Optional[Mapping[str, int]] = None
+    reason: str = ""
+    assertions: Tuple[Any, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+    logic: str = field(default="ALL", kw_only=True)
+
+    @property
+    def name(self) -> str:
+        """The caller's label of the claim (``statement``)."""
+        return self.statement
+
+    @property
+    def model(self) -> Optional[Mapping[str, int]]:
+        """For "refuted", the model's values (``witness``); None otherwise."""
+        return self.witness
 
     @property
     def smtlib(self) -> str:
@@ -575,7 +586,15 @@ def prove(
     mine = None
 
     def out(status: Status, model: Optional[Dict[str, int]] = None, reason: str = "") -> Verdict:
-        return Verdict(status, model, reason, time.perf_counter() - t0, name, tuple(parts), logic)
+        return Verdict(
+            status,
+            name,
+            witness=model,
+            reason=reason,
+            seconds=time.perf_counter() - t0,
+            assertions=tuple(parts),
+            logic=logic,
+        )
 
     try:
         with budget.deadline(_own_limit_s(ms, 3 if small_model else 2)) as mine:

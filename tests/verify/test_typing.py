@@ -101,7 +101,12 @@ ob.verdict = "unsat"
 """
 EXPECTED = [
     (6, "attr-defined", '"Result" has no attribute "statuss"'),
-    (7, "assignment", 'expression has type "str", variable has type "int"'),
+    (
+        7,
+        "assignment",
+        "expression has type \"Literal['proved', 'checked', 'refuted', 'unknown', 'vacuous']\", "
+        'variable has type "int"',
+    ),
     (8, "misc", '"status" defined in "Result" is read-only'),
     (9, "union-attr", 'Item "None" of'),
     (11, "misc", '"verdict" defined in "ProofObligation" is read-only'),

@@ -113,10 +113,11 @@ def test_require_never_trusts_the_solver_alone(monkeypatch):
 
 
 def test_falsification_pass_catches_a_wrong_proof(monkeypatch):
-    from layoutproof.verify import _run, _solve
+    from layoutproof.symbolic.solver import Verdict
+    from layoutproof.verify import _run
 
     def always(purpose, claim, facts, timeout_ms):
-        return _solve.Verdict(True, "z3")
+        return Verdict("proved", purpose), None
 
     monkeypatch.setattr(_run, "prove", always)
     r = verify.equal(Layout((M, 2), (2, 1)), Layout(2 * M, 1))
@@ -126,9 +127,12 @@ def test_falsification_pass_catches_a_wrong_proof(monkeypatch):
 
 
 def test_falsification_pass_on_a_domain_too_large_to_evaluate(monkeypatch):
-    from layoutproof.verify import _run, _solve
+    from layoutproof.symbolic.solver import Verdict
+    from layoutproof.verify import _run
 
-    monkeypatch.setattr(_run, "prove", lambda purpose, claim, facts, timeout_ms: _solve.Verdict(True, "z3"))
+    monkeypatch.setattr(
+        _run, "prove", lambda purpose, claim, facts, timeout_ms: (Verdict("proved", purpose), None)
+    )
     n = 2**40
     r = verify.equal(Layout((n, 4), (1, n)), Layout((n, 4), (1, n + 1)))
     assert r.status == "refuted", r
