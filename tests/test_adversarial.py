@@ -48,8 +48,8 @@ N_CASES = 20_000
 # the refusal's condition) -> the section.  Empty: none is documented as intended.
 DOCUMENTED_OVER_REJECTIONS: dict = {}
 
-# Known failures still open: (class, function, a substring of the reproduction) -> the finding
-# in /work/briefs/fuzz_findings.md.  Each is printed when it occurs; anything else fails.
+# Known failures still open: (class, function, a substring of the reproduction) -> a line saying
+# what is wrong.  Each is printed when it occurs; anything else fails.
 KNOWN_FAILURES: dict = {}
 
 
