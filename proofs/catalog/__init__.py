@@ -24,7 +24,7 @@ from . import (
     negative,
     seeds,
     structure,
-    symbolic,
+    symbolic_binary,
     tiling,
 )
 from . import induction as fold_induction
@@ -39,7 +39,7 @@ THEOREMS: List[Theorem] = [
     *tiling.THEOREMS,
     *structure.THEOREMS,
     *seeds.THEOREMS,
-    *symbolic.THEOREMS,
+    *symbolic_binary.THEOREMS,
     *composition_induction.THEOREMS,
     *fold_induction.THEOREMS,
     *negative.THEOREMS,

@@ -56,6 +56,7 @@ from .. import symexec as sx
 from ..symexec import z3_module as _z3
 from ..theorem import Theorem
 from . import symbolic as cs
+from . import symbolic_binary as sb
 from .composition_exact import exact_theorem
 from .composition_leaf import every_rank_results, leaf_instances
 
@@ -152,7 +153,7 @@ def _post_check() -> List[Result]:
     # the main job's direct runs: one leaf and two leaves through the whole composition;
     # every one with --all, and the fixed-rank leaf induction as a supplement
     pairs = ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2)) if full else ((1, 1), (1, 2))
-    direct = [cs.composition_instance(A, B) for A, B in _direct(pairs)]
+    direct = [sb.composition_instance(A, B) for A, B in _direct(pairs)]
     out = every_rank_results() + cs.prove("R(c) == A(B(c))", direct)
     if full:
         out += cs.prove(
@@ -163,7 +164,7 @@ def _post_check() -> List[Result]:
 
 
 def _size_check() -> List[Result]:
-    direct = [cs.composition_size_instance(A, B) for A, B in _direct(((1, 1), (2, 1), (1, 2)))]
+    direct = [sb.composition_size_instance(A, B) for A, B in _direct(((1, 1), (2, 1), (1, 2)))]
     out = every_rank_results() + cs.prove("size(A o B) == size(B)", direct)
     if cs.full_scope():
         out += cs.prove(
@@ -183,7 +184,7 @@ def _pos(name: str, r: int = 1) -> Layout:
 
 
 def _logical_divide_def_check() -> List[Result]:
-    direct = cs.prove("logical_divide(L, T) == L o (T, T*)", [cs.logical_divide_instance(_L1(), _pos("T"))])
+    direct = cs.prove("logical_divide(L, T) == L o (T, T*)", [sb.logical_divide_instance(_L1(), _pos("T"))])
     out = direct + every_rank_results()
     if cs.full_scope():
         out += cs.prove(
@@ -207,7 +208,7 @@ def _other_theorem(tid: str) -> List[Result]:
 
 def _logical_divide_size_check() -> List[Result]:
     direct = cs.prove(
-        "size(L / T) == size(T) size(T*) >= size(L)", [cs.logical_divide_size_instance(_L1(), _pos("T"))]
+        "size(L / T) == size(T) size(T*) >= size(L)", [sb.logical_divide_size_instance(_L1(), _pos("T"))]
     )
     out = direct + every_rank_results()
     if not cs.full_scope():
@@ -225,7 +226,7 @@ def _logical_product_def_check() -> List[Result]:
     out = (
         cs.prove(
             "logical_product(A, B) == (A, complement(A, size(A) cosize(B)) o B)",
-            [cs.logical_product_instance(_pos("A"), _pos("B"))],
+            [sb.logical_product_instance(_pos("A"), _pos("B"))],
         )
         + every_rank_results()
     )
@@ -239,7 +240,7 @@ def _logical_product_def_check() -> List[Result]:
 
 def _logical_product_size_check() -> List[Result]:
     direct = cs.prove(
-        "size(A x B) == size(A) size(B)", [cs.logical_product_size_instance(_pos("A"), _pos("B"))]
+        "size(A x B) == size(A) size(B)", [sb.logical_product_size_instance(_pos("A"), _pos("B"))]
     )
     out = direct + every_rank_results()
     if cs.full_scope():
@@ -251,7 +252,7 @@ def _logical_product_size_check() -> List[Result]:
 
 def _left_identity_check() -> List[Result]:
     ranks = (1, 2, 3) if cs.full_scope() else (1, 2)
-    direct = cs.prove("(N:1 o B)(c) == B(c)", [cs.left_identity_instance(_pos("B", r)) for r in ranks])
+    direct = cs.prove("(N:1 o B)(c) == B(c)", [sb.left_identity_instance(_pos("B", r)) for r in ranks])
     return direct + cs.prove("R(c) == Â(B(c)) for every B (leaf induction, A = N:1)", post_instances((1,)))
 
 
@@ -259,7 +260,7 @@ def _right_identity_check() -> List[Result]:
     full = cs.full_scope()
     direct = cs.prove(
         "(A o size(A):1)(i) == A(i)",
-        [cs.right_identity_instance(cs.sym_layout("A", r)) for r in ((1, 2, 3) if full else (1, 2))],
+        [sb.right_identity_instance(cs.sym_layout("A", r)) for r in ((1, 2, 3) if full else (1, 2))],
     )
     out = direct + every_rank_results()
     if full:
@@ -272,7 +273,7 @@ def _right_identity_check() -> List[Result]:
 def _associativity_check() -> List[Result]:
     direct = cs.prove(
         "(A o B) o C == A o (B o C)",
-        [cs.associativity_instance(cs.sym_layout("A", 1), _pos("B"), _pos("C"))],
+        [sb.associativity_instance(cs.sym_layout("A", 1), _pos("B"), _pos("C"))],
     )
     out = direct + every_rank_results()
     if cs.full_scope():

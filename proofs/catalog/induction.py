@@ -42,6 +42,7 @@ from ..symexec import symops_module as _ops
 from ..symexec import z3_module as _z3
 from ..theorem import Theorem
 from . import symbolic as cs
+from . import symbolic_unary as su
 
 # every theorem here is built by the group's one builder, naming this file as its source
 _theorem = functools.partial(cs.all_values_theorem, source="proofs/catalog/induction.py")
@@ -275,9 +276,9 @@ def coalesce_instances(keep_last: bool = False) -> List[cs.Instance]:
     """Base (rank 1, the whole fold with its finish), the step from the empty state and from
     a state with a last mode; for ``keep_last`` also the kept last step from both."""
     base = (
-        cs.coalesce_keep_last_instance(cs.sym_layout("L", 1))
+        su.coalesce_keep_last_instance(cs.sym_layout("L", 1))
         if keep_last
-        else cs.coalesce_function_instance(cs.sym_layout("L", 1))
+        else su.coalesce_function_instance(cs.sym_layout("L", 1))
     )
     base = cs.Instance("base: rank 1", base.fn, base.build, base.confirm)
     out = [base, _coalesce_step_instance(False, True), _coalesce_step_instance(False, False)]
@@ -318,7 +319,7 @@ def _coalesce_depth_step_instance(empty: bool) -> cs.Instance:
 def coalesce_depth_instances() -> List[cs.Instance]:
     """Base (rank 1: the whole coalesce is flat) and the steps from the empty state and from
     a state with a last mode (every new mode a pair of leaves)."""
-    base = cs.coalesce_depth_instance(cs.sym_layout("L", 1))
+    base = su.coalesce_depth_instance(cs.sym_layout("L", 1))
     base = cs.Instance("base: rank 1", base.fn, base.build, base.confirm)
     return [base, _coalesce_depth_step_instance(True), _coalesce_depth_step_instance(False)]
 
@@ -1188,7 +1189,7 @@ def _structure_theorems() -> List[Theorem]:
             "cosize(coalesce(L)) == cosize(L), cosize = 1 + sum((s_k - 1) |d_k|) (negative strides "
             "included). A sum of one term per mode, so it is enough that each step's new modes have the "
             "terms of (t, s):(e, d) (a dropped mode's term is 0). " + inv + "the cosize step" + tail,
-            run("cosize(coalesce(L)) == cosize(L)", two(("coalesce", "cosize")), cs.coalesce_cosize_instance),
+            run("cosize(coalesce(L)) == cosize(L)", two(("coalesce", "cosize")), su.coalesce_cosize_instance),
             sc.format("coalesce_step"),
             anyL,
         ),
@@ -1203,7 +1204,7 @@ def _structure_theorems() -> List[Theorem]:
             run(
                 "coalesce(L) has no unit mode and no mergeable pair",
                 two(("coalesce", "maximal")),
-                cs.coalesce_maximal_instance,
+                su.coalesce_maximal_instance,
             ),
             sc.format("coalesce_step"),
             anyL,
@@ -1218,7 +1219,7 @@ def _structure_theorems() -> List[Theorem]:
             run(
                 "coalesce(coalesce(L)) == coalesce(L)",
                 two(("coalesce", "maximal"), ("coalesce", "identity")),
-                cs.coalesce_idempotent_instance,
+                su.coalesce_idempotent_instance,
             ),
             sc.format("coalesce_step"),
             anyL,
@@ -1231,7 +1232,7 @@ def _structure_theorems() -> List[Theorem]:
             + inv
             + "the cosize step"
             + tail,
-            run("cosize(filter(L)) == cosize(L)", two(("filter", "cosize")), cs.filter_cosize_instance),
+            run("cosize(filter(L)) == cosize(L)", two(("filter", "cosize")), su.filter_cosize_instance),
             sc.format("filter_step"),
             anyL,
         ),
@@ -1243,7 +1244,7 @@ def _structure_theorems() -> List[Theorem]:
             run(
                 "filter(filter(L)) == filter(L)",
                 two(("filter", "maximal"), ("filter", "identity")),
-                cs.filter_idempotent_instance,
+                su.filter_idempotent_instance,
             ),
             sc.format("filter_step"),
             anyL,
@@ -1260,7 +1261,7 @@ def _structure_theorems() -> List[Theorem]:
             run(
                 "coalesce(filter(L)) == filter(L)",
                 two(("filter", "maximal"), ("coalesce", "identity")),
-                cs.filter_coalesced_instance,
+                su.filter_coalesced_instance,
             ),
             sc.format("coalesce_step and filter_step"),
             anyL,
@@ -1294,7 +1295,7 @@ def _coalesce_depth_check() -> List[Any]:
     ``--all``)."""
     ranks = (2, 3, 4) if cs.full_scope() else (2,)
     direct = cs.prove(
-        "depth(coalesce(L)) <= 1", [cs.coalesce_depth_instance(cs.sym_layout("L", r)) for r in ranks]
+        "depth(coalesce(L)) <= 1", [su.coalesce_depth_instance(cs.sym_layout("L", r)) for r in ranks]
     )
     return cs.prove("coalesce is flat by induction", coalesce_depth_instances()) + direct
 
@@ -1353,7 +1354,7 @@ def _build() -> List[Theorem]:
             "== L(c), the index's digits in coalesce(L)'s shape in range. At every rank by the induction "
             "of sym.coalesce-every-rank (re-run here); the whole coalesce by direct symbolic execution at "
             "rank 2 (2-4 with `--all`; rank 1 is the induction's base) as a supplement",
-            _coalesce_check(cs.coalesce_function_instance, "coalesce(L)(i) == L(i)", first=2),
+            _coalesce_check(su.coalesce_function_instance, "coalesce(L)(i) == L(i)", first=2),
             "every rank (the induction of sym.coalesce-every-rank, both jobs); direct execution at rank 2 "
             "in `layoutproof prove`, ranks 2-4 with `--all`",
             f"{_EXT}; {_ANY}",
@@ -1364,7 +1365,7 @@ def _build() -> List[Theorem]:
             "size(coalesce(L)) == size(L). At every rank by the induction of sym.coalesce-every-rank "
             "(re-run here: its steps keep the size of the modes folded so far); the whole coalesce by "
             "direct symbolic execution at ranks 1-2 (1-4 with `--all`) as a supplement",
-            _coalesce_check(cs.coalesce_size_instance, "size(coalesce(L)) == size(L)"),
+            _coalesce_check(su.coalesce_size_instance, "size(coalesce(L)) == size(L)"),
             _CO_SCOPE,
             f"{_EXT}; {_ANY}",
         ),
@@ -1402,7 +1403,7 @@ def _build() -> List[Theorem]:
             _run(
                 "filter(L)(kept(c)) == L(c)",
                 filter_instances,
-                lambda: [cs.filter_instance(_L(r)) for r in (1, 2, 3)],
+                lambda: [su.filter_instance(_L(r)) for r in (1, 2, 3)],
             ),
             "every rank (steps on the real filter_step, both jobs); direct symbolic execution at ranks 1-3 "
             "as a supplement with `--all`",
@@ -1457,7 +1458,7 @@ def _build() -> List[Theorem]:
             _run(
                 "(L, complement(L, M)) is a bijection onto [0, K), K = M rounded up",
                 lambda: complement_instances(_sort_ranks()),
-                lambda: [cs.complement_instance(_L(r, "pos"), Mv) for r in (1, 2)],
+                lambda: [su.complement_instance(_L(r, "pos"), Mv) for r in (1, 2)],
             ),
             sc_c,
             f"L: {_EXT}, {_POS}; M a positive integer, or a tuple (Shape) of positive integers of any rank "
@@ -1474,7 +1475,7 @@ def _build() -> List[Theorem]:
             _run(
                 "admissible <=> stride chain",
                 lambda: complement_instances(_sort_ranks()),
-                lambda: [cs.complement_chain_instance(_L(r, "pos"), Mv) for r in (1, 2)],
+                lambda: [su.complement_chain_instance(_L(r, "pos"), Mv) for r in (1, 2)],
             ),
             sc_c,
             f"L: {_EXT}, {_POS}; M a positive integer, or a tuple (Shape) of positive integers of any rank "
@@ -1489,7 +1490,7 @@ def _build() -> List[Theorem]:
             _run(
                 "size(L) size(C) >= M",
                 lambda: complement_instances(_sort_ranks()),
-                lambda: [cs.complement_size_instance(_L(r, "pos"), Mv) for r in (1, 2)],
+                lambda: [su.complement_size_instance(_L(r, "pos"), Mv) for r in (1, 2)],
             ),
             sc_c,
             f"L: {_EXT}, {_POS}; M a positive integer, or a tuple (Shape) of positive integers of any rank "
@@ -1539,7 +1540,7 @@ def _build() -> List[Theorem]:
             "Whenever left_inverse(L) returns R: R(L(i)) == i for every i (strides positive: every mode of "
             "extent > 1 is kept). From the invariant: R(L(i)) is the index of coalesce(L)'s coordinate "
             "with i's digits, i.e. i. " + lstep,
-            lrun("R(L(i)) == i", cs.left_inverse_instance),
+            lrun("R(L(i)) == i", su.left_inverse_instance),
             sc_l,
             f"{_EXT}; {_POS}",
         ),
@@ -1550,7 +1551,7 @@ def _build() -> List[Theorem]:
             "sorted by stride, satisfy d_k | d_{k+1} and s_k d_k <= d_{k+1}; every path that raises "
             "violates that chain (the step's decision, exact on every path; start and close never raise). "
             + lstep,
-            lrun("left_inverse admissible <=> chain", cs.left_inverse_chain_instance),
+            lrun("left_inverse admissible <=> chain", su.left_inverse_chain_instance),
             sc_l,
             f"{_EXT}; {_POS}",
         ),
@@ -1560,7 +1561,7 @@ def _build() -> List[Theorem]:
             "Whenever left_inverse(L) returns R: size(R) >= cosize(L) = 1 + sum((s_k - 1) d_k). R's size "
             "is d*s of the last sorted mode (the invariant's size d0, times the close's s) and every value "
             "of L is below it (the close), so cosize(L) = max L + 1 <= size(R). " + lstep,
-            lrun("size(left_inverse(L)) >= cosize(L)", cs.left_inverse_cover_instance),
+            lrun("size(left_inverse(L)) >= cosize(L)", su.left_inverse_cover_instance),
             sc_l,
             f"{_EXT}; {_POS}",
         ),
@@ -1571,7 +1572,7 @@ def _build() -> List[Theorem]:
             "of coalesce(L) (which has L's function: sym.coalesce-every-rank) have the same value: "
             "(d_b/d_a in mode a) and (1 in mode b) for two modes a != b with d_a | d_b and s_a d_a > d_b "
             "(the step's claim on its raising paths). " + lstep,
-            lrun("injectivity refusal => L not injective", cs.left_inverse_overlap_instance, (2, 3)),
+            lrun("injectivity refusal => L not injective", su.left_inverse_overlap_instance, (2, 3)),
             sc_l.replace("ranks 1-3", "ranks 2-3"),
             f"{_EXT}; {_POS}",
         ),
@@ -1616,7 +1617,7 @@ def _build() -> List[Theorem]:
             "sym.right-inverse-post",
             "right_inverse meets its post-condition, for all extents and strides, at every rank",
             "L(R(i)) == i for every i < size(R), R = right_inverse(L) (the invariant at the end). " + rstep,
-            rrun("L(right_inverse(L)(i)) == i", cs.right_inverse_instance, (1, 2, 3, 4)),
+            rrun("L(right_inverse(L)(i)) == i", su.right_inverse_instance, (1, 2, 3, 4)),
             sc_r.format("1-4"),
             f"{_EXT}; {_ANY}",
         ),
@@ -1628,7 +1629,7 @@ def _build() -> List[Theorem]:
             "modes' extents, size(L) that of all of coalesce(L)'s modes, none of extent 1, so every mode is "
             "used; x -> R(x) is then onto coalesce(L)'s coordinates with L(R(x)) == x, hence a bijection, "
             "and R(L(i)) == i. " + rstep,
-            rrun("size(R) == size(L) => R(L(i)) == i", cs.right_inverse_two_sided_instance, (1, 2, 3)),
+            rrun("size(R) == size(L) => R(L(i)) == i", su.right_inverse_two_sided_instance, (1, 2, 3)),
             sc_r.format("1-3"),
             f"{_EXT}; {_ANY}",
             ("size(right_inverse(L)) == size(L)",),
@@ -1639,7 +1640,7 @@ def _build() -> List[Theorem]:
             "0 <= R(i) < size(L) for every i < size(R), R = right_inverse(L). From the invariant: R(x) is "
             "the index of a coordinate of coalesce(L), whose size is size(L) (sym.coalesce-every-rank). "
             + rstep,
-            rrun("0 <= right_inverse(L)(i) < size(L)", cs.right_inverse_image_instance, (1, 2, 3, 4)),
+            rrun("0 <= right_inverse(L)(i) < size(L)", su.right_inverse_image_instance, (1, 2, 3, 4)),
             sc_r.format("1-4"),
             f"{_EXT}; {_ANY}",
         ),
@@ -1650,7 +1651,7 @@ def _build() -> List[Theorem]:
             "extents of the modes used (each step multiplies cur by the picked extent; the pick lemma "
             "takes each mode at most once), which divides the product of all of coalesce(L)'s extents, "
             "size(L). " + rstep,
-            rrun("size(right_inverse(L)) | size(L)", cs.right_inverse_size_instance, (1, 2, 3, 4)),
+            rrun("size(right_inverse(L)) | size(L)", su.right_inverse_size_instance, (1, 2, 3, 4)),
             sc_r.format("1-4"),
             f"{_EXT}; {_ANY}",
         ),
@@ -1666,7 +1667,7 @@ def _build() -> List[Theorem]:
             _run(
                 "size(filter(L)) <= size(L)",
                 filter_instances,
-                lambda: [cs.filter_size_instance(_L(r)) for r in (1, 2, 3, 4)],
+                lambda: [su.filter_size_instance(_L(r)) for r in (1, 2, 3, 4)],
             ),
             "every rank (steps on the real filter_step, both jobs); direct symbolic execution at ranks 1-4 "
             "as a supplement with `--all`",

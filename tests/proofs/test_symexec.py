@@ -16,6 +16,8 @@ from layoutproof import Layout  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
 from layoutproof.proofs.catalog import get, select  # noqa: E402
 from layoutproof.proofs.catalog import symbolic as cs  # noqa: E402
+from layoutproof.proofs.catalog import symbolic_binary as sb  # noqa: E402
+from layoutproof.proofs.catalog import symbolic_unary as su  # noqa: E402
 from layoutproof.proofs.theorem import evaluate  # noqa: E402
 from layoutproof.symbolic import (  # noqa: E402
     assuming,
@@ -117,7 +119,7 @@ def test_normalize_solves_divisibility_and_equalities():
 def test_a_false_claim_is_not_proved():
     # coalesce's result with the merged stride replaced: the obligation must be sat
     L = cs.sym_layout("L", 2)
-    inst = cs._coalesce_function(L)
+    inst = su.coalesce_function_instance(L)
 
     def wrong():
         R = symops.coalesce(L)
@@ -170,7 +172,7 @@ def test_every_obligation_rechecked_by_cvc5():
 
 
 def test_swizzle_with_overlapping_fields_is_refuted():
-    (r,) = cs._swizzle_check("involution", separated=False)
+    (r,) = sb._swizzle_check("involution", separated=False)
     assert r.status == "refuted"
     a = r.counterexample.assignment
     assert 0 < abs(a["S"]) < a["B"]
@@ -203,9 +205,9 @@ def test_a_planted_bug_fails_a_universal_proof_with_a_reproducible_counterexampl
     from layoutproof.verify import postcondition
 
     bad = _mutant_symops(mutant)
-    monkeypatch.setattr(cs, "_ops", lambda: bad)
+    monkeypatch.setattr(sb, "_ops", lambda: bad)
     A, B = cs.sym_layout("A", 2), cs.sym_layout("B", 1, positive=True)
-    results = cs.prove("R(c) == A(B(c))", [cs.composition_instance(A, B)])
+    results = cs.prove("R(c) == A(B(c))", [sb.composition_instance(A, B)])
     ref = [r for r in results if r.status == "refuted"]
     assert ref, [str(r) for r in results]
     cex = ref[0].counterexample
@@ -249,17 +251,17 @@ def _mutant_module(name: str, modname: str) -> types.ModuleType:
 )
 def test_regrouping_mutants_fail_the_regroup_theorems(mutant, kind):
     bad = _mutant_module(mutant, "ops")
-    (r,) = cs.prove("regroup", [cs._regroup(kind, impl=bad)])
+    (r,) = cs.prove("regroup", [sb._regroup(kind, impl=bad)])
     assert r.status == "refuted", str(r)
-    (ok,) = cs.prove("regroup", [cs._regroup(kind)])
+    (ok,) = cs.prove("regroup", [sb._regroup(kind)])
     assert ok.status == "proved"
     # the other tiler sizes the theorem runs (one to four tiled modes, with extra modes the
     # zipped mutant can misplace): the mutants fail, the real code passes
     for n, extra in ((1, 1), (3, 1), (4, 2)):
-        (r,) = cs.prove("regroup", [cs._regroup(kind, extra, bad, n)])
+        (r,) = cs.prove("regroup", [sb._regroup(kind, extra, bad, n)])
         assert r.status == "refuted", (n, extra, str(r))
     for n, extra in ((1, 0), (3, 1), (4, 2)):
-        (ok,) = cs.prove("regroup", [cs._regroup(kind, extra, None, n)])
+        (ok,) = cs.prove("regroup", [sb._regroup(kind, extra, None, n)])
         assert ok.status == "proved", (n, extra)
 
 
@@ -339,12 +341,12 @@ def test_planted_bugs_in_complement_and_left_inverse_fail_universal_proofs(mutan
     """A planted bug in the symbolic complement or left_inverse: the universal proof fails
     with the path condition and an assignment the integer check reproduces."""
     bad = _mutant_symops(mutant)
-    monkeypatch.setattr(cs, "_ops", lambda: bad)
+    monkeypatch.setattr(su, "_ops", lambda: bad)
     make = {
-        "complement-post": lambda: cs._complement(cs._L(1, "pos"), cs._M()),
-        "left-inverse-post": lambda: cs._left_inverse(cs._L(2, "pos")),
-        "left-inverse-admissible-iff-chain": lambda: cs._left_inverse_chain(cs._L(2, "pos")),
-        "complement-admissible-iff-chain": lambda: cs._complement_chain(cs._L(2, "pos"), cs._M()),
+        "complement-post": lambda: su.complement_instance(cs._L(1, "pos"), cs._M()),
+        "left-inverse-post": lambda: su.left_inverse_instance(cs._L(2, "pos")),
+        "left-inverse-admissible-iff-chain": lambda: su.left_inverse_chain_instance(cs._L(2, "pos")),
+        "complement-admissible-iff-chain": lambda: su.complement_chain_instance(cs._L(2, "pos"), cs._M()),
     }[theorem]
     inst = make()
     (r,) = cs.prove(theorem, [inst])
