@@ -18,7 +18,7 @@ extended past its size along its last mode, and B compatible with R), ``compleme
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, NoReturn, Optional, Tuple
 
 from layoutproof.errors import LayoutError
 from layoutproof.inttuple import raw_flatten, raw_product
@@ -68,15 +68,34 @@ def _flat_leaves(L: Layout) -> List[Layout]:
     return list(flatten_layout(L))
 
 
-# ----------------------------------------------------------------------------- the concrete engine
-class Concrete:
-    """Exhaustive numpy checks; raises :class:`Fail` at the first failure."""
+def fail(
+    detail: Optional[str] = None,
+    *,
+    at: Optional[int] = None,
+    of: Any = None,
+    lhs: Any = None,
+    rhs: Any = None,
+) -> NoReturn:
+    """Raise :class:`Fail`: the claim does not hold -- ``detail`` says which part; ``at``,
+    when given, is the 1-D coordinate of ``of``'s domain where it fails (its natural
+    coordinate is added); ``lhs`` and ``rhs`` are the two values that differ."""
+    natural_at = None if at is None else natural(at, of)
+    raise Fail(Counterexample(coordinate=at, natural=natural_at, lhs=lhs, rhs=rhs, detail=detail))
 
-    symbolic = False
+
+class _Engine:
+    """What both engines do alike: a structural fact is decided at once."""
 
     def require(self, ok: bool, detail: str) -> None:
         if not ok:
-            raise Fail(Counterexample(detail=detail))
+            fail(detail)
+
+
+# ----------------------------------------------------------------------------- the concrete engine
+class Concrete(_Engine):
+    """Exhaustive numpy checks; raises :class:`Fail` at the first failure."""
+
+    symbolic = False
 
     def _guard(self, *objs: Any) -> None:
         for o in objs:
@@ -87,35 +106,29 @@ class Concrete:
     def same_shape(self, a: Any, b: Any, what: str) -> None:
         if a != b:
             detail = f"{_w(what)}shape {fmt_htuple(a)} != {fmt_htuple(b)}"
-            raise Fail(Counterexample(detail=detail, lhs=a, rhs=b))
+            fail(detail, lhs=a, rhs=b)
 
     def same_value(self, a: Any, b: Any, what: str) -> None:
         if a != b:
-            raise Fail(Counterexample(detail=what or "the values differ", lhs=a, rhs=b))
+            fail(what or "the values differ", lhs=a, rhs=b)
 
     def same_function(self, X: Any, Y: Any, what: str) -> None:
         nx, ny = size_of(X), size_of(Y)
         if nx != ny:
-            raise Fail(Counterexample(detail=f"{_w(what)}sizes differ", lhs=nx, rhs=ny))
+            fail(f"{_w(what)}sizes differ", lhs=nx, rhs=ny)
         self._guard(X)
         vx, vy = values(X), values(Y)
         k = _first_diff(vx, vy)
         if k is not None:
-            raise Fail(
-                Counterexample(
-                    coordinate=k, natural=natural(k, X), lhs=py(vx[k]), rhs=py(vy[k]), detail=what or None
-                )
-            )
+            fail(what or None, at=k, of=X, lhs=py(vx[k]), rhs=py(vy[k]))
 
     def composes(self, R: Any, A: Any, B: Layout, what: str) -> None:
         from layoutproof.ops import compatible
 
         if not compatible(B.shape, R.shape):
-            raise Fail(
-                Counterexample(
-                    detail=f"{_w(what)}B's shape {fmt_htuple(B.shape)} is not compatible with R's shape "
-                    f"{fmt_htuple(R.shape)}"
-                )
+            fail(
+                f"{_w(what)}B's shape {fmt_htuple(B.shape)} is not compatible with R's shape "
+                f"{fmt_htuple(R.shape)}"
             )
         self._guard(B, R)
         import numpy as np
@@ -123,28 +136,12 @@ class Concrete:
         x = values(B)
         if len(x) and x.min() < 0:
             k = int(np.flatnonzero(x < 0)[0])
-            raise Fail(
-                Counterexample(
-                    coordinate=k,
-                    natural=natural(k, B),
-                    lhs=None,
-                    rhs=py(x[k]),
-                    detail=f"{_w(what)}B(c) = {py(x[k])} is outside A's domain",
-                )
-            )
+            fail(f"{_w(what)}B(c) = {py(x[k])} is outside A's domain", at=k, of=B, rhs=py(x[k]))
         want = _ext_values(A, x)
         got = values(R)
         at = _first_diff(got, want)
         if at is not None:
-            raise Fail(
-                Counterexample(
-                    coordinate=at,
-                    natural=natural(at, B),
-                    lhs=py(got[at]),
-                    rhs=py(want[at]),
-                    detail=f"{_w(what)}R(c) != A(B(c))",
-                )
-            )
+            fail(f"{_w(what)}R(c) != A(B(c))", at=at, of=B, lhs=py(got[at]), rhs=py(want[at]))
 
     def complement_ok(self, C: Layout, L: Layout, M: Any, what: str) -> None:
         import numpy as np
@@ -153,11 +150,7 @@ class Concrete:
         keep = [k for k in range(len(fs)) if fs[k] != 1 and fd[k] != 0]
         for k in keep:
             if fd[k] < 0:
-                raise Fail(
-                    Counterexample(
-                        detail=f"{_w(what)}{L} has the negative stride {fd[k]}; no complement exists"
-                    )
-                )
+                fail(f"{_w(what)}{L} has the negative stride {fd[k]}; no complement exists")
         leaves = _flat_leaves(L)
         X = make_layout(*(leaves[k] for k in keep), *_flat_leaves(C))
         self._guard(X)
@@ -168,50 +161,39 @@ class Concrete:
         dup = np.flatnonzero(sv[1:] == sv[:-1]) if K > 1 else np.array([], dtype=np.int64)
         if len(dup):
             a, b = sorted((int(order[dup[0]]), int(order[dup[0] + 1])))
-            raise Fail(
-                Counterexample(
-                    coordinate=b,
-                    natural=natural(b, X),
-                    lhs=py(v[b]),
-                    rhs=None,
-                    detail=f"{_w(what)}(L, C) = {X} is not injective: coordinates {a} and {b} both give "
-                    f"{py(v[b])}",
-                )
+            fail(
+                f"{_w(what)}(L, C) = {X} is not injective: coordinates {a} and {b} both give {py(v[b])}",
+                at=b,
+                of=X,
+                lhs=py(v[b]),
             )
         if K and (sv[0] < 0 or sv[-1] >= K):
             k = int(order[0]) if sv[0] < 0 else int(order[-1])
-            raise Fail(
-                Counterexample(
-                    coordinate=k,
-                    natural=natural(k, X),
-                    lhs=py(v[k]),
-                    rhs=None,
-                    detail=f"{_w(what)}(L, C) = {X} does not map onto [0, {K}): it reaches {py(v[k])}",
-                )
+            fail(
+                f"{_w(what)}(L, C) = {X} does not map onto [0, {K}): it reaches {py(v[k])}",
+                at=k,
+                of=X,
+                lhs=py(v[k]),
             )
         vc = values(C)
         if len(vc) > 1:
             bad = np.flatnonzero(vc[1:] <= vc[:-1])
             if len(bad):
                 k = int(bad[0]) + 1
-                raise Fail(
-                    Counterexample(
-                        coordinate=k,
-                        natural=natural(k, C),
-                        lhs=py(vc[k]),
-                        rhs=py(vc[k - 1]),
-                        detail=f"{_w(what)}C = {C} is not ordered: C({k}) <= C({k - 1})",
-                    )
+                fail(
+                    f"{_w(what)}C = {C} is not ordered: C({k}) <= C({k - 1})",
+                    at=k,
+                    of=C,
+                    lhs=py(vc[k]),
+                    rhs=py(vc[k - 1]),
                 )
         ext = max([fs[k] * fd[k] for k in keep], default=1)
         want = -(-M // ext) * ext
         if K != want:
-            raise Fail(
-                Counterexample(
-                    lhs=K,
-                    rhs=want,
-                    detail=f"{_w(what)}(L, C) fills [0, {K}), not [0, {M}) rounded up to a multiple of {ext}",
-                )
+            fail(
+                f"{_w(what)}(L, C) fills [0, {K}), not [0, {M}) rounded up to a multiple of {ext}",
+                lhs=K,
+                rhs=want,
             )
 
     def right_inverse_ok(self, R: Layout, L: Layout, what: str) -> None:
@@ -220,31 +202,12 @@ class Concrete:
         self._guard(R, L)
         vr = values(R)
         n = size_of(L)
-        bad = np.flatnonzero((vr < 0) | (vr >= n))
-        if len(bad):
-            k = int(bad[0])
-            raise Fail(
-                Counterexample(
-                    coordinate=k,
-                    natural=natural(k, R),
-                    lhs=py(vr[k]),
-                    rhs=None,
-                    detail=f"{_w(what)}R(i) = {py(vr[k])} is outside L's domain [0, {n})",
-                )
-            )
+        _within(vr, n, R, f"{_w(what)}R(i)", f"L's domain [0, {n})")
         got = values(L)[vr.astype(np.int64)]
         want = np.arange(len(vr), dtype=np.int64)
         at = _first_diff(got, want)
         if at is not None:
-            raise Fail(
-                Counterexample(
-                    coordinate=at,
-                    natural=natural(at, R),
-                    lhs=py(got[at]),
-                    rhs=at,
-                    detail=f"{_w(what)}L(R(i)) != i",
-                )
-            )
+            fail(f"{_w(what)}L(R(i)) != i", at=at, of=R, lhs=py(got[at]), rhs=at)
 
     def left_inverse_ok(self, R: Layout, L: Layout, what: str) -> None:
         import numpy as np
@@ -252,59 +215,20 @@ class Concrete:
         self._guard(R, L)
         vl = values(L)
         n = size_of(R)
-        bad = np.flatnonzero((vl < 0) | (vl >= n))
-        if len(bad):
-            k = int(bad[0])
-            raise Fail(
-                Counterexample(
-                    coordinate=k,
-                    natural=natural(k, L),
-                    lhs=py(vl[k]),
-                    rhs=None,
-                    detail=f"{_w(what)}L(i) = {py(vl[k])} is outside R's domain [0, {n})",
-                )
-            )
+        _within(vl, n, L, f"{_w(what)}L(i)", f"R's domain [0, {n})")
         back = values(R)[vl.astype(np.int64)]
         injective = len(np.unique(vl)) == len(vl)
         if injective:
             want = np.arange(len(vl), dtype=np.int64)
             at = _first_diff(back, want)
             if at is not None:
-                raise Fail(
-                    Counterexample(
-                        coordinate=at,
-                        natural=natural(at, L),
-                        lhs=py(back[at]),
-                        rhs=at,
-                        detail=f"{_w(what)}R(L(i)) != i",
-                    )
-                )
+                fail(f"{_w(what)}R(L(i)) != i", at=at, of=L, lhs=py(back[at]), rhs=at)
             return
-        m = len(vl)
-        bad = np.flatnonzero((back < 0) | (back >= m))
-        if len(bad):
-            k = int(bad[0])
-            raise Fail(
-                Counterexample(
-                    coordinate=k,
-                    natural=natural(k, L),
-                    lhs=py(back[k]),
-                    rhs=None,
-                    detail=f"{_w(what)}R(L(i)) = {py(back[k])} is outside L's domain",
-                )
-            )
+        _within(back, len(vl), L, f"{_w(what)}R(L(i))", "L's domain")
         again = vl[back.astype(np.int64)]
         at = _first_diff(again, vl)
         if at is not None:
-            raise Fail(
-                Counterexample(
-                    coordinate=at,
-                    natural=natural(at, L),
-                    lhs=py(again[at]),
-                    rhs=py(vl[at]),
-                    detail=f"{_w(what)}L(R(L(i))) != L(i)",
-                )
-            )
+            fail(f"{_w(what)}L(R(L(i))) != L(i)", at=at, of=L, lhs=py(again[at]), rhs=py(vl[at]))
 
     def image_equal(self, R: Layout, L: Layout, what: str) -> None:
         import numpy as np
@@ -315,7 +239,18 @@ class Concrete:
             only = np.setdiff1d(a, b)
             other = np.setdiff1d(b, a)
             v = py(only[0]) if len(only) else py(other[0])
-            raise Fail(Counterexample(detail=f"{_w(what)}the images differ (e.g. at offset {v})"))
+            fail(f"{_w(what)}the images differ (e.g. at offset {v})")
+
+
+def _within(v: Any, n: int, X: Any, name: str, domain: str) -> None:
+    """Fail at the first coordinate of ``X``'s domain where the values ``v`` (numpy) leave
+    ``[0, n)``: "``name`` = value is outside ``domain``"."""
+    import numpy as np
+
+    bad = np.flatnonzero((v < 0) | (v >= n))
+    if len(bad):
+        k = int(bad[0])
+        fail(f"{name} = {py(v[k])} is outside {domain}", at=k, of=X, lhs=py(v[k]))
 
 
 def _first_diff(a: Any, b: Any) -> Optional[int]:
@@ -356,7 +291,7 @@ def _ext_values(A: Any, x: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- the symbolic engine
-class Symbolic:
+class Symbolic(_Engine):
     """Collects SymPy claims ``(purpose, claim, extra facts, 1-D coordinate)``; structural facts are checked
     at once (a :class:`Fail` for all parameter values)."""
 
@@ -386,10 +321,6 @@ class Symbolic:
             return
         self.claims.append((purpose, claim, facts, coord))
 
-    def require(self, ok: bool, detail: str) -> None:
-        if not ok:
-            raise Fail(Counterexample(detail=detail))
-
     def _layout(self, X: Any, what: str) -> Layout:
         if not isinstance(X, Layout):
             raise NotExpressible(f"{_w(what)}{type(X).__name__} has no symbolic form")
@@ -399,7 +330,7 @@ class Symbolic:
         sp = self._sp()
         if type(a) is tuple or type(b) is tuple:
             if type(a) is not tuple or type(b) is not tuple or len(a) != len(b):
-                raise Fail(Counterexample(detail=f"{_w(what)}shape {fmt_htuple(a)} != {fmt_htuple(b)}"))
+                fail(f"{_w(what)}shape {fmt_htuple(a)} != {fmt_htuple(b)}")
             for x, y in zip(a, b):
                 self.same_shape(x, y, what)
             return
@@ -442,12 +373,7 @@ class Symbolic:
         sp = self._sp()
         if type(b) is tuple:
             if type(r) is not tuple or len(r) != len(b):
-                raise Fail(
-                    Counterexample(
-                        detail=f"{_w(what)}B's shape {fmt_htuple(b)} is not compatible with R's shape "
-                        f"{fmt_htuple(r)}"
-                    )
-                )
+                fail(f"{_w(what)}B's shape {fmt_htuple(b)} is not compatible with R's shape {fmt_htuple(r)}")
             for x, y in zip(b, r):
                 self._compat(x, y, what)
             return

@@ -1,38 +1,21 @@
 """One result vocabulary: the solver's verdict, a verify result and a kernel obligation are
-each a :class:`layoutproof.outcome.Outcome` -- the same status words and the same names
+each a :class:`layoutproof.outcome.Outcome` (the kernel obligation: the GPU back end's
+``Proof``) -- the same status words and the same names
 (status, statement, method, scope, cases, seconds, witness, reason)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 import sympy as sp
 
 from layoutproof import Layout, outcome, symbols
 from layoutproof.errors import MalformedLayoutError
-from layoutproof.outcome import PROVED, REFUTED, SHARED_FIELDS, STATUSES, UNKNOWN, Outcome
+from layoutproof.gpu.proof.record import Proof
+from layoutproof.outcome import REFUTED, SHARED_FIELDS, STATUSES, UNKNOWN, Outcome
 from layoutproof.symbolic import solver
 from layoutproof.verify import Result, equal
-
-
-@dataclass(frozen=True, init=False)
-class KernelProof(Outcome):
-    """A kernel obligation as the GPU back end records it: an Outcome with a kind, built
-    as ``KernelProof(kind, statement, method, cases)`` and tagged by its kind."""
-
-    kind: str = ""
-
-    def __init__(self, kind: str, statement: str, method: str, cases: int = 0, **shared: Any) -> None:
-        Outcome.__init__(self, shared.pop("status", PROVED), statement, method, cases=int(cases), **shared)
-        object.__setattr__(self, "kind", kind)
-
-    @property
-    def tag(self) -> str:
-        return self.kind
-
 
 M = sp.Symbol("M", integer=True, positive=True)
 
@@ -40,7 +23,7 @@ M = sp.Symbol("M", integer=True, positive=True)
 def _three() -> list:
     verdict = solver.prove(sp.Eq(sp.Mod(M, 4), 0), [sp.Eq(sp.Mod(M, 8), 0)], name="8 | M implies 4 | M")
     result = equal(Layout((4, 2), (2, 1)), Layout((4, 2), (2, 1)))
-    kernel = KernelProof("bounds", "tile(i) < 64 for i < 32", "exhaustive", 32)
+    kernel = Proof("bounds", "tile(i) < 64 for i < 32", "exhaustive", 32)
     return [verdict, result, kernel]
 
 
@@ -87,12 +70,12 @@ def test_a_result_names_its_scope():
 
 
 def test_a_kernel_obligation_renders_as_the_kernel_header_line():
-    assert KernelProof("equal", "smem(r, c) == (128,32):(32,1)", "exhaustive", 4096).line() == (
+    assert Proof("equal", "smem(r, c) == (128,32):(32,1)", "exhaustive", 4096).line() == (
         "[equal] smem(r, c) == (128,32):(32,1) -- exhaustive, 4096 cases"
     )
-    p = KernelProof("banks", "no conflicts for all M", "z3")
+    p = Proof("banks", "no conflicts for all M", "z3")
     assert p.line() == "[banks] no conflicts for all M -- z3"
-    assert KernelProof(**json.loads(json.dumps(p.__dict__))) == p  # kernel caches round-trip
+    assert Proof(**json.loads(json.dumps(p.__dict__))) == p  # kernel caches round-trip
 
 
 def test_statuses_are_plain_words():
