@@ -23,10 +23,11 @@ from __future__ import annotations
 import math
 from typing import Any, List, Optional, Tuple
 
+from .arith import ArithTuple, has_coordinate_strides
 from .errors import InadmissibleError, MalformedLayoutError, UndecidableConditionError, show
-from .inttuple import is_int, raw_flatten, raw_prefix_product, raw_product, raw_unflatten
+from .inttuple import is_int, norm_htuple, raw_flatten, raw_prefix_product, raw_product, raw_unflatten
 from .layout import Layout, _, checked_shape, concrete_only, fmt_htuple, get, layout_arg, need_layout
-from .ops import EXACT_LIMIT, coalesce_modes, coalesced_modes, recognize_layout_fn, unit_crd
+from .ops import EXACT_LIMIT, coalesce_modes, coalesced_modes, composition, recognize_layout_fn, unit_crd
 
 __all__ = [
     "nullspace",
@@ -72,8 +73,6 @@ def _need_int_strides(L: Layout, op: str) -> None:
             break
     else:
         return
-    from .arith import ArithTuple
-
     for k, d in enumerate(fd):
         if isinstance(d, ArithTuple):
             raise InadmissibleError(
@@ -165,8 +164,6 @@ def _identity_run_by_eval(a: Layout, inv: Layout) -> int:
 
 def _identity_run(a: Layout, inv: Layout) -> int:
     """C++: the leading mode of ``coalesce(composition(a, inv))`` if its stride is 1."""
-    from .ops import composition
-
     try:
         common = composition(a, inv)
     except (InadmissibleError, UndecidableConditionError):
@@ -693,8 +690,6 @@ def layout_add(A: Any, B: Any) -> Layout:
         ms, md = coalesce_modes(tuple(gs), tuple(rd))
         return _from_modes(ms, md)
     # PyCuTe raises: no common refinement of the coalesced shapes.  Decide exactly.
-    from .arith import has_coordinate_strides
-
     if has_coordinate_strides(A) or has_coordinate_strides(B):
         raise InadmissibleError(
             f"layout_add: the coalesced shapes {fmt_htuple(tuple(cas))} and {fmt_htuple(tuple(cbs))} have no "
@@ -953,8 +948,6 @@ def dice(crd: Any, layout: Any) -> Any:
             return layout
         ks, kd = _dice_split(tuple(crd), layout.shape, layout.stride, ())
         return _make(tuple(ks), tuple(kd))
-    from .inttuple import norm_htuple
-
     t = norm_htuple(layout, "dice argument")
     if type(crd) is not tuple and type(crd) is not list:
         if crd is None or crd is _:

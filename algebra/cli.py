@@ -28,7 +28,10 @@ import argparse
 import sys
 from typing import Any, Callable, Dict, List, Tuple
 
+from .composed import ComposedLayout
 from .errors import InadmissibleError, LayoutError
+from .layout import Layout
+from .notation import evaluate
 
 #: what ``show`` draws at most unless told otherwise (``--max-cells``)
 SHOW_MAX_CELLS = 16384
@@ -49,8 +52,6 @@ def eval_names() -> Dict[str, Callable[..., Any]]:
 
 def format_value(v: Any) -> str:
     """CuTe notation for layouts, recursively for tuples; ``str`` otherwise."""
-    from .layout import Layout
-
     if isinstance(v, Layout):
         return str(v)
     if isinstance(v, tuple):
@@ -76,8 +77,6 @@ def read_foreign(text: str) -> tuple:
 
 
 def _evaluate(text: str) -> Any:
-    from .notation import evaluate
-
     native, facts = read_foreign(text)
     if facts:
         from .symbolic import assuming
@@ -104,8 +103,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from . import draw
-    from .composed import ComposedLayout
-    from .layout import Layout
 
     def write(path: str, text: str) -> None:
         if path == "-":

@@ -55,7 +55,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Dict, List, Optional, Seque
 from . import kinds
 from .composed import ComposedLayout
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, show
-from .layout import Layout, concrete_only
+from .layout import Layout, concrete_only, group_layout
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -155,8 +155,6 @@ def rank2_extents(L: Any) -> Tuple[int, int]:
 
 
 def _group_tail(L: Any) -> str:
-    from .layout import group_layout
-
     if isinstance(L, ComposedLayout):
         return str(ComposedLayout(L.layout_a, L.offset, group_layout(L.layout_b, 1, L.rank)))
     return str(group_layout(L, 1, L.rank))

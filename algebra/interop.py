@@ -50,8 +50,15 @@ import json
 import re
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+from .arith import ScaledBasis
+from .composed import ComposedLayout
 from .errors import LayoutError, MalformedLayoutError, show
+from .f2 import F2Layout, from_f2, to_f2
 from .layout import Layout
+from .notation import is_symbol_name, leaf_arith
+from .swizzle import Swizzle
+from .symbolic import symbols
+from .tensor import Tensor
 
 __all__ = [
     "Imported",
@@ -83,18 +90,12 @@ class Imported(NamedTuple):
 
 # ============================================================================ export
 def _swizzle_types() -> Tuple[Any, Any, Any]:
-    from .composed import ComposedLayout
-    from .f2 import F2Layout
-    from .swizzle import Swizzle
-
     return Swizzle, ComposedLayout, F2Layout
 
 
 def _unwrap(x: Any, who: str) -> Any:
     """A Tensor exports its layout; an F2 layout its swizzle form (:func:`from_f2`)."""
     Swizzle, ComposedLayout, F2Layout = _swizzle_types()
-    from .tensor import Tensor
-
     if isinstance(x, Tensor):
         x = x.layout
     if isinstance(x, F2Layout):
@@ -182,8 +183,6 @@ def _expr_text(e: Any, lang: str) -> str:
 
 
 def _cpp_leaf(x: Any) -> str:
-    from .arith import ScaledBasis
-
     if type(x) is int:
         return f"Int<{x}>{{}}"
     if isinstance(x, ScaledBasis):
@@ -243,8 +242,6 @@ def to_cpp(x: Any, *, name: Optional[str] = None) -> str:
 
 
 def _py_tuple(t: Any) -> str:
-    from .arith import ScaledBasis
-
     if type(t) is tuple:
         inner = ", ".join(_py_tuple(e) for e in t)
         return f"({inner},)" if len(t) == 1 else f"({inner})"
@@ -303,8 +300,6 @@ class _Names:
         self.facts: List[str] = []
 
     def fresh(self, role: str, div: int = 1) -> Any:
-        from .symbolic import symbols
-
         while True:
             name = f"{'S' if role == 'shape' else 'D'}{self.k}"
             self.k += 1
@@ -470,12 +465,8 @@ class _CppParser:
         return left
 
     def arith(self, op: str, a: Any, b: Any) -> Any:
-        from .arith import ScaledBasis
-
         if op == "*" and (isinstance(a, ScaledBasis) or isinstance(b, ScaledBasis)):
             return a * b
-        from .notation import leaf_arith
-
         if op == "%":
             from .notation import leaf_function
 
@@ -499,9 +490,6 @@ class _CppParser:
         if k != "name":
             return self.fail("a CuTe type or expression")
         name = self.take("name")
-        from .composed import ComposedLayout
-        from .swizzle import Swizzle
-
         if name in ("integral_constant", "constant") and self.peek() == "<":
             self.take("<")
             while self.peek() == "name":
@@ -586,8 +574,6 @@ class _CppParser:
             return ScaledBasis(
                 self.int_arg(a[0], "a basis scale"), tuple(self.int_arg(v, "a basis index") for v in a[1:])
             )
-        from .notation import is_symbol_name
-
         if is_symbol_name(name):
             from .symbolic import symbols
 
@@ -649,9 +635,6 @@ def _parse_cpp_prefix(text: str, start: int, names: Optional[_Names] = None) -> 
     except RecursionError:  # pragma: no cover - the depth limit comes first
         raise MalformedLayoutError("CuTe C++ nested too deeply") from None
     end = p.toks[p.i][2] if p.i < len(p.toks) else len(body)
-    from .composed import ComposedLayout
-    from .swizzle import Swizzle
-
     if not isinstance(v, (Layout, ComposedLayout, Swizzle)):
         raise MalformedLayoutError(f"CuTe C++: {show(body.strip()[:200])} is no layout (got {show(v)})")
     return v, start + end, names
@@ -669,9 +652,6 @@ def _parse_printed(text: str, names: _Names, who: str) -> Tuple[Any, int]:
     (C++ ``print``: ``_4`` static leaves; the CuTe DSL: ``?`` dynamic leaves with
     ``{div=16}`` / ``{i64}`` annotations, ``1@0`` basis strides).  Returns the value and
     the number of characters read."""
-    from .composed import ComposedLayout
-    from .swizzle import Swizzle
-
     toks: List[Tuple[str, Any, int, int]] = []
     pos, n = 0, len(text)
     while pos < n:
@@ -807,9 +787,6 @@ def _dsl_code(text: str, names: _Names) -> Any:
     """The Python expression of :func:`to_dsl`, read with :mod:`ast` (never executed)."""
     import warnings
 
-    from .composed import ComposedLayout
-    from .swizzle import Swizzle
-
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarnings of odd literals: it is refused below
@@ -877,9 +854,6 @@ def from_pycute(obj: Any) -> Any:
     >>> print(from_pycute(pycute.ComposedLayout(pycute.Swizzle(2, 0, 2), 0, pycute.Layout((4, 4), (4, 1)))))
     Sw<2,0,2> o 0 o (4,4):(4,1)
     """
-    from .composed import ComposedLayout
-    from .swizzle import Swizzle
-
     if _is_pycute(obj, "Layout"):
         return Layout(_plain_tuple(obj.shape), _plain_tuple(obj.stride))
     if _is_pycute(obj, "Swizzle"):
@@ -957,8 +931,6 @@ def from_triton(bases: Mapping[str, Any], out_dims: Any = None) -> Any:
     >>> to_triton(L, out_dims=[4, 8], in_dims=["register", "lane"])
     {'register': [[0, 1], [0, 2]], 'lane': [[1, 0], [2, 0], [0, 4]]}
     """
-    from .f2 import F2Layout
-
     if isinstance(bases, str):
         bases = _literal(bases)
     if not isinstance(bases, Mapping) or not bases:
@@ -1059,8 +1031,6 @@ def to_triton(
     >>> to_triton(ComposedLayout(Swizzle(1, 0, 1), 0, Layout((2, 2), (2, 1))), in_dims=["offset", "block"])
     {'offset': [[3]], 'block': [[1]]}
     """
-    from .f2 import F2Layout, to_f2
-
     if not isinstance(x, F2Layout):
         from .tensor import Tensor
 
@@ -1152,8 +1122,6 @@ def import_layout(x: Any) -> Imported:
         r"::|\{\}|\bC<|\bInt<|\btuple<|\bLayout<|\bSwizzle<|\bmake_shape\(|\b_\d", text
     ) or text.startswith("Sw<"):
         return from_cpp(text)
-    from .composed import ComposedLayout
-
     if " o " in text:
         return Imported(ComposedLayout.parse(text))
     return Imported(Layout.parse(text))
@@ -1170,10 +1138,6 @@ _QMARK = re.compile(r"\?(?:\{[^{}]{0,80}\})?")
 
 def native_text(v: Any) -> str:
     """Text of the ``eval`` language for an imported value."""
-    from .composed import ComposedLayout
-    from .f2 import F2Layout, from_f2
-    from .swizzle import Swizzle
-
     if isinstance(v, F2Layout):
         v = from_f2(v)
     if isinstance(v, Swizzle):
@@ -1243,8 +1207,6 @@ def rewrite_foreign(text: str) -> Tuple[str, Tuple[str, ...]]:
     ('(S0,4):(1,D1) == 8:1', ('S0 % 8 == 0',))
     """
     text = _check_text(text, "rewrite_foreign")
-    from .notation import is_symbol_name
-
     names = _Names([w for w in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", text) if is_symbol_name(w)])
     out: List[str] = []
     pos = 0

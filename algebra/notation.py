@@ -29,6 +29,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from . import kinds
 from .errors import LayoutError, MalformedLayoutError, show
 from .inttuple import MAX_DEPTH
+from .layout import Layout, _
+from .symbolic import symbols
 
 __all__ = ["parse_layout", "evaluate", "parse_call", "symbol_names", "is_symbol_name"]
 
@@ -187,8 +189,6 @@ class _Parser:
                 f"unknown name {name!r} in {self.text!r:.200} (a symbolic leaf starts with an "
                 "upper-case letter: M, N, K, BLK_M)"
             )
-        from .symbolic import symbols  # lazy: only symbolic notation loads SymPy
-
         v = self.symbols[name] = symbols(name)
         return v
 
@@ -275,8 +275,6 @@ class _Parser:
     def expr(self, depth: int = 0) -> Any:
         if depth > MAX_DEPTH:
             raise MalformedLayoutError(f"expression nested deeper than {MAX_DEPTH} levels")
-        from .layout import Layout, _
-
         k = self.peek()
         if k == "(":
             items = self.items(depth)
@@ -344,8 +342,6 @@ def parse_layout(text: str, symbols: Optional[Dict[str, Any]] = None) -> Any:
     >>> str(parse_layout("(M,N):(1,M)", {"M": 64}))
     '(64,N):(1,64)'
     """
-    from .layout import Layout
-
     p = _Parser(text, None, symbols)
     s = p.htuple()
     d = None

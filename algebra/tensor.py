@@ -37,9 +37,11 @@ from typing import Any, Iterator, List, Tuple
 
 from .arith import ArithTuple, make_identity_layout
 from .composed import ComposedLayout
+from .draw import tensor_html, tensor_svg
 from .errors import InadmissibleError, LayoutError, MalformedLayoutError, OutOfDomainError, show
 from .inttuple import MAX_DEPTH, is_int, raw_flatten, raw_product
 from .layout import Layout, Underscore, _, concrete_only, layout_arg, slice_and_offset
+from .ops import composition as _c
 
 __all__ = [
     "Tensor",
@@ -267,8 +269,6 @@ class Tensor:
     # ------------------------------------------------------------------ algebra on the layout
     def compose(self, tiler: Any) -> "Tensor":
         """The tensor with layout ``composition(layout, tiler)`` (same engine and offset)."""
-        from .ops import composition as _c
-
         return Tensor._make(_c(self._layout, tiler), self._engine, self._offset)
 
     def with_layout(self, layout: Any) -> "Tensor":
@@ -315,13 +315,9 @@ class Tensor:
 
     # ------------------------------------------------------------------ notebooks
     def _repr_html_(self) -> str:
-        from .draw import tensor_html
-
         return tensor_html(self)
 
     def _repr_svg_(self) -> "str | None":
-        from .draw import tensor_svg
-
         try:
             return tensor_svg(self, max_cells=1024)
         except (LayoutError, ImportError):

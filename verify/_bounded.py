@@ -22,6 +22,7 @@ import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from layoutproof.errors import MalformedLayoutError
+from layoutproof.symbolic import condition
 
 from ._concrete import holds
 
@@ -34,8 +35,6 @@ _HI_CAP = 1 << 16
 
 
 def parse(text: str) -> Any:
-    from layoutproof.symbolic import condition
-
     return condition(text)
 
 

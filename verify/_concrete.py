@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any, Dict, Optional
 
 from layoutproof.errors import LayoutError, MalformedLayoutError, show
+from layoutproof.inttuple import idx2crd
 from layoutproof.layout import Layout, Underscore
 from layoutproof.symbolic import is_sym, is_symbolic
 
@@ -105,8 +106,6 @@ def _int_value(v: Any, i: int, fn: Any) -> int:
 
 def natural(i: int, x: Any) -> Any:
     """The natural coordinate of the 1-D coordinate ``i`` in the domain of ``x``."""
-    from layoutproof.inttuple import idx2crd
-
     shape = getattr(x, "shape", None)
     if shape is None or is_symbolic(shape):
         return i

@@ -23,6 +23,8 @@ from typing import Any, List, NoReturn, Optional, Tuple
 from layoutproof.errors import LayoutError
 from layoutproof.inttuple import raw_flatten, raw_product
 from layoutproof.layout import Layout, flatten_layout, fmt_htuple, layout_arg, make_layout
+from layoutproof.ops import compatible
+from layoutproof.symbolic import decide
 
 from ._concrete import EXHAUSTIVE_LIMIT, is_sym, lifted, natural, py, size_of, values
 from .result import Counterexample
@@ -123,8 +125,6 @@ class Concrete(_Engine):
             fail(what or None, at=k, of=X, lhs=py(vx[k]), rhs=py(vy[k]))
 
     def composes(self, R: Any, A: Any, B: Layout, what: str) -> None:
-        from layoutproof.ops import compatible
-
         if not compatible(B.shape, R.shape):
             fail(
                 f"{_w(what)}B's shape {fmt_htuple(B.shape)} is not compatible with R's shape "
@@ -394,8 +394,6 @@ class Symbolic(_Engine):
         """Whether a stride leaf is non-zero (decided; undecidable is NotExpressible)."""
         if type(d) is int:
             return d != 0
-        from layoutproof.symbolic import decide
-
         v = decide(self._sp().Ne(d, 0)).value
         if v is None:
             raise NotExpressible(f"cannot decide whether the stride {d} is zero")

@@ -26,10 +26,13 @@ from layoutproof.errors import (
     UndecidableConditionError,
     show,
 )
+from layoutproof.inttuple import check_depth
+from layoutproof.layout import Layout
 from layoutproof.outcome import REFUTED
+from layoutproof.symbolic import assuming, is_sym, symbols
 
 from ._bounded import MAX_CASES, assignments
-from ._concrete import IllFormed, concretize, is_symbolic
+from ._concrete import IllFormed, concretize, int_eval, is_symbolic, natural
 from ._engine import Concrete, Fail, NotExpressible, Symbolic, TooLarge
 from ._solve import facts_consistent, facts_for, facts_text, params_of, prove, timeout_of
 from .result import Counterexample, ProofObligation, Result
@@ -43,8 +46,6 @@ FALSIFY_CASES = 6
 def guard_args(*objs: Any) -> None:
     """Refuse, as MalformedLayoutError and without recursing, an argument nested deeper
     than the algebra allows (a hostile tuple must not become a RecursionError)."""
-    from layoutproof.inttuple import check_depth
-
     for o in objs:
         check_depth(o, "an argument")
 
@@ -135,8 +136,6 @@ def _solve(
     t0: float,
     note: Optional[str] = None,
 ) -> Result:
-    from layoutproof.symbolic import assuming
-
     facts = facts_for(assume)
     ftext = facts_text(facts)
     notes: List[str] = [note] if note else []
@@ -387,10 +386,6 @@ def _sample_points(objs: Sequence[Any], n: int = 64) -> Optional[Counterexample]
     evaluate are the same function: both evaluated at ``n`` random coordinates (seeded)."""
     import random
 
-    from layoutproof.layout import Layout
-
-    from ._concrete import natural
-
     if len(objs) != 2 or not all(isinstance(o, Layout) and not o.is_symbolic for o in objs):
         return None
     a, b = objs
@@ -412,10 +407,6 @@ def _at_point(
     too large to evaluate exhaustively: the 1-D coordinate of Z3's model, both concrete
     layouts evaluated there (the concrete path, one coordinate); a counterexample only when
     the values differ."""
-    from layoutproof.layout import Layout
-
-    from ._concrete import int_eval
-
     # only the whole claim "objs[0] and objs[1] are the same function" (equal, identity):
     # a sub-claim of a post-condition compares other layouts than the operands
     if len(objs) != 2 or coord is None or purpose != "same value at every coordinate":
@@ -432,8 +423,6 @@ def _at_point(
         return None
     if va == vb:
         return None
-    from ._concrete import natural
-
     return Counterexample(
         coordinate=k, natural=natural(k, a), lhs=va, rhs=vb, detail=None, assignment=env or None
     )
@@ -506,8 +495,6 @@ def bounded(
 
 def split_params(params: Any) -> Tuple[List[Any], List[str]]:
     """``params`` ("M N", a list of symbols or names) as (symbols, names)."""
-    from layoutproof.symbolic import is_sym, symbols
-
     if params is None:
         return [], []
     if isinstance(params, str):

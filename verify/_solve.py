@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Tuple
 
 from layoutproof import budget
 from layoutproof.errors import LayoutError
+from layoutproof.layout import Layout
 from layoutproof.outcome import PROVED, UNKNOWN
+from layoutproof.symbolic import assumptions, condition, is_sym, pretty
 
 from .result import ProofObligation
 
@@ -31,8 +33,6 @@ def timeout_of(timeout_ms: Optional[int]) -> int:
 def facts_for(assume: Any) -> tuple:
     """The active :func:`layoutproof.assuming` facts plus ``assume`` (a condition or an
     iterable of conditions: strings, SymPy relations)."""
-    from layoutproof.symbolic import assumptions, condition
-
     if assume is None:
         extra: Iterable[Any] = ()
     elif isinstance(assume, str) or not hasattr(assume, "__iter__"):
@@ -48,8 +48,6 @@ def facts_for(assume: Any) -> tuple:
 
 
 def facts_text(facts: tuple) -> Tuple[str, ...]:
-    from layoutproof.symbolic import pretty
-
     return tuple(pretty(f) for f in facts)
 
 
@@ -133,13 +131,9 @@ def facts_consistent(facts: tuple, timeout_ms: int) -> Optional[bool]:
 
 def params_of(*objs: Any) -> List[Any]:
     """The SymPy symbols in the objects (layouts, leaves, tuples), sorted by name."""
-    from layoutproof.symbolic import is_sym
-
     out: set = set()
 
     def walk(x: Any) -> None:
-        from layoutproof.layout import Layout
-
         if isinstance(x, Layout):
             out.update(x.free_symbols)
         elif type(x) is tuple or type(x) is list:

@@ -30,6 +30,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from layoutproof.errors import LayoutError
+from layoutproof.notation import evaluate, is_symbol_name, parse_call, symbol_names
 
 from .result import Result
 
@@ -72,7 +73,6 @@ def check_statement(
     proved (...): composition((S0,S1):(1,D2), 16:1) == 16:1
     """
     from layoutproof.interop import rewrite_foreign
-    from layoutproof.notation import evaluate, parse_call, symbol_names
 
     from ._run import extra_facts
     from .identity import admissible, identity
@@ -136,7 +136,6 @@ _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z_0-9]*\b(?!\s*\()")
 def _unused_assumptions(statement: str, assume: List[str]) -> List[str]:
     """Warnings for ``--assume`` conditions about a name the statement does not contain."""
     from layoutproof.interop import rewrite_foreign
-    from layoutproof.notation import is_symbol_name
 
     try:
         text, _ = rewrite_foreign(statement)

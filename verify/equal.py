@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from layoutproof.errors import LayoutError, show
+from layoutproof.inttuple import raw_product
 from layoutproof.layout import Layout, fmt_htuple
 
 from ._bounded import MAX_CASES
@@ -187,8 +188,6 @@ def _compatible(S: Any, T: Any, assume: Any, timeout_ms: Optional[int]) -> Resul
     sa = S.shape if isinstance(S, Layout) else S
     sb = T.shape if isinstance(T, Layout) else T
     t0 = time.perf_counter()
-    from layoutproof.inttuple import raw_product
-
     claim = f"{fmt_htuple(sa)} compatible with {fmt_htuple(sb)}"
 
     def check(eng: Any, a: Any, b: Any) -> None:

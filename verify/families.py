@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from layoutproof import Layout, LayoutError, make_layout
+from layoutproof import Layout, LayoutError, Swizzle, make_layout
 from layoutproof.inttuple import raw_flatten
 from layoutproof.layout import fmt_htuple, make_ordered_layout
 
@@ -325,8 +325,6 @@ def swizzles(max_bits: int = 6, negative: bool = True) -> Iterator[Any]:
     >>> len(list(swizzles(max_bits=3)))
     22
     """
-    from layoutproof import Swizzle
-
     for top in range(0, max_bits + 1):
         for b in range(0, top + 1):
             for m in range(0, top - b + 1):

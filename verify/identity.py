@@ -38,9 +38,10 @@ from layoutproof.errors import (
     show,
 )
 from layoutproof.layout import Layout
+from layoutproof.symbolic import timeout
 
-from ._bounded import MAX_CASES
-from ._concrete import IllFormed, concretize, is_symbolic, lifted
+from ._bounded import MAX_CASES, assignments
+from ._concrete import IllFormed, concretize, is_sym, is_symbolic, lifted
 from ._engine import Concrete, Fail, TooLarge
 from ._run import bounded, call_budgeted, extra_facts, falsify, guard_args, run, split_params
 from ._solve import facts_for, facts_text, params_of, timeout_of
@@ -81,8 +82,6 @@ def infer_params(lhs: Any) -> List[str]:
 
 
 def _scalar(x: Any) -> bool:
-    from ._concrete import is_sym
-
     return type(x) is int or (
         is_sym(x) and getattr(x, "is_integer", False) is not False and not hasattr(x, "rel_op")
     )
@@ -295,8 +294,6 @@ def _identity(
 def op_timeout(timeout_ms: Optional[int]) -> Iterator[None]:
     """The algebra's own side-condition decisions (layoutproof.symbolic) use ``timeout_ms``
     inside the block when it is given (the global setting is restored after)."""
-    from layoutproof.symbolic import timeout
-
     with timeout(timeout_ms):
         yield
 
@@ -323,8 +320,6 @@ def _find_inadmissible(
     fn: Any, syms: List[Any], names: List[str], facts: tuple, bounds: Any, max_cases: int
 ) -> Any:
     """A concrete assignment at which ``fn`` raises InadmissibleError (and its error)."""
-    from ._bounded import assignments
-
     envs, _box = assignments(syms, facts, bounds, min(max_cases, 512))
     for env in envs:
         try:

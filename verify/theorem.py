@@ -56,8 +56,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Type
 
+from layoutproof import complement, composition, logical_divide
+from layoutproof.composed import ComposedLayout
 from layoutproof.errors import LayoutError
 from layoutproof.layout import Layout
+from layoutproof.swizzle import Swizzle
 
 from . import families as _families
 from .result import Result
@@ -220,8 +223,6 @@ def picture(x: Any, max_cells: int = PICTURE_CELLS) -> str:
     >>> picture(Layout(1024, 1))
     ''
     """
-    from layoutproof.composed import ComposedLayout
-
     try:
         if isinstance(x, Layout):
             if x.is_symbolic or x.size > max_cells:
@@ -252,9 +253,6 @@ def describe(x: Any) -> str:
     >>> describe((Layout(4, 1), 8))
     '(4:1, 8)'
     """
-    from layoutproof.composed import ComposedLayout
-    from layoutproof.swizzle import Swizzle
-
     if isinstance(x, Layout):
         return f"{x}    # {x!r}" if not x.is_symbolic else str(x)
     if isinstance(x, (ComposedLayout, Swizzle)):
@@ -525,8 +523,6 @@ class Family:
         _families._check(rank, extent, stride)
 
         def cases(scale: float) -> Iterator[Tuple[Layout, Layout]]:
-            from layoutproof import composition
-
             e, d = _scaled(extent, scale), _scaled(stride, scale)
             firsts = list(_families.layouts(rank, e, d))
             for a, b, _ in _families.admissible_pairs(composition, iter(firsts), lambda: iter(firsts)):
@@ -555,8 +551,6 @@ class Family:
         _families._check(rank, extent, stride)
 
         def cases(scale: float) -> Iterator[Tuple[Layout, int]]:
-            from layoutproof import complement
-
             e, d, c = _scaled(extent, scale), _scaled(stride, scale), _scaled(cotarget, scale)
             Ls = _families.layouts(rank, e, d)
             for a, b, _ in _families.admissible_pairs(complement, Ls, lambda: iter(range(1, c + 1))):
@@ -584,8 +578,6 @@ class Family:
         _families._check(rank, extent, stride)
 
         def cases(scale: float) -> Iterator[Tuple[Layout, Any]]:
-            from layoutproof import logical_divide
-
             e, d = _scaled(extent, scale), _scaled(stride, scale)
             tls = list(_families.layouts(rank, e, d))
             for L in _families.layouts(rank, e, d):
@@ -614,7 +606,6 @@ class Family:
     def swizzles(cls, max_bits: int = 6, *, negative_shift: bool = False) -> "Family":
         """Every valid ``Swizzle(B, M, S)`` with ``M + B + |S| <= max_bits``; beyond:
         :func:`layoutproof.verify.strategies.swizzles` up to ``2*max_bits`` bits."""
-        from layoutproof.swizzle import Swizzle
 
         def cases(scale: float) -> Iterator[Any]:
             bits = _scaled(max_bits, scale)

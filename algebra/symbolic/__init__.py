@@ -38,7 +38,16 @@ import time
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ..errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError, show
+from ..errors import (
+    InadmissibleError,
+    LayoutError,
+    MalformedLayoutError,
+    OutOfDomainError,
+    UndecidableConditionError,
+    show,
+)
+from ..inttuple import is_int, raw_flatten, raw_product
+from ..layout import Layout, Underscore, holds_symbols
 
 __all__ = [
     "symbols",
@@ -87,8 +96,6 @@ def is_symbolic(x: Any) -> bool:
     >>> is_symbolic(Layout(4, 1)), is_symbolic(Layout(symbols("M"), 1))
     (False, True)
     """
-    from ..layout import holds_symbols
-
     return holds_symbols(x)
 
 
@@ -122,8 +129,6 @@ def divides(a: Any, b: Any) -> Any:
     >>> divides(8, M)
     Eq(Mod(M, 8), 0)
     """
-    from ..inttuple import is_int
-
     sp = _sympy()
     for x in (a, b):
         if not (is_int(x) or isinstance(x, sp.Expr)):
@@ -871,8 +876,6 @@ def _split_1d(c: Any, fs: tuple) -> List[Any]:
 def _in_range(c: Any, n: Any, full: Any) -> None:
     """Check ``0 <= c < n`` when ``c`` is a number (a symbolic coordinate is taken to be in
     the domain: the expression is the layout function there)."""
-    from ..errors import OutOfDomainError
-
     if is_sym(c) and not c.is_Integer:
         return
     c = int(c)
@@ -900,9 +903,6 @@ def _in_range(c: Any, n: Any, full: Any) -> None:
 
 def eval_parts(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, Any]:
     """Kept modes (for ``_``) and the offset of a coordinate against a symbolic layout."""
-    from ..inttuple import is_int, raw_flatten, raw_product
-    from ..layout import Underscore
-
     if c is None or isinstance(c, Underscore):
         return [s], [d], 0
     if type(c) is tuple or type(c) is list:
@@ -935,8 +935,6 @@ def eval_parts(c: Any, s: Any, d: Any, full: Any) -> Tuple[list, list, Any]:
 def eval_symbolic(L: Any, args: tuple) -> Any:
     """``L(*args)`` when the layout or the coordinate is symbolic: an offset expression, or
     the sliced layout when the coordinate has ``_``."""
-    from ..layout import Layout
-
     if not args:
         raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
     c = args[0] if len(args) == 1 else tuple(args)
@@ -955,8 +953,6 @@ def as_int(e: Any) -> Any:
 
 def layout_expr(L: Any, coord: Any = None) -> Any:
     """See :meth:`Layout.expr`."""
-    from ..inttuple import is_int, raw_flatten
-
     sp = _sympy()
     fs, fd = raw_flatten(L.shape), raw_flatten(L.stride)
     if coord is None:
@@ -979,8 +975,6 @@ def layout_expr(L: Any, coord: Any = None) -> Any:
 
 def subs_layout(L: Any, args: tuple, values: Dict[str, Any]) -> Any:
     """See :meth:`Layout.subs`."""
-    from ..layout import Layout
-
     if len(args) > 1 or (args and not isinstance(args[0], dict)):
         raise MalformedLayoutError("subs() takes one dict of values or keyword values (M=64)")
     kw: Dict[Any, Any] = dict(args[0]) if args else {}

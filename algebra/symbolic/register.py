@@ -20,7 +20,9 @@ from typing import Any, Callable, Dict, Tuple
 from .. import kinds
 from ..layout import Layout
 from . import (
+    as_int,
     check_extent,
+    eval_parts,
     eval_symbolic,
     free_symbols,
     layout_expr,
@@ -35,8 +37,6 @@ __all__ = ["slice_and_offset", "IMPLEMENTATIONS"]
 def slice_and_offset(crd: Any, layout: Layout) -> Tuple[Layout, Any]:
     """``slice_and_offset`` when the layout or the coordinate is symbolic: the kept modes
     and the offset of the fixed coordinates (an expression, an ``int`` when it is one)."""
-    from . import as_int, eval_parts  # public names of layoutproof.symbolic (H2, session 20)
-
     ks, kd, off = eval_parts(crd, layout.shape, layout.stride, crd)
     return Layout.trusted(tuple(ks), tuple(kd)), as_int(off)
 

@@ -38,7 +38,20 @@ from .. import budget
 from ..errors import InadmissibleError, LayoutError, MalformedLayoutError, UndecidableConditionError
 from ..inttuple import raw_flatten, raw_product, raw_unflatten
 from ..layout import Layout
-from . import as_python, decide, is_sym, pretty, require
+from . import (
+    EXPLORER,
+    as_python,
+    assuming,
+    assumptions,
+    complete_assignment,
+    decide,
+    free_symbols,
+    is_sym,
+    is_symbolic,
+    layout_expr,
+    pretty,
+    require,
+)
 from . import sympy_module as _sympy
 
 _make = Layout.trusted
@@ -201,8 +214,6 @@ def _concrete(fn: Callable[..., Any], asg: dict, *xs: Any) -> Any:
     """Run the integer operation on the operands with ``asg`` substituted -- ``asg`` is
     first completed (in place) with values for the operands' other symbols that satisfy
     the assumptions; when none are found nothing can be confirmed."""
-    from . import assumptions, complete_assignment, free_symbols, is_symbolic
-
     syms: set = set()
     for x in xs:
         syms |= set(x.free_symbols) if isinstance(x, Layout) else set(free_symbols(x))
@@ -240,8 +251,6 @@ def _subs_all(asg: dict, *xs: Any) -> List[Any]:
 def _same_layout(X: Layout, Y: Layout, facts: tuple, shape: bool = True) -> bool:
     """Whether X and Y have equal sizes and equal values at every coordinate (and, with
     ``shape``, equal shapes leaf by leaf), proved under ``facts``."""
-    from . import decide, layout_expr
-
     sp = _sympy()
     sx, sy = X.shape, Y.shape
     if not shape:
@@ -299,8 +308,6 @@ def either_branch(fn: Callable[..., Any], *args: Any, shape: bool = True) -> Any
     layout on both branches is returned; otherwise the UndecidableConditionError stands.
     For composite operations (``logical_product`` is a complement and a composition)
     whose parts' branches differ while the whole does not."""
-    from . import EXPLORER, assuming, assumptions
-
     try:
         return fn(*args)
     except UndecidableConditionError as e:
