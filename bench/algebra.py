@@ -96,7 +96,7 @@ def cases() -> List[Tuple[str, Callable[[], Any], Optional[Callable[[], Any]], b
             lambda: P((4, (2, 2)), (2, (1, 8))),
             False,
         ),
-        # swizzles (issue 3): a swizzled shared-memory tile evaluated, the raw swizzle
+        # swizzles: a swizzled shared-memory tile evaluated, the raw swizzle
         ("swizzled tile C(37,21)", lambda: sw_tile(37, 21), lambda: sw_tile_p(37, 21), True),
         ("swizzled tile C(300)", lambda: sw_tile(300), lambda: sw_tile_p(300), True),
         ("Swizzle(3,3,3)(12345)", lambda: sw(12345), lambda: sw_p(12345), False),

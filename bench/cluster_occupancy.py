@@ -1,4 +1,4 @@
-"""How many clusters of a cluster split-K kernel the GPU holds at once (issue 17, G4).
+"""How many clusters of a cluster split-K kernel the GPU holds at once.
 
 ``cuOccupancyMaxActiveClusters`` for the kernels of ``SplitKConfig(..., reduction="cluster")``
 (one CTA per SM by their registers and shared memory): a grid of more clusters than this
@@ -13,11 +13,11 @@ def main() -> None:
     import cupy as cp
     from cuda.bindings import driver
 
-    from layoutproof.gpu.kernels.wgmma import Sm90Config
     from layoutproof.gpu.config import GemmProblem
     from layoutproof.gpu.host.runtime import compile_kernel
     from layoutproof.gpu.kernels.splitk import SplitKConfig
     from layoutproof.gpu.kernels.splitk_cluster import generate_cluster
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     print(f"occupancy: {sms} SMs", flush=True)

@@ -1,4 +1,4 @@
-"""The large adversarial fuzz of issue 13: 100,000 seeded cases (``tools/adversarial.py``).
+"""The large adversarial fuzz: 100,000 seeded cases (``tools/adversarial.py``).
 
     python bench/fuzz.py                 # 100,000 cases, seed 1, 400 symbolic
     python bench/fuzz.py --cases 200000 --seed 7 --symbolic 1000 --wide

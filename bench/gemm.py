@@ -3,10 +3,11 @@
 Run on the GPU machine from the repository root (``bench/device_env.sh`` makes the
 package importable without installing it)::
 
-    python bench/gemm.py --out $OUT            # everything (about 5 minutes on an H100)
+    python bench/gemm.py                       # everything (about 5 minutes on an H100)
     python bench/gemm.py --quick               # a few shapes, one timing size
 
-Sections (each writes JSON under --out and prints a short table at the end):
+Sections (each writes JSON to ``bench/out/gemm`` or ``--out`` and prints a short table at
+the end):
 
 * ``correctness``: 50 random shapes (1, odd sizes, 4095x4097x4093, ...) x the four operand
   layouts (A row/column-major x B row/column-major) x f16 and bf16, fresh random inputs
@@ -14,7 +15,7 @@ Sections (each writes JSON under --out and prints a short table at the end):
   against a float64 reference must be < 5e-3 (f16) / 2e-2 (bf16) and no NaN may survive.
   That is section ``base`` (800 cases); ``--sections`` adds ``auto`` (gemm's default rule,
   with the kernel it took on the decode shapes), ``kernels`` (explicit split-K reductions,
-  fix-up CTA shapes, 16-row mma.sync tiles), ``batched`` and ``epilogue`` (all five by
+  16-row mma.sync tiles), ``batched`` and ``epilogue`` (all five by
   default; ``--jobs 12 --budget 400`` runs them in worker processes in about 2 minutes on
   an H100; ``--jobs 1``, the default, runs them one after the other);
 * ``compile``: generate + prove + compile times, cold (empty caches) and from the caches;
@@ -31,9 +32,9 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from _timing import event_batch, out_dir, shapes_arg
 
 
 def _bf16_support(cp):
@@ -157,8 +158,7 @@ def correctness(
 
 
 # ============================================================================ the extended sweep
-# (issue 17, session 22): sections ``auto``, ``kernels``, ``batched``, ``epilogue`` beside the
-# 800 cases above (``base``).  Each section is a list of groups (a group: one kernel family,
+# Sections ``auto``, ``kernels``, ``batched``, ``epilogue`` beside the 800 cases above (``base``).  Each section is a list of groups (a group: one kernel family,
 # dtype and operand orders, so that a worker process compiles its kernels once); with --jobs N
 # the groups run in N processes (spawned, each with its own CUDA context) sharing the disk
 # caches.  Every output the API takes is NaN-poisoned before the call, every result compared
@@ -174,7 +174,7 @@ MMA_DECODE = (
 )
 #: decode / skinny shapes of the rule with the kernel it is expected to take (A, B row-major).
 #: path="auto" applies plan.mma_decode before the wgmma rule (6k), so 16x8192x4096 takes the
-#: 16-row mma.sync tile there (run 1 of G7, session 22); the cluster split (plan.cluster_split)
+#: 16-row mma.sync tile there; the cluster split (plan.cluster_split)
 #: is what path="wgmma" takes at 16 rows, and path="auto" at M < 16 with K < 8192
 AUTO_DECODE = (
     ((16, 4096, 4096), "mma16"),
@@ -382,8 +382,6 @@ SPLIT_CONFIGS = (
     ("kernel", (64, 256, 5, 8, "kernel")),
     ("serial", (64, 128, 8, 3, "serial")),
     ("serial", (128, 128, 6, 4, "serial")),
-    ("atomic", (64, 128, 8, 3, "atomic")),
-    ("atomic", (64, 256, 5, 8, "atomic")),
     ("cluster", (64, 128, 8, 2, "cluster")),
     ("cluster", (64, 256, 5, 4, "cluster")),
     ("cluster", (64, 64, 8, 2, "cluster")),
@@ -396,8 +394,8 @@ MMA_SHAPES = ((1, 9, 17), (16, 300, 1100), (13, 130, 2000), (37, 45, 51), (16, 4
 
 def _two_calls(ctx, section, cfg, dtype, ao, bo, m, n, k, rng, case):
     """Two back-to-back calls of one plan (fresh inputs each, no synchronization between:
-    an atomic plane left non-zero, or a workspace raced, shows in the second), f32 outputs,
-    then the dtype's own output."""
+    a workspace or counter the first call left wrong, or a race on it, shows in the second),
+    f32 outputs, then the dtype's own output."""
     ops, gemm = ctx.ops, ctx.gemm
     xs = [(ops.make((m, k), dtype, ao, rng), ops.make((k, n), dtype, bo, rng)) for _ in range(2)]
     outs = [ctx.nan_out((m, n), "f32") for _ in range(2)]
@@ -455,51 +453,6 @@ def g_refused(ctx):
         return
     ctx.rows.append(dict(section="kernels", **case, ok=False, refused=None))
     print(f"FAIL kernels {cfg.key()}: ran, expected the bank-conflict prover to refuse it", flush=True)
-
-
-def g_fixups(ctx, dtype):
-    """Every fix-up CTA shape of splitk_fixup.FIXUP_SHAPES, taken through plan.FIXUP_RULE (how
-    G5 exposed them: the runtime asks plan.choose_fixup), on the 64x256 s5 S8 plane split."""
-    from layoutproof.gpu.host import rule as P
-    from layoutproof.gpu.kernels.splitk_fixup import FIXUP_SHAPES
-
-    cp, ops = ctx.cp, ctx.ops
-    rng = cp.random.default_rng(303)
-    cfg = _split(64, 256, 5, 8)
-    for nm in FIXUP_SHAPES:
-        for m, n, k in ((16, 300, 1100), (1, 4096, 4100), (130, 260, 200)):
-            case = dict(kernel=cfg.key(), fixup=nm, dtype=dtype, m=m, n=n, k=k, a="C", b="C")
-            if ctx.expired():
-                ctx.skipped("kernels", case)
-                continue
-            old = dict(P.FIXUP_RULE)
-            try:
-                P.FIXUP_RULE.update(max_m=1 << 30, shape=nm)
-                xs = [
-                    (ops.make((m, k), dtype, "C", rng), ops.make((k, n), dtype, "C", rng)) for _ in range(2)
-                ]
-                outs = [ctx.nan_out((m, n), "f32") for _ in range(2)]
-                plan = ctx.runtime.gemm_plan(
-                    xs[0][0], xs[0][1], outs[0], config=cfg, out_dtype="f32", **ops.kw(dtype)
-                )
-                got = plan.fixup_shape
-                for (a, b), o in zip(xs, outs):
-                    plan(a, b, o)
-                for i, ((a, b), o) in enumerate(zip(xs, outs)):
-                    ref = ops.to64(a, dtype) @ ops.to64(b, dtype)
-                    c = dict(case, call=i + 1, fixup_shape=str(got), fixup_grid=str(plan._fix[2]))
-                    if got != FIXUP_SHAPES[nm]:
-                        ctx.rows.append(
-                            dict(section="kernels", **c, ok=False, error="fix-up shape not taken")
-                        )
-                        print(f"FAIL kernels {c}: the plan took fix-up {got}", flush=True)
-                        continue
-                    ctx.record("kernels", c, o, "f32", ref, _tol(dtype))
-            except Exception as ex:  # noqa: BLE001
-                ctx.error("kernels", case, ex)
-            finally:
-                P.FIXUP_RULE.clear()
-                P.FIXUP_RULE.update(old)
 
 
 def g_mma(ctx, which, dtype):
@@ -752,7 +705,6 @@ def build_groups(sections, n_shapes, dtypes=("f16", "bf16")):
             for d in dtypes:
                 g.append(("kernels", "g_split", (spec, d, ORDERS)))
         g += [("kernels", "g_refused", ())]
-        g += [("kernels", "g_fixups", (d,)) for d in dtypes]
         g += [("kernels", "g_mma", (i, d)) for i in range(len(MMA_DECODE)) for d in dtypes]
     if "batched" in sections:
         cfgs = (
@@ -863,10 +815,9 @@ def summarize(rows, sections):
 def compile_times(cp, log):
     import tempfile
 
-    from layoutproof.gpu.kernels import mma_sync as codegen
-
-    from layoutproof.gpu.host import runtime
     from layoutproof.gpu.config import GemmConfig, GemmProblem
+    from layoutproof.gpu.host import runtime
+    from layoutproof.gpu.kernels import mma_sync as codegen
 
     os.environ["LAYOUTPROOF_CACHE"] = tempfile.mkdtemp()
     cfg = GemmConfig(bm=128, bn=128, bk=32, warps_m=2, warps_n=2, stages=3)
@@ -904,20 +855,11 @@ def compile_times(cp, log):
 
 def bench(cp, fn, reps, batches=7):
     """Median over ``batches`` of the mean time of ``reps`` back-to-back launches (events
-    around each batch), after a warm-up batch: the same method for ours and cuBLAS."""
+    around each batch), after a warm-up: the same method for ours and cuBLAS."""
     for _ in range(3):
         fn()
     cp.cuda.Device().synchronize()
-    s, e = cp.cuda.Event(), cp.cuda.Event()
-    ts = []
-    for _ in range(batches):
-        s.record()
-        for _ in range(reps):
-            fn()
-        e.record()
-        e.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3 / reps)
-    ts.sort()
+    ts = sorted(event_batch(cp, fn, reps)[0] for _ in range(batches))
     return ts[len(ts) // 2], ts
 
 
@@ -984,7 +926,7 @@ def speed(
 
 def main(argv=None):
     p = argparse.ArgumentParser()
-    p.add_argument("--out", default=os.environ.get("OUT", "build/bench-gemm"))
+    p.add_argument("--out", default=None, help="folder for gemm_bench.json (default bench/out/gemm)")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--shapes", type=int, default=50)
     p.add_argument("--reps", type=int, default=30)
@@ -1006,8 +948,7 @@ def main(argv=None):
 
     from layoutproof.gpu.host.runtime import autotune, gemm
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_dir("gemm", args.out)
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"]
     dev = dev.decode() if isinstance(dev, bytes) else str(dev)
     log = {"device": dev, "cupy": cp.__version__, "date": time.strftime("%Y-%m-%d %H:%M")}
@@ -1061,7 +1002,7 @@ def main(argv=None):
                 else [(4096, 4096, 4096), (8192, 8192, 8192), (4095, 4097, 4093)]
             )
             if args.sizes:
-                sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
+                sizes = shapes_arg(args.sizes)
             rows = speed(
                 cp,
                 ops,

@@ -14,7 +14,6 @@ of cuBLAS's batch time over ours in the same round, with the range.  Writes
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import out_dir  # noqa: E402
 from gemm import Ops  # noqa: E402
 
 
@@ -113,16 +113,15 @@ def main(argv=None):
     p.add_argument("--layout", default="CC")
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--rounds", type=int, default=9)
-    p.add_argument("--out", default=os.environ.get("OUT", "build/bench-configs"))
+    p.add_argument("--out", default=None, help="folder for configs.json (default bench/out/configs)")
     p.add_argument("--no-check", action="store_true")
     args = p.parse_args(argv)
     import cupy as cp
 
-    from layoutproof.gpu.host import runtime
     from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.host import runtime
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_dir("configs", args.out)
     ops = Ops(cp)
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"]
     dev = dev.decode() if isinstance(dev, bytes) else str(dev)

@@ -7,14 +7,10 @@ elementwise kernel).  Run on the GPU machine after ``source bench/device_env.sh`
 
 from __future__ import annotations
 
-import sys
-
+import _timing as G
 import cupy as cp
 
-sys.path.insert(0, "bench")
-import gemm_suite as G  # noqa: E402
-
-from layoutproof.gpu.host.runtime import gemm  # noqa: E402
+from layoutproof.gpu.host.runtime import gemm
 
 
 def torch_unfused_time(a, b, bias, c, reps):

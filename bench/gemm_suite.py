@@ -3,8 +3,10 @@ against cuBLAS (``cupy.matmul``) on the shapes people run, plus host time per ca
 
 Run on the GPU machine from the repository root (``source bench/device_env.sh`` first)::
 
-    python bench/gemm_suite.py --out $OUT                 # suite + host time (f16 and bf16)
-    python bench/gemm_suite.py --sweep --out $OUT         # every default-rule candidate, timed
+    python bench/gemm_suite.py                 # suite + host time (f16 and bf16)
+    python bench/gemm_suite.py --sweep         # every default-rule candidate, timed
+
+Raw output: ``bench/out/suite/gemm_suite.json`` (or ``--out``).
 
 Method (suite): fresh N(0,1) operands, row-major A and B, one output per side allocated
 once; batched shapes ``B x [M x N x K]`` are 3-D operands (``bB``: B a shared 2-D matrix):
@@ -29,11 +31,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
 import sys
 import time
-from pathlib import Path
+
+from _timing import event_batch, graph_of, graph_time, make, out_dir, rel_err, torch_graph_time
 
 SQUARES = [(s, s, s) for s in (512, 1024, 2048, 4096, 8192, 16384)]
 # LLM decode / prefill shapes of 7B-70B models: M tokens x N out-features x K in-features
@@ -81,90 +83,6 @@ def label(shape):
     return base if not bt else f"{bt}x[{base}]" + ("bB" if shared else "")
 
 
-def make(cp, shape, dtype, rng):
-    x = rng.standard_normal(shape, dtype=cp.float32)
-    return x.astype(cp.float16 if dtype == "f16" else "bfloat16")
-
-
-def event_batch(cp, fn, reps):
-    """Seconds per call of ``reps`` back-to-back calls between two events, and the host
-    seconds per call to issue them."""
-    s, e = cp.cuda.Event(), cp.cuda.Event()
-    s.record()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    host = (time.perf_counter() - t0) / reps
-    e.record()
-    e.synchronize()
-    return cp.cuda.get_elapsed_time(s, e) / 1e3 / reps, host
-
-
-def graph_of(cp, fn, reps):
-    """A CUDA graph of ``reps`` calls of ``fn`` (None where capture fails)."""
-    st = cp.cuda.Stream(non_blocking=True)
-    try:
-        with st:
-            st.begin_capture()
-            for _ in range(reps):
-                fn()
-            g = st.end_capture()
-        g.upload(st)
-        return g, st
-    except Exception as ex:  # cuBLAS or the pool may refuse capture: say so, keep going
-        try:
-            st.end_capture()
-        except Exception:
-            pass
-        print(f"  graph capture failed: {type(ex).__name__}: {ex}", flush=True)
-        return None
-
-
-def graph_time(cp, gs, reps, n=3):
-    g, st = gs
-    s, e = cp.cuda.Event(), cp.cuda.Event()
-    ts = []
-    for _ in range(n):
-        s.record(st)
-        g.launch(st)
-        e.record(st)
-        e.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3 / reps)
-    return statistics.median(ts)
-
-
-def torch_graph_time(cp, a, b, c, reps):
-    """Seconds per call of ``torch.matmul(a, b, out=c)`` (torch's cuBLAS) replayed from a CUDA
-    graph -- the device-time reference, since CuPy refuses cuBLAS calls under capture."""
-    try:
-        import torch
-
-        ta, tb, tc = torch.from_dlpack(a), torch.from_dlpack(b), torch.from_dlpack(c)
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                torch.matmul(ta, tb, out=tc)
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(reps):
-                torch.matmul(ta, tb, out=tc)
-        ts = []
-        for _ in range(3):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            g.replay()
-            e1.record()
-            e1.synchronize()
-            ts.append(e0.elapsed_time(e1) / 1e3 / reps)
-        cp.cuda.Device().synchronize()
-        return statistics.median(ts)
-    except Exception as ex:
-        print(f"  torch graph reference failed: {type(ex).__name__}: {ex}", flush=True)
-        return None
-
-
 def torch_matmul(a, b):
     """(torch views of a and b, the product's torch tensor) -- the batched reference through
     torch's cuBLAS -- or None without torch."""
@@ -182,11 +100,6 @@ def torch_matmul_into(ta, tb, tc):
     import torch
 
     torch.matmul(ta, tb, out=tc)
-
-
-def rel_err(cp, x, ref):
-    d = x.astype(cp.float32) - ref.astype(cp.float32)
-    return float(cp.linalg.norm(d) / max(float(cp.linalg.norm(ref.astype(cp.float32))), 1e-30))
 
 
 def suite(cp, args, log):
@@ -471,8 +384,8 @@ def sanitize(cp, only_splitk=False):
 
     rng = cp.random.default_rng(11)
     worst, runs = 0.0, 0
-    from layoutproof.gpu.kernels.wgmma import Sm90Config
     from layoutproof.gpu.kernels.splitk import SplitKConfig
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
 
     ws = dict(loader="tma", schedule="ws")
     splitk = (
@@ -501,7 +414,7 @@ def sanitize(cp, only_splitk=False):
 
 def main(argv=None):
     p = argparse.ArgumentParser()
-    p.add_argument("--out", default=os.environ.get("OUT", "build/bench-suite"))
+    p.add_argument("--out", default=None, help="folder for gemm_suite.json (default bench/out/suite)")
     p.add_argument("--sweep", action="store_true")
     p.add_argument("--sanitize", action="store_true", help="only the memcheck workload")
     p.add_argument(
@@ -526,8 +439,7 @@ def main(argv=None):
 
     if args.sanitize or args.sanitize_splitk:
         return 0 if sanitize(cp, only_splitk=args.sanitize_splitk) else 1
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_dir("suite", args.out)
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"]
     dev = dev.decode() if isinstance(dev, bytes) else str(dev)
     log = {"device": dev, "cupy": cp.__version__, "date": time.strftime("%Y-%m-%d %H:%M")}

@@ -1,12 +1,16 @@
-"""Split-K on the decode shapes (issue 17, G1b, session 21): the split kernel as a
-programmatic dependent launch, correctness of back-to-back calls, a sweep, timing.
+"""Split-K and the unsplit 16-row tiles on the decode shapes (outputs of a few rows, long K):
+correctness of back-to-back calls, a sanitizer workload, and timing against cuBLAS.
 
 On the GPU machine, from the repository root (after ``source bench/device_env.sh``):
 
     python3 bench/splitk_decode.py --check               # back-to-back calls vs float64
     python3 bench/splitk_decode.py --sanitize            # a few launches, for compute-sanitizer
-    python3 bench/splitk_decode.py --time 1x4096x4096,16x4096x4096 --out DIR
-    python3 bench/splitk_decode.py --sweep 1x4096x4096,16x4096x4096 --out DIR
+    python3 bench/splitk_decode.py --time 1x4096x4096,16x4096x4096
+    python3 bench/splitk_decode.py --sweep 1x4096x4096,16x4096x4096
+    python3 bench/splitk_decode.py --variants 16x8192x8192 --cluster
+    python3 bench/splitk_decode.py --variants 16x4096x4096 --mma 16x32x128w1x2s8,16x64x64w1x4s8
+
+JSON goes to ``bench/out/splitk_decode`` (or ``--out``).
 
 With the fix-up reduction, the split kernel's first statement waits for the previous grid
 of the stream (``griddepcontrol.wait``) and the runtime launches it as a programmatic
@@ -16,44 +20,32 @@ workspace the split kernel then writes.  ``--check`` calls one plan four times b
 eagerly and replayed from a CUDA graph, and compares every output with a float64
 reference: a split kernel storing its planes before the previous fix-up read them would
 leave a wrong sum.  ``--time``: per shape and dtype, the rule's pick with both launches
-programmatic, with the fix-up's only (as before) and with neither, and cuBLAS, interleaved
-over rounds (graph replay = device time; eager ratio for the first).  ``--sweep``: bases
-64x64 / 64x128 / 64x256 with their stage counts, splits 1 (the unsplit kernel) / 2 / 4 / 8,
-graph time with cuBLAS in every round.
+programmatic, with the fix-up's only and with neither, and cuBLAS, interleaved over rounds
+(graph replay = device time; eager ratio for the first).  ``--sweep``: bases 64x64 / 64x128
+/ 64x256 with their stage counts, splits 1 (the unsplit kernel) / 2 / 4 / 8, graph time with
+cuBLAS in every round.
 
-Session 22 (G3): ``--atomic`` adds the atomic reduction (``SplitKConfig(..., reduction=
-"atomic")``: every unit adds into one f32 plane with ``red.global.add``, the fix-up converts
-it and zeroes it) to ``--check`` and ``--sanitize`` (configurations ``CHECK`` with the
-atomic reduction, and the plane checked zero after every series of calls), and
-``--variants MxNxK,...`` times the rule's pick against its atomic twin and a few other atomic
-configurations, with cuBLAS in the same rounds (graph and eager).
-
-Session 22 (G4): ``--cluster`` runs ``--check`` / ``--sanitize`` on the cluster reduction
+``--cluster`` runs ``--check`` / ``--sanitize`` on the cluster reduction
 (``SplitKConfig(..., reduction="cluster")``: the ``S`` units of a tile are one thread-block
 cluster that sums the partials through distributed shared memory; no workspace, no second
 kernel; outputs of at most 16 rows: the configurations ``CHECK_CLUSTER``) and makes
-``--variants`` time the pick against cluster configurations instead of atomic ones.
+``--variants`` time the rule's pick against cluster configurations.
 
-Session 22 (G6): ``--mma SPECS`` makes ``--variants`` time the pick against unsplit mma.sync
-kernels (``GemmConfig``, the cp.async pipeline; whole K per CTA, no workspace, no second
-kernel).  A spec is ``BMxBNxBKwWMxWNsST`` with an optional ``bMB`` (min_blocks), e.g.
-``16x32x128w1x2s8``; the variants' order is rotated each round.
+``--mma SPECS`` makes ``--variants`` (and ``--sanitize``) take unsplit mma.sync kernels
+(``GemmConfig``, the cp.async pipeline; whole K per CTA, no workspace, no second kernel)
+beside the pick.  A spec is ``BMxBNxBKwWMxWNsST`` with an optional ``bMB`` (min_blocks), e.g.
+``16x32x128w1x2s8``.  The variants' order is rotated each round.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import os
+import re
 import statistics
 import sys
-from pathlib import Path
 
-_here = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("gemm_suite", _here / "gemm_suite.py")
-gs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gs)
+import _timing as gs
 
 WS = dict(loader="tma", schedule="ws")
 BASES = ((64, 64, 8), (64, 128, 8), (64, 256, 5))
@@ -71,14 +63,8 @@ def split_cfg(bm, bn, st, s, reduction="kernel"):
     return base_cfg(bm, bn, st) if s == 1 else SplitKConfig(base_cfg(bm, bn, st), s, reduction)
 
 
-REDUCTION = "kernel"  # --atomic: the configurations of --check / --sanitize use "atomic"
-MMA = []  # --mma SPECS: unsplit mma.sync GemmConfigs that --variants times beside the pick (G6)
-
-
 def mma_cfg(spec):
     """``GemmConfig`` of a spec ``BMxBNxBKwWMxWNsST[bMB]`` (e.g. ``16x32x128w1x2s8``)."""
-    import re
-
     from layoutproof.gpu.config import GemmConfig
 
     mt = re.fullmatch(r"(\d+)x(\d+)x(\d+)w(\d+)x(\d+)s(\d+)(?:b(\d+))?", spec)
@@ -114,52 +100,50 @@ CHECK_CLUSTER = [
 ]
 
 
-def check(cp, log):
+def _run_series(cp, plan, xs, outs, mode):
+    """Every (a, b) of ``xs`` through ``plan`` into ``outs``, back to back with no
+    synchronization between the calls: eagerly, or captured in a CUDA graph and replayed
+    (the outputs poisoned with NaN again after the capture, which runs nothing)."""
+    for o in outs:
+        o.fill(cp.nan)
+    cp.cuda.Device().synchronize()
+    if mode == "eager":
+        for (a, b), o in zip(xs, outs):
+            plan(a, b, o)
+    else:
+        st = cp.cuda.Stream(non_blocking=True)
+        with st:
+            st.begin_capture()
+            for (a, b), o in zip(xs, outs):
+                plan(a, b, o)
+            g = st.end_capture()
+        for o in outs:
+            o.fill(cp.nan)
+        cp.cuda.Device().synchronize()
+        g.launch(st)
+        st.synchronize()
+    cp.cuda.Device().synchronize()
+
+
+def check(cp, log, reduction):
+    """Four calls of one plan back to back (eager, then two graph replays) per configuration
+    of ``CHECK`` (``CHECK_CLUSTER`` for the cluster reduction), each output against float64."""
     from layoutproof.gpu.host.runtime import gemm_plan
 
     rng = cp.random.default_rng(17)
     rows = log.setdefault("check", [])
     bad = 0
     for dt in ("f16", "bf16"):
-        for (bm, bn, st), s, (m, n, k) in CHECK_CLUSTER if REDUCTION == "cluster" else CHECK:
-            cfg = split_cfg(bm, bn, st, s, REDUCTION)
+        for (bm, bn, st), s, (m, n, k) in CHECK_CLUSTER if reduction == "cluster" else CHECK:
+            cfg = split_cfg(bm, bn, st, s, reduction)
             xs = [(gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)) for _ in range(4)]
             outs = [cp.empty((m, n), dtype=xs[0][0].dtype) for _ in range(4)]
             refs = [cp.matmul(a.astype(cp.float64), b.astype(cp.float64)) for a, b in xs]
             plan = gemm_plan(xs[0][0], xs[0][1], outs[0], config=cfg)
             for mode in ("eager", "graph", "graph"):
-                for o in outs:
-                    o.fill(cp.nan)
-                cp.cuda.Device().synchronize()
-                if mode == "eager":
-                    for (a, b), o in zip(xs, outs):
-                        plan(a, b, o)
-                else:
-                    st_ = cp.cuda.Stream(non_blocking=True)
-                    with st_:
-                        st_.begin_capture()
-                        for (a, b), o in zip(xs, outs):
-                            plan(a, b, o)
-                        g = st_.end_capture()
-                    for o in outs:  # capture ran nothing: poison again, then replay
-                        o.fill(cp.nan)
-                    cp.cuda.Device().synchronize()
-                    g.launch(st_)
-                    st_.synchronize()
-                cp.cuda.Device().synchronize()
-                errs = []
-                for o, r in zip(outs, refs):
-                    d = cp.abs(o.astype(cp.float64) - r)
-                    nan = bool(cp.isnan(o.astype(cp.float32)).any())
-                    rel = float(d.max()) / max(float(cp.abs(r).max()), 1e-30)
-                    errs.append(float("inf") if nan else rel)
-                worst = max(errs)
-                ok = worst < (2e-3 if dt == "f16" else 1.6e-2)
-                if REDUCTION == "atomic":  # each fix-up leaves the plane zero for the next call
-                    left = float(cp.abs(plan._ws).max())
-                    if left != 0.0:
-                        print(f"check FAIL plane not zero after the calls: max |W| {left}", flush=True)
-                        ok = False
+                _run_series(cp, plan, xs, outs, mode)
+                worst = max(gs.max_rel_err(cp, o, r) for o, r in zip(outs, refs))
+                ok = worst < gs.tol(dt)
                 bad += not ok
                 pdl = (plan._pdl is not None, plan._pdl_split is not None)
                 rows.append(
@@ -175,43 +159,31 @@ def check(cp, log):
     return bad
 
 
-def sanitize_mma(cp):
-    """A few calls of every ``--mma`` configuration (16x4096x4096 and a ragged 13x1000x520, f16),
-    each output checked against float64 afterwards (for compute-sanitizer)."""
-    from layoutproof.gpu.host.runtime import gemm_plan
-
-    rng = cp.random.default_rng(6)
-    for sp in MMA:
-        cfg = mma_cfg(sp)
-        for m, n, k in ((16, 4096, 4096), (13, 1000, 520)):
-            a, b = gs.make(cp, (m, k), "f16", rng), gs.make(cp, (k, n), "f16", rng)
-            out = cp.full((m, n), cp.nan, dtype=a.dtype)
-            plan = gemm_plan(a, b, out, config=cfg)
-            for _ in range(3):
-                plan(a, b, out)
-            cp.cuda.Device().synchronize()
-            r = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
-            err = float(cp.abs(out.astype(cp.float64) - r).max()) / max(float(cp.abs(r).max()), 1e-30)
-            ok = err < 2e-3 and not bool(cp.isnan(out.astype(cp.float32)).any())
-            print(
-                f"sanitize mma {cfg.key()} {m}x{n}x{k}: 3 calls, rel err {err:.1e} {'ok' if ok else 'FAIL'}",
-                flush=True,
-            )
-
-
-def sanitize(cp):
+def sanitize(cp, reduction, mma):
+    """A few calls of each configuration, for compute-sanitizer: the first four of ``CHECK``
+    (or ``CHECK_CLUSTER``), or with ``--mma`` each mma.sync spec on 16x4096x4096 and a ragged
+    13x1000x520 (checked against float64 afterwards)."""
     from layoutproof.gpu.host.runtime import gemm_plan
 
     rng = cp.random.default_rng(3)
-    for (bm, bn, st), s, (m, n, k) in (CHECK_CLUSTER if REDUCTION == "cluster" else CHECK)[:4]:
-        cfg = split_cfg(bm, bn, st, s, REDUCTION)
+    if mma:
+        cases = [(mma_cfg(sp), shape) for sp in mma for shape in ((16, 4096, 4096), (13, 1000, 520))]
+    else:
+        table = CHECK_CLUSTER if reduction == "cluster" else CHECK
+        cases = [(split_cfg(bm, bn, st, s, reduction), shape) for (bm, bn, st), s, shape in table[:4]]
+    for cfg, (m, n, k) in cases:
         a, b = gs.make(cp, (m, k), "f16", rng), gs.make(cp, (k, n), "f16", rng)
-        out = cp.zeros((m, n), dtype=a.dtype)
+        out = cp.full((m, n), cp.nan, dtype=a.dtype)
         plan = gemm_plan(a, b, out, config=cfg)
         for _ in range(3):
             plan(a, b, out)
         cp.cuda.Device().synchronize()
-        print(f"sanitize {cfg.key()} {m}x{n}x{k}: 3 calls back to back", flush=True)
+        err = gs.max_rel_err(cp, out, cp.matmul(a.astype(cp.float64), b.astype(cp.float64)))
+        print(
+            f"sanitize {cfg.key()} {m}x{n}x{k}: 3 calls back to back, rel err {err:.1e} "
+            f"{'ok' if err < gs.tol('f16') else 'FAIL'}",
+            flush=True,
+        )
 
 
 def timing(cp, shapes, args, log):
@@ -291,133 +263,125 @@ def timing(cp, shapes, args, log):
             cp.get_default_memory_pool().free_all_blocks()
 
 
-def variant_cfgs(m, n, k, dt):
-    """The rule's pick, its atomic twin, and atomic 64x256 S8 / 64x128 S4 / 64x256 S4 where
-    they fit one wave (unit count <= 132)."""
-    from dataclasses import replace
+#: the split-K alternatives --variants times beside the rule's pick, where they fit one wave
+PLANE_VARIANTS = (((64, 256, 5), 8), ((64, 128, 8), 4), ((64, 256, 5), 4))
+CLUSTER_VARIANTS = (((64, 128, 8), 2), ((64, 64, 8), 2), ((64, 256, 5), 4), ((64, 128, 8), 4))
 
+
+def variant_cfgs(m, n, k, dt, reduction, mma, sms=132):
+    """(name, config) pairs that --variants times: the rule's pick first, then with ``mma``
+    the wgmma pick (where the rule took an mma.sync tile) and the mma.sync specs; with the
+    cluster reduction the plane split the rule would take without it and the cluster
+    configurations of ``CLUSTER_VARIANTS`` (M <= 16); else the plane splits of
+    ``PLANE_VARIANTS``.  Split configurations whose units overfill one wave are left out."""
     from layoutproof.gpu.config import GemmProblem
     from layoutproof.gpu.host.rule import choose_config
-    from layoutproof.gpu.kernels.splitk import SplitKConfig
 
-    pick = choose_config(m, n, k, GemmProblem(dtype=dt, out_dtype=dt), hopper=True, tma=True, sms=132)
-    out = [("pick", pick)]
-    if MMA:  # G6: unsplit mma.sync kernels (whole K per CTA); "pick" = the rule with mma=True
-        prob = GemmProblem(dtype=dt, out_dtype=dt)
-        out = [("pick", choose_config(m, n, k, prob, hopper=True, tma=True, sms=132, mma=True))]
-        if pick.key() != out[0][1].key():  # the rule took an mma.sync tile: time the wgmma pick too
+    prob = GemmProblem(dtype=dt, out_dtype=dt)
+    pick = choose_config(m, n, k, prob, hopper=True, tma=True, sms=sms)
+    if mma:  # "pick" = the rule with mma=True: it may take an unsplit 16-row mma.sync tile
+        out = [("pick", choose_config(m, n, k, prob, hopper=True, tma=True, sms=sms, mma=True))]
+        if pick.key() != out[0][1].key():
             out.append(("wgmma", pick))
-        return out + [("m" + sp, c) for sp in MMA if all((c := mma_cfg(sp)).key() != x.key() for _, x in out)]
-    if REDUCTION == "cluster":  # G4: the cluster reduction (M <= 16), one CTA per unit
-        prob = GemmProblem(dtype=dt, out_dtype=dt)
-        planes = choose_config(m, n, k, prob, hopper=True, tma=True, sms=132, cluster=False)
-        if planes.key() != pick.key():  # the rule took the cluster reduction: time the old pick too
+        cands = [("m" + sp, mma_cfg(sp)) for sp in mma]
+    elif reduction == "cluster":
+        out = [("pick", pick)]
+        planes = choose_config(m, n, k, prob, hopper=True, tma=True, sms=sms, cluster=False)
+        if planes.key() != pick.key():  # the rule took the cluster reduction: time the plane split too
             out.append(("planes", planes))
-        for (bm, bn, st), s in (
-            ((64, 128, 8), 2),
-            ((64, 64, 8), 2),
-            ((64, 256, 5), 4),
-            ((64, 128, 8), 4),
-        ):
-            cfg = split_cfg(bm, bn, st, s, "cluster")
-            tiles = -(-m // bm) * -(-n // bn)
-            if m <= 16 and tiles * s <= 132 and all(cfg.key() != c.key() for _, c in out):
-                out.append((f"c{bn}s{s}", cfg))
-        return out
-    if isinstance(pick, SplitKConfig):
-        out.append(("pick_atomic", replace(pick, reduction="atomic")))
-    for (bm, bn, st), s in (((64, 256, 5), 8), ((64, 128, 8), 4), ((64, 256, 5), 4)):
-        cfg = split_cfg(bm, bn, st, s, "atomic")
-        tiles = -(-m // bm) * -(-n // bn)
-        if tiles * s <= 132 and all(cfg.key() != c.key() for _, c in out):
-            out.append((f"a{bn}s{s}", cfg))
+        cands = [(f"c{bn}s{s}", split_cfg(bm, bn, st, s, "cluster")) for (bm, bn, st), s in CLUSTER_VARIANTS]
+        cands = [(nm, c) for nm, c in cands if m <= 16]
+    else:
+        out = [("pick", pick)]
+        cands = [(f"p{bn}s{s}", split_cfg(bm, bn, st, s)) for (bm, bn, st), s in PLANE_VARIANTS]
+    for nm, cfg in cands:
+        splits = getattr(cfg, "splits", 1)
+        bm, bn = (cfg.base.bm, cfg.base.bn) if splits > 1 else (cfg.bm, cfg.bn)
+        fits = splits == 1 or -(-m // bm) * -(-n // bn) * splits <= sms
+        if fits and all(cfg.key() != c.key() for _, c in out):
+            out.append((nm, cfg))
     return out
 
 
-def variants(cp, shapes, args, log):
+def _variant_row(cp, shape, dt, named, args):
+    """Graph time of every (name, config) of ``named`` and of cuBLAS in the same rounds (the
+    variants' order rotated each round), the eager ratio, and each output against float64
+    before and after the timing."""
     from layoutproof.gpu.host.runtime import gemm_plan
 
-    rng = cp.random.default_rng(23)
-    rows = log.setdefault("variants", [])
+    m, n, k = shape
     reps = args.reps
+    rng = cp.random.default_rng(23)
+    a, b = gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)
+    ref = cp.matmul(a, b)
+    ref64 = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+    c = cp.empty((m, n), dtype=a.dtype)
+
+    def err_of(plan):
+        c.fill(cp.nan)
+        plan(a, b, c)
+        plan(a, b, c)  # twice: the second call runs on the workspace the first left
+        cp.cuda.Device().synchronize()
+        return gs.max_rel_err(cp, c, ref64)
+
+    plans, graphs, errs, keys = {}, {}, {}, {}
+    for nm, cfg in named:
+        try:
+            plan = gemm_plan(a, b, c, config=cfg)
+            errs[nm] = err_of(plan)
+            graphs[nm] = gs.graph_of(cp, lambda plan=plan: plan(a, b, c), reps)
+            plans[nm], keys[nm] = plan, cfg.key()
+        except Exception as ex:
+            print(f"  variant {nm} {cfg.key()} {m}x{n}x{k}: {type(ex).__name__}: {ex}", flush=True)
+    t = {nm: [] for nm in graphs}
+    eager = {nm: [] for nm in graphs}
+    t_ref = []
+    cub = lambda: cp.matmul(a, b, out=ref)
+    for rnd in range(args.rounds):
+        rot = gs.rotated(list(graphs), rnd)
+        for nm in rot:
+            if graphs[nm]:
+                t[nm].append(gs.graph_time(cp, graphs[nm], reps) * 1e6)
+        x = gs.torch_graph_time(cp, a, b, ref, reps)
+        if x:
+            t_ref.append(x * 1e6)
+        t2, _ = gs.event_batch(cp, cub, reps)
+        for nm in rot:
+            t1, _ = gs.event_batch(cp, lambda plan=plans[nm]: plan(a, b, c), reps)
+            eager[nm].append(t2 / t1)
+    for nm, plan in plans.items():  # after all the replays, again against float64
+        errs[nm] = max(errs[nm], err_of(plan))
+    return dict(
+        dtype=dt,
+        m=m,
+        n=n,
+        k=k,
+        default=gemm_plan(a, b, c).config.key(),  # what gemm(a, b, c) runs (the runtime's rule)
+        cublas_graph_us=statistics.median(t_ref) if t_ref else None,
+        cublas_graph_us_all=t_ref,
+        configs=keys,
+        graph_us={nm: statistics.median(v) for nm, v in t.items() if v},
+        graph_us_all=t,
+        eager_ratio={nm: statistics.median(v) for nm, v in eager.items() if v},
+        rel_err=errs,
+    )
+
+
+def variants(cp, shapes, args, log, reduction, mma):
+    """Per shape and dtype, the configurations of :func:`variant_cfgs` against cuBLAS."""
+    rows = log.setdefault("variants", [])
     for dt in args.dtypes.split(","):
         for m, n, k in shapes:
-            a, b = gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)
-            ref = cp.matmul(a, b)
-            ref64 = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
-            c = cp.empty((m, n), dtype=a.dtype)
-            plans, graphs, errs, keys = {}, {}, {}, {}
-            for nm, cfg in variant_cfgs(m, n, k, dt):
-                try:
-                    plan = gemm_plan(a, b, c, config=cfg)
-                    c.fill(cp.nan)
-                    plan(a, b, c)
-                    plan(a, b, c)  # twice: the second call runs on the plane the first left
-                    cp.cuda.Device().synchronize()
-                    d = cp.abs(c.astype(cp.float64) - ref64)
-                    nan = bool(cp.isnan(c.astype(cp.float32)).any())
-                    errs[nm] = (
-                        float("inf") if nan else float(d.max()) / max(float(cp.abs(ref64).max()), 1e-30)
-                    )
-                    graphs[nm] = gs.graph_of(cp, lambda plan=plan: plan(a, b, c), reps)
-                    plans[nm], keys[nm] = plan, cfg.key()
-                except Exception as ex:
-                    print(f"  variant {nm} {cfg.key()} {m}x{n}x{k}: {type(ex).__name__}: {ex}", flush=True)
-            t = {nm: [] for nm in graphs}
-            eager = {nm: [] for nm in graphs}
-            t_ref = []
-            cub = lambda: cp.matmul(a, b, out=ref)
-            order = list(graphs)
-            for rnd in range(args.rounds):
-                rot = order[rnd % len(order) :] + order[: rnd % len(order)] if order else []
-                for nm in rot:
-                    if graphs[nm]:
-                        t[nm].append(gs.graph_time(cp, graphs[nm], reps) * 1e6)
-                x = gs.torch_graph_time(cp, a, b, ref, reps)
-                if x:
-                    t_ref.append(x * 1e6)
-                t2, _ = gs.event_batch(cp, cub, reps)
-                for nm in rot:
-                    plan = plans[nm]
-                    t1, _ = gs.event_batch(cp, lambda plan=plan: plan(a, b, c), reps)
-                    eager[nm].append(t2 / t1)
-            # after all the replays: one more call on the plane they left, against float64
-            for nm, plan in plans.items():
-                c.fill(cp.nan)
-                plan(a, b, c)
-                cp.cuda.Device().synchronize()
-                d = cp.abs(c.astype(cp.float64) - ref64)
-                nan = bool(cp.isnan(c.astype(cp.float32)).any())
-                e2 = float("inf") if nan else float(d.max()) / max(float(cp.abs(ref64).max()), 1e-30)
-                errs[nm] = max(errs[nm], e2)
-            ref_us = statistics.median(t_ref) if t_ref else None
-            med = {nm: statistics.median(v) for nm, v in t.items() if v}
-            default = gemm_plan(a, b, c).config.key()  # what gemm(a, b, c) runs (the runtime's rule)
-            row = dict(
-                dtype=dt,
-                m=m,
-                n=n,
-                k=k,
-                default=default,
-                cublas_graph_us=ref_us,
-                cublas_graph_us_all=t_ref,
-                configs=keys,
-                graph_us=med,
-                graph_us_all=t,
-                eager_ratio={nm: statistics.median(v) for nm, v in eager.items() if v},
-                rel_err=errs,
-            )
+            row = _variant_row(cp, (m, n, k), dt, variant_cfgs(m, n, k, dt, reduction, mma), args)
             rows.append(row)
-            print(
-                f"variants {dt} {m}x{n}x{k}: cuBLAS graph {ref_us or 0:.2f}us; gemm() default {default}",
-                flush=True,
-            )
-            tol = 2e-3 if dt == "f16" else 1.6e-2
+            ref_us, med = row["cublas_graph_us"] or 0, row["graph_us"]
+            print(f"variants {dt} {m}x{n}x{k}: cuBLAS graph {ref_us:.2f}us; gemm() default {row['default']}")
             for nm in sorted(med, key=med.get):
-                bad = "" if errs.get(nm, 1) < tol else "  WRONG"
+                err = row["rel_err"][nm]
                 print(
-                    f"  var {dt:4s} {m}x{n}x{k} {nm:12s} {keys[nm]:34s} graph {med[nm]:7.2f}us "
-                    f"({(ref_us or 0) / med[nm]:.3f}) eager {row['eager_ratio'][nm]:.2f} err {errs[nm]:.1e}{bad}",
+                    f"  var {dt:4s} {m}x{n}x{k} {nm:12s} {row['configs'][nm]:34s} graph {med[nm]:7.2f}us "
+                    f"({ref_us / med[nm]:.3f}) eager {row['eager_ratio'][nm]:.2f} err {err:.1e}"
+                    + ("" if err < gs.tol(dt) else "  WRONG"),
                     flush=True,
                 )
             cp.get_default_memory_pool().free_all_blocks()
@@ -468,237 +432,56 @@ def sweep(cp, shapes, args, log):
             cp.get_default_memory_pool().free_all_blocks()
 
 
-# ---------------------------------------------------------------- G5 (session 22): fix-up CTA shapes
-FIXUPS = []  # --fixups NAMES: the fix-up CTA shapes (layoutproof.gpu.kernels.splitk_fixup.FIXUP_SHAPES)
-
-
-class fixup_rule:
-    """Plans made inside take the fix-up CTA shape ``name`` for every output (plan.FIXUP_RULE)."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __enter__(self):
-        from layoutproof.gpu.host import rule as P
-
-        self.old = dict(P.FIXUP_RULE)
-        P.FIXUP_RULE.update(max_m=1 << 30, shape=self.name)
-
-    def __exit__(self, *exc):
-        from layoutproof.gpu.host import rule as P
-
-        P.FIXUP_RULE.clear()
-        P.FIXUP_RULE.update(self.old)
-
-
-def plane_cfg(m, n, k, dt):
-    """The plane split (fix-up kernel) the rule takes for this shape, else 64x256 s5 S8 (S4 where
-    8 splits overfill the SMs)."""
-    from layoutproof.gpu.config import GemmProblem
-    from layoutproof.gpu.host.rule import choose_config
-    from layoutproof.gpu.kernels.splitk import SplitKConfig
-
-    pick = choose_config(m, n, k, GemmProblem(dtype=dt, out_dtype=dt), hopper=True, tma=True, sms=132)
-    if isinstance(pick, SplitKConfig) and pick.reduction == "kernel":
-        return pick
-    tiles = -(-m // 64) * -(-n // 256)
-    return split_cfg(64, 256, 5, 8 if tiles * 8 <= 132 else 4)
-
-
-def fixup_times(cp, shapes, args, log):
-    """Per shape and dtype: the plane split with each fix-up CTA shape (t256 = the current one)
-    and cuBLAS in the same rounds (graph replay, eager ratio), the variants' order rotated each
-    round; each output NaN-poisoned and checked against float64 before and after the timing."""
-    from layoutproof.gpu.host.runtime import gemm_plan
-
-    rng = cp.random.default_rng(29)
-    rows = log.setdefault("fixups", [])
-    reps = args.reps
-    names = ["t256"] + [x for x in FIXUPS if x != "t256"]
-    for dt in args.dtypes.split(","):
-        for m, n, k in shapes:
-            a, b = gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)
-            ref = cp.matmul(a, b)
-            ref64 = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
-            c = cp.empty((m, n), dtype=a.dtype)
-            cfg = plane_cfg(m, n, k, dt)
-            plans, graphs, errs, grids = {}, {}, {}, {}
-
-            def err_of(plan):
-                c.fill(cp.nan)
-                plan(a, b, c)
-                plan(a, b, c)
-                cp.cuda.Device().synchronize()
-                d = cp.abs(c.astype(cp.float64) - ref64)
-                if bool(cp.isnan(c.astype(cp.float32)).any()):
-                    return float("inf")
-                return float(d.max()) / max(float(cp.abs(ref64).max()), 1e-30)
-
-            for nm in names:
-                try:
-                    with fixup_rule(nm):
-                        plan = gemm_plan(a, b, c, config=cfg)
-                    errs[nm] = err_of(plan)
-                    graphs[nm] = gs.graph_of(cp, lambda plan=plan: plan(a, b, c), reps)
-                    plans[nm] = plan
-                    grids[nm] = (plan._fix[2], plan._fix_threads, plan._pdl is not None)
-                except Exception as ex:
-                    print(f"  fixup {nm} {cfg.key()} {m}x{n}x{k}: {type(ex).__name__}: {ex}", flush=True)
-            t = {nm: [] for nm in graphs}
-            eager = {nm: [] for nm in graphs}
-            t_ref = []
-            cub = lambda: cp.matmul(a, b, out=ref)
-            order = list(graphs)
-            for rnd in range(args.rounds):
-                rot = order[rnd % len(order) :] + order[: rnd % len(order)]
-                for nm in rot:
-                    if graphs[nm]:
-                        t[nm].append(gs.graph_time(cp, graphs[nm], reps) * 1e6)
-                x = gs.torch_graph_time(cp, a, b, ref, reps)
-                if x:
-                    t_ref.append(x * 1e6)
-                t2, _ = gs.event_batch(cp, cub, reps)
-                for nm in rot:
-                    t1, _ = gs.event_batch(cp, lambda plan=plans[nm]: plan(a, b, c), reps)
-                    eager[nm].append(t2 / t1)
-            for nm, plan in plans.items():  # after all the replays, again against float64
-                errs[nm] = max(errs[nm], err_of(plan))
-            ref_us = statistics.median(t_ref) if t_ref else None
-            med = {nm: statistics.median(v) for nm, v in t.items() if v}
-            row = dict(
-                dtype=dt,
-                m=m,
-                n=n,
-                k=k,
-                config=cfg.key(),
-                cublas_graph_us=ref_us,
-                cublas_graph_us_all=t_ref,
-                graph_us=med,
-                graph_us_all=t,
-                eager_ratio={nm: statistics.median(v) for nm, v in eager.items() if v},
-                rel_err=errs,
-                fixup_grid=grids,
-            )
-            rows.append(row)
-            print(f"fixups {dt} {m}x{n}x{k} [{cfg.key()}]: cuBLAS graph {ref_us or 0:.2f}us", flush=True)
-            tol = 2e-3 if dt == "f16" else 1.6e-2
-            for nm in names:
-                if nm not in med:
-                    continue
-                bad = "" if errs.get(nm, 1) < tol else "  WRONG"
-                g, th, pdl = grids[nm]
-                print(
-                    f"  fx {dt:4s} {m}x{n}x{k} {nm:9s} grid {str(g):14s} x{th:<4d} pdl {int(pdl)} graph "
-                    f"{med[nm]:7.2f}us ({(ref_us or 0) / med[nm]:.3f}) eager {row['eager_ratio'][nm]:.2f} "
-                    f"err {errs[nm]:.1e}{bad}",
-                    flush=True,
-                )
-            cp.get_default_memory_pool().free_all_blocks()
-
-
-def check_fixups(cp, log):
-    """``--check`` (4 calls back to back, eager and graph, NaN-poisoned, float64) with every
-    fix-up shape of ``--fixups`` on the plane-split configurations of CHECK."""
-    bad = 0
-    for nm in FIXUPS:
-        print(f"check with fix-up shape {nm}", flush=True)
-        n0 = len(log.get("check", []))
-        with fixup_rule(nm):
-            bad += check(cp, log)
-        for r in log["check"][n0:]:
-            r["fixup"] = nm
-    return bad
-
-
-def sanitize_fixups(cp):
-    """A few calls of every fix-up shape of ``--fixups`` under compute-sanitizer: CHECK[0]
-    (16x4096x4096) and CHECK[3] (16x100x130, ragged)."""
-    from layoutproof.gpu.host.runtime import gemm_plan
-
-    rng = cp.random.default_rng(4)
-    for nm in FIXUPS:
-        for (bm, bn, st), s, (m, n, k) in (CHECK[0], CHECK[3]):
-            cfg = split_cfg(bm, bn, st, s)
-            a, b = gs.make(cp, (m, k), "f16", rng), gs.make(cp, (k, n), "f16", rng)
-            out = cp.zeros((m, n), dtype=a.dtype)
-            with fixup_rule(nm):
-                plan = gemm_plan(a, b, out, config=cfg)
-            for _ in range(3):
-                plan(a, b, out)
-            cp.cuda.Device().synchronize()
-            print(
-                f"sanitize fix-up {nm} {cfg.key()} {m}x{n}x{k}: grid {plan._fix[2]} x {plan._fix_threads}",
-                flush=True,
-            )
-
-
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--check", action="store_true")
-    p.add_argument("--sanitize", action="store_true")
-    p.add_argument("--time", default=None, help="MxNxK,...")
-    p.add_argument("--sweep", default=None, help="MxNxK,...")
-    p.add_argument("--variants", default=None, help="MxNxK,...: the pick vs the atomic reduction")
-    p.add_argument("--atomic", action="store_true", help="--check/--sanitize: the atomic reduction")
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--check", action="store_true", help="back-to-back calls against float64")
+    p.add_argument("--sanitize", action="store_true", help="a few launches, for compute-sanitizer")
+    p.add_argument("--time", default=None, help="MxNxK,...: the pick with and without PDL, cuBLAS")
+    p.add_argument("--sweep", default=None, help="MxNxK,...: bases x splits, graph time")
+    p.add_argument("--variants", default=None, help="MxNxK,...: the pick against other configurations")
     p.add_argument(
-        "--cluster", action="store_true", help="--check/--sanitize/--variants: the cluster reduction (G4)"
-    )
-    p.add_argument(
-        "--fixups",
-        default=None,
-        help="NAMES (splitk_fixup.FIXUP_SHAPES): --check/--sanitize run with each fix-up CTA shape (G5)",
+        "--cluster", action="store_true", help="--check/--sanitize/--variants: the cluster reduction"
     )
     p.add_argument(
         "--mma",
         default=None,
-        help="SPECS (BMxBNxBKwWMxWNsST[bMB],...): --variants times these mma.sync configs (G6)",
+        help="SPECS (BMxBNxBKwWMxWNsST[bMB],...): --variants/--sanitize take these mma.sync configs",
     )
-    p.add_argument("--fixup-time", default=None, help="MxNxK,...: the plane split with each --fixups shape")
     p.add_argument("--splits", default="1,2,4,8")
     p.add_argument("--dtypes", default="f16,bf16")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--sweep-rounds", type=int, default=3)
     p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--out", default=os.environ.get("OUT", "build/splitk-decode"))
+    p.add_argument(
+        "--out", default=None, help="folder for splitk_decode.json (default bench/out/splitk_decode)"
+    )
     args = p.parse_args()
+    reduction = "cluster" if args.cluster else "kernel"
+    mma = args.mma.split(",") if args.mma else []
+    for sp in mma:
+        mma_cfg(sp)  # a bad spec stops here, before any GPU work
     import cupy as cp
 
-    global REDUCTION
-    if args.atomic:
-        REDUCTION = "atomic"
-    if args.cluster:
-        REDUCTION = "cluster"
-
     log = {"gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()}
-    rc = 0
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = gs.out_dir("splitk_decode", args.out)
 
     def save():
         (out / "splitk_decode.json").write_text(json.dumps(log, indent=1, default=str))
 
-    if args.fixups:
-        FIXUPS[:] = args.fixups.split(",")
-    if args.mma:
-        MMA[:] = args.mma.split(",")
-        for sp in MMA:
-            mma_cfg(sp)  # a bad spec stops here, before any GPU work
+    rc = 0
     if args.sanitize:
-        sanitize_mma(cp) if MMA else sanitize_fixups(cp) if FIXUPS else sanitize(cp)
+        sanitize(cp, reduction, mma)
     if args.check:
-        rc = 1 if (check_fixups(cp, log) if FIXUPS else check(cp, log)) else 0
-        save()
-    if args.fixup_time:
-        fixup_times(cp, [tuple(int(v) for v in s.split("x")) for s in args.fixup_time.split(",")], args, log)
+        rc = 1 if check(cp, log, reduction) else 0
         save()
     if args.time:
-        timing(cp, [tuple(int(v) for v in s.split("x")) for s in args.time.split(",")], args, log)
+        timing(cp, gs.shapes_arg(args.time), args, log)
         save()
     if args.variants:
-        variants(cp, [tuple(int(v) for v in s.split("x")) for s in args.variants.split(",")], args, log)
+        variants(cp, gs.shapes_arg(args.variants), args, log, reduction, mma)
         save()
     if args.sweep:
-        sweep(cp, [tuple(int(v) for v in s.split("x")) for s in args.sweep.split(",")], args, log)
+        sweep(cp, gs.shapes_arg(args.sweep), args, log)
         save()
     return rc
 

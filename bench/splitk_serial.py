@@ -1,10 +1,10 @@
-"""Split-K with the serial reduction (issue 17): correctness, sanitizer workload, timing.
+"""Split-K with the serial reduction: correctness, sanitizer workload, timing.
 
 On the GPU machine, from the repository root (after ``source bench/device_env.sh``):
 
     python3 bench/splitk_serial.py --check              # NaN-poisoned outputs vs float64
     python3 bench/splitk_serial.py --sanitize           # a few launches, for compute-sanitizer
-    python3 bench/splitk_serial.py --time 1x4096x4096,16x4096x4096 --out DIR
+    python3 bench/splitk_serial.py --time 1x4096x4096,16x4096x4096   # JSON: bench/out/splitk_serial
 
 ``--check``: every serial split-K configuration below against a float64 reference, f16
 and bf16 in, on shapes with one tile row (decode), several tile rows (two warpgroup
@@ -19,22 +19,16 @@ same split with the fix-up kernel (``reduction="kernel"``) and the best unsplit 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import os
 import statistics
 import sys
-from pathlib import Path
 
-_here = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("gemm_suite", _here / "gemm_suite.py")
-gs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gs)
+import _timing as gs
 
 
 def configs():
-    from layoutproof.gpu.kernels.wgmma import Sm90Config
     from layoutproof.gpu.kernels.splitk import SplitKConfig
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
 
     ws = dict(loader="tma", schedule="ws")
     return [
@@ -163,8 +157,8 @@ def sanitize(cp):
 def timing(cp, shapes, args, log):
     from dataclasses import replace
 
-    from layoutproof.gpu.host import runtime
     from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.host import runtime
     from layoutproof.gpu.host.rule import choose_config, hopper_candidates
     from layoutproof.gpu.host.runtime import gemm
 
@@ -233,8 +227,8 @@ def timing_epilogue(cp, shapes, args, log):
     with the epilogue in its reducer, or the unsplit fused epilogue) against the unsplit
     fused epilogue forced, by graph replay; cuBLAS's plain product (torch graph) and the
     float64 reference of relu(A @ B + bias) for the error."""
-    from layoutproof.gpu.host import runtime
     from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.host import runtime
     from layoutproof.gpu.host.rule import choose_config, hopper_candidates
     from layoutproof.gpu.host.runtime import gemm
 
@@ -289,7 +283,9 @@ def main():
     p.add_argument("--dtypes", default="f16")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--out", default=os.environ.get("OUT", "build/splitk-serial"))
+    p.add_argument(
+        "--out", default=None, help="folder for splitk_serial.json (default bench/out/splitk_serial)"
+    )
     args = p.parse_args()
     import cupy as cp
 
@@ -300,14 +296,12 @@ def main():
     if args.check:
         rc = 1 if check(cp, log) else 0
     if args.time:
-        shapes = [tuple(int(v) for v in s.split("x")) for s in args.time.split(",")]
-        timing(cp, shapes, args, log)
+        timing(cp, gs.shapes_arg(args.time), args, log)
     if args.time_epilogue:
-        shapes = [tuple(int(v) for v in s.split("x")) for s in args.time_epilogue.split(",")]
-        timing_epilogue(cp, shapes, args, log)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "splitk_serial.json").write_text(json.dumps(log, indent=1, default=str))
+        timing_epilogue(cp, gs.shapes_arg(args.time_epilogue), args, log)
+    (gs.out_dir("splitk_serial", args.out) / "splitk_serial.json").write_text(
+        json.dumps(log, indent=1, default=str)
+    )
     return rc
 
 

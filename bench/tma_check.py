@@ -5,8 +5,8 @@ import sys
 
 import cupy as cp
 
-from layoutproof.gpu.kernels.wgmma import Sm90Config
 from layoutproof.gpu.host.runtime import gemm, tma_available
+from layoutproof.gpu.kernels.wgmma import Sm90Config
 
 sys.path.insert(0, "bench")
 from gemm import bench  # noqa: E402
