@@ -14,7 +14,7 @@ import os
 import statistics
 import time
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 #: every raw log, JSON file and scratch file of the benchmarks goes below this folder
 #: (ignored by git; bench/RESULTS.md keeps the figures that matter).  ``$OUT`` overrides it:
@@ -179,3 +179,36 @@ def rotated(order: List[Any], rnd: int) -> List[Any]:
         return []
     r = rnd % len(order)
     return order[r:] + order[:r]
+
+
+def graph_rounds(
+    cp: Any,
+    graphs: Dict[str, Any],
+    eager: Dict[str, Callable[[], Any]],
+    operands: Tuple[Any, Any, Any],
+    reps: int,
+    rounds: int,
+) -> Tuple[Dict[str, List[float]], List[float], Dict[str, List[float]]]:
+    """Variants against cuBLAS in the same rounds.  Each round replays every graph of
+    ``graphs`` (name -> :func:`graph_of`; the order rotated each round), replays
+    ``torch.matmul(a, b, out=c)`` from a torch graph, then times ``cupy.matmul`` and every
+    function of ``eager`` as :func:`event_batch` es.  ``operands`` is ``(a, b, c)``.
+
+    Returns the µs per call of each graph per round, cuBLAS's graph µs per round, and each
+    eager function's ratio (cuBLAS time / its time) per round."""
+    a, b, c = operands
+    t: Dict[str, List[float]] = {nm: [] for nm in graphs}
+    t_ref: List[float] = []
+    ratio: Dict[str, List[float]] = {nm: [] for nm in eager}
+    for rnd in range(rounds):
+        for nm in rotated(list(graphs), rnd):
+            if graphs[nm]:
+                t[nm].append(graph_time(cp, graphs[nm], reps) * 1e6)
+        x = torch_graph_time(cp, a, b, c, reps)
+        if x:
+            t_ref.append(x * 1e6)
+        t2, _ = event_batch(cp, lambda: cp.matmul(a, b, out=c), reps)
+        for nm in rotated(list(eager), rnd):
+            t1, _ = event_batch(cp, eager[nm], reps)
+            ratio[nm].append(t2 / t1)
+    return t, t_ref, ratio

@@ -418,11 +418,9 @@ def _two_calls(ctx, section, cfg, dtype, ao, bo, m, n, k, rng, case):
     )
 
 
-def g_split(ctx, spec, dtype, orders):
-    cp = ctx.cp
-    rng = cp.random.default_rng(202)
-    cfg = _split(*spec)
-    shapes = CLUSTER_SHAPES if spec[4] == "cluster" else SPLIT_SHAPES
+def _explicit(ctx, cfg, shapes, dtype, orders, seed):
+    """:func:`_two_calls` of ``cfg`` on every shape and operand order (section ``kernels``)."""
+    rng = ctx.cp.random.default_rng(seed)
     for m, n, k in shapes:
         for ao, bo in orders:
             case = dict(kernel=cfg.key(), dtype=dtype, m=m, n=n, k=k, a=ao, b=bo)
@@ -433,6 +431,11 @@ def g_split(ctx, spec, dtype, orders):
                 _two_calls(ctx, "kernels", cfg, dtype, ao, bo, m, n, k, rng, case)
             except Exception as ex:  # noqa: BLE001
                 ctx.error("kernels", case, ex)
+
+
+def g_split(ctx, spec, dtype, orders):
+    shapes = CLUSTER_SHAPES if spec[4] == "cluster" else SPLIT_SHAPES
+    _explicit(ctx, _split(*spec), shapes, dtype, orders, 202)
 
 
 def g_refused(ctx):
@@ -458,19 +461,7 @@ def g_refused(ctx):
 def g_mma(ctx, which, dtype):
     from layoutproof.gpu.config import GemmConfig
 
-    cp = ctx.cp
-    rng = cp.random.default_rng(404)
-    cfg = GemmConfig(**MMA_DECODE[which])
-    for m, n, k in MMA_SHAPES:
-        for ao, bo in ORDERS:
-            case = dict(kernel=cfg.key(), dtype=dtype, m=m, n=n, k=k, a=ao, b=bo)
-            if ctx.expired():
-                ctx.skipped("kernels", case)
-                continue
-            try:
-                _two_calls(ctx, "kernels", cfg, dtype, ao, bo, m, n, k, rng, case)
-            except Exception as ex:  # noqa: BLE001
-                ctx.error("kernels", case, ex)
+    _explicit(ctx, GemmConfig(**MMA_DECODE[which]), MMA_SHAPES, dtype, ORDERS, 404)
 
 
 # ---------------------------------------------------------------- batched

@@ -217,19 +217,9 @@ def timing(cp, shapes, args, log):
                 if flags is None:  # a launch refused under capture drops back to stream order
                     flags = (plan._pdl is not None, getattr(plan, "_pdl_split", None) is not None)
             variant("pdl_both")
-            g = {nm: [] for nm in names}
-            g_ref, ratios = [], []
-            cub = lambda: cp.matmul(a, b, out=ref)
-            for _ in range(args.rounds):
-                for nm in names:
-                    if graphs[nm]:
-                        g[nm].append(gs.graph_time(cp, graphs[nm], reps) * 1e6)
-                t = gs.torch_graph_time(cp, a, b, ref, reps)
-                if t:
-                    g_ref.append(t * 1e6)
-                t1, _ = gs.event_batch(cp, lambda: plan(a, b, c), reps)
-                t2, _ = gs.event_batch(cp, cub, reps)
-                ratios.append(t2 / t1)
+            eager = {"pdl_both": lambda: plan(a, b, c)}
+            g, g_ref, ratio = gs.graph_rounds(cp, graphs, eager, (a, b, ref), reps, args.rounds)
+            ratios = ratio["pdl_both"]
             c.fill(cp.nan)
             plan(a, b, c)
             cp.cuda.Device().synchronize()
@@ -333,22 +323,8 @@ def _variant_row(cp, shape, dt, named, args):
             plans[nm], keys[nm] = plan, cfg.key()
         except Exception as ex:
             print(f"  variant {nm} {cfg.key()} {m}x{n}x{k}: {type(ex).__name__}: {ex}", flush=True)
-    t = {nm: [] for nm in graphs}
-    eager = {nm: [] for nm in graphs}
-    t_ref = []
-    cub = lambda: cp.matmul(a, b, out=ref)
-    for rnd in range(args.rounds):
-        rot = gs.rotated(list(graphs), rnd)
-        for nm in rot:
-            if graphs[nm]:
-                t[nm].append(gs.graph_time(cp, graphs[nm], reps) * 1e6)
-        x = gs.torch_graph_time(cp, a, b, ref, reps)
-        if x:
-            t_ref.append(x * 1e6)
-        t2, _ = gs.event_batch(cp, cub, reps)
-        for nm in rot:
-            t1, _ = gs.event_batch(cp, lambda plan=plans[nm]: plan(a, b, c), reps)
-            eager[nm].append(t2 / t1)
+    fns = {nm: (lambda plan=plan: plan(a, b, c)) for nm, plan in plans.items()}
+    t, t_ref, eager = gs.graph_rounds(cp, graphs, fns, (a, b, ref), reps, args.rounds)
     for nm, plan in plans.items():  # after all the replays, again against float64
         errs[nm] = max(errs[nm], err_of(plan))
     return dict(
