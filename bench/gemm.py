@@ -915,6 +915,35 @@ def speed(
     return rows
 
 
+def correctness_sections(args, log, out_path):
+    """The correctness sweep's sections of ``--sections`` (worker processes with ``--jobs``);
+    its summary lines: per section, then the rule's expected picks hit or missed."""
+    sections = [x for x in args.sections.split(",") if x]
+    bad = [x for x in sections if x not in SECTIONS]
+    if bad:
+        raise SystemExit(f"--sections: unknown {bad}; one of {SECTIONS}")
+    t0 = time.time()
+    summ = sweep(sections, 8 if args.quick else args.shapes, args.jobs, args.budget, log, out_path)
+    log["sweep_summary"] = {s: dict(v, failed=len(v["failed"])) for s, v in summ.items()}
+    log["sweep_seconds"] = time.time() - t0
+    lines = []
+    for sec, v in summ.items():
+        w = ", ".join(f"{d} {e:.2e}" for d, e in sorted(v["worst"].items()))
+        lines.append(
+            f"correctness {sec}: {v['passed']}/{v['cases']} passed, {len(v['failed'])} failed, "
+            f"{v['skipped']} skipped; worst rel. error {w}"
+        )
+        lines += [f"  FAILED {sec}: {r}" for r in v["failed"][:25]]
+    hits = [r for r in log["sweep"] if "hit" in r]
+    for r in sorted(hits, key=lambda r: (r["path"], r["dtype"], r["m"], r["n"], r["k"])):
+        lines.append(
+            f"{r['path']} {r['dtype']} {r['m']}x{r['n']}x{r['k']}: {r['config']} ({r['kind']}), "
+            f"expected {r['expected']}: {'hit' if r['hit'] else 'MISSED'}"
+        )
+    lines.append(f"sweep: {time.time() - t0:.0f} s with {args.jobs} job(s)")
+    return lines
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=None, help="folder for gemm_bench.json (default bench/out/gemm)")
@@ -956,36 +985,7 @@ def main(argv=None):
                 f"({d['obligations']} obligations)"
             )
         if "correctness" not in args.skip:
-            sections = [x for x in args.sections.split(",") if x]
-            bad = [x for x in sections if x not in SECTIONS]
-            if bad:
-                raise SystemExit(f"--sections: unknown {bad}; one of {SECTIONS}")
-            t0 = time.time()
-            summ = sweep(
-                sections,
-                8 if args.quick else args.shapes,
-                args.jobs,
-                args.budget,
-                log,
-                out / "gemm_bench.json",
-            )
-            log["sweep_summary"] = {s: dict(v, failed=len(v["failed"])) for s, v in summ.items()}
-            log["sweep_seconds"] = time.time() - t0
-            for sec, v in summ.items():
-                w = ", ".join(f"{d} {e:.2e}" for d, e in sorted(v["worst"].items()))
-                summary.append(
-                    f"correctness {sec}: {v['passed']}/{v['cases']} passed, {len(v['failed'])} failed, "
-                    f"{v['skipped']} skipped; worst rel. error {w}"
-                )
-                for r in v["failed"][:25]:
-                    summary.append(f"  FAILED {sec}: {r}")
-            hits = [r for r in log["sweep"] if "hit" in r]
-            for r in sorted(hits, key=lambda r: (r["path"], r["dtype"], r["m"], r["n"], r["k"])):
-                summary.append(
-                    f"{r['path']} {r['dtype']} {r['m']}x{r['n']}x{r['k']}: {r['config']} ({r['kind']}), "
-                    f"expected {r['expected']}: {'hit' if r['hit'] else 'MISSED'}"
-                )
-            summary.append(f"sweep: {time.time() - t0:.0f} s with {args.jobs} job(s)")
+            summary += correctness_sections(args, log, out / "gemm_bench.json")
         if "speed" not in args.skip:
             sizes = (
                 [(4096, 4096, 4096)]
