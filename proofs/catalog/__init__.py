@@ -21,13 +21,14 @@ from . import (
     complement,
     composition,
     composition_induction,
+    induction,
+    induction_inverse,
     negative,
     seeds,
     structure,
     symbolic_binary,
     tiling,
 )
-from . import induction as fold_induction
 
 __all__ = ["THEOREMS", "GROUPS", "get", "select"]
 
@@ -41,7 +42,9 @@ THEOREMS: List[Theorem] = [
     *seeds.THEOREMS,
     *symbolic_binary.THEOREMS,
     *composition_induction.THEOREMS,
-    *fold_induction.THEOREMS,
+    *induction.FOLD_THEOREMS,
+    *induction_inverse.THEOREMS,
+    *induction.STRUCTURE_THEOREMS,
     *negative.THEOREMS,
 ]
 

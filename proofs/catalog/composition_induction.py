@@ -55,6 +55,7 @@ from layoutproof.verify import Result
 from .. import symexec as sx
 from ..symexec import z3_module as _z3
 from ..theorem import Theorem
+from . import induction_inverse
 from . import symbolic as cs
 from . import symbolic_binary as sb
 from .composition_exact import exact_theorem
@@ -138,10 +139,11 @@ LEAF_ALL = (1, 2, 3, 4)
 #: re-run with --all (a supplement)
 COR_ALL = (1, 2, 3)
 
-_EXT = "extents positive integers"
-_ANY = "strides arbitrary integers"
-_POS = "strides positive integers"
 _LEAVES = "strides arbitrary integers (the walk refuses a negative one)"
+_AB_PARAMS = (
+    f"A: {cs.EXTENTS}, {cs.STRIDES_ANY}; B: {cs.EXTENTS}, {_LEAVES} (the induction; direct runs: "
+    f"{cs.STRIDES_POS})"
+)
 
 
 def _direct(pairs: Sequence[Tuple[int, int]]) -> List[Tuple[Layout, Layout]]:
@@ -199,9 +201,7 @@ def _L1() -> Layout:
 
 def _other_theorem(tid: str) -> List[Result]:
     """Run another catalog theorem's check here (its results become part of this proof)."""
-    from . import induction
-
-    t = next(t for t in induction.THEOREMS if t.id == tid)
+    t = next(t for t in induction_inverse.THEOREMS if t.id == tid)
     out = t.check()
     return [out] if isinstance(out, Result) else list(out)
 
@@ -336,7 +336,7 @@ def _build() -> List["Theorem"]:
         "at A x B 1x1, 1x2 in `layoutproof prove`; with `layoutproof prove --all` also, as supplements, the "
         f"fixed-rank leaf induction at A rank {_ranks(LEAF_ALL)} and direct execution at 1x1, 2x1, 3x1, "
         "1x2, 2x2",
-        f"A: {_EXT}, {_ANY}; B: {_EXT}, {_LEAVES} (the induction; direct runs: {_POS})",
+        _AB_PARAMS,
     )
     size = _theorem(
         "sym.composition-size",
@@ -351,7 +351,7 @@ def _build() -> List["Theorem"]:
         "every rank: A of every rank x B of every rank (induction) and direct execution at A x B 1x1, 2x1, "
         "1x2 in "
         f"`layoutproof prove`; with `--all` also the fixed-rank leaf size lemma at A rank {_ranks(LEAF_ALL)}",
-        f"A: {_EXT}, {_ANY}; B: {_EXT}, {_LEAVES} (the induction; direct runs: {_POS})",
+        _AB_PARAMS,
     )
     exact = exact_theorem()  # stated in .composition_exact, listed here in catalog order
     ld = _theorem(
@@ -368,7 +368,7 @@ def _build() -> List["Theorem"]:
         "(direct "
         "execution) in `layoutproof prove`; with `--all` also the fixed-rank leaf induction at L rank "
         f"{_ranks(COR_ALL)} as a supplement",
-        f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS} (the induction: T any layout)",
+        f"L: {cs.EXTENTS}, {cs.STRIDES_ANY}; T: {cs.EXTENTS}, {cs.STRIDES_POS} (the induction: T any layout)",
     )
     lds = _theorem(
         "sym.logical-divide-size",
@@ -384,7 +384,7 @@ def _build() -> List["Theorem"]:
         "L rank 1 x "
         "T rank 1 (direct execution) in `layoutproof prove`; with `--all` also the fixed-rank leaf size "
         f"lemma at L rank {_ranks(COR_ALL)} and sym.complement-size's check re-run here",
-        f"L: {_EXT}, {_ANY}; T: {_EXT}, {_POS}",
+        f"L: {cs.EXTENTS}, {cs.STRIDES_ANY}; T: {cs.EXTENTS}, {cs.STRIDES_POS}",
     )
     lp = _theorem(
         "sym.logical-product-def",
@@ -404,7 +404,7 @@ def _build() -> List["Theorem"]:
         "B of every rank "
         "(the every-rank induction) and the direct execution at A rank 1 x B rank 1 when selected with "
         "`--filter` or with `--all` (which adds the fixed-rank leaf induction at A' rank 1-4)",
-        f"{_EXT}; {_POS}",
+        f"{cs.EXTENTS}; {cs.STRIDES_POS}",
         heavy=True,
     )
     lps = _theorem(
@@ -419,7 +419,7 @@ def _build() -> List["Theorem"]:
         "x B of every "
         "rank (the every-rank induction) when selected with `--filter` or with `--all` (which adds the "
         "fixed-rank leaf size lemma at A' rank 1-4)",
-        f"{_EXT}; {_POS}",
+        f"{cs.EXTENTS}; {cs.STRIDES_POS}",
         heavy=True,
     )
     assoc = _theorem(
@@ -446,7 +446,7 @@ def _build() -> List["Theorem"]:
         "(direct "
         "execution) in `layoutproof prove`; with `--all` also the fixed-rank leaf induction at A rank "
         f"{_ranks(COR_ALL)} as a supplement",
-        f"A: {_EXT}, {_ANY}; B, C: {_EXT}, {_POS}",
+        f"A: {cs.EXTENTS}, {cs.STRIDES_ANY}; B, C: {cs.EXTENTS}, {cs.STRIDES_POS}",
         ("0 <= C(c) < size(B)", "0 <= B(C(c)) < size(A)"),
     )
     left = _theorem(
@@ -460,7 +460,7 @@ def _build() -> List["Theorem"]:
         _left_identity_check,
         "B of every rank (leaf induction at A rank 1, both jobs); direct execution at B ranks 1-2 in "
         "`layoutproof prove`, 1-3 with `layoutproof prove --all`",
-        f"{_EXT}; {_POS} (the leaf induction: any strides); N a positive integer",
+        f"{cs.EXTENTS}; {cs.STRIDES_POS} (the leaf induction: any strides); N a positive integer",
     )
     right = _theorem(
         "sym.composition-right-identity",
@@ -475,7 +475,7 @@ def _build() -> List["Theorem"]:
         "`layoutproof prove`; "
         f"with `--all` also the fixed-rank leaf induction at A rank {_ranks(LEAF_ALL)} and direct execution "
         "at 1-3",
-        f"{_EXT}; {_ANY}",
+        f"{cs.EXTENTS}; {cs.STRIDES_ANY}",
     )
     return [post, size, exact, ld, lds, lp, lps, assoc, left, right]
 

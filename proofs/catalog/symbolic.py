@@ -594,6 +594,12 @@ def _L(r: int, kind: str = "int") -> Layout:
     return sym_layout("L", r, nonneg=kind == "nonneg", positive=kind == "pos")
 
 
+#: the parameter texts the group's theorems share
+EXTENTS = "extents positive integers"
+STRIDES_ANY = "strides arbitrary integers"
+STRIDES_POS = "strides positive integers"
+
+
 def all_values_theorem(
     tid: str,
     title: str,

@@ -38,10 +38,6 @@ def _scope(main: str, full: str) -> str:
     return f"{main} in `layoutproof prove`; {full} with `layoutproof prove --all`"
 
 
-_EXT = "extents positive integers"
-_ANY = "strides arbitrary integers"
-
-
 # ----------------------------------------------------------------------------- composition
 def composition_claims(
     cx: sy.Ctx, A: Layout, B: Layout, As: Sequence[Any], Ad: Sequence[Any], R: Layout
@@ -545,7 +541,7 @@ def _build() -> List[Theorem]:
             "composition theorems",
             _one(su.coalesce_keep_last_instance, co_main, co, "coalesce_keep_last(L)^(i) == L^(i)"),
             sc_co,
-            f"{_EXT}; {_ANY}",
+            f"{sy.EXTENTS}; {sy.STRIDES_ANY}",
         ),
     ]
     for kind in ("zipped", "tiled", "flat"):
@@ -614,7 +610,7 @@ def _build_more() -> List[Theorem]:
     ``--all`` where they finish, two-layout ones at the composition's ranks)."""
     r12, r14 = (1, 2), (1, 2, 3, 4)
     sc_14 = _scope("ranks 1-2", "ranks 1-4")
-    anyL = f"{_EXT}; {_ANY}"
+    anyL = f"{sy.EXTENTS}; {sy.STRIDES_ANY}"
 
     def one(
         make: Callable[..., sy.Instance],

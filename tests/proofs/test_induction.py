@@ -14,6 +14,7 @@ pytest.importorskip("sympy")
 from layoutproof import Layout  # noqa: E402
 from layoutproof.proofs import symexec as sx  # noqa: E402
 from layoutproof.proofs.catalog import induction as ci  # noqa: E402
+from layoutproof.proofs.catalog import induction_inverse as cv  # noqa: E402
 from layoutproof.proofs.catalog import symbolic as cs  # noqa: E402
 from layoutproof.symbolic import symops  # noqa: E402
 
@@ -34,9 +35,9 @@ def _all_proved(insts):
         lambda: ci.coalesce_instances(True),
         ci.coalesce_depth_instances,
         ci.filter_instances,
-        lambda: ci.complement_instances((1, 2, 3)),
-        lambda: ci.left_inverse_instances((1, 2)),
-        lambda: ci.right_inverse_instances((1, 2, 3)),
+        lambda: cv.complement_instances((1, 2, 3)),
+        lambda: cv.left_inverse_instances((1, 2)),
+        lambda: cv.right_inverse_instances((1, 2, 3)),
     ],
     ids=[
         "coalesce",
@@ -57,18 +58,18 @@ def test_every_base_and_step_is_proved_with_obligations(make):
 def test_the_catalog_runs_the_induction_theorems():
     from layoutproof.proofs.catalog import get
 
-    for tid in (
-        "sym.complement-post",
-        "sym.left-inverse-post",
-        "sym.right-inverse-post",
-        "sym.filter-post",
-        "sym.coalesce-every-rank",
-        "sym.coalesce-function",
-        "sym.coalesce-size",
-        "sym.coalesce-depth",
+    for tid, source in (
+        ("sym.complement-post", "induction_inverse"),
+        ("sym.left-inverse-post", "induction_inverse"),
+        ("sym.right-inverse-post", "induction_inverse"),
+        ("sym.filter-post", "induction"),
+        ("sym.coalesce-every-rank", "induction"),
+        ("sym.coalesce-function", "induction"),
+        ("sym.coalesce-size", "induction"),
+        ("sym.coalesce-depth", "induction"),
     ):
         t = get(tid)
-        assert "every rank" in t.family and "proofs/catalog/induction.py" in t.references
+        assert "every rank" in t.family and f"proofs/catalog/{source}.py" in t.references
 
 
 def test_head_allows_appending_only():
@@ -98,7 +99,7 @@ def test_a_step_that_reads_the_opaque_state_is_unknown_not_proved():
             return []
         return [last]
 
-    inst = cs.Instance("peek", peeking_step, lambda cx: ([], z3.BoolVal(True)), ci._no_confirm, strict=True)
+    inst = cs.Instance("peek", peeking_step, lambda cx: ([], z3.BoolVal(True)), ci.no_confirm, strict=True)
     (r,) = cs.prove("peek", [inst])
     assert r.status == "unknown" and "refused" in r.reason
 
@@ -123,7 +124,8 @@ def _mutant_symops(name: str) -> types.ModuleType:
 
 def _refuted_step(monkeypatch, mutant, make, label_part):
     bad = _mutant_symops(mutant)
-    monkeypatch.setattr(ci, "_ops", lambda: bad)
+    for module in (ci, cv):  # the coalesce/filter folds and the sorted folds
+        monkeypatch.setattr(module, "_ops", lambda: bad)
     inst = next(i for i in make() if label_part in i.label)
     (r,) = cs.prove("planted", [inst])
     assert r.status == "refuted", (r.status, r.reason)
@@ -140,7 +142,7 @@ def _refuted_step(monkeypatch, mutant, make, label_part):
 
 def test_a_dropped_stride_chain_check_fails_the_complement_step(monkeypatch):
     bad, asg = _refuted_step(
-        monkeypatch, "symops-drop-need-chain", lambda: ci.complement_instances((1,)), "step"
+        monkeypatch, "symops-drop-need-chain", lambda: cv.complement_instances((1,)), "step"
     )
     cur, s, d = asg["cur0"], asg.get("s0", 2), asg["d0"]
     assert d % cur != 0  # the step went on past a broken chain
@@ -158,7 +160,7 @@ def test_a_dropped_stride_chain_check_fails_the_complement_step(monkeypatch):
 
 def test_a_dropped_injectivity_check_fails_the_left_inverse_step(monkeypatch):
     bad, asg = _refuted_step(
-        monkeypatch, "symops-left-inverse-overlap", lambda: ci.left_inverse_instances((1,)), "step"
+        monkeypatch, "symops-left-inverse-overlap", lambda: cv.left_inverse_instances((1,)), "step"
     )
     d0, s0, d1 = asg["d00"], asg["s00"], asg["d10"]
     assert d1 % d0 == 0 and s0 * d0 > d1  # the modes overlap, the mutant returns
@@ -176,7 +178,7 @@ def test_a_floor_for_a_ceiling_fails_the_complement_finish(monkeypatch):
     """A bug on the symbolic path only (the integer ceil_div is right): the finish's path
     result, at the model's values, does not reach M."""
     _bad, asg = _refuted_step(
-        monkeypatch, "symops-ceil-div-floor", lambda: ci.complement_instances((1,)), "finish"
+        monkeypatch, "symops-ceil-div-floor", lambda: cv.complement_instances((1,)), "finish"
     )
     cur, M = asg["cur0"], asg["M0"]
     assert M % cur != 0
@@ -227,7 +229,7 @@ def test_a_coalesce_step_that_nests_a_mode_fails_the_depth_step(monkeypatch):
 
 
 def test_the_real_steps_pass_where_the_mutants_fail():
-    for make in (lambda: ci.complement_instances((1,)), lambda: ci.left_inverse_instances((1,))):
+    for make in (lambda: cv.complement_instances((1,)), lambda: cv.left_inverse_instances((1,))):
         inst = next(i for i in make() if "step" in i.label)
         (r,) = cs.prove("real", [inst])
         assert r.status == "proved"
@@ -252,7 +254,7 @@ def test_the_identity_step_is_not_vacuous():
 
 
 def test_the_sort_lemma_at_rank_3():
-    _all_proved(ci.sort_instances((3,)))
+    _all_proved(cv.sort_instances((3,)))
 
 
 def test_symops_folds_are_their_steps():
@@ -269,7 +271,7 @@ def test_symops_folds_are_their_steps():
 # ----------------------------------------------------------------------------- sort and pick at every length
 def test_the_sort_and_pick_scan_steps_are_proved():
     """The sort lemma and right_inverse's pick lemma at every length: their scan steps."""
-    results = _all_proved(ci.sort_scan_instances() + ci.pick_scan_instances())
+    results = _all_proved(cv.sort_scan_instances() + cv.pick_scan_instances())
     assert all(o.verdict == "unsat" for r in results for o in r.obligations)
 
 
@@ -317,9 +319,9 @@ def test_an_undecided_tie_in_the_sort_is_asked_for_not_guessed():
 @pytest.mark.parametrize(
     "mutant, make, label",
     [
-        ("symops-sort-ties-reversed", ci.sort_scan_instances, "compare (m index > o index)"),
-        ("symops-sort-ties-reversed", ci.sort_scan_instances, "compare (m index < o index)"),
-        ("symops-pick-takes-used-mode", ci.pick_scan_instances, "pick scan: used"),
+        ("symops-sort-ties-reversed", cv.sort_scan_instances, "compare (m index > o index)"),
+        ("symops-sort-ties-reversed", cv.sort_scan_instances, "compare (m index < o index)"),
+        ("symops-pick-takes-used-mode", cv.pick_scan_instances, "pick scan: used"),
     ],
 )
 def test_a_planted_bug_in_a_scan_step_is_refuted_on_integers(monkeypatch, mutant, make, label):
@@ -334,7 +336,7 @@ def test_a_planted_bug_in_a_scan_step_is_refuted_on_integers(monkeypatch, mutant
 
 # ----------------------------------------------------------------------------- a tuple cotarget
 def test_the_tuple_cotarget_fold_is_proved():
-    results = _all_proved(ci.rest_tuple_instances())
+    results = _all_proved(cv.rest_tuple_instances())
     assert all(o.verdict == "unsat" for r in results for o in r.obligations)
 
 
@@ -377,6 +379,6 @@ def test_complement_rest_on_a_tuple_is_the_fold_of_its_step_and_matches_the_conc
 
 def test_a_cotarget_mode_kept_whole_fails_the_tuple_step(monkeypatch):
     _bad, asg = _refuted_step(
-        monkeypatch, "symops-rest-extent-undivided", ci.rest_tuple_instances, "complement_rest_step on"
+        monkeypatch, "symops-rest-extent-undivided", cv.rest_tuple_instances, "complement_rest_step on"
     )
     assert asg.get("d0", 1) > 1  # cur covers part of the mode: its extent must shrink
