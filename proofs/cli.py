@@ -28,10 +28,13 @@ import importlib.util
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from layoutproof.errors import LayoutError
 
+from . import runner
+from .catalog import THEOREMS, select
 from .theorem import Outcome, Theorem
 
 __all__ = ["main"]
@@ -130,8 +133,7 @@ def _listing(ths: Sequence[Theorem]) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    from . import docs, report, runner
-    from .catalog import THEOREMS, select
+    from . import docs, report
 
     try:
         pool: List[Theorem] = list(THEOREMS)
@@ -171,7 +173,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         )
         return 2
     if args.all:
-        # read by layoutproof.proofs.catalog_symbolic, here and in the worker processes
+        # read by layoutproof.proofs.catalog.symbolic, here and in the worker processes
         os.environ["LAYOUTPROOF_PROVE_ALL"] = "1"
     elif not args.filter:
         heavy = [t for t in ths if t.heavy]
@@ -238,8 +240,6 @@ def _emit_kernel(report_dir: Optional[str]) -> int:
     mma.sync (SM80 and later) -- every obligation discharged before the source is written.
     This module is a command of the CLI layer, which may import every layer; the catalog
     itself (layoutproof.proofs) never imports layoutproof.gpu."""
-    from pathlib import Path
-
     from layoutproof.gpu.kernels.mma_sync import generate
     from layoutproof.gpu.kernels.wgmma import generate_sm90
 

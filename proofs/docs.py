@@ -21,6 +21,7 @@ import argparse
 import sys
 from typing import List, Optional, Sequence, Tuple
 
+from .catalog import THEOREMS
 from .theorem import Theorem
 
 __all__ = ["render", "write", "main", "every_rank"]
@@ -103,7 +104,6 @@ def _symbolic_intro(theorems: Sequence[Theorem]) -> List[str]:
 
 def render(theorems: Optional[Sequence[Theorem]] = None) -> str:
     """The Markdown page for ``theorems`` (the whole catalog by default)."""
-    from .catalog import THEOREMS
 
     ths = list(THEOREMS if theorems is None else theorems)
     groups: List[str] = list(dict.fromkeys(t.group for t in ths))

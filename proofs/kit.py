@@ -33,7 +33,7 @@ import itertools
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from layoutproof import Layout, LayoutError, composition, make_layout
+from layoutproof import Layout, LayoutError, budget, coalesce, composition, make_layout
 from layoutproof.inttuple import raw_flatten
 from layoutproof.verify import Counterexample, ProofObligation, Result
 from layoutproof.verify.families import SKIP, extended_values, for_all, label, offsets, values
@@ -104,8 +104,6 @@ def sympy_equal(claim: str, lhs: Any, rhs: Any, *, timeout_s: Optional[float] = 
     'proved'
     """
     import sympy as sp
-
-    from layoutproof import budget
 
     t0 = time.perf_counter()
     mine = None
@@ -279,7 +277,6 @@ def coalesce_keep_last(A: Layout) -> Layout:
     >>> str(coalesce_keep_last(Layout((2, 1), (0, 1)))), str(coalesce_keep_last(Layout((2, 3), (1, 2))))
     ('(2,1):(0,1)', '6:1')
     """
-    from layoutproof import coalesce
 
     fs, fd = flat(A)
     if len(fs) == 1:

@@ -16,6 +16,8 @@ import platform
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
+import layoutproof
+
 from .theorem import Outcome, Theorem
 
 __all__ = ["table", "summary_line", "counts", "write_report", "exit_code"]
@@ -109,7 +111,6 @@ def write_report(
     """Write ``report.md``, ``report.json`` and ``smt2/<id>-<k>.smt2`` into ``outdir``
     (created; files of an earlier report there are replaced, other files left alone).
     Returns the JSON document."""
-    import layoutproof
 
     os.makedirs(os.path.join(outdir, "smt2"), exist_ok=True)
     smtdir = os.path.join(outdir, "smt2")

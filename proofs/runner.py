@@ -21,7 +21,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from layoutproof.errors import LayoutError
+from layoutproof.verify.smtlib import run_cvc5
 
+from .catalog import THEOREMS
+from .catalog.shared import clear_caches
 from .theorem import Outcome, Theorem, evaluate
 
 __all__ = ["run", "load_extra", "cross_check_outcome", "default_jobs"]
@@ -72,19 +75,6 @@ def cross_check_outcome(o: Outcome, solver: str = "cvc5", timeout_ms: int = 5000
     if solver != "cvc5":
         raise LayoutError(f"unknown solver {solver!r} (supported: cvc5)")
     entries: List[Dict[str, Any]] = []
-    try:
-        from layoutproof.verify.smtlib import run_cvc5
-    except ImportError as e:  # pragma: no cover - verify always has it
-        return [
-            {
-                "purpose": s["purpose"],
-                "z3": s["verdict"],
-                "cvc5": "unavailable",
-                "agree": None,
-                "note": str(e),
-            }
-            for s in o.smt2
-        ]
     for s in o.smt2:
         t0 = time.perf_counter()
         note = ""
@@ -116,7 +106,6 @@ def cross_check_outcome(o: Outcome, solver: str = "cvc5", timeout_ms: int = 5000
 
 
 def _evaluate(th: Theorem, cross: Optional[str], cross_ms: int) -> Outcome:
-    from .catalog.shared import clear_caches
 
     # the families allocate many small objects: collect less often while a theorem runs,
     # and drop the memoized operations afterwards (a large heap makes every collection slow)
@@ -139,7 +128,6 @@ _REGISTRY: Dict[str, Theorem] = {}
 
 
 def _init_worker(extras: Sequence[str]) -> None:
-    from .catalog import THEOREMS
 
     if not _REGISTRY:
         for t in THEOREMS:
@@ -185,8 +173,6 @@ def run(
         for th in theorems:
             finish(_evaluate(th, cross_check, cross_check_ms))
         return [out[t.id] for t in theorems]
-
-    from .catalog import THEOREMS
 
     known = {t.id for t in THEOREMS}
     extra_ids = set()

@@ -40,6 +40,7 @@ from layoutproof.budget import BudgetExceeded, deadline, expired
 from layoutproof.errors import InadmissibleError, LayoutError
 from layoutproof.inttuple import raw_flatten
 from layoutproof.layout import Layout
+from layoutproof.symbolic import assuming, condition, exploring, pretty
 from layoutproof.symbolic import sympy_module as _sp
 
 __all__ = [
@@ -118,7 +119,6 @@ class Path:
     value: Any
 
     def condition_text(self) -> str:
-        from layoutproof.symbolic import pretty
 
         sp = _sp()
         if not self.facts:
@@ -133,7 +133,6 @@ def explore(
 ) -> Tuple[List[Path], bool]:
     """Every path of ``fn()`` under ``assumptions`` (depth first); ``complete`` is False when
     the budget ran out before the tree was exhausted."""
-    from layoutproof.symbolic import assuming, condition, exploring
 
     sp = _sp()
     pre = tuple(condition(a) for a in assumptions)
@@ -177,7 +176,7 @@ class Enc:
     """
 
     def __init__(self, subs: Optional[Dict[Any, Any]] = None) -> None:
-        import z3
+        z3 = z3_module()
 
         self.z3 = z3
         self.subs: Dict[Any, Any] = dict(subs or {})

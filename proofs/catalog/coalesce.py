@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from layoutproof import Layout, coalesce
+from layoutproof import Layout, coalesce, symbols
 from layoutproof.verify import Counterexample, Result, identity, postcondition
 from layoutproof.verify.families import Bounds, layouts, nested_layouts, offsets
 
@@ -170,7 +170,6 @@ def check_symbolic() -> List[Result]:
 
 
 def _symbolic_post() -> Result:
-    from layoutproof import symbols
 
     M, N = symbols("M N")
     L = Layout(((M, 4), N), ((4, 1), 4 * M))

@@ -30,11 +30,16 @@ treated here:
 from __future__ import annotations
 
 import functools
+import itertools
+import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from layoutproof import ops
+from layoutproof.errors import InadmissibleError, UndecidableConditionError
 from layoutproof.layout import Layout
+from layoutproof.symbolic import as_python, symops
 from layoutproof.symbolic import sympy_module as _sp
-from layoutproof.verify import Result
+from layoutproof.verify import Result, postcondition
 
 from .. import symexec as sx
 from ..symexec import symops_module as _symops
@@ -42,7 +47,9 @@ from ..symexec import z3_module as _z3
 from ..theorem import Theorem
 from . import composition_leaf as cl
 from . import symbolic as cs
+from .composition_fold import ModeLabel, OnlyIndex
 from .composition_leaf import leaf_operands
+from .induction import Head, appended
 
 __all__ = [
     "NeedProbe",
@@ -128,8 +135,6 @@ def _witness_confirm(
     """The walk itself on the model's integers: a footprint it reports that none of the
     leaf's coordinates reaches with every other Â-digit 0 (a real counterexample to the
     witness lemma), or None."""
-    from layoutproof.errors import InadmissibleError, UndecidableConditionError
-    from layoutproof.symbolic import symops
 
     for s in set(A.free_symbols) | set(Layout.trusted(n, r).free_symbols):
         asg.setdefault(s.name, 1)  # symbols the model leaves free: 1 (the assignment reported)
@@ -177,10 +182,6 @@ def step_instance(
       :func:`witness_coordinates`' ``ms_0 ... ms_(p-1) (ms_p - 1)`` -- has ``0 <= c < N rest_n``
       (= n, by the invariant) and ``c r == o P``.  With ``0 <= o < As_i`` (the fold's step
       claim) that is the witness lemma for the footprint appended at every mode."""
-    from layoutproof.errors import InadmissibleError, UndecidableConditionError
-
-    from .composition_fold import ModeLabel
-    from .induction import Head, appended
 
     sp = _sp()
     run_step = step if step is not None else _symops().compose_leaf_step
@@ -313,8 +314,6 @@ def overlap_instance(a: int, k: int = 2, check: Optional[Callable[..., Any]] = N
     whose by-mode sum ``Σ D_t Ad_t`` differs from Â at ``Σ D_t P_t``: the digits ``D'`` (``S_q -
     As_i`` in mode ``i``, 1 in mode ``i + 1``) are in range and represent the same point, and
     ``Σ (D - D') Ad = As_i Ad_i - Ad_(i+1) != 0`` (Â's modes ``i``, ``i+1`` do not merge)."""
-    from layoutproof.errors import InadmissibleError, UndecidableConditionError
-    from layoutproof.symbolic import symops
 
     sp = _sp()
     run_check = check if check is not None else symops.check_leaves_disjoint
@@ -340,7 +339,6 @@ def overlap_instance(a: int, k: int = 2, check: Optional[Callable[..., Any]] = N
         return "accepted", list(As), list(Ad), occ, []
 
     def stage(calls: List[Tuple[str, Any, str]]) -> int:
-        import re
 
         hit = re.search(r"A's mode (\d+)", calls[-1][2]) if calls else None
         if hit is None:
@@ -439,9 +437,6 @@ def overlap_mode_instance(
     ``S_q P``, and give ``(S_q - S) a + b != S_q a``.  Those facts about Â -- its modes below the
     last have extents != 1 and no two neighbours merge -- hold at every rank: sym.coalesce-maximal's
     fold steps (keep = False) and :func:`coalesce_keep_instance` (the last step, keep = True)."""
-    from layoutproof.errors import InadmissibleError, UndecidableConditionError
-
-    from .composition_fold import OnlyIndex
 
     sp = _sp()
     ops = _symops()
@@ -540,7 +535,6 @@ def coalesce_keep_instance() -> cs.Instance:
     invariant), and two new modes do not merge (d' != t' e').  With sym.coalesce-maximal's
     step for the other modes (keep = False), Â's modes below the last have extents != 1 and no
     two neighbours merge, at every rank."""
-    from .induction import Head, appended
 
     sp = _sp()
     step = _symops().coalesce_step
@@ -577,7 +571,6 @@ def coalesce_keep_instance() -> cs.Instance:
 def _shape_stage(cond: Any, where: str) -> Optional[Tuple[Any, Any, int]]:
     """(rest_n, m, i) of a refused shape-divisibility condition ``rest_n <= m or ...`` at
     A's mode i (the left operand of the condition's ``<=``); None when it has another form."""
-    import re
 
     sp = _sp()
     hit = re.search(r"A's mode (\d+)", where)
@@ -593,7 +586,6 @@ def _refused_for_shape(tag: str, err: Any, calls: List[Tuple[str, Any, str]]) ->
     """Did the walk stop at its shape-divisibility condition?  Inadmissible (the integer
     path confirmed a failure), or undecided because the integer path succeeded at the
     assignment tried (then the condition was refuted on the path all the same)."""
-    from layoutproof.symbolic import as_python
 
     if tag == "inadmissible":
         return getattr(err, "condition", None) == "shape divisibility"
@@ -626,8 +618,6 @@ def exact_instance(
       (``P_i`` = As_0 ... As_(i-1)).  Mixed-radix digits in range are unique (the last one
       unbounded), so the Â-digits of ``c_i * r`` are ``occ[i]`` in mode ``i`` and 0 in every
       other mode, the last included: the leaf reaches its footprint with no other digit."""
-    from layoutproof.errors import InadmissibleError, UndecidableConditionError
-    from layoutproof.symbolic import symops
 
     fa, da = sx.flat_modes(A)
     Bleaf = Layout.trusted(n, r)
@@ -667,8 +657,6 @@ def exact_instance(
         )
 
     def confirm(asg: Dict[str, int], p: sx.Path) -> Optional[str]:
-        from layoutproof import ops
-        from layoutproof.verify import postcondition
 
         if p.value[0] == "admissible":
             return _witness_confirm(run_walk, A, n, r, asg)
@@ -707,16 +695,13 @@ def first_break_lemma_check(
     R(j) == j R(1) for j < m and R(m) != m R(1), then m is a product of R's first extents
     (its unit modes left out), so m divides size(R).  Returns (cases where the premise
     holds, violations)."""
-    import itertools
-
-    from layoutproof import Layout as L
 
     cases = 0
     bad: List[str] = []
     for k in range(1, rank + 1):
         for shape in itertools.product(extents, repeat=k):
             for stride in itertools.product(strides, repeat=k):
-                R = L(shape, stride) if k > 1 else L(shape[0], stride[0])
+                R = Layout(shape, stride) if k > 1 else Layout(shape[0], stride[0])
                 n = R.size
                 v = [R(j) for j in range(n)]
                 pref = {1}

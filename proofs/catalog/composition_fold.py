@@ -57,6 +57,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from layoutproof.errors import InadmissibleError, UndecidableConditionError
 from layoutproof.symbolic import sympy_module as _sp
 
 from ..symexec import symops_module as _ops
@@ -244,9 +245,7 @@ def step_instance(step: Optional[Callable[..., Any]] = None) -> cs.Instance:
 def step_violation(run_step: Callable[..., Any], vals: Dict[str, int], at: str) -> Optional[str]:
     """What the step, run on integers (``vals``: rn, rr, s, d, N, P, r meeting the invariant's
     chain), breaks of the invariant after it; None when nothing (or when it refuses)."""
-    import z3
-
-    from layoutproof.errors import InadmissibleError, UndecidableConditionError
+    z3 = _z3()
 
     try:
         ms, md, occ, keyed, rn2, rr2 = _step_run(run_step, vals["rn"], vals["rr"], vals["s"], vals["d"])()

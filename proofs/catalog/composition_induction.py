@@ -49,6 +49,7 @@ import functools
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.layout import Layout
+from layoutproof.symbolic import symops
 from layoutproof.symbolic import sympy_module as _sp
 from layoutproof.verify import Result
 
@@ -75,7 +76,6 @@ def closure_instance(
     the last that leaf lands in, with a symbolic footprint ``o < As_i`` each: the leaf lemma's
     bound); on every path where it accepts, every mode's summed footprint ``U_i`` is below
     ``As_i`` -- what makes the accumulated digits Â's representation of B(c)."""
-    from layoutproof.symbolic import symops
 
     sp = _sp()
     run_check = check if check is not None else symops.check_leaves_disjoint

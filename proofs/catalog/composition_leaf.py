@@ -17,7 +17,10 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
+from layoutproof import ops
+from layoutproof.errors import UndecidableConditionError
 from layoutproof.layout import Layout
+from layoutproof.symbolic import assumptions, complete_assignment, symops
 from layoutproof.symbolic import sympy_module as _sp
 from layoutproof.verify import Result
 
@@ -40,7 +43,6 @@ __all__ = [
 
 def leaf_walk() -> Callable[..., Tuple[List[Any], List[Any], Dict[int, Any]]]:
     """The leaf walk of ``symops.composition`` (the function it calls once per leaf of B)."""
-    from layoutproof.symbolic import symops
 
     return symops.compose_leaf
 
@@ -50,9 +52,6 @@ def integer_composition(A: Layout, B: Layout) -> Callable[[Dict[str, int]], Any]
     every symbol under the active assumptions): the leaf walk's confirmation of a refusal."""
 
     def run(asg: Dict[str, int]) -> Any:
-        from layoutproof import ops
-        from layoutproof.errors import UndecidableConditionError
-        from layoutproof.symbolic import assumptions, complete_assignment
 
         syms = set(A.free_symbols) | set(B.free_symbols)
         full = complete_assignment(asg, syms, assumptions())
@@ -72,7 +71,6 @@ def leaf_instance(A: Layout, n: Any, r: Any, what: str = "step") -> cs.Instance:
     """For A and one leaf ``n:r``, on every path of the real ``coalesce_flat`` (keep_last)
     and leaf walk: the leaf lemma and the induction step (``what == "step"``), the leaf
     lemma alone (``"lemma"``), or only the leaf result's size (``"size"``)."""
-    from layoutproof.symbolic import symops
 
     fa, da = sx.flat_modes(A)
     Bleaf = Layout.trusted(n, r)

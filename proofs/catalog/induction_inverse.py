@@ -12,6 +12,7 @@ explored the same way (:func:`sort_scan_instances`); right_inverse's search for 
 from __future__ import annotations
 
 import functools
+from itertools import combinations
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.layout import Layout
@@ -680,7 +681,6 @@ def _right_inverse_step_instance() -> cs.Instance:
 def right_inverse_instances(pick_ranks: Sequence[int]) -> List[cs.Instance]:
     """The pick lemma (its search step: every number of modes; and, at each number of modes
     in ``pick_ranks``, the whole search with every proper subset of them used) and the step."""
-    from itertools import combinations
 
     out = pick_scan_instances()
     for n in pick_ranks:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Dict, List
 
 from layoutproof import (
@@ -28,7 +29,6 @@ CO: Dict[str, Any] = dict(rank=2, extent=4, depth=2, max_size=32)
 
 
 def _coords(S: Any) -> List[Any]:
-    import itertools
 
     if type(S) is int:
         return list(range(S))

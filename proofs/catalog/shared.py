@@ -12,6 +12,7 @@ from typing import Any, List, Sequence, Tuple
 
 from layoutproof import Layout, LayoutError, complement, composition
 from layoutproof.inttuple import raw_flatten
+from layoutproof.verify import families
 from layoutproof.verify.families import layouts
 
 __all__ = [
@@ -136,6 +137,5 @@ def clear_caches() -> None:
     compose.cache_clear()
     complement_of.cache_clear()
     _MEMO.clear()
-    from layoutproof.verify import families
 
     families._VALUES.clear()

@@ -28,9 +28,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from layoutproof.budget import BudgetExceeded, deadline, expired
+from layoutproof.errors import InadmissibleError, UndecidableConditionError
+from layoutproof.inttuple import congruent
 from layoutproof.layout import Layout
+from layoutproof.ops import coalesce
+from layoutproof.symbolic import free_symbols, subs_tuple, symbol_map
 from layoutproof.symbolic import sympy_module as _sp
-from layoutproof.verify import Counterexample, Result
+from layoutproof.verify import Counterexample, Result, postcondition
 from layoutproof.verify.result import ProofObligation
 
 from .. import symexec as sx
@@ -371,7 +375,6 @@ def prove(claim: str, instances: Sequence[Instance]) -> List[Result]:
 def subs_layout(L: Any, asg: Dict[str, int]) -> Any:
     if isinstance(L, Layout):
         return L.subs(asg)
-    from layoutproof.symbolic import free_symbols, subs_tuple, symbol_map
 
     if type(L) is tuple:
         return subs_tuple(L, symbol_map(asg, free_symbols(L)))
@@ -389,7 +392,6 @@ def confirm_post(
     post-condition checked exhaustively on integers (verify.postcondition)."""
 
     def confirm(asg: Dict[str, int], p: sx.Path) -> Optional[str]:
-        from layoutproof.verify import postcondition
 
         try:
             R = subs_layout(result_of(p), asg)
@@ -422,8 +424,6 @@ def int_chain(L: Layout, kind: str) -> bool:
     non-negative strides and ``s_k d_k | d_{k+1}`` (``kind == "complement"``) or
     ``d_k | d_{k+1}`` and ``s_k d_k <= d_{k+1}`` (``"left_inverse"``)."""
     if kind == "left_inverse":  # left_inverse decides on coalesce(L)'s modes
-        from layoutproof.ops import coalesce
-
         L = coalesce(L)
     fs, fd = sx.flat_modes(L)
     kept = sorted(((int(d), int(s_)) for s_, d in zip(fs, fd) if s_ != 1 and d != 0))
@@ -506,7 +506,6 @@ def product_of(xs: Sequence[Any]) -> Any:
 def same_layout(cx: Ctx, X: Layout, Y: Layout) -> Any:
     """X and Y have the same profile and, leaf by leaf, equal extents and strides."""
     z3 = _z3()
-    from layoutproof.inttuple import congruent
 
     if not congruent(X.shape, Y.shape):
         return z3.BoolVal(False)
@@ -566,7 +565,6 @@ def raises(fn: Callable[[], Any]) -> Callable[[], Any]:
     (UndecidableConditionError); any other error propagates (the path is "refused")."""
 
     def run() -> Any:
-        from layoutproof.errors import InadmissibleError, UndecidableConditionError
 
         try:
             return "admissible", fn()

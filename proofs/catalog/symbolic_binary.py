@@ -12,9 +12,12 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from layoutproof import ops
+from layoutproof import ops as iops
 from layoutproof.layout import Layout
+from layoutproof.swizzle import Swizzle
 from layoutproof.symbolic import sympy_module as _sp
-from layoutproof.verify import Counterexample, Result
+from layoutproof.verify import Counterexample, Result, postcondition
 from layoutproof.verify.result import ProofObligation
 
 from .. import symexec as sx
@@ -145,7 +148,6 @@ def logical_divide_instance(L: Layout, T: Layout) -> sy.Instance:
     """logical_divide(L, T) == L o (T, complement(T, size(L))): the composition
     post-condition of the result against that layout, both computed on the path."""
     ops = _ops()
-    from layoutproof import ops as iops
 
     fa, da = sx.flat_modes(L)
 
@@ -163,7 +165,6 @@ def logical_divide_instance(L: Layout, T: Layout) -> sy.Instance:
         return p.value[3]
 
     def confirm(asg: Dict[str, int], p: sx.Path) -> Optional[str]:
-        from layoutproof.verify import postcondition
 
         try:
             R, L2, T2 = sy.subs_layout(result(p), asg), sy.subs_layout(L, asg), sy.subs_layout(T, asg)
@@ -178,7 +179,6 @@ def logical_divide_instance(L: Layout, T: Layout) -> sy.Instance:
 def logical_product_instance(A: Layout, B: Layout) -> sy.Instance:
     """logical_product(A, B) == (A, complement(A, size(A)*cosize(B)) o B)."""
     ops = _ops()
-    from layoutproof import ops as iops
 
     def fn() -> Any:
         C = ops.complement(A, A.size * B.cosize)
@@ -197,7 +197,6 @@ def logical_product_instance(A: Layout, B: Layout) -> sy.Instance:
         return ctx, z3.And(sy.same_layout(cx, R0, A), comp)
 
     def confirm(asg: Dict[str, int], p: sx.Path) -> Optional[str]:
-        from layoutproof.verify import postcondition
 
         try:
             R, A2, B2 = sy.subs_layout(p.value[3], asg), sy.subs_layout(A, asg), sy.subs_layout(B, asg)
@@ -216,7 +215,6 @@ def _regroup(kind: str, n_extra: int = 1, impl: Any = None, n: int = 2) -> sy.In
     ``_flat2`` of ``ops``, shared by the divides and the products) applied to an opaque
     by-mode operation whose every part is a fresh symbol: the result is the by-mode result's
     tiles and rests rearranged, leaf for leaf, whatever the by-mode operation returns."""
-    from layoutproof import ops
 
     iops = ops if impl is None else impl
     L = sy.sym_layout("L", n + n_extra)
@@ -275,7 +273,6 @@ def _regroup(kind: str, n_extra: int = 1, impl: Any = None, n: int = 2) -> sy.In
 def associativity_instance(A: Layout, B: Layout, C: Layout) -> sy.Instance:
     """(A o B) o C == A o (B o C) as functions on C's domain, on every path where both sides
     are admissible."""
-    from layoutproof import ops as iops
 
     def fn() -> Any:
         return iops.composition(iops.composition(A, B), C), iops.composition(A, iops.composition(B, C))
@@ -334,9 +331,7 @@ def _signed(v: int, width: int) -> int:
 def _swizzle_check(what: str, separated: bool = True) -> List[Result]:
     """One bit-vector query for every (B, M, S) at once (B, M, S are Z3 variables), plus
     the library's masks and shifts compared with the same formula for every triple."""
-    import z3
-
-    from layoutproof.swizzle import Swizzle
+    z3 = _z3()
 
     t0 = time.perf_counter()
     W = 64
@@ -472,7 +467,6 @@ def composition_size_instance(A: Layout, B: Layout) -> sy.Instance:
 def logical_divide_size_instance(L: Layout, T: Layout) -> sy.Instance:
     """size(logical_divide(L, T)) == size(T) size(complement(T, size(L))) >= size(L)."""
     ops = _ops()
-    from layoutproof import ops as iops
 
     def fn() -> Any:
         return ops.complement(T, L.size), iops.logical_divide(L, T)
@@ -492,7 +486,6 @@ def logical_divide_size_instance(L: Layout, T: Layout) -> sy.Instance:
 
 def logical_product_size_instance(A: Layout, B: Layout) -> sy.Instance:
     """size(logical_product(A, B)) == size(A) size(B)."""
-    from layoutproof import ops as iops
 
     def build(cx: sy.Ctx) -> Tuple[List[Any], Any]:
         e = cx.enc

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
+from layoutproof.errors import InadmissibleError
 from layoutproof.layout import Layout
 from layoutproof.symbolic import sympy_module as _sp
 
@@ -248,8 +249,6 @@ def complement_chain_instance(L: Layout, M: Any) -> sy.Instance:
         try:
             return "admissible", ops.complement(L, M)
         except Exception as e:  # noqa: BLE001 - inadmissible paths are part of the statement
-            from layoutproof.errors import InadmissibleError
-
             if isinstance(e, InadmissibleError):
                 return "inadmissible", e
             raise
