@@ -1,4 +1,4 @@
-"""Exactness of composition's admissibility decision (issue 15): ``sym.composition-exact``.
+"""Exactness of composition's admissibility decision: ``sym.composition-exact``.
 
 Composition is admissible iff some layout R compatible with B satisfies ``R(c) == Â(B(c))``
 for every coordinate ``c`` of B.  ``symops.composition`` refuses in three places, and each is

@@ -1,4 +1,4 @@
-"""Composition for every rank of A and of B: induction over Â's modes and B's leaves (issue 15).
+"""Composition for every rank of A and of B: induction over Â's modes and B's leaves.
 
 ``symops.composition(A, B)`` coalesces A (keeping its last mode: Â), runs the leaf walk
 (``compose_leaf``) once per flat leaf ``n:r`` of B -- each call receives Â and that leaf

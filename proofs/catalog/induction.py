@@ -1,4 +1,4 @@
-"""The one-layout folds at every rank: induction on the real step code (issue 15).
+"""The one-layout folds at every rank: induction on the real step code.
 
 coalesce, filter, complement, right_inverse and left_inverse of
 :mod:`layoutproof.symbolic.symops` are folds: ``state = start; for m in modes: state =

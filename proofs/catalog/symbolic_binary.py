@@ -599,8 +599,7 @@ def _build() -> List[Theorem]:
 
 
 def _build_more() -> List[Theorem]:
-    """The theorems added for issue 15's target of 40 (one-layout theorems at ranks 1-4 with
-    ``--all`` where they finish, two-layout ones at the composition's ranks)."""
+    """Composition with a stride-0 layout, at ranks 1-2 of A (1-4 with ``--all``)."""
     r12, r14 = (1, 2), (1, 2, 3, 4)
     sc_14 = _scope("ranks 1-2", "ranks 1-4")
     anyL = f"{sy.EXTENTS}; {sy.STRIDES_ANY}"
