@@ -27,6 +27,11 @@ def _flat_family() -> Any:
     return layouts(FLAT.rank, FLAT.extent, FLAT.stride, FLAT.negative)
 
 
+def _for_all_flat(claim: str, case: Any) -> Result:
+    """``case`` for every flat layout L of the family FLAT."""
+    return for_all(claim, _flat_family(), case, family=FLAT.words(), bounds=_bounds(FLAT), names=("L",))
+
+
 def _bounds(b: Bounds) -> dict:
     return {
         "rank": (1, b.rank),
@@ -56,13 +61,9 @@ def check_postcondition() -> List[Result]:
 
     nb = NESTED
     return [
-        for_all(
+        _for_all_flat(
             "coalesce(L) has L's size and function, and depth <= 1",
-            _flat_family(),
             fast,
-            family=FLAT.words(),
-            bounds=_bounds(FLAT),
-            names=("L",),
         ),
         for_all(
             "the same for hierarchical layouts (verify.postcondition)",
@@ -83,13 +84,9 @@ def check_idempotent() -> Result:
             return f"coalesce(coalesce(L)) = {C2} != coalesce(L) = {C}"
         return None
 
-    return for_all(
+    return _for_all_flat(
         "coalesce(coalesce(L)) == coalesce(L), shape and stride",
-        _flat_family(),
         case,
-        family=FLAT.words(),
-        bounds=_bounds(FLAT),
-        names=("L",),
     )
 
 
@@ -108,14 +105,10 @@ def check_irreducible() -> Result:
                 return f"{C}: modes {k} and {k + 1} would merge ({s[k]}*{d[k]} == {d[k + 1]})"
         return None
 
-    return for_all(
+    return _for_all_flat(
         "coalesce(L) has no extent-1 mode (unless it is 1:0) and no two adjacent modes "
         "(s_k, d_k), (s_k+1, d_k+1) with s_k*d_k == d_k+1",
-        _flat_family(),
         case,
-        family=FLAT.words(),
-        bounds=_bounds(FLAT),
-        names=("L",),
     )
 
 

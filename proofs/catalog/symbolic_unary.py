@@ -23,6 +23,12 @@ from . import symbolic as sy
 
 
 # ----------------------------------------------------------------------------- coalesce
+def _post_instance(L: Layout, op: str, run: Callable[[], Any], build: sy.Builder) -> sy.Instance:
+    """``op`` run on L (``run``), its claim built by ``build``, a refutation confirmed by the
+    integer post-condition of ``op`` on L."""
+    return sy.Instance(sy.rank_label(L), run, build, sy.confirm_post(op, lambda p: p.value, L))
+
+
 def coalesce_function_instance(L: Layout) -> sy.Instance:
     ops = _ops()
 
@@ -428,12 +434,7 @@ def right_inverse_image_instance(L: Layout) -> sy.Instance:
             e.monotone(g, s_, e.t(d_))
         return [], z3.And(off >= 0, off < sy.zprod(e, sx.flat_modes(L)[0]))
 
-    return sy.Instance(
-        sy.rank_label(L),
-        lambda: ops.right_inverse(L),
-        build,
-        sy.confirm_post("right_inverse", lambda p: p.value, L),
-    )
+    return _post_instance(L, "right_inverse", lambda: ops.right_inverse(L), build)
 
 
 def right_inverse_size_instance(L: Layout) -> sy.Instance:
@@ -445,12 +446,7 @@ def right_inverse_size_instance(L: Layout) -> sy.Instance:
         rs, _rd = sx.flat_modes(cx.path.value)
         return [], cx.enc.t(sp.Mod(sy.product_of(sx.flat_modes(L)[0]), sy.product_of(rs))) == 0
 
-    return sy.Instance(
-        sy.rank_label(L),
-        lambda: ops.right_inverse(L),
-        build,
-        sy.confirm_post("right_inverse", lambda p: p.value, L),
-    )
+    return _post_instance(L, "right_inverse", lambda: ops.right_inverse(L), build)
 
 
 def left_inverse_cover_instance(L: Layout) -> sy.Instance:
@@ -462,12 +458,7 @@ def left_inverse_cover_instance(L: Layout) -> sy.Instance:
         rs, _rd = sx.flat_modes(cx.path.value)
         return [], sy.zprod(e, rs) >= sy.zcosize(e, L)
 
-    return sy.Instance(
-        sy.rank_label(L),
-        lambda: ops.left_inverse(L),
-        build,
-        sy.confirm_post("left_inverse", lambda p: p.value, L),
-    )
+    return _post_instance(L, "left_inverse", lambda: ops.left_inverse(L), build)
 
 
 def _left_inverse_chain_cond(cx: sy.Ctx, C: Layout) -> Optional[Any]:
@@ -586,9 +577,4 @@ def right_inverse_two_sided_instance(L: Layout) -> sy.Instance:
         rval = sx.value_of(e, rd, rdig)
         return [full], z3.And(claims + [rval == idx])
 
-    return sy.Instance(
-        sy.rank_label(L),
-        lambda: ops.right_inverse(L),
-        build,
-        sy.confirm_post("right_inverse", lambda p: p.value, L),
-    )
+    return _post_instance(L, "right_inverse", lambda: ops.right_inverse(L), build)
