@@ -45,8 +45,6 @@ __all__ = [
     "CLUSTER_RULE",
     "cluster_split",
     "splitk_pdl",
-    "choose_fixup",
-    "FIXUP_RULE",
     "MMA_DECODE_RULE",
     "mma_decode",
     "mma_sync_candidates",
@@ -184,30 +182,6 @@ def splitk_pdl(m: int) -> bool:
     (True, False)
     """
     return m <= SPLITK_MODEL["pdl_split_m"]
-
-
-#: the split-K fix-up's CTA shape (a name in :data:`layoutproof.gpu.kernels.splitk_fixup.FIXUP_SHAPES`)
-#: for outputs of at most ``max_m`` rows; ``"t256"`` (256 threads, one element each) elsewhere.
-#: Measured on the H100 (2026-11-24, G5, bench/splitk_decode.py --fixup-time, graph replay, the
-#: 64x256 s5 plane split): the shapes of <= 4,096 registers that fit beside a split CTA
-#: (2-4 elements per thread) were 0.2-1.5 us slower on every decode shape; ``"t128"`` (one
-#: element per thread) gained 0.16 / 0.21 us at 16x4096x4096 (f16 / bf16) but lost up to 0.33 us
-#: at 16x8192x8192 and 16x4096x11008, so no shape replaces t256
-FIXUP_RULE: Dict[str, Any] = {"max_m": 0, "shape": "t256"}
-
-
-def choose_fixup(m: int, n: int, splits: int) -> str:
-    """The CTA shape of the plane reduction's fix-up kernel the runtime launches for an
-    ``m x n`` output summed from ``splits`` planes (:data:`FIXUP_RULE`; every shape is
-    proven to cover the output once, :func:`layoutproof.gpu.kernels.splitk_fixup.prove_fixup_grid`).
-
-    >>> choose_fixup(4096, 4096, 2)
-    't256'
-    """
-    for nm, v in (("m", m), ("n", n), ("splits", splits)):
-        if type(v) is not int or v < 1:
-            raise GemmInputError(f"choose_fixup: {nm}={v!r} must be a positive int")
-    return str(FIXUP_RULE["shape"]) if m <= FIXUP_RULE["max_m"] else "t256"
 
 
 #: unsplit mma.sync kernels of 16-row tiles (``GemmConfig(bm=16, ...)``, the cp.async pipeline:

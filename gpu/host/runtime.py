@@ -820,15 +820,7 @@ class GemmPlan:
         if splits > 1 and not cluster_red:
             # split-K: the GEMM kernel stores f32 partials into S planes of m x n (row
             # stride n), the fix-up kernel sums them into C; the workspace is the plan's
-            if cfg.reduction == "atomic":
-                # one plane every unit adds into (red.global.add): zeroed once here, and left
-                # zero by each call's fix-up (G3, session 22)
-                ws_buf = cupy.zeros(m * n, dtype=cupy.float32)
-                zst = cupy.cuda.get_current_stream()
-                if not getattr(zst, "is_capturing", lambda: False)():
-                    zst.synchronize()  # zero before a call on any stream
-            else:
-                ws_buf = cupy.empty(splits * m * n, dtype=cupy.float32)
+            ws_buf = cupy.empty(splits * m * n, dtype=cupy.float32)
             self._ws = ws_buf
             self._cvec_ld = (n * 4) % 16 == 0
         grid = kern.grid(m, n)
@@ -880,21 +872,13 @@ class GemmPlan:
         self._fix: Optional[Tuple[Any, Any, Tuple[int, int, int]]] = None
         self._pdl: Any = None  # the fix-up's programmatic dependent launch, where available
         self._pdl_split: Any = None  # the split kernel's (split-K with the fix-up kernel)
-        self.fixup_shape: Any = None  # the fix-up kernel's CTA shape (splitk_fixup.FixupShape)
+        self.fixup_shape: Any = None  # the fix-up kernel's CTA shape (splitk.FixupShape)
         if fix is not None:
-            from ..kernels.splitk import FIXUP_DEFAULT, FIXUP_SHAPES, fixup_grid, fixup_kernel
+            from ..kernels.splitk import FIXUP_DEFAULT, fixup_grid
 
             fshape = FIXUP_DEFAULT
-            if cfg.reduction == "kernel":  # the plane reduction: the rule's CTA shape (G5)
-                from . import rule as plan_rules
-
-                fshape = FIXUP_SHAPES[plan_rules.choose_fixup(m, n, splits)]
-                if fshape != FIXUP_DEFAULT:
-                    fix = fixup_kernel(cfg, prob, fshape)
             self.fixup_shape = fshape
             frk = compile_kernel(fix)
-            if fshape.carveout >= 0:  # the shared-memory carveout the fix-up asks for
-                frk.preferred_shared_memory_carveout = fshape.carveout
             fpb = ParamBuffer(["ptr", "ptr", "i32", "i32", "i64"])
             fpb.set(0, ws_buf.data.ptr)
             for i, v in ((2, m), (3, n), (4, ldc)):
@@ -1083,27 +1067,22 @@ class GemmPlan:
                 frk, fpb, fg = self._fix
                 fpb.set(1, pc)
                 sp = cupy.cuda.get_current_stream().ptr
-                try:
-                    if self._pdl is not None and not self._pdl(sp):
-                        self._pdl = None  # refused (driver or bindings): stream order from now on
-                    if self._pdl is not None:
-                        pass  # launched as a programmatic dependent of the split kernel
-                    elif self._launch_kernel is not None:
-                        self._launch_kernel(
-                            self._fix_fn, fg[0], fg[1], fg[2], self._fix_threads, 1, 1, 0, sp, fpb.address, 0
-                        )
-                    else:
-                        import numpy as np
+                if self._pdl is not None and not self._pdl(sp):
+                    self._pdl = None  # refused (driver or bindings): stream order from now on
+                if self._pdl is not None:
+                    pass  # launched as a programmatic dependent of the split kernel
+                elif self._launch_kernel is not None:
+                    self._launch_kernel(
+                        self._fix_fn, fg[0], fg[1], fg[2], self._fix_threads, 1, 1, 0, sp, fpb.address, 0
+                    )
+                else:
+                    import numpy as np
 
-                        frk(
-                            fg,
-                            (self._fix_threads, 1, 1),
-                            (self._ws, target, np.int32(self.m), np.int32(self.n), np.int64(self._ldc)),
-                        )
-                except BaseException:
-                    if self.config.reduction == "atomic" and self._ws is not None:
-                        self._ws.fill(0)  # the units' sums stay in the plane: clear it
-                    raise
+                    frk(
+                        fg,
+                        (self._fix_threads, 1, 1),
+                        (self._ws, target, np.int32(self.m), np.int32(self.n), np.int64(self._ldc)),
+                    )
         del keep
         if self.orient == "copy":
             out[...] = target

@@ -73,16 +73,6 @@ from ..proof.splitk_model import (
     prove_serial_protocol,
 )
 from .mma_sync import GemmKernel, addr_of, finish
-from .splitk_atomic import (
-    ATOMIC_OUT,
-    ATOMIC_READ,
-    ATOMIC_RED,
-    ATOMIC_ZERO,
-    GRID_WAIT,
-    prove_atomic_protocol,
-    prove_fixup_cover,
-)
-from .splitk_fixup import FIXUP_DEFAULT, FIXUP_SHAPES, FixupShape, fixup_grid, prove_fixup_grid
 from .wgmma import Sm90Config, epilogue_order, generate_sm90, protocol_ir
 
 __all__ = [
@@ -91,7 +81,6 @@ __all__ = [
     "generate_splitk",
     "splitk_ir",
     "reduce_ir",
-    "atomic_reduce_ir",
     "split_devfn",
     "k_bounds_ir",
     "k_chunks",
@@ -103,10 +92,10 @@ __all__ = [
     "base_plan_proofs",
     "workspace_offset_ir",
     "fixup_grid",
-    "fixup_kernel",
+    "prove_fixup_grid",
     "FixupShape",
-    "FIXUP_SHAPES",
     "FIXUP_DEFAULT",
+    "GRID_WAIT",
     "MAX_SPLITS",
     "REDUCE_THREADS",
     "REDUCTIONS",
@@ -169,13 +158,10 @@ class WsVariantFields:
 #: how the partial planes are summed: ``"kernel"`` -- a second (fix-up) kernel launched
 #: after the split kernel; ``"serial"`` -- in the split kernel, by the last unit of each
 #: tile to finish (a counter per tile, release/acquire at GPU scope; :func:`serial_ir`);
-#: ``"atomic"`` -- every unit adds its partial into ONE f32 plane with ``red.global.add`` and
-#: the fix-up kernel converts it and zeroes it for the next call (:func:`atomic_reduce_ir`;
-#: the order of the f32 sum is not fixed)
 #: ``"cluster"`` -- the ``S`` units of a tile are one thread-block cluster that sums the
 #: partials through distributed shared memory, no workspace and no second kernel
 #: (:mod:`layoutproof.gpu.kernels.splitk_cluster`; outputs of at most 16 rows, ``S <= 8``)
-REDUCTIONS = ("kernel", "serial", "atomic", "cluster")
+REDUCTIONS = ("kernel", "serial", "cluster")
 #: the rows of the tile the cluster reduction's partial buffer holds (its outputs have at most
 #: this many rows; :mod:`layoutproof.gpu.kernels.splitk_cluster`)
 CLUSTER_ROWS = 16
@@ -220,9 +206,7 @@ class SplitKConfig(WsVariantFields):
         return self.base.smem_bytes + 4 * CLUSTER_ROWS * cluster_partial_stride(self.base.bn, self.splits)
 
     def key(self) -> str:
-        k = f"{self.base.key()}_sk{self.splits}" + {"serial": "s", "atomic": "a", "cluster": "c"}.get(
-            self.reduction, ""
-        )
+        k = f"{self.base.key()}_sk{self.splits}" + {"serial": "s", "cluster": "c"}.get(self.reduction, "")
         if self.activation is not None:
             k += f"_bias{self.activation}" + ("_ab" if self.alpha_beta else "")
         return k
@@ -465,7 +449,7 @@ def find_param(k: kir.Kernel, name: str, what: str = "split-K rewrite") -> kir.V
 
 
 def splitk_ir(
-    base: kir.Kernel, splits: int, name: str, *, fixup_kernel: bool = True, atomic: bool = False
+    base: kir.Kernel, splits: int, name: str, *, fixup_kernel: bool = True
 ) -> Tuple[kir.Kernel, List[Tuple[Any, ...]]]:
     """The split-K kernel from the warp-specialized kernel's IR ``base`` (f32 output):
 
@@ -475,10 +459,7 @@ def splitk_ir(
     * each k-loop ``for (kt = 0; kt < KT; ...)`` inside a tile loop runs over
       ``[kb, ke)`` (:func:`k_bounds_ir`, declared in that tile loop);
     * in the consumers' tile loop, ``C`` becomes ``Cs = C + sk * M * ldc`` (the unit's
-      workspace plane), in the code and in the claims its stores carry;
-    * ``atomic``: ``Cs = C`` (the one plane all units add into) and each store of the
-      partial becomes a ``red.global.add`` (:class:`~layoutproof.gpu.proof.kir.Red`, 4 lanes for
-      the 16-byte row vectors), its claim renamed :data:`ATOMIC_RED` ``+`` the store's.
+      workspace plane), in the code and in the claims its stores carry.
 
     Returns the kernel and, per rewritten tile loop, ``(sk, KT, kb, ke)`` for the
     partition proof."""
@@ -543,10 +524,8 @@ def splitk_ir(
         body = kir.rewrite(lp.body, fn)
         if Cs is not None:
             # the claims: the byte address of C's element is now that of the same element in
-            # workspace plane sk (plane 0 for the atomic reduction), written with the proven
-            # workspace offset (not with Cs)
-            psk: kir.Expr = kir.Const(0) if atomic else sk
-            plane = 4 * workspace_offset_ir(psk, kir.Const(0), kir.Const(0), M, ldc)
+            # workspace plane sk, written with the proven workspace offset (not with Cs)
+            plane = 4 * workspace_offset_ir(sk, kir.Const(0), kir.Const(0), M, ldc)
 
             def claims(node: Any, Cs: kir.Var = Cs, plane: kir.Expr = plane) -> Any:
                 if isinstance(node, kir.Cast) and node.a is Cs and node.ctype == "long long":
@@ -554,8 +533,6 @@ def splitk_ir(
                 return None
 
             body = kir.rewrite(body, claims)
-            if atomic:
-                body = kir.rewrite(body, _to_red)
         head: List[kir.Stmt] = [
             kir.Decl(tile),
             kir.Decl(sk),
@@ -563,9 +540,7 @@ def splitk_ir(
             kir.Decl(kb, kb_e, const=True, comment="this unit's k-blocks [kb, ke)"),
             kir.Decl(ke, ke_e, const=True),
         ]
-        if Cs is not None and atomic:
-            head.append(kir.Decl(Cs, C, const=True, comment="the one f32 plane every unit adds into"))
-        elif Cs is not None:
+        if Cs is not None:
             head.append(
                 kir.Decl(Cs, _plane_ptr(C, sk, M, ldc), const=True, comment="this unit's f32 workspace plane")
             )
@@ -605,17 +580,9 @@ def splitk_ir(
             "split-K rewrite: tiles is not declared at the top level", condition="split-K rewrite"
         )
     descr = base.description + (
-        (
-            f"split-K: {splits} chunks of the k-blocks; unit u = (tile u % tiles, chunk u / tiles)",
-            "adds its f32 partial into the one workspace plane C (red.global.add); a second",
-            "kernel converts the plane and zeroes it",
-        )
-        if atomic
-        else (
-            f"split-K: {splits} chunks of the k-blocks; unit u = (tile u % tiles, chunk u / tiles)",
-            "stores its f32 partial into workspace plane chunk (C + chunk*M*ldc); a second kernel",
-            "sums the planes",
-        )
+        f"split-K: {splits} chunks of the k-blocks; unit u = (tile u % tiles, chunk u / tiles)",
+        "stores its f32 partial into workspace plane chunk (C + chunk*M*ldc); a second kernel",
+        "sums the planes",
     )
     k = replace(
         base,
@@ -623,31 +590,9 @@ def splitk_ir(
         body=kir.Block(tuple(out), body.bare),
         devfns=base.devfns + (split_devfn(),),
         description=descr,
-        helpers=(("griddep",) if fixup_kernel else ()) + base.helpers + (("red",) if atomic else ()),
+        helpers=(("griddep",) if fixup_kernel else ()) + base.helpers,
     )
     return k, chunks
-
-
-def _to_red(node: Any) -> Any:
-    """A store of the partial (``C ... store`` claims) -> ``red.global.add`` on the same
-    element(s): the 16-byte row vector as 4 f32 lanes, an edge element as one."""
-    if (
-        isinstance(node, kir.Assign)
-        and isinstance(node.lhs, kir.Mem)
-        and node.lhs.space == "global"
-        and node.lhs.claim.what.startswith("C ")
-        and "store" in node.lhs.claim.what
-    ):
-        m = node.lhs
-        lanes = 4 if m.vec is not None else 1
-        if m.vec is not None and (m.vec != "uint4" or m.claim.width != 16):
-            raise ProofFailedError(
-                f"split-K atomic rewrite: a vector store of {m.vec} ({m.claim.width} bytes) "
-                "is not 4 f32 lanes",
-                condition="split-K rewrite",
-            )
-        return kir.Red(replace(m, claim=replace(m.claim, what=ATOMIC_RED + m.claim.what)), node.rhs, lanes)
-    return None
 
 
 # ============================================================================ reduction
@@ -655,7 +600,7 @@ def _to_red(node: Any) -> Any:
 #: the stream has completed and its memory operations are visible (PTX griddepcontrol.wait;
 #: without a programmatic dependent launch the stream already orders the kernels and the
 #: wait returns at once)
-#: (``GRID_WAIT`` = ``"lp_griddep_wait"``, imported from :mod:`layoutproof.gpu.kernels.splitk_atomic`)
+GRID_WAIT = "lp_griddep_wait"
 
 
 def _waits_first(k: kir.Kernel) -> int:
@@ -688,17 +633,11 @@ def prove_fixup_order(k: kir.Kernel, log: ProofLog) -> None:
             witness=-w - 1,
         )
     n = sum(1 for x in kir.walk(k.body) if isinstance(x, kir.Mem))
-    zeroes = any(isinstance(x, kir.Mem) and x.claim.what == ATOMIC_ZERO for x in kir.walk(k.body))
     log.add(
         "protocol",
         f"fix-up ordering: griddepcontrol.wait is the kernel's first statement (top level, "
         f"unconditional), before all {n} memory accesses: every workspace read follows the "
-        f"split kernel's completion; "
-        + (
-            "it zeroes the plane for the next call (the atomic protocol)"
-            if zeroes
-            else "nothing to reset between launches"
-        ),
+        f"split kernel's completion; nothing to reset between launches",
         "exhaustive",
         n,
     )
@@ -757,19 +696,206 @@ def _reduce_index(s: kir.Expr, r: kir.Expr, c: kir.Expr, M: kir.Expr, N: kir.Exp
     return (kir.Cast("long long", s) * M + r) * N + c
 
 
+# ============================================================================ fix-up grid
+#: the claim name of the fix-up's C store (:func:`reduce_ir`)
+FIXUP_C_STORE = "C element store C[r, c]"
+
+
+@dataclass(frozen=True)
+class FixupShape:
+    """The fix-up CTA's geometry: ``threads`` per CTA (a multiple of 32, <= 1024), one
+    output column per thread, one row per CTA (``blockIdx.y``).  :data:`FIXUP_DEFAULT` is
+    the kernel :func:`reduce_ir` builds; :func:`fixup_grid` its launch grid, and
+    :func:`prove_fixup_grid` checks on a kernel's IR that the grid covers the output once."""
+
+    threads: int = REDUCE_THREADS
+
+    def validate(self) -> "FixupShape":
+        t = self.threads
+        if not (isinstance(t, int) and not isinstance(t, bool) and 32 <= t <= 1024 and t % 32 == 0):
+            raise GemmConfigError(f"split-K fix-up shape {self}: threads a multiple of 32 in 32..1024")
+        return self
+
+
+#: the fix-up kernel's CTA (256 threads, one element each)
+FIXUP_DEFAULT = FixupShape()
+
+
+def fixup_grid(m: int, n: int, shape: FixupShape = FIXUP_DEFAULT) -> Tuple[int, int, int]:
+    """The fix-up kernel's launch grid for an ``m x n`` output: ``(ceil(n / threads), m, 1)``.
+
+    >>> fixup_grid(16, 4096), fixup_grid(3, 257)
+    ((16, 16, 1), (2, 3, 1))
+    """
+    shape.validate()
+    if m < 1 or n < 1:
+        raise GemmConfigError(f"split-K fix-up grid: the output must be at least 1 x 1, got {m} x {n}")
+    return (-(-n // shape.threads), m, 1)
+
+
+def _store_sites(body: kir.Block) -> List[Tuple[kir.Mem, List[kir.For], List[kir.Expr]]]:
+    """Every C store of the fix-up with the loops and the ``if`` conditions that enclose it
+    (program structure; an ``else`` branch's condition negated)."""
+    out: List[Tuple[kir.Mem, List[kir.For], List[kir.Expr]]] = []
+
+    def go(node: Any, loops: List[kir.For], guards: List[kir.Expr]) -> None:
+        if isinstance(node, kir.Block):
+            for st in node.body:
+                go(st, loops, guards)
+        elif isinstance(node, kir.For):
+            go(node.body, loops + [node], guards)
+        elif isinstance(node, kir.If):
+            go(node.then, loops, guards + [node.cond])
+            if node.orelse is not None:
+                go(node.orelse, loops, guards + [kir.Un("!", node.cond)])
+        elif isinstance(node, kir.Assign):
+            if isinstance(node.lhs, kir.Mem) and node.lhs.claim.what == FIXUP_C_STORE:
+                out.append((node.lhs, loops, guards))
+            for x in kir.walk(node.rhs):
+                if isinstance(x, kir.Mem) and x.claim.what == FIXUP_C_STORE:
+                    out.append((x, loops, guards))
+
+    go(body, [], [])
+    return out
+
+
+def prove_fixup_grid(
+    k: kir.Kernel, shape: FixupShape, log: ProofLog, max_n: int = 160, max_m: int = 5
+) -> None:
+    """The fix-up's C stores cover ``[0, M) x [0, N)`` exactly once with the grid
+    :func:`fixup_grid`: ``(r, c)`` are the C store claim's bound coordinates, evaluated with C
+    semantics (the kernel's own declarations inlined) at every ``(blockIdx.x, blockIdx.y,
+    threadIdx.x)`` of the grid and every index of the constant loops around the store, kept
+    where the ``if`` conditions around it hold.  Exhaustive for ``M <= max_m`` and every ``N
+    <= max_n``, every ``N`` within 2 of a multiple ``q * threads`` (``q <= 3``: each block
+    edge), ``M <= max_m`` and a few large ``N`` (the map is affine in the block indices); the
+    kernel's ``threads`` must be the shape's."""
+    shape.validate()
+    cond = "fix-up covers the output once"
+    if k.threads != shape.threads:
+        raise ProofFailedError(
+            f"fix-up kernel {k.name}: {k.threads} threads per CTA, the shape launches {shape.threads}",
+            condition=cond,
+            witness=(k.threads, shape.threads),
+        )
+    sites = _store_sites(k.body)
+    if len(sites) != 1:
+        raise ProofFailedError(
+            f"fix-up kernel {k.name}: {len(sites)} C store sites, expected one", condition=cond
+        )
+    mem, loops, guards = sites[0]
+    if len(mem.claim.bounds) != 2:
+        raise ProofFailedError(
+            f"fix-up kernel {k.name}: the C store claim bounds {len(mem.claim.bounds)} coordinates, "
+            "not (r, c)",
+            condition=cond,
+        )
+    (rexp, mvar), (cexp, nvar) = mem.claim.bounds
+    defs = {id(n.var): n.init for n in kir.walk(k.body) if isinstance(n, kir.Decl) and n.init is not None}
+    bounds = []
+    for lp in loops:
+        a, z, st = lp.start, lp.stop, lp.step
+        if not (isinstance(a, kir.Const) and isinstance(z, kir.Const) and isinstance(st, kir.Const)) or (
+            lp.cond is not None
+        ):
+            raise ProofFailedError(
+                f"fix-up kernel {k.name}: the loop over {lp.var.name} around the C store is not constant",
+                condition=cond,
+                witness=lp.var.name,
+            )
+        bounds.append((lp.var, np.arange(a.value, z.value, st.value)))
+    by = kir.Var("blockIdx.y", builtin=True)
+    names = {"blockIdx.x": kir.BLOCK_IDX, "blockIdx.y": by, "threadIdx.x": kir.THREAD_IDX}
+    ids_by_name: Dict[str, List[int]] = {}
+    for n in kir.walk(k.body):
+        if isinstance(n, kir.Var) and n.name in names:
+            ids_by_name.setdefault(n.name, []).append(id(n))
+    for n in kir.walk(mem.claim):
+        if isinstance(n, kir.Var) and n.name in names:
+            ids_by_name.setdefault(n.name, []).append(id(n))
+    mn_ids: Dict[str, List[int]] = {"M": [], "N": []}  # the parameters M, N wherever they are named
+    for n in list(kir.walk(k.body)) + list(kir.walk(mem.claim)):
+        if isinstance(n, kir.Var) and n.name in mn_ids:
+            mn_ids[n.name].append(id(n))
+    cases = 0
+    T = shape.threads
+    edges = {q * T + d for q in range(1, 4) for d in range(-2, 3)}
+    ns = sorted(set(range(1, max_n + 1)) | edges | {4095, 4096, 4097, 8192, 11008})
+    for M in range(1, max_m + 1):
+        for N in ns:
+            gx, gy, _ = fixup_grid(M, N, shape)
+            axes = [np.arange(gx), np.arange(gy), np.arange(shape.threads)] + [b for _, b in bounds]
+            grids = np.meshgrid(*axes, indexing="ij")
+            env: Dict[int, np.ndarray] = {}
+            for nm, g in zip(("blockIdx.x", "blockIdx.y", "threadIdx.x"), grids[:3]):
+                for i in ids_by_name.get(nm, []):
+                    env[i] = g.ravel()
+            for (v, _), g in zip(bounds, grids[3:]):
+                env[id(v)] = g.ravel()
+            for ext, val in ((mvar, M), (nvar, N)):
+                if isinstance(ext, kir.Var):
+                    env[id(ext)] = np.int64(val)
+            for i in mn_ids["M"]:
+                env.setdefault(i, np.int64(M))
+            for i in mn_ids["N"]:
+                env.setdefault(i, np.int64(N))
+            ctx = kir.Ctx(env, defs, {}, {})
+            size = grids[0].size
+            try:
+                r = np.broadcast_to(kir.eval_expr(rexp, ctx)[0], (size,))
+                c = np.broadcast_to(kir.eval_expr(cexp, ctx)[0], (size,))
+                keep = np.ones(size, dtype=bool)
+                for gd in guards:
+                    keep &= np.broadcast_to(kir.eval_expr(gd, ctx)[0], (size,)) != 0
+            except Exception as ex:  # an unknown variable: the map is not closed
+                raise ProofFailedError(
+                    f"fix-up kernel {k.name}: the C store's (r, c) cannot be evaluated ({ex})",
+                    condition=cond,
+                ) from None
+            inside = (r >= 0) & (r < M) & (c >= 0) & (c < N)
+            if np.any(keep & ~inside):
+                i = int(np.flatnonzero(keep & ~inside)[0])
+                raise ProofFailedError(
+                    f"fix-up kernel {k.name}: with grid ({gx}, {gy}) a store lands at ({int(r[i])}, "
+                    f"{int(c[i])}) outside the {M} x {N} output",
+                    condition=cond,
+                    witness=(M, N, int(r[i]), int(c[i])),
+                )
+            hits = np.bincount((r[keep] * N + c[keep]).astype(np.int64), minlength=M * N)
+            if hits.size != M * N or not np.all(hits == 1):
+                bad = int(np.flatnonzero(hits != 1)[0])
+                raise ProofFailedError(
+                    f"fix-up kernel {k.name}: with grid ({gx}, {gy}) cell ({bad // N}, {bad % N}) of a "
+                    f"{M} x {N} output is stored {int(hits[bad])} times, not once",
+                    condition=cond,
+                    witness=(M, N, bad // N, bad % N),
+                )
+            cases += M * N
+    loops_txt = ", ".join(f"{v.name} < {len(b)}" for v, b in bounds) or "no loop"
+
+    def shown(e: kir.Expr) -> str:  # a coordinate and, for a declared variable, its definition
+        d = defs.get(id(e))
+        return kir.emit_expr(e) + (f" = {kir.emit_expr(d)}" if d is not None else "")
+
+    log.add(
+        "bijective",
+        f"fix-up cells: grid (ceil(N/{T}), M) x {T} threads x ({loops_txt}) -> C store "
+        f"({shown(rexp)}, {shown(cexp)}) under its guards covers [0, M) x [0, N) once (every N <= "
+        f"{max_n}, N within 2 of q * {T}, 4095..4097, 8192, 11008; M <= {max_m}; C semantics)",
+        "exhaustive",
+        cases,
+    )
+
+
 #: the f32 -> output conversion the reduction kernel calls, per output type
 _CVT = {"f16": "__float2half_rn", "bf16": "__float2bfloat16_rn", "f32": None}
 
 
-def reduce_ir(splits: int, out: str, name: str, shape: FixupShape = FIXUP_DEFAULT) -> kir.Kernel:
+def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
     """The fix-up kernel: ``C[r, c] = cvt(sum_{s < S} W[s, r, c])`` for ``r < M``,
-    ``c < N``, the planes summed in order ``s = 0, 1, ...`` (deterministic).  The default
-    shape: block ``(x, y)`` = (256 columns, row ``y``), one element per thread.  A
-    :class:`~layoutproof.gpu.kernels.splitk_fixup.FixupShape` ``(T, J, R, regs)``: block ``(x, y)``
-    holds rows ``y * R + i`` (``i < R``) and, in thread ``t``, columns ``x * T * J + j * T +
-    t`` (``j < J``: a warp's loads stay coalesced), under ``__launch_bounds__(T, 65536 / (T *
-    regs))``; its grid is :func:`fixup_grid` ``(m, n, shape)``."""
-    shape = shape.validate()
+    ``c < N``, the planes summed in order ``s = 0, 1, ...`` (deterministic).  Its CTA is
+    :data:`FIXUP_DEFAULT`: block ``(x, y)`` = (256 columns, row ``y``), one element per
+    thread; its grid is :func:`fixup_grid` ``(m, n)``."""
     if out not in _CVT:
         raise GemmConfigError(f"split-K reduction: output {out!r} must be one of {sorted(_CVT)}")
     W = kir.Var("W", "const float*")
@@ -791,7 +917,7 @@ def reduce_ir(splits: int, out: str, name: str, shape: FixupShape = FIXUP_DEFAUL
     )
     ob = OUT_DTYPES[out][1]
     cclaim = kir.Claim(
-        "C element store C[r, c]",
+        FIXUP_C_STORE,
         addr_of(C) + ob * (kir.Cast("long long", r) * ldc + c),
         bounds=((r, M), (c, N)),
         width=ob,
@@ -809,32 +935,12 @@ def reduce_ir(splits: int, out: str, name: str, shape: FixupShape = FIXUP_DEFAUL
         ),
         kir.Assign(kir.Mem(C, cclaim, idx=kir.Cast("long long", r) * ldc + c), val),
     )
-    T, J, R = shape.threads, shape.cols, shape.rows
-    cells: Tuple[kir.Stmt, ...]
-    if (J, R) == (1, 1):  # the default's statements (its source is unchanged)
-        cells = (
-            kir.Decl(c, bx * T + tid, const=True),
-            kir.Decl(r, by, const=True),
-            kir.If(r.lt(M), kir.block(kir.If(c.lt(N), element))),
-        )
-    else:
-        i, j = kir.Var("i"), kir.Var("j")
-        c0, r0 = kir.Var("c0"), kir.Var("r0")
-        if J == 1:  # one column: c = c0
-            cols = kir.block(kir.Decl(c, c0, const=True), kir.If(c.lt(N), element))
-        else:
-            col = kir.block(kir.Decl(c, c0 + j * T, const=True), kir.If(c.lt(N), element))
-            cols = kir.block(kir.For(j, kir.Const(0), kir.Const(J), col, unroll=True))
-        if R == 1:  # one row: r = r0
-            rows_ = kir.block(kir.Decl(r, r0, const=True), kir.If(r.lt(M), cols))
-        else:
-            row = kir.block(kir.Decl(r, r0 + i, const=True), kir.If(r.lt(M), cols))
-            rows_ = kir.block(kir.For(i, kir.Const(0), kir.Const(R), row, unroll=True))
-        cells = (
-            kir.Decl(c0, bx * (T * J) + tid, const=True, comment=f"{J} columns at stride {T}"),
-            kir.Decl(r0, by * R, const=True, comment=f"{R} rows per block"),
-            *rows_.body,
-        )
+    T = FIXUP_DEFAULT.threads
+    cells = (
+        kir.Decl(c, bx * T + tid, const=True),
+        kir.Decl(r, by, const=True),
+        kir.If(r.lt(M), kir.block(kir.If(c.lt(N), element))),
+    )
     body = kir.block(
         kir.Comment("the split kernel's grid has completed and its stores are visible"),
         kir.Eval(kir.Call(GRID_WAIT, (), "void")),
@@ -852,19 +958,12 @@ def reduce_ir(splits: int, out: str, name: str, shape: FixupShape = FIXUP_DEFAUL
         ("int", N),
         ("long long", ldc),
     )
-    if shape == FIXUP_DEFAULT:
-        geometry = f"block ({REDUCE_THREADS} columns, row blockIdx.y)"
-    else:
-        geometry = (
-            f"block ({J} x {T} columns at stride {T}, {R} row(s) from blockIdx.y * {R}), "
-            f"registers <= {shape.regs or 255}/thread"
-        )
+    geometry = f"block ({REDUCE_THREADS} columns, row blockIdx.y)"
     return kir.Kernel(
         name,
         params,
         body,
         T,
-        min_blocks=shape.min_blocks,
         typedefs=(("lp_out_t", OUT_DTYPES[out][0]),),
         helpers=("griddep",),
         sizes={"lp_out_t": ob, "float": 4},
@@ -875,83 +974,6 @@ def reduce_ir(splits: int, out: str, name: str, shape: FixupShape = FIXUP_DEFAUL
             f"W: {splits} f32 planes of M x N (row stride N); C row-major, row stride ldc; {geometry}",
         ),
     )
-
-
-def atomic_reduce_ir(out: str, name: str) -> kir.Kernel:
-    """The fix-up kernel of the atomic reduction: ``C[r, c] = cvt(W[r, c])`` and
-    ``W[r, c] = 0`` (the plane is left zero for the next call) for ``r < M``, ``c < N``;
-    block ``(x, y)`` = (256 columns, row ``y``), one element per thread, the read before the
-    zero store in the same thread.  Its first statement waits for the split kernel's grid
-    (every unit's reductions performed and visible)."""
-    if out not in _CVT:
-        raise GemmConfigError(f"split-K reduction: output {out!r} must be one of {sorted(_CVT)}")
-    W = kir.Var("W", "float*")
-    C = kir.Var("C", "lp_out_t*")
-    M, N = kir.Var("M"), kir.Var("N")
-    ldc = kir.Var("ldc", "long long")
-    c, r = kir.Var("c"), kir.Var("r")
-    acc = kir.Var("acc", "float")
-    z = kir.Const(0)
-    w_off = kir.Cast("long long", r) * N + c
-    cell = addr_of(W) + 4 * workspace_offset_ir(z, r, c, M, N)
-    rclaim = kir.Claim(ATOMIC_READ, cell, bounds=((r, M), (c, N)), width=4)
-    zclaim = kir.Claim(ATOMIC_ZERO, cell, bounds=((r, M), (c, N)), width=4)
-    ob = OUT_DTYPES[out][1]
-    cclaim = kir.Claim(
-        ATOMIC_OUT,
-        addr_of(C) + ob * (kir.Cast("long long", r) * ldc + c),
-        bounds=((r, M), (c, N)),
-        width=ob,
-    )
-    cvt = _CVT[out]
-    val: kir.Expr = acc if cvt is None else kir.Call(cvt, (acc,), "lp_out_t")
-    body = kir.block(
-        kir.Comment("the split kernel's grid has completed and its reductions are visible"),
-        kir.Eval(kir.Call(GRID_WAIT, (), "void")),
-        kir.Comment(
-            "the next call's split kernel may be scheduled now (programmatic dependent launch):\n"
-            "its first statement waits for this grid's completion (the zeroed plane) before it adds"
-        ),
-        kir.Eval(kir.Call("lp_griddep_launch", (), "void")),
-        kir.Decl(c, kir.BLOCK_IDX * REDUCE_THREADS + kir.THREAD_IDX, const=True),
-        kir.Decl(r, kir.Var("blockIdx.y", builtin=True), const=True),
-        kir.If(
-            r.lt(M).and_(c.lt(N)),
-            kir.block(
-                kir.Decl(acc, kir.Mem(W, rclaim, idx=w_off), const=True),
-                kir.Assign(kir.Mem(W, zclaim, idx=w_off), kir.FloatLit("0.0f")),
-                kir.Assign(kir.Mem(C, cclaim, idx=kir.Cast("long long", r) * ldc + c), val),
-            ),
-        ),
-    )
-    params = (
-        ("float* __restrict__", W),
-        ("lp_out_t* __restrict__", C),
-        ("int", M),
-        ("int", N),
-        ("long long", ldc),
-    )
-    return kir.Kernel(
-        name,
-        params,
-        body,
-        REDUCE_THREADS,
-        typedefs=(("lp_out_t", OUT_DTYPES[out][0]),),
-        helpers=("griddep",),
-        sizes={"lp_out_t": ob, "float": 4},
-        description=(
-            "",
-            f"split-K fix-up (atomic reduction) generated by layoutproof {SPLITK_VERSION}: "
-            f"C[r, c] = {cvt or '(float)'}(W[r, c]); W[r, c] = 0",
-            f"W: one f32 plane of M x N (row stride N) the split kernel's units added into; C row-major, "
-            f"row stride ldc; block ({REDUCE_THREADS} columns, row blockIdx.y)",
-        ),
-    )
-
-
-# fixup_grid(m, n, shape=FIXUP_DEFAULT): the fix-up kernel's launch grid (:func:`reduce_ir` with
-# its shape, :func:`atomic_reduce_ir` with the default), defined in
-# :mod:`layoutproof.gpu.kernels.splitk_fixup` with the proof that it covers the output once
 
 
 # ============================================================================ generation
@@ -1027,8 +1049,7 @@ def generate_splitk(
     h = hashlib.sha256(f"{SPLITK_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90_splitk_{prob.key()}_{h}"
     serial = cfg.reduction == "serial"
-    atomic = cfg.reduction == "atomic"
-    ir, chunks = splitk_ir(base.ir, S, name, fixup_kernel=not serial, atomic=atomic)
+    ir, chunks = splitk_ir(base.ir, S, name, fixup_kernel=not serial)
     if serial:
         ir = serial_ir(ir, cfg, prob.out)
     if not serial:
@@ -1062,77 +1083,23 @@ def generate_splitk(
         if memo:
             _MEMO[(cfg, prob)] = out
         return out
-    if atomic:
-        rlog = ProofLog()
-        rname = f"lp_splitk_reduce_atomic_{prob.out}"
-        rir = atomic_reduce_ir(prob.out, rname)
-        prove_fixup_order(rir, rlog)
-        prove_fixup_cover(rir, REDUCE_THREADS, rlog)
-        prove_atomic_protocol(ir, rir, S, rlog)
-        title = f"proven before emission (split-K fix-up, atomic reduction of {S} units, {prob.out} out)"
-        rsrc = finish(rir, rlog, title)
-        rk = GemmKernel(base.config, prob, rsrc, rname, REDUCE_THREADS, 0, rlog, {}, rir)
-    else:  # the plane reduction's fix-up, default CTA (fixup_kernel: the other shapes)
-        rk = _plane_fixup(base.config, S, prob, FIXUP_DEFAULT)
-    out = SplitKKernels(cfg, prob, gk, rk)
+    out = SplitKKernels(cfg, prob, gk, _plane_fixup(base.config, S, prob))
     if memo:
         _MEMO[(cfg, prob)] = out
     return out
 
 
-def _plane_fixup(base_config: Any, S: int, prob: GemmProblem, shape: FixupShape) -> GemmKernel:
-    """The plane reduction's fix-up kernel of ``shape``, proven and emitted (the default's
-    name, proofs and source are those of sessions 20-22; another shape adds its name tag and
-    the cover proof of its grid, :func:`~layoutproof.gpu.kernels.splitk_fixup.prove_fixup_grid`)."""
+def _plane_fixup(base_config: Any, S: int, prob: GemmProblem) -> GemmKernel:
+    """The plane reduction's fix-up kernel (:func:`reduce_ir`), proven and emitted: the
+    ordering (:func:`prove_fixup_order`), the plane loop and every access's claim."""
     rlog = ProofLog()
     rname = f"lp_splitk_reduce_{prob.out}_s{S}"
-    if shape != FIXUP_DEFAULT:
-        rname += f"_{shape.tag}"
-    rir = reduce_ir(S, prob.out, rname) if shape == FIXUP_DEFAULT else reduce_ir(S, prob.out, rname, shape)
+    rir = reduce_ir(S, prob.out, rname)
     prove_fixup_order(rir, rlog)
     _prove_plane_loop(rir, S, rlog)
     title = f"proven before emission (split-K fix-up, {S} planes, {prob.out} out)"
-    if shape != FIXUP_DEFAULT:
-        prove_fixup_grid(rir, shape, rlog)
-        title = f"proven before emission (split-K fix-up, {S} planes, {prob.out} out, CTA {shape.tag})"
     rsrc = finish(rir, rlog, title)
-    return GemmKernel(base_config, prob, rsrc, rname, shape.threads, 0, rlog, {}, rir)
-
-
-_FIXUP_MEMO: Dict[Tuple[SplitKConfig, GemmProblem, FixupShape], GemmKernel] = {}
-
-
-def fixup_kernel(config: SplitKConfig, problem: GemmProblem, shape: FixupShape = FIXUP_DEFAULT) -> GemmKernel:
-    """The fix-up kernel of ``config`` (the plane reduction, ``reduction="kernel"``) with the
-    CTA ``shape``, proven before emission: the ordering (:func:`prove_fixup_order`), the
-    plane loop, every access's claim, and for a shape other than the default that its grid
-    :func:`fixup_grid` covers the output once.  The default is :func:`generate_splitk`'s.
-
-    >>> from layoutproof.gpu.kernels.wgmma import Sm90Config
-    >>> cfg = SplitKConfig(Sm90Config(bm=64, bn=256, stages=5, loader="tma", schedule="ws"), 8)
-    >>> k = fixup_kernel(cfg, GemmProblem("k", "n"), FIXUP_SHAPES["t128c2"])
-    >>> k.name, k.threads
-    ('lp_splitk_reduce_f16_s8_t128c2r1g32', 128)
-    >>> [l for l in k.source.splitlines() if "__launch_bounds__" in l]
-    ['extern "C" __global__ void __launch_bounds__(128, 16)']
-    """
-    cfg = config.validate()
-    if cfg.reduction != "kernel":
-        raise GemmConfigError(
-            f"split-K fix-up shapes: only the plane reduction's fix-up has one, not {cfg.reduction!r}"
-        )
-    prob = problem.validate()
-    shape = shape.validate()
-    if shape == FIXUP_DEFAULT:
-        rk = generate_splitk(cfg, prob).reduce
-        if rk is None:  # not reached: the plane reduction has a fix-up kernel
-            raise GemmConfigError("split-K: no fix-up kernel")
-        return rk
-    key = (cfg, prob, shape)
-    hit = _FIXUP_MEMO.get(key)
-    if hit is None:
-        hit = _FIXUP_MEMO[key] = _plane_fixup(cfg.base, cfg.splits, prob, shape)
-    return hit
+    return GemmKernel(base_config, prob, rsrc, rname, FIXUP_DEFAULT.threads, 0, rlog, {}, rir)
 
 
 # ============================================================================ serial reduction
