@@ -14,7 +14,7 @@ def main() -> None:
     from cuda.bindings import driver
 
     from layoutproof.gpu.config import GemmProblem
-    from layoutproof.gpu.host.runtime import compile_kernel
+    from layoutproof.gpu.host.cache import compile_kernel
     from layoutproof.gpu.kernels.splitk import SplitKConfig
     from layoutproof.gpu.kernels.splitk_cluster import generate_cluster
     from layoutproof.gpu.kernels.wgmma import Sm90Config

@@ -208,7 +208,8 @@ def host(cp, log, reps=2000, rounds=7):
     """Host microseconds per call on small problems (the GPU never the bottleneck):
     gemm (new output / given output), a kept plan, the plan rebuilt every call (what every
     gemm call cost before plans, less the kernel cache lookups), and cupy.matmul."""
-    from layoutproof.gpu.host.runtime import GemmPlan, gemm, gemm_plan
+    from layoutproof.gpu.host.plan import GemmPlan
+    from layoutproof.gpu.host.runtime import gemm, gemm_plan
 
     out = {}
     for m, n, k in [(512, 512, 512), (16, 4096, 4096)]:
@@ -245,7 +246,8 @@ def host(cp, log, reps=2000, rounds=7):
 
 def sweep(cp, args, log):
     from layoutproof.gpu.host import rule as P
-    from layoutproof.gpu.host.runtime import _sm_count, gemm
+    from layoutproof.gpu.host.device import sm_count
+    from layoutproof.gpu.host.runtime import gemm
 
     mma = args.sweep_path == "mma.sync"
     base = P.mma_sync_candidates() if mma else P.hopper_candidates(True)
@@ -253,7 +255,7 @@ def sweep(cp, args, log):
         keep = set(args.sweep_bases.split(","))
         base = tuple(c for c in base if c.key() in keep)
     rng = cp.random.default_rng(5)
-    sms = _sm_count(cp)
+    sms = sm_count(cp)
     rows = log.setdefault("sweep", [])
     shapes = (
         [x for x in SUITE if len(x) == 3]  # the sweep times 2-D products
