@@ -55,8 +55,8 @@ _LAZY = {
     "gemm": ("host.runtime", "gemm"),
     "autotune": ("host.runtime", "autotune"),
     "gemm_plan": ("host.runtime", "gemm_plan"),
-    "GemmPlan": ("host.runtime", "GemmPlan"),
-    "BatchedGemmPlan": ("host.runtime", "BatchedGemmPlan"),
+    "GemmPlan": ("host.plan", "GemmPlan"),
+    "BatchedGemmPlan": ("host.plan", "BatchedGemmPlan"),
     "generate": ("kernels.mma_sync", "generate"),
 }
 

@@ -174,7 +174,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"wrote {args.emit} ({len(kern.source)} bytes)")
     if args.no_run:
         return 0
-    from .host.runtime import gpu_available
+    from .host.device import gpu_available
 
     if not gpu_available():
         print("no GPU: generated and proved only (run on a CUDA machine to check and time it)")

@@ -27,10 +27,16 @@ from __future__ import annotations
 
 import ctypes
 import warnings
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from ..config import GemmConfig, GemmProblem
 from ..errors import GemmInputError
+from ..kernels.epilogue import EpilogueConfig
+from ..kernels.splitk import CLUSTER_ROWS, FIXUP_DEFAULT, SplitKConfig, fixup_grid
+from ..kernels.wgmma import Sm90Config, batched_kernels_available
 
 __all__ = [
     "SlowPathWarning",
@@ -50,6 +56,19 @@ __all__ = [
     "mma_sync_candidates",
     "operand_layout",
     "ParamBuffer",
+    "DeviceFacts",
+    "OperandFacts",
+    "GemmRequest",
+    "Staging",
+    "FixupLaunch",
+    "LaunchDecision",
+    "BatchedDecision",
+    "staging",
+    "use_wgmma",
+    "kernel_operands",
+    "launch_grid",
+    "decide",
+    "decide_batched",
 ]
 
 
@@ -76,8 +95,6 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
     proven like any other): warp-specialized persistent TMA kernels of five tile shapes and
     the 2-CTA cluster variant where cuda-python can encode tensor maps, else the cp.async
     kernel's two tile shapes."""
-    from ..kernels.wgmma import Sm90Config
-
     if not tma:
         return (Sm90Config(bm=128, bn=256, stages=4), Sm90Config(bm=128, bn=128, stages=6))
     ws: Dict[str, Any] = dict(loader="tma", schedule="ws")
@@ -159,9 +176,6 @@ def cluster_split(m: int, n: int, k: int, sms: int = 132) -> Optional[Any]:
     >>> cluster_split(16, 4096, 4096) is None, cluster_split(64, 8192, 8192) is None
     (True, True)
     """
-    from ..kernels.splitk import SplitKConfig
-    from ..kernels.wgmma import Sm90Config
-
     r = CLUSTER_RULE
     bm, bn, st = r["base"]
     units = -(-m // bm) * -(-n // bn) * r["splits"]
@@ -245,8 +259,6 @@ def splitk_candidates(
     ``SPLITK_MODEL["min_kblocks"]`` k-blocks.  ``reduction``: ``"serial"`` (the planes
     summed in the split kernel by each tile's last unit) or ``"kernel"`` (a fix-up kernel;
     none when ``m`` exceeds its grid's 65535 rows)."""
-    from ..kernels.splitk import SplitKConfig
-
     if m > 65535 and reduction == "kernel":
         return ()
     kt = -(-k // 64)
@@ -485,8 +497,6 @@ class ParamBuffer:
     """
 
     def __init__(self, kinds: Sequence[str]) -> None:
-        import numpy as np
-
         offs: List[int] = []
         off = 0
         for kd in kinds:
@@ -532,3 +542,508 @@ class ParamBuffer:
 
     def values(self) -> List[Any]:
         return [self.get(i) for i in range(len(self.kinds))]
+
+
+# ============================================================================ the launch decision
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What the rule knows of the device: compute capability (``"90"``), SM count, and
+    whether cuda-python can encode TMA tensor maps."""
+
+    cc: str
+    sms: int
+    tma: bool
+
+
+@dataclass(frozen=True)
+class OperandFacts:
+    """One user operand as the rule sees it: per-matrix shape and byte strides, element
+    size, base address modulo 16; for a 3-D operand its batch extent and batch stride in
+    bytes (``batch=0``: a 2-D operand)."""
+
+    shape: Tuple[int, int]
+    strides: Tuple[int, int]
+    itemsize: int
+    ptr16: int = 0
+    batch: int = 0
+    batch_stride: int = 0
+
+
+@dataclass(frozen=True)
+class GemmRequest:
+    """A checked ``gemm`` call as plain data (no arrays): the operands, the dtypes (names,
+    checked), the output's strides in bytes (None: a new array), the options, the C
+    input's row and batch strides in elements (alpha/beta), and the batch count."""
+
+    a: OperandFacts
+    b: OperandFacts
+    dtype: str
+    out_dtype: str
+    out_itemsize: int
+    out_strides: Optional[Tuple[int, ...]] = None
+    path: str = "auto"
+    activation: Optional[str] = None
+    alpha_beta: bool = False
+    bias: bool = False
+    bias_along: str = "n"
+    bias_dtype: str = "f32"
+    c_ld: Tuple[int, int] = (0, 0)
+    batch: int = 1
+
+    @property
+    def epilogue(self) -> bool:
+        """A fused bias / activation / alpha-beta (the user's N and M)."""
+        return self.bias or self.activation is not None or self.alpha_beta
+
+
+@dataclass(frozen=True)
+class Staging:
+    """How the kernel reads one operand: ``transposed`` (the user's operand read as its
+    transpose: the column-major output computed as the transposed product), a
+    ``rows x cols`` matrix whose contiguous dimension is the columns (``cols_major``) or
+    the rows, its leading dimension ``ld`` (of the padded buffer on the copy path),
+    ``copy`` (copied into a padded, aligned buffer each call: it breaks the 16-byte
+    contract), the operand's contiguous mode's name ``major`` (``"m"``, ``"k"``, ``"n"``),
+    and, for a rank-3 tensor map, the batch stride in elements (None: one shared matrix)."""
+
+    transposed: bool
+    rows: int
+    cols: int
+    cols_major: bool
+    ld: int
+    copy: bool
+    major: str
+    batch_stride: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class FixupLaunch:
+    """The split-K fix-up kernel's launch: grid and threads (the default CTA shape)."""
+
+    grid: Tuple[int, int, int]
+    threads: int
+
+
+@dataclass(frozen=True)
+class LaunchDecision:
+    """Everything a plan carries out, decided from shapes, strides, dtypes and device facts:
+
+    * ``config``, ``problem``: the kernel (and its variant: split-K and its reduction, the
+      mma.sync decode tile, a cluster, a fused epilogue); ``m x n x k`` the kernel's product
+      (the user's, or its transpose where ``orient == "col"``);
+    * ``orient``: ``"row"`` (C as is), ``"col"`` (C^T = B^T A^T, the operands' roles
+      swapped), ``"copy"`` (a row-major temporary, copied into the output);
+    * ``a``, ``b``: the operands' staging; ``tma``: encode their tensor maps;
+    * ``grid`` (threads and shared memory are the generated kernel's own);
+    * ``ldc``, ``cvec_align``, ``cvec_ld``: the output's row stride and when the kernel may
+      store it in vectors (``cvec_ld`` and a base address aligned to ``cvec_align``);
+    * ``workspace`` (f32 elements of split-K planes), ``counters`` (the serial reduction's
+      per-tile counters), ``fixup`` (the plane reduction's second launch), ``pdl_split`` (the
+      split kernel as a programmatic dependent launch); ``zero_bias``: the elements of the
+      zero vector an epilogue without a bias reads;
+    * ``kinds``, ``statics``, ``slots``: the kernel's parameter list, the values fixed by the
+      plan, and the indices of those each call or the plan's allocations set (``a``, ``b``,
+      ``c``, ``cvec``, ``out``, ``counters``, ``bias``, ``alpha``, ``beta``, ``cin``);
+    * ``warn_no_tma``: the Hopper kernel runs without TMA for want of cuda-python."""
+
+    config: Any
+    problem: GemmProblem
+    m: int
+    n: int
+    k: int
+    orient: str
+    a: Staging
+    b: Staging
+    tma: bool
+    grid: Tuple[int, int, int]
+    ldc: int
+    cvec_align: int
+    cvec_ld: bool
+    kinds: Tuple[str, ...]
+    statics: Tuple[Tuple[int, int], ...]
+    slots: Tuple[Tuple[str, int], ...]
+    splits: int = 1
+    workspace: int = 0
+    counters: int = 0
+    fixup: Optional[FixupLaunch] = None
+    pdl_split: bool = False
+    activation: Optional[str] = None
+    zero_bias: int = 0
+    batch: int = 1
+    ldcb: int = 0
+    warn_no_tma: bool = False
+
+    def slot(self, name: str) -> int:
+        """The parameter index of ``name`` (-1: the kernel has no such parameter)."""
+        return dict(self.slots).get(name, -1)
+
+
+@dataclass(frozen=True)
+class BatchedDecision:
+    """A batched product's path (see :class:`~layoutproof.gpu.host.plan.BatchedGemmPlan`):
+    ``"fold"`` (one 2-D product of ``batch * M`` rows), ``"kernel"`` (``launch``: one launch
+    of the batched kernel) or ``"loop"`` (one 2-D product per batch)."""
+
+    mode: str
+    launch: Optional[LaunchDecision] = None
+
+
+def staging(op: OperandFacts, transposed: bool, rows: int, cols: int, names: Tuple[str, str]) -> Staging:
+    """How the kernel reads ``op`` as a ``rows x cols`` matrix (``transposed``: the user's
+    operand is its transpose); ``names``: the (row, column) modes' names."""
+    s0, s1 = op.strides
+    if transposed:
+        s0, s1 = s1, s0
+    where, ld, copy = operand_layout(rows, cols, s0, s1, op.itemsize, op.ptr16)
+    cols_major = where == "cols"
+    if copy:
+        ld = max(8, -(-(cols if cols_major else rows) // 8) * 8)
+    return Staging(transposed, rows, cols, cols_major, ld, copy, names[1] if cols_major else names[0])
+
+
+def use_wgmma(config: Any, path: str, cc: str) -> bool:
+    """Whether the call runs a wgmma kernel (Hopper): the path, the configuration's kind and
+    the device's compute capability decide."""
+    if path not in ("auto", "wgmma", "mma.sync"):
+        raise GemmInputError(f"gemm: path={path!r} must be 'auto', 'wgmma' or 'mma.sync'")
+    if isinstance(config, GemmConfig) or path == "mma.sync":
+        return False
+    sm90 = cc == "90"
+    if isinstance(config, (Sm90Config, SplitKConfig, EpilogueConfig)) or path == "wgmma":
+        if not sm90:
+            raise GemmInputError("gemm: the wgmma kernel needs compute capability 9.0 (Hopper)")
+        return True
+    return sm90
+
+
+def orientation(req: GemmRequest) -> str:
+    """The output's layout: ``"row"`` (computed as is), ``"col"`` (C^T = B^T A^T with the
+    operands' roles swapped), anything else ``"copy"`` (a row-major temporary, then copied);
+    a fused epilogue needs the kernel's N to be the user's N (no ``"col"``)."""
+    (M, _), N = req.a.shape, req.b.shape[1]
+    it = req.out_itemsize
+    orient = "row"
+    if req.out_strides is not None:
+        s0, s1 = req.out_strides
+        if s1 == it and s0 % it == 0 and s0 // it >= N:
+            orient = "row"
+        elif s0 == it and s1 % it == 0 and s1 // it >= M:
+            orient = "col"
+        else:
+            orient = "copy"
+    return "copy" if orient == "col" and req.epilogue else orient
+
+
+def kernel_operands(req: GemmRequest) -> Tuple[str, int, int, int, Staging, Staging, GemmProblem]:
+    """(orientation, m, n, k, A's staging, B's staging, problem) of a 2-D call: what the
+    kernel multiplies, before any configuration is chosen (the autotuner's key too)."""
+    orient = orientation(req)
+    swap = orient == "col"
+    (M, K), N = req.a.shape, req.b.shape[1]
+    m, n = (N, M) if swap else (M, N)
+    A = staging(req.b if swap else req.a, swap, m, K, ("m", "k"))
+    B = staging(req.a if swap else req.b, swap, K, n, ("k", "n"))
+    prob = GemmProblem(a_major=A.major, b_major=B.major, dtype=req.dtype, out_dtype=req.out_dtype)
+    return orient, m, n, K, A, B, prob
+
+
+def _with_epilogue(cfg: Any, req: GemmRequest, use90: bool, tma: bool) -> Any:
+    """``cfg`` with the call's fused epilogue: split-K with the serial reduction applies it
+    in its reducer (an f32 bias along N); anything else runs the epilogue kernel."""
+    base = cfg.base if isinstance(cfg, (SplitKConfig, EpilogueConfig)) else cfg
+    if not (use90 and getattr(base, "schedule", "") == "ws" and tma):
+        raise GemmInputError(
+            "gemm: the fused bias/activation epilogue runs on the warp-specialized TMA "
+            "kernel (compute capability 9.0 with cuda-python; an Sm90Config with "
+            "loader='tma', schedule='ws')"
+        )
+    act = req.activation or "none"
+    plain_bias = (req.bias_along, req.bias_dtype) == ("n", "f32")
+    if isinstance(cfg, SplitKConfig) and cfg.reduction == "serial" and plain_bias:
+        return replace(cfg, activation=act, alpha_beta=req.alpha_beta).validate()
+    return EpilogueConfig(base, act, req.alpha_beta, req.bias_along, req.bias_dtype).validate()
+
+
+def _config(
+    req: GemmRequest, dev: DeviceFacts, config: Any, m: int, n: int, k: int, prob: GemmProblem
+) -> Any:
+    """The kernel configuration: the given one, else :func:`choose_config`'s pick."""
+    use90 = use_wgmma(config, req.path, dev.cc)
+    if config is None:
+        cfg = choose_config(
+            m,
+            n,
+            k,
+            prob,
+            hopper=use90,
+            tma=dev.tma,
+            sms=dev.sms,
+            epilogue=req.epilogue,
+            mma=req.path == "auto",
+        )
+    elif isinstance(config, (GemmConfig, Sm90Config, SplitKConfig, EpilogueConfig)):
+        cfg = config
+    else:
+        raise GemmInputError(
+            f"gemm: config must be a GemmConfig, an Sm90Config, 'auto' or None, got {config!r}"
+        )
+    return _with_epilogue(cfg, req, use90, dev.tma) if req.epilogue else cfg
+
+
+def _check_split(cfg: Any, m: int) -> None:
+    """The split-K reductions' row limits."""
+    if getattr(cfg, "splits", 1) <= 1:
+        return
+    if m > 65535 and cfg.reduction not in ("serial", "cluster"):
+        raise GemmInputError(f"gemm: split-K's fix-up runs one grid row per C row: M={m} > 65535")
+    if cfg.reduction == "cluster" and m > CLUSTER_ROWS:
+        raise GemmInputError(
+            f"gemm: the cluster split-K reduction holds {CLUSTER_ROWS} rows of a tile: the kernel's M={m}"
+        )
+
+
+def launch_grid(cfg: Any, m: int, n: int, sms: int, batch: int = 1) -> Tuple[int, int, int]:
+    """The kernel's grid: one CTA per tile (and k chunk of the cluster reduction), or for a
+    persistent (warp-specialized) kernel at most one CTA per SM over tiles x splits x batch
+    (clusters of ``cfg.cluster`` CTAs share a tile column)."""
+    splits = getattr(cfg, "splits", 1)
+    grid_m, grid_n = -(-m // cfg.bm), -(-n // cfg.bn)
+    if splits > 1 and cfg.reduction == "cluster":  # clusters of `splits` CTAs (__cluster_dims__)
+        return (grid_m * grid_n * splits, 1, 1)
+    if getattr(cfg, "schedule", "") == "ws":
+        cl = cfg.cluster
+        units = -(-grid_m // cl) * grid_n * splits * batch
+        return (cl * max(1, min(units, sms // cl)), 1, 1)
+    return (grid_m * grid_n, 1, 1)
+
+
+def _epilogue_params(
+    kinds: List[str], slots: Dict[str, int], statics: Dict[int, int], req: GemmRequest, batched: bool
+) -> None:
+    """The fused epilogue's parameters after ``c_vec``: the bias pointer; with alpha/beta,
+    alpha, beta, the C input and its row stride (a batched kernel: and its batch stride,
+    both fixed by the plan: the plan checks the C input's strides on every call)."""
+    if req.activation is None and not req.bias and not req.alpha_beta:
+        return
+    slots["bias"] = len(kinds)
+    kinds.append("ptr")
+    if req.alpha_beta:
+        i = len(kinds)
+        slots.update(alpha=i, beta=i + 1, cin=i + 2)
+        kinds += ["f32", "f32", "ptr", "i64"]
+        statics[i + 3] = req.c_ld[0]
+        if batched:
+            kinds.append("i64")
+            statics[i + 4] = req.c_ld[1]
+
+
+def _zero_bias(req: GemmRequest) -> int:
+    """An epilogue without a bias adds a zero vector of N (M: ``bias_along="m"``)."""
+    if not req.epilogue or req.bias:
+        return 0
+    return req.b.shape[1] if req.bias_along == "n" else req.a.shape[0]
+
+
+def decide(req: GemmRequest, dev: DeviceFacts, config: Any = None) -> LaunchDecision:
+    """The launch of a 2-D product: the kernel (``config``, else :func:`choose_config`'s
+    pick for this shape and device; ``"auto"`` is the autotuner's, resolved by the caller),
+    the operands' staging, the grid, the workspace and the parameter block.  Nothing runs
+    here; :class:`~layoutproof.gpu.host.plan.GemmPlan` carries the decision out."""
+    orient, m, n, K, A, B, prob = kernel_operands(req)
+    cfg = _config(req, dev, config, m, n, K, prob)
+    _check_split(cfg, m)
+    splits = getattr(cfg, "splits", 1)
+    cluster_red = splits > 1 and cfg.reduction == "cluster"  # no workspace, one unit per CTA
+    serial = splits > 1 and cfg.reduction == "serial"
+    tma = getattr(cfg, "loader", "") == "tma"
+    if tma and not dev.tma:
+        raise GemmInputError(
+            "gemm: Sm90Config(loader='tma') needs cuda-python (cuda.bindings.driver) to encode "
+            "tensor maps; use loader='cp.async' or install cuda-python"
+        )
+    ws = getattr(cfg, "schedule", "") == "ws"
+    it = req.out_itemsize
+    (M, _), N = req.a.shape, req.b.shape[1]
+    ldc = N if orient != "col" else M
+    if req.out_strides is not None and orient != "copy":
+        ldc = (req.out_strides[0] if orient == "row" else req.out_strides[1]) // it
+    # c_vec: vector stores where ldc and C's base allow them (ws: 16-byte row vectors);
+    # split-K's kernel stores f32 planes of row stride n
+    planes = splits > 1 and not cluster_red
+    cvec_ld = (n * 4) % 16 == 0 if planes else ((ldc * it) % 16 == 0 if ws else ldc % 2 == 0)
+    slots = {"a": 0, "b": 1, "c": 2}
+    if tma:
+        kinds = ["tmap", "tmap", "ptr", "i32", "i32", "i32", "i64", "i32"]
+        statics = {3: m, 4: n, 5: K, 6: ldc if not planes else n}
+    else:
+        kinds = ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i64", "i64", "i64", "i32"]
+        statics = {3: m, 4: n, 5: K, 6: A.ld, 7: B.ld, 8: ldc}
+    slots["cvec"] = len(kinds) - 1
+    tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
+    if serial:  # the output D, its row stride, the per-(warpgroup, tile) counters
+        slots.update(out=len(kinds), counters=len(kinds) + 2)
+        statics[len(kinds) + 1] = ldc
+        kinds += ["ptr", "i64", "ptr"]
+    _epilogue_params(kinds, slots, statics, req, batched=False)
+    fixup = None
+    if planes and not serial:
+        fixup = FixupLaunch(fixup_grid(m, n), FIXUP_DEFAULT.threads)
+    return LaunchDecision(
+        config=cfg,
+        problem=prob,
+        m=m,
+        n=n,
+        k=K,
+        orient=orient,
+        a=A,
+        b=B,
+        tma=tma,
+        grid=launch_grid(cfg, m, n, dev.sms),
+        ldc=ldc,
+        cvec_align=16 if ws else 2 * it,
+        cvec_ld=cvec_ld,
+        kinds=tuple(kinds),
+        statics=tuple(sorted(statics.items())),
+        slots=tuple(slots.items()),
+        splits=splits,
+        workspace=splits * m * n if planes else 0,
+        counters=cfg.base.warpgroups * tiles if serial else 0,
+        fixup=fixup,
+        pdl_split=fixup is not None and splitk_pdl(m),
+        activation=(req.activation or "none") if req.epilogue else None,
+        zero_bias=_zero_bias(req),
+        warn_no_tma=config is None and use_wgmma(config, req.path, dev.cc) and not dev.tma,
+    )
+
+
+# ---------------------------------------------------------------------------- batched
+def _batch_stride(op: OperandFacts) -> Optional[int]:
+    """The operand's batch stride in elements, or None where every batch reads one matrix
+    (2-D, batch extent 1, or batch stride 0: numpy broadcasting)."""
+    if op.batch > 1 and op.batch_stride != 0:
+        return op.batch_stride // op.itemsize
+    return None
+
+
+def _folds(req: GemmRequest, config: Any) -> bool:
+    """B shared and A's batches the rows of one (batch * M) x K row-major matrix, with a
+    new output: the batched product is that one 2-D product."""
+    a, b = req.a, req.b
+    (M, K), it = a.shape, a.itemsize
+    return (
+        (b.batch <= 1 or b.batch_stride == 0)
+        and a.batch == req.batch
+        and req.out_strides is None
+        and not req.alpha_beta
+        and a.strides == (K * it, it)
+        and a.batch_stride == M * K * it
+        and (not req.bias or req.bias_along == "n")
+        and (config is None or config == "auto" or not isinstance(config, str))
+    )
+
+
+def _batched_staging(req: GemmRequest) -> Optional[Tuple[Staging, Staging]]:
+    """The batched kernel's operands: an operand that breaks the 16-byte contract is staged
+    into a padded buffer of the plan (all its batches: batch stride = rows of the buffer x
+    padded ld); another operand's batches must start 16-byte aligned (the rank-3 map's
+    stride) and not overlap.  None where the kernel cannot take them."""
+    (M, K), N = req.a.shape, req.b.shape[1]
+    out: List[Staging] = []
+    for op, rows, cols, names in ((req.a, M, K, ("m", "k")), (req.b, K, N, ("k", "n"))):
+        st = _batch_stride(op)
+        s = staging(op, False, rows, cols, names)
+        span = (rows if s.cols_major else cols) * s.ld
+        if st is not None and s.copy:
+            if op.batch_stride < 0:
+                return None
+            st = span
+        elif st is not None and (st * op.itemsize % 16 or op.batch_stride < 0 or st < span):
+            return None
+        out.append(replace(s, batch_stride=st))
+    return out[0], out[1]
+
+
+def _batched_config(req: GemmRequest, dev: DeviceFacts, config: Any, prob: GemmProblem) -> Any:
+    """The batched kernel's configuration (a warp-specialized TMA one), with the call's
+    fused epilogue; None where the given one is not such."""
+    (M, K), N = req.a.shape, req.b.shape[1]
+    if config is None:
+        ws = tuple(c for c in hopper_candidates(True) if getattr(c, "schedule", "") == "ws")
+        cfg = choose_config(M * req.batch, N, K, prob, hopper=True, tma=True, sms=dev.sms, candidates=ws)
+    elif isinstance(config, Sm90Config) and config.schedule == "ws" and config.loader == "tma":
+        cfg = config
+    else:
+        return None
+    if req.epilogue:
+        act = req.activation or "none"
+        cfg = EpilogueConfig(cfg, act, req.alpha_beta, req.bias_along, req.bias_dtype).validate()
+    if -(-M // cfg.bm) * -(-N // cfg.bn) * req.batch >= 2**31:
+        raise GemmInputError(f"gemm: {req.batch} batches of {M}x{N} have 2**31 tiles or more")
+    return cfg
+
+
+def _batched_output(req: GemmRequest) -> Tuple[int, int, bool]:
+    """(row stride, batch stride) in elements of the output's matrices, and whether the
+    batched kernel can store them: row-major with unit column stride, batches disjoint."""
+    (M, _), N, it = req.a.shape, req.b.shape[1], req.out_itemsize
+    if req.out_strides is None:
+        return N, M * N, True
+    s0, s1, s2 = req.out_strides
+    ok = s2 == it and s1 % it == 0 and s0 % it == 0 and s1 // it >= N and s0 >= 0
+    ldc, ldcb = s1 // it, s0 // it
+    return ldc, ldcb, ok and (req.batch == 1 or ldcb >= (M - 1) * ldc + N)
+
+
+def decide_batched(req: GemmRequest, dev: DeviceFacts, config: Any = None) -> BatchedDecision:
+    """The path of a batched product (``"fold"``, ``"kernel"``, ``"loop"``) and, for the
+    one-launch kernel, its launch: the batched kernel where the device has it (Hopper, TMA),
+    the operands' batch strides suit a rank-3 tensor map and the output's matrices are
+    row-major and disjoint."""
+    use90 = use_wgmma(config, req.path, dev.cc) and dev.tma and batched_kernels_available()
+    if _folds(req, config):
+        return BatchedDecision("fold")
+    ldc, ldcb, out_ok = _batched_output(req)
+    if not (use90 and out_ok and (config is None or isinstance(config, Sm90Config))):
+        return BatchedDecision("loop")
+    batched = ("a" if _batch_stride(req.a) is not None else "") + (
+        "b" if _batch_stride(req.b) is not None else ""
+    )
+    ops = _batched_staging(req) if batched else None
+    if ops is None:
+        return BatchedDecision("loop")
+    A, B = ops
+    prob = GemmProblem(
+        a_major=A.major, b_major=B.major, dtype=req.dtype, out_dtype=req.out_dtype, batch=batched
+    )
+    cfg = _batched_config(req, dev, config, prob)
+    if cfg is None:
+        return BatchedDecision("loop")
+    (M, K), N = req.a.shape, req.b.shape[1]
+    it = req.out_itemsize
+    kinds = ["tmap", "tmap", "ptr", "i32", "i32", "i32", "i64", "i32", "i32", "i64"]
+    statics = {3: M, 4: N, 5: K, 6: ldc, 8: req.batch, 9: ldcb}
+    slots = {"a": 0, "b": 1, "c": 2, "cvec": 7}
+    _epilogue_params(kinds, slots, statics, req, batched=True)
+    launch = LaunchDecision(
+        config=cfg,
+        problem=prob,
+        m=M,
+        n=N,
+        k=K,
+        orient="row",
+        a=A,
+        b=B,
+        tma=True,
+        grid=launch_grid(cfg, M, N, dev.sms, req.batch),
+        ldc=ldc,
+        cvec_align=16,
+        cvec_ld=(ldc * it) % 16 == 0 and (ldcb * it) % 16 == 0,
+        kinds=tuple(kinds),
+        statics=tuple(sorted(statics.items())),
+        slots=tuple(slots.items()),
+        activation=(req.activation or "none") if req.epilogue else None,
+        zero_bias=_zero_bias(req),
+        batch=req.batch,
+        ldcb=ldcb,
+    )
+    return BatchedDecision("kernel", launch)

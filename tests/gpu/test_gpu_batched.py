@@ -17,7 +17,8 @@ from test_gpu_splitk import fake_tma  # noqa: F401  (the fixture)
 
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
-from layoutproof.gpu.host import runtime
+from layoutproof.gpu.host import cache, operands, runtime
+from layoutproof.gpu.host import plan as plan_mod
 from layoutproof.gpu.kernels import epilogue, wgmma
 from layoutproof.gpu.kernels.epilogue import EpilogueConfig, generate_epilogue
 from layoutproof.gpu.kernels.wgmma import Sm90Config, generate_sm90, prove_batch_schedule
@@ -46,7 +47,7 @@ def test_batched_problem_needs_the_warp_specialized_kernel():
     with pytest.raises(GemmConfigError, match="warp-specialized"):
         generate_sm90(Sm90Config(bm=128, bn=128, stages=6, loader="tma"), GemmProblem(batch="ab"))
     with pytest.raises(GemmConfigError, match="warp-specialized"):
-        runtime.kernel_for(runtime.DEFAULT_CONFIG, GemmProblem(batch="ab"), disk=False)
+        cache.kernel_for(runtime.DEFAULT_CONFIG, GemmProblem(batch="ab"), disk=False)
 
 
 # ============================================================================ the proofs
@@ -185,13 +186,13 @@ def test_batch_extents_follow_matmul_broadcasting():
         def __init__(self, shape):
             self.shape, self.ndim = shape, len(shape)
 
-    assert runtime._batch_dims(X((4, 8, 8)), X((4, 8, 8))) == (4, 4, 4)
-    assert runtime._batch_dims(X((4, 8, 8)), X((8, 8))) == (4, 4, 1)
-    assert runtime._batch_dims(X((1, 8, 8)), X((5, 8, 8))) == (5, 1, 5)
+    assert operands.batch_dims(X((4, 8, 8)), X((4, 8, 8))) == (4, 4, 4)
+    assert operands.batch_dims(X((4, 8, 8)), X((8, 8))) == (4, 4, 1)
+    assert operands.batch_dims(X((1, 8, 8)), X((5, 8, 8))) == (5, 1, 5)
     with pytest.raises(GemmInputError, match="batch extents differ"):
-        runtime._batch_dims(X((3, 8, 8)), X((4, 8, 8)))
+        operands.batch_dims(X((3, 8, 8)), X((4, 8, 8)))
     with pytest.raises(GemmInputError, match="2-D or 3-D"):
-        runtime._batch_dims(X((2, 3, 8, 8)), X((8, 8)))
+        operands.batch_dims(X((2, 3, 8, 8)), X((8, 8)))
 
 
 # ============================================================================ on the GPU
@@ -521,7 +522,7 @@ def fake3(fake_tma, monkeypatch):  # noqa: F811
     cp = fake_tma
     enc = []
     monkeypatch.setattr(
-        runtime._Operand, "prepare_tma", lambda self, dt, k, mn, batch=None: enc.append((self.major, batch))
+        plan_mod._Operand, "prepare_tma", lambda self, dt, k, mn, batch=None: enc.append((self.major, batch))
     )
     cp.enc = enc
 

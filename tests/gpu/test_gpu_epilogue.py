@@ -16,7 +16,7 @@ from test_gpu_splitk import fake_tma  # noqa: F401  (the fixture)
 
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
-from layoutproof.gpu.host import runtime
+from layoutproof.gpu.host import operands, runtime
 from layoutproof.gpu.kernels import epilogue
 from layoutproof.gpu.kernels.epilogue import EpilogueConfig, generate_epilogue
 from layoutproof.gpu.kernels.wgmma import Sm90Config
@@ -284,13 +284,13 @@ def test_bias_dtype_rules_name_the_condition(fake_tma):  # noqa: F811
     kinds = {np.float32: "f32", np.float16: "f16"}
     for dt, name in kinds.items():
         v = _FakeArray(cp, (64,), (np.dtype(dt).itemsize,), dt, cp._alloc(256))
-        assert runtime._bias_dtype(cp, v, 64, 32, 0, "m", "f16") == name
+        assert operands.bias_dtype(cp, v, 64, 32, 0, "m", "f16") == name
     bits = _FakeArray(cp, (32,), (2,), np.uint16, cp._alloc(64))
-    assert runtime._bias_dtype(cp, bits, 64, 32, 0, "n", "bf16") == "bf16"  # raw bf16 bits
+    assert operands.bias_dtype(cp, bits, 64, 32, 0, "n", "bf16") == "bf16"  # raw bf16 bits
     for bad, along in (
         (bits, "n"),  # uint16 with f16 inputs: not a bias type
         (_FakeArray(cp, (32,), (8,), np.float32, cp._alloc(256)), "n"),  # not contiguous
         (_FakeArray(cp, (32,), (8,), np.float64, cp._alloc(256)), "n"),
     ):
         with pytest.raises(GemmInputError, match="contiguous float32, float16 or bfloat16"):
-            runtime._bias_dtype(cp, bad, 64, 32, 0, along, "f16")
+            operands.bias_dtype(cp, bad, 64, 32, 0, along, "f16")

@@ -15,8 +15,8 @@ import pytest
 
 from layoutproof.gpu.config import GemmConfig, GemmProblem
 from layoutproof.gpu.errors import GemmInputError
+from layoutproof.gpu.host import cache, device, runtime
 from layoutproof.gpu.host import rule as P
-from layoutproof.gpu.host import runtime
 from layoutproof.gpu.kernels.splitk import SplitKConfig
 from layoutproof.gpu.kernels.wgmma import Sm90Config
 
@@ -330,15 +330,15 @@ class _FakeCupy:
 def fake(monkeypatch, tmp_path):
     cp = _FakeCupy()
     monkeypatch.setenv("LAYOUTPROOF_CACHE", str(tmp_path))
-    monkeypatch.setattr(runtime, "_CUPY", [cp])
-    monkeypatch.setattr(runtime, "_DEVICE_FACTS", {})
-    monkeypatch.setattr(runtime, "_MODULES", {})
+    monkeypatch.setattr(device, "_CUPY", [cp])
+    monkeypatch.setattr(device, "_DEVICE_FACTS", {})
+    monkeypatch.setattr(cache, "_MODULES", {})
     monkeypatch.setattr(runtime, "_PLANS", {})
-    monkeypatch.setattr(runtime, "tma_available", lambda: False)
+    monkeypatch.setattr(device, "tma_available", lambda: False)
     monkeypatch.setattr(P, "_WARNED", {"tma": True})  # warned already (one test resets it)
-    runtime._sm_count_of.cache_clear()
+    device._sm_count_of.cache_clear()
     yield cp
-    runtime._sm_count_of.cache_clear()
+    device._sm_count_of.cache_clear()
 
 
 def test_fake_plan_packs_the_kernels_own_signature(fake):
@@ -547,7 +547,7 @@ def test_gpu_without_cuda_python_warns_once_and_takes_the_cp_async_kernel(monkey
     cp = _cp()
     if cp.cuda.Device().compute_capability != "90":
         pytest.skip("the TMA kernels exist on sm_90 only")
-    monkeypatch.setattr(runtime, "tma_available", lambda: False)
+    monkeypatch.setattr(device, "tma_available", lambda: False)
     monkeypatch.setattr(runtime, "_PLANS", {})
     monkeypatch.setattr(P, "_WARNED", {})
     a, b = _ints(cp, (200, 300), 5), _ints(cp, (300, 136), 6)

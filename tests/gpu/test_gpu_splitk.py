@@ -16,8 +16,9 @@ from test_gpu_plan import _FakeCupy
 
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, ProofFailedError
+from layoutproof.gpu.host import cache, device, runtime
+from layoutproof.gpu.host import plan as plan_mod
 from layoutproof.gpu.host import rule as P
-from layoutproof.gpu.host import runtime
 from layoutproof.gpu.kernels import splitk
 from layoutproof.gpu.kernels.splitk import SplitKConfig, generate_splitk, k_chunks
 from layoutproof.gpu.kernels.wgmma import Sm90Config
@@ -225,14 +226,14 @@ def test_splitk_candidates_fill_at_most_one_wave():
 def fake_tma(monkeypatch, tmp_path):
     cp = _FakeCupy()
     monkeypatch.setenv("LAYOUTPROOF_CACHE", str(tmp_path))
-    monkeypatch.setattr(runtime, "_CUPY", [cp])
-    monkeypatch.setattr(runtime, "_DEVICE_FACTS", {})
-    monkeypatch.setattr(runtime, "_MODULES", {})
+    monkeypatch.setattr(device, "_CUPY", [cp])
+    monkeypatch.setattr(device, "_DEVICE_FACTS", {})
+    monkeypatch.setattr(cache, "_MODULES", {})
     monkeypatch.setattr(runtime, "_PLANS", {})
-    monkeypatch.setattr(runtime, "tma_available", lambda: True)
+    monkeypatch.setattr(device, "tma_available", lambda: True)
     monkeypatch.setenv("LAYOUTPROOF_PDL", "0")  # the fake has no driver for cuLaunchKernelEx
-    monkeypatch.setattr(runtime._Operand, "prepare_tma", lambda self, dt, k, mn: None)
-    monkeypatch.setattr(runtime._Operand, "tensor_map", lambda self, ptr: np.zeros(128, np.uint8))
+    monkeypatch.setattr(plan_mod._Operand, "prepare_tma", lambda self, dt, k, mn: None)
+    monkeypatch.setattr(plan_mod._Operand, "tensor_map", lambda self, ptr: np.zeros(128, np.uint8))
     cp.float32 = np.float32
 
     def empty(shape, dtype, order="C"):
@@ -243,9 +244,9 @@ def fake_tma(monkeypatch, tmp_path):
     cp.empty = empty
     cp.uint32 = np.uint32
     cp.zeros = empty  # the fake's memory holds nothing: zeros is empty
-    runtime._sm_count_of.cache_clear()
+    device._sm_count_of.cache_clear()
     yield cp
-    runtime._sm_count_of.cache_clear()
+    device._sm_count_of.cache_clear()
 
 
 def test_fake_splitk_plan_launches_the_split_kernel_then_the_fixup(fake_tma):
@@ -519,7 +520,7 @@ def test_fake_splitk_fixup_launch_is_programmatic_or_falls_back_to_stream_order(
         return lambda stream: calls.append(stream) or answer[0]
 
     answer = [True]
-    monkeypatch.setattr(runtime, "_pdl_launcher", launcher)
+    monkeypatch.setattr(plan_mod, "_pdl_launcher", launcher)
     m, n, k = 16, 4096, 4096
     a, b = cp.array((m, k)), cp.array((k, n))
     runtime.gemm(a, b, config=CFG)

@@ -1,0 +1,799 @@
+"""Launch plans: a :class:`~layoutproof.gpu.host.rule.LaunchDecision` carried out.
+
+A plan compiles the decided kernel (:mod:`~layoutproof.gpu.host.cache`), allocates the
+split-K workspace, prepares the operands' tensor-map encoders, packs the parameter block
+once, and on each call rewrites the few parameters that changed (base pointers; a tensor
+map is re-encoded only for a base address the plan has not seen) before one
+``cuLaunchKernel`` on the current CuPy stream -- also inside a CUDA graph capture.
+
+:class:`GemmPlan` (2-D) and :class:`BatchedGemmPlan` (3-D, its one-launch kernel path)
+share that machinery (:class:`_Launch`); what they check of their arguments differs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import numpy as np
+
+from ..errors import GemmInputError
+from ..kernels.splitk import FIXUP_DEFAULT
+from . import device, operands, rule
+from .cache import compile_kernel, kernel_for, splitk_kernels_for
+from .rule import LaunchDecision, ParamBuffer, Staging, warn_slow_path
+
+__all__ = ["GemmPlan", "BatchedGemmPlan", "last_launch"]
+
+#: what the last launch ran (config, problem, kernel name, m, n, k, the plan; a batched
+#: call's mode and batch)
+last_launch: Dict[str, Any] = {}
+
+_TMAP_REC = np.dtype({"names": [f"w{i}" for i in range(16)], "formats": [np.uint64] * 16})
+
+
+# ============================================================================ operands
+def _padded_copy(x: Any, cols_major: bool) -> Any:
+    """``x`` (2-D) copied into a 16-byte-aligned buffer whose leading dimension is a
+    multiple of 8 elements: row-major when ``cols_major``, else column-major (returned as
+    the (cols, ldp) row-major buffer holding ``x.T``)."""
+    cupy = device.cupy()
+    r, c = x.shape
+    if cols_major:
+        buf = cupy.zeros((r, max(8, -(-c // 8) * 8)), dtype=x.dtype)
+        buf[:, :c] = x
+    else:
+        buf = cupy.zeros((c, max(8, -(-r // 8) * 8)), dtype=x.dtype)
+        buf[:, :r] = x.T
+    return buf
+
+
+class _Operand:
+    """One kernel operand of a plan: its decided staging (:class:`~layoutproof.gpu.host.rule.Staging`),
+    the padded buffers of the copy path, and for TMA its tensor-map encoder with a small
+    cache of maps by base address."""
+
+    __slots__ = (
+        "transposed",
+        "rows",
+        "cols",
+        "cols_major",
+        "ld",
+        "copy",
+        "major",
+        "tma_args",
+        "maps",
+        "current",
+        "bufs",
+    )
+
+    def __init__(self, st: Staging) -> None:
+        # (no reference to the call's arrays is kept: a cached plan must not hold them)
+        self.transposed, self.rows, self.cols = st.transposed, st.rows, st.cols
+        self.cols_major, self.ld, self.copy, self.major = st.cols_major, st.ld, st.copy, st.major
+        self.tma_args: Optional[Tuple[Any, ...]] = None
+        self.maps: Dict[int, Any] = {}
+        self.current = -1
+        self.bufs: Dict[int, Any] = {}  # stream -> the padded buffer of the copy path
+
+    def array(self, x: Any) -> Any:
+        """The array the kernel reads for the call's operand ``x`` (a padded copy on the
+        copy path)."""
+        v = x.T if self.transposed else x
+        return _padded_copy(v, self.cols_major) if self.copy else v
+
+    def staged(self, x: Any, stream: Any) -> Any:
+        """:meth:`array` into a padded buffer the operand keeps (one per stream, so a copy
+        never overwrites a buffer that a launch on another stream may still read; on one
+        stream the copy is ordered after the previous launch).  The copy is one
+        ``cudaMemcpy2DAsync`` where the rows to copy are contiguous (a few microseconds of
+        host time, no allocation), else one element-wise copy.  The padding is zeroed once
+        when the buffer is made; every call rewrites the whole operand."""
+        v = x.T if self.transposed else x
+        buf = self.bufs.get(stream.ptr)
+        if buf is None:
+            if len(self.bufs) >= 8:  # a few streams at most are kept
+                self.bufs.clear()
+            buf = self.bufs[stream.ptr] = _padded_copy(v, self.cols_major)
+            return buf
+        src = v if self.cols_major else v.T  # the rows of src become the rows of buf
+        r, c = src.shape
+        it = src.itemsize
+        s0, s1 = src.strides
+        if s1 == it and s0 >= c * it and s0 % it == 0:
+            rt = device.cupy().cuda.runtime  # 3: cudaMemcpyDeviceToDevice
+            rt.memcpy2DAsync(buf.data.ptr, buf.strides[0], src.data.ptr, s0, c * it, r, 3, stream.ptr)
+        else:
+            buf[:, :c] = src
+        return buf
+
+    def staged_batch(self, x: Any, stream: Any) -> Any:
+        """:meth:`staged` for a 3-D operand: all its matrices into one kept (batch, R, ld)
+        buffer (R = rows, or columns for a column-major operand), one ``cudaMemcpy2DAsync``
+        where the rows of every batch lie at one pitch (contiguous batches), else one
+        element-wise copy."""
+        v = x if self.cols_major else x.transpose(0, 2, 1)
+        nb, r, c = v.shape
+        buf = self.bufs.get(stream.ptr)
+        if buf is None:
+            if len(self.bufs) >= 8:
+                self.bufs.clear()
+            buf = self.bufs[stream.ptr] = device.cupy().zeros((nb, r, self.ld), dtype=x.dtype)
+        it = v.itemsize
+        s0, s1, s2 = v.strides
+        if s2 == it and s1 >= c * it and s1 % it == 0 and s0 == r * s1:
+            rt = device.cupy().cuda.runtime  # 3: cudaMemcpyDeviceToDevice
+            rt.memcpy2DAsync(buf.data.ptr, self.ld * it, v.data.ptr, s1, c * it, nb * r, 3, stream.ptr)
+        else:
+            buf[:, :, :c] = v
+        return buf
+
+    def prepare_tma(self, dt: str, k: int, mn: int, batch: Optional[Tuple[int, int]] = None) -> None:
+        """Build the encoder's constant arguments (``k`` and ``mn`` are the operand's K and
+        M-or-N extents): 64x64 boxes, 128-byte swizzle, zero fill outside the tensor.
+        ``batch`` = (count, stride in elements): a rank-3 map (inner, outer, batch) with
+        1-deep boxes, so a box of batch ``i`` never reads past that batch's matrix."""
+        from cuda.bindings import driver  # cuda-python: only where TMA is decided
+
+        kmajor = self.major == "k"
+        inner, outer = (k, mn) if kmajor else (mn, k)
+        u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+        dims, strides, box = [u64(inner), u64(outer)], [u64(self.ld * 2)], [u32(64), u32(64)]
+        if batch is not None:
+            dims.append(u64(batch[0]))
+            strides.append(u64(batch[1] * 2))
+            box.append(u32(1))
+        dtype = (
+            driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+            if dt == "f16"
+            else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+        )
+        self.tma_args = (
+            driver,
+            dtype,
+            u32(len(dims)),
+            dims,
+            strides,
+            box,
+            [u32(1)] * len(dims),
+            driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+            driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            inner,
+            outer,
+        )
+
+    def tensor_map(self, ptr: int) -> Any:
+        """The 128 bytes of the tensor map for base address ``ptr`` (encoded on first use of
+        that address; every other encoder input is fixed by the plan)."""
+        m = self.maps.get(ptr)
+        if m is not None:
+            return m
+        (driver, dtype, rank, dims, strides, box, estr, il, sw, l2, oob, inner, outer) = self.tma_args  # type: ignore[misc]
+        err, tmap = driver.cuTensorMapEncodeTiled(dtype, rank, ptr, dims, strides, box, estr, il, sw, l2, oob)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise GemmInputError(
+                f"gemm: cuTensorMapEncodeTiled failed ({err}) for a "
+                f"{outer}x{inner} operand with leading dimension {self.ld}"
+            )
+        m = np.array([int(v) for v in tmap.opaque], dtype=np.uint64).view(np.uint8)
+        if len(self.maps) >= 64:  # activations cycle through a few buffers; bound the cache
+            self.maps.clear()
+        self.maps[ptr] = m
+        return m
+
+    def record(self, ptr: int) -> Any:
+        """The tensor map for ``ptr`` as one 128-byte record (CuPy's own launcher)."""
+        return self.tensor_map(ptr).view(np.uint64).view(_TMAP_REC)[0]
+
+
+def _pdl_launcher(fn: int, grid: Tuple[int, int, int], threads: int, params: int, smem: int = 0) -> Any:
+    """A launcher of kernel ``fn`` (its parameter block at ``params``) as a programmatic
+    dependent launch (``cuLaunchKernelEx`` with programmatic stream serialization): the
+    kernel may start while the previous kernel of the stream runs, and its
+    ``griddepcontrol.wait`` returns once that kernel has completed with its memory visible.
+    Returns ``launch(stream) -> bool`` (False: the launch was refused, nothing ran), or None
+    without cuda-python."""
+    try:
+        from cuda.bindings import driver  # cuda-python is optional
+
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        cfg = driver.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = threads, 1, 1
+        cfg.sharedMemBytes = smem
+        cfg.attrs = [attr]
+        cfg.numAttrs = 1
+        func = driver.CUfunction(init_value=fn)
+        ok = driver.CUresult.CUDA_SUCCESS
+    except Exception:  # no cuda-python, or bindings without these types
+        return None
+    streams: Dict[int, Any] = {}
+
+    def launch(stream: int) -> bool:
+        st = streams.get(stream)
+        if st is None:
+            st = streams[stream] = driver.CUstream(init_value=stream)
+        cfg.hStream = st
+        try:
+            (err,) = driver.cuLaunchKernelEx(cfg, func, params, 0)
+        except Exception:
+            return False
+        return bool(err == ok)
+
+    return launch
+
+
+# ============================================================================ the shared launch
+class _Launch:
+    """What a 2-D and a batched plan share: the decided kernel compiled, the operands'
+    encoders prepared, the parameter block packed with the plan's constants, the per-call
+    parameter updates and the one launch."""
+
+    decision: LaunchDecision
+
+    def _carry_out(self, d: LaunchDecision, kern: Any, cupy: Any) -> None:
+        self.decision, self._cupy = d, cupy
+        self.config, self.problem, self.kernel = d.config, d.problem, kern
+        self.m, self.n, self.k = d.m, d.n, d.k
+        self.activation = d.activation
+        self._rk = compile_kernel(kern)
+        self.grid = tuple(int(g) for g in d.grid)
+        self.threads, self.smem = int(kern.threads), int(kern.smem_bytes)
+        self.tma = d.tma
+        self._A, self._B = _Operand(d.a), _Operand(d.b)
+        if d.tma:
+            for op, mn, st in ((self._A, d.m, d.a), (self._B, d.n, d.b)):
+                if st.batch_stride is None:  # a rank-2 map (a batched plan's shared operand too)
+                    op.prepare_tma(d.problem.dtype, d.k, mn)
+                else:
+                    op.prepare_tma(d.problem.dtype, d.k, mn, (d.batch, st.batch_stride))
+        self._pb = ParamBuffer(d.kinds)
+        for i, v in d.statics:
+            self._pb.set(i, v)
+        # an epilogue without a bias adds a zero vector, kept
+        self._zero_bias = cupy.zeros(d.zero_bias, dtype=cupy.float32) if d.zero_bias else None
+        self._launch_kernel = getattr(getattr(cupy.cuda, "driver", None), "launchKernel", None)
+        self._fn = int(self._rk.kernel.ptr) if self._launch_kernel is not None else 0
+        self._lock = threading.Lock()
+
+    def _set_operands(self, xa: Any, xb: Any) -> None:
+        """The operands' parameters: tensor maps (re-encoded for a new base address only)
+        or pointers."""
+        A, B, pbuf = self._A, self._B, self._pb
+        pa, pb_ = xa.data.ptr, xb.data.ptr
+        if not self.tma:
+            pbuf.set(0, pa)
+            pbuf.set(1, pb_)
+            return
+        if pa != A.current:
+            pbuf.set(0, A.tensor_map(pa))
+            A.current = pa
+        if pb_ != B.current:
+            pbuf.set(1, B.tensor_map(pb_))
+            B.current = pb_
+
+    def _set_epilogue(self, who: str, bias: Any, c: Any, alpha: float, beta: float) -> Any:
+        """The fused epilogue's parameters (the bias, or the plan's zero bias; alpha, beta
+        and the C input); returns the bias vector the kernel reads."""
+        d, pbuf = self.decision, self._pb
+        bvec = bias if bias is not None else self._zero_bias
+        if bvec is None:
+            raise GemmInputError(f"{who}: the plan was made with a bias: pass one")
+        pbuf.set(d.slot("bias"), bvec.data.ptr)
+        if d.slot("alpha") >= 0:
+            if c is None:
+                raise GemmInputError(f"{who}: the plan was made with alpha/beta: pass c")
+            pbuf.set(d.slot("alpha"), float(alpha))
+            pbuf.set(d.slot("beta"), float(beta))
+            pbuf.set(d.slot("cin"), c.data.ptr)
+        return bvec
+
+    def _issue(self, args: Callable[[], Tuple[Any, ...]]) -> None:
+        """One launch of the kernel on the current stream with the packed parameters
+        (``cuLaunchKernel``), or through CuPy's own launcher with ``args()`` where its driver
+        module lacks ``launchKernel``."""
+        g = self.grid
+        if self._launch_kernel is not None:
+            sp = self._cupy.cuda.get_current_stream().ptr
+            self._launch_kernel(
+                self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem, sp, self._pb.address, 0
+            )
+        else:
+            self._rk(g, (self.threads, 1, 1), args(), shared_mem=self.smem)
+
+    def _epilogue_args(self, bvec: Any, c: Any, alpha: float, beta: float) -> Tuple[Any, ...]:
+        """The epilogue's trailing arguments for CuPy's own launcher."""
+        d = self.decision
+        if d.activation is None:
+            return ()
+        out: Tuple[Any, ...] = (bvec,)
+        if d.slot("alpha") >= 0:
+            lds = tuple(np.int64(v) for i, v in d.statics if i > d.slot("cin"))
+            out += (np.float32(alpha), np.float32(beta), c) + lds
+        return out
+
+
+# ============================================================================ 2-D plans
+def _autotuned(req: rule.GemmRequest, dev: rule.DeviceFacts) -> Any:
+    """``config="auto"``: the autotuner's configuration for the kernel's product."""
+    from .runtime import autotune  # the autotuner times gemm calls: runtime imports this module
+
+    _, m, n, k, _, _, prob = rule.kernel_operands(req)
+    use90 = rule.use_wgmma("auto", req.path, dev.cc)
+    return autotune(m, n, k, problem=prob, path="wgmma" if use90 else "mma.sync")
+
+
+class GemmPlan(_Launch):
+    """Everything one GEMM launch needs, decided once for operands of a given shape,
+    strides, dtype, device and 16-byte alignment: the checked inputs, the kernel (chosen by
+    :func:`~layoutproof.gpu.host.rule.choose_config` unless given, generated, proven, compiled),
+    the launch geometry, and a packed parameter block whose TMA descriptors are re-encoded
+    only when an operand's base address changes (and kept per address).  Calling the plan
+    rewrites the changed parameters and issues one ``cuLaunchKernel`` on the current CuPy
+    stream, so it can be captured in a CUDA graph.
+
+    ``gemm`` keeps one plan per argument signature; :func:`gemm_plan` returns one to keep.
+    The decision itself (:func:`~layoutproof.gpu.host.rule.decide`) is ``plan.decision``.
+
+    Raises:
+        GemmInputError: as :func:`gemm`; calling a plan with arrays of another shape,
+            strides, dtype, device or alignment class.
+    """
+
+    def __init__(
+        self,
+        a: Any,
+        b: Any,
+        out: Any = None,
+        *,
+        config: Any = None,
+        out_dtype: Optional[str] = None,
+        dtype: Optional[str] = None,
+        path: str = "auto",
+        bias: Any = None,
+        activation: Optional[str] = None,
+        c: Any = None,
+        alpha_beta: bool = False,
+        bias_along: str = "n",
+    ) -> None:
+        chk = operands.request_2d(
+            a,
+            b,
+            out,
+            dtype=dtype,
+            out_dtype=out_dtype,
+            path=path,
+            bias=bias,
+            activation=activation,
+            c=c,
+            alpha_beta=alpha_beta,
+            bias_along=bias_along,
+        )
+        dev = device.facts(chk.cupy)
+        if config == "auto":
+            config = _autotuned(chk.request, dev)
+        d = rule.decide(chk.request, dev, config)
+        if d.warn_no_tma:
+            warn_slow_path(
+                "tma",
+                "layoutproof.gpu.gemm: cuda-python (cuda.bindings.driver) is "
+                "not installed, so the Hopper kernel loads with cp.async "
+                "instead of TMA (slower); pip install 'layoutproof[gpu]'",
+            )
+        self._setup(chk, d)
+
+    def _setup(self, chk: operands.Checked, d: LaunchDecision) -> None:
+        """Carry the decision out: the kernels, the workspace, the parameters, the launchers."""
+        cupy, req = chk.cupy, chk.request
+        if d.splits > 1:
+            kern, fix = splitk_kernels_for(d.config, d.problem)  # fix: None (serial, cluster)
+        else:
+            kern, fix = kernel_for(d.config, d.problem), None
+        self._carry_out(d, kern, cupy)
+        self._a_sig, self._b_sig, self._out_sig, self._bias_sig, self._c_sig = chk.sigs
+        self.out_dtype = chk.out_dtype
+        self.alpha_beta, self.bias_along, self.bias_dtype = req.alpha_beta, req.bias_along, req.bias_dtype
+        self.orient, self.splits = d.orient, d.splits
+        self._swap = d.orient == "col"
+        M, N = req.a.shape[0], req.b.shape[1]
+        it = req.out_itemsize
+        self.shape, self._order = (M, N), "F" if self._swap else "C"
+        # a new output's (shape, strides, dtype): what out=None allocates
+        self._fresh_out = ((M, N), (it * N, it) if not self._swap else (it, it * M), np.dtype(self.out_dtype))
+        self._ldc, self._cvec_align, self._cvec_ld = d.ldc, d.cvec_align, d.cvec_ld
+        # split-K: the GEMM kernel stores f32 partials into S planes of m x n (row stride
+        # n), the fix-up kernel (or the serial reduction's last unit) sums them into C
+        self._ws = cupy.empty(d.workspace, dtype=cupy.float32) if d.workspace else None
+        if d.counters:  # one per (warpgroup, tile), zeroed once: each tile's reducer resets its own
+            self._counters = cupy.zeros(d.counters, dtype=cupy.uint32)
+            self._pb.set(d.slot("counters"), self._counters.data.ptr)
+        self._fix: Optional[Tuple[Any, Any, Tuple[int, int, int]]] = None
+        self._pdl: Any = None  # the fix-up's programmatic dependent launch, where available
+        self._pdl_split: Any = None  # the split kernel's (split-K with the fix-up kernel)
+        self.fixup_shape: Any = None  # the fix-up kernel's CTA shape (splitk.FixupShape)
+        if fix is not None and d.fixup is not None:
+            self._setup_fixup(d, fix)
+        self._stage_lock = threading.Lock()
+        self._info = dict(
+            config=d.config, problem=d.problem, kernel=kern.name, m=d.m, n=d.n, k=d.k, plan=self
+        )
+
+    def _setup_fixup(self, d: LaunchDecision, fix: Any) -> None:
+        """The plane reduction's fix-up kernel: compiled, its parameters packed, and where
+        the driver allows, both launches as programmatic dependents."""
+        assert d.fixup is not None and self._ws is not None
+        self.fixup_shape = FIXUP_DEFAULT
+        frk = compile_kernel(fix)
+        fpb = ParamBuffer(["ptr", "ptr", "i32", "i32", "i64"])
+        fpb.set(0, self._ws.data.ptr)
+        for i, v in ((2, d.m), (3, d.n), (4, d.ldc)):
+            fpb.set(i, v)
+        self._fix = (frk, fpb, d.fixup.grid)
+        self._fix_threads = d.fixup.threads
+        self._fix_fn = int(frk.kernel.ptr) if self._launch_kernel is not None else 0
+        if self._launch_kernel is not None and os.environ.get("LAYOUTPROOF_PDL", "1") != "0":
+            self._pdl = _pdl_launcher(self._fix_fn, d.fixup.grid, d.fixup.threads, fpb.address)
+            # the split kernel too where measured faster (its first statement waits for the
+            # previous grid: the last call's fix-up, which reads the workspace): its launch
+            # and prologue overlap the previous kernel's tail
+            if d.pdl_split:
+                g3 = (self.grid[0], self.grid[1], self.grid[2])
+                self._pdl_split = _pdl_launcher(self._fn, g3, self.threads, self._pb.address, smem=self.smem)
+
+    # ------------------------------------------------------------------ calls
+    def __call__(
+        self,
+        a: Any,
+        b: Any,
+        out: Any = None,
+        bias: Any = None,
+        *,
+        c: Any = None,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+    ) -> Any:
+        """C = A @ B for operands like the ones the plan was made for (checked); ``out``
+        like the plan's (None: a new array); ``bias`` like the plan's (a plan made with a
+        bias needs one each call)."""
+        self._check_epilogue(bias, c, alpha, beta)
+        try:
+            sa, sb = operands.signature(a, True), operands.signature(b, True)
+            so = operands.signature(out)
+        except AttributeError:
+            raise GemmInputError(
+                f"GemmPlan: a, b (and out) must be cupy arrays, got {type(a).__name__}, {type(b).__name__}"
+            ) from None
+        for nm, got, want in (("a", sa, self._a_sig), ("b", sb, self._b_sig)):
+            if got != want:
+                raise GemmInputError(
+                    f"GemmPlan: {nm} (shape {got[1]}, strides {got[2]}, {got[3]}, 16-byte "
+                    f"aligned {got[5]}, device {got[4]}) differs from the plan's (shape "
+                    f"{want[1]}, strides {want[2]}, {want[3]}, 16-byte aligned {want[5]}, "
+                    f"device {want[4]}): make a plan for it"
+                )
+        if so is not None and self._out_sig is not None and so != self._out_sig:
+            raise GemmInputError(
+                f"GemmPlan: out (shape {so[1]}, strides {so[2]}, {so[3]}) "
+                f"differs from the plan's (shape {self._out_sig[1]}, strides "
+                f"{self._out_sig[2]}, {self._out_sig[3]})"
+            )
+        if so is not None and self._out_sig is None:
+            if so[1:4] != self._fresh_out or so[4] != self._a_sig[4]:
+                raise GemmInputError(
+                    f"GemmPlan: the plan was made for a new {self._order}-order "
+                    f"output; out (shape {so[1]}, strides {so[2]}, {so[3]}) "
+                    f"is not one"
+                )
+        return self._run(a, b, out, bias, c, alpha, beta)
+
+    def _check_epilogue(self, bias: Any, c: Any, alpha: float, beta: float) -> None:
+        """A call's bias, C input, alpha and beta against the plan's."""
+        if (bias is None) != (self._bias_sig is None):
+            raise GemmInputError(
+                "GemmPlan: the plan was made "
+                + ("with a bias: pass one" if bias is None else "without a bias: make a plan with one")
+            )
+        if bias is not None:
+            try:
+                sig = operands.signature(bias)
+            except AttributeError:
+                sig = None
+            if sig != self._bias_sig:
+                raise GemmInputError(
+                    f"GemmPlan: bias {sig and sig[1:]} differs from the plan's {self._bias_sig[1:]}"
+                )
+        if (c is not None or beta != 0 or alpha != 1) and not self.alpha_beta:
+            raise GemmInputError(
+                "GemmPlan: the plan was made without alpha/beta and c: make a plan with them"
+            )
+        if self.alpha_beta:
+            try:
+                csig = operands.signature(c)
+            except AttributeError:
+                csig = None
+            if csig != self._c_sig:
+                raise GemmInputError("GemmPlan: c differs from the plan's (shape, strides, dtype, device)")
+
+    def _run(
+        self, a: Any, b: Any, out: Any, bias: Any = None, c: Any = None, alpha: float = 1.0, beta: float = 0.0
+    ) -> Any:
+        """The launch, for arguments already known to match the plan (on the copy path the
+        staged copies and the launch that reads them are issued under one lock)."""
+        if not (self._A.copy or self._B.copy):
+            return self._launch(a, b, out, bias, c, alpha, beta)
+        with self._stage_lock:
+            return self._launch(a, b, out, bias, c, alpha, beta)
+
+    def _launch(
+        self, a: Any, b: Any, out: Any, bias: Any = None, c: Any = None, alpha: float = 1.0, beta: float = 0.0
+    ) -> Any:
+        cupy, d = self._cupy, self.decision
+        if out is None:
+            out = cupy.empty(self.shape, self.out_dtype, order=self._order)
+        target = cupy.empty(self.shape, self.out_dtype) if self.orient == "copy" else out
+        A, B = self._A, self._B
+        xa, xb = (b, a) if self._swap else (a, b)
+        if A.copy or B.copy:  # the slower path: copies into the operands' padded buffers
+            st = cupy.cuda.get_current_stream()
+            xa = A.staged(xa, st) if A.copy else xa
+            xb = B.staged(xb, st) if B.copy else xb
+        pc = target.data.ptr
+        pk = pc if self._ws is None else self._ws.data.ptr  # what the GEMM kernel stores into
+        cvec = int(self._cvec_ld and pk % self._cvec_align == 0)
+        with self._lock:
+            self._set_operands(xa, xb)
+            self._pb.set(d.slot("c"), pk)
+            self._pb.set(d.slot("cvec"), cvec)
+            if d.slot("out") >= 0:  # serial split-K: the reducer writes C
+                self._pb.set(d.slot("out"), pc)
+            bvec = self._set_epilogue("GemmPlan", bias, c, alpha, beta) if d.activation is not None else None
+            if self._pdl_split is not None and not self._pdl_split(cupy.cuda.get_current_stream().ptr):
+                self._pdl_split = None  # refused (driver or bindings): stream order from now on
+            if self._pdl_split is None:  # else: launched as a programmatic dependent
+                self._issue(lambda: self._args(xa, xb, target, cvec, bvec, c, alpha, beta))
+            if self._fix is not None:  # split-K: sum the partial planes into C (stream order)
+                self._launch_fixup(target)
+        if self.orient == "copy":
+            out[...] = target
+        last_launch.update(self._info)
+        return out
+
+    def _launch_fixup(self, target: Any) -> None:
+        """The fix-up kernel after the split kernel: a programmatic dependent launch where
+        the driver took one, else in stream order."""
+        assert self._fix is not None
+        frk, fpb, fg = self._fix
+        fpb.set(1, target.data.ptr)
+        sp = self._cupy.cuda.get_current_stream().ptr
+        if self._pdl is not None and not self._pdl(sp):
+            self._pdl = None  # refused (driver or bindings): stream order from now on
+        if self._pdl is not None:
+            return  # launched as a programmatic dependent of the split kernel
+        if self._launch_kernel is not None:
+            self._launch_kernel(
+                self._fix_fn, fg[0], fg[1], fg[2], self._fix_threads, 1, 1, 0, sp, fpb.address, 0
+            )
+        else:
+            args = (self._ws, target, np.int32(self.m), np.int32(self.n), np.int64(self._ldc))
+            frk(fg, (self._fix_threads, 1, 1), args)
+
+    def _args(
+        self, xa: Any, xb: Any, target: Any, cvec: int, bvec: Any, c: Any, alpha: float, beta: float
+    ) -> Tuple[Any, ...]:
+        """The argument tuple for CuPy's own launcher (where its driver module lacks
+        ``launchKernel``)."""
+        i32, i64 = np.int32, np.int64
+        tgt = target if self._ws is None else self._ws
+        if self.tma:
+            ldc = self._ldc if self._ws is None else self.n
+            ta, tb = self._A.record(xa.data.ptr), self._B.record(xb.data.ptr)
+            args: Tuple[Any, ...] = (ta, tb, tgt, i32(self.m), i32(self.n), i32(self.k), i64(ldc), i32(cvec))
+        else:
+            mnk = (i32(self.m), i32(self.n), i32(self.k))
+            args = (xa, xb, tgt) + mnk + (i64(self._A.ld), i64(self._B.ld), i64(self._ldc), i32(cvec))
+        if self.decision.slot("out") >= 0:
+            args += (target, np.int64(self._ldc), self._counters)
+        return args + self._epilogue_args(bvec, c, alpha, beta)
+
+    def __repr__(self) -> str:
+        return (
+            f"GemmPlan({self.shape[0]}x{self.shape[1]}x{self.k}, {self.config.key()}, "
+            f"{self.problem.key()}, grid {self.grid}, {self.threads} threads)"
+        )
+
+
+# ============================================================================ batched plans
+class BatchedGemmPlan(_Launch):
+    """C[i] = A[i] @ B[i] for 3-D operands (batch, M, K) x (batch, K, N) -> (batch, M, N),
+    numpy-matmul broadcasting (a 2-D operand, or one of batch extent 1, is shared by every
+    batch); built by :func:`gemm` and :func:`gemm_plan` when an operand is 3-D.
+
+    Paths, decided once per argument signature (:func:`~layoutproof.gpu.host.rule.decide_batched`):
+
+    * ``"fold"``: B shared and A's batches contiguous row-major matrices (batch stride
+      ``M * lda``, ``lda == K``) with a new output: one 2-D product of ``(batch * M) x K``
+      rows (the batched product *is* that product);
+    * ``"kernel"``: one launch of the batched warp-specialized TMA kernel (compute
+      capability 9.0 with cuda-python): the persistent CTAs walk ``tiles x batch``, A and B
+      through rank-3 tensor maps (any batch stride that is a multiple of 16 bytes; a shared
+      operand through a rank-2 map), C's matrices at ``bidx * ldcb``.  A bias (one vector
+      of N, the same for every batch) and the activation are fused as in the 2-D kernel,
+      and so is ``alpha * A @ B + beta * c``: batch ``i`` reads its C input at
+      ``c + i * ldcib`` (``c`` of shape (batch, M, N) with any batch stride that is a
+      whole number of elements, 0 included, or a shared (M, N) / (1, M, N) array);
+    * ``"loop"``: anything else (a batch stride the TMA cannot take, an operand that needs a
+      padded copy, an output with other strides, the mma.sync path): one 2-D :func:`gemm`
+      per batch, each with its own cached plan -- correct, not one launch.
+
+    ``c`` (beta's input) is of the output's dtype with rows of unit column stride, like
+    :func:`gemm`'s; it may be the output itself.
+
+    Raises:
+        GemmInputError: as :func:`gemm`; calling a plan with arrays of another signature.
+    """
+
+    def __init__(
+        self,
+        a: Any,
+        b: Any,
+        out: Any = None,
+        *,
+        config: Any = None,
+        out_dtype: Optional[str] = None,
+        dtype: Optional[str] = None,
+        path: str = "auto",
+        bias: Any = None,
+        activation: Optional[str] = None,
+        c: Any = None,
+        alpha_beta: bool = False,
+        bias_along: str = "n",
+    ) -> None:
+        opts = dict(dtype=dtype, out_dtype=out_dtype, path=path, activation=activation, bias_along=bias_along)
+        chk = operands.request_batched(a, b, out, bias=bias, c=c, alpha_beta=alpha_beta, **opts)  # type: ignore[arg-type]
+        req = chk.request
+        self._cupy, self.out_dtype = chk.cupy, chk.out_dtype
+        self.batch, self.alpha_beta = req.batch, req.alpha_beta
+        (M, K), N = req.a.shape, req.b.shape[1]
+        self.m, self.n, self.k, self.shape = M, N, K, (req.batch, M, N)
+        self._opts = dict(opts, config=config)
+        self._sig = chk.sigs
+        self._loop_ops = (max(req.a.batch, 1), max(req.b.batch, 1))
+        bd = rule.decide_batched(req, device.facts(chk.cupy), config)
+        self.mode = bd.mode
+        self._info = dict(mode=self.mode, batch=req.batch, m=M, n=N, k=K, plan=self)
+        if bd.launch is not None:
+            d = bd.launch
+            self._carry_out(d, kernel_for(d.config, d.problem), chk.cupy)
+            self._stage = (d.a.copy, d.b.copy)
+            self._per_batch = (d.a.batch_stride is not None, d.b.batch_stride is not None)
+            self._info.update(config=self.config, problem=self.problem, kernel=self.kernel.name)
+
+    # ------------------------------------------------------------------ calls
+    def __call__(
+        self,
+        a: Any,
+        b: Any,
+        out: Any = None,
+        bias: Any = None,
+        *,
+        c: Any = None,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+    ) -> Any:
+        """The batched product for arguments like the plan's (checked)."""
+        if (c is not None or alpha != 1 or beta != 0) and not self.alpha_beta:
+            raise GemmInputError(
+                "BatchedGemmPlan: the plan was made without alpha/beta and c: make a plan with them"
+            )
+        if self.alpha_beta and c is None:
+            raise GemmInputError("BatchedGemmPlan: the plan was made with alpha/beta: pass c")
+        try:
+            sig = self._signature(a, b, out, bias, c)
+        except AttributeError:
+            raise GemmInputError("BatchedGemmPlan: a, b (out, bias, c) must be cupy arrays") from None
+        mine = self._sig
+        if (
+            sig[:2] != mine[:2]
+            or sig[3:] != mine[3:]
+            or (sig[2] is not None and mine[2] is not None and sig[2] != mine[2])
+        ):
+            raise GemmInputError(
+                "BatchedGemmPlan: the arguments differ from the plan's (shape, strides, dtype, "
+                "device): make a plan for them"
+            )
+        if sig[2] is not None and mine[2] is None:  # out like the new array the plan makes
+            it = np.dtype(self.out_dtype).itemsize
+            fresh = (self.shape, (self.m * self.n * it, self.n * it, it), np.dtype(self.out_dtype))
+            if (out.shape, out.strides, np.dtype(out.dtype)) != fresh:
+                raise GemmInputError(
+                    "BatchedGemmPlan: the plan was made for a new output; out is not one like it"
+                )
+        return self._run(a, b, out, bias, c, alpha, beta)
+
+    @staticmethod
+    def _signature(a: Any, b: Any, out: Any, bias: Any, c: Any) -> Any:
+        sig = operands.signature
+        return (sig(a, True), sig(b, True), sig(out), sig(bias), sig(c))
+
+    def _c_batch(self, c: Any, i: int) -> Any:
+        """Batch ``i``'s C input (the loop path)."""
+        return c if c.ndim == 2 else c[i if c.shape[0] > 1 else 0]
+
+    def _run(
+        self, a: Any, b: Any, out: Any, bias: Any = None, c: Any = None, alpha: float = 1.0, beta: float = 0.0
+    ) -> Any:
+        from .runtime import gemm  # the fold and loop paths are 2-D gemm calls: runtime imports this module
+
+        if self.mode == "fold":
+            o = gemm(
+                a.reshape(self.batch * self.m, self.k), b if b.ndim == 2 else b[0], bias=bias, **self._opts
+            )
+            last_launch.update(self._info)
+            return o.reshape(self.shape)
+        if out is None:
+            out = self._cupy.empty(self.shape, self.out_dtype)
+        if self.mode == "loop":
+            ba, bb = self._loop_ops
+            for i in range(self.batch):
+                ai = (a[i] if ba > 1 else a[0]) if a.ndim == 3 else a
+                bi = (b[i] if bb > 1 else b[0]) if b.ndim == 3 else b
+                kw: Dict[str, Any] = dict(self._opts)
+                if c is not None or alpha != 1 or beta != 0:
+                    if c is None:
+                        raise GemmInputError("BatchedGemmPlan: alpha/beta need the C input c")
+                    kw.update(c=self._c_batch(c, i), alpha=alpha, beta=beta)
+                gemm(ai, bi, out[i], bias=bias, **kw)
+            last_launch.update(self._info)
+            return out
+        return self._launch(a, b, out, bias, c, alpha, beta)
+
+    def _staged(self, op: _Operand, x: Any, stream: Any, per_batch: bool) -> Any:
+        """The padded buffer the kernel reads for operand ``x`` (``per_batch``: all its
+        batches; else its one shared matrix)."""
+        if per_batch:
+            return op.staged_batch(x, stream)
+        return op.staged(x if x.ndim == 2 else x[0], stream)
+
+    def _launch(self, a: Any, b: Any, out: Any, bias: Any, c: Any, alpha: float, beta: float) -> Any:
+        """The batched kernel's one launch."""
+        d, pbuf = self.decision, self._pb
+        pc = out.data.ptr
+        cvec = int(d.cvec_ld and pc % 16 == 0)
+        with self._lock:
+            if self._stage[0] or self._stage[1]:  # copies into the kept padded buffers
+                st = self._cupy.cuda.get_current_stream()
+                a = self._staged(self._A, a, st, self._per_batch[0]) if self._stage[0] else a
+                b = self._staged(self._B, b, st, self._per_batch[1]) if self._stage[1] else b
+            self._set_operands(a, b)
+            pbuf.set(d.slot("c"), pc)
+            pbuf.set(d.slot("cvec"), cvec)
+            bvec = self._set_epilogue("BatchedGemmPlan", bias, c, alpha, beta) if self.activation else None
+            self._issue(lambda: self._args(a, b, out, cvec, bvec, c, alpha, beta))
+        last_launch.update(self._info)
+        return out
+
+    def _args(
+        self, a: Any, b: Any, out: Any, cvec: int, bvec: Any, c: Any, alpha: float, beta: float
+    ) -> Tuple[Any, ...]:
+        """The argument tuple for CuPy's own launcher (where its driver module lacks
+        ``launchKernel``)."""
+        i32, i64 = np.int32, np.int64
+        ta, tb = self._A.record(a.data.ptr), self._B.record(b.data.ptr)
+        mnk = (i32(self.m), i32(self.n), i32(self.k))
+        args = (
+            (ta, tb, out)
+            + mnk
+            + (i64(self.decision.ldc), i32(cvec), i32(self.batch), i64(self.decision.ldcb))
+        )
+        return args + self._epilogue_args(bvec, c, alpha, beta)
+
+    def __repr__(self) -> str:
+        cfg = getattr(self, "config", None)
+        return f"BatchedGemmPlan({self.batch} x {self.m}x{self.n}x{self.k}, {self.mode}" + (
+            f", {cfg.key()})" if cfg is not None else ")"
+        )
