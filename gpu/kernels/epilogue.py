@@ -45,8 +45,8 @@ from ..errors import GemmConfigError, ProofFailedError
 from ..proof import kir, lower
 from ..proof.pipeline import prove_pipeline
 from ..proof.record import ProofLog
-from .mma_sync import GemmKernel, addr_of, finish
-from .splitk import WsVariantFields, base_plan_proofs
+from .toolkit import GemmKernel, addr_of, finish
+from .variant import WsVariantFields, base_plan_proofs, find_decl, find_param
 from .wgmma import Sm90Config, epilogue_order, generate_sm90, protocol_ir
 
 __all__ = [
@@ -165,6 +165,10 @@ def c_input_batch_stride(ldci: kir.Var, ldcib: kir.Var) -> kir.Expr:
     return ldcib
 
 
+#: the name and the condition of the rewrite's refusals
+_WHAT = "epilogue rewrite"
+
+
 def _find(body: kir.Block, pred: Any, what: str) -> List[Any]:
     hits = [n for n in kir.walk(body) if pred(n)]
     if not hits:
@@ -204,13 +208,8 @@ def epilogue_ir(
         lambda n: isinstance(n, kir.For) and n.cond is not None and any(x is write for x in kir.walk(n.body)),
         "consumer tile loop",
     )
-    n0s = [n.var for n in kir.walk(loops[-1].body) if isinstance(n, kir.Decl) and n.var.name == "n0"]
-    N = next(v for _, v in base.params if v.name == "N")
-    if len(n0s) != 1:
-        raise ProofFailedError(
-            "epilogue rewrite: no unique n0 in the consumers' loop", condition="epilogue rewrite"
-        )
-    n0 = n0s[0]
+    N = find_param(base, "N", _WHAT, _WHAT)
+    n0 = find_decl(loops[-1].body, "n0", _WHAT, _WHAT)
     col_layout = bias_column_layout(cfg.bn, prob.dtype)
     low = lower.lower(col_layout, ("t", "v"), name="lp_bias_col", log=log)
     colfn = kir.from_lowered(low)
@@ -219,18 +218,16 @@ def epilogue_ir(
     rows: Dict[str, Any] = {}
     along_m = cfg.bias_axis == "m"
     if cfg.alpha_beta or along_m:  # the register's row: the C input's, or the bias's
-        m0s = [n.var for n in kir.walk(loops[-1].body) if isinstance(n, kir.Decl) and n.var.name == "m0"]
-        cgs = [n.var for n in kir.walk(base.body) if isinstance(n, kir.Decl) and n.var.name == "cg"]
-        if len(m0s) != 1 or len(cgs) != 1:
-            raise ProofFailedError("epilogue rewrite: no unique m0 / cg", condition="epilogue rewrite")
+        m0 = find_decl(loops[-1].body, "m0", _WHAT, _WHAT)
+        cg = find_decl(base.body, "cg", _WHAT, _WHAT)
         row_layout = acc_row_layout(cfg.bn, prob.dtype)
         rlow = lower.lower(row_layout, ("t", "v"), name="lp_acc_row", log=log)
         rowfn = kir.from_lowered(rlow)
         fns.append(rowfn)
         rows = dict(
-            m0=m0s[0],
-            cg=cgs[0],
-            M=next(v for _, v in base.params if v.name == "M"),
+            m0=m0,
+            cg=cg,
+            M=find_param(base, "M", _WHAT, _WHAT),
             row_layout=row_layout,
             rowfn=rowfn,
         )
@@ -243,14 +240,8 @@ def epilogue_ir(
             ldci=kir.Var("ldci", "long long"),
         )
         if prob.batch:  # the tile's batch (declared with m0, n0) and the C input's batch stride
-            bidxs = [
-                n.var for n in kir.walk(loops[-1].body) if isinstance(n, kir.Decl) and n.var.name == "bidx"
-            ]
-            if len(bidxs) != 1:
-                raise ProofFailedError(
-                    "epilogue rewrite: no unique bidx in the consumers' loop", condition="epilogue rewrite"
-                )
-            ab.update(bidx=bidxs[0], ldcib=kir.Var("ldcib", "long long"))
+            bidx = find_decl(loops[-1].body, "bidx", _WHAT, _WHAT)
+            ab.update(bidx=bidx, ldcib=kir.Var("ldcib", "long long"))
     btype, bw, bconv = BIAS_DTYPES[cfg.bias_dtype]
     bias = kir.Var("bias", f"const {btype}*")
     act = f"lp_act_{cfg.activation}"

@@ -42,12 +42,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from layoutproof import Layout, MalformedLayoutError, Swizzle, composition, symbols, take
+from layoutproof import Layout, MalformedLayoutError, Swizzle, composition, take
 from layoutproof.inttuple import raw_product
 from layoutproof.layout import top_modes
 
@@ -56,135 +55,32 @@ from ..errors import BankConflictError, GemmConfigError, LoweringError, ProofFai
 from ..isa import atoms, ptx_tables, tiled
 from ..proof import banks, kir, lower
 from ..proof.record import ProofLog
+from .toolkit import (
+    Env,
+    GemmKernel,
+    OperandPlan,
+    base_env,
+    buffer_map,
+    cp_setup_ir,
+    eval_map,
+    finish,
+    ir_const,
+    ir_var,
+    kernel_params,
+    load_tile_ir,
+    plan_copy,
+    prove_aligned,
+    prove_c_atom_part,
+    raster_ir,
+    store_pair_ir,
+    swizzled,
+    type_sizes,
+    warp_rows,
+)
 
 __all__ = ["GemmKernel", "generate", "choose_swizzle", "OperandPlan"]
 
 GENERATOR_VERSION = "1"
-
-
-# ============================================================================ the plan
-@dataclass
-class OperandPlan:
-    """Everything about one operand (A or B) of the kernel: its layouts and lowered maps.
-
-    The operand tile is indexed by (x, k) where x is m for A and n for B; ``kmajor`` says
-    whether k is the contiguous dimension in global and shared memory.
-    """
-
-    name: str  # "a" or "b"
-    x_extent: int  # BM or BN
-    bk: int
-    stages: int
-    kmajor: bool
-    threads: int
-    warps_x: int  # warps along x (warps_m for A, warps_n for B)
-    warp_x: int  # warp tile extent along x
-    swizzle: Optional[Swizzle] = None
-    lowered: Dict[str, Any] = field(default_factory=dict)
-    ld_table_var: str = ""  # the loop variable enumerated into a per-thread table
-    ld_add_var: str = ""  # the loop variable added as a constant multiple
-    ld_add_const: int = 0
-    tile_layout: Any = None  # overrides tile(): e.g. wgmma's canonical atoms, tiled
-    fns: Dict[str, Any] = field(default_factory=dict)  # proven IR functions
-    maps: Dict[str, Any] = field(default_factory=dict)  # layouts the IR's claims apply
-
-    # ------------------------------------------------------------------ shapes
-    @property
-    def row_len(self) -> int:
-        """Elements per shared-memory row (the contiguous extent of the tile)."""
-        return self.bk if self.kmajor else self.x_extent
-
-    @property
-    def stage_elems(self) -> int:
-        return self.x_extent * self.bk
-
-    @property
-    def cpr(self) -> int:
-        """16-byte chunks per contiguous row."""
-        return self.row_len // 8
-
-    @property
-    def cp_iters(self) -> int:
-        return self.stage_elems // 8 // self.threads
-
-    @property
-    def xi(self) -> int:
-        """ldmatrix x4 loads per warp per k16 step along x: 16-row blocks (A) or pairs of
-        8-column blocks (B) -- both 16 wide."""
-        return self.warp_x // 16
-
-    @property
-    def ki(self) -> int:
-        return self.bk // 16
-
-    # ------------------------------------------------------------------ layouts
-    def tile(self) -> Layout:
-        """(X, BK, STAGES) -> element offset in the unswizzled buffer."""
-        if self.tile_layout is not None:
-            return self.tile_layout
-        X, BK, S = self.x_extent, self.bk, self.stages
-        if self.kmajor:
-            return Layout((X, BK, S), (BK, 1, X * BK))
-        return Layout((X, BK, S), (1, X, X * BK))
-
-    def tile_index(self) -> Layout:
-        """(X, BK) -> column-major tile index x + X*k (the coordinate space of the maps)."""
-        return Layout((self.x_extent, self.bk), (1, self.x_extent))
-
-    def copy_tv(self) -> Layout:
-        """(thread, iteration) -> tile index of the first element of the 16-byte chunk the
-        thread copies (consecutive threads take consecutive chunks of a contiguous row)."""
-        X, T, C = self.x_extent, self.threads, self.cpr
-        if T % C:
-            raise GemmConfigError(
-                f"GemmConfig: {T} threads do not tile rows of {C} 16-byte chunks ({self.name})"
-            )
-        rows_per_iter = T // C
-        if self.kmajor:  # a chunk = 8 consecutive k of one row x
-            return Layout(((C, rows_per_iter), self.cp_iters), ((8 * X, 1), rows_per_iter))
-        return Layout(((C, rows_per_iter), self.cp_iters), ((8, X), X * rows_per_iter))
-
-    def ldsm_map(self) -> Layout:
-        """(lane, warp_x, xi, ki) -> tile index of the 16-byte row segment whose address
-        ``lane`` supplies to ``ldmatrix.x4`` (``.trans`` when x is contiguous).
-
-        A (x = m), k-major, plain ldmatrix: matrices j = 0..3 are (m 0-7 | 8-15) x (k 0-7 |
-        8-15) in the order of the mma A registers a0a1, a2a3, a4a5, a6a7: lane l gives row
-        m = l % 16 at k = 8 * (l // 16).  B (x = n), k-major: registers b0b1, b2b3 of the
-        n-block 2p, then of 2p + 1: n = l % 8 + 8 * (l // 16), k = 8 * ((l // 8) % 2).
-        With x contiguous (.trans), lane l = i + 8 j gives the k row i + 8 * (k-part of j)
-        at x-chunk (x-part of j)."""
-        X, W = self.x_extent, self.warp_x
-        lane: Tuple[Tuple[int, ...], Tuple[int, ...]]
-        if self.name == "a":
-            if self.kmajor:  # l = (i, j0, j1): m = i + 8 j0, k = 8 j1
-                lane = ((8, 2, 2), (1, 8, 8 * X))
-            else:  # .trans: k = i + 8 j1, m = 8 j0
-                lane = ((8, 2, 2), (X, 8, 8 * X))
-        else:
-            if self.kmajor:  # n = i + 8 j1, k = 8 j0
-                lane = ((8, 2, 2), (1, 8 * X, 8))
-            else:  # .trans: k = i + 8 j0, n = 8 j1
-                lane = ((8, 2, 2), (X, 8 * X, 8))
-        return Layout((lane[0], self.warps_x, self.xi, self.ki), (lane[1], W, 16, 16 * X))
-
-
-def _swizzled(sw: Optional[Swizzle], L: Layout) -> Any:
-    return L if sw is None else composition(sw, L)
-
-
-def buffer_map(plan: OperandPlan, tile_map: Layout, with_stage: bool = True) -> Any:
-    """The composed map (coordinates[, stage]) -> buffer element offset."""
-    X, BK = plan.x_extent, plan.bk
-    tile2d = plan.tile()  # (X, BK, S)
-    flat = Layout((X * BK, plan.stages), (1, X * BK))  # tile index (+ stage) -> (x, k, s) index
-    base = composition(tile2d, flat)
-    if with_stage:
-        shp, std = top_modes(tile_map)
-        m = Layout(shp + (plan.stages,), std + (X * BK,))
-    else:
-        m = tile_map
-    return _swizzled(plan.swizzle, composition(base, m))
 
 
 # ============================================================================ swizzle choice
@@ -197,18 +93,6 @@ def _phase_ok(addrs: np.ndarray, kind: str) -> bool:
         return True
     except (BankConflictError, ProofFailedError):
         return False
-
-
-def eval_map(L: Any) -> np.ndarray:
-    """All values of a layout / composed layout, in colexicographic coordinate order."""
-    return np.asarray(L.eval_all(), dtype=np.int64)
-
-
-def warp_rows(vals: np.ndarray, threads: int) -> np.ndarray:
-    """Rearrange per-(thread, rest...) values (thread fastest) into (instructions, 32)."""
-    per_thread = vals.reshape(-1, threads)  # rows: the other coordinates
-    w = threads // 32
-    return per_thread.reshape(-1, w, 32).reshape(-1, 32)
 
 
 def _access_sets(plan: OperandPlan, sw: Optional[Swizzle]) -> Tuple[np.ndarray, np.ndarray]:
@@ -249,44 +133,6 @@ def choose_swizzle(plan: OperandPlan) -> Optional[Swizzle]:
     )
 
 
-# ============================================================================ the kernel
-class KernelTile(Protocol):
-    """What a :class:`GemmKernel` reads of its configuration: a :class:`GemmConfig`
-    (mma.sync) and a :class:`~layoutproof.gpu.kernels.wgmma.Sm90Config` (wgmma) both are."""
-
-    @property
-    def bm(self) -> int: ...
-
-    @property
-    def bn(self) -> int: ...
-
-    def key(self) -> str: ...
-
-
-@dataclass
-class GemmKernel:
-    """A generated, proven kernel: source, entry name, launch facts and its proof log."""
-
-    config: KernelTile
-    problem: GemmProblem
-    source: str
-    name: str
-    threads: int
-    smem_bytes: int
-    proofs: ProofLog
-    swizzles: Dict[str, Optional[Tuple[int, int, int]]]
-    ir: Any = None  # the kernel IR (layoutproof.gpu.proof.kir.Kernel) the source was printed from
-
-    @property
-    def source_hash(self) -> str:
-        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
-
-    def grid(self, m: int, n: int) -> Tuple[int, int, int]:
-        gm = -(-m // self.config.bm)
-        gn = -(-n // self.config.bn)
-        return (gm * gn, 1, 1)
-
-
 def _sw_tuple(sw: Optional[Swizzle]) -> Optional[Tuple[int, int, int]]:
     if sw is None:
         return None
@@ -323,53 +169,6 @@ def _plan_operand(p: OperandPlan, log: ProofLog, sw_req: Any) -> None:
     _plan_ldsm(p, log)
 
 
-def plan_copy(p: OperandPlan, log: ProofLog) -> None:
-    """Build and prove the buffer and every cp.async map of operand ``p`` (swizzle set)."""
-    P = p.name.upper()
-    # the buffer: a bijection onto [0, stages * X * BK)
-    buf = _swizzled(p.swizzle, p.tile())
-    total = p.stages * p.stage_elems
-    lower.prove_bijective(buf, total, what=f"{P} smem buffer {buf} onto [0,{total})", log=log)
-
-    # cp.async: thread/iteration -> chunk is a bijection onto the tile's chunks
-    ctv = p.copy_tv()
-    chunk_idx = Layout(ctv.shape, _div_stride(ctv.stride, p))
-    lower.prove_bijective(
-        chunk_idx,
-        p.stage_elems // 8,
-        what=f"{P} cp.async (thread, iter) -> 16B chunk of the {p.x_extent}x{p.bk} tile",
-        log=log,
-    )
-    # lowered maps: smem destination (thread, iter, stage), x and k coordinates, global offset
-    dst = buffer_map(p, ctv)  # (thread, iter, stage) -> offset
-    low = lower.lower(
-        buffer_map(p, ctv, with_stage=False), ("tid", "it"), name=f"lp_{p.name}_cp_smem", log=log
-    )
-    p.lowered["cp_smem"] = low
-    expr = f"({low.c_expr}) + st * {p.stage_elems}"
-    proof = lower.check_c_expr(dst, ("tid", "it", "st"), expr)
-    log.add("equal", f"{P} cp.async destination with stage: {expr} == {dst}", proof.method, proof.cases)
-    lower.prove_bounds(
-        dst, 0, total - 7, what=f"{P} cp.async destination + 16 bytes inside the buffer", log=log
-    )
-    _prove_aligned(dst, 8, f"{P} cp.async destinations are 16-byte aligned", log)
-    xcoord = composition(Layout((p.x_extent, p.bk), (1, 0)), ctv)
-    kcoord = composition(Layout((p.x_extent, p.bk), (0, 1)), ctv)
-    p.lowered["cp_x"] = lower.lower(xcoord, ("tid", "it"), name=f"lp_{p.name}_cp_x", log=log)
-    p.lowered["cp_k"] = lower.lower(kcoord, ("tid", "it"), name=f"lp_{p.name}_cp_k", log=log)
-    ld_sym = symbols(f"ld{p.name}")
-    glob = Layout((p.x_extent, p.bk), (ld_sym, 1) if p.kmajor else (1, ld_sym))
-    gmap = composition(glob, ctv)
-    low = lower.lower(gmap, ("tid", "it"), name=f"lp_{p.name}_cp_gmem", log=log)
-    p.lowered["cp_gmem"] = low
-    # (the stepped pointer the kernel keeps per thread is proven on the IR, against the
-    # coordinate maps below, for every leading dimension)
-    for k in ("cp_smem", "cp_x", "cp_k"):
-        p.fns[k] = kir.from_lowered(p.lowered[k])
-    p.fns["cp_gmem"] = kir.from_lowered(low, ret="long long")
-    p.maps["cp_x"], p.maps["cp_k"], p.maps["cp_dst"] = xcoord, kcoord, dst
-
-
 def _plan_ldsm(p: OperandPlan, log: ProofLog) -> None:
     """ldmatrix: (lane, warp, xi, ki) -> buffer offset, in the hoisted form the kernel uses."""
     P = p.name.upper()
@@ -379,7 +178,7 @@ def _plan_ldsm(p: OperandPlan, log: ProofLog) -> None:
     lower.prove_bounds(
         full, 0, p.stage_elems - 7, what=f"{P} ldmatrix row address + 16 bytes inside one stage", log=log
     )
-    _prove_aligned(full, 8, f"{P} ldmatrix row addresses are 16-byte aligned", log)
+    prove_aligned(full, 8, f"{P} ldmatrix row addresses are 16-byte aligned", log)
     chosen = None
     for table_var, add_var in (("ki", "xi"), ("xi", "ki")):
         const = _unit_step(full, lmap, args.index(add_var))
@@ -428,24 +227,6 @@ def _ldsm_expr(p: OperandPlan) -> str:
     return f"({low.c_expr}) + {p.ld_add_var} * {p.ld_add_const}"
 
 
-def _div_stride(stride: Any, p: OperandPlan) -> Any:
-    """Tile-index strides -> chunk-index strides (the contiguous dimension counts chunks)."""
-    X = p.x_extent
-
-    def conv(d: int) -> int:
-        x, k = d % X, d // X
-        if p.kmajor:
-            return x * p.cpr + k // 8  # chunk index = x * cpr + k/8
-        return k * p.cpr + x // 8  # chunk index = k * cpr + x/8
-
-    def walk(s: Any) -> Any:
-        if isinstance(s, tuple):
-            return tuple(walk(e) for e in s)
-        return conv(s)
-
-    return walk(stride)
-
-
 def _unit_step(full: Any, L: Layout, i: int) -> int:
     """full(e_i) - full(0): the offset step of one unit of mode i (a candidate constant
     stride; whether it is one everywhere is then proven)."""
@@ -463,19 +244,6 @@ def _fix_mode(L: Layout, i: int) -> Layout:
     shp = tuple(s for j, s in enumerate(shape) if j != i)
     std = tuple(d for j, d in enumerate(stride) if j != i)
     return Layout(shp, std)
-
-
-def _prove_aligned(L: Any, elems: int, what: str, log: ProofLog) -> None:
-    v = eval_map(L)
-    bad = np.flatnonzero(v % elems)
-    if bad.size:
-        raise ProofFailedError(
-            f"{what}: offset {int(v[bad[0]])} at coordinate {int(bad[0])} "
-            f"is not a multiple of {elems} elements",
-            condition="16-byte alignment",
-            witness=int(bad[0]),
-        )
-    log.add("bounds", what, "exhaustive", int(v.size))
 
 
 # ---------------------------------------------------------------- accumulators / C tile
@@ -568,285 +336,11 @@ def _xk(idx: int, X: int) -> Tuple[int, int]:
 
 def _inverse_table(p: OperandPlan) -> np.ndarray:
     """Stage-0 buffer offset -> tile index x + X*k (the buffer is a bijection)."""
-    one = _swizzled(p.swizzle, take(p.tile(), 0, 2))
+    one = swizzled(p.swizzle, take(p.tile(), 0, 2))
     v = eval_map(one)
     inv = np.full(v.size, -1, dtype=np.int64)
     inv[v] = np.arange(v.size)
     return inv
-
-
-# ============================================================================ the kernel IR
-#: per output dtype: (the two-element vector type, the packing of two floats into it, the
-#: conversion of one float; None where the element is a float already)
-STORE2: Dict[str, Tuple[str, str, Optional[str]]] = {
-    "f16": ("__half2", "__floats2half2_rn", "__float2half_rn"),
-    "bf16": ("__nv_bfloat162", "__floats2bfloat162_rn", "__float2bfloat16_rn"),
-    "f32": ("float2", "make_float2", None),
-}
-
-
-#: element sizes of the pointer types the kernels use (bytes)
-def type_sizes(prob: GemmProblem) -> Dict[str, int]:
-    return {
-        "lp_in_t": DTYPES[prob.dtype][1],
-        "lp_out_t": OUT_DTYPES[prob.out][1],
-        "__half2": 4,
-        "__nv_bfloat162": 4,
-        "float2": 8,
-        "uint4": 16,
-        "unsigned char": 1,
-        "float": 4,
-        "void": 1,
-    }
-
-
-def addr_of(ptr: kir.Expr) -> kir.Expr:
-    """A pointer's byte address (claims count bytes)."""
-    return kir.Cast("long long", ptr)
-
-
-def _pack(name: Optional[str], *xs: kir.Expr) -> kir.Expr:
-    return xs[0] if name is None else kir.Call(name, tuple(xs), "lp_out_t")
-
-
-class Env:
-    """The variables of one kernel under construction (kernel IR nodes by name).
-
-    The names the generators read as attributes are declared below (an attribute exists
-    once :func:`base_env` or a generator step has added it); per-operand names such as
-    ``a_ptr`` or ``B_ld`` are added and read by name (``getattr``)."""
-
-    # the kernel parameters and CUDA builtins (base_env)
-    A: kir.Var
-    B: kir.Var
-    C: kir.Var
-    M: kir.Var
-    N: kir.Var
-    K: kir.Var
-    lda: kir.Var
-    ldb: kir.Var
-    ldc: kir.Var
-    c_vec: kir.Var
-    threadIdx: kir.Var
-    blockIdx: kir.Var
-    gridDim: kir.Var
-    tmA: kir.Var  # the TMA tensor maps (sm90, loader "tma")
-    tmB: kir.Var
-    # thread / warp / warpgroup coordinates
-    tid: kir.Var
-    lane: kir.Var
-    wm: kir.Var
-    wn: kir.Var
-    wg: kir.Var
-    wt: kir.Var
-    cg: kir.Var
-    # the block tile's origin (raster_ir) and whether it lies inside M x N
-    m0: kir.Var
-    n0: kir.Var
-    interior: kir.Var
-    # shared memory: the arena, its aligned start, the operand / epilogue buffers, barriers
-    smem: kir.Var
-    sbase: Optional[kir.Var]
-    s0: kir.Var
-    sA: kir.Var
-    sB: kir.Var
-    sE: kir.Var
-    full0: kir.Var
-    empty0: kir.Var
-    # the mma.sync fragments and the stage indices of the cp.async pipeline
-    af: kir.Var
-    bfr: kir.Var
-    stA: kir.Var
-    stB: kir.Var
-
-    def __init__(self, **vs: Optional[kir.Var]) -> None:
-        self.__dict__.update(vs)
-
-    def add(self, **vs: Optional[kir.Var]) -> None:
-        self.__dict__.update(vs)
-
-
-def ir_var(name: str, ctype: str = "int", values: Optional[Tuple[int, ...]] = None) -> kir.Var:
-    """A kernel-IR variable (``values``: the values a loop variable takes, when known)."""
-    return kir.Var(name, ctype, values)
-
-
-def ir_const(name: str, init: Any, ctype: str = "int", **kw: Any) -> Tuple[kir.Var, kir.Decl]:
-    """A ``const`` kernel-IR variable and its declaration ``const ctype name = init;``."""
-    v = kir.Var(name, ctype)
-    return v, kir.Decl(v, kir.lift(init), const=True, **kw)
-
-
-def raster_ir(E: Env, bm: int, bn: int, group_m: int) -> List[kir.Stmt]:
-    """Block rasterization: groups of ``group_m`` block rows walk the grid together (they
-    share the B panel in L2); defines m0, n0 and ``interior`` (the tile is inside M, N)."""
-    out: List[kir.Stmt] = []
-    grid_m, d1 = ir_const("grid_m", (E.M + (bm - 1)) / bm)
-    grid_n, d2 = ir_const("grid_n", (E.N + (bn - 1)) / bn)
-    pid, d3 = ir_const("pid", E.blockIdx)
-    per_group, d4 = ir_const("per_group", group_m * grid_n)
-    first_m, d5 = ir_const("first_m", (pid / per_group) * group_m)
-    gsize, d6 = ir_const("gsize", kir.Call("min", (grid_m - first_m, kir.Const(group_m))))
-    bmv, d7 = ir_const("bm", first_m + (pid % per_group) % gsize)
-    bnv, d8 = ir_const("bn", (pid % per_group) / gsize)
-    m0, d9 = ir_const("m0", bmv * bm)
-    n0, d10 = ir_const("n0", bnv * bn)
-    interior, d11 = ir_const("interior", (m0 + bm).le(E.M).and_((n0 + bn).le(E.N)), "bool")
-    out += [d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11]
-    E.add(m0=m0, n0=n0, interior=interior)
-    return out
-
-
-def store_pair_ir(
-    E: Env,
-    prob: GemmProblem,
-    r: kir.Var,
-    c: kir.Var,
-    x: kir.Expr,
-    y: kir.Expr,
-    row: kir.Expr,
-    col: kir.Expr,
-    what: str,
-) -> kir.Stmt:
-    """Store accumulators ``x`` (row r, column c) and ``y`` (column c + 1) to C in the output
-    precision: one 2-element vector store when ``c_vec`` (ldc even, C aligned) and both
-    columns are inside N, else predicated scalar stores; nothing when r >= M.  ``row`` and
-    ``col`` are the claimed coordinates (layout applications)."""
-    v2t, pack2, pack1 = STORE2[prob.out]
-    ob = OUT_DTYPES[prob.out][1]
-    p = kir.Var("p", "lp_out_t*")
-
-    def claim(e: int, width: int) -> kir.Claim:
-        return kir.Claim(
-            f"{what} element (r, c + {e})",
-            addr_of(E.C) + ob * (kir.Cast("long long", row) * E.ldc + col + e),
-            bounds=((row, E.M), (col + (e + width - 1), E.N)),
-            width=width * ob,
-        )
-
-    vec = kir.Mem(p, claim(0, 2), vec=v2t)
-    s0 = kir.Mem(p, claim(0, 1), idx=kir.Const(0))
-    s1 = kir.Mem(p, claim(1, 1), idx=kir.Const(1))
-    return kir.If(
-        r.lt(E.M),
-        kir.block(
-            kir.Decl(p, E.C + kir.Cast("long long", r) * E.ldc + c),
-            kir.If(
-                E.c_vec.and_((c + 1).lt(E.N)),
-                kir.block(kir.Assign(vec, _pack(pack2, x, y))),
-                kir.block(
-                    kir.If(c.lt(E.N), kir.block(kir.Assign(s0, _pack(pack1, x)))),
-                    kir.If((c + 1).lt(E.N), kir.block(kir.Assign(s1, _pack(pack1, y)))),
-                ),
-            ),
-        ),
-    )
-
-
-def cp_setup_ir(E: Env, p: OperandPlan) -> List[kir.Stmt]:
-    """Per-thread cp.async state: one global pointer (iteration ``it`` adds ``it * step``),
-    the stepping of one tile, and the destination offsets of each iteration."""
-    P = p.name
-    gm = p.fns["cp_gmem"]
-    ld = getattr(E, f"ld{P}")
-    src = getattr(E, P.upper())
-    o0 = E.m0 if P == "a" else E.n0
-    blk = kir.Cast("long long", o0) * ld if p.kmajor else kir.Cast("long long", o0)
-    adv = kir.Const(p.bk, "long long") if p.kmajor else kir.Cast("long long", kir.Const(p.bk)) * ld
-    ptr, d1 = ir_const(
-        f"{P}_ptr", src + blk + kir.call(gm, tid=E.tid, it=0, **{f"ld{P}": ld}), "const lp_in_t*"
-    )
-    its, d2 = ir_const(
-        f"{P}_its",
-        kir.call(gm, tid=0, it=1, **{f"ld{P}": ld}) - kir.call(gm, tid=0, it=0, **{f"ld{P}": ld}),
-        "long long",
-    )
-    advv, d3 = ir_const(f"{P}_adv", adv, "long long")
-    s = ir_var(f"{P}_s")
-    i = ir_var("i")
-    tab = kir.TableDecl(s, p.cp_iters, i, kir.call(p.fns["cp_smem"], tid=E.tid, it=i))
-    E.add(**{f"{P}_ptr": ptr, f"{P}_its": its, f"{P}_adv": advv, f"{P}_s": s})
-    return [d1, d2, d3, tab]
-
-
-def load_tile_ir(
-    E: Env,
-    a: OperandPlan,
-    b: OperandPlan,
-    kt: kir.Expr,
-    st: kir.Expr,
-    sbase: Mapping[str, kir.Expr],
-    region: Mapping[str, Tuple[kir.Expr, int]],
-) -> kir.Block:
-    """Issue tile ``kt`` of both operands into stage ``st``: a branch-free path for tiles
-    inside M, N and K, and a predicated one (partial chunks zero-filled) at the edges."""
-    srcs = {}
-    decls = []
-    for p in (a, b):
-        v, d = ir_const(
-            f"{p.name}_src",
-            getattr(E, f"{p.name}_ptr") + kir.Cast("long long", kt) * getattr(E, f"{p.name}_adv"),
-            "const lp_in_t*",
-        )
-        srcs[p.name] = v
-        decls.append(d)
-
-    def ops(p: OperandPlan, full: bool) -> kir.Stmt:
-        P = p.name
-        i = ir_var("i")
-        X, o0 = (E.M, E.m0) if P == "a" else (E.N, E.n0)
-        ld = getattr(E, f"ld{P}")
-        base = getattr(E, P.upper())
-        tab = getattr(E, f"{P}_s")
-        dst = sbase[P] + kir.Const(2, "unsigned") * kir.Cast(
-            "unsigned", kir.Index(tab, (i,)) + st * p.stage_elems
-        )
-        src = srcs[P] + i * getattr(E, f"{P}_its")
-        xl = kir.LayoutApp(p.maps["cp_x"], (E.tid, i), f"{P.upper()} copy x")
-        kl = kir.LayoutApp(p.maps["cp_k"], (E.tid, i), f"{P.upper()} copy k")
-        xg = o0 + xl
-        kg = kt * p.bk + kl
-        elem = (kir.Cast("long long", xg) * ld + kg) if p.kmajor else (kir.Cast("long long", kg) * ld + xg)
-        sz = DTYPES["f16"][1]
-        dclaim = kir.Claim(
-            f"{P.upper()} cp.async destination (thread, iteration, stage)",
-            sbase[P] + 2 * kir.LayoutApp(p.maps["cp_dst"], (E.tid, i, st), f"{P.upper()} smem stages"),
-            region=region[P],
-            width=16,
-        )
-        what = f"{P.upper()} cp.async source (tile element (x, k) of the operand)"
-        if full:
-            last = ((xg, X), (kg + 7, E.K)) if p.kmajor else ((kg, E.K), (xg + 7, X))
-            sclaim = kir.Claim(what, addr_of(base) + sz * elem, bounds=last, width=16)
-            body = kir.block(kir.CpAsync(dst, src, kir.Const(16), dclaim, sclaim))
-        else:
-            kk, dkk = ir_const("kk", kt * p.bk + kir.call(p.fns["cp_k"], tid=E.tid, it=i))
-            xx = o0 + kir.call(p.fns["cp_x"], tid=E.tid, it=i)
-            edge: Tuple[kir.Expr, kir.Expr]
-            bounds: Tuple[Tuple[kir.Expr, kir.Expr], Tuple[kir.Expr, kir.Expr]]
-            if p.kmajor:  # the chunk runs along k: partial chunks at the K edge zero-fill
-                nbe = kir.Cond(
-                    xx.lt(X).and_(kk.lt(E.K)), kir.Call("min", (E.K - kk, kir.Const(8))) * 2, kir.Const(0)
-                )
-                edge = (kk, E.K)
-                bounds = ((xg, X), (kk, E.K))
-            else:  # the chunk runs along x: partial chunks at the X edge zero-fill
-                nbe = kir.Cond(
-                    kk.lt(E.K).and_(xx.lt(X)), kir.Call("min", (X - xx, kir.Const(8))) * 2, kir.Const(0)
-                )
-                edge = (xx, X)
-                bounds = ((kk, E.K), (xx, X))
-            nb, dnb = ir_const("nb", nbe)
-            sclaim = kir.Claim(what, addr_of(base) + sz * elem, bounds=bounds, width=16)
-            body = kir.block(dkk, dnb, kir.CpAsync(dst, src, nb, dclaim, sclaim, src_empty=base, edge=edge))
-        return kir.For(i, kir.Const(0), kir.Const(p.cp_iters), body, unroll=True)
-
-    cond = E.interior.and_(((kt + 1) * a.bk).le(E.K))
-    return kir.Block(
-        tuple(decls)
-        + (kir.If(cond, kir.block(ops(a, True), ops(b, True)), kir.block(ops(a, False), ops(b, False))),),
-        bare=True,
-    )
 
 
 def _frag_load_ir(E: Env, p: OperandPlan, buf: kir.Expr, ki: kir.Expr) -> kir.Stmt:
@@ -899,39 +393,6 @@ def _ld_table_ir(E: Env, p: OperandPlan) -> List[kir.Stmt]:
     args = {"lane": E.lane, "w": w, p.ld_table_var: j}
     E.add(**{f"{P}_ld": tv})
     return [kir.TableDecl(tv, n, j, kir.call(p.fns["ldsm"], **args))]
-
-
-def kernel_params(E: Env, prob: Optional[GemmProblem]) -> Tuple[Tuple[str, kir.Var], ...]:
-    return (
-        ("const lp_in_t* __restrict__", E.A),
-        ("const lp_in_t* __restrict__", E.B),
-        ("lp_out_t* __restrict__", E.C),
-        ("int", E.M),
-        ("int", E.N),
-        ("int", E.K),
-        ("long long", E.lda),
-        ("long long", E.ldb),
-        ("long long", E.ldc),
-        ("int", E.c_vec),
-    )
-
-
-def base_env() -> Env:
-    return Env(
-        A=ir_var("A", "const lp_in_t*"),
-        B=ir_var("B", "const lp_in_t*"),
-        C=ir_var("C", "lp_out_t*"),
-        M=ir_var("M"),
-        N=ir_var("N"),
-        K=ir_var("K"),
-        lda=ir_var("lda", "long long"),
-        ldb=ir_var("ldb", "long long"),
-        ldc=ir_var("ldc", "long long"),
-        c_vec=ir_var("c_vec"),
-        threadIdx=kir.THREAD_IDX,
-        blockIdx=kir.BLOCK_IDX,
-        gridDim=kir.GRID_DIM,
-    )
 
 
 def _kernel_ir(
@@ -1161,40 +622,6 @@ def _kernel_ir(
         description=desc,
         helpers=("cp_async", "ldsm", "mma"),
         mma_dtype=prob.dtype,
-    )
-
-
-def finish(
-    k: kir.Kernel, log: ProofLog, title: str, protocol: Optional[Callable[[kir.Kernel], int]] = None
-) -> str:
-    """Discharge the kernel's IR obligations into ``log`` and print it with its header (the
-    obligations and the coverage line).  ``protocol`` reads the mbarrier operations from the
-    IR and proves them, returning how many it covered."""
-    rep = kir.discharge(k, log)
-    if protocol is not None:
-        rep.barriers_covered += protocol(k)
-    if rep.accesses_covered != rep.accesses or rep.barriers_covered != rep.barriers:
-        raise ProofFailedError(f"kernel {k.name}: {rep.line()}", condition="coverage")
-    return kir.emit(k, log.header(title) + f"// {rep.line()}\n")
-
-
-def prove_c_atom_part(cm: Layout, atom: Any, atom_tile: Tuple[int, int], bm: int, log: ProofLog) -> None:
-    """The (thread, value) part of a kernel's C map (its first two modes) is the atom's C
-    layout, re-indexed from the atom tile to the block tile (column-major, ``bm`` rows)."""
-    got = eval_map(take(cm, 0, 2))
-    exp = eval_map(composition(Layout(atom_tile, (1, bm)), atom.c_layout))
-    if not np.array_equal(got, exp):
-        bad = int(np.flatnonzero(got != exp)[0])
-        raise ProofFailedError(
-            f"the C map disagrees with {atom.name}'s C layout at (thread, value) index {bad}",
-            condition="C map == atom C layout",
-            witness=bad,
-        )
-    log.add(
-        "equal",
-        f"C map's (thread, value) part == {atom.name} C layout {atom.c_layout}",
-        "exhaustive",
-        int(got.size),
     )
 
 

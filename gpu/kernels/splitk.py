@@ -72,7 +72,8 @@ from ..proof.splitk_model import (
     plane_read_loops_ir,
     prove_serial_protocol,
 )
-from .mma_sync import GemmKernel, addr_of, finish
+from .toolkit import GemmKernel, addr_of, finish
+from .variant import WsVariantFields, base_plan_proofs, expect_tx_bytes, find_decl, find_param
 from .wgmma import Sm90Config, epilogue_order, generate_sm90, protocol_ir
 
 __all__ = [
@@ -89,7 +90,6 @@ __all__ = [
     "prove_workspace",
     "prove_fixup_order",
     "prove_split_order",
-    "base_plan_proofs",
     "workspace_offset_ir",
     "fixup_grid",
     "prove_fixup_grid",
@@ -108,51 +108,6 @@ __all__ = [
 MAX_SPLITS = 16
 REDUCE_THREADS = 256
 SPLITK_VERSION = "splitk-2"
-
-
-class WsVariantFields:
-    """The fields the planner and the runtime read from a kernel configuration, for a
-    variant of the warp-specialized TMA kernel ``base`` (split-K, the fused epilogue): the
-    tile, stages, grouping, threads and shared memory are the base kernel's; ``cluster`` is
-    the variant's own."""
-
-    base: Sm90Config
-
-    @property
-    def bm(self) -> int:
-        return self.base.bm
-
-    @property
-    def bn(self) -> int:
-        return self.base.bn
-
-    @property
-    def bk(self) -> int:
-        return self.base.bk
-
-    @property
-    def stages(self) -> int:
-        return self.base.stages
-
-    @property
-    def group_m(self) -> int:
-        return self.base.group_m
-
-    @property
-    def loader(self) -> str:
-        return "tma"
-
-    @property
-    def schedule(self) -> str:
-        return "ws"
-
-    @property
-    def threads(self) -> int:
-        return self.base.threads
-
-    @property
-    def smem_bytes(self) -> int:
-        return self.base.smem_bytes
 
 
 #: how the partial planes are summed: ``"kernel"`` -- a second (fix-up) kernel launched
@@ -425,27 +380,6 @@ def _workspace_proofs(splits: int, max_mn: int) -> Tuple[Any, ...]:
 def _plane_ptr(C: kir.Var, sk: kir.Expr, M: kir.Expr, ldc: kir.Expr) -> kir.Expr:
     """The kernel's pointer to workspace plane ``sk`` (checked against the claims)."""
     return C + kir.Cast("long long", sk) * M * ldc
-
-
-def find_decl(body: Any, name: str, what: str = "split-K rewrite") -> kir.Var:
-    """The one variable declared as ``name`` in ``body`` (the rewrites of the base kernel read
-    its variables by name); a ProofFailedError naming ``what`` when there is none or several."""
-    hits = [n.var for n in kir.walk(body) if isinstance(n, kir.Decl) and n.var.name == name]
-    if len(hits) != 1:
-        raise ProofFailedError(
-            f"{what}: expected one declaration of {name!r}, found {len(hits)}",
-            condition="split-K rewrite",
-            witness=name,
-        )
-    return hits[0]
-
-
-def find_param(k: kir.Kernel, name: str, what: str = "split-K rewrite") -> kir.Var:
-    """The kernel parameter called ``name``; a ProofFailedError naming ``what`` when absent."""
-    for _, v in k.params:
-        if v.name == name:
-            return v
-    raise ProofFailedError(f"{what}: no parameter {name!r}", condition="split-K rewrite", witness=name)
 
 
 def splitk_ir(
@@ -992,37 +926,6 @@ class SplitKKernels:
         return ProofLog(list(self.gemm.proofs) + (list(self.reduce.proofs) if self.reduce else []))
 
 
-def base_plan_proofs(k: GemmKernel, cfg: Sm90Config) -> List[Any]:
-    """The base kernel's proofs of its plans (buffers, TMA boxes, descriptors, atom, C map,
-    scheduler, epilogue): its log without the IR obligations ``finish`` appended, which are
-    discharged again on the rewritten tree.  Counted by re-running them on the base IR."""
-    tmp = ProofLog()
-    rep = kir.discharge(k.ir, tmp)
-    del rep
-    tx = _tx_of(k.ir)
-    proto, _n = protocol_ir(k.ir, cfg, tx, tmp)
-    epilogue_order(k.ir, tmp)
-    prove_pipeline(cfg.stages, cfg.warpgroups, tmp, ctas=cfg.cluster, **proto)
-    n_post = len(tmp)
-    allp = list(k.proofs)
-    tail = [p.statement for p in allp[len(allp) - n_post :]]
-    if tail != [p.statement for p in tmp]:
-        raise ProofFailedError(
-            "split-K: the base kernel's log does not end with its IR obligations",
-            condition="split-K proof log",
-        )
-    return allp[: len(allp) - n_post]
-
-
-def _tx_of(k: kir.Kernel) -> int:
-    txs = [n.nbytes for n in kir.walk(k.body) if isinstance(n, kir.MbarExpectTx)]
-    if len(txs) != 1:
-        raise ProofFailedError(
-            "split-K: expected one expect_tx in the base kernel", condition="split-K rewrite"
-        )
-    return int(txs[0])
-
-
 _MEMO: Dict[Tuple[SplitKConfig, GemmProblem], SplitKKernels] = {}
 
 
@@ -1063,7 +966,7 @@ def generate_splitk(
             "split-K: the producer's and the consumers' chunk bounds differ",
             condition="k chunks partition [0, KT)",
         )
-    tx = _tx_of(ir)
+    tx = expect_tx_bytes(ir)
 
     def protocol(k: kir.Kernel) -> int:
         proto, n = protocol_ir(k, cfg.base, tx, log)

@@ -43,8 +43,9 @@ from ..config import OUT_DTYPES, SMEM_LIMIT
 from ..errors import GemmConfigError, ProofFailedError
 from ..proof import kir
 from ..proof.record import ProofLog
-from .mma_sync import addr_of
-from .splitk import CLUSTER_ROWS, cluster_partial_stride, find_decl, find_param
+from .splitk import CLUSTER_ROWS, cluster_partial_stride
+from .toolkit import addr_of
+from .variant import find_decl, find_param
 
 _WHAT = "cluster split-K rewrite"
 
@@ -745,8 +746,9 @@ def generate_cluster(config: Any, problem: Any = None, *, memo: bool = True, **b
     :class:`~layoutproof.gpu.kernels.splitk.SplitKKernels` with no fix-up kernel."""
     from ..config import GemmProblem
     from ..proof.pipeline import prove_pipeline
-    from .mma_sync import GemmKernel, finish
-    from .splitk import SplitKKernels, base_plan_proofs, k_bounds_ir, prove_k_partition
+    from .splitk import SplitKKernels, k_bounds_ir, prove_k_partition
+    from .toolkit import GemmKernel, finish
+    from .variant import base_plan_proofs
     from .wgmma import epilogue_order, generate_sm90, protocol_ir
 
     cfg = config.validate()

@@ -62,7 +62,7 @@ from ..isa import gmma
 from ..proof import banks, kir, lower
 from ..proof.pipeline import prove_pipeline
 from ..proof.record import ProofLog
-from .mma_sync import (
+from .toolkit import (
     STORE2,
     Env,
     GemmKernel,

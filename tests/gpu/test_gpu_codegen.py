@@ -21,9 +21,10 @@ from layoutproof.gpu.errors import (
     LoweringError,
     ProofFailedError,
 )
-from layoutproof.gpu.kernels import mma_sync, wgmma
+from layoutproof.gpu.kernels import mma_sync, toolkit, wgmma
 from layoutproof.gpu.kernels.wgmma import Sm90Config
 from layoutproof.gpu.proof import lower
+from layoutproof.gpu.proof.record import ProofLog
 
 PROBLEMS = [
     GemmProblem(a, b, d, o)
@@ -99,7 +100,7 @@ def test_a_planted_ldmatrix_bug_is_caught(monkeypatch):
     """Swap the two 8x8 k-halves of the A ldmatrix lane map: every map is still a fine
     layout, banks are still conflict-free, but the registers no longer hold what the mma
     expects -- the fragment-delivery proof names the lane and register."""
-    orig = mma_sync.OperandPlan.ldsm_map
+    orig = toolkit.OperandPlan.ldsm_map
 
     def wrong(self):
         L = orig(self)
@@ -108,7 +109,7 @@ def test_a_planted_ldmatrix_bug_is_caught(monkeypatch):
         (ls, (s0, s1, s2)) = (L.shape[0], L.stride[0])
         return Layout((ls,) + L.shape[1:], ((s0, s2, s1),) + L.stride[1:])
 
-    monkeypatch.setattr(mma_sync.OperandPlan, "ldsm_map", wrong)
+    monkeypatch.setattr(toolkit.OperandPlan, "ldsm_map", wrong)
     with pytest.raises(ProofFailedError) as ei:
         mma_sync.generate(GemmConfig(), GemmProblem("k", "n"), memo=False)
     assert ei.value.condition == "ldmatrix delivers the mma fragment"
@@ -138,7 +139,7 @@ def test_a_planted_epilogue_bug_is_caught(monkeypatch):
 def test_a_tampered_expression_is_refuted_with_a_witness():
     a, _ = mma_sync._plans(GemmConfig(), GemmProblem("k", "n"))
     a.swizzle = mma_sync.choose_swizzle(a)
-    full = mma_sync.buffer_map(a, a.ldsm_map(), with_stage=False)
+    full = toolkit.buffer_map(a, a.ldsm_map(), with_stage=False)
     low = lower.lower(full, ("lane", "w", "xi", "ki"), name="t")
     bad = low.c_expr.replace("& 24", "& 16")
     with pytest.raises(LoweringError) as ei:
@@ -346,9 +347,9 @@ def test_sm90_tma_kernel_proves_boxes_and_compiles(tmp_path):
     # a box layout that disagrees with the stage layout is refused with a witness
     with pytest.raises(ProofFailedError) as ei:
         wgmma._prove_tma(
-            mma_sync.OperandPlan("b", 128, 64, 4, False, 256, 1, 128),
+            toolkit.OperandPlan("b", 128, 64, 4, False, 256, 1, 128),
             wgmma.tma_stage_layout(128, True),
-            mma_sync.ProofLog(),
+            ProofLog(),
         )
     assert ei.value.witness is not None
     with pytest.raises(GemmConfigError, match="multiple of 64"):

@@ -1,0 +1,129 @@
+"""The base of the warp-specialized kernel's variants (split-K, the fused epilogue, the
+cluster reduction): each is the warp-specialized TMA kernel of
+:func:`~layoutproof.gpu.kernels.wgmma.generate_sm90`, rewritten on its IR.
+
+* :class:`WsVariantFields` -- the configuration fields the planner and the runtime read,
+  taken from the base kernel's configuration;
+* :func:`base_plan_proofs` -- the base kernel's proofs of its plans, without the IR
+  obligations that are discharged again on the rewritten tree;
+* :func:`find_decl`, :func:`find_param`, :func:`expect_tx_bytes` -- the rewrites read the
+  base kernel's variables, parameters and transaction size by name, and fail by name when
+  the base kernel does not have them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+from ..errors import ProofFailedError
+from ..proof import kir
+from ..proof.pipeline import prove_pipeline
+from ..proof.record import ProofLog
+from .toolkit import GemmKernel
+from .wgmma import Sm90Config, epilogue_order, protocol_ir
+
+__all__ = ["WsVariantFields", "base_plan_proofs", "find_decl", "find_param", "expect_tx_bytes"]
+
+
+class WsVariantFields:
+    """The fields the planner and the runtime read from a kernel configuration, for a
+    variant of the warp-specialized TMA kernel ``base`` (split-K, the fused epilogue): the
+    tile, stages, grouping, threads and shared memory are the base kernel's; ``cluster`` is
+    the variant's own."""
+
+    base: Sm90Config
+
+    @property
+    def bm(self) -> int:
+        return self.base.bm
+
+    @property
+    def bn(self) -> int:
+        return self.base.bn
+
+    @property
+    def bk(self) -> int:
+        return self.base.bk
+
+    @property
+    def stages(self) -> int:
+        return self.base.stages
+
+    @property
+    def group_m(self) -> int:
+        return self.base.group_m
+
+    @property
+    def loader(self) -> str:
+        return "tma"
+
+    @property
+    def schedule(self) -> str:
+        return "ws"
+
+    @property
+    def threads(self) -> int:
+        return self.base.threads
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.base.smem_bytes
+
+
+def find_decl(
+    body: Any, name: str, what: str = "split-K rewrite", condition: str = "split-K rewrite"
+) -> kir.Var:
+    """The one variable declared as ``name`` in ``body`` (the rewrites of the base kernel read
+    its variables by name); a ProofFailedError naming ``what`` (with ``condition``) when there
+    is none or several."""
+    hits = [n.var for n in kir.walk(body) if isinstance(n, kir.Decl) and n.var.name == name]
+    if len(hits) != 1:
+        raise ProofFailedError(
+            f"{what}: expected one declaration of {name!r}, found {len(hits)}",
+            condition=condition,
+            witness=name,
+        )
+    return hits[0]
+
+
+def find_param(
+    k: kir.Kernel, name: str, what: str = "split-K rewrite", condition: str = "split-K rewrite"
+) -> kir.Var:
+    """The kernel parameter called ``name``; a ProofFailedError naming ``what`` (with
+    ``condition``) when absent."""
+    for _, v in k.params:
+        if v.name == name:
+            return v
+    raise ProofFailedError(f"{what}: no parameter {name!r}", condition=condition, witness=name)
+
+
+def base_plan_proofs(k: GemmKernel, cfg: Sm90Config) -> List[Any]:
+    """The base kernel's proofs of its plans (buffers, TMA boxes, descriptors, atom, C map,
+    scheduler, epilogue): its log without the IR obligations ``finish`` appended, which are
+    discharged again on the rewritten tree.  Counted by re-running them on the base IR."""
+    tmp = ProofLog()
+    rep = kir.discharge(k.ir, tmp)
+    del rep
+    tx = expect_tx_bytes(k.ir)
+    proto, _n = protocol_ir(k.ir, cfg, tx, tmp)
+    epilogue_order(k.ir, tmp)
+    prove_pipeline(cfg.stages, cfg.warpgroups, tmp, ctas=cfg.cluster, **proto)
+    n_post = len(tmp)
+    allp = list(k.proofs)
+    tail = [p.statement for p in allp[len(allp) - n_post :]]
+    if tail != [p.statement for p in tmp]:
+        raise ProofFailedError(
+            "split-K: the base kernel's log does not end with its IR obligations",
+            condition="split-K proof log",
+        )
+    return allp[: len(allp) - n_post]
+
+
+def expect_tx_bytes(k: kir.Kernel) -> int:
+    """The bytes of the kernel's one ``mbarrier.expect_tx`` (the TMA stage's transaction)."""
+    txs = [n.nbytes for n in kir.walk(k.body) if isinstance(n, kir.MbarExpectTx)]
+    if len(txs) != 1:
+        raise ProofFailedError(
+            "split-K: expected one expect_tx in the base kernel", condition="split-K rewrite"
+        )
+    return int(txs[0])
