@@ -207,6 +207,12 @@ def _prove(argv: List[str]) -> int:
     return prove_main(argv)
 
 
+def _explain(argv: List[str]) -> int:
+    from .explain import main as explain_main
+
+    return explain_main(argv)
+
+
 def _gemm(argv: List[str]) -> int:
     from .gpu.cli import main as gemm_main
 
@@ -219,6 +225,11 @@ EXTERNAL: Dict[str, Tuple[Callable[[List[str]], int], str]] = {
     "check": (
         _check,
         'prove or refute "EXPR == EXPR" or "admissible EXPR" (symbols, assumptions, Z3)',
+    ),
+    "explain": (
+        _explain,
+        "why an expression is refused: the condition, a witness, a picture, repairs proven first "
+        "(--steps, --emit dsl|cpp|python, --json)",
     ),
     "prove": (_prove, "check the theorem catalog and write a report (layoutproof-report/)"),
     "gemm": (

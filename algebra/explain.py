@@ -1,1 +1,1175 @@
-"""Explanations of the algebra's refusals, with repairs that are proven before they are offered."""
+"""Explanations of the algebra's refusals, with repairs that are proven before they are offered.
+
+:func:`explain` runs an expression of the ``layoutproof eval`` language (or a zero-argument
+callable).  Where the algebra refuses (:class:`~layoutproof.errors.InadmissibleError`) or
+cannot decide (:class:`~layoutproof.errors.UndecidableConditionError`), the
+:class:`Explanation` says which operation refused, on which operands, which condition of
+the CuTe algebra failed, the witness coordinate (re-evaluated here: both sides are computed
+at it), a picture with the witness marked, and repairs -- each one run and checked against
+the operation's post-condition (:func:`layoutproof.verify.postcondition`) before it is
+offered, ranked by how little it changes.  For symbolic operands the repairs are
+assumptions, proved sufficient by Z3; an undecided condition comes with a model where it
+holds and one where it fails, each confirmed by running the integer operation.
+
+Shah's example (the by-mode composition of CuTe C++, PyCuTe and pycute is wrong at 5):
+
+>>> e = explain("composition((6,2):(1,7), (3,2):(2,3))")
+>>> e.status, e.operation, e.condition, e.witness
+('refused', 'composition', "disjointness of B's modes in A", 5)
+>>> e.reproduction.holds, e.reproduction.text
+(True, 'at coordinate 5 = (2,1) of B: A(B(5)) = A(7) = 8, but composing B mode by mode gives 7')
+>>> e.repairs[0].text, e.repairs[0].expression
+('pad extent 6 of operand 1 (leaf 0) to 7', 'composition((7,2):(1,7), (3,2):(2,3))')
+
+A success explains itself step by step with ``steps=True``:
+
+>>> for s in explain("logical_divide(16:1, 4:2)", steps=True).steps:
+...     print(s.text)
+complement(4:2, 16) = (2,2):(1,8)
+make_layout(4:2, (2,2):(1,8)) = (4,(2,2)):(2,(1,8))
+composition(16:1, (4,(2,2)):(2,(1,8))) = (4,(2,2)):(2,(1,8))
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import re
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import layoutproof
+from layoutproof import ops, symbolic
+from layoutproof.draw import layout_grid
+from layoutproof.errors import (
+    InadmissibleError,
+    LayoutError,
+    MalformedLayoutError,
+    UndecidableConditionError,
+    show,
+)
+from layoutproof.layout import Layout, group_layout, make_layout, top_modes
+from layoutproof.notation import evaluate
+from layoutproof.verify import postcondition
+
+__all__ = ["explain", "Explanation", "Repair", "Step", "Reproduction", "Model", "main", "EMITS"]
+
+#: the renderings :meth:`Explanation.render` knows
+EMITS = ("text", "dsl", "cpp", "python")
+
+#: the time (seconds) the repair search may take for one explanation
+REPAIR_BUDGET_S = 0.6
+#: how many repairs an explanation offers at most
+MAX_REPAIRS = 6
+#: the largest grid drawn in full; larger ones are drawn as a window around the witness
+PICTURE_CELLS = 256
+
+# Cecka, "CuTe Layout Representation and Algebra": where each condition is stated
+_SPEC = {
+    "stride divisibility": "composition's stride divisibility (Cecka §3.3.1: the stride of B's leaf divides, "
+    "or is divided by, the extent of A's mode it reaches)",
+    "shape divisibility": "composition's shape divisibility (Cecka §3.3.1: once B's leaf starts in a mode "
+    "of A, its remaining size is a multiple of the steps left there, or fits)",
+    "disjointness of B's modes in A": "left distributivity of composition over B's modes (Cecka §3.3.1): "
+    "the images of B's modes, as digits of A's mixed radix, must not carry",
+    "non-negative strides of B": "composition: B's offsets lie in A's domain, which starts at 0",
+    "complement admissibility (stride chain)": "complement admissibility (Cecka §3.3.2: sorted by stride, "
+    "s_(i-1) d_(i-1) divides d_i)",
+    "non-negative strides": "a non-negative stride (offsets below 0 are in no layout's domain)",
+    "left-inverse divisibility": "the left inverse's divisibility (sorted strides divide each other)",
+    "injectivity (non-overlapping modes)": "injectivity: the modes of the layout do not overlap",
+    "upcast stride divisibility": "upcast: each stride divides, or is divided by, the width",
+    "upcast block condition": "upcast: the wide elements hold exactly the narrow ones",
+}
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass
+class Reproduction:
+    """The witness re-evaluated: ``holds`` is True when both sides were computed at the
+    witness and differ as the condition says (``text`` says how); False when they did not."""
+
+    holds: bool
+    text: str
+
+
+@dataclass
+class Repair:
+    """A change that makes the operation admissible, run and checked before it is offered.
+
+    Attributes:
+        kind: ``"coalesce"``, ``"shrink"``, ``"pad"``, ``"stride"``, ``"reorder"``,
+            ``"operation"`` or ``"assume"``.
+        text: what changes, in words.
+        expression: the repaired call in the ``layoutproof eval`` language.
+        result: the repaired call's value (CuTe notation).
+        cost: how much it changes (smaller first).
+        check: the post-condition's status (``"proved"``), and for assumptions Z3's.
+        assumptions: the assumptions a symbolic repair needs (Python syntax).
+    """
+
+    kind: str
+    text: str
+    expression: str
+    result: str
+    cost: float
+    check: str
+    assumptions: Tuple[str, ...] = ()
+
+
+@dataclass
+class Step:
+    """One step of a derivation: the sub-operation, its operands and its value."""
+
+    op: str
+    args: Tuple[str, ...]
+    value: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.op}({', '.join(self.args)}) = {self.value}"
+
+
+@dataclass
+class Model:
+    """Values of the symbols where a condition holds (or fails), confirmed by running the
+    integer operation there (``confirmed`` says what that gave)."""
+
+    values: Dict[str, int]
+    condition_holds: bool
+    confirmed: str
+
+
+@dataclass
+class Explanation:
+    """What :func:`explain` found.  ``status`` is ``"ok"``, ``"refused"`` or ``"undecided"``.
+
+    For a refusal: ``operation`` and ``operands`` of the call that refused (``chain``: the
+    public calls from the outermost down to it), ``condition`` and its place in the
+    specification (``spec``), ``message`` (the error's text), ``witness``, ``reproduction``,
+    ``picture`` and ``repairs``.  For an undecided condition: also ``holds``/``fails``
+    (models) and ``assumptions`` (what settles it).  For a success: ``result`` and, with
+    ``steps=True``, ``steps``.
+    """
+
+    expression: str
+    status: str
+    result: Optional[str] = None
+    operation: Optional[str] = None
+    operands: Tuple[str, ...] = ()
+    chain: Tuple[str, ...] = ()
+    condition: Optional[str] = None
+    spec: str = ""
+    message: str = ""
+    witness: Any = None
+    reproduction: Optional[Reproduction] = None
+    picture: str = ""
+    repairs: List[Repair] = field(default_factory=list)
+    steps: List[Step] = field(default_factory=list)
+    holds: Optional[Model] = None
+    fails: Optional[Model] = None
+    assumptions: Tuple[str, ...] = ()
+    used: Tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    def __str__(self) -> str:
+        return self.render("text")
+
+    def to_dict(self) -> Dict[str, Any]:
+        """A JSON-ready dictionary (what ``--json`` prints)."""
+
+        def conv(x: Any) -> Any:
+            if isinstance(x, (Reproduction, Repair, Model)):
+                return {k: conv(v) for k, v in x.__dict__.items()}
+            if isinstance(x, Step):
+                return {"op": x.op, "args": list(x.args), "value": x.value}
+            if isinstance(x, (list, tuple)):
+                return [conv(v) for v in x]
+            if isinstance(x, dict):
+                return {str(k): conv(v) for k, v in x.items()}
+            if x is None or isinstance(x, (bool, int, float, str)):
+                return x
+            return str(x)
+
+        return {k: conv(v) for k, v in self.__dict__.items()}
+
+    def render(self, emit: str = "text") -> str:
+        """The explanation as text, or the assumptions it uses and needs as code:
+        ``"dsl"`` (CuTe DSL ``cute.assume``), ``"cpp"`` (``CUTE_STATIC_ASSERT_V`` for static
+        values, a runtime check for dynamic ones), ``"python"`` (a guard function).
+
+        >>> e = explain("zipped_divide((M,N):(1,M), (64,32))", assume=["M % 64 == 0"])
+        >>> e.result
+        '((64,32),(M/64,ceiling(N/32))):((1,M),(64,32*M))'
+        >>> print(e.render("dsl"))
+        M = cute.assume(M, divby=64)
+        """
+        if emit not in EMITS:
+            raise MalformedLayoutError(f"render: emit must be one of {', '.join(EMITS)}, got {show(emit)}")
+        if emit == "text":
+            return _text(self)
+        return render_assumptions(self.needed(), emit, what=self._label())
+
+    def needed(self) -> List[str]:
+        """The assumptions it used, then those it needs: the first repair's (the weakest
+        found), else the undecided condition."""
+        conds = list(self.used)
+        more = (
+            self.repairs[0].assumptions if self.repairs and self.repairs[0].assumptions else self.assumptions
+        )
+        return conds + [a for a in more if a not in conds]
+
+    def _label(self) -> str:
+        if self.status == "undecided" and self.spec:
+            return f"{self.operation or 'the operation'}: {self.spec}"
+        if self.condition:
+            return f"{self.operation or 'the operation'}: {self.condition}"
+        return self.operation or "assumption"
+
+
+# ----------------------------------------------------------------------------- names
+def _names() -> Dict[str, Callable[..., Any]]:
+    table: Dict[str, Callable[..., Any]] = {}
+    for n in layoutproof.__all__:
+        obj = getattr(layoutproof, n)
+        if callable(obj) and not n.startswith("_") and not isinstance(obj, type(layoutproof._)):
+            table[n] = obj
+    return table
+
+
+def _codes(names: Dict[str, Callable[..., Any]]) -> Dict[types.CodeType, Tuple[str, Callable[..., Any]]]:
+    out: Dict[types.CodeType, Tuple[str, Callable[..., Any]]] = {}
+    for n, f in names.items():
+        if isinstance(f, type):
+            continue
+        g = inspect.unwrap(f)
+        code = getattr(g, "__code__", None)
+        if code is not None:
+            out.setdefault(code, (n, g))
+    return out
+
+
+@dataclass
+class _Call:
+    name: str
+    fn: Callable[..., Any]
+    args: Tuple[Any, ...]
+
+
+def _calls_in(
+    tb: Optional[types.TracebackType], codes: Dict[types.CodeType, Tuple[str, Callable[..., Any]]]
+) -> List[_Call]:
+    """The public algebra calls on the traceback, outermost first, with their arguments."""
+    out: List[_Call] = []
+    while tb is not None:
+        fr = tb.tb_frame
+        hit = codes.get(fr.f_code)
+        if hit is not None:
+            name, fn = hit
+            loc = fr.f_locals
+            args: List[Any] = []
+            for p in inspect.signature(fn).parameters.values():
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                    break
+                if p.name not in loc:
+                    break
+                v = loc[p.name]
+                if p.default is not p.empty and v is p.default:
+                    break
+                args.append(v)
+            out.append(_Call(name, fn, tuple(args)))
+        tb = tb.tb_next
+    return out
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, (tuple, list)):
+        return "(" + ",".join(_fmt(e) for e in x) + ")"
+    return str(x)
+
+
+def _call_text(name: str, args: Sequence[Any]) -> str:
+    return f"{name}({', '.join(_fmt(a) for a in args)})"
+
+
+def _is_concrete(x: Any) -> bool:
+    if isinstance(x, Layout):
+        return all(type(v) is int for v in x._flat()[0] + x._flat()[1])
+    if isinstance(x, (tuple, list)):
+        return all(_is_concrete(e) for e in x)
+    return type(x) is int or x is None
+
+
+# ----------------------------------------------------------------------------- entry
+def explain(
+    expr: Any,
+    *,
+    steps: bool = False,
+    assume: Sequence[Any] = (),
+    repairs: bool = True,
+    budget_s: float = REPAIR_BUDGET_S,
+) -> Explanation:
+    """Run ``expr`` (an expression string of the ``layoutproof eval`` language, or a
+    zero-argument callable) and explain the outcome (see the module docstring).
+
+    ``assume``: facts on the symbols (``"M % 64 == 0"``), active while it runs.  ``steps``:
+    for a successful divide, product or composition, the derivation.  ``repairs=False``
+    skips the repair search; ``budget_s`` bounds it.  Bad input (a parse error, a
+    malformed layout) raises its :class:`~layoutproof.errors.LayoutError`.
+    """
+    t0 = time.perf_counter()
+    names = _names()
+    if isinstance(expr, str):
+        text = expr
+        run: Callable[[], Any] = lambda: evaluate(text, names)  # noqa: E731
+    elif callable(expr):
+        text = getattr(expr, "__name__", "<callable>")
+        run = expr
+    else:
+        raise MalformedLayoutError(f"explain: expected an expression string or a callable, got {show(expr)}")
+    facts = tuple(str(a) if not isinstance(a, str) else a for a in assume)
+    codes = _codes(names)
+    try:
+        with symbolic.assuming(*facts) if facts else _nothing():
+            value = run()
+    except (InadmissibleError, UndecidableConditionError) as e:
+        calls = _calls_in(e.__traceback__, codes)
+        ex = _explain_error(text, e, calls, facts, repairs, budget_s)
+        ex.used = facts
+        ex.seconds = time.perf_counter() - t0
+        return ex
+    ex = Explanation(text, "ok", result=_fmt(value), used=facts)
+    if steps:
+        with symbolic.assuming(*facts) if facts else _nothing():
+            ex.steps = derivation(text, names) if isinstance(expr, str) else []
+    ex.seconds = time.perf_counter() - t0
+    return ex
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *a: Any) -> None:
+        return None
+
+
+def _explain_error(
+    text: str, e: LayoutError, calls: List[_Call], facts: Tuple[str, ...], want_repairs: bool, budget_s: float
+) -> Explanation:
+    undecided = isinstance(e, UndecidableConditionError)
+    cond = getattr(e, "condition", None)
+    cond_name = str(cond) if cond is not None else ""
+    ex = Explanation(text, "undecided" if undecided else "refused", message=str(e))
+    outer = calls[0] if calls else None
+    site = calls[-1] if calls else None
+    if site is not None:
+        ex.operation = site.name
+        ex.operands = tuple(_fmt(a) for a in site.args)
+        ex.chain = tuple(_call_text(c.name, c.args) for c in calls)
+    if isinstance(e, UndecidableConditionError):
+        ex.condition = cond_name
+        named = re.search(r" \(([^()]*)\); ", str(e))
+        ex.spec = named.group(1) if named else ""
+        ex.assumptions = (cond_name,) if getattr(e, "expr", None) is not None else ()
+        if site is not None:
+            _models(ex, e, site, facts)
+        if want_repairs and outer is not None and ex.assumptions:
+            ex.repairs = _assumption_repairs(outer, e, facts, budget_s)
+        return ex
+    ex.condition = cond_name
+    ex.spec = _SPEC.get(cond_name, "")
+    ex.witness = e.witness if isinstance(e, InadmissibleError) else None
+    if site is not None and _is_concrete(site.args):
+        ex.reproduction, pic_layout, mark, caption = reproduce(site, cond_name, ex.witness)
+        if pic_layout is not None:
+            ex.picture = picture(pic_layout, mark, caption)
+    if want_repairs and outer is not None and _is_concrete(outer.args):
+        ex.repairs = find_repairs(outer, budget_s)
+    return ex
+
+
+# ----------------------------------------------------------------------------- witness
+def _extend(A: Layout, x: int) -> int:
+    return int(A(x, extend=True))
+
+
+def reproduce(call: _Call, condition: str, witness: Any) -> Tuple[Reproduction, Optional[Layout], Any, str]:
+    """Re-evaluate the witness of ``condition`` at the operands of ``call``: the
+    reproduction, and what to draw (a layout, the coordinate to mark, a caption)."""
+    name, args = call.name, call.args
+    try:
+        if name == "composition" and len(args) == 2 and all(isinstance(a, Layout) for a in args):
+            return _repro_composition(args[0], args[1], condition, witness)
+        L = args[0] if args and isinstance(args[0], Layout) else None
+        if L is not None and type(witness) is int and 0 <= witness < L.size:
+            y = int(L(witness))
+            if condition == "non-negative strides":
+                return Reproduction(y < 0, f"{name}: L({witness}) = {y} is negative"), L, witness, "L"
+            if condition == "complement admissibility (stride chain)":
+                return _repro_chain(L, witness)
+            if condition == "injectivity (non-overlapping modes)":
+                v = L.eval_all().tolist()
+                other = [i for i, z in enumerate(v) if z == y and i != witness]
+                txt = f"L({witness}) = {y}" + (f" = L({other[0]})" if other else "")
+                return Reproduction(bool(other), txt + ": two coordinates share an offset"), L, witness, "L"
+            if condition == "upcast stride divisibility" and len(args) > 1 and type(args[1]) is int:
+                n = args[1]
+                d = y - int(L(0))
+                ok = d % n != 0 and n % d != 0 if d else False
+                return (
+                    Reproduction(ok, f"L({witness}) - L(0) = {d}: neither {d} nor {n} divides the other"),
+                    L,
+                    witness,
+                    "L",
+                )
+    except LayoutError:
+        pass
+    # no direct evaluation: the operation itself, run again, refuses with the same condition
+    try:
+        call.fn(*args)
+        return Reproduction(False, f"{name} succeeds when run again"), None, None, ""
+    except InadmissibleError as e2:
+        return (
+            Reproduction(e2.condition == condition, f"{name} refuses again: {e2.condition}"),
+            None,
+            None,
+            "",
+        )
+
+
+def _repro_composition(
+    A: Layout, B: Layout, condition: str, w: Any
+) -> Tuple[Reproduction, Optional[Layout], Any, str]:
+    fs, fd = B._flat()
+    if type(w) is not int or not 0 <= w < B.size:
+        return Reproduction(False, f"no witness coordinate ({w})"), B, None, "B"
+    crd: List[int] = []
+    p = 1
+    for s in fs:
+        crd.append((w // p) % s)
+        p *= s
+    nat = _fmt(_unflat(tuple(crd), B.shape)) if len(fs) > 1 else str(w)
+    bx = int(B(w))
+    if condition == "non-negative strides of B":
+        return Reproduction(bx < 0, f"B({w}) = {bx} is negative: outside A's domain"), B, w, "B"
+    if condition == "disjointness of B's modes in A":
+        truth = _extend(A, bx)
+        naive = sum(_extend(A, c * d) for c, d in zip(crd, fd))
+        by_mode = make_layout(*[ops.composition(A, Layout(s, d)) for s, d in zip(fs, fd)])
+        pic = Layout(_unflat(by_mode.shape, B.shape), _unflat(by_mode.stride, B.shape))
+        return (
+            Reproduction(
+                truth != naive,
+                f"at coordinate {w} = {nat} of B: A(B({w})) = A({bx}) = {truth}, but composing B mode by "
+                f"mode gives {naive}",
+            ),
+            pic,
+            w,
+            f"B composed mode by mode (CuTe C++, PyCuTe, pycute); * marks {w}, where A(B({w})) = {truth}",
+        )
+    if condition in ("stride divisibility", "shape divisibility"):
+        ks = [k for k, c in enumerate(crd) if c]
+        k = ks[0] if len(ks) == 1 else 0
+        n, r, j = fs[k], fd[k], crd[k]
+        import numpy as np
+
+        v = np.array([_extend(A, r * i) for i in range(n)], dtype=np.int64)
+        rec, first = ops.recognize_layout_fn(v)
+        lo = max(0, j - 2)
+        shown = ", ".join(f"A({r * i}) = {int(v[i])}" for i in range(lo, min(n, j + 2)))
+        leaf = f"leaf {k} ({n}:{r})" if len(fs) > 1 else f"B = {n}:{r}"
+        return (
+            Reproduction(
+                rec is None and first == j,
+                f"{leaf} of B: j -> A({r}*j) is no layout's function of size {n}: it stops being one at "
+                f"j = {j} ({shown})",
+            ),
+            Layout(n, r),
+            j,
+            f"the leaf {n}:{r} of B; * marks j = {j}",
+        )
+    return Reproduction(False, f"no evaluation for {condition}"), B, w, "B"
+
+
+def _unflat(flat: Any, profile: Any) -> Any:
+    it = iter(flat if isinstance(flat, tuple) else (flat,))
+
+    def go(p: Any) -> Any:
+        if isinstance(p, tuple):
+            return tuple(go(q) for q in p)
+        return next(it)
+
+    return go(profile)
+
+
+def _repro_chain(L: Layout, w: int) -> Tuple[Reproduction, Optional[Layout], Any, str]:
+    fs, fd = L._flat()
+    modes = sorted((d, s) for s, d in zip(fs, fd) if s != 1 and d != 0)
+    d_w = int(L(w)) - int(L(0))
+    cur = 1
+    for d, s in modes:
+        if d == d_w:
+            break
+        cur = s * d
+    ok = d_w % cur != 0
+    small = sorted({int(x) for x in L.eval_all().tolist() if 0 <= x < d_w})
+    missing = next((g for g in range(d_w) if g not in small), None)
+    txt = f"L({w}) = {d_w} is not a multiple of {cur}, the extent the modes of smaller stride cover" + (
+        f"; offset {missing} lies below it and is not in L's image, so C(1) = {missing}, and then "
+        f"(L, C) is not injective"
+        if missing is not None
+        else ""
+    )
+    return Reproduction(ok, txt), L, w, "L"
+
+
+# ----------------------------------------------------------------------------- picture
+def picture(L: Layout, mark: Any, caption: str = "") -> str:
+    """The offsets of ``L`` as CuTe's ``print_layout`` draws them, the cell of the 1-D
+    coordinate ``mark`` written ``*v*``; past :data:`PICTURE_CELLS` a window around it.
+
+    >>> print(picture(Layout((2, 3), (1, 2)), 3, "demo"))
+    demo
+    (2,3):(1,2)
+           0   1   2
+         +---+---+---+
+      0  | 0 | 2 | 4 |
+         +---+---+---+
+      1  | 1 |*3*| 5 |
+         +---+---+---+
+    """
+    D = L
+    if type(L.shape) is tuple and L.rank > 2:
+        D = group_layout(L, 1, L.rank)
+    if type(D.shape) is not tuple or D.rank == 1:
+        M, N = 1, D.size
+    else:
+        M, N = D[0].size, D[1].size
+    m0, n0 = (mark % M, mark // M) if type(mark) is int else (0, 0)
+    r0, r1, c0, c1 = 0, M, 0, N
+    if M * N > PICTURE_CELLS:
+        r0, r1 = max(0, m0 - 3), min(M, m0 + 4)
+        c0, c1 = max(0, n0 - 3), min(N, n0 + 4)
+    import numpy as np
+
+    if M * N <= PICTURE_CELLS:
+        grid = layout_grid(D)
+    else:
+        grid = np.array([[int(D(m + n * M)) for n in range(c0, c1)] for m in range(r0, r1)])
+        grid = np.pad(grid, ((r0, 0), (c0, 0)))
+    w = max(len(str(int(v))) for v in grid[r0:r1, c0:c1].ravel()) + 2
+    out = [caption] if caption else []
+    out.append(str(L) + (f"  (rows {r0}..{r1 - 1}, columns {c0}..{c1 - 1})" if M * N > PICTURE_CELLS else ""))
+    out.append("      " + " ".join(f"{n:>{w - 1}} " for n in range(c0, c1)).rstrip())
+    rule = "     +" + "+".join("-" * w for _ in range(c0, c1)) + "+"
+    out.append(rule)
+    for m in range(r0, r1):
+        cells = []
+        for n in range(c0, c1):
+            v = str(int(grid[m, n]))
+            cells.append(
+                f"{'*' + v + '*':>{w}}" if (m, n) == (m0, n0) and type(mark) is int else f"{v:>{w - 1}} "
+            )
+        out.append(f"{m:>3}  |" + "|".join(cells) + "|")
+        out.append(rule)
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- repairs
+def _admissible(fn: Callable[..., Any], name: str, args: Tuple[Any, ...]) -> Optional[Tuple[Any, str]]:
+    """The value and the post-condition's status when ``fn(*args)`` is admissible and meets
+    its post-condition, else None."""
+    try:
+        v = fn(*args)
+    except LayoutError:
+        return None
+    try:
+        r = postcondition(name, v, *args)
+    except LayoutError:
+        return None
+    return (v, r.status) if r.status == "proved" else None
+
+
+def _variants(call: _Call) -> Iterator[Tuple[float, str, str, str, Tuple[Any, ...]]]:
+    """Candidate repairs ``(cost, kind, text, operation, args)``, cheapest first per kind."""
+    name, args = call.name, call.args
+    # 1. coalesce an operand first (same function, fewer modes)
+    for i, a in enumerate(args):
+        if isinstance(a, Layout):
+            c = ops.coalesce(a)
+            if str(c) != str(a):
+                yield 1.0, "coalesce", f"coalesce operand {i + 1} first: {a} -> {c}", name, _put(args, i, c)
+    # 2. a different operation that likely means what was wanted
+    alt = {"logical_divide": ("zipped_divide", "tiled_divide"), "zipped_divide": ("logical_divide",)}
+    if name in ("logical_divide", "zipped_divide") and len(args) == 2 and isinstance(args[1], Layout):
+        T = args[1]
+        s, _d = top_modes(T)
+        if isinstance(args[0], Layout) and len(s) <= args[0].rank:
+            yield (
+                1.5,
+                "operation",
+                f"divide mode by mode with the tuple tiler {_fmt(s)} (shape only)",
+                name,
+                (args[0], s),
+            )
+    for other in alt.get(name, ()):
+        yield 2.5, "operation", f"use {other} instead of {name}", other, args
+    if name in ("blocked_product", "logical_product") and len(args) == 2 and isinstance(args[0], Layout):
+        pass
+    # 3. change one extent (the nearest admissible value, smaller or larger)
+    for i, a in enumerate(args):
+        if isinstance(a, Layout):
+            fs, fd = a._flat()
+            for k, s in enumerate(fs):
+                for t, kind in _near(s):
+                    fs2 = fs[:k] + (t,) + fs[k + 1 :]
+                    L2 = Layout(_unflat(fs2, a.shape), a.stride)
+                    rel = abs(t - s) / s
+                    yield (
+                        2.0 + rel if kind == "pad" else 2.2 + rel,
+                        kind,
+                        f"{kind} extent {s} of operand {i + 1} (leaf {k}) to {t}",
+                        name,
+                        _put(args, i, L2),
+                    )
+        elif type(a) is int and i > 0:
+            for t, kind in _near(a):
+                yield (
+                    2.0 + abs(t - a) / a,
+                    "pad" if kind == "pad" else "shrink",
+                    f"use {t} instead of {a}",
+                    name,
+                    _put(args, i, t),
+                )
+        elif isinstance(a, tuple) and i > 0 and all(type(x) is int for x in a):
+            for k, x in enumerate(a):
+                for t, kind in _near(x):
+                    yield (
+                        2.0 + abs(t - x) / x,
+                        kind,
+                        f"tiler entry {k}: {t} instead of {x}",
+                        name,
+                        _put(args, i, a[:k] + (t,) + a[k + 1 :]),
+                    )
+    # 4. change one stride (the nearest admissible value)
+    for i, a in enumerate(args):
+        if isinstance(a, Layout):
+            fs, fd = a._flat()
+            for k, d in enumerate(fd):
+                if fs[k] == 1 or d == 0:
+                    continue
+                for t in sorted({d + 1, d - 1, _next_pow2(abs(d))} - {d, 0}, key=lambda t: abs(t - d)):
+                    if t < 0 <= d:
+                        continue
+                    fd2 = fd[:k] + (t,) + fd[k + 1 :]
+                    L2 = Layout(a.shape, _unflat(fd2, a.shape))
+                    yield (
+                        3.0 + abs(t - d) / max(1, abs(d)),
+                        "stride",
+                        f"stride {d} of operand {i + 1} (leaf {k}) -> {t}",
+                        name,
+                        _put(args, i, L2),
+                    )
+    # 5. reorder the top modes of an operand
+    for i, a in enumerate(args):
+        if isinstance(a, Layout) and type(a.shape) is tuple and 2 <= a.rank <= 4:
+            s, d = top_modes(a)
+            for perm in itertools.permutations(range(a.rank)):
+                if list(perm) == sorted(perm):
+                    continue
+                L2 = Layout(tuple(s[p] for p in perm), tuple(d[p] for p in perm))
+                yield (
+                    4.0,
+                    "reorder",
+                    f"reorder the modes of operand {i + 1}: {a} -> {L2}",
+                    name,
+                    _put(args, i, L2),
+                )
+
+
+def _next_pow2(x: int) -> int:
+    p = 1
+    while p < x:
+        p *= 2
+    return p
+
+
+def _near(s: int, span: int = 64) -> List[Tuple[int, str]]:
+    """Nearby extents: every value below (largest first) and above (smallest first), up to
+    ``span`` away, interleaved by distance, so that the first admissible one each side is
+    found first."""
+    out: List[Tuple[int, str]] = []
+    for k in range(1, span + 1):
+        if s + k <= 2 * s + 64:
+            out.append((s + k, "pad"))
+        if s - k >= 1:
+            out.append((s - k, "shrink"))
+    return out
+
+
+def _put(args: Tuple[Any, ...], i: int, v: Any) -> Tuple[Any, ...]:
+    return args[:i] + (v,) + args[i + 1 :]
+
+
+def find_repairs(call: _Call, budget_s: float = REPAIR_BUDGET_S, limit: int = MAX_REPAIRS) -> List[Repair]:
+    """Repairs of the refused ``call``: each candidate of :func:`_variants` is run, and
+    kept when admissible and its post-condition is proved; at most one per (kind, place),
+    the nearest; ranked by cost."""
+    names = _names()
+    t_end = time.perf_counter() + budget_s
+    found: Dict[Tuple[str, str], Repair] = {}
+    seen: set = set()
+    for cost, kind, text, op, args in _variants(call):
+        if time.perf_counter() > t_end:
+            break
+        key = (kind, text.split(" to ")[0].split(" instead")[0].split(" -> ")[0])
+        if key in found:
+            continue
+        expr = _call_text(op, args)
+        if expr in seen:
+            continue
+        seen.add(expr)
+        fn = names.get(op)
+        if fn is None:
+            continue
+        got = _admissible(fn, op, args)
+        if got is None:
+            continue
+        found[key] = Repair(kind, text, expr, _fmt(got[0]), round(cost, 3), got[1])
+    out = sorted(found.values(), key=lambda r: r.cost)
+    return out[:limit]
+
+
+# ----------------------------------------------------------------------------- symbolic
+def _sub(x: Any, values: Dict[str, int]) -> Any:
+    if isinstance(x, Layout):
+        return x.subs(**{k: v for k, v in values.items() if k in {s.name for s in _free(x)}})
+    if isinstance(x, tuple):
+        return tuple(_sub(e, values) for e in x)
+    if hasattr(x, "free_symbols") and hasattr(x, "subs"):
+        return x.subs({s: values[s.name] for s in x.free_symbols if s.name in values})
+    return x
+
+
+def _free(x: Any) -> set:
+    if isinstance(x, Layout):
+        fs, fd = x._flat()
+        out: set = set()
+        for v in fs + fd:
+            out |= set(getattr(v, "free_symbols", ()))
+        return out
+    if isinstance(x, tuple):
+        o: set = set()
+        for e in x:
+            o |= _free(e)
+        return o
+    return set(getattr(x, "free_symbols", ()))
+
+
+def _models(ex: Explanation, e: UndecidableConditionError, site: _Call, facts: Tuple[str, ...]) -> None:
+    """A model of the facts where the condition holds and one where it fails, found by
+    search over small values and confirmed by running the integer operation."""
+    c = e.expr
+    if c is None:
+        return
+    syms = sorted(c.free_symbols | _free(site.args), key=lambda s: s.name)
+    if not syms or len(syms) > 3:
+        return
+    fx = [symbolic.parse_expr(f) for f in facts]
+    names = [s.name for s in syms]
+    for vals in itertools.product(range(1, 130), repeat=len(syms)):
+        if ex.holds is not None and ex.fails is not None:
+            break
+        asg = dict(zip(names, vals))
+        if not all(symbolic.exact_value(f, asg) is True for f in fx):
+            continue
+        v = symbolic.exact_value(c, asg)
+        if v is True and ex.holds is None:
+            ex.holds = Model(asg, True, _run_at(site, asg))
+        elif v is False and ex.fails is None:
+            ex.fails = Model(asg, False, _run_at(site, asg))
+
+
+def _run_at(site: _Call, asg: Dict[str, int]) -> str:
+    try:
+        r = site.fn(*_sub(site.args, asg))
+        return f"{_call_text(site.name, _sub(site.args, asg))} = {_fmt(r)}"
+    except InadmissibleError as e2:
+        return f"{_call_text(site.name, _sub(site.args, asg))} refuses: {e2.condition} (witness {e2.witness})"
+    except LayoutError as e2:
+        return f"{_call_text(site.name, _sub(site.args, asg))}: {type(e2).__name__}"
+
+
+def _assumption_repairs(
+    outer: _Call, e: UndecidableConditionError, facts: Tuple[str, ...], budget_s: float
+) -> List[Repair]:
+    """The weakest assumption (the undecided condition itself, and what the operation asks
+    for next under it), then simpler sufficient ones (``M % k == 0``, ``M >= k``), each
+    proved by Z3 to imply the condition and checked by running the operation and its
+    post-condition under it."""
+    from layoutproof.symbolic import solver
+
+    t_end = time.perf_counter() + max(budget_s, 2.0)
+    out: List[Repair] = []
+    need: List[str] = []
+    err: Optional[UndecidableConditionError] = e
+    value: Any = None
+    for _ in range(4):  # the condition, and those it uncovers
+        if err is None or err.expr is None:
+            break
+        need.append(str(err.condition))
+        try:
+            with symbolic.assuming(*facts, *need):
+                value = outer.fn(*outer.args)
+            err = None
+        except UndecidableConditionError as e2:
+            err = e2
+        except LayoutError:
+            break
+    if err is None and value is not None:
+        status = _post_under(outer, value, facts + tuple(need))
+        if status == "proved":
+            words = (
+                "the condition the operation needs"
+                if len(need) == 1
+                else "the conditions it asks for, in turn"
+            )
+            out.append(
+                Repair(
+                    "assume",
+                    f"assume {' and '.join(need)} ({words})",
+                    _call_text(outer.name, outer.args),
+                    _fmt(value),
+                    0.0,
+                    status,
+                    tuple(need),
+                )
+            )
+    # simpler candidates (x % k == 0, x >= k for the numbers of the conditions), each run with
+    # its post-condition proved under it
+    sp = symbolic.sympy_module()
+    exprs = [c for c in (e.expr, err.expr if err is not None else None) if c is not None]
+    nums = {int(abs(n)) for c in exprs for n in c.atoms(sp.Integer) if abs(n) > 1}
+    nums |= {
+        v
+        for a in outer.args
+        if isinstance(a, Layout)
+        for v in a._flat()[0]
+        if type(v) is int and 1 < v <= 4096
+    }
+    nums |= {
+        v
+        for a in outer.args
+        for v in (a if isinstance(a, tuple) else (a,))
+        if type(v) is int and 1 < v <= 4096
+    }
+    syms = sorted({x.name for c in exprs for x in c.free_symbols})
+    for x in syms:
+        for k in sorted(nums):
+            for cand in (f"{x} % {k} == 0", f"{x} >= {k}"):
+                if time.perf_counter() > t_end:
+                    break
+                try:
+                    with symbolic.assuming(*facts, cand):
+                        val = outer.fn(*outer.args)
+                except LayoutError:
+                    continue
+                st = _post_under(outer, val, facts + (cand,))
+                if st == "proved":
+                    out.append(
+                        Repair(
+                            "assume",
+                            f"assume {cand}",
+                            _call_text(outer.name, outer.args),
+                            _fmt(val),
+                            1.0,
+                            st,
+                            (cand,),
+                        )
+                    )
+    # weakest first: a repair whose assumption Z3 proves to follow from another's is weaker
+    weakest: Dict[int, bool] = {}
+    for r in out:
+        mine = [symbolic.parse_expr(c) for c in r.assumptions]
+        claim = sp.And(*mine)
+        weaker = 0
+        for o in out:
+            if o is r:
+                continue
+            v = solver.prove(
+                claim,
+                [*(symbolic.parse_expr(c) for c in o.assumptions), *(symbolic.parse_expr(f) for f in facts)],
+            )
+            if v.status == "proved":
+                weaker += 1
+        r.cost = float(len(out) - weaker) + (0.0 if r.cost == 0.0 else 0.5)
+        weakest[id(r)] = weaker == len(out) - 1 and len(out) > 1
+    out.sort(key=lambda r: r.cost)
+    if out and weakest[id(out[0])]:
+        out[0].text += " -- the weakest found: Z3 proves it follows from each of the others"
+    return out[:MAX_REPAIRS]
+
+
+def _post_under(call: _Call, value: Any, facts: Tuple[str, ...]) -> str:
+    try:
+        with symbolic.assuming(*facts):
+            return postcondition(call.name, value, *call.args, assume=facts).status
+    except LayoutError as e:
+        return f"error: {e}"
+
+
+# ----------------------------------------------------------------------------- steps
+def derivation(text: str, names: Optional[Dict[str, Callable[..., Any]]] = None) -> List[Step]:
+    """The steps of the outermost divide, product or composition in ``text``, each
+    intermediate layout computed (the complement, the concatenation, the composition, the
+    regrouping); the last step's value is the expression's value."""
+    from layoutproof.notation import parse_call
+
+    names = names or _names()
+    fn, args = parse_call(text, names)
+    name = fn.__name__
+    return _steps(name, list(args), names)
+
+
+def _steps(name: str, args: List[Any], names: Dict[str, Callable[..., Any]]) -> List[Step]:
+    S: List[Step] = []
+
+    def step(op: str, xs: Sequence[Any], v: Any) -> Any:
+        S.append(Step(op, tuple(_fmt(x) for x in xs), _fmt(v)))
+        return v
+
+    if name in ("logical_divide", "zipped_divide", "tiled_divide", "flat_divide") and len(args) == 2:
+        L, T = args
+        if isinstance(T, (tuple, list)):
+            for i, t in enumerate(T):
+                sub = Layout(top_modes(L)[0][i], top_modes(L)[1][i])
+                S.extend(_steps("logical_divide", [sub, t], names))
+        else:
+            B = ops._tiler_layout(T, name) if not isinstance(T, Layout) else T
+            C = step("complement", [B, L.size], ops.complement(B, L.size))
+            BC = step("make_layout", [B, C], make_layout(B, C))
+            step("composition", [L, BC], ops.composition(L, BC))
+        if name != "logical_divide":
+            step(name, args, names[name](*args))
+        return S
+    if (
+        name
+        in (
+            "logical_product",
+            "zipped_product",
+            "tiled_product",
+            "flat_product",
+            "blocked_product",
+            "raked_product",
+        )
+        and len(args) == 2
+    ):
+        A, T = args
+        if isinstance(T, (tuple, list)) or name in ("blocked_product", "raked_product"):
+            step(name, args, names[name](*args))
+            return S
+        B = ops._tiler_layout(T, name) if not isinstance(T, Layout) else T
+        C = step("complement", [A, A.size * B.cosize], ops.complement(A, A.size * B.cosize))
+        CB = step("composition", [C, B], ops.composition(C, B))
+        step("make_layout", [A, CB], make_layout(A, CB))
+        if name != "logical_product":
+            step(name, args, names[name](*args))
+        return S
+    if name == "composition" and len(args) == 2 and all(isinstance(a, Layout) for a in args):
+        A, B = args
+        cA = step("coalesce", [A], ops.coalesce(A))
+        fs, fd = B._flat()
+        if len(fs) > 1:
+            for s, d in zip(fs, fd):
+                step("composition", [cA, Layout(s, d)], ops.composition(A, Layout(s, d)))
+        step("composition", [A, B], ops.composition(A, B))
+        return S
+    step(name, args, names[name](*args))
+    return S
+
+
+# ----------------------------------------------------------------------------- emit
+def _cpp(c: Any, static: bool) -> str:
+    sp = symbolic.sympy_module()
+
+    def go(x: Any) -> str:
+        if isinstance(x, sp.Integer):
+            return f"Int<{int(x)}>{{}}" if static else str(int(x))
+        if isinstance(x, sp.Symbol):
+            return x.name
+        if isinstance(x, sp.Mod):
+            return f"({go(x.args[0])} % {go(x.args[1])})"
+        if isinstance(x, sp.Add):
+            return "(" + " + ".join(go(a) for a in x.args) + ")"
+        if isinstance(x, sp.Mul):
+            return "(" + " * ".join(go(a) for a in x.args) + ")"
+        rel = {sp.Eq: "==", sp.Ne: "!=", sp.Le: "<=", sp.Lt: "<", sp.Ge: ">=", sp.Gt: ">"}
+        for k, op in rel.items():
+            if isinstance(x, k):
+                return f"({go(x.args[0])} {op} {go(x.args[1])})"
+        if isinstance(x, sp.And):
+            return "(" + " && ".join(go(a) for a in x.args) + ")"
+        if isinstance(x, sp.Or):
+            return "(" + " || ".join(go(a) for a in x.args) + ")"
+        if isinstance(x, sp.Not):
+            return f"!{go(x.args[0])}"
+        raise MalformedLayoutError(f"no C++ form for {show(x)}")
+
+    return go(c)
+
+
+def _divby(c: Any) -> Optional[Tuple[str, int]]:
+    """``(name, k)`` when ``c`` says ``name % k == 0``."""
+    sp = symbolic.sympy_module()
+    if isinstance(c, sp.Eq) and c.args[1] == 0 and isinstance(c.args[0], sp.Mod):
+        a, b = c.args[0].args
+        if isinstance(a, sp.Symbol) and isinstance(b, sp.Integer):
+            return a.name, int(b)
+    return None
+
+
+def render_assumptions(
+    conds: Sequence[str], emit: str, *, what: str = "assumption", static: Sequence[str] = ()
+) -> str:
+    """Assumptions (Python syntax, as ``UndecidableConditionError.condition``) as code:
+    ``"dsl"`` -- ``x = cute.assume(x, divby=k)`` for divisibility, a host-side ``assert``
+    otherwise; ``"cpp"`` -- ``CUTE_STATIC_ASSERT_V`` when every symbol is in ``static``, else
+    a runtime check; ``"python"`` -- a guard function raising ``ValueError``.
+
+    >>> print(render_assumptions(["M % 64 == 0"], "dsl"))
+    M = cute.assume(M, divby=64)
+    >>> print(render_assumptions(["M % 64 == 0"], "cpp", static=["M"]))
+    CUTE_STATIC_ASSERT_V((M % Int<64>{}) == Int<0>{});
+    >>> print(render_assumptions(["M % 64 == 0"], "cpp"))
+    CUTE_RUNTIME_ASSERT(((M % 64) == 0));
+    """
+    if emit not in EMITS[1:]:
+        raise MalformedLayoutError(f"render_assumptions: emit must be dsl, cpp or python, got {show(emit)}")
+    if not conds:
+        return {
+            "dsl": "# no assumptions needed",
+            "cpp": "// no assumptions needed",
+            "python": "# no assumptions needed",
+        }[emit]
+    parsed = [(t, symbolic.parse_expr(t)) for t in conds]
+    lines: List[str] = []
+    if emit == "python":
+        syms = sorted({s.name for _t, c in parsed for s in c.free_symbols})
+        lines.append(f"def guard({', '.join(f'{s}: int' for s in syms)}) -> None:")
+        lines.append(f'    """Raise ValueError unless the assumptions of {what} hold."""')
+        for t, c in parsed:
+            lines.append(f"    if not ({symbolic.as_python(c)}):")
+            lines.append(f"        raise ValueError({(what + ': needs ' + t)!r})")
+        return "\n".join(lines)
+    for _t, c in parsed:
+        if emit == "dsl":
+            dv = _divby(c)
+            if dv is not None:
+                lines.append(f"{dv[0]} = cute.assume({dv[0]}, divby={dv[1]})")
+            else:
+                lines.append(f"# {what}: needs {symbolic.as_python(c)}")
+                lines.append("# check on the host, before the kernel is traced:")
+                lines.append(f"assert {symbolic.as_python(c)}, {what!r}")
+        else:
+            names = {s.name for s in c.free_symbols}
+            if names and names <= set(static):
+                dv = _divby(c)
+                if dv is not None:
+                    lines.append(f"CUTE_STATIC_ASSERT_V(({dv[0]} % Int<{dv[1]}>{{}}) == Int<0>{{}});")
+                else:
+                    lines.append(f"CUTE_STATIC_ASSERT_V({_cpp(c, True)});")
+            else:
+                lines.append(f"CUTE_RUNTIME_ASSERT({_cpp(c, False)});")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- text
+def _text(ex: Explanation) -> str:
+    out: List[str] = [f"expression: {ex.expression}"]
+    if ex.status == "ok":
+        out.append(f"result: {ex.result}")
+        if ex.used:
+            out.append(f"assuming: {', '.join(ex.used)}")
+        if ex.steps:
+            out.append("steps:")
+            out += [f"  {i + 1}. {s.text}" for i, s in enumerate(ex.steps)]
+        return "\n".join(out)
+    out.append(f"{ex.status}: {ex.operation}({', '.join(ex.operands)})" if ex.operation else ex.status)
+    if len(ex.chain) > 1:
+        out.append("inside: " + " -> ".join(ex.chain))
+    out.append(f"condition: {ex.condition}")
+    if ex.spec:
+        out.append(f"  ({ex.spec})")
+    out.append(f"why: {ex.message}")
+    if ex.witness is not None:
+        out.append(f"witness: {ex.witness}")
+    if ex.reproduction is not None:
+        out.append(
+            f"checked: {ex.reproduction.text}" + ("" if ex.reproduction.holds else " (NOT reproduced)")
+        )
+    if ex.picture:
+        out += ["", ex.picture, ""]
+    if ex.holds is not None:
+        out.append(f"holds at {_vals(ex.holds.values)}: {ex.holds.confirmed}")
+    if ex.fails is not None:
+        out.append(f"fails at {_vals(ex.fails.values)}: {ex.fails.confirmed}")
+    if ex.assumptions:
+        out.append("to settle it, assume: " + " and ".join(ex.assumptions))
+    if ex.repairs:
+        out.append("repairs (each run and its post-condition proved):")
+        for i, r in enumerate(ex.repairs):
+            out.append(f"  {i + 1}. [{r.kind}] {r.text}")
+            out.append(f"     {r.expression} = {r.result}")
+    else:
+        out.append("repairs: none found within the budget")
+    return "\n".join(out)
+
+
+def _vals(v: Dict[str, int]) -> str:
+    return ", ".join(f"{k} = {x}" for k, x in sorted(v.items()))
+
+
+# ----------------------------------------------------------------------------- CLI
+def main(argv: Optional[List[str]] = None) -> int:
+    """``layoutproof explain "<expr>" [--steps] [--emit dsl|cpp|python] [--assume C] [--json]``.
+    Exit status: 0 the expression evaluates, 1 refused or undecided (explained), 2 errors."""
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(
+        prog="layoutproof explain",
+        description="Explain why an expression is refused (condition, witness, picture) and offer "
+        "repairs that are run and proven first. Exit status: 0 ok, 1 refused or undecided, 2 errors.",
+    )
+    p.add_argument("expr", help='e.g. "composition((6,2):(1,7), (3,2):(2,3))"')
+    p.add_argument("--steps", action="store_true", help="for a success: the derivation step by step")
+    p.add_argument("--emit", choices=EMITS[1:], help="print the assumptions used or needed as code")
+    p.add_argument(
+        "--static",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a symbol that is static in C++ (repeatable)",
+    )
+    p.add_argument(
+        "--assume", action="append", default=[], metavar="COND", help='e.g. "M %% 64 == 0" (repeatable)'
+    )
+    p.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    args = p.parse_args(argv)
+    try:
+        ex = explain(args.expr, steps=args.steps, assume=args.assume)
+        if args.emit:
+            text = render_assumptions(ex.needed(), args.emit, what=ex._label(), static=args.static)
+        elif args.json:
+            text = json.dumps(ex.to_dict(), indent=2)
+        else:
+            text = ex.render("text")
+    except LayoutError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0 if ex.status == "ok" else 1
