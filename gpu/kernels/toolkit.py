@@ -34,7 +34,7 @@ from layoutproof.layout import top_modes
 
 from ..config import DTYPES, OUT_DTYPES, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
-from ..proof import kir, lower
+from ..proof import kir, lower, obligations
 from ..proof.record import ProofLog
 
 __all__ = [
@@ -630,7 +630,7 @@ def finish(
     """Discharge the kernel's IR obligations into ``log`` and print it with its header (the
     obligations and the coverage line).  ``protocol`` reads the mbarrier operations from the
     IR and proves them, returning how many it covered."""
-    rep = kir.discharge(k, log)
+    rep = obligations.discharge(k, log)
     if protocol is not None:
         rep.barriers_covered += protocol(k)
     if rep.accesses_covered != rep.accesses or rep.barriers_covered != rep.barriers:

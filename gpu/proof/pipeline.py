@@ -43,7 +43,7 @@ __all__ = ["check_pipeline", "prove_pipeline"]
 
 _ACQ, _REL = 0, 1
 
-# a state of the model (see _explore): producer pcs, in-flight copies (issuer, k-tile,
+# a state of the model (see _Pipeline.start): producer pcs, in-flight copies (issuer, k-tile,
 # destination CTA), consumer pcs, then per (CTA, stage) the full phase, full arrived, full
 # parts landed, empty phase, empty pending, and the k-tile held per (CTA, stage, part)
 _Ints = Tuple[int, ...]
@@ -117,6 +117,24 @@ def check_pipeline(
     ...
     layoutproof.gpu.errors.ProofFailedError: pipeline (...): deadlock with the producers at ...
     """
+    E = _check_parameters(stages, consumers, tiles, k_tiles, ctas, empty_count, remote_release)
+    model = _Pipeline(
+        stages, consumers, tiles, k_tiles, ctas, E, producer_parity, consumer_parity, remote_release
+    )
+    return model.explore(max_states)
+
+
+def _check_parameters(
+    stages: int,
+    consumers: int,
+    tiles: int,
+    k_tiles: int,
+    ctas: int,
+    empty_count: Optional[int],
+    remote_release: bool,
+) -> int:
+    """The model's sizes checked (else :class:`ProofFailedError`, condition ``model
+    parameters``); returns the empty barriers' expected arrival count."""
     for nm, v, lo in (
         ("stages", stages, 1),
         ("consumers", consumers, 1),
@@ -132,61 +150,109 @@ def check_pipeline(
         raise ProofFailedError(
             f"check_pipeline: ctas={ctas}: clusters of 1 or 2 CTAs", condition="model parameters"
         )
-    S, N, C = stages, consumers, ctas
+    N, C = consumers, ctas
     E = (N * C if remote_release else N) if empty_count is None else empty_count
     if type(E) is not int or E < 1:
         raise ProofFailedError(
             f"check_pipeline: empty_count={empty_count!r} must be an int >= 1", condition="model parameters"
         )
-    T = tiles * k_tiles
-    progs = [_consumer_program(tiles, k_tiles, C, own, remote_release) for own in range(C)]
-    L = len(progs[0])
-    held = [[_held(pr, pc) for pc in range(L + 1)] for pr in progs]
-    # state: producer pcs (0..2T: even = wait empty of j = pc/2, odd = arrive + issue),
-    # in-flight copies {(issuer, j, destination)}, consumer pcs (CTA-major), and per
-    # (CTA, stage): full phase, full arrived, full parts landed, empty phase, empty pending,
-    # then the k-tile held by each (CTA, stage, part = issuing producer)
-    nbar = C * S
-    start: _State = (
-        (0,) * C,
-        frozenset(),
-        (0,) * (C * N),
-        (0,) * nbar,
-        (0,) * nbar,
-        (0,) * nbar,
-        (0,) * nbar,
-        (E,) * nbar,
-        (-1,) * (nbar * C),
-    )
-    seen = {start}
-    stack = [start]
+    return E
 
-    while stack:
-        state = stack.pop()
+
+class _Pipeline:
+    """The model behind :func:`check_pipeline`: its start state, the successors of a state
+    (each step of a producer, a copy completion, a consumer) and the exhaustive search."""
+
+    def __init__(
+        self,
+        stages: int,
+        consumers: int,
+        tiles: int,
+        k_tiles: int,
+        ctas: int,
+        empty_count: int,
+        producer_parity: int,
+        consumer_parity: int,
+        remote_release: bool,
+    ) -> None:
+        self.S, self.N, self.C, self.E = stages, consumers, ctas, empty_count
+        self.tiles, self.k_tiles = tiles, k_tiles
+        self.producer_parity, self.consumer_parity = producer_parity, consumer_parity
+        self.T = tiles * k_tiles
+        self.progs = [_consumer_program(tiles, k_tiles, ctas, own, remote_release) for own in range(ctas)]
+        self.L = len(self.progs[0])
+        self.held = [[_held(pr, pc) for pc in range(self.L + 1)] for pr in self.progs]
+
+    def start(self) -> _State:
+        """Producer pcs (0..2T: even = wait empty of j = pc/2, odd = arrive + issue), no copy
+        in flight, consumer pcs (CTA-major), and per (CTA, stage): full phase, full arrived,
+        full parts landed, empty phase, empty pending, then the k-tile held by each (CTA,
+        stage, part = issuing producer)."""
+        nbar = self.C * self.S
+        return (
+            (0,) * self.C,
+            frozenset(),
+            (0,) * (self.C * self.N),
+            (0,) * nbar,
+            (0,) * nbar,
+            (0,) * nbar,
+            (0,) * nbar,
+            (self.E,) * nbar,
+            (-1,) * (nbar * self.C),
+        )
+
+    def explore(self, max_states: int) -> int:
+        """Every reachable state, depth first; a state with no successor short of completion
+        is a deadlock.  Returns the number of states."""
+        start = self.start()
+        seen = {start}
+        stack = [start]
+        while stack:
+            state = stack.pop()
+            succ = self.producer_steps(state) + self.copy_completions(state) + self.consumer_steps(state)
+            if not succ:
+                self._check_done(state)
+                continue
+            for n in succ:
+                if n not in seen:
+                    seen.add(n)
+                    if len(seen) > max_states:
+                        raise ProofFailedError(
+                            f"pipeline model: more than {max_states} states", condition="model size"
+                        )
+                    stack.append(n)
+        return len(seen)
+
+    def _check_done(self, state: _State) -> None:
+        ppc, fly, cpc = state[0], state[1], state[2]
+        if any(p < 2 * self.T for p in ppc) or fly or any(p < self.L for p in cpc):
+            raise ProofFailedError(
+                f"pipeline (stages={self.S}, consumers={self.N}, ctas={self.C}, tiles={self.tiles}, "
+                f"k_tiles={self.k_tiles}): deadlock with the producers at steps {ppc} and the "
+                f"consumers at {cpc}",
+                condition="deadlock freedom",
+                witness=(ppc, cpc),
+            )
+
+    def producer_steps(self, state: _State) -> List[_State]:
+        """Each producer's next step: wait on its empty barrier, or arrive on its full
+        barrier and issue the copy into stage s of every CTA (no consumer may be reading it)."""
+        S, C = self.S, self.C
         ppc, fly, cpc, fph, farr, fland, eph, epend, cont = state
         succ: List[_State] = []
-        for c in range(C):  # producers
+        for c in range(C):
             pp = ppc[c]
-            if pp >= 2 * T:
+            if pp >= 2 * self.T:
                 continue
             j = pp // 2
             s = j % S
             b = c * S + s
             nppc = ppc[:c] + (pp + 1,) + ppc[c + 1 :]
             if pp % 2 == 0:  # wait empty[s] with parity ph ^ 1
-                if eph[b] % 2 != ((j // S) & 1) ^ producer_parity:
+                if eph[b] % 2 != ((j // S) & 1) ^ self.producer_parity:
                     succ.append((nppc, fly, cpc, fph, farr, fland, eph, epend, cont))
                 continue
-            for d in range(C):  # the copy writes stage s of every CTA
-                for i in range(N):
-                    if any(h % S == s for h in held[d][cpc[d * N + i]]):
-                        raise ProofFailedError(
-                            f"pipeline (stages={S}, ctas={C}): producer {c}'s copy of k-tile "
-                            f"{j} into CTA {d}'s stage {s} starts while consumer {i} there "
-                            f"still reads it",
-                            condition="no write while read",
-                            witness=(c, j, d, s, i),
-                        )
+            self._check_no_reader(c, j, s, cpc)
             arrived = list(farr)  # arrive.expect_tx on its own full barrier
             arrived[b] = 1
             nph, nl, nco = fph, fland, cont
@@ -196,7 +262,29 @@ def check_pipeline(
                 nl = fland[:b] + (0,) + fland[b + 1 :]
             nfly = fly | {(c, j, d) for d in range(C)}
             succ.append((nppc, nfly, cpc, nph, tuple(arrived), nl, eph, epend, nco))
-        for c, j, d in fly:  # copy completions, any order
+        return succ
+
+    def _check_no_reader(self, c: int, j: int, s: int, cpc: _Ints) -> None:
+        """Producer ``c``'s copy of k-tile ``j`` writes stage ``s`` of every CTA: no consumer
+        there may still read that stage."""
+        for d in range(self.C):
+            for i in range(self.N):
+                if any(h % self.S == s for h in self.held[d][cpc[d * self.N + i]]):
+                    raise ProofFailedError(
+                        f"pipeline (stages={self.S}, ctas={self.C}): producer {c}'s copy of k-tile "
+                        f"{j} into CTA {d}'s stage {s} starts while consumer {i} there "
+                        f"still reads it",
+                        condition="no write while read",
+                        witness=(c, j, d, s, i),
+                    )
+
+    def copy_completions(self, state: _State) -> List[_State]:
+        """Each copy in flight may land next (any order): its bytes count in the current
+        phase of the destination's full barrier, which completes with the last part."""
+        S, C = self.S, self.C
+        ppc, fly, cpc, fph, farr, fland, eph, epend, cont = state
+        succ: List[_State] = []
+        for c, j, d in fly:
             s = j % S
             b = d * S + s
             landed = list(fland)
@@ -216,34 +304,28 @@ def check_pipeline(
                 na = farr[:b] + (0,) + farr[b + 1 :]
                 landed[b] = 0
             succ.append((ppc, fly - {(c, j, d)}, cpc, nph, na, tuple(landed), eph, epend, tuple(holds)))
-        for a in range(C * N):  # consumers
+        return succ
+
+    def consumer_steps(self, state: _State) -> List[_State]:
+        """Each consumer's next action: acquire (wait on the full barrier, then read the
+        stage: it must hold this k-tile and no copy may be writing it), or release (arrive
+        on a CTA's empty barrier)."""
+        S, N, C, E = self.S, self.N, self.C, self.E
+        ppc, fly, cpc, fph, farr, fland, eph, epend, cont = state
+        succ: List[_State] = []
+        for a in range(C * N):
             pc = cpc[a]
-            if pc >= L:
+            if pc >= self.L:
                 continue
             d0 = a // N  # the consumer's own CTA
-            kind, j, d = progs[d0][pc]
+            kind, j, d = self.progs[d0][pc]
             s = j % S
             ncp = cpc[:a] + (pc + 1,) + cpc[a + 1 :]
             if kind == _ACQ:
                 b = d0 * S + s
-                if fph[b] % 2 == ((j // S) & 1) ^ consumer_parity:  # wait full[s]: not yet
+                if fph[b] % 2 == ((j // S) & 1) ^ self.consumer_parity:  # wait full[s]: not yet
                     continue
-                got = cont[b * C : (b + 1) * C]
-                if any(g != j for g in got):
-                    raise ProofFailedError(
-                        f"pipeline (stages={S}, ctas={C}): a consumer of CTA {d0} acquires "
-                        f"stage {s} for k-tile {j} but it holds k-tile(s) {got}",
-                        condition="acquire sees its own k-tile",
-                        witness=(d0, j, s),
-                    )
-                for c2, j2, dd in fly:
-                    if dd == d0 and j2 % S == s:
-                        raise ProofFailedError(
-                            f"pipeline (stages={S}, ctas={C}): a consumer of CTA {d0} reads "
-                            f"stage {s} while producer {c2}'s copy of k-tile {j2} writes it",
-                            condition="no read while write",
-                            witness=(d0, j, s),
-                        )
+                self._check_acquire(d0, j, s, cont[b * C : (b + 1) * C], fly)
                 succ.append((ppc, fly, ncp, fph, farr, fland, eph, epend, cont))
             else:  # release: arrive on CTA d's empty[s]
                 b = d * S + s
@@ -253,25 +335,29 @@ def check_pipeline(
                     ne[b] += 1
                     npd[b] = E
                 succ.append((ppc, fly, ncp, fph, farr, fland, tuple(ne), tuple(npd), cont))
-        if not succ:
-            if any(p < 2 * T for p in ppc) or fly or any(p < L for p in cpc):
+        return succ
+
+    def _check_acquire(
+        self, d0: int, j: int, s: int, got: _Ints, fly: FrozenSet[Tuple[int, int, int]]
+    ) -> None:
+        """A consumer of CTA ``d0`` acquiring stage ``s`` for k-tile ``j``: every part of the
+        stage holds ``j`` and no copy in flight writes it."""
+        S, C = self.S, self.C
+        if any(g != j for g in got):
+            raise ProofFailedError(
+                f"pipeline (stages={S}, ctas={C}): a consumer of CTA {d0} acquires "
+                f"stage {s} for k-tile {j} but it holds k-tile(s) {got}",
+                condition="acquire sees its own k-tile",
+                witness=(d0, j, s),
+            )
+        for c2, j2, dd in fly:
+            if dd == d0 and j2 % S == s:
                 raise ProofFailedError(
-                    f"pipeline (stages={S}, consumers={N}, ctas={C}, tiles={tiles}, "
-                    f"k_tiles={k_tiles}): deadlock with the producers at steps {ppc} and the "
-                    f"consumers at {cpc}",
-                    condition="deadlock freedom",
-                    witness=(ppc, cpc),
+                    f"pipeline (stages={S}, ctas={C}): a consumer of CTA {d0} reads "
+                    f"stage {s} while producer {c2}'s copy of k-tile {j2} writes it",
+                    condition="no read while write",
+                    witness=(d0, j, s),
                 )
-            continue
-        for n in succ:
-            if n not in seen:
-                seen.add(n)
-                if len(seen) > max_states:
-                    raise ProofFailedError(
-                        f"pipeline model: more than {max_states} states", condition="model size"
-                    )
-                stack.append(n)
-    return len(seen)
 
 
 @functools.cache

@@ -3,28 +3,39 @@
 Every obligation the GPU back end discharges before it emits source (an index expression
 equal to its layout, an offset inside its allocation, a thread-value map bijective onto
 its tile, a shared-memory access free of bank conflicts, an atom equal to the PTX table)
-is recorded as a :class:`Proof`.  A :class:`ProofLog` collects them; ``header()`` renders
-the comment that starts every emitted ``.cu`` file.
+is recorded as a :class:`Proof`: a :class:`layoutproof.outcome.Outcome` (the record shape
+the solver's verdicts and verify's results share) with status ``"proved"`` and the
+obligation's ``kind``, which tags its line.  A :class:`ProofLog` collects them;
+``header()`` renders the comment that starts every emitted ``.cu`` file.
 
 >>> log = ProofLog()
->>> _ = log.add("equal", "smem_a(row, col) == Sw<2,3,3> o (128,32):(32,1)", "exhaustive", 4096)
+>>> p = log.add("equal", "smem_a(row, col) == Sw<2,3,3> o (128,32):(32,1)", "exhaustive", 4096)
 >>> print(log.header().splitlines()[1])
 //   [equal] smem_a(row, col) == Sw<2,3,3> o (128,32):(32,1) -- exhaustive, 4096 cases
+>>> p.status, p.holds
+('proved', True)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List
+from typing import Any, Iterator, List, Optional
+
+from layoutproof.outcome import PROVED, Outcome
 
 __all__ = ["Proof", "ProofLog"]
 
 KINDS = ("equal", "bounds", "bijective", "banks", "atom", "fragment", "config", "protocol")
 
 
-@dataclass(frozen=True)
-class Proof:
-    """One discharged obligation.
+@dataclass(frozen=True, init=False)
+class Proof(Outcome):
+    """One discharged obligation: an :class:`~layoutproof.outcome.Outcome` that is always
+    ``"proved"`` (generation fails instead of recording anything else), tagged by its kind.
+
+    Built as ``Proof(kind, statement, method, cases)``; the other shared fields (``scope``,
+    ``seconds``, ...) may be given by keyword, so a record read back from ``__dict__`` (the
+    kernel cache) is rebuilt as it was.
 
     Attributes:
         kind: one of ``equal``, ``bounds``, ``bijective``, ``banks``, ``atom``,
@@ -36,14 +47,19 @@ class Proof:
         cases: points checked (0 for a symbolic proof).
     """
 
-    kind: str
-    statement: str
-    method: str
-    cases: int = 0
+    kind: str = ""
 
-    def line(self) -> str:
-        n = f", {self.cases} cases" if self.cases else ""
-        return f"[{self.kind}] {self.statement} -- {self.method}{n}"
+    def __init__(
+        self, kind: str, statement: str, method: str, cases: Optional[int] = 0, **shared: Any
+    ) -> None:
+        status = shared.pop("status", PROVED)
+        Outcome.__init__(self, status, statement, method, cases=int(cases or 0), **shared)
+        object.__setattr__(self, "kind", kind)
+
+    @property
+    def tag(self) -> str:
+        """The word in brackets that starts :meth:`line`: the obligation's kind."""
+        return self.kind
 
 
 @dataclass
@@ -52,10 +68,10 @@ class ProofLog:
 
     proofs: List[Proof] = field(default_factory=list)
 
-    def add(self, kind: str, statement: str, method: str, cases: int = 0) -> Proof:
+    def add(self, kind: str, statement: str, method: str, cases: Optional[int] = 0) -> Proof:
         if kind not in KINDS:
             raise ValueError(f"unknown proof kind {kind!r}; one of {KINDS}")
-        p = Proof(kind, statement, method, int(cases))
+        p = Proof(kind, statement, method, cases)
         self.proofs.append(p)
         return p
 
@@ -65,12 +81,12 @@ class ProofLog:
     def __len__(self) -> int:
         return len(self.proofs)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Proof]:
         return iter(self.proofs)
 
     @property
     def cases(self) -> int:
-        return sum(p.cases for p in self.proofs)
+        return sum(p.cases or 0 for p in self.proofs)
 
     def header(self, title: str = "proven before emission") -> str:
         """The C comment block listing every obligation (one per line)."""

@@ -153,148 +153,200 @@ def check_serial(
             raise ProofFailedError(f"check_serial: bad program step {op!r}", condition="model parameters")
     if sum(1 for op in prog if op[0] == "atomic") != 1:
         raise _fail(S, "one atomic per unit", "a unit's program must count itself once on the counter", prog)
-    L = len(prog)
-    fresh: _Unit = (0, 0, 0, False, _EMPTY, _EMPTY, None, _EMPTY, _EMPTY, -1)
-    # global: launch, counter, the set the counter's release sequence carries, planes
-    # stored in this launch, reducers so far in this launch
-    init = (0, start, _EMPTY, _EMPTY, 0, (fresh,) * S)
-    seen = {init}
-    stack = [init]
+    return _Serial(S, T, prog, launches, start).explore(max_states)
 
-    def skip(u: _Unit) -> _Unit:
+
+# the model's global state: launch, counter, the set the counter's release sequence carries,
+# planes stored in this launch, reducers so far in this launch, then every unit's state
+_Shared = Tuple[int, int, FrozenSet[int], FrozenSet[int], int]
+_SerialState = Tuple[int, int, FrozenSet[int], FrozenSet[int], int, Tuple[_Unit, ...]]
+_FRESH: _Unit = (0, 0, 0, False, _EMPTY, _EMPTY, None, _EMPTY, _EMPTY, -1)
+
+
+class _Serial:
+    """The model behind :func:`check_serial`: the successors of a state (one step of one
+    unit), the checks at the end of a launch, and the exhaustive search."""
+
+    def __init__(self, S: int, T: int, prog: Tuple[Op, ...], launches: int, start: int) -> None:
+        self.S, self.T, self.prog, self.L = S, T, prog, len(prog)
+        self.launches, self.start = launches, start
+
+    def explore(self, max_states: int) -> int:
+        """Every reachable state, depth first; at a state with no successor the launch
+        has ended (or deadlocked), and the next launch starts.  Returns the state count."""
+        init: _SerialState = (0, self.start, _EMPTY, _EMPTY, 0, (_FRESH,) * self.S)
+        seen = {init}
+        stack = [init]
+        while stack:
+            state = stack.pop()
+            succ = self.successors(state)
+            if not succ:
+                nxt = self.launch_end(state)
+                if nxt is not None and nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+                continue
+            for n in succ:
+                if n not in seen:
+                    seen.add(n)
+                    if len(seen) > max_states:
+                        raise _fail(self.S, "model size", f"more than {max_states} states", max_states)
+                    stack.append(n)
+        return len(seen)
+
+    def skip(self, u: _Unit) -> _Unit:
         """Past the reducer-only steps of a unit that does not reduce."""
         pc = u[0]
-        while pc < L and prog[pc][1] and u[2] == 2:
+        while pc < self.L and self.prog[pc][1] and u[2] == 2:
             pc += 1
         return (pc,) + u[1:]
 
-    while stack:
-        launch, ctr, pub, stored, nred, units = stack.pop()
-        succ = []
+    def successors(self, state: _SerialState) -> List[_SerialState]:
+        """The states after one step of one unit (each unit that can move)."""
+        launch, ctr, pub, stored, nred, units = state
+        succ: List[_SerialState] = []
         for i, u in enumerate(units):
-            pc, ri, role, pend, t0, allv, rel, obs, reads, bad = u
-            if pc >= L:
+            pc, role = u[0], u[2]
+            if pc >= self.L:
                 continue
-            kind, only_red, arg = prog[pc]
+            kind, only_red, _arg = self.prog[pc]
             if only_red and role != 1:
                 if role == 0:
                     raise _fail(
-                        S,
+                        self.S,
                         "branch on the atomic's result",
                         f"step {pc} ({kind}) runs only in the reducer but comes before the atomic",
                         pc,
                     )
                 continue  # (skip() moves non-reducers past these)
-            g = (launch, ctr, pub, stored, nred)
-            nu: Optional[_Unit] = None
-            if kind == "store":
-                g = (launch, ctr, pub, stored | {i}, nred)
-                nu = (pc + 1, 0, role, True, t0, allv, rel, obs, reads, bad)
-            elif kind == "bar":
-                joined = t0 | allv | (frozenset((i,)) if pend else _EMPTY)
-                nu = (pc + 1, 0, role, False, joined, joined, rel, obs, reads, bad)
-            elif kind == "fence":
-                nt0 = t0 | obs
-                nu = (pc + 1, 0, role, pend, nt0, allv, t0, obs, reads, bad)
-            elif kind == "atomic":
-                published = (t0 if arg in _RELEASE else _EMPTY) | (rel if rel is not None else _EMPTY)
-                nt0 = t0 | pub if arg in _ACQUIRE else t0
-                nobs = pub if arg not in _ACQUIRE else obs
-                is_red = ctr == T
-                nn = nred + (1 if is_red else 0)
-                if nn > 1:
-                    raise _fail(
-                        S,
-                        "one reducer per tile per launch",
-                        f"launch {launch + 1}: a second unit (unit {i}) reads {ctr} from the counter "
-                        "and reduces",
-                        (launch, i, ctr),
-                    )
-                if is_red and bad >= 0:
-                    raise _fail(
-                        S,
-                        "reducer reads each plane after its writer's release",
-                        f"launch {launch + 1}: unit {i} reduces but read plane {bad} before its "
-                        "atomic ordered it",
-                        (launch, i, bad),
-                    )
-                g = (launch, ctr + 1, pub | published, stored, nn)
-                nu = skip((pc + 1, 0, 1 if is_red else 2, pend, nt0, allv, rel, nobs, reads, bad))
-            elif kind == "read":
-                s = ri
-                ok = s in stored and s in allv
-                nbad = bad
-                if not ok:
-                    if role == 1:
-                        why = (
-                            "was not stored in this launch"
-                            if s not in stored
-                            else "its store is not ordered before the read"
-                        )
-                        raise _fail(
-                            S,
-                            "reducer reads each plane after its writer's release",
-                            f"launch {launch + 1}: the reducer (unit {i}) reads plane {s}, which {why}",
-                            (launch, i, s),
-                        )
-                    if bad < 0:
-                        nbad = s
-                nr = reads | {s}
-                nu = (
-                    (pc + 1, 0, role, pend, t0, allv, rel, obs, nr, nbad)
-                    if s + 1 >= S
-                    else (pc, s + 1, role, pend, t0, allv, rel, obs, nr, nbad)
-                )
-            else:  # reset
-                g = (launch, 0, _EMPTY, stored, nred)
-                nu = (pc + 1, 0, role, pend, t0, allv, rel, obs, reads, bad)
-            nus = units[:i] + (skip(nu),) + units[i + 1 :]
+            g, nu = self.step(i, u, (launch, ctr, pub, stored, nred))
+            nus = units[:i] + (self.skip(nu),) + units[i + 1 :]
             succ.append(g + (nus,))
-        if not succ:
-            if any(u[0] < L for u in units):
-                raise _fail(
-                    S,
-                    "deadlock freedom",
-                    f"launch {launch + 1}: stuck with the units at steps {[u[0] for u in units]}",
-                    [u[0] for u in units],
+        return succ
+
+    def step(self, i: int, u: _Unit, g: _Shared) -> Tuple[_Shared, _Unit]:
+        """Unit ``i`` runs its next step: the new shared state and its own."""
+        pc, ri, role, pend, t0, allv, rel, obs, reads, bad = u
+        launch, ctr, pub, stored, nred = g
+        kind = self.prog[pc][0]
+        if kind == "store":
+            return (launch, ctr, pub, stored | {i}, nred), (
+                pc + 1,
+                0,
+                role,
+                True,
+                t0,
+                allv,
+                rel,
+                obs,
+                reads,
+                bad,
+            )
+        if kind == "bar":
+            joined = t0 | allv | (frozenset((i,)) if pend else _EMPTY)
+            return g, (pc + 1, 0, role, False, joined, joined, rel, obs, reads, bad)
+        if kind == "fence":
+            return g, (pc + 1, 0, role, pend, t0 | obs, allv, t0, obs, reads, bad)
+        if kind == "atomic":
+            return self._atomic(i, u, g)
+        if kind == "read":
+            return g, self._read(i, u, g)
+        # reset
+        return (launch, 0, _EMPTY, stored, nred), (pc + 1, 0, role, pend, t0, allv, rel, obs, reads, bad)
+
+    def _atomic(self, i: int, u: _Unit, g: _Shared) -> Tuple[_Shared, _Unit]:
+        """The fetch-and-add: its order publishes (release) and observes (acquire) what
+        the counter's release sequence carries; the unit reduces iff it read the threshold."""
+        pc, _ri, _role, pend, t0, allv, rel, obs, reads, bad = u
+        launch, ctr, pub, stored, nred = g
+        arg = self.prog[pc][2]
+        published = (t0 if arg in _RELEASE else _EMPTY) | (rel if rel is not None else _EMPTY)
+        nt0 = t0 | pub if arg in _ACQUIRE else t0
+        nobs = pub if arg not in _ACQUIRE else obs
+        is_red = ctr == self.T
+        nn = nred + (1 if is_red else 0)
+        if nn > 1:
+            raise _fail(
+                self.S,
+                "one reducer per tile per launch",
+                f"launch {launch + 1}: a second unit (unit {i}) reads {ctr} from the counter and reduces",
+                (launch, i, ctr),
+            )
+        if is_red and bad >= 0:
+            raise _fail(
+                self.S,
+                "reducer reads each plane after its writer's release",
+                f"launch {launch + 1}: unit {i} reduces but read plane {bad} before its atomic ordered it",
+                (launch, i, bad),
+            )
+        ng = (launch, ctr + 1, pub | published, stored, nn)
+        return ng, self.skip((pc + 1, 0, 1 if is_red else 2, pend, nt0, allv, rel, nobs, reads, bad))
+
+    def _read(self, i: int, u: _Unit, g: _Shared) -> _Unit:
+        """A read of plane ``ri``: the reducer may read only planes stored in this launch
+        and ordered before it; a unit that may still reduce remembers the first such read."""
+        pc, s, role, pend, t0, allv, rel, obs, reads, bad = u
+        launch, stored = g[0], g[3]
+        nbad = bad
+        if not (s in stored and s in allv):
+            if role == 1:
+                why = (
+                    "was not stored in this launch"
+                    if s not in stored
+                    else "its store is not ordered before the read"
                 )
-            # the launch has ended
-            if nred != 1:
                 raise _fail(
-                    S,
-                    "one reducer per tile per launch",
-                    f"launch {launch + 1} ends with {nred} reducers (counter started at "
-                    f"{'the previous launch' if launch else start}'s value)",
-                    (launch, nred),
+                    self.S,
+                    "reducer reads each plane after its writer's release",
+                    f"launch {launch + 1}: the reducer (unit {i}) reads plane {s}, which {why}",
+                    (launch, i, s),
                 )
-            red = next(u for u in units if u[2] == 1)
-            if red[8] != frozenset(range(S)):
-                raise _fail(
-                    S,
-                    "reducer reads all planes",
-                    f"launch {launch + 1}: the reducer read the planes {sorted(red[8])} of {S}",
-                    (launch, sorted(red[8])),
-                )
-            if ctr != 0:
-                raise _fail(
-                    S,
-                    "counter reset at launch end",
-                    f"launch {launch + 1} ends with the counter at {ctr}",
-                    (launch, ctr),
-                )
-            if launch + 1 < launches:
-                n = (launch + 1, ctr, _EMPTY, _EMPTY, 0, (fresh,) * S)
-                if n not in seen:
-                    seen.add(n)
-                    stack.append(n)
-            continue
-        for n in succ:
-            if n not in seen:
-                seen.add(n)
-                if len(seen) > max_states:
-                    raise _fail(S, "model size", f"more than {max_states} states", max_states)
-                stack.append(n)
-    return len(seen)
+            if bad < 0:
+                nbad = s
+        nr = reads | {s}
+        if s + 1 >= self.S:
+            return (pc + 1, 0, role, pend, t0, allv, rel, obs, nr, nbad)
+        return (pc, s + 1, role, pend, t0, allv, rel, obs, nr, nbad)
+
+    def launch_end(self, state: _SerialState) -> Optional[_SerialState]:
+        """No unit can move: every unit must be done (else a deadlock), with one reducer
+        that read every plane and the counter back at 0.  Returns the next launch's start
+        state, or None after the last launch."""
+        S = self.S
+        launch, ctr, _pub, _stored, nred, units = state
+        if any(u[0] < self.L for u in units):
+            raise _fail(
+                S,
+                "deadlock freedom",
+                f"launch {launch + 1}: stuck with the units at steps {[u[0] for u in units]}",
+                [u[0] for u in units],
+            )
+        if nred != 1:
+            raise _fail(
+                S,
+                "one reducer per tile per launch",
+                f"launch {launch + 1} ends with {nred} reducers (counter started at "
+                f"{'the previous launch' if launch else self.start}'s value)",
+                (launch, nred),
+            )
+        red = next(u for u in units if u[2] == 1)
+        if red[8] != frozenset(range(S)):
+            raise _fail(
+                S,
+                "reducer reads all planes",
+                f"launch {launch + 1}: the reducer read the planes {sorted(red[8])} of {S}",
+                (launch, sorted(red[8])),
+            )
+        if ctr != 0:
+            raise _fail(
+                S,
+                "counter reset at launch end",
+                f"launch {launch + 1} ends with the counter at {ctr}",
+                (launch, ctr),
+            )
+        if launch + 1 < self.launches:
+            return (launch + 1, ctr, _EMPTY, _EMPTY, 0, (_FRESH,) * S)
+        return None
 
 
 # ============================================================================ from the IR
@@ -322,106 +374,9 @@ def serial_program_ir(k: kir.Kernel) -> Tuple[Tuple[Op, ...], int]:
     reads (:data:`PLANE_READ`); a step is *reducer only* when it sits under a condition on
     the atomic's result (``prev`` compared with a constant, or the flag the result was
     written to and read back from).  Fails by name when a piece is missing or ambiguous."""
-    lp = _consumer_loop(k)
-    events: List[Op] = []
-    prev: List[kir.Var] = []
-    thresholds: List[int] = []
-    flag_vars: List[kir.Var] = []
-
-    def on_result(cond: kir.Expr) -> bool:
-        ids = {id(v) for v in prev} | {id(v) for v in flag_vars}
-        return any(isinstance(n, kir.Var) and id(n) in ids for n in kir.walk(cond))
-
-    def threshold_of(e: kir.Expr) -> Optional[int]:
-        if (
-            isinstance(e, kir.Bin)
-            and e.op == "=="
-            and any(e.a is v for v in prev)
-            and isinstance(e.b, kir.Const)
-        ):
-            return int(e.b.value)
-        return None
-
-    def add(kind: str, red: bool, arg: Any = None) -> None:
-        if kind in ("store", "read") and events and events[-1] == (kind, red, arg):
-            return  # one step for all the stores (reads) of a run
-        events.append((kind, red, arg))
-
-    def mems(s: Any) -> List[kir.Mem]:
-        out = []
-        for n in kir.walk(s):
-            if isinstance(n, (kir.If, kir.For, kir.Block)) and n is not s:
-                break
-            if isinstance(n, kir.Mem):
-                out.append(n)
-        return out
-
-    def go(st: Any, red: bool) -> None:
-        if isinstance(st, kir.Block):
-            for x in st.body:
-                go(x, red)
-            return
-        if isinstance(st, kir.For):
-            go(st.body, red)
-            return
-        if isinstance(st, kir.If):
-            r = red or on_result(st.cond)
-            t = threshold_of(st.cond)
-            if t is not None:
-                thresholds.append(t)
-            go(st.then, r)
-            if st.orelse is not None:
-                go(st.orelse, r)
-            return
-        if isinstance(st, kir.NamedBarrier):
-            add("bar", red)
-            return
-        if isinstance(st, kir.Fence) and st.kind == "acq_rel_gpu":
-            add("fence", red)
-            return
-        atomics = [n for n in kir.walk(st) if isinstance(n, kir.AtomicAdd)]
-        if atomics:
-            a = atomics[0]
-            if len(atomics) != 1 or a.mem.claim.what != COUNTER or not isinstance(st, kir.Assign):
-                raise ProofFailedError(
-                    f"kernel {k.name}: an atomic that is not the one count on the tile counter",
-                    condition="serial reduction in the IR",
-                )
-            if not isinstance(st.lhs, kir.Var):
-                raise ProofFailedError(
-                    f"kernel {k.name}: the atomic's result is not kept in a variable",
-                    condition="serial reduction in the IR",
-                )
-            prev.append(st.lhs)
-            add("atomic", red, a.sem)
-            return
-        for m in mems(st):
-            w = m.claim.what
-            store = isinstance(st, kir.Assign) and st.lhs is m
-            if w.startswith(PLANE_STORE) and store:
-                add("store", red)
-            elif w == PLANE_READ:
-                add("read", red)
-            elif w == COUNTER_RESET and store:
-                add("reset", red)
-            elif w == FLAG_WRITE and store:
-                t = threshold_of(st.rhs.c) if isinstance(st.rhs, kir.Cond) else threshold_of(st.rhs)
-                if t is None:
-                    raise ProofFailedError(
-                        f"kernel {k.name}: the reducer flag is not the atomic's result compared "
-                        "with a constant",
-                        condition="serial reduction in the IR",
-                    )
-                thresholds.append(t)
-            elif w == FLAG_READ and isinstance(st, kir.Assign) and isinstance(st.lhs, kir.Var):
-                flag_vars.append(st.lhs)
-            elif w == COUNTER:
-                raise ProofFailedError(
-                    f"kernel {k.name}: the tile counter is accessed outside the atomic",
-                    condition="serial reduction in the IR",
-                )
-
-    go(lp.body, False)
+    reader = _ProgramReader(k)
+    reader.go(_consumer_loop(k).body, False)
+    events, thresholds = reader.events, reader.thresholds
     kinds = [e[0] for e in events]
     for need in ("store", "atomic", "read"):  # a missing reset is the model's to find
         if need not in kinds:
@@ -441,6 +396,114 @@ def serial_program_ir(k: kir.Kernel) -> Tuple[Tuple[Op, ...], int]:
     # keep the program from the first plane store on
     first = kinds.index("store")
     return tuple(events[first:]), thresholds[0]
+
+
+class _ProgramReader:
+    """The walk behind :func:`serial_program_ir`: the steps met in program order, the
+    thresholds the atomic's result is compared with, the variables holding that result."""
+
+    def __init__(self, k: kir.Kernel) -> None:
+        self.k = k
+        self.events: List[Op] = []
+        self.prev: List[kir.Var] = []
+        self.thresholds: List[int] = []
+        self.flag_vars: List[kir.Var] = []
+
+    def _error(self, msg: str) -> ProofFailedError:
+        return ProofFailedError(f"kernel {self.k.name}: {msg}", condition="serial reduction in the IR")
+
+    def on_result(self, cond: kir.Expr) -> bool:
+        """Does ``cond`` read the atomic's result (or the flag it was written to)?"""
+        ids = {id(v) for v in self.prev} | {id(v) for v in self.flag_vars}
+        return any(isinstance(n, kir.Var) and id(n) in ids for n in kir.walk(cond))
+
+    def threshold_of(self, e: kir.Expr) -> Optional[int]:
+        """``c`` when ``e`` is ``prev == c``."""
+        if (
+            isinstance(e, kir.Bin)
+            and e.op == "=="
+            and any(e.a is v for v in self.prev)
+            and isinstance(e.b, kir.Const)
+        ):
+            return int(e.b.value)
+        return None
+
+    def add(self, kind: str, red: bool, arg: Any = None) -> None:
+        if kind in ("store", "read") and self.events and self.events[-1] == (kind, red, arg):
+            return  # one step for all the stores (reads) of a run
+        self.events.append((kind, red, arg))
+
+    def go(self, st: Any, red: bool) -> None:
+        """The steps of statement ``st`` (``red``: under a condition on the result)."""
+        if isinstance(st, kir.Block):
+            for x in st.body:
+                self.go(x, red)
+            return
+        if isinstance(st, kir.For):
+            self.go(st.body, red)
+            return
+        if isinstance(st, kir.If):
+            r = red or self.on_result(st.cond)
+            t = self.threshold_of(st.cond)
+            if t is not None:
+                self.thresholds.append(t)
+            self.go(st.then, r)
+            if st.orelse is not None:
+                self.go(st.orelse, r)
+            return
+        if isinstance(st, kir.NamedBarrier):
+            self.add("bar", red)
+            return
+        if isinstance(st, kir.Fence) and st.kind == "acq_rel_gpu":
+            self.add("fence", red)
+            return
+        atomics = [n for n in kir.walk(st) if isinstance(n, kir.AtomicAdd)]
+        if atomics:
+            self._atomic(st, atomics, red)
+            return
+        for m in _own_mems(st):
+            self._access(st, m, red)
+
+    def _atomic(self, st: Any, atomics: List[kir.AtomicAdd], red: bool) -> None:
+        """The one count on the tile counter, its result kept in a variable."""
+        a = atomics[0]
+        if len(atomics) != 1 or a.mem.claim.what != COUNTER or not isinstance(st, kir.Assign):
+            raise self._error("an atomic that is not the one count on the tile counter")
+        if not isinstance(st.lhs, kir.Var):
+            raise self._error("the atomic's result is not kept in a variable")
+        self.prev.append(st.lhs)
+        self.add("atomic", red, a.sem)
+
+    def _access(self, st: Any, m: kir.Mem, red: bool) -> None:
+        """A memory access of statement ``st``, by its claim's name."""
+        w = m.claim.what
+        store = isinstance(st, kir.Assign) and st.lhs is m
+        if w.startswith(PLANE_STORE) and store:
+            self.add("store", red)
+        elif w == PLANE_READ:
+            self.add("read", red)
+        elif w == COUNTER_RESET and store:
+            self.add("reset", red)
+        elif w == FLAG_WRITE and store:
+            t = self.threshold_of(st.rhs.c) if isinstance(st.rhs, kir.Cond) else self.threshold_of(st.rhs)
+            if t is None:
+                raise self._error("the reducer flag is not the atomic's result compared with a constant")
+            self.thresholds.append(t)
+        elif w == FLAG_READ and isinstance(st, kir.Assign) and isinstance(st.lhs, kir.Var):
+            self.flag_vars.append(st.lhs)
+        elif w == COUNTER:
+            raise self._error("the tile counter is accessed outside the atomic")
+
+
+def _own_mems(s: Any) -> List[kir.Mem]:
+    """The memory accesses of statement ``s`` itself (not of nested statements)."""
+    out = []
+    for n in kir.walk(s):
+        if isinstance(n, (kir.If, kir.For, kir.Block)) and n is not s:
+            break
+        if isinstance(n, kir.Mem):
+            out.append(n)
+    return out
 
 
 def plane_read_loops_ir(k: kir.Kernel, *, whole: bool = False) -> List[Tuple[int, int, int]]:

@@ -15,7 +15,8 @@ from layoutproof.gpu.errors import ProofFailedError
 from layoutproof.gpu.kernels import mma_sync
 from layoutproof.gpu.kernels import wgmma as wgmma
 from layoutproof.gpu.kernels.wgmma import Sm90Config
-from layoutproof.gpu.proof import kir
+from layoutproof.gpu.proof import kir, obligations
+from layoutproof.gpu.proof.record import ProofLog
 
 MMA = GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=3)
 MMA_PROB = GemmProblem("k", "n")
@@ -34,16 +35,16 @@ def test_printer_follows_c_precedence():
 
 
 def test_evaluator_has_c_semantics():
-    assert kir.ev(kir.Bin("/", kir.Const(-7), kir.Const(2)), {}).tolist() == -3
-    assert kir.ev(kir.Bin("%", kir.Const(-7), kir.Const(2)), {}).tolist() == -1
-    assert kir.ev(kir.Const(0, "unsigned") - 1, {}).tolist() == 2**32 - 1
+    assert obligations.ev(kir.Bin("/", kir.Const(-7), kir.Const(2)), {}).tolist() == -3
+    assert obligations.ev(kir.Bin("%", kir.Const(-7), kir.Const(2)), {}).tolist() == -1
+    assert obligations.ev(kir.Const(0, "unsigned") - 1, {}).tolist() == 2**32 - 1
     i = kir.Var("i")
-    assert kir.ev(i * 3 + 1, {"i": np.arange(4)}).tolist() == [1, 4, 7, 10]
+    assert obligations.ev(i * 3 + 1, {"i": np.arange(4)}).tolist() == [1, 4, 7, 10]
     with pytest.raises(ProofFailedError) as ei:
-        kir.ev(kir.Const(1 << 30) * 4, {})
+        obligations.ev(kir.Const(1 << 30) * 4, {})
     assert ei.value.condition == "no signed overflow"
     with pytest.raises(ProofFailedError) as ei:
-        kir.ev(kir.Const(-8) >> 1, {})
+        obligations.ev(kir.Const(-8) >> 1, {})
     assert ei.value.condition == "no shift of a negative value"
 
 
@@ -270,20 +271,18 @@ def _counter_kernel(sem="acq_rel", idx=None):
 
 @pytest.mark.parametrize("sem", kir.ATOMIC_SEMS)
 def test_atomics_print_their_order_and_are_claimed_accesses(sem):
-    from layoutproof.gpu.proof.record import ProofLog
-
     k = _counter_kernel(sem)
     src = kir.emit(k)
     assert f"prev = lp_atom_add_{sem}(&counters[blockIdx.x], 1u);" in src
     ptx = "atom.add" + ("" if sem == "relaxed" else f".{sem}") + ".gpu.global.u32"
     assert ptx in src
     log = ProofLog()
-    rep = kir.discharge(k, log)
+    rep = obligations.discharge(k, log)
     assert rep.accesses == rep.accesses_covered == 1
     assert any("global atomic read-modify-write: counter" in p.statement for p in log)
     # an atomic on the wrong element is refuted like any access
     with pytest.raises(ProofFailedError) as e:
-        kir.discharge(_counter_kernel(sem, idx=kir.BLOCK_IDX + 1), ProofLog())
+        obligations.discharge(_counter_kernel(sem, idx=kir.BLOCK_IDX + 1), ProofLog())
     assert e.value.condition == "address equals its layout"
 
 
