@@ -1,11 +1,13 @@
-"""GEMM launch plans (gpu/plan.py, runtime.GemmPlan): the default-choice rule, operand
-layouts, the packed parameter block, and -- with a fake CuPy on any machine -- that a plan
-packs exactly the parameters the generated kernel's own signature declares; with a GPU,
+"""GEMM launch plans (host/rule.py, host/plan.py): the default-choice rule, operand
+layouts, the packed parameter block, the launch decision as data, and -- with a fake CuPy
+on any machine -- that a plan packs exactly the parameters the generated kernel's own
+signature declares; with a GPU,
 plans against a float64 reference, pointer changes, and CUDA graph capture."""
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import re
 import types
 import warnings
@@ -574,3 +576,89 @@ def test_fake_cached_plans_do_not_keep_their_operands_alive(fake):
     del a, b, c
     gc.collect()
     assert runtime._PLANS and all(r() is None for r in refs)
+
+
+# ============================================================================ the decision as data
+def _req(m, k, n, *, a_order="C", b_order="C", out=None, a_ptr16=0, lda=None, **kw):
+    """A GemmRequest for row- or column-major f16 operands, built from numbers alone."""
+
+    def facts(r, c, order, ld=None, ptr16=0):
+        ld = ld or (c if order == "C" else r)
+        return P.OperandFacts((r, c), (ld * 2, 2) if order == "C" else (2, ld * 2), 2, ptr16)
+
+    it = 4 if kw.get("out_dtype") == "f32" else 2
+    kw.setdefault("out_dtype", "f16")
+    return P.GemmRequest(
+        facts(m, k, a_order, lda, a_ptr16),
+        facts(k, n, b_order),
+        "f16",
+        out_itemsize=it,
+        out_strides=out,
+        **kw,
+    )
+
+
+_H100 = P.DeviceFacts(cc="90", sms=132, tma=True)
+_H100_NO_TMA = P.DeviceFacts(cc="90", sms=132, tma=False)
+
+# (request, device, config key, grid, workspace floats, fix-up grid): what the plans launched
+# before the rule returned a decision (recorded with the fake CuPy)
+_DECISIONS = [
+    (_req(300, 512, 200), _H100_NO_TMA, "sm90_128x128x64_s6_g8", (6, 1, 1), 0, None),
+    (_req(300, 512, 200), _H100, "sm90_64x64x64_s8_g8_tma_ws", (20, 1, 1), 0, None),
+    (_req(8192, 8192, 8192), _H100, "sm90_128x256x64_s4_g8_tma_ws", (132, 1, 1), 0, None),
+    (_req(16, 4096, 4096), _H100, "16x32x128_w1x2_s8_auto_g8", (128, 1, 1), 0, None),
+    (
+        _req(16, 4096, 4096, path="wgmma"),
+        _H100,
+        "sm90_64x256x64_s5_g8_tma_ws_sk8",
+        (128, 1, 1),
+        8 * 16 * 4096,
+        (16, 16, 1),
+    ),
+    (_req(16, 8192, 8192, path="wgmma"), _H100, "sm90_64x128x64_s8_g8_tma_ws_sk2c", (128, 1, 1), 0, None),
+    (
+        _req(256, 256, 256, activation="relu"),
+        _H100,
+        "sm90_64x64x64_s8_g8_tma_ws_biasrelu",
+        (16, 1, 1),
+        0,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("req, dev, key, grid, ws, fix", _DECISIONS)
+def test_decision_is_data_decided_without_arrays(req, dev, key, grid, ws, fix):
+    d = P.decide(req, dev)
+    assert (d.config.key(), d.grid, d.workspace) == (key, grid, ws)
+    assert (d.fixup and d.fixup.grid) == fix
+    assert d == P.decide(req, dev)  # frozen and a function of its inputs alone
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.grid = (1, 1, 1)  # type: ignore[misc]
+
+
+def test_decision_orientation_and_staging():
+    # a column-major output: C^T = B^T A^T, the operands' roles swapped
+    d = P.decide(_req(96, 40, 72, b_order="F", out=(4, 96 * 4), out_dtype="f32"), _H100_NO_TMA)
+    assert (d.orient, d.m, d.n, d.k, d.ldc) == ("col", 72, 96, 40, 96)
+    assert (d.a.transposed, d.a.major, d.b.major) == (True, "k", "k")
+    # a misaligned operand with an odd leading dimension: copied into a padded buffer
+    d = P.decide(_req(64, 100, 64, a_ptr16=4), _H100_NO_TMA)
+    assert (d.a.copy, d.a.ld, d.b.copy) == (True, 104, False)
+    assert dict(d.statics)[6] == 104  # lda: the padded buffer's
+    # an epilogue never takes the column-major orientation
+    assert P.orientation(_req(64, 64, 64, out=(2, 128), activation="relu")) == "copy"
+
+
+def test_decision_equals_what_the_fake_plan_launches(fake):
+    for shape, kw in (((300, 512, 200), {}), ((128, 64, 256), dict(path="mma.sync")), ((16, 4096, 4096), {})):
+        m, k, n = shape
+        a, b = fake.array((m, k)), fake.array((k, n))
+        runtime.gemm(a, b, **kw)
+        plan = runtime.last_launch["plan"]
+        d = P.decide(_req(m, k, n, **kw), P.DeviceFacts(cc="90", sms=132, tma=False))
+        assert plan.decision == d
+        launch = fake.launches[-1]
+        assert (launch["grid"], launch["kinds"]) == (d.grid, list(d.kinds))
+        assert launch["values"][3:6] == [d.m, d.n, d.k]
