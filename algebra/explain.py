@@ -479,14 +479,17 @@ def _repro_composition(
 
         v = np.array([_extend(A, r * i) for i in range(n)], dtype=np.int64)
         rec, first = ops.recognize_layout_fn(v)
+        nonlin = next((i for i in range(1, n) if int(v[i]) != i * int(v[1])), None)
         lo = max(0, j - 2)
         shown = ", ".join(f"A({r * i}) = {int(v[i])}" for i in range(lo, min(n, j + 2)))
-        leaf = f"leaf {k} ({n}:{r})" if len(fs) > 1 else f"B = {n}:{r}"
+        leaf = f"leaf {k} ({n}:{r}) of B" if len(fs) > 1 else f"B = {n}:{r}"
+        where = f"j = {j} is where it stops being linear" if j == nonlin else f"it breaks at j = {j}"
+        if first is not None and first != j:
+            where += f"; no layout agrees with it on 0..{first}"
         return (
             Reproduction(
-                rec is None and first == j,
-                f"{leaf} of B: j -> A({r}*j) is no layout's function of size {n}: it stops being one at "
-                f"j = {j} ({shown})",
+                rec is None and (first == j or nonlin == j),
+                f"{leaf}: j -> A({r}*j) is the function of no layout of size {n}: {where} ({shown})",
             ),
             Layout(n, r),
             j,
@@ -508,14 +511,17 @@ def _unflat(flat: Any, profile: Any) -> Any:
 
 def _repro_chain(L: Layout, w: int) -> Tuple[Reproduction, Optional[Layout], Any, str]:
     fs, fd = L._flat()
-    modes = sorted((d, s) for s, d in zip(fs, fd) if s != 1 and d != 0)
-    d_w = int(L(w)) - int(L(0))
-    cur = 1
-    for d, s in modes:
-        if d == d_w:
+    pp = [1]
+    for s in fs:
+        pp.append(pp[-1] * s)
+    modes = sorted((d, s, k) for k, (s, d) in enumerate(zip(fs, fd)) if s != 1 and d != 0)
+    cur, d_w = 1, 0
+    for d, s, k in modes:
+        if pp[k] == w:
+            d_w = d
             break
         cur = s * d
-    ok = d_w % cur != 0
+    ok = d_w > 0 and d_w % cur != 0
     small = sorted({int(x) for x in L.eval_all().tolist() if 0 <= x < d_w})
     missing = next((g for g in range(d_w) if g not in small), None)
     txt = f"L({w}) = {d_w} is not a multiple of {cur}, the extent the modes of smaller stride cover" + (
