@@ -193,6 +193,11 @@ SLOW_TESTS: frozenset[str] = frozenset(
         "tests/symbolic/test_symbolic.py::test_symbolic_result_agrees_with_every_substitution",
         "tests/symbolic/test_symbolic.py::test_symbolic_routines_agree_with_the_integer_routines",
         # tests/test_cli.py
+        "tests/explain/test_explain_cli.py::test_emit_and_assume",
+        "tests/explain/test_explain_cli.py::test_refusal_text_exit_1",
+        "tests/explain/test_explain_cli.py::test_bad_input_exit_2",
+        "tests/explain/test_explain_refusals.py::test_every_refusal_is_explained",
+        "tests/explain/test_explain_refusals.py::test_undecided_models_and_weakest_assumption",
         "tests/test_cli.py::test_check",
         "tests/test_cli.py::test_check_errors_exit_2",
         "tests/test_cli.py::test_check_warns_about_assumptions_on_absent_names",
