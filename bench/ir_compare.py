@@ -14,9 +14,10 @@ both stricter and cheaper.)
 
 ``REV_B`` defaults to the working tree.  Each revision is checked out with ``git worktree``
 into ``bench/out/ir_compare/`` and made importable as ``layoutproof`` from its own folders
-(a link farm on ``PYTHONPATH``, which an editable install does not override); its tests run
+(a link farm on ``PYTHONPATH``; an editable install's finder is taken out of the way); its tests run
 with ``tools/kernel_sources.py`` of this checkout as a pytest plugin, which records the
-SHA-256 of every printed source.  Exit status 1 when a kernel recorded on both sides prints
+SHA-256 of every printed source, and with an empty kernel cache (a kernel loaded from the
+disk cache is not printed).  Exit status 1 when a kernel recorded on both sides prints
 a different body; kernels recorded on one side only are listed (a removed variant, a new
 test).
 """
@@ -68,13 +69,25 @@ def link_farm(tree: Path, where: Path) -> Path:
     return site
 
 
+#: pytest with an editable install's finder taken off ``sys.meta_path``: it would resolve a
+#: module the tree lacks (a room added since) from this checkout instead of failing
+_PYTEST_ALONE = (
+    "import sys, pytest\n"
+    "sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, '__module__', '').startswith('__editable__')]\n"
+    "sys.exit(pytest.main(sys.argv[1:]))\n"
+)
+
+
 def record(tree: Path, tests: List[str], out: Path) -> int:
     """Runs ``tests`` of ``tree`` with the kernel-source recorder; the digests go to ``out``."""
     site = link_farm(tree, out.parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(TOOLS)]))
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "kernel_sources"]
-    cmd += ["--kernel-sources", str(out), "--rootdir", str(tree), *tests]
-    print(f"$ (cd {tree} && python {' '.join(cmd[1:])})", flush=True)
+    # an empty kernel cache: a kernel loaded from disk is never printed, so never recorded
+    env["LAYOUTPROOF_CACHE"] = tempfile.mkdtemp(prefix="cache-", dir=out.parent)
+    args = ["-q", "-p", "no:cacheprovider", "-p", "kernel_sources", "--kernel-sources", str(out)]
+    args += ["--rootdir", str(tree), *tests]
+    print(f"$ (cd {tree} && pytest {' '.join(args)})", flush=True)
+    cmd = [sys.executable, "-c", _PYTEST_ALONE, *args]
     return subprocess.run(cmd, cwd=tree, env=env).returncode
 
 
