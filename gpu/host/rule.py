@@ -1,16 +1,18 @@
 """The host side of a GEMM launch, decided once: the default kernel choice, operand layouts,
 and the packed kernel-parameter block.
 
-Everything here is plain Python and numpy (no CuPy, no CUDA): :mod:`~layoutproof.gpu.host.runtime`
-builds a :class:`~layoutproof.gpu.host.runtime.GemmPlan` from these pieces, and a plan's launch
-only rewrites the few bytes of :class:`ParamBuffer` that changed (a base pointer) before one
+Everything here is plain Python and numpy (no CuPy, no CUDA, no arrays):
+:func:`decide` turns a call described as data (:class:`GemmRequest`, :class:`DeviceFacts`)
+into one frozen :class:`LaunchDecision` -- kernel, staging, grid, workspace, parameters --
+that a :class:`~layoutproof.gpu.host.plan.GemmPlan` carries out; a plan's launch only
+rewrites the few bytes of :class:`ParamBuffer` that changed (a base pointer) before one
 ``cuLaunchKernel``.
 
 * :func:`choose_config` -- the default kernel for a shape without timing anything: a
   wave model (persistent tiles per SM, per-tile compute at a measured per-config rate,
   per-tile operand bytes at a measured per-SM bandwidth, a fixed per-tile cost) over the
-  existing generator configurations; :data:`SM90_MODEL` holds the constants, measured once
-  on an H100 (bench/RESULTS.md, ``bench/gemm_suite.py --sweep``).
+  existing generator configurations; :data:`SM90_MODEL` holds the constants, fitted to an
+  H100 sweep (bench/RESULTS.md).
 * :func:`operand_layout` -- which dimension of a 2-D operand is contiguous, its leading
   dimension, and whether it breaks the kernels' 16-byte contract (then it is copied).
 * :class:`ParamBuffer` -- the ``void*[]`` argument block of ``cuLaunchKernel``, aligned
@@ -112,18 +114,18 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
 #: f32 planes read, C written -- at a bandwidth), a floor for the operands' bytes at an
 #: effective bandwidth, the gate (split only where the best unsplit pick's tiles fill at
 #: most this share of the SMs) and margin (the split must be modelled this much faster),
-#: the split counts tried, and the fewest k-blocks (of 64) a chunk may have.  Fitted to
-#: the split-K sweep on the H100 (bench/RESULTS.md, 2026-11-24): on its 8 shapes the rule's
-#: pick was within 1.09x of the fastest candidate (geometric mean 1.02x).
+#: the split counts tried, and the fewest k-blocks (of 64) a chunk may have.  The gate and
+#: the floor keep split-K off shapes where it loses (the rule without them picked it 1.16-1.18x
+#: slower than the best); fitted to the split-K sweep on the H100 (bench/RESULTS.md, "Split-K
+#: for small outputs with a long K": the pick within 1.09x of the fastest candidate).
 SPLITK_MODEL: Dict[str, Any] = {
     "fixup_us": 2.5,
     # the serial reduction (reduction="serial": the last unit of each tile sums the planes in
     # the split kernel, one warpgroup per 64-row slice): a fixed tail (plane stores drained,
     # the atomic, the plane loads) and the tile's planes read by one SM at an effective
-    # bandwidth.  Fitted on the H100 (2026-11-24, bench/splitk_serial.py --time): the tail
-    # over the split kernel alone was 2.2 us at 1x4096x4096 (8 KB of planes per tile),
-    # 4.6 us at 16x4096x4096 (128 KB), 13 us at 512x512x28672 (512 KB).  The fix-up kernel
-    # was faster on every shape measured, so plain products take it; the serial reduction
+    # bandwidth, fitted to its tail over the split kernel alone (bench/RESULTS.md, "Split-K's
+    # serial reduction, model-checked; the fused epilogue on split-K").  The fix-up kernel was
+    # faster on every shape measured there, so plain products take it; the serial reduction
     # is what fuses an epilogue (choose_config(..., epilogue=True)).
     "serial_us": 2.2,
     "serial_gbs": 50.0,
@@ -132,9 +134,10 @@ SPLITK_MODEL: Dict[str, Any] = {
     "decode_m": 16,
     # the split kernel (fix-up reduction) as a programmatic dependent launch of the previous
     # kernel of the stream (the last call's fix-up) where the output has at most this many
-    # rows.  Measured on the H100 (2026-11-24, bench/splitk_decode.py --time, graph replay):
-    # 0.2-0.6 us faster at 1x4096x4096, 16x4096x4096, 1x4096x11008, 16x8192x8192; 5 us
-    # slower at 512x512x28672 (a fix-up of 1024 blocks), so larger outputs launch in order
+    # rows: its launch and prologue overlap that fix-up, a few tenths of a microsecond saved
+    # on the decode shapes, but a large fix-up (512x512x28672) made it slower, so larger
+    # outputs launch in stream order (bench/RESULTS.md, "The split kernel as a programmatic
+    # dependent launch on the decode shapes, and a sweep")
     "pdl_split_m": 16,
     "fixup_gbs": 2000.0,
     "hbm_gbs": 8000.0,
@@ -149,14 +152,12 @@ SPLITK_MODEL: Dict[str, Any] = {
 #: :mod:`layoutproof.gpu.kernels.splitk_cluster`: no workspace, no fix-up kernel; one CTA per (tile, k
 #: chunk)), taken for a plain product with at most ``max_m`` output rows when the ``base``
 #: tile (bm, bn, stages) split ``splits`` ways gives between ``fill`` of the SMs and all of
-#: them as CTAs, and ``min_k <= K <= max_k``.  Measured on the H100 (2026-11-24, G4,
-#: bench/splitk_decode.py --variants --cluster, graph replay, f16 / bf16): 64x128 S2 against
-#: the plane split took 26.8 / 26.8 against 28.1 / 28.2 us at 16x8192x4096, 48.0-49.0 against
-#: 48.4-50.1 us at 1x8192x8192 and 16x8192x8192, and 158.3 / 160.8 against 160.4 / 160.3 us at
-#: 16x8192x28672 (bf16 not faster: K past max_k keeps the plane split).  Clusters of 4 or 8
-#: CTAs hold at most 120 CTAs at once on its 132 SMs (cuOccupancyMaxActiveClusters: 15 x 8,
-#: 30 x 4), so 128 of them run in two waves; splits that leave half the SMs idle lose too
-#: (1x4096x4096, 16x4096x4096: 12.3-18.5 us against 10.6-11.4 us for the plane split)
+#: them as CTAs, and ``min_k <= K <= max_k``.  The trade: no workspace traffic and no second
+#: kernel, against CTAs that must be co-resident in clusters.  64x128 split 2 beat the plane
+#: split on the long-K decode shapes up to K = 16384 (not beyond: bf16 at K = 28672 was not
+#: faster); clusters of 4 or 8 CTAs cannot keep 128 CTAs resident on 132 SMs (two waves), and
+#: splits that leave half the SMs idle lose (bench/RESULTS.md, "Split-K reduced inside a
+#: thread-block cluster through distributed shared memory")
 CLUSTER_RULE: Dict[str, Any] = {
     "max_m": 16,
     "base": (64, 128, 8),
@@ -205,14 +206,12 @@ def splitk_pdl(m: int) -> bool:
 #: first whose column tiles number between ``fill`` of the SMs and all of them is taken, where
 #: A is row-major and B row-major (``a_major="k"``, ``b_major="n"``) and ``K >= min_k`` for an
 #: output of exactly ``rows`` rows, ``K >= min_k_partial`` for fewer (a partial tile: the kernel's
-#: guarded, per-chunk loads).  Measured on the H100 (2026-11-24, G6, bench/splitk_decode.py
-#: --variants --mma, graph replay, f16 / bf16, against the wgmma rule's pick and cuBLAS in the
-#: same rounds; bench/logs/g6_s22_mma_*): 16x32x128 s8 took 16x4096x4096 in 9.21-9.42 us (the
-#: split-K pick 11.29-11.48, cuBLAS 9.29-9.45), 16x4096x11008 in 32.3-32.7 (35.8-36.3),
-#: 16x4096x14336 in 41.1 (44.7-44.9), 8x4096x11008 and 1x4096x11008 in 31.3-31.8 (34.2-35.3),
-#: 1x4096x8192 in 24.2 (26.6-26.8), but 1x4096x4096 in 13.5-13.7 and 8x4096x4096 in 13.4
-#: (the pick 10.6-11.1); 16x64x64 (4 warps) s8 took 16x8192x8192 in 45.6-45.8 (the cluster pick
-#: 48.1-48.8), 1x8192x8192 in 45.1-45.4 (47.9-48.1) and 16x8192x28672 in 153.8 (160.1-160.2)
+#: guarded, per-chunk loads).  The trade: one CTA per column tile streams all of K (no split,
+#: no reduction) but only where the column tiles fill the SMs and K is long enough to hide
+#: the missing split; a partial tile needs a longer K (1x4096x4096 and 8x4096x4096 were slower
+#: than the split-K pick, 1x4096x8192 faster).  16x32x128 s8 beat the split-K pick on the
+#: 4096-column shapes, 16x64x64 (4 warps) s8 the cluster pick on the 8192-column ones
+#: (bench/RESULTS.md, "Unsplit 16-row mma.sync tiles on the decode shapes")
 MMA_DECODE_RULE: Dict[str, Any] = {
     "rows": 16,
     "tiles": ((32, 128, 2, 8), (64, 64, 4, 8)),
@@ -288,9 +287,9 @@ def mma_sync_candidates() -> Tuple[GemmConfig, ...]:
 # ============================================================================ the model
 # Per configuration key: (dense rate in TFLOP/s with every SM busy, fixed microseconds per
 # tile).  Shared: per-SM operand bandwidth in GB/s.  Fitted (least squares on log time) to
-# every candidate timed on 24 shapes of bench/gemm_suite.py --sweep (f16, CUDA-graph replay)
-# on an H100 80GB HBM3, 132 SMs, 2026-11-23; bench/RESULTS.md.  With these constants the
-# rule's pick was within 1.05x of the fastest candidate on every aligned shape of the sweep.
+# every candidate timed on 24 shapes of the gemm_suite sweep (f16, CUDA-graph replay) on an
+# H100 80GB HBM3, 132 SMs: the rule's pick within 1.05x of the fastest candidate on every
+# aligned shape (bench/RESULTS.md, "bench/gemm_suite.py — gemm as users call it").
 SM90_MODEL: Dict[str, Any] = {
     "bw_sm_gbs": 120.0,
     "rates": {
@@ -306,8 +305,8 @@ SM90_MODEL: Dict[str, Any] = {
     },
 }
 # The mma.sync kernel (GPUs other than sm_90, or path="mma.sync"): fitted the same way to the
-# four candidates timed on the same 24 shapes on the H100 (bench/gemm_suite.py --sweep
-# --sweep-path mma.sync; pick within 1.06x of the fastest there).  Not measured on a GPU
+# four candidates timed on the same 24 shapes on the H100 (pick within 1.06x of the fastest,
+# the same section).  Not measured on a GPU
 # other than the H100: there the absolute numbers differ, and only their proportions matter
 # for ranking the tiles.
 SM80_MODEL: Dict[str, Any] = {

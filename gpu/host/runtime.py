@@ -54,9 +54,9 @@ __all__ = [
 ]
 
 DEFAULT_CONFIG = GemmConfig()
-# the autotuner's candidates (all proven when first generated)
-# (measured on an H100, bench/RESULTS.md: 64x64 warp tiles win; 16-warp / 2-block variants
-# that cap registers at 128 spill and lose ILP, so they are not candidates)
+# the autotuner's candidates (all proven when first generated): 64x64 warp tiles win;
+# 16-warp / 2-block variants that cap registers at 128 spill and lose ILP, so they are not
+# candidates (bench/RESULTS.md, "The mma.sync kernel, versions 1–3")
 DEFAULT_CONFIGS: Tuple[GemmConfig, ...] = (
     GemmConfig(bm=128, bn=256, bk=32, warps_m=2, warps_n=4, stages=3),
     GemmConfig(bm=128, bn=256, bk=32, warps_m=2, warps_n=4, stages=4),
