@@ -836,6 +836,14 @@ def _assumption_repairs(
             err = e2
         except LayoutError:
             break
+    if err is None and value is not None and len(need) > 1:
+        for c in list(need):
+            rest = [symbolic.parse_expr(x) for x in need if x != c]
+            if (
+                solver.prove(symbolic.parse_expr(c), [*rest, *[symbolic.parse_expr(f) for f in facts]]).status
+                == "proved"
+            ):
+                need.remove(c)
     if err is None and value is not None:
         status = _post_under(outer, value, facts + tuple(need))
         if status == "proved":
@@ -897,26 +905,32 @@ def _assumption_repairs(
                             (cand,),
                         )
                     )
-    # weakest first: a repair whose assumption Z3 proves to follow from another's is weaker
-    weakest: Dict[int, bool] = {}
-    for r in out:
-        mine = [symbolic.parse_expr(c) for c in r.assumptions]
-        claim = sp.And(*mine)
-        weaker = 0
-        for o in out:
-            if o is r:
-                continue
-            v = solver.prove(
-                claim,
-                [*(symbolic.parse_expr(c) for c in o.assumptions), *(symbolic.parse_expr(f) for f in facts)],
+    # weakest first: a repair whose assumption Z3 proves to follow from another's is weaker;
+    # of two that Z3 proves equivalent only the first (the simpler) stays
+    fx = [symbolic.parse_expr(f) for f in facts]
+    conj = [sp.And(*[symbolic.parse_expr(c) for c in r.assumptions]) for r in out]
+
+    def implies(i: int, j: int) -> bool:
+        return i == j or solver.prove(conj[j], [conj[i], *fx]).status == "proved"
+
+    imp = {(i, j): implies(i, j) for i in range(len(out)) for j in range(len(out))}
+    keep = [i for i in range(len(out)) if not any(imp[(i, j)] and imp[(j, i)] for j in range(i))]
+    ranked: List[Tuple[float, Repair, bool]] = []
+    for i in keep:
+        weaker = sum(1 for j in keep if j != i and imp[(j, i)])
+        ranked.append(
+            (
+                float(len(keep) - weaker) + (0.0 if out[i].cost == 0.0 else 0.5),
+                out[i],
+                weaker == len(keep) - 1,
             )
-            if v.status == "proved":
-                weaker += 1
-        r.cost = float(len(out) - weaker) + (0.0 if r.cost == 0.0 else 0.5)
-        weakest[id(r)] = weaker == len(out) - 1 and len(out) > 1
-    out.sort(key=lambda r: r.cost)
-    if out and weakest[id(out[0])]:
-        out[0].text += " -- the weakest found: Z3 proves it follows from each of the others"
+        )
+    ranked.sort(key=lambda t: t[0])
+    for cost, r, _w in ranked:
+        r.cost = cost
+    if len(ranked) > 1 and ranked[0][2]:
+        ranked[0][1].text += " -- the weakest found: Z3 proves it follows from each of the others"
+    out = [r for _c, r, _w in ranked]
     return out[:MAX_REPAIRS]
 
 
