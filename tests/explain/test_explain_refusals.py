@@ -221,3 +221,14 @@ def test_json_ready():
     d = explain("composition((6,2):(1,7), (3,2):(2,3))").to_dict()
     s = json.loads(json.dumps(d))
     assert s["condition"] == "disjointness of B's modes in A" and s["repairs"][0]["check"] == "proved"
+
+
+def test_docs_page_examples():
+    """docs/explain.md's examples run and give what they show."""
+    import doctest
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "explain.md"
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    res = doctest.testfile(str(page), module_relative=False, optionflags=flags, verbose=False)
+    assert res.failed == 0 and res.attempted > 10
