@@ -199,6 +199,8 @@ SLOW_TESTS: frozenset[str] = frozenset(
         "tests/explain/test_explain_refusals.py::test_every_refusal_is_explained",
         "tests/explain/test_explain_refusals.py::test_undecided_models_and_weakest_assumption",
         "tests/explain/test_explain_refusals.py::test_docs_page_examples",
+        "tests/explain/test_explain_refusals.py::test_python_guard_separates_the_models",
+        "tests/explain/test_explain_refusals.py::test_assume_makes_it_admissible_and_is_emitted",
         "tests/test_cli.py::test_check",
         "tests/test_cli.py::test_check_errors_exit_2",
         "tests/test_cli.py::test_check_warns_about_assumptions_on_absent_names",
