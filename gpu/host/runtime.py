@@ -194,60 +194,20 @@ def _plan_key(a: Any, b: Any, out: Any, config: Any, out_dtype: Any, dtype: Any,
 
 
 # ============================================================================ gemm
-def _gemm_batched(
-    a: Any,
-    b: Any,
-    out: Any,
-    config: Any,
-    out_dtype: Optional[str],
-    dtype: Optional[str],
-    path: str,
-    bias: Any,
-    activation: Optional[str],
-    alpha: float,
-    beta: float,
-    c: Any,
-    ab: bool,
-    bias_along: str = "n",
-) -> Any:
-    """:func:`gemm` for 3-D operands: a cached :class:`BatchedGemmPlan` per signature."""
-    key: Any = None
-    plan = None
+def _gemm_batched(a: Any, b: Any, out: Any, bias: Any, c: Any, ab: bool, opts: Dict[str, Any]) -> Any:
+    """The cached :class:`BatchedGemmPlan` for a :func:`gemm` call with a 3-D operand."""
     try:
-        key = (
-            "batched",
-            BatchedGemmPlan._signature(a, b, out, bias, c),
-            config,
-            out_dtype,
-            dtype,
-            path,
-            activation,
-            ab,
-            bias_along,
-        )
-        key = key + ((device._CUPY[0].cuda.runtime.getDevice(),) if device._CUPY else (None,))
+        key: Any = ("batched", BatchedGemmPlan._signature(a, b, out, bias, c)) + tuple(opts.values())
+        key = key + (ab, device._CUPY[0].cuda.runtime.getDevice() if device._CUPY else None)
         plan = _PLANS.get(key)
     except Exception:  # not arrays, or an unhashable option: the plan's checks say
         key = plan = None
     if plan is None:
-        plan = BatchedGemmPlan(
-            a,
-            b,
-            out,
-            config=config,
-            out_dtype=out_dtype,
-            dtype=dtype,
-            path=path,
-            bias=bias,
-            activation=activation,
-            c=c,
-            alpha_beta=ab,
-            bias_along=bias_along,
-        )
+        plan = gemm_plan(a, b, out, bias=bias, c=c, **opts)
         if key is not None and key[-1] is None:
             key = key[:-1] + (plan._cupy.cuda.runtime.getDevice(),)
         _remember(key, plan)
-    return plan._run(a, b, out, bias, c, alpha, beta)
+    return plan
 
 
 def gemm(
@@ -318,46 +278,40 @@ def gemm(
         raise GemmInputError(
             "gemm: beta != 0 or alpha != 1 needs the C input c (pass beta=0 with c for alpha alone)"
         )
+    opts: Dict[str, Any] = dict(
+        config=config,
+        out_dtype=out_dtype,
+        dtype=dtype,
+        path=path,
+        activation=activation,
+        bias_along=bias_along,
+    )
     if getattr(a, "ndim", 2) == 3 or getattr(b, "ndim", 2) == 3:
-        return _gemm_batched(
-            a, b, out, config, out_dtype, dtype, path, bias, activation, alpha, beta, c, ab, bias_along
-        )
+        return _gemm_batched(a, b, out, bias, c, ab, opts)._run(a, b, out, bias, c, alpha, beta)
 
-    def epi_key() -> Any:
-        if bias is None and activation is None and not ab:
-            return None
-        bs = None if bias is None else (type(bias), bias.shape, bias.strides, bias.dtype, bias.data.device_id)
-        cs = None if c is None else (type(c), c.shape, c.strides, c.dtype, c.data.device_id)
-        return (activation, bs, cs, bias_along)
+    def key_on(dev: int) -> Any:
+        ep = None
+        if bias is not None or activation is not None or ab:
+            bs = (
+                None
+                if bias is None
+                else (type(bias), bias.shape, bias.strides, bias.dtype, bias.data.device_id)
+            )
+            cs = None if c is None else (type(c), c.shape, c.strides, c.dtype, c.data.device_id)
+            ep = (activation, bs, cs, bias_along)
+        return _plan_key(a, b, out, config, out_dtype, dtype, path, dev) + (ep,)
 
     if device._CUPY:
         try:
-            dev = device._CUPY[0].cuda.runtime.getDevice()
-            key = _plan_key(a, b, out, config, out_dtype, dtype, path, dev)
-            key = key + (epi_key(),)
+            key = key_on(device._CUPY[0].cuda.runtime.getDevice())
             plan = _PLANS.get(key)
         except Exception:  # not arrays, or an unhashable option: the full checks below say
             key = plan = None
     if plan is None:
-        plan = GemmPlan(
-            a,
-            b,
-            out,
-            config=config,
-            out_dtype=out_dtype,
-            dtype=dtype,
-            path=path,
-            bias=bias,
-            activation=activation,
-            c=c,
-            alpha_beta=ab,
-            bias_along=bias_along,
-        )
+        plan = gemm_plan(a, b, out, bias=bias, c=c, **opts)
         if key is None:
             try:
-                key = _plan_key(
-                    a, b, out, config, out_dtype, dtype, path, plan._cupy.cuda.runtime.getDevice()
-                ) + (epi_key(),)
+                key = key_on(plan._cupy.cuda.runtime.getDevice())
             except Exception:
                 key = None
         _remember(key, plan)
