@@ -7,8 +7,10 @@
 * :mod:`~layoutproof.gpu.proof.lower` -- a layout becomes a C index expression, proven equal to
   it; bounds and bijectivity; :mod:`~layoutproof.gpu.proof.banks` -- bank-conflict proofs.
 * :mod:`~layoutproof.gpu.kernels.mma_sync` -- the GEMM generator: every index map proven before
-  the source is emitted; :mod:`~layoutproof.gpu.host.runtime` -- ``gemm`` on CuPy arrays, the
-  compile cache and the autotuner (CuPy is imported only when a kernel runs).
+  the source is emitted; :mod:`~layoutproof.gpu.host.runtime` -- ``gemm`` on CuPy arrays and
+  the autotuner, over the launch rule (:mod:`~layoutproof.gpu.host.rule`), the plans that carry
+  its decision out (:mod:`~layoutproof.gpu.host.plan`) and the kernel caches
+  (:mod:`~layoutproof.gpu.host.cache`); CuPy is imported only when a kernel runs.
 
 >>> from layoutproof.gpu import GemmConfig
 >>> GemmConfig().key()
