@@ -341,7 +341,8 @@ def explain(
         ex.used = facts
         ex.seconds = time.perf_counter() - t0
         return ex
-    ex = Explanation(text, "ok", result=_fmt(value), used=facts)
+    head = text.split("(", 1)[0].strip() if isinstance(expr, str) else ""
+    ex = Explanation(text, "ok", result=_fmt(value), used=facts, operation=head if head in names else None)
     if steps:
         with symbolic.assuming(*facts) if facts else _nothing():
             ex.steps = derivation(text, names) if isinstance(expr, str) else []
@@ -1058,14 +1059,14 @@ def render_assumptions(
     """Assumptions (Python syntax, as ``UndecidableConditionError.condition``) as code:
     ``"dsl"`` -- ``x = cute.assume(x, divby=k)`` for divisibility, a host-side ``assert``
     otherwise; ``"cpp"`` -- ``CUTE_STATIC_ASSERT_V`` when every symbol is in ``static``, else
-    a runtime check; ``"python"`` -- a guard function raising ``ValueError``.
+    a runtime ``assert``; ``"python"`` -- a guard function raising ``ValueError``.
 
     >>> print(render_assumptions(["M % 64 == 0"], "dsl"))
     M = cute.assume(M, divby=64)
     >>> print(render_assumptions(["M % 64 == 0"], "cpp", static=["M"]))
     CUTE_STATIC_ASSERT_V((M % Int<64>{}) == Int<0>{});
     >>> print(render_assumptions(["M % 64 == 0"], "cpp"))
-    CUTE_RUNTIME_ASSERT(((M % 64) == 0));
+    assert(((M % 64) == 0) && "assumption");  // <cassert>: a runtime check
     """
     if emit not in EMITS[1:]:
         raise MalformedLayoutError(f"render_assumptions: emit must be dsl, cpp or python, got {show(emit)}")
@@ -1103,7 +1104,8 @@ def render_assumptions(
                 else:
                     lines.append(f"CUTE_STATIC_ASSERT_V({_cpp(c, True)});")
             else:
-                lines.append(f"CUTE_RUNTIME_ASSERT({_cpp(c, False)});")
+                msg = json.dumps(what)  # a C string literal (JSON's escapes are C's)
+                lines.append(f"assert({_cpp(c, False)} && {msg});  // <cassert>: a runtime check")
     return "\n".join(lines)
 
 
