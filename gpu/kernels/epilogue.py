@@ -43,11 +43,11 @@ from layoutproof import Layout, composition
 from ..config import OUT_DTYPES, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..proof import kir, lower
-from ..proof.pipeline import prove_pipeline
 from ..proof.record import ProofLog
 from .toolkit import GemmKernel, addr_of, finish
 from .variant import WsVariantFields, base_plan_proofs, find_decl, find_param
-from .wgmma import Sm90Config, epilogue_order, generate_sm90, protocol_ir
+from .wgmma import Sm90Config, generate_sm90
+from .wgmma_ws import prove_ws_protocol
 
 __all__ = [
     "EpilogueConfig",
@@ -441,10 +441,7 @@ def generate_epilogue(
     tx = next(n.nbytes for n in kir.walk(ir.body) if isinstance(n, kir.MbarExpectTx))
 
     def protocol(k: kir.Kernel) -> int:
-        proto, n = protocol_ir(k, cfg.base, tx, log)
-        epilogue_order(k, log)
-        prove_pipeline(cfg.base.stages, cfg.base.warpgroups, log, ctas=cfg.base.cluster, **proto)
-        return n
+        return prove_ws_protocol(k, cfg.base, tx, log, cfg.base.cluster)
 
     src = finish(ir, log, f"proven before emission ({cfg.key()}, {prob.key()})", protocol)
     k = GemmKernel(base.config, prob, src, name, base.threads, base.smem_bytes, log, dict(base.swizzles), ir)

@@ -59,7 +59,6 @@ import numpy as np
 from ..config import OUT_DTYPES, SMEM_LIMIT, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..proof import kir
-from ..proof.pipeline import prove_pipeline
 from ..proof.record import ProofLog
 from ..proof.splitk_model import (
     COUNTER,
@@ -74,7 +73,8 @@ from ..proof.splitk_model import (
 )
 from .toolkit import GemmKernel, addr_of, finish
 from .variant import WsVariantFields, base_plan_proofs, expect_tx_bytes, find_decl, find_param
-from .wgmma import Sm90Config, epilogue_order, generate_sm90, protocol_ir
+from .wgmma import Sm90Config, generate_sm90
+from .wgmma_ws import prove_ws_protocol
 
 __all__ = [
     "SplitKConfig",
@@ -969,9 +969,7 @@ def generate_splitk(
     tx = expect_tx_bytes(ir)
 
     def protocol(k: kir.Kernel) -> int:
-        proto, n = protocol_ir(k, cfg.base, tx, log)
-        epilogue_order(k, log)
-        prove_pipeline(cfg.base.stages, cfg.base.warpgroups, log, ctas=1, **proto)
+        n = prove_ws_protocol(k, cfg.base, tx, log, 1)
         if serial:  # the fence and the atomic are not barrier operations: nothing to add
             prove_serial_protocol(k, S, log)
         return n

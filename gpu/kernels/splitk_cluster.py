@@ -745,11 +745,11 @@ def generate_cluster(config: Any, problem: Any = None, *, memo: bool = True, **b
     base kernel is built with f32 output for the partials).  Returns a
     :class:`~layoutproof.gpu.kernels.splitk.SplitKKernels` with no fix-up kernel."""
     from ..config import GemmProblem
-    from ..proof.pipeline import prove_pipeline
     from .splitk import SplitKKernels, k_bounds_ir, prove_k_partition
     from .toolkit import GemmKernel, finish
     from .variant import base_plan_proofs
-    from .wgmma import epilogue_order, generate_sm90, protocol_ir
+    from .wgmma import generate_sm90
+    from .wgmma_ws import prove_ws_protocol
 
     cfg = config.validate()
     if cfg.reduction != "cluster":
@@ -792,9 +792,7 @@ def generate_cluster(config: Any, problem: Any = None, *, memo: bool = True, **b
     tx = int(txs[0])
 
     def protocol(k: kir.Kernel) -> int:
-        proto, n = protocol_ir(k, b, tx, log)
-        epilogue_order(k, log)
-        prove_pipeline(b.stages, b.warpgroups, log, ctas=1, **proto)
+        n = prove_ws_protocol(k, b, tx, log, 1)
         prove_cluster_protocol(k, S, b.bn, log)
         return n
 

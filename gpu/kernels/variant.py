@@ -17,10 +17,10 @@ from typing import Any, List
 
 from ..errors import ProofFailedError
 from ..proof import kir
-from ..proof.pipeline import prove_pipeline
 from ..proof.record import ProofLog
 from .toolkit import GemmKernel
-from .wgmma import Sm90Config, epilogue_order, protocol_ir
+from .wgmma import Sm90Config
+from .wgmma_ws import prove_ws_protocol
 
 __all__ = ["WsVariantFields", "base_plan_proofs", "find_decl", "find_param", "expect_tx_bytes"]
 
@@ -105,9 +105,7 @@ def base_plan_proofs(k: GemmKernel, cfg: Sm90Config) -> List[Any]:
     rep = kir.discharge(k.ir, tmp)
     del rep
     tx = expect_tx_bytes(k.ir)
-    proto, _n = protocol_ir(k.ir, cfg, tx, tmp)
-    epilogue_order(k.ir, tmp)
-    prove_pipeline(cfg.stages, cfg.warpgroups, tmp, ctas=cfg.cluster, **proto)
+    prove_ws_protocol(k.ir, cfg, tx, tmp, cfg.cluster)
     n_post = len(tmp)
     allp = list(k.proofs)
     tail = [p.statement for p in allp[len(allp) - n_post :]]

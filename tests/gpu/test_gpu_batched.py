@@ -19,9 +19,10 @@ from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
 from layoutproof.gpu.host import cache, operands, runtime
 from layoutproof.gpu.host import plan as plan_mod
-from layoutproof.gpu.kernels import epilogue, wgmma
+from layoutproof.gpu.kernels import epilogue, wgmma_ws
 from layoutproof.gpu.kernels.epilogue import EpilogueConfig, generate_epilogue
-from layoutproof.gpu.kernels.wgmma import Sm90Config, generate_sm90, prove_batch_schedule
+from layoutproof.gpu.kernels.wgmma import Sm90Config, generate_sm90
+from layoutproof.gpu.kernels.wgmma_ws import prove_batch_schedule
 from layoutproof.gpu.proof import kir
 from layoutproof.gpu.proof.record import ProofLog
 
@@ -63,14 +64,14 @@ def test_batch_schedule_is_proven_on_the_emitted_split():
 
 
 def test_a_batch_split_that_skips_tiles_is_refused(monkeypatch):
-    real = wgmma.batch_split_ir
+    real = wgmma_ws.batch_split_ir
 
     def wrong(t, tpb):  # the batch from t / (tpb + 1): tiles of two batches collide
         (bidx, tb), stmts = real(t, tpb)
         d1 = kir.Decl(bidx, t / (tpb + 1), const=True)
         return (bidx, tb), [d1, stmts[1]]
 
-    monkeypatch.setattr(wgmma, "batch_split_ir", wrong)
+    monkeypatch.setattr(wgmma_ws, "batch_split_ir", wrong)
     with pytest.raises(ProofFailedError) as e:
         prove_batch_schedule(8, ProofLog())
     assert e.value.condition in ("batched scheduler bijective", "batch index in range", "batch blocks")
@@ -102,7 +103,7 @@ def test_batched_kernel_reads_at_the_batch_coordinate_and_stores_at_its_matrix(b
 @needs_3d
 def test_a_wrong_batch_stride_is_refused(monkeypatch):
     # the stores use ldc as the batch stride: the claim (C + bidx * ldcb + ...) fails by name
-    monkeypatch.setattr(wgmma, "batch_c_stride", lambda E: E.ldc)
+    monkeypatch.setattr(wgmma_ws, "batch_c_stride", lambda E: E.ldc)
     with pytest.raises(ProofFailedError, match="C 16-byte row vector store"):
         generate_sm90(BASE, GemmProblem("k", "n", batch="ab"), memo=False)
 
@@ -626,14 +627,14 @@ def test_fake_batched_plan_stages_a_ragged_operand_with_one_memcpy2d(fake3):
 
 @needs_3d
 def test_a_tma_load_of_the_wrong_batch_is_refused(monkeypatch):
-    real = wgmma._tma_loads_ir
+    real = wgmma_ws.tma_loads_ir
 
     def first_batch(*args, **kw):  # every batched box read from batch 0
         if kw.get("c2") is not None:
             kw["c2"] = kir.Const(0)
         return real(*args, **kw)
 
-    monkeypatch.setattr(wgmma, "_tma_loads_ir", first_batch)
+    monkeypatch.setattr(wgmma_ws, "tma_loads_ir", first_batch)
     with pytest.raises(ProofFailedError) as e:
         generate_sm90(BASE, GemmProblem("k", "n", batch="ab"), memo=False)
     assert e.value.condition == "TMA batch coordinate" and "A TMA box" in str(e.value)
@@ -803,14 +804,14 @@ def test_fake_batched_loop_path_passes_each_batchs_c(fake3):
 @needs_3d
 def test_a_shared_operand_read_at_a_batch_coordinate_is_refused(monkeypatch):
     # B is shared (batch="a"): a box of B given a batch coordinate is refused by name
-    real = wgmma._tma_loads_ir
+    real = wgmma_ws.tma_loads_ir
 
     def shared_with_batch(*args, **kw):
         if kw.get("c2") is None:
             kw["c2"] = kir.Const(0)
         return real(*args, **kw)
 
-    monkeypatch.setattr(wgmma, "_tma_loads_ir", shared_with_batch)
+    monkeypatch.setattr(wgmma_ws, "tma_loads_ir", shared_with_batch)
     with pytest.raises(ProofFailedError) as e:
         generate_sm90(BASE, GemmProblem("k", "n", batch="a"), memo=False)
     assert e.value.condition == "TMA batch coordinate" and "B TMA box" in str(e.value)

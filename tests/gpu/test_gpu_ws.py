@@ -18,7 +18,7 @@ from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no
 from layoutproof import Swizzle
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, ProofFailedError
-from layoutproof.gpu.kernels import wgmma
+from layoutproof.gpu.kernels import wgmma, wgmma_ws
 from layoutproof.gpu.kernels.wgmma import Sm90Config
 from layoutproof.gpu.proof import kir, pipeline
 from layoutproof.gpu.proof.record import ProofLog
@@ -90,12 +90,12 @@ def _schedule_c_reference(g, t, gm, gn):
 @given(st.integers(1, 16), st.integers(1, 300), st.integers(1, 300), st.data())
 def test_schedule_statements_equal_the_grouped_order(g, gm, gn, data):
     t = data.draw(st.integers(0, gm * gn - 1))
-    tm, tn = wgmma._eval_schedule(g, np.array([t]), np.array([gm]), np.array([gn]))
+    tm, tn = wgmma_ws._eval_schedule(g, np.array([t]), np.array([gm]), np.array([gn]))
     assert (int(tm[0]), int(tn[0])) == _schedule_c_reference(g, t, gm, gn)
 
 
 def test_a_broken_scheduler_is_refused(monkeypatch):
-    good = wgmma._schedule_ir
+    good = wgmma_ws._schedule_ir
 
     def broken(g):  # forget the partial last group: tiles past grid_m appear
         vs, stmts = good(g)
@@ -106,9 +106,9 @@ def test_a_broken_scheduler_is_refused(monkeypatch):
             for s in stmts
         ]
 
-    monkeypatch.setattr(wgmma, "_schedule_ir", broken)
+    monkeypatch.setattr(wgmma_ws, "_schedule_ir", broken)
     with pytest.raises(ProofFailedError) as ei:
-        wgmma.prove_schedule(8, ProofLog(), max_grid=12)
+        wgmma_ws.prove_schedule(8, ProofLog(), max_grid=12)
     assert ei.value.witness is not None and "outside the grid" in str(ei.value)
 
     def collide(g):  # the column from the wrong divisor: two tiles share a coordinate
@@ -119,9 +119,9 @@ def test_a_broken_scheduler_is_refused(monkeypatch):
             for s in stmts
         ]
 
-    monkeypatch.setattr(wgmma, "_schedule_ir", collide)
+    monkeypatch.setattr(wgmma_ws, "_schedule_ir", collide)
     with pytest.raises(ProofFailedError):
-        wgmma.prove_schedule(4, ProofLog(), max_grid=12)
+        wgmma_ws.prove_schedule(4, ProofLog(), max_grid=12)
 
 
 def test_the_emitted_scheduler_is_the_proven_statements():
@@ -132,16 +132,16 @@ def test_the_emitted_scheduler_is_the_proven_statements():
 
 # ----------------------------------------------------------------------------- epilogue
 def test_epilogue_without_a_conflict_free_swizzle_is_refused(monkeypatch):
-    monkeypatch.setattr(wgmma, "_epilogue_swizzles", lambda ob: (Swizzle(0, 3, 3),))
+    monkeypatch.setattr(wgmma_ws, "_epilogue_swizzles", lambda ob: (Swizzle(0, 3, 3),))
     with pytest.raises(ProofFailedError, match="epilogue swizzle"):
-        wgmma._plan_epilogue(GemmProblem("k", "k", "f16", "f16"), ProofLog())
+        wgmma_ws._plan_epilogue(GemmProblem("k", "k", "f16", "f16"), ProofLog())
 
 
 def test_epilogue_identity_buffer_conflicts_and_swizzle_is_chosen():
     log = ProofLog()
-    ep = wgmma._plan_epilogue(GemmProblem("k", "k", "f16", "bf16"), log)
+    ep = wgmma_ws._plan_epilogue(GemmProblem("k", "k", "f16", "bf16"), log)
     assert ep["sw"] == Swizzle(3, 3, 3) and ep["rw"] == 64 and ep["ev"] == 8
-    ep32 = wgmma._plan_epilogue(GemmProblem("k", "k", "f16", "f32"), ProofLog())
+    ep32 = wgmma_ws._plan_epilogue(GemmProblem("k", "k", "f16", "f32"), ProofLog())
     assert ep32["sw"] == Swizzle(2, 3, 2) and ep32["rw"] == 32 and ep32["rc"] == 16
 
 
@@ -244,24 +244,24 @@ def test_cluster_config_rules():
 
 
 def test_cluster_boxes_that_do_not_partition_b_are_refused(monkeypatch):
-    monkeypatch.setattr(wgmma, "_cluster_boxes", lambda b, ctas: {0: (0, 1), 1: (1, 2, 3)})
+    monkeypatch.setattr(wgmma_ws, "_cluster_boxes", lambda b, ctas: {0: (0, 1), 1: (1, 2, 3)})
     a = wgmma.OperandPlan("a", 128, 64, 4, True, 384, 2, 64)
     b = wgmma.OperandPlan("b", 256, 64, 4, True, 384, 1, 256)
     with pytest.raises(ProofFailedError) as ei:
-        wgmma._prove_cluster_tx(a, b, 2, ProofLog())
+        wgmma_ws._prove_cluster_tx(a, b, 2, ProofLog())
     assert ei.value.condition == "multicast boxes partition B"
 
 
 def test_a_cluster_scheduler_that_drops_the_rank_is_refused(monkeypatch):
-    monkeypatch.setattr(wgmma, "cluster_tm_ir", lambda c, tp, crank: c * tp)
+    monkeypatch.setattr(wgmma_ws, "cluster_tm_ir", lambda c, tp, crank: c * tp)
     with pytest.raises(ProofFailedError) as ei:
-        wgmma.prove_schedule(8, ProofLog(), max_grid=10, cluster=2)
+        wgmma_ws.prove_schedule(8, ProofLog(), max_grid=10, cluster=2)
     assert ei.value.condition == "scheduler bijective"
 
 
 def test_cluster_schedule_covers_odd_grids_with_padding_rows_only():
     log = ProofLog()
-    wgmma.prove_schedule(4, log, max_grid=15, cluster=2)
+    wgmma_ws.prove_schedule(4, log, max_grid=15, cluster=2)
     assert "every tile once, padding rows only past grid_m" in log.proofs[0].statement
 
 
@@ -293,7 +293,7 @@ def test_cluster_source_compiles_without_spills(tmp_path):
 def _tampered(monkeypatch, edit):
     """Make the generator build the ws kernel IR with ``edit`` applied to its nodes
     (``edit(node)`` returns a replacement or None); the edit must hit something."""
-    good = wgmma._source_ws_ir
+    good = wgmma_ws._source_ws_ir
 
     def bad(*args, **kw):
         k = good(*args, **kw)
@@ -309,7 +309,7 @@ def _tampered(monkeypatch, edit):
         assert hits
         return k
 
-    monkeypatch.setattr(wgmma, "_source_ws_ir", bad)
+    monkeypatch.setattr(wgmma_ws, "_source_ws_ir", bad)
 
 
 def test_the_protocol_is_read_from_the_ir():

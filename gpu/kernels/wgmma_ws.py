@@ -1,0 +1,1238 @@
+"""The warp-specialized persistent wgmma kernel (``Sm90Config(schedule="ws")``, the default).
+
+A producer warpgroup issues the TMA boxes of A and B through a full/empty mbarrier ring,
+the consumer warpgroups run wgmma on the stages, the persistent CTAs walk the output tiles
+in a proven grouped order, the epilogue goes through a swizzled shared-memory buffer, and
+with ``cluster=2`` two CTAs share the B tile by TMA multicast.  What this module proves
+before the source is printed:
+
+* the tile scheduler (:func:`schedule_devfn`, emitted from the same IR statements) is a
+  bijection onto the tile grid (:func:`prove_schedule`), and a batched launch's split
+  into (batch, tile) is one too (:func:`prove_batch_schedule`,
+  :func:`check_batch_coordinates`);
+* the staged epilogue's swizzle is conflict-free and its data flow puts every accumulator
+  at its C coordinate (:func:`_plan_epilogue`);
+* in a cluster, the multicast boxes partition B and each CTA's transaction count is the
+  bytes that land in it (:func:`_prove_cluster_tx`);
+* the mbarrier protocol, read back from the IR's barrier nodes (:func:`protocol_ir`), is
+  model-checked over every interleaving, and the epilogue's barriers order its buffer
+  (:func:`epilogue_order`) -- :func:`prove_ws_protocol`.
+
+:func:`build_ws_kernel` builds the kernel for
+:func:`~layoutproof.gpu.kernels.wgmma.generate_sm90`; the split-K, cluster and fused
+epilogue variants rewrite its IR.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from layoutproof import Layout, Swizzle, composition
+
+from ..config import OUT_DTYPES, GemmProblem
+from ..errors import ProofFailedError
+from ..proof import banks, kir, lower
+from ..proof.pipeline import prove_pipeline
+from ..proof.record import ProofLog
+from .toolkit import (
+    STORE2,
+    Env,
+    OperandPlan,
+    addr_of,
+    eval_map,
+    finish,
+    ir_const,
+    ir_var,
+)
+from .wgmma_core import (
+    GENERATOR_VERSION,
+    TMA_BOX,
+    Sm90Config,
+    acc_ir,
+    env90,
+    env_var,
+    kernel90,
+    need_var,
+    smem_arena,
+    tid_ir,
+    tma_loads_ir,
+    wgmma_batch_ir,
+)
+
+__all__ = [
+    "build_ws_kernel",
+    "prove_ws_protocol",
+    "protocol_ir",
+    "epilogue_order",
+    "prove_schedule",
+    "schedule_devfn",
+    "prove_batch_schedule",
+    "check_batch_coordinates",
+    "batch_split_ir",
+    "batch_c_stride",
+    "cluster_tm_ir",
+]
+
+
+# ============================================================================ persistent schedule
+# The tile scheduler of the persistent kernel, as statements (name, C expression) that are
+# both emitted and proven: "min(x, y)" is written as ("min", x, y).  Tile t of the
+# grid_m x grid_n tiles -> (tm, tn): groups of GROUP_M tile rows are walked column by
+# column (the A panels of a group and one B panel stay in L2 together).
+def _schedule_ir(group_m: int) -> Tuple[Tuple[kir.Var, ...], List[kir.Stmt]]:
+    """The tile scheduler as IR: tile t of the grid_m x grid_n tiles -> (tm, tn); groups of
+    ``group_m`` tile rows are walked column by column (the A panels of a group and one B
+    panel stay in L2 together).  Both emitted (:func:`schedule_devfn`) and proven
+    (:func:`prove_schedule` evaluates these nodes)."""
+    t, gm, gn = kir.Var("t"), kir.Var("grid_m"), kir.Var("grid_n")
+    tm, tn = kir.Var("tm"), kir.Var("tn")
+    per_group, d1 = ir_const("per_group", group_m * gn)
+    first_m, d2 = ir_const("first_m", t / per_group * group_m)
+    gsize, d3 = ir_const("gsize", kir.Call("min", (gm - first_m, kir.Const(group_m))))
+    return (t, gm, gn, tm, tn), [
+        d1,
+        d2,
+        d3,
+        kir.Assign(tm, first_m + t % per_group % gsize),
+        kir.Assign(tn, t % per_group / gsize),
+    ]
+
+
+def schedule_devfn(group_m: int) -> Tuple[str, str, kir.Block]:
+    """The scheduler as the device function ``lp_tile(t, grid_m, grid_n, &tm, &tn)``."""
+    _vars, stmts = _schedule_ir(group_m)
+    return ("lp_tile", "int t, int grid_m, int grid_n, int& tm, int& tn", kir.block(*stmts))
+
+
+def _eval_schedule(
+    group_m: int, t: np.ndarray, gm: np.ndarray, gn: np.ndarray
+) -> Tuple[np.ndarray, np.ndarray]:
+    env: Dict[str, Any] = {"t": t, "grid_m": gm, "grid_n": gn}
+    for st in _schedule_ir(group_m)[1]:
+        if isinstance(st, kir.Decl) and st.init is not None:
+            env[st.var.name] = kir.ev(st.init, env)
+        elif isinstance(st, kir.Assign) and isinstance(st.lhs, kir.Var):
+            env[st.lhs.name] = kir.ev(st.rhs, env)
+        else:  # the scheduler is declarations and assignments of variables only
+            raise ProofFailedError(
+                f"tile scheduler: cannot evaluate a {type(st).__name__}", condition="scheduler IR"
+            )
+    return env["tm"], env["tn"]
+
+
+def cluster_tm_ir(cluster: int, tp: kir.Var, crank: kir.Var) -> kir.Expr:
+    """The tile row of CTA ``crank`` of a cluster given the scheduler's row group ``tp``."""
+    return cluster * tp + crank
+
+
+def batch_split_ir(t: kir.Expr, tpb: kir.Expr) -> Tuple[Tuple[kir.Var, kir.Var], List[kir.Stmt]]:
+    """Tile ``t`` of a batched launch -> (batch ``bidx``, tile ``tb`` of that batch's grid):
+    the batches' tile grids laid end to end (``tpb`` tiles per batch).  Emitted in the
+    persistent loop and evaluated by :func:`prove_batch_schedule`."""
+    bidx, d1 = ir_const("bidx", t / tpb, comment="the tile's batch")
+    tb, d2 = ir_const("tb", t % tpb, comment="the tile within its batch's grid")
+    return (bidx, tb), [d1, d2]
+
+
+def batch_c_stride(E: Env) -> kir.Expr:
+    """The batch stride the kernel's C stores use (the claim's is the parameter ``ldcb``;
+    the two are checked equal on every store)."""
+    return need_var(E, "ldcb")
+
+
+def prove_batch_schedule(
+    group_m: int,
+    log: ProofLog,
+    cluster: int = 1,
+    grids: Tuple[Tuple[int, int], ...] = ((1, 1), (1, 7), (7, 1), (3, 5), (8, 9), (17, 4), (65, 33)),
+    batches: Tuple[int, ...] = (1, 2, 3, 5, 64),
+) -> None:
+    """The batched persistent loop, evaluated on the emitted nodes: tiles
+    ``[0, tpb * batch)`` split by :func:`batch_split_ir` and then mapped by the scheduler
+    (with ``cluster`` CTAs per row group) reach every (batch, tile row, tile column) of
+    ``batch`` grids exactly once, with ``0 <= bidx < batch`` -- the batch index that picks
+    the A and B matrices (TMA batch coordinate) and C's matrix (``bidx * ldcb``) -- and
+    every tile of a batch stays in that batch."""
+    tv, tpv = kir.Var("t"), kir.Var("tpb")
+    _vars, split = batch_split_ir(tv, tpv)
+    cl = cluster
+    cases = 0
+    for gm, gn in grids:
+        gmp = -(-gm // cl)
+        tpb = gmp * gn
+        for nb in batches:
+            t = np.repeat(np.arange(tpb * nb, dtype=np.int64), cl)
+            crank = np.tile(np.arange(cl, dtype=np.int64), tpb * nb)
+            env: Dict[str, Any] = {"t": t, "tpb": np.full_like(t, tpb)}
+            for st in split:
+                if not (isinstance(st, kir.Decl) and st.init is not None):
+                    raise ProofFailedError("batch split: not a declaration", condition="batch split IR")
+                env[st.var.name] = kir.ev(st.init, env)
+            bidx, tb = env["bidx"], env["tb"]
+            tp, tn = _eval_schedule(group_m, tb, np.full_like(t, gmp), np.full_like(t, gn))
+            tm = tp * cl + crank
+            bad = (bidx < 0) | (bidx >= nb) | (tb < 0) | (tb >= tpb)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ProofFailedError(
+                    f"batched schedule: tile {int(t[i])} of {nb} batches of {gm}x{gn} tiles goes to "
+                    f"batch {int(bidx[i])}, tile {int(tb[i])}",
+                    condition="batch index in range",
+                    witness=(gm, gn, nb, int(t[i])),
+                )
+            inside = tm < gm
+            key = (bidx * (cl * gmp) + tm) * gn + tn
+            if np.unique(key).size != key.size or int(inside.sum()) != gm * gn * nb:
+                raise ProofFailedError(
+                    f"batched schedule: {nb} batches of {gm}x{gn} tiles are not each visited once",
+                    condition="batched scheduler bijective",
+                    witness=(gm, gn, nb),
+                )
+            # a batch's tiles are the t in [bidx * tpb, (bidx + 1) * tpb)
+            if not np.array_equal(bidx, t // tpb):
+                raise ProofFailedError(
+                    "batched schedule: a tile leaves its batch",
+                    condition="batch blocks",
+                    witness=(gm, gn, nb),
+                )
+            cases += int(t.size)
+    cl_s = f", cluster={cl}" if cl > 1 else ""
+    log.add(
+        "bijective",
+        f"batched persistent schedule (group_m={group_m}{cl_s}): t -> (bidx = t / tpb, tb = t % tpb) -> "
+        f"(bidx, tm, tn) visits every tile of every batch once, 0 <= bidx < batch, for {len(grids)} grids "
+        f"x {len(batches)} batch counts (C semantics)",
+        "exhaustive",
+        cases,
+    )
+    # the host's condition for disjoint C batches, checked exhaustively on small extents:
+    # the element sets {b * ldcb + r * ldc + c : r < M, c < N} of batches b = 0, 1, 2 are
+    # pairwise disjoint when ldcb >= (M - 1) * ldc + N (ldc >= N)
+    n_cases = 0
+    for M in range(1, 6):
+        for N in range(1, 6):
+            for ldc in range(N, N + 3):
+                span = (M - 1) * ldc + N
+                r = np.arange(M)[:, None] * ldc + np.arange(N)[None, :]
+                for ldcb in range(span, span + 4):
+                    sets = [set((b * ldcb + r).ravel().tolist()) for b in range(3)]
+                    disjoint = all(not (sets[i] & sets[j]) for i in range(3) for j in range(i + 1, 3))
+                    if not disjoint:
+                        raise ProofFailedError(
+                            f"C batches: ldcb={ldcb}, M={M}, N={N}, ldc={ldc}: disjoint={disjoint}",
+                            condition="C batches disjoint when ldcb >= (M - 1) * ldc + N",
+                            witness=(M, N, ldc, ldcb),
+                        )
+                    n_cases += 1
+    log.add(
+        "bounds",
+        "batched C: the batches' element sets {bidx * ldcb + row * ldc + col : row < M, col < N} are "
+        "pairwise disjoint when ldcb >= (M - 1) * ldc + N (checked on all extents up to 5x5, 3 batches; "
+        "the host refuses any other output); each store is claimed at C + bidx * ldcb + row * ldc + col "
+        "with row < M, col < N (checked on the IR), A and B are read through rank-3 tensor maps at batch "
+        "coordinate bidx < batch (the batch extent of the map), so a box never reads another batch",
+        "exhaustive",
+        n_cases,
+    )
+
+
+def check_batch_coordinates(k: kir.Kernel, prob: GemmProblem, log: ProofLog) -> None:
+    """On the kernel IR: every TMA box of an operand that carries the batch index is loaded
+    at batch coordinate ``bidx``, the variable declared ``t / tpb`` in the persistent loop
+    that encloses the load (the split :func:`prove_batch_schedule` proves), and no box of a
+    shared operand has a batch coordinate.  (Not batched: no box has one.)"""
+    an = kir.analysis(k)
+    n = 0
+    for node in kir.walk(k.body):
+        if not isinstance(node, kir.TmaLoad):
+            continue
+        op = node.claim.what[:1].lower()
+        batched = op in prob.batch
+        c2 = node.c2
+        ok = c2 is None
+        if batched:
+            init = an.defs.get(id(c2)) if isinstance(c2, kir.Var) else None
+            ok = (
+                isinstance(c2, kir.Var)
+                and c2.name == "bidx"
+                and isinstance(init, kir.Bin)
+                and init.op == "/"
+                and isinstance(init.a, kir.Var)
+                and init.a.name == "t"
+                and isinstance(init.b, kir.Var)
+                and init.b.name == "tpb"
+            )
+        if not ok:
+            raise ProofFailedError(
+                f"batched kernel: {node.claim.what} is loaded at batch coordinate "
+                f"{kir.emit_expr(c2) if c2 is not None else 'none'} (operand {op.upper()} "
+                + (
+                    "carries the batch index: bidx = t / tpb)"
+                    if batched
+                    else "is shared: no batch coordinate)"
+                ),
+                condition="TMA batch coordinate",
+                witness=node.claim.what,
+            )
+        n += 1
+    if prob.batch:
+        log.add(
+            "equal",
+            f"batched TMA loads: each of the {n} box loads reads batch bidx = t / tpb of its tile "
+            f"(operands {', '.join(x.upper() for x in prob.batch)}; a shared operand's boxes have no batch "
+            "coordinate), checked on the IR",
+            "exhaustive",
+            n,
+        )
+
+
+def prove_schedule(
+    group_m: int,
+    log: ProofLog,
+    max_grid: int = 40,
+    extra: Tuple[Tuple[int, int], ...] = ((64, 32), (32, 64), (65, 33), (1, 700), (700, 1), (129, 66)),
+    cluster: int = 1,
+) -> None:
+    """The emitted scheduler maps tiles [0, grid_m * grid_n) one-to-one onto the
+    grid_m x grid_n tile coordinates (C semantics, 32-bit int), for every grid up to
+    ``max_grid`` x ``max_grid`` and the listed larger ones; and the persistent loop
+    ``t = blockIdx.x + i * gridDim.x`` visits every tile exactly once for any grid size.
+
+    With ``cluster = c`` > 1 the scheduler walks groups of ``c`` tile rows (``grid_mp =
+    ceil(grid_m / c)``) and CTA ``crank`` of the cluster takes row ``c * tp + crank``:
+    proven, every tile of the grid is taken exactly once by one (cluster slot, CTA), and
+    the only other rows taken are past ``grid_m`` (a padding tile: its A rows are
+    zero-filled by the TMA and its C rows, ``>= M``, are never stored)."""
+    grids = [(m, n) for m in range(1, max_grid + 1) for n in range(1, max_grid + 1)]
+    grids += list(extra)
+    cl = cluster
+    units = [(-(-m // cl)) * n for m, n in grids]
+    gm = np.concatenate([np.full(u * cl, m) for (m, n), u in zip(grids, units)])
+    gn = np.concatenate([np.full(u * cl, n) for (m, n), u in zip(grids, units)])
+    gmp = -(-gm // cl)
+    t = np.concatenate([np.repeat(np.arange(u), cl) for u in units])
+    crank = np.concatenate([np.tile(np.arange(cl), u) for u in units])
+    gid = np.concatenate([np.full(u * cl, i) for i, u in enumerate(units)])
+    tp, tn = _eval_schedule(group_m, t, gmp, gn)
+    tm = (
+        tp
+        if cl == 1
+        else kir.ev(cluster_tm_ir(cl, kir.Var("tp"), kir.Var("crank")), {"tp": tp, "crank": crank})
+    )
+    out = (tp < 0) | (tp >= gmp) | (tn < 0) | (tn >= gn) | (tm >= cl * gmp)
+    if out.any():
+        i = int(np.flatnonzero(out)[0])
+        raise ProofFailedError(
+            f"scheduler (group_m={group_m}, cluster={cl}): tile {int(t[i])} "
+            f"of a {int(gm[i])}x{int(gn[i])} grid goes to ({int(tm[i])}, "
+            f"{int(tn[i])}), outside the grid",
+            condition="tile in grid",
+            witness=(int(gm[i]), int(gn[i]), int(t[i])),
+        )
+    key = gid * (1 << 22) + tm * gn + tn
+    u, first, cnt = np.unique(key, return_index=True, return_counts=True)
+    inside = tm < gm
+    if u.size != key.size or int(inside.sum()) != sum(m * n for m, n in grids):
+        i = int(first[np.flatnonzero(cnt > 1)[0]]) if u.size != key.size else 0
+        raise ProofFailedError(
+            f"scheduler (group_m={group_m}, cluster={cl}): two tiles of a "
+            f"{int(gm[i])}x{int(gn[i])} grid go to ({int(tm[i])}, "
+            f"{int(tn[i])}) or a tile is missed",
+            condition="scheduler bijective",
+            witness=(int(gm[i]), int(gn[i]), int(t[i])),
+        )
+    what = (
+        f"maps (tile t, CTA rank) -> ({cl} * tp + crank, tn), every tile once, padding rows only past grid_m,"
+        if cl > 1
+        else "maps tile t -> (tm, tn) one-to-one onto the grid,"
+    )
+    cl_s = f", cluster={cl}" if cl > 1 else ""
+    log.add(
+        "bijective",
+        f"persistent scheduler (group_m={group_m}{cl_s}) "
+        f"{what} for all {len(grids)} grids up to {max_grid}x{max_grid} and "
+        f"{len(extra)} larger ones (C semantics)",
+        "exhaustive",
+        int(t.size),
+    )
+    # the strided persistent loop partitions [0, tiles): t = b + i * P, b < P
+    cases = 0
+    for P in (1, 2, 3, 7, 66, 114, 132, 144):
+        for tiles in (1, 5, P - 1, P, P + 1, 2 * P + 3, 2048):
+            if tiles < 1:
+                continue
+            seen = np.concatenate([np.arange(b, tiles, P) for b in range(P)])
+            if seen.size != tiles or np.unique(seen).size != tiles:
+                raise ProofFailedError(
+                    f"persistent loop over {tiles} tiles with {P} CTAs does not visit each tile once",
+                    condition="tile partition",
+                    witness=(P, tiles),
+                )
+            cases += tiles
+    log.add(
+        "bijective",
+        "persistent loop t = first + i * step (t < tiles) visits each tile exactly once",
+        "exhaustive",
+        cases,
+    )
+
+
+@functools.cache
+def _schedule_proofs(group_m: int, cluster: int) -> Tuple[Any, ...]:
+    """prove_schedule's records, once per process for each (group_m, cluster): the kernels
+    of every operand variant share the scheduler."""
+    log = ProofLog()
+    prove_schedule(group_m, log, cluster=cluster)
+    return tuple(log.proofs)
+
+
+# ============================================================================ staged epilogue
+def _epilogue_swizzles(ob: int) -> Tuple[Swizzle, ...]:
+    """Candidate XOR patterns (on element offsets) for the 64 x 128-byte epilogue buffer;
+    each keeps a 16-byte vector (the low log2(16/ob) bits) intact."""
+    m = {2: 3, 4: 2}[ob]
+    return (
+        Swizzle(0, m, 3),
+        Swizzle(3, m, 3),
+        Swizzle(2, m + 1, 2),
+        Swizzle(2, m, 3),
+        Swizzle(2, m, 2),
+        Swizzle(3, m, 4),
+    )
+
+
+def _plan_epilogue(prob: GemmProblem, log: ProofLog) -> Dict[str, Any]:
+    """The accumulators of one consumer warpgroup leave through a 64-row x 128-byte buffer,
+    one column chunk (128 bytes of C per row) at a time: each thread writes its register
+    pairs, then each thread reads four 16-byte row vectors and stores them to C.  The XOR
+    swizzle of the buffer is chosen by the bank proofs (both the pair writes and the vector
+    reads conflict-free); proven: the write map is a bijection onto the buffer, pairs are
+    contiguous and aligned, the read map covers the buffer once with aligned 16-byte
+    vectors, and every accumulator (thread, register) reaches exactly its C coordinate."""
+    ob = OUT_DTYPES[prob.out][1]
+    rw = 128 // ob  # elements per buffer row = columns per chunk
+    ev = 16 // ob  # elements per 16-byte vector
+    rc = rw // 2  # registers per chunk: rw / 8 column blocks x 4
+    # (thread, register) -> (row, col) of the warpgroup's 64 x rw chunk, column-major index
+    cmap = Layout(((4, 8, 4), (2, 2, rw // 8)), ((2 * 64, 1, 16), (64, 8, 8 * 64)))
+    cval = eval_map(cmap)
+    crow, ccol = cval % 64, cval // 64
+    rshape = ((8, 16), 4)  # (t % 8, t // 8), vector v
+    grow = eval_map(Layout(rshape, ((0, 1), 16)))
+    gcol = eval_map(Layout(rshape, ((ev, 0), 0)))
+    chosen = None
+    for sw in _epilogue_swizzles(ob):
+        buf = composition(sw, Layout((64, rw), (rw, 1)))
+        wmap = composition(buf, cmap)
+        rmap = composition(sw, Layout(rshape, ((ev, rw), 16 * rw)))
+        w = eval_map(wmap).reshape(rc, 128).T  # [thread, register]
+        r = eval_map(rmap).reshape(4, 128).T  # [thread, vector]
+        wr = np.stack([w[32 * q : 32 * q + 32, 2 * p] * ob for q in range(4) for p in range(rc // 2)])
+        rd = np.stack([r[32 * q : 32 * q + 32, v] * ob for q in range(4) for v in range(4)])
+        try:
+            sub = ProofLog()
+            banks.prove_conflict_free(
+                wr, 2 * ob, what=f"epilogue {2 * ob}-byte pair writes into the {sw}-swizzled buffer", log=sub
+            )
+            banks.prove_conflict_free(
+                rd, 16, what=f"epilogue 16-byte row reads from the {sw}-swizzled buffer", log=sub
+            )
+        except (ProofFailedError, banks.BankConflictError):
+            continue
+        chosen = (sw, wmap, rmap, w, r, sub)
+        break
+    if chosen is None:
+        raise ProofFailedError("no candidate epilogue swizzle is conflict-free", condition="epilogue banks")
+    sw, wmap, rmap, w, r, sub = chosen
+    log.extend(sub)
+    n = 64 * rw
+    lower.prove_bijective(
+        wmap, n, what=f"epilogue (thread, register) -> {sw}-swizzled 64x{rw} buffer", log=log
+    )
+    if (w[:, 1::2] != w[:, 0::2] + 1).any() or (w[:, 0::2] % 2).any():
+        raise ProofFailedError(
+            "epilogue register pairs are not aligned adjacent elements", condition="pair contiguity"
+        )
+    reads = (r[:, :, None] + np.arange(ev)).reshape(-1)
+    if (r % ev).any() or np.unique(reads).size != n or reads.min() != 0 or reads.max() != n - 1:
+        raise ProofFailedError(
+            "epilogue 16-byte reads do not cover the buffer once, aligned", condition="read cover"
+        )
+    # data flow: the reader of the element an accumulator was written to stores it at the
+    # accumulator's C coordinate (row, column within the chunk)
+    where = np.empty(n, dtype=np.int64)
+    where[reads] = np.arange(reads.size)
+    src = where[w.T.reshape(-1)]  # register-major, like cval
+    t_r, rest = src // (4 * ev), src % (4 * ev)
+    v_r, e_r = rest // ev, rest % ev
+    idx = v_r * 128 + t_r  # reader (thread, vector) flat index
+    orow, ocol = grow[idx], gcol[idx] + e_r
+    bad = np.flatnonzero((orow != crow) | (ocol != ccol))
+    if bad.size:
+        i = int(bad[0])
+        raise ProofFailedError(
+            f"epilogue: accumulator {i} (register-major) belongs at "
+            f"({int(crow[i])}, {int(ccol[i])}) but is stored at "
+            f"({int(orow[i])}, {int(ocol[i])})",
+            condition="epilogue data flow",
+            witness=i,
+        )
+    log.add(
+        "equal",
+        f"epilogue data flow: every accumulator (thread, register) of a chunk, "
+        f"written to the buffer and read back as 16-byte vectors, is stored at "
+        f"its C coordinate ({sw})",
+        "exhaustive",
+        int(cval.size),
+    )
+    low = {
+        "w": lower.lower(wmap, ("t", "i"), name="lp_ep_w", log=log),
+        "r": lower.lower(rmap, ("t", "v"), name="lp_ep_r", log=log),
+        "row": lower.lower(Layout(rshape, ((0, 1), 16)), ("t", "v"), name="lp_ep_row", log=log),
+        "col": lower.lower(Layout(rshape, ((ev, 0), 0)), ("t", "v"), name="lp_ep_col", log=log),
+    }
+    return {
+        "low": low,
+        "sw": sw,
+        "rw": rw,
+        "ev": ev,
+        "rc": rc,
+        "fns": {k: kir.from_lowered(v) for k, v in low.items()},
+        "maps": {k: v.layout for k, v in low.items()},
+    }
+
+
+def _cluster_boxes(b: OperandPlan, ctas: int) -> Dict[int, Tuple[int, ...]]:
+    """Which of B's 64-row boxes each CTA of the cluster issues (multicast to all)."""
+    nb = b.x_extent // TMA_BOX
+    return {r: tuple(j for j in range(nb) if j % ctas == r) for r in range(ctas)}
+
+
+def _prove_cluster_tx(a: OperandPlan, b: OperandPlan, ctas: int, log: ProofLog) -> int:
+    """The bytes that land in each CTA's stage per k-tile, from every issuer: its own A
+    boxes and every multicast B box, each B box issued by exactly one CTA.  Returns the
+    per-CTA transaction count the producer announces (``arrive.expect_tx``)."""
+    boxes = _cluster_boxes(b, ctas)
+    issued = sorted(j for r in boxes for j in boxes[r])
+    if issued != list(range(b.x_extent // TMA_BOX)):
+        raise ProofFailedError(
+            f"cluster: the B boxes issued by the CTAs are {issued}, not each "
+            f"of the {b.x_extent // TMA_BOX} boxes once",
+            condition="multicast boxes partition B",
+            witness=tuple(issued),
+        )
+    box = TMA_BOX * 64 * 2
+    # into each CTA: its own A boxes (not multicast) and every multicast B box
+    landed = [
+        (a.x_extent // TMA_BOX) * box + sum(len(boxes[r]) * box for r in range(ctas)) for _dest in range(ctas)
+    ]
+    want = 2 * (a.stage_elems + b.stage_elems)
+    if any(n != want for n in landed):
+        raise ProofFailedError(
+            f"cluster: {landed} bytes land per CTA and stage, the stage holds {want}",
+            condition="transaction bytes",
+            witness=tuple(landed),
+        )
+    log.add(
+        "equal",
+        f"{ctas}-CTA cluster: the B boxes {boxes} (CTA -> boxes, multicast to "
+        f"every CTA) partition the B tile; each CTA's full barrier receives "
+        f"{want} bytes per stage = its A tile + the whole B tile",
+        "exhaustive",
+        ctas * (a.x_extent // TMA_BOX + b.x_extent // TMA_BOX),
+    )
+    return want
+
+
+def _epilogue_ws_ir(
+    E: Env, cfg: Sm90Config, prob: GemmProblem, ep: Dict[str, Any], acc: kir.Var, e_off: int
+) -> List[kir.Stmt]:
+    """Accumulators -> swizzled shared buffer (register pairs) -> 16-byte row vectors -> C,
+    one 128-byte column chunk at a time (the maps :func:`_plan_epilogue` proved)."""
+    v2t, pack2, _ = STORE2[prob.out]
+    ob = OUT_DTYPES[prob.out][1]
+    rw, ev, rc = ep["rw"], ep["ev"], ep["rc"]
+    fn, lay = ep["fns"], ep["maps"]
+    eb = kir.Var("eb", "lp_out_t*")
+    arena = addr_of(E.smem) + (E.s0 - E.sbase) + e_off + E.cg * 8192
+    region = (arena, 8192)
+    q, p, v, i = ir_var("q"), ir_var("p"), ir_var("v"), ir_var("i")
+    wclaim = kir.Claim(
+        "epilogue buffer write (thread, register pair) of this warpgroup",
+        arena + ob * kir.LayoutApp(lay["w"], (E.wt, 2 * p), "epilogue write map"),
+        region=region,
+        width=2 * ob,
+    )
+    rclaim = kir.Claim(
+        "epilogue buffer 16-byte read (thread, vector) of this warpgroup",
+        arena + ob * kir.LayoutApp(lay["r"], (E.wt, v), "epilogue read map"),
+        region=region,
+        width=16,
+    )
+    write = kir.Assign(
+        kir.Mem(eb + kir.call(fn["w"], t=E.wt, i=2 * p), wclaim, vec=v2t, space="shared"),
+        kir.Call(
+            pack2, (kir.Index(acc, (rc * q + 2 * p,)), kir.Index(acc, (rc * q + 2 * p + 1,))), "lp_out_t"
+        ),
+    )
+    r, dr = ir_const("r", E.m0 + 64 * E.cg + kir.call(fn["row"], t=E.wt, v=v))
+    c, dc = ir_const("c", E.n0 + rw * q + kir.call(fn["col"], t=E.wt, v=v))
+    row = E.m0 + 64 * E.cg + kir.LayoutApp(lay["row"], (E.wt, v), "epilogue row map")
+    col = E.n0 + rw * q + kir.LayoutApp(lay["col"], (E.wt, v), "epilogue column map")
+    val = kir.Var("val", "uint4")
+    dval = kir.Decl(
+        val,
+        kir.Mem(eb + kir.call(fn["r"], t=E.wt, v=v), rclaim, vec="const uint4", space="shared"),
+        const=True,
+    )
+    pv = kir.Var("p", "lp_out_t*")
+    e = kir.Var("e", "const lp_out_t*")
+
+    bidx = env_var(E, "bidx")
+    # batched: the tile's batch enters C's address as bidx * ldcb (the claim's batch
+    # stride is the parameter ldcb; the code's is batch_c_stride's, checked against it)
+    boff: kir.Expr = kir.Const(0, "long long")
+    cbase: kir.Expr = E.C
+    if bidx is not None:
+        boff = kir.Cast("long long", bidx) * need_var(E, "ldcb")
+        cbase = E.C + kir.Cast("long long", bidx) * batch_c_stride(E)
+
+    def gclaim(off: kir.Expr, width: int, what: str) -> kir.Claim:
+        elem = kir.Cast("long long", row) * E.ldc + col + off
+        return kir.Claim(
+            what,
+            addr_of(E.C) + ob * (elem if bidx is None else boff + elem),
+            bounds=((row, E.M), (col + off + (width - 1), E.N)),
+            width=width * ob,
+        )
+
+    vec_store = kir.Assign(
+        kir.Mem(pv, gclaim(kir.Const(0), ev, "C 16-byte row vector store"), vec="uint4"), val
+    )
+    one = kir.Assign(kir.Mem(pv, gclaim(i, 1, "C element store (edge)"), idx=i), kir.Index(e, (i,)))
+    store = kir.If(
+        r.lt(E.M),
+        kir.block(
+            kir.Decl(pv, cbase + kir.Cast("long long", r) * E.ldc + c),
+            kir.If(
+                E.c_vec.and_((c + ev).le(E.N)),
+                kir.block(vec_store),
+                kir.block(
+                    kir.Decl(e, kir.Reinterpret("const lp_out_t*", kir.AddrOf(val))),
+                    kir.For(
+                        i,
+                        kir.Const(0),
+                        kir.Const(ev),
+                        kir.block(kir.If((c + i).lt(E.N), kir.block(one))),
+                        unroll=True,
+                    ),
+                ),
+            ),
+        ),
+    )
+    return [
+        kir.Comment(
+            "epilogue through shared memory (proven maps lp_ep_*), one 128-byte column\n"
+            "chunk at a time: register pairs -> swizzled buffer -> 16-byte row vectors -> C"
+        ),
+        kir.Decl(eb, kir.Reinterpret("lp_out_t*", E.smem + (E.sE - E.sbase) + E.cg * 8192), const=True),
+        kir.For(
+            q,
+            kir.Const(0),
+            kir.Const(cfg.bn // rw),
+            kir.block(
+                kir.For(p, kir.Const(0), kir.Const(rc // 2), kir.block(write), unroll=True),
+                kir.NamedBarrier(1 + E.cg, 128),
+                kir.For(v, kir.Const(0), kir.Const(4), kir.block(dr, dc, dval, store), unroll=True),
+                kir.NamedBarrier(1 + E.cg, 128),
+            ),
+            unroll=True,
+        ),
+    ]
+
+
+def _source_ws_ir(
+    cfg: Sm90Config,
+    prob: GemmProblem,
+    a: OperandPlan,
+    b: OperandPlan,
+    ep: Dict[str, Any],
+    desc: Dict[str, Tuple[int, int, int]],
+    tx: int,
+    name: str,
+) -> kir.Kernel:
+    """The warp-specialized persistent kernel: warpgroup 0 is the producer (one thread
+    issues the TMA boxes; registers given back with setmaxnreg.dec), warpgroups 1.. are the
+    consumers (setmaxnreg.inc; wgmma on their 64-row slice).  Stages pass through two
+    mbarriers each: ``full`` (the TMA transaction bytes landed) and ``empty`` (every
+    consumer warp's wgmma reading the stage completed).  Each CTA walks the tiles
+    ``blockIdx.x, blockIdx.x + gridDim.x, ...`` in the proven grouped order; the epilogue of
+    one tile overlaps the producer's loads of the next.
+
+    With ``cluster=2`` the two CTAs of a cluster take vertically adjacent tiles (rows
+    ``2 tp`` and ``2 tp + 1`` of tile column ``tn``) and share the B tile: each loads its
+    own A tile and half of B's boxes, multicast into both CTAs' stages; a stage is free
+    again once the consumers of *both* CTAs released it (they arrive on both CTAs' empty
+    barriers).  ``tx`` is the proven per-stage transaction count."""
+    S = cfg.stages
+    CW = cfg.warpgroups
+    CL = cfg.cluster
+    regs = 232 if CW == 2 else 240
+    E = env90(prob, True)
+    if prob.batch:  # the batch count and C's batch stride (elements) follow c_vec
+        E.add(batch=ir_var("batch"), ldcb=ir_var("ldcb", "long long"))
+    body: List[Any] = []
+    smem_arena(E, body, split=True)
+    full = kir.Var("lp_full", "unsigned long long*")
+    empty = kir.Var("lp_empty", "unsigned long long*")
+    for bv in (full, empty):
+        body.append(kir.Decl(bv, dims=(S,), prefix="__shared__ __align__(8)", tname="unsigned long long"))
+    sA, d1 = ir_const("sA", E.s0, "unsigned")
+    sB, d2 = ir_const("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
+    e_off = S * 2 * (a.stage_elems + b.stage_elems)
+    sE, d3 = ir_const("sE", sB + kir.Const(S * 2 * b.stage_elems, "unsigned"), "unsigned")
+
+    def cvta(x: kir.Var) -> kir.Expr:
+        return kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (x,), "unsigned"))
+
+    full0, d4 = ir_const("full0", cvta(full), "unsigned")
+    empty0, d5 = ir_const("empty0", cvta(empty), "unsigned")
+    body += [d1, d2, d3, d4, d5]
+    E.add(sA=sA, sB=sB, sE=sE, full0=full0, empty0=empty0)
+    tid_ir(E, body)
+    rank = kir.Var("rank", "unsigned")
+    if CL > 1:
+        crank, dcr = ir_const("crank", kir.Cast("int", rank))
+        body += [kir.ClusterRank(rank), dcr]
+    grid_m, dg1 = ir_const("grid_m", (E.M + (cfg.bm - 1)) / cfg.bm)
+    grid_n, dg2 = ir_const("grid_n", (E.N + (cfg.bn - 1)) / cfg.bn)
+    body += [dg1, dg2]
+    t0: kir.Expr
+    tstep: kir.Expr
+    per: kir.Expr
+    if CL == 1:
+        per = grid_m * grid_n
+        t0, tstep = E.blockIdx, E.gridDim
+    else:
+        grid_mp, dmp = ir_const("grid_mp", (grid_m + (CL - 1)) / CL, comment="tile-row groups of the cluster")
+        body.append(dmp)
+        per = grid_mp * grid_n
+        t0, tstep = E.blockIdx / CL, E.gridDim / CL
+    tpb: Optional[kir.Var] = None
+    if prob.batch:  # the batches' tile grids end to end: tiles = tiles per batch * batch
+        tpb, dtpb = ir_const("tpb", per, comment="tiles per batch")
+        tiles, dt = ir_const("tiles", tpb * need_var(E, "batch"))
+        body += [dtpb, dt]
+    else:
+        tiles, dt = ir_const("tiles", per)
+        body.append(dt)
+    KT, dkt = ir_const("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    body.append(dkt)
+    s = ir_var("s")
+    body.append(
+        kir.If(
+            E.tid.eq(0),
+            kir.block(
+                kir.For(
+                    s,
+                    kir.Const(0),
+                    kir.Const(S),
+                    kir.block(
+                        kir.MbarInit(kir.MbarRef(full0, s), 1),
+                        kir.MbarInit(kir.MbarRef(empty0, s), 4 * CW * CL),
+                    ),
+                ),
+                kir.Fence("mbarrier_init"),
+                kir.Fence("proxy_async"),
+            ),
+        )
+    )
+    body.append(
+        kir.SyncThreads()
+        if CL == 1
+        else kir.ClusterSync("every CTA's barriers are initialized before any use")
+    )
+
+    def tile_lines(t0_: kir.Var) -> Tuple[List[kir.Stmt], kir.Var, kir.Var]:
+        tm, tn = kir.Var("tm"), kir.Var("tn")
+        pre: List[kir.Stmt] = []
+        t: kir.Var = t0_
+        E.add(bidx=None)
+        if tpb is not None:
+            (bidx, t), pre = batch_split_ir(t0_, tpb)
+            E.add(bidx=bidx)
+        if CL == 1:
+            out = pre + [
+                kir.Decl(tm),
+                kir.Decl(tn),
+                kir.Eval(kir.Call("lp_tile", (t, grid_m, grid_n, tm, tn), "void")),
+            ]
+            tmv = tm
+        else:
+            tp = kir.Var("tp")
+            tmv, dtm = ir_const(
+                "tm", cluster_tm_ir(CL, tp, crank), comment="may pass grid_m: zero-filled, not stored"
+            )
+            out = pre + [
+                kir.Decl(tp),
+                kir.Decl(tn),
+                kir.Eval(kir.Call("lp_tile", (t, grid_mp, grid_n, tp, tn), "void")),
+                dtm,
+            ]
+        m0, dm = ir_const("m0", tmv * cfg.bm)
+        n0, dn = ir_const("n0", tn * cfg.bn)
+        return out + [dm, dn], m0, n0
+
+    # -- the producer
+    st, ph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
+    t = ir_var("t")
+    tl, m0, n0 = tile_lines(t)
+    E.add(m0=m0, n0=n0)
+    kt = ir_var("kt")
+    bar, dbar = ir_const("bar", kir.MbarRef(full0, st), "unsigned")
+    ca = need_var(E, "bidx") if "a" in prob.batch else None
+    cb = need_var(E, "bidx") if "b" in prob.batch else None
+    loads = tma_loads_ir(E, a, E.tmA, sA, st, kt, bar, c2=ca)
+    if CL == 1:
+        loads += tma_loads_ir(E, b, E.tmB, sB, st, kt, bar, c2=cb)
+    else:
+        for r, bx in _cluster_boxes(b, CL).items():
+            loads.append(
+                kir.If(
+                    rank.eq(kir.Const(r, "unsigned")),
+                    kir.block(
+                        tma_loads_ir(E, b, E.tmB, sB, st, kt, bar, boxes=bx, mask=(1 << CL) - 1, c2=cb)
+                    ),
+                    comment=f"B boxes {bx}, multicast to the cluster",
+                )
+            )
+    producer = kir.block(
+        kir.Comment(f"producer: one thread keeps up to {S} stages in flight"),
+        kir.SetMaxNReg(False, 40),
+        kir.If(
+            E.wt.eq(0),
+            kir.block(
+                kir.Decl(st, kir.Const(0)),
+                kir.Decl(ph, kir.Const(0, "unsigned")),
+                kir.For(
+                    t,
+                    t0,
+                    tiles,
+                    kir.block(
+                        tl,
+                        kir.For(
+                            kt,
+                            kir.Const(0),
+                            KT,
+                            kir.block(
+                                kir.MbarWait(
+                                    kir.MbarRef(empty0, st),
+                                    ph ^ kir.Const(1, "unsigned"),
+                                    "the consumers released stage st",
+                                ),
+                                dbar,
+                                kir.MbarExpectTx(bar, tx),
+                                loads,
+                                kir.RingAdvance(st, S, ph),
+                            ),
+                        ),
+                    ),
+                    step=tstep,
+                    cond=t.lt(tiles),
+                ),
+            ),
+        ),
+    )
+    # -- the consumers
+    cst, cph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
+    ct = ir_var("t")
+    ctl, cm0, cn0 = tile_lines(ct)
+    cg, dcg = ir_const("cg", E.wg - 1)
+    lane0, dl0 = ir_const("lane0", (E.tid & 31).eq(0), "bool")
+    E.add(cg=cg, m0=cm0, n0=cn0)
+    acc, ad = acc_ir(cfg)
+    prev = ir_var("prev", values=tuple(range(-1, S)))
+    ckt = ir_var("kt")
+
+    def release() -> kir.Stmt:
+        ops = [kir.MbarArrive(kir.MbarRef(empty0, prev))]
+        if CL > 1:
+            ops.append(kir.MbarArrive(kir.MbarRef(empty0, prev), rank ^ kir.Const(1, "unsigned")))
+        return kir.If(
+            prev.ge(0).and_(lane0),
+            kir.block(*ops),
+            comment="this CTA's barrier, then the peer's" if CL > 1 else "",
+        )
+
+    consumer = kir.block(
+        kir.Comment("consumers: wgmma on this warpgroup's 64-row slice, one batch in flight"),
+        kir.SetMaxNReg(True, regs),
+        dcg,
+        dl0,
+        kir.Decl(cst, kir.Const(0)),
+        kir.Decl(cph, kir.Const(0, "unsigned")),
+        kir.For(
+            ct,
+            t0,
+            tiles,
+            kir.block(
+                ctl,
+                ad,
+                kir.Decl(prev, kir.Const(-1)),
+                kir.For(
+                    ckt,
+                    kir.Const(0),
+                    KT,
+                    kir.block(
+                        kir.MbarWait(kir.MbarRef(full0, cst), cph, "stage st's bytes have landed"),
+                        wgmma_batch_ir(E, cfg, desc, a, b, cst, cg, acc),
+                        kir.Comment("the previous batch is complete: its stage goes back to the producer(s)"),
+                        release(),
+                        kir.Assign(prev, cst),
+                        kir.RingAdvance(cst, S, cph),
+                    ),
+                ),
+                kir.WgmmaWait(0),
+                release(),
+                _epilogue_ws_ir(E, cfg, prob, ep, acc, e_off),
+            ),
+            step=tstep,
+            cond=ct.lt(tiles),
+        ),
+    )
+    body.append(kir.If(E.wg.eq(0), producer, consumer))
+    if CL > 1:
+        body.append(kir.ClusterSync("no CTA leaves while a peer may still arrive on its barriers"))
+    descr = (
+        "",
+        f"wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = A[M,K] @ B[K,N]",
+        f"A {prob.a_major}-major, B {prob.b_major}-major (TMA tensor maps);",
+        f"{prob.dtype} in, f32 accumulate, {prob.out} out",
+        f"persistent, warp-specialized: 1 producer warpgroup (TMA, 40 registers) + {CW} consumer",
+        f"warpgroup(s) (wgmma, {regs} registers); block {cfg.bm}x{cfg.bn}x{cfg.bk}, {S}-stage",
+        "full/empty mbarrier pipeline, epilogue through a swizzled shared-memory buffer",
+        f"{CL}-CTA clusters: the B tile is multicast, each CTA loading half of it"
+        if CL > 1
+        else "no cluster",
+    )
+    helpers = ("tma",) + (("cluster",) if CL > 1 else ()) + ("named_sync", "wgmma")
+    return kernel90(
+        cfg,
+        prob,
+        a,
+        b,
+        desc,
+        name,
+        E,
+        body,
+        descr,
+        tuple(ep["fns"].values()),
+        helpers,
+        tma=True,
+        devfns=(schedule_devfn(cfg.group_m),),
+    )
+
+
+def epilogue_order(k: kir.Kernel, log: ProofLog) -> None:
+    """The staged epilogue's synchronization, read from the IR: one shared buffer per
+    consumer warpgroup is written (register pairs) and read (16-byte vectors) chunk after
+    chunk, so the chunk loop's body must be *writes, barrier, reads, barrier* at its top
+    level -- no read before its chunk is fully written (read-after-write), no write before
+    the previous chunk is fully read (write-after-read); a barrier inside a condition or a
+    nested statement does not count (and fails the uniformity proof besides)."""
+
+    def both(n: Any) -> bool:
+        kinds = set()
+        for x in kir.walk(n):
+            if isinstance(x, kir.Assign) and isinstance(x.lhs, kir.Mem) and x.lhs.space == "shared":
+                kinds.add("W")
+            elif isinstance(x, kir.Decl) and isinstance(x.init, kir.Mem) and x.init.space == "shared":
+                kinds.add("R")
+        return len(kinds) == 2
+
+    cands = [n for n in kir.walk(k.body) if isinstance(n, kir.For) and both(n.body)]
+    loops = [n for n in cands if not any(m is not n and any(x is m for x in kir.walk(n.body)) for m in cands)]
+    if len(loops) != 1:
+        raise ProofFailedError(
+            f"kernel IR: {len(loops)} epilogue chunk loops (expected 1)",
+            condition="epilogue order",
+            witness=len(loops),
+        )
+    seq: List[str] = []
+    for s in loops[0].body.body:
+        if isinstance(s, kir.NamedBarrier):
+            ev = "S"
+        else:
+            kinds = set()
+            for n in kir.walk(s):
+                if isinstance(n, kir.Assign) and isinstance(n.lhs, kir.Mem) and n.lhs.space == "shared":
+                    kinds.add("W")
+                elif isinstance(n, kir.Decl) and isinstance(n.init, kir.Mem) and n.init.space == "shared":
+                    kinds.add("R")
+            if len(kinds) != 1:
+                continue
+            ev = kinds.pop()
+        if not seq or seq[-1] != ev:
+            seq.append(ev)
+    if seq != ["W", "S", "R", "S"]:
+        raise ProofFailedError(
+            f"kernel IR: the epilogue chunk loop does {' '.join(seq)}, not writes, barrier, reads, barrier",
+            condition="epilogue order",
+            witness="".join(seq),
+        )
+    log.add(
+        "protocol",
+        "epilogue buffer (order read from the IR): each chunk is written, a "
+        "warpgroup barrier, read, a barrier -- no read before its chunk is "
+        "written, no write before the previous chunk is read; both barriers "
+        "at the top level of the chunk loop",
+        "exhaustive",
+        len(seq),
+    )
+
+
+def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple[Dict[str, Any], int]:
+    """The mbarrier protocol of the warp-specialized kernel, read from its IR nodes: the
+    parities of the producer's wait on ``empty`` and the consumers' wait on ``full`` (each
+    on the stage of a ring counter that advances once per k-tile), the arrival counts the
+    barriers are initialized with, the transaction bytes, and the release sites (after each
+    batch's ``wait_group 1`` inside the k-loop and after the tile's ``wait_group 0``; local,
+    and remote on the peer CTA).  Checked: ``full`` expects the producer's one arrival,
+    ``empty`` exactly the arrivals the consumer warps make -- counted from the guards of the
+    arrive nodes over every thread of the CTA.  Returns the model's parameters and the
+    number of mbarrier operations covered."""
+    names = {"full0": "full", "empty0": "empty"}
+    inits: Dict[str, List[int]] = {"full": [], "empty": []}
+    waits: Dict[str, List[int]] = {"full": [], "empty": []}
+    local: List[Any] = []
+    remote: List[Any] = []
+    txs: List[int] = []
+    n = 0
+
+    def ring(bar: kir.Expr) -> Tuple[str, kir.Expr]:
+        r = kir.resolve(bar, k)
+        if not isinstance(r, kir.MbarRef) or r.base.name not in names:
+            raise ProofFailedError(
+                "an mbarrier operation on an unknown barrier",
+                condition="protocol of the IR",
+                witness=kir.emit_expr_safe(bar),
+            )
+        return names[r.base.name], r.idx
+
+    def parity(e: kir.Expr, ph: kir.Var) -> int:
+        if e is ph:
+            return 0
+        if isinstance(e, kir.Bin) and e.op == "^" and e.a is ph and isinstance(e.b, kir.Const):
+            return int(e.b.value) & 1
+        raise ProofFailedError(
+            f"wait parity {kir.emit_expr_safe(e)} is not the ring phase (^ k)",
+            condition="wait parity",
+            witness=kir.emit_expr_safe(e),
+        )
+
+    rings = {id(n.stage): n for n in kir.walk(k.body) if isinstance(n, kir.RingAdvance)}
+    waited_in: List[Tuple[str, Any]] = []
+    for s, guards, loops in kir.mbarrier_ops(k):
+        n += 1
+        if isinstance(s, kir.MbarInit):
+            name, idx = ring(s.bar)
+            if not (
+                loops
+                and idx is loops[-1].var
+                and isinstance(loops[-1].stop, kir.Const)
+                and loops[-1].stop.value == cfg.stages
+            ):
+                raise ProofFailedError(
+                    f"{name} barriers are not initialized for each of the {cfg.stages} stages",
+                    condition="barrier init",
+                    witness=name,
+                )
+            inits[name].append(s.count)
+        elif isinstance(s, kir.MbarWait):
+            name, idx = ring(s.bar)
+            rg = rings.get(id(idx))
+            if (
+                rg is None
+                or rg.n != cfg.stages
+                or rg.phase is None
+                or not loops
+                or not any(x is rg for x in kir.walk(loops[-1].body))
+            ):
+                raise ProofFailedError(
+                    f"the wait on {name} is not on a stage ring counter that advances in its k-loop",
+                    condition="protocol of the IR",
+                    witness=name,
+                )
+            waits[name].append(parity(s.parity, rg.phase))
+            waited_in.append((name, loops[-1]))
+        elif isinstance(s, kir.MbarExpectTx):
+            name, _ = ring(s.bar)
+            if name != "full":
+                raise ProofFailedError(
+                    "expect_tx on an empty barrier", condition="protocol of the IR", witness=name
+                )
+            txs.append(s.nbytes)
+        elif isinstance(s, kir.MbarArrive):
+            name, idx = ring(s.bar)
+            if name != "empty" or not isinstance(idx, kir.Var) or idx.name != "prev":
+                raise ProofFailedError(
+                    "a consumer arrive is not a release of the previous stage",
+                    condition="protocol of the IR",
+                    witness=name,
+                )
+            (remote if s.cta is not None else local).append((s, guards, loops))
+    for name in ("full", "empty"):
+        if len(inits[name]) != 1 or len(waits[name]) != 1:
+            raise ProofFailedError(
+                f"expected one init and one wait of the {name} barriers, found "
+                f"{len(inits[name])} and {len(waits[name])}",
+                condition="protocol of the IR",
+                witness=name,
+            )
+    if txs != [tx]:
+        raise ProofFailedError(
+            f"the producer announces {txs} bytes per stage, {tx} land",
+            condition="transaction bytes",
+            witness=tuple(txs),
+        )
+    # release sites: one in the k-loop (after the batch's wait_group 1), one after it
+    consumer_loop = [lp for nm, lp in waited_in if nm == "full"][0]
+
+    def sites(lst: List[Any]) -> Tuple[int, int]:
+        inside = sum(1 for _s, _g, lp in lst if lp and lp[-1] is consumer_loop)
+        after = sum(
+            1
+            for _s, _g, lp in lst
+            if lp and lp[-1] is not consumer_loop and any(x is consumer_loop for x in kir.walk(lp[-1].body))
+        )
+        return inside, after
+
+    li, la = sites(local)
+    ri, ra = sites(remote)
+    if (li, la) != (1, 1) or len(local) != 2 or (ri, ra) not in ((0, 0), (1, 1)) or len(remote) not in (0, 2):
+        raise ProofFailedError(
+            f"release sites: {li} local in the k-loop, {la} after it, "
+            f"{len(remote)} remote (expected 1, 1 and 0 or 2)",
+            condition="release sites",
+            witness=(li, la, len(remote)),
+        )
+    remote_release = len(remote) == 2
+    # arrivals per phase: threads whose (thread-only) guards hold, per CTA
+    made = None
+    tid = next(
+        x for x in kir.walk(k.body) if isinstance(x, kir.Var) and x.builtin and x.name == "threadIdx.x"
+    )
+    for _s, guards, _lp in local:
+        cnt = _threads_passing(k, guards, tid)
+        made = cnt if made is None else made
+        if cnt != made:
+            raise ProofFailedError(
+                "the two release sites arrive from different threads",
+                condition="arrival counts",
+                witness=(cnt, made),
+            )
+    if made is None:  # the site count was checked above: one local release in the k-loop
+        raise ProofFailedError("no release site arrives", condition="release sites")
+    made = int(made) * (cfg.cluster if remote_release else 1)
+    f_init, e_init = inits["full"][0], inits["empty"][0]
+    if f_init != 1:
+        raise ProofFailedError(
+            f"full barriers expect {f_init} arrivals, the producer makes 1",
+            condition="arrival counts",
+            witness=f_init,
+        )
+    if e_init != made:
+        raise ProofFailedError(
+            f"empty barriers expect {e_init} arrivals per phase, the consumer warps make {made}",
+            condition="arrival counts",
+            witness=(e_init, made),
+        )
+    proto = {
+        "producer_parity": waits["empty"][0],
+        "consumer_parity": waits["full"][0],
+        "remote_release": remote_release,
+    }
+    log.add(
+        "equal",
+        f"protocol read from the IR: producer waits empty with parity ph ^ "
+        f"{proto['producer_parity']}, consumers wait full with ph ^ "
+        f"{proto['consumer_parity']} (stage and phase of ring counters advanced "
+        f"once per k-tile); full expects 1 arrival (+ {tx} TMA bytes), empty "
+        f"expects {e_init} = the threads passing the release guards x "
+        f"{cfg.cluster if remote_release else 1} CTA(s) releasing into it; "
+        f"releases after each batch and at the tile end",
+        "exhaustive",
+        n,
+    )
+    return proto, n
+
+
+def _threads_passing(k: kir.Kernel, guards: Any, tid: kir.Var) -> int:
+    """How many threads of the CTA pass the thread-only conjuncts of ``guards``."""
+    t = np.arange(k.threads)
+    ok = np.ones(k.threads, dtype=bool)
+    an = kir.analysis(k)
+    for g, sense in guards:
+        parts = _conjuncts(g, an) if sense else [g]
+        for p in parts:
+            fv = kir.free_vars(p, an)
+            if fv and all(v is tid for v in fv):
+                val = (
+                    kir.eval_expr(
+                        p,
+                        kir.Ctx(
+                            {id(tid): t},
+                            {i: e for i, e in an.defs.items() if an.inlinable(an.vars[i])},
+                            an.tables,
+                            k.sizes,
+                        ),
+                    )[0]
+                    != 0
+                )
+                ok &= val if sense else ~val
+    return int(ok.sum())
+
+
+def _conjuncts(g: kir.Expr, an: kir.Analysis) -> List[kir.Expr]:
+    if isinstance(g, kir.Bin) and g.op == "&&":
+        return _conjuncts(g.a, an) + _conjuncts(g.b, an)
+    return [g]
+
+
+def prove_ws_protocol(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog, ctas: int) -> int:
+    """The warp-specialized kernel's protocol, read from the IR ``k``: the mbarrier
+    operations (:func:`protocol_ir`) model-checked over every interleaving for ``ctas``
+    CTAs per cluster, and the epilogue's order (:func:`epilogue_order`).  Returns the
+    barrier operations covered (``finish``'s ``protocol``)."""
+    proto, n = protocol_ir(k, cfg, tx, log)
+    epilogue_order(k, log)
+    prove_pipeline(cfg.stages, cfg.warpgroups, log, ctas=ctas, **proto)
+    return n
+
+
+def build_ws_kernel(
+    cfg: Sm90Config,
+    prob: GemmProblem,
+    a: OperandPlan,
+    b: OperandPlan,
+    desc: Dict[str, Any],
+    name: str,
+    title: str,
+    log: ProofLog,
+) -> Tuple[kir.Kernel, str]:
+    """The warp-specialized persistent kernel of ``cfg`` as IR and its source: the
+    scheduler's, the batch schedule's and the staged epilogue's proofs, the cluster's
+    transaction count, then the IR built, its protocol read back and model-checked and its
+    accesses proven before the source is printed (:func:`finish`)."""
+    log.extend(ProofLog(list(_schedule_proofs(cfg.group_m, cfg.cluster))))
+    if prob.batch:
+        prove_batch_schedule(cfg.group_m, log, cluster=cfg.cluster)
+    ep = _plan_epilogue(prob, log)
+    tx = _prove_cluster_tx(a, b, cfg.cluster, log) if cfg.cluster > 1 else 2 * (a.stage_elems + b.stage_elems)
+    ir = _source_ws_ir(cfg, prob, a, b, ep, desc, tx, name)
+    check_batch_coordinates(ir, prob, log)
+    src = finish(ir, log, title, lambda k: prove_ws_protocol(k, cfg, tx, log, cfg.cluster))
+    return ir, src
