@@ -1292,27 +1292,22 @@ def from_lowered(low: Any, ret: str = "int", sym_type: str = "long long") -> Pro
 
 
 # ============================================================================ moved names
-#: the evaluation and obligation names that live in :mod:`.obligations`; the generators still
-#: reach some of them as ``kir.<name>``, so the module resolves them there on first use (the
-#: import runs at attribute access, after both modules are loaded: no import cycle at load)
-_IN_OBLIGATIONS = frozenset(
-    {
-        "ev",
-        "eval_expr",
-        "Ctx",
-        "free_vars",
-        "Analysis",
-        "analysis",
-        "discharge",
-        "mbarrier_ops",
-        "resolve",
-        "Report",
-    }
+#: the names that moved to :mod:`.evaluate` (the C semantics) and :mod:`.obligations` (the
+#: proofs).  Some generators still reach them as ``kir.<name>``; the module resolves them
+#: there on first use (the import runs at attribute access, when both modules are loaded:
+#: no cycle at load time).  Code should import them from their modules.
+_TO_EVALUATE = frozenset({"ev", "eval_expr", "Ctx"})
+_TO_OBLIGATIONS = frozenset(
+    {"free_vars", "Analysis", "analysis", "discharge", "mbarrier_ops", "resolve", "Report"}
 )
 
 
 def __getattr__(name: str) -> Any:
-    if name in _IN_OBLIGATIONS:
+    if name in _TO_EVALUATE:
+        from . import evaluate
+
+        return getattr(evaluate, name)
+    if name in _TO_OBLIGATIONS:
         from . import obligations
 
         return getattr(obligations, name)

@@ -34,10 +34,11 @@ True
 from __future__ import annotations
 
 import functools
-from typing import FrozenSet, List, Optional, Tuple
+from typing import Callable, FrozenSet, List, Optional, Tuple
 
 from ..errors import ProofFailedError
 from .record import ProofLog
+from .statespace import explore
 
 __all__ = ["check_pipeline", "prove_pipeline"]
 
@@ -202,28 +203,24 @@ class _Pipeline:
         )
 
     def explore(self, max_states: int) -> int:
-        """Every reachable state, depth first; a state with no successor short of completion
-        is a deadlock.  Returns the number of states."""
-        start = self.start()
-        seen = {start}
-        stack = [start]
-        while stack:
-            state = stack.pop()
-            succ = self.producer_steps(state) + self.copy_completions(state) + self.consumer_steps(state)
-            if not succ:
-                self._check_done(state)
-                continue
-            for n in succ:
-                if n not in seen:
-                    seen.add(n)
-                    if len(seen) > max_states:
-                        raise ProofFailedError(
-                            f"pipeline model: more than {max_states} states", condition="model size"
-                        )
-                    stack.append(n)
-        return len(seen)
+        """Every reachable state; a state with no successor short of completion is a
+        deadlock.  Returns the number of states."""
+        return explore(
+            self.start(), self.successors, self._check_done, self._too_many(max_states), max_states
+        )
+
+    def successors(self, state: _State) -> List[_State]:
+        """The states after one step of a producer, a copy completion or a consumer."""
+        return self.producer_steps(state) + self.copy_completions(state) + self.consumer_steps(state)
+
+    @staticmethod
+    def _too_many(max_states: int) -> Callable[[], Exception]:
+        return lambda: ProofFailedError(
+            f"pipeline model: more than {max_states} states", condition="model size"
+        )
 
     def _check_done(self, state: _State) -> None:
+        """No step is possible: every agent must be done and no copy in flight."""
         ppc, fly, cpc = state[0], state[1], state[2]
         if any(p < 2 * self.T for p in ppc) or fly or any(p < self.L for p in cpc):
             raise ProofFailedError(

@@ -52,6 +52,7 @@ from typing import Any, FrozenSet, List, Optional, Sequence, Tuple
 from ..errors import ProofFailedError
 from . import kir
 from .record import ProofLog
+from .statespace import explore
 
 __all__ = [
     "Op",
@@ -172,27 +173,17 @@ class _Serial:
         self.launches, self.start = launches, start
 
     def explore(self, max_states: int) -> int:
-        """Every reachable state, depth first; at a state with no successor the launch
-        has ended (or deadlocked), and the next launch starts.  Returns the state count."""
+        """Every reachable state; at a state with no successor the launch has ended (or
+        deadlocked), and the next launch starts.  Returns the state count."""
         init: _SerialState = (0, self.start, _EMPTY, _EMPTY, 0, (_FRESH,) * self.S)
-        seen = {init}
-        stack = [init]
-        while stack:
-            state = stack.pop()
-            succ = self.successors(state)
-            if not succ:
-                nxt = self.launch_end(state)
-                if nxt is not None and nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
-                continue
-            for n in succ:
-                if n not in seen:
-                    seen.add(n)
-                    if len(seen) > max_states:
-                        raise _fail(self.S, "model size", f"more than {max_states} states", max_states)
-                    stack.append(n)
-        return len(seen)
+        S = self.S
+        return explore(
+            init,
+            self.successors,
+            self.launch_end,
+            lambda: _fail(S, "model size", f"more than {max_states} states", max_states),
+            max_states,
+        )
 
     def skip(self, u: _Unit) -> _Unit:
         """Past the reducer-only steps of a unit that does not reduce."""

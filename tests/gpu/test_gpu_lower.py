@@ -3,6 +3,7 @@ here by an independent brute-force evaluation of the emitted C string."""
 
 from __future__ import annotations
 
+import ast
 import itertools
 import shutil
 import subprocess
@@ -37,8 +38,6 @@ def c_eval_scalar(expr: str, env: dict) -> int:
     `%` are rewritten to truncating helpers (independent of c_expr_eval's parser: the
     expression is turned into a Python AST, whose precedences for these operators match
     C's for fully parenthesized input)."""
-    import ast
-
     tree = ast.parse(expr, mode="eval")
 
     def cdiv(a, b):

@@ -20,6 +20,7 @@ from layoutproof.gpu.proof.splitk_model import (
     FLAG_WRITE,
     PLANE_STORE,
     check_serial,
+    plane_read_loops_ir,
     prove_serial_protocol,
     serial_program_ir,
 )
@@ -237,8 +238,6 @@ def test_missing_pieces_fail_by_name():
 
 
 def test_the_plane_loop_must_cover_every_plane_in_order():
-    from layoutproof.gpu.proof.splitk_model import plane_read_loops_ir
-
     k = _split_ir()
     assert set(plane_read_loops_ir(k)) == {(0, CFG.splits, 1)}  # the vector and the edge path
 
