@@ -4,18 +4,21 @@ generation with a named obligation."""
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from layoutproof import Layout
 from layoutproof.gpu.config import GemmConfig, GemmProblem
-from layoutproof.gpu.errors import ProofFailedError
-from layoutproof.gpu.kernels import mma_sync, wgmma_ws
+from layoutproof.gpu.errors import LoweringError, ProofFailedError
+from layoutproof.gpu.kernels import mma_sync
 from layoutproof.gpu.kernels import wgmma as wgmma
 from layoutproof.gpu.kernels.wgmma import Sm90Config
-from layoutproof.gpu.proof import kir, obligations
+from layoutproof.gpu.proof import evaluate, kir, lower, obligations
 from layoutproof.gpu.proof.record import ProofLog
 
 MMA = GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=3)
@@ -35,23 +38,20 @@ def test_printer_follows_c_precedence():
 
 
 def test_evaluator_has_c_semantics():
-    assert obligations.ev(kir.Bin("/", kir.Const(-7), kir.Const(2)), {}).tolist() == -3
-    assert obligations.ev(kir.Bin("%", kir.Const(-7), kir.Const(2)), {}).tolist() == -1
-    assert obligations.ev(kir.Const(0, "unsigned") - 1, {}).tolist() == 2**32 - 1
+    assert evaluate.ev(kir.Bin("/", kir.Const(-7), kir.Const(2)), {}).tolist() == -3
+    assert evaluate.ev(kir.Bin("%", kir.Const(-7), kir.Const(2)), {}).tolist() == -1
+    assert evaluate.ev(kir.Const(0, "unsigned") - 1, {}).tolist() == 2**32 - 1
     i = kir.Var("i")
-    assert obligations.ev(i * 3 + 1, {"i": np.arange(4)}).tolist() == [1, 4, 7, 10]
+    assert evaluate.ev(i * 3 + 1, {"i": np.arange(4)}).tolist() == [1, 4, 7, 10]
     with pytest.raises(ProofFailedError) as ei:
-        obligations.ev(kir.Const(1 << 30) * 4, {})
+        evaluate.ev(kir.Const(1 << 30) * 4, {})
     assert ei.value.condition == "no signed overflow"
     with pytest.raises(ProofFailedError) as ei:
-        obligations.ev(kir.Const(-8) >> 1, {})
+        evaluate.ev(kir.Const(-8) >> 1, {})
     assert ei.value.condition == "no shift of a negative value"
 
 
 def test_calls_of_proven_functions_name_every_argument_once():
-    from layoutproof import Layout
-    from layoutproof.gpu.proof import lower
-
     fn = kir.from_lowered(lower.lower(Layout((4, 8), (8, 1)), ("r", "c"), name="f"))
     r, c = kir.Var("r"), kir.Var("c")
     assert kir.emit_expr(kir.call(fn, c=c, r=r + 1)) == "f(r + 1, c)"
@@ -62,8 +62,13 @@ def test_calls_of_proven_functions_name_every_argument_once():
 
 def test_no_regular_expression_in_the_kernel_generators():
     gpu = pathlib.Path(mma_sync.__file__).parent.parent
-    kernels = sorted(f"kernels/{p.name}" for p in (gpu / "kernels").glob("*.py"))
-    for name in ("proof/kir.py", *kernels, "proof/pipeline.py", "proof/lower.py"):
+    for name in (
+        "proof/kir.py",
+        "kernels/mma_sync.py",
+        "kernels/wgmma.py",
+        "proof/pipeline.py",
+        "proof/lower.py",
+    ):
         text = (gpu / name).read_text()
         assert not re.search(r"^\s*import re\b|^\s*from re import", text, re.M), name
 
@@ -115,15 +120,13 @@ def _mma_fails(monkeypatch, edit) -> ProofFailedError:
 
 
 def _ws_fails(monkeypatch, edit) -> ProofFailedError:
-    _tampered(monkeypatch, wgmma_ws, "_source_ws_ir", edit)
+    _tampered(monkeypatch, wgmma, "_source_ws_ir", edit)
     with pytest.raises(ProofFailedError) as ei:
         wgmma.generate_sm90(WS, GemmProblem("k", "k"), memo=False)
     return ei.value
 
 
 def test_planted_wrong_address_term(monkeypatch):
-    import dataclasses
-
     e = _mma_fails(
         monkeypatch,
         lambda n: (
@@ -167,8 +170,6 @@ def test_planted_off_by_one_guard(monkeypatch):
 
 
 def test_planted_off_by_one_loop_bound(monkeypatch):
-    import dataclasses
-
     def longer(n):  # one copy iteration too many
         if (
             isinstance(n, kir.For)
@@ -282,8 +283,6 @@ def test_atomics_print_their_order_and_are_claimed_accesses(sem):
 
 
 def test_an_atomic_with_an_unknown_order_is_not_printed():
-    from layoutproof.gpu.errors import LoweringError
-
     with pytest.raises(LoweringError):
         kir.emit(_counter_kernel("seq_cst"))
 
@@ -302,8 +301,6 @@ def test_a_loop_prints_its_unroll_count():
 
 
 def test_a_third_tma_coordinate_prints_the_rank3_load_and_only_then_its_helper():
-    from dataclasses import replace
-
     k = wgmma.generate_sm90(WS, GemmProblem("k", "k"))
     assert "lp_tma_load_3d" not in k.source
     body = kir.rewrite(
