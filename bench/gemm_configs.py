@@ -105,6 +105,92 @@ def interleaved(cp, fns, reps, rounds):
     return times
 
 
+#: awkward shapes of the correctness check: 7 shapes x 4 operand orders x 2 output dtypes
+CHECK_SHAPES = (
+    (1, 1, 1),
+    (37, 45, 51),
+    (130, 260, 200),
+    (129, 513, 1000),
+    (1000, 3, 77),
+    (640, 1290, 4096),
+    (2000, 1100, 64),
+)
+
+
+def check_config(cp, ops, gemm, spec, cfg, rng, log):
+    """``cfg`` on :data:`CHECK_SHAPES` in every operand order, f32 and f16 outputs poisoned
+    with NaN, against float64; the summary line."""
+    worst, bad, cases = 0.0, 0, 0
+    for m, n, kk in CHECK_SHAPES:
+        for ao in "CF":
+            for bo in "CF":
+                a = ops.make((m, kk), "f16", ao, rng)
+                b = ops.make((kk, n), "f16", bo, rng)
+                ref = a.astype(cp.float64) @ b.astype(cp.float64)
+                for od in ("f32", "f16"):
+                    c = cp.full((m, n), cp.nan, dtype=cp.float32 if od == "f32" else cp.float16)
+                    gemm(a, b, c, config=cfg, out_dtype=od)
+                    cp.cuda.Device().synchronize()
+                    den = float(cp.linalg.norm(ref)) or 1.0
+                    err = float(cp.linalg.norm(c.astype(cp.float64) - ref)) / den
+                    ok = bool(np.isfinite(err)) and err < 5e-3
+                    bad += not ok
+                    cases += 1
+                    worst = max(worst, err if np.isfinite(err) else 1e9)
+                    log["checks"].append(
+                        dict(config=spec, m=m, n=n, k=kk, a=ao, b=bo, out=od, err=err, ok=ok)
+                    )
+    return f"check {spec}: {cases - bad}/{cases} ok, worst rel. error {worst:.2e}"
+
+
+def speed(cp, ops, gemm, cfgs, args, rng, log):
+    """Every config of ``cfgs`` and cuBLAS in turns at each of ``--sizes`` and ``--dtypes``;
+    one summary line per (config, dtype, size)."""
+    lines = []
+    for size in args.sizes.split(","):
+        m, n, kk = (int(v) for v in size.split("x"))
+        for dtype in args.dtypes.split(","):
+            a = ops.make((m, kk), dtype, args.layout[0], rng)
+            b = ops.make((kk, n), dtype, args.layout[1], rng)
+            fl = 2.0 * m * n * kk
+            if dtype == "f16" or ops.cp_bf16:
+                ref_fn = lambda: cp.matmul(a, b)  # noqa: E731
+            else:
+                ta = ops.torch.randn(m, kk, device="cuda", dtype=ops.torch.bfloat16)
+                tb = ops.torch.randn(kk, n, device="cuda", dtype=ops.torch.bfloat16)
+                ref_fn = lambda: ops.torch.matmul(ta, tb)  # noqa: E731
+            fns = {"cuBLAS": ref_fn}
+            for spec, cfg in cfgs:
+                c = gemm(a, b, config=cfg, **ops.kw(dtype))
+                fns[spec] = lambda c=c, cfg=cfg: gemm(a, b, c, config=cfg, **ops.kw(dtype))
+            times = interleaved(cp, fns, args.reps, args.rounds)
+            for spec, _ in cfgs:
+                ratios = sorted(r / o for r, o in zip(times["cuBLAS"], times[spec]))
+                t = float(np.median(times[spec]))
+                t_ref = float(np.median(times["cuBLAS"]))
+                row = dict(
+                    config=spec,
+                    dtype=dtype,
+                    m=m,
+                    n=n,
+                    k=kk,
+                    ours_tflops=fl / t / 1e12,
+                    ref_tflops=fl / t_ref / 1e12,
+                    ratio=float(np.median(ratios)),
+                    ratio_min=ratios[0],
+                    ratio_max=ratios[-1],
+                    rounds=len(ratios),
+                )
+                log["rows"].append(row)
+                lines.append(
+                    f"{spec:18s} {dtype:5s} {size:16s} ours {row['ours_tflops']:6.1f}  "
+                    f"cuBLAS {row['ref_tflops']:6.1f}  ratio {row['ratio']:.3f} "
+                    f"[{row['ratio_min']:.3f}, {row['ratio_max']:.3f}]"
+                )
+                print(lines[-1], flush=True)
+    return lines
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--configs", default="ws:128x256/4,tma:128x256/4")
@@ -134,78 +220,10 @@ def main(argv=None):
         k = cache.kernel_for(cfg, GemmProblem("k", "k", "f16", "f16"), disk=False)
         cache.compile_kernel(k)
         log["sass"][spec] = dict(sass_stats(k), obligations=len(k.proofs), build_s=time.perf_counter() - t0)
-        if args.no_check:
-            continue
-        worst, bad = 0.0, 0
-        for m, n, kk in (
-            (1, 1, 1),
-            (37, 45, 51),
-            (130, 260, 200),
-            (129, 513, 1000),
-            (1000, 3, 77),
-            (640, 1290, 4096),
-            (2000, 1100, 64),
-        ):
-            for ao in "CF":
-                for bo in "CF":
-                    a = ops.make((m, kk), "f16", ao, rng)
-                    b = ops.make((kk, n), "f16", bo, rng)
-                    ref = a.astype(cp.float64) @ b.astype(cp.float64)
-                    for od in ("f32", "f16"):
-                        c = cp.full((m, n), cp.nan, dtype=cp.float32 if od == "f32" else cp.float16)
-                        runtime.gemm(a, b, c, config=cfg, out_dtype=od)
-                        cp.cuda.Device().synchronize()
-                        den = float(cp.linalg.norm(ref)) or 1.0
-                        err = float(cp.linalg.norm(c.astype(cp.float64) - ref)) / den
-                        ok = bool(np.isfinite(err)) and err < 5e-3
-                        bad += not ok
-                        worst = max(worst, err if np.isfinite(err) else 1e9)
-                        log["checks"].append(
-                            dict(config=spec, m=m, n=n, k=kk, a=ao, b=bo, out=od, err=err, ok=ok)
-                        )
-        lines.append(f"check {spec}: {56 - bad}/56 ok, worst rel. error {worst:.2e}")
-        print(lines[-1], flush=True)
-    for size in args.sizes.split(","):
-        m, n, kk = (int(v) for v in size.split("x"))
-        for dtype in args.dtypes.split(","):
-            a = ops.make((m, kk), dtype, args.layout[0], rng)
-            b = ops.make((kk, n), dtype, args.layout[1], rng)
-            fl = 2.0 * m * n * kk
-            if dtype == "f16" or ops.cp_bf16:
-                ref_fn = lambda: cp.matmul(a, b)  # noqa: E731
-            else:
-                ta = ops.torch.randn(m, kk, device="cuda", dtype=ops.torch.bfloat16)
-                tb = ops.torch.randn(kk, n, device="cuda", dtype=ops.torch.bfloat16)
-                ref_fn = lambda: ops.torch.matmul(ta, tb)  # noqa: E731
-            fns = {"cuBLAS": ref_fn}
-            for spec, cfg in cfgs:
-                c = runtime.gemm(a, b, config=cfg, **ops.kw(dtype))
-                fns[spec] = lambda c=c, cfg=cfg: runtime.gemm(a, b, c, config=cfg, **ops.kw(dtype))
-            times = interleaved(cp, fns, args.reps, args.rounds)
-            for spec, _ in cfgs:
-                ratios = sorted(r / o for r, o in zip(times["cuBLAS"], times[spec]))
-                t = float(np.median(times[spec]))
-                t_ref = float(np.median(times["cuBLAS"]))
-                row = dict(
-                    config=spec,
-                    dtype=dtype,
-                    m=m,
-                    n=n,
-                    k=kk,
-                    ours_tflops=fl / t / 1e12,
-                    ref_tflops=fl / t_ref / 1e12,
-                    ratio=float(np.median(ratios)),
-                    ratio_min=ratios[0],
-                    ratio_max=ratios[-1],
-                    rounds=len(ratios),
-                )
-                log["rows"].append(row)
-                lines.append(
-                    f"{spec:18s} {dtype:5s} {size:16s} ours {row['ours_tflops']:6.1f}  "
-                    f"cuBLAS {row['ref_tflops']:6.1f}  ratio {row['ratio']:.3f} "
-                    f"[{row['ratio_min']:.3f}, {row['ratio_max']:.3f}]"
-                )
-                print(lines[-1], flush=True)
+        if not args.no_check:
+            lines.append(check_config(cp, ops, runtime.gemm, spec, cfg, rng, log))
+            print(lines[-1], flush=True)
+    lines += speed(cp, ops, runtime.gemm, cfgs, args, rng, log)
     (out / "configs.json").write_text(json.dumps(log, indent=1, default=str))
     print(f"\n== {dev} ==")
     for spec, st in log["sass"].items():

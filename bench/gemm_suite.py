@@ -102,6 +102,21 @@ def torch_matmul_into(ta, tb, tc):
     torch.matmul(ta, tb, out=tc)
 
 
+def suite_line(row, shape):
+    """The printed line of one suite row."""
+    line = (
+        f"{row['dtype']:4s} {label(shape):>17s} ratio {row['ratio']:.3f} graph "
+        f"{row['graph_ratio'] or float('nan'):.3f}  ours {row['ours_us']:9.1f} us cuBLAS "
+        f"{row['ref_us']:9.1f} us  host {row['host_ours_us']:.1f}/{row['host_ref_us']:.1f} us  "
+        f"err {row['rel_err']:.1e} {'ok' if row['ok'] else 'FAIL'}  [{row['config']}] first {row['first_call_s']:.2f}s"
+    )
+    if row["batch"]:
+        line += f"  (ref {row['reference']})"
+    if row["ratio_cupy"]:
+        line += f"  cupy.matmul: ratio {row['ratio_cupy']:.3f}, host {row['host_cupy_us']:.1f} us"
+    return line
+
+
 def suite(cp, args, log):
     from layoutproof.gpu.host import runtime
     from layoutproof.gpu.host.runtime import gemm
@@ -187,19 +202,7 @@ def suite(cp, args, log):
                 host_cupy_us=min(hcp) * 1e6 if hcp else None,
             )
             rows.append(row)
-            print(
-                f"{dtype:4s} {label(shape):>17s} ratio {row['ratio']:.3f} graph "
-                f"{row['graph_ratio'] or float('nan'):.3f}  ours {row['ours_us']:9.1f} us cuBLAS "
-                f"{row['ref_us']:9.1f} us  host {row['host_ours_us']:.1f}/{row['host_ref_us']:.1f} us  "
-                f"err {err:.1e} {'ok' if row['ok'] else 'FAIL'}  [{cfg}] first {first_s:.2f}s"
-                + (f"  (ref {row['reference']})" if bt else "")
-                + (
-                    f"  cupy.matmul: ratio {row['ratio_cupy']:.3f}, host {row['host_cupy_us']:.1f} us"
-                    if row["ratio_cupy"]
-                    else ""
-                ),
-                flush=True,
-            )
+            print(suite_line(row, shape), flush=True)
             cp.get_default_memory_pool().free_all_blocks()
     return rows
 
