@@ -322,15 +322,16 @@ def explain(
     """
     t0 = time.perf_counter()
     names = _names()
+    facts = tuple(str(a) if not isinstance(a, str) else a for a in assume)
     if isinstance(expr, str):
-        text = expr
+        text, read = _native(expr)
+        facts += tuple(f for f in read if f not in facts)
         run: Callable[[], Any] = lambda: evaluate(text, names)  # noqa: E731
     elif callable(expr):
         text = getattr(expr, "__name__", "<callable>")
         run = expr
     else:
         raise MalformedLayoutError(f"explain: expected an expression string or a callable, got {show(expr)}")
-    facts = tuple(str(a) if not isinstance(a, str) else a for a in assume)
     codes = _codes(names)
     try:
         with symbolic.assuming(*facts) if facts else _nothing():
@@ -348,6 +349,17 @@ def explain(
             ex.steps = derivation(text, names) if isinstance(expr, str) else []
     ex.seconds = time.perf_counter() - t0
     return ex
+
+
+def _native(text: str) -> Tuple[str, Tuple[str, ...]]:
+    """``text`` in layoutproof's notation: CuTe C++ types and prints, CuTe DSL prints
+    (``?{div=8}``, ``1@0``) and Triton layouts rewritten (``layoutproof.interop``), with the
+    assumptions their dynamic leaves carry."""
+    if not any(c in text for c in "<?{@!") and ".make_" not in text:
+        return text, ()
+    from layoutproof.interop import rewrite_foreign
+
+    return rewrite_foreign(text)
 
 
 class _nothing:

@@ -36,6 +36,7 @@ SLOW_FILES: frozenset[str] = frozenset(
         "tests/algebra/test_differential_pycute.py",
         # explain's C++ checks compiled against the CuTe headers
         "tests/explain/test_explain_cpp.py",
+        "tests/explain/test_explain_dsl.py",
         "tests/algebra/test_errors_fuzz.py",
         "tests/algebra/test_properties.py",
         # the GPU back end: nvcc builds, bank proofs, the pipeline model checker, GPU runs

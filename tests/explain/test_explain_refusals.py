@@ -232,3 +232,12 @@ def test_docs_page_examples():
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
     res = doctest.testfile(str(page), module_relative=False, optionflags=flags, verbose=False)
     assert res.failed == 0 and res.attempted > 10
+
+
+def test_foreign_notation_is_read():
+    """A CuTe C++ type and a CuTe DSL print (with its divisibility) are read as the CLI reads them."""
+    e = explain("composition(Layout<Shape<_6,_2>,Stride<_1,_7>>{}, (3,2):(2,3))")
+    assert e.expression == "composition((6,2):(1,7), (3,2):(2,3))" and e.witness == 5
+    d = explain("composition((?{div=8},4):(1,?), 64:2)")
+    assert d.status == "undecided" and d.used == ("S0 % 8 == 0",)
+    assert d.render("dsl").splitlines()[0] == "S0 = cute.assume(S0, divby=8)"
