@@ -174,6 +174,16 @@ class Explanation:
     assumptions: Tuple[str, ...] = ()
     used: Tuple[str, ...] = ()
     seconds: float = 0.0
+    drawn: Optional[Tuple[Any, Any]] = field(default=None, repr=False, compare=False)
+
+    def svg(self) -> str:
+        """The picture as SVG (:func:`layoutproof.draw.layout_svg`), the witness cell filled
+        red and given the class ``witness``; a LayoutError when there is no picture."""
+        if self.drawn is None:
+            raise MalformedLayoutError(
+                "explain: this explanation has no picture (no concrete witness to draw)"
+            )
+        return picture_svg(*self.drawn)
 
     def __str__(self) -> str:
         return self.render("text")
@@ -194,7 +204,7 @@ class Explanation:
                 return x
             return str(x)
 
-        return {k: conv(v) for k, v in self.__dict__.items()}
+        return {k: conv(v) for k, v in self.__dict__.items() if k != "drawn"}
 
     def render(self, emit: str = "text") -> str:
         """The explanation as text, or the assumptions it uses and needs as code:
@@ -400,6 +410,7 @@ def _explain_error(
         ex.reproduction, pic_layout, mark, caption = reproduce(site, cond_name, ex.witness)
         if pic_layout is not None:
             ex.picture = picture(pic_layout, mark, caption)
+            ex.drawn = (pic_layout, mark)
     if want_repairs and outer is not None and _is_concrete(outer.args):
         ex.repairs = find_repairs(outer, budget_s)
     return ex
@@ -596,6 +607,30 @@ def picture(L: Layout, mark: Any, caption: str = "") -> str:
         out.append(f"{m:>3}  |" + "|".join(cells) + "|")
         out.append(rule)
     return "\n".join(out)
+
+
+def picture_svg(L: Layout, mark: Any) -> str:
+    """``layout_svg`` of ``L`` (grouped to rank 2) with the cell of the 1-D coordinate
+    ``mark`` filled red and of class ``"cell witness"``.
+
+    >>> s = picture_svg(Layout((3, 2), (2, 3)), 5)
+    >>> 'class="cell witness" data-row="2" data-col="1"' in s, s.count('fill="#f4a0a0"')
+    (True, 1)
+    """
+    from layoutproof.draw import layout_svg
+
+    D = group_layout(L, 1, L.rank) if type(L.shape) is tuple and L.rank > 2 else L
+    svg = layout_svg(D, color="none")
+    if type(mark) is not int:
+        return svg
+    M = D[0].size if type(D.shape) is tuple and D.rank == 2 else 1
+    key = f'<g class="cell" data-row="{mark % M}" data-col="{mark // M}"'
+    i = svg.find(key)
+    if i < 0:
+        return svg
+    j = svg.find('fill="#ffffff"', i)
+    svg = svg[:j] + 'fill="#f4a0a0"' + svg[j + len('fill="#ffffff"') :]
+    return svg[:i] + key.replace('class="cell"', 'class="cell witness"') + svg[i + len(key) :]
 
 
 # ----------------------------------------------------------------------------- repairs
@@ -1193,6 +1228,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "--assume", action="append", default=[], metavar="COND", help='e.g. "M %% 64 == 0" (repeatable)'
     )
     p.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    p.add_argument("--svg", metavar="FILE", help="also write the picture, witness marked, as SVG to FILE")
     args = p.parse_args(argv)
     try:
         ex = explain(args.expr, steps=args.steps, assume=args.assume)
@@ -1202,6 +1238,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             text = json.dumps(ex.to_dict(), indent=2)
         else:
             text = ex.render("text")
+        if args.svg:
+            with open(args.svg, "w", encoding="utf-8") as fh:
+                fh.write(ex.svg())
     except LayoutError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -13,8 +13,10 @@ def run(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_refusal_text_exit_1():
-    r = run("composition((6,2):(1,7), (3,2):(2,3))")
+def test_refusal_text_exit_1(tmp_path):
+    svg = tmp_path / "why.svg"
+    r = run("composition((6,2):(1,7), (3,2):(2,3))", "--svg", str(svg))
+    assert 'class="cell witness" data-row="2" data-col="1"' in svg.read_text()
     assert r.returncode == 1, r.stderr
     assert "condition: disjointness of B's modes in A" in r.stdout
     assert "witness: 5" in r.stdout and "*7*" in r.stdout

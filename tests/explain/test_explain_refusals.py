@@ -241,3 +241,11 @@ def test_foreign_notation_is_read():
     d = explain("composition((?{div=8},4):(1,?), 64:2)")
     assert d.status == "undecided" and d.used == ("S0 % 8 == 0",)
     assert d.render("dsl").splitlines()[0] == "S0 = cute.assume(S0, divby=8)"
+
+
+def test_svg_marks_the_witness():
+    e = explain("complement((2,2):(1,3), 16)")
+    s = e.svg()
+    assert s.startswith("<?xml") and 'class="cell witness" data-row="0" data-col="1"' in s
+    with pytest.raises(MalformedLayoutError):
+        explain("composition((M,4):(1,M+1), 128:1)").svg()
