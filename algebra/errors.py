@@ -81,10 +81,21 @@ class UndecidableConditionError(LayoutError):
         expr: the same condition as a SymPy expression, when there is one.
         counterexample: values of the symbols (name -> int) that satisfy the assumptions
             and violate the condition, when one was found.
+        example: values of the symbols that satisfy the assumptions and the condition, when
+            one was found (with ``counterexample``: the assumptions leave it open).
     """
 
-    def __init__(self, message: str, *, condition: Any, expr: Any = None, counterexample: Any = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        condition: Any,
+        expr: Any = None,
+        counterexample: Any = None,
+        example: Any = None,
+    ) -> None:
         super().__init__(message)
         self.condition = condition
         self.expr = expr
         self.counterexample = counterexample
+        self.example = example

@@ -471,9 +471,12 @@ class Decision:
             int) that satisfies the facts and violates the condition, when one was found.
         reason: for None, why (``"not implied by the assumptions"``, ``"timeout"``, ...).
         seconds: time spent.
+        example: for None, an assignment that satisfies the facts and the condition, when
+            one was found (with ``counterexample``: a model each way, so the condition is
+            undecided by the facts, not by a lack of time).
     """
 
-    __slots__ = ("value", "method", "counterexample", "reason", "seconds", "cond", "facts")
+    __slots__ = ("value", "method", "counterexample", "reason", "seconds", "cond", "facts", "example")
 
     def __init__(
         self,
@@ -484,6 +487,7 @@ class Decision:
         seconds: float = 0.0,
         cond: Any = None,
         facts: tuple = (),
+        example: Optional[Dict[str, int]] = None,
     ) -> None:
         self.value = value
         self.method = method
@@ -492,6 +496,7 @@ class Decision:
         self.seconds = seconds
         self.cond = cond
         self.facts = facts
+        self.example = example
 
     def __repr__(self) -> str:
         return (
@@ -677,11 +682,15 @@ def require(cond: Any, *, op: str, condition_name: str, where: str = "", witness
         raise err
     why = d.reason or "not implied by the assumptions"
     msg = f"{op} needs {text} ({condition_name}{place}); {why} ({_facts_text(d.facts)})"
-    if d.counterexample:
+    if d.example and d.counterexample:
+        msg += f"; it holds for {_assign_text(d.example)} and fails for {_assign_text(d.counterexample)}"
+    elif d.counterexample:
         msg += f"; it fails for {_assign_text(d.counterexample)}"
     msg += f" -- state it with layoutproof.assuming({as_python(d.cond if d.cond is not None else cond)!r})"
     c = d.cond if d.cond is not None else cond
-    raise UndecidableConditionError(msg, condition=as_python(c), expr=c, counterexample=d.counterexample)
+    raise UndecidableConditionError(
+        msg, condition=as_python(c), expr=c, counterexample=d.counterexample, example=d.example
+    )
 
 
 def exact_value(e: Any, assignment: Dict[str, int]) -> Any:

@@ -96,6 +96,14 @@ def decide_z3(claim: Any, facts: Tuple[Any, ...], timeout_ms: int) -> Decision:
         return Decision(True, "z3", cond=claim, facts=facts)
     cex: Optional[Dict[str, int]] = dict(v.model) if v.model is not None else None
     reason = v.reason if v.status == "unknown" else None
+    if cex is not None:
+        # a model each way decides "undecided": look for one of the claim by small values
+        # before Z3 spends its time limit on it (nonlinear claims)
+        ex = solver.search_model(facts + (claim,))
+        if ex is not None:
+            return Decision(
+                None, "z3", counterexample=cex, reason=_UNDECIDED, cond=claim, facts=facts, example=ex
+            )
     v2 = solver.prove(sp.Not(claim), facts, timeout_s=tmo, on_deadline="raise")
     if v2.status in ("proved", "vacuous"):
         if cex is None:  # refuted, but no model of not-claim came back: take any model of the facts
@@ -103,9 +111,13 @@ def decide_z3(claim: Any, facts: Tuple[Any, ...], timeout_ms: int) -> Decision:
             if sat.status == "sat" and sat.model:
                 cex = dict(sat.model)
         return Decision(False, "z3", counterexample=cex, cond=claim, facts=facts)
+    ex = dict(v2.model) if v2.status == "refuted" and v2.model is not None else None
     if reason is None:
-        reason = "not implied by the assumptions" if v2.status == "refuted" else v2.reason
-    return Decision(None, "z3", counterexample=cex, reason=reason, cond=claim, facts=facts)
+        reason = _UNDECIDED if v2.status == "refuted" else v2.reason
+    return Decision(None, "z3", counterexample=cex, reason=reason, cond=claim, facts=facts, example=ex)
+
+
+_UNDECIDED = "not implied by the assumptions"
 
 
 def model_of(

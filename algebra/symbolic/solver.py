@@ -37,6 +37,7 @@ past the per-call limit, the verdict is ``"unknown"`` with the reason ``"timeout
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Set, Tuple
@@ -496,10 +497,13 @@ def _shrink(
                 s.push()
                 for v in vs:
                     s.add(v <= lim, v >= -lim)
-                if check(s, timeout_ms) == z3.sat:
+                r = check(s, timeout_ms)
+                if r == z3.sat:
                     best = {**best, **_model(s, env)}
                     found = True
                 s.pop()
+                if r == z3.unknown:
+                    return best  # the solver is stuck: more rounds would only spend the time limit
                 if found:
                     break
             if not found:
@@ -507,6 +511,138 @@ def _shrink(
     except budget.BudgetExceeded:
         pass
     return best
+
+
+# ----------------------------------------------------------------------------- small models
+#: the most assignments :func:`search_model` tries (a few milliseconds of SymPy evaluation)
+SEARCH_TRIES = 400
+#: the largest magnitude :func:`search_model` gives a symbol
+SEARCH_MAX = 16
+
+
+def _range_of(sym: Any, b: int) -> List[int]:
+    """The values of magnitude exactly ``b`` that ``sym``'s assumptions allow."""
+    if b == 0:
+        vals = [0]
+    else:
+        vals = [b, -b]
+    if sym.is_positive:
+        return [v for v in vals if v > 0]
+    if sym.is_nonnegative:
+        return [v for v in vals if v >= 0]
+    if sym.is_negative:
+        return [v for v in vals if v < 0]
+    if sym.is_nonpositive:
+        return [v for v in vals if v <= 0]
+    return vals
+
+
+def _divisions(c: Any) -> List[Any]:
+    """The sub-expressions of ``c`` whose value must be an integer for SymPy's exact value to
+    agree with the Z3 translation (a quotient is ``div`` there): those with a rational
+    coefficient or a negative power.  The argument of ``floor`` and ``ceiling`` is one exact
+    rational in both (not looked into)."""
+    out: List[Any] = []
+    stack = [c]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (sp.floor, sp.ceiling)):
+            continue
+        if (
+            (isinstance(n, sp.Pow) and n.exp.is_negative)
+            or _has_rational_coeff(n)
+            or (isinstance(n, sp.Add) and any(a.is_Rational and not a.is_Integer for a in n.args))
+        ):
+            out.append(n)
+        stack.extend(n.args)
+    return out
+
+
+def _holds_at(c: Any, divs: Sequence[Any], m: Mapping[Any, Any]) -> bool:
+    try:
+        for d in divs:
+            if not isinstance(d.xreplace(m), sp.Integer):
+                return False
+        return bool(c.xreplace(m) is sp.true)
+    except (ZeroDivisionError, TypeError, ValueError, AttributeError):
+        return False
+
+
+def search_model(
+    conds: Sequence[Any],
+    *,
+    symbols: Sequence[Any] = (),
+    fixed: Optional[Mapping[str, int]] = None,
+    tries: int = SEARCH_TRIES,
+) -> Optional[Dict[str, int]]:
+    """A model of ``conds`` (SymPy conditions) found by trying small values, smallest
+    magnitudes first, each checked by exact evaluation; None when none is found within
+    ``tries`` assignments (or a condition is not a SymPy condition).  Z3 may spend its whole
+    time limit on a nonlinear query a small model answers (``(M**2 + N**2) % 3 == 0``
+    holds for M = N = 3): the solver tries this before and after Z3 where a model settles
+    the question.  Every value respects its symbol's assumptions (``positive``, ...);
+    ``fixed`` pins symbols by name; ``symbols`` get values too."""
+    if not all(isinstance(c, sp.Basic) for c in conds) or not all(isinstance(x, sp.Basic) for x in symbols):
+        return None
+    fixed = dict(fixed or {})
+    syms: Set[Any] = set()
+    for c in conds:
+        syms |= c.free_symbols
+    for x in symbols:
+        syms |= x.free_symbols
+    if any(not x.is_integer for x in syms):
+        return None
+    base = {x: sp.Integer(int(fixed[x.name])) for x in syms if x.name in fixed}
+    free = sorted((x for x in syms if x.name not in fixed), key=lambda x: x.name)
+    checks = [(c, _divisions(c)) for c in conds]
+    if not free:
+        ok = all(_holds_at(c, d, base) for c, d in checks)
+        return {**fixed} if ok else None
+    left = tries
+    # shells of growing magnitude: every assignment whose largest |value| is b
+    for b in range(SEARCH_MAX + 1):
+        inner = [[v for k in range(b + 1) for v in _range_of(x, k)] for x in free]
+        outer = [set(_range_of(x, b)) for x in free]
+        if not any(outer):
+            continue
+        for combo in itertools.product(*inner):
+            if not any(v in o for v, o in zip(combo, outer)):
+                continue  # inside a smaller shell: tried already
+            left -= 1
+            if left < 0:
+                return None
+            m = dict(base)
+            m.update({x: sp.Integer(v) for x, v in zip(free, combo)})
+            if all(_holds_at(c, d, m) for c, d in checks):
+                return {x.name: int(v) for x, v in m.items()}
+    return None
+
+
+def _check_or_search(
+    s: Any,
+    ms: int,
+    conds: Optional[Sequence[Any]],
+    symbols: Sequence[Any] = (),
+    fixed: Optional[Mapping[str, int]] = None,
+) -> Any:
+    """``check(s, ms)``, except that a query Z3 leaves open after :data:`QUICK_MS` is first
+    tried with small values (:func:`search_model` over ``conds``, the SymPy form of ``s``'s
+    query; None: no search): a model found is returned (a dict), otherwise Z3 goes on for
+    the rest of ``ms``.  Z3 may spend its whole limit looking for a model of a nonlinear
+    query that ``M = N = 3`` satisfies."""
+    if conds is None or ms <= 2 * QUICK_MS:
+        return check(s, ms)
+    r = check(s, QUICK_MS)
+    if r != z3.unknown:
+        return r
+    found = search_model(conds, symbols=symbols, fixed=fixed)
+    if found is not None:
+        return found
+    return check(s, ms - QUICK_MS)
+
+
+#: how long Z3 runs before :func:`_check_or_search` tries small values
+QUICK_MS = 200
 
 
 # ----------------------------------------------------------------------------- consistency
@@ -532,10 +668,13 @@ def facts_consistent(facts: Sequence[Any], *, timeout_s: Optional[float] = None)
         hit = _CONSISTENT.get(key)
         if hit is not None:
             return hit
-    r = satisfiable(facts, timeout_s=timeout_s, on_deadline="raise")
-    if r.status == "unknown":
-        return None
-    ok = r.status == "sat"
+    if search_model(facts, tries=SEARCH_TRIES // 4) is not None:
+        ok = True  # a small model, checked exactly: Z3 need not look for one
+    else:
+        r = satisfiable(facts, timeout_s=timeout_s, on_deadline="raise")
+        if r.status == "unknown":
+            return None
+        ok = r.status == "sat"
     if key is not None:
         if len(_CONSISTENT) > _CONSISTENT_MAX:
             _CONSISTENT.clear()
@@ -601,7 +740,9 @@ def prove(
             q = _Query(claim, facts)
             parts = q.assertions(True)
             s = _solver(parts)
-            r = check(s, ms)
+            r = _check_or_search(s, ms, facts + (sp.Not(claim),) if isinstance(claim, sp.Basic) else None)
+            if isinstance(r, dict):  # Z3 gave up at first; a small model refutes the claim
+                return out("refuted", r)
             if r == z3.unsat:
                 ok = facts_consistent(facts, timeout_s=ms / 1000.0) if facts and check_facts else True
                 return out("vacuous" if ok is False else "proved")
@@ -658,7 +799,9 @@ def satisfiable(
                 if fixed and sym.name in fixed:
                     parts.append(v == int(fixed[sym.name]))
             s = _solver(parts)
-            r = check(s, ms)
+            r = _check_or_search(s, ms, facts, symbols=tuple(symbols), fixed=fixed)
+            if isinstance(r, dict):  # Z3 gave up at first; a small model answers
+                return out("sat", r)
             if r == z3.unsat:
                 return out("unsat")
             if r == z3.sat:

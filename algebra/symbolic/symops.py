@@ -317,6 +317,8 @@ def either_branch(fn: Callable[..., Any], *args: Any, shape: bool = True) -> Any
             raise
         if not hasattr(c, "free_symbols"):
             raise
+        if _refused_at(fn, args, e.counterexample):
+            raise  # no layout is right on both branches: the operation fails at a point of one
         sp = _sympy()
         facts = assumptions()
         tok = _SPLIT_DEPTH.set(depth + 1)
@@ -339,6 +341,41 @@ def either_branch(fn: Callable[..., Any], *args: Any, shape: bool = True) -> Any
         except (LayoutError, TypeError, ValueError):
             pass
         raise
+
+
+def _refused_at(fn: Callable[..., Any], args: Tuple[Any, ...], assignment: Any) -> bool:
+    """Whether the integer operation of ``fn`` refuses (InadmissibleError) the arguments at
+    ``assignment`` (values of every symbol, satisfying the active facts).  Then no result
+    of :func:`either_branch`'s split can be right for every assignment -- the branch that
+    holds ``assignment`` must refuse -- and the split, which may spend the whole deadline
+    on nonlinear conditions, would end in the same error."""
+    from .. import ops
+
+    op = getattr(ops, fn.__name__, None)
+    if not assignment or op is None:
+        return False
+    try:
+        sp = _sympy()
+        vals: List[Any] = []
+        for a in args:
+            if isinstance(a, Layout):
+                if a.is_symbolic and any(x.name not in assignment for x in a.free_symbols):
+                    return False
+                a = a.subs(assignment) if a.is_symbolic else a
+            elif is_sym(a):
+                if any(x.name not in assignment for x in a.free_symbols):
+                    return False
+                a = a.xreplace({x: sp.Integer(assignment[x.name]) for x in a.free_symbols})
+                if not a.is_Integer:
+                    return False
+                a = int(a)
+            vals.append(a)
+        op(*vals)
+    except InadmissibleError:
+        return True
+    except LayoutError:
+        return False
+    return False
 
 
 # ----------------------------------------------------------------------------- coalesce / filter
