@@ -26,7 +26,7 @@ from layoutproof.symbolic import condition
 
 from ._concrete import holds
 
-__all__ = ["assignments", "DEFAULT_HI", "MAX_CASES", "parse"]
+__all__ = ["assignments", "DEFAULT_HI", "MAX_CASES", "parse", "user_bounds"]
 
 DEFAULT_HI = 64
 MAX_CASES = 4096
@@ -68,27 +68,46 @@ def _simple(fact: Any) -> Optional[Tuple[str, str, int, int]]:
     return None
 
 
+def user_bounds(bounds: Any, names: List[str]) -> Dict[str, Tuple[int, int]]:
+    """The caller's ``bounds`` (None, ``hi``, ``(lo, hi)`` or a dict of them per parameter)
+    as ``name -> (lo, hi)``; anything else, or ``lo > hi``, is a MalformedLayoutError.  The
+    checks call it on entry, so a wrong box is refused even when no bounded check runs."""
+    user: Dict[str, Tuple[int, int]] = {}
+    if bounds is None or bounds is False:
+        return user
+    if type(bounds) is int:
+        user = {n: (1, bounds) for n in names}
+        if bounds < 1:
+            raise MalformedLayoutError(f"bounds as an int is the largest value (>= 1), got {bounds!r}")
+    elif type(bounds) is tuple and len(bounds) == 2 and all(type(b) is int for b in bounds):
+        user = {n: (bounds[0], bounds[1]) for n in names}
+        if bounds[0] > bounds[1]:
+            raise MalformedLayoutError(f"bounds (lo, hi) needs lo <= hi, got {bounds!r}")
+    elif isinstance(bounds, dict):
+        for k, v in bounds.items():
+            name = k if isinstance(k, str) else getattr(k, "name", None)
+            if not isinstance(name, str):
+                raise MalformedLayoutError(f"bounds: each key is a parameter's name or symbol, got {k!r:.60}")
+            if type(v) is int:
+                user[name] = (1, v)
+            elif type(v) in (tuple, list) and len(v) == 2 and all(type(b) is int for b in v):
+                user[name] = (int(v[0]), int(v[1]))
+            else:
+                raise MalformedLayoutError(f"bounds for {name} must be an int or (lo, hi), got {v!r:.60}")
+            if user[name][0] > user[name][1]:
+                raise MalformedLayoutError(f"bounds for {name} need lo <= hi, got {v!r}")
+    else:
+        raise MalformedLayoutError(
+            f"bounds must be an int, (lo, hi), a dict of them or False, got {bounds!r:.60}"
+        )
+    return user
+
+
 def _box(
     params: List[Any], facts: tuple, bounds: Any, cap: int = MAX_CASES
 ) -> Tuple[Dict[str, List[int]], Dict[str, Tuple[int, int]]]:
     names = [p.name for p in params]
-    user: Dict[str, Tuple[int, int]] = {}
-    if bounds is not None:
-        if type(bounds) is int:
-            user = {n: (1, bounds) for n in names}
-        elif type(bounds) is tuple and len(bounds) == 2 and all(type(b) is int for b in bounds):
-            user = {n: (bounds[0], bounds[1]) for n in names}
-        elif isinstance(bounds, dict):
-            for k, v in bounds.items():
-                name = k if isinstance(k, str) else getattr(k, "name", str(k))
-                if type(v) is int:
-                    user[name] = (1, v)
-                elif type(v) in (tuple, list) and len(v) == 2 and all(type(b) is int for b in v):
-                    user[name] = (int(v[0]), int(v[1]))
-                else:
-                    raise MalformedLayoutError(f"bounds for {name} must be an int or (lo, hi), got {v!r}")
-        else:
-            raise MalformedLayoutError(f"bounds must be an int, (lo, hi) or a dict of them, got {bounds!r}")
+    user = user_bounds(bounds, names)
     mods: Dict[str, List[Tuple[int, int]]] = {n: [] for n in names}
     los: Dict[str, int] = {}
     his: Dict[str, int] = {}

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -31,13 +32,22 @@ from layoutproof.layout import Layout
 from layoutproof.outcome import REFUTED
 from layoutproof.symbolic import assuming, is_sym, symbols
 
-from ._bounded import MAX_CASES, assignments
+from ._bounded import MAX_CASES, assignments, user_bounds
 from ._concrete import IllFormed, concretize, int_eval, is_symbolic, natural
 from ._engine import Concrete, Fail, NotExpressible, Symbolic, TooLarge
 from ._solve import facts_consistent, facts_for, facts_text, params_of, prove, timeout_of
 from .result import Counterexample, ProofObligation, Result
 
-__all__ = ["run", "bounded", "extra_facts", "call_budgeted", "guard_args", "falsify", "FALSIFY_CASES"]
+__all__ = [
+    "run",
+    "bounded",
+    "extra_facts",
+    "call_budgeted",
+    "check_arity",
+    "guard_args",
+    "falsify",
+    "FALSIFY_CASES",
+]
 
 #: How many random admissible assignments a symbolic "proved" is tested on before it is returned.
 FALSIFY_CASES = 6
@@ -48,6 +58,26 @@ def guard_args(*objs: Any) -> None:
     than the algebra allows (a hostile tuple must not become a RecursionError)."""
     for o in objs:
         check_depth(o, "an argument")
+
+
+def check_arity(fn: Any, names: Sequence[str], what: str) -> None:
+    """Refuse, as MalformedLayoutError, a function of the parameters (``fn``, one side of a
+    check) that cannot be called with one argument per parameter (``names``): the mistake
+    would otherwise surface as a bare TypeError from inside the check."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # no signature to check (a builtin): the call itself says
+        return
+    try:
+        sig.bind(*names)
+    except TypeError as e:
+        ps = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        takes = ", ".join(p.name for p in ps) or "no positional parameters"
+        given = ", ".join(names) if names else "none"
+        raise MalformedLayoutError(
+            f"{what} takes ({takes}) but is called with one value per parameter, "
+            f"{len(names)} ({given}): {e}; pass params that match the functions"
+        ) from None
 
 
 def call_budgeted(
@@ -107,6 +137,7 @@ def run(
     tmo = timeout_of(timeout_ms)
     if type(max_cases) is not int or max_cases < 1:
         raise MalformedLayoutError(f"max_cases must be a positive int, got {show(max_cases)}")
+    user_bounds(bounds, [])
     symbolic = any(is_symbolic(o) for o in objs)
     if not symbolic:
         try:

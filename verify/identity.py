@@ -40,10 +40,19 @@ from layoutproof.errors import (
 from layoutproof.layout import Layout
 from layoutproof.symbolic import timeout
 
-from ._bounded import MAX_CASES, assignments
+from ._bounded import MAX_CASES, assignments, user_bounds
 from ._concrete import IllFormed, concretize, is_sym, is_symbolic, lifted
 from ._engine import Concrete, Fail, TooLarge
-from ._run import bounded, call_budgeted, extra_facts, falsify, guard_args, run, split_params
+from ._run import (
+    bounded,
+    call_budgeted,
+    check_arity,
+    extra_facts,
+    falsify,
+    guard_args,
+    run,
+    split_params,
+)
 from ._solve import facts_for, facts_text, params_of, timeout_of
 from .equal import layoutish
 from .result import Counterexample, ProofObligation, Result
@@ -168,6 +177,10 @@ def _identity(
     if type(max_cases) is not int or max_cases < 1:
         raise MalformedLayoutError(f"identity: max_cases must be a positive int, got {max_cases!r:.40}")
     syms, names = split_params(params if params is not None else infer_params(lhs))
+    for fn, side in ((lhs, "lhs"), (rhs, "rhs")):
+        if callable(fn) and not _layout_like(fn):
+            check_arity(fn, names, f"identity: the {side}")
+    user_bounds(bounds, names)
     facts = facts_for(assume) if syms or assume else ()
     ftext = facts_text(facts) if facts else ()
     notes: List[str] = []
@@ -385,6 +398,7 @@ def _admissible(
 ) -> Result:
     t0 = time.perf_counter()
     guard_args(*args)
+    user_bounds(bounds, [])
     fn = resolve_op(op)
     name = getattr(fn, "__name__", str(op))
     try:
