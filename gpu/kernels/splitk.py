@@ -401,118 +401,15 @@ def splitk_ir(
         raise ProofFailedError("split-K: the base kernel has clusters", condition="split-K rewrite")
     tiles = find_decl(base.body, "tiles")
     KT = find_decl(base.body, "KT")
-    C, M, ldc = find_param(base, "C"), find_param(base, "M"), find_param(base, "ldc")
+    out_c = (find_param(base, "C"), find_param(base, "M"), find_param(base, "ldc"))
     units = kir.Var("units")
-    loops = [
-        n for n in kir.walk(base.body) if isinstance(n, kir.For) and n.stop is tiles and n.cond is not None
-    ]
-    if len(loops) != 2:
-        raise ProofFailedError(
-            f"split-K rewrite: expected the producer's and the consumers' tile loops, found {len(loops)}",
-            condition="split-K rewrite",
-        )
     chunks: List[Tuple[Any, ...]] = []
     new_loops: Dict[int, kir.For] = {}
-    for lp in loops:
-        t = lp.var
-        tile, sk = kir.Var("tile"), kir.Var("sk")
-        kb_e, ke_e = k_bounds_ir(sk, KT, splits)
-        kb, ke = kir.Var("kb"), kir.Var("ke")
-        consumer = any(isinstance(n, kir.NamedBarrier) for n in kir.walk(lp.body))
-        Cs = kir.Var("Cs", C.ctype) if consumer else None
-        kloops = [
-            n
-            for n in kir.walk(lp.body)
-            if isinstance(n, kir.For)
-            and n.stop is KT
-            and isinstance(n.start, kir.Const)
-            and n.start.value == 0
-        ]
-        if len(kloops) != 1:
-            raise ProofFailedError(
-                f"split-K rewrite: expected one k-loop over [0, KT) in a tile loop, found {len(kloops)}",
-                condition="split-K rewrite",
-            )
-
-        def fn(
-            node: Any,
-            t: kir.Var = t,
-            tile: kir.Var = tile,
-            Cs: Optional[kir.Var] = Cs,
-            kb: kir.Var = kb,
-            ke: kir.Var = ke,
-        ) -> Any:
-            if isinstance(node, kir.Call) and node.name == "lp_tile":
-                if node.args[0] is not t:
-                    raise ProofFailedError(
-                        "split-K rewrite: lp_tile is not called with the loop's tile index",
-                        condition="split-K rewrite",
-                    )
-                return replace(node, args=(tile,) + node.args[1:])
-            if isinstance(node, kir.For) and node.stop is KT:
-                return replace(node, start=kb, stop=ke)
-            if Cs is not None and node is C:
-                return Cs
-            return None
-
-        body = kir.rewrite(lp.body, fn)
-        if Cs is not None:
-            # the claims: the byte address of C's element is now that of the same element in
-            # workspace plane sk, written with the proven workspace offset (not with Cs)
-            plane = 4 * workspace_offset_ir(sk, kir.Const(0), kir.Const(0), M, ldc)
-
-            def claims(node: Any, Cs: kir.Var = Cs, plane: kir.Expr = plane) -> Any:
-                if isinstance(node, kir.Cast) and node.a is Cs and node.ctype == "long long":
-                    return addr_of(C) + plane
-                return None
-
-            body = kir.rewrite(body, claims)
-        head: List[kir.Stmt] = [
-            kir.Decl(tile),
-            kir.Decl(sk),
-            kir.Eval(kir.Call("lp_split", (t, tiles, tile, sk), "void")),
-            kir.Decl(kb, kb_e, const=True, comment="this unit's k-blocks [kb, ke)"),
-            kir.Decl(ke, ke_e, const=True),
-        ]
-        if Cs is not None:
-            head.append(
-                kir.Decl(Cs, _plane_ptr(C, sk, M, ldc), const=True, comment="this unit's f32 workspace plane")
-            )
-        new_loops[id(lp)] = replace(
-            lp, stop=units, cond=t.lt(units), body=kir.Block(tuple(head) + body.body, body.bare)
-        )
-        chunks.append((sk, KT, kb_e, ke_e))
-
-    def top(node: Any) -> Any:
-        return new_loops.get(id(node))
-
-    body = kir.rewrite(base.body, top)
-    # units = tiles * S, declared right after tiles
-    out: List[kir.Stmt] = []
-    if fixup_kernel:
-        out += [
-            kir.Comment(
-                "this kernel may be a programmatic dependent launch: wait until the previous grid\n"
-                "of the stream (e.g. the last call's fix-up, which reads this workspace) has\n"
-                "completed and its memory is visible, before any memory access"
-            ),
-            kir.Eval(kir.Call(GRID_WAIT, (), "void")),
-            kir.Comment(
-                "the fix-up kernel may launch now (programmatic dependent launch): it waits for\n"
-                "this grid's completion (griddepcontrol.wait) before its first read"
-            ),
-            kir.Eval(kir.Call("lp_griddep_launch", (), "void")),
-        ]
-    for st in body.body:
-        out.append(st)
-        if isinstance(st, kir.Decl) and st.var is tiles:
-            out.append(
-                kir.Decl(units, tiles * splits, const=True, comment=f"(tile, k chunk) units, {splits} chunks")
-            )
-    if not any(isinstance(s, kir.Decl) and s.var is units for s in out):
-        raise ProofFailedError(
-            "split-K rewrite: tiles is not declared at the top level", condition="split-K rewrite"
-        )
+    for lp in _tile_loops(base.body, tiles):
+        new_loops[id(lp)], chunk = _split_tile_loop(lp, tiles, KT, units, out_c, splits)
+        chunks.append(chunk)
+    body = kir.rewrite(base.body, lambda node: new_loops.get(id(node)))
+    out = (_grid_dependency_head() if fixup_kernel else []) + _with_units(body.body, tiles, units, splits)
     descr = base.description + (
         f"split-K: {splits} chunks of the k-blocks; unit u = (tile u % tiles, chunk u / tiles)",
         "stores its f32 partial into workspace plane chunk (C + chunk*M*ldc); a second kernel",
@@ -527,6 +424,127 @@ def splitk_ir(
         helpers=(("griddep",) if fixup_kernel else ()) + base.helpers,
     )
     return k, chunks
+
+
+def _tile_loops(body: kir.Block, tiles: kir.Var) -> List[kir.For]:
+    """The producer's and the consumers' persistent tile loops (``for (t ...; t < tiles; ...)``)."""
+    loops = [n for n in kir.walk(body) if isinstance(n, kir.For) and n.stop is tiles and n.cond is not None]
+    if len(loops) != 2:
+        raise ProofFailedError(
+            f"split-K rewrite: expected the producer's and the consumers' tile loops, found {len(loops)}",
+            condition="split-K rewrite",
+        )
+    return loops
+
+
+def _check_one_k_loop(lp: kir.For, KT: kir.Var) -> None:
+    kloops = [
+        n
+        for n in kir.walk(lp.body)
+        if isinstance(n, kir.For) and n.stop is KT and isinstance(n.start, kir.Const) and n.start.value == 0
+    ]
+    if len(kloops) != 1:
+        raise ProofFailedError(
+            f"split-K rewrite: expected one k-loop over [0, KT) in a tile loop, found {len(kloops)}",
+            condition="split-K rewrite",
+        )
+
+
+def _split_tile_loop(
+    lp: kir.For,
+    tiles: kir.Var,
+    KT: kir.Var,
+    units: kir.Var,
+    out_c: Tuple[kir.Var, kir.Var, kir.Var],
+    splits: int,
+) -> Tuple[kir.For, Tuple[Any, ...]]:
+    """One tile loop rewritten over the units: the unit's (tile, chunk) and k-blocks declared
+    first, ``lp_tile`` called with the tile, the k-loop over ``[kb, ke)``, and in the
+    consumers' loop (the one with named barriers) C replaced by the unit's workspace plane
+    ``Cs`` -- in the code and, written with the proven workspace offset, in the claims.
+    Returns the loop and ``(sk, KT, kb, ke)``."""
+    C, M, ldc = out_c
+    t = lp.var
+    tile, sk = kir.Var("tile"), kir.Var("sk")
+    kb_e, ke_e = k_bounds_ir(sk, KT, splits)
+    kb, ke = kir.Var("kb"), kir.Var("ke")
+    consumer = any(isinstance(n, kir.NamedBarrier) for n in kir.walk(lp.body))
+    Cs = kir.Var("Cs", C.ctype) if consumer else None
+    _check_one_k_loop(lp, KT)
+
+    def fn(node: Any) -> Any:
+        if isinstance(node, kir.Call) and node.name == "lp_tile":
+            if node.args[0] is not t:
+                raise ProofFailedError(
+                    "split-K rewrite: lp_tile is not called with the loop's tile index",
+                    condition="split-K rewrite",
+                )
+            return replace(node, args=(tile,) + node.args[1:])
+        if isinstance(node, kir.For) and node.stop is KT:
+            return replace(node, start=kb, stop=ke)
+        if Cs is not None and node is C:
+            return Cs
+        return None
+
+    body = kir.rewrite(lp.body, fn)
+    if Cs is not None:
+        # the claims: the byte address of C's element is now that of the same element in
+        # workspace plane sk, written with the proven workspace offset (not with Cs)
+        plane = 4 * workspace_offset_ir(sk, kir.Const(0), kir.Const(0), M, ldc)
+
+        def claims(node: Any) -> Any:
+            if isinstance(node, kir.Cast) and node.a is Cs and node.ctype == "long long":
+                return addr_of(C) + plane
+            return None
+
+        body = kir.rewrite(body, claims)
+    head: List[kir.Stmt] = [
+        kir.Decl(tile),
+        kir.Decl(sk),
+        kir.Eval(kir.Call("lp_split", (t, tiles, tile, sk), "void")),
+        kir.Decl(kb, kb_e, const=True, comment="this unit's k-blocks [kb, ke)"),
+        kir.Decl(ke, ke_e, const=True),
+    ]
+    if Cs is not None:
+        head.append(
+            kir.Decl(Cs, _plane_ptr(C, sk, M, ldc), const=True, comment="this unit's f32 workspace plane")
+        )
+    new = replace(lp, stop=units, cond=t.lt(units), body=kir.Block(tuple(head) + body.body, body.bare))
+    return new, (sk, KT, kb_e, ke_e)
+
+
+def _grid_dependency_head() -> List[kir.Stmt]:
+    """The split kernel's first statements when a fix-up kernel follows it: wait for the
+    previous grid of the stream, then let the fix-up be scheduled."""
+    return [
+        kir.Comment(
+            "this kernel may be a programmatic dependent launch: wait until the previous grid\n"
+            "of the stream (e.g. the last call's fix-up, which reads this workspace) has\n"
+            "completed and its memory is visible, before any memory access"
+        ),
+        kir.Eval(kir.Call(GRID_WAIT, (), "void")),
+        kir.Comment(
+            "the fix-up kernel may launch now (programmatic dependent launch): it waits for\n"
+            "this grid's completion (griddepcontrol.wait) before its first read"
+        ),
+        kir.Eval(kir.Call("lp_griddep_launch", (), "void")),
+    ]
+
+
+def _with_units(body: Tuple[kir.Stmt, ...], tiles: kir.Var, units: kir.Var, splits: int) -> List[kir.Stmt]:
+    """The top-level statements with ``units = tiles * S`` declared right after ``tiles``."""
+    out: List[kir.Stmt] = []
+    for st in body:
+        out.append(st)
+        if isinstance(st, kir.Decl) and st.var is tiles:
+            out.append(
+                kir.Decl(units, tiles * splits, const=True, comment=f"(tile, k chunk) units, {splits} chunks")
+            )
+    if not any(isinstance(s, kir.Decl) and s.var is units for s in out):
+        raise ProofFailedError(
+            "split-K rewrite: tiles is not declared at the top level", condition="split-K rewrite"
+        )
+    return out
 
 
 # ============================================================================ reduction
@@ -693,6 +711,27 @@ def _store_sites(body: kir.Block) -> List[Tuple[kir.Mem, List[kir.For], List[kir
     return out
 
 
+_COVER = "fix-up covers the output once"
+_BLOCK_NAMES = ("blockIdx.x", "blockIdx.y", "threadIdx.x")
+
+
+@dataclass
+class _StoreSite:
+    """The fix-up's one C store: its claim's coordinates ``(r, c)`` and their bounds
+    ``(M, N)``, the guards and constant loops around it, the kernel's declarations, and the
+    ids of the block/thread indices and of ``M``, ``N`` wherever they are named."""
+
+    rexp: kir.Expr
+    cexp: kir.Expr
+    mvar: kir.Expr
+    nvar: kir.Expr
+    guards: List[kir.Expr]
+    bounds: List[Tuple[kir.Var, np.ndarray]]
+    defs: Dict[int, kir.Expr]
+    ids_by_name: Dict[str, List[int]]
+    mn_ids: Dict[str, List[int]]
+
+
 def prove_fixup_grid(
     k: kir.Kernel, shape: FixupShape, log: ProofLog, max_n: int = 160, max_m: int = 5
 ) -> None:
@@ -705,24 +744,52 @@ def prove_fixup_grid(
     edge), ``M <= max_m`` and a few large ``N`` (the map is affine in the block indices); the
     kernel's ``threads`` must be the shape's."""
     shape.validate()
-    cond = "fix-up covers the output once"
+    site = _store_site(k, shape)
+    cases = 0
+    T = shape.threads
+    edges = {q * T + d for q in range(1, 4) for d in range(-2, 3)}
+    ns = sorted(set(range(1, max_n + 1)) | edges | {4095, 4096, 4097, 8192, 11008})
+    for M in range(1, max_m + 1):
+        for N in ns:
+            _check_cells_once(k, site, shape, M, N)
+            cases += M * N
+    loops_txt = ", ".join(f"{v.name} < {len(b)}" for v, b in site.bounds) or "no loop"
+
+    def shown(e: kir.Expr) -> str:  # a coordinate and, for a declared variable, its definition
+        d = site.defs.get(id(e))
+        return kir.emit_expr(e) + (f" = {kir.emit_expr(d)}" if d is not None else "")
+
+    log.add(
+        "bijective",
+        f"fix-up cells: grid (ceil(N/{T}), M) x {T} threads x ({loops_txt}) -> C store "
+        f"({shown(site.rexp)}, {shown(site.cexp)}) under its guards covers [0, M) x [0, N) once (every N <= "
+        f"{max_n}, N within 2 of q * {T}, 4095..4097, 8192, 11008; M <= {max_m}; C semantics)",
+        "exhaustive",
+        cases,
+    )
+
+
+def _store_site(k: kir.Kernel, shape: FixupShape) -> _StoreSite:
+    """The fix-up's one C store site, read from the IR; refused by name when the kernel's
+    threads are not the shape's, when there is not exactly one C store, or when a loop
+    around it is not constant."""
     if k.threads != shape.threads:
         raise ProofFailedError(
             f"fix-up kernel {k.name}: {k.threads} threads per CTA, the shape launches {shape.threads}",
-            condition=cond,
+            condition=_COVER,
             witness=(k.threads, shape.threads),
         )
     sites = _store_sites(k.body)
     if len(sites) != 1:
         raise ProofFailedError(
-            f"fix-up kernel {k.name}: {len(sites)} C store sites, expected one", condition=cond
+            f"fix-up kernel {k.name}: {len(sites)} C store sites, expected one", condition=_COVER
         )
     mem, loops, guards = sites[0]
     if len(mem.claim.bounds) != 2:
         raise ProofFailedError(
             f"fix-up kernel {k.name}: the C store claim bounds {len(mem.claim.bounds)} coordinates, "
             "not (r, c)",
-            condition=cond,
+            condition=_COVER,
         )
     (rexp, mvar), (cexp, nvar) = mem.claim.bounds
     defs = {id(n.var): n.init for n in kir.walk(k.body) if isinstance(n, kir.Decl) and n.init is not None}
@@ -734,91 +801,71 @@ def prove_fixup_grid(
         ):
             raise ProofFailedError(
                 f"fix-up kernel {k.name}: the loop over {lp.var.name} around the C store is not constant",
-                condition=cond,
+                condition=_COVER,
                 witness=lp.var.name,
             )
         bounds.append((lp.var, np.arange(a.value, z.value, st.value)))
-    by = kir.Var("blockIdx.y", builtin=True)
-    names = {"blockIdx.x": kir.BLOCK_IDX, "blockIdx.y": by, "threadIdx.x": kir.THREAD_IDX}
+    named = list(kir.walk(k.body)) + list(kir.walk(mem.claim))
     ids_by_name: Dict[str, List[int]] = {}
-    for n in kir.walk(k.body):
-        if isinstance(n, kir.Var) and n.name in names:
-            ids_by_name.setdefault(n.name, []).append(id(n))
-    for n in kir.walk(mem.claim):
-        if isinstance(n, kir.Var) and n.name in names:
+    for n in named:
+        if isinstance(n, kir.Var) and n.name in _BLOCK_NAMES:
             ids_by_name.setdefault(n.name, []).append(id(n))
     mn_ids: Dict[str, List[int]] = {"M": [], "N": []}  # the parameters M, N wherever they are named
-    for n in list(kir.walk(k.body)) + list(kir.walk(mem.claim)):
+    for n in named:
         if isinstance(n, kir.Var) and n.name in mn_ids:
             mn_ids[n.name].append(id(n))
-    cases = 0
-    T = shape.threads
-    edges = {q * T + d for q in range(1, 4) for d in range(-2, 3)}
-    ns = sorted(set(range(1, max_n + 1)) | edges | {4095, 4096, 4097, 8192, 11008})
-    for M in range(1, max_m + 1):
-        for N in ns:
-            gx, gy, _ = fixup_grid(M, N, shape)
-            axes = [np.arange(gx), np.arange(gy), np.arange(shape.threads)] + [b for _, b in bounds]
-            grids = np.meshgrid(*axes, indexing="ij")
-            env: Dict[int, np.ndarray] = {}
-            for nm, g in zip(("blockIdx.x", "blockIdx.y", "threadIdx.x"), grids[:3]):
-                for i in ids_by_name.get(nm, []):
-                    env[i] = g.ravel()
-            for (v, _), g in zip(bounds, grids[3:]):
-                env[id(v)] = g.ravel()
-            for ext, val in ((mvar, M), (nvar, N)):
-                if isinstance(ext, kir.Var):
-                    env[id(ext)] = np.int64(val)
-            for i in mn_ids["M"]:
-                env.setdefault(i, np.int64(M))
-            for i in mn_ids["N"]:
-                env.setdefault(i, np.int64(N))
-            ctx = kir.Ctx(env, defs, {}, {})
-            size = grids[0].size
-            try:
-                r = np.broadcast_to(kir.eval_expr(rexp, ctx)[0], (size,))
-                c = np.broadcast_to(kir.eval_expr(cexp, ctx)[0], (size,))
-                keep = np.ones(size, dtype=bool)
-                for gd in guards:
-                    keep &= np.broadcast_to(kir.eval_expr(gd, ctx)[0], (size,)) != 0
-            except Exception as ex:  # an unknown variable: the map is not closed
-                raise ProofFailedError(
-                    f"fix-up kernel {k.name}: the C store's (r, c) cannot be evaluated ({ex})",
-                    condition=cond,
-                ) from None
-            inside = (r >= 0) & (r < M) & (c >= 0) & (c < N)
-            if np.any(keep & ~inside):
-                i = int(np.flatnonzero(keep & ~inside)[0])
-                raise ProofFailedError(
-                    f"fix-up kernel {k.name}: with grid ({gx}, {gy}) a store lands at ({int(r[i])}, "
-                    f"{int(c[i])}) outside the {M} x {N} output",
-                    condition=cond,
-                    witness=(M, N, int(r[i]), int(c[i])),
-                )
-            hits = np.bincount((r[keep] * N + c[keep]).astype(np.int64), minlength=M * N)
-            if hits.size != M * N or not np.all(hits == 1):
-                bad = int(np.flatnonzero(hits != 1)[0])
-                raise ProofFailedError(
-                    f"fix-up kernel {k.name}: with grid ({gx}, {gy}) cell ({bad // N}, {bad % N}) of a "
-                    f"{M} x {N} output is stored {int(hits[bad])} times, not once",
-                    condition=cond,
-                    witness=(M, N, bad // N, bad % N),
-                )
-            cases += M * N
-    loops_txt = ", ".join(f"{v.name} < {len(b)}" for v, b in bounds) or "no loop"
+    return _StoreSite(rexp, cexp, mvar, nvar, guards, bounds, defs, ids_by_name, mn_ids)
 
-    def shown(e: kir.Expr) -> str:  # a coordinate and, for a declared variable, its definition
-        d = defs.get(id(e))
-        return kir.emit_expr(e) + (f" = {kir.emit_expr(d)}" if d is not None else "")
 
-    log.add(
-        "bijective",
-        f"fix-up cells: grid (ceil(N/{T}), M) x {T} threads x ({loops_txt}) -> C store "
-        f"({shown(rexp)}, {shown(cexp)}) under its guards covers [0, M) x [0, N) once (every N <= "
-        f"{max_n}, N within 2 of q * {T}, 4095..4097, 8192, 11008; M <= {max_m}; C semantics)",
-        "exhaustive",
-        cases,
-    )
+def _check_cells_once(k: kir.Kernel, site: _StoreSite, shape: FixupShape, M: int, N: int) -> None:
+    """With the grid :func:`fixup_grid` ``(M, N)``: every kept store lands inside the
+    ``M x N`` output and every cell is stored once (C semantics, all threads at once)."""
+    gx, gy, _ = fixup_grid(M, N, shape)
+    axes = [np.arange(gx), np.arange(gy), np.arange(shape.threads)] + [b for _, b in site.bounds]
+    grids = np.meshgrid(*axes, indexing="ij")
+    env: Dict[int, np.ndarray] = {}
+    for nm, g in zip(_BLOCK_NAMES, grids[:3]):
+        for i in site.ids_by_name.get(nm, []):
+            env[i] = g.ravel()
+    for (v, _), g in zip(site.bounds, grids[3:]):
+        env[id(v)] = g.ravel()
+    for ext, val in ((site.mvar, M), (site.nvar, N)):
+        if isinstance(ext, kir.Var):
+            env[id(ext)] = np.int64(val)
+    for i in site.mn_ids["M"]:
+        env.setdefault(i, np.int64(M))
+    for i in site.mn_ids["N"]:
+        env.setdefault(i, np.int64(N))
+    ctx = kir.Ctx(env, site.defs, {}, {})
+    size = grids[0].size
+    try:
+        r = np.broadcast_to(kir.eval_expr(site.rexp, ctx)[0], (size,))
+        c = np.broadcast_to(kir.eval_expr(site.cexp, ctx)[0], (size,))
+        keep = np.ones(size, dtype=bool)
+        for gd in site.guards:
+            keep &= np.broadcast_to(kir.eval_expr(gd, ctx)[0], (size,)) != 0
+    except Exception as ex:  # an unknown variable: the map is not closed
+        raise ProofFailedError(
+            f"fix-up kernel {k.name}: the C store's (r, c) cannot be evaluated ({ex})", condition=_COVER
+        ) from None
+    inside = (r >= 0) & (r < M) & (c >= 0) & (c < N)
+    if np.any(keep & ~inside):
+        i = int(np.flatnonzero(keep & ~inside)[0])
+        raise ProofFailedError(
+            f"fix-up kernel {k.name}: with grid ({gx}, {gy}) a store lands at ({int(r[i])}, "
+            f"{int(c[i])}) outside the {M} x {N} output",
+            condition=_COVER,
+            witness=(M, N, int(r[i]), int(c[i])),
+        )
+    hits = np.bincount((r[keep] * N + c[keep]).astype(np.int64), minlength=M * N)
+    if hits.size != M * N or not np.all(hits == 1):
+        bad = int(np.flatnonzero(hits != 1)[0])
+        raise ProofFailedError(
+            f"fix-up kernel {k.name}: with grid ({gx}, {gy}) cell ({bad // N}, {bad % N}) of a "
+            f"{M} x {N} output is stored {int(hits[bad])} times, not once",
+            condition=_COVER,
+            witness=(M, N, bad // N, bad % N),
+        )
 
 
 #: the f32 -> output conversion the reduction kernel calls, per output type

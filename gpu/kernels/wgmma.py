@@ -514,59 +514,12 @@ def generate_sm90(
     threads = cfg.threads
     a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", threads, cfg.warpgroups, 64)
     b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, prob.b_major == "k", threads, 1, cfg.bn)
-    smems = {}
-    for p in (a, b):
-        if cfg.loader == "tma":
-            lay = tma_stage_layout(p.x_extent, p.kmajor)
-            smems[p.name] = gmma.GmmaSmemLayout(lay, "K" if p.kmajor else "MN", "SW128")
-            bs, bd = top_modes(lay.layout_b)
-            stack = Layout((bs[0], bs[1], p.stages), (bd[0], bd[1], p.stage_elems))
-            total = p.stages * p.stage_elems
-            lower.prove_bijective(
-                composition(SW128, stack),
-                total,
-                what=f"{p.name.upper()} smem stages onto [0,{total})",
-                log=log,
-            )
-            _prove_tma(p, lay, log)
-            p.maps["tma"] = lay
-            continue
-        if p.stage_elems % (8 * threads):
-            raise GemmConfigError(
-                f"Sm90Config: the {p.name.upper()} tile is not a whole number of 16-byte chunks per thread"
-            )
-        smem = gmma.tile_to_shape(gmma.smem_atom("K" if p.kmajor else "MN", "SW128"), (p.x_extent, p.bk))
-        smems[p.name] = smem
-        sl = smem.layout
-        if not isinstance(sl, ComposedLayout) or sl.swizzle != SW128 or sl.offset != 0:
-            raise ProofFailedError(f"{sl} is not {SW128} o 0 o B", condition="SW128 atom", witness=str(sl))
-        ls, ld = top_modes(sl.layout_b)
-        p.tile_layout = Layout((ls[0], ls[1], p.stages), (ld[0], ld[1], p.stage_elems))
-        p.swizzle = SW128
-        plan_copy(p, log)
-        cp = eval_map(buffer_map(p, p.copy_tv(), with_stage=False)) * 2
-        banks.prove_conflict_free(
-            warp_rows(cp, threads),
-            16,
-            what=f"{p.name.upper()} cp.async 16B writes into the {smem.major}-major SW128 stage",
-            log=log,
-        )
+    smems = {p.name: _plan_stage(cfg, p, log) for p in (a, b)}
     desc = {
         "a": _plan_descriptors(a, smems["a"], 64, cfg.warpgroups, log),
         "b": _plan_descriptors(b, smems["b"], cfg.bn, 1, log),
     }
-    cm = _c_map(cfg)
-    # the atom (verified against the PTX fragment encoding of layoutproof.gpu.isa.gmma) is the
-    # (thread, register) part of the C map; the warpgroup mode is covered by the bijection
-    atom = gmma.sm90_atom(cfg.bn, prob.dtype, "SS")
-    log.extend(gmma.verify_gmma_atom(atom))
-    prove_c_atom_part(cm, atom, (64, cfg.bn), cfg.bm, log)
-    lower.prove_bijective(
-        cm, cfg.bm * cfg.bn, what=f"C (thread, register, warpgroup) -> {cfg.bm}x{cfg.bn} tile", log=log
-    )
-    cargs = ("t", "i", "g")
-    rows = lower.lower(composition(Layout((cfg.bm, cfg.bn), (1, 0)), cm), cargs, name="lp_c_row", log=log)
-    cols = lower.lower(composition(Layout((cfg.bm, cfg.bn), (0, 1)), cm), cargs, name="lp_c_col", log=log)
+    rows, cols = _plan_c_map(cfg, prob, log)
     h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90_{prob.key()}_{h}"
     title = f"proven before emission ({cfg.key()}, {prob.key()})"
@@ -600,3 +553,64 @@ def generate_sm90(
     if memo:
         _MEMO[(cfg, prob)] = k
     return k
+
+
+def _plan_stage(cfg: Sm90Config, p: OperandPlan, log: ProofLog) -> Any:
+    """Operand ``p``'s stage buffer: the TMA box layout (the stages a bijection, the boxes
+    writing exactly the stage layout) or the SW128 GMMA atom tiled to the stage with its
+    cp.async copies (covering the tile once, free of bank conflicts).  Returns the GMMA
+    shared-memory layout the descriptors read."""
+    if cfg.loader == "tma":
+        lay = tma_stage_layout(p.x_extent, p.kmajor)
+        bs, bd = top_modes(lay.layout_b)
+        stack = Layout((bs[0], bs[1], p.stages), (bd[0], bd[1], p.stage_elems))
+        total = p.stages * p.stage_elems
+        lower.prove_bijective(
+            composition(SW128, stack),
+            total,
+            what=f"{p.name.upper()} smem stages onto [0,{total})",
+            log=log,
+        )
+        _prove_tma(p, lay, log)
+        p.maps["tma"] = lay
+        return gmma.GmmaSmemLayout(lay, "K" if p.kmajor else "MN", "SW128")
+    threads = cfg.threads
+    if p.stage_elems % (8 * threads):
+        raise GemmConfigError(
+            f"Sm90Config: the {p.name.upper()} tile is not a whole number of 16-byte chunks per thread"
+        )
+    smem = gmma.tile_to_shape(gmma.smem_atom("K" if p.kmajor else "MN", "SW128"), (p.x_extent, p.bk))
+    sl = smem.layout
+    if not isinstance(sl, ComposedLayout) or sl.swizzle != SW128 or sl.offset != 0:
+        raise ProofFailedError(f"{sl} is not {SW128} o 0 o B", condition="SW128 atom", witness=str(sl))
+    ls, ld = top_modes(sl.layout_b)
+    p.tile_layout = Layout((ls[0], ls[1], p.stages), (ld[0], ld[1], p.stage_elems))
+    p.swizzle = SW128
+    plan_copy(p, log)
+    cp = eval_map(buffer_map(p, p.copy_tv(), with_stage=False)) * 2
+    banks.prove_conflict_free(
+        warp_rows(cp, threads),
+        16,
+        what=f"{p.name.upper()} cp.async 16B writes into the {smem.major}-major SW128 stage",
+        log=log,
+    )
+    return smem
+
+
+def _plan_c_map(cfg: Sm90Config, prob: GemmProblem, log: ProofLog) -> Tuple[Any, Any]:
+    """The accumulator -> C map: the wgmma atom (verified against the PTX fragment encoding
+    of :mod:`layoutproof.gpu.isa.gmma`) is its (thread, register) part, the whole map a
+    bijection onto the tile; returns its row and column expressions, lowered and proven."""
+    cm = _c_map(cfg)
+    # the atom (verified against the PTX fragment encoding of layoutproof.gpu.isa.gmma) is the
+    # (thread, register) part of the C map; the warpgroup mode is covered by the bijection
+    atom = gmma.sm90_atom(cfg.bn, prob.dtype, "SS")
+    log.extend(gmma.verify_gmma_atom(atom))
+    prove_c_atom_part(cm, atom, (64, cfg.bn), cfg.bm, log)
+    lower.prove_bijective(
+        cm, cfg.bm * cfg.bn, what=f"C (thread, register, warpgroup) -> {cfg.bm}x{cfg.bn} tile", log=log
+    )
+    cargs = ("t", "i", "g")
+    rows = lower.lower(composition(Layout((cfg.bm, cfg.bn), (1, 0)), cm), cargs, name="lp_c_row", log=log)
+    cols = lower.lower(composition(Layout((cfg.bm, cfg.bn), (0, 1)), cm), cargs, name="lp_c_col", log=log)
+    return rows, cols
