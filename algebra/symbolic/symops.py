@@ -321,6 +321,10 @@ def either_branch(fn: Callable[..., Any], *args: Any, shape: bool = True) -> Any
             raise  # no layout is right on both branches: the operation fails at a point of one
         sp = _sympy()
         facts = assumptions()
+        if e.counterexample and getattr(e, "example", None) is None and _no_model(facts + (c,)):
+            # neither Z3 nor small values found a point where c holds: the branch under c
+            # would spend the deadline on assumptions Z3 cannot even show consistent
+            raise
         tok = _SPLIT_DEPTH.set(depth + 1)
         try:
             with assuming(c):
@@ -341,6 +345,15 @@ def either_branch(fn: Callable[..., Any], *args: Any, shape: bool = True) -> Any
         except (LayoutError, TypeError, ValueError):
             pass
         raise
+
+
+def _no_model(conds: Tuple[Any, ...]) -> bool:
+    from . import solver
+
+    try:
+        return solver.search_model(conds) is None
+    except (LayoutError, TypeError, ValueError):
+        return False
 
 
 def _refused_at(fn: Callable[..., Any], args: Tuple[Any, ...], assignment: Any) -> bool:
