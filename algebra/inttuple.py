@@ -143,6 +143,19 @@ def raw_flatten(t: Any) -> Tuple[Any, ...]:
     else:
         return t
     out: List[Any] = []
+    for e in t:  # depth 2, the common nesting: one loop
+        if type(e) is tuple:
+            for x in e:
+                if type(x) is tuple:
+                    return _flatten_deep(t)
+                out.append(x)
+        else:
+            out.append(e)
+    return tuple(out)
+
+
+def _flatten_deep(t: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    out: List[Any] = []
     stack = [iter(t)]
     while stack:
         for e in stack[-1]:

@@ -111,6 +111,76 @@ def check_enumerable(n: int, what: str) -> None:
 
 
 # ----------------------------------------------------------------------------- validation
+def _plain_pair(s: Tuple[Any, ...], d: Tuple[Any, ...], depth: int) -> bool:
+    """The fast path of ``Layout(shape, stride)``: are ``s`` and ``d`` congruent non-empty
+    tuples of plain ints, extents >= 1, nested at most MAX_DEPTH deep?  One pass, exact
+    type tests only; anything else (lists, NumPy or SymPy leaves, coordinates, a bad
+    leaf) is False and goes through the general check, which says what is wrong."""
+    if len(s) != len(d) or not s:
+        return False
+    for a, b in zip(s, d):
+        ta = type(a)
+        if ta is int:
+            if a < 1 or type(b) is not int:
+                return False
+        elif ta is tuple:  # one level inline (the common nesting), deeper by recursion
+            if type(b) is not tuple or len(a) != len(b) or not a:
+                return False
+            for x, y in zip(a, b):
+                if type(x) is int:
+                    if x < 1 or type(y) is not int:
+                        return False
+                elif type(x) is not tuple or type(y) is not tuple:
+                    return False
+                elif depth >= MAX_DEPTH - 2 or not _plain_pair(x, y, depth + 2):
+                    return False
+        else:
+            return False
+    return True
+
+
+def _plain_flat(s: Tuple[Any, ...], d: Tuple[Any, ...]) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]]:
+    """:func:`_plain_pair` for depth <= 2 (``len(s) == len(d)`` given), returning the
+    flattened shape and stride (the layout caches them), or None: the top-level modes are
+    ints or congruent non-empty tuples, and every leaf is a plain int (extent >= 1) -- a
+    tuple nested deeper is a leaf that is not an int, so it is None too."""
+    fs: List[Any] = []
+    fd: List[Any] = []
+    for a, b in zip(s, d):
+        if type(a) is tuple:
+            if type(b) is not tuple or len(a) != len(b) or not a:
+                return None
+            fs += a
+            fd += b
+        else:
+            fs.append(a)
+            fd.append(b)
+    for x in fs:
+        if type(x) is not int or x < 1:
+            return None
+    for y in fd:
+        if type(y) is not int:
+            return None
+    return tuple(fs), tuple(fd)
+
+
+def _plain_shape(s: Tuple[Any, ...], depth: int) -> bool:
+    """:func:`_plain_pair` for a shape alone (``Layout(shape)``, compact stride)."""
+    if not s:
+        return False
+    for a in s:
+        ta = type(a)
+        if ta is int:
+            if a < 1:
+                return False
+        elif ta is tuple:
+            if depth >= MAX_DEPTH - 1 or not _plain_shape(a, depth + 1):
+                return False
+        else:
+            return False
+    return True
+
+
 def checked_shape(s: Any, what: str = "shape", depth: int = 0) -> Any:
     t = type(s)
     if t is int:
@@ -252,27 +322,58 @@ class Layout:
     _sym: Optional[bool]
 
     def __init__(self, shape: Any, stride: Any = None) -> None:
-        if isinstance(shape, Layout):
-            raise MalformedLayoutError("Layout(shape, stride): shape is already a Layout")
-        ts, td = type(shape), type(stride)
-        if ts is int and shape > 0 and td is int:  # the common scalar case, fully checked
-            s, d = shape, stride
-        elif (
-            ts is tuple
-            and td is tuple
-            and len(shape) == len(stride)
-            and all(type(e) is int and e > 0 for e in shape)
-            and all(type(e) is int for e in stride)
-        ):  # flat tuples of ints, fully checked
-            s, d = shape, stride
+        # The fast path (docs/architecture.md, "A fast path for plain ints"): plain-int
+        # input is checked in one pass of exact type tests and known to be concrete
+        # (``_sym``); flat input is its own flattening.  Anything else, bad input
+        # included, goes through the general check and its messages.
+        self._size = None
+        self._hash = None
+        ts = type(shape)
+        if ts is tuple:
+            if type(stride) is tuple and len(shape) == len(stride) and shape:
+                for a, b in zip(shape, stride):
+                    if type(a) is not int or a < 1 or type(b) is not int:
+                        break
+                else:  # flat tuples of plain ints
+                    self._shape = self._fs = shape
+                    self._stride = self._fd = stride
+                    self._sym = False
+                    return
+                flat = _plain_flat(shape, stride)
+                if flat is not None:  # plain ints nested two deep: checked and flattened at once
+                    self._shape = shape
+                    self._stride = stride
+                    self._fs, self._fd = flat
+                    self._sym = False
+                    return
+                if _plain_pair(shape, stride, 0):  # nested deeper
+                    self._shape = shape
+                    self._stride = stride
+                    self._fs = self._fd = None
+                    self._sym = False
+                    return
+            elif stride is None and _plain_shape(shape, 0):
+                self._shape = shape
+                self._stride = raw_prefix_product(shape)
+                self._fs = self._fd = None
+                self._sym = False
+                return
+            s, d = self._checked(shape, stride)
+        elif ts is int and shape > 0 and (type(stride) is int or stride is None):  # scalar
+            self._shape = shape
+            self._stride = d = 1 if stride is None else stride
+            self._fs = (shape,)
+            self._fd = (d,)
+            self._sym = False
+            return
         else:
+            if isinstance(shape, Layout):
+                raise MalformedLayoutError("Layout(shape, stride): shape is already a Layout")
             s, d = self._checked(shape, stride)
         self._shape = s
         self._stride = d
         self._fs = None
         self._fd = None
-        self._size = None
-        self._hash = None
         self._sym = None
 
     @staticmethod

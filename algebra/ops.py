@@ -16,7 +16,7 @@ layoutproof.errors.InadmissibleError: composition: the modes of B overlap inside
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Set, Tuple, Union, overload
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union, overload
 
 from . import kinds
 from .arith import ArithTuple, as_basis, components
@@ -75,28 +75,46 @@ def _symq(L: Layout) -> bool:
 
 
 def _from_modes(ms: List[int], md: List[int]) -> Layout:
+    """The layout of flat modes (extents ``ms``, strides ``md``); being flat, it is its
+    own flattening (cached: the next operation does not flatten it again)."""
     if len(ms) == 1:
         return _make(ms[0], md[0])
-    return _make(tuple(ms), tuple(md))
+    s, d = tuple(ms), tuple(md)
+    out = _make(s, d)
+    out._fs = s
+    out._fd = d
+    return out
 
 
 # ----------------------------------------------------------------------------- coalesce / filter
 def coalesce_modes(
-    fs: Tuple[Any, ...], fd: Tuple[Any, ...], keep_last: bool = False
+    fs: Sequence[Any], fd: Sequence[Any], keep_last: bool = False
 ) -> Tuple[List[int], List[int]]:
     """Merge adjacent modes where ``s_prev*d_prev == d`` and drop extent-1 modes; with
     ``keep_last``, the last leaf stays a mode even when its extent is 1."""
     rs: List[int] = []
     rd: List[int] = []
-    last = len(fs) - 1 if keep_last else -1
-    for k, (s, d) in enumerate(zip(fs, fd)):
-        if s == 1 and k != last:
-            continue
-        if rs and rs[-1] * rd[-1] == d:
-            rs[-1] *= s
-        else:
-            rs.append(s)
-            rd.append(d)
+    if keep_last:
+        last = len(fs) - 1
+        for k, (s, d) in enumerate(zip(fs, fd)):
+            if s == 1 and k != last:
+                continue
+            if rs and rs[-1] * rd[-1] == d:
+                rs[-1] *= s
+            else:
+                rs.append(s)
+                rd.append(d)
+    else:
+        nxt = None  # the stride that continues the last mode kept
+        for s, d in zip(fs, fd):
+            if s == 1:
+                continue
+            if d == nxt:
+                rs[-1] *= s
+            else:
+                rs.append(s)
+                rd.append(d)
+            nxt = rs[-1] * rd[-1]
     if not rs:
         return [1], [0]
     return rs, rd
@@ -142,14 +160,21 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
     """
     if not isinstance(layout, Layout):  # other kinds of layouts answer for themselves
         return kinds.call("coalesce", layout, profile)
-    need_layout(layout, "coalesce")
+    if profile is None and type(layout._shape) is int:  # a single integer mode
+        return layout if layout._shape != 1 else _make(1, 0)
     if profile is not None and profile is not _:
         profile = norm_htuple(profile, "coalesce profile")
         if type(profile) is tuple:
             return _by_mode(layout, profile, coalesce, "coalesce")
-    if _symq(layout):
+    sym = layout._sym
+    if sym is None:
+        sym = layout.is_symbolic
+    if sym:
         return kinds.call_symbolic("coalesce", layout)
-    rs, rd = coalesced_modes(layout)
+    fs, fd = layout._fs, layout._fd
+    if fs is None or fd is None:
+        fs, fd = layout._flat()
+    rs, rd = coalesce_modes(fs, fd)
     return _from_modes(rs, rd)
 
 
@@ -830,7 +855,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         cot = raw_product(cot)
         rs.append(ceil_div_int(cot, cur))
         rd.append(cur)
-    cs, cd = coalesce_modes(tuple(rs), tuple(rd))
+    cs, cd = coalesce_modes(rs, rd)
     return _from_modes(cs, cd)
 
 
@@ -880,18 +905,28 @@ def right_inverse(layout: Any) -> Any:
         if fn is not None:
             return fn(layout)
         layout = layout_arg(layout, "right_inverse")
-    if _symq(layout):
+    sym = layout._sym
+    if sym is None:
+        sym = layout.is_symbolic
+    if sym:
         return kinds.call_symbolic("right_inverse", layout)
-    cs, cd = coalesced_modes(layout)
-    pp = raw_prefix_product(tuple(cs))
+    fs, fd = layout._fs, layout._fd
+    if fs is None or fd is None:
+        fs, fd = layout._flat()
+    cs, cd = coalesce_modes(fs, fd)
+    pp: List[int] = []
+    acc = 1
+    for c in cs:  # the prefix products of the (flat) coalesced shape
+        pp.append(acc)
+        acc *= c
     rs: List[int] = []
     rd: List[int] = []
     cur = 1
-    used = [False] * len(cs)
+    # a mode taken has extent >= 2 (coalesced), so cur grows past its stride: it is never
+    # taken again, and the first mode whose stride is cur is the first unused one
     while True:
         for i, d in enumerate(cd):
-            if not used[i] and d == cur:
-                used[i] = True
+            if d == cur:
                 rs.append(cs[i])
                 rd.append(pp[i])
                 cur = cs[i] * d
@@ -900,7 +935,9 @@ def right_inverse(layout: Any) -> Any:
             break
     if not rs:
         return _make(1, 0)
-    ms, md = coalesce_modes(tuple(rs), tuple(rd))
+    if len(rs) == 1:  # one mode of the coalesced layout, extent > 1
+        return _make(rs[0], rd[0])
+    ms, md = coalesce_modes(rs, rd)
     return _from_modes(ms, md)
 
 
@@ -1238,7 +1275,7 @@ def _left_inverse_cute(layout: Layout) -> Layout:
         rd.append(p0)
     rs.append(modes[-1][1])
     rd.append(modes[-1][2])
-    ms, md = coalesce_modes(tuple(rs), tuple(rd))
+    ms, md = coalesce_modes(rs, rd)
     return _from_modes(ms, md)
 
 
