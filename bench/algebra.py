@@ -6,14 +6,25 @@ background load disturbs both alike.  Construction is reported only: ours valida
 input, pycute does not.
 
     python bench/algebra.py [--repeat 25] [--markdown]
+    python bench/algebra.py --random 1000 [--seed 29] [--markdown]
+
+``--random N`` draws N operand sets per operation with a seeded RNG (ranks 1-3, depth
+<= 2, extents 1-8, strides 0-64; the operands where either library refuses or fails are
+drawn again) and times each case with the construction of its operands counted on both
+sides (``op(Layout(s, d), ...)`` against ``op(pycute.Layout(s, d), ...)``), the two
+libraries alternating per case; it prints the median, 90th percentile and worst ratio
+ours/pycute per operation.
 """
 
 from __future__ import annotations
 
 import argparse
 import platform
+import random
+import statistics
 import sys
-from typing import Any, Callable, List, Optional, Tuple
+import time
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from _timing import interleaved_min
 
@@ -143,11 +154,174 @@ def check_agreement() -> None:
             raise SystemExit(f"benchmark case {name!r} disagrees: {a} vs {b}")
 
 
+# ---------------------------------------------------------------- random operands (--random)
+def _draw_htuple(rng: random.Random, lo: int, hi: int, profile: Any = None) -> Tuple[Any, Any]:
+    """A random (shape, profile) with ranks 1-3 and depth <= 2 (``profile`` given: congruent
+    to it), leaves in [lo, hi]."""
+    if profile is None:
+        rank = rng.randint(1, 3)
+        profile = tuple(rng.choice([0, 0, rng.randint(1, 3)]) for _ in range(rank))
+    out = tuple(
+        rng.randint(lo, hi) if m == 0 else tuple(rng.randint(lo, hi) for _ in range(m)) for m in profile
+    )
+    return (out if len(out) > 1 or rng.random() < 0.5 else out[0]), profile
+
+
+def _draw_layout(rng: random.Random, max_extent: int = 8) -> Tuple[Any, Any]:
+    """(shape, stride) plain data, drawn: extents 1-``max_extent``, strides 0-64."""
+    shape, prof = _draw_htuple(rng, 1, max_extent)
+    if type(shape) is not tuple:  # a scalar layout
+        return shape, rng.randint(0, 64)
+    stride, _ = _draw_htuple(rng, 0, 64, prof)
+    if type(stride) is not tuple:
+        stride = (stride,)
+    return shape, stride
+
+
+def random_ops() -> List[
+    Tuple[str, int, Callable[..., Any], Callable[..., Any], Callable[[random.Random], Any]]
+]:
+    """(name, number of layout operands, ours(*layouts, *extra), pycute's, draw extra args)."""
+    none = lambda r: ()  # noqa: E731
+    cot = lambda r: (r.choice([64, 128, 256, 1024]),)  # noqa: E731
+    return [
+        ("construction", 1, lambda a: a, lambda a: a, none),
+        ("coalesce", 1, lp.coalesce, pc.coalesce, none),
+        ("composition", 2, lp.composition, pc.composition, none),
+        ("complement", 1, lp.complement, pc.complement, cot),
+        ("right_inverse", 1, lp.right_inverse, pc.right_inverse, none),
+        ("left_inverse", 1, lp.left_inverse, pc.left_inverse, none),
+        ("logical_divide", 2, lp.logical_divide, pc.logical_divide, none),
+        ("zipped_divide", 2, lp.zipped_divide, pc.zipped_divide, none),
+        ("logical_product", 2, lp.logical_product, pc.logical_product, none),
+        ("tiled_divide", 2, lp.tiled_divide, pc.tiled_divide, none),
+    ]
+
+
+def _time_pair(f: Callable[[], Any], g: Callable[[], Any], n: int, rounds: int) -> Tuple[float, float]:
+    """Microseconds per call of f and g: ``rounds`` alternating batches of ``n`` calls, min."""
+    bf = bg = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f()
+        t1 = time.perf_counter()
+        for _ in range(n):
+            g()
+        t2 = time.perf_counter()
+        bf, bg = min(bf, (t1 - t0) / n), min(bg, (t2 - t1) / n)
+    return bf * 1e6, bg * 1e6
+
+
+def random_bench(
+    count: int, seed: int, only: Sequence[str] = (), n: int = 8, rounds: int = 5
+) -> List[Tuple[str, int, int, int, List[float]]]:
+    """Per operation: (name, cases, draws, answers that differ, ratios ours/pycute with
+    operand construction)."""
+    L, P = lp.Layout, pc.Layout
+    rows = []
+    for name, arity, ours, theirs, extra in random_ops():
+        if only and name not in only:
+            continue
+        rng = random.Random(f"{seed}:{name}")
+        ratios: List[float] = []
+        draws = differ = 0
+        while len(ratios) < count and draws < 50 * count:
+            draws += 1
+            data = [_draw_layout(rng, 8 if arity == 1 or k == 0 else 4) for k in range(arity)]
+            more = extra(rng)
+            try:
+                ours(*[L(s, d) for s, d in data], *more)
+            except lp.LayoutError:
+                continue
+            try:
+                theirs(*[P(s, d) for s, d in data], *more)
+            except Exception:  # pycute fails on inputs it does not support: not a case
+                continue
+            if not _agree(
+                name,
+                ours(*[L(s, d) for s, d in data], *more),
+                theirs(*[P(s, d) for s, d in data], *more),
+                data,
+            ):
+                differ += 1  # different answers (semantics, or a wrong one): not comparable
+                continue
+            if arity == 1:
+                ((s0, d0),) = data
+                a, b = _time_pair(lambda: ours(L(s0, d0), *more), lambda: theirs(P(s0, d0), *more), n, rounds)
+            else:
+                (s0, d0), (s1, d1) = data
+                a, b = _time_pair(
+                    lambda: ours(L(s0, d0), L(s1, d1), *more),
+                    lambda: theirs(P(s0, d0), P(s1, d1), *more),
+                    n,
+                    rounds,
+                )
+            ratios.append(a / b)
+        rows.append((name, len(ratios), draws, differ, ratios))
+    return rows
+
+
+def _agree(name: str, a: Any, b: Any, data: List[Tuple[Any, Any]]) -> bool:
+    """Do the two libraries give the same answer?  Left inverses are not unique: pycute's
+    is accepted when it is one (L(R(L(i))) == L(i)); otherwise the same size and the same
+    value at every coordinate."""
+    if name == "construction":
+        return True
+    if name == "left_inverse":
+        P = pc.Layout(*data[0])
+        try:
+            return all(P(b(P(i))) == P(i) for i in range(pc.size(P)))
+        except Exception:
+            return False
+    try:
+        n = a.size
+        return pc.size(b) == n and all(a(i) == b(i) for i in range(n))
+    except Exception:
+        return False
+
+
+def _quantile(xs: List[float], q: float) -> float:
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, int(q * len(ys)))]
+
+
+def print_random(rows: List[Tuple[str, int, int, int, List[float]]], markdown: bool) -> None:
+    if markdown:
+        print(
+            "| operation (operands constructed) | cases (draws, answers differ) | median | p90 | worst | <= 0.5 at |"
+        )
+        print("|---|---:|---:|---:|---:|---|")
+    else:
+        print(
+            f"{'operation':20s} {'cases':>6s} {'draws':>6s} {'differ':>6s} {'median':>7s} {'p90':>6s} {'worst':>6s}  <= 0.5 at"
+        )
+    for name, cases_, draws, differ, rs in rows:
+        med, p90, worst = statistics.median(rs), _quantile(rs, 0.9), max(rs)
+        met = [w for w, v in (("median", med), ("p90", p90), ("worst", worst)) if v <= 0.5]
+        ok = ", ".join(met) or "none"
+        if markdown:
+            print(f"| {name} | {cases_} ({draws}, {differ}) | {med:.2f} | {p90:.2f} | {worst:.2f} | {ok} |")
+        else:
+            print(f"{name:20s} {cases_:6d} {draws:6d} {differ:6d} {med:7.2f} {p90:6.2f} {worst:6.2f}  {ok}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=25)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--random", type=int, default=0, metavar="N", help="N random cases per operation")
+    ap.add_argument("--seed", type=int, default=29)
+    ap.add_argument("--only", default="", help="comma-separated operations (--random)")
     args = ap.parse_args()
+    if args.random:
+        print(
+            f"# {platform.node()} | {platform.processor() or platform.machine()} | Python "
+            f"{platform.python_version()} | layoutproof {lp.__version__} vs pycute | seed {args.seed}"
+        )
+        rows = random_bench(args.random, args.seed, [o for o in args.only.split(",") if o])
+        print_random(rows, args.markdown)
+        return 0
     check_agreement()
     rows = []
     for name, ours, theirs, counted in cases():
