@@ -42,6 +42,7 @@ from layoutproof import Layout, composition
 
 from ..config import OUT_DTYPES, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
+from ..isa import gmma
 from ..proof import kir, lower
 from ..proof.record import ProofLog
 from .toolkit import GemmKernel, addr_of, finish
@@ -129,8 +130,6 @@ class EpilogueConfig(WsVariantFields):
 def acc_row_layout(bn: int, dtype: str) -> Any:
     """(thread of the warpgroup, accumulator register) -> row of the warpgroup's 64-row
     slice of the C tile, from the wgmma atom's C layout."""
-    from ..isa import gmma
-
     atom = gmma.sm90_atom(bn, dtype, "SS")
     return composition(Layout((64, bn), (1, 0)), atom.c_layout)
 
@@ -142,8 +141,6 @@ _TO_FLOAT = {"f16": "__half2float", "bf16": "__bfloat162float", "f32": None}
 def bias_column_layout(bn: int, dtype: str) -> Any:
     """(thread of the warpgroup, accumulator register) -> column of the wgmma atom's C tile
     (64 x bn, column-major in the atom's C layout)."""
-    from ..isa import gmma
-
     atom = gmma.sm90_atom(bn, dtype, "SS")
     return composition(Layout((64, bn), (0, 1)), atom.c_layout)
 

@@ -61,6 +61,7 @@ from .toolkit import (
     OperandPlan,
     base_env,
     buffer_map,
+    cp_prologue_ir,
     cp_setup_ir,
     eval_map,
     finish,
@@ -460,23 +461,9 @@ def _kernel_ir(
             unroll=True,
         )
     )
-    sbase = {"a": sA, "b": sB}
-    region = {"a": (sA, 2 * S * a.stage_elems), "b": (sB, 2 * S * b.stage_elems)}
     # prologue: stages 0 .. S-2
-    st = ir_var("st")
-    kt0v, dkt = ir_const("kt", st)
-    body.append(
-        kir.For(
-            st,
-            kir.Const(0),
-            kir.Const(S - 1),
-            kir.block(
-                kir.If(st.lt(KT), kir.block(dkt, load_tile_ir(E, a, b, kt0v, st, sbase, region))),
-                kir.CpCommit(),
-            ),
-            unroll=True,
-        )
-    )
+    sbase, region, prologue = cp_prologue_ir(E, a, b, (sA, sB), S, S - 1, KT)
+    body.append(prologue)
     af = kir.Var("af", "unsigned")
     bfr = kir.Var("bfr", "unsigned")
     E.add(af=af, bfr=bfr)

@@ -72,7 +72,7 @@ from ..proof.splitk_model import (
     prove_serial_protocol,
 )
 from .toolkit import GemmKernel, addr_of, finish
-from .variant import WsVariantFields, base_plan_proofs, expect_tx_bytes, find_decl, find_param
+from .variant import WsVariantFields, base_plan_proofs, expect_tx_bytes, find_decl, find_param, unit_rewrite
 from .wgmma import Sm90Config, generate_sm90
 from .wgmma_ws import prove_ws_protocol
 
@@ -472,19 +472,12 @@ def _split_tile_loop(
     Cs = kir.Var("Cs", C.ctype) if consumer else None
     _check_one_k_loop(lp, KT)
 
+    unit = unit_rewrite(t, tile, KT, kb, ke)
+
     def fn(node: Any) -> Any:
-        if isinstance(node, kir.Call) and node.name == "lp_tile":
-            if node.args[0] is not t:
-                raise ProofFailedError(
-                    "split-K rewrite: lp_tile is not called with the loop's tile index",
-                    condition="split-K rewrite",
-                )
-            return replace(node, args=(tile,) + node.args[1:])
-        if isinstance(node, kir.For) and node.stop is KT:
-            return replace(node, start=kb, stop=ke)
         if Cs is not None and node is C:
             return Cs
-        return None
+        return unit(node)
 
     body = kir.rewrite(lp.body, fn)
     if Cs is not None:

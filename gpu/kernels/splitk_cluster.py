@@ -39,13 +39,15 @@ import numpy as np
 
 from layoutproof import Layout
 
-from ..config import OUT_DTYPES, SMEM_LIMIT
+from ..config import OUT_DTYPES, SMEM_LIMIT, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..proof import kir
 from ..proof.record import ProofLog
-from .splitk import CLUSTER_ROWS, cluster_partial_stride
-from .toolkit import addr_of
-from .variant import find_decl, find_param
+from .splitk import CLUSTER_ROWS, SplitKKernels, cluster_partial_stride, k_bounds_ir, prove_k_partition
+from .toolkit import GemmKernel, addr_of, finish
+from .variant import base_plan_proofs, find_decl, find_param, unit_rewrite
+from .wgmma import generate_sm90
+from .wgmma_ws import prove_ws_protocol
 
 _WHAT = "cluster split-K rewrite"
 
@@ -228,17 +230,7 @@ def cluster_ir(
         m0 = find_decl(lp.body, "m0", _WHAT)
         n0 = find_decl(lp.body, "n0", _WHAT)
 
-        def fn(node: Any, t: kir.Var = t, tile: kir.Var = tile, kb: kir.Var = kb, ke: kir.Var = ke) -> Any:
-            if isinstance(node, kir.Call) and node.name == "lp_tile":
-                if node.args[0] is not t:
-                    raise ProofFailedError(
-                        "cluster split-K rewrite: lp_tile is not called with the loop's tile index",
-                        condition="cluster split-K rewrite",
-                    )
-                return replace(node, args=(tile,) + node.args[1:])
-            if isinstance(node, kir.For) and node.stop is KT:
-                return replace(node, start=kb, stop=ke)
-            return None
+        fn = unit_rewrite(t, tile, KT, kb, ke, _WHAT)
 
         body = kir.rewrite(lp.body, fn)
         if consumer:
@@ -744,12 +736,6 @@ def generate_cluster(config: Any, problem: Any = None, *, memo: bool = True, **b
     reduction="cluster")`` and ``problem`` (its ``out`` type is the kernel's output; the
     base kernel is built with f32 output for the partials).  Returns a
     :class:`~layoutproof.gpu.kernels.splitk.SplitKKernels` with no fix-up kernel."""
-    from ..config import GemmProblem
-    from .splitk import SplitKKernels, k_bounds_ir, prove_k_partition
-    from .toolkit import GemmKernel, finish
-    from .variant import base_plan_proofs
-    from .wgmma import generate_sm90
-    from .wgmma_ws import prove_ws_protocol
 
     cfg = config.validate()
     if cfg.reduction != "cluster":

@@ -57,6 +57,7 @@ __all__ = [
     "store_pair_ir",
     "cp_setup_ir",
     "load_tile_ir",
+    "cp_prologue_ir",
     "kernel_params",
     "base_env",
     "finish",
@@ -589,6 +590,37 @@ def load_tile_ir(
         + (kir.If(cond, kir.block(ops(a, True), ops(b, True)), kir.block(ops(a, False), ops(b, False))),),
         bare=True,
     )
+
+
+def cp_prologue_ir(
+    E: Env,
+    a: OperandPlan,
+    b: OperandPlan,
+    smem: Tuple[kir.Expr, kir.Expr],
+    stages: int,
+    depth: int,
+    KT: kir.Expr,
+) -> Tuple[Dict[str, kir.Expr], Dict[str, Tuple[kir.Expr, int]], kir.Stmt]:
+    """The cp.async pipeline's stage buffers and its prologue: the A and B stage bases
+    ``smem``, their regions (bytes, all ``stages``), and the loop that loads k-tiles
+    ``0 .. depth - 1`` (those below ``KT``) into stages of the same index, one commit group
+    each.  Returns ``(bases, regions, loop)`` for the main loop's loads."""
+    sA, sB = smem
+    sbase = {"a": sA, "b": sB}
+    region = {"a": (sA, 2 * stages * a.stage_elems), "b": (sB, 2 * stages * b.stage_elems)}
+    st = ir_var("st")
+    kt0v, dkt = ir_const("kt", st)
+    loop = kir.For(
+        st,
+        kir.Const(0),
+        kir.Const(depth),
+        kir.block(
+            kir.If(st.lt(KT), kir.block(dkt, load_tile_ir(E, a, b, kt0v, st, sbase, region))),
+            kir.CpCommit(),
+        ),
+        unroll=True,
+    )
+    return sbase, region, loop
 
 
 def kernel_params(E: Env, prob: Optional[GemmProblem]) -> Tuple[Tuple[str, kir.Var], ...]:

@@ -13,7 +13,8 @@ cluster reduction): each is the warp-specialized TMA kernel of
 
 from __future__ import annotations
 
-from typing import Any, List
+from dataclasses import replace
+from typing import Any, Callable, List
 
 from ..errors import ProofFailedError
 from ..proof import kir
@@ -22,7 +23,14 @@ from .toolkit import GemmKernel
 from .wgmma import Sm90Config
 from .wgmma_ws import prove_ws_protocol
 
-__all__ = ["WsVariantFields", "base_plan_proofs", "find_decl", "find_param", "expect_tx_bytes"]
+__all__ = [
+    "WsVariantFields",
+    "base_plan_proofs",
+    "find_decl",
+    "find_param",
+    "expect_tx_bytes",
+    "unit_rewrite",
+]
 
 
 class WsVariantFields:
@@ -125,3 +133,26 @@ def expect_tx_bytes(k: kir.Kernel) -> int:
             "split-K: expected one expect_tx in the base kernel", condition="split-K rewrite"
         )
     return int(txs[0])
+
+
+def unit_rewrite(
+    t: kir.Var, tile: kir.Var, KT: kir.Var, kb: kir.Var, ke: kir.Var, what: str = "split-K rewrite"
+) -> Callable[[Any], Any]:
+    """The rewrite (for :func:`kir.rewrite`) of a tile loop's body into one work unit's: the
+    scheduler ``lp_tile`` called with the unit's ``tile`` in place of the loop index ``t``
+    (refused, naming ``what``, when it is called with anything else), and the k-loop over
+    ``[0, KT)`` run over the unit's chunk ``[kb, ke)``."""
+
+    def fn(node: Any) -> Any:
+        if isinstance(node, kir.Call) and node.name == "lp_tile":
+            if node.args[0] is not t:
+                raise ProofFailedError(
+                    f"{what}: lp_tile is not called with the loop's tile index",
+                    condition=what,
+                )
+            return replace(node, args=(tile,) + node.args[1:])
+        if isinstance(node, kir.For) and node.stop is KT:
+            return replace(node, start=kb, stop=ke)
+        return None
+
+    return fn

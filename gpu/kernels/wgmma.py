@@ -64,6 +64,7 @@ from .toolkit import (
     GemmKernel,
     OperandPlan,
     buffer_map,
+    cp_prologue_ir,
     cp_setup_ir,
     eval_map,
     finish,
@@ -271,22 +272,8 @@ def _source_ir(
     body.append(d)
     acc, ad = acc_ir(cfg)
     body += ad
-    sbase = {"a": sA, "b": sB}
-    region = {"a": (sA, 2 * S * a.stage_elems), "b": (sB, 2 * S * b.stage_elems)}
-    st = ir_var("st")
-    kt0v, dkt = ir_const("kt", st)
-    body.append(
-        kir.For(
-            st,
-            kir.Const(0),
-            kir.Const(S - 2),
-            kir.block(
-                kir.If(st.lt(KT), kir.block(dkt, load_tile_ir(E, a, b, kt0v, st, sbase, region))),
-                kir.CpCommit(),
-            ),
-            unroll=True,
-        )
-    )
+    sbase, region, prologue = cp_prologue_ir(E, a, b, (sA, sB), S, S - 2, KT)
+    body.append(prologue)
     kt0 = ir_var("kt0")
     kt1, dkt1 = ir_const("kt", kt0 + (S - 2))
     st1 = kir.Var("st", "int", tuple(range(S)))

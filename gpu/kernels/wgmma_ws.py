@@ -26,6 +26,7 @@ epilogue variants rewrite its IR.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -994,6 +995,25 @@ def epilogue_order(k: kir.Kernel, log: ProofLog) -> None:
     )
 
 
+_RINGS = {"full0": "full", "empty0": "empty"}
+
+
+@dataclass
+class _MbarOps:
+    """The warp-specialized kernel's mbarrier operations, read from its IR: per ring
+    (``full``, ``empty``) the init counts and wait parities, the consumers' local and remote
+    releases (node, guards, loops), the transaction bytes announced, the loop each wait is
+    in, and the number of operations read."""
+
+    inits: Dict[str, List[int]] = field(default_factory=lambda: {"full": [], "empty": []})
+    waits: Dict[str, List[int]] = field(default_factory=lambda: {"full": [], "empty": []})
+    local: List[Any] = field(default_factory=list)
+    remote: List[Any] = field(default_factory=list)
+    txs: List[int] = field(default_factory=list)
+    waited_in: List[Tuple[str, Any]] = field(default_factory=list)
+    n: int = 0
+
+
 def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple[Dict[str, Any], int]:
     """The mbarrier protocol of the warp-specialized kernel, read from its IR nodes: the
     parities of the producer's wait on ``empty`` and the consumers' wait on ``full`` (each
@@ -1004,41 +1024,65 @@ def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple
     ``empty`` exactly the arrivals the consumer warps make -- counted from the guards of the
     arrive nodes over every thread of the CTA.  Returns the model's parameters and the
     number of mbarrier operations covered."""
-    names = {"full0": "full", "empty0": "empty"}
-    inits: Dict[str, List[int]] = {"full": [], "empty": []}
-    waits: Dict[str, List[int]] = {"full": [], "empty": []}
-    local: List[Any] = []
-    remote: List[Any] = []
-    txs: List[int] = []
-    n = 0
+    ops = _read_mbar_ops(k, cfg)
+    _check_one_init_and_wait(ops, tx)
+    remote_release = _check_release_sites(ops)
+    e_init = _check_arrival_counts(k, cfg, ops, remote_release)
+    proto = {
+        "producer_parity": ops.waits["empty"][0],
+        "consumer_parity": ops.waits["full"][0],
+        "remote_release": remote_release,
+    }
+    log.add(
+        "equal",
+        f"protocol read from the IR: producer waits empty with parity ph ^ "
+        f"{proto['producer_parity']}, consumers wait full with ph ^ "
+        f"{proto['consumer_parity']} (stage and phase of ring counters advanced "
+        f"once per k-tile); full expects 1 arrival (+ {tx} TMA bytes), empty "
+        f"expects {e_init} = the threads passing the release guards x "
+        f"{cfg.cluster if remote_release else 1} CTA(s) releasing into it; "
+        f"releases after each batch and at the tile end",
+        "exhaustive",
+        ops.n,
+    )
+    return proto, ops.n
 
-    def ring(bar: kir.Expr) -> Tuple[str, kir.Expr]:
-        r = kir.resolve(bar, k)
-        if not isinstance(r, kir.MbarRef) or r.base.name not in names:
-            raise ProofFailedError(
-                "an mbarrier operation on an unknown barrier",
-                condition="protocol of the IR",
-                witness=kir.emit_expr_safe(bar),
-            )
-        return names[r.base.name], r.idx
 
-    def parity(e: kir.Expr, ph: kir.Var) -> int:
-        if e is ph:
-            return 0
-        if isinstance(e, kir.Bin) and e.op == "^" and e.a is ph and isinstance(e.b, kir.Const):
-            return int(e.b.value) & 1
+def _ring_of(k: kir.Kernel, bar: kir.Expr) -> Tuple[str, kir.Expr]:
+    """The ring (``full`` / ``empty``) an mbarrier operation addresses, and its stage index."""
+    r = kir.resolve(bar, k)
+    if not isinstance(r, kir.MbarRef) or r.base.name not in _RINGS:
         raise ProofFailedError(
-            f"wait parity {kir.emit_expr_safe(e)} is not the ring phase (^ k)",
-            condition="wait parity",
-            witness=kir.emit_expr_safe(e),
+            "an mbarrier operation on an unknown barrier",
+            condition="protocol of the IR",
+            witness=kir.emit_expr_safe(bar),
         )
+    return _RINGS[r.base.name], r.idx
 
+
+def _wait_parity(e: kir.Expr, ph: kir.Var) -> int:
+    """The parity a wait uses relative to its ring's phase ``ph`` (``ph`` or ``ph ^ k``)."""
+    if e is ph:
+        return 0
+    if isinstance(e, kir.Bin) and e.op == "^" and e.a is ph and isinstance(e.b, kir.Const):
+        return int(e.b.value) & 1
+    raise ProofFailedError(
+        f"wait parity {kir.emit_expr_safe(e)} is not the ring phase (^ k)",
+        condition="wait parity",
+        witness=kir.emit_expr_safe(e),
+    )
+
+
+def _read_mbar_ops(k: kir.Kernel, cfg: Sm90Config) -> _MbarOps:
+    """Every mbarrier operation of ``k`` in program order, each checked where it stands: the
+    inits once per stage, the waits on a ring counter advanced in their k-loop, expect_tx on
+    ``full`` only, the arrives releasing the previous stage of ``empty``."""
+    ops = _MbarOps()
     rings = {id(n.stage): n for n in kir.walk(k.body) if isinstance(n, kir.RingAdvance)}
-    waited_in: List[Tuple[str, Any]] = []
     for s, guards, loops in kir.mbarrier_ops(k):
-        n += 1
+        ops.n += 1
         if isinstance(s, kir.MbarInit):
-            name, idx = ring(s.bar)
+            name, idx = _ring_of(k, s.bar)
             if not (
                 loops
                 and idx is loops[-1].var
@@ -1050,9 +1094,9 @@ def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple
                     condition="barrier init",
                     witness=name,
                 )
-            inits[name].append(s.count)
+            ops.inits[name].append(s.count)
         elif isinstance(s, kir.MbarWait):
-            name, idx = ring(s.bar)
+            name, idx = _ring_of(k, s.bar)
             rg = rings.get(id(idx))
             if (
                 rg is None
@@ -1066,40 +1110,49 @@ def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple
                     condition="protocol of the IR",
                     witness=name,
                 )
-            waits[name].append(parity(s.parity, rg.phase))
-            waited_in.append((name, loops[-1]))
+            ops.waits[name].append(_wait_parity(s.parity, rg.phase))
+            ops.waited_in.append((name, loops[-1]))
         elif isinstance(s, kir.MbarExpectTx):
-            name, _ = ring(s.bar)
+            name, _ = _ring_of(k, s.bar)
             if name != "full":
                 raise ProofFailedError(
                     "expect_tx on an empty barrier", condition="protocol of the IR", witness=name
                 )
-            txs.append(s.nbytes)
+            ops.txs.append(s.nbytes)
         elif isinstance(s, kir.MbarArrive):
-            name, idx = ring(s.bar)
+            name, idx = _ring_of(k, s.bar)
             if name != "empty" or not isinstance(idx, kir.Var) or idx.name != "prev":
                 raise ProofFailedError(
                     "a consumer arrive is not a release of the previous stage",
                     condition="protocol of the IR",
                     witness=name,
                 )
-            (remote if s.cta is not None else local).append((s, guards, loops))
+            (ops.remote if s.cta is not None else ops.local).append((s, guards, loops))
+    return ops
+
+
+def _check_one_init_and_wait(ops: _MbarOps, tx: int) -> None:
+    """One init and one wait per ring, and the announced bytes are the bytes that land."""
     for name in ("full", "empty"):
-        if len(inits[name]) != 1 or len(waits[name]) != 1:
+        if len(ops.inits[name]) != 1 or len(ops.waits[name]) != 1:
             raise ProofFailedError(
                 f"expected one init and one wait of the {name} barriers, found "
-                f"{len(inits[name])} and {len(waits[name])}",
+                f"{len(ops.inits[name])} and {len(ops.waits[name])}",
                 condition="protocol of the IR",
                 witness=name,
             )
-    if txs != [tx]:
+    if ops.txs != [tx]:
         raise ProofFailedError(
-            f"the producer announces {txs} bytes per stage, {tx} land",
+            f"the producer announces {ops.txs} bytes per stage, {tx} land",
             condition="transaction bytes",
-            witness=tuple(txs),
+            witness=tuple(ops.txs),
         )
-    # release sites: one in the k-loop (after the batch's wait_group 1), one after it
-    consumer_loop = [lp for nm, lp in waited_in if nm == "full"][0]
+
+
+def _check_release_sites(ops: _MbarOps) -> bool:
+    """The consumers release in the k-loop (after the batch's wait_group 1) and once after
+    it, locally and -- in a cluster -- remotely too.  Returns whether they release remotely."""
+    consumer_loop = [lp for nm, lp in ops.waited_in if nm == "full"][0]
 
     def sites(lst: List[Any]) -> Tuple[int, int]:
         inside = sum(1 for _s, _g, lp in lst if lp and lp[-1] is consumer_loop)
@@ -1110,22 +1163,32 @@ def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple
         )
         return inside, after
 
-    li, la = sites(local)
-    ri, ra = sites(remote)
-    if (li, la) != (1, 1) or len(local) != 2 or (ri, ra) not in ((0, 0), (1, 1)) or len(remote) not in (0, 2):
+    li, la = sites(ops.local)
+    ri, ra = sites(ops.remote)
+    if (
+        (li, la) != (1, 1)
+        or len(ops.local) != 2
+        or (ri, ra) not in ((0, 0), (1, 1))
+        or len(ops.remote) not in (0, 2)
+    ):
         raise ProofFailedError(
             f"release sites: {li} local in the k-loop, {la} after it, "
-            f"{len(remote)} remote (expected 1, 1 and 0 or 2)",
+            f"{len(ops.remote)} remote (expected 1, 1 and 0 or 2)",
             condition="release sites",
-            witness=(li, la, len(remote)),
+            witness=(li, la, len(ops.remote)),
         )
-    remote_release = len(remote) == 2
-    # arrivals per phase: threads whose (thread-only) guards hold, per CTA
+    return len(ops.remote) == 2
+
+
+def _check_arrival_counts(k: kir.Kernel, cfg: Sm90Config, ops: _MbarOps, remote_release: bool) -> int:
+    """``full`` expects the producer's one arrival, ``empty`` the arrivals the consumer warps
+    make per phase (the threads passing the release guards, times the CTAs releasing into
+    it).  Returns ``empty``'s init count."""
     made = None
     tid = next(
         x for x in kir.walk(k.body) if isinstance(x, kir.Var) and x.builtin and x.name == "threadIdx.x"
     )
-    for _s, guards, _lp in local:
+    for _s, guards, _lp in ops.local:
         cnt = _threads_passing(k, guards, tid)
         made = cnt if made is None else made
         if cnt != made:
@@ -1137,7 +1200,7 @@ def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple
     if made is None:  # the site count was checked above: one local release in the k-loop
         raise ProofFailedError("no release site arrives", condition="release sites")
     made = int(made) * (cfg.cluster if remote_release else 1)
-    f_init, e_init = inits["full"][0], inits["empty"][0]
+    f_init, e_init = ops.inits["full"][0], ops.inits["empty"][0]
     if f_init != 1:
         raise ProofFailedError(
             f"full barriers expect {f_init} arrivals, the producer makes 1",
@@ -1150,24 +1213,7 @@ def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple
             condition="arrival counts",
             witness=(e_init, made),
         )
-    proto = {
-        "producer_parity": waits["empty"][0],
-        "consumer_parity": waits["full"][0],
-        "remote_release": remote_release,
-    }
-    log.add(
-        "equal",
-        f"protocol read from the IR: producer waits empty with parity ph ^ "
-        f"{proto['producer_parity']}, consumers wait full with ph ^ "
-        f"{proto['consumer_parity']} (stage and phase of ring counters advanced "
-        f"once per k-tile); full expects 1 arrival (+ {tx} TMA bytes), empty "
-        f"expects {e_init} = the threads passing the release guards x "
-        f"{cfg.cluster if remote_release else 1} CTA(s) releasing into it; "
-        f"releases after each batch and at the tile end",
-        "exhaustive",
-        n,
-    )
-    return proto, n
+    return e_init
 
 
 def _threads_passing(k: kir.Kernel, guards: Any, tid: kir.Var) -> int:
