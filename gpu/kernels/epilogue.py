@@ -177,6 +177,9 @@ def epilogue_ir(
     base: kir.Kernel, cfg: EpilogueConfig, prob: GemmProblem, log: ProofLog, name: str
 ) -> Tuple[kir.Kernel, kir.ProvenFn]:
     """The kernel with the fused bias + activation (see the module docstring)."""
+    # Long by design: one rewrite of the base kernel's epilogue write: the bias, activation,
+    # alpha/beta and C-input statements replace a single IR node and share the variables found in the
+    # base IR above.
     writes = _find(
         base.body,
         lambda n: (

@@ -1070,6 +1070,10 @@ def serial_ir(
     The protocol (release by the fence and the atomic, acquire by the atomic, the barriers
     carrying both across the warpgroup) is model-checked from this IR by
     :func:`layoutproof.gpu.proof.splitk_model.prove_serial_protocol`."""
+    # Long by design: it builds one section of the kernel (counter arrive, flag, plane reads,
+    # epilogue, stores, reset) whose statements share the variables and claims declared here; the
+    # section reads top to bottom in the order the kernel runs it, which the protocol model then reads
+    # back.
     S = cfg.splits
     CW = cfg.base.warpgroups
     bn = cfg.base.bn

@@ -175,6 +175,10 @@ def cluster_ir(
     output, no cluster).  ``e_off`` is the epilogue buffers' offset from ``s0``;
     ``k_bounds(sk, KT, S)`` the chunk bounds.  The keyword arguments exist for the planted
     bugs of the tests (a barrier left out, another slice width, a rank range cut short)."""
+    # Long by design: one straight-line rewrite of the base kernel: the partial buffer, the ranks'
+    # slices and the DSMEM reduction share the variables the base IR declares (found once above);
+    # split into steps, each would take most of them as arguments and the IR's order would be harder
+    # to see.
     if base.cluster != 1:
         raise ProofFailedError(
             "cluster split-K: the base kernel has clusters", condition="cluster split-K rewrite"

@@ -332,6 +332,8 @@ def _source_tma_ir(
     """The mono kernel with TMA loads: thread 0 issues ``cp.async.bulk.tensor`` boxes
     completing on one mbarrier per stage; every thread waits on the stage's phase before
     its wgmma."""
+    # Long by design: the monolithic TMA kernel body as one sequence of statements sharing the
+    # variables declared at its top, built in the order it is printed.
     S = cfg.stages
     E = env90(prob, True)
     body: List[Any] = []

@@ -553,6 +553,8 @@ def _epilogue_ws_ir(
 ) -> List[kir.Stmt]:
     """Accumulators -> swizzled shared buffer (register pairs) -> 16-byte row vectors -> C,
     one 128-byte column chunk at a time (the maps :func:`_plan_epilogue` proved)."""
+    # Long by design: the staged epilogue as one sequence of statements (buffer writes, barrier, row
+    # stores) sharing the variables declared at its top, built in the order it is printed.
     v2t, pack2, _ = STORE2[prob.out]
     ob = OUT_DTYPES[prob.out][1]
     rw, ev, rc = ep["rw"], ep["ev"], ep["rc"]
@@ -678,6 +680,9 @@ def _source_ws_ir(
     own A tile and half of B's boxes, multicast into both CTAs' stages; a stage is free
     again once the consumers of *both* CTAs released it (they arrive on both CTAs' empty
     barriers).  ``tx`` is the proven per-stage transaction count."""
+    # Long by design: the producer and consumer blocks below are one kernel body that shares the ring,
+    # barrier and tile variables declared at its top; the statements are built in the order they are
+    # printed, so the function reads like the kernel it emits.
     S = cfg.stages
     CW = cfg.warpgroups
     CL = cfg.cluster
