@@ -67,6 +67,7 @@ from .toolkit import (
     finish,
     ir_const,
     ir_var,
+    k_tiles_ir,
     kernel_params,
     load_tile_ir,
     plan_copy,
@@ -433,7 +434,7 @@ def _kernel_ir(
     body += raster_ir(E, cfg.bm, cfg.bn, cfg.group_m)
     body += cp_setup_ir(E, a) + cp_setup_ir(E, b)
     body += _ld_table_ir(E, a) + _ld_table_ir(E, b)
-    KT, d = ir_const("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    KT, d = k_tiles_ir(E, cfg.bk)
     body.append(d)
     acc = kir.Var("acc", "float")
     mi, ni, vv = ir_var("mi"), ir_var("ni"), ir_var("v")

@@ -58,6 +58,7 @@ __all__ = [
     "cp_setup_ir",
     "load_tile_ir",
     "cp_prologue_ir",
+    "k_tiles_ir",
     "kernel_params",
     "base_env",
     "finish",
@@ -590,6 +591,12 @@ def load_tile_ir(
         + (kir.If(cond, kir.block(ops(a, True), ops(b, True)), kir.block(ops(a, False), ops(b, False))),),
         bare=True,
     )
+
+
+def k_tiles_ir(E: Env, bk: int) -> Tuple[kir.Var, kir.Decl]:
+    """``KT = ceil(K / bk)``, the kernel's number of k-tiles (the last one zero-filled past
+    ``K``), and its declaration."""
+    return ir_const("KT", (E.K + (bk - 1)) / bk)
 
 
 def cp_prologue_ir(

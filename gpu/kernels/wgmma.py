@@ -70,6 +70,7 @@ from .toolkit import (
     finish,
     ir_const,
     ir_var,
+    k_tiles_ir,
     load_tile_ir,
     plan_copy,
     prove_c_atom_part,
@@ -85,6 +86,7 @@ from .wgmma_core import (
     env90,
     kernel90,
     smem_arena,
+    stage_bases_ir,
     tid_ir,
     tma_loads_ir,
     wgmma_batch_ir,
@@ -261,14 +263,13 @@ def _source_ir(
     E = env90(prob, False)
     body: List[Any] = []
     smem_arena(E, body)
-    sA, d = ir_const("sA", E.s0, "unsigned")
-    sB, d2 = ir_const("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
+    sA, sB, d, d2 = stage_bases_ir(E, S, a)
     body += [d, d2]
     E.add(sA=sA, sB=sB)
     tid_ir(E, body)
     body += raster_ir(E, cfg.bm, cfg.bn, cfg.group_m)
     body += cp_setup_ir(E, a) + cp_setup_ir(E, b)
-    KT, d = ir_const("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    KT, d = k_tiles_ir(E, cfg.bk)
     body.append(d)
     acc, ad = acc_ir(cfg)
     body += ad
@@ -340,8 +341,7 @@ def _source_tma_ir(
     smem_arena(E, body)
     full = kir.Var("lp_full", "unsigned long long*")
     body.append(kir.Decl(full, dims=(S,), prefix="__shared__ __align__(8)", tname="unsigned long long"))
-    sA, d = ir_const("sA", E.s0, "unsigned")
-    sB, d2 = ir_const("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
+    sA, sB, d, d2 = stage_bases_ir(E, S, a)
     full0, d3 = ir_const(
         "full0", kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (full,), "unsigned")), "unsigned"
     )
@@ -349,7 +349,7 @@ def _source_tma_ir(
     E.add(sA=sA, sB=sB, full0=full0)
     tid_ir(E, body)
     body += raster_ir(E, cfg.bm, cfg.bn, cfg.group_m)
-    KT, d = ir_const("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    KT, d = k_tiles_ir(E, cfg.bk)
     body.append(d)
     s = ir_var("st")
     body.append(

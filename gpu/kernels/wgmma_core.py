@@ -44,6 +44,7 @@ __all__ = [
     "tid_ir",
     "kernel90",
     "tma_loads_ir",
+    "stage_bases_ir",
 ]
 
 
@@ -371,3 +372,11 @@ def tma_loads_ir(
         else:
             out.append(kir.TmaLoad(dst, tmap, c0, c1, bar, claim, cc, mask=mask, c2=c2))
     return out
+
+
+def stage_bases_ir(E: Env, stages: int, a: OperandPlan) -> Tuple[kir.Var, kir.Var, kir.Decl, kir.Decl]:
+    """The shared-memory addresses of the A and B stage buffers in the arena (``sA`` at its
+    aligned start ``s0``, ``sB`` after the ``stages`` A stages) and their declarations."""
+    sA, dA = ir_const("sA", E.s0, "unsigned")
+    sB, dB = ir_const("sB", E.s0 + kir.Const(stages * 2 * a.stage_elems, "unsigned"), "unsigned")
+    return sA, sB, dA, dB

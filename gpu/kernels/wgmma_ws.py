@@ -47,6 +47,7 @@ from .toolkit import (
     finish,
     ir_const,
     ir_var,
+    k_tiles_ir,
 )
 from .wgmma_core import (
     GENERATOR_VERSION,
@@ -58,6 +59,7 @@ from .wgmma_core import (
     kernel90,
     need_var,
     smem_arena,
+    stage_bases_ir,
     tid_ir,
     tma_loads_ir,
     wgmma_batch_ir,
@@ -696,8 +698,7 @@ def _source_ws_ir(
     empty = kir.Var("lp_empty", "unsigned long long*")
     for bv in (full, empty):
         body.append(kir.Decl(bv, dims=(S,), prefix="__shared__ __align__(8)", tname="unsigned long long"))
-    sA, d1 = ir_const("sA", E.s0, "unsigned")
-    sB, d2 = ir_const("sB", E.s0 + kir.Const(S * 2 * a.stage_elems, "unsigned"), "unsigned")
+    sA, sB, d1, d2 = stage_bases_ir(E, S, a)
     e_off = S * 2 * (a.stage_elems + b.stage_elems)
     sE, d3 = ir_const("sE", sB + kir.Const(S * 2 * b.stage_elems, "unsigned"), "unsigned")
 
@@ -735,7 +736,7 @@ def _source_ws_ir(
     else:
         tiles, dt = ir_const("tiles", per)
         body.append(dt)
-    KT, dkt = ir_const("KT", (E.K + (cfg.bk - 1)) / cfg.bk)
+    KT, dkt = k_tiles_ir(E, cfg.bk)
     body.append(dkt)
     s = ir_var("s")
     body.append(
