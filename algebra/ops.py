@@ -174,7 +174,22 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
     fs, fd = layout._fs, layout._fd
     if fs is None or fd is None:
         fs, fd = layout._flat()
-    rs, rd = coalesce_modes(fs, fd)
+    rs: List[int] = []
+    rd: List[int] = []
+    nxt = None  # coalesce_modes, inline: the stride that continues the last mode kept
+    for s, d in zip(fs, fd):
+        if s == 1:
+            continue
+        if d == nxt:
+            rs[-1] *= s
+        else:
+            rs.append(s)
+            rd.append(d)
+        nxt = rs[-1] * rd[-1]
+    if not rs:
+        return _make(1, 0)
+    if len(rs) == len(fs) > 1 and layout._shape is fs:  # flat, nothing merged: itself
+        return layout
     return _from_modes(rs, rd)
 
 
@@ -417,6 +432,8 @@ def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, k: int) -> 
 
 
 def _compose_layout(A: Layout, B: Layout) -> Layout:
+    if type(B._shape) is int and type(B._stride) is int and B._stride == 0 and A._sym is False:
+        return _make(B._shape, 0)  # B is n:0: every coordinate goes to A(0) == 0 (A plain ints)
     fbs, fbd = B._flat()
     for d in fbd:
         if type(d) is not int and getattr(type(d), "_lp_coordinate", False):
@@ -803,17 +820,23 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     >>> str(complement(Layout(4, 2), 24))
     '(2,3):(1,8)'
     """
-    need_layout(layout, "complement")
+    if not isinstance(layout, Layout):
+        need_layout(layout, "complement")
     if cotarget is None:
         cot: Any = layout.cosize
     elif type(cotarget) is int and cotarget > 0:
         cot = cotarget
     else:
         cot = checked_shape(cotarget, "complement cotarget")
-    if _symq(layout) or (type(cot) is not int and holds_symbols(cot)):
+    sym = layout._sym
+    if sym is None:
+        sym = layout.is_symbolic
+    if sym or (type(cot) is not int and holds_symbols(cot)):
         result: Layout = kinds.call_symbolic("complement", layout, cot)
         return result
-    fs, fd = layout._flat()
+    fs, fd = layout._fs, layout._fd
+    if fs is None or fd is None:
+        fs, fd = layout._flat()
     modes = []
     for k, (s, d) in enumerate(zip(fs, fd)):
         if s == 1 or d == 0:
