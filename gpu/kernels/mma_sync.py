@@ -400,7 +400,7 @@ def _ld_table_ir(E: Env, p: OperandPlan) -> List[kir.Stmt]:
 def _kernel_ir(
     cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan, cm: Dict[str, Any], name: str
 ) -> kir.Kernel:
-    """The mma.sync kernel as IR (the printer writes it, :func:`kir.discharge` proves it)."""
+    """The mma.sync kernel as IR (the printer writes it, :func:`obligations.discharge` proves it)."""
     # Long by design: the mma.sync kernel body as one sequence of IR statements (prologue, main loop,
     # epilogue) sharing the variables declared at its top, built in the order it is printed.
     tin = DTYPES[prob.dtype][0]

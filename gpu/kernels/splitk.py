@@ -58,7 +58,7 @@ import numpy as np
 
 from ..config import OUT_DTYPES, SMEM_LIMIT, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
-from ..proof import kir
+from ..proof import evaluate, kir
 from ..proof.record import ProofLog
 from ..proof.splitk_model import (
     COUNTER,
@@ -216,7 +216,7 @@ def _eval_split(u: np.ndarray, tiles: np.ndarray) -> Tuple[np.ndarray, np.ndarra
     for st in _split_ir()[1]:
         if not isinstance(st, kir.Assign) or not isinstance(st.lhs, kir.Var):
             raise ProofFailedError("lp_split is not a list of assignments", condition="split map")
-        env[st.lhs.name] = kir.ev(st.rhs, env)
+        env[st.lhs.name] = evaluate.ev(st.rhs, env)
     return env["tile"], env["sk"]
 
 
@@ -232,7 +232,7 @@ def k_chunks(kt: int, splits: int) -> List[Tuple[int, int]]:
     s = np.arange(splits)
     kb, ke = k_bounds_ir(kir.Var("sk"), kir.Var("KT"), splits)
     env = {"sk": s, "KT": np.full(splits, kt)}
-    return [(int(a), int(b)) for a, b in zip(kir.ev(kb, env), kir.ev(ke, env))]
+    return [(int(a), int(b)) for a, b in zip(evaluate.ev(kb, env), evaluate.ev(ke, env))]
 
 
 def prove_split(log: ProofLog, max_tiles: int = 160) -> None:
@@ -299,8 +299,8 @@ def prove_k_partition(
     K = np.repeat(kts, S)
     env = {sk.name: s, kt.name: K}
     try:
-        b = np.asarray(kir.ev(kb, env)).reshape(kts.size, S)
-        e = np.asarray(kir.ev(ke, env)).reshape(kts.size, S)
+        b = np.asarray(evaluate.ev(kb, env)).reshape(kts.size, S)
+        e = np.asarray(evaluate.ev(ke, env)).reshape(kts.size, S)
     except Exception as ex:  # an intermediate that overflows int, a bad node
         raise ProofFailedError(
             f"split-K chunk bounds ({S} splits) cannot be evaluated with C semantics: {ex}",
@@ -358,7 +358,7 @@ def _workspace_proofs(splits: int, max_mn: int) -> Tuple[Any, ...]:
         for N in range(1, max_mn + 1):
             for ldw in (N, N + 1, N + 2):
                 s, r, c = np.meshgrid(np.arange(S), np.arange(M), np.arange(N), indexing="ij")
-                off = np.asarray(kir.ev(expr, {"s": s, "r": r, "c": c, "M": M, "ldw": ldw})).ravel()
+                off = np.asarray(evaluate.ev(expr, {"s": s, "r": r, "c": c, "M": M, "ldw": ldw})).ravel()
                 if off.min() < 0 or off.max() >= S * M * ldw or np.unique(off).size != off.size:
                     raise ProofFailedError(
                         f"split-K workspace planes overlap or leave [0, S*M*ldw) at M={M}, N={N}, ldw={ldw}",
@@ -829,14 +829,14 @@ def _check_cells_once(k: kir.Kernel, site: _StoreSite, shape: FixupShape, M: int
         env.setdefault(i, np.int64(M))
     for i in site.mn_ids["N"]:
         env.setdefault(i, np.int64(N))
-    ctx = kir.Ctx(env, site.defs, {}, {})
+    ctx = evaluate.Ctx(env, site.defs, {}, {})
     size = grids[0].size
     try:
-        r = np.broadcast_to(kir.eval_expr(site.rexp, ctx)[0], (size,))
-        c = np.broadcast_to(kir.eval_expr(site.cexp, ctx)[0], (size,))
+        r = np.broadcast_to(evaluate.eval_expr(site.rexp, ctx)[0], (size,))
+        c = np.broadcast_to(evaluate.eval_expr(site.cexp, ctx)[0], (size,))
         keep = np.ones(size, dtype=bool)
         for gd in site.guards:
-            keep &= np.broadcast_to(kir.eval_expr(gd, ctx)[0], (size,)) != 0
+            keep &= np.broadcast_to(evaluate.eval_expr(gd, ctx)[0], (size,)) != 0
     except Exception as ex:  # an unknown variable: the map is not closed
         raise ProofFailedError(
             f"fix-up kernel {k.name}: the C store's (r, c) cannot be evaluated ({ex})", condition=_COVER

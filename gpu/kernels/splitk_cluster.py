@@ -41,7 +41,7 @@ from layoutproof import Layout
 
 from ..config import OUT_DTYPES, SMEM_LIMIT, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
-from ..proof import kir
+from ..proof import evaluate, kir
 from ..proof.record import ProofLog
 from .splitk import CLUSTER_ROWS, SplitKKernels, cluster_partial_stride, k_bounds_ir, prove_k_partition
 from .toolkit import GemmKernel, addr_of, finish
@@ -103,7 +103,7 @@ def prove_cluster_split(S: int, log: ProofLog, max_tiles: int = 160) -> None:
     for st in _csplit_ir(S)[1]:
         if not isinstance(st, kir.Assign) or not isinstance(st.lhs, kir.Var):
             raise ProofFailedError("lp_csplit is not a list of assignments", condition="cluster unit map")
-        env[st.lhs.name] = kir.ev(st.rhs, env)
+        env[st.lhs.name] = evaluate.ev(st.rhs, env)
     tile, sk = np.asarray(env["tile"]), np.asarray(env["sk"])
     ok = (tile == u // S) & (sk >= 0) & (sk < S)
     pairs = tile * S + sk
@@ -503,7 +503,7 @@ def prove_slices(k: kir.Kernel, S: int, bn: int, log: ProofLog) -> None:
         )
     rl = rloops[0]
     try:
-        lo, hi, st = (int(kir.ev(x, {})) for x in (rl.start, rl.stop, rl.step))
+        lo, hi, st = (int(evaluate.ev(x, {})) for x in (rl.start, rl.stop, rl.step))
     except Exception:
         lo, hi, st = -1, -1, -1
     if (lo, hi, st) != (0, S, 1):
@@ -526,7 +526,7 @@ def prove_slices(k: kir.Kernel, S: int, bn: int, log: ProofLog) -> None:
         raise _refused("cluster reduction: e, lr, lc, rt not declared", condition="slices partition the tile")
     guard = [st for st in il.body.body if isinstance(st, kir.If)]
     nt = k.threads - 128
-    ii = np.arange(int(kir.ev(il.stop, {})))
+    ii = np.arange(int(evaluate.ev(il.stop, {})))
     qq, tt, iv = np.meshgrid(np.arange(S), np.arange(128, 128 + nt), ii, indexing="ij")
     env: Dict[str, Any] = {"crank": qq, "tid": tt, il.var.name: iv}
     inits = [rt_d[0].init] + [decl[nm].init for nm in ("e", "lr", "lc")]
@@ -534,10 +534,10 @@ def prove_slices(k: kir.Kernel, S: int, bn: int, log: ProofLog) -> None:
         raise _refused("cluster reduction: expected one guard", condition="slices partition the tile")
     for nm, x in zip(("rt", "e", "lr", "lc"), inits):
         if x is not None:
-            env[nm] = kir.ev(x, env)
+            env[nm] = evaluate.ev(x, env)
     lr, lc = np.asarray(env["lr"]), np.asarray(env["lc"])
     # the elements summed: where the slice loop's own guard holds (the IR's condition)
-    live = np.broadcast_to(np.asarray(kir.ev(guard[0].cond, env), dtype=bool), lr.shape)
+    live = np.broadcast_to(np.asarray(evaluate.ev(guard[0].cond, env), dtype=bool), lr.shape)
     hits = np.zeros((R, bn), dtype=np.int64)
     okc = (lc >= 0) & (lc + 3 < bn)
     if np.any(live & ~okc):

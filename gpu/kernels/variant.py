@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any, Callable, List
 
 from ..errors import ProofFailedError
-from ..proof import kir
+from ..proof import kir, obligations
 from ..proof.record import ProofLog
 from .toolkit import GemmKernel
 from .wgmma import Sm90Config
@@ -110,7 +110,7 @@ def base_plan_proofs(k: GemmKernel, cfg: Sm90Config) -> List[Any]:
     scheduler, epilogue): its log without the IR obligations ``finish`` appended, which are
     discharged again on the rewritten tree.  Counted by re-running them on the base IR."""
     tmp = ProofLog()
-    rep = kir.discharge(k.ir, tmp)
+    rep = obligations.discharge(k.ir, tmp)
     del rep
     tx = expect_tx_bytes(k.ir)
     prove_ws_protocol(k.ir, cfg, tx, tmp, cfg.cluster)

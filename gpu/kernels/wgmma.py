@@ -57,7 +57,7 @@ from layoutproof.layout import top_modes
 from ..config import GemmConfig, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..isa import gmma
-from ..proof import banks, kir, lower
+from ..proof import banks, evaluate, kir, lower, obligations
 from ..proof.record import ProofLog
 from .toolkit import (
     Env,
@@ -431,7 +431,7 @@ def _mono_tma_protocol(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -
     with 1 arrival (thread 0's expect_tx, which announces the stage's bytes), and the wait of
     k-tile ``kt0`` on stage ``kt0 % S`` uses the parity of that barrier's ``kt0 / S``-th
     phase (checked for every k-tile of four passes over the ring)."""
-    ops = kir.mbarrier_ops(k)
+    ops = obligations.mbarrier_ops(k)
     n = 0
     for s, _guards, loops in ops:
         if isinstance(s, kir.MbarInit):
@@ -449,11 +449,15 @@ def _mono_tma_protocol(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -
                     witness=s.nbytes,
                 )
         elif isinstance(s, kir.MbarWait):
-            bar = kir.resolve(s.bar, k)
+            bar = obligations.resolve(s.bar, k)
             kt0 = loops[-1].var
             t = np.arange(4 * cfg.stages)
-            par = kir.ev(s.parity, {kt0.name: t})
-            stg = kir.ev(kir.resolve(bar.idx, k), {kt0.name: t}) if isinstance(bar, kir.MbarRef) else None
+            par = evaluate.ev(s.parity, {kt0.name: t})
+            stg = (
+                evaluate.ev(obligations.resolve(bar.idx, k), {kt0.name: t})
+                if isinstance(bar, kir.MbarRef)
+                else None
+            )
             if stg is None or np.any(stg != t % cfg.stages) or np.any(par != (t // cfg.stages) & 1):
                 raise ProofFailedError(
                     "the wait of a k-tile does not use its stage's phase parity",

@@ -35,7 +35,7 @@ from layoutproof import Layout, Swizzle, composition
 
 from ..config import OUT_DTYPES, GemmProblem
 from ..errors import ProofFailedError
-from ..proof import banks, kir, lower
+from ..proof import banks, evaluate, kir, lower, obligations
 from ..proof.pipeline import prove_pipeline
 from ..proof.record import ProofLog
 from .toolkit import (
@@ -116,9 +116,9 @@ def _eval_schedule(
     env: Dict[str, Any] = {"t": t, "grid_m": gm, "grid_n": gn}
     for st in _schedule_ir(group_m)[1]:
         if isinstance(st, kir.Decl) and st.init is not None:
-            env[st.var.name] = kir.ev(st.init, env)
+            env[st.var.name] = evaluate.ev(st.init, env)
         elif isinstance(st, kir.Assign) and isinstance(st.lhs, kir.Var):
-            env[st.lhs.name] = kir.ev(st.rhs, env)
+            env[st.lhs.name] = evaluate.ev(st.rhs, env)
         else:  # the scheduler is declarations and assignments of variables only
             raise ProofFailedError(
                 f"tile scheduler: cannot evaluate a {type(st).__name__}", condition="scheduler IR"
@@ -173,7 +173,7 @@ def prove_batch_schedule(
             for st in split:
                 if not (isinstance(st, kir.Decl) and st.init is not None):
                     raise ProofFailedError("batch split: not a declaration", condition="batch split IR")
-                env[st.var.name] = kir.ev(st.init, env)
+                env[st.var.name] = evaluate.ev(st.init, env)
             bidx, tb = env["bidx"], env["tb"]
             tp, tn = _eval_schedule(group_m, tb, np.full_like(t, gmp), np.full_like(t, gn))
             tm = tp * cl + crank
@@ -247,7 +247,7 @@ def check_batch_coordinates(k: kir.Kernel, prob: GemmProblem, log: ProofLog) -> 
     at batch coordinate ``bidx``, the variable declared ``t / tpb`` in the persistent loop
     that encloses the load (the split :func:`prove_batch_schedule` proves), and no box of a
     shared operand has a batch coordinate.  (Not batched: no box has one.)"""
-    an = kir.analysis(k)
+    an = obligations.analysis(k)
     n = 0
     for node in kir.walk(k.body):
         if not isinstance(node, kir.TmaLoad):
@@ -323,7 +323,7 @@ def prove_schedule(
     tm = (
         tp
         if cl == 1
-        else kir.ev(cluster_tm_ir(cl, kir.Var("tp"), kir.Var("crank")), {"tp": tp, "crank": crank})
+        else evaluate.ev(cluster_tm_ir(cl, kir.Var("tp"), kir.Var("crank")), {"tp": tp, "crank": crank})
     )
     out = (tp < 0) | (tp >= gmp) | (tn < 0) | (tn >= gn) | (tm >= cl * gmp)
     if out.any():
@@ -1056,7 +1056,7 @@ def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple
 
 def _ring_of(k: kir.Kernel, bar: kir.Expr) -> Tuple[str, kir.Expr]:
     """The ring (``full`` / ``empty``) an mbarrier operation addresses, and its stage index."""
-    r = kir.resolve(bar, k)
+    r = obligations.resolve(bar, k)
     if not isinstance(r, kir.MbarRef) or r.base.name not in _RINGS:
         raise ProofFailedError(
             "an mbarrier operation on an unknown barrier",
@@ -1085,7 +1085,7 @@ def _read_mbar_ops(k: kir.Kernel, cfg: Sm90Config) -> _MbarOps:
     ``full`` only, the arrives releasing the previous stage of ``empty``."""
     ops = _MbarOps()
     rings = {id(n.stage): n for n in kir.walk(k.body) if isinstance(n, kir.RingAdvance)}
-    for s, guards, loops in kir.mbarrier_ops(k):
+    for s, guards, loops in obligations.mbarrier_ops(k):
         ops.n += 1
         if isinstance(s, kir.MbarInit):
             name, idx = _ring_of(k, s.bar)
@@ -1226,16 +1226,16 @@ def _threads_passing(k: kir.Kernel, guards: Any, tid: kir.Var) -> int:
     """How many threads of the CTA pass the thread-only conjuncts of ``guards``."""
     t = np.arange(k.threads)
     ok = np.ones(k.threads, dtype=bool)
-    an = kir.analysis(k)
+    an = obligations.analysis(k)
     for g, sense in guards:
         parts = _conjuncts(g, an) if sense else [g]
         for p in parts:
-            fv = kir.free_vars(p, an)
+            fv = obligations.free_vars(p, an)
             if fv and all(v is tid for v in fv):
                 val = (
-                    kir.eval_expr(
+                    evaluate.eval_expr(
                         p,
-                        kir.Ctx(
+                        evaluate.Ctx(
                             {id(tid): t},
                             {i: e for i, e in an.defs.items() if an.inlinable(an.vars[i])},
                             an.tables,
@@ -1248,7 +1248,7 @@ def _threads_passing(k: kir.Kernel, guards: Any, tid: kir.Var) -> int:
     return int(ok.sum())
 
 
-def _conjuncts(g: kir.Expr, an: kir.Analysis) -> List[kir.Expr]:
+def _conjuncts(g: kir.Expr, an: obligations.Analysis) -> List[kir.Expr]:
     if isinstance(g, kir.Bin) and g.op == "&&":
         return _conjuncts(g.a, an) + _conjuncts(g.b, an)
     return [g]
