@@ -1,16 +1,20 @@
-"""layoutproof.gpu: verified MMA / copy atoms, proven lowering, and a proven mma.sync GEMM.
+"""layoutproof.gpu: verified MMA / copy atoms, proven lowering, and proven tensor-core GEMMs.
 
-* :mod:`~layoutproof.gpu.isa.atoms` -- MMA and copy atoms as layouts of the algebra, checked
-  against :mod:`~layoutproof.gpu.isa.ptx_tables` (an independent encoding of the PTX ISA).
-* :mod:`~layoutproof.gpu.isa.tiled` -- TiledMMA / ThrMMA / TiledCopy: partitioning is
-  composition followed by slicing.
-* :mod:`~layoutproof.gpu.proof.lower` -- a layout becomes a C index expression, proven equal to
-  it; bounds and bijectivity; :mod:`~layoutproof.gpu.proof.banks` -- bank-conflict proofs.
-* :mod:`~layoutproof.gpu.kernels.mma_sync` -- the GEMM generator: every index map proven before
-  the source is emitted; :mod:`~layoutproof.gpu.host.runtime` -- ``gemm`` on CuPy arrays and
-  the autotuner, over the launch rule (:mod:`~layoutproof.gpu.host.rule`), the plans that carry
-  its decision out (:mod:`~layoutproof.gpu.host.plan`) and the kernel caches
-  (:mod:`~layoutproof.gpu.host.cache`); CuPy is imported only when a kernel runs.
+The public names are here; the rest lives in four rooms, each importing only the rooms
+below it (the ``gpu-rooms`` contract in pyproject.toml):
+
+* :mod:`~layoutproof.gpu.host` -- ``gemm`` and ``gemm_plan`` on CuPy arrays: the rule that
+  decides one frozen launch (:mod:`~layoutproof.gpu.host.rule`), the plans that carry it out
+  (:mod:`~layoutproof.gpu.host.plan`), the compile caches and the autotuner; CuPy is imported
+  only when a kernel runs.
+* :mod:`~layoutproof.gpu.kernels` -- the generators: mma.sync (``GemmConfig``), wgmma
+  (``Sm90Config``: monolithic or warp-specialized, clusters), split-K (``SplitKConfig``: a
+  fix-up kernel, a serial or an in-cluster reduction) and the fused epilogue
+  (``EpilogueConfig``); every index map is proven before the source is emitted.
+* :mod:`~layoutproof.gpu.isa` -- the hardware as data: PTX fragment tables, MMA and copy atoms,
+  wgmma descriptors, TiledMMA / TiledCopy.
+* :mod:`~layoutproof.gpu.proof` -- the kernel IR and its obligations, lowering of layouts to
+  C, the bank model, the model checkers, the proof record.
 
 >>> from layoutproof.gpu import GemmConfig
 >>> GemmConfig().key()
@@ -36,6 +40,9 @@ from .proof.record import Proof, ProofLog
 __all__ = [
     "GemmConfig",
     "GemmProblem",
+    "Sm90Config",
+    "SplitKConfig",
+    "EpilogueConfig",
     "gemm",
     "gemm_plan",
     "GemmPlan",
@@ -60,6 +67,9 @@ _LAZY = {
     "GemmPlan": ("host.plan", "GemmPlan"),
     "BatchedGemmPlan": ("host.plan", "BatchedGemmPlan"),
     "generate": ("kernels.mma_sync", "generate"),
+    "Sm90Config": ("kernels.wgmma", "Sm90Config"),
+    "SplitKConfig": ("kernels.splitk", "SplitKConfig"),
+    "EpilogueConfig": ("kernels.epilogue", "EpilogueConfig"),
 }
 
 

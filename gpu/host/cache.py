@@ -19,9 +19,10 @@ from typing import Any, Dict, Optional, Tuple
 from ..config import GemmConfig, GemmProblem
 from ..errors import GemmConfigError
 from ..kernels.epilogue import EpilogueConfig, generate_epilogue
-from ..kernels.mma_sync import GemmKernel, generate
+from ..kernels.mma_sync import generate
 from ..kernels.splitk import SplitKConfig, generate_splitk
 from ..kernels.splitk_cluster import generate_cluster
+from ..kernels.toolkit import GemmKernel
 from ..kernels.wgmma import Sm90Config, generate_sm90
 from ..proof.record import Proof, ProofLog
 from . import device

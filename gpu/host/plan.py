@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from ..errors import GemmInputError
+from ..errors import GemmConfigError, GemmInputError
 from ..kernels.splitk import FIXUP_DEFAULT
 from . import device, operands, rule
 from .cache import compile_kernel, kernel_for, splitk_kernels_for
@@ -426,7 +426,8 @@ class GemmPlan(_Launch):
     def _setup_fixup(self, d: LaunchDecision, fix: Any) -> None:
         """The plane reduction's fix-up kernel: compiled, its parameters packed, and where
         the driver allows, both launches as programmatic dependents."""
-        assert d.fixup is not None and self._ws is not None
+        if d.fixup is None or self._ws is None:
+            raise GemmConfigError("a fix-up launch needs the decision's fix-up grid and a workspace")
         self.fixup_shape = FIXUP_DEFAULT
         frk = compile_kernel(fix)
         fpb = ParamBuffer(["ptr", "ptr", "i32", "i32", "i64"])
@@ -566,7 +567,8 @@ class GemmPlan(_Launch):
     def _launch_fixup(self, target: Any) -> None:
         """The fix-up kernel after the split kernel: a programmatic dependent launch where
         the driver took one, else in stream order."""
-        assert self._fix is not None
+        if self._fix is None:
+            raise GemmConfigError("the plan has no fix-up kernel to launch")
         frk, fpb, fg = self._fix
         fpb.set(1, target.data.ptr)
         sp = self._cupy.cuda.get_current_stream().ptr

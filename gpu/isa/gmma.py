@@ -124,7 +124,7 @@ N_VALUES: Tuple[int, ...] = tuple(range(8, 257, 8))
 # transcription of Figure 149 in LLVM MLIR's NVGPUToNVVM (WarpgroupMmaStoreOp lowering).
 # Both were then confirmed on an H100 by bench/wgmma_atom_check.py: one wgmma per atom (SS
 # and RS, f16 and bf16, N = 8, 16, 64, 256; 32-byte-swizzled descriptors), every element of
-# D equal to A @ B placed by these layouts (bench/logs/wgmma_atoms_h100.txt).
+# D equal to A @ B placed by these layouts (bench/RESULTS.md, the wgmma atoms' hardware check).
 
 
 def _warp_lane(tid: int) -> Tuple[int, int, int, int]:

@@ -1289,26 +1289,3 @@ def from_lowered(low: Any, ret: str = "int", sym_type: str = "long long") -> Pro
         return Bin(t[1], conv(t[2]), conv(t[3]))
 
     return ProvenFn(low.name, params, conv(tree), low.layout, ret)
-
-
-# ============================================================================ moved names
-#: the names that moved to :mod:`.evaluate` (the C semantics) and :mod:`.obligations` (the
-#: proofs).  Some generators still reach them as ``kir.<name>``; the module resolves them
-#: there on first use (the import runs at attribute access, when both modules are loaded:
-#: no cycle at load time).  Code should import them from their modules.
-_TO_EVALUATE = frozenset({"ev", "eval_expr", "Ctx"})
-_TO_OBLIGATIONS = frozenset(
-    {"free_vars", "Analysis", "analysis", "discharge", "mbarrier_ops", "resolve", "Report"}
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _TO_EVALUATE:
-        from . import evaluate
-
-        return getattr(evaluate, name)
-    if name in _TO_OBLIGATIONS:
-        from . import obligations
-
-        return getattr(obligations, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

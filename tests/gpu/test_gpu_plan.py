@@ -662,3 +662,22 @@ def test_decision_equals_what_the_fake_plan_launches(fake):
         launch = fake.launches[-1]
         assert (launch["grid"], launch["kinds"]) == (d.grid, list(d.kinds))
         assert launch["values"][3:6] == [d.m, d.n, d.k]
+
+
+def test_every_kernel_variant_has_a_public_config():
+    """Each kernel family is named by a config a user imports from layoutproof.gpu (the
+    launches of each are tested with the fake GPU: here, the mma.sync/wgmma paths and the
+    decode tile; tests/gpu/test_gpu_splitk*.py the three reductions; test_gpu_epilogue.py the
+    fused epilogue), and a reduction no longer in the package is refused by name."""
+    import layoutproof.gpu as gpu
+    from layoutproof.gpu.errors import GemmConfigError
+    from layoutproof.gpu.kernels import splitk
+
+    assert gpu.Sm90Config is Sm90Config and gpu.SplitKConfig is SplitKConfig
+    assert gpu.EpilogueConfig.__module__ == "layoutproof.gpu.kernels.epilogue"
+    assert splitk.REDUCTIONS == ("kernel", "serial", "cluster")
+    base = Sm90Config(loader="tma", schedule="ws")
+    for red in splitk.REDUCTIONS:
+        assert SplitKConfig(base, 2, red).validate().reduction == red
+    with pytest.raises(GemmConfigError, match="reduction"):
+        SplitKConfig(base, 2, "atomic").validate()
