@@ -288,6 +288,43 @@ def recognize_layout_fn(v: Any) -> Tuple[Optional[Tuple[List[int], List[int]]], 
     return (cs, cd), None
 
 
+#: leaves of up to this many coordinates are decided by evaluation in plain Python
+SMALL_EXACT = 256
+
+
+def _recognize_small(v: List[int]) -> Tuple[Optional[Tuple[List[int], List[int]]], Optional[int]]:
+    """:func:`recognize_layout_fn` on a list of Python ints (the same greedy recognition,
+    the same answers and witnesses)."""
+    ms: List[int] = []
+    md: List[int] = []
+    cur = v
+    scale = 1
+    while len(cur) > 1:
+        e = cur[1]
+        n = len(cur)
+        for j, x in enumerate(cur):
+            if x != j * e:
+                n = j
+                break
+        if len(cur) % n != 0:
+            return None, n * scale
+        ms.append(n)
+        md.append(e)
+        cur = cur[::n]
+        scale *= n
+    if not ms:
+        return ([1], [0]), None
+    cs, cd = coalesce_modes(ms, md)
+    for i, x in enumerate(v):
+        y, k = 0, i
+        for s, d in zip(cs, cd):
+            y += (k % s) * d
+            k //= s
+        if y != x:
+            return None, i
+    return (cs, cd), None
+
+
 def ext_bound(As: List[int], Ad: List[int], xmax: int) -> int:
     """An upper bound of |A(x)| (and of x) for 0 <= x <= xmax, A extended."""
     p = 1
@@ -340,8 +377,11 @@ def _exact_leaf(As: List[int], Ad: List[int], n: int, r: int, err: InadmissibleE
     if any(isinstance(d, ArithTuple) for d in Ad):  # coordinate strides: decide per component
         ms, md = exact_leaf_by_component(As, Ad, n, r, err)
         return _Leaf(ms, md, None)
-    v = ext_eval_np(As, Ad, arange_exact(n, ext_bound(As, Ad, r * n)) * r)
-    rec, w = recognize_layout_fn(v)
+    if n <= SMALL_EXACT:  # a few values: plain Python beats numpy's per-call overhead
+        rec, w = _recognize_small([ext_eval(As, Ad, r * j) for j in range(n)])
+    else:
+        v = ext_eval_np(As, Ad, arange_exact(n, ext_bound(As, Ad, r * n)) * r)
+        rec, w = recognize_layout_fn(v)
     if rec is None:
         if err.witness is None:
             err.witness = w
@@ -677,6 +717,18 @@ def _search_witness(As: List[int], Ad: List[int], fbs: Tuple[Any, ...], fbd: Tup
     if any(isinstance(d, ArithTuple) for d in Ad):  # coordinate strides: per component
         found: Optional[int] = search_witness_by_component(As, Ad, fbs, fbd, _search_witness)
         return found
+    if total <= SMALL_EXACT:  # a few coordinates: plain Python beats numpy's per-call overhead
+        for w in range(total):
+            k = w
+            at = by_mode = 0
+            for s, d in zip(fbs, fbd):
+                c = k % s
+                k //= s
+                at += c * d
+                by_mode += ext_eval(As, Ad, c * d)
+            if ext_eval(As, Ad, at) != by_mode:
+                return w
+        return None
     xmax = sum((sh - 1) * abs(d) for sh, d in zip(fbs, fbd))
     idx = arange_exact(total, ext_bound(As, Ad, xmax) * len(fbs))
     bx = np.zeros(total, dtype=idx.dtype)
