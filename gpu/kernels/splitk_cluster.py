@@ -32,7 +32,7 @@ the ordering (:func:`check_cluster`, an explicit-state model over every interlea
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -155,6 +155,342 @@ _CVT = {"f16": "__float2half_rn", "bf16": "__float2bfloat16_rn", "f32": None}
 
 
 # ============================================================================ the rewrite
+@dataclass(frozen=True)
+class _ClusterEnv:
+    """What the phases of :func:`cluster_ir` share: the sizes, the base kernel's variables
+    (found once by :func:`_declare_cluster`) and the partial buffer's layout and claims."""
+
+    S: int
+    bm: int
+    bn: int
+    CW: int
+    out: str
+    ob: int
+    tiles: kir.Var
+    KT: kir.Var
+    wg: kir.Var
+    tid: kir.Var
+    grid_m: kir.Var
+    grid_n: kir.Var
+    C: kir.Var
+    M: kir.Var
+    N: kir.Var
+    ldc: kir.Var
+    Cd: kir.Var
+    units: kir.Var
+    PS: int
+    PL: Layout
+    parena: kir.Expr
+    pregion: Tuple[kir.Expr, int]
+    pb: kir.Var
+    pb_decl: kir.Decl
+
+
+def _declare_cluster(
+    base: kir.Kernel, S: int, bm: int, bn: int, warpgroups: int, e_off: int, out: str
+) -> _ClusterEnv:
+    """The base kernel's variables the rewrite reads, and the partial buffer: (R, bn) f32,
+    row-major, in this CTA's shared memory after the epilogue buffers."""
+    if base.cluster != 1:
+        raise ProofFailedError(
+            "cluster split-K: the base kernel has clusters", condition="cluster split-K rewrite"
+        )
+    if bn % (4 * S):
+        raise GemmConfigError(f"cluster split-K: bn={bn} is not a multiple of 4 * S = {4 * S}")
+    R = CLUSTER_ROWS
+    tiles, KT = find_decl(base.body, "tiles", _WHAT), find_decl(base.body, "KT", _WHAT)
+    smem, sbase, s0 = (
+        find_decl(base.body, "lp_smem", _WHAT),
+        find_decl(base.body, "sbase", _WHAT),
+        find_decl(base.body, "s0", _WHAT),
+    )
+    wg, tid = find_decl(base.body, "wg", _WHAT), find_decl(base.body, "tid", _WHAT)
+    grid_m, grid_n = find_decl(base.body, "grid_m", _WHAT), find_decl(base.body, "grid_n", _WHAT)
+    C, M, N, ldc = (find_param(base, x, _WHAT) for x in ("C", "M", "N", "ldc"))
+    p_off = e_off + warpgroups * 8192
+    PS = cluster_partial_stride(bn, S)
+    pb = kir.Var("pb", "float*")
+    pb_decl = kir.Decl(
+        pb,
+        kir.Reinterpret("float*", smem + (s0 - sbase) + p_off),
+        const=True,
+        comment=f"this CTA's f32 partial: {R} rows x {bn} columns",
+    )
+    parena = addr_of(smem) + (s0 - sbase) + p_off
+    return _ClusterEnv(
+        S=S,
+        bm=bm,
+        bn=bn,
+        CW=warpgroups,
+        out=out,
+        ob=OUT_DTYPES[out][1],
+        tiles=tiles,
+        KT=KT,
+        wg=wg,
+        tid=tid,
+        grid_m=grid_m,
+        grid_n=grid_n,
+        C=C,
+        M=M,
+        N=N,
+        ldc=ldc,
+        Cd=kir.Var("C", "lp_d_t*"),
+        units=kir.Var("units"),
+        PS=PS,
+        PL=Layout((R, bn), (PS, 1)),
+        parena=parena,
+        pregion=(parena, partial_bytes(bn, S)),
+        pb=pb,
+        pb_decl=pb_decl,
+    )
+
+
+def _tile_loops(base: kir.Kernel, E: _ClusterEnv) -> List[kir.For]:
+    """The producer's and the consumers' tile loops of the base kernel."""
+    loops = [
+        n for n in kir.walk(base.body) if isinstance(n, kir.For) and n.stop is E.tiles and n.cond is not None
+    ]
+    if len(loops) != 2:
+        raise ProofFailedError(
+            f"cluster split-K rewrite: expected the producer's and the consumers' tile loops, "
+            f"found {len(loops)}",
+            condition="cluster split-K rewrite",
+        )
+    return loops
+
+
+def _partial_stores(body: kir.Block, m0: kir.Var, n0: kir.Var, E: _ClusterEnv) -> kir.Block:
+    """The consumers' staged-epilogue store loop, its ``C`` store replaced by the store of the
+    tile's first ``R`` rows into this CTA's partial buffer."""
+    R = CLUSTER_ROWS
+    vloops = [
+        n
+        for n in kir.walk(body)
+        if isinstance(n, kir.For)
+        and len(n.body.body) == 4
+        and isinstance(n.body.body[3], kir.If)
+        and any(
+            isinstance(x, kir.Mem) and x.claim.what.startswith("C ") and "store" in x.claim.what
+            for x in kir.walk(n.body.body[3])
+        )
+    ]
+    if len(vloops) != 1:
+        raise ProofFailedError(
+            f"cluster split-K rewrite: expected one staged-epilogue store loop, found {len(vloops)}",
+            condition="cluster split-K rewrite",
+        )
+    vl = vloops[0]
+    dr, dc, dv = vl.body.body[0], vl.body.body[1], vl.body.body[2]
+    if not (isinstance(dr, kir.Decl) and isinstance(dc, kir.Decl) and isinstance(dv, kir.Decl)):
+        raise ProofFailedError(
+            "cluster split-K rewrite: the store loop does not declare r, c, val",
+            condition="cluster split-K rewrite",
+        )
+    val = dv.var
+    # the element's row and column inside the tile: r's and c's definitions without the
+    # tile origin m0, n0 (which then cannot move the offset inside the buffer)
+    lr = _without(dr.init, m0, "r")
+    lc = _without(dc.init, n0, "c")
+    claim = kir.Claim(
+        PARTIAL_STORE,
+        E.parena + 4 * kir.LayoutApp(E.PL, (lr, lc), "partial buffer (row, col)"),
+        region=E.pregion,
+        width=16,
+    )
+    pstore = kir.If(
+        lr.lt(R),
+        kir.block(kir.Assign(kir.Mem(E.pb + (lr * E.PS + lc), claim, vec="uint4", space="cluster"), val)),
+        comment=f"the first {R} rows of the tile (the output has at most {R})",
+    )
+    new_v = replace(vl, body=kir.Block(vl.body.body[:3] + (pstore,), vl.body.bare))
+
+    def swap(node: Any) -> Any:
+        return new_v if node is vl else None
+
+    return kir.rewrite(body, swap)
+
+
+def _unit_loop(lp: kir.For, E: _ClusterEnv, k_bounds: Any) -> Tuple[kir.For, Tuple[Any, ...], bool]:
+    """A tile loop rewritten to one unit per CTA (the loop runs once: ``t = blockIdx.x <
+    units``, whatever the grid) over its k-chunk; a consumer loop also stores its partial.
+    Returns the loop, the chunk's bounds and whether it is the consumers' loop."""
+    t = lp.var
+    tile, sk = kir.Var("tile"), kir.Var("sk")
+    kb_e, ke_e = k_bounds(sk, E.KT, E.S)
+    kb, ke = kir.Var("kb"), kir.Var("ke")
+    consumer = any(isinstance(n, kir.NamedBarrier) for n in kir.walk(lp.body))
+    m0 = find_decl(lp.body, "m0", _WHAT)
+    n0 = find_decl(lp.body, "n0", _WHAT)
+    body = kir.rewrite(lp.body, unit_rewrite(t, tile, E.KT, kb, ke, _WHAT))
+    if consumer:
+        body = _partial_stores(body, m0, n0, E)
+    head: List[kir.Stmt] = [
+        kir.Decl(tile),
+        kir.Decl(sk),
+        kir.Eval(kir.Call("lp_csplit", (t, tile, sk), "void")),
+        kir.Decl(kb, kb_e, const=True, comment="this CTA's k-blocks [kb, ke)"),
+        kir.Decl(ke, ke_e, const=True),
+    ]
+    new = replace(
+        lp, stop=E.units, cond=t.lt(E.units), step=E.units, body=kir.Block(tuple(head) + body.body, body.bare)
+    )
+    return new, (sk, E.KT, kb_e, ke_e), consumer
+
+
+def _reduce_loop(
+    E: _ClusterEnv,
+    q: kir.Var,
+    m0: kir.Var,
+    n0: kir.Var,
+    rt: kir.Var,
+    slice_step: Optional[int],
+    ranks: Optional[Tuple[int, int]],
+) -> kir.For:
+    """Rank ``q``'s loop over its column slice: each thread sums 4 columns of a row over the
+    ``S`` partials (ranks ``s_lo..s_hi-1``, in order), converts and stores them into ``C``."""
+    R, S, M, N = CLUSTER_ROWS, E.S, E.M, E.N
+    i, s, j = kir.Var("i"), kir.Var("s"), kir.Var("j")
+    e, lr, lc = kir.Var("e"), kir.Var("lr"), kir.Var("lc")
+    a = kir.Var("a", "float")
+    w4 = kir.Var("w4", "float4")
+    wv = kir.Var("wv", "const float*")
+    CS = E.bn // S
+    QS = CS // 4
+    NT = 128 * E.CW
+    ni = -(-R * QS // NT)
+    s_lo, s_hi = ranks if ranks is not None else (0, S)
+    rclaim = kir.Claim(
+        PARTIAL_READ,
+        E.parena + 4 * kir.LayoutApp(E.PL, (lr, lc), "partial buffer (row, col)"),
+        region=E.pregion,
+        width=16,
+    )
+    cvt = _CVT[E.out]
+    x: kir.Expr = kir.Index(a, (j,))
+    oval: kir.Expr = x if cvt is None else kir.Call(cvt, (x,), "lp_d_t")
+    cidx = kir.Cast("long long", m0 + lr) * E.ldc + n0 + lc + j
+    dclaim = kir.Claim(
+        OUT_STORE, addr_of(E.Cd) + E.ob * cidx, bounds=((m0 + lr, M), (n0 + lc + j, N)), width=E.ob
+    )
+    read = kir.For(
+        s,
+        kir.Const(s_lo),
+        kir.Const(s_hi),
+        kir.block(
+            kir.Decl(
+                w4, kir.Mem(E.pb + (lr * E.PS + lc), rclaim, vec="float4", space="cluster", cta=s), const=True
+            ),
+            kir.Decl(wv, kir.Reinterpret("const float*", kir.AddrOf(w4)), const=True),
+            kir.For(
+                j,
+                kir.Const(0),
+                kir.Const(4),
+                kir.block(kir.Assign(kir.Index(a, (j,)), kir.Index(wv, (j,)), op="+=")),
+                unroll=True,
+            ),
+        ),
+        unroll=True,
+    )
+    store = kir.For(
+        j,
+        kir.Const(0),
+        kir.Const(4),
+        kir.block(
+            kir.If(
+                (n0 + lc + j).lt(N),
+                kir.block(
+                    kir.Assign(
+                        kir.Mem(E.Cd, dclaim, idx=kir.Cast("long long", m0 + lr) * E.ldc + n0 + lc + j), oval
+                    )
+                ),
+            )
+        ),
+        unroll=True,
+    )
+    row = kir.If(
+        (m0 + lr).lt(M),
+        kir.block(kir.Decl(a, kir.FloatLit("{0.f, 0.f, 0.f, 0.f}"), dims=(4,)), read, store),
+    )
+    return kir.For(
+        i,
+        kir.Const(0),
+        kir.Const(ni),
+        kir.block(
+            kir.Decl(e, i * NT + rt, const=True),
+            kir.Decl(lr, e / QS, const=True),
+            kir.Decl(lc, q * (CS if slice_step is None else slice_step) + 4 * (e % QS), const=True),
+            kir.If(lr.lt(R), kir.block(row)),
+        ),
+        unroll=True,
+    )
+
+
+def _reduce_block(
+    E: _ClusterEnv, q: kir.Var, slice_step: Optional[int], ranks: Optional[Tuple[int, int]]
+) -> kir.If:
+    """The reduction: the consumer warpgroups of rank ``q`` sum its column slice of the tile
+    over the ``S`` partials, read in rank order from the peers' shared memory."""
+    R, S, CS = CLUSTER_ROWS, E.S, E.bn // E.S
+    ctile, csk = kir.Var("tile"), kir.Var("sk")
+    tm, tn = kir.Var("tm"), kir.Var("tn")
+    m0, n0 = kir.Var("m0"), kir.Var("n0")
+    rt = kir.Var("rt")
+    return kir.If(
+        E.wg.ge(1),
+        kir.block(
+            kir.If(
+                kir.BLOCK_IDX.lt(E.units),
+                kir.block(
+                    kir.Comment(
+                        f"rank q sums columns [q * {CS}, (q + 1) * {CS}) of the tile's first {R} rows\n"
+                        "over the "
+                        f"{S} partials, read in rank order 0..{S - 1} from the peers' shared memory"
+                    ),
+                    kir.Decl(ctile),
+                    kir.Decl(csk),
+                    kir.Eval(kir.Call("lp_csplit", (kir.BLOCK_IDX, ctile, csk), "void")),
+                    kir.Decl(tm),
+                    kir.Decl(tn),
+                    kir.Eval(kir.Call("lp_tile", (ctile, E.grid_m, E.grid_n, tm, tn), "void")),
+                    kir.Decl(m0, tm * E.bm, const=True),
+                    kir.Decl(n0, tn * E.bn, const=True),
+                    kir.Decl(
+                        rt, E.tid - 128, const=True, comment="the consumer threads 0..127 (x warpgroups)"
+                    ),
+                    _reduce_loop(E, q, m0, n0, rt, slice_step, ranks),
+                ),
+            )
+        ),
+        comment="the consumer warpgroups",
+    )
+
+
+def _cluster_kernel(
+    base: kir.Kernel, E: _ClusterEnv, body: List[kir.Stmt], bare: bool, name: str
+) -> kir.Kernel:
+    """The rewritten kernel: the f32 output pointer becomes ``C`` of the output type, and the
+    cluster's shape, device function, helpers and description are added."""
+    R, S, CS, out = CLUSTER_ROWS, E.S, E.bn // E.S, E.out
+    params = tuple((d.replace("lp_out_t", "lp_d_t"), E.Cd) if v is E.C else (d, v) for d, v in base.params)
+    descr = base.description + (
+        f"split-K in a cluster of {S} CTAs: CTA u = (tile u / {S}, chunk u % {S}) stores its f32 partial's",
+        f"first {R} rows in its shared memory; after a cluster barrier rank q sums its {CS}-column slice",
+        f"over the {S} partials (distributed shared memory, rank order), converts to {out} and stores C",
+    )
+    return replace(
+        base,
+        name=name,
+        params=params,
+        body=kir.Block(tuple(body), bare),
+        cluster=S,
+        devfns=base.devfns + (cluster_devfn(S),),
+        description=descr,
+        typedefs=base.typedefs + (("lp_d_t", OUT_DTYPES[out][0]),),
+        sizes=dict(base.sizes, lp_d_t=E.ob, float=4, float4=16),
+        helpers=base.helpers + ("cluster", "dsmem"),
+    )
+
+
 def cluster_ir(
     base: kir.Kernel,
     S: int,
@@ -175,306 +511,48 @@ def cluster_ir(
     output, no cluster).  ``e_off`` is the epilogue buffers' offset from ``s0``;
     ``k_bounds(sk, KT, S)`` the chunk bounds.  The keyword arguments exist for the planted
     bugs of the tests (a barrier left out, another slice width, a rank range cut short)."""
-    # Long by design: one straight-line rewrite of the base kernel: the partial buffer, the ranks'
-    # slices and the DSMEM reduction share the variables the base IR declares (found once above);
-    # split into steps, each would take most of them as arguments and the IR's order would be harder
-    # to see.
-    if base.cluster != 1:
-        raise ProofFailedError(
-            "cluster split-K: the base kernel has clusters", condition="cluster split-K rewrite"
-        )
-    if bn % (4 * S):
-        raise GemmConfigError(f"cluster split-K: bn={bn} is not a multiple of 4 * S = {4 * S}")
-    R = CLUSTER_ROWS
-    CW = warpgroups
-    tiles, KT = find_decl(base.body, "tiles", _WHAT), find_decl(base.body, "KT", _WHAT)
-    smem, sbase, s0 = (
-        find_decl(base.body, "lp_smem", _WHAT),
-        find_decl(base.body, "sbase", _WHAT),
-        find_decl(base.body, "s0", _WHAT),
-    )
-    wg, tid = find_decl(base.body, "wg", _WHAT), find_decl(base.body, "tid", _WHAT)
-    grid_m, grid_n = find_decl(base.body, "grid_m", _WHAT), find_decl(base.body, "grid_n", _WHAT)
-    C, M, N, ldc = (find_param(base, x, _WHAT) for x in ("C", "M", "N", "ldc"))
-    Cd = kir.Var("C", "lp_d_t*")
-    units = kir.Var("units")
-    ob = OUT_DTYPES[out][1]
-    p_off = e_off + CW * 8192
-    # the partial buffer: (R, bn) f32, row-major, in this CTA's shared memory
-    PS = cluster_partial_stride(bn, S)
-    PL = Layout((R, bn), (PS, 1))
-    parena = addr_of(smem) + (s0 - sbase) + p_off
-    pregion = (parena, partial_bytes(bn, S))
-    pb = kir.Var("pb", "float*")
-    pb_decl = kir.Decl(
-        pb,
-        kir.Reinterpret("float*", smem + (s0 - sbase) + p_off),
-        const=True,
-        comment=f"this CTA's f32 partial: {R} rows x {bn} columns",
-    )
-
-    loops = [
-        n for n in kir.walk(base.body) if isinstance(n, kir.For) and n.stop is tiles and n.cond is not None
-    ]
-    if len(loops) != 2:
-        raise ProofFailedError(
-            f"cluster split-K rewrite: expected the producer's and the consumers' tile loops, "
-            f"found {len(loops)}",
-            condition="cluster split-K rewrite",
-        )
+    E = _declare_cluster(base, S, bm, bn, warpgroups, e_off, out)
+    # -- the tile loops: one unit per CTA; the consumers store their partial
     chunks: List[Tuple[Any, ...]] = []
     new_loops: Dict[int, kir.For] = {}
     stores = 0
-    for lp in loops:
-        t = lp.var
-        tile, sk = kir.Var("tile"), kir.Var("sk")
-        kb_e, ke_e = k_bounds(sk, KT, S)
-        kb, ke = kir.Var("kb"), kir.Var("ke")
-        consumer = any(isinstance(n, kir.NamedBarrier) for n in kir.walk(lp.body))
-        m0 = find_decl(lp.body, "m0", _WHAT)
-        n0 = find_decl(lp.body, "n0", _WHAT)
-
-        fn = unit_rewrite(t, tile, KT, kb, ke, _WHAT)
-
-        body = kir.rewrite(lp.body, fn)
-        if consumer:
-            vloops = [
-                n
-                for n in kir.walk(body)
-                if isinstance(n, kir.For)
-                and len(n.body.body) == 4
-                and isinstance(n.body.body[3], kir.If)
-                and any(
-                    isinstance(x, kir.Mem) and x.claim.what.startswith("C ") and "store" in x.claim.what
-                    for x in kir.walk(n.body.body[3])
-                )
-            ]
-            if len(vloops) != 1:
-                raise ProofFailedError(
-                    f"cluster split-K rewrite: expected one staged-epilogue store loop, found {len(vloops)}",
-                    condition="cluster split-K rewrite",
-                )
-            vl = vloops[0]
-            dr, dc, dv = vl.body.body[0], vl.body.body[1], vl.body.body[2]
-            if not (isinstance(dr, kir.Decl) and isinstance(dc, kir.Decl) and isinstance(dv, kir.Decl)):
-                raise ProofFailedError(
-                    "cluster split-K rewrite: the store loop does not declare r, c, val",
-                    condition="cluster split-K rewrite",
-                )
-            val = dv.var
-            # the element's row and column inside the tile: r's and c's definitions without the
-            # tile origin m0, n0 (which then cannot move the offset inside the buffer)
-            lr = _without(dr.init, m0, "r")
-            lc = _without(dc.init, n0, "c")
-            claim = kir.Claim(
-                PARTIAL_STORE,
-                parena + 4 * kir.LayoutApp(PL, (lr, lc), "partial buffer (row, col)"),
-                region=pregion,
-                width=16,
-            )
-            pstore = kir.If(
-                lr.lt(R),
-                kir.block(kir.Assign(kir.Mem(pb + (lr * PS + lc), claim, vec="uint4", space="cluster"), val)),
-                comment=f"the first {R} rows of the tile (the output has at most {R})",
-            )
-            new_v = replace(vl, body=kir.Block(vl.body.body[:3] + (pstore,), vl.body.bare))
-
-            def swap(node: Any, vl: kir.For = vl, new_v: kir.For = new_v) -> Any:
-                return new_v if node is vl else None
-
-            body = kir.rewrite(body, swap)
-            stores += 1
-        head: List[kir.Stmt] = [
-            kir.Decl(tile),
-            kir.Decl(sk),
-            kir.Eval(kir.Call("lp_csplit", (t, tile, sk), "void")),
-            kir.Decl(kb, kb_e, const=True, comment="this CTA's k-blocks [kb, ke)"),
-            kir.Decl(ke, ke_e, const=True),
-        ]
-        # one unit per CTA: the loop runs once (t = blockIdx.x < units), whatever the grid
-        new_loops[id(lp)] = replace(
-            lp, stop=units, cond=t.lt(units), step=units, body=kir.Block(tuple(head) + body.body, body.bare)
-        )
-        chunks.append((sk, KT, kb_e, ke_e))
+    for lp in _tile_loops(base, E):
+        new_loops[id(lp)], chunk, consumer = _unit_loop(lp, E, k_bounds)
+        chunks.append(chunk)
+        stores += consumer
     if stores != 1:
         raise ProofFailedError(
             "cluster split-K rewrite: no consumer tile loop", condition="cluster split-K rewrite"
         )
-
-    def top(node: Any) -> Any:
-        return new_loops.get(id(node))
-
-    body = kir.rewrite(base.body, top)
-    left = [n for n in kir.walk(body) if n is C]
-    if left:
+    body = kir.rewrite(base.body, lambda node: new_loops.get(id(node)))
+    if any(n is E.C for n in kir.walk(body)):
         raise ProofFailedError(
             "cluster split-K rewrite: the f32 output pointer is still used",
             condition="cluster split-K rewrite",
         )
-
     # -- the reduction: rank q sums its column slice over the S partials, in rank order
     rank = kir.Var("rank", "unsigned", values=tuple(range(S)))
     q = kir.Var("crank", values=tuple(range(S)))
-    ctile, csk = kir.Var("tile"), kir.Var("sk")
-    tm, tn = kir.Var("tm"), kir.Var("tn")
-    m0, n0 = kir.Var("m0"), kir.Var("n0")
-    rt = kir.Var("rt")
-    i, s, j = kir.Var("i"), kir.Var("s"), kir.Var("j")
-    e, lr, lc = kir.Var("e"), kir.Var("lr"), kir.Var("lc")
-    a = kir.Var("a", "float")
-    w4 = kir.Var("w4", "float4")
-    wv = kir.Var("wv", "const float*")
-    CS = bn // S
-    QS = CS // 4
-    NT = 128 * CW
-    ni = -(-R * QS // NT)
-    s_lo, s_hi = ranks if ranks is not None else (0, S)
-    rclaim = kir.Claim(
-        PARTIAL_READ,
-        parena + 4 * kir.LayoutApp(PL, (lr, lc), "partial buffer (row, col)"),
-        region=pregion,
-        width=16,
-    )
-    cvt = _CVT[out]
-    x: kir.Expr = kir.Index(a, (j,))
-    oval: kir.Expr = x if cvt is None else kir.Call(cvt, (x,), "lp_d_t")
-    dclaim = kir.Claim(
-        OUT_STORE,
-        addr_of(Cd) + ob * (kir.Cast("long long", m0 + lr) * ldc + n0 + lc + j),
-        bounds=((m0 + lr, M), (n0 + lc + j, N)),
-        width=ob,
-    )
-    reduce_loop = kir.For(
-        i,
-        kir.Const(0),
-        kir.Const(ni),
-        kir.block(
-            kir.Decl(e, i * NT + rt, const=True),
-            kir.Decl(lr, e / QS, const=True),
-            kir.Decl(lc, q * (CS if slice_step is None else slice_step) + 4 * (e % QS), const=True),
-            kir.If(
-                lr.lt(R),
-                kir.block(
-                    kir.If(
-                        (m0 + lr).lt(M),
-                        kir.block(
-                            kir.Decl(a, kir.FloatLit("{0.f, 0.f, 0.f, 0.f}"), dims=(4,)),
-                            kir.For(
-                                s,
-                                kir.Const(s_lo),
-                                kir.Const(s_hi),
-                                kir.block(
-                                    kir.Decl(
-                                        w4,
-                                        kir.Mem(
-                                            pb + (lr * PS + lc), rclaim, vec="float4", space="cluster", cta=s
-                                        ),
-                                        const=True,
-                                    ),
-                                    kir.Decl(wv, kir.Reinterpret("const float*", kir.AddrOf(w4)), const=True),
-                                    kir.For(
-                                        j,
-                                        kir.Const(0),
-                                        kir.Const(4),
-                                        kir.block(
-                                            kir.Assign(kir.Index(a, (j,)), kir.Index(wv, (j,)), op="+=")
-                                        ),
-                                        unroll=True,
-                                    ),
-                                ),
-                                unroll=True,
-                            ),
-                            kir.For(
-                                j,
-                                kir.Const(0),
-                                kir.Const(4),
-                                kir.block(
-                                    kir.If(
-                                        (n0 + lc + j).lt(N),
-                                        kir.block(
-                                            kir.Assign(
-                                                kir.Mem(
-                                                    Cd,
-                                                    dclaim,
-                                                    idx=kir.Cast("long long", m0 + lr) * ldc + n0 + lc + j,
-                                                ),
-                                                oval,
-                                            )
-                                        ),
-                                    )
-                                ),
-                                unroll=True,
-                            ),
-                        ),
-                    )
-                ),
-            ),
-        ),
-        unroll=True,
-    )
-    reduce_blk = kir.If(
-        wg.ge(1),
-        kir.block(
-            kir.If(
-                kir.BLOCK_IDX.lt(units),
-                kir.block(
-                    kir.Comment(
-                        f"rank q sums columns [q * {CS}, (q + 1) * {CS}) of the tile's first {R} rows\n"
-                        "over the "
-                        f"{S} partials, read in rank order 0..{S - 1} from the peers' shared memory"
-                    ),
-                    kir.Decl(ctile),
-                    kir.Decl(csk),
-                    kir.Eval(kir.Call("lp_csplit", (kir.BLOCK_IDX, ctile, csk), "void")),
-                    kir.Decl(tm),
-                    kir.Decl(tn),
-                    kir.Eval(kir.Call("lp_tile", (ctile, grid_m, grid_n, tm, tn), "void")),
-                    kir.Decl(m0, tm * bm, const=True),
-                    kir.Decl(n0, tn * bn, const=True),
-                    kir.Decl(rt, tid - 128, const=True, comment="the consumer threads 0..127 (x warpgroups)"),
-                    reduce_loop,
-                ),
-            )
-        ),
-        comment="the consumer warpgroups",
-    )
     tail: List[kir.Stmt] = []
     if first_sync:
         tail.append(
             kir.ClusterSync("every CTA's partial is stored (release) and the peers' are visible (acquire)")
         )
-    tail.append(reduce_blk)
+    tail.append(_reduce_block(E, q, slice_step, ranks))
     if exit_sync:
         tail.append(kir.ClusterSync("no CTA exits (its shared memory freed) while a peer reads its partial"))
+    # -- the declarations: units after tiles, the partial buffer and the rank after wg
     out_body: List[kir.Stmt] = []
     for st in body.body:
         out_body.append(st)
-        if isinstance(st, kir.Decl) and st.var is tiles:
+        if isinstance(st, kir.Decl) and st.var is E.tiles:
             out_body.append(
-                kir.Decl(units, tiles * S, const=True, comment=f"one CTA per (tile, k chunk), {S} chunks")
+                kir.Decl(E.units, E.tiles * S, const=True, comment=f"one CTA per (tile, k chunk), {S} chunks")
             )
-        if isinstance(st, kir.Decl) and st.var is wg:
-            out_body += [pb_decl, kir.ClusterRank(rank), kir.Decl(q, kir.Cast("int", rank), const=True)]
+        if isinstance(st, kir.Decl) and st.var is E.wg:
+            out_body += [E.pb_decl, kir.ClusterRank(rank), kir.Decl(q, kir.Cast("int", rank), const=True)]
     out_body += tail
-    params = tuple((d.replace("lp_out_t", "lp_d_t"), Cd) if v is C else (d, v) for d, v in base.params)
-    descr = base.description + (
-        f"split-K in a cluster of {S} CTAs: CTA u = (tile u / {S}, chunk u % {S}) stores its f32 partial's",
-        f"first {R} rows in its shared memory; after a cluster barrier rank q sums its {CS}-column slice",
-        f"over the {S} partials (distributed shared memory, rank order), converts to {out} and stores C",
-    )
-    k = replace(
-        base,
-        name=name,
-        params=params,
-        body=kir.Block(tuple(out_body), body.bare),
-        cluster=S,
-        devfns=base.devfns + (cluster_devfn(S),),
-        description=descr,
-        typedefs=base.typedefs + (("lp_d_t", OUT_DTYPES[out][0]),),
-        sizes=dict(base.sizes, lp_d_t=ob, float=4, float4=16),
-        helpers=base.helpers + ("cluster", "dsmem"),
-    )
-    return k, chunks
+    return _cluster_kernel(base, E, out_body, body.bare, name), chunks
 
 
 # ============================================================================ the slices
