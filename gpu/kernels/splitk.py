@@ -1047,36 +1047,48 @@ def _plane_fixup(base_config: Any, S: int, prob: GemmProblem) -> GemmKernel:
 _SERIAL = "split-K serial rewrite"
 
 
-def serial_ir(
-    k: kir.Kernel, cfg: SplitKConfig, out: str, *, fence: bool = False, sem: str = "acq_rel"
-) -> kir.Kernel:
-    """The serial reduction, added to the split kernel ``k`` (:func:`splitk_ir` without the
-    fix-up kernel): after the consumers' staged epilogue has stored a unit's partial into its
-    plane, each consumer warpgroup ``cg`` (its own 64-row slice of the tile) does
+@dataclass(frozen=True)
+class _SerialEnv:
+    """What the phases of :func:`serial_ir` share: the configuration, the consumers' tile
+    loop and the variables of the split kernel it reads (found once by
+    :func:`_declare_serial`), and the parameters and shared flag the reduction adds."""
 
-    1. ``bar.sync`` (its 128 threads: every thread's plane stores are done);
-    2. thread 0: ``prev = atom.add.acq_rel.gpu(&counters[cg * tiles + tile], 1)`` -- the
-       release of the warpgroup's plane (cumulative over the stores the barrier ordered
-       before it) and the acquire of the planes released before it in one operation (with
-       ``fence=True`` a ``fence.acq_rel.gpu`` comes first; ``sem`` is the atomic's order,
-       the kernel's ``acq_rel``: the other values exist for the model's planted bugs);
-       it writes ``prev == S - 1`` to the shared flag ``lp_last[cg]``
-       and, when it is the last, resets the counter to 0 (the next launch starts from 0: the
-       counters are zeroed once, when the plan is made);
-    3. ``bar.sync``; every thread reads the flag; when set, the warpgroup sums the ``S``
-       planes of its slice in the order ``s = 0, 1, ..`` (deterministic whichever unit is
-       last), applies the fused epilogue if asked, converts, and stores ``D``.
+    S: int
+    CW: int
+    bn: int
+    out: str
+    ob: int
+    activation: Optional[str]
+    ab: bool
+    lp: kir.For
+    tile: kir.Var
+    m0: kir.Var
+    n0: kir.Var
+    cg: kir.Var
+    wt: kir.Var
+    tiles: kir.Var
+    W: kir.Var
+    M: kir.Var
+    N: kir.Var
+    ldw: kir.Var
+    cvec: kir.Var
+    D: kir.Var
+    ldd: kir.Var
+    counters: kir.Var
+    flag: kir.Var
+    bias: kir.Var
+    alpha: kir.Var
+    beta: kir.Var
+    Cin: kir.Var
+    ldci: kir.Var
 
-    The protocol (release by the fence and the atomic, acquire by the atomic, the barriers
-    carrying both across the warpgroup) is model-checked from this IR by
-    :func:`layoutproof.gpu.proof.splitk_model.prove_serial_protocol`."""
-    # Long by design: it builds one section of the kernel (counter arrive, flag, plane reads,
-    # epilogue, stores, reset) whose statements share the variables and claims declared here; the
-    # section reads top to bottom in the order the kernel runs it, which the protocol model then reads
-    # back.
-    S = cfg.splits
-    CW = cfg.base.warpgroups
-    bn = cfg.base.bn
+    @property
+    def ep(self) -> bool:
+        return self.activation is not None
+
+
+def _declare_serial(k: kir.Kernel, cfg: SplitKConfig, out: str) -> _SerialEnv:
+    """The consumers' tile loop of ``k`` and the variables the serial reduction reads."""
     loops = [
         n
         for n in kir.walk(k.body)
@@ -1101,40 +1113,62 @@ def serial_ir(
         find_decl(k.body, "tiles", _SERIAL),
     )
     W, M, N, ldw, cvec = (find_param(k, x) for x in ("C", "M", "N", "ldc", "c_vec"))
-    D = kir.Var("D", "lp_d_t*")
-    ldd = kir.Var("ldd", "long long")
-    counters = kir.Var("counters", "unsigned*")
-    flag = kir.Var("lp_last", "unsigned*")
-    ep = cfg.activation is not None
-    ab = cfg.alpha_beta
-    bias = kir.Var("bias", "const float*")
-    alpha, beta = kir.Var("alpha", "float"), kir.Var("beta", "float")
-    Cin, ldci = kir.Var("Cin", "const lp_d_t*"), kir.Var("ldci", "long long")
-    ob = OUT_DTYPES[out][1]
+    return _SerialEnv(
+        S=cfg.splits,
+        CW=cfg.base.warpgroups,
+        bn=cfg.base.bn,
+        out=out,
+        ob=OUT_DTYPES[out][1],
+        activation=cfg.activation,
+        ab=cfg.alpha_beta,
+        lp=lp,
+        tile=tile,
+        m0=m0,
+        n0=n0,
+        cg=cg,
+        wt=wt,
+        tiles=tiles,
+        W=W,
+        M=M,
+        N=N,
+        ldw=ldw,
+        cvec=cvec,
+        D=kir.Var("D", "lp_d_t*"),
+        ldd=kir.Var("ldd", "long long"),
+        counters=kir.Var("counters", "unsigned*"),
+        flag=kir.Var("lp_last", "unsigned*"),
+        bias=kir.Var("bias", "const float*"),
+        alpha=kir.Var("alpha", "float"),
+        beta=kir.Var("beta", "float"),
+        Cin=kir.Var("Cin", "const lp_d_t*"),
+        ldci=kir.Var("ldci", "long long"),
+    )
 
-    # -- the plane stores of the staged epilogue get their split-K name
-    def rename(node: Any) -> Any:
-        if (
-            isinstance(node, kir.Mem)
-            and node.claim.what.startswith("C ")
-            and "store" in node.claim.what
-            and not node.claim.what.startswith(PLANE_STORE)
-        ):
-            return replace(node, claim=replace(node.claim, what=PLANE_STORE + node.claim.what))
-        return None
 
-    # -- step 2: thread 0 of the warpgroup
+def _plane_store_name(node: Any) -> Any:
+    """The plane stores of the staged epilogue get their split-K name."""
+    if (
+        isinstance(node, kir.Mem)
+        and node.claim.what.startswith("C ")
+        and "store" in node.claim.what
+        and not node.claim.what.startswith(PLANE_STORE)
+    ):
+        return replace(node, claim=replace(node.claim, what=PLANE_STORE + node.claim.what))
+    return None
+
+
+def _arrive_ir(E: _SerialEnv, fence: bool, sem: str) -> kir.If:
+    """Step 2, thread 0 of the warpgroup: the counter's atomic (release of its plane, acquire
+    of the planes counted before), the last-unit flag, and the counter's reset."""
+    counters, flag, cg, tile, tiles = E.counters, E.flag, E.cg, E.tile, E.tiles
     cidx = kir.Cast("long long", cg) * tiles + tile
     cclaim = kir.Claim(COUNTER, addr_of(counters) + 4 * cidx, bounds=((tile, tiles),), width=4)
     rclaim = kir.Claim(COUNTER_RESET, addr_of(counters) + 4 * cidx, bounds=((tile, tiles),), width=4)
-    fregion = (addr_of(flag), 4 * CW)
-    fw = kir.Claim(FLAG_WRITE, addr_of(flag) + 4 * cg, region=fregion, width=4)
-    fr = kir.Claim(FLAG_READ, addr_of(flag) + 4 * cg, region=fregion, width=4)
+    fw = kir.Claim(FLAG_WRITE, addr_of(flag) + 4 * cg, region=(addr_of(flag), 4 * E.CW), width=4)
     prev = kir.Var("prev", "unsigned")
-    last = kir.Var("last", "unsigned")
-    T = kir.Const(S - 1, "unsigned")
-    arrive = kir.If(
-        wt.eq(0),
+    T = kir.Const(E.S - 1, "unsigned")
+    return kir.If(
+        E.wt.eq(0),
         kir.block(
             kir.Comment(
                 "release this warpgroup's plane (the barrier above ordered every thread's stores)\n"
@@ -1156,12 +1190,14 @@ def serial_ir(
             ),
         ),
     )
-    # -- step 3: the reduction of the warpgroup's 64-row slice, 4 columns per thread
-    q = bn // 4  # float4 column groups of a row
-    ni = 64 * q // 128
-    i, s, j = kir.Var("i"), kir.Var("s"), kir.Var("j")
-    e, rr, cc = kir.Var("e"), kir.Var("rr"), kir.Var("cc")
-    a = kir.Var("a", "float")
+
+
+def _plane_sums_ir(
+    E: _SerialEnv, a: kir.Var, s: kir.Var, j: kir.Var, rr: kir.Var, cc: kir.Var
+) -> Tuple[kir.For, kir.For]:
+    """The sums of the ``S`` planes into ``a[0..3]``: one ``float4`` load per plane (the
+    vector path) and one bounded load per element (the ragged edge)."""
+    W, M, N, ldw = E.W, E.M, E.N, E.ldw
     w4 = kir.Var("w4", "float4")
     wv = kir.Var("wv", "const float*")
 
@@ -1177,13 +1213,9 @@ def serial_ir(
     vec_read = kir.For(
         s,
         kir.Const(0),
-        kir.Const(S),
+        kir.Const(E.S),
         kir.block(
-            kir.Decl(
-                w4,
-                kir.Mem(W + woff, wclaim(cc, 4, cc + 3), vec="const float4"),
-                const=True,
-            ),
+            kir.Decl(w4, kir.Mem(W + woff, wclaim(cc, 4, cc + 3), vec="const float4"), const=True),
             kir.Decl(wv, kir.Reinterpret("const float*", kir.AddrOf(w4)), const=True),
             kir.For(
                 j,
@@ -1195,88 +1227,88 @@ def serial_ir(
         ),
         unroll=True,
     )
+    one = kir.Assign(kir.Index(a, (j,)), kir.Mem(W, wclaim(cc + j, 1, cc + j), idx=woff + j), op="+=")
     one_read = kir.For(
         s,
         kir.Const(0),
-        kir.Const(S),
+        kir.Const(E.S),
         kir.block(
             kir.For(
-                j,
-                kir.Const(0),
-                kir.Const(4),
-                kir.block(
-                    kir.If(
-                        (cc + j).lt(N),
-                        kir.block(
-                            kir.Assign(
-                                kir.Index(a, (j,)),
-                                kir.Mem(W, wclaim(cc + j, 1, cc + j), idx=woff + j),
-                                op="+=",
-                            )
-                        ),
-                    )
-                ),
-                unroll=True,
+                j, kir.Const(0), kir.Const(4), kir.block(kir.If((cc + j).lt(N), kir.block(one))), unroll=True
             )
         ),
         unroll=True,
     )
+    return vec_read, one_read
+
+
+def _serial_value_ir(E: _SerialEnv, a: kir.Var, j: kir.Var, rr: kir.Var, cc: kir.Var) -> kir.Expr:
+    """The stored value of element ``j``: the sum, through the fused epilogue if asked
+    (``alpha * acc + beta * Cin + bias``, the activation), converted to the output type."""
     x: kir.Expr = kir.Index(a, (j,))
-    if ep:
+    if E.ep:
         bclaim = kir.Claim(
-            "split-K epilogue bias load bias[c]", addr_of(bias) + 4 * (cc + j), bounds=((cc + j, N),), width=4
+            "split-K epilogue bias load bias[c]",
+            addr_of(E.bias) + 4 * (cc + j),
+            bounds=((cc + j, E.N),),
+            width=4,
         )
-        bval = kir.Mem(bias, bclaim, idx=cc + j)
-        if ab:
+        bval = kir.Mem(E.bias, bclaim, idx=cc + j)
+        if E.ab:
             ciclaim = kir.Claim(
                 "split-K epilogue C input load Cin[r, c]",
-                addr_of(Cin) + ob * (kir.Cast("long long", rr) * ldci + cc + j),
-                bounds=((rr, M), (cc + j, N)),
-                width=ob,
+                addr_of(E.Cin) + E.ob * (kir.Cast("long long", rr) * E.ldci + cc + j),
+                bounds=((rr, E.M), (cc + j, E.N)),
+                width=E.ob,
             )
-            cin: kir.Expr = kir.Mem(Cin, ciclaim, idx=kir.Cast("long long", rr) * ldci + cc + j)
-            tof = {"f16": "__half2float", "bf16": "__bfloat162float"}.get(out)
+            cin: kir.Expr = kir.Mem(E.Cin, ciclaim, idx=kir.Cast("long long", rr) * E.ldci + cc + j)
+            tof = {"f16": "__half2float", "bf16": "__bfloat162float"}.get(E.out)
             if tof is not None:
                 cin = kir.Call(tof, (cin,), "float")
-            x = alpha * x + beta * cin + bval
+            x = E.alpha * x + E.beta * cin + bval
         else:
             x = x + bval
-        x = kir.Call(f"lp_act_{cfg.activation}", (x,), "float")
-    cvt = _CVT[out]
-    val: kir.Expr = x if cvt is None else kir.Call(cvt, (x,), "lp_d_t")
+        x = kir.Call(f"lp_act_{E.activation}", (x,), "float")
+    cvt = _CVT[E.out]
+    return x if cvt is None else kir.Call(cvt, (x,), "lp_d_t")
+
+
+def _serial_reduce_ir(E: _SerialEnv) -> kir.For:
+    """Step 3: the reduction of the warpgroup's 64-row slice, 4 columns per thread: the
+    ``S`` planes summed in order, the value stored into ``D``."""
+    M, N, D, ldd = E.M, E.N, E.D, E.ldd
+    q = E.bn // 4  # float4 column groups of a row
+    ni = 64 * q // 128
+    i, s, j = kir.Var("i"), kir.Var("s"), kir.Var("j")
+    e, rr, cc = kir.Var("e"), kir.Var("rr"), kir.Var("cc")
+    a = kir.Var("a", "float")
+    vec_read, one_read = _plane_sums_ir(E, a, s, j, rr, cc)
+    val = _serial_value_ir(E, a, j, rr, cc)
     dclaim = kir.Claim(
         OUT_STORE,
-        addr_of(D) + ob * (kir.Cast("long long", rr) * ldd + cc + j),
+        addr_of(D) + E.ob * (kir.Cast("long long", rr) * ldd + cc + j),
         bounds=((rr, M), (cc + j, N)),
-        width=ob,
+        width=E.ob,
     )
-    reduce_loop = kir.For(
+    store = kir.Assign(kir.Mem(D, dclaim, idx=kir.Cast("long long", rr) * ldd + cc + j), val)
+    return kir.For(
         i,
         kir.Const(0),
         kir.Const(ni),
         kir.block(
-            kir.Decl(e, i * 128 + wt, const=True),
-            kir.Decl(rr, m0 + 64 * cg + e / q, const=True),
-            kir.Decl(cc, n0 + 4 * (e % q), const=True),
+            kir.Decl(e, i * 128 + E.wt, const=True),
+            kir.Decl(rr, E.m0 + 64 * E.cg + e / q, const=True),
+            kir.Decl(cc, E.n0 + 4 * (e % q), const=True),
             kir.If(
                 rr.lt(M),
                 kir.block(
                     kir.Decl(a, kir.FloatLit("{0.f, 0.f, 0.f, 0.f}"), dims=(4,)),
-                    kir.If(cvec.and_((cc + 4).le(N)), kir.block(vec_read), kir.block(one_read)),
+                    kir.If(E.cvec.and_((cc + 4).le(N)), kir.block(vec_read), kir.block(one_read)),
                     kir.For(
                         j,
                         kir.Const(0),
                         kir.Const(4),
-                        kir.block(
-                            kir.If(
-                                (cc + j).lt(N),
-                                kir.block(
-                                    kir.Assign(
-                                        kir.Mem(D, dclaim, idx=kir.Cast("long long", rr) * ldd + cc + j), val
-                                    )
-                                ),
-                            )
-                        ),
+                        kir.block(kir.If((cc + j).lt(N), kir.block(store))),
                         unroll=True,
                     ),
                 ),
@@ -1284,48 +1316,85 @@ def serial_ir(
         ),
         unroll=8,  # the loads of 8 row groups in flight together (a decode tile's valid rows)
     )
+
+
+def _serial_section_ir(E: _SerialEnv, fence: bool, sem: str) -> kir.If:
+    """The section appended to the consumers' tile loop: barrier, arrive, barrier, flag read,
+    and the reduction of the last unit."""
+    last = kir.Var("last", "unsigned")
+    fr = kir.Claim(FLAG_READ, addr_of(E.flag) + 4 * E.cg, region=(addr_of(E.flag), 4 * E.CW), width=4)
     section: List[kir.Stmt] = [
         kir.Comment(
             "split-K, serial reduction: the last of the tile's units to finish sums the planes\n"
             "(plane stores -> barrier -> atomic (release + acquire) -> barrier -> the last one reads)"
         ),
-        kir.NamedBarrier(1 + cg, 128),
-        arrive,
-        kir.NamedBarrier(1 + cg, 128),
+        kir.NamedBarrier(1 + E.cg, 128),
+        _arrive_ir(E, fence, sem),
+        kir.NamedBarrier(1 + E.cg, 128),
         kir.Decl(last),
-        kir.Assign(last, kir.Mem(flag, fr, idx=cg, space="shared")),
+        kir.Assign(last, kir.Mem(E.flag, fr, idx=E.cg, space="shared")),
         kir.If(
             last.ne(kir.Const(0, "unsigned")),
             kir.block(
-                kir.Comment(f"the planes of this 64-row slice, summed in the order s = 0..{S - 1}"),
-                reduce_loop,
+                kir.Comment(f"the planes of this 64-row slice, summed in the order s = 0..{E.S - 1}"),
+                _serial_reduce_ir(E),
             ),
         ),
     ]
-    guarded = kir.If(tile.lt(tiles), kir.block(*section), comment="always (tile = unit % tiles)")
-    new_lp = replace(lp, body=kir.Block(lp.body.body + (guarded,), lp.body.bare))
+    return kir.If(E.tile.lt(E.tiles), kir.block(*section), comment="always (tile = unit % tiles)")
 
-    def top(node: Any) -> Any:
-        return new_lp if node is lp else None
 
-    body = kir.rewrite(kir.rewrite(k.body, top), rename)
-    body = kir.Block(
-        (kir.Decl(flag, dims=(CW,), prefix="__shared__", tname="unsigned"),) + body.body, body.bare
+def _serial_params(E: _SerialEnv) -> Tuple[Tuple[str, kir.Var], ...]:
+    """The parameters the serial reduction adds: D, its row stride, the counters, and the
+    fused epilogue's operands."""
+    params: Tuple[Tuple[str, kir.Var], ...] = (
+        ("lp_d_t* __restrict__", E.D),
+        ("long long", E.ldd),
+        ("unsigned* __restrict__", E.counters),
     )
-    params = k.params + (
-        ("lp_d_t* __restrict__", D),
-        ("long long", ldd),
-        ("unsigned* __restrict__", counters),
-    )
-    if ep:
-        params += (("const float* __restrict__", bias),)
-        if ab:
+    if E.ep:
+        params += (("const float* __restrict__", E.bias),)
+        if E.ab:
             params += (
-                ("float", alpha),
-                ("float", beta),
-                ("const lp_d_t* __restrict__", Cin),
-                ("long long", ldci),
+                ("float", E.alpha),
+                ("float", E.beta),
+                ("const lp_d_t* __restrict__", E.Cin),
+                ("long long", E.ldci),
             )
+    return params
+
+
+def serial_ir(
+    k: kir.Kernel, cfg: SplitKConfig, out: str, *, fence: bool = False, sem: str = "acq_rel"
+) -> kir.Kernel:
+    """The serial reduction, added to the split kernel ``k`` (:func:`splitk_ir` without the
+    fix-up kernel): after the consumers' staged epilogue has stored a unit's partial into its
+    plane, each consumer warpgroup ``cg`` (its own 64-row slice of the tile) does
+
+    1. ``bar.sync`` (its 128 threads: every thread's plane stores are done);
+    2. thread 0: ``prev = atom.add.acq_rel.gpu(&counters[cg * tiles + tile], 1)`` -- the
+       release of the warpgroup's plane (cumulative over the stores the barrier ordered
+       before it) and the acquire of the planes released before it in one operation (with
+       ``fence=True`` a ``fence.acq_rel.gpu`` comes first; ``sem`` is the atomic's order,
+       the kernel's ``acq_rel``: the other values exist for the model's planted bugs);
+       it writes ``prev == S - 1`` to the shared flag ``lp_last[cg]``
+       and, when it is the last, resets the counter to 0 (the next launch starts from 0: the
+       counters are zeroed once, when the plan is made);
+    3. ``bar.sync``; every thread reads the flag; when set, the warpgroup sums the ``S``
+       planes of its slice in the order ``s = 0, 1, ..`` (deterministic whichever unit is
+       last), applies the fused epilogue if asked, converts, and stores ``D``.
+
+    The protocol (release by the fence and the atomic, acquire by the atomic, the barriers
+    carrying both across the warpgroup) is model-checked from this IR by
+    :func:`layoutproof.gpu.proof.splitk_model.prove_serial_protocol`."""
+    E = _declare_serial(k, cfg, out)
+    lp = E.lp
+    new_lp = replace(lp, body=kir.Block(lp.body.body + (_serial_section_ir(E, fence, sem),), lp.body.bare))
+    body = kir.rewrite(kir.rewrite(k.body, lambda node: new_lp if node is lp else None), _plane_store_name)
+    body = kir.Block(
+        (kir.Decl(E.flag, dims=(E.CW,), prefix="__shared__", tname="unsigned"),) + body.body, body.bare
+    )
+    ep, ab, S = E.ep, E.ab, E.S
     what = "C = " + (
         f"{cfg.activation}({'alpha * acc + beta * Cin' if ab else 'acc'} + bias[n])" if ep else "acc"
     )
@@ -1337,9 +1406,9 @@ def serial_ir(
     return replace(
         k,
         body=body,
-        params=params,
+        params=k.params + _serial_params(E),
         typedefs=k.typedefs + (("lp_d_t", OUT_DTYPES[out][0]),),
-        sizes=dict(k.sizes, lp_d_t=ob, float=4, unsigned=4, float4=16),
+        sizes=dict(k.sizes, lp_d_t=E.ob, float=4, unsigned=4, float4=16),
         helpers=(("act",) if ep else ()) + k.helpers + ("atomic",),
         description=descr,
     )
