@@ -18,6 +18,6 @@ report; :mod:`layoutproof.proofs.docs` generates docs/theorems.md from it.
 
 from .catalog import GROUPS, THEOREMS, get, select
 from .runner import run
-from .theorem import Expect, Outcome, Theorem, evaluate
+from .theorem import Expect, Theorem, TheoremOutcome, evaluate
 
-__all__ = ["Theorem", "Expect", "Outcome", "evaluate", "THEOREMS", "GROUPS", "get", "select", "run"]
+__all__ = ["Theorem", "Expect", "TheoremOutcome", "evaluate", "THEOREMS", "GROUPS", "get", "select", "run"]

@@ -35,7 +35,7 @@ from layoutproof.errors import LayoutError
 
 from . import runner
 from .catalog import THEOREMS, select
-from .theorem import Outcome, Theorem
+from .theorem import Theorem, TheoremOutcome
 
 __all__ = ["main"]
 
@@ -114,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _progress(o: Outcome, k: int, n: int) -> None:
+def _progress(o: TheoremOutcome, k: int, n: int) -> None:
     cases = f", {o.cases:,} cases" if o.cases is not None else ""
     mark = "ok" if o.verdict == "ok" else o.verdict.upper()
     line = f"[{k:>{len(str(n))}}/{n}] {mark:<7} {o.id}: {o.status} ({o.method}{cases}, {o.seconds:.2f} s)"

@@ -1,8 +1,8 @@
 """The outcome of a catalog run as text: the terminal table and summary, and the report
 directory (``report.md``, ``report.json``, ``smt2/<theorem-id>-<k>.smt2``).
 
->>> from layoutproof.proofs.theorem import Outcome
->>> o = Outcome("T0.demo", "Demo", "proved", "proved", "ok", ("z3",), 0.25)
+>>> from layoutproof.proofs.theorem import TheoremOutcome
+>>> o = TheoremOutcome("T0.demo", "Demo", "proved", "proved", "ok", ("z3",), 0.25)
 >>> print(summary_line([o], 0.3))
 1 theorem: 1 proved — all as declared (0.3 s)
 """
@@ -18,12 +18,12 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import layoutproof
 
-from .theorem import Outcome, Theorem
+from .theorem import Theorem, TheoremOutcome
 
 __all__ = ["table", "summary_line", "counts", "write_report", "exit_code"]
 
 
-def _cases(o: Outcome) -> str:
+def _cases(o: TheoremOutcome) -> str:
     return f"{o.cases:,}" if o.cases is not None else "-"
 
 
@@ -31,7 +31,7 @@ def _time(s: float) -> str:
     return f"{s * 1e3:.0f} ms" if s < 1 else f"{s:.1f} s"
 
 
-def table(outcomes: Sequence[Outcome]) -> str:
+def table(outcomes: Sequence[TheoremOutcome]) -> str:
     """A fixed-width table: theorem, expected, status, verdict, method, cases, time."""
     rows = [("theorem", "expected", "status", "verdict", "method", "cases", "time")]
     for o in outcomes:
@@ -46,7 +46,7 @@ def table(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def counts(outcomes: Sequence[Outcome]) -> Dict[str, Any]:
+def counts(outcomes: Sequence[TheoremOutcome]) -> Dict[str, Any]:
     """Counts by status, verdict and method."""
     by_status: Dict[str, int] = {}
     by_verdict: Dict[str, int] = {}
@@ -65,7 +65,7 @@ def counts(outcomes: Sequence[Outcome]) -> Dict[str, Any]:
     }
 
 
-def summary_line(outcomes: Sequence[Outcome], seconds: float) -> str:
+def summary_line(outcomes: Sequence[TheoremOutcome], seconds: float) -> str:
     c = counts(outcomes)
     n = c["theorems"]
     parts = [
@@ -83,7 +83,7 @@ def summary_line(outcomes: Sequence[Outcome], seconds: float) -> str:
     return f"{head} — {tail} ({seconds:.1f} s)"
 
 
-def exit_code(outcomes: Sequence[Outcome]) -> int:
+def exit_code(outcomes: Sequence[TheoremOutcome]) -> int:
     """0: every theorem as declared; 1: a positive theorem refuted, a negative one not
     refuted (or by another counterexample), a check that raised, or a cross-check
     disagreement; 3: otherwise some theorem unknown or weaker than declared."""
@@ -102,7 +102,7 @@ def _md_escape(text: str) -> str:
 
 def write_report(
     outdir: str,
-    outcomes: Sequence[Outcome],
+    outcomes: Sequence[TheoremOutcome],
     theorems: Sequence[Theorem],
     seconds: float,
     jobs: int,
@@ -170,7 +170,10 @@ def write_report(
 
 
 def _markdown(
-    doc: Dict[str, Any], outcomes: Sequence[Outcome], by_id: Dict[str, Theorem], files: Dict[str, List[str]]
+    doc: Dict[str, Any],
+    outcomes: Sequence[TheoremOutcome],
+    by_id: Dict[str, Theorem],
+    files: Dict[str, List[str]],
 ) -> str:
     L: List[str] = []
     L.append("# layoutproof theorem report")

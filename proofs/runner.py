@@ -25,11 +25,11 @@ from layoutproof.verify.smtlib import run_cvc5
 
 from .catalog import THEOREMS
 from .catalog.shared import clear_caches
-from .theorem import Outcome, Theorem, evaluate
+from .theorem import Theorem, TheoremOutcome, evaluate
 
 __all__ = ["run", "load_extra", "cross_check_outcome", "default_jobs"]
 
-Progress = Callable[[Outcome, int, int], None]
+Progress = Callable[[TheoremOutcome, int, int], None]
 
 
 def default_jobs() -> int:
@@ -68,7 +68,9 @@ def load_extra(spec: str) -> List[Theorem]:
 
 
 # ----------------------------------------------------------------------------- cross-check
-def cross_check_outcome(o: Outcome, solver: str = "cvc5", timeout_ms: int = 5000) -> List[Dict[str, Any]]:
+def cross_check_outcome(
+    o: TheoremOutcome, solver: str = "cvc5", timeout_ms: int = 5000
+) -> List[Dict[str, Any]]:
     """Give every exported obligation of ``o`` to ``solver`` (cvc5) and compare verdicts.
     Each entry: ``purpose``, ``z3``, ``cvc5``, ``agree`` (True, False, or None when either
     solver left it undecided -- a timeout is reported as such, never as a disagreement)."""
@@ -105,7 +107,7 @@ def cross_check_outcome(o: Outcome, solver: str = "cvc5", timeout_ms: int = 5000
     return entries
 
 
-def _evaluate(th: Theorem, cross: Optional[str], cross_ms: int) -> Outcome:
+def _evaluate(th: Theorem, cross: Optional[str], cross_ms: int) -> TheoremOutcome:
 
     # the families allocate many small objects: collect less often while a theorem runs,
     # and drop the memoized operations afterwards (a large heap makes every collection slow)
@@ -137,7 +139,7 @@ def _init_worker(extras: Sequence[str]) -> None:
                 _REGISTRY[t.id] = t
 
 
-def _work(theorem_id: str, cross: Optional[str], cross_ms: int) -> Outcome:
+def _work(theorem_id: str, cross: Optional[str], cross_ms: int) -> TheoremOutcome:
     return _evaluate(_REGISTRY[theorem_id], cross, cross_ms)
 
 
@@ -149,7 +151,7 @@ def run(
     cross_check_ms: int = 5000,
     progress: Optional[Progress] = None,
     extras: Sequence[str] = (),
-) -> List[Outcome]:
+) -> List[TheoremOutcome]:
     """Check every theorem and return the outcomes in the order given.
 
     ``jobs`` > 1 runs them in that many worker processes (a theorem is the unit of work);
@@ -158,10 +160,10 @@ def run(
     ``cross_check="cvc5"`` re-checks every Z3 obligation with cvc5; ``progress(outcome, done,
     total)`` is called as each theorem finishes."""
     n = len(theorems)
-    out: Dict[str, Outcome] = {}
+    out: Dict[str, TheoremOutcome] = {}
     done = 0
 
-    def finish(o: Outcome) -> None:
+    def finish(o: TheoremOutcome) -> None:
         nonlocal done
         done += 1
         out[o.id] = o
@@ -203,7 +205,7 @@ def run(
                     finish(f.result())
                 except Exception as e:  # noqa: BLE001 - a crashed worker is an error outcome
                     finish(
-                        Outcome(
+                        TheoremOutcome(
                             th.id,
                             th.title,
                             th.expected,

@@ -12,7 +12,7 @@ references, the method it is checked by, the family or bounds it covers, the sta
 * A **negative** theorem states a claim that is *false*: it is expected ``"refuted"``, and
   its :class:`Expect` names the counterexample the check must find.
 
-:func:`evaluate` runs the check and returns an :class:`Outcome` (plain data: it is pickled
+:func:`evaluate` runs the check and returns an :class:`TheoremOutcome` (plain data: it is pickled
 between processes and written to ``report.json``) whose ``verdict`` says whether the
 theorem behaved as declared.
 
@@ -44,7 +44,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from layoutproof.verify import Result
 
-__all__ = ["Theorem", "Expect", "Outcome", "evaluate", "merge_status", "EXPECTED", "VERDICTS"]
+__all__ = ["Theorem", "Expect", "TheoremOutcome", "evaluate", "merge_status", "EXPECTED", "VERDICTS"]
 
 #: the statuses a theorem may be declared to reach
 EXPECTED = ("proved", "checked", "refuted")
@@ -167,7 +167,7 @@ class Theorem:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class TheoremOutcome:
     """The result of checking one theorem: plain, JSON-friendly data.
 
     ``status`` merges the check's results (refuted if any is refuted, else unknown if any is
@@ -246,7 +246,7 @@ def _verdict(th: Theorem, status: str, decisive: Optional[Result]) -> Tuple[str,
     return "ok", f"{status} as declared" if status == th.expected else f"{status} (declared {th.expected})"
 
 
-def evaluate(th: Theorem) -> Outcome:
+def evaluate(th: Theorem) -> TheoremOutcome:
     """Run ``th.check`` and compare its outcome with the declaration.  An exception in the
     check is an ``"error"`` verdict (with the traceback's last line), never a pass."""
     t0 = time.perf_counter()
@@ -254,7 +254,7 @@ def evaluate(th: Theorem) -> Outcome:
         results = _results(th.check())
     except Exception as e:  # noqa: BLE001 - a broken check is reported, not raised
         tb = traceback.format_exc(limit=4).strip().splitlines()
-        return Outcome(
+        return TheoremOutcome(
             th.id,
             th.title,
             th.expected,
@@ -285,7 +285,7 @@ def evaluate(th: Theorem) -> Outcome:
             except Exception as e:  # noqa: BLE001 - an obligation that cannot be printed is noted
                 text = f"; could not export: {type(e).__name__}: {e}\n"
             smt2.append({"purpose": str(ob.purpose), "verdict": str(ob.verdict), "text": text})
-    return Outcome(
+    return TheoremOutcome(
         th.id,
         th.title,
         th.expected,
