@@ -659,6 +659,356 @@ def _epilogue_ws_ir(
     ]
 
 
+@dataclass(frozen=True)
+class _WsFrame:
+    """What the phases of :func:`_source_ws_ir` share: the configuration, the kernel's
+    variables (``E``, extended by the phases as they declare the tile origins) and the ring,
+    barrier, cluster and tile-walk variables declared in the prologue (:func:`_declare_ws`)."""
+
+    cfg: Sm90Config
+    prob: GemmProblem
+    a: OperandPlan
+    b: OperandPlan
+    ep: Dict[str, Any]
+    desc: Dict[str, Tuple[int, int, int]]
+    tx: int
+    E: Env
+    regs: int
+    e_off: int
+    full0: kir.Var
+    empty0: kir.Var
+    rank: kir.Var
+    crank: Optional[kir.Var]
+    grid_m: kir.Var
+    grid_n: kir.Var
+    grid_mp: Optional[kir.Var]
+    tpb: Optional[kir.Var]
+    tiles: kir.Var
+    KT: kir.Var
+    t0: kir.Expr
+    tstep: kir.Expr
+
+    @property
+    def S(self) -> int:
+        return self.cfg.stages
+
+    @property
+    def CW(self) -> int:
+        return self.cfg.warpgroups
+
+    @property
+    def CL(self) -> int:
+        return self.cfg.cluster
+
+
+def _tile_walk_ir(E: Env, cfg: Sm90Config, prob: GemmProblem, body: List[Any]) -> Tuple[Any, ...]:
+    """The tile grid and each CTA's walk over it (in a cluster: over tile-row groups; when
+    batched: the batches' grids end to end), declared into ``body``: returns ``grid_m,
+    grid_n, grid_mp, tpb, tiles, t0, tstep``."""
+    CL = cfg.cluster
+    grid_m, dg1 = ir_const("grid_m", (E.M + (cfg.bm - 1)) / cfg.bm)
+    grid_n, dg2 = ir_const("grid_n", (E.N + (cfg.bn - 1)) / cfg.bn)
+    body += [dg1, dg2]
+    grid_mp: Optional[kir.Var] = None
+    t0: kir.Expr
+    tstep: kir.Expr
+    if CL == 1:
+        per: kir.Expr = grid_m * grid_n
+        t0, tstep = E.blockIdx, E.gridDim
+    else:
+        grid_mp, dmp = ir_const("grid_mp", (grid_m + (CL - 1)) / CL, comment="tile-row groups of the cluster")
+        body.append(dmp)
+        per = grid_mp * grid_n
+        t0, tstep = E.blockIdx / CL, E.gridDim / CL
+    tpb: Optional[kir.Var] = None
+    if prob.batch:  # the batches' tile grids end to end: tiles = tiles per batch * batch
+        tpb, dtpb = ir_const("tpb", per, comment="tiles per batch")
+        tiles, dt = ir_const("tiles", tpb * need_var(E, "batch"))
+        body += [dtpb, dt]
+    else:
+        tiles, dt = ir_const("tiles", per)
+        body.append(dt)
+    return grid_m, grid_n, grid_mp, tpb, tiles, t0, tstep
+
+
+def _declare_ws(
+    cfg: Sm90Config,
+    prob: GemmProblem,
+    a: OperandPlan,
+    b: OperandPlan,
+    ep: Dict[str, Any],
+    desc: Dict[str, Tuple[int, int, int]],
+    tx: int,
+) -> Tuple[_WsFrame, List[Any]]:
+    """The prologue's declarations: the shared arena, the full/empty barrier arrays, the
+    stage bases, the thread coordinates, the cluster rank, the tile grid (tiles per batch
+    when batched) and the k-tile count; returns the frame and the statements."""
+    S, CL = cfg.stages, cfg.cluster
+    E = env90(prob, True)
+    if prob.batch:  # the batch count and C's batch stride (elements) follow c_vec
+        E.add(batch=ir_var("batch"), ldcb=ir_var("ldcb", "long long"))
+    body: List[Any] = []
+    smem_arena(E, body, split=True)
+    full = kir.Var("lp_full", "unsigned long long*")
+    empty = kir.Var("lp_empty", "unsigned long long*")
+    for bv in (full, empty):
+        body.append(kir.Decl(bv, dims=(S,), prefix="__shared__ __align__(8)", tname="unsigned long long"))
+    sA, sB, d1, d2 = stage_bases_ir(E, S, a)
+    sE, d3 = ir_const("sE", sB + kir.Const(S * 2 * b.stage_elems, "unsigned"), "unsigned")
+
+    def cvta(x: kir.Var) -> kir.Expr:
+        return kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (x,), "unsigned"))
+
+    full0, d4 = ir_const("full0", cvta(full), "unsigned")
+    empty0, d5 = ir_const("empty0", cvta(empty), "unsigned")
+    body += [d1, d2, d3, d4, d5]
+    E.add(sA=sA, sB=sB, sE=sE, full0=full0, empty0=empty0)
+    tid_ir(E, body)
+    rank = kir.Var("rank", "unsigned")
+    crank: Optional[kir.Var] = None
+    if CL > 1:
+        crank, dcr = ir_const("crank", kir.Cast("int", rank))
+        body += [kir.ClusterRank(rank), dcr]
+    grid_m, grid_n, grid_mp, tpb, tiles, t0, tstep = _tile_walk_ir(E, cfg, prob, body)
+    KT, dkt = k_tiles_ir(E, cfg.bk)
+    body.append(dkt)
+    F = _WsFrame(
+        cfg=cfg,
+        prob=prob,
+        a=a,
+        b=b,
+        ep=ep,
+        desc=desc,
+        tx=tx,
+        E=E,
+        regs=232 if cfg.warpgroups == 2 else 240,
+        e_off=S * 2 * (a.stage_elems + b.stage_elems),
+        full0=full0,
+        empty0=empty0,
+        rank=rank,
+        crank=crank,
+        grid_m=grid_m,
+        grid_n=grid_n,
+        grid_mp=grid_mp,
+        tpb=tpb,
+        tiles=tiles,
+        KT=KT,
+        t0=t0,
+        tstep=tstep,
+    )
+    return F, body
+
+
+def _barrier_init_ir(F: _WsFrame) -> List[kir.Stmt]:
+    """Thread 0 initializes the stages' full (one arrival) and empty (every consumer warp
+    of the cluster) barriers; then the CTA (or the cluster) synchronizes."""
+    s = ir_var("s")
+    init = kir.If(
+        F.E.tid.eq(0),
+        kir.block(
+            kir.For(
+                s,
+                kir.Const(0),
+                kir.Const(F.S),
+                kir.block(
+                    kir.MbarInit(kir.MbarRef(F.full0, s), 1),
+                    kir.MbarInit(kir.MbarRef(F.empty0, s), 4 * F.CW * F.CL),
+                ),
+            ),
+            kir.Fence("mbarrier_init"),
+            kir.Fence("proxy_async"),
+        ),
+    )
+    sync = (
+        kir.SyncThreads()
+        if F.CL == 1
+        else kir.ClusterSync("every CTA's barriers are initialized before any use")
+    )
+    return [init, sync]
+
+
+def _tile_lines_ir(F: _WsFrame, t0_: kir.Var) -> Tuple[List[kir.Stmt], kir.Var, kir.Var]:
+    """Tile ``t0_`` of the walk -> its batch (when batched: ``E.bidx``), its tile
+    coordinates and its origin ``m0``, ``n0`` (in a cluster: the CTA's tile row of its
+    rank)."""
+    E, CL = F.E, F.CL
+    tm, tn = kir.Var("tm"), kir.Var("tn")
+    pre: List[kir.Stmt] = []
+    t: kir.Var = t0_
+    E.add(bidx=None)
+    if F.tpb is not None:
+        (bidx, t), pre = batch_split_ir(t0_, F.tpb)
+        E.add(bidx=bidx)
+    if CL == 1:
+        out = pre + [
+            kir.Decl(tm),
+            kir.Decl(tn),
+            kir.Eval(kir.Call("lp_tile", (t, F.grid_m, F.grid_n, tm, tn), "void")),
+        ]
+        tmv = tm
+    else:
+        assert F.crank is not None and F.grid_mp is not None  # declared for every cluster
+        tp = kir.Var("tp")
+        tmv, dtm = ir_const(
+            "tm", cluster_tm_ir(CL, tp, F.crank), comment="may pass grid_m: zero-filled, not stored"
+        )
+        out = pre + [
+            kir.Decl(tp),
+            kir.Decl(tn),
+            kir.Eval(kir.Call("lp_tile", (t, F.grid_mp, F.grid_n, tp, tn), "void")),
+            dtm,
+        ]
+    m0, dm = ir_const("m0", tmv * F.cfg.bm)
+    n0, dn = ir_const("n0", tn * F.cfg.bn)
+    return out + [dm, dn], m0, n0
+
+
+def _producer_loads_ir(F: _WsFrame, st: kir.Var, kt: kir.Var, bar: kir.Var) -> List[kir.Stmt]:
+    """The TMA boxes of stage ``st``: the A tile, and the B tile (in a cluster: this rank's
+    B boxes, multicast to every CTA)."""
+    E, prob, a, b, CL = F.E, F.prob, F.a, F.b, F.CL
+    ca = need_var(E, "bidx") if "a" in prob.batch else None
+    cb = need_var(E, "bidx") if "b" in prob.batch else None
+    loads = tma_loads_ir(E, a, E.tmA, E.sA, st, kt, bar, c2=ca)
+    if CL == 1:
+        loads += tma_loads_ir(E, b, E.tmB, E.sB, st, kt, bar, c2=cb)
+    else:
+        for r, bx in _cluster_boxes(b, CL).items():
+            loads.append(
+                kir.If(
+                    F.rank.eq(kir.Const(r, "unsigned")),
+                    kir.block(
+                        tma_loads_ir(E, b, E.tmB, E.sB, st, kt, bar, boxes=bx, mask=(1 << CL) - 1, c2=cb)
+                    ),
+                    comment=f"B boxes {bx}, multicast to the cluster",
+                )
+            )
+    return loads
+
+
+def _producer_ir(F: _WsFrame) -> kir.Block:
+    """Warpgroup 0: one thread walks the tiles and keeps up to ``S`` stages in flight (wait
+    for the stage's release, expect its bytes, issue its boxes)."""
+    E, S = F.E, F.S
+    st, ph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
+    t = ir_var("t")
+    tl, m0, n0 = _tile_lines_ir(F, t)
+    E.add(m0=m0, n0=n0)
+    kt = ir_var("kt")
+    bar, dbar = ir_const("bar", kir.MbarRef(F.full0, st), "unsigned")
+    loads = _producer_loads_ir(F, st, kt, bar)
+    stage = kir.block(
+        kir.MbarWait(
+            kir.MbarRef(F.empty0, st), ph ^ kir.Const(1, "unsigned"), "the consumers released stage st"
+        ),
+        dbar,
+        kir.MbarExpectTx(bar, F.tx),
+        loads,
+        kir.RingAdvance(st, S, ph),
+    )
+    return kir.block(
+        kir.Comment(f"producer: one thread keeps up to {S} stages in flight"),
+        kir.SetMaxNReg(False, 40),
+        kir.If(
+            E.wt.eq(0),
+            kir.block(
+                kir.Decl(st, kir.Const(0)),
+                kir.Decl(ph, kir.Const(0, "unsigned")),
+                kir.For(
+                    t,
+                    F.t0,
+                    F.tiles,
+                    kir.block(tl, kir.For(kt, kir.Const(0), F.KT, stage)),
+                    step=F.tstep,
+                    cond=t.lt(F.tiles),
+                ),
+            ),
+        ),
+    )
+
+
+def _release_ir(F: _WsFrame, prev: kir.Var, lane0: kir.Var) -> kir.Stmt:
+    """Lane 0 of each consumer warp releases stage ``prev`` (in a cluster: on this CTA's
+    empty barrier, then on the peer's)."""
+    ops = [kir.MbarArrive(kir.MbarRef(F.empty0, prev))]
+    if F.CL > 1:
+        ops.append(kir.MbarArrive(kir.MbarRef(F.empty0, prev), F.rank ^ kir.Const(1, "unsigned")))
+    return kir.If(
+        prev.ge(0).and_(lane0),
+        kir.block(*ops),
+        comment="this CTA's barrier, then the peer's" if F.CL > 1 else "",
+    )
+
+
+def _consumer_ir(F: _WsFrame) -> kir.Block:
+    """Warpgroups 1..: per tile, wgmma over the k-tiles with one batch in flight (a stage
+    goes back to the producer once the batch after it was issued), then the staged
+    epilogue."""
+    E, cfg, S = F.E, F.cfg, F.S
+    cst, cph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
+    ct = ir_var("t")
+    ctl, cm0, cn0 = _tile_lines_ir(F, ct)
+    cg, dcg = ir_const("cg", E.wg - 1)
+    lane0, dl0 = ir_const("lane0", (E.tid & 31).eq(0), "bool")
+    E.add(cg=cg, m0=cm0, n0=cn0)
+    acc, ad = acc_ir(cfg)
+    prev = ir_var("prev", values=tuple(range(-1, S)))
+    ckt = ir_var("kt")
+    mainloop = kir.For(
+        ckt,
+        kir.Const(0),
+        F.KT,
+        kir.block(
+            kir.MbarWait(kir.MbarRef(F.full0, cst), cph, "stage st's bytes have landed"),
+            wgmma_batch_ir(E, cfg, F.desc, F.a, F.b, cst, cg, acc),
+            kir.Comment("the previous batch is complete: its stage goes back to the producer(s)"),
+            _release_ir(F, prev, lane0),
+            kir.Assign(prev, cst),
+            kir.RingAdvance(cst, S, cph),
+        ),
+    )
+    return kir.block(
+        kir.Comment("consumers: wgmma on this warpgroup's 64-row slice, one batch in flight"),
+        kir.SetMaxNReg(True, F.regs),
+        dcg,
+        dl0,
+        kir.Decl(cst, kir.Const(0)),
+        kir.Decl(cph, kir.Const(0, "unsigned")),
+        kir.For(
+            ct,
+            F.t0,
+            F.tiles,
+            kir.block(
+                ctl,
+                ad,
+                kir.Decl(prev, kir.Const(-1)),
+                mainloop,
+                kir.WgmmaWait(0),
+                _release_ir(F, prev, lane0),
+                _epilogue_ws_ir(E, cfg, F.prob, F.ep, acc, F.e_off),
+            ),
+            step=F.tstep,
+            cond=ct.lt(F.tiles),
+        ),
+    )
+
+
+def _ws_description(F: _WsFrame) -> Tuple[str, ...]:
+    cfg, prob, CL = F.cfg, F.prob, F.CL
+    return (
+        "",
+        f"wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = A[M,K] @ B[K,N]",
+        f"A {prob.a_major}-major, B {prob.b_major}-major (TMA tensor maps);",
+        f"{prob.dtype} in, f32 accumulate, {prob.out} out",
+        f"persistent, warp-specialized: 1 producer warpgroup (TMA, 40 registers) + {F.CW} consumer",
+        f"warpgroup(s) (wgmma, {F.regs} registers); block {cfg.bm}x{cfg.bn}x{cfg.bk}, {F.S}-stage",
+        "full/empty mbarrier pipeline, epilogue through a swizzled shared-memory buffer",
+        f"{CL}-CTA clusters: the B tile is multicast, each CTA loading half of it"
+        if CL > 1
+        else "no cluster",
+    )
+
+
 def _source_ws_ir(
     cfg: Sm90Config,
     prob: GemmProblem,
@@ -682,250 +1032,14 @@ def _source_ws_ir(
     own A tile and half of B's boxes, multicast into both CTAs' stages; a stage is free
     again once the consumers of *both* CTAs released it (they arrive on both CTAs' empty
     barriers).  ``tx`` is the proven per-stage transaction count."""
-    # Long by design: the producer and consumer blocks below are one kernel body that shares the ring,
-    # barrier and tile variables declared at its top; the statements are built in the order they are
-    # printed, so the function reads like the kernel it emits.
-    S = cfg.stages
-    CW = cfg.warpgroups
-    CL = cfg.cluster
-    regs = 232 if CW == 2 else 240
-    E = env90(prob, True)
-    if prob.batch:  # the batch count and C's batch stride (elements) follow c_vec
-        E.add(batch=ir_var("batch"), ldcb=ir_var("ldcb", "long long"))
-    body: List[Any] = []
-    smem_arena(E, body, split=True)
-    full = kir.Var("lp_full", "unsigned long long*")
-    empty = kir.Var("lp_empty", "unsigned long long*")
-    for bv in (full, empty):
-        body.append(kir.Decl(bv, dims=(S,), prefix="__shared__ __align__(8)", tname="unsigned long long"))
-    sA, sB, d1, d2 = stage_bases_ir(E, S, a)
-    e_off = S * 2 * (a.stage_elems + b.stage_elems)
-    sE, d3 = ir_const("sE", sB + kir.Const(S * 2 * b.stage_elems, "unsigned"), "unsigned")
-
-    def cvta(x: kir.Var) -> kir.Expr:
-        return kir.Cast("unsigned", kir.Call("__cvta_generic_to_shared", (x,), "unsigned"))
-
-    full0, d4 = ir_const("full0", cvta(full), "unsigned")
-    empty0, d5 = ir_const("empty0", cvta(empty), "unsigned")
-    body += [d1, d2, d3, d4, d5]
-    E.add(sA=sA, sB=sB, sE=sE, full0=full0, empty0=empty0)
-    tid_ir(E, body)
-    rank = kir.Var("rank", "unsigned")
-    if CL > 1:
-        crank, dcr = ir_const("crank", kir.Cast("int", rank))
-        body += [kir.ClusterRank(rank), dcr]
-    grid_m, dg1 = ir_const("grid_m", (E.M + (cfg.bm - 1)) / cfg.bm)
-    grid_n, dg2 = ir_const("grid_n", (E.N + (cfg.bn - 1)) / cfg.bn)
-    body += [dg1, dg2]
-    t0: kir.Expr
-    tstep: kir.Expr
-    per: kir.Expr
-    if CL == 1:
-        per = grid_m * grid_n
-        t0, tstep = E.blockIdx, E.gridDim
-    else:
-        grid_mp, dmp = ir_const("grid_mp", (grid_m + (CL - 1)) / CL, comment="tile-row groups of the cluster")
-        body.append(dmp)
-        per = grid_mp * grid_n
-        t0, tstep = E.blockIdx / CL, E.gridDim / CL
-    tpb: Optional[kir.Var] = None
-    if prob.batch:  # the batches' tile grids end to end: tiles = tiles per batch * batch
-        tpb, dtpb = ir_const("tpb", per, comment="tiles per batch")
-        tiles, dt = ir_const("tiles", tpb * need_var(E, "batch"))
-        body += [dtpb, dt]
-    else:
-        tiles, dt = ir_const("tiles", per)
-        body.append(dt)
-    KT, dkt = k_tiles_ir(E, cfg.bk)
-    body.append(dkt)
-    s = ir_var("s")
-    body.append(
-        kir.If(
-            E.tid.eq(0),
-            kir.block(
-                kir.For(
-                    s,
-                    kir.Const(0),
-                    kir.Const(S),
-                    kir.block(
-                        kir.MbarInit(kir.MbarRef(full0, s), 1),
-                        kir.MbarInit(kir.MbarRef(empty0, s), 4 * CW * CL),
-                    ),
-                ),
-                kir.Fence("mbarrier_init"),
-                kir.Fence("proxy_async"),
-            ),
-        )
-    )
-    body.append(
-        kir.SyncThreads()
-        if CL == 1
-        else kir.ClusterSync("every CTA's barriers are initialized before any use")
-    )
-
-    def tile_lines(t0_: kir.Var) -> Tuple[List[kir.Stmt], kir.Var, kir.Var]:
-        tm, tn = kir.Var("tm"), kir.Var("tn")
-        pre: List[kir.Stmt] = []
-        t: kir.Var = t0_
-        E.add(bidx=None)
-        if tpb is not None:
-            (bidx, t), pre = batch_split_ir(t0_, tpb)
-            E.add(bidx=bidx)
-        if CL == 1:
-            out = pre + [
-                kir.Decl(tm),
-                kir.Decl(tn),
-                kir.Eval(kir.Call("lp_tile", (t, grid_m, grid_n, tm, tn), "void")),
-            ]
-            tmv = tm
-        else:
-            tp = kir.Var("tp")
-            tmv, dtm = ir_const(
-                "tm", cluster_tm_ir(CL, tp, crank), comment="may pass grid_m: zero-filled, not stored"
-            )
-            out = pre + [
-                kir.Decl(tp),
-                kir.Decl(tn),
-                kir.Eval(kir.Call("lp_tile", (t, grid_mp, grid_n, tp, tn), "void")),
-                dtm,
-            ]
-        m0, dm = ir_const("m0", tmv * cfg.bm)
-        n0, dn = ir_const("n0", tn * cfg.bn)
-        return out + [dm, dn], m0, n0
-
-    # -- the producer
-    st, ph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
-    t = ir_var("t")
-    tl, m0, n0 = tile_lines(t)
-    E.add(m0=m0, n0=n0)
-    kt = ir_var("kt")
-    bar, dbar = ir_const("bar", kir.MbarRef(full0, st), "unsigned")
-    ca = need_var(E, "bidx") if "a" in prob.batch else None
-    cb = need_var(E, "bidx") if "b" in prob.batch else None
-    loads = tma_loads_ir(E, a, E.tmA, sA, st, kt, bar, c2=ca)
-    if CL == 1:
-        loads += tma_loads_ir(E, b, E.tmB, sB, st, kt, bar, c2=cb)
-    else:
-        for r, bx in _cluster_boxes(b, CL).items():
-            loads.append(
-                kir.If(
-                    rank.eq(kir.Const(r, "unsigned")),
-                    kir.block(
-                        tma_loads_ir(E, b, E.tmB, sB, st, kt, bar, boxes=bx, mask=(1 << CL) - 1, c2=cb)
-                    ),
-                    comment=f"B boxes {bx}, multicast to the cluster",
-                )
-            )
-    producer = kir.block(
-        kir.Comment(f"producer: one thread keeps up to {S} stages in flight"),
-        kir.SetMaxNReg(False, 40),
-        kir.If(
-            E.wt.eq(0),
-            kir.block(
-                kir.Decl(st, kir.Const(0)),
-                kir.Decl(ph, kir.Const(0, "unsigned")),
-                kir.For(
-                    t,
-                    t0,
-                    tiles,
-                    kir.block(
-                        tl,
-                        kir.For(
-                            kt,
-                            kir.Const(0),
-                            KT,
-                            kir.block(
-                                kir.MbarWait(
-                                    kir.MbarRef(empty0, st),
-                                    ph ^ kir.Const(1, "unsigned"),
-                                    "the consumers released stage st",
-                                ),
-                                dbar,
-                                kir.MbarExpectTx(bar, tx),
-                                loads,
-                                kir.RingAdvance(st, S, ph),
-                            ),
-                        ),
-                    ),
-                    step=tstep,
-                    cond=t.lt(tiles),
-                ),
-            ),
-        ),
-    )
-    # -- the consumers
-    cst, cph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
-    ct = ir_var("t")
-    ctl, cm0, cn0 = tile_lines(ct)
-    cg, dcg = ir_const("cg", E.wg - 1)
-    lane0, dl0 = ir_const("lane0", (E.tid & 31).eq(0), "bool")
-    E.add(cg=cg, m0=cm0, n0=cn0)
-    acc, ad = acc_ir(cfg)
-    prev = ir_var("prev", values=tuple(range(-1, S)))
-    ckt = ir_var("kt")
-
-    def release() -> kir.Stmt:
-        ops = [kir.MbarArrive(kir.MbarRef(empty0, prev))]
-        if CL > 1:
-            ops.append(kir.MbarArrive(kir.MbarRef(empty0, prev), rank ^ kir.Const(1, "unsigned")))
-        return kir.If(
-            prev.ge(0).and_(lane0),
-            kir.block(*ops),
-            comment="this CTA's barrier, then the peer's" if CL > 1 else "",
-        )
-
-    consumer = kir.block(
-        kir.Comment("consumers: wgmma on this warpgroup's 64-row slice, one batch in flight"),
-        kir.SetMaxNReg(True, regs),
-        dcg,
-        dl0,
-        kir.Decl(cst, kir.Const(0)),
-        kir.Decl(cph, kir.Const(0, "unsigned")),
-        kir.For(
-            ct,
-            t0,
-            tiles,
-            kir.block(
-                ctl,
-                ad,
-                kir.Decl(prev, kir.Const(-1)),
-                kir.For(
-                    ckt,
-                    kir.Const(0),
-                    KT,
-                    kir.block(
-                        kir.MbarWait(kir.MbarRef(full0, cst), cph, "stage st's bytes have landed"),
-                        wgmma_batch_ir(E, cfg, desc, a, b, cst, cg, acc),
-                        kir.Comment("the previous batch is complete: its stage goes back to the producer(s)"),
-                        release(),
-                        kir.Assign(prev, cst),
-                        kir.RingAdvance(cst, S, cph),
-                    ),
-                ),
-                kir.WgmmaWait(0),
-                release(),
-                _epilogue_ws_ir(E, cfg, prob, ep, acc, e_off),
-            ),
-            step=tstep,
-            cond=ct.lt(tiles),
-        ),
-    )
-    body.append(kir.If(E.wg.eq(0), producer, consumer))
-    if CL > 1:
+    F, body = _declare_ws(cfg, prob, a, b, ep, desc, tx)
+    body += _barrier_init_ir(F)
+    producer = _producer_ir(F)
+    consumer = _consumer_ir(F)
+    body.append(kir.If(F.E.wg.eq(0), producer, consumer))
+    if F.CL > 1:
         body.append(kir.ClusterSync("no CTA leaves while a peer may still arrive on its barriers"))
-    descr = (
-        "",
-        f"wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = A[M,K] @ B[K,N]",
-        f"A {prob.a_major}-major, B {prob.b_major}-major (TMA tensor maps);",
-        f"{prob.dtype} in, f32 accumulate, {prob.out} out",
-        f"persistent, warp-specialized: 1 producer warpgroup (TMA, 40 registers) + {CW} consumer",
-        f"warpgroup(s) (wgmma, {regs} registers); block {cfg.bm}x{cfg.bn}x{cfg.bk}, {S}-stage",
-        "full/empty mbarrier pipeline, epilogue through a swizzled shared-memory buffer",
-        f"{CL}-CTA clusters: the B tile is multicast, each CTA loading half of it"
-        if CL > 1
-        else "no cluster",
-    )
-    helpers = ("tma",) + (("cluster",) if CL > 1 else ()) + ("named_sync", "wgmma")
+    helpers = ("tma",) + (("cluster",) if F.CL > 1 else ()) + ("named_sync", "wgmma")
     return kernel90(
         cfg,
         prob,
@@ -933,9 +1047,9 @@ def _source_ws_ir(
         b,
         desc,
         name,
-        E,
+        F.E,
         body,
-        descr,
+        _ws_description(F),
         tuple(ep["fns"].values()),
         helpers,
         tma=True,
