@@ -1,5 +1,5 @@
 """How long an explanation of a refusal takes on concrete layouts of up to ~10^5 elements
-(issue 26: under 1 s).  Run: ``python bench/explain.py``; prints one line per case."""
+(the target: under 1 s).  Run: ``python bench/explain.py``; prints one line per case."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The adversarial fuzz of issue 13, as a CI run (the harness: ``tools/adversarial.py``).
+"""The adversarial fuzz, as a CI run (the harness: ``tools/adversarial.py``).
 
 One seeded run of at least 20,000 cases, each under a per-case hang detector and judged by
 the brute-force referee (concrete post-conditions, small-candidate searches on refusals) and

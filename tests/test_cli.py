@@ -254,7 +254,7 @@ def test_quickstart_shell_examples(cmd, expected):
     )
 
 
-# ----------------------------------------------------------------------------- issue 18: forms, flags
+# ----------------------------------------------------------------------------- forms, flags
 def _main(argv, capsys):
     from layoutproof.cli import main
 
@@ -423,7 +423,7 @@ def test_kit_extra_is_light():
 
 
 def test_check_counterexample_sentence(capsys):
-    """issue 18: a refuted equality over a large domain names the coordinate once, in a
+    """A refuted equality over a large domain names the coordinate once, in a
     sentence ("counterexample: coordinate 100000 = (0,1): 100000 != 500"), and the values it
     prints are the two layouts' values there.  Which coordinate is named depends on the path
     that decided it (Z3 within its time limit, else the bounded fallback): any is right."""
@@ -461,10 +461,10 @@ def test_closed_stdout_gives_no_traceback():
 @pytest.mark.parametrize("path, hopper", [("wgmma", True), ("mma.sync", False)])
 def test_gemm_default_config_is_what_gemm_runs(path, hopper, tmp_path, capsys):
     """Without --config / --sm90-config the emitted kernel is the one layoutproof.gpu.gemm
-    picks for the shape (plan.choose_config), not a fixed default."""
+    picks for the shape (rule.choose_config), not a fixed default."""
     from layoutproof.gpu.cli import main
     from layoutproof.gpu.config import GemmProblem
-    from layoutproof.gpu.plan import choose_config
+    from layoutproof.gpu.host.rule import choose_config
 
     out = tmp_path / "k.cu"
     argv = ["--no-run", "--path", path, "--m", "512", "--n", "1024", "--k", "256", "--emit", str(out)]

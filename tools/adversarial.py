@@ -1,4 +1,4 @@
-"""The adversarial fuzz harness of layoutproof (issue 13).
+"""The adversarial fuzz harness of layoutproof.
 
 Seeded generators of random and hostile inputs for the public functions of ``layoutproof``,
 ``layoutproof.verify`` and the symbolic operations, each case run under a per-case hang

@@ -1,5 +1,5 @@
 """Mutation testing of the layout algebra: how many hand-written bugs do the tests and the
-theorem catalog catch?  (issue 5, part 4; a measurement, never run in CI)
+theorem catalog catch?  (a measurement, never run in CI)
 
 Each mutation below is a named, hand-written, semantically meaningful edit of one source
 file of the algebra (an off-by-one in a prefix product, swapped operands, a dropped

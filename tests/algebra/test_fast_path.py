@@ -1,4 +1,4 @@
-"""The plain-int fast paths give exactly what the general routines give (issue 29, item 4):
+"""The plain-int fast paths give exactly what the general routines give:
 the validating constructor's one-pass check, and composition's exact fallback in plain
 Python for small leaves and domains.  No timings here (bench/algebra.py measures)."""
 

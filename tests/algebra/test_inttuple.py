@@ -488,7 +488,7 @@ def test_make_layout_examples():
     assert make_layout() == Layout((), ())
     with pytest.raises(MalformedLayoutError):
         make_layout(A, (2, 2))
-    assert make_layout(3) == Layout(3, 1)  # C++ make_layout(shape) (issue 18)
+    assert make_layout(3) == Layout(3, 1)  # C++ make_layout(shape)
     with pytest.raises(MalformedLayoutError):
         make_layout("3")
 

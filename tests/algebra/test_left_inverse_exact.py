@@ -1,4 +1,4 @@
-"""left_inverse is decided exactly (issue 13): it returns a layout R with L(R(L(i))) == L(i)
+"""left_inverse is decided exactly: it returns a layout R with L(R(L(i))) == L(i)
 for every i (R(L(i)) == i when L is injective) whenever one exists, and raises only when
 none does.  Checked against two brute-force oracles over every small layout.
 

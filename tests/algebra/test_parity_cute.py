@@ -1,4 +1,4 @@
-"""Parity with CuTe C++ and PyCuTe (issue 18), each case from the peer's documented
+"""Parity with CuTe C++ and PyCuTe, each case from the peer's documented
 behaviour: the C++ source (cute/layout.hpp, layout_composed.hpp, swizzle_layout.hpp,
 int_tuple.hpp) and the PyCuTe / legacy pycute reference implementations.  Every result is
 also checked against its definition by evaluation, so a test cannot pass on a wrong

@@ -1,4 +1,4 @@
-"""Batched GEMM (issue 17): C[i] = A[i] @ B[i] in one launch of the warp-specialized TMA
+"""Batched GEMM: C[i] = A[i] @ B[i] in one launch of the warp-specialized TMA
 kernel -- the batch index split off the persistent tile index and proven to reach every
 (batch, tile) once, rank-3 TMA loads at the batch coordinate, C's stores claimed at
 ``C + bidx * ldcb + row * ldc + col``; a planted wrong batch stride refused by name; the
@@ -800,7 +800,7 @@ def test_fake_batched_loop_path_passes_each_batchs_c(fake3):
     assert [ln["values"][-2] for ln in cp.launches[n0:]] == [shared.data.ptr] * 3
 
 
-# ============================================================================ G2's last changes (CPU)
+# ======================================================== the batched plan's later additions (CPU)
 @needs_3d
 def test_a_shared_operand_read_at_a_batch_coordinate_is_refused(monkeypatch):
     # B is shared (batch="a"): a box of B given a batch coordinate is refused by name

@@ -40,7 +40,7 @@ def test_choose_config_returns_a_valid_candidate_minimizing_the_model(hopper, tm
         cfg = P.choose_config(m, n, k, GemmProblem(), hopper=hopper, tma=tma)
         best = min(P.estimate_us(c, m, n, k) for c in cands)
         if isinstance(cfg, SplitKConfig) and cfg.reduction == "cluster":
-            # the cluster reduction replaces a plane split where P.cluster_split says (G4)
+            # the cluster reduction replaces a plane split where P.cluster_split says
             assert hopper and tma and cfg == P.cluster_split(m, n, k)
             continue
         if isinstance(cfg, SplitKConfig):
@@ -73,7 +73,7 @@ def test_choose_config_big_squares_take_the_large_tile_small_problems_smaller_ti
 
 
 def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_faster():
-    # G6 (session 22): the shapes the H100 measured faster with an unsplit 16-row mma.sync tile
+    # the shapes the H100 measured faster with an unsplit 16-row mma.sync tile
     want = {
         (16, 4096, 4096): "16x32x128_w1x2_s8_auto_g8",
         (16, 4096, 11008): "16x32x128_w1x2_s8_auto_g8",

@@ -347,7 +347,7 @@ def test_serial_config_rules_and_keys():
 def test_the_rule_splits_decode_shapes_serially_when_an_epilogue_is_fused(shape):
     cfg = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True, cluster=False)
     assert isinstance(cfg, SplitKConfig) and cfg.reduction == "kernel", cfg.key()
-    # by default the cluster reduction replaces the plane split where it measured faster (G4)
+    # by default the cluster reduction replaces the plane split where it measured faster
     dflt = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True)
     assert dflt == (P.cluster_split(*shape) or cfg), dflt.key()
     cfg = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True, epilogue=True)

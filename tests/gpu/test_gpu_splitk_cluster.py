@@ -1,4 +1,4 @@
-"""Split-K reduced inside a thread-block cluster (gpu/splitk_cluster.py, issue 17, G4): the
+"""Split-K reduced inside a thread-block cluster (gpu/kernels/splitk_cluster.py): the
 generated kernel, the ordering model and its planted bugs, the slices read from the IR, the
 unit map, the rule, a plan's launch (fake CuPy), the nvcc compile, and with a GPU the
 results against float64."""

@@ -1,4 +1,4 @@
-"""The copy path's staging (issue 17, host time on ragged shapes): an operand that breaks
+"""The copy path's staging: an operand that breaks
 the kernels' 16-byte contract is copied into a padded buffer the plan keeps per stream --
 made (zero padding) on the first call, then refilled with one ``cudaMemcpy2DAsync`` where
 its rows are contiguous; the launch reads the same buffer (and so the same tensor map)."""

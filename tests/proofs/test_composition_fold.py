@@ -1,6 +1,6 @@
 """Composition's leaf walk and overlap check at every rank of A: the induction on the real
 step code (proofs/catalog/composition_fold.py), the opaque state and labels, the
-corollaries built on it, and planted bugs in the new steps (issue 15)."""
+corollaries built on it, and planted bugs in the new steps."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Composition for every rank of B (induction over B's leaves; issue 15,
+"""Composition for every rank of B (induction over B's leaves;
 proofs/catalog/composition_induction.py).  The exactness of its refusals is tested in
 tests/proofs/test_composition_exactness.py."""
 

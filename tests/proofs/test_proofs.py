@@ -374,7 +374,7 @@ def test_result_type_is_verify_result():
 
 
 def test_symbolic_execution_obligations_agree_with_cvc5(outcomes):
-    """Every Z3 obligation of the all-values group (issue 15) is re-checked by cvc5: same
+    """Every Z3 obligation of the all-values group is re-checked by cvc5: same
     verdicts, none undecided."""
     pytest.importorskip("cvc5")
     from layoutproof.proofs.runner import cross_check_outcome

@@ -1,4 +1,4 @@
-"""The worked examples of the seed documents (/work/shared/seeds), checked value by value.
+"""The worked examples of the seed documents, checked value by value.
 
 Seed 000: the coordinate table of shape (3,(2,3)).  Seed 001: the layout function,
 sorting, coalescing and the two complement examples.  Seed 004 (Cecka's GTC talk): the

@@ -1,4 +1,4 @@
-"""Symbolic execution of the symbolic algebra and its per-path Z3 obligations (issue 15)."""
+"""Symbolic execution of the symbolic algebra and its per-path Z3 obligations."""
 
 from __future__ import annotations
 

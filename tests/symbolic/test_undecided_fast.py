@@ -1,5 +1,5 @@
 """An undecided condition is reported as soon as a model each way is known, not when the
-time budget runs out (issue 29, item 4).  No timed assertions: the tests count solver
+time budget runs out.  No timed assertions: the tests count solver
 runs and check that no Z3 call reaches its own time limit."""
 
 from __future__ import annotations

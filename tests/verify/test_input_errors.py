@@ -1,5 +1,5 @@
 """Mistakes in how a check is called are MalformedLayoutError (a LayoutError) naming the
-mistake, never a bare TypeError from inside verify (issue 29, item 4)."""
+mistake, never a bare TypeError from inside verify."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The soundness contract of verify and of the symbolic algebra (issue 13).
+"""The soundness contract of verify and of the symbolic algebra.
 
 * proved: holds for every value in scope -- and survives a falsification pass on random
   admissible assignments;
