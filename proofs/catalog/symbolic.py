@@ -42,7 +42,7 @@ from ..symexec import z3_module as _z3
 from ..theorem import Theorem
 
 GROUP = "All values (symbolic execution + Z3)"
-REF = ("issue 15", "docs/architecture.md: proofs by symbolic execution")
+REF = ("docs/architecture.md: proofs by symbolic execution",)
 
 #: Z3 time for a path's whole claim before it is split into one query per conjunct (ms)
 FIRST_MS = 5000
