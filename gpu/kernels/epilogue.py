@@ -173,13 +173,38 @@ def _find(body: kir.Block, pred: Any, what: str) -> List[Any]:
     return hits
 
 
-def epilogue_ir(
-    base: kir.Kernel, cfg: EpilogueConfig, prob: GemmProblem, log: ProofLog, name: str
-) -> Tuple[kir.Kernel, kir.ProvenFn]:
-    """The kernel with the fused bias + activation (see the module docstring)."""
-    # Long by design: one rewrite of the base kernel's epilogue write: the bias, activation,
-    # alpha/beta and C-input statements replace a single IR node and share the variables found in the
-    # base IR above.
+@dataclass(frozen=True)
+class _EpilogueEnv:
+    """What the phases of :func:`epilogue_ir` share: the base kernel's one buffer write and
+    the variables found around it (:func:`_declare_epilogue`), the lowered register maps,
+    and the parameters the fused epilogue adds (``rows``: the register's row, when read;
+    ``ab``: alpha, beta and the C input, when asked)."""
+
+    cfg: EpilogueConfig
+    prob: GemmProblem
+    write: Any  # the kir.Assign to the buffer (a kir.Mem)
+    rhs: kir.Call
+    wt: kir.Expr
+    N: kir.Var
+    n0: kir.Var
+    col_layout: Any
+    colfn: kir.ProvenFn
+    fns: Tuple[kir.ProvenFn, ...]
+    rows: Dict[str, Any]
+    ab: Dict[str, Any]
+    bias: kir.Var
+    btype: str
+    bw: int
+    bconv: Optional[str]
+    act: str
+
+    @property
+    def along_m(self) -> bool:
+        return self.cfg.bias_axis == "m"
+
+
+def _buffer_write(base: kir.Kernel) -> Tuple[Any, kir.Call]:
+    """The base kernel's one epilogue buffer write, of a pair of accumulators, and its value."""
     writes = _find(
         base.body,
         lambda n: (
@@ -201,6 +226,15 @@ def epilogue_ir(
         raise ProofFailedError(
             "epilogue rewrite: the write is not a pair of accumulators", condition="epilogue rewrite"
         )
+    return write, rhs
+
+
+def _declare_epilogue(
+    base: kir.Kernel, cfg: EpilogueConfig, prob: GemmProblem, log: ProofLog
+) -> _EpilogueEnv:
+    """The buffer write, the variables the rewrite reads, the lowered column (and row) maps
+    of the registers, and the new parameters."""
+    write, rhs = _buffer_write(base)
     apps = [x for x in kir.walk(write.lhs.claim.addr) if isinstance(x, kir.LayoutApp)]
     wt = apps[0].coords[0]
     loops = _find(
@@ -216,17 +250,13 @@ def epilogue_ir(
     fns = [colfn]
     ab: Dict[str, Any] = {}
     rows: Dict[str, Any] = {}
-    along_m = cfg.bias_axis == "m"
-    if cfg.alpha_beta or along_m:  # the register's row: the C input's, or the bias's
-        m0 = find_decl(loops[-1].body, "m0", _WHAT, _WHAT)
-        cg = find_decl(base.body, "cg", _WHAT, _WHAT)
+    if cfg.alpha_beta or cfg.bias_axis == "m":  # the register's row: the C input's, or the bias's
         row_layout = acc_row_layout(cfg.bn, prob.dtype)
-        rlow = lower.lower(row_layout, ("t", "v"), name="lp_acc_row", log=log)
-        rowfn = kir.from_lowered(rlow)
+        rowfn = kir.from_lowered(lower.lower(row_layout, ("t", "v"), name="lp_acc_row", log=log))
         fns.append(rowfn)
         rows = dict(
-            m0=m0,
-            cg=cg,
+            m0=find_decl(loops[-1].body, "m0", _WHAT, _WHAT),
+            cg=find_decl(base.body, "cg", _WHAT, _WHAT),
             M=find_param(base, "M", _WHAT, _WHAT),
             row_layout=row_layout,
             rowfn=rowfn,
@@ -243,107 +273,142 @@ def epilogue_ir(
             bidx = find_decl(loops[-1].body, "bidx", _WHAT, _WHAT)
             ab.update(bidx=bidx, ldcib=kir.Var("ldcib", "long long"))
     btype, bw, bconv = BIAS_DTYPES[cfg.bias_dtype]
-    bias = kir.Var("bias", f"const {btype}*")
-    act = f"lp_act_{cfg.activation}"
+    return _EpilogueEnv(
+        cfg=cfg,
+        prob=prob,
+        write=write,
+        rhs=rhs,
+        wt=wt,
+        N=N,
+        n0=n0,
+        col_layout=col_layout,
+        colfn=colfn,
+        fns=tuple(fns),
+        rows=rows,
+        ab=ab,
+        bias=kir.Var("bias", f"const {btype}*"),
+        btype=btype,
+        bw=bw,
+        bconv=bconv,
+        act=f"lp_act_{cfg.activation}",
+    )
+
+
+def _bias_ir(
+    F: _EpilogueEnv, j: int, e: kir.Expr, rr: kir.Var, bc: kir.Var, rcoord: Any, coord: kir.Expr
+) -> Tuple[List[kir.Stmt], kir.Var]:
+    """Register ``e``'s row ``rr`` and column ``bc`` (those read), and its bias ``bv{j}``
+    loaded at its row or column, guarded by ``< M`` or ``< N`` (0 outside)."""
+    rows, wt, N = F.rows, F.wt, F.N
+    stmts: List[kir.Stmt] = []
+    bv = kir.Var(f"bv{j}", "float")
+    if rows:
+        stmts.append(
+            kir.Decl(
+                rr,
+                rows["m0"] + 64 * rows["cg"] + kir.call(rows["rowfn"], t=wt, v=_code_row_register(e)),
+                const=True,
+            )
+        )
+    if F.ab or not F.along_m:
+        stmts.append(kir.Decl(bc, F.n0 + kir.call(F.colfn, t=wt, v=_code_register(e)), const=True))
+    if F.along_m:
+        claim = kir.Claim(
+            "bias load bias[m0 + row(thread, register)]",
+            addr_of(F.bias) + F.bw * rcoord,
+            bounds=((rcoord, rows["M"]),),
+            width=F.bw,
+        )
+        bguard, bidx = rr.lt(rows["M"]), rr
+    else:
+        claim = kir.Claim(
+            "bias load bias[n0 + col(thread, register)]",
+            addr_of(F.bias) + F.bw * coord,
+            bounds=((coord, N),),
+            width=F.bw,
+        )
+        bguard, bidx = bc.lt(N), bc
+    bload: kir.Expr = kir.Mem(F.bias, claim, idx=bidx)
+    if F.bconv is not None:
+        bload = kir.Call(F.bconv, (bload,), "float")
+    stmts += [
+        kir.Decl(bv, kir.FloatLit("0.f")),
+        kir.If(bguard, kir.block(kir.Assign(bv, bload))),
+    ]
+    return stmts, bv
+
+
+def _c_input_ir(
+    F: _EpilogueEnv, j: int, rr: kir.Var, bc: kir.Var, rcoord: Any, coord: kir.Expr
+) -> Tuple[List[kir.Stmt], kir.Var]:
+    """``cv{j}``: the C input at the register's own (row, col) (of batch ``bidx`` when
+    batched), converted to float, guarded by ``< M`` and ``< N`` (0 outside)."""
+    ab, N = F.ab, F.N
+    ob = OUT_DTYPES[F.prob.out][1]
+    cv = kir.Var(f"cv{j}", "float")
+    celem: kir.Expr = kir.Cast("long long", rcoord) * ab["ldci"] + coord
+    cidx: kir.Expr = kir.Cast("long long", rr) * ab["ldci"] + bc
+    cwhat = "C input load Cin[m0 + row(thread, register), n0 + col(thread, register)]"
+    if "bidx" in ab:  # batched: batch bidx's C input, ldcib elements per batch
+        bcast = kir.Cast("long long", ab["bidx"])
+        celem = bcast * ab["ldcib"] + celem
+        cidx = bcast * c_input_batch_stride(ab["ldci"], ab["ldcib"]) + cidx
+        cwhat = "C input load Cin[bidx][m0 + row(thread, register), n0 + col(thread, register)]"
+    cclaim = kir.Claim(
+        cwhat,
+        addr_of(ab["Cin"]) + ob * celem,
+        bounds=((rcoord, ab["M"]), (coord, N)),
+        width=ob,
+    )
+    cin = kir.Mem(ab["Cin"], cclaim, idx=cidx)
+    tof = _TO_FLOAT[F.prob.out]
+    load = kir.Assign(cv, cin if tof is None else kir.Call(tof, (cin,), "float"))
+    return [
+        kir.Decl(cv, kir.FloatLit("0.f")),
+        kir.If(rr.lt(ab["M"]), kir.block(kir.If(bc.lt(N), kir.block(load)))),
+    ], cv
+
+
+def _fused_write_ir(F: _EpilogueEnv) -> List[kir.Stmt]:
+    """The statements that replace the buffer write: per register of the pair its bias (and
+    C input), then the write of ``act(acc + bias)`` (``act(alpha * acc + beta * Cin +
+    bias)``)."""
     stmts: List[kir.Stmt] = []
     vals = []
-    for j, x in enumerate(rhs.args):
+    for j, x in enumerate(F.rhs.args):
         if not isinstance(x, kir.Index):
             raise ProofFailedError(
                 "epilogue rewrite: the write is not of accumulators", condition="epilogue rewrite"
             )
         e = x.idx[0]
-        bv = kir.Var(f"bv{j}", "float")
         bc = kir.Var(f"bc{j}")
         rr = kir.Var(f"rr{j}")
-        coord = n0 + kir.LayoutApp(col_layout, (wt, e), "bias column of (thread, register)")
-        if rows:
+        coord = F.n0 + kir.LayoutApp(F.col_layout, (F.wt, e), "bias column of (thread, register)")
+        rcoord: Optional[kir.Expr] = None
+        if F.rows:
+            rows = F.rows
             rcoord = (
                 rows["m0"]
                 + 64 * rows["cg"]
-                + kir.LayoutApp(rows["row_layout"], (wt, e), "row of (thread, register)")
+                + kir.LayoutApp(rows["row_layout"], (F.wt, e), "row of (thread, register)")
             )
-            stmts.append(
-                kir.Decl(
-                    rr,
-                    rows["m0"] + 64 * rows["cg"] + kir.call(rows["rowfn"], t=wt, v=_code_row_register(e)),
-                    const=True,
-                )
-            )
-        if ab or not along_m:
-            stmts.append(kir.Decl(bc, n0 + kir.call(colfn, t=wt, v=_code_register(e)), const=True))
-        if along_m:
-            claim = kir.Claim(
-                "bias load bias[m0 + row(thread, register)]",
-                addr_of(bias) + bw * rcoord,
-                bounds=((rcoord, rows["M"]),),
-                width=bw,
-            )
-            bguard, bidx = rr.lt(rows["M"]), rr
-        else:
-            claim = kir.Claim(
-                "bias load bias[n0 + col(thread, register)]",
-                addr_of(bias) + bw * coord,
-                bounds=((coord, N),),
-                width=bw,
-            )
-            bguard, bidx = bc.lt(N), bc
-        bload: kir.Expr = kir.Mem(bias, claim, idx=bidx)
-        if bconv is not None:
-            bload = kir.Call(bconv, (bload,), "float")
-        stmts += [
-            kir.Decl(bv, kir.FloatLit("0.f")),
-            kir.If(bguard, kir.block(kir.Assign(bv, bload))),
-        ]
-        if not ab:
-            vals.append(kir.Call(act, (x + bv,), "float"))
+        bstmts, bv = _bias_ir(F, j, e, rr, bc, rcoord, coord)
+        stmts += bstmts
+        if not F.ab:
+            vals.append(kir.Call(F.act, (x + bv,), "float"))
             continue
         # alpha * acc + beta * Cin[row, col] + bias: Cin read at the register's own (row, col)
-        ob = OUT_DTYPES[prob.out][1]
-        cv = kir.Var(f"cv{j}", "float")
-        celem: kir.Expr = kir.Cast("long long", rcoord) * ab["ldci"] + coord
-        cidx: kir.Expr = kir.Cast("long long", rr) * ab["ldci"] + bc
-        cwhat = "C input load Cin[m0 + row(thread, register), n0 + col(thread, register)]"
-        if "bidx" in ab:  # batched: batch bidx's C input, ldcib elements per batch
-            bcast = kir.Cast("long long", ab["bidx"])
-            celem = bcast * ab["ldcib"] + celem
-            cidx = bcast * c_input_batch_stride(ab["ldci"], ab["ldcib"]) + cidx
-            cwhat = "C input load Cin[bidx][m0 + row(thread, register), n0 + col(thread, register)]"
-        cclaim = kir.Claim(
-            cwhat,
-            addr_of(ab["Cin"]) + ob * celem,
-            bounds=((rcoord, ab["M"]), (coord, N)),
-            width=ob,
-        )
-        cin = kir.Mem(ab["Cin"], cclaim, idx=cidx)
-        tof = _TO_FLOAT[prob.out]
-        stmts += [
-            kir.Decl(cv, kir.FloatLit("0.f")),
-            kir.If(
-                rr.lt(ab["M"]),
-                kir.block(
-                    kir.If(
-                        bc.lt(N),
-                        kir.block(kir.Assign(cv, cin if tof is None else kir.Call(tof, (cin,), "float"))),
-                    )
-                ),
-            ),
-        ]
-        vals.append(kir.Call(act, (ab["alpha"] * x + ab["beta"] * cv + bv,), "float"))
-    new_write = replace(write, rhs=replace(rhs, args=tuple(vals)))
-    stmts.append(new_write)
+        cstmts, cv = _c_input_ir(F, j, rr, bc, rcoord, coord)
+        stmts += cstmts
+        vals.append(kir.Call(F.act, (F.ab["alpha"] * x + F.ab["beta"] * cv + bv,), "float"))
+    stmts.append(replace(F.write, rhs=replace(F.rhs, args=tuple(vals))))
+    return stmts
 
-    def fn(node: Any) -> Any:
-        if isinstance(node, kir.Block) and any(s is write for s in node.body):
-            out: List[kir.Stmt] = []
-            for s in node.body:
-                out.extend(stmts if s is write else [s])
-            return kir.Block(tuple(out), node.bare)
-        return None
 
-    body = kir.rewrite(base.body, fn)
-    # the data flow, on the tree: the one buffer write stores act(acc[i] + bv_j), bv_j loaded
-    # under the claim of register i's column
+def _prove_data_flow(F: _EpilogueEnv, body: kir.Block, log: ProofLog) -> None:
+    """The data flow, on the tree: the one buffer write stores act(acc[i] + bv_j), bv_j
+    loaded under the claim of register i's column (or row)."""
+    ab, act = F.ab, F.act
     w2 = [
         n
         for n in kir.walk(body)
@@ -368,7 +433,7 @@ def epilogue_ir(
             and t.a.a.b is x
         )
 
-    ok = isinstance(w2rhs, kir.Call) and all(reads_acc(a, x) for a, x in zip(w2rhs.args, rhs.args))
+    ok = isinstance(w2rhs, kir.Call) and all(reads_acc(a, x) for a, x in zip(w2rhs.args, F.rhs.args))
     loads = [n for n in kir.walk(body) if isinstance(n, kir.Mem) and n.claim.what.startswith("bias load")]
     cins = [n for n in kir.walk(body) if isinstance(n, kir.Mem) and n.claim.what.startswith("C input load")]
     if not ok or len(loads) != 2 or len(cins) != (2 if ab else 0):
@@ -382,17 +447,23 @@ def epilogue_ir(
         else "Cin[m0 + row(t, i), n0 + col(t, i)]"
     )
     form = f"alpha * acc[i] + beta * {cref} + bias" if ab else "acc[i] + bias"
-    at = "[m0 + row(t, i)]" if along_m else "[n0 + col(t, i)]"
+    at = "[m0 + row(t, i)]" if F.along_m else "[n0 + col(t, i)]"
     log.add(
         "equal",
         f"fused epilogue data flow: each register pair written to the staging buffer is "
         f"{act}({form}{at}), the loads claimed at the row and column of their own "
         f"register (the wgmma atom's C layout) and guarded by < M, < N; the bias "
-        f"{cfg.bias_dtype}" + (f", converted by {bconv}" if bconv else ""),
+        f"{F.cfg.bias_dtype}" + (f", converted by {F.bconv}" if F.bconv else ""),
         "exhaustive",
         2,
     )
-    params = base.params + ((f"const {btype}* __restrict__", bias),)
+
+
+def _epilogue_kernel(base: kir.Kernel, F: _EpilogueEnv, body: kir.Block, name: str) -> kir.Kernel:
+    """The rewritten kernel: the bias (and alpha, beta, the C input) parameters, the lowered
+    maps, the activation helpers and the description added."""
+    ab, cfg = F.ab, F.cfg
+    params = base.params + ((f"const {F.btype}* __restrict__", F.bias),)
     if ab:
         params += (
             ("float", ab["alpha"]),
@@ -402,23 +473,45 @@ def epilogue_ir(
         )
         if "ldcib" in ab:
             params += (("long long", ab["ldcib"]),)
-    bname = "bias[m]" if along_m else "bias[n]"
+    bname = "bias[m]" if F.along_m else "bias[n]"
     cin_s = "Cin[bidx]" if "ldcib" in ab else "Cin"
     what = f"alpha * A @ B + beta * {cin_s} + {bname}" if ab else f"A @ B + {bname}"
     descr = base.description + (
         f"fused epilogue: C = {cfg.activation}({what}), bias {cfg.bias_dtype}, in f32",
     )
-    k = replace(
+    return replace(
         base,
         name=name,
         body=body,
         params=params,
-        functions=base.functions + tuple(fns),
+        functions=base.functions + F.fns,
         helpers=("act",) + base.helpers,
         description=descr,
-        sizes={**base.sizes, "float": 4, btype: bw},
+        sizes={**base.sizes, "float": 4, F.btype: F.bw},
     )
-    return k, colfn
+
+
+def epilogue_ir(
+    base: kir.Kernel, cfg: EpilogueConfig, prob: GemmProblem, log: ProofLog, name: str
+) -> Tuple[kir.Kernel, kir.ProvenFn]:
+    """The kernel with the fused bias + activation (see the module docstring): the buffer
+    write of the base kernel's staged epilogue replaced by the fused statements, the data
+    flow proven on the rewritten tree."""
+    F = _declare_epilogue(base, cfg, prob, log)
+    stmts = _fused_write_ir(F)
+    write = F.write
+
+    def splice(node: Any) -> Any:
+        if isinstance(node, kir.Block) and any(s is write for s in node.body):
+            out: List[kir.Stmt] = []
+            for s in node.body:
+                out.extend(stmts if s is write else [s])
+            return kir.Block(tuple(out), node.bare)
+        return None
+
+    body = kir.rewrite(base.body, splice)
+    _prove_data_flow(F, body, log)
+    return _epilogue_kernel(base, F, body, name), F.colfn
 
 
 _MEMO: Dict[Tuple[EpilogueConfig, GemmProblem], GemmKernel] = {}
