@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -397,21 +398,50 @@ def _ld_table_ir(E: Env, p: OperandPlan) -> List[kir.Stmt]:
     return [kir.TableDecl(tv, n, j, kir.call(p.fns["ldsm"], **args))]
 
 
-def _kernel_ir(
-    cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan, cm: Dict[str, Any], name: str
-) -> kir.Kernel:
-    """The mma.sync kernel as IR (the printer writes it, :func:`obligations.discharge` proves it)."""
-    # Long by design: the mma.sync kernel body as one sequence of IR statements (prologue, main loop,
-    # epilogue) sharing the variables declared at its top, built in the order it is printed.
-    tin = DTYPES[prob.dtype][0]
-    tout = OUT_DTYPES[prob.out][0]
-    tm, tn = cfg.warp_tile
-    MI, NI = tm // 16, tn // 8
-    KI = cfg.bk // 16
-    S = cfg.stages
-    E = base_env()
+@dataclass(frozen=True)
+class _MmaFrame:
+    """What the phases of :func:`_kernel_ir` share: the configuration, the kernel's
+    variables ``E`` (extended by the phases: fragments, stage offsets), the k-tile count, the
+    accumulator and its loop variables, the cp.async destination (``sbase``, ``region``) and
+    the ring's read and write stages."""
+
+    cfg: GemmConfig
+    prob: GemmProblem
+    a: OperandPlan
+    b: OperandPlan
+    cm: Dict[str, Any]
+    E: Env
+    KT: kir.Var
+    acc: kir.Var
+    mi: kir.Var
+    ni: kir.Var
+    sbase: Any
+    region: Any
+    rd: kir.Var
+    wr: kir.Var
+
+    @property
+    def S(self) -> int:
+        return self.cfg.stages
+
+    @property
+    def MI(self) -> int:
+        return self.cfg.warp_tile[0] // 16
+
+    @property
+    def NI(self) -> int:
+        return self.cfg.warp_tile[1] // 8
+
+    @property
+    def KI(self) -> int:
+        return self.cfg.bk // 16
+
+
+def _declare_mma_ir(E: Env, cfg: GemmConfig, a: OperandPlan, b: OperandPlan) -> Tuple[List[Any], kir.Var]:
+    """The declarations: the shared arena and the operands' stage bases, the thread and warp
+    coordinates, the block rasterization, the cp.async and ldmatrix tables, and the k-tile
+    count; returns the statements and ``KT``."""
     smem = kir.Var("lp_smem", "unsigned char*")
-    st_vals = tuple(range(S))
     body: List[Any] = [
         kir.Decl(smem, dims=(0,), prefix="extern __shared__ __align__(128)", tname="unsigned char")
     ]
@@ -436,41 +466,40 @@ def _kernel_ir(
     body += _ld_table_ir(E, a) + _ld_table_ir(E, b)
     KT, d = k_tiles_ir(E, cfg.bk)
     body.append(d)
-    acc = kir.Var("acc", "float")
-    mi, ni, vv = ir_var("mi"), ir_var("ni"), ir_var("v")
-    body.append(kir.Decl(acc, dims=(MI, NI, 4)))
-    body.append(
+    return body, KT
+
+
+def _acc_zero_ir(acc: kir.Var, mi: kir.Var, ni: kir.Var, MI: int, NI: int) -> List[kir.Stmt]:
+    """The accumulators ``acc[MI][NI][4]``, declared and zeroed."""
+    vv = ir_var("v")
+    zero = kir.For(
+        vv,
+        kir.Const(0),
+        kir.Const(4),
+        kir.block(kir.Assign(kir.Index(acc, (mi, ni, vv)), kir.FloatLit("0.f"))),
+        unroll=True,
+    )
+    return [
+        kir.Decl(acc, dims=(MI, NI, 4)),
         kir.For(
             mi,
             kir.Const(0),
             kir.Const(MI),
-            kir.block(
-                kir.For(
-                    ni,
-                    kir.Const(0),
-                    kir.Const(NI),
-                    kir.block(
-                        kir.For(
-                            vv,
-                            kir.Const(0),
-                            kir.Const(4),
-                            kir.block(kir.Assign(kir.Index(acc, (mi, ni, vv)), kir.FloatLit("0.f"))),
-                            unroll=True,
-                        )
-                    ),
-                    unroll=True,
-                )
-            ),
+            kir.block(kir.For(ni, kir.Const(0), kir.Const(NI), kir.block(zero), unroll=True)),
             unroll=True,
-        )
-    )
-    # prologue: stages 0 .. S-2
-    sbase, region, prologue = cp_prologue_ir(E, a, b, (sA, sB), S, S - 1, KT)
-    body.append(prologue)
+        ),
+    ]
+
+
+def _pipeline_start_ir(F: _MmaFrame) -> List[kir.Stmt]:
+    """After the cp.async prologue: the fragment registers, the wait for stage 0, the ring's
+    stage variables and the first k step's fragments."""
+    E, a, b, S = F.E, F.a, F.b, F.S
+    st_vals = tuple(range(S))
     af = kir.Var("af", "unsigned")
     bfr = kir.Var("bfr", "unsigned")
     E.add(af=af, bfr=bfr)
-    body += [kir.Decl(af, dims=(2, MI, 4)), kir.Decl(bfr, dims=(2, NI, 2))]
+    body: List[kir.Stmt] = [kir.Decl(af, dims=(2, F.MI, 4)), kir.Decl(bfr, dims=(2, F.NI, 2))]
     body.append(
         kir.Comment(
             "software pipeline (after CUTLASS's multistage main loop): the "
@@ -479,32 +508,42 @@ def _kernel_ir(
         )
     )
     body += [kir.CpWait(S - 2), kir.SyncThreads()]
-    rd = ir_var("rd", values=st_vals)
-    wr = ir_var("wr", values=st_vals)
     stA = ir_var("stA", values=tuple(s * a.stage_elems for s in st_vals))
     stB = ir_var("stB", values=tuple(s * b.stage_elems for s in st_vals))
     E.add(stA=stA, stB=stB)
     body += [
-        kir.Decl(rd, kir.Const(0)),
-        kir.Decl(wr, kir.Const(S - 1)),
+        kir.Decl(F.rd, kir.Const(0)),
+        kir.Decl(F.wr, kir.Const(S - 1)),
         kir.Decl(stA, kir.Const(0)),
         kir.Decl(stB, kir.Const(0)),
     ]
     zero = kir.Const(0)
-    body += [_frag_load_ir(E, a, zero, zero), _frag_load_ir(E, b, zero, zero)]
+    return body + [_frag_load_ir(E, a, zero, zero), _frag_load_ir(E, b, zero, zero)]
+
+
+def _mainloop_ir(F: _MmaFrame) -> kir.For:
+    """The main loop over the k-tiles and their k steps: at the last step the next stage is
+    waited for; each step loads the next step's fragments, at the first step the tile ``S -
+    1`` ahead is issued, and the MMAs run in a serpentine order over the warp tile."""
+    E, a, b, S, KI, NI, mi = F.E, F.a, F.b, F.S, F.KI, F.NI, F.mi
     kt0 = ir_var("kt0")
     ki = ir_var("ki")
     kt1, dkt1 = ir_const("kt", kt0 + (S - 1))
-    st1, dst1 = ir_const("st", wr)
+    st1, dst1 = ir_const("st", F.wr)
     nj = ir_var("nj")
     nisel, dni = ir_const("ni", kir.Cond(mi & 1, kir.Const(NI - 1) - nj, nj))
+    mma = kir.Mma(
+        kir.Index(F.acc, (mi, nisel)),
+        kir.Index(E.af, (ki & 1, mi)),
+        kir.Index(E.bfr, (ki & 1, nisel)),
+    )
     step = kir.block(
         kir.If(
             ki.eq(KI - 1),
             kir.block(
-                kir.RingAdvance(rd, S, style="ternary"),
-                kir.Assign(stA, rd * a.stage_elems),
-                kir.Assign(stB, rd * b.stage_elems),
+                kir.RingAdvance(F.rd, S, style="ternary"),
+                kir.Assign(E.stA, F.rd * a.stage_elems),
+                kir.Assign(E.stB, F.rd * b.stage_elems),
                 kir.CpWait(S - 2),
                 kir.SyncThreads(),
             ),
@@ -516,49 +555,37 @@ def _kernel_ir(
             kir.block(
                 dkt1,
                 dst1,
-                kir.If(kt1.lt(KT), kir.block(load_tile_ir(E, a, b, kt1, st1, sbase, region))),
+                kir.If(kt1.lt(F.KT), kir.block(load_tile_ir(E, a, b, kt1, st1, F.sbase, F.region))),
                 kir.CpCommit(),
-                kir.RingAdvance(wr, S, style="ternary"),
+                kir.RingAdvance(F.wr, S, style="ternary"),
             ),
         ),
         kir.For(
             mi,
             kir.Const(0),
-            kir.Const(MI),
-            kir.block(
-                kir.For(
-                    nj,
-                    kir.Const(0),
-                    kir.Const(NI),
-                    kir.block(
-                        dni,
-                        kir.Mma(
-                            kir.Index(acc, (mi, nisel)),
-                            kir.Index(af, (ki & 1, mi)),
-                            kir.Index(bfr, (ki & 1, nisel)),
-                        ),
-                    ),
-                    unroll=True,
-                )
-            ),
+            kir.Const(F.MI),
+            kir.block(kir.For(nj, kir.Const(0), kir.Const(NI), kir.block(dni, mma), unroll=True)),
             unroll=True,
         ),
     )
-    body.append(
-        kir.For(kt0, kir.Const(0), KT, kir.block(kir.For(ki, kir.Const(0), kir.Const(KI), step, unroll=True)))
+    return kir.For(
+        kt0, kir.Const(0), F.KT, kir.block(kir.For(ki, kir.Const(0), kir.Const(KI), step, unroll=True))
     )
-    body.append(kir.CpWait(0))
-    body.append(kir.Comment("epilogue: accumulator (lane, value, warp, block) -> C coordinate, proven maps"))
+
+
+def _epilogue_mma_ir(F: _MmaFrame) -> kir.For:
+    """The epilogue: each accumulator pair stored to its C coordinate (the proven maps)."""
+    E, cm, mi, ni, acc = F.E, F.cm, F.mi, F.ni, F.acc
     h = ir_var("h")
-    args = dict(lane=lane, v=2 * h, wm=wm, wn=wn, mi=mi, ni=ni)
-    coords = (lane, 2 * h, wm, wn, mi, ni)
+    args = dict(lane=E.lane, v=2 * h, wm=E.wm, wn=E.wn, mi=mi, ni=ni)
+    coords = (E.lane, 2 * h, E.wm, E.wn, mi, ni)
     r, dr = ir_const("r", E.m0 + kir.call(cm["row_fn"], **args))
     c, dc = ir_const("c", E.n0 + kir.call(cm["col_fn"], **args))
     row = E.m0 + kir.LayoutApp(cm["row"], coords, "C row map")
     col = E.n0 + kir.LayoutApp(cm["col"], coords, "C column map")
     store = store_pair_ir(
         E,
-        prob,
+        F.prob,
         r,
         c,
         kir.Index(acc, (mi, ni, 2 * h)),
@@ -567,37 +594,70 @@ def _kernel_ir(
         col,
         "C accumulator store",
     )
-    body.append(
-        kir.For(
-            mi,
-            kir.Const(0),
-            kir.Const(MI),
-            kir.block(
-                kir.For(
-                    ni,
-                    kir.Const(0),
-                    kir.Const(NI),
-                    kir.block(kir.For(h, kir.Const(0), kir.Const(2), kir.block(dr, dc, store), unroll=True)),
-                    unroll=True,
-                )
-            ),
-            unroll=True,
-        )
+    pair = kir.For(h, kir.Const(0), kir.Const(2), kir.block(dr, dc, store), unroll=True)
+    return kir.For(
+        mi,
+        kir.Const(0),
+        kir.Const(F.MI),
+        kir.block(kir.For(ni, kir.Const(0), kir.Const(F.NI), kir.block(pair), unroll=True)),
+        unroll=True,
     )
+
+
+def _mma_description(cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan) -> Tuple[str, ...]:
+    tm, tn = cfg.warp_tile
     swz = ", ".join(f"{p.name.upper()}: {p.swizzle if p.swizzle is not None else 'none'}" for p in (a, b))
     amaj = "k" if a.kmajor else "m"
     bmaj = "k" if b.kmajor else "n"
-    desc = (
+    return (
         "",
         f"mma.sync GEMM generated by layoutproof {GENERATOR_VERSION}:",
         "  C[M,N] (row-major, ldc) = A[M,K] @ B[K,N]",
         f"A {amaj}-major (lda), B {bmaj}-major (ldb); {prob.dtype} in, f32 accumulate, {prob.out} out",
         f"block {cfg.bm}x{cfg.bn}x{cfg.bk}, warps {cfg.warps_m}x{cfg.warps_n} (warp tile {tm}x{tn}),",
-        f"{S}-stage cp.async pipeline",
+        f"{cfg.stages}-stage cp.async pipeline",
         f"shared-memory swizzles chosen by the algebra: {swz}",
         "contract: A, B 16-byte aligned, lda % 8 == 0, ldb % 8 == 0 (the runtime pads otherwise);",
         "          any M, N, K >= 1 (tails are predicated, partial chunks zero-filled)",
     )
+
+
+def _kernel_ir(
+    cfg: GemmConfig, prob: GemmProblem, a: OperandPlan, b: OperandPlan, cm: Dict[str, Any], name: str
+) -> kir.Kernel:
+    """The mma.sync kernel as IR (the printer writes it, :func:`obligations.discharge` proves it):
+    declarations, zeroed accumulators, the cp.async prologue (stages 0 .. S-2), the
+    software-pipelined main loop, the epilogue."""
+    S = cfg.stages
+    E = base_env()
+    body, KT = _declare_mma_ir(E, cfg, a, b)
+    acc, mi, ni = kir.Var("acc", "float"), ir_var("mi"), ir_var("ni")
+    body += _acc_zero_ir(acc, mi, ni, cfg.warp_tile[0] // 16, cfg.warp_tile[1] // 8)
+    # prologue: stages 0 .. S-2
+    sbase, region, prologue = cp_prologue_ir(E, a, b, (E.sA, E.sB), S, S - 1, KT)
+    body.append(prologue)
+    st_vals = tuple(range(S))
+    F = _MmaFrame(
+        cfg=cfg,
+        prob=prob,
+        a=a,
+        b=b,
+        cm=cm,
+        E=E,
+        KT=KT,
+        acc=acc,
+        mi=mi,
+        ni=ni,
+        sbase=sbase,
+        region=region,
+        rd=ir_var("rd", values=st_vals),
+        wr=ir_var("wr", values=st_vals),
+    )
+    body += _pipeline_start_ir(F)
+    body.append(_mainloop_ir(F))
+    body.append(kir.CpWait(0))
+    body.append(kir.Comment("epilogue: accumulator (lane, value, warp, block) -> C coordinate, proven maps"))
+    body.append(_epilogue_mma_ir(F))
     fns = tuple(p.fns[k] for p in (a, b) for k in ("cp_smem", "cp_x", "cp_k"))
     fns += (a.fns["ldsm"], b.fns["ldsm"], cm["row_fn"], cm["col_fn"], a.fns["cp_gmem"], b.fns["cp_gmem"])
     return kir.Kernel(
@@ -606,10 +666,10 @@ def _kernel_ir(
         kir.block(*body),
         cfg.threads,
         min_blocks=cfg.min_blocks,
-        typedefs=(("lp_in_t", tin), ("lp_out_t", tout)),
+        typedefs=(("lp_in_t", DTYPES[prob.dtype][0]), ("lp_out_t", OUT_DTYPES[prob.out][0])),
         sizes=type_sizes(prob),
         functions=fns,
-        description=desc,
+        description=_mma_description(cfg, prob, a, b),
         helpers=("cp_async", "ldsm", "mma"),
         mma_dtype=prob.dtype,
     )
