@@ -550,38 +550,40 @@ def _prove_cluster_tx(a: OperandPlan, b: OperandPlan, ctas: int, log: ProofLog) 
     return want
 
 
-def _epilogue_ws_ir(
-    E: Env, cfg: Sm90Config, prob: GemmProblem, ep: Dict[str, Any], acc: kir.Var, e_off: int
+def _c_batch_address(E: Env) -> Tuple[Optional[kir.Var], kir.Expr, kir.Expr]:
+    """The tile's batch ``bidx`` (None unbatched), the claims' batch offset of C (``bidx *
+    ldcb``, the parameter) and the code's base pointer of C (``C + bidx *
+    batch_c_stride``, checked against the claim)."""
+    bidx = env_var(E, "bidx")
+    boff: kir.Expr = kir.Const(0, "long long")
+    cbase: kir.Expr = E.C
+    if bidx is not None:
+        boff = kir.Cast("long long", bidx) * need_var(E, "ldcb")
+        cbase = E.C + kir.Cast("long long", bidx) * batch_c_stride(E)
+    return bidx, boff, cbase
+
+
+def _epilogue_row_store_ir(
+    E: Env,
+    prob: GemmProblem,
+    ep: Dict[str, Any],
+    eb: kir.Var,
+    q: kir.Var,
+    v: kir.Var,
+    region: Tuple[kir.Expr, int],
 ) -> List[kir.Stmt]:
-    """Accumulators -> swizzled shared buffer (register pairs) -> 16-byte row vectors -> C,
-    one 128-byte column chunk at a time (the maps :func:`_plan_epilogue` proved)."""
-    # Long by design: the staged epilogue as one sequence of statements (buffer writes, barrier, row
-    # stores) sharing the variables declared at its top, built in the order it is printed.
-    v2t, pack2, _ = STORE2[prob.out]
+    """Vector ``v`` of chunk ``q``: its row ``r`` and column ``c``, its 16 bytes read from
+    the buffer, stored to C as one row vector, or element by element at the edge."""
     ob = OUT_DTYPES[prob.out][1]
-    rw, ev, rc = ep["rw"], ep["ev"], ep["rc"]
+    rw, ev = ep["rw"], ep["ev"]
     fn, lay = ep["fns"], ep["maps"]
-    eb = kir.Var("eb", "lp_out_t*")
-    arena = addr_of(E.smem) + (E.s0 - E.sbase) + e_off + E.cg * 8192
-    region = (arena, 8192)
-    q, p, v, i = ir_var("q"), ir_var("p"), ir_var("v"), ir_var("i")
-    wclaim = kir.Claim(
-        "epilogue buffer write (thread, register pair) of this warpgroup",
-        arena + ob * kir.LayoutApp(lay["w"], (E.wt, 2 * p), "epilogue write map"),
-        region=region,
-        width=2 * ob,
-    )
+    arena = region[0]
+    i = ir_var("i")
     rclaim = kir.Claim(
         "epilogue buffer 16-byte read (thread, vector) of this warpgroup",
         arena + ob * kir.LayoutApp(lay["r"], (E.wt, v), "epilogue read map"),
         region=region,
         width=16,
-    )
-    write = kir.Assign(
-        kir.Mem(eb + kir.call(fn["w"], t=E.wt, i=2 * p), wclaim, vec=v2t, space="shared"),
-        kir.Call(
-            pack2, (kir.Index(acc, (rc * q + 2 * p,)), kir.Index(acc, (rc * q + 2 * p + 1,))), "lp_out_t"
-        ),
     )
     r, dr = ir_const("r", E.m0 + 64 * E.cg + kir.call(fn["row"], t=E.wt, v=v))
     c, dc = ir_const("c", E.n0 + rw * q + kir.call(fn["col"], t=E.wt, v=v))
@@ -595,15 +597,7 @@ def _epilogue_ws_ir(
     )
     pv = kir.Var("p", "lp_out_t*")
     e = kir.Var("e", "const lp_out_t*")
-
-    bidx = env_var(E, "bidx")
-    # batched: the tile's batch enters C's address as bidx * ldcb (the claim's batch
-    # stride is the parameter ldcb; the code's is batch_c_stride's, checked against it)
-    boff: kir.Expr = kir.Const(0, "long long")
-    cbase: kir.Expr = E.C
-    if bidx is not None:
-        boff = kir.Cast("long long", bidx) * need_var(E, "ldcb")
-        cbase = E.C + kir.Cast("long long", bidx) * batch_c_stride(E)
+    bidx, boff, cbase = _c_batch_address(E)
 
     def gclaim(off: kir.Expr, width: int, what: str) -> kir.Claim:
         elem = kir.Cast("long long", row) * E.ldc + col + off
@@ -618,6 +612,9 @@ def _epilogue_ws_ir(
         kir.Mem(pv, gclaim(kir.Const(0), ev, "C 16-byte row vector store"), vec="uint4"), val
     )
     one = kir.Assign(kir.Mem(pv, gclaim(i, 1, "C element store (edge)"), idx=i), kir.Index(e, (i,)))
+    edge = kir.For(
+        i, kir.Const(0), kir.Const(ev), kir.block(kir.If((c + i).lt(E.N), kir.block(one))), unroll=True
+    )
     store = kir.If(
         r.lt(E.M),
         kir.block(
@@ -625,19 +622,38 @@ def _epilogue_ws_ir(
             kir.If(
                 E.c_vec.and_((c + ev).le(E.N)),
                 kir.block(vec_store),
-                kir.block(
-                    kir.Decl(e, kir.Reinterpret("const lp_out_t*", kir.AddrOf(val))),
-                    kir.For(
-                        i,
-                        kir.Const(0),
-                        kir.Const(ev),
-                        kir.block(kir.If((c + i).lt(E.N), kir.block(one))),
-                        unroll=True,
-                    ),
-                ),
+                kir.block(kir.Decl(e, kir.Reinterpret("const lp_out_t*", kir.AddrOf(val))), edge),
             ),
         ),
     )
+    return [dr, dc, dval, store]
+
+
+def _epilogue_ws_ir(
+    E: Env, cfg: Sm90Config, prob: GemmProblem, ep: Dict[str, Any], acc: kir.Var, e_off: int
+) -> List[kir.Stmt]:
+    """Accumulators -> swizzled shared buffer (register pairs) -> 16-byte row vectors -> C,
+    one 128-byte column chunk at a time (the maps :func:`_plan_epilogue` proved)."""
+    v2t, pack2, _ = STORE2[prob.out]
+    ob = OUT_DTYPES[prob.out][1]
+    rw, rc = ep["rw"], ep["rc"]
+    eb = kir.Var("eb", "lp_out_t*")
+    arena = addr_of(E.smem) + (E.s0 - E.sbase) + e_off + E.cg * 8192
+    region = (arena, 8192)
+    q, p, v = ir_var("q"), ir_var("p"), ir_var("v")
+    wclaim = kir.Claim(
+        "epilogue buffer write (thread, register pair) of this warpgroup",
+        arena + ob * kir.LayoutApp(ep["maps"]["w"], (E.wt, 2 * p), "epilogue write map"),
+        region=region,
+        width=2 * ob,
+    )
+    write = kir.Assign(
+        kir.Mem(eb + kir.call(ep["fns"]["w"], t=E.wt, i=2 * p), wclaim, vec=v2t, space="shared"),
+        kir.Call(
+            pack2, (kir.Index(acc, (rc * q + 2 * p,)), kir.Index(acc, (rc * q + 2 * p + 1,))), "lp_out_t"
+        ),
+    )
+    reads = _epilogue_row_store_ir(E, prob, ep, eb, q, v, region)
     return [
         kir.Comment(
             "epilogue through shared memory (proven maps lp_ep_*), one 128-byte column\n"
@@ -651,7 +667,7 @@ def _epilogue_ws_ir(
             kir.block(
                 kir.For(p, kir.Const(0), kir.Const(rc // 2), kir.block(write), unroll=True),
                 kir.NamedBarrier(1 + E.cg, 128),
-                kir.For(v, kir.Const(0), kir.Const(4), kir.block(dr, dc, dval, store), unroll=True),
+                kir.For(v, kir.Const(0), kir.Const(4), kir.block(*reads), unroll=True),
                 kir.NamedBarrier(1 + E.cg, 128),
             ),
             unroll=True,
