@@ -321,20 +321,11 @@ def _source_ir(
     return kernel90(cfg, prob, a, b, desc, name, E, body, descr, fns, ("cp_async", "wgmma"), tma=False)
 
 
-def _source_tma_ir(
-    cfg: Sm90Config,
-    prob: GemmProblem,
-    a: OperandPlan,
-    b: OperandPlan,
-    cm: Dict[str, Any],
-    desc: Dict[str, Tuple[int, int, int]],
-    name: str,
-) -> kir.Kernel:
-    """The mono kernel with TMA loads: thread 0 issues ``cp.async.bulk.tensor`` boxes
-    completing on one mbarrier per stage; every thread waits on the stage's phase before
-    its wgmma."""
-    # Long by design: the monolithic TMA kernel body as one sequence of statements sharing the
-    # variables declared at its top, built in the order it is printed.
+def _declare_tma_ir(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan) -> Tuple[Env, List[Any], kir.Var]:
+    """The mono TMA kernel's prologue: the shared arena, one full barrier per stage, the
+    stage bases, the thread coordinates, the block rasterization, the k-tile count, and
+    thread 0's barrier initialization followed by a CTA barrier; returns the kernel's
+    variables, the statements and ``KT``."""
     S = cfg.stages
     E = env90(prob, True)
     body: List[Any] = []
@@ -363,54 +354,92 @@ def _source_tma_ir(
         )
     )
     body.append(kir.SyncThreads())
-    acc, ad = acc_ir(cfg)
-    body += ad
+    return E, body, KT
+
+
+def _tma_issue_ir(E: Env, a: OperandPlan, b: OperandPlan, kt: kir.Expr, st: kir.Expr) -> List[kir.Stmt]:
+    """Thread 0's issue of k-tile ``kt`` into stage ``st``: expect the stage's bytes on its
+    full barrier, then the A and B boxes."""
     tx = 2 * (a.stage_elems + b.stage_elems)
+    bar, db = ir_const("bar", kir.MbarRef(E.full0, st), "unsigned")
+    return (
+        [db, kir.MbarExpectTx(bar, tx)]
+        + tma_loads_ir(E, a, E.tmA, E.sA, st, kt, bar)
+        + tma_loads_ir(E, b, E.tmB, E.sB, st, kt, bar)
+    )
 
-    def issue(kt: kir.Expr, st: kir.Expr) -> List[kir.Stmt]:
-        bar, db = ir_const("bar", kir.MbarRef(full0, st), "unsigned")
-        return (
-            [db, kir.MbarExpectTx(bar, tx)]
-            + tma_loads_ir(E, a, E.tmA, sA, st, kt, bar)
-            + tma_loads_ir(E, b, E.tmB, sB, st, kt, bar)
-        )
 
+def _tma_prologue_ir(E: Env, a: OperandPlan, b: OperandPlan, S: int, KT: kir.Var) -> kir.If:
+    """Thread 0 issues the k-tiles ``0 .. S-2`` (those that exist) into their stages."""
     kt = ir_var("kt")
     st0, dst0 = ir_const("st", kt)
-    body.append(
-        kir.If(
-            E.tid.eq(0),
-            kir.block(
-                kir.For(
-                    kt,
-                    kir.Const(0),
-                    kir.Const(S - 1),
-                    kir.block(dst0, *issue(kt, st0)),
-                    cond=kt.lt(S - 1).and_(kt.lt(KT)),
-                )
-            ),
-        )
+    return kir.If(
+        E.tid.eq(0),
+        kir.block(
+            kir.For(
+                kt,
+                kir.Const(0),
+                kir.Const(S - 1),
+                kir.block(dst0, *_tma_issue_ir(E, a, b, kt, st0)),
+                cond=kt.lt(S - 1).and_(kt.lt(KT)),
+            )
+        ),
     )
+
+
+def _tma_mainloop_ir(
+    E: Env,
+    cfg: Sm90Config,
+    a: OperandPlan,
+    b: OperandPlan,
+    desc: Dict[str, Tuple[int, int, int]],
+    KT: kir.Var,
+    acc: kir.Var,
+) -> kir.For:
+    """Per k-tile: every thread waits on its stage's phase, the wgmma batch, a CTA barrier
+    (the stage of the batch before is free), then thread 0 issues the tile ``S - 1`` ahead."""
+    S = cfg.stages
     kt0 = ir_var("kt0")
     rs = kir.Var("rs", "int", tuple(range(S)))
     drs = kir.Decl(rs, kt0 % S, const=True)
     kt1, dkt1 = ir_const("kt", kt0 + (S - 1))
     st1 = kir.Var("st", "int", tuple(range(S)))
     dst1 = kir.Decl(st1, kt1 % S, const=True)
-    body.append(
-        kir.For(
-            kt0,
-            kir.Const(0),
-            KT,
-            kir.block(
-                drs,
-                kir.MbarWait(kir.MbarRef(full0, rs), kir.Cast("unsigned", (kt0 / S) & 1)),
-                wgmma_batch_ir(E, cfg, desc, a, b, rs, E.wg, acc),
-                kir.SyncThreads("every warpgroup's batch kt0 - 1 is done: its stage may be refilled"),
-                kir.If(E.tid.eq(0), kir.block(dkt1, kir.If(kt1.lt(KT), kir.block(dst1, *issue(kt1, st1))))),
+    return kir.For(
+        kt0,
+        kir.Const(0),
+        KT,
+        kir.block(
+            drs,
+            kir.MbarWait(kir.MbarRef(E.full0, rs), kir.Cast("unsigned", (kt0 / S) & 1)),
+            wgmma_batch_ir(E, cfg, desc, a, b, rs, E.wg, acc),
+            kir.SyncThreads("every warpgroup's batch kt0 - 1 is done: its stage may be refilled"),
+            kir.If(
+                E.tid.eq(0),
+                kir.block(dkt1, kir.If(kt1.lt(KT), kir.block(dst1, *_tma_issue_ir(E, a, b, kt1, st1)))),
             ),
-        )
+        ),
     )
+
+
+def _source_tma_ir(
+    cfg: Sm90Config,
+    prob: GemmProblem,
+    a: OperandPlan,
+    b: OperandPlan,
+    cm: Dict[str, Any],
+    desc: Dict[str, Tuple[int, int, int]],
+    name: str,
+) -> kir.Kernel:
+    """The mono kernel with TMA loads: thread 0 issues ``cp.async.bulk.tensor`` boxes
+    completing on one mbarrier per stage; every thread waits on the stage's phase before
+    its wgmma."""
+    S = cfg.stages
+    E, body, KT = _declare_tma_ir(cfg, prob, a)
+    acc, ad = acc_ir(cfg)
+    body += ad
+    body.append(_tma_prologue_ir(E, a, b, S, KT))
+    body.append(_tma_mainloop_ir(E, cfg, a, b, desc, KT, acc))
     body.append(kir.WgmmaWait(0))
     body += _epilogue_ir(E, cfg, prob, cm, acc)
     descr = (
