@@ -1192,30 +1192,17 @@ def _arrive_ir(E: _SerialEnv, fence: bool, sem: str) -> kir.If:
     )
 
 
-def _plane_sums_ir(
-    E: _SerialEnv, a: kir.Var, s: kir.Var, j: kir.Var, rr: kir.Var, cc: kir.Var
-) -> Tuple[kir.For, kir.For]:
-    """The sums of the ``S`` planes into ``a[0..3]``: one ``float4`` load per plane (the
-    vector path) and one bounded load per element (the ragged edge)."""
-    W, M, N, ldw = E.W, E.M, E.N, E.ldw
+def float4_sum_ir(a: kir.Var, s: kir.Var, lo: int, hi: int, j: kir.Var, load: kir.Mem) -> kir.For:
+    """``a[0..3] += load`` for ``s`` in ``[lo, hi)``: the ``float4`` ``load`` (which reads
+    ``s``: a plane, a rank) into ``w4``, added element by element."""
     w4 = kir.Var("w4", "float4")
     wv = kir.Var("wv", "const float*")
-
-    def wclaim(col: kir.Expr, width: int, ext: kir.Expr) -> kir.Claim:
-        return kir.Claim(
-            PLANE_READ,
-            addr_of(W) + 4 * workspace_offset_ir(s, rr, col, M, ldw),
-            bounds=((rr, M), (ext, N)),
-            width=4 * width,
-        )
-
-    woff = workspace_offset_ir(s, rr, cc, M, ldw)
-    vec_read = kir.For(
+    return kir.For(
         s,
-        kir.Const(0),
-        kir.Const(E.S),
+        kir.Const(lo),
+        kir.Const(hi),
         kir.block(
-            kir.Decl(w4, kir.Mem(W + woff, wclaim(cc, 4, cc + 3), vec="const float4"), const=True),
+            kir.Decl(w4, load, const=True),
             kir.Decl(wv, kir.Reinterpret("const float*", kir.AddrOf(w4)), const=True),
             kir.For(
                 j,
@@ -1227,6 +1214,25 @@ def _plane_sums_ir(
         ),
         unroll=True,
     )
+
+
+def _plane_sums_ir(
+    E: _SerialEnv, a: kir.Var, s: kir.Var, j: kir.Var, rr: kir.Var, cc: kir.Var
+) -> Tuple[kir.For, kir.For]:
+    """The sums of the ``S`` planes into ``a[0..3]``: one ``float4`` load per plane (the
+    vector path) and one bounded load per element (the ragged edge)."""
+    W, M, N, ldw = E.W, E.M, E.N, E.ldw
+
+    def wclaim(col: kir.Expr, width: int, ext: kir.Expr) -> kir.Claim:
+        return kir.Claim(
+            PLANE_READ,
+            addr_of(W) + 4 * workspace_offset_ir(s, rr, col, M, ldw),
+            bounds=((rr, M), (ext, N)),
+            width=4 * width,
+        )
+
+    woff = workspace_offset_ir(s, rr, cc, M, ldw)
+    vec_read = float4_sum_ir(a, s, 0, E.S, j, kir.Mem(W + woff, wclaim(cc, 4, cc + 3), vec="const float4"))
     one = kir.Assign(kir.Index(a, (j,)), kir.Mem(W, wclaim(cc + j, 1, cc + j), idx=woff + j), op="+=")
     one_read = kir.For(
         s,

@@ -43,7 +43,14 @@ from ..config import OUT_DTYPES, SMEM_LIMIT, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..proof import evaluate, kir
 from ..proof.record import ProofLog
-from .splitk import CLUSTER_ROWS, SplitKKernels, cluster_partial_stride, k_bounds_ir, prove_k_partition
+from .splitk import (
+    CLUSTER_ROWS,
+    SplitKKernels,
+    cluster_partial_stride,
+    float4_sum_ir,
+    k_bounds_ir,
+    prove_k_partition,
+)
 from .toolkit import GemmKernel, addr_of, finish
 from .variant import base_plan_proofs, find_decl, find_param, unit_rewrite
 from .wgmma import generate_sm90
@@ -352,8 +359,6 @@ def _reduce_loop(
     i, s, j = kir.Var("i"), kir.Var("s"), kir.Var("j")
     e, lr, lc = kir.Var("e"), kir.Var("lr"), kir.Var("lc")
     a = kir.Var("a", "float")
-    w4 = kir.Var("w4", "float4")
-    wv = kir.Var("wv", "const float*")
     CS = E.bn // S
     QS = CS // 4
     NT = 128 * E.CW
@@ -372,25 +377,8 @@ def _reduce_loop(
     dclaim = kir.Claim(
         OUT_STORE, addr_of(E.Cd) + E.ob * cidx, bounds=((m0 + lr, M), (n0 + lc + j, N)), width=E.ob
     )
-    read = kir.For(
-        s,
-        kir.Const(s_lo),
-        kir.Const(s_hi),
-        kir.block(
-            kir.Decl(
-                w4, kir.Mem(E.pb + (lr * E.PS + lc), rclaim, vec="float4", space="cluster", cta=s), const=True
-            ),
-            kir.Decl(wv, kir.Reinterpret("const float*", kir.AddrOf(w4)), const=True),
-            kir.For(
-                j,
-                kir.Const(0),
-                kir.Const(4),
-                kir.block(kir.Assign(kir.Index(a, (j,)), kir.Index(wv, (j,)), op="+=")),
-                unroll=True,
-            ),
-        ),
-        unroll=True,
-    )
+    load = kir.Mem(E.pb + (lr * E.PS + lc), rclaim, vec="float4", space="cluster", cta=s)
+    read = float4_sum_ir(a, s, s_lo, s_hi, j, load)
     store = kir.For(
         j,
         kir.Const(0),
