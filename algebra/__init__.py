@@ -27,6 +27,10 @@ from .analysis import (
 )
 from .arith import ArithTuple, E, ScaledBasis, make_basis_like, make_identity_layout
 from .composed import ComposedLayout, make_composed_layout
+
+# CUTLASS 2.x layout classes; registers the C++ reader's hook for their spellings (light: no
+# numpy, SymPy or Z3 at import)
+from .cutlass2 import Cutlass2Error, Cutlass2UnrepresentableError, cutlass2_factors, from_cutlass2
 from .draw import (
     layout_svg,
     layout_table,
@@ -176,6 +180,8 @@ __all__ = [
     "InadmissibleError",
     "OutOfDomainError",
     "UndecidableConditionError",
+    "Cutlass2Error",
+    "Cutlass2UnrepresentableError",
     "is_int",
     "is_tuple",
     "flatten",
@@ -286,6 +292,8 @@ __all__ = [
     "from_pycute",
     "from_triton",
     "import_layout",
+    "from_cutlass2",
+    "cutlass2_factors",
     "Swizzle",
     "make_swizzle",
     "ComposedLayout",
