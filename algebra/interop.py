@@ -50,6 +50,7 @@ import json
 import re
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+from . import kinds
 from .arith import ScaledBasis
 from .composed import ComposedLayout
 from .errors import LayoutError, MalformedLayoutError, show
@@ -593,9 +594,11 @@ class _CppParser:
         return d
 
 
-def from_cpp(text: str) -> Imported:
+def from_cpp(text: str, *, extent: Any = None, stride: Any = None) -> Imported:
     """Read a CuTe C++ layout: a type spelling from a compiler message, ``print`` output,
-    or an expression as :func:`to_cpp` writes it.
+    or an expression as :func:`to_cpp` writes it.  A CUTLASS 2.x layout class
+    (``"cutlass::layout::ColumnMajorInterleaved<32>"``) is read too, given its ``extent``
+    (and ``stride``, the class's stride vector): :func:`layoutproof.cutlass2.from_cutlass2`.
 
     Types: ``Layout<Shape, Stride>`` with ``tuple<...>``, ``C<n>`` / ``Int<n>`` /
     ``integral_constant<int, n>`` / ``_n`` (static) and ``int`` (dynamic: a fresh symbol);
@@ -612,6 +615,14 @@ def from_cpp(text: str) -> Imported:
     Sw<3,4,3> o 0 o (8,64):(64,1)
     """
     text = _check_text(text, "from_cpp")
+    two = kinds.hook("cutlass2_class")  # registered by layoutproof.cutlass2 (the façade loads it)
+    value2 = two(text, extent, stride) if two is not None else None
+    if value2 is not None:
+        return Imported(value2, ())
+    if extent is not None or stride is not None:
+        raise MalformedLayoutError(
+            f"from_cpp: extent and stride are for CUTLASS 2.x layout classes; {show(text[:200])} names none"
+        )
     decl = re.match(r"\s*(?:(?:constexpr|static|const)\s+)*auto\s+[A-Za-z_][A-Za-z_0-9]*\s*=\s*", text)
     if decl is None:  # a type as in "const cute::Layout<...>&"
         decl = re.match(r"\s*(?:const\s+|volatile\s+)+", text)
