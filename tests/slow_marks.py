@@ -92,6 +92,8 @@ SLOW_TESTS: frozenset[str] = frozenset(
         "tests/algebra/test_budget.py::test_an_enclosing_deadline_wins",
         "tests/algebra/test_budget.py::test_deadline_restores_the_alarm_and_the_context",
         "tests/algebra/test_budget.py::test_hostile_postconditions_stop_at_their_deadline",
+        # tests/algebra/test_cutlass2.py: one C++ program against the CUTLASS 2.x headers
+        "tests/algebra/test_cutlass2.py::test_every_class_equals_the_headers_operator",
         # tests/algebra/test_draw.py
         "tests/algebra/test_draw.py::test_cli_show_errors_exit_2",
         "tests/algebra/test_draw.py::test_cli_show_files",

@@ -1,0 +1,402 @@
+"""CUTLASS 2.x layout classes as CuTe layouts (layoutproof.cutlass2).
+
+The oracle is the 2.x headers themselves: one C++ program, compiled against the
+nvidia-cutlass wheel's ``cutlass/layout/*.h``, builds every case's class (with the case's
+stride, or the class's ``packed(extent)``) and prints its ``operator()`` at every coordinate
+of the extent; each case's layout must give the same value at every coordinate.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, List, Optional, Tuple
+
+import pytest
+
+from layoutproof import (
+    ComposedLayout,
+    Cutlass2Error,
+    Cutlass2UnrepresentableError,
+    Layout,
+    LayoutError,
+    UndecidableConditionError,
+    assuming,
+    cutlass2_factors,
+    from_cpp,
+    from_cutlass2,
+    symbols,
+)
+from layoutproof.cutlass2 import CUTLASS2_CLASSES, parse_cutlass2
+
+Case = Tuple[str, Tuple[int, ...], Optional[Tuple[int, ...]]]
+
+# the coordinate type of each class (the C++ program builds it from the loop indices)
+_MATRIX = "matrix"
+_PITCH = "pitch"
+_T4 = "t4"
+_T5 = "t5"
+
+
+def _coord_kind(name: str) -> str:
+    if name.startswith(("TensorN", "TensorC")):
+        return _T5 if name == "TensorNDHWC" else _T4
+    if name == "PitchLinear" or name.startswith("TensorOp"):
+        return _PITCH
+    return _MATRIX
+
+
+def _cases() -> List[Case]:
+    cases: List[Case] = []
+    for M, N in [(1, 1), (3, 5), (8, 4), (7, 1), (2, 9)]:
+        cases += [("RowMajor", (M, N), None), ("RowMajor", (M, N), (N + 3,)), ("RowMajor", (M, N), (0,))]
+        cases += [("ColumnMajor", (M, N), None), ("ColumnMajor", (M, N), (M + 5,))]
+        cases += [("PitchLinear", (M, N), None), ("PitchLinear", (M, N), (M + 2,))]
+        cases += [("AffineRank2RowMajor", (M, N), None), ("AffineRank2RowMajor", (M, N), (7, 3))]
+        cases += [("AffineRank2ColumnMajor", (M, N), None), ("AffineRank2ColumnMajor", (M, N), (2, 11))]
+    for k in (1, 2, 4, 32):
+        for a in sorted({1, 3, k, 2 * k, 3 * k} - ({3} if k < 3 else set())):
+            if a > k and a % k:
+                continue
+            cases += [(f"RowMajorInterleaved<{k}>", (a, 3), None)]
+            cases += [(f"RowMajorInterleaved<{k}>", (a, 3), (3 * k + 5,))]
+            cases += [(f"ColumnMajorInterleaved<{k}>", (3, a), None)]
+            cases += [(f"ColumnMajorInterleaved<{k}>", (3, a), (3 * k + 7,))]
+    for br, bc in [(2, 4), (4, 2), (1, 3), (3, 1)]:
+        for M, N in [(br, bc), (2 * br, 3 * bc), (br * 3, bc)]:
+            for cls in ("ColumnMajorBlockLinear", "RowMajorBlockLinear"):
+                cases += [(f"{cls}<{br}, {bc}>", (M, N), None)]
+                cases += [(f"{cls}<{br}, {bc}>", (M, N), (M * N * br * bc + 5,))]
+    nhwc = [(1, 1, 1, 1), (2, 3, 4, 5), (3, 2, 2, 8)]
+    for e in nhwc:
+        n, h, w, c = e
+        cases += [
+            ("TensorNHWC", e, None),
+            ("TensorNHWC", e, (c + 1, (c + 1) * w + 2, ((c + 1) * w + 2) * h + 3)),
+        ]
+        cases += [
+            ("TensorNCHW", e, None),
+            ("TensorNCHW", e, (w + 1, (w + 1) * h + 2, ((w + 1) * h + 2) * c + 3)),
+        ]
+    for k in (1, 4, 32):
+        for e in [(2, 3, 2, k), (1, 2, 3, 2 * k), (2, 1, 1, 3 * k)]:
+            n, h, w, c = e
+            cases += [
+                (f"TensorNCxHWx<{k}>", e, None),
+                (f"TensorNCxHWx<{k}>", e, (k * w + 1, (k * w + 1) * h + 2, 5000)),
+            ]
+            cases += [
+                (f"TensorCxRSKx<{k}>", e, None),
+                (f"TensorCxRSKx<{k}>", e, (k * n + 3, (k * n + 3) * w + 1, 7000)),
+            ]
+    for e5 in [(1, 1, 1, 1, 1), (2, 2, 3, 2, 5)]:
+        cases += [("TensorNDHWC", e5, None), ("TensorNDHWC", e5, (6, 6 * 2 + 1, 13 * 3 + 2, 41 * 2 + 1))]
+    cases += _tensor_op_cases()
+    return cases
+
+
+def _tensor_op_cases() -> List[Case]:
+    out: List[Case] = []
+    for bits in (4, 8, 16, 32, 64):
+        v = 128 // bits
+        ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if v <= k <= 8 * v]
+        for K in ks:
+            F = 8 * v // K
+            row = v * 8 // F  # elements of one row in a line
+            extents = [(row, F * 8), (2 * row, F * 4), (v, F), (min(row, 2 * v), 3 * F)]
+            if F > 1:
+                extents.append((row, 1))
+            for C, S in extents:
+                if C * S > 8192:
+                    continue
+                strides: List[Optional[Tuple[int, ...]]] = [None, (2 * C,), (C + row,)]
+                for st in strides:
+                    for base in ("TensorOpMultiplicandCongruous", "TensorOpMultiplicandCrosswise"):
+                        out.append((f"{base}<{bits}, {K}>", (C, S), st))
+                    out.append((f"ColumnMajorTensorOpMultiplicandCongruous<{bits}, {K}>", (C, S), st))
+                    out.append((f"RowMajorTensorOpMultiplicandCrosswise<{bits}, {K}>", (S, C), st))
+                out.append((f"TensorOpMultiplicand<{bits}, {K}>", (C, S), None))
+                out.append((f"RowMajorTensorOpMultiplicandCongruous<{bits}, {K}>", (S, C), None))
+                out.append((f"ColumnMajorTensorOpMultiplicandCrosswise<{bits}, {K}>", (C, S), (4 * C,)))
+    return out
+
+
+CASES = _cases()
+
+
+# ----------------------------------------------------------------------------- the C++ program
+def _include() -> Optional[Path]:
+    spec = importlib.util.find_spec("cutlass_library")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    inc = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
+    return inc if (inc / "cutlass" / "layout" / "matrix.h").is_file() else None
+
+
+def _compiler(inc: Path) -> Optional[List[str]]:
+    """g++ with CUDA's headers (the 2.x headers include cuda_runtime's types), else nvcc."""
+    import os
+
+    nvcc = shutil.which("nvcc")
+    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+    if nvcc:
+        roots.append(str(Path(nvcc).resolve().parents[2]))
+    gxx = shutil.which("g++") or shutil.which("clang++")
+    for r in roots:
+        if r and gxx and (Path(r) / "include" / "cuda_runtime.h").is_file():
+            cccl = Path(r) / "include" / "cccl"
+            return [gxx, "-std=c++17", "-O0", "-w", f"-I{inc}", f"-I{cccl}", f"-I{Path(r) / 'include'}"]
+    if nvcc:
+        return [nvcc, "-std=c++17", "-w", f"-I{inc}"]
+    return None
+
+
+_PRELUDE = r"""
+#include <cutlass/layout/matrix.h>
+#include <cutlass/layout/pitch_linear.h>
+#include <cutlass/layout/tensor.h>
+#include <cutlass/layout/tensor_op_multiplicand_sm75.h>
+#include <cstdio>
+#include <initializer_list>
+using namespace cutlass;
+using namespace cutlass::layout;
+
+template <class L> L with_stride(std::initializer_list<long long> s) {
+  typename L::Stride st;
+  int k = 0;
+  for (long long x : s) st[k++] = typename L::Stride::Index(x);
+  return L(st);
+}
+template <class L> void dump2(int id, L const& l, int e0, int e1) {
+  printf("V %d", id);
+  for (int j = 0; j < e1; ++j)
+    for (int i = 0; i < e0; ++i) printf(" %lld", (long long)l(typename L::TensorCoord(i, j)));
+  printf("\n");
+}
+template <class L> void dump4(int id, L const& l, int n, int h, int w, int c) {
+  printf("V %d", id);
+  for (int d = 0; d < c; ++d) for (int z = 0; z < w; ++z) for (int y = 0; y < h; ++y)
+    for (int x = 0; x < n; ++x) printf(" %lld", (long long)l(Tensor4DCoord(x, y, z, d)));
+  printf("\n");
+}
+template <class L> void dump5(int id, L const& l, int n, int dd, int h, int w, int c) {
+  printf("V %d", id);
+  for (int e = 0; e < c; ++e) for (int z = 0; z < w; ++z) for (int y = 0; y < h; ++y)
+    for (int q = 0; q < dd; ++q) for (int x = 0; x < n; ++x)
+      printf(" %lld", (long long)l(Tensor5DCoord(x, q, y, z, e)));
+  printf("\n");
+}
+"""
+
+
+def _cpp_case(k: int, case: Case) -> str:
+    name, ext, stride = case
+    kind = _coord_kind(name)
+    e = ", ".join(str(x) for x in ext)
+    coord = {_MATRIX: "MatrixCoord", _PITCH: "PitchLinearCoord", _T4: "Tensor4DCoord", _T5: "Tensor5DCoord"}[
+        kind
+    ]
+    if stride is None:
+        make = f"{name}::packed({coord}({e}))"
+    elif len(stride) == 1:  # the leading-dimension constructor every rank-2 class has
+        make = f"{name}({stride[0]})"
+    else:
+        make = f"with_stride<{name}>({{{', '.join(str(s) for s in stride)}}})"
+    dump = {_MATRIX: "dump2", _PITCH: "dump2", _T4: "dump4", _T5: "dump5"}[kind]
+    return f"  {{ auto l = {make}; {dump}({k}, l, {e}); }}"
+
+
+def _values(L: Any) -> List[int]:
+    return [int(x) for x in L.eval_all().tolist()]
+
+
+@pytest.fixture(scope="module")
+def cpp_values(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    inc = _include()
+    if inc is None:
+        pytest.skip("no CUTLASS headers (the nvidia-cutlass wheel ships them)")
+    cc = _compiler(inc)
+    if cc is None:
+        pytest.skip("no C++ compiler (g++ with CUDA's headers, or nvcc)")
+    tmp = tmp_path_factory.mktemp("cutlass2")
+    body = "\n".join(_cpp_case(k, c) for k, c in enumerate(CASES))
+    src = tmp / ("oracle.cu" if cc[0].endswith("nvcc") else "oracle.cpp")
+    src.write_text(_PRELUDE + "int main() {\n" + body + "\n  return 0;\n}\n")
+    exe = tmp / "oracle"
+    res = subprocess.run(cc + [str(src), "-o", str(exe)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-4000:]
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, check=True).stdout
+    vals = {}
+    for line in out.splitlines():
+        if line.startswith("V "):
+            parts = line.split()
+            vals[int(parts[1])] = [int(x) for x in parts[2:]]
+    assert len(vals) == len(CASES)
+    return vals
+
+
+def test_every_class_equals_the_headers_operator(cpp_values: dict) -> None:
+    """Every case's layout (or, where no single swizzled layout exists, its exact factors
+    outer o inner) gives the class's own operator() value at every coordinate."""
+    direct = factored = 0
+    classes = set()
+    bad = []
+    for k, (name, ext, stride) in enumerate(CASES):
+        st = stride[0] if stride is not None and len(stride) == 1 else stride
+        truth = cpp_values[k]
+        classes.add(parse_cutlass2(name)[0])
+        if "TensorOp" in name:
+            outer, inner = cutlass2_factors(name, ext, stride=st)
+            got = [int(outer(x)) for x in _values(inner)]
+            if got != truth:
+                bad.append((k, name, ext, stride, "factors"))
+            factored += 1
+        try:
+            L = from_cutlass2(name, ext, stride=st)
+        except Cutlass2UnrepresentableError:
+            assert "TensorOp" in name, name
+            continue
+        assert isinstance(L, (Layout, ComposedLayout)), (name, L)
+        if _values(L) != truth:
+            bad.append((k, name, ext, stride, str(L)))
+        direct += 1
+    assert not bad, bad[:5]
+    assert classes == set(CUTLASS2_CLASSES), set(CUTLASS2_CLASSES) - classes
+    assert direct > 1000 and factored > 1000, (direct, factored)
+    print(f"\ncutlass2: {len(CASES)} cases, {direct} single layouts, {factored} factored, all equal")
+
+
+# ----------------------------------------------------------------------------- quick tests
+@pytest.mark.parametrize(
+    "name, extent, stride, text",
+    [
+        ("ColumnMajorInterleaved<32>", (4, 64), None, "(4,(32,2)):(32,(1,128))"),
+        ("RowMajorInterleaved<2>", (6, 3), 10, "((2,3),3):((1,10),2)"),
+        ("RowMajor", (4, 8), 16, "(4,8):(16,1)"),
+        ("cutlass::layout::ColumnMajor", (4, 8), None, "(4,8):(1,4)"),
+        ("PitchLinear", (8, 2), 12, "(8,2):(1,12)"),
+        ("TensorNHWC", (2, 3, 4, 5), None, "(2,3,4,5):(60,20,5,1)"),
+        ("TensorNCHW", (2, 3, 4, 5), None, "(2,3,4,5):(60,4,1,12)"),
+        ("TensorNCxHWx<4>", (1, 2, 3, 8), None, "(1,2,3,(4,2)):(48,12,4,(1,24))"),
+        ("TensorCxRSKx<4>", (2, 3, 2, 8), None, "(2,3,2,(4,2)):(4,16,8,(1,48))"),
+        ("TensorNDHWC", (1, 2, 2, 2, 3), None, "(1,2,2,2,3):(24,12,6,3,1)"),
+        ("TensorOpMultiplicandCongruous<16, 64>", (64, 8), None, "Sw<3,3,3> o 0 o ((8,8),8):((1,8),64)"),
+        (
+            "TensorOpMultiplicandCongruous<16, 64>",
+            (128, 8),
+            None,
+            "Sw<3,3,4> o 0 o ((8,8,2),8):((1,8,64),128)",
+        ),
+        (
+            "TensorOpMultiplicandCrosswise<16, 32>",
+            (32, 16),
+            None,
+            "Sw<2,3,3> o 0 o ((8,4),(2,8)):((1,8),(32,64))",
+        ),
+        ("TensorOpMultiplicandCongruous<32, 32>", (32, 8), None, "Sw<2,3,2> o 0 o (32,8):(1,32)"),
+        (
+            "TensorOpMultiplicandCrosswise<8, 64>",
+            (64, 8),
+            None,
+            "Sw<2,4,3> o 0 o ((16,4),(2,4)):((1,16),(64,128))",
+        ),
+    ],
+)
+def test_known_forms(name: str, extent: Any, stride: Any, text: str) -> None:
+    assert str(from_cutlass2(name, extent, stride=stride)) == text
+
+
+def test_tensor_op_is_a_swizzled_layout_and_the_factors_agree() -> None:
+    L = from_cutlass2("TensorOpMultiplicandCrosswise<16, 64>", (64, 16), stride=64)
+    assert isinstance(L, ComposedLayout) and str(L.layout_a) == "Sw<3,3,3>"
+    outer, inner = cutlass2_factors("TensorOpMultiplicandCrosswise<16, 64>", (64, 16), stride=64)
+    assert [outer(x) for x in _values(inner)] == _values(L)
+    # the row-major variant is the transpose of the pitch-linear class
+    R = from_cutlass2("RowMajorTensorOpMultiplicandCrosswise<16, 64>", (16, 64), stride=64)
+    assert all(R(s, c) == L(c, s) for s in range(16) for c in range(64))
+
+
+def test_ldm_that_is_no_power_of_two_is_factored() -> None:
+    """ldm = kCrosswise * stages (3 stages): the XOR's source is not at fixed bits of the
+    offset, so no single swizzled layout; the factors are exact."""
+    name = "TensorOpMultiplicandCrosswise<16, 64>"
+    with pytest.raises(Cutlass2UnrepresentableError, match="power of two"):
+        from_cutlass2(name, (192, 4), stride=192)
+    outer, inner = cutlass2_factors(name, (192, 4), stride=192)
+    assert str(outer) == "(64,8,3):(1,192,64)"  # 8 canonical rows: the XOR reads 3 row bits
+    assert str(inner) == "Sw<3,3,3> o 0 o ((8,8,3),4):((1,8,512),64)"
+
+
+def test_symbolic_extents_and_leading_dimension() -> None:
+    M, N, LD = symbols("M N LD")
+    assert from_cutlass2("ColumnMajor", (M, N), stride=LD) == Layout((M, N), (1, LD))
+    assert from_cutlass2("RowMajor", (M, N)) == Layout((M, N), (N, 1))
+    L = from_cutlass2("TensorNHWC", (N, 3, 3, M))
+    assert L.subs(N=2, M=8) == from_cutlass2("TensorNHWC", (2, 3, 3, 8))
+    with pytest.raises(UndecidableConditionError, match="M % 32 == 0"):
+        from_cutlass2("RowMajorInterleaved<32>", (M, N), stride=LD)
+    with assuming("M % 32 == 0"):
+        L = from_cutlass2("RowMajorInterleaved<32>", (M, N), stride=LD)
+        assert L.subs(M=64, N=3, LD=100) == from_cutlass2("RowMajorInterleaved<32>", (64, 3), stride=100)
+    with pytest.raises(Cutlass2Error, match="must be an integer here"):
+        from_cutlass2("TensorOpMultiplicandCongruous<16, 64>", (64, 8), stride=LD)
+
+
+def test_from_cpp_reads_the_class_spellings() -> None:
+    r = from_cpp("cutlass::layout::ColumnMajorInterleaved<32>", extent=(4, 64))
+    assert str(r.value) == "(4,(32,2)):(32,(1,128))" and r.assumptions == ()
+    r = from_cpp(
+        "cutlass::layout::TensorOpMultiplicandCongruous<cutlass::sizeof_bits<cutlass::half_t>::value, 64>",
+        extent=(64, 8),
+    )
+    assert str(r.value) == "Sw<3,3,3> o 0 o ((8,8),8):((1,8),64)"
+    assert str(from_cpp("layout::RowMajor", extent=(2, 3), stride=8).value) == "(2,3):(8,1)"
+    with pytest.raises(Cutlass2Error, match="needs its extent"):
+        from_cpp("cutlass::layout::RowMajor")
+    with pytest.raises(LayoutError, match="CUTLASS 2.x"):
+        from_cpp("Layout<Shape<_4>, Stride<_1>>", extent=(4,))
+    assert str(from_cpp("Sw<3,4,3> o _0 o (_8,_64):(_64,_1)").value) == "Sw<3,4,3> o 0 o (8,64):(64,1)"
+
+
+@pytest.mark.parametrize(
+    "name, extent, stride, what, match",
+    [
+        ("RowMajorInterleved<32>", (32, 4), None, "class", "is not a CUTLASS 2.x layout class"),
+        ("cute::Layout", (4,), None, "class", "is not a CUTLASS 2.x layout class"),
+        ("ColumnMajorInterleaved<32>", (4, 48), None, "extent", "does not divide the extent 48"),
+        ("TensorNCxHWx<32>", (1, 1, 1, 40), None, "extent", "does not divide the extent 40"),
+        ("ColumnMajorInterleaved", (4, 48), None, "template", "takes 1 template argument"),
+        ("ColumnMajorInterleaved<0>", (4, 48), None, "template", "must be positive"),
+        ("ColumnMajorInterleaved<x>", (4, 48), None, "template", "not an integer"),
+        ("TensorOpMultiplicandCrosswise<16, 128>", (64, 8), None, "template", "forbids this crosswise"),
+        ("TensorOpMultiplicandCrosswise<16, 48>", (64, 8), None, "template", "power of two"),
+        ("TensorOpMultiplicandCrosswise<16, 4>", (64, 8), None, "template", "power of two"),
+        ("TensorOpMultiplicandCongruous<24, 64>", (64, 8), None, "template", "element size"),
+        ("TensorOpMultiplicandCongruous<16, 64>", (60, 8), None, "extent", "not a multiple"),
+        ("RowMajor", (4,), None, "extent", "the extent is 2 numbers"),
+        ("RowMajor", (4, 0), None, "extent", "positive"),
+        ("RowMajor", (4, 2), (1, 2), "stride", "stride vector has 1 entry"),
+        ("TensorNHWC", (1, 2, 3, 4), 5, "stride", "3 entries"),
+        ("RowMajor", (4, 2), 1.5, "stride", "integer or a SymPy"),
+    ],
+)
+def test_bad_input_is_named(name: str, extent: Any, stride: Any, what: str, match: str) -> None:
+    with pytest.raises(Cutlass2Error, match=match) as ei:
+        from_cutlass2(name, extent, stride=stride)
+    assert ei.value.what == what
+
+
+def test_garbage_gives_layout_errors() -> None:
+    for args in [
+        (None, (1, 2)),
+        (3, (1, 2)),
+        ("RowMajor", None),
+        ("RowMajor", "ab"),
+        ("RowMajor", (True, 2)),
+    ]:
+        with pytest.raises(LayoutError):
+            from_cutlass2(*args)
+    with pytest.raises(LayoutError):
+        cutlass2_factors("RowMajor", (2, 2))
