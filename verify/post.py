@@ -23,6 +23,9 @@ blocked/raked      mode i is (block_i, arrangement_i) (raked: swapped) of the lo
   raw_product         of the rank-padded operands
 tile_to_shape      mode sizes equal the target's; the function is the blocked product of the
                    block by the ordered arrangement (itself checked)
+upcast             R congruent with L; the wide elements R addresses hold exactly L's elements
+                   ({n*R(c') + k : 0 <= k < n} == image(L)); each starts at one of L's
+                   elements (n*R(c') == L(c), c = c' with the small-stride leaves scaled)
 =================  ===========================================================================
 
 Concrete operands: exhaustive (numpy).  Symbolic operands: the same statements as SymPy
@@ -273,6 +276,56 @@ def _tile_to_shape(eng: Any, R: Layout, block: Layout, trg: Any, order: Any = No
         eng.require(R.size == tsz[0], f"tile_to_shape: {R} does not have size {tsz[0]}")
 
 
+def _upcast(eng: Any, R: Layout, L: Layout, n: Any) -> None:
+    """CuTe's ``upcast<n>``: ``R`` is ``L`` in units of ``n`` elements (concrete operands)."""
+    import numpy as np
+
+    from layoutproof.inttuple import raw_flatten
+
+    if is_symbolic(n) or any(is_symbolic(x) for x in raw_flatten((R.shape, R.stride, L.shape, L.stride))):
+        raise NotExpressible("upcast with symbolic operands")
+    eng.require(type(n) is int and n >= 1, f"upcast: the factor {n} is not a positive integer")
+
+    def profile(x: Any) -> Any:
+        return tuple(profile(e) for e in x) if type(x) is tuple else 0
+
+    eng.require(profile(R.shape) == profile(L.shape), f"upcast: {R} is not congruent with {L}")
+    fs, fd = L.flat_modes()
+    rs, rd = R.flat_modes()
+    # the leaves whose stride divides n: n/|d| consecutive coordinates share a wide element
+    scale = [n // abs(d) if d != 0 and s > 1 and d % n != 0 and n % d == 0 else 1 for s, d in zip(fs, fd)]
+    for k, (s, t, c) in enumerate(zip(fs, rs, scale)):
+        want = -(-s // c) if c > 1 else (1 if s == 1 else s)
+        eng.require(t == want, f"upcast: leaf {k} of {R} has extent {t}, not {want}")
+    idx = np.arange(R.size, dtype=np.int64)
+    coords = np.unravel_index(idx, rs, order="F") if rs else ()
+    r_off = sum((c.astype(np.int64) * int(d) for c, d in zip(coords, rd)), np.zeros_like(idx))
+    l_off = sum(
+        (c.astype(np.int64) * int(k) * int(d) for c, k, d in zip(coords, scale, fd)), np.zeros_like(idx)
+    )
+    bad = np.nonzero(n * r_off != l_off)[0]
+    eng.require(
+        bad.size == 0,
+        f"upcast: the wide element {int(r_off[bad[0]])} at coordinate {int(bad[0])} of {R} starts at "
+        f"{n * int(r_off[bad[0]])}, not at L's element {int(l_off[bad[0]])}"
+        if bad.size
+        else "",
+    )
+    wide = {int(x) for x in ((n * np.unique(r_off))[:, None] + np.arange(n)[None, :]).ravel()}
+    image = {int(x) for x in np.unique(np.asarray(L.eval_all())).ravel()}
+    extra = sorted(wide - image)
+    missing = sorted(image - wide)
+    eng.require(
+        not extra and not missing,
+        "upcast: block condition: "
+        + (
+            f"the wide elements reach {extra[0]}, which L does not hold"
+            if extra
+            else f"L's element {missing[0] if missing else ''} is in no wide element"
+        ),
+    )
+
+
 _zdiv = _zipped(_logical_divide, "zipped_divide")
 _zprod = _zipped(_logical_product, "zipped_product")
 
@@ -307,6 +360,7 @@ OPERATIONS: Dict[str, Tuple[Callable[..., None], str]] = {
     "blocked_product": (_blocked(False), "mode i == (block_i, arrangement_i) of the logical product"),
     "raked_product": (_blocked(True), "mode i == (arrangement_i, block_i) of the logical product"),
     "tile_to_shape": (_tile_to_shape, "the blocked product reaching the target shape"),
+    "upcast": (_upcast, "R congruent with L, its wide elements hold exactly L's elements"),
 }
 
 

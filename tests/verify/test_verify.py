@@ -406,6 +406,8 @@ def op_inputs(draw, op):
         return (L, draw(layouts(max_size=32, kind=draw(st.sampled_from(["compact", "chain", "nonneg"])))))
     if op == "complement":
         return (L, draw(st.integers(1, 128)))
+    if op == "upcast":
+        return (L, draw(st.sampled_from([1, 2, 4, 8])))
     if op.endswith("divide"):
         return (L, _tiler(draw, L, draw(st.booleans())))
     if op == "tile_to_shape":
