@@ -51,6 +51,7 @@ from layoutproof.errors import (
     UndecidableConditionError,
     show,
 )
+from layoutproof.inttuple import raw_product
 from layoutproof.layout import Layout, group_layout, make_layout, top_modes
 from layoutproof.notation import evaluate
 from layoutproof.verify import postcondition
@@ -369,7 +370,15 @@ def _native(text: str) -> Tuple[str, Tuple[str, ...]]:
         return text, ()
     from layoutproof.interop import rewrite_foreign
 
-    return rewrite_foreign(text)
+    out, facts = rewrite_foreign(text)
+    basis = re.search(r"[(,]\s*-?\d+@\d+", out)
+    if basis is not None:
+        raise MalformedLayoutError(
+            f"explain: {show(out)} has basis strides ({basis.group(0).lstrip('(,').strip()}), which the eval "
+            "language does not write; where the layout they index is compact, write k@i as the "
+            "offset of k steps along its mode i"
+        )
+    return out, facts
 
 
 class _nothing:
@@ -662,7 +671,12 @@ def _variants(call: _Call) -> Iterator[Tuple[float, str, str, str, Tuple[Any, ..
     if name in ("logical_divide", "zipped_divide") and len(args) == 2 and isinstance(args[1], Layout):
         T = args[1]
         s, _d = top_modes(T)
-        if isinstance(args[0], Layout) and len(s) <= args[0].rank:
+        A0 = args[0]
+        fits = isinstance(A0, Layout) and len(s) <= A0.rank
+        if fits:  # a tile larger than its mode would reach past the mode: not offered
+            sa = top_modes(A0)[0]
+            fits = all(type(t) is int and type(m) is int and t <= m for t, m in zip(_sizes(s), _sizes(sa)))
+        if fits:
             yield (
                 1.5,
                 "operation",
@@ -672,8 +686,25 @@ def _variants(call: _Call) -> Iterator[Tuple[float, str, str, str, Tuple[Any, ..
             )
     for other in alt.get(name, ()):
         yield 2.5, "operation", f"use {other} instead of {name}", other, args
-    if name in ("blocked_product", "logical_product") and len(args) == 2 and isinstance(args[0], Layout):
-        pass
+    # the block tiled to the product's shape, its tiles in column-major order (tile_to_shape)
+    if name in _PRODUCTS and len(args) == 2 and all(isinstance(a, Layout) for a in args):
+        A, B = args
+        r = max(A.rank, B.rank)
+        ma: List[Any] = list(top_modes(A)[0]) + [1] * (r - A.rank)
+        mb: List[Any] = list(top_modes(B)[0]) + [1] * (r - B.rank)
+        trg = tuple(raw_product(a) * raw_product(b) for a, b in zip(ma, mb))
+        yield (
+            2.6,
+            "operation",
+            f"tile the block {A} to the shape {_fmt(trg)} with tile_to_shape (tiles in column-major order)",
+            "tile_to_shape",
+            (A, trg),
+        )
+    # 1b. split or merge a mode: the same function, other modes (what by-mode operations see)
+    for i, a in enumerate(args):
+        if isinstance(a, Layout):
+            for cost, kind, text, L2 in _regroupings(a):
+                yield cost, kind, f"{text} of operand {i + 1}: {a} -> {L2}", name, _put(args, i, L2)
     # 3. change one extent (the nearest admissible value, smaller or larger)
     for i, a in enumerate(args):
         if isinstance(a, Layout):
@@ -692,6 +723,8 @@ def _variants(call: _Call) -> Iterator[Tuple[float, str, str, str, Tuple[Any, ..
                     )
         elif type(a) is int and i > 0:
             for t, kind in _near(a):
+                if t == 1 or (name in ("upcast", "downcast") and t & (t - 1)):
+                    continue  # a factor or tile of 1 changes nothing; element widths are powers of 2
                 yield (
                     2.0 + abs(t - a) / a,
                     "pad" if kind == "pad" else "shrink",
@@ -743,6 +776,91 @@ def _variants(call: _Call) -> Iterator[Tuple[float, str, str, str, Tuple[Any, ..
                     name,
                     _put(args, i, L2),
                 )
+
+
+_PRODUCTS = (
+    "logical_product",
+    "blocked_product",
+    "raked_product",
+    "zipped_product",
+    "tiled_product",
+    "flat_product",
+)
+
+
+def _sizes(modes: Any) -> List[Any]:
+    return [raw_product(m) for m in (modes if isinstance(modes, tuple) else (modes,))]
+
+
+def _smallest_factor(s: int) -> int:
+    p = 2
+    while p * p <= s:
+        if s % p == 0:
+            return p
+        p += 1
+    return s
+
+
+def _splitter(p: int) -> Callable[[Any, Any], Tuple[Any, Any]]:
+    def f(s: Any, d: Any) -> Tuple[Any, Any]:
+        return (p, s // p), (d, p * d)
+
+    return f
+
+
+def _regroupings(L: Layout) -> Iterator[Tuple[float, str, str, Layout]]:
+    """``L`` with one leaf split in two (``s:d`` -> ``(p,s/p):(d,p*d)``) or two sibling
+    leaves merged (``(s,t):(d,s*d)`` -> ``s*t:d``): the same function, other modes."""
+    leaves = L._flat()
+    n = len(leaves[0])
+
+    def rebuild(
+        shape: Any, stride: Any, k: int, f: Callable[[Any, Any], Tuple[Any, Any]]
+    ) -> Tuple[Any, Any, int]:
+        if isinstance(shape, tuple):
+            out_s, out_d = [], []
+            for a, b in zip(shape, stride):
+                x, y, k = rebuild(a, b, k, f)
+                out_s.append(x)
+                out_d.append(y)
+            return tuple(out_s), tuple(out_d), k
+        if k == 0:
+            x, y = f(shape, stride)
+            return x, y, -1
+        return shape, stride, k - 1
+
+    for k in range(n):
+        s, d = leaves[0][k], leaves[1][k]
+        if type(s) is int and s >= 4 and type(d) is int:
+            p = _smallest_factor(s)
+            if p < s:
+                sh, st, _ = rebuild(L.shape, L.stride, k, _splitter(p))
+                yield (
+                    1.2,
+                    "split",
+                    f"split mode {s}:{d} (leaf {k}) into ({p},{s // p}):({d},{p * d})",
+                    Layout(sh, st),
+                )
+
+    def merges(shape: Any, stride: Any) -> Iterator[Tuple[Any, Any, str]]:
+        if not isinstance(shape, tuple):
+            return
+        for j in range(len(shape) - 1):
+            a, b, x, y = shape[j], shape[j + 1], stride[j], stride[j + 1]
+            if all(type(v) is int for v in (a, b, x, y)) and a > 1 and b > 1 and y == a * x:
+                ns = shape[:j] + (a * b,) + shape[j + 2 :]
+                nd = stride[:j] + (x,) + stride[j + 2 :]
+                yield (
+                    (ns[0] if len(ns) == 1 else ns),
+                    (nd[0] if len(nd) == 1 else nd),
+                    f"merge the modes ({a},{b}):({x},{y}) into {a * b}:{x}",
+                )
+        for j, (a, x) in enumerate(zip(shape, stride)):
+            for ns, nd, text in merges(a, x):
+                yield shape[:j] + (ns,) + shape[j + 1 :], stride[:j] + (nd,) + stride[j + 1 :], text
+
+    for ns, nd, text in merges(L.shape, L.stride):
+        yield 0.9, "merge", text, Layout(ns, nd)
 
 
 def _next_pow2(x: int) -> int:

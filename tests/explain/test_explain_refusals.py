@@ -1,10 +1,11 @@
 """layoutproof.explain: refusals explained, witnesses re-evaluated, repairs proven.
 
 The property test generates small operands of the operations that refuse (composition,
-logical_divide, complement, left/right inverse, upcast), and for every refusal checks that the
-explanation names the error's condition and witness, that the witness reproduces the failure
-(both sides evaluated there), and that every offered repair is admissible and meets the
-operation's post-condition -- checked again here, independently of the explanation.
+logical_divide, complement, left/right inverse, upcast, blocked_product), and for every
+refusal checks that the explanation names the error's condition and witness, that the
+witness reproduces the failure (both sides evaluated there), and that every offered repair
+is admissible and meets the operation's post-condition -- checked again here,
+independently of the explanation.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ CASES = st.one_of(
     st.tuples(st.just("left_inverse"), _layout(-2)),
     st.tuples(st.just("right_inverse"), _layout(-2)),
     st.tuples(st.just("upcast"), _layout(1), st.sampled_from([2, 3, 4])),
+    st.tuples(st.just("blocked_product"), _layout(1), _layout(1)),
 )
 
 
@@ -73,8 +75,6 @@ def check_explanation(name: str, args: tuple) -> Explanation | None:
             op = r.expression.split("(", 1)[0]
             v = evaluate(r.expression, NAMES)
             assert str(v) == r.result
-            if op in ("upcast",):
-                continue
             args2 = evaluate(
                 r.expression.replace(op + "(", "make_tuple(", 1), {**NAMES, "make_tuple": lambda *a: a}
             )
@@ -249,3 +249,53 @@ def test_svg_marks_the_witness():
     assert s.startswith("<?xml") and 'class="cell witness" data-row="0" data-col="1"' in s
     with pytest.raises(MalformedLayoutError):
         explain("composition((M,4):(1,M+1), 128:1)").svg()
+
+
+def test_upcast_repairs_are_proved_and_a_merge_is_offered():
+    e = explain("upcast((2,3,4):(1,2,6), 4)")
+    assert (e.condition, e.witness) == ("upcast stride divisibility", 6)
+    first = e.repairs[0]
+    assert first.kind == "merge" and first.expression == "upcast((2,12):(1,2), 4)"
+    for r in e.repairs:
+        L, n = evaluate(
+            r.expression.replace("upcast(", "make_tuple(", 1), {**NAMES, "make_tuple": lambda *a: a}
+        )
+        assert postcondition("upcast", lp.upcast(L, n), L, n).status == "proved"
+    assert "use 1 instead" not in " ".join(r.text for r in e.repairs)  # a factor of 1 is no repair
+    assert all(
+        int(r.expression.rsplit(",", 1)[1].rstrip(") ")) in (2, 4, 8, 16)
+        for r in explain("upcast(5:1, 2)").repairs
+        if r.text.startswith("use ")
+    )  # element widths are powers of two
+
+
+def test_regroupings_keep_the_function():
+    from layoutproof.explain import _regroupings
+
+    L = Layout(((6, 2), 4), ((1, 6), 12))
+    seen = {k for _, k, _, _ in _regroupings(L)}
+    assert seen == {"split", "merge"}
+    for _, _, _, L2 in _regroupings(L):
+        assert L2.size == L.size and str(L2) != str(L)
+        assert all(L2(i) == L(i) for i in range(L.size))
+
+
+def test_tile_to_shape_is_offered_for_a_product():
+    e = explain("blocked_product(5:3, 3:5)")
+    ops_ = [r for r in e.repairs if r.kind == "operation"]
+    assert [r.expression for r in ops_] == ["tile_to_shape(5:3, (15))"]
+    assert (
+        postcondition("tile_to_shape", lp.tile_to_shape(Layout(5, 3), (15,)), Layout(5, 3), (15,)).status
+        == "proved"
+    )
+
+
+def test_a_tuple_tiler_larger_than_its_mode_is_not_offered():
+    e = explain("logical_divide((64,3):(1,12288), 96:1)")
+    assert not any(r.expression == "logical_divide((64,3):(1,12288), (96))" for r in e.repairs)
+    assert e.repairs[0].expression == "logical_divide((64,3):(1,12288), 128:1)"
+
+
+def test_basis_strides_are_a_layout_error():
+    with pytest.raises(MalformedLayoutError, match="basis strides"):
+        explain("composition((4096,8192):(1,4096), (32,?,8,128):(1@0,8@1,1@1,32@0))")
