@@ -219,6 +219,12 @@ def _gemm(argv: List[str]) -> int:
     return gemm_main(argv)
 
 
+def _analyze(argv: List[str]) -> int:
+    from .gpu.cli import analyze_main
+
+    return analyze_main(argv)
+
+
 #: sub-command -> (its ``main(argv) -> int``, one-line help): the higher layers' commands,
 #: each imported when run
 EXTERNAL: Dict[str, Tuple[Callable[[List[str]], int], str]] = {
@@ -236,6 +242,11 @@ EXTERNAL: Dict[str, Tuple[Callable[[List[str]], int], str]] = {
         _gemm,
         "generate a proven GEMM kernel (Hopper wgmma by default, or --path mma.sync; --emit FILE); "
         "run, check and time it on a GPU",
+    ),
+    "analyze": (
+        _analyze,
+        "bank conflicts (per instruction phase) and coalescing of your own layouts: proved, or "
+        "the first conflict / wasteful request (--json)",
     ),
 }
 

@@ -1,3 +1,23 @@
 """Analyses of a user's own kernel layouts: shared-memory bank conflicts per instruction
 phase, global-memory coalescing, TMA pre-flight, index width and swizzle synthesis, each
-proved, refuted with a witness, or unknown with the reason."""
+proved, refuted with a witness, or unknown with the reason.
+
+Built so far: :func:`banks` (:mod:`.banks`) and :func:`coalescing` (:mod:`.coalesce`), over
+the access model of :mod:`.access` (the instruction, every lane's byte address)."""
+
+from .access import AccessError, Instruction, instruction
+from .banks import BankConflict, BankReport, banks
+from .coalesce import CoalescingReport, WastedRequest, coalescing, widest_vector
+
+__all__ = [
+    "AccessError",
+    "Instruction",
+    "instruction",
+    "BankConflict",
+    "BankReport",
+    "banks",
+    "CoalescingReport",
+    "WastedRequest",
+    "coalescing",
+    "widest_vector",
+]
