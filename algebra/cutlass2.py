@@ -30,8 +30,8 @@ SymPy symbols (an interleave of a symbolic extent needs the divisibility assumed
 layout only when the XOR's source, the row index, sits at fixed bits of the offset: when
 ``ldm * kFactor`` is a power of two no smaller than the tile (``ldm`` at least the contiguous
 extent).  Otherwise :func:`cutlass2_factors` gives the exact function as ``outer o inner``
-(a plain layout after a swizzled one), and :func:`from_cutlass2` returns their composition
-when the algebra finds one, else raises :class:`Cutlass2UnrepresentableError`.
+(a plain layout after a swizzled one), and :func:`from_cutlass2` raises
+:class:`Cutlass2UnrepresentableError`.
 
 Every class is checked against the 2.x headers' own ``operator()`` (tests/algebra/
 test_cutlass2.py compiles a program against the nvidia-cutlass wheel's headers).
@@ -50,9 +50,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import kinds
 from .composed import ComposedLayout
-from .errors import InadmissibleError, MalformedLayoutError, UndecidableConditionError, show
+from .errors import InadmissibleError, MalformedLayoutError, show
 from .layout import Layout
-from .ops import composition
 from .swizzle import Swizzle
 
 __all__ = [
@@ -501,18 +500,14 @@ def _tensor_op(name: str, args: Tuple[int, ...], ext: Any, stride: Any, factors:
     if direct is not None:
         _p, sw, B = direct
         return swap(ComposedLayout(sw, 0, B))
-    try:
-        got = composition(outer, inner)
-    except (InadmissibleError, UndecidableConditionError) as e:
-        raise Cutlass2UnrepresentableError(
-            f"{name}<{bits}, {crosswise}> over extent {show(tuple(ext))} with ldm {ld}: no "
-            f"Swizzle o offset o Layout equals it -- the XOR reads the row index, which sits at "
-            f"fixed bits of the offset only when ldm * kFactor is a power of two at least the "
-            f"tile ({str(e)[:300]}); cutlass2_factors() gives it exactly as outer o inner",
-            condition="ldm * kFactor a power of two",
-            witness=None,
-        ) from None
-    return swap(got)
+    raise Cutlass2UnrepresentableError(
+        f"{name}<{bits}, {crosswise}> over extent {show(tuple(ext))} with ldm {ld}: no "
+        "Swizzle o offset o Layout equals it -- the XOR reads the row index, which sits at fixed "
+        "bits of the offset only when ldm * kFactor is a power of two no smaller than the lines "
+        "of the tile; cutlass2_factors() gives it exactly as outer o inner",
+        condition="ldm * kFactor a power of two",
+        witness=None,
+    )
 
 
 # ============================================================================ the entry points
