@@ -400,3 +400,77 @@ def test_garbage_gives_layout_errors() -> None:
             from_cutlass2(*args)
     with pytest.raises(LayoutError):
         cutlass2_factors("RowMajor", (2, 2))
+
+
+# ----------------------------------------------------------------------------- symbolic proofs
+def _z3_eval(L: Layout, crd: List[Any], env: dict) -> Any:
+    """L at the natural coordinate ``crd`` (one Z3 integer per top-level mode), through the
+    layout's own shape and strides: colexicographic digits of each mode, times the strides."""
+    import sympy
+    import z3
+
+    def term(x: Any) -> Any:
+        return (
+            z3.IntVal(int(x))
+            if isinstance(x, int)
+            else sympy.lambdify(sorted(env), x, modules=[{}])(*[env[k] for k in sorted(env)])
+        )
+
+    def flat(t: Any) -> List[Any]:
+        return [y for e in t for y in flat(e)] if isinstance(t, tuple) else [t]
+
+    total: Any = z3.IntVal(0)
+    shapes = L.shape if isinstance(L.shape, tuple) else (L.shape,)
+    strides = L.stride if isinstance(L.stride, tuple) else (L.stride,)
+    for x, sh, st in zip(crd, shapes, strides):
+        fs, fd = flat(sh), flat(st)
+        div: Any = z3.IntVal(1)
+        for i, (s, d) in enumerate(zip(fs, fd)):
+            digit = x / div if i == len(fs) - 1 else (x / div) % term(s)
+            total = total + digit * term(d)
+            div = div * term(s)
+    return total
+
+
+# the headers' operator() (cutlass/layout/matrix.h, pitch_linear.h, tensor.h), transcribed
+_HEADER = {
+    "RowMajor": lambda c, s: c[0] * s[0] + c[1],
+    "ColumnMajor": lambda c, s: c[1] * s[0] + c[0],
+    "PitchLinear": lambda c, s: c[0] + c[1] * s[0],
+    "RowMajorInterleaved<32>": lambda c, s: (c[0] / 32) * s[0] + c[1] * 32 + c[0] % 32,
+    "ColumnMajorInterleaved<32>": lambda c, s: (c[1] / 32) * s[0] + c[0] * 32 + c[1] % 32,
+    "TensorNHWC": lambda c, s: c[3] + s[0] * c[2] + s[1] * c[1] + s[2] * c[0],
+    "TensorNCHW": lambda c, s: c[2] + s[0] * c[1] + s[1] * c[3] + s[2] * c[0],
+    "TensorNCxHWx<32>": lambda c, s: c[3] % 32 + 32 * c[2] + s[0] * c[1] + s[1] * (c[3] / 32) + s[2] * c[0],
+    "TensorCxRSKx<32>": lambda c, s: c[3] % 32 + 32 * c[0] + s[0] * c[2] + s[1] * c[1] + s[2] * (c[3] / 32),
+    "TensorNDHWC": lambda c, s: c[4] + s[0] * c[3] + s[1] * c[2] + s[2] * c[1] + s[3] * c[0],
+}
+
+
+@pytest.mark.parametrize("name", list(_HEADER))
+def test_symbolic_extents_equal_the_header_formula_for_all_values(name: str) -> None:
+    """With every extent and stride a symbol, the layout equals the header's operator() at
+    every coordinate of the extent, for all values (Z3: the negation is unsatisfiable)."""
+    z3 = pytest.importorskip("z3")
+    rank = 5 if name == "TensorNDHWC" else 4 if name.startswith("Tensor") else 2
+    nst = {2: 1, 4: 3, 5: 4}[rank]
+    E = symbols(" ".join(f"E{i}" for i in range(rank)))
+    D = symbols(" ".join(f"D{i}" for i in range(nst)))
+    E = E if isinstance(E, tuple) else (E,)
+    D = D if isinstance(D, tuple) else (D,)
+    env = {str(s): z3.Int(str(s)) for s in (*E, *D)}
+    split = {"RowMajorInterleaved<32>": 0, "ColumnMajorInterleaved<32>": 1}.get(name)
+    split = 3 if name in ("TensorNCxHWx<32>", "TensorCxRSKx<32>") else split
+    facts = [f"{E[split]} % 32 == 0"] if split is not None else []
+    with assuming(*facts):
+        L = from_cutlass2(name, E, stride=D[0] if nst == 1 else D)
+    crd = [z3.Int(f"x{i}") for i in range(rank)]
+    s = z3.Solver()
+    for i, x in enumerate(crd):
+        s.add(0 <= x, x < env[str(E[i])])
+    for d in D:
+        s.add(env[str(d)] >= 0)
+    if split is not None:
+        s.add(env[str(E[split])] % 32 == 0)
+    s.add(_z3_eval(L, crd, env) != _HEADER[name](crd, [env[str(d)] for d in D]))
+    assert s.check() == z3.unsat, s.model()
