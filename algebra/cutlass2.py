@@ -348,7 +348,7 @@ def _affine(name: str, args: Tuple[int, ...], ext: Any, stride: Any) -> Any:
         n, dd, h, w, c = _extent(ext, 5, name, "n, d, h, w, c")
         sw, sh, sd, sn = _stride(stride, (c, w * c, h * w * c, dd * h * w * c), name)
         return Layout((n, dd, h, w, c), (sn, sd, sh, sw, 1))
-    raise AssertionError(name)  # pragma: no cover - parse_cutlass2 knows the names
+    raise Cutlass2Error(f"{name} has no layout here", cls=name, what="class")  # pragma: no cover
 
 
 def _tensor_op_parts(
