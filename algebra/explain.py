@@ -55,11 +55,23 @@ from layoutproof.inttuple import raw_product
 from layoutproof.layout import Layout, group_layout, make_layout, top_modes
 from layoutproof.notation import evaluate
 from layoutproof.verify import postcondition
+from layoutproof.verify.emit import CODE_EMITS, render_assumptions
 
-__all__ = ["explain", "Explanation", "Repair", "Step", "Reproduction", "Model", "main", "EMITS"]
+__all__ = [
+    "explain",
+    "Explanation",
+    "Repair",
+    "Step",
+    "Reproduction",
+    "Model",
+    "main",
+    "EMITS",
+    "render_assumptions",
+]
 
-#: the renderings :meth:`Explanation.render` knows
-EMITS = ("text", "dsl", "cpp", "python")
+#: the renderings :meth:`Explanation.render` knows (the code ones are
+#: :func:`layoutproof.verify.emit.render_assumptions`, shared with verify's results)
+EMITS = ("text",) + CODE_EMITS
 
 #: the time (seconds) the repair search may take for one explanation
 REPAIR_BUDGET_S = 0.6
@@ -1176,102 +1188,6 @@ def _steps(name: str, args: List[Any], names: Dict[str, Callable[..., Any]]) -> 
         return S
     step(name, args, names[name](*args))
     return S
-
-
-# ----------------------------------------------------------------------------- emit
-def _cpp(c: Any, static: bool) -> str:
-    sp = symbolic.sympy_module()
-
-    def go(x: Any) -> str:
-        if isinstance(x, sp.Integer):
-            return f"Int<{int(x)}>{{}}" if static else str(int(x))
-        if isinstance(x, sp.Symbol):
-            return x.name
-        if isinstance(x, sp.Mod):
-            return f"({go(x.args[0])} % {go(x.args[1])})"
-        if isinstance(x, sp.Add):
-            return "(" + " + ".join(go(a) for a in x.args) + ")"
-        if isinstance(x, sp.Mul):
-            return "(" + " * ".join(go(a) for a in x.args) + ")"
-        rel = {sp.Eq: "==", sp.Ne: "!=", sp.Le: "<=", sp.Lt: "<", sp.Ge: ">=", sp.Gt: ">"}
-        for k, op in rel.items():
-            if isinstance(x, k):
-                return f"({go(x.args[0])} {op} {go(x.args[1])})"
-        if isinstance(x, sp.And):
-            return "(" + " && ".join(go(a) for a in x.args) + ")"
-        if isinstance(x, sp.Or):
-            return "(" + " || ".join(go(a) for a in x.args) + ")"
-        if isinstance(x, sp.Not):
-            return f"!{go(x.args[0])}"
-        raise MalformedLayoutError(f"no C++ form for {show(x)}")
-
-    return go(c)
-
-
-def _divby(c: Any) -> Optional[Tuple[str, int]]:
-    """``(name, k)`` when ``c`` says ``name % k == 0``."""
-    sp = symbolic.sympy_module()
-    if isinstance(c, sp.Eq) and c.args[1] == 0 and isinstance(c.args[0], sp.Mod):
-        a, b = c.args[0].args
-        if isinstance(a, sp.Symbol) and isinstance(b, sp.Integer):
-            return a.name, int(b)
-    return None
-
-
-def render_assumptions(
-    conds: Sequence[str], emit: str, *, what: str = "assumption", static: Sequence[str] = ()
-) -> str:
-    """Assumptions (Python syntax, as ``UndecidableConditionError.condition``) as code:
-    ``"dsl"`` -- ``x = cute.assume(x, divby=k)`` for divisibility, a host-side ``assert``
-    otherwise; ``"cpp"`` -- ``CUTE_STATIC_ASSERT_V`` when every symbol is in ``static``, else
-    a runtime ``assert``; ``"python"`` -- a guard function raising ``ValueError``.
-
-    >>> print(render_assumptions(["M % 64 == 0"], "dsl"))
-    M = cute.assume(M, divby=64)
-    >>> print(render_assumptions(["M % 64 == 0"], "cpp", static=["M"]))
-    CUTE_STATIC_ASSERT_V((M % Int<64>{}) == Int<0>{});
-    >>> print(render_assumptions(["M % 64 == 0"], "cpp"))
-    assert(((M % 64) == 0) && "assumption");  // <cassert>: a runtime check
-    """
-    if emit not in EMITS[1:]:
-        raise MalformedLayoutError(f"render_assumptions: emit must be dsl, cpp or python, got {show(emit)}")
-    if not conds:
-        return {
-            "dsl": "# no assumptions needed",
-            "cpp": "// no assumptions needed",
-            "python": "# no assumptions needed",
-        }[emit]
-    parsed = [(t, symbolic.parse_expr(t)) for t in conds]
-    lines: List[str] = []
-    if emit == "python":
-        syms = sorted({s.name for _t, c in parsed for s in c.free_symbols})
-        lines.append(f"def guard({', '.join(f'{s}: int' for s in syms)}) -> None:")
-        lines.append(f'    """Raise ValueError unless the assumptions of {what} hold."""')
-        for t, c in parsed:
-            lines.append(f"    if not ({symbolic.as_python(c)}):")
-            lines.append(f"        raise ValueError({(what + ': needs ' + t)!r})")
-        return "\n".join(lines)
-    for _t, c in parsed:
-        if emit == "dsl":
-            dv = _divby(c)
-            if dv is not None:
-                lines.append(f"{dv[0]} = cute.assume({dv[0]}, divby={dv[1]})")
-            else:
-                lines.append(f"# {what}: needs {symbolic.as_python(c)}")
-                lines.append("# check on the host, before the kernel is traced:")
-                lines.append(f"assert {symbolic.as_python(c)}, {what!r}")
-        else:
-            names = {s.name for s in c.free_symbols}
-            if names and names <= set(static):
-                dv = _divby(c)
-                if dv is not None:
-                    lines.append(f"CUTE_STATIC_ASSERT_V(({dv[0]} % Int<{dv[1]}>{{}}) == Int<0>{{}});")
-                else:
-                    lines.append(f"CUTE_STATIC_ASSERT_V({_cpp(c, True)});")
-            else:
-                msg = json.dumps(what)  # a C string literal (JSON's escapes are C's)
-                lines.append(f"assert({_cpp(c, False)} && {msg});  // <cassert>: a runtime check")
-    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- text

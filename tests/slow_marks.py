@@ -268,6 +268,8 @@ SLOW_TESTS: frozenset[str] = frozenset(
         "tests/verify/test_verify.py::test_postcondition_agrees_with_a_naive_oracle",
         "tests/verify/test_verify.py::test_postcondition_holds_on_every_admissible_result",
         "tests/verify/test_post_upcast.py::test_every_upcast_meets_its_postcondition",
+        "tests/verify/test_result_render.py::test_result_renders_its_assumptions",
+        "tests/verify/test_result_render.py::test_check_result_and_cli_emit",
         "tests/verify/test_verify.py::test_postcondition_refutes_perturbed_results",
         "tests/verify/test_verify.py::test_postcondition_symbolic_composition_complement_inverses",
         "tests/verify/test_verify.py::test_postcondition_symbolic_divides",

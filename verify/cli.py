@@ -2,6 +2,7 @@
 
     layoutproof check "EXPR == EXPR" [--assume "M % 8 == 0"]... [--timeout MS] [--bound N]
     layoutproof check "admissible EXPR" [...]
+    layoutproof check "..." --assume "M % 64 == 0" --emit dsl|cpp|python [--static M]
 
 ``EXPR`` is an expression of the ``layoutproof eval`` language; names that start with an
 upper-case letter (``M``, ``N``, ``BLK_K``) are positive integer parameters.  Layouts
@@ -15,7 +16,10 @@ parameter assignment satisfying the assumptions (:func:`layoutproof.verify.ident
 
 Prints the verdict -- proved, checked (within the printed bounds), refuted (with the
 coordinate and the parameter assignment) or unknown (with the reason) -- with the method
-and the time.  Exit status: 0 proved or checked, 1 refuted, 3 unknown, 2 on errors.
+and the time.  With ``--emit``, the assumptions the check used are printed as code instead
+(:meth:`Result.render`: ``cute.assume`` for the CuTe DSL, ``CUTE_STATIC_ASSERT_V`` or a
+runtime ``assert`` for C++, a Python guard) and the verdict goes to stderr.  Exit status:
+0 proved or checked, 1 refuted, 3 unknown, 2 on errors.
 
 The top-level ``layoutproof`` command (:mod:`layoutproof.cli`) dispatches ``check`` here;
 both belong to the CLI layer, above every other (the import contract in pyproject.toml).
@@ -182,6 +186,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--smtlib", metavar="OUT", help="write the Z3 obligations as SMT-LIB2 to OUT")
+    p.add_argument(
+        "--emit",
+        choices=("dsl", "cpp", "python"),
+        help="print the assumptions the check used as code (CuTe DSL, C++, a Python guard) instead "
+        "of the verdict, which goes to stderr",
+    )
+    p.add_argument(
+        "--static",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --emit cpp: a parameter that is static in C++ (CUTE_STATIC_ASSERT_V; repeatable)",
+    )
     args = p.parse_args(argv)
     if args.timeout is not None and args.timeout <= 0:
         p.error("--timeout must be a positive number of milliseconds")
@@ -204,13 +221,17 @@ def main(argv: Optional[List[str]] = None) -> int:
                 to_smtlib(r, args.smtlib)
             else:
                 print(f"note: no SMT obligations to write (decided by {r.method})", file=sys.stderr)
+        code = r.render(args.emit, static=args.static) if args.emit else None
     except LayoutError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:
         print(f"error: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
-    if args.json:
+    if code is not None:
+        print(str(r), file=sys.stderr)
+        print(code)
+    elif args.json:
         print(json.dumps(r.as_dict(), default=str, indent=2))
     else:
         print(r.explain())

@@ -362,6 +362,35 @@ class Result(Outcome):
             lines.append(f"  note: {n}")
         return "\n".join(lines)
 
+    def render(self, emit: str = "text", *, static: Iterable[str] = ()) -> str:
+        """The result as text (:meth:`explain`), or the assumptions it was checked under as
+        code for the user's stack (:func:`layoutproof.verify.emit.render_assumptions`):
+        ``"dsl"`` (``cute.assume(x, divby=k)``, else a host-side ``assert``), ``"cpp"``
+        (``CUTE_STATIC_ASSERT_V`` where every symbol is in ``static``, else a runtime
+        ``assert``), ``"python"`` (a guard function raising ``ValueError``).
+
+        >>> r = Result("proved", "z3", claim="M*N:1 == M*N:1", assumptions=["M % 64 == 0"])
+        >>> print(r.render("dsl"))
+        M = cute.assume(M, divby=64)
+        >>> print(r.render("cpp", static=["M"]))
+        CUTE_STATIC_ASSERT_V((M % Int<64>{}) == Int<0>{});
+        """
+        if emit == "text":
+            return self.explain()
+        from .emit import CODE_EMITS, render_assumptions
+
+        if emit not in CODE_EMITS:
+            raise MalformedLayoutError(
+                f"render: emit must be one of text, {', '.join(CODE_EMITS)}, got {show(emit)}"
+            )
+        claim = self.claim
+        what = (
+            f"check: {claim}"
+            if claim and len(claim) <= 100 and not set("\\'\"") & set(claim)
+            else "the check"
+        )
+        return render_assumptions(self.assumptions, emit, what=what, static=tuple(static))
+
     def __repr__(self) -> str:
         extra = ""
         if self.counterexample is not None:
