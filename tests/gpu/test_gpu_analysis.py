@@ -320,3 +320,12 @@ def test_cli_analyze_banks_and_coalesce(capsys):
     assert rc == 0 and "16-byte vectors" in capsys.readouterr().out
     rc = main(["analyze", "banks", "64:1", "16:1", "--instr", "ld.shared.b32", "--bits", "32"])
     assert rc == 2 and "whole warps" in capsys.readouterr().err
+
+
+def test_docs_analysis_examples_run():
+    import doctest
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "analysis.md"
+    res = doctest.testfile(str(path), module_relative=False, optionflags=doctest.ELLIPSIS, encoding="utf-8")
+    assert res.failed == 0 and res.attempted >= 30, (res.failed, res.attempted)

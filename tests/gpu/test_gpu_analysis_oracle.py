@@ -193,10 +193,11 @@ def test_first_warp_only_where_the_second_conflicts():
 
 def test_values_of_several_instructions_are_not_one_access():
     """The oracle takes every value of a thread as one simultaneous access; each
-    instruction's lanes are what the hardware serves together.  Rows of 32 floats read one
-    column per instruction: conflict-free per instruction, 32 words per bank merged."""
+    instruction's lanes are what the hardware serves together.  A warp reads a 32x32 float
+    tile one row per instruction (thread t takes column t, its values down the column):
+    conflict-free per instruction, 32 words per bank merged."""
     data = Layout((32, 32), (32, 1))
-    tv = Layout((32, 32), (32, 1))  # thread t: row... value v: the v-th of 32 instructions
+    tv = Layout((32, 32), (32, 1))
     theirs = tla.bank_conflicts(oracle_map(data, tv), element_bytes=4)["max_ways"]
     ours = banks(data, tv, "ld.shared.b32", element_bits=32)
     assert theirs == 32 and ours.status == "proved" and ours.wavefronts.shape == (1, 32, 1)
