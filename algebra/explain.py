@@ -761,7 +761,11 @@ def _variants(call: _Call) -> Iterator[Tuple[float, str, str, str, Tuple[Any, ..
             for k, d in enumerate(fd):
                 if fs[k] == 1 or d == 0:
                     continue
-                for t in sorted({d + 1, d - 1, _next_pow2(abs(d))} - {d, 0}, key=lambda t: abs(t - d)):
+                near = {d + 1, d - 1, _next_pow2(abs(d))}
+                if name == "upcast" and len(args) > 1 and type(args[1]) is int and args[1] > 1:
+                    w = args[1]  # upcast wants a unit stride, or whole wide elements
+                    near |= {1, w * max(1, round(d / w))}
+                for t in sorted(near - {d, 0}, key=lambda t: abs(t - d)):
                     if t < 0 <= d:
                         continue
                     fd2 = fd[:k] + (t,) + fd[k + 1 :]

@@ -269,6 +269,13 @@ def test_upcast_repairs_are_proved_and_a_merge_is_offered():
     )  # element widths are powers of two
 
 
+def test_upcast_is_offered_a_unit_stride():
+    e = explain("upcast((4,2):(3,12), 2)")
+    assert [(r.kind, r.expression, r.result) for r in e.repairs] == [
+        ("stride", "upcast((4,2):(1,12), 2)", "(2,2):(1,6)")
+    ]
+
+
 def test_regroupings_keep_the_function():
     from layoutproof.explain import _regroupings
 
