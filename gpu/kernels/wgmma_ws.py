@@ -863,7 +863,8 @@ def _tile_lines_ir(F: _WsFrame, t0_: kir.Var) -> Tuple[List[kir.Stmt], kir.Var, 
         ]
         tmv = tm
     else:
-        assert F.crank is not None and F.grid_mp is not None  # declared for every cluster
+        if F.crank is None or F.grid_mp is None:  # _declare_ws declares both for every cluster
+            raise GemmConfigError(f"cluster={CL}: the cluster rank and tile-row groups were not declared")
         tp = kir.Var("tp")
         tmv, dtm = ir_const(
             "tm", cluster_tm_ir(CL, tp, F.crank), comment="may pass grid_m: zero-filled, not stored"
