@@ -34,7 +34,7 @@ import numpy as np
 from layoutproof import Layout, Swizzle, composition
 
 from ..config import OUT_DTYPES, GemmProblem
-from ..errors import ProofFailedError
+from ..errors import GemmConfigError, ProofFailedError
 from ..proof import banks, evaluate, kir, lower, obligations
 from ..proof.pipeline import prove_pipeline
 from ..proof.record import ProofLog
