@@ -2,12 +2,12 @@
 phase, global-memory coalescing, TMA pre-flight, index width and swizzle synthesis, each
 proved, refuted with a witness, or unknown with the reason.
 
-Built so far: :func:`banks` (:mod:`.banks`) and :func:`coalescing` (:mod:`.coalesce`), over
+Built so far: :func:`banks` (:mod:`.smem_banks`) and :func:`coalescing` (:mod:`.coalesce`), over
 the access model of :mod:`.access` (the instruction, every lane's byte address)."""
 
 from .access import AccessError, Instruction, instruction
-from .banks import BankConflict, BankReport, banks
 from .coalesce import CoalescingReport, WastedRequest, coalescing, widest_vector
+from .smem_banks import BankConflict, BankReport, banks
 
 __all__ = [
     "AccessError",

@@ -214,8 +214,8 @@ def element_offsets(data: Any, access: Any, write: bool = False) -> Tuple[np.nda
             condition="TV into the tile",
             witness=(t, v, r),
         )
+    seen = np.bincount(idx.reshape(-1), minlength=n)
     if write:  # two points writing one element race; a read may broadcast
-        seen = np.bincount(idx.reshape(-1), minlength=n)
         if (seen > 1).any():
             twice = int(np.argmax(seen > 1))
             raise AccessError(
@@ -224,7 +224,7 @@ def element_offsets(data: Any, access: Any, write: bool = False) -> Tuple[np.nda
                 condition="TV one-to-one",
                 witness=twice,
             )
-    covered = int(np.unique(idx).size)
+    covered = int(np.count_nonzero(seen))
     return np.asarray(data.eval_all())[idx], n, covered
 
 
@@ -263,8 +263,8 @@ def lane_addresses(
             witness=(V, n),
         )
     runs = offs.reshape(T, V // n, n, R)
-    step = np.diff(runs, axis=2)
-    if n > 1 and (step != 1).any():
+    step = np.diff(runs, axis=2) if n > 1 else None
+    if step is not None and (step != 1).any():
         t, c, j, r = (int(x[0]) for x in np.nonzero(step != 1))
         raise AccessError(
             f"{ins.name} moves {n} consecutive elements per lane, but thread {t}'s values "

@@ -329,3 +329,31 @@ def test_docs_analysis_examples_run():
     path = Path(__file__).resolve().parents[2] / "docs" / "analysis.md"
     res = doctest.testfile(str(path), module_relative=False, optionflags=doctest.ELLIPSIS, encoding="utf-8")
     assert res.failed == 0 and res.attempted >= 30, (res.failed, res.attempted)
+
+
+def test_witness_is_the_conflict_the_bank_proof_reports():
+    """The first conflict of a report is the one prove_conflict_free names for the same
+    instruction's addresses (lowest bank with two words, its first lane, the first lane
+    there at another word)."""
+    from layoutproof.gpu.analysis.access import lane_addresses
+    from layoutproof.gpu.errors import BankConflictError
+    from layoutproof.gpu.proof.banks import prove_conflict_free
+
+    cases = [
+        (Layout((32, 32), (32, 1)), Layout(32, 1), "ld.shared.b32", 32),
+        (Layout((64, 64), (64, 1)), ldmatrix_a_tv(64, 64), "ldmatrix.x4", 16),
+        (Layout((64, 64), (64, 1)), Layout((32, 2), (1, 64)), "ld.shared.b32", 16),
+        (Layout(4096, 1), Layout((32, 4), (16, 1)), "ld.shared.v2.b32", 16),
+        (composition(Swizzle(2, 3, 6), Layout(4096, 1)), Layout(((32, 2),), ((33, 1),)), "ld.shared.b32", 32),
+    ]
+    for smem, tv, ins, bits in cases:
+        r = banks(smem, tv, ins, element_bits=bits)
+        assert r.status == "refuted"
+        w = r.witness
+        i = instruction(ins)
+        addr = lane_addresses(smem, tv, i, element_bits=bits).addresses[w.warp, w.instruction]
+        width = max(i.bytes, 4)
+        rows = addr - addr % 4 if i.bytes < 4 else addr
+        with pytest.raises(BankConflictError) as e:
+            prove_conflict_free(rows, width, what="x")
+        assert e.value.witness[1:] == (w.phase, w.lane_a, w.lane_b, w.bank)

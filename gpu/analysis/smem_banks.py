@@ -37,12 +37,7 @@ import numpy as np
 from layoutproof import ComposedLayout, Layout, Swizzle, composition, make_layout
 from layoutproof.outcome import PROVED, REFUTED, UNKNOWN, Outcome
 
-from ..errors import BankConflictError
-from ..proof.banks import (  # the one bank model: per-phase wavefronts and the first conflict
-    _phase_wavefronts,
-    _words,
-    prove_conflict_free,
-)
+from ..proof.banks import NUM_BANKS, _phase_wavefronts, _words  # the one bank model
 from .access import WARP, AccessError, Instruction, LaneAddresses, instruction, is_symbolic, lane_addresses
 
 __all__ = ["BankConflict", "BankReport", "banks", "phase_wavefronts"]
@@ -124,34 +119,40 @@ def _hardware_rows(addr: np.ndarray, ins: Instruction) -> Tuple[np.ndarray, int]
     return a, width
 
 
+def _phase_words(addr: np.ndarray, ins: Instruction) -> Tuple[np.ndarray, int]:
+    """``(words [n, phases, entries], width)``: the 4-byte words each phase's lanes touch."""
+    rows, width = _hardware_rows(addr, ins)
+    return _words(rows, width), width
+
+
 def phase_wavefronts(addr: np.ndarray, ins: Instruction) -> np.ndarray:
     """Wavefronts ``[..., phase]`` of lane addresses ``[..., 32]`` under ``ins``."""
-    rows, width = _hardware_rows(addr, ins)
-    w = _phase_wavefronts(_words(rows, width), True)[:, : ins.phases]
+    words, _width = _phase_words(addr, ins)
+    w = _phase_wavefronts(words, True)[:, : ins.phases]
     return w.reshape(addr.shape[:-1] + (ins.phases,))
 
 
-def _first_conflict(acc: LaneAddresses, ins: Instruction, ways: np.ndarray) -> BankConflict:
-    warp, i, _ph = (int(x[0]) for x in np.nonzero(ways > 1))
-    rows, width = _hardware_rows(acc.addresses[warp, i], ins)
-    try:
-        prove_conflict_free(rows[0], width, what=ins.name)
-    except BankConflictError as e:
-        _i, ph, la, lb, bank = e.witness
-        a = acc.addresses[warp, i]
-        return BankConflict(
-            warp,
-            i,
-            acc.step_of(i),
-            int(ph),
-            int(la),
-            int(lb),
-            int(bank),
-            int(a[la]),
-            int(a[lb]),
-            int(ways[warp, i, ph]),
-        )
-    raise AssertionError("the per-phase count and the bank proof disagree")  # pragma: no cover
+def _first_conflict(
+    acc: LaneAddresses, ins: Instruction, ways: np.ndarray, words: np.ndarray, width: int
+) -> BankConflict:
+    """The first phase that takes more than one wavefront, and in it the conflict that
+    :func:`~layoutproof.gpu.proof.banks.prove_conflict_free` reports: the lowest bank with
+    two words, its first lane, and the first lane there at another word."""
+    warp, i, ph = (int(x[0]) for x in np.nonzero(ways > 1))
+    w = words[warp * ways.shape[1] + i, ph]  # the phase's (lane, word) entries, lane-major
+    k = width // 4
+    per = WARP // k
+    bank_of = w % NUM_BANKS
+    distinct = np.bincount(np.unique(w) % NUM_BANKS, minlength=NUM_BANKS)  # words per bank
+    bank = int(np.argmax(distinct > 1))
+    at = np.flatnonzero(bank_of == bank)
+    # entry e of phase ph belongs to lane ph * per + e // k
+    la = ph * per + int(at[0]) // k
+    lb = ph * per + int(at[int(np.argmax(w[at] != w[at[0]]))]) // k
+    a = acc.addresses[warp, i]
+    return BankConflict(
+        warp, i, acc.step_of(i), ph, la, lb, bank, int(a[la]), int(a[lb]), int(ways[warp, i, ph])
+    )
 
 
 def _check_kind(ins: Instruction) -> None:
@@ -195,8 +196,9 @@ def banks(smem: Any, access: Any, instr: Any = None, *, element_bits: int, base:
 def _report(
     acc: LaneAddresses, ins: Instruction, what: str, bits: int, t0: float, scope: str = "", method: str = ""
 ) -> BankReport:
-    ways = phase_wavefronts(acc.addresses, ins)
     warps, n = acc.addresses.shape[:2]
+    words, width = _phase_words(acc.addresses, ins)
+    ways = _phase_wavefronts(words, True)[:, : ins.phases].reshape(warps, n, ins.phases)
     scope = scope or (
         f"{warps} warp(s) x {n} instruction(s), {acc.covered} of {acc.elements} elements, {bits}-bit, "
         "tile 128-byte aligned"
@@ -206,7 +208,7 @@ def _report(
     seconds = time.perf_counter() - t0
     method = method or "exhaustive"
     if (ways > 1).any():
-        w = _first_conflict(acc, ins, ways)
+        w = _first_conflict(acc, ins, ways, words, width)
         return BankReport(
             REFUTED,
             stmt,
