@@ -38,7 +38,8 @@ from layoutproof import ComposedLayout, Layout, Swizzle, composition, make_layou
 from layoutproof.outcome import PROVED, REFUTED, UNKNOWN, Outcome
 
 from ..proof.banks import NUM_BANKS, _phase_wavefronts, _words  # the one bank model
-from .access import WARP, AccessError, Instruction, LaneAddresses, instruction, is_symbolic, lane_addresses
+from .access import WARP, AccessError, Instruction, LaneAddresses, is_symbolic, lane_addresses
+from .access import instruction as read_instruction
 
 __all__ = ["BankConflict", "BankReport", "banks", "phase_wavefronts"]
 
@@ -164,27 +165,27 @@ def _check_kind(ins: Instruction) -> None:
         )
 
 
-def banks(smem: Any, access: Any, instr: Any = None, *, element_bits: int, base: int = 0) -> BankReport:
-    """The bank conflicts of ``access`` through ``instr`` on the tile laid out by ``smem``.
+def banks(smem: Any, access: Any, instruction: Any = None, *, element_bits: int, base: int = 0) -> BankReport:
+    """The bank conflicts of ``access`` through ``instruction`` on the tile laid out by ``smem``.
 
     Args:
         smem: the tile's shared-memory layout: 1-D tile coordinate -> element offset
             (a Layout, a swizzled ComposedLayout, symbolic extents allowed).
         access: a thread-value Layout ``(thread, value, rest...)`` -> tile coordinate, or a
             TiledCopy (its atom is the default instruction).
-        instr: a PTX name (:func:`~layoutproof.gpu.analysis.access.instruction`) or a CopyAtom.
+        instruction: a PTX name (:func:`~layoutproof.gpu.analysis.access.instruction`) or a CopyAtom.
         element_bits: the element width.
         base: the tile's byte address modulo 128 (0: 128-byte aligned).
 
     Bad input raises :class:`~layoutproof.gpu.analysis.access.AccessError` (or another
     LayoutError naming the problem: an undecidable condition of a symbolic composition).
     """
-    if instr is None:
+    if instruction is None:
         atom = getattr(access, "atom", None)
         if atom is None:
             raise AccessError("no instruction: name one (e.g. 'ld.shared.b32')", condition="instruction")
-        instr = atom
-    ins = instruction(instr)
+        instruction = atom
+    ins = read_instruction(instruction)
     _check_kind(ins)
     t0 = time.perf_counter()
     if is_symbolic(smem) or is_symbolic(access):
