@@ -357,3 +357,22 @@ def test_witness_is_the_conflict_the_bank_proof_reports():
         with pytest.raises(BankConflictError) as e:
             prove_conflict_free(rows, width, what="x")
         assert e.value.witness[1:] == (w.phase, w.lane_a, w.lane_b, w.bank)
+
+
+def test_tiled_mma_partition_read_with_ld_shared():
+    """A TiledMMA's A partition (2x2 warps of m16n8k16) read from a K-major (32, 16) f16 tile
+    with 32-bit loads (each register's two halves): 2-way unpadded, conflict-free swizzled
+    or padded by 8; the warps along N read the same A and are counted each."""
+    from layoutproof.gpu.isa.atoms import MMA_ATOMS
+    from layoutproof.gpu.isa.tiled import TiledMMA
+
+    tm = TiledMMA(MMA_ATOMS["SM80_16x8x16_F32F16F16F32_TN"], (2, 2))
+    tv = tm.get_layoutA_TV()
+    TM, TK = tm.tile_shape("A")
+    plain = check(Layout((TM, TK), (TK, 1)), tv, "ld.shared.b32", 16)
+    assert plain.status == "refuted" and plain.max_ways == 2 and plain.wavefronts.shape == (4, 4, 1)
+    assert (
+        check(composition(Swizzle(1, 3, 3), Layout((TM, TK), (TK, 1))), tv, "ld.shared.b32", 16).status
+        == "proved"
+    )
+    assert check(Layout((TM, TK), (TK + 8, 1)), tv, "ld.shared.b32", 16).status == "proved"
