@@ -39,6 +39,8 @@ __all__ = [
     "prove_conflict_free",
     "prove_ldmatrix_conflict_free",
     "wavefronts",
+    "access_words",
+    "phase_wavefronts",
     "smem_addresses",
 ]
 
@@ -91,8 +93,11 @@ def _check_aligned(a: np.ndarray, width: int, what: str) -> None:
         )
 
 
-def _words(a: np.ndarray, width: int) -> np.ndarray:
-    """(n, phases, lanes_per_phase * words_per_lane) word indices and matching lanes."""
+def access_words(a: np.ndarray, width: int) -> np.ndarray:
+    """The 4-byte words each phase touches: for ``a`` of shape (n, 32) -- the byte address
+    of each lane's access of ``width`` bytes in n instructions -- an array of shape
+    (n, phases, lanes_per_phase * words_per_lane) of word indices (a ``width``-byte access
+    is served in ``width / 4`` phases of ``32 / (width / 4)`` lanes)."""
     k = width // BANK_BYTES
     n = a.shape[0]
     per = _LANES // k
@@ -108,7 +113,7 @@ def _phase_lanes(width: int) -> np.ndarray:
     return lanes.reshape(k, per * k)
 
 
-def _phase_wavefronts(words: np.ndarray, broadcast_ok: bool) -> np.ndarray:
+def phase_wavefronts(words: np.ndarray, broadcast_ok: bool) -> np.ndarray:
     """For each (instruction, phase): the most distinct words any one bank must deliver
     (without broadcast: the most (lane, word) accesses any one bank serves)."""
     n, p, m = words.shape
@@ -139,7 +144,7 @@ def wavefronts(addr_bytes: Any, width: int, *, broadcast_ok: bool = True) -> int
     """
     _phases(width)
     a = _as_instructions(addr_bytes, "wavefronts")
-    return int(_phase_wavefronts(_words(a, width), broadcast_ok).sum())
+    return int(phase_wavefronts(access_words(a, width), broadcast_ok).sum())
 
 
 def prove_conflict_free(
@@ -161,11 +166,11 @@ def prove_conflict_free(
     _phases(width)
     a = _as_instructions(addr_bytes, what)
     _check_aligned(a, width, what)
-    words = _words(a, width)
+    words = access_words(a, width)
     lanes = _phase_lanes(width)
     n = words.shape[0]
     banks = words % NUM_BANKS
-    ways = _phase_wavefronts(words, broadcast_ok)
+    ways = phase_wavefronts(words, broadcast_ok)
     if (ways > 1).any():
         i, ph = (int(x[0]) for x in np.nonzero(ways > 1))
         b, w, ln = banks[i, ph], words[i, ph], lanes[ph]
