@@ -37,7 +37,8 @@ import numpy as np
 from layoutproof import ComposedLayout, Layout, Swizzle, composition, make_layout
 from layoutproof.outcome import PROVED, REFUTED, UNKNOWN, Outcome
 
-from ..proof.banks import NUM_BANKS, access_words, phase_wavefronts  # the one bank model
+from ..proof import banks as bank_model  # the one bank model
+from ..proof.banks import NUM_BANKS
 from .access import WARP, AccessError, Instruction, LaneAddresses, is_symbolic, lane_addresses
 from .access import instruction as read_instruction
 
@@ -123,13 +124,13 @@ def _hardware_rows(addr: np.ndarray, ins: Instruction) -> Tuple[np.ndarray, int]
 def _phase_words(addr: np.ndarray, ins: Instruction) -> Tuple[np.ndarray, int]:
     """``(words [n, phases, entries], width)``: the 4-byte words each phase's lanes touch."""
     rows, width = _hardware_rows(addr, ins)
-    return access_words(rows, width), width
+    return bank_model.access_words(rows, width), width
 
 
 def phase_wavefronts(addr: np.ndarray, ins: Instruction) -> np.ndarray:
     """Wavefronts ``[..., phase]`` of lane addresses ``[..., 32]`` under ``ins``."""
     words, _width = _phase_words(addr, ins)
-    w = phase_wavefronts(words, True)[:, : ins.phases]
+    w = bank_model.phase_wavefronts(words, True)[:, : ins.phases]
     return w.reshape(addr.shape[:-1] + (ins.phases,))
 
 
@@ -199,7 +200,7 @@ def _report(
 ) -> BankReport:
     warps, n = acc.addresses.shape[:2]
     words, width = _phase_words(acc.addresses, ins)
-    ways = phase_wavefronts(words, True)[:, : ins.phases].reshape(warps, n, ins.phases)
+    ways = bank_model.phase_wavefronts(words, True)[:, : ins.phases].reshape(warps, n, ins.phases)
     scope = scope or (
         f"{warps} warp(s) x {n} instruction(s), {acc.covered} of {acc.elements} elements, {bits}-bit, "
         "tile 128-byte aligned"
