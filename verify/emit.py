@@ -4,10 +4,12 @@
 assumptions of a :class:`~layoutproof.verify.Result` or the condition of an
 :class:`~layoutproof.errors.UndecidableConditionError`) into
 
-* ``"dsl"`` -- ``x = cute.assume(x, divby=k)`` for a divisibility, a host-side ``assert``
-  before the kernel is traced otherwise;
-* ``"cpp"`` -- ``CUTE_STATIC_ASSERT_V`` when every symbol is static, a runtime ``assert``
-  (``<cassert>``; CuTe has no runtime-assert macro of its own) otherwise;
+* ``"dsl"`` -- ``x = cute.assume(x, divby=k)`` for a divisibility, a host-side check that
+  raises ``ValueError`` before the kernel is traced otherwise;
+* ``"cpp"`` -- ``CUTE_STATIC_ASSERT_V`` when every symbol is static, otherwise a runtime
+  check that throws ``std::invalid_argument`` (``<stdexcept>``; CuTe has no runtime-check
+  macro of its own, and ``assert`` would vanish under ``NDEBUG``, as Python's does under
+  ``-O``);
 * ``"python"`` -- a guard function that raises ``ValueError`` where a condition fails.
 
 ``Result.render(emit)`` and ``layoutproof check --emit`` use it for the assumptions a
@@ -71,16 +73,17 @@ def render_assumptions(
     conds: Sequence[str], emit: str, *, what: str = "assumption", static: Sequence[str] = ()
 ) -> str:
     """Assumptions (Python syntax, as ``UndecidableConditionError.condition``) as code:
-    ``"dsl"`` -- ``x = cute.assume(x, divby=k)`` for divisibility, a host-side ``assert``
-    otherwise; ``"cpp"`` -- ``CUTE_STATIC_ASSERT_V`` when every symbol is in ``static``, else
-    a runtime ``assert``; ``"python"`` -- a guard function raising ``ValueError``.
+    ``"dsl"`` -- ``x = cute.assume(x, divby=k)`` for divisibility, a host-side check raising
+    ``ValueError`` otherwise; ``"cpp"`` -- ``CUTE_STATIC_ASSERT_V`` when every symbol is in
+    ``static``, else a runtime check throwing ``std::invalid_argument``; ``"python"`` -- a
+    guard function raising ``ValueError``.
 
     >>> print(render_assumptions(["M % 64 == 0"], "dsl"))
     M = cute.assume(M, divby=64)
     >>> print(render_assumptions(["M % 64 == 0"], "cpp", static=["M"]))
     CUTE_STATIC_ASSERT_V((M % Int<64>{}) == Int<0>{});
     >>> print(render_assumptions(["M % 64 == 0"], "cpp"))
-    assert(((M % 64) == 0) && "assumption");  // <cassert>: a runtime check
+    if (!((M % 64) == 0)) throw std::invalid_argument("assumption: needs M % 64 == 0");  // <stdexcept>
     """
     if emit not in CODE_EMITS:
         raise MalformedLayoutError(f"render_assumptions: emit must be dsl, cpp or python, got {show(emit)}")
@@ -100,15 +103,16 @@ def render_assumptions(
             lines.append(f"    if not ({symbolic.as_python(c)}):")
             lines.append(f"        raise ValueError({(what + ': needs ' + t)!r})")
         return "\n".join(lines)
-    for _t, c in parsed:
+    for t, c in parsed:
+        need = f"{what}: needs {t}"
         if emit == "dsl":
             dv = _divby(c)
             if dv is not None:
                 lines.append(f"{dv[0]} = cute.assume({dv[0]}, divby={dv[1]})")
             else:
-                lines.append(f"# {what}: needs {symbolic.as_python(c)}")
                 lines.append("# check on the host, before the kernel is traced:")
-                lines.append(f"assert {symbolic.as_python(c)}, {what!r}")
+                lines.append(f"if not ({symbolic.as_python(c)}):")
+                lines.append(f"    raise ValueError({need!r})")
         else:
             names = {s.name for s in c.free_symbols}
             if names and names <= set(static):
@@ -118,6 +122,6 @@ def render_assumptions(
                 else:
                     lines.append(f"CUTE_STATIC_ASSERT_V({_cpp(c, True)});")
             else:
-                msg = json.dumps(what)  # a C string literal (JSON's escapes are C's)
-                lines.append(f"assert({_cpp(c, False)} && {msg});  // <cassert>: a runtime check")
+                msg = json.dumps(need)  # a C string literal (JSON's escapes are C's)
+                lines.append(f"if (!{_cpp(c, False)}) throw std::invalid_argument({msg});  // <stdexcept>")
     return "\n".join(lines)

@@ -43,7 +43,7 @@ def _compiler(inc: Path):
 
 def _program(m: str, n: str, body: str) -> str:
     return (
-        "#include <cassert>\n#include <cute/layout.hpp>\nusing namespace cute;\n"
+        "#include <stdexcept>\n#include <cute/layout.hpp>\nusing namespace cute;\n"
         f"int main() {{\n  auto M = {m};\n  auto N = {n};\n  (void)M; (void)N;\n{body}\n  return 0;\n}}\n"
     )
 
