@@ -120,23 +120,9 @@ def gemm_plan(
 
     Arguments as :func:`gemm`, which keeps such plans itself (keyed by the arguments'
     shapes, strides, dtypes, alignment, device and options)."""
-    ab = c is not None
-    if getattr(a, "ndim", 2) == 3 or getattr(b, "ndim", 2) == 3:
-        return BatchedGemmPlan(
-            a,
-            b,
-            out,
-            config=config,
-            out_dtype=out_dtype,
-            dtype=dtype,
-            path=path,
-            bias=bias,
-            activation=activation,
-            bias_along=bias_along,
-            c=c,
-            alpha_beta=ab,
-        )
-    return GemmPlan(
+    batched = getattr(a, "ndim", 2) == 3 or getattr(b, "ndim", 2) == 3
+    plan_type = BatchedGemmPlan if batched else GemmPlan
+    return plan_type(
         a,
         b,
         out,
@@ -148,7 +134,7 @@ def gemm_plan(
         activation=activation,
         bias_along=bias_along,
         c=c,
-        alpha_beta=ab,
+        alpha_beta=c is not None,
     )
 
 
