@@ -71,6 +71,7 @@ __all__ = [
     "tensor_table",
     "smem_bank",
     "layout_svg",
+    "grid_svg",
     "tv_layout_svg",
     "layout_html",
     "layout_tikz",
@@ -731,6 +732,53 @@ def _svg(g: _Grid, max_cells: Optional[int]) -> str:
             grp.append_title(g.tips[m][n])
             d.append(grp)
     return d.as_svg()
+
+
+def grid_svg(
+    title: str,
+    labels: Sequence[Sequence[Sequence[str]]],
+    fills: Sequence[Sequence[str]],
+    tips: Sequence[Sequence[str]],
+    data: Optional[Sequence[Sequence[Dict[str, int]]]] = None,
+) -> str:
+    """An SVG grid drawn the way the layout pictures are: per cell one or two label lines,
+    a fill (``'#rrggbb'``), a hover tip and ``data-*`` attributes; for pictures of other
+    tables (bank patterns, analyses) that share the layout pictures' look.
+
+    >>> svg = grid_svg("two cells", [[["a"], ["b", "c"]]], [["#ffffff", "#ff0000"]], [["tip a", "tip b"]])
+    >>> svg.startswith("<?xml") and "tip b" in svg
+    True
+    """
+    rows = len(labels)
+    cols = len(labels[0]) if rows else 0
+    shape_ok = (
+        rows > 0
+        and cols > 0
+        and all(len(r) == cols for r in labels)
+        and len(fills) == rows
+        and len(tips) == rows
+        and all(len(r) == cols for r in fills)
+        and all(len(r) == cols for r in tips)
+        and all(1 <= len(lab) <= 2 for r in labels for lab in r)
+    )
+    if not shape_ok:
+        raise MalformedLayoutError(
+            f"grid_svg needs equal, non-empty rows of labels (1 or 2 lines each), fills and tips; got "
+            f"{rows} row(s) of labels, {len(fills)} of fills, {len(tips)} of tips"
+        )
+    fill_rows = [[_check_hex(c, "grid_svg") for c in r] for r in fills]
+    cells = data if data is not None else [[{"row": m, "col": n} for n in range(cols)] for m in range(rows)]
+    g = _Grid(
+        title,
+        rows,
+        cols,
+        [[list(lab) for lab in r] for r in labels],
+        fill_rows,
+        [[dict(c) for c in r] for r in cells],
+        [[str(t) for t in r] for r in tips],
+        kind="grid",
+    )
+    return _svg(g, None)
 
 
 @concrete_only

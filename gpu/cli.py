@@ -19,7 +19,7 @@ import os
 import re
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from layoutproof.errors import LayoutError
 
@@ -238,13 +238,20 @@ def _run(args: argparse.Namespace, cfg: Any, prob: GemmProblem) -> int:
 ANALYZE_DOC = """layoutproof analyze: bank conflicts and coalescing of your own layouts.
 
     layoutproof analyze banks "Sw<3,3,3> o (8,64):(64,1)" "((8,4),8):((1,64),8)" --instr ldmatrix.x4 --bits 16
-    layoutproof analyze banks "(32,32):(32,1)" "32:1" --instr ld.shared.b32 --bits 32 --json
+    layoutproof analyze banks "(32,32):(32,1)" "32:1" --instr ld.shared.b32 --bits 32 --show --svg banks.svg
     layoutproof analyze coalesce "(64,64):(64,1)" "((8,4),(4,16)):((512,4),(1,64))" --bits 16
 
 DATA is the tile's layout (tile coordinate -> element offset; CuTe notation, C++ or DSL
 spellings, a swizzle as ``Sw<B,M,S> o LAYOUT``); ACCESS the thread-value layout
 (thread, value, rest...) -> tile coordinate.  Symbols need --assume facts.  Exit status:
 0 proved, 1 refuted, 3 unknown, 2 bad input."""
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--assume", action="append", default=[], help="a fact about the symbols, e.g. 'K %% 8 == 0'"
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def _analyze_parser() -> argparse.ArgumentParser:
@@ -254,23 +261,27 @@ def _analyze_parser() -> argparse.ArgumentParser:
         epilog=ANALYZE_DOC.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "what", choices=["banks", "coalesce"], help="banks: shared memory; coalesce: global memory"
+    sub = p.add_subparsers(dest="what", required=True, metavar="{banks,coalesce}")
+    b = sub.add_parser("banks", help="shared-memory bank conflicts of an access, per instruction phase")
+    b.add_argument("data", help="the tile's shared-memory layout")
+    b.add_argument("access", help="the thread-value layout (thread, value, rest...) -> tile coordinate")
+    b.add_argument("--bits", type=int, required=True, help="element width in bits")
+    b.add_argument(
+        "--instr", required=True, help="the instruction (ld.shared.b32, ldmatrix.x4, cp.async.16, ...)"
     )
-    p.add_argument("data", help="the tile's layout (shared memory for banks, global for coalesce)")
-    p.add_argument("access", help="the thread-value layout (thread, value, rest...) -> tile coordinate")
-    p.add_argument("--bits", type=int, required=True, help="element width in bits")
-    p.add_argument(
-        "--instr", default=None, help="banks: the instruction (ld.shared.b32, ldmatrix.x4, cp.async.16, ...)"
+    b.add_argument("--base", type=int, default=0, help="the tile's byte address modulo 128 (default 0)")
+    b.add_argument(
+        "--show", action="store_true", help="print the bank pattern of the first conflicting instruction"
     )
-    p.add_argument(
-        "--vector", type=int, default=None, help="coalesce: bytes per lane (default: the widest legal)"
-    )
-    p.add_argument("--base", type=int, default=0, help="the tile's byte address modulo 128 (default 0)")
-    p.add_argument(
-        "--assume", action="append", default=[], help="a fact about the symbols, e.g. 'K %% 8 == 0'"
-    )
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    b.add_argument("--svg", metavar="FILE", help="write the bank pattern, phase by phase, as an SVG picture")
+    _common(b)
+    c = sub.add_parser("coalesce", help="global-memory sectors and lines per warp request")
+    c.add_argument("data", help="the global tensor's layout")
+    c.add_argument("access", help="the thread-value layout (thread, value, rest...) -> tile coordinate")
+    c.add_argument("--bits", type=int, required=True, help="element width in bits")
+    c.add_argument("--vector", type=int, default=None, help="bytes per lane (default: the widest legal)")
+    c.add_argument("--base", type=int, default=0, help="the tile's byte address modulo 128 (default 0)")
+    _common(c)
     return p
 
 
@@ -288,41 +299,63 @@ def _read_layout(text: str) -> Any:
     return v
 
 
+def _analyze_banks(args: argparse.Namespace) -> Tuple[Any, List[str]]:
+    from .analysis import banks
+    from .analysis.bank_picture import bank_pattern
+
+    data, access = _read_layout(args.data), _read_layout(args.access)
+    rep = banks(data, access, args.instr, element_bits=args.bits, base=args.base)
+    lines = []
+    if rep.wavefronts is not None:
+        lines.append(f"wavefronts {rep.total} (minimum {rep.minimum}), worst phase {rep.max_ways}-way")
+    if args.show or args.svg:
+        pic = bank_pattern(data, access, args.instr, element_bits=args.bits, base=args.base)
+        if args.show:
+            lines.append(pic.text().rstrip("\n"))
+        if args.svg:
+            with open(args.svg, "w", encoding="utf-8") as f:
+                f.write(pic.svg())
+            lines.append(f"bank pattern written to {args.svg}")
+    return rep, lines
+
+
+def _analyze_coalesce(args: argparse.Namespace) -> Tuple[Any, List[str]]:
+    from .analysis import coalescing
+
+    data, access = _read_layout(args.data), _read_layout(args.access)
+    rep = coalescing(data, access, element_bits=args.bits, vector_bytes=args.vector, base=args.base)
+    lines = []
+    if rep.sectors is not None:
+        lines.append(
+            f"{rep.vector_bytes}-byte vectors (widest legal {rep.widest_bytes}); sectors "
+            f"{int(rep.sectors.sum())} (minimum {int(rep.min_sectors.sum())}), lines "
+            f"{int(rep.lines.sum())}, efficiency {rep.efficiency:.2f}"
+        )
+    return rep, lines
+
+
+_ANALYSES = {"banks": _analyze_banks, "coalesce": _analyze_coalesce}
+
+
 def analyze_main(argv: Optional[List[str]] = None) -> int:
-    """``layoutproof analyze banks|coalesce DATA ACCESS ...``: print the report (or JSON)."""
+    """``layoutproof analyze ANALYSIS ...``: print the report (or JSON)."""
     import json
 
     from layoutproof.symbolic import assuming
 
-    from .analysis import banks, coalescing
-
     args = _analyze_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         with assuming(*args.assume):
-            data, access = _read_layout(args.data), _read_layout(args.access)
-            if args.what == "banks":
-                if args.instr is None:
-                    raise LayoutError("banks needs --instr (e.g. ld.shared.b32, ldmatrix.x4, cp.async.16)")
-                rep: Any = banks(data, access, args.instr, element_bits=args.bits, base=args.base)
-            else:
-                rep = coalescing(
-                    data, access, element_bits=args.bits, vector_bytes=args.vector, base=args.base
-                )
-    except LayoutError as e:
+            rep, lines = _ANALYSES[args.what](args)
+    except (LayoutError, OSError) as e:
         print(f"layoutproof analyze: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(rep.as_dict(), default=str, indent=1))
     else:
         print(rep.line())
-        if args.what == "banks" and rep.wavefronts is not None:
-            print(f"wavefronts {rep.total} (minimum {rep.minimum}), worst phase {rep.max_ways}-way")
-        elif args.what == "coalesce" and rep.sectors is not None:
-            print(
-                f"{rep.vector_bytes}-byte vectors (widest legal {rep.widest_bytes}); sectors "
-                f"{int(rep.sectors.sum())} (minimum {int(rep.min_sectors.sum())}), lines "
-                f"{int(rep.lines.sum())}, efficiency {rep.efficiency:.2f}"
-            )
+        for line in lines:
+            print(line)
     return {"proved": 0, "refuted": 1}.get(rep.status, 3)
 
 

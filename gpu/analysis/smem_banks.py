@@ -42,7 +42,7 @@ from ..proof.banks import NUM_BANKS
 from .access import WARP, AccessError, Instruction, LaneAddresses, is_symbolic, lane_addresses
 from .access import instruction as read_instruction
 
-__all__ = ["BankConflict", "BankReport", "banks", "phase_wavefronts"]
+__all__ = ["BankConflict", "BankReport", "banks", "check_shared", "phase_wavefronts"]
 
 _SHARED_KINDS = ("ld.shared", "st.shared", "ldmatrix", "stmatrix", "cp.async")
 
@@ -157,7 +157,8 @@ def _first_conflict(
     )
 
 
-def _check_kind(ins: Instruction) -> None:
+def check_shared(ins: Instruction) -> None:
+    """Refuse an instruction that does not access shared memory."""
     if ins.kind not in _SHARED_KINDS:
         raise AccessError(
             f"{ins.name} does not access shared memory (banks analyse {', '.join(_SHARED_KINDS)})",
@@ -187,7 +188,7 @@ def banks(smem: Any, access: Any, instruction: Any = None, *, element_bits: int,
             raise AccessError("no instruction: name one (e.g. 'ld.shared.b32')", condition="instruction")
         instruction = atom
     ins = read_instruction(instruction)
-    _check_kind(ins)
+    check_shared(ins)
     t0 = time.perf_counter()
     if is_symbolic(smem) or is_symbolic(access):
         return _symbolic(smem, access, ins, element_bits, base, t0)
