@@ -235,11 +235,12 @@ def _run(args: argparse.Namespace, cfg: Any, prob: GemmProblem) -> int:
     return 0 if err < (2e-2 if prob.dtype == "bf16" else 5e-3) else 1
 
 
-ANALYZE_DOC = """layoutproof analyze: bank conflicts and coalescing of your own layouts.
+ANALYZE_DOC = """layoutproof analyze: bank conflicts, coalescing and wgmma operands of your own layouts.
 
     layoutproof analyze banks "Sw<3,3,3> o (8,64):(64,1)" "((8,4),8):((1,64),8)" --instr ldmatrix.x4 --bits 16
     layoutproof analyze banks "(32,32):(32,1)" "32:1" --instr ld.shared.b32 --bits 32 --show --svg banks.svg
     layoutproof analyze coalesce "(64,64):(64,1)" "((8,4),(4,16)):((512,4),(1,64))" --bits 16
+    layoutproof analyze wgmma "Sw<3,3,3> o ((8,8),(64,1)):((64,512),(1,0))" --bits 16
 
 DATA is the tile's layout (tile coordinate -> element offset; CuTe notation, C++ or DSL
 spellings, a swizzle as ``Sw<B,M,S> o LAYOUT``); ACCESS the thread-value layout
@@ -261,7 +262,7 @@ def _analyze_parser() -> argparse.ArgumentParser:
         epilog=ANALYZE_DOC.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = p.add_subparsers(dest="what", required=True, metavar="{banks,coalesce}")
+    sub = p.add_subparsers(dest="what", required=True, metavar="{banks,coalesce,wgmma}")
     b = sub.add_parser("banks", help="shared-memory bank conflicts of an access, per instruction phase")
     b.add_argument("data", help="the tile's shared-memory layout")
     b.add_argument("access", help="the thread-value layout (thread, value, rest...) -> tile coordinate")
@@ -282,6 +283,13 @@ def _analyze_parser() -> argparse.ArgumentParser:
     c.add_argument("--vector", type=int, default=None, help="bytes per lane (default: the widest legal)")
     c.add_argument("--base", type=int, default=0, help="the tile's byte address modulo 128 (default 0)")
     _common(c)
+    w = sub.add_parser("wgmma", help="whether wgmma reads an (MN, K) operand through descriptors, and which")
+    w.add_argument("data", help="the operand's shared-memory layout, (mn, k) -> element offset")
+    w.add_argument("--bits", type=int, required=True, help="element width in bits (8, 16 or 32)")
+    w.add_argument("--major", choices=["K", "MN"], default=None, help="try one major-ness only")
+    w.add_argument("--mn-block", type=int, default=None, help="rows per descriptor (64 for A; default all)")
+    w.add_argument("--base", type=int, default=0, help="the tile's shared-memory byte address")
+    _common(w)
     return p
 
 
@@ -334,7 +342,27 @@ def _analyze_coalesce(args: argparse.Namespace) -> Tuple[Any, List[str]]:
     return rep, lines
 
 
-_ANALYSES = {"banks": _analyze_banks, "coalesce": _analyze_coalesce}
+def _analyze_wgmma(args: argparse.Namespace) -> Tuple[Any, List[str]]:
+    from .analysis.wgmma_operand import wgmma_operand
+
+    rep = wgmma_operand(
+        _read_layout(args.data),
+        element_bits=args.bits,
+        major=args.major,
+        mn_block=args.mn_block,
+        base=args.base,
+    )
+    lines = [
+        f"{d['mn_offset']:>4},{d['k_offset']:>4}: {d['descriptor']} start {d['start_address']} "
+        f"LBO {d['leading_byte_offset']} SBO {d['stride_byte_offset']} {d['swizzle']}"
+        for d in rep.descriptors
+    ]
+    if lines:
+        lines.insert(0, f"{rep.mode}; descriptors per (mn, k) block:")
+    return rep, lines
+
+
+_ANALYSES = {"banks": _analyze_banks, "coalesce": _analyze_coalesce, "wgmma": _analyze_wgmma}
 
 
 def analyze_main(argv: Optional[List[str]] = None) -> int:
