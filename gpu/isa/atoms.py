@@ -64,7 +64,18 @@ __all__ = [
 ]
 
 #: Bit width of each element type name.
-DTYPE_BITS: Dict[str, int] = {"f16": 16, "bf16": 16, "tf32": 32, "f32": 32, "f64": 64}
+DTYPE_BITS: Dict[str, int] = {
+    "f16": 16,
+    "bf16": 16,
+    "tf32": 32,
+    "f32": 32,
+    "f64": 64,
+    "s8": 8,
+    "u8": 8,
+    "e4m3": 8,
+    "e5m2": 8,
+    "s32": 32,
+}
 
 _OPERANDS = ("A", "B", "C")
 
@@ -86,7 +97,8 @@ class MMAAtom:
         thr_id: logical thread index -> lane.
         a_layout, b_layout, c_layout: ``(thread, value)`` -> column-major index into the
             ``(M,K)``, ``(N,K)``, ``(M,N)`` tile.
-        a_type, b_type, c_type: element types (``f16``, ``bf16``, ``tf32``, ``f32``, ``f64``).
+        a_type, b_type, c_type: element types (``f16``, ``bf16``, ``tf32``, ``f32``, ``f64``,
+            the 8-bit ``s8``, ``u8``, ``e4m3``, ``e5m2``, and ``s32``).
         a_regs, b_regs, c_regs: registers per thread per operand (32-bit; 64-bit for f64).
     """
 
@@ -405,7 +417,46 @@ _ATOM_LIST: List[MMAAtom] = [
         "f32",
         "f32",
     ),
+    # SM61's four-way byte dot product, a one-thread atom like UniversalFMA: K = 4 bytes of
+    # one register each of A and B, accumulated into one s32.
+    _mma(
+        "SM61_DP4A",
+        "dp4a.s32.s32",
+        (1, 1, 4),
+        "1:0",
+        "(1,4):(0,1)",
+        "(1,4):(0,1)",
+        "(1,1):(0,0)",
+        "s8",
+        "s8",
+        "s32",
+    ),
 ]
+
+# mma.sync m16n8k32 with 8-bit inputs (the integer ones from SM80, the fp8 ones from SM89):
+# A ``((4,8),(4,2,2)):((64,1),(16,8,256))`` (t0 -> k 4*t0, t1 -> m, v0 -> k+1, v1 -> m+8,
+# v2 -> k+16), B ``((4,8),(4,2)):((32,1),(8,128))``, C the 16x8 accumulator.
+for _arch, _ty, _acc in (
+    ("SM80", "s8", "s32"),
+    ("SM80", "u8", "s32"),
+    ("SM89", "e4m3", "f32"),
+    ("SM89", "e5m2", "f32"),
+):
+    _T, _C = _ty.upper(), _acc.upper()
+    _ATOM_LIST.append(
+        _mma(
+            f"{_arch}_16x8x32_{_C}{_T}{_T}{_C}_TN",
+            f"mma.sync.aligned.m16n8k32.row.col.{_acc}.{_ty}.{_ty}.{_acc}",
+            (16, 8, 32),
+            "32:1",
+            "((4,8),(4,2,2)):((64,1),(16,8,256))",
+            "((4,8),(4,2)):((32,1),(8,128))",
+            _C16x8,
+            _ty,
+            _ty,
+            _acc,
+        )
+    )
 
 #: Every MMA atom, by CuTe name.
 MMA_ATOMS: Dict[str, MMAAtom] = {a.name: a for a in _ATOM_LIST}
@@ -453,7 +504,10 @@ _PTX_RE = re.compile(r"\.(m\d+n\d+k\d+)\.(row|col)\.(row|col)\.(\w+)\.(\w+)\.(\w
 
 def ptx_key(atom: MMAAtom) -> str | None:
     """The :data:`~layoutproof.gpu.isa.ptx_tables.FRAGMENTS` key of an atom's instruction
-    (parsed from ``atom.ptx``), or ``None`` for a non-``mma`` atom (UniversalFMA)."""
+    (parsed from ``atom.ptx``; ``dp4a.s32.s32`` for SM61_DP4A), or ``None`` for an atom
+    without a fragment table (UniversalFMA)."""
+    if atom.ptx == "dp4a.s32.s32":
+        return "dp4a.s32.s32"
     m = _PTX_RE.search(atom.ptx)
     if not atom.ptx.startswith("mma.") or m is None:
         return None

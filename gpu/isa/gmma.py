@@ -78,6 +78,9 @@ __all__ = [
     "N_VALUES",
     "wgmma_d_f32",
     "wgmma_a_f16",
+    "wgmma_a_tf32",
+    "wgmma_a_b8",
+    "WGMMA_TYPES",
     "wgmma_d_registers",
     "PTX_SWIZZLE_ATOMS",
     "descriptor_address",
@@ -174,10 +177,63 @@ def wgmma_a_f16(tid: int, i: int) -> RowCol:
     return row, col
 
 
+def wgmma_a_tf32(tid: int, i: int) -> RowCol:
+    """``wgmma.mma_async.m64nNk8`` A in registers (``.tf32``), element ``a_i`` (``i`` in
+    0..3, one ``.b32`` each) of thread ``tid``: ``(m, k)`` of the ``64 x 8`` matrix.
+
+    PTX ("Matrix Fragments for wgmma.mma_async.m64nNk8"): warp ``w`` owns rows
+    ``16w .. 16w+15`` in the ``m16n8k8`` ``.tf32`` A pattern: ``a0, a2`` in row ``groupID``,
+    ``a1, a3`` in row ``groupID + 8``; column ``threadID_in_group``, plus 4 for ``a2, a3``.
+
+    >>> wgmma_a_tf32(0, 1), wgmma_a_tf32(37, 2)
+    ((8, 0), (17, 5))
+    """
+    if not (0 <= tid < WARPGROUP_THREADS and 0 <= i < 4):
+        raise MalformedLayoutError(f"wgmma A m64nNk8: (tid, i) = ({tid}, {i}) out of range")
+    warp, _lane, group, tig = _warp_lane(tid)
+    return 16 * warp + group + (8 if i in (1, 3) else 0), tig + (4 if i >= 2 else 0)
+
+
+def wgmma_a_b8(tid: int, i: int) -> RowCol:
+    """``wgmma.mma_async.m64nNk32`` A in registers (8-bit: ``.s8``, ``.u8``, ``.e4m3``,
+    ``.e5m2``), element ``a_i`` (``i`` in 0..15, four per ``.b32``) of thread ``tid``.
+
+    PTX ("Matrix Fragments for wgmma.mma_async.m64nNk32"): warp ``w`` owns rows
+    ``16w .. 16w+15`` in the ``m16n8k32`` A pattern: ``a0..a3``, ``a8..a11`` in row
+    ``groupID``, the others in row ``groupID + 8``; column ``threadID_in_group*4 + (i & 3)``,
+    plus 16 for ``a8..a15``.
+
+    >>> wgmma_a_b8(0, 4), wgmma_a_b8(37, 9)
+    ((8, 0), (17, 21))
+    """
+    if not (0 <= tid < WARPGROUP_THREADS and 0 <= i < 16):
+        raise MalformedLayoutError(f"wgmma A m64nNk32: (tid, i) = ({tid}, {i}) out of range")
+    warp, _lane, group, tig = _warp_lane(tid)
+    row = 16 * warp + group + (8 if (4 <= i < 8 or i >= 12) else 0)
+    return row, tig * 4 + (i & 3) + (16 if i >= 8 else 0)
+
+
+#: PTX's ``wgmma`` operand types beyond 16 bits: ``dtype -> (bits, k of one instruction,
+#: accumulator type, the instruction's N values)``.  A descriptor row of K is 32 bytes for
+#: every type (k16 of ``.f16``, k8 of ``.tf32``, k32 of 8-bit types).  The integer types
+#: have fewer N: 8, 16, 24 and the multiples of 16 (PTX: ``.m64n8k32`` ... ``.m64n256k32``,
+#: checked against ptxas by the tests).  Only ``.f16``/``.bf16`` take the transpose
+#: immediates: every other type reads K-major operands from shared memory.
+WGMMA_TYPES: Dict[str, Tuple[int, int, str, Tuple[int, ...]]] = {
+    "f16": (16, 16, "f32", N_VALUES),
+    "bf16": (16, 16, "f32", N_VALUES),
+    "tf32": (32, 8, "f32", N_VALUES),
+    "e4m3": (8, 32, "f32", N_VALUES),
+    "e5m2": (8, 32, "f32", N_VALUES),
+    "s8": (8, 32, "s32", (8, 16, 24) + tuple(range(32, 257, 16))),
+    "u8": (8, 32, "s32", (8, 16, 24) + tuple(range(32, 257, 16))),
+}
+
+
 def wgmma_d_registers(n: int, dtype: str = "f32") -> int:
     """Registers per thread of the accumulator: ``N/2`` ``.f32`` registers, or ``N/4``
     ``.f16x2`` registers for an ``.f16`` accumulator (PTX fragment table)."""
-    return n // 2 if dtype == "f32" else n // 4
+    return n // 2 if dtype in ("f32", "s32") else n // 4
 
 
 #: PTX "Shared Memory Matrix Layout" table: swizzle atom ``(MN, K)`` shape in 128-bit
@@ -361,54 +417,79 @@ def _smem_operand_layout(rows: int, cols: int) -> Layout:
     return Layout((WARPGROUP_THREADS, (rows, cols)), (0, (1, rows)))
 
 
-_TYPE_NAME = {"f16": "F16", "bf16": "BF16"}
+_TYPE_NAME = {"f16": "F16", "bf16": "BF16", "tf32": "TF32", "e4m3": "E4M3", "e5m2": "E5M2", "s8": "S8", "u8": "U8"}
+
+
+def _a_register_layout(k: int) -> Layout:
+    """CuTe's ``ALayout_64x{k}`` (A in registers): index ``m + 64 k``; thread ``t0 + 4 t1
+    + 32 t2`` (threadID_in_group, groupID, warp)."""
+    if k == 16:  # v0 -> k+1, v1 -> m+8, v2 -> k+8
+        return _c_layout(16)
+    if k == 8:  # tf32: t0 -> k, v0 -> m+8, v1 -> k+4
+        return Layout(((4, 8, 4), (2, 2)), ((64, 1, 16), (8, 256)))
+    # 8-bit: t0 -> k 4*t0, v0 -> k+1, v1 -> m+8, v2 -> k+16
+    return Layout(((4, 8, 4), (4, 2, 2)), ((256, 1, 16), (64, 8, 1024)))
 
 
 def _gmma(n: int, dtype: str, a_source: str) -> GMMAAtom:
     ty = _TYPE_NAME[dtype]
-    name = f"SM90_64x{n}x16_F32{ty}{ty}_{a_source}"
-    ptx = f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype}"
-    a = _c_layout(16) if a_source == "RS" else _smem_operand_layout(64, 16)
+    _bits, k, acc, _ns = WGMMA_TYPES[dtype]
+    if dtype in ("f16", "bf16"):
+        name = f"SM90_64x{n}x16_F32{ty}{ty}_{a_source}"
+    else:  # K-major operands only: CuTe's _TN atoms
+        name = f"SM90_64x{n}x{k}_{acc.upper()}{ty}{ty}_{a_source}_TN"
+    ptx = f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{dtype}.{dtype}"
+    a = _a_register_layout(k) if a_source == "RS" else _smem_operand_layout(64, k)
     return GMMAAtom(
         name,
         ptx,
-        (64, n, 16),
+        (64, n, k),
         Layout(WARPGROUP_THREADS, 1),
         a,
-        _smem_operand_layout(n, 16),
+        _smem_operand_layout(n, k),
         _c_layout(n),
         dtype,
         dtype,
-        "f32",
+        acc,
         4 if a_source == "RS" else 0,
         0,
-        wgmma_d_registers(n),
+        wgmma_d_registers(n, acc),
         a_source,
     )
 
 
-#: Every SM90 ``wgmma`` atom of this module, by CuTe name (``SM90_64x{N}x16_F32F16F16_SS``,
-#: ``..._RS``, ``..._F32BF16BF16_...``): N in :data:`N_VALUES`, 128 atoms.
+#: Every SM90 ``wgmma`` atom of this module, by CuTe name: ``SM90_64x{N}x16_F32F16F16_SS``,
+#: ``..._RS``, ``..._F32BF16BF16_...`` (N in :data:`N_VALUES`, 128 atoms), and the K-major
+#: atoms of the other types, ``SM90_64x{N}x8_F32TF32TF32_{SS,RS}_TN``,
+#: ``SM90_64x{N}x32_F32E4M3E4M3_..._TN`` (and ``E5M2``), ``SM90_64x{N}x32_S32S8S8_..._TN``
+#: (and ``U8``; the integer N of :data:`WGMMA_TYPES`).
 SM90_ATOMS: Dict[str, GMMAAtom] = {
-    a.name: a for a in (_gmma(n, d, s) for d in ("f16", "bf16") for s in ("SS", "RS") for n in N_VALUES)
+    a.name: a
+    for a in (
+        _gmma(n, d, s) for d in WGMMA_TYPES for s in ("SS", "RS") for n in WGMMA_TYPES[d][3]
+    )
 }
 
 
 def sm90_atom(n: int, dtype: str = "f16", a_source: str = "SS") -> GMMAAtom:
-    """The ``wgmma.m64n{n}k16.f32.{dtype}.{dtype}`` atom, A from ``"SS"`` (shared memory)
-    or ``"RS"`` (registers).
+    """The ``wgmma.m64n{n}k{k}.{acc}.{dtype}.{dtype}`` atom (k and the accumulator by
+    :data:`WGMMA_TYPES`), A from ``"SS"`` (shared memory) or ``"RS"`` (registers).
 
     >>> sm90_atom(256, "bf16").ptx
     'wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16'
+    >>> sm90_atom(128, "e4m3").name, sm90_atom(64, "s8").ptx
+    ('SM90_64x128x32_F32E4M3E4M3_SS_TN', 'wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8')
     """
-    if n not in N_VALUES:
-        raise MalformedLayoutError(f"wgmma m64nNk16: N must be a multiple of 8 in [8, 256], got {n}")
-    if dtype not in _TYPE_NAME:
-        raise MalformedLayoutError(f"dtype must be 'f16' or 'bf16', got {dtype!r}")
+    if dtype not in WGMMA_TYPES:
+        raise MalformedLayoutError(f"dtype must be one of {sorted(WGMMA_TYPES)}, got {dtype!r}")
+    ns = WGMMA_TYPES[dtype][3]
+    if n not in ns:
+        raise MalformedLayoutError(
+            f"wgmma m64nNk{WGMMA_TYPES[dtype][1]} .{dtype}: N must be one of {list(ns)}, got {n}"
+        )
     if a_source not in ("SS", "RS"):
         raise MalformedLayoutError(f"a_source must be 'SS' or 'RS', got {a_source!r}")
-    ty = _TYPE_NAME[dtype]
-    return SM90_ATOMS[f"SM90_64x{n}x16_F32{ty}{ty}_{a_source}"]
+    return _gmma(n, dtype, a_source)
 
 
 @functools.cache
@@ -422,11 +503,15 @@ def _ptx_d_table(n: int) -> np.ndarray:
 
 
 @functools.cache
-def _ptx_a_table() -> np.ndarray:
-    out = np.empty((WARPGROUP_THREADS, 8, 2), dtype=np.int64)
+def _ptx_a_table(k: int = 16) -> np.ndarray:
+    """``(128, values, 2)``: PTX's (m, k) of every (thread, a_i) of an A register fragment
+    with ``k`` columns (16: :func:`wgmma_a_f16`, 8: :func:`wgmma_a_tf32`, 32:
+    :func:`wgmma_a_b8`)."""
+    fn, nv = {16: (wgmma_a_f16, 8), 8: (wgmma_a_tf32, 4), 32: (wgmma_a_b8, 16)}[k]
+    out = np.empty((WARPGROUP_THREADS, nv, 2), dtype=np.int64)
     for t in range(WARPGROUP_THREADS):
-        for i in range(8):
-            out[t, i] = wgmma_a_f16(t, i)
+        for i in range(nv):
+            out[t, i] = fn(t, i)
     return out
 
 
@@ -484,21 +569,43 @@ def verify_gmma_atom(atom: GMMAAtom) -> ProofLog:
 
     * C: the profile is ``((4,8,4),(2,2,N/8))`` (cutlass#3254: ``N = 8`` keeps the
       trailing ``1``); a bijection onto ``64 x N``; every ``(thread, value)`` is PTX's
-      ``d_value`` of that thread (:func:`wgmma_d_f32`); ``c_regs == N/2``.
-    * A, ``RS``: a bijection onto ``64 x 16``, equal to :func:`wgmma_a_f16`; 4 registers.
-    * A, ``SS``, and B: the descriptor operand ``(128,(R,16)):(0,(1,R))``.
+      ``d_value`` of that thread (:func:`wgmma_d_f32`; the ``.s32`` accumulator of the
+      integer types has the same fragment); ``c_regs == N/2``.
+    * the shape is ``m64nNk{k}`` with ``k`` and the accumulator type of
+      :data:`WGMMA_TYPES` (32 bytes of K: k16, k8 for ``.tf32``, k32 for 8-bit types).
+    * A, ``RS``: a bijection onto ``64 x k``, equal to :func:`wgmma_a_f16` /
+      :func:`wgmma_a_tf32` / :func:`wgmma_a_b8`; 4 registers.
+    * A, ``SS``, and B: the descriptor operand ``(128,(R,k)):(0,(1,R))``.
 
     Raises AtomMismatchError with the witness ``(thread, value)`` and both answers.
     """
     log = ProofLog()
     n = atom.n
     nt = atom.num_threads
-    if nt != WARPGROUP_THREADS or atom.shape_mnk != (64, n, 16) or n not in N_VALUES:
+    if atom.a_type not in WGMMA_TYPES or atom.b_type != atom.a_type:
         raise AtomMismatchError(
-            f"{atom.name}: not an m64nNk16 warpgroup atom",
+            f"{atom.name}: operand types ({atom.a_type}, {atom.b_type}) are not a wgmma type pair",
+            condition="types",
+            witness=None,
+            ours=(atom.a_type, atom.b_type),
+        )
+    bits, kk, acc, ns = WGMMA_TYPES[atom.a_type]
+    if nt != WARPGROUP_THREADS or atom.shape_mnk != (64, n, kk) or n not in ns:
+        raise AtomMismatchError(
+            f"{atom.name}: not an m64nNk{kk} warpgroup atom of .{atom.a_type} (N in {list(ns)}): "
+            f"shape {atom.shape_mnk}",
             condition="shape",
             witness=None,
             ours=atom.shape_mnk,
+            ptx=(64, n, kk),
+        )
+    if atom.c_type != acc or kk * bits != 256:
+        raise AtomMismatchError(
+            f"{atom.name}: accumulator .{atom.c_type}, PTX has .{acc} for .{atom.a_type}",
+            condition="accumulator type",
+            witness=None,
+            ours=atom.c_type,
+            ptx=acc,
         )
     C = atom.c_layout
     profile = ((4, 8, 4), (2, 2, n // 8))
@@ -515,9 +622,9 @@ def verify_gmma_atom(atom: GMMAAtom) -> ProofLog:
     log.add(
         "bijective", f"{atom.name} C: {C} is a bijection (T128,V{n // 2}) -> (64, {n})", "exhaustive", cases
     )
-    key = f"m64n{n}k16 D.f32"
+    key = f"m64n{n}k{kk} D.{acc}"
     cases = _compare_tv(atom, "C", _ptx_d_table(n), key)
-    if atom.c_regs != wgmma_d_registers(n):
+    if atom.c_regs != wgmma_d_registers(n, acc):
         raise AtomMismatchError(
             f"{atom.name}: {atom.c_regs} C registers, PTX has {n // 2}",
             condition="register count",
@@ -528,9 +635,12 @@ def verify_gmma_atom(atom: GMMAAtom) -> ProofLog:
     log.add("atom", f"{atom.name} C == PTX wgmma {key} fragment (profile {C.shape})", "exhaustive", cases)
     if atom.a_source == "RS":
         A = atom.a_layout
-        cases = tv_bijective(A, nt, (64, 16), f"{atom.name} A")
-        log.add("bijective", f"{atom.name} A: {A} is a bijection (T128,V8) -> (64, 16)", "exhaustive", cases)
-        cases = _compare_tv(atom, "A", _ptx_a_table(), "m64nNk16 A (registers)")
+        nv = 128 // bits
+        cases = tv_bijective(A, nt, (64, kk), f"{atom.name} A")
+        log.add(
+            "bijective", f"{atom.name} A: {A} is a bijection (T128,V{nv}) -> (64, {kk})", "exhaustive", cases
+        )
+        cases = _compare_tv(atom, "A", _ptx_a_table(kk), f"m64nNk{kk} A (registers)")
         if atom.a_regs != 4:
             raise AtomMismatchError(
                 f"{atom.name}: {atom.a_regs} A registers, PTX has 4",
@@ -539,7 +649,7 @@ def verify_gmma_atom(atom: GMMAAtom) -> ProofLog:
                 ours=atom.a_regs,
                 ptx=4,
             )
-        log.add("atom", f"{atom.name} A == PTX wgmma m64nNk16 A register fragment", "exhaustive", cases)
+        log.add("atom", f"{atom.name} A == PTX wgmma m64nNk{kk} A register fragment", "exhaustive", cases)
     elif atom.a_source == "SS":
         cases = _check_descriptor_operand(atom, "A")
         log.add("atom", f"{atom.name} A: descriptor operand {atom.a_layout}", "exhaustive", cases)
@@ -553,13 +663,15 @@ def verify_gmma_atom(atom: GMMAAtom) -> ProofLog:
 
 
 def verify_all_sm90() -> ProofLog:
-    """Every atom of :data:`SM90_ATOMS` and every 16-bit canonical shared-memory atom."""
+    """Every atom of :data:`SM90_ATOMS` and every canonical shared-memory atom of 16-, 8- and
+    32-bit elements."""
     log = ProofLog()
     for a in SM90_ATOMS.values():
         log.extend(verify_gmma_atom(a))
-    for major in ("K", "MN"):
-        for sw in SWIZZLES:
-            log.extend(verify_smem_atom(smem_atom(major, sw)))
+    for bits in (16, 8, 32):
+        for major in ("K", "MN"):
+            for sw in SWIZZLES:
+                log.extend(verify_smem_atom(smem_atom(major, sw, bits)))
     return log
 
 

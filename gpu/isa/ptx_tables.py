@@ -2,7 +2,8 @@
 
 Nothing here is derived from the layouts of :mod:`layoutproof.gpu.isa.atoms`: every function is
 a transcription of the formulas of the PTX ISA sections "Matrix Fragments for mma.m8n8k4",
-"... mma.m16n8k4", "... mma.m16n8k8", "... mma.m16n8k16" and of the ``ldmatrix``
+"... mma.m16n8k4", "... mma.m16n8k8", "... mma.m16n8k16", "... mma.m16n8k32", of the
+``dp4a`` description and of the ``ldmatrix``
 description, written with PTX's own names (``groupID = %laneid >> 2``,
 ``threadID_in_group = %laneid % 4``).  :func:`~layoutproof.gpu.isa.atoms.verify_atom` compares
 the atoms' CuTe layouts against these, point by point.
@@ -51,6 +52,11 @@ __all__ = [
     "m8n8k4_f64_c",
     "m16n8k4_f64_a",
     "m16n8k4_f64_b",
+    "m16n8k32_b8_a",
+    "m16n8k32_b8_b",
+    "dp4a_a",
+    "dp4a_b",
+    "dp4a_c",
     "m8n8k4_f16_a",
     "m8n8k4_f16_b",
     "m8n8k4_f32_c",
@@ -133,6 +139,41 @@ def m16n8k8_tf32_b(lane: int, i: int) -> RowCol:
     """``mma.m16n8k8`` B, ``.tf32``, elements b0, b1."""
     g, t = group_id(lane), thread_in_group(lane)
     return (t if i == 0 else t + 4), g
+
+
+# ----------------------------------------------------------------------------- m16n8k32
+def m16n8k32_b8_a(lane: int, i: int) -> RowCol:
+    """``mma.m16n8k32`` A, 8-bit (``.s8``/``.u8``/``.e4m3``/``.e5m2``), elements a0..a15
+    (four per ``.b32`` register): ``a0..a3`` and ``a8..a11`` in row ``groupID``, the others
+    in row ``groupID + 8``; column ``threadID_in_group*4 + (i & 3)``, plus 16 for ``a8..a15``."""
+    g, t = group_id(lane), thread_in_group(lane)
+    row = g if (i < 4 or 8 <= i < 12) else g + 8
+    col = t * 4 + (i & 3) + (16 if i >= 8 else 0)
+    return row, col
+
+
+def m16n8k32_b8_b(lane: int, i: int) -> RowCol:
+    """``mma.m16n8k32`` B, 8-bit, elements b0..b7 (row = k, col = n): row
+    ``threadID_in_group*4 + (i & 3)``, plus 16 for ``b4..b7``; column ``groupID``."""
+    g, t = group_id(lane), thread_in_group(lane)
+    return t * 4 + (i & 3) + (16 if i >= 4 else 0), g
+
+
+# ----------------------------------------------------------------------------- dp4a
+def dp4a_a(lane: int, i: int) -> RowCol:
+    """``dp4a.s32.s32 d, a, b, c`` (SM61): ``d = c + sum_i a.byte[i] * b.byte[i]`` -- one
+    thread; A is the ``1 x 4`` row of the four bytes of register ``a`` (byte ``i`` = k ``i``)."""
+    return 0, i
+
+
+def dp4a_b(lane: int, i: int) -> RowCol:
+    """``dp4a`` B: the ``4 x 1`` column of the bytes of ``b`` (row = k = byte ``i``)."""
+    return i, 0
+
+
+def dp4a_c(lane: int, i: int) -> RowCol:
+    """``dp4a`` C/D: the one ``.s32``."""
+    return 0, 0
 
 
 # ----------------------------------------------------------------------------- f64
@@ -227,7 +268,8 @@ def _t(fn: Callable[[int, int], RowCol], n: int, r: int, c: int, bits: int, doc:
 
 
 #: ``(ptx shape and type key, operand) -> FragmentTable``.  Keys: ``m16n8k16.f16`` (also
-#: ``.bf16``), ``m16n8k8.f16``, ``m16n8k8.tf32``, ``m8n8k4.f64``, ``m16n8k4.f64``,
+#: ``.bf16``), ``m16n8k8.f16``, ``m16n8k8.tf32``, ``m16n8k32.{s8,u8,e4m3,e5m2}``,
+#: ``dp4a.s32.s32``, ``m8n8k4.f64``, ``m16n8k4.f64``,
 #: ``m8n8k4.f16.row.col`` / ``.col.row`` / ``.row.row`` / ``.col.col`` (Volta).
 FRAGMENTS: Dict[Tuple[str, str], FragmentTable] = {
     ("m16n8k16.f16", "A"): _t(m16n8k16_f16_a, 8, 16, 16, 16, "a0..a7, 4 x .f16x2"),
@@ -245,7 +287,17 @@ FRAGMENTS: Dict[Tuple[str, str], FragmentTable] = {
     ("m16n8k4.f64", "A"): _t(m16n8k4_f64_a, 2, 16, 4, 64, "a0, a1, 2 x .f64"),
     ("m16n8k4.f64", "B"): _t(m16n8k4_f64_b, 1, 4, 8, 64, "b0, 1 x .f64"),
     ("m16n8k4.f64", "C"): _t(m16n8_c, 4, 16, 8, 64, "c0..c3, 4 x .f64"),
+    ("dp4a.s32.s32", "A"): _t(dp4a_a, 4, 1, 4, 8, "a: 4 bytes of one .b32"),
+    ("dp4a.s32.s32", "B"): _t(dp4a_b, 4, 4, 1, 8, "b: 4 bytes of one .b32"),
+    ("dp4a.s32.s32", "C"): _t(dp4a_c, 1, 1, 1, 32, "c: 1 x .s32"),
 }
+
+# mma.m16n8k32 with 8-bit inputs: one fragment shape for every 8-bit type; the
+# accumulator is .s32 for the integer types and .f32 for the fp8 types (sm_89+).
+for _ty, _acc in (("s8", "s32"), ("u8", "s32"), ("e4m3", "f32"), ("e5m2", "f32")):
+    FRAGMENTS[(f"m16n8k32.{_ty}", "A")] = _t(m16n8k32_b8_a, 16, 16, 32, 8, "a0..a15, 4 x .b32")
+    FRAGMENTS[(f"m16n8k32.{_ty}", "B")] = _t(m16n8k32_b8_b, 8, 32, 8, 8, "b0..b7, 2 x .b32")
+    FRAGMENTS[(f"m16n8k32.{_ty}", "C")] = _t(m16n8_c, 4, 16, 8, 32, f"c0..c3, 4 x .{_acc}")
 
 
 def _with_major(fn: Callable[[int, int, str], RowCol], major: str) -> Callable[[int, int], RowCol]:
