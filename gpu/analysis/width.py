@@ -334,6 +334,7 @@ class _Arith:
         p = (s - 1) * d
         if not self.symbolic:
             return max(0, p)
+        p = self.sp.sympify(p)
         if p.is_nonnegative:
             return p
         if p.is_nonpositive:
@@ -344,6 +345,7 @@ class _Arith:
         p = (s - 1) * d
         if not self.symbolic:
             return min(0, p)
+        p = self.sp.sympify(p)
         if p.is_nonnegative:
             return self.sp.Integer(0)
         if p.is_nonpositive:
@@ -380,6 +382,8 @@ def _terms_of_layout(L: Layout, base: Any, prefix: str = "") -> List[Term]:
     for k, s in enumerate(fs):
         prod = prod * s
         if k == n - 1:
+            if prefix:  # an outer layout's 1-D input is split by its modes' products only
+                continue
             out.append(Term(prefix + "size", prefix + "size", "*".join(str(x) for x in fs), prod, prod))
         elif k >= 1:
             nm = f"{prefix}shape product 0..{k}"
@@ -418,6 +422,8 @@ def _terms_of_layout(L: Layout, base: Any, prefix: str = "") -> List[Term]:
                 leaves=everything,
             )
         )
+    if prefix:  # C++ takes a composed layout's cosize from its inner layout
+        return out
     last = ar.total([(s - 1) * d for s, d in zip(fs, fd)]) + 1
     out.append(Term(prefix + "cosize", prefix + "cosize", "L(size - 1) + 1", last, last))
     return out
