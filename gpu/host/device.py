@@ -15,7 +15,15 @@ from typing import Any, Dict, List, Tuple
 from ..errors import NoGPUError
 from .rule import DeviceFacts
 
-__all__ = ["cupy", "gpu_available", "tma_available", "device_facts", "sm_count", "facts"]
+__all__ = [
+    "cupy",
+    "gpu_available",
+    "tma_available",
+    "device_facts",
+    "sm_count",
+    "facts",
+    "external_array",
+]
 
 _CUPY: List[Any] = []
 
@@ -87,3 +95,15 @@ def sm_count(cp: Any) -> int:
 def facts(cp: Any) -> DeviceFacts:
     """What the launch rule needs to know of the current device."""
     return DeviceFacts(cc=device_facts(cp)[1], sms=sm_count(cp), tma=tma_available())
+
+
+def external_array(
+    ptr: int, nbytes: int, shape: Tuple[int, ...], strides: Tuple[int, ...], dtype: Any, dev: int
+) -> Any:
+    """A CuPy array over ``nbytes`` of device memory at ``ptr`` on device ``dev`` that
+    another library owns (a torch tensor's storage): ``shape`` and byte ``strides`` as the
+    CUDA array interface gives them, no copy.  The array keeps nothing alive: the caller
+    holds the owner for as long as the array is used."""
+    cp = cupy()
+    mem = cp.cuda.UnownedMemory(ptr, nbytes, None, dev)
+    return cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(mem, 0), strides)

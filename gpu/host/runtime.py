@@ -38,6 +38,7 @@ from .cache import cache_dir
 from .device import gpu_available, tma_available
 from .plan import BatchedGemmPlan, GemmPlan, last_launch
 from .rule import hopper_candidates, splitk_candidates
+from .torch_op import any_tensor as torch_op_any
 
 __all__ = [
     "gemm",
@@ -120,6 +121,11 @@ def gemm_plan(
 
     Arguments as :func:`gemm`, which keeps such plans itself (keyed by the arguments'
     shapes, strides, dtypes, alignment, device and options)."""
+    if torch_op_any(a, b, out, bias, c):
+        raise GemmInputError(
+            "gemm_plan: takes CuPy arrays; for torch tensors call gemm (it keeps a plan per "
+            "argument signature), or torch.ops.layoutproof.gemm under torch.compile"
+        )
     batched = getattr(a, "ndim", 2) == 3 or getattr(b, "ndim", 2) == 3
     plan_type = BatchedGemmPlan if batched else GemmPlan
     return plan_type(
@@ -256,6 +262,24 @@ def gemm(
     Raises:
         GemmInputError: wrong dtype, shape, device or layout; NoGPUError without CuPy/GPU.
     """
+    if torch_op_any(a, b, out, bias, c):  # torch tensors: the same plans, torch in and out
+        from .torch_op import gemm_tensors
+
+        return gemm_tensors(
+            a,
+            b,
+            out,
+            config=config,
+            out_dtype=out_dtype,
+            dtype=dtype,
+            path=path,
+            bias=bias,
+            activation=activation,
+            alpha=alpha,
+            beta=beta,
+            c=c,
+            bias_along=bias_along,
+        )
     plan = None
     key = None
 

@@ -1,0 +1,397 @@
+"""PyTorch interop: ``gemm`` on torch tensors and the ``layoutproof::gemm`` operator.
+
+Without a GPU (CI): the operator's registration and schema, its fake (meta) implementation
+on meta and fake CUDA tensors, ``torch.compile(fullgraph=True)`` tracing it, the bad-input
+errors, and -- with a fake CuPy standing in for the device and CPU tensors standing in for
+CUDA ones -- the zero-copy path itself: the kernel is handed the tensors' own addresses and
+writes into the torch tensor that is returned.  With a GPU: the numerics against
+``torch.matmul`` in float64, strided and transposed views, batches, output types, the fused
+epilogue, the caller's current stream, CUDA graph capture and ``torch.compile``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_gpu_plan import _FakeArray, _FakeCupy  # noqa: E402  (the shared fake CuPy)
+
+from layoutproof.gpu.errors import GemmInputError  # noqa: E402
+from layoutproof.gpu.host import cache, device, runtime, torch_op  # noqa: E402
+from layoutproof.gpu.host import rule as P  # noqa: E402
+
+op = torch_op.gemm_op
+
+
+# ============================================================================ no GPU needed
+def test_importing_the_package_imports_neither_torch_nor_cupy():
+    code = (
+        "import sys, layoutproof.gpu, layoutproof.gpu.host.runtime, layoutproof.gpu.host.torch_op;"
+        "print('torch' in sys.modules, 'cupy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_the_operator_is_registered_with_its_schema():
+    assert torch.ops.layoutproof.gemm.default is not None
+    schema = str(torch.ops.layoutproof.gemm.default._schema)
+    assert schema.startswith("layoutproof::gemm(Tensor a, Tensor b, Tensor? bias=None, Tensor? c=None")
+    assert schema.endswith("-> Tensor")
+    assert torch_op.gemm_op is op  # registered once
+
+
+@pytest.mark.parametrize(
+    "sa, sb, want",
+    [
+        ((7, 13), (13, 17), (7, 17)),
+        ((4, 7, 13), (13, 17), (4, 7, 17)),
+        ((7, 13), (4, 13, 17), (4, 7, 17)),
+        ((1, 7, 13), (4, 13, 17), (4, 7, 17)),
+        ((4, 7, 13), (4, 13, 17), (4, 7, 17)),
+    ],
+)
+def test_meta_tensors_get_the_products_shape(sa, sb, want):
+    for dt, odt in (
+        (torch.float16, torch.float16),
+        (torch.bfloat16, torch.bfloat16),
+        (torch.int8, torch.int32),
+    ):
+        a, b = torch.empty(sa, dtype=dt, device="meta"), torch.empty(sb, dtype=dt, device="meta")
+        c = op(a, b)
+        assert c.shape == want and c.dtype == odt and c.device.type == "meta" and c.is_contiguous()
+    a, b = (
+        torch.empty(sa, dtype=torch.bfloat16, device="meta"),
+        torch.empty(sb, dtype=torch.bfloat16, device="meta"),
+    )
+    assert op(a, b, out_dtype=torch.float32).dtype == torch.float32
+
+
+def test_meta_function_refuses_what_the_gemm_refuses():
+    m = dict(device="meta", dtype=torch.float16)
+    a, b = torch.empty(8, 16, **m), torch.empty(16, 4, **m)
+    with pytest.raises(GemmInputError, match="inner dimensions differ.*transpose"):
+        op(a, torch.empty(15, 4, **m))
+    with pytest.raises(GemmInputError, match="convert one"):
+        op(a, torch.empty(16, 4, device="meta", dtype=torch.bfloat16))
+    with pytest.raises(GemmInputError, match="batch extents differ"):
+        op(torch.empty(2, 8, 16, **m), torch.empty(3, 16, 4, **m))
+    with pytest.raises(GemmInputError, match="2-D .* or 3-D"):
+        op(torch.empty(16, **m), b)
+    with pytest.raises(GemmInputError, match="not a GEMM input type.*to\\(torch"):
+        op(a.double(), b.double())
+    with pytest.raises(GemmInputError, match=r"bias must have shape \(4,\)"):
+        op(a, b, torch.empty(8, **m))
+    with pytest.raises(GemmInputError, match="needs the C input"):
+        op(a, b, alpha=2.0)
+    with pytest.raises(GemmInputError, match="out_dtype"):
+        op(a, b, out_dtype=torch.float64)
+
+
+@pytest.mark.filterwarnings("ignore:Accessing the data pointer of FakeTensor")
+def test_fake_cuda_tensors_trace_and_devices_must_agree():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        a = torch.empty(64, 32, device="cuda", dtype=torch.bfloat16)
+        b = torch.empty_strided((32, 48), (1, 32), device="cuda", dtype=torch.bfloat16)
+        c = op(a, b, out_dtype=torch.float16)
+        assert c.shape == (64, 48) and c.dtype == torch.float16 and c.device.type == "cuda"
+        with pytest.raises(GemmInputError, match="one device"):
+            op(a, torch.empty(32, 48, device="cuda:1", dtype=torch.bfloat16))
+        with pytest.raises(GemmInputError, match="one device"):
+            runtime.gemm(a, torch.empty(32, 48, device="cuda:1", dtype=torch.bfloat16))
+
+
+def test_opcheck_on_meta_tensors():
+    a = torch.empty(16, 32, dtype=torch.float16, device="meta")
+    b = torch.empty(32, 8, dtype=torch.float16, device="meta")
+    bias = torch.empty(8, dtype=torch.float32, device="meta")
+    for args, kw in (((a, b), {}), ((a, b, bias), {"activation": "gelu"})):
+        res = torch.library.opcheck(
+            op, args, kw, test_utils=("test_schema", "test_faketensor", "test_autograd_registration")
+        )
+        assert set(res.values()) == {"SUCCESS"}, res
+
+
+@pytest.mark.parametrize("through", ["op", "gemm"])
+def test_compile_fullgraph_traces_the_operator(through):
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def f(a, b, bias):
+        if through == "op":
+            y = torch.ops.layoutproof.gemm(a, b, bias, activation="relu")
+        else:
+            y = runtime.gemm(a, b, bias=bias, activation="relu")
+        return y * 2
+
+    g = torch.compile(f, fullgraph=True, backend=backend)
+    a, b = torch.randn(16, 32).half(), torch.randn(32, 8).half()
+    bias = torch.randn(8)
+    # tracing runs the meta function; running the graph calls the real operator, which
+    # refuses CPU tensors
+    with pytest.raises(GemmInputError, match="move it to the GPU"):
+        g(a, b, bias)
+    (gm,) = graphs
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert torch.ops.layoutproof.gemm.default in targets or torch.ops.layoutproof.gemm in targets
+
+
+def test_bad_torch_inputs_name_the_fix():
+    a, b = torch.randn(8, 16).half(), torch.randn(16, 4).half()
+    with pytest.raises(GemmInputError, match=r"a is on cpu.*a\.cuda\(\)"):
+        runtime.gemm(a, b)
+    with pytest.raises(GemmInputError, match=r"move it to the GPU"):
+        op(a, b)
+    with pytest.raises(GemmInputError, match="torch tensors for all of them.*from_dlpack"):
+        runtime.gemm(a, np.zeros((16, 4), np.float16))
+    with pytest.raises(GemmInputError, match="carry their type"):
+        runtime.gemm(a, b, dtype="bf16")
+    with pytest.raises(GemmInputError, match="gemm_plan: takes CuPy arrays"):
+        runtime.gemm_plan(a, b)
+    with pytest.raises(GemmInputError, match="needs the C input"):
+        runtime.gemm(a, b, beta=1.0)
+
+
+# ============================================================================ a fake device
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    """CPU tensors stand in for CUDA ones, a fake CuPy for the device (launches recorded)."""
+    cp = _FakeCupy()
+    cp.current = 0x5
+    cp.cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=cp.current)
+    cp.entered = []
+
+    class Ext:
+        def __init__(self, ptr, dev):
+            self.ptr, self.dev = ptr, dev
+
+        def __enter__(self):
+            cp.entered.append(self.ptr)
+            self.prev, cp.current = cp.current, self.ptr
+
+        def __exit__(self, *exc):
+            cp.current = self.prev
+
+    cp.cuda.ExternalStream = Ext
+    monkeypatch.setenv("LAYOUTPROOF_CACHE", str(tmp_path))
+    monkeypatch.setattr(device, "_CUPY", [cp])
+    monkeypatch.setattr(device, "_DEVICE_FACTS", {})
+    monkeypatch.setattr(cache, "_MODULES", {})
+    monkeypatch.setattr(runtime, "_PLANS", {})
+    monkeypatch.setattr(torch_op, "_ENTRIES", {})
+    monkeypatch.setattr(torch_op, "_EXTERNAL", {})
+    monkeypatch.setattr(device, "tma_available", lambda: False)
+    monkeypatch.setattr(P, "_WARNED", {"tma": True})
+    monkeypatch.setattr(torch_op, "_DEVICE_TYPE", "cpu")
+    cp.stream = 0x5
+    monkeypatch.setattr(torch_op, "_raw_stream_fn", lambda t: lambda dev: cp.stream)
+    cp.views = []
+
+    def external_array(ptr, nbytes, shape, strides, dtype, dev):
+        cp.views.append((ptr, nbytes, shape, strides, np.dtype(dtype)))
+        return _FakeArray(cp, shape, strides, dtype, ptr, dev)
+
+    monkeypatch.setattr(device, "external_array", external_array)
+    device._sm_count_of.cache_clear()
+    yield cp
+    device._sm_count_of.cache_clear()
+
+
+def _launch(cp):
+    pa, pb, pc, m, n, k, lda, ldb, ldc, _ = cp.launches[-1]["values"]
+    return (pa, pb, pc), (m, n, k), (lda, ldb, ldc)
+
+
+def test_fake_device_zero_copy_in_and_torch_out(fake):
+    a = torch.randn(96, 40).half()
+    b = torch.randn(40, 72).half()
+    c = runtime.gemm(a, b)
+    assert isinstance(c, torch.Tensor) and c.shape == (96, 72) and c.dtype == torch.float16
+    assert c.stride() == (72, 1)
+    ptrs, mnk, lds = _launch(fake)
+    assert ptrs == (a.data_ptr(), b.data_ptr(), c.data_ptr())  # the tensors' own memory
+    assert mnk == (96, 72, 40) and lds == (40, 72, 72)
+    assert fake.launches[-1]["stream"] == 0x5 and fake.entered == []
+    # the DLPack view of the same tensor agrees with the view handed to the kernel
+    va = fake.views[0]
+    arr = np.from_dlpack(a)
+    assert va[0] == arr.__array_interface__["data"][0] and va[2:4] == (arr.shape, arr.strides)
+    # a second call: the entry, the plan and the views are reused, new output memory
+    plan = runtime.last_launch["plan"]
+    n_views = len(fake.views)
+    c2 = runtime.gemm(a, b)
+    assert runtime.last_launch["plan"] is plan and len(torch_op._ENTRIES) == 1
+    assert _launch(fake)[0] == (a.data_ptr(), b.data_ptr(), c2.data_ptr())
+    assert len(fake.views) == n_views + (c2.data_ptr() != c.data_ptr())
+
+
+def test_fake_device_transposed_views_and_bf16(fake):
+    a = torch.randn(40, 96).bfloat16().t()  # (96, 40), column-major: M-major A
+    b = torch.randn(72, 40).bfloat16().t()  # (40, 72), column-major: K-major B
+    out = torch.empty(96, 72, dtype=torch.float32)
+    c = runtime.gemm(a, b, out)
+    assert c is out
+    ptrs, mnk, _ = _launch(fake)
+    assert ptrs == (a.data_ptr(), b.data_ptr(), out.data_ptr())
+    prob = runtime.last_launch["problem"]
+    assert (prob.dtype, prob.out_dtype, prob.a_major, prob.b_major) == ("bf16", "f32", "m", "k")
+    assert fake.views[0][4] == np.uint16  # bf16 travels as its bits
+    # a column-major output is computed as the transposed product, still zero-copy
+    outT = torch.empty(72, 96, dtype=torch.float32).t()
+    runtime.gemm(a, b, outT)
+    ptrs, mnk, _ = _launch(fake)
+    assert ptrs == (b.data_ptr(), a.data_ptr(), outT.data_ptr()) and mnk == (72, 96, 40)
+
+
+def test_fake_device_batches_fold_into_one_product(fake):
+    a = torch.randn(4, 24, 40).half()
+    b = torch.randn(40, 72).half()
+    c = runtime.gemm(a, b)
+    assert c.shape == (4, 24, 72) and c.is_contiguous()
+    ptrs, mnk, _ = _launch(fake)
+    assert ptrs == (a.data_ptr(), b.data_ptr(), c.data_ptr()) and mnk == (96, 72, 40)
+
+
+def test_fake_device_runs_on_torchs_current_stream(fake):
+    a, b = torch.randn(64, 32).half(), torch.randn(32, 64).half()
+    fake.current, fake.stream = 0, 0x77  # CuPy on its default stream, torch on another
+    runtime.gemm(a, b)
+    assert fake.launches[-1]["stream"] == 0x77 and fake.entered == [0x77]
+    fake.current = 0x99  # a CuPy stream the caller made current, not torch's
+    with pytest.raises(GemmInputError, match="CuPy stream .* is current.*ExternalStream"):
+        runtime.gemm(a, b)
+
+
+def test_fake_device_checks_out_and_dtypes(fake):
+    a, b = torch.randn(64, 32).half(), torch.randn(32, 64).half()
+    with pytest.raises(GemmInputError, match="out is"):
+        runtime.gemm(a, b, torch.empty(64, 63, dtype=torch.float16))
+    with pytest.raises(GemmInputError, match="out_dtype"):
+        runtime.gemm(a, b, out_dtype="f64")
+    with pytest.raises(GemmInputError, match="float8_e4m3fn inputs need out_dtype|need out_dtype"):
+        runtime.gemm(a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn))
+    c = runtime.gemm(a, b, out_dtype=torch.float32)
+    assert c.dtype == torch.float32 and runtime.last_launch["problem"].out_dtype == "f32"
+
+
+# ============================================================================ on the GPU
+def _gpu():
+    return torch.cuda.is_available() and runtime.gpu_available()
+
+
+gpu = pytest.mark.skipif(not _gpu(), reason="no CUDA GPU / CuPy")
+
+
+def _rel(c, ref):
+    c64, r64 = c.double(), ref.double()
+    return float((c64 - r64).norm() / r64.norm())
+
+
+def _rand(*shape, dtype=torch.float16):
+    return torch.randn(*shape, device="cuda").to(dtype)
+
+
+@gpu
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16])
+def test_gpu_numerics_against_float64(dt):
+    for m, n, k in ((256, 256, 256), (1000, 3000, 777), (7, 13, 17), (128, 4096, 512)):
+        a, b = _rand(m, k, dtype=dt), _rand(k, n, dtype=dt)
+        c = runtime.gemm(a, b)
+        ref = a.double() @ b.double()
+        assert c.dtype == dt and c.shape == (m, n) and c.device == a.device
+        assert _rel(c, ref) < 1e-2, (m, n, k)
+        c32 = runtime.gemm(a, b, out_dtype=torch.float32)
+        assert c32.dtype == torch.float32 and _rel(c32, ref) < 1e-3
+
+
+@gpu
+def test_gpu_strided_transposed_and_offset_views():
+    base = _rand(300, 520)
+    cases = [
+        (base[:256, :512], _rand(512, 128)),  # a row-major slice: lda 520
+        (_rand(512, 256).t(), _rand(128, 512).t()),  # both column-major
+        (base[1:257, 3:131], _rand(128, 64)),  # misaligned base: staged copy path
+    ]
+    for a, b in cases:
+        ref = a.double() @ b.double()
+        c = runtime.gemm(a, b)
+        assert _rel(c, ref) < 1e-2
+        out = torch.empty(b.shape[1], a.shape[0], device="cuda", dtype=torch.float16).t()
+        assert runtime.gemm(a, b, out) is out and _rel(out, ref) < 1e-2
+
+
+@gpu
+def test_gpu_batched_and_broadcast():
+    for sa, sb in (((8, 128, 64), (8, 64, 96)), ((8, 128, 64), (64, 96)), ((128, 64), (8, 64, 96))):
+        a, b = _rand(*sa, dtype=torch.bfloat16), _rand(*sb, dtype=torch.bfloat16)
+        c = runtime.gemm(a, b)
+        assert _rel(c, torch.matmul(a.double(), b.double())) < 1e-2
+
+
+@gpu
+def test_gpu_fused_epilogue_matches_torch():
+    a, b = _rand(512, 256), _rand(256, 384)
+    bias = torch.randn(384, device="cuda")
+    c = torch.ops.layoutproof.gemm(a, b, bias, activation="gelu")
+    ref = torch.nn.functional.gelu(a.double() @ b.double() + bias.double())
+    assert _rel(c, ref) < 1e-2
+    cin = _rand(512, 384)
+    c2 = runtime.gemm(a, b, c=cin, alpha=0.5, beta=2.0)
+    assert _rel(c2, 0.5 * (a.double() @ b.double()) + 2.0 * cin.double()) < 1e-2
+
+
+@gpu
+def test_gpu_runs_on_the_callers_current_stream():
+    a, b = _rand(2048, 2048), _rand(2048, 2048)
+    new = _rand(2048, 2048)
+    s = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(50_000_000)  # the copy below lands late on s
+        a.copy_(new)
+        c = runtime.gemm(a, b)  # on s: ordered after the copy
+    s.synchronize()
+    assert _rel(c, new.double() @ b.double()) < 1e-2
+
+
+@gpu
+def test_gpu_cuda_graph_capture_of_the_operator():
+    a, b = _rand(256, 512), _rand(512, 128)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # warm up: the plan is made outside the capture
+        torch.ops.layoutproof.gemm(a, b)
+        runtime.gemm(a, b)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        c = torch.ops.layoutproof.gemm(a, b)
+        d = runtime.gemm(a, b)
+    for _ in range(2):
+        a.copy_(_rand(256, 512))
+        b.copy_(_rand(512, 128))
+        g.replay()
+        torch.cuda.synchronize()
+        ref = a.double() @ b.double()
+        assert _rel(c, ref) < 1e-2 and _rel(d, ref) < 1e-2
+
+
+@gpu
+def test_gpu_torch_compile_fullgraph():
+    def f(a, b, bias):
+        return torch.relu(runtime.gemm(a, b, bias=bias)) + 1
+
+    g = torch.compile(f, fullgraph=True, backend="aot_eager")
+    a, b, bias = _rand(256, 128), _rand(128, 192), torch.randn(192, device="cuda")
+    ref = torch.relu(a.double() @ b.double() + bias.double()) + 1
+    assert _rel(g(a, b, bias), ref) < 1e-2
