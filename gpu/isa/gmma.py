@@ -417,7 +417,15 @@ def _smem_operand_layout(rows: int, cols: int) -> Layout:
     return Layout((WARPGROUP_THREADS, (rows, cols)), (0, (1, rows)))
 
 
-_TYPE_NAME = {"f16": "F16", "bf16": "BF16", "tf32": "TF32", "e4m3": "E4M3", "e5m2": "E5M2", "s8": "S8", "u8": "U8"}
+_TYPE_NAME = {
+    "f16": "F16",
+    "bf16": "BF16",
+    "tf32": "TF32",
+    "e4m3": "E4M3",
+    "e5m2": "E5M2",
+    "s8": "S8",
+    "u8": "U8",
+}
 
 
 def _a_register_layout(k: int) -> Layout:
@@ -464,10 +472,7 @@ def _gmma(n: int, dtype: str, a_source: str) -> GMMAAtom:
 #: ``SM90_64x{N}x32_F32E4M3E4M3_..._TN`` (and ``E5M2``), ``SM90_64x{N}x32_S32S8S8_..._TN``
 #: (and ``U8``; the integer N of :data:`WGMMA_TYPES`).
 SM90_ATOMS: Dict[str, GMMAAtom] = {
-    a.name: a
-    for a in (
-        _gmma(n, d, s) for d in WGMMA_TYPES for s in ("SS", "RS") for n in WGMMA_TYPES[d][3]
-    )
+    a.name: a for a in (_gmma(n, d, s) for d in WGMMA_TYPES for s in ("SS", "RS") for n in WGMMA_TYPES[d][3])
 }
 
 
