@@ -167,6 +167,27 @@ def test_differential_against_brute_force_swizzled():
             assert r.witness.value in vals
 
 
+def test_swizzle_at_tight_widths():
+    """Widths just above the offsets before the swizzle, where the XOR alone can overflow."""
+    rng = random.Random(11)
+    only_swizzle = 0
+    for _ in range(300):
+        s = _random_shape(rng)
+        B = Layout(s, _random_stride(rng, s))
+        fs, fd = B.flat_modes()
+        B = Layout(fs, tuple(abs(d) * 8 + 1 for d in fd))
+        sw = Swizzle(rng.randint(1, 3), rng.randint(0, 3), rng.choice((3, 4, -3, -4)))
+        C = ComposedLayout(sw, 0, B)
+        vals = _brute_values(C)
+        pre = max(B(i) for i in range(B.size))
+        bits = max(8, pre.bit_length())
+        r = index_width(C, bits=bits, signed=False)
+        assert r.status == ("proved" if _fits(vals, bits, False) else "refuted"), (C, bits, r.line())
+        if [o.term for o in r.overflows] == [f"{sw}(offset + B(c))"]:
+            only_swizzle += 1
+    assert only_swizzle >= 5, only_swizzle
+
+
 def test_partial_sums_lie_within_the_offset():
     """Every leaf product can be 0, so each running sum's range lies within the whole
     offset's: what overflows without the offset overflowing is a stride, size, cosize or a
@@ -264,7 +285,9 @@ def test_swizzle_output_bounded_then_evaluated():
 def test_outer_layout_reached_or_not():
     C = ComposedLayout(Layout((4, 4), (1, 100)), 0, Layout(4, 4))  # B reaches 0, 4, 8, 12
     r = index_width(C, bits=9)
-    assert r.status == "refuted"  # outer offset 3*1 + 3*100 = 303 at index 15 is not reached, but 12 -> 300 is
+    assert (
+        r.status == "refuted"
+    )  # outer offset 3*1 + 3*100 = 303 at index 15 is not reached, but 12 -> 300 is
     bad = {o.term for o in r.overflows}
     assert "outer coordinate 1 * stride" in bad
     C2 = ComposedLayout(Layout((4, 4), (1, 100)), 0, Layout(2, 1))  # B reaches 0, 1 only
