@@ -172,7 +172,7 @@ def _to_pc(x):
 
 
 def _show(x):
-    if isinstance(x, (Layout, pc.Layout)):
+    if isinstance(x, (Layout, pc.Layout)) or (hasattr(x, "shape") and hasattr(x, "stride")):
         return f"{_fmt(x.shape)}:{_fmt(x.stride)}"
     if type(x) is tuple:
         return "(" + ", ".join(_show(e) for e in x) + ")"
@@ -220,12 +220,13 @@ def _same_fn(a, b):
 NEG_RHS = "B has negative offsets, A o B undefined"
 
 
-def _run_case(rep, ex, lp_call, pc_call, post, same=None, struct=True, post_pc=None):
+def _run_case(rep, ex, lp_call, pc_call, post, same=None, struct=True, post_pc=None, peer="pycute"):
     """One differential case; see the module docstring for the decision rules.
 
-    ``post(shape, stride)`` checks a layoutproof result, ``post_pc`` (default ``post``) a
-    pycute one; ``same(R, P)`` compares two results (default: function and size).  Returns
-    ``(R, lp_error, P)`` for callers that look further.
+    ``post(shape, stride)`` checks a layoutproof result, ``post_pc`` (default ``post``) the
+    peer's (``peer`` names it in the report: pycute, CuTe C++); ``same(R, P)`` compares two
+    results (default: function and size).  Returns ``(R, lp_error, P)`` for callers that
+    look further.
     """
     rep.cases += 1
     post_pc = post_pc or post
@@ -241,7 +242,7 @@ def _run_case(rep, ex, lp_call, pc_call, post, same=None, struct=True, post_pc=N
         P = pc_call()
         pc_err = None
         if not _valid(P.shape, P.stride):
-            ex = f"{ex} [pycute: {_show(P)}]"
+            ex = f"{ex} [{peer}: {_show(P)}]"
             P, pc_err = None, "returns a malformed layout, extent < 1"
     except AssertionError:
         P, pc_err = None, "AssertionError"
@@ -255,7 +256,7 @@ def _run_case(rep, ex, lp_call, pc_call, post, same=None, struct=True, post_pc=N
             rep.note(
                 "layoutproof RETURNS although the rhs has negative offsets (it raises "
                 "for the same rhs elsewhere)",
-                f"{ex} -> layoutproof {_show(R)}, pycute {_show(P) if P is not None else pc_err}",
+                f"{ex} -> layoutproof {_show(R)}, {peer} {_show(P) if P is not None else pc_err}",
             )
             return R, None, P
         if why:
@@ -263,7 +264,7 @@ def _run_case(rep, ex, lp_call, pc_call, post, same=None, struct=True, post_pc=N
             return R, None, P
         if P is None:
             rep.note(
-                f"pycute fails ({pc_err}), layoutproof returns a verified result",
+                f"{peer} fails ({pc_err}), layoutproof returns a verified result",
                 f"{ex} -> layoutproof {_show(R)}",
             )
             return R, None, P
@@ -272,40 +273,40 @@ def _run_case(rep, ex, lp_call, pc_call, post, same=None, struct=True, post_pc=N
             if struct and R.shape != P.shape:
                 rep.note(
                     "STRUCTURE: agree as functions, shapes differ",
-                    f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)}",
+                    f"{ex} -> layoutproof {_show(R)}, {peer} {_show(P)}",
                 )
             elif struct and R.stride != P.stride:
                 rep.note(
                     "STRUCTURE: same shape, strides differ (only at extent-1 leaves)",
-                    f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)}",
+                    f"{ex} -> layoutproof {_show(R)}, {peer} {_show(P)}",
                 )
             return R, None, P
         pwhy = post_pc(P.shape, P.stride)
         if pwhy:
             rep.note(
-                f"pycute returns a wrong layout [{pwhy[0]}], layoutproof verified",
-                f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)} ({pwhy[1]})",
+                f"{peer} returns a wrong layout [{pwhy[0]}], layoutproof verified",
+                f"{ex} -> layoutproof {_show(R)}, {peer} {_show(P)} ({pwhy[1]})",
             )
         else:
             rep.note(
                 "both satisfy the post-condition but differ",
-                f"{ex} -> layoutproof {_show(R)}, pycute {_show(P)}",
+                f"{ex} -> layoutproof {_show(R)}, {peer} {_show(P)}",
             )
         return R, None, P
     cond = lp_err.condition
     if P is None:
-        rep.note(f"both reject: layoutproof [{cond}], pycute {pc_err}", ex)
+        rep.note(f"both reject: layoutproof [{cond}], {peer} {pc_err}", ex)
         return None, lp_err, None
     pwhy = post_pc(P.shape, P.stride)
     if pwhy:
         rep.note(
-            f"layoutproof raises [{cond}]; pycute returns a wrong layout [{pwhy[0]}]",
-            f"{ex} -> pycute {_show(P)} ({pwhy[1]})",
+            f"layoutproof raises [{cond}]; {peer} returns a wrong layout [{pwhy[0]}]",
+            f"{ex} -> {peer} {_show(P)} ({pwhy[1]})",
         )
     else:
-        rep.incomplete.append(f"{ex}: layoutproof raises [{cond}] but pycute's {_show(P)} is correct")
+        rep.incomplete.append(f"{ex}: layoutproof raises [{cond}] but {peer}'s {_show(P)} is correct")
         rep.note(
-            "INCOMPLETENESS: layoutproof raises, pycute's answer is correct", f"{ex} -> pycute {_show(P)}"
+            f"INCOMPLETENESS: layoutproof raises, {peer}'s answer is correct", f"{ex} -> {peer} {_show(P)}"
         )
     return None, lp_err, P
 
