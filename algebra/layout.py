@@ -582,7 +582,10 @@ class Layout:
 
         if not args:
             raise MalformedLayoutError("a layout is evaluated at a coordinate; none given")
-        c = norm_htuple(args[0] if len(args) == 1 else args, "coordinate")
+        raw = args[0] if len(args) == 1 else args
+        if is_coordinate(raw) or (type(raw) is tuple and any(is_coordinate(x) for x in raw)):
+            raw = natural_coord(raw, self._shape)
+        c = norm_htuple(raw, "coordinate")
         if not raw_weakly_congruent(c, self._shape):
             raise OutOfDomainError(f"coordinate {show(c)} does not fit the shape {fmt_htuple(self._shape)}")
         neg = [x for x in raw_flatten(c) if x < 0]
@@ -591,8 +594,6 @@ class Layout:
                 f"coordinate {show(c)} has the negative entry {neg[0]}; extend=True extends "
                 "past the end of the domain, not before its start"
             )
-        if any(type(d) is not int for d in self._flat()[1]):
-            raise MalformedLayoutError("extend=True evaluates layouts with integer strides")
         off: int = raw_crd2idx(c, self._shape, self._stride)
         return off
 
@@ -763,6 +764,8 @@ def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
         c = int(c)
     elif _is_sympy(c):
         raise _SymbolSeen
+    elif is_coordinate(c):  # an ArithTuple (e.g. the value of a layout with basis strides)
+        return _eval_checked(natural_coord(c, s, full), s, d, full)
     else:
         raise MalformedLayoutError(f"coordinate leaves must be integers, got {type(c).__name__} {show(c)}")
     if type(s) is not tuple:
@@ -778,6 +781,38 @@ def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
         off += (c % sh) * dd
         c //= sh
     return off
+
+
+def natural_coord(c: Any, s: Any, full: Any = None) -> Any:
+    """The plain coordinate that the ArithTuple ``c`` stands for against the shape ``s``.
+
+    Missing trailing entries are 0 (as in ``+`` on ArithTuples), and against an integer
+    mode a coordinate ``(x, 0, ...)`` is ``x`` (C++'s ``get<0>`` of an integer is the
+    integer itself, which is how a ``v@0`` stride walks a rank-1 layout).  An entry
+    beyond the shape's rank that is not 0 raises OutOfDomainError."""
+    if is_coordinate(c):
+        c = c.to_tuple()
+    if type(c) is not tuple:
+        return c
+    if type(s) is tuple:
+        if len(c) > len(s) and any(_nonzero(e) for e in c[len(s) :]):
+            raise OutOfDomainError(
+                f"coordinate {show(full if full is not None else c)} has more modes than the shape "
+                f"{fmt_htuple(s)}"
+            )
+        return tuple(natural_coord(c[i] if i < len(c) else 0, si, full) for i, si in enumerate(s))
+    if any(_nonzero(e) for e in c[1:]):
+        raise OutOfDomainError(
+            f"coordinate {show(full if full is not None else c)} has an entry past mode 0 of an "
+            f"integer mode of extent {show(s)}"
+        )
+    return natural_coord(c[0], s, full) if c else 0
+
+
+def _nonzero(x: Any) -> bool:
+    if type(x) is tuple:
+        return any(_nonzero(e) for e in x)
+    return bool(x != 0)
 
 
 def _slice_split(c: Any, s: Any, d: Any, full: Any) -> Tuple[List[Any], List[Any], int]:
@@ -831,11 +866,14 @@ def evenly_divides(shape: Any, tiler: Any) -> bool:
     """CuTe C++'s ``evenly_divides(a, b)``: does the tiler divide the shape into whole
     tiles?  A tuple tiler divides mode by mode (never more modes than the shape has;
     ``None``/``_`` keeps a mode); any other tiler (an integer, a shape, a layout) divides
-    when ``size(a) == size(b) * size(ceil_div(shape(a), size(b)))``.  Layouts stand for
-    their shapes.
+    when ``size(a) == size(b) * size(ceil_div(shape(a), b))``.  For a layout ``b``,
+    ``ceil_div(a, b)`` is C++'s, ``shape(complement(b, a))``: the rest mode of
+    ``logical_divide(make_layout(a), b)``, so the gaps a strided tile leaves count.
 
-    >>> evenly_divides((8, 6), (4, 3)), evenly_divides((8, 6), (4, 4)), evenly_divides(12, Layout(4, 2))
+    >>> evenly_divides((8, 6), (4, 3)), evenly_divides((8, 6), (4, 4)), evenly_divides(12, Layout(4, 3))
     (True, False, True)
+    >>> evenly_divides((32, 64), (Layout(8, 2), 32)), evenly_divides((32, 64), (Layout(8, 3), 32))
+    (True, False)
     """
     if isinstance(shape, Layout):
         a = shape._shape
@@ -852,7 +890,9 @@ def evenly_divides(shape: Any, tiler: Any) -> bool:
         if len(tiler) > len(modes):
             return False
         return all(t is None or t is _ or evenly_divides(m, t) for m, t in zip(modes, tiler))
-    if isinstance(tiler, Layout) or other_kind(tiler):
+    if isinstance(tiler, Layout):
+        return _evenly_divides_layout(a, tiler)
+    if other_kind(tiler):
         b = size(tiler)  # a Swizzle's size is its period
     elif tiler is None or tiler is _:
         return True
@@ -861,6 +901,43 @@ def evenly_divides(shape: Any, tiler: Any) -> bool:
     if type(b) is not int or type(raw_product(a)) is not int:
         raise MalformedLayoutError("evenly_divides works on integer shapes (substitute values first)")
     return bool(raw_product(a) == b * raw_product(raw_ceil_div(a, b)))
+
+
+def _evenly_divides_layout(a: Any, b: Layout) -> bool:
+    """C++'s ``size(a) == size(b) * size(ceil_div(a, b))`` for a layout ``b``, where
+    ``ceil_div(a, b)`` is ``shape(complement(b, a))`` (the rest mode of
+    ``logical_divide``): the sizes of C++'s complement are computed as C++ does (filter,
+    then the strides in increasing order), so ``(32,64)`` is divided by ``<8:2, 32>`` but
+    not by ``<8:3, 32>`` (8:3 leaves gaps that the rest mode must cover)."""
+    if type(raw_product(a)) is not int or b.is_symbolic:
+        raise MalformedLayoutError("evenly_divides works on integer shapes (substitute values first)")
+    fs, fd = b._flat()
+    modes = [(d, s) for s, d in zip(fs, fd) if s != 1 and not (type(d) is int and d == 0)]
+    if any(type(d) is not int for d, _s in modes):
+        raise InadmissibleError(
+            f"evenly_divides: the tiler {b} has coordinate strides; the rest mode of a divide "
+            "(C++'s complement) needs integer strides",
+            condition="integer strides",
+            witness=None,
+        )
+    if any(d < 0 for d, _s in modes):
+        raise InadmissibleError(
+            f"evenly_divides: the tiler {b} has a negative stride; the rest mode of a divide "
+            "(C++'s complement) needs non-negative strides",
+            condition="non-negative strides",
+            witness=None,
+        )
+    n = raw_product(a)
+    if not modes:  # C++'s special case: the complement of a stride-0 layout is the whole shape
+        return bool(n == b.size * n)
+    modes.sort(key=lambda m: m[0])  # stable: C++ takes the first of equal strides
+    last = 1
+    covered = 1
+    for d, s in modes:
+        covered *= d // last
+        last = d * s
+    rest = raw_product(raw_ceil_div(a, last))
+    return bool(n == b.size * covered * rest)
 
 
 # ----------------------------------------------------------------------------- constructors

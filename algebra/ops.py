@@ -498,27 +498,24 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
     return _compose_general(A, B, As, Ad, fbs, fbd)
 
 
-def _basis_parts(d: Any) -> Optional[Tuple[int, Tuple[Any, ...]]]:
-    """``(value, path)`` of a stride that is a scaled basis element ``value * E(path)``
-    (an integer is ``value * E()``, a zero ArithTuple ``0 * E()``); None for an
-    ArithTuple with two or more non-zero entries."""
+def _basis_terms(d: Any) -> List[Tuple[int, Tuple[Any, ...]]]:
+    """The non-zero entries of a stride as ``(value, path)`` pairs, path order: ``d ==
+    sum(value * E(*path))`` (an integer ``v`` is ``[(v, ())]``, a zero stride ``[]``)."""
     if type(d) is int:
-        return d, ()
+        return [(d, ())] if d != 0 else []
     if not getattr(type(d), "_lp_coordinate", False):  # an ArithTuple (layoutproof.arith)
         raise MalformedLayoutError(f"composition: a stride of B is {type(d).__name__} {show(d)}")
     if hasattr(d, "path") and hasattr(d, "value"):  # a ScaledBasis
-        return d.value, tuple(d.path)
+        return [(d.value, tuple(d.path))] if d.value != 0 else []
     found: List[Tuple[int, Tuple[Any, ...]]] = []
     stack: List[Tuple[Any, Tuple[Any, ...]]] = [(d.to_tuple(), ())]
     while stack:
         x, path = stack.pop()
         if type(x) is tuple:
-            stack.extend((e, path + (i,)) for i, e in enumerate(x))
+            stack.extend((e, path + (i,)) for i, e in reversed(list(enumerate(x))))
         elif x != 0:
             found.append((x, path))
-    if not found:
-        return 0, ()
-    return found[0] if len(found) == 1 else None
+    return found
 
 
 def _basis_mode(A: Layout, path: Tuple[Any, ...], B: Layout) -> Layout:
@@ -541,31 +538,33 @@ def _basis_mode(A: Layout, path: Tuple[Any, ...], B: Layout) -> Layout:
 
 
 def _compose_basis(A: Layout, B: Layout) -> Layout:
-    """``A o B`` for a B with basis (coordinate) strides, as CuTe C++ does: a leaf ``n :
-    v*E(i...)`` of B walks mode ``(i...)`` of A (C++ ``composition_impl``'s ScaledBasis
-    case: ``basis_get`` of A's shape and stride, composed with ``n:v``).  Leaves of B that
+    """``A o B`` for a B with coordinate strides.  A leaf ``n : v@i`` of B walks mode
+    ``i`` of A (C++ ``composition_impl``'s ScaledBasis case: ``basis_get`` of A's shape and
+    stride, composed with ``n:v``); a leaf whose stride has several entries, ``n :
+    sum_j v_j@i_j``, walks each of those modes at once (PyCuTe's generalization: A's value
+    at a natural coordinate is the sum of its modes' values, so the leaf's result is the
+    sum of the ``A_{i_j} o n:v_j``, taken on their common refinement).  Leaves of B that
     walk the same mode of A are composed with it together (their disjointness is
-    checked); leaves on different modes add in different modes of A's natural
-    coordinate, so they never carry into each other."""
+    checked); different modes of A add without carrying into each other."""
     fbs, fbd = B._flat()
     if any(type(n) is not int for n in fbs):
         raise MalformedLayoutError(
             f"composition: B = {B} has basis strides and a symbolic shape; substitute values "
             "first (Layout.subs)"
         )
-    parts = []
+    pb = raw_prefix_product(fbs) if len(fbs) > 1 else (1,)
+    terms: List[List[Tuple[int, Tuple[Any, ...]]]] = []
     for k, (n, d) in enumerate(zip(fbs, fbd)):
-        bp = _basis_parts(d)
-        if bp is None or (n > 1 and bp[1] == () and bp[0] != 0):
+        t = _basis_terms(d) if n > 1 else []
+        if any(path == () for _v, path in t):
             raise InadmissibleError(
-                f"composition: leaf {k} of B ({n}:{d}) is not a scaled basis element; with basis "
-                "strides in B every leaf must walk one mode of A (v@i, CuTe C++'s "
-                "composition) or have stride 0",
-                condition="basis strides: one mode per leaf",
-                witness=raw_prefix_product(fbs)[k] if len(fbs) > 1 else 1,
+                f"composition: leaf {k} of B ({n}:{d}) has an integer stride beside coordinate "
+                "strides: B's values would add an integer to a coordinate, which is undefined",
+                condition="basis strides: one codomain",
+                witness=pb[k],
             )
-        parts.append((n, bp[0] if n > 1 else 0, bp[1] if n > 1 and bp[0] != 0 else None))
-    paths = sorted({p for _n, _v, p in parts if p is not None})
+        terms.append(t)
+    paths = sorted({path for t in terms for _v, path in t})
     for a, b in zip(paths, paths[1:]):
         if b[: len(a)] == a:
             raise InadmissibleError(
@@ -574,32 +573,92 @@ def _compose_basis(A: Layout, B: Layout) -> Layout:
                 condition="basis strides: one mode per leaf",
                 witness=None,
             )
-    out_s: List[Any] = [None] * len(parts)
-    out_d: List[Any] = [None] * len(parts)
-    for k, (n, _v, p) in enumerate(parts):
-        if p is None:
-            out_s[k], out_d[k] = n, 0
+    parts: List[List[Tuple[Any, Any]]] = [[] for _ in fbs]
     for p in paths:
-        ks = [k for k, part in enumerate(parts) if part[2] == p]
+        ks = [(k, v) for k, t in enumerate(terms) for v, q in t if q == p]
         sub = _basis_mode(A, p, B)
         if len(ks) == 1:
-            k = ks[0]
-            R = _compose_layout(sub, _make(parts[k][0], parts[k][1]))
-            out_s[k], out_d[k] = R._shape, R._stride
+            k, v = ks[0]
+            R = _compose_layout(sub, _make(fbs[k], v))
+            parts[k].append((R._shape, R._stride))
             continue
+        gs = tuple(fbs[k] for k, _v in ks)
         try:
-            R = _compose_layout(sub, _make(tuple(parts[k][0] for k in ks), tuple(parts[k][1] for k in ks)))
+            R = _compose_layout(sub, _make(gs, tuple(v for _k, v in ks)))
         except InadmissibleError as e:
             if e.witness is not None:  # a coordinate of the group's layout -> one of B
-                pp = raw_prefix_product(tuple(parts[k][0] for k in ks))
-                pb = raw_prefix_product(fbs)
-                e.witness = sum(((e.witness // q) % parts[k][0]) * pb[k] for q, k in zip(pp, ks))
+                pp = raw_prefix_product(gs)
+                e.witness = sum(((e.witness // q) % fbs[k]) * pb[k] for q, (k, _v) in zip(pp, ks))
             raise
-        for j, k in enumerate(ks):
-            out_s[k], out_d[k] = R._shape[j], R._stride[j]
+        for j, (k, _v) in enumerate(ks):
+            parts[k].append((R._shape[j], R._stride[j]))
+    out_s: List[Any] = []
+    out_d: List[Any] = []
+    for k, n in enumerate(fbs):
+        if not parts[k]:
+            out_s.append(n)
+            out_d.append(0)
+        elif len(parts[k]) == 1:
+            out_s.append(parts[k][0][0])
+            out_d.append(parts[k][0][1])
+        else:
+            rs, rd = _sum_parts(n, parts[k], pb[k], B)
+            out_s.append(rs)
+            out_d.append(rd)
     if type(B._shape) is not tuple:
         return _make(out_s[0], out_d[0])
     return _make(raw_unflatten(tuple(out_s), B._shape), raw_unflatten(tuple(out_d), B._stride))
+
+
+def _sum_parts(n: int, parts: List[Tuple[Any, Any]], unit: int, B: Layout) -> Tuple[Any, Any]:
+    """The layout of ``c -> sum_j P_j(c)`` on ``[0, n)`` for layouts ``P_j`` of size ``n``
+    (one leaf of B walking several modes of A).  Each ``P_j`` is linear on the pieces of
+    its own shape, so the sum is a layout on a common refinement of their shapes: the
+    union of their prefix products, when it is a divisor chain.  Otherwise the sum is
+    evaluated (up to EXACT_LIMIT coordinates) and recognized as a layout, or refused with
+    the first coordinate where no layout agrees (``unit`` maps a leaf coordinate to one
+    of B)."""
+    Ps = [_make(s, d) for s, d in parts]
+    pts = sorted({q for P in Ps for q, s in zip(raw_prefix_product(P._flat()[0]), P._flat()[0]) if s > 1})
+    if not pts or pts[0] != 1:
+        pts = [1] + pts
+    chain = all(b % a == 0 for a, b in zip(pts, pts[1:])) and n % pts[-1] == 0
+    if chain:
+        ext = [b // a for a, b in zip(pts, pts[1:])] + [n // pts[-1]]
+        strides: List[Any] = []
+        for q in pts:
+            acc: Any = 0
+            for P in Ps:
+                acc = acc + P(q)
+            strides.append(acc)
+        R = coalesce(_make(tuple(ext), tuple(strides)) if len(ext) > 1 else _make(ext[0], strides[0]))
+        return R._shape, R._stride
+    vals: List[Any] = []
+    if n <= EXACT_LIMIT:
+        for c in range(n):
+            acc = 0
+            for P in Ps:
+                acc = acc + P(c)
+            vals.append(acc)
+    if vals and all(type(v) is int for v in vals):
+        import numpy as np
+
+        modes, w = recognize_layout_fn(
+            np.array(vals, dtype=object if max(map(abs, vals)) >= 1 << 62 else np.int64)
+        )
+        if modes is not None:
+            R = _from_modes(list(modes[0]), list(modes[1]))
+            return R._shape, R._stride
+        witness: Optional[int] = None if w is None else w * unit
+    else:
+        witness = None
+    raise InadmissibleError(
+        f"composition: a leaf of B = {B} walks several modes of A, and the sum of their "
+        f"compositions ({', '.join(str(P) for P in Ps)}) is "
+        + ("no layout" if vals else f"not decided: no common refinement and {n} > EXACT_LIMIT coordinates"),
+        condition="basis strides: the sum over modes is a layout",
+        witness=witness,
+    )
 
 
 def _compose_general(
