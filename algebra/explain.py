@@ -80,8 +80,14 @@ MAX_REPAIRS = 6
 #: the largest grid drawn in full; larger ones are drawn as a window around the witness
 PICTURE_CELLS = 256
 
-# Cecka, "CuTe Layout Representation and Algebra": where each condition is stated
-_SPEC = {
+# Every condition the algebra (layoutproof, layoutproof.symbolic) refuses or leaves undecided,
+# stated in the algebra's own terms (Cecka, "CuTe Layout Representation and Algebra", numbers
+# the sections).  The keys are the ``condition`` names of the errors; the symbolic
+# undecidables, whose ``condition`` is the formula to assume, are keyed by what they decide
+# (see :func:`rule_of`).  tests/explain/test_explain_conditions.py scans the library's raise
+# sites and fails on a condition that has no entry here.
+CONDITIONS: Dict[str, str] = {
+    # composition (Cecka §3.3.1)
     "stride divisibility": "composition's stride divisibility (Cecka §3.3.1: the stride of B's leaf divides, "
     "or is divided by, the extent of A's mode it reaches)",
     "shape divisibility": "composition's shape divisibility (Cecka §3.3.1: once B's leaf starts in a mode "
@@ -89,14 +95,158 @@ _SPEC = {
     "disjointness of B's modes in A": "left distributivity of composition over B's modes (Cecka §3.3.1): "
     "the images of B's modes, as digits of A's mixed radix, must not carry",
     "non-negative strides of B": "composition: B's offsets lie in A's domain, which starts at 0",
+    "basis strides: one codomain": "composition with basis strides in B: a leaf's stride is a coordinate "
+    "(a sum of v@i) or an integer, not both -- an integer plus a coordinate is undefined",
+    "basis strides: the sum over modes is a layout": "composition with basis strides in B: a leaf that "
+    "walks several modes of A is the sum of its compositions with each, which must be a layout",
+    "basis strides: one mode per leaf": "composition with basis strides in B: each leaf of B walks one "
+    "mode of A (v@i) or has stride 0, and no leaf walks a mode and one of its sub-modes",
+    # complement (Cecka §3.3.2), inverses
     "complement admissibility (stride chain)": "complement admissibility (Cecka §3.3.2: sorted by stride, "
     "s_(i-1) d_(i-1) divides d_i)",
     "non-negative strides": "a non-negative stride (offsets below 0 are in no layout's domain)",
     "left-inverse divisibility": "the left inverse's divisibility (sorted strides divide each other)",
-    "injectivity (non-overlapping modes)": "injectivity: the modes of the layout do not overlap",
+    "injectivity (non-overlapping modes)": "injectivity: the modes of the layout do not overlap "
+    "(sorted by stride, s_(i-1) d_(i-1) <= d_i)",
+    # products, tiling
+    "block divides target": "tile_to_shape: each mode of the target shape is a multiple of the block's "
+    "mode (the block repeats a whole number of times)",
+    # upcast / downcast (CuTe's recast of element widths)
     "upcast stride divisibility": "upcast: each stride divides, or is divided by, the width",
-    "upcast block condition": "upcast: the wide elements hold exactly the narrow ones",
+    "upcast block condition": "upcast: the wide elements hold exactly the narrow ones (each wide element "
+    "the layout addresses is n whole narrow elements of it)",
+    "downcast: no stride -1 leaf": "downcast: the parts of an element are stored in increasing order, so "
+    "the leaf that holds them has stride +1, not -1",
+    "downcast: exactly one stride-1 leaf": "downcast: one stride-1 (or size-1) leaf holds the n adjacent "
+    "parts of each element",
+    "integer strides": "integer strides: coordinate (basis) strides have no order and no divisibility, "
+    "so operations that sort or divide strides do not apply (CuTe C++ rejects them too)",
+    # layout_add, refinement, coarsening (the shape lattice)
+    "layout_add: equal sizes": "layout_add: the two layouts have the same size (the sum is taken "
+    "coordinate by coordinate)",
+    "layout_add: the sum is a layout": "layout_add: i -> A(i) + B(i) is the function of some layout "
+    "(PyCuTe asks for a common refinement of the coalesced shapes; decided here by evaluation)",
+    "common refinement: equal ranks": "common refinement: at each mode both shapes are tuples of one rank "
+    "(a tuple refines only tuples of its rank)",
+    "common refinement: equal sizes": "common refinement: at each mode both shapes have the same size",
+    "common coarsening: equal sizes": "common coarsening: both shapes have the same size",
+    "enumeration size limit": "the domain to enumerate is at most layoutproof.layout.EVAL_LIMIT values "
+    "(a resource limit, not a condition of the algebra: raise the limit where memory allows)",
+    # swizzles and composed layouts (CuTe's swizzle_layout.hpp)
+    "swizzle passes through the layout": "composition(L, Sw): L o Sw is Sw' o L for a swizzle Sw' whose "
+    "fields are L's images of Sw's bit masks (C++'s make_swizzle), or a plain layout",
+    "swizzle passes through the layout (undecided)": "composition(L, Sw) or L o (Sw o 0 o B): the candidate "
+    "result is checked by evaluation up to swizzle.VERIFY_LIMIT coordinates",
+    "representable as A o offset o Layout": "a composed layout is Swizzle o offset o Layout; the "
+    "composite must keep that form (a layout-valued outer function does not absorb a swizzle)",
+    "offset == 0": "composition(L, A o off o B) is composition(composition(L, A), B) only for offset 0 "
+    "(C++ static_assert 'Require offset == 0')",
+    "non-negative offsets of B": "composition with a composed layout: its offsets lie in L's domain, "
+    "which starts at 0",
+    "swizzle o 0 o layout": "right_inverse / left_inverse of a composed layout: C++ inverts Swizzle o 0 o B "
+    "only",
+    "right_inverse of a composed layout": "right_inverse(Sw o 0 o B) = right_inverse(B) o Sw, checked: "
+    "C(R(i)) == i for every i",
+    "left_inverse of a composed layout": "left_inverse(Sw o 0 o B) = left_inverse(B) o Sw, checked: "
+    "R(C(i)) == i for every i",
+    "right_inverse of a composed layout (undecided)": "the candidate right inverse of a composed layout is "
+    "checked by evaluation up to swizzle.VERIFY_LIMIT coordinates",
+    "left_inverse of a composed layout (undecided)": "the candidate left inverse of a composed layout is "
+    "checked by evaluation up to swizzle.VERIFY_LIMIT coordinates",
+    "cosize decidable by evaluation": "the cosize of a swizzled or GF(2) layout that does not keep its image "
+    "in place is found by evaluation, up to swizzle.COSIZE_EVAL_LIMIT coordinates",
+    "composite of swizzles is a swizzle": "composition(Sw1, Sw2): the bit images of the composite are those "
+    "of one swizzle (C++'s make_swizzle static_assert)",
+    "ldm * kFactor a power of two": "a CUTLASS 2.x crosswise TensorOp layout is Swizzle o offset o Layout "
+    "only when ldm * kFactor is a power of two no smaller than the tile's lines",
+    # GF(2) layouts
+    "GF(2)-linearity": "to_f2: the layout is linear over GF(2): the value at c is the XOR of the values "
+    "at c's bits",
+    "GF(2)-linearity (zero at the origin)": "to_f2: a GF(2)-linear map sends coordinate 0 to 0",
+    "GF(2)-linearity (non-negative values)": "to_f2: GF(2) values are bit vectors, so no value is negative",
+    "GF(2)-linearity (undecided)": "to_f2: GF(2)-linearity is checked by evaluation up to "
+    "swizzle.VERIFY_LIMIT coordinates",
+    "swizzle form": "from_f2: the GF(2) layout equals a plain layout or Swizzle o Layout",
+    # thread-value layouts (print_latex / tv_layout drawings)
+    "tile injective": "the tile layout (M,N) -> index is injective",
+    "tv in tile": "the TV layout maps every (thread, value) into the M x N tile",
+    "tv injective": "the TV layout gives each cell of the tile to at most one (thread, value)",
+    "tv surjective": "the TV layout gives every cell of the tile to some (thread, value)",
+    "thr_id injective": "the thread-id layout maps distinct threads to distinct ids",
+    # tensors
+    "size(src) == size(dst)": "copy: source and destination have the same size",
+    "operand ranks (M,K)x(N,K)->(M,N) or (M)x(N)->(M,N)": "gemm: A is (M,K) and B (N,K) with C (M,N), or "
+    "A (M) and B (N) with C (M,N)",
+    "size<0>(A) == size<0>(C)": "gemm: A and C have the same M extent",
+    "size<0>(B) == size<1>(C)": "gemm: B's first extent is C's N extent",
+    "size<1>(A) == size<1>(B)": "gemm: A and B have the same K extent",
+    # symbolic operands: what an undecided formula decides
+    "integer leaf": "a symbolic leaf (a quotient of symbols) is an integer: its numerator is divisible "
+    "by its denominator",
+    "extent >= 1": "a symbolic extent is at least 1",
+    "coordinate in the domain": "a symbolic coordinate lies in [0, size)",
+    "which case of shape divisibility": "composition's shape divisibility (Cecka §3.3.1) holds, but the "
+    "result's shape depends on which of its two cases (the rest fits, or divides) holds",
+    "order of the strides": "complement / left_inverse sort the modes by stride: the order of two symbolic "
+    "strides must be decided",
+    "extent 1 or stride 0": "complement / left_inverse ignore modes of extent 1 or stride 0: whether a "
+    "symbolic mode is one must be decided",
+    "right-inverse chain": "right_inverse follows the chain of strides 1, s0*d0, ...: whether a symbolic "
+    "stride continues it must be decided",
+    "compatible shapes": "shape compatibility: a leaf's extent equals the size of the mode it stands for",
 }
+
+# the spec of each condition, by name (kept for callers of the earlier name)
+_SPEC = CONDITIONS
+
+# the function an undecided symbolic formula is raised in -> what it decides
+_FRAME_RULES = {
+    "compose_leaf_step": "which case of shape divisibility",
+    "sort_scan_step": "order of the strides",
+    "kept_mode": "extent 1 or stride 0",
+    "right_inverse_pick_step": "right-inverse chain",
+    "compatible": "compatible shapes",
+    "check_extent": "extent >= 1",
+    "_in_range": "coordinate in the domain",
+}
+
+
+def rule_of(err: LayoutError) -> str:
+    """The :data:`CONDITIONS` entry an InadmissibleError or UndecidableConditionError is an
+    instance of ("" when none is): its condition name, or, for a symbolic formula, what the
+    formula decides (the function that raised it, or the condition named in its message).
+
+    >>> from layoutproof import Layout, composition
+    >>> try:
+    ...     composition(Layout((6, 2), (1, 7)), Layout((3, 2), (2, 3)))
+    ... except InadmissibleError as e:
+    ...     print(rule_of(e))
+    disjointness of B's modes in A
+    """
+    cond = getattr(err, "condition", None)
+    name = str(cond) if cond is not None else ""
+    if name in CONDITIONS:
+        return name
+    if re.search(r" leaf .* is an integer$", name):
+        return "integer leaf"
+    tb = err.__traceback__
+    inner = ""
+    while tb is not None:
+        mod = tb.tb_frame.f_globals.get("__name__", "")
+        if mod.startswith("layoutproof") and mod != __name__:
+            inner = tb.tb_frame.f_code.co_name
+        tb = tb.tb_next
+    if inner in _FRAME_RULES:
+        return _FRAME_RULES[inner]
+    # require()/need(): the message names the condition in parentheses, with its place
+    for named in re.findall(r"\(([^()]*)\)", str(err)):
+        for key in sorted(CONDITIONS, key=len, reverse=True):
+            if named == key or named.startswith(key + " of "):
+                return key
+        m = re.search(r" leaf .* is an integer$", named)
+        if m:
+            return "integer leaf"
+    return ""
 
 
 # ----------------------------------------------------------------------------- results
@@ -163,8 +313,10 @@ class Explanation:
     For a refusal: ``operation`` and ``operands`` of the call that refused (``chain``: the
     public calls from the outermost down to it), ``condition`` and its place in the
     specification (``spec``), ``message`` (the error's text), ``witness``, ``reproduction``,
-    ``picture`` and ``repairs``.  For an undecided condition: also ``holds``/``fails``
-    (models) and ``assumptions`` (what settles it).  For a success: ``result`` and, with
+    ``picture`` and ``repairs``.  ``rule`` is the :data:`CONDITIONS` entry the condition is
+    an instance of, ``spec`` its statement.  For an undecided condition: also
+    ``holds``/``fails`` (models), ``named`` (the condition as the message names it, with its
+    place), ``assumptions`` and ``settle`` (what settles it).  For a success: ``result`` and, with
     ``steps=True``, ``steps``.
     """
 
@@ -186,6 +338,10 @@ class Explanation:
     fails: Optional[Model] = None
     assumptions: Tuple[str, ...] = ()
     used: Tuple[str, ...] = ()
+    rule: str = ""
+    named: str = ""
+    settle: str = ""
+    no_repairs: str = ""
     seconds: float = 0.0
     drawn: Optional[Tuple[Any, Any]] = field(default=None, repr=False, compare=False)
 
@@ -246,8 +402,8 @@ class Explanation:
         return conds + [a for a in more if a not in conds]
 
     def _label(self) -> str:
-        if self.status == "undecided" and self.spec:
-            return f"{self.operation or 'the operation'}: {self.spec}"
+        if self.status == "undecided" and self.named:
+            return f"{self.operation or 'the operation'}: {self.named}"
         if self.condition:
             return f"{self.operation or 'the operation'}: {self.condition}"
         return self.operation or "assumption"
@@ -280,6 +436,7 @@ class _Call:
     name: str
     fn: Callable[..., Any]
     args: Tuple[Any, ...]
+    kwargs: Dict[str, Any] = field(default_factory=dict)
 
 
 def _calls_in(
@@ -294,16 +451,22 @@ def _calls_in(
             name, fn = hit
             loc = fr.f_locals
             args: List[Any] = []
+            kw: Dict[str, Any] = {}
+            positional = True
             for p in inspect.signature(fn).parameters.values():
-                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                    break
-                if p.name not in loc:
-                    break
+                if p.kind == p.KEYWORD_ONLY:
+                    if p.name in loc and loc[p.name] is not p.default:
+                        kw[p.name] = loc[p.name]
+                    continue
+                if not positional or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name not in loc:
+                    positional = False
+                    continue
                 v = loc[p.name]
                 if p.default is not p.empty and v is p.default:
-                    break
+                    positional = False
+                    continue
                 args.append(v)
-            out.append(_Call(name, fn, tuple(args)))
+            out.append(_Call(name, fn, tuple(args), kw))
         tb = tb.tb_next
     return out
 
@@ -362,6 +525,8 @@ def explain(
     except (InadmissibleError, UndecidableConditionError) as e:
         calls = _calls_in(e.__traceback__, codes)
         ex = _explain_error(text, e, calls, facts, repairs, budget_s)
+        if ex.reproduction is None and ex.status == "refused" and not calls:
+            ex.reproduction = _rerun(run, facts, ex.condition or "", ex.witness)
         ex.used = facts
         ex.seconds = time.perf_counter() - t0
         return ex
@@ -414,27 +579,57 @@ def _explain_error(
         ex.operation = site.name
         ex.operands = tuple(_fmt(a) for a in site.args)
         ex.chain = tuple(_call_text(c.name, c.args) for c in calls)
+    ex.rule = rule_of(e)
+    ex.spec = CONDITIONS.get(ex.rule, "")
+    ex.condition = cond_name
     if isinstance(e, UndecidableConditionError):
-        ex.condition = cond_name
         named = re.search(r" \(([^()]*)\); ", str(e))
-        ex.spec = named.group(1) if named else ""
-        ex.assumptions = (cond_name,) if getattr(e, "expr", None) is not None else ()
+        ex.named = named.group(1) if named else ex.rule
+        if getattr(e, "expr", None) is not None:
+            ex.assumptions = (cond_name,)
+            ex.settle = f"assume {cond_name} (or its negation)"
+        else:
+            limit = re.search(r"([A-Za-z_.]*(?:LIMIT|BUDGET))\b", str(e))
+            ex.settle = "no assumption on the operands settles it: it is decided by evaluation, past " + (
+                f"the bound {limit.group(1)}; raise that bound" if limit else "a bound of the library"
+            )
         if site is not None:
             _models(ex, e, site, facts)
         if want_repairs and outer is not None and ex.assumptions:
             ex.repairs = _assumption_repairs(outer, e, facts, budget_s)
         return ex
-    ex.condition = cond_name
-    ex.spec = _SPEC.get(cond_name, "")
     ex.witness = e.witness if isinstance(e, InadmissibleError) else None
-    if site is not None and _is_concrete(site.args):
+    if site is not None:
         ex.reproduction, pic_layout, mark, caption = reproduce(site, cond_name, ex.witness)
-        if pic_layout is not None:
-            ex.picture = picture(pic_layout, mark, caption)
-            ex.drawn = (pic_layout, mark)
-    if want_repairs and outer is not None and _is_concrete(outer.args):
+        if pic_layout is not None and _is_concrete(pic_layout):
+            try:
+                ex.picture = picture(pic_layout, mark, caption)
+                ex.drawn = (pic_layout, mark)
+            except LayoutError:  # a layout the drawing does not take (too large to draw, say)
+                ex.picture = ""
+    if want_repairs and outer is not None and outer.kwargs:
+        ex.no_repairs = (
+            f"{outer.name} was called with keyword arguments, which the repair search does not vary"
+        )
+    elif want_repairs and outer is not None and not _is_concrete(outer.args):
+        ex.no_repairs = (
+            f"the repair search varies layouts of integers; {outer.name}'s operands here are "
+            + ", ".join(sorted({type(a).__name__ for a in outer.args}))
+        )
+    elif want_repairs and outer is not None:
         ex.repairs = find_repairs(outer, budget_s)
+        if not ex.repairs and outer.name not in _post_ops():
+            ex.no_repairs = (
+                f"{outer.name} has no post-condition in layoutproof.verify to prove a repair by, so none "
+                "is offered"
+            )
     return ex
+
+
+def _post_ops() -> Tuple[str, ...]:
+    from layoutproof.verify.post import OPERATIONS
+
+    return tuple(OPERATIONS)
 
 
 # ----------------------------------------------------------------------------- witness
@@ -447,10 +642,21 @@ def reproduce(call: _Call, condition: str, witness: Any) -> Tuple[Reproduction, 
     reproduction, and what to draw (a layout, the coordinate to mark, a caption)."""
     name, args = call.name, call.args
     try:
-        if name == "composition" and len(args) == 2 and all(isinstance(a, Layout) for a in args):
+        if (
+            name == "composition"
+            and len(args) == 2
+            and all(isinstance(a, Layout) for a in args)
+            and _is_concrete(args)
+        ):
             return _repro_composition(args[0], args[1], condition, witness)
-        L = args[0] if args and isinstance(args[0], Layout) else None
-        if L is not None and type(witness) is int and 0 <= witness < L.size:
+        L = args[0] if args and isinstance(args[0], Layout) and _is_concrete(args[0]) else None
+        direct_l = (
+            "non-negative strides",
+            "complement admissibility (stride chain)",
+            "injectivity (non-overlapping modes)",
+            "upcast stride divisibility",
+        )
+        if L is not None and type(witness) is int and 0 <= witness < L.size and condition in direct_l:
             y = int(L(witness))
             if condition == "non-negative strides":
                 return Reproduction(y < 0, f"{name}: L({witness}) = {y} is negative"), L, witness, "L"
@@ -471,19 +677,136 @@ def reproduce(call: _Call, condition: str, witness: Any) -> Tuple[Reproduction, 
                     witness,
                     "L",
                 )
+        direct = _repro_other(name, args, condition, witness)
+        if direct is not None:
+            return direct
     except LayoutError:
         pass
     # no direct evaluation: the operation itself, run again, refuses with the same condition
+    # and the same witness
     try:
-        call.fn(*args)
+        call.fn(*args, **call.kwargs)
         return Reproduction(False, f"{name} succeeds when run again"), None, None, ""
     except InadmissibleError as e2:
+        same = e2.condition == condition and e2.witness == witness
         return (
-            Reproduction(e2.condition == condition, f"{name} refuses again: {e2.condition}"),
+            Reproduction(
+                same,
+                f"{name} refuses again: {e2.condition}"
+                + (f" (witness {_fmt(e2.witness)})" if e2.witness is not None else "")
+                + ("" if same else f", not {condition} (witness {_fmt(witness)})"),
+            ),
             None,
             None,
             "",
         )
+    except LayoutError as e2:
+        return Reproduction(False, f"{name} raises {type(e2).__name__} when run again"), None, None, ""
+
+
+def _rerun(run: Callable[[], Any], facts: Tuple[str, ...], condition: str, witness: Any) -> Reproduction:
+    """The whole expression run again (no public call of the algebra to re-run alone)."""
+    try:
+        with symbolic.assuming(*facts) if facts else _nothing():
+            run()
+        return Reproduction(False, "the expression succeeds when run again")
+    except InadmissibleError as e2:
+        same = e2.condition == condition and e2.witness == witness
+        return Reproduction(
+            same,
+            f"run again, it refuses again: {e2.condition}"
+            + (f" (witness {_fmt(e2.witness)})" if e2.witness is not None else ""),
+        )
+    except LayoutError as e2:
+        return Reproduction(False, f"run again, it raises {type(e2).__name__}")
+
+
+def _path_get(x: Any, path: Any) -> Any:
+    for k in path if isinstance(path, tuple) else ():
+        x = x[k]
+    return x
+
+
+def _repro_other(
+    name: str, args: Tuple[Any, ...], condition: str, w: Any
+) -> Optional[Tuple[Reproduction, Optional[Layout], Any, str]]:
+    """Direct evaluations of the witness for the conditions outside composition."""
+    from layoutproof.arith import ArithTuple
+
+    if condition == "integer strides" and args and isinstance(args[0], Layout) and w is not None:
+        L = args[0]
+        try:
+            v = L(w)
+        except LayoutError:
+            return None
+        return (
+            Reproduction(
+                isinstance(v, ArithTuple), f"L({_fmt(w)}) = {v}: a coordinate, not an integer offset"
+            ),
+            None,
+            None,
+            "",
+        )
+    if condition == "layout_add: equal sizes" and len(args) == 2 and all(isinstance(a, Layout) for a in args):
+        A, B = args
+        return Reproduction(A.size != B.size, f"size(A) = {A.size}, size(B) = {B.size}"), None, None, ""
+    if (
+        condition == "layout_add: the sum is a layout"
+        and type(w) is int
+        and len(args) == 2
+        and all(isinstance(a, Layout) for a in args)
+    ):
+        A, B = args
+        v = A.eval_all() + B.eval_all()
+        rec, first = ops.recognize_layout_fn(v)
+        lo = max(0, w - 3)
+        shown = ", ".join(f"A({i}) + B({i}) = {int(v[i])}" for i in range(lo, w + 1))
+        return (
+            Reproduction(
+                rec is None and first == w,
+                f"i -> A(i) + B(i) agrees with no layout of size {A.size} on 0..{w} ({shown})",
+            ),
+            Layout(A.shape, A.stride),
+            w,
+            f"A; * marks {w}, where the sum stops being a layout",
+        )
+    if condition.startswith("common refinement: ") and isinstance(w, tuple) and len(args) == 2:
+        a, b = (x.shape if isinstance(x, Layout) else x for x in args)
+        try:
+            x, y = _path_get(a, w), _path_get(b, w)
+        except (IndexError, TypeError, LayoutError):
+            return None
+        if condition.endswith("ranks"):
+            ok = isinstance(x, tuple) and isinstance(y, tuple) and len(x) != len(y)
+            rx, ry = (len(t) if isinstance(t, tuple) else 1 for t in (x, y))
+            txt = f"at mode {_fmt(w)}: {_fmt(x)} has rank {rx}, {_fmt(y)} rank {ry}"
+        else:
+            ok = raw_product(x) != raw_product(y)
+            txt = f"at mode {_fmt(w)}: size({_fmt(x)}) = {raw_product(x)}, size({_fmt(y)}) = {raw_product(y)}"
+        return Reproduction(ok, txt), None, None, ""
+    if condition == "common coarsening: equal sizes" and len(args) == 2:
+        a, b = (x.shape if isinstance(x, Layout) else x for x in args)
+        pa, pb = raw_product(a), raw_product(b)
+        return Reproduction(pa != pb, f"size({_fmt(a)}) = {pa}, size({_fmt(b)}) = {pb}"), None, None, ""
+    if condition == "GF(2)-linearity" and type(w) is int and args and isinstance(args[0], Layout):
+        L = args[0]
+        if not 0 <= w < L.size:
+            return None
+        bits = [1 << j for j in range(w.bit_length()) if w >> j & 1]
+        xor = 0
+        for b in bits:
+            xor ^= int(L(b))
+        y = int(L(w))
+        return (
+            Reproduction(
+                xor != y,
+                f"L({w}) = {y}, but the XOR of L at its bits ({', '.join(str(b) for b in bits)}) is {xor}",
+            ),
+            L,
+            w,
+            "L",
+        )
+    return None
 
 
 def _repro_composition(
@@ -712,6 +1035,29 @@ def _variants(call: _Call) -> Iterator[Tuple[float, str, str, str, Tuple[Any, ..
             "tile_to_shape",
             (A, trg),
         )
+    # the target of tile_to_shape rounded to whole blocks, down or up
+    if (
+        name == "tile_to_shape"
+        and len(args) >= 2
+        and isinstance(args[0], Layout)
+        and isinstance(args[1], tuple)
+    ):
+        blk = _sizes(top_modes(args[0])[0])
+        trg = args[1]
+        if len(blk) <= len(trg) and all(type(t) is int for t in trg) and all(type(b) is int for b in blk):
+            bs = blk + [1] * (len(trg) - len(blk))
+            down = tuple(max(b, t // b * b) for t, b in zip(trg, bs))
+            up = tuple(-(-t // b) * b for t, b in zip(trg, bs))
+            for t2, kind in ((down, "shrink"), (up, "pad")):
+                if t2 != trg:
+                    rel = sum(abs(a - b) / b for a, b in zip(t2, trg))
+                    yield (
+                        (2.0 if kind == "pad" else 2.2) + rel,
+                        kind,
+                        f"{kind} the target {_fmt(trg)} to {_fmt(t2)}, whole blocks of {_fmt(tuple(bs))}",
+                        name,
+                        _put(args, 1, t2),
+                    )
     # 1b. split or merge a mode: the same function, other modes (what by-mode operations see)
     for i, a in enumerate(args):
         if isinstance(a, Layout):
@@ -984,7 +1330,7 @@ def _models(ex: Explanation, e: UndecidableConditionError, site: _Call, facts: T
 
 def _run_at(site: _Call, asg: Dict[str, int]) -> str:
     try:
-        r = site.fn(*_sub(site.args, asg))
+        r = site.fn(*_sub(site.args, asg), **site.kwargs)
         return f"{_call_text(site.name, _sub(site.args, asg))} = {_fmt(r)}"
     except InadmissibleError as e2:
         return f"{_call_text(site.name, _sub(site.args, asg))} refuses: {e2.condition} (witness {e2.witness})"
@@ -1012,7 +1358,7 @@ def _assumption_repairs(
         need.append(str(err.condition))
         try:
             with symbolic.assuming(*facts, *need):
-                value = outer.fn(*outer.args)
+                value = outer.fn(*outer.args, **outer.kwargs)
             err = None
         except UndecidableConditionError as e2:
             err = e2
@@ -1071,7 +1417,7 @@ def _assumption_repairs(
                     break
                 try:
                     with symbolic.assuming(*facts, cand):
-                        val = outer.fn(*outer.args)
+                        val = outer.fn(*outer.args, **outer.kwargs)
                 except LayoutError:
                     continue
                 st = _post_under(outer, val, facts + (cand,))
@@ -1211,6 +1557,8 @@ def _text(ex: Explanation) -> str:
     out.append(f"condition: {ex.condition}")
     if ex.spec:
         out.append(f"  ({ex.spec})")
+    if ex.named and ex.named != ex.condition:
+        out.append(f"  (named: {ex.named})")
     out.append(f"why: {ex.message}")
     if ex.witness is not None:
         out.append(f"witness: {ex.witness}")
@@ -1226,11 +1574,15 @@ def _text(ex: Explanation) -> str:
         out.append(f"fails at {_vals(ex.fails.values)}: {ex.fails.confirmed}")
     if ex.assumptions:
         out.append("to settle it, assume: " + " and ".join(ex.assumptions))
+    elif ex.settle:
+        out.append(f"to settle it: {ex.settle}")
     if ex.repairs:
         out.append("repairs (each run and its post-condition proved):")
         for i, r in enumerate(ex.repairs):
             out.append(f"  {i + 1}. [{r.kind}] {r.text}")
             out.append(f"     {r.expression} = {r.result}")
+    elif ex.no_repairs:
+        out.append(f"repairs: none -- {ex.no_repairs}")
     else:
         out.append("repairs: none found within the budget")
     return "\n".join(out)

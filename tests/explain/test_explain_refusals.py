@@ -162,7 +162,7 @@ def test_undecided_models_and_weakest_assumption():
     e = explain("composition((M,4):(1,M+1), 128:1)")
     assert e.status == "undecided"
     assert e.condition == "(128 <= M) or (128 % M == 0)"
-    assert e.spec == "shape divisibility of A's mode 0"
+    assert e.named == "shape divisibility of A's mode 0" and e.rule == "shape divisibility"
     assert e.holds is not None and e.fails is not None
     assert e.holds.values == {"M": 1} and "=" in e.holds.confirmed and "refuses" not in e.holds.confirmed
     assert e.fails.values == {"M": 3} and "refuses: shape divisibility" in e.fails.confirmed
