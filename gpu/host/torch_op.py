@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..errors import GemmInputError
 from . import device
 
-__all__ = ["any_tensor", "gemm_tensors", "gemm_op", "out_dtype_of", "result_shape", "DEFAULT_OUT"]
+__all__ = ["any_tensor", "gemm_tensors", "out_dtype_of", "result_shape", "DEFAULT_OUT"]
 
 #: the device type whose tensors the kernels read (a test may stand another in)
 _DEVICE_TYPE = "cuda"
@@ -493,7 +493,8 @@ def _register() -> Any:
         for nm, x in (("b", b), ("bias", bias), ("c", c)):
             if x is not None and x.device != a.device:
                 raise GemmInputError(
-                    f"gemm: a is on {a.device} and {nm} on {x.device}: put them on one device ({nm}.to(a.device))"
+                    f"gemm: a is on {a.device} and {nm} on {x.device}: "
+                    f"put them on one device ({nm}.to(a.device))"
                 )
         if (c is None) and (alpha != 1 or beta != 0):
             raise GemmInputError("gemm: beta != 0 or alpha != 1 needs the C input c")
