@@ -45,11 +45,11 @@ which every expression fits (proved), the others keeping theirs.
 >>> from layoutproof import Layout
 >>> r = index_width(Layout((65384, 65384), (65384, 1)))
 >>> r.status, r.cases
-('refuted', 8)
+('refuted', 7)
 >>> print(r.witness)
-size: 65384*65384 reaches 4274867456 > 2147483647
+size: 65384*65384 reaches 4275067456 > 2147483647
 >>> print(r.overflows[1])
-coordinate 0 * stride: 65383*65384 reaches 4274802072 > 2147483647 at coordinate (65383, 0) (index 65383)
+coordinate 0 * stride: 65383*65384 reaches 4275002072 > 2147483647 at coordinate (65383, 0) (index 65383)
 >>> index_width(Layout((65384, 65384), (65384, 1)), bits=64).status
 'proved'
 """
@@ -447,41 +447,41 @@ def _swizzle_bounds(sw: Swizzle, lo: Any, hi: Any, symbolic: bool) -> Tuple[Any,
 
 
 def _terms(layout: Any, base: Any) -> List[Term]:
+    """Every expression of ``layout``; ``base`` is added to its value (a tensor's offset:
+    after a composed layout's outer function)."""
     if isinstance(layout, Layout):
         return _terms_of_layout(layout, base)
     B = layout.layout_b
     o = layout.offset
     out = _terms_of_layout(B, 0)
     off = next(t for t in out if t.kind == "offset")
-    lo, hi = off.low + o + base, off.high + o + base
-    if o != 0 or not (type(base) is int and base == 0):
-        out.append(
-            Term(
-                "composed offset",
-                "offset + B(c)",
-                f"{o + base} + B(c)" if type(base) is int else f"{o} + {base} + B(c)",
-                lo,
-                hi,
-                leaves=off.leaves,
-            )
-        )
+    lo, hi = off.low + o, off.high + o
+    if o != 0:
+        out.append(Term("composed offset", "offset + B(c)", f"{o} + B(c)", lo, hi, leaves=off.leaves))
     A = layout.layout_a
-    symbolic = B.is_symbolic or _is_sym(base)
+    has_base = not (type(base) is int and base == 0)
     if isinstance(A, Swizzle):
-        slo, shi, mask = _swizzle_bounds(A, lo, hi, symbolic)
+        slo, shi, mask = _swizzle_bounds(A, lo, hi, B.is_symbolic)
+        name = f"{A}(offset + B(c))"
         out.append(
             Term(
-                "swizzle",
-                f"{A}(offset + B(c))",
-                f"at most (offset + B(c)) + {mask}",
-                slo,
-                shi,
-                exact=False,
-                leaves=off.leaves,
+                "swizzle", name, f"at most (offset + B(c)) + {mask}", slo, shi, exact=False, leaves=off.leaves
             )
         )
-    else:
-        out.extend(_terms_of_layout(A, 0, prefix="outer "))
+        if has_base:
+            out.append(
+                Term(
+                    "base + swizzle",
+                    f"base + {name}",
+                    f"{base} + {name}",
+                    base + slo,
+                    base + shi,
+                    exact=False,
+                )
+            )
+        return out
+    outer = _terms_of_layout(A, base, prefix="outer ")
+    out.extend(outer)
     return out
 
 
@@ -524,9 +524,21 @@ def _concrete(
     overflows: List[Overflow] = []
     undecided: List[str] = []
     final: List[Term] = []
+    A = layout.layout_a if isinstance(layout, ComposedLayout) else None
+    if isinstance(A, Layout):
+        off = next(t for t in terms if t.kind in ("offset", "composed offset") and t.leaves is not None)
+        x_lo, x_hi = (
+            (off.low, off.high)
+            if layout.offset == 0
+            else next((t.low, t.high) for t in terms if t.kind == "composed offset")
+        )
+        if x_lo < 0 or x_hi >= A.size:
+            undecided.append(
+                f"offset + B(c) ranges over [{x_lo}, {x_hi}], beyond the outer layout's domain [0, {A.size})"
+            )
     for t in terms:
-        if t.kind == "swizzle" and (t.high > tmax or t.low < tmin):
-            t, ov, why = _swizzle_exact(layout, base, t, tmin, tmax)
+        if t.kind in ("swizzle", "base + swizzle") and (t.high > tmax or t.low < tmin):
+            t, ov, why = _swizzle_exact(layout, base if t.kind == "base + swizzle" else 0, t, tmin, tmax)
             final.append(t)
             if ov is not None:
                 overflows.append(ov)
@@ -542,7 +554,7 @@ def _concrete(
             ov, why = _outer_reach(layout, base, t, up, value, limit)
             if ov is not None:
                 overflows.append(ov)
-            else:
+            elif why:
                 undecided.append(why)
             continue
         coord: Any = None
@@ -571,9 +583,10 @@ def _confirm(L: Layout, t: Term, coord: Any, index: int, value: int, layout: Any
     got = sum(flat[i] * fd[i] for i in t.leaves or ())
     if t.kind == "offset":
         got = L(index)
-    elif t.kind in ("base + offset", "composed offset"):
-        o = layout.offset if isinstance(layout, ComposedLayout) else 0
-        got = L(index) + o + base
+    elif t.kind == "base + offset":
+        got = L(index) + base
+    elif t.kind == "composed offset":
+        got = L(index) + layout.offset
     if got != value:
         raise LayoutError(
             f"index_width: {t.name} is {got} at {coord}, not the extreme {value} (internal error)"
@@ -593,8 +606,7 @@ def _swizzle_exact(
                 f"{EVAL_LIMIT} to evaluate"
             ),
         )
-    v = layout.eval_all()
-    v = [int(x) + base for x in v.tolist()] if base else [int(x) for x in v.tolist()]
+    v = [int(x) + base for x in layout.eval_all().tolist()]
     hi, lo = max(v), min(v)
     exact = Term(t.kind, t.name, "evaluated", lo, hi, exact=True, leaves=t.leaves)
     if hi <= tmax and lo >= tmin:
@@ -610,23 +622,31 @@ def _swizzle_exact(
 def _outer_reach(
     layout: ComposedLayout, base: int, t: Term, up: bool, value: int, limit: int
 ) -> Tuple[Optional[Overflow], str]:
-    """An outer layout's expression overflows at one of its coordinates: refuted when
-    ``offset + B(c)`` reaches that coordinate (found by evaluating ``B``)."""
-    A, B, o = layout.layout_a, layout.layout_b, layout.offset + base
+    """An outer layout's expression leaves the range somewhere in its domain: its values at
+    the inputs ``offset + B(c)`` actually reach decide (``B`` evaluated): an overflow at
+    one of them, or none (``(None, "")``); past the evaluation limit, undecided."""
+    A, B, o = layout.layout_a, layout.layout_b, layout.offset
     a_coord, a_idx = _extreme_coordinate(A, t.leaves or (), up)
-    why = (
-        f"{t.name} reaches {value} at the outer coordinate {a_coord} (index {a_idx}); whether "
-        "offset + B(c) reaches it is not decided"
-    )
-    if B.size > EVAL_LIMIT:
-        return None, why
-    vals = [int(x) + o for x in B.eval_all().tolist()]
-    if a_idx not in vals:
-        return None, why + f" (it does not: {t.name} is not reached at that coordinate)"
-    i = vals.index(a_idx)
+    if B.size > EVAL_LIMIT // 64:
+        return None, (
+            f"{t.name} reaches {value} at the outer coordinate {a_coord} (index {a_idx}); whether "
+            f"offset + B(c) reaches it is not decided ({B.size} points, more than {EVAL_LIMIT // 64} "
+            "to evaluate)"
+        )
     from layoutproof.inttuple import idx2crd
 
-    return Overflow(t.name, t.expr, int(value), limit, idx2crd(i, B.shape), i), ""
+    fs, fd = A.flat_modes()
+    add = base if t.kind == "outer base + offset" else 0
+    tmin, tmax = (limit, None) if not up else (None, limit)
+    for i, x in enumerate(int(v) + o for v in B.eval_all().tolist()):
+        rest, flat = x, []
+        for s in fs:
+            flat.append(rest % s)
+            rest //= s
+        v = add + sum(flat[k] * fd[k] for k in (t.leaves or ()))
+        if (tmax is not None and v > tmax) or (tmin is not None and v < tmin):
+            return Overflow(t.name, t.expr, v, limit, idx2crd(i, B.shape), i), ""
+    return None, ""
 
 
 def _largest(terms: Sequence[Term]) -> Optional[Term]:
@@ -1055,6 +1075,16 @@ def index_width(layout: Any, *, bits: int = 32, signed: bool = True, base: Any =
         + f" fits {tname}"
     )
     symbolic = any(L.is_symbolic for L in _plain_parts(layout)) or _is_sym(base)
+    if symbolic and isinstance(layout, ComposedLayout) and isinstance(layout.layout_a, Layout):
+        return WidthReport(
+            UNKNOWN,
+            stmt,
+            "interval",
+            seconds=time.perf_counter() - t0,
+            reason="a symbolic composed layout with an outer layout: substitute values (Layout.subs)",
+            bits=bits,
+            signed=signed,
+        )
     fits: Optional[Dict[str, int]] = None
     note = ""
     if symbolic:

@@ -85,10 +85,13 @@ def _brute_values(layout: Any, base: int = 0) -> List[int]:
     for c in _coords(s):
         v = _crd2idx(c, s, d, rec)
         if isinstance(layout, ComposedLayout):
-            x = layout.offset + base + v
-            if layout.offset != 0 or base != 0:
+            x = layout.offset + v
+            if layout.offset != 0:
                 rec(x)
-            rec(layout.layout_a(x))
+            y = layout.layout_a(x)
+            rec(y)
+            if base:
+                rec(base + y)
         elif base:
             rec(base + v)
         outs.append(v)
@@ -160,9 +163,16 @@ def test_differential_against_brute_force_swizzled():
         C = ComposedLayout(sw, rng.choice((0, 0, rng.randint(-40, 40))), B)
         bits = rng.choice((8, 9))
         signed = rng.random() < 0.7
-        vals = _brute_values(C)
-        r = index_width(C, bits=bits, signed=signed)
-        assert r.status == ("proved" if _fits(vals, bits, signed) else "refuted"), (C, bits, signed, r.line())
+        base = rng.choice((0, 0, rng.randint(-60, 60)))
+        vals = _brute_values(C, base)
+        r = index_width(C, bits=bits, signed=signed, base=base)
+        assert r.status == ("proved" if _fits(vals, bits, signed) else "refuted"), (
+            C,
+            bits,
+            signed,
+            base,
+            r.line(),
+        )
         if r.status == "refuted":
             assert r.witness.value in vals
 
@@ -283,16 +293,18 @@ def test_swizzle_output_bounded_then_evaluated():
 
 
 def test_outer_layout_reached_or_not():
-    C = ComposedLayout(Layout((4, 4), (1, 100)), 0, Layout(4, 4))  # B reaches 0, 4, 8, 12
-    r = index_width(C, bits=9)
-    assert (
-        r.status == "refuted"
-    )  # outer offset 3*1 + 3*100 = 303 at index 15 is not reached, but 12 -> 300 is
-    bad = {o.term for o in r.overflows}
-    assert "outer coordinate 1 * stride" in bad
-    C2 = ComposedLayout(Layout((4, 4), (1, 100)), 0, Layout(2, 1))  # B reaches 0, 1 only
-    r2 = index_width(C2, bits=9)
-    assert r2.status == "unknown" and "not decided" in r2.reason
+    """An outer layout's expressions count at the inputs offset + B(c) reaches."""
+    A = Layout((4, 4), (1, 100))
+    r = index_width(ComposedLayout(A, 0, Layout(4, 4)), bits=9)  # inputs 0, 4, 8, 12
+    assert r.status == "refuted"
+    w = next(o for o in r.overflows if o.term == "outer coordinate 1 * stride")
+    assert w.value == 300 and w.coordinate == 3  # B's coordinate 3 -> input 12 -> A's (0, 3)
+    r2 = index_width(ComposedLayout(A, 0, Layout(2, 1)), bits=9)  # inputs 0, 1: A is 0, 1
+    assert r2.status == "proved"
+    r3 = index_width(ComposedLayout(A, 10, Layout(4, 4)), bits=16)  # inputs up to 22 >= 16
+    assert r3.status == "unknown" and "beyond the outer layout's domain" in r3.reason
+    r4 = index_width(ComposedLayout(A, 0, Layout(4, 4)), bits=9, base=-50)
+    assert any(o.term == "outer base + offset" for o in r4.overflows) is False
 
 
 def test_tensor_offset_is_the_base():
