@@ -5,8 +5,9 @@
 (function () {
   const $ = (id) => document.getElementById(id);
   const FIELDS = ["expr", "assume", "values", "tv", "color", "bytes", "other"];
-  const state = { tab: "verdicts", check: "", analysis: "", afields: {}, value: "", seq: 0 };
+  const state = { tab: "verdicts", check: "", analysis: "", afields: {}, value: "", seq: 0, drawn: "" };
   let analyses = [];
+  let timer = null;
   let applying = false;
 
   // ------------------------------------------------------------------ URL state
@@ -147,14 +148,18 @@
 
   // ------------------------------------------------------------------ evaluate and draw
   async function runEval() {
+    clearTimeout(timer);
     saveHash();
-    const seq = ++state.seq;
     const body = Object.assign(common(), {
       values: $("values").value,
       tv: $("tv").value,
       color: $("color").value,
       bytes: Number($("bytes").value) || 4,
     });
+    const key = JSON.stringify(body);
+    if (key === state.drawn) return null; // this view is drawn already
+    state.drawn = key;
+    const seq = ++state.seq;
     document.body.classList.add("busy");
     const r = await api("eval", body);
     if (seq !== state.seq) return r;
@@ -162,6 +167,7 @@
     const d = r.body;
     $("notes").replaceChildren();
     if (!r.ok) {
+      if (r.status === 0 || r.status >= 500) state.drawn = "";
       showError(d.error);
       $("value").textContent = "";
       $("timing").textContent = "";
@@ -387,7 +393,6 @@
   }
 
   // ------------------------------------------------------------------ wiring
-  let timer = null;
   function soon() {
     if (applying) return;
     clearTimeout(timer);
