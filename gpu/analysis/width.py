@@ -688,6 +688,7 @@ def _fact_bounds(facts: Sequence[Any], syms: Sequence[Any]) -> Dict[Any, List[An
         if hi is not None and hi < out[x][1]:
             out[x][1] = hi
 
+    products: List[Tuple[Any, int, type, bool]] = []
     stack = list(facts)
     while stack:
         f = stack.pop()
@@ -698,8 +699,11 @@ def _fact_bounds(facts: Sequence[Any], syms: Sequence[Any]) -> Dict[Any, List[An
             continue
         a, b = f.lhs, f.rhs
         flip = False
-        if isinstance(b, sp.Symbol) and b.is_integer and a.is_Integer:
+        if a.is_Integer and not b.is_Integer:
             a, b, flip = b, a, True
+        if isinstance(a, sp.Mul) and b.is_Integer:
+            products.append((a, int(b), type(f), flip))
+            continue
         if not (isinstance(a, sp.Symbol) and b.is_Integer):
             continue
         c = int(b)
@@ -724,6 +728,46 @@ def _fact_bounds(facts: Sequence[Any], syms: Sequence[Any]) -> Dict[Any, List[An
             tighten(a, lo=c)
         else:
             tighten(a, lo=c + 1)
+    # c0 * x1**k1 * ... <= c with c0 > 0 and every x_i >= 1: each x_i <= c // (c0 * the
+    # others' lower bounds)
+    for m, c, rel, flip in products:
+        le = (rel in (sp.LessThan, sp.StrictLessThan)) != flip
+        if not le or rel not in (sp.LessThan, sp.StrictLessThan, sp.GreaterThan, sp.StrictGreaterThan):
+            continue
+        c = c - 1 if rel in (sp.StrictLessThan, sp.StrictGreaterThan) else c
+        coef, factors = m.as_coeff_mul()
+        pows = [f.as_base_exp() for f in factors]
+        if coef <= 0 or not all(isinstance(x, sp.Symbol) and e.is_Integer and int(e) >= 1 for x, e in pows):
+            continue
+        if not all(x in out and out[x][0] >= 1 for x, _e in pows):
+            continue
+        for x, e in pows:
+            rest = Fraction(int(coef.p), int(coef.q))
+            for y, k in pows:
+                rest *= Fraction(out[y][0]) ** (int(k) - (int(e) if y == x else 0))
+            cap = int(Fraction(c) / rest)
+            root = int(round(cap ** (1.0 / int(e)))) + 1
+            while root > 0 and root ** int(e) > cap:
+                root -= 1
+            tighten(x, hi=root)
+    return out
+
+
+def _upper_facts(facts: Sequence[Any]) -> List[Tuple[Any, int]]:
+    """``(e, c)`` for every fact ``e <= c`` (``e < c`` as ``e <= c - 1``, either side)."""
+    import sympy as sp
+
+    out: List[Tuple[Any, int]] = []
+    stack = list(facts)
+    while stack:
+        f = stack.pop()
+        if isinstance(f, sp.And):
+            stack.extend(f.args)
+            continue
+        if isinstance(f, (sp.LessThan, sp.StrictLessThan)) and f.rhs.is_Integer:
+            out.append((f.lhs, int(f.rhs) - (1 if isinstance(f, sp.StrictLessThan) else 0)))
+        elif isinstance(f, (sp.GreaterThan, sp.StrictGreaterThan)) and f.lhs.is_Integer:
+            out.append((f.rhs, int(f.lhs) - (1 if isinstance(f, sp.StrictGreaterThan) else 0)))
     return out
 
 
@@ -806,6 +850,7 @@ class _Symbolic:
             syms |= set(sp.sympify(base).free_symbols)
         self.syms = sorted(syms, key=lambda s: s.name)
         self.bounds = _fact_bounds(self.facts, self.syms)
+        self.upper_facts = _upper_facts(self.facts)
         self.methods: set = set()
 
     def fits_by_interval(
@@ -815,6 +860,26 @@ class _Symbolic:
         lo, _ = _interval(self.sp.sympify(t.low), b)
         _, hi = _interval(self.sp.sympify(t.high), b)
         return lo >= self.tmin and hi <= self.tmax, lo, hi
+
+    def fits_by_fact(self, t: Term) -> bool:
+        """``t`` fits because a fact bounds an expression SymPy proves at least as large:
+        ``e <= c`` with ``c`` in range and ``e - high >= 0`` (from the symbols' signs),
+        and ``low >= 0`` or in range."""
+        sp = self.sp
+        low = sp.sympify(t.low)
+        if low.is_number:
+            lo_ok = int(low) >= self.tmin
+        else:
+            lo_ok = bool(low.is_nonnegative) or (
+                self.tmin <= 0 and bool(_interval(low, self.bounds)[0] >= self.tmin)
+            )
+        if not lo_ok:
+            return False
+        high = sp.sympify(t.high)
+        for e, c in self.upper_facts:
+            if c <= self.tmax and sp.expand(e - high).is_nonnegative:
+                return True
+        return False
 
     def unbounded(self, t: Term) -> List[str]:
         names = set()
@@ -925,7 +990,7 @@ def _symbolic(
 
     for t in terms:
         ok, _lo, _hi = S.fits_by_interval(t)
-        if ok:
+        if ok or S.fits_by_fact(t):
             S.methods.add("interval")
             continue
         values = S.corner_overflow(t)

@@ -369,10 +369,16 @@ def test_symbolic_int64_batched_gemm_stride():
 
 
 def test_symbolic_coupled_assumption_decided_by_z3():
+    """Bounds on a product: each factor's bound follows (the other >= 1), the expressions
+    at most the product are proved from the fact, the rest (2*M*K - 1) by Z3."""
     M, K = symbols("M K")
     with assuming("M * K <= 2**20"):
-        r = index_width(Layout((M, K), (K, 1)), bits=24)
-    assert r.status == "proved" and "z3" in r.method
+        r = index_width(Layout((M, K), (K, 1)), bits=22)
+        assert r.status == "proved" and r.method == "interval"
+        r = index_width(Layout((M, K, 2), (K, 1, M * K)), bits=23)
+        assert r.status == "proved" and "z3" in r.method
+        r = index_width(Layout((M, K, 2), (K, 1, M * K)), bits=22)
+        assert r.status == "refuted" and r.witness.term == "size" and r.witness.value == 2**21
 
 
 def test_symbolic_base_of_a_tile():
