@@ -329,28 +329,31 @@ class _Arith:
 
             self.sp = sympy
 
+    def _sign(self, d: Any) -> int:
+        """1 or -1 when the stride's sign is known (0 counts as either), else 0; a leaf's
+        extent is at least 1, so ``(s - 1) * d`` has the sign of ``d``."""
+        d = self.sp.sympify(d)
+        if d.is_nonnegative:
+            return 1
+        if d.is_nonpositive:
+            return -1
+        return 0
+
     def pos(self, s: Any, d: Any) -> Any:
         """``max(0, (s - 1) * d)``."""
         p = (s - 1) * d
         if not self.symbolic:
             return max(0, p)
-        p = self.sp.sympify(p)
-        if p.is_nonnegative:
-            return p
-        if p.is_nonpositive:
-            return self.sp.Integer(0)
-        return self.sp.Max(0, p)
+        sign = self._sign(d)
+        return self.sp.sympify(p) if sign > 0 else self.sp.Integer(0) if sign < 0 else self.sp.Max(0, p)
 
     def neg(self, s: Any, d: Any) -> Any:
+        """``min(0, (s - 1) * d)``."""
         p = (s - 1) * d
         if not self.symbolic:
             return min(0, p)
-        p = self.sp.sympify(p)
-        if p.is_nonnegative:
-            return self.sp.Integer(0)
-        if p.is_nonpositive:
-            return p
-        return self.sp.Min(0, p)
+        sign = self._sign(d)
+        return self.sp.Integer(0) if sign > 0 else self.sp.sympify(p) if sign < 0 else self.sp.Min(0, p)
 
     def total(self, xs: Sequence[Any]) -> Any:
         out: Any = 0
@@ -381,13 +384,13 @@ def _terms_of_layout(L: Layout, base: Any, prefix: str = "") -> List[Term]:
     prod: Any = 1
     for k, s in enumerate(fs):
         prod = prod * s
+        txt = str(prod) if symbolic else "*".join(str(x) for x in fs[: k + 1])
         if k == n - 1:
             if prefix:  # an outer layout's 1-D input is split by its modes' products only
                 continue
-            out.append(Term(prefix + "size", prefix + "size", "*".join(str(x) for x in fs), prod, prod))
+            out.append(Term(prefix + "size", prefix + "size", txt, prod, prod))
         elif k >= 1:
-            nm = f"{prefix}shape product 0..{k}"
-            out.append(Term(prefix + "size", nm, "*".join(str(x) for x in fs[: k + 1]), prod, prod))
+            out.append(Term(prefix + "size", f"{prefix}shape product 0..{k}", txt, prod, prod))
     for i, d in enumerate(fd):
         out.append(Term(prefix + "stride", f"{prefix}stride {i}", str(d), d, d))
     for i, (s, d) in enumerate(zip(fs, fd)):
@@ -410,7 +413,8 @@ def _terms_of_layout(L: Layout, base: Any, prefix: str = "") -> List[Term]:
             )
         )
     lo, hi = ar.total(neg), ar.total(pos)
-    out.append(Term(prefix + "offset", prefix + "offset", f"sum of {n} products", lo, hi, leaves=everything))
+    txt = " + ".join(_product_text(s, d, symbolic) for s, d in zip(fs, fd))
+    out.append(Term(prefix + "offset", prefix + "offset", txt, lo, hi, leaves=everything))
     if not (type(base) is int and base == 0):
         out.append(
             Term(
