@@ -152,6 +152,22 @@ def test_fast_count_is_banks_on_the_composed_layout(name, tile, accesses, bits):
                 assert fast is not None and np.array_equal(fast, want), (sw, a.ins.name)
 
 
+def test_a_fast_count_that_lies_is_caught_by_the_certificate(monkeypatch):
+    """Planted bug: the fast count calls every candidate conflict-free.  The certificate
+    (banks() on the composed layout) still rejects each wrong one, so the answer is the same."""
+    import layoutproof.gpu.analysis.swizzle as mod
+
+    def liar(table, a, bits, base):
+        return np.ones((1, 1, a.ins.phases), dtype=np.int64)
+
+    monkeypatch.setattr(mod, "_wavefronts", liar)
+    r = synthesize_swizzle(
+        SM80_TILE, [(SM80_WRITER, "cp.async.16"), (SM80_READER, "ldmatrix.x4")], element_bits=16
+    )
+    assert r.status == "proved" and r.swizzle == Swizzle(3, 3, 3)
+    assert r.rejected == {"refuted by the certificate": 64}
+
+
 # ----------------------------------------------------------------------------- the worked examples
 def test_column_read_fixed_by_five_bits():
     r = synthesize_swizzle(Layout((32, 32), (32, 1)), [(COLUMN, "ld.shared.b32")], element_bits=32)
