@@ -166,6 +166,18 @@ CONDITIONS: Dict[str, str] = {
     "GF(2)-linearity (non-negative values)": "to_f2: GF(2) values are bit vectors, so no value is negative",
     "GF(2)-linearity (undecided)": "to_f2: GF(2)-linearity is checked by evaluation up to "
     "swizzle.VERIFY_LIMIT coordinates",
+    "F2 composition checked by evaluation": "composition with F2 (XOR) strides: the candidate is checked "
+    "against A(B(c)) at every coordinate of B, up to ops.EXACT_LIMIT of them",
+    "one codomain": "composition with F2 strides: B's strides are F2 bit patterns or integers, not "
+    "coordinates as well",
+    "F2 composition: XOR-linear": "composition with F2 strides: the result built leaf by leaf agrees with "
+    "A(B(c)) -- the integer steps of B add without carries where A is XOR-linear",
+    "F2 composition: non-negative values": "composition with F2 strides in B: A's values at B's strides are "
+    "bit patterns, so none is negative",
+    "F2 inverse decided by evaluation": "the inverse of a layout with F2 strides and an extent that is no "
+    "power of two is found by evaluation, up to ops.EXACT_LIMIT coordinates",
+    "F2 inverse: power-of-two extents": "left_inverse of a layout with F2 strides: every extent is a power "
+    "of two (the inverse works bit by bit)",
     "swizzle form": "from_f2: the GF(2) layout equals a plain layout or Swizzle o Layout",
     # thread-value layouts (print_latex / tv_layout drawings)
     "tile injective": "the tile layout (M,N) -> index is injective",
@@ -239,13 +251,12 @@ def rule_of(err: LayoutError) -> str:
     if inner in _FRAME_RULES:
         return _FRAME_RULES[inner]
     # require()/need(): the message names the condition in parentheses, with its place
-    for named in re.findall(r"\(([^()]*)\)", str(err)):
-        for key in sorted(CONDITIONS, key=len, reverse=True):
-            if named == key or named.startswith(key + " of "):
-                return key
-        m = re.search(r" leaf .* is an integer$", named)
-        if m:
-            return "integer leaf"
+    msg = str(err)
+    for key in sorted(CONDITIONS, key=len, reverse=True):
+        if f"({key})" in msg or f"({key} of " in msg:
+            return key
+    if re.search(r"\([^()]* leaf .* is an integer\)", msg):
+        return "integer leaf"
     return ""
 
 
@@ -583,9 +594,17 @@ def _explain_error(
     ex.spec = CONDITIONS.get(ex.rule, "")
     ex.condition = cond_name
     if isinstance(e, UndecidableConditionError):
-        named = re.search(r" \(([^()]*)\); ", str(e))
-        ex.named = named.group(1) if named else ex.rule
-        if getattr(e, "expr", None) is not None:
+        ex.named = _named(str(e), ex.rule)
+        formula = getattr(e, "expr", None)
+        if formula is not None and (formula is True or formula is False or str(formula) in ("True", "False")):
+            formula = None  # a constant: the symbolic walk itself cannot go on
+        if "decided only by evaluation" in str(e):
+            ex.settle = (
+                "no assumption settles it symbolically: the symbolic derivation needs a condition that "
+                "fails, yet the integer operation succeeds at some values -- substitute values for the "
+                "symbols (Layout.subs) to decide it"
+            )
+        elif formula is not None:
             ex.assumptions = (cond_name,)
             ex.settle = f"assume {cond_name} (or its negation)"
         else:
@@ -624,6 +643,20 @@ def _explain_error(
                 "is offered"
             )
     return ex
+
+
+def _named(msg: str, rule: str) -> str:
+    """The condition as the message names it in parentheses (``rule`` with its place,
+    e.g. "shape divisibility of A's mode 0"); ``rule`` when it does not."""
+    i = msg.find(f"({rule}") if rule else -1
+    if i < 0:
+        return rule
+    depth = 0
+    for j in range(i, len(msg)):
+        depth += {"(": 1, ")": -1}.get(msg[j], 0)
+        if depth == 0:
+            return msg[i + 1 : j]
+    return rule
 
 
 def _post_ops() -> Tuple[str, ...]:

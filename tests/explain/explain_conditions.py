@@ -170,6 +170,18 @@ def _lp() -> Any:
     return layoutproof
 
 
+def _f2(shape: Any, bits: Any) -> Any:
+    from layoutproof.f2 import f2_layout
+
+    return f2_layout(shape, bits)
+
+
+def _mixed_f2() -> Any:
+    from layoutproof.f2 import F2
+
+    return _lp().Layout((2, 2), (_lp().E(0), F2(1)))
+
+
 def _tensor(shape: Any) -> Any:
     lp = _lp()
     L = lp.Layout(shape)
@@ -252,6 +264,18 @@ EXAMPLES: Dict[str, Example] = {
     "GF(2)-linearity (undecided)": Example(
         "to_f2(make_composed_layout(2:1, 0, 4:1))", patch=((_SW, "VERIFY_LIMIT", 2),)
     ),
+    "F2 composition checked by evaluation": Example(
+        lambda: _lp().composition(_f2((2, 2), (1, 2)), _lp().Layout(4, 1)), patch=((_OPS, "EXACT_LIMIT", 2),)
+    ),
+    "one codomain": Example(lambda: _lp().composition(_f2((2, 2), (1, 2)), _mixed_f2())),
+    "F2 composition: XOR-linear": Example(lambda: _lp().composition(_f2((2, 2), (0, 1)), _lp().Layout(4, 3))),
+    "F2 composition: non-negative values": Example(
+        lambda: _lp().composition(_lp().Layout(2, -1), _f2((2, 2), (0, 1)))
+    ),
+    "F2 inverse decided by evaluation": Example(
+        lambda: _lp().right_inverse(_f2((3, 2), (1, 2))), patch=((_OPS, "EXACT_LIMIT", 2),)
+    ),
+    "F2 inverse: power-of-two extents": Example(lambda: _lp().left_inverse(_f2((3, 2), (0, 0)))),
     "swizzle form": Example("from_f2(F2Layout((2,2),(1,1)))"),
     "tile injective": Example("tv_layout_table((2,2):(1,2), (2,2):(1,1))"),
     "tv in tile": Example("tv_layout_table(((4,8),(2,2)):((32,1),(16,8)), (16,4))"),
@@ -291,9 +315,15 @@ EXAMPLES: Dict[str, Example] = {
 
 
 #: conditions whose raise site no input reaches, with the reason; their example shows the
-#: condition that is raised first instead (kept in CONDITIONS so that a future path to the
-#: site is explained too)
-UNREACHED: Dict[str, Tuple[str, str]] = {
+#: condition that is raised first instead (None: the layout constructor refuses the operand,
+#: a MalformedLayoutError).  They stay in CONDITIONS so that a future path to the site is
+#: explained too.
+UNREACHED: Dict[str, Tuple[Optional[str], str]] = {
+    "one codomain": (
+        None,
+        "the Layout constructor already refuses a stride that mixes F2 with coordinate strides "
+        "(MalformedLayoutError), so composition never sees such a B",
+    ),
     "non-negative offsets of B": (
         "non-negative strides of B",
         "composition(L, Sw o 0 o B) first computes composition(L o Sw, B), which refuses a negative "
