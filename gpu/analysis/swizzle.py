@@ -40,7 +40,7 @@ smem = cute.make_composed_layout(cute.make_swizzle(5, 0, 5), 0, cute.make_layout
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -56,7 +56,14 @@ from .access import WARP, AccessError, Instruction, is_symbolic, tv_table
 from .access import instruction as read_instruction
 from .smem_banks import BankConflict, BankReport, banks, phase_wavefronts
 
-__all__ = ["SwizzleCandidate", "SwizzleReport", "swizzle_family", "synthesize_swizzle", "TMA_SWIZZLES"]
+__all__ = [
+    "PaddingReport",
+    "SwizzleCandidate",
+    "SwizzleReport",
+    "swizzle_family",
+    "synthesize_swizzle",
+    "TMA_SWIZZLES",
+]
 
 #: the TMA unit's swizzle modes: ``CUtensorMapSwizzle`` name -> bits ``B`` of ``Sw<B,4,3>`` on bytes
 TMA_SWIZZLES: Dict[str, int] = {
@@ -114,6 +121,7 @@ class SwizzleReport(Outcome):
     family: str = ""
     candidates: int = 0
     rejected: Dict[str, int] = field(default_factory=dict)
+    padded: Optional["PaddingReport"] = None
 
     @property
     def total(self) -> int:
@@ -188,6 +196,10 @@ class SwizzleReport(Outcome):
         if self.layout is not None:
             out.append(self.cpp())
             out.append(self.dsl())
+        if self.padded is not None:
+            out.append(self.padded.line())
+            if self.padded.layout is not None:
+                out.append(self.padded.cpp())
         return "\n".join(out)
 
     def as_dict(self) -> Dict[str, Any]:
@@ -210,6 +222,43 @@ class SwizzleReport(Outcome):
             storage=self.storage.outcome_dict() if self.storage is not None else None,
             cpp=self.cpp() if self.layout is not None else None,
             dsl=self.dsl() if self.layout is not None else None,
+            padded=self.padded.as_dict() if self.padded is not None else None,
+        )
+        return d
+
+
+@dataclass(frozen=True, eq=False)
+class PaddingReport(Outcome):
+    """The padded alternative (``synthesize_swizzle(..., padding=True)``): the least pad of
+    the tile's rows, in whole vectors of the widest access, that makes every access
+    conflict-free (proved, with ``layout``, ``pad`` elements per row, ``extra_bytes`` of
+    storage and the per-access ``reports``), or refuted over every pad up to 128 bytes."""
+
+    layout: Optional[Layout] = None
+    pad: int = 0
+    extra_bytes: int = 0
+    reports: Tuple[BankReport, ...] = ()
+
+    def cpp(self, name: str = "smem") -> str:
+        """CuTe C++ declaring the padded layout."""
+        if self.layout is None:
+            raise MalformedLayoutError("no padded layout to write")
+        return to_cpp(self.layout, name=name)
+
+    def dsl(self, name: str = "smem") -> str:
+        """CuTe DSL for the padded layout."""
+        if self.layout is None:
+            raise MalformedLayoutError("no padded layout to write")
+        return f"{name} = {to_dsl(self.layout)}"
+
+    def as_dict(self) -> Dict[str, Any]:
+        d = self.outcome_dict()
+        d["witness"] = self.witness.as_dict() if isinstance(self.witness, BankConflict) else self.witness
+        d.update(
+            layout=str(self.layout) if self.layout is not None else None,
+            pad=self.pad,
+            extra_bytes=self.extra_bytes,
+            reports=[r.as_dict() for r in self.reports],
         )
         return d
 
@@ -432,6 +481,7 @@ def synthesize_swizzle(
     wgmma: Optional[str] = None,
     family: Optional[Iterable[Swizzle]] = None,
     base: int = 0,
+    padding: bool = False,
 ) -> SwizzleReport:
     """The least swizzle of ``layout`` that makes every access conflict-free (see the
     module docstring for the families and the order).
@@ -448,6 +498,8 @@ def synthesize_swizzle(
             tiled to ``layout``'s ``(MN, K)`` shape (8, 16 or 32-bit elements).
         family: the swizzles to try, in order, instead of the free family.
         base: the tile's byte address modulo 128.
+        padding: also search the padded alternative (:class:`PaddingReport`, ``.padded``):
+            a 2-D tile with one contiguous mode whose rows are padded, which uses more storage.
 
     Returns a :class:`SwizzleReport`.  Bad input raises
     :class:`~layoutproof.gpu.analysis.access.AccessError` (an access that does not fit, a
@@ -563,9 +615,13 @@ def synthesize_swizzle(
         except AccessError:  # a vector torn after all: the certificate decides
             certs = ()
         if certs and all(r.status == PROVED for r in certs):
-            return _found(c, k + 1, certs, layout, prepared, words, rejected, bits, tma, t0, cosize, storage0)
+            found = _found(
+                c, k + 1, certs, layout, prepared, words, rejected, bits, tma, t0, cosize, storage0
+            )
+            return replace(found, padded=_padding(layout, prepared, bits, base)) if padding else found
         reject("refuted by the certificate")  # banks() decides; the fast count agrees in every test
-    return _none(valid, len(cands), layout, prepared, words, rejected, bits, tma, base, t0, table_of)
+    none = _none(valid, len(cands), layout, prepared, words, rejected, bits, tma, base, t0, table_of)
+    return replace(none, padded=_padding(layout, prepared, bits, base)) if padding else none
 
 
 def _storage_proof(c: SwizzleCandidate, tile: Layout, cosize: int, storage0: np.ndarray) -> Outcome:
@@ -700,4 +756,71 @@ def _none(
         family=words,
         candidates=n,
         rejected=rejected,
+    )
+
+
+def _padding(tile: Layout, prepared: List[_Access], bits: int, base: int) -> PaddingReport:
+    """The least row pad (a multiple of the widest access's vector, so every vector stays
+    aligned) up to 128 bytes that makes every access conflict-free, each pad checked with
+    banks() on the padded layout; the tile must be 2-D with a contiguous mode and compact
+    rows (``(R, C):(C, 1)`` or ``(C, R):(1, C)``)."""
+    t0 = time.perf_counter()
+    what = f"a row pad of {tile}"
+    shape, stride = tile.shape, tile.stride
+    if (
+        tile.rank != 2
+        or not all(isinstance(x, int) for x in (*shape, *stride))
+        or sorted(stride) != [1, shape[stride.index(1)]]
+    ):
+        return PaddingReport(
+            UNKNOWN,
+            what,
+            "exhaustive",
+            reason=f"padding applies to a 2-D tile (R, C):(C, 1) or (C, R):(1, C), not {tile}",
+        )
+    inner = stride.index(1)
+    outer = 1 - inner
+    row = shape[inner]
+    step = max(a.n for a in prepared)
+    pads = list(range(step, 8 * 128 // bits + 1, step))
+    best: Optional[Tuple[int, int, Layout, Tuple[BankReport, ...]]] = None
+    for p in pads:
+        strides = [1, 1]
+        strides[outer] = row + p
+        L = Layout(shape, tuple(strides))
+        try:
+            reps = tuple(banks(L, a.access, a.ins, element_bits=bits, base=base) for a in prepared)
+        except AccessError:
+            continue
+        extra = (int(L.cosize) - int(tile.cosize)) * bits // 8
+        if all(r.status == PROVED for r in reps):
+            return PaddingReport(
+                PROVED,
+                f"{L} (rows padded by {p} element{'s' if p > 1 else ''}, {extra} bytes more) makes "
+                "every access conflict-free; no smaller pad does",
+                "exhaustive",
+                scope=f"pads of {step}, {2 * step}, ... elements up to 128 bytes",
+                cases=pads.index(p) + 1,
+                seconds=time.perf_counter() - t0,
+                layout=L,
+                pad=p,
+                extra_bytes=extra,
+                reports=reps,
+            )
+        total = sum(r.total for r in reps)
+        if best is None or total < best[0]:
+            best = (total, p, L, reps)
+    witness = next((r.witness for r in best[3] if r.status == REFUTED), None) if best else None
+    return PaddingReport(
+        REFUTED,
+        f"some row pad of {tile} makes every access conflict-free",
+        "exhaustive",
+        scope=f"pads of {step}, {2 * step}, ... elements up to 128 bytes",
+        cases=len(pads),
+        seconds=time.perf_counter() - t0,
+        witness=witness,
+        layout=best[2] if best else None,
+        pad=best[1] if best else 0,
+        extra_bytes=(int(best[2].cosize) - int(tile.cosize)) * bits // 8 if best else 0,
+        reports=best[3] if best else (),
     )

@@ -302,6 +302,42 @@ def test_storage_proof_names_the_offsets():
     )
 
 
+def test_padded_alternative():
+    col = synthesize_swizzle(
+        Layout((32, 32), (32, 1)), [(COLUMN, "ld.shared.b32")], element_bits=32, padding=True
+    )
+    assert (
+        col.padded.status == "proved"
+        and col.padded.pad == 1
+        and col.padded.layout == Layout((32, 32), (33, 1))
+    )
+    assert (
+        col.padded.cpp()
+        == "auto smem = make_layout(make_shape(Int<32>{}, Int<32>{}), make_stride(Int<33>{}, Int<1>{}));"
+    )
+    # 16-byte rows keep every row start on a multiple of 4 words: no pad gives 32 banks either
+    none = synthesize_swizzle(
+        Layout((32, 4), (4, 1)),
+        [(ROW_V4, "st.shared.v4.b32"), (ROW_V4, "ld.shared.b32")],
+        element_bits=32,
+        padding=True,
+    )
+    assert none.padded.status == "refuted" and none.padded.cases == 8 and none.padded.witness.ways == 4
+    for p in range(4, 36, 4):  # confirmed pad by pad
+        L = Layout((32, 4), (4 + p, 1))
+        assert banks(L, ROW_V4, "ld.shared.b32", element_bits=32).status == "refuted"
+    sm80 = synthesize_swizzle(
+        SM80_TILE, [(SM80_WRITER, "cp.async.16"), (SM80_READER, "ldmatrix.x4")], element_bits=16, padding=True
+    )
+    assert sm80.padded.pad == 8 and sm80.padded.extra_bytes == 112  # one 16-byte vector per row
+    assert synthesize_swizzle(SM80_TILE, [(SM80_READER, "ldmatrix.x4")], element_bits=16).padded is None
+    odd = synthesize_swizzle(
+        Layout((8, 8, 8), (64, 1, 8)), [(Layout(32, 1), "ld.shared.b32")], element_bits=32, padding=True
+    )
+    assert odd.padded.status == "unknown" and "2-D" in odd.padded.reason
+    json.dumps(sm80.as_dict())
+
+
 # ----------------------------------------------------------------------------- output
 def test_report_dict_is_json_and_text_has_the_code():
     r = synthesize_swizzle(
