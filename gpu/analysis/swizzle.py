@@ -766,10 +766,12 @@ def _padding(tile: Layout, prepared: List[_Access], bits: int, base: int) -> Pad
     rows (``(R, C):(C, 1)`` or ``(C, R):(1, C)``)."""
     t0 = time.perf_counter()
     what = f"a row pad of {tile}"
-    shape, stride = tile.shape, tile.stride
+    shape: Tuple[Any, ...] = tile.shape if isinstance(tile.shape, tuple) else (tile.shape,)
+    stride: Tuple[Any, ...] = tile.stride if isinstance(tile.stride, tuple) else (tile.stride,)
     if (
-        tile.rank != 2
+        len(shape) != 2
         or not all(isinstance(x, int) for x in (*shape, *stride))
+        or 1 not in stride
         or sorted(stride) != [1, shape[stride.index(1)]]
     ):
         return PaddingReport(
