@@ -856,6 +856,13 @@ class _Symbolic:
         self.bounds = _fact_bounds(self.facts, self.syms)
         self.upper_facts = _upper_facts(self.facts)
         self.methods: set = set()
+        empty = [x.name for x in self.syms if self.bounds[x][0] > self.bounds[x][1]]
+        if empty or (self.facts and _consistent(self.facts) is False):
+            raise LayoutError(
+                "index_width: the assumptions contradict each other"
+                + (f" ({', '.join(empty)} has no value)" if empty else "")
+                + "; every claim would follow from them"
+            )
 
     def fits_by_interval(
         self, t: Term, bounds: Optional[Dict[Any, List[Any]]] = None
@@ -955,6 +962,13 @@ class _Symbolic:
         return True, None, ""
 
 
+def _consistent(facts: Sequence[Any]) -> Any:
+    from layoutproof.symbolic import get_timeout
+    from layoutproof.symbolic.solver import facts_consistent
+
+    return facts_consistent(facts, timeout_s=get_timeout() / 1000.0)
+
+
 def _substituted(layout: Any, base: Any, values: Dict[str, int]) -> Tuple[Any, int]:
     import sympy as sp
 
@@ -1004,10 +1018,14 @@ def _symbolic(
                 S.methods.add("exact")
                 overflows.append(ov)
                 continue
-        verdict, cex, why = S.z3_overflow(t)
+        free = S.unbounded(t)
+        mentioned = {x.name for f in S.facts for x in f.free_symbols}
+        if free and not mentioned & set(free):  # no fact bounds them: nothing for Z3 to prove
+            verdict, cex, why = None, None, ""
+        else:
+            verdict, cex, why = S.z3_overflow(t)
         if verdict is True:
             continue
-        free = S.unbounded(t)
         if verdict is False and cex is not None and not free:
             ov = confirm(t, cex)
             if ov is not None:
