@@ -823,8 +823,8 @@ def _repro_other(
         return Reproduction(pa != pb, f"size({_fmt(a)}) = {pa}, size({_fmt(b)}) = {pb}"), None, None, ""
     if condition == "GF(2)-linearity" and type(w) is int and args and isinstance(args[0], Layout):
         L = args[0]
-        if not 0 <= w < L.size:
-            return None
+        if not 0 <= w < L.size or any(s & (s - 1) for s in L._flat()[0]):
+            return None  # the bits of a 1-D coordinate are the index bits only for power-of-two extents
         bits = [1 << j for j in range(w.bit_length()) if w >> j & 1]
         xor = 0
         for b in bits:

@@ -11,7 +11,7 @@ when it is refused or undecided, checks its explanation.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from hypothesis import strategies as st
 
@@ -117,6 +117,26 @@ CONCRETE = st.one_of(
     st.tuples(layouts(1, max_rank=2), swizzles(), st.sampled_from([0, 0, 1]), layouts(-1, 6, 1)).map(
         lambda p: f"composition({p[0]}, make_composed_layout({p[1]}, {p[2]}, {p[3]}))"
     ),
+    # layouts whose bits a swizzle moves: (8,8)-like tiles with power-of-two strides
+    _call("composition", layouts(1, 16, 2, st.sampled_from([2, 4, 8])), swizzles()),
+    # a sum of layouts over shapes with no common refinement
+    st.tuples(
+        st.lists(st.integers(0, 4), min_size=2, max_size=2),
+        st.lists(st.integers(0, 4), min_size=2, max_size=2),
+    ).map(lambda p: f"layout_add((2,3):({p[0][0]},{p[0][1]}), (3,2):({p[1][0]},{p[1][1]}))"),
+    # overlapping modes of three leaves
+    _call("left_inverse", layouts(0, 4, 3, st.integers(1, 3))),
+    # thread-value layouts drawn over a tile
+    st.tuples(
+        layouts(-1, 8, 2, st.sampled_from([1, 2, 4])), st.sampled_from(["(2,2)", "(4,2)", "(2,4)", "(4,4)"])
+    ).map(lambda p: f"tv_layout_table({p[0]}, {p[1]})"),
+    _call(
+        "composition",
+        swizzles(),
+        st.tuples(layouts(0, 4, 1), layouts(0, 4, 1)).map(
+            lambda p: f"make_composed_layout({p[0]}, 0, {p[1]})"
+        ),
+    ),
 )
 
 #: symbolic operands: the conditions decided (or left open) by Z3
@@ -132,11 +152,108 @@ SYMBOLIC = st.one_of(
 )
 
 
-def _eval(expr: str) -> Any:
+def _basis_layout(shape: List[int], picks: List[int]) -> Any:
+    """A layout whose strides are basis elements or integers: 0 -> E(0), 1 -> E(1),
+    2 -> E(0) + E(1), 3 -> E(0, 1) (a sub-mode), 4 -> the integer 1."""
+    E = lp.E
+    table = [E(0), E(1), E(0) + E(1), E(0, 1), 1]
+    d = [table[k] for k in picks]
+    return lp.Layout(tuple(shape), tuple(d)) if len(shape) > 1 else lp.Layout(shape[0], d[0])
+
+
+def _f2_layout(shape: List[int], bits: List[int]) -> Any:
+    from layoutproof.f2 import f2_layout
+
+    return f2_layout(tuple(shape), tuple(bits)) if len(shape) > 1 else f2_layout(shape[0], bits[0])
+
+
+def _tensor(shape: List[int]) -> Any:
+    L = lp.Layout(tuple(shape)) if len(shape) > 1 else lp.Layout(shape[0])
+    return lp.make_tensor([0.0] * L.size, L)
+
+
+class Call:
+    """A zero-argument call of the algebra that the eval language does not write (basis and
+    F2 strides, tensors), with a label for the reports."""
+
+    def __init__(self, label: str, fn: Any) -> None:
+        self.label, self.fn = label, fn
+
+    def __call__(self) -> Any:
+        return self.fn()
+
+    def __repr__(self) -> str:
+        return self.label
+
+
+_SHAPE2 = st.lists(st.integers(1, 4), min_size=1, max_size=2)
+_A = st.sampled_from([((4, 8), (1, 4)), (((2, 2), 4), ((1, 2), 4)), (((2, 3), (3, 2)), ((1, 10), (1, 10)))])
+
+#: calls outside the eval language: basis strides, F2 strides, tensors
+CALLS = st.one_of(
+    st.tuples(
+        _A,
+        _SHAPE2.flatmap(
+            lambda s: st.tuples(st.just(s), st.lists(st.integers(0, 4), min_size=len(s), max_size=len(s)))
+        ),
+    ).map(
+        lambda p: Call(
+            f"composition({lp.Layout(*p[0])}, basis {p[1]})",
+            lambda: lp.composition(lp.Layout(*p[0]), _basis_layout(*p[1])),
+        )
+    ),
+    st.tuples(_SHAPE2, st.integers(1, 32)).map(
+        lambda p: Call(
+            f"complement(basis {p[0]}, {p[1]})",
+            lambda: lp.complement(_basis_layout(p[0], [0, 1][: len(p[0])]), p[1]),
+        )
+    ),
+    st.tuples(
+        _SHAPE2.flatmap(
+            lambda s: st.tuples(st.just(s), st.lists(st.integers(0, 7), min_size=len(s), max_size=len(s)))
+        ),
+        layouts(-1, 4, 2),
+    ).map(
+        lambda p: Call(
+            f"composition(f2 {p[0]}, {p[1]})",
+            lambda: lp.composition(_f2_layout(*p[0]), evaluate(p[1], NAMES)),
+        )
+    ),
+    st.tuples(
+        _SHAPE2.flatmap(
+            lambda s: st.tuples(st.just(s), st.lists(st.integers(0, 7), min_size=len(s), max_size=len(s)))
+        ),
+        layouts(-1, 4, 2),
+    ).map(
+        lambda p: Call(
+            f"composition({p[1]}, f2 {p[0]})",
+            lambda: lp.composition(evaluate(p[1], NAMES), _f2_layout(*p[0])),
+        )
+    ),
+    _SHAPE2.flatmap(
+        lambda s: st.tuples(st.just(s), st.lists(st.integers(0, 7), min_size=len(s), max_size=len(s)))
+    ).map(lambda p: Call(f"left_inverse(f2 {p})", lambda: lp.left_inverse(_f2_layout(*p)))),
+    st.tuples(_SHAPE2, _SHAPE2).map(
+        lambda p: Call(f"copy({p[0]}, {p[1]})", lambda: lp.copy(_tensor(p[0]), _tensor(p[1])))
+    ),
+    st.tuples(_SHAPE2, _SHAPE2, _SHAPE2).map(
+        lambda p: Call(f"gemm{p}", lambda: lp.gemm(_tensor(p[0]), _tensor(p[1]), _tensor(p[2])))
+    ),
+)
+
+#: symbolic calls under an assumption: the case split of shape divisibility
+ASSUMED = st.tuples(st.sampled_from([4, 8, 16]), st.sampled_from(["M+1", "M+2", "2*M+1"])).map(
+    lambda p: (f"composition((M,4):(1,{p[1]}), {p[0]}:1)", (f"({p[0]} <= M) or ({p[0]} % M == 0)",))
+)
+
+
+def _eval(expr: Any) -> Any:
+    if callable(expr):
+        return expr()
     return evaluate(expr, NAMES)
 
 
-def check(expr: str, budget_s: float = 0.1) -> Optional[Explanation]:
+def check(expr: Any, budget_s: float = 0.1, assume: Tuple[str, ...] = ()) -> Optional[Explanation]:
     """Run ``expr``; when it is refused or undecided, explain it and check the explanation:
     it names the error's condition, an entry of CONDITIONS; a refusal carries the error's
     witness and re-evaluates it (the reproduction holds); an undecided formula has models
@@ -144,9 +261,10 @@ def check(expr: str, budget_s: float = 0.1) -> Optional[Explanation]:
     admissible and meets the operation's post-condition (under its assumptions, for an
     assumption)."""
     try:
-        _eval(expr)
+        with symbolic.assuming(*assume) if assume else _Null():
+            _eval(expr)
     except (InadmissibleError, UndecidableConditionError) as err:
-        e = explain(expr, budget_s=budget_s)
+        e = explain(expr, budget_s=budget_s, assume=assume)
         assert e.condition == str(err.condition), (expr, e.condition, err.condition)
         assert e.rule == rule_of(err) and e.rule in CONDITIONS, (expr, e.rule, str(err))
         assert e.spec == CONDITIONS[e.rule]
@@ -154,10 +272,11 @@ def check(expr: str, budget_s: float = 0.1) -> Optional[Explanation]:
             assert e.status == "undecided" and e.settle, expr
             if err.expr is not None:
                 c = symbolic.parse_expr(e.condition)
-                if e.holds is not None:
-                    assert symbolic.exact_value(c, e.holds.values) is True, (expr, e.holds)
-                if e.fails is not None:
-                    assert symbolic.exact_value(c, e.fails.values) is False, (expr, e.fails)
+                facts = [symbolic.parse_expr(f) for f in e.used]
+                for m, want in ((e.holds, True), (e.fails, False)):
+                    if m is not None:  # the model satisfies the assumptions, and the condition as said
+                        assert all(symbolic.exact_value(f, m.values) is True for f in facts), (expr, m)
+                        assert symbolic.exact_value(c, m.values) is want, (expr, m)
         else:
             assert e.status == "refused", expr
             assert e.witness == err.witness, (expr, e.witness, err.witness)
@@ -190,7 +309,7 @@ class _Null:
         return None
 
 
-def rules_reached(exprs: List[str]) -> Dict[str, int]:
+def rules_reached(exprs: List[Any]) -> Dict[str, int]:
     out: Dict[str, int] = {}
     for x in exprs:
         try:
