@@ -162,12 +162,14 @@ class Lane:
             if fut.done():
                 return
             try:
+                os.set_blocking(fd, True)  # an event loop (uvloop) may have made it non-blocking
                 fut.set_result(w.conn.recv())
             except (EOFError, OSError) as e:
                 fut.set_exception(e)
 
         try:
             # the solver deadline inside the worker is a little shorter than the kill
+            os.set_blocking(fd, True)
             w.conn.send((name, payload, max(0.05, left - 0.25)))
             loop.add_reader(fd, ready)
             status, body = await asyncio.wait_for(fut, timeout=left)

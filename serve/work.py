@@ -211,10 +211,12 @@ def _check_cells(M: int, N: int, what: str) -> None:
 def _draw(L: Any, color: str, elem_bytes: int) -> Tuple[str, List[str]]:
     from layoutproof import draw
 
+    from . import svg
+
     G, notes = _rank2(L)
     M, N = draw.rank2_extents(G)
     _check_cells(M, N, str(L))
-    return draw.layout_svg(G, color=color, elem_bytes=elem_bytes, max_cells=MAX_DRAW_CELLS), notes
+    return svg.layout_svg(G, color=color, elem_bytes=elem_bytes), notes
 
 
 def _concrete(L: Any, values: Dict[str, int], facts: Tuple[str, ...]) -> Tuple[Any, List[str]]:
@@ -258,6 +260,8 @@ def task_eval(p: Mapping[str, Any]) -> Dict[str, Any]:
     from layoutproof.layout import Layout
     from layoutproof.verify.post import OPERATIONS
 
+    from . import svg
+
     expr = _text(p, "expr")
     facts = _assume(p)
     values = _values(p)
@@ -298,7 +302,7 @@ def task_eval(p: Mapping[str, Any]) -> Dict[str, Any]:
         tile = draw.as_tile(tv)
         _check_cells(tile[0].size, tile[1].size, f"the tile {tv}")
         thr_id = Layout.parse(thr) if thr else None
-        out["svg"] = draw.tv_layout_svg(C, tv, color=color, thr_id=thr_id, max_cells=MAX_DRAW_CELLS)
+        out["svg"] = svg.tv_layout_svg(C, tv, color=color, thr_id=thr_id)
         out["picture"] = "tv"
         return out
     color = _choice(p, "color", ("offset", "bank", "none"), "offset")

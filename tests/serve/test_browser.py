@@ -11,7 +11,6 @@ import shutil
 from urllib.parse import quote
 
 import pytest
-
 from browser import find_browser, start
 
 _browser, _driver, _why = find_browser()

@@ -7,7 +7,6 @@ import os
 import time
 
 import pytest
-
 from conftest import SLOW_BUDGET_S
 
 JSON = {"content-type": "application/json"}
