@@ -449,3 +449,31 @@ def test_docs_analysis_width_examples_run():
     path = Path(__file__).resolve().parents[2] / "docs" / "analysis-width.md"
     res = doctest.testfile(str(path), module_relative=False, optionflags=doctest.ELLIPSIS, encoding="utf-8")
     assert res.failed == 0 and res.attempted >= 15, (res.failed, res.attempted)
+
+
+def test_symbolic_agrees_with_the_concrete_layout_at_the_bounds():
+    """With nonnegative strides every expression grows with each symbol, so the layout at
+    the symbols' upper bounds decides the truth: the symbolic verdict must agree with the
+    concrete one there, and a refutation's values must be admitted and overflow concretely."""
+    M, K = symbols("M K")
+    templates = [
+        Layout((M, K), (K, 1)),
+        Layout((M, K), (1, M)),
+        Layout((M, K, 2), (K, 1, M * K)),
+        Layout(((M, 4), K), ((4, 1), 4 * M)),
+        Layout((8, (M, K)), (M * K, (1, M))),
+    ]
+    rng = random.Random(5)
+    for _ in range(40):
+        L = rng.choice(templates)
+        um, uk = 2 ** rng.randint(3, 16), 2 ** rng.randint(3, 16) + rng.randint(0, 3)
+        bits = rng.choice((16, 20, 24, 32))
+        with assuming(f"M <= {um}", f"K <= {uk}"):
+            r = index_width(L, bits=bits)
+        top = index_width(L.subs(M=um, K=uk), bits=bits)
+        assert r.status == top.status, (L, um, uk, bits, r.line(), top.line())
+        if r.status == "refuted":
+            v = r.witness.values
+            assert 1 <= v["M"] <= um and 1 <= v["K"] <= uk
+            c = index_width(L.subs(v), bits=bits)
+            assert any(o.term == r.witness.term and o.value == r.witness.value for o in c.overflows)
