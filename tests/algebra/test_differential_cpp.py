@@ -19,11 +19,9 @@ division by zero) is recorded as a C++ crash and the run resumes after it.
 
 from __future__ import annotations
 
-import ast
 import os
 import random
 import shutil
-import signal
 import subprocess
 import zlib
 from collections import Counter
@@ -32,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import test_differential_pycute as pyd  # the generators, post-conditions and decision rules
+from oracles import Peer, PeerError, parse_layout, run_resuming
 
 import layoutproof as lp
 from layoutproof import Layout
@@ -291,55 +290,6 @@ def _program(cases):
     return _PRELUDE + "\n".join(fns) + "\n" + main, ids
 
 
-def _parse_layout(text: str):
-    """CuTe's print ``(4,2):(_2,_1)`` as (shape, stride) Python tuples/ints."""
-    text = text.replace("_", "").strip()
-    depth = 0
-    for i, ch in enumerate(text):
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == ":" and depth == 0:
-            s, d = text[:i], text[i + 1 :]
-            return _tuple(s), _tuple(d)
-    raise ValueError(text)
-
-
-def _tuple(t: str):
-    return ast.literal_eval(t.replace(")", ",)") if t.startswith("(") else t)
-
-
-class _Peer:
-    """A C++ result as the decision rules read it (shape, stride)."""
-
-    def __init__(self, shape, stride):
-        self.shape, self.stride = shape, stride
-
-
-def _run_cpp(exe: Path, lines, n_cases):
-    """{case: (shape, stride, values) | ('crash', returncode)} for every case line, resuming after crashes."""
-    out = {}
-    start = 0
-    while start < n_cases:
-        feed = "".join(lines[start:])
-        res = subprocess.run([str(exe)], input=feed, capture_output=True, text=True, timeout=300)
-        last = None
-        for line in res.stdout.splitlines():
-            if line.startswith("S "):
-                last = int(line.split()[1])
-            elif line.startswith("R "):
-                head, _, vals = line.partition(" |")
-                k = int(head.split()[1])
-                shape, stride = _parse_layout(head.split(" ", 2)[2])
-                out[k] = (shape, stride, [int(x) for x in vals.split()])
-        if res.returncode == 0:
-            break
-        if last is None or last in out:  # died between cases: nothing to skip
-            raise RuntimeError(f"C++ oracle died outside a case: {res.stderr[-2000:]}")
-        out[last] = ("crash", res.returncode)
-        start = last + 1
-    return out
-
-
 @pytest.fixture(scope="module")
 def cpp_results(tmp_path_factory):
     inc = _cute_include()
@@ -361,7 +311,7 @@ def cpp_results(tmp_path_factory):
     for k, c in enumerate(cases):
         vals = c.values
         lines.append(f"{k} {ids[(c.op, c.key)]} {len(vals)} {' '.join(str(v) for v in vals)}\n")
-    return cases, _run_cpp(exe, lines, len(cases))
+    return cases, run_resuming([str(exe)], lines)
 
 
 def decide(cases, results):
@@ -373,17 +323,15 @@ def decide(cases, results):
 
         def peer(r=r):
             if r is None:
-                raise RuntimeError("no output")
-            if r[0] == "crash":  # named by its signal (SIGFPE: a division by zero)
-                rc = r[1]
-                name = signal.Signals(-rc).name if rc < 0 else f"exit{rc}"
-                raise type(name, (Exception,), {})(f"the C++ program died ({name})")
-            shape, stride, vals = r
-            P = _Peer(shape, stride)
+                raise PeerError("no output")
+            if r[0] != "R":  # named by its signal (SIGFPE: a division by zero)
+                raise type(r[1], (PeerError,), {})(f"the C++ program died ({r[1]})")
+            printed, _, vals = r[1].partition(" |")
+            shape, stride = parse_layout(printed)
             offs = pyd._offsets(shape, stride)
-            if pyd._valid(shape, stride) and offs.tolist() != vals:
+            if pyd._valid(shape, stride) and offs.tolist() != [int(v) for v in vals.split()]:
                 raise AssertionError(f"C++ printed {shape}:{stride} but evaluated {vals}")
-            return P
+            return Peer(shape, stride)
 
         pyd._run_case(rep, c.ex, c.lp_call, peer, c.post, struct=False, post_pc=c.post_peer, peer="CuTe C++")
     return reports
@@ -403,10 +351,11 @@ def test_cpp_differential(cpp_results):
 
 
 def test_cpp_parse_is_faithful():
-    assert _parse_layout("(4,2):(_2,_1)") == ((4, 2), (2, 1))
-    assert _parse_layout("((2,1),(1,2)):((_2,1),(_8,1))") == (((2, 1), (1, 2)), ((2, 1), (8, 1)))
-    assert _parse_layout("_8:_1") == (8, 1)
-    assert np.array_equal(pyd._offsets(*_parse_layout("(4,2):(2,1)")), [0, 2, 4, 6, 1, 3, 5, 7])
+    assert parse_layout("(4,2):(_2,_1)") == ((4, 2), (2, 1))
+    assert parse_layout("((2,1),(1,2)):((_2,1),(_8,1))") == (((2, 1), (1, 2)), ((2, 1), (8, 1)))
+    assert parse_layout("_8:_1") == (8, 1)
+    assert parse_layout("(4):(2)") == ((4,), (2,))
+    assert np.array_equal(pyd._offsets(*parse_layout("(4,2):(2,1)")), [0, 2, 4, 6, 1, 3, 5, 7])
 
 
 if (
@@ -428,7 +377,7 @@ if (
         f"{k} {ids[(c.op, c.key)]} {len(c.values)} {' '.join(map(str, c.values))}\n"
         for k, c in enumerate(cases)
     ]
-    for op, rep in decide(cases, _run_cpp(d / "oracle", lines, len(cases))).items():
+    for op, rep in decide(cases, run_resuming([str(d / "oracle")], lines)).items():
         print(f"== {op}: {rep.cases} cases")
         for kind, n in rep.kinds.most_common():
             print(f"   {n:5d}  {kind}\n          e.g. {rep.examples[kind][:300]}")
