@@ -20,7 +20,16 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 from .errors import GemmConfigError
 
-__all__ = ["GemmConfig", "GemmProblem", "DTYPES", "OUT_DTYPES", "SMEM_LIMIT", "BATCH_KINDS"]
+__all__ = [
+    "GemmConfig",
+    "GemmProblem",
+    "DTYPES",
+    "OUT_DTYPES",
+    "TC_TYPES",
+    "operand_storage",
+    "SMEM_LIMIT",
+    "BATCH_KINDS",
+]
 
 # CUDA C type, bytes per element
 DTYPES: Dict[str, Tuple[str, int]] = {"f16": ("__half", 2), "bf16": ("__nv_bfloat16", 2)}
@@ -28,7 +37,36 @@ OUT_DTYPES: Dict[str, Tuple[str, int]] = {
     "f16": ("__half", 2),
     "bf16": ("__nv_bfloat16", 2),
     "f32": ("float", 4),
+    "s32": ("int", 4),  # the integer types' output (TC_TYPES)
 }
+
+#: The other tensor-core operand types (the wgmma kernels only): ``dtype -> (bytes per
+#: element, accumulator, the output dtypes, the default output)``.  Their kernels move the
+#: operands as 16-bit storage units (:func:`operand_storage`): a K-major row of ``K``
+#: elements is ``K * bytes / 2`` units, and the kernel's ``K``, ``lda``, ``ldb`` count units.
+TC_TYPES: Dict[str, Tuple[int, str, Tuple[str, ...], str]] = {
+    "tf32": (4, "f32", ("f32", "bf16", "f16"), "f32"),
+    "e4m3": (1, "f32", ("bf16", "f16", "f32"), "bf16"),
+    "e5m2": (1, "f32", ("bf16", "f16", "f32"), "bf16"),
+    "s8": (1, "s32", ("s32",), "s32"),
+    "u8": (1, "s32", ("s32",), "s32"),
+}
+
+
+def operand_storage(dtype: str) -> Tuple[str, int]:
+    """The CUDA C type and bytes of the unit a kernel moves operands of ``dtype`` in: the
+    element itself for ``f16``/``bf16``, a 16-bit unit for :data:`TC_TYPES`.
+
+    >>> operand_storage("bf16"), operand_storage("e4m3")
+    (('__nv_bfloat16', 2), ('unsigned short', 2))
+    """
+    if dtype in DTYPES:
+        return DTYPES[dtype]
+    if dtype in TC_TYPES:
+        return ("unsigned short", 2)
+    raise GemmConfigError(f"dtype={dtype!r} must be one of {list(DTYPES) + list(TC_TYPES)}")
+
+
 # the largest dynamic shared memory one block may have on sm_80 / sm_90 (bytes)
 SMEM_LIMIT = 227 * 1024
 
@@ -166,8 +204,11 @@ class GemmProblem:
             TN naming), ``"m"`` when its columns are (column-major A).
         b_major: ``"k"`` when B's columns are contiguous (column-major B), ``"n"`` when its
             rows are (row-major B).
-        dtype: ``"f16"`` or ``"bf16"`` (both operands); accumulation is always f32.
-        out_dtype: ``"f16"``, ``"bf16"`` or ``"f32"``.
+        dtype: ``"f16"`` or ``"bf16"`` (both operands; f32 accumulation), or one of
+            :data:`TC_TYPES` (``"tf32"``, ``"e4m3"``, ``"e5m2"``, ``"s8"``, ``"u8"``: the
+            wgmma kernels only, K-major operands).
+        out_dtype: ``"f16"``, ``"bf16"`` or ``"f32"`` (``"s32"`` for the integer types);
+            the default is ``dtype`` (:data:`TC_TYPES` name theirs).
         batch: ``""`` (one product), or a batched product C[i] = A[i] @ B[i] of one launch
             (the warp-specialized TMA kernel): ``"ab"`` both operands carry a batch
             index, ``"a"`` only A (B is shared by every batch), ``"b"`` only B.  C always
@@ -183,6 +224,8 @@ class GemmProblem:
 
     @property
     def out(self) -> str:
+        if self.out_dtype is None and self.dtype in TC_TYPES:
+            return TC_TYPES[self.dtype][3]
         return self.out_dtype or self.dtype
 
     def key(self) -> str:
@@ -195,10 +238,22 @@ class GemmProblem:
             raise GemmConfigError(f"GemmProblem: a_major={self.a_major!r} must be 'k' or 'm'")
         if self.b_major not in ("k", "n"):
             raise GemmConfigError(f"GemmProblem: b_major={self.b_major!r} must be 'k' or 'n'")
-        if self.dtype not in DTYPES:
-            raise GemmConfigError(f"GemmProblem: dtype={self.dtype!r} must be one of {list(DTYPES)}")
-        if self.out not in OUT_DTYPES:
-            raise GemmConfigError(f"GemmProblem: out_dtype={self.out!r} must be one of {list(OUT_DTYPES)}")
+        if self.dtype in TC_TYPES:
+            outs = TC_TYPES[self.dtype][2]
+            if self.out not in outs:
+                raise GemmConfigError(
+                    f"GemmProblem: dtype={self.dtype!r} accumulates in {TC_TYPES[self.dtype][1]}: "
+                    f"out_dtype={self.out!r} must be one of {list(outs)}"
+                )
+        elif self.dtype not in DTYPES:
+            raise GemmConfigError(
+                f"GemmProblem: dtype={self.dtype!r} must be one of {list(DTYPES) + list(TC_TYPES)}"
+            )
+        elif self.out not in OUT_DTYPES or self.out == "s32":
+            raise GemmConfigError(
+                f"GemmProblem: out_dtype={self.out!r} must be one of {['f16', 'bf16', 'f32']} "
+                f"for dtype={self.dtype!r}"
+            )
         if self.batch not in BATCH_KINDS:
             raise GemmConfigError(f"GemmProblem: batch={self.batch!r} must be one of {list(BATCH_KINDS)}")
         return self

@@ -87,6 +87,7 @@ __all__ = [
     # atoms
     "GMMAAtom",
     "SM90_ATOMS",
+    "SM90_TYPED_ATOMS",
     "sm90_atom",
     "verify_gmma_atom",
     "verify_all_sm90",
@@ -466,13 +467,25 @@ def _gmma(n: int, dtype: str, a_source: str) -> GMMAAtom:
     )
 
 
-#: Every SM90 ``wgmma`` atom of this module, by CuTe name: ``SM90_64x{N}x16_F32F16F16_SS``,
-#: ``..._RS``, ``..._F32BF16BF16_...`` (N in :data:`N_VALUES`, 128 atoms), and the K-major
-#: atoms of the other types, ``SM90_64x{N}x8_F32TF32TF32_{SS,RS}_TN``,
-#: ``SM90_64x{N}x32_F32E4M3E4M3_..._TN`` (and ``E5M2``), ``SM90_64x{N}x32_S32S8S8_..._TN``
-#: (and ``U8``; the integer N of :data:`WGMMA_TYPES`).
+#: The SM90 ``wgmma`` atoms of 16-bit inputs, by CuTe name (``SM90_64x{N}x16_F32F16F16_SS``,
+#: ``..._RS``, ``..._F32BF16BF16_...``): N in :data:`N_VALUES`, 128 atoms.
 SM90_ATOMS: Dict[str, GMMAAtom] = {
-    a.name: a for a in (_gmma(n, d, s) for d in WGMMA_TYPES for s in ("SS", "RS") for n in WGMMA_TYPES[d][3])
+    a.name: a for a in (_gmma(n, d, s) for d in ("f16", "bf16") for s in ("SS", "RS") for n in N_VALUES)
+}
+
+#: The K-major atoms of the other types, by CuTe name:
+#: ``SM90_64x{N}x8_F32TF32TF32_{SS,RS}_TN``, ``SM90_64x{N}x32_F32E4M3E4M3_..._TN`` (and
+#: ``E5M2``), ``SM90_64x{N}x32_S32S8S8_..._TN`` (and ``U8``; the integer N of
+#: :data:`WGMMA_TYPES`).
+SM90_TYPED_ATOMS: Dict[str, GMMAAtom] = {
+    a.name: a
+    for a in (
+        _gmma(n, d, s)
+        for d in WGMMA_TYPES
+        if d not in ("f16", "bf16")
+        for s in ("SS", "RS")
+        for n in WGMMA_TYPES[d][3]
+    )
 }
 
 
@@ -668,10 +681,10 @@ def verify_gmma_atom(atom: GMMAAtom) -> ProofLog:
 
 
 def verify_all_sm90() -> ProofLog:
-    """Every atom of :data:`SM90_ATOMS` and every canonical shared-memory atom of 16-, 8- and
-    32-bit elements."""
+    """Every atom of :data:`SM90_ATOMS` and :data:`SM90_TYPED_ATOMS`, and every canonical
+    shared-memory atom of 16-, 8- and 32-bit elements."""
     log = ProofLog()
-    for a in SM90_ATOMS.values():
+    for a in (*SM90_ATOMS.values(), *SM90_TYPED_ATOMS.values()):
         log.extend(verify_gmma_atom(a))
     for bits in (16, 8, 32):
         for major in ("K", "MN"):

@@ -40,7 +40,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from layoutproof import Layout, composition
 
-from ..config import OUT_DTYPES, GemmProblem
+from ..config import OUT_DTYPES, TC_TYPES, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..isa import gmma
 from ..proof import kir, lower
@@ -525,6 +525,11 @@ def generate_epilogue(
     prob = (problem or GemmProblem("k", "k")).validate()
     if memo and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
+    if prob.dtype in TC_TYPES and TC_TYPES[prob.dtype][1] != "f32":
+        raise GemmConfigError(
+            f"generate_epilogue: the fused epilogue computes in f32; .{prob.dtype} accumulates "
+            f"in {TC_TYPES[prob.dtype][1]} (its kernel stores s32 without an epilogue)"
+        )
     base = generate_sm90(cfg.base, prob, memo=memo)
     log = ProofLog(base_plan_proofs(base, cfg.base))
     extra = "" if (cfg.bias_axis, cfg.bias_dtype) == ("n", "f32") else f"{cfg.bias_axis}{cfg.bias_dtype}"

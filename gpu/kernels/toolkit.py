@@ -32,7 +32,7 @@ import numpy as np
 from layoutproof import Layout, Swizzle, composition, symbols, take
 from layoutproof.layout import top_modes
 
-from ..config import DTYPES, OUT_DTYPES, GemmProblem
+from ..config import DTYPES, OUT_DTYPES, GemmProblem, operand_storage
 from ..errors import GemmConfigError, ProofFailedError
 from ..proof import kir, lower, obligations
 from ..proof.record import ProofLog
@@ -326,17 +326,19 @@ STORE2: Dict[str, Tuple[str, str, Optional[str]]] = {
     "f16": ("__half2", "__floats2half2_rn", "__float2half_rn"),
     "bf16": ("__nv_bfloat162", "__floats2bfloat162_rn", "__float2bfloat16_rn"),
     "f32": ("float2", "make_float2", None),
+    "s32": ("int2", "make_int2", None),  # from s32 accumulators (the integer types)
 }
 
 
 #: element sizes of the pointer types the kernels use (bytes)
 def type_sizes(prob: GemmProblem) -> Dict[str, int]:
     return {
-        "lp_in_t": DTYPES[prob.dtype][1],
+        "lp_in_t": operand_storage(prob.dtype)[1],
         "lp_out_t": OUT_DTYPES[prob.out][1],
         "__half2": 4,
         "__nv_bfloat162": 4,
         "float2": 8,
+        "int2": 8,
         "uint4": 16,
         "unsigned char": 1,
         "float": 4,

@@ -54,7 +54,7 @@ import numpy as np
 from layoutproof import ComposedLayout, Layout, Swizzle, composition
 from layoutproof.layout import top_modes
 
-from ..config import GemmConfig, GemmProblem
+from ..config import TC_TYPES, GemmConfig, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..isa import gmma
 from ..proof import banks, evaluate, kir, lower, obligations
@@ -83,8 +83,10 @@ from .wgmma_core import (
     HOPPER_DEFAULT,
     Sm90Config,
     acc_ir,
+    acc_type,
     env90,
     kernel90,
+    scale_ir,
     smem_arena,
     stage_bases_ir,
     tid_ir,
@@ -151,6 +153,113 @@ def _plan_descriptors(
     if fields is None:  # no slice or k step was planned (configs validate bk >= 16)
         raise ProofFailedError(f"{P}: no descriptor to plan", condition="descriptor fields")
     return int(fields), s_step, k_step
+
+
+def _check_typed(cfg: Sm90Config, prob: GemmProblem) -> None:
+    """The wgmma rules of the K-major-only types: both operands K-major (PTX gives the
+    transpose immediates to ``.f16``/``.bf16`` only), the block N one of the instruction's,
+    the monolithic schedule's or the warp-specialized kernel's plain epilogue."""
+    if prob.a_major != "k" or prob.b_major != "k":
+        raise GemmConfigError(
+            f"generate_sm90: .{prob.dtype} wgmma reads only K-major operands from shared memory "
+            f"(A row-major M x K, B column-major: its K x N columns contiguous); got A "
+            f"{prob.a_major}-major, B {prob.b_major}-major: transpose the operand first"
+        )
+    ns = gmma.WGMMA_TYPES[prob.dtype][3]
+    if cfg.bn not in ns:
+        raise GemmConfigError(
+            f"generate_sm90: wgmma .{prob.dtype} has no m64n{cfg.bn} instruction (N in {list(ns)})"
+        )
+    if prob.batch:
+        raise GemmConfigError(f"generate_sm90: batched .{prob.dtype} kernels are not built yet")
+
+
+def prove_typed_descriptors(
+    p: OperandPlan,
+    smem: Any,
+    desc: Tuple[int, int, int],
+    dtype: str,
+    rows: int,
+    slices: int,
+    log: ProofLog,
+    *,
+    k_inst: Optional[int] = None,
+) -> None:
+    """The descriptors of a ``dtype`` operand, in its own elements.  The kernel moves the
+    operand as 16-bit units (``smem``, the stage in units, whose descriptors
+    :func:`_plan_descriptors` proved); here, with ``T`` the element and ``k`` the K of one
+    instruction (:data:`~layoutproof.gpu.isa.gmma.WGMMA_TYPES`; ``k_inst`` overrides it):
+
+    * the canonical K-major SW128 atom of ``T`` (CuTe's ``Layout_K_SW128_Atom<T>``) tiled
+      to the stage puts every element's bytes where the unit layout puts them;
+    * the kernel's ``bk / 16`` instructions per k-tile read ``k`` elements each and cover
+      the stage's K exactly;
+    * every descriptor the kernel forms (slice ``s``, instruction ``j``: the proven fields,
+      start ``s * slice step + j * k step``) reads exactly elements ``[j k, (j+1) k)`` of
+      its slice, by the PTX address model with ``T``'s width (:func:`~layoutproof.gpu.isa.
+      gmma.prove_descriptor`).
+
+    Raises ProofFailedError with the witness."""
+    bits, k_ptx = gmma.WGMMA_TYPES[dtype][0], gmma.WGMMA_TYPES[dtype][1]
+    k = k_ptx if k_inst is None else k_inst
+    P = p.name.upper()
+    eb = bits // 8
+    if not p.kmajor or smem.major != "K":
+        raise ProofFailedError(
+            f"{P}: .{dtype} operands are read K-major only", condition="K-major operand", witness=p.name
+        )
+    bk = p.bk * 2 // eb  # elements of T per stage row
+    real = gmma.tile_to_shape(gmma.smem_atom("K", "SW128", bits), (p.x_extent, bk))
+    unit = smem.table()  # (x, bk units) -> unit offset
+    ours = eb * real.table()[:, :, None] + np.arange(eb)[None, None, :]  # byte of each element byte
+    byte_col = np.arange(bk)[:, None] * eb + np.arange(eb)[None, :]  # (k, byte) -> byte in the row
+    theirs = 2 * unit[:, byte_col // 2] + byte_col % 2
+    bad = np.argwhere(ours != theirs)
+    if bad.size:
+        x, kk, by = (int(v) for v in bad[0])
+        raise ProofFailedError(
+            f"{P}: byte {by} of .{dtype} element (x {x}, k {kk}) is at {int(ours[x, kk, by])} in "
+            f"{real.layout}, at {int(theirs[x, kk, by])} in the unit stage {smem.layout}",
+            condition="typed stage layout equals the unit layout",
+            witness=(x, kk, by),
+        )
+    log.add(
+        "equal",
+        f"{P}: the .{dtype} stage {real.layout} ({bits}-bit elements) puts every byte where the "
+        f"16-bit unit stage {smem.layout} does",
+        "exhaustive",
+        int(ours.size),
+    )
+    steps = p.bk // 16  # the instructions the kernel issues per k-tile
+    if steps * k != bk:
+        raise ProofFailedError(
+            f"{P}: {steps} wgmma k{k} instructions per k-tile read {steps * k} of the stage's "
+            f"{bk} .{dtype} elements of K",
+            condition="instructions cover K exactly",
+            witness=(steps, k, bk),
+        )
+    fields, s_step, k_step = desc
+    for sl in range(slices):
+        for j in range(steps):
+            start = sl * s_step + j * k_step
+            log.extend(
+                gmma.prove_descriptor(
+                    real,
+                    fields | ((start & 0x3FFFF) >> 4),
+                    base_addr=0,
+                    mn_offset=sl * rows,
+                    k_offset=j * k,
+                    mn_extent=rows,
+                    k_extent=k,
+                )
+            )
+    log.add(
+        "equal",
+        f"{P}: {slices} slice(s) x {steps} wgmma k{k} .{dtype} instructions per k-tile, each "
+        f"descriptor reading exactly its {rows} x {k} elements",
+        "exhaustive",
+        slices * steps,
+    )
 
 
 def tma_stage_layout(x_extent: int, kmajor: bool) -> Any:
@@ -271,7 +380,7 @@ def _source_ir(
     body += cp_setup_ir(E, a) + cp_setup_ir(E, b)
     KT, d = k_tiles_ir(E, cfg.bk)
     body.append(d)
-    acc, ad = acc_ir(cfg)
+    acc, ad = acc_ir(cfg, acc_type(prob))
     body += ad
     sbase, region, prologue = cp_prologue_ir(E, a, b, (sA, sB), S, S - 2, KT)
     body.append(prologue)
@@ -306,12 +415,13 @@ def _source_ir(
         )
     )
     body += [kir.WgmmaWait(0), kir.CpWait(0)]
+    body += scale_ir(E, cfg, acc)
     body += _epilogue_ir(E, cfg, prob, cm, acc)
     descr = (
         "",
         f"wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = A[M,K] @ B[K,N]",
-        f"A {prob.a_major}-major (lda), B {prob.b_major}-major (ldb); {prob.dtype} in, f32 "
-        f"accumulate, {prob.out} out",
+        f"A {prob.a_major}-major (lda), B {prob.b_major}-major (ldb); {prob.dtype} in, "
+        f"{acc_type(prob)} accumulate, {prob.out} out",
         f"block {cfg.bm}x{cfg.bn}x{cfg.bk}, {cfg.warpgroups} consumer warpgroups, {S}-stage "
         f"cp.async pipeline,",
         "operands in CuTe's 128-byte-swizzled GMMA layouts, read by wgmma through descriptors",
@@ -436,17 +546,18 @@ def _source_tma_ir(
     its wgmma."""
     S = cfg.stages
     E, body, KT = _declare_tma_ir(cfg, prob, a)
-    acc, ad = acc_ir(cfg)
+    acc, ad = acc_ir(cfg, acc_type(prob))
     body += ad
     body.append(_tma_prologue_ir(E, a, b, S, KT))
     body.append(_tma_mainloop_ir(E, cfg, a, b, desc, KT, acc))
     body.append(kir.WgmmaWait(0))
+    body += scale_ir(E, cfg, acc)
     body += _epilogue_ir(E, cfg, prob, cm, acc)
     descr = (
         "",
         f"wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: C[M,N] (row-major) = A[M,K] @ B[K,N]",
         f"A {prob.a_major}-major, B {prob.b_major}-major (TMA tensor maps);",
-        f"{prob.dtype} in, f32 accumulate, {prob.out} out",
+        f"{prob.dtype} in, {acc_type(prob)} accumulate, {prob.out} out",
         f"block {cfg.bm}x{cfg.bn}x{cfg.bk}, {cfg.warpgroups} consumer warpgroups, {S}-stage TMA pipeline",
         "(64x64 boxes, 128-byte swizzle, one mbarrier per stage), wgmma through descriptors",
     )
@@ -532,6 +643,8 @@ def generate_sm90(
             f"generate_sm90: a batched problem (batch={prob.batch!r}) runs on the warp-specialized "
             "TMA kernel (schedule='ws')"
         )
+    if prob.dtype in TC_TYPES:
+        _check_typed(cfg, prob)
     log = ProofLog()
     threads = cfg.threads
     a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", threads, cfg.warpgroups, 64)
@@ -541,6 +654,9 @@ def generate_sm90(
         "a": _plan_descriptors(a, smems["a"], 64, cfg.warpgroups, log),
         "b": _plan_descriptors(b, smems["b"], cfg.bn, 1, log),
     }
+    if prob.dtype in TC_TYPES:
+        prove_typed_descriptors(a, smems["a"], desc["a"], prob.dtype, 64, cfg.warpgroups, log)
+        prove_typed_descriptors(b, smems["b"], desc["b"], prob.dtype, cfg.bn, 1, log)
     rows, cols = _plan_c_map(cfg, prob, log)
     h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90_{prob.key()}_{h}"
@@ -628,6 +744,12 @@ def _plan_c_map(cfg: Sm90Config, prob: GemmProblem, log: ProofLog) -> Tuple[Any,
     # (thread, register) part of the C map; the warpgroup mode is covered by the bijection
     atom = gmma.sm90_atom(cfg.bn, prob.dtype, "SS")
     log.extend(gmma.verify_gmma_atom(atom))
+    if kir.wgmma_ptx(cfg.bn, prob.dtype) != atom.ptx:
+        raise ProofFailedError(
+            f"the kernel text issues {kir.wgmma_ptx(cfg.bn, prob.dtype)}, the verified atom is {atom.ptx}",
+            condition="emitted instruction is the verified atom",
+            witness=atom.name,
+        )
     prove_c_atom_part(cm, atom, (64, cfg.bn), cfg.bm, log)
     lower.prove_bijective(
         cm, cfg.bm * cfg.bn, what=f"C (thread, register, warpgroup) -> {cfg.bm}x{cfg.bn} tile", log=log

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from layoutproof import Layout
 
-from ..config import DTYPES, OUT_DTYPES, SMEM_LIMIT, GemmProblem
+from ..config import OUT_DTYPES, SMEM_LIMIT, TC_TYPES, GemmProblem, operand_storage
 from ..errors import GemmConfigError
 from ..proof import kir
 from .toolkit import (
@@ -41,6 +41,9 @@ __all__ = [
     "smem_arena",
     "wgmma_batch_ir",
     "acc_ir",
+    "acc_type",
+    "SCALED_TYPES",
+    "scale_ir",
     "tid_ir",
     "kernel90",
     "tma_loads_ir",
@@ -148,11 +151,37 @@ TMA_BOX = 64  # a box is 64 x 64 elements: 64 along the contiguous dimension = 1
 
 
 # ============================================================================ kernel IR
+#: the operand types whose kernels take a per-tensor scale (``scale_a * scale_b``, one f32
+#: parameter after ``c_vec``) applied to the accumulators before the epilogue
+SCALED_TYPES: Tuple[str, ...] = ("e4m3", "e5m2")
+
+
 def env90(prob: GemmProblem, tma: bool) -> Env:
     E = base_env()
     if tma:
         E.add(tmA=kir.Var("tmA", "lp_tmap_t"), tmB=kir.Var("tmB", "lp_tmap_t"))
+    if prob.dtype in SCALED_TYPES:
+        E.add(scale=kir.Var("scale", "float"))
     return E
+
+
+def scale_ir(E: Env, cfg: Sm90Config, acc: kir.Var) -> List[kir.Stmt]:
+    """``acc[i] *= scale`` for every accumulator of a kernel with a per-tensor scale
+    (:data:`SCALED_TYPES`); nothing for the others."""
+    sc = env_var(E, "scale")
+    if sc is None:
+        return []
+    i = ir_var("i")
+    return [
+        kir.Comment("the per-tensor scale (scale_a * scale_b) on the f32 accumulators"),
+        kir.For(
+            i,
+            kir.Const(0),
+            kir.Const(cfg.bn // 2),
+            kir.block(kir.Assign(kir.Index(acc, (i,)), kir.Index(acc, (i,)) * sc)),
+            unroll=True,
+        ),
+    ]
 
 
 def env_var(E: Env, name: str) -> Optional[kir.Var]:
@@ -171,8 +200,10 @@ def need_var(E: Env, name: str) -> kir.Var:
 
 
 def params90(E: Env, tma: bool) -> Tuple[Tuple[str, kir.Var], ...]:
+    sc = env_var(E, "scale")
+    scale: Tuple[Tuple[str, kir.Var], ...] = () if sc is None else (("float", sc),)
     if not tma:
-        return kernel_params(E, None)
+        return kernel_params(E, None) + scale
     params: Tuple[Tuple[str, kir.Var], ...] = (
         ("const __grid_constant__ lp_tmap_t", E.tmA),
         ("const __grid_constant__ lp_tmap_t", E.tmB),
@@ -182,7 +213,7 @@ def params90(E: Env, tma: bool) -> Tuple[Tuple[str, kir.Var], ...]:
         ("int", E.K),
         ("long long", E.ldc),
         ("int", E.c_vec),
-    )
+    ) + scale
     if env_var(E, "batch") is not None:  # batched: the batch count, C's batch stride
         params += (("int", need_var(E, "batch")), ("long long", need_var(E, "ldcb")))
     return params
@@ -267,17 +298,25 @@ def wgmma_batch_ir(
     ]
 
 
-def acc_ir(cfg: Sm90Config) -> Tuple[kir.Var, List[kir.Stmt]]:
+def acc_type(prob: GemmProblem) -> str:
+    """The accumulator of ``prob``'s wgmma: ``"f32"``, or ``"s32"`` for the integer types."""
+    return TC_TYPES[prob.dtype][1] if prob.dtype in TC_TYPES else "f32"
+
+
+def acc_ir(cfg: Sm90Config, acc: str = "f32") -> Tuple[kir.Var, List[kir.Stmt]]:
+    """The ``bn / 2`` accumulator registers of a thread, zeroed (``float``, or ``int`` for
+    an ``s32`` accumulator)."""
     R = cfg.bn // 2
-    acc = kir.Var("acc", "float")
+    var = kir.Var("acc", "int" if acc == "s32" else "float")
+    zero: kir.Expr = kir.Const(0) if acc == "s32" else kir.FloatLit("0.f")
     i = ir_var("i")
-    return acc, [
-        kir.Decl(acc, dims=(R,)),
+    return var, [
+        kir.Decl(var, dims=(R,)),
         kir.For(
             i,
             kir.Const(0),
             kir.Const(R),
-            kir.block(kir.Assign(kir.Index(acc, (i,)), kir.FloatLit("0.f"))),
+            kir.block(kir.Assign(kir.Index(var, (i,)), zero)),
             unroll=True,
         ),
     ]
@@ -307,7 +346,7 @@ def kernel90(
     tma: bool,
     devfns: Tuple[Any, ...] = (),
 ) -> kir.Kernel:
-    tin = DTYPES[prob.dtype][0]
+    tin = operand_storage(prob.dtype)[0]
     tout = OUT_DTYPES[prob.out][0]
     return kir.Kernel(
         name,

@@ -1184,6 +1184,54 @@ _MMA_PTX = {
 }
 
 
+#: ``wgmma`` operand type -> (k of one instruction, accumulator type): 32 bytes of K each.
+WGMMA_KINDS: Dict[str, Tuple[int, str]] = {
+    "f16": (16, "f32"),
+    "bf16": (16, "f32"),
+    "tf32": (8, "f32"),
+    "e4m3": (32, "f32"),
+    "e5m2": (32, "f32"),
+    "s8": (32, "s32"),
+    "u8": (32, "s32"),
+}
+
+
+def wgmma_ptx(n: int, dtype: str) -> str:
+    """The ``wgmma`` instruction the kernel text issues for ``m64n{n}`` and operand type
+    ``dtype`` (the generators check it equal to the verified atom's).
+
+    >>> wgmma_ptx(128, "e4m3")
+    'wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3'
+    """
+    if dtype not in WGMMA_KINDS:
+        raise LoweringError(f"kernel IR: no wgmma for operand type {dtype!r}", condition="printable IR")
+    k, acc = WGMMA_KINDS[dtype]
+    return f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{dtype}.{dtype}"
+
+
+def _wgmma_typed_text(n: int, dtype: str) -> str:
+    """``lp_wgmma`` for the K-major-only types: no transpose immediates (PTX gives them to
+    ``.f16``/``.bf16`` only); the integer types take no input scales and accumulate in
+    ``.s32`` registers."""
+    regs = n // 2
+    acc = WGMMA_KINDS[dtype][1]
+    ctype, con = ("int", "+r") if acc == "s32" else ("float", "+f")
+    dlist = ", ".join(f"%{i}" for i in range(regs))
+    outs = ", ".join(f'"{con}"(d[{i}])' for i in range(regs))
+    tail = "p" if acc == "s32" else "p, 1, 1"
+    return (
+        f"__device__ __forceinline__ void lp_wgmma({ctype}* d, unsigned long long da,\n"
+        + " " * 41
+        + "unsigned long long db) {\n"
+        + f"""  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
+               "{wgmma_ptx(n, dtype)} {{{dlist}}}, %{regs}, %{regs + 1}, {tail};\\n}}\\n"
+               : {outs}
+               : "l"(da), "l"(db), "r"(1));
+}}
+"""
+    )
+
+
 def _helper_text(k: Kernel, name: str) -> str:
     if name in _HELPERS:
         extra = ""
@@ -1201,6 +1249,24 @@ def _helper_text(k: Kernel, name: str) -> str:
         if k.wgmma is None:
             raise LoweringError("kernel IR: wgmma helper without its shape", condition="printable IR")
         n, dtype, ta, tb = k.wgmma
+        if dtype not in ("f16", "bf16"):
+            if ta or tb:
+                raise LoweringError(
+                    f"kernel IR: .{dtype} wgmma reads K-major operands only (no transpose)",
+                    condition="printable IR",
+                )
+            return (
+                "// descriptors: start address >> 4 | the proven constant fields (LBO, SBO, "
+                "128B swizzle)\n"
+                + "".join(
+                    f"""__device__ __forceinline__ unsigned long long lp_desc_{op}(unsigned saddr) {{
+  return (unsigned long long)((saddr & 0x3FFFFu) >> 4) | {k.desc_fields[op]:#x}ull;
+}}
+"""
+                    for op in ("a", "b")
+                )
+                + _wgmma_typed_text(n, dtype)
+            )
         regs = n // 2
         ptx = f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype}"
         dlist = ", ".join(f"%{i}" for i in range(regs))

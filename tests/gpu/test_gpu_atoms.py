@@ -134,7 +134,7 @@ def test_coord_matches_ptx_pointwise(name, data):
     v = data.draw(st.integers(0, atom.num_values(op) - 1))
     r, c = ptx.fragment(key, op)(atom.lane(t), v)
     assert atom.coord(op, t, v) == ((c, r) if op == "B" else (r, c))
-    bits = {"f16": 16, "bf16": 16, "tf32": 32, "f32": 32, "f64": 64}[atom.dtype(op)]
+    bits = {"f16": 16, "bf16": 16, "tf32": 32, "f32": 32, "f64": 64, "s32": 32}.get(atom.dtype(op), 8)
     assert atom.register(op, v) == ptx.register_of(v, bits)
 
 
@@ -180,3 +180,49 @@ def test_tv_table_is_numpy():
     assert tab.shape == (32, 4)
     assert sorted(tab.ravel().tolist()) == list(range(128))
     assert np.array_equal(tab[:, 0] % 16, np.arange(32) // 4)
+
+
+# ----------------------------------------------------------------------------- other types
+TYPED = [
+    "SM80_16x8x8_F32TF32TF32F32_TN",
+    "SM80_16x8x32_S32S8S8S32_TN",
+    "SM80_16x8x32_S32U8U8S32_TN",
+    "SM89_16x8x32_F32E4M3E4M3F32_TN",
+    "SM89_16x8x32_F32E5M2E5M2F32_TN",
+    "SM61_DP4A",
+]
+
+
+@pytest.mark.parametrize("name", TYPED)
+def test_typed_atoms_checked_against_their_ptx_table(name):
+    atom = MMA_ATOMS[name]
+    key = ptx_key(atom)
+    assert key is not None  # a fragment table exists, so every (thread, value) is compared
+    log = verify_atom(atom)
+    assert sum(1 for r in log if r.kind == "atom") == 3
+    table = ptx.fragment(key, "A")
+    assert atom.a_regs == table.registers  # 8-bit: four elements per register
+
+
+def test_m16n8k32_tables_pointwise():
+    # PTX: a5 of lane 6 (group 1, thread 2) is row 1 + 8, col 2*4 + 1; b6 of lane 9 is k 1*4+2+16
+    assert ptx.m16n8k32_b8_a(6, 5) == (9, 9)
+    assert ptx.m16n8k32_b8_a(6, 10) == (1, 26)
+    assert ptx.m16n8k32_b8_b(9, 6) == (22, 2)
+    assert ptx.dp4a_a(0, 3) == (0, 3) and ptx.dp4a_b(0, 2) == (2, 0)
+
+
+def test_planted_8bit_a_layout_caught():
+    atom = MMA_ATOMS["SM89_16x8x32_F32E4M3E4M3F32_TN"]
+    # the 16-bit m16n8k16 pattern stretched: k advances by 2 per thread instead of 4
+    bad = dataclasses.replace(atom, a_layout=Layout.parse("((4,8),(4,2,2)):((32,1),(16,8,256))"))
+    with pytest.raises(AtomMismatchError) as ei:
+        verify_atom(bad)
+    assert ei.value.condition in ("bijective", "operand A equals PTX fragment table")
+
+
+def test_planted_dp4a_caught():
+    atom = MMA_ATOMS["SM61_DP4A"]
+    bad = dataclasses.replace(atom, b_layout=Layout.parse("(1,4):(0,0)"))
+    with pytest.raises(AtomMismatchError):
+        verify_atom(bad)

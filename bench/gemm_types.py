@@ -1,0 +1,299 @@
+"""The wgmma kernels of the other tensor-core types on the GPU: tf32, fp8 (e4m3, e5m2, with
+a per-tensor scale) and int8 (s8 -> s32).
+
+Each kernel is generated and proven (:func:`layoutproof.gpu.kernels.wgmma.generate_sm90`;
+the fp8 kernels take the per-tensor scale as one f32 parameter), compiled, and launched
+directly: the
+operands are K-major (A row-major M x K, B as N x K rows) and move as 16-bit units, so the
+tensor maps describe ``K * bytes / 2`` units per row.
+
+* ``--check``: every type on a few shapes with tails on M, N and K, against float64 of the
+  exactly representable inputs; the output is NaN-poisoned (a sentinel for s32), with a
+  poisoned border that must stay untouched.
+* ``--time SHAPES``: TFLOP/s against ``torch._scaled_mm`` (fp8), ``torch._int_mm`` (int8)
+  and ``torch.matmul`` with tf32 allowed, interleaved rounds, median of per-round ratios.
+
+Run on the GPU machine from the repository root (after ``. bench/device_env.sh``)::
+
+    python3 bench/gemm_types.py --check --time 8192x8192x8192,4096x4096x4096
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import statistics
+import sys
+import time
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+from layoutproof.gpu.config import GemmProblem
+from layoutproof.gpu.host.cache import compile_kernel
+from layoutproof.gpu.host.rule import launch_grid
+from layoutproof.gpu.kernels.wgmma import HOPPER_DEFAULT, generate_sm90
+from layoutproof.gpu.kernels.wgmma_core import SCALED_TYPES
+
+_TMAP = np.dtype({"names": [f"w{i}" for i in range(16)], "formats": [np.uint64] * 16})
+_KERNELS: Dict[Tuple[str, str, Any], Any] = {}
+C2 = dataclasses.replace(HOPPER_DEFAULT, cluster=2)
+
+
+def kernel(dtype: str, out: str, cfg: Any = HOPPER_DEFAULT) -> Tuple[Any, Any]:
+    """(generated kernel, compiled RawKernel) for ``dtype`` -> ``out`` on ``cfg``."""
+    key = (dtype, out, cfg)
+    if key not in _KERNELS:
+        t0 = time.perf_counter()
+        k = generate_sm90(cfg, GemmProblem("k", "k", dtype, out))
+        t1 = time.perf_counter()
+        rk = compile_kernel(k)
+        t2 = time.perf_counter()
+        print(
+            f"[gen] {k.name} ({cfg.key()}): generated + proven in {t1 - t0:.2f} s "
+            f"({len(k.proofs)} proof records), compiled in {t2 - t1:.2f} s",
+            flush=True,
+        )
+        _KERNELS[key] = (k, rk)
+    return _KERNELS[key]
+
+
+def tensor_map(ptr: int, rows: int, k_bytes: int, ld_bytes: int) -> Any:
+    """A rank-2 map over ``rows`` rows of ``k_bytes`` bytes (16-bit units), 64 x 64-unit boxes,
+    128-byte swizzle, zero fill outside."""
+    from cuda.bindings import driver
+
+    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+    err, tm = driver.cuTensorMapEncodeTiled(
+        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT16,
+        u32(2),
+        ptr,
+        [u64(k_bytes // 2), u64(rows)],
+        [u64(ld_bytes)],
+        [u32(64), u32(64)],
+        [u32(1), u32(1)],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled: {err}")
+    return np.array([int(v) for v in tm.opaque], dtype=np.uint64).view(_TMAP)[0]
+
+
+_TORCH_OUT = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "s32": "int32"}
+_TORCH_IN = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2", "tf32": "float32", "s8": "int8"}
+
+
+class Launch:
+    """One product C (M x N, row stride ldc) = alpha * A (M x K) @ B (N x K)^T."""
+
+    def __init__(
+        self, dtype: str, out: str, a: Any, b: Any, c: Any, alpha: float = 1.0, cfg: Any = HOPPER_DEFAULT
+    ) -> None:
+        import cupy as cp
+        import torch
+
+        self.k, self.rk = kernel(dtype, out, cfg)
+        M, K = a.shape
+        N = b.shape[0]
+        eb = a.element_size()
+        ob = c.element_size()
+        ldc = c.stride(0)
+        ta = tensor_map(a.data_ptr(), M, K * eb, a.stride(0) * eb)
+        tb = tensor_map(b.data_ptr(), N, K * eb, b.stride(0) * eb)
+        cv = int(ldc * ob % 16 == 0 and c.data_ptr() % 16 == 0)
+        craw = cp.from_dlpack(c.view(torch.int32) if ob == 4 else c.view(torch.int16))
+        self.args: Tuple[Any, ...] = (ta, tb, craw, np.int32(M), np.int32(N))
+        self.args += (np.int32(K * eb // 2), np.int64(ldc), np.int32(cv))
+        if dtype in SCALED_TYPES:  # the per-tensor scale_a * scale_b
+            self.args += (np.float32(alpha),)
+        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        self.grid = launch_grid(cfg, M, N, sms)
+        self.keep = (a, b, c)
+
+    def __call__(self) -> None:
+        self.rk(self.grid, (self.k.threads, 1, 1), self.args, shared_mem=self.k.smem_bytes)
+
+
+# ============================================================================ correctness
+def _inputs(dtype: str, m: int, n: int, k: int, seed: int) -> Tuple[Any, Any, np.ndarray, np.ndarray]:
+    """A (m x k) and B (n x k) on the GPU in ``dtype`` and their exact float64 values."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    if dtype in ("s8", "u8"):
+        lo, hi, t = (-128, 128, torch.int8) if dtype == "s8" else (0, 256, torch.uint8)
+        a = torch.randint(lo, hi, (m, k), generator=g, device="cuda", dtype=t)
+        b = torch.randint(lo, hi, (n, k), generator=g, device="cuda", dtype=t)
+    elif dtype == "tf32":  # multiples of 1/16 in [-4, 4): exact in tf32, sums exact in f32
+        a = torch.randint(-64, 64, (m, k), generator=g, device="cuda").float() / 16
+        b = torch.randint(-64, 64, (n, k), generator=g, device="cuda").float() / 16
+    else:
+        t = getattr(torch, _TORCH_IN[dtype])
+        a = torch.randn((m, k), generator=g, device="cuda").to(t)
+        b = torch.randn((n, k), generator=g, device="cuda").to(t)
+    return a, b, a.double().cpu().numpy(), b.double().cpu().numpy()
+
+
+def check(dtype: str, out: str, m: int, n: int, k: int, seed: int = 0) -> bool:
+    import torch
+
+    a, b, a64, b64 = _inputs(dtype, m, n, k, seed)
+    alpha = 0.5 if dtype in ("e4m3", "e5m2") else 1.0
+    ref = alpha * (a64 @ b64.T)
+    tout = getattr(torch, _TORCH_OUT[out])
+    pad = 8
+    full = torch.empty((m + 1, n + pad), device="cuda", dtype=tout)
+    if out == "s32":
+        full.fill_(-(2**31))
+    else:
+        full.fill_(float("nan"))
+    c = full[:m, :n]
+    L = Launch(dtype, out, a, b, c, alpha)
+    L()
+    torch.cuda.synchronize()
+    got = full.double().cpu().numpy()
+    inside = got[:m, :n]
+    border = np.concatenate([got[:m, n:].ravel(), got[m, :].ravel()])
+    if out == "s32":
+        untouched = bool(np.all(border == -(2**31)))
+        poisoned = int(np.sum(inside == -(2**31)))
+        err = float(np.max(np.abs(inside - ref)))
+        ok = untouched and poisoned == 0 and err == 0.0
+        how = f"max |err| {err:g} (exact)"
+    else:
+        untouched = bool(np.all(np.isnan(border)))
+        poisoned = int(np.sum(np.isnan(inside)))
+        scale = alpha * (np.abs(a64) @ np.abs(b64).T) + 1e-30
+        rel = float(np.max(np.abs(inside - ref) / scale))
+        # tf32 inputs here sum exactly in f32; fp8 wgmma accumulates with fewer bits than f32
+        tol = {"f32": 2e-6 if dtype == "tf32" else 2**-10, "bf16": 2**-8, "f16": 2**-10}[out]
+        ok = untouched and poisoned == 0 and rel <= tol
+        how = f"max |err| / (|A||B|) {rel:.2e} (tolerance {tol:.0e})"
+    print(
+        f"[check] {dtype}->{out} {m}x{n}x{k}: {'OK' if ok else 'FAIL'} {how}, "
+        f"{poisoned} poisoned left, border untouched {untouched}",
+        flush=True,
+    )
+    return ok
+
+
+# ============================================================================ timing
+def _peers(dtype: str, a: Any, b: Any) -> Dict[str, Any]:
+    import torch
+
+    if dtype in ("e4m3", "e5m2"):
+        one = torch.ones((), device="cuda", dtype=torch.float32)
+
+        def mm(fast: bool) -> Any:
+            return lambda: torch._scaled_mm(
+                a, b.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=fast
+            )
+
+        return {"_scaled_mm": mm(False), "_scaled_mm fast_accum": mm(True)}
+    if dtype == "s8":
+        return {"_int_mm": lambda: torch._int_mm(a, b.t())}
+    torch.backends.cuda.matmul.allow_tf32 = True
+    return {"matmul tf32": lambda: torch.matmul(a, b.t())}
+
+
+def _time(fn: Any, reps: int) -> float:
+    import torch
+
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    fn()
+    s.record()
+    for _ in range(reps):
+        fn()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e) / reps / 1e3
+
+
+def timing(dtype: str, out: str, m: int, n: int, k: int, rounds: int = 5) -> Dict[str, float]:
+    """Median TFLOP/s of our kernel (the default config and the 2-CTA cluster) and of the
+    peers, interleaved round by round; the ratios (peer time / ours) are medians of the
+    per-round ratios.  Returns ``{peer: ratio of the default config}``."""
+    import torch
+
+    a, b, _, _ = _big(dtype, m, n, k)
+    c = torch.empty((m, n), device="cuda", dtype=getattr(torch, _TORCH_OUT[out]))
+    ours = {"ours": Launch(dtype, out, a, b, c, 1.0)}
+    if n >= 256:
+        ours["ours c2"] = Launch(dtype, out, a, b, c, 1.0, C2)
+    peers = {}
+    for pname, peer in _peers(dtype, a, b).items():
+        try:
+            peer()
+            peers[pname] = peer
+        except Exception as e:  # a peer the installed torch does not run on this shape
+            print(f"[time] {dtype} {m}x{n}x{k}: {pname} failed: {e}", flush=True)
+    flop = 2.0 * m * n * k
+    reps = max(3, min(50, int(2e13 / flop)))
+    runs = {**ours, **peers}
+    times: Dict[str, List[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, fn in runs.items():
+            times[name].append(_time(fn, reps))
+    tf = {name: flop / statistics.median(t) / 1e12 for name, t in times.items()}
+    line = ", ".join(f"{name} {v:.0f}" for name, v in tf.items())
+    ratios = {}
+    for p in peers:
+        for o in ours:
+            r = statistics.median(tp / to for tp, to in zip(times[p], times[o]))
+            line += f"; {p}/{o} {r:.3f}"
+            if o == "ours":
+                ratios[p] = r
+    print(f"[time] {dtype}->{out} {m}x{n}x{k} TFLOP/s: {line}", flush=True)
+    return ratios
+
+
+def _big(dtype: str, m: int, n: int, k: int) -> Tuple[Any, Any, None, None]:
+    import torch
+
+    t = getattr(torch, _TORCH_IN[dtype])
+    if dtype == "s8":
+        a = torch.randint(-128, 128, (m, k), device="cuda", dtype=torch.int8)
+        b = torch.randint(-128, 128, (n, k), device="cuda", dtype=torch.int8)
+    else:
+        a = torch.randn((m, k), device="cuda").to(t)
+        b = torch.randn((n, k), device="cuda").to(t)
+    return a, b, None, None
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--time", default="", help="fp8 shapes MxNxK,...")
+    ap.add_argument("--time-other", default="8192x8192x8192,4096x4096x4096", help="tf32/int8 shapes")
+    ap.add_argument("--types", default="e4m3:bf16,e5m2:bf16,e4m3:f32,tf32:f32,s8:s32,u8:s32")
+    ns = ap.parse_args(argv)
+    types = [tuple(t.split(":")) for t in ns.types.split(",")]
+    fails = 0
+    if ns.check:
+        shapes = [(128, 256, 128), (1000, 1000, 1040), (257, 129, 96), (64, 520, 4096), (3000, 2000, 208)]
+        for dtype, out in types:
+            for m, n, k in shapes:
+                fails += not check(dtype, out, m, n, k)
+    if ns.time:
+        for dtype, out in types:
+            if out != {"s8": "s32", "tf32": "f32"}.get(dtype, "bf16"):
+                continue
+            shapes = ns.time if dtype in ("e4m3", "e5m2") else ns.time_other
+            geo: Dict[str, List[float]] = {}
+            for sh in shapes.split(","):
+                m, n, k = (int(x) for x in sh.split("x"))
+                for p, r in timing(dtype, out, m, n, k).items():
+                    geo.setdefault(p, []).append(r)
+            for p, rs in geo.items():
+                g = math.exp(sum(math.log(r) for r in rs) / len(rs))
+                print(f"[geomean] {dtype}: {p} time / ours over {len(rs)} shapes: {g:.3f}", flush=True)
+    print(f"[done] {fails} failed checks")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
