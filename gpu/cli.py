@@ -240,7 +240,9 @@ ANALYZE_DOC = """layoutproof analyze: bank conflicts, coalescing and wgmma opera
     layoutproof analyze banks "Sw<3,3,3> o (8,64):(64,1)" "((8,4),8):((1,64),8)" --instr ldmatrix.x4 --bits 16
     layoutproof analyze banks "(32,32):(32,1)" "32:1" --instr ld.shared.b32 --bits 32 --show --svg banks.svg
     layoutproof analyze coalesce "(64,64):(64,1)" "((8,4),(4,16)):((512,4),(1,64))" --bits 16
-    layoutproof analyze wgmma "Sw<3,3,3> o ((8,8),(64,1)):((64,512),(1,0))" --bits 16
+    layoutproof analyze wgmma "Sw<3,3,3> o (64,64):(64,1)" --bits 16
+    layoutproof analyze swizzle "(8,64):(64,1)" --access "((8,4),8,2):((64,1),8,4):cp.async.16" \\
+        --access "((8,4),8,2):((1,64),8,256):ldmatrix.x4" --bits 16
 
 DATA is the tile's layout (tile coordinate -> element offset; CuTe notation, C++ or DSL
 spellings, a swizzle as ``Sw<B,M,S> o LAYOUT``); ACCESS the thread-value layout
@@ -262,7 +264,7 @@ def _analyze_parser() -> argparse.ArgumentParser:
         epilog=ANALYZE_DOC.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = p.add_subparsers(dest="what", required=True, metavar="{banks,coalesce,wgmma}")
+    sub = p.add_subparsers(dest="what", required=True, metavar="{banks,coalesce,wgmma,swizzle}")
     b = sub.add_parser("banks", help="shared-memory bank conflicts of an access, per instruction phase")
     b.add_argument("data", help="the tile's shared-memory layout")
     b.add_argument("access", help="the thread-value layout (thread, value, rest...) -> tile coordinate")
@@ -290,6 +292,29 @@ def _analyze_parser() -> argparse.ArgumentParser:
     w.add_argument("--mn-block", type=int, default=None, help="rows per descriptor (64 for A; default all)")
     w.add_argument("--base", type=int, default=0, help="the tile's shared-memory byte address")
     _common(w)
+    s = sub.add_parser(
+        "swizzle", help="the least swizzle that makes every writer and reader of a tile conflict-free"
+    )
+    s.add_argument("data", help="the tile's unswizzled shared-memory layout")
+    s.add_argument(
+        "--access",
+        action="append",
+        required=True,
+        metavar="TV:INSTR",
+        help="an access: its thread-value layout, then ':' and the instruction "
+        "(e.g. '((8,4),8,2):((1,64),8,256):ldmatrix.x4'); repeat for every writer and reader",
+    )
+    s.add_argument("--bits", type=int, required=True, help="element width in bits")
+    s.add_argument("--tma", action="store_true", help="only the swizzles the TMA unit can write")
+    s.add_argument(
+        "--wgmma",
+        choices=["K", "MN"],
+        default=None,
+        help="only the canonical wgmma layouts of that major-ness",
+    )
+    s.add_argument("--padding", action="store_true", help="also search the least row pad")
+    s.add_argument("--base", type=int, default=0, help="the tile's byte address modulo 128 (default 0)")
+    _common(s)
     return p
 
 
@@ -362,7 +387,33 @@ def _analyze_wgmma(args: argparse.Namespace) -> Tuple[Any, List[str]]:
     return rep, lines
 
 
-_ANALYSES = {"banks": _analyze_banks, "coalesce": _analyze_coalesce, "wgmma": _analyze_wgmma}
+def _analyze_swizzle(args: argparse.Namespace) -> Tuple[Any, List[str]]:
+    from .analysis.swizzle import synthesize_swizzle
+
+    accesses = []
+    for spec in args.access:
+        tv, sep, ins = spec.rpartition(":")  # the instruction follows the last ':'
+        if not sep or not tv.strip() or not ins.strip():
+            raise LayoutError(f"--access {spec!r}: expected TV:INSTR (the instruction after the last ':')")
+        accesses.append((_read_layout(tv), ins.strip()))
+    rep = synthesize_swizzle(
+        _read_layout(args.data),
+        accesses,
+        element_bits=args.bits,
+        tma=args.tma,
+        wgmma=args.wgmma,
+        base=args.base,
+        padding=args.padding,
+    )
+    return rep, rep.text().splitlines()[1:]
+
+
+_ANALYSES = {
+    "banks": _analyze_banks,
+    "coalesce": _analyze_coalesce,
+    "wgmma": _analyze_wgmma,
+    "swizzle": _analyze_swizzle,
+}
 
 
 def analyze_main(argv: Optional[List[str]] = None) -> int:

@@ -2,12 +2,17 @@
 phase, global-memory coalescing, TMA pre-flight, index width and swizzle synthesis, each
 proved, refuted with a witness, or unknown with the reason.
 
-Built so far: :func:`banks` (:mod:`.smem_banks`) and :func:`coalescing` (:mod:`.coalesce`), over
-the access model of :mod:`.access` (the instruction, every lane's byte address)."""
+Built so far: :func:`banks` (:mod:`.smem_banks`, with the per-phase picture of
+:mod:`.bank_picture`), :func:`coalescing` (:mod:`.coalesce`), :func:`wgmma_operand`
+(:mod:`.wgmma_operand`: whether a descriptor reads the layout) and :func:`synthesize_swizzle`
+(:mod:`.swizzle`), over the access model of :mod:`.access` (the instruction, every lane's
+byte address)."""
 
 from .access import AccessError, Instruction, instruction
 from .coalesce import CoalescingReport, WastedRequest, coalescing, widest_vector
 from .smem_banks import BankConflict, BankReport, banks
+from .swizzle import PaddingReport, SwizzleReport, synthesize_swizzle
+from .wgmma_operand import WgmmaOperandReport, wgmma_operand
 
 __all__ = [
     "AccessError",
@@ -20,4 +25,9 @@ __all__ = [
     "WastedRequest",
     "coalescing",
     "widest_vector",
+    "PaddingReport",
+    "SwizzleReport",
+    "synthesize_swizzle",
+    "WgmmaOperandReport",
+    "wgmma_operand",
 ]

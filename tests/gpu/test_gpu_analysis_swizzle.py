@@ -553,3 +553,20 @@ def test_docs_analysis_swizzle_examples_run():
     path = Path(__file__).resolve().parents[2] / "docs" / "analysis-swizzle.md"
     res = doctest.testfile(str(path), module_relative=False, optionflags=doctest.ELLIPSIS, encoding="utf-8")
     assert res.failed == 0 and res.attempted >= 15, (res.failed, res.attempted)
+
+
+def test_cli_analyze_swizzle(capsys):
+    from layoutproof.cli import main
+
+    argv = ["analyze", "swizzle", "(8,64):(64,1)", "--bits", "16"]
+    argv += [
+        "--access",
+        "((8,4),8,2):((64,1),8,4):cp.async.16",
+        "--access",
+        "((8,4),8,2):((1,64),8,256):ldmatrix.x4",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Sw<3,3,3>" in out and "cute.make_swizzle(3, 3, 3)" in out
+    assert main(["analyze", "swizzle", "(8,64):(64,1)", "--bits", "16", "--access", "ldmatrix.x4"]) == 2
+    assert "TV:INSTR" in capsys.readouterr().err
