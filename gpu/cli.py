@@ -243,6 +243,7 @@ ANALYZE_DOC = """layoutproof analyze: bank conflicts, coalescing and wgmma opera
     layoutproof analyze wgmma "Sw<3,3,3> o (64,64):(64,1)" --bits 16
     layoutproof analyze swizzle "(8,64):(64,1)" --access "((8,4),8,2):((64,1),8,4):cp.async.16" \\
         --access "((8,4),8,2):((1,64),8,256):ldmatrix.x4" --bits 16
+    layoutproof analyze width "(M,K):(K,1)" --assume "M <= 65536" --assume "K <= 32769"
 
 DATA is the tile's layout (tile coordinate -> element offset; CuTe notation, C++ or DSL
 spellings, a swizzle as ``Sw<B,M,S> o LAYOUT``); ACCESS the thread-value layout
@@ -264,7 +265,7 @@ def _analyze_parser() -> argparse.ArgumentParser:
         epilog=ANALYZE_DOC.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = p.add_subparsers(dest="what", required=True, metavar="{banks,coalesce,wgmma,swizzle}")
+    sub = p.add_subparsers(dest="what", required=True, metavar="{banks,coalesce,wgmma,swizzle,width}")
     b = sub.add_parser("banks", help="shared-memory bank conflicts of an access, per instruction phase")
     b.add_argument("data", help="the tile's shared-memory layout")
     b.add_argument("access", help="the thread-value layout (thread, value, rest...) -> tile coordinate")
@@ -315,6 +316,12 @@ def _analyze_parser() -> argparse.ArgumentParser:
     s.add_argument("--padding", action="store_true", help="also search the least row pad")
     s.add_argument("--base", type=int, default=0, help="the tile's byte address modulo 128 (default 0)")
     _common(s)
+    x = sub.add_parser("width", help="every offset and intermediate of a layout fits int32 (or int64)")
+    x.add_argument("data", help="the layout (symbols need --assume bounds)")
+    x.add_argument("--bits", type=int, default=32, help="the index width in bits, 8..64 (default 32)")
+    x.add_argument("--unsigned", action="store_true", help="an unsigned index type")
+    x.add_argument("--base", type=int, default=0, help="an offset added to every index (a tile's start)")
+    _common(x)
     return p
 
 
@@ -408,11 +415,25 @@ def _analyze_swizzle(args: argparse.Namespace) -> Tuple[Any, List[str]]:
     return rep, rep.text().splitlines()[1:]
 
 
+def _analyze_width(args: argparse.Namespace) -> Tuple[Any, List[str]]:
+    from .analysis.width import index_width
+
+    rep = index_width(_read_layout(args.data), bits=args.bits, signed=not args.unsigned, base=args.base)
+    lines = [rep.table().rstrip("\n")]
+    if rep.overflows:
+        lines.append("overflows:")
+        lines += [f"  {o}" for o in rep.overflows]
+    if rep.fits_note:
+        lines.append(rep.fits_note)
+    return rep, lines
+
+
 _ANALYSES = {
     "banks": _analyze_banks,
     "coalesce": _analyze_coalesce,
     "wgmma": _analyze_wgmma,
     "swizzle": _analyze_swizzle,
+    "width": _analyze_width,
 }
 
 

@@ -477,3 +477,15 @@ def test_symbolic_agrees_with_the_concrete_layout_at_the_bounds():
             assert 1 <= v["M"] <= um and 1 <= v["K"] <= uk
             c = index_width(L.subs(v), bits=bits)
             assert any(o.term == r.witness.term and o.value == r.witness.value for o in c.overflows)
+
+
+def test_cli_analyze_width(capsys):
+    from layoutproof.cli import main
+
+    argv = ["analyze", "width", "(M,K):(K,1)", "--assume", "M <= 65536", "--assume", "K <= 32769"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "overflows:" in out and "K <= 32767 makes every expression fit (proved)" in out
+    assert main(["analyze", "width", "(65384,65384):(65384,1)", "--bits", "64"]) == 0
+    capsys.readouterr()
+    assert main(["analyze", "width", "(4,4):(4,1)", "--bits", "7"]) == 2
