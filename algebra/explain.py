@@ -386,22 +386,44 @@ class Explanation:
 
         return {k: conv(v) for k, v in self.__dict__.items() if k != "drawn"}
 
-    def render(self, emit: str = "text") -> str:
+    def render(self, emit: str = "text", *, static: Sequence[str] = ()) -> str:
         """The explanation as text, or the assumptions it uses and needs as code:
-        ``"dsl"`` (CuTe DSL ``cute.assume``), ``"cpp"`` (``CUTE_STATIC_ASSERT_V`` for static
-        values, a runtime check for dynamic ones), ``"python"`` (a guard function).
+        ``"dsl"`` (CuTe DSL ``cute.assume``), ``"cpp"`` (``CUTE_STATIC_ASSERT_V`` for the
+        symbols in ``static``, a runtime check for dynamic ones), ``"python"`` (a guard
+        function).  For an undecided condition a comment first names it and what settles
+        it: the assumption, rendered below, or -- where no formula on the symbols settles
+        it -- why not.
 
         >>> e = explain("zipped_divide((M,N):(1,M), (64,32))", assume=["M % 64 == 0"])
         >>> e.result
         '((64,32),(M/64,ceiling(N/32))):((1,M),(64,32*M))'
         >>> print(e.render("dsl"))
         M = cute.assume(M, divby=64)
+        >>> print(explain("composition((M,4):(1,M+1), 128:1)").render("dsl"))
+        # undecided: shape divisibility of A's mode 0 -- assume 128 <= M, the weakest found
+        # check on the host, before the kernel is traced:
+        if not (128 <= M):
+            raise ValueError("composition: shape divisibility of A's mode 0: needs 128 <= M")
         """
         if emit not in EMITS:
             raise MalformedLayoutError(f"render: emit must be one of {', '.join(EMITS)}, got {show(emit)}")
         if emit == "text":
             return _text(self)
-        return render_assumptions(self.needed(), emit, what=self._label())
+        code = render_assumptions(self.needed(), emit, what=self._label(), static=tuple(static))
+        if self.status != "undecided":
+            return code
+        mark = "//" if emit == "cpp" else "#"
+        more = [a for a in self.needed() if a not in self.used]
+        if more:
+            how = (
+                "the weakest found"
+                if self.repairs and self.repairs[0].assumptions
+                else "the condition itself"
+            )
+            head = f"{mark} undecided: {self.named or self.condition} -- assume {' and '.join(more)}, {how}"
+        else:
+            head = f"{mark} undecided: {self.named or self.condition} -- {self.settle}"
+        return head + "\n" + code
 
     def needed(self) -> List[str]:
         """The assumptions it used, then those it needs: the first repair's (the weakest
@@ -1656,7 +1678,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         ex = explain(args.expr, steps=args.steps, assume=args.assume)
         if args.emit:
-            text = render_assumptions(ex.needed(), args.emit, what=ex._label(), static=args.static)
+            text = ex.render(args.emit, static=args.static)
         elif args.json:
             text = json.dumps(ex.to_dict(), indent=2)
         else:

@@ -29,6 +29,7 @@ coordinate 1 = (1,0): 2 != 1
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Iterable, Optional, Tuple
 
@@ -362,18 +363,50 @@ class Result(Outcome):
             lines.append(f"  note: {n}")
         return "\n".join(lines)
 
+    def needed(self) -> Tuple[str, ...]:
+        """The condition that would settle an unknown result (or one checked only within
+        bounds): the undecided side condition, when it is a formula over the parameters
+        (Python syntax, as ``UndecidableConditionError.condition``); () otherwise.
+
+        >>> Result("unknown", "z3", claim="admissible composition((M,4):(1,M+1), 128:1)",
+        ...        condition="(128 <= M) or (128 % M == 0)").needed()
+        ('(128 <= M) or (128 % M == 0)',)
+        >>> Result("unknown", "z3", claim="A == B", reason="timeout").needed()
+        ()
+        """
+        if self.status not in ("unknown", "checked"):
+            return ()
+        cands = [self.condition] if self.condition else []
+        for pat in _UNDECIDED:
+            m = re.match(pat, self.reason or "")
+            if m:
+                cands.append(m.group(1))
+        for c in cands:
+            if _is_formula(c):
+                return () if c in self.assumptions else (c,)
+        return ()
+
     def render(self, emit: str = "text", *, static: Iterable[str] = ()) -> str:
         """The result as text (:meth:`explain`), or the assumptions it was checked under as
         code for the user's stack (:func:`layoutproof.verify.emit.render_assumptions`):
-        ``"dsl"`` (``cute.assume(x, divby=k)``, else a host-side ``assert``), ``"cpp"``
-        (``CUTE_STATIC_ASSERT_V`` where every symbol is in ``static``, else a runtime
-        ``assert``), ``"python"`` (a guard function raising ``ValueError``).
+        ``"dsl"`` (``cute.assume(x, divby=k)``, else a host-side check raising
+        ``ValueError``), ``"cpp"`` (``CUTE_STATIC_ASSERT_V`` where every symbol is in
+        ``static``, else a runtime check throwing ``std::invalid_argument``), ``"python"`` (a
+        guard function raising ``ValueError``).  An unknown result (or one checked only
+        within bounds) adds the condition that would settle it (:meth:`needed`), after a
+        comment saying so; where no formula settles it the comment says why.
 
         >>> r = Result("proved", "z3", claim="M*N:1 == M*N:1", assumptions=["M % 64 == 0"])
         >>> print(r.render("dsl"))
         M = cute.assume(M, divby=64)
         >>> print(r.render("cpp", static=["M"]))
         CUTE_STATIC_ASSERT_V((M % Int<64>{}) == Int<0>{});
+        >>> u = Result("unknown", "z3", claim="lhs == rhs", condition="(128 <= M) or (128 % M == 0)")
+        >>> print(u.render("dsl"))
+        # unknown: the check needs (128 <= M) or (128 % M == 0) to be decided; assumed below
+        # check on the host, before the kernel is traced:
+        if not ((128 <= M) or (128 % M == 0)):
+            raise ValueError('check: lhs == rhs: needs (128 <= M) or (128 % M == 0)')
         """
         if emit == "text":
             return self.explain()
@@ -389,7 +422,23 @@ class Result(Outcome):
             if claim and len(claim) <= 100 and not set("\\'\"") & set(claim)
             else "the check"
         )
-        return render_assumptions(self.assumptions, emit, what=what, static=tuple(static))
+        more = self.needed()
+        code = render_assumptions(tuple(self.assumptions) + more, emit, what=what, static=tuple(static))
+        mark = "//" if emit == "cpp" else "#"
+        if more:
+            head = f"{mark} {self.status}: the check needs {' and '.join(more)} to be decided; assumed below"
+            if self.status == "checked" and self.bounds:
+                head = (
+                    f"{mark} checked within {_bounds_text(self.bounds)} only: {' and '.join(more)} is "
+                    "undecided; assumed below"
+                )
+            return head + "\n" + code
+        if self.status == "unknown":
+            why = self.reason or "no reason given"
+            return (
+                f"{mark} unknown: {why} -- no condition on the parameters is named that settles it\n" + code
+            )
+        return code
 
     def __repr__(self) -> str:
         extra = ""
@@ -440,6 +489,27 @@ _INIT_FIELDS = (
     "assumptions",
     "notes",
 )
+
+
+# the reasons that carry an undecided condition (verify's engines word them so)
+_UNDECIDED = (
+    r"^undecided symbolically: (.*)$",
+    r"^a side condition is undecided with symbolic parameters: (.*)$",
+    r"^undecided: (.*) \(assume it, or its negation\)$",
+)
+
+
+def _is_formula(c: str) -> bool:
+    """``c`` parses as a condition on symbols (not a condition's name in words)."""
+    from layoutproof import symbolic
+    from layoutproof.errors import LayoutError
+
+    try:
+        e = symbolic.parse_expr(c)
+    except (LayoutError, SyntaxError, TypeError, ValueError):
+        return False
+    sp = symbolic.sympy_module()
+    return isinstance(e, (sp.Rel, sp.And, sp.Or, sp.Not)) and bool(e.free_symbols)
 
 
 def _bounds_text(b: Dict[str, Tuple[int, int]]) -> str:

@@ -47,3 +47,42 @@ def test_check_result_and_cli_emit(capsys: pytest.CaptureFixture) -> None:
     rc = main(["coalesce((M,N):(1,M)) == M*N:1", "--emit", "python"])
     out, _ = capsys.readouterr()
     assert rc == 0 and out.strip() == "# no assumptions needed"
+
+
+def test_unknown_result_renders_the_condition_that_settles_it() -> None:
+    """An unknown (or bounded-only) result adds the undecided condition, after a comment."""
+    r = check_statement("admissible composition((M,4):(1,M+1), 128:1)")
+    assert r.status == "unknown" and r.needed() == ("(128 <= M) or (128 % M == 0)",)
+    dsl = r.render("dsl").splitlines()
+    assert dsl[0].startswith("# unknown: the check needs (128 <= M) or (128 % M == 0)")
+    assert "if not ((128 <= M) or (128 % M == 0)):" in dsl
+    cpp = r.render("cpp").splitlines()
+    assert cpp[0].startswith("// unknown:") and cpp[1].startswith("if (!((128 <= M) || ((128 % M) == 0)))")
+    ns: dict = {}
+    exec(r.render("python"), ns)
+    ns["guard"](M=256)  # holds
+    ns["guard"](M=64)  # 64 divides 128
+    with pytest.raises(ValueError, match="128 <= M"):
+        ns["guard"](M=3)
+    # a reason that names the condition, and one that names none
+    assert Result("unknown", "z3", reason="undecided symbolically: M % 8 == 0").render("dsl").splitlines()[
+        1
+    ] == ("M = cute.assume(M, divby=8)")
+    t = Result("unknown", "z3", claim="A == B", reason="timeout").render("python")
+    assert t.startswith("# unknown: timeout -- no condition on the parameters is named")
+    assert Result("unknown", "z3", condition="stride divisibility").needed() == ()  # a name, no formula
+    assert Result("proved", "z3", condition="M >= 1").needed() == ()
+
+
+def test_undecided_explanation_renders_what_settles_it() -> None:
+    from layoutproof.explain import explain
+
+    e = explain("composition((M,4):(1,M+1), 128:1)")
+    lines = e.render("cpp").splitlines()
+    assert lines[0] == "// undecided: shape divisibility of A's mode 0 -- assume 128 <= M, the weakest found"
+    assert lines[1].startswith("if (!(128 <= M)) throw std::invalid_argument(")
+    e = explain("left_inverse((8,8):(M,M))")  # no formula settles it: said so
+    assert e.status == "undecided" and not e.assumptions
+    assert e.render("dsl").startswith(
+        "# undecided: injectivity (non-overlapping modes) -- no assumption settles"
+    )
