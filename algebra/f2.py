@@ -16,7 +16,7 @@ This module registers ``to_f2`` for Swizzles and composed layouts with
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from . import kinds, swizzle
 from .composed import ComposedLayout
@@ -45,6 +45,7 @@ class F2:
 
     __slots__ = ("val",)
     val: int
+    _lp_stride_scalar = True  # lets the core algebra accept F2 strides without importing us
 
     def __init__(self, value: Any) -> None:
         v = value.val if isinstance(value, F2) else int_arg(value, "F2 value")
@@ -61,8 +62,8 @@ class F2:
     def __eq__(self, other: object) -> bool:
         if isinstance(other, F2):
             return self.val == other.val
-        if type(other) is int:
-            return self.val == other
+        if type(other) is int:  # only the zeros of the two algebras coincide
+            return self.val == 0 and other == 0
         return False
 
     def __ne__(self, other: object) -> bool:
@@ -89,6 +90,30 @@ class F2:
         return F2(_clmul(n, self.val))
 
     __rmul__ = __mul__
+
+    def __abs__(self) -> "F2":
+        return self  # a bit pattern
+
+    def _unordered(self, other: Any, op: str) -> bool:
+        raise InadmissibleError(
+            f"F2 strides are not ordered: {self} {op} {show(other)} is undefined. An operation "
+            "that orders strides (complement, the products, the chain of an inverse) needs "
+            "integer strides",
+            condition="integer strides",
+            witness=None,
+        )
+
+    def __lt__(self, other: Any) -> bool:
+        return self._unordered(other, "<")
+
+    def __le__(self, other: Any) -> bool:
+        return self._unordered(other, "<=")
+
+    def __gt__(self, other: Any) -> bool:
+        return self._unordered(other, ">")
+
+    def __ge__(self, other: Any) -> bool:
+        return self._unordered(other, ">=")
 
     def __str__(self) -> str:
         return f"F{self.val}"
@@ -601,6 +626,272 @@ def _swizzle_to_f2(sw: Swizzle) -> F2Layout:
     ms, md = _f2_coalesce([2] * len(imgs), imgs)
     return F2Layout._make(_one_or_tuple(ms), _one_or_tuple(md))
 
+
+# ----------------------------------------------------------------------------- F2 strides in Layouts
+# A plain Layout may hold F2 strides as its leaves (PyCuTe's generalization): ``L(c) = sum_i
+# c_i * d_i`` with the F2 algebra's + (XOR) and carry-less product.  Zero integer strides may
+# stand beside them, nothing else (layoutproof.layout refuses the mix).  The core algebra
+# hands every operation on such a layout to the functions below (kinds.STRIDE_SCALARS).
+
+
+def _leaf_bits(x: Any) -> int:
+    return x.val if isinstance(x, F2) else int(x)
+
+
+def f2_view(L: Layout) -> F2Layout:
+    """The F2Layout with the shape and the strides (as bit patterns) of a Layout whose
+    strides are F2 values (or zeros)."""
+
+    def conv(t: Any) -> Any:
+        return tuple(conv(e) for e in t) if type(t) is tuple else _leaf_bits(t)
+
+    return F2Layout._make(L.shape, conv(L.stride))
+
+
+def f2_layout(shape: Any, bits: Any) -> Layout:
+    """The Layout with F2 strides ``F2(b)`` for the bit patterns ``bits`` (congruent with
+    ``shape``)."""
+
+    def conv(t: Any) -> Any:
+        return tuple(conv(e) for e in t) if type(t) is tuple else F2(t)
+
+    return Layout.trusted(shape, conv(bits))
+
+
+def _as_f2_layout(R: F2Layout) -> Layout:
+    return f2_layout(R.shape, R._stride)
+
+
+def _bits_of_value(x: Any) -> int:
+    """A value of an F2 layout (an F2 or the integer 0) as its bit pattern."""
+    return x.val if isinstance(x, F2) else int(x)
+
+
+def _verify_composition(A: Layout, B: Layout, R: Layout) -> Optional[int]:
+    """The first coordinate of B where R(c) != A(B(c)) (A's last mode unbounded), else
+    None.  Values compare as bit patterns (an F2 value and an integer offset name the
+    same element when their bits agree)."""
+    for c in range(B.size):
+        b = B(c)
+        a = A(_bits_of_value(b) if isinstance(b, F2) else b, extend=True)
+        if _bits_of_value(R(c)) != _bits_of_value(a):
+            return c
+    return None
+
+
+def _f2_composition(A: Layout, B: Layout) -> Layout:
+    """``A o B`` where A or B has F2 strides: a candidate built from the structure, checked
+    against ``A(B(c))`` at every coordinate of B (up to ops.EXACT_LIMIT of them).
+
+    * F2 strides in A, integer strides in B: B is first composed with A's identity layout
+      (every checked condition of the integer algebra applies), which says which leaf of
+      A each leaf of B walks and by how much; the leaf's F2 stride is A's value there.
+      That is right where the integer steps add without carries (powers of two do), and
+      the check finds the coordinate where they do not.
+    * F2 strides in B: B's values are bit patterns used as A's 1-D coordinates; the leaf
+      strides are A's values at B's strides, right where A is XOR-linear on B's image.
+    """
+    from .arith import make_identity_layout
+    from .ops import EXACT_LIMIT, composition
+
+    if B.size > EXACT_LIMIT:
+        raise UndecidableConditionError(
+            f"composition({A}, {B}) with F2 strides is checked at every coordinate of B, and B "
+            f"has {B.size} > EXACT_LIMIT ({EXACT_LIMIT})",
+            condition="F2 composition checked by evaluation",
+        )
+    b_f2 = any(isinstance(d, F2) for d in B.flat_modes()[1])
+    if any(type(d) is not int and not isinstance(d, F2) for d in B.flat_modes()[1]):
+        raise InadmissibleError(
+            f"composition({A}, {B}): B mixes coordinate strides with an F2 layout",
+            condition="one codomain",
+            witness=None,
+        )
+    if not b_f2:
+        P = composition(make_identity_layout(A.shape), B)  # where each leaf of B walks in A
+        fs, fd = P.flat_modes()
+        strides = [A(d, extend=True) if (type(d) is not int or d != 0) else 0 for d in fd]
+        bits = [_bits_of_value(v) for v in strides]
+        R = f2_layout(P.shape, raw_unflatten(tuple(bits), P.stride) if type(P.stride) is tuple else bits[0])
+    else:
+        fs, fd = B.flat_modes()
+        vals = []
+        for d in fd:
+            v = A(_bits_of_value(d), extend=True) if _bits_of_value(d) != 0 else 0
+            if not isinstance(v, F2) and v < 0:
+                raise InadmissibleError(
+                    f"composition({A}, {B}): A's value {v} at B's stride {d} is negative; an F2 "
+                    "stride is a bit pattern",
+                    condition="F2 composition: non-negative values",
+                    witness=None,
+                )
+            vals.append(_bits_of_value(v))
+        R = f2_layout(B.shape, raw_unflatten(tuple(vals), B.stride) if type(B.stride) is tuple else vals[0])
+    w = _verify_composition(A, B, R)
+    if w is not None:
+        raise InadmissibleError(
+            f"composition({A}, {B}): the F2 layout built leaf by leaf does not agree with "
+            f"A(B(c)) -- the candidate {R} differs at coordinate {w} (the integer and XOR "
+            "additions of A's and B's codomains do not commute there)",
+            condition="F2 composition: XOR-linear",
+            witness=w,
+        )
+    return R
+
+
+def _echelon(vectors: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    """A fully reduced echelon basis over GF(2) of ``(vector, tag)`` pairs (tags carried
+    along by XOR), as ``(pivot vector, tag)`` sorted by the pivot (highest) bit."""
+    basis: List[Tuple[int, int]] = []
+    for v, t in vectors:
+        for b, bt in basis:
+            if v ^ b < v:
+                v, t = v ^ b, t ^ bt
+        if v:
+            hb = v.bit_length() - 1
+            basis = [(b ^ v, bt ^ t) if (b >> hb) & 1 else (b, bt) for b, bt in basis]
+            basis.append((v, t))
+    basis.sort()
+    return basis
+
+
+def _index_bit_images(L: F2Layout) -> Optional[List[Tuple[int, int]]]:
+    """``(L(2**j), 2**j)`` for every bit j of the 1-D index, when every extent is a power
+    of two (then L is GF(2)-linear in the index bits); None otherwise."""
+    fs, fd = L._L.flat_modes()
+    if not all(s & (s - 1) == 0 for s in fs):
+        return None
+    out: List[Tuple[int, int]] = []
+    off = 0
+    for s, d in zip(fs, fd):
+        nb = s.bit_length() - 1
+        out.extend((d << j, 1 << (off + j)) for j in range(nb))
+        off += nb
+    return out
+
+
+def _f2_right_inverse(L: Layout) -> Layout:
+    """The largest right inverse of a layout with F2 strides: ``L(R(i)) == i`` for every
+    ``i < size(R)``.  Power-of-two extents: L is linear in its index bits; R takes the
+    bits ``e_0, e_1, ...`` of the codomain in order while they lie in L's image (reduced
+    echelon form over GF(2)), each to the index bits of a preimage, so R has F2 strides
+    (exact, any size).  Other extents: the smallest preimages of ``0, 1, ...`` are
+    recognized as an F2 layout (the map to the smallest preimage is linear where L is),
+    trying the whole prefix of the image, then shorter power-of-two ones (up to
+    ops.EXACT_LIMIT coordinates)."""
+    V = f2_view(L)
+    imgs = _index_bit_images(V)
+    if imgs is not None:
+        basis = _echelon(imgs)
+        strides: List[int] = []
+        for t in range(len(basis)):
+            v, tag = 1 << t, 0
+            for b, bt in reversed(basis):
+                if (v >> (b.bit_length() - 1)) & 1:
+                    v, tag = v ^ b, tag ^ bt
+            if v:
+                break
+            strides.append(tag)
+        if not strides:
+            return Layout.trusted(1, 0)
+        ms, md = _f2_coalesce([2] * len(strides), strides)
+        return f2_layout(_one_or_tuple(ms), _one_or_tuple(md))
+    return _f2_inverse_by_values(L, V)
+
+
+class _Values:
+    """A function given by its table (what ``_to_f2_generic`` reads off)."""
+
+    def __init__(self, vals: Any, text: str) -> None:
+        self.vals = vals
+        self.text = text
+
+    def eval_all(self) -> Any:
+        return self.vals
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _f2_inverse_by_values(L: Layout, V: F2Layout) -> Layout:
+    from .ops import EXACT_LIMIT
+
+    if V.size > EXACT_LIMIT:
+        raise UndecidableConditionError(
+            f"right_inverse({L}): a non-power-of-two extent, and the domain ({V.size}) is larger "
+            f"than EXACT_LIMIT ({EXACT_LIMIT})",
+            condition="F2 inverse decided by evaluation",
+        )
+    import numpy as np
+
+    vals = V.eval_all()
+    first: Dict[int, int] = {}
+    for i, v in enumerate(vals.tolist()):
+        first.setdefault(v, i)
+    m = 0
+    while m in first:
+        m += 1
+    tries = [m] + [1 << k for k in range(max(m, 1).bit_length() - 1, -1, -1) if (1 << k) < m]
+    for n in tries:
+        if n <= 1:
+            break
+        p = np.array([first[i] for i in range(n)], dtype=np.int64)
+        k = (n & -n).bit_length() - 1
+        o = n >> k
+        shape = tuple([2] * k + ([o] if o > 1 else []))
+        B = Layout(shape if len(shape) > 1 else shape[0])
+
+        try:
+            R = _to_f2_generic(_Values(p, f"the smallest preimages under {L}"), None, B)
+        except InadmissibleError:
+            continue
+        return _as_f2_layout(R)
+    return Layout.trusted(1, 0)
+
+
+def _f2_left_inverse(L: Layout) -> Layout:
+    """A left inverse of a layout with F2 strides and power-of-two extents:
+    ``R(L(i)) == i`` for every ``i`` when L is injective, ``L(R(L(i))) == L(i)`` always.
+    R is linear over GF(2) on the bits of ``[0, cosize(L))``: a bit that leads a vector of
+    L's image (reduced echelon form) goes to that vector's index bits, every other bit to
+    0.  Other extents raise InadmissibleError."""
+    V = f2_view(L)
+    imgs = _index_bit_images(V)
+    if imgs is None:
+        fs = V._L.flat_modes()[0]
+        k = next(i for i, s in enumerate(fs) if s & (s - 1))
+        raise InadmissibleError(
+            f"left_inverse({L}): leaf {k} has the extent {fs[k]}, not a power of two; an F2 "
+            "layout is then not linear in the bits of its index, and no F2 layout inverts it "
+            "bit by bit",
+            condition="F2 inverse: power-of-two extents",
+            witness=None,
+        )
+    basis = _echelon(imgs)
+    nb = max(0, (V.cosize - 1).bit_length())
+    lead = {b.bit_length() - 1: bt for b, bt in basis}
+    strides = [lead.get(j, 0) for j in range(nb)]
+    if not strides:
+        return Layout.trusted(1, 0)
+    ms, md = _f2_coalesce([2] * nb, strides)
+    return f2_layout(_one_or_tuple(ms), _one_or_tuple(md))
+
+
+def _f2_complement(L: Layout, *args: Any) -> Layout:
+    raise InadmissibleError(
+        f"complement({L}): F2 strides are not ordered, and complement follows the strides in "
+        "increasing order (as do the products and the divides built on it)",
+        condition="integer strides",
+        witness=None,
+    )
+
+
+kinds.register("composition", kinds.STRIDE_SCALARS, _f2_composition)
+kinds.register("right_inverse", kinds.STRIDE_SCALARS, _f2_right_inverse)
+kinds.register("left_inverse", kinds.STRIDE_SCALARS, _f2_left_inverse)
+kinds.register("complement", kinds.STRIDE_SCALARS, _f2_complement)
+kinds.register_hook("scalar_cosize", lambda L: f2_view(L).cosize)
+kinds.register_hook("scalar_eval_all", lambda L: f2_view(L).eval_all())
 
 kinds.register("to_f2", Swizzle, _swizzle_to_f2)
 kinds.register("to_f2", ComposedLayout, to_f2)

@@ -53,12 +53,14 @@ from .errors import MalformedLayoutError, show
 __all__ = [
     "Kind",
     "SYMBOLIC",
+    "STRIDE_SCALARS",
     "register",
     "unregister",
     "lookup",
     "handles",
     "call",
     "call_symbolic",
+    "call_kind",
     "register_hook",
     "hook",
 ]
@@ -81,6 +83,10 @@ class Kind:
 
 #: Plain layouts (and shapes) holding SymPy expressions; implemented by layoutproof.symbolic.
 SYMBOLIC = Kind("symbolic")
+
+#: Plain layouts whose strides are scalars of another algebra (F2, XOR strides: the class
+#: carries the marker ``_lp_stride_scalar``); implemented by layoutproof.f2.
+STRIDE_SCALARS = Kind("stride scalars")
 
 KindKey = Union[type, Kind]
 
@@ -172,6 +178,21 @@ def call_symbolic(op: str, *args: Any, **kwargs: Any) -> Any:
         raise MalformedLayoutError(
             f"{op}: an argument holds SymPy expressions and no symbolic implementation of {op} "
             "is registered (import layoutproof.symbolic)"
+        )
+    return fn(*args, **kwargs)
+
+
+def call_kind(op: str, kind: Kind, *args: Any, **kwargs: Any) -> Any:
+    """``op(*args)`` by the implementation registered for the marker ``kind``;
+    MalformedLayoutError when none is registered."""
+    if not isinstance(kind, Kind):
+        raise MalformedLayoutError(
+            f"kinds.call_kind({show(op)}, ...): the kind is a kinds.Kind marker, got {show(kind)}"
+        )
+    fn = _handlers.get((op, kind)) if type(op) is str else None
+    if fn is None:
+        raise MalformedLayoutError(
+            f"{show(op)}: an argument has {kind.name} and no implementation of it is registered for them"
         )
     return fn(*args, **kwargs)
 

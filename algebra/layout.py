@@ -214,6 +214,8 @@ def _check_stride(d: Any, depth: int = 0) -> Any:
         return _check_stride(tuple(d), depth)
     if is_coordinate(d):  # a coordinate (basis) stride, see layoutproof.arith
         return d
+    if is_stride_scalar(d):  # a scalar of another algebra (F2, see layoutproof.f2)
+        return d
     if _is_sympy(d):  # a symbolic stride (layoutproof.symbolic)
         return kinds.call_symbolic("norm_leaf", d, "stride")
     raise MalformedLayoutError(
@@ -225,6 +227,42 @@ def is_coordinate(d: Any) -> bool:
     """Is ``d`` a coordinate (an ArithTuple of :mod:`layoutproof.arith`)?  Coordinate classes
     carry the marker ``_lp_coordinate``, so the core needs no import of the module."""
     return getattr(type(d), "_lp_coordinate", False) is True
+
+
+def is_stride_scalar(d: Any) -> bool:
+    """Is ``d`` a stride scalar of another algebra (an :class:`~layoutproof.f2.F2`, whose
+    ``+`` is XOR)?  Such classes carry the marker ``_lp_stride_scalar``."""
+    return getattr(type(d), "_lp_stride_scalar", False) is True
+
+
+def has_scalar_strides(layout: "Layout") -> bool:
+    """Does some stride of ``layout`` belong to another algebra (F2)?  False at once for
+    a layout known to hold plain ints."""
+    if layout._sym is False:
+        return False
+    if layout._sym is None and not layout.is_symbolic and layout._sym is False:
+        return False  # is_symbolic caches False only without SymPy leaves and stride scalars
+    for d in layout._flat()[1]:
+        if type(d) is not int and getattr(type(d), "_lp_stride_scalar", False) is True:
+            return True
+    return False
+
+
+def _check_codomain(d: Any) -> None:
+    """Stride scalars of another algebra share the codomain only with zeros: ``F2 + 3``
+    (XOR beside integer addition) and ``F2 + E(0)`` are undefined, so a layout mixing
+    them has no function."""
+    leaves = raw_flatten(d)
+    kinds_seen = {type(x) for x in leaves if is_stride_scalar(x)}
+    if not kinds_seen:
+        return
+    other = [x for x in leaves if not is_stride_scalar(x) and not (type(x) is int and x == 0)]
+    if other or len(kinds_seen) > 1:
+        bad = other[0] if other else leaves[0]
+        raise MalformedLayoutError(
+            f"stride {fmt_htuple(d)} mixes {next(iter(kinds_seen)).__name__} strides with "
+            f"{show(bad)}: an F2 (XOR) stride shares the codomain only with zero strides"
+        )
 
 
 def coordinate_service(name: str) -> Callable[..., Any]:
@@ -388,6 +426,7 @@ class Layout:
                     f"shape {fmt_htuple(s)} and stride {fmt_htuple(d)} are not congruent "
                     "(they must have the same nesting profile)"
                 )
+            _check_codomain(d)
         return s, d
 
     @classmethod
@@ -454,6 +493,9 @@ class Layout:
             if any(is_coordinate(d) for d in fd):
                 n: int = raw_product(coordinate_service("coord_coshape")(self))
                 return n
+            if any(is_stride_scalar(d) for d in fd):  # F2: the largest XOR of the bit images
+                m: int = coordinate_service("scalar_cosize")(self)
+                return m
             raise
         return c
 
@@ -627,6 +669,9 @@ class Layout:
         if type(bound) is not int and is_coordinate(bound):
             result: np.ndarray = coordinate_service("coord_eval_all")(self)
             return result
+        if is_stride_scalar(bound):  # F2 strides: XOR of carry-less products
+            scalar_vals: np.ndarray = coordinate_service("scalar_eval_all")(self)
+            return scalar_vals
         dtype: Any = np.int64 if bound < 2**62 else object
         out = np.zeros(1, dtype=dtype)
         for s, d in zip(fs, fd):
@@ -671,6 +716,10 @@ class Layout:
             v = False
             if sys.modules.get("sympy") is not None:
                 v = any(type(e) is not int and _is_sympy(e) for e in fs + fd)
+            if not v:
+                for e in fd:
+                    if type(e) is not int and is_stride_scalar(e):
+                        return False  # not cached: _sym False would claim plain-int strides
             self._sym = v
         return v
 
@@ -766,6 +815,8 @@ def _eval_checked(c: Any, s: Any, d: Any, full: Any) -> int:
         raise _SymbolSeen
     elif is_coordinate(c):  # an ArithTuple (e.g. the value of a layout with basis strides)
         return _eval_checked(natural_coord(c, s, full), s, d, full)
+    elif is_stride_scalar(c):  # an F2 value as a 1-D coordinate: its bit pattern
+        c = int(c)
     else:
         raise MalformedLayoutError(f"coordinate leaves must be integers, got {type(c).__name__} {show(c)}")
     if type(s) is not tuple:

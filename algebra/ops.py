@@ -36,6 +36,7 @@ from .layout import (
     _,
     checked_shape,
     fmt_htuple,
+    has_scalar_strides,
     holds_symbols,
     layout_arg,
     make_ordered_layout,
@@ -99,7 +100,7 @@ def coalesce_modes(
         for k, (s, d) in enumerate(zip(fs, fd)):
             if s == 1 and k != last:
                 continue
-            if rs and rs[-1] * rd[-1] == d:
+            if rs and rs[-1] * rd[-1] == d and (type(d) is int or _linear_merge(rs[-1], rd[-1], d)):
                 rs[-1] *= s
             else:
                 rs.append(s)
@@ -109,7 +110,7 @@ def coalesce_modes(
         for s, d in zip(fs, fd):
             if s == 1:
                 continue
-            if d == nxt:
+            if d == nxt and (type(d) is int or _linear_merge(rs[-1], rd[-1], d)):
                 rs[-1] *= s
             else:
                 rs.append(s)
@@ -118,6 +119,15 @@ def coalesce_modes(
     if not rs:
         return [1], [0]
     return rs, rd
+
+
+def _linear_merge(sa: Any, da: Any, db: Any) -> bool:
+    """The second half of PyCuTe's merge test, for strides of another algebra: with
+    ``sa*da == db`` (checked by the caller), ``(sa, n):(da, db)`` is ``sa*n : da`` when the
+    value at coordinate ``(sa-1, 1)`` is linear too, ``(sa-1)*da + db == (2*sa-1)*da``.
+    Integers and coordinates always pass; an F2 stride passes when ``sa`` is a power of
+    two (its carry-less products then never carry into each other)."""
+    return bool((sa - 1) * da + db == (2 * sa - 1) * da)
 
 
 def coalesced_modes(L: Layout) -> Tuple[List[int], List[int]]:
@@ -180,7 +190,7 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
     for s, d in zip(fs, fd):
         if s == 1:
             continue
-        if d == nxt:
+        if d == nxt and (type(d) is int or _linear_merge(rs[-1], rd[-1], d)):
             rs[-1] *= s
         else:
             rs.append(s)
@@ -476,8 +486,15 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
         return _make(B._shape, 0)  # B is n:0: every coordinate goes to A(0) == 0 (A plain ints)
     fbs, fbd = B._flat()
     for d in fbd:
-        if type(d) is not int and getattr(type(d), "_lp_coordinate", False):
-            return _compose_basis(A, B)
+        if type(d) is not int:
+            if getattr(type(d), "_lp_coordinate", False) and not (
+                A._sym is not False and has_scalar_strides(A)
+            ):
+                return _compose_basis(A, B)
+            if getattr(type(d), "_lp_coordinate", False) or getattr(type(d), "_lp_stride_scalar", False):
+                return _compose_f2(A, B)  # F2 strides on either side (layoutproof.f2)
+    if A._sym is not False and has_scalar_strides(A):
+        return _compose_f2(A, B)
     if _symq(A) or _symq(B):
         result: Layout = kinds.call_symbolic("composition", A, B)
         return result
@@ -496,6 +513,11 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
             )
         return _compose_general(A, B, As, Ad, fbs, fbd)
     return _compose_general(A, B, As, Ad, fbs, fbd)
+
+
+def _compose_f2(A: Layout, B: Layout) -> Layout:
+    result: Layout = kinds.call_kind("composition", kinds.STRIDE_SCALARS, A, B)
+    return result
 
 
 def _basis_terms(d: Any) -> List[Tuple[int, Tuple[Any, ...]]]:
@@ -941,6 +963,9 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         cot = checked_shape(cotarget, "complement cotarget")
     sym = layout._sym
     if sym is None:
+        if has_scalar_strides(layout):  # F2 strides (layoutproof.f2)
+            result_c: Layout = kinds.call_kind("complement", kinds.STRIDE_SCALARS, layout, cotarget)
+            return result_c
         sym = layout.is_symbolic
     if sym or (type(cot) is not int and holds_symbols(cot)):
         result: Layout = kinds.call_symbolic("complement", layout, cot)
@@ -1041,6 +1066,9 @@ def right_inverse(layout: Any) -> Any:
         layout = layout_arg(layout, "right_inverse")
     sym = layout._sym
     if sym is None:
+        if has_scalar_strides(layout):  # F2 strides (layoutproof.f2)
+            result_k: Layout = kinds.call_kind("right_inverse", kinds.STRIDE_SCALARS, layout)
+            return result_k
         sym = layout.is_symbolic
     if sym:
         return kinds.call_symbolic("right_inverse", layout)
@@ -1358,6 +1386,9 @@ def left_inverse(layout: Any) -> Any:
         if fn is not None:
             return fn(layout)
         layout = layout_arg(layout, "left_inverse")
+    if layout._sym is None and has_scalar_strides(layout):  # F2 strides (layoutproof.f2)
+        result_k: Layout = kinds.call_kind("left_inverse", kinds.STRIDE_SCALARS, layout)
+        return result_k
     if _symq(layout):
         return kinds.call_symbolic("left_inverse", layout)
     try:

@@ -23,16 +23,24 @@ import pytest
 import layoutproof as lp
 from layoutproof import (
     ArithTuple,
+    ComposedLayout,
     E,
     InadmissibleError,
     Layout,
     OutOfDomainError,
+    Swizzle,
+    coalesce,
+    complement,
     composition,
     coprofile,
     evenly_divides,
+    left_inverse,
     logical_divide,
     make_identity_layout,
+    right_inverse,
 )
+from layoutproof.errors import MalformedLayoutError
+from layoutproof.f2 import F2, f2_view, to_f2
 from layoutproof.layout import fmt_htuple
 
 
@@ -452,3 +460,176 @@ def test_coprofile_against_cute_cpp(cute_run):
     for line, L in zip(lines, cases):
         text = line.split(" ", 2)[2].replace("_", "")
         assert fmt_htuple(coprofile(L)) == text, (str(L), line)
+
+
+# ----------------------------------------------------------------------------- F2 strides in layouts
+
+
+def bits(x):
+    """A value of a layout with F2 strides as its bit pattern."""
+    return x.val if isinstance(x, F2) else int(x)
+
+
+def _f2(shape, strides):
+    conv = lambda t: tuple(conv(e) for e in t) if isinstance(t, tuple) else F2(t)  # noqa: E731
+    return Layout(shape, conv(strides))
+
+
+@pytest.mark.parametrize(
+    "shape,strides,expected",
+    [  # NVlabs/CuTe test_coalesce.py, test_coalesce_f2
+        ((2, 2, 2, 2), (1, 2, 4, 8), "16:F1"),
+        ((4, 4), (1, 4), "16:F1"),
+        ((4, 4), (3, 12), "16:F3"),
+        ((3, 3), (1, 3), "(3,3):(F1,F3)"),  # 3 is no power of two: no merge
+        ((3, 4), (1, 3), "(3,4):(F1,F3)"),
+        ((5, 3), (1, 5), "(5,3):(F1,F5)"),
+        ((6, 5), (1, 6), "(6,5):(F1,F6)"),
+        ((3, 4), (2, 6), "(3,4):(F2,F6)"),
+        ((2, 2, 3), (1, 2, 4), "12:F1"),
+        ((3, 2, 2), (1, 3, 6), "(3,4):(F1,F3)"),
+        ((2, 1, 2), (1, 7, 2), "4:F1"),
+        ((3, 1, 3), (1, 7, 3), "(3,3):(F1,F3)"),
+        (((2, 2), (3, 2)), ((1, 2), (4, 12)), None),
+        ((1, 1), (5, 7), "1:0"),
+    ],
+)
+def test_coalesce_f2_pycute_cases(shape, strides, expected):
+    L = _f2(shape, strides)
+    R = coalesce(L)
+    if expected is not None:
+        assert str(R) == expected
+    assert R.size == L.size and lp.depth(R) <= 1
+    assert all(R(i) == L(i) for i in range(L.size))
+    assert coalesce(R) == R
+
+
+def test_f2_layout_basics():
+    L = _f2((8, 8), (1, 9))
+    assert L(1, 1) == F2(8) and L(9) == F2(8)
+    assert L.cosize == 64 and L.eval_all().tolist() == f2_view(L).eval_all().tolist()
+    assert Layout(8, F2(1)) != Layout(8, 1)  # only the zeros of the two algebras agree
+    assert str(Layout((4, 2), (F2(1), 0))) == "(4,2):(F1,0)"
+    with pytest.raises(MalformedLayoutError):
+        Layout((2, 2), (F2(1), 3))  # XOR beside integer addition: no function
+    with pytest.raises(MalformedLayoutError):
+        Layout((2, 2), (F2(1), E(1)))
+    with pytest.raises(MalformedLayoutError):
+        ArithTuple(F2(1), 0)  # an F2-valued coordinate axis is not supported
+    with pytest.raises(InadmissibleError) as ei:
+        complement(Layout(8, F2(1)))
+    assert ei.value.condition == "integer strides"
+    with pytest.raises(InadmissibleError):
+        lp.logical_product(Layout(8, F2(1)), 2)
+
+
+def _rand_f2(rng, pow2=True):
+    rank = rng.randint(1, 3)
+    shape = tuple(
+        rng.choice([1, 2, 4, 8]) if pow2 or rng.random() < 0.7 else rng.choice([3, 5, 6]) for _ in range(rank)
+    )
+    strides = tuple(rng.choice([0, 1, 2, 3, 4, 5, 8, 9, 12, 16, 17, 32]) for _ in range(rank))
+    return _f2(shape, strides)
+
+
+def test_f2_random_coalesce_and_inverses_hold_their_post_conditions():
+    rng = random.Random(1729)
+    for _ in range(300):
+        L = _rand_f2(rng, pow2=rng.random() < 0.7)
+        vals = [bits(L(i)) for i in range(L.size)]
+        R = coalesce(L)
+        assert [bits(R(i)) for i in range(L.size)] == vals and lp.depth(R) <= 1
+        RI = right_inverse(L)
+        for i in range(RI.size):
+            assert vals[bits(RI(i))] == i
+        image = set(vals)
+        m = 0
+        while m in image:
+            m += 1
+        pow2 = all(s & (s - 1) == 0 for s in lp.flatten(L.shape))
+        if pow2:
+            assert RI.size == m  # the largest: the image is a subspace
+            LI = left_inverse(L)
+            assert LI.size >= L.cosize
+            for i in range(L.size):
+                j = bits(LI(vals[i]))
+                assert vals[j] == vals[i]
+                if len(image) == L.size:
+                    assert j == i
+        else:
+            assert RI.size <= m
+
+
+def test_f2_inverses_pycute_cases():
+    # NVlabs/CuTe test_inverse_right.py: a swizzle is its own right inverse; the
+    # transposed one is not
+    assert right_inverse(_f2((8, 8), (1, 9))) == _f2((8, 8), (1, 9))
+    assert right_inverse(_f2((8, 8), (9, 1))) == _f2((8, 8), (8, 9))
+    assert right_inverse(_f2((4, (4, 3)), (1, (5, 16)))).size == 48
+    # PyCuTe's chain walk stops at mode 0 of (8,8):(F1,F13) (size 8); the map is a
+    # bijection of [0, 64), and so is its inverse here
+    R = right_inverse(_f2((8, 8), (1, 13)))
+    assert R.size == 64
+    # left inverses PyCuTe refuses (a gap between strides that is no integer): returned
+    for L in [Layout(8, F2(2)), _f2((8, 8), (1, 9)), _f2((4, 4), (1, 5))]:
+        LI = left_inverse(L)
+        assert all(bits(LI(bits(L(i)))) == i for i in range(L.size))
+    with pytest.raises(InadmissibleError) as ei:
+        left_inverse(_f2((4, 3), (1, 4)))
+    assert ei.value.condition == "F2 inverse: power-of-two extents"
+
+
+def test_f2_inverse_agrees_with_the_swizzle_form():
+    """The F2 form of a swizzled layout and the swizzled layout itself invert to the same
+    function where both answer (C++'s right_inverse of Sw o 0 o B is the swizzle form)."""
+    for C in [
+        ComposedLayout(Swizzle(3, 3, 3), 0, Layout((8, 64), (64, 1))),
+        ComposedLayout(Swizzle(2, 0, 2), 0, Layout((4, 4), (4, 1))),
+        ComposedLayout(Swizzle(1, 1, 2), 0, Layout(16, 1)),
+    ]:
+        F = to_f2(C)
+        L = Layout(F.shape, F.stride)
+        assert all(bits(L(i)) == C(i) for i in range(C.size))
+        R1, R2 = right_inverse(L), right_inverse(C)
+        assert R1.size >= R2.size
+        assert all(bits(R1(i)) == R2(i) for i in range(R2.size))
+
+
+def test_f2_compositions_hold_their_post_condition_or_name_a_witness():
+    rng = random.Random(31)
+    done = refused = 0
+    for _ in range(300):
+        if rng.random() < 0.5:
+            A = _rand_f2(rng)
+            B = Layout(tuple(rng.choice([1, 2, 4, 3]) for _ in range(rng.randint(1, 2))))
+            B = Layout(B.shape, tuple(rng.choice([0, 1, 2, 4, 8, 3]) for _ in lp.flatten(B.shape)))
+        else:
+            A = Layout((8, 8), rng.choice([(8, 1), (1, 8), (1, 16)]))
+            B = _rand_f2(rng)
+        try:
+            R = composition(A, B)
+        except InadmissibleError as e:
+            refused += 1
+            assert e.condition and (e.witness is None or 0 <= e.witness < B.size)
+            continue
+        done += 1
+        assert lp.compatible(B, R)
+        for c in range(B.size):
+            b = B(c)
+            assert bits(R(c)) == bits(A(bits(b) if isinstance(b, F2) else b, extend=True))
+    assert done > 150, (done, refused)
+
+
+def test_f2_composition_pycute_style_cases():
+    A = _f2((8, 8), (1, 9))
+    assert str(composition(A, Layout((4, 4), (1, 8)))) == "(4,4):(F1,F9)"
+    assert str(composition(Layout((8, 8), (8, 1)), _f2((8, 8), (1, 9)))) == "(8,8):(F8,F9)"
+    with pytest.raises(InadmissibleError) as ei:  # 3 + 3 carries; 3 XOR 3 does not
+        composition(A, Layout(6, 3))
+    assert ei.value.condition == "F2 composition: XOR-linear" and ei.value.witness is not None
+    # the refusal is confirmed: no single F2 stride reproduces A at B's coordinates
+    vals = [bits(A(3 * c)) for c in range(6)]
+    assert all(vals != [bits(F2(d) * c) for c in range(6)] for d in range(64))
+    # divides keep working where the tile's complement is an integer layout
+    D = logical_divide(Layout(64, F2(1)), 8)
+    assert all(bits(D(i)) == i for i in range(64))
