@@ -39,6 +39,7 @@ from .device import gpu_available, tma_available
 from .plan import BatchedGemmPlan, GemmPlan, last_launch
 from .rule import hopper_candidates, splitk_candidates
 from .torch_op import any_tensor as torch_op_any
+from .torch_op import gemm_call as torch_op_call
 
 __all__ = [
     "gemm",
@@ -263,22 +264,8 @@ def gemm(
         GemmInputError: wrong dtype, shape, device or layout; NoGPUError without CuPy/GPU.
     """
     if torch_op_any(a, b, out, bias, c):  # torch tensors: the same plans, torch in and out
-        from .torch_op import gemm_tensors
-
-        return gemm_tensors(
-            a,
-            b,
-            out,
-            config=config,
-            out_dtype=out_dtype,
-            dtype=dtype,
-            path=path,
-            bias=bias,
-            activation=activation,
-            alpha=alpha,
-            beta=beta,
-            c=c,
-            bias_along=bias_along,
+        return torch_op_call(
+            a, b, out, config, out_dtype, dtype, path, bias, activation, alpha, beta, c, bias_along
         )
     plan = None
     key = None

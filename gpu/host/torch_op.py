@@ -23,12 +23,13 @@ captured CUDA graph replays its launch.  ``gemm`` called on torch tensors while
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import GemmInputError
 from . import device
 
-__all__ = ["any_tensor", "gemm_tensors", "out_dtype_of", "result_shape", "DEFAULT_OUT"]
+__all__ = ["any_tensor", "gemm_tensors", "gemm_call", "out_dtype_of", "result_shape", "DEFAULT_OUT"]
 
 #: the device type whose tensors the kernels read (a test may stand another in)
 _DEVICE_TYPE = "cuda"
@@ -55,7 +56,10 @@ def any_tensor(*xs: Any) -> bool:
     if torch is None:
         return False
     T = torch.Tensor
-    return any(isinstance(x, T) for x in xs)
+    for x in xs:
+        if isinstance(x, T):
+            return True
+    return False
 
 
 def _dtname(dt: Any) -> str:
@@ -158,8 +162,7 @@ def _check_devices(named: List[Tuple[str, Any]]) -> Any:
 
 
 def _compiling(torch: Any) -> bool:
-    comp = getattr(torch, "compiler", None)
-    fn = getattr(comp, "is_compiling", None)
+    fn = getattr(torch.compiler, "is_compiling", None)  # torch >= 2.3
     return bool(fn()) if fn is not None else False
 
 
@@ -276,6 +279,7 @@ class _Entry:
         if c is not None:
             self.vc = _Views(_view_spec(c, outv), self.dev)
         self.raw_stream = _raw_stream_fn(torch)
+        self.cur_stream = _current_stream_fn(cp)
         from .runtime import gemm_plan  # runtime imports this module
 
         with self._device():
@@ -298,13 +302,10 @@ class _Entry:
             return _NULL_CONTEXT
         return cp.cuda.Device(self.dev)
 
-    def _stream(self) -> Any:
-        """The CuPy stream context for torch's current stream (a no-op where CuPy's current
-        stream already is that one)."""
-        sp = self.raw_stream(self.dev)
-        cur = self.cp.cuda.get_current_stream().ptr
-        if cur == sp:
-            return _NULL_CONTEXT
+    def _stream(self, sp: int) -> Any:
+        """The CuPy stream standing for torch's current stream ``sp`` (CuPy's current stream
+        is another one: its default, or the call is refused)."""
+        cur = self.cur_stream()
         if cur not in _DEFAULT_HANDLES:
             raise GemmInputError(
                 f"gemm: torch tensors run on torch's current stream (0x{sp:x}) but a CuPy stream "
@@ -315,7 +316,9 @@ class _Entry:
         if st is None:
             if len(_EXTERNAL) >= 64:
                 _EXTERNAL.clear()
-            st = _EXTERNAL[(self.dev, sp)] = self.cp.cuda.ExternalStream(sp, self.dev)
+            with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external (same object)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                st = _EXTERNAL[(self.dev, sp)] = self.cp.cuda.ExternalStream(sp, self.dev)
         return st
 
     def run(self, a: Any, b: Any, out: Any, bias: Any, c: Any, alpha: float, beta: float) -> Any:
@@ -329,9 +332,30 @@ class _Entry:
         va, vb, vo = self.va(a), self.vb(b), self.vo(o)
         vbias = None if self.vbias is None else self.vbias(bias)
         vc = None if self.vc is None else self.vc(c)
-        with self._device(), self._stream():
-            self.plan._run(va, vb, vo, vbias, vc, alpha, beta)
+        cp = self.cp
+        if cp.cuda.runtime.getDevice() != self.dev:
+            with cp.cuda.Device(self.dev):
+                self._launch(va, vb, vo, vbias, vc, alpha, beta)
+            return out
+        self._launch(va, vb, vo, vbias, vc, alpha, beta)
         return out
+
+    def _launch(self, va: Any, vb: Any, vo: Any, vbias: Any, vc: Any, alpha: float, beta: float) -> None:
+        """The plan's launch on torch's current stream (on the current device)."""
+        sp = self.raw_stream(self.dev)
+        if self.cur_stream() == sp:
+            self.plan._run(va, vb, vo, vbias, vc, alpha, beta)
+            return
+        with self._stream(sp):
+            self.plan._run(va, vb, vo, vbias, vc, alpha, beta)
+
+
+def _current_stream_fn(cp: Any) -> Any:
+    """``() -> the handle of CuPy's current stream on the current device``."""
+    fn = getattr(getattr(cp.cuda, "stream", None), "get_current_stream_ptr", None)
+    if fn is not None:
+        return fn
+    return lambda: cp.cuda.get_current_stream().ptr
 
 
 class _NullContext:
@@ -391,6 +415,25 @@ def gemm_tensors(
             that is not torch's, a torch tensor beside a CuPy array, and what :func:`gemm`
             refuses.
     """
+    return gemm_call(a, b, out, config, out_dtype, dtype, path, bias, activation, alpha, beta, c, bias_along)
+
+
+def gemm_call(
+    a: Any,
+    b: Any,
+    out: Any,
+    config: Any,
+    out_dtype: Any,
+    dtype: Optional[str],
+    path: str,
+    bias: Any,
+    activation: Optional[str],
+    alpha: float,
+    beta: float,
+    c: Any,
+    bias_along: str,
+) -> Any:
+    """:func:`gemm_tensors` with its arguments in order (what ``gemm`` calls)."""
     torch = sys.modules["torch"]
     if dtype is not None:
         raise GemmInputError(
@@ -406,18 +449,25 @@ def gemm_tensors(
         if isinstance(od, str):
             od = getattr(torch, _OUTPUTS[out_dtype_of(a, od)])
         return _op()(a, b, bias, c, activation, float(alpha), float(beta), bias_along, od, path)
-    ab = c is not None or beta != 0 or alpha != 1
-    if ab and c is None:
+    if c is None and (beta != 0 or alpha != 1):
         raise GemmInputError(
             "gemm: beta != 0 or alpha != 1 needs the C input c (pass beta=0 with c for alpha alone)"
         )
     try:
         key: Any = (
-            _sig(a),
-            _sig(b),
-            _sig(out),
-            _sig(bias),
-            _sig(c),
+            a.shape,
+            a.stride(),
+            a.dtype,
+            a.device,
+            a.data_ptr() & 15,
+            b.shape,
+            b.stride(),
+            b.dtype,
+            b.device,
+            b.data_ptr() & 15,
+            None if out is None else _sig(out),
+            None if bias is None else _sig(bias),
+            None if c is None else _sig(c),
             config,
             out_dtype,
             path,
