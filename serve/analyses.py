@@ -179,15 +179,37 @@ def _bank_picture(rep: Any) -> Optional[str]:
     return str(grid_svg("wavefronts of warp 0: instruction (row) x phase (column)", labels, fills, tips))
 
 
+def _report(rep: Any) -> Dict[str, Any]:
+    """The JSON of an analysis report: its dict, its one line and its text where it has one."""
+    d = dict(rep.as_dict())
+    d["line"] = rep.line()
+    text = getattr(rep, "text", None)
+    if callable(text):
+        d["text"] = text()
+    return d
+
+
 def _banks(v: Dict[str, Any]) -> Dict[str, Any]:
     from layoutproof.gpu.analysis import banks
 
     rep = banks(v["data"], v["access"], v["instruction"], element_bits=v["bits"], base=v["base"])
-    d = rep.as_dict()
-    d["line"] = rep.line()
+    d = _report(rep)
     if rep.wavefronts is not None:
         d["summary"] = f"wavefronts {rep.total} (minimum {rep.minimum}), worst phase {rep.max_ways}-way"
         d["svg"] = _bank_picture(rep)
+        try:  # the bank pattern of the first conflicting instruction, phase by bank
+            from layoutproof.gpu.analysis.bank_picture import bank_pattern
+        except ImportError:  # pragma: no cover - an older analysis room
+            return d
+        try:
+            pic = bank_pattern(
+                v["data"], v["access"], v["instruction"], element_bits=v["bits"], base=v["base"]
+            )
+        except LayoutError as e:
+            d.setdefault("notes", []).append(f"no bank pattern: {e}")
+        else:
+            d["svg"] = pic.svg()
+            d["pattern"] = pic.text()
     return d
 
 
@@ -249,6 +271,205 @@ register(
         doc="proved: every warp request touches its minimum of sectors; refuted: the most wasteful",
     )
 )
+
+
+def _wgmma(v: Dict[str, Any]) -> Dict[str, Any]:
+    from layoutproof.gpu.analysis.wgmma_operand import wgmma_operand
+
+    major = None if v["major"] == "either" else v["major"]
+    rep = wgmma_operand(
+        v["data"], element_bits=v["bits"], major=major, mn_block=v["mn_block"], base=v["base"]
+    )
+    d = _report(rep)
+    d["summary"] = "\n".join(
+        f"{x['mn_offset']:>4},{x['k_offset']:>4}: {x['descriptor']} start {x['start_address']} "
+        f"LBO {x['leading_byte_offset']} SBO {x['stride_byte_offset']} {x['swizzle']}"
+        for x in (rep.descriptors or [])[:64]
+    )
+    return d
+
+
+def _accesses(text: str) -> list:
+    """``TV:INSTR`` entries separated by ``;`` or new lines (the instruction after the last ':')."""
+    out = []
+    for spec in (x.strip() for x in text.replace(";", "\n").splitlines()):
+        if not spec:
+            continue
+        tv, sep, ins = spec.rpartition(":")
+        if not sep or not tv.strip() or not ins.strip():
+            raise MalformedLayoutError(
+                f"access {show(spec)}: expected TV:INSTR (the instruction after the last ':')"
+            )
+        out.append((read_layout(tv, "accesses"), ins.strip()))
+    if not out or len(out) > 8:
+        raise MalformedLayoutError("the field 'accesses' lists 1 to 8 accesses TV:INSTR")
+    return out
+
+
+def _swizzle(v: Dict[str, Any]) -> Dict[str, Any]:
+    from layoutproof.gpu.analysis.swizzle import synthesize_swizzle
+    from layoutproof.layout import Layout
+
+    if not isinstance(v["data"], Layout):
+        raise MalformedLayoutError("swizzle synthesis starts from the unswizzled layout (a plain Layout)")
+    rep = synthesize_swizzle(
+        v["data"],
+        _accesses(v["accesses"]),
+        element_bits=v["bits"],
+        tma=v["family"] == "tma",
+        wgmma={"wgmma-K": "K", "wgmma-MN": "MN"}.get(v["family"]),
+        base=v["base"],
+    )
+    d = _report(rep)
+    for k in ("cpp", "dsl"):
+        f = getattr(rep, k, None)
+        if callable(f):
+            try:
+                d[k] = f()
+            except LayoutError:
+                pass
+    return d
+
+
+def _tuple_of_ints(text: str, what: str) -> tuple:
+    from layoutproof.notation import evaluate
+
+    t = evaluate(text, {})
+    if type(t) is int:
+        t = (t,)
+    if type(t) is not tuple or not 1 <= len(t) <= 5 or any(type(x) is not int or x < 1 for x in t):
+        raise MalformedLayoutError(
+            f"the field {what!r} is a tuple of 1 to 5 positive integers, got {show(text)}"
+        )
+    return t
+
+
+def _tma(v: Dict[str, Any]) -> Dict[str, Any]:
+    from layoutproof.gpu.analysis.tma import tma_preflight
+
+    rep = tma_preflight(
+        v["gmem"],
+        v["smem"],
+        _tuple_of_ints(v["tiler"], "tiler"),
+        dtype=v["dtype"],
+        box=_tuple_of_ints(v["box"], "box") if v["box"] else None,
+        budget_s=5.0,
+    )
+    d = _report(rep)
+    for k in ("cpp", "python"):
+        f = getattr(rep, k, None)
+        if callable(f):
+            try:
+                d[k] = f()
+            except LayoutError:
+                pass
+    return d
+
+
+def _width(v: Dict[str, Any]) -> Dict[str, Any]:
+    from layoutproof.gpu.analysis.width import index_width
+
+    rep = index_width(v["data"], bits=v["bits"], signed=v["signed"] == "signed")
+    return _report(rep)
+
+
+def _optional_entries() -> None:
+    """The analyses of the analysis room that this installation has."""
+    import importlib.util
+
+    def has(mod: str) -> bool:
+        try:
+            return importlib.util.find_spec(mod) is not None
+        except ImportError:
+            return False
+
+    if has("layoutproof.gpu.analysis.wgmma_operand"):
+        register(
+            Analysis(
+                "wgmma",
+                "wgmma operand: can descriptors read this tile?",
+                (
+                    Field(
+                        "data",
+                        "operand tile (MN, K)",
+                        "layout",
+                        "Sw<3,3,3> o (64,64):(64,1)",
+                        help=_DATA_HELP,
+                    ),
+                    Field("bits", "element bits", "int", 16),
+                    Field("major", "major-ness", "choice", "either", choices=("either", "K", "MN")),
+                    Field("mn_block", "rows per descriptor", "int", None, optional=True, help="64 for A"),
+                    Field("base", "base address mod 128", "int", 0),
+                ),
+                _wgmma,
+                doc="proved with the swizzle mode and every descriptor, or refuted with the closest "
+                "mode's wrong element",
+            )
+        )
+    if has("layoutproof.gpu.analysis.swizzle"):
+        register(
+            Analysis(
+                "swizzle",
+                "Swizzle synthesis: the least swizzle making every access conflict-free",
+                (
+                    Field(
+                        "data", "unswizzled shared-memory layout", "layout", "(8,64):(64,1)", help=_DATA_HELP
+                    ),
+                    Field(
+                        "accesses",
+                        "accesses TV:INSTR; ...",
+                        "text",
+                        "((8,4),8,2):((64,1),8,4):cp.async.16; ((8,4),8,2):((1,64),8,256):ldmatrix.x4",
+                        help="writers and readers, each a TV layout and its instruction after the last ':'",
+                    ),
+                    Field("bits", "element bits", "int", 16),
+                    Field(
+                        "family", "family", "choice", "free", choices=("free", "tma", "wgmma-K", "wgmma-MN")
+                    ),
+                    Field("base", "base address mod 128", "int", 0),
+                ),
+                _swizzle,
+                doc="proved: the least swizzle of the family, certified conflict-free and a bijection "
+                "on the storage",
+            )
+        )
+    if has("layoutproof.gpu.analysis.tma"):
+        register(
+            Analysis(
+                "tma",
+                "TMA pre-flight: the cuTensorMapEncodeTiled arguments, checked",
+                (
+                    Field(
+                        "gmem", "global tensor", "layout", "(M,K):(K,1)", help="one flat mode per dimension"
+                    ),
+                    Field("smem", "shared-memory tile", "layout", "Sw<3,3,3> o (64,64):(64,1)"),
+                    Field("tiler", "tile extents", "text", "(64,64)"),
+                    Field("dtype", "element type", "text", "f16", help="f16, bf16, tf32, f32, u8, e4m3, ..."),
+                    Field("box", "box (optional)", "text", None, optional=True),
+                ),
+                _tma,
+                doc="every documented driver requirement decided, symbolic extents under the "
+                "assumptions (e.g. K % 64 == 0; K <= 65536)",
+            )
+        )
+    if has("layoutproof.gpu.analysis.width"):
+        register(
+            Analysis(
+                "width",
+                "Index width: does every offset fit the index type?",
+                (
+                    Field("data", "layout", "layout", "(M,N):(N,1)"),
+                    Field("bits", "index bits", "int", 32),
+                    Field("signed", "signedness", "choice", "signed", choices=("signed", "unsigned")),
+                ),
+                _width,
+                doc="proved for every admitted value of the symbols (state bounds, e.g. M <= 65536), "
+                "or the first expression that overflows",
+            )
+        )
+
+
+_optional_entries()
 
 
 def _check_registry() -> None:

@@ -23,8 +23,7 @@ __all__ = ["LoadReport", "run_load", "percentile"]
 #: a symbolic equality whose SymPy simplification outlasts any budget
 BURNER = {
     "kind": "equal",
-    "expr": "(floor(M/3)*ceiling(N/7)+Mod(M*N,11),Min(M,N)*Max(K,M))"
-    ":(1,floor(M/3)*ceiling(N/7)+Mod(M*N,11))",
+    "expr": "(floor(M/3)*ceiling(N/7)+Mod(M*N,11),Min(M,N)*Max(K,M)):(1,floor(M/3)*ceiling(N/7)+Mod(M*N,11))",
     "other": "(Mod(M*N,11)+ceiling(N/7)*floor(M/3),Max(M,K)*Min(N,M))"
     ":(1,Mod(N*M,11)+floor(M/3)*ceiling(N/7))",
     "bound": 64,

@@ -360,7 +360,9 @@
       return r;
     }
     setStatus($("analysis-status"), d.status);
-    $("analysis-text").textContent = [d.line, d.summary].filter(Boolean).join("\n");
+    $("analysis-text").textContent = [d.text || d.line, d.summary, d.pattern, d.cpp, d.dsl]
+      .filter(Boolean)
+      .join("\n\n");
     if (d.svg) putSvg($("analysis-picture"), d.svg);
     return r;
   }

@@ -203,3 +203,34 @@ def test_composition_value_matches(client):
 def test_stats(client):
     s = client.get("/api/stats").json()
     assert set(s) == {"fast", "slow"} and s["fast"]["done"] >= 0
+
+
+def test_registry_entries_run_with_their_defaults(client):
+    """Every registered analysis runs on its form's defaults (with the facts a symbolic one
+    needs) and answers with an Outcome status and its one-line summary."""
+    facts = ["K % 64 == 0", "M % 64 == 0", "M <= 65536", "N <= 65536"]
+    for a in client.get("/api/analyses").json()["analyses"]:
+        r = post(client, "analyze", {"analysis": a["name"], "fields": {}, "assume": facts})
+        assert r.status_code == 200, (a["name"], r.text[:300])
+        d = r.json()
+        assert d["status"] in ("proved", "refuted", "unknown") and d["line"].startswith(f"[{d['status']}]")
+
+
+def test_width_and_tma_entries(client):
+    names = {a["name"] for a in client.get("/api/analyses").json()["analyses"]}
+    if "width" in names:
+        d = post(
+            client, "analyze", {"analysis": "width", "fields": {}, "assume": ["M <= 65536", "N <= 65536"]}
+        ).json()
+        assert d["status"] == "refuted" and "4294967296" in d["line"]
+        d = post(
+            client, "analyze", {"analysis": "width", "fields": {}, "assume": ["M <= 1024", "N <= 1024"]}
+        ).json()
+        assert d["status"] == "proved"
+    if "tma" in names:
+        facts = ["K % 64 == 0", "M % 64 == 0"]
+        d = post(client, "analyze", {"analysis": "tma", "fields": {}, "assume": facts}).json()
+        assert d["status"] == "refuted" and "K <= 2**32" in d["line"]  # an unbounded extent
+        facts += ["K <= 65536", "M <= 65536"]
+        d = post(client, "analyze", {"analysis": "tma", "fields": {}, "assume": facts}).json()
+        assert d["status"] == "proved" and "cuTensorMapEncodeTiled" in d["cpp"]
