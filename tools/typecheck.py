@@ -29,6 +29,7 @@ PACKAGE_DIRS = {
     "layoutproof.verify": "verify",
     "layoutproof.proofs": "proofs",
     "layoutproof.gpu": "gpu",
+    "layoutproof.serve": "serve",
 }
 
 
