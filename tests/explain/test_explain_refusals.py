@@ -311,3 +311,17 @@ def test_a_tuple_tiler_larger_than_its_mode_is_not_offered():
 def test_basis_strides_are_a_layout_error():
     with pytest.raises(MalformedLayoutError, match="basis strides"):
         explain("composition((4096,8192):(1,4096), (32,?,8,128):(1@0,8@1,1@1,32@0))")
+
+
+def test_cutlass_2657_worked_example():
+    """The CuTe DSL's documented composition (2,3):(4,1) o (3,4):(3,1) is refused with a
+    reason: B's leaf 3:3 meets A's mode of extent 2 (stride divisibility), witness j = 2."""
+    e = explain("composition((2,3):(4,1), (3,4):(3,1))")
+    assert (e.status, e.rule, e.witness) == ("refused", "stride divisibility", 2)
+    A = Layout((2, 3), (4, 1))
+    assert [A(3 * j) for j in range(3)] == [0, 5, 3]  # no layout of 3 elements gives these
+    assert e.reproduction.holds and "*6*" in e.picture
+    assert e.repairs and all(r.check == "proved" for r in e.repairs)
+    assert ("stride", "composition((2,3):(4,1), (3,4):(2,1))") in [(r.kind, r.expression) for r in e.repairs]
+    # the shapes the issue proposes instead compose
+    assert explain("composition((6,2):(8,3), (4,3):(3,1))").status == "ok"
