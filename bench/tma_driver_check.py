@@ -163,6 +163,65 @@ def _raw_args(d: Any, a: TensorMapArgs, ptr: int) -> Tuple[Any, ...]:
     )
 
 
+def explain(dev: "Device", args: TensorMapArgs, off: int) -> List[str]:
+    """Which single change makes the driver accept a set it refused (finds the rule)."""
+    from dataclasses import replace
+
+    r = args.rank
+    E = DATA_TYPES[args.dtype][1]
+    dense: List[int] = []
+    cur = args.global_dim[0] * E
+    for i in range(1, r):
+        cur = -(-cur // 16) * 16
+        dense.append(cur)
+        cur *= args.global_dim[i]
+    tries = {
+        "elementStrides all 1": replace(args, element_strides=(1,) * r),
+        "elementStrides[1:] 1": replace(args, element_strides=args.element_strides[:1] + (1,) * (r - 1)),
+        "boxDim <= globalDim": replace(
+            args, box_dim=tuple(min(b, int(d)) for b, d in zip(args.box_dim, args.global_dim))
+        ),
+        "globalDim >= boxDim": replace(
+            args, global_dim=tuple(max(b, int(d)) for b, d in zip(args.box_dim, args.global_dim))
+        ),
+        "dense strides": replace(args, global_strides=tuple(dense)),
+        "swizzle NONE": replace(args, swizzle="NONE"),
+        "l2 NONE": replace(args, l2_promotion="NONE"),
+        "box[1:] <= 128": replace(
+            args, box_dim=args.box_dim[:1] + tuple(min(b, 128) for b in args.box_dim[1:])
+        ),
+        "box[1:] <= 64": replace(
+            args, box_dim=args.box_dim[:1] + tuple(min(b, 64) for b in args.box_dim[1:])
+        ),
+    }
+    out = [k for k, v in tries.items() if dev.encode(v, off)[0]]
+    if dev.encode(args, 0)[0]:
+        out.append("offset 0")
+    return out
+
+
+def rank1_probe(dev: "Device") -> List[str]:
+    """Rank-1 maps: with no globalStrides entry, and with one dummy entry."""
+    d = dev.driver
+    lines = []
+    for dt, n, box in (("FLOAT16", 4096, 64), ("UINT8", 4096, 256), ("FLOAT32", 1000, 32)):
+        a = TensorMapArgs(dt, 1, (n,), (), (box,), (1,))
+        base = list(a.driver_args(d, dev.base))  # passes one placeholder stride
+        res = []
+        for strides in ([], [d.cuuint64_t(16)], [d.cuuint64_t(0)]):
+            call = list(base)
+            call[4] = strides
+            try:
+                err, _ = d.cuTensorMapEncodeTiled(*call)
+                res.append(str(err).split(":")[0].split(".")[-1])
+            except Exception as e:
+                res.append(type(e).__name__)
+        lines.append(
+            f"  rank 1 {dt} dim {n} box {box}: strides [] -> {res[0]}, [16] -> {res[1]}, [0] -> {res[2]}"
+        )
+    return lines
+
+
 def real_cases() -> List[Tuple[str, TensorMapArgs, bool]]:
     """Maps the pre-flight derives for real tiles, with its verdict: GMMA atoms K/MN-major
     SW32/64/128 of f16 on 64x64 and 128x64 tiles, the same as bf16 and tf32 where they
@@ -207,7 +266,8 @@ def real_cases() -> List[Tuple[str, TensorMapArgs, bool]]:
 _PROBE = r"""
 struct __align__(64) tmap_t { unsigned long long v[16]; };
 extern "C" __global__ void tma_probe(const __grid_constant__ tmap_t tm, const int* coords, const int* dsts,
-                                     int nboxes, int rank, unsigned tx, unsigned char* out, int nbytes) {
+                                     int nboxes, int rank, unsigned tx, unsigned char* out, int nbytes,
+                                     int* status) {
   extern __shared__ unsigned char smem_raw[];
   __shared__ __align__(8) unsigned long long bar;
   unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
@@ -242,8 +302,11 @@ extern "C" __global__ void tma_probe(const __grid_constant__ tmap_t tm, const in
         asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n"
                      :: "r"(d), "l"(t), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]), "r"(b) : "memory");
     }
-    asm volatile("{\n.reg .pred p;\nLP_WAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n"
-                 "@p bra.uni LP_DONE;\nbra.uni LP_WAIT;\nLP_DONE:\n}\n" :: "r"(b) : "memory");
+    unsigned done = 0;
+    for (int it = 0; it < (1 << 22) && !done; ++it)
+      asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
+                   : "=r"(done) : "r"(b) : "memory");
+    status[0] = (int)done;
   }
   __syncthreads();
   for (int i = threadIdx.x; i < nbytes; i += blockDim.x) out[i] = smem[i];
@@ -253,7 +316,7 @@ extern "C" __global__ void tma_probe(const __grid_constant__ tmap_t tm, const in
 
 def placement_cases() -> List[Tuple[str, Any, Any, Tuple[int, ...], str]]:
     """Tiles whose TMA placement the hardware checks: GMMA atoms, and boxes narrower than
-    their swizzle span (the model packs their rows densely; the hardware decides)."""
+    their swizzle span (the model pads each row to the span; dense rows are refuted)."""
     from layoutproof import Layout, Swizzle, composition
     from layoutproof.gpu.isa.gmma import smem_atom, tile_to_shape
 
@@ -261,7 +324,7 @@ def placement_cases() -> List[Tuple[str, Any, Any, Tuple[int, ...], str]]:
     for major in ("K", "MN"):
         for sw in ("INTER", "SW32", "SW64", "SW128"):
             for shape in ((64, 64), (128, 64)):
-                for bits, dt in ((16, "f16"), (32, "tf32")):
+                for bits, dt in ((16, "f16"), (32, "f32")):  # f32, not tf32: a TFLOAT32 map rounds the bits
                     if bits == 32 and major == "MN":
                         continue
                     g = Layout((256, 128), (128, 1)) if major == "K" else Layout((256, 128), (1, 256))
@@ -275,21 +338,13 @@ def placement_cases() -> List[Tuple[str, Any, Any, Tuple[int, ...], str]]:
                         )
                     )
     g = Layout((256, 128), (128, 1))
-    for swz, cols in (
-        (Swizzle(3, 3, 3), 32),
-        (Swizzle(3, 3, 3), 16),
-        (Swizzle(2, 3, 3), 16),
-        (Swizzle(3, 3, 3), 8),
-    ):
-        out.append(
-            (
-                f"narrow: {swz} o (64,{cols}) f16",
-                g,
-                composition(swz, Layout((64, cols), (cols, 1))),
-                (64, cols),
-                "f16",
-            )
-        )
+    for swz, span in ((Swizzle(3, 3, 3), 64), (Swizzle(2, 3, 3), 32), (Swizzle(1, 3, 3), 16)):
+        for cols in (32, 16, 8):
+            if cols >= span:
+                continue
+            for pitch in (span, cols):  # rows padded to the swizzle span (the model), or dense
+                lay = composition(swz, Layout((64, cols), (pitch, 1)))
+                out.append((f"narrow: {lay} f16", g, lay, (64, cols), "f16"))
     g3 = Layout((128, 64, 4), (64, 1, 8192))
     out.append(
         ("batched 3-D f16", g3, composition(Swizzle(3, 3, 3), Layout((64, 64), (64, 1))), (64, 64), "f16")
@@ -312,6 +367,13 @@ def placement_check(dev: "Device") -> List[Dict[str, Any]]:
     rows = []
     for name, g, s, tile, dt in placement_cases():
         rep = tma_preflight(g, s, tile, dtype=dt)
+        if (
+            rep.args is None
+            or rep.boxes == 0
+            or any(c.constraint != "boxes write the layout" and c.status != "proved" for c in rep.checks)
+        ):
+            print(f"  {name}: ours {rep.status} before placement, not run")
+            continue
         E = DATA_TYPES[rep.args.dtype][1]
         idt = np.uint16 if E == 2 else np.uint32
         ext = [int(x) for x in g.shape]
@@ -334,8 +396,9 @@ def placement_check(dev: "Device") -> List[Dict[str, Any]]:
                 coords[j, d] = origin[m] + bo_full[m]
         dsts = np.array(rep.box_offsets, dtype=np.int32)
         user = np.asarray(s.eval_all(), dtype=np.int64).reshape(-1)
-        nbytes = int((user.max() + 1) * E + 127) // 128 * 128
+        nbytes = 96 * 1024  # room for any padding the hardware adds
         out = cp.zeros(nbytes, dtype=cp.uint8)
+        status = cp.zeros(1, dtype=cp.int32)
         kern(
             (1,),
             (128,),
@@ -351,6 +414,8 @@ def placement_check(dev: "Device") -> List[Dict[str, Any]]:
             ),
             shared_mem=nbytes + 1024,
         )
+        cp.cuda.runtime.deviceSynchronize()
+        barrier_done = bool(int(status.get()[0]))
         got = cp.asnumpy(out).view(idt)
         n = int(np.prod(tile))
         idx = np.arange(n)
@@ -370,6 +435,8 @@ def placement_check(dev: "Device") -> List[Dict[str, Any]]:
             "box": list(rep.args.box_dim),
             "hardware_matches": ok,
             "mismatches": int(bad.size),
+            "barrier_completed": barrier_done,
+            "tx_bytes": rep.tx_bytes,
         }
         if not ok:
             k = int(bad[0])
@@ -384,6 +451,7 @@ def placement_check(dev: "Device") -> List[Dict[str, Any]]:
         print(
             f"  {'ok ' if ok == (rep.status == 'proved') else 'DISAGREE'} {name}: ours {rep.status} "
             f"(box {list(rep.args.box_dim)} x{rep.boxes}), hardware {'matches' if ok else 'differs'}"
+            + ("" if barrier_done else " (barrier not completed: transaction bytes differ)")
             + ("" if ok else f" at {bad.size} elements, e.g. {row}"),
             flush=True,
         )
@@ -446,6 +514,27 @@ def main() -> int:
                 f"box {a['box_dim']} estr {a['element_strides']} il {a['interleave']} sw {a['swizzle']} "
                 f"oob {a['oob_fill']} +{rec['offset']} -> driver {rec.get('result')}; ours: {rec['why'][:2]}"
             )
+    if dev is not None and examples.get("we accept, driver refuses"):
+        print("\nwhat makes the driver accept (single changes), per disagreement:")
+        for rec in [r for r in records if r["ours"] and not r.get("driver")][:40]:
+            a = TensorMapArgs(
+                **{
+                    **rec["args"],
+                    "global_dim": tuple(rec["args"]["global_dim"]),
+                    "global_strides": tuple(rec["args"]["global_strides"]),
+                    "box_dim": tuple(rec["args"]["box_dim"]),
+                    "element_strides": tuple(rec["args"]["element_strides"]),
+                }
+            )
+            rec["explain"] = explain(dev, a, rec["offset"]) if a.rank > 1 else ["rank 1"]
+            print(
+                f"  #{rec['i']} rank {a.rank} {a.dtype} box {list(a.box_dim)} estr {list(a.element_strides)} "
+                f"dim {list(a.global_dim)} sw {a.swizzle} il {a.interleave}: {rec['explain']}"
+            )
+        try:
+            print("\n".join(rank1_probe(dev)))
+        except Exception as e:  # a probe that fails is reported, the table stands
+            print(f"  rank-1 probe not run: {type(e).__name__}: {e}")
     real = []
     print("\nmaps derived by the pre-flight:")
     for name, args, want in real_cases():

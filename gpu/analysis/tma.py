@@ -131,6 +131,8 @@ _SW_BITS = {"NONE": 0, "32B": 1, "64B": 2, "128B": 3}
 _SW_NAME = {v: k for k, v in _SW_BITS.items()}
 _REPEAT = {"NONE": 128, "32B": 256, "64B": 512, "128B": 1024}
 SMEM_ALIGN = 128  # GUIDE: every TMA shared-memory destination
+SMEM_MAX = 227 * 1024  # bytes of shared memory one CTA can have on sm_90
+SMEM_SOURCE = "CUDA C++ Programming Guide, compute capability 9.0: 227 KB of shared memory per block"
 
 
 class TmaError(InadmissibleError):
@@ -290,7 +292,7 @@ class TensorMapArgs:
             st = ", ".join(_c_expr(v) for v in self.global_strides)
             lines.append(f"const cuuint64_t globalStrides[{r - 1}] = {{{st}}};  // bytes")
         else:
-            lines.append("const cuuint64_t globalStrides[1] = {0};  // not read at rank 1")
+            lines.append("const cuuint64_t globalStrides[1] = {16};  // rank 1: never NULL (see driver_args)")
         lines.append(f"const cuuint32_t boxDim[{r}] = {{{', '.join(str(v) for v in self.box_dim)}}};")
         lines.append(
             f"const cuuint32_t elementStrides[{r}] = {{{', '.join(str(v) for v in self.element_strides)}}};"
@@ -318,7 +320,7 @@ class TensorMapArgs:
                 f"    driver.cuuint32_t({self.rank}),",
                 f"    {ptr},",
                 f"    {arr('cuuint64_t', self.global_dim)},",
-                f"    {arr('cuuint64_t', self.global_strides)},",
+                f"    {arr('cuuint64_t', self.global_strides or (16,))},",
                 f"    {arr('cuuint32_t', self.box_dim)},",
                 f"    {arr('cuuint32_t', self.element_strides)},",
                 f"    driver.CUtensorMapInterleave.{en['interleave']},",
@@ -331,7 +333,11 @@ class TensorMapArgs:
 
     def driver_args(self, driver: Any, ptr: int) -> Tuple[Any, ...]:
         """The positional arguments of ``driver.cuTensorMapEncodeTiled`` (``driver`` is
-        ``cuda.bindings.driver``), the same as :meth:`python` spells; concrete values only."""
+        ``cuda.bindings.driver``), the same as :meth:`python` spells; concrete values only.
+        At rank 1 ``globalStrides`` has no entry the driver reads, but an empty array (a NULL
+        pointer) is refused (driver 580.159.04, cuda.bindings 13.3.1:
+        ``CUDA_ERROR_INVALID_VALUE``; with one entry the same map is accepted), so one
+        placeholder entry, 16, is passed."""
         if self.is_symbolic:
             raise TmaError(
                 f"the arguments depend on {', '.join(self.symbols)}: substitute values first (.subs)",
@@ -345,7 +351,7 @@ class TensorMapArgs:
             u32(self.rank),
             ptr,
             [u64(int(v)) for v in self.global_dim],
-            [u64(int(v)) for v in self.global_strides],
+            [u64(int(v)) for v in self.global_strides or (16,)],
             [u32(int(v)) for v in self.box_dim],
             [u32(int(v)) for v in self.element_strides],
             getattr(driver.CUtensorMapInterleave, en["interleave"]),
@@ -837,12 +843,14 @@ def _leaves(inner: Layout, tile: Sequence[int]) -> List[List[Tuple[int, int]]]:
 
 
 def _derive_box(
-    leaves: List[List[Tuple[int, int]]], caps: Sequence[Optional[int]], fixed: bool
+    leaves: List[List[Tuple[int, int]]], caps: Sequence[Optional[int]], fixed: bool, row: int = 0
 ) -> Tuple[List[int], List[int]]:
     """The box: the longest chain of leaves whose strides grow densely from 1 (``stride ==
     product of the extents before it``), each tile mode one consecutive group of its leading
-    leaves, capped per mode (a leaf split where the cap falls inside it).  Returns the box
-    extent per tile mode and the tile modes in box order (innermost first)."""
+    leaves, capped per mode (a leaf split where the cap falls inside it).  With a swizzle,
+    ``row`` is its span in elements: a first group narrower than that is padded to it (TMA
+    starts each swizzled row at a multiple of the span).  Returns the box extent per tile
+    mode and the tile modes in box order (innermost first)."""
     r = len(leaves)
     box = [1] * r
     taken = [0] * r
@@ -863,6 +871,10 @@ def _derive_box(
             and work[i][taken[i]][0] > 1
         ]
         if not cand:
+            if len(order) == 1 and row and cur < row and row % cur == 0:
+                cur = row  # the rest of the swizzle span is padding
+                closed[order[0]] = True
+                continue
             break
         i = cand[0]
         if order and order[-1] != i:
@@ -994,11 +1006,11 @@ def tma_preflight(
     caps: List[Optional[int]] = (
         [int(b) for b in box] if box is not None else [None if i == unit[0] else 256 for i in range(r)]
     )
-    bx, order = _derive_box(leaves, caps, box is not None)
+    mode, sw_note = _swizzle_mode(sw, E)
+    bx, order = _derive_box(leaves, caps, box is not None, _SPAN[mode] // E)
     u = order[0] if order and order[0] in unit else unit[0]
     dims = [u] + [i for i in order if i != u] + [i for i in range(R) if i != u and i not in order]
     box_full = bx + [1] * (R - r)
-    mode, sw_note = _swizzle_mode(sw, E)
     args = TensorMapArgs(
         dtype=dt,
         rank=R,
@@ -1153,10 +1165,13 @@ def _placement(
     dst = pre[origin] * E  # the unswizzled address of the box's first element
     dense = np.zeros(n, dtype=np.int64)
     pitch = 1
-    for d in dims:
+    row = _SPAN[mode] // E
+    for k, d in enumerate(dims):
         if d < r:
             dense += b[d] * pitch
             pitch *= bx[d]
+        if k == 0 and mode != "NONE":
+            pitch = max(pitch, row)  # a swizzled row is padded to the span
     model = _tma_swizzle(dst + dense * E, _SW_BITS[mode])
     nb = [tile[i] // bx[i] for i in range(r)]
     box_id = sum(q[i] * int(np.prod(nb[:i])) for i in range(r))
@@ -1201,6 +1216,19 @@ def _placement(
             constraint="box destination alignment",
             source=f"{GUIDE} (shared memory alignment)",
             hint="pad so that every box starts on a 128-byte boundary" if bad_dst.size else "",
+        )
+    )
+    span_bytes = int(max(user.max(), model.max())) + E
+    checks.append(
+        TmaCheck(
+            PROVED if span_bytes <= SMEM_MAX else REFUTED,
+            f"the tile's {span_bytes} bytes of shared memory fit the {SMEM_MAX} a CTA can have",
+            "exhaustive",
+            cases=1,
+            witness=None if span_bytes <= SMEM_MAX else {"bytes": span_bytes},
+            constraint="tile fits in shared memory",
+            source=SMEM_SOURCE,
+            hint="" if span_bytes <= SMEM_MAX else "use a smaller tile",
         )
     )
     diff = np.flatnonzero(model != user)

@@ -524,8 +524,9 @@ def test_driver_check_bench_dry_run_and_mocked_driver(
 
     monkeypatch.setattr(bench, "Device", Stand)
     monkeypatch.setattr(bench, "placement_check", lambda dev: [])
+    monkeypatch.setattr(bench, "rank1_probe", lambda dev: ["  rank 1 probe stand-in"])
     monkeypatch.setattr(sys, "argv", ["tma_driver_check.py", "--n", "200"])
     assert bench.main() == 0
     out = capsys.readouterr().out
     assert "both accept" in out and "both refuse" in out and "we accept, driver refuses" in out
-    assert "we refuse, driver accepts" not in out
+    assert "we refuse, driver accepts" not in out and "what makes the driver accept" in out
