@@ -217,9 +217,8 @@ def _coalesce(v: Dict[str, Any]) -> Dict[str, Any]:
     from layoutproof.gpu.analysis import coalescing
 
     rep = coalescing(v["data"], v["access"], element_bits=v["bits"], vector_bytes=v["vector"], base=v["base"])
-    d = rep.as_dict()
-    d["line"] = rep.line()
-    if rep.sectors is not None:
+    d = _report(rep)
+    if rep.sectors is not None and rep.min_sectors is not None and rep.lines is not None:
         d["summary"] = (
             f"{rep.vector_bytes}-byte vectors (widest legal {rep.widest_bytes}); sectors "
             f"{int(rep.sectors.sum())} (minimum {int(rep.min_sectors.sum())}), lines "

@@ -192,6 +192,7 @@ def _rank2(L: Any) -> Tuple[Any, List[str]]:
     from layoutproof.layout import group_layout
 
     if type(L.shape) is tuple and L.rank > 2:
+        G: Any
         if isinstance(L, ComposedLayout):
             G = ComposedLayout(L.layout_a, L.offset, group_layout(L.layout_b, 1, L.rank))
         else:
