@@ -9,7 +9,7 @@ assumptions by :func:`layoutproof.symbolic.parse_expr`.
 
 >>> r = run_task("eval", {"expr": "composition((4,2):(1,4), 8:1)"})
 >>> r["value"], r["kind"], 'class="cell"' in r["svg"]
-('(4,2):(1,4)', 'layout', True)
+('8:1', 'layout', True)
 >>> r = run_task("check", {"kind": "equal", "expr": "(4,2):(2,1)", "other": "(4,2):(1,4)"})
 >>> r["status"], r["witness_cell"]
 ('refuted', [1, 0])
