@@ -319,7 +319,7 @@ def test_cutlass_2657_worked_example():
     e = explain("composition((2,3):(4,1), (3,4):(3,1))")
     assert (e.status, e.rule, e.witness) == ("refused", "stride divisibility", 2)
     A = Layout((2, 3), (4, 1))
-    assert [A(3 * j) for j in range(3)] == [0, 5, 3]  # no layout of 3 elements gives these
+    assert [A(3 * j, extend=True) for j in range(3)] == [0, 5, 3]  # no layout of 3 elements gives these
     assert e.reproduction.holds and "*6*" in e.picture
     assert e.repairs and all(r.check == "proved" for r in e.repairs)
     assert ("stride", "composition((2,3):(4,1), (3,4):(2,1))") in [(r.kind, r.expression) for r in e.repairs]
