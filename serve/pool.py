@@ -245,10 +245,10 @@ def default_lanes(
     workers: Optional[int] = None, fast_budget_s: float = 5.0, slow_budget_s: float = 20.0
 ) -> List[LaneSpec]:
     """Two lanes: ``fast`` (evaluate, draw, export) and ``slow`` (proofs, explanations,
-    analyses; ``nice`` 10), each with ``workers`` processes (default: the CPU count, at
+    analyses; ``nice`` 19), each with ``workers`` processes (default: the CPU count, at
     least 2 and at most 8)."""
     n = workers or max(2, min(8, os.cpu_count() or 2))
     return [
         LaneSpec("fast", n, fast_budget_s, nice=0),
-        LaneSpec("slow", n, slow_budget_s, nice=10),
+        LaneSpec("slow", n, slow_budget_s, nice=19),
     ]
