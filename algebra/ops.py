@@ -1096,6 +1096,8 @@ def right_inverse(layout: Any) -> Any:
         else:
             break
     if not rs:
+        if _has_coord_strides(layout):  # no integer chain: invert each codomain axis
+            return _coord_inverse(layout, right_inverse, "right_inverse")
         return _make(1, 0)
     if len(rs) == 1:  # one mode of the coalesced layout, extent > 1
         return _make(rs[0], rd[0])
@@ -1110,6 +1112,102 @@ def right_inverse(layout: Any) -> Any:
 LEFT_INVERSE_SIZE_LIMIT = 1 << 12
 LEFT_INVERSE_OFFSET_LIMIT = 1 << 14
 LEFT_INVERSE_BUDGET = 8_000
+
+
+def _has_coord_strides(L: Layout) -> bool:
+    for d in L._flat()[1]:
+        if type(d) is not int and getattr(type(d), "_lp_coordinate", False):
+            return True
+    return False
+
+
+def _coord_inverse(L: Layout, inverse: Any, op: str) -> Layout:
+    """The inverse of a layout with coordinate strides, one codomain axis at a time
+    (PyCuTe's generalization): for each leaf ``e`` of the coprofile, the modes whose
+    stride is a multiple of ``E(e)`` form an integer layout (the other modes get stride
+    0), which is inverted; the inverse has one mode per axis, in the nesting of the
+    coprofile, and takes a natural coordinate of the codomain.  The modes of different
+    axes are disjoint, so the index digits of the axes add without carries:
+    ``L(R(c)) == c`` (right) and ``R(L(i)) == i`` for injective L (left).  A left inverse
+    needs every stride to lie on one axis (a stride such as ``(1,1)`` mixes two, and its
+    digit can be read back from neither); the right inverse leaves such modes out."""
+    fs, fd = L._flat()
+    if any(type(n) is not int for n in fs):
+        raise MalformedLayoutError(
+            f"{op}: {L} has coordinate strides and a symbolic shape; substitute values first"
+        )
+    prof, paths, comps = components(fd)
+    pure: List[Optional[int]] = []  # the axis (index into paths) each leaf lies on, if one
+    for k in range(len(fs)):
+        axes = [a for a in range(len(paths)) if comps[a][k] != 0]
+        if len(axes) > 1 and fs[k] > 1:
+            if op == "left_inverse":
+                raise InadmissibleError(
+                    f"left_inverse({L}): leaf {k} has the stride {fd[k]}, which moves along "
+                    "two axes of the codomain at once; inverting axis by axis reads each "
+                    "index digit back from one axis",
+                    condition="basis strides: one axis per leaf",
+                    witness=raw_prefix_product(fs)[k] if len(fs) > 1 else 1,
+                )
+            pure.append(None)
+        else:
+            pure.append(axes[0] if axes else None)
+    pp = raw_prefix_product(fs) if len(fs) > 1 else (1,)
+    shp_all = fs if len(fs) > 1 else fs[0]
+    parts: List[Layout] = []
+    for a in range(len(paths)):
+        masked = tuple(comps[a][k] if pure[k] == a else 0 for k in range(len(fs)))
+        M = _make(shp_all, masked if len(fs) > 1 else masked[0])
+        R = inverse(M)
+        if op == "left_inverse":
+            # R(M(i)) must be the part of i on this axis's modes (the other digits come
+            # from the other axes); C++'s construction gives it, the exact search may
+            # give another preimage, and then the axis's own modes are inverted alone
+            part = _make(
+                shp_all, tuple(pp[k] if pure[k] == a else 0 for k in range(len(fs))) if len(fs) > 1 else 1
+            )
+            if not _reads_back(R, M, part, L, op):
+                ks = [k for k in range(len(fs)) if pure[k] == a and fs[k] > 1]
+                sub = _make(tuple(fs[k] for k in ks), tuple(comps[a][k] for k in ks))
+                embed = _make(tuple(fs[k] for k in ks), tuple(pp[k] for k in ks))
+                try:
+                    R = composition(embed, inverse(sub))
+                except InadmissibleError:
+                    R = None
+                if R is None or not _reads_back(R, M, part, L, op):
+                    raise InadmissibleError(
+                        f"left_inverse({L}): axis {paths[a]} of the codomain is not inverted by a "
+                        "layout that reads back its own modes' index digits",
+                        condition="basis strides: each axis inverted alone",
+                        witness=None,
+                    )
+        parts.append(R)
+    it = iter(parts)
+
+    def build(p: Any) -> Tuple[Any, Any]:
+        if type(p) is tuple:
+            sub = [build(e) for e in p]
+            return tuple(x for x, _y in sub), tuple(y for _x, y in sub)
+        P = next(it)
+        return P._shape, P._stride
+
+    shp, strd = build(prof)
+    return _make(shp, strd)
+
+
+def _reads_back(R: Layout, M: Layout, part: Layout, L: Layout, op: str) -> bool:
+    """``R(M(i)) == part(i)`` for every ``i`` (up to EXACT_LIMIT coordinates)."""
+    if M.size > EXACT_LIMIT:
+        raise UndecidableConditionError(
+            f"{op}({L}): checking an axis's inverse takes {M.size} > EXACT_LIMIT ({EXACT_LIMIT}) evaluations",
+            condition="axis inverse checked by evaluation",
+        )
+    n = R.size
+    for i in range(M.size):
+        y = M(i)
+        if not 0 <= y < n or R(y) != part(i):
+            return False
+    return True
 
 
 def _primes_upto(n: int) -> List[int]:
@@ -1394,6 +1492,8 @@ def left_inverse(layout: Any) -> Any:
     try:
         return _left_inverse_cute(layout)
     except InadmissibleError as e:
+        if e.condition == "integer strides" and _has_coord_strides(layout):
+            return _coord_inverse(layout, left_inverse, "left_inverse")
         if e.condition in ("non-negative strides", "integer strides"):
             raise  # a negative offset is in no layout's domain
         return _left_inverse_exact(layout, e)
