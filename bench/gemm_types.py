@@ -21,7 +21,6 @@ Run on the GPU machine from the repository root (after ``. bench/device_env.sh``
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import statistics
 import sys
@@ -38,7 +37,6 @@ from layoutproof.gpu.kernels.wgmma_core import SCALED_TYPES
 
 _TMAP = np.dtype({"names": [f"w{i}" for i in range(16)], "formats": [np.uint64] * 16})
 _KERNELS: Dict[Tuple[str, str, Any], Any] = {}
-C2 = dataclasses.replace(HOPPER_DEFAULT, cluster=2)
 
 
 def kernel(dtype: str, out: str, cfg: Any = HOPPER_DEFAULT) -> Tuple[Any, Any]:
@@ -214,16 +212,23 @@ def _time(fn: Any, reps: int) -> float:
 
 
 def timing(dtype: str, out: str, m: int, n: int, k: int, rounds: int = 5) -> Dict[str, float]:
-    """Median TFLOP/s of our kernel (the default config and the 2-CTA cluster) and of the
-    peers, interleaved round by round; the ratios (peer time / ours) are medians of the
-    per-round ratios.  Returns ``{peer: ratio of the default config}``."""
+    """Median TFLOP/s of our kernel (the configuration :func:`~layoutproof.gpu.host.rule.
+    decide_typed` picks, and the 128x256 default where it differs) and of the peers,
+    interleaved round by round; the ratios (peer time / ours) are medians of the per-round
+    ratios.  Returns ``{peer: ratio of the picked configuration}``."""
     import torch
 
     a, b, _, _ = _big(dtype, m, n, k)
     c = torch.empty((m, n), device="cuda", dtype=getattr(torch, _TORCH_OUT[out]))
-    ours = {"ours": Launch(dtype, out, a, b, c, 1.0)}
-    if n >= 256:
-        ours["ours c2"] = Launch(dtype, out, a, b, c, 1.0, C2)
+    import cupy as cp
+
+    from layoutproof.gpu.host.rule import decide_typed
+
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    pick = decide_typed(m, n, k, dtype, out, sms).config
+    ours = {"ours": Launch(dtype, out, a, b, c, 1.0, pick)}
+    if pick != HOPPER_DEFAULT:
+        ours["ours 128x256"] = Launch(dtype, out, a, b, c, 1.0)
     peers = {}
     for pname, peer in _peers(dtype, a, b).items():
         try:
@@ -247,7 +252,7 @@ def timing(dtype: str, out: str, m: int, n: int, k: int, rounds: int = 5) -> Dic
             line += f"; {p}/{o} {r:.3f}"
             if o == "ours":
                 ratios[p] = r
-    print(f"[time] {dtype}->{out} {m}x{n}x{k} TFLOP/s: {line}", flush=True)
+    print(f"[time] {dtype}->{out} {m}x{n}x{k} ({pick.key()}) TFLOP/s: {line}", flush=True)
     return ratios
 
 
@@ -264,15 +269,72 @@ def _big(dtype: str, m: int, n: int, k: int) -> Tuple[Any, Any, None, None]:
     return a, b, None, None
 
 
+def api_check() -> int:
+    """:func:`layoutproof.gpu.host.plan.typed_gemm` on torch tensors and raw CuPy bytes:
+    results against float64, the first call's time (generate + prove + compile), and the
+    refusal of a row-major B."""
+    import cupy as cp
+    import torch
+
+    from layoutproof.gpu.errors import GemmInputError
+    from layoutproof.gpu.host.plan import typed_gemm
+
+    fails = 0
+    m, n, k = 1000, 700, 1040
+    for dtype, out, scale in (
+        ("e4m3", "bf16", 0.25),
+        ("e5m2", "f32", 2.0),
+        ("tf32", "f32", 1.0),
+        ("s8", "s32", 1.0),
+    ):
+        a, bt, a64, b64 = _inputs(dtype, m, n, k, 7)
+        t0 = time.perf_counter()
+        c = typed_gemm(a, bt.t(), dtype=dtype, out_dtype=out, scale=scale)
+        torch.cuda.synchronize()
+        first = time.perf_counter() - t0
+        ref = scale * (a64 @ b64.T)
+        got = c.double().cpu().numpy()
+        err = float(np.max(np.abs(got - ref) / (scale * (np.abs(a64) @ np.abs(b64).T) + 1e-30)))
+        tol = {"bf16": 2**-8, "f32": 2**-10 if dtype != "tf32" else 2e-6, "s32": 0.0}[out]
+        ok = err <= tol and not np.isnan(got).any()
+        fails += not ok
+        print(
+            f"[api] typed_gemm torch {dtype}->{out} {m}x{n}x{k} scale {scale}: {'OK' if ok else 'FAIL'} "
+            f"rel err {err:.2e}, first call {first:.2f} s",
+            flush=True,
+        )
+        if dtype == "e4m3":  # the same bytes as CuPy uint8 arrays: bf16 comes back as raw uint16
+            ca = cp.from_dlpack(a.view(torch.uint8))
+            cb = cp.from_dlpack(bt.view(torch.uint8)).T
+            raw = typed_gemm(ca, cb, dtype=dtype, out_dtype=out, scale=scale)
+            cp.cuda.Device().synchronize()
+            same = bool(cp.all(raw == cp.from_dlpack(c.view(torch.int16)).view(cp.uint16)))
+            fails += not same
+            print(
+                f"[api] typed_gemm CuPy raw bytes e4m3 -> raw bf16 bits equal to the torch call: {same}",
+                flush=True,
+            )
+            try:
+                typed_gemm(a, bt.t().contiguous(), dtype=dtype)
+                print("[api] row-major B: NOT refused", flush=True)
+                fails += 1
+            except GemmInputError as e:
+                print(f"[api] row-major B refused: {e}", flush=True)
+    return fails
+
+
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--api", action="store_true", help="typed_gemm on torch and CuPy operands")
     ap.add_argument("--time", default="", help="fp8 shapes MxNxK,...")
     ap.add_argument("--time-other", default="8192x8192x8192,4096x4096x4096", help="tf32/int8 shapes")
     ap.add_argument("--types", default="e4m3:bf16,e5m2:bf16,e4m3:f32,tf32:f32,s8:s32,u8:s32")
     ns = ap.parse_args(argv)
     types = [tuple(t.split(":")) for t in ns.types.split(",")]
     fails = 0
+    if ns.api:
+        fails += api_check()
     if ns.check:
         shapes = [(128, 256, 128), (1000, 1000, 1040), (257, 129, 96), (64, 520, 4096), (3000, 2000, 208)]
         for dtype, out in types:

@@ -725,6 +725,11 @@ def generate(
     """Build, prove and emit one kernel (memoized per process on (config, problem))."""
     cfg = (config or GemmConfig()).validate()
     prob = (problem or GemmProblem()).validate()
+    if prob.dtype not in DTYPES:
+        raise GemmConfigError(
+            f"mma_sync.generate: the mma.sync kernel takes f16/bf16 operands; .{prob.dtype} runs on "
+            "the wgmma kernels (generate_sm90)"
+        )
     if memo and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
     atom = atoms.MMA_ATOMS[
