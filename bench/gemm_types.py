@@ -136,7 +136,7 @@ def _inputs(dtype: str, m: int, n: int, k: int, seed: int) -> Tuple[Any, Any, np
     return a, b, a.double().cpu().numpy(), b.double().cpu().numpy()
 
 
-def check(dtype: str, out: str, m: int, n: int, k: int, seed: int = 0) -> bool:
+def check(dtype: str, out: str, m: int, n: int, k: int, seed: int = 0, cfg: Any = HOPPER_DEFAULT) -> bool:
     import torch
 
     a, b, a64, b64 = _inputs(dtype, m, n, k, seed)
@@ -150,7 +150,7 @@ def check(dtype: str, out: str, m: int, n: int, k: int, seed: int = 0) -> bool:
     else:
         full.fill_(float("nan"))
     c = full[:m, :n]
-    L = Launch(dtype, out, a, b, c, alpha)
+    L = Launch(dtype, out, a, b, c, alpha, cfg)
     L()
     torch.cuda.synchronize()
     got = full.double().cpu().numpy()
@@ -172,7 +172,7 @@ def check(dtype: str, out: str, m: int, n: int, k: int, seed: int = 0) -> bool:
         ok = untouched and poisoned == 0 and rel <= tol
         how = f"max |err| / (|A||B|) {rel:.2e} (tolerance {tol:.0e})"
     print(
-        f"[check] {dtype}->{out} {m}x{n}x{k}: {'OK' if ok else 'FAIL'} {how}, "
+        f"[check] {dtype}->{out} {m}x{n}x{k} ({cfg.key()}): {'OK' if ok else 'FAIL'} {how}, "
         f"{poisoned} poisoned left, border untouched {untouched}",
         flush=True,
     )
@@ -337,9 +337,14 @@ def main(argv: List[str]) -> int:
         fails += api_check()
     if ns.check:
         shapes = [(128, 256, 128), (1000, 1000, 1040), (257, 129, 96), (64, 520, 4096), (3000, 2000, 208)]
+        from layoutproof.gpu.host.rule import hopper_candidates
+
         for dtype, out in types:
             for m, n, k in shapes:
                 fails += not check(dtype, out, m, n, k)
+            for cfg in hopper_candidates(True)[1:]:  # the other tiles the rule picks
+                for m, n, k in shapes[1:3]:
+                    fails += not check(dtype, out, m, n, k, cfg=cfg)
     if ns.time:
         for dtype, out in types:
             if out != {"s8": "s32", "tf32": "f32"}.get(dtype, "bf16"):
