@@ -986,7 +986,9 @@ def coprofile(layout: Layout, *modes: Any) -> Any:
     every entry replaced by 0).  Integer strides give ``0``; coordinate strides give a
     tuple of zeros with the nesting of the coordinates.
 
-    Post-condition: congruent with ``layout(i)`` for every ``i``.
+    Post-condition: congruent with ``layout(i)`` for every ``i``.  PyCuTe returns the sum
+    of the strides itself (its leaf values "carry no meaning"): the same nesting, other
+    leaf values -- ``(1, (1, 1))`` for the identity layout below.
 
     >>> coprofile(Layout((4, (2, 2)), (2, (1, 8))))
     0
@@ -1003,6 +1005,6 @@ def coprofile(layout: Layout, *modes: Any) -> Any:
 
 
 def _zeros_like(x: Any) -> Any:
-    if type(x) is int:
-        return 0
-    return tuple(_zeros_like(e) for e in x._data)
+    if isinstance(x, ArithTuple):
+        return tuple(_zeros_like(e) for e in x._data)
+    return 0  # an integer or a scalar of another algebra (F2): a one-axis codomain

@@ -689,3 +689,8 @@ def test_coordinate_inverses_of_the_identity_layout():
     assert str(right_inverse(ident)) == "(4,(2,3)):(1,(4,8))"
     assert right_inverse(ident) == left_inverse(ident)
     assert str(right_inverse(Layout((4, 5), (E(1), E(0))))) == "(5,4):(4,1)"  # the transpose
+
+
+def test_coprofile_of_f2_layouts_is_one_axis():
+    assert coprofile(Layout((8, 8), (F2(1), F2(9)))) == 0
+    assert lp.weakly_congruent(coprofile(Layout(8, F2(2))), right_inverse(Layout(8, F2(2))).shape)
