@@ -260,8 +260,15 @@ def gemm(
     broadcasting: a 2-D operand or a batch extent of 1 is shared): see
     :class:`BatchedGemmPlan`.
 
+    torch tensors (CUDA, any strides) in place of the arrays give a torch tensor, computed
+    in the tensors' own memory on torch's current stream; under ``torch.compile`` the call
+    is the operator ``torch.ops.layoutproof.gemm``
+    (:mod:`~layoutproof.gpu.host.torch_op`).
+
     Raises:
-        GemmInputError: wrong dtype, shape, device or layout; NoGPUError without CuPy/GPU.
+        GemmInputError: wrong dtype, shape, device or layout (for torch tensors also a CPU
+            tensor, tensors on two devices, another CuPy stream current); NoGPUError
+            without CuPy/GPU.
     """
     if torch_op_any(a, b, out, bias, c):  # torch tensors: the same plans, torch in and out
         return torch_op_call(

@@ -322,8 +322,8 @@ class _Entry:
         return st
 
     def run(self, a: Any, b: Any, out: Any, bias: Any, c: Any, alpha: float, beta: float) -> Any:
-        if out is None:
-            out = self.torch.empty(self.out_shape, dtype=self.out_tdtype, device=self.tdev)
+        if out is None:  # on a's device (the entry's): new_empty parses fewer arguments
+            out = a.new_empty(self.out_shape, dtype=self.out_tdtype)
         o = out
         if self.fold:
             a = a.view(self.fold_shape[0], a.shape[2])
@@ -526,7 +526,7 @@ def _register() -> Any:
 
     op = torch.library.custom_op("layoutproof::gemm", _impl, mutates_args=(), schema=_SCHEMA)
 
-    @op.register_fake  # type: ignore[misc]
+    @op.register_fake
     def _fake(
         a: torch.Tensor,
         b: torch.Tensor,
