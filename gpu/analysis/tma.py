@@ -59,6 +59,7 @@ FLOAT_OOB_FILL_NONE);
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, replace
@@ -497,6 +498,16 @@ class _Decider:
         )
 
 
+def _multiple(x: int, m: int) -> bool:
+    return x % m == 0
+
+
+def _multiple_cond(e: Any, m: int) -> Any:
+    import sympy as sp
+
+    return sp.Eq(sp.Mod(e, m), 0)
+
+
 def _static(
     constraint: str, statement: str, source: str, good: bool, witness: Any = None, hint: str = ""
 ) -> TmaCheck:
@@ -587,8 +598,8 @@ def _check_args(a: TensorMapArgs, dec: _Decider) -> Tuple[TmaCheck, ...]:
                 f"globalStrides[{i}] = {v} bytes is a multiple of {sm}",
                 f"{DRIVER}: globalStrides" + (" (INTERLEAVE_32B: 32)" if sm == 32 else ""),
                 v,
-                lambda x, m=sm: x % m == 0,
-                lambda e, m=sm: sp.Eq(sp.Mod(e, m), 0),
+                functools.partial(_multiple, m=sm),
+                functools.partial(_multiple_cond, m=sm),
                 hint=_divisibility_hint(v, sm)
                 if _is_sym(v)
                 else f"pad the stride to a multiple of {sm} bytes",
@@ -904,8 +915,9 @@ def _derive_box(
             closed[i] = True
     if fixed:
         for i in range(r):
-            if caps[i] is not None and box[i] != caps[i]:
-                box[i] = int(caps[i])  # the placement check shows where it goes wrong
+            c = caps[i]
+            if c is not None and box[i] != c:
+                box[i] = int(c)  # the placement check shows where it goes wrong
     return box, order
 
 
