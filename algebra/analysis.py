@@ -81,6 +81,13 @@ def _need_int_strides(L: Layout, op: str) -> None:
                 condition="integer strides",
                 witness=unit_crd(L, k),
             )
+        if type(d) is not int and getattr(type(d), "_lp_stride_scalar", False):
+            raise InadmissibleError(
+                f"{op} needs integer strides; leaf {k} of {L} has the F2 stride {d} (XOR "
+                "strides have no order and no divisibility)",
+                condition="integer strides",
+                witness=None,
+            )
 
 
 def _layout_arg(x: Any, op: str) -> Layout:

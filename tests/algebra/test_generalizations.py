@@ -694,3 +694,11 @@ def test_coordinate_inverses_of_the_identity_layout():
 def test_coprofile_of_f2_layouts_is_one_axis():
     assert coprofile(Layout((8, 8), (F2(1), F2(9)))) == 0
     assert lp.weakly_congruent(coprofile(Layout(8, F2(2))), right_inverse(Layout(8, F2(2))).shape)
+
+
+def test_analysis_operations_refuse_f2_strides():
+    L = Layout((8, 8), (F2(1), F2(9)))
+    for f in (lambda: lp.upcast(L, 2), lambda: lp.downcast(L, 2), lambda: lp.max_common_vector(L, L)):
+        with pytest.raises(InadmissibleError) as ei:
+            f()
+        assert ei.value.condition == "integer strides"
