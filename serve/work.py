@@ -282,6 +282,15 @@ def task_eval(p: Mapping[str, Any]) -> Dict[str, Any]:
     op = _op_name(native, names())
     out["operation"] = op
     out["postcondition"] = op in OPERATIONS if op else False
+    if isinstance(v, tuple) and not isinstance(v, Layout):
+        try:  # a bare shape, e.g. "(4,8)", is its compact column-major layout (as `show` reads it)
+            shaped = Layout.parse(native)
+        except LayoutError:
+            shaped = None
+        if shaped is not None:
+            v = shaped
+            out["value"] = format_value(v)
+            out["notes"].append(f"a shape: drawn as its compact column-major layout {v}")
     if not isinstance(v, (Layout, ComposedLayout)):
         out["kind"] = "value"
         return out

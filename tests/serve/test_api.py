@@ -234,3 +234,10 @@ def test_width_and_tma_entries(client):
         facts += ["K <= 65536", "M <= 65536"]
         d = post(client, "analyze", {"analysis": "tma", "fields": {}, "assume": facts}).json()
         assert d["status"] == "proved" and "cuTensorMapEncodeTiled" in d["cpp"]
+
+
+def test_a_bare_shape_is_its_compact_layout_and_a_number_is_a_value(client):
+    d = post(client, "eval", {"expr": "(4,8)"}).json()
+    assert d["value"] == "(4,8):(1,4)" and len(cells(d["svg"])) == 32
+    d = post(client, "eval", {"expr": "size((4,8):(1,4))"}).json()
+    assert d["value"] == "32" and d["kind"] == "value" and "svg" not in d
