@@ -19,6 +19,7 @@ check used; ``layoutproof.explain`` for those an explanation uses or needs.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, List, Optional, Sequence, Tuple
 
 from layoutproof import symbolic
@@ -54,7 +55,61 @@ def _cpp(c: Any, static: bool) -> str:
             return "(" + " || ".join(go(a) for a in x.args) + ")"
         if isinstance(x, sp.Not):
             return f"!{go(x.args[0])}"
+        if isinstance(x, (sp.floor, sp.ceiling)):  # of non-negative values (extents, coordinates)
+            n, d = sp.fraction(sp.together(x.args[0]))
+            if isinstance(x, sp.floor):
+                return f"({go(n)} / {go(d)})"
+            return f"(({go(n)} + {go(d)} - {go(sp.Integer(1))}) / {go(d)})"
         raise MalformedLayoutError(f"no C++ form for {show(x)}")
+
+    return go(c)
+
+
+def _py(c: Any) -> str:
+    """``c`` as plain Python over the symbols: :func:`layoutproof.symbolic.as_python` where
+    that has no SymPy function in it (``Mod(...)`` inside a product, ``floor``), else
+    written out with Python's operators (``%``, ``//``), so the code runs without SymPy."""
+    text = symbolic.as_python(c)
+    if not re.search(r"\b[A-Za-z_]\w*\(", text):
+        return text
+    sp = symbolic.sympy_module()
+
+    def go(x: Any) -> str:
+        if x is sp.true or x is sp.false:
+            return str(bool(x))
+        if isinstance(x, sp.Integer):
+            return str(int(x))
+        if isinstance(x, sp.Rational):
+            return f"({int(x.p)} / {int(x.q)})"
+        if isinstance(x, sp.Symbol):
+            return x.name
+        if isinstance(x, sp.Mod):
+            return f"({go(x.args[0])} % {go(x.args[1])})"
+        if isinstance(x, sp.Add):
+            return "(" + " + ".join(go(a) for a in x.args) + ")"
+        if isinstance(x, sp.Mul):
+            return "(" + " * ".join(go(a) for a in x.args) + ")"
+        if isinstance(x, sp.Pow) and isinstance(x.args[1], sp.Integer):
+            e = int(x.args[1])
+            return f"({go(x.args[0])} ** {e})" if e >= 0 else f"(1 / {go(x.args[0])} ** {-e})"
+        if isinstance(x, (sp.floor, sp.ceiling)):
+            n, d = sp.fraction(sp.together(x.args[0]))
+            if isinstance(x, sp.floor):
+                return f"({go(n)} // {go(d)})"
+            return f"(-((-{go(n)}) // {go(d)}))"
+        if isinstance(x, (sp.Min, sp.Max)):
+            return f"{type(x).__name__.lower()}(" + ", ".join(go(a) for a in x.args) + ")"
+        rel = {sp.Eq: "==", sp.Ne: "!=", sp.Le: "<=", sp.Lt: "<", sp.Ge: ">=", sp.Gt: ">"}
+        for k, op in rel.items():
+            if isinstance(x, k):
+                return f"({go(x.args[0])} {op} {go(x.args[1])})"
+        if isinstance(x, sp.And):
+            return "(" + " and ".join(go(a) for a in x.args) + ")"
+        if isinstance(x, sp.Or):
+            return "(" + " or ".join(go(a) for a in x.args) + ")"
+        if isinstance(x, sp.Not):
+            return f"(not {go(x.args[0])})"
+        raise MalformedLayoutError(f"no Python form for {show(x)}")
 
     return go(c)
 
@@ -100,7 +155,7 @@ def render_assumptions(
         lines.append(f"def guard({', '.join(f'{s}: int' for s in syms)}) -> None:")
         lines.append(f'    """Raise ValueError unless the assumptions of {what} hold."""')
         for t, c in parsed:
-            lines.append(f"    if not ({symbolic.as_python(c)}):")
+            lines.append(f"    if not ({_py(c)}):")
             lines.append(f"        raise ValueError({(what + ': needs ' + t)!r})")
         return "\n".join(lines)
     for t, c in parsed:
@@ -111,7 +166,7 @@ def render_assumptions(
                 lines.append(f"{dv[0]} = cute.assume({dv[0]}, divby={dv[1]})")
             else:
                 lines.append("# check on the host, before the kernel is traced:")
-                lines.append(f"if not ({symbolic.as_python(c)}):")
+                lines.append(f"if not ({_py(c)}):")
                 lines.append(f"    raise ValueError({need!r})")
         else:
             names = {s.name for s in c.free_symbols}

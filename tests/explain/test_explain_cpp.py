@@ -15,7 +15,13 @@ import pytest
 
 from layoutproof.explain import render_assumptions
 
-CONDS = ["M % 64 == 0", "M >= 128", "(128 <= M) or (128 % M == 0)", "(N % 8 == 0) and (M % 64 == 0)"]
+CONDS = [
+    "M % 64 == 0",
+    "M >= 128",
+    "(128 <= M) or (128 % M == 0)",
+    "(N % 8 == 0) and (M % 64 == 0)",
+    "floor(M/64) >= 2",
+]
 
 
 def _include():

@@ -1,15 +1,19 @@
 """The CuTe DSL that ``Explanation.render("dsl")`` emits runs in the CuTe DSL
 (nvidia-cutlass-dsl computes layouts inside ``@cute.jit`` without a GPU): a divisibility
 becomes ``cute.assume(x, divby=k)``, which the DSL's layouts then carry (``?{div=k}``); any
-other condition is a host-side ``assert`` that passes where it holds and fails where it does
-not.  Skipped where ``cutlass.cute`` cannot be imported; run in a subprocess (some invalid
-inputs kill the DSL's process)."""
+other condition is a host-side check that passes where it holds and raises ValueError where
+it does not.  Skipped where ``cutlass.cute`` cannot be imported (where it can be parsed only:
+test_explain_dsl_parse.py); run in a subprocess (some invalid inputs kill the DSL's
+process)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+from typing import Dict, List, Optional
 
 import pytest
 
@@ -18,20 +22,48 @@ from layoutproof.explain import explain
 PROBE = "import cutlass.cute"
 
 
-def _dsl_available() -> bool:
-    r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, timeout=120)
-    return r.returncode == 0
+def dsl_env() -> Optional[Dict[str, str]]:
+    """The environment a subprocess imports the CuTe DSL with, or None where it cannot.
+
+    Installed normally (pip install nvidia-cutlass-dsl) it imports as it is.  An install
+    made with ``pip install --target DIR`` does not run its .pth file, so the directories in
+    ``LAYOUTPROOF_CUTE_DSL_PATH`` (os.pathsep-separated; each such DIR) are put on
+    PYTHONPATH together with their ``nvidia_cutlass_dsl/dsl_packages``."""
+    env = dict(os.environ)
+    tries = [env]
+    extra: List[str] = []
+    for root in filter(None, env.get("LAYOUTPROOF_CUTE_DSL_PATH", "").split(os.pathsep)):
+        pk = Path(root) / "nvidia_cutlass_dsl" / "dsl_packages"
+        extra += ([str(pk)] if pk.is_dir() else []) + [root]
+    if extra:
+        e2 = dict(env)
+        e2["PYTHONPATH"] = os.pathsep.join(extra + [p for p in [env.get("PYTHONPATH", "")] if p])
+        tries.insert(0, e2)
+    for e in tries:
+        try:
+            r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, timeout=300, env=e)
+        except subprocess.TimeoutExpired:
+            continue
+        if r.returncode == 0:
+            return e
+    return None
 
 
-pytestmark = pytest.mark.skipif(
-    not _dsl_available(), reason="the CuTe DSL (nvidia-cutlass-dsl) is not installed"
-)
+ENV = dsl_env()
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        ENV is None,
+        reason="the CuTe DSL (nvidia-cutlass-dsl) is not installed (see LAYOUTPROOF_CUTE_DSL_PATH); "
+        "test_explain_dsl_parse.py checks the emitted DSL by parsing",
+    ),
+]
 
 
 def _run(src: str, tmp_path) -> subprocess.CompletedProcess:
     f = tmp_path / "snippet.py"  # @cute.jit reads its function's source from a file
     f.write_text(src)
-    return subprocess.run([sys.executable, str(f)], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, str(f)], capture_output=True, text=True, timeout=300, env=ENV)
 
 
 def test_divby_assumption_runs_and_is_carried(tmp_path):
@@ -73,3 +105,35 @@ def test_host_assert_separates_the_models(tmp_path):
             assert r.returncode == 0, r.stderr[-2000:]
         elif ok is False:
             assert r.returncode != 0 and "ValueError" in r.stderr
+
+
+def _compose_src(a: str, b: str) -> str:
+    def mk(t: str) -> str:
+        sh, st = t.split(":")
+        return f"cute.make_layout({sh}, stride={st})"
+
+    return textwrap.dedent(
+        f"""
+        import cutlass.cute as cute
+
+        @cute.jit
+        def f():
+            print(cute.composition({mk(a)}, {mk(b)}))
+
+        f()
+        """
+    )
+
+
+def test_2657_refused_in_the_dsl_and_the_repair_computes_there(tmp_path):
+    """NVIDIA/cutlass#2657: the DSL cannot compose (2,3):(4,1) o (3,4):(3,1); the repair
+    explain offers first that changes B's stride computes, in the DSL, the layout
+    layoutproof computes."""
+    r = _run(_compose_src("(2,3):(4,1)", "(3,4):(3,1)"), tmp_path)
+    assert r.returncode != 0 and "unable to compute" in (r.stdout + r.stderr), (r.stdout, r.stderr[-2000:])
+    e = explain("composition((2,3):(4,1), (3,4):(3,1))")
+    rep = next(x for x in e.repairs if x.kind == "stride")
+    a, b = rep.expression[len("composition(") : -1].split(", ")
+    r = _run(_compose_src(a, b), tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().replace(" ", "") == rep.result, (r.stdout, rep.result)
