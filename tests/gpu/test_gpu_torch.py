@@ -116,7 +116,10 @@ def test_opcheck_on_meta_tensors():
     bias = torch.empty(8, dtype=torch.float32, device="meta")
     for args, kw in (((a, b), {}), ((a, b, bias), {"activation": "gelu"})):
         res = torch.library.opcheck(
-            op, args, kw, test_utils=("test_schema", "test_faketensor", "test_autograd_registration")
+            torch.ops.layoutproof.gemm.default,
+            args,
+            kw,
+            test_utils=("test_schema", "test_faketensor", "test_autograd_registration"),
         )
         assert set(res.values()) == {"SUCCESS"}, res
 
