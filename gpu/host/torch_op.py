@@ -12,12 +12,12 @@ A call keeps one prepared entry per argument signature (shapes, strides, dtypes,
 16-byte alignment, options): a repeated call costs the output's allocation, a look-up of
 the operands' CuPy views by address, and the plan's launch.
 
-The operator ``torch.ops.layoutproof.gemm`` (registered when this module is imported;
-torch is imported here and nowhere else in the package) is functional -- it returns a new
-tensor -- and has a fake (meta) implementation that computes the output's shape, dtype and
-strides from the inputs' metadata, so ``torch.compile(fullgraph=True)`` traces it and a
-captured CUDA graph replays its launch.  ``gemm`` called on torch tensors while
-``torch.compile`` traces goes through the operator.
+The operator ``torch.ops.layoutproof.gemm`` (registered when this module is imported after
+torch, or on first use; torch is imported nowhere else in the package) is functional -- it
+returns a new tensor -- and has a fake (meta) implementation that computes the output's
+shape, dtype and strides from the inputs' metadata, so ``torch.compile(fullgraph=True)``
+traces it and a captured CUDA graph replays its launch.  ``gemm`` called on torch tensors
+while ``torch.compile`` traces goes through the operator.
 """
 
 from __future__ import annotations
