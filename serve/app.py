@@ -253,7 +253,7 @@ def create_app(
             return _error(
                 503, "Busy", f"the {lane} lane's queue is full; retry shortly", condition="queue length"
             )
-        return JSONResponse(body, status_code=status, headers=_HEADERS)
+        return Response(body, status_code=status, media_type="application/json", headers=_HEADERS)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         code = getattr(exc, "status_code", 500)

@@ -20,6 +20,7 @@ once, so a replacement is ready in milliseconds.  Each worker has an address-spa
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import os
 import signal
@@ -43,6 +44,11 @@ PRELOAD = [
     "layoutproof.serve.work",
     "layoutproof.serve.analyses",
 ]
+
+
+def encode(body: Dict[str, Any]) -> bytes:
+    """``body`` as compact UTF-8 JSON (numbers JSON cannot write are refused)."""
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 class Busy(Exception):
@@ -83,12 +89,14 @@ def _worker_main(conn: Any, nice: int, mem_bytes: int) -> None:  # pragma: no co
         except (EOFError, OSError):
             return
         status, body = safe_run(name, payload, budget_s)
+        try:  # the answer leaves as JSON text: the server's event loop only forwards it
+            data = encode(body)
+        except (TypeError, ValueError) as e:  # a body that is not JSON is a bug: say so
+            status, data = 500, encode({"error": {"type": type(e).__name__, "message": str(e)[:500]}})
         try:
-            conn.send((status, body))
+            conn.send((status, data))
         except (BrokenPipeError, OSError):
             return
-        except Exception as e:  # noqa: BLE001 - a body that cannot be pickled is a bug: say so
-            conn.send((500, {"error": {"type": type(e).__name__, "message": str(e)[:500]}}))
 
 
 class _Worker:
@@ -135,7 +143,7 @@ class Lane:
         self.waiting = 0
         self.stats: Dict[str, int] = {"done": 0, "killed": 0, "busy": 0, "died": 0}
 
-    async def run(self, name: str, payload: Any) -> Tuple[int, Dict[str, Any]]:
+    async def run(self, name: str, payload: Any) -> Tuple[int, bytes]:
         """``(status, body)`` of the task, within the lane's budget."""
         spec = self.spec
         if self.waiting >= spec.queue:
@@ -146,15 +154,15 @@ class Lane:
         try:
             w = await asyncio.wait_for(self.idle.get(), timeout=spec.budget_s)
         except asyncio.TimeoutError:
-            return 422, _budget_error(spec, "waiting for a worker")
+            return 422, encode(_budget_error(spec, "waiting for a worker"))
         finally:
             self.waiting -= 1
         loop = asyncio.get_running_loop()
         left = spec.budget_s - (time.perf_counter() - t0)
         if left <= 0.05:
             self.idle.put_nowait(w)
-            return 422, _budget_error(spec, "waiting for a worker")
-        fut: "asyncio.Future[Tuple[int, Dict[str, Any]]]" = loop.create_future()
+            return 422, encode(_budget_error(spec, "waiting for a worker"))
+        fut: "asyncio.Future[Tuple[int, bytes]]" = loop.create_future()
         fd = w.conn.fileno()
 
         def ready() -> None:
@@ -181,20 +189,22 @@ class Lane:
             self.stats["killed"] += 1
             await asyncio.to_thread(w.restart)
             self.idle.put_nowait(w)
-            return 422, _budget_error(spec, "computing")
+            return 422, encode(_budget_error(spec, "computing"))
         except (EOFError, OSError, BrokenPipeError):
             loop.remove_reader(fd)
             self.stats["died"] += 1
             await asyncio.to_thread(w.restart)
             self.idle.put_nowait(w)
-            return 422, {
-                "error": {
-                    "type": "WorkerExhausted",
-                    "message": "the request ended its worker process (memory or a crash of a native "
-                    "library); the worker was replaced",
-                    "condition": "memory budget",
+            return 422, encode(
+                {
+                    "error": {
+                        "type": "WorkerExhausted",
+                        "message": "the request ended its worker process (memory or a crash of a native "
+                        "library); the worker was replaced",
+                        "condition": "memory budget",
+                    }
                 }
-            }
+            )
         except asyncio.CancelledError:  # the client went away: the worker may still be busy
             loop.remove_reader(fd)
             await asyncio.to_thread(w.restart)
@@ -227,7 +237,7 @@ class Pool:
         ctx.set_forkserver_preload(PRELOAD)
         self.lanes: Dict[str, Lane] = {s.name: Lane(s, ctx, mem_bytes) for s in specs}
 
-    async def run(self, lane: str, name: str, payload: Any) -> Tuple[int, Dict[str, Any]]:
+    async def run(self, lane: str, name: str, payload: Any) -> Tuple[int, bytes]:
         return await self.lanes[lane].run(name, payload)
 
     def stats(self) -> Dict[str, Any]:

@@ -5,17 +5,38 @@ again right after each."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import time
 
 import pytest
 
-from layoutproof.serve.pool import Busy, LaneSpec, Pool
+from layoutproof.serve.pool import Busy, LaneSpec
 
 
 def run(coro):
     return asyncio.run(coro)
+
+
+class Pool:
+    """The pool under test, its answers' JSON read back."""
+
+    def __init__(self, specs, mem_bytes):
+        from layoutproof.serve.pool import Pool as Real
+
+        self.real = Real(specs, mem_bytes=mem_bytes)
+        self.lanes = self.real.lanes
+
+    async def run(self, lane, name, payload):
+        status, body = await self.real.run(lane, name, payload)
+        return status, json.loads(body)
+
+    def stats(self):
+        return self.real.stats()
+
+    def close(self):
+        self.real.close()
 
 
 async def _with_pool(spec, body):
