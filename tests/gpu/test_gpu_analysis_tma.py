@@ -7,7 +7,6 @@ Python calls, and bad input refused by name."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -59,13 +58,13 @@ _PTX_TABLE = {
 
 
 def ptx_swizzled(addr: int, mode: str) -> int:
-    """Where the byte the box puts at (unswizzled) ``addr`` lands: the table row is the
-    128-byte line modulo its period, the column the 16-byte chunk (a permutation)."""
+    """Where the byte the box puts at (unswizzled) ``addr`` lands: row ``line % period`` of
+    the table lists, for each 16-byte position of the line, the chunk stored there."""
     if mode == "NONE":
         return addr
     line, chunk, byte = addr // 128, (addr // 16) % 8, addr % 16
     row = _PTX_TABLE[mode][line % len(_PTX_TABLE[mode])]
-    return line * 128 + row.index(chunk) * 16 + byte if False else line * 128 + row[chunk] * 16 + byte
+    return line * 128 + row.index(chunk) * 16 + byte  # the table lists, per position, the chunk there
 
 
 def independent_placement(rep, smem, tile) -> Tuple[int, List[Tuple[int, ...]]]:
