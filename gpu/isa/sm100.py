@@ -242,8 +242,9 @@ class UMMAAtom(MMAAtom):
     cta_group: int = 1
 
 
-_TYPE_NAME = {"f16": "F16", "bf16": "BF16", "tf32": "TF32", "e4m3": "E4M3", "e5m2": "E5M2"}
-_KIND_OF = {"f16": "f16", "bf16": "f16", "tf32": "tf32", "e4m3": "f8f6f4", "e5m2": "f8f6f4"}
+_F8F6F4 = ("e4m3", "e5m2", "e3m2", "e2m3", "e2m1")
+_TYPE_NAME = {"f16": "F16", "bf16": "BF16", "tf32": "TF32", **{t: t.upper() for t in _F8F6F4}}
+_KIND_OF = {"f16": "f16", "bf16": "f16", "tf32": "tf32", **{t: "f8f6f4" for t in _F8F6F4}}
 
 
 def _operand_layout(ctas: int, rows: int, cols: int) -> Layout:
@@ -255,8 +256,10 @@ def _operand_layout(ctas: int, rows: int, cols: int) -> Layout:
 
 def umma_atom(dtype: str, m: int, n: int, cta_group: int = 1) -> UMMAAtom:
     """The dense ``tcgen05.mma.cta_group::{cta_group}.kind::{kind}`` atom with inputs of
-    ``dtype`` (``f16``, ``bf16``, ``tf32``, ``e4m3``, ``e5m2``), ``.f32`` accumulator, A and B
-    from shared memory (``SS``); ``M x N`` from :data:`TCGEN05_SHAPES`.
+    ``dtype`` (``f16``, ``bf16``, ``tf32``; ``e4m3``, ``e5m2``, ``e3m2``, ``e2m3``, ``e2m1``
+    for ``.kind::f8f6f4``, where K is 32 for every type: the 6- and 4-bit elements occupy
+    8-bit containers), ``.f32`` accumulator, A and B of the same type from shared memory
+    (``SS``); ``M x N`` from :data:`TCGEN05_SHAPES`.
 
     >>> umma_atom("e4m3", 64, 8).shape_mnk
     (64, 8, 32)
@@ -307,7 +310,8 @@ def _all_atoms() -> List[UMMAAtom]:
 
 
 #: Every dense SS atom of :data:`TCGEN05_SHAPES`, by CuTe-style name (the ``2x1SM`` names
-#: for ``.cta_group::2``): f16, bf16, tf32, e4m3, e5m2 inputs, ``.f32`` accumulators.
+#: for ``.cta_group::2``): f16, bf16, tf32 and the five f8f6f4 input types (A and B of one
+#: type), ``.f32`` accumulators.
 SM100_ATOMS: Dict[str, UMMAAtom] = {a.name: a for a in _all_atoms()}
 
 

@@ -20,7 +20,7 @@ from layoutproof.gpu.proof.record import ProofLog
 
 
 # ----------------------------------------------------------------------------- SM100
-@pytest.mark.parametrize("dtype", ["f16", "bf16", "tf32", "e4m3", "e5m2"])
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "tf32", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1"])
 def test_sm100_atoms_verify_sample(dtype):
     """Each kind at both ends of N and both M, for both CTA groups (the whole set is slow)."""
     kind = {"f16": "f16", "bf16": "f16", "tf32": "tf32"}.get(dtype, "f8f6f4")
@@ -39,7 +39,7 @@ def test_sm100_all_verify():
     assert all(p.status == "proved" for p in log)
     # every atom: shape + A, B, C
     assert sum(p.kind == "config" for p in log) == len(sm100.SM100_ATOMS)
-    assert len(sm100.SM100_ATOMS) == 5 * (2 * 32 + 2 * 16)
+    assert len(sm100.SM100_ATOMS) == 8 * (2 * 32 + 2 * 16)
 
 
 def test_sm100_shapes_from_the_isa_table():
@@ -268,3 +268,25 @@ def test_stsm_against_tensor_layouts(peer):
     ours = copy_sm90.STSM_ATOMS[peer.name]
     assert _same_function(_ours(peer.src_layout_bits), ours.src_layout)
     assert _same_function(_ours(peer.dst_layout_bits), ours.dst_layout)
+
+
+# ----------------------------------------------------------------------------- CUTLASS
+@pytest.mark.parametrize(
+    "letter,m,atom",
+    [
+        # CuTe's UMMA TMEM allocator atoms (M, N) -> virtual address dp + 128 * col, for
+        # 32-bit accumulators; transcribed constants, read as a second source for the ISA.
+        ("D", 128, lambda n: Layout((128, n), (1, 128))),
+        ("F", 64, lambda n: Layout(((16, 4), n), ((1, 32), 128))),
+        ("B", 128, lambda n: Layout((64, (n // 2, 2)), (1, (128, 64)))),
+        ("A", 256, lambda n: Layout((128, n), (1, 128))),
+    ],
+)
+def test_tmem_layouts_agree_with_cutlass_allocator(letter, m, atom):
+    from layoutproof import composition
+
+    restride = Layout((128, 16384), (1 << 16, 1))  # virtual (dp, col) -> (lane << 16) | col
+    for n in (16, 64, 256):
+        theirs = composition(restride, atom(n))
+        assert _same_function(theirs, sm100.tmem_c_layout(letter, m, n)), (letter, n)
+        assert len(sm100.verify_tmem_layout(letter, n, theirs)) == 1
