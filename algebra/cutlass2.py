@@ -510,6 +510,361 @@ def _tensor_op(name: str, args: Tuple[int, ...], ext: Any, stride: Any, factors:
     )
 
 
+# ============================================================================ bit-permuting classes
+# The SM80 64- and 128-bit multiplicands, the Volta (SM70) multiplicands and the interleaved
+# TensorOp multiplicands.  Each is, within one tile, a GF(2)-linear map of the coordinate's bits
+# to the bits of a (column, line) pair -- a coordinate bit lands on one bit, or on two that it
+# XORs -- and tiles repeat with plain strides; the offset is ``column + pitch * line``.  A
+# class is written below as that table (``_Bits``); one construction turns any table into a
+# layout: a single ``Swizzle o 0 o Layout`` when every bit that lands on two bits does so at
+# the same distance (the layout places it on the high one, the swizzle copies it down), else
+# an exact layout with F2 (XOR) strides (PyCuTe's generalization) as the inner factor.
+
+_SM80 = (
+    "TensorOpMultiplicandCongruous64b",
+    "TensorOpMultiplicand64bCrosswise",
+    "TensorOpMultiplicandCongruous128b",
+    "TensorOpMultiplicandCrosswise128x4",
+)
+_VOLTA = {
+    "VoltaTensorOpMultiplicandCongruous": 1,
+    "VoltaTensorOpMultiplicandBCongruous": 1,
+    "VoltaTensorOpMultiplicandCrosswise": 2,
+}
+_INTERLEAVED = ("TensorOpMultiplicandColumnMajorInterleaved", "TensorOpMultiplicandRowMajorInterleaved")
+_BITWISE: Dict[str, int] = {
+    **{prefix + n: 0 for n in _SM80 for prefix in ("", "RowMajor", "ColumnMajor")},
+    **{prefix + n: k for n, k in _VOLTA.items() for prefix in ("", "RowMajor", "ColumnMajor")},
+    **{n: 2 for n in _INTERLEAVED},
+}
+CUTLASS2_CLASSES.update(_BITWISE)
+
+# an image: (column bits, line bits) as masks
+_Img = Tuple[int, int]
+
+
+class _Bits:
+    """One class's table over (contiguous, strided): each coordinate's bits in order (the
+    image of each bit within the tile) and the plain stride of its tile index (None: the
+    coordinate has no tile index; its extent is at most the tile); ``mult`` scales the
+    leading dimension into the line pitch; ``ldm`` False where operator() ignores it."""
+
+    def __init__(
+        self,
+        c_bits: List[_Img],
+        c_tile: Optional[_Img],
+        s_bits: List[_Img],
+        s_tile: Optional[_Img],
+        mult: int = 1,
+        ldm: bool = True,
+    ) -> None:
+        self.modes = ((c_bits, c_tile), (s_bits, s_tile))
+        self.mult = mult
+        self.ldm = ldm
+
+
+def _pow2_bits(cls: str, bits: int, access: int, role: str = "the element size") -> int:
+    """log2 of ``access / bits`` (elements per access), refusing what does not divide."""
+    if bits < 1 or bits > access or bits & (bits - 1):
+        raise Cutlass2Error(
+            f"{cls}: {role} is a power of two of at most {access} bits, got {bits} "
+            f"(kElementsPerAccess = {access} / ElementSize)",
+            cls=cls,
+            what="template",
+        )
+    return (access // bits).bit_length() - 1
+
+
+def _col(k: int) -> _Img:
+    return (1 << k, 0)
+
+
+def _bits_table(base: str, args: Tuple[int, ...], cls: str) -> _Bits:
+    """The bit table of a base (pitch-linear) class, derived from its operator()."""
+    if base == "TensorOpMultiplicandCongruous64b":
+        # tile 16 x 4: bank bit0 = c3, bit1 = c1 ^ s0, bit2 = c2 ^ s1, bit3 = c0;
+        # line = (c1, c2), tiles: 16 columns along c, 4 lines along s
+        return _Bits([_col(3), (2, 1), (4, 2), _col(0)], (16, 0), [_col(1), _col(2)], (0, 4))
+    if base == "TensorOpMultiplicand64bCrosswise":
+        # tile 16 x 16, c to lines and s to columns: bank bit0 = s3 ^ c2, bit1 = c0, bit2 = c1,
+        # bit3 = c3 ^ s0; line = (s1, s2, c2, c3); tiles: 16 lines along c, 16 columns along s
+        return _Bits([_col(1), _col(2), (1, 4), (8, 8)], (0, 16), [_col(3), (0, 1), (0, 2), _col(0)], (16, 0))
+    if base == "TensorOpMultiplicandCongruous128b":
+        # tile 8 x 4: bank bit0 = s0 ^ c1, bit1 = s1 ^ c2, bit2 = c0; line = (c1, c2)
+        return _Bits([_col(2), (1, 1), (2, 2)], (8, 0), [_col(0), _col(1)], (0, 4))
+    if base == "TensorOpMultiplicandCrosswise128x4":
+        # tile 8 x 8: bank = (c0, c1, s0 ^ c2); line = (s1, s2, c2); tiles: 8 lines along c,
+        # 8 columns along s
+        return _Bits([_col(0), _col(1), (4, 4)], (0, 8), [_col(2), (0, 1), (0, 2)], (8, 0))
+    if base in ("VoltaTensorOpMultiplicandCongruous", "VoltaTensorOpMultiplicandBCongruous"):
+        m = _pow2_bits(cls, args[0], 128)
+        v = 1 << m
+        elem = [_col(k) for k in range(m)]
+        if base == "VoltaTensorOpMultiplicandCongruous":
+            # vector r = (r0, r1, r2) of a tile of 8 x 4 vectors: column vector (s0 ^ r1,
+            # s1 ^ r2, r0), line (r1, r2)
+            vec = [(4 * v, 0), (v, 1), (2 * v, 2)]
+        else:  # B: column vector (s0 ^ r0, s1 ^ r1, r2), line (r0, r1)
+            vec = [(v, 1), (2 * v, 2), (4 * v, 0)]
+        return _Bits(elem + vec, (8 * v, 0), [(v, 0), (2 * v, 0)], (0, 4))
+    if base == "VoltaTensorOpMultiplicandCrosswise":
+        if args[1] < 1:
+            raise Cutlass2Error(f"{cls}: KBlock must be positive, got {args[1]}", cls=cls, what="template")
+        m = _pow2_bits(cls, args[0], 64)
+        v = 1 << m
+        # 64-bit vectors; the vector index r along c is the line (pitch ldm * v), s the
+        # column vector: (s2 ^ r1, s3 ^ s4 ^ r2, s0, s1, s4, s5, ...)
+        elem = [_col(k) for k in range(m)]
+        vec = [(0, 1), (v, 2), (2 * v, 4)]
+        s = [(4 * v, 0), (8 * v, 0), (v, 0), (2 * v, 0), (18 * v, 0)]
+        return _Bits(elem + vec, (0, 8), s, (32 * v, 0), mult=v)
+    if base in _INTERLEAVED:
+        _pow2_bits(cls, args[0], 128)
+        K = args[1]
+        if K < 1 or K > 128 or K & (K - 1):
+            raise Cutlass2Error(
+                f"{cls}<{args[0]}, {K}>: InterleavedK must be a power of two from 1 to 128 "
+                f"(128 / InterleavedK rows share one 128-element line; other values truncate "
+                "or divide by zero)",
+                cls=cls,
+                what="template",
+            )
+        k = K.bit_length() - 1
+
+        # column = (s % R) * K + c with R = 128 / K; its low 4 bits are dropped (the offset
+        # is in 16-element blocks); block bit 0 ^= row bit 0; rows 128 apart
+        def at(j: int) -> _Img:
+            return _col(j) if j >= 4 else (0, 0)
+
+        c = [at(j) for j in range(k)]
+        s = [at(k + i) for i in range(7 - k)] + [(16 | 128, 0)]
+        return _Bits(c, None, s, (256, 0), ldm=False)
+    raise Cutlass2Error(f"{base} has no layout here", cls=cls, what="class")  # pragma: no cover
+
+
+class _Digit:
+    """A digit of a coordinate: ``ext`` values; ``img`` the image of its unit (a bit-digit
+    or a plain run) or ``tile`` its plain stride; ``plain`` when value k maps to k * img."""
+
+    def __init__(self, ext: int, img: _Img, plain: bool) -> None:
+        self.ext = ext
+        self.img = img
+        self.plain = plain
+
+
+def _single(img: _Img) -> bool:
+    c, r = img
+    return (c == 0 and (r & (r - 1)) == 0) or (r == 0 and (c & (c - 1)) == 0)
+
+
+def _digits(cls: str, role: str, X: int, bits: List[_Img], tile: Optional[_Img]) -> List[_Digit]:
+    """The digits of a coordinate of extent X: runs of bits whose images are consecutive
+    single bits of one part (or all empty) merge into a plain digit; the tile index last."""
+    runs: List[_Digit] = []
+    for img in bits:
+        if runs and runs[-1].plain and _single(img) and _single(runs[-1].img):
+            last = runs[-1]
+            nxt = (last.img[0] * last.ext, last.img[1] * last.ext)
+            if img == nxt and (img != (0, 0) or last.img == (0, 0)):
+                last.ext *= 2
+                continue
+        runs.append(_Digit(2, img, _single(img)))
+    T = 1 << len(bits)
+    if X > T:
+        if tile is None:
+            raise Cutlass2Error(
+                f"{cls}: the {role} extent {X} exceeds {T}, the class's range of that coordinate "
+                "(a larger one runs into the next group's line)",
+                cls=cls,
+                what="extent",
+            )
+        if X % T:
+            raise Cutlass2Error(
+                f"{cls}: the {role} extent {X} is not a multiple of the {T}-element tile (the "
+                "tile's bits are permuted, so a partial tile is no CuTe shape)",
+                cls=cls,
+                what="extent",
+            )
+        return runs + [_Digit(X // T, tile, True)]
+    out: List[_Digit] = []
+    rem = X
+    for d in runs:
+        if rem == 1:
+            break
+        if rem >= d.ext and rem % d.ext == 0:
+            out.append(d)
+            rem //= d.ext
+        elif rem < d.ext and d.plain:
+            out.append(_Digit(rem, d.img, True))
+            rem = 1
+        else:
+            raise Cutlass2Error(
+                f"{cls}: the {role} extent {X} does not split along the {T}-element tile's bits "
+                "(a power of two below the tile, or a multiple of it, always does)",
+                cls=cls,
+                what="extent",
+            )
+    return out
+
+
+def _span(d: _Digit) -> _Img:
+    """The largest (column, line) a digit contributes (its bits are disjoint from others')."""
+    return (d.img[0] * (d.ext - 1), d.img[1] * (d.ext - 1)) if d.plain else d.img
+
+
+def _mask_bits(x: int) -> List[int]:
+    return [k for k in range(x.bit_length()) if x >> k & 1]
+
+
+def _build(modes: List[List[_Digit]], w: int) -> Tuple[Any, bool]:
+    """The layout of the digits with lines ``2**w`` apart: ``(Swizzle o 0 o Layout or
+    Layout, True)``, or ``(Layout with F2 strides, False)`` where no single swizzle does."""
+    from .f2 import F2
+
+    def y(img: _Img) -> int:
+        return img[0] | (img[1] << w)
+
+    pairs: List[Tuple[int, int]] = []
+    ok = True
+    for mode in modes:
+        for d in mode:
+            if not d.plain:
+                b = _mask_bits(y(d.img))
+                if len(b) == 2:
+                    pairs.append((b[0], b[1]))
+                elif len(b) > 2:
+                    ok = False
+    shifts = {hi - lo for lo, hi in pairs}
+    sw: Optional[Swizzle] = None
+    if ok and len(shifts) == 1:
+        (S,) = shifts
+        his = [hi for _lo, hi in pairs]
+        top, bot = max(his), min(his)
+        B = top - bot + 1
+        ok = S >= B
+        # nothing but the pairs' high bits may sit in the swizzle's source bits
+        src = ((1 << B) - 1) << bot
+        for mode in modes:
+            for d in mode:
+                if not d.plain:
+                    continue
+                reach = (1 << y(_span(d)).bit_length()) - 1
+                low = y(d.img) & -y(d.img) if y(d.img) else 0
+                if reach and (reach & ~(low - 1)) & src:
+                    ok = False
+        if ok:
+            sw = Swizzle(B, bot - S, S)
+    elif len(shifts) > 1:
+        ok = False
+    shapes: List[Any] = []
+    strides: List[Any] = []
+    for mode in modes:
+        sh: List[int] = []
+        st: List[Any] = []
+        for d in mode:
+            v = y(d.img)
+            if ok:
+                st.append(1 << _mask_bits(v)[-1] if not d.plain and v else v)
+            else:
+                st.append(F2(v) if v else 0)
+            sh.append(d.ext)
+        if ok:  # merge neighbours that continue each other (integer strides)
+            k = 0
+            while k + 1 < len(sh):
+                if st[k + 1] == sh[k] * st[k] and st[k] != 0:
+                    sh[k : k + 2] = [sh[k] * sh[k + 1]]
+                    st[k : k + 2] = [st[k]]
+                else:
+                    k += 1
+        if not sh:
+            sh, st = [1], [0]
+        shapes.append(sh[0] if len(sh) == 1 else tuple(sh))
+        strides.append(st[0] if len(st) == 1 else tuple(st))
+    L = Layout(tuple(shapes), tuple(strides))
+    if not ok:
+        return L, False
+    return (ComposedLayout(sw, 0, L) if sw is not None else L), True
+
+
+def _bitwise(name: str, args: Tuple[int, ...], ext: Any, stride: Any, factors: bool) -> Any:
+    if name in _INTERLEAVED:
+        base, row = name, False
+    else:
+        base = next(n for n in (*_SM80, *_VOLTA) if name.endswith(n))
+        row = name.startswith("RowMajor")
+    variant = base != name
+    if variant:
+        M, N = _extent(ext, 2, name, "rows, columns")
+        C, S = (N, M) if row else (M, N)
+    else:
+        C, S = _extent(ext, 2, name, "contiguous, strided")
+    for val, role in ((C, "contiguous"), (S, "strided")):
+        if not isinstance(val, int):
+            raise Cutlass2Error(
+                f"{name}: the {role} extent must be an integer here, got {show(val)} (the XOR "
+                "reads bits of the coordinate, which a symbol does not fix)",
+                cls=name,
+                what="extent",
+            )
+    table = _bits_table(base, args, name)
+    # packed(): the contiguous extent, except where the header takes the strided one
+    crosswise_quirk = base == "VoltaTensorOpMultiplicandCrosswise" or (
+        variant and base in ("TensorOpMultiplicand64bCrosswise", "TensorOpMultiplicandCrosswise128x4")
+    )
+    if base in _INTERLEAVED:
+        d0 = (C if base == _INTERLEAVED[0] else S) * args[1]
+    else:
+        d0 = S if crosswise_quirk else C
+    (ld,) = _stride(stride, (d0,), name)
+    if not isinstance(ld, int):
+        raise Cutlass2Error(
+            f"{name}: the leading dimension must be an integer here, got {show(ld)}", cls=name, what="stride"
+        )
+    (cb, ct), (sb, st) = table.modes
+    modes = [_digits(name, "contiguous", C, cb, ct), _digits(name, "strided", S, sb, st)]
+    span_c = span_r = 0  # every bit a column (a line) may have set
+    for m in modes:
+        for d in m:
+            c_top, r_top = _span(d)
+            span_c |= (1 << c_top.bit_length()) - 1 if c_top else 0
+            span_r |= (1 << r_top.bit_length()) - 1 if r_top else 0
+    wc = span_c.bit_length()  # the canonical pitch 2**wc holds every column
+    pitch = ld * table.mult
+
+    def swap(x: Any) -> Any:
+        if not row:
+            return x
+        if isinstance(x, ComposedLayout):
+            return ComposedLayout(x.layout_a, x.offset, swap(x.layout_b))
+        return Layout((x.shape[1], x.shape[0]), (x.stride[1], x.stride[0]))
+
+    if factors:
+        inner, _single_sw = _build(modes, wc)
+        outer = Layout((1 << wc, span_r + 1), (1, pitch if table.ldm else 0))
+        return outer, swap(inner)
+    direct = not table.ldm or (pitch > span_c and pitch & (pitch - 1) == 0)
+    if direct:
+        L, single = _build(modes, (pitch.bit_length() - 1) if table.ldm else wc)
+        if single:
+            return swap(L)
+        raise Cutlass2UnrepresentableError(
+            f"{name} over extent {show(tuple(ext))}: no Swizzle o offset o Layout equals it -- "
+            "its coordinate bits are XORed at two different distances (a CuTe swizzle XORs at "
+            "one); cutlass2_factors() gives it exactly, the inner factor with F2 (XOR) strides",
+            condition="one XOR distance",
+            witness=None,
+        )
+    raise Cutlass2UnrepresentableError(
+        f"{name} over extent {show(tuple(ext))} with ldm {ld}: no Swizzle o offset o Layout "
+        f"equals it -- the XOR reads the line index, which sits at fixed bits of the offset "
+        f"only when the line pitch{' ldm * ' + str(table.mult) if table.mult > 1 else ' ldm'} "
+        f"is a power of two above the largest column ({span_c}); cutlass2_factors() gives it "
+        "exactly as outer o inner",
+        condition="line pitch a power of two",
+        witness=None,
+    )
+
+
 # ============================================================================ the entry points
 def from_cutlass2(name: str, extent: Any, *, stride: Any = None) -> Any:
     """The CUTLASS 2.x layout class ``name`` over ``extent`` as a CuTe layout.
@@ -531,7 +886,9 @@ def from_cutlass2(name: str, extent: Any, *, stride: Any = None) -> Any:
     Sw<2,3,3> o 0 o ((2,8),(8,4)):((32,64),(1,8))
     """
     cls, args = parse_cutlass2(name)
-    if cls in CUTLASS2_CLASSES and any(cls.endswith(t) for t in _TENSOR_OP):
+    if cls in _BITWISE:
+        return _bitwise(cls, args, extent, stride, False)
+    if any(cls.endswith(t) for t in _TENSOR_OP):
         return _tensor_op(cls, args, extent, stride, False)
     return _affine(cls, args, extent, stride)
 
@@ -548,6 +905,9 @@ def cutlass2_factors(name: str, extent: Any, *, stride: Any = None) -> Tuple[Lay
     (64,8,3):(1,192,64) | Sw<3,3,3> o 0 o ((8,8,3),4):((1,8,512),64)
     """
     cls, args = parse_cutlass2(name)
+    if cls in _BITWISE:
+        pair: Tuple[Layout, Any] = _bitwise(cls, args, extent, stride, True)
+        return pair
     if not any(cls.endswith(t) for t in _TENSOR_OP):
         raise Cutlass2Error(
             f"cutlass2_factors: {cls} is a plain layout (from_cutlass2 gives it); the factors are "

@@ -43,7 +43,7 @@ _T5 = "t5"
 def _coord_kind(name: str) -> str:
     if name.startswith(("TensorN", "TensorC")):
         return _T5 if name == "TensorNDHWC" else _T4
-    if name == "PitchLinear" or name.startswith("TensorOp"):
+    if name == "PitchLinear" or name.startswith(("TensorOp", "VoltaTensorOp")):
         return _PITCH
     return _MATRIX
 
@@ -123,7 +123,69 @@ def _tensor_op_cases() -> List[Case]:
     return out
 
 
-CASES = _cases()
+def _variants(base: str, C: int, S: int, st: Optional[Tuple[int, ...]]) -> List[Case]:
+    """The pitch-linear class and its ColumnMajor / RowMajor variants over one extent."""
+    return [
+        (base, (C, S), st),
+        ("ColumnMajor" + base, (C, S), st),
+        ("RowMajor" + base, (S, C), st),
+    ]
+
+
+def _bitwise_cases() -> List[Case]:
+    """The SM80 64-/128-bit, Volta and interleaved multiplicands: extents below, at and
+    beyond the tile, strides packed, a power of two, and neither (the factored form)."""
+    out: List[Case] = []
+    sm80 = {
+        "TensorOpMultiplicandCongruous64b": (16, 4),
+        "TensorOpMultiplicand64bCrosswise": (16, 16),
+        "TensorOpMultiplicandCongruous128b": (8, 4),
+        "TensorOpMultiplicandCrosswise128x4": (8, 8),
+    }
+    volta = {
+        f"VoltaTensorOpMultiplicand{k}<{b}>": (8 * 128 // b, 4)
+        for k in ("Congruous", "BCongruous")
+        for b in (16, 32, 8)
+    }
+    volta.update(
+        {
+            f"VoltaTensorOpMultiplicandCrosswise<{b}, {kb}>": (8 * 64 // b, 32)
+            for b, kb in ((16, 32), (16, 64), (32, 32))
+        }
+    )
+    for base, (Tc, Ts) in {**sm80, **volta}.items():
+        for C in sorted({1, 2, Tc // 2, Tc, 2 * Tc, 3 * Tc}):
+            for S in sorted({1, 2, Ts // 2, Ts, 2 * Ts, 3 * Ts}):
+                if C * S > 4096 or C * S < 2:
+                    continue
+                big = 1 << (max(C, S) * 64).bit_length()
+                for st in (None, (big,), (C + S + 24,)):
+                    out += _variants(base, C, S, st)
+    for bits in (4, 8, 16):
+        for K in (4, 16, 32, 64, 128):
+            for C in sorted({1, 4, K // 2, K} - {0}):
+                for S in sorted({1, 3, 128 // K, 2 * 128 // K, 6 * 128 // K}):
+                    for cls in (
+                        "TensorOpMultiplicandColumnMajorInterleaved",
+                        "TensorOpMultiplicandRowMajorInterleaved",
+                    ):
+                        out += [(f"{cls}<{bits}, {K}>", (C, S), None), (f"{cls}<{bits}, {K}>", (C, S), (77,))]
+    return out
+
+
+def _splits(name: str, ext: Tuple[int, ...]) -> bool:
+    """Whether the extent is one the class's layout accepts (the others are refused)."""
+    try:
+        cutlass2_factors(name, ext)
+    except Cutlass2Error:
+        return False
+    return True
+
+
+BITWISE = [c for c in _bitwise_cases() if _splits(c[0], c[1])]
+# the quick run: the 2.x classes of the first families and every 7th bit-permuting case
+# (every class among them); the slow test compiles all of BITWISE
+CASES = _cases() + BITWISE[::7]
 
 
 # ----------------------------------------------------------------------------- the C++ program
@@ -158,6 +220,8 @@ _PRELUDE = r"""
 #include <cutlass/layout/pitch_linear.h>
 #include <cutlass/layout/tensor.h>
 #include <cutlass/layout/tensor_op_multiplicand_sm75.h>
+#include <cutlass/layout/tensor_op_multiplicand_sm70.h>
+#include <cutlass/layout/tensor_op_multiplicand_sm80.h>
 #include <cstdio>
 #include <initializer_list>
 using namespace cutlass;
@@ -212,16 +276,15 @@ def _values(L: Any) -> List[int]:
     return [int(x) for x in L.eval_all().tolist()]
 
 
-@pytest.fixture(scope="module")
-def cpp_values(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def _oracle(cases: List[Case], tmp: Path) -> dict:
+    """Compile one program printing every case's operator() values; {case index: values}."""
     inc = _include()
     if inc is None:
         pytest.skip("no CUTLASS headers (the nvidia-cutlass wheel ships them)")
     cc = _compiler(inc)
     if cc is None:
         pytest.skip("no C++ compiler (g++ with CUDA's headers, or nvcc)")
-    tmp = tmp_path_factory.mktemp("cutlass2")
-    body = "\n".join(_cpp_case(k, c) for k, c in enumerate(CASES))
+    body = "\n".join(_cpp_case(k, c) for k, c in enumerate(cases))
     src = tmp / ("oracle.cu" if cc[0].endswith("nvcc") else "oracle.cpp")
     src.write_text(_PRELUDE + "int main() {\n" + body + "\n  return 0;\n}\n")
     exe = tmp / "oracle"
@@ -233,19 +296,24 @@ def cpp_values(tmp_path_factory: pytest.TempPathFactory) -> dict:
         if line.startswith("V "):
             parts = line.split()
             vals[int(parts[1])] = [int(x) for x in parts[2:]]
-    assert len(vals) == len(CASES)
+    assert len(vals) == len(cases)
     return vals
 
 
-def test_every_class_equals_the_headers_operator(cpp_values: dict) -> None:
-    """Every case's layout (or, where no single swizzled layout exists, its exact factors
-    outer o inner) gives the class's own operator() value at every coordinate."""
+@pytest.fixture(scope="module")
+def cpp_values(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _oracle(CASES, tmp_path_factory.mktemp("cutlass2"))
+
+
+def _compare(cases: List[Case], cpp: dict) -> Tuple[int, int, set, list]:
+    """(single layouts, factored, classes, mismatches): every case's layout (or, where no
+    single swizzled layout exists, its exact factors outer o inner) against operator()."""
     direct = factored = 0
     classes = set()
     bad = []
-    for k, (name, ext, stride) in enumerate(CASES):
+    for k, (name, ext, stride) in enumerate(cases):
         st = stride[0] if stride is not None and len(stride) == 1 else stride
-        truth = cpp_values[k]
+        truth = cpp[k]
         classes.add(parse_cutlass2(name)[0])
         if "TensorOp" in name:
             outer, inner = cutlass2_factors(name, ext, stride=st)
@@ -262,10 +330,26 @@ def test_every_class_equals_the_headers_operator(cpp_values: dict) -> None:
         if _values(L) != truth:
             bad.append((k, name, ext, stride, str(L)))
         direct += 1
+    return direct, factored, classes, bad
+
+
+def test_every_class_equals_the_headers_operator(cpp_values: dict) -> None:
+    """Every case's layout (or, where no single swizzled layout exists, its exact factors
+    outer o inner) gives the class's own operator() value at every coordinate."""
+    direct, factored, classes, bad = _compare(CASES, cpp_values)
     assert not bad, bad[:5]
     assert classes == set(CUTLASS2_CLASSES), set(CUTLASS2_CLASSES) - classes
     assert direct > 1000 and factored > 1000, (direct, factored)
     print(f"\ncutlass2: {len(CASES)} cases, {direct} single layouts, {factored} factored, all equal")
+
+
+@pytest.mark.slow
+def test_every_bit_permuting_case_equals_the_headers_operator(tmp_path: Path) -> None:
+    """All the SM80 64-/128-bit, Volta and interleaved cases (BITWISE), in one compilation."""
+    direct, factored, classes, bad = _compare(BITWISE, _oracle(BITWISE, tmp_path))
+    assert not bad, bad[:5]
+    assert len(BITWISE) > 4000 and direct > 1500, (len(BITWISE), direct)
+    print(f"\ncutlass2: {len(BITWISE)} bit-permuting cases, {direct} single layouts, {factored} factored")
 
 
 # ----------------------------------------------------------------------------- quick tests
