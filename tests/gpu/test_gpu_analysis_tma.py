@@ -68,8 +68,9 @@ def ptx_swizzled(addr: int, mode: str) -> int:
 
 
 def independent_placement(rep, smem, tile) -> Tuple[int, List[Tuple[int, ...]]]:
-    """Per tile element, scalar loops: the box holding it (box origins from the report),
-    dimension-0-fastest dense offset in that box, the PTX table's swizzle; compared with
+    """Per tile element, scalar loops: the box holding it (box origins from the report), its
+    offset in that box (dimension 0 fastest, a swizzled row padded to the span), the PTX
+    table's swizzle; compared with
     the layout's own value.  Returns (mismatches, first few coordinates)."""
     E = DATA_TYPES[rep.args.dtype][1]
     r = len(tile)
@@ -86,9 +87,11 @@ def independent_placement(rep, smem, tile) -> Tuple[int, List[Tuple[int, ...]]]:
             rest //= t
         o = tuple(c[k] - c[k] % box[k] for k in range(r))
         dense, pitch = 0, 1
-        for d in order:
+        for k, d in enumerate(order):
             dense += (c[d] % box[d]) * pitch
             pitch *= box[d]
+            if k == 0 and rep.args.swizzle != "NONE":  # a swizzled row takes the whole span
+                pitch = max(pitch, int(rep.args.swizzle[:-1]) // E)
         got = ptx_swizzled(origins[o] + dense * E, rep.args.swizzle)
         if got != int(smem(i)) * E:
             bad.append(tuple(c))
@@ -529,3 +532,34 @@ def test_driver_check_bench_dry_run_and_mocked_driver(
     out = capsys.readouterr().out
     assert "both accept" in out and "both refuse" in out and "we accept, driver refuses" in out
     assert "we refuse, driver accepts" not in out and "what makes the driver accept" in out
+
+
+def test_swizzled_rows_narrower_than_the_span_are_padded() -> None:
+    """Seen on an H200 (bench/tma_driver_check.py --placement only): a box row narrower than
+    the swizzle span occupies the whole span; dense narrow rows are refuted at the second
+    row, where the hardware wrote byte 144."""
+    dense = composition(Swizzle(3, 3, 3), Layout((64, 32), (32, 1)))
+    r = tma_preflight(A_K, dense, (64, 32), dtype="f16")
+    assert r.status == "refuted" and r.witness.coordinate == (1, 0) and r.witness.tma_byte == 144
+    for swz, span, cols in (
+        (Swizzle(3, 3, 3), 64, 32),
+        (Swizzle(2, 3, 3), 32, 16),
+        (Swizzle(1, 3, 3), 16, 8),
+    ):
+        padded = composition(swz, Layout((64, cols), (span, 1)))
+        p = tma_preflight(A_K, padded, (64, cols), dtype="f16")
+        assert p.status == "proved" and p.args.box_dim == (cols, 64) and p.tx_bytes == 64 * cols * 2
+        assert independent_placement(p, padded, (64, cols))[0] == 0
+
+
+def test_tile_too_big_for_shared_memory_and_budget_exhausted() -> None:
+    big = tma_preflight(
+        Layout((4096, 4096), (4096, 1)), Layout((256, 512), (512, 1)), (256, 512), dtype="f32", box=(128, 64)
+    )
+    _refuted(big, "tile fits in shared memory")
+    M, K = symbols("M K")
+    with assuming("K % 8 == 0", "M <= 2**31", "K <= 2**31"):
+        r = tma_preflight(
+            Layout((M, K), (K, 1)), Layout((64, 64), (64, 1)), (64, 64), dtype="f16", budget_s=0.0
+        )
+    assert r.status == "unknown" and "timeout" in r.reason
