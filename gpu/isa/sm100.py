@@ -85,6 +85,7 @@ __all__ = [
     "datapath_layout",
     # atoms and layouts
     "UMMAAtom",
+    "ACC_TYPES",
     "umma_atom",
     "SM100_ATOMS",
     "tmem_c_layout",
@@ -254,16 +255,28 @@ def _operand_layout(ctas: int, rows: int, cols: int) -> Layout:
     return Layout((ctas, (r, cols)), (r if ctas > 1 else 0, (1, rows)))
 
 
-def umma_atom(dtype: str, m: int, n: int, cta_group: int = 1) -> UMMAAtom:
+#: PTX's accumulator types per input type (the table's dtype column): ``.f16`` accumulators
+#: only with ``.f16`` inputs; ``.f32`` for every input type.
+ACC_TYPES: Dict[str, Tuple[str, ...]] = {"f16": ("f32", "f16")}
+
+
+def umma_atom(dtype: str, m: int, n: int, cta_group: int = 1, acc: str = "f32") -> UMMAAtom:
     """The dense ``tcgen05.mma.cta_group::{cta_group}.kind::{kind}`` atom with inputs of
     ``dtype`` (``f16``, ``bf16``, ``tf32``; ``e4m3``, ``e5m2``, ``e3m2``, ``e2m3``, ``e2m1``
     for ``.kind::f8f6f4``, where K is 32 for every type: the 6- and 4-bit elements occupy
     8-bit containers), ``.f32`` accumulator, A and B of the same type from shared memory
-    (``SS``); ``M x N`` from :data:`TCGEN05_SHAPES`.
+    (``SS``); ``M x N`` from :data:`TCGEN05_SHAPES`; ``acc`` ``"f16"`` only with ``.f16``
+    inputs (:data:`ACC_TYPES`; its TMEM placement is not modelled).
 
     >>> umma_atom("e4m3", 64, 8).shape_mnk
     (64, 8, 32)
+    >>> umma_atom("f16", 128, 64, acc="f16").name
+    'SM100_128x64x16_F16F16F16_SS'
     """
+    if acc not in ACC_TYPES.get(dtype, ("f32",)):
+        raise MalformedLayoutError(
+            f"tcgen05.mma: no .{acc} accumulator with .{dtype} inputs (PTX: {ACC_TYPES.get(dtype, ('f32',))})"
+        )
     if dtype not in _KIND_OF:
         raise MalformedLayoutError(f"dtype must be one of {sorted(_KIND_OF)}, got {dtype!r}")
     kind = _KIND_OF[dtype]
@@ -277,8 +290,8 @@ def umma_atom(dtype: str, m: int, n: int, cta_group: int = 1) -> UMMAAtom:
         )
     ty = _TYPE_NAME[dtype]
     two = "2x1SM_" if cta_group == 2 else ""
-    name = f"SM100_{two}{m}x{n}x{k}_F32{ty}{ty}_SS"
-    ptx = f"tcgen05.mma.cta_group::{cta_group}.kind::{kind} m{m}n{n}k{k}.f32.{dtype}.{dtype}"
+    name = f"SM100_{two}{m}x{n}x{k}_{acc.upper()}{ty}{ty}_SS"
+    ptx = f"tcgen05.mma.cta_group::{cta_group}.kind::{kind} m{m}n{n}k{k}.{acc}.{dtype}.{dtype}"
     return UMMAAtom(
         name,
         ptx,
@@ -289,7 +302,7 @@ def umma_atom(dtype: str, m: int, n: int, cta_group: int = 1) -> UMMAAtom:
         _operand_layout(cta_group, m, n),
         dtype,
         dtype,
-        "f32",
+        acc,
         0,
         0,
         0,
@@ -305,13 +318,14 @@ def _all_atoms() -> List[UMMAAtom]:
         for cg, (ms, ns, _k) in TCGEN05_SHAPES[kind].items():
             for m in ms:
                 for n in ns:
-                    out.append(umma_atom(dtype, m, n, cg))
+                    for acc in ACC_TYPES.get(dtype, ("f32",)):
+                        out.append(umma_atom(dtype, m, n, cg, acc))
     return out
 
 
 #: Every dense SS atom of :data:`TCGEN05_SHAPES`, by CuTe-style name (the ``2x1SM`` names
 #: for ``.cta_group::2``): f16, bf16, tf32 and the five f8f6f4 input types (A and B of one
-#: type), ``.f32`` accumulators.
+#: type), ``.f32`` accumulators, and ``.f16`` accumulators with ``.f16`` inputs.
 SM100_ATOMS: Dict[str, UMMAAtom] = {a.name: a for a in _all_atoms()}
 
 
@@ -393,14 +407,15 @@ def verify_umma_atom(atom: UMMAAtom) -> ProofLog:
             ours=atom.shape_mnk,
             ptx=row,
         )
-    if atom.num_threads != cg or atom.c_type != "f32":
+    accs = ACC_TYPES.get(atom.a_type, ("f32",))
+    if atom.num_threads != cg or atom.c_type not in accs or atom.b_type != atom.a_type:
         raise AtomMismatchError(
-            f"{atom.name}: {atom.num_threads} issuing CTAs / accumulator .{atom.c_type}; PTX: "
-            f"{cg} CTA(s), .f32",
-            condition="cta group",
+            f"{atom.name}: {atom.num_threads} issuing CTAs, types ({atom.a_type}, {atom.b_type}) -> "
+            f".{atom.c_type}; PTX: {cg} CTA(s), accumulator one of {accs}",
+            condition="cta group and types",
             witness=None,
             ours=(atom.num_threads, atom.c_type),
-            ptx=(cg, "f32"),
+            ptx=(cg, accs),
         )
     log.add("config", f"{atom.name}: m{M}n{N}k{K} is a .cta_group::{cg} .kind::{kind} shape", "exhaustive", 1)
     for op in ("A", "B", "C"):
