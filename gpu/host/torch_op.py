@@ -448,7 +448,10 @@ def gemm_call(
         od = out_dtype
         if isinstance(od, str):
             od = getattr(torch, _OUTPUTS[out_dtype_of(a, od)])
-        return _op()(a, b, bias, c, activation, float(alpha), float(beta), bias_along, od, path)
+        _registered()
+        return torch.ops.layoutproof.gemm(
+            a, b, bias, c, activation, float(alpha), float(beta), bias_along, od, path
+        )
     if c is None and (beta != 0 or alpha != 1):
         raise GemmInputError(
             "gemm: beta != 0 or alpha != 1 needs the C input c (pass beta=0 with c for alpha alone)"
@@ -573,6 +576,18 @@ def _op() -> Any:
     if not _OP:
         _OP.append(_register())
     return _OP[0]
+
+
+def _registered() -> bool:
+    """Register the operator if it is not yet (True once it is).  torch.compile runs this
+    function as it is instead of tracing it (the attribute below is what
+    ``torch._dynamo.assume_constant_result`` sets), so a first call of ``gemm`` inside a
+    compiled function registers the operator before the trace names it."""
+    _op()
+    return True
+
+
+_registered._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 def __getattr__(name: str) -> Any:

@@ -151,6 +151,30 @@ def test_compile_fullgraph_traces_the_operator(through):
     assert torch.ops.layoutproof.gemm.default in targets or torch.ops.layoutproof.gemm in targets
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and compiling: several seconds
+def test_compile_registers_the_operator_on_first_use():
+    # a process that loaded the GEMM before torch: the first call inside a compiled function
+    # registers the operator (run as is, not traced), then traces it
+    code = (
+        "from layoutproof.gpu.host import runtime\n"
+        "import torch\n"
+        "from layoutproof.gpu.errors import GemmInputError\n"
+        "gs = []\n"
+        "def backend(gm, ex):\n"
+        "    gs.append(gm)\n"
+        "    return gm.forward\n"
+        "g = torch.compile(lambda a, b: runtime.gemm(a, b) * 2, fullgraph=True, backend=backend)\n"
+        "try:\n"
+        "    g(torch.randn(4, 8).half(), torch.randn(8, 4).half())\n"
+        "except GemmInputError as e:\n"
+        "    print('refused:', e)\n"
+        "print([str(n.target) for n in gs[0].graph.nodes if n.op == 'call_function'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "refused: gemm: a is on cpu" in out.stdout
+    assert "layoutproof.gemm" in out.stdout.splitlines()[-1]
+
+
 def test_bad_torch_inputs_name_the_fix():
     a, b = torch.randn(8, 16).half(), torch.randn(16, 4).half()
     with pytest.raises(GemmInputError, match=r"a is on cpu.*a\.cuda\(\)"):
