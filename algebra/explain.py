@@ -159,6 +159,19 @@ CONDITIONS: Dict[str, str] = {
     "of one swizzle (C++'s make_swizzle static_assert)",
     "ldm * kFactor a power of two": "a CUTLASS 2.x crosswise TensorOp layout is Swizzle o offset o Layout "
     "only when ldm * kFactor is a power of two no smaller than the tile's lines",
+    "one XOR distance": "a CUTLASS 2.x bit-permuting layout is one Swizzle o offset o Layout only when every "
+    "coordinate bit XORed onto another is at the same distance (a CuTe swizzle XORs at one); "
+    "cutlass2_factors gives it otherwise, with F2 strides",
+    "line pitch a power of two": "a CUTLASS 2.x bit-permuting layout with a leading dimension is "
+    "Swizzle o offset o Layout only when the line pitch (ldm times the class's factor) is a power of "
+    "two above the largest column",
+    # left_inverse with basis strides
+    "basis strides: one axis per leaf": "left_inverse of a layout with basis strides: each leaf moves "
+    "along one axis of the codomain (the inverse reads each index digit back from one axis)",
+    "basis strides: each axis inverted alone": "left_inverse with basis strides: each axis of the codomain "
+    "is inverted by a layout that reads back its own modes' index digits",
+    "axis inverse checked by evaluation": "left_inverse with basis strides: each axis's inverse is checked "
+    "by evaluation, up to ops.EXACT_LIMIT coordinates",
     # GF(2) layouts
     "GF(2)-linearity": "to_f2: the layout is linear over GF(2): the value at c is the XOR of the values "
     "at c's bits",

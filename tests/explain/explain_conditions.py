@@ -258,6 +258,22 @@ EXAMPLES: Dict[str, Example] = {
     "ldm * kFactor a power of two": Example(
         lambda: _lp().from_cutlass2("TensorOpMultiplicandCrosswise<16, 64>", (192, 4), stride=192)
     ),
+    "one XOR distance": Example(
+        lambda: _lp().from_cutlass2("VoltaTensorOpMultiplicandCrosswise<16, 32>", (64, 64))
+    ),
+    "line pitch a power of two": Example(
+        lambda: _lp().from_cutlass2("VoltaTensorOpMultiplicandCongruous<16>", (64, 8), stride=96)
+    ),
+    "basis strides: one axis per leaf": Example(
+        lambda: _lp().left_inverse(_lp().Layout(2, _lp().E(0) + _lp().E(1)))
+    ),
+    "basis strides: each axis inverted alone": Example(
+        lambda: _lp().left_inverse(_lp().Layout((2, 2), (_lp().E(0), _lp().E(0))))
+    ),
+    "axis inverse checked by evaluation": Example(
+        lambda: _lp().left_inverse(_lp().Layout((3, 2), (_lp().E(0), _lp().E(1)))),
+        patch=((_OPS, "EXACT_LIMIT", 1),),
+    ),
     "GF(2)-linearity": Example("to_f2(4:3)"),
     "GF(2)-linearity (zero at the origin)": Example("to_f2(make_composed_layout(Swizzle(1,1,1), 4, 4:1))"),
     "GF(2)-linearity (non-negative values)": Example("to_f2((1,1,2):(-2,-2,-2))"),

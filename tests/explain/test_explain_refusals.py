@@ -245,7 +245,7 @@ def test_foreign_notation_is_read():
     assert e.expression == "composition((6,2):(1,7), (3,2):(2,3))" and e.witness == 5
     d = explain("composition((?{div=8},4):(1,?), 64:2)")
     assert d.status == "undecided" and d.used == ("S0 % 8 == 0",)
-    assert d.render("dsl").splitlines()[0] == "S0 = cute.assume(S0, divby=8)"
+    assert d.render("dsl").splitlines()[1] == "S0 = cute.assume(S0, divby=8)"  # after the comment
 
 
 def test_svg_marks_the_witness():
