@@ -116,6 +116,90 @@ class Launch:
         self.rk(self.grid, (self.k.threads, 1, 1), self.args, shared_mem=self.k.smem_bytes)
 
 
+class PtrLaunch:
+    """The pointer-operand kernels (the mma.sync kernel, the monolithic cp.async wgmma
+    kernel): ``(A, B, C, M, N, K, lda, ldb, ldc, c_vec[, scale])``, K and the leading
+    dimensions in 16-bit units."""
+
+    def __init__(self, kern: Any, dtype: str, a: Any, b: Any, c: Any, alpha: float) -> None:
+        import cupy as cp
+        import torch
+
+        from layoutproof.gpu.config import TC_TYPES
+
+        self.k, self.rk = kern, compile_kernel(kern)
+        M, K = a.shape
+        N = b.shape[0]
+        eb = TC_TYPES[dtype][0]
+        ob = c.element_size()
+        ldc = c.stride(0)
+
+        def raw(t: Any) -> Any:
+            return (
+                cp.from_dlpack(t.view(torch.int16) if ob == 2 else t.view(torch.int32))
+                if t is c
+                else (cp.from_dlpack(t.view(torch.uint8) if eb == 1 else t))
+            )
+
+        cv = int(ldc * ob % 16 == 0 and c.data_ptr() % 16 == 0)
+        self.args: Tuple[Any, ...] = (raw(a), raw(b), raw(c), np.int32(M), np.int32(N))
+        self.args += (np.int32(K * eb // 2), np.int64(K * eb // 2), np.int64(K * eb // 2))
+        self.args += (np.int64(ldc), np.int32(cv))
+        if any(n == "float" and v.name == "scale" for n, v in kern.ir.params):
+            self.args += (np.float32(alpha),)
+        self.grid = kern.grid(M, N)
+        self.keep = (a, b, c)
+
+    def __call__(self) -> None:
+        self.rk(self.grid, (self.k.threads, 1, 1), self.args, shared_mem=self.k.smem_bytes)
+
+
+def check_ptr(what: str, kern: Any, dtype: str, out: str, m: int, n: int, k: int) -> bool:
+    """One pointer-operand kernel against float64 (as :func:`check`)."""
+    import torch
+
+    a, b, a64, b64 = _inputs(dtype, m, n, k, 3)
+    scaled = any(v.name == "scale" for _, v in kern.ir.params)
+    alpha = 0.5 if scaled else 1.0
+    ref = alpha * (a64 @ b64.T)
+    tout = getattr(torch, _TORCH_OUT[out])
+    full = torch.empty((m + 1, n + 8), device="cuda", dtype=tout)
+    full.fill_(-(2**31) if out == "s32" else float("nan"))
+    PtrLaunch(kern, dtype, a, b, full[:m, :n], alpha)()
+    torch.cuda.synchronize()
+    got = full.double().cpu().numpy()
+    inside, border = got[:m, :n], np.concatenate([got[:m, n:].ravel(), got[m, :].ravel()])
+    if out == "s32":
+        ok = bool(np.all(border == -(2**31))) and float(np.max(np.abs(inside - ref))) == 0.0
+        how = f"max |err| {float(np.max(np.abs(inside - ref))):g}"
+    else:
+        rel = float(np.max(np.abs(inside - ref) / (alpha * (np.abs(a64) @ np.abs(b64).T) + 1e-30)))
+        tol = {"f32": 2e-6 if dtype == "tf32" else 2**-10, "bf16": 2**-8, "f16": 2**-10}[out]
+        ok = bool(np.all(np.isnan(border))) and not np.isnan(inside).any() and rel <= tol
+        how = f"rel err {rel:.2e}"
+    print(f"[check] {what} {dtype}->{out} {m}x{n}x{k}: {'OK' if ok else 'FAIL'} {how}", flush=True)
+    return ok
+
+
+def mma_check() -> int:
+    """The mma.sync kernels of the other types and the monolithic cp.async wgmma kernel."""
+    from layoutproof.gpu.config import GemmConfig
+    from layoutproof.gpu.kernels import mma_sync
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
+
+    fails = 0
+    small = GemmConfig(bm=128, bn=128, bk=32, warps_m=2, warps_n=2, stages=4)
+    for dtype, out in (("tf32", "f32"), ("s8", "s32"), ("u8", "s32"), ("e4m3", "bf16"), ("e5m2", "f32")):
+        kerns = {
+            "mma.sync": mma_sync.generate(small, GemmProblem("k", "k", dtype, out)),
+            "wgmma mono cp.async": generate_sm90(Sm90Config(), GemmProblem("k", "k", dtype, out)),
+        }
+        for what, kern in kerns.items():
+            for m, n, k in ((1000, 1000, 1040), (257, 129, 96)):
+                fails += not check_ptr(what, kern, dtype, out, m, n, k)
+    return fails
+
+
 # ============================================================================ correctness
 def _inputs(dtype: str, m: int, n: int, k: int, seed: int) -> Tuple[Any, Any, np.ndarray, np.ndarray]:
     """A (m x k) and B (n x k) on the GPU in ``dtype`` and their exact float64 values."""
@@ -327,6 +411,7 @@ def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--api", action="store_true", help="typed_gemm on torch and CuPy operands")
+    ap.add_argument("--mma", action="store_true", help="the mma.sync and cp.async wgmma kernels")
     ap.add_argument("--time", default="", help="fp8 shapes MxNxK,...")
     ap.add_argument("--time-other", default="8192x8192x8192,4096x4096x4096", help="tf32/int8 shapes")
     ap.add_argument("--types", default="e4m3:bf16,e5m2:bf16,e4m3:f32,tf32:f32,s8:s32,u8:s32")
@@ -335,6 +420,8 @@ def main(argv: List[str]) -> int:
     fails = 0
     if ns.api:
         fails += api_check()
+    if ns.mma:
+        fails += mma_check()
     if ns.check:
         shapes = [(128, 256, 128), (1000, 1000, 1040), (257, 129, 96), (64, 520, 4096), (3000, 2000, 208)]
         from layoutproof.gpu.host.rule import hopper_candidates

@@ -61,6 +61,8 @@ __all__ = [
     "verify_seed_tables",
     "verify_all",
     "tv_bijective",
+    "register_bytes",
+    "prove_same_register_bytes",
 ]
 
 #: Bit width of each element type name.
@@ -730,4 +732,75 @@ def verify_all() -> ProofLog:
         log.extend(verify_seed_tables(a))
     for c in COPY_ATOMS.values():
         log.extend(verify_copy_atom(c))
+    return log
+
+
+# ----------------------------------------------------------------------------- 16-bit units
+def register_bytes(atom: MMAAtom, operand: str) -> np.ndarray:
+    """``(threads, registers, 4, 2)``: for every 32-bit register of an A or B fragment and
+    each of its four bytes (little-endian: element ``i`` of a ``b``-bit type sits at bit
+    ``b * (i mod 32/b)`` of register ``i // (32/b)``; a wider element spans registers), the
+    ``(row, byte column)`` of the ``(M, K)`` / ``(N, K)`` tile it holds, byte column = ``k *
+    bytes + byte of the element``."""
+    op = _op(operand)
+    if op == "C":
+        raise MalformedLayoutError("register_bytes: operands A and B only")
+    bits = DTYPE_BITS[atom.dtype(op)]
+    if bits not in (8, 16, 32):
+        raise MalformedLayoutError(f"register_bytes: {bits}-bit elements")
+    eb = bits // 8
+    tv = atom.tv_table(op)
+    rows = atom.tile_shape(op)[0]
+    nt, nv = tv.shape
+    nreg = nv * eb // 4
+    out = np.empty((nt, nreg, 4, 2), dtype=np.int64)
+    for byte in range(nreg * 4):
+        v, within = divmod(byte, eb)
+        r, b = divmod(byte, 4)
+        idx = tv[:, v]
+        out[:, r, b, 0] = idx % rows
+        out[:, r, b, 1] = (idx // rows) * eb + within
+    return out
+
+
+def prove_same_register_bytes(unit: MMAAtom, typed: MMAAtom) -> ProofLog:
+    """Prove that the 16-bit atom ``unit`` and the atom ``typed`` of another width load the
+    same bytes into every register of A and B, and have the same accumulator layout: a
+    kernel that fills the registers for ``unit`` (ldmatrix of 16-bit units, K-major) feeds
+    ``typed`` correctly.  Both atoms are first checked against PTX (:func:`verify_atom`).
+    Raises AtomMismatchError with the witness (thread, register, byte)."""
+    log = ProofLog()
+    log.extend(verify_atom(unit))
+    log.extend(verify_atom(typed))
+    if unit.num_threads != typed.num_threads or str(unit.c_layout) != str(typed.c_layout):
+        raise AtomMismatchError(
+            f"{typed.name}: accumulator {typed.c_layout} differs from {unit.name}'s {unit.c_layout}",
+            condition="same accumulator layout",
+            witness=None,
+        )
+    for op in ("A", "B"):
+        u, t = register_bytes(unit, op), register_bytes(typed, op)
+        if u.shape != t.shape:
+            raise AtomMismatchError(
+                f"{typed.name} {op}: {t.shape[1]} registers per thread, {unit.name} has {u.shape[1]}",
+                condition="same registers",
+                witness=None,
+            )
+        bad = np.argwhere(np.any(u != t, axis=-1))
+        if bad.size:
+            th, r, b = (int(x) for x in bad[0])
+            raise AtomMismatchError(
+                f"{typed.name} {op}: thread {th}, register {r}, byte {b} holds (row, byte) "
+                f"{tuple(int(x) for x in t[th, r, b])}, {unit.name} loads "
+                f"{tuple(int(x) for x in u[th, r, b])} there",
+                condition="same register bytes",
+                witness=(th, r, b),
+            )
+        log.add(
+            "equal",
+            f"{typed.name} {op}: every register byte is the byte {unit.name} loads there "
+            f"({u.shape[1]} registers x 4 bytes x {u.shape[0]} threads)",
+            "exhaustive",
+            int(u.size // 2),
+        )
     return log

@@ -1181,6 +1181,12 @@ _HELPERS_3D: Dict[str, str] = {
 _MMA_PTX = {
     "f16": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
     "bf16": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+    # the other types: the same registers (16-bit units, proven by the generator), another k
+    "tf32": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+    "s8": "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+    "u8": "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32",
+    "e4m3": "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
+    "e5m2": "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32",
 }
 
 
@@ -1238,6 +1244,13 @@ def _helper_text(k: Kernel, name: str) -> str:
         if name in _HELPERS_3D and any(isinstance(n, TmaLoad) and n.c2 is not None for n in walk(k.body)):
             extra = _HELPERS_3D[name]
         return _HELPERS[name] + extra
+    if name == "mma" and k.mma_dtype in ("s8", "u8"):
+        return f"""__device__ __forceinline__ void lp_mma(int* d, const unsigned* a, const unsigned* b) {{
+  asm("{_MMA_PTX[k.mma_dtype]} {{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};\\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}}
+"""
     if name == "mma":
         return f"""__device__ __forceinline__ void lp_mma(float* d, const unsigned* a, const unsigned* b) {{
   asm("{_MMA_PTX[k.mma_dtype]} {{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};\\n"

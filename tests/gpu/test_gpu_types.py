@@ -27,7 +27,7 @@ TYPES = ("tf32", "e4m3", "e5m2", "s8", "u8")
 @pytest.mark.parametrize("dtype", TYPES)
 @pytest.mark.parametrize("source", ["SS", "RS"])
 def test_wgmma_atoms_of_every_type_match_ptx(dtype, source):
-    for n in gmma.WGMMA_TYPES[dtype][3]:
+    for n in (8, 24, 48, 128, 256):  # every N: gmma.verify_all_sm90
         atom = gmma.sm90_atom(n, dtype, source)
         log = gmma.verify_gmma_atom(atom)
         assert atom.shape_mnk[2] * gmma.WGMMA_TYPES[dtype][0] == 256  # 32 bytes of K
@@ -252,8 +252,33 @@ def test_decide_typed():
         rule.decide_typed(64, 64, 64, "e4m3", None, 132, Sm90Config())
 
 
-def test_mma_sync_refuses_the_wgmma_only_types():
+# ----------------------------------------------------------------------------- mma.sync
+def test_typed_mma_sync_atoms_read_the_16bit_registers():
+    from layoutproof.gpu.isa import atoms
+    from layoutproof.gpu.kernels.mma_sync import TYPED_ATOMS
+
+    unit = atoms.MMA_ATOMS["SM80_16x8x16_F32F16F16F32_TN"]
+    for dtype, name in TYPED_ATOMS.items():
+        log = atoms.prove_same_register_bytes(unit, atoms.MMA_ATOMS[name])
+        assert sum(1 for r in log if "every register byte" in r.statement) == 2, dtype
+    # m16n8k8 f16 has half the A registers: refused, not silently accepted
+    with pytest.raises(AtomMismatchError, match="registers"):
+        atoms.prove_same_register_bytes(
+            atoms.MMA_ATOMS["SM80_16x8x8_F32F16F16F32_TN"], atoms.MMA_ATOMS[TYPED_ATOMS["s8"]]
+        )
+    # a 16-bit unit atom whose A registers are permuted (a0,a1 <-> a2,a3) feeds wrong bytes
+    bad = dataclasses.replace(unit, a_layout=Layout.parse("((4,8),(2,2,2)):((32,1),(16,128,8))"))
+    with pytest.raises(AtomMismatchError):
+        atoms.prove_same_register_bytes(bad, atoms.MMA_ATOMS[TYPED_ATOMS["e4m3"]])
+
+
+def test_typed_mma_sync_kernel():
+    from layoutproof.gpu.config import GemmConfig
     from layoutproof.gpu.kernels import mma_sync
 
-    with pytest.raises(GemmConfigError, match="wgmma kernels"):
-        mma_sync.generate(None, GemmProblem("k", "k", "e4m3"))
+    cfg = GemmConfig(bm=64, bn=64, bk=32, warps_m=2, warps_n=2, stages=3)
+    k = mma_sync.generate(cfg, GemmProblem("k", "k", "s8"))
+    assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in k.source and "int acc[" in k.source
+    assert any("every register byte" in r.statement for r in k.proofs)
+    with pytest.raises(GemmConfigError, match="K-major"):
+        mma_sync.generate(cfg, GemmProblem("k", "n", "tf32"))
