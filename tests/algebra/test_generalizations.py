@@ -297,7 +297,9 @@ def _compiler(inc):
 
 
 @pytest.fixture(scope="module")
-def cute_run(tmp_path_factory):
+def cute_lines(tmp_path_factory):
+    """Every C++ case of this file compiled into one program (one compile, ~10 s): the
+    output lines of each case set, by its tag."""
     inc = _cute_include()
     if inc is None:
         pytest.skip("no CuTe headers (the nvidia-cutlass wheel ships them)")
@@ -305,22 +307,27 @@ def cute_run(tmp_path_factory):
     if cc is None:
         pytest.skip("no C++ compiler (g++ with CUDA's CCCL headers, or nvcc)")
     d = tmp_path_factory.mktemp("cute_gen")
-
-    def run(name, body):
-        src = d / f"{name}.cpp"
-        src.write_text(
-            "#include <cute/layout.hpp>\n#include <cstdio>\nusing namespace cute;\nint main() {\n"
-            + "\n".join(body)
-            + "\n  return 0;\n}\n"
-        )
-        exe = d / name
-        r = subprocess.run([*cc, str(src), "-o", str(exe)], capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stderr[-4000:]
-        out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stderr[-2000:]
-        return out.stdout.splitlines()
-
-    return run
+    body = []
+    for tag, (cases_fn, body_fn) in CPP_SETS.items():
+        body += body_fn(tag, cases_fn())
+    # one small function per case: g++ compiles many small bodies faster than one large one
+    funcs = [f"static void case_{n}() {{\n{line}\n}}" for n, line in enumerate(body)]
+    calls = "".join(f"  case_{n}();\n" for n in range(len(body)))
+    src = d / "generalizations.cpp"
+    src.write_text(
+        "#include <cute/layout.hpp>\n#include <cstdio>\nusing namespace cute;\n"
+        + "\n".join(funcs)
+        + "\nint main() {\n"
+        + calls
+        + "  return 0;\n}\n"
+    )
+    exe = d / "generalizations"
+    r = subprocess.run([*cc, str(src), "-o", str(exe)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-4000:]
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    return {tag: [ln for ln in lines if ln.startswith(tag + " ")] for tag in CPP_SETS}
 
 
 def _cpp(t, static, kind):
@@ -339,10 +346,7 @@ def _cpp_layout(L, static=False):
     return f"make_layout({_cpp(L.shape, static, 'shape')}, {_cpp(L.stride, static, 'stride')})"
 
 
-@pytest.mark.slow
-def test_basis_compositions_against_cute_cpp(cute_run):
-    """Random A o B with v@i strides in B (the form C++ has): C++'s values against ours,
-    adjudicated by the post-condition."""
+def _basis_comp_cases():
     rng = random.Random(2929)
     cases = []
     while len(cases) < 120:
@@ -361,14 +365,24 @@ def test_basis_compositions_against_cute_cpp(cute_run):
             continue  # a mode and its own sub-mode: C++ does not compile it (tested above)
         B = Layout(tuple(rng.randint(1, 4) for _ in range(nb)), tuple(strides))
         cases.append((A, B))
-    body = []
-    for k, (A, B) in enumerate(cases):
-        body.append(
-            f"  {{ auto A = {_cpp_layout(A)}; auto B = {_cpp_layout(B)}; auto R = composition(A, B);"
-            f' printf("CASE {k}"); for (int i = 0; i < int(size(B)); ++i) printf(" %d", int(R(i)));'
-            ' printf("\\n"); }'
-        )
-    lines = [ln for ln in cute_run("basis_comp", body) if ln.startswith("CASE")]
+    return cases
+
+
+def _basis_comp_body(tag, cases):
+    return [
+        f"  {{ auto A = {_cpp_layout(A)}; auto B = {_cpp_layout(B)}; auto R = composition(A, B);"
+        f' printf("{tag} {k}"); for (int i = 0; i < int(size(B)); ++i) printf(" %d", int(R(i)));'
+        ' printf("\\n"); }'
+        for k, (A, B) in enumerate(cases)
+    ]
+
+
+@pytest.mark.slow
+def test_basis_compositions_against_cute_cpp(cute_lines):
+    """Random A o B with v@i strides in B (the form C++ has): C++'s values against ours,
+    adjudicated by the post-condition."""
+    cases = _basis_comp_cases()
+    lines = cute_lines["BC"]
     assert len(lines) == len(cases)
     agree = refused_right = 0
     for line, (A, B) in zip(lines, cases):
@@ -386,8 +400,7 @@ def test_basis_compositions_against_cute_cpp(cute_run):
     assert agree > 60, (agree, refused_right)
 
 
-@pytest.mark.slow
-def test_evenly_divides_against_cute_cpp(cute_run):
+def _evenly_cases():
     rng = random.Random(4242)
     cases = []
     for _ in range(80):
@@ -406,7 +419,10 @@ def test_evenly_divides_against_cute_cpp(cute_run):
             if any(d2 < d1 * n1 for (d1, n1), (d2, _n2) in zip(modes, modes[1:])):
                 continue  # C++'s static complement asserts injectivity: does not compile
         cases.append((a, t))
+    return cases
 
+
+def _evenly_body(tag, cases):
     def tiler_cpp(t):
         if isinstance(t, Layout):
             # rank 1, size > 1, stride > 0: dynamic (C++ allows a dynamic rank-1 complement).
@@ -417,12 +433,17 @@ def test_evenly_divides_against_cute_cpp(cute_run):
             return "make_tile(" + ",".join(tiler_cpp(e) for e in t) + ")"
         return f"Int<{t}>{{}}"
 
-    body = [
-        f'  printf("CASE {k} "); print(evenly_divides({_cpp(a, True, "shape")}, {tiler_cpp(t)}));'
+    return [
+        f'  printf("{tag} {k} "); print(evenly_divides({_cpp(a, True, "shape")}, {tiler_cpp(t)}));'
         ' printf("\\n");'
         for k, (a, t) in enumerate(cases)
     ]
-    lines = [ln for ln in cute_run("evenly", body) if ln.startswith("CASE")]
+
+
+@pytest.mark.slow
+def test_evenly_divides_against_cute_cpp(cute_lines):
+    cases = _evenly_cases()
+    lines = cute_lines["EV"]
     assert len(lines) == len(cases)
     for line, (a, t) in zip(lines, cases):
         want = line.split()[2] in ("_1", "1", "true")
@@ -433,8 +454,7 @@ def _like(s, it):
     return tuple(_like(e, it) for e in s) if isinstance(s, tuple) else next(it)
 
 
-@pytest.mark.slow
-def test_coprofile_against_cute_cpp(cute_run):
+def _coprofile_cases():
     rng = random.Random(77)
     cases = []
     for _ in range(40):
@@ -452,15 +472,31 @@ def test_coprofile_against_cute_cpp(cute_run):
         except lp.LayoutError:
             continue  # mixes an integer and a sub-coordinate in one place
         cases.append(L)
-    body = [
-        f'  printf("CASE {k} "); print(coprofile({_cpp_layout(L, static=True)})); printf("\\n");'
+    return cases
+
+
+def _coprofile_body(tag, cases):
+    return [
+        f'  printf("{tag} {k} "); print(coprofile({_cpp_layout(L, static=True)})); printf("\\n");'
         for k, L in enumerate(cases)
     ]
-    lines = [ln for ln in cute_run("coprofile", body) if ln.startswith("CASE")]
+
+
+@pytest.mark.slow
+def test_coprofile_against_cute_cpp(cute_lines):
+    cases = _coprofile_cases()
+    lines = cute_lines["CP"]
     assert len(lines) == len(cases) > 10
     for line, L in zip(lines, cases):
         text = line.split(" ", 2)[2].replace("_", "")
         assert fmt_htuple(coprofile(L)) == text, (str(L), line)
+
+
+CPP_SETS = {
+    "BC": (_basis_comp_cases, _basis_comp_body),
+    "EV": (_evenly_cases, _evenly_body),
+    "CP": (_coprofile_cases, _coprofile_body),
+}
 
 
 # ----------------------------------------------------------------------------- F2 strides in layouts
