@@ -141,7 +141,8 @@ SCALE_VEC: Dict[Tuple[str, str], int] = {
 }
 
 #: The SM100 shared-memory descriptor's 3-bit layout type (bits 61-63), by mode: SM90's
-#: 2-bit field (bits 62-63) had INTER 0, SW128 1, SW64 2, SW32 3.
+#: 2-bit field (bits 62-63) had INTER 0, SW128 1, SW64 2, SW32 3.  Data only (no descriptor
+#: is built from it here); the same codes as CuTe's ``UMMA::LayoutType``.
 SM100_LAYOUT_TYPE: Dict[str, int] = {
     "INTER": 0,
     "SW128_32B": 1,
