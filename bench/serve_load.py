@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from typing import Any, Dict, List
 
 from _timing import out_dir
 
@@ -64,23 +65,37 @@ def main() -> int:
     p.add_argument("--proof-budget", type=float, default=10.0)
     p.add_argument("--url", default=None, help="load a running server instead of starting one")
     p.add_argument("--out", default=None)
+    p.add_argument(
+        "--compare",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="alternate ROUNDS windows of cheap-only load and of the mixed load (each --seconds long) "
+        "on the same server, so that both see the same machine load; report each condition",
+    )
     a = p.parse_args()
     proc = None
     url = a.url
     if url is None:
         proc, url = start_server(a.workers, a.budget, a.proof_budget)
-    try:
-        rep = asyncio.run(
+
+    def load(expensive: int, burners: int) -> Any:
+        return asyncio.run(
             run_load(
                 url,
                 clients=a.clients,
                 seconds=a.seconds,
-                expensive_clients=a.expensive,
-                burners=a.burners,
+                expensive_clients=expensive,
+                burners=burners,
                 fast_budget_s=a.budget,
                 slow_budget_s=a.proof_budget,
             )
         )
+
+    try:
+        if a.compare:
+            return compare(a, load, url, proc)
+        rep = load(a.expensive, a.burners)
         with urllib.request.urlopen(url + "/api/stats", timeout=5) as r:
             stats = json.loads(r.read())
     finally:
@@ -99,6 +114,47 @@ def main() -> int:
     path.write_text(json.dumps(fig, indent=1))
     print(f"wrote {path}")
     return 0 if rep.failures == 0 and rep.past_budget == 0 else 1
+
+
+def compare(a: argparse.Namespace, load: Any, url: str, proc: Any) -> int:
+    """Alternate cheap-only and mixed windows; the cheap requests' latency per condition."""
+    from layoutproof.serve.load import percentile
+
+    cheap: Dict[str, List[float]] = {"cheap only": [], "mixed": []}
+    totals: Dict[str, Dict[str, int]] = {k: {"requests": 0, "failures": 0, "past_budget": 0} for k in cheap}
+    loads = []
+    for r in range(a.compare):
+        for cond, (e, b) in (("cheap only", (0, 0)), ("mixed", (a.expensive, a.burners))):
+            loads.append(os.getloadavg()[0])
+            rep = load(e, b)
+            cheap[cond] += rep.cheap
+            for k in totals[cond]:
+                totals[cond][k] += getattr(rep, k)
+            f = rep.figures()
+            print(
+                f"round {r + 1} {cond:10s}: {f['requests']} requests, {f['failures']} failures, "
+                f"{f['past_budget']} past budget; cheap p50 {f['cheap_p50_ms']} ms, p99 {f['cheap_p99_ms']} ms"
+            )
+    out: Dict[str, Any] = {
+        "clients": a.clients,
+        "window_s": a.seconds,
+        "rounds": a.compare,
+        "cpus": os.cpu_count(),
+    }
+    out["load_average_1min_at_windows"] = [round(x, 2) for x in loads]
+    for cond, xs in cheap.items():
+        out[cond] = dict(
+            totals[cond],
+            cheap=len(xs),
+            cheap_p50_ms=round(1000 * percentile(xs, 50), 1),
+            cheap_p99_ms=round(1000 * percentile(xs, 99), 1),
+        )
+        print(f"{cond:10s}: {out[cond]}")
+    path = out_dir("serve_load", a.out) / "serve_load_compare.json"
+    path.write_text(json.dumps(out, indent=1))
+    print(f"wrote {path}")
+    bad = sum(t["failures"] + t["past_budget"] for t in totals.values())
+    return 0 if bad == 0 else 1
 
 
 if __name__ == "__main__":
