@@ -46,6 +46,10 @@ PRELOAD = [
 ]
 
 
+#: the largest answer (bytes of JSON) a worker sends back
+MAX_ANSWER = 8 << 20
+
+
 def encode(body: Dict[str, Any]) -> bytes:
     """``body`` as compact UTF-8 JSON (numbers JSON cannot write are refused)."""
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
@@ -93,6 +97,21 @@ def _worker_main(conn: Any, nice: int, mem_bytes: int) -> None:  # pragma: no co
             data = encode(body)
         except (TypeError, ValueError) as e:  # a body that is not JSON is a bug: say so
             status, data = 500, encode({"error": {"type": type(e).__name__, "message": str(e)[:500]}})
+        if len(data) > MAX_ANSWER:
+            status, data = (
+                422,
+                encode(
+                    {
+                        "error": {
+                            "type": "AnswerTooLarge",
+                            "message": f"the answer has {len(data)} bytes, more than {MAX_ANSWER}: "
+                            "ask for less (a smaller tile or layout)",
+                            "condition": "answer size",
+                            "witness": len(data),
+                        }
+                    }
+                ),
+            )
         try:
             conn.send((status, data))
         except (BrokenPipeError, OSError):
