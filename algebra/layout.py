@@ -248,14 +248,21 @@ def has_scalar_strides(layout: "Layout") -> bool:
     return False
 
 
-def _check_codomain(d: Any) -> None:
+def _check_codomain(d: Any, s: Any) -> None:
     """Stride scalars of another algebra share the codomain only with zeros: ``F2 + 3``
     (XOR beside integer addition) and ``F2 + E(0)`` are undefined, so a layout mixing
-    them has no function."""
+    them has no function.  Their extents are integers (the F2 algebra has no symbolic
+    layer)."""
     leaves = raw_flatten(d)
     kinds_seen = {type(x) for x in leaves if is_stride_scalar(x)}
     if not kinds_seen:
         return
+    sym = [x for x in raw_flatten(s) if type(x) is not int]
+    if sym:
+        raise MalformedLayoutError(
+            f"shape {fmt_htuple(s)} has the symbolic extent {show(sym[0])} beside F2 strides; "
+            "F2 layouts take integer extents (substitute values first)"
+        )
     other = [x for x in leaves if not is_stride_scalar(x) and not (type(x) is int and x == 0)]
     if other or len(kinds_seen) > 1:
         bad = other[0] if other else leaves[0]
@@ -426,7 +433,7 @@ class Layout:
                     f"shape {fmt_htuple(s)} and stride {fmt_htuple(d)} are not congruent "
                     "(they must have the same nesting profile)"
                 )
-            _check_codomain(d)
+            _check_codomain(d, s)
         return s, d
 
     @classmethod

@@ -738,3 +738,10 @@ def test_analysis_operations_refuse_f2_strides():
         with pytest.raises(InadmissibleError) as ei:
             f()
         assert ei.value.condition == "integer strides"
+
+
+def test_f2_strides_need_integer_extents():
+    sympy = pytest.importorskip("sympy")
+    n = sympy.Symbol("N", positive=True, integer=True)
+    with pytest.raises(MalformedLayoutError):
+        Layout((n, 2), (F2(1), F2(2)))
