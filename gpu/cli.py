@@ -365,7 +365,7 @@ def _analyze_coalesce(args: argparse.Namespace) -> Tuple[Any, List[str]]:
     data, access = _read_layout(args.data), _read_layout(args.access)
     rep = coalescing(data, access, element_bits=args.bits, vector_bytes=args.vector, base=args.base)
     lines = []
-    if rep.sectors is not None:
+    if rep.sectors is not None and rep.min_sectors is not None and rep.lines is not None:
         lines.append(
             f"{rep.vector_bytes}-byte vectors (widest legal {rep.widest_bytes}); sectors "
             f"{int(rep.sectors.sum())} (minimum {int(rep.min_sectors.sum())}), lines "
