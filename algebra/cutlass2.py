@@ -20,7 +20,18 @@ Supported classes (``CUTLASS2_CLASSES``), template arguments as in C++:
 * ``TensorOpMultiplicand<bits, crosswise>``, ``TensorOpMultiplicandCongruous<bits, crosswise>``,
   ``TensorOpMultiplicandCrosswise<bits, crosswise>`` and their ``RowMajor...`` /
   ``ColumnMajor...`` variants (``MatrixCoord``), for element sizes 4, 8, 16, 32 (and 64)
-  bits; ``TensorOpMultiplicandCongruous<32, k>`` is the class's own tf32 specialization.
+  bits; ``TensorOpMultiplicandCongruous<32, k>`` is the class's own tf32 specialization;
+* the SM80 double/complex multiplicands ``TensorOpMultiplicandCongruous64b``,
+  ``TensorOpMultiplicand64bCrosswise``, ``TensorOpMultiplicandCongruous128b``,
+  ``TensorOpMultiplicandCrosswise128x4``, the Volta ones
+  ``VoltaTensorOpMultiplicandCongruous<bits>``, ``VoltaTensorOpMultiplicandBCongruous<bits>``,
+  ``VoltaTensorOpMultiplicandCrosswise<bits, KBlock>`` (each with its ``RowMajor...`` /
+  ``ColumnMajor...`` variants), and ``TensorOpMultiplicandColumnMajorInterleaved<bits, k>`` /
+  ``TensorOpMultiplicandRowMajorInterleaved<bits, k>``.  Within a tile these map the
+  coordinate's bits to the offset's bits, some to two of them (an XOR): a single swizzled
+  layout when every such bit spans one distance; ``TensorOpMultiplicand64bCrosswise`` (and
+  Volta's crosswise layout past 16 strided vectors) XOR at two distances, so only their
+  factors exist, the inner one with F2 (XOR) strides.
 
 ``stride`` is the class's stride vector (one number, the leading dimension ``ldm``, for the
 rank-2 classes; a tuple for the tensor classes, in the class's order); left out, it is what
@@ -673,8 +684,8 @@ def _digits(cls: str, role: str, X: int, bits: List[_Img], tile: Optional[_Img])
     if X > T:
         if tile is None:
             raise Cutlass2Error(
-                f"{cls}: the {role} extent {X} exceeds {T}, the class's range of that coordinate "
-                "(a larger one runs into the next group's line)",
+                f"{cls}: the {role} extent {X} exceeds {T} (InterleavedK): a larger coordinate "
+                "runs into the next row's columns, where the XOR no longer follows a layout",
                 cls=cls,
                 what="extent",
             )
@@ -884,6 +895,8 @@ def from_cutlass2(name: str, extent: Any, *, stride: Any = None) -> Any:
     (1,2,2,(32,2)):(256,64,32,(1,128))
     >>> print(from_cutlass2("RowMajorTensorOpMultiplicandCrosswise<16, 32>", (16, 32)))
     Sw<2,3,3> o 0 o ((2,8),(8,4)):((32,64),(1,8))
+    >>> print(from_cutlass2("TensorOpMultiplicandCongruous128b", (8, 4)))
+    Sw<2,0,3> o 0 o (8,4):(4,1)
     """
     cls, args = parse_cutlass2(name)
     if cls in _BITWISE:
