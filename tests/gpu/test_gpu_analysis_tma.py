@@ -525,9 +525,8 @@ def test_driver_check_bench_dry_run_and_mocked_driver(
         return replace(a, address_align=bench._align(off))
 
     monkeypatch.setattr(bench, "Device", Stand)
-    monkeypatch.setattr(bench, "placement_check", lambda dev: [])
     monkeypatch.setattr(bench, "rank1_probe", lambda dev: ["  rank 1 probe stand-in"])
-    monkeypatch.setattr(sys, "argv", ["tma_driver_check.py", "--n", "200"])
+    monkeypatch.setattr(sys, "argv", ["tma_driver_check.py", "--n", "200", "--placement", "skip"])
     assert bench.main() == 0
     out = capsys.readouterr().out
     assert "both accept" in out and "both refuse" in out and "we accept, driver refuses" in out
