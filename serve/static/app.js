@@ -173,6 +173,7 @@
       $("timing").textContent = "";
       putSvg($("picture"), null);
       $("before-fig").hidden = true;
+      $("picture-fig").hidden = true;
       $("picture-fig").dataset.state = "error";
       state.value = "";
       return r;
@@ -195,6 +196,7 @@
     attachHover($("picture"));
     $("picture-caption").textContent = d.picture === "tv" ? "thread-value layout" : d.kind === "composed" ? "after the swizzle" : "offsets";
     $("picture-fig").dataset.state = d.svg ? "drawn" : "empty";
+    $("picture-fig").hidden = !d.svg;
     if (d.before_svg) {
       $("before-fig").hidden = false;
       putSvg($("before"), d.before_svg);

@@ -59,8 +59,15 @@ def open_view(driver, server_url, **state):
 
 
 def shot(driver, artifacts, name):
+    """A screenshot of the whole page (the window stretched to the page's height)."""
     path = os.path.join(artifacts, f"playground-{name}.png")
-    driver.save_screenshot(path)
+    size = driver.get_window_size()
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(size["width"], min(max(int(height) + 20, 600), 2400))
+    try:
+        driver.save_screenshot(path)
+    finally:
+        driver.set_window_size(size["width"], size["height"])
     assert os.path.getsize(path) > 1000
 
 
