@@ -4,7 +4,7 @@
 
 (function () {
   const $ = (id) => document.getElementById(id);
-  const FIELDS = ["expr", "assume", "values", "tv", "color", "bytes", "other"];
+  const FIELDS = ["expr", "assume", "values", "tv", "thr_id", "color", "bytes", "other"];
   const state = { tab: "verdicts", check: "", analysis: "", afields: {}, value: "", seq: 0, drawn: "" };
   let analyses = [];
   let timer = null;
@@ -153,6 +153,7 @@
     const body = Object.assign(common(), {
       values: $("values").value,
       tv: $("tv").value,
+      thr_id: $("thr_id").value,
       color: $("color").value,
       bytes: Number($("bytes").value) || 4,
     });
@@ -431,7 +432,7 @@
 
   document.addEventListener("DOMContentLoaded", async () => {
     $("run").addEventListener("click", runEval);
-    for (const f of ["expr", "assume", "values", "tv", "color", "bytes"]) $(f).addEventListener("input", soon);
+    for (const f of ["expr", "assume", "values", "tv", "thr_id", "color", "bytes"]) $(f).addEventListener("input", soon);
     $("other").addEventListener("change", saveHash);
     $("expr").addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {

@@ -165,6 +165,11 @@ def test_tv_layout(page, server_url, artifacts):
     threads = {int(c.get_attribute("data-thread")) for c in cells(page, "picture")}
     assert threads == set(range(32))
     shot(page, artifacts, "tv")
+    # SM70's quad-pair thread ids: 8 threads shown as 0-3 and 16-19
+    open_view(page, server_url, expr="(8,4):(1,8)", tv="(8,4)", thr_id="(4,2):(1,16)")
+    wait(page, lambda d: len(cells(d, "picture")) == 32, "the TV picture with ThrID")
+    threads = {int(c.get_attribute("data-thread")) for c in cells(page, "picture")}
+    assert threads == {0, 1, 2, 3, 16, 17, 18, 19}
 
 
 def test_analysis_and_export(page, server_url, artifacts):
