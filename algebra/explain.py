@@ -504,14 +504,17 @@ def _calls_in(
                     if p.name in loc and loc[p.name] is not p.default:
                         kw[p.name] = loc[p.name]
                     continue
-                if not positional or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name not in loc:
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name not in loc:
                     positional = False
                     continue
                 v = loc[p.name]
                 if p.default is not p.empty and v is p.default:
                     positional = False
                     continue
-                args.append(v)
+                if positional:
+                    args.append(v)
+                else:  # given after a defaulted one: passed by name
+                    kw[p.name] = v
             out.append(_Call(name, fn, tuple(args), kw))
         tb = tb.tb_next
     return out
