@@ -10,6 +10,8 @@ the operation's post-condition (:func:`layoutproof.verify.postcondition`) before
 offered, ranked by how little it changes.  For symbolic operands the repairs are
 assumptions, proved sufficient by Z3; an undecided condition comes with a model where it
 holds and one where it fails, each confirmed by running the integer operation.
+:data:`CONDITIONS` states every condition the algebra raises in its own terms;
+:func:`rule_of` names the entry an error is an instance of.
 
 Shah's example (the by-mode composition of CuTe C++, PyCuTe and pycute is wrong at 5):
 
@@ -59,6 +61,8 @@ from layoutproof.verify.emit import CODE_EMITS, render_assumptions
 
 __all__ = [
     "explain",
+    "CONDITIONS",
+    "rule_of",
     "Explanation",
     "Repair",
     "Step",
