@@ -72,18 +72,18 @@ class LaneSpec:
 
 
 def _worker_main(conn: Any, nice: int, mem_bytes: int) -> None:  # pragma: no cover - a child process
-    import resource
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops the workers itself
-    if nice:
+    if nice and hasattr(os, "nice"):
         try:
             os.nice(nice)
         except OSError:
             pass
     if mem_bytes:
         try:
+            import resource
+
             resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
-        except (ValueError, OSError):
+        except (ImportError, ValueError, OSError):  # no such limit here (Windows): time budgets only
             pass
     from .work import safe_run
 
@@ -252,8 +252,11 @@ class Pool:
     start-up), close it at shutdown."""
 
     def __init__(self, specs: List[LaneSpec], *, mem_bytes: int = 3 << 30) -> None:
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(PRELOAD)
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(PRELOAD)
+        else:  # Windows: each worker imports what it needs when it starts
+            ctx = multiprocessing.get_context("spawn")
         self.lanes: Dict[str, Lane] = {s.name: Lane(s, ctx, mem_bytes) for s in specs}
 
     async def run(self, lane: str, name: str, payload: Any) -> Tuple[int, bytes]:
