@@ -86,3 +86,16 @@ def test_undecided_explanation_renders_what_settles_it() -> None:
     assert e.render("dsl").startswith(
         "# undecided: injectivity (non-overlapping modes) -- no assumption settles"
     )
+
+
+def test_cli_emit_of_an_unknown_check(capsys: pytest.CaptureFixture) -> None:
+    rc = main(["admissible composition((M,4):(1,M+1), 128:1)", "--emit", "python"])
+    out, err = capsys.readouterr()
+    assert err.startswith("unknown")
+    assert out.startswith("# unknown: the check needs (128 <= M) or (128 % M == 0)")
+    ns: dict = {}
+    exec(out, ns)
+    ns["guard"](M=128)
+    with pytest.raises(ValueError):
+        ns["guard"](M=3)
+    assert rc != 0
