@@ -23,7 +23,11 @@ SLOW_BUDGET_S = 4.0
 
 @pytest.fixture(scope="session")
 def client() -> Iterator[object]:
-    from starlette.testclient import TestClient
+    import warnings
+
+    with warnings.catch_warnings():  # Starlette 1.x prefers httpx2; httpx works the same here
+        warnings.filterwarnings("ignore", message=".*httpx.*starlette.testclient.*")
+        from starlette.testclient import TestClient
 
     from layoutproof.serve.app import create_app
     from layoutproof.serve.pool import LaneSpec
