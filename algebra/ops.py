@@ -100,7 +100,7 @@ def coalesce_modes(
         for k, (s, d) in enumerate(zip(fs, fd)):
             if s == 1 and k != last:
                 continue
-            if rs and rs[-1] * rd[-1] == d and (type(d) is int or _linear_merge(rs[-1], rd[-1], d)):
+            if rs and rs[-1] * rd[-1] == d:
                 rs[-1] *= s
             else:
                 rs.append(s)
@@ -110,7 +110,7 @@ def coalesce_modes(
         for s, d in zip(fs, fd):
             if s == 1:
                 continue
-            if d == nxt and (type(d) is int or _linear_merge(rs[-1], rd[-1], d)):
+            if d == nxt:
                 rs[-1] *= s
             else:
                 rs.append(s)
@@ -119,6 +119,23 @@ def coalesce_modes(
     if not rs:
         return [1], [0]
     return rs, rd
+
+
+def _coalesce_linear(layout: Layout) -> Layout:
+    """coalesce for strides of another algebra (F2): PyCuTe's two merge tests."""
+    rs: List[Any] = []
+    rd: List[Any] = []
+    for s, d in zip(*layout._flat()):
+        if s == 1:
+            continue
+        if rs and rs[-1] * rd[-1] == d and _linear_merge(rs[-1], rd[-1], d):
+            rs[-1] *= s
+        else:
+            rs.append(s)
+            rd.append(d)
+    if not rs:
+        return _make(1, 0)
+    return _from_modes(rs, rd)
 
 
 def _linear_merge(sa: Any, da: Any, db: Any) -> bool:
@@ -179,6 +196,8 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
     sym = layout._sym
     if sym is None:
         sym = layout.is_symbolic
+        if not sym and layout._sym is None:  # left uncached: F2 strides (layoutproof.f2)
+            return _coalesce_linear(layout)
     if sym:
         return kinds.call_symbolic("coalesce", layout)
     fs, fd = layout._fs, layout._fd
@@ -190,7 +209,7 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
     for s, d in zip(fs, fd):
         if s == 1:
             continue
-        if d == nxt and (type(d) is int or _linear_merge(rs[-1], rd[-1], d)):
+        if d == nxt:
             rs[-1] *= s
         else:
             rs.append(s)
