@@ -122,6 +122,7 @@ DYNAMIC: Dict[Tuple[str, str], FrozenSet[str]] = {
         {"size<0>(A) == size<0>(C)", "size<0>(B) == size<1>(C)", "size<1>(A) == size<1>(B)"}
     ),
     ("ops.py", "err.condition"): _COMPOSITION | _INVERSE,
+    ("cutlass2.py", "why[0]"): frozenset({"one XOR distance"}),
     ("composed.py", "f'{op} of a composed layout'"): frozenset(
         {"right_inverse of a composed layout", "left_inverse of a composed layout"}
     ),
