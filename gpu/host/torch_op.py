@@ -40,13 +40,26 @@ _INPUTS: Dict[str, Tuple[str, Optional[str], str]] = {
     "bfloat16": ("uint16", "bf16", "bf16"),
     "float32": ("float32", None, "f32"),
     "int8": ("int8", None, "s8"),
+    "uint8": ("uint8", None, "u8"),
     "float8_e4m3fn": ("uint8", "e4m3", "e4m3"),
     "float8_e5m2": ("uint8", "e5m2", "e5m2"),
 }
 # output names -> torch dtype names
 _OUTPUTS: Dict[str, str] = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "s32": "int32"}
 #: the output type of a call without ``out_dtype``, by input type (fp8 inputs name theirs)
-DEFAULT_OUT: Dict[str, str] = {"f16": "f16", "bf16": "bf16", "f32": "f32", "s8": "s32"}
+DEFAULT_OUT: Dict[str, str] = {
+    "f16": "f16",
+    "bf16": "bf16",
+    "f32": "f32",
+    "s8": "s32",
+    "u8": "s32",
+    "e4m3": "bf16",
+    "e5m2": "bf16",
+}
+#: input types whose products run on the typed kernels (``plan.typed_gemm``), by the name
+#: those take; float32 only where the call asks for tf32
+_TYPED = {"f32": "tf32", "s8": "s8", "u8": "u8", "e4m3": "e4m3", "e5m2": "e5m2"}
+_FP8 = ("float8_e4m3fn", "float8_e5m2")
 
 
 def any_tensor(*xs: Any) -> bool:
@@ -70,8 +83,8 @@ def _input_kind(nm: str, t: Any) -> Tuple[str, Optional[str], str]:
     kind = _INPUTS.get(_dtname(t.dtype))
     if kind is None:
         raise GemmInputError(
-            f"gemm: {nm} is {t.dtype}, not a GEMM input type (float16, bfloat16, float32, int8, "
-            f"float8_e4m3fn, float8_e5m2): convert it, e.g. {nm}.to(torch.bfloat16)"
+            f"gemm: {nm} is {t.dtype}, not a GEMM input type (float16, bfloat16, float32 as tf32, int8, "
+            f"uint8, float8_e4m3fn, float8_e5m2): convert it, e.g. {nm}.to(torch.bfloat16)"
         )
     return kind
 
@@ -99,6 +112,50 @@ def out_dtype_of(a: Any, out_dtype: Any) -> str:
             f"gemm: out_dtype={out_dtype} must be torch.float16, torch.bfloat16, torch.float32 or torch.int32"
         )
     return od
+
+
+def typed_kind(
+    a: Any,
+    b: Any,
+    dtype: Optional[str],
+    bias: Any,
+    c: Any,
+    activation: Optional[str],
+    alpha: float,
+    beta: float,
+) -> Optional[str]:
+    """The typed kernels' type name (``"tf32"``, ``"s8"``, ``"u8"``, ``"e4m3"``,
+    ``"e5m2"``) for a product of tensors like ``a`` and ``b``, or None for float16 /
+    bfloat16 (the GEMM's own plans); refuses what the typed kernels do not take."""
+    _, _, name = _input_kind("a", a)
+    if dtype is not None and not (dtype == "tf32" and name == "f32"):
+        raise GemmInputError(
+            f"gemm: dtype={dtype!r} on {a.dtype} tensors: torch tensors carry their type; the one "
+            f"choice is dtype='tf32' for float32 tensors"
+        )
+    typed = _TYPED.get(name)
+    if typed is None:
+        return None
+    if name == "f32" and dtype != "tf32":
+        raise GemmInputError(
+            "gemm: float32 tensors run on the tensor cores as tf32 (10-bit mantissa products, f32 "
+            "accumulation): pass dtype='tf32', or convert to torch.bfloat16"
+        )
+    if a.dim() != 2 or b.dim() != 2:
+        raise GemmInputError(
+            f"gemm: {typed} products are 2-D (a is {tuple(a.shape)}, b is {tuple(b.shape)}): "
+            f"loop over the batch"
+        )
+    if bias is not None or activation is not None or c is not None or beta != 0:
+        raise GemmInputError(
+            f"gemm: the fused epilogue (bias, activation, c, beta) runs on float16/bfloat16 "
+            f"operands; for {typed}, apply it to the result"
+        )
+    if alpha != 1 and typed not in ("e4m3", "e5m2"):
+        raise GemmInputError(
+            f"gemm: alpha scales fp8 products only (scale_a * scale_b); {typed}: multiply the output"
+        )
+    return typed
 
 
 def result_shape(a: Any, b: Any) -> Tuple[int, ...]:
@@ -380,7 +437,7 @@ def _bf16_view_type(cp: Any) -> Any:
         return "uint16"
 
 
-_ENTRIES: Dict[Any, _Entry] = {}
+_ENTRIES: Dict[Any, Any] = {}  # -> _Entry or _TypedEntry
 _ENTRY_CAP = 1024
 
 
@@ -435,10 +492,6 @@ def gemm_call(
 ) -> Any:
     """:func:`gemm_tensors` with its arguments in order (what ``gemm`` calls)."""
     torch = sys.modules["torch"]
-    if dtype is not None:
-        raise GemmInputError(
-            f"gemm: dtype={dtype!r} reinterprets raw CuPy bits; torch tensors carry their type: drop it"
-        )
     if _compiling(torch):
         if out is not None or config is not None:
             raise GemmInputError(
@@ -450,9 +503,9 @@ def gemm_call(
             od = getattr(torch, _OUTPUTS[out_dtype_of(a, od)])
         _registered()
         return torch.ops.layoutproof.gemm(
-            a, b, bias, c, activation, float(alpha), float(beta), bias_along, od, path
+            a, b, bias, c, activation, float(alpha), float(beta), bias_along, od, path, dtype
         )
-    if c is None and (beta != 0 or alpha != 1):
+    if c is None and (beta != 0 or alpha != 1) and (beta != 0 or _dtname(a.dtype) not in _FP8):
         raise GemmInputError(
             "gemm: beta != 0 or alpha != 1 needs the C input c (pass beta=0 with c for alpha alone)"
         )
@@ -476,6 +529,7 @@ def gemm_call(
             path,
             activation,
             bias_along,
+            dtype,
         )
         ent = _ENTRIES.get(key)
     except (AttributeError, TypeError):  # not tensors, or an unhashable option: checked below
@@ -483,8 +537,12 @@ def gemm_call(
     if ent is None:
         tdev = _check_devices([("a", a), ("b", b), ("out", out), ("bias", bias), ("c", c)])
         od = out_dtype_of(a, out.dtype if out_dtype is None and out is not None else out_dtype)
-        opts = dict(config=config, path=path, activation=activation, bias_along=bias_along)
-        ent = _Entry(torch, tdev, a, b, out, bias, c, opts, od)
+        typed = typed_kind(a, b, dtype, bias, c, activation, alpha, beta)
+        if typed is not None:
+            ent = _TypedEntry(torch, tdev, a, b, typed, od, config)
+        else:
+            opts = dict(config=config, path=path, activation=activation, bias_along=bias_along)
+            ent = _Entry(torch, tdev, a, b, out, bias, c, opts, od)
         if key is not None:
             if len(_ENTRIES) >= _ENTRY_CAP:
                 _ENTRIES.pop(next(iter(_ENTRIES)))
@@ -492,10 +550,42 @@ def gemm_call(
     return ent.run(a, b, out, bias, c, alpha, beta)
 
 
+class _TypedEntry:
+    """A call signature of the typed kernels (tf32, int8, fp8): ``plan.typed_gemm`` on the
+    tensors themselves, on torch's current stream of their device."""
+
+    def __init__(self, torch: Any, tdev: Any, a: Any, b: Any, typed: str, od: str, config: Any) -> None:
+        from ..config import TC_TYPES
+
+        result_shape(a, b)
+        outs = TC_TYPES[typed][2]
+        if od not in outs:
+            raise GemmInputError(
+                f"gemm: {typed} products store {', '.join(outs)}; out_dtype={od!r} is not one"
+            )
+        self.torch, self.tdev, self.typed, self.od, self.config = torch, tdev, typed, od, config
+        self.dev = int(tdev.index) if tdev.index is not None else 0
+
+    def run(self, a: Any, b: Any, out: Any, bias: Any, c: Any, alpha: float, beta: float) -> Any:
+        from .plan import typed_gemm
+
+        if bias is not None or c is not None or beta != 0:
+            raise GemmInputError(
+                f"gemm: the fused epilogue runs on float16/bfloat16 operands, not {self.typed}"
+            )
+        torch = self.torch
+        kw = dict(dtype=self.typed, out_dtype=self.od, scale=float(alpha), out=out, config=self.config)
+        if torch.cuda.current_device() == self.dev:
+            return typed_gemm(a, b, **kw)
+        with torch.cuda.device(self.dev), device.cupy().cuda.Device(self.dev):
+            return typed_gemm(a, b, **kw)
+
+
 # ============================================================================ the operator
 _SCHEMA = (
     "(Tensor a, Tensor b, Tensor? bias=None, Tensor? c=None, str? activation=None, float alpha=1.0, "
-    'float beta=0.0, str bias_along="n", ScalarType? out_dtype=None, str path="auto") -> Tensor'
+    'float beta=0.0, str bias_along="n", ScalarType? out_dtype=None, str path="auto", str? dtype=None) '
+    "-> Tensor"
 )
 
 
@@ -513,6 +603,7 @@ def _register() -> Any:
         bias_along: str = "n",
         out_dtype: Optional[torch.dtype] = None,
         path: str = "auto",
+        dtype: Optional[str] = None,
     ) -> torch.Tensor:
         return gemm_tensors(
             a,
@@ -525,6 +616,7 @@ def _register() -> Any:
             bias_along=bias_along,
             out_dtype=out_dtype,
             path=path,
+            dtype=dtype,
         )
 
     # a plain library definition: the dispatcher calls _impl directly (torch.library.custom_op
@@ -545,6 +637,7 @@ def _register() -> Any:
         bias_along: str = "n",
         out_dtype: Optional[torch.dtype] = None,
         path: str = "auto",
+        dtype: Optional[str] = None,
     ) -> torch.Tensor:
         shape = result_shape(a, b)
         for nm, x in (("b", b), ("bias", bias), ("c", c)):
@@ -553,6 +646,14 @@ def _register() -> Any:
                     f"gemm: a is on {a.device} and {nm} on {x.device}: "
                     f"put them on one device ({nm}.to(a.device))"
                 )
+        typed = typed_kind(a, b, dtype, bias, c, activation, alpha, beta)
+        if typed is not None:
+            from ..config import TC_TYPES
+
+            od_name = out_dtype_of(a, out_dtype)
+            if od_name not in TC_TYPES[typed][2]:
+                raise GemmInputError(f"gemm: {typed} products store {', '.join(TC_TYPES[typed][2])}")
+            return a.new_empty(shape, dtype=getattr(torch, _OUTPUTS[od_name]))
         if (c is None) and (alpha != 1 or beta != 0):
             raise GemmInputError("gemm: beta != 0 or alpha != 1 needs the C input c")
         if bias is not None:

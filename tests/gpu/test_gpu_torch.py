@@ -60,7 +60,6 @@ def test_meta_tensors_get_the_products_shape(sa, sb, want):
     for dt, odt in (
         (torch.float16, torch.float16),
         (torch.bfloat16, torch.bfloat16),
-        (torch.int8, torch.int32),
     ):
         a, b = torch.empty(sa, dtype=dt, device="meta"), torch.empty(sb, dtype=dt, device="meta")
         c = op(a, b)
@@ -70,6 +69,32 @@ def test_meta_tensors_get_the_products_shape(sa, sb, want):
         torch.empty(sb, dtype=torch.bfloat16, device="meta"),
     )
     assert op(a, b, out_dtype=torch.float32).dtype == torch.float32
+
+
+def test_meta_tensors_of_the_typed_kernels():
+    def m(dt, *shape):
+        return torch.empty(shape, dtype=dt, device="meta")
+
+    f32 = m(torch.float32, 64, 32), m(torch.float32, 32, 48)
+    assert op(*f32, dtype="tf32").dtype == torch.float32
+    assert op(*f32, dtype="tf32", out_dtype=torch.bfloat16).dtype == torch.bfloat16
+    for dt in (torch.float8_e4m3fn, torch.float8_e5m2):
+        assert op(m(dt, 64, 32), m(dt, 32, 48)).dtype == torch.bfloat16
+        assert op(m(dt, 64, 32), m(dt, 32, 48), alpha=0.5).shape == (64, 48)  # the fp8 scale
+    for dt in (torch.int8, torch.uint8):
+        assert op(m(dt, 64, 32), m(dt, 32, 48)).dtype == torch.int32
+    with pytest.raises(GemmInputError, match="pass dtype='tf32'"):
+        op(*f32)
+    with pytest.raises(GemmInputError, match="loop over the batch"):
+        op(m(torch.int8, 2, 64, 32), m(torch.int8, 32, 48))
+    with pytest.raises(GemmInputError, match="apply it to the result"):
+        op(m(torch.int8, 64, 32), m(torch.int8, 32, 48), None, None, "relu")
+    with pytest.raises(GemmInputError, match="alpha scales fp8 products only"):
+        op(m(torch.int8, 64, 32), m(torch.int8, 32, 48), alpha=2.0)
+    with pytest.raises(GemmInputError, match="s8 products store s32"):
+        op(m(torch.int8, 64, 32), m(torch.int8, 32, 48), out_dtype=torch.float16)
+    with pytest.raises(GemmInputError, match="the one choice is dtype='tf32'"):
+        op(m(torch.float16, 64, 32), m(torch.float16, 32, 48), dtype="tf32")
 
 
 def test_meta_function_refuses_what_the_gemm_refuses():
@@ -184,7 +209,7 @@ def test_bad_torch_inputs_name_the_fix():
     with pytest.raises(GemmInputError, match="torch tensors for all of them.*from_dlpack"):
         runtime.gemm(a, np.zeros((16, 4), np.float16))
     with pytest.raises(GemmInputError, match="carry their type"):
-        runtime.gemm(a, b, dtype="bf16")
+        op(a.to("meta"), b.to("meta"), dtype="bf16")
     with pytest.raises(GemmInputError, match="gemm_plan: takes CuPy arrays"):
         runtime.gemm_plan(a, b)
     with pytest.raises(GemmInputError, match="needs the C input"):
@@ -307,10 +332,38 @@ def test_fake_device_checks_out_and_dtypes(fake):
         runtime.gemm(a, b, torch.empty(64, 63, dtype=torch.float16))
     with pytest.raises(GemmInputError, match="out_dtype"):
         runtime.gemm(a, b, out_dtype="f64")
-    with pytest.raises(GemmInputError, match="float8_e4m3fn inputs need out_dtype|need out_dtype"):
-        runtime.gemm(a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn))
     c = runtime.gemm(a, b, out_dtype=torch.float32)
     assert c.dtype == torch.float32 and runtime.last_launch["problem"].out_dtype == "f32"
+    with pytest.raises(GemmInputError, match="carry their type"):
+        runtime.gemm(a, b, dtype="bf16")
+
+
+def test_fake_device_routes_the_typed_kernels(fake, monkeypatch):
+    from layoutproof.gpu.host import plan as plan_mod
+
+    calls = []
+
+    def typed_gemm(a, b, *, dtype, out_dtype=None, scale=1.0, out=None, config=None):
+        calls.append((a, b, dtype, out_dtype, scale, out, config))
+        return "product"
+
+    monkeypatch.setattr(plan_mod, "typed_gemm", typed_gemm)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    a, b = torch.randn(64, 32), torch.randn(48, 32).t()
+    assert runtime.gemm(a, b, dtype="tf32") == "product"
+    assert calls[-1][:6] == (a, b, "tf32", "f32", 1.0, None)
+    fa, fb = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+    runtime.gemm(fa, fb, alpha=0.25, out_dtype=torch.float16)
+    assert calls[-1][2:5] == ("e4m3", "f16", 0.25)
+    runtime.gemm(a.to(torch.int8), b.to(torch.int8))
+    assert calls[-1][2:5] == ("s8", "s32", 1.0)
+    with pytest.raises(GemmInputError, match="pass dtype='tf32'"):
+        runtime.gemm(a, b)
+    with pytest.raises(GemmInputError, match="needs the C input"):
+        runtime.gemm(a.to(torch.int8), b.to(torch.int8), alpha=2.0)
+    with pytest.raises(GemmInputError, match="apply it to the result"):
+        runtime.gemm(fa, fb, bias=torch.zeros(48))
+    assert len(calls) == 3
 
 
 # ============================================================================ on the GPU
@@ -424,3 +477,19 @@ def test_gpu_torch_compile_fullgraph():
     a, b, bias = _rand(256, 128), _rand(128, 192), torch.randn(192, device="cuda")
     ref = torch.relu(a.double() @ b.double() + bias.double()) + 1
     assert _rel(g(a, b, bias), ref) < 1e-2
+
+
+@gpu
+def test_gpu_typed_kernels_on_tensors():
+    m, n, k = 256, 384, 512
+    a32 = torch.randn(m, k, device="cuda")
+    b32 = torch.randn(n, k, device="cuda").t()  # K-major B: the typed kernels' layout
+    c = runtime.gemm(a32, b32, dtype="tf32")
+    assert c.dtype == torch.float32 and _rel(c, a32.double() @ b32.double()) < 5e-3
+    fa, fb = a32.to(torch.float8_e4m3fn), b32.to(torch.float8_e4m3fn)
+    c = runtime.gemm(fa, fb, alpha=0.5)
+    assert c.dtype == torch.bfloat16 and _rel(c, 0.5 * (fa.double() @ fb.double())) < 1e-2
+    ia = torch.randint(-8, 8, (m, k), device="cuda", dtype=torch.int8)
+    ib = torch.randint(-8, 8, (n, k), device="cuda", dtype=torch.int8).t()
+    c = runtime.gemm(ia, ib)
+    assert c.dtype == torch.int32 and torch.equal(c.long(), ia.long().cpu().matmul(ib.long().cpu()).cuda())
