@@ -10,8 +10,19 @@ layout as a plain-looking layout:
 >>> print(from_f2(to_f2(atom)))
 Sw<3,3,3> o 0 o (8,64):(64,1)
 
+F2 values are also strides of ordinary layouts (PyCuTe's generalization): the algebra
+(coalesce, composition, the inverses) works on them, each result checked:
+
+>>> from layoutproof import coalesce, right_inverse
+>>> L = Layout((8, 8), (F2(1), F2(9)))
+>>> L(1, 1)
+F8
+>>> print(right_inverse(L), coalesce(Layout((2, 4), (F2(1), F2(2)))))
+(8,8):(F1,F9) 8:F1
+
 This module registers ``to_f2`` for Swizzles and composed layouts with
-:mod:`layoutproof.kinds` (``Swizzle.to_f2``, ``ComposedLayout.to_f2``).
+:mod:`layoutproof.kinds` (``Swizzle.to_f2``, ``ComposedLayout.to_f2``), and the
+operations on layouts with F2 strides under ``kinds.STRIDE_SCALARS``.
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ never imports the modules that extend it.  An operation handles a plain
 * a plain layout holding SymPy leaves: the symbolic layer registers its implementation
   under the marker :data:`SYMBOLIC` (``layoutproof.symbolic.register``) and the core
   calls ``call_symbolic("coalesce", layout)``;
+* a plain layout holding strides of another algebra (F2, whose ``+`` is XOR; the class
+  carries the marker ``_lp_stride_scalar``): :mod:`layoutproof.f2` registers its
+  implementations under the marker :data:`STRIDE_SCALARS` and the core calls
+  ``call_kind("composition", STRIDE_SCALARS, A, B)``;
 * hooks, named services of higher layers that a core method offers (``Layout.parse``
   parses with :mod:`~layoutproof.notation`, ``Layout._repr_svg_`` draws with
   :mod:`~layoutproof.draw`): ``register_hook(name, fn)`` and ``hook(name)``.

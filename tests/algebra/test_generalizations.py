@@ -745,3 +745,28 @@ def test_f2_strides_need_integer_extents():
     n = sympy.Symbol("N", positive=True, integer=True)
     with pytest.raises(MalformedLayoutError):
         Layout((n, 2), (F2(1), F2(2)))
+
+
+# ----------------------------------------------------------------------------- planted bugs
+def test_a_planted_bug_in_the_sum_over_modes_is_caught(monkeypatch):
+    import layoutproof.ops as ops
+
+    real = ops._sum_parts
+
+    def off_by_one(n, parts, unit, B):
+        s, d = real(n, parts, unit, B)
+        return s, (d + 1 if isinstance(d, int) else d)
+
+    monkeypatch.setattr(ops, "_sum_parts", off_by_one)
+    with pytest.raises(AssertionError):
+        check_composition(Layout((4, 8), (3, 42)), Layout(4, ArithTuple(1, 2)))
+
+
+def test_a_planted_bug_in_the_f2_check_is_caught(monkeypatch):
+    import layoutproof.f2 as f2
+
+    monkeypatch.setattr(f2, "_verify_composition", lambda A, B, R: None)  # no check
+    R = composition(Layout((8, 8), (F2(1), F2(9))), Layout(6, 3))  # returns the bad candidate
+    assert any(
+        bits(R(c)) != bits(Layout((8, 8), (F2(1), F2(9)))(3 * c)) for c in range(6)
+    )  # ... which the post-condition refutes: the check is what makes the refusal sound
