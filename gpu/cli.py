@@ -235,7 +235,7 @@ def _run(args: argparse.Namespace, cfg: Any, prob: GemmProblem) -> int:
     return 0 if err < (2e-2 if prob.dtype == "bf16" else 5e-3) else 1
 
 
-ANALYZE_DOC = """layoutproof analyze: bank conflicts, coalescing and wgmma operands of your own layouts.
+ANALYZE_DOC = """layoutproof analyze: banks, coalescing, wgmma, swizzles, index width and TMA of your layouts.
 
     layoutproof analyze banks "Sw<3,3,3> o (8,64):(64,1)" "((8,4),8):((1,64),8)" --instr ldmatrix.x4 --bits 16
     layoutproof analyze banks "(32,32):(32,1)" "32:1" --instr ld.shared.b32 --bits 32 --show --svg banks.svg
@@ -244,6 +244,8 @@ ANALYZE_DOC = """layoutproof analyze: bank conflicts, coalescing and wgmma opera
     layoutproof analyze swizzle "(8,64):(64,1)" --access "((8,4),8,2):((64,1),8,4):cp.async.16" \\
         --access "((8,4),8,2):((1,64),8,256):ldmatrix.x4" --bits 16
     layoutproof analyze width "(M,K):(K,1)" --assume "M <= 65536" --assume "K <= 32769"
+    layoutproof analyze tma "(M,K):(K,1)" gmma:K:SW128 --tile 128,64 --dtype f16 \\
+        --assume "K % 8 == 0" --assume "1 <= M <= 2**31" --assume "8 <= K <= 2**20"
 
 DATA is the tile's layout (tile coordinate -> element offset; CuTe notation, C++ or DSL
 spellings, a swizzle as ``Sw<B,M,S> o LAYOUT``); ACCESS the thread-value layout
@@ -265,7 +267,7 @@ def _analyze_parser() -> argparse.ArgumentParser:
         epilog=ANALYZE_DOC.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = p.add_subparsers(dest="what", required=True, metavar="{banks,coalesce,wgmma,swizzle,width}")
+    sub = p.add_subparsers(dest="what", required=True, metavar="{banks,coalesce,wgmma,swizzle,width,tma}")
     b = sub.add_parser("banks", help="shared-memory bank conflicts of an access, per instruction phase")
     b.add_argument("data", help="the tile's shared-memory layout")
     b.add_argument("access", help="the thread-value layout (thread, value, rest...) -> tile coordinate")
@@ -322,6 +324,24 @@ def _analyze_parser() -> argparse.ArgumentParser:
     x.add_argument("--unsigned", action="store_true", help="an unsigned index type")
     x.add_argument("--base", type=int, default=0, help="an offset added to every index (a tile's start)")
     _common(x)
+    t = sub.add_parser("tma", help="the cuTensorMapEncodeTiled arguments of a TMA load, checked and proved")
+    t.add_argument("gmem", help="the global tensor's layout (symbols need --assume ranges)")
+    t.add_argument(
+        "smem", help="one tile's shared-memory layout, or a GMMA atom tiled to the tile: gmma:K:SW128"
+    )
+    t.add_argument("--tile", required=True, help="the CTA tile, one extent per global mode: 128,64")
+    t.add_argument("--dtype", required=True, help="the element type (f16, bf16, f32, tf32, u8, e4m3, ...)")
+    t.add_argument("--box", default=None, help="the box extents (default: the largest the tile allows)")
+    t.add_argument("--interleave", default="NONE", help="NONE, 16B or 32B")
+    t.add_argument("--l2", default="256B", help="L2 promotion: NONE, 64B, 128B or 256B")
+    t.add_argument("--oob", default="NONE", help="out-of-bounds fill: NONE or NAN_REQUEST_ZERO_FMA")
+    t.add_argument(
+        "--base-align", type=int, default=None, help="the global base address's alignment in bytes"
+    )
+    t.add_argument(
+        "--python", action="store_true", help="print the cuda.bindings call instead of the C++ one"
+    )
+    _common(t)
     return p
 
 
@@ -428,12 +448,52 @@ def _analyze_width(args: argparse.Namespace) -> Tuple[Any, List[str]]:
     return rep, lines
 
 
+def _ints(text: str, what: str) -> Tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in text.replace("x", ",").split(",") if v.strip())
+    except ValueError:
+        raise LayoutError(f"{what} {text!r}: expected extents like 128,64") from None
+
+
+def _analyze_tma(args: argparse.Namespace) -> Tuple[Any, List[str]]:
+    from .analysis.tma import DATA_TYPES, data_type, tma_preflight
+    from .isa.gmma import smem_atom, tile_to_shape
+
+    tile = _ints(args.tile, "--tile")
+    if args.smem.startswith("gmma:"):
+        parts = args.smem.split(":")
+        if len(parts) != 3:
+            raise LayoutError(f"{args.smem!r}: a GMMA atom is written gmma:MAJOR:SWIZZLE, e.g. gmma:K:SW128")
+        if len(tile) != 2:
+            raise LayoutError(f"a GMMA atom tiles a rank-2 tile, --tile gives {len(tile)} extents")
+        bits = 8 * DATA_TYPES[data_type(args.dtype)][1]
+        smem = tile_to_shape(smem_atom(parts[1], parts[2], bits), (tile[0], tile[1])).layout
+    else:
+        smem = _read_layout(args.smem)
+    rep = tma_preflight(
+        _read_layout(args.gmem),
+        smem,
+        tile,
+        dtype=args.dtype,
+        box=_ints(args.box, "--box") if args.box else None,
+        interleave=args.interleave,
+        l2_promotion=args.l2,
+        oob_fill=args.oob,
+        base_align=args.base_align,
+    )
+    lines = rep.text().splitlines()[1:]
+    if rep.args is not None:
+        lines.append(rep.python() if args.python else rep.cpp())
+    return rep, lines
+
+
 _ANALYSES = {
     "banks": _analyze_banks,
     "coalesce": _analyze_coalesce,
     "wgmma": _analyze_wgmma,
     "swizzle": _analyze_swizzle,
     "width": _analyze_width,
+    "tma": _analyze_tma,
 }
 
 

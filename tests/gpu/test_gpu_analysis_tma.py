@@ -562,3 +562,18 @@ def test_tile_too_big_for_shared_memory_and_budget_exhausted() -> None:
             Layout((M, K), (K, 1)), Layout((64, 64), (64, 1)), (64, 64), dtype="f16", budget_s=0.0
         )
     assert r.status == "unknown" and "timeout" in r.reason
+
+
+def test_cli_analyze_tma(capsys):
+    from layoutproof.cli import main
+
+    base = ["analyze", "tma", "(M,K):(K,1)", "gmma:K:SW128", "--tile", "128,64", "--dtype", "f16"]
+    bounds = ["--assume", "1 <= M", "--assume", "M <= 2**31", "--assume", "8 <= K", "--assume", "K <= 2**20"]
+    assert main(base + bounds + ["--assume", "K % 8 == 0"]) == 0
+    out = capsys.readouterr().out
+    assert "CU_TENSOR_MAP_SWIZZLE_128B" in out and "globalStrides[1] = {2 * K}" in out
+    assert main(base + bounds) == 1
+    assert "K % 8 == 0" in capsys.readouterr().out
+    assert main(base + bounds + ["--assume", "K % 8 == 0", "--python"]) == 0
+    assert "driver.cuTensorMapEncodeTiled(" in capsys.readouterr().out
+    assert main(["analyze", "tma", "(64,64):(64,1)", "gmma:K", "--tile", "64,64", "--dtype", "f16"]) == 2
