@@ -652,12 +652,16 @@ def _explain_error(
         else:
             limit = re.search(r"([A-Za-z_.]*(?:LIMIT|BUDGET))\b", str(e))
             ex.settle = "no assumption on the operands settles it: it is decided by evaluation, past " + (
-                f"the bound {limit.group(1)}; raise that bound" if limit else "a bound of the library"
+                f"the bound {limit.group(1)}; raise that bound" if limit else "a bound the message names"
             )
         if site is not None:
             _models(ex, e, site, facts)
         if want_repairs and outer is not None and ex.assumptions:
             ex.repairs = _assumption_repairs(outer, e, facts, budget_s)
+        elif want_repairs and not ex.assumptions:
+            ex.no_repairs = (
+                "an undecided condition is settled by an assumption, and none on the operands settles it"
+            )
         return ex
     ex.witness = e.witness if isinstance(e, InadmissibleError) else None
     if site is not None:
