@@ -2,71 +2,43 @@
 (nvidia-cutlass-dsl computes layouts inside ``@cute.jit`` without a GPU): a divisibility
 becomes ``cute.assume(x, divby=k)``, which the DSL's layouts then carry (``?{div=k}``); any
 other condition is a host-side check that passes where it holds and raises ValueError where
-it does not.  Skipped where ``cutlass.cute`` cannot be imported (where it can be parsed only:
-test_explain_dsl_parse.py); run in a subprocess (some invalid inputs kill the DSL's
+it does not.  The DSL is installed from PyPI into a cache folder on first use
+(tests/oracles.py); where it cannot be, the tests skip and test_explain_dsl_parse.py checks
+the emitted DSL by parsing.  Run in a subprocess (some invalid inputs kill the DSL's
 process)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict
 
 import pytest
+from oracles import dsl_env
 
 from layoutproof.explain import explain
 
-PROBE = "import cutlass.cute"
+pytestmark = pytest.mark.slow
 
 
-def dsl_env() -> Optional[Dict[str, str]]:
-    """The environment a subprocess imports the CuTe DSL with, or None where it cannot.
-
-    Installed normally (pip install nvidia-cutlass-dsl) it imports as it is.  An install
-    made with ``pip install --target DIR`` does not run its .pth file, so the directories in
-    ``LAYOUTPROOF_CUTE_DSL_PATH`` (os.pathsep-separated; each such DIR) are put on
-    PYTHONPATH together with their ``nvidia_cutlass_dsl/dsl_packages``."""
-    env = dict(os.environ)
-    tries = [env]
-    extra: List[str] = []
-    for root in filter(None, env.get("LAYOUTPROOF_CUTE_DSL_PATH", "").split(os.pathsep)):
-        pk = Path(root) / "nvidia_cutlass_dsl" / "dsl_packages"
-        extra += ([str(pk)] if pk.is_dir() else []) + [root]
-    if extra:
-        e2 = dict(env)
-        e2["PYTHONPATH"] = os.pathsep.join(extra + [p for p in [env.get("PYTHONPATH", "")] if p])
-        tries.insert(0, e2)
-    for e in tries:
-        try:
-            r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, timeout=300, env=e)
-        except subprocess.TimeoutExpired:
-            continue
-        if r.returncode == 0:
-            return e
-    return None
+@pytest.fixture(scope="module")
+def dsl():
+    """The environment a subprocess imports the CuTe DSL with (installed from PyPI into a
+    cache folder on first use: tests/oracles.py), or a skip saying why there is none."""
+    env, why = dsl_env()
+    if env is None:
+        pytest.skip(f"{why}; test_explain_dsl_parse.py checks the emitted DSL by parsing")
+    return env
 
 
-ENV = dsl_env()
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        ENV is None,
-        reason="the CuTe DSL (nvidia-cutlass-dsl) is not installed (see LAYOUTPROOF_CUTE_DSL_PATH); "
-        "test_explain_dsl_parse.py checks the emitted DSL by parsing",
-    ),
-]
-
-
-def _run(src: str, tmp_path) -> subprocess.CompletedProcess:
+def _run(src: str, tmp_path, env: Dict[str, str]) -> subprocess.CompletedProcess:
     f = tmp_path / "snippet.py"  # @cute.jit reads its function's source from a file
     f.write_text(src)
-    return subprocess.run([sys.executable, str(f)], capture_output=True, text=True, timeout=300, env=ENV)
+    return subprocess.run([sys.executable, str(f)], capture_output=True, text=True, timeout=300, env=env)
 
 
-def test_divby_assumption_runs_and_is_carried(tmp_path):
+def test_divby_assumption_runs_and_is_carried(tmp_path, dsl):
     e = explain("zipped_divide((M,N):(1,M), (64,32))", assume=["M % 64 == 0"])
     snippet = e.render("dsl")
     assert snippet == "M = cute.assume(M, divby=64)"
@@ -84,12 +56,12 @@ def test_divby_assumption_runs_and_is_carried(tmp_path):
         f(128, 64)
         """
     ).format(body=textwrap.indent(snippet, "    "))
-    r = _run(src, tmp_path)
+    r = _run(src, tmp_path, dsl)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "?{div=64}" in r.stdout, r.stdout
 
 
-def test_host_assert_separates_the_models(tmp_path):
+def test_host_assert_separates_the_models(tmp_path, dsl):
     e = explain("composition((M,4):(1,M+1), 128:1)")
     snippet = e.render("dsl")
     assert snippet.splitlines()[-1].startswith("    raise ValueError(")
@@ -100,7 +72,7 @@ def test_host_assert_separates_the_models(tmp_path):
             + snippet
             + "\n"
         )
-        r = _run(src, tmp_path)
+        r = _run(src, tmp_path, dsl)
         if ok is True:
             assert r.returncode == 0, r.stderr[-2000:]
         elif ok is False:
@@ -125,15 +97,15 @@ def _compose_src(a: str, b: str) -> str:
     )
 
 
-def test_2657_refused_in_the_dsl_and_the_repair_computes_there(tmp_path):
+def test_2657_refused_in_the_dsl_and_the_repair_computes_there(tmp_path, dsl):
     """NVIDIA/cutlass#2657: the DSL cannot compose (2,3):(4,1) o (3,4):(3,1); the repair
     explain offers first that changes B's stride computes, in the DSL, the layout
     layoutproof computes."""
-    r = _run(_compose_src("(2,3):(4,1)", "(3,4):(3,1)"), tmp_path)
+    r = _run(_compose_src("(2,3):(4,1)", "(3,4):(3,1)"), tmp_path, dsl)
     assert r.returncode != 0 and "unable to compute" in (r.stdout + r.stderr), (r.stdout, r.stderr[-2000:])
     e = explain("composition((2,3):(4,1), (3,4):(3,1))")
     rep = next(x for x in e.repairs if x.kind == "stride")
     a, b = rep.expression[len("composition(") : -1].split(", ")
-    r = _run(_compose_src(a, b), tmp_path)
+    r = _run(_compose_src(a, b), tmp_path, dsl)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().replace(" ", "") == rep.result, (r.stdout, rep.result)
