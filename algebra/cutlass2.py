@@ -727,74 +727,114 @@ def _mask_bits(x: int) -> List[int]:
     return [k for k in range(x.bit_length()) if x >> k & 1]
 
 
-def _build(modes: List[List[_Digit]], w: int) -> Tuple[Any, bool]:
+def _reach(d: _Digit, v: int) -> int:
+    """The bits a digit of unit image ``v`` (in the offset) may set."""
+    if not d.plain:
+        return v
+    top = v * (d.ext - 1)
+    return ((1 << top.bit_length()) - 1) & ~((v & -v) - 1) if top else 0
+
+
+def _build(modes: List[List[_Digit]], w: int) -> Tuple[Any, Optional[Tuple[str, str]]]:
     """The layout of the digits with lines ``2**w`` apart: ``(Swizzle o 0 o Layout or
-    Layout, True)``, or ``(Layout with F2 strides, False)`` where no single swizzle does."""
+    Layout, None)``, or ``(Layout with F2 strides, (condition, why))`` where no single
+    swizzle does.
+
+    A digit whose image is one bit, or bits no other digit touches, is a plain stride (the
+    sum is the XOR).  A two-bit image sharing one bit with other digits is an XOR: the
+    layout places the digit on its other bit (the source) and the swizzle copies it onto
+    the shared one (the target); every such pair must be at one distance."""
     from .f2 import F2
 
     def y(img: _Img) -> int:
         return img[0] | (img[1] << w)
 
-    pairs: List[Tuple[int, int]] = []
-    ok = True
-    for mode in modes:
-        for d in mode:
-            if not d.plain:
-                b = _mask_bits(y(d.img))
-                if len(b) == 2:
-                    pairs.append((b[0], b[1]))
-                elif len(b) > 2:
-                    ok = False
-    shifts = {hi - lo for lo, hi in pairs}
+    flat = [(i, d, y(d.img)) for i, m in enumerate(modes) for d in m]
+    reach = [_reach(d, v) for _i, d, v in flat]
+    why: Optional[Tuple[str, str]] = None
+    place: List[int] = []  # the unit stride of each digit in the swizzle's domain
+    pairs: List[Tuple[int, int]] = []  # (target, source)
+    swizzled = set()  # the digits placed on a source bit
+    for k, (_i, d, v) in enumerate(flat):
+        if d.plain or v & (v - 1) == 0:
+            place.append(v)
+            continue
+        others = 0
+        for j, r in enumerate(reach):
+            if j != k:
+                others |= r
+        shared = v & others
+        if not shared:
+            place.append(v)  # bits of its own: XOR and sum agree
+            continue
+        bits = _mask_bits(v)
+        if len(bits) != 2 or shared & (shared - 1) or v & ~shared & others:
+            why = ("one XOR distance", f"a coordinate bit lands on offset bits {bits}, more than one shared")
+            break
+        src = v & ~shared
+        pairs.append((shared.bit_length() - 1, src.bit_length() - 1))
+        swizzled.add(k)
+        place.append(src)
     sw: Optional[Swizzle] = None
-    if ok and len(shifts) == 1:
-        (S,) = shifts
-        his = [hi for _lo, hi in pairs]
-        top, bot = max(his), min(his)
-        B = top - bot + 1
-        ok = S >= B
-        # nothing but the pairs' high bits may sit in the swizzle's source bits
-        src = ((1 << B) - 1) << bot
-        for mode in modes:
-            for d in mode:
-                if not d.plain:
-                    continue
-                reach = (1 << y(_span(d)).bit_length()) - 1
-                low = y(d.img) & -y(d.img) if y(d.img) else 0
-                if reach and (reach & ~(low - 1)) & src:
-                    ok = False
-        if ok:
-            sw = Swizzle(B, bot - S, S)
-    elif len(shifts) > 1:
-        ok = False
+    if why is None and pairs:
+        shifts = sorted({s - t for t, s in pairs})
+        srcs = sorted(s for _t, s in pairs)
+        B = srcs[-1] - srcs[0] + 1
+        S = shifts[0]
+        if len(shifts) > 1:
+            why = (
+                "one XOR distance",
+                "its coordinate bits are XORed at different distances "
+                f"({', '.join(str(abs(x)) for x in shifts)} bits; a CuTe swizzle XORs at one)",
+            )
+        elif abs(S) < B:
+            why = ("one XOR distance", f"the XOR's source bits {srcs} lie within {abs(S)} of their targets")
+        else:
+            mask = ((1 << B) - 1) << srcs[0]
+            for k, (_i, d, _v) in enumerate(flat):
+                if k not in swizzled and (reach[k] if d.plain else place[k]) & mask:
+                    why = ("one XOR distance", f"a plain stride reaches the XOR's source bits {srcs}")
+                    break
+            if why is None:
+                sw = Swizzle(B, srcs[0] - max(S, 0), S)
+    if why is None:  # every placement on bits of its own (else the sum carries)
+        seen = 0
+        for k, (_i, d, _v) in enumerate(flat):
+            mine = reach[k] if d.plain else place[k]
+            if mine & seen:
+                why = (
+                    "one XOR distance",
+                    "two coordinate bits land on one offset bit with no XOR between them",
+                )
+                break
+            seen |= mine
     shapes: List[Any] = []
     strides: List[Any] = []
-    for mode in modes:
+    k = 0
+    for m in modes:
         sh: List[int] = []
         st: List[Any] = []
-        for d in mode:
-            v = y(d.img)
-            if ok:
-                st.append(1 << _mask_bits(v)[-1] if not d.plain and v else v)
-            else:
-                st.append(F2(v) if v else 0)
+        for d in m:
+            v = flat[k][2]
+            st.append((F2(v) if v else 0) if why is not None else place[k])
             sh.append(d.ext)
-        if ok:  # merge neighbours that continue each other (integer strides)
-            k = 0
-            while k + 1 < len(sh):
-                if st[k + 1] == sh[k] * st[k] and st[k] != 0:
-                    sh[k : k + 2] = [sh[k] * sh[k + 1]]
-                    st[k : k + 2] = [st[k]]
+            k += 1
+        if why is None:  # merge neighbours that continue each other (integer strides)
+            j = 0
+            while j + 1 < len(sh):
+                if st[j + 1] == sh[j] * st[j] and st[j] != 0:
+                    sh[j : j + 2] = [sh[j] * sh[j + 1]]
+                    st[j : j + 2] = [st[j]]
                 else:
-                    k += 1
+                    j += 1
         if not sh:
             sh, st = [1], [0]
         shapes.append(sh[0] if len(sh) == 1 else tuple(sh))
         strides.append(st[0] if len(st) == 1 else tuple(st))
     L = Layout(tuple(shapes), tuple(strides))
-    if not ok:
-        return L, False
-    return (ComposedLayout(sw, 0, L) if sw is not None else L), True
+    if why is not None:
+        return L, why
+    return (ComposedLayout(sw, 0, L) if sw is not None else L), None
 
 
 def _bitwise(name: str, args: Tuple[int, ...], ext: Any, stride: Any, factors: bool) -> Any:
@@ -850,19 +890,19 @@ def _bitwise(name: str, args: Tuple[int, ...], ext: Any, stride: Any, factors: b
         return Layout((x.shape[1], x.shape[0]), (x.stride[1], x.stride[0]))
 
     if factors:
-        inner, _single_sw = _build(modes, wc)
+        inner, _why = _build(modes, wc)
         outer = Layout((1 << wc, span_r + 1), (1, pitch if table.ldm else 0))
         return outer, swap(inner)
     direct = not table.ldm or (pitch > span_c and pitch & (pitch - 1) == 0)
     if direct:
-        L, single = _build(modes, (pitch.bit_length() - 1) if table.ldm else wc)
-        if single:
+        L, why = _build(modes, (pitch.bit_length() - 1) if table.ldm else wc)
+        if why is None:
             return swap(L)
         raise Cutlass2UnrepresentableError(
             f"{name} over extent {show(tuple(ext))}: no Swizzle o offset o Layout equals it -- "
-            "its coordinate bits are XORed at two different distances (a CuTe swizzle XORs at "
-            "one); cutlass2_factors() gives it exactly, the inner factor with F2 (XOR) strides",
-            condition="one XOR distance",
+            f"{why[1]}; cutlass2_factors() gives it exactly, the inner factor with F2 (XOR) "
+            "strides",
+            condition=why[0],
             witness=None,
         )
     raise Cutlass2UnrepresentableError(

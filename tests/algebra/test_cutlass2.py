@@ -486,7 +486,7 @@ def test_two_xor_distances_are_factored_with_f2_strides() -> None:
     """TensorOpMultiplicand64bCrosswise XORs line bit 2 into column bit 0 and line bit 3 into
     column bit 3 (distances w + 2 and w): no single swizzle; the factors are exact."""
     name = "TensorOpMultiplicand64bCrosswise"
-    with pytest.raises(Cutlass2UnrepresentableError, match="two different distances") as ei:
+    with pytest.raises(Cutlass2UnrepresentableError, match="different distances") as ei:
         from_cutlass2(name, (16, 16))
     assert ei.value.condition == "one XOR distance"
     outer, inner = cutlass2_factors(name, (16, 16))
@@ -499,8 +499,39 @@ def test_two_xor_distances_are_factored_with_f2_strides() -> None:
     L = from_cutlass2(V, (32, 16))
     outer, inner = cutlass2_factors(V, (32, 16))
     assert [outer(x) for x in _values(inner)] == _values(L)
-    with pytest.raises(Cutlass2UnrepresentableError, match="two different distances"):
+    with pytest.raises(Cutlass2UnrepresentableError, match="different distances"):
         from_cutlass2(V, (32, 32))
+
+
+@pytest.mark.parametrize(
+    "name, extent",
+    [
+        ("TensorOpMultiplicand64bCrosswise", (16, 16)),
+        ("TensorOpMultiplicand64bCrosswise", (32, 32)),
+        ("VoltaTensorOpMultiplicandCrosswise<16, 32>", (16, 32)),
+        ("VoltaTensorOpMultiplicandCrosswise<16, 64>", (64, 64)),
+        ("VoltaTensorOpMultiplicandCrosswise<32, 32>", (8, 64)),
+    ],
+)
+def test_the_f2_search_finds_no_swizzle_where_the_two_distances_are_refused(name: str, extent: Any) -> None:
+    """An independent check of the refusal: from_f2 tries every swizzle within the images'
+    bits and finds none equal to the exact inner factor."""
+    from layoutproof.f2 import F2Layout, from_f2
+
+    def ints(x: Any) -> Any:
+        return tuple(ints(e) for e in x) if isinstance(x, tuple) else int(x)
+
+    with pytest.raises(Cutlass2UnrepresentableError, match="different distances"):
+        from_cutlass2(name, extent)
+    _outer, inner = cutlass2_factors(name, extent)
+    with pytest.raises(LayoutError):
+        from_f2(F2Layout(inner.shape, ints(inner.stride)))
+    # one size smaller in the strided extent, a single XOR distance remains and both agree
+    small = (extent[0], 8)
+    L = from_cutlass2(name, small, stride=1024)
+    outer, inner = cutlass2_factors(name, small, stride=1024)
+    assert isinstance(L, (Layout, ComposedLayout))
+    assert [outer(x) for x in _values(inner)] == _values(L)
 
 
 def test_pitch_that_is_no_power_of_two_is_factored_for_the_new_classes() -> None:
