@@ -456,6 +456,9 @@ def _pe(e: Any) -> str:
         sa = _pe(a) if a.is_Atom else f"({_pe(a)})"
         sb = _pe(b) if b.is_Atom else f"({_pe(b)})"
         return f"{sa} % {sb}"
+    if isinstance(e, (sp.Add, sp.Mul)) and e.has(sp.Mod):  # str() would print Mod(...) inside
+        op = " + " if isinstance(e, sp.Add) else "*"
+        return op.join(f"({_pe(a)})" for a in e.args)
     return str(e)
 
 
