@@ -118,6 +118,8 @@ def test_check_equal_symbolic_proved_and_unknown_never_claimed(client):
     L1 = Layout((asg["M"], asg["N"]), (1, asg["M"]))
     L2 = Layout((asg["M"], asg["N"]), (asg["N"], 1))
     assert L1(d["counterexample"]["coordinate"]) != L2(d["counterexample"]["coordinate"])
+    # the counterexample drawn at its values: the left side, its cell marked
+    assert d["witness_layout"] == str(L1) and d["witness_svg"].count('class="cell witness"') == 1
 
 
 def test_check_admissible_and_postcondition(client):
