@@ -40,7 +40,7 @@ from .swizzle import Swizzle, bits_of, int_arg, popcount, swizzle_from_yz
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-__all__ = ["F2", "F2Layout", "to_f2", "from_f2"]
+__all__ = ["F2", "F2Layout", "to_f2", "from_f2", "f2_layout", "f2_view"]
 
 # from_f2 tries every swizzle whose fields lie below this many bits (about t**3/6 of them).
 _F2_SEARCH_BITS = 24
