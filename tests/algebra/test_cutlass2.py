@@ -690,3 +690,63 @@ def test_symbolic_extents_equal_the_header_formula_for_all_values(name: str) -> 
         s.add(env[str(E[split])] % 32 == 0)
     s.add(_z3_eval(L, crd, env) != _HEADER[name](crd, [env[str(d)] for d in D]))
     assert s.check() == z3.unsat, s.model()
+
+
+# ----------------------------------------------------------------------------- refusals checked
+def _swizzled(B: int, M: int, S: int, x: Any) -> Any:
+    if S >= 0:
+        return x ^ ((x >> S) & (((1 << B) - 1) << M))
+    return x ^ ((x << -S) & (((1 << B) - 1) << (M - S)))
+
+
+def _is_layout_1d(g: List[int]) -> bool:
+    """Whether g(i) is a layout's function of one index: digits of some factorization of
+    len(g), each with the stride read at its first step."""
+    import numpy as np
+
+    def facs(n: int) -> List[List[int]]:
+        return [[]] if n == 1 else [[d] + r for d in range(2, n + 1) if n % d == 0 for r in facs(n // d)]
+
+    idx = np.arange(len(g))
+    for fac in facs(len(g)):
+        val = np.zeros(len(g), dtype=np.int64)
+        p = 1
+        for d in fac:
+            val += ((idx // p) % d) * g[p]
+            p *= d
+        if (val == np.array(g)).all():
+            return True
+    return len(g) == 1
+
+
+@pytest.mark.parametrize(
+    "name, extent, ldm",
+    [
+        ("TensorOpMultiplicandCongruous128b", (8, 8), 12),
+        ("TensorOpMultiplicandCongruous64b", (16, 8), 24),
+        ("TensorOpMultiplicandCrosswise128x4", (8, 16), 24),
+    ],
+)
+def test_no_small_swizzle_fits_a_pitch_that_is_no_power_of_two(name: str, extent: Any, ldm: int) -> None:
+    """Brute force behind the refusal: no Swizzle<B, M, S> (B <= 4, M <= 8, |S| <= 10) turns
+    the class's offsets into a layout's (sw is an involution: f = sw o L iff sw o f = L)."""
+    with pytest.raises(Cutlass2UnrepresentableError, match="power of two"):
+        from_cutlass2(name, extent, stride=ldm)
+
+    def fitting(stride: int) -> List[Tuple[int, int, int]]:
+        outer, inner = cutlass2_factors(name, extent, stride=stride)
+        F = outer.eval_all()[inner.eval_all()].reshape(extent[1], extent[0]).T  # F[c, s]
+        found = []
+        for B in range(1, 5):
+            for M in range(9):
+                for S in [*range(-10, -B + 1), *range(B, 11)]:
+                    G = _swizzled(B, M, S, F)
+                    if G[0, 0] == 0 and (G == G[:, :1] + G[:1, :]).all():
+                        if _is_layout_1d(list(G[:, 0])) and _is_layout_1d(list(G[0, :])):
+                            found.append((B, M, S))
+        return found
+
+    assert fitting(ldm) == []
+    # the search does find the swizzle where the pitch is a power of two
+    sw = from_cutlass2(name, extent, stride=32).layout_a
+    assert (sw.bits, sw.base, sw.shift) in fitting(32)
