@@ -28,10 +28,13 @@ Supported classes (``CUTLASS2_CLASSES``), template arguments as in C++:
   ``VoltaTensorOpMultiplicandCrosswise<bits, KBlock>`` (each with its ``RowMajor...`` /
   ``ColumnMajor...`` variants), and ``TensorOpMultiplicandColumnMajorInterleaved<bits, k>`` /
   ``TensorOpMultiplicandRowMajorInterleaved<bits, k>``.  Within a tile these map the
-  coordinate's bits to the offset's bits, some to two of them (an XOR): a single swizzled
-  layout when every such bit spans one distance; ``TensorOpMultiplicand64bCrosswise`` (and
-  Volta's crosswise layout past 16 strided vectors) XOR at two distances, so only their
-  factors exist, the inner one with F2 (XOR) strides.
+  coordinate's bits to the offset's bits, some to two of them (an XOR where another bit
+  lands too): a single swizzled layout when every XOR spans one distance.
+  ``TensorOpMultiplicand64bCrosswise`` with both extents at least 16, and Volta's crosswise
+  layout over at least 4 vectors by 32 strided, XOR at two distances: only their factors
+  exist, the inner one with F2 (XOR) strides.  The interleaved classes ignore the leading
+  dimension (their ``operator()`` never reads it) and drop the low 4 bits of the column
+  (offsets in 16-element blocks, stride 0).
 
 ``stride`` is the class's stride vector (one number, the leading dimension ``ldm``, for the
 rank-2 classes; a tuple for the tensor classes, in the class's order); left out, it is what

@@ -464,6 +464,10 @@ def test_symbolic_extents_and_leading_dimension() -> None:
         assert L.subs(M=64, N=3, LD=100) == from_cutlass2("RowMajorInterleaved<32>", (64, 3), stride=100)
     with pytest.raises(Cutlass2Error, match="must be an integer here"):
         from_cutlass2("TensorOpMultiplicandCongruous<16, 64>", (64, 8), stride=LD)
+    with pytest.raises(Cutlass2Error, match="must be an integer here"):
+        from_cutlass2("TensorOpMultiplicandCongruous64b", (M, 8))
+    with pytest.raises(Cutlass2Error, match="must be an integer here"):
+        from_cutlass2("VoltaTensorOpMultiplicandCongruous<16>", (64, 8), stride=LD)
 
 
 def test_from_cpp_reads_the_class_spellings() -> None:
