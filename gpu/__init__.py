@@ -49,6 +49,7 @@ __all__ = [
     "BatchedGemmPlan",
     "generate",
     "autotune",
+    "gemm_op",
     "Proof",
     "ProofLog",
     "AtomMismatchError",
@@ -70,6 +71,7 @@ _LAZY = {
     "Sm90Config": ("kernels.wgmma", "Sm90Config"),
     "SplitKConfig": ("kernels.splitk", "SplitKConfig"),
     "EpilogueConfig": ("kernels.epilogue", "EpilogueConfig"),
+    "gemm_op": ("host.torch_op", "gemm_op"),  # reading it registers the torch operator
 }
 
 
