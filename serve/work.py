@@ -305,6 +305,7 @@ def task_eval(p: Mapping[str, Any]) -> Dict[str, Any]:
     out["notes"] += notes
     if C is None:
         return out
+    out["drawn"] = str(C)
     if tv:
         if not isinstance(C, Layout):
             raise MalformedLayoutError(f"a TV picture draws a Layout; {C} is a swizzled layout")

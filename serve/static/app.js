@@ -177,10 +177,12 @@
       $("picture-fig").hidden = true;
       $("picture-fig").dataset.state = "error";
       state.value = "";
+      state.drawnLayout = "";
       return r;
     }
     showError(null);
     state.value = d.value;
+    state.drawnLayout = d.drawn || "";
     $("value").textContent = d.value;
     $("timing").textContent = d.seconds !== undefined ? `${(d.seconds * 1000).toFixed(1)} ms` : "";
     for (const n of d.notes || []) {
@@ -240,7 +242,9 @@
     box.dataset.status = d.status;
     $("verdict-text").textContent = d.explain || d.text || "";
     if (d.witness_svg) putSvg($("witness-picture"), d.witness_svg);
-    if (d.witness_cell && d.witness_layout === state.value) markWitness($("picture"), d.witness_cell);
+    if (d.witness_cell && (d.witness_layout === state.value || d.witness_layout === state.drawnLayout)) {
+      markWitness($("picture"), d.witness_cell);
+    }
     return r;
   }
 

@@ -6,8 +6,10 @@ pytest temporary folder).  Skipped, with the reason, where no browser is install
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import urllib.request
 from urllib.parse import quote
 
 import pytest
@@ -20,6 +22,7 @@ pytestmark = [
 ]
 
 WAIT_S = 30
+JSON = {"Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +131,18 @@ def test_symbolic_proof_and_drawing_at_values(page, server_url):
     wait(page, lambda d: by_id(d, "verdict-status").text.lower() == "proved", "the proof")
     assert by_id(page, "value").text == "M*N:1"
     wait(page, lambda d: len(cells(d, "picture")) == 12, "the picture at M=4, N=3")
+    # a symbolic counterexample is drawn at its values, and marked on the picture drawn at them
+    claim = {"kind": "equal", "expr": "(M,N):(1,M)", "other": "(M,N):(N,1)"}
+    req = urllib.request.Request(server_url + "/api/check", json.dumps(claim).encode(), JSON)
+    with urllib.request.urlopen(req, timeout=WAIT_S) as r:
+        d = json.loads(r.read())
+    asg = d["counterexample"]["assignment"]
+    values = ", ".join(f"{k}={v}" for k, v in sorted(asg.items()))
+    open_view(page, server_url, expr=claim["expr"], values=values, other=claim["other"], check="equal")
+    wait(page, lambda d: by_id(d, "verdict-status").text.lower() == "refuted", "the refutation")
+    marked = page.find_elements("css selector", "#picture g.cell.witness")
+    cell = [str(x) for x in d["witness_cell"]]
+    assert [[m.get_attribute("data-row"), m.get_attribute("data-col")] for m in marked] == [cell]
 
 
 def test_refused_operation_admissibility_and_explanation(page, server_url, artifacts):
@@ -180,8 +195,14 @@ def test_analysis_and_export(page, server_url, artifacts):
     acc.clear()
     acc.send_keys("(8,64):(64,1)")
     by_id(page, "btn-analyze").click()
-    wait(page, lambda d: by_id(d, "analysis-status").text.lower() == "refuted", "the conflict")
-    assert "8-way" in by_id(page, "analysis-text").text
+    wait(
+        page,
+        lambda d: (
+            by_id(d, "analysis-status").text.lower() == "refuted"
+            and "8-way" in by_id(d, "analysis-text").text
+        ),
+        "the 8-way conflict",
+    )
     shot(page, artifacts, "analysis")
     by_id(page, "tab-export").click()
     wait(page, lambda d: "make_composed_layout" in by_id(d, "export-cpp").text, "the C++ export")
