@@ -6,6 +6,7 @@
   const $ = (id) => document.getElementById(id);
   const FIELDS = ["expr", "assume", "values", "tv", "thr_id", "color", "bytes", "other"];
   const state = { tab: "verdicts", check: "", analysis: "", afields: {}, value: "", seq: 0, drawn: "" };
+  const latest = { check: 0, explain: 0, analyze: 0, export: 0 };
   let analyses = [];
   let timer = null;
   let applying = false;
@@ -229,7 +230,9 @@
     setStatus($("verdict-status"), "checking");
     $("verdict-text").textContent = "";
     $("witness-picture").replaceChildren();
+    const mine = ++latest.check;
     const r = await api("check", body);
+    if (mine !== latest.check) return r; // a newer check was asked for
     const d = r.body;
     markWitness($("picture"), null);
     if (!r.ok) {
@@ -250,7 +253,9 @@
 
   // ------------------------------------------------------------------ explain
   async function runExplain() {
+    const mine = ++latest.explain;
     const r = await api("explain", common());
+    if (mine !== latest.explain) return r;
     const d = r.body;
     $("explain-out").hidden = false;
     $("repairs").replaceChildren();
@@ -357,7 +362,9 @@
     }
     state.analysis = a.name;
     saveHash();
+    const mine = ++latest.analyze;
     const r = await api("analyze", { analysis: a.name, fields: fields, assume: $("assume").value });
+    if (mine !== latest.analyze) return r;
     const d = r.body;
     $("analysis-out").hidden = false;
     $("analysis-picture").replaceChildren();
@@ -376,7 +383,9 @@
 
   // ------------------------------------------------------------------ export
   async function runExport() {
+    const mine = ++latest.export;
     const r = await api("export", common());
+    if (mine !== latest.export) return r;
     for (const k of ["cpp", "dsl", "pycute", "triton"]) {
       const pre = $("export-" + k);
       if (!r.ok) {
