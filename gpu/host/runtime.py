@@ -218,6 +218,7 @@ def gemm(
     beta: float = 0.0,
     c: Any = None,
     bias_along: str = "n",
+    precision: Optional[str] = None,
 ) -> Any:
     """C = A @ B on the GPU with a proven tensor-core kernel (f32 accumulation): the wgmma
     kernel (:mod:`~layoutproof.gpu.kernels.wgmma`) on sm_90, the mma.sync kernel
@@ -255,6 +256,16 @@ def gemm(
             (M, N) / (1, M, N) array shared by every batch; fused in the one launch.
         bias_along: ``"n"`` (the default: ``bias[n]`` added to column n) or ``"m"``
             (``bias[m]`` added to row m).
+        precision: ``"tf32"`` runs float32 operands on the tensor cores as tf32 (10-bit
+            mantissa products, f32 accumulation) -- the only tensor-core path for float32,
+            so it is asked for, never implied (``dtype="tf32"`` says the same).
+
+    Other number types (:func:`~layoutproof.gpu.host.plan.typed_gemm`, 2-D, A row-major and
+    B column-major -- K contiguous in both, as the hardware reads them): float32 with
+    ``precision="tf32"``; int8 (``dtype="s8"``, implied by an int8 array) and uint8
+    (``dtype="u8"``) to s32; fp8 as raw bytes with ``dtype="e4m3"`` or ``"e5m2"`` (CuPy has
+    no fp8 dtype; torch float8 tensors say it themselves), f32 accumulation, output bf16
+    (default), f16 or f32, ``alpha`` the per-tensor scale ``scale_a * scale_b``.
 
     3-D operands (batch, M, K) and (batch, K, N) give (batch, M, N) (numpy ``matmul``
     broadcasting: a 2-D operand or a batch extent of 1 is shared): see
@@ -270,10 +281,20 @@ def gemm(
             tensor, tensors on two devices, another CuPy stream current); NoGPUError
             without CuPy/GPU.
     """
+    if precision is not None:
+        if precision != "tf32" or dtype not in (None, "tf32"):
+            raise GemmInputError(
+                f"gemm: precision={precision!r} with dtype={dtype!r}: precision='tf32' (float32 "
+                "operands as tf32) is the one choice, and it takes no other dtype"
+            )
+        dtype = "tf32"
     if torch_op_any(a, b, out, bias, c):  # torch tensors: the same plans, torch in and out
         return torch_op_call(
             a, b, out, config, out_dtype, dtype, path, bias, activation, alpha, beta, c, bias_along
         )
+    typed = _typed_kind(a, dtype)
+    if typed is not None:
+        return _typed_call(a, b, out, typed, out_dtype, config, bias, activation, alpha, beta, c)
     plan = None
     key = None
 
@@ -320,6 +341,64 @@ def gemm(
                 key = None
         _remember(key, plan)
     return plan._run(a, b, out, bias, c, alpha, beta)
+
+
+_TYPED_NAMES = ("tf32", "e4m3", "e5m2", "s8", "u8")
+
+
+def _typed_kind(a: Any, dtype: Optional[str]) -> Optional[str]:
+    """The typed kernels' name for CuPy operands (None: the f16/bf16 plans); refuses float32
+    without tf32 and uint8 bytes that do not say what they hold."""
+    if dtype in _TYPED_NAMES:
+        return dtype
+    if dtype is not None:
+        return None  # "bf16" / "f16" reinterpretations: the plans check them
+    name = str(getattr(a, "dtype", ""))
+    if name == "float32":
+        raise GemmInputError(
+            "gemm: float32 operands run on the tensor cores only as tf32 (10-bit mantissa "
+            "products, f32 accumulation): pass precision='tf32', or convert to float16/bfloat16"
+        )
+    if name == "int8":
+        return "s8"
+    if name == "uint8":
+        raise GemmInputError(
+            "gemm: uint8 operands: pass dtype='u8' (integers to s32) or dtype='e4m3'/'e5m2' "
+            "(fp8 bytes; CuPy has no fp8 dtype)"
+        )
+    return None
+
+
+def _typed_call(
+    a: Any,
+    b: Any,
+    out: Any,
+    typed: str,
+    out_dtype: Optional[str],
+    config: Any,
+    bias: Any,
+    activation: Optional[str],
+    alpha: float,
+    beta: float,
+    c: Any,
+) -> Any:
+    from .plan import typed_gemm
+
+    if getattr(a, "ndim", 2) != 2 or getattr(b, "ndim", 2) != 2:
+        raise GemmInputError(
+            f"gemm: {typed} products are 2-D (a is {getattr(a, 'shape', '?')}, b is "
+            f"{getattr(b, 'shape', '?')}): batch them as a loop, or use float16/bfloat16"
+        )
+    if bias is not None or activation is not None or c is not None or beta != 0:
+        raise GemmInputError(
+            f"gemm: the fused epilogue (bias, activation, c, beta) runs on float16/bfloat16 "
+            f"operands, not {typed}: apply it to the result"
+        )
+    if alpha != 1 and typed not in ("e4m3", "e5m2"):
+        raise GemmInputError(
+            f"gemm: alpha scales fp8 products only (scale_a * scale_b); {typed}: multiply the output"
+        )
+    return typed_gemm(a, b, dtype=typed, out_dtype=out_dtype, scale=float(alpha), out=out, config=config)
 
 
 # ============================================================================ autotuner
