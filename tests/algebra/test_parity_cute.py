@@ -87,8 +87,10 @@ def test_composition_with_basis_strides_checks_disjointness():
     with pytest.raises(InadmissibleError) as ei:
         composition(Layout(((2, 2), 4), ((1, 100), 7)), Layout((2, 2), (E(0), E(0))))
     assert ei.value.witness is not None
-    with pytest.raises(InadmissibleError):  # not a single basis element
-        composition(Layout((4, 4), (4, 1)), Layout(2, E(0) + E(1)))
+    R = composition(
+        Layout((4, 4), (4, 1)), Layout(2, E(0) + E(1))
+    )  # walks both modes (PyCuTe, semantics §7.2)
+    assert str(R) == "2:5" and all(R(i) == Layout((4, 4), (4, 1))((i, i)) for i in range(2))
 
 
 # ----------------------------------------------------------------------------- inverses of swizzled layouts
