@@ -653,6 +653,9 @@ def f2_view(L: Layout) -> F2Layout:
     """The F2Layout with the shape and the strides (as bit patterns) of a Layout whose
     strides are F2 values (or zeros)."""
 
+    if not isinstance(L, Layout):
+        raise MalformedLayoutError(f"f2_view takes a Layout with F2 strides, got {show(L)}")
+
     def conv(t: Any) -> Any:
         return tuple(conv(e) for e in t) if type(t) is tuple else _leaf_bits(t)
 
@@ -663,10 +666,22 @@ def f2_layout(shape: Any, bits: Any) -> Layout:
     """The Layout with F2 strides ``F2(b)`` for the bit patterns ``bits`` (congruent with
     ``shape``)."""
 
-    def conv(t: Any) -> Any:
-        return tuple(conv(e) for e in t) if type(t) is tuple else F2(t)
+    shape = checked_shape(shape)  # extents >= 1, nesting bounded
 
-    return Layout.trusted(shape, conv(bits))
+    def conv(s: Any, t: Any) -> Any:
+        if type(s) is tuple:
+            if type(t) not in (tuple, list) or len(t) != len(s):
+                raise MalformedLayoutError(
+                    f"f2_layout: bits {show(bits)} are not congruent with shape {show(shape)}"
+                )
+            return tuple(conv(a, b) for a, b in zip(s, t))
+        if type(t) is not int or t < 0:
+            raise MalformedLayoutError(
+                f"f2_layout: a stride's bit pattern is a non-negative int, got {show(t)} in {show(bits)}"
+            )
+        return F2(t)
+
+    return Layout.trusted(shape, conv(shape, bits))
 
 
 def _as_f2_layout(R: F2Layout) -> Layout:
