@@ -1,14 +1,15 @@
 """Load on the playground over loopback: 50 concurrent clients for 30 s by default, 40
 sending cheap requests (evaluate and draw a random small layout, or export it; 0.25-0.75 s
 think time), 9 sending proofs, explanations and analyses (1-2 s think time), and 1 sending
-only a symbolic equality that SymPy cannot settle, which spends its whole budget each time.
+only a symbolic equality of six symbols that SymPy cannot settle, decided by a bounded check
+over every assignment (seconds of CPU each; stopped at its budget where that is shorter).
 
     python bench/serve_load.py [--clients 50] [--seconds 30] [--workers N] [--url URL]
 
 Starts ``layoutproof serve`` on a free port (unless --url), runs the load, prints the
 figures and writes them as JSON (``bench/out/serve_load/``): requests, failures (an answer
 other than the expected one, or none), requests past their budget, the requests stopped at
-their budget (the burners), and the latency of cheap requests -- p50/p99 overall and of
+their budget, and the latency of cheap requests -- p50/p99 overall and of
 those sent while an expensive request was in flight.
 """
 

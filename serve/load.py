@@ -1,8 +1,9 @@
 """A load generator for the playground: concurrent clients on one event loop (httpx), each
 a closed loop of requests with a think time, mixing cheap requests (evaluate and draw a
 random small layout, export it) with expensive ones (symbolic proofs, explanations with
-repairs, analyses) and, optionally, requests that spend their whole budget (a symbolic
-equality SymPy cannot settle).
+repairs, analyses) and, optionally, heavy ones: a symbolic equality SymPy cannot settle,
+which falls back to a bounded check over every assignment of its six symbols (seconds of
+CPU; stopped at the budget where the budget is shorter).
 
 :func:`run_load` returns a :class:`LoadReport`: requests, failures (an answer other than the
 one expected, or none), requests past their lane's budget, and latency percentiles of the
@@ -20,12 +21,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = ["LoadReport", "run_load", "percentile"]
 
-#: a symbolic equality whose SymPy simplification outlasts any budget
+#: a symbolic equality SymPy cannot settle: a bounded check over every assignment (seconds)
 BURNER = {
     "kind": "equal",
-    "expr": "(floor(M/3)*ceiling(N/7)+Mod(M*N,11),Min(M,N)*Max(K,M)):(1,floor(M/3)*ceiling(N/7)+Mod(M*N,11))",
-    "other": "(Mod(M*N,11)+ceiling(N/7)*floor(M/3),Max(M,K)*Min(N,M))"
-    ":(1,Mod(N*M,11)+floor(M/3)*ceiling(N/7))",
+    "expr": "(floor(M/3)*ceiling(N/7)+Mod(M*N*K,11)+Mod(P*Q,13),Min(M,N)*Max(K,P)*Min(Q,R))"
+    ":(1,floor(M/3)*ceiling(N/7)+Mod(M*N*K,11)+Mod(P*Q,13))",
+    "other": "(floor(M/3)*ceiling(N/7)+Mod(K*N*M,11)+Mod(P*Q,13),Min(N,M)*Max(K,P)*Min(Q,R))"
+    ":(1,floor(M/3)*ceiling(N/7)+Mod(K*N*M,11)+Mod(P*Q,13))",
     "bound": 64,
 }
 
