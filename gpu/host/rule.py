@@ -28,6 +28,7 @@ rewrites the few bytes of :class:`ParamBuffer` that changed (a base pointer) bef
 from __future__ import annotations
 
 import ctypes
+import functools
 import warnings
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -677,9 +678,14 @@ class LaunchDecision:
     ldcb: int = 0
     warn_no_tma: bool = False
 
+    @functools.cached_property
+    def _slot_index(self) -> Dict[str, int]:
+        return dict(self.slots)
+
     def slot(self, name: str) -> int:
-        """The parameter index of ``name`` (-1: the kernel has no such parameter)."""
-        return dict(self.slots).get(name, -1)
+        """The parameter index of ``name`` (-1: the kernel has no such parameter); the
+        name -> index map is built once per decision (a launch reads it several times)."""
+        return self._slot_index.get(name, -1)
 
 
 @dataclass(frozen=True)
