@@ -252,6 +252,7 @@ class Pool:
     start-up), close it at shutdown."""
 
     def __init__(self, specs: List[LaneSpec], *, mem_bytes: int = 3 << 30) -> None:
+        ctx: Any
         if "forkserver" in multiprocessing.get_all_start_methods():
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(PRELOAD)
