@@ -1,0 +1,880 @@
+"""The fp8 GEMM with block scales (DeepGEMM's convention), proven like every other kernel.
+
+``C = alpha * sum_kb (scale_a[m, kb] * scale_b[n / 128, kb]) * (A[m, kb-block] @ B[kb-block, n])``
+for e4m3/e5m2 operands (both K-major), f32 accumulation, a bf16/f16/f32 output:
+
+* ``scale_a`` is ``M x ceil(K / 128)`` f32: one scale per row and 128-wide block of K (1 x 128
+  per-token-group scales); ``scale_b`` is ``ceil(N / 128) x ceil(K / 128)`` f32: one scale per
+  128 x 128 block of B.  Each is a strided layout ``(rows, k blocks) : (s_rows, s_k)`` with
+  runtime strides (row-major, MN-major as DeepGEMM stores ``scale_a`` for its TMA, or a
+  stride-0 broadcast of a per-tensor or per-row scale): :class:`ScaleLayout`.
+* The kernel is the warp-specialized persistent wgmma kernel of
+  :mod:`layoutproof.gpu.kernels.wgmma_ws` (its producer, scheduler, mbarrier ring and staged
+  epilogue, imported), with the consumer's main loop rebuilt: one k-tile is 64 16-bit units
+  = 128 fp8 elements of K = one scale block.  Per k-tile each consumer thread zeroes a
+  partial accumulator, issues the k-tile's four ``k32`` wgmmas into it, waits for them, and
+  *promotes*: ``acc[i] += part[i] * scale_a[row(i), kt] * scale_b[n0 / 128, kt]`` into the
+  f32 accumulator the epilogue stores (Hopper's fp8 wgmma accumulates with reduced
+  precision; the promotion keeps each partial sum to one block).
+
+What is proven before the source is printed, beyond the ws kernel's own obligations:
+
+* :func:`prove_scale_layouts`: the offset the kernel's claims give every scale read,
+  ``row * s_rows + kb * s_k``, is the algebra's layout at (row, kb) for row-major,
+  MN-major (padded) and broadcast scale tensors, and the element -> scale-block map of
+  each operand is the convention's (1 x 128 for A, 128 x 128 for B);
+* :func:`prove_scale_columns`: every column of a block tile lies in scale block ``n0 / 128``
+  (``bn`` divides 128), so one ``scale_b`` per k-tile serves the whole tile;
+* :func:`prove_k_tail`: the kernel's k-tile count is ``ceil(K / 128)`` (the scale tensors'
+  block count) for every K the host accepts, and the tail past K lies inside the last
+  block, read as zeros (the tensor maps' fill), so a K that is not a multiple of 128 is
+  exact with the last block's scale;
+* :func:`prove_promotion`, read from the IR: the k-tile loop (start 0, step 1) promotes
+  exactly once per iteration, after a ``wgmma.wait_group 0``, every register once, each
+  register with the scale of its own C row (the lowered row map ``lp_sa_row`` against the
+  verified accumulator map) and of k block ``kt`` (the claims' coordinate); the partial
+  accumulator is zeroed before the iteration's first wgmma; the wgmmas between two
+  promotions read ``4 x 32 = 128`` elements of K -- the promotion interval equals the scale
+  block;
+* the scale reads themselves are accesses of the IR: their addresses equal their claims
+  (the layout's offset) for every thread and every runtime value, and their coordinates
+  are in range (``row < M``, ``n0 / 128 < NB``, ``kt < KB``: the guards around them).
+
+>>> k = generate_blockscale()
+>>> k.threads, "lp_sa_row" in k.source, any("promotion interval" in r.statement for r in k.proofs)
+(384, True, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from layoutproof import Layout
+
+from ..config import GemmConfig, GemmProblem
+from ..errors import GemmConfigError, ProofFailedError
+from ..isa import gmma
+from ..proof import evaluate, kir, lower
+from ..proof.record import ProofLog
+from .toolkit import GemmKernel, OperandPlan, addr_of, finish, ir_const, ir_var
+from .wgmma import (
+    _c_map,
+    _check_typed,
+    _plan_c_map,
+    _plan_descriptors,
+    _plan_stage,
+    prove_typed_descriptors,
+)
+from .wgmma_core import GENERATOR_VERSION, Sm90Config, acc_ir, kernel90, scale_ir
+from .wgmma_ws import (
+    _barrier_init_ir,
+    _declare_ws,
+    _epilogue_ws_ir,
+    _plan_epilogue,
+    _producer_ir,
+    _release_ir,
+    _schedule_proofs,
+    _tile_lines_ir,
+    _WsFrame,
+    prove_ws_protocol,
+    schedule_devfn,
+)
+
+__all__ = [
+    "SCALE_K",
+    "BLOCKSCALE_TYPES",
+    "BLOCKSCALE_DEFAULT",
+    "ScaleLayout",
+    "SCALE_A",
+    "SCALE_B",
+    "scale_row_layout",
+    "prove_scale_layouts",
+    "prove_scale_columns",
+    "prove_k_tail",
+    "prove_promotion",
+    "check_blockscale",
+    "generate_blockscale",
+]
+
+#: the K extent of one scale block (elements), for both operands
+SCALE_K = 128
+#: the operand types the block-scaled kernel takes
+BLOCKSCALE_TYPES: Tuple[str, ...] = ("e4m3", "e5m2")
+#: 128 x 128 tiles (two consumer warpgroups), 6 stages, persistent and warp-specialized
+BLOCKSCALE_DEFAULT = Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws")
+
+
+# ============================================================================ scale layouts
+@dataclass(frozen=True)
+class ScaleLayout:
+    """The scale tensor of operand ``name``: one f32 per ``rows_per_block`` rows (M for A,
+    N for B) and :data:`SCALE_K` elements of K; a strided ``(row blocks, k blocks)``
+    layout whose strides (elements) are runtime values.
+
+    >>> SCALE_B.shape(300, 1000), SCALE_A.shape(300, 1000)
+    ((3, 8), (300, 8))
+    >>> SCALE_A.block_of(5, 300)
+    (5, 2)
+    """
+
+    name: str
+    rows_per_block: int
+
+    def shape(self, rows: int, k: int) -> Tuple[int, int]:
+        """(row blocks, k blocks) of an operand with ``rows`` rows (M or N) and ``k`` K."""
+        return (-(-rows // self.rows_per_block), -(-k // SCALE_K))
+
+    def block_of(self, row: int, k: int) -> Tuple[int, int]:
+        """The scale coordinate of operand element (row, k)."""
+        return (row // self.rows_per_block, k // SCALE_K)
+
+    def layout(self, rows: int, k: int, strides: Tuple[int, int]) -> Layout:
+        """The tensor's layout for concrete extents and strides (elements)."""
+        return Layout(self.shape(rows, k), tuple(strides))
+
+    def offset_ir(self, r: kir.Expr, kb: kir.Expr, s_r: kir.Expr, s_k: kir.Expr) -> kir.Expr:
+        """The offset (elements) of scale (r, kb) under runtime strides, as IR."""
+        return kir.Cast("long long", r) * s_r + kir.Cast("long long", kb) * s_k
+
+
+SCALE_A = ScaleLayout("a", 1)
+SCALE_B = ScaleLayout("b", 128)
+
+
+def scale_row_layout() -> Layout:
+    """(thread of the warpgroup, h) -> the warpgroup-local C row of the thread's registers
+    with ``(i >> 1) & 1 == h``: warp ``t / 32`` owns rows 16w..16w+15, lane ``l`` rows
+    ``l / 4`` and ``l / 4 + 8`` (the wgmma accumulator layout)."""
+    return Layout(((4, 8, 4), 2), ((0, 1, 16), 8))
+
+
+def _layout_cases() -> List[Tuple[ScaleLayout, int, int, Tuple[int, int], str]]:
+    out: List[Tuple[ScaleLayout, int, int, Tuple[int, int], str]] = []
+    for sl in (SCALE_A, SCALE_B):
+        for rows, k in ((1, 16), (7, 128), (129, 400), (300, 1000), (130, 7168)):
+            R, KB = sl.shape(rows, k)
+            pad = -(-R // 4) * 4  # DeepGEMM's MN-major scale_a: rows padded to 16 bytes
+            for strides, what in (((KB, 1), "row-major"), ((1, pad), "MN-major"), ((0, 0), "broadcast")):
+                out.append((sl, rows, k, strides, what))
+            out.append((sl, rows, k, (1, 0), "per-row broadcast"))
+    return out
+
+
+def prove_scale_layouts(log: ProofLog) -> None:
+    """The scale reads' offsets are the layouts', and each operand element's scale is the
+    convention's block: for every case of :func:`_layout_cases` (row-major, MN-major with
+    padded rows, broadcasts), the IR offset :meth:`ScaleLayout.offset_ir` evaluated at every
+    (row block, k block) equals the algebra's layout there, and every element (row, k) of the
+    operand maps to block (row / rows_per_block, k / 128), its scale at the layout's offset
+    of that block."""
+    r, kb, sr, sk = kir.Var("r"), kir.Var("kb"), kir.Var("s_r", "long long"), kir.Var("s_k", "long long")
+    cases = 0
+    for sl, rows, k, strides, what in _layout_cases():
+        L = sl.layout(rows, k, strides)
+        R, KB = sl.shape(rows, k)
+        rr, kk = np.meshgrid(np.arange(R), np.arange(KB), indexing="ij")
+        got = evaluate.ev(
+            sl.offset_ir(r, kb, sr, sk), {"r": rr, "kb": kk, "s_r": strides[0], "s_k": strides[1]}
+        )
+        want = np.array([[L(i, j) for j in range(KB)] for i in range(R)], dtype=np.int64)
+        if not np.array_equal(got, want):
+            i, j = (int(v) for v in np.argwhere(got != want)[0])
+            raise ProofFailedError(
+                f"scale_{sl.name} ({what}, {rows} x {k}): the read of block ({i}, {j}) is at "
+                f"{int(got[i, j])}, the layout {L} says {int(want[i, j])}",
+                condition="scale read offset equals the layout",
+                witness=(sl.name, rows, k, i, j),
+            )
+        # every element's block: rows / rows_per_block, k / 128 -- inside the tensor's shape
+        er, ek = np.meshgrid(np.arange(rows), np.arange(k), indexing="ij")
+        br, bk = er // sl.rows_per_block, ek // SCALE_K
+        if br.max() >= R or bk.max() >= KB or np.unique(br).size != R or np.unique(bk).size != KB:
+            raise ProofFailedError(
+                f"scale_{sl.name}: the blocks of a {rows} x {k} operand are not the {R} x {KB} scale tensor",
+                condition="every scale block serves its elements",
+                witness=(rows, k),
+            )
+        cases += int(got.size) + int(er.size)
+    log.add(
+        "equal",
+        "scale reads: offset row * s_rows + kb * s_k equals the scale layout (rows, k blocks) : "
+        "(s_rows, s_k) at every block (row-major, MN-major padded, broadcast), and element "
+        "(m, k) of A takes block (m, k / 128), element (n, k) of B block (n / 128, k / 128)",
+        "exhaustive",
+        cases,
+    )
+
+
+def prove_scale_columns(cfg: Sm90Config, log: ProofLog) -> None:
+    """Every accumulator column of a tile at ``n0 = tn * bn`` lies in scale block ``tn * bn /
+    128`` = the block the kernel reads (``tn`` when ``bn == 128``).  The difference
+    ``(tn bn + c) / 128 - tn bn / 128`` is periodic in ``tn`` with period ``128 / bn``, so one
+    period of ``tn`` covers every tile."""
+    if SCALE_K % cfg.bn:
+        raise ProofFailedError(
+            f"block N {cfg.bn} does not divide the scale block {SCALE_K}: a tile spans two scale_b blocks",
+            condition="one scale_b block per tile",
+            witness=cfg.bn,
+        )
+    cm = _c_map(cfg)
+    cols = np.array(cm.eval_all(), dtype=np.int64) // cfg.bm
+    q = SCALE_K // cfg.bn
+    tn = np.arange(q)[:, None]
+    blk = (tn * cfg.bn + cols[None, :]) // SCALE_K
+    read = tn * cfg.bn // SCALE_K
+    if np.any(blk != read):
+        raise ProofFailedError(
+            "an accumulator column lies outside the tile's scale_b block",
+            condition="one scale_b block per tile",
+            witness=cfg.bn,
+        )
+    log.add(
+        "equal",
+        f"every one of the {cols.size} accumulators of a {cfg.bm}x{cfg.bn} tile at n0 = tn * {cfg.bn} "
+        f"is in scale_b block n0 / {SCALE_K} (one period of tn)",
+        "exhaustive",
+        int(blk.size),
+    )
+
+
+def prove_k_tail(bk_units: int, log: ProofLog, k_max: int = 1 << 14) -> None:
+    """K tails: for every K the host accepts (a multiple of 16 one-byte elements, the
+    tensor maps' row rule) up to ``k_max``, the kernel's k-tile count ``ceil(K_units /
+    bk_units)`` (``K_units = K / 2``, the k-tile's ``bk_units`` 16-bit units) is the scale
+    tensors' block count ``ceil(K / 128)``; the k-tiles read elements ``[0, 128 KT)`` of
+    which ``[K, 128 KT)`` -- fewer than 128, all in the last block -- lie past K and are
+    the tensor maps' zero fill (in A and in B, so their products are zero whatever the
+    scale).  Both counts are periodic in K with period 128 (each grows by one), so the range
+    is a proof for every K."""
+    K = np.arange(16, k_max + 1, 16, dtype=np.int64)
+    Kv, KUv = kir.Var("K"), kir.Var("KU")
+    kt = evaluate.ev((KUv + (bk_units - 1)) / bk_units, {"KU": K // 2})
+    kb = evaluate.ev((Kv + (SCALE_K - 1)) / SCALE_K, {"K": K})
+    elems = 2 * bk_units
+    if elems != SCALE_K or np.any(kt != kb):
+        i = int(np.flatnonzero(kt != kb)[0]) if np.any(kt != kb) else 0
+        raise ProofFailedError(
+            f"K = {int(K[i])}: {int(kt[i])} k-tiles of {elems} elements, {int(kb[i])} scale blocks",
+            condition="one k-tile per scale block",
+            witness=int(K[i]),
+        )
+    tail = elems * kt - K
+    if np.any((tail < 0) | (tail >= SCALE_K)) or np.any((K - 1) // SCALE_K != kb - 1):
+        raise ProofFailedError("the K tail leaves the last scale block", condition="tail in the last block")
+    log.add(
+        "equal",
+        f"K tails: for every K = 16j <= {k_max} (period {SCALE_K}: every K) the kernel's k-tiles "
+        f"ceil(K/2 / {bk_units}) = ceil(K / {SCALE_K}) scale blocks; the zero-filled tail "
+        f"[K, {SCALE_K} KT) has < {SCALE_K} elements, all in block KT - 1",
+        "exhaustive",
+        int(K.size),
+    )
+
+
+# ============================================================================ the kernel
+def check_blockscale(cfg: Sm90Config, prob: GemmProblem) -> None:
+    """The configurations the block-scaled kernel is built for: fp8 operands (both
+    K-major), the warp-specialized TMA schedule without a cluster, ``bn == 128`` (one scale_b
+    per tile and a k-tile of 128 elements), no batch."""
+    if prob.dtype not in BLOCKSCALE_TYPES:
+        raise GemmConfigError(
+            f"generate_blockscale: block scales are for fp8 operands {BLOCKSCALE_TYPES}, got {prob.dtype!r}"
+        )
+    if cfg.schedule != "ws" or cfg.loader != "tma" or cfg.cluster != 1:
+        raise GemmConfigError(
+            "generate_blockscale: the block-scaled kernel is the warp-specialized TMA kernel without a "
+            f"cluster (schedule='ws', loader='tma', cluster=1), got {cfg.key()}"
+        )
+    if cfg.bn != 128:
+        raise GemmConfigError(
+            f"generate_blockscale: bn={cfg.bn}: the tile's N must be the scale block (128), so that one "
+            "scale_b block serves the tile"
+        )
+    if cfg.bn + 40 > (232 if cfg.warpgroups == 2 else 240):
+        raise GemmConfigError("generate_blockscale: two accumulator sets of bn / 2 registers do not fit")
+    _check_typed(cfg, prob)
+
+
+@dataclass
+class _Scales:
+    """The scale parameters of the kernel."""
+
+    SA: kir.Var
+    SB: kir.Var
+    sa_m: kir.Var
+    sa_k: kir.Var
+    sb_n: kir.Var
+    sb_k: kir.Var
+    KB: kir.Var
+    NB: kir.Var
+
+    def params(self) -> Tuple[Tuple[str, kir.Var], ...]:
+        return (
+            ("const float* __restrict__", self.SA),
+            ("const float* __restrict__", self.SB),
+            ("long long", self.sa_m),
+            ("long long", self.sa_k),
+            ("long long", self.sb_n),
+            ("long long", self.sb_k),
+            ("int", self.KB),
+            ("int", self.NB),
+        )
+
+
+def _scales() -> _Scales:
+    return _Scales(
+        kir.Var("SA", "const float*"),
+        kir.Var("SB", "const float*"),
+        kir.Var("sa_m", "long long"),
+        kir.Var("sa_k", "long long"),
+        kir.Var("sb_n", "long long"),
+        kir.Var("sb_k", "long long"),
+        kir.Var("KB"),
+        kir.Var("NB"),
+    )
+
+
+def _batch_ir(F: _WsFrame, stage: kir.Expr, part: kir.Var, ks_range: Tuple[int, int]) -> List[kir.Stmt]:
+    """wgmma k steps ``ks_range`` of the k-tile on ``stage`` into ``part``, committed and
+    waited for (the same proven descriptor starts as the ws kernel's batch)."""
+    E, cfg, a, b, desc = F.E, F.cfg, F.a, F.b, F.desc
+    S = cfg.stages
+    a_base, d1 = ir_const(
+        "a_base",
+        E.sA + stage * kir.Const(2 * a.stage_elems, "unsigned") + E.cg * kir.Const(desc["a"][1], "unsigned"),
+        "unsigned",
+    )
+    b_base, d2 = ir_const("b_base", E.sB + stage * kir.Const(2 * b.stage_elems, "unsigned"), "unsigned")
+    ks = ir_var("ks")
+    nk = cfg.bk // 16
+    la = Layout((cfg.warpgroups, nk, S), (desc["a"][1], desc["a"][2], 2 * a.stage_elems))
+    lb = Layout((nk, S), (desc["b"][2], 2 * b.stage_elems))
+    ca = kir.Claim(
+        "A descriptor start address (warpgroup slice, k step, stage)",
+        E.sA + kir.LayoutApp(la, (E.cg, ks, stage), "A descriptor starts"),
+        region=(E.sA, 2 * S * a.stage_elems),
+        width=1,
+    )
+    cb = kir.Claim(
+        "B descriptor start address (k step, stage)",
+        E.sB + kir.LayoutApp(lb, (ks, stage), "B descriptor starts"),
+        region=(E.sB, 2 * S * b.stage_elems),
+        width=1,
+    )
+    lo, hi = ks_range
+    return [
+        d1,
+        d2,
+        kir.WgmmaFence(),
+        kir.For(
+            ks,
+            kir.Const(lo),
+            kir.Const(hi),
+            kir.block(
+                kir.Wgmma(
+                    part,
+                    a_base + kir.Const(desc["a"][2], "unsigned") * ks,
+                    b_base + kir.Const(desc["b"][2], "unsigned") * ks,
+                    ca,
+                    cb,
+                )
+            ),
+            unroll=True,
+        ),
+        kir.WgmmaCommit(),
+        kir.WgmmaWait(0),
+    ]
+
+
+def _zero_ir(v: kir.Var, n: int) -> kir.Stmt:
+    i = ir_var("i")
+    return kir.For(
+        i,
+        kir.Const(0),
+        kir.Const(n),
+        kir.block(kir.Assign(kir.Index(v, (i,)), kir.FloatLit("0.f"))),
+        unroll=True,
+    )
+
+
+def _scale_loads_ir(
+    F: _WsFrame,
+    Sc: _Scales,
+    sc: kir.Var,
+    kt: kir.Var,
+    tn: kir.Var,
+    srow: kir.ProvenFn,
+    kb_of: Callable[[kir.Var], kir.Expr],
+) -> List[kir.Stmt]:
+    """The k-tile's scales: ``sbv = scale_b[tn, kt]`` (one per tile: ``bn == 128``) and for
+    ``h = 0, 1`` ``sc[h] = scale_a[row_h, kt] * sbv`` with ``row_h = m0 + 64 cg +
+    lp_sa_row(wt, h)`` -- each read guarded by its coordinates' ranges (rows past M and
+    blocks past the tensor read as 0; their outputs are not stored)."""
+    E = F.E
+    kb, dkb = ir_const("kb", kb_of(kt), comment="the scale block of this k-tile")
+    sbv = kir.Var("sbv", "float")
+    nb, dnb = ir_const("nb", tn, comment="the tile's scale_b row block (bn == 128)")
+    bclaim = kir.Claim(
+        "scale_b read (n block of the tile, k block kt)",
+        addr_of(Sc.SB) + 4 * SCALE_B.offset_ir(tn, kt, Sc.sb_n, Sc.sb_k),
+        bounds=((tn, Sc.NB), (kt, Sc.KB)),
+        width=4,
+    )
+    h = ir_var("h")
+    L = scale_row_layout()
+    row_claim = E.m0 + 64 * E.cg + kir.LayoutApp(L, (E.wt, h), "scale_a row map")
+    r, dr = ir_const("r", E.m0 + 64 * E.cg + kir.call(srow, t=E.wt, h=h))
+    aclaim = kir.Claim(
+        "scale_a read (the thread's C row h, k block kt)",
+        addr_of(Sc.SA) + 4 * SCALE_A.offset_ir(row_claim, kt, Sc.sa_m, Sc.sa_k),
+        bounds=((row_claim, E.M), (kt, Sc.KB)),
+        width=4,
+    )
+    sv = kir.Var("sv", "float")
+    return [
+        dkb,
+        dnb,
+        kir.Decl(sbv, kir.FloatLit("0.f")),
+        kir.If(
+            nb.lt(Sc.NB).and_(kb.lt(Sc.KB)),
+            kir.block(
+                kir.Assign(sbv, kir.Mem(Sc.SB, bclaim, idx=SCALE_B.offset_ir(nb, kb, Sc.sb_n, Sc.sb_k)))
+            ),
+        ),
+        kir.For(
+            h,
+            kir.Const(0),
+            kir.Const(2),
+            kir.block(
+                dr,
+                kir.Decl(sv, kir.FloatLit("0.f")),
+                kir.If(
+                    r.lt(E.M).and_(kb.lt(Sc.KB)),
+                    kir.block(
+                        kir.Assign(sv, kir.Mem(Sc.SA, aclaim, idx=SCALE_A.offset_ir(r, kb, Sc.sa_m, Sc.sa_k)))
+                    ),
+                ),
+                kir.Assign(kir.Index(sc, (h,)), sv * sbv),
+            ),
+            unroll=True,
+        ),
+    ]
+
+
+def _promote_ir(acc: kir.Var, part: kir.Var, sc: kir.Var, n: int) -> kir.Stmt:
+    """``acc[i] += part[i] * sc[(i >> 1) & 1]`` for every register: the promotion."""
+    i = ir_var("i")
+    return kir.For(
+        i,
+        kir.Const(0),
+        kir.Const(n),
+        kir.block(
+            kir.Assign(kir.Index(acc, (i,)), kir.Index(part, (i,)) * kir.Index(sc, ((i >> 1) & 1,)), op="+=")
+        ),
+        unroll=True,
+    )
+
+
+def _consumer_bs_ir(
+    F: _WsFrame,
+    Sc: _Scales,
+    srow: kir.ProvenFn,
+    segments: int = 1,
+    kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
+) -> kir.Block:
+    """The consumer warpgroups: per tile, per k-tile: the scales, the stage's wgmmas into
+    ``part`` (in ``segments`` promoted pieces; 1 is the kernel, more only to test the
+    proof), promotion into ``acc``; then the per-tensor ``alpha`` and the staged epilogue."""
+    E, cfg, S = F.E, F.cfg, F.S
+    cst, cph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
+    ct = ir_var("t")
+    ctl, cm0, cn0 = _tile_lines_ir(F, ct)
+    tn = next(s.var for s in ctl if isinstance(s, kir.Decl) and s.var.name == "tn")
+    cg, dcg = ir_const("cg", E.wg - 1)
+    lane0, dl0 = ir_const("lane0", (E.tid & 31).eq(0), "bool")
+    E.add(cg=cg, m0=cm0, n0=cn0)
+    acc, ad = acc_ir(cfg, "f32")
+    R = cfg.bn // 2
+    part = kir.Var("part", "float")
+    sc = kir.Var("sc", "float")
+    prev = ir_var("prev", values=tuple(range(-1, S)))
+    ckt = ir_var("kt")
+    nk = cfg.bk // 16
+    if segments < 1 or nk % segments:
+        raise GemmConfigError(f"blockscale: {segments} segments do not split {nk} k steps")
+    pieces: List[Any] = []
+    for s in range(segments):
+        lo, hi = s * nk // segments, (s + 1) * nk // segments
+        pieces += [_zero_ir(part, R), *_batch_ir(F, cst, part, (lo, hi)), _promote_ir(acc, part, sc, R)]
+    mainloop = kir.For(
+        ckt,
+        kir.Const(0),
+        F.KT,
+        kir.block(
+            _scale_loads_ir(F, Sc, sc, ckt, tn, srow, kb_of or (lambda v: v)),
+            kir.MbarWait(kir.MbarRef(F.full0, cst), cph, "stage st's bytes have landed"),
+            pieces,
+            kir.Comment("the previous stage goes back to the producer"),
+            _release_ir(F, prev, lane0),
+            kir.Assign(prev, cst),
+            kir.RingAdvance(cst, S, cph),
+        ),
+    )
+    return kir.block(
+        kir.Comment("consumers: per k-tile (one 128-element scale block) wgmma into part, promoted into acc"),
+        kir.SetMaxNReg(True, F.regs),
+        dcg,
+        dl0,
+        kir.Decl(cst, kir.Const(0)),
+        kir.Decl(cph, kir.Const(0, "unsigned")),
+        kir.Decl(part, dims=(R,)),
+        kir.Decl(sc, dims=(2,)),
+        kir.For(
+            ct,
+            F.t0,
+            F.tiles,
+            kir.block(
+                ctl,
+                ad,
+                kir.Decl(prev, kir.Const(-1)),
+                mainloop,
+                _release_ir(F, prev, lane0),
+                scale_ir(E, cfg, acc),
+                _epilogue_ws_ir(E, cfg, F.prob, F.ep, acc, F.e_off),
+            ),
+            step=F.tstep,
+            cond=ct.lt(F.tiles),
+        ),
+    )
+
+
+def _source_bs_ir(
+    cfg: Sm90Config,
+    prob: GemmProblem,
+    a: OperandPlan,
+    b: OperandPlan,
+    ep: Dict[str, Any],
+    desc: Dict[str, Tuple[int, int, int]],
+    tx: int,
+    name: str,
+    srow: kir.ProvenFn,
+    segments: int = 1,
+    kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
+) -> kir.Kernel:
+    """The ws kernel's prologue, producer and protocol with the block-scaled consumer."""
+    F, body = _declare_ws(cfg, prob, a, b, ep, desc, tx)
+    Sc = _scales()
+    body += _barrier_init_ir(F)
+    producer = _producer_ir(F)
+    consumer = _consumer_bs_ir(F, Sc, srow, segments, kb_of)
+    body.append(kir.If(F.E.wg.eq(0), producer, consumer))
+    descr = (
+        "",
+        f"fp8 block-scaled wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: "
+        "C[M,N] = alpha * sum_kb sa[m,kb] sb[n/128,kb] (A @ B)[kb block]",
+        f"A row-major, B column-major (K-major), {prob.dtype} in, f32 accumulate + f32 promotion per "
+        f"{SCALE_K}-element k block, {prob.out} out",
+        f"persistent, warp-specialized: 1 producer + {F.CW} consumer warpgroup(s); block "
+        f"{cfg.bm}x{cfg.bn}x{SCALE_K} (fp8), {F.S}-stage full/empty mbarrier pipeline",
+        "scale_a: (M, ceil(K/128)) f32 at SA[m * sa_m + kb * sa_k]; scale_b: (ceil(N/128), ceil(K/128)) "
+        "f32 at SB[nb * sb_n + kb * sb_k]",
+    )
+    k = kernel90(
+        cfg,
+        prob,
+        a,
+        b,
+        desc,
+        name,
+        F.E,
+        body,
+        descr,
+        tuple(ep["fns"].values()) + (srow,),
+        ("tma", "named_sync", "wgmma"),
+        tma=True,
+        devfns=(schedule_devfn(cfg.group_m),),
+    )
+    return dataclasses.replace(k, params=k.params + Sc.params())
+
+
+# ============================================================================ promotion proof
+def _loops_with(node: Any, kind: type) -> List[kir.For]:
+    return [
+        n
+        for n in kir.walk(node)
+        if isinstance(n, kir.For) and any(isinstance(x, kind) for x in kir.walk(n.body))
+    ]
+
+
+def _events(
+    stmts: Tuple[kir.Stmt, ...],
+    env: Dict[str, int],
+    out: List[Tuple[Any, ...]],
+    accs: Tuple[kir.Var, kir.Var, kir.Var],
+) -> None:
+    """The k-tile body's effects in program order, unrolled loops expanded: ("zero", i),
+    ("mma", k elements), ("wait", n), ("promote", i, part index, scale index), ("load", claim)."""
+    acc, part, sc = accs
+    for s in stmts:
+        if isinstance(s, kir.Block):
+            _events(s.body, env, out, accs)
+        elif isinstance(s, kir.For):
+            if not (
+                isinstance(s.start, kir.Const)
+                and isinstance(s.stop, kir.Const)
+                and isinstance(s.step, kir.Const)
+            ):
+                raise ProofFailedError(
+                    "a loop inside the k-tile loop has runtime bounds", condition="promotion structure"
+                )
+            for v in range(s.start.value, s.stop.value, s.step.value):
+                _events(s.body.body, {**env, s.var.name: v}, out, accs)
+        elif isinstance(s, kir.If):
+            for n in kir.walk(s.then):
+                if isinstance(n, kir.Mem):
+                    out.append(("load", n.claim, dict(env)))
+            if any(isinstance(n, (kir.Wgmma, kir.WgmmaWait)) for n in kir.walk(s)):
+                raise ProofFailedError(
+                    "a wgmma under a condition in the k-tile loop", condition="promotion structure"
+                )
+        elif isinstance(s, kir.Wgmma):
+            if s.acc is not part:
+                raise ProofFailedError(
+                    "a wgmma of the k-tile loop accumulates outside part", condition="promotion structure"
+                )
+            out.append(("mma",))
+        elif isinstance(s, kir.WgmmaWait):
+            out.append(("wait", s.n))
+        elif isinstance(s, kir.Assign) and isinstance(s.lhs, kir.Index):
+            base = s.lhs.base
+            i = int(evaluate.ev(s.lhs.idx[0], env))
+            if base is part:
+                if (
+                    not (isinstance(s.rhs, kir.FloatLit) and s.rhs.text in ("0.f", "0.0f", "0"))
+                    or s.op != "="
+                ):
+                    raise ProofFailedError(
+                        "part is written other than zeroed", condition="promotion structure"
+                    )
+                out.append(("zero", i))
+            elif base is acc:
+                rhs = s.rhs
+                if not (
+                    s.op == "+="
+                    and isinstance(rhs, kir.Bin)
+                    and rhs.op == "*"
+                    and isinstance(rhs.a, kir.Index)
+                    and rhs.a.base is part
+                    and isinstance(rhs.b, kir.Index)
+                    and rhs.b.base is sc
+                ):
+                    raise ProofFailedError(
+                        "an accumulator update other than acc[i] += part[j] * sc[h]",
+                        condition="promotion structure",
+                    )
+                out.append(
+                    ("promote", i, int(evaluate.ev(rhs.a.idx[0], env)), int(evaluate.ev(rhs.b.idx[0], env)))
+                )
+
+
+def prove_promotion(k: kir.Kernel, cfg: Sm90Config, dtype: str, srow: kir.ProvenFn, log: ProofLog) -> None:
+    """The promotion, read from the IR ``k``: the k-tile loop (the non-unrolled loop whose
+    body issues the wgmmas; start 0, step 1) accumulates into ``part`` and promotes into
+    ``acc``.  In one iteration, in program order: every register of ``part`` is zeroed
+    before each run of wgmmas, each promotion follows a ``wgmma.wait_group 0`` after the
+    last wgmma, updates every register of ``acc`` once from the same register of ``part``
+    and the scale ``sc[h]`` of that register's C row (``64 g + lp_sa_row(t, h)`` equals the
+    accumulator map's row at (t, i, g) for every thread, register and warpgroup: the
+    lowered body evaluated), and the wgmmas between promotions read :data:`SCALE_K`
+    elements of K (instructions x k per instruction): the interval equals the scale block.
+    The scale reads of the iteration claim k block ``kt``, the loop's own variable."""
+    loops = [f for f in _loops_with(k.body, kir.Wgmma) if not f.unroll]
+    inner = [f for f in loops if not any(g is not f and any(x is g for x in kir.walk(f.body)) for g in loops)]
+    if len(inner) != 1:
+        raise ProofFailedError(
+            f"{len(inner)} k-tile loops issue wgmma (need exactly one)", condition="promotion structure"
+        )
+    L = inner[0]
+    if not (
+        isinstance(L.start, kir.Const)
+        and L.start.value == 0
+        and isinstance(L.step, kir.Const)
+        and L.step.value == 1
+    ):
+        raise ProofFailedError(
+            "the k-tile loop does not walk kt = 0, 1, ...", condition="promotion structure"
+        )
+    names = {n.name: n for n in kir.walk(k.body) if isinstance(n, kir.Var)}
+    acc, part, sc = names.get("acc"), names.get("part"), names.get("sc")
+    if acc is None or part is None or sc is None:
+        raise ProofFailedError("no acc / part / sc registers in the kernel", condition="promotion structure")
+    ev: List[Tuple[Any, ...]] = []
+    _events(L.body.body, {}, ev, (acc, part, sc))
+    R = cfg.bn // 2
+    kin = gmma.WGMMA_TYPES[dtype][1]
+    intervals: List[int] = []
+    zeroed: set = set()
+    mma, waited, promoted = 0, False, []
+    for e in ev:
+        if e[0] == "zero":
+            zeroed.add(e[1])
+        elif e[0] == "mma":
+            if mma == 0 and zeroed != set(range(R)):
+                raise ProofFailedError(
+                    f"part is not zeroed before the wgmmas (registers {sorted(set(range(R)) - zeroed)[:4]}...)",
+                    condition="partial accumulator zeroed per block",
+                )
+            mma, waited = mma + 1, False
+        elif e[0] == "wait":
+            waited = waited or (e[1] == 0 and mma > 0)
+        elif e[0] == "promote":
+            if not waited:
+                raise ProofFailedError(
+                    "a promotion reads part before wgmma.wait_group 0",
+                    condition="promotion after the wgmmas complete",
+                )
+            promoted.append(e[1:])
+            if len(promoted) == R:
+                if sorted(p[0] for p in promoted) != list(range(R)) or any(p[0] != p[1] for p in promoted):
+                    raise ProofFailedError(
+                        "a promotion does not add every register of part to its own register of acc once",
+                        condition="promotion covers the registers",
+                    )
+                _check_rows(cfg, srow, {p[0]: p[2] for p in promoted})
+                intervals.append(mma * kin)
+                mma, zeroed, promoted = 0, set(), []
+    if promoted or mma:
+        raise ProofFailedError(
+            "wgmmas or register updates left unpromoted at the end of the k-tile",
+            condition="promotion structure",
+        )
+    if intervals != [SCALE_K]:
+        raise ProofFailedError(
+            f"promotion interval(s) {intervals} elements of K per k-tile; the scale block is {SCALE_K}",
+            condition="promotion interval equals the scale block",
+            witness=tuple(intervals),
+        )
+    loads = [e for e in ev if e[0] == "load"]
+    for _, claim, _env in loads:
+        kcoord = claim.bounds[-1][0] if claim.bounds else None
+        if kcoord is not L.var:
+            raise ProofFailedError(
+                f"{claim.what}: its k block is not the k-tile loop's kt",
+                condition="scale block of the k-tile",
+            )
+    if {c.what.split(" ")[0] for _, c, _e in loads} != {"scale_a", "scale_b"}:
+        raise ProofFailedError("the k-tile does not read both scales", condition="scale block of the k-tile")
+    log.add(
+        "equal",
+        f"promotion interval: the k-tile loop promotes once per iteration, after wgmma.wait_group 0, "
+        f"{R} registers each from its own partial register and its C row's scale, the partial zeroed "
+        f"before; {SCALE_K // kin} wgmma k{kin} between promotions = {SCALE_K} elements = the scale "
+        "block; the scales read are k block kt",
+        "exhaustive",
+        len(ev),
+    )
+
+
+def _check_rows(cfg: Sm90Config, srow: kir.ProvenFn, h_of: Dict[int, int]) -> None:
+    """Register i of thread t in warpgroup g takes scale row ``64 g + lp_sa_row(t, h_of[i])``:
+    equal to the accumulator map's row of (t, i, g) for all of them."""
+    cm = _c_map(cfg)
+    t = np.arange(128)[:, None, None]
+    i = np.arange(cfg.bn // 2)[None, :, None]
+    g = np.arange(cfg.warpgroups)[None, None, :]
+    want = np.array(
+        [
+            [
+                [cm(int(tt), int(ii), int(gg)) % cfg.bm for gg in range(cfg.warpgroups)]
+                for ii in range(cfg.bn // 2)
+            ]
+            for tt in range(128)
+        ],
+        dtype=np.int64,
+    )
+    hs = np.array([h_of[int(x)] for x in range(cfg.bn // 2)], dtype=np.int64)[None, :, None]
+    got = 64 * g + evaluate.ev(
+        srow.body, {"t": np.broadcast_to(t, want.shape), "h": np.broadcast_to(hs, want.shape)}
+    )
+    got = np.broadcast_to(got, want.shape)
+    if np.any(got != want):
+        tt, ii, gg = (int(v) for v in np.argwhere(got != want)[0])
+        raise ProofFailedError(
+            f"register {ii} of thread {tt} (warpgroup {gg}) is promoted with the scale of row "
+            f"{int(got[tt, ii, gg])}, its C row is {int(want[tt, ii, gg])}",
+            condition="scale row of every register",
+            witness=(tt, ii, gg),
+        )
+
+
+# ============================================================================ generator
+_MEMO: Dict[Tuple[Sm90Config, GemmProblem], GemmKernel] = {}
+
+
+def generate_blockscale(
+    config: Optional[Sm90Config] = None,
+    problem: Optional[GemmProblem] = None,
+    *,
+    memo: bool = True,
+    _segments: int = 1,
+    _kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
+) -> GemmKernel:
+    """Build, prove and emit the block-scaled fp8 kernel (default :data:`BLOCKSCALE_DEFAULT`,
+    e4m3 -> bf16).  Its parameters: the ws kernel's (tensor maps, C, M, N, K in 16-bit
+    units, ldc, c_vec, ``alpha``), then ``SA, SB`` (f32 pointers), ``sa_m, sa_k, sb_n, sb_k``
+    (the scale layouts' strides, elements) and ``KB, NB`` (the scale tensors' k blocks and
+    scale_b's row blocks).  ``_segments`` / ``_kb_of`` build deliberately wrong kernels
+    for the proofs' tests (promotion every ``128 / _segments`` elements; a scale block
+    other than ``kt``)."""
+    cfg = (config or BLOCKSCALE_DEFAULT).validate()
+    prob = (problem or GemmProblem("k", "k", "e4m3")).validate()
+    plain = _segments == 1 and _kb_of is None
+    if memo and plain and (cfg, prob) in _MEMO:
+        return _MEMO[(cfg, prob)]
+    check_blockscale(cfg, prob)
+    log = ProofLog()
+    threads = cfg.threads
+    a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, True, threads, cfg.warpgroups, 64)
+    b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, True, threads, 1, cfg.bn)
+    smems = {p.name: _plan_stage(cfg, p, log) for p in (a, b)}
+    desc = {
+        "a": _plan_descriptors(a, smems["a"], 64, cfg.warpgroups, log),
+        "b": _plan_descriptors(b, smems["b"], cfg.bn, 1, log),
+    }
+    prove_typed_descriptors(a, smems["a"], desc["a"], prob.dtype, 64, cfg.warpgroups, log)
+    prove_typed_descriptors(b, smems["b"], desc["b"], prob.dtype, cfg.bn, 1, log)
+    _plan_c_map(cfg, prob, log)
+    log.extend(ProofLog(list(_schedule_proofs(cfg.group_m, cfg.cluster))))
+    ep = _plan_epilogue(prob, log)
+    tx = 2 * (a.stage_elems + b.stage_elems)
+    srow = kir.from_lowered(lower.lower(scale_row_layout(), ("t", "h"), name="lp_sa_row", log=log))
+    prove_scale_layouts(log)
+    prove_scale_columns(cfg, log)
+    prove_k_tail(cfg.bk, log)
+    h = hashlib.sha256(f"blockscale{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
+    name = f"lp_gemm_sm90_bs_{prob.key()}_{h}"
+    ir = _source_bs_ir(cfg, prob, a, b, ep, desc, tx, name, srow, _segments, _kb_of)
+    prove_promotion(ir, cfg, prob.dtype, srow, log)
+    title = f"proven before emission (block-scaled {cfg.key()}, {prob.key()})"
+    src = finish(ir, log, title, lambda kk: prove_ws_protocol(kk, cfg, tx, log, 1))
+    gcfg = GemmConfig(
+        bm=cfg.bm,
+        bn=cfg.bn,
+        bk=cfg.bk,
+        stages=cfg.stages,
+        group_m=cfg.group_m,
+        warps_m=cfg.warpgroups * 4,
+        warps_n=1,
+    )
+    kern = GemmKernel(
+        gcfg, prob, src, name, threads, cfg.smem_bytes, log, {"a": (3, 3, 3), "b": (3, 3, 3)}, ir
+    )
+    kern.config = cfg
+    if memo and plain:
+        _MEMO[(cfg, prob)] = kern
+    return kern
