@@ -1,0 +1,691 @@
+"""The grouped GEMM kernel (mixture-of-experts): one persistent launch over every group's
+tiles, C_g = A_g @ B_g for groups of rows of one stacked A.
+
+Group ``g`` owns the rows ``[rbeg[g], rend[g])`` of the stacked A (``T x K``) and of the
+stacked C (``T x N``) and multiplies them by its own B (expert ``g`` of a ``G x K x N``
+tensor, read through a rank-3 tensor map at batch coordinate ``g``).  The kernel reads one
+``int32`` table of ``3 G`` entries from global memory (:func:`group_table`):
+
+* ``ptile[g]`` -- the first global tile row of group ``g`` (prefix sums of
+  ``ceil((rend - rbeg) / bm)``; zero-sized groups own no tile row);
+* ``rbeg[g]``, ``rend[g]`` -- the group's rows.
+
+The contiguous form (``rbeg[g] = offs[g - 1]``, ``rend[g] = offs[g]``) and the masked form
+of a decode step (``rbeg[g] = g * max_m``, ``rend[g] = rbeg[g] + min(masked_m[g], max_m)``)
+are the same kernel with another table, and so is a host that knows the sizes (the table
+built on the host) or a device that alone knows them (the table built by device tensor
+operations, no synchronization: the launch then walks an upper bound of tile rows, the
+ones past the last group empty).
+
+The persistent CTAs walk the ``rtiles x grid_n`` grid of (global tile row, tile column)
+with the warp-specialized kernel's scheduler ``lp_tile``; the device function ``lp_group``
+(a branch-free binary search over ``ptile``) maps the global tile row to its group, the
+tile's first row and the group's end.  An empty tile (past its group's end) runs no k-tile
+on either side of the pipeline and stores nothing; every C store is guarded by the
+group's end *and* by ``M`` (the stacked rows), so no table content makes a store leave C.
+
+Proven before the source is printed (:func:`generate_grouped`):
+
+* the cover (:func:`prove_group_cover`): the emitted statements of ``lp_tile`` and
+  ``lp_group``, evaluated with C semantics on the tables :func:`group_table` builds, take
+  every output element of every group exactly once, in a tile of its own group (the B
+  expert it is multiplied by), every table read inside the table, and only padding tiles
+  empty -- for every group-size vector of a stated family (exhaustive for small group
+  counts, sizes around the tile edges and zeros; listed larger MoE vectors), in the
+  contiguous and the masked forms, with the exact and the upper-bound tile-row counts;
+* the binary search itself, over every non-decreasing prefix vector of up to 6 groups of
+  up to 3 tile rows and every tile row (:func:`prove_group_search`);
+* the base kernel's proofs (buffers, TMA boxes, descriptors, epilogue), the IR
+  obligations of the rewritten tree (every access's address and bounds, uniform barriers)
+  and its mbarrier protocol read back from the IR and model-checked.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..config import GemmProblem
+from ..errors import GemmConfigError, ProofFailedError
+from ..proof import kir
+from ..proof.record import ProofLog
+from .toolkit import GemmKernel, finish, ir_var
+from .variant import WsVariantFields, base_plan_proofs, expect_tx_bytes, find_decl, find_param
+from .wgmma_core import GENERATOR_VERSION, HOPPER_DEFAULT, Sm90Config
+from .wgmma_ws import prove_ws_protocol, schedule_devfn
+
+__all__ = [
+    "GroupedConfig",
+    "group_table",
+    "group_search_devfn",
+    "prove_group_search",
+    "prove_group_cover",
+    "generate_grouped",
+    "GROUPED_DEFAULT",
+]
+
+
+# ============================================================================ configuration
+@dataclass(frozen=True)
+class GroupedConfig(WsVariantFields):
+    """The grouped kernel: the warp-specialized TMA kernel ``base`` (no cluster) walking
+    every group's tiles; ``max_groups`` (a power of two) bounds the group count the search
+    of ``lp_group`` resolves (its number of halving steps)."""
+
+    base: Sm90Config = HOPPER_DEFAULT
+    max_groups: int = 1024
+
+    @property
+    def cluster(self) -> int:
+        return 1
+
+    def key(self) -> str:
+        return f"grouped{self.max_groups}_{self.base.key()}"
+
+    def validate(self) -> "GroupedConfig":
+        self.base.validate()
+        if self.base.schedule != "ws" or self.base.loader != "tma":
+            raise GemmConfigError(
+                f"GroupedConfig: the base must be the warp-specialized TMA kernel (schedule='ws', "
+                f"loader='tma'), not {self.base.key()}"
+            )
+        if self.base.cluster != 1:
+            raise GemmConfigError(f"GroupedConfig: the base must have cluster=1, not {self.base.cluster}")
+        g = self.max_groups
+        if not (isinstance(g, int) and 1 <= g <= 1 << 16 and g & (g - 1) == 0):
+            raise GemmConfigError(f"GroupedConfig: max_groups={g!r} must be a power of two in [1, 65536]")
+        return self
+
+
+GROUPED_DEFAULT = GroupedConfig()
+
+
+# ============================================================================ the group table
+def group_table(rbeg: Any, rend: Any, bm: int) -> Tuple[np.ndarray, int]:
+    """The kernel's ``int32`` table ``[ptile | rbeg | rend]`` (``3 G`` entries) for groups of
+    rows ``[rbeg[g], rend[g])`` and tile height ``bm``, and the exact count of tile rows.
+    ``ptile`` is the exclusive prefix sum of ``ceil((rend - rbeg) / bm)``.
+
+    >>> tab, rt = group_table([0, 5, 5], [5, 5, 300], 128)
+    >>> tab.tolist(), rt
+    ([0, 1, 1, 0, 5, 5, 5, 5, 300], 4)
+    """
+    b = np.asarray(rbeg, dtype=np.int64)
+    e = np.asarray(rend, dtype=np.int64)
+    tiles = (np.maximum(e - b, 0) + bm - 1) // bm
+    ptile = np.concatenate([[0], np.cumsum(tiles)[:-1]]) if tiles.size else tiles
+    return np.concatenate([ptile, b, e]).astype(np.int32), int(tiles.sum())
+
+
+# ============================================================================ the group search
+def _search_stmts(bm: int, max_groups: int, plant: str = "") -> Tuple[Tuple[kir.Var, ...], List[kir.Stmt]]:
+    """``lp_group``'s statements: the largest ``g < G`` with ``ptile[g] <= tm`` by halving
+    steps (``max_groups`` = 2^L: L steps), then the tile's first row and the group's end.
+    ``plant`` plants a bug for the tests (``"lt"``: ``<`` for ``<=``; ``"prefix"``: the
+    tile row counted from ``ptile[g] + 1``; ``"step"``: one halving step left out)."""
+    tm, gtab, G = kir.Var("tm"), kir.Var("gtab", "const int*"), kir.Var("G")
+    g, m0, rend = kir.Var("g"), kir.Var("m0"), kir.Var("rend")
+    out: List[kir.Stmt] = [kir.Assign(g, kir.Const(0))]
+    steps = []
+    s = max_groups // 2
+    while s >= 1:
+        steps.append(s)
+        s //= 2
+    if plant == "step" and steps:
+        steps = steps[:-1]
+    for s in steps:
+        probe = kir.Index(gtab, (g + s,))
+        cmp = probe.lt(tm) if plant == "lt" else probe.le(tm)
+        out.append(kir.If((g + s).lt(G).and_(cmp), kir.block(kir.Assign(g, g + s))))
+    first: kir.Expr = kir.Index(gtab, (g,))
+    if plant == "prefix":
+        first = first + 1
+    out.append(kir.Assign(m0, kir.Index(gtab, (G + g,)) + (tm - first) * bm))
+    out.append(kir.Assign(rend, kir.Index(gtab, (2 * G + g,))))
+    return (tm, gtab, G, g, m0, rend), out
+
+
+def group_search_devfn(bm: int, max_groups: int) -> Tuple[str, str, kir.Block]:
+    """The search as the device function ``lp_group(tm, gtab, G, &g, &m0, &rend)``."""
+    _v, stmts = _search_stmts(bm, max_groups)
+    return (
+        "lp_group",
+        "int tm, const int* __restrict__ gtab, int G, int& g, int& m0, int& rend",
+        kir.block(*stmts),
+    )
+
+
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _ev(
+    e: kir.Expr, env: Dict[str, np.ndarray], tab: Optional[np.ndarray], mask: np.ndarray, reads: List[Any]
+) -> np.ndarray:
+    """``e`` with C semantics on ``int`` values (non-negative operands of ``/`` and ``%`` are
+    checked; a result outside 32 bits fails): the subset of the IR the schedulers use.
+    Table reads (``gtab[i]``) are recorded with the mask under which they happen."""
+    if isinstance(e, kir.Const):
+        return np.full(mask.shape, int(e.value), dtype=np.int64)
+    if isinstance(e, kir.Var):
+        if e.name not in env:
+            raise ProofFailedError(f"scheduler IR: {e.name} has no value", condition="scheduler IR")
+        return np.broadcast_to(env[e.name], mask.shape).astype(np.int64)
+    if isinstance(e, kir.Index):
+        if tab is None or not isinstance(e.base, kir.Var) or e.base.name != "gtab":
+            raise ProofFailedError("scheduler IR: a read of an unknown array", condition="scheduler IR")
+        i = _ev(e.idx[0], env, tab, mask, reads)
+        reads.append((i.copy(), mask.copy()))
+        if tab.ndim == 2:  # one table per case: row env["__case"]
+            case = np.broadcast_to(env["__case"], mask.shape)
+            safe = np.where(mask & (i >= 0) & (i < tab.shape[1]), i, 0)
+            return tab[case, safe].astype(np.int64)
+        safe = np.where(mask & (i >= 0) & (i < tab.size), i, 0)
+        return tab[safe].astype(np.int64)
+    if isinstance(e, kir.Call) and e.name in ("min", "max"):
+        a, b = (_ev(x, env, tab, mask, reads) for x in e.args)
+        return np.minimum(a, b) if e.name == "min" else np.maximum(a, b)
+    if isinstance(e, kir.Bin):
+        a = _ev(e.a, env, tab, mask, reads)
+        if e.op == "&&":  # short-circuit: the right side only where the left holds
+            return (a != 0) & (_ev(e.b, env, tab, mask & (a != 0), reads) != 0)
+        b = _ev(e.b, env, tab, mask, reads)
+        if e.op in ("/", "%"):
+            if np.any(mask & ((a < 0) | (b <= 0))):
+                raise ProofFailedError("scheduler IR: / or % of a negative value", condition="C semantics")
+            bb = np.where(b <= 0, 1, b)
+            r = a // bb if e.op == "/" else a % bb
+        else:
+            ops: Dict[str, Callable[[Any, Any], Any]] = {
+                "+": np.add,
+                "-": np.subtract,
+                "*": np.multiply,
+                "<": np.less,
+                "<=": np.less_equal,
+                ">": np.greater,
+                ">=": np.greater_equal,
+                "==": np.equal,
+                "!=": np.not_equal,
+            }
+            if e.op not in ops:
+                raise ProofFailedError(f"scheduler IR: operator {e.op}", condition="scheduler IR")
+            r = ops[e.op](a, b).astype(np.int64)
+        if np.any(mask & ((r < _I32[0]) | (r > _I32[1]))):
+            raise ProofFailedError("scheduler IR: a value leaves 32 bits", condition="C semantics")
+        return r
+    raise ProofFailedError(f"scheduler IR: cannot evaluate {type(e).__name__}", condition="scheduler IR")
+
+
+def _run(
+    stmts: Sequence[kir.Stmt],
+    env: Dict[str, np.ndarray],
+    tab: Optional[np.ndarray],
+    mask: np.ndarray,
+    reads: List[Any],
+) -> None:
+    """Execute declarations, assignments and conditionals of variables (vectorized: an
+    ``if`` assigns where its condition holds)."""
+    for st in stmts:
+        if isinstance(st, kir.Decl) and st.init is not None:
+            env[st.var.name] = _ev(st.init, env, tab, mask, reads)
+        elif isinstance(st, kir.Assign) and isinstance(st.lhs, kir.Var) and st.op == "=":
+            v = _ev(st.rhs, env, tab, mask, reads)
+            old = env.get(st.lhs.name)
+            env[st.lhs.name] = v if old is None else np.where(mask, v, old)
+        elif isinstance(st, kir.If) and st.orelse is None:
+            c = _ev(st.cond, env, tab, mask, reads) != 0
+            _run(st.then.body, env, tab, mask & c, reads)
+        else:
+            raise ProofFailedError(
+                f"scheduler IR: cannot execute a {type(st).__name__}", condition="scheduler IR"
+            )
+
+
+def _search(
+    stmts: Sequence[kir.Stmt], tm: np.ndarray, tab: np.ndarray, G: int, case: Optional[np.ndarray] = None
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``lp_group``'s statements run on tile rows ``tm`` and table ``tab`` (2-D: one table
+    per case, ``case`` the row of each ``tm``); every read is checked inside ``[0, 3 G)``.
+    Returns (g, m0, rend)."""
+    mask = np.ones(tm.shape, dtype=bool)
+    env: Dict[str, np.ndarray] = {"tm": tm.astype(np.int64), "G": np.int64(G)}  # type: ignore[dict-item]
+    if case is not None:
+        env["__case"] = case
+    reads: List[Any] = []
+    _run(stmts, env, tab, mask, reads)
+    for i, m in reads:
+        bad = m & ((i < 0) | (i >= 3 * G))
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise ProofFailedError(
+                f"lp_group reads gtab[{int(i[j])}] outside its {3 * G} entries (tile row {int(tm[j])})",
+                condition="group table read in range",
+                witness=(G, int(tm[j])),
+            )
+    return env["g"], env["m0"], env["rend"]
+
+
+def prove_group_search(
+    bm: int, max_groups: int, log: ProofLog, stmts: Optional[Sequence[kir.Stmt]] = None
+) -> None:
+    """The emitted search, for every non-decreasing tile prefix of ``G`` = 1..6 groups with
+    0..3 tile rows each and every tile row ``tm`` below the total: ``g`` is the group of
+    ``tm`` (``ptile[g] <= tm < ptile[g] + tiles[g]``, a non-empty group), its row is
+    ``rbeg[g] + (tm - ptile[g]) * bm``, its end ``rend[g]``; and every read lies in the
+    table."""
+    st = stmts if stmts is not None else _search_stmts(bm, max_groups)[1]
+    cases = 0
+    for G in range(1, min(6, max_groups) + 1):
+        tv = np.array(list(itertools.product(range(4), repeat=G)), dtype=np.int64)  # tiles per group
+        tv = tv[tv.sum(axis=1) > 0]
+        rb = np.broadcast_to(np.arange(G, dtype=np.int64) * 1000, tv.shape)
+        re = rb + tv * bm
+        pt = np.concatenate(
+            [np.zeros((tv.shape[0], 1), dtype=np.int64), np.cumsum(tv, axis=1)[:, :-1]], axis=1
+        )
+        tabs = np.stack([group_table(rb[i], re[i], bm)[0] for i in range(tv.shape[0])])
+        if not np.array_equal(tabs[:, :G], pt):
+            raise ProofFailedError(
+                "group_table: ptile is not the prefix of the tile rows", condition="group table"
+            )
+        tot = tv.sum(axis=1)
+        case = np.repeat(np.arange(tv.shape[0]), tot)
+        tm = _ranges(tot)
+        g, m0, rend = _search(st, tm, tabs, G, case)
+        ends = (pt + tv)[case]
+        want = (ends <= tm[:, None]).sum(axis=1)  # the first group whose tile rows end past tm
+        wrow = rb[case, want] + (tm - pt[case, want]) * bm
+        bad = (g != want) | (m0 != wrow) | (rend != re[case, want])
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise ProofFailedError(
+                f"lp_group: tile row {int(tm[j])} of tiles per group {tv[case[j]].tolist()} goes to group "
+                f"{int(g[j])}, row {int(m0[j])} (group {int(want[j])}, row {int(wrow[j])})",
+                condition="group search",
+                witness=(tuple(tv[case[j]].tolist()), int(tm[j])),
+            )
+        cases += int(tm.size)
+    log.add(
+        "equal",
+        f"lp_group (halving search, {max_groups.bit_length() - 1} steps, bm={bm}): every tile row of every "
+        "tile-prefix vector of 1..6 groups with 0..3 tile rows each goes to its own non-empty group, at "
+        "row rbeg + (tm - ptile) * bm with end rend, every table read in range (the emitted statements, "
+        "C semantics)",
+        "exhaustive",
+        cases,
+    )
+
+
+# ============================================================================ the cover
+def _family(bm: int, max_groups: int) -> List[Tuple[str, np.ndarray, int]]:
+    """The group-size vectors the cover is proven for: (form, sizes, max_m)."""
+    edge = (0, 1, bm - 1, bm, bm + 1, 2 * bm + 5)
+    out: List[Tuple[str, np.ndarray, int]] = []
+    for G in (1, 2, 3):
+        for v in itertools.product(edge, repeat=G):
+            out.append(("contiguous", np.array(v, dtype=np.int64), 0))
+    for v in itertools.product((0, 1, bm, bm + 1), repeat=4):
+        out.append(("contiguous", np.array(v, dtype=np.int64), 0))
+    rng = np.random.default_rng(2024)
+    for G in (8, 64, 128, 256):
+        if G > max_groups:
+            continue
+        for _ in range(2):
+            v = rng.integers(0, 3 * bm, size=G)
+            v[rng.random(G) < 0.25] = 0  # zero-sized experts
+            out.append(("contiguous", v.astype(np.int64), 0))
+    for max_m in (1, bm, 2 * bm + 3):
+        for v in itertools.product((0, 1, max_m), repeat=3):
+            out.append(("masked", np.array(v, dtype=np.int64), max_m))
+    return [x for x in out if x[1].size <= max_groups]
+
+
+def _tables(
+    form: str, sizes: np.ndarray, max_m: int, bm: int
+) -> Tuple[np.ndarray, int, int, np.ndarray, np.ndarray]:
+    """(table, exact tile rows, upper-bound tile rows, rbeg, rend) of a size vector."""
+    G = sizes.size
+    if form == "contiguous":
+        ends = np.cumsum(sizes)
+        rb, re = ends - sizes, ends
+        upper = -(-int(ends[-1]) // bm) + G
+    else:
+        rb = np.arange(G, dtype=np.int64) * max_m
+        re = rb + np.minimum(sizes, max_m)
+        upper = G * -(-max_m // bm)
+    tab, rt = group_table(rb, re, bm)
+    if form == "masked":  # the masked form's prefix is fixed: ceil(max_m / bm) tile rows a group
+        tab[:G] = np.arange(G) * -(-max_m // bm)
+        rt = upper
+    return tab, rt, upper, rb, re
+
+
+def prove_group_cover(
+    cfg: GroupedConfig,
+    log: ProofLog,
+    grid_ns: Tuple[int, ...] = (1, 3),
+    search: Optional[Sequence[kir.Stmt]] = None,
+    table: Optional[Callable[..., Tuple[np.ndarray, int, int, np.ndarray, np.ndarray]]] = None,
+) -> None:
+    """End to end, on the emitted statements of ``lp_tile`` and ``lp_group``: for every
+    size vector of the family (:func:`_family`), both tile-row counts the host may pass
+    (exact, and the upper bound of a launch whose sizes are only on the device) and each
+    ``grid_n``, the tiles ``t < rtiles * grid_n`` take every element (row, tile column) of
+    every group exactly once, each in a tile of its own group (``bidx = g``: the B expert),
+    every non-empty tile's first row inside its group, every table read in range."""
+    bm, bn_, gm = cfg.base.bm, cfg.base.bn, cfg.base.group_m
+    st = search if search is not None else _search_stmts(bm, cfg.max_groups)[1]
+    mk = table if table is not None else _tables
+    tile_stmts = list(schedule_devfn(gm)[2].body)
+    cases = 0
+    fam = _family(bm, cfg.max_groups)
+    batches: Dict[Tuple[str, int], List[Tuple[np.ndarray, int]]] = {}
+    for form, sizes, max_m in fam:
+        batches.setdefault((form, sizes.size), []).append((sizes, max_m))
+    for (form, G), vecs in batches.items():
+        tabs, rts, rbs, res, totals, names = [], [], [], [], [], []
+        for sizes, max_m in vecs:
+            tab, rt, upper, rb, re = mk(form, sizes, max_m, bm)
+            total_rows = int(re[-1]) if form == "contiguous" else G * max_m
+            for rtiles in sorted({rt, upper} - {0}):
+                tabs.append(tab)
+                rts.append(rtiles)
+                rbs.append(rb)
+                res.append(re)
+                totals.append(total_rows)
+                names.append(tuple(sizes.tolist()))
+        if not tabs:
+            continue
+        tab2, rb2, re2 = np.stack(tabs), np.stack(rbs), np.stack(res)
+        rt_a, tot_a = np.array(rts, dtype=np.int64), np.array(totals, dtype=np.int64)
+        for gn in grid_ns:
+            n_t = rt_a * gn
+            case = np.repeat(np.arange(len(tabs)), n_t)
+            t = _ranges(n_t)
+            env: Dict[str, Any] = {"t": t, "grid_m": rt_a[case], "grid_n": np.int64(gn)}
+            _run(tile_stmts, env, None, np.ones(t.shape, dtype=bool), [])
+            tm, tn = env["tm"], env["tn"]
+            g, m0, rend = _search(st, tm, tab2, G, case)
+            live = m0 < rend
+            cnt = np.where(live, np.minimum(rend - m0, bm), 0)
+            rows = np.repeat(m0[live], cnt[live]) + _ranges(cnt[live])
+            rc = np.repeat(case[live], cnt[live])
+            cols = np.repeat(tn[live], cnt[live])
+            grp = np.repeat(g[live], cnt[live])
+            base = np.concatenate([[0], np.cumsum(tot_a * gn)[:-1]])
+            outside = (rows < 0) | (rows >= tot_a[rc]) | (cols < 0) | (cols >= gn)
+            in_grp = (rows >= rb2[rc, np.clip(grp, 0, G - 1)]) & (rows < re2[rc, np.clip(grp, 0, G - 1)])
+            first_ok = ~live | (m0 >= rb2[case, np.clip(g, 0, G - 1)])
+            key = base[rc] + np.where(outside, 0, rows) * gn + cols
+            cover = np.bincount(key[~outside], minlength=int((tot_a * gn).sum()))
+            want = np.zeros_like(cover)
+            for i in range(len(tabs)):
+                for gi in range(G):
+                    lo, hi = int(rb2[i, gi]), int(re2[i, gi])
+                    want[base[i] + lo * gn : base[i] + hi * gn] = 1
+            if outside.any() or not in_grp.all() or not first_ok.all() or not np.array_equal(cover, want):
+                if outside.any() or not in_grp.all():
+                    j = int(np.flatnonzero(outside | ~in_grp)[0])
+                    i, where = int(rc[j]), f"row {int(rows[j])} goes to group {int(grp[j])}'s tile"
+                elif not first_ok.all():
+                    j = int(np.flatnonzero(~first_ok)[0])
+                    i, where = int(case[j]), f"tile row {int(tm[j])} starts before its group"
+                else:
+                    k0 = int(np.flatnonzero(cover != want)[0])
+                    i = int(np.searchsorted(base, k0, side="right") - 1)
+                    r, c = divmod(k0 - int(base[i]), gn)
+                    where = (
+                        f"element (row {r}, tile column {c}) is taken {int(cover[k0])} times "
+                        f"(want {int(want[k0])})"
+                    )
+                raise ProofFailedError(
+                    f"grouped cover ({form}, sizes {list(names[i])[:8]}, rtiles={rts[i]}, "
+                    f"grid_n={gn}): {where}",
+                    condition="grouped cover",
+                    witness=(form, names[i], rts[i], gn),
+                )
+            cases += int(t.size)
+    vectors = len(fam)
+    log.add(
+        "bijective",
+        f"grouped schedule (bm={bm}, bn={bn_}, group_m={gm}, up to {cfg.max_groups} groups): lp_tile then "
+        f"lp_group (the emitted statements) take every output element of every group exactly once, in a "
+        f"tile of its own group (B expert bidx = g), no non-empty tile before its group, every table read in "
+        f"range, padding tiles empty -- for {vectors} size vectors (contiguous: every vector of 1-3 groups "
+        f"over sizes {{0, 1, bm-1, bm, bm+1, 2bm+5}}, of 4 groups over {{0, 1, bm, bm+1}}, 8 MoE vectors of "
+        f"8-256 groups with zeros; masked: 3 groups, three max_m), exact and upper-bound tile-row counts, "
+        f"grid_n in {list(grid_ns)}",
+        "exhaustive",
+        cases,
+    )
+
+
+def _ranges(cnt: np.ndarray) -> np.ndarray:
+    """0..c-1 for each c of ``cnt``, concatenated."""
+    if cnt.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.repeat(np.cumsum(cnt) - cnt, cnt)
+    return np.arange(int(cnt.sum()), dtype=np.int64) - starts
+
+
+@functools.cache
+def _cover_proofs(cfg: GroupedConfig) -> Tuple[Any, ...]:
+    log = ProofLog()
+    prove_group_search(cfg.base.bm, cfg.max_groups, log)
+    prove_group_cover(cfg, log)
+    return tuple(log.proofs)
+
+
+# ============================================================================ the kernel
+def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
+    """The batched (``batch="b"``) warp-specialized kernel rewritten into the grouped one."""
+    what, cond = "grouped rewrite", "grouped rewrite"
+    M = find_param(k, "M", what, cond)
+    KT = find_decl(k.body, "KT", what, cond)
+    tpb = find_decl(k.body, "tpb", what, cond)
+    gtab = kir.Var("gtab", "const int*")
+    G = kir.Var("G")
+    rtiles = kir.Var("rtiles")
+    seen = {"tile": 0, "guard": 0}
+
+    def tile_block(b: kir.Block) -> Optional[kir.Block]:
+        names = [s.var.name for s in b.body if isinstance(s, kir.Decl)]
+        if "bidx" not in names or "tb" not in names:
+            return None
+        bidx = next(s.var for s in b.body if isinstance(s, kir.Decl) and s.var.name == "bidx")
+        tb = next(s for s in b.body if isinstance(s, kir.Decl) and s.var.name == "tb")
+        if not (isinstance(tb.init, kir.Bin) and tb.init.op == "%"):
+            raise ProofFailedError(f"{what}: tb is not t % tpb", condition=cond)
+        t = tb.init.a
+        g, gm0, rend = kir.Var("g"), kir.Var("gm0"), kir.Var("rend")
+        kte = ir_var("kte")
+        out: List[kir.Stmt] = []
+        for s in b.body:
+            if isinstance(s, kir.Decl) and s.var.name in ("bidx", "tb"):
+                continue
+            if isinstance(s, kir.Eval) and isinstance(s.e, kir.Call) and s.e.name == "lp_tile":
+                tm = s.e.args[3]
+                out.append(replace(s, e=replace(s.e, args=(t,) + s.e.args[1:])))
+                out += [
+                    kir.Decl(g),
+                    kir.Decl(gm0),
+                    kir.Decl(rend),
+                    kir.Eval(kir.Call("lp_group", (tm, gtab, G, g, gm0, rend), "void")),
+                    kir.Decl(bidx, g, const=True, comment="the tile's group: its B expert"),
+                ]
+                continue
+            if isinstance(s, kir.Decl) and s.var.name == "m0":
+                out.append(replace(s, init=gm0))
+                out.append(
+                    kir.Decl(
+                        kte,
+                        kir.Cond(gm0.lt(rend), KT, kir.Const(0)),
+                        const=True,
+                        comment="an empty tile (past its group's rows) runs no k-tile",
+                    )
+                )
+                continue
+            out.append(s)
+        seen["tile"] += 1
+
+        def inner(n: Any) -> Any:
+            if isinstance(n, kir.For) and n.stop is KT:
+                return replace(n, stop=kte)
+            if (
+                isinstance(n, kir.If)
+                and isinstance(n.cond, kir.Bin)
+                and n.cond.op == "<"
+                and isinstance(n.cond.a, kir.Var)
+                and n.cond.a.name == "r"
+                and n.cond.b is M
+            ):
+                seen["guard"] += 1
+                return replace(n, cond=n.cond.a.lt(rend).and_(n.cond), comment="the group's rows, inside C")
+            return None
+
+        return kir.Block(tuple(kir.rewrite(x, inner) for x in out), b.bare)
+
+    def fn(n: Any) -> Any:
+        if isinstance(n, kir.Decl) and n.var.name == "grid_m":
+            return replace(n, init=rtiles, comment="tile rows of all groups (host: exact or an upper bound)")
+        if isinstance(n, kir.Decl) and n.var.name == "tiles":
+            return replace(n, init=tpb)
+        if isinstance(n, kir.Block):
+            return tile_block(n)
+        return None
+
+    body = kir.rewrite(k.body, fn)
+    if seen["tile"] != 2 or seen["guard"] != 1:
+        raise ProofFailedError(
+            f"{what}: {seen['tile']} tile loops and {seen['guard']} C row guards rewritten "
+            "(expected 2 and 1)",
+            condition=cond,
+        )
+    params = k.params + (("const int* __restrict__", gtab), ("int", G), ("int", rtiles))
+    desc = k.description + (
+        "grouped (MoE): group g = lp_group(tile row) owns rows [rbeg, rend) of the stacked A and C and",
+        f"multiplies them by B expert g; up to {cfg.max_groups} groups; table gtab = [ptile | rbeg | rend]",
+    )
+    return replace(
+        k,
+        name=name,
+        params=params,
+        body=body,
+        devfns=k.devfns + (group_search_devfn(cfg.base.bm, cfg.max_groups),),
+        description=desc,
+    )
+
+
+def _check_empty_tiles(k: kir.Kernel, log: ProofLog) -> None:
+    """On the IR: the producer's and the consumers' tile loops walk the same tiles (same
+    start, step and bound), map them by the same calls (``lp_tile`` then ``lp_group`` of its
+    row), and run their k-loops to ``kte = gm0 < rend ? KT : 0``: both sides skip the same
+    (empty) tiles, so the ring sees the non-empty tiles' k-tiles only -- the schedules the
+    pipeline model check covers.  (Every mbarrier wait and ring advance is inside a k-loop;
+    the consumers' release after a tile is guarded by ``prev >= 0``, ``prev = -1`` at the
+    tile's start: an empty tile releases nothing.)"""
+    loops = [
+        n
+        for n in kir.walk(k.body)
+        if isinstance(n, kir.For)
+        and any(isinstance(d, kir.Decl) and d.var.name == "kte" for d in n.body.body)
+    ]
+
+    def facts(lp: kir.For) -> Tuple[Any, ...]:
+        calls = [s.e for s in lp.body.body if isinstance(s, kir.Eval) and isinstance(s.e, kir.Call)]
+        kte = next(d for d in lp.body.body if isinstance(d, kir.Decl) and d.var.name == "kte")
+        inner = [n for n in kir.walk(lp.body) if isinstance(n, kir.For) and n.stop is kte.var]
+        init = kte.init
+        ok = (
+            isinstance(init, kir.Cond)
+            and isinstance(init.c, kir.Bin)
+            and init.c.op == "<"
+            and len(calls) == 2
+            and calls[0].name == "lp_tile"
+            and calls[1].name == "lp_group"
+            and calls[0].args[0] is lp.var
+            and calls[1].args[0] is calls[0].args[3]
+            and init.c.a is calls[1].args[4]
+            and init.c.b is calls[1].args[5]
+            and isinstance(init.b, kir.Const)
+            and init.b.value == 0
+            and len(inner) == 1
+        )
+        waits = [n for n in kir.walk(lp.body) if isinstance(n, (kir.MbarWait, kir.RingAdvance))]
+        in_k = (
+            [n for n in kir.walk(inner[0].body) if isinstance(n, (kir.MbarWait, kir.RingAdvance))]
+            if inner
+            else []
+        )
+        ok = ok and len(waits) == len(in_k) and len(waits) > 0
+        return ok, kir.emit_expr_safe(lp.start), kir.emit_expr_safe(lp.step), kir.emit_expr_safe(lp.stop)
+
+    fs = [facts(lp) for lp in loops]
+    if len(fs) != 2 or not all(f[0] for f in fs) or fs[0][1:] != fs[1][1:]:
+        raise ProofFailedError(
+            "grouped kernel: the producer and the consumers do not skip the same empty tiles "
+            "(tile loops, lp_tile / lp_group calls or kte k-loops differ)",
+            condition="empty tiles skipped alike",
+            witness=tuple(f[1:] for f in fs),
+        )
+    log.add(
+        "protocol",
+        "grouped, read from the IR: producer and consumers walk the same tiles through lp_tile and lp_group "
+        "and run kte = (gm0 < rend ? KT : 0) k-tiles, every mbarrier wait and ring advance inside that "
+        "k-loop: an empty tile makes no ring operation on either side (the consumers' tile-end release is "
+        "guarded by prev >= 0), so the ring runs the non-empty tiles' schedule the model check covers",
+        "exhaustive",
+        2,
+    )
+
+
+_MEMO: Dict[Tuple[GroupedConfig, GemmProblem], GemmKernel] = {}
+
+
+def generate_grouped(
+    config: Optional[GroupedConfig] = None, problem: Optional[GemmProblem] = None
+) -> GemmKernel:
+    """Build, prove and emit the grouped kernel: the batched warp-specialized kernel of
+    ``config.base`` with B batched (one expert per group) rewritten to walk the groups'
+    tiles (module docstring).  ``problem`` gives the majors and types (f16/bf16); its
+    ``batch`` is set to ``"b"``.  Parameters: the base's ``(tmA, tmB, C, M, N, K, ldc,
+    c_vec, batch, ldcb)`` -- ``M`` the stacked rows, ``batch`` the group count, ``ldcb`` 0
+    -- then ``gtab, G, rtiles``.
+
+    >>> k = generate_grouped(GroupedConfig(max_groups=8), GemmProblem("k", "n", "bf16"))  # doctest: +SKIP
+    """
+    from .wgmma import generate_sm90
+
+    cfg = (config or GROUPED_DEFAULT).validate()
+    prob = replace((problem or GemmProblem("k", "n", "bf16")), batch="b").validate()
+    if prob.dtype not in ("f16", "bf16"):
+        raise GemmConfigError(f"generate_grouped: dtype={prob.dtype!r}: the grouped kernel takes f16 or bf16")
+    if (cfg, prob) in _MEMO:
+        return _MEMO[(cfg, prob)]
+    base = generate_sm90(cfg.base, prob)
+    log = ProofLog(base_plan_proofs(base, cfg.base))
+    log.extend(ProofLog(list(_cover_proofs(cfg))))
+    h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}grouped".encode()).hexdigest()[:10]
+    name = f"lp_gemm_grouped_{prob.key()}_{h}"
+    ir = _rewrite(base.ir, cfg, name)
+    tx = expect_tx_bytes(ir)
+    _check_empty_tiles(ir, log)
+    title = f"proven before emission ({cfg.key()}, {prob.key()})"
+    src = finish(ir, log, title, lambda kk: prove_ws_protocol(kk, cfg.base, tx, log, 1))
+    out = GemmKernel(
+        config=cfg,
+        problem=prob,
+        source=src,
+        name=name,
+        threads=base.threads,
+        smem_bytes=base.smem_bytes,
+        proofs=log,
+        swizzles=base.swizzles,
+        ir=ir,
+    )
+    _MEMO[(cfg, prob)] = out
+    return out
