@@ -726,7 +726,7 @@ def prove_promotion(k: kir.Kernel, cfg: Sm90Config, dtype: str, srow: kir.Proven
         elif e[0] == "mma":
             if mma == 0 and zeroed != set(range(R)):
                 raise ProofFailedError(
-                    f"part is not zeroed before the wgmmas (registers {sorted(set(range(R)) - zeroed)[:4]}...)",
+                    f"part is not zeroed before the wgmmas (register {min(set(range(R)) - zeroed)} is not)",
                     condition="partial accumulator zeroed per block",
                 )
             mma, waited = mma + 1, False
@@ -784,19 +784,13 @@ def _check_rows(cfg: Sm90Config, srow: kir.ProvenFn, h_of: Dict[int, int]) -> No
     """Register i of thread t in warpgroup g takes scale row ``64 g + lp_sa_row(t, h_of[i])``:
     equal to the accumulator map's row of (t, i, g) for all of them."""
     cm = _c_map(cfg)
-    t = np.arange(128)[:, None, None]
-    i = np.arange(cfg.bn // 2)[None, :, None]
-    g = np.arange(cfg.warpgroups)[None, None, :]
-    want = np.array(
-        [
-            [
-                [cm(int(tt), int(ii), int(gg)) % cfg.bm for gg in range(cfg.warpgroups)]
-                for ii in range(cfg.bn // 2)
-            ]
-            for tt in range(128)
-        ],
-        dtype=np.int64,
+    R = cfg.bn // 2
+    # the map's values colexicographically: thread fastest, then register, then warpgroup
+    want = (
+        (np.array(cm.eval_all(), dtype=np.int64) % cfg.bm).reshape(cfg.warpgroups, R, 128).transpose(2, 1, 0)
     )
+    t = np.arange(128)[:, None, None]
+    g = np.arange(cfg.warpgroups)[None, None, :]
     hs = np.array([h_of[int(x)] for x in range(cfg.bn // 2)], dtype=np.int64)[None, :, None]
     got = 64 * g + evaluate.ev(
         srow.body, {"t": np.broadcast_to(t, want.shape), "h": np.broadcast_to(hs, want.shape)}

@@ -1,0 +1,328 @@
+"""``gemm_fp8_blockscale``: the fp8 GEMM with DeepGEMM-style block scales, from the host.
+
+``C = alpha * dequant(A) @ dequant(B)`` where ``dequant(A)[m, k] = A[m, k] * scale_a[m, k / 128]``
+and ``dequant(B)[k, n] = B[k, n] * scale_b[n / 128, k / 128]``, on the kernel of
+:mod:`layoutproof.gpu.kernels.blockscale` (generated and proven on first use).  The checks
+of the arguments are pure functions of their shapes, strides and types
+(:func:`scale_strides`, :func:`operand_kind`, :func:`decide_blockscale`), each refusing bad
+input with a :class:`~layoutproof.gpu.errors.GemmInputError` that names what to pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple
+
+import numpy as np
+
+from ..config import OUT_DTYPES, GemmProblem
+from ..errors import GemmConfigError, GemmInputError
+from ..kernels.blockscale import (
+    BLOCKSCALE_DEFAULT,
+    BLOCKSCALE_TYPES,
+    SCALE_A,
+    SCALE_B,
+    ScaleLayout,
+    check_blockscale,
+)
+from ..kernels.wgmma_core import Sm90Config
+from . import rule
+
+__all__ = [
+    "BlockScaleDecision",
+    "scale_strides",
+    "operand_kind",
+    "decide_blockscale",
+    "gemm_fp8_blockscale",
+    "last_blockscale_launch",
+]
+
+#: the facts of the last launch (config, problem, kernel name, shape) for tests and tools
+last_blockscale_launch: dict = {}
+
+_TORCH_FP8 = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+
+
+def scale_strides(
+    which: ScaleLayout,
+    rows: int,
+    k: int,
+    shape: Optional[Tuple[int, ...]],
+    strides: Tuple[int, ...],
+    dtype: str,
+) -> Tuple[int, int]:
+    """Check a scale tensor of operand ``which`` (``SCALE_A``: ``rows`` = M, ``SCALE_B``:
+    ``rows`` = N) and return its layout's strides (elements) ``(s_rows, s_k)``.
+
+    ``shape`` / ``strides`` (elements) / ``dtype`` (the array's dtype name) of the tensor;
+    ``shape`` None means none was passed.  The tensor is ``(row blocks, ceil(k / 128))``
+    float32 with any non-negative strides (row-major, MN-major as DeepGEMM stores
+    ``scale_a``, expanded); a size-1 dimension broadcasts (stride 0): ``(1, 1)`` or a
+    one-element tensor is a per-tensor scale read from device memory, ``(rows, 1)`` a
+    per-row (per-token / per-channel block row) scale.
+
+    >>> scale_strides(SCALE_A, 300, 1000, (300, 8), (1, 300), "float32")
+    (1, 300)
+    >>> scale_strides(SCALE_B, 300, 1000, (1, 1), (1, 1), "float32")
+    (0, 0)
+    """
+    R, KB = which.shape(rows, k)
+    name = f"scale_{which.name}"
+    want = (
+        f"({R}, {KB}) = (ceil({'M' if which.name == 'a' else 'N'} / {which.rows_per_block}), ceil(K / 128))"
+    )
+    if which.name == "a":
+        want = f"({R}, {KB}) = (M, ceil(K / 128))"
+    if shape is None:
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: {name} is missing: pass a float32 tensor of shape {want} "
+            "(or (1, 1) for a per-tensor scale)"
+        )
+    if dtype != "float32":
+        raise GemmInputError(f"gemm_fp8_blockscale: {name} must be float32, got {dtype}: pass {name}.float()")
+    if len(shape) == 0 or (len(shape) == 1 and shape[0] == 1):
+        return (0, 0)
+    if len(shape) != 2:
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: {name} must be 2-D of shape {want}, got shape {tuple(shape)}"
+        )
+    out = []
+    for d, (n, full) in enumerate(zip(shape, (R, KB))):
+        if n == full:
+            if strides[d] < 0:
+                raise GemmInputError(
+                    f"gemm_fp8_blockscale: {name} has a negative stride {strides[d]}: "
+                    f"pass {name}.contiguous()"
+                )
+            out.append(int(strides[d]) if n > 1 else 0)
+        elif n == 1:
+            out.append(0)  # broadcast along this dimension
+        else:
+            raise GemmInputError(
+                f"gemm_fp8_blockscale: {name} has shape {tuple(shape)}; it must be {want} "
+                f"(or 1 in a dimension to broadcast)"
+            )
+    return (out[0], out[1])
+
+
+def operand_kind(x_dtype: str, dtype: Optional[str]) -> str:
+    """The fp8 kind of an operand: a torch float8 dtype names itself; raw one-byte data
+    (``uint8``/``int8``, e.g. CuPy, which has no fp8 dtype) needs ``dtype="e4m3"`` or
+    ``"e5m2"``.
+
+    >>> operand_kind("float8_e4m3fn", None), operand_kind("uint8", "e5m2")
+    ('e4m3', 'e5m2')
+    """
+    own = _TORCH_FP8.get(x_dtype.replace("torch.", ""))
+    if dtype is not None and dtype not in BLOCKSCALE_TYPES:
+        raise GemmInputError(f"gemm_fp8_blockscale: dtype={dtype!r} must be one of {BLOCKSCALE_TYPES}")
+    if own is not None:
+        if dtype is not None and dtype != own:
+            raise GemmInputError(f"gemm_fp8_blockscale: the operand is {x_dtype} but dtype={dtype!r}")
+        return own
+    if x_dtype.replace("torch.", "") in ("uint8", "int8"):
+        if dtype is None:
+            raise GemmInputError(
+                "gemm_fp8_blockscale: one-byte operands without an fp8 dtype: pass dtype='e4m3' or 'e5m2'"
+            )
+        return dtype
+    raise GemmInputError(
+        f"gemm_fp8_blockscale: operands must be fp8 (torch float8_e4m3fn / float8_e5m2, or raw uint8 "
+        f"with dtype=), got {x_dtype}: quantize them first"
+    )
+
+
+@dataclass(frozen=True)
+class BlockScaleDecision:
+    """The kernel for one product: ``config``, ``problem``, the shape, ``k_units`` (K in
+    16-bit units), the scale tensors' block counts ``kb``/``nb`` and the grid."""
+
+    config: Sm90Config
+    problem: GemmProblem
+    m: int
+    n: int
+    k: int
+    k_units: int
+    kb: int
+    nb: int
+    grid: Tuple[int, int, int]
+
+
+def decide_blockscale(
+    m: int,
+    n: int,
+    k: int,
+    dtype: str,
+    out_dtype: Optional[str],
+    sms: int,
+    config: Optional[Sm90Config] = None,
+) -> BlockScaleDecision:
+    """The block-scaled kernel for ``C (m x n) = A (m x k) @ B (k x n)``: ``config`` or
+    128 x 128 tiles (64 x 128 when ``m <= 64``: decode shapes), K a multiple of 16 (the
+    tensor maps' rows; K tails within a 128-block are exact, the last block's scale).
+
+    >>> d = decide_blockscale(4096, 7168, 2112, "e4m3", None, 132)
+    >>> d.config.key(), d.kb, d.nb, d.k_units
+    ('sm90_128x128x64_s6_g8_tma_ws', 17, 56, 1056)
+    """
+    prob = GemmProblem("k", "k", dtype, out_dtype)
+    try:
+        prob.validate()
+    except GemmConfigError as e:
+        raise GemmInputError(f"gemm_fp8_blockscale: {e}") from None
+    if out_dtype is not None and prob.out not in ("bf16", "f16", "f32"):
+        raise GemmInputError(f"gemm_fp8_blockscale: out_dtype={out_dtype!r} must be 'bf16', 'f16' or 'f32'")
+    if k % 16:
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: K = {k} must be a multiple of 16 (the tensor maps' 16-byte rows): "
+            "pad K with zeros"
+        )
+    if config is None:
+        config = (
+            Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="ws")
+            if m <= 64
+            else BLOCKSCALE_DEFAULT
+        )
+    try:
+        config.validate()
+        check_blockscale(config, prob)
+    except GemmConfigError as e:
+        raise GemmInputError(f"gemm_fp8_blockscale: {e}") from None
+    return BlockScaleDecision(
+        config,
+        prob,
+        m,
+        n,
+        k,
+        k // 2,
+        SCALE_A.shape(m, k)[1],
+        SCALE_B.shape(n, k)[0],
+        rule.launch_grid(config, m, n, sms),
+    )
+
+
+def _scale_facts(x: Any) -> Tuple[Optional[Tuple[int, ...]], Tuple[int, ...], str, int, int]:
+    """(shape, strides in elements, dtype name, device pointer, bytes spanned) of a scale."""
+    if x is None:
+        return None, (), "", 0, 0
+    if hasattr(x, "data_ptr") and hasattr(x, "element_size"):  # torch
+        if not getattr(x, "is_cuda", False):
+            raise GemmInputError("gemm_fp8_blockscale: a torch scale must be on a CUDA device")
+        shape, st = tuple(int(s) for s in x.shape), tuple(int(s) for s in x.stride())
+        dt, ptr, it = str(x.dtype).replace("torch.", ""), int(x.data_ptr()), int(x.element_size())
+    elif hasattr(x, "data") and hasattr(x.data, "ptr") and hasattr(x, "strides"):  # CuPy
+        it = int(x.itemsize)
+        shape, st = tuple(int(s) for s in x.shape), tuple(int(s) // it for s in x.strides)
+        dt, ptr = str(x.dtype), int(x.data.ptr)
+    else:
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: scales must be CuPy arrays or torch CUDA tensors, got {type(x).__name__}"
+        )
+    span = it * (1 + sum((n - 1) * abs(s) for n, s in zip(shape, st)))
+    return shape, st, dt, ptr, span
+
+
+def gemm_fp8_blockscale(
+    a: Any,
+    b: Any,
+    scale_a: Any,
+    scale_b: Any,
+    *,
+    out_dtype: str = "bf16",
+    dtype: Optional[str] = None,
+    alpha: float = 1.0,
+    out: Any = None,
+    config: Optional[Sm90Config] = None,
+) -> Any:
+    """``C = alpha * (A * scale_a) @ (B * scale_b)`` with DeepGEMM's block scales.
+
+    ``a``: ``M x K`` fp8, row-major (K contiguous); ``b``: ``K x N`` fp8 with K contiguous
+    (``b_t.T`` for the ``N x K`` row-major weight ``b_t``, as ``torch._scaled_mm`` takes it);
+    torch float8 tensors, or raw uint8 CuPy arrays with ``dtype="e4m3"``/``"e5m2"``.
+    ``scale_a``: ``M x ceil(K/128)`` float32 (one per row and 128-wide K block; any strides,
+    e.g. DeepGEMM's MN-major ``scale_a``); ``scale_b``: ``ceil(N/128) x ceil(K/128)``
+    float32 (one per 128 x 128 block of B); a size-1 dimension broadcasts -- ``(1, 1)``
+    tensors are per-tensor scales read from device memory.  Output ``out_dtype`` bf16
+    (default), f16 or f32, a new ``M x N`` array of the operands' kind (bf16 from CuPy as
+    raw uint16) or ``out``.  Launched on the current stream (torch's for torch operands)."""
+    from . import device
+    from .cache import compile_kernel
+    from .plan import _CUPY_NAMES, _TORCH_NAMES, _array_facts, _unit_tensor_map
+
+    cupy = device.cupy()
+    sa_, ta, ia, pa, torch_a = _array_facts(a)
+    sb_, tb, ib, pb, torch_b = _array_facts(b)
+    kind = operand_kind(str(getattr(a, "dtype", "")), dtype)
+    kind_b = operand_kind(str(getattr(b, "dtype", "")), dtype or kind)
+    if kind_b != kind:
+        raise GemmInputError(f"gemm_fp8_blockscale: A is {kind} and B is {kind_b}: one fp8 type for both")
+    m, k, lda = rule.typed_operand("a", sa_, ta, ia, pa, kind)
+    n, kb_, ldb = rule.typed_operand("b", sb_, tb, ib, pb, kind)
+    if kb_ != k:
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: A is {m} x {k} but B is {kb_} x {n}: the K extents differ"
+        )
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    d = decide_blockscale(m, n, k, kind, out_dtype, sms, config)
+    fa = _scale_facts(scale_a)
+    fb = _scale_facts(scale_b)
+    sa_m, sa_k = scale_strides(SCALE_A, m, k, fa[0], fa[1], fa[2])
+    sb_n, sb_k = scale_strides(SCALE_B, n, k, fb[0], fb[1], fb[2])
+    ot = d.problem.out
+    if out is None:
+        if torch_a:
+            import torch
+
+            out = torch.empty((m, n), device=a.device, dtype=getattr(torch, _TORCH_NAMES[ot]))
+        else:
+            out = cupy.empty((m, n), dtype=_CUPY_NAMES[ot])
+    so, to, io, po, torch_o = _array_facts(out)
+    ob = OUT_DTYPES[ot][1]
+    if so != (m, n) or io != ob or to[1] != ob:
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: out must be a row-major {m} x {n} array of {ot} ({ob}-byte elements), "
+            f"got shape {so}, {io}-byte elements, strides {to}"
+        )
+    from ..kernels.blockscale import generate_blockscale
+
+    kern = generate_blockscale(d.config, d.problem)
+    rk = compile_kernel(kern)
+
+    def view(ptr: int, nbytes: int, owner: Any, dt: str, shape: Tuple[int, ...]) -> Any:
+        mem = cupy.cuda.UnownedMemory(ptr, nbytes, owner)
+        return cupy.ndarray(shape, dtype=dt, memptr=cupy.cuda.MemoryPointer(mem, 0))
+
+    ldc = to[0] // ob
+    c_arg = view(po, m * to[0], out, _CUPY_NAMES[ot], (m, ldc))
+    sa_arg = view(fa[3], fa[4], scale_a, "float32", (fa[4] // 4,))
+    sb_arg = view(fb[3], fb[4], scale_b, "float32", (fb[4] // 4,))
+    args: Tuple[Any, ...] = (
+        _unit_tensor_map(pa, m, k * ia, lda),
+        _unit_tensor_map(pb, n, k * ib, ldb),
+        c_arg,
+        np.int32(m),
+        np.int32(n),
+        np.int32(d.k_units),
+        np.int64(ldc),
+        np.int32(int(to[0] % 16 == 0 and po % 16 == 0)),
+        np.float32(alpha),
+        sa_arg,
+        sb_arg,
+        np.int64(sa_m),
+        np.int64(sa_k),
+        np.int64(sb_n),
+        np.int64(sb_k),
+        np.int32(d.kb),
+        np.int32(d.nb),
+    )
+    launch = lambda: rk(d.grid, (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)  # noqa: E731
+    if torch_a or torch_b or torch_o:
+        import torch
+
+        with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+            launch()
+    else:
+        launch()
+    last_blockscale_launch.clear()
+    last_blockscale_launch.update(config=d.config, problem=d.problem, kernel=kern.name, m=m, n=n, k=k)
+    return out
