@@ -144,8 +144,8 @@ def _plain_flat(s: Tuple[Any, ...], d: Tuple[Any, ...]) -> Optional[Tuple[Tuple[
     flattened shape and stride (the layout caches them), or None: the top-level modes are
     ints or congruent non-empty tuples, and every leaf is a plain int (extent >= 1) -- a
     tuple nested deeper is a leaf that is not an int, so it is None too."""
-    fs: List[Any] = []
-    fd: List[Any] = []
+    fs: Tuple[Any, ...] = ()
+    fd: Tuple[Any, ...] = ()
     for a, b in zip(s, d):
         if type(a) is tuple:
             if type(b) is not tuple or len(a) != len(b) or not a:
@@ -153,15 +153,15 @@ def _plain_flat(s: Tuple[Any, ...], d: Tuple[Any, ...]) -> Optional[Tuple[Tuple[
             fs += a
             fd += b
         else:
-            fs.append(a)
-            fd.append(b)
+            fs += (a,)
+            fd += (b,)
     for x in fs:
         if type(x) is not int or x < 1:
             return None
     for y in fd:
         if type(y) is not int:
             return None
-    return tuple(fs), tuple(fd)
+    return fs, fd
 
 
 def _plain_shape(s: Tuple[Any, ...], depth: int) -> bool:
@@ -356,47 +356,73 @@ class Layout:
     equality is :func:`layoutproof.verify.equal`'s business).
     """
 
-    __slots__ = ("_shape", "_stride", "_fs", "_fd", "_size", "_hash", "_sym")
+    __slots__ = ("_shape", "_stride", "_fs", "_fd", "_size", "_sym")
     # leaves are ints, SymPy expressions (layoutproof.symbolic) or coordinates (layoutproof.arith)
     _shape: Any
     _stride: Any
     _fs: Optional[Tuple[Any, ...]]
     _fd: Optional[Tuple[Any, ...]]
     _size: Any
-    _hash: Optional[int]
     _sym: Optional[bool]
 
     def __init__(self, shape: Any, stride: Any = None) -> None:
         # The fast path (docs/architecture.md, "A fast path for plain ints"): plain-int
-        # input is checked in one pass of exact type tests and known to be concrete
-        # (``_sym``); flat input is its own flattening.  Anything else, bad input
-        # included, goes through the general check and its messages.
+        # input is checked with exact type tests (flat ranks 1-3 unrolled, two levels in
+        # one pass that also flattens) and known to be concrete (``_sym``); flat input is
+        # its own flattening.  Anything else, bad input included, goes through the general
+        # check and its messages.
         self._size = None
-        self._hash = None
-        ts = type(shape)
-        if ts is tuple:
-            if type(stride) is tuple and len(shape) == len(stride) and shape:
-                for a, b in zip(shape, stride):
-                    if type(a) is not int or a < 1 or type(b) is not int:
-                        break
-                else:  # flat tuples of plain ints
-                    self._shape = self._fs = shape
-                    self._stride = self._fd = stride
-                    self._sym = False
-                    return
-                flat = _plain_flat(shape, stride)
-                if flat is not None:  # plain ints nested two deep: checked and flattened at once
-                    self._shape = shape
-                    self._stride = stride
-                    self._fs, self._fd = flat
-                    self._sym = False
-                    return
-                if _plain_pair(shape, stride, 0):  # nested deeper
-                    self._shape = shape
-                    self._stride = stride
-                    self._fs = self._fd = None
-                    self._sym = False
-                    return
+        if type(shape) is tuple:
+            if type(stride) is tuple:
+                n = len(shape)
+                if n == len(stride):
+                    if n == 2:
+                        a, b = shape
+                        c, d = stride
+                        if type(a) is int and type(b) is int and type(c) is int and type(d) is int:
+                            if a > 0 and b > 0:
+                                self._shape = self._fs = shape
+                                self._stride = self._fd = stride
+                                self._sym = False
+                                return
+                    elif n == 1:
+                        (a,) = shape
+                        (c,) = stride
+                        if type(a) is int and type(c) is int and a > 0:
+                            self._shape = self._fs = shape
+                            self._stride = self._fd = stride
+                            self._sym = False
+                            return
+                    elif n == 3:
+                        a, b, e = shape
+                        c, d, f = stride
+                        if type(a) is int and type(b) is int and type(e) is int:
+                            if (
+                                type(c) is int
+                                and type(d) is int
+                                and type(f) is int
+                                and a > 0
+                                and b > 0
+                                and e > 0
+                            ):
+                                self._shape = self._fs = shape
+                                self._stride = self._fd = stride
+                                self._sym = False
+                                return
+                    if n:
+                        flat = _plain_flat(shape, stride)
+                        if flat is not None:  # plain ints nested two deep: checked and flattened at once
+                            self._shape = shape
+                            self._stride = stride
+                            self._fs, self._fd = flat
+                            self._sym = False
+                            return
+                        if _plain_pair(shape, stride, 0):  # nested deeper
+                            self._shape = shape
+                            self._stride = stride
+                            self._fs = self._fd = None
+                            self._sym = False
+                            return
             elif stride is None and _plain_shape(shape, 0):
                 self._shape = shape
                 self._stride = raw_prefix_product(shape)
@@ -404,7 +430,7 @@ class Layout:
                 self._sym = False
                 return
             s, d = self._checked(shape, stride)
-        elif ts is int and shape > 0 and (type(stride) is int or stride is None):  # scalar
+        elif type(shape) is int and shape > 0 and (type(stride) is int or stride is None):  # scalar
             self._shape = shape
             self._stride = d = 1 if stride is None else stride
             self._fs = (shape,)
@@ -445,7 +471,6 @@ class Layout:
         obj._fs = None
         obj._fd = None
         obj._size = None
-        obj._hash = None
         obj._sym = None
         return obj
 
@@ -558,10 +583,7 @@ class Layout:
         return not self.__eq__(other)
 
     def __hash__(self) -> int:
-        h = self._hash
-        if h is None:
-            h = self._hash = hash((self._shape, self._stride))
-        return h
+        return hash((self._shape, self._stride))
 
     # --------------------------------------------------------------- notation
     def __str__(self) -> str:

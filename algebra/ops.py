@@ -75,6 +75,32 @@ def _symq(L: Layout) -> bool:
     return L.is_symbolic if v is None else v
 
 
+_new = object.__new__
+
+
+def _plain(shape: Any, stride: Any, fs: Any = None, fd: Any = None) -> Layout:
+    """Trusted constructor for a result computed from concrete operands (no SymPy leaf, no
+    F2 stride): marked as such (``_sym``), so the next operation does not look for them
+    again; ``fs``/``fd`` its flattening when the caller has it."""
+    out: Layout = _new(Layout)
+    out._shape = shape
+    out._stride = stride
+    out._fs = fs
+    out._fd = fd
+    out._size = None
+    out._sym = False
+    return out
+
+
+def _plain_modes(ms: List[int], md: List[int]) -> Layout:
+    """:func:`_from_modes` for integer modes: the result is known to be concrete."""
+    if len(ms) == 1:
+        m, d = ms[0], md[0]
+        return _plain(m, d, (m,), (d,))
+    s, d = tuple(ms), tuple(md)
+    return _plain(s, d, s, d)
+
+
 def _from_modes(ms: List[int], md: List[int]) -> Layout:
     """The layout of flat modes (extents ``ms``, strides ``md``); being flat, it is its
     own flattening (cached: the next operation does not flatten it again)."""
@@ -216,10 +242,10 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
             rd.append(d)
         nxt = rs[-1] * rd[-1]
     if not rs:
-        return _make(1, 0)
+        return _plain(1, 0, (1,), (0,))
     if len(rs) == len(fs) > 1 and layout._shape is fs:  # flat, nothing merged: itself
         return layout
-    return _from_modes(rs, rd)
+    return _plain_modes(rs, rd)
 
 
 def filter(layout: Layout, profile: Any = None) -> Layout:  # noqa: A001 - CuTe's name
@@ -502,7 +528,8 @@ def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, k: int) -> 
 
 def _compose_layout(A: Layout, B: Layout) -> Layout:
     if type(B._shape) is int and type(B._stride) is int and B._stride == 0 and A._sym is False:
-        return _make(B._shape, 0)  # B is n:0: every coordinate goes to A(0) == 0 (A plain ints)
+        n = B._shape  # B is n:0: every coordinate goes to A(0) == 0 (A plain ints)
+        return _plain(n, 0, (n,), (0,))
     fbs, fbd = B._flat()
     for d in fbd:
         if type(d) is not int:
@@ -517,20 +544,24 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
     if _symq(A) or _symq(B):
         result: Layout = kinds.call_symbolic("composition", A, B)
         return result
+    # from here on both are concrete (no SymPy leaf, no F2 stride), and so is the result
     As, Ad = coalesced_modes_x(A)
     if len(As) == 1:  # A is a single (unbounded) mode: a scaling of B
         a = Ad[0]
         if type(B._shape) is not tuple:
             if B._shape == 1:
-                return _make(1, 0)
+                return _plain(1, 0, (1,), (0,))
             if B._stride >= 0:
-                return _make(B._shape, B._stride * a)
+                n, d = B._shape, B._stride * a
+                return _plain(n, d, (n,), (d,))
             return _compose_general(A, B, As, Ad, fbs, fbd)
-        if all(d >= 0 for d in fbd):
-            return _make(
-                B._shape, raw_unflatten(tuple(d * a if s != 1 else 0 for s, d in zip(fbs, fbd)), B._stride)
-            )
-        return _compose_general(A, B, As, Ad, fbs, fbd)
+        for d in fbd:
+            if d < 0:
+                return _compose_general(A, B, As, Ad, fbs, fbd)
+        rd = tuple([d * a if s != 1 else 0 for s, d in zip(fbs, fbd)])
+        if B._shape is fbs:  # flat
+            return _plain(fbs, rd, fbs, rd)
+        return _plain(B._shape, raw_unflatten(rd, B._stride), fbs, rd)
     return _compose_general(A, B, As, Ad, fbs, fbd)
 
 
@@ -728,8 +759,8 @@ def _compose_general(
             ps.append(tuple(lf.ms))
             pd.append(tuple(lf.md))
     if type(B._shape) is not tuple:
-        return _make(ps[0], pd[0])
-    return _make(raw_unflatten(ps, B._shape), raw_unflatten(pd, B._stride))
+        return _plain(ps[0], pd[0])
+    return _plain(raw_unflatten(ps, B._shape), raw_unflatten(pd, B._stride))
 
 
 def _check_disjoint(
@@ -1034,7 +1065,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         rs.append(ceil_div_int(cot, cur))
         rd.append(cur)
     cs, cd = coalesce_modes(rs, rd)
-    return _from_modes(cs, cd)
+    return _plain_modes(cs, cd)
 
 
 def _exact_shape_div(shape: Tuple[Any, ...], d: int) -> Any:
@@ -1117,11 +1148,11 @@ def right_inverse(layout: Any) -> Any:
     if not rs:
         if _has_coord_strides(layout):  # no integer chain: invert each codomain axis
             return _coord_inverse(layout, right_inverse, "right_inverse")
-        return _make(1, 0)
+        return _plain(1, 0, (1,), (0,))
     if len(rs) == 1:  # one mode of the coalesced layout, extent > 1
-        return _make(rs[0], rd[0])
+        return _plain(rs[0], rd[0], (rs[0],), (rd[0],))
     ms, md = coalesce_modes(rs, rd)
-    return _from_modes(ms, md)
+    return _plain_modes(ms, md)
 
 
 # left_inverse's exact search (see _left_inverse_search and docs/semantics.md §4): layouts
@@ -1588,7 +1619,13 @@ def logical_divide(layout: Any, tiler: Any) -> Any:
         return _by_mode_tiler(layout, tuple(tiler), logical_divide, "logical_divide")
     B = _tiler_layout(tiler, "logical_divide")
     C = complement(B, layout.size)
-    return composition(layout, _make((B._shape, C._shape), (B._stride, C._stride)))
+    if B._sym is False and C._sym is False:  # concrete: (B, C) is too, with its flattening
+        bs, bd = B._flat()
+        cs, cd = C._flat()
+        BC = _plain((B._shape, C._shape), (B._stride, C._stride), bs + cs, bd + cd)
+    else:
+        BC = _make((B._shape, C._shape), (B._stride, C._stride))
+    return _compose_layout(layout, BC)
 
 
 def _by_mode_tiler(layout: Layout, tiler: Tuple[Any, ...], fn: Any, op: str) -> Layout:
@@ -1616,9 +1653,19 @@ def _hier_unzip(fn: Any, layout: Layout, tiler: Any, op: str) -> Layout:
         d0 = tuple([p._stride[0] for p in split])
         s1 = tuple([p._shape[1] for p in split]) + s[len(tiler) :]
         d1 = tuple([p._stride[1] for p in split]) + d[len(tiler) :]
+        if layout._sym is False and _concrete(*split):
+            return _plain((s0, s1), (d0, d1))
         return _make((s0, s1), (d0, d1))
     R: Layout = fn(layout, tiler)
     return R
+
+
+def _concrete(*Ls: Layout) -> bool:
+    """Are all the layouts known concrete (no SymPy leaf, no F2 stride)?"""
+    for L in Ls:
+        if L._sym is not False:
+            return False
+    return True
 
 
 def _unzip_entry(fn: Any, layout: Layout, tiler: Any, op: str) -> Layout:
@@ -1646,7 +1693,11 @@ def zipped_divide(layout: Any, tiler: Any) -> Any:
 
 
 def _tiled(Z: Layout) -> Layout:
-    s1, d1 = top_modes(_make(Z._shape[1], Z._stride[1]))
+    s1, d1 = Z._shape[1], Z._stride[1]
+    if type(s1) is not tuple:
+        s1, d1 = (s1,), (d1,)
+    if Z._sym is False:
+        return _plain((Z._shape[0],) + s1, (Z._stride[0],) + d1)
     return _make((Z._shape[0],) + s1, (Z._stride[0],) + d1)
 
 
@@ -1700,7 +1751,9 @@ def logical_product(block: Any, tiler: Any) -> Any:
         return _by_mode_tiler(block, tuple(tiler), logical_product, "logical_product")
     B = _tiler_layout(tiler, "logical_product")
     C = complement(block, block.size * B.cosize)
-    R = composition(C, B)
+    R = _compose_layout(C, B)
+    if block._sym is False and R._sym is False:
+        return _plain((block._shape, R._shape), (block._stride, R._stride))
     return _make((block._shape, R._shape), (block._stride, R._stride))
 
 
