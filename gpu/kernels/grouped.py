@@ -252,7 +252,7 @@ def _search(
     per case, ``case`` the row of each ``tm``); every read is checked inside ``[0, 3 G)``.
     Returns (g, m0, rend)."""
     mask = np.ones(tm.shape, dtype=bool)
-    env: Dict[str, np.ndarray] = {"tm": tm.astype(np.int64), "G": np.int64(G)}  # type: ignore[dict-item]
+    env: Dict[str, Any] = {"tm": tm.astype(np.int64), "G": np.int64(G)}
     if case is not None:
         env["__case"] = case
     reads: List[Any] = []
@@ -335,9 +335,9 @@ def _family(bm: int, max_groups: int) -> List[Tuple[str, np.ndarray, int]]:
         if G > max_groups:
             continue
         for _ in range(2):
-            v = rng.integers(0, 3 * bm, size=G)
-            v[rng.random(G) < 0.25] = 0  # zero-sized experts
-            out.append(("contiguous", v.astype(np.int64), 0))
+            rv = rng.integers(0, 3 * bm, size=G)
+            rv[rng.random(G) < 0.25] = 0  # zero-sized experts
+            out.append(("contiguous", rv.astype(np.int64), 0))
     for max_m in (1, bm, 2 * bm + 3):
         for v in itertools.product((0, 1, max_m), repeat=3):
             out.append(("masked", np.array(v, dtype=np.int64), max_m))
@@ -655,8 +655,6 @@ def generate_grouped(
     ``batch`` is set to ``"b"``.  Parameters: the base's ``(tmA, tmB, C, M, N, K, ldc,
     c_vec, batch, ldcb)`` -- ``M`` the stacked rows, ``batch`` the group count, ``ldcb`` 0
     -- then ``gtab, G, rtiles``.
-
-    >>> k = generate_grouped(GroupedConfig(max_groups=8), GemmProblem("k", "n", "bf16"))  # doctest: +SKIP
     """
     from .wgmma import generate_sm90
 

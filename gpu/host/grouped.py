@@ -1,0 +1,548 @@
+"""Grouped GEMM on the host: one launch of the proven grouped kernel
+(:mod:`layoutproof.gpu.kernels.grouped`) for a mixture-of-experts layer.
+
+* :func:`gemm_moe` -- the contiguous form: ``a`` (T x K) holds the token groups stacked
+  (group ``g`` owns rows ``[offs[g-1], offs[g])``; ``offs`` the cumulative group ends, as
+  ``torch._grouped_mm`` takes them), ``b`` (G x K x N) one matrix per expert; the result
+  (T x N) stacked like ``a``.  ``offs`` may live on the device only (no synchronization:
+  the kernel's group table is built by device array operations, and the launch walks an
+  upper bound of tile rows, the rows past the last group empty) or be given as host
+  ``sizes``.
+* :func:`gemm_moe_masked` -- the masked form of a decode step: ``a`` (G x max_m x K), the
+  valid row count of each group in ``masked_m`` (device); rows past ``masked_m[g]`` of the
+  result are not written.
+* :func:`gemm_grouped` -- lists ``a_list[g]`` (M_g x K), ``b_list[g]`` (K x N) with one K
+  and one N; rows of ``a`` and the ``b`` matrices that are not already one stacked buffer
+  are copied into one (the result's groups are views of one stacked output).
+* :func:`gemm_array` -- the pointer-array batched product (every group M x K x N) through
+  the same kernel.
+
+Inputs are CuPy arrays (float16, or bfloat16 as uint16 with ``dtype="bf16"``) or CUDA
+torch tensors (float16 / bfloat16, read in place; the result is a torch tensor, the launch
+on torch's current stream).  Bad input is a :class:`~layoutproof.gpu.errors.GemmInputError`
+naming the fix.  Whatever the device's ``offs`` hold, every store stays inside the output
+(the kernel guards each row by the stacked row count, proven on its IR); offsets that
+decrease or pass ``T`` give wrong rows, not stray writes.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..config import GemmProblem
+from ..errors import GemmInputError
+from ..kernels.grouped import GROUPED_DEFAULT, GroupedConfig, generate_grouped, group_table
+
+__all__ = [
+    "gemm_moe",
+    "gemm_moe_masked",
+    "gemm_grouped",
+    "gemm_array",
+    "moe_table",
+    "masked_table",
+    "last_grouped_launch",
+]
+
+_TMAP_REC = np.dtype({"names": [f"w{i}" for i in range(16)], "formats": [np.uint64] * 16})
+
+#: what the last grouped launch did (kernel, groups, tile rows, grid): for tests and benches
+last_grouped_launch: Dict[str, Any] = {}
+
+
+# ============================================================================ operands
+@dataclass(frozen=True)
+class _Arr:
+    """One operand as the launch sees it: pointer, shape, element strides, type, device."""
+
+    x: Any
+    ptr: int
+    shape: Tuple[int, ...]
+    strides: Tuple[int, ...]
+    dtype: str  # "f16", "bf16", "i32", "i64" or another name (refused where it matters)
+    dev: int
+    torch: bool
+
+
+_TORCH_TYPES = {"torch.float16": "f16", "torch.bfloat16": "bf16", "torch.int32": "i32", "torch.int64": "i64"}
+_CUPY_TYPES = {"float16": "f16", "uint16": "bf16?", "int32": "i32", "int64": "i64"}
+
+
+def _arr(x: Any, what: str, bf16: bool) -> _Arr:
+    mod = type(x).__module__.split(".")[0]
+    if mod == "torch":
+        if not getattr(x, "is_cuda", False):
+            raise GemmInputError(f"{what}: a CPU tensor; move it to the GPU ({what}.cuda())")
+        dt = _TORCH_TYPES.get(str(x.dtype), str(x.dtype))
+        return _Arr(x, int(x.data_ptr()), tuple(x.shape), tuple(x.stride()), dt, int(x.device.index), True)
+    if mod == "cupy":
+        it = x.dtype.itemsize
+        dt = _CUPY_TYPES.get(str(x.dtype), str(x.dtype))
+        if dt == "bf16?":
+            dt = "bf16" if bf16 else "uint16"
+        return _Arr(
+            x, int(x.data.ptr), tuple(x.shape), tuple(s // it for s in x.strides), dt, int(x.device.id), False
+        )
+    raise GemmInputError(
+        f"{what}: a {type(x).__name__}; pass a CuPy array or a CUDA torch tensor "
+        "(numpy arrays live on the host)"
+    )
+
+
+def _check_same(ops: Sequence[Tuple[str, _Arr]]) -> Tuple[int, bool]:
+    devs = {a.dev for _, a in ops}
+    kinds = {a.torch for _, a in ops}
+    if len(devs) != 1:
+        raise GemmInputError(
+            "grouped GEMM: the operands are on devices "
+            + ", ".join(f"{n}: cuda:{a.dev}" for n, a in ops)
+            + "; move them to one device"
+        )
+    if len(kinds) != 1:
+        raise GemmInputError(
+            "grouped GEMM: mixed torch tensors and CuPy arrays; pass one kind (torch.from_dlpack / "
+            "cupy.from_dlpack convert without a copy)"
+        )
+    return devs.pop(), kinds.pop()
+
+
+# ============================================================================ the group tables
+def moe_table(xp: Any, offs: Any, bm: int, total_rows: int) -> Tuple[Any, int]:
+    """The kernel's table ``[ptile | rbeg | rend]`` (int32, ``3 G``) from the cumulative
+    group ends ``offs`` by array operations of the module ``xp`` (numpy or CuPy: on the
+    device, no synchronization), and the tile rows the launch walks: the upper bound
+    ``ceil(T / bm) + G`` (the exact count is known on the device only).
+
+    >>> tab, rt = moe_table(np, np.array([5, 5, 300], dtype=np.int32), 128, 300)
+    >>> tab.tolist(), rt
+    ([0, 1, 1, 0, 5, 5, 5, 5, 300], 6)
+    """
+    ends = offs.astype(xp.int64)
+    begs = xp.concatenate([xp.zeros(1, dtype=xp.int64), ends[:-1]])
+    tiles = (xp.maximum(ends - begs, 0) + (bm - 1)) // bm
+    ptile = xp.cumsum(tiles) - tiles
+    G = int(offs.shape[0])
+    return xp.concatenate([ptile, begs, ends]).astype(xp.int32), -(-total_rows // bm) + G
+
+
+def masked_table(xp: Any, masked_m: Any, max_m: int, bm: int) -> Tuple[Any, int]:
+    """The masked form's table: group ``g`` owns rows ``[g max_m, g max_m + min(masked_m[g],
+    max_m))`` and ``ceil(max_m / bm)`` tile rows (the ones past its count empty); returns it
+    and the tile rows ``G ceil(max_m / bm)``.
+
+    >>> tab, rt = masked_table(np, np.array([3, 0, 200], dtype=np.int32), 130, 128)
+    >>> tab.tolist(), rt
+    ([0, 2, 4, 0, 130, 260, 3, 130, 390], 6)
+    """
+    G = int(masked_m.shape[0])
+    per = -(-max_m // bm)
+    g = xp.arange(G, dtype=xp.int64)
+    begs = g * max_m
+    ends = begs + xp.minimum(xp.maximum(masked_m.astype(xp.int64), 0), max_m)
+    return xp.concatenate([g * per, begs, ends]).astype(xp.int32), G * per
+
+
+def _torch_table(torch: Any, offs: Any, bm: int, total_rows: int) -> Tuple[Any, int]:
+    """:func:`moe_table` with torch operations (the table stays on the tensor's device)."""
+    ends = offs.to(torch.int64)
+    begs = torch.cat([ends.new_zeros(1), ends[:-1]])
+    tiles = (torch.clamp(ends - begs, min=0) + (bm - 1)) // bm
+    ptile = torch.cumsum(tiles, 0) - tiles
+    return torch.cat([ptile, begs, ends]).to(torch.int32), -(-total_rows // bm) + int(offs.shape[0])
+
+
+def _torch_masked(torch: Any, masked_m: Any, max_m: int, bm: int) -> Tuple[Any, int]:
+    G = int(masked_m.shape[0])
+    per = -(-max_m // bm)
+    g = torch.arange(G, dtype=torch.int64, device=masked_m.device)
+    begs = g * max_m
+    ends = begs + torch.clamp(masked_m.to(torch.int64), min=0, max=max_m)
+    return torch.cat([g * per, begs, ends]).to(torch.int32), G * per
+
+
+# ============================================================================ the launch
+_LOCK = threading.Lock()
+_MAPS: Dict[Tuple[Any, ...], Any] = {}
+
+
+def _tensor_map(ptr: int, dt: str, inner: int, outer: int, ld: int, batch: Optional[Tuple[int, int]]) -> Any:
+    """A 128-byte tensor map (64 x 64 boxes, 128-byte swizzle, zero fill) of 16-bit elements:
+    ``inner`` contiguous, ``outer`` rows ``ld`` elements apart, ``batch`` = (count, stride)."""
+    key = (ptr, dt, inner, outer, ld, batch)
+    m = _MAPS.get(key)
+    if m is not None:
+        return m
+    from cuda.bindings import driver  # cuda-python, as the 2-D TMA path
+
+    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+    dims, strides, box = [u64(inner), u64(outer)], [u64(ld * 2)], [u32(64), u32(64)]
+    if batch is not None:
+        dims.append(u64(batch[0]))
+        strides.append(u64(batch[1] * 2))
+        box.append(u32(1))
+    dtype = (
+        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+        if dt == "f16"
+        else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+    )
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        dtype,
+        u32(len(dims)),
+        ptr,
+        dims,
+        strides,
+        box,
+        [u32(1)] * len(dims),
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise GemmInputError(
+            f"grouped GEMM: cuTensorMapEncodeTiled failed ({err}) for a {outer}x{inner} operand"
+        )
+    rec = np.array([int(v) for v in tmap.opaque], dtype=np.uint64).view(_TMAP_REC)[0]
+    if len(_MAPS) >= 256:
+        _MAPS.clear()
+    _MAPS[key] = rec
+    return rec
+
+
+def _b_layout(b: _Arr, K: int, N: int) -> Tuple[str, int, int]:
+    """(B's major, its leading dimension, its expert stride) in elements, or a GemmInputError."""
+    s0, s1, s2 = b.strides
+    if s2 == 1 and s1 >= N:
+        major, ld = "n", s1
+    elif s1 == 1 and s2 >= K:
+        major, ld = "k", s2
+    else:
+        raise GemmInputError(
+            f"grouped GEMM: b (G, K, N) = {b.shape} has strides {b.strides}: one of its last two dimensions "
+            "must be contiguous (b.contiguous(), or the transpose of a contiguous (G, N, K) weight)"
+        )
+    if (ld * 2) % 16 or (s0 * 2) % 16 or b.ptr % 16:
+        raise GemmInputError(
+            f"grouped GEMM: b's leading dimension {ld}, expert stride {s0} (elements) and base address must "
+            "be multiples of 16 bytes for the TMA: pad K and N to multiples of 8 or make b .contiguous()"
+        )
+    return major, ld, s0
+
+
+def _launch(
+    a: _Arr,
+    a_rows: int,
+    a_ld: int,
+    b: _Arr,
+    out: Any,
+    out_ptr: int,
+    ldc: int,
+    K: int,
+    N: int,
+    G: int,
+    tab: Any,
+    tab_ptr: int,
+    rtiles: int,
+    torch_mod: Any,
+    config: Optional[GroupedConfig],
+) -> None:
+    from . import device
+    from .cache import compile_kernel
+
+    cfg = config or GROUPED_DEFAULT
+    if G > cfg.max_groups:
+        raise GemmInputError(
+            f"grouped GEMM: {G} groups, the kernel resolves up to {cfg.max_groups}: pass "
+            f"config=GroupedConfig(max_groups={1 << (G - 1).bit_length()})"
+        )
+    if a.dtype not in ("f16", "bf16") or b.dtype != a.dtype:
+        raise GemmInputError(
+            f"grouped GEMM: a is {a.dtype} and b is {b.dtype}: both float16 or both bfloat16 (CuPy: uint16 "
+            'with dtype="bf16")'
+        )
+    if (a_ld * 2) % 16 or a.ptr % 16:
+        raise GemmInputError(
+            f"grouped GEMM: a's row stride {a_ld} (elements) and base address must be multiples of 16 bytes "
+            "for the TMA: pad K to a multiple of 8 or make a .contiguous()"
+        )
+    b_major, ldb, sb = _b_layout(b, K, N)
+    prob = GemmProblem("k", b_major, a.dtype)
+    kern = generate_grouped(cfg, prob)
+    cp = device.cupy()
+    with cp.cuda.Device(a.dev):
+        rk = compile_kernel(kern)
+        tma = _tensor_map(a.ptr, a.dtype, K, a_rows, a_ld, None)
+        tmb = (
+            _tensor_map(b.ptr, b.dtype, N, K, ldb, (G, sb))
+            if b_major == "n"
+            else _tensor_map(b.ptr, b.dtype, K, N, ldb, (G, sb))
+        )
+        grid_n = -(-N // cfg.bn)
+        tiles = max(rtiles, 1) * grid_n
+        grid = max(1, min(tiles, device.sm_count(cp)))
+        cvec = int(ldc % 8 == 0 and out_ptr % 16 == 0)
+        i32, i64 = np.int32, np.int64
+        args = (
+            tma,
+            tmb,
+            np.uint64(out_ptr),
+            i32(a_rows),
+            i32(N),
+            i32(K),
+            i64(ldc),
+            i32(cvec),
+            i32(G),
+            i64(0),
+            np.uint64(tab_ptr),
+            i32(G),
+            i32(rtiles),
+        )
+        with _LOCK:
+            if torch_mod is not None:
+                sp = torch_mod.cuda.current_stream(a.dev).cuda_stream
+                with cp.cuda.ExternalStream(sp, a.dev):
+                    rk((grid, 1, 1), (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
+            else:
+                rk((grid, 1, 1), (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
+    last_grouped_launch.clear()
+    last_grouped_launch.update(
+        kernel=kern.name, groups=G, rtiles=rtiles, grid=grid, config=cfg, problem=prob, table=tab, out=out
+    )
+
+
+def _empty(like: _Arr, shape: Tuple[int, ...]) -> Tuple[Any, int]:
+    if like.torch:
+        import torch
+
+        o = torch.empty(shape, dtype=like.x.dtype, device=like.x.device)
+        return o, int(o.data_ptr())
+    from . import device
+
+    cp = device.cupy()
+    with cp.cuda.Device(like.dev):
+        o = cp.empty(shape, dtype=like.x.dtype)
+    return o, int(o.data.ptr)
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+# ============================================================================ the entries
+def gemm_moe(
+    a: Any,
+    b: Any,
+    offs: Any = None,
+    *,
+    sizes: Optional[Sequence[int]] = None,
+    dtype: Optional[str] = None,
+    config: Optional[GroupedConfig] = None,
+) -> Any:
+    """C = A @ B per group, groups of rows of the stacked ``a`` (T x K): group ``g`` owns rows
+    ``[offs[g-1], offs[g])`` (``offs[-1]`` taken as 0) and multiplies them by ``b[g]``
+    (``b``: G x K x N, either of its last two dimensions contiguous).  Give ``offs`` (a 1-D
+    contiguous int32 device array of G cumulative ends, ``torch._grouped_mm``'s form) or
+    ``sizes`` (G host ints).  Returns the stacked result (T x N, ``a``'s kind and type).
+
+    Raises:
+        GemmInputError: a CPU tensor, operands on different devices, mismatched K or
+            group counts, an offsets array that is not 1-D contiguous int32, sizes that
+            do not sum to at most T, strides the TMA cannot take.
+    """
+    bf = dtype == "bf16"
+    A, B = _arr(a, "a", bf), _arr(b, "b", bf)
+    ops = [("a", A), ("b", B)]
+    if offs is not None and sizes is not None:
+        raise GemmInputError("gemm_moe: pass offs (device) or sizes (host), not both")
+    if offs is None and sizes is None:
+        raise GemmInputError("gemm_moe: pass offs (the cumulative group ends, device int32) or sizes")
+    O = _arr(offs, "offs", False) if offs is not None else None
+    if O is not None:
+        ops.append(("offs", O))
+    dev, is_torch = _check_same(ops)
+    if len(A.shape) != 2 or len(B.shape) != 3:
+        raise GemmInputError(
+            f"gemm_moe: a must be 2-D (T, K) and b 3-D (G, K, N), got {A.shape} and {B.shape}"
+        )
+    T, K = A.shape
+    G, Kb, N = B.shape
+    if Kb != K:
+        raise GemmInputError(f"gemm_moe: a has K = {K}, b has K = {Kb}: the groups share one K")
+    if A.strides[1] != 1:
+        raise GemmInputError(f"gemm_moe: a's rows must be contiguous (strides {A.strides}): a.contiguous()")
+    if G < 1 or N < 1 or K < 1:
+        raise GemmInputError(f"gemm_moe: empty extents G={G}, K={K}, N={N}")
+    torch_mod = _torch() if is_torch else None
+    bm = (config or GROUPED_DEFAULT).bm
+    if O is not None:
+        if O.dtype != "i32" or len(O.shape) != 1 or O.shape[0] != G or (O.shape[0] > 1 and O.strides[0] != 1):
+            raise GemmInputError(
+                f"gemm_moe: offs must be a 1-D contiguous int32 array of G = {G} cumulative ends, got shape "
+                f"{O.shape}, strides {O.strides}, {O.dtype} (offs.to(torch.int32).contiguous())"
+            )
+        if torch_mod is not None:
+            tab, rt = _torch_table(torch_mod, offs, bm, T)
+            tab_ptr = int(tab.data_ptr())
+        else:
+            from . import device
+
+            cp = device.cupy()
+            with cp.cuda.Device(dev):
+                tab, rt = moe_table(cp, offs, bm, T)
+            tab_ptr = int(tab.data.ptr)
+    else:
+        sz = np.asarray(list(sizes or ()), dtype=np.int64)
+        if sz.shape != (G,) or (sz < 0).any() or int(sz.sum()) > T:
+            raise GemmInputError(
+                f"gemm_moe: sizes must be {G} non-negative ints summing to at most T = {T}, got "
+                f"{sz.tolist()[:8]}{'...' if sz.size > 8 else ''} (sum {int(sz.sum())})"
+            )
+        ends = np.cumsum(sz)
+        host_tab, rt = group_table(ends - sz, ends, bm)
+        if torch_mod is not None:
+            tab = torch_mod.from_numpy(host_tab).to(a.device, non_blocking=False)
+            tab_ptr = int(tab.data_ptr())
+        else:
+            from . import device
+
+            cp = device.cupy()
+            with cp.cuda.Device(dev):
+                tab = cp.asarray(host_tab)
+            tab_ptr = int(tab.data.ptr)
+    out, optr = _empty(A, (T, N))
+    if T == 0 or rt == 0:
+        return out
+    _launch(A, T, A.strides[0], B, out, optr, N, K, N, G, tab, tab_ptr, rt, torch_mod, config)
+    return out
+
+
+def gemm_moe_masked(
+    a: Any, b: Any, masked_m: Any, *, dtype: Optional[str] = None, config: Optional[GroupedConfig] = None
+) -> Any:
+    """The masked form: ``a`` (G x max_m x K, rows contiguous, the groups ``max_m`` rows
+    apart), ``b`` (G x K x N), ``masked_m`` (G int32 on the device): rows ``[0,
+    min(masked_m[g], max_m))`` of group ``g`` are multiplied by ``b[g]``.  Returns (G x
+    max_m x N); the rows past a group's count are left as allocated (not written).
+
+    Raises:
+        GemmInputError: as :func:`gemm_moe`.
+    """
+    bf = dtype == "bf16"
+    A, B, Mk = _arr(a, "a", bf), _arr(b, "b", bf), _arr(masked_m, "masked_m", False)
+    dev, is_torch = _check_same([("a", A), ("b", B), ("masked_m", Mk)])
+    if len(A.shape) != 3 or len(B.shape) != 3:
+        raise GemmInputError(
+            f"gemm_moe_masked: a must be (G, max_m, K), b (G, K, N), got {A.shape}, {B.shape}"
+        )
+    G, max_m, K = A.shape
+    Gb, Kb, N = B.shape
+    if Gb != G or Kb != K:
+        raise GemmInputError(f"gemm_moe_masked: a {A.shape} and b {B.shape} disagree on G or K")
+    if A.strides[2] != 1 or (max_m > 1 and A.strides[0] != max_m * A.strides[1]):
+        raise GemmInputError(
+            f"gemm_moe_masked: a's groups must be stacked rows (strides {A.strides}): a.contiguous()"
+        )
+    if Mk.dtype != "i32" or Mk.shape != (G,) or (G > 1 and Mk.strides[0] != 1):
+        raise GemmInputError(
+            f"gemm_moe_masked: masked_m must be a 1-D contiguous int32 array of G = {G} counts, got "
+            f"{Mk.shape}, {Mk.dtype}"
+        )
+    torch_mod = _torch() if is_torch else None
+    bm = (config or GROUPED_DEFAULT).bm
+    if torch_mod is not None:
+        tab, rt = _torch_masked(torch_mod, masked_m, max_m, bm)
+        tab_ptr = int(tab.data_ptr())
+    else:
+        from . import device
+
+        cp = device.cupy()
+        with cp.cuda.Device(dev):
+            tab, rt = masked_table(cp, masked_m, max_m, bm)
+        tab_ptr = int(tab.data.ptr)
+    out, optr = _empty(A, (G, max_m, N))
+    if max_m == 0:
+        return out
+    _launch(A, G * max_m, A.strides[1], B, out, optr, N, K, N, G, tab, tab_ptr, rt, torch_mod, config)
+    return out
+
+
+def _stack(xs: Sequence[Any], what: str) -> Any:
+    """``xs`` as one stacked array (a view when they already are consecutive slices of one
+    buffer; else one copy)."""
+    x0 = xs[0]
+    if type(x0).__module__.split(".")[0] == "torch":
+        return _torch().cat(list(xs), 0) if what == "a" else _torch().stack(list(xs), 0)
+    from . import device
+
+    cp = device.cupy()
+    return cp.concatenate(list(xs), 0) if what == "a" else cp.stack(list(xs), 0)
+
+
+def gemm_grouped(
+    a_list: Sequence[Any],
+    b_list: Sequence[Any],
+    *,
+    dtype: Optional[str] = None,
+    config: Optional[GroupedConfig] = None,
+) -> List[Any]:
+    """``[a_list[g] @ b_list[g]]`` in one launch: every ``a_list[g]`` (M_g x K) and
+    ``b_list[g]`` (K x N) share K and N (M_g may be 0).  The operands are stacked into one A
+    and one B (a copy each) and the results are views of one stacked output.  Per-group K
+    or N is refused (by name).
+
+    Raises:
+        GemmInputError: empty or unequal lists, per-group K or N, and as :func:`gemm_moe`.
+    """
+    if len(a_list) != len(b_list) or not a_list:
+        raise GemmInputError(
+            f"gemm_grouped: {len(a_list)} A matrices and {len(b_list)} B matrices: one of each per group"
+        )
+    bf = dtype == "bf16"
+    As = [_arr(x, f"a_list[{i}]", bf) for i, x in enumerate(a_list)]
+    Bs = [_arr(x, f"b_list[{i}]", bf) for i, x in enumerate(b_list)]
+    _check_same(
+        [(f"a_list[{i}]", x) for i, x in enumerate(As)] + [(f"b_list[{i}]", x) for i, x in enumerate(Bs)]
+    )
+    if any(len(x.shape) != 2 for x in As + Bs):
+        raise GemmInputError("gemm_grouped: every A and B must be 2-D")
+    K, N = Bs[0].shape
+    for i, (x, y) in enumerate(zip(As, Bs)):
+        if x.shape[1] != K or y.shape != (K, N):
+            raise GemmInputError(
+                f"gemm_grouped: group {i} is {x.shape} @ {y.shape}, group 0 is (M, {K}) @ ({K}, {N}): the "
+                "grouped kernel takes one K and one N for all groups (mismatched K or N: one gemm per group)"
+            )
+    sizes = [x.shape[0] for x in As]
+    a = _stack(list(a_list), "a")
+    b = _stack(list(b_list), "b")
+    c = gemm_moe(a, b, sizes=sizes, dtype=dtype, config=config)
+    ends = np.cumsum(sizes)
+    return [c[int(e - s) : int(e)] for s, e in zip(sizes, ends)]
+
+
+def gemm_array(
+    a_list: Sequence[Any],
+    b_list: Sequence[Any],
+    *,
+    dtype: Optional[str] = None,
+    config: Optional[GroupedConfig] = None,
+) -> List[Any]:
+    """The pointer-array batched product (CUTLASS's GemmArray): ``a_list[i] @ b_list[i]``
+    for matrices of one shape M x K and K x N anywhere in memory, through the grouped kernel
+    (every group M rows).
+
+    Raises:
+        GemmInputError: matrices of different shapes, and as :func:`gemm_grouped`.
+    """
+    shapes = {tuple(x.shape) for x in a_list}
+    if len(shapes) > 1:
+        raise GemmInputError(
+            f"gemm_array: the A matrices have shapes {sorted(shapes)[:4]}: one shape "
+            "(gemm_grouped takes per-group M)"
+        )
+    return gemm_grouped(a_list, b_list, dtype=dtype, config=config)
