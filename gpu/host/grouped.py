@@ -212,6 +212,14 @@ def _tensor_map(ptr: int, dt: str, inner: int, outer: int, ld: int, batch: Optio
     return rec
 
 
+def _check_types(a: _Arr, b: _Arr) -> None:
+    if a.dtype not in ("f16", "bf16") or b.dtype != a.dtype:
+        raise GemmInputError(
+            f"grouped GEMM: a is {a.dtype} and b is {b.dtype}: both float16 or both bfloat16 (CuPy: uint16 "
+            'with dtype="bf16")'
+        )
+
+
 def _b_layout(b: _Arr, K: int, N: int) -> Tuple[str, int, int]:
     """(B's major, its leading dimension, its expert stride) in elements, or a GemmInputError."""
     s0, s1, s2 = b.strides
@@ -377,14 +385,23 @@ def gemm_moe(
         raise GemmInputError(f"gemm_moe: a's rows must be contiguous (strides {A.strides}): a.contiguous()")
     if G < 1 or N < 1 or K < 1:
         raise GemmInputError(f"gemm_moe: empty extents G={G}, K={K}, N={N}")
-    torch_mod = _torch() if is_torch else None
     bm = (config or GROUPED_DEFAULT).bm
+    if O is not None and (
+        O.dtype != "i32" or len(O.shape) != 1 or O.shape[0] != G or (O.shape[0] > 1 and O.strides[0] != 1)
+    ):
+        raise GemmInputError(
+            f"gemm_moe: offs must be a 1-D contiguous int32 array of G = {G} cumulative ends, got shape "
+            f"{O.shape}, strides {O.strides}, {O.dtype} (offs.to(torch.int32).contiguous())"
+        )
+    sz = np.asarray(list(sizes if sizes is not None else [0] * G), dtype=np.int64)
+    if sz.shape != (G,) or (sz < 0).any() or int(sz.sum()) > T:
+        raise GemmInputError(
+            f"gemm_moe: sizes must be {G} non-negative ints summing to at most T = {T}, got "
+            f"{sz.tolist()[:8]}{'...' if sz.size > 8 else ''} (sum {int(sz.sum())})"
+        )
+    _check_types(A, B)
+    torch_mod = _torch() if is_torch else None
     if O is not None:
-        if O.dtype != "i32" or len(O.shape) != 1 or O.shape[0] != G or (O.shape[0] > 1 and O.strides[0] != 1):
-            raise GemmInputError(
-                f"gemm_moe: offs must be a 1-D contiguous int32 array of G = {G} cumulative ends, got shape "
-                f"{O.shape}, strides {O.strides}, {O.dtype} (offs.to(torch.int32).contiguous())"
-            )
         if torch_mod is not None:
             tab, rt = _torch_table(torch_mod, offs, bm, T)
             tab_ptr = int(tab.data_ptr())
@@ -396,12 +413,6 @@ def gemm_moe(
                 tab, rt = moe_table(cp, offs, bm, T)
             tab_ptr = int(tab.data.ptr)
     else:
-        sz = np.asarray(list(sizes or ()), dtype=np.int64)
-        if sz.shape != (G,) or (sz < 0).any() or int(sz.sum()) > T:
-            raise GemmInputError(
-                f"gemm_moe: sizes must be {G} non-negative ints summing to at most T = {T}, got "
-                f"{sz.tolist()[:8]}{'...' if sz.size > 8 else ''} (sum {int(sz.sum())})"
-            )
         ends = np.cumsum(sz)
         host_tab, rt = group_table(ends - sz, ends, bm)
         if torch_mod is not None:
@@ -452,6 +463,7 @@ def gemm_moe_masked(
             f"gemm_moe_masked: masked_m must be a 1-D contiguous int32 array of G = {G} counts, got "
             f"{Mk.shape}, {Mk.dtype}"
         )
+    _check_types(A, B)
     torch_mod = _torch() if is_torch else None
     bm = (config or GROUPED_DEFAULT).bm
     if torch_mod is not None:

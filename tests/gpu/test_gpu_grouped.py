@@ -1,0 +1,279 @@
+"""The grouped (MoE) GEMM: the kernel's generation and proofs, the group search and the
+cover (planted bugs caught: an off-by-one in the group prefix, a strict comparison, a
+missing halving step), the IR rewrite's safety (planted: a store guarded by the group end
+only, consumers that do not skip empty tiles), the host's tables equal to the proven ones,
+bad input refused by name, the nvcc build; the numerics on a GPU (skipped without one)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
+
+from layoutproof.gpu.config import GemmProblem
+from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
+from layoutproof.gpu.host import grouped as hg
+from layoutproof.gpu.kernels import grouped as kg
+from layoutproof.gpu.kernels.wgmma import Sm90Config
+from layoutproof.gpu.proof import kir, obligations
+from layoutproof.gpu.proof.record import ProofLog
+
+NVCC = shutil.which("nvcc")
+CFG = kg.GroupedConfig(max_groups=256)
+
+
+@pytest.fixture(scope="module")
+def kern():
+    return kg.generate_grouped(CFG, GemmProblem("k", "n", "bf16"))
+
+
+# ---------------------------------------------------------------------------- generation
+def test_grouped_kernel_carries_every_proof(kern):
+    src = kern.source
+    assert "lp_group(tm, gtab, G, g, gm0, rend);" in src
+    assert "if (r < rend && r < M)" in src
+    assert src.count("kt < kte") == 2  # producer and consumers skip empty tiles alike
+    for stmt in ("lp_group (halving search", "grouped schedule", "grouped, read from the IR", "persistent"):
+        assert stmt in src, stmt
+    m = re.search(r"(\d+) of (\d+) memory accesses, (\d+) of (\d+) barrier operations covered", src)
+    assert m and m.group(1) == m.group(2) and m.group(3) == m.group(4)
+    assert [v.name for _, v in kern.ir.params][-3:] == ["gtab", "G", "rtiles"]
+
+
+def test_grouped_config_refuses_by_name():
+    with pytest.raises(GemmConfigError, match="power of two"):
+        kg.GroupedConfig(max_groups=100).validate()
+    with pytest.raises(GemmConfigError, match="cluster=1"):
+        kg.GroupedConfig(base=Sm90Config(loader="tma", schedule="ws", cluster=2)).validate()
+    with pytest.raises(GemmConfigError, match="f16 or bf16"):
+        kg.generate_grouped(CFG, GemmProblem("k", "k", "e4m3"))
+
+
+# ---------------------------------------------------------------------------- the search
+def test_group_search_proven():
+    log = ProofLog()
+    kg.prove_group_search(128, 1024, log)
+    assert log.proofs[-1].cases > 40000
+
+
+@pytest.mark.parametrize("plant", ["lt", "prefix", "step"])
+def test_group_search_planted_bugs_caught(plant):
+    stmts = kg._search_stmts(128, 1024, plant)[1]
+    with pytest.raises(ProofFailedError, match="lp_group"):
+        kg.prove_group_search(128, 1024, ProofLog(), stmts)
+
+
+def test_group_search_read_outside_table_caught():
+    # the bound check g + s < G dropped: the search reads past the ptile part of the table
+    tm, gtab, G = kir.Var("tm"), kir.Var("gtab", "const int*"), kir.Var("G")
+    g, m0, rend = kir.Var("g"), kir.Var("m0"), kir.Var("rend")
+    stmts = [kir.Assign(g, kir.Const(0))]
+    for s in (4, 2, 1):
+        stmts.append(kir.If(kir.Index(gtab, (g + s,)).le(tm), kir.block(kir.Assign(g, g + s))))
+    stmts += [
+        kir.Assign(m0, kir.Index(gtab, (G + g,)) + (tm - kir.Index(gtab, (g,))) * 128),
+        kir.Assign(rend, kir.Index(gtab, (2 * G + g,))),
+    ]
+    with pytest.raises(ProofFailedError):
+        kg.prove_group_search(128, 8, ProofLog(), stmts)
+
+
+# ---------------------------------------------------------------------------- the cover
+def test_group_cover_proven():
+    log = ProofLog()
+    kg.prove_group_cover(CFG, log)
+    assert log.proofs[-1].kind == "bijective" and log.proofs[-1].cases > 10000
+
+
+def _prefix_off_by_one(form, sizes, max_m, bm):
+    tab, rt, up, rb, re_ = kg._tables(form, sizes, max_m, bm)
+    tab[1 : sizes.size] += 1  # ptile[g] one too many for every group after the first
+    return tab, rt, up, rb, re_
+
+
+def _end_short(form, sizes, max_m, bm):
+    tab, rt, up, rb, re_ = kg._tables(form, sizes, max_m, bm)
+    n = sizes.size
+    tab[2 * n :] -= 1  # rend one short: the last row of each group is never stored
+    return tab, rt, up, rb, re_
+
+
+def _tiles_floor(form, sizes, max_m, bm):
+    tab, rt, up, rb, re_ = kg._tables(form, sizes, max_m, bm)
+    n = sizes.size
+    if form == "contiguous":  # tile rows counted floor(size / bm): a tail tile lost
+        tiles = (re_ - rb) // bm
+        tab[:n] = np.concatenate([[0], np.cumsum(tiles)[:-1]])
+        rt = int(tiles.sum())
+    return tab, rt, up, rb, re_
+
+
+@pytest.mark.parametrize("bad", [_prefix_off_by_one, _end_short, _tiles_floor], ids=lambda f: f.__name__)
+def test_group_cover_planted_table_bugs_caught(bad):
+    with pytest.raises(ProofFailedError, match="grouped cover"):
+        kg.prove_group_cover(CFG, ProofLog(), table=bad)
+
+
+def test_group_cover_planted_search_bug_caught():
+    with pytest.raises(ProofFailedError, match="grouped cover"):
+        kg.prove_group_cover(CFG, ProofLog(), search=kg._search_stmts(CFG.bm, CFG.max_groups, "lt")[1])
+
+
+# ---------------------------------------------------------------------------- the rewrite
+def test_store_guarded_by_group_end_only_is_refused(kern):
+    # without r < M, a garbage table could send a store past C: the bound obligation fails
+    def drop_m(n):
+        if isinstance(n, kir.If) and isinstance(n.cond, kir.Bin) and n.cond.op == "&&":
+            return replace(n, cond=n.cond.a)
+        return None
+
+    bad = replace(kern.ir, body=kir.rewrite(kern.ir.body, drop_m))
+    with pytest.raises(ProofFailedError, match="no enclosing guard"):
+        obligations.discharge(bad, ProofLog())
+
+
+def test_consumers_not_skipping_empty_tiles_is_refused(kern):
+    KT = next(n.var for n in kir.walk(kern.ir.body) if isinstance(n, kir.Decl) and n.var.name == "KT")
+    done = []
+
+    def consumer_full_k(n):  # the consumers' k-loop back to KT (the producer still skips)
+        if isinstance(n, kir.For) and getattr(n.stop, "name", "") == "kte" and not done:
+            if any(isinstance(x, kir.Wgmma) for x in kir.walk(n.body)):
+                done.append(1)
+                return replace(n, stop=KT)
+        return None
+
+    bad = replace(kern.ir, body=kir.rewrite(kern.ir.body, consumer_full_k))
+    assert done
+    with pytest.raises(ProofFailedError, match="empty tiles"):
+        kg._check_empty_tiles(bad, ProofLog())
+
+
+# ---------------------------------------------------------------------------- host tables
+@pytest.mark.parametrize("seed", range(5))
+def test_host_tables_are_the_proven_tables(seed):
+    rng = np.random.default_rng(seed)
+    G = int(rng.integers(1, 130))
+    sizes = rng.integers(0, 400, size=G)
+    sizes[rng.random(G) < 0.3] = 0
+    ends = np.cumsum(sizes).astype(np.int32)
+    tab, rt = hg.moe_table(np, ends, 128, int(ends[-1]))
+    want, rt_exact, upper, _, _ = kg._tables("contiguous", sizes.astype(np.int64), 0, 128)
+    assert tab.dtype == np.int32 and np.array_equal(tab, want) and rt == upper >= rt_exact
+    max_m = int(rng.integers(1, 600))
+    mm = rng.integers(-3, max_m + 50, size=G).astype(np.int32)
+    tab2, rt2 = hg.masked_table(np, mm, max_m, 128)
+    want2, rtm, _, _, _ = kg._tables("masked", np.clip(mm, 0, None).astype(np.int64), max_m, 128)
+    assert np.array_equal(tab2, want2) and rt2 == rtm
+
+
+# ---------------------------------------------------------------------------- bad input
+class _FakeTensor:
+    """Just enough of a torch tensor for the checks made before any device work."""
+
+    def __init__(self, shape, dtype="torch.bfloat16", cuda=True, dev=0, stride=None):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.is_cuda = cuda
+        self.device = type("D", (), {"index": dev})()
+        st, acc = [], 1
+        for n in reversed(self.shape):
+            st.append(acc)
+            acc *= n
+        self._stride = tuple(stride) if stride else tuple(reversed(st))
+
+    def data_ptr(self):
+        return 1 << 20
+
+    def stride(self):
+        return self._stride
+
+
+_FakeTensor.__module__ = "torch"
+
+
+@pytest.mark.parametrize(
+    "args, kw, match",
+    [
+        (((8, 64), (2, 64, 32)), dict(cuda_a=False), "CPU tensor"),
+        (((8, 64), (2, 48, 32)), {}, "share one K"),
+        (((8, 64), (2, 64, 32)), dict(offs_dtype="torch.int64"), "int32"),
+        (((8, 64), (2, 64, 32)), dict(offs_stride=(2,)), "contiguous int32"),
+        (((8, 64), (2, 64, 32)), dict(dev_b=1), "devices"),
+        (((8, 64), (2, 64, 32)), dict(sizes=[5, 5]), "summing to at most"),
+        (((8, 64), (2, 64, 32)), dict(a_dtype="torch.float16"), "both float16 or both bfloat16"),
+    ],
+)
+def test_bad_input_refused_by_name(args, kw, match):
+    a = _FakeTensor(args[0], dtype=kw.get("a_dtype", "torch.bfloat16"), cuda=kw.get("cuda_a", True))
+    b = _FakeTensor(args[1], dev=kw.get("dev_b", 0))
+    if "sizes" in kw:
+        with pytest.raises(GemmInputError, match=match):
+            hg.gemm_moe(a, b, sizes=kw["sizes"])
+        return
+    offs = _FakeTensor((2,), dtype=kw.get("offs_dtype", "torch.int32"), stride=kw.get("offs_stride"))
+    with pytest.raises(GemmInputError, match=match):
+        hg.gemm_moe(a, b, offs)
+
+
+def test_numpy_and_mismatched_groups_refused():
+    with pytest.raises(GemmInputError, match="CuPy array or a CUDA torch tensor"):
+        hg.gemm_moe(np.zeros((4, 8)), np.zeros((1, 8, 8)), sizes=[4])
+    with pytest.raises(GemmInputError, match="one of each per group"):
+        hg.gemm_grouped([_FakeTensor((4, 64))], [])
+    with pytest.raises(GemmInputError, match="one K and one N"):
+        hg.gemm_grouped(
+            [_FakeTensor((4, 64)), _FakeTensor((4, 64))], [_FakeTensor((64, 32)), _FakeTensor((64, 16))]
+        )
+    with pytest.raises(GemmInputError, match="one shape"):
+        hg.gemm_array([_FakeTensor((4, 64)), _FakeTensor((5, 64))], [_FakeTensor((64, 32))] * 2)
+
+
+# ---------------------------------------------------------------------------- nvcc
+@pytest.mark.slow
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize(
+    "prob", [GemmProblem("k", "n", "bf16"), GemmProblem("k", "k", "f16")], ids=lambda p: p.key()
+)
+def test_grouped_source_compiles_without_spills(tmp_path, prob):
+    k = kg.generate_grouped(CFG, prob)
+    info = _nvcc_sm90a(k.source, tmp_path)
+    assert "C7508" not in info, info
+    assert re.search(r"(\d+) bytes stack frame", info).group(1) == "0", info
+
+
+# ---------------------------------------------------------------------------- GPU
+def _gpu() -> bool:
+    try:
+        from layoutproof.gpu.host import device
+
+        return device.gpu_available() and device.tma_available()
+    except Exception:
+        return False
+
+
+gpu = pytest.mark.skipif(not _gpu(), reason="no CUDA GPU / CuPy / cuda-python")
+
+
+@gpu
+@pytest.mark.parametrize("sizes", [[0, 130, 1, 0, 257], [64], [0, 0, 3]])
+def test_gemm_moe_matches_float64_on_gpu(sizes):
+    import cupy as cp
+
+    rng = np.random.default_rng(1)
+    T, K, N, G = int(sum(sizes)) + 5, 192, 320, len(sizes)
+    a = rng.standard_normal((T, K)).astype(np.float16)
+    b = rng.standard_normal((G, K, N)).astype(np.float16)
+    ends = np.cumsum(sizes).astype(np.int32)
+    c1 = hg.gemm_moe(cp.asarray(a), cp.asarray(b), cp.asarray(ends)).get()
+    c2 = hg.gemm_moe(cp.asarray(a), cp.asarray(b), sizes=sizes).get()
+    beg = 0
+    for g, s in enumerate(sizes):
+        ref = a[beg : beg + s].astype(np.float64) @ b[g].astype(np.float64)
+        for c in (c1, c2):
+            np.testing.assert_allclose(c[beg : beg + s], ref, rtol=2e-2, atol=2e-1)
+        beg += s
