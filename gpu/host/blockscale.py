@@ -11,7 +11,7 @@ input with a :class:`~layoutproof.gpu.errors.GemmInputError` that names what to 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
@@ -34,6 +34,7 @@ __all__ = [
     "operand_kind",
     "decide_blockscale",
     "gemm_fp8_blockscale",
+    "blockscale_launcher",
     "last_blockscale_launch",
 ]
 
@@ -222,7 +223,7 @@ def _scale_facts(x: Any) -> Tuple[Optional[Tuple[int, ...]], Tuple[int, ...], st
     return shape, st, dt, ptr, span
 
 
-def gemm_fp8_blockscale(
+def blockscale_launcher(
     a: Any,
     b: Any,
     scale_a: Any,
@@ -233,18 +234,12 @@ def gemm_fp8_blockscale(
     alpha: float = 1.0,
     out: Any = None,
     config: Optional[Sm90Config] = None,
-) -> Any:
-    """``C = alpha * (A * scale_a) @ (B * scale_b)`` with DeepGEMM's block scales.
-
-    ``a``: ``M x K`` fp8, row-major (K contiguous); ``b``: ``K x N`` fp8 with K contiguous
-    (``b_t.T`` for the ``N x K`` row-major weight ``b_t``, as ``torch._scaled_mm`` takes it);
-    torch float8 tensors, or raw uint8 CuPy arrays with ``dtype="e4m3"``/``"e5m2"``.
-    ``scale_a``: ``M x ceil(K/128)`` float32 (one per row and 128-wide K block; any strides,
-    e.g. DeepGEMM's MN-major ``scale_a``); ``scale_b``: ``ceil(N/128) x ceil(K/128)``
-    float32 (one per 128 x 128 block of B); a size-1 dimension broadcasts -- ``(1, 1)``
-    tensors are per-tensor scales read from device memory.  Output ``out_dtype`` bf16
-    (default), f16 or f32, a new ``M x N`` array of the operands' kind (bf16 from CuPy as
-    raw uint16) or ``out``.  Launched on the current stream (torch's for torch operands)."""
+) -> Tuple[Callable[[], None], Any]:
+    """What :func:`gemm_fp8_blockscale` launches, prepared once: ``(launch, out)`` where
+    ``launch()`` runs the product on the current stream (torch's for torch operands, else
+    CuPy's) into ``out`` -- the same checks, the kernel generated, proven and compiled, the
+    tensor maps encoded and the parameters packed (for benchmarks and repeated calls on
+    the same arrays)."""
     from . import device
     from .cache import compile_kernel
     from .plan import _CUPY_NAMES, _TORCH_NAMES, _array_facts, _unit_tensor_map
@@ -315,14 +310,58 @@ def gemm_fp8_blockscale(
         np.int32(d.kb),
         np.int32(d.nb),
     )
-    launch = lambda: rk(d.grid, (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)  # noqa: E731
+    facts = dict(config=d.config, problem=d.problem, kernel=kern.name, m=m, n=n, k=k)
+    ext = None
     if torch_a or torch_b or torch_o:
         import torch
 
-        with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-            launch()
-    else:
-        launch()
-    last_blockscale_launch.clear()
-    last_blockscale_launch.update(config=d.config, problem=d.problem, kernel=kern.name, m=m, n=n, k=k)
+        ext = torch.cuda.current_stream().cuda_stream
+
+    def launch() -> None:
+        if ext is not None:
+            with cupy.cuda.ExternalStream(ext):
+                rk(d.grid, (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
+        else:
+            rk(d.grid, (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
+        last_blockscale_launch.clear()
+        last_blockscale_launch.update(facts)
+
+    return launch, out
+
+
+def gemm_fp8_blockscale(
+    a: Any,
+    b: Any,
+    scale_a: Any,
+    scale_b: Any,
+    *,
+    out_dtype: str = "bf16",
+    dtype: Optional[str] = None,
+    alpha: float = 1.0,
+    out: Any = None,
+    config: Optional[Sm90Config] = None,
+) -> Any:
+    """``C = alpha * (A * scale_a) @ (B * scale_b)`` with DeepGEMM's block scales.
+
+    ``a``: ``M x K`` fp8, row-major (K contiguous); ``b``: ``K x N`` fp8 with K contiguous
+    (``b_t.T`` for the ``N x K`` row-major weight ``b_t``, as ``torch._scaled_mm`` takes it);
+    torch float8 tensors, or raw uint8 CuPy arrays with ``dtype="e4m3"``/``"e5m2"``.
+    ``scale_a``: ``M x ceil(K/128)`` float32 (one per row and 128-wide K block; any strides,
+    e.g. DeepGEMM's MN-major ``scale_a``); ``scale_b``: ``ceil(N/128) x ceil(K/128)``
+    float32 (one per 128 x 128 block of B); a size-1 dimension broadcasts -- ``(1, 1)``
+    tensors are per-tensor scales read from device memory.  Output ``out_dtype`` bf16
+    (default), f16 or f32, a new ``M x N`` array of the operands' kind (bf16 from CuPy as
+    raw uint16) or ``out``.  Launched on the current stream (torch's for torch operands)."""
+    launch, out = blockscale_launcher(
+        a,
+        b,
+        scale_a,
+        scale_b,
+        out_dtype=out_dtype,
+        dtype=dtype,
+        alpha=alpha,
+        out=out,
+        config=config,
+    )
+    launch()
     return out
