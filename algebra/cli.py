@@ -225,6 +225,12 @@ def _analyze(argv: List[str]) -> int:
     return analyze_main(argv)
 
 
+def _serve(argv: List[str]) -> int:
+    from .serve import serve_main
+
+    return serve_main(argv)
+
+
 #: sub-command -> (its ``main(argv) -> int``, one-line help): the higher layers' commands,
 #: each imported when run
 EXTERNAL: Dict[str, Tuple[Callable[[List[str]], int], str]] = {
@@ -245,8 +251,13 @@ EXTERNAL: Dict[str, Tuple[Callable[[List[str]], int], str]] = {
     ),
     "analyze": (
         _analyze,
-        "bank conflicts (per instruction phase) and coalescing of your own layouts: proved, or "
-        "the first conflict / wasteful request (--json)",
+        "your own layouts: bank conflicts per instruction phase, coalescing, wgmma operands, the "
+        "least conflict-free swizzle, index width, TMA pre-flight -- proved, or the witness (--json)",
+    ),
+    "serve": (
+        _serve,
+        "the web playground on http://127.0.0.1:8765/: draw, prove, analyse, explain, export, share "
+        "by URL (--host, --port)",
     ),
 }
 

@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
-TREES = ("algebra", "verify", "proofs", "gpu")
+TREES = ("algebra", "verify", "proofs", "gpu", "serve")
 
 _HEADING = re.compile(r"^#{1,6}\s")
 _FOLDER = re.compile(r"`([A-Za-z0-9_./]+/)`")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from serve_fixtures import client  # noqa: F401 (fixtures)
 
 from layoutproof import Layout, composition, verify
 from layoutproof.cli import eval_names

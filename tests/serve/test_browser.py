@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import pytest
 from browser import find_browser, start
+from serve_fixtures import artifacts, server_url  # noqa: F401 (fixtures)
 
 _browser, _driver, _why = find_browser()
 pytestmark = [

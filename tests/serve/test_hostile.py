@@ -7,7 +7,7 @@ import os
 import time
 
 import pytest
-from conftest import SLOW_BUDGET_S
+from serve_fixtures import SLOW_BUDGET_S, client  # noqa: F401 (client: a fixture)
 
 JSON = {"content-type": "application/json"}
 

@@ -9,7 +9,7 @@ import json
 import urllib.request
 
 import pytest
-from conftest import FAST_BUDGET_S, SLOW_BUDGET_S
+from serve_fixtures import FAST_BUDGET_S, SLOW_BUDGET_S, server_url  # noqa: F401 (server_url: a fixture)
 
 pytestmark = pytest.mark.slow
 

@@ -1,5 +1,7 @@
 """Fixtures of the playground's tests: the ASGI app under Starlette's test client, and a
-real server on a loopback port (for the browser and the load tests)."""
+real server on a loopback port (for the browser and the load tests).  The test modules
+import the fixtures they use from here (a second conftest.py would shadow the suite's
+top-level one, which other folders import as ``conftest``)."""
 
 from __future__ import annotations
 
