@@ -1,0 +1,231 @@
+"""The grouped (MoE) GEMM on a GPU: correctness against float64 and device time against
+``torch._grouped_mm`` (where the installed torch has it) or else a loop of ``torch.matmul``.
+
+Shapes: mixture-of-experts layers with 8, 64 and 128 experts, hidden 4096 and 7168 (the
+up projection K = hidden, and the down projection N = hidden), token counts per expert
+uneven (a multinomial over skewed expert weights, some experts forced to zero tokens);
+the contiguous form with the offsets on the device (ours: ``gemm_moe(a, b, offs)``) and with
+host sizes; and the masked decode form (``gemm_moe_masked``) against a loop over experts.
+
+Correctness: for every shape, ``max_g ||C_g - A_g @ B_g|| / ||A_g @ B_g||`` against a
+float64 product (ours and the peer's), and the rows of zero-token experts absent.  Timing:
+CUDA events around ``--reps`` back-to-back calls after a warm-up, the median of three
+interleaved rounds per function.  Prints a table (TFLOP/s, ratio to the peer, geometric
+mean) and writes ``gemm_grouped.json`` and ``gemm_grouped.log`` under ``$OUT`` (or
+``bench/out/gemm_grouped``).
+
+    python3 bench/gemm_grouped.py [--dtypes bf16,f16] [--reps 20] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from _timing import out_dir  # noqa: E402
+
+# (experts, tokens routed in total, K, N, name)
+SHAPES = [
+    (8, 8192, 4096, 14336, "mixtral-up 8e h4096"),
+    (8, 8192, 14336, 4096, "mixtral-down 8e h4096"),
+    (64, 16384, 7168, 2048, "64e-up h7168"),
+    (64, 16384, 2048, 7168, "64e-down h7168"),
+    (128, 16384, 4096, 1536, "qwen3-up 128e h4096"),
+    (128, 16384, 1536, 4096, "qwen3-down 128e h4096"),
+    (128, 32768, 7168, 2048, "128e-up h7168"),
+    (128, 4096, 7168, 2048, "128e-up h7168 small batch"),
+]
+MASKED = [(64, 256, 7168, 2048, "decode masked 64e"), (128, 128, 4096, 1536, "decode masked 128e")]
+
+
+def _counts(np, rng, G, total):
+    w = rng.lognormal(0.0, 1.0, size=G)
+    w[rng.choice(G, size=max(1, G // 8), replace=False)] = 0.0  # experts that get no token
+    return rng.multinomial(total, w / w.sum()).astype(np.int64)
+
+
+def _time(torch, fn, reps):
+    fn()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(reps):
+        fn()
+    e.record()
+    torch.cuda.synchronize()
+    return s.elapsed_time(e) / reps * 1e3  # microseconds
+
+
+def _rel(torch, c, a, b, ends, groups):
+    worst, beg = 0.0, 0
+    for g in range(len(ends)):
+        end = int(ends[g])
+        if g in groups and end > beg:
+            ref = a[beg:end].double() @ b[g].double()
+            worst = max(worst, float(torch.linalg.norm(c[beg:end].double() - ref) / torch.linalg.norm(ref)))
+        beg = end
+    return worst
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dtypes", default="bf16,f16")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help="the first three shapes, one dtype")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    import numpy as np
+    import torch
+
+    from layoutproof.gpu.host import grouped
+
+    out = out_dir("gemm_grouped", args.out)
+    log = open(out / "gemm_grouped.log", "w")
+
+    def say(s=""):
+        print(s, flush=True)
+        log.write(s + "\n")
+
+    has_gmm = hasattr(torch, "_grouped_mm")
+    say(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, torch._grouped_mm: {has_gmm}")
+    rng = np.random.default_rng(0)
+    rows, ratios = [], {}
+    dtypes = args.dtypes.split(",")[:1] if args.quick else args.dtypes.split(",")
+    shapes = SHAPES[:3] if args.quick else SHAPES
+    hdr = f"{'shape':30s} {'dt':4s} {'ours us':>9s} {'peer us':>9s} {'peer':>10s} {'TF ours':>8s} {'ratio':>6s} {'err ours':>9s} {'err peer':>9s}"
+    say(hdr)
+    for dt in dtypes:
+        tdt = torch.bfloat16 if dt == "bf16" else torch.float16
+        for G, T, K, N, name in shapes:
+            cnt = _counts(np, rng, G, T)
+            ends_h = np.cumsum(cnt)
+            a = torch.randn(T, K, device="cuda", dtype=tdt)
+            b = torch.randn(G, K, N, device="cuda", dtype=tdt) / math.sqrt(K)
+            offs = torch.tensor(ends_h, device="cuda", dtype=torch.int32)
+            ours = lambda: grouped.gemm_moe(a, b, offs)  # noqa: E731
+            ours_host = lambda: grouped.gemm_moe(a, b, sizes=cnt.tolist())  # noqa: E731
+            peer_name = "loop"
+            peer = None
+            if has_gmm:
+                try:
+                    bt = b.transpose(1, 2).contiguous().transpose(1, 2)  # column-major experts
+                    torch._grouped_mm(a, bt, offs=offs)
+                    peer = lambda: torch._grouped_mm(a, bt, offs=offs)  # noqa: E731
+                    peer_name = "_grouped_mm"
+                except Exception as e:  # a dtype or layout this torch's kernel refuses
+                    say(f"  torch._grouped_mm refused {name} {dt}: {type(e).__name__}: {str(e)[:120]}")
+            if peer is None:
+                begs = np.concatenate([[0], ends_h[:-1]])
+
+                def peer(a=a, b=b, begs=begs, ends=ends_h):
+                    c = torch.empty(a.shape[0], b.shape[2], device="cuda", dtype=a.dtype)
+                    for g in range(b.shape[0]):
+                        if ends[g] > begs[g]:
+                            torch.matmul(a[begs[g] : ends[g]], b[g], out=c[begs[g] : ends[g]])
+                    return c
+
+            c = ours()
+            c2 = ours_host()
+            cp_ = peer()
+            torch.cuda.synchronize()
+            check = set(rng.choice(G, size=min(G, 6), replace=False).tolist()) | {int(np.argmax(cnt))}
+            e_ours = max(_rel(torch, c, a, b, ends_h, check), _rel(torch, c2, a, b, ends_h, check))
+            e_peer = _rel(torch, cp_, a, b, ends_h, check)
+            t_o, t_h, t_p = [], [], []
+            for _ in range(3):
+                t_o.append(_time(torch, ours, args.reps))
+                t_h.append(_time(torch, ours_host, args.reps))
+                t_p.append(_time(torch, peer, args.reps))
+            uo, uh, up = statistics.median(t_o), statistics.median(t_h), statistics.median(t_p)
+            flop = 2.0 * T * K * N
+            r = up / uo
+            ratios.setdefault(dt, []).append(r)
+            say(
+                f"{name:30s} {dt:4s} {uo:9.1f} {up:9.1f} {peer_name:>10s} {flop / uo / 1e6:8.1f} {r:6.3f} "
+                f"{e_ours:9.2e} {e_peer:9.2e}   (host sizes: {uh:.1f} us; zero-token experts: "
+                f"{int((cnt == 0).sum())})"
+            )
+            rows.append(
+                dict(
+                    shape=name,
+                    dtype=dt,
+                    experts=G,
+                    tokens=T,
+                    k=K,
+                    n=N,
+                    us_ours=uo,
+                    us_ours_host_sizes=uh,
+                    us_peer=up,
+                    peer=peer_name,
+                    ratio=r,
+                    err_ours=e_ours,
+                    err_peer=e_peer,
+                    counts=cnt.tolist(),
+                )
+            )
+            if e_ours > 5e-2:
+                say(f"  ERROR: {name} {dt}: relative error {e_ours:.3e} against float64")
+        for G, max_m, K, N, name in [] if args.quick else MASKED:
+            a = torch.randn(G, max_m, K, device="cuda", dtype=tdt)
+            b = torch.randn(G, K, N, device="cuda", dtype=tdt) / math.sqrt(K)
+            mm_h = rng.integers(0, max_m + 1, size=G)
+            mm_h[: G // 8] = 0
+            mm = torch.tensor(mm_h, device="cuda", dtype=torch.int32)
+            ours = lambda: grouped.gemm_moe_masked(a, b, mm)  # noqa: E731
+
+            def peer(a=a, b=b, mm_h=mm_h):
+                c = torch.empty(a.shape[0], a.shape[1], b.shape[2], device="cuda", dtype=a.dtype)
+                for g in range(a.shape[0]):
+                    if mm_h[g]:
+                        torch.matmul(a[g, : mm_h[g]], b[g], out=c[g, : mm_h[g]])
+                return c
+
+            c = ours()
+            torch.cuda.synchronize()
+            err = 0.0
+            for g in range(G):
+                if mm_h[g]:
+                    ref = a[g, : mm_h[g]].double() @ b[g].double()
+                    err = max(
+                        err, float(torch.linalg.norm(c[g, : mm_h[g]].double() - ref) / torch.linalg.norm(ref))
+                    )
+            uo = statistics.median(_time(torch, ours, args.reps) for _ in range(3))
+            up = statistics.median(_time(torch, peer, args.reps) for _ in range(3))
+            flop = 2.0 * int(mm_h.sum()) * K * N
+            say(
+                f"{name:30s} {dt:4s} {uo:9.1f} {up:9.1f} {'loop':>10s} {flop / uo / 1e6:8.1f} {up / uo:6.3f} {err:9.2e}"
+            )
+            rows.append(
+                dict(
+                    shape=name,
+                    dtype=dt,
+                    experts=G,
+                    max_m=max_m,
+                    k=K,
+                    n=N,
+                    us_ours=uo,
+                    us_peer=up,
+                    peer="loop",
+                    ratio=up / uo,
+                    err_ours=err,
+                    masked=mm_h.tolist(),
+                )
+            )
+    for dt, rs in ratios.items():
+        gm = math.exp(sum(math.log(x) for x in rs) / len(rs))
+        say(f"geometric mean ratio ({dt}, contiguous, {len(rs)} shapes): {gm:.3f}")
+    (out / "gemm_grouped.json").write_text(json.dumps(dict(rows=rows, time=time.time()), indent=1))
+    log.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
