@@ -260,7 +260,12 @@ def _launch(
     from . import device
     from .cache import compile_kernel
 
-    cfg = config or GROUPED_DEFAULT
+    if G > 1024:
+        raise GemmInputError(
+            f"grouped GEMM: {G} groups; the grouped kernel takes up to 1024 (split the call)"
+        )
+    # the search's halving steps: the fewest that resolve G groups (one kernel per power of two)
+    cfg = config or GroupedConfig(max_groups=max(8, 1 << (G - 1).bit_length()))
     if G > cfg.max_groups:
         raise GemmInputError(
             f"grouped GEMM: {G} groups, the kernel resolves up to {cfg.max_groups}: pass "

@@ -33,8 +33,11 @@ Proven before the source is printed (:func:`generate_grouped`):
   empty -- for every group-size vector of a stated family (exhaustive for small group
   counts, sizes around the tile edges and zeros; listed larger MoE vectors), in the
   contiguous and the masked forms, with the exact and the upper-bound tile-row counts;
-* the binary search itself, over every non-decreasing prefix vector of up to 6 groups of
-  up to 3 tile rows and every tile row (:func:`prove_group_search`);
+* the binary search, for every table of up to ``max_groups`` groups
+  (:func:`prove_search_monotone`: it sees the tile prefix only through ``ptile[j] <= tm``,
+  true on a prefix ``j < c``, so the pairs (G, c) are every case), and its row and end
+  formulas over every prefix vector of up to 6 groups of up to 3 tile rows and every tile
+  row (:func:`prove_group_search`);
 * the base kernel's proofs (buffers, TMA boxes, descriptors, epilogue), the IR
   obligations of the rewritten tree (every access's address and bounds, uniform barriers)
   and its mbarrier protocol read back from the IR and model-checked.
@@ -64,6 +67,7 @@ __all__ = [
     "group_table",
     "group_search_devfn",
     "prove_group_search",
+    "prove_search_monotone",
     "prove_group_cover",
     "generate_grouped",
     "GROUPED_DEFAULT",
@@ -97,8 +101,8 @@ class GroupedConfig(WsVariantFields):
         if self.base.cluster != 1:
             raise GemmConfigError(f"GroupedConfig: the base must have cluster=1, not {self.base.cluster}")
         g = self.max_groups
-        if not (isinstance(g, int) and 1 <= g <= 1 << 16 and g & (g - 1) == 0):
-            raise GemmConfigError(f"GroupedConfig: max_groups={g!r} must be a power of two in [1, 65536]")
+        if not (isinstance(g, int) and 1 <= g <= 1 << 10 and g & (g - 1) == 0):
+            raise GemmConfigError(f"GroupedConfig: max_groups={g!r} must be a power of two in [1, 1024]")
         return self
 
 
@@ -163,9 +167,7 @@ def group_search_devfn(bm: int, max_groups: int) -> Tuple[str, str, kir.Block]:
 _I32 = (-(1 << 31), (1 << 31) - 1)
 
 
-def _ev(
-    e: kir.Expr, env: Dict[str, np.ndarray], tab: Optional[np.ndarray], mask: np.ndarray, reads: List[Any]
-) -> np.ndarray:
+def _ev(e: kir.Expr, env: Dict[str, np.ndarray], tab: Any, mask: np.ndarray, reads: List[Any]) -> np.ndarray:
     """``e`` with C semantics on ``int`` values (non-negative operands of ``/`` and ``%`` are
     checked; a result outside 32 bits fails): the subset of the IR the schedulers use.
     Table reads (``gtab[i]``) are recorded with the mask under which they happen."""
@@ -180,6 +182,8 @@ def _ev(
             raise ProofFailedError("scheduler IR: a read of an unknown array", condition="scheduler IR")
         i = _ev(e.idx[0], env, tab, mask, reads)
         reads.append((i.copy(), mask.copy()))
+        if callable(tab):  # a table given by its entries' formula: tab(case, index)
+            return np.asarray(tab(np.broadcast_to(env["__case"], mask.shape), i), dtype=np.int64)
         if tab.ndim == 2:  # one table per case: row env["__case"]
             case = np.broadcast_to(env["__case"], mask.shape)
             safe = np.where(mask & (i >= 0) & (i < tab.shape[1]), i, 0)
@@ -223,7 +227,7 @@ def _ev(
 def _run(
     stmts: Sequence[kir.Stmt],
     env: Dict[str, np.ndarray],
-    tab: Optional[np.ndarray],
+    tab: Any,
     mask: np.ndarray,
     reads: List[Any],
 ) -> None:
@@ -317,6 +321,70 @@ def prove_group_search(
         "C semantics)",
         "exhaustive",
         cases,
+    )
+
+
+def prove_search_monotone(max_groups: int, log: ProofLog, stmts: Optional[Sequence[kir.Stmt]] = None) -> None:
+    """The search's group for *every* table the kernel can be given, up to ``max_groups``
+    groups: its path depends on ``ptile`` only through the comparisons ``ptile[j] <= tm``
+    (its one use of the ptile entries), and for a non-decreasing ``ptile`` with ``ptile[0] =
+    0 <= tm`` those are true exactly for ``j < c``, some ``1 <= c <= G``.  So the pairs
+    ``(G, c)``, ``1 <= c <= G <= max_groups``, are every case; in each the emitted
+    statements must give ``g = c - 1`` (the largest ``g`` with ``ptile[g] <= tm``) and read
+    ptile only at indices below ``G``."""
+    st = list(stmts if stmts is not None else _search_stmts(1, max_groups)[1])
+    # the ptile reads are the If conditions; m0 / rend (after them) read the other parts
+    search = [
+        x
+        for x in st
+        if isinstance(x, kir.If) or (isinstance(x, kir.Assign) and getattr(x.lhs, "name", "") == "g")
+    ]
+    for x in search:  # the reduction's premise: every ptile read is compared as ptile[j] <= tm
+        for n in kir.walk(x):
+            if isinstance(n, kir.Bin) and (isinstance(n.a, kir.Index) or isinstance(n.b, kir.Index)):
+                if not (n.op == "<=" and isinstance(n.a, kir.Index) and getattr(n.b, "name", "") == "tm"):
+                    raise ProofFailedError(
+                        f"lp_group: a ptile read is compared as {kir.emit_expr_safe(n)}, not ptile[j] <= tm",
+                        condition="group search",
+                        witness=kir.emit_expr_safe(n),
+                    )
+    Gs = np.repeat(np.arange(1, max_groups + 1, dtype=np.int64), np.arange(1, max_groups + 1))
+    cs = _ranges(np.arange(1, max_groups + 1, dtype=np.int64)) + 1
+    case = np.arange(Gs.size)
+
+    def tab(cse: np.ndarray, i: np.ndarray) -> np.ndarray:
+        return np.where(i < cs[cse], 0, 1)
+
+    env: Dict[str, Any] = {"tm": np.zeros(Gs.size, dtype=np.int64), "G": Gs, "__case": case}
+    reads: List[Any] = []
+    mask = np.ones(Gs.size, dtype=bool)
+    _run(search, env, tab, mask, reads)
+    for i, m in reads:
+        bad = m & ((i < 0) | (i >= Gs))
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise ProofFailedError(
+                f"lp_group reads ptile[{int(i[j])}] of {int(Gs[j])} groups",
+                condition="group search reads in range",
+                witness=(int(Gs[j]), int(cs[j])),
+            )
+    g = env["g"]
+    if not np.array_equal(g, cs - 1):
+        j = int(np.flatnonzero(g != cs - 1)[0])
+        raise ProofFailedError(
+            f"lp_group: {int(Gs[j])} groups, ptile[j] <= tm exactly for j < {int(cs[j])}: it finds group "
+            f"{int(g[j])}, not {int(cs[j]) - 1}",
+            condition="group search",
+            witness=(int(Gs[j]), int(cs[j])),
+        )
+    log.add(
+        "equal",
+        f"lp_group, for every non-decreasing tile prefix of up to {max_groups} groups: the search sees ptile "
+        "only through ptile[j] <= tm, true exactly on a prefix j < c (1 <= c <= G), and for every (G, c) the "
+        "emitted statements give g = c - 1, the largest group with ptile[g] <= tm, reading ptile below G "
+        "only",
+        "exhaustive",
+        int(Gs.size),
     )
 
 
@@ -475,6 +543,7 @@ def _ranges(cnt: np.ndarray) -> np.ndarray:
 @functools.cache
 def _cover_proofs(cfg: GroupedConfig) -> Tuple[Any, ...]:
     log = ProofLog()
+    prove_search_monotone(cfg.max_groups, log)
     prove_group_search(cfg.base.bm, cfg.max_groups, log)
     prove_group_cover(cfg, log)
     return tuple(log.proofs)

@@ -67,6 +67,19 @@ def test_group_search_planted_bugs_caught(plant):
         kg.prove_group_search(128, 1024, ProofLog(), stmts)
 
 
+def test_search_proven_for_every_table_and_planted_bugs_caught():
+    log = ProofLog()
+    kg.prove_search_monotone(1024, log)
+    assert log.proofs[-1].cases == 1024 * 1025 // 2
+    with pytest.raises(ProofFailedError, match="not ptile"):
+        kg.prove_search_monotone(64, ProofLog(), kg._search_stmts(128, 64, "lt")[1])
+    with pytest.raises(ProofFailedError, match="finds group"):
+        kg.prove_search_monotone(64, ProofLog(), kg._search_stmts(128, 64, "step")[1])
+    # fewer steps than the groups need: 3 steps resolve 8 groups, not 9
+    with pytest.raises(ProofFailedError, match="finds group"):
+        kg.prove_search_monotone(16, ProofLog(), kg._search_stmts(128, 8)[1])
+
+
 def test_group_search_read_outside_table_caught():
     # the bound check g + s < G dropped: the search reads past the ptile part of the table
     tm, gtab, G = kir.Var("tm"), kir.Var("gtab", "const int*"), kir.Var("G")
@@ -80,6 +93,8 @@ def test_group_search_read_outside_table_caught():
     ]
     with pytest.raises(ProofFailedError):
         kg.prove_group_search(128, 8, ProofLog(), stmts)
+    with pytest.raises(ProofFailedError, match="reads ptile"):
+        kg.prove_search_monotone(8, ProofLog(), stmts)
 
 
 # ---------------------------------------------------------------------------- the cover
