@@ -22,10 +22,11 @@ from ..kernels.blockscale import (
     BLOCKSCALE_TYPES,
     SCALE_A,
     SCALE_B,
+    SCALED_OUTS,
     ScaleLayout,
     check_blockscale,
 )
-from ..kernels.wgmma_core import Sm90Config
+from ..kernels.wgmma_core import SCALED_TYPES, Sm90Config
 from . import rule
 
 __all__ = [
@@ -107,29 +108,35 @@ def scale_strides(
 
 
 def operand_kind(x_dtype: str, dtype: Optional[str]) -> str:
-    """The fp8 kind of an operand: a torch float8 dtype names itself; raw one-byte data
-    (``uint8``/``int8``, e.g. CuPy, which has no fp8 dtype) needs ``dtype="e4m3"`` or
-    ``"e5m2"``.
+    """The 8-bit kind of an operand: a torch float8 dtype names itself, int8 data is
+    ``"s8"``; raw uint8 bytes (e.g. CuPy, which has no fp8 dtype) need ``dtype=``
+    (``"e4m3"``, ``"e5m2"`` or ``"u8"``).
 
-    >>> operand_kind("float8_e4m3fn", None), operand_kind("uint8", "e5m2")
-    ('e4m3', 'e5m2')
+    >>> operand_kind("float8_e4m3fn", None), operand_kind("uint8", "e5m2"), operand_kind("int8", None)
+    ('e4m3', 'e5m2', 's8')
     """
-    own = _TORCH_FP8.get(x_dtype.replace("torch.", ""))
+    name = x_dtype.replace("torch.", "")
+    own = _TORCH_FP8.get(name)
     if dtype is not None and dtype not in BLOCKSCALE_TYPES:
         raise GemmInputError(f"gemm_fp8_blockscale: dtype={dtype!r} must be one of {BLOCKSCALE_TYPES}")
     if own is not None:
         if dtype is not None and dtype != own:
             raise GemmInputError(f"gemm_fp8_blockscale: the operand is {x_dtype} but dtype={dtype!r}")
         return own
-    if x_dtype.replace("torch.", "") in ("uint8", "int8"):
+    if name == "int8":
+        if dtype not in (None, "s8"):
+            raise GemmInputError(f"gemm_fp8_blockscale: the operand is int8 but dtype={dtype!r}")
+        return "s8"
+    if name == "uint8":
         if dtype is None:
             raise GemmInputError(
-                "gemm_fp8_blockscale: one-byte operands without an fp8 dtype: pass dtype='e4m3' or 'e5m2'"
+                "gemm_fp8_blockscale: uint8 operands: pass dtype='e4m3' or 'e5m2' (fp8 bytes) "
+                "or 'u8' (integers)"
             )
         return dtype
     raise GemmInputError(
-        f"gemm_fp8_blockscale: operands must be fp8 (torch float8_e4m3fn / float8_e5m2, or raw uint8 "
-        f"with dtype=), got {x_dtype}: quantize them first"
+        f"gemm_fp8_blockscale: operands must be 8-bit (torch float8_e4m3fn / float8_e5m2, int8, or raw "
+        f"uint8 with dtype=), got {x_dtype}: quantize them first"
     )
 
 
@@ -166,13 +173,13 @@ def decide_blockscale(
     >>> d.config.key(), d.kb, d.nb, d.k_units
     ('sm90_128x128x64_s6_g8_tma_ws', 17, 56, 1056)
     """
-    prob = GemmProblem("k", "k", dtype, out_dtype)
-    try:
-        prob.validate()
-    except GemmConfigError as e:
-        raise GemmInputError(f"gemm_fp8_blockscale: {e}") from None
-    if out_dtype is not None and prob.out not in ("bf16", "f16", "f32"):
-        raise GemmInputError(f"gemm_fp8_blockscale: out_dtype={out_dtype!r} must be 'bf16', 'f16' or 'f32'")
+    if dtype not in BLOCKSCALE_TYPES:
+        raise GemmInputError(f"gemm_fp8_blockscale: dtype={dtype!r} must be one of {BLOCKSCALE_TYPES}")
+    prob = GemmProblem("k", "k", dtype, out_dtype or "bf16")
+    if prob.out not in SCALED_OUTS:
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: out_dtype={out_dtype!r} must be one of {SCALED_OUTS} (a scaled product)"
+        )
     if k % 16:
         raise GemmInputError(
             f"gemm_fp8_blockscale: K = {k} must be a multiple of 16 (the tensor maps' 16-byte rows): "
@@ -183,6 +190,10 @@ def decide_blockscale(
             Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="ws")
             if m <= 64
             else BLOCKSCALE_DEFAULT
+        )
+    if not isinstance(config, Sm90Config):
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: config must be an Sm90Config (schedule='ws', bn=128), not {config!r}"
         )
     try:
         config.validate()
@@ -300,7 +311,14 @@ def blockscale_launcher(
         np.int32(d.k_units),
         np.int64(ldc),
         np.int32(int(to[0] % 16 == 0 and po % 16 == 0)),
-        np.float32(alpha),
+    )
+    if kind in SCALED_TYPES:  # the fp8 kernels' per-tensor alpha
+        args += (np.float32(alpha),)
+    elif alpha != 1.0:
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: .{kind} kernels take no alpha (got {alpha}): fold it into scale_a"
+        )
+    args += (
         sa_arg,
         sb_arg,
         np.int64(sa_m),

@@ -16,6 +16,10 @@ for e4m3/e5m2 operands (both K-major), f32 accumulation, a bf16/f16/f32 output:
   *promotes*: ``acc[i] += part[i] * scale_a[row(i), kt] * scale_b[n0 / 128, kt]`` into the
   f32 accumulator the epilogue stores (Hopper's fp8 wgmma accumulates with reduced
   precision; the promotion keeps each partial sum to one block).
+* The same kernel takes s8/u8 operands (``GemmProblem("k", "k", "s8", "bf16")``): the
+  partial sums are exact s32, converted and promoted into f32 with their scales -- int8 into
+  bf16/f16/f32 with per-block, per-row or per-tensor scales (no ``alpha``: fold it into a
+  scale).
 
 What is proven before the source is printed, beyond the ws kernel's own obligations:
 
@@ -104,8 +108,12 @@ __all__ = [
 
 #: the K extent of one scale block (elements), for both operands
 SCALE_K = 128
-#: the operand types the block-scaled kernel takes
-BLOCKSCALE_TYPES: Tuple[str, ...] = ("e4m3", "e5m2")
+#: the operand types the block-scaled kernel takes: fp8 (f32 partial sums) and the 8-bit
+#: integers (exact s32 partial sums, promoted to f32 with their scales)
+BLOCKSCALE_TYPES: Tuple[str, ...] = ("e4m3", "e5m2", "s8", "u8")
+#: the integer types among them and the outputs a scaled integer product takes
+INT_TYPES: Tuple[str, ...] = ("s8", "u8")
+SCALED_OUTS: Tuple[str, ...] = ("bf16", "f16", "f32")
 #: 128 x 128 tiles (two consumer warpgroups), 6 stages, persistent and warp-specialized
 BLOCKSCALE_DEFAULT = Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws")
 
@@ -288,13 +296,19 @@ def _scale_layout_records() -> Tuple[Any, ...]:
 
 # ============================================================================ the kernel
 def check_blockscale(cfg: Sm90Config, prob: GemmProblem) -> None:
-    """The configurations the block-scaled kernel is built for: fp8 operands (both
-    K-major), the warp-specialized TMA schedule without a cluster, ``bn == 128`` (one scale_b
-    per tile and a k-tile of 128 elements), no batch."""
+    """The configurations the block-scaled kernel is built for: 8-bit operands (fp8 or
+    int8, both K-major) into bf16/f16/f32, the warp-specialized TMA schedule without a
+    cluster, ``bn == 128`` (one scale_b per tile and a k-tile of 128 elements), no batch."""
     if prob.dtype not in BLOCKSCALE_TYPES:
         raise GemmConfigError(
-            f"generate_blockscale: block scales are for fp8 operands {BLOCKSCALE_TYPES}, got {prob.dtype!r}"
+            f"generate_blockscale: block scales are for 8-bit operands {BLOCKSCALE_TYPES}, got {prob.dtype!r}"
         )
+    if prob.out not in SCALED_OUTS:
+        raise GemmConfigError(
+            f"generate_blockscale: a scaled product is stored as one of {SCALED_OUTS}, not {prob.out!r}"
+        )
+    if prob.batch:
+        raise GemmConfigError("generate_blockscale: batched block-scaled products are not built")
     if cfg.schedule != "ws" or cfg.loader != "tma" or cfg.cluster != 1:
         raise GemmConfigError(
             "generate_blockscale: the block-scaled kernel is the warp-specialized TMA kernel without a "
@@ -403,12 +417,9 @@ def _batch_ir(F: _WsFrame, stage: kir.Expr, part: kir.Var, ks_range: Tuple[int, 
 
 def _zero_ir(v: kir.Var, n: int) -> kir.Stmt:
     i = ir_var("i")
+    zero: kir.Expr = kir.Const(0) if v.ctype == "int" else kir.FloatLit("0.f")
     return kir.For(
-        i,
-        kir.Const(0),
-        kir.Const(n),
-        kir.block(kir.Assign(kir.Index(v, (i,)), kir.FloatLit("0.f"))),
-        unroll=True,
+        i, kir.Const(0), kir.Const(n), kir.block(kir.Assign(kir.Index(v, (i,)), zero)), unroll=True
     )
 
 
@@ -477,15 +488,17 @@ def _scale_loads_ir(
 
 
 def _promote_ir(acc: kir.Var, part: kir.Var, sc: kir.Var, n: int) -> kir.Stmt:
-    """``acc[i] += part[i] * sc[(i >> 1) & 1]`` for every register: the promotion."""
+    """``acc[i] += part[i] * sc[(i >> 1) & 1]`` for every register: the promotion (an s32
+    partial converted to f32 first)."""
     i = ir_var("i")
+    val: kir.Expr = kir.Index(part, (i,))
+    if part.ctype == "int":
+        val = kir.Cast("float", val)
     return kir.For(
         i,
         kir.Const(0),
         kir.Const(n),
-        kir.block(
-            kir.Assign(kir.Index(acc, (i,)), kir.Index(part, (i,)) * kir.Index(sc, ((i >> 1) & 1,)), op="+=")
-        ),
+        kir.block(kir.Assign(kir.Index(acc, (i,)), val * kir.Index(sc, ((i >> 1) & 1,)), op="+=")),
         unroll=True,
     )
 
@@ -510,7 +523,7 @@ def _consumer_bs_ir(
     E.add(cg=cg, m0=cm0, n0=cn0)
     acc, ad = acc_ir(cfg, "f32")
     R = cfg.bn // 2
-    part = kir.Var("part", "float")
+    part = kir.Var("part", "int" if F.prob.dtype in INT_TYPES else "float")
     sc = kir.Var("sc", "float")
     prev = ir_var("prev", values=tuple(range(-1, S)))
     ckt = ir_var("kt")
@@ -664,16 +677,18 @@ def _events(
             base = s.lhs.base
             i = int(evaluate.ev(s.lhs.idx[0], env))
             if base is part:
-                if (
-                    not (isinstance(s.rhs, kir.FloatLit) and s.rhs.text in ("0.f", "0.0f", "0"))
-                    or s.op != "="
-                ):
+                zero = (isinstance(s.rhs, kir.FloatLit) and s.rhs.text in ("0.f", "0.0f")) or (
+                    isinstance(s.rhs, kir.Const) and s.rhs.value == 0
+                )
+                if not zero or s.op != "=":
                     raise ProofFailedError(
                         "part is written other than zeroed", condition="promotion structure"
                     )
                 out.append(("zero", i))
             elif base is acc:
                 rhs = s.rhs
+                if isinstance(rhs, kir.Bin) and isinstance(rhs.a, kir.Cast) and rhs.a.ctype == "float":
+                    rhs = kir.Bin(rhs.op, rhs.a.a, rhs.b)  # an s32 partial converted to f32
                 if not (
                     s.op == "+="
                     and isinstance(rhs, kir.Bin)
@@ -836,7 +851,11 @@ def generate_blockscale(
     for the proofs' tests (promotion every ``128 / _segments`` elements; a scale block
     other than ``kt``)."""
     cfg = (config or BLOCKSCALE_DEFAULT).validate()
-    prob = (problem or GemmProblem("k", "k", "e4m3")).validate()
+    prob = problem or GemmProblem("k", "k", "e4m3")
+    if prob.dtype in INT_TYPES:  # s32 partials into a scaled float output (check_blockscale)
+        GemmProblem(prob.a_major, prob.b_major, "f16", "f32", prob.batch).validate()
+    else:
+        prob = prob.validate()
     plain = _segments == 1 and _kb_of is None
     if memo and plain and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]

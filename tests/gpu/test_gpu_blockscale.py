@@ -51,14 +51,26 @@ def test_e5m2_and_f32_output():
     assert kir.wgmma_ptx(128, "e5m2") in k.source and "typedef float lp_out_t;" in k.source
 
 
+@pytest.mark.parametrize("dtype", ["s8", "u8"])
+def test_int8_with_scales_promotes_exact_s32_partials(dtype):
+    k = bs.generate_blockscale(SMALL, GemmProblem("k", "k", dtype, "bf16"))
+    src = k.source
+    assert "int part[64];" in src and "acc[i] += (float)part[i] * sc[(i >> 1) & 1];" in src
+    assert "float acc[64];" in src and "float scale" not in src  # no alpha: fold it into a scale
+    assert kir.wgmma_ptx(128, dtype) in src
+    assert any("promotion interval" in r.statement for r in k.proofs)
+    with pytest.raises(GemmConfigError, match="stored as one of"):
+        bs.check_blockscale(SMALL, GemmProblem("k", "k", dtype))  # s32 out: the typed kernel's
+
+
 def test_configurations_refused_by_name():
     e4 = GemmProblem("k", "k", "e4m3")
     with pytest.raises(GemmConfigError, match="scale block"):
         bs.check_blockscale(Sm90Config(bn=256, loader="tma", schedule="ws"), e4)
     with pytest.raises(GemmConfigError, match="warp-specialized"):
         bs.check_blockscale(Sm90Config(bn=128), e4)
-    with pytest.raises(GemmConfigError, match="fp8"):
-        bs.check_blockscale(bs.BLOCKSCALE_DEFAULT, GemmProblem("k", "k", "s8"))
+    with pytest.raises(GemmConfigError, match="8-bit operands"):
+        bs.check_blockscale(bs.BLOCKSCALE_DEFAULT, GemmProblem("k", "k", "tf32"))
     with pytest.raises(GemmConfigError, match="only K-major"):
         bs.check_blockscale(bs.BLOCKSCALE_DEFAULT, GemmProblem("k", "n", "e4m3"))
 
@@ -155,7 +167,10 @@ def test_scale_strides_accepts_the_layouts_and_names_the_fix():
 
 def test_operand_kind_and_decision():
     assert hbs.operand_kind("torch.float8_e5m2", None) == "e5m2"
-    with pytest.raises(GemmInputError, match="pass dtype='e4m3' or 'e5m2'"):
+    assert hbs.operand_kind("torch.int8", None) == "s8" and hbs.operand_kind("uint8", "u8") == "u8"
+    with pytest.raises(GemmInputError, match="int8 but dtype='e4m3'"):
+        hbs.operand_kind("int8", "e4m3")
+    with pytest.raises(GemmInputError, match="pass dtype='e4m3' or 'e5m2' .* or 'u8'"):
         hbs.operand_kind("uint8", None)
     with pytest.raises(GemmInputError, match="quantize them first"):
         hbs.operand_kind("float16", None)
@@ -172,6 +187,11 @@ def test_operand_kind_and_decision():
         )
     with pytest.raises(GemmInputError, match="out_dtype"):
         hbs.decide_blockscale(256, 256, 256, "e4m3", "s32", 132)
+    with pytest.raises(GemmInputError, match="out_dtype='s32'"):
+        hbs.decide_blockscale(256, 256, 256, "s8", "s32", 132)
+    assert hbs.decide_blockscale(256, 256, 256, "s8", None, 132).problem.out == "bf16"
+    with pytest.raises(GemmInputError, match="Sm90Config"):
+        hbs.decide_blockscale(256, 256, 256, "s8", None, 132, config="128x128")
 
 
 # ----------------------------------------------------------------------------- nvcc
@@ -251,6 +271,24 @@ def test_blockscale_gemm_matches_the_float64_reference(shape):
     c1 = hbs.gemm_fp8_blockscale(a, bt.T, s1, s1, out_dtype="f32")
     r1 = reference(a, bt.T, s1, s1)
     assert (c1.double() - r1).abs().max().item() <= 2e-3 * max(r1.abs().max().item(), 1e-30)
+
+
+@pytest.mark.skipif(not _hopper(), reason="needs an sm_90 GPU with torch")
+def test_int8_blockscale_gemm_matches_the_float64_reference():
+    import torch
+
+    m, n, k = 200, 300, 400
+    g = torch.Generator(device="cuda").manual_seed(1)
+    a = torch.randint(-128, 128, (m, k), device="cuda", generator=g, dtype=torch.int8)
+    bt = torch.randint(-128, 128, (n, k), device="cuda", generator=g, dtype=torch.int8)
+    sa = torch.rand(m, 1, device="cuda", generator=g) * 1e-2  # per token
+    sb = torch.rand(-(-n // 128), -(-k // 128), device="cuda", generator=g) * 1e-2
+    c = hbs.gemm_fp8_blockscale(a, bt.T, sa, sb, out_dtype="f32")
+    ref = reference(a, bt.T, sa.expand(m, -(-k // 128)), sb)
+    # s32 partial sums are exact: only the f32 promotion rounds
+    assert (c.double() - ref).abs().max().item() <= 1e-5 * ref.abs().max().item()
+    with pytest.raises(GemmInputError, match="fold it into scale_a"):
+        hbs.gemm_fp8_blockscale(a, bt.T, sa, sb, alpha=2.0)
 
 
 @pytest.mark.skipif(not _hopper(), reason="needs an sm_90 GPU with torch")

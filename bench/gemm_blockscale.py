@@ -1,0 +1,277 @@
+"""The fp8 GEMM with DeepGEMM's block scales on the GPU: correctness against a float64
+dequantize-and-multiply reference, and speed on DeepSeek-V3's shapes.
+
+``C = (A * scale_a) @ (B * scale_b)`` with ``scale_a`` one f32 per row and 128 elements of K
+(``M x ceil(K/128)``), ``scale_b`` one per 128 x 128 block of B (``ceil(N/128) x ceil(K/128)``),
+through :func:`layoutproof.gpu.host.blockscale.gemm_fp8_blockscale` (the kernel generated and
+proven on first use).
+
+* ``--check``: e4m3/e5m2 into bf16/f16/f32 (and int8 with scales into f32/bf16) on shapes with tails on M, N and K (K a multiple
+  of 16, not of 128), scale_a row-major, MN-major (DeepGEMM's layout, padded to 16 bytes),
+  per-row and per-tensor (a one-element device tensor, broadcast); outputs NaN-poisoned and
+  written through a padded view whose border must stay untouched.  The error is the largest
+  ``|ours - ref| / max |ref|`` against float64 of the exactly representable inputs; the
+  float32 dequantize-and-matmul error is printed beside it for scale.
+* ``--time SHAPES`` (``deepgemm``: the dense shapes of DeepGEMM's README): TFLOP/s of ours
+  against the torch reference (dequantize to bf16 + ``torch.matmul``) and
+  ``torch._scaled_mm`` with per-tensor scales (the same fp8 FLOPs without block scales; a
+  ceiling, not the same product), interleaved rounds, median of per-round ratios, beside
+  DeepGEMM's published figure for the shape (H800 SXM5, which has the H100's dense compute).
+
+Run on the GPU machine from the repository root (after ``. bench/device_env.sh``)::
+
+    python3 bench/gemm_blockscale.py --check --time deepgemm
+
+Logs (and a JSON of every figure) go under ``$OUT/gemm_blockscale`` (``bench/out/...``
+locally).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from typing import Any, Dict, List, Tuple
+
+from _timing import out_dir
+
+#: DeepGEMM's README (commit 55ab91f, 2025-03-25, "Normal GEMMs for dense models"; H800 SXM5,
+#: NVCC 12.8): (M, N, K) -> TFLOP/s of its fp8 block-scaled GEMM
+DEEPGEMM_H800: Dict[Tuple[int, int, int], int] = {
+    (64, 2112, 7168): 206,
+    (64, 24576, 1536): 289,
+    (64, 32768, 512): 219,
+    (64, 7168, 16384): 336,
+    (64, 4096, 7168): 287,
+    (64, 7168, 2048): 295,
+    (128, 2112, 7168): 352,
+    (128, 24576, 1536): 535,
+    (128, 32768, 512): 358,
+    (128, 7168, 16384): 645,
+    (128, 4096, 7168): 533,
+    (128, 7168, 2048): 510,
+    (4096, 2112, 7168): 1009,
+    (4096, 24576, 1536): 1125,
+    (4096, 32768, 512): 751,
+    (4096, 7168, 16384): 1426,
+    (4096, 4096, 7168): 1265,
+    (4096, 7168, 2048): 1168,
+}
+
+_TORCH_OUT = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
+_TORCH_IN = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2", "s8": "int8"}
+_TOL = {"bf16": 1.5e-2, "f16": 4e-3, "f32": 2e-3}
+
+LOG: List[str] = []
+RESULTS: Dict[str, Any] = {"check": [], "time": []}
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+    LOG.append(line)
+
+
+def inputs(dtype: str, m: int, n: int, k: int, seed: int, sa_layout: str) -> Tuple[Any, Any, Any, Any]:
+    """fp8 A (M x K row-major), B (K x N, K contiguous: the transpose of an N x K row-major
+    weight), scale_a in ``sa_layout`` (``row``, ``mn``: MN-major padded to 4 rows, ``per_row``,
+    ``tensor``) and a row-major scale_b; scales in [0.5, 1.5) times powers of two."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    if dtype == "s8":
+        a = torch.randint(-128, 128, (m, k), device="cuda", generator=g, dtype=torch.int8)
+        bt = torch.randint(-128, 128, (n, k), device="cuda", generator=g, dtype=torch.int8)
+    else:
+        f8 = getattr(torch, _TORCH_IN[dtype])
+        a = (torch.randn(m, k, device="cuda", generator=g) * 2).to(f8)
+        bt = (torch.randn(n, k, device="cuda", generator=g) * 2).to(f8)
+    kb, nb = -(-k // 128), -(-n // 128)
+
+    def sc(*shape: int) -> Any:
+        e = torch.randint(-3, 4, shape, device="cuda", generator=g).float()
+        return (torch.rand(*shape, device="cuda", generator=g) + 0.5) * torch.exp2(e)
+
+    if sa_layout == "row":
+        sa = sc(m, kb)
+    elif sa_layout == "mn":
+        mp = -(-m // 4) * 4
+        sa = sc(kb, mp).T[:m]  # (m, kb) with strides (1, mp)
+    elif sa_layout == "per_row":
+        sa = sc(m, 1)
+    else:
+        sa = sc(1)
+    return a, bt.T, sa, sc(nb, kb)
+
+
+def reference(a: Any, b: Any, sa: Any, sb: Any, kind: Any) -> Any:
+    """``(A * sa) @ (B * sb)`` in ``kind`` (torch.float64 or torch.float32, TF32 off)."""
+    import torch
+
+    m, k = a.shape
+    n = b.shape[1]
+    kb = -(-k // 128)
+    kk = torch.arange(k, device="cuda") // 128
+    nn = torch.arange(n, device="cuda") // 128
+    sa2 = sa.reshape(1, 1) if sa.dim() == 1 else sa
+    sa2 = sa2.to(kind).expand(m, kb)
+    sb2 = sb.to(kind).expand(-(-n // 128), kb)
+    A = a.to(kind) * sa2[:, kk]
+    B = b.to(kind) * sb2[nn][:, kk].T
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return A @ B
+
+
+def check(dtype: str, out: str, m: int, n: int, k: int, sa_layout: str, seed: int = 0) -> bool:
+    import torch
+
+    from layoutproof.gpu.host.blockscale import gemm_fp8_blockscale, last_blockscale_launch
+
+    a, b, sa, sb = inputs(dtype, m, n, k, seed, sa_layout)
+    tout = getattr(torch, _TORCH_OUT[out])
+    pad = 8
+    big = torch.full((m + 2, n + 2 * pad), float("nan"), device="cuda", dtype=tout)
+    view = big[1 : m + 1, pad : pad + n]
+    t0 = time.perf_counter()
+    gemm_fp8_blockscale(a, b, sa, sb, out_dtype=out, out=view)
+    torch.cuda.synchronize()
+    first = time.perf_counter() - t0
+    ref = reference(a, b, sa, sb, torch.float64)
+    r32 = reference(a, b, sa, sb, torch.float32)
+    scale = max(ref.abs().max().item(), 1e-30)
+    got = view.double()
+    nan = int(torch.isnan(got).sum().item())
+    err = (got - ref).abs().max().item() / scale if nan == 0 else float("inf")
+    e32 = (r32.double() - ref).abs().max().item() / scale
+    border = big.clone()
+    border[1 : m + 1, pad : pad + n] = float("nan")
+    untouched = bool(torch.isnan(border).all().item())
+    ok = nan == 0 and err <= _TOL[out] and untouched
+    cfg = last_blockscale_launch.get("config")
+    say(
+        f"[check] {'ok  ' if ok else 'FAIL'} {dtype}->{out} {m}x{n}x{k} scale_a {sa_layout}: "
+        f"max err {err:.2e} (f32 dequant+matmul {e32:.2e}, tol {_TOL[out]:.0e}), NaN left {nan}, "
+        f"border {'untouched' if untouched else 'WRITTEN'}, first call {first:.2f} s "
+        f"({cfg.key() if cfg is not None else '?'})"
+    )
+    RESULTS["check"].append(
+        dict(dtype=dtype, out=out, m=m, n=n, k=k, sa=sa_layout, err=err, err_f32=e32, ok=ok, first_s=first)
+    )
+    return ok
+
+
+def _time(fn: Any, reps: int) -> float:
+    import torch
+
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    fn()
+    s.record()
+    for _ in range(reps):
+        fn()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e) / reps / 1e3
+
+
+def timing(m: int, n: int, k: int, rounds: int = 7) -> Dict[str, float]:
+    """Median TFLOP/s of ours and the peers, interleaved round by round; the ratios (peer
+    time / ours) are medians of the per-round ratios.  Returns ``{peer: ratio}``."""
+    import torch
+
+    from layoutproof.gpu.host.blockscale import blockscale_launcher, last_blockscale_launch
+
+    a, b, sa, sb = inputs("e4m3", m, n, k, 1, "mn")
+    ours, c = blockscale_launcher(a, b, sa, sb, out_dtype="bf16")
+    ours()
+    cfg = last_blockscale_launch["config"]
+    kk = torch.arange(k, device="cuda") // 128
+    nn = torch.arange(n, device="cuda") // 128
+    sa_full = sa[:, kk]  # the reference's scales, expanded once (not timed)
+    sb_full = sb[nn][:, kk].T
+
+    def dequant_matmul() -> Any:
+        return (a.to(torch.bfloat16) * sa_full.to(torch.bfloat16)) @ (
+            b.to(torch.bfloat16) * sb_full.to(torch.bfloat16)
+        )
+
+    one = torch.ones((), device="cuda")
+    peers: Dict[str, Any] = {"torch dequant+matmul": dequant_matmul}
+
+    def scaled_mm() -> Any:
+        return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+    for name, fn in (("_scaled_mm per-tensor", scaled_mm),):
+        try:
+            fn()
+            peers[name] = fn
+        except Exception as e:  # a peer the installed torch does not run on this shape
+            say(f"[time] {m}x{n}x{k}: {name} failed: {e}")
+    flop = 2.0 * m * n * k
+    reps = max(5, min(100, int(2e13 / flop)))
+    runs = {"ours": ours, **peers}
+    times: Dict[str, List[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, fn in runs.items():
+            times[name].append(_time(fn, reps))
+    tf = {name: flop / statistics.median(t) / 1e12 for name, t in times.items()}
+    ratios = {p: statistics.median(tp / to for tp, to in zip(times[p], times["ours"])) for p in peers}
+    dg = DEEPGEMM_H800.get((m, n, k))
+    line = ", ".join(f"{name} {v:.0f}" for name, v in tf.items())
+    line += "".join(f"; {p}/ours {r:.3f}" for p, r in ratios.items())
+    if dg is not None:
+        line += f"; DeepGEMM (H800, published) {dg}, ours/DeepGEMM {tf['ours'] / dg:.2f}"
+    say(f"[time] e4m3->bf16 {m}x{n}x{k} ({cfg.key()}) TFLOP/s: {line}")
+    RESULTS["time"].append(dict(m=m, n=n, k=k, config=cfg.key(), tflops=tf, ratios=ratios, deepgemm_h800=dg))
+    return ratios
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--time", default="", help="MxNxK,... or 'deepgemm' (DeepGEMM's README shapes)")
+    ap.add_argument("--out", default=None, help="log folder (default $OUT/gemm_blockscale)")
+    ns = ap.parse_args(argv)
+    import torch
+
+    say(f"[env] {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    fails = 0
+    if ns.check:
+        shapes = [
+            (128, 128, 128),
+            (200, 300, 400),
+            (64, 2112, 7168),
+            (1, 130, 16),
+            (257, 513, 1040),
+            (4096, 512, 7168),
+        ]
+        for dtype, out in (("e4m3", "bf16"), ("e4m3", "f32"), ("e5m2", "f16"), ("s8", "f32"), ("s8", "bf16")):
+            for i, (m, n, k) in enumerate(shapes):
+                fails += not check(dtype, out, m, n, k, ("row", "mn", "per_row", "tensor")[i % 4], seed=i)
+    if ns.time:
+        shapes = (
+            list(DEEPGEMM_H800)
+            if ns.time == "deepgemm"
+            else [tuple(int(x) for x in s.split("x")) for s in ns.time.split(",")]
+        )
+        geo: Dict[str, List[float]] = {}
+        for m, n, k in shapes:
+            for p, r in timing(m, n, k).items():
+                geo.setdefault(p, []).append(r)
+        for p, rs in geo.items():
+            g = math.exp(sum(math.log(r) for r in rs) / len(rs))
+            say(f"[geomean] {p} time / ours over {len(rs)} shapes: {g:.3f}")
+        rel = [t["tflops"]["ours"] / t["deepgemm_h800"] for t in RESULTS["time"] if t["deepgemm_h800"]]
+        if rel:
+            g = math.exp(sum(math.log(r) for r in rel) / len(rel))
+            say(f"[geomean] ours / DeepGEMM's published H800 TFLOP/s over {len(rel)} shapes: {g:.3f}")
+    say(f"[done] {fails} failed checks")
+    d = out_dir("gemm_blockscale", ns.out)
+    (d / "log.txt").write_text("\n".join(LOG) + "\n")
+    (d / "results.json").write_text(json.dumps(RESULTS, indent=1, default=str))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
