@@ -45,6 +45,7 @@ __all__ = [
     "moe_table",
     "masked_table",
     "last_grouped_launch",
+    "consecutive",
 ]
 
 _TMAP_REC = np.dtype({"names": [f"w{i}" for i in range(16)], "formats": [np.uint64] * 16})
@@ -488,15 +489,50 @@ def gemm_moe_masked(
     return out
 
 
+def consecutive(ptrs: Sequence[int], counts: Sequence[int], unit: int) -> bool:
+    """Whether blocks at byte addresses ``ptrs``, block ``i`` holding ``counts[i]`` units of
+    ``unit`` bytes, lie one after another in one buffer (``ptr[i] = ptr[0] + unit *
+    sum(counts[:i])``; empty blocks are not looked at).
+
+    >>> consecutive([1000, 1000 + 6 * 4, 1000 + 9 * 4], [6, 3, 2], 4)
+    True
+    >>> consecutive([1000, 1100], [6, 3], 4)
+    False
+    """
+    off = 0
+    for p, c in zip(ptrs, counts):
+        if c and p != ptrs[0] + off * unit:
+            return False
+        off += c
+    return True
+
+
 def _stack(xs: Sequence[Any], what: str) -> Any:
-    """``xs`` as one stacked array (a view when they already are consecutive slices of one
-    buffer; else one copy)."""
-    x0 = xs[0]
-    if type(x0).__module__.split(".")[0] == "torch":
+    """``xs`` as one stacked array: a view when they already are consecutive parts of one
+    buffer (the A row blocks one after another with one row stride; the B matrices one
+    expert stride apart), else one copy."""
+    arrs = [_arr(x, what, True) for x in xs]
+    x0, a0 = xs[0], arrs[0]
+    it = 2
+    same = all(a.strides == a0.strides for a in arrs)
+    view: Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]] = None
+    if same and what == "a":
+        rows = [a.shape[0] for a in arrs]
+        if a0.strides[1] == 1 and consecutive([a.ptr for a in arrs], rows, a0.strides[0] * it):
+            view = ((sum(rows), a0.shape[1]), a0.strides)
+    elif same and what == "b" and len(arrs) > 1:
+        d = arrs[1].ptr - a0.ptr
+        if d > 0 and d % it == 0 and all(a.ptr == a0.ptr + i * d for i, a in enumerate(arrs)):
+            view = ((len(arrs),) + a0.shape, (d // it,) + a0.strides)
+    if a0.torch:
+        if view is not None:
+            return x0.as_strided(view[0], view[1])
         return _torch().cat(list(xs), 0) if what == "a" else _torch().stack(list(xs), 0)
     from . import device
 
     cp = device.cupy()
+    if view is not None:
+        return cp.ndarray(view[0], x0.dtype, x0.data, tuple(s * it for s in view[1]))
     return cp.concatenate(list(xs), 0) if what == "a" else cp.stack(list(xs), 0)
 
 
@@ -508,9 +544,10 @@ def gemm_grouped(
     config: Optional[GroupedConfig] = None,
 ) -> List[Any]:
     """``[a_list[g] @ b_list[g]]`` in one launch: every ``a_list[g]`` (M_g x K) and
-    ``b_list[g]`` (K x N) share K and N (M_g may be 0).  The operands are stacked into one A
-    and one B (a copy each) and the results are views of one stacked output.  Per-group K
-    or N is refused (by name).
+    ``b_list[g]`` (K x N) share K and N (M_g may be 0).  A blocks that are consecutive rows
+    of one buffer are read in place (else copied into one stacked A), and so are B matrices
+    one expert stride apart (else stacked by a copy); the results are views of one stacked
+    output.  Per-group K or N is refused (by name).
 
     Raises:
         GemmInputError: empty or unequal lists, per-group K or N, and as :func:`gemm_moe`.

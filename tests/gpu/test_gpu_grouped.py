@@ -248,6 +248,12 @@ def test_numpy_and_mismatched_groups_refused():
         hg.gemm_array([_FakeTensor((4, 64)), _FakeTensor((5, 64))], [_FakeTensor((64, 32))] * 2)
 
 
+def test_consecutive_blocks_detected():
+    assert hg.consecutive([0, 0, 12, 12], [0, 3, 0, 5], 4)  # empty blocks anywhere
+    assert not hg.consecutive([0, 16], [3, 5], 4)  # a gap
+    assert not hg.consecutive([0, 8], [3, 5], 4)  # an overlap
+
+
 # ---------------------------------------------------------------------------- nvcc
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
