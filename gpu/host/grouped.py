@@ -165,6 +165,9 @@ def _torch_masked(torch: Any, masked_m: Any, max_m: int, bm: int) -> Tuple[Any, 
 
 
 # ============================================================================ the launch
+#: the kernel's parameters in order, as :func:`_launch` passes them (checked against the IR)
+KERNEL_ARGS = ("tmA", "tmB", "C", "M", "N", "K", "ldc", "c_vec", "batch", "ldcb", "gtab", "G", "rtiles")
+
 _LOCK = threading.Lock()
 _MAPS: Dict[Tuple[Any, ...], Any] = {}
 
@@ -299,21 +302,22 @@ def _launch(
         grid = max(1, min(tiles, device.sm_count(cp)))
         cvec = int(ldc % 8 == 0 and out_ptr % 16 == 0)
         i32, i64 = np.int32, np.int64
-        args = (
-            tma,
-            tmb,
-            np.uint64(out_ptr),
-            i32(a_rows),
-            i32(N),
-            i32(K),
-            i64(ldc),
-            i32(cvec),
-            i32(G),
-            i64(0),
-            np.uint64(tab_ptr),
-            i32(G),
-            i32(rtiles),
+        named = dict(
+            tmA=tma,
+            tmB=tmb,
+            C=np.uint64(out_ptr),
+            M=i32(a_rows),
+            N=i32(N),
+            K=i32(K),
+            ldc=i64(ldc),
+            c_vec=i32(cvec),
+            batch=i32(G),
+            ldcb=i64(0),  # the groups' rows are disjoint parts of one stacked C
+            gtab=np.uint64(tab_ptr),
+            G=i32(G),
+            rtiles=i32(rtiles),
         )
+        args = tuple(named[n] for n in KERNEL_ARGS)
         with _LOCK:
             if torch_mod is not None:
                 sp = torch_mod.cuda.current_stream(a.dev).cuda_stream
