@@ -823,7 +823,7 @@ def _array_facts(x: Any) -> Tuple[Tuple[int, ...], Tuple[int, ...], int, int, bo
 def _unit_tensor_map(ptr: int, rows: int, k_bytes: int, row_bytes: int) -> Any:
     """The 128-byte tensor map of a K-major operand as 16-bit units: ``rows`` rows of
     ``k_bytes`` bytes, ``row_bytes`` apart; 64 x 64-unit boxes, 128-byte swizzle, zero fill
-    outside (the boxes :func:`~layoutproof.gpu.kernels.wgmma.tma_box_addresses` models)."""
+    outside (the boxes :func:`~layoutproof.gpu.kernels.wgmma.prove_tma` proves)."""
     from cuda.bindings import driver  # cuda-python
 
     u32, u64 = driver.cuuint32_t, driver.cuuint64_t

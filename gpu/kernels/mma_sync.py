@@ -11,7 +11,9 @@ the comment header of the ``.cu`` file:
   buffer, 16-byte aligned;
 * the swizzle is chosen by the algebra: the smallest ``Swizzle<B,3,S>`` for which every
   16-byte cp.async write phase and every ldmatrix phase of the kernel is proven free of
-  bank conflicts (:mod:`layoutproof.gpu.proof.banks`);
+  bank conflicts, chosen and certified by the analysis API
+  (:func:`layoutproof.gpu.analysis.synthesize_swizzle` and :func:`~layoutproof.gpu.analysis.banks`
+  on the stage layout and the accesses' thread-value layouts);
 * every emitted expression (the cp.async thread -> tile maps, the global offsets with a
   runtime leading dimension, the ldmatrix lane -> address maps in the exact hoisted form
   the kernel uses, the accumulator -> C coordinate maps) equals its layout on the whole
@@ -50,11 +52,13 @@ import numpy as np
 from layoutproof import Layout, MalformedLayoutError, Swizzle, composition, take
 from layoutproof.inttuple import raw_product
 from layoutproof.layout import top_modes
+from layoutproof.outcome import PROVED
 
+from ..analysis import SwizzleReport, synthesize_swizzle
 from ..config import DTYPES, OUT_DTYPES, GemmConfig, GemmProblem, operand_storage
 from ..errors import BankConflictError, GemmConfigError, LoweringError, ProofFailedError
 from ..isa import atoms, ptx_tables, tiled
-from ..proof import banks, kir, lower
+from ..proof import kir, lower
 from ..proof.record import ProofLog
 from .toolkit import (
     Env,
@@ -73,12 +77,12 @@ from .toolkit import (
     load_tile_ir,
     plan_copy,
     prove_aligned,
+    prove_banks,
     prove_c_atom_part,
     raster_ir,
     store_pair_ir,
     swizzled,
     type_sizes,
-    warp_rows,
 )
 
 __all__ = ["GemmKernel", "generate", "choose_swizzle", "OperandPlan"]
@@ -87,53 +91,48 @@ GENERATOR_VERSION = "1"
 
 
 # ============================================================================ swizzle choice
-def _phase_ok(addrs: np.ndarray, kind: str) -> bool:
-    try:
-        if kind == "ldsm":
-            banks.prove_ldmatrix_conflict_free(addrs, 4, what="probe")
-        else:
-            banks.prove_conflict_free(addrs, 16, what="probe")
-        return True
-    except (BankConflictError, ProofFailedError):
-        return False
-
-
-def _access_sets(plan: OperandPlan, sw: Optional[Swizzle]) -> Tuple[np.ndarray, np.ndarray]:
-    """Byte addresses of (a) every cp.async 16-byte write instruction (n, 32) and (b) every
-    ldmatrix.x4 instruction (n, 32) of one stage, under swizzle ``sw``."""
-    saved = plan.swizzle
-    plan.swizzle = sw
-    try:
-        cp = eval_map(buffer_map(plan, plan.copy_tv(), with_stage=False)) * 2
-        cp_rows = warp_rows(cp, plan.threads)
-        ld = eval_map(buffer_map(plan, plan.ldsm_map(), with_stage=False)) * 2
-        ld_rows = ld.reshape(-1, 32)  # lane is the fastest coordinate
-    finally:
-        plan.swizzle = saved
-    return cp_rows, ld_rows
-
-
-def choose_swizzle(plan: OperandPlan) -> Optional[Swizzle]:
-    """The smallest Swizzle<B,3,S> (fewest XOR bits, then smallest shift) whose buffer makes
-    every cp.async write and ldmatrix read of the plan conflict-free, or None if the
-    unswizzled buffer already is.  M = 3 keeps each 16-byte chunk (8 halves) whole."""
-    row = plan.row_len
-    shift_min = int(math.log2(row))  # S + M >= log2(row): the source bits are row bits
-    cands: List[Optional[Swizzle]] = [None]
+def _candidates(plan: OperandPlan) -> List[Swizzle]:
+    """No swizzle, then Swizzle<B,3,S> by fewest XOR bits, then smallest shift, with
+    S + 3 >= log2(row) (the source bits are row bits).  M = 3 keeps each 16-byte chunk
+    (8 halves) whole."""
+    shift_min = int(math.log2(plan.row_len))
+    cands = [Swizzle(0, 0, 0)]
     for b in (1, 2, 3):
         for s in range(max(b, shift_min - 3), shift_min + 4):
             try:
                 cands.append(Swizzle(b, 3, s))
             except MalformedLayoutError:
                 continue
-    for sw in cands:
-        cp, ld = _access_sets(plan, sw)
-        if _phase_ok(cp, "cp") and _phase_ok(ld, "ldsm"):
-            return sw
-    raise BankConflictError(
-        f"no Swizzle<B,3,S> makes the {plan.name.upper()} buffer conflict-free (rows of {row} elements)",
-        condition="bank-conflict-free swizzle exists",
-    )
+    return cands
+
+
+def _accesses(plan: OperandPlan) -> List[Tuple[Layout, str]]:
+    """The stage's writer and reader: the cp.async 16-byte copies and the ldmatrix.x4 reads."""
+    return [(plan.copy_access(), "cp.async.16"), (plan.ldsm_access(), plan.ldsm_instruction)]
+
+
+def synthesize(plan: OperandPlan) -> SwizzleReport:
+    """The least candidate swizzle (:func:`_candidates`, in order) of the plan's stage
+    that makes every cp.async write and ldmatrix read conflict-free, by
+    :func:`layoutproof.gpu.analysis.synthesize_swizzle` on the stage and access layouts
+    (``proved`` with the per-access certificates, or ``refuted`` with the best candidate's
+    remaining conflict)."""
+    return synthesize_swizzle(plan.stage_layout(), _accesses(plan), element_bits=16, family=_candidates(plan))
+
+
+def choose_swizzle(plan: OperandPlan) -> Optional[Swizzle]:
+    """The smallest Swizzle<B,3,S> (fewest XOR bits, then smallest shift) whose buffer makes
+    every cp.async write and ldmatrix read of the plan conflict-free, or None if the
+    unswizzled buffer already is (:func:`synthesize`)."""
+    rep = synthesize(plan)
+    if rep.status != PROVED:
+        raise BankConflictError(
+            f"no Swizzle<B,3,S> makes the {plan.name.upper()} buffer conflict-free (rows of "
+            f"{plan.row_len} elements): {rep.witness if rep.witness is not None else rep.reason}",
+            condition="bank-conflict-free swizzle exists",
+            witness=rep.witness,
+        )
+    return rep.swizzle
 
 
 def _sw_tuple(sw: Optional[Swizzle]) -> Optional[Tuple[int, int, int]]:
@@ -164,10 +163,11 @@ def _plan_operand(p: OperandPlan, log: ProofLog, sw_req: Any) -> None:
         p.swizzle = choose_swizzle(p)
     else:
         p.swizzle = Swizzle(*sw_req)
-    cp, ld = _access_sets(p, p.swizzle)
+    data = swizzled(p.swizzle, p.stage_layout())
     swname = str(p.swizzle) if p.swizzle is not None else "no swizzle"
-    banks.prove_conflict_free(cp, 16, what=f"{P} cp.async 16B writes into {swname} buffer", log=log)
-    banks.prove_ldmatrix_conflict_free(ld, 4, what=f"{P} ldmatrix.x4 reads of {swname} buffer", log=log)
+    whats = (f"{P} cp.async 16B writes into {swname} buffer", f"{P} ldmatrix.x4 reads of {swname} buffer")
+    for (access, ins), what in zip(_accesses(p), whats):
+        prove_banks(data, access, ins, what, log)
     plan_copy(p, log)
     _plan_ldsm(p, log)
 

@@ -13,6 +13,10 @@ kernel record and the last step of every generator.
   :func:`load_tile_ir`), the pair stores of C (:func:`store_pair_ir`);
 * :func:`eval_map`, :func:`warp_rows` -- a layout (or swizzled layout) evaluated over its
   domain, and grouped by warp;
+* :func:`prove_banks`, :func:`record_banks` -- the bank-conflict obligations of the
+  operands' shared-memory accesses, decided by :func:`layoutproof.gpu.analysis.banks` on
+  the layouts (:meth:`OperandPlan.stage_layout` and the thread-value layouts
+  :meth:`OperandPlan.copy_access`, :meth:`OperandPlan.ldsm_access`);
 * :func:`prove_c_atom_part` -- the accumulator -> C map is the MMA atom's partition;
 * :class:`GemmKernel` -- a generated kernel (source, launch geometry, proofs, IR), and
   :func:`finish` -- discharge the IR's obligations and print the source with its header.
@@ -32,8 +36,9 @@ import numpy as np
 from layoutproof import Layout, Swizzle, composition, symbols, take
 from layoutproof.layout import top_modes
 
+from ..analysis import BankReport, banks
 from ..config import DTYPES, OUT_DTYPES, GemmProblem, operand_storage
-from ..errors import GemmConfigError, ProofFailedError
+from ..errors import BankConflictError, GemmConfigError, ProofFailedError
 from ..proof import kir, lower, obligations
 from ..proof.record import ProofLog
 
@@ -45,6 +50,8 @@ __all__ = [
     "swizzled",
     "eval_map",
     "warp_rows",
+    "prove_banks",
+    "record_banks",
     "KernelTile",
     "GemmKernel",
     "STORE2",
@@ -131,6 +138,11 @@ class OperandPlan:
             return Layout((X, BK, S), (BK, 1, X * BK))
         return Layout((X, BK, S), (1, X, X * BK))
 
+    def stage_layout(self) -> Layout:
+        """Tile index ``x + X*k`` -> element offset of one stage, unswizzled: the data layout
+        of the stage's bank analyses (the swizzle, when there is one, composed outside)."""
+        return composition(self.tile(), Layout(self.stage_elems, 1))
+
     def tile_index(self) -> Layout:
         """(X, BK) -> column-major tile index x + X*k (the coordinate space of the maps)."""
         return Layout((self.x_extent, self.bk), (1, self.x_extent))
@@ -147,6 +159,13 @@ class OperandPlan:
         if self.kmajor:  # a chunk = 8 consecutive k of one row x
             return Layout(((C, rows_per_iter), self.cp_iters), ((8 * X, 1), rows_per_iter))
         return Layout(((C, rows_per_iter), self.cp_iters), ((8, X), X * rows_per_iter))
+
+    def copy_access(self) -> Layout:
+        """The cp.async writes as a thread-value layout: (thread, element of the 16-byte
+        chunk, iteration) -> tile index (:meth:`copy_tv` with the chunk's 8 elements, which
+        run along the contiguous dimension)."""
+        (ts, its), (td, itd) = top_modes(self.copy_tv())
+        return Layout((ts, 8, its), (td, self.x_extent if self.kmajor else 1, itd))
 
     def ldsm_map(self) -> Layout:
         """(lane, warp_x, xi, ki) -> tile index of the 16-byte row segment whose address
@@ -171,6 +190,18 @@ class OperandPlan:
             else:  # .trans: k = i + 8 j0, n = 8 j1
                 lane = ((8, 2, 2), (X, 8 * X, 8))
         return Layout((lane[0], self.warps_x, self.xi, self.ki), (lane[1], W, 16, 16 * X))
+
+    def ldsm_access(self) -> Layout:
+        """The ldmatrix.x4 reads as a thread-value layout: ((lane, warp_x), element of the
+        lane's 16-byte row, xi, ki) -> tile index (:meth:`ldsm_map` with the row's 8
+        elements, which run along the contiguous dimension)."""
+        (ls, ws, xs, ks), (ld, wd, xd, kd) = top_modes(self.ldsm_map())
+        return Layout(((ls, ws), 8, xs, ks), ((ld, wd), self.x_extent if self.kmajor else 1, xd, kd))
+
+    @property
+    def ldsm_instruction(self) -> str:
+        """``ldmatrix.x4``, ``.trans`` when x is the contiguous dimension."""
+        return "ldmatrix.x4" if self.kmajor else "ldmatrix.x4.trans"
 
 
 def swizzled(sw: Optional[Swizzle], L: Layout) -> Any:
@@ -201,6 +232,31 @@ def warp_rows(vals: np.ndarray, threads: int) -> np.ndarray:
     per_thread = vals.reshape(-1, threads)  # rows: the other coordinates
     w = threads // 32
     return per_thread.reshape(-1, w, 32).reshape(-1, 32)
+
+
+def record_banks(report: BankReport, what: str, log: Optional[ProofLog]) -> BankReport:
+    """Record the bank analysis ``report`` of ``what`` in ``log``, or raise
+    :class:`~layoutproof.gpu.errors.BankConflictError` with its witness (the first
+    conflict) or its reason."""
+    if report.status != "proved":
+        why = report.witness if report.witness is not None else report.reason
+        raise BankConflictError(
+            f"{what}: {report.statement} is {report.status}: {why}",
+            condition="bank conflict",
+            witness=report.witness,
+        )
+    if log is not None:
+        log.add("banks", f"{what}: {report.statement}", report.method, report.cases)
+    return report
+
+
+def prove_banks(
+    smem: Any, access: Layout, instruction: str, what: str, log: Optional[ProofLog], element_bits: int = 16
+) -> BankReport:
+    """Every phase of every ``instruction`` of ``access`` (a thread-value layout onto the
+    tile) on the shared-memory layout ``smem`` takes one wavefront, by
+    :func:`layoutproof.gpu.analysis.banks`; recorded in ``log`` (:func:`record_banks`)."""
+    return record_banks(banks(smem, access, instruction, element_bits=element_bits), what, log)
 
 
 # ============================================================================ the kernel

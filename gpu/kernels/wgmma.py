@@ -26,7 +26,9 @@ A / row-major B -- no operand is copied.  What is proven before the source is em
   start offsets ``base + wg * step + ks * step`` are those descriptors' start addresses;
 * the accumulator map (thread, register) -> (m, n) of the warpgroup atoms covers the C
   tile exactly once and its lowered row/column expressions equal it;
-* for ``ws``: the TMA boxes write exactly the stage layout; the rest is
+* with TMA loads: the tensor map is accepted by the driver for every leading dimension the
+  launch admits and its boxes write exactly the stage layout
+  (:func:`layoutproof.gpu.analysis.tma_preflight`, in :func:`prove_tma`); for ``ws`` the rest is
   :mod:`layoutproof.gpu.kernels.wgmma_ws`'s (the scheduler, the staged epilogue, the
   mbarrier protocol model-checked over every interleaving, the cluster's multicast).
 
@@ -51,36 +53,38 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from layoutproof import ComposedLayout, Layout, Swizzle, composition
+from layoutproof import ComposedLayout, Layout, Swizzle, composition, symbols
 from layoutproof.layout import top_modes
 
+from ..analysis import tma_preflight
 from ..config import TC_TYPES, GemmConfig, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..isa import gmma
-from ..proof import banks, evaluate, kir, lower, obligations
+from ..proof import evaluate, kir, lower, obligations
 from ..proof.record import ProofLog
 from .toolkit import (
     Env,
     GemmKernel,
     OperandPlan,
-    buffer_map,
     cp_prologue_ir,
     cp_setup_ir,
-    eval_map,
     finish,
     ir_const,
     ir_var,
     k_tiles_ir,
     load_tile_ir,
     plan_copy,
+    prove_banks,
     prove_c_atom_part,
     raster_ir,
     store_pair_ir,
-    warp_rows,
+    swizzled,
 )
 from .wgmma_core import (
     GENERATOR_VERSION,
     HOPPER_DEFAULT,
+    TMA_BOX,
+    TMA_BOX_BYTES,
     Sm90Config,
     acc_ir,
     acc_type,
@@ -272,45 +276,76 @@ def tma_stage_layout(x_extent: int, kmajor: bool) -> Any:
     return composition(SW128, Layout(((64, x_extent // 64), (8, 8)), ((1, 4096), (64, 512))))
 
 
-def tma_box_addresses(x_extent: int, kmajor: bool) -> np.ndarray:
-    """Byte offset (within the stage) where the tensor-memory accelerator puts tile element
-    (x, k), from the PTX/CUDA model of a 2-D tiled load with 128-byte swizzle: box j lands
-    at j * 8192; its element (inner i, outer o) at ``o * 128 + 2 i``, then the 128-byte
-    swizzle XORs address bits [4, 7) with bits [7, 10).  Returns an (x_extent, 64) array."""
-    x = np.arange(x_extent)[:, None]
-    k = np.arange(64)[None, :]
-    if kmajor:  # inner = k, outer = x % 64, box = x // 64
-        lin = (x // 64) * 8192 + (x % 64) * 128 + 2 * k
-    else:  # inner = x % 64, outer = k, box = x // 64
-        lin = (x // 64) * 8192 + k * 128 + 2 * (x % 64)
-    return lin ^ (((lin >> 7) & 7) << 4)
+def tma_global_layout(kmajor: bool) -> Layout:
+    """The operand in global memory as the kernel's tensor maps see it, (x, k) -> element,
+    symbolic: ``X`` rows (M or N), ``K`` columns, leading dimension ``ld`` (K-major:
+    ``(X, K):(ld, 1)``; MN-major: ``(X, K):(1, ld)``), moved as 16-bit units (f16, bf16 and
+    the typed kernels' units share the driver's rules and the boxes' placement)."""
+    X, K, ld = symbols("X K ld")
+    return Layout((X, K), (ld, 1)) if kmajor else Layout((X, K), (1, ld))
 
 
-def _prove_tma(p: OperandPlan, layout: Any, log: ProofLog) -> None:
+def tma_assumptions(kmajor: bool) -> Tuple[str, ...]:
+    """What the launch guarantees of :func:`tma_global_layout`'s symbols (positive integers):
+    the extents are ``int`` kernel arguments; the leading dimension covers the contiguous extent, is
+    a whole number of 16-byte units (the host copies an operand that breaks this into a padded
+    buffer) and, as a byte stride of an allocation, stays below 2^39 elements."""
+    inner = "K" if kmajor else "X"
+    return (
+        "X <= 2**31 - 1",
+        "K <= 2**31 - 1",
+        f"ld >= {inner}",
+        "ld % 8 == 0",
+        "ld <= 2**39 - 1",
+    )
+
+
+def prove_tma(p: OperandPlan, layout: Any, log: ProofLog) -> Any:
+    """The TMA pre-flight of operand ``p``'s loads (:func:`layoutproof.gpu.analysis.tma_preflight`):
+    for every global operand the assumptions admit (:func:`tma_assumptions`), the driver
+    accepts the 64x64-box, 128-byte-swizzle tensor map, and its boxes write exactly the
+    stage ``layout``; the boxes are the ones the kernel issues (box ``j`` at (x ``64 j``,
+    k 0), ``TMA_BOX_BYTES * j`` bytes into the stage, coordinates contiguous dimension
+    first) and deliver the stage's bytes.  Returns the :class:`~layoutproof.gpu.analysis.TmaReport`;
+    raises ProofFailedError with its witness."""
+    from layoutproof.symbolic import assuming
+
     P = p.name.upper()
-    want = eval_map(layout).reshape(p.bk, p.x_extent).T * 2
-    got = tma_box_addresses(p.x_extent, p.kmajor)
-    bad = np.argwhere(got != want)
-    if bad.size:
-        x, k = (int(v) for v in bad[0])
-        raise ProofFailedError(
-            f"{P}: the TMA box puts element (x {x}, k {k}) at byte "
-            f"{int(got[x, k])}, the stage layout {layout} at {int(want[x, k])}",
-            condition="TMA boxes write the stage layout",
-            witness=(x, k),
+    with assuming(*tma_assumptions(p.kmajor)):
+        rep = tma_preflight(
+            tma_global_layout(p.kmajor), layout, (p.x_extent, p.bk), dtype="f16", box=(TMA_BOX, 64)
         )
-    if np.unique(got).size != got.size or got.min() != 0 or got.max() != 2 * got.size - 2:
+    if rep.status != "proved" or rep.args is None:
         raise ProofFailedError(
-            f"{P}: the TMA boxes do not fill the stage exactly once", condition="TMA boxes tile the stage"
+            f"{P}: {rep.statement} is {rep.status}: {rep.witness if rep.witness is not None else rep.reason}",
+            condition="TMA boxes write the stage layout",
+            witness=rep.witness,
+        )
+    nb = p.x_extent // TMA_BOX
+    issued = (
+        tuple((TMA_BOX * j, 0) for j in range(nb)),
+        tuple(TMA_BOX_BYTES * j for j in range(nb)),
+        (1, 0) if p.kmajor else (0, 1),
+        (64, 64),
+        "128B",
+        2 * p.stage_elems,
+    )
+    derived = (rep.box_origins, rep.box_offsets, rep.dims, rep.args.box_dim, rep.args.swizzle, rep.tx_bytes)
+    if derived != issued:
+        raise ProofFailedError(
+            f"{P}: the kernel issues boxes (origins, offsets, dims, boxDim, swizzle, bytes) {issued}, "
+            f"the pre-flight derived {derived}",
+            condition="the issued TMA boxes are the proved ones",
+            witness=(issued, derived),
         )
     log.add(
         "equal",
-        f"{P}: {p.x_extent // 64} TMA boxes of 64x64 (128B swizzle, "
-        f"{'k' if p.kmajor else 'x'} innermost) write exactly the stage layout "
-        f"{layout}, each element once",
-        "exhaustive",
-        int(got.size),
+        f"{P}: {nb} TMA boxes of 64x64 (128B swizzle, {'k' if p.kmajor else 'x'} innermost), as the kernel "
+        f"issues them: {rep.statement} ({rep.scope})",
+        rep.method,
+        rep.cases,
     )
+    return rep
 
 
 # ============================================================================ C map
@@ -709,7 +744,7 @@ def _plan_stage(cfg: Sm90Config, p: OperandPlan, log: ProofLog) -> Any:
             what=f"{p.name.upper()} smem stages onto [0,{total})",
             log=log,
         )
-        _prove_tma(p, lay, log)
+        prove_tma(p, lay, log)
         p.maps["tma"] = lay
         return gmma.GmmaSmemLayout(lay, "K" if p.kmajor else "MN", "SW128")
     threads = cfg.threads
@@ -725,12 +760,12 @@ def _plan_stage(cfg: Sm90Config, p: OperandPlan, log: ProofLog) -> Any:
     p.tile_layout = Layout((ls[0], ls[1], p.stages), (ld[0], ld[1], p.stage_elems))
     p.swizzle = SW128
     plan_copy(p, log)
-    cp = eval_map(buffer_map(p, p.copy_tv(), with_stage=False)) * 2
-    banks.prove_conflict_free(
-        warp_rows(cp, threads),
-        16,
-        what=f"{p.name.upper()} cp.async 16B writes into the {smem.major}-major SW128 stage",
-        log=log,
+    prove_banks(
+        swizzled(SW128, p.stage_layout()),
+        p.copy_access(),
+        "cp.async.16",
+        f"{p.name.upper()} cp.async 16B writes into the {smem.major}-major SW128 stage",
+        log,
     )
     return smem
 

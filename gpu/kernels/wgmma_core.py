@@ -34,6 +34,7 @@ __all__ = [
     "HOPPER_DEFAULT",
     "GENERATOR_VERSION",
     "TMA_BOX",
+    "TMA_BOX_BYTES",
     "env90",
     "env_var",
     "need_var",
@@ -148,6 +149,7 @@ HOPPER_DEFAULT = Sm90Config(loader="tma", schedule="ws")
 
 # ============================================================================ TMA
 TMA_BOX = 64  # a box is 64 x 64 elements: 64 along the contiguous dimension = 128 B
+TMA_BOX_BYTES = 8192  # the stage bytes between the destinations of consecutive boxes
 
 
 # ============================================================================ kernel IR
@@ -379,9 +381,10 @@ def tma_loads_ir(
     c2: Optional[kir.Expr] = None,
 ) -> List[kir.Stmt]:
     """The TMA box loads of tile ``kt`` of operand ``p`` into stage ``st`` on barrier ``bar``
-    (the boxes :func:`_prove_tma` proved to write exactly the stage layout).  In a batched
-    kernel an operand that carries the batch index reads through a rank-3 tensor map at
-    batch coordinate ``c2`` (the tile's batch, :func:`batch_split_ir`)."""
+    (the boxes :func:`~layoutproof.gpu.kernels.wgmma.prove_tma` proved, by the TMA
+    pre-flight, to write exactly the stage layout).  In a batched kernel an operand that
+    carries the batch index reads through a rank-3 tensor map at batch coordinate ``c2``
+    (the tile's batch, :func:`batch_split_ir`)."""
     o0 = E.m0 if p.name == "a" else E.n0
     lay = p.maps["tma"]
     out: List[kir.Stmt] = []
@@ -404,7 +407,7 @@ def tma_loads_ir(
             region=(base, 2 * p.stages * p.stage_elems),
             width=2 * TMA_BOX * 64,
         )
-        dst = base + st * kir.Const(2 * p.stage_elems, "unsigned") + kir.Const(8192 * j, "unsigned")
+        dst = base + st * kir.Const(2 * p.stage_elems, "unsigned") + kir.Const(TMA_BOX_BYTES * j, "unsigned")
         cc = (kc, xc) if p.kmajor else (xc, kc)
         if c2 is None:
             out.append(kir.TmaLoad(dst, tmap, c0, c1, bar, claim, cc, mask=mask))

@@ -32,10 +32,12 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from layoutproof import Layout, Swizzle, composition
+from layoutproof.layout import top_modes
 
+from ..analysis import synthesize_swizzle
 from ..config import OUT_DTYPES, GemmProblem
-from ..errors import GemmConfigError, ProofFailedError
-from ..proof import banks, evaluate, kir, lower, obligations
+from ..errors import BankConflictError, GemmConfigError, ProofFailedError
+from ..proof import evaluate, kir, lower, obligations
 from ..proof.pipeline import prove_pipeline
 from ..proof.record import ProofLog
 from .toolkit import (
@@ -48,6 +50,7 @@ from .toolkit import (
     ir_const,
     ir_var,
     k_tiles_ir,
+    record_banks,
 )
 from .wgmma_core import (
     GENERATOR_VERSION,
@@ -413,10 +416,12 @@ def _plan_epilogue(prob: GemmProblem, log: ProofLog) -> Dict[str, Any]:
     """The accumulators of one consumer warpgroup leave through a 64-row x 128-byte buffer,
     one column chunk (128 bytes of C per row) at a time: each thread writes its register
     pairs, then each thread reads four 16-byte row vectors and stores them to C.  The XOR
-    swizzle of the buffer is chosen by the bank proofs (both the pair writes and the vector
-    reads conflict-free); proven: the write map is a bijection onto the buffer, pairs are
-    contiguous and aligned, the read map covers the buffer once with aligned 16-byte
-    vectors, and every accumulator (thread, register) reaches exactly its C coordinate."""
+    swizzle of the buffer is the first of :func:`_epilogue_swizzles` that makes both the
+    pair writes and the vector reads conflict-free (:func:`layoutproof.gpu.analysis.
+    synthesize_swizzle` on their thread-value layouts, with its certificates); proven: the
+    write map is a bijection onto the buffer, pairs are contiguous and aligned, the read map
+    covers the buffer once with aligned 16-byte vectors, and every accumulator (thread,
+    register) reaches exactly its C coordinate."""
     ob = OUT_DTYPES[prob.out][1]
     rw = 128 // ob  # elements per buffer row = columns per chunk
     ev = 16 // ob  # elements per 16-byte vector
@@ -428,31 +433,35 @@ def _plan_epilogue(prob: GemmProblem, log: ProofLog) -> Dict[str, Any]:
     rshape = ((8, 16), 4)  # (t % 8, t // 8), vector v
     grow = eval_map(Layout(rshape, ((0, 1), 16)))
     gcol = eval_map(Layout(rshape, ((ev, 0), 0)))
-    chosen = None
-    for sw in _epilogue_swizzles(ob):
-        buf = composition(sw, Layout((64, rw), (rw, 1)))
-        wmap = composition(buf, cmap)
-        rmap = composition(sw, Layout(rshape, ((ev, rw), 16 * rw)))
-        w = eval_map(wmap).reshape(rc, 128).T  # [thread, register]
-        r = eval_map(rmap).reshape(4, 128).T  # [thread, vector]
-        wr = np.stack([w[32 * q : 32 * q + 32, 2 * p] * ob for q in range(4) for p in range(rc // 2)])
-        rd = np.stack([r[32 * q : 32 * q + 32, v] * ob for q in range(4) for v in range(4)])
-        try:
-            sub = ProofLog()
-            banks.prove_conflict_free(
-                wr, 2 * ob, what=f"epilogue {2 * ob}-byte pair writes into the {sw}-swizzled buffer", log=sub
-            )
-            banks.prove_conflict_free(
-                rd, 16, what=f"epilogue 16-byte row reads from the {sw}-swizzled buffer", log=sub
-            )
-        except (ProofFailedError, banks.BankConflictError):
-            continue
-        chosen = (sw, wmap, rmap, w, r, sub)
-        break
-    if chosen is None:
-        raise ProofFailedError("no candidate epilogue swizzle is conflict-free", condition="epilogue banks")
-    sw, wmap, rmap, w, r, sub = chosen
-    log.extend(sub)
+    # the two accesses as thread-value layouts onto the chunk's (row + 64 col) coordinates:
+    # the register pairs (thread, pair element, pair) and the 16-byte row vectors
+    # (thread, element, vector)
+    (cts, crs), (ctd, crd) = top_modes(cmap)
+    writes = Layout((cts, 2, (2, rw // 8)), (ctd, 64, (crd[1], crd[2])))
+    reads = Layout(((8, 16), ev, 4), ((64 * ev, 1), 64, 16))
+    pair = "st.shared.b32" if ob == 2 else "st.shared.v2.b32"
+    family = _epilogue_swizzles(ob)
+    accesses = [(writes, pair), (reads, "ld.shared.v4.b32")]
+    rep = synthesize_swizzle(Layout((64, rw), (rw, 1)), accesses, element_bits=8 * ob, family=family)
+    if rep.status != "proved":
+        raise BankConflictError(
+            "no candidate epilogue swizzle is conflict-free: "
+            f"{rep.witness if rep.witness is not None else rep.reason}",
+            condition="epilogue banks",
+            witness=rep.witness,
+        )
+    sw = rep.swizzle if rep.swizzle is not None else next(f for f in family if f.is_identity())
+    whats = (
+        f"epilogue {2 * ob}-byte pair writes into the {sw}-swizzled buffer",
+        f"epilogue 16-byte row reads from the {sw}-swizzled buffer",
+    )
+    for r, what in zip(rep.reports, whats):
+        record_banks(r, what, log)
+    buf = composition(sw, Layout((64, rw), (rw, 1)))
+    wmap = composition(buf, cmap)
+    rmap = composition(sw, Layout(rshape, ((ev, rw), 16 * rw)))
+    w = eval_map(wmap).reshape(rc, 128).T  # [thread, register]
+    r = eval_map(rmap).reshape(4, 128).T  # [thread, vector]
     n = 64 * rw
     lower.prove_bijective(
         wmap, n, what=f"epilogue (thread, register) -> {sw}-swizzled 64x{rw} buffer", log=log

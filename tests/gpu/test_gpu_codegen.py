@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from layoutproof import Layout, LayoutError
+from layoutproof.gpu.analysis import BoxMismatch, banks
 from layoutproof.gpu.config import GemmConfig, GemmProblem
 from layoutproof.gpu.errors import (
     BankConflictError,
@@ -83,12 +84,43 @@ def test_swizzle_choice_is_the_smallest_conflict_free_one():
     a, _ = mma_sync._plans(GemmConfig(), GemmProblem("k", "n"))
     sw = mma_sync.choose_swizzle(a)
     assert (sw.bits, sw.base, sw.shift) == (2, 3, 3)
-    # without it the ldmatrix reads conflict: the proof refuses the plain buffer
-    cp_, ld = mma_sync._access_sets(a, None)
-    from layoutproof.gpu.proof import banks
-
+    rep = mma_sync.synthesize(a)  # the analysis API's synthesis, with its certificates
+    assert rep.status == "proved" and rep.swizzle == sw and len(rep.reports) == 2
+    assert all(r.status == "proved" for r in rep.reports)
+    assert rep.candidates > 1 and rep.rejected.get("bank conflict", 0) >= 1
+    # without it the ldmatrix reads conflict: the analysis refutes the plain buffer
+    r = banks(a.stage_layout(), a.ldsm_access(), a.ldsm_instruction, element_bits=16)
+    assert r.status == "refuted" and r.max_ways > 1
     with pytest.raises(BankConflictError):
-        banks.prove_ldmatrix_conflict_free(ld, 4, what="unswizzled")
+        toolkit.prove_banks(a.stage_layout(), a.ldsm_access(), a.ldsm_instruction, "unswizzled", None)
+
+
+def test_swizzle_choice_agrees_with_the_raw_address_model():
+    """The access layouts the analysis reads give, on every candidate swizzle, the same
+    verdicts as the raw byte addresses of the kernel's own maps (buffer_map) checked by the
+    bank model of gpu/proof/banks.py: the layouts are the kernel's accesses."""
+    from layoutproof.gpu.proof import banks as model
+
+    def raw_ok(p, sw):
+        p.swizzle = None if sw.is_identity() else sw
+        cp = toolkit.eval_map(toolkit.buffer_map(p, p.copy_tv(), with_stage=False)) * 2
+        ld = toolkit.eval_map(toolkit.buffer_map(p, p.ldsm_map(), with_stage=False)) * 2
+        try:
+            model.prove_conflict_free(toolkit.warp_rows(cp, p.threads), 16, what="cp")
+            model.prove_ldmatrix_conflict_free(ld.reshape(-1, 32), 4, what="ld")
+            return True
+        except BankConflictError:
+            return False
+
+    for cfg, prob in ((GemmConfig(), GemmProblem("k", "n")), (GemmConfig(), GemmProblem("m", "k"))):
+        for p in mma_sync._plans(cfg, prob):
+            for sw in mma_sync._candidates(p):
+                data = toolkit.swizzled(None if sw.is_identity() else sw, p.stage_layout())
+                got = all(
+                    banks(data, acc, ins, element_bits=16).status == "proved"
+                    for acc, ins in mma_sync._accesses(p)
+                )
+                assert got == raw_ok(p, sw), (p.name, p.kmajor, sw)
 
 
 def test_explicit_swizzle_that_conflicts_is_refused():
@@ -336,22 +368,52 @@ def test_sm90_source_compiles_for_sm90a_without_spills(tmp_path):
         assert "HGMMA" in sass and "LDGSTS" in sass
 
 
+def test_planted_tma_box_and_swizzle_bugs_fail_the_generation(monkeypatch):
+    """The TMA obligations go through the analysis API's pre-flight: a tensor map whose box
+    is not the one the kernel's loads assume (32 rows, the loads still 8192 bytes apart), a
+    stage layout with the wrong swizzle, and a plan that admits a leading dimension the
+    driver refuses all fail the generation."""
+    from layoutproof import Swizzle, composition
+
+    cfg, prob = Sm90Config(loader="tma"), GemmProblem("k", "k")
+    monkeypatch.setattr(wgmma, "TMA_BOX", 32)
+    with pytest.raises(ProofFailedError) as ei:
+        wgmma.generate_sm90(cfg, prob, memo=False)
+    assert ei.value.condition == "the issued TMA boxes are the proved ones"
+    monkeypatch.undo()
+    orig = wgmma.tma_stage_layout
+    for sw, why in ((Swizzle(3, 3, 4), None), (Swizzle(2, 3, 3), "inner box bytes <= swizzle span")):
+        monkeypatch.setattr(
+            wgmma, "tma_stage_layout", lambda x, kmajor, sw=sw: composition(sw, orig(x, kmajor).layout_b)
+        )
+        with pytest.raises(ProofFailedError) as ei:
+            wgmma.generate_sm90(cfg, prob, memo=False)
+        w = ei.value.witness
+        assert isinstance(w, BoxMismatch) if why is None else why in str(w)
+        monkeypatch.undo()
+    loose = ("X <= 2**31 - 1", "K <= 2**31 - 1", "ld >= K")  # no ld % 8 == 0
+    monkeypatch.setattr(wgmma, "tma_assumptions", lambda kmajor: loose)
+    with pytest.raises(ProofFailedError, match="globalStrides multiple of 16"):
+        wgmma.generate_sm90(cfg, prob, memo=False)
+
+
 def test_sm90_tma_kernel_proves_boxes_and_compiles(tmp_path):
     """The TMA loader: the 64x64 swizzled boxes write exactly the stage layout (both
     major-nesses), the descriptors read it, and the source compiles for sm_90a."""
     for prob in (GemmProblem("k", "k"), GemmProblem("m", "n", "bf16", "f32")):
         k = wgmma.generate_sm90(Sm90Config(loader="tma"), prob)
         stated = "\n".join(p.statement for p in k.proofs)
-        assert "TMA boxes of 64x64" in stated and "wgmma desc" in stated
+        assert "cuTensorMapEncodeTiled accepts the map and its boxes write exactly the tile" in stated
+        assert "ld % 8 == 0" in stated and "wgmma desc" in stated
         assert "cp.async.bulk.tensor.2d" in k.source and "mbarrier.try_wait.parity" in k.source
-    # a box layout that disagrees with the stage layout is refused with a witness
+    # a stage layout the boxes do not write is refused with the pre-flight's witness
     with pytest.raises(ProofFailedError) as ei:
-        wgmma._prove_tma(
+        wgmma.prove_tma(
             toolkit.OperandPlan("b", 128, 64, 4, False, 256, 1, 128),
             wgmma.tma_stage_layout(128, True),
             ProofLog(),
         )
-    assert ei.value.witness is not None
+    assert isinstance(ei.value.witness, BoxMismatch)
     with pytest.raises(GemmConfigError, match="multiple of 64"):
         Sm90Config(bn=96, loader="tma").validate()
     if NVCC is not None:
