@@ -11,8 +11,7 @@ kernel record and the last step of every generator.
 * IR builders shared by the mma.sync and the wgmma kernels: the rasterized tile order
   (:func:`raster_ir`), the cp.async setup and tile loads (:func:`cp_setup_ir`,
   :func:`load_tile_ir`), the pair stores of C (:func:`store_pair_ir`);
-* :func:`eval_map`, :func:`warp_rows` -- a layout (or swizzled layout) evaluated over its
-  domain, and grouped by warp;
+* :func:`eval_map` -- a layout (or swizzled layout) evaluated over its domain;
 * :func:`prove_banks`, :func:`record_banks` -- the bank-conflict obligations of the
   operands' shared-memory accesses, decided by :func:`layoutproof.gpu.analysis.banks` on
   the layouts (:meth:`OperandPlan.stage_layout` and the thread-value layouts
@@ -49,7 +48,6 @@ __all__ = [
     "prove_aligned",
     "swizzled",
     "eval_map",
-    "warp_rows",
     "prove_banks",
     "record_banks",
     "KernelTile",
@@ -225,13 +223,6 @@ def buffer_map(plan: OperandPlan, tile_map: Layout, with_stage: bool = True) -> 
 def eval_map(L: Any) -> np.ndarray:
     """All values of a layout / composed layout, in colexicographic coordinate order."""
     return np.asarray(L.eval_all(), dtype=np.int64)
-
-
-def warp_rows(vals: np.ndarray, threads: int) -> np.ndarray:
-    """Rearrange per-(thread, rest...) values (thread fastest) into (instructions, 32)."""
-    per_thread = vals.reshape(-1, threads)  # rows: the other coordinates
-    w = threads // 32
-    return per_thread.reshape(-1, w, 32).reshape(-1, 32)
 
 
 def record_banks(report: BankReport, what: str, log: Optional[ProofLog]) -> BankReport:
