@@ -641,7 +641,8 @@ def _events(
     accs: Tuple[kir.Var, kir.Var, kir.Var],
 ) -> None:
     """The k-tile body's effects in program order, unrolled loops expanded: ("zero", i),
-    ("mma", k elements), ("wait", n), ("promote", i, part index, scale index), ("load", claim)."""
+    ("mma",), ("wait", n), ("promote", i, part index, scale index), ("load", variable,
+    claim, loop values), ("sc", h, the two factors)."""
     acc, part, sc = accs
     for s in stmts:
         if isinstance(s, kir.Block):
@@ -658,13 +659,16 @@ def _events(
             for v in range(s.start.value, s.stop.value, s.step.value):
                 _events(s.body.body, {**env, s.var.name: v}, out, accs)
         elif isinstance(s, kir.If):
-            for n in kir.walk(s.then):
-                if isinstance(n, kir.Mem):
-                    out.append(("load", n.claim, dict(env)))
-            if any(isinstance(n, (kir.Wgmma, kir.WgmmaWait)) for n in kir.walk(s)):
+            if any(isinstance(n, (kir.Wgmma, kir.WgmmaWait, kir.For)) for n in kir.walk(s)) or any(
+                isinstance(n, kir.Assign) and isinstance(n.lhs, kir.Index) for n in kir.walk(s)
+            ):
                 raise ProofFailedError(
-                    "a wgmma under a condition in the k-tile loop", condition="promotion structure"
+                    "a wgmma, loop or register-array write under a condition in the k-tile loop",
+                    condition="promotion structure",
                 )
+            _events(s.then.body, env, out, accs)  # the guarded loads (else: the value stays 0)
+        elif isinstance(s, kir.Assign) and isinstance(s.lhs, kir.Var) and isinstance(s.rhs, kir.Mem):
+            out.append(("load", s.lhs, s.rhs.claim, dict(env)))
         elif isinstance(s, kir.Wgmma):
             if s.acc is not part:
                 raise ProofFailedError(
@@ -685,6 +689,20 @@ def _events(
                         "part is written other than zeroed", condition="promotion structure"
                     )
                 out.append(("zero", i))
+            elif base is sc:
+                r = s.rhs
+                if not (
+                    s.op == "="
+                    and isinstance(r, kir.Bin)
+                    and r.op == "*"
+                    and isinstance(r.a, kir.Var)
+                    and isinstance(r.b, kir.Var)
+                ):
+                    raise ProofFailedError(
+                        "a scale register set other than sc[h] = scale_a value * scale_b value",
+                        condition="promotion structure",
+                    )
+                out.append(("sc", i, r.a, r.b))
             elif base is acc:
                 rhs = s.rhs
                 if isinstance(rhs, kir.Bin) and isinstance(rhs.a, kir.Cast) and rhs.a.ctype == "float":
@@ -745,8 +763,15 @@ def prove_promotion(k: kir.Kernel, cfg: Sm90Config, dtype: str, srow: kir.Proven
     intervals: List[int] = []
     zeroed: set = set()
     mma, waited, promoted = 0, False, []
+    loaded: Dict[int, Tuple[kir.Claim, Dict[str, int]]] = {}
+    sc_set: Dict[int, bool] = {}
     for e in ev:
-        if e[0] == "zero":
+        if e[0] == "load":
+            loaded[id(e[1])] = (e[2], e[3])
+        elif e[0] == "sc":
+            _check_scale_factors(e[1], loaded.get(id(e[2])), loaded.get(id(e[3])), L.var)
+            sc_set[e[1]] = True
+        elif e[0] == "zero":
             zeroed.add(e[1])
         elif e[0] == "mma":
             if mma == 0 and zeroed != set(range(R)):
@@ -762,6 +787,12 @@ def prove_promotion(k: kir.Kernel, cfg: Sm90Config, dtype: str, srow: kir.Proven
                 raise ProofFailedError(
                     "a promotion reads part before wgmma.wait_group 0",
                     condition="promotion after the wgmmas complete",
+                )
+            if not sc_set.get(e[3]):
+                raise ProofFailedError(
+                    f"register {e[1]} is promoted with sc[{e[3]}] before this k-tile's scales set it",
+                    condition="promotion with the k-tile's scales",
+                    witness=(e[1], e[3]),
                 )
             promoted.append(e[1:])
             if len(promoted) == R:
@@ -784,16 +815,6 @@ def prove_promotion(k: kir.Kernel, cfg: Sm90Config, dtype: str, srow: kir.Proven
             condition="promotion interval equals the scale block",
             witness=tuple(intervals),
         )
-    loads = [e for e in ev if e[0] == "load"]
-    for _, claim, _env in loads:
-        kcoord = claim.bounds[-1][0] if claim.bounds else None
-        if kcoord is not L.var:
-            raise ProofFailedError(
-                f"{claim.what}: its k block is not the k-tile loop's kt",
-                condition="scale block of the k-tile",
-            )
-    if {c.what.split(" ")[0] for _, c, _e in loads} != {"scale_a", "scale_b"}:
-        raise ProofFailedError("the k-tile does not read both scales", condition="scale block of the k-tile")
     log.add(
         "equal",
         f"promotion interval: the k-tile loop promotes once per iteration, after wgmma.wait_group 0, "
@@ -803,6 +824,38 @@ def prove_promotion(k: kir.Kernel, cfg: Sm90Config, dtype: str, srow: kir.Proven
         "exhaustive",
         len(ev),
     )
+
+
+def _check_scale_factors(
+    h: int,
+    fa: Optional[Tuple[kir.Claim, Dict[str, int]]],
+    fb: Optional[Tuple[kir.Claim, Dict[str, int]]],
+    kt: kir.Var,
+) -> None:
+    """``sc[h] = x * y`` in the k-tile: ``x`` loaded in this iteration by the scale_a read
+    whose row map is taken at ``h`` (its claim's ``LayoutApp`` of the row map), ``y`` by the
+    scale_b read, both claiming k block ``kt`` (the loop's variable itself)."""
+    for f, name in ((fa, "scale_a"), (fb, "scale_b")):
+        if f is None or not f[0].what.startswith(name):
+            raise ProofFailedError(
+                f"sc[{h}] is not the product of this k-tile's scale_a and scale_b reads",
+                condition="promotion with the k-tile's scales",
+                witness=h,
+            )
+        if not f[0].bounds or f[0].bounds[-1][0] is not kt:
+            raise ProofFailedError(
+                f"{f[0].what}: its k block is not the k-tile loop's kt", condition="scale block of the k-tile"
+            )
+    if fa is None:  # checked above: the loop raises for a missing factor
+        raise ProofFailedError(f"sc[{h}]: no scale_a read", condition="promotion with the k-tile's scales")
+    claim, env = fa
+    rows = [n for n in kir.walk(claim.addr) if isinstance(n, kir.LayoutApp)]
+    if len(rows) != 1 or int(evaluate.ev(rows[0].coords[1], env)) != h:
+        raise ProofFailedError(
+            f"sc[{h}] multiplies the scale_a of another row half",
+            condition="scale row of every register",
+            witness=h,
+        )
 
 
 def _check_rows(cfg: Sm90Config, srow: kir.ProvenFn, h_of: Dict[int, int]) -> None:

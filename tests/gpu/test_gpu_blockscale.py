@@ -128,6 +128,13 @@ def test_planted_scale_of_the_wrong_row_is_caught(monkeypatch):
         _gen()
 
 
+def test_planted_promotion_with_stale_scales_is_caught(monkeypatch):
+    # the scale loads dropped from the k-tile: sc would hold an earlier block's (or no) scales
+    monkeypatch.setattr(bs, "_scale_loads_ir", lambda *a, **kw: [])
+    with pytest.raises(ProofFailedError, match=r"promoted with sc\[0\] before this k-tile's scales"):
+        _gen()
+
+
 def test_planted_unzeroed_partial_and_early_promotion_are_caught(monkeypatch):
     monkeypatch.setattr(bs, "_zero_ir", lambda v, n: kir.Comment("no reset"))
     with pytest.raises(ProofFailedError, match="not zeroed"):
