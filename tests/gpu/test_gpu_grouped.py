@@ -6,8 +6,11 @@ bad input refused by name, the nvcc build; the numerics on a GPU (skipped withou
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import re
 import shutil
+import types
 from dataclasses import replace
 
 import numpy as np
@@ -298,3 +301,165 @@ def test_gemm_moe_matches_float64_on_gpu(sizes):
         for c in (c1, c2):
             np.testing.assert_allclose(c[beg : beg + s], ref, rtol=2e-2, atol=2e-1)
         beg += s
+
+
+# ---------------------------------------------------------------------------- a fake device
+# CuPy stood in by numpy memory (arrays that say they are CuPy's), the tensor maps recorded
+# as what they describe, and the launch carried out by an emulator of the kernel: the
+# emitted scheduler statements (lp_tile, lp_group) run on the table the host built, and
+# each non-empty tile's rows computed from the operands the tensor maps describe.  So the
+# host's tables, arguments, extents and stacking are checked end to end without a GPU.
+class _CpArr(np.ndarray):
+    @property
+    def data(self):
+        return types.SimpleNamespace(ptr=self.__array_interface__["data"][0])
+
+    @property
+    def device(self):
+        return types.SimpleNamespace(id=0)
+
+
+_CpArr.__module__ = "cupy"
+
+
+class _FakeCp:
+    def __init__(self):
+        self.launches = []
+        dev = types.SimpleNamespace(id=0, compute_capability="90", __enter__=None)
+        self.cuda = types.SimpleNamespace(Device=lambda i=0: contextlib.nullcontext(dev))
+
+    def ndarray(self, shape, dtype, memptr, strides):
+        it = np.dtype(dtype).itemsize
+        span = it + sum((n - 1) * s for n, s in zip(shape, strides))
+        buf = (ctypes.c_char * span).from_address(memptr.ptr)
+        return np.ndarray(shape, dtype, buffer=buf, strides=strides).view(_CpArr)
+
+    def __getattr__(self, name):
+        f = getattr(np, name)
+        if callable(f) and not isinstance(f, type):
+
+            def wrapped(*a, **k):
+                r = f(*a, **k)
+                return r.view(_CpArr) if isinstance(r, np.ndarray) else r
+
+            return wrapped
+        return f
+
+
+def _mem(ptr, n, ctype):
+    return np.ctypeslib.as_array((ctype * n).from_address(ptr))
+
+
+def _emulate(kern, args, cfg):
+    """Carry out one launch of the grouped kernel as its proven schedule says."""
+    v = dict(zip(hg.KERNEL_ARGS, args))
+    M, N, K, G, rt = (int(v[n]) for n in ("M", "N", "K", "G", "rtiles"))
+    tab = _mem(int(v["gtab"]), 3 * G, ctypes.c_int32).astype(np.int64)
+    ta, tb = v["tmA"], v["tmB"]
+    a = _mem(ta["ptr"], ta["outer"] * ta["ld"], ctypes.c_uint16).view(np.float16)
+    a = a.reshape(ta["outer"], ta["ld"])[:, : ta["inner"]].astype(np.float64)
+    Gb, sb = tb["batch"]
+    span = (Gb - 1) * sb + tb["outer"] * tb["ld"]
+    braw = _mem(tb["ptr"], span, ctypes.c_uint16).view(np.float16)
+    bmat = []
+    for g in range(Gb):
+        x = braw[g * sb : g * sb + tb["outer"] * tb["ld"]].reshape(tb["outer"], tb["ld"])[:, : tb["inner"]]
+        bmat.append((x if kern.problem.b_major == "n" else x.T).astype(np.float64))
+    c = _mem(int(v["C"]), M * int(v["ldc"]), ctypes.c_uint16).view(np.float16).reshape(M, int(v["ldc"]))
+    bm, bn = cfg.bm, cfg.bn
+    grid_n = -(-N // bn)
+    t = np.arange(rt * grid_n, dtype=np.int64)
+    env = {"t": t, "grid_m": np.int64(rt), "grid_n": np.int64(grid_n)}
+    kg._run(list(kg.schedule_devfn(cfg.base.group_m)[2].body), env, None, np.ones(t.shape, bool), [])
+    g, m0, rend = kg._search(kg._search_stmts(bm, cfg.max_groups)[1], env["tm"], tab, G)
+    for i in range(t.size):
+        if m0[i] >= rend[i]:
+            continue
+        r1 = min(int(m0[i]) + bm, int(rend[i]), M)
+        c0 = int(env["tn"][i]) * bn
+        c1 = min(c0 + bn, N)
+        lo = int(m0[i])
+        rows = np.zeros((bm, K))
+        take = min(bm, a.shape[0] - lo)
+        rows[:take] = a[lo : lo + take]  # rows past A's extent are zero-filled
+        c[lo:r1, c0:c1] = (rows @ bmat[int(g[i])][:, c0:c1])[: r1 - lo].astype(np.float16)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    from layoutproof.gpu.host import cache, device
+
+    cp = _FakeCp()
+    monkeypatch.setattr(device, "cupy", lambda: cp)
+    monkeypatch.setattr(device, "sm_count", lambda _cp: 132)
+
+    def fake_map(ptr, dt, inner, outer, ld, batch):
+        return dict(ptr=ptr, inner=inner, outer=outer, ld=ld, batch=batch)
+
+    monkeypatch.setattr(hg, "_tensor_map", fake_map)
+
+    def compile_kernel(kern):
+        def run(grid, block, args, shared_mem=0):
+            cp.launches.append(dict(zip(hg.KERNEL_ARGS, args)))
+            _emulate(kern, args, kern.config)
+
+        return run
+
+    monkeypatch.setattr(cache, "compile_kernel", compile_kernel)
+    return cp
+
+
+def _cp(x):
+    return np.ascontiguousarray(x).view(_CpArr)
+
+
+def _ref(a, b, sizes):
+    out, beg = [], 0
+    for g, s in enumerate(sizes):
+        out.append(a[beg : beg + s].astype(np.float64) @ b[g].astype(np.float64))
+        beg += s
+    return out
+
+
+@pytest.mark.parametrize("b_major", ["n", "k"])
+@pytest.mark.parametrize("sizes", [[0, 130, 1, 0, 257], [64], [0, 0, 3], [300, 0]])
+def test_host_moe_end_to_end_on_a_fake_device(fake_gpu, sizes, b_major):
+    rng = np.random.default_rng(len(sizes))
+    G, K, N = len(sizes), 64, 72
+    T = sum(sizes) + 3
+    a = rng.standard_normal((T, K)).astype(np.float16)
+    b = rng.standard_normal((G, K, N)).astype(np.float16)
+    bd = _cp(b) if b_major == "n" else _cp(b.transpose(0, 2, 1)).transpose(0, 2, 1)
+    ends = np.cumsum(sizes).astype(np.int32)
+    for kw in (dict(offs=_cp(ends)), dict(sizes=sizes)):
+        c = np.asarray(hg.gemm_moe(_cp(a), bd, **kw))
+        beg = 0
+        for g, ref in enumerate(_ref(a, b, sizes)):
+            np.testing.assert_allclose(c[beg : beg + sizes[g]], ref, rtol=1e-2, atol=5e-2)
+            beg += sizes[g]
+    assert hg.last_grouped_launch["groups"] == G and fake_gpu.launches
+
+
+def test_host_masked_and_lists_on_a_fake_device(fake_gpu):
+    rng = np.random.default_rng(7)
+    G, max_m, K, N = 3, 140, 64, 40
+    a = rng.standard_normal((G, max_m, K)).astype(np.float16)
+    b = rng.standard_normal((G, K, N)).astype(np.float16)
+    mm = np.array([0, 140, 5], dtype=np.int32)
+    c = np.asarray(hg.gemm_moe_masked(_cp(a), _cp(b), _cp(mm)))
+    for g in range(G):
+        ref = a[g, : mm[g]].astype(np.float64) @ b[g].astype(np.float64)
+        np.testing.assert_allclose(c[g, : mm[g]], ref, rtol=1e-2, atol=5e-2)
+    sizes = [3, 0, 129]
+    stacked = _cp(rng.standard_normal((sum(sizes), K)).astype(np.float16))
+    a_list = [stacked[0:3], stacked[3:3], stacked[3:]]
+    b_list = [_cp(b[g]) for g in range(3)]
+    outs = hg.gemm_grouped(a_list, b_list)
+    assert fake_gpu.launches[-1]["tmA"]["ptr"] == stacked.data.ptr  # consecutive blocks: read in place
+    for g, ref in enumerate(_ref(np.asarray(stacked), b, sizes)):
+        np.testing.assert_allclose(np.asarray(outs[g]), ref, rtol=1e-2, atol=5e-2)
+    same = [_cp(rng.standard_normal((5, K)).astype(np.float16)) for _ in range(3)]
+    outs = hg.gemm_array(same, b_list)
+    for g in range(3):
+        ref = np.asarray(same[g]).astype(np.float64) @ b[g].astype(np.float64)
+        np.testing.assert_allclose(np.asarray(outs[g]), ref, rtol=1e-2, atol=5e-2)
