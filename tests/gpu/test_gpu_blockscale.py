@@ -314,3 +314,86 @@ def test_blockscale_gemm_bad_input_on_the_device():
     with pytest.raises(GemmInputError, match="float32"):
         hbs.gemm_fp8_blockscale(a, bt, sa.half(), sb)
     np.testing.assert_equal(hbs.gemm_fp8_blockscale(a, bt, sa, sb).float().cpu().numpy(), 0)
+
+
+# ----------------------------------------------------------------------------- launch (fake CuPy)
+class _Arr:
+    """A CuPy-like array: shape, strides (bytes), itemsize, dtype, device pointer."""
+
+    def __init__(self, shape, strides, itemsize, dtype, ptr):
+        from types import SimpleNamespace
+
+        self.shape, self.itemsize, self.dtype = tuple(shape), itemsize, dtype
+        self.strides = tuple(s * itemsize for s in strides)
+        self.data = SimpleNamespace(ptr=ptr)
+        self.ndim = len(shape)
+
+
+class _FakeCupy:
+    class cuda:
+        class Device:
+            attributes = {"MultiProcessorCount": 132}
+
+        @staticmethod
+        def UnownedMemory(ptr, size, owner):
+            return ("mem", ptr, size)
+
+        @staticmethod
+        def MemoryPointer(mem, off):
+            return (mem, off)
+
+    @staticmethod
+    def ndarray(shape, dtype, memptr):
+        return ("ptr", memptr[0][1], dtype, shape)
+
+    @staticmethod
+    def empty(shape, dtype):
+        return _Arr(shape, (shape[1], 1), 2 if dtype == "uint16" else 4, dtype, 1 << 30)
+
+
+def test_launch_arguments_match_the_kernel_parameters(monkeypatch):
+    """The host's arguments, in the kernel's parameter order, with the parameter's C type:
+    tensor maps, pointers (C, then the scales at their own addresses), 32/64-bit integers
+    and the f32 alpha; the values the claims assume (K in 16-bit units, the scale strides,
+    KB and NB)."""
+    from layoutproof.gpu.host import cache, device, plan
+
+    calls = []
+    monkeypatch.setattr(device, "_CUPY", [_FakeCupy])
+    monkeypatch.setattr(plan, "_unit_tensor_map", lambda ptr, rows, kb, ld: ("tmap", ptr, rows, kb, ld))
+    monkeypatch.setattr(cache, "compile_kernel", lambda k: lambda *a, **kw: calls.append((k, a, kw)))
+    m, n, k = 300, 520, 1040
+    a = _Arr((m, k), (k, 1), 1, "uint8", 0x10000)
+    b = _Arr((k, n), (1, k), 1, "uint8", 0x200000)  # K x N with K contiguous
+    sa = _Arr((m, 9), (1, 304), 4, "float32", 0x400000)  # MN-major, rows padded to 304
+    sb = _Arr((1, 1), (1, 1), 4, "float32", 0x500000)  # per-tensor, broadcast
+    out = hbs.gemm_fp8_blockscale(a, b, sa, sb, dtype="e4m3", alpha=0.5)
+    (kern, (grid, block, args), kw) = calls[0]
+    params = kern.ir.params
+    assert len(args) == len(params) and block == (kern.threads, 1, 1) and kw["shared_mem"] == kern.smem_bytes
+    byname = {}
+    for (ctype, var), arg in zip(params, args):
+        if "lp_tmap_t" in ctype:
+            assert arg[0] == "tmap"
+        elif ctype.rstrip().endswith("*") or "* __restrict__" in ctype:
+            assert arg[0] == "ptr", (var.name, arg)
+        elif ctype == "int":
+            assert isinstance(arg, np.int32), var.name
+        elif ctype == "long long":
+            assert isinstance(arg, np.int64), var.name
+        elif ctype == "float":
+            assert isinstance(arg, np.float32), var.name
+        else:
+            raise AssertionError(ctype)
+        byname[var.name] = arg
+    assert byname["tmA"][1:] == (0x10000, m, k, k) and byname["tmB"][1:] == (0x200000, n, k, k)
+    assert (byname["M"], byname["N"], byname["K"]) == (m, n, k // 2)
+    assert byname["SA"][1] == 0x400000 and byname["SB"][1] == 0x500000 and byname["C"][1] == 1 << 30
+    assert (byname["sa_m"], byname["sa_k"], byname["sb_n"], byname["sb_k"]) == (1, 304, 0, 0)
+    assert (byname["KB"], byname["NB"], byname["scale"]) == (9, 5, np.float32(0.5))
+    assert out.shape == (m, n) and hbs.last_blockscale_launch["k"] == k
+    # int8 kernels take no alpha: the parameter list is one shorter and the host follows it
+    calls.clear()
+    hbs.gemm_fp8_blockscale(a, b, sa, sb, dtype="u8", out_dtype="f32")
+    kern, (grid, block, args), _ = calls[0]
+    assert len(args) == len(kern.ir.params) and not any(v.name == "scale" for _, v in kern.ir.params)
