@@ -1,4 +1,4 @@
-"""``gemm_fp8_blockscale``: the fp8 GEMM with DeepGEMM-style block scales, from the host.
+"""``gemm_fp8_blockscale``: the fp8 (and int8) GEMM with DeepGEMM-style block scales, from the host.
 
 ``C = alpha * dequant(A) @ dequant(B)`` where ``dequant(A)[m, k] = A[m, k] * scale_a[m, k / 128]``
 and ``dequant(B)[k, n] = B[k, n] * scale_b[n / 128, k / 128]``, on the kernel of
@@ -363,7 +363,9 @@ def gemm_fp8_blockscale(
 
     ``a``: ``M x K`` fp8, row-major (K contiguous); ``b``: ``K x N`` fp8 with K contiguous
     (``b_t.T`` for the ``N x K`` row-major weight ``b_t``, as ``torch._scaled_mm`` takes it);
-    torch float8 tensors, or raw uint8 CuPy arrays with ``dtype="e4m3"``/``"e5m2"``.
+    torch float8 tensors, or raw uint8 CuPy arrays with ``dtype="e4m3"``/``"e5m2"``; int8
+    operands (``"s8"``, or uint8 with ``dtype="u8"``) take the same scales, their exact s32
+    block sums promoted into f32 (no ``alpha`` for them: fold it into a scale).
     ``scale_a``: ``M x ceil(K/128)`` float32 (one per row and 128-wide K block; any strides,
     e.g. DeepGEMM's MN-major ``scale_a``); ``scale_b``: ``ceil(N/128) x ceil(K/128)``
     float32 (one per 128 x 128 block of B); a size-1 dimension broadcasts -- ``(1, 1)``

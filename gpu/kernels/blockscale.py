@@ -213,7 +213,8 @@ def prove_scale_layouts(log: ProofLog) -> None:
     log.add(
         "equal",
         "scale reads: offset row * s_rows + kb * s_k equals the scale layout (rows, k blocks) : "
-        "(s_rows, s_k) at every block (row-major, MN-major padded, broadcast), and element "
+        f"(s_rows, s_k) at every block of {len(_layout_cases())} tensors (5 shapes x row-major, MN-major "
+        "padded, per-row and full broadcast, per operand), and element "
         "(m, k) of A takes block (m, k / 128), element (n, k) of B block (n / 128, k / 128)",
         "exhaustive",
         cases,
