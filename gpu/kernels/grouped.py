@@ -38,6 +38,9 @@ Proven before the source is printed (:func:`generate_grouped`):
   true on a prefix ``j < c``, so the pairs (G, c) are every case), and its row and end
   formulas over every prefix vector of up to 6 groups of up to 3 tile rows and every tile
   row (:func:`prove_group_search`);
+* on the IR: each B box is read at the expert ``g`` that ``lp_group`` gave the tile
+  (:func:`check_group_coordinates`), and the producer and the consumers skip the same
+  empty tiles (no ring operation in either);
 * the base kernel's proofs (buffers, TMA boxes, descriptors, epilogue), the IR
   obligations of the rewritten tree (every access's address and bounds, uniform barriers)
   and its mbarrier protocol read back from the IR and model-checked.
@@ -55,7 +58,7 @@ import numpy as np
 
 from ..config import GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
-from ..proof import kir
+from ..proof import kir, obligations
 from ..proof.record import ProofLog
 from .toolkit import GemmKernel, finish, ir_var
 from .variant import WsVariantFields, base_plan_proofs, expect_tx_bytes, find_decl, find_param
@@ -70,6 +73,7 @@ __all__ = [
     "prove_search_monotone",
     "prove_group_cover",
     "generate_grouped",
+    "check_group_coordinates",
     "GROUPED_DEFAULT",
 ]
 
@@ -712,6 +716,46 @@ def _check_empty_tiles(k: kir.Kernel, log: ProofLog) -> None:
     )
 
 
+def check_group_coordinates(k: kir.Kernel, log: ProofLog) -> None:
+    """On the IR: every B box is loaded at batch coordinate ``bidx``, declared equal to the
+    ``g`` that ``lp_group`` returned for the tile (the expert of the tile's group, the one
+    the cover proof pairs with its rows), and no A box has a batch coordinate (A is the
+    stacked rows)."""
+    an = obligations.analysis(k)
+    group_outs = {
+        id(n.e.args[3])
+        for n in kir.walk(k.body)
+        if isinstance(n, kir.Eval) and isinstance(n.e, kir.Call) and n.e.name == "lp_group"
+    }
+    n = 0
+    for node in kir.walk(k.body):
+        if not isinstance(node, kir.TmaLoad):
+            continue
+        op = node.claim.what[:1].upper()
+        c2 = node.c2
+        init = an.defs.get(id(c2)) if isinstance(c2, kir.Var) else None
+        ok = (
+            c2 is None
+            if op == "A"
+            else (isinstance(c2, kir.Var) and init is not None and id(init) in group_outs)
+        )
+        if not ok:
+            raise ProofFailedError(
+                f"grouped kernel: {node.claim.what} is loaded at batch coordinate "
+                f"{kir.emit_expr_safe(c2) if c2 is not None else 'none'} (B: the tile's group g; A: none)",
+                condition="group coordinate",
+                witness=node.claim.what,
+            )
+        n += 1
+    log.add(
+        "equal",
+        f"grouped TMA loads (read from the IR): each of the {n} B box loads reads expert bidx = g, the group "
+        "lp_group gave the tile; the A boxes read the stacked rows (no batch coordinate)",
+        "exhaustive",
+        n,
+    )
+
+
 _MEMO: Dict[Tuple[GroupedConfig, GemmProblem], GemmKernel] = {}
 
 
@@ -741,6 +785,7 @@ def generate_grouped(
     ir = _rewrite(base.ir, cfg, name)
     tx = expect_tx_bytes(ir)
     _check_empty_tiles(ir, log)
+    check_group_coordinates(ir, log)
     title = f"proven before emission ({cfg.key()}, {prob.key()})"
     src = finish(ir, log, title, lambda kk: prove_ws_protocol(kk, cfg.base, tx, log, 1))
     out = GemmKernel(

@@ -171,6 +171,24 @@ def test_consumers_not_skipping_empty_tiles_is_refused(kern):
         kg._check_empty_tiles(bad, ProofLog())
 
 
+def test_b_box_at_another_expert_is_refused(kern):
+    log = ProofLog()
+    kg.check_group_coordinates(kern.ir, log)
+    assert log.proofs[-1].cases == 6  # 2 A boxes + 4 B boxes
+
+    def tm_as_expert(n):  # bidx = tm (the tile row) instead of the group
+        if isinstance(n, kir.Decl) and n.var.name == "bidx":
+            call = next(
+                x for x in kir.walk(kern.ir.body) if isinstance(x, kir.Eval) and x.e.name == "lp_group"
+            )
+            return replace(n, init=call.e.args[0])
+        return None
+
+    bad = replace(kern.ir, body=kir.rewrite(kern.ir.body, tm_as_expert))
+    with pytest.raises(ProofFailedError, match="batch coordinate"):
+        kg.check_group_coordinates(bad, ProofLog())
+
+
 # ---------------------------------------------------------------------------- host tables
 @pytest.mark.parametrize("seed", range(5))
 def test_host_tables_are_the_proven_tables(seed):
