@@ -92,6 +92,11 @@ def _plain(shape: Any, stride: Any, fs: Any = None, fd: Any = None) -> Layout:
     return out
 
 
+#: the layout 1:0 (layouts are immutable values: one object serves every result 1:0)
+_ONE_ZERO = _plain(1, 0, (1,), (0,))
+_ONE_ZERO._size = 1
+
+
 def _plain_modes(ms: List[int], md: List[int]) -> Layout:
     """:func:`_from_modes` for integer modes: the result is known to be concrete."""
     if len(ms) == 1:
@@ -132,16 +137,21 @@ def coalesce_modes(
                 rs.append(s)
                 rd.append(d)
     else:
-        nxt = None  # the stride that continues the last mode kept
+        ps = 0  # the mode being merged (extent 0: none yet), ps:pd
+        pd: Any = 0
         for s, d in zip(fs, fd):
-            if s == 1:
-                continue
-            if d == nxt:
-                rs[-1] *= s
-            else:
-                rs.append(s)
-                rd.append(d)
-            nxt = rs[-1] * rd[-1]
+            if s != 1:
+                if ps and d == pd * ps:
+                    ps *= s
+                else:
+                    if ps:
+                        rs.append(ps)
+                        rd.append(pd)
+                    ps = s
+                    pd = d
+        if ps:
+            rs.append(ps)
+            rd.append(pd)
     if not rs:
         return [1], [0]
     return rs, rd
@@ -214,7 +224,7 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
     if not isinstance(layout, Layout):  # other kinds of layouts answer for themselves
         return kinds.call("coalesce", layout, profile)
     if profile is None and type(layout._shape) is int:  # a single integer mode
-        return layout if layout._shape != 1 else _make(1, 0)
+        return layout if layout._shape != 1 else _ONE_ZERO
     if profile is not None and profile is not _:
         profile = norm_htuple(profile, "coalesce profile")
         if type(profile) is tuple:
@@ -231,21 +241,28 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
         fs, fd = layout._flat()
     rs: List[int] = []
     rd: List[int] = []
-    nxt = None  # coalesce_modes, inline: the stride that continues the last mode kept
+    ps = 0  # coalesce_modes, inline: the mode being merged (extent 0: none yet), ps:pd
+    pd = 0
     for s, d in zip(fs, fd):
-        if s == 1:
-            continue
-        if d == nxt:
-            rs[-1] *= s
-        else:
-            rs.append(s)
-            rd.append(d)
-        nxt = rs[-1] * rd[-1]
-    if not rs:
-        return _plain(1, 0, (1,), (0,))
-    if len(rs) == len(fs) > 1 and layout._shape is fs:  # flat, nothing merged: itself
+        if s != 1:
+            if ps and d == pd * ps:
+                ps *= s
+            else:
+                if ps:
+                    rs.append(ps)
+                    rd.append(pd)
+                ps = s
+                pd = d
+    if not rs:  # at most one mode
+        if ps:
+            return _plain(ps, pd, (ps,), (pd,))
+        return _ONE_ZERO
+    rs.append(ps)
+    rd.append(pd)
+    if len(rs) == len(fs) and layout._shape is fs:  # flat, nothing merged: itself
         return layout
-    return _plain_modes(rs, rd)
+    s_, d_ = tuple(rs), tuple(rd)
+    return _plain(s_, d_, s_, d_)
 
 
 def filter(layout: Layout, profile: Any = None) -> Layout:  # noqa: A001 - CuTe's name
@@ -527,6 +544,15 @@ def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, k: int) -> 
 
 
 def _compose_layout(A: Layout, B: Layout) -> Layout:
+    n = B._shape
+    if type(n) is int and type(B._stride) is int and type(A._shape) is int and type(A._stride) is int:
+        # integer modes on both sides (so no SymPy leaf, no F2 stride): a scaling of B
+        r = B._stride
+        if n == 1:
+            return _ONE_ZERO
+        if r >= 0:
+            d = r * A._stride
+            return _plain(n, d, (n,), (d,))
     if type(B._shape) is int and type(B._stride) is int and B._stride == 0 and A._sym is False:
         n = B._shape  # B is n:0: every coordinate goes to A(0) == 0 (A plain ints)
         return _plain(n, 0, (n,), (0,))
@@ -550,7 +576,7 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
         a = Ad[0]
         if type(B._shape) is not tuple:
             if B._shape == 1:
-                return _plain(1, 0, (1,), (0,))
+                return _ONE_ZERO
             if B._stride >= 0:
                 n, d = B._shape, B._stride * a
                 return _plain(n, d, (n,), (d,))
@@ -1024,18 +1050,20 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     if fs is None or fd is None:
         fs, fd = layout._flat()
     modes = []
-    for k, (s, d) in enumerate(zip(fs, fd)):
-        if s == 1 or d == 0:
-            continue
-        if d < 0:
-            raise InadmissibleError(
-                f"complement: mode {k} of {layout} has negative stride {d}; a complement fills "
-                "[0, M) and needs non-negative strides",
-                condition="non-negative strides",
-                witness=unit_crd(layout, k),
-            )
-        modes.append((d, s, k))
-    modes.sort()
+    k = 0
+    for s, d in zip(fs, fd):
+        if s != 1 and d != 0:
+            if d < 0:
+                raise InadmissibleError(
+                    f"complement: mode {k} of {layout} has negative stride {d}; a complement fills "
+                    "[0, M) and needs non-negative strides",
+                    condition="non-negative strides",
+                    witness=unit_crd(layout, k),
+                )
+            modes.append((d, s, k))
+        k += 1
+    if len(modes) > 1:
+        modes.sort()
     rs: List[int] = []
     rd: List[int] = []
     cur = 1
@@ -1053,7 +1081,17 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
             rs.append(d // cur)
             rd.append(cur)
         cur = s * d
-    rest = _exact_shape_div(cot, cur) if type(cot) is tuple else None
+    if type(cot) is int:  # round the size up
+        if not rs:  # a single mode: coalesced already
+            n = -(-cot // cur)
+            if n == 1:
+                return _ONE_ZERO
+            return _plain(n, cur, (n,), (cur,))
+        rs.append(-(-cot // cur))
+        rd.append(cur)
+        cs, cd = coalesce_modes(rs, rd)
+        return _plain_modes(cs, cd)
+    rest = _exact_shape_div(cot, cur)
     if rest is not None:  # C++: the cotarget's structure divided by what L covers
         p = cur
         for e in raw_flatten(rest):
@@ -1114,6 +1152,9 @@ def right_inverse(layout: Any) -> Any:
         if fn is not None:
             return fn(layout)
         layout = layout_arg(layout, "right_inverse")
+    n = layout._shape
+    if type(n) is int and type(layout._stride) is int:  # one integer mode: n:1 inverts itself
+        return _plain(n, 1, (n,), (1,)) if layout._stride == 1 and n != 1 else _ONE_ZERO
     sym = layout._sym
     if sym is None:
         if has_scalar_strides(layout):  # F2 strides (layoutproof.f2)
@@ -1148,7 +1189,7 @@ def right_inverse(layout: Any) -> Any:
     if not rs:
         if _has_coord_strides(layout):  # no integer chain: invert each codomain axis
             return _coord_inverse(layout, right_inverse, "right_inverse")
-        return _plain(1, 0, (1,), (0,))
+        return _ONE_ZERO
     if len(rs) == 1:  # one mode of the coalesced layout, extent > 1
         return _plain(rs[0], rd[0], (rs[0],), (rd[0],))
     ms, md = coalesce_modes(rs, rd)
