@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from layoutproof import ComposedLayout, Layout
 from layoutproof.errors import LayoutError
@@ -78,9 +78,16 @@ def _shape(layout: Any) -> Tuple[int, int]:
 
 
 def _try(
-    layout: Any, major: str, swizzle: str, bits: int, mn_block: int, base: int
+    layout: Any,
+    major: str,
+    swizzle: str,
+    bits: int,
+    mn_block: int,
+    base: int,
+    given: Optional[Mapping[Tuple[int, int], int]] = None,
 ) -> Tuple[List[Dict[str, Any]], int]:
-    """The descriptors of every (mn block, k-step), each proved; raises ProofFailedError."""
+    """The descriptors of every (mn block, k-step), each proved (a ``given`` one where there
+    is one, else built from the layout); raises ProofFailedError."""
     smem = GmmaSmemLayout(layout, major, swizzle, bits)
     rows, cols = smem.shape
     kstep = 256 // bits
@@ -88,7 +95,17 @@ def _try(
     cases = 0
     for m0 in range(0, rows, mn_block):
         for k0 in range(0, cols, kstep):
-            desc = make_descriptor(smem, base, mn_offset=m0, k_offset=k0)
+            if given is not None and (m0, k0) in given:
+                desc = int(given[(m0, k0)])
+                named = decode_descriptor(desc)["swizzle"]
+                if named != swizzle:  # the address model reads the descriptor's own field
+                    raise ProofFailedError(
+                        f"the given descriptor {desc:#x} of block ({m0}, {k0}) is in mode {named}",
+                        condition="descriptor swizzle is the mode's",
+                        witness=(m0, k0),
+                    )
+            else:
+                desc = make_descriptor(smem, base, mn_offset=m0, k_offset=k0)
             prove_descriptor(smem, desc, base_addr=base, mn_offset=m0, k_offset=k0, mn_extent=mn_block)
             f = decode_descriptor(desc)
             f.update(mn_offset=m0, k_offset=k0, descriptor=hex(desc))
@@ -115,6 +132,7 @@ def wgmma_operand(
     major: Optional[str] = None,
     mn_block: Optional[int] = None,
     base: int = 0,
+    descriptors: Optional[Mapping[Tuple[int, int], int]] = None,
 ) -> WgmmaOperandReport:
     """Whether ``wgmma`` can read the ``(MN, K)`` operand tile ``layout`` (element offsets;
     a swizzle as a ComposedLayout) through descriptors.
@@ -128,6 +146,10 @@ def wgmma_operand(
             default: all rows (one descriptor per k-step).
         base: the tile's shared-memory byte address (a multiple of 16; swizzled modes
             need the swizzle's repeat, e.g. 1024 bytes for SW128, which is assumed).
+        descriptors: the descriptors a kernel forms, ``(mn offset, k offset)`` -> the 64-bit
+            descriptor, for some or all blocks and k-steps: those are the ones proved (the
+            rest are built from the layout's strides).  A field the hardware does not use
+            for a block may then differ from the built descriptor's.
 
     The k extent must be a multiple of one k-step (32 bytes).  Symbolic layouts are
     refused: the descriptor fields are numbers.
@@ -170,6 +192,16 @@ def wgmma_operand(
             condition="16-byte base",
             witness=base,
         )
+    if descriptors is not None:
+        steps = {(m0, k0) for m0 in range(0, rows, block) for k0 in range(0, cols, kstep)}
+        stray = sorted(set(descriptors) - steps)
+        if stray:
+            raise AccessError(
+                f"descriptors are keyed by (mn offset, k offset) of a block of {block} rows and a "
+                f"k-step of {kstep} elements; {stray[0]} is none",
+                condition="descriptor keys",
+                witness=stray[0],
+            )
     majors = ("K", "MN") if major is None else (major,)
     if any(m not in ("K", "MN") for m in majors):
         raise AccessError(f"major must be 'K' or 'MN', got {major!r}", condition="major-ness", witness=major)
@@ -180,7 +212,7 @@ def wgmma_operand(
         for sw in SWIZZLES:
             mode = f"{mj}-major {sw}"
             try:
-                descs, cases = _try(layout, mj, sw, bits, block, base)
+                descs, cases = _try(layout, mj, sw, bits, block, base, descriptors)
             except ProofFailedError as e:
                 # a wrong swizzle is further from the layout than a wrong byte
                 rank = 0 if getattr(e, "condition", "") == "descriptor addresses equal layout" else 1

@@ -56,7 +56,7 @@ import numpy as np
 from layoutproof import ComposedLayout, Layout, Swizzle, composition, symbols
 from layoutproof.layout import top_modes
 
-from ..analysis import tma_preflight
+from ..analysis import tma_preflight, wgmma_operand
 from ..config import TC_TYPES, GemmConfig, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..isa import gmma
@@ -114,29 +114,41 @@ def _plan_descriptors(
     p: OperandPlan, smem: Any, rows: int, slices: int, log: ProofLog
 ) -> Tuple[int, int, int]:
     """The descriptors of operand ``p``: one ``rows``-row slice per warpgroup (A) or the
-    whole tile (B), one per k16 step.  Returns (constant fields, slice step, k16 step) in
-    bytes, after proving that every descriptor ``fields | (start >> 4)`` with start =
-    slice * slice_step + ks * k_step reads exactly its elements of the layout."""
+    whole tile (B), one per k16 step.  The kernel forms each as ``fields | (start >> 4)``:
+    the fields of slice 0, k step 0 (a field another slice does not reach may differ from
+    that slice's own encoding) with start = slice * slice_step + ks * k_step.  Those
+    descriptors are proved by :func:`layoutproof.gpu.analysis.wgmma_operand` to read
+    exactly their elements of the stage layout, in the stage's own mode (major-ness,
+    SW128).  Returns (constant fields, slice step, k16 step) in bytes."""
     P = p.name.upper()
-    fields, starts = None, {}
+    fields, starts, emitted = None, {}, {}
     for sl in range(slices):
         for ks in range(p.bk // 16):
             d = gmma.make_descriptor(smem, 0, mn_offset=sl * rows, k_offset=16 * ks)
-            if fields is None:  # the template: slice 0, k step 0 (a field another
-                fields = d & ~0x3FFF  # slice does not reach may differ; the proof decides)
+            if fields is None:  # the template: slice 0, k step 0
+                fields = d & ~0x3FFF
             starts[(sl, ks)] = (d & 0x3FFF) << 4
-            # the descriptor the kernel forms: the template with this start address
-            emitted = fields | (d & 0x3FFF)
-            log.extend(
-                gmma.prove_descriptor(
-                    smem,
-                    emitted,
-                    base_addr=0,
-                    mn_offset=sl * rows,
-                    k_offset=16 * ks,
-                    mn_extent=rows,
-                    k_extent=16,
-                )
+            emitted[(sl * rows, 16 * ks)] = fields | (d & 0x3FFF)
+    rep = wgmma_operand(
+        smem.layout, element_bits=smem.elem_bits, major=smem.major, mn_block=rows, descriptors=emitted
+    )
+    mode = f"{smem.major}-major {smem.swizzle}"
+    if rep.status != "proved" or rep.mode != mode:
+        raise ProofFailedError(
+            f"{P}: {rep.statement} is {rep.status} ({rep.mode or rep.witness}), the stage is {mode}",
+            condition="descriptor addresses equal layout",
+            witness=rep.witness,
+        )
+    for f in rep.descriptors:
+        m0, k0 = int(f["mn_offset"]), int(f["k_offset"])
+        if (m0, k0) in emitted:
+            log.add(
+                "equal",
+                f"{P} wgmma desc {f['descriptor']} ({mode}, start {f['start_address']}, LBO "
+                f"{f['leading_byte_offset']}, SBO {f['stride_byte_offset']}) reads "
+                f"[{m0},{m0 + rows})x[{k0},{k0 + 16}) of {smem.layout} at 0 (wgmma_operand)",
+                rep.method,
+                rows * 16,
             )
     s_step = starts.get((1, 0), 0) - starts[(0, 0)] if slices > 1 else 0
     k_step = starts.get((0, 1), 0) - starts[(0, 0)]

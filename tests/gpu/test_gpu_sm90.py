@@ -365,3 +365,50 @@ def test_descriptor_address_model_spot_values():
     d = encode_descriptor(0, 1024, 128, 0, "INTER")
     assert descriptor_address(d, "K", 3, 8) == 3 * 16 + 1024
     assert descriptor_address(d, "MN", 9, 3) == 128 + 3 * 16 + 2
+
+
+# ----------------------------------------------------------------------------- the kernel's descriptors
+def test_wgmma_operand_proves_the_descriptors_a_kernel_forms():
+    """wgmma_operand(descriptors=...) proves the descriptors given (a kernel's own) instead
+    of building them; a field the block does not use may differ (the MN-major A slice 1
+    keeps slice 0's LBO), a wrong stride or swizzle field is refuted, a key that is no
+    block is refused."""
+    from layoutproof.gpu.analysis import AccessError, wgmma_operand
+
+    s = tile_to_shape(smem_atom("MN", "SW128"), (128, 64))
+    built = {(m0, k0): make_descriptor(s, 0, mn_offset=m0, k_offset=k0) for m0 in (0, 64) for k0 in (0, 16)}
+    template = built[(0, 0)] & ~0x3FFF
+    formed = {key: template | (d & 0x3FFF) for key, d in built.items()}
+    assert formed[(64, 0)] != built[(64, 0)]  # the kernel's slice-1 descriptor is not the built one
+    r = wgmma_operand(s.layout, element_bits=16, major="MN", mn_block=64, descriptors=formed)
+    assert r.status == "proved" and r.mode == "MN-major SW128"
+    assert {int(f["descriptor"], 16) for f in r.descriptors} >= set(formed.values())
+    default = wgmma_operand(s.layout, element_bits=16, major="MN", mn_block=64)
+    assert int(default.descriptors[4]["descriptor"], 16) == built[(64, 0)]  # unchanged without
+    k = tile_to_shape(smem_atom("K", "SW128"), (128, 64))
+    d = make_descriptor(k, 0)
+    bad = wgmma_operand(
+        k.layout, element_bits=16, major="K", descriptors={(0, 0): _with(d, stride_byte_offset=512)}
+    )
+    assert bad.status == "refuted"
+    wrong_mode = wgmma_operand(
+        k.layout, element_bits=16, major="K", descriptors={(0, 0): _with(d, swizzle="SW64")}
+    )
+    assert wrong_mode.status == "refuted"
+    assert any("mode SW64" in t for t in wrong_mode.tried)
+    with pytest.raises(AccessError) as ei:
+        wgmma_operand(k.layout, element_bits=16, descriptors={(8, 0): d})
+    assert ei.value.condition == "descriptor keys"
+
+
+def test_a_planted_descriptor_bug_fails_the_generation(monkeypatch):
+    """The Hopper generator's descriptors go through wgmma_operand: a descriptor encoding
+    with the wrong stride byte offset fails the generation with the element it misreads."""
+    from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.kernels import wgmma
+
+    orig = gmma.make_descriptor
+    monkeypatch.setattr(gmma, "make_descriptor", lambda *a, **k: _with(orig(*a, **k), stride_byte_offset=512))
+    with pytest.raises(ProofFailedError) as ei:
+        wgmma.generate_sm90(wgmma.Sm90Config(), GemmProblem("k", "k"), memo=False)
+    assert "K-major SW128" in str(ei.value) and "element" in str(ei.value.witness)
