@@ -36,13 +36,15 @@ What is proven before the source is printed, beyond the ws kernel's own obligati
 * :func:`prove_promotion`, read from the IR: the k-tile loop (start 0, step 1) promotes
   exactly once per iteration, after a ``wgmma.wait_group 0``, every register once, each
   register with the scale of its own C row (the lowered row map ``lp_sa_row`` against the
-  verified accumulator map) and of k block ``kt`` (the claims' coordinate); the partial
-  accumulator is zeroed before the iteration's first wgmma; the wgmmas between two
-  promotions read ``4 x 32 = 128`` elements of K -- the promotion interval equals the scale
-  block;
+  verified accumulator map) and of k block ``kt`` (the claims' coordinate); each scale
+  register ``sc[h]`` is this iteration's scale_a read of row half ``h`` times its scale_b
+  read, set before the promotion reads it; the partial accumulator is zeroed before the
+  iteration's first wgmma; the wgmmas between two promotions read ``4 x 32 = 128``
+  elements of K -- the promotion interval equals the scale block;
 * the scale reads themselves are accesses of the IR: their addresses equal their claims
   (the layout's offset) for every thread and every runtime value, and their coordinates
-  are in range (``row < M``, ``n0 / 128 < NB``, ``kt < KB``: the guards around them).
+  are in range (``row < M``, ``tn < NB`` -- ``n0 / 128 = tn`` with ``bn = 128`` --, ``kt < KB``:
+  the guards around them).
 
 >>> k = generate_blockscale()
 >>> k.threads, "lp_sa_row" in k.source, any("promotion interval" in r.statement for r in k.proofs)
