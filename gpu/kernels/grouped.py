@@ -21,8 +21,10 @@ The persistent CTAs walk the ``rtiles x grid_n`` grid of (global tile row, tile 
 with the warp-specialized kernel's scheduler ``lp_tile``; the device function ``lp_group``
 (a branch-free binary search over ``ptile``) maps the global tile row to its group, the
 tile's first row and the group's end.  An empty tile (past its group's end) runs no k-tile
-on either side of the pipeline and stores nothing; every C store is guarded by the
-group's end *and* by ``M`` (the stacked rows), so no table content makes a store leave C.
+on either side of the pipeline and skips the epilogue (its condition is the same for every
+thread of the CTA, so its named barriers stay uniform, proven with the other obligations);
+every C store is guarded by the group's end *and* by ``M`` (the stacked rows), so no
+table content makes a store leave C.
 
 Proven before the source is printed (:func:`generate_grouped`):
 
@@ -563,7 +565,7 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
     gtab = kir.Var("gtab", "const int*")
     G = kir.Var("G")
     rtiles = kir.Var("rtiles")
-    seen = {"tile": 0, "guard": 0}
+    seen = {"tile": 0, "guard": 0, "epilogue": 0}
 
     def tile_block(b: kir.Block) -> Optional[kir.Block]:
         names = [s.var.name for s in b.body if isinstance(s, kir.Decl)]
@@ -620,7 +622,12 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
                 return replace(n, cond=n.cond.a.lt(rend).and_(n.cond), comment="the group's rows, inside C")
             return None
 
-        return kir.Block(tuple(kir.rewrite(x, inner) for x in out), b.bare)
+        stmts = [kir.rewrite(x, inner) for x in out]
+        for i, x in enumerate(stmts):  # the consumers' epilogue chunk loop: skipped by an empty tile
+            if isinstance(x, kir.For) and any(isinstance(y, kir.NamedBarrier) for y in kir.walk(x.body)):
+                stmts[i] = kir.If(kte.gt(0), kir.block(kir.Comment("an empty tile has nothing to store"), x))
+                seen["epilogue"] += 1
+        return kir.Block(tuple(stmts), b.bare)
 
     def fn(n: Any) -> Any:
         if isinstance(n, kir.Decl) and n.var.name == "grid_m":
@@ -632,10 +639,10 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
         return None
 
     body = kir.rewrite(k.body, fn)
-    if seen["tile"] != 2 or seen["guard"] != 1:
+    if seen["tile"] != 2 or seen["guard"] != 1 or seen["epilogue"] != 1:
         raise ProofFailedError(
-            f"{what}: {seen['tile']} tile loops and {seen['guard']} C row guards rewritten "
-            "(expected 2 and 1)",
+            f"{what}: {seen['tile']} tile loops, {seen['guard']} C row guards and {seen['epilogue']} "
+            "epilogue loops rewritten (expected 2, 1 and 1)",
             condition=cond,
         )
     params = k.params + (("const int* __restrict__", gtab), ("int", G), ("int", rtiles))

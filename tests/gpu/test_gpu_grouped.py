@@ -40,6 +40,7 @@ def test_grouped_kernel_carries_every_proof(kern):
     assert "lp_group(tm, gtab, G, g, gm0, rend);" in src
     assert "if (r < rend && r < M)" in src
     assert src.count("kt < kte") == 2  # producer and consumers skip empty tiles alike
+    assert "if (kte > 0) {" in src  # and the consumers skip their epilogue
     for stmt in ("lp_group (halving search", "grouped schedule", "grouped, read from the IR", "persistent"):
         assert stmt in src, stmt
     m = re.search(r"(\d+) of (\d+) memory accesses, (\d+) of (\d+) barrier operations covered", src)
