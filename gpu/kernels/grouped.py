@@ -785,7 +785,8 @@ def generate_grouped(
     if (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
     base = generate_sm90(cfg.base, prob)
-    log = ProofLog(base_plan_proofs(base, cfg.base))
+    # the base's plan proofs, less those of its batch split (t / tpb), which the rewrite replaces
+    log = ProofLog([p for p in base_plan_proofs(base, cfg.base) if not p.statement.startswith("batched")])
     log.extend(ProofLog(list(_cover_proofs(cfg))))
     h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}grouped".encode()).hexdigest()[:10]
     name = f"lp_gemm_grouped_{prob.key()}_{h}"
