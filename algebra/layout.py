@@ -139,31 +139,6 @@ def _plain_pair(s: Tuple[Any, ...], d: Tuple[Any, ...], depth: int) -> bool:
     return True
 
 
-def _plain_flat(s: Tuple[Any, ...], d: Tuple[Any, ...]) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]]:
-    """:func:`_plain_pair` for depth <= 2 (``len(s) == len(d)`` given), returning the
-    flattened shape and stride (the layout caches them), or None: the top-level modes are
-    ints or congruent non-empty tuples, and every leaf is a plain int (extent >= 1) -- a
-    tuple nested deeper is a leaf that is not an int, so it is None too."""
-    fs: Tuple[Any, ...] = ()
-    fd: Tuple[Any, ...] = ()
-    for a, b in zip(s, d):
-        if type(a) is tuple:
-            if type(b) is not tuple or len(a) != len(b) or not a:
-                return None
-            fs += a
-            fd += b
-        else:
-            fs += (a,)
-            fd += (b,)
-    for x in fs:
-        if type(x) is not int or x < 1:
-            return None
-    for y in fd:
-        if type(y) is not int:
-            return None
-    return fs, fd
-
-
 def _plain_shape(s: Tuple[Any, ...], depth: int) -> bool:
     """:func:`_plain_pair` for a shape alone (``Layout(shape)``, compact stride)."""
     if not s:
@@ -410,13 +385,34 @@ class Layout:
                                 self._sym = False
                                 return
                     if n:
-                        flat = _plain_flat(shape, stride)
-                        if flat is not None:  # plain ints nested two deep: checked and flattened at once
-                            self._shape = shape
-                            self._stride = stride
-                            self._fs, self._fd = flat
-                            self._sym = False
-                            return
+                        # the common nesting, plain ints two deep: checked and flattened
+                        # at once (a tuple nested deeper is a leaf that is not an int)
+                        fs: Tuple[Any, ...] = ()
+                        fd: Tuple[Any, ...] = ()
+                        for a, c in zip(shape, stride):
+                            if type(a) is tuple:
+                                if type(c) is not tuple or len(a) != len(c) or not a:
+                                    break
+                                fs += a
+                                fd += c
+                            else:
+                                fs += (a,)
+                                fd += (c,)
+                        else:
+                            for a in fs:
+                                if type(a) is not int or a < 1:
+                                    break
+                            else:
+                                for c in fd:
+                                    if type(c) is not int:
+                                        break
+                                else:
+                                    self._shape = shape
+                                    self._stride = stride
+                                    self._fs = fs
+                                    self._fd = fd
+                                    self._sym = False
+                                    return
                         if _plain_pair(shape, stride, 0):  # nested deeper
                             self._shape = shape
                             self._stride = stride

@@ -545,14 +545,19 @@ def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, k: int) -> 
 
 def _compose_layout(A: Layout, B: Layout) -> Layout:
     n = B._shape
-    if type(n) is int and type(B._stride) is int and type(A._shape) is int and type(A._stride) is int:
-        # integer modes on both sides (so no SymPy leaf, no F2 stride): a scaling of B
-        r = B._stride
-        if n == 1:
-            return _ONE_ZERO
-        if r >= 0:
-            d = r * A._stride
-            return _plain(n, d, (n,), (d,))
+    r = B._stride
+    if type(n) is int and type(r) is int:
+        # B one integer mode, A one integer leaf (so no SymPy leaf, no F2 stride): a scaling of B
+        a = A._stride
+        if type(a) is not int or type(A._shape) is not int:
+            fa = A._fd
+            a = fa[0] if fa is not None and len(fa) == 1 and A._sym is False else None
+        if type(a) is int:
+            if n == 1:
+                return _ONE_ZERO
+            if r >= 0:
+                d = r * a
+                return _plain(n, d, (n,), (d,))
     if type(B._shape) is int and type(B._stride) is int and B._stride == 0 and A._sym is False:
         n = B._shape  # B is n:0: every coordinate goes to A(0) == 0 (A plain ints)
         return _plain(n, 0, (n,), (0,))
