@@ -50,6 +50,7 @@ __all__ = [
     "generate",
     "autotune",
     "gemm_op",
+    "gemm_fp8_blockscale",
     "Proof",
     "ProofLog",
     "AtomMismatchError",
@@ -72,6 +73,7 @@ _LAZY = {
     "SplitKConfig": ("kernels.splitk", "SplitKConfig"),
     "EpilogueConfig": ("kernels.epilogue", "EpilogueConfig"),
     "gemm_op": ("host.torch_op", "gemm_op"),  # reading it registers the torch operator
+    "gemm_fp8_blockscale": ("host.blockscale", "gemm_fp8_blockscale"),
 }
 
 

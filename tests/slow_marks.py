@@ -64,6 +64,8 @@ SLOW_FILES: frozenset[str] = frozenset(
 #: ``[...]`` covers every parametrization of the test
 SLOW_TESTS: frozenset[str] = frozenset(
     {
+        # tests/gpu/test_gpu_blockscale.py
+        "tests/gpu/test_gpu_blockscale.py::test_blockscale_kernel_generates_with_every_proof",
         # tests/algebra/test_analysis.py
         "tests/algebra/test_analysis.py::test_bad_input_raises_layout_errors_only",
         "tests/algebra/test_analysis.py::test_common_coarsening_greatest",
