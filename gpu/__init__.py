@@ -51,6 +51,11 @@ __all__ = [
     "autotune",
     "gemm_op",
     "gemm_fp8_blockscale",
+    "gemm_moe",
+    "gemm_moe_masked",
+    "gemm_grouped",
+    "gemm_array",
+    "GroupedConfig",
     "Proof",
     "ProofLog",
     "AtomMismatchError",
@@ -74,6 +79,11 @@ _LAZY = {
     "EpilogueConfig": ("kernels.epilogue", "EpilogueConfig"),
     "gemm_op": ("host.torch_op", "gemm_op"),  # reading it registers the torch operator
     "gemm_fp8_blockscale": ("host.blockscale", "gemm_fp8_blockscale"),
+    "gemm_moe": ("host.grouped", "gemm_moe"),
+    "gemm_moe_masked": ("host.grouped", "gemm_moe_masked"),
+    "gemm_grouped": ("host.grouped", "gemm_grouped"),
+    "gemm_array": ("host.grouped", "gemm_array"),
+    "GroupedConfig": ("kernels.grouped", "GroupedConfig"),
 }
 
 
