@@ -21,6 +21,7 @@ import numpy as np
 from ..config import OUT_DTYPES
 from ..errors import GemmConfigError, GemmInputError
 from ..kernels.splitk import FIXUP_DEFAULT
+from ..kernels.wgmma import tensor_map_args
 from . import device, operands, rule
 from .cache import compile_kernel, kernel_for, splitk_kernels_for
 from .rule import LaunchDecision, ParamBuffer, Staging, warn_slow_path
@@ -132,39 +133,22 @@ class _Operand:
 
     def prepare_tma(self, dt: str, k: int, mn: int, batch: Optional[Tuple[int, int]] = None) -> None:
         """Build the encoder's constant arguments (``k`` and ``mn`` are the operand's K and
-        M-or-N extents): 64x64 boxes, 128-byte swizzle, zero fill outside the tensor.
-        ``batch`` = (count, stride in elements): a rank-3 map (inner, outer, batch) with
-        1-deep boxes, so a box of batch ``i`` never reads past that batch's matrix."""
+        M-or-N extents): the tensor map the kernel generator proved
+        (:func:`~layoutproof.gpu.kernels.wgmma.tensor_map_args`: 64x64 boxes, 128-byte
+        swizzle, zero fill outside the tensor, every driver rule decided for the leading
+        dimensions the launch admits) with this operand's extents and leading dimension
+        substituted.  ``batch`` = (count, stride in elements): a rank-3 map (inner, outer,
+        batch) with 1-deep boxes, so a box of batch ``i`` never reads past that batch's
+        matrix."""
         from cuda.bindings import driver  # cuda-python: only where TMA is decided
 
         kmajor = self.major == "k"
         inner, outer = (k, mn) if kmajor else (mn, k)
-        u32, u64 = driver.cuuint32_t, driver.cuuint64_t
-        dims, strides, box = [u64(inner), u64(outer)], [u64(self.ld * 2)], [u32(64), u32(64)]
+        values = {"X": mn, "K": k, "ld": self.ld}
         if batch is not None:
-            dims.append(u64(batch[0]))
-            strides.append(u64(batch[1] * 2))
-            box.append(u32(1))
-        dtype = (
-            driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-            if dt == "f16"
-            else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-        )
-        self.tma_args = (
-            driver,
-            dtype,
-            u32(len(dims)),
-            dims,
-            strides,
-            box,
-            [u32(1)] * len(dims),
-            driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-            driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            inner,
-            outer,
-        )
+            values.update(B=batch[0], bs=batch[1])
+        args = tensor_map_args(kmajor, dt, batch is not None).subs(values)
+        self.tma_args = (driver, args, inner, outer)
 
     def tensor_map(self, ptr: int) -> Any:
         """The 128 bytes of the tensor map for base address ``ptr`` (encoded on first use of
@@ -172,8 +156,8 @@ class _Operand:
         m = self.maps.get(ptr)
         if m is not None:
             return m
-        (driver, dtype, rank, dims, strides, box, estr, il, sw, l2, oob, inner, outer) = self.tma_args  # type: ignore[misc]
-        err, tmap = driver.cuTensorMapEncodeTiled(dtype, rank, ptr, dims, strides, box, estr, il, sw, l2, oob)
+        driver, args, inner, outer = self.tma_args  # type: ignore[misc]
+        err, tmap = driver.cuTensorMapEncodeTiled(*args.driver_args(driver, ptr))
         if err != driver.CUresult.CUDA_SUCCESS:
             raise GemmInputError(
                 f"gemm: cuTensorMapEncodeTiled failed ({err}) for a "

@@ -48,6 +48,7 @@ discharged before the source exists, and the header ends with their coverage.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -56,7 +57,7 @@ import numpy as np
 from layoutproof import ComposedLayout, Layout, Swizzle, composition, symbols
 from layoutproof.layout import top_modes
 
-from ..analysis import tma_preflight, wgmma_operand
+from ..analysis import TensorMapArgs, tma_preflight, wgmma_operand
 from ..config import TC_TYPES, GemmConfig, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..isa import gmma
@@ -288,44 +289,61 @@ def tma_stage_layout(x_extent: int, kmajor: bool) -> Any:
     return composition(SW128, Layout(((64, x_extent // 64), (8, 8)), ((1, 4096), (64, 512))))
 
 
-def tma_global_layout(kmajor: bool) -> Layout:
+def tma_global_layout(kmajor: bool, batched: bool = False) -> Layout:
     """The operand in global memory as the kernel's tensor maps see it, (x, k) -> element,
     symbolic: ``X`` rows (M or N), ``K`` columns, leading dimension ``ld`` (K-major:
-    ``(X, K):(ld, 1)``; MN-major: ``(X, K):(1, ld)``), moved as 16-bit units (f16, bf16 and
-    the typed kernels' units share the driver's rules and the boxes' placement)."""
+    ``(X, K):(ld, 1)``; MN-major: ``(X, K):(1, ld)``); ``batched``: a third mode of ``B``
+    matrices ``bs`` elements apart (the batched kernels' rank-3 maps, one matrix per box)."""
     X, K, ld = symbols("X K ld")
-    return Layout((X, K), (ld, 1)) if kmajor else Layout((X, K), (1, ld))
+    shape: Tuple[Any, ...] = (X, K)
+    stride: Tuple[Any, ...] = (ld, 1) if kmajor else (1, ld)
+    if batched:
+        B, bs = symbols("B bs")
+        shape, stride = shape + (B,), stride + (bs,)
+    return Layout(shape, stride)
 
 
-def tma_assumptions(kmajor: bool) -> Tuple[str, ...]:
+def tma_assumptions(kmajor: bool, batched: bool = False) -> Tuple[str, ...]:
     """What the launch guarantees of :func:`tma_global_layout`'s symbols (positive integers):
-    the extents are ``int`` kernel arguments; the leading dimension covers the contiguous extent, is
-    a whole number of 16-byte units (the host copies an operand that breaks this into a padded
-    buffer) and, as a byte stride of an allocation, stays below 2^39 elements."""
+    the extents are ``int`` kernel arguments; the leading dimension covers the contiguous
+    extent, is a whole number of 16-byte units (the host copies an operand that breaks this
+    into a padded buffer) and, as a byte stride of an allocation, stays below 2^39 elements;
+    so does a batch stride."""
     inner = "K" if kmajor else "X"
-    return (
+    facts: Tuple[str, ...] = (
         "X <= 2**31 - 1",
         "K <= 2**31 - 1",
         f"ld >= {inner}",
         "ld % 8 == 0",
         "ld <= 2**39 - 1",
     )
+    if batched:
+        facts += ("B <= 2**31 - 1", "bs % 8 == 0", "bs <= 2**39 - 1")
+    return facts
 
 
-def prove_tma(p: OperandPlan, layout: Any, log: ProofLog) -> Any:
+def tma_dtype(dtype: str) -> str:
+    """The element type of the operands' tensor maps: ``f16`` and ``bf16`` as they are, the
+    other types as the 16-bit units the kernels move (``u16``)."""
+    return dtype if dtype in ("f16", "bf16") else "u16"
+
+
+def prove_tma(p: OperandPlan, layout: Any, log: ProofLog, dtype: str = "f16", batched: bool = False) -> Any:
     """The TMA pre-flight of operand ``p``'s loads (:func:`layoutproof.gpu.analysis.tma_preflight`):
     for every global operand the assumptions admit (:func:`tma_assumptions`), the driver
-    accepts the 64x64-box, 128-byte-swizzle tensor map, and its boxes write exactly the
-    stage ``layout``; the boxes are the ones the kernel issues (box ``j`` at (x ``64 j``,
-    k 0), ``TMA_BOX_BYTES * j`` bytes into the stage, coordinates contiguous dimension
-    first) and deliver the stage's bytes.  Returns the :class:`~layoutproof.gpu.analysis.TmaReport`;
-    raises ProofFailedError with its witness."""
+    accepts the 64x64-box, 128-byte-swizzle tensor map of ``dtype`` elements (rank 3 with a
+    1-deep batch box when ``batched``), and its boxes write exactly the stage ``layout``;
+    the boxes are the ones the kernel issues (box ``j`` at (x ``64 j``, k 0),
+    ``TMA_BOX_BYTES * j`` bytes into the stage, coordinates contiguous dimension first) and
+    deliver the stage's bytes.  Returns the :class:`~layoutproof.gpu.analysis.TmaReport`
+    (its ``args``: the encoder's arguments, symbolic); raises ProofFailedError with its
+    witness."""
     from layoutproof.symbolic import assuming
 
     P = p.name.upper()
-    with assuming(*tma_assumptions(p.kmajor)):
+    with assuming(*tma_assumptions(p.kmajor, batched)):
         rep = tma_preflight(
-            tma_global_layout(p.kmajor), layout, (p.x_extent, p.bk), dtype="f16", box=(TMA_BOX, 64)
+            tma_global_layout(p.kmajor, batched), layout, (p.x_extent, p.bk), dtype=dtype, box=(TMA_BOX, 64)
         )
     if rep.status != "proved" or rep.args is None:
         raise ProofFailedError(
@@ -337,8 +355,8 @@ def prove_tma(p: OperandPlan, layout: Any, log: ProofLog) -> Any:
     issued = (
         tuple((TMA_BOX * j, 0) for j in range(nb)),
         tuple(TMA_BOX_BYTES * j for j in range(nb)),
-        (1, 0) if p.kmajor else (0, 1),
-        (64, 64),
+        ((1, 0) if p.kmajor else (0, 1)) + ((2,) if batched else ()),
+        (64, 64) + ((1,) if batched else ()),
         "128B",
         2 * p.stage_elems,
     )
@@ -358,6 +376,25 @@ def prove_tma(p: OperandPlan, layout: Any, log: ProofLog) -> Any:
         rep.cases,
     )
     return rep
+
+
+@functools.cache
+def tensor_map_args(kmajor: bool, dtype: str, batched: bool = False) -> TensorMapArgs:
+    """The ``cuTensorMapEncodeTiled`` arguments of an operand's tensor map, as
+    :func:`prove_tma` derives and proves them (one box's tile; the map does not depend on the
+    block), symbolic in ``X``, ``K``, ``ld`` (and ``B``, ``bs``): the host substitutes its
+    operand's values (:meth:`~layoutproof.gpu.analysis.TensorMapArgs.subs`) and encodes.
+
+    >>> a = tensor_map_args(True, "bf16")
+    >>> a.dtype, a.global_dim, a.global_strides, a.box_dim, a.swizzle
+    ('BFLOAT16', (K, X), (2*ld,), (64, 64), '128B')
+    >>> a.subs({"X": 4096, "K": 1024, "ld": 1032}).global_strides
+    (2064,)
+    """
+    p = OperandPlan("a", TMA_BOX, 64, 1, kmajor, 128, 1, TMA_BOX)
+    rep = prove_tma(p, tma_stage_layout(TMA_BOX, kmajor), ProofLog(), tma_dtype(dtype), batched)
+    args: TensorMapArgs = rep.args
+    return args
 
 
 # ============================================================================ C map
@@ -696,7 +733,7 @@ def generate_sm90(
     threads = cfg.threads
     a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", threads, cfg.warpgroups, 64)
     b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, prob.b_major == "k", threads, 1, cfg.bn)
-    smems = {p.name: _plan_stage(cfg, p, log) for p in (a, b)}
+    smems = {p.name: _plan_stage(cfg, p, log, prob) for p in (a, b)}
     desc = {
         "a": _plan_descriptors(a, smems["a"], 64, cfg.warpgroups, log),
         "b": _plan_descriptors(b, smems["b"], cfg.bn, 1, log),
@@ -740,11 +777,12 @@ def generate_sm90(
     return k
 
 
-def _plan_stage(cfg: Sm90Config, p: OperandPlan, log: ProofLog) -> Any:
+def _plan_stage(cfg: Sm90Config, p: OperandPlan, log: ProofLog, prob: Optional[GemmProblem] = None) -> Any:
     """Operand ``p``'s stage buffer: the TMA box layout (the stages a bijection, the boxes
     writing exactly the stage layout) or the SW128 GMMA atom tiled to the stage with its
-    cp.async copies (covering the tile once, free of bank conflicts).  Returns the GMMA
-    shared-memory layout the descriptors read."""
+    cp.async copies (covering the tile once, free of bank conflicts).  ``prob`` gives the
+    tensor maps' element type and whether the operand is batched (default: f16, one
+    matrix).  Returns the GMMA shared-memory layout the descriptors read."""
     if cfg.loader == "tma":
         lay = tma_stage_layout(p.x_extent, p.kmajor)
         bs, bd = top_modes(lay.layout_b)
@@ -756,7 +794,8 @@ def _plan_stage(cfg: Sm90Config, p: OperandPlan, log: ProofLog) -> Any:
             what=f"{p.name.upper()} smem stages onto [0,{total})",
             log=log,
         )
-        prove_tma(p, lay, log)
+        dtype, batched = ("f16", False) if prob is None else (tma_dtype(prob.dtype), p.name in prob.batch)
+        prove_tma(p, lay, log, dtype, batched)
         p.maps["tma"] = lay
         return gmma.GmmaSmemLayout(lay, "K" if p.kmajor else "MN", "SW128")
     threads = cfg.threads

@@ -392,7 +392,7 @@ def test_planted_tma_box_and_swizzle_bugs_fail_the_generation(monkeypatch):
         assert isinstance(w, BoxMismatch) if why is None else why in str(w)
         monkeypatch.undo()
     loose = ("X <= 2**31 - 1", "K <= 2**31 - 1", "ld >= K")  # no ld % 8 == 0
-    monkeypatch.setattr(wgmma, "tma_assumptions", lambda kmajor: loose)
+    monkeypatch.setattr(wgmma, "tma_assumptions", lambda kmajor, batched=False: loose)
     with pytest.raises(ProofFailedError, match="globalStrides multiple of 16"):
         wgmma.generate_sm90(cfg, prob, memo=False)
 
@@ -418,3 +418,71 @@ def test_sm90_tma_kernel_proves_boxes_and_compiles(tmp_path):
         Sm90Config(bn=96, loader="tma").validate()
     if NVCC is not None:
         _nvcc_sm90a(k.source, tmp_path)
+
+
+def test_host_tensor_maps_are_the_proved_ones(monkeypatch):
+    """The host encodes the tensor map the generator proved (wgmma.tensor_map_args, symbolic
+    in the operand's extents and leading dimension) with its values substituted: through a
+    recording driver, the arguments are the literal ones of the 64x64-box, 128-byte-swizzle
+    map, rank 2 and rank 3 (batched), for both major-nesses and both 16-bit types."""
+    import sys
+    import types
+
+    from layoutproof.gpu.host import plan as plan_mod
+
+    calls = []
+
+    class Enum:
+        def __init__(self, kind):
+            self.kind = kind
+
+        def __getattr__(self, name):
+            return (self.kind, name)
+
+    def encode(*args):
+        calls.append(args)
+        return 0, types.SimpleNamespace(opaque=[0] * 16)
+
+    drv = types.SimpleNamespace(
+        cuuint32_t=lambda v: ("u32", int(v)),
+        cuuint64_t=lambda v: ("u64", int(v)),
+        CUtensorMapDataType=Enum("dtype"),
+        CUtensorMapInterleave=Enum("il"),
+        CUtensorMapSwizzle=Enum("sw"),
+        CUtensorMapL2promotion=Enum("l2"),
+        CUtensorMapFloatOOBfill=Enum("oob"),
+        CUresult=types.SimpleNamespace(CUDA_SUCCESS=0),
+        cuTensorMapEncodeTiled=encode,
+    )
+    monkeypatch.setitem(sys.modules, "cuda", types.ModuleType("cuda"))
+    monkeypatch.setitem(sys.modules, "cuda.bindings", types.SimpleNamespace(driver=drv))
+    for major, dt, k, mn, ld, batch in (
+        ("k", "f16", 1000, 300, 1008, None),
+        ("m", "bf16", 64, 4097, 4104, None),
+        ("k", "bf16", 72, 128, 72, (5, 72 * 130)),
+        ("n", "f16", 8, 8, 8, (3, 64)),
+    ):
+        op = plan_mod._Operand.__new__(plan_mod._Operand)
+        op.major, op.ld, op.maps = major, ld, {}
+        op.prepare_tma(dt, k, mn, batch)
+        op.tensor_map(0x7F0000001000)
+        inner, outer = (k, mn) if major == "k" else (mn, k)
+        u32 = lambda v: ("u32", v)  # noqa: E731
+        u64 = lambda v: ("u64", v)  # noqa: E731
+        dims, strides, box = [u64(inner), u64(outer)], [u64(2 * ld)], [u32(64), u32(64)]
+        if batch is not None:
+            dims, strides, box = dims + [u64(batch[0])], strides + [u64(2 * batch[1])], box + [u32(1)]
+        want = (
+            ("dtype", "CU_TENSOR_MAP_DATA_TYPE_" + ("FLOAT16" if dt == "f16" else "BFLOAT16")),
+            u32(len(dims)),
+            0x7F0000001000,
+            dims,
+            strides,
+            box,
+            [u32(1)] * len(dims),
+            ("il", "CU_TENSOR_MAP_INTERLEAVE_NONE"),
+            ("sw", "CU_TENSOR_MAP_SWIZZLE_128B"),
+            ("l2", "CU_TENSOR_MAP_L2_PROMOTION_L2_256B"),
+            ("oob", "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"),
+        )
+        assert calls[-1] == want, (major, dt, batch)
