@@ -100,8 +100,8 @@ _ONE_ZERO._size = 1
 def _plain_modes(ms: List[int], md: List[int]) -> Layout:
     """:func:`_from_modes` for integer modes: the result is known to be concrete."""
     if len(ms) == 1:
-        m, d = ms[0], md[0]
-        return _plain(m, d, (m,), (d,))
+        m, e = ms[0], md[0]
+        return _plain(m, e, (m,), (e,))
     s, d = tuple(ms), tuple(md)
     return _plain(s, d, s, d)
 
@@ -126,32 +126,36 @@ def coalesce_modes(
     ``keep_last``, the last leaf stays a mode even when its extent is 1."""
     rs: List[int] = []
     rd: List[int] = []
-    if keep_last:
-        last = len(fs) - 1
-        for k, (s, d) in enumerate(zip(fs, fd)):
-            if s == 1 and k != last:
-                continue
-            if rs and rs[-1] * rd[-1] == d:
-                rs[-1] *= s
+    ps: Any = None  # the mode being merged (None: none yet), ps:pd
+    pd: Any = 0
+    n = len(fs)
+    if keep_last and n:
+        n -= 1
+    for k in range(n):
+        s = fs[k]
+        if s != 1:
+            d = fd[k]
+            if ps is not None and ps * pd == d:
+                ps *= s
             else:
-                rs.append(s)
-                rd.append(d)
-    else:
-        ps = 0  # the mode being merged (extent 0: none yet), ps:pd
-        pd: Any = 0
-        for s, d in zip(fs, fd):
-            if s != 1:
-                if ps and d == pd * ps:
-                    ps *= s
-                else:
-                    if ps:
-                        rs.append(ps)
-                        rd.append(pd)
-                    ps = s
-                    pd = d
-        if ps:
-            rs.append(ps)
-            rd.append(pd)
+                if ps is not None:
+                    rs.append(ps)
+                    rd.append(pd)
+                ps = s
+                pd = d
+    if keep_last and fs:  # the last leaf, extent 1 or not
+        s, d = fs[-1], fd[-1]
+        if ps is not None and ps * pd == d:
+            ps *= s
+        else:
+            if ps is not None:
+                rs.append(ps)
+                rd.append(pd)
+            ps = s
+            pd = d
+    if ps is not None:
+        rs.append(ps)
+        rd.append(pd)
     if not rs:
         return [1], [0]
     return rs, rd
@@ -770,9 +774,18 @@ def _compose_general(
     leaves: List[_Leaf] = []
     multi = len(fbs) > 1
     k = 0
+    ps: List[Any] = []
+    pd: List[Any] = []
     try:
         for n, r in zip(fbs, fbd):
-            leaves.append(_compose_leaf(As, Ad, n, r, k if multi else -1))
+            lf = _compose_leaf(As, Ad, n, r, k if multi else -1)
+            leaves.append(lf)
+            if len(lf.ms) == 1:
+                ps.append(lf.ms[0])
+                pd.append(lf.md[0])
+            else:
+                ps.append(tuple(lf.ms))
+                pd.append(tuple(lf.md))
             k += 1
     except InadmissibleError as e:
         if multi and e.witness is not None:
@@ -780,15 +793,6 @@ def _compose_general(
         raise
     if multi:
         _check_disjoint(A, B, As, Ad, fbs, fbd, leaves)
-    ps: List[Any] = []
-    pd: List[Any] = []
-    for lf in leaves:
-        if len(lf.ms) == 1:
-            ps.append(lf.ms[0])
-            pd.append(lf.md[0])
-        else:
-            ps.append(tuple(lf.ms))
-            pd.append(tuple(lf.md))
     if type(B._shape) is not tuple:
         return _plain(ps[0], pd[0])
     return _plain(raw_unflatten(ps, B._shape), raw_unflatten(pd, B._stride))
@@ -806,7 +810,16 @@ def _check_disjoint(
     """Every leaf of B uses digits of A's mixed radix; the by-mode result equals A∘B iff
     adding the leaves' images never carries from one digit of A into the next."""
     last = len(As) - 1
-    if any(lf.occ is None for lf in leaves):
+    decided = True
+    for lf in leaves:
+        if lf.occ is None:
+            decided = False
+            break
+        if lf.occ:
+            break
+    else:  # every leaf stays in one digit's first step (extent-1 or stride-0 leaves): disjoint
+        return
+    if not decided or any(lf.occ is None for lf in leaves):
         w = _search_witness(As, Ad, fbs, fbd)
         if w is None and raw_product(fbs) <= EXACT_LIMIT:
             return
