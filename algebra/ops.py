@@ -225,6 +225,10 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
     >>> str(coalesce(Layout((2, (1, 6)), (1, (6, 2)))))
     '12:1'
     """
+    if profile is None and type(layout) is Layout and layout._sym is False:
+        fs, fd = layout._fs, layout._fd  # concrete: straight to the merge below
+        if fs is not None and fd is not None:
+            return _coalesce_plain(layout, fs, fd)
     if not isinstance(layout, Layout):  # other kinds of layouts answer for themselves
         return kinds.call("coalesce", layout, profile)
     if profile is None and type(layout._shape) is int:  # a single integer mode
@@ -243,13 +247,18 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
     fs, fd = layout._fs, layout._fd
     if fs is None or fd is None:
         fs, fd = layout._flat()
+    return _coalesce_plain(layout, fs, fd)
+
+
+def _coalesce_plain(layout: Layout, fs: Tuple[int, ...], fd: Tuple[int, ...]) -> Layout:
+    """coalesce of a concrete layout with flattening ``fs``/``fd``."""
     rs: List[int] = []
     rd: List[int] = []
     ps = 0  # coalesce_modes, inline: the mode being merged (extent 0: none yet), ps:pd
     pd = 0
     for s, d in zip(fs, fd):
         if s != 1:
-            if ps and d == pd * ps:
+            if ps and ps * pd == d:
                 ps *= s
             else:
                 if ps:
@@ -259,6 +268,8 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
                 pd = d
     if not rs:  # at most one mode
         if ps:
+            if type(layout._shape) is int:  # itself
+                return layout
             return _plain(ps, pd, (ps,), (pd,))
         return _ONE_ZERO
     rs.append(ps)
