@@ -225,10 +225,13 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
     >>> str(coalesce(Layout((2, (1, 6)), (1, (6, 2)))))
     '12:1'
     """
-    if profile is None and type(layout) is Layout and layout._sym is False:
-        fs, fd = layout._fs, layout._fd  # concrete: straight to the merge below
-        if fs is not None and fd is not None:
-            return _coalesce_plain(layout, fs, fd)
+    if profile is None and type(layout) is Layout:
+        if type(layout._shape) is int:  # a single integer mode
+            return layout if layout._shape != 1 else _ONE_ZERO
+        if layout._sym is False:
+            fs, fd = layout._fs, layout._fd  # concrete: straight to the merge below
+            if fs is not None and fd is not None:
+                return _coalesce_plain(layout, fs, fd)
     if not isinstance(layout, Layout):  # other kinds of layouts answer for themselves
         return kinds.call("coalesce", layout, profile)
     if profile is None and type(layout._shape) is int:  # a single integer mode
