@@ -131,12 +131,22 @@ def test_gmma_k_atoms_tf32_and_bf16(sw: str) -> None:
         assert independent_placement(r, s.layout, (64, 64))[0] == 0
 
 
+def _kernel_box_model(x_extent: int, kmajor: bool) -> np.ndarray:
+    """The GEMM's former model of its 64x64 boxes, (x, k) -> byte: box j at 8192 j, its
+    element (inner i, outer o) at o * 128 + 2 i, then the 128-byte swizzle."""
+    x = np.arange(x_extent)[:, None]
+    k = np.arange(64)[None, :]
+    inner, outer = (k, x % 64) if kmajor else (x % 64, k)
+    lin = (x // 64) * 8192 + outer * 128 + 2 * inner
+    return lin ^ (((lin >> 7) & 7) << 4)
+
+
 def test_the_gemm_stage_boxes_agree_with_the_kernels_own_model() -> None:
-    """The GEMM proves its stage layout equal to its model of the TMA boxes
-    (tma_box_addresses); with the kernel's 64x64 box the pre-flight proves the same layout
-    from its own model: three models of one placement agree.  A planted wrong stage is
-    refuted by both."""
-    from layoutproof.gpu.kernels.wgmma import tma_box_addresses, tma_stage_layout
+    """The GEMM's stage layout (which its generator proves with this pre-flight) equals an
+    independent model of the TMA boxes; with the kernel's 64x64 box the pre-flight proves
+    the same layout from its own model: three models of one placement agree.  A planted
+    wrong stage is refuted by both."""
+    from layoutproof.gpu.kernels.wgmma import tma_stage_layout
 
     for x in (64, 128, 256):
         for kmajor in (True, False):
@@ -146,7 +156,7 @@ def test_the_gemm_stage_boxes_agree_with_the_kernels_own_model() -> None:
             assert r.status == "proved", r.text()
             assert r.boxes == x // 64 and r.args.box_dim == (64, 64) and r.args.swizzle == "128B"
             assert sorted(r.box_offsets) == [8192 * j for j in range(x // 64)]
-            want = tma_box_addresses(x, kmajor)  # (x, k) -> byte
+            want = _kernel_box_model(x, kmajor)  # (x, k) -> byte
             ours = np.asarray(stage.eval_all()).reshape(x, 64, order="F") * 2
             assert np.array_equal(ours, want)
             bad = composition(Swizzle(3, 3, 4), stage.layout_b)
