@@ -576,10 +576,20 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
             if r >= 0:
                 d = r * a
                 return _plain(n, d, (n,), (d,))
-    if type(B._shape) is int and type(B._stride) is int and B._stride == 0 and A._sym is False:
-        n = B._shape  # B is n:0: every coordinate goes to A(0) == 0 (A plain ints)
-        return _plain(n, 0, (n,), (0,))
     fbs, fbd = B._flat()
+    if A._sym is False and B._sym is False:
+        for s, d in zip(fbs, fbd):
+            if type(d) is not int or (d != 0 and s != 1):
+                break
+        else:  # every leaf of B is n:0 or 1:d: each stays at A(0) == 0 (A of integer strides)
+            for d in A._flat()[1]:
+                if type(d) is not int:
+                    break
+            else:
+                z = (0,) * len(fbs)
+                if B._shape is fbs:
+                    return _plain(fbs, z, fbs, z)
+                return _plain(B._shape, raw_unflatten(z, B._stride), fbs, z)
     for d in fbd:
         if type(d) is not int:
             if getattr(type(d), "_lp_coordinate", False) and not (

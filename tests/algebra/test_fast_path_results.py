@@ -175,3 +175,26 @@ def test_other_layers_are_still_asked() -> None:
     assert str(lp.composition(Layout(M, 2), Layout(4, 2))) == "4:4"
     assert lp.composition(Layout(8, 2), Layout(M, 2)).is_symbolic
     assert lp.coalesce(Layout((M, 2), (1, M))).is_symbolic
+
+
+def test_coordinate_strides_answer_alike_whatever_is_cached() -> None:
+    """A layout with coordinate strides caches ``_sym = False`` once asked; the shortcuts
+    for concrete operands must not change its compositions' answers (their zero strides
+    stay coordinates where the general path makes them so)."""
+    from layoutproof.arith import E
+
+    Bs = [((2, 3), (0, 0)), ((1, 3), (5, 0)), (((2,), 1), ((0,), 7)), (4, 0), (1, 3), ((2, 2), (1, 2))]
+    for make_a in (
+        lambda: Layout(8, E(0)),
+        lambda: Layout((8,), (E(1),)),
+        lambda: Layout((4, 2), (E(0), E(1))),
+    ):
+        for s, d in Bs:
+            fresh = make_a()
+            asked = make_a()
+            assert asked.is_symbolic is False
+            a = _outcome(lp.composition, fresh, Layout(s, d))
+            b = _outcome(lp.composition, asked, Layout(s, d))
+            assert a == b and repr(lp.composition(make_a(), Layout(s, d))) == repr(
+                lp.composition(asked, Layout(s, d))
+            ), (s, d)
