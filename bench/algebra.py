@@ -212,9 +212,9 @@ def _time_pair(f: Callable[[], Any], g: Callable[[], Any], n: int, rounds: int) 
 
 def random_bench(
     count: int, seed: int, only: Sequence[str] = (), n: int = 8, rounds: int = 5
-) -> List[Tuple[str, int, int, int, List[float]]]:
+) -> List[Tuple[str, int, int, int, List[float], List[Tuple[float, float]]]]:
     """Per operation: (name, cases, draws, answers that differ, ratios ours/pycute with
-    operand construction)."""
+    operand construction, (ours, pycute) microseconds per case)."""
     L, P = lp.Layout, pc.Layout
     rows = []
     for name, arity, ours, theirs, extra in random_ops():
@@ -222,6 +222,7 @@ def random_bench(
             continue
         rng = random.Random(f"{seed}:{name}")
         ratios: List[float] = []
+        times: List[Tuple[float, float]] = []
         pairs: List[Tuple[Callable[[], Any], Callable[[], Any]]] = []
         draws = differ = 0
         while len(ratios) < count and draws < 50 * count:
@@ -247,13 +248,16 @@ def random_bench(
             pair = _case(ours, theirs, data, more)
             a, b = _time_pair(*pair, n, rounds)
             ratios.append(a / b)
+            times.append((a, b))
             pairs.append(pair)
         # the slowest 2% again, with 5x the rounds: a load spike on this shared machine
         # must not become an operation's worst case
         for i in sorted(range(len(ratios)), key=lambda k: -ratios[k])[: max(1, len(ratios) // 50)]:
             a, b = _time_pair(*pairs[i], n, 5 * rounds)
-            ratios[i] = min(ratios[i], a / b)
-        rows.append((name, len(ratios), draws, differ, ratios))
+            if a / b < ratios[i]:
+                ratios[i] = a / b
+                times[i] = (a, b)
+        rows.append((name, len(ratios), draws, differ, ratios, times))
     return rows
 
 
@@ -294,24 +298,37 @@ def _quantile(xs: List[float], q: float) -> float:
     return ys[min(len(ys) - 1, int(q * len(ys)))]
 
 
-def print_random(rows: List[Tuple[str, int, int, int, List[float]]], markdown: bool) -> None:
+def print_random(
+    rows: List[Tuple[str, int, int, int, List[float], List[Tuple[float, float]]]], markdown: bool
+) -> None:
+    """The ratio columns, and the median microseconds per case of each library (the
+    operands' construction included) beside them."""
     if markdown:
         print(
-            "| operation (operands constructed) | cases (draws, answers differ) | median | p90 | worst | <= 0.5 at |"
+            "| operation (operands constructed) | cases (draws, answers differ) | median | p90 | worst "
+            "| median µs ours / pycute | <= 0.5 at |"
         )
-        print("|---|---:|---:|---:|---:|---|")
+        print("|---|---:|---:|---:|---:|---:|---|")
     else:
         print(
-            f"{'operation':20s} {'cases':>6s} {'draws':>6s} {'differ':>6s} {'median':>7s} {'p90':>6s} {'worst':>6s}  <= 0.5 at"
+            f"{'operation':20s} {'cases':>6s} {'draws':>6s} {'differ':>6s} {'median':>7s} {'p90':>6s} "
+            f"{'worst':>6s} {'µs ours':>8s} {'pycute':>7s}  <= 0.5 at"
         )
-    for name, cases_, draws, differ, rs in rows:
+    for name, cases_, draws, differ, rs, ts in rows:
         med, p90, worst = statistics.median(rs), _quantile(rs, 0.9), max(rs)
+        us_a, us_b = statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts)
         met = [w for w, v in (("median", med), ("p90", p90), ("worst", worst)) if v <= 0.5]
         ok = ", ".join(met) or "none"
         if markdown:
-            print(f"| {name} | {cases_} ({draws}, {differ}) | {med:.2f} | {p90:.2f} | {worst:.2f} | {ok} |")
+            print(
+                f"| {name} | {cases_} ({draws}, {differ}) | {med:.2f} | {p90:.2f} | {worst:.2f} "
+                f"| {us_a:.2f} / {us_b:.2f} | {ok} |"
+            )
         else:
-            print(f"{name:20s} {cases_:6d} {draws:6d} {differ:6d} {med:7.2f} {p90:6.2f} {worst:6.2f}  {ok}")
+            print(
+                f"{name:20s} {cases_:6d} {draws:6d} {differ:6d} {med:7.2f} {p90:6.2f} {worst:6.2f} "
+                f"{us_a:8.2f} {us_b:7.2f}  {ok}"
+            )
 
 
 def main() -> int:
