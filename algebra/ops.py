@@ -255,6 +255,17 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
 
 def _coalesce_plain(layout: Layout, fs: Tuple[int, ...], fd: Tuple[int, ...]) -> Layout:
     """coalesce of a concrete layout with flattening ``fs``/``fd``."""
+    if len(fs) == 2:  # the loop below, unrolled for two leaves
+        s0, s1 = fs
+        d0, d1 = fd
+        if s0 == 1:
+            return _plain(s1, d1, (s1,), (d1,)) if s1 != 1 else _ONE_ZERO
+        if s1 == 1:
+            return _plain(s0, d0, (s0,), (d0,))
+        if s0 * d0 == d1:
+            m = s0 * s1
+            return _plain(m, d0, (m,), (d0,))
+        return layout if layout._shape is fs else _plain(fs, fd, fs, fd)
     rs: List[int] = []
     rd: List[int] = []
     ps = 0  # coalesce_modes, inline: the mode being merged (extent 0: none yet), ps:pd
@@ -277,8 +288,8 @@ def _coalesce_plain(layout: Layout, fs: Tuple[int, ...], fd: Tuple[int, ...]) ->
         return _ONE_ZERO
     rs.append(ps)
     rd.append(pd)
-    if len(rs) == len(fs) and layout._shape is fs:  # flat, nothing merged: itself
-        return layout
+    if len(rs) == len(fs):  # nothing merged or dropped: the flattening itself
+        return layout if layout._shape is fs else _plain(fs, fd, fs, fd)
     s_, d_ = tuple(rs), tuple(rd)
     return _plain(s_, d_, s_, d_)
 
