@@ -587,6 +587,12 @@ def _compose_layout(A: Layout, B: Layout) -> Layout:
             if r >= 0:
                 d = r * a
                 return _plain(n, d, (n,), (d,))
+        elif r == 0 and A._sym is False and A._fd is not None:  # n:0 over A of integer strides
+            for d in A._fd:
+                if type(d) is not int:
+                    break
+            else:
+                return _plain(n, 0, (n,), (0,))
     fbs, fbd = B._flat()
     if A._sym is False and B._sym is False:
         for s, d in zip(fbs, fbd):
