@@ -852,15 +852,19 @@ def _check_disjoint(
     adding the leaves' images never carries from one digit of A into the next."""
     last = len(As) - 1
     decided = True
+    wrapping = 0
     for lf in leaves:
         if lf.occ is None:
             decided = False
             break
         if lf.occ:
-            break
-    else:  # every leaf stays in one digit's first step (extent-1 or stride-0 leaves): disjoint
+            wrapping += 1
+    if decided and wrapping <= 1:
+        # a leaf's own digits stay below each extent (it takes at most s // r steps of
+        # stride r in a mode of extent s), so with at most one leaf using digits below
+        # A's last mode nothing carries: disjoint
         return
-    if not decided or any(lf.occ is None for lf in leaves):
+    if not decided:
         w = _search_witness(As, Ad, fbs, fbd)
         if w is None and raw_product(fbs) <= EXACT_LIMIT:
             return
