@@ -266,6 +266,11 @@ def _coalesce_plain(layout: Layout, fs: Tuple[int, ...], fd: Tuple[int, ...]) ->
             m = s0 * s1
             return _plain(m, d0, (m,), (d0,))
         return layout if layout._shape is fs else _plain(fs, fd, fs, fd)
+    if len(fs) == 3:  # three leaves: when none is 1 and none continues the one before, as they are
+        s0, s1, s2 = fs
+        d0, d1, d2 = fd
+        if s0 != 1 and s1 != 1 and s2 != 1 and s0 * d0 != d1 and s1 * d1 != d2:
+            return layout if layout._shape is fs else _plain(fs, fd, fs, fd)
     rs: List[int] = []
     rd: List[int] = []
     ps = 0  # coalesce_modes, inline: the mode being merged (extent 0: none yet), ps:pd
