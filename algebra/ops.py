@@ -253,23 +253,37 @@ def coalesce(layout: Any, profile: Any = None) -> Any:
     return _coalesce_plain(layout, fs, fd)
 
 
+def _coalesce_two(s0: int, s1: int, d0: int, d1: int) -> Layout:
+    """coalesce of the two concrete leaves ``(s0, s1):(d0, d1)``."""
+    if s0 == 1:
+        return _plain(s1, d1, (s1,), (d1,)) if s1 != 1 else _ONE_ZERO
+    if s1 == 1:
+        return _plain(s0, d0, (s0,), (d0,))
+    if s0 * d0 == d1:
+        m = s0 * s1
+        return _plain(m, d0, (m,), (d0,))
+    return _plain((s0, s1), (d0, d1), (s0, s1), (d0, d1))
+
+
 def _coalesce_plain(layout: Layout, fs: Tuple[int, ...], fd: Tuple[int, ...]) -> Layout:
     """coalesce of a concrete layout with flattening ``fs``/``fd``."""
-    if len(fs) == 2:  # the loop below, unrolled for two leaves
+    n = len(fs)
+    if n == 2:  # the loop below, unrolled for two leaves
         s0, s1 = fs
         d0, d1 = fd
-        if s0 == 1:
-            return _plain(s1, d1, (s1,), (d1,)) if s1 != 1 else _ONE_ZERO
-        if s1 == 1:
-            return _plain(s0, d0, (s0,), (d0,))
-        if s0 * d0 == d1:
-            m = s0 * s1
-            return _plain(m, d0, (m,), (d0,))
-        return layout if layout._shape is fs else _plain(fs, fd, fs, fd)
-    if len(fs) == 3:  # three leaves: when none is 1 and none continues the one before, as they are
+        if s0 != 1 and s1 != 1 and s0 * d0 != d1:
+            return layout if layout._shape is fs else _plain(fs, fd, fs, fd)
+        return _coalesce_two(s0, s1, d0, d1)
+    if n == 3:  # and for three: none is 1 and none continues the one before, or one is 1
         s0, s1, s2 = fs
         d0, d1, d2 = fd
-        if s0 != 1 and s1 != 1 and s2 != 1 and s0 * d0 != d1 and s1 * d1 != d2:
+        if s0 == 1:
+            return _coalesce_two(s1, s2, d1, d2)
+        if s1 == 1:
+            return _coalesce_two(s0, s2, d0, d2)
+        if s2 == 1:
+            return _coalesce_two(s0, s1, d0, d1)
+        if s0 * d0 != d1 and s1 * d1 != d2:
             return layout if layout._shape is fs else _plain(fs, fd, fs, fd)
     rs: List[int] = []
     rd: List[int] = []
