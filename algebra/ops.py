@@ -268,6 +268,8 @@ def _coalesce_two(s0: int, s1: int, d0: int, d1: int) -> Layout:
 def _coalesce_plain(layout: Layout, fs: Tuple[int, ...], fd: Tuple[int, ...]) -> Layout:
     """coalesce of a concrete layout with flattening ``fs``/``fd``."""
     n = len(fs)
+    if n == 1:
+        return _plain(fs[0], fd[0], fs, fd) if fs[0] != 1 else _ONE_ZERO
     if n == 2:  # the loop below, unrolled for two leaves
         s0, s1 = fs
         d0, d1 = fd
