@@ -14,7 +14,53 @@ from ..errors import GemmInputError
 from . import device
 from .rule import GemmRequest, OperandFacts
 
-__all__ = ["Checked", "check_pair", "request_2d", "request_batched", "batch_dims", "bias_dtype", "signature"]
+__all__ = [
+    "Checked",
+    "check_pair",
+    "request_2d",
+    "request_batched",
+    "batch_dims",
+    "bias_dtype",
+    "signature",
+    "check_typed_call",
+    "TF32_ONLY",
+]
+
+#: why float32 operands need the call to ask for tf32 (the message of either input kind)
+TF32_ONLY = (
+    "gemm: float32 operands run on the tensor cores only as tf32 (10-bit mantissa products, f32 "
+    "accumulation): pass precision='tf32' (or dtype='tf32'), or convert to float16/bfloat16"
+)
+
+
+def check_typed_call(
+    typed: str,
+    a_shape: Tuple[int, ...],
+    b_shape: Tuple[int, ...],
+    bias: Any,
+    c: Any,
+    activation: Optional[str],
+    alpha: float,
+    beta: float,
+) -> None:
+    """What the typed kernels (tf32, int8, fp8: ``plan.typed_gemm``) take of a ``gemm`` call,
+    for CuPy arrays and torch tensors alike: 2-D operands, no fused epilogue, ``alpha`` only
+    as fp8's per-tensor scale; a GemmInputError naming the fix otherwise."""
+    if len(a_shape) != 2 or len(b_shape) != 2:
+        raise GemmInputError(
+            f"gemm: {typed} products are 2-D (a is {tuple(a_shape)}, b is {tuple(b_shape)}): "
+            "loop over the batch, or use float16/bfloat16"
+        )
+    if bias is not None or activation is not None or c is not None or beta != 0:
+        raise GemmInputError(
+            f"gemm: the fused epilogue (bias, activation, c, beta) runs on float16/bfloat16 "
+            f"operands, not {typed}: apply it to the result"
+        )
+    if alpha != 1 and typed not in ("e4m3", "e5m2"):
+        raise GemmInputError(
+            f"gemm: alpha scales fp8 products only (scale_a * scale_b); {typed}: multiply the output"
+        )
+
 
 _DT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
 

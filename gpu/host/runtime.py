@@ -36,6 +36,7 @@ from ..kernels.wgmma import Sm90Config
 from . import device
 from .cache import cache_dir
 from .device import gpu_available, tma_available
+from .operands import TF32_ONLY, check_typed_call
 from .plan import BatchedGemmPlan, GemmPlan, last_launch
 from .rule import hopper_candidates, splitk_candidates
 from .torch_op import any_tensor as torch_op_any
@@ -355,10 +356,7 @@ def _typed_kind(a: Any, dtype: Optional[str]) -> Optional[str]:
         return None  # "bf16" / "f16" reinterpretations: the plans check them
     name = str(getattr(a, "dtype", ""))
     if name == "float32":
-        raise GemmInputError(
-            "gemm: float32 operands run on the tensor cores only as tf32 (10-bit mantissa "
-            "products, f32 accumulation): pass precision='tf32', or convert to float16/bfloat16"
-        )
+        raise GemmInputError(TF32_ONLY)
     if name == "int8":
         return "s8"
     if name == "uint8":
@@ -384,20 +382,8 @@ def _typed_call(
 ) -> Any:
     from .plan import typed_gemm
 
-    if getattr(a, "ndim", 2) != 2 or getattr(b, "ndim", 2) != 2:
-        raise GemmInputError(
-            f"gemm: {typed} products are 2-D (a is {getattr(a, 'shape', '?')}, b is "
-            f"{getattr(b, 'shape', '?')}): batch them as a loop, or use float16/bfloat16"
-        )
-    if bias is not None or activation is not None or c is not None or beta != 0:
-        raise GemmInputError(
-            f"gemm: the fused epilogue (bias, activation, c, beta) runs on float16/bfloat16 "
-            f"operands, not {typed}: apply it to the result"
-        )
-    if alpha != 1 and typed not in ("e4m3", "e5m2"):
-        raise GemmInputError(
-            f"gemm: alpha scales fp8 products only (scale_a * scale_b); {typed}: multiply the output"
-        )
+    shape = lambda x: tuple(getattr(x, "shape", ()))  # noqa: E731
+    check_typed_call(typed, shape(a), shape(b), bias, c, activation, alpha, beta)
     return typed_gemm(a, b, dtype=typed, out_dtype=out_dtype, scale=float(alpha), out=out, config=config)
 
 

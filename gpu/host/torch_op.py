@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import GemmInputError
 from . import device
+from .operands import TF32_ONLY, check_typed_call
 
 __all__ = ["any_tensor", "gemm_tensors", "gemm_call", "out_dtype_of", "result_shape", "DEFAULT_OUT"]
 
@@ -137,24 +138,8 @@ def typed_kind(
     if typed is None:
         return None
     if name == "f32" and dtype != "tf32":
-        raise GemmInputError(
-            "gemm: float32 tensors run on the tensor cores as tf32 (10-bit mantissa products, f32 "
-            "accumulation): pass dtype='tf32', or convert to torch.bfloat16"
-        )
-    if a.dim() != 2 or b.dim() != 2:
-        raise GemmInputError(
-            f"gemm: {typed} products are 2-D (a is {tuple(a.shape)}, b is {tuple(b.shape)}): "
-            f"loop over the batch"
-        )
-    if bias is not None or activation is not None or c is not None or beta != 0:
-        raise GemmInputError(
-            f"gemm: the fused epilogue (bias, activation, c, beta) runs on float16/bfloat16 "
-            f"operands; for {typed}, apply it to the result"
-        )
-    if alpha != 1 and typed not in ("e4m3", "e5m2"):
-        raise GemmInputError(
-            f"gemm: alpha scales fp8 products only (scale_a * scale_b); {typed}: multiply the output"
-        )
+        raise GemmInputError(TF32_ONLY)
+    check_typed_call(typed, tuple(a.shape), tuple(b.shape), bias, c, activation, alpha, beta)
     return typed
 
 
