@@ -384,6 +384,15 @@ class Layout:
                                 self._stride = self._fd = stride
                                 self._sym = False
                                 return
+                    elif n > 3:
+                        for a, c in zip(shape, stride):
+                            if type(a) is not int or a < 1 or type(c) is not int:
+                                break
+                        else:  # flat tuples of plain ints
+                            self._shape = self._fs = shape
+                            self._stride = self._fd = stride
+                            self._sym = False
+                            return
                     if n:
                         # the common nesting, plain ints two deep: checked and flattened
                         # at once (a tuple nested deeper is a leaf that is not an int)

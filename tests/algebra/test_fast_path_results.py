@@ -1,9 +1,9 @@
 """The constructor's unrolled checks and the operations' concrete results keep every
 behaviour of the general routines.
 
-* ``Layout(shape, stride)`` for flat ranks 1-3 and two-deep nesting accepts exactly what the
-  general check accepts, with the same shape and stride, and refuses the rest with the
-  general check's error;
+* ``Layout(shape, stride)`` -- flat ranks 1-3 (unrolled), longer flat tuples and two-deep
+  nesting -- accepts exactly what the general check accepts, with the same shape and
+  stride, and refuses the rest with the general check's error;
 * a result an operation marks concrete (``_sym is False``) holds only integers, its cached
   flattening is its flattening, and it equals the result for the same operands built
   through the general path (lists: no cached flattening, nothing known in advance);
@@ -67,7 +67,7 @@ def _outcome(fn: Callable[..., Any], *args: Any) -> Tuple[str, Any]:
 def test_unrolled_constructor_agrees_with_the_general_check() -> None:
     rng = random.Random(4)
     for _ in range(4000):
-        rank = rng.randint(1, 3)
+        rank = rng.randint(1, 5)
         s = tuple(_draw(rng, rng.choice([0, 0, 1, 2])) for _ in range(rank))
         d = _like(rng, s, -8, 64)
         if rng.random() < 0.5:
