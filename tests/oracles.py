@@ -7,6 +7,9 @@ through one program that may die on some of them, and how to read what they prin
   the ``nvidia-cutlass`` wheel that carries legacy pycute and the CuTe C++ headers.  It runs
   in subprocesses with that folder on ``PYTHONPATH``; on a machine without a GPU it
   computes layouts while a ``@cute.jit`` function is traced.
+* CuTe C++ and CUTLASS 2.x: the headers of the ``nvidia-cutlass`` wheel
+  (:func:`cutlass_include`), compiled by g++ with CUDA's CCCL headers, else nvcc
+  (:func:`cxx_compiler`).
 * Programs that may crash on a case (CuTe C++ divides by zero on some inputs, the DSL
   raises SIGFPE on others) are driven by :func:`run_resuming`: each case is announced with
   ``S k`` before it runs, answered with ``R k ...`` (a result) or ``E k ...`` (an error),
@@ -16,7 +19,9 @@ through one program that may die on some of them, and how to read what they prin
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +40,44 @@ DSL_PACKAGES = [
 ]
 
 _dsl_state: Dict[str, Optional[str]] = {}
+
+
+def cutlass_include(probe: str = "cute/layout.hpp") -> Optional[Path]:
+    """The include folder of the ``nvidia-cutlass`` wheel (CuTe and CUTLASS headers), or
+    None where the wheel (or the header ``probe``) is missing."""
+    spec = importlib.util.find_spec("cutlass_library")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    inc = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
+    return inc if (inc / probe).is_file() else None
+
+
+def cxx_compiler(inc: Path) -> Optional[List[str]]:
+    """The command prefix that compiles a C++17 program against ``inc``: g++ (or clang++)
+    with CUDA's headers (CCCL's ``cuda/std``, the runtime's types the CUTLASS headers
+    include), else nvcc, else None.  Warnings are off: the headers are not ours."""
+    nvcc = shutil.which("nvcc")
+    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+    if nvcc:
+        roots.append(str(Path(nvcc).resolve().parents[2]))
+    gxx = shutil.which("g++") or shutil.which("clang++")
+    for r in roots:
+        cuda = Path(r) / "include" if r else None
+        if (
+            cuda
+            and gxx
+            and (cuda / "cccl" / "cuda" / "std" / "utility").is_file()
+            and (cuda / "cuda_runtime.h").is_file()
+        ):
+            return [gxx, "-std=c++17", "-O0", "-w", f"-I{inc}", f"-I{cuda / 'cccl'}", f"-I{cuda}"]
+    if nvcc:
+        return [nvcc, "-std=c++17", "-w", f"-I{inc}"]
+    return None
+
+
+def source_suffix(cc: List[str]) -> str:
+    """The suffix a source file needs for the compiler ``cc`` (nvcc compiles .cu as C++)."""
+    return ".cu" if Path(cc[0]).name.startswith("nvcc") else ".cpp"
 
 
 def _dsl_ok(root: Path) -> bool:

@@ -8,13 +8,12 @@ of the extent; each case's layout must give the same value at every coordinate.
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any, List, Optional, Tuple
 
 import pytest
+from oracles import cutlass_include, cxx_compiler
 
 from layoutproof import (
     ComposedLayout,
@@ -187,32 +186,6 @@ CASES = _cases() + BITWISE  # one compilation
 
 
 # ----------------------------------------------------------------------------- the C++ program
-def _include() -> Optional[Path]:
-    spec = importlib.util.find_spec("cutlass_library")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    inc = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
-    return inc if (inc / "cutlass" / "layout" / "matrix.h").is_file() else None
-
-
-def _compiler(inc: Path) -> Optional[List[str]]:
-    """g++ with CUDA's headers (the 2.x headers include cuda_runtime's types), else nvcc."""
-    import os
-
-    nvcc = shutil.which("nvcc")
-    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
-    if nvcc:
-        roots.append(str(Path(nvcc).resolve().parents[2]))
-    gxx = shutil.which("g++") or shutil.which("clang++")
-    for r in roots:
-        if r and gxx and (Path(r) / "include" / "cuda_runtime.h").is_file():
-            cccl = Path(r) / "include" / "cccl"
-            return [gxx, "-std=c++17", "-O0", "-w", f"-I{inc}", f"-I{cccl}", f"-I{Path(r) / 'include'}"]
-    if nvcc:
-        return [nvcc, "-std=c++17", "-w", f"-I{inc}"]
-    return None
-
-
 _PRELUDE = r"""
 #include <cutlass/layout/matrix.h>
 #include <cutlass/layout/pitch_linear.h>
@@ -291,10 +264,10 @@ def _values(L: Any) -> List[int]:
 
 def _oracle(cases: List[Case], tmp: Path) -> dict:
     """Compile one program printing every case's operator() values; {case index: values}."""
-    inc = _include()
+    inc = cutlass_include("cutlass/layout/matrix.h")
     if inc is None:
         pytest.skip("no CUTLASS headers (the nvidia-cutlass wheel ships them)")
-    cc = _compiler(inc)
+    cc = cxx_compiler(inc)
     if cc is None:
         pytest.skip("no C++ compiler (g++ with CUDA's headers, or nvcc)")
     body = _cpp_body(cases)

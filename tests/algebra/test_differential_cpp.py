@@ -19,9 +19,7 @@ division by zero) is recorded as a C++ crash and the run resumes after it.
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
 import subprocess
 import zlib
 from collections import Counter
@@ -30,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import test_differential_pycute as pyd  # the generators, post-conditions and decision rules
-from oracles import Peer, PeerError, parse_layout, run_resuming
+from oracles import Peer, PeerError, cutlass_include, cxx_compiler, parse_layout, run_resuming, source_suffix
 
 import layoutproof as lp
 from layoutproof import Layout
@@ -49,31 +47,6 @@ PROFILES = 10  # profiles compiled for the unary operations
 
 
 # ----------------------------------------------------------------------------- the compiler
-def _cute_include():
-    import importlib.util
-
-    spec = importlib.util.find_spec("cutlass_library")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    inc = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
-    return inc if (inc / "cute" / "layout.hpp").is_file() else None
-
-
-def _compiler(inc):
-    nvcc = shutil.which("nvcc")
-    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
-    if nvcc:
-        roots.append(str(Path(nvcc).resolve().parents[2]))
-    gxx = shutil.which("g++") or shutil.which("clang++")
-    for r in roots:
-        cccl = Path(r) / "include" / "cccl"
-        if r and gxx and (cccl / "cuda" / "std" / "utility").is_file():
-            return [gxx, "-std=c++17", "-O0", f"-I{inc}", f"-I{cccl}", f"-I{Path(r) / 'include'}"], ".cpp"
-    if nvcc:
-        return [nvcc, "-std=c++17", f"-I{inc}"], ".cu"
-    return None, None
-
-
 # ----------------------------------------------------------------------------- profiles
 def profile(t):
     return tuple(profile(e) for e in t) if type(t) is tuple else "x"
@@ -292,15 +265,16 @@ def _program(cases):
 
 @pytest.fixture(scope="module")
 def cpp_results(tmp_path_factory):
-    inc = _cute_include()
+    inc = cutlass_include()
     if inc is None:
         pytest.skip("no CuTe headers (the nvidia-cutlass wheel ships them)")
-    cc, ext = _compiler(inc)
+    cc = cxx_compiler(inc)
     if cc is None:
         pytest.skip("no C++ compiler (g++ with CUDA's CCCL headers, or nvcc)")
     cases = _draw_compositions() + _draw_unary()
     src, ids = _program(cases)
     d = tmp_path_factory.mktemp("cute_oracle")
+    ext = source_suffix(cc)
     (d / f"oracle{ext}").write_text(src)
     exe = d / "oracle"
     res = subprocess.run(
@@ -364,13 +338,14 @@ if (
     import sys
     import tempfile
 
-    inc = _cute_include()
-    cc, ext = _compiler(inc) if inc else (None, None)
+    inc = cutlass_include()
+    cc = cxx_compiler(inc) if inc else None
     if cc is None:
         sys.exit("no CuTe headers or no compiler")
     cases = _draw_compositions() + _draw_unary()
     src, ids = _program(cases)
     d = Path(tempfile.mkdtemp())
+    ext = source_suffix(cc)
     (d / f"oracle{ext}").write_text(src)
     subprocess.run(cc + [str(d / f"oracle{ext}"), "-o", str(d / "oracle")], check=True)
     lines = [

@@ -11,15 +11,12 @@ nvidia-cutlass wheel's headers:
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import os
 import random
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
+from oracles import cutlass_include, cxx_compiler
 
 import layoutproof as lp
 from layoutproof import (
@@ -273,37 +270,14 @@ def _plain(x):
 
 
 # ----------------------------------------------------------------------------- C++ oracle
-def _cute_include():
-    spec = importlib.util.find_spec("cutlass_library")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    inc = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
-    return inc if (inc / "cute" / "layout.hpp").is_file() else None
-
-
-def _compiler(inc):
-    nvcc = shutil.which("nvcc")
-    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
-    if nvcc:
-        roots.append(str(Path(nvcc).resolve().parents[2]))
-    gxx = shutil.which("g++") or shutil.which("clang++")
-    for r in roots:
-        cccl = Path(r) / "include" / "cccl"
-        if r and gxx and (cccl / "cuda" / "std" / "utility").is_file():
-            return [gxx, "-std=c++17", "-O0", "-w", f"-I{inc}", f"-I{cccl}", f"-I{Path(r) / 'include'}"]
-    if nvcc:
-        return [nvcc, "-std=c++17", "-w", f"-I{inc}"]
-    return None
-
-
 @pytest.fixture(scope="module")
 def cute_lines(tmp_path_factory):
     """Every C++ case of this file compiled into one program (one compile, ~10 s): the
     output lines of each case set, by its tag."""
-    inc = _cute_include()
+    inc = cutlass_include()
     if inc is None:
         pytest.skip("no CuTe headers (the nvidia-cutlass wheel ships them)")
-    cc = _compiler(inc)
+    cc = cxx_compiler(inc)
     if cc is None:
         pytest.skip("no C++ compiler (g++ with CUDA's CCCL headers, or nvcc)")
     d = tmp_path_factory.mktemp("cute_gen")

@@ -5,16 +5,13 @@ Triton linear layouts, and the CLI's ``eval`` / ``check`` on these forms."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import cutlass_include, cxx_compiler
 
 from layoutproof import (
     ComposedLayout,
@@ -302,39 +299,15 @@ def test_rewrite_foreign():
 
 
 # ----------------------------------------------------------------------------- compile test
-def _cute_include():
-    spec = importlib.util.find_spec("cutlass_library")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    inc = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
-    return inc if (inc / "cute" / "layout.hpp").is_file() else None
-
-
-def _compiler(inc: Path):
-    """(argv prefix) for g++ with CCCL's headers, else nvcc, else None."""
-    nvcc = shutil.which("nvcc")
-    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
-    if nvcc:
-        roots.append(str(Path(nvcc).resolve().parents[2]))
-    gxx = shutil.which("g++") or shutil.which("clang++")
-    for r in roots:
-        cccl = Path(r) / "include" / "cccl"
-        if r and gxx and (cccl / "cuda" / "std" / "utility").is_file():
-            return [gxx, "-std=c++17", "-O0", f"-I{inc}", f"-I{cccl}", f"-I{Path(r) / 'include'}"]
-    if nvcc:
-        return [nvcc, "-std=c++17", f"-I{inc}"]
-    return None
-
-
 @pytest.mark.slow
 def test_cpp_export_compiles_and_agrees_with_cute(tmp_path):
     """Every exported layout compiles against CuTe; CuTe's print of it reads back as the
     same layout, CuTe evaluates it to the same values everywhere, and the compiler's type
     spelling (with a dynamic leaf) reads back with a symbol in that place."""
-    inc = _cute_include()
+    inc = cutlass_include()
     if inc is None:
         pytest.skip("no CuTe headers (the nvidia-cutlass wheel ships them)")
-    cc = _compiler(inc)
+    cc = cxx_compiler(inc)
     if cc is None:
         pytest.skip("no C++ compiler (g++ with CUDA's CCCL headers, or nvcc)")
     cases = FIXED + SWIZZLED + sample(layouts(max_size=64, kind="any"), 12, seed=3)

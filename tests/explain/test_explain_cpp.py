@@ -5,13 +5,11 @@ the static one fails to compile where the assumption is false, the runtime one a
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from oracles import cutlass_include, cxx_compiler, source_suffix
 
 from layoutproof.explain import render_assumptions
 
@@ -24,29 +22,6 @@ CONDS = [
 ]
 
 
-def _include():
-    spec = importlib.util.find_spec("cutlass_library")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    inc = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
-    return inc if (inc / "cute" / "layout.hpp").is_file() else None
-
-
-def _compiler(inc: Path):
-    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        roots.append(str(Path(nvcc).resolve().parents[2]))
-    gxx = shutil.which("g++") or shutil.which("clang++")
-    for r in roots:
-        cccl = Path(r) / "include" / "cccl"
-        if r and gxx and (cccl / "cuda" / "std" / "utility").is_file():
-            return [gxx, "-std=c++17", "-O0", f"-I{inc}", f"-I{cccl}", f"-I{Path(r) / 'include'}"]
-    if nvcc:
-        return [nvcc, "-std=c++17", f"-I{inc}"]
-    return None
-
-
 def _program(m: str, n: str, body: str) -> str:
     return (
         "#include <stdexcept>\n#include <cute/layout.hpp>\nusing namespace cute;\n"
@@ -56,17 +31,17 @@ def _program(m: str, n: str, body: str) -> str:
 
 @pytest.fixture(scope="module")
 def cc():
-    inc = _include()
+    inc = cutlass_include()
     if inc is None:
         pytest.skip("no CuTe headers (the nvidia-cutlass wheel ships them)")
-    c = _compiler(inc)
+    c = cxx_compiler(inc)
     if c is None:
         pytest.skip("no C++ compiler (g++ with CUDA's CCCL headers, or nvcc)")
     return c
 
 
 def _build(cc, tmp_path: Path, src: str, name: str):
-    f = tmp_path / f"{name}.cpp"
+    f = tmp_path / f"{name}{source_suffix(cc)}"
     f.write_text(src)
     exe = tmp_path / name
     return subprocess.run([*cc, str(f), "-o", str(exe)], capture_output=True, text=True, timeout=300), exe

@@ -7,14 +7,13 @@ headers and the emitted DSL run in the CuTe DSL, and bad input refused by name."
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from oracles import cutlass_include, cxx_compiler, dsl_env
 
 from layoutproof import ComposedLayout, Layout, Swizzle, composition
 from layoutproof.errors import InadmissibleError, LayoutError, MalformedLayoutError
@@ -358,31 +357,6 @@ def test_report_dict_is_json_and_text_has_the_code():
     assert d["witness"]["ways"] == 4 and d["status"] == "refuted"
 
 
-def _cute_include():
-    import importlib.util
-
-    spec = importlib.util.find_spec("cutlass_library")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    inc = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
-    return inc if (inc / "cute" / "layout.hpp").is_file() else None
-
-
-def _compiler(inc: Path):
-    nvcc = shutil.which("nvcc")
-    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
-    if nvcc:
-        roots.append(str(Path(nvcc).resolve().parents[2]))
-    gxx = shutil.which("g++") or shutil.which("clang++")
-    for r in roots:
-        cccl = Path(r) / "include" / "cccl"
-        if r and gxx and (cccl / "cuda" / "std" / "utility").is_file():
-            return [gxx, "-std=c++17", "-O0", "-w", f"-I{inc}", f"-I{cccl}", f"-I{Path(r) / 'include'}"]
-    if nvcc:
-        return [nvcc, "-std=c++17", f"-I{inc}"]
-    return None
-
-
 def _reports():
     return [
         synthesize_swizzle(
@@ -413,10 +387,10 @@ def test_cpp_compiles_and_addresses_agree(tmp_path):
     """The emitted C++ compiles against CuTe; a tensor on a 1024-byte aligned shared-memory
     pointer with that layout puts every tile coordinate at the offset the report's layout
     gives (for a GMMA atom: the byte swizzle applied to the pointer, as TMA and wgmma see it)."""
-    inc = _cute_include()
+    inc = cutlass_include()
     if inc is None:
         pytest.skip("no CuTe headers (the nvidia-cutlass wheel ships them)")
-    cc = _compiler(inc)
+    cc = cxx_compiler(inc)
     if cc is None:
         pytest.skip("no C++ compiler (g++ with CUDA's CCCL headers, or nvcc)")
     reports = _reports()
@@ -454,21 +428,14 @@ def test_cpp_compiles_and_addresses_agree(tmp_path):
         assert got[k] == np.asarray(r.layout.eval_all()).tolist(), (k, r.cpp())
 
 
-def _dsl_available() -> bool:
-    try:
-        r = subprocess.run([sys.executable, "-c", "import cutlass.cute"], capture_output=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return r.returncode == 0
-
-
 @pytest.mark.slow
 def test_dsl_runs_in_the_cute_dsl_and_builds_the_same_layout(tmp_path):
     """The emitted DSL runs inside ``@cute.jit`` (on the CPU); the layout it prints reads back
     as the report's layout (a GMMA atom: its swizzle on byte addresses of the printed element
     layout gives the report's element offsets)."""
-    if not _dsl_available():
-        pytest.skip("the CuTe DSL (nvidia-cutlass-dsl) is not installed")
+    env, why = dsl_env()  # installed from PyPI into a cache folder on first use
+    if env is None:
+        pytest.skip(why)
     from layoutproof.interop import from_dsl
 
     reports = _reports()
@@ -476,7 +443,7 @@ def test_dsl_runs_in_the_cute_dsl_and_builds_the_same_layout(tmp_path):
     src = "import cutlass\nimport cutlass.cute as cute\n\n@cute.jit\ndef f():\n" + body + "\nf()\n"
     f = tmp_path / "snippet.py"  # @cute.jit reads its function's source from a file
     f.write_text(src)
-    res = subprocess.run([sys.executable, str(f)], capture_output=True, text=True, timeout=600)
+    res = subprocess.run([sys.executable, str(f)], capture_output=True, text=True, timeout=600, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     printed = {
         int(line.split()[1]): line.split(None, 2)[2]
