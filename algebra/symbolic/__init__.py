@@ -558,6 +558,126 @@ def _sympy_value(c: Any) -> Optional[bool]:
     return None
 
 
+#: at most this many residue tuples are enumerated by :func:`_residue_table`
+_RESIDUE_CASES = 1024
+
+
+def _residue_table(
+    conds: List[Any],
+) -> Optional[Tuple[List[Any], int, List[Tuple[Tuple[int, ...], Tuple[bool, ...]]]]]:
+    """``(symbols, L, [(residues, values), ...])`` when the conditions ``conds`` depend on
+    their symbols only modulo ``L``: every symbol appears only inside ``Mod(p, k)`` with ``p``
+    a polynomial of integer coefficients and ``k`` a positive integer (``L`` the lcm of those
+    ``k``; other functions of those Mods around them are allowed).  Then each condition at any
+    integer values is its value at their residues, and every residue tuple in ``[0, L)^n``
+    (at most :data:`_RESIDUE_CASES`) is evaluated, each condition's truth value in order.
+    None when a condition is not of that form, there are too many residues, or a residue
+    does not evaluate to a truth value."""
+    sp = _sympy()
+    syms = set().union(*(c.free_symbols for c in conds))
+    if not syms:
+        return None
+    order = sorted(syms, key=str)
+    L = 1
+    for c in conds:
+        inner = []
+        for m in c.atoms(sp.Mod):
+            p, k = m.args
+            if p.has(sp.Mod) or not (p.free_symbols & syms):
+                continue  # not innermost, or no symbol: judged through the innermost ones
+            if not (k.is_Integer and k > 0):
+                return None
+            try:
+                poly = sp.Poly(p, *order)
+            except sp.PolynomialError:
+                return None
+            if not all(co.is_Integer for co in poly.coeffs()):
+                return None
+            inner.append(m)
+            L = int(sp.ilcm(L, int(k)))
+        if c.free_symbols and (not inner or c.xreplace({m: sp.Dummy() for m in inner}).free_symbols & syms):
+            return None  # a symbol outside every innermost Mod
+    if L ** len(order) > _RESIDUE_CASES:
+        return None
+    from itertools import product
+
+    table = []
+    for r in product(range(L), repeat=len(order)):
+        at = dict(zip(order, (sp.Integer(x) for x in r)))
+        vals = []
+        for c in conds:
+            v = c.xreplace(at)
+            if v is sp.true or v is True:
+                vals.append(True)
+            elif v is sp.false or v is False:
+                vals.append(False)
+            else:
+                return None
+        table.append((r, tuple(vals)))
+    return order, L, table
+
+
+def _residue_value(c: Any) -> Optional[bool]:
+    """True when :func:`_residue_table` finds ``c`` true at every residue, so at every
+    integer value of its symbols; None otherwise.
+
+    >>> M = symbols("M")
+    >>> _residue_value(_sympy().Mod(M**2 + 1, 3) >= 1), _residue_value(_sympy().Mod(M, 3) >= 1)
+    (True, None)
+    """
+    t = _residue_table([c])
+    return True if t is not None and all(v[0] for _r, v in t[2]) else None
+
+
+def _residue_decision(
+    c: Any, fs: tuple
+) -> Optional[Tuple[Optional[bool], Optional[Dict[str, int]], Optional[Dict[str, int]]]]:
+    """``(value, example, counterexample)`` of ``c`` under the facts ``fs`` when ``c`` and
+    every fact depend on the symbols only through residues (:func:`_residue_table`): the
+    residue tuples where every fact holds are every case, so ``c`` is proved (true at all of
+    them), refuted (false at all) or undecided (both, with a value of each kind: each symbol
+    the least positive value of its residue, the smallest such assignment first).  None where
+    the table does not apply or no residue satisfies the facts."""
+    t = _residue_table([c, *fs])
+    if t is None:
+        return None
+    order, L, table = t
+
+    def values(r: Tuple[int, ...]) -> Dict[str, int]:
+        return {str(s): (x if x > 0 else L) for s, x in zip(order, r)}
+
+    admitted = sorted((values(r) for r, v in table if all(v[1:]) and v[0]), key=lambda d: sorted(d.values()))
+    refuting = sorted(
+        (values(r) for r, v in table if all(v[1:]) and not v[0]), key=lambda d: sorted(d.values())
+    )
+    if not admitted and not refuting:
+        return None
+    if not refuting:
+        return True, admitted[0], None
+    if not admitted:
+        return False, None, refuting[0]
+    return None, admitted[0], refuting[0]
+
+
+def _mod_abstraction_value(c: Any) -> Optional[bool]:
+    """True when ``c`` holds with each ``Mod(p, k)`` in it replaced by an integer unknown of
+    what :func:`_residue_value` proves of it (never 0: positive; else non-negative) --
+    SymPy's verdict on the abstraction, so ``N * Mod(M**2 + 1, 3) >= 1`` is proved from
+    ``Mod(M**2 + 1, 3) != 0``.  None otherwise."""
+    sp = _sympy()
+    mods = c.atoms(sp.Mod)
+    if not mods:
+        return None
+    rep = {}
+    for m in mods:
+        k = m.args[1]
+        if not (k.is_Integer and k > 0):
+            return None
+        never0 = _residue_value(sp.Ne(m, 0)) is True
+        rep[m] = sp.Dummy(integer=True, positive=True) if never0 else sp.Dummy(integer=True, nonnegative=True)
+    return True if _sympy_value(c.xreplace(rep)) is True else None
+
+
 def decide(
     cond: Any, facts: Optional[tuple] = None, *, use_z3: bool = True, timeout_ms: Optional[int] = None
 ) -> Decision:
@@ -568,8 +688,17 @@ def decide(
     (True, None)
     >>> with assuming("M % 8 == 0"):
     ...     d = decide("M % 3 == 1")
-    >>> d.value, d.method, d.counterexample
-    (None, 'z3', {'M': 8})
+    >>> d.value, d.method, d.counterexample, d.example
+    (None, 'residues', {'M': 8}, {'M': 16})
+    >>> with assuming("M >= 64"):
+    ...     d = decide("2 * M >= M + 64")
+    >>> d.value, d.method
+    (True, 'z3')
+
+    A condition whose symbols (and the facts') appear only inside ``Mod(p, k)`` with integer
+    polynomials ``p`` depends on them only through their residues: every residue is
+    evaluated (``"residues"``) instead of asking Z3, whose nonlinear modular arithmetic can
+    take the whole time budget to give up.
     """
     t0 = time.perf_counter()
     if type(cond) is bool:
@@ -589,6 +718,23 @@ def decide(
             v = _sympy_value(c)
             if v is not None and (v is True or not fs):
                 return Decision(v, "sympy", seconds=time.perf_counter() - t0, cond=c, facts=fs)
+            if v is None and (_residue_value(c) is True or _mod_abstraction_value(c) is True):
+                # periodic in every symbol (all residues hold), or true of any value the
+                # residues allow each Mod to take
+                return Decision(True, "residues", seconds=time.perf_counter() - t0, cond=c, facts=fs)
+            rd = _residue_decision(c, fs) if v is None else None
+            if rd is not None:  # condition and facts periodic: the residues are every case
+                val, yes, no = rd
+                return Decision(
+                    val,
+                    "residues",
+                    counterexample=no,
+                    example=yes if val is None else None,
+                    cond=c,
+                    facts=fs,
+                    reason="not implied by the assumptions" if val is None else None,
+                    seconds=time.perf_counter() - t0,
+                )
             if not use_z3:
                 return Decision(
                     v,

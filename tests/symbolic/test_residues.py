@@ -1,0 +1,90 @@
+"""Conditions that depend on their symbols only through residues (every symbol inside
+Mod(p, k), p an integer polynomial) are decided by evaluating every residue: proved,
+refuted or undecided with a model each way, in milliseconds where Z3's nonlinear modular
+arithmetic could spend the whole budget.  Every verdict is checked against brute force."""
+
+import itertools
+import random
+import time
+
+import pytest
+import sympy as sp
+
+from layoutproof import Layout, logical_divide, symbols
+from layoutproof.errors import UndecidableConditionError
+from layoutproof.symbolic import assuming, decide
+
+M, N = symbols("M N")
+
+
+def brute(cond, facts, lo=1, hi=37):
+    """(holds somewhere the facts hold, fails somewhere the facts hold) over a box."""
+    syms = sorted(set().union(cond.free_symbols, *(f.free_symbols for f in facts)), key=str)
+    yes = no = False
+    for vals in itertools.product(range(lo, hi), repeat=len(syms)):
+        at = dict(zip(syms, vals))
+        if all(bool(f.xreplace(at)) for f in facts):
+            if bool(cond.xreplace(at)):
+                yes = True
+            else:
+                no = True
+    return yes, no
+
+
+def test_a_quadratic_residue_is_proved():
+    d = decide(sp.Mod(M**2 + 1, 3) >= 1)  # M^2 mod 3 is 0 or 1
+    assert d.value is True and d.method == "residues"
+    d = decide(N * sp.Mod(M**2 + 1, 3) >= 1)  # a Mod never 0 times a positive symbol
+    assert d.value is True and d.method == "residues"
+    d = decide(sp.Eq(sp.Mod(M * (M + 1) * (M + 2), 6), 0))
+    assert d.value is True
+
+
+def test_undecided_with_both_models_quickly():
+    t0 = time.perf_counter()
+    with pytest.raises(UndecidableConditionError) as ei:
+        logical_divide(Layout(((M**2 + 1) % 3, N), (1, M)), Layout(M + 1, 3))
+    assert time.perf_counter() - t0 < 10  # the budget (20 s) no longer sets the time
+    e = ei.value
+    assert e.example is not None and e.counterexample is not None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_periodic_conditions_against_brute_force(seed):
+    rng = random.Random(seed)
+    for _ in range(25):
+        k = rng.choice([2, 3, 4, 5, 6])
+        p = rng.randint(0, 3) * M**2 + rng.randint(0, 3) * M * N + rng.randint(0, 3) * N + rng.randint(0, 5)
+        rel = rng.choice([sp.Eq, sp.Ne, sp.Ge, sp.Lt])
+        cond = rel(sp.Mod(p, k), rng.randint(0, k - 1))
+        if cond in (sp.true, sp.false):
+            continue
+        facts = []
+        if rng.random() < 0.5:
+            facts = [sp.Eq(sp.Mod(M + rng.randint(0, 3), rng.choice([2, 3, 4])), 0)]
+        with assuming(*facts):
+            d = decide(cond)
+        yes, no = brute(cond, facts)
+        if d.value is True:
+            assert not no, (cond, facts)
+        elif d.value is False:
+            assert not yes, (cond, facts)
+        else:
+            assert yes and no, (cond, facts, d.method)
+        for model in (d.example, d.counterexample):
+            if model and d.method == "residues":
+                at = {
+                    s: model[str(s)]
+                    for s in cond.free_symbols | set().union(*(f.free_symbols for f in facts))
+                }
+                assert all(bool(f.xreplace(at)) for f in facts)
+        if d.example and d.method == "residues":
+            assert bool(cond.xreplace({s: d.example[str(s)] for s in cond.free_symbols}))
+        if d.counterexample and d.method == "residues":
+            assert not bool(cond.xreplace({s: d.counterexample[str(s)] for s in cond.free_symbols}))
+
+
+def test_a_symbol_outside_every_mod_is_left_to_the_solver():
+    with assuming("M % 8 == 0", N >= 16):
+        d = decide(M * N >= 128)
+    assert d.value is True and d.method == "z3"
