@@ -575,8 +575,8 @@ def _residue_table(
     does not evaluate to a truth value."""
     sp = _sympy()
     syms = set().union(*(c.free_symbols for c in conds))
-    if not syms:
-        return None
+    if not syms or not all(x.is_integer for x in syms):
+        return None  # residues speak of integers only
     order = sorted(syms, key=str)
     L = 1
     for c in conds:
@@ -670,9 +670,9 @@ def _mod_abstraction_value(c: Any) -> Optional[bool]:
         return None
     rep = {}
     for m in mods:
-        k = m.args[1]
-        if not (k.is_Integer and k > 0):
-            return None
+        p, k = m.args
+        if not (k.is_Integer and k > 0) or p.is_integer is not True:
+            return None  # only an integer mod a positive integer is an integer in [0, k)
         never0 = _residue_value(sp.Ne(m, 0)) is True
         rep[m] = sp.Dummy(integer=True, positive=True) if never0 else sp.Dummy(integer=True, nonnegative=True)
     return True if _sympy_value(c.xreplace(rep)) is True else None

@@ -88,3 +88,14 @@ def test_a_symbol_outside_every_mod_is_left_to_the_solver():
     with assuming("M % 8 == 0", N >= 16):
         d = decide(M * N >= 128)
     assert d.value is True and d.method == "z3"
+
+
+def test_only_integer_symbols_and_integer_polynomials_are_read_by_residues():
+    from layoutproof.symbolic import _mod_abstraction_value, _residue_value
+
+    x = sp.Symbol("x", real=True)  # x**2 + 1 is 3 at x = sqrt(2): never 0 mod 3 only on integers
+    assert _residue_value(sp.Ne(sp.Mod(x**2 + 1, 3), 0)) is None
+    half = sp.Mod(M / 2, 3)  # not an integer: 1/2 at M = 1
+    assert _residue_value(half >= 0) is None
+    claim = sp.Ne(half, sp.Rational(1, 2))  # false at M = 1
+    assert _mod_abstraction_value(claim) is None
