@@ -35,7 +35,6 @@ from layoutproof.gpu.host.rule import launch_grid
 from layoutproof.gpu.kernels.wgmma import HOPPER_DEFAULT, generate_sm90
 from layoutproof.gpu.kernels.wgmma_core import SCALED_TYPES
 
-_TMAP = np.dtype({"names": [f"w{i}" for i in range(16)], "formats": [np.uint64] * 16})
 _KERNELS: Dict[Tuple[str, str, Any], Any] = {}
 
 
@@ -58,27 +57,10 @@ def kernel(dtype: str, out: str, cfg: Any = HOPPER_DEFAULT) -> Tuple[Any, Any]:
 
 
 def tensor_map(ptr: int, rows: int, k_bytes: int, ld_bytes: int) -> Any:
-    """A rank-2 map over ``rows`` rows of ``k_bytes`` bytes (16-bit units), 64 x 64-unit boxes,
-    128-byte swizzle, zero fill outside."""
-    from cuda.bindings import driver
+    """The typed kernels' map (the library's own: 16-bit units, 64 x 64-unit boxes)."""
+    from layoutproof.gpu.host.plan import _unit_tensor_map
 
-    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
-    err, tm = driver.cuTensorMapEncodeTiled(
-        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT16,
-        u32(2),
-        ptr,
-        [u64(k_bytes // 2), u64(rows)],
-        [u64(ld_bytes)],
-        [u32(64), u32(64)],
-        [u32(1), u32(1)],
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-    )
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeTiled: {err}")
-    return np.array([int(v) for v in tm.opaque], dtype=np.uint64).view(_TMAP)[0]
+    return _unit_tensor_map(ptr, rows, k_bytes, ld_bytes)
 
 
 _TORCH_OUT = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "s32": "int32"}

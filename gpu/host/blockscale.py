@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from ..config import OUT_DTYPES, GemmProblem
+from ..config import GemmProblem
 from ..errors import GemmConfigError, GemmInputError
 from ..kernels.blockscale import (
     BLOCKSCALE_DEFAULT,
@@ -253,7 +253,7 @@ def blockscale_launcher(
     the same arrays)."""
     from . import device
     from .cache import compile_kernel
-    from .plan import _CUPY_NAMES, _TORCH_NAMES, _array_facts, _unit_tensor_map
+    from .plan import _CUPY_NAMES, _array_facts, _unit_tensor_map, typed_output
 
     cupy = device.cupy()
     sa_, ta, ia, pa, torch_a = _array_facts(a)
@@ -275,20 +275,7 @@ def blockscale_launcher(
     sa_m, sa_k = scale_strides(SCALE_A, m, k, fa[0], fa[1], fa[2])
     sb_n, sb_k = scale_strides(SCALE_B, n, k, fb[0], fb[1], fb[2])
     ot = d.problem.out
-    if out is None:
-        if torch_a:
-            import torch
-
-            out = torch.empty((m, n), device=a.device, dtype=getattr(torch, _TORCH_NAMES[ot]))
-        else:
-            out = cupy.empty((m, n), dtype=_CUPY_NAMES[ot])
-    so, to, io, po, torch_o = _array_facts(out)
-    ob = OUT_DTYPES[ot][1]
-    if so != (m, n) or io != ob or to[1] != ob:
-        raise GemmInputError(
-            f"gemm_fp8_blockscale: out must be a row-major {m} x {n} array of {ot} ({ob}-byte elements), "
-            f"got shape {so}, {io}-byte elements, strides {to}"
-        )
+    out, to, po, torch_o, ob = typed_output(out, a, torch_a, m, n, ot, "gemm_fp8_blockscale")
     from ..kernels.blockscale import generate_blockscale
 
     kern = generate_blockscale(d.config, d.problem)

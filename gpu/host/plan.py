@@ -831,6 +831,29 @@ def _unit_tensor_map(ptr: int, rows: int, k_bytes: int, row_bytes: int) -> Any:
     return np.array([int(v) for v in tm.opaque], dtype=np.uint64).view(_TMAP_REC)[0]
 
 
+def typed_output(
+    out: Any, a: Any, torch_a: bool, m: int, n: int, ot: str, who: str
+) -> Tuple[Any, Tuple[int, ...], int, bool, int]:
+    """The ``m x n`` row-major output of a typed kernel: ``out`` checked, or a new array of
+    ``a``'s kind (torch for torch operands, else CuPy; bf16 from CuPy as raw uint16); returns
+    ``(out, byte strides, address, whether torch, bytes per element)``."""
+    if out is None:
+        if torch_a:
+            import torch
+
+            out = torch.empty((m, n), device=a.device, dtype=getattr(torch, _TORCH_NAMES[ot]))
+        else:
+            out = device.cupy().empty((m, n), dtype=_CUPY_NAMES[ot])
+    so, to, io, po, torch_o = _array_facts(out)
+    ob = OUT_DTYPES[ot][1]
+    if so != (m, n) or io != ob or to[1] != ob:
+        raise GemmInputError(
+            f"{who}: out must be a row-major {m} x {n} array of {ot} ({ob}-byte elements), got shape "
+            f"{so}, {io}-byte elements, strides {to}"
+        )
+    return out, to, po, torch_o, ob
+
+
 def typed_gemm(
     a: Any,
     b: Any,
@@ -865,20 +888,7 @@ def typed_gemm(
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     d = rule.decide_typed(m, n, k, dtype, out_dtype, sms, config)
     ot = d.problem.out
-    if out is None:
-        if torch_a:
-            import torch
-
-            out = torch.empty((m, n), device=a.device, dtype=getattr(torch, _TORCH_NAMES[ot]))
-        else:
-            out = cupy.empty((m, n), dtype=_CUPY_NAMES[ot])
-    so, to, io, po, torch_o = _array_facts(out)
-    ob = OUT_DTYPES[ot][1]
-    if so != (m, n) or io != ob or to[1] != ob:
-        raise GemmInputError(
-            f"gemm: out must be a row-major {m} x {n} array of {ot} ({ob}-byte elements), got shape "
-            f"{so}, {io}-byte elements, strides {to}"
-        )
+    out, to, po, torch_o, ob = typed_output(out, a, torch_a, m, n, ot, "gemm")
     ldc = to[0] // ob
     kern = kernel_for(d.config, d.problem)
     rk = compile_kernel(kern)
