@@ -36,6 +36,7 @@ import numpy as np
 from ..config import GemmProblem
 from ..errors import GemmInputError
 from ..kernels.grouped import GROUPED_DEFAULT, GroupedConfig, generate_grouped, group_table
+from ..kernels.wgmma import tensor_map_args
 
 __all__ = [
     "gemm_moe",
@@ -174,37 +175,20 @@ _MAPS: Dict[Tuple[Any, ...], Any] = {}
 
 def _tensor_map(ptr: int, dt: str, inner: int, outer: int, ld: int, batch: Optional[Tuple[int, int]]) -> Any:
     """A 128-byte tensor map (64 x 64 boxes, 128-byte swizzle, zero fill) of 16-bit elements:
-    ``inner`` contiguous, ``outer`` rows ``ld`` elements apart, ``batch`` = (count, stride)."""
+    ``inner`` contiguous, ``outer`` rows ``ld`` elements apart, ``batch`` = (count, stride) --
+    the map the kernel generator proves (:func:`~layoutproof.gpu.kernels.wgmma.tensor_map_args`)
+    with these extents substituted."""
     key = (ptr, dt, inner, outer, ld, batch)
     m = _MAPS.get(key)
     if m is not None:
         return m
     from cuda.bindings import driver  # cuda-python, as the 2-D TMA path
 
-    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
-    dims, strides, box = [u64(inner), u64(outer)], [u64(ld * 2)], [u32(64), u32(64)]
+    values = {"K": inner, "X": outer, "ld": ld}
     if batch is not None:
-        dims.append(u64(batch[0]))
-        strides.append(u64(batch[1] * 2))
-        box.append(u32(1))
-    dtype = (
-        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-        if dt == "f16"
-        else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-    )
-    err, tmap = driver.cuTensorMapEncodeTiled(
-        dtype,
-        u32(len(dims)),
-        ptr,
-        dims,
-        strides,
-        box,
-        [u32(1)] * len(dims),
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-    )
+        values.update(B=batch[0], bs=batch[1])
+    args = tensor_map_args(True, dt, batch is not None).subs(values)
+    err, tmap = driver.cuTensorMapEncodeTiled(*args.driver_args(driver, ptr))
     if err != driver.CUresult.CUDA_SUCCESS:
         raise GemmInputError(
             f"grouped GEMM: cuTensorMapEncodeTiled failed ({err}) for a {outer}x{inner} operand"
