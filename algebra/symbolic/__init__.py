@@ -718,10 +718,6 @@ def decide(
             v = _sympy_value(c)
             if v is not None and (v is True or not fs):
                 return Decision(v, "sympy", seconds=time.perf_counter() - t0, cond=c, facts=fs)
-            if v is None and (_residue_value(c) is True or _mod_abstraction_value(c) is True):
-                # periodic in every symbol (all residues hold), or true of any value the
-                # residues allow each Mod to take
-                return Decision(True, "residues", seconds=time.perf_counter() - t0, cond=c, facts=fs)
             rd = _residue_decision(c, fs) if v is None else None
             if rd is not None:  # condition and facts periodic: the residues are every case
                 val, yes, no = rd
@@ -735,6 +731,10 @@ def decide(
                     reason="not implied by the assumptions" if val is None else None,
                     seconds=time.perf_counter() - t0,
                 )
+            if v is None and (_residue_value(c) is True or _mod_abstraction_value(c) is True):
+                # periodic in every symbol and true at every residue (whatever the facts), or
+                # true of any value the residues allow each Mod to take
+                return Decision(True, "residues", seconds=time.perf_counter() - t0, cond=c, facts=fs)
             if not use_z3:
                 return Decision(
                     v,
