@@ -678,6 +678,40 @@ def _mod_abstraction_value(c: Any) -> Optional[bool]:
     return True if _sympy_value(c.xreplace(rep)) is True else None
 
 
+#: the residue decisions made (condition, facts) -> Decision or None; bounded like _CACHE
+_RESIDUES: Dict[Tuple[Any, tuple], Optional["Decision"]] = {}
+
+
+def _residues(c: Any, fs: tuple) -> Optional["Decision"]:
+    """The decision by residues (:func:`_residue_decision`, else :func:`_residue_value` or
+    :func:`_mod_abstraction_value` proving it), None where they do not apply; memoized, as
+    decide's callers ask the same conditions again (with or without Z3)."""
+    key = (c, fs)
+    if key in _RESIDUES:
+        return _RESIDUES[key]
+    d: Optional[Decision] = None
+    rd = _residue_decision(c, fs)
+    if rd is not None:  # condition and facts periodic: the residues are every case
+        val, yes, no = rd
+        d = Decision(
+            val,
+            "residues",
+            counterexample=no,
+            example=yes if val is None else None,
+            cond=c,
+            facts=fs,
+            reason="not implied by the assumptions" if val is None else None,
+        )
+    elif _residue_value(c) is True or _mod_abstraction_value(c) is True:
+        # periodic in every symbol and true at every residue (whatever the facts), or true of
+        # any value the residues allow each Mod to take
+        d = Decision(True, "residues", cond=c, facts=fs)
+    if len(_RESIDUES) > _CACHE_MAX:
+        _RESIDUES.clear()
+    _RESIDUES[key] = d
+    return d
+
+
 def decide(
     cond: Any, facts: Optional[tuple] = None, *, use_z3: bool = True, timeout_ms: Optional[int] = None
 ) -> Decision:
@@ -718,24 +752,16 @@ def decide(
             v = _sympy_value(c)
             if v is not None and (v is True or not fs):
                 return Decision(v, "sympy", seconds=time.perf_counter() - t0, cond=c, facts=fs)
-            rd = _residue_decision(c, fs) if v is None else None
-            if rd is not None:  # condition and facts periodic: the residues are every case
-                val, yes, no = rd
-                return Decision(
-                    val,
-                    "residues",
-                    counterexample=no,
-                    example=yes if val is None else None,
-                    cond=c,
-                    facts=fs,
-                    reason="not implied by the assumptions" if val is None else None,
-                    seconds=time.perf_counter() - t0,
-                )
-            if v is None and (_residue_value(c) is True or _mod_abstraction_value(c) is True):
-                # periodic in every symbol and true at every residue (whatever the facts), or
-                # true of any value the residues allow each Mod to take
-                return Decision(True, "residues", seconds=time.perf_counter() - t0, cond=c, facts=fs)
+            key = (c, fs, tmo)
+            if use_z3:
+                hit = _CACHE.get(key)
+                if hit is not None:
+                    return _choice_point(hit) if facts is None else hit
+            d = _residues(c, fs) if v is None else None
             if not use_z3:
+                if d is not None:
+                    d.seconds = time.perf_counter() - t0
+                    return d
                 return Decision(
                     v,
                     "sympy",
@@ -744,13 +770,10 @@ def decide(
                     cond=c,
                     facts=fs,
                 )
-            key = (c, fs, tmo)
-            hit = _CACHE.get(key)
-            if hit is not None:
-                return _choice_point(hit) if facts is None else hit
-            from . import smt
+            if d is None:
+                from . import smt
 
-            d = smt.decide_z3(c, fs, tmo)
+                d = smt.decide_z3(c, fs, tmo)
     except budget.BudgetExceeded as e:
         if e.at != mine:  # an enclosing deadline: the whole call is out of time
             raise
