@@ -336,14 +336,14 @@ def _big(dtype: str, m: int, n: int, k: int) -> Tuple[Any, Any, None, None]:
 
 
 def api_check() -> int:
-    """:func:`layoutproof.gpu.host.plan.typed_gemm` on torch tensors and raw CuPy bytes:
+    """:func:`layoutproof.gpu.host.typed.typed_gemm` on torch tensors and raw CuPy bytes:
     results against float64, the first call's time (generate + prove + compile), and the
     refusal of a row-major B."""
     import cupy as cp
     import torch
 
     from layoutproof.gpu.errors import GemmInputError
-    from layoutproof.gpu.host.plan import typed_gemm
+    from layoutproof.gpu.host.typed import typed_gemm
 
     fails = 0
     m, n, k = 1000, 700, 1040

@@ -253,7 +253,7 @@ def blockscale_launcher(
     the same arrays)."""
     from . import device
     from .cache import compile_kernel
-    from .plan import _CUPY_NAMES, _array_facts, _unit_tensor_map, typed_output
+    from .typed import _CUPY_NAMES, _array_facts, _unit_tensor_map, typed_output
 
     cupy = device.cupy()
     sa_, ta, ia, pa, torch_a = _array_facts(a)

@@ -43,7 +43,7 @@ def check_typed_call(
     alpha: float,
     beta: float,
 ) -> None:
-    """What the typed kernels (tf32, int8, fp8: ``plan.typed_gemm``) take of a ``gemm`` call,
+    """What the typed kernels (tf32, int8, fp8: ``typed.typed_gemm``) take of a ``gemm`` call,
     for CuPy arrays and torch tensors alike: 2-D operands, no fused epilogue, ``alpha`` only
     as fp8's per-tensor scale; a GemmInputError naming the fix otherwise."""
     if len(a_shape) != 2 or len(b_shape) != 2:

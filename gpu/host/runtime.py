@@ -261,7 +261,7 @@ def gemm(
             mantissa products, f32 accumulation) -- the only tensor-core path for float32,
             so it is asked for, never implied (``dtype="tf32"`` says the same).
 
-    Other number types (:func:`~layoutproof.gpu.host.plan.typed_gemm`, 2-D, A row-major and
+    Other number types (:func:`~layoutproof.gpu.host.typed.typed_gemm`, 2-D, A row-major and
     B column-major -- K contiguous in both, as the hardware reads them): float32 with
     ``precision="tf32"``; int8 (``dtype="s8"``, implied by an int8 array) and uint8
     (``dtype="u8"``) to s32; fp8 as raw bytes with ``dtype="e4m3"`` or ``"e5m2"`` (CuPy has
@@ -380,7 +380,7 @@ def _typed_call(
     beta: float,
     c: Any,
 ) -> Any:
-    from .plan import typed_gemm
+    from .typed import typed_gemm
 
     shape = lambda x: tuple(getattr(x, "shape", ()))  # noqa: E731
     check_typed_call(typed, shape(a), shape(b), bias, c, activation, alpha, beta)

@@ -57,7 +57,7 @@ DEFAULT_OUT: Dict[str, str] = {
     "e4m3": "bf16",
     "e5m2": "bf16",
 }
-#: input types whose products run on the typed kernels (``plan.typed_gemm``), by the name
+#: input types whose products run on the typed kernels (``typed.typed_gemm``), by the name
 #: those take; float32 only where the call asks for tf32
 _TYPED = {"f32": "tf32", "s8": "s8", "u8": "u8", "e4m3": "e4m3", "e5m2": "e5m2"}
 _FP8 = ("float8_e4m3fn", "float8_e5m2")
@@ -536,7 +536,7 @@ def gemm_call(
 
 
 class _TypedEntry:
-    """A call signature of the typed kernels (tf32, int8, fp8): ``plan.typed_gemm`` on the
+    """A call signature of the typed kernels (tf32, int8, fp8): ``typed.typed_gemm`` on the
     tensors themselves, on torch's current stream of their device."""
 
     def __init__(self, torch: Any, tdev: Any, a: Any, b: Any, typed: str, od: str, config: Any) -> None:
@@ -552,7 +552,7 @@ class _TypedEntry:
         self.dev = int(tdev.index) if tdev.index is not None else 0
 
     def run(self, a: Any, b: Any, out: Any, bias: Any, c: Any, alpha: float, beta: float) -> Any:
-        from .plan import typed_gemm
+        from .typed import typed_gemm
 
         if bias is not None or c is not None or beta != 0:
             raise GemmInputError(

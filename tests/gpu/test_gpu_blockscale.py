@@ -356,11 +356,11 @@ def test_launch_arguments_match_the_kernel_parameters(monkeypatch):
     tensor maps, pointers (C, then the scales at their own addresses), 32/64-bit integers
     and the f32 alpha; the values the claims assume (K in 16-bit units, the scale strides,
     KB and NB)."""
-    from layoutproof.gpu.host import cache, device, plan
+    from layoutproof.gpu.host import cache, device, typed
 
     calls = []
     monkeypatch.setattr(device, "_CUPY", [_FakeCupy])
-    monkeypatch.setattr(plan, "_unit_tensor_map", lambda ptr, rows, kb, ld: ("tmap", ptr, rows, kb, ld))
+    monkeypatch.setattr(typed, "_unit_tensor_map", lambda ptr, rows, kb, ld: ("tmap", ptr, rows, kb, ld))
     monkeypatch.setattr(cache, "compile_kernel", lambda k: lambda *a, **kw: calls.append((k, a, kw)))
     m, n, k = 300, 520, 1040
     a = _Arr((m, k), (k, 1), 1, "uint8", 0x10000)

@@ -339,7 +339,7 @@ def test_fake_device_checks_out_and_dtypes(fake):
 
 
 def test_fake_device_routes_the_typed_kernels(fake, monkeypatch):
-    from layoutproof.gpu.host import plan as plan_mod
+    from layoutproof.gpu.host import typed as typed_mod
 
     calls = []
 
@@ -347,7 +347,7 @@ def test_fake_device_routes_the_typed_kernels(fake, monkeypatch):
         calls.append((a, b, dtype, out_dtype, scale, out, config))
         return "product"
 
-    monkeypatch.setattr(plan_mod, "typed_gemm", typed_gemm)
+    monkeypatch.setattr(typed_mod, "typed_gemm", typed_gemm)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     a, b = torch.randn(64, 32), torch.randn(48, 32).t()
     assert runtime.gemm(a, b, dtype="tf32") == "product"
