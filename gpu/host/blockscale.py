@@ -253,7 +253,7 @@ def blockscale_launcher(
     the same arrays)."""
     from . import device
     from .cache import compile_kernel
-    from .typed import _CUPY_NAMES, _array_facts, _unit_tensor_map, typed_output
+    from .typed import _CUPY_NAMES, _array_facts, _unit_tensor_map, typed_operand, typed_output
 
     cupy = device.cupy()
     sa_, ta, ia, pa, torch_a = _array_facts(a)
@@ -262,8 +262,8 @@ def blockscale_launcher(
     kind_b = operand_kind(str(getattr(b, "dtype", "")), dtype or kind)
     if kind_b != kind:
         raise GemmInputError(f"gemm_fp8_blockscale: A is {kind} and B is {kind_b}: one fp8 type for both")
-    m, k, lda = rule.typed_operand("a", sa_, ta, ia, pa, kind)
-    n, kb_, ldb = rule.typed_operand("b", sb_, tb, ib, pb, kind)
+    m, k, lda = typed_operand("a", sa_, ta, ia, pa, kind)
+    n, kb_, ldb = typed_operand("b", sb_, tb, ib, pb, kind)
     if kb_ != k:
         raise GemmInputError(
             f"gemm_fp8_blockscale: A is {m} x {k} but B is {kb_} x {n}: the K extents differ"

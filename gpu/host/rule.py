@@ -35,12 +35,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..config import TC_TYPES, GemmConfig, GemmProblem
+from ..config import GemmConfig, GemmProblem
 from ..errors import GemmInputError
 from ..kernels.epilogue import EpilogueConfig
 from ..kernels.splitk import CLUSTER_ROWS, FIXUP_DEFAULT, SplitKConfig, fixup_grid
 from ..kernels.wgmma import Sm90Config, batched_kernels_available
-from ..kernels.wgmma_core import SCALED_TYPES
 
 __all__ = [
     "SlowPathWarning",
@@ -73,10 +72,6 @@ __all__ = [
     "launch_grid",
     "decide",
     "decide_batched",
-    "TC_ITEMSIZE",
-    "typed_operand",
-    "TypedDecision",
-    "decide_typed",
 ]
 
 
@@ -1057,121 +1052,3 @@ def decide_batched(req: GemmRequest, dev: DeviceFacts, config: Any = None) -> Ba
         ldcb=ldcb,
     )
     return BatchedDecision("kernel", launch)
-
-
-# ============================================================================ other types
-#: bytes per element of the tensor-core types beyond f16/bf16 (what their operands' arrays
-#: hold: f32 for tf32, one byte for fp8 and int8)
-TC_ITEMSIZE: Dict[str, int] = {d: v[0] for d, v in TC_TYPES.items()}
-
-
-def typed_operand(
-    name: str, shape: Tuple[int, ...], strides: Tuple[int, ...], itemsize: int, ptr: int, dtype: str
-) -> Tuple[int, int, int]:
-    """Check one operand of a ``dtype`` product and return ``(rows, k, row stride in bytes)``.
-
-    ``name`` is ``"a"`` (``M x K``) or ``"b"`` (``K x N``); ``strides`` are in bytes.  The
-    wgmma of these types reads K-major operands only, so A must have unit stride along K
-    (row-major) and B unit stride along K too (column-major: B's transpose row-major, as
-    ``torch._scaled_mm`` takes it); the rows must start 16 bytes apart (the tensor maps'
-    rule) and the base be 16-byte aligned.  Anything else is a GemmInputError naming what to
-    pass instead -- never a silent copy or a wrong result.
-
-    >>> typed_operand("a", (128, 64), (64, 1), 1, 0, "e4m3")
-    (128, 64, 64)
-    >>> typed_operand("b", (64, 256), (1, 64), 1, 0, "e4m3")
-    (256, 64, 64)
-    """
-    if dtype not in TC_TYPES:
-        raise GemmInputError(f"gemm: dtype={dtype!r} is not one of {sorted(TC_TYPES)}")
-    want = TC_ITEMSIZE[dtype]
-    what = f"{name.upper()} ({'M x K' if name == 'a' else 'K x N'})"
-    if itemsize != want:
-        raise GemmInputError(
-            f"gemm: dtype={dtype!r} reads {want}-byte elements, but {what} has {itemsize}-byte "
-            f"elements: pass {'float32' if want == 4 else 'one-byte (raw uint8 for fp8)'} data"
-        )
-    if len(shape) != 2:
-        raise GemmInputError(f"gemm: {what} must be 2-D, got shape {tuple(shape)}")
-    r, c = shape
-    if min(r, c) < 1:
-        raise GemmInputError(f"gemm: {what} has an empty dimension: shape {tuple(shape)}")
-    if name == "a":
-        rows, k, kstride, rstride = r, c, strides[1], strides[0]
-        fix = "A row-major (a.contiguous())"
-    else:
-        k, rows, kstride, rstride = r, c, strides[0], strides[1]
-        fix = "B column-major: b_t.T where b_t is the N x K row-major array (b.t().contiguous().t())"
-    if kstride != itemsize and k > 1:
-        raise GemmInputError(
-            f"gemm: .{dtype} tensor cores read K-major operands only; {what} has K stride "
-            f"{kstride} bytes (need {itemsize}): pass {fix}"
-        )
-    if rows > 1 and (rstride % 16 or rstride < k * itemsize):
-        raise GemmInputError(
-            f"gemm: {what}'s rows (K = {k} elements of {itemsize} bytes) are {rstride} bytes apart; "
-            f"the tensor maps need a multiple of 16 bytes, at least one row: pad K to a multiple "
-            f"of {16 // itemsize}"
-        )
-    if ptr % 16:
-        raise GemmInputError(f"gemm: {what} starts at {ptr:#x}, not 16-byte aligned")
-    return rows, k, rstride if rows > 1 else -(-k * itemsize // 16) * 16
-
-
-@dataclass(frozen=True)
-class TypedDecision:
-    """A product of one of the other tensor-core types on the warp-specialized wgmma
-    kernel: ``config``, ``problem`` (K-major operands), the shape, ``k_units`` (the kernel's
-    K: 16-bit units, ``k * bytes / 2``), the grid, and whether the kernel takes the
-    per-tensor scale parameter (fp8)."""
-
-    config: Any
-    problem: GemmProblem
-    m: int
-    n: int
-    k: int
-    k_units: int
-    grid: Tuple[int, int, int]
-    scaled: bool
-
-
-def decide_typed(
-    m: int, n: int, k: int, dtype: str, out_dtype: Optional[str], sms: int, config: Any = None
-) -> TypedDecision:
-    """The kernel for ``C (m x n) = A (m x k) @ B (k x n)`` of ``dtype``: ``config`` or the
-    wave model's pick among the warp-specialized candidates (:func:`hopper_candidates`),
-    modelled in 16-bit units of K (the tensor-core rate per byte of K is the same for
-    tf32, f16 and fp8 on Hopper, so the f16 model carries over).
-
-    >>> d = decide_typed(8192, 8192, 8192, "e4m3", None, 132)
-    >>> d.config.key(), d.problem.key(), d.k_units, d.scaled
-    ('sm90_128x256x64_s4_g8_tma_ws', 'ak_bk_e4m3_bf16', 4096, True)
-    """
-    if dtype not in TC_TYPES:
-        raise GemmInputError(f"gemm: dtype={dtype!r} is not one of {sorted(TC_TYPES)}")
-    prob = GemmProblem("k", "k", dtype, out_dtype)
-    try:
-        prob.validate()
-    except Exception as e:  # GemmConfigError: say it as an input error
-        raise GemmInputError(f"gemm: {e}") from None
-    eb = TC_ITEMSIZE[dtype]
-    if (k * eb) % 2:
-        raise GemmInputError(f"gemm: K = {k} one-byte elements must be even (pad K)")
-    ku = k * eb // 2
-    if config is None:
-        config = choose_config(
-            m,
-            n,
-            ku,
-            GemmProblem("k", "k", "f16", "f32"),
-            hopper=True,
-            tma=True,
-            sms=sms,
-            candidates=hopper_candidates(True),
-        )
-    if not isinstance(config, Sm90Config) or config.schedule != "ws":
-        raise GemmInputError(
-            f"gemm: .{dtype} products run on the warp-specialized wgmma kernel (an Sm90Config "
-            f"with schedule='ws'), not {config!r}"
-        )
-    return TypedDecision(config, prob, m, n, k, ku, launch_grid(config, m, n, sms), dtype in SCALED_TYPES)

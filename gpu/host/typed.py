@@ -1,7 +1,7 @@
 """The other tensor-core types on the host: tf32, fp8 (e4m3/e5m2) and int8 (s8/u8).
 
-:func:`typed_gemm` checks a call's operands (:func:`~layoutproof.gpu.host.rule.typed_operand`),
-takes the kernel :func:`~layoutproof.gpu.host.rule.decide_typed` picks, generates and proves
+:func:`typed_gemm` checks a call's operands (:func:`typed_operand`),
+takes the kernel :func:`decide_typed` picks, generates and proves
 it on first use, and launches it on the caller's stream with the operands' tensor maps over
 16-bit units (the kernels move bytes as 16-bit units, so every byte-level proof of the f16
 kernels holds unchanged).
@@ -9,17 +9,139 @@ kernels holds unchanged).
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ..config import OUT_DTYPES
+from ..config import OUT_DTYPES, TC_TYPES, GemmProblem
 from ..errors import GemmInputError
-from . import device, rule
+from ..kernels.wgmma import Sm90Config
+from ..kernels.wgmma_core import SCALED_TYPES
+from . import device
 from .cache import compile_kernel, kernel_for
 from .plan import _TMAP_REC, last_launch
+from .rule import choose_config, hopper_candidates, launch_grid
 
-__all__ = ["typed_gemm", "typed_output"]
+__all__ = ["TC_ITEMSIZE", "typed_operand", "TypedDecision", "decide_typed", "typed_gemm", "typed_output"]
+
+# ============================================================================ the decision
+#: bytes per element of the tensor-core types beyond f16/bf16 (what their operands' arrays
+#: hold: f32 for tf32, one byte for fp8 and int8)
+TC_ITEMSIZE: Dict[str, int] = {d: v[0] for d, v in TC_TYPES.items()}
+
+
+def typed_operand(
+    name: str, shape: Tuple[int, ...], strides: Tuple[int, ...], itemsize: int, ptr: int, dtype: str
+) -> Tuple[int, int, int]:
+    """Check one operand of a ``dtype`` product and return ``(rows, k, row stride in bytes)``.
+
+    ``name`` is ``"a"`` (``M x K``) or ``"b"`` (``K x N``); ``strides`` are in bytes.  The
+    wgmma of these types reads K-major operands only, so A must have unit stride along K
+    (row-major) and B unit stride along K too (column-major: B's transpose row-major, as
+    ``torch._scaled_mm`` takes it); the rows must start 16 bytes apart (the tensor maps'
+    rule) and the base be 16-byte aligned.  Anything else is a GemmInputError naming what to
+    pass instead -- never a silent copy or a wrong result.
+
+    >>> typed_operand("a", (128, 64), (64, 1), 1, 0, "e4m3")
+    (128, 64, 64)
+    >>> typed_operand("b", (64, 256), (1, 64), 1, 0, "e4m3")
+    (256, 64, 64)
+    """
+    if dtype not in TC_TYPES:
+        raise GemmInputError(f"gemm: dtype={dtype!r} is not one of {sorted(TC_TYPES)}")
+    want = TC_ITEMSIZE[dtype]
+    what = f"{name.upper()} ({'M x K' if name == 'a' else 'K x N'})"
+    if itemsize != want:
+        raise GemmInputError(
+            f"gemm: dtype={dtype!r} reads {want}-byte elements, but {what} has {itemsize}-byte "
+            f"elements: pass {'float32' if want == 4 else 'one-byte (raw uint8 for fp8)'} data"
+        )
+    if len(shape) != 2:
+        raise GemmInputError(f"gemm: {what} must be 2-D, got shape {tuple(shape)}")
+    r, c = shape
+    if min(r, c) < 1:
+        raise GemmInputError(f"gemm: {what} has an empty dimension: shape {tuple(shape)}")
+    if name == "a":
+        rows, k, kstride, rstride = r, c, strides[1], strides[0]
+        fix = "A row-major (a.contiguous())"
+    else:
+        k, rows, kstride, rstride = r, c, strides[0], strides[1]
+        fix = "B column-major: b_t.T where b_t is the N x K row-major array (b.t().contiguous().t())"
+    if kstride != itemsize and k > 1:
+        raise GemmInputError(
+            f"gemm: .{dtype} tensor cores read K-major operands only; {what} has K stride "
+            f"{kstride} bytes (need {itemsize}): pass {fix}"
+        )
+    if rows > 1 and (rstride % 16 or rstride < k * itemsize):
+        raise GemmInputError(
+            f"gemm: {what}'s rows (K = {k} elements of {itemsize} bytes) are {rstride} bytes apart; "
+            f"the tensor maps need a multiple of 16 bytes, at least one row: pad K to a multiple "
+            f"of {16 // itemsize}"
+        )
+    if ptr % 16:
+        raise GemmInputError(f"gemm: {what} starts at {ptr:#x}, not 16-byte aligned")
+    return rows, k, rstride if rows > 1 else -(-k * itemsize // 16) * 16
+
+
+@dataclass(frozen=True)
+class TypedDecision:
+    """A product of one of the other tensor-core types on the warp-specialized wgmma
+    kernel: ``config``, ``problem`` (K-major operands), the shape, ``k_units`` (the kernel's
+    K: 16-bit units, ``k * bytes / 2``), the grid, and whether the kernel takes the
+    per-tensor scale parameter (fp8)."""
+
+    config: Any
+    problem: GemmProblem
+    m: int
+    n: int
+    k: int
+    k_units: int
+    grid: Tuple[int, int, int]
+    scaled: bool
+
+
+def decide_typed(
+    m: int, n: int, k: int, dtype: str, out_dtype: Optional[str], sms: int, config: Any = None
+) -> TypedDecision:
+    """The kernel for ``C (m x n) = A (m x k) @ B (k x n)`` of ``dtype``: ``config`` or the
+    wave model's pick among the warp-specialized candidates (:func:`hopper_candidates`),
+    modelled in 16-bit units of K (the tensor-core rate per byte of K is the same for
+    tf32, f16 and fp8 on Hopper, so the f16 model carries over).
+
+    >>> d = decide_typed(8192, 8192, 8192, "e4m3", None, 132)
+    >>> d.config.key(), d.problem.key(), d.k_units, d.scaled
+    ('sm90_128x256x64_s4_g8_tma_ws', 'ak_bk_e4m3_bf16', 4096, True)
+    """
+    if dtype not in TC_TYPES:
+        raise GemmInputError(f"gemm: dtype={dtype!r} is not one of {sorted(TC_TYPES)}")
+    prob = GemmProblem("k", "k", dtype, out_dtype)
+    try:
+        prob.validate()
+    except Exception as e:  # GemmConfigError: say it as an input error
+        raise GemmInputError(f"gemm: {e}") from None
+    eb = TC_ITEMSIZE[dtype]
+    if (k * eb) % 2:
+        raise GemmInputError(f"gemm: K = {k} one-byte elements must be even (pad K)")
+    ku = k * eb // 2
+    if config is None:
+        config = choose_config(
+            m,
+            n,
+            ku,
+            GemmProblem("k", "k", "f16", "f32"),
+            hopper=True,
+            tma=True,
+            sms=sms,
+            candidates=hopper_candidates(True),
+        )
+    if not isinstance(config, Sm90Config) or config.schedule != "ws":
+        raise GemmInputError(
+            f"gemm: .{dtype} products run on the warp-specialized wgmma kernel (an Sm90Config "
+            f"with schedule='ws'), not {config!r}"
+        )
+    return TypedDecision(config, prob, m, n, k, ku, launch_grid(config, m, n, sms), dtype in SCALED_TYPES)
+
 
 _TORCH_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "s32": "int32"}
 _CUPY_NAMES = {"bf16": "uint16", "f16": "float16", "f32": "float32", "s32": "int32"}
@@ -102,17 +224,17 @@ def typed_gemm(
     operands), ``"e4m3"`` / ``"e5m2"`` (one-byte operands: torch float8 tensors or raw uint8
     CuPy arrays; f32 accumulation, output bf16 (default), f16 or f32), ``"s8"`` / ``"u8"``
     (int8 / uint8 -> s32; ``scale`` must be 1).  ``a`` is ``M x K`` row-major, ``b`` is
-    ``K x N`` column-major (K contiguous in both: :func:`~layoutproof.gpu.host.rule.typed_operand`
+    ``K x N`` column-major (K contiguous in both: :func:`typed_operand`
     says what else to pass); ``scale`` is ``scale_a * scale_b`` as a Python float.  The kernel
-    (:func:`~layoutproof.gpu.host.rule.decide_typed`) is generated and proven on first use
+    (:func:`decide_typed`) is generated and proven on first use
     and launched on the current stream (torch's for torch operands, else CuPy's).  Returns
     ``out`` or a new ``M x N`` array of the operands' kind (bf16 from CuPy operands as raw
     uint16, CuPy having no bfloat16)."""
     cupy = device.cupy()
     sa, ta, ia, pa, torch_a = _array_facts(a)
     sb, tb, ib, pb, torch_b = _array_facts(b)
-    m, k, lda = rule.typed_operand("a", sa, ta, ia, pa, dtype)
-    n, kb, ldb = rule.typed_operand("b", sb, tb, ib, pb, dtype)
+    m, k, lda = typed_operand("a", sa, ta, ia, pa, dtype)
+    n, kb, ldb = typed_operand("b", sb, tb, ib, pb, dtype)
     if kb != k:
         raise GemmInputError(f"gemm: A is {m} x {k} but B is {kb} x {n}: the K extents differ")
     if dtype in ("s8", "u8") and scale != 1.0:
@@ -120,7 +242,7 @@ def typed_gemm(
             f"gemm: .{dtype} accumulates and stores s32 exactly: scale must be 1, got {scale}"
         )
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    d = rule.decide_typed(m, n, k, dtype, out_dtype, sms, config)
+    d = decide_typed(m, n, k, dtype, out_dtype, sms, config)
     ot = d.problem.out
     out, to, po, torch_o, ob = typed_output(out, a, torch_a, m, n, ot, "gemm")
     ldc = to[0] // ob

@@ -218,38 +218,38 @@ def test_typed_ws_kernels_compile_for_sm90a_without_spills(tmp_path, dtype):
 # ----------------------------------------------------------------------------- host rule
 def test_typed_operand_accepts_k_major_and_names_the_fix():
     from layoutproof.gpu.errors import GemmInputError
-    from layoutproof.gpu.host import rule
+    from layoutproof.gpu.host import typed
 
-    assert rule.typed_operand("a", (100, 64), (64, 1), 1, 256, "s8") == (100, 64, 64)
-    assert rule.typed_operand("b", (64, 30), (1, 64), 1, 0, "e4m3") == (30, 64, 64)
-    assert rule.typed_operand("a", (8, 12), (48, 4), 4, 0, "tf32") == (8, 12, 48)
+    assert typed.typed_operand("a", (100, 64), (64, 1), 1, 256, "s8") == (100, 64, 64)
+    assert typed.typed_operand("b", (64, 30), (1, 64), 1, 0, "e4m3") == (30, 64, 64)
+    assert typed.typed_operand("a", (8, 12), (48, 4), 4, 0, "tf32") == (8, 12, 48)
     with pytest.raises(GemmInputError, match="K-major operands only.*column-major"):
-        rule.typed_operand("b", (64, 32), (32, 1), 1, 0, "s8")  # row-major B
+        typed.typed_operand("b", (64, 32), (32, 1), 1, 0, "s8")  # row-major B
     with pytest.raises(GemmInputError, match="K-major operands only.*row-major"):
-        rule.typed_operand("a", (64, 32), (1, 64), 1, 0, "e4m3")  # column-major A
+        typed.typed_operand("a", (64, 32), (1, 64), 1, 0, "e4m3")  # column-major A
     with pytest.raises(GemmInputError, match="4-byte elements"):
-        rule.typed_operand("a", (64, 32), (64, 2), 2, 0, "tf32")
+        typed.typed_operand("a", (64, 32), (64, 2), 2, 0, "tf32")
     with pytest.raises(GemmInputError, match="multiple of 16 bytes"):
-        rule.typed_operand("a", (64, 40), (40, 1), 1, 0, "e4m3")  # 40-byte rows
+        typed.typed_operand("a", (64, 40), (40, 1), 1, 0, "e4m3")  # 40-byte rows
     with pytest.raises(GemmInputError, match="16-byte aligned"):
-        rule.typed_operand("a", (64, 64), (64, 1), 1, 8, "s8")
+        typed.typed_operand("a", (64, 64), (64, 1), 1, 8, "s8")
     with pytest.raises(GemmInputError, match="not one of"):
-        rule.typed_operand("a", (64, 64), (64, 1), 1, 0, "f8")
+        typed.typed_operand("a", (64, 64), (64, 1), 1, 0, "f8")
 
 
 def test_decide_typed():
     from layoutproof.gpu.errors import GemmInputError
-    from layoutproof.gpu.host import rule
+    from layoutproof.gpu.host import typed
 
-    d = rule.decide_typed(8192, 8192, 8192, "tf32", None, 132)
+    d = typed.decide_typed(8192, 8192, 8192, "tf32", None, 132)
     assert d.k_units == 16384 and not d.scaled and d.problem.out == "f32"
     assert d.config.schedule == "ws"
-    small = rule.decide_typed(512, 4096, 4096, "s8", None, 132)
+    small = typed.decide_typed(512, 4096, 4096, "s8", None, 132)
     assert small.config.bm * small.config.bn <= 128 * 128  # more tiles than 128x256 gives
     with pytest.raises(GemmInputError, match="accumulates in s32"):
-        rule.decide_typed(64, 64, 64, "s8", "bf16", 132)
+        typed.decide_typed(64, 64, 64, "s8", "bf16", 132)
     with pytest.raises(GemmInputError, match="warp-specialized"):
-        rule.decide_typed(64, 64, 64, "e4m3", None, 132, Sm90Config())
+        typed.decide_typed(64, 64, 64, "e4m3", None, 132, Sm90Config())
 
 
 # ----------------------------------------------------------------------------- mma.sync
