@@ -295,7 +295,7 @@ def gemm(
         )
     typed = _typed_kind(a, dtype)
     if typed is not None:
-        return _typed_call(a, b, out, typed, out_dtype, config, bias, activation, alpha, beta, c)
+        return _typed_call(a, b, out, typed, out_dtype, config, bias, activation, alpha, beta, c, bias_along)
     plan = None
     key = None
 
@@ -379,12 +379,26 @@ def _typed_call(
     alpha: float,
     beta: float,
     c: Any,
+    bias_along: str,
 ) -> Any:
     from .typed import typed_gemm
 
     shape = lambda x: tuple(getattr(x, "shape", ()))  # noqa: E731
     check_typed_call(typed, shape(a), shape(b), bias, c, activation, alpha, beta)
-    return typed_gemm(a, b, dtype=typed, out_dtype=out_dtype, scale=float(alpha), out=out, config=config)
+    return typed_gemm(
+        a,
+        b,
+        dtype=typed,
+        out_dtype=out_dtype,
+        scale=float(alpha),
+        out=out,
+        config=config,
+        bias=bias,
+        activation=activation,
+        beta=float(beta),
+        c=c,
+        bias_along=bias_along,
+    )
 
 
 # ============================================================================ autotuner

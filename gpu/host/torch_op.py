@@ -524,7 +524,7 @@ def gemm_call(
         od = out_dtype_of(a, out.dtype if out_dtype is None and out is not None else out_dtype)
         typed = typed_kind(a, b, dtype, bias, c, activation, alpha, beta)
         if typed is not None:
-            ent = _TypedEntry(torch, tdev, a, b, typed, od, config)
+            ent = _TypedEntry(torch, tdev, a, b, typed, od, config, activation, bias_along)
         else:
             opts = dict(config=config, path=path, activation=activation, bias_along=bias_along)
             ent = _Entry(torch, tdev, a, b, out, bias, c, opts, od)
@@ -539,7 +539,18 @@ class _TypedEntry:
     """A call signature of the typed kernels (tf32, int8, fp8): ``typed.typed_gemm`` on the
     tensors themselves, on torch's current stream of their device."""
 
-    def __init__(self, torch: Any, tdev: Any, a: Any, b: Any, typed: str, od: str, config: Any) -> None:
+    def __init__(
+        self,
+        torch: Any,
+        tdev: Any,
+        a: Any,
+        b: Any,
+        typed: str,
+        od: str,
+        config: Any,
+        activation: Optional[str] = None,
+        bias_along: str = "n",
+    ) -> None:
         from ..config import TC_TYPES
 
         result_shape(a, b)
@@ -549,17 +560,25 @@ class _TypedEntry:
                 f"gemm: {typed} products store {', '.join(outs)}; out_dtype={od!r} is not one"
             )
         self.torch, self.tdev, self.typed, self.od, self.config = torch, tdev, typed, od, config
+        self.activation, self.bias_along = activation, bias_along
         self.dev = int(tdev.index) if tdev.index is not None else 0
 
     def run(self, a: Any, b: Any, out: Any, bias: Any, c: Any, alpha: float, beta: float) -> Any:
         from .typed import typed_gemm
 
-        if bias is not None or c is not None or beta != 0:
-            raise GemmInputError(
-                f"gemm: the fused epilogue runs on float16/bfloat16 operands, not {self.typed}"
-            )
         torch = self.torch
-        kw = dict(dtype=self.typed, out_dtype=self.od, scale=float(alpha), out=out, config=self.config)
+        kw = dict(
+            dtype=self.typed,
+            out_dtype=self.od,
+            scale=float(alpha),
+            out=out,
+            config=self.config,
+            bias=bias,
+            activation=self.activation,
+            beta=float(beta),
+            c=c,
+            bias_along=self.bias_along,
+        )
         if torch.cuda.current_device() == self.dev:
             return typed_gemm(a, b, **kw)
         with torch.cuda.device(self.dev), device.cupy().cuda.Device(self.dev):

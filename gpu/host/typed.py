@@ -219,6 +219,11 @@ def typed_gemm(
     scale: float = 1.0,
     out: Any = None,
     config: Any = None,
+    bias: Any = None,
+    activation: Optional[str] = None,
+    beta: float = 0.0,
+    c: Any = None,
+    bias_along: str = "n",
 ) -> Any:
     """``C = scale * A @ B`` on the tensor cores for ``dtype`` in ``"tf32"`` (float32
     operands), ``"e4m3"`` / ``"e5m2"`` (one-byte operands: torch float8 tensors or raw uint8
@@ -230,6 +235,11 @@ def typed_gemm(
     and launched on the current stream (torch's for torch operands, else CuPy's).  Returns
     ``out`` or a new ``M x N`` array of the operands' kind (bf16 from CuPy operands as raw
     uint16, CuPy having no bfloat16)."""
+    if bias is not None or activation is not None or c is not None or beta != 0:
+        raise GemmInputError(
+            f"gemm: the fused epilogue (bias, activation, c, beta) runs on float16/bfloat16 "
+            f"operands, not {dtype}: apply it to the result"
+        )
     cupy = device.cupy()
     sa, ta, ia, pa, torch_a = _array_facts(a)
     sb, tb, ib, pb, torch_b = _array_facts(b)

@@ -343,7 +343,8 @@ def test_fake_device_routes_the_typed_kernels(fake, monkeypatch):
 
     calls = []
 
-    def typed_gemm(a, b, *, dtype, out_dtype=None, scale=1.0, out=None, config=None):
+    def typed_gemm(a, b, *, dtype, out_dtype=None, scale=1.0, out=None, config=None, **epilogue):
+        assert not any(v for k, v in epilogue.items() if k != "bias_along")
         calls.append((a, b, dtype, out_dtype, scale, out, config))
         return "product"
 
