@@ -1,26 +1,34 @@
 """The GEMM suite: ``layoutproof.gpu.gemm`` as a user calls it (default config, plan cache)
-against cuBLAS (``cupy.matmul``) on the shapes people run, plus host time per call.
+against the faster of cuBLAS behind ``cupy.matmul`` and cuBLASLt behind ``torch.matmul`` on
+the shapes people run, plus host time per call.
 
 Run on the GPU machine from the repository root (``source bench/device_env.sh`` first)::
 
     python bench/gemm_suite.py                 # suite + host time (f16 and bf16)
     python bench/gemm_suite.py --sweep         # every default-rule candidate, timed
+    python bench/gemm_suite.py --epilogue gelu,silu --no-suite --no-host   # fused epilogue
 
 Raw output: ``bench/out/suite/gemm_suite.json`` (or ``--out``).
 
 Method (suite): fresh N(0,1) operands, row-major A and B, one output per side allocated
-once; batched shapes ``B x [M x N x K]`` are 3-D operands (``bB``: B a shared 2-D matrix):
-their eager reference is ``torch.matmul`` (cuBLAS's strided-batched GEMM), with
-``cupy.matmul`` on the same 3-D arrays timed beside it where CuPy can (it has no batched
-bf16).  Each shape is checked first (ours against cuBLAS, relative Frobenius error, NaN-
-poisoned output).  Then ``--rounds`` interleaved rounds; in each round one batch of ``--reps``
-back-to-back launches of ours and one of cuBLAS, each between two CUDA events (so the
-host's launch cost counts where it exceeds the GPU time, as it does for a user); the
-reported ratio is the median over rounds of (cuBLAS time / our time) -- 1.0 = cuBLAS speed.
-``graph`` columns: device time without the host -- ours captured once in a CUDA graph and
-replayed, cuBLAS as ``torch.matmul`` in a torch CUDA graph (CuPy refuses cuBLAS calls under
-capture; torch ships its own cuBLAS build).  Host us/call: CPU time to issue one call (``perf_counter`` around a batch,
-before synchronizing), the minimum over rounds.
+once; batched shapes ``B x [M x N x K]`` are 3-D operands (``bB``: B a shared 2-D matrix).
+The peers are ``cupy.matmul`` (cuBLAS; CuPy has no batched bf16) and ``torch.matmul``
+(cuBLASLt for 2-D products, cuBLAS's strided-batched GEMM for 3-D ones), each writing into
+an output allocated once.  Each shape is checked first (ours against a peer, relative
+Frobenius error, NaN-poisoned output).  Then ``--rounds`` interleaved rounds; in each round
+one batch of ``--reps`` back-to-back launches of ours and one of each peer, each between two
+CUDA events (so the host's launch cost counts where it exceeds the GPU time, as it does for
+a user); the reported ratio is the median over rounds of (faster peer's time in that round /
+our time) -- 1.0 = the faster peer's speed; ``ratio_cupy`` and ``ratio_torch`` are each
+peer's alone.  ``graph`` columns: device time without the host -- ours captured once in a
+CUDA graph and replayed, the peer as ``torch.matmul`` in a torch CUDA graph (CuPy refuses
+cuBLAS calls under capture).  Host us/call: CPU time to issue one call (``perf_counter``
+around a batch, before synchronizing), the minimum over rounds.  The summary gives, per
+dtype, the geometric mean of the ratios, the smallest, and 8192^3's.
+
+``--epilogue ACTS`` times ``gemm(a, b, out, bias=bias, activation=act)`` against torch's
+unfused ``torch.addmm(bias, a, b)`` followed by the activation (``gelu``: erf form, as ours),
+on the 2-D shapes (``--epilogue-shapes``, default: the suite's 2-D shapes), the same rounds.
 
 ``--sweep`` times every candidate of :func:`layoutproof.gpu.host.rule.hopper_candidates` on every
 shape (f16, graph replay) and reports the rule's pick against the fastest candidate.
@@ -61,6 +69,20 @@ RAGGED = [(1000, 3000, 777), (4095, 4097, 4093), (2047, 5003, 1000)]
 # batched: (batch, M, N, K), "bB" = B shared by every batch (a 2-D B, numpy broadcasting)
 BATCHED = [(32, 512, 512, 512), (8, 2048, 2048, 128), (16, 1024, 1024, 1024, "bB"), (64, 128, 128, 64)]
 SUITE = SQUARES + LLM + K_HEAVY + K_LIGHT + RAGGED + BATCHED
+# shapes beyond the first suite: mid-size squares (where a 128x256 tile leaves a partial last
+# wave on 132 SMs), K-light products and decode products (M = 1..64) of 7B-70B models
+MID_SQUARES = [(s, s, s) for s in (2560, 3072, 3584, 5120, 6144)]
+K_LIGHT_MORE = [(4096, 4096, 256), (4096, 4096, 512), (6144, 6144, 256)]
+DECODE_MORE = [
+    (32, 4096, 14336),
+    (1, 8192, 28672),
+    (4, 4096, 11008),
+    (32, 28672, 8192),
+    (64, 14336, 4096),
+    (8, 8192, 8192),
+]
+NEW = MID_SQUARES + K_LIGHT_MORE + DECODE_MORE
+FULL = SUITE + NEW
 
 
 def parse_shape(text):
@@ -84,8 +106,8 @@ def label(shape):
 
 
 def torch_matmul(a, b):
-    """(torch views of a and b, the product's torch tensor) -- the batched reference through
-    torch's cuBLAS -- or None without torch."""
+    """(torch views of a and b, the product's torch tensor) -- the torch peer -- or None
+    without torch."""
     try:
         import torch
 
@@ -102,19 +124,48 @@ def torch_matmul_into(ta, tb, tc):
     torch.matmul(ta, tb, out=tc)
 
 
+def geomean(xs):
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
 def suite_line(row, shape):
     """The printed line of one suite row."""
-    line = (
-        f"{row['dtype']:4s} {label(shape):>17s} ratio {row['ratio']:.3f} graph "
-        f"{row['graph_ratio'] or float('nan'):.3f}  ours {row['ours_us']:9.1f} us cuBLAS "
-        f"{row['ref_us']:9.1f} us  host {row['host_ours_us']:.1f}/{row['host_ref_us']:.1f} us  "
-        f"err {row['rel_err']:.1e} {'ok' if row['ok'] else 'FAIL'}  [{row['config']}] first {row['first_call_s']:.2f}s"
+    pr = lambda v: f"{v:.3f}" if v else "  -  "  # noqa: E731
+    us = lambda v: f"{v:9.1f}" if v else "      -  "  # noqa: E731
+    return (
+        f"{row['dtype']:4s} {label(shape):>17s} ratio {row['ratio']:.3f} (cupy {pr(row['ratio_cupy'])} "
+        f"torch {pr(row['ratio_torch'])}) graph {row['graph_ratio'] or float('nan'):.3f}  ours "
+        f"{row['ours_us']:9.1f} us cupy {us(row['cupy_us'])} us torch {us(row['torch_us'])} us  host "
+        f"{row['host_ours_us']:.1f}/{row['host_ref_us']:.1f} us  err {row['rel_err']:.1e} "
+        f"{'ok' if row['ok'] else 'FAIL'}  [{row['config']}] first {row['first_call_s']:.2f}s"
     )
-    if row["batch"]:
-        line += f"  (ref {row['reference']})"
-    if row["ratio_cupy"]:
-        line += f"  cupy.matmul: ratio {row['ratio_cupy']:.3f}, host {row['host_cupy_us']:.1f} us"
-    return line
+
+
+def peer_rounds(cp, ours, peers, reps, rounds):
+    """Interleaved rounds of ``ours`` and each peer (name -> function): per round the faster
+    peer's time over ours, and every function's times and host times."""
+    for f in [ours, *peers.values()]:
+        f()
+    cp.cuda.Device().synchronize()
+    times = {nm: [] for nm in ["ours", *peers]}
+    hosts = {nm: [] for nm in times}
+    ratios = []
+    for _ in range(rounds):
+        for nm, f in [("ours", ours), *peers.items()]:
+            t, h = event_batch(cp, f, reps)
+            times[nm].append(t)
+            hosts[nm].append(h)
+        ratios.append(min(times[nm][-1] for nm in peers) / times["ours"][-1])
+    return ratios, times, hosts
+
+
+def _per_peer(times, nm):
+    """(median ratio of this peer's time over ours, median microseconds) or (None, None)."""
+    if nm not in times:
+        return None, None
+    r = statistics.median(t / o for t, o in zip(times[nm], times["ours"]))
+    return r, statistics.median(times[nm]) * 1e6
 
 
 def suite(cp, args, log):
@@ -123,7 +174,11 @@ def suite(cp, args, log):
 
     rng = cp.random.default_rng(2026)
     rows = log.setdefault("suite", [])
-    shapes = SUITE if not args.shapes else [parse_shape(s) for s in args.shapes.split(",")]
+    shapes = (
+        (NEW if args.new_only else FULL)
+        if not args.shapes
+        else [parse_shape(s) for s in args.shapes.split(",")]
+    )
     for dtype in args.dtypes.split(","):
         for shape in shapes:
             bt, m, n, k, shared = unpack(shape)
@@ -135,8 +190,11 @@ def suite(cp, args, log):
                 ref = cp.matmul(a, b)
             except TypeError:  # CuPy's batched matmul has no bf16 (its integer-kernel path)
                 cupy_ok = False
-            tmm = torch_matmul(a, b) if bt else None  # batched: cuBLAS's strided-batched GEMM
-            if tmm is not None and not cupy_ok:
+            tmm = torch_matmul(a, b)
+            if not cupy_ok:
+                if tmm is None:
+                    print(f"  {label(shape)} {dtype}: no peer can run it", flush=True)
+                    continue
                 ref = cp.from_dlpack(tmm[2])
             c = cp.full(ref.shape, cp.nan, dtype=a.dtype)
             t0 = time.perf_counter()
@@ -149,30 +207,20 @@ def suite(cp, args, log):
             nan = int(cp.isnan(c).sum())
             fl = 2.0 * m * n * k * max(bt, 1)
             reps = max(3, min(args.reps, int(2e12 / fl) + 1)) if fl > 2e12 else args.reps
-            ours = lambda: gemm(a, b, c)
-            cub = lambda: cp.matmul(a, b, out=ref)
-            # batched: the eager reference is torch.matmul (cuBLAS strided-batched); cupy.matmul
-            # on the 3-D arrays is timed beside it where CuPy can (its ratio: ratio_cupy)
-            ref_fn = cub
+            peers = {}
+            if cupy_ok:
+                peers["cupy"] = lambda: cp.matmul(a, b, out=ref)
             if tmm is not None:
                 ta, tb, tc = tmm
-                ref_fn = lambda: torch_matmul_into(ta, tb, tc)  # noqa: E731
-            fns = [ours, ref_fn] + ([cub] if (bt and cupy_ok) else [])
-            for f in fns:
-                f()
-            cp.cuda.Device().synchronize()
-            ratios, to, tr, ho, hr, rc, tcp, hcp = [], [], [], [], [], [], [], []
-            for _ in range(args.rounds):
-                t1, h1 = event_batch(cp, ours, reps)
-                t2, h2 = event_batch(cp, ref_fn, reps)
-                ratios.append(t2 / t1)
-                to.append(t1), tr.append(t2), ho.append(h1), hr.append(h2)
-                if len(fns) > 2:
-                    t3, h3 = event_batch(cp, cub, reps)
-                    rc.append(t3 / t1), tcp.append(t3), hcp.append(h3)
-            go = graph_of(cp, ours, reps)
+                peers["torch"] = lambda: torch_matmul_into(ta, tb, tc)
+            ratios, times, hosts = peer_rounds(cp, lambda: gemm(a, b, c), peers, reps, args.rounds)
+            go = graph_of(cp, lambda: gemm(a, b, c), reps)
             g_ours = graph_time(cp, go, reps) if go else None
             g_ref = torch_graph_time(cp, a, b, ref, reps)
+            r_cupy, t_cupy = _per_peer(times, "cupy")
+            r_torch, t_torch = _per_peer(times, "torch")
+            to = statistics.median(times["ours"])
+            tr = min(statistics.median(times[nm]) for nm in peers)
             row = dict(
                 dtype=dtype,
                 batch=bt,
@@ -180,6 +228,7 @@ def suite(cp, args, log):
                 m=m,
                 n=n,
                 k=k,
+                new=tuple(shape) in NEW,
                 config=cfg,
                 first_call_s=first_s,
                 rel_err=err,
@@ -187,23 +236,89 @@ def suite(cp, args, log):
                 ok=nan == 0 and err < (1e-2 if dtype == "f16" else 3e-2),
                 ratio=statistics.median(ratios),
                 ratios=ratios,
-                ours_us=statistics.median(to) * 1e6,
-                ref_us=statistics.median(tr) * 1e6,
-                ours_tflops=fl / statistics.median(to) / 1e12,
-                ref_tflops=fl / statistics.median(tr) / 1e12,
-                host_ours_us=min(ho) * 1e6,
-                host_ref_us=min(hr) * 1e6,
+                ours_us=to * 1e6,
+                ref_us=tr * 1e6,
+                ours_tflops=fl / to / 1e12,
+                ref_tflops=fl / tr / 1e12,
+                host_ours_us=min(hosts["ours"]) * 1e6,
+                host_ref_us=min(min(hosts[nm]) for nm in peers) * 1e6,
                 graph_ours_us=g_ours and g_ours * 1e6,
                 graph_ref_us=g_ref and g_ref * 1e6,
                 graph_ratio=(g_ref / g_ours) if (g_ours and g_ref) else None,
-                reference="torch.matmul" if tmm is not None else "cupy.matmul",
-                ratio_cupy=statistics.median(rc) if rc else None,
-                cupy_us=statistics.median(tcp) * 1e6 if tcp else None,
-                host_cupy_us=min(hcp) * 1e6 if hcp else None,
+                reference="faster of " + "/".join(peers),
+                ratio_cupy=r_cupy,
+                cupy_us=t_cupy,
+                host_cupy_us=min(hosts["cupy"]) * 1e6 if "cupy" in hosts else None,
+                ratio_torch=r_torch,
+                torch_us=t_torch,
+                host_torch_us=min(hosts["torch"]) * 1e6 if "torch" in hosts else None,
             )
             rows.append(row)
             print(suite_line(row, shape), flush=True)
             cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def epilogue(cp, args, log):
+    """The fused bias + activation against torch's unfused ``addmm`` + the activation (2-D
+    shapes; the bias in the operands' dtype, one value per column)."""
+    import torch
+
+    from layoutproof.gpu.host import runtime
+    from layoutproof.gpu.host.runtime import gemm
+
+    acts = {"gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu, "relu": torch.relu}
+    rng = cp.random.default_rng(7)
+    rows = log.setdefault("epilogue", [])
+    if args.epilogue_shapes:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.epilogue_shapes.split(",")]
+    else:
+        shapes = [x for x in FULL if len(x) == 3]
+    for dtype in args.dtypes.split(","):
+        for act in args.epilogue.split(","):
+            fn = acts[act]
+            for m, n, k in shapes:
+                a, b = make(cp, (m, k), dtype, rng), make(cp, (k, n), dtype, rng)
+                bias = make(cp, (n,), dtype, rng)
+                c = cp.full((m, n), cp.nan, dtype=a.dtype)
+                ta, tb, tbias = (torch.from_dlpack(x) for x in (a, b, bias))
+                tc = torch.empty((m, n), dtype=ta.dtype, device=ta.device)
+
+                def peer():
+                    torch.addmm(tbias, ta, tb, out=tc)
+                    fn(tc)
+
+                gemm(a, b, c, bias=bias, activation=act)
+                cp.cuda.Device().synchronize()
+                cfg = runtime.last_launch["config"].key()
+                ref = cp.from_dlpack(fn(torch.addmm(tbias, ta, tb)))
+                err = rel_err(cp, c, ref)
+                fl = 2.0 * m * n * k
+                reps = max(3, min(args.reps, int(2e12 / fl) + 1)) if fl > 2e12 else args.reps
+                ratios, times, _ = peer_rounds(
+                    cp, lambda: gemm(a, b, c, bias=bias, activation=act), {"torch": peer}, reps, args.rounds
+                )
+                row = dict(
+                    dtype=dtype,
+                    activation=act,
+                    m=m,
+                    n=n,
+                    k=k,
+                    config=cfg,
+                    rel_err=err,
+                    ok=err < (1e-2 if dtype == "f16" else 3e-2),
+                    ratio=statistics.median(ratios),
+                    ours_us=statistics.median(times["ours"]) * 1e6,
+                    torch_us=statistics.median(times["torch"]) * 1e6,
+                )
+                rows.append(row)
+                print(
+                    f"epilogue {dtype:4s} {act:4s} {m}x{n}x{k:<6d} ratio {row['ratio']:.3f}  ours "
+                    f"{row['ours_us']:9.1f} us addmm+{act} {row['torch_us']:9.1f} us  err {err:.1e} "
+                    f"{'ok' if row['ok'] else 'FAIL'}  [{cfg}]",
+                    flush=True,
+                )
+                cp.get_default_memory_pool().free_all_blocks()
     return rows
 
 
@@ -247,6 +362,16 @@ def host(cp, log, reps=2000, rounds=7):
     return out
 
 
+def extra_config(text):
+    """``BMxBNsS`` (``c2``: a 2-CTA cluster) as a warp-specialized TMA ``Sm90Config``."""
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
+
+    cl = 2 if text.endswith("c2") else 1
+    tile, st = text.removesuffix("c2").split("s")
+    bm, bn = (int(v) for v in tile.split("x"))
+    return Sm90Config(bm=bm, bn=bn, stages=int(st), loader="tma", schedule="ws", cluster=cl).validate()
+
+
 def sweep(cp, args, log):
     from layoutproof.gpu.host import rule as P
     from layoutproof.gpu.host.device import sm_count
@@ -257,11 +382,13 @@ def sweep(cp, args, log):
     if args.sweep_bases:  # only these base keys (the split-K variants of the others too)
         keep = set(args.sweep_bases.split(","))
         base = tuple(c for c in base if c.key() in keep)
+    if args.sweep_extra and not mma:  # tiles beside the rule's: BMxBNsS warp-specialized TMA
+        base = tuple(base) + tuple(extra_config(x) for x in args.sweep_extra.split(","))
     rng = cp.random.default_rng(5)
     sms = sm_count(cp)
     rows = log.setdefault("sweep", [])
     shapes = (
-        [x for x in SUITE if len(x) == 3]  # the sweep times 2-D products
+        [x for x in FULL if len(x) == 3]  # the sweep times 2-D products
         if not args.shapes
         else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     )
@@ -431,11 +558,19 @@ def main(argv=None):
     p.add_argument("--sanitize-splitk", action="store_true", help="only the split-K memcheck workload")
     p.add_argument("--splitk", action="store_true", help="--sweep also times the split-K variants")
     p.add_argument("--sweep-bases", default=None, help="--sweep only these base config keys (comma list)")
+    p.add_argument("--sweep-extra", default=None, help="--sweep also times these tiles (BMxBNsS,...)")
     p.add_argument("--sweep-splits", default=None, help="--sweep only these split counts (comma list)")
     p.add_argument("--splitk-parts", default=None, help="MxNxK,...: time split-K's two kernels")
     p.add_argument("--no-suite", action="store_true")
     p.add_argument("--no-host", action="store_true")
-    p.add_argument("--shapes", default=None, help="MxNxK,... (default: the suite)")
+    p.add_argument("--shapes", default=None, help="MxNxK,... (default: the suite and the new shapes)")
+    p.add_argument("--new-only", action="store_true", help="the suite on the new shapes alone")
+    p.add_argument(
+        "--epilogue", default=None, help="ACT,...: time the fused bias + activation against addmm + ACT"
+    )
+    p.add_argument(
+        "--epilogue-shapes", default=None, help="MxNxK,... for --epilogue (default: the 2-D shapes)"
+    )
     p.add_argument("--dtypes", default="f16,bf16")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--reps", type=int, default=20)
@@ -460,23 +595,52 @@ def main(argv=None):
             for dt in args.dtypes.split(","):
                 rs = [r for r in rows if r["dtype"] == dt]
                 if rs:
-                    gm = math.exp(sum(math.log(r["ratio"]) for r in rs) / len(rs))
-                    gg = [r["graph_ratio"] for r in rs if r["graph_ratio"]]
-                    ggm = math.exp(sum(math.log(x) for x in gg) / len(gg)) if gg else float("nan")
+                    low = min(rs, key=lambda r: r["ratio"])
+                    big = [
+                        r["ratio"]
+                        for r in rs
+                        if (r["batch"], r["m"], r["n"], r["k"]) == (0, 8192, 8192, 8192)
+                    ]
                     log.setdefault("summary", {})[dt] = dict(
-                        geomean=gm,
-                        min=min(r["ratio"] for r in rs),
-                        geomean_graph=ggm,
+                        geomean=geomean([r["ratio"] for r in rs]),
+                        geomean_cupy=geomean([r["ratio_cupy"] for r in rs]),
+                        geomean_torch=geomean([r["ratio_torch"] for r in rs]),
+                        geomean_graph=geomean([r["graph_ratio"] for r in rs]),
+                        min=low["ratio"],
+                        min_shape=f"{low['m']}x{low['n']}x{low['k']}"
+                        + (f" batch {low['batch']}" if low["batch"] else ""),
+                        below_095=[f"{r['m']}x{r['n']}x{r['k']}" for r in rs if r["ratio"] < 0.95],
+                        r8192=big[0] if big else None,
                         shapes=len(rs),
                         correct=sum(r["ok"] for r in rs),
                     )
+        if args.epilogue:
+            erows = epilogue(cp, args, log)
+            for dt in args.dtypes.split(","):
+                for act in args.epilogue.split(","):
+                    rs = [r for r in erows if r["dtype"] == dt and r["activation"] == act]
+                    if rs:
+                        log.setdefault("epilogue_summary", {})[f"{dt} {act}"] = dict(
+                            geomean=geomean([r["ratio"] for r in rs]),
+                            min=min(r["ratio"] for r in rs),
+                            below_1=[f"{r['m']}x{r['n']}x{r['k']}" for r in rs if r["ratio"] < 1.0],
+                            correct=sum(r["ok"] for r in rs),
+                            shapes=len(rs),
+                        )
     finally:
         (out / "gemm_suite.json").write_text(json.dumps(log, indent=1, default=str))
     print(f"\n== {dev} {log['date']} ==")
     for dt, s in log.get("summary", {}).items():
+        r8 = f"{s['r8192']:.3f}" if s["r8192"] else "-"
         print(
-            f"{dt}: {s['shapes']} shapes, {s['correct']} correct; geomean ratio {s['geomean']:.3f} "
-            f"(graph {s['geomean_graph']:.3f}), min {s['min']:.3f}"
+            f"{dt}: {s['shapes']} shapes, {s['correct']} correct; geomean vs faster peer {s['geomean']:.3f} "
+            f"(cupy {s['geomean_cupy']:.3f}, torch {s['geomean_torch']:.3f}, graph {s['geomean_graph']:.3f}), "
+            f"min {s['min']:.3f} ({s['min_shape']}), 8192^3 {r8}, below 0.95: {', '.join(s['below_095']) or 'none'}"
+        )
+    for key, s in log.get("epilogue_summary", {}).items():
+        print(
+            f"epilogue {key}: {s['shapes']} shapes, {s['correct']} correct; geomean {s['geomean']:.3f}, "
+            f"min {s['min']:.3f}, below 1.0: {', '.join(s['below_1']) or 'none'}"
         )
     return 0
 

@@ -1,0 +1,150 @@
+"""The 192-column warp-specialized tiles (``Sm90Config(bn=192, ...)``): three 64-row TMA
+boxes of B per stage, wgmma N = 192.  On the CPU: every obligation the other tiles carry is
+stated and proven for them (plain, batched, fused epilogue, split-K), the source compiles for
+sm_90a without spills, and the wave model takes them where a 256-column tile leaves a partial
+last wave.  On a GPU (skipped without one): the kernels against a float64 reference on
+awkward shapes, every operand order, batched and with the fused epilogue."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
+
+from layoutproof.gpu.config import GemmProblem
+from layoutproof.gpu.host import rule, runtime
+from layoutproof.gpu.kernels import wgmma
+from layoutproof.gpu.kernels.epilogue import EpilogueConfig, generate_epilogue
+from layoutproof.gpu.kernels.splitk import SplitKConfig, generate_splitk
+from layoutproof.gpu.kernels.wgmma import Sm90Config
+
+NVCC = shutil.which("nvcc")
+WS = dict(loader="tma", schedule="ws")
+T192 = Sm90Config(bm=128, bn=192, stages=5, **WS)
+T64_192 = Sm90Config(bm=64, bn=192, stages=6, **WS)
+PROBLEMS = [
+    GemmProblem("k", "n", "f16", "f16"),
+    GemmProblem("m", "k", "bf16", "f32"),
+]
+
+
+# ----------------------------------------------------------------------------- CPU
+@pytest.mark.parametrize("cfg", [T192, T64_192], ids=lambda c: c.key())
+@pytest.mark.parametrize("prob", PROBLEMS, ids=lambda p: p.key())
+def test_192_column_tile_carries_every_obligation(cfg, prob):
+    k = wgmma.generate_sm90(cfg, prob, memo=False)
+    stated = "\n".join(p.statement for p in k.proofs)
+    for needle in (
+        "persistent scheduler",
+        "mbarrier pipeline",
+        "TMA boxes of 64x64",
+        "wgmma desc",
+        "epilogue data flow",
+    ):
+        assert needle in stated, needle
+    assert {"protocol", "banks", "bijective", "equal", "atom"} <= {p.kind for p in k.proofs}
+    assert all(p.status == "proved" for p in k.proofs)
+    # one stage is A's bm x 64 and B's 192 x 64 elements, announced to the full barrier
+    assert str(2 * 64 * (cfg.bm + 192)) in k.source
+    assert "n192" in k.source  # the wgmma instruction of N = 192
+
+
+def test_192_column_tile_validates_and_refuses_a_cluster():
+    assert T192.smem_bytes <= 227 * 1024 and T192.threads == 384
+    with pytest.raises(Exception, match="multiple of 128"):
+        Sm90Config(bm=128, bn=192, stages=4, cluster=2, **WS).validate()
+
+
+def test_192_column_tile_batched_epilogue_and_split_variants_are_proven():
+    prob = GemmProblem("k", "n", "f16", "f16")
+    kb = wgmma.generate_sm90(T192, GemmProblem("k", "n", "f16", "f16", batch="a"), memo=False)
+    ke = generate_epilogue(EpilogueConfig(T192, "gelu", False, "n", "f32").validate(), prob)
+    ks = generate_splitk(SplitKConfig(T192, 3, "serial").validate(), prob)
+    for k in (kb, ke, ks):
+        assert k.proofs and all(p.status == "proved" for p in k.proofs)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("cfg", [T192, T64_192], ids=lambda c: c.key())
+def test_192_column_tile_compiles_for_sm90a_without_spills(cfg, tmp_path):
+    _nvcc_sm90a(wgmma.generate_sm90(cfg, PROBLEMS[0]).source, tmp_path)
+
+
+# ----------------------------------------------------------------------------- GPU
+def _hopper() -> None:
+    if not runtime.gpu_available():
+        pytest.skip("no CUDA GPU / CuPy")
+    cp = pytest.importorskip("cupy")
+    if cp.cuda.Device().compute_capability != "90" or not runtime.tma_available():
+        pytest.skip("needs compute capability 9.0 and cuda-python's tensor maps")
+
+
+SHAPES = [(1, 1, 1), (37, 45, 51), (130, 260, 200), (129, 577, 1000), (1000, 3, 77), (256, 384, 256)]
+
+
+@pytest.mark.parametrize("cfg", [T192, T64_192], ids=lambda c: c.key())
+@pytest.mark.parametrize("ao, bo", [("C", "C"), ("C", "F"), ("F", "C"), ("F", "F")])
+def test_gpu_192_column_tile_matches_float64(cfg, ao, bo):
+    _hopper()
+    import cupy as cp
+
+    for m, n, k in SHAPES:
+        for od in ("f32", "f16"):
+            rng = cp.random.default_rng(m * 7 + n * 3 + k)
+            a = rng.integers(-3, 4, size=(m, k)).astype(cp.float16)
+            b = rng.integers(-3, 4, size=(k, n)).astype(cp.float16)
+            a = cp.asfortranarray(a) if ao == "F" else a
+            b = cp.asfortranarray(b) if bo == "F" else b
+            c = cp.full((m, n), cp.nan, dtype=cp.float32 if od == "f32" else cp.float16)
+            runtime.gemm(a, b, c, config=cfg, out_dtype=od)
+            ref = a.astype(cp.float64) @ b.astype(cp.float64)
+            got = c.astype(cp.float64)
+            err = float(cp.abs(got - ref).max() / max(1.0, float(cp.abs(ref).max())))
+            assert not bool(cp.isnan(got).any()) and err <= (0 if od == "f32" else 1e-3), (cfg, m, n, k, err)
+
+
+@pytest.mark.parametrize("act", ["gelu", "silu"])
+def test_gpu_192_column_tile_fused_epilogue_and_batched(act):
+    _hopper()
+    import cupy as cp
+
+    rng = cp.random.default_rng(3)
+    m, n, k = 300, 500, 260
+    a = rng.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
+    b = rng.standard_normal((k, n), dtype=cp.float32).astype(cp.float16)
+    bias = rng.standard_normal(n, dtype=cp.float32)
+    c = runtime.gemm(a, b, config=T192, bias=bias, activation=act, out_dtype="f32")
+    x = a.astype(cp.float64) @ b.astype(cp.float64) + bias
+    if act == "silu":
+        ref = x / (1 + cp.exp(-x))
+    else:
+        from cupyx.scipy.special import erf
+
+        ref = 0.5 * x * (1 + erf(x / 2**0.5))
+    err = float(cp.abs(c - ref).max() / cp.abs(ref).max())
+    assert err < 1e-5, err
+    # batched: three batches of A against one B, the one-launch kernel on the 192 tile
+    a3 = rng.standard_normal((3, 130, k), dtype=cp.float32).astype(cp.float16)
+    b3 = rng.standard_normal((3, k, 200), dtype=cp.float32).astype(cp.float16)
+    c3 = runtime.gemm(a3, b3, config=T192, out_dtype="f32")
+    ref3 = cp.matmul(a3.astype(cp.float64), b3.astype(cp.float64))
+    assert float(cp.abs(c3 - ref3).max() / cp.abs(ref3).max()) < 1e-5
+
+
+def test_gpu_192_column_split_k_matches_float64():
+    _hopper()
+    import cupy as cp
+
+    rng = cp.random.default_rng(4)
+    for cfg in (SplitKConfig(T192, 3, "kernel"), SplitKConfig(T192, 2, "serial")):
+        a = rng.standard_normal((200, 4096), dtype=cp.float32).astype(cp.float16)
+        b = rng.standard_normal((4096, 400), dtype=cp.float32).astype(cp.float16)
+        c = cp.full((200, 400), cp.nan, dtype=cp.float32)
+        runtime.gemm(a, b, c, config=cfg.validate(), out_dtype="f32")
+        ref = a.astype(cp.float64) @ b.astype(cp.float64)
+        assert float(cp.abs(c - ref).max() / cp.abs(ref).max()) < 1e-5, cfg.key()
+
+
+def test_rule_module_is_importable_without_a_gpu():
+    assert rule.hopper_candidates(True)
