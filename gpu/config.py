@@ -41,15 +41,16 @@ OUT_DTYPES: Dict[str, Tuple[str, int]] = {
 }
 
 #: The other tensor-core operand types (the wgmma kernels only): ``dtype -> (bytes per
-#: element, accumulator, the output dtypes, the default output)``.  Their kernels move the
+#: element, accumulator, the output dtypes, the default output; an s32 accumulator stored as a
+#: float type is converted, and scaled by the fused epilogue's alpha)``.  Their kernels move the
 #: operands as 16-bit storage units (:func:`operand_storage`): a K-major row of ``K``
 #: elements is ``K * bytes / 2`` units, and the kernel's ``K``, ``lda``, ``ldb`` count units.
 TC_TYPES: Dict[str, Tuple[int, str, Tuple[str, ...], str]] = {
     "tf32": (4, "f32", ("f32", "bf16", "f16"), "f32"),
     "e4m3": (1, "f32", ("bf16", "f16", "f32"), "bf16"),
     "e5m2": (1, "f32", ("bf16", "f16", "f32"), "bf16"),
-    "s8": (1, "s32", ("s32",), "s32"),
-    "u8": (1, "s32", ("s32",), "s32"),
+    "s8": (1, "s32", ("s32", "f32", "bf16", "f16"), "s32"),
+    "u8": (1, "s32", ("s32", "f32", "bf16", "f16"), "s32"),
 }
 
 

@@ -44,21 +44,18 @@ def check_typed_call(
     beta: float,
 ) -> None:
     """What the typed kernels (tf32, int8, fp8: ``typed.typed_gemm``) take of a ``gemm`` call,
-    for CuPy arrays and torch tensors alike: 2-D operands, no fused epilogue, ``alpha`` only
-    as fp8's per-tensor scale; a GemmInputError naming the fix otherwise."""
-    if len(a_shape) != 2 or len(b_shape) != 2:
+    for CuPy arrays and torch tensors alike, before their arrays are read: 2-D or 3-D
+    (batched) operands, and ``beta`` only with the C input ``c``; a GemmInputError naming
+    the fix otherwise.  (``typed.decide_typed_epilogue`` decides the rest of the epilogue:
+    the exact s32 epilogue's integer alpha, beta and bias, the activations.)"""
+    if len(a_shape) not in (2, 3) or len(b_shape) not in (2, 3):
         raise GemmInputError(
-            f"gemm: {typed} products are 2-D (a is {tuple(a_shape)}, b is {tuple(b_shape)}): "
-            "loop over the batch, or use float16/bfloat16"
+            f"gemm: {typed} products take 2-D operands or 3-D batches (a is {tuple(a_shape)}, "
+            f"b is {tuple(b_shape)})"
         )
-    if bias is not None or activation is not None or c is not None or beta != 0:
+    if beta != 0 and c is None:
         raise GemmInputError(
-            f"gemm: the fused epilogue (bias, activation, c, beta) runs on float16/bfloat16 "
-            f"operands, not {typed}: apply it to the result"
-        )
-    if alpha != 1 and typed not in ("e4m3", "e5m2"):
-        raise GemmInputError(
-            f"gemm: alpha scales fp8 products only (scale_a * scale_b); {typed}: multiply the output"
+            f"gemm: beta != 0 needs the C input c (an M x N array of the output's dtype), {typed}"
         )
 
 

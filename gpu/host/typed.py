@@ -15,7 +15,8 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from ..config import OUT_DTYPES, TC_TYPES, GemmProblem
-from ..errors import GemmInputError
+from ..errors import GemmConfigError, GemmInputError
+from ..kernels.epilogue import S32_ACTIVATIONS, EpilogueConfig, check_compute, compute_type
 from ..kernels.wgmma import Sm90Config
 from ..kernels.wgmma_core import SCALED_TYPES
 from . import device
@@ -23,7 +24,16 @@ from .cache import compile_kernel, kernel_for
 from .plan import _TMAP_REC, last_launch
 from .rule import choose_config, hopper_candidates, launch_grid
 
-__all__ = ["TC_ITEMSIZE", "typed_operand", "TypedDecision", "decide_typed", "typed_gemm", "typed_output"]
+__all__ = [
+    "TC_ITEMSIZE",
+    "typed_operand",
+    "TypedDecision",
+    "decide_typed",
+    "TypedEpilogue",
+    "decide_typed_epilogue",
+    "typed_gemm",
+    "typed_output",
+]
 
 # ============================================================================ the decision
 #: bytes per element of the tensor-core types beyond f16/bf16 (what their operands' arrays
@@ -160,21 +170,30 @@ def _array_facts(x: Any) -> Tuple[Tuple[int, ...], Tuple[int, ...], int, int, bo
     raise GemmInputError(f"gemm: operands must be CuPy arrays or torch CUDA tensors, got {type(x).__name__}")
 
 
-def _unit_tensor_map(ptr: int, rows: int, k_bytes: int, row_bytes: int) -> Any:
+def _unit_tensor_map(
+    ptr: int, rows: int, k_bytes: int, row_bytes: int, batch: Optional[Tuple[int, int]] = None
+) -> Any:
     """The 128-byte tensor map of a K-major operand as 16-bit units: ``rows`` rows of
     ``k_bytes`` bytes, ``row_bytes`` apart; 64 x 64-unit boxes, 128-byte swizzle, zero fill
-    outside (the boxes :func:`~layoutproof.gpu.kernels.wgmma.prove_tma` proves)."""
+    outside (the boxes :func:`~layoutproof.gpu.kernels.wgmma.prove_tma` proves).  ``batch``
+    = (count, stride in bytes): a rank-3 map with 1-deep boxes, so a box of batch ``i``
+    never reads past that batch's matrix."""
     from cuda.bindings import driver  # cuda-python
 
     u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+    dims, strides, box = [u64(k_bytes // 2), u64(rows)], [u64(row_bytes)], [u32(64), u32(64)]
+    if batch is not None:
+        dims.append(u64(batch[0]))
+        strides.append(u64(batch[1]))
+        box.append(u32(1))
     err, tm = driver.cuTensorMapEncodeTiled(
         driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT16,
-        u32(2),
+        u32(len(dims)),
         ptr,
-        [u64(k_bytes // 2), u64(rows)],
-        [u64(row_bytes)],
-        [u32(64), u32(64)],
-        [u32(1), u32(1)],
+        dims,
+        strides,
+        box,
+        [u32(1)] * len(dims),
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -183,31 +202,200 @@ def _unit_tensor_map(ptr: int, rows: int, k_bytes: int, row_bytes: int) -> Any:
     if err != driver.CUresult.CUDA_SUCCESS:
         raise GemmInputError(
             f"gemm: cuTensorMapEncodeTiled failed ({err}) for a {rows} x {k_bytes}-byte operand"
+            + (f" of {batch[0]} batches {batch[1]} bytes apart" if batch is not None else "")
         )
     return np.array([int(v) for v in tm.opaque], dtype=np.uint64).view(_TMAP_REC)[0]
 
 
 def typed_output(
-    out: Any, a: Any, torch_a: bool, m: int, n: int, ot: str, who: str
+    out: Any, a: Any, torch_a: bool, m: int, n: int, ot: str, who: str, batch: Optional[int] = None
 ) -> Tuple[Any, Tuple[int, ...], int, bool, int]:
-    """The ``m x n`` row-major output of a typed kernel: ``out`` checked, or a new array of
-    ``a``'s kind (torch for torch operands, else CuPy; bf16 from CuPy as raw uint16); returns
-    ``(out, byte strides, address, whether torch, bytes per element)``."""
+    """The ``m x n`` row-major output of a typed kernel (``batch`` of them: ``(batch, m,
+    n)``, the batches disjoint): ``out`` checked, or a new array of ``a``'s kind (torch for
+    torch operands, else CuPy; bf16 from CuPy as raw uint16); returns ``(out, byte strides,
+    address, whether torch, bytes per element)``."""
+    shape = (m, n) if batch is None else (batch, m, n)
     if out is None:
         if torch_a:
             import torch
 
-            out = torch.empty((m, n), device=a.device, dtype=getattr(torch, _TORCH_NAMES[ot]))
+            out = torch.empty(shape, device=a.device, dtype=getattr(torch, _TORCH_NAMES[ot]))
         else:
-            out = device.cupy().empty((m, n), dtype=_CUPY_NAMES[ot])
+            out = device.cupy().empty(shape, dtype=_CUPY_NAMES[ot])
     so, to, io, po, torch_o = _array_facts(out)
     ob = OUT_DTYPES[ot][1]
-    if so != (m, n) or io != ob or to[1] != ob:
+    bad = so != shape or io != ob or to[-1] != ob or to[-2] % ob or (m > 1 and to[-2] < n * ob)
+    if batch is not None and not bad and batch > 1:
+        # batches disjoint: ldcb >= (m - 1) * ldc + n (the kernel's proven condition)
+        bad = to[0] % ob != 0 or to[0] < (m - 1) * to[1] + n * ob
+    if bad:
         raise GemmInputError(
-            f"{who}: out must be a row-major {m} x {n} array of {ot} ({ob}-byte elements), got shape "
-            f"{so}, {io}-byte elements, strides {to}"
+            f"{who}: out must be a row-major {' x '.join(map(str, shape))} array of {ot} ({ob}-byte "
+            f"elements, disjoint rows and batches), got shape {so}, {io}-byte elements, strides {to}"
         )
     return out, to, po, torch_o, ob
+
+
+# ============================================================================ the epilogue
+@dataclass(frozen=True)
+class TypedEpilogue:
+    """What a typed call fuses (:func:`decide_typed_epilogue`): ``config`` the epilogue
+    kernel's configuration around the decided ``Sm90Config`` (None: the plain kernel),
+    ``scale`` the fp8 kernels' per-tensor scale parameter, ``alpha`` and ``beta`` the
+    epilogue's (Python ``int`` in an s32 epilogue, else ``float``)."""
+
+    config: Optional[EpilogueConfig]
+    scale: float
+    alpha: Any
+    beta: Any
+
+    @property
+    def integer(self) -> bool:
+        return self.config is not None and self.config.bias_dtype == "s32"
+
+
+def _int32(name: str, v: float, dtype: str) -> int:
+    if float(v) != int(v) or not -(2**31) <= int(v) < 2**31:
+        raise GemmInputError(
+            f"gemm: .{dtype} -> s32 is exact: {name} must be an integer in the int32 range, got {v} "
+            f"(store f32 or bf16 for a real {name})"
+        )
+    return int(v)
+
+
+def decide_typed_epilogue(
+    base: Sm90Config,
+    problem: GemmProblem,
+    *,
+    activation: Optional[str] = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    bias_dtype: Optional[str] = None,
+    has_c: bool = False,
+    bias_along: str = "n",
+) -> TypedEpilogue:
+    """The fused epilogue of a typed product on ``base``: ``C = act(alpha * A @ B + beta *
+    c + bias)`` through :class:`~layoutproof.gpu.kernels.epilogue.EpilogueConfig` (the f16
+    kernels' one rewrite).  fp8 applies ``alpha`` (``scale_a * scale_b``) as the kernel's
+    per-tensor scale; tf32 and the integer types stored as a float type through the
+    epilogue's alpha (``alpha_only`` without a C input); the integer types stored as s32 in
+    s32 (exact: integer alpha and beta, an s32 bias, ``relu`` or no activation).
+    ``bias_dtype`` None: no bias (a zero vector is read where the epilogue runs).
+
+    >>> from layoutproof.gpu.kernels.wgmma import HOPPER_DEFAULT as H
+    >>> e = decide_typed_epilogue(H, GemmProblem("k", "k", "s8", "bf16"), alpha=0.5)
+    >>> e.config.key(), e.scale, e.alpha
+    ('sm90_128x256x64_s4_g8_tma_ws_biasnone_alpha', 1.0, 0.5)
+    >>> decide_typed_epilogue(H, GemmProblem("k", "k", "e4m3"), alpha=0.5).config is None
+    True
+    """
+    dtype, ot = problem.dtype, problem.out
+    scaled = dtype in SCALED_TYPES
+    integer = compute_type(problem) == "s32"
+    if beta != 0 and not has_c:
+        raise GemmInputError("gemm: beta != 0 needs the C input c (an M x N array of the output's dtype)")
+    if integer:
+        alpha, beta = _int32("alpha", alpha, dtype), _int32("beta", beta, dtype)
+        if bias_dtype not in (None, "s32"):
+            raise GemmInputError(
+                f"gemm: .{dtype} -> s32 adds an int32 bias exactly, got a {bias_dtype} bias: pass "
+                f"bias.astype(int32), or out_dtype='f32'/'bf16' for a float bias"
+            )
+        if activation not in (None, *S32_ACTIVATIONS):
+            raise GemmInputError(
+                f"gemm: .{dtype} -> s32 computes exactly: activation={activation!r} is not an "
+                f"integer function (one of {S32_ACTIVATIONS}); pass out_dtype='f32' or 'bf16' for it"
+            )
+    elif bias_dtype not in (None, "f32", "f16", "bf16"):
+        raise GemmInputError(
+            f"gemm: .{dtype} -> {ot} adds a float32, float16 or bfloat16 bias, got {bias_dtype}"
+        )
+    ab = has_c
+    scale = float(alpha) if scaled else 1.0
+    if scaled:  # fp8: alpha is the kernel's own scale; the epilogue's alpha is 1
+        alpha = 1.0
+    alpha_only = not ab and alpha != 1
+    if not (ab or alpha_only or bias_dtype is not None or activation is not None):
+        return TypedEpilogue(None, scale, alpha, beta)
+    bdt = bias_dtype or ("s32" if integer else "f32")
+    cfg = EpilogueConfig(base, activation or "none", ab, bias_along, bdt, alpha_only)
+    try:
+        cfg.validate()
+        check_compute(cfg, problem)
+    except GemmConfigError as e:
+        raise GemmInputError(f"gemm: {e}") from None
+    return TypedEpilogue(cfg, scale, alpha, beta)
+
+
+_DTYPE_NAMES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "s32"}
+
+
+def _vector_facts(x: Any, length: int, what: str) -> Tuple[int, str]:
+    """(device pointer, dtype name) of a contiguous 1-D bias of ``length`` elements."""
+    sh, st, it, ptr, _t = _array_facts(x)
+    name = _DTYPE_NAMES.get(str(getattr(x, "dtype", "")).replace("torch.", ""))
+    if sh != (length,) or (length > 1 and st[0] != it):
+        raise GemmInputError(
+            f"gemm: bias must be a contiguous vector of {length} elements ({what}), got shape {sh}, "
+            f"strides {st}"
+        )
+    if name is None:
+        raise GemmInputError(
+            f"gemm: bias of dtype {getattr(x, 'dtype', '?')}: pass float32, float16, bfloat16 (torch) "
+            f"or int32 (an integer product stored as s32)"
+        )
+    return ptr, name
+
+
+_ZERO: Dict[Tuple[int, int, str], Any] = {}
+
+
+def _zero_vector(n: int, ctype: str) -> int:
+    """A kept zero vector of ``n`` elements (f32 or s32) on the current device: the bias an
+    epilogue without one reads."""
+    cupy = device.cupy()
+    key = (int(cupy.cuda.runtime.getDevice()), n, ctype)
+    z = _ZERO.get(key)
+    if z is None:
+        if len(_ZERO) >= 64:
+            _ZERO.clear()
+        z = _ZERO[key] = cupy.zeros(n, dtype="int32" if ctype == "s32" else "float32")
+    return int(z.data.ptr)
+
+
+def _ptr_arg(ptr: int, owner: Any = None) -> Any:
+    """A CuPy array over device address ``ptr`` (CuPy's launcher passes its pointer)."""
+    cupy = device.cupy()
+    mem = cupy.cuda.UnownedMemory(ptr, 1, owner)
+    return cupy.ndarray((1,), dtype="uint8", memptr=cupy.cuda.MemoryPointer(mem, 0))
+
+
+# ============================================================================ batches
+@dataclass(frozen=True)
+class _Operand:
+    rows: int
+    k: int
+    ld: int  # row stride in bytes
+    batch: int  # 0: one matrix shared by every batch
+    bstride: int  # bytes between batches
+
+
+def _typed_operand3(
+    name: str, shape: Tuple[int, ...], strides: Tuple[int, ...], itemsize: int, ptr: int, dtype: str
+) -> _Operand:
+    """:func:`typed_operand` of a 2-D operand or of each matrix of a 3-D one (its batch
+    stride a multiple of 16 bytes, the tensor maps' rule; a batch extent of 1 is shared)."""
+    if len(shape) == 3:
+        rows, k, ld = typed_operand(name, shape[1:], strides[1:], itemsize, ptr, dtype)
+        nb, bs = shape[0], strides[0]
+        if nb > 1 and (bs % 16 or bs <= 0):
+            raise GemmInputError(
+                f"gemm: {name.upper()}'s batches are {bs} bytes apart: the tensor maps need a positive "
+                f"multiple of 16 bytes (pass {name}.contiguous() with a padded K)"
+            )
+        return _Operand(rows, k, ld, nb if nb > 1 else 0, bs if nb > 1 else 0)
+    rows, k, ld = typed_operand(name, shape, strides, itemsize, ptr, dtype)
+    return _Operand(rows, k, ld, 0, 0)
 
 
 def typed_gemm(
@@ -225,46 +413,74 @@ def typed_gemm(
     c: Any = None,
     bias_along: str = "n",
 ) -> Any:
-    """``C = scale * A @ B`` on the tensor cores for ``dtype`` in ``"tf32"`` (float32
-    operands), ``"e4m3"`` / ``"e5m2"`` (one-byte operands: torch float8 tensors or raw uint8
-    CuPy arrays; f32 accumulation, output bf16 (default), f16 or f32), ``"s8"`` / ``"u8"``
-    (int8 / uint8 -> s32; ``scale`` must be 1).  ``a`` is ``M x K`` row-major, ``b`` is
-    ``K x N`` column-major (K contiguous in both: :func:`typed_operand`
-    says what else to pass); ``scale`` is ``scale_a * scale_b`` as a Python float.  The kernel
-    (:func:`decide_typed`) is generated and proven on first use
-    and launched on the current stream (torch's for torch operands, else CuPy's).  Returns
-    ``out`` or a new ``M x N`` array of the operands' kind (bf16 from CuPy operands as raw
-    uint16, CuPy having no bfloat16)."""
-    if bias is not None or activation is not None or c is not None or beta != 0:
-        raise GemmInputError(
-            f"gemm: the fused epilogue (bias, activation, c, beta) runs on float16/bfloat16 "
-            f"operands, not {dtype}: apply it to the result"
-        )
+    """``C = act(scale * A @ B + beta * c + bias)`` on the tensor cores for ``dtype`` in
+    ``"tf32"`` (float32 operands; output f32 (default), bf16 or f16), ``"e4m3"`` /
+    ``"e5m2"`` (one-byte operands: torch float8 tensors or raw uint8 CuPy arrays; f32
+    accumulation, output bf16 (default), f16 or f32; ``scale`` = ``scale_a * scale_b``),
+    ``"s8"`` / ``"u8"`` (int8 / uint8: s32 (default) exactly -- integer ``scale`` and
+    ``beta``, an int32 bias, ``relu`` or no activation -- or f32/bf16/f16 with a real
+    ``scale`` applied to the converted sums).  ``a`` is ``M x K`` row-major, ``b`` is
+    ``K x N`` column-major (K contiguous in both: :func:`typed_operand` says what else to
+    pass); 3-D operands ``(batch, M, K)`` / ``(batch, K, N)`` (a 2-D operand or a batch
+    extent of 1 is shared) give ``(batch, M, N)`` in one launch.  The fused epilogue
+    (:func:`decide_typed_epilogue`): ``bias`` (one value per column, or per row with
+    ``bias_along="m"``), ``activation`` (``relu``, ``silu``, ``gelu``), ``beta * c`` with
+    ``c`` M x N (batched: (batch, M, N), or one M x N for every batch) of the output's
+    dtype.  The kernel (:func:`decide_typed`) is generated and proven on first use and
+    launched on the current stream (torch's for torch operands, else CuPy's).  Returns
+    ``out`` or a new array of the operands' kind (bf16 from CuPy operands as raw uint16,
+    CuPy having no bfloat16)."""
     cupy = device.cupy()
     sa, ta, ia, pa, torch_a = _array_facts(a)
     sb, tb, ib, pb, torch_b = _array_facts(b)
-    m, k, lda = typed_operand("a", sa, ta, ia, pa, dtype)
-    n, kb, ldb = typed_operand("b", sb, tb, ib, pb, dtype)
-    if kb != k:
-        raise GemmInputError(f"gemm: A is {m} x {k} but B is {kb} x {n}: the K extents differ")
-    if dtype in ("s8", "u8") and scale != 1.0:
-        raise GemmInputError(
-            f"gemm: .{dtype} accumulates and stores s32 exactly: scale must be 1, got {scale}"
-        )
+    for nm, sh in (("a", sa), ("b", sb)):
+        if len(sh) not in (2, 3):
+            raise GemmInputError(f"gemm: {nm} must be 2-D or 3-D (batch, rows, cols), got shape {sh}")
+    A = _typed_operand3("a", sa, ta, ia, pa, dtype)
+    B = _typed_operand3("b", sb, tb, ib, pb, dtype)
+    m, k, n = A.rows, A.k, B.rows
+    if B.k != k:
+        raise GemmInputError(f"gemm: A is {m} x {k} but B is {B.k} x {n}: the K extents differ")
+    batched = len(sa) == 3 or len(sb) == 3
+    nbatch = max(A.batch, B.batch, 1)
+    if A.batch and B.batch and A.batch != B.batch:
+        raise GemmInputError(f"gemm: batch extents differ: a is {sa}, b is {sb} (equal, or 1 to share)")
+    kind = ("a" if A.batch else "") + ("b" if B.batch else "")
+    if batched and not kind:
+        kind = "a"  # every operand shared: one batch through the batched kernel
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     d = decide_typed(m, n, k, dtype, out_dtype, sms, config)
-    ot = d.problem.out
-    out, to, po, torch_o, ob = typed_output(out, a, torch_a, m, n, ot, "gemm")
-    ldc = to[0] // ob
-    kern = kernel_for(d.config, d.problem)
+    prob = GemmProblem("k", "k", dtype, d.problem.out_dtype, kind) if batched else d.problem
+    ot = prob.out
+    bias_ptr, bdt = (None, None)
+    if bias is not None:
+        bias_ptr, bdt = _vector_facts(bias, n if bias_along == "n" else m, f"bias_along={bias_along!r}")
+    if bias_along not in ("n", "m"):
+        raise GemmInputError(f"gemm: bias_along={bias_along!r} must be 'n' or 'm'")
+    ep = decide_typed_epilogue(
+        d.config,
+        prob,
+        activation=activation,
+        alpha=scale,
+        beta=beta,
+        bias_dtype=bdt,
+        has_c=c is not None,
+        bias_along=bias_along,
+    )
+    if not d.scaled and ep.config is None and scale != 1:  # unreachable: alpha_only takes it
+        raise GemmInputError(f"gemm: dtype={dtype!r} takes no scale (got {scale})")
+    out, to, po, torch_o, ob = typed_output(out, a, torch_a, m, n, ot, "gemm", nbatch if batched else None)
+    ldc = to[-2] // ob
+    kern = kernel_for(ep.config if ep.config is not None else d.config, prob)
     rk = compile_kernel(kern)
-    c_vec = int(to[0] % 16 == 0 and po % 16 == 0)
-    # the output as a CuPy array over its memory (CuPy's launcher passes its pointer)
-    mem = cupy.cuda.UnownedMemory(po, m * to[0], out)
-    c_arg = cupy.ndarray((m, ldc), dtype=_CUPY_NAMES[ot], memptr=cupy.cuda.MemoryPointer(mem, 0))
-    args: Tuple[Any, ...] = (
-        _unit_tensor_map(pa, m, k * ia, lda),
-        _unit_tensor_map(pb, n, k * ib, ldb),
+    c_vec = int(to[-2] % 16 == 0 and po % 16 == 0 and (not batched or to[0] % 16 == 0))
+    c_arg = _ptr_arg(po, out)
+    grid = launch_grid(d.config, m, n, sms, nbatch) if batched else d.grid
+    tma = (
+        _unit_tensor_map(pa, m, k * ia, A.ld, (A.batch, A.bstride) if A.batch else None),
+        _unit_tensor_map(pb, n, k * ib, B.ld, (B.batch, B.bstride) if B.batch else None),
+    )
+    args: Tuple[Any, ...] = tma + (
         c_arg,
         np.int32(m),
         np.int32(n),
@@ -273,9 +489,11 @@ def typed_gemm(
         np.int32(c_vec),
     )
     if d.scaled:
-        args += (np.float32(scale),)
-    elif scale != 1.0:
-        raise GemmInputError(f"gemm: dtype={dtype!r} takes no scale (got {scale}); multiply the output")
+        args += (np.float32(ep.scale),)
+    if batched:
+        args += (np.int32(nbatch), np.int64(to[0] // ob))
+    if ep.config is not None:
+        args += _epilogue_args(ep, bias, bias_ptr, c, m, n, ot, nbatch if batched else None)
     stream = None
     if torch_a or torch_b or torch_o:
         import torch
@@ -283,9 +501,53 @@ def typed_gemm(
         stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
     if stream is not None:
         with stream:
-            rk(d.grid, (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
+            rk(grid, (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
     else:
-        rk(d.grid, (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
+        rk(grid, (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
     last_launch.clear()
-    last_launch.update(config=d.config, problem=d.problem, kernel=kern.name, m=m, n=n, k=k)
+    last_launch.update(
+        config=ep.config or d.config, problem=prob, kernel=kern.name, m=m, n=n, k=k, batch=nbatch
+    )
+    return out
+
+
+def _epilogue_args(
+    ep: TypedEpilogue,
+    bias: Any,
+    bias_ptr: Optional[int],
+    c: Any,
+    m: int,
+    n: int,
+    ot: str,
+    nbatch: Optional[int],
+) -> Tuple[Any, ...]:
+    """The epilogue kernel's parameters after the base kernel's: the bias (or a kept zero
+    vector), alpha (``alpha_only``), or alpha, beta, the C input, its row stride and (batched)
+    its batch stride; C checked: ``m x n`` of the output's dtype, unit stride along N."""
+    cfg = ep.config
+    if cfg is None:
+        return ()
+    num = np.int32 if ep.integer else np.float32
+    if bias_ptr is None:
+        bias_ptr = _zero_vector(n if cfg.bias_axis == "n" else m, "s32" if ep.integer else "f32")
+    out: Tuple[Any, ...] = (_ptr_arg(bias_ptr, bias),)
+    if cfg.alpha_only:
+        return out + (num(ep.alpha),)
+    if not cfg.alpha_beta:
+        return out
+    sc, tc, ic, pc, _t = _array_facts(c)
+    obytes = OUT_DTYPES[ot][1]
+    want = (m, n) if nbatch is None else None
+    ok2 = sc == (m, n) or (nbatch is not None and sc in ((m, n), (1, m, n), (nbatch, m, n)))
+    if not ok2 or ic != obytes or tc[-1] != obytes or tc[-2] % obytes or tc[-2] < n * obytes:
+        raise GemmInputError(
+            f"gemm: c must be {'an' if want else 'a (batch,)'} {m} x {n} array of {ot} ({obytes}-byte "
+            f"elements) with unit stride along N, got shape {sc}, {ic}-byte elements, strides {tc}"
+        )
+    ldcib = tc[0] // obytes if len(sc) == 3 and sc[0] > 1 else 0
+    if len(sc) == 3 and sc[0] > 1 and tc[0] % obytes:
+        raise GemmInputError(f"gemm: c's batch stride {tc[0]} bytes is not a whole number of elements")
+    out += (num(ep.alpha), num(ep.beta), _ptr_arg(pc, c), np.int64(tc[-2] // obytes))
+    if nbatch is not None:
+        out += (np.int64(ldcib),)
     return out

@@ -60,6 +60,9 @@ __all__ = [
     "bias_column_layout",
     "acc_row_layout",
     "c_input_batch_stride",
+    "S32_ACTIVATIONS",
+    "compute_type",
+    "check_compute",
 ]
 
 ACTIVATIONS = ("none", "relu", "silu", "gelu")
@@ -70,7 +73,10 @@ BIAS_DTYPES: Dict[str, Tuple[str, int, Optional[str]]] = {
     "f32": ("float", 4, None),
     "f16": ("__half", 2, "__half2float"),
     "bf16": ("__nv_bfloat16", 2, "__bfloat162float"),
+    "s32": ("int", 4, None),  # the integer products' exact s32 epilogue only
 }
+#: the activations an s32 epilogue (integer accumulators stored as s32) computes exactly
+S32_ACTIVATIONS = ("none", "relu")
 EPILOGUE_VERSION = "epilogue-1"
 
 
@@ -90,6 +96,7 @@ class EpilogueConfig(WsVariantFields):
     alpha_beta: bool = False
     bias_axis: str = field(default="n", repr=False)
     bias_dtype: str = field(default="f32", repr=False)
+    alpha_only: bool = field(default=False, repr=False)
 
     @property
     def cluster(self) -> int:
@@ -101,6 +108,7 @@ class EpilogueConfig(WsVariantFields):
             + ("_ab" if self.alpha_beta else "")
             + ("_biasm" if self.bias_axis == "m" else "")
             + (f"_b{self.bias_dtype}" if self.bias_dtype != "f32" else "")
+            + ("_alpha" if self.alpha_only else "")
         )
 
     def validate(self) -> "EpilogueConfig":
@@ -124,7 +132,48 @@ class EpilogueConfig(WsVariantFields):
             raise GemmConfigError(
                 f"EpilogueConfig: bias_dtype={self.bias_dtype!r} must be one of {tuple(BIAS_DTYPES)}"
             )
+        if self.alpha_only and self.alpha_beta:
+            raise GemmConfigError(
+                "EpilogueConfig: alpha_only (alpha * A @ B, no C input) and alpha_beta exclude each other"
+            )
         return self
+
+
+def compute_type(prob: GemmProblem) -> str:
+    """The arithmetic of the fused epilogue of ``prob``: ``"s32"`` where integer
+    accumulators are stored as s32 (exact: bias, alpha, beta and the C input are s32 too,
+    32-bit two's-complement arithmetic), else ``"f32"`` (an s32 accumulator is converted
+    to f32 by the first operation that reads it).
+
+    >>> compute_type(GemmProblem("k", "k", "s8")), compute_type(GemmProblem("k", "k", "s8", "bf16"))
+    ('s32', 'f32')
+    """
+    if prob.dtype in TC_TYPES and TC_TYPES[prob.dtype][1] == "s32" and prob.out == "s32":
+        return "s32"
+    return "f32"
+
+
+def check_compute(cfg: EpilogueConfig, prob: GemmProblem) -> None:
+    """The epilogue ``cfg`` computes what it says in ``prob``'s arithmetic
+    (:func:`compute_type`): an s32 epilogue takes an s32 bias and the activations
+    :data:`S32_ACTIVATIONS`; a float epilogue takes no s32 bias."""
+    if compute_type(prob) == "s32":
+        if cfg.bias_dtype != "s32":
+            raise GemmConfigError(
+                f"generate_epilogue: .{prob.dtype} -> s32 is exact: its bias is s32 "
+                f"(bias_dtype='s32'), not {cfg.bias_dtype}; for a float bias store f32 or bf16"
+            )
+        if cfg.activation not in S32_ACTIVATIONS:
+            raise GemmConfigError(
+                f"generate_epilogue: .{prob.dtype} -> s32 computes exactly: activation "
+                f"{cfg.activation!r} is not an integer function (one of {S32_ACTIVATIONS}); store "
+                f"f32 or bf16 for it"
+            )
+    elif cfg.bias_dtype == "s32":
+        raise GemmConfigError(
+            f"generate_epilogue: an s32 bias goes with an s32 output of an integer product, not "
+            f".{prob.dtype} -> {prob.out}"
+        )
 
 
 def acc_row_layout(bn: int, dtype: str) -> Any:
@@ -135,7 +184,7 @@ def acc_row_layout(bn: int, dtype: str) -> Any:
 
 
 #: the conversion of an output-type element to float, per output type
-_TO_FLOAT = {"f16": "__half2float", "bf16": "__bfloat162float", "f32": None}
+_TO_FLOAT = {"f16": "__half2float", "bf16": "__bfloat162float", "f32": None, "s32": None}
 
 
 def bias_column_layout(bn: int, dtype: str) -> Any:
@@ -197,10 +246,40 @@ class _EpilogueEnv:
     bw: int
     bconv: Optional[str]
     act: str
+    ctype: str  # the arithmetic's C type: "float", or "int" (the exact s32 epilogue)
+    alpha: Optional[kir.Var]  # alpha_only's alpha (no C input)
 
     @property
     def along_m(self) -> bool:
         return self.cfg.bias_axis == "m"
+
+    def zero(self) -> kir.Expr:
+        return kir.Const(0) if self.ctype == "int" else kir.FloatLit("0.f")
+
+    def activate(self, v: kir.Expr) -> kir.Expr:
+        """The activation of a value: ``lp_act_*`` in f32; in s32 the identity or
+        ``max(v, 0)`` (exact)."""
+        if self.ctype == "float":
+            return kir.Call(self.act, (v,), "float")
+        if self.cfg.activation == "relu":
+            return kir.Call("max", (v, kir.Const(0)), "int")
+        return v
+
+    def inactivate(self, a: Any) -> Any:
+        """The value inside :meth:`activate`'s result (None where ``a`` is not one)."""
+        if self.ctype == "float":
+            ok = isinstance(a, kir.Call) and a.name == self.act and len(a.args) == 1
+            return a.args[0] if ok else None
+        if self.cfg.activation == "relu":
+            ok = (
+                isinstance(a, kir.Call)
+                and a.name == "max"
+                and len(a.args) == 2
+                and isinstance(a.args[1], kir.Const)
+                and a.args[1].value == 0
+            )
+            return a.args[0] if ok else None
+        return a
 
 
 def _buffer_write(base: kir.Kernel) -> Tuple[Any, kir.Call]:
@@ -261,11 +340,12 @@ def _declare_epilogue(
             row_layout=row_layout,
             rowfn=rowfn,
         )
+    ctype = "int" if compute_type(prob) == "s32" else "float"
     if cfg.alpha_beta:
         ab = dict(
             rows,
-            alpha=kir.Var("alpha", "float"),
-            beta=kir.Var("beta", "float"),
+            alpha=kir.Var("alpha", ctype),
+            beta=kir.Var("beta", ctype),
             Cin=kir.Var("Cin", "const lp_out_t*"),
             ldci=kir.Var("ldci", "long long"),
         )
@@ -291,6 +371,8 @@ def _declare_epilogue(
         bw=bw,
         bconv=bconv,
         act=f"lp_act_{cfg.activation}",
+        ctype=ctype,
+        alpha=kir.Var("alpha", ctype) if cfg.alpha_only else None,
     )
 
 
@@ -301,7 +383,7 @@ def _bias_ir(
     loaded at its row or column, guarded by ``< M`` or ``< N`` (0 outside)."""
     rows, wt, N = F.rows, F.wt, F.N
     stmts: List[kir.Stmt] = []
-    bv = kir.Var(f"bv{j}", "float")
+    bv = kir.Var(f"bv{j}", F.ctype)
     if rows:
         stmts.append(
             kir.Decl(
@@ -332,7 +414,7 @@ def _bias_ir(
     if F.bconv is not None:
         bload = kir.Call(F.bconv, (bload,), "float")
     stmts += [
-        kir.Decl(bv, kir.FloatLit("0.f")),
+        kir.Decl(bv, F.zero()),
         kir.If(bguard, kir.block(kir.Assign(bv, bload))),
     ]
     return stmts, bv
@@ -345,7 +427,7 @@ def _c_input_ir(
     batched), converted to float, guarded by ``< M`` and ``< N`` (0 outside)."""
     ab, N = F.ab, F.N
     ob = OUT_DTYPES[F.prob.out][1]
-    cv = kir.Var(f"cv{j}", "float")
+    cv = kir.Var(f"cv{j}", F.ctype)
     celem: kir.Expr = kir.Cast("long long", rcoord) * ab["ldci"] + coord
     cidx: kir.Expr = kir.Cast("long long", rr) * ab["ldci"] + bc
     cwhat = "C input load Cin[m0 + row(thread, register), n0 + col(thread, register)]"
@@ -364,7 +446,7 @@ def _c_input_ir(
     tof = _TO_FLOAT[F.prob.out]
     load = kir.Assign(cv, cin if tof is None else kir.Call(tof, (cin,), "float"))
     return [
-        kir.Decl(cv, kir.FloatLit("0.f")),
+        kir.Decl(cv, F.zero()),
         kir.If(rr.lt(ab["M"]), kir.block(kir.If(bc.lt(N), kir.block(load)))),
     ], cv
 
@@ -395,12 +477,12 @@ def _fused_write_ir(F: _EpilogueEnv) -> List[kir.Stmt]:
         bstmts, bv = _bias_ir(F, j, e, rr, bc, rcoord, coord)
         stmts += bstmts
         if not F.ab:
-            vals.append(kir.Call(F.act, (x + bv,), "float"))
+            vals.append(F.activate((x if F.alpha is None else F.alpha * x) + bv))
             continue
         # alpha * acc + beta * Cin[row, col] + bias: Cin read at the register's own (row, col)
         cstmts, cv = _c_input_ir(F, j, rr, bc, rcoord, coord)
         stmts += cstmts
-        vals.append(kir.Call(F.act, (F.ab["alpha"] * x + F.ab["beta"] * cv + bv,), "float"))
+        vals.append(F.activate(F.ab["alpha"] * x + F.ab["beta"] * cv + bv))
     stmts.append(replace(F.write, rhs=replace(F.rhs, args=tuple(vals))))
     return stmts
 
@@ -419,9 +501,13 @@ def _prove_data_flow(F: _EpilogueEnv, body: kir.Block, log: ProofLog) -> None:
     w2rhs = w2[0].rhs if len(w2) == 1 else None
 
     def reads_acc(a: Any, x: Any) -> bool:
-        if not (isinstance(a, kir.Call) and a.name == act and isinstance(a.args[0], kir.Bin)):
+        t = F.inactivate(a)
+        if not isinstance(t, kir.Bin):
             return False
-        t = a.args[0]
+        if not ab and F.alpha is not None:  # (alpha * x) + bv
+            return (
+                t.op == "+" and isinstance(t.a, kir.Bin) and t.a.op == "*" and t.a.a is F.alpha and t.a.b is x
+            )
         if not ab:
             return t.op == "+" and t.a is x
         # ((alpha * x) + (beta * cv)) + bv
@@ -430,6 +516,7 @@ def _prove_data_flow(F: _EpilogueEnv, body: kir.Block, log: ProofLog) -> None:
             and isinstance(t.a, kir.Bin)
             and isinstance(t.a.a, kir.Bin)
             and t.a.a.op == "*"
+            and t.a.a.a is ab["alpha"]
             and t.a.a.b is x
         )
 
@@ -446,12 +533,21 @@ def _prove_data_flow(F: _EpilogueEnv, body: kir.Block, log: ProofLog) -> None:
         if "bidx" in ab
         else "Cin[m0 + row(t, i), n0 + col(t, i)]"
     )
-    form = f"alpha * acc[i] + beta * {cref} + bias" if ab else "acc[i] + bias"
+    form = (
+        f"alpha * acc[i] + beta * {cref} + bias"
+        if ab
+        else ("alpha * acc[i] + bias" if F.alpha is not None else "acc[i] + bias")
+    )
     at = "[m0 + row(t, i)]" if F.along_m else "[n0 + col(t, i)]"
+    if F.ctype == "float":
+        written = f"{act}({form}{at})"
+    else:
+        written = f"max({form}{at}, 0)" if F.cfg.activation == "relu" else f"{form}{at}"
+    arith = "" if F.ctype == "float" else " in s32 (exact)"
     log.add(
         "equal",
         f"fused epilogue data flow: each register pair written to the staging buffer is "
-        f"{act}({form}{at}), the loads claimed at the row and column of their own "
+        f"{written}{arith}, the loads claimed at the row and column of their own "
         f"register (the wgmma atom's C layout) and guarded by < M, < N; the bias "
         f"{F.cfg.bias_dtype}" + (f", converted by {F.bconv}" if F.bconv else ""),
         "exhaustive",
@@ -464,10 +560,12 @@ def _epilogue_kernel(base: kir.Kernel, F: _EpilogueEnv, body: kir.Block, name: s
     maps, the activation helpers and the description added."""
     ab, cfg = F.ab, F.cfg
     params = base.params + ((f"const {F.btype}* __restrict__", F.bias),)
+    if F.alpha is not None:
+        params += ((F.ctype, F.alpha),)
     if ab:
         params += (
-            ("float", ab["alpha"]),
-            ("float", ab["beta"]),
+            (F.ctype, ab["alpha"]),
+            (F.ctype, ab["beta"]),
             ("const lp_out_t* __restrict__", ab["Cin"]),
             ("long long", ab["ldci"]),
         )
@@ -475,9 +573,14 @@ def _epilogue_kernel(base: kir.Kernel, F: _EpilogueEnv, body: kir.Block, name: s
             params += (("long long", ab["ldcib"]),)
     bname = "bias[m]" if F.along_m else "bias[n]"
     cin_s = "Cin[bidx]" if "ldcib" in ab else "Cin"
-    what = f"alpha * A @ B + beta * {cin_s} + {bname}" if ab else f"A @ B + {bname}"
+    what = (
+        f"alpha * A @ B + beta * {cin_s} + {bname}"
+        if ab
+        else (f"alpha * A @ B + {bname}" if F.alpha is not None else f"A @ B + {bname}")
+    )
+    arith = "f32" if F.ctype == "float" else "s32 (exact)"
     descr = base.description + (
-        f"fused epilogue: C = {cfg.activation}({what}), bias {cfg.bias_dtype}, in f32",
+        f"fused epilogue: C = {cfg.activation}({what}), bias {cfg.bias_dtype}, in {arith}",
     )
     return replace(
         base,
@@ -525,14 +628,11 @@ def generate_epilogue(
     prob = (problem or GemmProblem("k", "k")).validate()
     if memo and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
-    if prob.dtype in TC_TYPES and TC_TYPES[prob.dtype][1] != "f32":
-        raise GemmConfigError(
-            f"generate_epilogue: the fused epilogue computes in f32; .{prob.dtype} accumulates "
-            f"in {TC_TYPES[prob.dtype][1]} (its kernel stores s32 without an epilogue)"
-        )
+    check_compute(cfg, prob)
     base = generate_sm90(cfg.base, prob, memo=memo)
     log = ProofLog(base_plan_proofs(base, cfg.base))
     extra = "" if (cfg.bias_axis, cfg.bias_dtype) == ("n", "f32") else f"{cfg.bias_axis}{cfg.bias_dtype}"
+    extra += "alpha_only" if cfg.alpha_only else ""
     h = hashlib.sha256(f"{EPILOGUE_VERSION}{cfg}{prob}{extra}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90_ep_{prob.key()}_{h}"
     ir, _fn = epilogue_ir(base.ir, cfg, prob, log, name)

@@ -96,8 +96,9 @@ def test_problem_rules():
     assert GemmProblem("k", "k", "e4m3").validate().out == "bf16"
     assert GemmProblem("k", "k", "s8").validate().out == "s32"
     assert GemmProblem("k", "k", "tf32").validate().out == "f32"
+    assert GemmProblem("k", "k", "s8", "bf16").validate().out == "bf16"  # converted, scaled
     with pytest.raises(GemmConfigError, match="accumulates in s32"):
-        GemmProblem("k", "k", "s8", "bf16").validate()
+        GemmProblem("k", "k", "s8", "e4m3").validate()
     with pytest.raises(GemmConfigError, match="out_dtype"):
         GemmProblem("k", "n", "f16", "s32").validate()
     assert operand_storage("tf32") == ("unsigned short", 2)
@@ -247,7 +248,7 @@ def test_decide_typed():
     small = typed.decide_typed(512, 4096, 4096, "s8", None, 132)
     assert small.config.bm * small.config.bn <= 128 * 128  # more tiles than 128x256 gives
     with pytest.raises(GemmInputError, match="accumulates in s32"):
-        typed.decide_typed(64, 64, 64, "s8", "bf16", 132)
+        typed.decide_typed(64, 64, 64, "s8", "tf32", 132)
     with pytest.raises(GemmInputError, match="warp-specialized"):
         typed.decide_typed(64, 64, 64, "e4m3", None, 132, Sm90Config())
 
