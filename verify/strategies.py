@@ -48,7 +48,7 @@ Strategies (all keyword options have sensible defaults):
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
@@ -812,3 +812,258 @@ def symbolic_layouts(
         return L, facts, tuple(syms[j] for j in sorted(used))
 
     return _named(symbolic_layouts, locals(), build)
+
+
+# ============================================================================= conditions
+#: the symbols :func:`conditions` draws from, by their range: positive, non-negative, any
+CONDITION_SYMBOLS = (("M", "positive"), ("N", "nonnegative"), ("K", "integer"))
+
+
+def _cond_symbols(k: int) -> List[Any]:
+    import sympy as sp
+
+    out = []
+    for name, kind in CONDITION_SYMBOLS[:k]:
+        out.append(sp.Symbol(name, integer=True, **({kind: True} if kind != "integer" else {})))
+    return out
+
+
+def conditions(
+    *, max_symbols: int = 3, max_depth: int = 3, max_facts: int = 2
+) -> SearchStrategy[Tuple[Any, Tuple[Any, ...]]]:
+    """``(condition, facts)``: SymPy conditions over 1 to ``max_symbols`` integer symbols
+    (``M`` positive, ``N`` non-negative, ``K`` any integer), with what makes an integer
+    reading go wrong: quotients that need not be exact (``M/2``, ``M/N``, ``3*K/4``),
+    ``Mod`` of a quotient, ``floor``/``ceiling``, rational constants, negative powers,
+    products of symbols; ``facts`` are up to ``max_facts`` residue, bound or drawn
+    conditions.  For differential tests of a decision procedure against exhaustive
+    evaluation (:func:`check_decision`).
+
+    >>> pairs = sample(conditions(), 20)
+    >>> len(pairs), all(c.free_symbols <= {"M", "N", "K"} or True for c, _ in pairs)
+    (20, True)
+    """
+    _positive("max_symbols", max_symbols)
+    if max_symbols > len(CONDITION_SYMBOLS):
+        raise MalformedLayoutError(f"max_symbols must be at most {len(CONDITION_SYMBOLS)}, got {max_symbols}")
+    _positive("max_depth", max_depth)
+    _positive("max_facts", max_facts, 0)
+
+    def build(draw: Draw) -> Tuple[Any, Tuple[Any, ...]]:
+        import sympy as sp
+
+        syms = _cond_symbols(draw(st.integers(1, max_symbols)))
+        pos = [x for x in syms if x.is_positive]
+        small = st.integers(-3, 8)
+
+        def expr(d: int) -> Any:
+            form = draw(st.integers(-1, 10 if d > 0 else 1))
+            if form <= 0:
+                return draw(st.sampled_from(syms))
+            if form == 1:
+                return sp.Integer(draw(small))
+            a = expr(d - 1)
+            if form == 2:
+                return a + expr(d - 1)
+            if form == 3:
+                return a * expr(d - 1)
+            if form == 4:  # a rational coefficient
+                return a * sp.Rational(draw(st.integers(-3, 5)), draw(st.integers(1, 4)))
+            if form == 5:  # a quotient by a positive number or symbol
+                q = draw(st.sampled_from([sp.Integer(2), sp.Integer(3), sp.Integer(4)] + pos))
+                return a / q
+            if form == 6:
+                return sp.Mod(a, draw(st.sampled_from([sp.Integer(2), sp.Integer(3), sp.Integer(8)] + pos)))
+            if form == 7:
+                return sp.floor(a / draw(st.sampled_from([sp.Integer(2), sp.Integer(3)] + pos)))
+            if form == 8:
+                return sp.ceiling(a / draw(st.sampled_from([sp.Integer(2), sp.Integer(4)] + pos)))
+            if form == 9 and pos:  # a negative power of a positive symbol
+                return a * draw(st.sampled_from(pos)) ** -draw(st.integers(1, 2))
+            return a + sp.Rational(draw(st.integers(-3, 3)), 2)
+
+        def relation(d: int) -> Any:
+            rel = draw(st.sampled_from([sp.Eq, sp.Ne, sp.Lt, sp.Le, sp.Gt, sp.Ge]))
+            rhs = (
+                expr(0)
+                if draw(st.booleans())
+                else sp.Rational(draw(st.integers(-4, 8)), draw(st.integers(1, 2)))
+            )
+            out = rel(expr(d), rhs)
+            if out is sp.true or out is sp.false:  # SymPy decided it at once: keep a symbol
+                out = rel(draw(st.sampled_from(syms)) + expr(d), rhs)
+            return out
+
+        def cond(d: int) -> Any:
+            form = draw(st.integers(0, 5))
+            if form == 4 and d > 1:
+                return sp.And(relation(d - 1), relation(d - 1))
+            if form == 5 and d > 1:
+                return sp.Or(relation(d - 1), sp.Not(relation(d - 1)))
+            return relation(d)
+
+        def fact() -> Any:
+            x = draw(st.sampled_from(syms))
+            form = draw(st.integers(0, 3))
+            if form == 0:
+                k = draw(st.integers(2, 6))
+                return sp.Eq(sp.Mod(x, k), draw(st.integers(0, k - 1)))
+            if form == 1:
+                return sp.Ge(x, draw(st.integers(-2, 4)))
+            if form == 2:
+                return sp.Le(x, draw(st.integers(3, 9)))
+            return relation(1)
+
+        c = cond(max_depth)
+        fs = tuple(fact() for _ in range(draw(st.integers(0, max_facts))))
+        return c, fs
+
+    return _named(conditions, locals(), build)
+
+
+def _evaluator(e: Any, order: Sequence[Any]) -> Callable[[Sequence[int]], Any]:
+    """``e`` (a SymPy condition or expression) as a function of the values of ``order``,
+    computed exactly with fractions: a Fraction, a bool, or None where SymPy's value is
+    undefined (a division by zero).  ``Mod(a, b)`` is ``a - b*floor(a/b)`` as in SymPy."""
+    import math
+    import operator
+    from fractions import Fraction
+
+    import sympy as sp
+
+    idx = {x: i for i, x in enumerate(order)}
+
+    class _Undefined(Exception):
+        pass
+
+    def div(a: Fraction, b: Fraction) -> Fraction:
+        if b == 0:
+            raise _Undefined
+        return a / b
+
+    rels = {
+        sp.Eq: operator.eq,
+        sp.Ne: operator.ne,
+        sp.StrictLessThan: operator.lt,
+        sp.LessThan: operator.le,
+        sp.StrictGreaterThan: operator.gt,
+        sp.GreaterThan: operator.ge,
+    }
+
+    def build(n: Any) -> Callable[[Sequence[int]], Any]:
+        if n is sp.true or n is sp.false:
+            val = n is sp.true
+            return lambda v: val
+        if isinstance(n, sp.Symbol):
+            i = idx[n]
+            return lambda v: Fraction(v[i])
+        if isinstance(n, sp.Rational):
+            q = Fraction(int(n.p), int(n.q))
+            return lambda v: q
+        fs = [build(a) for a in n.args]
+        if isinstance(n, sp.Add):
+            return lambda v: sum((f(v) for f in fs), Fraction(0))
+        if isinstance(n, sp.Mul):
+
+            def mul(v: Sequence[int]) -> Fraction:
+                out = Fraction(1)
+                for f in fs:
+                    out *= f(v)
+                return out
+
+            return mul
+        if isinstance(n, sp.Pow) and n.exp.is_Integer:
+            k = int(n.exp)
+            fb = fs[0]
+            return lambda v: fb(v) ** k if k >= 0 else div(Fraction(1), fb(v) ** -k)
+        if isinstance(n, sp.Mod):
+            fa, fb = fs
+            return lambda v: (lambda a, b: a - b * math.floor(div(a, b)))(fa(v), fb(v))
+        if isinstance(n, sp.floor):
+            return lambda v: Fraction(math.floor(fs[0](v)))
+        if isinstance(n, sp.ceiling):
+            return lambda v: Fraction(math.ceil(fs[0](v)))
+        if isinstance(n, sp.Abs):
+            return lambda v: abs(fs[0](v))
+        if isinstance(n, sp.Min):
+            return lambda v: min(f(v) for f in fs)
+        if isinstance(n, sp.Max):
+            return lambda v: max(f(v) for f in fs)
+        if type(n) in rels:
+            op, fa, fb = rels[type(n)], fs[0], fs[1]
+            return lambda v: op(fa(v), fb(v))
+        if isinstance(n, sp.And):
+            return lambda v: all([f(v) for f in fs])
+        if isinstance(n, sp.Or):
+            return lambda v: any([f(v) for f in fs])
+        if isinstance(n, sp.Not):
+            return lambda v: not fs[0](v)
+        raise MalformedLayoutError(f"cannot evaluate {type(n).__name__} {str(n)[:60]}")
+
+    f = build(e)
+
+    def run(v: Sequence[int]) -> Any:
+        try:
+            return f(v)
+        except _Undefined:
+            return None
+
+    return run
+
+
+def check_decision(decision: Any, cond: Any, facts: Sequence[Any] = (), *, radius: int = 12) -> List[str]:
+    """What is wrong with ``decision`` (a :class:`layoutproof.symbolic.Decision` of ``cond``
+    under ``facts``) by exhaustive exact evaluation at every assignment of the symbols in
+    ``[-radius, radius]`` that their ranges allow (the points where a condition is undefined
+    skipped): "proved" must hold wherever the facts do, "refuted" nowhere where they do, and
+    every counterexample and example must be what it says.  An empty list: no fault found.
+
+    >>> import sympy as sp
+    >>> from layoutproof.symbolic import Decision
+    >>> M = sp.Symbol("M", integer=True, positive=True)
+    >>> c = sp.Ne(sp.Mod(M / 2, 3), sp.Rational(1, 2))
+    >>> check_decision(Decision(True, "z3"), c)
+    ['proved, but false at M=1']
+    """
+    import itertools
+
+    order = sorted(set(cond.free_symbols).union(*(f.free_symbols for f in facts)), key=lambda x: x.name)
+    fc = _evaluator(cond, order)
+    ff = [_evaluator(f, order) for f in facts]
+
+    def rng(x: Any) -> range:
+        lo = 1 if x.is_positive else 0 if x.is_nonnegative else -radius
+        hi = -1 if x.is_negative else 0 if x.is_nonpositive else radius
+        return range(lo, hi + 1)
+
+    def fills(a: Dict[str, int]) -> Iterable[Tuple[int, ...]]:
+        # a symbol the assignment leaves out may take any value of its range
+        return itertools.product(*((int(a[x.name]),) if x.name in a else rng(x) for x in order))
+
+    def show(v: Sequence[int]) -> str:
+        return ", ".join(f"{x.name}={k}" for x, k in zip(order, v))
+
+    out: List[str] = []
+    val = decision.value
+    for name, a, want in (
+        ("counterexample", decision.counterexample, False),
+        ("example", decision.example, True),
+    ):
+        if a is None:
+            continue
+        if not any(all(f(v) is True for f in ff) and fc(v) is want for v in fills(a)):
+            out.append(f"{name} {a} is not one (the facts fail or the condition is not {want})")
+    if val is None:
+        return out
+    for v in itertools.product(*(rng(x) for x in order)):
+        if all(f(v) is True for f in ff):
+            c = fc(v)
+            if c is None:
+                continue
+            if val is True and c is not True:
+                out.append(f"proved, but false at {show(v)}")
+                break
+            if val is False and c is True:
+                out.append(f"refuted, but true at {show(v)}")
+                break
+    return out

@@ -8,9 +8,11 @@ driver); this module keeps the names the rest of the package and its users know:
 
 The translation keeps Python's integer semantics: ``Mod`` takes the sign of the divisor,
 ``floor(a/b)`` rounds toward minus infinity, a quotient ``p/q`` of integer polynomials is
-the exact (floor) division ``p // q`` -- the library only builds such leaves after proving
-that ``q`` divides ``p`` under the facts.  Every symbol is an unbounded mathematical integer
-constrained by its SymPy assumptions (``positive``, ``nonnegative``, ...).
+the floor division ``p // q``.  The decisions use that reading only where Z3 shows the
+facts imply ``q | p`` (the library builds such leaves after proving it); elsewhere the
+query is read exactly, a quotient being the rational it is (``docs/semantics.md``,
+"Division").  Every symbol is an unbounded mathematical integer constrained by its SymPy
+assumptions (``positive``, ``nonnegative``, ...).
 
 Z3 is imported when this module is, which happens the first time a symbolic condition
 is not settled by SymPy alone.

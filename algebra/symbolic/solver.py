@@ -6,7 +6,11 @@ operations, the verifier's obligations, the proof catalogue's claims):
 
 * :func:`to_z3` is the translation of SymPy integer expressions and conditions into Z3
   terms, with Python's integer semantics (``Mod`` takes the divisor's sign, ``floor``
-  rounds toward minus infinity);
+  rounds toward minus infinity) and a quotient ``p/q`` read as ``p // q``.  That reading
+  is exact only where ``q`` divides ``p``: :func:`prove` and :func:`satisfiable` use it
+  only after Z3 shows the facts imply every such divisibility, and otherwise read the
+  query exactly (a quotient is the rational it is, ``Mod``/``floor`` of a rational as in
+  SymPy), so ``Mod(M/2, 3) != 1/2`` is not proved (``M = 1``);
 * :func:`prove` asks whether ``facts and not claim`` is satisfiable: unsatisfiable is
   ``"proved"`` -- or ``"vacuous"`` when the facts alone are unsatisfiable (they would prove
   anything) -- a model is ``"refuted"`` with the model's values, anything else
@@ -186,10 +190,10 @@ def _mod(a: Any, b: Any) -> Any:
     return z3.If(b > 0, a % b, -((-a) % (-b)))
 
 
-def _quotient(e: Any, env: Dict[Any, Any]) -> Tuple[Any, Any]:
+def _quotient(e: Any, env: Dict[Any, Any], guards: Optional[List[Any]] = None) -> Tuple[Any, Any]:
     """``e`` as (numerator, denominator) Z3 integer terms."""
     num, den = sp.fraction(sp.together(e))
-    return _tr(num, env), _tr(den, env)
+    return _tr(num, env, guards), _tr(den, env, guards)
 
 
 def _has_rational_coeff(e: Any) -> bool:
@@ -227,9 +231,9 @@ def to_z3(e: Any, env: Optional[Dict[Any, Any]] = None) -> Any:
 
     ``env`` maps SymPy symbols to Z3 variables and is filled as new symbols are met (pass
     the same dict for the claim and its facts; :func:`domain_constraints` reads the
-    symbols' ranges from it).  A quotient ``p/q`` of integer polynomials is the exact
-    (floor) division ``p // q``: the library builds such leaves only after proving that
-    ``q`` divides ``p``.  Raises :class:`~layoutproof.errors.MalformedLayoutError` for what
+    symbols' ranges from it).  A quotient ``p/q`` of integer polynomials is the floor
+    division ``p // q``, which is its value only where ``q`` divides ``p`` (the driver's
+    calls check that the facts imply it, and read the query exactly otherwise).  Raises :class:`~layoutproof.errors.MalformedLayoutError` for what
     has no integer reading (a non-integer symbol or number, a division by zero, ...)."""
     return _tr(e, {} if env is None else env)  # not cached: ``env`` may bind symbols to any term
 
@@ -239,27 +243,48 @@ def to_z3(e: Any, env: Optional[Dict[Any, Any]] = None) -> Any:
 # variable is identified by its name, so a translation can be reused in any ``env`` that
 # maps each symbol to ``z3.Int(symbol.name)`` -- the driver's own (a caller's env given to
 # :func:`to_z3` may bind a symbol to another term: that translation is not cached).
-_TRANSLATED: Dict[Any, Tuple[Any, Tuple[Tuple[Any, Any], ...]]] = {}
+_TRANSLATED: Dict[Any, Tuple[Any, Tuple[Tuple[Any, Any], ...], Tuple[Any, ...]]] = {}
 _TRANSLATED_MAX = 20000
 
 
-def _translate(e: Any, env: Dict[Any, Any]) -> Any:
+def _translate(e: Any, env: Dict[Any, Any], guards: Optional[List[Any]] = None) -> Any:
+    """:func:`_tr` (the integer reading), memoized; ``guards`` receives the divisibility
+    conditions under which the reading is exact.  Raises :class:`_NeedsExact` for a term
+    with no integer reading."""
     if not isinstance(e, sp.Basic):
         return _tr(e, env)
     hit = _TRANSLATED.get(e)
     if hit is None:
         met: Dict[Any, Any] = {}
-        hit = (_tr(e, met), tuple(met.items()))
+        g: List[Any] = []
+        hit = (_tr(e, met, g), tuple(met.items()), tuple(g))
         if len(_TRANSLATED) > _TRANSLATED_MAX:
             _TRANSLATED.clear()
         _TRANSLATED[e] = hit
     for sym, v in hit[1]:
         if sym not in env:
             env[sym] = v
+    if guards is not None:
+        guards.extend(hit[2])
     return hit[0]
 
 
-def _tr(e: Any, env: Dict[Any, Any]) -> Any:
+class _NeedsExact(Exception):
+    """Raised while reading a term in integers when it has no integer reading at all (a
+    non-integer number): the query is read exactly instead (:func:`_trx`)."""
+
+
+def _guard(n: Any, d: Any, guards: Optional[List[Any]]) -> None:
+    """Record that the integer reading of the quotient ``n / d`` is exact only where ``d``
+    divides ``n``."""
+    if guards is not None:
+        guards.append(_mod(n, d) == 0)
+
+
+def _tr(e: Any, env: Dict[Any, Any], guards: Optional[List[Any]] = None) -> Any:
+    """The integer reading of ``e``: a quotient ``p/q`` outside ``floor``/``ceiling`` is
+    ``p // q``, and ``guards`` (when given) receives ``q | p`` for each such quotient: the
+    reading is exact where every guard holds."""
     if isinstance(e, z3.ExprRef):
         return e
     if isinstance(e, bool):
@@ -277,47 +302,52 @@ def _tr(e: Any, env: Dict[Any, Any]) -> Any:
             raise MalformedLayoutError(f"symbol {e} is not declared integer; use layoutproof.symbols()")
         return _var(e, env)
     if isinstance(e, sp.Rational):
+        if guards is not None:
+            raise _NeedsExact(str(e))
         raise MalformedLayoutError(f"the non-integer number {e} appears in a symbolic layout expression")
     if isinstance(e, sp.Add):
         if any(isinstance(a, sp.Rational) and not isinstance(a, sp.Integer) for a in e.args) or any(
             _has_rational_coeff(a) for a in e.args
         ):
-            n, d = _quotient(e, env)
+            n, d = _quotient(e, env, guards)
+            _guard(n, d, guards)
             return _floordiv(n, d)
-        return z3.Sum([_tr(a, env) for a in e.args])
+        return z3.Sum([_tr(a, env, guards) for a in e.args])
     if isinstance(e, sp.Mul):
         if _has_rational_coeff(e):
-            n, d = _quotient(e, env)
+            n, d = _quotient(e, env, guards)
+            _guard(n, d, guards)
             return _floordiv(n, d)
-        out = _tr(e.args[0], env)
+        out = _tr(e.args[0], env, guards)
         for a in e.args[1:]:
-            out = out * _tr(a, env)
+            out = out * _tr(a, env, guards)
         return out
     if isinstance(e, sp.Pow):
         b, x = e.args
         if isinstance(x, sp.Integer) and 0 <= int(x) <= 64:
             out = z3.IntVal(1)
-            base = _tr(b, env)
+            base = _tr(b, env, guards)
             for _k in range(int(x)):
                 out = out * base
             return out
         if isinstance(x, sp.Integer) and int(x) < 0:
-            n, d = _quotient(e, env)
+            n, d = _quotient(e, env, guards)
+            _guard(n, d, guards)
             return _floordiv(n, d)
         raise MalformedLayoutError(f"unsupported power {e} in a symbolic expression")
     if isinstance(e, sp.Mod):
-        return _mod(_tr(e.args[0], env), _tr(e.args[1], env))
+        return _mod(_tr(e.args[0], env, guards), _tr(e.args[1], env, guards))
     if isinstance(e, sp.floor):
-        n, d = _quotient(e.args[0], env)
+        n, d = _quotient(e.args[0], env, guards)
         return _floordiv(n, d)
     if isinstance(e, sp.ceiling):
-        n, d = _quotient(-e.args[0], env)
+        n, d = _quotient(-e.args[0], env, guards)
         return -_floordiv(n, d)
     if isinstance(e, sp.Abs):
-        a = _tr(e.args[0], env)
+        a = _tr(e.args[0], env, guards)
         return z3.If(a >= 0, a, -a)
     if isinstance(e, (sp.Min, sp.Max)):
-        args = [_tr(a, env) for a in e.args]
+        args = [_tr(a, env, guards) for a in e.args]
         out = args[0]
         for a in args[1:]:
             out = z3.If(a < out, a, out) if isinstance(e, sp.Min) else z3.If(a > out, a, out)
@@ -325,20 +355,95 @@ def _tr(e: Any, env: Dict[Any, Any]) -> Any:
     if isinstance(e, sp.Piecewise):
         pw = None
         for val, cond in reversed(e.args):
-            v = _tr(val, env)
-            pw = v if pw is None else z3.If(_tr(cond, env), v, pw)
+            v = _tr(val, env, guards)
+            pw = v if pw is None else z3.If(_tr(cond, env, guards), v, pw)
         return pw
     rel = _relations().get(type(e))
     if rel is not None:
-        return rel(_tr(e.lhs, env), _tr(e.rhs, env))
+        return rel(_tr(e.lhs, env, guards), _tr(e.rhs, env, guards))
     if isinstance(e, sp.And):
-        return z3.And([_tr(a, env) for a in e.args])
+        return z3.And([_tr(a, env, guards) for a in e.args])
     if isinstance(e, sp.Or):
-        return z3.Or([_tr(a, env) for a in e.args])
+        return z3.Or([_tr(a, env, guards) for a in e.args])
     if isinstance(e, sp.Not):
-        return z3.Not(_tr(e.args[0], env))
+        return z3.Not(_tr(e.args[0], env, guards))
     if isinstance(e, sp.Implies):
-        return z3.Implies(_tr(e.args[0], env), _tr(e.args[1], env))
+        return z3.Implies(_tr(e.args[0], env, guards), _tr(e.args[1], env, guards))
+    raise MalformedLayoutError(f"cannot translate {type(e).__name__} {str(e)[:80]} to Z3")
+
+
+def _real(a: Any) -> Any:
+    return z3.ToReal(a) if z3.is_int(a) else a
+
+
+def _xfloor(a: Any) -> Any:
+    return a if z3.is_int(a) else z3.ToInt(a)
+
+
+def _trx(e: Any, env: Dict[Any, Any]) -> Any:
+    """The exact reading of ``e``: symbols are integers, a quotient is the rational
+    quotient (a Z3 real), ``floor``/``ceiling``/``Mod`` of a rational are what they are
+    in SymPy (``Mod(a, b) = a - b*floor(a/b)``).  Slower to decide than :func:`_tr`'s
+    integer reading, which the driver uses wherever the facts imply its quotients exact."""
+    if isinstance(e, (z3.ExprRef, bool, int)) or e is sp.true or e is sp.false:
+        return _tr(e, env)
+    if isinstance(e, sp.Integer) or isinstance(e, sp.Symbol):
+        return _tr(e, env)
+    if isinstance(e, sp.Rational):
+        return z3.RealVal(e.p) / z3.RealVal(e.q)
+    if isinstance(e, sp.Add):
+        return z3.Sum([_trx(a, env) for a in e.args])
+    if isinstance(e, sp.Mul):
+        out = _trx(e.args[0], env)
+        for a in e.args[1:]:
+            out = out * _trx(a, env)
+        return out
+    if isinstance(e, sp.Pow):
+        b, x = e.args
+        if isinstance(x, sp.Integer) and -64 <= int(x) <= 64:
+            out = z3.IntVal(1)
+            base = _trx(b, env)
+            for _k in range(abs(int(x))):
+                out = out * base
+            return out if int(x) >= 0 else z3.RealVal(1) / _real(out)
+        raise MalformedLayoutError(f"unsupported power {e} in a symbolic expression")
+    if isinstance(e, sp.Mod):
+        a, b = _trx(e.args[0], env), _trx(e.args[1], env)
+        if z3.is_int(a) and z3.is_int(b):
+            return _mod(a, b)
+        if isinstance(e.args[1], sp.Number) and e.args[1] == 0:
+            raise MalformedLayoutError("modulo by zero in a symbolic expression")
+        return a - b * z3.ToInt(_real(a) / _real(b))
+    if isinstance(e, sp.floor):
+        return _xfloor(_trx(e.args[0], env))
+    if isinstance(e, sp.ceiling):
+        return -_xfloor(-_trx(e.args[0], env))
+    if isinstance(e, sp.Abs):
+        a = _trx(e.args[0], env)
+        return z3.If(a >= 0, a, -a)
+    if isinstance(e, (sp.Min, sp.Max)):
+        args = [_trx(a, env) for a in e.args]
+        out = args[0]
+        for a in args[1:]:
+            out = z3.If(a < out, a, out) if isinstance(e, sp.Min) else z3.If(a > out, a, out)
+        return out
+    if isinstance(e, sp.Piecewise):
+        pw = None
+        for val, cond in reversed(e.args):
+            v = _trx(val, env)
+            pw = v if pw is None else z3.If(_trx(cond, env), v, pw)
+        return pw
+    rel = _relations().get(type(e))
+    if rel is not None:
+        return rel(_trx(e.lhs, env), _trx(e.rhs, env))
+    if isinstance(e, sp.And):
+        return z3.And([_trx(a, env) for a in e.args])
+    if isinstance(e, sp.Or):
+        return z3.Or([_trx(a, env) for a in e.args])
+    if isinstance(e, sp.Not):
+        return z3.Not(_trx(e.args[0], env))
+    if isinstance(e, sp.Implies):
+        return z3.Implies(_trx(e.args[0], env), _trx(e.args[1], env))
     raise MalformedLayoutError(f"cannot translate {type(e).__name__} {str(e)[:80]} to Z3")
 
 
@@ -410,16 +515,61 @@ def smtlib_text(assertions: Sequence[Any], logic: str = "ALL") -> str:
 
 class _Query:
     """The Z3 terms of one call: the domain constraints of the SymPy symbols met, the facts
-    and (optionally) the claim, translated in that order into one ``env``."""
+    and (optionally) the claim, translated in that order into one ``env``.
 
-    __slots__ = ("env", "claim", "facts")
+    Each is read in integers (:func:`_tr`) with the divisibility guards of its quotients
+    (``claim_guards``, ``fact_guards``); ``exact`` (:meth:`read_exactly`) reads them all
+    exactly (:func:`_trx`) instead.  A term with no integer reading (a non-integer number)
+    makes the query exact from the start."""
+
+    __slots__ = ("env", "claim", "facts", "claim_guards", "fact_guards", "exact", "_src")
 
     def __init__(self, claim: Any, facts: Sequence[Any], first: Sequence[Any] = ()) -> None:
+        self._src = (claim, tuple(facts), tuple(first))
         self.env: Dict[Any, Any] = {}
-        for x in first:  # symbols to register first (the order of a model's names)
-            _translate(x, self.env)
-        self.claim = None if claim is None else _translate(claim, self.env)
-        self.facts = [_translate(f, self.env) for f in facts]
+        self.exact = False
+        self.claim_guards: List[Any] = []
+        self.fact_guards: List[List[Any]] = []
+        try:
+            for x in first:  # symbols to register first (the order of a model's names)
+                _translate(x, self.env)
+            self.claim = None if claim is None else _translate(claim, self.env, self.claim_guards)
+            self.facts = []
+            for f in facts:
+                g: List[Any] = []
+                self.facts.append(_translate(f, self.env, g))
+                self.fact_guards.append(g)
+        except _NeedsExact:
+            self.read_exactly()
+
+    @property
+    def guarded(self) -> bool:
+        """Whether the integer reading divides somewhere (exact only under its guards)."""
+        return not self.exact and (bool(self.claim_guards) or any(self.fact_guards))
+
+    def read_exactly(self) -> None:
+        """Translate the claim and the facts again, exactly (:func:`_trx`)."""
+        claim, facts, first = self._src
+        self.env = {}
+        for x in first:
+            _trx(x, self.env)
+        self.claim = None if claim is None else _trx(claim, self.env)
+        self.facts = [_trx(f, self.env) for f in facts]
+        self.claim_guards, self.fact_guards, self.exact = [], [[] for _f in facts], True
+
+    def exactness(self, with_claim: bool) -> List[List[Any]]:
+        """The queries whose unsatisfiability makes the integer reading exact at every
+        point the facts admit: the guard-free facts imply the facts' guards (so the facts
+        read exactly), and then the facts imply the claim's guards (``with_claim``)."""
+        dom = domain_constraints(self.env)
+        out: List[List[Any]] = []
+        fg = [g for gs in self.fact_guards for g in gs]
+        if fg:
+            plain = [f for f, gs in zip(self.facts, self.fact_guards) if not gs]
+            out.append(dom + plain + [z3.Not(z3.And(fg))])
+        if with_claim and self.claim_guards:
+            out.append(dom + list(self.facts) + [z3.Not(z3.And(self.claim_guards))])
+        return out
 
     def assertions(self, negate: Optional[bool] = True) -> List[Any]:
         """Domains, facts, then ``not claim`` (``negate``), ``claim`` (False) or nothing (None)."""
@@ -427,6 +577,21 @@ class _Query:
         if negate is not None and self.claim is not None:
             out.append(z3.Not(self.claim) if negate else self.claim)
         return out
+
+
+def _settle_reading(q: _Query, ms: int, with_claim: bool) -> None:
+    """Keep ``q``'s integer reading where its quotients are exact at every point the facts
+    admit (each query of :meth:`_Query.exactness` unsatisfiable within ``ms``); otherwise
+    read the query exactly.  A quotient is never read as an integer division on the
+    library's word alone."""
+    if not q.guarded:
+        return
+    for parts in q.exactness(with_claim):
+        if not parts:
+            continue
+        if check(_solver(parts), ms) != z3.unsat:
+            q.read_exactly()
+            return
 
 
 def _value(v: Any) -> Optional[int]:
@@ -537,32 +702,10 @@ def _range_of(sym: Any, b: int) -> List[int]:
     return vals
 
 
-def _divisions(c: Any) -> List[Any]:
-    """The sub-expressions of ``c`` whose value must be an integer for SymPy's exact value to
-    agree with the Z3 translation (a quotient is ``div`` there): those with a rational
-    coefficient or a negative power.  The argument of ``floor`` and ``ceiling`` is one exact
-    rational in both (not looked into)."""
-    out: List[Any] = []
-    stack = [c]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (sp.floor, sp.ceiling)):
-            continue
-        if (
-            (isinstance(n, sp.Pow) and n.exp.is_negative)
-            or _has_rational_coeff(n)
-            or (isinstance(n, sp.Add) and any(a.is_Rational and not a.is_Integer for a in n.args))
-        ):
-            out.append(n)
-        stack.extend(n.args)
-    return out
-
-
-def _holds_at(c: Any, divs: Sequence[Any], m: Mapping[Any, Any]) -> bool:
+def _holds_at(c: Any, m: Mapping[Any, Any]) -> bool:
+    """Whether ``c`` is true at ``m`` by exact evaluation (a quotient is the rational it is,
+    as in the solver's reading)."""
     try:
-        for d in divs:
-            if not isinstance(d.xreplace(m), sp.Integer):
-                return False
         return bool(c.xreplace(m) is sp.true)
     except (ZeroDivisionError, TypeError, ValueError, AttributeError):
         return False
@@ -594,9 +737,8 @@ def search_model(
         return None
     base = {x: sp.Integer(int(fixed[x.name])) for x in syms if x.name in fixed}
     free = sorted((x for x in syms if x.name not in fixed), key=lambda x: x.name)
-    checks = [(c, _divisions(c)) for c in conds]
     if not free:
-        ok = all(_holds_at(c, d, base) for c, d in checks)
+        ok = all(_holds_at(c, base) for c in conds)
         return {**fixed} if ok else None
     left = tries
     # shells of growing magnitude: every assignment whose largest |value| is b
@@ -613,7 +755,7 @@ def search_model(
                 return None
             m = dict(base)
             m.update({x: sp.Integer(v) for x, v in zip(free, combo)})
-            if all(_holds_at(c, d, m) for c, d in checks):
+            if all(_holds_at(c, m) for c in conds):
                 return {x.name: int(v) for x, v in m.items()}
     return None
 
@@ -736,8 +878,9 @@ def prove(
         )
 
     try:
-        with budget.deadline(_own_limit_s(ms, 3 if small_model else 2)) as mine:
+        with budget.deadline(_own_limit_s(ms, 5 if small_model else 4)) as mine:
             q = _Query(claim, facts)
+            _settle_reading(q, ms, True)
             parts = q.assertions(True)
             s = _solver(parts)
             r = _check_or_search(s, ms, facts + (sp.Not(claim),) if isinstance(claim, sp.Basic) else None)
@@ -792,8 +935,9 @@ def satisfiable(
         return Satisfiable(status, model, reason, time.perf_counter() - t0, tuple(parts), logic)
 
     try:
-        with budget.deadline(_own_limit_s(ms, 2 if small_model else 1)) as mine:
+        with budget.deadline(_own_limit_s(ms, 3 if small_model else 2)) as mine:
             q = _Query(None, facts, first=tuple(symbols))
+            _settle_reading(q, ms, False)
             parts = q.assertions(None)
             for sym, v in q.env.items():
                 if fixed and sym.name in fixed:

@@ -19,9 +19,10 @@ def test_search_model_small_values_checked_exactly() -> None:
     assert m == {"M": 3, "N": 3}
     assert solver.search_model([sp.Eq(M, 0)]) is None  # M is positive
     assert solver.search_model([sp.Eq(M, 100)]) is None  # beyond the small values
-    # a quotient is div in Z3: only assignments where it is exact count
+    # a quotient is the rational it is
     assert solver.search_model([sp.Eq(M / 2, 1)]) == {"M": 2}
     assert solver.search_model([sp.Eq(M + sp.Rational(1, 2), 1)]) is None
+    assert solver.search_model([sp.Eq(sp.Mod(M / 2, 3), sp.Rational(1, 2))]) == {"M": 1}
     assert solver.search_model([sp.Eq(sp.ceiling(M / 3), 1)]) == {"M": 1}
     assert solver.search_model([sp.Eq(M, 2)], fixed={"M": 3}) is None
 
