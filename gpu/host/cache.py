@@ -22,6 +22,8 @@ from ..kernels.epilogue import EpilogueConfig, generate_epilogue
 from ..kernels.mma_sync import generate
 from ..kernels.splitk import SplitKConfig, generate_splitk
 from ..kernels.splitk_cluster import generate_cluster
+from ..kernels.tiny import TinyConfig
+from ..kernels.tiny import generate as generate_tiny
 from ..kernels.toolkit import GemmKernel
 from ..kernels.wgmma import Sm90Config, generate_sm90
 from ..proof.record import Proof, ProofLog
@@ -99,12 +101,15 @@ def _generate(config: Any, problem: GemmProblem) -> Any:
         return generate(config, problem)
     if isinstance(config, EpilogueConfig):
         return generate_epilogue(config, problem)
+    if isinstance(config, TinyConfig):
+        return generate_tiny(config, problem)
     return generate_sm90(config, problem)
 
 
 def kernel_for(config: Any, problem: GemmProblem, *, disk: bool = True) -> Any:
     """The generated, proven kernel for (config, problem): memory cache, then disk cache,
-    then :func:`~layoutproof.gpu.kernels.mma_sync.generate` (``generate_sm90`` for an ``Sm90Config``).
+    then :func:`~layoutproof.gpu.kernels.mma_sync.generate` (``generate_sm90`` for an ``Sm90Config``,
+    :func:`~layoutproof.gpu.kernels.tiny.generate` for a ``TinyConfig``).
     For a :class:`~layoutproof.gpu.kernels.splitk.SplitKConfig` this is the split GEMM kernel (f32
     partials); :func:`splitk_kernels_for` gives it with its fix-up kernel."""
     if isinstance(config, SplitKConfig):

@@ -39,6 +39,7 @@ from .device import gpu_available, tma_available
 from .operands import TF32_ONLY, check_typed_call
 from .plan import BatchedGemmPlan, GemmPlan, last_launch
 from .rule import hopper_candidates, splitk_candidates
+from .tiny import TinyPlan, wants_tiny
 from .torch_op import any_tensor as torch_op_any
 from .torch_op import gemm_call as torch_op_call
 
@@ -47,6 +48,8 @@ __all__ = [
     "gemm_plan",
     "GemmPlan",
     "BatchedGemmPlan",
+    "TinyPlan",
+    "plan_for",
     "autotune",
     "DEFAULT_CONFIGS",
     "gpu_available",
@@ -146,6 +149,48 @@ def gemm_plan(
     )
 
 
+def plan_for(
+    a: Any,
+    b: Any,
+    out: Any = None,
+    *,
+    config: Any = None,
+    out_dtype: Optional[str] = None,
+    dtype: Optional[str] = None,
+    path: str = "auto",
+    bias: Any = None,
+    activation: Optional[str] = None,
+    bias_along: str = "n",
+    c: Any = None,
+) -> "GemmPlan | BatchedGemmPlan | TinyPlan":
+    """The plan :func:`gemm` keeps for these arguments: a :class:`TinyPlan` where the tiny
+    path decides so (2-D, no epilogue, no configuration asked for, and
+    :func:`~layoutproof.gpu.host.tiny.tiny_config` picks it, or ``path="tiny"``), else
+    :func:`gemm_plan`'s."""
+    if path == "tiny" and (config is not None or bias is not None or c is not None or activation is not None):
+        raise GemmInputError(
+            "gemm: path='tiny' runs the plain product (no config, bias, activation or c): drop them "
+            "or use path='auto'"
+        )
+    if config is None and bias is None and c is None and activation is None:
+        cfg = wants_tiny(a, b, path)
+        if cfg is not None:
+            return TinyPlan(a, b, out, config=cfg, out_dtype=out_dtype, dtype=dtype)
+    return gemm_plan(
+        a,
+        b,
+        out,
+        config=config,
+        out_dtype=out_dtype,
+        dtype=dtype,
+        path=path,
+        bias=bias,
+        activation=activation,
+        bias_along=bias_along,
+        c=c,
+    )
+
+
 def _remember(key: Any, plan: Any) -> None:
     """Keep ``plan`` under ``key`` (None: not kept), the oldest plan dropped at the cap."""
     if key is None:
@@ -240,8 +285,11 @@ def gemm(
         out_dtype: ``"f16"``, ``"bf16"`` or ``"f32"``; default: the input dtype (or out's).
         dtype: reinterpret 2-byte arrays as this dtype (``"bf16"`` where CuPy has no
             bfloat16 dtype: pass the raw bits as uint16).
-        path: ``"auto"`` (wgmma on compute capability 9.0, else mma.sync), ``"wgmma"`` or
-            ``"mma.sync"``; a GemmConfig selects mma.sync, an Sm90Config wgmma.
+        path: ``"auto"`` (the tiny kernel for small products, :mod:`~layoutproof.gpu.host.tiny`;
+            else wgmma on compute capability 9.0, else mma.sync), ``"wgmma"``,
+            ``"mma.sync"`` or ``"tiny"`` (the one-launch kernel that reads the operands in
+            place, at any size; no epilogue); a GemmConfig selects mma.sync, an Sm90Config
+            wgmma.
         bias: optional vector of N elements (float32, float16 or bfloat16; M elements with
             ``bias_along="m"``): ``C = act(A @ B + bias)``, fused in the warp-specialized
             TMA kernel (``layoutproof.gpu.kernels.epilogue``; sm_90 with cuda-python), converted to
@@ -334,7 +382,7 @@ def gemm(
         except Exception:  # not arrays, or an unhashable option: the full checks below say
             key = plan = None
     if plan is None:
-        plan = gemm_plan(a, b, out, bias=bias, c=c, **opts)
+        plan = plan_for(a, b, out, bias=bias, c=c, **opts)
         if key is None:
             try:
                 key = key_on(plan._cupy.cuda.runtime.getDevice())

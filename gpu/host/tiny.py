@@ -1,0 +1,194 @@
+"""The tiny-shape path of ``gemm``: one launch, no staging, for products too small to fill
+a tiled kernel.
+
+:func:`tiny_config` decides (a model with one measured threshold, not a table of shapes);
+:class:`TinyPlan` carries the launch out: the kernel of :mod:`layoutproof.gpu.kernels.tiny`
+reads A and B in place at their element strides (any strides, any base alignment) and
+writes C in place at its own, so no operand is copied into a padded buffer and the call is
+one ``cuLaunchKernel``.
+
+The model.  The tiled kernels cost a fixed part per call -- on an H200 about 6-8 us of
+GPU time for the Hopper kernel's prologue and epilogue on a one-tile product, plus one
+padded copy (2-4 us) per operand that breaks the 16-byte contract -- and then run at
+tensor-core speed.  The tiny kernel has almost no fixed part (one block per 16 x BN tile of
+C, fragments loaded straight from global memory) but keeps none of the operands on chip:
+its time grows with the product's volume ``M * N * K`` about as fast as a kernel without
+data reuse does.  The two meet at a volume, measured on the device
+(``bench/gemm_torch.py --tiny``): :data:`TINY_VOLUME`.  Below it the tiny kernel runs
+(every shape, aligned or not); above it the tiled plans.  ``gemm(..., path="tiny")`` asks
+for the tiny kernel at any size.
+
+Inside the kernel, ``kw`` warps split K (their sums meet in shared memory): one warp while
+K spans at most two 16-deep k-steps, four up to 64 k-steps, eight beyond; a warp covers
+``8 * ni`` columns, ``ni = 1`` for N <= 8 and 2 otherwise.
+
+>>> tiny_config(7, 13, 17)
+TinyConfig(ni=2, kw=1)
+>>> tiny_config(3, 5, 1000)
+TinyConfig(ni=1, kw=4)
+>>> tiny_config(4096, 4096, 4096) is None
+True
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from ..config import GemmProblem
+from ..errors import GemmInputError
+from ..kernels.tiny import TinyConfig
+from . import operands
+from .cache import compile_kernel, kernel_for
+from .plan import last_launch
+from .rule import ParamBuffer
+
+__all__ = ["TINY_VOLUME", "tiny_config", "TinyPlan", "wants_tiny"]
+
+#: the product volume ``M * N * K`` at or below which :func:`tiny_config` picks the tiny
+#: kernel (the crossover measured against the tiled plans on an H200, module docstring)
+TINY_VOLUME = 1 << 18
+
+
+def tiny_config(m: int, n: int, k: int, *, force: bool = False) -> Optional[TinyConfig]:
+    """The tiny kernel's configuration for an ``m x n x k`` product, or None where the
+    tiled plans are faster (volume above :data:`TINY_VOLUME`, unless ``force``)."""
+    if not force and m * n * k > TINY_VOLUME:
+        return None
+    steps = -(-k // 16)
+    kw = 1 if steps <= 2 else (4 if steps <= 64 else 8)
+    return TinyConfig(ni=1 if n <= 8 else 2, kw=kw)
+
+
+def wants_tiny(a: Any, b: Any, path: str) -> Optional[TinyConfig]:
+    """The tiny kernel's configuration for a ``gemm`` call on 2-D operands ``a`` and ``b``
+    of this ``path`` (``"tiny"``: always; ``"auto"``: by :func:`tiny_config`), or None."""
+    if path not in ("auto", "tiny"):
+        return None
+    sa, sb = getattr(a, "shape", None), getattr(b, "shape", None)
+    if sa is None or sb is None or len(sa) != 2 or len(sb) != 2:
+        return None
+    return tiny_config(int(sa[0]), int(sb[1]), int(sa[1]), force=path == "tiny")
+
+
+_KINDS = ("ptr", "ptr", "ptr", "i32", "i32", "i32", "i64", "i64", "i64", "i64", "i64", "i64")
+
+
+def _elem_strides(nm: str, x: Any) -> Tuple[int, int]:
+    it = x.itemsize
+    s0, s1 = x.strides
+    if s0 % it or s1 % it:
+        raise GemmInputError(
+            f"gemm: {nm} has byte strides {x.strides}, not whole {it}-byte elements: copy it "
+            f"(cupy.ascontiguousarray({nm}))"
+        )
+    return s0 // it, s1 // it
+
+
+class TinyPlan:
+    """One launch of the tiny kernel for operands of a given shape, strides, dtype and
+    device (any strides, any alignment): checked and packed once; a call sets the three
+    base addresses and launches on the current stream.
+
+    Raises:
+        GemmInputError: as :func:`~layoutproof.gpu.host.runtime.gemm`; a later call with
+            arrays of another shape or strides.
+    """
+
+    mode = "tiny"
+
+    def __init__(
+        self,
+        a: Any,
+        b: Any,
+        out: Any = None,
+        *,
+        config: Optional[TinyConfig] = None,
+        out_dtype: Optional[str] = None,
+        dtype: Optional[str] = None,
+    ) -> None:
+        dt, cupy = operands.check_pair(a, b, dtype)
+        M, K = a.shape
+        N = b.shape[1]
+        dev = cupy.cuda.runtime.getDevice()
+        if a.data.device_id != dev:
+            raise GemmInputError(
+                f"gemm: a and b are on device {a.data.device_id}; the current device is {dev}"
+            )
+        od = operands._out_name(out, out_dtype, dt)
+        self.out_dtype = operands._out_dtype(cupy, od, a)
+        operands._check_out(cupy, out, (M, N), dev)
+        cfg = (config or tiny_config(M, N, K, force=True)).validate()  # type: ignore[union-attr]
+        self.config, self.problem = cfg, GemmProblem(dtype=dt, out_dtype=od)
+        self.kernel = kernel_for(cfg, self.problem)
+        self._rk = compile_kernel(self.kernel)
+        self._cupy = cupy
+        self.m, self.n, self.k, self.shape = M, N, K, (M, N)
+        self.grid = (-(-M // cfg.bm) * -(-N // cfg.bn), 1, 1)
+        self.threads = cfg.threads
+        sam, sak = _elem_strides("a", a)
+        sbk, sbn = _elem_strides("b", b)
+        scm, scn = (N, 1) if out is None else _elem_strides("out", out)
+        self._sig = (operands.signature(a), operands.signature(b), operands.signature(out))
+        pb = self._pb = ParamBuffer(_KINDS)
+        for i, v in enumerate((M, N, K, sam, sak, sbk, sbn, scm, scn)):
+            pb.set(3 + i, v)
+        self._statics = (M, N, K, sam, sak, sbk, sbn, scm, scn)
+        self._launch_kernel = getattr(getattr(cupy.cuda, "driver", None), "launchKernel", None)
+        self._fn = int(self._rk.kernel.ptr) if self._launch_kernel is not None else 0
+        self._lock = threading.Lock()
+        self._info: Dict[str, Any] = dict(
+            config=cfg, problem=self.problem, kernel=self.kernel.name, m=M, n=N, k=K, plan=self
+        )
+
+    def __call__(self, a: Any, b: Any, out: Any = None) -> Any:
+        """C = A @ B for arrays like the plan's (checked)."""
+        try:
+            sig = (operands.signature(a), operands.signature(b), operands.signature(out))
+        except AttributeError:
+            raise GemmInputError("TinyPlan: a, b (and out) must be cupy arrays") from None
+        mine = self._sig
+        if sig[:2] != mine[:2] or (out is not None and mine[2] is not None and sig[2] != mine[2]):
+            raise GemmInputError(
+                "TinyPlan: the arguments differ from the plan's (shape, strides, dtype, device)"
+            )
+        if out is not None and mine[2] is None:
+            it = np.dtype(self.out_dtype).itemsize
+            if (out.shape, out.strides) != (self.shape, (self.n * it, it)) or out.dtype != self.out_dtype:
+                raise GemmInputError("TinyPlan: the plan was made for a new row-major output; out is not one")
+        return self._run(a, b, out)
+
+    def _run(
+        self, a: Any, b: Any, out: Any, bias: Any = None, c: Any = None, alpha: float = 1.0, beta: float = 0.0
+    ) -> Any:
+        """The launch for arrays already known to match the plan (a plan keyed with no
+        epilogue is never called with one)."""
+        cp = self._cupy
+        if out is None:
+            out = cp.empty(self.shape, self.out_dtype)
+        self.launch(a.data.ptr, b.data.ptr, out.data.ptr, cp.cuda.get_current_stream().ptr, a, b, out)
+        return out
+
+    def launch(self, pa: int, pb: int, pc: int, stream: int, *arrays: Any) -> None:
+        """One launch with these base addresses on stream handle ``stream`` (``arrays``: the
+        CuPy arrays themselves, for CuPy's own launcher where its driver module lacks
+        ``launchKernel``)."""
+        g, buf = self.grid, self._pb
+        with self._lock:
+            buf.set(0, pa)
+            buf.set(1, pb)
+            buf.set(2, pc)
+            if self._launch_kernel is not None:
+                self._launch_kernel(self._fn, g[0], 1, 1, self.threads, 1, 1, 0, stream, buf.address, 0)
+            else:
+                i32, i64 = np.int32, np.int64
+                s = self._statics
+                args = tuple(arrays[:3]) + tuple(i32(v) for v in s[:3]) + tuple(i64(v) for v in s[3:])
+                self._rk(g, (self.threads, 1, 1), args)
+        last_launch.update(self._info)
+
+    def __repr__(self) -> str:
+        shape = f"{self.m}x{self.n}x{self.k}"
+        return f"TinyPlan({shape}, {self.config.key()}, {self.problem.key()}, grid {self.grid})"
