@@ -233,8 +233,9 @@ def to_z3(e: Any, env: Optional[Dict[Any, Any]] = None) -> Any:
     the same dict for the claim and its facts; :func:`domain_constraints` reads the
     symbols' ranges from it).  A quotient ``p/q`` of integer polynomials is the floor
     division ``p // q``, which is its value only where ``q`` divides ``p`` (the driver's
-    calls check that the facts imply it, and read the query exactly otherwise).  Raises :class:`~layoutproof.errors.MalformedLayoutError` for what
-    has no integer reading (a non-integer symbol or number, a division by zero, ...)."""
+    calls check that the facts imply it, and read the query exactly otherwise).  Raises
+    :class:`~layoutproof.errors.MalformedLayoutError` for what has no integer reading (a
+    non-integer symbol or number, a division by zero, ...)."""
     return _tr(e, {} if env is None else env)  # not cached: ``env`` may bind symbols to any term
 
 
