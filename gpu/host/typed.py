@@ -31,6 +31,7 @@ __all__ = [
     "decide_typed",
     "TypedEpilogue",
     "decide_typed_epilogue",
+    "decide_typed_launch",
     "typed_gemm",
     "typed_output",
 ]
@@ -112,12 +113,20 @@ class TypedDecision:
 
 
 def decide_typed(
-    m: int, n: int, k: int, dtype: str, out_dtype: Optional[str], sms: int, config: Any = None
+    m: int,
+    n: int,
+    k: int,
+    dtype: str,
+    out_dtype: Optional[str],
+    sms: int,
+    config: Any = None,
+    count: int = 1,
 ) -> TypedDecision:
     """The kernel for ``C (m x n) = A (m x k) @ B (k x n)`` of ``dtype``: ``config`` or the
     wave model's pick among the warp-specialized candidates (:func:`hopper_candidates`),
     modelled in 16-bit units of K (the tensor-core rate per byte of K is the same for
-    tf32, f16 and fp8 on Hopper, so the f16 model carries over).
+    tf32, f16 and fp8 on Hopper, so the f16 model carries over); ``count`` products of a
+    batch are modelled as one of ``count * m`` rows and share the persistent grid.
 
     >>> d = decide_typed(8192, 8192, 8192, "e4m3", None, 132)
     >>> d.config.key(), d.problem.key(), d.k_units, d.scaled
@@ -136,7 +145,7 @@ def decide_typed(
     ku = k * eb // 2
     if config is None:
         config = choose_config(
-            m,
+            m * count,
             n,
             ku,
             GemmProblem("k", "k", "f16", "f32"),
@@ -150,7 +159,8 @@ def decide_typed(
             f"gemm: .{dtype} products run on the warp-specialized wgmma kernel (an Sm90Config "
             f"with schedule='ws'), not {config!r}"
         )
-    return TypedDecision(config, prob, m, n, k, ku, launch_grid(config, m, n, sms), dtype in SCALED_TYPES)
+    grid = launch_grid(config, m, n, sms, count)
+    return TypedDecision(config, prob, m, n, k, ku, grid, dtype in SCALED_TYPES)
 
 
 _TORCH_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "s32": "int32"}
@@ -327,6 +337,51 @@ def decide_typed_epilogue(
     return TypedEpilogue(cfg, scale, alpha, beta)
 
 
+def decide_typed_launch(
+    m: int,
+    n: int,
+    k: int,
+    dtype: str,
+    out_dtype: Optional[str],
+    sms: int,
+    config: Any = None,
+    *,
+    batch: str = "",
+    count: int = 1,
+    activation: Optional[str] = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    bias_dtype: Optional[str] = None,
+    has_c: bool = False,
+    bias_along: str = "n",
+) -> Tuple[TypedDecision, GemmProblem, TypedEpilogue]:
+    """What :func:`typed_gemm` launches for a call: the tile (:func:`decide_typed`), the
+    problem (``batch`` the operands carrying the batch index, as
+    :class:`~layoutproof.gpu.config.GemmProblem` names them) and the fused epilogue
+    (:func:`decide_typed_epilogue`), ``count`` products in the batch; the kernel is
+    ``kernel_for(epilogue.config or decision.config, problem)``.
+
+    >>> d, p, e = decide_typed_launch(
+    ...     1000, 700, 1040, "s8", "s32", 132, batch="ab", count=4, activation="relu"
+    ... )
+    >>> p.key(), e.config.key(), d.grid
+    ('ak_bk_s8_s32_batchab', 'sm90_128x256x64_s4_g8_tma_ws_biasrelu_bs32', (96, 1, 1))
+    """
+    d = decide_typed(m, n, k, dtype, out_dtype, sms, config, count)
+    prob = GemmProblem("k", "k", dtype, d.problem.out_dtype, batch) if batch else d.problem
+    ep = decide_typed_epilogue(
+        d.config,
+        prob,
+        activation=activation,
+        alpha=alpha,
+        beta=beta,
+        bias_dtype=bias_dtype,
+        has_c=has_c,
+        bias_along=bias_along,
+    )
+    return d, prob, ep
+
+
 _DTYPE_NAMES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "s32"}
 
 
@@ -449,17 +504,21 @@ def typed_gemm(
     if batched and not kind:
         kind = "a"  # every operand shared: one batch through the batched kernel
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    d = decide_typed(m, n, k, dtype, out_dtype, sms, config)
-    prob = GemmProblem("k", "k", dtype, d.problem.out_dtype, kind) if batched else d.problem
-    ot = prob.out
     bias_ptr, bdt = (None, None)
-    if bias is not None:
-        bias_ptr, bdt = _vector_facts(bias, n if bias_along == "n" else m, f"bias_along={bias_along!r}")
     if bias_along not in ("n", "m"):
         raise GemmInputError(f"gemm: bias_along={bias_along!r} must be 'n' or 'm'")
-    ep = decide_typed_epilogue(
-        d.config,
-        prob,
+    if bias is not None:
+        bias_ptr, bdt = _vector_facts(bias, n if bias_along == "n" else m, f"bias_along={bias_along!r}")
+    d, prob, ep = decide_typed_launch(
+        m,
+        n,
+        k,
+        dtype,
+        out_dtype,
+        sms,
+        config,
+        batch=kind if batched else "",
+        count=nbatch,
         activation=activation,
         alpha=scale,
         beta=beta,
@@ -467,15 +526,23 @@ def typed_gemm(
         has_c=c is not None,
         bias_along=bias_along,
     )
+    ot = prob.out
     if not d.scaled and ep.config is None and scale != 1:  # unreachable: alpha_only takes it
         raise GemmInputError(f"gemm: dtype={dtype!r} takes no scale (got {scale})")
     out, to, po, torch_o, ob = typed_output(out, a, torch_a, m, n, ot, "gemm", nbatch if batched else None)
     ldc = to[-2] // ob
-    kern = kernel_for(ep.config if ep.config is not None else d.config, prob)
+    try:
+        kern = kernel_for(ep.config if ep.config is not None else d.config, prob)
+    except GemmConfigError as e:
+        if not batched:
+            raise
+        raise GemmInputError(
+            f"gemm: batched .{dtype} products: {e}; call gemm once per matrix of the batch"
+        ) from None
     rk = compile_kernel(kern)
     c_vec = int(to[-2] % 16 == 0 and po % 16 == 0 and (not batched or to[0] % 16 == 0))
     c_arg = _ptr_arg(po, out)
-    grid = launch_grid(d.config, m, n, sms, nbatch) if batched else d.grid
+    grid = d.grid
     tma = (
         _unit_tensor_map(pa, m, k * ia, A.ld, (A.batch, A.bstride) if A.batch else None),
         _unit_tensor_map(pb, n, k * ib, B.ld, (B.batch, B.bstride) if B.batch else None),
