@@ -28,7 +28,7 @@ decrease or pass ``T`` give wrong rows, not stray writes.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -42,7 +42,9 @@ __all__ = [
     "gemm_moe",
     "gemm_moe_masked",
     "gemm_grouped",
+    "gemm_grouped_stacked",
     "gemm_array",
+    "group_map_plan",
     "moe_table",
     "masked_table",
     "last_grouped_launch",
@@ -168,6 +170,8 @@ def _torch_masked(torch: Any, masked_m: Any, max_m: int, bm: int) -> Tuple[Any, 
 # ============================================================================ the launch
 #: the kernel's parameters in order, as :func:`_launch` passes them (checked against the IR)
 KERNEL_ARGS = ("tmA", "tmB", "C", "M", "N", "K", "ldc", "c_vec", "batch", "ldcb", "gtab", "G", "rtiles")
+#: the per-group-map kernel's: device arrays of tensor maps in place of the two maps
+KERNEL_ARGS_MAPS = ("tmAs", "tmBs") + KERNEL_ARGS[2:]
 
 _LOCK = threading.Lock()
 _MAPS: Dict[Tuple[Any, ...], Any] = {}
@@ -244,7 +248,10 @@ def _launch(
     rtiles: int,
     torch_mod: Any,
     config: Optional[GroupedConfig],
+    maps: Optional[Tuple[str, int, int]] = None,
 ) -> None:
+    """One launch; ``maps`` = (B's major, device address of the A maps, of the B maps) for
+    the per-group-map kernel (then ``a`` and ``b`` are group 0's, for type checks only)."""
     from . import device
     from .cache import compile_kernel
 
@@ -264,23 +271,30 @@ def _launch(
             f"grouped GEMM: a is {a.dtype} and b is {b.dtype}: both float16 or both bfloat16 (CuPy: uint16 "
             'with dtype="bf16")'
         )
-    if (a_ld * 2) % 16 or a.ptr % 16:
+    if maps is None and ((a_ld * 2) % 16 or a.ptr % 16):
         raise GemmInputError(
             f"grouped GEMM: a's row stride {a_ld} (elements) and base address must be multiples of 16 bytes "
             "for the TMA: pad K to a multiple of 8 or make a .contiguous()"
         )
-    b_major, ldb, sb = _b_layout(b, K, N)
+    if maps is None:
+        b_major, ldb, sb = _b_layout(b, K, N)
+    else:
+        b_major = maps[0]
+    cfg = replace(cfg, per_group_maps=maps is not None)  # the host decides the map form
     prob = GemmProblem("k", b_major, a.dtype)
     kern = generate_grouped(cfg, prob)
     cp = device.cupy()
     with cp.cuda.Device(a.dev):
         rk = compile_kernel(kern)
-        tma = _tensor_map(a.ptr, a.dtype, K, a_rows, a_ld, None)
-        tmb = (
-            _tensor_map(b.ptr, b.dtype, N, K, ldb, (G, sb))
-            if b_major == "n"
-            else _tensor_map(b.ptr, b.dtype, K, N, ldb, (G, sb))
-        )
+        if maps is not None:
+            tma, tmb = np.uint64(maps[1]), np.uint64(maps[2])
+        else:
+            tma = _tensor_map(a.ptr, a.dtype, K, a_rows, a_ld, None)
+            tmb = (
+                _tensor_map(b.ptr, b.dtype, N, K, ldb, (G, sb))
+                if b_major == "n"
+                else _tensor_map(b.ptr, b.dtype, K, N, ldb, (G, sb))
+            )
         grid_n = -(-N // cfg.bn)
         tiles = max(rtiles, 1) * grid_n
         grid = max(1, min(tiles, device.sm_count(cp)))
@@ -301,7 +315,9 @@ def _launch(
             G=i32(G),
             rtiles=i32(rtiles),
         )
-        args = tuple(named[n] for n in KERNEL_ARGS)
+        if maps is not None:
+            named.update(tmAs=named.pop("tmA"), tmBs=named.pop("tmB"))
+        args = tuple(named[n] for n in (KERNEL_ARGS_MAPS if maps is not None else KERNEL_ARGS))
         with _LOCK:
             if torch_mod is not None:
                 sp = torch_mod.cuda.current_stream(a.dev).cuda_stream
@@ -311,7 +327,15 @@ def _launch(
                 rk((grid, 1, 1), (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
     last_grouped_launch.clear()
     last_grouped_launch.update(
-        kernel=kern.name, groups=G, rtiles=rtiles, grid=grid, config=cfg, problem=prob, table=tab, out=out
+        kernel=kern.name,
+        groups=G,
+        rtiles=rtiles,
+        grid=grid,
+        config=cfg,
+        problem=prob,
+        table=tab,
+        out=out,
+        per_group_maps=maps is not None,
     )
 
 
@@ -333,6 +357,35 @@ def _torch() -> Any:
     import torch
 
     return torch
+
+
+#: device copies of host-built group tables, keyed by (device, kind, tile height, sizes)
+_TABLES: Dict[Tuple[Any, ...], Tuple[Any, int, int]] = {}
+
+
+def _host_table(like: _Arr, sz: np.ndarray, bm: int) -> Tuple[Any, int, int]:
+    """The group table of host ``sizes`` (:func:`group_table`) on ``like``'s device, and its
+    exact tile-row count; cached by the sizes (a table is never written after its upload)."""
+    key = (like.dev, like.torch, bm, tuple(int(x) for x in sz))
+    hit = _TABLES.get(key)
+    if hit is not None:
+        return hit
+    ends = np.cumsum(sz)
+    host_tab, rt = group_table(ends - sz, ends, bm)
+    if like.torch:
+        tab = _torch().from_numpy(host_tab).to(like.x.device, non_blocking=False)
+        tab_ptr = int(tab.data_ptr())
+    else:
+        from . import device
+
+        cp = device.cupy()
+        with cp.cuda.Device(like.dev):
+            tab = cp.asarray(host_tab)
+        tab_ptr = int(tab.data.ptr)
+    if len(_TABLES) >= 256:
+        _TABLES.clear()
+    _TABLES[key] = (tab, tab_ptr, rt)
+    return tab, tab_ptr, rt
 
 
 # ============================================================================ the entries
@@ -374,7 +427,10 @@ def gemm_moe(
     T, K = A.shape
     G, Kb, N = B.shape
     if Kb != K:
-        raise GemmInputError(f"gemm_moe: a has K = {K}, b has K = {Kb}: the groups share one K")
+        raise GemmInputError(
+            f"gemm_moe: a has K = {K}, b has K = {Kb}: the groups share one K (a is (T, K) and b (G, K, N); "
+            "a (G, N, K) weight goes in as b.transpose(1, 2))"
+        )
     if A.strides[1] != 1:
         raise GemmInputError(f"gemm_moe: a's rows must be contiguous (strides {A.strides}): a.contiguous()")
     if G < 1 or N < 1 or K < 1:
@@ -407,18 +463,7 @@ def gemm_moe(
                 tab, rt = moe_table(cp, offs, bm, T)
             tab_ptr = int(tab.data.ptr)
     else:
-        ends = np.cumsum(sz)
-        host_tab, rt = group_table(ends - sz, ends, bm)
-        if torch_mod is not None:
-            tab = torch_mod.from_numpy(host_tab).to(a.device, non_blocking=False)
-            tab_ptr = int(tab.data_ptr())
-        else:
-            from . import device
-
-            cp = device.cupy()
-            with cp.cuda.Device(dev):
-                tab = cp.asarray(host_tab)
-            tab_ptr = int(tab.data.ptr)
+        tab, tab_ptr, rt = _host_table(A, sz, bm)
     out, optr = _empty(A, (T, N))
     if T == 0 or rt == 0:
         return out
@@ -455,7 +500,7 @@ def gemm_moe_masked(
     if Mk.dtype != "i32" or Mk.shape != (G,) or (G > 1 and Mk.strides[0] != 1):
         raise GemmInputError(
             f"gemm_moe_masked: masked_m must be a 1-D contiguous int32 array of G = {G} counts, got "
-            f"{Mk.shape}, {Mk.dtype}"
+            f"{Mk.shape}, {Mk.dtype} (masked_m.to(torch.int32).contiguous())"
         )
     _check_types(A, B)
     torch_mod = _torch() if is_torch else None
@@ -495,33 +540,160 @@ def consecutive(ptrs: Sequence[int], counts: Sequence[int], unit: int) -> bool:
     return True
 
 
+def _stacked_view(xs: Sequence[Any], what: str) -> Any:
+    """``xs`` as one stacked array without a copy when they already are consecutive parts
+    of one buffer, else None."""
+    arrs = [_arr(x, what, True) for x in xs]
+    x0, a0 = xs[0], arrs[0]
+    it = 2
+    if not all(a.strides == a0.strides for a in arrs):
+        return None
+    view: Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]] = None
+    if what == "a":
+        rows = [a.shape[0] for a in arrs]
+        if a0.strides[1] == 1 and consecutive([a.ptr for a in arrs], rows, a0.strides[0] * it):
+            view = ((sum(rows), a0.shape[1]), a0.strides)
+    elif len(arrs) > 1:
+        d = arrs[1].ptr - a0.ptr
+        if d > 0 and d % it == 0 and all(a.ptr == a0.ptr + i * d for i, a in enumerate(arrs)):
+            view = ((len(arrs),) + a0.shape, (d // it,) + a0.strides)
+    if view is None:
+        return None
+    if a0.torch:
+        return x0.as_strided(view[0], view[1])
+    from . import device
+
+    cp = device.cupy()
+    return cp.ndarray(view[0], x0.dtype, x0.data, tuple(s * it for s in view[1]))
+
+
 def _stack(xs: Sequence[Any], what: str) -> Any:
     """``xs`` as one stacked array: a view when they already are consecutive parts of one
     buffer (the A row blocks one after another with one row stride; the B matrices one
     expert stride apart), else one copy."""
-    arrs = [_arr(x, what, True) for x in xs]
-    x0, a0 = xs[0], arrs[0]
-    it = 2
-    same = all(a.strides == a0.strides for a in arrs)
-    view: Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]] = None
-    if same and what == "a":
-        rows = [a.shape[0] for a in arrs]
-        if a0.strides[1] == 1 and consecutive([a.ptr for a in arrs], rows, a0.strides[0] * it):
-            view = ((sum(rows), a0.shape[1]), a0.strides)
-    elif same and what == "b" and len(arrs) > 1:
-        d = arrs[1].ptr - a0.ptr
-        if d > 0 and d % it == 0 and all(a.ptr == a0.ptr + i * d for i, a in enumerate(arrs)):
-            view = ((len(arrs),) + a0.shape, (d // it,) + a0.strides)
-    if a0.torch:
-        if view is not None:
-            return x0.as_strided(view[0], view[1])
+    view = _stacked_view(xs, what)
+    if view is not None:
+        return view
+    if _arr(xs[0], what, True).torch:
         return _torch().cat(list(xs), 0) if what == "a" else _torch().stack(list(xs), 0)
     from . import device
 
     cp = device.cupy()
-    if view is not None:
-        return cp.ndarray(view[0], x0.dtype, x0.data, tuple(s * it for s in view[1]))
     return cp.concatenate(list(xs), 0) if what == "a" else cp.stack(list(xs), 0)
+
+
+#: device arrays of per-group tensor maps, keyed by everything their contents depend on
+_GROUP_MAPS: Dict[Tuple[Any, ...], Any] = {}
+
+
+def group_map_plan(
+    As: Sequence["_Arr"], Bs: Sequence["_Arr"], K: int, N: int
+) -> Tuple[Optional[Tuple[str, List[Tuple[int, int, int, int]], List[Tuple[int, int, int]]]], str]:
+    """The per-group tensor maps of the pointer-array form, or None and the reason they
+    cannot be built (then the operands are copied into one stacked buffer).
+
+    Group ``g`` owns rows ``[rbeg_g, rend_g)`` of the kernel's stacked row space (the prefix
+    of the row counts).  Its A map is the proven map of :func:`_tensor_map` with extents
+    ``(K, rend_g)``, row stride ``lda_g`` and base ``a_g - rbeg_g lda_g`` (elements): row
+    ``r`` of the row space is row ``r - rbeg_g`` of ``a_g``.  The kernel reads map ``g`` only
+    for tiles of group ``g`` (:func:`~layoutproof.gpu.kernels.grouped.prove_group_cover`:
+    a non-empty tile of group ``g`` starts at or after ``rbeg_g``), and the map's extent
+    zero-fills rows from ``rend_g`` on, so every row it reads is one of ``a_g``'s.  Its B map
+    is the rank-3 map of the stacked form with ``G`` experts ``bs_g`` apart and base ``b_g -
+    g bs_g``: the kernel reads it at expert ``g`` only
+    (:func:`~layoutproof.gpu.kernels.grouped.check_group_coordinates`), which is ``b_g``.
+
+    Returns ``(b_major, [(A base, rbeg, rend, lda)], [(B base, ldb, bs)])`` in bytes for
+    the bases, elements for the strides.
+    """
+    it = 2
+    majors = set()
+    amaps: List[Tuple[int, int, int, int]] = []
+    bmaps: List[Tuple[int, int, int]] = []
+    beg = 0
+    live = next((a for a in As if a.shape[0]), None)
+    for g, (a, b) in enumerate(zip(As, Bs)):
+        m = a.shape[0]
+        if m == 0 and live is not None:  # an empty group's map is never read (it has no tile)
+            a = live
+        lda = a.strides[0] if a.shape[0] > 1 else -(-K // 8) * 8
+        if m and (a.strides[1] != 1 and K > 1):
+            return None, f"a_list[{g}] has no contiguous row (strides {a.strides}): the TMA reads rows"
+        if m and ((lda * it) % 16 or a.ptr % 16 or lda < K):
+            return None, (
+                f"a_list[{g}]: row stride {lda} elements or base address not a multiple of 16 bytes "
+                "(the TMA's global stride and address alignment)"
+            )
+        s0, s1 = b.strides
+        if s1 == 1 and (s0 >= N or K == 1):
+            major, ldb = "n", max(s0, N)
+        elif s0 == 1 and (s1 >= K or N == 1):
+            major, ldb = "k", max(s1, K)
+        else:
+            return (
+                None,
+                f"b_list[{g}] (K, N) = {b.shape} with strides {b.strides} has no contiguous dimension",
+            )
+        majors.add(major)
+        if (ldb * it) % 16 or b.ptr % 16:
+            return None, (
+                f"b_list[{g}]: leading dimension {ldb} elements or base address not a multiple of 16 bytes"
+            )
+        bs = ldb * (K if major == "n" else N)
+        abase = a.ptr - (beg * lda * it if m else 0)
+        bbase = b.ptr - g * bs * it
+        if abase < 0 or bbase < 0:
+            return None, f"group {g}: its map's base would lie below address 0"
+        amaps.append((abase, beg, beg + m, lda))
+        bmaps.append((bbase, ldb, bs))
+        beg += m
+    if len(majors) > 1:
+        return None, "the B matrices mix N-major and K-major layouts (one kernel reads one major)"
+    return (majors.pop() if majors else "n", amaps, bmaps), ""
+
+
+def _group_maps_device(
+    plan: Tuple[str, List[Tuple[int, int, int, int]], List[Tuple[int, int, int]]],
+    dt: str,
+    K: int,
+    N: int,
+    like: "_Arr",
+) -> Tuple[Any, int, int]:
+    """The device arrays of the plan's A and B maps (G records of 128 bytes each), cached
+    by the plan (their contents depend on nothing else)."""
+    major, amaps, bmaps = plan
+    G = len(amaps)
+    key = (like.dev, like.torch, dt, K, N, major, tuple(amaps), tuple(bmaps))
+    hit = _GROUP_MAPS.get(key)
+    if hit is not None:
+        return hit
+    recs = np.zeros(2 * G, dtype=_TMAP_REC)
+    for g, (abase, rb, re_, lda) in enumerate(amaps):
+        # an empty group's map: one row of another group's A (never read: no tile)
+        recs[g] = _tensor_map(abase, dt, K, re_ if re_ > rb else 1, lda, None)
+    for g, (bbase, ldb, bs) in enumerate(bmaps):
+        if major == "n":
+            recs[G + g] = _tensor_map(bbase, dt, N, K, ldb, (G, bs))
+        else:
+            recs[G + g] = _tensor_map(bbase, dt, K, N, ldb, (G, bs))
+    raw = recs.view(np.uint8)
+    if like.torch:
+        buf = _torch().from_numpy(raw.copy()).to(like.x.device)
+        base = int(buf.data_ptr())
+    else:
+        from . import device
+
+        cp = device.cupy()
+        with cp.cuda.Device(like.dev):
+            buf = cp.asarray(raw)
+        base = int(buf.data.ptr)
+    if base % 64:
+        raise GemmInputError(f"grouped GEMM: the tensor-map array at {base:#x} is not 64-byte aligned")
+    if len(_GROUP_MAPS) >= 64:
+        _GROUP_MAPS.clear()
+    out = (buf, base, base + 128 * G)
+    _GROUP_MAPS[key] = out
+    return out
 
 
 def gemm_grouped(
@@ -532,13 +704,36 @@ def gemm_grouped(
     config: Optional[GroupedConfig] = None,
 ) -> List[Any]:
     """``[a_list[g] @ b_list[g]]`` in one launch: every ``a_list[g]`` (M_g x K) and
-    ``b_list[g]`` (K x N) share K and N (M_g may be 0).  A blocks that are consecutive rows
-    of one buffer are read in place (else copied into one stacked A), and so are B matrices
-    one expert stride apart (else stacked by a copy); the results are views of one stacked
-    output.  Per-group K or N is refused (by name).
+    ``b_list[g]`` (K x N) share K and N (M_g may be 0).  Every group is read in place --
+    as one stacked operand where the blocks already are one buffer, else through per-group
+    tensor maps (:func:`gemm_grouped_stacked` says when a copy remains); the results are
+    views of one stacked output.  Per-group K or N is refused (by name).
 
     Raises:
         GemmInputError: empty or unequal lists, per-group K or N, and as :func:`gemm_moe`.
+    """
+    stacked = gemm_grouped_stacked(a_list, b_list, dtype=dtype, config=config)
+    ends = np.cumsum([int(x.shape[0]) for x in a_list])
+    return [stacked[int(e) - int(x.shape[0]) : int(e)] for x, e in zip(a_list, ends)]
+
+
+def gemm_grouped_stacked(
+    a_list: Sequence[Any],
+    b_list: Sequence[Any],
+    *,
+    dtype: Optional[str] = None,
+    config: Optional[GroupedConfig] = None,
+) -> Any:
+    """:func:`gemm_grouped`'s results stacked: one (sum M_g) x N array, group ``g``'s rows
+    after group ``g - 1``'s.  How the operands are read: A blocks that are consecutive rows
+    of one buffer and B matrices one expert stride apart as one stacked operand each (no
+    copy); else each group through its own tensor maps (:func:`group_map_plan`, no copy);
+    only where a group's layout cannot be a tensor map (no contiguous dimension, a stride or
+    address off the TMA's 16-byte grid, B matrices of both majors) are the operands copied
+    into one stacked buffer (``last_grouped_launch["copied"]`` then says why).
+
+    Raises:
+        GemmInputError: as :func:`gemm_grouped`.
     """
     if len(a_list) != len(b_list) or not a_list:
         raise GemmInputError(
@@ -560,11 +755,41 @@ def gemm_grouped(
                 "grouped kernel takes one K and one N for all groups (mismatched K or N: one gemm per group)"
             )
     sizes = [x.shape[0] for x in As]
-    a = _stack(list(a_list), "a")
-    b = _stack(list(b_list), "b")
-    c = gemm_moe(a, b, sizes=sizes, dtype=dtype, config=config)
     ends = np.cumsum(sizes)
-    return [c[int(e - s) : int(e)] for s, e in zip(sizes, ends)]
+    a_view = _stacked_view([x for x in a_list], "a")
+    b_view = _stacked_view([x for x in b_list], "b") if len(b_list) > 1 else None
+    if a_view is not None and b_view is not None:  # already one stacked A and B: one map each
+        last_grouped_launch["copied"] = ""
+        return gemm_moe(a_view, b_view, sizes=sizes, dtype=dtype, config=config)
+    plan, why = group_map_plan(As, Bs, K, N)
+    last_grouped_launch["copied"] = why if plan is None else ""
+    if plan is None:  # a layout the TMA cannot read in place (``why``): one stacked copy
+        a = a_view if a_view is not None else _stack(list(a_list), "a")
+        b = b_view if b_view is not None else _stack(list(b_list), "b")
+        c = gemm_moe(a, b, sizes=sizes, dtype=dtype, config=config)
+        last_grouped_launch["copied"] = why
+        return c
+    A0, B0 = As[0], Bs[0]
+    _check_types(A0, B0)
+    for i, (x, y) in enumerate(zip(As, Bs)):
+        if x.dtype != A0.dtype or y.dtype != A0.dtype:
+            raise GemmInputError(
+                f"gemm_grouped: group {i} is {x.dtype} @ {y.dtype}, group 0 {A0.dtype}: one type for "
+                "all groups"
+            )
+    T = int(ends[-1]) if len(ends) else 0
+    is_torch = A0.torch
+    torch_mod = _torch() if is_torch else None
+    out, optr = _empty(A0, (T, N))
+    if T == 0:
+        return out
+    tab, tab_ptr, rt = _host_table(A0, np.asarray(sizes, dtype=np.int64), (config or GROUPED_DEFAULT).bm)
+    keep, pa, pb = _group_maps_device(plan, A0.dtype, K, N, A0)
+    _launch(
+        A0, T, K, B0, out, optr, N, K, N, len(sizes), tab, tab_ptr, rt, torch_mod, config, (plan[0], pa, pb)
+    )
+    last_grouped_launch.update(maps=keep, copied="")
+    return out
 
 
 def gemm_array(

@@ -76,6 +76,8 @@ __all__ = [
     "prove_group_cover",
     "generate_grouped",
     "check_group_coordinates",
+    "check_group_maps",
+    "group_map_devfn",
     "GROUPED_DEFAULT",
 ]
 
@@ -85,17 +87,21 @@ __all__ = [
 class GroupedConfig(WsVariantFields):
     """The grouped kernel: the warp-specialized TMA kernel ``base`` (no cluster) walking
     every group's tiles; ``max_groups`` (a power of two) bounds the group count the search
-    of ``lp_group`` resolves (its number of halving steps)."""
+    of ``lp_group`` resolves (its number of halving steps); ``per_group_maps`` reads A and B
+    through one tensor map per group (device arrays ``tmAs[g]``, ``tmBs[g]``: the pointer
+    array form, every group's matrices anywhere in memory) instead of one map each."""
 
     base: Sm90Config = HOPPER_DEFAULT
     max_groups: int = 1024
+    per_group_maps: bool = False
 
     @property
     def cluster(self) -> int:
         return 1
 
     def key(self) -> str:
-        return f"grouped{self.max_groups}_{self.base.key()}"
+        pm = "_pm" if self.per_group_maps else ""
+        return f"grouped{self.max_groups}{pm}_{self.base.key()}"
 
     def validate(self) -> "GroupedConfig":
         self.base.validate()
@@ -565,7 +571,11 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
     gtab = kir.Var("gtab", "const int*")
     G = kir.Var("G")
     rtiles = kir.Var("rtiles")
-    seen = {"tile": 0, "guard": 0, "epilogue": 0}
+    cg = find_decl(k.body, "cg", what, cond)
+    tmA, tmB = find_param(k, "tmA", what, cond), find_param(k, "tmB", what, cond)
+    tmAs = kir.Var("tmAs", "const unsigned long long*")
+    tmBs = kir.Var("tmBs", "const unsigned long long*")
+    seen = {"tile": 0, "guard": 0, "epilogue": 0, "skip": 0, "maps": 0}
 
     def tile_block(b: kir.Block) -> Optional[kir.Block]:
         names = [s.var.name for s in b.body if isinstance(s, kir.Decl)]
@@ -592,6 +602,9 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
                     kir.Eval(kir.Call("lp_group", (tm, gtab, G, g, gm0, rend), "void")),
                     kir.Decl(bidx, g, const=True, comment="the tile's group: its B expert"),
                 ]
+                if cfg.per_group_maps and any(isinstance(n, kir.TmaLoad) for n in kir.walk(b)):
+                    out += _group_maps_ir(g, tmAs, tmBs, tmA, tmB)
+                    seen["maps"] += 1
                 continue
             if isinstance(s, kir.Decl) and s.var.name == "m0":
                 out.append(replace(s, init=gm0))
@@ -620,6 +633,27 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
             ):
                 seen["guard"] += 1
                 return replace(n, cond=n.cond.a.lt(rend).and_(n.cond), comment="the group's rows, inside C")
+            if isinstance(n, kir.For) and any(isinstance(x, kir.Wgmma) for x in n.body.body):
+                # a warpgroup whose 64-row slice lies past the group's end multiplies nothing;
+                # one branch per warpgroup keeps each condition free of the thread index
+                # (warpgroup 0 always holds rows of a non-empty tile)
+                seen["skip"] += 1
+                branches: List[kir.Stmt] = [kir.If(cg.eq(0), kir.block(n))]
+                for c in range(1, cfg.base.warpgroups):
+                    body_c = kir.rewrite(n, lambda x: None)
+                    branches.append(
+                        kir.If(
+                            cg.eq(c),
+                            kir.block(
+                                kir.If(
+                                    (gm0 + 64 * c).lt(rend),
+                                    kir.block(body_c),
+                                    comment=f"rows {64 * c}.. of the tile hold some of the group's",
+                                )
+                            ),
+                        )
+                    )
+                return kir.Block(tuple(branches), True) if len(branches) > 1 else n
             return None
 
         stmts = [kir.rewrite(x, inner) for x in out]
@@ -639,13 +673,27 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
         return None
 
     body = kir.rewrite(k.body, fn)
-    if seen["tile"] != 2 or seen["guard"] != 1 or seen["epilogue"] != 1:
+    want_maps = 1 if cfg.per_group_maps else 0
+    if (
+        seen["tile"] != 2
+        or seen["guard"] != 1
+        or seen["epilogue"] != 1
+        or seen["skip"] != 1
+        or seen["maps"] != want_maps
+    ):
         raise ProofFailedError(
-            f"{what}: {seen['tile']} tile loops, {seen['guard']} C row guards and {seen['epilogue']} "
-            "epilogue loops rewritten (expected 2, 1 and 1)",
+            f"{what}: {seen['tile']} tile loops, {seen['guard']} C row guards, {seen['epilogue']} "
+            f"epilogue loops, {seen['skip']} wgmma batches and {seen['maps']} map selections rewritten "
+            f"(expected 2, 1, 1, 1 and {want_maps})",
             condition=cond,
         )
     params = k.params + (("const int* __restrict__", gtab), ("int", G), ("int", rtiles))
+    devfns = k.devfns + (group_search_devfn(cfg.base.bm, cfg.max_groups),)
+    if cfg.per_group_maps:
+        arr = "const unsigned long long* __restrict__"  # 16 words (one tensor map) per group
+        swap = {"tmA": (arr, tmAs), "tmB": (arr, tmBs)}
+        params = tuple(swap.get(v.name, (t, v)) for t, v in params)
+        devfns = devfns + (group_map_devfn(),)
     desc = k.description + (
         "grouped (MoE): group g = lp_group(tile row) owns rows [rbeg, rend) of the stacked A and C and",
         f"multiplies them by B expert g; up to {cfg.max_groups} groups; table gtab = [ptile | rbeg | rend]",
@@ -655,9 +703,47 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
         name=name,
         params=params,
         body=body,
-        devfns=k.devfns + (group_search_devfn(cfg.base.bm, cfg.max_groups),),
-        description=desc,
+        devfns=devfns,
+        description=desc
+        + (
+            ("per-group tensor maps: the producer reads group g's A and B through tmAs[g] and tmBs[g]",)
+            if cfg.per_group_maps
+            else ()
+        ),
     )
+
+
+def group_map_devfn() -> Tuple[str, str, kir.Block]:
+    """``lp_gmap(maps, g, &p)``: ``p = maps + 16 g``, the address of group ``g``'s tensor
+    map in a device array of maps, 16 64-bit words (128 bytes) each (the pointer-array
+    form)."""
+    maps, g = kir.Var("maps", "const unsigned long long*"), kir.Var("g")
+    p = kir.Var("p", "const unsigned long long*")
+    return (
+        "lp_gmap",
+        "const unsigned long long* __restrict__ maps, int g, const unsigned long long*& p",
+        kir.block(kir.Assign(p, maps + 16 * g)),
+    )
+
+
+def _group_maps_ir(g: kir.Var, tmAs: kir.Var, tmBs: kir.Var, tmA: kir.Var, tmB: kir.Var) -> List[kir.Stmt]:
+    """The producer's maps of the tile's group: ``tmA`` / ``tmB`` (the names the TMA loads
+    print) become references to ``tmAs[g]`` / ``tmBs[g]``."""
+    out: List[kir.Stmt] = []
+    for arr, ref in ((tmAs, tmA), (tmBs, tmB)):
+        ptr = kir.Var(f"p{ref.name}", "const unsigned long long*")
+        out += [
+            kir.Decl(ptr),
+            kir.Eval(kir.Call("lp_gmap", (arr, g, ptr), "void")),
+            kir.Decl(
+                ref,
+                kir.Un("*", kir.Reinterpret("const lp_tmap_t*", ptr)),
+                const=True,
+                tname="lp_tmap_t&",
+                comment=f"group g's own map ({arr.name}[g])",
+            ),
+        ]
+    return out
 
 
 def _check_empty_tiles(k: kir.Kernel, log: ProofLog) -> None:
@@ -676,7 +762,11 @@ def _check_empty_tiles(k: kir.Kernel, log: ProofLog) -> None:
     ]
 
     def facts(lp: kir.For) -> Tuple[Any, ...]:
-        calls = [s.e for s in lp.body.body if isinstance(s, kir.Eval) and isinstance(s.e, kir.Call)]
+        calls = [
+            s.e
+            for s in lp.body.body
+            if isinstance(s, kir.Eval) and isinstance(s.e, kir.Call) and s.e.name != "lp_gmap"
+        ]
         kte = next(d for d in lp.body.body if isinstance(d, kir.Decl) and d.var.name == "kte")
         inner = [n for n in kir.walk(lp.body) if isinstance(n, kir.For) and n.stop is kte.var]
         init = kte.init
@@ -763,6 +853,78 @@ def check_group_coordinates(k: kir.Kernel, log: ProofLog) -> None:
     )
 
 
+def check_group_maps(k: kir.Kernel, log: ProofLog) -> None:
+    """On the IR of the per-group-map kernel: every TMA load reads through ``tmA`` or
+    ``tmB``, and in the tile loop that issues it those names are references to
+    ``*p``, ``p`` set by ``lp_gmap(tmAs, g, p)`` (``tmBs`` for B) with ``g`` the group
+    ``lp_group`` gave the tile -- the same ``g`` whose expert the B box reads
+    (:func:`check_group_coordinates`): a tile of group ``g`` reads group ``g``'s maps only."""
+    n = 0
+    loops = [
+        lp
+        for lp in kir.walk(k.body)
+        if isinstance(lp, kir.For)
+        and any(isinstance(x, kir.TmaLoad) for x in kir.walk(lp.body))
+        and any(isinstance(d, kir.Decl) and d.var.name == "kte" for d in lp.body.body)
+    ]
+    for lp in loops:
+        stmts = lp.body.body
+        grp = [
+            s.e
+            for s in stmts
+            if isinstance(s, kir.Eval) and isinstance(s.e, kir.Call) and s.e.name == "lp_group"
+        ]
+        sel = {
+            id(s.e.args[2]): s.e
+            for s in stmts
+            if isinstance(s, kir.Eval) and isinstance(s.e, kir.Call) and s.e.name == "lp_gmap"
+        }
+        refs = {}
+        for d in stmts:
+            if (
+                isinstance(d, kir.Decl)
+                and isinstance(d.init, kir.Un)
+                and d.init.op == "*"
+                and isinstance(d.init.a, kir.Reinterpret)
+                and d.init.a.ctype == "const lp_tmap_t*"
+            ):
+                call = sel.get(id(d.init.a.a))
+                if call is not None:
+                    refs[d.var.name] = call
+        for node in kir.walk(lp.body):
+            if not isinstance(node, kir.TmaLoad):
+                continue
+            want = "tmAs" if node.claim.what[:1].upper() == "A" else "tmBs"
+            call = refs.get(node.tmap.name)
+            ok = (
+                len(grp) == 1
+                and call is not None
+                and isinstance(call.args[0], kir.Var)
+                and call.args[0].name == want
+                and call.args[1] is grp[0].args[3]
+            )
+            if not ok:
+                raise ProofFailedError(
+                    f"grouped kernel: {node.claim.what} is read through {node.tmap.name}, not through "
+                    f"{want}[g] of the tile's group g",
+                    condition="per-group tensor map",
+                    witness=node.claim.what,
+                )
+            n += 1
+    if n == 0:
+        raise ProofFailedError(
+            "grouped kernel: no TMA load reads a per-group map", condition="per-group tensor map"
+        )
+    log.add(
+        "equal",
+        f"per-group tensor maps (read from the IR): each of the {n} TMA box loads of a tile reads through "
+        "tmAs[g] (A) or tmBs[g] (B), g the group lp_group gave the tile; the host's map g describes "
+        "group g's own matrices (group_map_plan), so a tile reads its own group's A rows and B expert only",
+        "exhaustive",
+        n,
+    )
+
+
 _MEMO: Dict[Tuple[GroupedConfig, GemmProblem], GemmKernel] = {}
 
 
@@ -794,6 +956,8 @@ def generate_grouped(
     tx = expect_tx_bytes(ir)
     _check_empty_tiles(ir, log)
     check_group_coordinates(ir, log)
+    if cfg.per_group_maps:
+        check_group_maps(ir, log)
     title = f"proven before emission ({cfg.key()}, {prob.key()})"
     src = finish(ir, log, title, lambda kk: prove_ws_protocol(kk, cfg.base, tx, log, 1))
     out = GemmKernel(

@@ -369,21 +369,40 @@ def _mem(ptr, n, ctype):
     return np.ctypeslib.as_array((ctype * n).from_address(ptr))
 
 
+#: the fake device's per-group map arrays: fake address -> list of map records
+GROUP_MAPS = {}
+
+
+def _map_rows(ta, lo, hi):
+    """Rows ``[lo, hi)`` of a 2-D map (zero past its extent), read row by row from memory."""
+    out = np.zeros((hi - lo, ta["inner"]))
+    for r in range(lo, min(hi, ta["outer"])):
+        out[r - lo] = _mem(ta["ptr"] + 2 * r * ta["ld"], ta["inner"], ctypes.c_uint16).view(np.float16)
+    return out
+
+
+def _map_expert(tb, g, b_major):
+    """Expert ``g`` of a rank-3 map (K x N), read from memory at its batch coordinate."""
+    Gb, sb = tb["batch"]
+    assert 0 <= g < Gb
+    x = _mem(tb["ptr"] + 2 * g * sb, tb["outer"] * tb["ld"], ctypes.c_uint16).view(np.float16)
+    x = x.reshape(tb["outer"], tb["ld"])[:, : tb["inner"]]
+    return (x if b_major == "n" else x.T).astype(np.float64)
+
+
 def _emulate(kern, args, cfg):
-    """Carry out one launch of the grouped kernel as its proven schedule says."""
-    v = dict(zip(hg.KERNEL_ARGS, args))
+    """Carry out one launch of the grouped kernel as its proven schedule says (through the
+    one stacked map of A and of B, or through group g's own maps)."""
+    pm = cfg.per_group_maps
+    v = dict(zip(hg.KERNEL_ARGS_MAPS if pm else hg.KERNEL_ARGS, args))
     M, N, K, G, rt = (int(v[n]) for n in ("M", "N", "K", "G", "rtiles"))
     tab = _mem(int(v["gtab"]), 3 * G, ctypes.c_int32).astype(np.int64)
-    ta, tb = v["tmA"], v["tmB"]
-    a = _mem(ta["ptr"], ta["outer"] * ta["ld"], ctypes.c_uint16).view(np.float16)
-    a = a.reshape(ta["outer"], ta["ld"])[:, : ta["inner"]].astype(np.float64)
-    Gb, sb = tb["batch"]
-    span = (Gb - 1) * sb + tb["outer"] * tb["ld"]
-    braw = _mem(tb["ptr"], span, ctypes.c_uint16).view(np.float16)
-    bmat = []
-    for g in range(Gb):
-        x = braw[g * sb : g * sb + tb["outer"] * tb["ld"]].reshape(tb["outer"], tb["ld"])[:, : tb["inner"]]
-        bmat.append((x if kern.problem.b_major == "n" else x.T).astype(np.float64))
+    if pm:
+        amaps, bmaps = GROUP_MAPS[int(v["tmAs"])], GROUP_MAPS[int(v["tmBs"])]
+        assert len(amaps) == len(bmaps) == G
+    else:
+        amaps, bmaps = [v["tmA"]] * G, [v["tmB"]] * G
+    bmat = {}
     c = _mem(int(v["C"]), M * int(v["ldc"]), ctypes.c_uint16).view(np.float16).reshape(M, int(v["ldc"]))
     bm, bn = cfg.bm, cfg.bn
     grid_n = -(-N // bn)
@@ -397,11 +416,12 @@ def _emulate(kern, args, cfg):
         r1 = min(int(m0[i]) + bm, int(rend[i]), M)
         c0 = int(env["tn"][i]) * bn
         c1 = min(c0 + bn, N)
-        lo = int(m0[i])
-        rows = np.zeros((bm, K))
-        take = min(bm, a.shape[0] - lo)
-        rows[:take] = a[lo : lo + take]  # rows past A's extent are zero-filled
-        c[lo:r1, c0:c1] = (rows @ bmat[int(g[i])][:, c0:c1])[: r1 - lo].astype(np.float16)
+        lo, gi = int(m0[i]), int(g[i])
+        assert lo >= tab[G + gi]  # a tile never reads rows before its group's (its map's base)
+        rows = _map_rows(amaps[gi], lo, lo + bm)  # rows past the map's extent are zero-filled
+        if gi not in bmat:
+            bmat[gi] = _map_expert(bmaps[gi], gi, kern.problem.b_major)
+        c[lo:r1, c0:c1] = (rows @ bmat[gi][:, c0:c1])[: r1 - lo].astype(np.float16)
 
 
 @pytest.fixture
@@ -417,9 +437,24 @@ def fake_gpu(monkeypatch):
 
     monkeypatch.setattr(hg, "_tensor_map", fake_map)
 
+    def fake_group_maps(plan, dt, K, N, like):
+        major, amaps, bmaps = plan
+        G = len(amaps)
+        A = [fake_map(ab, dt, K, re if re > rb else 1, lda, None) for ab, rb, re, lda in amaps]
+        B = [
+            fake_map(bb, dt, N, K, ldb, (G, bs)) if major == "n" else fake_map(bb, dt, K, N, ldb, (G, bs))
+            for bb, ldb, bs in bmaps
+        ]
+        base = 1 << 20 + len(GROUP_MAPS)
+        GROUP_MAPS[base], GROUP_MAPS[base + 128 * G] = A, B
+        return None, base, base + 128 * G
+
+    monkeypatch.setattr(hg, "_group_maps_device", fake_group_maps)
+
     def compile_kernel(kern):
         def run(grid, block, args, shared_mem=0):
-            cp.launches.append(dict(zip(hg.KERNEL_ARGS, args)))
+            names = hg.KERNEL_ARGS_MAPS if kern.config.per_group_maps else hg.KERNEL_ARGS
+            cp.launches.append(dict(zip(names, args)))
             _emulate(kern, args, kern.config)
 
         return run
