@@ -22,7 +22,7 @@ inputs' metadata and refusing what the real call refuses by shape, so
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import GemmInputError
 
@@ -157,8 +157,11 @@ def _register() -> Any:
         return a_list[0].new_empty(shape)
 
     lib = torch.library.Library("layoutproof", "FRAGMENT")
-    impls = {"gemm_moe": (_moe, _moe_fake), "gemm_moe_masked": (_masked, _masked_fake)}
-    impls["gemm_grouped"] = (_grouped, _grouped_fake)
+    impls: Dict[str, Tuple[Callable[..., Any], Callable[..., Any]]] = {
+        "gemm_moe": (_moe, _moe_fake),
+        "gemm_moe_masked": (_masked, _masked_fake),
+        "gemm_grouped": (_grouped, _grouped_fake),
+    }
     for name, (impl, fake) in impls.items():
         lib.define(name + SCHEMAS[name])
         for key in ("CUDA", "CPU"):  # CPU: so that a CPU tensor gets the error naming the fix
