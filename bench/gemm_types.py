@@ -25,7 +25,7 @@ import math
 import statistics
 import sys
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -58,7 +58,7 @@ def kernel(dtype: str, out: str, cfg: Any = HOPPER_DEFAULT) -> Tuple[Any, Any]:
 
 def tensor_map(ptr: int, rows: int, k_bytes: int, ld_bytes: int) -> Any:
     """The typed kernels' map (the library's own: 16-bit units, 64 x 64-unit boxes)."""
-    from layoutproof.gpu.host.plan import _unit_tensor_map
+    from layoutproof.gpu.host.typed import _unit_tensor_map
 
     return _unit_tensor_map(ptr, rows, k_bytes, ld_bytes)
 
@@ -288,7 +288,7 @@ def timing(dtype: str, out: str, m: int, n: int, k: int, rounds: int = 5) -> Dic
     c = torch.empty((m, n), device="cuda", dtype=getattr(torch, _TORCH_OUT[out]))
     import cupy as cp
 
-    from layoutproof.gpu.host.rule import decide_typed
+    from layoutproof.gpu.host.typed import decide_typed
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     pick = decide_typed(m, n, k, dtype, out, sms).config
@@ -389,6 +389,318 @@ def api_check() -> int:
     return fails
 
 
+# ============================================================================ the sweep
+#: (input type, output type) of the correctness sweep: every output each type stores
+SWEEP_TYPES: Tuple[Tuple[str, str], ...] = (
+    ("tf32", "f32"),
+    ("tf32", "bf16"),
+    ("e4m3", "bf16"),
+    ("e4m3", "f32"),
+    ("e5m2", "f16"),
+    ("s8", "s32"),
+    ("u8", "s32"),
+    ("s8", "f32"),
+    ("u8", "bf16"),
+)
+#: tails on every dimension: M not a multiple of the tile's rows, N of its columns, K of
+#: the 64-unit k-tile (in 16-bit units: 96 bytes of e4m3 is 48 units)
+SWEEP_SHAPES: Tuple[Tuple[int, int, int], ...] = ((257, 129, 96), (1000, 700, 1040), (64, 520, 4096))
+
+
+def sweep_cases(dtype: str, out: str) -> List[Dict[str, Any]]:
+    """The epilogue options of the sweep for ``dtype -> out``: the plain product, alpha
+    alone (fp8's per-tensor scale; tf32's and the integers' epilogue alpha), a bias along N
+    with an activation, a bias along M with another, ``alpha * A @ B + beta * C + bias``,
+    and batches (both operands batched with a batched C; B shared with one C)."""
+    s32 = out == "s32"
+    acts = ("relu", "none") if s32 else ("relu", "gelu", "silu")
+    alpha, beta = (3, -2) if s32 else (0.5, 0.75)
+    return [
+        {},
+        {"alpha": alpha},
+        {"bias": "n", "activation": acts[0]},
+        {"bias": "m", "activation": acts[1]} if s32 else {"bias": "m", "activation": acts[1], "bias16": True},
+        {"bias": "n", "c": True, "alpha": alpha, "beta": beta, "activation": acts[-1]},
+        {"batch": 3, "bias": "n", "c": True, "alpha": alpha, "beta": beta},
+        {"batch": 2, "shared_b": True, "c": True, "c_shared": True, "beta": beta},
+    ]
+
+
+def _exact(dtype: str, shape: Tuple[int, ...], g: Any) -> Any:
+    """Inputs of ``dtype`` whose float64 values are exact (and whose f32 sums are exact for
+    tf32: multiples of 1/16 in [-4, 4))."""
+    import torch
+
+    if dtype in ("s8", "u8"):
+        lo, hi, t = (-128, 128, torch.int8) if dtype == "s8" else (0, 256, torch.uint8)
+        return torch.randint(lo, hi, shape, generator=g, device="cuda", dtype=t)
+    if dtype == "tf32":
+        return torch.randint(-64, 64, shape, generator=g, device="cuda").float() / 16
+    return torch.randn(shape, generator=g, device="cuda").to(getattr(torch, _TORCH_IN[dtype]))
+
+
+def _act64(name: str, x: np.ndarray) -> np.ndarray:
+    if name == "relu":
+        return np.maximum(x, 0)
+    if name == "silu":
+        return x / (1 + np.exp(-x))
+    if name == "gelu":
+        from math import erf
+
+        return 0.5 * x * (1 + np.vectorize(erf)(x / math.sqrt(2)))
+    return x
+
+
+def sweep_one(
+    dtype: str, out: str, m: int, n: int, k: int, case: Dict[str, Any], seed: int = 0
+) -> Dict[str, Any]:
+    """One call of ``typed_gemm`` (torch tensors) against float64: the output NaN-poisoned
+    (a sentinel for s32) inside a padded buffer whose border must stay untouched."""
+    import torch
+
+    from layoutproof.gpu.host import plan
+    from layoutproof.gpu.host.typed import typed_gemm
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    nb = case.get("batch", 0)
+    ash = (nb, m, k) if nb else (m, k)
+    bsh = (n, k) if (not nb or case.get("shared_b")) else (nb, n, k)
+    a, bt = _exact(dtype, ash, g), _exact(dtype, bsh, g)
+    b = bt.transpose(-1, -2)  # K x N, K contiguous
+    tout = getattr(torch, _TORCH_OUT[out])
+    s32 = out == "s32"
+    kw: Dict[str, Any] = dict(dtype=dtype, out_dtype=out)
+    alpha, beta = case.get("alpha", 1), case.get("beta", 0)
+    if "alpha" in case:
+        kw["scale"] = alpha
+    bias64: Any = 0.0
+    if "bias" in case:
+        ln = n if case["bias"] == "n" else m
+        if s32:
+            bias = torch.randint(-1000, 1000, (ln,), generator=g, device="cuda", dtype=torch.int32)
+        else:
+            bias = (torch.randint(-32, 32, (ln,), generator=g, device="cuda") / 4).to(
+                torch.bfloat16 if case.get("bias16") else torch.float32
+            )
+        kw.update(bias=bias, bias_along=case["bias"])
+        bv = bias.double().cpu().numpy()
+        bias64 = bv[None, :] if case["bias"] == "n" else bv[:, None]
+    if case.get("activation"):
+        kw["activation"] = case["activation"]
+    c64: Any = 0.0
+    if case.get("c"):
+        csh = (m, n) if (not nb or case.get("c_shared")) else (nb, m, n)
+        if s32:
+            cin = torch.randint(-1000, 1000, csh, generator=g, device="cuda", dtype=torch.int32)
+        else:
+            cin = (torch.randint(-32, 32, csh, generator=g, device="cuda") / 4).to(tout)
+        kw.update(c=cin, beta=beta)
+        c64 = cin.double().cpu().numpy()
+    full = torch.empty(((nb,) if nb else ()) + (m + 1, n + 8), device="cuda", dtype=tout)
+    full.fill_(-(2**31) if s32 else float("nan"))
+    o = full[..., :m, :n]
+    t0 = time.perf_counter()
+    typed_gemm(a, b, out=o, **kw)
+    torch.cuda.synchronize()
+    first = time.perf_counter() - t0
+    kern = plan.last_launch.get("kernel", "?")
+    a64, b64 = a.double().cpu().numpy(), bt.double().cpu().numpy()
+    prod = a64 @ np.swapaxes(b64, -1, -2)
+    ref = _act64(case.get("activation", "none"), alpha * prod + beta * c64 + bias64)
+    scale = abs(alpha) * (np.abs(a64) @ np.abs(np.swapaxes(b64, -1, -2))) + abs(beta) * np.abs(c64)
+    scale = scale + np.abs(bias64) + 1e-30
+    got = full.double().cpu().numpy()
+    inside = got[..., :m, :n]
+    border = np.concatenate([got[..., :m, n:].ravel(), got[..., m, :].ravel()])
+    if s32:
+        untouched = bool(np.all(border == -(2**31)))
+        err = float(np.max(np.abs(inside - ref)))
+        ok, tol = untouched and err == 0.0, 0.0
+    else:
+        untouched = bool(np.all(np.isnan(border)))
+        err = float(np.max(np.abs(inside - ref) / scale)) if not np.isnan(inside).any() else float("inf")
+        tol = {"f32": 4e-6 if dtype in ("tf32", "s8", "u8") else 2**-10, "bf16": 2**-8, "f16": 2**-10}[out]
+        ok = untouched and err <= tol
+    opts = ",".join(f"{key}={v}" for key, v in case.items()) or "plain"
+    print(
+        f"[sweep] {dtype}->{out} {m}x{n}x{k} {opts}: {'OK' if ok else 'FAIL'} err {err:.2e} (tol {tol:.0e}), "
+        f"border untouched {untouched}, {first * 1e3:.0f} ms [{kern}]",
+        flush=True,
+    )
+    return dict(dtype=dtype, out=out, m=m, n=n, k=k, case=opts, ok=ok, err=err, kernel=kern, first_s=first)
+
+
+def _build(item: Tuple[Any, Any]) -> str:
+    """Generate, prove and compile one kernel (in a worker: fills the disk caches)."""
+    from layoutproof.gpu.host.cache import compile_kernel, kernel_for
+
+    k = kernel_for(*item)
+    compile_kernel(k)
+    return k.name
+
+
+def prebuild(items: List[Tuple[Any, Any]], workers: int = 0) -> None:
+    """Build the kernels of ``items`` ((config, problem) pairs) in parallel worker processes
+    (the kernel and CuPy disk caches then serve the calls that follow)."""
+    import multiprocessing as mp
+    import os
+
+    uniq = list(dict.fromkeys(items))
+    workers = workers or max(1, min(len(uniq), (os.cpu_count() or 2) - 1))
+    t0 = time.perf_counter()
+    with mp.get_context("spawn").Pool(workers) as pool:
+        names = pool.map(_build, uniq)
+    print(
+        f"[build] {len(names)} kernels in {time.perf_counter() - t0:.1f} s on {workers} processes", flush=True
+    )
+
+
+def _case_kernel(
+    dtype: str, out: str, m: int, n: int, k: int, case: Dict[str, Any], sms: int
+) -> Tuple[Any, Any]:
+    from layoutproof.gpu.host.typed import decide_typed_launch
+
+    nb = case.get("batch", 0)
+    bdt = None
+    if "bias" in case:
+        bdt = "s32" if out == "s32" else ("bf16" if case.get("bias16") else "f32")
+    d, prob, ep = decide_typed_launch(
+        m,
+        n,
+        k,
+        dtype,
+        out,
+        sms,
+        batch=("a" if case.get("shared_b") else "ab") if nb else "",
+        count=max(nb, 1),
+        activation=case.get("activation"),
+        alpha=case.get("alpha", 1),
+        beta=case.get("beta", 0),
+        bias_dtype=bdt,
+        has_c=bool(case.get("c")),
+        bias_along=case.get("bias", "n"),
+    )
+    return (ep.config or d.config, prob)
+
+
+def sweep(
+    types: Tuple[Tuple[str, str], ...] = SWEEP_TYPES,
+    shapes: Any = SWEEP_SHAPES,
+    build: bool = True,
+    cases: Optional[Tuple[int, ...]] = None,
+) -> List[Dict[str, Any]]:
+    """The correctness sweep: every type and output, the plain product on every shape, every
+    epilogue option (:func:`sweep_cases`, or those numbered in ``cases``) on the first two;
+    returns one row per call."""
+    import cupy as cp
+
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    plan = [
+        (dt, o, sh, case)
+        for dt, o in types
+        for j, sh in enumerate(shapes)
+        for i, case in enumerate(sweep_cases(dt, o))
+        if (cases is None or i in cases) and (i == 0 or j < 2)
+    ]
+    if build:
+        items = []
+        for dt, o, (m, n, k), case in plan:
+            try:
+                items.append(_case_kernel(dt, o, m, n, k, case, sms))
+            except Exception as e:  # refused: the call says so below
+                print(f"[build] {dt}->{o} {case}: {type(e).__name__}: {e}", flush=True)
+        prebuild(items)
+    rows = []
+    for dt, o, (m, n, k), case in plan:
+        try:
+            rows.append(sweep_one(dt, o, m, n, k, case))
+        except Exception as e:
+            from layoutproof.gpu.errors import GemmInputError
+
+            refused = isinstance(e, GemmInputError)
+            print(
+                f"[sweep] {dt}->{o} {m}x{n}x{k} {case}: {'REFUSED' if refused else 'ERROR'} {e}", flush=True
+            )
+            rows.append(
+                dict(dtype=dt, out=o, m=m, n=n, k=k, case=str(case), ok=False, refused=refused, err=str(e))
+            )
+    return rows
+
+
+def sanitize() -> int:
+    """Each new kernel once, on a small shape with tails on every dimension (for
+    ``compute-sanitizer --tool memcheck``): every type and output, plain and with each
+    epilogue option and batch.  Returns the failed checks."""
+    rows = sweep(shapes=SWEEP_SHAPES[:1], build=False, cases=(0, 3, 4, 5))
+    return sum(not r["ok"] for r in rows)
+
+
+def explore(dtype: str, out: str, shapes: List[Tuple[int, int, int]], rounds: int = 5) -> None:
+    """Every tile the rule may pick (and a few more) against the peer, interleaved, per
+    shape: TFLOP/s and peer time / ours, the fastest marked; what the rule picks printed."""
+    import cupy as cp
+    import torch
+
+    from layoutproof.gpu.host.rule import hopper_candidates
+    from layoutproof.gpu.host.typed import decide_typed
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
+
+    ws: Dict[str, Any] = dict(loader="tma", schedule="ws")
+    cfgs = list(hopper_candidates(True))[:4] + [
+        Sm90Config(bm=128, bn=192, stages=5, **ws),
+        Sm90Config(bm=128, bn=128, stages=6, cluster=2, **ws),
+    ]
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    prebuild([(cfg, GemmProblem("k", "k", dtype, out)) for cfg in cfgs])
+    for cfg in cfgs:
+        kernel(dtype, out, cfg)
+    for m, n, k in shapes:
+        a, b, _, _ = _big(dtype, m, n, k)
+        c = torch.empty((m, n), device="cuda", dtype=getattr(torch, _TORCH_OUT[out]))
+        runs: Dict[str, Any] = {cfg.key(): Launch(dtype, out, a, b, c, 1.0, cfg) for cfg in cfgs}
+        peers = _peers(dtype, a, b)
+        runs.update(peers)
+        flop = 2.0 * m * n * k
+        reps = max(3, min(30, int(1e13 / flop)))
+        times: Dict[str, List[float]] = {name: [] for name in runs}
+        for _ in range(rounds):
+            for name, fn in runs.items():
+                times[name].append(_time(fn, reps))
+        pname = next(iter(peers))
+        pick = decide_typed(m, n, k, dtype, out, sms).config.key()
+        res = []
+        for cfg in cfgs:
+            r = statistics.median(tp / to for tp, to in zip(times[pname], times[cfg.key()]))
+            res.append((r, cfg.key(), flop / statistics.median(times[cfg.key()]) / 1e12))
+        res.sort(reverse=True)
+        peer_tf = flop / statistics.median(times[pname]) / 1e12
+        line = "; ".join(f"{key} {tf:.0f} ({r:.3f})" for r, key, tf in res)
+        print(
+            f"[explore] {dtype}->{out} {m}x{n}x{k}: {pname} {peer_tf:.0f} TFLOP/s; best {res[0][1]} "
+            f"{res[0][0]:.3f}; rule picks {pick} {dict((key, r) for r, key, _ in res)[pick]:.3f} | {line}",
+            flush=True,
+        )
+
+
+def suite_section(cp: Any, args: Any, log: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """A section for ``bench/gemm_suite.py``: the typed kernels' correctness sweep
+    (:func:`sweep`, every type, output, tail and epilogue option against float64) and, where
+    ``args`` has ``types_time`` (``"MxNxK,..."``), their timings against torch's peers
+    (:func:`timing`).  Rows go to ``log["types"]`` (and ``log["types_time"]``); returns the
+    sweep's rows.  ``cp`` is CuPy (unused: the calls take torch tensors, the library's own
+    CuPy route is the one ``gemm`` takes)."""
+    rows = sweep()
+    log["types"] = rows
+    shapes = getattr(args, "types_time", None)
+    if shapes:
+        tt = log.setdefault("types_time", [])
+        for dtype, out in (("e4m3", "bf16"), ("tf32", "f32"), ("s8", "s32")):
+            for sh in shapes.split(","):
+                m, n, k = (int(x) for x in sh.split("x"))
+                tt.append(dict(dtype=dtype, m=m, n=n, k=k, ratios=timing(dtype, out, m, n, k)))
+    return rows
+
+
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true")
@@ -397,9 +709,27 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--time", default="", help="fp8 shapes MxNxK,...")
     ap.add_argument("--time-other", default="8192x8192x8192,4096x4096x4096", help="tf32/int8 shapes")
     ap.add_argument("--types", default="e4m3:bf16,e5m2:bf16,e4m3:f32,tf32:f32,s8:s32,u8:s32")
+    ap.add_argument(
+        "--sweep", action="store_true", help="the correctness sweep of typed_gemm (epilogue, batches)"
+    )
+    ap.add_argument("--sanitize", action="store_true", help="each new kernel once (for compute-sanitizer)")
+    ap.add_argument("--explore", default="", help="tf32 shapes MxNxK,...: every tile against torch")
+    ap.add_argument("--explore-types", default="tf32:f32")
     ns = ap.parse_args(argv)
     types = [tuple(t.split(":")) for t in ns.types.split(",")]
     fails = 0
+    if ns.sanitize:
+        fails += sanitize()
+    if ns.sweep:
+        rows = sweep()
+        bad = [r for r in rows if not r["ok"]]
+        fails += len(bad)
+        print(f"[sweep] {len(rows) - len(bad)} of {len(rows)} calls correct", flush=True)
+    if ns.explore:
+        shp = [tuple(int(x) for x in sh.split("x")) for sh in ns.explore.split(",")]
+        for t in ns.explore_types.split(","):
+            dt, o = t.split(":")
+            explore(dt, o, shp)  # type: ignore[arg-type]
     if ns.api:
         fails += api_check()
     if ns.mma:

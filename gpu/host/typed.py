@@ -9,7 +9,7 @@ kernels holds unchanged).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
@@ -405,7 +405,7 @@ def _vector_facts(x: Any, length: int, what: str) -> Tuple[int, str]:
 _ZERO: Dict[Tuple[int, int, str], Any] = {}
 
 
-def _zero_vector(n: int, ctype: str) -> int:
+def _zero_vector(n: int, ctype: str) -> Any:
     """A kept zero vector of ``n`` elements (f32 or s32) on the current device: the bias an
     epilogue without one reads."""
     cupy = device.cupy()
@@ -415,7 +415,7 @@ def _zero_vector(n: int, ctype: str) -> int:
         if len(_ZERO) >= 64:
             _ZERO.clear()
         z = _ZERO[key] = cupy.zeros(n, dtype="int32" if ctype == "s32" else "float32")
-    return int(z.data.ptr)
+    return z
 
 
 def _ptr_arg(ptr: int, owner: Any = None) -> Any:
@@ -501,8 +501,8 @@ def typed_gemm(
     if A.batch and B.batch and A.batch != B.batch:
         raise GemmInputError(f"gemm: batch extents differ: a is {sa}, b is {sb} (equal, or 1 to share)")
     kind = ("a" if A.batch else "") + ("b" if B.batch else "")
-    if batched and not kind:
-        kind = "a"  # every operand shared: one batch through the batched kernel
+    if batched and not kind:  # every operand shared: one batch, A through a rank-3 map
+        kind, A = "a", replace(A, batch=1, bstride=A.ld * m)
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     bias_ptr, bdt = (None, None)
     if bias_along not in ("n", "m"):
@@ -596,7 +596,8 @@ def _epilogue_args(
         return ()
     num = np.int32 if ep.integer else np.float32
     if bias_ptr is None:
-        bias_ptr = _zero_vector(n if cfg.bias_axis == "n" else m, "s32" if ep.integer else "f32")
+        zero = _zero_vector(n if cfg.bias_axis == "n" else m, "s32" if ep.integer else "f32")
+        bias_ptr, bias = int(zero.data.ptr), zero
     out: Tuple[Any, ...] = (_ptr_arg(bias_ptr, bias),)
     if cfg.alpha_only:
         return out + (num(ep.alpha),)
