@@ -248,8 +248,11 @@ class _Launch:
     def _set_operands(self, xa: Any, xb: Any) -> None:
         """The operands' parameters: tensor maps (re-encoded for a new base address only)
         or pointers."""
+        self._set_ptrs(xa.data.ptr, xb.data.ptr)
+
+    def _set_ptrs(self, pa: int, pb_: int) -> None:
+        """:meth:`_set_operands` for the operands' base addresses."""
         A, B, pbuf = self._A, self._B, self._pb
-        pa, pb_ = xa.data.ptr, xb.data.ptr
         if not self.tma:
             pbuf.set(0, pa)
             pbuf.set(1, pb_)
@@ -548,14 +551,63 @@ class GemmPlan(_Launch):
         last_launch.update(self._info)
         return out
 
+    def direct(self) -> Optional[Callable[[int, int, int, int], None]]:
+        """``launch(a_ptr, b_ptr, c_ptr, stream)``: the plan's launch from base addresses and
+        a raw stream handle alone (no arrays, no stream objects) -- what a caller that holds
+        other libraries' tensors calls on its hot path; None where the plan needs the arrays
+        themselves (padded copies, a copied output, a fused epilogue) or CuPy's driver module
+        lacks ``launchKernel``."""
+        if (
+            self._launch_kernel is None
+            or self._A.copy
+            or self._B.copy
+            or self.orient == "copy"
+            or self.activation is not None
+            or self.alpha_beta
+            or self._bias_sig is not None
+        ):
+            return None
+        d = self.decision
+        self._slots = (d.slot("c"), d.slot("cvec"), d.slot("out"))
+        self._ws_ptr = 0 if self._ws is None else int(self._ws.data.ptr)
+        return self._launch_ptrs
+
+    def _launch_ptrs(self, pa: int, pb: int, pc: int, sp: int) -> None:
+        """:meth:`_launch` for base addresses on stream ``sp`` (the plan's :meth:`direct` case)."""
+        if self._swap:
+            pa, pb = pb, pa
+        sc, sv, so = self._slots
+        pk = pc if self._ws is None else self._ws_ptr
+        pbuf = self._pb
+        with self._lock:
+            self._set_ptrs(pa, pb)
+            pbuf.set(sc, pk)
+            pbuf.set(sv, int(self._cvec_ld and pk % self._cvec_align == 0))
+            if so >= 0:
+                pbuf.set(so, pc)
+            if self._pdl_split is not None and not self._pdl_split(sp):
+                self._pdl_split = None
+            if self._pdl_split is None:
+                g = self.grid
+                self._launch_kernel(
+                    self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem, sp, pbuf.address, 0
+                )
+            if self._fix is not None:
+                self._fixup_ptr(pc, sp)
+        last_launch.update(self._info)
+
     def _launch_fixup(self, target: Any) -> None:
         """The fix-up kernel after the split kernel: a programmatic dependent launch where
         the driver took one, else in stream order."""
+        self._fixup_ptr(target.data.ptr, self._cupy.cuda.get_current_stream().ptr, target)
+
+    def _fixup_ptr(self, pc: int, sp: int, target: Any = None) -> None:
+        """:meth:`_launch_fixup` for C at ``pc`` on stream ``sp`` (``target``: the array, for
+        CuPy's own launcher)."""
         if self._fix is None:
             raise GemmConfigError("the plan has no fix-up kernel to launch")
         frk, fpb, fg = self._fix
-        fpb.set(1, target.data.ptr)
-        sp = self._cupy.cuda.get_current_stream().ptr
+        fpb.set(1, pc)
         if self._pdl is not None and not self._pdl(sp):
             self._pdl = None  # refused (driver or bindings): stream order from now on
         if self._pdl is not None:

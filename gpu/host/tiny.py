@@ -33,7 +33,7 @@ True
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -170,6 +170,11 @@ class TinyPlan:
             out = cp.empty(self.shape, self.out_dtype)
         self.launch(a.data.ptr, b.data.ptr, out.data.ptr, cp.cuda.get_current_stream().ptr, a, b, out)
         return out
+
+    def direct(self) -> Optional[Callable[[int, int, int, int], None]]:
+        """``launch(a_ptr, b_ptr, c_ptr, stream)`` from base addresses and a raw stream
+        handle alone (None where CuPy's driver module lacks ``launchKernel``)."""
+        return self.launch if self._launch_kernel is not None else None
 
     def launch(self, pa: int, pb: int, pc: int, stream: int, *arrays: Any) -> None:
         """One launch with these base addresses on stream handle ``stream`` (``arrays``: the

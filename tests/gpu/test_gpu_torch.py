@@ -85,14 +85,17 @@ def test_meta_tensors_of_the_typed_kernels():
         assert op(m(dt, 64, 32), m(dt, 32, 48)).dtype == torch.int32
     with pytest.raises(GemmInputError, match=r"precision='tf32' \(or dtype='tf32'\)"):
         op(*f32)
-    with pytest.raises(GemmInputError, match="loop over the batch"):
-        op(m(torch.int8, 2, 64, 32), m(torch.int8, 32, 48))
-    with pytest.raises(GemmInputError, match="apply it to the result"):
-        op(m(torch.int8, 64, 32), m(torch.int8, 32, 48), None, None, "relu")
-    with pytest.raises(GemmInputError, match="alpha scales fp8 products only"):
-        op(m(torch.int8, 64, 32), m(torch.int8, 32, 48), alpha=2.0)
-    with pytest.raises(GemmInputError, match="s8 products store s32"):
-        op(m(torch.int8, 64, 32), m(torch.int8, 32, 48), out_dtype=torch.float16)
+    # batches, the fused epilogue and scaled int8 outputs (the typed kernels' epilogue)
+    assert op(m(torch.int8, 2, 64, 32), m(torch.int8, 32, 48)).shape == (2, 64, 48)
+    assert op(m(torch.int8, 64, 32), m(torch.int8, 32, 48), None, None, "relu").dtype == torch.int32
+    assert op(m(torch.int8, 64, 32), m(torch.int8, 32, 48), alpha=2.0).dtype == torch.int32
+    assert op(m(torch.int8, 64, 32), m(torch.int8, 32, 48), out_dtype=torch.float16).dtype == torch.float16
+    e4 = torch.float8_e4m3fn
+    assert op(m(e4, 64, 32), m(e4, 32, 48), m(torch.float32, 48)).shape == (64, 48)
+    with pytest.raises(GemmInputError, match="beta != 0 needs the C input"):
+        op(m(e4, 64, 32), m(e4, 32, 48), beta=1.0)
+    with pytest.raises(GemmInputError, match="out_dtype"):
+        op(m(torch.int8, 64, 32), m(torch.int8, 32, 48), out_dtype=torch.float64)
     with pytest.raises(GemmInputError, match="the one choice is dtype='tf32'"):
         op(m(torch.float16, 64, 32), m(torch.float16, 32, 48), dtype="tf32")
 
@@ -286,7 +289,7 @@ def test_fake_device_zero_copy_in_and_torch_out(fake):
     c2 = runtime.gemm(a, b)
     assert runtime.last_launch["plan"] is plan and len(torch_op._ENTRIES) == 1
     assert _launch(fake)[0] == (a.data_ptr(), b.data_ptr(), c2.data_ptr())
-    assert len(fake.views) == n_views + (c2.data_ptr() != c.data_ptr())
+    assert len(fake.views) == n_views  # the hot path hands the plan base addresses, no views
 
 
 def test_fake_device_transposed_views_and_bf16(fake):
@@ -319,11 +322,28 @@ def test_fake_device_batches_fold_into_one_product(fake):
 def test_fake_device_runs_on_torchs_current_stream(fake):
     a, b = torch.randn(64, 32).half(), torch.randn(32, 64).half()
     fake.current, fake.stream = 0, 0x77  # CuPy on its default stream, torch on another
-    runtime.gemm(a, b)
-    assert fake.launches[-1]["stream"] == 0x77 and fake.entered == [0x77]
+    runtime.gemm(a, b)  # launched on torch's stream handle itself: no CuPy stream entered
+    assert fake.launches[-1]["stream"] == 0x77 and fake.entered == []
     fake.current = 0x99  # a CuPy stream the caller made current, not torch's
     with pytest.raises(GemmInputError, match="CuPy stream .* is current.*ExternalStream"):
         runtime.gemm(a, b)
+
+
+def test_fake_device_small_products_take_the_tiny_kernel_in_place(fake):
+    from layoutproof.gpu.host.tiny import TinyPlan
+
+    a = torch.randn(40, 13).half()[3:10]  # (7, 13) at an odd offset
+    b = torch.randn(17, 13).half().t()  # (13, 17), column-major
+    c = runtime.gemm(a, b)
+    assert isinstance(runtime.last_launch["plan"], TinyPlan) and not fake.copies
+    ln = fake.launches[-1]
+    assert ln["values"][:3] == [a.data_ptr(), b.data_ptr(), c.data_ptr()]
+    assert ln["values"][3:] == [7, 17, 13, 13, 1, 1, 13, 17, 1] and ln["stream"] == 0x5
+    # a batch of A rows over one B folds into one tiny product, at the same addresses
+    a3 = torch.randn(2, 3, 13).half()
+    c3 = runtime.gemm(a3, b)
+    assert c3.shape == (2, 3, 17) and isinstance(runtime.last_launch["plan"], TinyPlan)
+    assert fake.launches[-1]["values"][:6] == [a3.data_ptr(), b.data_ptr(), c3.data_ptr(), 6, 17, 13]
 
 
 def test_fake_device_checks_out_and_dtypes(fake):
@@ -344,8 +364,7 @@ def test_fake_device_routes_the_typed_kernels(fake, monkeypatch):
     calls = []
 
     def typed_gemm(a, b, *, dtype, out_dtype=None, scale=1.0, out=None, config=None, **epilogue):
-        assert not any(v for k, v in epilogue.items() if k != "bias_along")
-        calls.append((a, b, dtype, out_dtype, scale, out, config))
+        calls.append((a, b, dtype, out_dtype, scale, out, config, epilogue))
         return "product"
 
     monkeypatch.setattr(typed_mod, "typed_gemm", typed_gemm)
@@ -361,10 +380,12 @@ def test_fake_device_routes_the_typed_kernels(fake, monkeypatch):
     with pytest.raises(GemmInputError, match=r"precision='tf32' \(or dtype='tf32'\)"):
         runtime.gemm(a, b)
     with pytest.raises(GemmInputError, match="needs the C input"):
-        runtime.gemm(a.to(torch.int8), b.to(torch.int8), alpha=2.0)
-    with pytest.raises(GemmInputError, match="apply it to the result"):
-        runtime.gemm(fa, fb, bias=torch.zeros(48))
-    assert len(calls) == 3
+        runtime.gemm(a.to(torch.int8), b.to(torch.int8), beta=2.0)
+    assert len(calls) == 3 and not any(v for k, v in calls[-1][7].items() if k != "bias_along")
+    # the fused epilogue's options travel to typed_gemm, which decides what it runs
+    bias = torch.zeros(48)
+    runtime.gemm(fa, fb, bias=bias, activation="relu")
+    assert calls[-1][7]["bias"] is bias and calls[-1][7]["activation"] == "relu"
 
 
 # ============================================================================ on the GPU

@@ -1,6 +1,7 @@
 """gemm's route to the other number types for CuPy-style arrays, without a GPU: float32 only
 when tf32 is asked for, uint8 only when it says what it holds, the typed kernels' limits
-named -- each a GemmInputError before any device work."""
+named (a batch of more than one dimension, beta without its C input) -- each a
+GemmInputError before any device work."""
 
 import pytest
 
@@ -22,8 +23,7 @@ class Arr:
         ("uint8", {}, "dtype='u8'"),
         ("float32", {"precision": "fp32"}, "precision='tf32'"),
         ("float16", {"precision": "tf32", "dtype": "bf16"}, "takes no other dtype"),
-        ("int8", {"bias": Arr("float32", (64,))}, "fused epilogue"),
-        ("int8", {"alpha": 2.0}, "alpha scales fp8 products only"),
+        ("int8", {"beta": 1.0}, "beta != 0 needs the C input"),
     ],
 )
 def test_typed_route_refuses_by_name(dtype, kw, match):
@@ -31,9 +31,11 @@ def test_typed_route_refuses_by_name(dtype, kw, match):
         runtime.gemm(Arr(dtype), Arr(dtype), **kw)
 
 
-def test_typed_route_refuses_batches():
-    with pytest.raises(GemmInputError, match="2-D"):
-        runtime.gemm(Arr("int8", (2, 64, 64)), Arr("int8", (2, 64, 64)))
+def test_typed_route_takes_2d_or_3d_operands_only():
+    with pytest.raises(GemmInputError, match="2-D operands or 3-D batches"):
+        runtime.gemm(Arr("int8", (2, 2, 64, 64)), Arr("int8", (64, 64)))
+    with pytest.raises(GemmInputError, match="2-D operands or 3-D batches"):
+        runtime.gemm(Arr("int8", (64,)), Arr("int8", (64, 64)))
 
 
 def test_typed_kind():
