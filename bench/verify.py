@@ -7,7 +7,17 @@ best of ``--repeat`` runs.  Each symbolic check is run ``--repeat`` times: the f
 reported, with the status and the method; every one must come out as expected or the
 benchmark stops.  Import times are medians of fresh interpreters.
 
-    python bench/verify.py [--repeat 5] [--markdown]
+Then the soundness of decisions over drawn conditions (``--conditions`` of them, from
+:func:`layoutproof.verify.strategies.conditions`: quotients that need not be exact, ``Mod`` of
+quotients, ``floor``/``ceiling``, rational constants, negative powers, products of 1-3
+symbols): each is decided (``decide``, and the solver driver's ``prove`` on the condition as
+drawn) and checked against exhaustive exact evaluation at every value in ``[-10, 10]`` the
+symbols' ranges allow (:func:`~layoutproof.verify.strategies.check_decision`); any fault stops
+the benchmark.  The decision times are reported with the number that ran to within 80 % of
+their time limit (the budget, not the question, setting the time), and the known hard
+conditions (true nonlinear facts Z3 cannot prove) are timed as the list of what is left.
+
+    python bench/verify.py [--repeat 5] [--markdown] [--conditions 400]
 """
 
 from __future__ import annotations
@@ -143,6 +153,93 @@ def _cross_checked(fn: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
+#: true (or refuted) nonlinear conditions Z3 cannot settle: they run to the time limit and
+#: come back undecided ("timeout"), with a model of the claim where one is small
+HARD_CONDITIONS = (
+    "Mod(M*N, K) == 0 given Mod(M, K) == 0",
+    "M**2 != 2*N**2",
+    "Mod(Mod(K**2, 3), K) != 2*M",
+)
+
+
+def _hard_cases() -> List[Tuple[str, Any, Tuple[Any, ...]]]:
+    import sympy as sp
+
+    M, N, K = (sp.Symbol(x, integer=True, positive=True) for x in "MNK")
+    return [
+        (HARD_CONDITIONS[0], sp.Eq(sp.Mod(M * N, K), 0), (sp.Eq(sp.Mod(M, K), 0),)),
+        (HARD_CONDITIONS[1], sp.Ne(M**2, 2 * N**2), ()),
+        (HARD_CONDITIONS[2], sp.Ne(sp.Mod(sp.Mod(K**2, 3), K), 2 * M), ()),
+    ]
+
+
+def soundness(n: int, timeout_ms: int, seed: int = 0) -> Tuple[List[str], Any]:
+    """Decide ``n`` drawn conditions, check each verdict exhaustively; the lines to print
+    and the faults found."""
+    import collections
+
+    from layoutproof.errors import LayoutError
+    from layoutproof.symbolic import Decision, decide, solver
+    from layoutproof.verify.strategies import check_decision, conditions, sample
+
+    pairs = sample(conditions(), n, seed=seed)
+    verdicts: collections.Counter = collections.Counter()
+    faults: List[str] = []
+    times: List[float] = []
+    stuck: List[str] = []
+    checked = 0
+    for cond, facts in pairs:
+        t0 = time.perf_counter()
+        try:
+            d = decide(cond, facts, timeout_ms=timeout_ms)
+        except LayoutError as e:
+            verdicts["refused (facts contradict)" if "contradict" in str(e) else "refused"] += 1
+            if check_decision(Decision(False, "z3"), sympy_true(), facts) or "contradict" not in str(e):
+                faults.append(f"decide({cond}, {facts}) refused: {e}")
+            continue
+        dt = time.perf_counter() - t0
+        times.append(dt)
+        if dt > 0.8 * timeout_ms / 1000.0:
+            stuck.append(f"{cond} given {facts}: {dt:.2f} s, {d.value} ({d.reason})")
+        verdicts[{True: "proved", False: "refuted", None: "undecided"}[d.value]] += 1
+        faults += [f"decide({cond}, {facts}) = {d}: {p}" for p in check_decision(d, cond, facts, radius=10)]
+        v = solver.prove(cond, facts, timeout_s=timeout_ms / 1000.0, small_model=True)
+        dd = None
+        if v.status == "proved":
+            dd = Decision(True, "z3")
+        elif v.status == "refuted":
+            dd = Decision(None, "z3", counterexample=dict(v.model or {}))
+        if dd is not None:
+            faults += [
+                f"prove({cond}, {facts}) {v.status}: {p}" for p in check_decision(dd, cond, facts, radius=10)
+            ]
+        checked += 2
+    times.sort()
+    lines = [
+        f"{len(pairs)} drawn conditions, {checked} verdicts checked exhaustively "
+        f"({', '.join(f'{k}: {c}' for k, c in sorted(verdicts.items()))}); faults: {len(faults)}",
+        f"decide times: median {statistics.median(times) * 1e3:.1f} ms, 90th percentile "
+        f"{times[int(0.9 * (len(times) - 1))] * 1e3:.1f} ms, max {times[-1] * 1e3:.0f} ms; "
+        f"{len(stuck)} ran to within 80 % of the {timeout_ms} ms limit",
+    ]
+    lines += [f"  near the limit: {x}" for x in stuck]
+    for name, cond, facts in _hard_cases():
+        t0 = time.perf_counter()
+        d = decide(cond, facts, timeout_ms=timeout_ms)
+        lines.append(
+            f"  known hard: {name}: {d.value} ({d.reason}) in {time.perf_counter() - t0:.2f} s"
+            + (f", example {d.example}" if d.example else "")
+        )
+        faults += [f"decide({cond}) = {d}: {p}" for p in check_decision(d, cond, facts, radius=10)]
+    return lines, faults
+
+
+def sympy_true() -> Any:
+    import sympy
+
+    return sympy.true
+
+
 def import_time(module: str, runs: int) -> float:
     env = {k: val for k, val in os.environ.items() if not k.startswith("PYTHON")}
     code = f"import time; t0 = time.perf_counter(); import {module}; print(time.perf_counter() - t0)"
@@ -157,6 +254,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--conditions", type=int, default=400, help="drawn conditions checked exhaustively")
+    ap.add_argument("--condition-timeout-ms", type=int, default=1000)
     args = ap.parse_args()
     import sympy
     import z3
@@ -210,6 +309,16 @@ def main() -> int:
         print(f"{'symbolic check':52s} {'first ms':>9s} {'median ms':>10s}  status (method, obligations)")
         for name, a, b, st, me, n in srows:
             print(f"{name:52s} {a:9.1f} {b:10.1f}  {st} ({me}, {n})")
+
+    if args.conditions:
+        lines, faults = soundness(args.conditions, args.condition_timeout_ms)
+        print()
+        for line in lines:
+            print(line)
+        if faults:
+            for f in faults[:20]:
+                print("FAULT:", f)
+            sys.exit(f"{len(faults)} unsound verdicts or false witnesses")
 
     runs = max(5, args.repeat)
     t_lp = import_time("layoutproof", runs)

@@ -582,15 +582,17 @@ class _Query:
 
 def _settle_reading(q: _Query, ms: int, with_claim: bool) -> None:
     """Keep ``q``'s integer reading where its quotients are exact at every point the facts
-    admit (each query of :meth:`_Query.exactness` unsatisfiable within ``ms``); otherwise
+    admit (each query of :meth:`_Query.exactness` unsatisfiable within ``ms``, at most
+    :data:`QUICK_MS`); otherwise
     read the query exactly.  A quotient is never read as an integer division on the
     library's word alone."""
     if not q.guarded:
         return
     for parts in q.exactness(with_claim):
-        if not parts:
-            continue
-        if check(_solver(parts), ms) != z3.unsat:
+        # a short limit: the quotients the library builds follow from a divisibility fact
+        # at once, and a guard Z3 cannot settle quickly (``5 % M == 0`` under a nonlinear
+        # fact) only sends the query to the exact reading, which is sound either way
+        if check(_solver(parts), min(ms, QUICK_MS)) != z3.unsat:
             q.read_exactly()
             return
 
@@ -651,7 +653,9 @@ def _shrink(
 ) -> Dict[str, int]:
     """A model of ``s`` with small values (readable counterexamples): halve a bound on the
     magnitude of every variable of ``env`` while the constraints stay satisfiable.  Out of
-    time, the model found so far is a model all the same."""
+    time, the model found so far is a model all the same.  The callers give each check
+    :data:`QUICK_MS` at most: a bounded query Z3 cannot settle quickly ends the shrinking
+    (it would otherwise spend the whole per-call limit on a cosmetic step)."""
     vs = list(env.values())
     try:
         for _k in range(rounds):
@@ -894,7 +898,7 @@ def prove(
                 extra = _free_consts(parts) if _needs_extra(claim, facts) else ()
                 model = _model(s, q.env, extra)
                 if small_model and q.env:
-                    model = _shrink(s, q.env, model, ms)
+                    model = _shrink(s, q.env, model, min(ms, QUICK_MS))
                 return out("refuted", model)
             return out("unknown", reason=unknown_reason(s))
     except budget.BudgetExceeded as e:
@@ -953,7 +957,7 @@ def satisfiable(
                 extra = _free_consts(parts) if any(isinstance(f, z3.ExprRef) for f in facts) else ()
                 model = _model(s, q.env, extra)
                 if small_model and q.env:
-                    model = _shrink(s, q.env, model, ms)
+                    model = _shrink(s, q.env, model, min(ms, QUICK_MS))
                 if fixed:
                     model.update({k: int(v) for k, v in fixed.items()})
                 return out("sat", model)
