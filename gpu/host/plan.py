@@ -173,6 +173,22 @@ class _Operand:
         return self.tensor_map(ptr).view(np.uint64).view(_TMAP_REC)[0]
 
 
+def param_setters(pb: ParamBuffer, idxs: Tuple[int, ...]) -> Tuple[Any, ...]:
+    """ctypes views of parameters ``idxs`` of ``pb`` (kinds ``ptr``, ``i64``, ``i32``): setting
+    ``.value`` writes the parameter the launch reads (a third of :meth:`ParamBuffer.set`'s
+    host time, for the per-call parameters of a hot path)."""
+    import ctypes
+
+    types = {"ptr": ctypes.c_uint64, "i64": ctypes.c_int64, "i32": ctypes.c_int32}
+    table = (ctypes.c_uint64 * len(pb.kinds)).from_address(pb.address)  # the void* array
+    out = []
+    for i in idxs:
+        if pb.kinds[i] not in types:
+            raise GemmConfigError(f"param_setters: parameter {i} is a {pb.kinds[i]}, not a scalar")
+        out.append(types[pb.kinds[i]].from_address(table[i]))
+    return tuple(out)
+
+
 def _pdl_launcher(fn: int, grid: Tuple[int, int, int], threads: int, params: int, smem: int = 0) -> Any:
     """A launcher of kernel ``fn`` (its parameter block at ``params``) as a programmatic
     dependent launch (``cuLaunchKernelEx`` with programmatic stream serialization): the
@@ -568,7 +584,9 @@ class GemmPlan(_Launch):
         ):
             return None
         d = self.decision
-        self._slots = (d.slot("c"), d.slot("cvec"), d.slot("out"))
+        so = d.slot("out")
+        self._slots = param_setters(self._pb, (d.slot("c"), d.slot("cvec")) + ((so,) if so >= 0 else ()))
+        self._ab_set = None if self.tma else param_setters(self._pb, (0, 1))
         self._ws_ptr = 0 if self._ws is None else int(self._ws.data.ptr)
         return self._launch_ptrs
 
@@ -576,21 +594,25 @@ class GemmPlan(_Launch):
         """:meth:`_launch` for base addresses on stream ``sp`` (the plan's :meth:`direct` case)."""
         if self._swap:
             pa, pb = pb, pa
-        sc, sv, so = self._slots
+        slots = self._slots
         pk = pc if self._ws is None else self._ws_ptr
-        pbuf = self._pb
+        ab = self._ab_set
         with self._lock:
-            self._set_ptrs(pa, pb)
-            pbuf.set(sc, pk)
-            pbuf.set(sv, int(self._cvec_ld and pk % self._cvec_align == 0))
-            if so >= 0:
-                pbuf.set(so, pc)
+            if ab is None:
+                self._set_ptrs(pa, pb)
+            else:
+                ab[0].value = pa
+                ab[1].value = pb
+            slots[0].value = pk
+            slots[1].value = int(self._cvec_ld and pk % self._cvec_align == 0)
+            if len(slots) > 2:
+                slots[2].value = pc
             if self._pdl_split is not None and not self._pdl_split(sp):
                 self._pdl_split = None
             if self._pdl_split is None:
                 g = self.grid
                 self._launch_kernel(
-                    self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem, sp, pbuf.address, 0
+                    self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem, sp, self._pb.address, 0
                 )
             if self._fix is not None:
                 self._fixup_ptr(pc, sp)

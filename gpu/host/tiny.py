@@ -42,7 +42,7 @@ from ..errors import GemmInputError
 from ..kernels.tiny import TinyConfig
 from . import operands
 from .cache import compile_kernel, kernel_for
-from .plan import last_launch
+from .plan import last_launch, param_setters
 from .rule import ParamBuffer
 
 __all__ = ["TINY_VOLUME", "tiny_config", "TinyPlan", "wants_tiny"]
@@ -136,6 +136,7 @@ class TinyPlan:
         for i, v in enumerate((M, N, K, sam, sak, sbk, sbn, scm, scn)):
             pb.set(3 + i, v)
         self._statics = (M, N, K, sam, sak, sbk, sbn, scm, scn)
+        self._ptr_set = param_setters(pb, (0, 1, 2))
         self._launch_kernel = getattr(getattr(cupy.cuda, "driver", None), "launchKernel", None)
         self._fn = int(self._rk.kernel.ptr) if self._launch_kernel is not None else 0
         self._lock = threading.Lock()
@@ -181,10 +182,11 @@ class TinyPlan:
         CuPy arrays themselves, for CuPy's own launcher where its driver module lacks
         ``launchKernel``)."""
         g, buf = self.grid, self._pb
+        sa, sb, sc = self._ptr_set
         with self._lock:
-            buf.set(0, pa)
-            buf.set(1, pb)
-            buf.set(2, pc)
+            sa.value = pa
+            sb.value = pb
+            sc.value = pc
             if self._launch_kernel is not None:
                 self._launch_kernel(self._fn, g[0], 1, 1, self.threads, 1, 1, 0, stream, buf.address, 0)
             else:
