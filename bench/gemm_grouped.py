@@ -14,7 +14,14 @@ interleaved rounds per function.  Prints a table (TFLOP/s, ratio to the peer, ge
 mean) and writes ``gemm_grouped.json`` and ``gemm_grouped.log`` under ``$OUT`` (or
 ``bench/out/gemm_grouped``).
 
-    python3 bench/gemm_grouped.py [--dtypes bf16,f16] [--reps 20] [--quick]
+The list form (``gemm_grouped`` over per-group tensors in separate allocations, read in
+place through per-group tensor maps) is timed beside the stacked form (``--lists``); a
+sweep of kernel configurations (``--sweep``: rasterization group, tile, stages, the
+warpgroup skip off) runs on the bf16 shapes in the same process, each against the same
+peer.  ``--prewarm`` compiles every kernel the run needs in parallel processes first (the
+compiler's disk cache then serves the timed process).
+
+    python3 bench/gemm_grouped.py [--dtypes bf16,f16] [--reps 20] [--quick] [--lists] [--sweep]
 """
 
 from __future__ import annotations
@@ -44,6 +51,85 @@ SHAPES = [
     (128, 4096, 7168, 2048, "128e-up h7168 small batch"),
 ]
 MASKED = [(64, 256, 7168, 2048, "decode masked 64e"), (128, 128, 4096, 1536, "decode masked 128e")]
+
+
+def _pow2(g):
+    return max(8, 1 << (g - 1).bit_length())
+
+
+#: the sweep's configurations: (name, GroupedConfig fields, Sm90Config fields)
+SWEEP = [
+    ("default", {}, {}),
+    ("no skip", {"skip_slices": False}, {}),
+    ("group_m 16", {}, {"group_m": 16}),
+    ("group_m 4", {}, {"group_m": 4}),
+    ("128x128 s6", {}, {"bn": 128, "stages": 6}),
+]
+
+
+def _sweep_config(G, gfields, bfields):
+    from dataclasses import replace
+
+    from layoutproof.gpu.kernels.grouped import GroupedConfig
+    from layoutproof.gpu.kernels.wgmma_core import HOPPER_DEFAULT
+
+    return GroupedConfig(base=replace(HOPPER_DEFAULT, **bfields), max_groups=_pow2(G), **gfields)
+
+
+def _needed(dtypes, shapes, lists, sweep):
+    """Every (GroupedConfig, GemmProblem) the run launches (for --prewarm)."""
+
+    from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.kernels.grouped import GroupedConfig
+
+    out = set()
+    for dt in dtypes:
+        for G, *_ in shapes + MASKED:
+            out.add((GroupedConfig(max_groups=_pow2(G)), GemmProblem("k", "n", dt, batch="b")))
+            if lists and dt == "bf16":
+                out.add(
+                    (
+                        GroupedConfig(max_groups=_pow2(G), per_group_maps=True),
+                        GemmProblem("k", "n", dt, batch="b"),
+                    )
+                )
+    if sweep:
+        for G, *_ in shapes:
+            for _n, gf, bf in SWEEP:
+                out.add((_sweep_config(G, gf, bf), GemmProblem("k", "n", "bf16", batch="b")))
+    # the GPU tests' kernels (tests/gpu/test_gpu_grouped*.py)
+    for mg in (8,):
+        out.add((GroupedConfig(max_groups=mg), GemmProblem("k", "n", "f16", batch="b")))
+        out.add((GroupedConfig(max_groups=mg), GemmProblem("k", "n", "bf16", batch="b")))
+        for major in ("n", "k"):
+            out.add(
+                (
+                    GroupedConfig(max_groups=mg, per_group_maps=True),
+                    GemmProblem("k", major, "bf16", batch="b"),
+                )
+            )
+    return sorted(out, key=lambda x: (x[0].key(), x[1].key()))
+
+
+def _compile_one(item):
+    cfg, prob = item
+    from layoutproof.gpu.host.cache import compile_kernel
+    from layoutproof.gpu.kernels.grouped import generate_grouped
+
+    t = time.time()
+    compile_kernel(generate_grouped(cfg, prob))
+    return f"{cfg.key()} {prob.key()} {time.time() - t:.1f}s"
+
+
+def prewarm(items, say):
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    t = time.time()
+    with ProcessPoolExecutor(max_workers=min(14, len(items)), mp_context=mp.get_context("spawn")) as ex:
+        for line in ex.map(_compile_one, items):
+            say(f"  compiled {line}")
+    say(f"prewarm: {len(items)} kernels in {time.time() - t:.1f} s")
 
 
 def _counts(np, rng, G, total):
@@ -81,6 +167,10 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="the first three shapes, one dtype")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--lists", action="store_true", help="also time gemm_grouped on per-group tensors")
+    ap.add_argument("--sweep", action="store_true", help="bf16: kernel configurations in the same process")
+    ap.add_argument("--prewarm", action="store_true", help="compile the run's kernels in parallel first")
+    ap.add_argument("--prewarm-only", action="store_true", help="compile them and stop")
     args = ap.parse_args()
     import numpy as np
     import torch
@@ -94,11 +184,16 @@ def main() -> int:
         print(s, flush=True)
         log.write(s + "\n")
 
+    dtypes0 = args.dtypes.split(",")[:1] if args.quick else args.dtypes.split(",")
+    if args.prewarm or args.prewarm_only:
+        prewarm(_needed(dtypes0, SHAPES[:3] if args.quick else SHAPES, args.lists, args.sweep), say)
+        if args.prewarm_only:
+            return 0
     has_gmm = hasattr(torch, "_grouped_mm")
     say(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, torch._grouped_mm: {has_gmm}")
     rng = np.random.default_rng(0)
-    rows, ratios = [], {}
-    dtypes = args.dtypes.split(",")[:1] if args.quick else args.dtypes.split(",")
+    rows, ratios, sweeps = [], {}, []
+    dtypes = dtypes0
     shapes = SHAPES[:3] if args.quick else SHAPES
     hdr = f"{'shape':30s} {'dt':4s} {'ours us':>9s} {'peer us':>9s} {'peer':>10s} {'TF ours':>8s} {'ratio':>6s} {'err ours':>9s} {'err peer':>9s}"
     say(hdr)
@@ -145,14 +240,65 @@ def main() -> int:
                 t_h.append(_time(torch, ours_host, args.reps))
                 t_p.append(_time(torch, peer, args.reps))
             uo, uh, up = statistics.median(t_o), statistics.median(t_h), statistics.median(t_p)
+            ul = None
+            if (
+                args.lists and dt == "bf16"
+            ):  # per-group tensors in separate allocations: read through per-group maps
+                begs = np.concatenate([[0], ends_h[:-1]])
+                # allocated last group first: the blocks are not one buffer in group order
+                a_list, b_list = [None] * G, [None] * G
+                for g in reversed(range(G)):
+                    a_list[g] = a[int(begs[g]) : int(ends_h[g])].clone()
+                    b_list[g] = b[g].clone()
+                lists = lambda: grouped.gemm_grouped(a_list, b_list)  # noqa: E731
+                cl = lists()
+                torch.cuda.synchronize()
+                if not grouped.last_grouped_launch.get("per_group_maps"):
+                    say(
+                        f"  note: {name}: the list form read one stacked operand ({grouped.last_grouped_launch.get('copied')!r})"
+                    )
+                e_l = max(
+                    float(torch.linalg.norm(cl[g].double() - c[int(begs[g]) : int(ends_h[g])].double()))
+                    / max(float(torch.linalg.norm(c[int(begs[g]) : int(ends_h[g])].double())), 1e-30)
+                    for g in range(G)
+                    if cnt[g]
+                )
+                if e_l > 1e-3:
+                    say(f"  ERROR: {name}: the list form differs from the stacked form by {e_l:.2e}")
+                ul = statistics.median(_time(torch, lists, args.reps) for _ in range(3))
+                del a_list, b_list, cl
             flop = 2.0 * T * K * N
             r = up / uo
             ratios.setdefault(dt, []).append(r)
             say(
                 f"{name:30s} {dt:4s} {uo:9.1f} {up:9.1f} {peer_name:>10s} {flop / uo / 1e6:8.1f} {r:6.3f} "
                 f"{e_ours:9.2e} {e_peer:9.2e}   (host sizes: {uh:.1f} us; zero-token experts: "
-                f"{int((cnt == 0).sum())})"
+                f"{int((cnt == 0).sum())}" + (f"; lists: {ul:.1f} us" if ul is not None else "") + ")"
             )
+            if args.sweep and dt == "bf16":
+                for cname, gf, bf in SWEEP:
+                    cfg = _sweep_config(G, gf, bf)
+                    fn = lambda cfg=cfg: grouped.gemm_moe(a, b, offs, config=cfg)  # noqa: E731
+                    cs = fn()
+                    torch.cuda.synchronize()
+                    es = _rel(torch, cs, a, b, ends_h, check)
+                    sr = max(5, args.reps // 2)
+                    us = statistics.median(_time(torch, fn, sr) for _ in range(3))
+                    up2 = statistics.median(_time(torch, peer, sr) for _ in range(3))
+                    say(
+                        f"  sweep {name:28s} {cname:12s} {us:9.1f} us  peer {up2:9.1f} us  ratio {up2 / us:6.3f}  err {es:.1e}"
+                    )
+                    sweeps.append(
+                        dict(
+                            shape=name,
+                            config=cname,
+                            key=cfg.key(),
+                            us=us,
+                            us_peer=up2,
+                            ratio=up2 / us,
+                            err=es,
+                        )
+                    )
             rows.append(
                 dict(
                     shape=name,
@@ -163,6 +309,7 @@ def main() -> int:
                     n=N,
                     us_ours=uo,
                     us_ours_host_sizes=uh,
+                    us_ours_lists=ul,
                     us_peer=up,
                     peer=peer_name,
                     ratio=r,
@@ -222,7 +369,16 @@ def main() -> int:
     for dt, rs in ratios.items():
         gm = math.exp(sum(math.log(x) for x in rs) / len(rs))
         say(f"geometric mean ratio ({dt}, contiguous, {len(rs)} shapes): {gm:.3f}")
-    (out / "gemm_grouped.json").write_text(json.dumps(dict(rows=rows, time=time.time()), indent=1))
+    if sweeps:
+        by = {}
+        for r in sweeps:
+            by.setdefault(r["config"], []).append(r["ratio"])
+        for cname, rs in by.items():
+            gm = math.exp(sum(math.log(x) for x in rs) / len(rs))
+            say(f"sweep geometric mean ({cname}, bf16, {len(rs)} shapes): {gm:.3f}, min {min(rs):.3f}")
+    (out / "gemm_grouped.json").write_text(
+        json.dumps(dict(rows=rows, sweeps=sweeps, time=time.time()), indent=1)
+    )
     log.close()
     return 0
 

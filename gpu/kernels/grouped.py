@@ -89,11 +89,14 @@ class GroupedConfig(WsVariantFields):
     every group's tiles; ``max_groups`` (a power of two) bounds the group count the search
     of ``lp_group`` resolves (its number of halving steps); ``per_group_maps`` reads A and B
     through one tensor map per group (device arrays ``tmAs[g]``, ``tmBs[g]``: the pointer
-    array form, every group's matrices anywhere in memory) instead of one map each."""
+    array form, every group's matrices anywhere in memory) instead of one map each;
+    ``skip_slices``: a consumer warpgroup whose 64 rows of the tile all lie past the group's
+    end issues no wgmma (its rows are not stored; off only to measure what it saves)."""
 
     base: Sm90Config = HOPPER_DEFAULT
     max_groups: int = 1024
     per_group_maps: bool = False
+    skip_slices: bool = True
 
     @property
     def cluster(self) -> int:
@@ -101,7 +104,8 @@ class GroupedConfig(WsVariantFields):
 
     def key(self) -> str:
         pm = "_pm" if self.per_group_maps else ""
-        return f"grouped{self.max_groups}{pm}_{self.base.key()}"
+        ns = "" if self.skip_slices else "_ns"
+        return f"grouped{self.max_groups}{pm}{ns}_{self.base.key()}"
 
     def validate(self) -> "GroupedConfig":
         self.base.validate()
@@ -633,7 +637,12 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
             ):
                 seen["guard"] += 1
                 return replace(n, cond=n.cond.a.lt(rend).and_(n.cond), comment="the group's rows, inside C")
-            if isinstance(n, kir.For) and any(isinstance(x, kir.Wgmma) for x in n.body.body):
+            if (
+                cfg.skip_slices
+                and cfg.base.warpgroups > 1
+                and isinstance(n, kir.For)
+                and any(isinstance(x, kir.Wgmma) for x in n.body.body)
+            ):
                 # a warpgroup whose 64-row slice lies past the group's end multiplies nothing;
                 # one branch per warpgroup keeps each condition free of the thread index
                 # (warpgroup 0 always holds rows of a non-empty tile)
@@ -653,7 +662,7 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
                             ),
                         )
                     )
-                return kir.Block(tuple(branches), True) if len(branches) > 1 else n
+                return kir.Block(tuple(branches), True)
             return None
 
         stmts = [kir.rewrite(x, inner) for x in out]
@@ -674,17 +683,18 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
 
     body = kir.rewrite(k.body, fn)
     want_maps = 1 if cfg.per_group_maps else 0
+    want_skip = 1 if cfg.skip_slices and cfg.base.warpgroups > 1 else 0
     if (
         seen["tile"] != 2
         or seen["guard"] != 1
         or seen["epilogue"] != 1
-        or seen["skip"] != 1
+        or seen["skip"] != want_skip
         or seen["maps"] != want_maps
     ):
         raise ProofFailedError(
             f"{what}: {seen['tile']} tile loops, {seen['guard']} C row guards, {seen['epilogue']} "
             f"epilogue loops, {seen['skip']} wgmma batches and {seen['maps']} map selections rewritten "
-            f"(expected 2, 1, 1, 1 and {want_maps})",
+            f"(expected 2, 1, 1, {want_skip} and {want_maps})",
             condition=cond,
         )
     params = k.params + (("const int* __restrict__", gtab), ("int", G), ("int", rtiles))
