@@ -30,7 +30,7 @@ dtype, the geometric mean of the ratios, the smallest, and 8192^3's.
 unfused ``torch.addmm(bias, a, b)`` followed by the activation (``gelu``: erf form, as ours),
 on the 2-D shapes (``--epilogue-shapes``, default: the suite's 2-D shapes), the same rounds.
 
-``--sweep`` times every candidate of :func:`layoutproof.gpu.host.rule.hopper_candidates` on every
+``--sweep`` times every candidate of :func:`layoutproof.gpu.host.rule.default_candidates` on every
 shape (f16, graph replay) and reports the rule's pick against the fastest candidate.
 """
 
@@ -378,7 +378,7 @@ def sweep(cp, args, log):
     from layoutproof.gpu.host.runtime import gemm
 
     mma = args.sweep_path == "mma.sync"
-    base = P.mma_sync_candidates() if mma else P.hopper_candidates(True)
+    base = P.mma_sync_candidates() if mma else P.default_candidates(True)
     if args.sweep_bases:  # only these base keys (the split-K variants of the others too)
         keep = set(args.sweep_bases.split(","))
         base = tuple(c for c in base if c.key() in keep)
@@ -395,7 +395,7 @@ def sweep(cp, args, log):
     for m, n, k in shapes:
         cands = tuple(base)
         if args.splitk and not mma:  # the split-K variants the rule may pick for this shape
-            sk = P.splitk_candidates(m, n, k, P.hopper_candidates(True), sms)
+            sk = P.splitk_candidates(m, n, k, P.default_candidates(True), sms)
             if args.sweep_splits:
                 want = {int(x) for x in args.sweep_splits.split(",")}
                 sk = tuple(c for c in sk if c.splits in want)
@@ -524,7 +524,7 @@ def sanitize(cp, only_splitk=False):
         SplitKConfig(Sm90Config(bm=64, bn=128, stages=8, **ws), 3),
         SplitKConfig(Sm90Config(bm=128, bn=128, stages=6, **ws), 4),
     )
-    cfgs = splitk if only_splitk else P.hopper_candidates(True) + P.mma_sync_candidates()[-2:] + splitk
+    cfgs = splitk if only_splitk else P.default_candidates(True) + P.mma_sync_candidates()[-2:] + splitk
     for cfg in cfgs:
         # (37, 45, 51): one k-block, so split-K's other chunks are empty (they store zeros)
         for m, n, k in ((37, 45, 51), (1, 200, 64), (130, 260, 200), (64, 64, 8), (3, 300, 1000)):

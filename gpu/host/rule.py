@@ -49,6 +49,8 @@ __all__ = [
     "SM90_MODEL",
     "SM80_MODEL",
     "hopper_candidates",
+    "default_candidates",
+    "WAVE_TILES",
     "splitk_candidates",
     "SPLITK_MODEL",
     "CLUSTER_RULE",
@@ -94,10 +96,11 @@ def warn_slow_path(what: str, message: str) -> bool:
 
 # ============================================================================ candidates
 def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
-    """The wgmma configurations the default rule chooses among (all of them generated and
+    """The wgmma configurations every Hopper rule chooses among (all of them generated and
     proven like any other): warp-specialized persistent TMA kernels of five tile shapes and
     the 2-CTA cluster variant where cuda-python can encode tensor maps, else the cp.async
-    kernel's two tile shapes."""
+    kernel's two tile shapes.  The f16/bf16 rule adds :data:`WAVE_TILES`
+    (:func:`default_candidates`); the other number types' rule takes these alone."""
     if not tma:
         return (Sm90Config(bm=128, bn=256, stages=4), Sm90Config(bm=128, bn=128, stages=6))
     ws: Dict[str, Any] = dict(loader="tma", schedule="ws")
@@ -109,6 +112,27 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
         Sm90Config(bm=64, bn=128, stages=8, **ws),
         Sm90Config(bm=64, bn=64, stages=8, **ws),
     )
+
+
+#: tiles beside :func:`hopper_candidates` for the f16/bf16 products: 128x192 (wgmma N = 192,
+#: three 64-row TMA boxes of B per stage).  It removes most of the partial last wave that a
+#: 128x256 tile leaves on mid-size outputs (3072^2: 288 tiles of 128x256 are 2.2 waves of 132
+#: SMs, so the last wave runs 18% full; 384 tiles of 128x192 are 2.9 waves) and the larger
+#: per-tile tail of K-light products; the wave model takes it where that wins
+#: (:data:`SM90_MODEL`).  Listed after the others, so a tie keeps the earlier pick.
+WAVE_TILES: Tuple[Any, ...] = (Sm90Config(bm=128, bn=192, stages=4, loader="tma", schedule="ws"),)
+
+
+def default_candidates(tma: bool) -> Tuple[Any, ...]:
+    """What :func:`choose_config` chooses among for an f16/bf16 product on Hopper by default:
+    :func:`hopper_candidates` and, with TMA, :data:`WAVE_TILES`.
+
+    >>> [c.key() for c in default_candidates(True)[-2:]]
+    ['sm90_64x64x64_s8_g8_tma_ws', 'sm90_128x192x64_s4_g8_tma_ws']
+    >>> len(default_candidates(False))
+    2
+    """
+    return hopper_candidates(tma) + (WAVE_TILES if tma else ())
 
 
 #: split-K in the wave model: the fix-up kernel (a launch's fixed time, and its bytes -- S
@@ -300,6 +324,12 @@ SM90_MODEL: Dict[str, Any] = {
         "sm90_64x256x64_s5_g8_tma_ws": (709.0, 1.67),
         "sm90_64x128x64_s8_g8_tma_ws": (460.0, 0.58),
         "sm90_64x64x64_s8_g8_tma_ws": (337.0, 0.41),
+        # 128x192: measured on an H200 beside 128x256 (bench/RESULTS.md, "Tiles of 192
+        # columns against wave quantization"): where both tiles fill their waves alike its rate
+        # is 0.94 of 128x256's (6144^3, 5120^3, 3584^3); its fixed cost scales with the tile's
+        # area like the others' (2.2 us for 32K outputs, 1.06 for 16K: 1.65 for 24K), which
+        # the K-light products (4096x4096x256, 8192x8192x256) confirm
+        "sm90_128x192x64_s4_g8_tma_ws": (757.0, 1.3),
         # the cp.async kernels (no cuda-python): not fitted; below the TMA kernels' rates
         "sm90_128x256x64_s4_g8": (600.0, 2.2),
         "sm90_128x128x64_s6_g8": (520.0, 1.1),
@@ -423,7 +453,7 @@ def choose_config(
         if dec is not None:
             return dec
     if candidates is None:
-        candidates = hopper_candidates(tma) if hopper else mma_sync_candidates()
+        candidates = default_candidates(tma) if hopper else mma_sync_candidates()
     best = _fastest(candidates, m, n, k, sms)
     if best is None:
         raise GemmInputError("choose_config: no candidate configuration")
@@ -973,7 +1003,7 @@ def _batched_config(req: GemmRequest, dev: DeviceFacts, config: Any, prob: GemmP
     fused epilogue; None where the given one is not such."""
     (M, K), N = req.a.shape, req.b.shape[1]
     if config is None:
-        ws = tuple(c for c in hopper_candidates(True) if getattr(c, "schedule", "") == "ws")
+        ws = tuple(c for c in default_candidates(True) if getattr(c, "schedule", "") == "ws")
         cfg = choose_config(M * req.batch, N, K, prob, hopper=True, tma=True, sms=dev.sms, candidates=ws)
     elif isinstance(config, Sm90Config) and config.schedule == "ws" and config.loader == "tma":
         cfg = config

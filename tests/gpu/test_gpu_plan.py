@@ -33,7 +33,7 @@ SHAPES = [
 
 @pytest.mark.parametrize("hopper, tma", [(True, True), (True, False), (False, False)])
 def test_choose_config_returns_a_valid_candidate_minimizing_the_model(hopper, tma):
-    cands = P.hopper_candidates(tma) if hopper else P.mma_sync_candidates()
+    cands = P.default_candidates(tma) if hopper else P.mma_sync_candidates()
     for c in cands:
         c.validate()
     for m, n, k in SHAPES:
@@ -150,7 +150,7 @@ def test_choose_config_bad_input_is_a_gemm_input_error():
 
 
 def test_every_model_entry_is_a_candidate_key():
-    keys = {c.key() for c in P.hopper_candidates(True) + P.hopper_candidates(False)}
+    keys = {c.key() for c in P.default_candidates(True) + P.default_candidates(False)}
     assert keys == set(P.SM90_MODEL["rates"])
     assert {c.key() for c in P.mma_sync_candidates()} == set(P.SM80_MODEL["rates"])
 

@@ -21,7 +21,7 @@ from layoutproof.gpu.kernels.wgmma import Sm90Config
 
 NVCC = shutil.which("nvcc")
 WS = dict(loader="tma", schedule="ws")
-T192 = Sm90Config(bm=128, bn=192, stages=5, **WS)
+T192 = Sm90Config(bm=128, bn=192, stages=4, **WS)  # the default rule's
 T64_192 = Sm90Config(bm=64, bn=192, stages=6, **WS)
 PROBLEMS = [
     GemmProblem("k", "n", "f16", "f16"),
@@ -69,6 +69,49 @@ def test_192_column_tile_batched_epilogue_and_split_variants_are_proven():
 @pytest.mark.parametrize("cfg", [T192, T64_192], ids=lambda c: c.key())
 def test_192_column_tile_compiles_for_sm90a_without_spills(cfg, tmp_path):
     _nvcc_sm90a(wgmma.generate_sm90(cfg, PROBLEMS[0]).source, tmp_path)
+
+
+# ----------------------------------------------------------------------------- the rule
+def _pick(m, n, k, **kw):
+    return rule.choose_config(m, n, k, GemmProblem("k", "n"), hopper=True, tma=True, mma=True, **kw)
+
+
+def test_default_candidates_add_the_192_tile_for_f16_and_bf16_alone():
+    assert T192 in rule.default_candidates(True) and T192 in rule.WAVE_TILES
+    # the other number types' rule (and the autotuner's base list) keeps the six tiles
+    assert all(c.bn != 192 for c in rule.hopper_candidates(True) + rule.default_candidates(False))
+    assert rule.default_candidates(True)[: len(rule.hopper_candidates(True))] == rule.hopper_candidates(True)
+
+
+@pytest.mark.parametrize(
+    "shape, bn",
+    [
+        ((3072, 3072, 3072), 192),  # 288 tiles of 128x256: 2.2 waves; 384 of 128x192: 2.9
+        ((6144, 6144, 256), 192),  # K-light: the per-tile tail dominates
+        ((8192, 8192, 256), 192),
+        ((8192, 8192, 8192), 256),  # full waves either way: the larger tile's rate wins
+        ((4096, 4096, 4096), 256),  # 128x192: 704 tiles, 5.3 waves against 3.9
+        ((6144, 6144, 6144), 256),
+        ((3584, 3584, 3584), 256),
+    ],
+)
+def test_the_wave_model_takes_the_192_tile_where_it_removes_a_partial_wave(shape, bn):
+    assert _pick(*shape).bn == bn
+
+
+def test_the_192_tile_wins_by_the_model_at_3072_and_loses_at_4096():
+    def t(cfg, s):
+        return rule.estimate_us(cfg, s, s, s)
+
+    t256 = rule.hopper_candidates(True)[0]
+    assert t(T192, 3072) < 0.8 * t(t256, 3072)
+    assert t(T192, 4096) > 1.1 * t(t256, 4096)
+
+
+def test_the_rule_is_the_fastest_modelled_default_candidate():
+    for m, n, k in ((3072, 3072, 3072), (1000, 3000, 777), (5120, 5120, 5120), (2047, 5003, 1000)):
+        best = min(rule.default_candidates(True), key=lambda c: rule.estimate_us(c, m, n, k))
+        assert rule.choose_config(m, n, k, hopper=True, tma=True) == best
 
 
 # ----------------------------------------------------------------------------- GPU
@@ -144,7 +187,3 @@ def test_gpu_192_column_split_k_matches_float64():
         runtime.gemm(a, b, c, config=cfg.validate(), out_dtype="f32")
         ref = a.astype(cp.float64) @ b.astype(cp.float64)
         assert float(cp.abs(c - ref).max() / cp.abs(ref).max()) < 1e-5, cfg.key()
-
-
-def test_rule_module_is_importable_without_a_gpu():
-    assert rule.hopper_candidates(True)
