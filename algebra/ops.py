@@ -1076,6 +1076,19 @@ def composition(lhs: Any, rhs: Any) -> Any:
     (disjointness: adding their images carries between ``lhs``'s digits) raise too, each
     error naming the condition and a witness coordinate of ``rhs``.
     """
+    if type(rhs) is Layout and type(lhs) is Layout:
+        r = rhs._stride
+        if type(r) is int and r == 0 and type(rhs._shape) is int and lhs._sym is False:
+            # rhs is n:0: every coordinate goes to lhs(0) == 0, whatever lhs is (once its
+            # strides are integers: a coordinate stride's zero is not the integer 0)
+            fd = lhs._fd
+            if fd is not None:
+                for d in fd:
+                    if type(d) is not int:
+                        break
+                else:
+                    return rhs  # layouts are values: n:0 itself
+        return _compose_layout(lhs, rhs)
     if not isinstance(lhs, Layout):  # other kinds of layouts answer for themselves
         return kinds.call("composition", lhs, rhs)
     if isinstance(rhs, Layout):
