@@ -156,6 +156,27 @@ def _plain_shape(s: Tuple[Any, ...], depth: int) -> bool:
     return True
 
 
+# Nested plain-int (shape, stride) pairs the constructor has checked, remembered by the
+# identity of the stride tuple in a direct-mapped table of SEEN_SLOTS entries (shape,
+# stride, flat shape, flat stride): a new pair replaces whatever held its slot, so the
+# table is bounded without any bookkeeping.  An entry is used only when both tuples are the
+# very objects it holds (``is``), never for an equal value: ``(1, 2) == (True, 2.0)`` hash
+# alike, but only tuples whose leaves were checked to be exact ints are entered, tuples
+# are immutable, and the entry keeps them alive (so their ids are not reused).  It pays
+# for a script that builds the same literal layout again and again (a tuple literal is one
+# constant object); equal tuples built anew are checked in full.
+SEEN_SLOTS = 64
+_SEEN_MASK = SEEN_SLOTS - 1
+_NO_ENTRY: Tuple[Any, Any, Optional[Tuple[Any, ...]], Optional[Tuple[Any, ...]]] = (None, None, None, None)
+_SEEN: List[Tuple[Any, Any, Optional[Tuple[Any, ...]], Optional[Tuple[Any, ...]]]] = [_NO_ENTRY] * SEEN_SLOTS
+
+
+def forget_seen() -> None:
+    """Empty the constructor's table of remembered nested pairs (it never changes a result;
+    tests and benchmarks use it to time first constructions)."""
+    _SEEN[:] = [_NO_ENTRY] * SEEN_SLOTS
+
+
 def checked_shape(s: Any, what: str = "shape", depth: int = 0) -> Any:
     t = type(s)
     if t is int:
@@ -394,6 +415,18 @@ class Layout:
                             self._sym = False
                             return
                     if n:
+                        # nested plain ints seen before as these very objects (tuples of
+                        # exact ints are immutable, and the entry keeps them alive, so
+                        # the identity test is the whole check): the cached flattening
+                        slot = id(stride) >> 4 & _SEEN_MASK
+                        seen = _SEEN[slot]
+                        if seen[1] is stride and seen[0] is shape:
+                            self._shape = shape
+                            self._stride = stride
+                            self._fs = seen[2]
+                            self._fd = seen[3]
+                            self._sym = False
+                            return
                         # the common nesting, plain ints two deep: checked and flattened
                         # at once (a tuple nested deeper is a leaf that is not an int)
                         fs: Tuple[Any, ...] = ()
@@ -421,12 +454,14 @@ class Layout:
                                     self._fs = fs
                                     self._fd = fd
                                     self._sym = False
+                                    _SEEN[slot] = (shape, stride, fs, fd)
                                     return
                         if _plain_pair(shape, stride, 0):  # nested deeper
                             self._shape = shape
                             self._stride = stride
                             self._fs = self._fd = None
                             self._sym = False
+                            _SEEN[slot] = (shape, stride, None, None)
                             return
             elif stride is None and _plain_shape(shape, 0):
                 self._shape = shape
