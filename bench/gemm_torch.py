@@ -11,6 +11,16 @@ numerics: ``||C - A @ B|| / ||A @ B||`` against float64 on fresh N(0, 1) operand
 torch's.
 
     python3 bench/gemm_torch.py [--shapes 512x512x512,...] [--out DIR]
+
+``--tiny`` measures the tiny-shape path instead (:mod:`layoutproof.gpu.host.tiny`): for each
+of ``--tiny-shapes`` (f16, fresh operands; ``T`` after a shape makes B column-major, ``O``
+offsets A by one element, so the tiled path must stage it), the GPU time per call of
+``gemm`` as routed, the tiny kernel, the tiled plans (``path="wgmma"``),
+``torch.matmul(out=)`` and ``cupy.matmul(out=)`` on the same memory, each as CUDA events
+around ``--reps`` calls queued behind ``torch.cuda._sleep`` (so the host's issue rate is
+not what is timed), the median of three; and the host time per call of ``gemm(a, b)``
+against ``torch.matmul(a, b)``.  ``--sweep`` adds the crossover of the tiny kernel and the
+tiled plans over growing volumes (the measurement behind ``tiny.TINY_VOLUME``).
 """
 
 from __future__ import annotations
@@ -29,6 +39,129 @@ sys.path.insert(0, str(ROOT))
 SHAPES = "64x64x64,512x512x512,16x4096x4096,4096x4096x4096,8x512x512x512,1000x3000x777"
 
 
+TINY_SHAPES = (
+    "1x1x1,7x13x17,7x13x17O,3x5x1000,16x16x16,33x47x65T,64x64x64,1x300x700,100x100x100,"
+    "128x128x128,8x512x512,1x1024x1024"
+)
+SWEEP = (
+    "48x48x48,64x64x64,80x80x80,96x96x96,112x112x112,128x128x128,160x160x160,192x192x192,"
+    "256x256x256,1x512x512,1x1024x1024,1x2048x2048,16x256x256,16x512x512,16x1024x1024,"
+    "64x64x1024,256x256x16,32x32x4096"
+)
+
+
+def _gpu_us(torch, fns, reps):
+    """GPU microseconds per call of each of ``fns``: CUDA events around ``reps`` calls queued
+    behind a sleep kernel (the host enqueues them all before the first runs), median of 3."""
+    out = {}
+    for nm, f in fns.items():
+        f()
+        ts = []
+        for _ in range(3):
+            torch.cuda.synchronize()
+            torch.cuda._sleep(int(reps * 40e-6 * 1.9e9))  # longer than the host needs to enqueue
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            for _ in range(reps):
+                f()
+            e1.record()
+            e1.synchronize()
+            ts.append(e0.elapsed_time(e1) / reps * 1e3)
+        out[nm] = statistics.median(ts)
+    return out
+
+
+def _host_us(torch, fns, reps, rounds):
+    best = {nm: float("inf") for nm in fns}
+    for _ in range(rounds):
+        for nm, f in fns.items():
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                f()
+            best[nm] = min(best[nm], (time.perf_counter() - t0) / reps * 1e6)
+    return best
+
+
+def _tiny_operands(torch, spec, dev):
+    flags = spec.lstrip("0123456789x")
+    m, n, k = (int(x) for x in spec[: len(spec) - len(flags)].split("x"))
+    g = torch.Generator(device=dev).manual_seed(m * 131 + n * 7 + k)
+    a = torch.randn(m * k + 1, device=dev, generator=g).half()
+    a = a[1:] if "O" in flags else a[:-1]
+    a = a.view(m, k)
+    b = torch.randn(n, k, device=dev, generator=g).half().t() if "T" in flags else None
+    if b is None:
+        b = torch.randn(k, n, device=dev, generator=g).half()
+    return (m, n, k), a, b
+
+
+def tiny_main(args) -> int:
+    import cupy
+    import torch
+
+    from layoutproof.gpu.host import runtime, tiny
+
+    gemm = runtime.gemm
+    dev = torch.device("cuda")
+    reps = min(args.reps, 100)
+    rows = []
+    print(f"TINY_VOLUME = {tiny.TINY_VOLUME}")
+    print(
+        f"{'shape':>14} {'route':>6}  GPU us: {'gemm':>6} {'tiny':>6} {'tiled':>6} {'torch':>6} {'cupy':>6}"
+        f"   host us: {'gemm':>5} {'matmul':>6}   err"
+    )
+    for spec in args.tiny_shapes.split(","):
+        (m, n, k), a, b = _tiny_operands(torch, spec, dev)
+        out = torch.empty(m, n, device=dev, dtype=torch.float16)
+        out_t = torch.empty_like(out)
+        ca, cb, co = (cupy.from_dlpack(x) for x in (a, b, out_t))
+        gemm(a, b, out)
+        route = type(runtime.last_launch["plan"]).__name__
+        ref = a.double() @ b.double()
+        err = float((out.double() - ref).norm() / max(ref.norm(), 1e-30))
+        fns = {
+            "gemm": lambda: gemm(a, b, out),
+            "tiny": lambda: gemm(a, b, out, path="tiny"),
+            "tiled": lambda: gemm(a, b, out, path="wgmma"),
+            "torch": lambda: torch.matmul(a, b, out=out_t),
+            "cupy": lambda: cupy.matmul(ca, cb, out=co),
+        }
+        gpu = _gpu_us(torch, fns, reps)
+        host = _host_us(
+            torch, {"gemm(a,b)": lambda: gemm(a, b), "matmul(a,b)": lambda: torch.matmul(a, b)}, reps, 5
+        )
+        rows.append(dict(shape=spec, route=route, gpu_us=gpu, host_us=host, rel_err=err))
+        print(
+            f"{spec:>14} {route[:6]:>6}  GPU us: {gpu['gemm']:6.1f} {gpu['tiny']:6.1f} {gpu['tiled']:6.1f} "
+            f"{gpu['torch']:6.1f} {gpu['cupy']:6.1f}   host us: {host['gemm(a,b)']:5.1f} "
+            f"{host['matmul(a,b)']:6.1f}   {err:.1e}",
+            flush=True,
+        )
+    if args.sweep:
+        print("crossover: GPU us of the tiny kernel against the tiled plans (f16, row-major)")
+        for spec in (SWEEP if args.sweep == "default" else args.sweep).split(","):
+            (m, n, k), a, b = _tiny_operands(torch, spec, dev)
+            out = torch.empty(m, n, device=dev, dtype=torch.float16)
+            gpu = _gpu_us(
+                torch,
+                {
+                    "tiny": lambda: gemm(a, b, out, path="tiny"),
+                    "tiled": lambda: gemm(a, b, out, path="wgmma"),
+                },
+                reps,
+            )
+            vol = m * n * k
+            rows.append(dict(sweep=spec, volume=vol, gpu_us=gpu))
+            print(
+                f"{spec:>14} volume {vol:>10}  tiny {gpu['tiny']:7.1f}  tiled {gpu['tiled']:7.1f}", flush=True
+            )
+    od = Path(args.out)
+    od.mkdir(parents=True, exist_ok=True)
+    (od / "gemm_torch_tiny.json").write_text(json.dumps(rows, indent=1))
+    return 0
+
+
 def _shape(s: str):
     p = tuple(int(x) for x in s.split("x"))
     return p if len(p) == 3 else (p[1], p[2], p[3], p[0])  # (m, n, k[, batch])
@@ -41,7 +174,12 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/out/gemm_torch"))
+    ap.add_argument("--tiny", action="store_true", help="the tiny-shape path (module docstring)")
+    ap.add_argument("--tiny-shapes", default=TINY_SHAPES)
+    ap.add_argument("--sweep", default="", help="shapes of the tiny / tiled crossover")
     args = ap.parse_args()
+    if args.tiny:
+        return tiny_main(args)
     import torch
 
     from layoutproof.gpu.host import runtime, torch_op

@@ -610,10 +610,10 @@ class GemmPlan(_Launch):
             if self._pdl_split is not None and not self._pdl_split(sp):
                 self._pdl_split = None
             if self._pdl_split is None:
-                g = self.grid
-                self._launch_kernel(
-                    self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem, sp, self._pb.address, 0
-                )
+                g, lk = self.grid, self._launch_kernel
+                if lk is None:  # direct() hands this method out only with launchKernel
+                    raise GemmConfigError("a direct launch needs CuPy's driver launchKernel")
+                lk(self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem, sp, self._pb.address, 0)
             if self._fix is not None:
                 self._fixup_ptr(pc, sp)
         last_launch.update(self._info)

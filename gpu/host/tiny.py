@@ -54,7 +54,12 @@ TINY_VOLUME = 1 << 18
 
 def tiny_config(m: int, n: int, k: int, *, force: bool = False) -> Optional[TinyConfig]:
     """The tiny kernel's configuration for an ``m x n x k`` product, or None where the
-    tiled plans are faster (volume above :data:`TINY_VOLUME`, unless ``force``)."""
+    tiled plans are faster (volume above :data:`TINY_VOLUME`, unless ``force``).  The
+    kernel's k-step count is a C ``int``: K of 2**30 or more is never tiny."""
+    if k >= 1 << 30:
+        if force:
+            raise GemmInputError(f"gemm: path='tiny' takes K < 2**30 (K = {k}); use path='auto'")
+        return None
     if not force and m * n * k > TINY_VOLUME:
         return None
     steps = -(-k // 16)
