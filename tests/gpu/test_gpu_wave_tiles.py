@@ -108,6 +108,21 @@ def test_the_192_tile_wins_by_the_model_at_3072_and_loses_at_4096():
     assert t(T192, 4096) > 1.1 * t(t256, 4096)
 
 
+def _batched_request(batch, m, n, k):
+    a = rule.OperandFacts((m, k), (k * 2, 2), 2, 0, batch, m * k * 2)
+    b = rule.OperandFacts((k, n), (n * 2, 2), 2, 0, batch, k * n * 2)
+    return rule.GemmRequest(a, b, "f16", "f16", 2, batch=batch)
+
+
+def test_the_batched_rule_leaves_the_192_tile_out():
+    dev = rule.DeviceFacts(cc="90", sms=132, tma=True)
+    req = _batched_request(8, 2048, 2048, 128)
+    assert _pick(8 * 2048, 2048, 128).bn == 192  # the 2-D rule on the stacked rows takes it
+    d = rule.decide_batched(req, dev)
+    if d.mode == "kernel":  # the kernel path needs rank-3 TMA loads in the kernel IR
+        assert d.launch.config.bn == 256
+
+
 def test_the_rule_is_the_fastest_modelled_default_candidate():
     for m, n, k in ((3072, 3072, 3072), (1000, 3000, 777), (5120, 5120, 5120), (2047, 5003, 1000)):
         best = min(rule.default_candidates(True), key=lambda c: rule.estimate_us(c, m, n, k))
