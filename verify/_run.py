@@ -111,8 +111,15 @@ def extra_facts(assume: Any) -> tuple:
     if assume is None:
         return ()
     if isinstance(assume, str) or not hasattr(assume, "__iter__"):
-        return (assume,)
-    return tuple(assume)
+        out: tuple = (assume,)
+    else:
+        out = tuple(assume)
+    for a in out:  # checked here too, where concrete layouts never parse them
+        if not (isinstance(a, (str, bool)) or hasattr(a, "free_symbols")):
+            raise MalformedLayoutError(
+                f"assume: each assumption is a string or a SymPy relation, got {show(a)}"
+            )
+    return out
 
 
 def _concrete_check(check: Callable[..., None], objs: Sequence[Any]) -> Optional[Counterexample]:
@@ -138,6 +145,7 @@ def run(
     if type(max_cases) is not int or max_cases < 1:
         raise MalformedLayoutError(f"max_cases must be a positive int, got {show(max_cases)}")
     user_bounds(bounds, [])
+    extra_facts(assume)  # the assumptions' types, checked even where nothing parses them
     symbolic = any(is_symbolic(o) for o in objs)
     if not symbolic:
         try:
@@ -548,6 +556,11 @@ def split_params(params: Any) -> Tuple[List[Any], List[str]]:
         )
     if not names:
         return [], []
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise MalformedLayoutError(
+            f"params: each parameter is named once, got {', '.join(twice)} more than once"
+        )
     syms = symbols(" ".join(names))
     if not isinstance(syms, tuple):
         syms = (syms,)

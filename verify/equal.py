@@ -34,14 +34,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from layoutproof.errors import LayoutError, show
+from layoutproof.errors import LayoutError, MalformedLayoutError, show
 from layoutproof.inttuple import raw_product
 from layoutproof.layout import Layout, fmt_htuple
 
 from ._bounded import MAX_CASES
 from ._concrete import is_symbolic, lifted
 from ._engine import Fail
-from ._run import call_budgeted, guard_args, run
+from ._run import call_budgeted, check_arity, guard_args, run
 from .result import Counterexample, Result
 
 __all__ = ["equal", "compatible", "function"]
@@ -111,6 +111,9 @@ def _equal(A: Any, B: Any, assume: Any, timeout_ms: Optional[int], bounds: Any, 
     )
 
 
+_NO_SHAPE: Any = object()
+
+
 @dataclass(frozen=True, slots=True, init=False, repr=False, eq=False)
 class function:  # noqa: N801 - used like a function: verify.function(f, shape)
     """A Python function of the 1-D coordinate over the domain of ``shape``, usable where a
@@ -128,9 +131,14 @@ class function:  # noqa: N801 - used like a function: verify.function(f, shape)
     shape: Any
     size: int
 
-    def __init__(self, fn: Any, shape: Any) -> None:
+    def __init__(self, fn: Any, shape: Any = _NO_SHAPE) -> None:
         if not callable(fn):
             raise LayoutError(f"function(fn, shape): fn must be callable, got {fn!r:.60}")
+        if shape is _NO_SHAPE:
+            raise MalformedLayoutError(
+                "function(fn, shape): the shape of the coordinates fn is defined on is missing"
+            )
+        check_arity(fn, ["i"], "function(fn, shape): fn")
         layout = Layout(shape)
         s = object.__setattr__  # a frozen record: set once, here
         s(self, "fn", fn)

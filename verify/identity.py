@@ -8,9 +8,16 @@ assignment of the parameters that satisfies the assumptions:
 2. the two symbolic layouts are compared by :func:`~layoutproof.verify.equal` (SymPy, then
    Z3: "proved" or "refuted" with a confirmed counterexample);
 3. when Z3 cannot settle it, or an operation's side condition is undecidable with the
-   parameters symbolic, both sides are computed concretely at every assignment in a box
+   parameters symbolic, or a side cannot run on symbols (``range(M)`` raises a
+   ``TypeError``), both sides are computed concretely at every assignment in a box
    (``bounds``) and compared exhaustively: "checked" with the box, or "refuted" with the
    assignment and the coordinate.
+
+Mistakes in the call (parameters that do not fit the functions or are named twice, a side
+that is neither a function nor a layout or returns something else, symbols in the sides
+that are not parameters, assumptions that are not conditions) raise
+:class:`~layoutproof.errors.MalformedLayoutError` naming them; an exception the caller's own
+code raises at concrete values passes through unchanged.
 
 >>> from layoutproof import Layout, composition
 >>> r = identity(lambda M, N: composition(Layout((M, N), (N, 1)), Layout(4, 1)),
@@ -73,7 +80,23 @@ def _layout_like(x: Any) -> bool:
 
 
 def _call(fn: Any, args: Sequence[Any]) -> Any:
+    """``fn(*args)`` for a function of the parameters (a layout stands for itself).  An
+    exception of the caller's own code passes through unchanged."""
     return fn(*args) if callable(fn) and not _layout_like(fn) else fn
+
+
+class _NoSymbols(Exception):
+    """A side raised a non-layout exception when called with SymPy symbols (``range(M)``):
+    it is checked at concrete values only."""
+
+
+def _call_symbolic(fn: Any, args: Sequence[Any], what: str) -> Any:
+    try:
+        return _call(fn, args)
+    except LayoutError:
+        raise
+    except Exception as e:  # the caller's code may need ints: the concrete values tell
+        raise _NoSymbols(f"{what} raised {type(e).__name__} with symbolic parameters: {e}") from e
 
 
 def infer_params(lhs: Any) -> List[str]:
@@ -181,6 +204,7 @@ def _identity(
         if callable(fn) and not _layout_like(fn):
             check_arity(fn, names, f"identity: the {side}")
     user_bounds(bounds, names)
+    extra_facts(assume)  # the assumptions' types, checked even where nothing parses them
     facts = facts_for(assume) if syms or assume else ()
     ftext = facts_text(facts) if facts else ()
     notes: List[str] = []
@@ -221,8 +245,8 @@ def _identity(
             from layoutproof.symbolic import assuming
 
             with assuming(*extra_facts(assume)), op_timeout(timeout_ms):
-                L = _side(_call(lhs, syms), "identity (lhs)")
-                R = _side(_call(rhs, syms), "identity (rhs)")
+                L = _side(_call_symbolic(lhs, syms, "the lhs"), "identity (lhs)")
+                R = _side(_call_symbolic(rhs, syms, "the rhs"), "identity (rhs)")
         else:
             L = _side(_call(lhs, ()), "identity (lhs)")
             R = _side(_call(rhs, ()), "identity (rhs)")
@@ -251,6 +275,10 @@ def _identity(
         why = f"{side} is inadmissible symbolically ({e.condition}), not confirmed at any concrete assignment"
     except UndecidableConditionError as e:
         why = f"a side condition is undecided with symbolic parameters: {e.condition}"
+    except _NoSymbols as e:
+        # the function cannot run on SymPy symbols (range(M), ...): only concrete values
+        # (where an error of the caller's code passes through)
+        why = str(e)
     text = claim or (f"{L} == {R}" if L is not None and R is not None else "lhs == rhs")
     obligations: List[ProofObligation] = []
     if why is None:
@@ -399,6 +427,7 @@ def _admissible(
     t0 = time.perf_counter()
     guard_args(*args)
     user_bounds(bounds, [])
+    extra_facts(assume)
     fn = resolve_op(op)
     name = getattr(fn, "__name__", str(op))
     try:
@@ -421,9 +450,9 @@ def _admissible(
             facts = facts_for(assume)
             ftext = facts_text(facts)
             with assuming(*extra_facts(assume)), op_timeout(timeout_ms):
-                fn(*args)
+                _call(fn, args)
         else:
-            fn(*args)
+            _call(fn, args)
     except InadmissibleError as e:
         cex: Optional[Counterexample] = _inadmissible(e, name)
         asg = getattr(e, "assignment", None)
@@ -451,7 +480,7 @@ def _admissible(
     def case(env: Dict[str, int]) -> Optional[Counterexample]:
         try:
             cargs = [concretize(a, env) for a in args]
-            fn(*cargs)
+            _call(fn, cargs)
         except InadmissibleError as err:
             return _inadmissible(err, name)
         except (MalformedLayoutError, UndecidableConditionError) as err:
@@ -517,7 +546,7 @@ def _inadmissible_at(
     if any(is_symbolic(a) for a in cargs):
         return None
     try:
-        fn(*cargs)
+        _call(fn, cargs)
     except InadmissibleError as err:
         return _inadmissible(err, name).with_assignment(asg)
     except LayoutError:

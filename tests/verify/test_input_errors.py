@@ -65,3 +65,49 @@ def test_other_entry_points_name_the_mistake() -> None:
         verify.function(3, (4,))
     with pytest.raises(LayoutError, match="expected a layout"):
         verify.equal(lambda M: Layout(M, 1), Layout(M, 1))
+
+
+def test_function_needs_a_shape_and_a_one_argument_function() -> None:
+    with pytest.raises(MalformedLayoutError, match="shape of the coordinates"):
+        verify.function(lambda i: i)
+    with pytest.raises(MalformedLayoutError, match=r"fn takes \(i, j\)"):
+        verify.function(lambda i, j: i, 4)
+    assert verify.equal(verify.function(lambda i: i, 4), Layout(4, 1)).status == "proved"
+
+
+@pytest.mark.parametrize("assume", [3, object(), ["M > 0", 5], [None]])
+def test_assumptions_of_the_wrong_type_are_refused_everywhere(assume: object) -> None:
+    M = symbols("M")
+    with pytest.raises(MalformedLayoutError, match="assum"):
+        verify.equal(Layout(4, 1), Layout(4, 1), assume=assume)  # concrete: nothing parses them
+    with pytest.raises(MalformedLayoutError, match="assum|condition"):
+        verify.identity(lambda M: Layout(M, 1), lambda M: Layout(M, 1), ["M"], assume=assume)
+    with pytest.raises(MalformedLayoutError, match="assum|condition"):
+        verify.postcondition("coalesce", Layout(M, 1), Layout(M, 1), assume=assume)
+    with pytest.raises(MalformedLayoutError, match="assum|condition"):
+        verify.admissible("coalesce", Layout(4, 1), assume=assume)
+
+
+def test_identity_params_named_twice_or_sides_out_of_scope() -> None:
+    with pytest.raises(MalformedLayoutError, match="M more than once"):
+        verify.identity(lambda M, N: Layout(M, 1), lambda M, N: Layout(M, 1), ["M", "M"])
+    N = symbols("N")
+    with pytest.raises(MalformedLayoutError, match=r"symbols \['N'\], not parameters"):
+        verify.identity(lambda M: Layout(N, 1), lambda M: Layout(M, 1), ["M"])
+
+
+def test_non_layout_returns_are_named() -> None:
+    for bad in (None, 1.5, [1], {"a": 1}):
+        with pytest.raises(LayoutError, match=r"identity \(lhs\): expected a layout"):
+            verify.identity(lambda M, bad=bad: bad, lambda M: Layout(M, 1), ["M"])
+    with pytest.raises(LayoutError, match="the result: expected a layout"):
+        verify.postcondition("coalesce", None, Layout(4, 1))
+
+
+def test_a_side_that_needs_integers_is_checked_at_integers() -> None:
+    # range(M) cannot take a SymPy symbol: the identity is checked in a box instead
+    r = verify.identity(lambda M: Layout(len(range(M)), 1), lambda M: Layout(M, 1), ["M"], bounds=8)
+    assert r.status == "checked"
+    assert any("symbolic parameters" in n for n in r.notes)
+    r = verify.identity(lambda M: Layout(len(range(M)), 1), lambda M: Layout(M + 1, 1), ["M"], bounds=8)
+    assert r.status == "refuted" and r.counterexample.assignment == {"M": 1}
