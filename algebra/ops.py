@@ -577,6 +577,11 @@ def _compose_leaf_cute(As: List[int], Ad: List[int], n: int, r: int, k: int) -> 
             rest_n //= take
             rest_r = 1
             continue
+        if not ms and (n - 1) * rest_r < s and type(Ad[i]) is int and n <= EXACT_LIMIT:
+            # The whole leaf lies inside A's mode i (r is rest_r times the extents before it,
+            # which it skipped whole), so j -> A(r*j) = j*rest_r*Ad[i]: what evaluation finds
+            # (and, like it, leaves disjointness to evaluation: occ None).
+            return _Leaf([n], [rest_r * Ad[i]], None)
         w = _leaf_witness_nonlinear(As, Ad, n, r)
         raise InadmissibleError(
             f"composition: stride divisibility: B's {_where(k)} ({n}:{r}) has remaining stride "
@@ -871,6 +876,14 @@ def _check_disjoint(
 ) -> None:
     """Every leaf of B uses digits of A's mixed radix; the by-mode result equals A∘B iff
     adding the leaves' images never carries from one digit of A into the next."""
+    moving = 0
+    for s, d in zip(fbs, fbd):
+        if s != 1 and d != 0:
+            moving += 1
+    if moving <= 1:
+        # at most one leaf of B moves (the others are extent 1 or stride 0, always at
+        # offset 0): A(B(c)) is that leaf's composition, there is nothing to add up
+        return
     last = len(As) - 1
     decided = True
     wrapping = 0
