@@ -47,17 +47,22 @@ __all__ = [
 
 
 class Obligation:
-    """A Z3 query: ``facts and not claim`` is unsatisfiable iff ``claim`` follows."""
+    """A Z3 query: ``facts and not claim`` is unsatisfiable iff ``claim`` follows.
+
+    A quotient is read as an integer division only where nothing divides inexactly; a
+    claim or fact with a quotient is read exactly (no solver runs here to show the
+    quotient exact), so the exported script means what the condition means."""
 
     __slots__ = ("claim", "facts", "env", "solver_terms")
 
     def __init__(self, claim: Any, facts: Tuple[Any, ...]) -> None:
         self.claim = claim
         self.facts = facts
-        self.env: Dict[Any, Any] = {}
-        zc = to_z3(claim, self.env)
-        zf = [to_z3(f, self.env) for f in facts]
-        self.solver_terms = (zc, zf)
+        q = solver._Query(claim, facts)
+        if q.guarded:
+            q.read_exactly()
+        self.env: Dict[Any, Any] = q.env
+        self.solver_terms = (q.claim, list(q.facts))
 
     def assertions(self, negate: bool = True) -> List[Any]:
         """Domains, facts and ``not claim`` (``claim`` when not ``negate``) as Z3 terms."""
