@@ -1111,7 +1111,7 @@ __device__ __forceinline__ void lp_cluster_sync() {
 """,
     "act": r"""__device__ __forceinline__ float lp_act_none(float x) { return x; }
 __device__ __forceinline__ float lp_act_relu(float x) { return fmaxf(x, 0.f); }
-__device__ __forceinline__ float lp_act_silu(float x) { return x / (1.f + __expf(-x)); }
+__device__ __forceinline__ float lp_act_silu(float x) { return __fdividef(x, 1.f + __expf(-x)); }
 __device__ __forceinline__ float lp_act_gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678f)); }
 """,
     "griddep": r"""__device__ __forceinline__ void lp_griddep_wait() {
