@@ -648,7 +648,7 @@ def explore(dtype: str, out: str, shapes: List[Tuple[int, int, int]], rounds: in
     ws: Dict[str, Any] = dict(loader="tma", schedule="ws")
     cfgs = list(hopper_candidates(True))[:4] + [
         Sm90Config(bm=128, bn=192, stages=5, **ws),
-        Sm90Config(bm=128, bn=128, stages=6, cluster=2, **ws),
+        Sm90Config(bm=64, bn=128, stages=8, **ws),
     ]
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     prebuild([(cfg, GemmProblem("k", "k", dtype, out)) for cfg in cfgs])

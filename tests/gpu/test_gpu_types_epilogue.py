@@ -216,10 +216,11 @@ def test_gpu_int8_s32_epilogue_exact():
     got = typed.typed_gemm(
         a, bt.t(), dtype="s8", scale=3, beta=-2, c=c, bias=bias, bias_along="m", activation="relu"
     )
-    ref = 3 * (a.long() @ bt.long().t()) - 2 * c.long() + bias.long()[:, None]
-    assert got.dtype == torch.int32 and torch.equal(got.long(), ref.clamp(min=0))
+    a, bt, bias, c = (x.cpu().long() for x in (a, bt, bias, c))  # CUDA has no int64 matmul
+    ref = 3 * (a @ bt.t()) - 2 * c + bias[:, None]
+    assert got.dtype == torch.int32 and torch.equal(got.cpu().long(), ref.clamp(min=0))
     with pytest.raises(GemmInputError, match="integer"):
-        typed.typed_gemm(a, bt.t(), dtype="s8", scale=0.5)
+        typed.typed_gemm(a.cuda().to(torch.int8), bt.cuda().to(torch.int8).t(), dtype="s8", scale=0.5)
 
 
 def test_gpu_tf32_and_int8_scaled_epilogue():
@@ -249,8 +250,7 @@ def test_gpu_batched_typed():
     except GemmInputError as e:  # the generator refuses batched typed kernels
         assert "call gemm once per matrix" in str(e)
         pytest.skip(f"batched typed kernels refused: {e}")
-    ref = a.long() @ bt.long().transpose(1, 2)
-    assert got.shape == (nb, m, n) and torch.equal(got.long(), ref)
-    shared = typed.typed_gemm(a, bt[0].t(), dtype="s8")
-    assert torch.equal(shared.long(), a.long() @ bt[0].long().t())
-    np.testing.assert_array_equal(shared[1].cpu().numpy(), (a[1].long() @ bt[0].long().t()).cpu().numpy())
+    a64, b64 = a.cpu().long(), bt.cpu().long()  # CUDA has no int64 matmul
+    assert got.shape == (nb, m, n) and torch.equal(got.cpu().long(), a64 @ b64.transpose(1, 2))
+    shared = typed.typed_gemm(a, bt[0].t(), dtype="s8")  # B shared by every batch
+    np.testing.assert_array_equal(shared.cpu().numpy(), (a64 @ b64[0].t()).numpy())
