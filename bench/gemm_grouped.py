@@ -16,9 +16,8 @@ mean) and writes ``gemm_grouped.json`` and ``gemm_grouped.log`` under ``$OUT`` (
 
 The list form (``gemm_grouped`` over per-group tensors in separate allocations, read in
 place through per-group tensor maps) is timed beside the stacked form (``--lists``); a
-sweep of kernel configurations (``--sweep``: rasterization group, tile, stages, the
-warpgroup skip off) runs on the bf16 shapes in the same process, each against the same
-peer.  ``--prewarm`` compiles every kernel the run needs in parallel processes first (the
+sweep of kernel configurations (``--sweep``: the rasterization group) runs on the bf16
+shapes in the same process, each against the same peer.  ``--prewarm`` compiles every kernel the run needs in parallel processes first (the
 compiler's disk cache then serves the timed process).
 
     python3 bench/gemm_grouped.py [--dtypes bf16,f16] [--reps 20] [--quick] [--lists] [--sweep]
@@ -60,10 +59,8 @@ def _pow2(g):
 #: the sweep's configurations: (name, GroupedConfig fields, Sm90Config fields)
 SWEEP = [
     ("default", {}, {}),
-    ("no skip", {"skip_slices": False}, {}),
-    ("group_m 16", {}, {"group_m": 16}),
     ("group_m 4", {}, {"group_m": 4}),
-    ("128x128 s6", {}, {"bn": 128, "stages": 6}),
+    ("group_m 16", {}, {"group_m": 16}),
 ]
 
 

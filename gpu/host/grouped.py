@@ -149,22 +149,77 @@ def masked_table(xp: Any, masked_m: Any, max_m: int, bm: int) -> Tuple[Any, int]
     return xp.concatenate([g * per, begs, ends]).astype(xp.int32), G * per
 
 
-def _torch_table(torch: Any, offs: Any, bm: int, total_rows: int) -> Tuple[Any, int]:
-    """:func:`moe_table` with torch operations (the table stays on the tensor's device)."""
-    ends = offs.to(torch.int64)
-    begs = torch.cat([ends.new_zeros(1), ends[:-1]])
-    tiles = (torch.clamp(ends - begs, min=0) + (bm - 1)) // bm
-    ptile = torch.cumsum(tiles, 0) - tiles
-    return torch.cat([ptile, begs, ends]).to(torch.int32), -(-total_rows // bm) + int(offs.shape[0])
+# ---------------------------------------------------------------------------- on the device, one launch
+#: the group table of device offsets in one small launch (one block; a scan in shared
+#: memory), where the array operations of :func:`moe_table` take about ten: the same
+#: table, entry for entry (checked against :func:`moe_table` and :func:`masked_table` on
+#: the GPU).  ``kind`` 0: contiguous (``src`` the cumulative ends); 1: masked (``src`` the
+#: row counts, ``arg`` = max_m).
+TABLE_SOURCE = r"""
+extern "C" __global__ void __launch_bounds__(1024) lp_group_table(const int* __restrict__ src, int G, int bm,
+                                                                  int kind, int arg, int* __restrict__ tab) {
+  __shared__ int s[1024];
+  const int g = threadIdx.x;
+  int beg = 0, end = 0, t = 0;
+  if (g < G) {
+    if (kind == 0) {
+      end = src[g];
+      beg = g ? src[g - 1] : 0;
+    } else {
+      beg = g * arg;
+      end = beg + min(max(src[g], 0), arg);
+    }
+    const int n = end - beg;
+    t = n > 0 ? (n + bm - 1) / bm : 0;
+    if (kind == 1) t = (arg + bm - 1) / bm;  // every group owns ceil(max_m / bm) tile rows
+  }
+  s[g] = t;
+  __syncthreads();
+  for (int d = 1; d < 1024; d <<= 1) {  // inclusive scan (Hillis-Steele)
+    const int v = g >= d ? s[g - d] : 0;
+    __syncthreads();
+    s[g] += v;
+    __syncthreads();
+  }
+  if (g < G) {
+    tab[g] = s[g] - t;  // exclusive prefix of the tile rows
+    tab[G + g] = beg;
+    tab[2 * G + g] = end;
+  }
+}
+"""
+_TABLE_KERNELS: Dict[int, Any] = {}
 
 
-def _torch_masked(torch: Any, masked_m: Any, max_m: int, bm: int) -> Tuple[Any, int]:
-    G = int(masked_m.shape[0])
-    per = -(-max_m // bm)
-    g = torch.arange(G, dtype=torch.int64, device=masked_m.device)
-    begs = g * max_m
-    ends = begs + torch.clamp(masked_m.to(torch.int64), min=0, max=max_m)
-    return torch.cat([g * per, begs, ends]).to(torch.int32), G * per
+def _device_table(src: "_Arr", G: int, bm: int, kind: int, arg: int, torch_mod: Any) -> Tuple[Any, int]:
+    """The kernel's group table built on the device from ``src`` (G int32 entries) in one
+    launch on the caller's stream (torch's current stream for tensors); returns it and its
+    address."""
+    from . import device
+
+    if G > 1024:
+        raise GemmInputError(
+            f"grouped GEMM: {G} groups; the grouped kernel takes up to 1024 (split the call)"
+        )
+    cp = device.cupy()
+    with cp.cuda.Device(src.dev):
+        rk = _TABLE_KERNELS.get(src.dev)
+        if rk is None:
+            rk = cp.RawKernel(TABLE_SOURCE, "lp_group_table", options=("-std=c++17",))
+            rk.compile()
+            _TABLE_KERNELS[src.dev] = rk
+        i32 = np.int32
+        if torch_mod is not None:
+            tab = torch_mod.empty(3 * G, dtype=torch_mod.int32, device=src.x.device)
+            ptr = int(tab.data_ptr())
+            sp = torch_mod.cuda.current_stream(src.dev).cuda_stream
+            with cp.cuda.ExternalStream(sp, src.dev):
+                rk((1,), (1024,), (np.uint64(src.ptr), i32(G), i32(bm), i32(kind), i32(arg), np.uint64(ptr)))
+        else:
+            tab = cp.empty(3 * G, dtype=cp.int32)
+            ptr = int(tab.data.ptr)
+            rk((1,), (1024,), (np.uint64(src.ptr), i32(G), i32(bm), i32(kind), i32(arg), np.uint64(ptr)))
+    return tab, ptr
 
 
 # ============================================================================ the launch
@@ -452,16 +507,8 @@ def gemm_moe(
     _check_types(A, B)
     torch_mod = _torch() if is_torch else None
     if O is not None:
-        if torch_mod is not None:
-            tab, rt = _torch_table(torch_mod, offs, bm, T)
-            tab_ptr = int(tab.data_ptr())
-        else:
-            from . import device
-
-            cp = device.cupy()
-            with cp.cuda.Device(dev):
-                tab, rt = moe_table(cp, offs, bm, T)
-            tab_ptr = int(tab.data.ptr)
+        tab, tab_ptr = _device_table(O, G, bm, 0, 0, torch_mod)
+        rt = -(-T // bm) + G  # the upper bound of moe_table (the exact count is on the device only)
     else:
         tab, tab_ptr, rt = _host_table(A, sz, bm)
     out, optr = _empty(A, (T, N))
@@ -505,16 +552,8 @@ def gemm_moe_masked(
     _check_types(A, B)
     torch_mod = _torch() if is_torch else None
     bm = (config or GROUPED_DEFAULT).bm
-    if torch_mod is not None:
-        tab, rt = _torch_masked(torch_mod, masked_m, max_m, bm)
-        tab_ptr = int(tab.data_ptr())
-    else:
-        from . import device
-
-        cp = device.cupy()
-        with cp.cuda.Device(dev):
-            tab, rt = masked_table(cp, masked_m, max_m, bm)
-        tab_ptr = int(tab.data.ptr)
+    tab, tab_ptr = _device_table(Mk, G, bm, 1, max_m, torch_mod)
+    rt = G * -(-max_m // bm)  # masked_table's count
     out, optr = _empty(A, (G, max_m, N))
     if max_m == 0:
         return out
@@ -540,13 +579,30 @@ def consecutive(ptrs: Sequence[int], counts: Sequence[int], unit: int) -> bool:
     return True
 
 
-def _stacked_view(xs: Sequence[Any], what: str) -> Any:
+def _base_alloc(a: _Arr) -> Tuple[int, int]:
+    """(address, bytes) of the allocation that holds ``a`` (torch: its storage; CuPy: its
+    memory block)."""
+    if a.torch:
+        st = a.x.untyped_storage()
+        return int(st.data_ptr()), int(st.nbytes())
+    mem = a.x.data.mem
+    return int(mem.ptr), int(mem.size)
+
+
+def _stacked_view(xs: Sequence[Any], what: str, arrs: Optional[Sequence[_Arr]] = None) -> Any:
     """``xs`` as one stacked array without a copy when they already are consecutive parts
-    of one buffer, else None."""
-    arrs = [_arr(x, what, True) for x in xs]
+    of one buffer (one allocation, so the view stays inside what its first block's
+    storage owns), else None."""
+    arrs = list(arrs) if arrs is not None else [_arr(x, what, True) for x in xs]
     x0, a0 = xs[0], arrs[0]
     it = 2
     if not all(a.strides == a0.strides for a in arrs):
+        return None
+    try:
+        allocs = {_base_alloc(a) for a in arrs}
+    except AttributeError:  # an array that does not say which allocation holds it
+        return None
+    if len(allocs) != 1:
         return None
     view: Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]] = None
     if what == "a":
@@ -756,8 +812,8 @@ def gemm_grouped_stacked(
             )
     sizes = [x.shape[0] for x in As]
     ends = np.cumsum(sizes)
-    a_view = _stacked_view([x for x in a_list], "a")
-    b_view = _stacked_view([x for x in b_list], "b") if len(b_list) > 1 else None
+    a_view = _stacked_view(a_list, "a", As)
+    b_view = _stacked_view(b_list, "b", Bs) if len(b_list) > 1 else None
     if a_view is not None and b_view is not None:  # already one stacked A and B: one map each
         last_grouped_launch["copied"] = ""
         return gemm_moe(a_view, b_view, sizes=sizes, dtype=dtype, config=config)

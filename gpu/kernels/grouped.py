@@ -91,12 +91,14 @@ class GroupedConfig(WsVariantFields):
     through one tensor map per group (device arrays ``tmAs[g]``, ``tmBs[g]``: the pointer
     array form, every group's matrices anywhere in memory) instead of one map each;
     ``skip_slices``: a consumer warpgroup whose 64 rows of the tile all lie past the group's
-    end issues no wgmma (its rows are not stored; off only to measure what it saves)."""
+    end issues no wgmma (its rows are not stored).  Off by default: the wgmma batches then
+    sit on two divergent paths, and the compiler serializes the wgmma pipeline (on an H200
+    the grouped bf16 MoE shapes took 1.1-1.3x the time, bench/gemm_grouped.py --sweep)."""
 
     base: Sm90Config = HOPPER_DEFAULT
     max_groups: int = 1024
     per_group_maps: bool = False
-    skip_slices: bool = True
+    skip_slices: bool = False
 
     @property
     def cluster(self) -> int:

@@ -322,6 +322,25 @@ def test_gemm_moe_matches_float64_on_gpu(sizes):
         beg += s
 
 
+@gpu
+def test_device_table_in_one_launch_is_moe_table():
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng(4)
+    for G in (1, 2, 7, 64, 128, 1000, 1024):
+        sizes = rng.integers(0, 400, size=G)
+        sizes[rng.random(G) < 0.3] = 0
+        ends = np.cumsum(sizes).astype(np.int32)
+        src = hg._arr(cp.asarray(ends), "offs", False)
+        for bm in (64, 128):
+            tab, _ = hg._device_table(src, G, bm, 0, 0, None)
+            assert np.array_equal(tab.get(), hg.moe_table(np, ends, bm, int(ends[-1]))[0]), (G, bm)
+        mm = rng.integers(-3, 300, size=G).astype(np.int32)
+        srcm = hg._arr(cp.asarray(mm), "masked_m", False)
+        for max_m in (1, 128, 257):
+            tab, _ = hg._device_table(srcm, G, 128, 1, max_m, None)
+            assert np.array_equal(tab.get(), hg.masked_table(np, mm, max_m, 128)[0]), (G, max_m)
+
+
 # ---------------------------------------------------------------------------- a fake device
 # CuPy stood in by numpy memory (arrays that say they are CuPy's), the tensor maps recorded
 # as what they describe, and the launch carried out by an emulator of the kernel: the
@@ -331,7 +350,11 @@ def test_gemm_moe_matches_float64_on_gpu(sizes):
 class _CpArr(np.ndarray):
     @property
     def data(self):
-        return types.SimpleNamespace(ptr=self.__array_interface__["data"][0])
+        root = self
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        mem = types.SimpleNamespace(ptr=root.__array_interface__["data"][0], size=root.nbytes)
+        return types.SimpleNamespace(ptr=self.__array_interface__["data"][0], mem=mem)
 
     @property
     def device(self):
@@ -450,6 +473,14 @@ def fake_gpu(monkeypatch):
         return None, base, base + 128 * G
 
     monkeypatch.setattr(hg, "_group_maps_device", fake_group_maps)
+
+    def fake_table(src, G, bm, kind, arg, torch_mod):  # the one-launch table, as moe_table builds it
+        x = np.asarray(src.x)
+        tab = hg.moe_table(np, x, bm, 0)[0] if kind == 0 else hg.masked_table(np, x, arg, bm)[0]
+        tab = tab.view(_CpArr)
+        return tab, tab.data.ptr
+
+    monkeypatch.setattr(hg, "_device_table", fake_table)
 
     def compile_kernel(kern):
         def run(grid, block, args, shared_mem=0):

@@ -46,8 +46,12 @@ def test_per_group_map_kernel_carries_every_proof(kern_pm):
     assert kern_pm.name != kg.generate_grouped(replace(PM, per_group_maps=False), kern_pm.problem).name
 
 
-def test_warpgroup_skip_is_in_both_forms(kern_pm):
-    for k in (kern_pm, kg.generate_grouped(replace(PM, per_group_maps=False), kern_pm.problem)):
+def test_warpgroup_skip_is_in_both_forms_when_asked(kern_pm):
+    assert (
+        "if (cg == 1) {" not in kern_pm.source and kern_pm.source.count("lp_wgmma(acc,") == 1
+    )  # default off
+    for pm in (True, False):
+        k = kg.generate_grouped(replace(PM, per_group_maps=pm, skip_slices=True), kern_pm.problem)
         assert "if (cg == 1) {" in k.source and "if (gm0 + 64 < rend)" in k.source
         assert k.source.count("lp_wgmma(acc,") == 2  # warpgroup 0 always, warpgroup 1 when it has rows
 
@@ -67,6 +71,8 @@ def test_map_of_another_group_is_refused(kern_pm):
 
 def test_skip_condition_on_the_thread_is_refused(kern_pm):
     from layoutproof.gpu.proof import obligations
+
+    kern_pm = kg.generate_grouped(replace(PM, skip_slices=True), kern_pm.problem)
 
     tid = next(d.var for d in kir.walk(kern_pm.ir.body) if isinstance(d, kir.Decl) and d.var.name == "tid")
 
