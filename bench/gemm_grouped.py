@@ -17,8 +17,9 @@ mean) and writes ``gemm_grouped.json`` and ``gemm_grouped.log`` under ``$OUT`` (
 The list form (``gemm_grouped`` over per-group tensors in separate allocations, read in
 place through per-group tensor maps) is timed beside the stacked form (``--lists``); a
 sweep of kernel configurations (``--sweep``: the rasterization group) runs on the bf16
-shapes in the same process, each against the same peer.  ``--prewarm`` compiles every kernel the run needs in parallel processes first (the
-compiler's disk cache then serves the timed process).
+shapes in the same process, each against the same peer.  ``--prewarm`` compiles every
+kernel the run needs in parallel processes first (the compiler's disk cache then serves
+the timed process).
 
     python3 bench/gemm_grouped.py [--dtypes bf16,f16] [--reps 20] [--quick] [--lists] [--sweep]
 """
