@@ -166,6 +166,7 @@ def _plain_shape(s: Tuple[Any, ...], depth: int) -> bool:
 # for a script that builds the same literal layout again and again (a tuple literal is one
 # constant object); equal tuples built anew are checked in full.
 SEEN_SLOTS = 64
+_ONCE = (None,)  # a loop of one pass: a block that ``break`` leaves
 _SEEN_MASK = SEEN_SLOTS - 1
 _NO_ENTRY: Tuple[Any, Any, Optional[Tuple[Any, ...]], Optional[Tuple[Any, ...]]] = (None, None, None, None)
 _SEEN: List[Tuple[Any, Any, Optional[Tuple[Any, ...]], Optional[Tuple[Any, ...]]]] = [_NO_ENTRY] * SEEN_SLOTS
@@ -428,25 +429,57 @@ class Layout:
                             self._sym = False
                             return
                         # the common nesting, plain ints two deep: checked and flattened
-                        # at once (a tuple nested deeper is a leaf that is not an int)
-                        fs: Tuple[Any, ...] = ()
-                        fd: Tuple[Any, ...] = ()
-                        for a, c in zip(shape, stride):
-                            if type(a) is tuple:
-                                if type(c) is not tuple or len(a) != len(c) or not a:
-                                    break
-                                fs += a
-                                fd += c
+                        # at once, ranks 2 and 3 unrolled (a tuple nested deeper is a leaf
+                        # that is not an int); ``break`` leaves for the deeper check below
+                        fs: Tuple[Any, ...]
+                        fd: Tuple[Any, ...]
+                        for _x in _ONCE:
+                            if n == 2 or n == 3:
+                                if type(a) is tuple:
+                                    if type(c) is not tuple or len(a) != len(c) or not a:
+                                        break
+                                    fs = a
+                                    fd = c
+                                else:
+                                    fs = (a,)
+                                    fd = (c,)
+                                if type(b) is tuple:
+                                    if type(d) is not tuple or len(b) != len(d) or not b:
+                                        break
+                                    fs += b
+                                    fd += d
+                                else:
+                                    fs += (b,)
+                                    fd += (d,)
+                                if n == 3:
+                                    if type(e) is tuple:
+                                        if type(f) is not tuple or len(e) != len(f) or not e:
+                                            break
+                                        fs += e
+                                        fd += f
+                                    else:
+                                        fs += (e,)
+                                        fd += (f,)
                             else:
-                                fs += (a,)
-                                fd += (c,)
-                        else:
-                            for a in fs:
-                                if type(a) is not int or a < 1:
+                                fs = fd = ()
+                                for x, y in zip(shape, stride):
+                                    if type(x) is tuple:
+                                        if type(y) is not tuple or len(x) != len(y) or not x:
+                                            fd = None  # type: ignore[assignment]
+                                            break
+                                        fs += x
+                                        fd += y
+                                    else:
+                                        fs += (x,)
+                                        fd += (y,)
+                                if fd is None:
+                                    break
+                            for x in fs:
+                                if type(x) is not int or x < 1:
                                     break
                             else:
-                                for c in fd:
-                                    if type(c) is not int:
+                                for y in fd:
+                                    if type(y) is not int:
                                         break
                                 else:
                                     self._shape = shape

@@ -122,3 +122,44 @@ def test_flat_and_general_inputs_are_not_remembered() -> None:
     with pytest.raises(MalformedLayoutError):
         Layout((2, (2, 0)), (1, (2, 4)))  # refused: never remembered
     assert all(e is layout_mod._NO_ENTRY for e in layout_mod._SEEN)
+
+
+def _leaf_or_junk(rng: random.Random, lo: int) -> Any:
+    x = rng.random()
+    if x < 0.02:
+        return True
+    if x < 0.04:
+        return 2.0
+    if x < 0.06:
+        return 0
+    if x < 0.07:
+        return (rng.randint(1, 4),)  # a tuple where the other side has a leaf
+    return rng.randint(lo, 8)
+
+
+def _mangle(rng: random.Random, s: Any, lo: int) -> Any:
+    """A congruent-looking partner of ``s`` with, now and then, a structural mismatch."""
+    if type(s) is tuple:
+        if rng.random() < 0.03:
+            return s[:-1] or 1
+        return tuple(_mangle(rng, e, lo) for e in s)
+    return _leaf_or_junk(rng, lo)
+
+
+def test_every_input_is_built_or_refused_as_the_general_check_does() -> None:
+    rng = random.Random(77)
+    for _ in range(6000):
+        s = tuple(_draw(rng, rng.choice([1, 2, 3])) for _ in range(rng.randint(1, 5)))
+        if rng.random() < 0.5:
+            s = _mangle(rng, s, 1)
+        d = _mangle(rng, s, -3) if type(s) is tuple else rng.randint(0, 9)
+        try:
+            want: Any = _general(s, d)
+        except MalformedLayoutError as e:
+            want = str(e)
+        for ss, dd in ((s, d), (s, d), (_fresh(s), _fresh(d))):  # built again: remembered
+            try:
+                got: Any = _seen(Layout(ss, dd))
+            except MalformedLayoutError as e:
+                got = str(e)
+            assert got == want, (ss, dd)
