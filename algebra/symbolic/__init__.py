@@ -258,8 +258,8 @@ def _check_condition(c: Any, given: Any) -> Any:
 
 def _check_condition_uncached(c: Any, given: Any) -> Any:
     """``c`` if it is a condition (a relation, And/Or/Not of them, true/false) over integer
-    expressions; a relation with an exact quotient (``M / 2 == 3``) is rewritten without
-    it (``M == 6``), so the solver's integer division never changes its meaning."""
+    expressions; a relation with a top-level quotient (``M / 2 == 3``) is rewritten without
+    it (``M == 6``), which keeps its meaning and its integer reading in the solver."""
     sp = _sympy()
     if c is sp.true or c is sp.false:
         return c
@@ -297,9 +297,10 @@ def _check_condition_uncached(c: Any, given: Any) -> Any:
 
 
 def _no_nested_quotient(c: Any, given: str) -> None:
-    """A quotient inside ``%``, ``Min``, ``Max`` or ``Abs`` of a written condition must be an
-    integer for the solver's reading (integer division) to be exact; it is refused (write
-    ``floor(a / b)`` or state the divisibility), never silently rounded."""
+    """A quotient inside ``%``, ``Min``, ``Max`` or ``Abs`` of a written condition is
+    refused: ``(M / 2) % 3`` is a rational where ``M`` is odd, which a written condition
+    rarely means (write ``floor(a / b)`` or state the divisibility).  A SymPy condition may
+    have one; the solver reads it exactly (docs/semantics.md, "Division in conditions")."""
     sp = _sympy()
     for node in sp.preorder_traversal(c):
         if isinstance(node, (sp.Mod, sp.Min, sp.Max, sp.Abs)):
