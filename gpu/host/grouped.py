@@ -598,12 +598,6 @@ def _stacked_view(xs: Sequence[Any], what: str, arrs: Optional[Sequence[_Arr]] =
     it = 2
     if not all(a.strides == a0.strides for a in arrs):
         return None
-    try:
-        allocs = {_base_alloc(a) for a in arrs}
-    except AttributeError:  # an array that does not say which allocation holds it
-        return None
-    if len(allocs) != 1:
-        return None
     view: Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]] = None
     if what == "a":
         rows = [a.shape[0] for a in arrs]
@@ -614,6 +608,12 @@ def _stacked_view(xs: Sequence[Any], what: str, arrs: Optional[Sequence[_Arr]] =
         if d > 0 and d % it == 0 and all(a.ptr == a0.ptr + i * d for i, a in enumerate(arrs)):
             view = ((len(arrs),) + a0.shape, (d // it,) + a0.strides)
     if view is None:
+        return None
+    try:  # consecutive addresses, and one allocation (checked last: it costs a call per block)
+        allocs = {_base_alloc(a) for a in arrs}
+    except AttributeError:  # an array that does not say which allocation holds it
+        return None
+    if len(allocs) != 1:
         return None
     if a0.torch:
         return x0.as_strided(view[0], view[1])
