@@ -26,6 +26,7 @@ from .rule import choose_config, hopper_candidates, launch_grid
 
 __all__ = [
     "TC_ITEMSIZE",
+    "TF32_TILE",
     "typed_operand",
     "TypedDecision",
     "decide_typed",
@@ -95,6 +96,13 @@ def typed_operand(
     return rows, k, rstride if rows > 1 else -(-k * itemsize // 16) * 16
 
 
+#: the tf32 products' tile where the f16 model picks 128 x 256: measured on an H200 against
+#: every candidate (bench/gemm_types.py --explore), the 128 x 128 tile was the fastest, or
+#: within 2% of the fastest, on each of six shapes (2048x7168x4096: 1.13x torch.matmul with
+#: tf32, against 0.98x for 128 x 256)
+TF32_TILE = Sm90Config(bm=128, bn=128, stages=6, loader="tma", schedule="ws")
+
+
 @dataclass(frozen=True)
 class TypedDecision:
     """A product of one of the other tensor-core types on the warp-specialized wgmma
@@ -126,7 +134,9 @@ def decide_typed(
     wave model's pick among the warp-specialized candidates (:func:`hopper_candidates`),
     modelled in 16-bit units of K (the tensor-core rate per byte of K is the same for
     tf32, f16 and fp8 on Hopper, so the f16 model carries over); ``count`` products of a
-    batch are modelled as one of ``count * m`` rows and share the persistent grid.
+    batch are modelled as one of ``count * m`` rows and share the persistent grid.  tf32
+    takes :data:`TF32_TILE` where the model picks a 128 x 256 tile (measured on an H200
+    against every candidate: bench/gemm_types.py ``--explore``).
 
     >>> d = decide_typed(8192, 8192, 8192, "e4m3", None, 132)
     >>> d.config.key(), d.problem.key(), d.k_units, d.scaled
@@ -154,6 +164,8 @@ def decide_typed(
             sms=sms,
             candidates=hopper_candidates(True),
         )
+        if dtype == "tf32" and (config.bm, config.bn) == (128, 256):
+            config = TF32_TILE
     if not isinstance(config, Sm90Config) or config.schedule != "ws":
         raise GemmInputError(
             f"gemm: .{dtype} products run on the warp-specialized wgmma kernel (an Sm90Config "

@@ -244,7 +244,9 @@ def test_decide_typed():
 
     d = typed.decide_typed(8192, 8192, 8192, "tf32", None, 132)
     assert d.k_units == 16384 and not d.scaled and d.problem.out == "f32"
-    assert d.config.schedule == "ws"
+    assert d.config == typed.TF32_TILE  # where the f16 model picks 128 x 256 (measured)
+    assert typed.decide_typed(8192, 8192, 8192, "e4m3", None, 132).config.bn == 256  # fp8 keeps it
+    assert typed.decide_typed(64, 4096, 4096, "tf32", None, 132).config.bm == 64  # small M: the model's
     small = typed.decide_typed(512, 4096, 4096, "s8", None, 132)
     assert small.config.bm * small.config.bn <= 128 * 128  # more tiles than 128x256 gives
     with pytest.raises(GemmInputError, match="accumulates in s32"):
