@@ -1,22 +1,32 @@
 """The tiny-shape path of ``gemm``: one launch, no staging, for products too small to fill
 a tiled kernel.
 
-:func:`tiny_config` decides (a model with one measured threshold, not a table of shapes);
+:func:`tiny_config` decides (a model with measured thresholds, not a table of shapes);
 :class:`TinyPlan` carries the launch out: the kernel of :mod:`layoutproof.gpu.kernels.tiny`
 reads A and B in place at their element strides (any strides, any base alignment) and
 writes C in place at its own, so no operand is copied into a padded buffer and the call is
 one ``cuLaunchKernel``.
 
-The model.  The tiled kernels cost a fixed part per call -- on an H200 about 6-8 us of
-GPU time for the Hopper kernel's prologue and epilogue on a one-tile product, plus one
-padded copy (2-4 us) per operand that breaks the 16-byte contract -- and then run at
-tensor-core speed.  The tiny kernel has almost no fixed part (one block per 16 x BN tile of
-C, fragments loaded straight from global memory) but keeps none of the operands on chip:
-its time grows with the product's volume ``M * N * K`` about as fast as a kernel without
-data reuse does.  The two meet at a volume, measured on the device
-(``bench/gemm_torch.py --tiny``): :data:`TINY_VOLUME`.  Below it the tiny kernel runs
-(every shape, aligned or not); above it the tiled plans.  ``gemm(..., path="tiny")`` asks
-for the tiny kernel at any size.
+The model (GPU time per call on an H200, f16, from ``bench/gemm_torch.py --tiny --sweep
+default``).  The tiled plans cost a fixed 3-3.5 us on a small aligned product (the Hopper
+kernel's prologue and epilogue: 16x16x16 2.9 us, 64^3 3.0, 128^3 3.2) plus about 4.5 us
+when an operand breaks the 16-byte contract and is first copied into a padded buffer
+(7x13x17 7.3 us, 100^3 8.8, 33x47x65 7.8).  The tiny kernel has a smaller fixed part (2.3
+us at 1x1x1) but keeps nothing on chip: each warp runs a chain of ``L = ceil(ceil(K / 16) /
+kw)`` dependent k-steps, each a round of guarded global loads (about 0.3-0.5 us: 3x5x1000,
+L = 16, 7.3 us; 64x64x1024, L = 16, 9.6 us), and every block re-reads its rows of A and
+columns of B (the volume term: 128^3 3.4 us against 3.2, 192^3 4.5 against 3.4).  So the
+tiny kernel runs where
+
+* the volume ``M * N * K`` is below :data:`TINY_VOLUME` (2**21: 112^3 3.3 us against 3.4;
+  128^3 = 2**21 3.4 against 3.2), and
+* the k-chain is at most :data:`TINY_CHAIN` (2) steps, or at most
+  :data:`TINY_CHAIN_STAGED` (16) where the tiled plan would copy an operand (the copy's
+  4.5 us buys about 12 k-steps: 1x300x700, L = 11, 7.1 us against 9.3; 3x5x1000 7.3
+  against 7.9; aligned 16x256x256, L = 4, 4.2 against 3.4).
+
+Everything else takes the tiled plans; ``gemm(..., path="tiny")`` asks for the tiny kernel
+at any size.
 
 Inside the kernel, ``kw`` warps split K (their sums meet in shared memory): one warp while
 K spans at most two 16-deep k-steps, four up to 64 k-steps, eight beyond; a warp covers
@@ -24,8 +34,8 @@ K spans at most two 16-deep k-steps, four up to 64 k-steps, eight beyond; a warp
 
 >>> tiny_config(7, 13, 17)
 TinyConfig(ni=2, kw=1)
->>> tiny_config(3, 5, 1000)
-TinyConfig(ni=1, kw=4)
+>>> tiny_config(3, 5, 1000, staged=True), tiny_config(3, 5, 1000)
+(TinyConfig(ni=1, kw=4), None)
 >>> tiny_config(4096, 4096, 4096) is None
 True
 """
@@ -43,28 +53,47 @@ from ..kernels.tiny import TinyConfig
 from . import operands
 from .cache import compile_kernel, kernel_for
 from .plan import last_launch, param_setters
-from .rule import ParamBuffer
+from .rule import ParamBuffer, operand_layout
 
-__all__ = ["TINY_VOLUME", "tiny_config", "TinyPlan", "wants_tiny"]
+__all__ = ["TINY_VOLUME", "TINY_CHAIN", "TINY_CHAIN_STAGED", "tiny_config", "TinyPlan", "wants_tiny"]
 
-#: the product volume ``M * N * K`` at or below which :func:`tiny_config` picks the tiny
-#: kernel (the crossover measured against the tiled plans on an H200, module docstring)
-TINY_VOLUME = 1 << 18
+#: the product volume ``M * N * K`` below which :func:`tiny_config` may pick the tiny kernel
+TINY_VOLUME = 1 << 21
+#: the longest chain of k-steps per warp it takes where the operands meet the tiled
+#: kernels' 16-byte contract, and where the tiled plan would copy an operand first
+TINY_CHAIN = 2
+TINY_CHAIN_STAGED = 16
 
 
-def tiny_config(m: int, n: int, k: int, *, force: bool = False) -> Optional[TinyConfig]:
+def tiny_config(m: int, n: int, k: int, *, staged: bool = False, force: bool = False) -> Optional[TinyConfig]:
     """The tiny kernel's configuration for an ``m x n x k`` product, or None where the
-    tiled plans are faster (volume above :data:`TINY_VOLUME`, unless ``force``).  The
-    kernel's k-step count is a C ``int``: K of 2**30 or more is never tiny."""
+    tiled plans are faster by the module's model (``staged``: the tiled plan would copy an
+    operand into a padded buffer; ``force``: the configuration at any size).  The kernel's
+    k-step count is a C ``int``: K of 2**30 or more is never tiny."""
     if k >= 1 << 30:
         if force:
             raise GemmInputError(f"gemm: path='tiny' takes K < 2**30 (K = {k}); use path='auto'")
         return None
-    if not force and m * n * k > TINY_VOLUME:
-        return None
     steps = -(-k // 16)
     kw = 1 if steps <= 2 else (4 if steps <= 64 else 8)
-    return TinyConfig(ni=1 if n <= 8 else 2, kw=kw)
+    cfg = TinyConfig(ni=1 if n <= 8 else 2, kw=kw)
+    if force:
+        return cfg
+    chain = -(-steps // kw)
+    if m * n * k >= TINY_VOLUME or chain > (TINY_CHAIN_STAGED if staged else TINY_CHAIN):
+        return None
+    return cfg
+
+
+def _breaks_contract(x: Any) -> bool:
+    """Whether the tiled plans would copy 2-D operand ``x`` into a padded buffer
+    (:func:`~layoutproof.gpu.host.rule.operand_layout`)."""
+    try:
+        r, c = x.shape
+        s0, s1 = x.strides
+        return bool(operand_layout(r, c, s0, s1, x.itemsize, x.data.ptr % 16)[2])
+    except (AttributeError, TypeError, ValueError):
+        return False
 
 
 def wants_tiny(a: Any, b: Any, path: str) -> Optional[TinyConfig]:
@@ -75,7 +104,10 @@ def wants_tiny(a: Any, b: Any, path: str) -> Optional[TinyConfig]:
     sa, sb = getattr(a, "shape", None), getattr(b, "shape", None)
     if sa is None or sb is None or len(sa) != 2 or len(sb) != 2:
         return None
-    return tiny_config(int(sa[0]), int(sb[1]), int(sa[1]), force=path == "tiny")
+    if path == "tiny":
+        return tiny_config(int(sa[0]), int(sb[1]), int(sa[1]), force=True)
+    staged = _breaks_contract(a) or _breaks_contract(b)
+    return tiny_config(int(sa[0]), int(sb[1]), int(sa[1]), staged=staged)
 
 
 _KINDS = ("ptr", "ptr", "ptr", "i32", "i32", "i32", "i64", "i64", "i64", "i64", "i64", "i64")

@@ -110,19 +110,40 @@ def test_nvcc_compiles_the_kernel_without_spills(cfg, dt, out, tmp_path):
 
 
 # ============================================================================ the decision
-def test_decision_is_a_volume_threshold_with_k_split():
+def test_decision_is_the_documented_model():
     assert tiny.tiny_config(7, 13, 17) == TinyConfig(ni=2, kw=1)
     assert tiny.tiny_config(1, 1, 1) == TinyConfig(ni=1, kw=1)
-    assert tiny.tiny_config(3, 5, 1000) == TinyConfig(ni=1, kw=4)
-    assert tiny.tiny_config(1, 1, 16 * 65) == TinyConfig(ni=1, kw=8)
+    assert tiny.tiny_config(3, 5, 1000, staged=True) == TinyConfig(ni=1, kw=4)
+    assert tiny.tiny_config(3, 5, 1000) is None  # 16 k-steps per warp: the tiled plan is faster
+    assert tiny.tiny_config(1, 1, 16 * 65, force=True) == TinyConfig(ni=1, kw=8)
+    assert tiny.tiny_config(128, 128, 128) is None and tiny.tiny_config(112, 112, 112) is not None
+    with pytest.raises(GemmInputError, match="K < 2\\*\\*30"):
+        tiny.tiny_config(1, 1, 1 << 30, force=True)
     rng = np.random.default_rng(0)
-    for _ in range(300):
-        m, n, k = (int(x) for x in rng.integers(1, 300, 3))
-        cfg = tiny.tiny_config(m, n, k)
-        assert (cfg is not None) == (m * n * k <= tiny.TINY_VOLUME)
+    for _ in range(500):
+        m, n, k = (int(x) for x in rng.integers(1, 400, 3))
+        staged = bool(rng.integers(2))
+        cfg = tiny.tiny_config(m, n, k, staged=staged)
         forced = tiny.tiny_config(m, n, k, force=True)
         assert forced is not None and (cfg is None or cfg == forced)
+        steps = -(-k // 16)
+        chain = -(-steps // forced.kw)
+        limit = tiny.TINY_CHAIN_STAGED if staged else tiny.TINY_CHAIN
+        assert (cfg is not None) == (m * n * k < tiny.TINY_VOLUME and chain <= limit)
         assert forced.ni == (1 if n <= 8 else 2)
+        assert forced.kw == (1 if k <= 32 else 4 if k <= 1024 else 8)
+
+
+def test_staging_is_the_rules_contract(fake):  # noqa: F811
+    aligned = fake.array((64, 64))
+    assert not tiny._breaks_contract(aligned)
+    assert tiny._breaks_contract(fake.array((64, 64), offset=2))  # base not 16-byte aligned
+    assert tiny._breaks_contract(fake.array((64, 13)))  # leading dimension 13
+    assert tiny.wants_tiny(aligned, fake.array((64, 64)), "auto") == TinyConfig(2, 4)
+    a, b = fake.array((16, 1000)), fake.array((1000, 64))  # 16 k-steps per warp
+    assert tiny.wants_tiny(a, b, "auto") is None
+    assert tiny.wants_tiny(fake.array((16, 1000), offset=2), b, "auto") == TinyConfig(2, 4)
+    assert tiny.wants_tiny(a, b, "wgmma") is None and tiny.wants_tiny(a, b, "tiny") is not None
 
 
 # ============================================================================ fake device
@@ -232,7 +253,7 @@ def test_gpu_tiny_strided_transposed_offset_and_negative_views():
     big_b = cp.asarray(rng.standard_normal((70, 60)).astype(np.float16))
     cases = [
         (big_a[1:8, 3:20], big_b[2:19, 5:18]),  # offset bases, odd leading dimensions
-        (big_a[1:20:3, 7:80:4], big_b[::-1][3:21, 1:40:3]),  # strides everywhere, reversed rows
+        (big_a[1:20:3, 7:79:4], big_b[::-1][3:21, 1:40:3]),  # strides everywhere, reversed rows
         (big_a[:17, :7].T, big_b[:13, :17].T[:, :13]),  # transposed
     ]
     for a, b in cases:

@@ -270,14 +270,14 @@ def _launch(cp):
 
 
 def test_fake_device_zero_copy_in_and_torch_out(fake):
-    a = torch.randn(96, 40).half()
-    b = torch.randn(40, 72).half()
+    a = torch.randn(96, 1024).half()  # above the tiny path's volume: the tiled plan
+    b = torch.randn(1024, 72).half()
     c = runtime.gemm(a, b)
     assert isinstance(c, torch.Tensor) and c.shape == (96, 72) and c.dtype == torch.float16
     assert c.stride() == (72, 1)
     ptrs, mnk, lds = _launch(fake)
     assert ptrs == (a.data_ptr(), b.data_ptr(), c.data_ptr())  # the tensors' own memory
-    assert mnk == (96, 72, 40) and lds == (40, 72, 72)
+    assert mnk == (96, 72, 1024) and lds == (1024, 72, 72)
     assert fake.launches[-1]["stream"] == 0x5 and fake.entered == []
     # the DLPack view of the same tensor agrees with the view handed to the kernel
     va = fake.views[0]
@@ -293,8 +293,8 @@ def test_fake_device_zero_copy_in_and_torch_out(fake):
 
 
 def test_fake_device_transposed_views_and_bf16(fake):
-    a = torch.randn(40, 96).bfloat16().t()  # (96, 40), column-major: M-major A
-    b = torch.randn(72, 40).bfloat16().t()  # (40, 72), column-major: K-major B
+    a = torch.randn(1024, 96).bfloat16().t()  # (96, 1024), column-major: M-major A
+    b = torch.randn(72, 1024).bfloat16().t()  # (1024, 72), column-major: K-major B
     out = torch.empty(96, 72, dtype=torch.float32)
     c = runtime.gemm(a, b, out)
     assert c is out
@@ -307,16 +307,16 @@ def test_fake_device_transposed_views_and_bf16(fake):
     outT = torch.empty(72, 96, dtype=torch.float32).t()
     runtime.gemm(a, b, outT)
     ptrs, mnk, _ = _launch(fake)
-    assert ptrs == (b.data_ptr(), a.data_ptr(), outT.data_ptr()) and mnk == (72, 96, 40)
+    assert ptrs == (b.data_ptr(), a.data_ptr(), outT.data_ptr()) and mnk == (72, 96, 1024)
 
 
 def test_fake_device_batches_fold_into_one_product(fake):
-    a = torch.randn(4, 24, 40).half()
-    b = torch.randn(40, 72).half()
+    a = torch.randn(4, 24, 1024).half()
+    b = torch.randn(1024, 72).half()
     c = runtime.gemm(a, b)
     assert c.shape == (4, 24, 72) and c.is_contiguous()
     ptrs, mnk, _ = _launch(fake)
-    assert ptrs == (a.data_ptr(), b.data_ptr(), c.data_ptr()) and mnk == (96, 72, 40)
+    assert ptrs == (a.data_ptr(), b.data_ptr(), c.data_ptr()) and mnk == (96, 72, 1024)
 
 
 def test_fake_device_runs_on_torchs_current_stream(fake):
