@@ -156,6 +156,21 @@ def tiny_main(args) -> int:
             print(
                 f"{spec:>14} volume {vol:>10}  tiny {gpu['tiny']:7.1f}  tiled {gpu['tiled']:7.1f}", flush=True
             )
+    if args.kw:
+        from layoutproof.gpu.kernels.tiny import TinyConfig
+
+        print("warps splitting K: GPU us of the tiny kernel with kw = 1, 2, 4, 8 (f16, row-major)")
+        for spec in args.kw.split(","):
+            (m, n, k), a, b = _tiny_operands(torch, spec, dev)
+            out = torch.empty(m, n, device=dev, dtype=torch.float16)
+            ca, cb, co = (cupy.from_dlpack(x) for x in (a, b, out))
+            plans = {
+                kw: tiny.TinyPlan(ca, cb, co, config=TinyConfig(1 if n <= 8 else 2, kw))
+                for kw in (1, 2, 4, 8)
+            }
+            gpu = _gpu_us(torch, {kw: (lambda p=p: p(ca, cb, co)) for kw, p in plans.items()}, reps)
+            rows.append(dict(kw_sweep=spec, gpu_us=gpu))
+            print(f"{spec:>14} " + "  ".join(f"kw{kw} {t:6.1f}" for kw, t in gpu.items()), flush=True)
     od = Path(args.out)
     od.mkdir(parents=True, exist_ok=True)
     (od / "gemm_torch_tiny.json").write_text(json.dumps(rows, indent=1))
@@ -177,6 +192,7 @@ def main() -> int:
     ap.add_argument("--tiny", action="store_true", help="the tiny-shape path (module docstring)")
     ap.add_argument("--tiny-shapes", default=TINY_SHAPES)
     ap.add_argument("--sweep", default="", help="shapes of the tiny / tiled crossover")
+    ap.add_argument("--kw", default="", help="shapes timed with each count of warps splitting K")
     args = ap.parse_args()
     if args.tiny:
         return tiny_main(args)
