@@ -30,6 +30,12 @@ dtype, the geometric mean of the ratios, the smallest, and 8192^3's.
 unfused ``torch.addmm(bias, a, b)`` followed by the activation (``gelu``: erf form, as ours),
 on the 2-D shapes (``--epilogue-shapes``, default: the suite's 2-D shapes), the same rounds.
 
+``--hybrid`` times the data-parallel + split-K schedule (:func:`layoutproof.gpu.host.rule.hybrid_split`,
+:mod:`layoutproof.gpu.host.streamk`) where the rule takes it (``--hybrid-shapes``, default:
+the suite's 2-D shapes it is taken for), in the same interleaved rounds as the unsplit
+plan (the rule's pick before it), ``cupy.matmul`` and ``torch.matmul``, and both plans in
+graph replay.
+
 ``--sweep`` times every candidate of :func:`layoutproof.gpu.host.rule.default_candidates` on every
 shape (f16, graph replay) and reports the rule's pick against the fastest candidate.
 """
@@ -451,6 +457,100 @@ def sweep(cp, args, log):
     return rows
 
 
+def hybrid(cp, args, log):
+    """Before / after of the data-parallel + split-K schedule: per shape and dtype, the
+    unsplit plan (the rule's pick), the hybrid plan, ``cupy.matmul`` and ``torch.matmul``
+    in the same interleaved rounds (events around ``--reps`` back-to-back calls), the
+    ratio of the faster peer over each of ours per round (median), and graph replay."""
+    from layoutproof.gpu.host import rule as P
+    from layoutproof.gpu.host import streamk
+    from layoutproof.gpu.host.device import sm_count
+    from layoutproof.gpu.host.runtime import gemm_plan
+
+    rng = cp.random.default_rng(17)
+    sms = sm_count(cp)
+    rows_out = log.setdefault("hybrid", [])
+    if args.hybrid_shapes:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.hybrid_shapes.split(",")]
+    else:
+        shapes = [x for x in FULL if len(x) == 3 and P.hybrid_split(*x, sms=sms) is not None]
+    for dtype in args.dtypes.split(","):
+        for m, n, k in shapes:
+            split = P.hybrid_split(m, n, k, sms=sms)
+            if split is None:
+                print(f"hybrid {dtype} {m}x{n}x{k}: not taken by the rule", flush=True)
+                continue
+            a, b = make(cp, (m, k), dtype, rng), make(cp, (k, n), dtype, rng)
+            ref = cp.matmul(a, b)
+            c0 = cp.full((m, n), cp.nan, dtype=a.dtype)
+            c1 = cp.full((m, n), cp.nan, dtype=a.dtype)
+            t0 = time.perf_counter()
+            unsplit = gemm_plan(a, b, c0)
+            hyb = streamk.HybridPlan(a, b, c1, split)
+            build_s = time.perf_counter() - t0
+            unsplit(a, b, c0)
+            hyb(a, b, c1)
+            cp.cuda.Device().synchronize()
+            errs = (rel_err(cp, c0, ref), rel_err(cp, c1, ref))
+            nan = int(cp.isnan(c1).sum())
+            tmm = torch_matmul(a, b)
+            fns = {
+                "unsplit": lambda: unsplit(a, b, c0),
+                "hybrid": lambda: hyb(a, b, c1),
+                "cupy": lambda: cp.matmul(a, b, out=ref),
+            }
+            if tmm is not None:
+                ta, tb, tc = tmm
+                fns["torch"] = lambda: torch_matmul_into(ta, tb, tc)
+            fl = 2.0 * m * n * k
+            reps = max(3, min(args.reps, int(2e12 / fl) + 1)) if fl > 2e12 else args.reps
+            for f in fns.values():
+                f()
+            times = {nm: [] for nm in fns}
+            for _ in range(args.rounds):
+                for nm, f in fns.items():
+                    times[nm].append(event_batch(cp, f, reps)[0])
+            peers = [nm for nm in ("cupy", "torch") if nm in times]
+            best_peer = [min(times[p][i] for p in peers) for i in range(args.rounds)]
+            before = statistics.median(bp / t for bp, t in zip(best_peer, times["unsplit"]))
+            after = statistics.median(bp / t for bp, t in zip(best_peer, times["hybrid"]))
+            speedup = statistics.median(u / h for u, h in zip(times["unsplit"], times["hybrid"]))
+            g = {}
+            for nm in ("unsplit", "hybrid"):
+                gs = graph_of(cp, fns[nm], reps)
+                g[nm] = graph_time(cp, gs, reps) * 1e6 if gs else None
+            row = dict(
+                dtype=dtype,
+                m=m,
+                n=n,
+                k=k,
+                unsplit=unsplit.config.key(),
+                hybrid=streamk.describe(split),
+                build_s=build_s,
+                rel_err_unsplit=errs[0],
+                rel_err_hybrid=errs[1],
+                nan_hybrid=nan,
+                ok=nan == 0 and errs[1] < (1e-2 if dtype == "f16" else 3e-2),
+                ratio_before=before,
+                ratio_after=after,
+                speedup=speedup,
+                us={nm: statistics.median(v) * 1e6 for nm, v in times.items()},
+                graph_us=g,
+            )
+            rows_out.append(row)
+            us = row["us"]
+            print(
+                f"hybrid {dtype:4s} {m}x{n}x{k}: ratio vs faster peer {before:.3f} -> {after:.3f} "
+                f"(x{speedup:.3f}); us unsplit {us['unsplit']:.1f} hybrid {us['hybrid']:.1f} cupy "
+                f"{us['cupy']:.1f} torch {us.get('torch', float('nan')):.1f}; graph {g['unsplit'] or 0:.1f} -> "
+                f"{g['hybrid'] or 0:.1f}; err {errs[1]:.1e} {'ok' if row['ok'] else 'FAIL'} "
+                f"[{unsplit.config.key()} -> {split.key()}] build {build_s:.1f}s",
+                flush=True,
+            )
+            cp.get_default_memory_pool().free_all_blocks()
+    return rows_out
+
+
 def splitk_parts(cp, args, log):
     """Where the rule picks split-K: device time (graph replay) of the whole call, of the
     split kernel alone (the plan's fix-up launch left out: the output is then wrong, this
@@ -561,6 +661,12 @@ def main(argv=None):
     p.add_argument("--sweep-extra", default=None, help="--sweep also times these tiles (BMxBNsS,...)")
     p.add_argument("--sweep-splits", default=None, help="--sweep only these split counts (comma list)")
     p.add_argument("--splitk-parts", default=None, help="MxNxK,...: time split-K's two kernels")
+    p.add_argument(
+        "--hybrid", action="store_true", help="before/after of the data-parallel + split-K schedule"
+    )
+    p.add_argument(
+        "--hybrid-shapes", default=None, help="MxNxK,... for --hybrid (default: where it is taken)"
+    )
     p.add_argument("--no-suite", action="store_true")
     p.add_argument("--no-host", action="store_true")
     p.add_argument("--shapes", default=None, help="MxNxK,... (default: the suite and the new shapes)")
@@ -586,6 +692,8 @@ def main(argv=None):
     try:
         if args.splitk_parts:
             splitk_parts(cp, args, log)
+        if args.hybrid:
+            hybrid(cp, args, log)
         if args.sweep:
             sweep(cp, args, log)
         if not args.no_host:

@@ -53,6 +53,9 @@ __all__ = [
     "WAVE_TILES",
     "splitk_candidates",
     "SPLITK_MODEL",
+    "HYBRID_MODEL",
+    "HybridSplit",
+    "hybrid_split",
     "CLUSTER_RULE",
     "cluster_split",
     "splitk_pdl",
@@ -479,6 +482,102 @@ def _fastest(cands: Sequence[Any], m: int, n: int, k: int, sms: int) -> Optional
         t = estimate_us(cfg, m, n, k, sms=sms)
         if best is None or t < best[0] * (1 - 1e-9):
             best = (t, i, cfg)
+    return best
+
+
+# ============================================================================ hybrid
+#: Data-parallel rows plus a split-K tail (:func:`hybrid_split`, launched by
+#: :class:`layoutproof.gpu.host.streamk.HybridPlan`).  ``gap_us``: the tail launch after the
+#: persistent kernel in stream order (a launch and the tail's pipeline fill); ``margin``: the
+#: hybrid must be modelled this much faster than the unsplit pick; ``rows_tried``: how many
+#: row cuts below the largest one that fills whole waves are weighed.
+HYBRID_MODEL: Dict[str, Any] = {
+    "gap_us": 3.0,
+    "margin": 1.04,
+    "rows_tried": 3,
+}
+
+
+@dataclass(frozen=True)
+class HybridSplit:
+    """C = A @ B as two launches over a row partition of C: the persistent data-parallel
+    kernel ``main`` on rows ``[0, rows)`` (``rows`` a multiple of ``main.bm``, its tiles
+    fill whole waves or fewer) and the split-K kernel ``tail`` (fix-up reduction) on rows
+    ``[rows, m)``, whose few tiles, split along K, fill the SMs that a last partial wave
+    of ``main`` would leave idle.  ``model_us``: the wave model's time of both launches;
+    ``unsplit_us``: that of the unsplit pick it replaces."""
+
+    main: Any
+    rows: int
+    tail: Any
+    model_us: float
+    unsplit_us: float
+
+    def key(self) -> str:
+        return f"{self.main.key()}_r{self.rows}+{self.tail.key()}"
+
+
+def hybrid_split(
+    m: int,
+    n: int,
+    k: int,
+    *,
+    sms: int = 132,
+    candidates: Optional[Sequence[Any]] = None,
+    model: Optional[Dict[str, Any]] = None,
+) -> Optional[HybridSplit]:
+    """The data-parallel + split-K schedule of a plain ``m x n x k`` product (sm_90, TMA)
+    where the wave model says it beats the unsplit pick (:func:`choose_config`'s model
+    over ``candidates``, default :func:`default_candidates`) by ``HYBRID_MODEL["margin"]``;
+    else None.  Only for ``n`` and ``k`` multiples of 8 (16-byte rows of 2-byte operands: a
+    row cut of A and C is then a TMA-ready operand again; other shapes are staged, and
+    staging two launches would double the copy).
+
+    For each warp-specialized, cluster-free candidate whose tiles overrun a whole number
+    of waves (``tiles % sms != 0`` and ``tiles > sms``), the rows are cut at the largest
+    multiple ``r`` of its ``bm`` whose tile rows fit those whole waves (and the next
+    ``HYBRID_MODEL["rows_tried"] - 1`` smaller cuts); the remaining rows are split along K
+    by the fastest of :func:`splitk_candidates` for them.  Time: both launches by
+    :func:`estimate_us` plus ``HYBRID_MODEL["gap_us"]``.
+
+    >>> h = hybrid_split(5120, 5120, 5120)
+    >>> h.rows, h.main.key(), h.tail.splits > 1
+    (4992, 'sm90_128x256x64_s4_g8_tma_ws', True)
+    >>> hybrid_split(4096, 4096, 4096) is None   # 128 tiles of 128x256: one full wave
+    True
+    """
+    for nm, v in (("m", m), ("n", n), ("k", k), ("sms", sms)):
+        if type(v) is not int or v < 1:
+            raise GemmInputError(f"hybrid_split: {nm}={v!r} must be a positive int")
+    if n % 8 or k % 8:
+        return None
+    hm = HYBRID_MODEL if model is None else model
+    cands = tuple(default_candidates(True) if candidates is None else candidates)
+    unsplit = _fastest(cands, m, n, k, sms)
+    if unsplit is None:
+        return None
+    best: Optional[HybridSplit] = None
+    for cfg in cands:
+        if getattr(cfg, "schedule", "") != "ws" or getattr(cfg, "cluster", 1) != 1:
+            continue
+        gm, gn = -(-m // cfg.bm), -(-n // cfg.bn)
+        tiles = gm * gn
+        if tiles <= sms or tiles % sms == 0:
+            continue
+        r_top = (tiles // sms) * sms // gn  # tile rows that fit the whole waves
+        for r in range(r_top, r_top - hm["rows_tried"], -1):
+            if r < 1 or r >= gm:
+                continue
+            rows = r * cfg.bm
+            tails = splitk_candidates(m - rows, n, k, cands, sms, "kernel")
+            tail = _fastest(tails, m - rows, n, k, sms)
+            if tail is None:
+                continue
+            t = estimate_us(cfg, rows, n, k, sms=sms) + hm["gap_us"] + tail[0]
+            if best is None or t < best.model_us * (1 - 1e-9):
+                best = HybridSplit(cfg, rows, tail[2], t, unsplit[0])
+    if best is None or best.model_us * hm["margin"] >= unsplit[0]:
+        return None
     return best
 
 
