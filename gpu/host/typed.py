@@ -465,6 +465,74 @@ def _typed_operand3(
     return _Operand(rows, k, ld, 0, 0)
 
 
+def stage_k_major(x: Any, name: str, itemsize: int) -> Any:
+    """``x`` (an operand of a typed product: A ``(..., M, K)`` or B ``(..., K, N)``, a
+    torch tensor or a CuPy array) copied into a new K-major buffer whose rows start 16
+    bytes apart (K padded to a multiple of ``16 / itemsize`` elements in the buffer; the
+    view returned has ``x``'s shape, the padding outside it), or ``x`` itself where it is
+    K-major with such rows and 16-byte aligned batches already.  One copy, on the current
+    stream (torch's for a tensor, CuPy's for an array).
+
+    >>> import numpy as np
+    >>> b = np.arange(12, dtype=np.int8).reshape(3, 4)  # K x N row-major: N contiguous
+    >>> s = stage_k_major(b, "b", 1)
+    >>> s.shape, s.strides, bool((s == b).all())
+    ((3, 4), (1, 16), True)
+    """
+    sh, st = tuple(x.shape), _strides_of(x)
+    kax = -1 if name == "a" else -2
+    k, rows = sh[kax], sh[-2 if name == "a" else -1]
+    rax = -2 if name == "a" else -1
+    ok = (st[kax] == itemsize or k == 1) and (rows == 1 or (st[rax] % 16 == 0 and st[rax] >= k * itemsize))
+    ok = ok and _pointer_of(x) % 16 == 0 and (len(sh) < 3 or sh[0] == 1 or st[0] % 16 == 0)
+    if ok:
+        return x
+    kp = -(-k * itemsize // 16) * 16 // itemsize
+    lead = sh[:-2]
+    buf = _empty_like_kind(x, lead + (rows, kp))  # rows x K (padded), K contiguous
+    view = buf[..., :k]
+    if name == "a":
+        view[...] = x
+        return view
+    _assign(view, _swap(x))
+    return _swap(view)
+
+
+def _strides_of(x: Any) -> Tuple[int, ...]:
+    if hasattr(x, "element_size"):  # torch
+        return tuple(int(v) * int(x.element_size()) for v in x.stride())
+    return tuple(int(v) for v in x.strides)
+
+
+def _pointer_of(x: Any) -> int:
+    if hasattr(x, "data_ptr"):
+        return int(x.data_ptr())
+    d: Any = getattr(x, "data", None)
+    if hasattr(d, "ptr"):
+        return int(d.ptr)
+    return int(x.__array_interface__["data"][0])  # numpy (the docstring's example)
+
+
+def _empty_like_kind(x: Any, shape: Tuple[int, ...]) -> Any:
+    if hasattr(x, "new_empty"):  # torch
+        return x.new_empty(shape)
+    if type(x).__module__.startswith("cupy"):
+        return device.cupy().empty(shape, dtype=x.dtype)
+    buf = np.empty(shape, dtype=x.dtype)  # numpy: aligned as the allocator gives (the example)
+    return buf
+
+
+def _swap(x: Any) -> Any:
+    return x.transpose(-1, -2) if hasattr(x, "new_empty") else x.swapaxes(-1, -2)
+
+
+def _assign(dst: Any, src: Any) -> None:
+    if hasattr(dst, "copy_"):
+        dst.copy_(src)
+    else:
+        dst[...] = src
+
+
 def typed_gemm(
     a: Any,
     b: Any,
@@ -486,23 +554,34 @@ def typed_gemm(
     accumulation, output bf16 (default), f16 or f32; ``scale`` = ``scale_a * scale_b``),
     ``"s8"`` / ``"u8"`` (int8 / uint8: s32 (default) exactly -- integer ``scale`` and
     ``beta``, an int32 bias, ``relu`` or no activation -- or f32/bf16/f16 with a real
-    ``scale`` applied to the converted sums).  ``a`` is ``M x K`` row-major, ``b`` is
-    ``K x N`` column-major (K contiguous in both: :func:`typed_operand` says what else to
-    pass); 3-D operands ``(batch, M, K)`` / ``(batch, K, N)`` (a 2-D operand or a batch
-    extent of 1 is shared) give ``(batch, M, N)`` in one launch.  The fused epilogue
+    ``scale`` applied to the converted sums).  ``a`` is ``M x K``, ``b`` is ``K x N``; the
+    kernels read K-major operands (A row-major, B column-major, rows 16 bytes apart:
+    :func:`typed_operand`), and any other layout is copied into such a buffer first
+    (:func:`stage_k_major`; ``last_launch["staged"]`` names the operands copied); 3-D
+    operands ``(batch, M, K)`` / ``(batch, K, N)`` (a 2-D operand or a batch extent of 1
+    is shared) give ``(batch, M, N)`` in one launch. The fused epilogue
     (:func:`decide_typed_epilogue`): ``bias`` (one value per column, or per row with
     ``bias_along="m"``), ``activation`` (``relu``, ``silu``, ``gelu``), ``beta * c`` with
     ``c`` M x N (batched: (batch, M, N), or one M x N for every batch) of the output's
-    dtype.  The kernel (:func:`decide_typed`) is generated and proven on first use and
-    launched on the current stream (torch's for torch operands, else CuPy's).  Returns
-    ``out`` or a new array of the operands' kind (bf16 from CuPy operands as raw uint16,
-    CuPy having no bfloat16)."""
+    dtype. The kernel (:func:`decide_typed`) is generated
+    and proven on first use and launched on the current stream (torch's for torch operands,
+    else CuPy's). Returns ``out`` or a new array of the operands' kind (bf16 from CuPy
+    operands as raw uint16, CuPy having no bfloat16)."""
     cupy = device.cupy()
-    sa, ta, ia, pa, torch_a = _array_facts(a)
-    sb, tb, ib, pb, torch_b = _array_facts(b)
-    for nm, sh in (("a", sa), ("b", sb)):
+    if dtype not in TC_TYPES:
+        raise GemmInputError(f"gemm: dtype={dtype!r} is not one of {sorted(TC_TYPES)}")
+    staged = []
+    for nm, x in (("a", a), ("b", b)):
+        sh, _s, it, _p, _t = _array_facts(x)
         if len(sh) not in (2, 3):
             raise GemmInputError(f"gemm: {nm} must be 2-D or 3-D (batch, rows, cols), got shape {sh}")
+        if it == TC_ITEMSIZE[dtype] and min(sh) >= 1:  # else typed_operand names what to pass
+            y = stage_k_major(x, nm, it)
+            if y is not x:
+                staged.append(nm)
+                a, b = (y, b) if nm == "a" else (a, y)
+    sa, ta, ia, pa, torch_a = _array_facts(a)
+    sb, tb, ib, pb, torch_b = _array_facts(b)
     A = _typed_operand3("a", sa, ta, ia, pa, dtype)
     B = _typed_operand3("b", sb, tb, ib, pb, dtype)
     m, k, n = A.rows, A.k, B.rows
@@ -585,7 +664,14 @@ def typed_gemm(
         rk(grid, (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
     last_launch.clear()
     last_launch.update(
-        config=ep.config or d.config, problem=prob, kernel=kern.name, m=m, n=n, k=k, batch=nbatch
+        config=ep.config or d.config,
+        problem=prob,
+        kernel=kern.name,
+        m=m,
+        n=n,
+        k=k,
+        batch=nbatch,
+        staged=tuple(staged),
     )
     return out
 
