@@ -380,12 +380,19 @@ def api_check() -> int:
                 f"[api] typed_gemm CuPy raw bytes e4m3 -> raw bf16 bits equal to the torch call: {same}",
                 flush=True,
             )
+            from layoutproof.gpu.host.plan import last_launch
+
+            staged = typed_gemm(a, bt.t().contiguous(), dtype=dtype, out_dtype=out, scale=scale)
+            torch.cuda.synchronize()
+            same = bool(torch.equal(staged, c)) and last_launch.get("staged") == ("b",)
+            fails += not same
+            print(f"[api] row-major B staged into a K-major copy, result equal: {same}", flush=True)
             try:
-                typed_gemm(a, bt.t().contiguous(), dtype=dtype)
-                print("[api] row-major B: NOT refused", flush=True)
+                typed_gemm(a[:, :-1], bt.t()[:-1], dtype=dtype)  # an odd K of one-byte elements
+                print("[api] odd K: NOT refused", flush=True)
                 fails += 1
             except GemmInputError as e:
-                print(f"[api] row-major B refused: {e}", flush=True)
+                print(f"[api] odd K refused: {e}", flush=True)
     return fails
 
 
