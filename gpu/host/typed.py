@@ -9,6 +9,7 @@ kernels holds unchanged).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Optional, Tuple
 
@@ -277,7 +278,7 @@ class TypedEpilogue:
 
 
 def _int32(name: str, v: float, dtype: str) -> int:
-    if float(v) != int(v) or not -(2**31) <= int(v) < 2**31:
+    if not math.isfinite(v) or float(v) != int(v) or not -(2**31) <= int(v) < 2**31:
         raise GemmInputError(
             f"gemm: .{dtype} -> s32 is exact: {name} must be an integer in the int32 range, got {v} "
             f"(store f32 or bf16 for a real {name})"
