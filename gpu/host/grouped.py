@@ -28,8 +28,8 @@ decrease or pass ``T`` give wrong rows, not stray writes.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import replace
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -58,8 +58,7 @@ last_grouped_launch: Dict[str, Any] = {}
 
 
 # ============================================================================ operands
-@dataclass(frozen=True)
-class _Arr:
+class _Arr(NamedTuple):  # a tuple: built once per operand per call, cheaply
     """One operand as the launch sees it: pointer, shape, element strides, type, device."""
 
     x: Any
@@ -769,8 +768,11 @@ def gemm_grouped(
         GemmInputError: empty or unequal lists, per-group K or N, and as :func:`gemm_moe`.
     """
     stacked = gemm_grouped_stacked(a_list, b_list, dtype=dtype, config=config)
-    ends = np.cumsum([int(x.shape[0]) for x in a_list])
-    return [stacked[int(e) - int(x.shape[0]) : int(e)] for x, e in zip(a_list, ends)]
+    sizes = [int(x.shape[0]) for x in a_list]
+    if type(stacked).__module__.split(".")[0] == "torch":
+        return list(stacked.split(sizes, 0))  # views, split in one call
+    ends = np.cumsum(sizes)
+    return [stacked[int(e) - m : int(e)] for m, e in zip(sizes, ends)]
 
 
 def gemm_grouped_stacked(
