@@ -567,13 +567,16 @@ def _residue_table(
     conds: List[Any],
 ) -> Optional[Tuple[List[Any], int, List[Tuple[Tuple[int, ...], Tuple[bool, ...]]]]]:
     """``(symbols, L, [(residues, values), ...])`` when the conditions ``conds`` depend on
-    their symbols only modulo ``L``: every symbol appears only inside ``Mod(p, k)`` with ``p``
-    a polynomial of integer coefficients and ``k`` a positive integer (``L`` the lcm of those
-    ``k``; other functions of those Mods around them are allowed).  Then each condition at any
-    integer values is its value at their residues, and every residue tuple in ``[0, L)^n``
-    (at most :data:`_RESIDUE_CASES`) is evaluated, each condition's truth value in order.
-    None when a condition is not of that form, there are too many residues, or a residue
-    does not evaluate to a truth value."""
+    their symbols only modulo ``L``: every symbol appears only inside ``Mod(p, k)`` with ``k``
+    a positive integer and ``p`` a polynomial of rational coefficients (common denominator
+    ``d``) in the symbols and in the integer ``Mod`` terms inside it
+    (``Mod(M**2 + Mod(N, 3), 6)``, ``Mod(K*N + 3/2, 3)``; ``L`` the lcm of every such ``d*k``;
+    other functions of the outermost Mods around them are allowed).  Shifting a symbol by
+    ``L`` changes each such ``d*p`` by a multiple of ``d*k``, so no ``Mod`` changes
+    (innermost first): each condition at any integer values is its value at their residues,
+    and every residue tuple in ``[0, L)^n`` (at most :data:`_RESIDUE_CASES`) is evaluated,
+    each condition's truth value in order.  None when a condition is not of that form, there
+    are too many residues, or a residue does not evaluate to a truth value."""
     sp = _sympy()
     syms = set().union(*(c.free_symbols for c in conds))
     if not syms or not all(x.is_integer for x in syms):
@@ -581,23 +584,26 @@ def _residue_table(
     order = sorted(syms, key=str)
     L = 1
     for c in conds:
-        inner = []
-        for m in c.atoms(sp.Mod):
+        mods = [m for m in c.atoms(sp.Mod) if m.args[0].free_symbols & syms]
+        for m in mods:
             p, k = m.args
-            if p.has(sp.Mod) or not (p.free_symbols & syms):
-                continue  # not innermost, or no symbol: judged through the innermost ones
             if not (k.is_Integer and k > 0):
                 return None
+            inner = {x: sp.Dummy(integer=True) for x in p.atoms(sp.Mod)}
+            q = p.xreplace(inner)  # the outermost Mods inside p as unknown integers
             try:
-                poly = sp.Poly(p, *order)
+                poly = sp.Poly(q, *order, *inner.values())
             except sp.PolynomialError:
                 return None
-            if not all(co.is_Integer for co in poly.coeffs()):
+            if not all(co.is_Rational for co in poly.coeffs()):
                 return None
-            inner.append(m)
-            L = int(sp.ilcm(L, int(k)))
-        if c.free_symbols and (not inner or c.xreplace({m: sp.Dummy() for m in inner}).free_symbols & syms):
-            return None  # a symbol outside every innermost Mod
+            if any(x.args[1].free_symbols or not x.args[0].is_integer for x in inner):
+                return None  # an inner Mod must be an integer, periodic itself (checked in turn)
+            # p = P/d with P of integer coefficients: Mod(p, k) has the period d*k
+            d = int(sp.ilcm(1, *(int(co.q) for co in poly.coeffs())))
+            L = int(sp.ilcm(L, int(k) * d))
+        if c.free_symbols and (not mods or c.xreplace({m: sp.Dummy() for m in mods}).free_symbols & syms):
+            return None  # a symbol outside every Mod
     if L ** len(order) > _RESIDUE_CASES:
         return None
     from itertools import product
@@ -679,6 +685,55 @@ def _mod_abstraction_value(c: Any) -> Optional[bool]:
     return True if _sympy_value(c.xreplace(rep)) is True else None
 
 
+#: the moduli :func:`_never_zero_modulo` tries
+_ZERO_MODULI = (2, 3, 4, 5, 7, 8, 9, 16)
+
+
+def _never_zero_modulo(c: Any) -> Optional[int]:
+    """For ``c`` an equation or inequation ``p == q`` / ``p != q`` of polynomials with
+    integer coefficients: a modulus ``k`` at which ``p - q`` is never ``0`` (every residue
+    tuple in ``[0, k)^n`` evaluated, at most :data:`_RESIDUE_CASES` of them), so the
+    equation holds at no integers at all (``(M - N)**2 == 3``: a square is 0 or 1 mod 4);
+    None otherwise.
+
+    >>> M, N = symbols("M N")
+    >>> _never_zero_modulo(_sympy().Eq((M - N)**2, 3)), _never_zero_modulo(_sympy().Eq(M**2, 2*N**2))
+    (4, None)
+    """
+    sp = _sympy()
+    if not isinstance(c, (sp.Eq, sp.Ne)):
+        return None
+    order = sorted(c.free_symbols, key=str)
+    if not order or not all(x.is_integer for x in order):
+        return None
+    try:
+        poly = sp.Poly(sp.expand(c.lhs - c.rhs), *order)
+    except sp.PolynomialError:
+        return None
+    if not all(co.is_Integer for co in poly.coeffs()):
+        return None
+    terms = [(tuple(int(e) for e in mon), int(co)) for mon, co in poly.terms()]
+    from itertools import product
+
+    for k in _ZERO_MODULI:
+        if k ** len(order) > _RESIDUE_CASES:
+            break
+        pw = [[pow(r, e, k) for e in range(poly.total_degree() + 1)] for r in range(k)]
+        if all(
+            sum(co * _prod(pw[r][e] for r, e in zip(rs, mon)) for mon, co in terms) % k != 0
+            for rs in product(range(k), repeat=len(order))
+        ):
+            return k
+    return None
+
+
+def _prod(xs: Any) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
 #: the residue decisions made (condition, facts) -> Decision or None; bounded like _CACHE
 _RESIDUES: Dict[Tuple[Any, tuple], Optional["Decision"]] = {}
 
@@ -707,6 +762,18 @@ def _residues(c: Any, fs: tuple) -> Optional["Decision"]:
         # periodic in every symbol and true at every residue (whatever the facts), or true of
         # any value the residues allow each Mod to take
         d = Decision(True, "residues", cond=c, facts=fs)
+    elif _never_zero_modulo(c) is not None:
+        # p == q holds at no integers (p - q is never 0 modulo k), whatever the facts
+        sp = _sympy()
+        if isinstance(c, sp.Ne):
+            d = Decision(True, "residues", cond=c, facts=fs)
+        else:
+            from .solver import search_model
+
+            cex = search_model(fs, symbols=tuple(c.free_symbols)) if fs else None
+            if cex is None and not fs:
+                cex = search_model((), symbols=tuple(c.free_symbols))
+            d = Decision(False, "residues", counterexample=cex, cond=c, facts=fs)
     if len(_RESIDUES) > _CACHE_MAX:
         _RESIDUES.clear()
     _RESIDUES[key] = d

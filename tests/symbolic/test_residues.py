@@ -99,3 +99,36 @@ def test_only_integer_symbols_and_integer_polynomials_are_read_by_residues():
     assert _residue_value(half >= 0) is None
     claim = sp.Ne(half, sp.Rational(1, 2))  # false at M = 1
     assert _mod_abstraction_value(claim) is None
+
+
+def test_nested_mods_are_periodic_too() -> None:
+    """A symbol inside a Mod around another Mod (``Mod(M**2 + Mod(N, 3), 6)``) is periodic:
+    decided by residues at once, even where a bound in the facts keeps Z3 busy."""
+    M, N = symbols("M N")
+    c = sp.Ge(sp.Mod(M**2 + sp.Mod(N, 3), 6), sp.Mod(M, 2))  # odd M: M**2 % 6 is 1 or 3
+    d = decide(c, (sp.Ge(N, 8), sp.Eq(sp.Mod(N, 8), 2)))
+    assert (d.value, d.method) == (True, "residues")
+    d = decide(sp.Eq(sp.Mod(M**2 + 5 * sp.Mod(M, 3), 2), 0))
+    assert d.value is None and d.counterexample is not None and d.example is not None
+    # a quotient or a symbolic modulus inside is not periodic: left to the solver
+    assert decide(sp.Eq(sp.Mod(sp.Mod(M, N) + M, 4), 0), use_z3=False).method != "residues"
+    assert decide(sp.Eq(sp.Mod(sp.Mod(M / 2, 3) * 2, 4), 0), use_z3=False).method != "residues"
+
+
+def test_a_rational_inside_a_mod_is_periodic() -> None:
+    """``Mod(K*N + 3/2, 3)`` is a half-integer, never 2: periodic with period 2*3."""
+    K = sp.Symbol("K", integer=True)
+    N = sp.Symbol("N", integer=True, nonnegative=True)
+    d = decide(sp.Ne(sp.Mod(K * N + sp.Rational(3, 2), 3), 2), (sp.Eq(sp.Mod(N, 3), 0), sp.Le(K, 3)))
+    assert (d.value, d.method) == (True, "residues")
+    M = symbols("M")
+    d = decide(sp.Ne(sp.Mod(M / 2, 3), sp.Rational(1, 2)))
+    assert (d.value, d.counterexample, d.example) == (None, {"M": 1}, {"M": 2})
+
+
+def test_an_equation_with_no_solution_modulo_k() -> None:
+    M, N, K = symbols("M N K")
+    d = decide(sp.Eq((M - N) ** 2, 3))  # a square is 0 or 1 mod 4
+    assert (d.value, d.method) == (False, "residues") and d.counterexample is not None
+    assert decide(sp.Ne(M**2 + N**2, 4 * K + 3)).value is True
+    assert decide(sp.Ne(M**2, 2 * N**2), use_z3=False).value is None  # 0 mod every k: not this way
