@@ -399,8 +399,11 @@ GROUP_MAPS = {}
 def _map_rows(ta, lo, hi):
     """Rows ``[lo, hi)`` of a 2-D map (zero past its extent), read row by row from memory."""
     out = np.zeros((hi - lo, ta["inner"]))
-    for r in range(lo, min(hi, ta["outer"])):
-        out[r - lo] = _mem(ta["ptr"] + 2 * r * ta["ld"], ta["inner"], ctypes.c_uint16).view(np.float16)
+    n = min(hi, ta["outer"]) - lo
+    if n > 0:
+        flat = _mem(ta["ptr"] + 2 * lo * ta["ld"], (n - 1) * ta["ld"] + ta["inner"], ctypes.c_uint16)
+        rows = np.lib.stride_tricks.as_strided(flat, (n, ta["inner"]), (2 * ta["ld"], 2))
+        out[:n] = rows.view(np.float16)
     return out
 
 
