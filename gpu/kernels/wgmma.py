@@ -174,8 +174,7 @@ def _plan_descriptors(
 
 def _check_typed(cfg: Sm90Config, prob: GemmProblem) -> None:
     """The wgmma rules of the K-major-only types: both operands K-major (PTX gives the
-    transpose immediates to ``.f16``/``.bf16`` only), the block N one of the instruction's,
-    the monolithic schedule's or the warp-specialized kernel's plain epilogue."""
+    transpose immediates to ``.f16``/``.bf16`` only), the block N one of the instruction's."""
     if prob.a_major != "k" or prob.b_major != "k":
         raise GemmConfigError(
             f"generate_sm90: .{prob.dtype} wgmma reads only K-major operands from shared memory "
@@ -187,8 +186,6 @@ def _check_typed(cfg: Sm90Config, prob: GemmProblem) -> None:
         raise GemmConfigError(
             f"generate_sm90: wgmma .{prob.dtype} has no m64n{cfg.bn} instruction (N in {list(ns)})"
         )
-    if prob.batch:
-        raise GemmConfigError(f"generate_sm90: batched .{prob.dtype} kernels are not built yet")
 
 
 def prove_typed_descriptors(
