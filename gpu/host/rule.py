@@ -13,6 +13,8 @@ rewrites the few bytes of :class:`ParamBuffer` that changed (a base pointer) bef
   per-tile operand bytes at a measured per-SM bandwidth, a fixed per-tile cost) over the
   existing generator configurations; :data:`SM90_MODEL` holds the constants, fitted to an
   H100 sweep (bench/RESULTS.md).
+* :func:`hybrid_split` -- where the same model takes data-parallel rows plus a split-K tail
+  (launched by :mod:`layoutproof.gpu.host.streamk`) over the unsplit pick's partial last wave.
 * :func:`operand_layout` -- which dimension of a 2-D operand is contiguous, its leading
   dimension, and whether it breaks the kernels' 16-byte contract (then it is copied).
 * :class:`ParamBuffer` -- the ``void*[]`` argument block of ``cuLaunchKernel``, aligned

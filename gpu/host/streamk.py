@@ -255,6 +255,8 @@ class HybridPlan:
         self._k = k
         self._main = gemm_plan(a[:rows], b, out[:rows], config=split.main, dtype=dtype)
         self._tail = gemm_plan(a[rows:], b, out[rows:], config=split.tail, dtype=dtype)
+        self._cupy = self._main._cupy
+        self.config = split  # what runtime.last_launch-style logs print (its key())
 
     @staticmethod
     def _check(a: Any, b: Any, out: Any) -> Tuple[int, int, int]:
@@ -283,20 +285,69 @@ class HybridPlan:
         self._tail(a[r:], b, out[r:])
         return out
 
+    def _run(self, a: Any, b: Any, out: Any, bias: Any, c: Any, alpha: float, beta: float) -> Any:
+        """The call as :func:`~layoutproof.gpu.host.runtime.gemm` makes it on a kept plan:
+        the plain product only; ``out=None`` allocates the row-major result."""
+        if bias is not None or c is not None or alpha != 1 or beta != 0:
+            raise GemmInputError(
+                "HybridPlan: the plain product only (no bias, c, alpha or beta): make the "
+                "epilogue call through gemm_plan"
+            )
+        if out is None:
+            out = self._cupy.empty(self.shape, dtype=a.dtype)
+        return self(a, b, out)
+
 
 def hybrid_plan(
-    a: Any, b: Any, out: Any, *, sms: Optional[int] = None, dtype: Optional[str] = None
+    a: Any,
+    b: Any,
+    out: Any = None,
+    *,
+    config: Any = None,
+    out_dtype: Optional[str] = None,
+    dtype: Optional[str] = None,
+    path: str = "auto",
+    bias: Any = None,
+    activation: Optional[str] = None,
+    c: Any = None,
 ) -> Optional[HybridPlan]:
-    """A :class:`HybridPlan` for these operands where the wave model takes the schedule
-    (:func:`~layoutproof.gpu.host.rule.hybrid_split`), else None (the caller launches the
-    unsplit plan).  ``sms``: the device's SM count (default: asked from CuPy)."""
-    m, k, n = HybridPlan._check(a, b, out)
-    if sms is None:
-        import cupy
+    """A :class:`HybridPlan` for a call of :func:`~layoutproof.gpu.host.runtime.gemm` with
+    these arguments where the schedule applies and the wave model takes it
+    (:func:`~layoutproof.gpu.host.rule.hybrid_split`), else None (the caller makes the
+    unsplit plan).  It applies to the plain product (no configuration asked for, no
+    epilogue, ``path`` ``"auto"`` or ``"wgmma"``) of row-major 2-D CuPy f16 or bf16
+    operands into a row-major output of the same type (or ``out=None``), on sm_90 with
+    TMA; nothing here raises for a call it does not apply to."""
+    if config is not None or bias is not None or activation is not None or c is not None:
+        return None
+    if path not in ("auto", "wgmma") or dtype is not None:
+        return None
+    try:
+        a_dt, b_dt = str(a.dtype), str(b.dtype)
+        ok = a.ndim == 2 and b.ndim == 2 and a.flags.c_contiguous and b.flags.c_contiguous
+        if out is not None:
+            ok = ok and out.ndim == 2 and out.flags.c_contiguous and str(out.dtype) == a_dt
+    except AttributeError:
+        return None
+    if not ok or a_dt != b_dt or a_dt not in ("float16", "bfloat16"):
+        return None
+    if out_dtype is not None and out_dtype != {"float16": "f16", "bfloat16": "bf16"}[a_dt]:
+        return None
+    (m, k), (k2, n) = a.shape, b.shape
+    if k2 != k or (out is not None and tuple(out.shape) != (m, n)):
+        return None
+    from . import device
 
-        sms = int(cupy.cuda.Device().attributes["MultiProcessorCount"])
-    split = rule.hybrid_split(m, n, k, sms=sms)
-    return None if split is None else HybridPlan(a, b, out, split, dtype=dtype)
+    cp = device.cupy()
+    facts = device.facts(cp)
+    if facts.cc != "90" or not facts.tma:
+        return None
+    split = rule.hybrid_split(m, n, k, sms=facts.sms)
+    if split is None:
+        return None
+    if out is None:
+        out = cp.empty((m, n), dtype=a.dtype)
+    return HybridPlan(a, b, out, split)
 
 
 def describe(split: HybridSplit) -> Dict[str, Any]:

@@ -171,3 +171,24 @@ def test_gpu_hybrid_matches_float64(dtype, shape, rows):
     for i in (r - 1, r, m - 1):
         row_err = float(cp.abs(c[i].astype(cp.float64) - ref[i]).max() / cp.abs(ref[i]).max())
         assert row_err < 0.05, (i, row_err)
+
+
+def test_hybrid_plan_gate_declines_calls_it_does_not_apply_to():
+    # decided from the arguments alone, before any device query: None, never an error
+    class _Arr(_Fake):
+        def __init__(self, shape, dtype="float16", contiguous=True):
+            super().__init__(shape, contiguous)
+            self.dtype = dtype
+
+    a, b, c = _Arr((5120, 5120)), _Arr((5120, 5120)), _Arr((5120, 5120))
+    cfg = Sm90Config(bm=128, bn=256, stages=4, **WS)
+    assert streamk.hybrid_plan(a, b, c, config=cfg) is None
+    assert streamk.hybrid_plan(a, b, c, bias=object()) is None
+    assert streamk.hybrid_plan(a, b, c, activation="relu") is None
+    assert streamk.hybrid_plan(a, b, c, path="mma.sync") is None
+    assert streamk.hybrid_plan(a, b, c, out_dtype="f32") is None
+    assert streamk.hybrid_plan(a, b, _Arr((5120, 5120), contiguous=False)) is None
+    assert streamk.hybrid_plan(a, b, _Arr((5120, 5120), dtype="float32")) is None
+    assert streamk.hybrid_plan(_Arr((5120, 5120), "float32"), _Arr((5120, 5120), "float32"), None) is None
+    assert streamk.hybrid_plan(a, _Arr((5112, 5120)), c) is None
+    assert streamk.hybrid_plan(object(), b, c) is None
