@@ -55,6 +55,8 @@ __all__ = [
     "gemm_moe_masked",
     "gemm_grouped",
     "gemm_array",
+    "gemm_grouped_stacked",
+    "grouped_ops",
     "GroupedConfig",
     "Proof",
     "ProofLog",
@@ -83,6 +85,8 @@ _LAZY = {
     "gemm_moe_masked": ("host.grouped", "gemm_moe_masked"),
     "gemm_grouped": ("host.grouped", "gemm_grouped"),
     "gemm_array": ("host.grouped", "gemm_array"),
+    "gemm_grouped_stacked": ("host.grouped", "gemm_grouped_stacked"),
+    "grouped_ops": ("host.grouped_op", "ops"),  # calling it registers the torch operators
     "GroupedConfig": ("kernels.grouped", "GroupedConfig"),
 }
 
