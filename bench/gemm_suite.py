@@ -678,6 +678,14 @@ def main(argv=None):
         "--epilogue-shapes", default=None, help="MxNxK,... for --epilogue (default: the 2-D shapes)"
     )
     p.add_argument("--dtypes", default="f16,bf16")
+    p.add_argument(
+        "--types",
+        action="store_true",
+        help="the tf32/fp8/int8 section: gemm_types.py's correctness sweep against float64",
+    )
+    p.add_argument(
+        "--types-time", default=None, help="with --types, MxNxK,...: the typed kernels against torch's peers"
+    )
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--reps", type=int, default=20)
     args = p.parse_args(argv)
@@ -696,6 +704,10 @@ def main(argv=None):
             hybrid(cp, args, log)
         if args.sweep:
             sweep(cp, args, log)
+        if args.types:
+            import gemm_types
+
+            gemm_types.suite_section(cp, args, log)
         if not args.no_host:
             host(cp, log)
         if not args.no_suite:
@@ -745,6 +757,11 @@ def main(argv=None):
             f"(cupy {s['geomean_cupy']:.3f}, torch {s['geomean_torch']:.3f}, graph {s['geomean_graph']:.3f}), "
             f"min {s['min']:.3f} ({s['min_shape']}), 8192^3 {r8}, below 0.95: {', '.join(s['below_095']) or 'none'}"
         )
+    if "types" in log:
+        bad = [r for r in log["types"] if not r.get("ok", False)]
+        print(f"types: {len(log['types'])} sweep calls, {len(bad)} wrong")
+    for row in log.get("types_time", []):
+        print(f"types {row['dtype']} {row['m']}x{row['n']}x{row['k']}: {row['ratios']}")
     for key, s in log.get("epilogue_summary", {}).items():
         print(
             f"epilogue {key}: {s['shapes']} shapes, {s['correct']} correct; geomean {s['geomean']:.3f}, "
