@@ -429,12 +429,17 @@ class Layout:
                             self._sym = False
                             return
                         # the common nesting, plain ints two deep: checked and flattened
-                        # at once, ranks 2 and 3 unrolled (a tuple nested deeper is a leaf
+                        # at once, ranks 1 to 3 unrolled (a tuple nested deeper is a leaf
                         # that is not an int); ``break`` leaves for the deeper check below
                         fs: Tuple[Any, ...]
                         fd: Tuple[Any, ...]
                         for _x in _ONCE:
-                            if n == 2 or n == 3:
+                            if n == 1:
+                                if type(a) is not tuple or type(c) is not tuple or len(a) != len(c) or not a:
+                                    break
+                                fs = a
+                                fd = c
+                            elif n == 2 or n == 3:
                                 if type(a) is tuple:
                                     if type(c) is not tuple or len(a) != len(c) or not a:
                                         break
