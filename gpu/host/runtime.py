@@ -6,7 +6,10 @@ layouts pick the variant (row- or column-major A and B: the NT/TN/NN/TT table); 
 in column-major order is computed as the transposed product.  Operands that break the
 kernel's 16-byte contract (a leading dimension not a multiple of 8 elements, a base
 pointer not 16-byte aligned, a non-unit inner stride) are copied once into a padded,
-aligned buffer -- a correct, slower path whose cost is one pass over that operand.
+aligned buffer -- a correct, slower path whose cost is one pass over that operand.  Small
+products take neither: :mod:`~layoutproof.gpu.host.tiny` decides (a measured model of the
+volume and the k-steps per warp) when one launch of the tiny kernel, which reads the
+operands in place at any strides, is faster (:func:`plan_for`).
 
 The host path, one way down: the operands are checked and described as plain data
 (:mod:`~layoutproof.gpu.host.operands`), the rule decides the launch from that data and the
