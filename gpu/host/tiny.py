@@ -168,6 +168,16 @@ class TinyPlan:
         sam, sak = _elem_strides("a", a)
         sbk, sbn = _elem_strides("b", b)
         scm, scn = (N, 1) if out is None else _elem_strides("out", out)
+        if (scm == 0 and M > 1) or (scn == 0 and N > 1):
+            raise GemmInputError(
+                f"gemm: out has a zero stride ({out.strides}): several results would land in one "
+                "element; pass a fresh array (cupy.empty)"
+            )
+        if self.grid[0] >= 1 << 31:
+            raise GemmInputError(
+                f"gemm: path='tiny' covers at most 2**31 - 1 blocks of 16x{cfg.bn} ({M}x{N} needs "
+                f"{self.grid[0]}): use path='auto'"
+            )
         self._sig = (operands.signature(a), operands.signature(b), operands.signature(out))
         pb = self._pb = ParamBuffer(_KINDS)
         for i, v in enumerate((M, N, K, sam, sak, sbk, sbn, scm, scn)):

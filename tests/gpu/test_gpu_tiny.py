@@ -202,6 +202,13 @@ def test_fake_tiny_plan_checks_its_calls(fake):  # noqa: F811
         plan(a, b, fake.array((7, 17), order="F"))
     with pytest.raises(GemmInputError, match="inner dimensions differ"):
         tiny.TinyPlan(a, fake.array((12, 17)))
+    from test_gpu_plan import _FakeArray
+
+    zero = _FakeArray(fake, (7, 17), (0, 2), np.float16, fake.array((1, 17)).data.ptr)
+    with pytest.raises(GemmInputError, match="zero stride"):
+        tiny.TinyPlan(a, b, zero)
+    with pytest.raises(GemmInputError, match="2\\*\\*31 - 1 blocks"):
+        tiny.TinyPlan(fake.array((1 << 20, 1)), fake.array((1, 1 << 20)), config=TinyConfig(2, 1))
 
 
 # ============================================================================ GPU
