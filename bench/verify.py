@@ -159,6 +159,7 @@ HARD_CONDITIONS = (
     "Mod(M*N, K) == 0 given Mod(M, K) == 0",
     "M**2 != 2*N**2",
     "Mod(Mod(K**2, 3), K) != 2*M",
+    "N**2 - K**2 != 4",
 )
 
 
@@ -170,6 +171,7 @@ def _hard_cases() -> List[Tuple[str, Any, Tuple[Any, ...]]]:
         (HARD_CONDITIONS[0], sp.Eq(sp.Mod(M * N, K), 0), (sp.Eq(sp.Mod(M, K), 0),)),
         (HARD_CONDITIONS[1], sp.Ne(M**2, 2 * N**2), ()),
         (HARD_CONDITIONS[2], sp.Ne(sp.Mod(sp.Mod(K**2, 3), K), 2 * M), ()),
+        (HARD_CONDITIONS[3], sp.Ne(N**2 - K**2, 4), ()),
     ]
 
 
