@@ -65,12 +65,14 @@ def _cpp(c: Any, static: bool) -> str:
     return go(c)
 
 
-def _py(c: Any) -> str:
+def _py(c: Any, exact: bool = True) -> str:
     """``c`` as plain Python over the symbols: :func:`layoutproof.symbolic.as_python` where
     that has no SymPy function in it (``Mod(...)`` inside a product, ``floor``), else
-    written out with Python's operators (``%``, ``//``), so the code runs without SymPy."""
+    written out with Python's operators (``%``, ``//``), so the code runs without SymPy.
+    With ``exact`` a quotient is a ``Fraction`` (the caller imports it), never a float;
+    without, ``/`` (the CuTe DSL host check, whose quotients the library built exact)."""
     text = symbolic.as_python(c)
-    if not re.search(r"\b[A-Za-z_]\w*\(", text):
+    if not re.search(r"\b[A-Za-z_]\w*\(", text) and (not exact or "/" not in text):
         return text
     sp = symbolic.sympy_module()
 
@@ -79,8 +81,8 @@ def _py(c: Any) -> str:
             return str(bool(x))
         if isinstance(x, sp.Integer):
             return str(int(x))
-        if isinstance(x, sp.Rational):
-            return f"({int(x.p)} / {int(x.q)})"
+        if isinstance(x, sp.Rational):  # exact: a float would round past 2**53
+            return f"Fraction({int(x.p)}, {int(x.q)})" if exact else f"({int(x.p)} / {int(x.q)})"
         if isinstance(x, sp.Symbol):
             return x.name
         if isinstance(x, sp.Mod):
@@ -91,7 +93,9 @@ def _py(c: Any) -> str:
             return "(" + " * ".join(go(a) for a in x.args) + ")"
         if isinstance(x, sp.Pow) and isinstance(x.args[1], sp.Integer):
             e = int(x.args[1])
-            return f"({go(x.args[0])} ** {e})" if e >= 0 else f"(1 / {go(x.args[0])} ** {-e})"
+            if e >= 0:
+                return f"({go(x.args[0])} ** {e})"
+            return f"Fraction(1, {go(x.args[0])} ** {-e})" if exact else f"(1 / {go(x.args[0])} ** {-e})"
         if isinstance(x, (sp.floor, sp.ceiling)):
             n, d = sp.fraction(sp.together(x.args[0]))
             if isinstance(x, sp.floor):
@@ -112,6 +116,12 @@ def _py(c: Any) -> str:
         raise MalformedLayoutError(f"no Python form for {show(x)}")
 
     return go(c)
+
+
+def _with_fraction(code: str) -> str:
+    """``code`` after the import of ``Fraction`` where it uses one (a quotient in a
+    condition is the rational it is, never a float)."""
+    return "from fractions import Fraction\n" + code if "Fraction(" in code else code
 
 
 def _divby(c: Any) -> Optional[Tuple[str, int]]:
@@ -157,7 +167,7 @@ def render_assumptions(
         for t, c in parsed:
             lines.append(f"    if not ({_py(c)}):")
             lines.append(f"        raise ValueError({(what + ': needs ' + t)!r})")
-        return "\n".join(lines)
+        return _with_fraction("\n".join(lines))
     for t, c in parsed:
         need = f"{what}: needs {t}"
         if emit == "dsl":
@@ -166,7 +176,7 @@ def render_assumptions(
                 lines.append(f"{dv[0]} = cute.assume({dv[0]}, divby={dv[1]})")
             else:
                 lines.append("# check on the host, before the kernel is traced:")
-                lines.append(f"if not ({_py(c)}):")
+                lines.append(f"if not ({_py(c, exact=False)}):")
                 lines.append(f"    raise ValueError({need!r})")
         else:
             names = {s.name for s in c.free_symbols}

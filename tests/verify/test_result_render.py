@@ -99,3 +99,28 @@ def test_cli_emit_of_an_unknown_check(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(ValueError):
         ns["guard"](M=3)
     assert rc != 0
+
+
+def test_a_python_guard_with_a_quotient_is_exact() -> None:
+    """``(M/2) % 3 == 1`` is checked with fractions, never floats (a float rounds past
+    2**53: 2**60 + 2 would pass as 2**60)."""
+    import sympy as sp
+
+    from layoutproof.symbolic import as_python, symbols
+    from layoutproof.verify.emit import render_assumptions
+
+    M = symbols("M")
+    code = render_assumptions([as_python(sp.Eq(sp.Mod(M / 2, 3), 1))], "python")
+    assert "from fractions import Fraction" in code and "Fraction(1, 2)" in code
+    ns: dict = {}
+    exec(code, ns)  # noqa: S102 - the emitted guard, run as the user would
+    ok = {m for m in (1, 2, 3, 8, 2**60 + 2, 2**60 + 8) if _passes(ns["guard"], m)}
+    assert ok == {m for m in (1, 2, 3, 8, 2**60 + 2, 2**60 + 8) if m % 2 == 0 and (m // 2) % 3 == 1}
+
+
+def _passes(guard: object, m: int) -> bool:
+    try:
+        guard(m)  # type: ignore[operator]
+    except ValueError:
+        return False
+    return True
