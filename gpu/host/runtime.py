@@ -167,18 +167,26 @@ def plan_for(
     c: Any = None,
 ) -> "GemmPlan | BatchedGemmPlan | TinyPlan":
     """The plan :func:`gemm` keeps for these arguments: a :class:`TinyPlan` where the tiny
-    path decides so (2-D, no epilogue, no configuration asked for, and
-    :func:`~layoutproof.gpu.host.tiny.tiny_config` picks it, or ``path="tiny"``), else
-    :func:`gemm_plan`'s."""
-    if path == "tiny" and (config is not None or bias is not None or c is not None or activation is not None):
-        raise GemmInputError(
-            "gemm: path='tiny' runs the plain product (no config, bias, activation or c): drop them "
-            "or use path='auto'"
-        )
-    if config is None and bias is None and c is None and activation is None:
+    path decides so (2-D, no configuration asked for, and
+    :func:`~layoutproof.gpu.host.tiny.tiny_config` picks it, or ``path="tiny"``; the fused
+    epilogue included), else :func:`gemm_plan`'s."""
+    if path == "tiny" and config is not None:
+        raise GemmInputError("gemm: path='tiny' takes no config (it has its own): drop one of them")
+    if config is None:
         cfg = wants_tiny(a, b, path)
         if cfg is not None:
-            return TinyPlan(a, b, out, config=cfg, out_dtype=out_dtype, dtype=dtype)
+            return TinyPlan(
+                a,
+                b,
+                out,
+                config=cfg,
+                out_dtype=out_dtype,
+                dtype=dtype,
+                bias=bias,
+                activation=activation,
+                bias_along=bias_along,
+                c=c,
+            )
     return gemm_plan(
         a,
         b,
@@ -291,8 +299,8 @@ def gemm(
         path: ``"auto"`` (the tiny kernel for small products, :mod:`~layoutproof.gpu.host.tiny`;
             else wgmma on compute capability 9.0, else mma.sync), ``"wgmma"``,
             ``"mma.sync"`` or ``"tiny"`` (the one-launch kernel that reads the operands in
-            place, at any size; no epilogue); a GemmConfig selects mma.sync, an Sm90Config
-            wgmma.
+            place, at any size, with the fused epilogue too); a GemmConfig selects
+            mma.sync, an Sm90Config wgmma.
         bias: optional vector of N elements (float32, float16 or bfloat16; M elements with
             ``bias_along="m"``): ``C = act(A @ B + bias)``, fused in the warp-specialized
             TMA kernel (``layoutproof.gpu.kernels.epilogue``; sm_90 with cuda-python), converted to

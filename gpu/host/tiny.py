@@ -43,6 +43,7 @@ True
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
@@ -111,6 +112,8 @@ def wants_tiny(a: Any, b: Any, path: str) -> Optional[TinyConfig]:
 
 
 _KINDS = ("ptr", "ptr", "ptr", "i32", "i32", "i32", "i64", "i64", "i64", "i64", "i64", "i64")
+#: the fused epilogue's parameters after them: bias, has_bias, alpha, beta, Cin, its strides
+_EPI_KINDS = ("ptr", "i32", "f32", "f32", "ptr", "i64", "i64")
 
 
 def _elem_strides(nm: str, x: Any) -> Tuple[int, int]:
@@ -145,6 +148,10 @@ class TinyPlan:
         config: Optional[TinyConfig] = None,
         out_dtype: Optional[str] = None,
         dtype: Optional[str] = None,
+        bias: Any = None,
+        activation: Optional[str] = None,
+        bias_along: str = "n",
+        c: Any = None,
     ) -> None:
         dt, cupy = operands.check_pair(a, b, dtype)
         M, K = a.shape
@@ -157,7 +164,19 @@ class TinyPlan:
         od = operands._out_name(out, out_dtype, dt)
         self.out_dtype = operands._out_dtype(cupy, od, a)
         operands._check_out(cupy, out, (M, N), dev)
-        cfg = (config or tiny_config(M, N, K, force=True)).validate()  # type: ignore[union-attr]
+        cfg = config or tiny_config(M, N, K, force=True)
+        if cfg is None:
+            raise GemmInputError("gemm: no tiny configuration for this product")
+        self.epilogue = activation is not None or bias is not None or c is not None
+        self._bias, self._c = bias is not None, c is not None
+        if self.epilogue:  # the fused epilogue: its checks are the tiled plans' own
+            bkind = "f32" if bias is None else operands.bias_dtype(cupy, bias, M, N, dev, bias_along, dt)
+            if bias is None and bias_along not in ("n", "m"):
+                raise GemmInputError(f"gemm: bias_along={bias_along!r} must be 'n' or 'm'")
+            if c is not None:
+                operands._check_c_2d(cupy, c, M, N, self.out_dtype, dev)
+            cfg = replace(cfg, activation=activation or "none", bias=bkind, bias_axis=bias_along)
+        cfg = cfg.validate()
         self.config, self.problem = cfg, GemmProblem(dtype=dt, out_dtype=od)
         self.kernel = kernel_for(cfg, self.problem)
         self._rk = compile_kernel(self.kernel)
@@ -179,11 +198,16 @@ class TinyPlan:
                 f"{self.grid[0]}): use path='auto'"
             )
         self._sig = (operands.signature(a), operands.signature(b), operands.signature(out))
-        pb = self._pb = ParamBuffer(_KINDS)
+        self._ep_sig = (operands.signature(bias), operands.signature(c))
+        pb = self._pb = ParamBuffer(_KINDS + (_EPI_KINDS if self.epilogue else ()))
         for i, v in enumerate((M, N, K, sam, sak, sbk, sbn, scm, scn)):
             pb.set(3 + i, v)
         self._statics = (M, N, K, sam, sak, sbk, sbn, scm, scn)
         self._ptr_set = param_setters(pb, (0, 1, 2))
+        if self.epilogue:  # bias, has_bias, alpha, beta, Cin, its strides
+            sxm, sxn = (0, 0) if c is None else _elem_strides("c", c)
+            for i, v in ((13, int(bias is not None)), (14, 1.0), (15, 0.0), (17, sxm), (18, sxn)):
+                pb.set(i, v)
         self._launch_kernel = getattr(getattr(cupy.cuda, "driver", None), "launchKernel", None)
         self._fn = int(self._rk.kernel.ptr) if self._launch_kernel is not None else 0
         self._lock = threading.Lock()
@@ -191,12 +215,27 @@ class TinyPlan:
             config=cfg, problem=self.problem, kernel=self.kernel.name, m=M, n=N, k=K, plan=self
         )
 
-    def __call__(self, a: Any, b: Any, out: Any = None) -> Any:
-        """C = A @ B for arrays like the plan's (checked)."""
+    def __call__(
+        self,
+        a: Any,
+        b: Any,
+        out: Any = None,
+        bias: Any = None,
+        *,
+        c: Any = None,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+    ) -> Any:
+        """C = A @ B (through the plan's epilogue) for arrays like the plan's (checked)."""
         try:
             sig = (operands.signature(a), operands.signature(b), operands.signature(out))
+            ep_sig = (operands.signature(bias), operands.signature(c))
         except AttributeError:
-            raise GemmInputError("TinyPlan: a, b (and out) must be cupy arrays") from None
+            raise GemmInputError("TinyPlan: a, b (and out, bias, c) must be cupy arrays") from None
+        if ep_sig != self._ep_sig:
+            raise GemmInputError("TinyPlan: bias and c must be like the plan's (or None where it has none)")
+        if not self._c and (alpha != 1 or beta != 0):
+            raise GemmInputError("TinyPlan: the plan was made without c: alpha and beta need it")
         mine = self._sig
         if sig[:2] != mine[:2] or (out is not None and mine[2] is not None and sig[2] != mine[2]):
             raise GemmInputError(
@@ -206,42 +245,70 @@ class TinyPlan:
             it = np.dtype(self.out_dtype).itemsize
             if (out.shape, out.strides) != (self.shape, (self.n * it, it)) or out.dtype != self.out_dtype:
                 raise GemmInputError("TinyPlan: the plan was made for a new row-major output; out is not one")
-        return self._run(a, b, out)
+        return self._run(a, b, out, bias, c, alpha, beta)
 
     def _run(
         self, a: Any, b: Any, out: Any, bias: Any = None, c: Any = None, alpha: float = 1.0, beta: float = 0.0
     ) -> Any:
-        """The launch for arrays already known to match the plan (a plan keyed with no
-        epilogue is never called with one)."""
+        """The launch for arrays already known to match the plan (a plan is kept per
+        signature, its epilogue's included)."""
         cp = self._cupy
         if out is None:
             out = cp.empty(self.shape, self.out_dtype)
+        if self.epilogue:
+            with self._lock:  # the epilogue's per-call parameters, then the launch
+                pb = self._pb
+                pb.set(12, 0 if bias is None else bias.data.ptr)
+                pb.set(14, float(alpha))
+                pb.set(15, float(beta))
+                pb.set(16, 0 if c is None else c.data.ptr)
+                self._launch(
+                    a.data.ptr,
+                    b.data.ptr,
+                    out.data.ptr,
+                    cp.cuda.get_current_stream().ptr,
+                    (a, b, out, bias, c),
+                )
+            last_launch.update(self._info)
+            return out
         self.launch(a.data.ptr, b.data.ptr, out.data.ptr, cp.cuda.get_current_stream().ptr, a, b, out)
         return out
 
     def direct(self) -> Optional[Callable[[int, int, int, int], None]]:
         """``launch(a_ptr, b_ptr, c_ptr, stream)`` from base addresses and a raw stream
-        handle alone (None where CuPy's driver module lacks ``launchKernel``)."""
-        return self.launch if self._launch_kernel is not None else None
+        handle alone (None where CuPy's driver module lacks ``launchKernel``, or for a plan
+        with an epilogue: its bias and C input are arrays)."""
+        return self.launch if self._launch_kernel is not None and not self.epilogue else None
 
     def launch(self, pa: int, pb: int, pc: int, stream: int, *arrays: Any) -> None:
         """One launch with these base addresses on stream handle ``stream`` (``arrays``: the
         CuPy arrays themselves, for CuPy's own launcher where its driver module lacks
         ``launchKernel``)."""
+        with self._lock:
+            self._launch(pa, pb, pc, stream, arrays)
+        last_launch.update(self._info)
+
+    def _launch(self, pa: int, pb: int, pc: int, stream: int, arrays: Tuple[Any, ...]) -> None:
+        """The launch itself (the caller holds the lock)."""
         g, buf = self.grid, self._pb
         sa, sb, sc = self._ptr_set
-        with self._lock:
-            sa.value = pa
-            sb.value = pb
-            sc.value = pc
-            if self._launch_kernel is not None:
-                self._launch_kernel(self._fn, g[0], 1, 1, self.threads, 1, 1, 0, stream, buf.address, 0)
-            else:
-                i32, i64 = np.int32, np.int64
-                s = self._statics
-                args = tuple(arrays[:3]) + tuple(i32(v) for v in s[:3]) + tuple(i64(v) for v in s[3:])
-                self._rk(g, (self.threads, 1, 1), args)
-        last_launch.update(self._info)
+        sa.value = pa
+        sb.value = pb
+        sc.value = pc
+        if self._launch_kernel is not None:
+            self._launch_kernel(self._fn, g[0], 1, 1, self.threads, 1, 1, 0, stream, buf.address, 0)
+            return
+        i32, i64 = np.int32, np.int64
+        s = self._statics
+        args = tuple(arrays[:3]) + tuple(i32(v) for v in s[:3]) + tuple(i64(v) for v in s[3:])
+        if self.epilogue:
+            bias, c = arrays[3], arrays[4]
+            vals = buf.values()
+            none = np.uint64(0)  # a null pointer where the call has no bias or C input
+            bias, c = (none if x is None else x for x in (bias, c))
+            args += (bias, i32(vals[13]), np.float32(vals[14]), np.float32(vals[15]), c)
+            args += (i64(vals[17]), i64(vals[18]))
+        self._rk(g, (self.threads, 1, 1), args)
 
     def __repr__(self) -> str:
         shape = f"{self.m}x{self.n}x{self.k}"

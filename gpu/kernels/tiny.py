@@ -44,6 +44,7 @@ from ..errors import GemmConfigError
 from ..isa import atoms
 from ..proof import kir, lower
 from ..proof.record import ProofLog
+from .epilogue import ACTIVATIONS
 from .toolkit import STORE2, GemmKernel, addr_of, finish, ir_const, ir_var
 
 __all__ = ["TinyConfig", "generate", "GENERATOR_VERSION"]
@@ -58,6 +59,13 @@ class TinyConfig:
 
     ni: int = 2
     kw: int = 4
+    #: the fused epilogue ``C = act(alpha * acc + beta * Cin + bias)``: None (the plain
+    #: product), or the activation (``"none"``, ``"relu"``, ``"silu"``, ``"gelu"``)
+    activation: Optional[str] = None
+    #: the bias vector's type (``"f32"``, ``"f16"``, ``"bf16"``) and axis (``"n"``: one value
+    #: per column, ``"m"``: per row)
+    bias: str = "f32"
+    bias_axis: str = "n"
 
     @property
     def bm(self) -> int:
@@ -72,9 +80,17 @@ class TinyConfig:
         return 32 * self.kw
 
     def key(self) -> str:
-        return f"tiny{self.bm}x{self.bn}_kw{self.kw}"
+        ep = "" if self.activation is None else f"_{self.activation}_b{self.bias}{self.bias_axis}"
+        return f"tiny{self.bm}x{self.bn}_kw{self.kw}{ep}"
 
     def validate(self) -> "TinyConfig":
+        if self.activation is not None and self.activation not in ACTIVATIONS:
+            raise GemmConfigError(f"TinyConfig: activation={self.activation!r} must be one of {ACTIVATIONS}")
+        if self.bias not in ("f32", "f16", "bf16") or self.bias_axis not in ("n", "m"):
+            raise GemmConfigError(
+                f"TinyConfig: bias={self.bias!r} / bias_axis={self.bias_axis!r}: "
+                "f32, f16 or bf16 along n or m"
+            )
         if self.ni not in (1, 2, 4):
             raise GemmConfigError(f"TinyConfig: ni={self.ni} must be 1, 2 or 4 (n8 blocks per warp)")
         if self.kw not in (1, 2, 4, 8):
@@ -252,7 +268,8 @@ def _kernel_ir(cfg: TinyConfig, prob: GemmProblem, fn: Dict[str, kir.ProvenFn], 
         )
     )
     body.append(kir.For(kt, kir.Const(0), nk, kir.block(dk0, a_load, b_load, mma), unroll=2))
-    store_stmts = _store_ir(prob, C, M, N, scm, scn, m0, n0, acc, fn, lane, NI)
+    ep = _epi(cfg)
+    store_stmts = _store_ir(prob, C, M, N, scm, scn, m0, n0, acc, fn, lane, NI, ep)
     if KW == 1:
         body += store_stmts
     else:
@@ -342,11 +359,31 @@ def _kernel_ir(cfg: TinyConfig, prob: GemmProblem, fn: Dict[str, kir.ProvenFn], 
             ("long long", sbn),
             ("long long", scm),
             ("long long", scn),
+        )
+        + (
+            ()
+            if ep is None
+            else (
+                ("const lp_bias_t* __restrict__", ep.bias),
+                ("int", ep.has_bias),
+                ("float", ep.alpha),
+                ("float", ep.beta),
+                ("const lp_out_t*", ep.cin),
+                ("long long", ep.sxm),
+                ("long long", ep.sxn),
+            )
         ),
         kir.block(*body),
         cfg.threads,
-        typedefs=(("lp_in_t", "unsigned short"), ("lp_out_t", OUT_DTYPES[prob.out][0])),
-        sizes={"lp_in_t": 2, "lp_out_t": OUT_DTYPES[prob.out][1], "float": 4, "unsigned": 4},
+        typedefs=(("lp_in_t", "unsigned short"), ("lp_out_t", OUT_DTYPES[prob.out][0]))
+        + (() if ep is None else (("lp_bias_t", OUT_DTYPES[ep.btype][0]),)),
+        sizes={
+            "lp_in_t": 2,
+            "lp_out_t": OUT_DTYPES[prob.out][1],
+            "lp_bias_t": OUT_DTYPES[cfg.bias][1],
+            "float": 4,
+            "unsigned": 4,
+        },
         functions=tuple(fn.values()),
         description=(
             "",
@@ -355,9 +392,58 @@ def _kernel_ir(cfg: TinyConfig, prob: GemmProblem, fn: Dict[str, kir.ProvenFn], 
             f"{dt} in (as raw 16-bit patterns), f32 accumulate, {prob.out} out",
             f"block 16x{BN}, {KW} warp(s) splitting K, fragments loaded from global memory",
             "contract: any M, N, K >= 1, any strides (every load and store guarded)",
+        )
+        + (
+            ()
+            if ep is None
+            else (
+                f"epilogue: C = {ep.act}(alpha * acc + beta * Cin + bias[{ep.axis}]) in f32 "
+                f"({ep.btype} bias; Cin read only where beta != 0, bias only where has_bias)",
+            )
         ),
-        helpers=("mma",),
+        helpers=("mma",) if ep is None else ("act", "mma"),
         mma_dtype=dt,
+    )
+
+
+_TO_FLOAT = {"f16": "__half2float", "bf16": "__bfloat162float", "f32": None}
+
+
+def _to_float(dt: str, x: kir.Expr) -> kir.Expr:
+    fn = _TO_FLOAT[dt]
+    return x if fn is None else kir.Call(fn, (x,), "float")
+
+
+@dataclass(frozen=True)
+class _Epi:
+    """The fused epilogue's parameters (kernel IR variables) and its static choices."""
+
+    bias: kir.Var
+    has_bias: kir.Var
+    alpha: kir.Var
+    beta: kir.Var
+    cin: kir.Var
+    sxm: kir.Var
+    sxn: kir.Var
+    act: str
+    btype: str
+    axis: str
+
+
+def _epi(cfg: TinyConfig) -> Optional[_Epi]:
+    if cfg.activation is None:
+        return None
+    return _Epi(
+        bias=ir_var("bias", "const lp_bias_t*"),
+        has_bias=ir_var("has_bias"),
+        alpha=ir_var("alpha", "float"),
+        beta=ir_var("beta", "float"),
+        cin=ir_var("Cin", "const lp_out_t*"),
+        sxm=ir_var("sxm", "long long"),
+        sxn=ir_var("sxn", "long long"),
+        act=cfg.activation,
+        btype=cfg.bias,
+        axis=cfg.bias_axis,
     )
 
 
@@ -374,8 +460,11 @@ def _store_ir(
     fn: Dict[str, kir.ProvenFn],
     lane: kir.Var,
     NI: int,
+    ep: "Optional[_Epi]" = None,
 ) -> list:
-    """Each accumulator to its C element (the atom's C map), guarded, in the output type."""
+    """Each accumulator to its C element (the atom's C map), guarded, in the output type;
+    with ``ep`` through the fused epilogue ``act(alpha * acc + beta * Cin + bias)`` in f32
+    (the C input read only where beta is not zero, the bias only where the call has one)."""
     ni, e = ir_var("ni"), ir_var("e")
     ob = OUT_DTYPES[prob.out][1]
     cvt = STORE2[prob.out][2]
@@ -392,6 +481,39 @@ def _store_ir(
         width=ob,
     )
     val: kir.Expr = kir.Index(acc, (ni, e))
+    pre: list = []
+    if ep is not None:
+        v = kir.Var("y", "float")
+        pre.append(kir.Decl(v, ep.alpha * val))
+        xclaim = kir.Claim(
+            "C input element (row, col)",
+            addr_of(ep.cin) + ob * (kir.Cast("long long", rc) * ep.sxm + kir.Cast("long long", cc) * ep.sxn),
+            bounds=((rc, M), (cc, N)),
+            width=ob,
+        )
+        xin = kir.Mem(
+            ep.cin, xclaim, idx=kir.Cast("long long", r) * ep.sxm + kir.Cast("long long", c) * ep.sxn
+        )
+        pre.append(
+            kir.If(
+                ep.beta.ne(kir.FloatLit("0.f")),
+                kir.block(kir.Assign(v, ep.beta * _to_float(prob.out, xin), "+=")),
+            )
+        )
+        bc, bcc, bext = (c, cc, N) if ep.axis == "n" else (r, rc, M)
+        bclaim = kir.Claim(
+            f"bias element ({'col' if ep.axis == 'n' else 'row'})",
+            addr_of(ep.bias) + OUT_DTYPES[ep.btype][1] * kir.Cast("long long", bcc),
+            bounds=((bcc, bext),),
+            width=OUT_DTYPES[ep.btype][1],
+        )
+        pre.append(
+            kir.If(
+                ep.has_bias.ne(0),
+                kir.block(kir.Assign(v, _to_float(ep.btype, kir.Mem(ep.bias, bclaim, idx=bc)), "+=")),
+            )
+        )
+        val = kir.Call(f"lp_act_{ep.act}", (v,), "float")
     if cvt is not None:
         val = kir.Call(cvt, (val,), "lp_out_t")
     st = kir.Assign(
@@ -401,7 +523,7 @@ def _store_ir(
         e,
         kir.Const(0),
         kir.Const(4),
-        kir.block(dr, dc, kir.If(r.lt(M).and_(c.lt(N)), kir.block(st))),
+        kir.block(dr, dc, kir.If(r.lt(M).and_(c.lt(N)), kir.block(*pre, st))),
         unroll=True,
     )
     return [

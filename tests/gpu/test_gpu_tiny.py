@@ -23,6 +23,26 @@ NVCC = shutil.which("nvcc")
 
 
 # ============================================================================ the kernel
+@pytest.mark.parametrize(
+    "cfg, accesses",
+    [
+        (TinyConfig(2, 1, "relu"), 7),  # + the C input and the bias
+        (TinyConfig(2, 4, "gelu", "bf16", "m"), 9),
+        (TinyConfig(1, 8, "none", "f16"), 9),
+    ],
+)
+def test_epilogue_kernels_are_proven(cfg, accesses):
+    k = generate(cfg, GemmProblem(dtype="bf16", out_dtype="f32"))
+    assert f"coverage: {accesses} of {accesses} memory accesses" in k.source
+    assert f"lp_act_{cfg.activation}(y)" in k.source
+    assert ("bias[c]" if cfg.bias_axis == "n" else "bias[r]") in k.source
+    whats = {p.statement.split(":")[1].strip() for p in k.proofs if p.statement.startswith("global load")}
+    assert {
+        "C input element (row, col)",
+        f"bias element ({'col' if cfg.bias_axis == 'n' else 'row'})",
+    } <= whats
+
+
 @pytest.mark.parametrize("ni, kw", [(1, 1), (2, 1), (2, 4), (1, 8)])
 @pytest.mark.parametrize("dt, out", [("f16", "f16"), ("bf16", "bf16"), ("bf16", "f32")])
 def test_kernel_is_proven_and_covers_every_access(ni, kw, dt, out):
@@ -44,6 +64,10 @@ def test_config_and_problem_are_checked():
         generate(TinyConfig(kw=3))
     with pytest.raises(GemmConfigError, match="f16 or bf16"):
         generate(TinyConfig(), GemmProblem("k", "k", "e4m3"))
+    with pytest.raises(GemmConfigError, match="activation='tanh'"):
+        generate(TinyConfig(activation="tanh"))
+    with pytest.raises(GemmConfigError, match="f32, f16 or bf16 along n or m"):
+        generate(TinyConfig(activation="relu", bias_axis="k"))
 
 
 def _mutate(k, pick, change):
@@ -95,7 +119,12 @@ def test_planted_bug_missing_guard_is_caught():
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 @pytest.mark.parametrize(
-    "cfg, dt, out", [(TinyConfig(2, 4), "f16", "f16"), (TinyConfig(1, 8), "bf16", "f32")]
+    "cfg, dt, out",
+    [
+        (TinyConfig(2, 4), "f16", "f16"),
+        (TinyConfig(1, 8), "bf16", "f32"),
+        (TinyConfig(2, 4, "silu", "bf16", "m"), "bf16", "bf16"),
+    ],
 )
 def test_nvcc_compiles_the_kernel_without_spills(cfg, dt, out, tmp_path):
     src = tmp_path / "k.cu"
@@ -188,8 +217,48 @@ def test_fake_gemm_larger_products_and_epilogues_keep_the_tiled_plans(fake):  # 
     big_a, big_b = fake.array((256, 256)), fake.array((256, 256))
     runtime.gemm(big_a, big_b, path="tiny")
     assert isinstance(runtime.last_launch["plan"], tiny.TinyPlan)
-    with pytest.raises(GemmInputError, match="path='tiny' runs the plain product"):
-        runtime.gemm(a, b, path="tiny", activation="relu")
+    with pytest.raises(GemmInputError, match="path='tiny' takes no config"):
+        runtime.gemm(a, b, path="tiny", config=runtime.DEFAULT_CONFIGS[-1])
+
+
+def _vec(cp, n, dtype=np.float32):
+    from test_gpu_plan import _FakeArray
+
+    it = np.dtype(dtype).itemsize
+    return _FakeArray(cp, (n,), (it,), dtype, cp.array((1, n), dtype=dtype).data.ptr)
+
+
+def test_fake_gemm_tiny_fuses_the_epilogue(fake):  # noqa: F811
+    a, b = fake.array((7, 13)), fake.array((13, 17))
+    bias = _vec(fake, 17)
+    c = runtime.gemm(a, b, bias=bias, activation="gelu")
+    plan = runtime.last_launch["plan"]
+    assert isinstance(plan, tiny.TinyPlan) and plan.config.activation == "gelu"
+    ln = fake.launches[-1]
+    assert ln["kinds"] == ["ptr"] * 3 + ["i32"] * 3 + ["i64"] * 6 + [
+        "ptr",
+        "i32",
+        "f32",
+        "f32",
+        "ptr",
+        "i64",
+        "i64",
+    ]
+    assert ln["values"][2] == c.data.ptr and ln["values"][12:] == [bias.data.ptr, 1, 1.0, 0.0, 0, 0, 0]
+    assert "lp_act_gelu" in plan.kernel.source and "bias[c]" in plan.kernel.source
+    # alpha * A @ B + beta * c, bias along m, in place (c is the output)
+    out = fake.array((7, 17))
+    bm = _vec(fake, 7, np.float16)
+    runtime.gemm(a, b, out, bias=bm, bias_along="m", c=out, alpha=0.5, beta=2.0)
+    plan = runtime.last_launch["plan"]
+    assert plan.config.activation == "none" and plan.config.bias == "f16" and plan.config.bias_axis == "m"
+    assert fake.launches[-1]["values"][12:] == [bm.data.ptr, 1, 0.5, 2.0, out.data.ptr, 17, 1]
+    runtime.gemm(a, b, out, c=out, alpha=1.0, beta=-1.0)  # no bias: has_bias 0
+    assert fake.launches[-1]["values"][12:] == [0, 0, 1.0, -1.0, out.data.ptr, 17, 1]
+    with pytest.raises(GemmInputError, match="bias must be"):
+        runtime.gemm(a, b, bias=_vec(fake, 16))
+    with pytest.raises(GemmInputError, match="c \\(beta's input\\)"):
+        runtime.gemm(a, b, out, c=fake.array((7, 17), order="F"), beta=1.0)
 
 
 def test_fake_tiny_plan_checks_its_calls(fake):  # noqa: F811
@@ -298,3 +367,34 @@ def test_gpu_tiny_on_torch_tensors():
             assert c.dtype == dt and c.shape == (m, n)
             ref = a.double() @ b.double()
             assert torch.allclose(c.double(), ref, atol=3e-2 * max(1, k**0.5 / 4), rtol=1e-2)
+
+
+@pytest.mark.parametrize("act", ["none", "relu", "silu", "gelu"])
+@pytest.mark.parametrize("along", ["n", "m"])
+def test_gpu_tiny_epilogue_matches_float64(act, along):
+    cp = _gpu()
+    from math import erf
+
+    rng = np.random.default_rng(11)
+    m, n, k = 7, 13, 17
+    a = cp.asarray(rng.standard_normal((m, k)).astype(np.float16))
+    b = cp.asarray(rng.standard_normal((k, n)).astype(np.float16))
+    bias = cp.asarray(rng.standard_normal(n if along == "n" else m).astype(np.float32))
+    cin = cp.asarray(rng.standard_normal((m, n)).astype(np.float32))
+    out = cp.empty((m, n), dtype=cp.float32)
+    got = runtime.gemm(a, b, out, bias=bias, activation=act, bias_along=along, c=cin, alpha=0.5, beta=2.0)
+    assert got is out and isinstance(runtime.last_launch["plan"], tiny.TinyPlan)
+    A, B = cp.asnumpy(a).astype(np.float64), cp.asnumpy(b).astype(np.float64)
+    bv = cp.asnumpy(bias).astype(np.float64)
+    y = 0.5 * (A @ B) + 2.0 * cp.asnumpy(cin) + (bv[None, :] if along == "n" else bv[:, None])
+    f = {
+        "none": lambda x: x,
+        "relu": lambda x: np.maximum(x, 0),
+        "silu": lambda x: x / (1 + np.exp(-x)),
+        "gelu": lambda x: 0.5 * x * (1 + np.vectorize(erf)(x / np.sqrt(2))),
+    }[act]
+    assert np.allclose(cp.asnumpy(out), f(y), atol=2e-3, rtol=2e-3)
+    # in place: c is the output itself
+    out2 = cp.asarray(cp.asnumpy(cin))
+    runtime.gemm(a, b, out2, c=out2, beta=1.0)
+    assert np.allclose(cp.asnumpy(out2), A @ B + cp.asnumpy(cin), atol=2e-3, rtol=2e-3)
