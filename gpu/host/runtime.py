@@ -42,7 +42,7 @@ from .device import gpu_available, tma_available
 from .operands import TF32_ONLY, check_typed_call
 from .plan import BatchedGemmPlan, GemmPlan, last_launch
 from .rule import hopper_candidates, splitk_candidates
-from .tiny import TinyPlan, wants_tiny
+from .tiny import TINY_EPILOGUE, TinyPlan, wants_tiny
 from .torch_op import any_tensor as torch_op_any
 from .torch_op import gemm_call as torch_op_call
 
@@ -168,11 +168,13 @@ def plan_for(
 ) -> "GemmPlan | BatchedGemmPlan | TinyPlan":
     """The plan :func:`gemm` keeps for these arguments: a :class:`TinyPlan` where the tiny
     path decides so (2-D, no configuration asked for, and
-    :func:`~layoutproof.gpu.host.tiny.tiny_config` picks it, or ``path="tiny"``; the fused
-    epilogue included), else :func:`gemm_plan`'s."""
+    :func:`~layoutproof.gpu.host.tiny.tiny_config` picks it -- with a fused epilogue only
+    where :data:`~layoutproof.gpu.host.tiny.TINY_EPILOGUE` says so -- or ``path="tiny"``),
+    else :func:`gemm_plan`'s."""
     if path == "tiny" and config is not None:
         raise GemmInputError("gemm: path='tiny' takes no config (it has its own): drop one of them")
-    if config is None:
+    epilogue = bias is not None or c is not None or activation is not None
+    if config is None and (path == "tiny" or not epilogue or TINY_EPILOGUE):
         cfg = wants_tiny(a, b, path)
         if cfg is not None:
             return TinyPlan(

@@ -56,7 +56,15 @@ from .cache import compile_kernel, kernel_for
 from .plan import last_launch, param_setters
 from .rule import ParamBuffer, operand_layout
 
-__all__ = ["TINY_VOLUME", "TINY_CHAIN", "TINY_CHAIN_STAGED", "tiny_config", "TinyPlan", "wants_tiny"]
+__all__ = [
+    "TINY_VOLUME",
+    "TINY_CHAIN",
+    "TINY_CHAIN_STAGED",
+    "TINY_EPILOGUE",
+    "tiny_config",
+    "TinyPlan",
+    "wants_tiny",
+]
 
 #: the product volume ``M * N * K`` below which :func:`tiny_config` may pick the tiny kernel
 TINY_VOLUME = 1 << 21
@@ -64,6 +72,11 @@ TINY_VOLUME = 1 << 21
 #: kernels' 16-byte contract, and where the tiled plan would copy an operand first
 TINY_CHAIN = 2
 TINY_CHAIN_STAGED = 16
+#: whether ``path="auto"`` sends calls with a fused epilogue (bias, activation, C input) to
+#: the tiny kernel too; ``path="tiny"`` always does.  Off: the epilogue variant is proven and
+#: compiled, its launch checked against the kernel's signature, but its numerics are not yet
+#: measured on a GPU (tests/gpu/test_gpu_tiny.py::test_gpu_tiny_epilogue_matches_float64)
+TINY_EPILOGUE = False
 
 
 def tiny_config(m: int, n: int, k: int, *, staged: bool = False, force: bool = False) -> Optional[TinyConfig]:

@@ -228,8 +228,12 @@ def _vec(cp, n, dtype=np.float32):
     return _FakeArray(cp, (n,), (it,), dtype, cp.array((1, n), dtype=dtype).data.ptr)
 
 
-def test_fake_gemm_tiny_fuses_the_epilogue(fake):  # noqa: F811
+def test_fake_gemm_tiny_fuses_the_epilogue(fake, monkeypatch):  # noqa: F811
     a, b = fake.array((7, 13)), fake.array((13, 17))
+    if not tiny.TINY_EPILOGUE:  # the tiled epilogue plan, which needs TMA (the fake has none)
+        with pytest.raises(GemmInputError, match="warp-specialized TMA kernel"):
+            runtime.gemm(a, b, bias=_vec(fake, 17), activation="relu")
+    monkeypatch.setattr(runtime, "TINY_EPILOGUE", True)
     bias = _vec(fake, 17)
     c = runtime.gemm(a, b, bias=bias, activation="gelu")
     plan = runtime.last_launch["plan"]
@@ -382,7 +386,8 @@ def test_gpu_tiny_epilogue_matches_float64(act, along):
     bias = cp.asarray(rng.standard_normal(n if along == "n" else m).astype(np.float32))
     cin = cp.asarray(rng.standard_normal((m, n)).astype(np.float32))
     out = cp.empty((m, n), dtype=cp.float32)
-    got = runtime.gemm(a, b, out, bias=bias, activation=act, bias_along=along, c=cin, alpha=0.5, beta=2.0)
+    kw = dict(bias=bias, activation=act, bias_along=along, c=cin, alpha=0.5, beta=2.0, path="tiny")
+    got = runtime.gemm(a, b, out, **kw)
     assert got is out and isinstance(runtime.last_launch["plan"], tiny.TinyPlan)
     A, B = cp.asnumpy(a).astype(np.float64), cp.asnumpy(b).astype(np.float64)
     bv = cp.asnumpy(bias).astype(np.float64)
@@ -396,5 +401,5 @@ def test_gpu_tiny_epilogue_matches_float64(act, along):
     assert np.allclose(cp.asnumpy(out), f(y), atol=2e-3, rtol=2e-3)
     # in place: c is the output itself
     out2 = cp.asarray(cp.asnumpy(cin))
-    runtime.gemm(a, b, out2, c=out2, beta=1.0)
+    runtime.gemm(a, b, out2, c=out2, beta=1.0, path="tiny")
     assert np.allclose(cp.asnumpy(out2), A @ B + cp.asnumpy(cin), atol=2e-3, rtol=2e-3)
