@@ -156,26 +156,18 @@ def _plain_shape(s: Tuple[Any, ...], depth: int) -> bool:
     return True
 
 
-# Nested plain-int (shape, stride) pairs the constructor has checked, remembered by the
-# identity of the stride tuple in a direct-mapped table of SEEN_SLOTS entries (shape,
-# stride, flat shape, flat stride): a new pair replaces whatever held its slot, so the
+# Nested plain-int (shape, stride) pairs the constructor has checked are remembered by the
+# identity of the stride tuple, in a direct-mapped table of SEEN_SLOTS layouts built from
+# them (``_SEEN``, below the class): a new pair replaces whatever held its slot, so the
 # table is bounded without any bookkeeping.  An entry is used only when both tuples are the
-# very objects it holds (``is``), never for an equal value: ``(1, 2) == (True, 2.0)`` hash
-# alike, but only tuples whose leaves were checked to be exact ints are entered, tuples
-# are immutable, and the entry keeps them alive (so their ids are not reused).  It pays
-# for a script that builds the same literal layout again and again (a tuple literal is one
-# constant object); equal tuples built anew are checked in full.
+# very objects its layout holds (``is``), never for an equal value: ``(1, 2) == (True,
+# 2.0)`` hash alike, but only tuples whose leaves were checked to be exact ints are
+# entered, tuples are immutable, and the entry keeps them alive (so their ids are not
+# reused).  It pays for a script that builds the same literal layout again and again (a
+# tuple literal is one constant object); equal tuples built anew are checked in full.
 SEEN_SLOTS = 64
-_ONCE = (None,)  # a loop of one pass: a block that ``break`` leaves
 _SEEN_MASK = SEEN_SLOTS - 1
-_NO_ENTRY: Tuple[Any, Any, Optional[Tuple[Any, ...]], Optional[Tuple[Any, ...]]] = (None, None, None, None)
-_SEEN: List[Tuple[Any, Any, Optional[Tuple[Any, ...]], Optional[Tuple[Any, ...]]]] = [_NO_ENTRY] * SEEN_SLOTS
-
-
-def forget_seen() -> None:
-    """Empty the constructor's table of remembered nested pairs (it never changes a result;
-    tests and benchmarks use it to time first constructions)."""
-    _SEEN[:] = [_NO_ENTRY] * SEEN_SLOTS
+_ONCE = (None,)  # a loop of one pass: a block that ``break`` leaves
 
 
 def checked_shape(s: Any, what: str = "shape", depth: int = 0) -> Any:
@@ -421,11 +413,11 @@ class Layout:
                         # the identity test is the whole check): the cached flattening
                         slot = id(stride) >> 4 & _SEEN_MASK
                         seen = _SEEN[slot]
-                        if seen[1] is stride and seen[0] is shape:
+                        if seen._stride is stride and seen._shape is shape:
                             self._shape = shape
                             self._stride = stride
-                            self._fs = seen[2]
-                            self._fd = seen[3]
+                            self._fs = seen._fs
+                            self._fd = seen._fd
                             self._sym = False
                             return
                         # the common nesting, plain ints two deep: checked and flattened
@@ -492,14 +484,14 @@ class Layout:
                                     self._fs = fs
                                     self._fd = fd
                                     self._sym = False
-                                    _SEEN[slot] = (shape, stride, fs, fd)
+                                    _SEEN[slot] = self
                                     return
                         if _plain_pair(shape, stride, 0):  # nested deeper
                             self._shape = shape
                             self._stride = stride
                             self._fs = self._fd = None
                             self._sym = False
-                            _SEEN[slot] = (shape, stride, None, None)
+                            _SEEN[slot] = self
                             return
             elif stride is None and _plain_shape(shape, 0):
                 self._shape = shape
@@ -870,6 +862,23 @@ class Layout:
 
 
 # ----------------------------------------------------------------------------- evaluation helpers
+def _no_entry() -> Layout:
+    """The empty slot of ``_SEEN``: a layout whose shape and stride are no tuple."""
+    e: Layout = object.__new__(Layout)
+    e._shape = e._stride = e._fs = e._fd = e._size = e._sym = None
+    return e
+
+
+_NO_ENTRY = _no_entry()
+_SEEN: List[Layout] = [_NO_ENTRY] * SEEN_SLOTS
+
+
+def forget_seen() -> None:
+    """Empty the constructor's table of remembered nested pairs (it never changes a result;
+    tests and benchmarks use it to time first constructions)."""
+    _SEEN[:] = [_NO_ENTRY] * SEEN_SLOTS
+
+
 class _SliceSeen(Exception):
     """Raised inside evaluation when a wildcard is met: the call is a slice."""
 

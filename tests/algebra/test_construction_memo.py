@@ -68,7 +68,7 @@ def test_an_equal_or_similar_value_is_checked_in_full(bad_shape: Any) -> None:
     s, d = (2, (2, 1)), (1, (2, 4))
     Layout(s, d)
     Layout(s, d)  # remembered now
-    assert any(e[0] is s and e[1] is d for e in layout_mod._SEEN)
+    assert any(e._shape is s and e._stride is d for e in layout_mod._SEEN)
     # the same stride object beside another shape object: checked, with the general message
     with pytest.raises(MalformedLayoutError) as fast:
         Layout(bad_shape, d)
