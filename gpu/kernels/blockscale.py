@@ -70,26 +70,26 @@ from ..proof import evaluate, kir, lower
 from ..proof.record import ProofLog
 from .toolkit import GemmKernel, OperandPlan, addr_of, finish, ir_const, ir_var
 from .wgmma import (
-    _c_map,
-    _check_typed,
-    _plan_c_map,
-    _plan_descriptors,
-    _plan_stage,
+    c_map,
+    check_typed,
+    plan_c_map,
+    plan_descriptors,
+    plan_stage,
     prove_typed_descriptors,
 )
 from .wgmma_core import GENERATOR_VERSION, Sm90Config, acc_ir, kernel90, scale_ir
 from .wgmma_ws import (
-    _barrier_init_ir,
-    _declare_ws,
-    _epilogue_ws_ir,
-    _plan_epilogue,
-    _producer_ir,
-    _release_ir,
-    _schedule_proofs,
-    _tile_lines_ir,
-    _WsFrame,
+    WsFrame,
+    barrier_init_ir,
+    declare_ws,
+    epilogue_ws_ir,
+    plan_epilogue,
+    producer_ir,
     prove_ws_protocol,
+    release_ir,
     schedule_devfn,
+    schedule_proofs,
+    tile_lines_ir,
 )
 
 __all__ = [
@@ -234,7 +234,7 @@ def prove_scale_columns(cfg: Sm90Config, log: ProofLog) -> None:
             condition="one scale_b block per tile",
             witness=cfg.bn,
         )
-    cm = _c_map(cfg)
+    cm = c_map(cfg)
     cols = np.array(cm.eval_all(), dtype=np.int64) // cfg.bm
     q = SCALE_K // cfg.bn
     tn = np.arange(q)[:, None]
@@ -324,7 +324,7 @@ def check_blockscale(cfg: Sm90Config, prob: GemmProblem) -> None:
         )
     if cfg.bn + 40 > (232 if cfg.warpgroups == 2 else 240):
         raise GemmConfigError("generate_blockscale: two accumulator sets of bn / 2 registers do not fit")
-    _check_typed(cfg, prob)
+    check_typed(cfg, prob)
 
 
 @dataclass
@@ -366,7 +366,7 @@ def _scales() -> _Scales:
     )
 
 
-def _batch_ir(F: _WsFrame, stage: kir.Expr, part: kir.Var, ks_range: Tuple[int, int]) -> List[kir.Stmt]:
+def _batch_ir(F: WsFrame, stage: kir.Expr, part: kir.Var, ks_range: Tuple[int, int]) -> List[kir.Stmt]:
     """wgmma k steps ``ks_range`` of the k-tile on ``stage`` into ``part``, committed and
     waited for (the same proven descriptor starts as the ws kernel's batch)."""
     E, cfg, a, b, desc = F.E, F.cfg, F.a, F.b, F.desc
@@ -427,7 +427,7 @@ def _zero_ir(v: kir.Var, n: int) -> kir.Stmt:
 
 
 def _scale_loads_ir(
-    F: _WsFrame,
+    F: WsFrame,
     Sc: _Scales,
     sc: kir.Var,
     kt: kir.Var,
@@ -507,7 +507,7 @@ def _promote_ir(acc: kir.Var, part: kir.Var, sc: kir.Var, n: int) -> kir.Stmt:
 
 
 def _consumer_bs_ir(
-    F: _WsFrame,
+    F: WsFrame,
     Sc: _Scales,
     srow: kir.ProvenFn,
     segments: int = 1,
@@ -519,7 +519,7 @@ def _consumer_bs_ir(
     E, cfg, S = F.E, F.cfg, F.S
     cst, cph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
     ct = ir_var("t")
-    ctl, cm0, cn0 = _tile_lines_ir(F, ct)
+    ctl, cm0, cn0 = tile_lines_ir(F, ct)
     tn = next(s.var for s in ctl if isinstance(s, kir.Decl) and s.var.name == "tn")
     cg, dcg = ir_const("cg", E.wg - 1)
     lane0, dl0 = ir_const("lane0", (E.tid & 31).eq(0), "bool")
@@ -546,7 +546,7 @@ def _consumer_bs_ir(
             kir.MbarWait(kir.MbarRef(F.full0, cst), cph, "stage st's bytes have landed"),
             pieces,
             kir.Comment("the previous stage goes back to the producer"),
-            _release_ir(F, prev, lane0),
+            release_ir(F, prev, lane0),
             kir.Assign(prev, cst),
             kir.RingAdvance(cst, S, cph),
         ),
@@ -569,9 +569,9 @@ def _consumer_bs_ir(
                 ad,
                 kir.Decl(prev, kir.Const(-1)),
                 mainloop,
-                _release_ir(F, prev, lane0),
+                release_ir(F, prev, lane0),
                 scale_ir(E, cfg, acc),
-                _epilogue_ws_ir(E, cfg, F.prob, F.ep, acc, F.e_off),
+                epilogue_ws_ir(E, cfg, F.prob, F.ep, acc, F.e_off),
             ),
             step=F.tstep,
             cond=ct.lt(F.tiles),
@@ -593,10 +593,10 @@ def _source_bs_ir(
     kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
 ) -> kir.Kernel:
     """The ws kernel's prologue, producer and protocol with the block-scaled consumer."""
-    F, body = _declare_ws(cfg, prob, a, b, ep, desc, tx)
+    F, body = declare_ws(cfg, prob, a, b, ep, desc, tx)
     Sc = _scales()
-    body += _barrier_init_ir(F)
-    producer = _producer_ir(F)
+    body += barrier_init_ir(F)
+    producer = producer_ir(F)
     consumer = _consumer_bs_ir(F, Sc, srow, segments, kb_of)
     body.append(kir.If(F.E.wg.eq(0), producer, consumer))
     descr = (
@@ -866,7 +866,7 @@ def _check_scale_factors(
 def _check_rows(cfg: Sm90Config, srow: kir.ProvenFn, h_of: Dict[int, int]) -> None:
     """Register i of thread t in warpgroup g takes scale row ``64 g + lp_sa_row(t, h_of[i])``:
     equal to the accumulator map's row of (t, i, g) for all of them."""
-    cm = _c_map(cfg)
+    cm = c_map(cfg)
     R = cfg.bn // 2
     # the map's values colexicographically: thread fastest, then register, then warpgroup
     want = (
@@ -922,16 +922,16 @@ def generate_blockscale(
     threads = cfg.threads
     a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, True, threads, cfg.warpgroups, 64)
     b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, True, threads, 1, cfg.bn)
-    smems = {p.name: _plan_stage(cfg, p, log) for p in (a, b)}
+    smems = {p.name: plan_stage(cfg, p, log) for p in (a, b)}
     desc = {
-        "a": _plan_descriptors(a, smems["a"], 64, cfg.warpgroups, log),
-        "b": _plan_descriptors(b, smems["b"], cfg.bn, 1, log),
+        "a": plan_descriptors(a, smems["a"], 64, cfg.warpgroups, log),
+        "b": plan_descriptors(b, smems["b"], cfg.bn, 1, log),
     }
     prove_typed_descriptors(a, smems["a"], desc["a"], prob.dtype, 64, cfg.warpgroups, log)
     prove_typed_descriptors(b, smems["b"], desc["b"], prob.dtype, cfg.bn, 1, log)
-    _plan_c_map(cfg, prob, log)
-    log.extend(ProofLog(list(_schedule_proofs(cfg.group_m, cfg.cluster))))
-    ep = _plan_epilogue(prob, log)
+    plan_c_map(cfg, prob, log)
+    log.extend(ProofLog(list(schedule_proofs(cfg.group_m, cfg.cluster))))
+    ep = plan_epilogue(prob, log)
     tx = 2 * (a.stage_elems + b.stage_elems)
     srow = kir.from_lowered(lower.lower(scale_row_layout(), ("t", "h"), name="lp_sa_row", log=log))
     log.extend(ProofLog(list(_scale_layout_records())))

@@ -83,6 +83,7 @@ __all__ = [
     "splitk_ir",
     "reduce_ir",
     "split_devfn",
+    "eval_split",
     "k_bounds_ir",
     "k_chunks",
     "prove_split",
@@ -211,13 +212,26 @@ def split_devfn() -> Tuple[str, str, kir.Block]:
     return ("lp_split", "int u, int tiles, int& tile, int& sk", kir.block(*_split_ir()[1]))
 
 
-def _eval_split(u: np.ndarray, tiles: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+def eval_split(u: np.ndarray, tiles: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """``lp_split`` evaluated elementwise from the statements the device function is printed
+    from (:func:`split_devfn`): work units ``u`` of a grid of ``tiles`` output tiles ->
+    ``(tile, sk)`` arrays.  Assumes integer arrays of one shape (or broadcastable), ``u >=
+    0`` and ``tiles >= 1``; raises ``ProofFailedError`` if the split is not a list of
+    assignments.
+
+    >>> import numpy as np
+    >>> [a.tolist() for a in eval_split(np.array([0, 5, 7]), np.array([3, 3, 3]))]
+    [[0, 2, 1], [0, 1, 2]]
+    """
     env: Dict[str, Any] = {"u": u, "tiles": tiles}
     for st in _split_ir()[1]:
         if not isinstance(st, kir.Assign) or not isinstance(st.lhs, kir.Var):
             raise ProofFailedError("lp_split is not a list of assignments", condition="split map")
         env[st.lhs.name] = evaluate.ev(st.rhs, env)
     return env["tile"], env["sk"]
+
+
+_eval_split = eval_split
 
 
 def k_bounds_ir(sk: kir.Expr, kt: kir.Expr, splits: int) -> Tuple[kir.Expr, kir.Expr]:
@@ -251,7 +265,7 @@ def _split_proofs(max_tiles: int) -> Tuple[Any, ...]:
         tiles = np.repeat(sizes, n)
         first = np.repeat(np.cumsum(n) - n, n)
         u = np.arange(tiles.size) - first
-        tile, sk = _eval_split(u, tiles)
+        tile, sk = eval_split(u, tiles)
         bad = (tile < 0) | (tile >= tiles) | (sk < 0) | (sk >= S)
         # (tile, chunk) -> its slot of the group; a bijection iff every slot is hit once
         slot = first + np.where(bad, 0, sk * tiles + tile)

@@ -100,7 +100,16 @@ from .wgmma_core import (
 )
 from .wgmma_ws import build_ws_kernel
 
-__all__ = ["Sm90Config", "HOPPER_DEFAULT", "generate_sm90"]
+__all__ = [
+    "Sm90Config",
+    "HOPPER_DEFAULT",
+    "generate_sm90",
+    "plan_stage",
+    "plan_descriptors",
+    "plan_c_map",
+    "c_map",
+    "check_typed",
+]
 
 SW128 = Swizzle(3, 3, 3)  # on 2-byte elements: 16-byte chunk index ^= row % 8 in 128-byte rows
 
@@ -111,7 +120,7 @@ consumer warpgroups, persistent."""
 
 
 # ============================================================================ descriptors
-def _plan_descriptors(
+def plan_descriptors(
     p: OperandPlan, smem: Any, rows: int, slices: int, log: ProofLog
 ) -> Tuple[int, int, int]:
     """The descriptors of operand ``p``: one ``rows``-row slice per warpgroup (A) or the
@@ -120,7 +129,10 @@ def _plan_descriptors(
     that slice's own encoding) with start = slice * slice_step + ks * k_step.  Those
     descriptors are proved by :func:`layoutproof.gpu.analysis.wgmma_operand` to read
     exactly their elements of the stage layout, in the stage's own mode (major-ness,
-    SW128).  Returns (constant fields, slice step, k16 step) in bytes."""
+    SW128).  Returns (constant fields, slice step, k16 step) in bytes; the records go to
+    ``log``.  Assumes ``smem`` is the GMMA layout :func:`plan_stage` returned for ``p``
+    (one stage, 16-bit units) and ``p.bk`` a multiple of 16; raises ``ProofFailedError``
+    when a descriptor reads other elements or the starts are not affine."""
     P = p.name.upper()
     fields, starts, emitted = None, {}, {}
     for sl in range(slices):
@@ -172,9 +184,11 @@ def _plan_descriptors(
     return int(fields), s_step, k_step
 
 
-def _check_typed(cfg: Sm90Config, prob: GemmProblem) -> None:
-    """The wgmma rules of the K-major-only types: both operands K-major (PTX gives the
-    transpose immediates to ``.f16``/``.bf16`` only), the block N one of the instruction's."""
+def check_typed(cfg: Sm90Config, prob: GemmProblem) -> None:
+    """The wgmma rules of the K-major-only types (``prob.dtype`` one of ``TC_TYPES``):
+    both operands K-major (PTX gives the transpose immediates to ``.f16``/``.bf16`` only),
+    the block N one of the instruction's.  Returns nothing when they hold, raises
+    ``GemmConfigError`` naming the broken rule otherwise."""
     if prob.a_major != "k" or prob.b_major != "k":
         raise GemmConfigError(
             f"generate_sm90: .{prob.dtype} wgmma reads only K-major operands from shared memory "
@@ -201,7 +215,7 @@ def prove_typed_descriptors(
 ) -> None:
     """The descriptors of a ``dtype`` operand, in its own elements.  The kernel moves the
     operand as 16-bit units (``smem``, the stage in units, whose descriptors
-    :func:`_plan_descriptors` proved); here, with ``T`` the element and ``k`` the K of one
+    :func:`plan_descriptors` proved); here, with ``T`` the element and ``k`` the K of one
     instruction (:data:`~layoutproof.gpu.isa.gmma.WGMMA_TYPES`; ``k_inst`` overrides it):
 
     * the canonical K-major SW128 atom of ``T`` (CuTe's ``Layout_K_SW128_Atom<T>``) tiled
@@ -395,10 +409,16 @@ def tensor_map_args(kmajor: bool, dtype: str, batched: bool = False) -> TensorMa
 
 
 # ============================================================================ C map
-def _c_map(cfg: Sm90Config) -> Layout:
+def c_map(cfg: Sm90Config) -> Layout:
     """(thread in warpgroup, register, warpgroup) -> C tile index m + BM*n for
     wgmma m64nNk16 f32 accumulators: warp w = t//32 owns rows 16w..16w+15; lane l, register
-    i: row 16w + l//4 + 8*((i//2)%2), column 8*(i//4) + 2*(l%4) + i%2."""
+    i: row 16w + l//4 + 8*((i//2)%2), column 8*(i//4) + 2*(l%4) + i%2.  Assumes a valid
+    ``cfg`` (``bm`` = 64 per warpgroup, ``bn`` a multiple of 8); the layout itself is
+    unproven here: :func:`plan_c_map` proves it against the verified atom.
+
+    >>> c_map(Sm90Config(bm=64, bn=16)).size
+    1024
+    """
     BM = cfg.bm
     return Layout(
         (((4, 8, 4)), (2, 2, cfg.bn // 8), cfg.warpgroups), (((2 * BM, 1, 16)), (BM, 8, 8 * BM), 64)
@@ -725,20 +745,20 @@ def generate_sm90(
             "TMA kernel (schedule='ws')"
         )
     if prob.dtype in TC_TYPES:
-        _check_typed(cfg, prob)
+        check_typed(cfg, prob)
     log = ProofLog()
     threads = cfg.threads
     a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", threads, cfg.warpgroups, 64)
     b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, prob.b_major == "k", threads, 1, cfg.bn)
-    smems = {p.name: _plan_stage(cfg, p, log, prob) for p in (a, b)}
+    smems = {p.name: plan_stage(cfg, p, log, prob) for p in (a, b)}
     desc = {
-        "a": _plan_descriptors(a, smems["a"], 64, cfg.warpgroups, log),
-        "b": _plan_descriptors(b, smems["b"], cfg.bn, 1, log),
+        "a": plan_descriptors(a, smems["a"], 64, cfg.warpgroups, log),
+        "b": plan_descriptors(b, smems["b"], cfg.bn, 1, log),
     }
     if prob.dtype in TC_TYPES:
         prove_typed_descriptors(a, smems["a"], desc["a"], prob.dtype, 64, cfg.warpgroups, log)
         prove_typed_descriptors(b, smems["b"], desc["b"], prob.dtype, cfg.bn, 1, log)
-    rows, cols = _plan_c_map(cfg, prob, log)
+    rows, cols = plan_c_map(cfg, prob, log)
     h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90_{prob.key()}_{h}"
     title = f"proven before emission ({cfg.key()}, {prob.key()})"
@@ -774,12 +794,15 @@ def generate_sm90(
     return k
 
 
-def _plan_stage(cfg: Sm90Config, p: OperandPlan, log: ProofLog, prob: Optional[GemmProblem] = None) -> Any:
+def plan_stage(cfg: Sm90Config, p: OperandPlan, log: ProofLog, prob: Optional[GemmProblem] = None) -> Any:
     """Operand ``p``'s stage buffer: the TMA box layout (the stages a bijection, the boxes
     writing exactly the stage layout) or the SW128 GMMA atom tiled to the stage with its
     cp.async copies (covering the tile once, free of bank conflicts).  ``prob`` gives the
     tensor maps' element type and whether the operand is batched (default: f16, one
-    matrix).  Returns the GMMA shared-memory layout the descriptors read."""
+    matrix).  Returns the GMMA shared-memory layout the descriptors read
+    (:func:`plan_descriptors`); the proofs go to ``log``.  Assumes a validated ``cfg`` and
+    ``p`` planned from it; with ``loader="tma"`` it records ``p.maps["tma"]``, with cp.async
+    it sets ``p``'s stage layout and swizzle (both read by the kernel builders)."""
     if cfg.loader == "tma":
         lay = tma_stage_layout(p.x_extent, p.kmajor)
         bs, bd = top_modes(lay.layout_b)
@@ -818,11 +841,14 @@ def _plan_stage(cfg: Sm90Config, p: OperandPlan, log: ProofLog, prob: Optional[G
     return smem
 
 
-def _plan_c_map(cfg: Sm90Config, prob: GemmProblem, log: ProofLog) -> Tuple[Any, Any]:
+def plan_c_map(cfg: Sm90Config, prob: GemmProblem, log: ProofLog) -> Tuple[Any, Any]:
     """The accumulator -> C map: the wgmma atom (verified against the PTX fragment encoding
     of :mod:`layoutproof.gpu.isa.gmma`) is its (thread, register) part, the whole map a
-    bijection onto the tile; returns its row and column expressions, lowered and proven."""
-    cm = _c_map(cfg)
+    bijection onto the tile; returns its row and column expressions (``lp_c_row``,
+    ``lp_c_col`` of ``(t, i, g)``), lowered and proven, the records in ``log``.  Assumes a
+    validated ``cfg`` and ``prob``; raises ``ProofFailedError`` when the kernel's
+    instruction is not the verified atom or the map is not a bijection."""
+    cm = c_map(cfg)
     # the atom (verified against the PTX fragment encoding of layoutproof.gpu.isa.gmma) is the
     # (thread, register) part of the C map; the warpgroup mode is covered by the bijection
     atom = gmma.sm90_atom(cfg.bn, prob.dtype, "SS")

@@ -261,7 +261,7 @@ def wgmma_batch_ir(
     b_base, d2 = ir_const("b_base", E.sB + stage * kir.Const(2 * b.stage_elems, "unsigned"), "unsigned")
     ks = ir_var("ks")
     nk = cfg.bk // 16
-    # the descriptor starts _plan_descriptors proved: (slice, k step, stage) -> byte offset
+    # the descriptor starts plan_descriptors proved: (slice, k step, stage) -> byte offset
     la = Layout((cfg.warpgroups, nk, S), (desc["a"][1], desc["a"][2], 2 * a.stage_elems))
     lb = Layout((nk, S), (desc["b"][2], 2 * b.stage_elems))
     ca = kir.Claim(

@@ -11,7 +11,7 @@ before the source is printed:
   into (batch, tile) is one too (:func:`prove_batch_schedule`,
   :func:`check_batch_coordinates`);
 * the staged epilogue's swizzle is conflict-free and its data flow puts every accumulator
-  at its C coordinate (:func:`_plan_epilogue`);
+  at its C coordinate (:func:`plan_epilogue`);
 * in a cluster, the multicast boxes partition B and each CTA's transaction count is the
   bytes that land in it (:func:`_prove_cluster_tx`);
 * the mbarrier protocol, read back from the IR's barrier nodes (:func:`protocol_ir`), is
@@ -72,6 +72,16 @@ from .wgmma_core import (
 
 __all__ = [
     "build_ws_kernel",
+    "WsFrame",
+    "declare_ws",
+    "barrier_init_ir",
+    "tile_lines_ir",
+    "producer_ir",
+    "release_ir",
+    "plan_epilogue",
+    "epilogue_ws_ir",
+    "schedule_proofs",
+    "eval_schedule",
     "prove_ws_protocol",
     "protocol_ir",
     "epilogue_order",
@@ -115,9 +125,18 @@ def schedule_devfn(group_m: int) -> Tuple[str, str, kir.Block]:
     return ("lp_tile", "int t, int grid_m, int grid_n, int& tm, int& tn", kir.block(*stmts))
 
 
-def _eval_schedule(
+def eval_schedule(
     group_m: int, t: np.ndarray, gm: np.ndarray, gn: np.ndarray
 ) -> Tuple[np.ndarray, np.ndarray]:
+    """The tile scheduler ``lp_tile`` evaluated elementwise from the statements it is
+    printed from (:func:`schedule_devfn`): tiles ``t`` of ``gm x gn`` grids -> ``(tm,
+    tn)`` arrays, as the kernels walk them.  Assumes integer arrays of one shape (or
+    broadcastable), ``0 <= t < gm * gn``, ``group_m >= 1``.
+
+    >>> import numpy as np
+    >>> [a.tolist() for a in eval_schedule(8, np.arange(4), np.full(4, 2), np.full(4, 2))]
+    [[0, 1, 0, 1], [0, 0, 1, 1]]
+    """
     env: Dict[str, Any] = {"t": t, "grid_m": gm, "grid_n": gn}
     for st in _schedule_ir(group_m)[1]:
         if isinstance(st, kir.Decl) and st.init is not None:
@@ -129,6 +148,9 @@ def _eval_schedule(
                 f"tile scheduler: cannot evaluate a {type(st).__name__}", condition="scheduler IR"
             )
     return env["tm"], env["tn"]
+
+
+_eval_schedule = eval_schedule
 
 
 def cluster_tm_ir(cluster: int, tp: kir.Var, crank: kir.Var) -> kir.Expr:
@@ -180,7 +202,7 @@ def prove_batch_schedule(
                     raise ProofFailedError("batch split: not a declaration", condition="batch split IR")
                 env[st.var.name] = evaluate.ev(st.init, env)
             bidx, tb = env["bidx"], env["tb"]
-            tp, tn = _eval_schedule(group_m, tb, np.full_like(t, gmp), np.full_like(t, gn))
+            tp, tn = eval_schedule(group_m, tb, np.full_like(t, gmp), np.full_like(t, gn))
             tm = tp * cl + crank
             bad = (bidx < 0) | (bidx >= nb) | (tb < 0) | (tb >= tpb)
             if bad.any():
@@ -324,7 +346,7 @@ def prove_schedule(
     t = np.concatenate([np.repeat(np.arange(u), cl) for u in units])
     crank = np.concatenate([np.tile(np.arange(cl), u) for u in units])
     gid = np.concatenate([np.full(u * cl, i) for i, u in enumerate(units)])
-    tp, tn = _eval_schedule(group_m, t, gmp, gn)
+    tp, tn = eval_schedule(group_m, t, gmp, gn)
     tm = (
         tp
         if cl == 1
@@ -389,9 +411,10 @@ def prove_schedule(
 
 
 @functools.cache
-def _schedule_proofs(group_m: int, cluster: int) -> Tuple[Any, ...]:
-    """prove_schedule's records, once per process for each (group_m, cluster): the kernels
-    of every operand variant share the scheduler."""
+def schedule_proofs(group_m: int, cluster: int) -> Tuple[Any, ...]:
+    """:func:`prove_schedule`'s records for ``(group_m, cluster)``, computed once per
+    process (the kernels of every operand variant share the scheduler): a tuple to extend a
+    kernel's log with.  Assumes the arguments of a validated configuration."""
     log = ProofLog()
     prove_schedule(group_m, log, cluster=cluster)
     return tuple(log.proofs)
@@ -412,7 +435,7 @@ def _epilogue_swizzles(ob: int) -> Tuple[Swizzle, ...]:
     )
 
 
-def _plan_epilogue(prob: GemmProblem, log: ProofLog) -> Dict[str, Any]:
+def plan_epilogue(prob: GemmProblem, log: ProofLog) -> Dict[str, Any]:
     """The accumulators of one consumer warpgroup leave through a 64-row x 128-byte buffer,
     one column chunk (128 bytes of C per row) at a time: each thread writes its register
     pairs, then each thread reads four 16-byte row vectors and stores them to C.  The XOR
@@ -421,7 +444,12 @@ def _plan_epilogue(prob: GemmProblem, log: ProofLog) -> Dict[str, Any]:
     synthesize_swizzle` on their thread-value layouts, with its certificates); proven: the
     write map is a bijection onto the buffer, pairs are contiguous and aligned, the read map
     covers the buffer once with aligned 16-byte vectors, and every accumulator (thread,
-    register) reaches exactly its C coordinate."""
+    register) reaches exactly its C coordinate.  The records go to ``log``.  Returns the
+    plan :func:`epilogue_ws_ir` prints from: ``low`` (the lowered maps ``lp_ep_w``,
+    ``lp_ep_r``, ``lp_ep_row``, ``lp_ep_col``), ``fns`` (their device functions), ``maps``
+    (their layouts), ``sw`` (the swizzle), ``rw`` (elements per buffer row), ``ev``
+    (elements per 16-byte vector), ``rc`` (registers per chunk).  Assumes ``prob.out`` a
+    2- or 4-byte output type; raises ``BankConflictError`` / ``ProofFailedError``."""
     ob = OUT_DTYPES[prob.out][1]
     rw = 128 // ob  # elements per buffer row = columns per chunk
     ev = 16 // ob  # elements per 16-byte vector
@@ -640,11 +668,15 @@ def _epilogue_row_store_ir(
     return [dr, dc, dval, store]
 
 
-def _epilogue_ws_ir(
+def epilogue_ws_ir(
     E: Env, cfg: Sm90Config, prob: GemmProblem, ep: Dict[str, Any], acc: kir.Var, e_off: int
 ) -> List[kir.Stmt]:
     """Accumulators -> swizzled shared buffer (register pairs) -> 16-byte row vectors -> C,
-    one 128-byte column chunk at a time (the maps :func:`_plan_epilogue` proved)."""
+    one 128-byte column chunk at a time (the maps :func:`plan_epilogue` proved): a consumer
+    warpgroup's statements after its last wgmma completed.  Assumes ``E`` holds the
+    consumer's variables (``cg``, ``wt``, ``m0``, ``n0``, ``bidx`` when batched, the shared
+    bases ``sE``, ``s0``, ``sbase``), ``ep`` is :func:`plan_epilogue`'s plan for ``prob`` and ``e_off`` the
+    epilogue buffers' byte offset in the arena (:attr:`WsFrame.e_off`)."""
     v2t, pack2, _ = STORE2[prob.out]
     ob = OUT_DTYPES[prob.out][1]
     rw, rc = ep["rw"], ep["rc"]
@@ -687,10 +719,13 @@ def _epilogue_ws_ir(
 
 
 @dataclass(frozen=True)
-class _WsFrame:
-    """What the phases of :func:`_source_ws_ir` share: the configuration, the kernel's
-    variables (``E``, extended by the phases as they declare the tile origins) and the ring,
-    barrier, cluster and tile-walk variables declared in the prologue (:func:`_declare_ws`)."""
+class WsFrame:
+    """What the phases of a warp-specialized kernel share (the ws kernel's and the
+    block-scaled kernel's): the configuration, the kernel's variables (``E``, extended by
+    the phases as they declare the tile origins) and the ring, barrier, cluster and
+    tile-walk variables declared in the prologue.  Built by :func:`declare_ws` only;
+    ``regs`` is the consumers' register count, ``e_off`` the epilogue buffers' offset in
+    the shared arena, ``t0``/``tstep`` the persistent walk's start and step."""
 
     cfg: Sm90Config
     prob: GemmProblem
@@ -758,7 +793,7 @@ def _tile_walk_ir(E: Env, cfg: Sm90Config, prob: GemmProblem, body: List[Any]) -
     return grid_m, grid_n, grid_mp, tpb, tiles, t0, tstep
 
 
-def _declare_ws(
+def declare_ws(
     cfg: Sm90Config,
     prob: GemmProblem,
     a: OperandPlan,
@@ -766,10 +801,13 @@ def _declare_ws(
     ep: Dict[str, Any],
     desc: Dict[str, Tuple[int, int, int]],
     tx: int,
-) -> Tuple[_WsFrame, List[Any]]:
+) -> Tuple[WsFrame, List[Any]]:
     """The prologue's declarations: the shared arena, the full/empty barrier arrays, the
     stage bases, the thread coordinates, the cluster rank, the tile grid (tiles per batch
-    when batched) and the k-tile count; returns the frame and the statements."""
+    when batched) and the k-tile count; returns the frame and the statements (the kernel
+    body's start, to be extended by :func:`barrier_init_ir` and the roles).  Assumes a
+    validated ws ``cfg`` (TMA loader), ``a``, ``b`` and ``desc`` planned for it, ``ep``
+    from :func:`plan_epilogue` and ``tx`` the proven bytes per stage."""
     S, CL = cfg.stages, cfg.cluster
     E = env90(prob, True)
     if prob.batch:  # the batch count and C's batch stride (elements) follow c_vec
@@ -799,7 +837,7 @@ def _declare_ws(
     grid_m, grid_n, grid_mp, tpb, tiles, t0, tstep = _tile_walk_ir(E, cfg, prob, body)
     KT, dkt = k_tiles_ir(E, cfg.bk)
     body.append(dkt)
-    F = _WsFrame(
+    F = WsFrame(
         cfg=cfg,
         prob=prob,
         a=a,
@@ -826,9 +864,10 @@ def _declare_ws(
     return F, body
 
 
-def _barrier_init_ir(F: _WsFrame) -> List[kir.Stmt]:
+def barrier_init_ir(F: WsFrame) -> List[kir.Stmt]:
     """Thread 0 initializes the stages' full (one arrival) and empty (every consumer warp
-    of the cluster) barriers; then the CTA (or the cluster) synchronizes."""
+    of the cluster) barriers; then the CTA (or the cluster) synchronizes.  The statements
+    that follow :func:`declare_ws`'s, before the roles branch."""
     s = ir_var("s")
     init = kir.If(
         F.E.tid.eq(0),
@@ -854,10 +893,12 @@ def _barrier_init_ir(F: _WsFrame) -> List[kir.Stmt]:
     return [init, sync]
 
 
-def _tile_lines_ir(F: _WsFrame, t0_: kir.Var) -> Tuple[List[kir.Stmt], kir.Var, kir.Var]:
+def tile_lines_ir(F: WsFrame, t0_: kir.Var) -> Tuple[List[kir.Stmt], kir.Var, kir.Var]:
     """Tile ``t0_`` of the walk -> its batch (when batched: ``E.bidx``), its tile
     coordinates and its origin ``m0``, ``n0`` (in a cluster: the CTA's tile row of its
-    rank)."""
+    rank).  Returns the statements, ``m0`` and ``n0``; the statements declare ``tn`` (and
+    ``tm``, or ``tp`` in a cluster) and call ``lp_tile`` (:func:`schedule_devfn`, which the
+    kernel must carry).  Each role calls it once for its own loop variable ``t0_``."""
     E, CL = F.E, F.CL
     tm, tn = kir.Var("tm"), kir.Var("tn")
     pre: List[kir.Stmt] = []
@@ -874,7 +915,7 @@ def _tile_lines_ir(F: _WsFrame, t0_: kir.Var) -> Tuple[List[kir.Stmt], kir.Var, 
         ]
         tmv = tm
     else:
-        if F.crank is None or F.grid_mp is None:  # _declare_ws declares both for every cluster
+        if F.crank is None or F.grid_mp is None:  # declare_ws declares both for every cluster
             raise GemmConfigError(f"cluster={CL}: the cluster rank and tile-row groups were not declared")
         tp = kir.Var("tp")
         tmv, dtm = ir_const(
@@ -891,7 +932,7 @@ def _tile_lines_ir(F: _WsFrame, t0_: kir.Var) -> Tuple[List[kir.Stmt], kir.Var, 
     return out + [dm, dn], m0, n0
 
 
-def _producer_loads_ir(F: _WsFrame, st: kir.Var, kt: kir.Var, bar: kir.Var) -> List[kir.Stmt]:
+def _producer_loads_ir(F: WsFrame, st: kir.Var, kt: kir.Var, bar: kir.Var) -> List[kir.Stmt]:
     """The TMA boxes of stage ``st``: the A tile, and the B tile (in a cluster: this rank's
     B boxes, multicast to every CTA)."""
     E, prob, a, b, CL = F.E, F.prob, F.a, F.b, F.CL
@@ -914,13 +955,16 @@ def _producer_loads_ir(F: _WsFrame, st: kir.Var, kt: kir.Var, bar: kir.Var) -> L
     return loads
 
 
-def _producer_ir(F: _WsFrame) -> kir.Block:
+def producer_ir(F: WsFrame) -> kir.Block:
     """Warpgroup 0: one thread walks the tiles and keeps up to ``S`` stages in flight (wait
-    for the stage's release, expect its bytes, issue its boxes)."""
+    for the stage's release, expect its bytes, issue its boxes).  The producer branch of
+    the roles' ``if``; it sets ``E.m0``/``E.n0`` to its own tile origin (the consumer
+    sets its own after it).  Assumes ``F`` from :func:`declare_ws` and ``F.tx`` the bytes
+    its boxes bring per stage."""
     E, S = F.E, F.S
     st, ph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
     t = ir_var("t")
-    tl, m0, n0 = _tile_lines_ir(F, t)
+    tl, m0, n0 = tile_lines_ir(F, t)
     E.add(m0=m0, n0=n0)
     kt = ir_var("kt")
     bar, dbar = ir_const("bar", kir.MbarRef(F.full0, st), "unsigned")
@@ -955,9 +999,12 @@ def _producer_ir(F: _WsFrame) -> kir.Block:
     )
 
 
-def _release_ir(F: _WsFrame, prev: kir.Var, lane0: kir.Var) -> kir.Stmt:
+def release_ir(F: WsFrame, prev: kir.Var, lane0: kir.Var) -> kir.Stmt:
     """Lane 0 of each consumer warp releases stage ``prev`` (in a cluster: on this CTA's
-    empty barrier, then on the peer's)."""
+    empty barrier, then on the peer's); nothing while ``prev`` is -1 (no stage held).
+    ``lane0`` is the consumer's ``tid % 32 == 0``; every consumer warp must execute it
+    once per stage it consumed (the empty barriers count ``4 x`` consumer warpgroups
+    ``x cluster`` arrivals)."""
     ops = [kir.MbarArrive(kir.MbarRef(F.empty0, prev))]
     if F.CL > 1:
         ops.append(kir.MbarArrive(kir.MbarRef(F.empty0, prev), F.rank ^ kir.Const(1, "unsigned")))
@@ -968,14 +1015,14 @@ def _release_ir(F: _WsFrame, prev: kir.Var, lane0: kir.Var) -> kir.Stmt:
     )
 
 
-def _consumer_ir(F: _WsFrame) -> kir.Block:
+def _consumer_ir(F: WsFrame) -> kir.Block:
     """Warpgroups 1..: per tile, wgmma over the k-tiles with one batch in flight (a stage
     goes back to the producer once the batch after it was issued), then the staged
     epilogue."""
     E, cfg, S = F.E, F.cfg, F.S
     cst, cph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
     ct = ir_var("t")
-    ctl, cm0, cn0 = _tile_lines_ir(F, ct)
+    ctl, cm0, cn0 = tile_lines_ir(F, ct)
     cg, dcg = ir_const("cg", E.wg - 1)
     lane0, dl0 = ir_const("lane0", (E.tid & 31).eq(0), "bool")
     E.add(cg=cg, m0=cm0, n0=cn0)
@@ -990,7 +1037,7 @@ def _consumer_ir(F: _WsFrame) -> kir.Block:
             kir.MbarWait(kir.MbarRef(F.full0, cst), cph, "stage st's bytes have landed"),
             wgmma_batch_ir(E, cfg, F.desc, F.a, F.b, cst, cg, acc),
             kir.Comment("the previous batch is complete: its stage goes back to the producer(s)"),
-            _release_ir(F, prev, lane0),
+            release_ir(F, prev, lane0),
             kir.Assign(prev, cst),
             kir.RingAdvance(cst, S, cph),
         ),
@@ -1012,9 +1059,9 @@ def _consumer_ir(F: _WsFrame) -> kir.Block:
                 kir.Decl(prev, kir.Const(-1)),
                 mainloop,
                 kir.WgmmaWait(0),
-                _release_ir(F, prev, lane0),
+                release_ir(F, prev, lane0),
                 scale_ir(E, cfg, acc),
-                _epilogue_ws_ir(E, cfg, F.prob, F.ep, acc, F.e_off),
+                epilogue_ws_ir(E, cfg, F.prob, F.ep, acc, F.e_off),
             ),
             step=F.tstep,
             cond=ct.lt(F.tiles),
@@ -1022,7 +1069,7 @@ def _consumer_ir(F: _WsFrame) -> kir.Block:
     )
 
 
-def _ws_description(F: _WsFrame) -> Tuple[str, ...]:
+def _ws_description(F: WsFrame) -> Tuple[str, ...]:
     cfg, prob, CL = F.cfg, F.prob, F.CL
     return (
         "",
@@ -1061,9 +1108,9 @@ def _source_ws_ir(
     own A tile and half of B's boxes, multicast into both CTAs' stages; a stage is free
     again once the consumers of *both* CTAs released it (they arrive on both CTAs' empty
     barriers).  ``tx`` is the proven per-stage transaction count."""
-    F, body = _declare_ws(cfg, prob, a, b, ep, desc, tx)
-    body += _barrier_init_ir(F)
-    producer = _producer_ir(F)
+    F, body = declare_ws(cfg, prob, a, b, ep, desc, tx)
+    body += barrier_init_ir(F)
+    producer = producer_ir(F)
     consumer = _consumer_ir(F)
     body.append(kir.If(F.E.wg.eq(0), producer, consumer))
     if F.CL > 1:
@@ -1422,10 +1469,10 @@ def build_ws_kernel(
     scheduler's, the batch schedule's and the staged epilogue's proofs, the cluster's
     transaction count, then the IR built, its protocol read back and model-checked and its
     accesses proven before the source is printed (:func:`finish`)."""
-    log.extend(ProofLog(list(_schedule_proofs(cfg.group_m, cfg.cluster))))
+    log.extend(ProofLog(list(schedule_proofs(cfg.group_m, cfg.cluster))))
     if prob.batch:
         prove_batch_schedule(cfg.group_m, log, cluster=cfg.cluster)
-    ep = _plan_epilogue(prob, log)
+    ep = plan_epilogue(prob, log)
     tx = _prove_cluster_tx(a, b, cfg.cluster, log) if cfg.cluster > 1 else 2 * (a.stage_elems + b.stage_elems)
     ir = _source_ws_ir(cfg, prob, a, b, ep, desc, tx, name)
     check_batch_coordinates(ir, prob, log)

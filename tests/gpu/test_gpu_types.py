@@ -156,8 +156,8 @@ def _plan(dtype: str):
     cfg = HOPPER_DEFAULT
     a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, True, cfg.threads, cfg.warpgroups, 64)
     log = ProofLog()
-    smem = wgmma._plan_stage(cfg, a, log)
-    desc = wgmma._plan_descriptors(a, smem, 64, cfg.warpgroups, log)
+    smem = wgmma.plan_stage(cfg, a, log)
+    desc = wgmma.plan_descriptors(a, smem, 64, cfg.warpgroups, log)
     return a, smem, desc
 
 

@@ -90,7 +90,7 @@ def _schedule_c_reference(g, t, gm, gn):
 @given(st.integers(1, 16), st.integers(1, 300), st.integers(1, 300), st.data())
 def test_schedule_statements_equal_the_grouped_order(g, gm, gn, data):
     t = data.draw(st.integers(0, gm * gn - 1))
-    tm, tn = wgmma_ws._eval_schedule(g, np.array([t]), np.array([gm]), np.array([gn]))
+    tm, tn = wgmma_ws.eval_schedule(g, np.array([t]), np.array([gm]), np.array([gn]))
     assert (int(tm[0]), int(tn[0])) == _schedule_c_reference(g, t, gm, gn)
 
 
@@ -134,14 +134,14 @@ def test_the_emitted_scheduler_is_the_proven_statements():
 def test_epilogue_without_a_conflict_free_swizzle_is_refused(monkeypatch):
     monkeypatch.setattr(wgmma_ws, "_epilogue_swizzles", lambda ob: (Swizzle(0, 3, 3),))
     with pytest.raises(ProofFailedError, match="epilogue swizzle"):
-        wgmma_ws._plan_epilogue(GemmProblem("k", "k", "f16", "f16"), ProofLog())
+        wgmma_ws.plan_epilogue(GemmProblem("k", "k", "f16", "f16"), ProofLog())
 
 
 def test_epilogue_identity_buffer_conflicts_and_swizzle_is_chosen():
     log = ProofLog()
-    ep = wgmma_ws._plan_epilogue(GemmProblem("k", "k", "f16", "bf16"), log)
+    ep = wgmma_ws.plan_epilogue(GemmProblem("k", "k", "f16", "bf16"), log)
     assert ep["sw"] == Swizzle(3, 3, 3) and ep["rw"] == 64 and ep["ev"] == 8
-    ep32 = wgmma_ws._plan_epilogue(GemmProblem("k", "k", "f16", "f32"), ProofLog())
+    ep32 = wgmma_ws.plan_epilogue(GemmProblem("k", "k", "f16", "f32"), ProofLog())
     assert ep32["sw"] == Swizzle(2, 3, 2) and ep32["rw"] == 32 and ep32["rc"] == 16
 
 
