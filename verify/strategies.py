@@ -43,6 +43,10 @@ Strategies (all keyword options have sensible defaults):
 | `swizzles` | valid `Swizzle(B, M, S)` |
 | `swizzled_layouts` | `Swizzle o 0 o Layout`, bijective onto `[0, size)` |
 | `symbolic_layouts` | `(layout, assumptions, symbols)` with SymPy leaves |
+| `conditions` | `(condition, facts)` over 1-3 integer symbols, quotients and `Mod` of them included |
+
+:func:`check_decision` is the oracle for :func:`conditions`: a decision checked against
+exhaustive exact evaluation over small values.
 """
 
 from __future__ import annotations
@@ -75,6 +79,9 @@ __all__ = [
     "swizzles",
     "swizzled_layouts",
     "symbolic_layouts",
+    "CONDITION_SYMBOLS",
+    "conditions",
+    "check_decision",
 ]
 
 #: The stride kinds of :func:`strides` (``"mixed"`` draws one of the others).
