@@ -846,9 +846,12 @@ def conditions(
     conditions.  For differential tests of a decision procedure against exhaustive
     evaluation (:func:`check_decision`).
 
-    >>> pairs = sample(conditions(), 20)
-    >>> len(pairs), all(c.free_symbols <= {"M", "N", "K"} or True for c, _ in pairs)
-    (20, True)
+    >>> pairs = sample(conditions(), 40)
+    >>> len(pairs), all({x.name for x in c.free_symbols} <= {"M", "N", "K"} for c, _ in pairs)
+    (40, True)
+    >>> import sympy
+    >>> any(c.has(sympy.Mod) for c, _ in pairs), any(len(fs) == 2 for _, fs in pairs)
+    (True, True)
     """
     _positive("max_symbols", max_symbols)
     if max_symbols > len(CONDITION_SYMBOLS):
