@@ -80,7 +80,7 @@ def test_check_decision_catches_a_planted_unsound_verdict() -> None:
     assert check_decision(Decision(None, "z3", counterexample={"M": 2}), c) != []
 
 
-@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(conditions())
 def test_decisions_agree_with_exhaustive_evaluation(pair: tuple) -> None:
     cond, facts = pair
