@@ -377,7 +377,7 @@ def test_fake_plan_is_reused_and_tracks_new_pointers(fake):
 def test_fake_plan_column_major_output_swaps_the_operands(fake):
     a, b = fake.array((96, 40)), fake.array((40, 72), order="F")
     out = fake.empty((96, 72), np.float32, order="F")
-    runtime.gemm(a, b, out, out_dtype="f32")
+    runtime.gemm(a, b, out, out_dtype="f32", path="wgmma")
     pa, pb, pc, m, n, k, lda, ldb, ldc, _ = fake.launches[-1]["values"]
     # C^T (72 x 96) = B^T (72 x 40, row-major) @ A^T (40 x 96, column-major)
     assert (pa, pb, pc) == (b.data.ptr, a.data.ptr, out.data.ptr)
@@ -388,7 +388,7 @@ def test_fake_plan_column_major_output_swaps_the_operands(fake):
 def test_fake_plan_copies_misaligned_operands_each_call(fake):
     a = fake.array((64, 100), offset=2)  # not 16-byte aligned, ld 100
     b = fake.array((100, 64))
-    runtime.gemm(a, b)
+    runtime.gemm(a, b, path="wgmma")
     pa, pb, *_rest = fake.launches[-1]["values"]
     assert pa != a.data.ptr and pb == b.data.ptr and pa % 16 == 0
     assert _rest[4] == 104  # lda padded to a multiple of 8

@@ -25,11 +25,11 @@ def test_copy_path_reuses_its_buffer_and_copies_rows_with_memcpy2d(fake2d):
     cp = fake2d
     a = cp.array((64, 100), offset=2)  # not 16-byte aligned, ld 100
     b = cp.array((100, 64))
-    runtime.gemm(a, b)
+    runtime.gemm(a, b, path="wgmma")
     first = cp.launches[-1]["values"][0]
     n_copies = len(cp.copies)
     for _ in range(3):
-        runtime.gemm(a, b)
+        runtime.gemm(a, b, path="wgmma")
         assert cp.launches[-1]["values"][0] == first  # the kept buffer
     assert len(cp.copies) == n_copies  # no element-wise copy after the first call
     assert len(cp.copy2d) == 3
@@ -41,10 +41,10 @@ def test_copy_path_reuses_its_buffer_and_copies_rows_with_memcpy2d(fake2d):
 def test_copy_path_keeps_one_buffer_per_stream(fake2d):
     cp = fake2d
     a, b = cp.array((64, 100), offset=2), cp.array((100, 64))
-    runtime.gemm(a, b)
+    runtime.gemm(a, b, path="wgmma")
     p5 = cp.launches[-1]["values"][0]
     cp.cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=0x9)
-    runtime.gemm(a, b)
+    runtime.gemm(a, b, path="wgmma")
     p9 = cp.launches[-1]["values"][0]
     assert p9 != p5 and p9 % 16 == 0
     assert cp.launches[-1]["stream"] == 0x9
@@ -56,6 +56,6 @@ def test_a_column_major_operand_is_staged_column_by_column_with_memcpy2d(fake2d)
     # reads A's padded copy in A's own (column-major) order: rows of A^T are contiguous
     a = cp.array((100, 64), order="F", offset=2)
     b = cp.array((64, 64))
-    runtime.gemm(a, b)
-    runtime.gemm(a, b)
+    runtime.gemm(a, b, path="wgmma")
+    runtime.gemm(a, b, path="wgmma")
     assert len(cp.copy2d) == 1
