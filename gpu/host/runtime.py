@@ -42,6 +42,7 @@ from .device import gpu_available, tma_available
 from .operands import TF32_ONLY, check_typed_call
 from .plan import BatchedGemmPlan, GemmPlan, last_launch
 from .rule import hopper_candidates, splitk_candidates
+from .streamk import HybridPlan, hybrid_plan
 from .tiny import TINY_EPILOGUE, TinyPlan, wants_tiny
 from .torch_op import any_tensor as torch_op_any
 from .torch_op import gemm_call as torch_op_call
@@ -165,11 +166,13 @@ def plan_for(
     activation: Optional[str] = None,
     bias_along: str = "n",
     c: Any = None,
-) -> "GemmPlan | BatchedGemmPlan | TinyPlan":
+) -> "GemmPlan | BatchedGemmPlan | TinyPlan | HybridPlan":
     """The plan :func:`gemm` keeps for these arguments: a :class:`TinyPlan` where the tiny
     path decides so (2-D, no configuration asked for, and
     :func:`~layoutproof.gpu.host.tiny.tiny_config` picks it -- with a fused epilogue only
     where :data:`~layoutproof.gpu.host.tiny.TINY_EPILOGUE` says so -- or ``path="tiny"``),
+    a :class:`~layoutproof.gpu.host.streamk.HybridPlan` where the wave model takes
+    data-parallel rows plus a split-K tail (:func:`~layoutproof.gpu.host.streamk.hybrid_plan`),
     else :func:`gemm_plan`'s."""
     if path == "tiny" and config is not None:
         raise GemmInputError("gemm: path='tiny' takes no config (it has its own): drop one of them")
@@ -189,6 +192,21 @@ def plan_for(
                 bias_along=bias_along,
                 c=c,
             )
+    if getattr(a, "ndim", 2) == 2 and getattr(b, "ndim", 2) == 2:
+        hp = hybrid_plan(
+            a,
+            b,
+            out,
+            config=config,
+            out_dtype=out_dtype,
+            dtype=dtype,
+            path=path,
+            bias=bias,
+            activation=activation,
+            c=c,
+        )
+        if hp is not None:
+            return hp
     return gemm_plan(
         a,
         b,

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from layoutproof.outcome import CHECKED, PROVED, REFUTED, UNKNOWN, Outcome
 
@@ -284,6 +284,23 @@ class HybridPlan:
         self._main(a[:r], b, out[:r])
         self._tail(a[r:], b, out[r:])
         return out
+
+    def direct(self) -> Optional[Callable[[int, int, int, int], None]]:
+        """``launch(a_ptr, b_ptr, c_ptr, stream)`` from base addresses, as
+        :meth:`~layoutproof.gpu.host.plan.GemmPlan.direct`: the main launch on the first
+        ``rows`` rows, then the tail's at the row offset (row-major A and C, 2-byte
+        elements); None where either plan has no direct launch."""
+        main = getattr(self._main, "direct", lambda: None)()
+        tail = getattr(self._tail, "direct", lambda: None)()
+        if main is None or tail is None:
+            return None
+        ra, rc = self.rows * self._k * 2, self.rows * self.shape[1] * 2
+
+        def launch(pa: int, pb: int, pc: int, sp: int) -> None:
+            main(pa, pb, pc, sp)
+            tail(pa + ra, pb, pc + rc, sp)
+
+        return launch
 
     def _run(self, a: Any, b: Any, out: Any, bias: Any, c: Any, alpha: float, beta: float) -> Any:
         """The call as :func:`~layoutproof.gpu.host.runtime.gemm` makes it on a kept plan:
