@@ -845,6 +845,12 @@ def _compose_general(
     pd: List[Any] = []
     try:
         for n, r in zip(fbs, fbd):
+            if type(r) is int and r == 0 and n != 1:  # n:0 stays at A(0) == 0, as _compose_leaf_cute says
+                leaves.append(_Leaf([n], [0], {}))
+                ps.append(n)
+                pd.append(0)
+                k += 1
+                continue
             lf = _compose_leaf(As, Ad, n, r, k if multi else -1)
             leaves.append(lf)
             if len(lf.ms) == 1:
@@ -862,6 +868,12 @@ def _compose_general(
         _check_disjoint(A, B, As, Ad, fbs, fbd, leaves)
     if type(B._shape) is not tuple:
         return _plain(ps[0], pd[0])
+    if B._shape is fbs:  # B flat: the result's shape is its flattening when each leaf is one mode
+        rs, rd = tuple(ps), tuple(pd)
+        for x in rs:
+            if type(x) is not int:
+                return _plain(rs, rd)
+        return _plain(rs, rd, rs, rd)
     return _plain(raw_unflatten(ps, B._shape), raw_unflatten(pd, B._stride))
 
 
