@@ -18,6 +18,24 @@ the end):
   16-row mma.sync tiles), ``batched`` and ``epilogue`` (all five by
   default; ``--jobs 12 --budget 400`` runs them in worker processes in about 2 minutes on
   an H100; ``--jobs 1``, the default, runs them one after the other);
+* the newer paths, by name in ``--sections`` only (not in the default): ``torch`` (f16/bf16
+  torch tensors through ``gemm`` and the ``layoutproof::gemm`` operator: new outputs, twice,
+  the second the kept entry's direct launch; given outputs; transposed, offset and padded
+  views; the fused epilogue and a C input through the operator; batches), ``tiny`` (the
+  tiny-shape kernel by ``path="tiny"`` and by gemm's routing, odd shapes x operand orders,
+  offset/strided/reversed/transposed views, its fused epilogue), ``hybrid`` (the rows +
+  split-K tail schedule through gemm at 5120^3, which must take it, on CuPy arrays and torch
+  tensors; forced ``streamk.HybridPlan`` s at smaller shapes, called and launched directly;
+  the rows beside the cut checked on their own), ``tile192`` (``config=rule.WAVE_TILES[0]``,
+  tails on every dimension x operand orders, an epilogue, a batch), ``grouped`` (uneven groups
+  with zeros: stacked lists, separate padded lists read through per-group tensor maps with B
+  N- or K-major, ``gemm_array`` with ``per_group_maps=True``, ``gemm_moe`` by offsets and by
+  sizes, ``gemm_moe_masked``, a torch list).  All five, sized for about two minutes on an H200 with cold caches::
+
+      python bench/gemm.py --skip compile --skip speed --jobs 10 --budget 240 \\
+          --sections torch,tiny,hybrid,tile192,grouped
+
+  The exit status is 1 when a correctness case failed;
 * ``compile``: generate + prove + compile times, cold (empty caches) and from the caches;
 * ``speed``: 4096^3, 8192^3 and 4095x4097x4093, f16 and bf16, median of event-timed runs
   of our kernel (autotuned config) and of cuBLAS (``cupy.matmul`` for f16, ``torch.matmul``
@@ -165,7 +183,10 @@ def correctness(
 # with a float64 reference by the relative Frobenius error, tolerance 5e-3 (f16) / 2e-2 (bf16,
 # the input's or the output's dtype).
 
-SECTIONS = ("base", "auto", "kernels", "batched", "epilogue")
+#: the sections run when --sections is not given
+DEFAULT_SECTIONS = ("base", "auto", "kernels", "batched", "epilogue")
+#: every section --sections takes: the above and the newer paths (see below)
+SECTIONS = DEFAULT_SECTIONS + ("torch", "tiny", "hybrid", "tile192", "grouped")
 ORDERS = (("C", "C"), ("C", "F"), ("F", "C"), ("F", "F"))
 #: the 16-row mma.sync decode tiles of plan.mma_decode (6k)
 MMA_DECODE = (
@@ -668,6 +689,469 @@ def g_epilogue_batched(ctx, dtype):
                     ctx.error("epilogue", case, ex)
 
 
+# ---------------------------------------------------------------- the newer paths
+# Sections ``torch``, ``tiny``, ``hybrid``, ``tile192``, ``grouped``: torch tensors in and out,
+# the tiny-shape kernel, the data-parallel rows + split-K tail schedule, the 128x192 ws tile
+# and the grouped kernel's per-group tensor maps.  Every output the API takes is NaN-poisoned;
+# results are compared with float64 as above.
+
+#: tiny-kernel shapes: odd everywhere, K up to the forced kernel's warps over K
+TINY_SHAPES = (
+    (1, 1, 1),
+    (1, 7, 3),
+    (5, 1, 9),
+    (7, 13, 17),
+    (17, 33, 1),
+    (31, 64, 100),
+    (3, 5, 1000),
+    (100, 100, 100),
+    (112, 112, 112),
+    (1, 1, 16 * 65),
+    (63, 9, 257),
+)
+#: torch-tensor shapes: the tiny kernel, tiled plans with tails, a large odd product
+TORCH_SHAPES = ((7, 13, 17), (1, 1, 1), (129, 257, 65), (1000, 1032, 520), (2047, 2049, 1031))
+#: forced HybridPlans (shape, cut rows): tails on the main tile's rows and on n
+HYBRID_FORCED = (
+    ((300, 264, 1024), 128),
+    ((1000, 1032, 520), 768),
+    ((260, 136, 520), 256),
+    ((1025, 2056, 4096), 896),
+)
+#: the 128x192 tile's shapes: tails on every dimension, one tile, several waves
+TILE192_SHAPES = (
+    (1, 9, 17),
+    (37, 45, 51),
+    (130, 200, 72),
+    (257, 390, 100),
+    (128, 192, 64),
+    (1000, 1000, 1000),
+    (4095, 4097, 4093),
+)
+#: grouped row counts (zeros included) with (K, N); K and N multiples of 8 (the TMA's rows)
+GROUP_CASES = (
+    ([0, 130, 1, 0, 257], 192, 320),
+    ([64], 72, 40),
+    ([0, 0, 3], 64, 264),
+    ([1, 63, 64, 65, 127, 128, 129, 193], 320, 264),
+    ([0, 300, 1, 64, 0, 129, 700], 320, 264),
+    ([5, 0, 17, 200, 0, 0, 33, 1, 90, 41, 0, 8, 128, 3, 0, 77], 136, 72),
+)
+
+
+def _torch_to_cp(cp, t):
+    """A torch tensor as a CuPy float32 array (a copy)."""
+    return cp.from_dlpack(t.detach().float().contiguous())
+
+
+def _record_t(ctx, section, case, got, ref, tol):
+    """:meth:`Ctx.record` for a torch result (compared in float32 -> float64)."""
+    case = dict(case, tout=str(got.dtype).replace("torch.", ""))
+    ctx.ops.torch.cuda.synchronize()
+    return ctx.record(section, case, _torch_to_cp(ctx.cp, got), "f32", ref, tol)
+
+
+def _torch_views(torch, m, n, k, tdt, g):
+    """(name, a, b): row-major, column-major, offset (misaligned) slices, strided rows."""
+
+    def r(*s):
+        return torch.randn(*s, device="cuda", generator=g).to(tdt)
+
+    return (
+        ("row", r(m, k), r(k, n)),
+        ("colA", r(k, m).t(), r(k, n)),
+        ("colB", r(m, k), r(n, k).t()),
+        ("offset", r(m + 3, k + 5)[1 : m + 1, 3 : k + 3], r(k + 2, n + 7)[2:, 5 : n + 5]),
+        ("lda+8", r(m, k + 8)[:, :k], r(k, n + 8)[:, :n]),
+    )
+
+
+def g_torch(ctx, dtype):
+    """gemm and the ``layoutproof::gemm`` operator on torch tensors: new outputs (twice: the
+    second call is the kept entry's direct launch from base addresses), given NaN-poisoned
+    outputs (row-major f32, transposed in the input type), the fused epilogue and a C input
+    through the operator, 3-D batches."""
+    cp, torch = ctx.cp, ctx.ops.torch
+    if torch is None or not torch.cuda.is_available():
+        ctx.error("torch", dict(dtype=dtype), RuntimeError("torch with CUDA is not available"))
+        return
+    from layoutproof.gpu.host import torch_op
+
+    op = torch_op.gemm_op
+    tdt = torch.float16 if dtype == "f16" else torch.bfloat16
+    g = torch.Generator(device="cuda").manual_seed(2811)
+    tol = _tol(dtype)
+    for m, n, k in TORCH_SHAPES:
+        for view, a, b in _torch_views(torch, m, n, k, tdt, g):
+            case = dict(dtype=dtype, m=m, n=n, k=k, view=view)
+            if ctx.expired():
+                ctx.skipped("torch", case)
+                continue
+            try:
+                a64, b64 = _torch_to_cp(cp, a).astype(cp.float64), _torch_to_cp(cp, b).astype(cp.float64)
+                ref = a64 @ b64
+                for call in ("new", "new again"):
+                    c = ctx.gemm(a, b)
+                    if c.dtype != tdt or tuple(c.shape) != (m, n):
+                        raise RuntimeError(f"gemm returned {c.dtype} {tuple(c.shape)}")
+                    _record_t(ctx, "torch", dict(case, call=call), c, ref, tol)
+                out = torch.full((m, n), float("nan"), device="cuda")
+                if ctx.gemm(a, b, out) is not out:
+                    raise RuntimeError("gemm did not return the given output")
+                _record_t(ctx, "torch", dict(case, call="given f32"), out, ref, tol)
+                out = torch.full((n, m), float("nan"), device="cuda", dtype=tdt).t()
+                ctx.gemm(a, b, out)
+                _record_t(ctx, "torch", dict(case, call="given transposed"), out, ref, tol)
+                bias = torch.randn(n, device="cuda", generator=g)
+                y = op(a, b, bias, activation="gelu")
+                want = _act64(cp, ref + _torch_to_cp(cp, bias).astype(cp.float64), "gelu")
+                _record_t(ctx, "torch", dict(case, call="op bias+gelu"), y, want, tol)
+                cin = torch.randn(m, n, device="cuda", generator=g).to(tdt)
+                y = op(a, b, None, cin, None, 0.5, -1.5)
+                want = 0.5 * ref - 1.5 * _torch_to_cp(cp, cin).astype(cp.float64)
+                _record_t(ctx, "torch", dict(case, call="op alpha/beta c"), y, want, tol)
+            except Exception as ex:  # noqa: BLE001
+                ctx.error("torch", case, ex)
+    for sa, sb in (((8, 128, 64), (8, 64, 96)), ((3, 37, 51), (51, 45)), ((130, 64), (5, 64, 72))):
+        case = dict(dtype=dtype, a_shape=str(sa), b_shape=str(sb), call="batched")
+        try:
+            a = torch.randn(*sa, device="cuda", generator=g).to(tdt)
+            b = torch.randn(*sb, device="cuda", generator=g).to(tdt)
+            ref = cp.matmul(_torch_to_cp(cp, a).astype(cp.float64), _torch_to_cp(cp, b).astype(cp.float64))
+            _record_t(ctx, "torch", case, ctx.gemm(a, b), ref, tol)
+        except Exception as ex:  # noqa: BLE001
+            ctx.error("torch", case, ex)
+
+
+def _plan_name(ctx):
+    return type(ctx.runtime.last_launch.get("plan")).__name__
+
+
+def g_tiny(ctx, dtype):
+    """The tiny kernel: ``path="tiny"`` (given NaN f32 output, the input type's output
+    returned) and gemm's routing (the plan it took recorded) on :data:`TINY_SHAPES` x the four
+    operand orders; offset, strided, reversed and transposed views with a strided output;
+    the fused epilogue (bias along N or M, activations, a C input with alpha/beta, in place)."""
+    from layoutproof.gpu.host import tiny
+
+    cp, ops, gemm = ctx.cp, ctx.ops, ctx.gemm
+    rng = cp.random.default_rng(1128)
+    kw = ops.kw(dtype)
+    for m, n, k in TINY_SHAPES:
+        for ao, bo in ORDERS:
+            case = dict(dtype=dtype, m=m, n=n, k=k, a=ao, b=bo)
+            if ctx.expired():
+                ctx.skipped("tiny", case)
+                continue
+            try:
+                a, b = ops.make((m, k), dtype, ao, rng), ops.make((k, n), dtype, bo, rng)
+                ref = ops.to64(a, dtype) @ ops.to64(b, dtype)
+                out = ctx.nan_out((m, n), "f32")
+                gemm(a, b, out, out_dtype="f32", path="tiny", **kw)
+                ok = isinstance(ctx.runtime.last_launch.get("plan"), tiny.TinyPlan)
+                ctx.record(
+                    "tiny", dict(case, path="tiny", plan=_plan_name(ctx)), out, "f32", ref, _tol(dtype)
+                )
+                if not ok:
+                    ctx.rows[-1]["ok"] = False
+                    print(f"FAIL tiny {case}: path='tiny' launched {_plan_name(ctx)}", flush=True)
+                c = gemm(a, b, path="tiny", **kw)
+                ctx.record("tiny", dict(case, path="tiny", out_new=True), c, dtype, ref, _tol(dtype))
+                out = ctx.nan_out((m, n), dtype)
+                gemm(a, b, out, **kw)
+                ctx.record(
+                    "tiny", dict(case, path="auto", plan=_plan_name(ctx)), out, dtype, ref, _tol(dtype)
+                )
+            except Exception as ex:  # noqa: BLE001
+                ctx.error("tiny", case, ex)
+    big_a, big_b = ops.make((40, 90), dtype, "C", rng), ops.make((70, 60), dtype, "C", rng)
+    for view, a, b in (
+        ("offset", big_a[1:8, 3:20], big_b[2:19, 5:18]),
+        ("strided+reversed", big_a[1:20:3, 7:79:4], big_b[::-1][3:21, 1:40:3]),
+        ("transposed", big_a[:17, :7].T, big_b[:13, :17].T[:, :13]),
+    ):
+        case = dict(dtype=dtype, view=view, m=a.shape[0], n=b.shape[1], k=a.shape[1])
+        try:
+            ref = ops.to64(cp.ascontiguousarray(a), dtype) @ ops.to64(cp.ascontiguousarray(b), dtype)
+            for path in ("tiny", "auto"):
+                out = ctx.nan_out((b.shape[1] + 3, a.shape[0] + 2), "f32")[1:-2, 2:].T
+                gemm(a, b, out, out_dtype="f32", path=path, **kw)
+                ctx.record("tiny", dict(case, path=path, plan=_plan_name(ctx)), out, "f32", ref, _tol(dtype))
+        except Exception as ex:  # noqa: BLE001
+            ctx.error("tiny", case, ex)
+    for (m, n, k), act, along, cin in (
+        ((9, 21, 40), "relu", "m", "sep"),
+        ((33, 17, 130), "gelu", "n", None),
+        ((1, 5, 700), "silu", "n", "inplace"),
+        ((64, 96, 24), "none", "m", "inplace"),
+    ):
+        case = dict(dtype=dtype, m=m, n=n, k=k, act=act, bias=along, c=cin or "-", path="tiny")
+        try:
+            a, b = ops.make((m, k), dtype, "C", rng), ops.make((k, n), dtype, "C", rng)
+            ab = ops.to64(a, dtype) @ ops.to64(b, dtype)
+            bias = rng.standard_normal(n if along == "n" else m, dtype=cp.float32)
+            b64 = bias.astype(cp.float64)
+            pre = ab + (b64 if along == "n" else b64[:, None])
+            ekw = dict(kw, path="tiny", out_dtype="f32", bias=bias, bias_along=along, activation=act)
+            if cin == "sep":
+                c_in = rng.standard_normal((m, n), dtype=cp.float32)
+                out = ctx.nan_out((m, n), "f32")
+                gemm(a, b, out, c=c_in, alpha=0.5, beta=2.0, **ekw)
+                pre = 0.5 * ab + 2.0 * c_in + (b64 if along == "n" else b64[:, None])
+            elif cin == "inplace":
+                out = rng.standard_normal((m, n), dtype=cp.float32)
+                pre = pre - 1.5 * out.astype(cp.float64)
+                gemm(a, b, out, c=out, beta=-1.5, **ekw)
+            else:
+                out = ctx.nan_out((m, n), "f32")
+                gemm(a, b, out, **ekw)
+            ctx.record(
+                "tiny", dict(case, plan=_plan_name(ctx)), out, "f32", _act64(cp, pre, act), _tol(dtype)
+            )
+        except Exception as ex:  # noqa: BLE001
+            ctx.error("tiny", case, ex)
+
+
+def _rows_ok(ctx, section, case, out, od, ref, rows, tol):
+    """Rows on both sides of the cut (and the last) each against the reference."""
+    m = ref.shape[0]
+    for i in sorted({rows - 1, rows, m - 1}):
+        ctx.record(section, dict(case, row=i), out[i : i + 1], od, ref[i : i + 1], tol)
+
+
+def g_hybrid(ctx, dtype):
+    """The data-parallel rows + split-K tail schedule: through gemm at 5120^3 (CuPy arrays,
+    new and given outputs; torch tensors twice, the second the direct launch), where the
+    rule must take it; forced :class:`~layoutproof.gpu.host.streamk.HybridPlan` s at
+    smaller shapes (its call and its direct launch).  Rows beside the cut are checked on
+    their own."""
+    from layoutproof.gpu.host import rule, streamk
+    from layoutproof.gpu.kernels.splitk import SplitKConfig
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
+
+    cp, ops, gemm = ctx.cp, ctx.ops, ctx.gemm
+    rng = cp.random.default_rng(5120)
+    kw, tol = ops.kw(dtype), _tol(dtype)
+    m = n = k = 5120
+    case = dict(dtype=dtype, m=m, n=n, k=k, via="gemm")
+    try:
+        a, b = ops.make((m, k), dtype, "C", rng), ops.make((k, n), dtype, "C", rng)
+        ref = ops.to64(a, dtype) @ ops.to64(b, dtype)
+        plan = ctx.runtime.plan_for(a, b, **kw)
+        took = type(plan).__name__
+        rows = getattr(plan, "rows", m // 2)
+        c = gemm(a, b, **kw)
+        ctx.record("hybrid", dict(case, call="new", plan=took), c, dtype, ref, tol)
+        if not isinstance(plan, streamk.HybridPlan):
+            ctx.rows[-1]["ok"] = False
+            print(f"FAIL hybrid {case}: gemm's rule took {took}, not the HybridPlan", flush=True)
+        out = ctx.nan_out((m, n), dtype)
+        took = type(ctx.runtime.plan_for(a, b, out, **kw)).__name__
+        gemm(a, b, out, **kw)
+        ctx.record("hybrid", dict(case, call="given", plan=took), out, dtype, ref, tol)
+        _rows_ok(ctx, "hybrid", dict(case, call="given"), out, dtype, ref, rows, tol)
+        torch = ops.torch
+        if torch is not None and torch.cuda.is_available():
+            if ops.cp_bf16 or dtype == "f16":
+                ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
+            else:  # int16 views of bf16 bits
+                ta, tb = torch.from_dlpack(a).view(torch.bfloat16), torch.from_dlpack(b).view(torch.bfloat16)
+            for call in ("torch", "torch again"):
+                tc = gemm(ta, tb)
+                _record_t(ctx, "hybrid", dict(case, call=call), tc, ref, tol)
+            torch.cuda.synchronize()
+            _rows_ok(
+                ctx, "hybrid", dict(case, call="torch again"), _torch_to_cp(cp, tc), "f32", ref, rows, tol
+            )
+        del ref
+    except Exception as ex:  # noqa: BLE001
+        ctx.error("hybrid", case, ex)
+    ws = dict(loader="tma", schedule="ws")
+    for (m, n, k), rows in HYBRID_FORCED:
+        case = dict(dtype=dtype, m=m, n=n, k=k, rows=rows, via="HybridPlan")
+        if ctx.expired():
+            ctx.skipped("hybrid", case)
+            continue
+        try:
+            split = rule.HybridSplit(
+                Sm90Config(bm=128, bn=256, stages=4, **ws),
+                rows,
+                SplitKConfig(Sm90Config(bm=64, bn=128, stages=8, **ws), 3),
+                0.0,
+                0.0,
+            )
+            a, b = ops.make((m, k), dtype, "C", rng), ops.make((k, n), dtype, "C", rng)
+            ref = ops.to64(a, dtype) @ ops.to64(b, dtype)
+            out = ctx.nan_out((m, n), dtype)
+            plan = streamk.HybridPlan(a, b, out, split, **kw)
+            plan(a, b, out)
+            ctx.record("hybrid", dict(case, call="plan"), out, dtype, ref, tol)
+            _rows_ok(ctx, "hybrid", dict(case, call="plan"), out, dtype, ref, rows, tol)
+            launch = plan.direct()
+            if launch is not None:
+                out2 = ctx.nan_out((m, n), dtype)
+                launch(a.data.ptr, b.data.ptr, out2.data.ptr, cp.cuda.get_current_stream().ptr)
+                ctx.record("hybrid", dict(case, call="direct"), out2, dtype, ref, tol)
+                _rows_ok(ctx, "hybrid", dict(case, call="direct"), out2, dtype, ref, rows, tol)
+        except Exception as ex:  # noqa: BLE001
+            ctx.error("hybrid", case, ex)
+
+
+def g_tile192(ctx, dtype):
+    """The 128x192 ws tile (``rule.WAVE_TILES``) by ``config=``: :data:`TILE192_SHAPES` x the
+    four operand orders (given NaN f32 output, the input type's output returned); a fused
+    bias + activation and a batched product."""
+    from layoutproof.gpu.host import rule
+
+    cp, ops, gemm = ctx.cp, ctx.ops, ctx.gemm
+    cfg = rule.WAVE_TILES[0]
+    rng = cp.random.default_rng(192)
+    kw, tol = ops.kw(dtype), _tol(dtype)
+    for m, n, k in TILE192_SHAPES:
+        for ao, bo in ORDERS:
+            case = dict(dtype=dtype, m=m, n=n, k=k, a=ao, b=bo, config=cfg.key())
+            if ctx.expired():
+                ctx.skipped("tile192", case)
+                continue
+            try:
+                a, b = ops.make((m, k), dtype, ao, rng), ops.make((k, n), dtype, bo, rng)
+                ref = ops.to64(a, dtype) @ ops.to64(b, dtype)
+                out = ctx.nan_out((m, n), "f32")
+                gemm(a, b, out, config=cfg, out_dtype="f32", **kw)
+                ctx.record("tile192", dict(case, used=ctx.last()), out, "f32", ref, tol)
+                c = gemm(a, b, config=cfg, **kw)
+                ctx.record("tile192", dict(case, used=ctx.last()), c, dtype, ref, tol)
+            except Exception as ex:  # noqa: BLE001
+                ctx.error("tile192", case, ex)
+    for combo in (
+        ("relu", ("n", "f32"), None, 1.0, 0.0, dtype),
+        ("gelu", ("m", dtype), "sep", 0.5, -1.5, "f32"),
+    ):
+        case = dict(dtype=dtype, m=257, n=390, k=100, act=combo[0], bias="/".join(combo[1]), config=cfg.key())
+        try:
+            out, od, ref = _epi_case(ctx, dtype, (257, 390, 100), combo, rng, cfg)
+            ctx.record("tile192", case, out, od, ref, _tol(dtype, od))
+        except Exception as ex:  # noqa: BLE001
+            ctx.error("tile192", case, ex)
+    case = dict(dtype=dtype, batch=3, m=130, n=200, k=64, config=cfg.key())
+    try:
+        a, b = ops.make((3, 130, 64), dtype, "C", rng), ops.make((3, 64, 200), dtype, "C", rng)
+        ref = cp.matmul(ops.to64(a, dtype), ops.to64(b, dtype))
+        out = ctx.nan_out(ref.shape, "f32")
+        gemm(a, b, out, config=cfg, out_dtype="f32", **kw)
+        ctx.record("tile192", case, out, "f32", ref, tol)
+    except Exception as ex:  # noqa: BLE001
+        ctx.error("tile192", case, ex)
+
+
+def g_grouped(ctx, dtype):
+    """The grouped kernel on :data:`GROUP_CASES` (zero-size groups included): lists that are
+    one stacked buffer, lists of separate padded buffers (per-group tensor maps, B N-major
+    and K-major), the pointer-array form with ``per_group_maps=True``, ``gemm_moe`` by
+    device offsets and by host sizes (rows past the last group present), the masked form;
+    and one list of torch tensors through per-group maps."""
+    import numpy as np
+
+    from layoutproof.gpu.host import grouped as hg
+    from layoutproof.gpu.kernels.grouped import GroupedConfig
+
+    cp, ops = ctx.cp, ctx.ops
+    rng = cp.random.default_rng(4096)
+    kw, tol = ops.kw(dtype), _tol(dtype)
+
+    def to64(x):
+        return ops.to64(cp.ascontiguousarray(x), dtype)
+
+    def rec(case, c, a, b):
+        return ctx.record("grouped", case, c, dtype, to64(a) @ to64(b), tol)
+
+    for ci, (sizes, K, N) in enumerate(GROUP_CASES):
+        G = len(sizes)
+        base = dict(dtype=dtype, case=ci, groups=G, rows=sum(sizes), k=K, n=N)
+        if ctx.expired():
+            ctx.skipped("grouped", base)
+            continue
+        try:
+            bs = ops.make((G, K, N), dtype, "C", rng)
+            ends = np.cumsum(sizes)
+            begs = ends - np.asarray(sizes)
+            stacked = ops.make((int(ends[-1]), K), dtype, "C", rng)
+            b_n = [bs[i] for i in range(G)]
+            b_k = [cp.asfortranarray(bs[i]) for i in range(G)]
+            a_st = [stacked[int(s) : int(e)] for s, e in zip(begs, ends)]
+            a_pad = [ops.make((s, K + 8 * (i % 3)), dtype, "C", rng)[:, :K] for i, s in enumerate(sizes)]
+            for form, al, bl in (("stacked", a_st, b_n), ("maps", a_pad, b_n), ("maps-kmajor", a_pad, b_k)):
+                case = dict(base, form=form)
+                try:
+                    outs = hg.gemm_grouped(al, bl, **kw)
+                    pm = bool(hg.last_grouped_launch.get("per_group_maps"))
+                    for i, (x, y, c) in enumerate(zip(al, bl, outs)):
+                        if x.shape[0]:
+                            rec(dict(case, group=i, maps=pm), c, x, y)
+                        elif tuple(c.shape) != (0, N):
+                            raise RuntimeError(f"group {i} (empty) returned shape {c.shape}")
+                    if form != "stacked" and not pm:
+                        raise RuntimeError(f"not read through per-group maps: {hg.last_grouped_launch}")
+                except Exception as ex:  # noqa: BLE001
+                    ctx.error("grouped", case, ex)
+            a_moe = ops.make((int(ends[-1]) + 5, K), dtype, "C", rng)
+            offs = cp.asarray(ends.astype(np.int32))
+            for form in ("moe offs", "moe sizes"):
+                case = dict(base, form=form)
+                try:
+                    if form == "moe offs":
+                        c = hg.gemm_moe(a_moe, bs, offs, **kw)
+                    else:
+                        c = hg.gemm_moe(a_moe, bs, sizes=sizes, **kw)
+                    for i, (s, e) in enumerate(zip(begs, ends)):
+                        if e > s:
+                            rec(dict(case, group=i), c[int(s) : int(e)], a_moe[int(s) : int(e)], bs[i])
+                except Exception as ex:  # noqa: BLE001
+                    ctx.error("grouped", case, ex)
+            case = dict(base, form="masked")
+            try:
+                max_m = max(sizes) + 3
+                xm = ops.make((G, max_m, K), dtype, "C", rng)
+                mm = cp.asarray(np.asarray(sizes, dtype=np.int32))
+                y = hg.gemm_moe_masked(xm, bs, mm, **kw)
+                for i, r in enumerate(sizes):
+                    if r:
+                        rec(dict(case, group=i), y[i, :r], xm[i, :r], bs[i])
+            except Exception as ex:  # noqa: BLE001
+                ctx.error("grouped", case, ex)
+        except Exception as ex:  # noqa: BLE001
+            ctx.error("grouped", base, ex)
+    for M, K, N, G in ((37, 72, 40, 3), (1, 64, 264, 9), (130, 136, 200, 5)):
+        case = dict(dtype=dtype, form="array per_group_maps", m=M, k=K, n=N, groups=G)
+        try:
+            same = [ops.make((M, K), dtype, "C", rng) for _ in range(G)]
+            bl = [ops.make((K, N), dtype, "C", rng) for _ in range(G)]
+            outs = hg.gemm_array(same, bl, config=GroupedConfig(max_groups=16, per_group_maps=True), **kw)
+            for i in range(G):
+                rec(dict(case, group=i), outs[i], same[i], bl[i])
+        except Exception as ex:  # noqa: BLE001
+            ctx.error("grouped", case, ex)
+    torch = ops.torch
+    if torch is not None and torch.cuda.is_available():
+        tdt = torch.float16 if dtype == "f16" else torch.bfloat16
+        g = torch.Generator(device="cuda").manual_seed(9)
+        sizes, K, N = [0, 300, 1, 64, 0, 129, 77], 320, 264
+        case = dict(dtype=dtype, form="torch maps", groups=len(sizes), k=K, n=N)
+        try:
+            al = [
+                torch.randn(m, K + 8 * (i % 3), device="cuda", generator=g).to(tdt)[:, :K]
+                for i, m in enumerate(sizes)
+            ]
+            bl = [torch.randn(N, K, device="cuda", generator=g).to(tdt).t() for _ in sizes]
+            outs = hg.gemm_grouped(al, bl)
+            for i, (x, y, c) in enumerate(zip(al, bl, outs)):
+                if x.shape[0]:
+                    ref = _torch_to_cp(cp, x).astype(cp.float64) @ _torch_to_cp(cp, y).astype(cp.float64)
+                    _record_t(ctx, "grouped", dict(case, group=i), c, ref, tol)
+        except Exception as ex:  # noqa: BLE001
+            ctx.error("grouped", case, ex)
+
+
 # ---------------------------------------------------------------- the groups, the workers
 def build_groups(sections, n_shapes, dtypes=("f16", "bf16")):
     """[(section, function name, args)] -- the biggest first (they start first with --jobs)."""
@@ -709,6 +1193,9 @@ def build_groups(sections, n_shapes, dtypes=("f16", "bf16")):
             g.append(("epilogue", "g_epilogue", (d, EPI_SMALL_SHAPES)))
             g += [("epilogue", "g_epilogue", (d, (s,), True)) for s in EPI_SPLIT_SHAPES]
             g.append(("epilogue", "g_epilogue_batched", (d,)))
+    for sec in ("hybrid", "grouped", "torch", "tile192", "tiny"):  # the newer paths
+        if sec in sections:
+            g += [(sec, f"g_{sec}", (d,)) for d in dtypes]
     return g
 
 
@@ -953,8 +1440,9 @@ def main(argv=None):
     p.add_argument("--skip", action="append", default=[], help="correctness|compile|speed")
     p.add_argument(
         "--sections",
-        default=",".join(SECTIONS),
-        help="correctness sections: base (the 800 cases), auto, kernels, batched, epilogue",
+        default=",".join(DEFAULT_SECTIONS),
+        help="correctness sections: base (the 800 cases), auto, kernels, batched, epilogue (the "
+        "default); torch, tiny, hybrid, tile192, grouped (the newer paths)",
     )
     p.add_argument("--jobs", type=int, default=1, help="worker processes for the correctness sections")
     p.add_argument("--budget", type=float, default=0, help="seconds for the sweep; later cases are skipped")
@@ -1017,7 +1505,8 @@ def main(argv=None):
         print(f"\n== {dev} ==")
         for s in summary:
             print(s)
-    return 0
+    failed = sum(v["failed"] for v in log.get("sweep_summary", {}).values())
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
