@@ -77,19 +77,16 @@ from .wgmma import (
     plan_stage,
     prove_typed_descriptors,
 )
-from .wgmma_core import GENERATOR_VERSION, Sm90Config, acc_ir, kernel90, scale_ir
+from .wgmma_core import GENERATOR_VERSION, Sm90Config, kernel90, wgmma_batch_ir
 from .wgmma_ws import (
+    ConsumerVars,
     WsFrame,
-    barrier_init_ir,
-    declare_ws,
-    epilogue_ws_ir,
+    consumer_ir,
     plan_epilogue,
-    producer_ir,
     prove_ws_protocol,
-    release_ir,
     schedule_devfn,
     schedule_proofs,
-    tile_lines_ir,
+    ws_body_ir,
 )
 
 __all__ = [
@@ -368,54 +365,11 @@ def _scales() -> _Scales:
 
 def _batch_ir(F: WsFrame, stage: kir.Expr, part: kir.Var, ks_range: Tuple[int, int]) -> List[kir.Stmt]:
     """wgmma k steps ``ks_range`` of the k-tile on ``stage`` into ``part``, committed and
-    waited for (the same proven descriptor starts as the ws kernel's batch)."""
-    E, cfg, a, b, desc = F.E, F.cfg, F.a, F.b, F.desc
-    S = cfg.stages
-    a_base, d1 = ir_const(
-        "a_base",
-        E.sA + stage * kir.Const(2 * a.stage_elems, "unsigned") + E.cg * kir.Const(desc["a"][1], "unsigned"),
-        "unsigned",
+    waited for: the ws kernel's batch (:func:`~layoutproof.gpu.kernels.wgmma_core.
+    wgmma_batch_ir`, the same proven descriptor starts) with wait depth 0."""
+    return wgmma_batch_ir(
+        F.E, F.cfg, F.desc, F.a, F.b, stage, F.E.cg, part, steps=ks_range, wait=0, step_name="k step"
     )
-    b_base, d2 = ir_const("b_base", E.sB + stage * kir.Const(2 * b.stage_elems, "unsigned"), "unsigned")
-    ks = ir_var("ks")
-    nk = cfg.bk // 16
-    la = Layout((cfg.warpgroups, nk, S), (desc["a"][1], desc["a"][2], 2 * a.stage_elems))
-    lb = Layout((nk, S), (desc["b"][2], 2 * b.stage_elems))
-    ca = kir.Claim(
-        "A descriptor start address (warpgroup slice, k step, stage)",
-        E.sA + kir.LayoutApp(la, (E.cg, ks, stage), "A descriptor starts"),
-        region=(E.sA, 2 * S * a.stage_elems),
-        width=1,
-    )
-    cb = kir.Claim(
-        "B descriptor start address (k step, stage)",
-        E.sB + kir.LayoutApp(lb, (ks, stage), "B descriptor starts"),
-        region=(E.sB, 2 * S * b.stage_elems),
-        width=1,
-    )
-    lo, hi = ks_range
-    return [
-        d1,
-        d2,
-        kir.WgmmaFence(),
-        kir.For(
-            ks,
-            kir.Const(lo),
-            kir.Const(hi),
-            kir.block(
-                kir.Wgmma(
-                    part,
-                    a_base + kir.Const(desc["a"][2], "unsigned") * ks,
-                    b_base + kir.Const(desc["b"][2], "unsigned") * ks,
-                    ca,
-                    cb,
-                )
-            ),
-            unroll=True,
-        ),
-        kir.WgmmaCommit(),
-        kir.WgmmaWait(0),
-    ]
 
 
 def _zero_ir(v: kir.Var, n: int) -> kir.Stmt:
@@ -513,69 +467,36 @@ def _consumer_bs_ir(
     segments: int = 1,
     kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
 ) -> kir.Block:
-    """The consumer warpgroups: per tile, per k-tile: the scales, the stage's wgmmas into
-    ``part`` (in ``segments`` promoted pieces; 1 is the kernel, more only to test the
+    """The consumer warpgroups (the ws kernel's ring protocol, :func:`~layoutproof.gpu.
+    kernels.wgmma_ws.consumer_ir`): per tile, per k-tile: the scales, the stage's wgmmas
+    into ``part`` (in ``segments`` promoted pieces; 1 is the kernel, more only to test the
     proof), promotion into ``acc``; then the per-tensor ``alpha`` and the staged epilogue."""
-    E, cfg, S = F.E, F.cfg, F.S
-    cst, cph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
-    ct = ir_var("t")
-    ctl, cm0, cn0 = tile_lines_ir(F, ct)
-    tn = next(s.var for s in ctl if isinstance(s, kir.Decl) and s.var.name == "tn")
-    cg, dcg = ir_const("cg", E.wg - 1)
-    lane0, dl0 = ir_const("lane0", (E.tid & 31).eq(0), "bool")
-    E.add(cg=cg, m0=cm0, n0=cn0)
-    acc, ad = acc_ir(cfg, "f32")
+    cfg = F.cfg
     R = cfg.bn // 2
     part = kir.Var("part", "int" if F.prob.dtype in INT_TYPES else "float")
     sc = kir.Var("sc", "float")
-    prev = ir_var("prev", values=tuple(range(-1, S)))
-    ckt = ir_var("kt")
     nk = cfg.bk // 16
     if segments < 1 or nk % segments:
         raise GemmConfigError(f"blockscale: {segments} segments do not split {nk} k steps")
-    pieces: List[Any] = []
-    for s in range(segments):
-        lo, hi = s * nk // segments, (s + 1) * nk // segments
-        pieces += [_zero_ir(part, R), *_batch_ir(F, cst, part, (lo, hi)), _promote_ir(acc, part, sc, R)]
-    mainloop = kir.For(
-        ckt,
-        kir.Const(0),
-        F.KT,
-        kir.block(
-            _scale_loads_ir(F, Sc, sc, ckt, tn, srow, kb_of or (lambda v: v)),
-            kir.MbarWait(kir.MbarRef(F.full0, cst), cph, "stage st's bytes have landed"),
-            pieces,
-            kir.Comment("the previous stage goes back to the producer"),
-            release_ir(F, prev, lane0),
-            kir.Assign(prev, cst),
-            kir.RingAdvance(cst, S, cph),
-        ),
-    )
-    return kir.block(
-        kir.Comment("consumers: per k-tile (one 128-element scale block) wgmma into part, promoted into acc"),
-        kir.SetMaxNReg(True, F.regs),
-        dcg,
-        dl0,
-        kir.Decl(cst, kir.Const(0)),
-        kir.Decl(cph, kir.Const(0, "unsigned")),
-        kir.Decl(part, dims=(R,)),
-        kir.Decl(sc, dims=(2,)),
-        kir.For(
-            ct,
-            F.t0,
-            F.tiles,
-            kir.block(
-                ctl,
-                ad,
-                kir.Decl(prev, kir.Const(-1)),
-                mainloop,
-                release_ir(F, prev, lane0),
-                scale_ir(E, cfg, acc),
-                epilogue_ws_ir(E, cfg, F.prob, F.ep, acc, F.e_off),
-            ),
-            step=F.tstep,
-            cond=ct.lt(F.tiles),
-        ),
+
+    def k_tile(c: ConsumerVars) -> Tuple[List[kir.Stmt], List[kir.Stmt]]:
+        pieces: List[kir.Stmt] = []
+        for s in range(segments):
+            lo, hi = s * nk // segments, (s + 1) * nk // segments
+            pieces += [
+                _zero_ir(part, R),
+                *_batch_ir(F, c.st, part, (lo, hi)),
+                _promote_ir(c.acc, part, sc, R),
+            ]
+        return _scale_loads_ir(F, Sc, sc, c.kt, c.tn, srow, kb_of or (lambda v: v)), pieces
+
+    return consumer_ir(
+        F,
+        "consumers: per k-tile (one 128-element scale block) wgmma into part, promoted into acc",
+        "f32",
+        k_tile,
+        release_note="the previous stage goes back to the producer",
+        decls=(kir.Decl(part, dims=(R,)), kir.Decl(sc, dims=(2,))),
     )
 
 
@@ -593,12 +514,10 @@ def _source_bs_ir(
     kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
 ) -> kir.Kernel:
     """The ws kernel's prologue, producer and protocol with the block-scaled consumer."""
-    F, body = declare_ws(cfg, prob, a, b, ep, desc, tx)
     Sc = _scales()
-    body += barrier_init_ir(F)
-    producer = producer_ir(F)
-    consumer = _consumer_bs_ir(F, Sc, srow, segments, kb_of)
-    body.append(kir.If(F.E.wg.eq(0), producer, consumer))
+    F, body = ws_body_ir(
+        cfg, prob, a, b, ep, desc, tx, lambda Fr: _consumer_bs_ir(Fr, Sc, srow, segments, kb_of)
+    )
     descr = (
         "",
         f"block-scaled wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: "

@@ -246,10 +246,17 @@ def wgmma_batch_ir(
     stage: kir.Expr,
     slice_: kir.Expr,
     acc: kir.Var,
+    *,
+    steps: Optional[Tuple[int, int]] = None,
+    wait: int = 1,
+    step_name: str = "k16 step",
 ) -> List[kir.Stmt]:
     """One k-tile's wgmma batch on stage ``stage`` for warpgroup slice ``slice_``: the
     proven descriptor starts, ``bk / 16`` wgmmas, commit, and a wait that leaves this batch
-    in flight (the previous one is complete after it)."""
+    in flight (the previous one is complete after it).  ``steps = (lo, hi)`` issues only
+    the k16 steps ``lo .. hi - 1`` of the k-tile; ``wait`` is the ``wgmma.wait_group``
+    depth after the commit (0: this batch is complete after it); ``step_name`` is the k
+    step's word in the descriptor claims (the proof records name it)."""
     S = cfg.stages
     a_base, d1 = ir_const(
         "a_base",
@@ -264,14 +271,15 @@ def wgmma_batch_ir(
     # the descriptor starts plan_descriptors proved: (slice, k step, stage) -> byte offset
     la = Layout((cfg.warpgroups, nk, S), (desc["a"][1], desc["a"][2], 2 * a.stage_elems))
     lb = Layout((nk, S), (desc["b"][2], 2 * b.stage_elems))
+    lo, hi = (0, nk) if steps is None else steps
     ca = kir.Claim(
-        "A descriptor start address (warpgroup slice, k16 step, stage)",
+        f"A descriptor start address (warpgroup slice, {step_name}, stage)",
         E.sA + kir.LayoutApp(la, (slice_, ks, stage), "A descriptor starts"),
         region=(E.sA, 2 * S * a.stage_elems),
         width=1,
     )
     cb = kir.Claim(
-        "B descriptor start address (k16 step, stage)",
+        f"B descriptor start address ({step_name}, stage)",
         E.sB + kir.LayoutApp(lb, (ks, stage), "B descriptor starts"),
         region=(E.sB, 2 * S * b.stage_elems),
         width=1,
@@ -282,8 +290,8 @@ def wgmma_batch_ir(
         kir.WgmmaFence(),
         kir.For(
             ks,
-            kir.Const(0),
-            kir.Const(nk),
+            kir.Const(lo),
+            kir.Const(hi),
             kir.block(
                 kir.Wgmma(
                     acc,
@@ -296,7 +304,7 @@ def wgmma_batch_ir(
             unroll=True,
         ),
         kir.WgmmaCommit(),
-        kir.WgmmaWait(1),
+        kir.WgmmaWait(wait),
     ]
 
 

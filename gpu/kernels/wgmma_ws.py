@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -78,6 +78,9 @@ __all__ = [
     "tile_lines_ir",
     "producer_ir",
     "release_ir",
+    "ConsumerVars",
+    "consumer_ir",
+    "ws_body_ir",
     "plan_epilogue",
     "epilogue_ws_ir",
     "schedule_proofs",
@@ -1015,40 +1018,75 @@ def release_ir(F: WsFrame, prev: kir.Var, lane0: kir.Var) -> kir.Stmt:
     )
 
 
-def _consumer_ir(F: WsFrame) -> kir.Block:
-    """Warpgroups 1..: per tile, wgmma over the k-tiles with one batch in flight (a stage
-    goes back to the producer once the batch after it was issued), then the staged
-    epilogue."""
+@dataclass(frozen=True)
+class ConsumerVars:
+    """What a k-tile's statements of :func:`consumer_ir` read: the ring's stage ``st``,
+    the k-tile index ``kt``, the tile's column index ``tn`` (declared by
+    :func:`tile_lines_ir`) and the warpgroup's accumulators ``acc``; ``F.E`` holds the
+    warpgroup index ``cg`` and the tile origin ``m0``, ``n0``."""
+
+    st: kir.Var
+    kt: kir.Var
+    tn: kir.Var
+    acc: kir.Var
+
+
+def consumer_ir(
+    F: WsFrame,
+    title: str,
+    acc_ctype: str,
+    k_tile: Callable[[ConsumerVars], Tuple[List[kir.Stmt], List[kir.Stmt]]],
+    *,
+    release_note: str,
+    decls: Sequence[kir.Stmt] = (),
+    drain: Sequence[kir.Stmt] = (),
+) -> kir.Block:
+    """The consumer warpgroups' branch (warpgroups 1..), the ring protocol of every
+    warp-specialized kernel: per tile of the persistent walk, per k-tile, ``k_tile``'s
+    first statements, the wait for stage ``st``'s bytes (its ``full`` barrier), its second
+    statements (the wgmmas reading the stage), then the previous stage's release
+    (:func:`release_ir`, after the comment ``release_note``) and the ring's advance; after
+    the k-tiles ``drain``, the last stage's release, the ``alpha`` scale and the staged
+    epilogue (:func:`epilogue_ws_ir`).  ``title`` is the branch's comment, ``acc_ctype``
+    the accumulators' type (``"f32"`` or ``"s32"``), ``decls`` declarations ahead of the
+    tile loop.  A stage is released right after the next k-tile's statements, so these
+    must complete the previous k-tile's wgmmas (``wgmma.wait_group`` 1 or 0 after their
+    own commit) and ``drain`` the last one's; the protocol is read back from the IR and
+    model-checked (:func:`prove_ws_protocol`)."""
     E, cfg, S = F.E, F.cfg, F.S
     cst, cph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
     ct = ir_var("t")
     ctl, cm0, cn0 = tile_lines_ir(F, ct)
+    tn = next(s.var for s in ctl if isinstance(s, kir.Decl) and s.var.name == "tn")
     cg, dcg = ir_const("cg", E.wg - 1)
     lane0, dl0 = ir_const("lane0", (E.tid & 31).eq(0), "bool")
     E.add(cg=cg, m0=cm0, n0=cn0)
-    acc, ad = acc_ir(cfg, acc_type(F.prob))
+    acc, ad = acc_ir(cfg, acc_ctype)
     prev = ir_var("prev", values=tuple(range(-1, S)))
     ckt = ir_var("kt")
+    before, after = k_tile(ConsumerVars(st=cst, kt=ckt, tn=tn, acc=acc))
     mainloop = kir.For(
         ckt,
         kir.Const(0),
         F.KT,
         kir.block(
+            before,
             kir.MbarWait(kir.MbarRef(F.full0, cst), cph, "stage st's bytes have landed"),
-            wgmma_batch_ir(E, cfg, F.desc, F.a, F.b, cst, cg, acc),
-            kir.Comment("the previous batch is complete: its stage goes back to the producer(s)"),
+            after,
+            kir.Comment(release_note),
             release_ir(F, prev, lane0),
             kir.Assign(prev, cst),
             kir.RingAdvance(cst, S, cph),
         ),
     )
     return kir.block(
-        kir.Comment("consumers: wgmma on this warpgroup's 64-row slice, one batch in flight"),
+        kir.Comment(title),
         kir.SetMaxNReg(True, F.regs),
         dcg,
         dl0,
         kir.Decl(cst, kir.Const(0)),
         kir.Decl(cph, kir.Const(0, "unsigned")),
+        tuple(decls),
         kir.For(
             ct,
             F.t0,
@@ -1058,7 +1096,7 @@ def _consumer_ir(F: WsFrame) -> kir.Block:
                 ad,
                 kir.Decl(prev, kir.Const(-1)),
                 mainloop,
-                kir.WgmmaWait(0),
+                tuple(drain),
                 release_ir(F, prev, lane0),
                 scale_ir(E, cfg, acc),
                 epilogue_ws_ir(E, cfg, F.prob, F.ep, acc, F.e_off),
@@ -1067,6 +1105,49 @@ def _consumer_ir(F: WsFrame) -> kir.Block:
             cond=ct.lt(F.tiles),
         ),
     )
+
+
+def _consumer_ir(F: WsFrame) -> kir.Block:
+    """Warpgroups 1..: per tile, wgmma over the k-tiles with one batch in flight (a stage
+    goes back to the producer once the batch after it was issued), then the staged
+    epilogue."""
+
+    def k_tile(c: ConsumerVars) -> Tuple[List[kir.Stmt], List[kir.Stmt]]:
+        return [], wgmma_batch_ir(F.E, F.cfg, F.desc, F.a, F.b, c.st, F.E.cg, c.acc)
+
+    return consumer_ir(
+        F,
+        "consumers: wgmma on this warpgroup's 64-row slice, one batch in flight",
+        acc_type(F.prob),
+        k_tile,
+        release_note="the previous batch is complete: its stage goes back to the producer(s)",
+        drain=(kir.WgmmaWait(0),),
+    )
+
+
+def ws_body_ir(
+    cfg: Sm90Config,
+    prob: GemmProblem,
+    a: OperandPlan,
+    b: OperandPlan,
+    ep: Dict[str, Any],
+    desc: Dict[str, Tuple[int, int, int]],
+    tx: int,
+    consumer: Callable[[WsFrame], kir.Block],
+) -> Tuple[WsFrame, List[Any]]:
+    """A warp-specialized kernel's body: the prologue (:func:`declare_ws`), the barriers'
+    initialization (:func:`barrier_init_ir`), then warpgroup 0 the producer
+    (:func:`producer_ir`) and the others ``consumer(F)`` (:func:`consumer_ir` with the
+    kernel's k-tile); in a cluster, a final cluster barrier (no CTA exits while a peer may
+    still arrive on its barriers).  Returns the frame and the statements.  The arguments
+    are :func:`declare_ws`'s."""
+    F, body = declare_ws(cfg, prob, a, b, ep, desc, tx)
+    body += barrier_init_ir(F)
+    producer = producer_ir(F)
+    body.append(kir.If(F.E.wg.eq(0), producer, consumer(F)))
+    if F.CL > 1:
+        body.append(kir.ClusterSync("no CTA leaves while a peer may still arrive on its barriers"))
+    return F, body
 
 
 def _ws_description(F: WsFrame) -> Tuple[str, ...]:
@@ -1108,13 +1189,7 @@ def _source_ws_ir(
     own A tile and half of B's boxes, multicast into both CTAs' stages; a stage is free
     again once the consumers of *both* CTAs released it (they arrive on both CTAs' empty
     barriers).  ``tx`` is the proven per-stage transaction count."""
-    F, body = declare_ws(cfg, prob, a, b, ep, desc, tx)
-    body += barrier_init_ir(F)
-    producer = producer_ir(F)
-    consumer = _consumer_ir(F)
-    body.append(kir.If(F.E.wg.eq(0), producer, consumer))
-    if F.CL > 1:
-        body.append(kir.ClusterSync("no CTA leaves while a peer may still arrive on its barriers"))
+    F, body = ws_body_ir(cfg, prob, a, b, ep, desc, tx, _consumer_ir)
     helpers = ("tma",) + (("cluster",) if F.CL > 1 else ()) + ("named_sync", "wgmma")
     return kernel90(
         cfg,
