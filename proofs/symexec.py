@@ -12,11 +12,14 @@ For each path with a result, the theorem's post-condition becomes one Z3 query
 (:func:`discharge`): the path facts, the domain of the quantified coordinate digits, and
 the negated claim.  Division and remainder by symbolic values are encoded with fresh
 quotient/remainder variables (``a == q*b + r``, ``0 <= r < b`` for ``b > 0``), so the
-path's divisibility facts become products (``b == q*a``); a layout is evaluated at an
-offset through an explicit digit *placement* (:func:`place`), never by asking the solver
-to find the digits of a mixed radix.  The placement is a hint: the obligation checks that
-the digits are in range and add up to the offset, so a wrong hint can only make the proof
-fail, never make a false claim proved.  Unsat is "proved on this path"; sat is a
+path's divisibility facts become products (``b == q*a``).  A quotient outside
+``floor``/``ceiling`` read that way is its value only where the remainder is zero: an
+unsatisfiable query counts only after Z3 shows the path's facts imply every such
+exactness guard (:meth:`Enc.inexact`), else the path is unknown with the quotient named.
+A layout is evaluated at an offset through an explicit digit *placement* (:func:`place`),
+never by asking the solver to find the digits of a mixed radix.  The placement is a hint:
+the obligation checks that the digits are in range and add up to the offset, so a wrong
+hint can only make the proof fail, never make a false claim proved.  Unsat is "proved on this path"; sat is a
 counterexample, confirmed by substituting the model into the symbolic result and
 evaluating with integers before it counts as a refutation; anything else is unknown, with
 the path condition.
@@ -33,6 +36,7 @@ the path condition.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -54,6 +58,7 @@ __all__ = [
     "MAX_PATHS",
     "TIMEOUT_MS",
     "PATH_SECONDS",
+    "EXACT_MS",
 ]
 
 #: paths explored per run before the tree is declared too large (the theorem is then unknown)
@@ -67,6 +72,10 @@ MAX_DEPTH = 200
 #: simplification and obligations), under :func:`layoutproof.budget.deadline`: past it the
 #: path is undecided / unknown with the reason "timeout", never proved
 PATH_SECONDS = 300.0
+#: Z3 time limit, in milliseconds, of each check that a quotient read as a floor quotient is
+#: exact under the path's facts (short: such a quotient follows from a divisibility fact at
+#: once; one not shown exact leaves the path unknown, never proved)
+EXACT_MS = 3000
 
 
 def z3_module() -> Any:
@@ -165,6 +174,19 @@ def explore(
 
 
 # ----------------------------------------------------------------------------- Z3 encoding
+def _fractional(e: Any) -> bool:
+    """Whether ``e`` holds a non-integer rational number (``M/2`` is a polynomial, but no
+    integer one)."""
+    return any(not x.is_Integer for x in e.atoms(_sp().Rational))
+
+
+def _frac(e: Any) -> Tuple[Any, Any]:
+    """``e`` as one fraction ``(n, d)``: common factors cancelled, rational coefficients
+    brought over the common denominator (``M/2 - 2`` is ``(M - 4, 2)``)."""
+    sp = _sp()
+    return sp.fraction(sp.together(sp.cancel(e)))
+
+
 class Enc:
     """SymPy -> Z3 with division and remainder as fresh quotient/remainder variables.
 
@@ -173,6 +195,13 @@ class Enc:
     ``r`` (``0 <= r < b`` when ``b > 0``, ``b < r <= 0`` when ``b < 0``): a total
     definition, so it never makes an obligation vacuous; divisibility facts then read
     ``r == 0``, i.e. ``a == q*b``.
+
+    A quotient ``a/b`` outside ``floor``/``ceiling`` (a non-polynomial fraction, or a
+    polynomial with a non-integer coefficient) read as that floor quotient equals ``a/b``
+    only where ``b != 0`` and ``r == 0``: each such reading records that *exactness guard*
+    (:attr:`quotients`; :meth:`t_guarded` also returns the guards one term met), and
+    :meth:`inexact` is the check that the path's facts imply them, which :func:`discharge`
+    and :func:`implied` require before an unsatisfiable query counts.
     """
 
     def __init__(self, subs: Optional[Dict[Any, Any]] = None) -> None:
@@ -182,27 +211,117 @@ class Enc:
         self.subs: Dict[Any, Any] = dict(subs or {})
         self.env: Dict[Any, Any] = {}
         self.defs: List[Any] = []
-        self._qr: Dict[Any, Tuple[Any, Any]] = {}
+        self._qr: Dict[Any, Tuple[Any, Any, Any]] = {}
         self._n = 0
+        #: every exactness guard met (keys ``(n, d)`` of quotients read as ``n // d``)
+        self.quotients: Dict[Any, None] = {}
+        self._inner: Dict[Any, List[Any]] = {}  # guards met inside a divmod's operands
+        self._sinks: List[List[Any]] = []
+        self._settled: Dict[Any, Optional[str]] = {}
 
     def fresh(self, name: str) -> Any:
         self._n += 1
         return self.z3.Int(f"{name}!{self._n}")
 
+    def _emit(self, keys: Sequence[Any]) -> None:
+        """Record the exactness guards ``keys`` as met by every term being translated."""
+        for k in keys:
+            self.quotients.setdefault(k, None)
+        for sink in self._sinks:
+            sink.extend(keys)
+
     def _divmod(self, a: Any, b: Any) -> Tuple[Any, Any]:
         key = (a, b)
         hit = self._qr.get(key)
-        if hit is not None:
-            return hit
-        z3 = self.z3
-        za, zb = self.t(a), self.t(b)
-        q, r = self.fresh("q"), self.fresh("r")
-        self.defs.append(za == q * zb + r)
-        self.defs.append(z3.Implies(zb > 0, z3.And(r >= 0, r < zb)))
-        self.defs.append(z3.Implies(zb < 0, z3.And(r <= 0, r > zb)))
-        self.defs.append(z3.Implies(zb == 0, z3.And(q == 0, r == za)))
-        self._qr[key] = (q, r)
-        return q, r
+        if hit is None:
+            z3 = self.z3
+            inner: List[Any] = []
+            self._sinks.append(inner)
+            try:
+                za, zb = self.t(a), self.t(b)
+            finally:
+                self._sinks.pop()
+            q, r = self.fresh("q"), self.fresh("r")
+            self.defs.append(za == q * zb + r)
+            self.defs.append(z3.Implies(zb > 0, z3.And(r >= 0, r < zb)))
+            self.defs.append(z3.Implies(zb < 0, z3.And(r <= 0, r > zb)))
+            self.defs.append(z3.Implies(zb == 0, z3.And(q == 0, r == za)))
+            hit = self._qr[key] = (q, r, zb)
+            self._inner[key] = inner
+        self._emit(self._inner[key])
+        return hit[0], hit[1]
+
+    def _quotient(self, n: Any, d: Any) -> Any:
+        """The quotient ``n/d`` read as the floor quotient of ``n`` by ``d``, its exactness
+        guard (``d != 0`` and ``d | n``) recorded."""
+        q, _r = self._divmod(n, d)
+        self._emit([(n, d)])
+        return self._qr_symbol(q)
+
+    def guard(self, key: Any) -> Any:
+        """The exactness guard of the quotient ``key`` as a Z3 formula."""
+        _q, r, zb = self._qr[key]
+        return self.z3.And(zb != 0, r == 0)
+
+    def t_guarded(self, e: Any) -> Tuple[Any, List[Any]]:
+        """:meth:`t` and the exactness guards (keys of :attr:`quotients`) the term met."""
+        sink: List[Any] = []
+        self._sinks.append(sink)
+        try:
+            out = self.t(e)
+        finally:
+            self._sinks.pop()
+        return out, list(dict.fromkeys(sink))
+
+    def _holds(self, keys: Sequence[Any], premises: List[Any], ms: int) -> bool:
+        from layoutproof.symbolic import solver
+
+        if not keys:
+            return True
+        goal = self.z3.And([self.guard(k) for k in keys])
+        v = solver.prove(goal, premises, timeout_s=ms / 1000.0, check_facts=False)
+        return v.status == "proved"
+
+    def inexact(self, facts: Sequence[Any], guards: Sequence[Sequence[Any]], ms: int = 3000) -> Optional[str]:
+        """None when every quotient this encoding read as a floor quotient is exact at every
+        point the facts admit; else the reason (a quotient Z3 did not show exact within
+        ``ms`` per check).  ``facts`` are the facts' Z3 terms, ``guards`` the guards each met
+        (:meth:`t_guarded`).  A fact's own guards are shown from facts already known exact
+        (those with no quotient first), so a fact the floor reading makes false at some point
+        is never a premise there; the remaining guards (of the claim and the context) are
+        then shown from all the facts.  Unsatisfiable facts make every guard hold (there are
+        no points)."""
+        known = [f for f, g in zip(facts, guards) if not g]
+        pending = [(f, list(g)) for f, g in zip(facts, guards) if g]
+        key = (tuple(map(str, facts)), tuple(self.quotients))
+        if key in self._settled:
+            return self._settled[key]
+        base = list(self.defs) + self.domains()
+        why: Optional[str] = None
+        if pending and self._holds(list(dict.fromkeys(k for _f, g in pending for k in g)), known + base, ms):
+            known += [f for f, _g in pending]
+            pending = []
+        while pending:
+            left = [(f, g) for f, g in pending if not self._holds(g, known + base, ms)]
+            if len(left) == len(pending):
+                break
+            known += [f for f, _g in pending if all(f is not x for x, _h in left)]
+            pending = left
+        if pending:
+            n, d = pending[0][1][0]
+            why = f"the path's fact {pending[0][0]} reads ({n})/({d}) as a floor quotient, not shown exact"
+        else:
+            met = {k for g in guards for k in g}
+            rest = [k for k in self.quotients if k not in met]
+            if not self._holds(rest, list(facts) + base, ms):
+                for k in rest:
+                    if not self._holds([k], list(facts) + base, ms):
+                        why = f"the quotient ({k[0]})/({k[1]}) is read as a floor quotient, not shown exact"
+                        break
+                else:
+                    why = "the quotients read as floor quotients are not shown exact together"
+        self._settled[key] = why
+        return why
 
     def t(self, e: Any) -> Any:
         """An integer expression or a condition as a Z3 term (after the path's
@@ -239,10 +358,11 @@ class Enc:
             if (
                 isinstance(a, sp.Expr)
                 and isinstance(b, sp.Expr)
-                and (not a.is_polynomial() or not b.is_polynomial())
+                and (not a.is_polynomial() or not b.is_polynomial() or _fractional(a) or _fractional(b))
             ):
-                n, d = sp.fraction(sp.cancel(a - b))
-                if n.is_polynomial() and (d == 1 or d.is_positive):  # a - b = n/d, d > 0: n vs 0
+                n, d = _frac(a - b)
+                # a - b = n/d with d > 0 by the symbols' declared ranges (the scope): n vs 0
+                if n.is_polynomial() and not _fractional(n) and (d == 1 or d.is_positive):
                     return e.func(self._abstract(n), 0, evaluate=False)
             return e.func(self._abstract(e.lhs), self._abstract(e.rhs), evaluate=False)
         if not isinstance(e, sp.Basic) or e.is_Atom:
@@ -257,11 +377,11 @@ class Enc:
         if isinstance(e, sp.ceiling):
             n, d = sp.fraction(sp.together(e.args[0]))
             return -self._qr_symbol(self._divmod(-n, d)[0])
-        if isinstance(e, (sp.Add, sp.Mul, sp.Pow)) and not e.is_polynomial():
-            n, d = sp.fraction(sp.cancel(e))
+        if isinstance(e, (sp.Add, sp.Mul, sp.Pow)) and (not e.is_polynomial() or _fractional(e)):
+            n, d = _frac(e)
             if d != 1:
-                return self._qr_symbol(self._divmod(n, d)[0])
-            if n.is_polynomial():
+                return self._quotient(n, d)
+            if n.is_polynomial() and not _fractional(n):
                 return sp.expand(n)
         if isinstance(e, (sp.Add, sp.Mul, sp.Pow, sp.Min, sp.Max)):
             return e.func(*[self._abstract(a) for a in e.args], evaluate=False)
@@ -491,9 +611,13 @@ def implied(
         return hit
     enc = Enc(subs)
     goal = enc.t(cond)
-    zf = [enc.t(f) for f in facts]
+    zf, zg = [], []
+    for f in facts:
+        z, g = enc.t_guarded(f)
+        zf.append(z)
+        zg.append(g)
     v = solver.prove(goal, [*zf, *enc.defs, *enc.domains()], timeout_s=timeout_ms / 1000.0, check_facts=False)
-    out = v.status == "proved"
+    out = v.status == "proved" and enc.inexact(zf, zg, timeout_ms) is None
     if len(_IMPLIED) > 50_000:
         _IMPLIED.clear()
     _IMPLIED[key] = out
@@ -572,20 +696,31 @@ def discharge(
     """Ask Z3, through the solver driver (:func:`layoutproof.symbolic.solver.prove`), whether
     ``facts and context and not claim`` is satisfiable (``claim`` a Z3 formula, ``context``
     the digit domains).  A path whose facts and context are themselves unsatisfiable is
-    reported ``vacuous`` (it has no values; nothing to prove)."""
+    reported ``vacuous`` (it has no values; nothing to prove).  Either verdict stands only
+    where the quotients read as floor quotients are exact under the facts
+    (:meth:`Enc.inexact`); otherwise the outcome is ``unknown`` with the quotient named.  A
+    ``sat`` model is one of the floor reading: the caller confirms it with integers."""
     from layoutproof.symbolic import solver
 
     tmo = TIMEOUT_MS if timeout_ms is None else timeout_ms
-    zf = [enc.t(f) for f in facts]
+    zf, zg = [], []
+    for f in facts:
+        z, g = enc.t_guarded(f)
+        zf.append(z)
+        zg.append(g)
     assertions = zf + list(context) + enc.defs + enc.domains()
     v = solver.prove(
         claim, assertions, timeout_s=tmo / 1000.0, name=comment.splitlines()[0] if comment else ""
     )
     ob = _Ob(v, comment)
-    if v.status == "proved":
-        return PathOutcome("unsat", v.seconds, ob)
-    if v.status == "vacuous":
-        return PathOutcome("vacuous", v.seconds, ob)
+    if v.status in ("proved", "vacuous"):
+        # the floor reading of each quotient must be its value wherever the facts hold
+        t0 = time.perf_counter()
+        why = enc.inexact(zf, zg, min(tmo, EXACT_MS))
+        secs = v.seconds + time.perf_counter() - t0
+        if why is not None:
+            return PathOutcome("unknown", secs, ob, reason=why)
+        return PathOutcome("unsat" if v.status == "proved" else "vacuous", secs, ob)
     if v.status == "refuted":
         return PathOutcome("sat", v.seconds, ob, model=enc.model(dict(v.model or {})))
     return PathOutcome("unknown", v.seconds, ob, reason=v.reason or "unknown")
