@@ -7,6 +7,7 @@ input, pycute does not.
 
     python bench/algebra.py [--repeat 25] [--markdown]
     python bench/algebra.py --random 1000 [--seed 29] [--markdown]
+    python bench/algebra.py --floor [--markdown]
 
 ``--random N`` draws N operand sets per operation with a seeded RNG (ranks 1-3, depth
 <= 2, extents 1-8, strides 0-64; the operands where either library refuses or fails are
@@ -16,6 +17,11 @@ libraries alternating per case; it prints the median, 90th percentile and worst 
 ours/pycute per operation, warm (the same operand tuples every call, as a loop over a
 literal layout) and cold (new tuple objects every call: the first construction of each,
 as for shapes computed at run time).
+
+``--floor`` times, in one process, what any pure-Python constructor costs against
+pycute's ``Layout(shape, stride)`` (two attribute stores): a class whose ``__init__`` does
+nothing, one that only stores our six slots, a class called without ``__init__``, a plain
+function call -- the floor under the construction ratio.
 """
 
 from __future__ import annotations
@@ -406,6 +412,84 @@ def print_random(rows: List[Row], markdown: bool) -> None:
             )
 
 
+class _EmptyInit:
+    __slots__ = ("_shape", "_stride")
+
+    def __init__(self, shape: Any, stride: Any = None) -> None:
+        pass
+
+
+class _SixSlots:
+    __slots__ = ("_shape", "_stride", "_fs", "_fd", "_size", "_sym")
+
+    def __init__(self, shape: Any, stride: Any = None) -> None:
+        self._shape = self._fs = shape
+        self._stride = self._fd = stride
+        self._size = None
+        self._sym = False
+
+
+class _NoInit:
+    __slots__ = ()
+
+
+def _call(shape: Any, stride: Any = None) -> None:
+    return None
+
+
+def _cold_pair(s: Any, d: Any, rounds: int, n: int = 500) -> Tuple[float, float]:
+    """µs per construction from new tuple objects (built outside the timing; releasing them
+    timed), ours and pycute alternating, the minimum over ``rounds``."""
+    best = [float("inf"), float("inf")]
+    for _ in range(rounds):
+        for k, C in enumerate((lp.Layout, pc.Layout)):
+            copies: Any = [(_fresh(s), _fresh(d)) for _ in range(n)]
+            t0 = time.perf_counter()
+            for x, y in copies:
+                C(x, y)
+            copies = x = y = None
+            best[k] = min(best[k], (time.perf_counter() - t0) / n * 1e6)
+    return best[0], best[1]
+
+
+def floor(repeat: int, markdown: bool) -> None:
+    """Construction against the cost of constructing anything in pure Python (µs per call,
+    the call's loop and lambda included on every column alike)."""
+    layouts = [
+        ("8:1", 8, 1),
+        ("(8,6):(1,8)", (8, 6), (1, 8)),
+        ("(4,6,8):(1,4,24)", (4, 6, 8), (1, 4, 24)),
+        ("((2,2),(2,2)):((1,4),(8,32))", ((2, 2), (2, 2)), ((1, 4), (8, 32))),
+        ("(4,(2,2)):(2,(1,8))", (4, (2, 2)), (2, (1, 8))),
+    ]
+    cols = ["pycute", "ours", "empty __init__", "six slots stored", "class, no __init__", "function call"]
+    cols.append("cold: ours / pycute")
+    if markdown:
+        print("| layout | " + " | ".join(f"{c} µs (/pycute)" for c in cols) + " |")
+        print("|---|" + "---:|" * len(cols))
+    else:
+        print(f"{'layout':30s} " + " ".join(f"{c:>20s}" for c in cols))
+    L, P = lp.Layout, pc.Layout
+    for name, s, d in layouts:
+        fns = [
+            lambda: P(s, d),
+            lambda: L(s, d),
+            lambda: _EmptyInit(s, d),
+            lambda: _SixSlots(s, d),
+            lambda: _NoInit(),
+            lambda: _call(s, d),
+        ]
+        runs = [interleaved_min(fns, repeat) for _ in range(3)]
+        us = [statistics.median(r[k] for r in runs) for k in range(len(fns))]
+        cells = [f"{u:.3f} ({u / us[0]:.2f})" for u in us]
+        a, b = _cold_pair(s, d, 3 * repeat)
+        cells.append(f"{a:.3f} / {b:.3f} ({a / b:.2f})")
+        if markdown:
+            print(f"| `{name}` | " + " | ".join(cells) + " |")
+        else:
+            print(f"{name:30s} " + " ".join(f"{c:>20s}" for c in cells))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=25)
@@ -413,7 +497,11 @@ def main() -> int:
     ap.add_argument("--random", type=int, default=0, metavar="N", help="N random cases per operation")
     ap.add_argument("--seed", type=int, default=29)
     ap.add_argument("--only", default="", help="comma-separated operations (--random)")
+    ap.add_argument("--floor", action="store_true", help="construction against pure Python's floor")
     args = ap.parse_args()
+    if args.floor:
+        floor(args.repeat, args.markdown)
+        return 0
     if args.random:
         print(
             f"# {platform.node()} | {platform.processor() or platform.machine()} | Python "
