@@ -71,7 +71,7 @@ class _Arr(NamedTuple):  # a tuple: built once per operand per call, cheaply
 
 
 _TORCH_TYPES = {"torch.float16": "f16", "torch.bfloat16": "bf16", "torch.int32": "i32", "torch.int64": "i64"}
-_CUPY_TYPES = {"float16": "f16", "uint16": "bf16?", "int32": "i32", "int64": "i64"}
+_CUPY_TYPES = {"float16": "f16", "bfloat16": "bf16", "uint16": "bf16?", "int32": "i32", "int64": "i64"}
 
 
 def _arr(x: Any, what: str, bf16: bool) -> _Arr:

@@ -457,6 +457,10 @@ def fake_gpu(monkeypatch):
     cp = _FakeCp()
     monkeypatch.setattr(device, "cupy", lambda: cp)
     monkeypatch.setattr(device, "sm_count", lambda _cp: 132)
+    # the host's caches of device objects start empty: on a machine with a GPU an earlier
+    # real launch may have left a device table (a device pointer) under the same sizes
+    for name in ("_TABLES", "_MAPS", "_GROUP_MAPS", "_TABLE_KERNELS"):
+        monkeypatch.setattr(hg, name, {})
 
     def fake_map(ptr, dt, inner, outer, ld, batch):
         return dict(ptr=ptr, inner=inner, outer=outer, ld=ld, batch=batch)
@@ -551,3 +555,27 @@ def test_host_masked_and_lists_on_a_fake_device(fake_gpu):
     for g in range(3):
         ref = np.asarray(same[g]).astype(np.float64) @ b[g].astype(np.float64)
         np.testing.assert_allclose(np.asarray(outs[g]), ref, rtol=1e-2, atol=5e-2)
+
+
+def test_cupy_bfloat16_arrays_read_as_bf16():
+    """CuPy builds with a bfloat16 dtype (ml_dtypes) hand it over as such; raw uint16 bits
+    are bf16 only where the caller says so."""
+
+    class _Dt:
+        def __init__(self, name):
+            self.name, self.itemsize = name, 2
+
+        def __str__(self):
+            return self.name
+
+    def arr(name):
+        x = type("ndarray", (), {"__module__": "cupy._core.core"})()
+        x.dtype, x.shape, x.strides = _Dt(name), (4, 8), (16, 2)
+        x.data = types.SimpleNamespace(ptr=0x1000)
+        x.device = types.SimpleNamespace(id=0)
+        return x
+
+    assert hg._arr(arr("bfloat16"), "a", False).dtype == "bf16"
+    assert hg._arr(arr("uint16"), "a", True).dtype == "bf16"
+    assert hg._arr(arr("uint16"), "a", False).dtype == "uint16"
+    assert hg._arr(arr("float16"), "a", False).dtype == "f16"
