@@ -151,8 +151,8 @@ def check_composed_cover(
     tile rows shifted by ``r + tail_shift``)."""
     import numpy as np
 
-    from ..kernels.splitk import _eval_split
-    from ..kernels.wgmma_ws import _eval_schedule
+    from ..kernels.splitk import eval_split
+    from ..kernels.wgmma_ws import eval_schedule
 
     t0 = time.perf_counter()
     cases = 0
@@ -165,14 +165,14 @@ def check_composed_cover(
         for gn in range(1, max_grid + 1):
             for r in range(1, gm):
                 t = np.arange(r * gn)
-                tm, tn = _eval_schedule(group_m, t, np.full(t.size, r), np.full(t.size, gn))
+                tm, tn = eval_schedule(group_m, t, np.full(t.size, r), np.full(t.size, gn))
                 main = np.zeros((gm, gn), dtype=np.int64)
                 np.add.at(main, (tm, tn), 1)
                 for S in splits:
                     tiles = (gm - r) * gn
                     u = np.arange(tiles * S)
-                    tile, sk = _eval_split(u, np.full(u.size, tiles))
-                    um, un = _eval_schedule(group_m, tile, np.full(u.size, gm - r), np.full(u.size, gn))
+                    tile, sk = eval_split(u, np.full(u.size, tiles))
+                    um, un = eval_schedule(group_m, tile, np.full(u.size, gm - r), np.full(u.size, gn))
                     gm_row = um + r + tail_shift
                     cases += int(t.size + u.size)
                     ok_rng = (gm_row >= 0) & (gm_row < gm) & (sk >= 0) & (sk < S)

@@ -231,9 +231,6 @@ def eval_split(u: np.ndarray, tiles: np.ndarray) -> Tuple[np.ndarray, np.ndarray
     return env["tile"], env["sk"]
 
 
-_eval_split = eval_split
-
-
 def k_bounds_ir(sk: kir.Expr, kt: kir.Expr, splits: int) -> Tuple[kir.Expr, kir.Expr]:
     """Chunk ``sk``'s k-blocks ``[kb, ke)`` of ``kt``: ``kb = sk * kt / S``,
     ``ke = (sk + 1) * kt / S`` (the chunks differ in length by at most one k-block)."""

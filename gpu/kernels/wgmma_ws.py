@@ -153,9 +153,6 @@ def eval_schedule(
     return env["tm"], env["tn"]
 
 
-_eval_schedule = eval_schedule
-
-
 def cluster_tm_ir(cluster: int, tp: kir.Var, crank: kir.Var) -> kir.Expr:
     """The tile row of CTA ``crank`` of a cluster given the scheduler's row group ``tp``."""
     return cluster * tp + crank
