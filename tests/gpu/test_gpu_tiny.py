@@ -363,11 +363,22 @@ def test_gpu_tiny_on_torch_tensors():
         pytest.skip("no CUDA torch")
     g = torch.Generator(device="cuda").manual_seed(3)
     for dt in (torch.float16, torch.bfloat16):
-        for m, n, k in ((7, 13, 17), (1, 1, 1), (3, 5, 1000)):
+        # (3, 5, 1000): 63 k-steps per warp; with a column-major B every operand meets the
+        # tiled kernels' 16-byte contract, so the model keeps the tiled plan; a row-major B
+        # (10-byte rows) would be copied first, so the tiny kernel takes it
+        for m, n, k, col_b, want_tiny in (
+            (7, 13, 17, True, True),
+            (1, 1, 1, True, True),
+            (3, 5, 1000, True, False),
+            (3, 5, 1000, False, True),
+        ):
             a = torch.randn(m, k, device="cuda", dtype=dt, generator=g)
-            b = torch.randn(n, k, device="cuda", dtype=dt, generator=g).T  # column-major B
+            if col_b:
+                b = torch.randn(n, k, device="cuda", dtype=dt, generator=g).T
+            else:
+                b = torch.randn(k, n, device="cuda", dtype=dt, generator=g)
             c = runtime.gemm(a, b)
-            assert isinstance(runtime.last_launch["plan"], tiny.TinyPlan)
+            assert isinstance(runtime.last_launch["plan"], tiny.TinyPlan) == want_tiny, (m, n, k, col_b)
             assert c.dtype == dt and c.shape == (m, n)
             ref = a.double() @ b.double()
             assert torch.allclose(c.double(), ref, atol=3e-2 * max(1, k**0.5 / 4), rtol=1e-2)
