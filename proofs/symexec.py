@@ -246,10 +246,29 @@ class Enc:
             self.defs.append(z3.Implies(zb > 0, z3.And(r >= 0, r < zb)))
             self.defs.append(z3.Implies(zb < 0, z3.And(r <= 0, r > zb)))
             self.defs.append(z3.Implies(zb == 0, z3.And(q == 0, r == za)))
+            self._multiples(a, b, q, r)
             hit = self._qr[key] = (q, r, zb)
             self._inner[key] = inner
         self._emit(self._inner[key])
         return hit[0], hit[1]
+
+    def _multiples(self, a: Any, b: Any, q: Any, r: Any) -> None:
+        """For each division by ``b`` met before whose dividend ``a1`` divides ``a``
+        polynomially (``a == a1*m``), or the other way round, add the valid lemma
+        ``b | a1  ->  b | a  and  a // b == (a1 // b)*m`` (the nonlinear solver does not
+        always find it: ``Bd0 | As0*As1`` gives ``Bd0 | As0*As1*k``)."""
+        sp = _sp()
+        z3 = self.z3
+        if a == 0:
+            return
+        for (a1, b1), (q1, r1, _zb) in self._qr.items():
+            if b1 != b or a1 == 0:
+                continue
+            for (x, qx, rx), (y, qy, ry) in (((a1, q1, r1), (a, q, r)), ((a, q, r), (a1, q1, r1))):
+                m = sp.cancel(y / x)
+                if m.is_polynomial() and not _fractional(m) and not m.has(sp.Mod, sp.floor, sp.ceiling):
+                    zm = self.t(m)
+                    self.defs.append(z3.Implies(rx == 0, z3.And(ry == 0, qy == qx * zm)))
 
     def _quotient(self, n: Any, d: Any) -> Any:
         """The quotient ``n/d`` read as the floor quotient of ``n`` by ``d``, its exactness

@@ -55,6 +55,14 @@ def test_a_quotient_is_exact_only_where_the_facts_show_it(claim, facts, want) ->
         assert "not shown exact" in po.reason
 
 
+def test_a_multiple_of_an_exact_quotient_is_exact() -> None:
+    # Bd0 | As0*As1 (a path fact) gives Bd0 | As0*As1*k: the encoder states it as a lemma
+    a0, a1, b, k = sp.symbols("As0 As1 Bd0 k", integer=True, positive=True)
+    claim = sp.Eq(sp.Mod(a0 * a1 * k / b, 1), 0)
+    assert _verdict(claim, (sp.Eq(sp.Mod(a0 * a1, b), 0),)).verdict == "unsat"
+    assert _verdict(claim, ()).verdict == "unknown"
+
+
 def test_a_fact_the_floor_reading_falsifies_is_not_a_premise() -> None:
     # "M/2 is not an integer" (M odd) reads Mod(M // 2, 1) != 0: false everywhere, so the
     # floor reading alone makes the path vacuous and proves M even -- false at M = 1
