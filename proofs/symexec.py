@@ -261,7 +261,7 @@ class Enc:
         z3 = self.z3
         if a == 0:
             return
-        for (a1, b1), (q1, r1, _zb) in self._qr.items():
+        for (a1, b1), (q1, r1, _zb) in list(self._qr.items()):
             if b1 != b or a1 == 0:
                 continue
             for (x, qx, rx), (y, qy, ry) in (((a1, q1, r1), (a, q, r)), ((a, q, r), (a1, q1, r1))):
