@@ -288,7 +288,9 @@ def test_import_of_layoutproof_does_not_import_the_strategies():
     assert not hasattr(layoutproof, "shapes") and "strategies" not in layoutproof.__all__
 
 
-@pytest.mark.parametrize("name", [n for n in S.__all__ if n not in ("STRIDE_KINDS", "CONDITION_SYMBOLS", "sample")])
+@pytest.mark.parametrize(
+    "name", [n for n in S.__all__ if n not in ("STRIDE_KINDS", "CONDITION_SYMBOLS", "sample")]
+)
 def test_every_strategy_is_documented_with_an_example(name):
     doc = getattr(S, name).__doc__ or ""
     assert ">>> " in doc, f"{name} has no example"
