@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 
@@ -61,6 +61,8 @@ __all__ = [
     "verify_seed_tables",
     "verify_all",
     "tv_bijective",
+    "check_matrix_fragments",
+    "check_row_addresses",
     "register_bytes",
     "prove_same_register_bytes",
 ]
@@ -650,6 +652,64 @@ def verify_seed_tables(atom: MMAAtom) -> ProofLog:
     return log
 
 
+def check_matrix_fragments(
+    name: str, side: str, verb: str, tv: Any, ptx_of: Callable[[int, int, int], Any], condition: str
+) -> None:
+    """Every ``(lane, value)`` of a b16 fragment table ``tv`` (lanes x values, value ``v`` =
+    register ``v // 2``, half ``v % 2``, element offsets into 8x8 matrices) is the
+    ``(matrix, row, col)`` that ``ptx_of(lane, register, half)`` names -- the register side
+    of ``ldmatrix`` and ``stmatrix``; an AtomMismatchError with the first lane that is not."""
+    for lane in range(tv.shape[0]):
+        for v in range(tv.shape[1]):
+            e = int(tv[lane, v])
+            ours = (e // 64, (e % 64) // 8, e % 8)
+            ptx = ptx_of(lane, v // 2, v % 2)
+            if ours != ptx:
+                raise AtomMismatchError(
+                    f"{name} {side}: lane {lane} value {v} (register {v // 2}, half {v % 2}) "
+                    f"{verb} (matrix,row,col) = {ours} in the layout but {ptx} in PTX",
+                    condition=condition,
+                    witness=(lane, v),
+                    ours=ours,
+                    ptx=ptx,
+                )
+
+
+def check_row_addresses(
+    name: str,
+    side: str,
+    verb: str,
+    ptx_does: str,
+    tv: Any,
+    want_of: Callable[[int], Any],
+    condition: str,
+) -> int:
+    """Every lane that supplies a row address (``want_of(lane)``: the ``(matrix, row)`` PTX
+    takes from it, None where the hardware ignores the lane) names the 8 consecutive b16 of
+    that row in ``tv`` (lanes x 8 element offsets) -- the shared-memory side of ``ldmatrix``
+    and ``stmatrix``; returns the elements checked, or raises an AtomMismatchError with the
+    first lane that does not."""
+    checked = 0
+    for lane in range(tv.shape[0]):
+        want = want_of(lane)
+        if want is None:
+            continue  # the lane's address is ignored by the hardware
+        row0 = int(tv[lane, 0])
+        got = (row0 // 64, (row0 % 64) // 8)
+        contiguous = row0 % 8 == 0 and bool(np.array_equal(tv[lane], row0 + np.arange(8)))
+        if got != want or not contiguous:
+            raise AtomMismatchError(
+                f"{name} {side}: lane {lane} {verb} (matrix,row) = {got} "
+                f"(contiguous row: {contiguous}) but PTX {ptx_does.format(want)}",
+                condition=condition,
+                witness=(lane, 0),
+                ours=got,
+                ptx=want,
+            )
+        checked += 8
+    return checked
+
+
 def verify_copy_atom(atom: CopyAtom) -> ProofLog:
     """Prove a copy atom's layouts: ``ldmatrix`` against the PTX ``ldmatrix`` encoding
     (which lane supplies which row address; which (matrix, row, col) each lane receives in
@@ -679,47 +739,29 @@ def verify_copy_atom(atom: CopyAtom) -> ProofLog:
         "exhaustive",
         cases,
     )
-    tv = dst.eval_all().reshape((nt, 2 * atom.num), order="F")
-    for lane in range(nt):
-        for v in range(2 * atom.num):
-            e = int(tv[lane, v])
-            ours = (e // 64, (e % 64) // 8, e % 8)
-            ptx = _ptx.ldmatrix_dst(lane, v // 2, v % 2, atom.trans)
-            if ours != ptx:
-                raise AtomMismatchError(
-                    f"{atom.name} dst: lane {lane} value {v} (register {v // 2}, half {v % 2}) "
-                    f"receives (matrix,row,col) = {ours} in the layout but {ptx} in PTX",
-                    condition="dst equals PTX ldmatrix",
-                    witness=(lane, v),
-                    ours=ours,
-                    ptx=ptx,
-                )
+    check_matrix_fragments(
+        atom.name,
+        "dst",
+        "receives",
+        dst.eval_all().reshape((nt, 2 * atom.num), order="F"),
+        lambda lane, r, h: _ptx.ldmatrix_dst(lane, r, h, atom.trans),
+        "dst equals PTX ldmatrix",
+    )
     log.add(
         "atom",
         f"{atom.name} dst == PTX ldmatrix{' .trans' if atom.trans else ''} x{atom.num}",
         "exhaustive",
         nt * 2 * atom.num,
     )
-    src = atom.src_tv(16)
-    stv = src.eval_all().reshape((nt, 8), order="F")
-    checked = 0
-    for lane in range(nt):
-        want = _ptx.ldmatrix_src(lane, atom.num)
-        if want is None:
-            continue  # the lane's address is ignored by the hardware
-        row0 = int(stv[lane, 0])
-        mat_row = (row0 // 64, (row0 % 64) // 8)
-        contiguous = bool(np.array_equal(stv[lane], row0 + np.arange(8))) and row0 % 8 == 0
-        if mat_row != want or not contiguous:
-            raise AtomMismatchError(
-                f"{atom.name} src: lane {lane} supplies (matrix,row) = {mat_row} "
-                f"(contiguous row: {contiguous}) but PTX reads {want} from it",
-                condition="src equals PTX ldmatrix",
-                witness=(lane, 0),
-                ours=mat_row,
-                ptx=want,
-            )
-        checked += 8
+    checked = check_row_addresses(
+        atom.name,
+        "src",
+        "supplies",
+        "reads {} from it",
+        atom.src_tv(16).eval_all().reshape((nt, 8), order="F"),
+        lambda lane: _ptx.ldmatrix_src(lane, atom.num),
+        "src equals PTX ldmatrix",
+    )
     log.add("atom", f"{atom.name} src: lanes 8j..8j+7 give the rows of matrix j", "exhaustive", checked)
     return log
 

@@ -31,13 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-import numpy as np
-
 from layoutproof import Layout
 
-from ..errors import AtomMismatchError
 from ..proof.record import ProofLog
-from .atoms import CopyAtom, tv_bijective
+from .atoms import CopyAtom, check_matrix_fragments, check_row_addresses, tv_bijective
 
 __all__ = [
     "stmatrix_src",
@@ -122,46 +119,29 @@ def verify_stsm_atom(atom: StmatrixAtom) -> ProofLog:
         "bijective", f"{atom.name} src (b16) {src} bijective onto {num} 8x8 matrices", "exhaustive", cases
     )
     tv = src.eval_all().reshape((nt, 2 * num), order="F")
-    for lane in range(nt):
-        for v in range(2 * num):
-            e = int(tv[lane, v])
-            ours = (e // 64, (e % 64) // 8, e % 8)
-            want = stmatrix_src(lane, v // 2, v % 2, atom.trans)
-            if ours != want:
-                raise AtomMismatchError(
-                    f"{atom.name} src: lane {lane} value {v} (register {v // 2}, half {v % 2}) holds "
-                    f"(matrix,row,col) = {ours} in the layout but {want} in PTX",
-                    condition="src equals PTX stmatrix fragment",
-                    witness=(lane, v),
-                    ours=ours,
-                    ptx=want,
-                )
+    check_matrix_fragments(
+        atom.name,
+        "src",
+        "holds",
+        tv,
+        lambda lane, r, h: stmatrix_src(lane, r, h, atom.trans),
+        "src equals PTX stmatrix fragment",
+    )
     log.add(
         "atom",
         f"{atom.name} src == PTX stmatrix{' .trans' if atom.trans else ''} x{num}",
         "exhaustive",
         tv.size,
     )
-    dst = atom.dst_tv(16)
-    dtv = dst.eval_all().reshape((nt, 8), order="F")
-    checked = 0
-    for lane in range(nt):
-        want_row = stmatrix_row_address(lane, num)
-        if want_row is None:
-            continue
-        row0 = int(dtv[lane, 0])
-        got = (row0 // 64, (row0 % 64) // 8)
-        contiguous = row0 % 8 == 0 and bool(np.array_equal(dtv[lane], row0 + np.arange(8)))
-        if got != want_row or not contiguous:
-            raise AtomMismatchError(
-                f"{atom.name} dst: lane {lane} addresses (matrix,row) = {got} (contiguous row: "
-                f"{contiguous}) but PTX writes {want_row} through it",
-                condition="dst equals PTX stmatrix addresses",
-                witness=(lane, 0),
-                ours=got,
-                ptx=want_row,
-            )
-        checked += 8
+    checked = check_row_addresses(
+        atom.name,
+        "dst",
+        "addresses",
+        "writes {} through it",
+        atom.dst_tv(16).eval_all().reshape((nt, 8), order="F"),
+        lambda lane: stmatrix_row_address(lane, num),
+        "dst equals PTX stmatrix addresses",
+    )
     log.add("atom", f"{atom.name} dst: lanes 8j..8j+7 address the rows of matrix j", "exhaustive", checked)
     return log
 
