@@ -153,7 +153,36 @@ def _plain(x: Any) -> Any:
     return tuple(_plain(e) for e in x._data)
 
 
-class ArithTuple:
+class Unordered:
+    """Stride values with no order (coordinate tuples, F2 bit patterns): ``<``, ``<=``, ``>``
+    and ``>=`` raise an InadmissibleError (condition "integer strides") naming what the
+    values are (``_WHAT``) and which operations order strides (``_NEEDS``)."""
+
+    __slots__ = ()
+    _WHAT = "these strides"
+    _NEEDS = "An operation that orders strides needs integer strides"
+
+    def _unordered(self, other: Any, op: str) -> bool:
+        raise InadmissibleError(
+            f"{self._WHAT} are not ordered: {self} {op} {show(other)} is undefined. {self._NEEDS}",
+            condition="integer strides",
+            witness=None,
+        )
+
+    def __lt__(self, other: Any) -> bool:
+        return self._unordered(other, "<")
+
+    def __le__(self, other: Any) -> bool:
+        return self._unordered(other, "<=")
+
+    def __gt__(self, other: Any) -> bool:
+        return self._unordered(other, ">")
+
+    def __ge__(self, other: Any) -> bool:
+        return self._unordered(other, ">=")
+
+
+class ArithTuple(Unordered):
     """A hierarchical tuple of integers under elementwise ``+``, ``-`` and integer ``*``.
 
     ``ArithTuple(1, 0)``, ``ArithTuple((1, 0))`` and ``ArithTuple([1, 0])`` are the same;
@@ -172,6 +201,12 @@ class ArithTuple:
 
     _lp_coordinate = True  # lets the algebra below recognise coordinates without importing this module
 
+    _WHAT = "coordinates"
+    _NEEDS = (
+        "An operation that orders strides (complement, left_inverse, the products, composition "
+        "with basis strides in its right operand) needs integer strides; CuTe C++ rejects basis "
+        "strides there too"
+    )
     __slots__ = ("_data", "_hash")
     _data: Tuple[Any, ...]
     _hash: Optional[int]
@@ -252,28 +287,6 @@ class ArithTuple:
 
     def __bool__(self) -> bool:
         return not _is_zero(self)
-
-    def _unordered(self, other: Any, op: str) -> bool:
-        raise InadmissibleError(
-            f"coordinates are not ordered: {self} {op} {show(other)} is undefined. An operation "
-            "that orders strides (complement, left_inverse, the products, composition with "
-            "basis strides in its right operand) needs integer strides; CuTe C++ rejects basis "
-            "strides there too",
-            condition="integer strides",
-            witness=None,
-        )
-
-    def __lt__(self, other: Any) -> bool:
-        return self._unordered(other, "<")
-
-    def __le__(self, other: Any) -> bool:
-        return self._unordered(other, "<=")
-
-    def __gt__(self, other: Any) -> bool:
-        return self._unordered(other, ">")
-
-    def __ge__(self, other: Any) -> bool:
-        return self._unordered(other, ">=")
 
     # ------------------------------------------------------------------ display
     def __str__(self) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from . import kinds, swizzle
+from .arith import Unordered
 from .composed import ComposedLayout
 from .errors import InadmissibleError, MalformedLayoutError, OutOfDomainError, UndecidableConditionError, show
 from .inttuple import raw_flatten, raw_prefix_product, raw_unflatten
@@ -46,7 +47,7 @@ __all__ = ["F2", "F2Layout", "to_f2", "from_f2", "f2_layout", "f2_view"]
 _F2_SEARCH_BITS = 24
 
 
-class F2:
+class F2(Unordered):
     """An F2 (XOR) stride scalar, as in PyCuTe: ``+`` is XOR and ``n * F2(d)`` the
     carry-less product (each set bit ``j`` of ``n`` contributes ``d << j``).
 
@@ -56,6 +57,11 @@ class F2:
 
     __slots__ = ("val",)
     val: int
+    _WHAT = "F2 strides"
+    _NEEDS = (
+        "An operation that orders strides (complement, the products, the chain of an inverse) needs "
+        "integer strides"
+    )
     _lp_stride_scalar = True  # lets the core algebra accept F2 strides without importing us
 
     def __init__(self, value: Any) -> None:
@@ -104,27 +110,6 @@ class F2:
 
     def __abs__(self) -> "F2":
         return self  # a bit pattern
-
-    def _unordered(self, other: Any, op: str) -> bool:
-        raise InadmissibleError(
-            f"F2 strides are not ordered: {self} {op} {show(other)} is undefined. An operation "
-            "that orders strides (complement, the products, the chain of an inverse) needs "
-            "integer strides",
-            condition="integer strides",
-            witness=None,
-        )
-
-    def __lt__(self, other: Any) -> bool:
-        return self._unordered(other, "<")
-
-    def __le__(self, other: Any) -> bool:
-        return self._unordered(other, "<=")
-
-    def __gt__(self, other: Any) -> bool:
-        return self._unordered(other, ">")
-
-    def __ge__(self, other: Any) -> bool:
-        return self._unordered(other, ">=")
 
     def __str__(self) -> str:
         return f"F{self.val}"
