@@ -3,6 +3,7 @@
     layoutproof gemm --m 4096 --n 4096 --k 4096 --dtype f16 --emit kernel.cu
     layoutproof gemm --path mma.sync --a-major m --b-major k --config 128x256x32/2x4/3
     layoutproof gemm --path wgmma --sm90-config 128x256/4 --emit kernel_sm90.cu
+    layoutproof gemm --dtype e4m3 --out-dtype bf16 --m 8192 --n 8192 --k 8192 --emit fp8.cu
 
 ``--path wgmma`` (the default) is the Hopper kernel (wgmma, sm_90a); ``--path mma.sync``
 the SM80-style kernel that runs on any GPU from sm_80 on.  Without a GPU (or with
@@ -23,7 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from layoutproof.errors import LayoutError
 
-from .config import GemmConfig, GemmProblem
+from .config import TC_TYPES, GemmConfig, GemmProblem
 
 
 def parse_config(text: str) -> GemmConfig:
@@ -64,13 +65,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--k", type=int, default=4096, help="the reduction extent: columns of A, rows of B (default 4096)"
     )
-    p.add_argument("--dtype", choices=["f16", "bf16"], default="f16")
-    p.add_argument("--out-dtype", choices=["f16", "bf16", "f32"], default=None)
+    p.add_argument(
+        "--dtype",
+        choices=["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"],
+        default="f16",
+        help="f16/bf16, or one of the other tensor-core types (tf32, fp8 e4m3/e5m2, int8 s8/u8: "
+        "the warp-specialized wgmma kernel, K-major operands)",
+    )
+    p.add_argument("--out-dtype", choices=["f16", "bf16", "f32", "s32"], default=None)
     p.add_argument(
         "--a-major", choices=["k", "m"], default="k", help="k: A row-major (default); m: A column-major"
     )
     p.add_argument(
-        "--b-major", choices=["k", "n"], default="n", help="n: B row-major (default); k: B column-major"
+        "--b-major",
+        choices=["k", "n"],
+        default=None,
+        help="n: B row-major (the default for f16/bf16); k: B column-major (the only one, and the "
+        "default, for the other types)",
     )
     p.add_argument(
         "--path",
@@ -105,6 +116,15 @@ def _check_args(args: argparse.Namespace) -> Optional[str]:
         )
     if args.sm90_config is not None and args.path != "wgmma":
         return "--sm90-config is the wgmma kernel's; this is --path mma.sync (use --config)"
+    if args.b_major is None:
+        args.b_major = "k" if args.dtype in TC_TYPES else "n"
+    if args.dtype in TC_TYPES:
+        if args.path != "wgmma":
+            return f"--dtype {args.dtype} runs on the wgmma kernel (drop --path {args.path})"
+        if args.a_major != "k" or args.b_major != "k":
+            return (
+                f"--dtype {args.dtype}: the tensor cores read K-major operands only (--a-major k --b-major k)"
+            )
     if args.reps < 1:
         return f"--reps must be >= 1, got {args.reps}"
     if args.emit is not None:
@@ -136,7 +156,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         # without a configuration: the one gemm itself runs for this shape (the plan's rule)
         from .host.rule import choose_config
 
-        if args.path == "wgmma":
+        if args.dtype in TC_TYPES:
+            from .host.typed import decide_typed
+            from .kernels.wgmma import generate_sm90
+
+            cfg = parse_sm90_config(args.sm90_config) if args.sm90_config else None
+            # the rule's pick for an H100/H200's 132 SMs, as choose_config's default
+            cfg = decide_typed(args.m, args.n, args.k, args.dtype, args.out_dtype, 132, cfg).config
+            kern = generate_sm90(cfg, prob)
+        elif args.path == "wgmma":
             from .kernels.wgmma import generate_sm90
 
             cfg = (
@@ -173,6 +201,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 2
         print(f"wrote {args.emit} ({len(kern.source)} bytes)")
     if args.no_run:
+        return 0
+    if args.dtype in TC_TYPES:
+        print(
+            f"generated and proved only: run .{args.dtype} products through "
+            f"layoutproof.gpu.gemm (docs/gpu.md, 'Other number types'); bench/gemm_types.py "
+            "checks and times them"
+        )
         return 0
     from .host.device import gpu_available
 

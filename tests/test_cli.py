@@ -383,6 +383,9 @@ def test_show_swizzled(capsys, tmp_path):
         (["--reps", "-1"], "--reps must be >= 1"),
         (["--reps", "0"], "--reps must be >= 1"),
         (["--emit", "/missing-dir-h6/sub/k.cu"], "cannot write /missing-dir-h6/sub/k.cu: no directory"),
+        (["--dtype", "s8", "--b-major", "n"], "--dtype s8: the tensor cores read K-major operands only"),
+        (["--dtype", "e4m3", "--a-major", "m"], "--dtype e4m3: the tensor cores read K-major operands only"),
+        (["--dtype", "tf32", "--path", "mma.sync"], "--dtype tf32 runs on the wgmma kernel"),
     ],
 )
 def test_gemm_argument_errors_exit_2_before_proving(args, needle, capsys):
@@ -476,3 +479,25 @@ def test_gemm_default_config_is_what_gemm_runs(path, hopper, tmp_path, capsys):
     assert f": {want.key()} " in first, text
     name = first.split()[1].rstrip(":")
     assert name in out.read_text()
+
+
+@pytest.mark.parametrize(
+    "dtype, out_dtype, shape",
+    [("e4m3", "bf16", (8192, 8192, 8192)), ("tf32", None, (2048, 7168, 4096)), ("s8", "f16", (100, 64, 64))],
+)
+def test_gemm_emits_the_typed_kernel_gemm_runs(dtype, out_dtype, shape, tmp_path, capsys):
+    """``--dtype tf32|e4m3|e5m2|s8|u8`` emits and proves the kernel layoutproof.gpu.gemm runs
+    for that type and shape (typed.decide_typed's pick, K-major operands by default)."""
+    from layoutproof.gpu.cli import main
+    from layoutproof.gpu.host.typed import decide_typed
+
+    m, n, k = shape
+    out = tmp_path / "k.cu"
+    argv = ["--no-run", "--dtype", dtype, "--m", str(m), "--n", str(n), "--k", str(k), "--emit", str(out)]
+    if out_dtype:
+        argv += ["--out-dtype", out_dtype]
+    assert main(argv) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    d = decide_typed(m, n, k, dtype, out_dtype, 132)
+    assert f": {d.config.key()} {d.problem.key()}," in first, first
+    assert first.split()[1].rstrip(":") in out.read_text()
