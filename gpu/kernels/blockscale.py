@@ -18,8 +18,14 @@ for e4m3/e5m2 operands (both K-major), f32 accumulation, a bf16/f16/f32 output:
   precision; the promotion keeps each partial sum to one block).
 * The same kernel takes s8/u8 operands (``GemmProblem("k", "k", "s8", "bf16")``): the
   partial sums are exact s32, converted and promoted into f32 with their scales -- int8 into
-  bf16/f16/f32 with per-block, per-row or per-tensor scales (no ``alpha``: fold it into a
-  scale).
+  bf16/f16/f32 with per-block, per-row or per-tensor scales (the plain kernel has no
+  ``alpha``: fold it into a scale, or take the epilogue's).
+* The fused epilogue (``generate_blockscale(..., epilogue=EpilogueConfig(...))``): the
+  f16 kernels' rewrite (:func:`~layoutproof.gpu.kernels.epilogue.epilogue_ir`) on this
+  kernel's IR, ``C = act(alpha * sum_kb scale_a * scale_b * (A_kb @ B_kb) + beta * Cin +
+  bias)`` in f32 -- a bias along N or M (f32/f16/bf16), relu/silu/gelu, alpha/beta with a C
+  input; one ``alpha``: the fp8 kernels' per-tensor ``scale``, the integer kernels'
+  epilogue ``alpha``.
 
 What is proven before the source is printed, beyond the ws kernel's own obligations:
 
@@ -68,6 +74,7 @@ from ..errors import GemmConfigError, ProofFailedError
 from ..isa import gmma
 from ..proof import evaluate, kir, lower
 from ..proof.record import ProofLog
+from .epilogue import EPILOGUE_VERSION, EpilogueConfig, check_compute, epilogue_ir
 from .toolkit import GemmKernel, OperandPlan, addr_of, finish, ir_const, ir_var
 from .wgmma import (
     c_map,
@@ -809,39 +816,84 @@ def _check_rows(cfg: Sm90Config, srow: kir.ProvenFn, h_of: Dict[int, int]) -> No
 
 
 # ============================================================================ generator
-_MEMO: Dict[Tuple[Sm90Config, GemmProblem], GemmKernel] = {}
+_MEMO: Dict[Tuple[Sm90Config, GemmProblem, Optional[EpilogueConfig]], GemmKernel] = {}
+
+
+def _epilogue_base(config: Optional[Sm90Config], epilogue: Optional[EpilogueConfig]) -> Sm90Config:
+    """The tile configuration of a kernel: ``config``, or the epilogue's base (the two must
+    agree where both are given)."""
+    if epilogue is None:
+        return (config or BLOCKSCALE_DEFAULT).validate()
+    if not isinstance(epilogue, EpilogueConfig):
+        raise GemmConfigError(
+            f"generate_blockscale: epilogue must be an EpilogueConfig, got {type(epilogue).__name__}"
+        )
+    epilogue.validate()
+    if config is not None and config != epilogue.base:
+        raise GemmConfigError(
+            f"generate_blockscale: config {config.key()} and the epilogue's base {epilogue.base.key()} "
+            "differ: pass one of them (the epilogue's base is the kernel's tile)"
+        )
+    return epilogue.base
 
 
 def generate_blockscale(
     config: Optional[Sm90Config] = None,
     problem: Optional[GemmProblem] = None,
     *,
+    epilogue: Optional[EpilogueConfig] = None,
     memo: bool = True,
     _segments: int = 1,
     _kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
 ) -> GemmKernel:
-    """Build, prove and emit the block-scaled fp8 kernel (default :data:`BLOCKSCALE_DEFAULT`,
+    """Build, prove and emit the block-scaled kernel (default :data:`BLOCKSCALE_DEFAULT`,
     e4m3 -> bf16).  Its parameters: the ws kernel's (tensor maps, C, M, N, K in 16-bit
-    units, ldc, c_vec, ``alpha``), then ``SA, SB`` (f32 pointers), ``sa_m, sa_k, sb_n, sb_k``
-    (the scale layouts' strides, elements) and ``KB, NB`` (the scale tensors' k blocks and
-    scale_b's row blocks).  ``_segments`` / ``_kb_of`` build deliberately wrong kernels
-    for the proofs' tests (promotion every ``128 / _segments`` elements; a scale block
-    other than ``kt``)."""
-    cfg = (config or BLOCKSCALE_DEFAULT).validate()
+    units, ldc, c_vec, the fp8 kernels' per-tensor ``scale``), then ``SA, SB`` (f32
+    pointers), ``sa_m, sa_k, sb_n, sb_k`` (the scale layouts' strides, elements) and ``KB,
+    NB`` (the scale tensors' k blocks and scale_b's row blocks).
+
+    ``epilogue`` (an :class:`~layoutproof.gpu.kernels.epilogue.EpilogueConfig` whose base
+    is the tile; ``config`` may then be left out) fuses the epilogue options, rewritten on
+    this kernel's IR by :func:`~layoutproof.gpu.kernels.epilogue.epilogue_ir` -- where the
+    promoted f32 accumulators are packed into the staging buffer -- so that every output is
+    ``C = act(alpha * sum_kb scale_a * scale_b * (A_kb @ B_kb) + beta * Cin + bias)`` in f32
+    arithmetic, with the bias along N or M (f32, f16 or bf16) and ``act`` one of relu, silu,
+    gelu.  There is one ``alpha``: for fp8 it is the kernel's per-tensor ``scale`` (applied
+    to the promoted accumulators before the epilogue; the host passes the epilogue's own
+    ``alpha`` parameter as 1); the integer kernels have no ``scale`` and take ``alpha``
+    through the epilogue (``alpha_only`` without a C input).  The epilogue's parameters
+    follow the scales' (``bias``, then ``alpha`` or ``alpha, beta, Cin, ldci``).  Every
+    obligation is discharged on the rewritten tree: the promotion proof, the ws protocol,
+    the scale reads' and the epilogue loads' claims, the epilogue's data flow.  Kernels are
+    memoized per (config, problem, epilogue), each variant's name distinct.
+
+    ``_segments`` / ``_kb_of`` build deliberately wrong kernels for the proofs' tests
+    (promotion every ``128 / _segments`` elements; a scale block other than ``kt``).
+
+    >>> from layoutproof.gpu.kernels.epilogue import EpilogueConfig
+    >>> e = generate_blockscale(epilogue=EpilogueConfig(BLOCKSCALE_DEFAULT, "relu", bias_axis="m"))
+    >>> e.name != generate_blockscale().name, "lp_act_relu(" in e.source
+    (True, True)
+    """
+    cfg = _epilogue_base(config, epilogue)
     prob = problem or GemmProblem("k", "k", "e4m3")
     if prob.dtype in INT_TYPES:  # s32 partials into a scaled float output (check_blockscale)
         GemmProblem(prob.a_major, prob.b_major, "f16", "f32", prob.batch).validate()
     else:
         prob = prob.validate()
     plain = _segments == 1 and _kb_of is None
-    if memo and plain and (cfg, prob) in _MEMO:
-        return _MEMO[(cfg, prob)]
+    key = (cfg, prob, epilogue)
+    if memo and plain and key in _MEMO:
+        return _MEMO[key]
     check_blockscale(cfg, prob)
+    if epilogue is not None:
+        check_compute(epilogue, prob)
     log = ProofLog()
     threads = cfg.threads
     a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, True, threads, cfg.warpgroups, 64)
     b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, True, threads, 1, cfg.bn)
-    smems = {p.name: plan_stage(cfg, p, log) for p in (a, b)}
+    # the tensor maps the host encodes: 16-bit units of the 8-bit operands (tma_dtype)
+    smems = {p.name: plan_stage(cfg, p, log, prob) for p in (a, b)}
     desc = {
         "a": plan_descriptors(a, smems["a"], 64, cfg.warpgroups, log),
         "b": plan_descriptors(b, smems["b"], cfg.bn, 1, log),
@@ -856,11 +908,18 @@ def generate_blockscale(
     log.extend(ProofLog(list(_scale_layout_records())))
     prove_scale_columns(cfg, log)
     prove_k_tail(cfg.bk, log)
-    h = hashlib.sha256(f"blockscale{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
-    name = f"lp_gemm_sm90_bs_{prob.key()}_{h}"
+    if epilogue is None:
+        h = hashlib.sha256(f"blockscale{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
+        name = f"lp_gemm_sm90_bs_{prob.key()}_{h}"
+    else:
+        tag = f"blockscale{GENERATOR_VERSION}{EPILOGUE_VERSION}{epilogue.key()}{prob}"
+        name = f"lp_gemm_sm90_bsep_{prob.key()}_{hashlib.sha256(tag.encode()).hexdigest()[:10]}"
     ir = _source_bs_ir(cfg, prob, a, b, ep, desc, tx, name, srow, _segments, _kb_of)
+    if epilogue is not None:  # the fused epilogue, its data flow proven on the rewritten tree
+        ir, _col = epilogue_ir(ir, epilogue, prob, log, name)
     prove_promotion(ir, cfg, prob.dtype, srow, log)
-    title = f"proven before emission (block-scaled {cfg.key()}, {prob.key()})"
+    what = cfg.key() if epilogue is None else epilogue.key()
+    title = f"proven before emission (block-scaled {what}, {prob.key()})"
     src = finish(ir, log, title, lambda kk: prove_ws_protocol(kk, cfg, tx, log, 1))
     gcfg = GemmConfig(
         bm=cfg.bm,
@@ -876,5 +935,5 @@ def generate_blockscale(
     )
     kern.config = cfg
     if memo and plain:
-        _MEMO[(cfg, prob)] = kern
+        _MEMO[key] = kern
     return kern
