@@ -1,11 +1,13 @@
 """``gemm_fp8_blockscale``: the fp8 (and int8) GEMM with DeepGEMM-style block scales, from the host.
 
-``C = alpha * dequant(A) @ dequant(B)`` where ``dequant(A)[m, k] = A[m, k] * scale_a[m, k / 128]``
-and ``dequant(B)[k, n] = B[k, n] * scale_b[n / 128, k / 128]``, on the kernel of
-:mod:`layoutproof.gpu.kernels.blockscale` (generated and proven on first use).  The checks
-of the arguments are pure functions of their shapes, strides and types
-(:func:`scale_strides`, :func:`operand_kind`, :func:`decide_blockscale`), each refusing bad
-input with a :class:`~layoutproof.gpu.errors.GemmInputError` that names what to pass.
+``C = act(alpha * dequant(A) @ dequant(B) + beta * c + bias)`` where ``dequant(A)[m, k] =
+A[m, k] * scale_a[m, k / 128]`` and ``dequant(B)[k, n] = B[k, n] * scale_b[n / 128, k / 128]``,
+on the kernel of :mod:`layoutproof.gpu.kernels.blockscale` (generated and proven on first
+use; with a bias, an activation, ``beta`` and ``c`` -- or ``alpha`` on int8 -- the kernel
+with the fused epilogue).  The checks of the arguments are pure functions of their shapes,
+strides and types (:func:`scale_strides`, :func:`operand_kind`, :func:`decide_blockscale`,
+:func:`decide_blockscale_epilogue`, :func:`check_c_input`), each refusing bad input with a
+:class:`~layoutproof.gpu.errors.GemmInputError` that names what to pass.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from ..config import GemmProblem
+from ..config import OUT_DTYPES, GemmProblem
 from ..errors import GemmConfigError, GemmInputError
 from ..kernels.blockscale import (
     BLOCKSCALE_DEFAULT,
@@ -26,14 +28,18 @@ from ..kernels.blockscale import (
     ScaleLayout,
     check_blockscale,
 )
-from ..kernels.wgmma_core import SCALED_TYPES, Sm90Config
+from ..kernels.epilogue import ACTIVATIONS
+from ..kernels.wgmma_core import Sm90Config
 from . import rule
+from .typed import CUPY_NAMES, TORCH_NAMES, TypedEpilogue, decide_typed_epilogue
 
 __all__ = [
     "BlockScaleDecision",
     "scale_strides",
     "operand_kind",
     "decide_blockscale",
+    "decide_blockscale_epilogue",
+    "check_c_input",
     "gemm_fp8_blockscale",
     "blockscale_launcher",
     "last_blockscale_launch",
@@ -213,6 +219,89 @@ def decide_blockscale(
     )
 
 
+def decide_blockscale_epilogue(
+    decision: BlockScaleDecision,
+    *,
+    activation: Optional[str] = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    bias_dtype: Optional[str] = None,
+    has_c: bool = False,
+    bias_along: str = "n",
+) -> TypedEpilogue:
+    """The fused epilogue of a block-scaled product (the typed kernels' rule,
+    :func:`~layoutproof.gpu.host.typed.decide_typed_epilogue`): ``config`` None for the
+    plain kernel, else the :class:`~layoutproof.gpu.kernels.epilogue.EpilogueConfig` around
+    the decided tile.  One ``alpha``: fp8 applies it as the kernel's per-tensor ``scale``
+    (the epilogue's alpha is 1); int8 has no ``scale`` and takes it through the epilogue
+    (``alpha_only`` without a C input).  ``activation`` one of ``relu``, ``silu``, ``gelu``
+    (or None); ``bias_dtype`` (``"f32"``, ``"f16"``, ``"bf16"``; None: no bias) along
+    ``bias_along`` (``"n"``: one per column, ``"m"``: one per row); ``beta`` needs a C input.
+
+    >>> d = decide_blockscale(300, 520, 1040, "s8", "f32", 132)
+    >>> e = decide_blockscale_epilogue(d, alpha=0.5)
+    >>> e.config.key(), e.scale, e.alpha
+    ('sm90_128x128x64_s6_g8_tma_ws_biasnone_alpha', 1.0, 0.5)
+    >>> e = decide_blockscale_epilogue(decide_blockscale(300, 520, 1040, "e4m3", None, 132), alpha=0.5)
+    >>> e.config is None, e.scale
+    (True, 0.5)
+    """
+    if activation == "none":
+        activation = None
+    if activation is not None and activation not in ACTIVATIONS:
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: activation={activation!r} is not one of {ACTIVATIONS[1:]}: pass one "
+            "of them or None"
+        )
+    if bias_along not in ("n", "m"):
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: bias_along={bias_along!r}: pass 'n' (one bias per column of C) or "
+            "'m' (one per row)"
+        )
+    try:
+        return decide_typed_epilogue(
+            decision.config,
+            decision.problem,
+            activation=activation,
+            alpha=alpha,
+            beta=beta,
+            bias_dtype=bias_dtype,
+            has_c=has_c,
+            bias_along=bias_along,
+        )
+    except GemmInputError as e:  # the typed rule's words, said for this call
+        msg = str(e)
+        raise GemmInputError("gemm_fp8_blockscale: " + msg.removeprefix("gemm: ")) from None
+
+
+def check_c_input(
+    shape: Tuple[int, ...], strides: Tuple[int, ...], itemsize: int, dtype: str, m: int, n: int, out: str
+) -> None:
+    """The C input of ``beta * c``: an ``m x n`` array of the output's type ``out`` (for
+    bf16 a torch bfloat16 tensor or raw uint16 CuPy data), unit stride along N, rows at least
+    ``n`` elements apart (``strides`` in bytes); else a GemmInputError naming what to pass.
+
+    >>> check_c_input((4, 8), (16, 2), 2, "uint16", 4, 8, "bf16")
+    """
+    name = dtype.replace("torch.", "")
+    ok = {TORCH_NAMES[out], CUPY_NAMES[out]}
+    ob = OUT_DTYPES[out][1]
+    if name not in ok:
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: c is {name}, the output is {out}: pass c of the output's dtype "
+            f"({' or '.join(sorted(ok))}), e.g. c.to(out's dtype)"
+        )
+    if tuple(shape) != (m, n):
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: c has shape {tuple(shape)}: pass an {m} x {n} array (the output's shape)"
+        )
+    if itemsize != ob or (n > 1 and strides[1] != ob) or (m > 1 and (strides[0] % ob or strides[0] < n * ob)):
+        raise GemmInputError(
+            f"gemm_fp8_blockscale: c's strides {tuple(strides)} bytes: pass a row-major c (unit stride "
+            "along N, rows apart by at least N elements), e.g. c.contiguous()"
+        )
+
+
 def _scale_facts(x: Any) -> Tuple[Optional[Tuple[int, ...]], Tuple[int, ...], str, int, int]:
     """(shape, strides in elements, dtype name, device pointer, bytes spanned) of a scale."""
     if x is None:
@@ -245,6 +334,11 @@ def blockscale_launcher(
     alpha: float = 1.0,
     out: Any = None,
     config: Optional[Sm90Config] = None,
+    bias: Any = None,
+    activation: Optional[str] = None,
+    beta: float = 0.0,
+    c: Any = None,
+    bias_along: str = "n",
 ) -> Tuple[Callable[[], None], Any]:
     """What :func:`gemm_fp8_blockscale` launches, prepared once: ``(launch, out)`` where
     ``launch()`` runs the product on the current stream (torch's for torch operands, else
@@ -253,11 +347,12 @@ def blockscale_launcher(
     the same arrays)."""
     from . import device
     from .cache import compile_kernel
-    from .typed import _CUPY_NAMES, _array_facts, _unit_tensor_map, typed_operand, typed_output
+    from .typed import array_facts, epilogue_args, typed_operand, typed_output, unit_tensor_map, vector_facts
 
+    who = "gemm_fp8_blockscale"
     cupy = device.cupy()
-    sa_, ta, ia, pa, torch_a = _array_facts(a)
-    sb_, tb, ib, pb, torch_b = _array_facts(b)
+    sa_, ta, ia, pa, torch_a = array_facts(a, who)
+    sb_, tb, ib, pb, torch_b = array_facts(b, who)
     kind = operand_kind(str(getattr(a, "dtype", "")), dtype)
     kind_b = operand_kind(str(getattr(b, "dtype", "")), dtype or kind)
     if kind_b != kind:
@@ -275,10 +370,28 @@ def blockscale_launcher(
     sa_m, sa_k = scale_strides(SCALE_A, m, k, fa[0], fa[1], fa[2])
     sb_n, sb_k = scale_strides(SCALE_B, n, k, fb[0], fb[1], fb[2])
     ot = d.problem.out
+    if bias_along not in ("n", "m"):  # before the bias's length is read along it
+        decide_blockscale_epilogue(d, bias_along=bias_along)
+    bias_ptr, bdt = None, None
+    if bias is not None:
+        along = f"bias_along={bias_along!r}: {'N' if bias_along == 'n' else 'M'}"
+        bias_ptr, bdt = vector_facts(bias, n if bias_along == "n" else m, along, who)
+    ep = decide_blockscale_epilogue(
+        d,
+        activation=activation,
+        alpha=alpha,
+        beta=beta,
+        bias_dtype=bdt,
+        has_c=c is not None,
+        bias_along=bias_along,
+    )
+    if c is not None:
+        sc_, tc_, ic_, _pc, _t = array_facts(c, who)
+        check_c_input(sc_, tc_, ic_, str(getattr(c, "dtype", "")), m, n, ot)
     out, to, po, torch_o, ob = typed_output(out, a, torch_a, m, n, ot, "gemm_fp8_blockscale")
     from ..kernels.blockscale import generate_blockscale
 
-    kern = generate_blockscale(d.config, d.problem)
+    kern = generate_blockscale(d.config, d.problem, epilogue=ep.config)
     rk = compile_kernel(kern)
 
     def view(ptr: int, nbytes: int, owner: Any, dt: str, shape: Tuple[int, ...]) -> Any:
@@ -286,12 +399,12 @@ def blockscale_launcher(
         return cupy.ndarray(shape, dtype=dt, memptr=cupy.cuda.MemoryPointer(mem, 0))
 
     ldc = to[0] // ob
-    c_arg = view(po, m * to[0], out, _CUPY_NAMES[ot], (m, ldc))
+    c_arg = view(po, m * to[0], out, CUPY_NAMES[ot], (m, ldc))
     sa_arg = view(fa[3], fa[4], scale_a, "float32", (fa[4] // 4,))
     sb_arg = view(fb[3], fb[4], scale_b, "float32", (fb[4] // 4,))
     args: Tuple[Any, ...] = (
-        _unit_tensor_map(pa, m, k * ia, lda),
-        _unit_tensor_map(pb, n, k * ib, ldb),
+        unit_tensor_map(pa, m, k * ia, lda),
+        unit_tensor_map(pb, n, k * ib, ldb),
         c_arg,
         np.int32(m),
         np.int32(n),
@@ -299,12 +412,8 @@ def blockscale_launcher(
         np.int64(ldc),
         np.int32(int(to[0] % 16 == 0 and po % 16 == 0)),
     )
-    if kind in SCALED_TYPES:  # the fp8 kernels' per-tensor alpha
-        args += (np.float32(alpha),)
-    elif alpha != 1.0:
-        raise GemmInputError(
-            f"gemm_fp8_blockscale: .{kind} kernels take no alpha (got {alpha}): fold it into scale_a"
-        )
+    if any(v.name == "scale" for _, v in kern.ir.params):  # the fp8 kernels' per-tensor alpha
+        args += (np.float32(ep.scale),)
     args += (
         sa_arg,
         sb_arg,
@@ -315,7 +424,16 @@ def blockscale_launcher(
         np.int32(d.kb),
         np.int32(d.nb),
     )
-    facts = dict(config=d.config, problem=d.problem, kernel=kern.name, m=m, n=n, k=k)
+    args += epilogue_args(ep, bias, bias_ptr, c, m, n, ot, None, who)
+    facts = dict(
+        config=d.config,
+        problem=d.problem,
+        epilogue=ep.config,
+        kernel=kern.name,
+        m=m,
+        n=n,
+        k=k,
+    )
     ext = None
     if torch_a or torch_b or torch_o:
         import torch
@@ -345,20 +463,33 @@ def gemm_fp8_blockscale(
     alpha: float = 1.0,
     out: Any = None,
     config: Optional[Sm90Config] = None,
+    bias: Any = None,
+    activation: Optional[str] = None,
+    beta: float = 0.0,
+    c: Any = None,
+    bias_along: str = "n",
 ) -> Any:
-    """``C = alpha * (A * scale_a) @ (B * scale_b)`` with DeepGEMM's block scales.
+    """``C = act(alpha * (A * scale_a) @ (B * scale_b) + beta * c + bias)`` with DeepGEMM's
+    block scales.
 
     ``a``: ``M x K`` fp8, row-major (K contiguous); ``b``: ``K x N`` fp8 with K contiguous
     (``b_t.T`` for the ``N x K`` row-major weight ``b_t``, as ``torch._scaled_mm`` takes it);
     torch float8 tensors, or raw uint8 CuPy arrays with ``dtype="e4m3"``/``"e5m2"``; int8
     operands (``"s8"``, or uint8 with ``dtype="u8"``) take the same scales, their exact s32
-    block sums promoted into f32 (no ``alpha`` for them: fold it into a scale).
+    block sums promoted into f32.
     ``scale_a``: ``M x ceil(K/128)`` float32 (one per row and 128-wide K block; any strides,
     e.g. DeepGEMM's MN-major ``scale_a``); ``scale_b``: ``ceil(N/128) x ceil(K/128)``
     float32 (one per 128 x 128 block of B); a size-1 dimension broadcasts -- ``(1, 1)``
     tensors are per-tensor scales read from device memory.  Output ``out_dtype`` bf16
     (default), f16 or f32, a new ``M x N`` array of the operands' kind (bf16 from CuPy as
-    raw uint16) or ``out``.  Launched on the current stream (torch's for torch operands)."""
+    raw uint16) or ``out``.
+
+    The fused epilogue, in f32 on the promoted sums: ``bias`` a contiguous vector of N
+    (``bias_along="n"``, one per column) or M (``"m"``, one per row) float32, float16 or
+    bfloat16 values; ``activation`` ``"relu"``, ``"silu"`` or ``"gelu"``; ``beta * c`` with
+    ``c`` an ``M x N`` row-major array of the output's dtype (``beta != 0`` needs ``c``; ``c``
+    may be ``out``).  One ``alpha``: for fp8 the kernel's per-tensor scale, for int8 the
+    epilogue's.  Launched on the current stream (torch's for torch operands)."""
     launch, out = blockscale_launcher(
         a,
         b,
@@ -369,6 +500,11 @@ def gemm_fp8_blockscale(
         alpha=alpha,
         out=out,
         config=config,
+        bias=bias,
+        activation=activation,
+        beta=beta,
+        c=c,
+        bias_along=bias_along,
     )
     launch()
     return out

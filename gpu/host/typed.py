@@ -36,6 +36,12 @@ __all__ = [
     "decide_typed_launch",
     "typed_gemm",
     "typed_output",
+    "TORCH_NAMES",
+    "CUPY_NAMES",
+    "array_facts",
+    "unit_tensor_map",
+    "vector_facts",
+    "epilogue_args",
 ]
 
 # ============================================================================ the decision
@@ -176,24 +182,24 @@ def decide_typed(
     return TypedDecision(config, prob, m, n, k, ku, grid, dtype in SCALED_TYPES)
 
 
-_TORCH_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "s32": "int32"}
-_CUPY_NAMES = {"bf16": "uint16", "f16": "float16", "f32": "float32", "s32": "int32"}
+TORCH_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "s32": "int32"}
+CUPY_NAMES = {"bf16": "uint16", "f16": "float16", "f32": "float32", "s32": "int32"}
 
 
-def _array_facts(x: Any) -> Tuple[Tuple[int, ...], Tuple[int, ...], int, int, bool]:
+def array_facts(x: Any, who: str = "gemm") -> Tuple[Tuple[int, ...], Tuple[int, ...], int, int, bool]:
     """(shape, strides in bytes, itemsize, device pointer, is a torch tensor) of a CuPy
-    array or a torch CUDA tensor."""
+    array or a torch CUDA tensor (``who`` names the caller in the refusals)."""
     if hasattr(x, "data_ptr") and hasattr(x, "element_size"):  # torch
         if not getattr(x, "is_cuda", False):
-            raise GemmInputError("gemm: a torch operand must be on a CUDA device")
+            raise GemmInputError(f"{who}: a torch operand must be on a CUDA device")
         it = int(x.element_size())
         return tuple(x.shape), tuple(int(s) * it for s in x.stride()), it, int(x.data_ptr()), True
     if hasattr(x, "data") and hasattr(x.data, "ptr") and hasattr(x, "strides"):  # CuPy
         return tuple(x.shape), tuple(int(s) for s in x.strides), int(x.itemsize), int(x.data.ptr), False
-    raise GemmInputError(f"gemm: operands must be CuPy arrays or torch CUDA tensors, got {type(x).__name__}")
+    raise GemmInputError(f"{who}: operands must be CuPy arrays or torch CUDA tensors, got {type(x).__name__}")
 
 
-def _unit_tensor_map(
+def unit_tensor_map(
     ptr: int, rows: int, k_bytes: int, row_bytes: int, batch: Optional[Tuple[int, int]] = None
 ) -> Any:
     """The 128-byte tensor map of a K-major operand as 16-bit units: ``rows`` rows of
@@ -230,6 +236,10 @@ def _unit_tensor_map(
     return np.array([int(v) for v in tm.opaque], dtype=np.uint64).view(_TMAP_REC)[0]
 
 
+#: the former private name (bench/gemm_types.py reads it)
+_unit_tensor_map = unit_tensor_map
+
+
 def typed_output(
     out: Any, a: Any, torch_a: bool, m: int, n: int, ot: str, who: str, batch: Optional[int] = None
 ) -> Tuple[Any, Tuple[int, ...], int, bool, int]:
@@ -242,10 +252,10 @@ def typed_output(
         if torch_a:
             import torch
 
-            out = torch.empty(shape, device=a.device, dtype=getattr(torch, _TORCH_NAMES[ot]))
+            out = torch.empty(shape, device=a.device, dtype=getattr(torch, TORCH_NAMES[ot]))
         else:
-            out = device.cupy().empty(shape, dtype=_CUPY_NAMES[ot])
-    so, to, io, po, torch_o = _array_facts(out)
+            out = device.cupy().empty(shape, dtype=CUPY_NAMES[ot])
+    so, to, io, po, torch_o = array_facts(out)
     ob = OUT_DTYPES[ot][1]
     bad = so != shape or io != ob or to[-1] != ob or to[-2] % ob or (m > 1 and to[-2] < n * ob)
     if batch is not None and not bad and batch > 1:
@@ -398,18 +408,18 @@ def decide_typed_launch(
 _DTYPE_NAMES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "s32"}
 
 
-def _vector_facts(x: Any, length: int, what: str) -> Tuple[int, str]:
+def vector_facts(x: Any, length: int, what: str, who: str = "gemm") -> Tuple[int, str]:
     """(device pointer, dtype name) of a contiguous 1-D bias of ``length`` elements."""
-    sh, st, it, ptr, _t = _array_facts(x)
+    sh, st, it, ptr, _t = array_facts(x, who)
     name = _DTYPE_NAMES.get(str(getattr(x, "dtype", "")).replace("torch.", ""))
     if sh != (length,) or (length > 1 and st[0] != it):
         raise GemmInputError(
-            f"gemm: bias must be a contiguous vector of {length} elements ({what}), got shape {sh}, "
+            f"{who}: bias must be a contiguous vector of {length} elements ({what}), got shape {sh}, "
             f"strides {st}"
         )
     if name is None:
         raise GemmInputError(
-            f"gemm: bias of dtype {getattr(x, 'dtype', '?')}: pass float32, float16, bfloat16 (torch) "
+            f"{who}: bias of dtype {getattr(x, 'dtype', '?')}: pass float32, float16, bfloat16 (torch) "
             f"or int32 (an integer product stored as s32)"
         )
     return ptr, name
@@ -573,7 +583,7 @@ def typed_gemm(
         raise GemmInputError(f"gemm: dtype={dtype!r} is not one of {sorted(TC_TYPES)}")
     staged = []
     for nm, x in (("a", a), ("b", b)):
-        sh, _s, it, _p, _t = _array_facts(x)
+        sh, _s, it, _p, _t = array_facts(x)
         if len(sh) not in (2, 3):
             raise GemmInputError(f"gemm: {nm} must be 2-D or 3-D (batch, rows, cols), got shape {sh}")
         if it == TC_ITEMSIZE[dtype] and min(sh) >= 1:  # else typed_operand names what to pass
@@ -581,8 +591,8 @@ def typed_gemm(
             if y is not x:
                 staged.append(nm)
                 a, b = (y, b) if nm == "a" else (a, y)
-    sa, ta, ia, pa, torch_a = _array_facts(a)
-    sb, tb, ib, pb, torch_b = _array_facts(b)
+    sa, ta, ia, pa, torch_a = array_facts(a)
+    sb, tb, ib, pb, torch_b = array_facts(b)
     A = _typed_operand3("a", sa, ta, ia, pa, dtype)
     B = _typed_operand3("b", sb, tb, ib, pb, dtype)
     m, k, n = A.rows, A.k, B.rows
@@ -600,7 +610,7 @@ def typed_gemm(
     if bias_along not in ("n", "m"):
         raise GemmInputError(f"gemm: bias_along={bias_along!r} must be 'n' or 'm'")
     if bias is not None:
-        bias_ptr, bdt = _vector_facts(bias, n if bias_along == "n" else m, f"bias_along={bias_along!r}")
+        bias_ptr, bdt = vector_facts(bias, n if bias_along == "n" else m, f"bias_along={bias_along!r}")
     d, prob, ep = decide_typed_launch(
         m,
         n,
@@ -636,8 +646,8 @@ def typed_gemm(
     c_arg = _ptr_arg(po, out)
     grid = d.grid
     tma = (
-        _unit_tensor_map(pa, m, k * ia, A.ld, (A.batch, A.bstride) if A.batch else None),
-        _unit_tensor_map(pb, n, k * ib, B.ld, (B.batch, B.bstride) if B.batch else None),
+        unit_tensor_map(pa, m, k * ia, A.ld, (A.batch, A.bstride) if A.batch else None),
+        unit_tensor_map(pb, n, k * ib, B.ld, (B.batch, B.bstride) if B.batch else None),
     )
     args: Tuple[Any, ...] = tma + (
         c_arg,
@@ -652,7 +662,7 @@ def typed_gemm(
     if batched:
         args += (np.int32(nbatch), np.int64(to[0] // ob))
     if ep.config is not None:
-        args += _epilogue_args(ep, bias, bias_ptr, c, m, n, ot, nbatch if batched else None)
+        args += epilogue_args(ep, bias, bias_ptr, c, m, n, ot, nbatch if batched else None)
     stream = None
     if torch_a or torch_b or torch_o:
         import torch
@@ -677,7 +687,7 @@ def typed_gemm(
     return out
 
 
-def _epilogue_args(
+def epilogue_args(
     ep: TypedEpilogue,
     bias: Any,
     bias_ptr: Optional[int],
@@ -686,10 +696,12 @@ def _epilogue_args(
     n: int,
     ot: str,
     nbatch: Optional[int],
+    who: str = "gemm",
 ) -> Tuple[Any, ...]:
     """The epilogue kernel's parameters after the base kernel's: the bias (or a kept zero
     vector), alpha (``alpha_only``), or alpha, beta, the C input, its row stride and (batched)
-    its batch stride; C checked: ``m x n`` of the output's dtype, unit stride along N."""
+    its batch stride; C checked: ``m x n`` of the output's dtype, unit stride along N
+    (``who`` names the caller in the refusals)."""
     cfg = ep.config
     if cfg is None:
         return ()
@@ -702,18 +714,18 @@ def _epilogue_args(
         return out + (num(ep.alpha),)
     if not cfg.alpha_beta:
         return out
-    sc, tc, ic, pc, _t = _array_facts(c)
+    sc, tc, ic, pc, _t = array_facts(c, who)
     obytes = OUT_DTYPES[ot][1]
     want = (m, n) if nbatch is None else None
     ok2 = sc == (m, n) or (nbatch is not None and sc in ((m, n), (1, m, n), (nbatch, m, n)))
     if not ok2 or ic != obytes or tc[-1] != obytes or tc[-2] % obytes or tc[-2] < n * obytes:
         raise GemmInputError(
-            f"gemm: c must be {'an' if want else 'a (batch,)'} {m} x {n} array of {ot} ({obytes}-byte "
+            f"{who}: c must be {'an' if want else 'a (batch,)'} {m} x {n} array of {ot} ({obytes}-byte "
             f"elements) with unit stride along N, got shape {sc}, {ic}-byte elements, strides {tc}"
         )
     ldcib = tc[0] // obytes if len(sc) == 3 and sc[0] > 1 else 0
     if len(sc) == 3 and sc[0] > 1 and tc[0] % obytes:
-        raise GemmInputError(f"gemm: c's batch stride {tc[0]} bytes is not a whole number of elements")
+        raise GemmInputError(f"{who}: c's batch stride {tc[0]} bytes is not a whole number of elements")
     out += (num(ep.alpha), num(ep.beta), _ptr_arg(pc, c), np.int64(tc[-2] // obytes))
     if nbatch is not None:
         out += (np.int64(ldcib),)

@@ -294,8 +294,10 @@ def test_int8_blockscale_gemm_matches_the_float64_reference():
     ref = reference(a, bt.T, sa.expand(m, -(-k // 128)), sb)
     # s32 partial sums are exact: only the f32 promotion rounds
     assert (c.double() - ref).abs().max().item() <= 1e-5 * ref.abs().max().item()
-    with pytest.raises(GemmInputError, match="fold it into scale_a"):
-        hbs.gemm_fp8_blockscale(a, bt.T, sa, sb, alpha=2.0)
+    # int8 has no per-tensor scale parameter: alpha goes through the epilogue (alpha_only)
+    c2 = hbs.gemm_fp8_blockscale(a, bt.T, sa, sb, alpha=2.0, out_dtype="f32")
+    assert hbs.last_blockscale_launch["epilogue"].alpha_only
+    assert (c2.double() - 2 * ref).abs().max().item() <= 2e-5 * ref.abs().max().item()
 
 
 @pytest.mark.skipif(not _hopper(), reason="needs an sm_90 GPU with torch")
@@ -360,7 +362,7 @@ def test_launch_arguments_match_the_kernel_parameters(monkeypatch):
 
     calls = []
     monkeypatch.setattr(device, "_CUPY", [_FakeCupy])
-    monkeypatch.setattr(typed, "_unit_tensor_map", lambda ptr, rows, kb, ld: ("tmap", ptr, rows, kb, ld))
+    monkeypatch.setattr(typed, "unit_tensor_map", lambda ptr, rows, kb, ld: ("tmap", ptr, rows, kb, ld))
     monkeypatch.setattr(cache, "compile_kernel", lambda k: lambda *a, **kw: calls.append((k, a, kw)))
     m, n, k = 300, 520, 1040
     a = _Arr((m, k), (k, 1), 1, "uint8", 0x10000)
