@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -71,6 +71,7 @@ from ..proof.splitk_model import (
     plane_read_loops_ir,
     prove_serial_protocol,
 )
+from .epilogue import ACTIVATIONS, BIAS_AXES, BIAS_DTYPES
 from .toolkit import GemmKernel, addr_of, finish
 from .variant import WsVariantFields, base_plan_proofs, expect_tx_bytes, find_decl, find_param, unit_rewrite
 from .wgmma import Sm90Config, generate_sm90
@@ -82,6 +83,12 @@ __all__ = [
     "generate_splitk",
     "splitk_ir",
     "reduce_ir",
+    "reduce_epilogue_ir",
+    "FixupEpilogue",
+    "FixupEpilogueConfig",
+    "generate_fixup",
+    "prove_fixup_data_flow",
+    "FIXUP_BIAS_DTYPES",
     "split_devfn",
     "eval_split",
     "k_bounds_ir",
@@ -138,15 +145,20 @@ SERIAL_ACTIVATIONS = ("none", "relu", "silu", "gelu")
 class SplitKConfig(WsVariantFields):
     """The warp-specialized kernel ``base`` (TMA loads, no cluster) with K split ``splits``
     ways (2 .. :data:`MAX_SPLITS`), the planes summed by a fix-up kernel (``reduction=
-    "kernel"``) or in the kernel by the last unit of each tile (``"serial"``), which may
-    apply the fused epilogue ``act(alpha * acc + beta * Cin + bias[n])`` (``activation``
-    not None: bias f32 along N; ``alpha_beta``: the C input)."""
+    "kernel"``) or in the kernel by the last unit of each tile (``"serial"``); either may
+    apply the fused epilogue ``act(alpha * acc + beta * Cin + bias)`` (``activation`` not
+    None; ``alpha_beta``: the C input).  The serial reduction's bias is f32 along N; the
+    fix-up kernel's (:func:`reduce_epilogue_ir`) is along ``bias_axis`` (``"n"`` or
+    ``"m"``) of ``bias_dtype`` (f32, f16, bf16).  (The two bias fields are not in the repr:
+    the names of the kernels without them stay what they were.)"""
 
     base: Sm90Config
     splits: int
     reduction: str = "kernel"
     activation: Optional[str] = None
     alpha_beta: bool = False
+    bias_axis: str = field(default="n", repr=False)
+    bias_dtype: str = field(default="f32", repr=False)
 
     # the fields the planner and the runtime read from a kernel configuration
 
@@ -165,7 +177,16 @@ class SplitKConfig(WsVariantFields):
         k = f"{self.base.key()}_sk{self.splits}" + {"serial": "s", "cluster": "c"}.get(self.reduction, "")
         if self.activation is not None:
             k += f"_bias{self.activation}" + ("_ab" if self.alpha_beta else "")
+            k += ("_biasm" if self.bias_axis == "m" else "") + (
+                f"_b{self.bias_dtype}" if self.bias_dtype != "f32" else ""
+            )
         return k
+
+    def fixup_epilogue(self) -> Optional["FixupEpilogue"]:
+        """The fix-up kernel's fused epilogue (the fix-up reduction with an activation), or None."""
+        if self.activation is None or self.reduction != "kernel":
+            return None
+        return FixupEpilogue(self.activation, self.alpha_beta, self.bias_axis, self.bias_dtype)
 
     def validate(self) -> "SplitKConfig":
         if not isinstance(self.base, Sm90Config):
@@ -184,11 +205,19 @@ class SplitKConfig(WsVariantFields):
             raise GemmConfigError(
                 f"SplitKConfig: activation={self.activation!r} must be None or one of {SERIAL_ACTIVATIONS}"
             )
-        if (self.activation is not None or self.alpha_beta) and self.reduction != "serial":
+        if (self.activation is not None or self.alpha_beta) and self.reduction == "cluster":
             raise GemmConfigError(
                 "SplitKConfig: the fused epilogue (activation, alpha_beta) runs in the serial "
-                "reduction (reduction='serial')"
+                "reduction (reduction='serial') or in the fix-up kernel (reduction='kernel'), "
+                "not in the cluster reduction"
             )
+        if (self.bias_axis, self.bias_dtype) != ("n", "f32") and self.reduction != "kernel":
+            raise GemmConfigError(
+                f"SplitKConfig: a bias along {self.bias_axis!r} of {self.bias_dtype} is added by "
+                "the fix-up kernel (reduction='kernel'); the serial reduction adds an f32 bias along N"
+            )
+        if self.reduction == "kernel" and self.activation is not None:
+            FixupEpilogue(self.activation, self.alpha_beta, self.bias_axis, self.bias_dtype).validate()
         if self.reduction == "cluster" and not (self.splits <= 8 and self.smem_bytes <= SMEM_LIMIT):
             raise GemmConfigError(
                 f"SplitKConfig: the cluster reduction needs splits <= 8 (a portable cluster) and "
@@ -881,11 +910,18 @@ def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
     ``c < N``, the planes summed in order ``s = 0, 1, ...`` (deterministic).  Its CTA is
     :data:`FIXUP_DEFAULT`: block ``(x, y)`` = (256 columns, row ``y``), one element per
     thread; its grid is :func:`fixup_grid` ``(m, n)``."""
+    return _reduce_kernel(splits, out, name, None, {})
+
+
+def _reduce_kernel(splits: int, out: str, name: str, value: Any, ev: Dict[str, kir.Var]) -> kir.Kernel:
+    """:func:`reduce_ir`'s kernel; ``value(acc, r, c)``: the f32 value stored (converted)
+    in place of the sum ``acc`` (None: the sum); ``ev``: the variables it reads (``M``,
+    ``N`` shared with the kernel's)."""
     if out not in _CVT:
         raise GemmConfigError(f"split-K reduction: output {out!r} must be one of {sorted(_CVT)}")
     W = kir.Var("W", "const float*")
     C = kir.Var("C", "lp_out_t*")
-    M, N = kir.Var("M"), kir.Var("N")
+    M, N = ev.get("M", kir.Var("M")), ev.get("N", kir.Var("N"))
     ldc = kir.Var("ldc", "long long")
     tid = kir.THREAD_IDX
     bx = kir.BLOCK_IDX
@@ -908,7 +944,8 @@ def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
         width=ob,
     )
     cvt = _CVT[out]
-    val: kir.Expr = acc if cvt is None else kir.Call(cvt, (acc,), "lp_out_t")
+    x: kir.Expr = acc if value is None else value(acc, r, c)
+    val: kir.Expr = x if cvt is None else kir.Call(cvt, (x,), "lp_out_t")
     element = kir.block(
         kir.Decl(acc, kir.FloatLit("0.0f")),
         kir.For(
@@ -961,6 +998,363 @@ def reduce_ir(splits: int, out: str, name: str) -> kir.Kernel:
     )
 
 
+# ============================================================================ fix-up epilogue
+#: the bias element types the fix-up epilogue reads (converted to f32 as the fused
+#: epilogue does: :data:`layoutproof.gpu.kernels.epilogue.BIAS_DTYPES`)
+FIXUP_BIAS_DTYPES = ("f32", "f16", "bf16")
+#: the claim names of the fix-up epilogue's loads (:func:`reduce_epilogue_ir`)
+FIXUP_BIAS_LOAD = "fix-up epilogue bias load"
+FIXUP_CIN_LOAD = "fix-up epilogue C input load Cin[r, c]"
+_FLOW = "fix-up epilogue data flow"
+
+
+@dataclass(frozen=True)
+class FixupEpilogue:
+    """The fused epilogue the fix-up kernel applies to each summed element: ``C[r, c] =
+    act(alpha * acc + beta * Cin[r, c] + bias)`` (``alpha_beta``) or ``act(acc + bias)``,
+    the bias ``bias[c]`` (``bias_axis="n"``) or ``bias[r]`` (``"m"``) of ``bias_dtype``
+    converted to f32 -- the activations and the arithmetic of the fused epilogue
+    (:mod:`layoutproof.gpu.kernels.epilogue`), in f32.
+
+    >>> FixupEpilogue("gelu", True, "m", "bf16").validate().key()
+    'biasgelu_ab_biasm_bbf16'
+    """
+
+    activation: str = "none"
+    alpha_beta: bool = False
+    bias_axis: str = "n"
+    bias_dtype: str = "f32"
+
+    def key(self) -> str:
+        return (
+            f"bias{self.activation}"
+            + ("_ab" if self.alpha_beta else "")
+            + ("_biasm" if self.bias_axis == "m" else "")
+            + (f"_b{self.bias_dtype}" if self.bias_dtype != "f32" else "")
+        )
+
+    def validate(self) -> "FixupEpilogue":
+        if self.activation not in ACTIVATIONS:
+            raise GemmConfigError(
+                f"FixupEpilogue: activation={self.activation!r} must be one of {ACTIVATIONS}"
+            )
+        if self.bias_axis not in BIAS_AXES:
+            raise GemmConfigError(f"FixupEpilogue: bias_axis={self.bias_axis!r} must be one of {BIAS_AXES}")
+        if self.bias_dtype not in FIXUP_BIAS_DTYPES:
+            raise GemmConfigError(
+                f"FixupEpilogue: bias_dtype={self.bias_dtype!r} must be one of {FIXUP_BIAS_DTYPES}"
+            )
+        if type(self.alpha_beta) is not bool:
+            raise GemmConfigError(f"FixupEpilogue: alpha_beta={self.alpha_beta!r} must be a bool")
+        return self
+
+
+@dataclass(frozen=True)
+class FixupEpilogueConfig:
+    """An unsplit kernel ``base`` -- the 16-row mma.sync decode tile (a ``GemmConfig``) or
+    a wgmma one (an ``Sm90Config``) -- storing its f32 product into one workspace plane
+    (row stride N), then the fix-up kernel as a one-plane reduction applying the fused
+    epilogue (:func:`reduce_epilogue_ir` with one plane): the plain product's kernel with
+    the epilogue moved into the fix-up.
+
+    >>> from layoutproof.gpu.config import GemmConfig
+    >>> dec = GemmConfig(bm=16, bn=32, bk=128, warps_m=1, warps_n=2, stages=8)
+    >>> FixupEpilogueConfig(dec, "silu").key()
+    '16x32x128_w1x2_s8_auto_g8_fx_biassilu'
+    """
+
+    base: Any
+    activation: str = "none"
+    alpha_beta: bool = False
+    bias_axis: str = "n"
+    bias_dtype: str = "f32"
+
+    #: one plane, summed by the fix-up kernel
+    splits = 1
+    reduction = "kernel"
+
+    @property
+    def bm(self) -> int:
+        return int(self.base.bm)
+
+    @property
+    def bn(self) -> int:
+        return int(self.base.bn)
+
+    @property
+    def schedule(self) -> str:
+        return str(getattr(self.base, "schedule", ""))
+
+    @property
+    def loader(self) -> str:
+        return str(getattr(self.base, "loader", ""))
+
+    @property
+    def cluster(self) -> int:
+        return int(getattr(self.base, "cluster", 1))
+
+    @property
+    def smem_bytes(self) -> int:
+        return int(self.base.smem_bytes)
+
+    def fixup_epilogue(self) -> FixupEpilogue:
+        return FixupEpilogue(self.activation, self.alpha_beta, self.bias_axis, self.bias_dtype)
+
+    def key(self) -> str:
+        return f"{self.base.key()}_fx_{self.fixup_epilogue().key()}"
+
+    def validate(self) -> "FixupEpilogueConfig":
+        from ..config import GemmConfig
+
+        if not isinstance(self.base, (GemmConfig, Sm90Config)):
+            raise GemmConfigError(
+                "FixupEpilogueConfig: base must be a GemmConfig or an Sm90Config, got "
+                f"{type(self.base).__name__}"
+            )
+        self.base.validate()
+        if getattr(self.base, "cluster", 1) != 1:
+            raise GemmConfigError("FixupEpilogueConfig: the base kernel must not use clusters")
+        self.fixup_epilogue().validate()
+        return self
+
+
+def _fixup_bias_index(r: kir.Var, c: kir.Var, axis: str) -> kir.Expr:
+    """The fix-up's bias element index in its code (checked against the load's claim)."""
+    return r if axis == "m" else c
+
+
+def _fixup_cin_index(r: kir.Var, c: kir.Var, ldci: kir.Var) -> kir.Expr:
+    """The fix-up's C input element index in its code (checked against the load's claim)."""
+    return kir.Cast("long long", r) * ldci + c
+
+
+def _fixup_value(
+    acc: kir.Var, ep: FixupEpilogue, out: str, r: kir.Var, c: kir.Var, ev: Dict[str, kir.Var]
+) -> kir.Expr:
+    """``act(alpha * acc + beta * Cin[r, c] + bias)`` (or ``act(acc + bias)``) in f32: the
+    bias at the element's column (row), the loads claimed at its own coordinates."""
+    btype, bw, bconv = BIAS_DTYPES[ep.bias_dtype]
+    coord, ext = (r, ev["M"]) if ep.bias_axis == "m" else (c, ev["N"])
+    bclaim = kir.Claim(
+        f"{FIXUP_BIAS_LOAD} bias[{'r' if ep.bias_axis == 'm' else 'c'}]",
+        addr_of(ev["bias"]) + bw * coord,
+        bounds=((coord, ext),),
+        width=bw,
+    )
+    bval: kir.Expr = kir.Mem(ev["bias"], bclaim, idx=_fixup_bias_index(r, c, ep.bias_axis))
+    if bconv is not None:
+        bval = kir.Call(bconv, (bval,), "float")
+    x: kir.Expr = acc
+    if ep.alpha_beta:
+        ob = OUT_DTYPES[out][1]
+        cclaim = kir.Claim(
+            FIXUP_CIN_LOAD,
+            addr_of(ev["Cin"]) + ob * (kir.Cast("long long", r) * ev["ldci"] + c),
+            bounds=((r, ev["M"]), (c, ev["N"])),
+            width=ob,
+        )
+        cin: kir.Expr = kir.Mem(ev["Cin"], cclaim, idx=_fixup_cin_index(r, c, ev["ldci"]))
+        tof = BIAS_DTYPES[out][2]  # the output type's conversion to float (f32: none)
+        if tof is not None:
+            cin = kir.Call(tof, (cin,), "float")
+        x = ev["alpha"] * x + ev["beta"] * cin + bval
+    else:
+        x = x + bval
+    return kir.Call(f"lp_act_{ep.activation}", (x,), "float")
+
+
+def reduce_epilogue_ir(splits: int, out: str, name: str, ep: FixupEpilogue) -> kir.Kernel:
+    """The fix-up kernel with the fused epilogue: ``C[r, c] = cvt(act(alpha * sum_s W[s, r,
+    c] + beta * Cin[r, c] + bias))`` (``act(sum + bias)`` without ``alpha_beta``), the
+    bias ``bias[c]`` or ``bias[r]`` (``ep.bias_axis``) converted to f32, for ``r < M``, ``c
+    < N``; ``splits`` may be 1 (an unsplit kernel's one f32 plane).  The CTA, grid, plane
+    order and ordering after the GEMM kernel are :func:`reduce_ir`'s; the parameters after
+    ``ldc`` are the bias and, with ``alpha_beta``, ``alpha``, ``beta``, ``Cin`` and its row
+    stride ``ldci``."""
+    ep = ep.validate()
+    if type(splits) is not int or not 1 <= splits <= MAX_SPLITS:
+        raise GemmConfigError(f"fix-up epilogue: splits={splits!r} must be an int in [1, {MAX_SPLITS}]")
+    btype = BIAS_DTYPES[ep.bias_dtype][0]
+    ev = dict(
+        M=kir.Var("M"),
+        N=kir.Var("N"),
+        bias=kir.Var("bias", f"const {btype}*"),
+        alpha=kir.Var("alpha", "float"),
+        beta=kir.Var("beta", "float"),
+        Cin=kir.Var("Cin", "const lp_out_t*"),
+        ldci=kir.Var("ldci", "long long"),
+    )
+    k = _reduce_kernel(splits, out, name, lambda acc, r, c: _fixup_value(acc, ep, out, r, c, ev), ev)
+    params = k.params + (("const " + btype + "* __restrict__", ev["bias"]),)
+    if ep.alpha_beta:
+        params += (
+            ("float", ev["alpha"]),
+            ("float", ev["beta"]),
+            ("const lp_out_t* __restrict__", ev["Cin"]),
+            ("long long", ev["ldci"]),
+        )
+    bname = "bias[r]" if ep.bias_axis == "m" else "bias[c]"
+    what = f"alpha * sum + beta * Cin[r, c] + {bname}" if ep.alpha_beta else f"sum + {bname}"
+    return replace(
+        k,
+        params=params,
+        helpers=("act",) + k.helpers,
+        sizes={**k.sizes, btype: BIAS_DTYPES[ep.bias_dtype][1]},
+        description=k.description
+        + (f"fused epilogue in the fix-up: C = {ep.activation}({what}) in f32, bias {ep.bias_dtype}",),
+    )
+
+
+def _store_rhs(k: kir.Kernel) -> Tuple[kir.Mem, kir.Expr]:
+    """The fix-up's one C store and its value."""
+    stores = [
+        n
+        for n in kir.walk(k.body)
+        if isinstance(n, kir.Assign) and isinstance(n.lhs, kir.Mem) and n.lhs.claim.what == FIXUP_C_STORE
+    ]
+    if len(stores) != 1:
+        raise ProofFailedError(
+            f"fix-up kernel {k.name}: {len(stores)} C stores, expected one", condition=_FLOW
+        )
+    return stores[0].lhs, stores[0].rhs
+
+
+def prove_fixup_data_flow(k: kir.Kernel, ep: FixupEpilogue, out: str, log: ProofLog) -> None:
+    """The fix-up epilogue's data flow, on the tree: the one C store at ``(r, c)`` (its
+    claim's coordinates) writes ``cvt(act(alpha * acc + beta * Cin + bias))`` (or
+    ``cvt(act(acc + bias))``) where ``acc`` is the variable the plane loop sums the
+    workspace reads of ``(s, r, c)`` into, the bias load is claimed at ``bias + bytes *
+    c`` (``* r`` along M) and the C input load at ``Cin + bytes * (r * ldci + c)`` -- the
+    store's own ``r`` and ``c`` -- so each stored value is that of its own cell (the claims
+    themselves are discharged against the code's addresses by the obligations)."""
+    store, rhs = _store_rhs(k)
+    (r, _), (c, _) = store.claim.bounds
+    cvt = _CVT[out]
+
+    def fail(why: str) -> None:
+        raise ProofFailedError(
+            f"fix-up kernel {k.name}: the stored value is not {ep.activation}(... + bias) of its own "
+            f"cell: {why}",
+            condition=_FLOW,
+            witness=why,
+        )
+
+    v = rhs
+    if cvt is not None:
+        if not (isinstance(v, kir.Call) and v.name == cvt and len(v.args) == 1):
+            fail(f"the store does not convert with {cvt}")
+        v = v.args[0]
+    if not (isinstance(v, kir.Call) and v.name == f"lp_act_{ep.activation}" and len(v.args) == 1):
+        fail(f"the store does not apply lp_act_{ep.activation}")
+    t = v.args[0]
+    if not (isinstance(t, kir.Bin) and t.op == "+"):
+        fail("the activation's argument is not a sum with the bias")
+    body, bval = t.a, t.b
+
+    def load_of(e: kir.Expr, conv: Optional[str]) -> Optional[kir.Mem]:
+        if conv is not None:
+            if not (isinstance(e, kir.Call) and e.name == conv and len(e.args) == 1):
+                return None
+            e = e.args[0]
+        return e if isinstance(e, kir.Mem) else None
+
+    bw, bconv = BIAS_DTYPES[ep.bias_dtype][1], BIAS_DTYPES[ep.bias_dtype][2]
+    bload = load_of(bval, bconv)
+    coord, cname = (r, "r") if ep.bias_axis == "m" else (c, "c")
+    if bload is None or not bload.claim.what.startswith(FIXUP_BIAS_LOAD):
+        fail("the added term is not the bias load")
+    bias_v = bload.ptr
+    want = kir.emit_expr(addr_of(bias_v) + bw * coord)
+    bc = bload.claim.bounds
+    if kir.emit_expr(bload.claim.addr) != want or len(bc) != 1 or bc[0][0] is not coord:
+        fail(f"the bias load is claimed at {kir.emit_expr(bload.claim.addr)}, not bias[{cname}] ({want})")
+    if ep.alpha_beta:
+        ok = (
+            isinstance(body, kir.Bin)
+            and body.op == "+"
+            and isinstance(body.a, kir.Bin)
+            and body.a.op == "*"
+            and isinstance(body.b, kir.Bin)
+            and body.b.op == "*"
+        )
+        if not ok:
+            fail("the sum is not alpha * acc + beta * Cin")
+        alpha, acc_e, beta = body.a.a, body.a.b, body.b.a
+        if not (isinstance(alpha, kir.Var) and alpha.name == "alpha" and isinstance(beta, kir.Var)):
+            fail("the factors are not alpha and beta")
+        if beta.name != "beta":
+            fail("the C input's factor is not beta")
+        cload = load_of(body.b.b, BIAS_DTYPES[out][2])
+        if cload is None or cload.claim.what != FIXUP_CIN_LOAD:
+            fail("beta's factor is not the C input load")
+        cwant = kir.emit_expr(
+            addr_of(cload.ptr) + OUT_DTYPES[out][1] * (kir.Cast("long long", r) * kir.Var("ldci") + c)
+        )
+        cb = cload.claim.bounds
+        if kir.emit_expr(cload.claim.addr) != cwant or len(cb) != 2 or cb[0][0] is not r or cb[1][0] is not c:
+            fail(f"the C input load is claimed at {kir.emit_expr(cload.claim.addr)}, not Cin[r, c] ({cwant})")
+    else:
+        acc_e = body
+    reads = [
+        n
+        for n in kir.walk(k.body)
+        if isinstance(n, kir.Assign)
+        and n.op == "+="
+        and isinstance(n.rhs, kir.Mem)
+        and n.rhs.claim.what == PLANE_READ
+    ]
+    if not isinstance(acc_e, kir.Var) or len(reads) != 1 or reads[0].lhs is not acc_e:
+        fail("the summed term is not the variable the plane loop accumulates")
+    wb = reads[0].rhs.claim.bounds
+    if len(wb) != 2 or wb[0][0] is not r or wb[1][0] is not c:
+        fail("the planes summed are not read at the store's (r, c)")
+    form = "alpha * acc + beta * Cin[r, c] + " if ep.alpha_beta else "acc + "
+    log.add(
+        "equal",
+        f"fix-up epilogue data flow: C[r, c] = {cvt or '(float)'}(lp_act_{ep.activation}({form}"
+        f"bias[{cname}])), acc the sum of W[s, r, c]; every load claimed at the store's own (r, c), "
+        f"bias {ep.bias_dtype}" + (f" converted by {bconv}" if bconv else ""),
+        "exhaustive",
+        1,
+    )
+
+
+_FIXUPS: Dict[Tuple[int, GemmProblem, Optional[FixupEpilogue]], GemmKernel] = {}
+
+
+def generate_fixup(
+    splits: int, problem: GemmProblem, ep: Optional[FixupEpilogue] = None, *, memo: bool = True
+) -> GemmKernel:
+    """The fix-up kernel summing ``splits`` f32 planes into ``problem.out`` -- with the
+    fused epilogue ``ep`` (:func:`reduce_epilogue_ir`), else the plain sum
+    (:func:`reduce_ir`) -- proven and emitted: the ordering after the GEMM kernel
+    (:func:`prove_fixup_order`), the plane loop, every access's claim, and with ``ep`` the
+    grid's cover of the output (:func:`prove_fixup_grid`) and the data flow
+    (:func:`prove_fixup_data_flow`)."""
+    prob = problem.validate()
+    if memo and (splits, prob, ep) in _FIXUPS:
+        return _FIXUPS[(splits, prob, ep)]
+    if ep is None:
+        k = _plane_fixup(None, splits, prob)
+    else:
+        rlog = ProofLog()
+        rname = f"lp_splitk_reduce_{prob.out}_s{splits}_{ep.validate().key()}"
+        rir = reduce_epilogue_ir(splits, prob.out, rname, ep)
+        prove_fixup_order(rir, rlog)
+        _prove_plane_loop(rir, splits, rlog)
+        prove_fixup_grid(rir, FIXUP_DEFAULT, rlog, max_n=80, max_m=3)
+        prove_fixup_data_flow(rir, ep, prob.out, rlog)
+        title = (
+            f"proven before emission (split-K fix-up with epilogue {ep.key()}, {splits} planes, "
+            f"{prob.out} out)"
+        )
+        rsrc = finish(rir, rlog, title)
+        k = GemmKernel(None, prob, rsrc, rname, FIXUP_DEFAULT.threads, 0, rlog, {}, rir)
+    if memo:
+        _FIXUPS[(splits, prob, ep)] = k
+    return k
+
+
 # ============================================================================ generation
 @dataclass
 class SplitKKernels:
@@ -995,6 +1389,14 @@ def generate_splitk(
             "layoutproof.gpu.kernels.splitk_cluster.generate_cluster"
         )
     S = cfg.splits
+    ep = cfg.fixup_epilogue()
+    if ep is not None:  # the plain split kernel, then the fix-up with the fused epilogue
+        plain = replace(cfg, activation=None, alpha_beta=False, bias_axis="n", bias_dtype="f32")
+        kk = generate_splitk(plain, prob, memo=memo)
+        pair = SplitKKernels(cfg, prob, kk.gemm, generate_fixup(S, prob, ep, memo=memo))
+        if memo:
+            _MEMO[(cfg, prob)] = pair
+        return pair
     base_prob = replace(prob, out_dtype="f32")
     base = generate_sm90(cfg.base, base_prob, memo=memo)
     log = ProofLog(base_plan_proofs(base, cfg.base))
