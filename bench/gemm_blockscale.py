@@ -12,15 +12,28 @@ proven on first use).
   written through a padded view whose border must stay untouched.  The error is the largest
   ``|ours - ref| / max |ref|`` against float64 of the exactly representable inputs; the
   float32 dequantize-and-matmul error is printed beside it for scale.
+* ``--epilogue``: the fused epilogue options on the same kind of shapes (tails on M, N, K):
+  a bias along N or M in f32/f16/bf16, relu/silu/gelu, ``alpha``/``beta`` with a C input
+  (also in place, ``c`` the output), for e4m3/e5m2 and int8 (whose ``alpha`` is the
+  epilogue's), against float64 ``act(alpha * ref + beta * c + bias)``; the same NaN
+  poisoning and border check.
+* ``--sanitize``: a run small enough for ``compute-sanitizer --tool memcheck``: the plain
+  kernel and each epilogue form, e4m3 and s8, at a shape with tails on M, N and K, against
+  float64
+  (exit 1 on a mismatch).
 * ``--time SHAPES`` (``deepgemm``: the dense shapes of DeepGEMM's README): TFLOP/s of ours
   against the torch reference (dequantize to bf16 + ``torch.matmul``) and
   ``torch._scaled_mm`` with per-tensor scales (the same fp8 FLOPs without block scales; a
   ceiling, not the same product), interleaved rounds, median of per-round ratios, beside
   DeepGEMM's published figure for the shape (H800 SXM5, which has the H100's dense compute).
 
+  With ``--time-epilogue`` ours is timed with the epilogue fused too (a bf16 bias along N,
+  gelu, ``beta * c``), beside the plain kernel.
+
 Run on the GPU machine from the repository root (after ``. bench/device_env.sh``)::
 
-    python3 bench/gemm_blockscale.py --check --time deepgemm
+    python3 bench/gemm_blockscale.py --check --epilogue --time deepgemm
+    compute-sanitizer --tool memcheck python3 bench/gemm_blockscale.py --sanitize
 
 Logs (and a JSON of every figure) go under ``$OUT/gemm_blockscale`` (``bench/out/...``
 locally).
@@ -34,7 +47,7 @@ import math
 import statistics
 import sys
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from _timing import out_dir
 
@@ -124,7 +137,71 @@ def reference(a: Any, b: Any, sa: Any, sb: Any, kind: Any) -> Any:
     return A @ B
 
 
-def check(dtype: str, out: str, m: int, n: int, k: int, sa_layout: str, seed: int = 0) -> bool:
+#: the epilogue forms of ``--epilogue`` and ``--sanitize``: (name, options); ``bias`` is the
+#: bias's dtype, ``along`` its axis, ``c`` a C input (``"inplace"``: the output itself)
+EPILOGUES: List[Tuple[str, Dict[str, Any]]] = [
+    ("bias_n f32 + relu", dict(bias="f32", act="relu")),
+    (
+        "bias_m bf16 + gelu, alpha/beta c",
+        dict(bias="bf16", along="m", act="gelu", alpha=0.5, beta=-1.5, c=True),
+    ),
+    ("bias_n f16 + silu, beta c", dict(bias="f16", act="silu", beta=2.0, c=True)),
+    ("alpha/beta in place", dict(alpha=2.0, beta=0.5, c="inplace")),
+    ("alpha alone", dict(alpha=0.25)),
+]
+
+
+def epilogue_inputs(m: int, n: int, out: str, opt: Dict[str, Any], seed: int, mag: float) -> Dict[str, Any]:
+    """The bias and the C input an epilogue form ``opt`` reads (torch tensors), of the
+    product's magnitude ``mag`` (so that a bias or C element read at the wrong place moves
+    the result by about ``mag``, far past the tolerance)."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(1000 + seed)
+    along = opt.get("along", "n")
+    got: Dict[str, Any] = dict(along=along, alpha=opt.get("alpha", 1.0), beta=opt.get("beta", 0.0))
+    got["act"] = opt.get("act")
+    if "bias" in opt:
+        bdt = getattr(torch, _TORCH_OUT[opt["bias"]])
+        got["bias"] = (torch.randn(m if along == "m" else n, device="cuda", generator=g) * mag).to(bdt)
+    if opt.get("c"):
+        got["c"] = (torch.randn(m, n, device="cuda", generator=g) * mag).to(getattr(torch, _TORCH_OUT[out]))
+        got["inplace"] = opt["c"] == "inplace"
+    return got
+
+
+def apply_epilogue(r: Any, e: Optional[Dict[str, Any]]) -> Any:
+    """``act(alpha * r + beta * c + bias)`` in ``r``'s precision (``e`` None: ``r``)."""
+    import torch
+
+    if e is None:
+        return r
+    r = e["alpha"] * r
+    if "c" in e:
+        r = r + e["beta"] * e["c"].to(r.dtype)
+    if "bias" in e:
+        bb = e["bias"].to(r.dtype)
+        r = r + (bb[:, None] if e["along"] == "m" else bb[None, :])
+    act = e["act"]
+    if act == "relu":
+        r = torch.relu(r)
+    elif act == "silu":
+        r = torch.nn.functional.silu(r)
+    elif act == "gelu":
+        r = torch.nn.functional.gelu(r)
+    return r
+
+
+def check(
+    dtype: str,
+    out: str,
+    m: int,
+    n: int,
+    k: int,
+    sa_layout: str,
+    seed: int = 0,
+    epilogue: Optional[Tuple[str, Dict[str, Any]]] = None,
+) -> bool:
     import torch
 
     from layoutproof.gpu.host.blockscale import gemm_fp8_blockscale, last_blockscale_launch
@@ -134,12 +211,24 @@ def check(dtype: str, out: str, m: int, n: int, k: int, sa_layout: str, seed: in
     pad = 8
     big = torch.full((m + 2, n + 2 * pad), float("nan"), device="cuda", dtype=tout)
     view = big[1 : m + 1, pad : pad + n]
+    plain = reference(a, b, sa, sb, torch.float64)
+    # an f16 bias, C input or output stays finite (f16 tops out at 65504)
+    mag = min(max(plain.abs().max().item(), 1e-30) / 2, 1e3 if out == "f16" else 1e4)
+    e = None if epilogue is None else epilogue_inputs(m, n, out, epilogue[1], seed, mag)
+    kw: Dict[str, Any] = {}
+    if e is not None:
+        kw = dict(alpha=e["alpha"], beta=e["beta"], bias=e.get("bias"), bias_along=e["along"])
+        kw["activation"] = e["act"]
+        if "c" in e:
+            if e["inplace"]:
+                view.copy_(e["c"])
+            kw["c"] = view if e["inplace"] else e["c"]
     t0 = time.perf_counter()
-    gemm_fp8_blockscale(a, b, sa, sb, out_dtype=out, out=view)
+    gemm_fp8_blockscale(a, b, sa, sb, out_dtype=out, out=view, **kw)
     torch.cuda.synchronize()
     first = time.perf_counter() - t0
-    ref = reference(a, b, sa, sb, torch.float64)
-    r32 = reference(a, b, sa, sb, torch.float32)
+    ref = apply_epilogue(plain, e)
+    r32 = apply_epilogue(reference(a, b, sa, sb, torch.float32), e)
     scale = max(ref.abs().max().item(), 1e-30)
     got = view.double()
     nan = int(torch.isnan(got).sum().item())
@@ -150,14 +239,27 @@ def check(dtype: str, out: str, m: int, n: int, k: int, sa_layout: str, seed: in
     untouched = bool(torch.isnan(border).all().item())
     ok = nan == 0 and err <= _TOL[out] and untouched
     cfg = last_blockscale_launch.get("config")
+    ename = "" if epilogue is None else f" epilogue [{epilogue[0]}]"
     say(
-        f"[check] {'ok  ' if ok else 'FAIL'} {dtype}->{out} {m}x{n}x{k} scale_a {sa_layout}: "
+        f"[check] {'ok  ' if ok else 'FAIL'} {dtype}->{out} {m}x{n}x{k} scale_a {sa_layout}{ename}: "
         f"max err {err:.2e} (f32 dequant+matmul {e32:.2e}, tol {_TOL[out]:.0e}), NaN left {nan}, "
         f"border {'untouched' if untouched else 'WRITTEN'}, first call {first:.2f} s "
         f"({cfg.key() if cfg is not None else '?'})"
     )
     RESULTS["check"].append(
-        dict(dtype=dtype, out=out, m=m, n=n, k=k, sa=sa_layout, err=err, err_f32=e32, ok=ok, first_s=first)
+        dict(
+            dtype=dtype,
+            out=out,
+            m=m,
+            n=n,
+            k=k,
+            sa=sa_layout,
+            epilogue=None if epilogue is None else epilogue[0],
+            err=err,
+            err_f32=e32,
+            ok=ok,
+            first_s=first,
+        )
     )
     return ok
 
@@ -175,9 +277,11 @@ def _time(fn: Any, reps: int) -> float:
     return s.elapsed_time(e) / reps / 1e3
 
 
-def timing(m: int, n: int, k: int, rounds: int = 7) -> Dict[str, float]:
+def timing(m: int, n: int, k: int, rounds: int = 7, epilogue: bool = False) -> Dict[str, float]:
     """Median TFLOP/s of ours and the peers, interleaved round by round; the ratios (peer
-    time / ours) are medians of the per-round ratios.  Returns ``{peer: ratio}``."""
+    time / ours) are medians of the per-round ratios.  Returns ``{peer: ratio}``.  With
+    ``epilogue``, ours with the fused epilogue (a bf16 bias along N, gelu, ``beta * c``) is
+    a peer too."""
     import torch
 
     from layoutproof.gpu.host.blockscale import blockscale_launcher, last_blockscale_launch
@@ -198,6 +302,14 @@ def timing(m: int, n: int, k: int, rounds: int = 7) -> Dict[str, float]:
 
     one = torch.ones((), device="cuda")
     peers: Dict[str, Any] = {"torch dequant+matmul": dequant_matmul}
+    if epilogue:
+        bias = torch.randn(n, device="cuda").to(torch.bfloat16)
+        cin = torch.randn(m, n, device="cuda").to(torch.bfloat16)
+        fused, _c2 = blockscale_launcher(
+            a, b, sa, sb, out_dtype="bf16", bias=bias, activation="gelu", beta=0.5, c=cin
+        )
+        fused()
+        peers["ours + epilogue"] = fused
 
     def scaled_mm() -> Any:
         return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
@@ -219,6 +331,8 @@ def timing(m: int, n: int, k: int, rounds: int = 7) -> Dict[str, float]:
     ratios = {p: statistics.median(tp / to for tp, to in zip(times[p], times["ours"])) for p in peers}
     dg = DEEPGEMM_H800.get((m, n, k))
     line = ", ".join(f"{name} {v:.0f}" for name, v in tf.items())
+    # the timed peers ran after ours: the config printed is the plain kernel's
+    last_blockscale_launch["config"] = cfg
     line += "".join(f"; {p}/ours {r:.3f}" for p, r in ratios.items())
     if dg is not None:
         line += f"; DeepGEMM (H800, published) {dg}, ours/DeepGEMM {tf['ours'] / dg:.2f}"
@@ -227,9 +341,26 @@ def timing(m: int, n: int, k: int, rounds: int = 7) -> Dict[str, float]:
     return ratios
 
 
+def sanitize() -> int:
+    """The ``--sanitize`` run: the plain kernel and each epilogue form, e4m3 and s8, at a
+    shape with a tail on every dimension, against float64; returns the exit status (1 on a
+    mismatch)."""
+    fails, before = 0, len(RESULTS["check"])
+    m, n, k = 37, 200, 272  # 37 of 64 rows, 200 = 128 + 72 columns, 272 = 2 * 128 + 16 of K
+    for dtype, out in (("e4m3", "bf16"), ("s8", "f32")):
+        fails += not check(dtype, out, m, n, k, "mn")
+        for j, e in enumerate(EPILOGUES):
+            fails += not check(dtype, out, m, n, k, ("row", "per_row", "tensor")[j % 3], j + 1, e)
+    say(f"[sanitize] {len(RESULTS['check']) - before} runs, {fails} mismatches")
+    return 1 if fails else 0
+
+
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--epilogue", action="store_true", help="check the fused epilogue options")
+    ap.add_argument("--sanitize", action="store_true", help="a small run for compute-sanitizer")
+    ap.add_argument("--time-epilogue", action="store_true", help="time ours with the epilogue too")
     ap.add_argument("--time", default="", help="MxNxK,... or 'deepgemm' (DeepGEMM's README shapes)")
     ap.add_argument("--out", default=None, help="log folder (default $OUT/gemm_blockscale)")
     ns = ap.parse_args(argv)
@@ -249,6 +380,15 @@ def main(argv: List[str]) -> int:
         for dtype, out in (("e4m3", "bf16"), ("e4m3", "f32"), ("e5m2", "f16"), ("s8", "f32"), ("s8", "bf16")):
             for i, (m, n, k) in enumerate(shapes):
                 fails += not check(dtype, out, m, n, k, ("row", "mn", "per_row", "tensor")[i % 4], seed=i)
+    if ns.epilogue:
+        shapes = [(200, 300, 400), (1, 130, 16), (257, 513, 1040)]
+        kinds = (("e4m3", "bf16"), ("e4m3", "f32"), ("e5m2", "f16"), ("s8", "f32"), ("s8", "bf16"))
+        for i, (m, n, k) in enumerate(shapes):
+            for j, (dtype, out) in enumerate(kinds):
+                e = EPILOGUES[(i + j) % len(EPILOGUES)]
+                fails += not check(dtype, out, m, n, k, ("row", "mn", "per_row", "tensor")[j % 4], i + j, e)
+    if ns.sanitize:
+        fails += sanitize()
     if ns.time:
         shapes = (
             list(DEEPGEMM_H800)
@@ -257,7 +397,7 @@ def main(argv: List[str]) -> int:
         )
         geo: Dict[str, List[float]] = {}
         for m, n, k in shapes:
-            for p, r in timing(m, n, k).items():
+            for p, r in timing(m, n, k, epilogue=ns.time_epilogue).items():
                 geo.setdefault(p, []).append(r)
         for p, rs in geo.items():
             g = math.exp(sum(math.log(r) for r in rs) / len(rs))

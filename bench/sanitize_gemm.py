@@ -1,7 +1,7 @@
 """A small proven-GEMM run for compute-sanitizer (memcheck): every variant (split-K, the fused
 epilogue with bias along N or M, the batched kernel too), odd sizes.
 
-compute-sanitizer --tool memcheck python bench/sanitize_gemm.py [--new | --round2]
+compute-sanitizer --tool memcheck python bench/sanitize_gemm.py [--new | --round2 | --blockscale]
 
 ``--new``: only the batched kernels and the epilogue inputs (bias along M / in f16, batched,
 batched alpha/beta with a C input per batch, shared or in place).
@@ -17,6 +17,10 @@ the grouped kernel (zero-size groups, lists read through per-group tensor maps, 
 pointer-array form, the offsets, sizes and masked MoE forms).  Each result is checked against
 float64 (relative Frobenius error, no NaN left in a NaN-poisoned output) and the script exits
 1 on a mismatch.
+
+``--blockscale``: the block-scaled fp8/int8 kernel, plain and with each fused epilogue form,
+at a shape with tails on M, N and K (``gemm_blockscale.py --sanitize``); exits 1 on a
+mismatch.
 """
 
 import sys
@@ -233,6 +237,10 @@ def round2() -> int:
     return 1 if bad else 0
 
 
+if "--blockscale" in sys.argv:
+    import gemm_blockscale  # bench/ is the script's folder
+
+    sys.exit(gemm_blockscale.sanitize())
 if "--round2" in sys.argv:
     sys.exit(round2())
 rng = cp.random.default_rng(3)
