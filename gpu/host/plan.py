@@ -12,6 +12,7 @@ share that machinery (:class:`_Launch`); what they check of their arguments diff
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -19,7 +20,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import numpy as np
 
 from ..errors import GemmConfigError, GemmInputError
-from ..kernels.splitk import FIXUP_DEFAULT
+from ..kernels.splitk import FIXUP_DEFAULT, FixupEpilogueConfig, generate_fixup
 from ..kernels.wgmma import tensor_map_args
 from . import device, operands, rule
 from .cache import compile_kernel, kernel_for, splitk_kernels_for
@@ -282,18 +283,22 @@ class _Launch:
 
     def _set_epilogue(self, who: str, bias: Any, c: Any, alpha: float, beta: float) -> Any:
         """The fused epilogue's parameters (the bias, or the plan's zero bias; alpha, beta
-        and the C input); returns the bias vector the kernel reads."""
-        d, pbuf = self.decision, self._pb
+        and the C input) -- in the fix-up kernel's parameters where the fix-up applies the
+        epilogue; returns the bias vector the kernel reads."""
+        d = self.decision
+        fx = d.fixup if d.fixup is not None and d.fixup.epilogue else None
+        pbuf = self._fix[1] if fx is not None and getattr(self, "_fix", None) is not None else self._pb
+        slot = fx.slot if fx is not None else d.slot
         bvec = bias if bias is not None else self._zero_bias
         if bvec is None:
             raise GemmInputError(f"{who}: the plan was made with a bias: pass one")
-        pbuf.set(d.slot("bias"), bvec.data.ptr)
-        if d.slot("alpha") >= 0:
+        pbuf.set(slot("bias"), bvec.data.ptr)
+        if slot("alpha") >= 0:
             if c is None:
                 raise GemmInputError(f"{who}: the plan was made with alpha/beta: pass c")
-            pbuf.set(d.slot("alpha"), float(alpha))
-            pbuf.set(d.slot("beta"), float(beta))
-            pbuf.set(d.slot("cin"), c.data.ptr)
+            pbuf.set(slot("alpha"), float(alpha))
+            pbuf.set(slot("beta"), float(beta))
+            pbuf.set(slot("cin"), c.data.ptr)
         return bvec
 
     def _issue(self, args: Callable[[], Tuple[Any, ...]]) -> None:
@@ -312,11 +317,22 @@ class _Launch:
     def _epilogue_args(self, bvec: Any, c: Any, alpha: float, beta: float) -> Tuple[Any, ...]:
         """The epilogue's trailing arguments for CuPy's own launcher."""
         d = self.decision
-        if d.activation is None:
-            return ()
+        if d.activation is None or (d.fixup is not None and d.fixup.epilogue):
+            return ()  # (the fix-up's, where it applies the epilogue: _fixup_epilogue_args)
         out: Tuple[Any, ...] = (bvec,)
         if d.slot("alpha") >= 0:
             lds = tuple(np.int64(v) for i, v in d.statics if i > d.slot("cin"))
+            out += (np.float32(alpha), np.float32(beta), c) + lds
+        return out
+
+    def _fixup_epilogue_args(self, bvec: Any, c: Any, alpha: float, beta: float) -> Tuple[Any, ...]:
+        """The fix-up's epilogue arguments for CuPy's own launcher (none without one)."""
+        fx = self.decision.fixup
+        if fx is None or not fx.epilogue:
+            return ()
+        out: Tuple[Any, ...] = (bvec,)
+        if fx.slot("alpha") >= 0:
+            lds = tuple(np.int64(v) for i, v in fx.statics if i > fx.slot("cin"))
             out += (np.float32(alpha), np.float32(beta), c) + lds
         return out
 
@@ -393,7 +409,11 @@ class GemmPlan(_Launch):
     def _setup(self, chk: operands.Checked, d: LaunchDecision) -> None:
         """Carry the decision out: the kernels, the workspace, the parameters, the launchers."""
         cupy, req = chk.cupy, chk.request
-        if d.splits > 1:
+        if isinstance(d.config, FixupEpilogueConfig):  # the unsplit kernel into one f32 plane
+            plane = dataclasses.replace(d.problem, out_dtype="f32")
+            kern = kernel_for(d.config.base, plane)
+            fix = generate_fixup(1, d.problem, d.config.fixup_epilogue())
+        elif d.splits > 1:
             kern, fix = splitk_kernels_for(d.config, d.problem)  # fix: None (serial, cluster)
         else:
             kern, fix = kernel_for(d.config, d.problem), None
@@ -433,9 +453,9 @@ class GemmPlan(_Launch):
             raise GemmConfigError("a fix-up launch needs the decision's fix-up grid and a workspace")
         self.fixup_shape = FIXUP_DEFAULT
         frk = compile_kernel(fix)
-        fpb = ParamBuffer(["ptr", "ptr", "i32", "i32", "i64"])
+        fpb = ParamBuffer(d.fixup.kinds)
         fpb.set(0, self._ws.data.ptr)
-        for i, v in ((2, d.m), (3, d.n), (4, d.ldc)):
+        for i, v in ((2, d.m), (3, d.n), (4, d.ldc)) + d.fixup.statics:
             fpb.set(i, v)
         self._fix = (frk, fpb, d.fixup.grid)
         self._fix_threads = d.fixup.threads
@@ -561,6 +581,7 @@ class GemmPlan(_Launch):
             if self._pdl_split is None:  # else: launched as a programmatic dependent
                 self._issue(lambda: self._args(xa, xb, target, cvec, bvec, c, alpha, beta))
             if self._fix is not None:  # split-K: sum the partial planes into C (stream order)
+                self._fx_args = self._fixup_epilogue_args(bvec, c, alpha, beta)
                 self._launch_fixup(target)
         if self.orient == "copy":
             out[...] = target
@@ -640,7 +661,7 @@ class GemmPlan(_Launch):
             )
         else:
             args = (self._ws, target, np.int32(self.m), np.int32(self.n), np.int64(self._ldc))
-            frk(fg, (self._fix_threads, 1, 1), args)
+            frk(fg, (self._fix_threads, 1, 1), args + getattr(self, "_fx_args", ()))
 
     def _args(
         self, xa: Any, xb: Any, target: Any, cvec: int, bvec: Any, c: Any, alpha: float, beta: float
@@ -655,7 +676,8 @@ class GemmPlan(_Launch):
             args: Tuple[Any, ...] = (ta, tb, tgt, i32(self.m), i32(self.n), i32(self.k), i64(ldc), i32(cvec))
         else:
             mnk = (i32(self.m), i32(self.n), i32(self.k))
-            args = (xa, xb, tgt) + mnk + (i64(self._A.ld), i64(self._B.ld), i64(self._ldc), i32(cvec))
+            ldc = self._ldc if self._ws is None else self.n
+            args = (xa, xb, tgt) + mnk + (i64(self._A.ld), i64(self._B.ld), i64(ldc), i32(cvec))
         if self.decision.slot("out") >= 0:
             args += (target, np.int64(self._ldc), self._counters)
         return args + self._epilogue_args(bvec, c, alpha, beta)

@@ -37,10 +37,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..config import GemmConfig, GemmProblem
+from ..config import DTYPES, GemmConfig, GemmProblem
 from ..errors import GemmInputError
 from ..kernels.epilogue import EpilogueConfig
-from ..kernels.splitk import CLUSTER_ROWS, FIXUP_DEFAULT, SplitKConfig, fixup_grid
+from ..kernels.splitk import CLUSTER_ROWS, FIXUP_DEFAULT, FixupEpilogueConfig, SplitKConfig, fixup_grid
 from ..kernels.wgmma import Sm90Config, batched_kernels_available
 
 __all__ = [
@@ -61,6 +61,8 @@ __all__ = [
     "CLUSTER_RULE",
     "cluster_split",
     "splitk_pdl",
+    "epilogue_routes",
+    "EPILOGUE_RULE",
     "MMA_DECODE_RULE",
     "mma_decode",
     "mma_sync_candidates",
@@ -160,6 +162,12 @@ SPLITK_MODEL: Dict[str, Any] = {
     # is what fuses an epilogue (choose_config(..., epilogue=True)).
     "serial_us": 2.2,
     "serial_gbs": 50.0,
+    # what the serial reduction costs beyond its tail over the split kernel, against the
+    # fix-up kernel (a PDL launch whose prologue overlaps the split kernel): the median, over
+    # the eight split shapes of that section's table, of the measured (serial - fix-up)
+    # minus the model's (serial - fix-up) without this term (0.8 .. 5.4 us; every shape
+    # measured the serial reduction slower, which the model without it inverted on seven)
+    "serial_excess_us": 2.25,
     # decode shapes: split also where the output has at most this many rows (each tile
     # then streams a whole K panel of B; the unsplit pick's tile count does not gate them)
     "decode_m": 16,
@@ -389,6 +397,8 @@ def estimate_us(
     a fixed cost (pipeline fill, epilogue).  Unknown configs get the slowest known rate.
     ``k_splits``: the tiles are split ``k_splits`` ways along K (units = tiles x splits);
     a ``SplitKConfig`` adds its fix-up kernel (:data:`SPLITK_MODEL`)."""
+    if isinstance(cfg, FixupEpilogueConfig):  # an unsplit kernel, then a one-plane fix-up
+        return _plane_route_us(cfg, m, n, k, sms, model)
     if model is None:
         model = SM90_MODEL if not isinstance(cfg, GemmConfig) else SM80_MODEL
     splits = getattr(cfg, "splits", 1)
@@ -399,7 +409,8 @@ def estimate_us(
         floor = (m + n) * k * 2 / (SPLITK_MODEL["hbm_gbs"] * 1e3)
         if getattr(cfg, "reduction", "kernel") == "serial":  # one SM reads a tile's planes
             plane = splits * min(cfg.bm, m) * min(cfg.bn, n) * 4
-            return max(t, floor) + SPLITK_MODEL["serial_us"] + plane / (SPLITK_MODEL["serial_gbs"] * 1e3)
+            tail = SPLITK_MODEL["serial_us"] + SPLITK_MODEL["serial_excess_us"]
+            return max(t, floor) + tail + plane / (SPLITK_MODEL["serial_gbs"] * 1e3)
         fix = (splits * 4 + 2) * m * n / (SPLITK_MODEL["fixup_gbs"] * 1e3)
         return max(t, floor) + SPLITK_MODEL["fixup_us"] + fix
     rates = model["rates"]
@@ -448,11 +459,34 @@ def choose_config(
     measured faster) takes the cluster reduction instead (``cluster=False``: never).  With
     ``mma=True`` (a caller that may run the mma.sync kernel: ``gemm``'s ``path="auto"``), a
     plain product on Hopper that :func:`mma_decode` covers (decode shapes, measured faster)
-    takes that unsplit 16-row mma.sync kernel before any of this.  No kernel is generated or
-    timed here."""
+    takes that unsplit 16-row mma.sync kernel before any of this.  With ``epilogue=True``
+    and the default candidates on Hopper with TMA, the pick is the faster (wave model) of
+    :func:`epilogue_routes`: the fused kernels above, or the plain product's pick with the
+    epilogue moved into the fix-up kernel.  No kernel is generated or timed here."""
     for nm, v in (("m", m), ("n", n), ("k", k), ("sms", sms)):
         if type(v) is not int or v < 1:
             raise GemmInputError(f"choose_config: {nm}={v!r} must be a positive int")
+    auto = candidates is None
+    if auto and hopper and tma and epilogue and EPILOGUE_RULE["fixup"]:
+        return min(epilogue_routes(m, n, k, problem, sms=sms, mma=mma), key=lambda r: r[0])[2]
+    return _wave_pick(m, n, k, problem, hopper, tma, sms, candidates, epilogue, cluster, mma)
+
+
+def _wave_pick(
+    m: int,
+    n: int,
+    k: int,
+    problem: Optional[GemmProblem],
+    hopper: bool,
+    tma: bool,
+    sms: int,
+    candidates: Optional[Sequence[Any]],
+    epilogue: bool,
+    cluster: bool,
+    mma: bool,
+) -> Any:
+    """:func:`choose_config` without the epilogue routes (the fused kernels' pick for
+    ``epilogue=True``)."""
     auto = candidates is None
     if auto and hopper and mma and not epilogue:
         dec = mma_decode(m, n, k, problem, sms)
@@ -475,6 +509,66 @@ def choose_config(
                 cl = cluster_split(m, n, k, sms) if cluster and not epilogue else None
                 return sk[2] if cl is None else cl
     return best[2]
+
+
+#: the epilogue's routes (:func:`epilogue_routes`): ``fixup`` -- weigh the plain product's
+#: pick with the epilogue moved into the fix-up kernel (False: only the fused kernels, the
+#: rule before it; a switch for benchmarks that measure both); ``dtypes``, ``outs``: the
+#: operand and output types the fix-up epilogue takes
+EPILOGUE_RULE: Dict[str, Any] = {"fixup": True, "dtypes": tuple(DTYPES), "outs": ("f16", "bf16", "f32")}
+
+
+def _plane_route_us(cfg: Any, m: int, n: int, k: int, sms: int, model: Optional[Dict[str, Any]]) -> float:
+    """The wave model's time of an unsplit kernel storing one f32 plane, then the one-plane
+    fix-up (its launch and bytes: the plane read, C written, as the split's fix-up).  The
+    16-row mma.sync decode tile (:data:`MMA_DECODE_RULE`) is not in the fitted rates: where
+    the rule takes it, it was measured faster than the split-K pick, whose floor is the
+    operands' bytes at ``SPLITK_MODEL["hbm_gbs"]``; it is modelled at that floor."""
+    base = cfg.base
+    if isinstance(base, GemmConfig):
+        t = (m + n) * k * 2 / (SPLITK_MODEL["hbm_gbs"] * 1e3)
+    else:
+        t = estimate_us(base, m, n, k, sms=sms, model=model)
+    return t + SPLITK_MODEL["fixup_us"] + 6 * m * n / (SPLITK_MODEL["fixup_gbs"] * 1e3)
+
+
+def epilogue_routes(
+    m: int, n: int, k: int, problem: Optional[GemmProblem] = None, *, sms: int = 132, mma: bool = False
+) -> List[Tuple[float, str, Any]]:
+    """The kernels a fused epilogue (bias, activation, alpha/beta) may run on for an ``m x n
+    x k`` product on Hopper with TMA, as ``(model us, route, config)``, the configurations
+    without the call's epilogue fields (:func:`decide` adds them):
+
+    * ``"fused"`` -- the fused kernels' pick (the epilogue in the GEMM kernel: the unsplit
+      epilogue kernel, or split-K with the serial reduction);
+    * ``"fixup"`` -- the plain product's pick with the epilogue moved into the fix-up kernel
+      (:func:`~layoutproof.gpu.kernels.splitk.reduce_epilogue_ir`): its split-K (the
+      cluster reduction's shapes split with the fix-up instead), or its unsplit 16-row
+      mma.sync decode tile (``mma=True``) storing one f32 plane that a one-plane fix-up
+      turns into C (:class:`~layoutproof.gpu.kernels.splitk.FixupEpilogueConfig`).
+
+    Where the plain pick is an unsplit wgmma kernel the fused kernel does the same work
+    without the fix-up: only ``"fused"`` is listed.
+
+    >>> [(r, c.key()) for _, r, c in epilogue_routes(512, 512, 28672)]
+    [('fused', 'sm90_64x256x64_s5_g8_tma_ws_sk8s'), ('fixup', 'sm90_64x256x64_s5_g8_tma_ws_sk8')]
+    >>> min(epilogue_routes(512, 512, 28672))[1]
+    'fixup'
+    """
+    prob = problem or GemmProblem()
+    fused = _wave_pick(m, n, k, prob, True, True, sms, None, True, False, False)
+    out = [(estimate_us(fused, m, n, k, sms=sms), "fused", fused)]
+    if prob.dtype not in EPILOGUE_RULE["dtypes"] or prob.out not in EPILOGUE_RULE["outs"] or m > 65535:
+        return out
+    plain = _wave_pick(m, n, k, prob, True, True, sms, None, False, False, mma)
+    if isinstance(plain, GemmConfig):
+        route: Any = FixupEpilogueConfig(plain)
+    elif isinstance(plain, SplitKConfig) and plain.reduction == "kernel":
+        route = plain
+    else:
+        return out
+    out.append((estimate_us(route, m, n, k, sms=sms), "fixup", route))
+    return out
 
 
 def _fastest(cands: Sequence[Any], m: int, n: int, k: int, sms: int) -> Optional[Tuple[float, int, Any]]:
@@ -750,10 +844,26 @@ class Staging:
 
 @dataclass(frozen=True)
 class FixupLaunch:
-    """The split-K fix-up kernel's launch: grid and threads (the default CTA shape)."""
+    """The split-K fix-up kernel's launch: grid and threads (the default CTA shape), and its
+    parameter list (``kinds``: W, C, M, N, ldc, then the fused epilogue's: the bias; alpha,
+    beta, the C input and its row stride), the values the plan fixes (``statics``) and the
+    indices each call sets (``slots``: ``bias``, ``alpha``, ``beta``, ``cin``; empty
+    without the epilogue)."""
 
     grid: Tuple[int, int, int]
     threads: int
+    kinds: Tuple[str, ...] = ("ptr", "ptr", "i32", "i32", "i64")
+    statics: Tuple[Tuple[int, int], ...] = ()
+    slots: Tuple[Tuple[str, int], ...] = ()
+
+    @property
+    def epilogue(self) -> bool:
+        """Whether the fix-up applies the fused epilogue."""
+        return bool(self.slots)
+
+    def slot(self, name: str) -> int:
+        """The parameter index of ``name`` (-1: none)."""
+        return dict(self.slots).get(name, -1)
 
 
 @dataclass(frozen=True)
@@ -885,8 +995,23 @@ def kernel_operands(req: GemmRequest) -> Tuple[str, int, int, int, Staging, Stag
 
 
 def _with_epilogue(cfg: Any, req: GemmRequest, use90: bool, tma: bool) -> Any:
-    """``cfg`` with the call's fused epilogue: split-K with the serial reduction applies it
-    in its reducer (an f32 bias along N); anything else runs the epilogue kernel."""
+    """``cfg`` with the call's fused epilogue: split-K with the fix-up kernel applies it in
+    the fix-up, and so does an unsplit kernel storing one plane (``FixupEpilogueConfig``);
+    split-K with the serial reduction applies it in its reducer (an f32 bias along N);
+    anything else runs the epilogue kernel."""
+    act = req.activation or "none"
+    fields = dict(
+        activation=act, alpha_beta=req.alpha_beta, bias_axis=req.bias_along, bias_dtype=req.bias_dtype
+    )
+    if isinstance(cfg, FixupEpilogueConfig) or (
+        isinstance(cfg, SplitKConfig) and cfg.reduction == "kernel" and tma and use90
+    ):
+        if not use90 or req.out_dtype not in EPILOGUE_RULE["outs"]:
+            raise GemmInputError(
+                "gemm: the fix-up kernel's fused epilogue runs on compute capability 9.0 with an "
+                f"f16, bf16 or f32 output (got {req.out_dtype})"
+            )
+        return replace(cfg, **fields).validate()
     base = cfg.base if isinstance(cfg, (SplitKConfig, EpilogueConfig)) else cfg
     if not (use90 and getattr(base, "schedule", "") == "ws" and tma):
         raise GemmInputError(
@@ -894,7 +1019,6 @@ def _with_epilogue(cfg: Any, req: GemmRequest, use90: bool, tma: bool) -> Any:
             "kernel (compute capability 9.0 with cuda-python; an Sm90Config with "
             "loader='tma', schedule='ws')"
         )
-    act = req.activation or "none"
     plain_bias = (req.bias_along, req.bias_dtype) == ("n", "f32")
     if isinstance(cfg, SplitKConfig) and cfg.reduction == "serial" and plain_bias:
         return replace(cfg, activation=act, alpha_beta=req.alpha_beta).validate()
@@ -918,7 +1042,7 @@ def _config(
             epilogue=req.epilogue,
             mma=req.path == "auto",
         )
-    elif isinstance(config, (GemmConfig, Sm90Config, SplitKConfig, EpilogueConfig)):
+    elif isinstance(config, (GemmConfig, Sm90Config, SplitKConfig, EpilogueConfig, FixupEpilogueConfig)):
         cfg = config
     else:
         raise GemmInputError(
@@ -929,6 +1053,8 @@ def _config(
 
 def _check_split(cfg: Any, m: int) -> None:
     """The split-K reductions' row limits."""
+    if isinstance(cfg, FixupEpilogueConfig) and m > 65535:
+        raise GemmInputError(f"gemm: the fix-up kernel runs one grid row per C row: M={m} > 65535")
     if getattr(cfg, "splits", 1) <= 1:
         return
     if m > 65535 and cfg.reduction not in ("serial", "cluster"):
@@ -992,6 +1118,8 @@ def decide(req: GemmRequest, dev: DeviceFacts, config: Any = None) -> LaunchDeci
     splits = getattr(cfg, "splits", 1)
     cluster_red = splits > 1 and cfg.reduction == "cluster"  # no workspace, one unit per CTA
     serial = splits > 1 and cfg.reduction == "serial"
+    one_plane = isinstance(cfg, FixupEpilogueConfig)  # an unsplit kernel's one f32 plane
+    fx_ep = one_plane or (isinstance(cfg, SplitKConfig) and cfg.fixup_epilogue() is not None)
     tma = getattr(cfg, "loader", "") == "tma"
     if tma and not dev.tma:
         raise GemmInputError(
@@ -1006,24 +1134,41 @@ def decide(req: GemmRequest, dev: DeviceFacts, config: Any = None) -> LaunchDeci
         ldc = (req.out_strides[0] if orient == "row" else req.out_strides[1]) // it
     # c_vec: vector stores where ldc and C's base allow them (ws: 16-byte row vectors);
     # split-K's kernel stores f32 planes of row stride n
-    planes = splits > 1 and not cluster_red
-    cvec_ld = (n * 4) % 16 == 0 if planes else ((ldc * it) % 16 == 0 if ws else ldc % 2 == 0)
+    planes = (splits > 1 and not cluster_red) or one_plane
+    cvec_ld = (
+        ((n * 4) % 16 == 0 if ws else n % 2 == 0)
+        if planes
+        else ((ldc * it) % 16 == 0 if ws else ldc % 2 == 0)
+    )
     slots = {"a": 0, "b": 1, "c": 2}
     if tma:
         kinds = ["tmap", "tmap", "ptr", "i32", "i32", "i32", "i64", "i32"]
         statics = {3: m, 4: n, 5: K, 6: ldc if not planes else n}
     else:
         kinds = ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i64", "i64", "i64", "i32"]
-        statics = {3: m, 4: n, 5: K, 6: A.ld, 7: B.ld, 8: ldc}
+        statics = {3: m, 4: n, 5: K, 6: A.ld, 7: B.ld, 8: ldc if not planes else n}
     slots["cvec"] = len(kinds) - 1
     tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
     if serial:  # the output D, its row stride, the per-(warpgroup, tile) counters
         slots.update(out=len(kinds), counters=len(kinds) + 2)
         statics[len(kinds) + 1] = ldc
         kinds += ["ptr", "i64", "ptr"]
-    _epilogue_params(kinds, slots, statics, req, batched=False)
     fixup = None
-    if planes and not serial:
+    if fx_ep:  # the epilogue's parameters go to the fix-up kernel
+        fkinds = ["ptr", "ptr", "i32", "i32", "i64"]
+        fslots: Dict[str, int] = {}
+        fstatics: Dict[int, int] = {2: m, 3: n, 4: ldc}
+        _epilogue_params(fkinds, fslots, fstatics, req, batched=False)
+        fixup = FixupLaunch(
+            fixup_grid(m, n),
+            FIXUP_DEFAULT.threads,
+            tuple(fkinds),
+            tuple(sorted(fstatics.items())),
+            tuple(fslots.items()),
+        )
+    else:
+        _epilogue_params(kinds, slots, statics, req, batched=False)
+    if planes and not serial and fixup is None:
         fixup = FixupLaunch(fixup_grid(m, n), FIXUP_DEFAULT.threads)
     return LaunchDecision(
         config=cfg,
@@ -1037,16 +1182,16 @@ def decide(req: GemmRequest, dev: DeviceFacts, config: Any = None) -> LaunchDeci
         tma=tma,
         grid=launch_grid(cfg, m, n, dev.sms),
         ldc=ldc,
-        cvec_align=16 if ws else 2 * it,
+        cvec_align=16 if ws else 2 * (4 if planes else it),
         cvec_ld=cvec_ld,
         kinds=tuple(kinds),
         statics=tuple(sorted(statics.items())),
         slots=tuple(slots.items()),
         splits=splits,
-        workspace=splits * m * n if planes else 0,
+        workspace=max(splits, 1) * m * n if planes else 0,
         counters=cfg.base.warpgroups * tiles if serial else 0,
         fixup=fixup,
-        pdl_split=fixup is not None and splitk_pdl(m),
+        pdl_split=fixup is not None and not one_plane and splitk_pdl(m),
         activation=(req.activation or "none") if req.epilogue else None,
         zero_bias=_zero_bias(req),
         warn_no_tma=config is None and use_wgmma(config, req.path, dev.cc) and not dev.tma,

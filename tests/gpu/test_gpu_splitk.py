@@ -291,14 +291,14 @@ def test_fake_serial_splitk_plan_is_one_launch_with_the_output_and_counters(fake
     runtime.gemm(a, b, config=SERIAL)
     assert len(cp.launches) == 2 and cp.launches[1]["values"][-1] == plan._counters.data.ptr
     # the rule splits this decode shape by itself: with the fix-up kernel for a plain
-    # product (measured faster), in the kernel when an epilogue is fused (the wgmma rule: path='auto'
-    # may take the unsplit mma.sync tile for a plain product)
+    # product (measured faster), and a fused epilogue in that fix-up kernel too (the wgmma
+    # rule: path='auto' may take the unsplit mma.sync tile for a plain product)
     runtime.gemm(a, b, path="wgmma")
     got = runtime.last_launch["config"]
     assert isinstance(got, SplitKConfig) and got.reduction == "kernel"
-    runtime.gemm(a, b, activation="relu")
+    runtime.gemm(a, b, activation="relu", path="wgmma")
     got = runtime.last_launch["config"]
-    assert isinstance(got, SplitKConfig) and got.reduction == "serial" and got.activation == "relu"
+    assert isinstance(got, SplitKConfig) and got.reduction == "kernel" and got.activation == "relu"
     # gemm's default path ('auto') takes the unsplit 16-row mma.sync tile for the plain product
     # (plan.mma_decode, measured faster than the split on the H100), and the split for the fused one
     runtime.gemm(a, b)
@@ -307,7 +307,8 @@ def test_fake_serial_splitk_plan_is_one_launch_with_the_output_and_counters(fake
         runtime.last_launch["config"] is not None
         and cp.launches[-1]["grid"][0] * cp.launches[-1]["grid"][1] == n // 32
     )
-    runtime.gemm(a, b, activation="relu")
+    # the serial split given as the configuration applies the epilogue in its reducer
+    runtime.gemm(a, b, activation="relu", config=SERIAL)
     assert isinstance(runtime.last_launch["config"], SplitKConfig)
     assert cp.launches[-1]["kinds"][8:] == ["ptr", "i64", "ptr", "ptr"]  # D, ldd, counters, bias
 
@@ -331,7 +332,7 @@ def test_serial_config_rules_and_keys():
     assert ep.validate().key() == "sm90_64x128x64_s8_g8_tma_ws_sk4s_biasgelu_ab"
     for bad in (
         SplitKConfig(SERIAL.base, 4, "tree"),
-        SplitKConfig(SERIAL.base, 4, "kernel", "relu"),  # the epilogue needs the serial reduction
+        SplitKConfig(SERIAL.base, 4, "cluster", "relu"),  # the cluster reduction has no epilogue
         SplitKConfig(SERIAL.base, 4, "serial", "tanh"),
         SplitKConfig(SERIAL.base, 4, "serial", None, True),
     ):
@@ -344,19 +345,25 @@ def test_serial_config_rules_and_keys():
 
 
 @pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 4096, 4096), (1, 4096, 11008), (16, 8192, 8192)])
-def test_the_rule_splits_decode_shapes_serially_when_an_epilogue_is_fused(shape):
-    cfg = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True, cluster=False)
-    assert isinstance(cfg, SplitKConfig) and cfg.reduction == "kernel", cfg.key()
+def test_the_rule_splits_decode_shapes_with_the_epilogue_in_the_fixup(shape):
+    plain = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True, cluster=False)
+    assert isinstance(plain, SplitKConfig) and plain.reduction == "kernel", plain.key()
     # by default the cluster reduction replaces the plane split where it measured faster
     dflt = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True)
-    assert dflt == (P.cluster_split(*shape) or cfg), dflt.key()
-    cfg = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True, epilogue=True)
-    assert isinstance(cfg, SplitKConfig) and cfg.reduction == "serial", cfg.key()
+    assert dflt == (P.cluster_split(*shape) or plain), dflt.key()
+    # a fused epilogue: the plain split, its fix-up kernel applying the epilogue (the serial
+    # reduction measured slower on every split shape)
+    ep = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True, epilogue=True)
+    assert ep == plain, ep.key()
+    # the fused kernels' pick (the rule before the fix-up epilogue) splits serially
+    (t, route, cfg), *_ = P.epilogue_routes(*shape, GemmProblem())
+    assert route == "fused" and isinstance(cfg, SplitKConfig) and cfg.reduction == "serial", cfg.key()
     assert cfg in P.splitk_candidates(*shape, P.hopper_candidates(True), reduction="serial")
-    # the serial reduction's cost: one SM reads the tile's planes
+    # the serial reduction's cost: one SM reads the tile's planes, and its excess over the fix-up
     plane = cfg.splits * min(cfg.bm, shape[0]) * cfg.bn * 4
     fix = SplitKConfig(cfg.base, cfg.splits)
-    tail = P.SPLITK_MODEL["serial_us"] + plane / (P.SPLITK_MODEL["serial_gbs"] * 1e3)
+    tail = P.SPLITK_MODEL["serial_us"] + P.SPLITK_MODEL["serial_excess_us"]
+    tail += plane / (P.SPLITK_MODEL["serial_gbs"] * 1e3)
     base = P.estimate_us(fix, *shape) - P.SPLITK_MODEL["fixup_us"]
     base -= (cfg.splits * 4 + 2) * shape[0] * shape[1] / (P.SPLITK_MODEL["fixup_gbs"] * 1e3)
     assert P.estimate_us(cfg, *shape) == pytest.approx(base + tail)
