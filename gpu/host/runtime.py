@@ -17,7 +17,11 @@ device's facts (:func:`~layoutproof.gpu.host.rule.decide`: kernel, staging, grid
 parameters), and a plan carries the decision out (:mod:`~layoutproof.gpu.host.plan`: compile
 through :mod:`~layoutproof.gpu.host.cache`, allocate, encode, pack, launch).  ``gemm`` keeps
 one plan per argument signature, so a repeated call costs one parameter update and one
-``cuLaunchKernel`` on the current stream -- also inside a CUDA graph capture.
+``cuLaunchKernel`` on the current stream -- also inside a CUDA graph capture.  A plain 2-D
+product (no epilogue) whose plan launches from base addresses alone (its ``direct()``: no
+staged operand, no copied output) is kept once more under a short key of the arguments'
+types, shapes, strides, dtypes, 16-byte alignment, devices and options: a repeated call
+then costs that key, at most one allocation and the launch (:class:`_Direct`).
 
 Caches: plans in memory (here); kernels and compiled modules in
 :mod:`~layoutproof.gpu.host.cache`; autotuner results on disk (``autotune.json`` in
@@ -263,6 +267,155 @@ def _plan_key(a: Any, b: Any, out: Any, config: Any, out_dtype: Any, dtype: Any,
     )
 
 
+# ============================================================================ direct launches
+class _Direct:
+    """The plain 2-D calls whose plans launch from base addresses alone: each kept under the
+    key :func:`_direct_key` makes of the call (everything its plan depends on), as a
+    function ``run(a, b, out) -> out`` (:func:`_direct_run`) that allocates a new output
+    where the call has none, reads the current stream's handle and launches.  ``types``:
+    the types of ``a`` with an entry (a call whose ``a`` is of none of them, e.g. a torch
+    tensor, is not looked up); ``device``: CuPy's ``getDevice`` (a part of every key);
+    ``owner``: the list :mod:`~layoutproof.gpu.host.device` holds CuPy in when the entries
+    were made (a test that stands another CuPy in replaces that list: the entries are then
+    not used, and dropped at the next one kept)."""
+
+    __slots__ = ("entries", "types", "device", "owner")
+
+    def __init__(self) -> None:
+        self.reset(None)
+
+    def reset(self, owner: Any) -> None:
+        self.entries: Dict[Any, Any] = {}
+        self.types: frozenset = frozenset()
+        self.device: Any = None
+        self.owner: Any = owner
+
+
+_DIRECT = _Direct()
+
+
+def _direct_key(
+    dc: _Direct,
+    a: Any,
+    b: Any,
+    out: Any,
+    config: Any,
+    out_dtype: Any,
+    dtype: Any,
+    path: Any,
+    bias_along: Any,
+) -> Any:
+    """The key of a plain call (no bias, activation, C input; alpha 1, beta 0): each
+    array's type, shape, strides, dtype, base address modulo 16 and device, out's or None,
+    the options, and the current device.  Raises (AttributeError, TypeError) for what is
+    not an array or not hashable: the caller then takes the full path."""
+    ad, bd = a.data, b.data
+    if out is None:
+        ko: Any = None
+    else:
+        od = out.data
+        ko = (type(out), out.shape, out.strides, out.dtype, od.ptr & 15, od.device_id)
+    return (
+        type(a),
+        a.shape,
+        a.strides,
+        a.dtype,
+        ad.ptr & 15,
+        ad.device_id,
+        type(b),
+        b.shape,
+        b.strides,
+        b.dtype,
+        bd.ptr & 15,
+        bd.device_id,
+        ko,
+        config,
+        out_dtype,
+        dtype,
+        path,
+        bias_along,
+        dc.device(),
+    )
+
+
+def _direct_run(launch: Any, stream: Any, alloc: Any) -> Any:
+    """``run(a, b, out) -> out`` for a kept plan's ``launch(a_ptr, b_ptr, c_ptr,
+    stream_ptr)``: ``alloc()`` makes the new output where the entry is for ``out=None``
+    (None: the entry is for a given output), ``stream()`` is CuPy's current stream."""
+    if alloc is None:
+
+        def run(a: Any, b: Any, out: Any) -> Any:
+            launch(a.data.ptr, b.data.ptr, out.data.ptr, stream().ptr)
+            return out
+
+        return run
+
+    def run_new(a: Any, b: Any, out: Any) -> Any:
+        o = alloc()
+        launch(a.data.ptr, b.data.ptr, o.data.ptr, stream().ptr)
+        return o
+
+    return run_new
+
+
+def _new_out_like(cp: Any, res: Any) -> Any:
+    """A function making a new array of ``res``'s shape, strides and dtype (C or F order)
+    as cheaply as CuPy allows, checked once against ``res``; None where neither order
+    gives ``res``'s strides or no constructor does."""
+    try:
+        shape, strides, dt = tuple(res.shape), tuple(res.strides), res.dtype
+        it = dt.itemsize
+    except AttributeError:
+        return None
+    c_strides: List[int] = []
+    f_strides: List[int] = []
+    acc = it
+    for n in reversed(shape):
+        c_strides.insert(0, acc)
+        acc *= n
+    acc = it
+    for n in shape:
+        f_strides.append(acc)
+        acc *= n
+    if strides == tuple(c_strides):
+        order = "C"
+    elif strides == tuple(f_strides):
+        order = "F"
+    else:
+        return None
+    makers = []
+    nd = getattr(cp, "ndarray", None)
+    if nd is not None:  # the class itself: cupy.empty is a Python function around it
+        makers.append(functools.partial(nd, shape, dt, order=order))
+    makers.append(functools.partial(cp.empty, shape, dt, order=order))
+    for mk in makers:
+        try:
+            x = mk()
+            if tuple(x.shape) == shape and tuple(x.strides) == strides and x.dtype == dt:
+                return mk
+        except Exception:  # a constructor of another signature: the next one
+            continue
+    return None
+
+
+def _remember_direct(dc: _Direct, key: Any, plan: Any, out: Any, res: Any, cp: Any) -> None:
+    """Keep ``plan``'s direct launch under ``key`` where the plan offers one (and, for a
+    call without ``out``, a new output like ``res`` can be made)."""
+    direct = getattr(plan, "direct", None)
+    launch = direct() if direct is not None else None
+    if launch is None:
+        return
+    alloc = None
+    if out is None:
+        alloc = _new_out_like(cp, res)
+        if alloc is None:
+            return
+    if len(dc.entries) >= _PLAN_CAP:
+        dc.entries.pop(next(iter(dc.entries)))
+    dc.entries[key] = _direct_run(launch, cp.cuda.get_current_stream, alloc)
+    dc.types = dc.types | {key[0]}
+
+
 # ============================================================================ gemm
 def _gemm_batched(a: Any, b: Any, out: Any, bias: Any, c: Any, ab: bool, opts: Dict[str, Any]) -> Any:
     """The cached :class:`BatchedGemmPlan` for a :func:`gemm` call with a 3-D operand."""
@@ -361,6 +514,23 @@ def gemm(
             tensor, tensors on two devices, another CuPy stream current); NoGPUError
             without CuPy/GPU.
     """
+    dc = _DIRECT
+    if (
+        type(a) in dc.types
+        and dc.owner is device._CUPY
+        and bias is None
+        and c is None
+        and activation is None
+        and precision is None
+        and alpha == 1
+        and beta == 0
+    ):  # a plain call of a kept signature: its plan's launch from base addresses
+        try:
+            run = dc.entries.get(_direct_key(dc, a, b, out, config, out_dtype, dtype, path, bias_along))
+        except Exception:  # not arrays, or an unhashable option: the full path says
+            run = None
+        if run is not None:
+            return run(a, b, out)
     if precision is not None:
         if precision != "tf32" or dtype not in (None, "tf32"):
             raise GemmInputError(
@@ -420,7 +590,39 @@ def gemm(
             except Exception:
                 key = None
         _remember(key, plan)
-    return plan._run(a, b, out, bias, c, alpha, beta)
+    res = plan._run(a, b, out, bias, c, alpha, beta)
+    if not ab and bias is None and activation is None:
+        _keep_direct(a, b, out, res, plan, config, out_dtype, dtype, path, bias_along)
+    return res
+
+
+def _keep_direct(
+    a: Any,
+    b: Any,
+    out: Any,
+    res: Any,
+    plan: Any,
+    config: Any,
+    out_dtype: Any,
+    dtype: Any,
+    path: Any,
+    bias_along: Any,
+) -> None:
+    """After a plain 2-D call through the full path: keep its plan's direct launch
+    (:class:`_Direct`) where it offers one."""
+    dc = _DIRECT
+    try:
+        cp = plan._cupy
+        if dc.owner is not device._CUPY:
+            dc.reset(device._CUPY)
+        if dc.device is None:
+            dc.device = cp.cuda.runtime.getDevice
+        key = _direct_key(dc, a, b, out, config, out_dtype, dtype, path, bias_along)
+        if key in dc.entries:
+            return
+    except Exception:  # not arrays, or an unhashable option: nothing kept
+        return
+    _remember_direct(dc, key, plan, out, res, cp)
 
 
 _TYPED_NAMES = ("tf32", "e4m3", "e5m2", "s8", "u8")

@@ -1,0 +1,425 @@
+"""The CuPy route's direct launch: a plain 2-D ``gemm`` call of a kept signature launches its
+plan from base addresses (``plan.direct()``) under a short key of the call.
+
+Without a GPU (CI), with the fake CuPy of test_gpu_plan: the key is complete (a call that
+differs from a kept one in any field its plan depends on misses the entry; one that differs
+only in its base addresses, alignment kept, hits it), the direct path is taken exactly where
+the plan offers a direct launch, and it packs the parameters the full path packs, on the
+current stream.  With a GPU: results bit-identical to the full path's for each kind of
+decision (warp-specialized, split-K with the fix-up kernel, tiny, hybrid, the mma.sync
+decode tile), on a non-default stream, inside a CUDA graph capture, with ``out=`` given
+(row- and column-major) and new.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+from test_gpu_plan import _FakeArray, _FakeCupy
+
+from layoutproof.gpu.errors import GemmInputError
+from layoutproof.gpu.host import cache, device, runtime
+from layoutproof.gpu.host import rule as P
+from layoutproof.gpu.host.plan import GemmPlan
+from layoutproof.gpu.host.streamk import HybridPlan
+from layoutproof.gpu.host.tiny import TinyPlan
+from layoutproof.gpu.kernels.wgmma import Sm90Config
+
+
+# ============================================================================ a fake device
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    cp = _FakeCupy()
+    cp.dev = 0
+    cp.cuda.runtime.getDevice = lambda: cp.dev
+    cp.cuda.runtime.memcpy2DAsync = lambda *args: cp.copies.append(args)  # a staged operand's copy
+    cp.stream = 0x5
+    cp.cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=cp.stream)
+    monkeypatch.setenv("LAYOUTPROOF_CACHE", str(tmp_path))
+    monkeypatch.setattr(device, "_CUPY", [cp])
+    monkeypatch.setattr(device, "_DEVICE_FACTS", {})
+    monkeypatch.setattr(cache, "_MODULES", {})
+    monkeypatch.setattr(runtime, "_PLANS", {})
+    monkeypatch.setattr(runtime, "_DIRECT", runtime._Direct())
+    monkeypatch.setattr(device, "tma_available", lambda: False)
+    monkeypatch.setattr(P, "_WARNED", {"tma": True})
+    device._sm_count_of.cache_clear()
+    yield cp
+    device._sm_count_of.cache_clear()
+
+
+@pytest.fixture
+def hits(monkeypatch):
+    """Each call of a kept direct entry, logged (the plan, by its launch's owner)."""
+    log = []
+    made = runtime._direct_run
+
+    def spy(launch, stream, alloc):
+        run = made(launch, stream, alloc)
+
+        def logged(a, b, out):
+            log.append(launch)
+            return run(a, b, out)
+
+        return logged
+
+    monkeypatch.setattr(runtime, "_direct_run", spy)
+    return log
+
+
+class _Sub(_FakeArray):
+    """Another array type with the same attributes."""
+
+
+def _like(x, *, cls=None, shape=None, strides=None, dtype=None, ptr=None, dev=None):
+    """A fake array like ``x`` with one field changed."""
+    return (cls or _FakeArray)(
+        x._cp,
+        x.shape if shape is None else shape,
+        x.strides if strides is None else strides,
+        x.dtype if dtype is None else dtype,
+        x.data.ptr if ptr is None else ptr,
+        x.data.device_id if dev is None else dev,
+    )
+
+
+def _call(*args, **kw):
+    """gemm, a refusal of the full path counted as a call that did not hit."""
+    try:
+        return runtime.gemm(*args, **kw)
+    except GemmInputError:
+        return None
+
+
+def test_fake_key_misses_on_every_field_and_hits_on_new_addresses(fake, hits):
+    a, b = fake.array((96, 1024)), fake.array((1024, 72))
+    out = fake.empty((96, 72), np.float16)
+    runtime.gemm(a, b)
+    runtime.gemm(a, b, out)
+    assert hits == [] and len(runtime._DIRECT.entries) == 2
+    runtime.gemm(a, b)
+    runtime.gemm(a, b, out)
+    assert len(hits) == 2
+    # the same signature at other (16-byte aligned) addresses: hits
+    a2, b2, out2 = (_like(x, ptr=fake._alloc(1 << 20)) for x in (a, b, out))
+    runtime.gemm(a2, b2)
+    runtime.gemm(a2, b2, out2)
+    assert len(hits) == 4
+    fresh = fake._alloc(1 << 21)
+    for nm, x in (("a", a), ("b", b)):
+        variants = {
+            "type": _like(x, cls=_Sub),
+            "shape": _like(x, shape=(x.shape[0] - 1, x.shape[1])),
+            "strides": _like(x, strides=(x.strides[0] + 16, x.strides[1])),
+            "order": _like(x, strides=(x.strides[1], x.shape[0] * x.strides[1])),
+            "dtype": _like(x, dtype=np.uint16),
+            "alignment": _like(x, ptr=fresh + 8),
+            "device": _like(x, dev=1),
+        }
+        for field, v in variants.items():
+            before = len(hits)
+            if nm == "a":
+                _call(v, b)
+                _call(v, b, out)
+            else:
+                _call(a, v)
+                _call(a, v, out)
+            assert len(hits) == before, (nm, field)
+    outs = {
+        "type": _like(out, cls=_Sub),
+        "shape": _like(out, shape=(96, 71)),
+        "strides": _like(out, strides=(160, 2)),
+        "order": fake.empty((96, 72), np.float16, order="F"),
+        "dtype": _like(out, dtype=np.uint16),  # same strides: the dtype field alone
+        "alignment": _like(out, ptr=fresh + 8),
+        "device": _like(out, dev=1),
+    }
+    for field, v in outs.items():
+        before = len(hits)
+        _call(a, b, v)
+        assert len(hits) == before, ("out", field)
+    options = {
+        "config": dict(config=Sm90Config(bm=64, bn=128, stages=4)),
+        "out_dtype": dict(out_dtype="f32"),
+        "dtype": dict(dtype="f16"),
+        "path": dict(path="mma.sync"),
+        "bias_along": dict(bias_along="m"),
+    }
+    for field, kw in options.items():
+        before = len(hits)
+        _call(a, b, **kw)
+        assert len(hits) == before, ("option", field)
+    # an epilogue, alpha / beta, precision: never looked up
+    c = fake.empty((96, 72), np.float16)
+    for kw in (
+        dict(activation="relu"),
+        dict(c=c, beta=1.0),
+        dict(alpha=2.0, c=c, beta=0.0),
+        dict(precision="tf32"),
+    ):
+        before = len(hits)
+        _call(a, b, **kw)
+        assert len(hits) == before, kw
+    # another current device
+    fake.dev = 1
+    before = len(hits)
+    _call(a, b)
+    _call(a, b, out)
+    assert len(hits) == before, "device"
+    fake.dev = 0
+    runtime.gemm(a, b)
+    assert len(hits) == before + 1
+
+
+def test_fake_unhashable_option_takes_the_full_path(fake, hits):
+    a, b = fake.array((96, 1024)), fake.array((1024, 72))
+    runtime.gemm(a, b)
+    with pytest.raises(GemmInputError, match="config must be"):
+        runtime.gemm(a, b, config=[1])
+    assert hits == []
+
+
+def _cases(cp):
+    """(name, a, b, out, kwargs, whether the plan offers a direct launch)."""
+    return [
+        ("tiled", cp.array((96, 1024)), cp.array((1024, 72)), None, {}, True),
+        ("tiled, out", cp.array((96, 1024)), cp.array((1024, 72)), cp.empty((96, 72), np.float16), {}, True),
+        (
+            "tiled, column-major out",
+            cp.array((96, 40)),
+            cp.array((40, 72), order="F"),
+            cp.empty((96, 72), np.float32, order="F"),
+            dict(out_dtype="f32", path="wgmma"),
+            True,
+        ),
+        ("tiny", cp.array((7, 17)), cp.array((17, 13)), None, {}, True),
+        (
+            "tiny, F out",
+            cp.array((7, 17)),
+            cp.array((17, 13)),
+            cp.empty((7, 13), np.float16, order="F"),
+            {},
+            True,
+        ),
+        ("mma decode", cp.array((16, 4096)), cp.array((4096, 4096)), None, {}, True),
+        (
+            "staged operand",
+            cp.array((64, 100), offset=2),
+            cp.array((100, 64)),
+            None,
+            dict(path="wgmma"),
+            False,
+        ),
+        ("tiny epilogue", cp.array((7, 17)), cp.array((17, 13)), None, dict(activation="relu"), False),
+    ]
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_fake_direct_path_is_taken_exactly_where_the_plan_offers_it(fake, hits, monkeypatch, case):
+    name, a, b, out, kw, offered = _cases(fake)[case]
+    runs = []
+    for cls in (GemmPlan, TinyPlan):
+        full = cls._run
+
+        def counted(self, *args, _full=full, **kws):
+            runs.append(self)
+            return _full(self, *args, **kws)
+
+        monkeypatch.setattr(cls, "_run", counted)
+    results, calls = [], []
+    for _ in range(3):
+        n0 = len(fake.launches)
+        results.append(runtime.gemm(a, b, out, **kw))
+        calls.append(fake.launches[n0:])
+    (plan,) = runtime._PLANS.values()
+    assert (plan.direct() is not None) == offered, name
+    assert len(hits) == (2 if offered else 0) and len(runs) == (1 if offered else 3), name
+    # the direct launches pack what the full path packed (the output's address aside)
+    assert len(calls[0]) == len(calls[2]) >= 1
+    for first, last in zip(calls[0], calls[2]):
+        for k in ("grid", "block", "smem", "stream", "kinds"):
+            assert first[k] == last[k], (name, k)
+        if out is not None:
+            assert first["values"] == last["values"]
+    if out is not None:
+        assert all(r is out for r in results)
+    else:
+        r0, r2 = results[0], results[2]
+        assert (r0.shape, r0.strides, r0.dtype) == (r2.shape, r2.strides, r2.dtype)
+        assert r0.data.ptr != r2.data.ptr
+
+
+def test_fake_direct_launch_uses_the_current_stream_and_updates_last_launch(fake, hits):
+    a, b = fake.array((96, 1024)), fake.array((1024, 72))
+    runtime.gemm(a, b)
+    plan = runtime.last_launch["plan"]
+    fake.stream = 0x77
+    runtime.last_launch.clear()
+    c = runtime.gemm(a, b)
+    assert len(hits) == 1 and fake.launches[-1]["stream"] == 0x77
+    assert runtime.last_launch["plan"] is plan
+    assert fake.launches[-1]["values"][:3] == [a.data.ptr, b.data.ptr, c.data.ptr]
+
+
+def test_fake_entries_follow_the_cupy_they_were_made_with(fake, hits, monkeypatch):
+    a, b = fake.array((96, 1024)), fake.array((1024, 72))
+    runtime.gemm(a, b)
+    monkeypatch.setattr(device, "_CUPY", [fake])  # another CuPy stood in (as a test does)
+    monkeypatch.setattr(runtime, "_PLANS", {})
+    runtime.gemm(a, b)
+    assert hits == [] and len(runtime._DIRECT.entries) == 1
+    runtime.gemm(a, b)
+    assert len(hits) == 1
+
+
+# ============================================================================ on a GPU
+gpu = pytest.mark.skipif(not runtime.gpu_available(), reason="no CUDA GPU / CuPy")
+
+
+def _cp():
+    return pytest.importorskip("cupy")
+
+
+def _hopper_tma() -> bool:
+    return (
+        runtime.gpu_available() and _cp().cuda.Device().compute_capability == "90" and runtime.tma_available()
+    )
+
+
+def _operands(cp, m, n, k, seed, dt="f16"):
+    rng = cp.random.default_rng(seed)
+    a = rng.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
+    b = rng.standard_normal((k, n), dtype=cp.float32).astype(cp.float16)
+    if dt == "bf16":  # the raw bits of bfloat16 values (the top halves of float32s)
+        a = (a.astype(cp.float32).view(cp.uint32) >> 16).astype(cp.uint16)
+        b = (b.astype(cp.float32).view(cp.uint32) >> 16).astype(cp.uint16)
+    return a, b
+
+
+def _bits(x):
+    """The raw bits of a 2- or 4-byte array (NaNs compare equal, signed zeros do not)."""
+    return x.view({2: "uint16", 4: "uint32"}[x.dtype.itemsize])
+
+
+def _full_path(monkeypatch, fn):
+    """``fn()`` with no direct entries: the first call of a signature is the full path."""
+    with monkeypatch.context() as m:
+        m.setattr(runtime, "_DIRECT", runtime._Direct())
+        return fn()
+
+
+# (name, m, n, k, what the decision must be)
+KINDS = [
+    ("ws", 2048, 2048, 2048, lambda cfg, plan: getattr(cfg, "schedule", None) == "ws"),
+    ("split-K + fix-up", 1, 4096, 4096, lambda cfg, plan: getattr(cfg, "splits", 1) > 1),
+    ("tiny", 7, 13, 17, lambda cfg, plan: isinstance(plan, TinyPlan)),
+    ("hybrid", 5120, 5120, 2048, lambda cfg, plan: isinstance(plan, HybridPlan)),
+    ("mma.sync decode", 16, 4096, 4096, lambda cfg, plan: "16x" in cfg.key() and "sm90" not in cfg.key()),
+]
+
+
+@pytest.fixture
+def kept(monkeypatch):
+    """Fresh plan and direct-entry caches (each test's plans are its own)."""
+    monkeypatch.setattr(runtime, "_PLANS", {})
+    monkeypatch.setattr(runtime, "_DIRECT", runtime._Direct())
+
+
+@gpu
+@pytest.mark.parametrize("kind", KINDS, ids=[k[0] for k in KINDS])
+def test_gpu_direct_results_are_the_full_paths_bit_for_bit(kind, monkeypatch, hits, kept):
+    cp = _cp()
+    name, m, n, k, is_kind = kind
+    if name != "tiny" and not _hopper_tma():
+        pytest.skip("the decision kinds are Hopper's with TMA")
+    dt = "bf16" if name == "split-K + fix-up" else "f16"
+    a, b = _operands(cp, m, n, k, m + n + k, dt)
+    kw = dict(dtype="bf16") if dt == "bf16" else {}
+    ref_new = _full_path(monkeypatch, lambda: runtime.gemm(a, b, **kw))
+    (plan,) = runtime._PLANS.values()
+    assert is_kind(plan.config, plan), (name, plan.config.key())
+    assert plan.direct() is not None, name
+    runtime.gemm(a, b, **kw)  # the full path, kept
+    before = len(hits)
+    got_new = runtime.gemm(a, b, **kw)
+    assert len(hits) == before + 1
+    assert (got_new.shape, got_new.strides, got_new.dtype) == (ref_new.shape, ref_new.strides, ref_new.dtype)
+    assert bool(cp.array_equal(_bits(got_new), _bits(ref_new))), name
+    # a given output (poisoned), row-major; then a fresh pair of operands through the same entry
+    out = cp.empty((m, n), dtype=ref_new.dtype)
+    _bits(out).fill(0xFFFF)  # NaN in f16 and bf16
+    runtime.gemm(a, b, out, **kw)
+    runtime.gemm(a, b, out, **kw)
+    assert len(hits) == before + 2
+    assert bool(cp.array_equal(_bits(out), _bits(ref_new))), name
+    a2, b2 = _operands(cp, m, n, k, 7 * m + n, dt)
+    ref2 = _full_path(monkeypatch, lambda: runtime.gemm(a2, b2, **kw))
+    runtime.gemm(a2, b2, out, **kw)
+    assert len(hits) == before + 3
+    assert bool(cp.array_equal(_bits(out), _bits(ref2))), name
+    # and the product itself, against float64
+    if dt == "f16":
+        want = a2.astype(cp.float64) @ b2.astype(cp.float64)
+        err = float(cp.linalg.norm(out.astype(cp.float64) - want) / cp.linalg.norm(want))
+        assert err < 1e-2, (name, err)
+
+
+@gpu
+def test_gpu_direct_column_major_out_and_a_non_default_stream(monkeypatch, hits, kept):
+    cp = _cp()
+    a, b = _operands(cp, 512, 512, 512, 5)
+    ref = _full_path(monkeypatch, lambda: runtime.gemm(a, b))
+    ref_f = _full_path(monkeypatch, lambda: runtime.gemm(a, b, cp.empty((512, 512), cp.float16, order="F")))
+    out = cp.full((512, 512), cp.nan, dtype=cp.float16, order="F")
+    runtime.gemm(a, b, out)
+    out[...] = cp.nan
+    runtime.gemm(a, b, out)
+    assert len(hits) == 1 and bool(cp.array_equal(_bits(out), _bits(ref_f)))
+    s = cp.cuda.Stream(non_blocking=True)
+    out2 = cp.full((512, 512), cp.nan, dtype=cp.float16)
+    out[...] = cp.nan
+    cp.cuda.Device().synchronize()
+    with s:
+        runtime.gemm(a, b)  # the full path, kept
+        got = runtime.gemm(a, b)
+        runtime.gemm(a, b, out)
+        runtime.gemm(a, b, out2)
+        runtime.gemm(a, b, out2)
+    s.synchronize()
+    assert len(hits) == 4
+    for x, want in ((got, ref), (out, ref_f), (out2, ref)):
+        assert bool(cp.array_equal(_bits(x), _bits(want)))
+
+
+@gpu
+@pytest.mark.parametrize("shape", [(512, 512, 512), (1, 4096, 4096), (7, 13, 17)], ids=str)
+def test_gpu_direct_launch_inside_a_cuda_graph_capture(shape, monkeypatch, hits, kept):
+    cp = _cp()
+    m, n, k = shape
+    a, b = _operands(cp, m, n, k, 11)
+    ref = _full_path(monkeypatch, lambda: runtime.gemm(a, b))
+    out = cp.empty((m, n), dtype=cp.float16)
+    runtime.gemm(a, b, out)  # the entry, kept before the capture
+    s = cp.cuda.Stream(non_blocking=True)
+    before = len(hits)
+    with s:
+        s.begin_capture()
+        runtime.gemm(a, b, out)
+        g = s.end_capture()
+    assert len(hits) == before + 1
+    out[...] = cp.nan
+    cp.cuda.Device().synchronize()
+    g.launch(stream=s)
+    s.synchronize()
+    assert bool(cp.array_equal(_bits(out), _bits(ref))), shape
+    # new operands in the same memory: the replay reads them
+    a2, b2 = _operands(cp, m, n, k, 12)
+    ref2 = _full_path(monkeypatch, lambda: runtime.gemm(a2, b2))
+    a[...] = a2
+    b[...] = b2
+    cp.cuda.Device().synchronize()
+    g.launch(stream=s)
+    s.synchronize()
+    assert bool(cp.array_equal(_bits(out), _bits(ref2))), shape
