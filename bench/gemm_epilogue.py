@@ -1,64 +1,145 @@
-"""The fused epilogue's cost: device time (CUDA-graph replay) of gemm with bias + activation
-against the plain gemm, and against torch's unfused `relu(matmul + bias)` (cuBLAS, then an
-elementwise kernel).  Run on the GPU machine after ``source bench/device_env.sh``::
+"""The fused epilogue (bias + activation) against torch's unfused ``addmm`` + the activation,
+and the rule's epilogue route against the fused kernels' route it replaced: ``gemm(a, b, out,
+bias=bias, activation=act)`` with the rule's pick (the plain product's kernel with the
+epilogue in the fix-up kernel where the wave model says so: ``rule.epilogue_routes``) and,
+with ``--old``, with ``rule.EPILOGUE_RULE["fixup"] = False`` (the fused kernels only: the
+unsplit epilogue kernel or split-K's serial reduction).  Interleaved rounds (eager, events
+around a batch of calls; ratio = torch's time / ours, median over the rounds), the bias in
+the operands' dtype along N, each output NaN-poisoned and checked against torch's result
+before timing.  Run on the GPU machine after ``source bench/device_env.sh``::
 
-    python bench/gemm_epilogue.py
+    python bench/gemm_epilogue.py --old
+    python bench/gemm_epilogue.py --shapes 1x4096x4096,16x8192x28672 --dtypes f16 --acts gelu
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import statistics
+
 import _timing as G
 import cupy as cp
+from gemm_suite import peer_rounds
 
-from layoutproof.gpu.host.runtime import gemm
+#: the decode and split shapes where the fused epilogue trailed addmm + the activation
+SHAPES = (
+    "512x512x28672,4x4096x11008,1x8192x28672,32x4096x14336,16x8192x28672,8x8192x8192,"
+    "64x4096x11008,1x4096x4096,8192x8192x256"
+)
 
 
-def torch_unfused_time(a, b, bias, c, reps):
+def _plan(a, b, c, bias, act, fixup):
+    """A plan made with the epilogue rule's fix-up routes on (the rule now) or off (before)."""
+    from layoutproof.gpu.host import plan, rule
+
+    old = rule.EPILOGUE_RULE["fixup"]
+    rule.EPILOGUE_RULE["fixup"] = fixup
+    try:
+        return plan.GemmPlan(a, b, c, bias=bias, activation=act)
+    finally:
+        rule.EPILOGUE_RULE["fixup"] = old
+
+
+def main(argv=None):
     import torch
 
-    ta, tb, tbias, tc = (torch.from_dlpack(x) for x in (a, b, bias, c))
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            tc.copy_(torch.relu(torch.matmul(ta, tb) + tbias))
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            tc.copy_(torch.relu(torch.matmul(ta, tb) + tbias))
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    ts = []
-    for _ in range(3):
-        e0.record()
-        g.replay()
-        e1.record()
-        e1.synchronize()
-        ts.append(e0.elapsed_time(e1) / 1e3 / reps)
-    return sorted(ts)[1]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shapes", default=SHAPES)
+    ap.add_argument("--dtypes", default="f16,bf16")
+    ap.add_argument("--acts", default="gelu,silu")
+    ap.add_argument("--old", action="store_true", help="also time the fused kernels' route (the rule before)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    acts = {"gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu, "relu": torch.relu}
+    rng = cp.random.default_rng(7)
+    rows = []
+    for dtype in args.dtypes.split(","):
+        for act in args.acts.split(","):
+            fn = acts[act]
+            for m, n, k in G.shapes_arg(args.shapes):
+                a, b = G.make(cp, (m, k), dtype, rng), G.make(cp, (k, n), dtype, rng)
+                bias = G.make(cp, (n,), dtype, rng)
+                ta, tb, tbias = (torch.from_dlpack(x) for x in (a, b, bias))
+                tc = torch.empty((m, n), dtype=ta.dtype, device=ta.device)
+                ref = cp.from_dlpack(fn(torch.addmm(tbias, ta, tb)))
+                c_new = cp.full((m, n), cp.nan, dtype=a.dtype)
+                c_old = cp.full((m, n), cp.nan, dtype=a.dtype)
+                new = _plan(a, b, c_new, bias, act, True)
+                old = _plan(a, b, c_old, bias, act, False) if args.old else None
+                same = old is not None and old.config == new.config
+                new(a, b, c_new, bias)
+                errs = {"new": G.rel_err(cp, c_new, ref)}
+                if old is not None and not same:
+                    old(a, b, c_old, bias)
+                    errs["old"] = G.rel_err(cp, c_old, ref)
 
+                def peer():
+                    torch.addmm(tbias, ta, tb, out=tc)
+                    fn(tc)
 
-def main():
-    rng = cp.random.default_rng(4)
-    print("shape: ours plain / ours bias+relu / torch matmul / torch relu(matmul + bias), us (graph)")
-    for m, n, k in [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 11008, 4096), (128, 8192, 8192)]:
-        a, b = G.make(cp, (m, k), "f16", rng), G.make(cp, (k, n), "f16", rng)
-        bias = rng.standard_normal(n, dtype=cp.float32)
-        c = cp.empty((m, n), cp.float16)
-        reps = 3 if m * n * k >= 8192**3 else 10
-        gemm(a, b, c)
-        t0 = G.graph_time(cp, G.graph_of(cp, lambda: gemm(a, b, c), reps), reps) * 1e6
-        gemm(a, b, c, bias=bias, activation="relu")
-        ref = cp.maximum(a.astype(cp.float32) @ b.astype(cp.float32) + bias, 0)
-        err = G.rel_err(cp, c, ref)
-        t1 = (
-            G.graph_time(cp, G.graph_of(cp, lambda: gemm(a, b, c, bias=bias, activation="relu"), reps), reps)
-            * 1e6
+                peers = {"torch": peer}
+                if old is not None and not same:
+                    peers["old"] = lambda: old(a, b, c_old, bias)
+                fl = 2.0 * m * n * k
+                reps = max(3, min(args.reps, int(2e12 / fl) + 1)) if fl > 2e12 else args.reps
+                _, times, _ = peer_rounds(cp, lambda: new(a, b, c_new, bias), peers, reps, args.rounds)
+                med = {nm: statistics.median(ts) * 1e6 for nm, ts in times.items()}
+                ratio = statistics.median(t / o for t, o in zip(times["torch"], times["ours"]))
+                if old is None:
+                    old_us, old_ratio = None, None
+                elif same:
+                    old_us, old_ratio = med["ours"], ratio
+                else:
+                    old_us = med["old"]
+                    old_ratio = statistics.median(t / o for t, o in zip(times["torch"], times["old"]))
+                ok = all(e < (1e-2 if dtype == "f16" else 3e-2) for e in errs.values())
+                row = dict(
+                    dtype=dtype,
+                    activation=act,
+                    shape=f"{m}x{n}x{k}",
+                    config=new.config.key(),
+                    old_config=None if old is None else old.config.key(),
+                    ours_us=med["ours"],
+                    old_us=old_us,
+                    torch_us=med["torch"],
+                    ratio=ratio,
+                    old_ratio=old_ratio,
+                    errs=errs,
+                    ok=ok,
+                )
+                rows.append(row)
+                print(
+                    f"{dtype:4s} {act:4s} {m}x{n}x{k:<6d} ratio {ratio:.3f}"
+                    + (f" (before {old_ratio:.3f})" if old_ratio is not None else "")
+                    + f"  ours {med['ours']:7.1f} us  addmm+{act} {med['torch']:7.1f} us  "
+                    f"{'ok' if ok else 'FAIL ' + str(errs)}  [{row['config']}]",
+                    flush=True,
+                )
+                cp.get_default_memory_pool().free_all_blocks()
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(rows, f, indent=1)
+    print(
+        "\n| shape | dtype | act | ratio now | ratio before | ours us | before us | addmm+act us | route now |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        before = "" if r["old_ratio"] is None else f"{r['old_ratio']:.3f}"
+        bus = "" if r["old_us"] is None else f"{r['old_us']:.1f}"
+        print(
+            f"| {r['shape']} | {r['dtype']} | {r['activation']} | {r['ratio']:.3f} | {before} | "
+            f"{r['ours_us']:.1f} | {bus} | {r['torch_us']:.1f} | {r['config']} |"
         )
-        tr = G.torch_graph_time(cp, a, b, c, reps) * 1e6
-        tu = torch_unfused_time(a, b, bias, c, reps) * 1e6
-        print(f"{m}x{n}x{k}: {t0:.1f} / {t1:.1f} (err {err:.1e}) / {tr:.1f} / {tu:.1f}", flush=True)
-        cp.get_default_memory_pool().free_all_blocks()
+    rs = [r["ratio"] for r in rows]
+    if rs:
+        gm = statistics.geometric_mean(rs)
+        print(
+            f"\nepilogue: {len(rs)} cases, {sum(r['ok'] for r in rows)} correct; geomean {gm:.3f}, "
+            f"min {min(rs):.3f}; >= 1.0 on {sum(x >= 1.0 for x in rs)}"
+        )
 
 
 if __name__ == "__main__":
