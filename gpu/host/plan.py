@@ -287,7 +287,8 @@ class _Launch:
         epilogue; returns the bias vector the kernel reads."""
         d = self.decision
         fx = d.fixup if d.fixup is not None and d.fixup.epilogue else None
-        pbuf = self._fix[1] if fx is not None and getattr(self, "_fix", None) is not None else self._pb
+        fix = getattr(self, "_fix", None)  # a 2-D plan's fix-up (kernel, parameters, grid)
+        pbuf = fix[1] if fx is not None and fix is not None else self._pb
         slot = fx.slot if fx is not None else d.slot
         bvec = bias if bias is not None else self._zero_bias
         if bvec is None:

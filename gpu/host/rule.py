@@ -1000,7 +1000,7 @@ def _with_epilogue(cfg: Any, req: GemmRequest, use90: bool, tma: bool) -> Any:
     split-K with the serial reduction applies it in its reducer (an f32 bias along N);
     anything else runs the epilogue kernel."""
     act = req.activation or "none"
-    fields = dict(
+    fields: Dict[str, Any] = dict(
         activation=act, alpha_beta=req.alpha_beta, bias_axis=req.bias_along, bias_dtype=req.bias_dtype
     )
     if isinstance(cfg, FixupEpilogueConfig) or (

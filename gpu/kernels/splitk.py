@@ -52,7 +52,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NoReturn, Optional, Tuple
 
 import numpy as np
 
@@ -1205,7 +1205,7 @@ def reduce_epilogue_ir(splits: int, out: str, name: str, ep: FixupEpilogue) -> k
     )
 
 
-def _store_rhs(k: kir.Kernel) -> Tuple[kir.Mem, kir.Expr]:
+def _store_rhs(k: kir.Kernel) -> Tuple[Any, Any]:
     """The fix-up's one C store and its value."""
     stores = [
         n
@@ -1231,7 +1231,7 @@ def prove_fixup_data_flow(k: kir.Kernel, ep: FixupEpilogue, out: str, log: Proof
     (r, _), (c, _) = store.claim.bounds
     cvt = _CVT[out]
 
-    def fail(why: str) -> None:
+    def fail(why: str) -> NoReturn:
         raise ProofFailedError(
             f"fix-up kernel {k.name}: the stored value is not {ep.activation}(... + bias) of its own "
             f"cell: {why}",
@@ -1239,7 +1239,7 @@ def prove_fixup_data_flow(k: kir.Kernel, ep: FixupEpilogue, out: str, log: Proof
             witness=why,
         )
 
-    v = rhs
+    v: Any = rhs
     if cvt is not None:
         if not (isinstance(v, kir.Call) and v.name == cvt and len(v.args) == 1):
             fail(f"the store does not convert with {cvt}")
@@ -1249,9 +1249,10 @@ def prove_fixup_data_flow(k: kir.Kernel, ep: FixupEpilogue, out: str, log: Proof
     t = v.args[0]
     if not (isinstance(t, kir.Bin) and t.op == "+"):
         fail("the activation's argument is not a sum with the bias")
-    body, bval = t.a, t.b
+    body: Any = t.a
+    bval: Any = t.b
 
-    def load_of(e: kir.Expr, conv: Optional[str]) -> Optional[kir.Mem]:
+    def load_of(e: Any, conv: Optional[str]) -> Optional[kir.Mem]:
         if conv is not None:
             if not (isinstance(e, kir.Call) and e.name == conv and len(e.args) == 1):
                 return None
@@ -1295,7 +1296,7 @@ def prove_fixup_data_flow(k: kir.Kernel, ep: FixupEpilogue, out: str, log: Proof
             fail(f"the C input load is claimed at {kir.emit_expr(cload.claim.addr)}, not Cin[r, c] ({cwant})")
     else:
         acc_e = body
-    reads = [
+    reads: List[Any] = [
         n
         for n in kir.walk(k.body)
         if isinstance(n, kir.Assign)
@@ -1349,7 +1350,8 @@ def generate_fixup(
             f"{prob.out} out)"
         )
         rsrc = finish(rir, rlog, title)
-        k = GemmKernel(None, prob, rsrc, rname, FIXUP_DEFAULT.threads, 0, rlog, {}, rir)
+        no_tile: Any = None  # the fix-up has no tile configuration
+        k = GemmKernel(no_tile, prob, rsrc, rname, FIXUP_DEFAULT.threads, 0, rlog, {}, rir)
     if memo:
         _FIXUPS[(splits, prob, ep)] = k
     return k
