@@ -25,6 +25,16 @@ CUDA graph and replayed, the peer as ``torch.matmul`` in a torch CUDA graph (CuP
 cuBLAS calls under capture).  Host us/call: CPU time to issue one call (``perf_counter``
 around a batch, before synchronizing), the minimum over rounds.  The summary gives, per
 dtype, the geometric mean of the ratios, the smallest, and 8192^3's.
+``LAYOUTPROOF_BENCH_FULL_PATH=1`` (read here only) makes ``gemm`` on CuPy arrays take its
+full path on every call, as before the direct launch, for before/after eager ratios.
+
+Host section (unless ``--no-host``; shapes ``--host-shapes``, default 512^3, 1024^3,
+1x4096x4096, 16x4096x4096, 7x13x17): host us per call of ``gemm`` on CuPy arrays with a new
+and a given output through its full path and through the kept direct launch, a kept plan,
+``cupy.matmul`` and ``torch.matmul`` (new and given output) and ``gemm`` on torch tensors,
+batches of 200 calls (the launch queue never full), the minimum over 15 interleaved rounds;
+then the pieces of one call (allocations, stream and device queries, the key, the bare
+launch, the torch route's pieces).
 
 ``--epilogue ACTS`` times ``gemm(a, b, out, bias=bias, activation=act)`` against torch's
 unfused ``torch.addmm(bias, a, b)`` followed by the activation (``gelu``: erf form, as ours),
@@ -45,6 +55,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -328,42 +339,185 @@ def epilogue(cp, args, log):
     return rows
 
 
-def host(cp, log, reps=2000, rounds=7):
-    """Host microseconds per call on small problems (the GPU never the bottleneck):
-    gemm (new output / given output), a kept plan, the plan rebuilt every call (what every
-    gemm call cost before plans, less the kernel cache lookups), and cupy.matmul."""
-    from layoutproof.gpu.host.plan import GemmPlan
+HOST_SHAPES = [(512, 512, 512), (1024, 1024, 1024), (1, 4096, 4096), (16, 4096, 4096), (7, 13, 17)]
+
+
+def _full_path_only(runtime):
+    """Make ``gemm`` on CuPy arrays take its full path on every call (no direct entries, none
+    kept); returns the function that restores the direct path."""
+    kept, keep = runtime._DIRECT, runtime._keep_direct
+    runtime._DIRECT = runtime._Direct()
+    runtime._keep_direct = lambda *args, **kw: None
+
+    def restore():
+        runtime._DIRECT, runtime._keep_direct = kept, keep
+
+    return restore
+
+
+def _host_us(cp, fn, reps):
+    """Host microseconds per call of ``reps`` back-to-back calls of ``fn`` (few enough that
+    the launch queue never fills: the host is never held up by the GPU)."""
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    us = (time.perf_counter() - t0) / reps * 1e6
+    cp.cuda.Device().synchronize()
+    return us
+
+
+def _host_parts(cp, runtime, a, b, c, reps=2000):
+    """Host microseconds of the pieces of one call (the minimum of 5 batches each): the
+    allocations a new output may take, the stream and device queries, the key, the bare
+    launch; and, where torch is installed, the pieces of the torch route's call."""
+    import functools
+
+    m, n = a.shape[0], b.shape[1]
+    dt = c.dtype
+    pool = cp.get_default_memory_pool()
+    nbytes = m * n * dt.itemsize
+    stream = cp.cuda.get_current_stream
+    gemm = runtime.gemm
+    gemm(a, b, c)
+    gemm(a, b, c)
+    run = runtime._DIRECT.entries.get(
+        runtime._direct_key(runtime._DIRECT, a, b, c, None, None, None, "auto", "n")
+    )
+    plan = runtime.last_launch["plan"]
+    launch = plan.direct() if hasattr(plan, "direct") else None
+    pa, pb, pc = a.data.ptr, b.data.ptr, c.data.ptr
+    sp = stream().ptr
+    parts = {
+        "cupy.empty": lambda: cp.empty((m, n), dt),
+        "cupy.ndarray": lambda: cp.ndarray((m, n), dt),
+        "partial(cupy.ndarray)": functools.partial(cp.ndarray, (m, n), dt, order="C"),
+        "ndarray(memptr=pool.malloc)": lambda: cp.ndarray((m, n), dt, memptr=pool.malloc(nbytes)),
+        "ndarray(memptr=cuda.alloc)": lambda: cp.ndarray((m, n), dt, memptr=cp.cuda.alloc(nbytes)),
+        "get_current_stream().ptr": lambda: stream().ptr,
+        "runtime.getDevice()": cp.cuda.runtime.getDevice,
+        "key": lambda: runtime._direct_key(runtime._DIRECT, a, b, c, None, None, None, "auto", "n"),
+        "key + lookup": lambda: runtime._DIRECT.entries.get(
+            runtime._direct_key(runtime._DIRECT, a, b, c, None, None, None, "auto", "n")
+        ),
+        "kept entry run(a,b,out)": (lambda: run(a, b, c)) if run else None,
+        "bare launch(pa,pb,pc,sp)": (lambda: launch(pa, pb, pc, sp)) if launch else None,
+    }
+    try:
+        import torch
+
+        from layoutproof.gpu.host import torch_op
+
+        ta = torch.from_dlpack(a)
+        raw = torch._C._cuda_getCurrentRawStream
+        tdt = ta.dtype
+        parts.update(
+            {
+                "torch a.new_empty": lambda: ta.new_empty((m, n), dtype=tdt),
+                "torch.empty(device=)": lambda: torch.empty((m, n), dtype=tdt, device=ta.device),
+                "torch raw stream": lambda: raw(0),
+                "torch is_compiling": torch.compiler.is_compiling,
+                "torch a.data_ptr()": ta.data_ptr,
+                "torch a.shape, a.stride()": lambda: (ta.shape, ta.stride()),
+                "torch_op any_tensor": lambda: torch_op.any_tensor(a, b, None, None, None),
+            }
+        )
+    except Exception as ex:
+        print(f"  torch parts skipped: {type(ex).__name__}: {ex}", flush=True)
+    out = {}
+    for nm, f in parts.items():
+        if f is None:
+            continue
+        r = reps if "launch" not in nm and "run" not in nm else 200
+        out[nm] = min(_host_us(cp, f, r) for _ in range(5))
+    return out
+
+
+def host(cp, log, reps=200, rounds=15, shapes=None):
+    """Host microseconds per call on small problems (issued with the launch queue never
+    full, so the GPU never holds the host up): ``gemm`` on CuPy arrays with a new and a given
+    output -- through its full path (checks, views, parameter packing: what every call
+    cost before the direct launch; ``[full]``) and through the kept direct launch
+    (``[direct]``) -- a kept plan, ``cupy.matmul`` and ``torch.matmul`` (new and given
+    output), and ``gemm`` on torch tensors; the minimum over interleaved rounds.  Then the
+    pieces of one call at 512^3 (:func:`_host_parts`)."""
+    from layoutproof.gpu.host import runtime
     from layoutproof.gpu.host.runtime import gemm, gemm_plan
 
+    try:
+        import torch
+    except Exception:
+        torch = None
     out = {}
-    for m, n, k in [(512, 512, 512), (16, 4096, 4096)]:
+    for m, n, k in shapes or HOST_SHAPES:
         rng = cp.random.default_rng(1)
         a, b = make(cp, (m, k), "f16", rng), make(cp, (k, n), "f16", rng)
         c = gemm(a, b)
         c2 = cp.matmul(a, b)
         plan = gemm_plan(a, b, c)
         fns = {
-            "gemm(a,b)": lambda: gemm(a, b),
-            "gemm(a,b,out)": lambda: gemm(a, b, c),
+            "gemm(a,b) [full]": lambda: gemm(a, b),
+            "gemm(a,b) [direct]": lambda: gemm(a, b),
+            "gemm(a,b,out) [full]": lambda: gemm(a, b, c),
+            "gemm(a,b,out) [direct]": lambda: gemm(a, b, c),
             "plan(a,b,out)": lambda: plan(a, b, c),
-            "GemmPlan rebuilt + call": lambda: GemmPlan(a, b, c)._run(a, b, c),
             "cupy.matmul(a,b)": lambda: cp.matmul(a, b),
             "cupy.matmul(a,b,out)": lambda: cp.matmul(a, b, out=c2),
         }
+        if torch is not None:
+            ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
+            tc, tc2 = torch.from_dlpack(c), torch.matmul(ta, tb)
+            fns.update(
+                {
+                    "torch.matmul(a,b)": lambda: torch.matmul(ta, tb),
+                    "torch.matmul(a,b,out)": lambda: torch.matmul(ta, tb, out=tc2),
+                    "gemm(ta,tb) torch": lambda: gemm(ta, tb),
+                    "gemm(ta,tb,out) torch": lambda: gemm(ta, tb, tc),
+                }
+            )
+        for f in fns.values():  # plans, entries, cuBLAS handles: made before timing
+            f()
+            f()
         best = {nm: math.inf for nm in fns}
         for _ in range(rounds):
             for nm, f in fns.items():
-                r = reps if "rebuilt" not in nm else reps // 20
-                cp.cuda.Device().synchronize()
-                t0 = time.perf_counter()
-                for _ in range(r):
-                    f()
-                best[nm] = min(best[nm], (time.perf_counter() - t0) / r * 1e6)
-                cp.cuda.Device().synchronize()
+                restore = _full_path_only(runtime) if "[full]" in nm else None
+                try:
+                    best[nm] = min(best[nm], _host_us(cp, f, reps))
+                finally:
+                    if restore is not None:
+                        restore()
+        ours = {"new": best["gemm(a,b) [direct]"], "out": best["gemm(a,b,out) [direct]"]}
+        for kind, peer_new, peer_out in (
+            ("cupy", "cupy.matmul(a,b)", "cupy.matmul(a,b,out)"),
+            ("torch", "torch.matmul(a,b)", "torch.matmul(a,b,out)"),
+        ):
+            if peer_new in best:
+                best[f"ratio new vs {kind}"] = ours["new"] / best[peer_new]
+                best[f"ratio out vs {kind}"] = ours["out"] / best[peer_out]
         out[f"{m}x{n}x{k}"] = best
         print(
-            f"host us/call {m}x{n}x{k}: " + ", ".join(f"{nm} {v:.1f}" for nm, v in best.items()), flush=True
+            f"host us/call {m}x{n}x{k}: " + ", ".join(f"{nm} {v:.2f}" for nm, v in best.items()), flush=True
         )
+    a = make(cp, (512, 512), "f16", cp.random.default_rng(2))
+    b = make(cp, (512, 512), "f16", cp.random.default_rng(3))
+    parts = _host_parts(cp, runtime, a, b, cp.empty((512, 512), cp.float16))
+    out["parts 512^3"] = parts
+    print("host us, pieces (512^3): " + ", ".join(f"{nm} {v:.2f}" for nm, v in parts.items()), flush=True)
+    print("\nhost us per call (f16; ours [full] -> [direct] / cupy.matmul / torch.matmul):")
+    print(f"{'shape':>14s} | {'new output':^34s} | {'given output':^34s}")
+    for shape, r in out.items():
+        if not shape[0].isdigit():
+            continue
+        row = []
+        for kind in ("gemm(a,b)", "gemm(a,b,out)"):
+            peer = "(a,b)" if kind == "gemm(a,b)" else "(a,b,out)"
+            tv = r.get("torch.matmul" + peer, math.nan)
+            row.append(
+                f"{r[kind + ' [full]']:5.1f} -> {r[kind + ' [direct]']:5.1f} / {r['cupy.matmul' + peer]:5.1f}"
+                f" / {tv:5.1f}"
+            )
+        print(f"{shape:>14s} | {row[0]:^34s} | {row[1]:^34s}")
     log["host"] = out
     return out
 
@@ -669,6 +823,7 @@ def main(argv=None):
     )
     p.add_argument("--no-suite", action="store_true")
     p.add_argument("--no-host", action="store_true")
+    p.add_argument("--host-shapes", default=None, help="MxNxK,...: the host section's shapes")
     p.add_argument("--shapes", default=None, help="MxNxK,... (default: the suite and the new shapes)")
     p.add_argument("--new-only", action="store_true", help="the suite on the new shapes alone")
     p.add_argument(
@@ -708,8 +863,20 @@ def main(argv=None):
             import gemm_types
 
             gemm_types.suite_section(cp, args, log)
+        if os.environ.get("LAYOUTPROOF_BENCH_FULL_PATH") == "1":  # the CuPy route as before its direct launch
+            from layoutproof.gpu.host import runtime
+
+            _full_path_only(runtime)
+            log["full_path"] = True
+            print(
+                "gemm on CuPy arrays: the full path on every call (LAYOUTPROOF_BENCH_FULL_PATH=1)", flush=True
+            )
         if not args.no_host:
-            host(cp, log)
+            host(
+                cp,
+                log,
+                shapes=[parse_shape(x) for x in args.host_shapes.split(",")] if args.host_shapes else None,
+            )
         if not args.no_suite:
             rows = suite(cp, args, log)
             for dt in args.dtypes.split(","):

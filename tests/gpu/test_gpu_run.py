@@ -90,3 +90,37 @@ def test_every_tested_wgmma_atom_agrees_with_the_hardware():
             for n in (8, 24, 128, 256):
                 nbad, total, first = w.check(cupy, n, dtype, mode, rng)
                 assert nbad == 0, (mode, dtype, n, first)
+
+
+@hopper
+@pytest.mark.parametrize(
+    "config", [HOPPER_CONFIGS[0], GemmConfig()], ids=lambda c: c.key() if hasattr(c, "key") else str(c)
+)
+@pytest.mark.parametrize("ao, bo", [("C", "C"), ("F", "C")])
+def test_repeated_calls_launch_directly_and_match_the_first(config, ao, bo):
+    """A repeated plain call with a configuration asked for takes the kept plan's direct
+    launch (runtime._Direct) and writes the first call's bits, into a new output and a
+    given one."""
+    if config.__class__.__name__ == "Sm90Config" and not runtime.tma_available():
+        pytest.skip("cuda-python is not installed: no tensor maps")
+    cupy = _cupy()
+    rng = cupy.random.default_rng(17)
+    m, n, k = 264, 136, 520  # 16-byte leading dimensions in either order: nothing staged
+    a = rng.standard_normal((m, k), dtype=cupy.float32).astype(cupy.float16)
+    b = rng.standard_normal((k, n), dtype=cupy.float32).astype(cupy.float16)
+    a = cupy.asfortranarray(a) if ao == "F" else a
+    b = cupy.asfortranarray(b) if bo == "F" else b
+    first = runtime.gemm(a, b, config=config)
+    dc = runtime._DIRECT
+    assert runtime._direct_key(dc, a, b, None, config, None, None, "auto", "n") in dc.entries
+    again = runtime.gemm(a, b, config=config)
+    out = cupy.full((m, n), cupy.nan, dtype=cupy.float16)
+    runtime.gemm(a, b, out, config=config)
+    assert runtime._direct_key(dc, a, b, out, config, None, None, "auto", "n") in dc.entries
+    out[...] = cupy.nan
+    runtime.gemm(a, b, out, config=config)
+    for got in (again, out):
+        assert bool(cupy.array_equal(got.view(cupy.uint16), first.view(cupy.uint16))), (config, ao, bo)
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    err = float(cupy.linalg.norm(first.astype(cupy.float64) - ref) / cupy.linalg.norm(ref))
+    assert err < 1e-2, (config, ao, bo, err)
