@@ -58,9 +58,9 @@ def kernel(dtype: str, out: str, cfg: Any = HOPPER_DEFAULT) -> Tuple[Any, Any]:
 
 def tensor_map(ptr: int, rows: int, k_bytes: int, ld_bytes: int) -> Any:
     """The typed kernels' map (the library's own: 16-bit units, 64 x 64-unit boxes)."""
-    from layoutproof.gpu.host.typed import _unit_tensor_map
+    from layoutproof.gpu.host.typed import unit_tensor_map
 
-    return _unit_tensor_map(ptr, rows, k_bytes, ld_bytes)
+    return unit_tensor_map(ptr, rows, k_bytes, ld_bytes)
 
 
 _TORCH_OUT = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "s32": "int32"}

@@ -236,10 +236,6 @@ def unit_tensor_map(
     return np.array([int(v) for v in tm.opaque], dtype=np.uint64).view(_TMAP_REC)[0]
 
 
-#: the former private name (bench/gemm_types.py reads it)
-_unit_tensor_map = unit_tensor_map
-
-
 def typed_output(
     out: Any, a: Any, torch_a: bool, m: int, n: int, ot: str, who: str, batch: Optional[int] = None
 ) -> Tuple[Any, Tuple[int, ...], int, bool, int]:
