@@ -19,7 +19,7 @@ from layoutproof.gpu.config import GemmConfig, GemmProblem
 from layoutproof.gpu.errors import GemmInputError
 from layoutproof.gpu.host import cache, device, runtime
 from layoutproof.gpu.host import rule as P
-from layoutproof.gpu.kernels.splitk import SplitKConfig
+from layoutproof.gpu.kernels.splitk import FixupEpilogueConfig, SplitKConfig
 from layoutproof.gpu.kernels.wgmma import Sm90Config
 
 # ============================================================================ the rule
@@ -93,12 +93,15 @@ def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_fas
             assert cfg == P.mma_decode(m, n, k, prob)
             # one CTA per column tile, each streaming the whole K: no split, between 0.9 and 1.0 of the SMs
             assert cfg.bm == 16 and 0.9 * 132 <= -(-n // cfg.bn) <= 132
-            # without mma=True (path="wgmma", the CLI's wgmma branch) and with an epilogue, the
-            # wgmma rule's pick is unchanged
+            # without mma=True (path="wgmma", the CLI's wgmma branch) the wgmma rule's pick is
+            # unchanged; with an epilogue, path='auto' runs this tile into one f32 plane and the
+            # fix-up kernel applies the epilogue (splitk.FixupEpilogueConfig)
             old = P.choose_config(m, n, k, prob, hopper=True, tma=True)
             assert not isinstance(old, GemmConfig)
             ep = P.choose_config(m, n, k, prob, hopper=True, tma=True, mma=True, epilogue=True)
-            assert ep == P.choose_config(m, n, k, prob, hopper=True, tma=True, epilogue=True)
+            assert isinstance(ep, FixupEpilogueConfig) and ep.base == cfg
+            wg = P.choose_config(m, n, k, prob, hopper=True, tma=True, epilogue=True)
+            assert not isinstance(wg, FixupEpilogueConfig)
     # measured slower (1 or 8 rows at K = 4096: the partial tile's guarded loads) or not measured:
     # unchanged
     for shape in [
