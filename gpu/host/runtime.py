@@ -385,8 +385,14 @@ def _new_out_like(cp: Any, res: Any) -> Any:
         return None
     makers = []
     nd = getattr(cp, "ndarray", None)
-    if nd is not None:  # the class itself: cupy.empty is a Python function around it
-        makers.append(functools.partial(nd, shape, dt, order=order))
+    if nd is not None:  # the class itself, positional arguments only (shape, dtype, memptr,
+        # strides, order): cupy.empty is a Python function around it, and keyword arguments
+        # cost a dict per call (H200: 3.2 us against cupy.empty's 3.8)
+        makers.append(
+            functools.partial(nd, shape, dt)
+            if order == "C"
+            else functools.partial(nd, shape, dt, None, None, "F")
+        )
     makers.append(functools.partial(cp.empty, shape, dt, order=order))
     for mk in makers:
         try:
