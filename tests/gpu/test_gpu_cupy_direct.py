@@ -274,6 +274,32 @@ def test_fake_entries_follow_the_cupy_they_were_made_with(fake, hits, monkeypatc
     assert len(hits) == 1
 
 
+class _NumpyLike:
+    """CuPy's two constructors over numpy: ``ndarray(shape, dtype, memptr, strides, order)``
+    and ``empty(shape, dtype, order)``."""
+
+    @staticmethod
+    def ndarray(shape, dtype=float, memptr=None, strides=None, order="C"):
+        return np.empty(shape, dtype, order=order)
+
+    empty = staticmethod(np.empty)
+
+
+def test_new_outputs_come_from_the_cheapest_constructor_that_reproduces_the_first(fake):
+    cp = _NumpyLike()
+    for order in "CF":
+        res = np.empty((5, 7), np.float16, order=order)
+        mk = runtime._new_out_like(cp, res)
+        x = mk()
+        assert mk.func is cp.ndarray and not mk.keywords, order  # positional arguments only
+        assert (x.shape, x.strides, x.dtype) == (res.shape, res.strides, res.dtype)
+    # a class of another signature (the fake's): cupy.empty's form
+    mk = runtime._new_out_like(fake, fake.empty((5, 7), np.float16, order="F"))
+    assert mk.func == fake.empty and mk().strides == (2, 10)
+    # neither order's strides (a strided view): no direct entry for a new output
+    assert runtime._new_out_like(cp, np.empty((5, 14), np.float16)[:, ::2]) is None
+
+
 # ============================================================================ on a GPU
 gpu = pytest.mark.skipif(not runtime.gpu_available(), reason="no CUDA GPU / CuPy")
 
