@@ -1,0 +1,276 @@
+"""The default rule's picks against other configurations the library already has, per shape,
+in device time (CUDA-graph replay) with cuBLAS (``torch.matmul`` replayed from a torch graph)
+in the same rounds, f16 and bf16, every output checked against float64 before and after.
+
+On the GPU machine, from the repository root (after ``source bench/device_env.sh``)::
+
+    python3 bench/rule_sweep.py --compile-jobs 14       # the built-in shapes and candidates
+    python3 bench/rule_sweep.py --shapes 4x4096x11008 --cands W64x256s5,K64x256s5/8,M16x32x128w1x2s8
+
+Without ``--cands`` each shape takes its own list (:data:`PLAN`).  A candidate spec:
+
+* ``pick`` -- what ``gemm_plan(a, b, c)`` runs (the runtime's rule);
+* ``WbmxbnsS`` (``c2``: a 2-CTA cluster) -- a warp-specialized TMA ``Sm90Config``;
+* ``Kbmxbns S/sp`` -- that base split ``sp`` ways, the fix-up reduction; ``C...`` the cluster
+  reduction;
+* ``MbmxbnxbkwWMxWNsS`` -- an mma.sync ``GemmConfig`` (the 16-row decode tiles).
+
+``--prepare DIR`` (CPU, no GPU) generates and proves every kernel the plan needs into the
+kernel cache ``DIR`` (``LAYOUTPROOF_CACHE``), so the GPU call only compiles; ``--compile-jobs
+N`` compiles every kernel in ``N`` processes first (CuPy's disk cache), then times.  JSON goes
+to ``$OUT/rule_sweep`` (or ``bench/out/rule_sweep``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+
+import _timing as gs
+
+K_LIGHT = ["W128x256s4", "W128x256s4c2", "W128x192s4", "W128x128s6", "W64x256s5", "W64x128s8"]
+DECODE_4096 = [
+    "K64x256s5/8",
+    "K64x256s5/4",
+    "K64x128s8/4",
+    "K64x64s8/2",
+    "C64x64s8/2",
+    "C64x128s8/4",
+    "M16x32x128w1x2s8",
+    "M16x32x128w1x2s6",
+    "M16x64x64w1x4s8",
+]
+PLAN = {
+    (4, 4096, 11008): DECODE_4096,
+    (1, 4096, 11008): DECODE_4096,
+    (16, 4096, 11008): DECODE_4096,
+    (1, 14336, 4096): [
+        "K64x256s5/2",
+        "W64x256s5",
+        "W64x128s8",
+        "C64x256s5/2",
+        "M16x64x64w1x4s8",
+        "M16x32x128w1x2s8",
+    ],
+    (64, 11008, 4096): ["W64x128s8", "W64x256s5", "K64x256s5/2", "K64x256s5/3", "W64x64s8", "W128x192s4"],
+    (64, 14336, 4096): ["W64x128s8", "W64x256s5", "K64x256s5/2", "W64x64s8"],
+    (32, 4096, 14336): [
+        "K64x256s5/8",
+        "K64x256s5/6",
+        "K64x256s5/4",
+        "K64x128s8/4",
+        "K64x64s8/2",
+        "M16x32x128w1x2s8",
+    ],
+    (32, 28672, 8192): [
+        "W64x256s5",
+        "W64x128s8",
+        "W128x256s4",
+        "W128x192s4",
+        "K64x256s5/2",
+        "M16x64x64w1x4s8",
+    ],
+    (128, 8192, 8192): ["W64x128s8", "K64x256s5/2", "K128x128s6/2", "K128x256s4/4", "W64x256s5"],
+    (512, 512, 28672): ["K64x256s5/8", "K64x128s8/4", "K128x128s6/8", "K64x64s8/2", "K128x256s4/16"],
+    (4096, 4096, 256): K_LIGHT,
+    (4096, 4096, 512): K_LIGHT,
+    (8192, 8192, 256): K_LIGHT,
+    (6144, 6144, 256): K_LIGHT,
+}
+
+
+def parse(spec):
+    """The configuration of one spec (``pick`` -> None)."""
+    from layoutproof.gpu.config import GemmConfig
+    from layoutproof.gpu.kernels.splitk import SplitKConfig
+    from layoutproof.gpu.kernels.wgmma import Sm90Config
+
+    if spec == "pick":
+        return None
+    mt = re.fullmatch(r"([WKC])(\d+)x(\d+)s(\d+)(c2)?(?:/(\d+))?", spec)
+    if mt:
+        kind, bm, bn, st, c2, sp = mt.groups()
+        base = Sm90Config(
+            bm=int(bm), bn=int(bn), stages=int(st), loader="tma", schedule="ws", cluster=2 if c2 else 1
+        ).validate()
+        if kind == "W":
+            return base
+        return SplitKConfig(base, int(sp), "kernel" if kind == "K" else "cluster").validate()
+    mt = re.fullmatch(r"M(\d+)x(\d+)x(\d+)w(\d+)x(\d+)s(\d+)", spec)
+    if mt:
+        bm, bn, bk, wm, wn, st = (int(v) for v in mt.groups())
+        return GemmConfig(bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn, stages=st).validate()
+    raise SystemExit(f"rule_sweep: bad candidate spec {spec!r}")
+
+
+def jobs(args):
+    """[(shape, [spec, ...])] of this run."""
+    if args.shapes:
+        shapes = gs.shapes_arg(args.shapes)
+        return [(s, ["pick"] + (args.cands.split(",") if args.cands else PLAN.get(s, []))) for s in shapes]
+    return [(s, ["pick"] + c) for s, c in PLAN.items()]
+
+
+def problems(dtypes):
+    from layoutproof.gpu.config import GemmProblem
+
+    return [GemmProblem(a_major="k", b_major="n", dtype=dt, out_dtype=dt) for dt in dtypes]
+
+
+def all_kernels(args):
+    """Every (config, problem) the run launches: the candidates and the rule's picks."""
+    from layoutproof.gpu.host.rule import choose_config
+
+    out = {}
+    for (m, n, k), specs in jobs(args):
+        for prob in problems(args.dtypes.split(",")):
+            for sp in specs:
+                cfg = parse(sp) or choose_config(m, n, k, prob, hopper=True, tma=True, mma=True)
+                out[(cfg.key(), prob.key())] = (cfg, prob)
+    return list(out.values())
+
+
+def prepare(args):
+    """Generate and prove every kernel into the disk cache (CPU only)."""
+    from layoutproof.gpu.host.cache import kernel_for, splitk_kernels_for
+    from layoutproof.gpu.kernels.splitk import SplitKConfig
+
+    t0 = time.perf_counter()
+    ks = all_kernels(args)
+    for cfg, prob in ks:
+        if isinstance(cfg, SplitKConfig):
+            splitk_kernels_for(cfg, prob)
+        else:
+            kernel_for(cfg, prob)
+    print(f"prepared {len(ks)} kernels in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def _compile_some(items):
+    from layoutproof.gpu.host.cache import compile_kernel, kernel_for, splitk_kernels_for
+    from layoutproof.gpu.kernels.splitk import SplitKConfig
+
+    done = 0
+    for cfg, prob in items:
+        try:
+            ks = splitk_kernels_for(cfg, prob) if isinstance(cfg, SplitKConfig) else (kernel_for(cfg, prob),)
+            for kk in ks:
+                if kk is not None:
+                    compile_kernel(kk)
+                    done += 1
+        except Exception as ex:  # reported; the timing step reports it again for its shape
+            print(f"  compile {cfg.key()} {prob.key()}: {type(ex).__name__}: {ex}", flush=True)
+    return done
+
+
+def compile_all(args):
+    import multiprocessing as mp
+
+    ks = all_kernels(args)
+    n = max(1, args.compile_jobs)
+    parts = [ks[i::n] for i in range(n)]
+    t0 = time.perf_counter()
+    with mp.get_context("spawn").Pool(n) as pool:
+        done = sum(pool.map(_compile_some, parts))
+    print(f"compiled {done} modules ({len(ks)} configs) in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def row(cp, shape, dt, specs, args):
+    """Graph time of every candidate and of cuBLAS in the same rounds (order rotated), each
+    output against float64 before and after the timing."""
+    from layoutproof.gpu.host.rule import choose_config
+    from layoutproof.gpu.host.runtime import gemm_plan
+
+    m, n, k = shape
+    reps = args.reps
+    rng = cp.random.default_rng(31)
+    a, b = gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)
+    ref = cp.matmul(a, b)
+    ref64 = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+    c = cp.empty((m, n), dtype=a.dtype)
+
+    def err_of(plan):
+        c.fill(cp.nan)
+        plan(a, b, c)
+        plan(a, b, c)
+        cp.cuda.Device().synchronize()
+        return gs.max_rel_err(cp, c, ref64)
+
+    graphs, errs, keys, plans = {}, {}, {}, {}
+    for sp in specs:
+        cfg = parse(sp)
+        try:
+            plan = gemm_plan(a, b, c, config=cfg)
+            key = plan.config.key() if hasattr(plan, "config") else type(plan).__name__
+            errs[sp] = err_of(plan)
+            graphs[sp] = gs.graph_of(cp, lambda plan=plan: plan(a, b, c), reps)
+            keys[sp], plans[sp] = key, plan
+        except Exception as ex:
+            print(f"  {sp} {m}x{n}x{k} {dt}: {type(ex).__name__}: {ex}", flush=True)
+    t, t_ref, _ = gs.graph_rounds(cp, graphs, {}, (a, b, ref), reps, args.rounds)
+    for sp, plan in plans.items():
+        errs[sp] = max(errs[sp], err_of(plan))
+    from layoutproof.gpu.config import GemmProblem
+
+    prob = GemmProblem(a_major="k", b_major="n", dtype=dt, out_dtype=dt)
+    return dict(
+        dtype=dt,
+        m=m,
+        n=n,
+        k=k,
+        rule=choose_config(m, n, k, prob, hopper=True, tma=True, mma=True).key(),
+        cublas_us=statistics.median(t_ref) if t_ref else None,
+        cublas_all=t_ref,
+        configs=keys,
+        us={sp: statistics.median(v) for sp, v in t.items() if v},
+        us_all=t,
+        err=errs,
+    )
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--shapes", default=None, help="MxNxK,... (default: the built-in plan)")
+    p.add_argument("--cands", default=None, help="specs for --shapes (default: the plan's for each)")
+    p.add_argument("--dtypes", default="f16,bf16")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--prepare", action="store_true", help="generate and prove only (no GPU)")
+    p.add_argument("--compile-jobs", type=int, default=0)
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    if args.prepare:
+        prepare(args)
+        return 0
+    if args.compile_jobs:
+        compile_all(args)
+    import cupy as cp
+
+    out = gs.out_dir("rule_sweep", args.out)
+    log = {"gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "rows": []}
+    t0 = time.perf_counter()
+    for shape, specs in jobs(args):
+        for dt in args.dtypes.split(","):
+            r = row(cp, shape, dt, specs, args)
+            log["rows"].append(r)
+            (out / "rule_sweep.json").write_text(json.dumps(log, indent=1, default=str))
+            ref, us = r["cublas_us"] or float("nan"), r["us"]
+            m, n, k = shape
+            print(f"{dt} {m}x{n}x{k}: cuBLAS {ref:.2f} us; rule {r['rule']}", flush=True)
+            for sp in sorted(us, key=us.get):
+                bad = "" if r["err"][sp] < gs.tol(dt) else "  WRONG"
+                print(
+                    f"  {dt:4s} {m}x{n}x{k} {sp:18s} {r['configs'][sp]:36s} {us[sp]:8.2f} us "
+                    f"({ref / us[sp]:.3f}) err {r['err'][sp]:.1e}{bad}",
+                    flush=True,
+                )
+            cp.get_default_memory_pool().free_all_blocks()
+    print(f"timed in {time.perf_counter() - t0:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
