@@ -30,6 +30,11 @@ proven on first use).
   With ``--time-epilogue`` ours is timed with the epilogue fused too (a bf16 bias along N,
   gelu, ``beta * c``), beside the plain kernel.
 
+* ``--variants SHAPES``: the generator's variants (:data:`VARIANTS`: the current
+  consumer, ``partials=2``) checked against float64, then timed against each other and
+  ``torch._scaled_mm`` in one process, interleaved (median of per-round speed-ups);
+  ``--sanitize-variants`` is ``--sanitize`` with ``partials=2``.
+
 Run on the GPU machine from the repository root (after ``. bench/device_env.sh``)::
 
     python3 bench/gemm_blockscale.py --check --epilogue --time deepgemm
@@ -201,6 +206,7 @@ def check(
     sa_layout: str,
     seed: int = 0,
     epilogue: Optional[Tuple[str, Dict[str, Any]]] = None,
+    partials: int = 1,
 ) -> bool:
     import torch
 
@@ -224,7 +230,7 @@ def check(
                 view.copy_(e["c"])
             kw["c"] = view if e["inplace"] else e["c"]
     t0 = time.perf_counter()
-    gemm_fp8_blockscale(a, b, sa, sb, out_dtype=out, out=view, **kw)
+    gemm_fp8_blockscale(a, b, sa, sb, out_dtype=out, out=view, partials=partials, **kw)
     torch.cuda.synchronize()
     first = time.perf_counter() - t0
     ref = apply_epilogue(plain, e)
@@ -240,6 +246,7 @@ def check(
     ok = nan == 0 and err <= _TOL[out] and untouched
     cfg = last_blockscale_launch.get("config")
     ename = "" if epilogue is None else f" epilogue [{epilogue[0]}]"
+    ename += "" if partials == 1 else f" partials={partials}"
     say(
         f"[check] {'ok  ' if ok else 'FAIL'} {dtype}->{out} {m}x{n}x{k} scale_a {sa_layout}{ename}: "
         f"max err {err:.2e} (f32 dequant+matmul {e32:.2e}, tol {_TOL[out]:.0e}), NaN left {nan}, "
@@ -255,6 +262,7 @@ def check(
             k=k,
             sa=sa_layout,
             epilogue=None if epilogue is None else epilogue[0],
+            partials=partials,
             err=err,
             err_f32=e32,
             ok=ok,
@@ -341,16 +349,85 @@ def timing(m: int, n: int, k: int, rounds: int = 7, epilogue: bool = False) -> D
     return ratios
 
 
-def sanitize() -> int:
+#: the generator options ``--variants`` times against each other: name -> launcher keywords
+VARIANTS: Dict[str, Dict[str, Any]] = {"current": {}, "two partials": dict(partials=2)}
+
+
+def timing_variants(m: int, n: int, k: int, rounds: int = 7) -> Dict[str, float]:
+    """The generator variants of :data:`VARIANTS` and ``torch._scaled_mm`` (per-tensor: a
+    ceiling, not the same product) at one shape, interleaved round by round in one
+    process; TFLOP/s medians and each variant's speed-up over ``current`` (median of
+    per-round time ratios).  Returns ``{variant: ratio}``."""
+    import torch
+
+    from layoutproof.gpu.host.blockscale import blockscale_launcher
+
+    a, b, sa, sb = inputs("e4m3", m, n, k, 1, "mn")
+    runs: Dict[str, Any] = {}
+    for name, kw in VARIANTS.items():
+        fn, _c = blockscale_launcher(a, b, sa, sb, out_dtype="bf16", **kw)
+        fn()
+        runs[name] = fn
+    one = torch.ones((), device="cuda")
+    runs["_scaled_mm per-tensor"] = lambda: torch._scaled_mm(
+        a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16
+    )
+    flop = 2.0 * m * n * k
+    reps = max(5, min(100, int(2e13 / flop)))
+    times: Dict[str, List[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, fn in runs.items():
+            times[name].append(_time(fn, reps))
+    tf = {name: flop / statistics.median(t) / 1e12 for name, t in times.items()}
+    ratios = {v: statistics.median(tc / tv for tc, tv in zip(times["current"], times[v])) for v in VARIANTS}
+    dg = DEEPGEMM_H800.get((m, n, k))
+    line = ", ".join(f"{name} {v:.0f}" for name, v in tf.items())
+    line += "".join(f"; {v} speed-up {r:.3f}" for v, r in ratios.items() if v != "current")
+    if dg is not None:
+        line += f"; DeepGEMM (H800, published) {dg}"
+    say(f"[variants] e4m3->bf16 {m}x{n}x{k} TFLOP/s: {line}")
+    RESULTS.setdefault("variants", []).append(
+        dict(m=m, n=n, k=k, tflops=tf, speedup=ratios, deepgemm_h800=dg)
+    )
+    return ratios
+
+
+def check_variants() -> int:
+    """Each variant's numerics against float64 (tails on M, N and K, every scale_a
+    layout, fp8 and int8, with and without an epilogue); returns the failures."""
+    fails = 0
+    for name, kw in VARIANTS.items():
+        if not kw:
+            continue
+        p = kw.get("partials", 1)
+        for i, (dtype, out, shape) in enumerate(
+            (
+                ("e4m3", "bf16", (200, 300, 400)),
+                ("e4m3", "f32", (257, 513, 1040)),
+                ("e5m2", "f16", (1, 130, 16)),
+                ("s8", "f32", (129, 256, 7168)),
+                ("e4m3", "bf16", (4096, 512, 7168)),
+                ("e4m3", "f32", (130, 384, 384)),
+            )
+        ):
+            fails += not check(dtype, out, *shape, ("row", "mn", "per_row", "tensor")[i % 4], i, partials=p)
+        fails += not check("e4m3", "bf16", 257, 513, 1040, "mn", 7, EPILOGUES[1], partials=p)
+        fails += not check("s8", "f32", 200, 300, 400, "row", 8, EPILOGUES[0], partials=p)
+        say(f"[variants] {name}: numerics checked")
+    return fails
+
+
+def sanitize(partials: int = 1) -> int:
     """The ``--sanitize`` run: the plain kernel and each epilogue form, e4m3 and s8, at a
-    shape with a tail on every dimension, against float64; returns the exit status (1 on a
-    mismatch)."""
+    shape with a tail on every dimension, against float64 (``partials``: the consumer
+    variant); returns the exit status (1 on a mismatch)."""
     fails, before = 0, len(RESULTS["check"])
     m, n, k = 37, 200, 272  # 37 of 64 rows, 200 = 128 + 72 columns, 272 = 2 * 128 + 16 of K
     for dtype, out in (("e4m3", "bf16"), ("s8", "f32")):
-        fails += not check(dtype, out, m, n, k, "mn")
+        fails += not check(dtype, out, m, n, k, "mn", partials=partials)
         for j, e in enumerate(EPILOGUES):
-            fails += not check(dtype, out, m, n, k, ("row", "per_row", "tensor")[j % 3], j + 1, e)
+            sl = ("row", "per_row", "tensor")[j % 3]
+            fails += not check(dtype, out, m, n, k, sl, j + 1, e, partials=partials)
     say(f"[sanitize] {len(RESULTS['check']) - before} runs, {fails} mismatches")
     return 1 if fails else 0
 
@@ -362,6 +439,8 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--sanitize", action="store_true", help="a small run for compute-sanitizer")
     ap.add_argument("--time-epilogue", action="store_true", help="time ours with the epilogue too")
     ap.add_argument("--time", default="", help="MxNxK,... or 'deepgemm' (DeepGEMM's README shapes)")
+    ap.add_argument("--variants", default="", help="MxNxK,... : time the generator variants (VARIANTS)")
+    ap.add_argument("--sanitize-variants", action="store_true", help="--sanitize with every variant")
     ap.add_argument("--out", default=None, help="log folder (default $OUT/gemm_blockscale)")
     ns = ap.parse_args(argv)
     import torch
@@ -389,6 +468,18 @@ def main(argv: List[str]) -> int:
                 fails += not check(dtype, out, m, n, k, ("row", "mn", "per_row", "tensor")[j % 4], i + j, e)
     if ns.sanitize:
         fails += sanitize()
+    if ns.sanitize_variants:
+        fails += sanitize(partials=2)
+    if ns.variants:
+        fails += check_variants()
+        vgeo: Dict[str, List[float]] = {}
+        for m, n, k in [tuple(int(x) for x in s.split("x")) for s in ns.variants.split(",")]:
+            for v, r in timing_variants(m, n, k).items():
+                vgeo.setdefault(v, []).append(r)
+        for v, rs in vgeo.items():
+            if v != "current":
+                g = math.exp(sum(math.log(r) for r in rs) / len(rs))
+                say(f"[geomean] {v} speed-up over current, {len(rs)} shapes: {g:.3f} (min {min(rs):.3f})")
     if ns.time:
         shapes = (
             list(DEEPGEMM_H800)

@@ -339,17 +339,22 @@ def blockscale_launcher(
     beta: float = 0.0,
     c: Any = None,
     bias_along: str = "n",
+    partials: int = 1,
 ) -> Tuple[Callable[[], None], Any]:
     """What :func:`gemm_fp8_blockscale` launches, prepared once: ``(launch, out)`` where
     ``launch()`` runs the product on the current stream (torch's for torch operands, else
     CuPy's) into ``out`` -- the same checks, the kernel generated, proven and compiled, the
     tensor maps encoded and the parameters packed (for benchmarks and repeated calls on
-    the same arrays)."""
+    the same arrays).  ``partials`` picks the consumer (1: one partial accumulator, waited
+    for before each promotion; 2: two, k-tile kt's wgmmas running while kt - 1 is
+    promoted -- :func:`~layoutproof.gpu.kernels.blockscale.generate_blockscale`)."""
     from . import device
     from .cache import compile_kernel
     from .typed import array_facts, epilogue_args, typed_operand, typed_output, unit_tensor_map, vector_facts
 
     who = "gemm_fp8_blockscale"
+    if partials not in (1, 2):
+        raise GemmInputError(f"gemm_fp8_blockscale: partials={partials!r} must be 1 or 2")
     cupy = device.cupy()
     sa_, ta, ia, pa, torch_a = array_facts(a, who)
     sb_, tb, ib, pb, torch_b = array_facts(b, who)
@@ -391,7 +396,7 @@ def blockscale_launcher(
     out, to, po, torch_o, ob = typed_output(out, a, torch_a, m, n, ot, "gemm_fp8_blockscale")
     from ..kernels.blockscale import generate_blockscale
 
-    kern = generate_blockscale(d.config, d.problem, epilogue=ep.config)
+    kern = generate_blockscale(d.config, d.problem, epilogue=ep.config, partials=partials)
     rk = compile_kernel(kern)
 
     def view(ptr: int, nbytes: int, owner: Any, dt: str, shape: Tuple[int, ...]) -> Any:
@@ -430,6 +435,7 @@ def blockscale_launcher(
         problem=d.problem,
         epilogue=ep.config,
         kernel=kern.name,
+        partials=partials,
         m=m,
         n=n,
         k=k,
@@ -468,6 +474,7 @@ def gemm_fp8_blockscale(
     beta: float = 0.0,
     c: Any = None,
     bias_along: str = "n",
+    partials: int = 1,
 ) -> Any:
     """``C = act(alpha * (A * scale_a) @ (B * scale_b) + beta * c + bias)`` with DeepGEMM's
     block scales.
@@ -489,7 +496,9 @@ def gemm_fp8_blockscale(
     bfloat16 values; ``activation`` ``"relu"``, ``"silu"`` or ``"gelu"``; ``beta * c`` with
     ``c`` an ``M x N`` row-major array of the output's dtype (``beta != 0`` needs ``c``; ``c``
     may be ``out``).  One ``alpha``: for fp8 the kernel's per-tensor scale, for int8 the
-    epilogue's.  Launched on the current stream (torch's for torch operands)."""
+    epilogue's.  ``partials``: the consumer's partial accumulators (1 or 2, see
+    :func:`blockscale_launcher`).  Launched on the current stream (torch's for torch
+    operands)."""
     launch, out = blockscale_launcher(
         a,
         b,
@@ -505,6 +514,7 @@ def gemm_fp8_blockscale(
         beta=beta,
         c=c,
         bias_along=bias_along,
+        partials=partials,
     )
     launch()
     return out

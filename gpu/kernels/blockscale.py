@@ -370,12 +370,15 @@ def _scales() -> _Scales:
     )
 
 
-def _batch_ir(F: WsFrame, stage: kir.Expr, part: kir.Var, ks_range: Tuple[int, int]) -> List[kir.Stmt]:
+def _batch_ir(
+    F: WsFrame, stage: kir.Expr, part: kir.Var, ks_range: Tuple[int, int], wait: int = 0
+) -> List[kir.Stmt]:
     """wgmma k steps ``ks_range`` of the k-tile on ``stage`` into ``part``, committed and
     waited for: the ws kernel's batch (:func:`~layoutproof.gpu.kernels.wgmma_core.
-    wgmma_batch_ir`, the same proven descriptor starts) with wait depth 0."""
+    wgmma_batch_ir`, the same proven descriptor starts) with wait depth ``wait`` (0: this
+    batch is complete after it; 1: the batch before it is)."""
     return wgmma_batch_ir(
-        F.E, F.cfg, F.desc, F.a, F.b, stage, F.E.cg, part, steps=ks_range, wait=0, step_name="k step"
+        F.E, F.cfg, F.desc, F.a, F.b, stage, F.E.cg, part, steps=ks_range, wait=wait, step_name="k step"
     )
 
 
@@ -507,6 +510,89 @@ def _consumer_bs_ir(
     )
 
 
+def _consumer_bs2_ir(
+    F: WsFrame,
+    Sc: _Scales,
+    srow: kir.ProvenFn,
+    kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
+) -> kir.Block:
+    """The consumer with two partial accumulators (``partials=2``): k-tile ``kt``'s
+    wgmmas go into ``part`` (``kt`` even) or ``part1`` (odd), committed and followed by
+    ``wgmma.wait_group 1`` -- k-tile ``kt - 1``'s batch, in the other partial, is then
+    complete and is promoted (with its scales, kept in ``scp`` since the previous
+    iteration) while ``kt``'s wgmmas run; ``scp = sc`` (this k-tile's scales) follows.
+    After the k-tiles, ``wait_group 0`` and the last k-tile's promotion (the drain).  The
+    ring protocol is :func:`~layoutproof.gpu.kernels.wgmma_ws.consumer_ir`'s: the previous
+    stage goes back to the producer after ``wait_group 1`` completed its wgmmas."""
+    cfg = F.cfg
+    R = cfg.bn // 2
+    ct = "int" if F.prob.dtype in INT_TYPES else "float"
+    p0, p1 = kir.Var("part", ct), kir.Var("part1", ct)
+    sc, scp = kir.Var("sc", "float"), kir.Var("scp", "float")
+    nk = cfg.bk // 16
+    odd_ = lambda e: (e & 1).eq(1)  # noqa: E731
+
+    # the drain needs the accumulators consumer_ir declares: filled in by k_tile, which
+    # consumer_ir calls before it places the drain
+    drain: List[kir.Stmt] = []
+
+    def promote_other(acc: kir.Var, parity: kir.Expr) -> kir.Stmt:
+        """The partial of the k-tile before: ``part`` when ``parity`` is odd, else ``part1``."""
+        return kir.If(
+            odd_(parity), kir.block(_promote_ir(acc, p0, scp, R)), kir.block(_promote_ir(acc, p1, scp, R))
+        )
+
+    def k_tile(c: ConsumerVars) -> Tuple[List[kir.Stmt], List[kir.Stmt]]:
+        h = ir_var("h")
+        odd_batch = _batch_ir(F, c.st, p1, (0, nk), wait=1)
+        even_batch = _batch_ir(F, c.st, p0, (0, nk), wait=1)
+        # the branches issue the wgmmas; the commit and the wait (the batch's last two
+        # statements) follow them, outside the branches (ptxas then keeps the wgmma
+        # pipeline across the promotion of the other partial)
+        issue = [
+            kir.If(
+                odd_(c.kt),
+                kir.block(_zero_ir(p1, R), *odd_batch[:-2]),
+                kir.block(_zero_ir(p0, R), *even_batch[:-2]),
+                comment="this k-tile's wgmmas into the partial of its parity",
+            ),
+            *even_batch[-2:],
+        ]
+        keep = kir.For(
+            h,
+            kir.Const(0),
+            kir.Const(2),
+            kir.block(kir.Assign(kir.Index(scp, (h,)), kir.Index(sc, (h,)))),
+            unroll=True,
+        )
+        after = [
+            *issue,
+            kir.If(c.kt.ge(1), kir.block(promote_other(c.acc, c.kt)), comment="promote the previous k-tile"),
+            keep,
+        ]
+        drain[:] = [
+            kir.WgmmaWait(0),
+            kir.If(F.KT.ge(1), kir.block(promote_other(c.acc, F.KT)), comment="promote the last k-tile"),
+        ]
+        return _scale_loads_ir(F, Sc, sc, c.kt, c.tn, srow, kb_of or (lambda v: v)), after
+
+    return consumer_ir(
+        F,
+        "consumers: per k-tile (one 128-element scale block) wgmma into part / part1 by parity, "
+        "the previous k-tile promoted into acc while it runs",
+        "f32",
+        k_tile,
+        release_note="the previous stage goes back to the producer",
+        decls=(
+            kir.Decl(p0, dims=(R,)),
+            kir.Decl(p1, dims=(R,)),
+            kir.Decl(sc, dims=(2,)),
+            kir.Decl(scp, dims=(2,)),
+        ),
+        drain=drain,
+    )
+
+
 def _source_bs_ir(
     cfg: Sm90Config,
     prob: GemmProblem,
@@ -519,13 +605,19 @@ def _source_bs_ir(
     srow: kir.ProvenFn,
     segments: int = 1,
     kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
+    partials: int = 1,
 ) -> kir.Kernel:
-    """The ws kernel's prologue, producer and protocol with the block-scaled consumer."""
+    """The ws kernel's prologue, producer and protocol with the block-scaled consumer
+    (``partials=2``: :func:`_consumer_bs2_ir`)."""
     Sc = _scales()
-    F, body = ws_body_ir(
-        cfg, prob, a, b, ep, desc, tx, lambda Fr: _consumer_bs_ir(Fr, Sc, srow, segments, kb_of)
-    )
-    descr = (
+
+    def consumer(Fr: WsFrame) -> kir.Block:
+        if partials == 2:
+            return _consumer_bs2_ir(Fr, Sc, srow, kb_of)
+        return _consumer_bs_ir(Fr, Sc, srow, segments, kb_of)
+
+    F, body = ws_body_ir(cfg, prob, a, b, ep, desc, tx, consumer)
+    descr: Tuple[str, ...] = (
         "",
         f"block-scaled wgmma GEMM generated by layoutproof {GENERATOR_VERSION}: "
         f"C[M,N] = {'alpha * ' if prob.dtype not in INT_TYPES else ''}"
@@ -538,6 +630,8 @@ def _source_bs_ir(
         "scale_a: (M, ceil(K/128)) f32 at SA[m * sa_m + kb * sa_k]; scale_b: (ceil(N/128), ceil(K/128)) "
         "f32 at SB[nb * sb_n + kb * sb_k]",
     )
+    if partials == 2:
+        descr += ("two partial accumulators: k-tile kt's wgmmas run while k-tile kt - 1 is promoted",)
     k = kernel90(
         cfg,
         prob,
@@ -757,6 +851,359 @@ def prove_promotion(k: kir.Kernel, cfg: Sm90Config, dtype: str, srow: kir.Proven
     )
 
 
+def _kt_loop(k: kir.Kernel) -> kir.For:
+    """The k-tile loop: the one innermost non-unrolled loop whose body issues wgmma,
+    walking ``kt = 0, 1, ...``."""
+    loops = [f for f in _loops_with(k.body, kir.Wgmma) if not f.unroll]
+    inner = [f for f in loops if not any(g is not f and any(x is g for x in kir.walk(f.body)) for g in loops)]
+    if len(inner) != 1:
+        raise ProofFailedError(
+            f"{len(inner)} k-tile loops issue wgmma (need exactly one)", condition="promotion structure"
+        )
+    L = inner[0]
+    if not (
+        isinstance(L.start, kir.Const)
+        and L.start.value == 0
+        and isinstance(L.step, kir.Const)
+        and L.step.value == 1
+        and isinstance(L.stop, kir.Var)
+    ):
+        raise ProofFailedError(
+            "the k-tile loop does not walk kt = 0, 1, ..., KT - 1", condition="promotion structure"
+        )
+    return L
+
+
+def _drain_of(k: kir.Kernel, L: kir.For) -> Tuple[kir.Stmt, ...]:
+    """The statements after the k-tile loop ``L`` in its block, up to the release of the
+    last stage (the consumer's drain)."""
+    for blk in kir.walk(k.body):
+        if isinstance(blk, kir.Block) and any(x is L for x in blk.body):
+            i = next(j for j, x in enumerate(blk.body) if x is L)
+            out: List[kir.Stmt] = []
+            for x in blk.body[i + 1 :]:
+                if any(isinstance(n, kir.MbarArrive) for n in kir.walk(x)):
+                    return tuple(out)
+                out.append(x)
+            return tuple(out)
+    raise ProofFailedError("the k-tile loop is in no block", condition="promotion structure")
+
+
+def _parity_or_first(c: kir.Expr) -> bool:
+    """``c`` is ``(v & 1) == 1`` or ``v >= 1`` for a variable ``v``: the only conditions on
+    ``kt`` / ``KT`` the two-partial consumer may take (its effects then repeat with period
+    2 from ``kt = 1`` on)."""
+    one = lambda e: isinstance(e, kir.Const) and e.value == 1  # noqa: E731
+    if not (isinstance(c, kir.Bin) and one(c.b)):
+        return False
+    if c.op == ">=":
+        return isinstance(c.a, kir.Var)
+    a = c.a
+    return c.op == "==" and isinstance(a, kir.Bin) and a.op == "&" and isinstance(a.a, kir.Var) and one(a.b)
+
+
+def _pipe_events(
+    stmts: Tuple[kir.Stmt, ...],
+    env: Dict[str, int],
+    out: List[Tuple[Any, ...]],
+    arrays: Dict[int, str],
+    acc: kir.Var,
+) -> None:
+    """The effects of ``stmts`` in program order for loop values ``env`` (the k-tile ``kt``
+    or the k-tile count ``KT`` among them): unrolled loops expanded, a condition on those
+    values evaluated (its branch taken), any other condition a guarded load (its value
+    stays 0 otherwise: nothing else may stand under it).  Events: ("zero", array, i),
+    ("mma", array), ("commit",), ("wait", n), ("load", variable, claim, env), ("sc",
+    array, h, the two factors), ("copy", array, h, source array, h'), ("promote", i,
+    array, j, scale array, h)."""
+    for s in stmts:
+        if isinstance(s, kir.Block):
+            _pipe_events(s.body, env, out, arrays, acc)
+        elif isinstance(s, kir.For):
+            lo, hi, step = s.start, s.stop, s.step
+            if not (isinstance(lo, kir.Const) and isinstance(hi, kir.Const) and isinstance(step, kir.Const)):
+                raise ProofFailedError(
+                    "a loop inside the k-tile loop has runtime bounds", condition="promotion structure"
+                )
+            for v in range(lo.value, hi.value, step.value):
+                _pipe_events(s.body.body, {**env, s.var.name: v}, out, arrays, acc)
+        elif isinstance(s, kir.If):
+            names = {n.name for n in kir.walk(s.cond) if isinstance(n, kir.Var)}
+            if names and names <= set(env):
+                if not _parity_or_first(s.cond):
+                    raise ProofFailedError(
+                        f"a condition on the loop values other than (v & 1) == 1 or v >= 1: "
+                        f"{kir.emit_expr_safe(s.cond)}",
+                        condition="promotion structure",
+                    )
+                taken = int(evaluate.ev(s.cond, env)) != 0
+                br = s.then if taken else s.orelse
+                if br is not None:
+                    _pipe_events(br.body, env, out, arrays, acc)
+                continue
+            if (
+                s.orelse is not None
+                or any(
+                    isinstance(n, (kir.Wgmma, kir.WgmmaWait, kir.WgmmaCommit, kir.For)) for n in kir.walk(s)
+                )
+                or any(isinstance(n, kir.Assign) and isinstance(n.lhs, kir.Index) for n in kir.walk(s))
+            ):
+                raise ProofFailedError(
+                    "a wgmma, loop or register-array write under a runtime condition in the k-tile loop",
+                    condition="promotion structure",
+                )
+            _pipe_events(s.then.body, env, out, arrays, acc)
+        elif isinstance(s, kir.Assign) and isinstance(s.lhs, kir.Var) and isinstance(s.rhs, kir.Mem):
+            out.append(("load", s.lhs, s.rhs.claim, dict(env)))
+        elif isinstance(s, kir.Wgmma):
+            if id(s.acc) not in arrays or arrays[id(s.acc)] not in ("part", "part1"):
+                raise ProofFailedError(
+                    "a wgmma of the k-tile loop accumulates outside the partials",
+                    condition="promotion structure",
+                )
+            out.append(("mma", arrays[id(s.acc)]))
+        elif isinstance(s, kir.WgmmaCommit):
+            out.append(("commit",))
+        elif isinstance(s, kir.WgmmaWait):
+            out.append(("wait", s.n))
+        elif isinstance(s, kir.Assign) and isinstance(s.lhs, kir.Index):
+            base, i = s.lhs.base, int(evaluate.ev(s.lhs.idx[0], env))
+            name = arrays.get(id(base))
+            r = s.rhs
+            if name in ("part", "part1"):
+                zero = (isinstance(r, kir.FloatLit) and r.text in ("0.f", "0.0f")) or (
+                    isinstance(r, kir.Const) and r.value == 0
+                )
+                if not zero or s.op != "=":
+                    raise ProofFailedError(
+                        "a partial is written other than zeroed", condition="promotion structure"
+                    )
+                out.append(("zero", name, i))
+            elif name in ("sc", "scp") and s.op == "=" and isinstance(r, kir.Index) and id(r.base) in arrays:
+                out.append(("copy", name, i, arrays[id(r.base)], int(evaluate.ev(r.idx[0], env))))
+            elif name in ("sc", "scp"):
+                if not (
+                    s.op == "="
+                    and isinstance(r, kir.Bin)
+                    and r.op == "*"
+                    and isinstance(r.a, kir.Var)
+                    and isinstance(r.b, kir.Var)
+                ):
+                    raise ProofFailedError(
+                        "a scale register set other than sc[h] = scale_a value * scale_b value",
+                        condition="promotion structure",
+                    )
+                out.append(("sc", name, i, r.a, r.b))
+            elif base is acc:
+                if isinstance(r, kir.Bin) and isinstance(r.a, kir.Cast) and r.a.ctype == "float":
+                    r = kir.Bin(r.op, r.a.a, r.b)  # an s32 partial converted to f32
+                if not (
+                    s.op == "+="
+                    and isinstance(r, kir.Bin)
+                    and r.op == "*"
+                    and isinstance(r.a, kir.Index)
+                    and arrays.get(id(r.a.base)) in ("part", "part1")
+                    and isinstance(r.b, kir.Index)
+                    and arrays.get(id(r.b.base)) in ("sc", "scp")
+                ):
+                    raise ProofFailedError(
+                        "an accumulator update other than acc[i] += partial[j] * scale[h]",
+                        condition="promotion structure",
+                    )
+                out.append(
+                    (
+                        "promote",
+                        i,
+                        arrays[id(r.a.base)],
+                        int(evaluate.ev(r.a.idx[0], env)),
+                        arrays[id(r.b.base)],
+                        int(evaluate.ev(r.b.idx[0], env)),
+                    )
+                )
+            else:
+                raise ProofFailedError(
+                    f"an unexpected register-array write in the k-tile loop ({kir.emit_expr_safe(s.lhs)})",
+                    condition="promotion structure",
+                )
+
+
+def _simulate_pipeline(
+    ev: List[Tuple[Any, ...]],
+    KT: int,
+    cfg: Sm90Config,
+    kin: int,
+    srow: kir.ProvenFn,
+    kt_var: kir.Var,
+    rows_checked: set,
+) -> None:
+    """Run the events of one tile of ``KT`` k-tiles (("iter", kt) marks each iteration)
+    against the wgmma group semantics and check the promotion's obligations (see
+    :func:`prove_promotion_pipelined`)."""
+    R = cfg.bn // 2
+    st: Dict[str, Dict[str, Any]] = {
+        p: dict(kt=None, mmas=0, zeroed=set(), done={}) for p in ("part", "part1")
+    }
+    open_: List[str] = []
+    groups: List[List[str]] = []
+    holds: Dict[Tuple[str, int], int] = {}
+    loaded: Dict[int, Tuple[kir.Claim, Dict[str, int]]] = {}
+    promoted: List[int] = []
+    cur = -1
+
+    def fail(msg: str, cond: str) -> None:
+        raise ProofFailedError(f"KT = {KT}, k-tile {cur}: {msg}", condition=cond, witness=(KT, cur))
+
+    def busy(p: str) -> bool:
+        return p in open_ or any(p in g for g in groups)
+
+    for e in ev:
+        kind = e[0]
+        if kind == "iter":
+            cur = e[1]
+        elif kind == "load":
+            loaded[id(e[1])] = (e[2], e[3])
+        elif kind == "sc":
+            _check_scale_factors(e[2], loaded.get(id(e[3])), loaded.get(id(e[4])), kt_var)
+            holds[(e[1], e[2])] = cur
+        elif kind == "copy":
+            if (e[3], e[4]) not in holds:
+                fail(
+                    f"{e[1]}[{e[2]}] copies {e[3]}[{e[4]}] before it is set",
+                    "promotion with the k-tile's scales",
+                )
+            holds[(e[1], e[2])] = holds[(e[3], e[4])]
+        elif kind == "zero":
+            p = st[e[1]]
+            if busy(e[1]):
+                fail(f"{e[1]} is zeroed while a wgmma writes it", "no register write under a wgmma in flight")
+            if p["kt"] is not None:
+                fail(
+                    f"{e[1]} is zeroed before k-tile {p['kt']}'s sum in it is promoted",
+                    "every partial promoted",
+                )
+            p["zeroed"].add(e[2])
+        elif kind == "mma":
+            p = st[e[1]]
+            if p["kt"] is None:
+                if p["zeroed"] != set(range(R)):
+                    fail(
+                        f"{e[1]} is not zeroed before the k-tile's first wgmma",
+                        "partial accumulator zeroed per block",
+                    )
+                p.update(kt=cur, mmas=0, zeroed=set())
+            elif p["kt"] != cur or p["done"]:
+                fail(
+                    f"{e[1]} takes k-tile {cur}'s wgmma while it holds k-tile {p['kt']}'s sum",
+                    "one k-tile per partial",
+                )
+            p["mmas"] += 1
+            open_.append(e[1])
+        elif kind == "commit":
+            groups.append(open_)
+            open_ = []
+        elif kind == "wait":
+            groups = groups[len(groups) - e[1] :] if e[1] else []
+        elif kind == "promote":
+            _i, pn, j, sn, h = e[1:]
+            p = st[pn]
+            if busy(pn):
+                fail(
+                    f"a promotion reads {pn} while its wgmmas are in flight",
+                    "promotion after the wgmmas complete",
+                )
+            if p["kt"] is None:
+                fail(f"a promotion reads {pn}, which holds no k-tile's sum", "promotion structure")
+            if _i != j or _i in p["done"]:
+                fail(
+                    f"acc[{_i}] takes {pn}[{j}] (each register once, from its own partial register)",
+                    "promotion covers the registers",
+                )
+            if p["mmas"] * kin != SCALE_K:
+                fail(
+                    f"promotion interval {p['mmas'] * kin} elements of K; the scale block is {SCALE_K}",
+                    "promotion interval equals the scale block",
+                )
+            if holds.get((sn, h)) != p["kt"]:
+                fail(
+                    f"register {_i} of k-tile {p['kt']} is promoted with {sn}[{h}], which holds "
+                    f"the scales of k-tile {holds.get((sn, h))}",
+                    "promotion with the k-tile's scales",
+                )
+            p["done"][_i] = h
+            if len(p["done"]) == R:
+                key = tuple(sorted(p["done"].items()))
+                if key not in rows_checked:
+                    _check_rows(cfg, srow, dict(p["done"]))
+                    rows_checked.add(key)
+                promoted.append(p["kt"])
+                p.update(kt=None, mmas=0, zeroed=set(), done={})
+    if promoted != list(range(KT)) or open_ or any(p["kt"] is not None for p in st.values()):
+        raise ProofFailedError(
+            f"KT = {KT}: the k-tiles promoted are {promoted}, not each of 0..{KT - 1} once in order",
+            condition="every partial promoted",
+            witness=(KT, tuple(promoted)),
+        )
+
+
+def prove_promotion_pipelined(
+    k: kir.Kernel, cfg: Sm90Config, dtype: str, srow: kir.ProvenFn, log: ProofLog, kt_max: int = 8
+) -> None:
+    """The promotion of the two-partial consumer (``partials=2``), read from the IR ``k``:
+    the k-tile loop's body and the drain after it are run, for every tile of ``KT = 0 ..
+    kt_max`` k-tiles, against the wgmma group semantics (a commit closes a group;
+    ``wait_group n`` completes all but the ``n`` newest), conditions on ``kt`` and ``KT``
+    evaluated.  Checked: a partial is zeroed (every register) before the first wgmma of
+    its k-tile, takes the wgmmas of one k-tile only, and is never written while a wgmma
+    on it is in flight; each promotion reads a partial whose wgmmas are complete, adds
+    every register once to its own accumulator register with the scale of its C row
+    (:func:`_check_rows`) and of its own k-tile (the scale register was set in that
+    k-tile's iteration from reads claiming k block ``kt``: :func:`_check_scale_factors`,
+    then copied), the wgmmas summed are ``SCALE_K`` elements of K; the k-tiles
+    ``0 .. KT - 1`` are promoted once each, in order, nothing left in flight.  The body's
+    conditions read ``kt`` only through ``kt & 1`` and ``kt >= 1`` (any other variable
+    is refused), so from ``kt = 1`` on its effects repeat with period 2 and the drain's
+    depend on ``KT``'s parity: ``kt_max >= 4`` covers every ``KT``."""
+    L = _kt_loop(k)
+    drain = _drain_of(k, L)
+    names = {n.name: n for n in kir.walk(k.body) if isinstance(n, kir.Var)}
+    need = ("acc", "part", "part1", "sc", "scp")
+    if any(n not in names for n in need):
+        raise ProofFailedError(
+            "no acc / part / part1 / sc / scp registers in the kernel", condition="promotion structure"
+        )
+    arrays = {id(names[n]): n for n in need[1:]}
+    kin = gmma.WGMMA_TYPES[dtype][1]
+    KTv = L.stop
+    if not isinstance(KTv, kir.Var):  # _kt_loop checked it
+        raise ProofFailedError(
+            "the k-tile loop's bound is not the k-tile count", condition="promotion structure"
+        )
+    rows_checked: set = set()
+    n_ev = 0
+    for KT in range(kt_max + 1):
+        ev: List[Tuple[Any, ...]] = []
+        for kt in range(KT):
+            ev.append(("iter", kt))
+            _pipe_events(L.body.body, {L.var.name: kt}, ev, arrays, names["acc"])
+        ev.append(("iter", KT))
+        _pipe_events(drain, {KTv.name: KT}, ev, arrays, names["acc"])
+        _simulate_pipeline(ev, KT, cfg, kin, srow, L.var, rows_checked)
+        n_ev += len(ev)
+    R = cfg.bn // 2
+    log.add(
+        "equal",
+        f"promotion interval (two partials, k-tile kt's wgmmas in flight while kt - 1 is "
+        f"promoted): for every tile of KT = 0..{kt_max} k-tiles (period 2 in kt), run against "
+        f"the wgmma group semantics, each k-tile's sum is zeroed, takes {SCALE_K // kin} wgmma "
+        f"k{kin} = {SCALE_K} elements = the scale block, is promoted once after its group "
+        f"completed, {R} registers each from its own partial register with its C row's scale "
+        "and its own k block's (set in its iteration, k block kt), no partial written while a "
+        "wgmma on it is in flight",
+        "exhaustive",
+        n_ev,
+    )
+
+
 def _check_scale_factors(
     h: int,
     fa: Optional[Tuple[kir.Claim, Dict[str, int]]],
@@ -816,7 +1263,7 @@ def _check_rows(cfg: Sm90Config, srow: kir.ProvenFn, h_of: Dict[int, int]) -> No
 
 
 # ============================================================================ generator
-_MEMO: Dict[Tuple[Sm90Config, GemmProblem, Optional[EpilogueConfig]], GemmKernel] = {}
+_MEMO: Dict[Tuple[Sm90Config, GemmProblem, Optional[EpilogueConfig], int], GemmKernel] = {}
 
 
 def _epilogue_base(config: Optional[Sm90Config], epilogue: Optional[EpilogueConfig]) -> Sm90Config:
@@ -843,6 +1290,7 @@ def generate_blockscale(
     *,
     epilogue: Optional[EpilogueConfig] = None,
     memo: bool = True,
+    partials: int = 1,
     _segments: int = 1,
     _kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
 ) -> GemmKernel:
@@ -867,6 +1315,11 @@ def generate_blockscale(
     the scale reads' and the epilogue loads' claims, the epilogue's data flow.  Kernels are
     memoized per (config, problem, epilogue), each variant's name distinct.
 
+    ``partials=2`` builds the consumer with two partial accumulators
+    (:func:`_consumer_bs2_ir`: k-tile ``kt``'s wgmmas run while ``kt - 1`` is promoted),
+    its promotion proven by :func:`prove_promotion_pipelined`; 1 (the default) is the
+    kernel with one partial, waited for before each promotion.
+
     ``_segments`` / ``_kb_of`` build deliberately wrong kernels for the proofs' tests
     (promotion every ``128 / _segments`` elements; a scale block other than ``kt``).
 
@@ -881,8 +1334,10 @@ def generate_blockscale(
         GemmProblem(prob.a_major, prob.b_major, "f16", "f32", prob.batch).validate()
     else:
         prob = prob.validate()
+    if partials not in (1, 2):
+        raise GemmConfigError(f"generate_blockscale: partials={partials!r} must be 1 or 2")
     plain = _segments == 1 and _kb_of is None
-    key = (cfg, prob, epilogue)
+    key = (cfg, prob, epilogue, partials)
     if memo and plain and key in _MEMO:
         return _MEMO[key]
     check_blockscale(cfg, prob)
@@ -908,17 +1363,21 @@ def generate_blockscale(
     log.extend(ProofLog(list(_scale_layout_records())))
     prove_scale_columns(cfg, log)
     prove_k_tail(cfg.bk, log)
+    pv = "" if partials == 1 else f"partials{partials}"
     if epilogue is None:
-        h = hashlib.sha256(f"blockscale{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
+        h = hashlib.sha256(f"blockscale{GENERATOR_VERSION}{cfg}{prob}{pv}".encode()).hexdigest()[:10]
         name = f"lp_gemm_sm90_bs_{prob.key()}_{h}"
     else:
-        tag = f"blockscale{GENERATOR_VERSION}{EPILOGUE_VERSION}{epilogue.key()}{prob}"
+        tag = f"blockscale{GENERATOR_VERSION}{EPILOGUE_VERSION}{epilogue.key()}{prob}{pv}"
         name = f"lp_gemm_sm90_bsep_{prob.key()}_{hashlib.sha256(tag.encode()).hexdigest()[:10]}"
-    ir = _source_bs_ir(cfg, prob, a, b, ep, desc, tx, name, srow, _segments, _kb_of)
+    ir = _source_bs_ir(cfg, prob, a, b, ep, desc, tx, name, srow, _segments, _kb_of, partials)
     if epilogue is not None:  # the fused epilogue, its data flow proven on the rewritten tree
         ir, _col = epilogue_ir(ir, epilogue, prob, log, name)
-    prove_promotion(ir, cfg, prob.dtype, srow, log)
-    what = cfg.key() if epilogue is None else epilogue.key()
+    if partials == 2:
+        prove_promotion_pipelined(ir, cfg, prob.dtype, srow, log)
+    else:
+        prove_promotion(ir, cfg, prob.dtype, srow, log)
+    what = (cfg.key() if epilogue is None else epilogue.key()) + ("" if partials == 1 else ", two partials")
     title = f"proven before emission (block-scaled {what}, {prob.key()})"
     src = finish(ir, log, title, lambda kk: prove_ws_protocol(kk, cfg, tx, log, 1))
     gcfg = GemmConfig(

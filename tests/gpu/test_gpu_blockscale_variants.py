@@ -1,0 +1,228 @@
+"""The block-scaled kernel's consumer with two partial accumulators (``partials=2``): it
+generates with its pipelined promotion proven, the default kernel is untouched, planted
+bugs in the pipeline (promotion before the wgmmas complete, the wrong partial, stale or
+current scales, a missing zeroing, copy or drain) are caught, nvcc compiles it without
+spills or wgmma serialization, and on a GPU it matches the float64 reference."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from layoutproof.gpu.config import GemmProblem
+from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
+from layoutproof.gpu.host import blockscale as hbs
+from layoutproof.gpu.kernels import blockscale as bs
+from layoutproof.gpu.kernels.epilogue import EpilogueConfig
+from layoutproof.gpu.kernels.wgmma_core import Sm90Config
+from layoutproof.gpu.proof import kir
+from layoutproof.gpu.proof.record import ProofLog
+
+SMALL = Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="ws")
+
+
+def _two(cfg=SMALL, dtype="e4m3", out="bf16", **kw):
+    return bs.generate_blockscale(cfg, GemmProblem("k", "k", dtype, out), partials=2, **kw)
+
+
+# ----------------------------------------------------------------------------- generation
+@pytest.mark.parametrize("cfg", [bs.BLOCKSCALE_DEFAULT, SMALL], ids=["128x128", "64x128"])
+def test_two_partials_generate_with_the_pipelined_promotion_proven(cfg):
+    k = _two(cfg)
+    st = [r.statement for r in k.proofs]
+    assert any("promotion interval (two partials" in s for s in st)
+    assert not any(s.startswith("promotion interval: the k-tile loop promotes once") for s in st)
+    assert any("mbarrier pipeline" in s for s in st)  # the ring protocol, model-checked as before
+    src = k.source
+    m = re.search(r"coverage: (\d+) of (\d+) memory accesses, (\d+) of (\d+) barrier", src)
+    assert m and m.group(1) == m.group(2) and m.group(3) == m.group(4)
+    assert "float part1[64];" in src and "float scp[2];" in src
+    assert "acc[i] += part1[i] * scp[(i >> 1) & 1];" in src
+    # one wait_group 1 per k-tile (after both branches), one wait_group 0 in the drain
+    assert src.count("wgmma.wait_group.sync.aligned 1;") == 1
+    assert src.count("wgmma.wait_group.sync.aligned 0;") == 1
+    assert "two partials" in src
+
+
+def test_the_default_kernel_is_not_the_variant():
+    one, two = bs.generate_blockscale(), _two(bs.BLOCKSCALE_DEFAULT)
+    assert one.name != two.name and "part1" not in one.source
+    assert bs.generate_blockscale(partials=1) is one  # the same memoized kernel
+    with pytest.raises(GemmConfigError, match="partials=3"):
+        bs.generate_blockscale(partials=3)
+
+
+def test_two_partials_int8_and_with_the_epilogue():
+    k = _two(dtype="s8", out="f32")
+    assert "int part1[64];" in k.source and "acc[i] += (float)part1[i] * scp[(i >> 1) & 1];" in k.source
+    e = bs.generate_blockscale(epilogue=EpilogueConfig(SMALL, "gelu", bias_axis="n"), partials=2)
+    assert "lp_act_gelu(" in e.source and "part1" in e.source
+    assert any("two partials" in r.statement for r in e.proofs)
+
+
+# ----------------------------------------------------------------------------- planted bugs
+def _srow(k):
+    return next(f for f in k.ir.functions if getattr(f, "name", "") == "lp_sa_row")
+
+
+def _prove(k, ir):
+    bs.prove_promotion_pipelined(ir, SMALL, "e4m3", _srow(k), ProofLog())
+
+
+def _promotion_ifs(node):
+    """The parity conditions that choose the partial to promote."""
+    return isinstance(node, kir.If) and any(
+        isinstance(x, kir.Assign) and x.op == "+=" for x in kir.walk(node.then)
+    )
+
+
+def test_the_pipelined_proof_passes_on_the_kernel_ir():
+    k = _two()
+    log = ProofLog()
+    bs.prove_promotion_pipelined(k.ir, SMALL, "e4m3", _srow(k), log)
+    assert log.proofs[-1].cases > 100
+
+
+def test_planted_promotion_before_the_wgmmas_complete_is_caught(monkeypatch):
+    orig = bs._batch_ir
+    monkeypatch.setattr(bs, "_batch_ir", lambda *a, **kw: orig(*a, **{**kw, "wait": 2}))
+    with pytest.raises(ProofFailedError, match="while its wgmmas are in flight"):
+        _two(memo=False)
+
+
+def test_planted_drain_without_wait_0_is_caught():
+    k = _two()
+    ir = kir.rewrite(k.ir, lambda n: kir.WgmmaWait(1) if isinstance(n, kir.WgmmaWait) and n.n == 0 else None)
+    with pytest.raises(ProofFailedError, match="in flight"):
+        _prove(k, ir)
+
+
+def test_planted_promotion_of_the_wrong_partial_is_caught():
+    k = _two()
+
+    def swap(n):
+        if _promotion_ifs(n) and n.orelse is not None:
+            return kir.If(n.cond, n.orelse, n.then, n.comment)
+        return None
+
+    with pytest.raises(ProofFailedError, match="in flight|holds no k-tile"):
+        _prove(k, kir.rewrite(k.ir, swap))
+
+
+def test_planted_promotion_with_this_k_tiles_scales_is_caught():
+    k = _two()
+    names = {n.name: n for n in kir.walk(k.ir.body) if isinstance(n, kir.Var)}
+    sc, scp = names["sc"], names["scp"]
+
+    def current(n):  # acc[i] += part[i] * sc[h]: the scales of the k-tile just issued
+        if isinstance(n, kir.Assign) and n.op == "+=" and isinstance(n.rhs, kir.Bin):
+            b = n.rhs.b
+            if isinstance(b, kir.Index) and b.base is scp:
+                return kir.Assign(n.lhs, kir.Bin(n.rhs.op, n.rhs.a, kir.Index(sc, b.idx)), "+=")
+        return None
+
+    with pytest.raises(ProofFailedError, match="which holds the scales of k-tile"):
+        _prove(k, kir.rewrite(k.ir, current))
+
+
+def test_planted_missing_scale_copy_zeroing_or_drain_are_caught():
+    k = _two()
+    names = {n.name: n for n in kir.walk(k.ir.body) if isinstance(n, kir.Var)}
+    scp, part1 = names["scp"], names["part1"]
+
+    def drop(pred):
+        return kir.rewrite(
+            k.ir,
+            lambda n: (
+                kir.Block(tuple(x for x in n.body if not pred(x))) if isinstance(n, kir.Block) else None
+            ),
+        )
+
+    def is_copy(x):
+        return isinstance(x, kir.For) and any(
+            isinstance(a, kir.Assign) and isinstance(a.lhs, kir.Index) and a.lhs.base is scp
+            for a in kir.walk(x)
+        )
+
+    with pytest.raises(ProofFailedError, match="holds the scales of k-tile None"):
+        _prove(k, drop(is_copy))
+
+    def is_zero1(x):
+        return isinstance(x, kir.For) and any(
+            isinstance(a, kir.Assign) and isinstance(a.lhs, kir.Index) and a.lhs.base is part1 and a.op == "="
+            for a in kir.walk(x)
+        )
+
+    with pytest.raises(ProofFailedError, match="not zeroed before"):
+        _prove(k, drop(is_zero1))
+
+    def is_drain_promotion(x):
+        return isinstance(x, kir.If) and "last k-tile" in x.comment
+
+    with pytest.raises(ProofFailedError, match=r"KT = 1: the k-tiles promoted are \[\]"):
+        _prove(k, drop(is_drain_promotion))
+
+
+def test_host_refuses_other_partials():
+    with pytest.raises(GemmInputError, match="partials=0"):
+        hbs.gemm_fp8_blockscale(None, None, None, None, partials=0)
+
+
+# ----------------------------------------------------------------------------- nvcc
+NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("cfg", [bs.BLOCKSCALE_DEFAULT, SMALL], ids=["128x128", "64x128"])
+def test_two_partials_compile_without_spills_or_wgmma_serialization(tmp_path, cfg):
+    k = _two(cfg)
+    src = tmp_path / "k.cu"
+    src.write_text(k.source)
+    r = subprocess.run(
+        [NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v"]
+        + ["-o", str(tmp_path / "k.cubin"), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = r.stderr + r.stdout
+    assert r.returncode == 0, r.stderr[-3000:]
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", out)
+    assert spills and all(s == "0" and lo == "0" for s, lo in spills)
+    assert "serialized" not in out, out[-2000:]
+
+
+# ----------------------------------------------------------------------------- on a GPU
+def _hopper() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _hopper(), reason="needs an sm_90 GPU with torch")
+@pytest.mark.parametrize("shape", [(200, 300, 400), (64, 256, 7168), (1, 128, 16), (257, 384, 384)])
+def test_two_partials_match_the_current_kernel_and_float64(shape):
+    import torch
+
+    m, n, k = shape
+    g = torch.Generator(device="cuda").manual_seed(3)
+    a = torch.randn(m, k, device="cuda", generator=g).to(torch.float8_e4m3fn)
+    bt = torch.randn(n, k, device="cuda", generator=g).to(torch.float8_e4m3fn)
+    kb = -(-k // 128)
+    sa = torch.rand(kb, m, device="cuda", generator=g).T + 0.5
+    sb = torch.rand(-(-n // 128), kb, device="cuda", generator=g) + 0.5
+    one = hbs.gemm_fp8_blockscale(a, bt.T, sa, sb, out_dtype="f32")
+    two = hbs.gemm_fp8_blockscale(a, bt.T, sa, sb, out_dtype="f32", partials=2)
+    assert hbs.last_blockscale_launch["partials"] == 2
+    kk = torch.arange(k, device="cuda") // 128
+    nn = torch.arange(n, device="cuda") // 128
+    ref = (a.double() * sa.double()[:, kk]) @ (bt.T.double() * sb.double()[nn][:, kk].T)
+    scale = max(ref.abs().max().item(), 1e-30)
+    assert (two.double() - ref).abs().max().item() <= 2e-3 * scale
+    # the same wgmmas and the same promotions in the same order: bit-identical sums
+    assert torch.equal(one, two)
