@@ -13,7 +13,11 @@ Without ``--cands`` each shape takes its own list (:data:`PLAN`).  A candidate s
 * ``WbmxbnsS`` (``c2``: a 2-CTA cluster) -- a warp-specialized TMA ``Sm90Config``;
 * ``Kbmxbns S/sp`` -- that base split ``sp`` ways, the fix-up reduction; ``C...`` the cluster
   reduction;
-* ``MbmxbnxbkwWMxWNsS`` -- an mma.sync ``GemmConfig`` (the 16-row decode tiles).
+* ``MbmxbnxbkwWMxWNsS`` -- an mma.sync ``GemmConfig`` (the 16-row decode tiles); ``F...`` the
+  same tile into one f32 plane and the one-plane fix-up (the epilogue's route).
+
+``--epilogue ACT`` times ``bias`` (operands' dtype, along N) + ``ACT`` on every plan, against
+``torch.addmm`` + the activation replayed from a torch graph, outputs against float64.
 
 ``--prepare DIR`` (CPU, no GPU) generates and proves every kernel the plan needs into the
 kernel cache ``DIR`` (``LAYOUTPROOF_CACHE``), so the GPU call only compiles; ``--compile-jobs
@@ -24,6 +28,7 @@ to ``$OUT/rule_sweep`` (or ``bench/out/rule_sweep``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import statistics
@@ -82,6 +87,30 @@ PLAN = {
     (6144, 6144, 256): K_LIGHT,
 }
 
+#: named plans (``--plan``): the rule's new picks against the picks they replace, on the suite's
+#: shapes that moved and on shapes beside them (plain; ``verify_ep`` with ``--epilogue``)
+PLANS = {
+    "verify": {
+        (4, 4096, 11008): ["M16x32x128w1x2s8", "K64x128s8/4"],
+        (1, 14336, 4096): ["K64x256s5/2"],
+        (1, 4096, 8192): ["M16x32x128w1x2s8"],
+        (8, 4096, 14336): ["M16x32x128w1x2s8"],
+        (12, 4096, 28672): ["M16x32x128w1x2s8"],
+        (16, 14336, 4096): ["W64x128s8"],
+        (4, 14336, 8192): ["K64x256s5/2"],
+        (1, 16384, 4096): ["W64x128s8"],
+        (16, 16384, 8192): ["W64x128s8"],
+        (8, 13824, 4096): ["K64x256s5/2"],
+        (16, 14336, 14336): ["K64x256s5/2"],
+    },
+    "verify_ep": {
+        (4, 4096, 11008): ["F16x32x128w1x2s8"],
+        (1, 14336, 4096): ["K64x256s5/2"],
+        (16, 14336, 4096): ["W64x128s8"],
+        (1, 16384, 4096): ["W64x128s8"],
+    },
+}
+
 
 def parse(spec):
     """The configuration of one spec (``pick`` -> None)."""
@@ -100,6 +129,10 @@ def parse(spec):
         if kind == "W":
             return base
         return SplitKConfig(base, int(sp), "kernel" if kind == "K" else "cluster").validate()
+    if spec.startswith("F"):  # the decode tile into one f32 plane, the fix-up applies the epilogue
+        from layoutproof.gpu.kernels.splitk import FixupEpilogueConfig
+
+        return FixupEpilogueConfig(parse("M" + spec[1:]))
     mt = re.fullmatch(r"M(\d+)x(\d+)x(\d+)w(\d+)x(\d+)s(\d+)", spec)
     if mt:
         bm, bn, bk, wm, wn, st = (int(v) for v in mt.groups())
@@ -109,6 +142,8 @@ def parse(spec):
 
 def jobs(args):
     """[(shape, [spec, ...])] of this run."""
+    if args.plan:
+        return [(s, ["pick"] + c) for s, c in PLANS[args.plan].items()]
     if args.shapes:
         shapes = gs.shapes_arg(args.shapes)
         return [(s, ["pick"] + (args.cands.split(",") if args.cands else PLAN.get(s, []))) for s in shapes]
@@ -129,35 +164,60 @@ def all_kernels(args):
     for (m, n, k), specs in jobs(args):
         for prob in problems(args.dtypes.split(",")):
             for sp in specs:
-                cfg = parse(sp) or choose_config(m, n, k, prob, hopper=True, tma=True, mma=True)
+                ep = bool(args.epilogue)
+                cfg = parse(sp) or choose_config(m, n, k, prob, hopper=True, tma=True, mma=True, epilogue=ep)
+                if ep:  # the kernels a plan with a bias and the activation compiles
+                    cfg = _with_act(cfg, args.epilogue, prob)
                 out[(cfg.key(), prob.key())] = (cfg, prob)
     return list(out.values())
 
 
+def _with_act(cfg, act, prob):
+    """``cfg`` with a bias (the operands' dtype, along N) and ``act``, as ``decide`` sets it."""
+    from layoutproof.gpu.host import rule as P
+
+    req = P.GemmRequest(
+        a=P.OperandFacts((64, 64), (128, 2), 2),
+        b=P.OperandFacts((64, 64), (128, 2), 2),
+        dtype=prob.dtype,
+        out_dtype=prob.out_dtype,
+        out_itemsize=2,
+        activation=act,
+        bias=True,
+        bias_dtype=prob.dtype,
+    )
+    return P._with_epilogue(cfg, req, True, True)
+
+
 def prepare(args):
     """Generate and prove every kernel into the disk cache (CPU only)."""
-    from layoutproof.gpu.host.cache import kernel_for, splitk_kernels_for
-    from layoutproof.gpu.kernels.splitk import SplitKConfig
-
     t0 = time.perf_counter()
     ks = all_kernels(args)
     for cfg, prob in ks:
-        if isinstance(cfg, SplitKConfig):
-            splitk_kernels_for(cfg, prob)
-        else:
-            kernel_for(cfg, prob)
+        _kernels(cfg, prob)
     print(f"prepared {len(ks)} kernels in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
+def _kernels(cfg, prob):
+    """The generated kernels a plan of ``cfg`` launches (from the disk cache when there)."""
+    from layoutproof.gpu.host.cache import kernel_for, splitk_kernels_for
+    from layoutproof.gpu.kernels.splitk import FixupEpilogueConfig, SplitKConfig, generate_fixup
+
+    if isinstance(cfg, SplitKConfig):
+        return splitk_kernels_for(cfg, prob)
+    if isinstance(cfg, FixupEpilogueConfig):
+        plane = dataclasses.replace(prob, out_dtype="f32")
+        return (kernel_for(cfg.base, plane), generate_fixup(1, prob, cfg.fixup_epilogue()))
+    return (kernel_for(cfg, prob),)
+
+
 def _compile_some(items):
-    from layoutproof.gpu.host.cache import compile_kernel, kernel_for, splitk_kernels_for
-    from layoutproof.gpu.kernels.splitk import SplitKConfig
+    from layoutproof.gpu.host.cache import compile_kernel
 
     done = 0
     for cfg, prob in items:
         try:
-            ks = splitk_kernels_for(cfg, prob) if isinstance(cfg, SplitKConfig) else (kernel_for(cfg, prob),)
-            for kk in ks:
+            for kk in _kernels(cfg, prob):
                 if kk is not None:
                     compile_kernel(kk)
                     done += 1
@@ -178,24 +238,85 @@ def compile_all(args):
     print(f"compiled {done} modules ({len(ks)} configs) in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
+def _act64(cp, x, act):
+    """The activation in float64 (gelu: the erf form, as the kernels)."""
+    if act == "gelu":
+        from cupyx.scipy.special import erf
+
+        return 0.5 * x * (1.0 + erf(x / 2**0.5))
+    if act == "silu":
+        return x / (1.0 + cp.exp(-x))
+    return cp.maximum(x, 0.0)
+
+
+def _torch_peer(a, b, c, bias, act, reps):
+    """A replay timer (seconds per call) of ``torch.matmul`` (or ``addmm`` + ``act``) captured
+    once in a torch CUDA graph of ``reps`` calls."""
+    import torch
+
+    ta, tb, tc = torch.from_dlpack(a), torch.from_dlpack(b), torch.from_dlpack(c)
+    fns = {"gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu, "relu": torch.relu}
+    if act:
+        tbias = torch.from_dlpack(bias)
+
+        def call():
+            torch.addmm(tbias, ta, tb, out=tc)
+            fns[act](tc)
+    else:
+
+        def call():
+            torch.matmul(ta, tb, out=tc)
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            call()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(reps):
+            call()
+
+    def replay():
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ts = []
+        for _ in range(3):
+            e0.record()
+            g.replay()
+            e1.record()
+            e1.synchronize()
+            ts.append(e0.elapsed_time(e1) / 1e3 / reps)
+        return statistics.median(ts)
+
+    return replay
+
+
 def row(cp, shape, dt, specs, args):
-    """Graph time of every candidate and of cuBLAS in the same rounds (order rotated), each
-    output against float64 before and after the timing."""
+    """Graph time of every candidate and of the torch peer in the same rounds (order rotated),
+    each output against float64 before and after the timing."""
+    from layoutproof.gpu.config import GemmProblem
     from layoutproof.gpu.host.rule import choose_config
     from layoutproof.gpu.host.runtime import gemm_plan
 
     m, n, k = shape
     reps = args.reps
+    act = args.epilogue
     rng = cp.random.default_rng(31)
     a, b = gs.make(cp, (m, k), dt, rng), gs.make(cp, (k, n), dt, rng)
-    ref = cp.matmul(a, b)
+    bias = gs.make(cp, (n,), dt, rng) if act else None
     ref64 = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+    if act:
+        ref64 = _act64(cp, ref64 + bias.astype(cp.float64)[None, :], act)
     c = cp.empty((m, n), dtype=a.dtype)
+    c_peer = cp.empty((m, n), dtype=a.dtype)
+    extra = (bias,) if act else ()
+    opts = dict(bias=bias, activation=act) if act else {}
 
     def err_of(plan):
         c.fill(cp.nan)
-        plan(a, b, c)
-        plan(a, b, c)
+        plan(a, b, c, *extra)
+        plan(a, b, c, *extra)
         cp.cuda.Device().synchronize()
         return gs.max_rel_err(cp, c, ref64)
 
@@ -203,25 +324,31 @@ def row(cp, shape, dt, specs, args):
     for sp in specs:
         cfg = parse(sp)
         try:
-            plan = gemm_plan(a, b, c, config=cfg)
+            plan = gemm_plan(a, b, c, config=cfg, **opts)
             key = plan.config.key() if hasattr(plan, "config") else type(plan).__name__
             errs[sp] = err_of(plan)
-            graphs[sp] = gs.graph_of(cp, lambda plan=plan: plan(a, b, c), reps)
+            graphs[sp] = gs.graph_of(cp, lambda plan=plan: plan(a, b, c, *extra), reps)
             keys[sp], plans[sp] = key, plan
         except Exception as ex:
             print(f"  {sp} {m}x{n}x{k} {dt}: {type(ex).__name__}: {ex}", flush=True)
-    t, t_ref, _ = gs.graph_rounds(cp, graphs, {}, (a, b, ref), reps, args.rounds)
+    peer = _torch_peer(a, b, c_peer, bias, act, reps)
+    t = {sp: [] for sp in graphs}
+    t_ref = []
+    for rnd in range(args.rounds):
+        for sp in gs.rotated(list(graphs), rnd):
+            if graphs[sp]:
+                t[sp].append(gs.graph_time(cp, graphs[sp], reps) * 1e6)
+        t_ref.append(peer() * 1e6)
     for sp, plan in plans.items():
         errs[sp] = max(errs[sp], err_of(plan))
-    from layoutproof.gpu.config import GemmProblem
-
     prob = GemmProblem(a_major="k", b_major="n", dtype=dt, out_dtype=dt)
     return dict(
         dtype=dt,
         m=m,
         n=n,
         k=k,
-        rule=choose_config(m, n, k, prob, hopper=True, tma=True, mma=True).key(),
+        epilogue=act,
+        rule=choose_config(m, n, k, prob, hopper=True, tma=True, mma=True, epilogue=bool(act)).key(),
         cublas_us=statistics.median(t_ref) if t_ref else None,
         cublas_all=t_ref,
         configs=keys,
@@ -234,8 +361,10 @@ def row(cp, shape, dt, specs, args):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", default=None, help="MxNxK,... (default: the built-in plan)")
+    p.add_argument("--plan", default=None, help="a named plan of PLANS instead of PLAN")
     p.add_argument("--cands", default=None, help="specs for --shapes (default: the plan's for each)")
     p.add_argument("--dtypes", default="f16,bf16")
+    p.add_argument("--epilogue", default=None, help="gelu, silu or relu: a bias and the activation")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--prepare", action="store_true", help="generate and prove only (no GPU)")

@@ -241,20 +241,33 @@ def splitk_pdl(m: int) -> bool:
 #: unsplit mma.sync kernels of 16-row tiles (``GemmConfig(bm=16, ...)``, the cp.async pipeline:
 #: one CTA per column tile streams the whole K, no workspace, no second kernel, deterministic) for
 #: plain decode products on Hopper, taken by :func:`choose_config` with ``mma=True`` (what
-#: ``gemm`` passes for ``path="auto"``).  ``tiles``: (bn, bk, warps_n, stages) in order; the
-#: first whose column tiles number between ``fill`` of the SMs and all of them is taken, where
-#: A is row-major and B row-major (``a_major="k"``, ``b_major="n"``) and ``K >= min_k`` for an
-#: output of exactly ``rows`` rows, ``K >= min_k_partial`` for fewer (a partial tile: the kernel's
-#: guarded, per-chunk loads).  The trade: one CTA per column tile streams all of K (no split,
-#: no reduction) but only where the column tiles fill the SMs and K is long enough to hide
-#: the missing split; a partial tile needs a longer K (1x4096x4096 and 8x4096x4096 were slower
-#: than the split-K pick, 1x4096x8192 faster).  16x32x128 s8 beat the split-K pick on the
-#: 4096-column shapes, 16x64x64 (4 warps) s8 the cluster pick on the 8192-column ones
-#: (bench/RESULTS.md, "Unsplit 16-row mma.sync tiles on the decode shapes")
+#: ``gemm`` passes for ``path="auto"``), where A is row-major and B row-major (``a_major="k"``,
+#: ``b_major="n"``).  ``tiles``: ``(bn, bk, warps_n, stages, partial, per_sm)`` in order; the
+#: first whose column tiles number between ``fill`` of the SMs and all of them (one CTA per SM),
+#: or, for a tile with ``per_sm = 2``, between ``fill_wide`` of twice the SMs and twice the SMs
+#: (two resident CTAs on most SMs), is taken, with ``K >= min_k`` for an output of exactly
+#: ``rows`` rows.  Fewer rows (a partial
+#: tile: the kernel's guarded, per-chunk loads) take only a tile marked ``partial``, and need
+#: ``K >= min_k_partial`` while the tile runs one CTA per SM (``K >= min_k`` where its column
+#: tiles put two CTAs on some SMs).
+#:
+#: The trade: one CTA per column tile streams all of K (no split, no reduction) but only where
+#: the column tiles fill the SMs and K is long enough to hide the missing split.  Measured
+#: (bench/RESULTS.md, "Unsplit 16-row mma.sync tiles on the decode shapes" on an H100, "The
+#: decode rule's picks on the H200"): 16x32x128 s8 beat the split-K pick on the 4096-column
+#: shapes with 16 rows (H200 16x4096x11008: 23.5 us against 27.3-27.7), but with fewer rows its
+#: two warps' guarded loads lost to the split on the H200 (1x and 4x4096x11008: 31.0-31.4 us
+#: against 26.4-27.4; on the H100 the partial tile had been faster), so it takes full tiles only;
+#: 16x64x64 (4 warps) s8 beat the cluster pick on the 8192-column shapes, partial tiles
+#: included, and with two CTAs per SM on 14336 columns (H200 1x14336x4096: 30.4-30.6 us
+#: against the split's 33.2-33.5, 224 CTAs of 80 KB shared memory, two resident per SM).  A
+#: partial tile at one CTA per SM needs a long K (1x4096x4096 and 8x4096x4096 were slower than
+#: the split-K pick on the H100, where B stays in L2).
 MMA_DECODE_RULE: Dict[str, Any] = {
     "rows": 16,
-    "tiles": ((32, 128, 2, 8), (64, 64, 4, 8)),
+    "tiles": ((32, 128, 2, 8, False, 1), (64, 64, 4, 8, True, 2)),
     "fill": 0.9,
+    "fill_wide": 0.8,
     "min_k": 4096,
     "min_k_partial": 8192,
 }
@@ -268,8 +281,10 @@ def mma_decode(
 
     >>> mma_decode(16, 4096, 4096).key(), mma_decode(16, 8192, 8192).key()
     ('16x32x128_w1x2_s8_auto_g8', '16x64x64_w1x4_s8_auto_g8')
-    >>> mma_decode(1, 4096, 4096) is None, mma_decode(1, 4096, 8192) is None
-    (True, False)
+    >>> mma_decode(1, 4096, 4096) is None, mma_decode(4, 4096, 11008) is None
+    (True, True)
+    >>> mma_decode(1, 8192, 8192).key(), mma_decode(1, 14336, 4096).key()
+    ('16x64x64_w1x4_s8_auto_g8', '16x64x64_w1x4_s8_auto_g8')
     >>> mma_decode(32, 4096, 4096) is None, mma_decode(16, 2048, 4096) is None
     (True, True)
     """
@@ -278,12 +293,16 @@ def mma_decode(
             raise GemmInputError(f"mma_decode: {nm}={v!r} must be a positive int")
     r = MMA_DECODE_RULE
     prob = problem or GemmProblem()
-    if (prob.a_major, prob.b_major, prob.batch) != ("k", "n", "") or m > r["rows"]:
+    if (prob.a_major, prob.b_major, prob.batch) != ("k", "n", "") or m > r["rows"] or k < r["min_k"]:
         return None
-    if k < (r["min_k"] if m == r["rows"] else r["min_k_partial"]):
-        return None
-    for bn, bk, wn, st in r["tiles"]:
-        if r["fill"] * sms <= -(-n // bn) <= sms:
+    full = m == r["rows"]
+    for bn, bk, wn, st, partial, per_sm in r["tiles"]:
+        tiles = -(-n // bn)
+        one = r["fill"] * sms <= tiles <= sms
+        two = per_sm >= 2 and r["fill_wide"] * 2 * sms <= tiles <= 2 * sms
+        if not (full or partial) or not (one or two):
+            continue
+        if full or two or k >= r["min_k_partial"]:
             return GemmConfig(bm=r["rows"], bn=bn, bk=bk, warps_m=1, warps_n=wn, stages=st).validate()
     return None
 
