@@ -73,17 +73,26 @@ def test_choose_config_big_squares_take_the_large_tile_small_problems_smaller_ti
 
 
 def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_faster():
-    # the shapes the H100 measured faster with an unsplit 16-row mma.sync tile
+    # the shapes measured faster with an unsplit 16-row mma.sync tile (the H100, and the H200:
+    # 16x4096x11008 23.5 us against the split's 27.3-27.7); 14336-16384 columns with two
+    # resident CTAs per SM, measured on the H200 against the picks they replaced (1x14336x4096
+    # 29.6-30.6 us against 33.1-33.5; 16x14336x4096 30.1 against 34.1; 4x14336x8192 57.2
+    # against 62.9; 1x16384x4096 31.9 against 37.7; 16x16384x8192 62.1 against 69.6;
+    # 8x13824x4096 29.1 against 35.4; 16x14336x14336 98.6 against 104.5; f16, bf16 alike)
     want = {
         (16, 4096, 4096): "16x32x128_w1x2_s8_auto_g8",
         (16, 4096, 11008): "16x32x128_w1x2_s8_auto_g8",
         (16, 4096, 14336): "16x32x128_w1x2_s8_auto_g8",
-        (8, 4096, 11008): "16x32x128_w1x2_s8_auto_g8",
-        (1, 4096, 11008): "16x32x128_w1x2_s8_auto_g8",
-        (1, 4096, 8192): "16x32x128_w1x2_s8_auto_g8",
         (16, 8192, 8192): "16x64x64_w1x4_s8_auto_g8",
         (1, 8192, 8192): "16x64x64_w1x4_s8_auto_g8",
         (16, 8192, 28672): "16x64x64_w1x4_s8_auto_g8",
+        (1, 14336, 4096): "16x64x64_w1x4_s8_auto_g8",
+        (16, 14336, 4096): "16x64x64_w1x4_s8_auto_g8",
+        (4, 14336, 8192): "16x64x64_w1x4_s8_auto_g8",
+        (1, 16384, 4096): "16x64x64_w1x4_s8_auto_g8",
+        (16, 16384, 8192): "16x64x64_w1x4_s8_auto_g8",
+        (8, 13824, 4096): "16x64x64_w1x4_s8_auto_g8",
+        (16, 14336, 14336): "16x64x64_w1x4_s8_auto_g8",
     }
     for (m, n, k), key in want.items():
         for dt in ("f16", "bf16"):
@@ -91,8 +100,12 @@ def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_fas
             cfg = P.choose_config(m, n, k, prob, hopper=True, tma=True, mma=True)
             assert isinstance(cfg, GemmConfig) and cfg.key() == key, (m, n, k, dt)
             assert cfg == P.mma_decode(m, n, k, prob)
-            # one CTA per column tile, each streaming the whole K: no split, between 0.9 and 1.0 of the SMs
-            assert cfg.bm == 16 and 0.9 * 132 <= -(-n // cfg.bn) <= 132
+            # one CTA per column tile, each streaming the whole K: no split, between 0.9 and 1.0 of
+            # the SMs, or (the 4-warp tile) between 0.8 and 1.0 of two resident CTAs per SM
+            tiles = -(-n // cfg.bn)
+            assert cfg.bm == 16 and (
+                0.9 * 132 <= tiles <= 132 or (cfg.bn == 64 and 0.8 * 264 <= tiles <= 264)
+            )
             # without mma=True (path="wgmma", the CLI's wgmma branch) the wgmma rule's pick is
             # unchanged; with an epilogue, path='auto' runs this tile into one f32 plane and the
             # fix-up kernel applies the epilogue (splitk.FixupEpilogueConfig)
@@ -102,6 +115,22 @@ def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_fas
             assert isinstance(ep, FixupEpilogueConfig) and ep.base == cfg
             wg = P.choose_config(m, n, k, prob, hopper=True, tma=True, epilogue=True)
             assert not isinstance(wg, FixupEpilogueConfig)
+    # the 2-warp 16x32x128 tile with fewer than 16 rows (a partial tile's guarded loads): the
+    # split, measured faster on the H200 (1x4096x11008 26.9 us against 31.4; 4x4096x11008 27.4-27.5
+    # against 30.9-31.3; 1x4096x8192 21.1 against 23.8; 8x4096x14336 33.8 against 39.3;
+    # 12x4096x28672 63.3 against 75.3; f16, bf16 alike), though the H100 had measured the tile
+    # faster on the first three
+    for shape in [
+        (1, 4096, 11008),
+        (4, 4096, 11008),
+        (8, 4096, 11008),
+        (1, 4096, 8192),
+        (8, 4096, 14336),
+        (12, 4096, 28672),
+    ]:
+        assert P.mma_decode(*shape) is None, shape
+        got = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True, mma=True)
+        assert isinstance(got, SplitKConfig) and got.reduction == "kernel", shape
     # measured slower (1 or 8 rows at K = 4096: the partial tile's guarded loads) or not measured:
     # unchanged
     for shape in [
@@ -113,6 +142,8 @@ def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_fas
         (64, 4096, 4096),
         (16, 2048, 4096),
         (16, 11008, 4096),
+        (1, 8192, 4096),
+        (16, 17000, 4096),
         (16, 4096, 2048),
         (4096, 4096, 4096),
     ]:
@@ -468,7 +499,9 @@ def test_gpu_default_choice_matches_float64(m, n, k):
 
 
 @gpu
-@pytest.mark.parametrize("m, n, k", [(16, 4096, 4096), (1, 4096, 11008), (13, 4104, 11008), (16, 8192, 8192)])
+@pytest.mark.parametrize(
+    "m, n, k", [(16, 4096, 4096), (1, 4096, 11008), (13, 4104, 11008), (16, 8192, 8192), (1, 14336, 4096)]
+)
 def test_gpu_mma_decode_tile_matches_float64_eager_and_in_a_graph(m, n, k):
     cp = _cp()
     cfg = P.mma_decode(16, n, k)  # the rule's tile for the shape's columns (13 rows: a partial tile)
