@@ -31,9 +31,9 @@ proven on first use).
   gelu, ``beta * c``), beside the plain kernel.
 
 * ``--variants SHAPES``: the generator's variants (:data:`VARIANTS`: the current
-  consumer, ``partials=2``) checked against float64, then timed against each other and
+  consumer, ``early_release``, ``partials=2`` and both) checked against float64, then timed against each other and
   ``torch._scaled_mm`` in one process, interleaved (median of per-round speed-ups);
-  ``--sanitize-variants`` is ``--sanitize`` with ``partials=2``.
+  ``--sanitize-variants`` is ``--sanitize`` with each variant.
 
 Run on the GPU machine from the repository root (after ``. bench/device_env.sh``)::
 
@@ -207,6 +207,7 @@ def check(
     seed: int = 0,
     epilogue: Optional[Tuple[str, Dict[str, Any]]] = None,
     partials: int = 1,
+    early_release: bool = False,
 ) -> bool:
     import torch
 
@@ -230,7 +231,9 @@ def check(
                 view.copy_(e["c"])
             kw["c"] = view if e["inplace"] else e["c"]
     t0 = time.perf_counter()
-    gemm_fp8_blockscale(a, b, sa, sb, out_dtype=out, out=view, partials=partials, **kw)
+    gemm_fp8_blockscale(
+        a, b, sa, sb, out_dtype=out, out=view, partials=partials, early_release=early_release, **kw
+    )
     torch.cuda.synchronize()
     first = time.perf_counter() - t0
     ref = apply_epilogue(plain, e)
@@ -247,6 +250,7 @@ def check(
     cfg = last_blockscale_launch.get("config")
     ename = "" if epilogue is None else f" epilogue [{epilogue[0]}]"
     ename += "" if partials == 1 else f" partials={partials}"
+    ename += " early_release" if early_release else ""
     say(
         f"[check] {'ok  ' if ok else 'FAIL'} {dtype}->{out} {m}x{n}x{k} scale_a {sa_layout}{ename}: "
         f"max err {err:.2e} (f32 dequant+matmul {e32:.2e}, tol {_TOL[out]:.0e}), NaN left {nan}, "
@@ -263,6 +267,7 @@ def check(
             sa=sa_layout,
             epilogue=None if epilogue is None else epilogue[0],
             partials=partials,
+            early_release=early_release,
             err=err,
             err_f32=e32,
             ok=ok,
@@ -350,7 +355,12 @@ def timing(m: int, n: int, k: int, rounds: int = 7, epilogue: bool = False) -> D
 
 
 #: the generator options ``--variants`` times against each other: name -> launcher keywords
-VARIANTS: Dict[str, Dict[str, Any]] = {"current": {}, "two partials": dict(partials=2)}
+VARIANTS: Dict[str, Dict[str, Any]] = {
+    "current": {},
+    "early release": dict(early_release=True),
+    "two partials": dict(partials=2),
+    "two partials + early release": dict(partials=2, early_release=True),
+}
 
 
 def timing_variants(m: int, n: int, k: int, rounds: int = 7) -> Dict[str, float]:
@@ -399,7 +409,7 @@ def check_variants() -> int:
     for name, kw in VARIANTS.items():
         if not kw:
             continue
-        p = kw.get("partials", 1)
+        p, er = kw.get("partials", 1), kw.get("early_release", False)
         for i, (dtype, out, shape) in enumerate(
             (
                 ("e4m3", "bf16", (200, 300, 400)),
@@ -410,24 +420,29 @@ def check_variants() -> int:
                 ("e4m3", "f32", (130, 384, 384)),
             )
         ):
-            fails += not check(dtype, out, *shape, ("row", "mn", "per_row", "tensor")[i % 4], i, partials=p)
-        fails += not check("e4m3", "bf16", 257, 513, 1040, "mn", 7, EPILOGUES[1], partials=p)
-        fails += not check("s8", "f32", 200, 300, 400, "row", 8, EPILOGUES[0], partials=p)
+            sl = ("row", "mn", "per_row", "tensor")[i % 4]
+            fails += not check(dtype, out, *shape, sl, i, partials=p, early_release=er)
+        fails += not check(
+            "e4m3", "bf16", 257, 513, 1040, "mn", 7, EPILOGUES[1], partials=p, early_release=er
+        )
+        fails += not check("s8", "f32", 200, 300, 400, "row", 8, EPILOGUES[0], partials=p, early_release=er)
         say(f"[variants] {name}: numerics checked")
     return fails
 
 
-def sanitize(partials: int = 1) -> int:
+def sanitize(partials: int = 1, early_release: bool = False) -> int:
     """The ``--sanitize`` run: the plain kernel and each epilogue form, e4m3 and s8, at a
     shape with a tail on every dimension, against float64 (``partials``: the consumer
-    variant); returns the exit status (1 on a mismatch)."""
+    variant, ``early_release`` too); returns the exit status (1 on a mismatch)."""
     fails, before = 0, len(RESULTS["check"])
     m, n, k = 37, 200, 272  # 37 of 64 rows, 200 = 128 + 72 columns, 272 = 2 * 128 + 16 of K
     for dtype, out in (("e4m3", "bf16"), ("s8", "f32")):
-        fails += not check(dtype, out, m, n, k, "mn", partials=partials)
+        fails += not check(dtype, out, m, n, k, "mn", partials=partials, early_release=early_release)
         for j, e in enumerate(EPILOGUES):
             sl = ("row", "per_row", "tensor")[j % 3]
-            fails += not check(dtype, out, m, n, k, sl, j + 1, e, partials=partials)
+            fails += not check(
+                dtype, out, m, n, k, sl, j + 1, e, partials=partials, early_release=early_release
+            )
     say(f"[sanitize] {len(RESULTS['check']) - before} runs, {fails} mismatches")
     return 1 if fails else 0
 
@@ -468,8 +483,10 @@ def main(argv: List[str]) -> int:
                 fails += not check(dtype, out, m, n, k, ("row", "mn", "per_row", "tensor")[j % 4], i + j, e)
     if ns.sanitize:
         fails += sanitize()
-    if ns.sanitize_variants:
-        fails += sanitize(partials=2)
+    if ns.sanitize_variants:  # the consumer variants: early release, two partials (and both)
+        fails += (
+            sanitize(early_release=True) + sanitize(partials=2) + sanitize(partials=2, early_release=True)
+        )
     if ns.variants:
         fails += check_variants()
         vgeo: Dict[str, List[float]] = {}

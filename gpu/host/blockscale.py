@@ -340,6 +340,7 @@ def blockscale_launcher(
     c: Any = None,
     bias_along: str = "n",
     partials: int = 1,
+    early_release: bool = False,
 ) -> Tuple[Callable[[], None], Any]:
     """What :func:`gemm_fp8_blockscale` launches, prepared once: ``(launch, out)`` where
     ``launch()`` runs the product on the current stream (torch's for torch operands, else
@@ -347,7 +348,9 @@ def blockscale_launcher(
     tensor maps encoded and the parameters packed (for benchmarks and repeated calls on
     the same arrays).  ``partials`` picks the consumer (1: one partial accumulator, waited
     for before each promotion; 2: two, k-tile kt's wgmmas running while kt - 1 is
-    promoted -- :func:`~layoutproof.gpu.kernels.blockscale.generate_blockscale`)."""
+    promoted) and ``early_release`` (a stage goes back to the producer before the
+    promotion) the generator's variants
+    (:func:`~layoutproof.gpu.kernels.blockscale.generate_blockscale`)."""
     from . import device
     from .cache import compile_kernel
     from .typed import array_facts, epilogue_args, typed_operand, typed_output, unit_tensor_map, vector_facts
@@ -396,7 +399,9 @@ def blockscale_launcher(
     out, to, po, torch_o, ob = typed_output(out, a, torch_a, m, n, ot, "gemm_fp8_blockscale")
     from ..kernels.blockscale import generate_blockscale
 
-    kern = generate_blockscale(d.config, d.problem, epilogue=ep.config, partials=partials)
+    kern = generate_blockscale(
+        d.config, d.problem, epilogue=ep.config, partials=partials, early_release=bool(early_release)
+    )
     rk = compile_kernel(kern)
 
     def view(ptr: int, nbytes: int, owner: Any, dt: str, shape: Tuple[int, ...]) -> Any:
@@ -436,6 +441,7 @@ def blockscale_launcher(
         epilogue=ep.config,
         kernel=kern.name,
         partials=partials,
+        early_release=bool(early_release),
         m=m,
         n=n,
         k=k,
@@ -475,6 +481,7 @@ def gemm_fp8_blockscale(
     c: Any = None,
     bias_along: str = "n",
     partials: int = 1,
+    early_release: bool = False,
 ) -> Any:
     """``C = act(alpha * (A * scale_a) @ (B * scale_b) + beta * c + bias)`` with DeepGEMM's
     block scales.
@@ -496,7 +503,7 @@ def gemm_fp8_blockscale(
     bfloat16 values; ``activation`` ``"relu"``, ``"silu"`` or ``"gelu"``; ``beta * c`` with
     ``c`` an ``M x N`` row-major array of the output's dtype (``beta != 0`` needs ``c``; ``c``
     may be ``out``).  One ``alpha``: for fp8 the kernel's per-tensor scale, for int8 the
-    epilogue's.  ``partials``: the consumer's partial accumulators (1 or 2, see
+    epilogue's.  ``partials`` (1 or 2) and ``early_release``: the consumer's variant (see
     :func:`blockscale_launcher`).  Launched on the current stream (torch's for torch
     operands)."""
     launch, out = blockscale_launcher(
@@ -515,6 +522,7 @@ def gemm_fp8_blockscale(
         c=c,
         bias_along=bias_along,
         partials=partials,
+        early_release=early_release,
     )
     launch()
     return out

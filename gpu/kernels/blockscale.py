@@ -476,11 +476,14 @@ def _consumer_bs_ir(
     srow: kir.ProvenFn,
     segments: int = 1,
     kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
+    early_release: bool = False,
 ) -> kir.Block:
     """The consumer warpgroups (the ws kernel's ring protocol, :func:`~layoutproof.gpu.
     kernels.wgmma_ws.consumer_ir`): per tile, per k-tile: the scales, the stage's wgmmas
     into ``part`` (in ``segments`` promoted pieces; 1 is the kernel, more only to test the
-    proof), promotion into ``acc``; then the per-tensor ``alpha`` and the staged epilogue."""
+    proof), promotion into ``acc``; then the per-tensor ``alpha`` and the staged epilogue.
+    ``early_release``: the k-tile's own stage goes back to the producer right after its
+    ``wgmma.wait_group 0``, before the promotion (``consumer_ir(release="same")``)."""
     cfg = F.cfg
     R = cfg.bn // 2
     part = kir.Var("part", "int" if F.prob.dtype in INT_TYPES else "float")
@@ -489,7 +492,11 @@ def _consumer_bs_ir(
     if segments < 1 or nk % segments:
         raise GemmConfigError(f"blockscale: {segments} segments do not split {nk} k steps")
 
-    def k_tile(c: ConsumerVars) -> Tuple[List[kir.Stmt], List[kir.Stmt]]:
+    def k_tile(c: ConsumerVars) -> Tuple[List[kir.Stmt], ...]:
+        scales = _scale_loads_ir(F, Sc, sc, c.kt, c.tn, srow, kb_of or (lambda v: v))
+        if early_release:  # the wgmmas, the release of the stage, then the promotion
+            issue = [_zero_ir(part, R), *_batch_ir(F, c.st, part, (0, nk))]
+            return scales, issue, [_promote_ir(c.acc, part, sc, R)]
         pieces: List[kir.Stmt] = []
         for s in range(segments):
             lo, hi = s * nk // segments, (s + 1) * nk // segments
@@ -498,8 +505,19 @@ def _consumer_bs_ir(
                 *_batch_ir(F, c.st, part, (lo, hi)),
                 _promote_ir(c.acc, part, sc, R),
             ]
-        return _scale_loads_ir(F, Sc, sc, c.kt, c.tn, srow, kb_of or (lambda v: v)), pieces
+        return scales, pieces
 
+    if early_release:
+        return consumer_ir(
+            F,
+            "consumers: per k-tile (one 128-element scale block) wgmma into part, the stage released, "
+            "part promoted into acc",
+            "f32",
+            k_tile,
+            release_note="its wgmmas are complete: this k-tile's stage goes back to the producer",
+            decls=(kir.Decl(part, dims=(R,)), kir.Decl(sc, dims=(2,))),
+            release="same",
+        )
     return consumer_ir(
         F,
         "consumers: per k-tile (one 128-element scale block) wgmma into part, promoted into acc",
@@ -515,6 +533,7 @@ def _consumer_bs2_ir(
     Sc: _Scales,
     srow: kir.ProvenFn,
     kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
+    early_release: bool = False,
 ) -> kir.Block:
     """The consumer with two partial accumulators (``partials=2``): k-tile ``kt``'s
     wgmmas go into ``part`` (``kt`` even) or ``part1`` (odd), committed and followed by
@@ -523,7 +542,8 @@ def _consumer_bs2_ir(
     iteration) while ``kt``'s wgmmas run; ``scp = sc`` (this k-tile's scales) follows.
     After the k-tiles, ``wait_group 0`` and the last k-tile's promotion (the drain).  The
     ring protocol is :func:`~layoutproof.gpu.kernels.wgmma_ws.consumer_ir`'s: the previous
-    stage goes back to the producer after ``wait_group 1`` completed its wgmmas."""
+    stage goes back to the producer after ``wait_group 1`` completed its wgmmas: after the
+    promotion, or with ``early_release`` right after the wait, before the promotion."""
     cfg = F.cfg
     R = cfg.bn // 2
     ct = "int" if F.prob.dtype in INT_TYPES else "float"
@@ -542,7 +562,7 @@ def _consumer_bs2_ir(
             odd_(parity), kir.block(_promote_ir(acc, p0, scp, R)), kir.block(_promote_ir(acc, p1, scp, R))
         )
 
-    def k_tile(c: ConsumerVars) -> Tuple[List[kir.Stmt], List[kir.Stmt]]:
+    def k_tile(c: ConsumerVars) -> Tuple[List[kir.Stmt], ...]:
         h = ir_var("h")
         odd_batch = _batch_ir(F, c.st, p1, (0, nk), wait=1)
         even_batch = _batch_ir(F, c.st, p0, (0, nk), wait=1)
@@ -565,8 +585,7 @@ def _consumer_bs2_ir(
             kir.block(kir.Assign(kir.Index(scp, (h,)), kir.Index(sc, (h,)))),
             unroll=True,
         )
-        after = [
-            *issue,
+        promote = [
             kir.If(c.kt.ge(1), kir.block(promote_other(c.acc, c.kt)), comment="promote the previous k-tile"),
             keep,
         ]
@@ -574,7 +593,10 @@ def _consumer_bs2_ir(
             kir.WgmmaWait(0),
             kir.If(F.KT.ge(1), kir.block(promote_other(c.acc, F.KT)), comment="promote the last k-tile"),
         ]
-        return _scale_loads_ir(F, Sc, sc, c.kt, c.tn, srow, kb_of or (lambda v: v)), after
+        scales = _scale_loads_ir(F, Sc, sc, c.kt, c.tn, srow, kb_of or (lambda v: v))
+        if early_release:
+            return scales, issue, promote
+        return scales, issue + promote
 
     return consumer_ir(
         F,
@@ -582,7 +604,9 @@ def _consumer_bs2_ir(
         "the previous k-tile promoted into acc while it runs",
         "f32",
         k_tile,
-        release_note="the previous stage goes back to the producer",
+        release_note="the previous k-tile's wgmmas are complete: its stage goes back to the producer"
+        if early_release
+        else "the previous stage goes back to the producer",
         decls=(
             kir.Decl(p0, dims=(R,)),
             kir.Decl(p1, dims=(R,)),
@@ -606,6 +630,7 @@ def _source_bs_ir(
     segments: int = 1,
     kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
     partials: int = 1,
+    early_release: bool = False,
 ) -> kir.Kernel:
     """The ws kernel's prologue, producer and protocol with the block-scaled consumer
     (``partials=2``: :func:`_consumer_bs2_ir`)."""
@@ -613,8 +638,8 @@ def _source_bs_ir(
 
     def consumer(Fr: WsFrame) -> kir.Block:
         if partials == 2:
-            return _consumer_bs2_ir(Fr, Sc, srow, kb_of)
-        return _consumer_bs_ir(Fr, Sc, srow, segments, kb_of)
+            return _consumer_bs2_ir(Fr, Sc, srow, kb_of, early_release)
+        return _consumer_bs_ir(Fr, Sc, srow, segments, kb_of, early_release)
 
     F, body = ws_body_ir(cfg, prob, a, b, ep, desc, tx, consumer)
     descr: Tuple[str, ...] = (
@@ -632,6 +657,8 @@ def _source_bs_ir(
     )
     if partials == 2:
         descr += ("two partial accumulators: k-tile kt's wgmmas run while k-tile kt - 1 is promoted",)
+    if early_release:
+        descr += ("a stage goes back to the producer as soon as its wgmmas completed, before the promotion",)
     k = kernel90(
         cfg,
         prob,
@@ -1263,7 +1290,7 @@ def _check_rows(cfg: Sm90Config, srow: kir.ProvenFn, h_of: Dict[int, int]) -> No
 
 
 # ============================================================================ generator
-_MEMO: Dict[Tuple[Sm90Config, GemmProblem, Optional[EpilogueConfig], int], GemmKernel] = {}
+_MEMO: Dict[Tuple[Sm90Config, GemmProblem, Optional[EpilogueConfig], int, bool], GemmKernel] = {}
 
 
 def _epilogue_base(config: Optional[Sm90Config], epilogue: Optional[EpilogueConfig]) -> Sm90Config:
@@ -1291,6 +1318,7 @@ def generate_blockscale(
     epilogue: Optional[EpilogueConfig] = None,
     memo: bool = True,
     partials: int = 1,
+    early_release: bool = False,
     _segments: int = 1,
     _kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
 ) -> GemmKernel:
@@ -1318,7 +1346,11 @@ def generate_blockscale(
     ``partials=2`` builds the consumer with two partial accumulators
     (:func:`_consumer_bs2_ir`: k-tile ``kt``'s wgmmas run while ``kt - 1`` is promoted),
     its promotion proven by :func:`prove_promotion_pipelined`; 1 (the default) is the
-    kernel with one partial, waited for before each promotion.
+    kernel with one partial, waited for before each promotion.  ``early_release=True``
+    gives a stage back to the producer as soon as its wgmmas completed, before the
+    promotion (one partial: the k-tile's own stage right after its ``wait_group 0``,
+    ``consumer_ir(release="same")``, the protocol model-checked for that order; two: the
+    previous stage right after the ``wait_group 1``).
 
     ``_segments`` / ``_kb_of`` build deliberately wrong kernels for the proofs' tests
     (promotion every ``128 / _segments`` elements; a scale block other than ``kt``).
@@ -1337,7 +1369,7 @@ def generate_blockscale(
     if partials not in (1, 2):
         raise GemmConfigError(f"generate_blockscale: partials={partials!r} must be 1 or 2")
     plain = _segments == 1 and _kb_of is None
-    key = (cfg, prob, epilogue, partials)
+    key = (cfg, prob, epilogue, partials, early_release)
     if memo and plain and key in _MEMO:
         return _MEMO[key]
     check_blockscale(cfg, prob)
@@ -1363,14 +1395,14 @@ def generate_blockscale(
     log.extend(ProofLog(list(_scale_layout_records())))
     prove_scale_columns(cfg, log)
     prove_k_tail(cfg.bk, log)
-    pv = "" if partials == 1 else f"partials{partials}"
+    pv = ("" if partials == 1 else f"partials{partials}") + ("early" if early_release else "")
     if epilogue is None:
         h = hashlib.sha256(f"blockscale{GENERATOR_VERSION}{cfg}{prob}{pv}".encode()).hexdigest()[:10]
         name = f"lp_gemm_sm90_bs_{prob.key()}_{h}"
     else:
         tag = f"blockscale{GENERATOR_VERSION}{EPILOGUE_VERSION}{epilogue.key()}{prob}{pv}"
         name = f"lp_gemm_sm90_bsep_{prob.key()}_{hashlib.sha256(tag.encode()).hexdigest()[:10]}"
-    ir = _source_bs_ir(cfg, prob, a, b, ep, desc, tx, name, srow, _segments, _kb_of, partials)
+    ir = _source_bs_ir(cfg, prob, a, b, ep, desc, tx, name, srow, _segments, _kb_of, partials, early_release)
     if epilogue is not None:  # the fused epilogue, its data flow proven on the rewritten tree
         ir, _col = epilogue_ir(ir, epilogue, prob, log, name)
     if partials == 2:
@@ -1378,6 +1410,7 @@ def generate_blockscale(
     else:
         prove_promotion(ir, cfg, prob.dtype, srow, log)
     what = (cfg.key() if epilogue is None else epilogue.key()) + ("" if partials == 1 else ", two partials")
+    what += ", early release" if early_release else ""
     title = f"proven before emission (block-scaled {what}, {prob.key()})"
     src = finish(ir, log, title, lambda kk: prove_ws_protocol(kk, cfg, tx, log, 1))
     gcfg = GemmConfig(

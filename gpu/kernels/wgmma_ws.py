@@ -38,7 +38,7 @@ from ..analysis import synthesize_swizzle
 from ..config import OUT_DTYPES, GemmProblem
 from ..errors import BankConflictError, GemmConfigError, ProofFailedError
 from ..proof import evaluate, kir, lower, obligations
-from ..proof.pipeline import prove_pipeline
+from ..proof.pipeline import _ACQ, _REL, _held, _Pipeline, prove_pipeline
 from ..proof.record import ProofLog
 from .toolkit import (
     STORE2,
@@ -86,6 +86,8 @@ __all__ = [
     "schedule_proofs",
     "eval_schedule",
     "prove_ws_protocol",
+    "check_pipeline_same",
+    "prove_pipeline_same",
     "protocol_ir",
     "epilogue_order",
     "prove_schedule",
@@ -999,17 +1001,18 @@ def producer_ir(F: WsFrame) -> kir.Block:
     )
 
 
-def release_ir(F: WsFrame, prev: kir.Var, lane0: kir.Var) -> kir.Stmt:
+def release_ir(F: WsFrame, prev: kir.Var, lane0: kir.Var, held: bool = False) -> kir.Stmt:
     """Lane 0 of each consumer warp releases stage ``prev`` (in a cluster: on this CTA's
     empty barrier, then on the peer's); nothing while ``prev`` is -1 (no stage held).
     ``lane0`` is the consumer's ``tid % 32 == 0``; every consumer warp must execute it
     once per stage it consumed (the empty barriers count ``4 x`` consumer warpgroups
-    ``x cluster`` arrivals)."""
+    ``x cluster`` arrivals).  ``held``: ``prev`` is the stage the k-tile holds (the ring
+    counter, always a stage): guarded by ``lane0`` alone."""
     ops = [kir.MbarArrive(kir.MbarRef(F.empty0, prev))]
     if F.CL > 1:
         ops.append(kir.MbarArrive(kir.MbarRef(F.empty0, prev), F.rank ^ kir.Const(1, "unsigned")))
     return kir.If(
-        prev.ge(0).and_(lane0),
+        lane0 if held else prev.ge(0).and_(lane0),
         kir.block(*ops),
         comment="this CTA's barrier, then the peer's" if F.CL > 1 else "",
     )
@@ -1032,11 +1035,12 @@ def consumer_ir(
     F: WsFrame,
     title: str,
     acc_ctype: str,
-    k_tile: Callable[[ConsumerVars], Tuple[List[kir.Stmt], List[kir.Stmt]]],
+    k_tile: Callable[[ConsumerVars], Tuple[List[kir.Stmt], ...]],
     *,
     release_note: str,
     decls: Sequence[kir.Stmt] = (),
     drain: Sequence[kir.Stmt] = (),
+    release: str = "next",
 ) -> kir.Block:
     """The consumer warpgroups' branch (warpgroups 1..), the ring protocol of every
     warp-specialized kernel: per tile of the persistent walk, per k-tile, ``k_tile``'s
@@ -1049,7 +1053,17 @@ def consumer_ir(
     tile loop.  A stage is released right after the next k-tile's statements, so these
     must complete the previous k-tile's wgmmas (``wgmma.wait_group`` 1 or 0 after their
     own commit) and ``drain`` the last one's; the protocol is read back from the IR and
-    model-checked (:func:`prove_ws_protocol`)."""
+    model-checked (:func:`prove_ws_protocol`).
+
+    ``k_tile`` may return a third list: statements after the release (in the k-tile's
+    iteration, before the ring's advance).  ``release="same"`` (default ``"next"``)
+    releases the k-tile's *own* stage right after its second statements -- these must
+    complete its wgmmas (``wgmma.wait_group 0``) -- and nothing after the k-tiles: the
+    protocol read from the IR then has one release site, and the model checks a consumer
+    that releases each stage in the k-tile that acquired it
+    (:func:`check_pipeline_same`)."""
+    if release not in ("next", "same"):
+        raise GemmConfigError(f"consumer_ir: release={release!r} must be 'next' or 'same'")
     E, cfg, S = F.E, F.cfg, F.S
     cst, cph = ir_var("st", values=tuple(range(S))), kir.Var("ph", "unsigned", values=(0, 1))
     ct = ir_var("t")
@@ -1061,7 +1075,10 @@ def consumer_ir(
     acc, ad = acc_ir(cfg, acc_ctype)
     prev = ir_var("prev", values=tuple(range(-1, S)))
     ckt = ir_var("kt")
-    before, after = k_tile(ConsumerVars(st=cst, kt=ckt, tn=tn, acc=acc))
+    parts = k_tile(ConsumerVars(st=cst, kt=ckt, tn=tn, acc=acc))
+    before, after = parts[0], parts[1]
+    post = parts[2] if len(parts) > 2 else []
+    same = release == "same"
     mainloop = kir.For(
         ckt,
         kir.Const(0),
@@ -1071,8 +1088,9 @@ def consumer_ir(
             kir.MbarWait(kir.MbarRef(F.full0, cst), cph, "stage st's bytes have landed"),
             after,
             kir.Comment(release_note),
-            release_ir(F, prev, lane0),
-            kir.Assign(prev, cst),
+            release_ir(F, cst, lane0, held=True) if same else release_ir(F, prev, lane0),
+            post,
+            None if same else kir.Assign(prev, cst),
             kir.RingAdvance(cst, S, cph),
         ),
     )
@@ -1091,10 +1109,10 @@ def consumer_ir(
             kir.block(
                 ctl,
                 ad,
-                kir.Decl(prev, kir.Const(-1)),
+                None if same else kir.Decl(prev, kir.Const(-1)),
                 mainloop,
                 tuple(drain),
-                release_ir(F, prev, lane0),
+                None if same else release_ir(F, prev, lane0),
                 scale_ir(E, cfg, acc),
                 epilogue_ws_ir(E, cfg, F.prob, F.ep, acc, F.e_off),
             ),
@@ -1280,6 +1298,7 @@ class _MbarOps:
     txs: List[int] = field(default_factory=list)
     waited_in: List[Tuple[str, Any]] = field(default_factory=list)
     n: int = 0
+    held: List[bool] = field(default_factory=list)
 
 
 def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple[Dict[str, Any], int]:
@@ -1294,13 +1313,19 @@ def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple
     number of mbarrier operations covered."""
     ops = _read_mbar_ops(k, cfg)
     _check_one_init_and_wait(ops, tx)
-    remote_release = _check_release_sites(ops)
+    same = bool(ops.held) and all(ops.held)
+    remote_release = _check_release_sites_same(k, ops) if same else _check_release_sites(ops)
     e_init = _check_arrival_counts(k, cfg, ops, remote_release)
-    proto = {
+    proto: Dict[str, Any] = {
         "producer_parity": ops.waits["empty"][0],
         "consumer_parity": ops.waits["full"][0],
         "remote_release": remote_release,
     }
+    where = (
+        "each k-tile releases its own stage after its wgmma.wait_group 0, none at the tile end"
+        if same
+        else "releases after each batch and at the tile end"
+    )
     log.add(
         "equal",
         f"protocol read from the IR: producer waits empty with parity ph ^ "
@@ -1309,11 +1334,45 @@ def protocol_ir(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog) -> Tuple
         f"once per k-tile); full expects 1 arrival (+ {tx} TMA bytes), empty "
         f"expects {e_init} = the threads passing the release guards x "
         f"{cfg.cluster if remote_release else 1} CTA(s) releasing into it; "
-        f"releases after each batch and at the tile end",
+        f"{where}",
         "exhaustive",
         ops.n,
     )
+    if same:
+        proto["release_lag"] = 0
     return proto, ops.n
+
+
+def _check_release_sites_same(k: kir.Kernel, ops: _MbarOps) -> bool:
+    """``release="same"``: the consumers release in the k-loop only (locally, and in a
+    cluster remotely too), each arrive after a ``wgmma.wait_group 0`` that follows every
+    wgmma of the loop body before it, and no wgmma after it in the body (the stage is not
+    read once released).  Returns whether they release remotely."""
+    consumer_loop = [lp for nm, lp in ops.waited_in if nm == "full"][0]
+    sites = ops.local + ops.remote
+    if (
+        len(ops.local) != 1
+        or len(ops.remote) not in (0, 1)
+        or any(lp[-1] is not consumer_loop for _s, _g, lp in sites)
+    ):
+        raise ProofFailedError(
+            f"release sites: {len(ops.local)} local, {len(ops.remote)} remote, expected one local (and in a "
+            "cluster one remote) release in the k-loop and none after it",
+            condition="release sites",
+            witness=(len(ops.local), len(ops.remote)),
+        )
+    order = list(kir.walk(consumer_loop.body))  # pre-order: program order of the statements
+    for s, _g, _lp in sites:
+        at = next(i for i, x in enumerate(order) if x is s)
+        waits = [i for i, x in enumerate(order[:at]) if isinstance(x, kir.WgmmaWait)]
+        mmas = [i for i, x in enumerate(order) if isinstance(x, kir.Wgmma)]
+        if not waits or order[waits[-1]].n != 0 or any(i > waits[-1] for i in mmas):
+            raise ProofFailedError(
+                "a stage is released in its own k-tile before wgmma.wait_group 0 completed its wgmmas "
+                "(or a wgmma follows the release)",
+                condition="release after the stage's wgmmas complete",
+            )
+    return len(ops.remote) == 1
 
 
 def _ring_of(k: kir.Kernel, bar: kir.Expr) -> Tuple[str, kir.Expr]:
@@ -1389,12 +1448,26 @@ def _read_mbar_ops(k: kir.Kernel, cfg: Sm90Config) -> _MbarOps:
             ops.txs.append(s.nbytes)
         elif isinstance(s, kir.MbarArrive):
             name, idx = _ring_of(k, s.bar)
-            if name != "empty" or not isinstance(idx, kir.Var) or idx.name != "prev":
+            # the previous stage (``prev``), or the stage the k-tile holds: the ring counter
+            # of the consumers' full wait in the same loop (consumer_ir(release="same"))
+            held = (
+                isinstance(idx, kir.Var)
+                and id(idx) in rings
+                and bool(loops)
+                and any(
+                    isinstance(w, kir.MbarWait)
+                    and _ring_of(k, w.bar)[0] == "full"
+                    and _ring_of(k, w.bar)[1] is idx
+                    for w in kir.walk(loops[-1].body)
+                )
+            )
+            if name != "empty" or not isinstance(idx, kir.Var) or (idx.name != "prev" and not held):
                 raise ProofFailedError(
                     "a consumer arrive is not a release of the previous stage",
                     condition="protocol of the IR",
                     witness=name,
                 )
+            ops.held.append(held)
             (ops.remote if s.cta is not None else ops.local).append((s, guards, loops))
     return ops
 
@@ -1523,8 +1596,118 @@ def prove_ws_protocol(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog, ct
     barrier operations covered (``finish``'s ``protocol``)."""
     proto, n = protocol_ir(k, cfg, tx, log)
     epilogue_order(k, log)
-    prove_pipeline(cfg.stages, cfg.warpgroups, log, ctas=ctas, **proto)
+    if proto.pop("release_lag", 1) == 0:
+        prove_pipeline_same(cfg.stages, cfg.warpgroups, log, ctas=ctas, **proto)
+    else:
+        prove_pipeline(cfg.stages, cfg.warpgroups, log, ctas=ctas, **proto)
     return n
+
+
+class _SamePipeline(_Pipeline):
+    """The pipeline model with consumers that release each stage in the k-tile that
+    acquired it (``ACQ j`` then ``REL j`` to every CTA's barrier), the read of ``j`` ending
+    at its first release."""
+
+    def __init__(self, *args: Any, remote_release: bool) -> None:
+        super().__init__(*args)
+        C = self.C
+        self.progs = []
+        for own in range(C):
+            order = [own] + ([d for d in range(C) if d != own] if remote_release else [])
+            prog: List[Tuple[int, int, int]] = []
+            for j in range(self.T):
+                prog.append((_ACQ, j, own))
+                prog.extend((_REL, j, d) for d in order)
+            self.progs.append(tuple(prog))
+        self.L = len(self.progs[0])
+        self.held = [[_held(pr, pc) for pc in range(self.L + 1)] for pr in self.progs]
+
+
+def check_pipeline_same(
+    stages: int,
+    *,
+    consumers: int,
+    tiles: int,
+    k_tiles: int,
+    ctas: int = 1,
+    producer_parity: int = 1,
+    consumer_parity: int = 0,
+    remote_release: bool = True,
+    max_states: int = 2_000_000,
+) -> int:
+    """:func:`~layoutproof.gpu.proof.pipeline.check_pipeline` for consumers that release
+    each stage right after its own wgmmas completed (``consumer_ir(release="same")``):
+    every interleaving explored, the same properties (no copy into a stage being read,
+    every acquisition sees its own k-tile, no deadlock).  Returns the states.
+
+    >>> check_pipeline_same(3, consumers=2, tiles=2, k_tiles=4) > 0
+    True
+    """
+    N, C = consumers, ctas
+    E = N * C if remote_release else N
+    model = _SamePipeline(
+        stages,
+        N,
+        tiles,
+        k_tiles,
+        C,
+        E,
+        producer_parity,
+        consumer_parity,
+        remote_release,
+        remote_release=remote_release,
+    )
+    return model.explore(max_states)
+
+
+@functools.cache
+def _checked_same(
+    stages: int, n: int, tiles: int, k_tiles: int, ctas: int, pp: int, cp: int, remote: bool
+) -> int:
+    return check_pipeline_same(
+        stages,
+        consumers=n,
+        tiles=tiles,
+        k_tiles=k_tiles,
+        ctas=ctas,
+        producer_parity=pp,
+        consumer_parity=cp,
+        remote_release=remote,
+    )
+
+
+def prove_pipeline_same(
+    stages: int,
+    consumer_warpgroups: int,
+    log: ProofLog,
+    ctas: int = 1,
+    *,
+    producer_parity: int = 1,
+    consumer_parity: int = 0,
+    remote_release: bool = True,
+) -> None:
+    """:func:`~layoutproof.gpu.proof.pipeline.prove_pipeline`'s schedules for the
+    ``release="same"`` consumers (:func:`check_pipeline_same`)."""
+    runs: Tuple[Tuple[int, int], ...]
+    if ctas == 1:
+        runs = ((1, 1), (1, stages + 1), (2, 1), (2, stages - 1), (2, stages), (3, 2))
+        n = 2
+    else:
+        runs = ((1, 1), (1, stages + 1))
+        n = 1
+    total = sum(
+        _checked_same(stages, n, t, kt, ctas, producer_parity, consumer_parity, remote_release)
+        for t, kt in runs
+    )
+    log.add(
+        "protocol",
+        f"mbarrier pipeline ({stages} stages, full/empty parity waits, copy completion asynchronous, "
+        f"each stage released in its own k-tile once its wgmmas completed; {4 * consumer_warpgroups} "
+        f"consumer warps per CTA modelled by {n} agent(s)): no copy overwrites a stage being read, every "
+        f"acquisition sees its own k-tile, no deadlock -- all interleavings of {len(runs)} schedules",
+        "exhaustive",
+        total,
+    )
 
 
 def build_ws_kernel(

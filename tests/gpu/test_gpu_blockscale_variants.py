@@ -206,7 +206,7 @@ def _hopper() -> bool:
 
 @pytest.mark.skipif(not _hopper(), reason="needs an sm_90 GPU with torch")
 @pytest.mark.parametrize("shape", [(200, 300, 400), (64, 256, 7168), (1, 128, 16), (257, 384, 384)])
-def test_two_partials_match_the_current_kernel_and_float64(shape):
+def test_variants_match_the_current_kernel_and_float64(shape):
     import torch
 
     m, n, k = shape
@@ -217,12 +217,54 @@ def test_two_partials_match_the_current_kernel_and_float64(shape):
     sa = torch.rand(kb, m, device="cuda", generator=g).T + 0.5
     sb = torch.rand(-(-n // 128), kb, device="cuda", generator=g) + 0.5
     one = hbs.gemm_fp8_blockscale(a, bt.T, sa, sb, out_dtype="f32")
-    two = hbs.gemm_fp8_blockscale(a, bt.T, sa, sb, out_dtype="f32", partials=2)
-    assert hbs.last_blockscale_launch["partials"] == 2
     kk = torch.arange(k, device="cuda") // 128
     nn = torch.arange(n, device="cuda") // 128
     ref = (a.double() * sa.double()[:, kk]) @ (bt.T.double() * sb.double()[nn][:, kk].T)
     scale = max(ref.abs().max().item(), 1e-30)
-    assert (two.double() - ref).abs().max().item() <= 2e-3 * scale
-    # the same wgmmas and the same promotions in the same order: bit-identical sums
-    assert torch.equal(one, two)
+    for kw in (dict(partials=2), dict(early_release=True), dict(partials=2, early_release=True)):
+        two = hbs.gemm_fp8_blockscale(a, bt.T, sa, sb, out_dtype="f32", **kw)
+        assert hbs.last_blockscale_launch["partials"] == kw.get("partials", 1)
+        assert (two.double() - ref).abs().max().item() <= 2e-3 * scale, kw
+        # the same wgmmas and the same promotions in the same order: bit-identical sums
+        assert torch.equal(one, two), kw
+
+
+# ----------------------------------------------------------------------------- early release
+@pytest.mark.parametrize("partials", [1, 2])
+def test_early_release_generates_with_its_protocol_proven(partials):
+    k = bs.generate_blockscale(SMALL, GemmProblem("k", "k", "e4m3"), partials=partials, early_release=True)
+    st = [r.statement for r in k.proofs]
+    src = k.source
+    if partials == 1:  # the k-tile's own stage, right after its wait_group 0, before the promotion
+        assert any("each stage released in its own k-tile" in s for s in st)
+        assert any("each k-tile releases its own stage after its wgmma.wait_group 0" in s for s in st)
+        assert "int prev" not in src and "empty0 + 8u * st" in src
+        body = src[src.index("wgmma.wait_group.sync.aligned 0;") :]
+        assert body.index("empty0 + 8u * st") < body.index("acc[i] += part[i]")
+    else:  # the previous stage, right after the wait_group 1, before the promotion
+        assert any("one wgmma batch in flight" in s for s in st)
+        body = src[src.index("wgmma.wait_group.sync.aligned 1;") :]
+        assert body.index("empty0 + 8u * prev") < body.index("acc[i] += part")
+    assert k.name != bs.generate_blockscale(SMALL, GemmProblem("k", "k", "e4m3"), partials=partials).name
+
+
+def test_planted_early_release_before_the_wgmmas_complete_is_caught():
+    from layoutproof.gpu.kernels import wgmma_ws
+
+    k = bs.generate_blockscale(SMALL, GemmProblem("k", "k", "e4m3"), early_release=True)
+    tx = next(n.nbytes for n in kir.walk(k.ir.body) if isinstance(n, kir.MbarExpectTx))
+    wgmma_ws.protocol_ir(k.ir, SMALL, tx, ProofLog())  # the kernel's own IR passes
+    ir = kir.rewrite(k.ir, lambda n: kir.WgmmaWait(1) if isinstance(n, kir.WgmmaWait) and n.n == 0 else None)
+    with pytest.raises(ProofFailedError, match="before wgmma.wait_group 0"):
+        wgmma_ws.protocol_ir(ir, SMALL, tx, ProofLog())
+
+
+def test_the_same_k_tile_release_model():
+    from layoutproof.gpu.kernels import wgmma_ws
+
+    assert wgmma_ws.check_pipeline_same(3, consumers=2, tiles=2, k_tiles=4) > 0
+    assert wgmma_ws.check_pipeline_same(2, consumers=1, tiles=1, k_tiles=3, ctas=2) > 0
+    with pytest.raises(ProofFailedError, match="deadlock"):
+        wgmma_ws.check_pipeline_same(3, consumers=2, tiles=1, k_tiles=4, producer_parity=0)
+    with pytest.raises(GemmConfigError, match="release='later'"):
+        wgmma_ws.consumer_ir(None, "", "f32", lambda c: ([], []), release_note="", release="later")
