@@ -199,7 +199,8 @@ MMA_DECODE = (
 #: is what path="wgmma" takes at 16 rows, and path="auto" at M < 16 with K < 8192
 AUTO_DECODE = (
     ((16, 4096, 4096), "mma16"),
-    ((1, 4096, 8192), "mma16"),
+    ((1, 4096, 8192), "split-kernel"),
+    ((1, 14336, 4096), "mma16"),
     ((16, 8192, 8192), "mma16"),
     ((1, 4096, 4096), "split-kernel"),
     ((16, 8192, 4096), "mma16"),
