@@ -835,6 +835,36 @@ class BatchedGemmPlan(_Launch):
             return out
         return self._launch(a, b, out, bias, c, alpha, beta)
 
+    def direct(self) -> Optional[Callable[[int, int, int, int], None]]:
+        """``launch(a_ptr, b_ptr, c_ptr, stream)``: the batched kernel's one launch from base
+        addresses and a raw stream handle alone (:meth:`GemmPlan.direct`'s counterpart); None
+        for the fold and loop paths (their 2-D calls keep their own), staged operands, a
+        fused epilogue, or where CuPy's driver module lacks ``launchKernel``."""
+        if (
+            self.mode != "kernel"
+            or self._launch_kernel is None
+            or self._stage[0]
+            or self._stage[1]
+            or self.activation is not None
+            or self.alpha_beta
+        ):
+            return None
+        d = self.decision
+        self._slots = param_setters(self._pb, (d.slot("c"), d.slot("cvec")))
+        return self._launch_ptrs
+
+    def _launch_ptrs(self, pa: int, pb: int, pc: int, sp: int) -> None:
+        """:meth:`_launch` for base addresses on stream ``sp`` (the :meth:`direct` case)."""
+        slots, g, lk = self._slots, self.grid, self._launch_kernel
+        if lk is None:  # direct() hands this method out only with launchKernel
+            raise GemmConfigError("a direct launch needs CuPy's driver launchKernel")
+        with self._lock:
+            self._set_ptrs(pa, pb)
+            slots[0].value = pc
+            slots[1].value = int(self.decision.cvec_ld and pc % 16 == 0)
+            lk(self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem, sp, self._pb.address, 0)
+        last_launch.update(self._info)
+
     def _staged(self, op: _Operand, x: Any, stream: Any, per_batch: bool) -> Any:
         """The padded buffer the kernel reads for operand ``x`` (``per_batch``: all its
         batches; else its one shared matrix)."""

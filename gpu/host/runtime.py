@@ -568,7 +568,11 @@ def gemm(
         bias_along=bias_along,
     )
     if getattr(a, "ndim", 2) == 3 or getattr(b, "ndim", 2) == 3:
-        return _gemm_batched(a, b, out, bias, c, ab, opts)._run(a, b, out, bias, c, alpha, beta)
+        bplan = _gemm_batched(a, b, out, bias, c, ab, opts)
+        res = bplan._run(a, b, out, bias, c, alpha, beta)
+        if not ab and bias is None and activation is None:
+            _keep_direct(a, b, out, res, bplan, config, out_dtype, dtype, path, bias_along)
+        return res
 
     def key_on(dev: int) -> Any:
         ep = None
@@ -614,7 +618,7 @@ def _keep_direct(
     path: Any,
     bias_along: Any,
 ) -> None:
-    """After a plain 2-D call through the full path: keep its plan's direct launch
+    """After a plain call (2-D, or batched) through the full path: keep its plan's direct launch
     (:class:`_Direct`) where it offers one."""
     dc = _DIRECT
     try:

@@ -449,3 +449,92 @@ def test_gpu_direct_launch_inside_a_cuda_graph_capture(shape, monkeypatch, hits,
     g.launch(stream=s)
     s.synchronize()
     assert bool(cp.array_equal(_bits(out), _bits(ref2))), shape
+
+
+# ============================================================================ batched plans
+def _batched_stub(mode="kernel", stage=(False, False), activation=None, alpha_beta=False, lk=True):
+    """A BatchedGemmPlan carried out without a device: pointer operands (no tensor maps), the
+    parameter block of a batched kernel, a launcher that records what it is given."""
+    import threading
+
+    from layoutproof.gpu.host.plan import BatchedGemmPlan
+    from layoutproof.gpu.host.rule import ParamBuffer
+
+    p = BatchedGemmPlan.__new__(BatchedGemmPlan)
+    launches = []
+    slots = {"c": 2, "cvec": 6}
+    p.decision = types.SimpleNamespace(slot=lambda nm: slots.get(nm, -1), cvec_ld=True)
+    p.mode, p._stage, p.activation, p.alpha_beta = mode, stage, activation, alpha_beta
+    p.tma = False
+    p._A = p._B = None  # pointer operands: no tensor-map encoders
+    p._pb = ParamBuffer(["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32"])
+    p._launch_kernel = (lambda *args: launches.append((args, p._pb.values()))) if lk else None
+    p._fn, p.grid, p.threads, p.smem = 0x77, (132, 1, 1), 384, 1024
+    p._lock = threading.Lock()
+    p._info = dict(mode=mode, batch=3, plan=p)
+    return p, launches
+
+
+@pytest.mark.parametrize(
+    "why",
+    ["fold", "loop", "staged a", "staged b", "epilogue", "alpha/beta", "no launchKernel"],
+)
+def test_fake_batched_plan_offers_no_direct_launch_where_it_needs_the_arrays(why):
+    kw = {
+        "fold": dict(mode="fold"),
+        "loop": dict(mode="loop"),
+        "staged a": dict(stage=(True, False)),
+        "staged b": dict(stage=(False, True)),
+        "epilogue": dict(activation="relu"),
+        "alpha/beta": dict(alpha_beta=True),
+        "no launchKernel": dict(lk=False),
+    }[why]
+    p, _ = _batched_stub(**kw)
+    assert p.direct() is None, why
+
+
+def test_fake_batched_direct_launch_packs_the_pointers_the_stream_and_last_launch():
+    p, launches = _batched_stub()
+    launch = p.direct()
+    assert launch is not None
+    runtime.last_launch.clear()
+    launch(0x1000, 0x2000, 0x3000, 0x55)
+    launch(0x1100, 0x2200, 0x3008, 0x66)  # C 8 bytes off 16: no vector stores
+    (a0, v0), (a1, v1) = launches
+    assert a0[0] == 0x77 and a0[1:4] == (132, 1, 1) and a0[4] == 384 and a0[7] == 1024
+    assert a0[8] == 0x55 and a1[8] == 0x66 and a0[9] == p._pb.address
+    assert v0[:3] == [0x1000, 0x2000, 0x3000] and v0[6] == 1
+    assert v1[:3] == [0x1100, 0x2200, 0x3008] and v1[6] == 0
+    assert runtime.last_launch["plan"] is p and runtime.last_launch["mode"] == "kernel"
+
+
+@gpu
+def test_gpu_batched_direct_results_are_the_full_paths_bit_for_bit(monkeypatch, hits, kept):
+    cp = _cp()
+    if not _hopper_tma():
+        pytest.skip("the batched kernel is Hopper's with TMA")
+    rng = cp.random.default_rng(3)
+    for shared_b in (False, True):
+        a = rng.standard_normal((6, 200, 96), dtype=cp.float32).astype(cp.float16)
+        bs = (96, 136) if shared_b else (6, 96, 136)
+        b = rng.standard_normal(bs, dtype=cp.float32).astype(cp.float16)
+        if shared_b:  # a shared B folds into one 2-D product unless A's batches are apart
+            a = cp.empty((6, 208, 96), cp.float16)[:, :200]
+            a[...] = rng.standard_normal((6, 200, 96), dtype=cp.float32).astype(cp.float16)
+        ref = _full_path(monkeypatch, lambda a=a, b=b: runtime.gemm(a, b))
+        plan = runtime.last_launch["plan"]
+        assert plan.mode == "kernel" and plan.direct() is not None, shared_b
+        runtime.gemm(a, b)  # the full path, kept
+        before = len(hits)
+        got = runtime.gemm(a, b)
+        assert len(hits) == before + 1
+        assert (got.shape, got.strides) == (ref.shape, ref.strides)
+        assert bool(cp.array_equal(_bits(got), _bits(ref))), shared_b
+        out = cp.empty(ref.shape, cp.float16)
+        _bits(out).fill(0xFFFF)
+        runtime.gemm(a, b, out)
+        runtime.gemm(a, b, out)
+        assert len(hits) == before + 2 and bool(cp.array_equal(_bits(out), _bits(ref)))
+        want = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+        err = float(cp.linalg.norm(out.astype(cp.float64) - want) / cp.linalg.norm(want))
+        assert err < 1e-2, (shared_b, err)
