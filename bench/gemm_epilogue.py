@@ -10,6 +10,9 @@ before timing.  Run on the GPU machine after ``source bench/device_env.sh``::
 
     python bench/gemm_epilogue.py --old
     python bench/gemm_epilogue.py --shapes 1x4096x4096,16x8192x28672 --dtypes f16 --acts gelu
+
+``--gelu-erff`` makes the "before" column the same route with the former GELU (``0.5 x (1 +
+erff(x / sqrt 2))``) in place of the emitted one, kernels generated and proven afresh.
 """
 
 from __future__ import annotations
@@ -41,6 +44,40 @@ def _plan(a, b, c, bias, act, fixup):
         rule.EPILOGUE_RULE["fixup"] = old
 
 
+#: the former definition of the emitted GELU, for ``--gelu-erff``
+FORMER_GELU = (
+    "__device__ __forceinline__ float lp_act_gelu(float x) "
+    "{ return 0.5f * x * (1.f + erff(x * 0.70710678f)); }\n"
+)
+
+
+def _plan_former_gelu(a, b, c, bias, act):
+    """The rule's plan with the former GELU helper: the generator's memos and the kernel
+    caches set aside (and the disk cache under another name) while it is made."""
+    from layoutproof.gpu.host import cache, plan
+    from layoutproof.gpu.kernels import epilogue, splitk
+    from layoutproof.gpu.proof import kir
+
+    src = kir._HELPERS["act"]
+    head = "// gelu" if "// gelu" in src else "__device__ __forceinline__ float lp_act_gelu"
+    i = src.index(head)  # the GELU is the last activation of the helper
+    tables = (cache._KERNELS, cache._SPLITK, epilogue._MEMO, splitk._MEMO, splitk._FIXUPS)
+    saved = [dict(t) for t in tables]
+    gen = cache._GEN_HASH
+    kir._HELPERS["act"] = src[:i] + FORMER_GELU
+    for t in tables:
+        t.clear()
+    cache._GEN_HASH = "former-gelu"
+    try:
+        return plan.GemmPlan(a, b, c, bias=bias, activation=act)
+    finally:
+        kir._HELPERS["act"] = src
+        for t, sv in zip(tables, saved):
+            t.clear()
+            t.update(sv)
+        cache._GEN_HASH = gen
+
+
 def main(argv=None):
     import torch
 
@@ -49,6 +86,9 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--acts", default="gelu,silu")
     ap.add_argument("--old", action="store_true", help="also time the fused kernels' route (the rule before)")
+    ap.add_argument(
+        "--gelu-erff", action="store_true", help="'before' = the same route with the former erff GELU"
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--out", default=None)
@@ -68,8 +108,11 @@ def main(argv=None):
                 c_new = cp.full((m, n), cp.nan, dtype=a.dtype)
                 c_old = cp.full((m, n), cp.nan, dtype=a.dtype)
                 new = _plan(a, b, c_new, bias, act, True)
-                old = _plan(a, b, c_old, bias, act, False) if args.old else None
-                same = old is not None and old.config == new.config
+                if args.gelu_erff:
+                    old = _plan_former_gelu(a, b, c_old, bias, act) if act == "gelu" else None
+                else:
+                    old = _plan(a, b, c_old, bias, act, False) if args.old else None
+                same = old is not None and old.config == new.config and not args.gelu_erff
                 new(a, b, c_new, bias)
                 errs = {"new": G.rel_err(cp, c_new, ref)}
                 if old is not None and not same:

@@ -294,3 +294,49 @@ def test_bias_dtype_rules_name_the_condition(fake_tma):  # noqa: F811
     ):
         with pytest.raises(GemmInputError, match="contiguous float32, float16 or bfloat16"):
             operands.bias_dtype(cp, bad, 64, 32, 0, along, "f16")
+
+
+def _gelu_as_emitted(x: np.ndarray) -> np.ndarray:
+    """The emitted ``lp_act_gelu`` evaluated in float32, its constants read from the helper's
+    own text (each ``fmaf`` rounded once; the reciprocal and the exponential exact)."""
+    import re
+
+    from layoutproof.gpu.proof import kir
+
+    src = kir._HELPERS["act"]
+    body = src[src.index("float lp_act_gelu") :]
+    body = body[: body.index("\n}\n")]
+    f = np.float32
+    first = re.search(r"float p = fmaf\(t, ([-0-9.]+)f, ([-0-9.]+)f\)", body)
+    steps = [float(c) for c in re.findall(r"p = fmaf\(t, p, ([-0-9.]+)f\)", body)]
+    assert first is not None and len(steps) == 8, body
+
+    def fma(a, b, c):
+        return (a.astype(np.float64) * b + c).astype(f)
+
+    z = (np.abs(x) * f(0.70710678)).astype(f)
+    t = (1.0 / fma(np.full_like(z, 0.5), z, f(1.0)).astype(np.float64)).astype(f)
+    p = fma(t, f(float(first.group(1))), f(float(first.group(2))))
+    for c in steps:
+        p = fma(t, p, f(c))
+    e = np.exp(fma(-z, z, p).astype(np.float64)).astype(f)
+    h = (f(0.5) * t * e).astype(f)
+    return (x * np.where(x >= 0, f(1) - h, h)).astype(f)
+
+
+def test_the_emitted_gelu_is_within_float32_rounding_of_the_erf_form():
+    import math
+
+    x = np.linspace(-14, 14, 40_001, dtype=np.float32)
+    got = _gelu_as_emitted(x).astype(np.float64)
+    xd = x.astype(np.float64)
+    ref = np.array([v * 0.5 * math.erfc(-v / math.sqrt(2.0)) for v in xd])
+    err = np.abs(got - ref)
+    # absolute: a few float32 ulps of the result where gelu(x) ~ x, the tail fit beyond
+    assert err.max() < 5e-7, (float(err.max()), float(x[err.argmax()]))
+    big = np.abs(ref) > 1e-3
+    assert (err[big] / np.abs(ref[big])).max() < 3e-6
+    # the negative tail keeps its relative accuracy (no 1 + erf(x) cancellation)
+    tail = (np.abs(ref) > 1e-30) & (x < 0)
+    assert (err[tail] / np.abs(ref[tail])).max() < 5e-5
+    assert got[x == 0].tolist() == [0.0] and np.all(np.diff(got[x > 0]) >= 0)
