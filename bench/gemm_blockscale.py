@@ -208,6 +208,7 @@ def check(
     epilogue: Optional[Tuple[str, Dict[str, Any]]] = None,
     partials: int = 1,
     early_release: bool = False,
+    **variant: Any,
 ) -> bool:
     import torch
 
@@ -232,7 +233,7 @@ def check(
             kw["c"] = view if e["inplace"] else e["c"]
     t0 = time.perf_counter()
     gemm_fp8_blockscale(
-        a, b, sa, sb, out_dtype=out, out=view, partials=partials, early_release=early_release, **kw
+        a, b, sa, sb, out_dtype=out, out=view, partials=partials, early_release=early_release, **variant, **kw
     )
     torch.cuda.synchronize()
     first = time.perf_counter() - t0
@@ -251,6 +252,7 @@ def check(
     ename = "" if epilogue is None else f" epilogue [{epilogue[0]}]"
     ename += "" if partials == 1 else f" partials={partials}"
     ename += " early_release" if early_release else ""
+    ename += "".join(f" {k}" for k, v in variant.items() if v)
     say(
         f"[check] {'ok  ' if ok else 'FAIL'} {dtype}->{out} {m}x{n}x{k} scale_a {sa_layout}{ename}: "
         f"max err {err:.2e} (f32 dequant+matmul {e32:.2e}, tol {_TOL[out]:.0e}), NaN left {nan}, "
@@ -360,6 +362,9 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
     "early release": dict(early_release=True),
     "two partials": dict(partials=2),
     "two partials + early release": dict(partials=2, early_release=True),
+    "late scales": dict(late_scales=True),
+    "prefetched scales": dict(prefetch_scales=True),
+    "prefetched scales + early release": dict(prefetch_scales=True, early_release=True),
 }
 
 
@@ -417,7 +422,6 @@ def check_variants() -> int:
     for name, kw in VARIANTS.items():
         if not kw:
             continue
-        p, er = kw.get("partials", 1), kw.get("early_release", False)
         for i, (dtype, out, shape) in enumerate(
             (
                 ("e4m3", "bf16", (200, 300, 400)),  # 128 x 128 tiles, tails on M, N, K
@@ -427,15 +431,13 @@ def check_variants() -> int:
             )
         ):
             sl = ("row", "mn", "per_row", "tensor")[i % 4]
-            fails += not check(dtype, out, *shape, sl, i, partials=p, early_release=er)
-        fails += not check(
-            "e4m3", "bf16", 257, 513, 1040, "mn", 7, EPILOGUES[1], partials=p, early_release=er
-        )
+            fails += not check(dtype, out, *shape, sl, i, **kw)
+        fails += not check("e4m3", "bf16", 257, 513, 1040, "mn", 7, EPILOGUES[1], **kw)
         say(f"[variants] {name}: numerics checked")
     return fails
 
 
-def sanitize(partials: int = 1, early_release: bool = False, light: bool = False) -> int:
+def sanitize(partials: int = 1, early_release: bool = False, light: bool = False, **variant: Any) -> int:
     """The ``--sanitize`` run: the plain kernel and each epilogue form, e4m3 and s8, at a
     shape with a tail on every dimension, against float64 (``partials``: the consumer
     variant, ``early_release`` too; ``light``: one epilogue form, e4m3 only for it);
@@ -443,13 +445,15 @@ def sanitize(partials: int = 1, early_release: bool = False, light: bool = False
     fails, before = 0, len(RESULTS["check"])
     m, n, k = 37, 200, 272  # 37 of 64 rows, 200 = 128 + 72 columns, 272 = 2 * 128 + 16 of K
     for dtype, out in (("e4m3", "bf16"), ("s8", "f32")):
-        fails += not check(dtype, out, m, n, k, "mn", partials=partials, early_release=early_release)
+        fails += not check(
+            dtype, out, m, n, k, "mn", partials=partials, early_release=early_release, **variant
+        )
         for j, e in enumerate(EPILOGUES):
             if light and (j != 1 or dtype != "e4m3"):
                 continue
             sl = ("row", "per_row", "tensor")[j % 3]
             fails += not check(
-                dtype, out, m, n, k, sl, j + 1, e, partials=partials, early_release=early_release
+                dtype, out, m, n, k, sl, j + 1, e, partials=partials, early_release=early_release, **variant
             )
     say(f"[sanitize] {len(RESULTS['check']) - before} runs, {fails} mismatches")
     return 1 if fails else 0
@@ -464,11 +468,16 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--time", default="", help="MxNxK,... or 'deepgemm' (DeepGEMM's README shapes)")
     ap.add_argument("--variants", default="", help="MxNxK,... : time the generator variants (VARIANTS)")
     ap.add_argument("--sanitize-variants", action="store_true", help="--sanitize with every variant")
+    ap.add_argument("--which", default="", help="the variants to run (names of VARIANTS, comma-separated)")
     ap.add_argument("--out", default=None, help="log folder (default $OUT/gemm_blockscale)")
     ns = ap.parse_args(argv)
     import torch
 
     say(f"[env] {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    if ns.which:  # the current kernel always, as the baseline
+        keep = {"current"} | {w.strip() for w in ns.which.split(",")}
+        for v in [v for v in VARIANTS if v not in keep]:
+            del VARIANTS[v]
     fails = 0
     if ns.check:
         shapes = [

@@ -341,6 +341,8 @@ def blockscale_launcher(
     bias_along: str = "n",
     partials: int = 1,
     early_release: bool = False,
+    late_scales: bool = False,
+    prefetch_scales: bool = False,
 ) -> Tuple[Callable[[], None], Any]:
     """What :func:`gemm_fp8_blockscale` launches, prepared once: ``(launch, out)`` where
     ``launch()`` runs the product on the current stream (torch's for torch operands, else
@@ -349,7 +351,8 @@ def blockscale_launcher(
     the same arrays).  ``partials`` picks the consumer (1: one partial accumulator, waited
     for before each promotion; 2: two, k-tile kt's wgmmas running while kt - 1 is
     promoted) and ``early_release`` (a stage goes back to the producer before the
-    promotion) the generator's variants
+    promotion), ``late_scales`` and ``prefetch_scales`` (where the scale reads and
+    products sit in the k-tile) the generator's variants
     (:func:`~layoutproof.gpu.kernels.blockscale.generate_blockscale`)."""
     from . import device
     from .cache import compile_kernel
@@ -400,7 +403,13 @@ def blockscale_launcher(
     from ..kernels.blockscale import generate_blockscale
 
     kern = generate_blockscale(
-        d.config, d.problem, epilogue=ep.config, partials=partials, early_release=bool(early_release)
+        d.config,
+        d.problem,
+        epilogue=ep.config,
+        partials=partials,
+        early_release=bool(early_release),
+        late_scales=bool(late_scales),
+        prefetch_scales=bool(prefetch_scales),
     )
     rk = compile_kernel(kern)
 
@@ -442,6 +451,8 @@ def blockscale_launcher(
         kernel=kern.name,
         partials=partials,
         early_release=bool(early_release),
+        late_scales=bool(late_scales),
+        prefetch_scales=bool(prefetch_scales),
         m=m,
         n=n,
         k=k,
@@ -482,6 +493,8 @@ def gemm_fp8_blockscale(
     bias_along: str = "n",
     partials: int = 1,
     early_release: bool = False,
+    late_scales: bool = False,
+    prefetch_scales: bool = False,
 ) -> Any:
     """``C = act(alpha * (A * scale_a) @ (B * scale_b) + beta * c + bias)`` with DeepGEMM's
     block scales.
@@ -503,9 +516,9 @@ def gemm_fp8_blockscale(
     bfloat16 values; ``activation`` ``"relu"``, ``"silu"`` or ``"gelu"``; ``beta * c`` with
     ``c`` an ``M x N`` row-major array of the output's dtype (``beta != 0`` needs ``c``; ``c``
     may be ``out``).  One ``alpha``: for fp8 the kernel's per-tensor scale, for int8 the
-    epilogue's.  ``partials`` (1 or 2) and ``early_release``: the consumer's variant (see
-    :func:`blockscale_launcher`).  Launched on the current stream (torch's for torch
-    operands)."""
+    epilogue's.  ``partials`` (1 or 2), ``early_release``, ``late_scales`` and
+    ``prefetch_scales``: the consumer's variant (see :func:`blockscale_launcher`).
+    Launched on the current stream (torch's for torch operands)."""
     launch, out = blockscale_launcher(
         a,
         b,
@@ -523,6 +536,8 @@ def gemm_fp8_blockscale(
         bias_along=bias_along,
         partials=partials,
         early_release=early_release,
+        late_scales=late_scales,
+        prefetch_scales=prefetch_scales,
     )
     launch()
     return out

@@ -454,6 +454,124 @@ def _scale_loads_ir(
     ]
 
 
+def _scale_loads_split_ir(
+    F: WsFrame,
+    Sc: _Scales,
+    sc: kir.Var,
+    kt: kir.Var,
+    tn: kir.Var,
+    srow: kir.ProvenFn,
+    kb_of: Callable[[kir.Var], kir.Expr],
+) -> Tuple[List[kir.Stmt], List[kir.Stmt]]:
+    """:func:`_scale_loads_ir` split in two (``late_scales``): the reads (``sbv`` and, per
+    row half ``h = 0, 1``, ``sv{h} = scale_a[row_h, kt]``; the same claims and guards), and
+    the products ``sc[h] = sv{h} * sbv`` -- placed by the consumer after the k-tile's
+    wgmmas are issued, so that no instruction between the stage's barrier wait and the
+    wgmmas waits for a global load."""
+    E = F.E
+    kb, dkb = ir_const("kb", kb_of(kt), comment="the scale block of this k-tile")
+    sbv = kir.Var("sbv", "float")
+    nb, dnb = ir_const("nb", tn, comment="the tile's scale_b row block (bn == 128)")
+    bclaim = kir.Claim(
+        "scale_b read (n block of the tile, k block kt)",
+        addr_of(Sc.SB) + 4 * SCALE_B.offset_ir(tn, kt, Sc.sb_n, Sc.sb_k),
+        bounds=((tn, Sc.NB), (kt, Sc.KB)),
+        width=4,
+    )
+    L = scale_row_layout()
+    loads: List[kir.Stmt] = [
+        dkb,
+        dnb,
+        kir.Decl(sbv, kir.FloatLit("0.f")),
+        kir.If(
+            nb.lt(Sc.NB).and_(kb.lt(Sc.KB)),
+            kir.block(
+                kir.Assign(sbv, kir.Mem(Sc.SB, bclaim, idx=SCALE_B.offset_ir(nb, kb, Sc.sb_n, Sc.sb_k)))
+            ),
+        ),
+    ]
+    products: List[kir.Stmt] = []
+    for hh in (0, 1):
+        h = kir.Const(hh)
+        row_claim = E.m0 + 64 * E.cg + kir.LayoutApp(L, (E.wt, h), "scale_a row map")
+        r, dr = ir_const(f"r{hh}", E.m0 + 64 * E.cg + kir.call(srow, t=E.wt, h=h))
+        aclaim = kir.Claim(
+            "scale_a read (the thread's C row h, k block kt)",
+            addr_of(Sc.SA) + 4 * SCALE_A.offset_ir(row_claim, kt, Sc.sa_m, Sc.sa_k),
+            bounds=((row_claim, E.M), (kt, Sc.KB)),
+            width=4,
+        )
+        sv = kir.Var(f"sv{hh}", "float")
+        loads += [
+            dr,
+            kir.Decl(sv, kir.FloatLit("0.f")),
+            kir.If(
+                r.lt(E.M).and_(kb.lt(Sc.KB)),
+                kir.block(
+                    kir.Assign(sv, kir.Mem(Sc.SA, aclaim, idx=SCALE_A.offset_ir(r, kb, Sc.sa_m, Sc.sa_k)))
+                ),
+            ),
+        ]
+        products.append(kir.Assign(kir.Index(sc, (h,)), sv * sbv))
+    return loads, products
+
+
+def _scale_prefetch_ir(
+    F: WsFrame,
+    Sc: _Scales,
+    kx: kir.Expr,
+    tn: kir.Var,
+    srow: kir.ProvenFn,
+    regs: Tuple[kir.Var, kir.Var, kir.Var],
+    tag: str,
+) -> List[kir.Stmt]:
+    """The scale reads of k block ``kx`` (``kt`` or ``kt + 1``) into the registers ``regs =
+    (sb, sa0, sa1)`` that live across k-tiles (``prefetch_scales``): each reset to 0, then
+    read under its coordinates' guards (the same claims as :func:`_scale_loads_ir`'s, at
+    ``kx``).  ``tag`` keeps the declarations' names apart."""
+    E = F.E
+    sbr, sa0, sa1 = regs
+    kb, dkb = ir_const(f"kb{tag}", kx, comment="the scale block read")
+    bclaim = kir.Claim(
+        "scale_b read (n block of the tile, k block kt)",
+        addr_of(Sc.SB) + 4 * SCALE_B.offset_ir(tn, kx, Sc.sb_n, Sc.sb_k),
+        bounds=((tn, Sc.NB), (kx, Sc.KB)),
+        width=4,
+    )
+    out: List[kir.Stmt] = [
+        dkb,
+        kir.Assign(sbr, kir.FloatLit("0.f")),
+        kir.If(
+            tn.lt(Sc.NB).and_(kb.lt(Sc.KB)),
+            kir.block(
+                kir.Assign(sbr, kir.Mem(Sc.SB, bclaim, idx=SCALE_B.offset_ir(tn, kb, Sc.sb_n, Sc.sb_k)))
+            ),
+        ),
+    ]
+    L = scale_row_layout()
+    for hh, sv in ((0, sa0), (1, sa1)):
+        h = kir.Const(hh)
+        row_claim = E.m0 + 64 * E.cg + kir.LayoutApp(L, (E.wt, h), "scale_a row map")
+        r, dr = ir_const(f"r{hh}{tag}", E.m0 + 64 * E.cg + kir.call(srow, t=E.wt, h=h))
+        aclaim = kir.Claim(
+            "scale_a read (the thread's C row h, k block kt)",
+            addr_of(Sc.SA) + 4 * SCALE_A.offset_ir(row_claim, kx, Sc.sa_m, Sc.sa_k),
+            bounds=((row_claim, E.M), (kx, Sc.KB)),
+            width=4,
+        )
+        out += [
+            dr,
+            kir.Assign(sv, kir.FloatLit("0.f")),
+            kir.If(
+                r.lt(E.M).and_(kb.lt(Sc.KB)),
+                kir.block(
+                    kir.Assign(sv, kir.Mem(Sc.SA, aclaim, idx=SCALE_A.offset_ir(r, kb, Sc.sa_m, Sc.sa_k)))
+                ),
+            ),
+        ]
+    return out
+
+
 def _promote_ir(acc: kir.Var, part: kir.Var, sc: kir.Var, n: int) -> kir.Stmt:
     """``acc[i] += part[i] * sc[(i >> 1) & 1]`` for every register: the promotion (an s32
     partial converted to f32 first)."""
@@ -477,23 +595,56 @@ def _consumer_bs_ir(
     segments: int = 1,
     kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
     early_release: bool = False,
+    late_scales: bool = False,
+    prefetch_scales: bool = False,
 ) -> kir.Block:
     """The consumer warpgroups (the ws kernel's ring protocol, :func:`~layoutproof.gpu.
     kernels.wgmma_ws.consumer_ir`): per tile, per k-tile: the scales, the stage's wgmmas
     into ``part`` (in ``segments`` promoted pieces; 1 is the kernel, more only to test the
     proof), promotion into ``acc``; then the per-tensor ``alpha`` and the staged epilogue.
     ``early_release``: the k-tile's own stage goes back to the producer right after its
-    ``wgmma.wait_group 0``, before the promotion (``consumer_ir(release="same")``)."""
+    ``wgmma.wait_group 0``, before the promotion (``consumer_ir(release="same")``).
+    ``late_scales``: the scale products after the wgmmas' commit
+    (:func:`_scale_loads_split_ir`).  ``prefetch_scales``: k-tile ``kt + 1``'s scales are
+    read during k-tile ``kt`` into registers that live across k-tiles (the first k-tile's
+    at ``kt == 0``), and k-tile ``kt``'s products are taken from them after its wgmmas'
+    commit: a read has a whole k-tile to land (:func:`_scale_prefetch_ir`); its promotion
+    is proven by :func:`prove_promotion_pipelined`."""
     cfg = F.cfg
     R = cfg.bn // 2
     part = kir.Var("part", "int" if F.prob.dtype in INT_TYPES else "float")
     sc = kir.Var("sc", "float")
     nk = cfg.bk // 16
+    pre = (kir.Var("psb", "float"), kir.Var("psa0", "float"), kir.Var("psa1", "float"))
+    pre_decls = tuple(kir.Decl(v, kir.FloatLit("0.f")) for v in pre) if prefetch_scales else ()
     if segments < 1 or nk % segments:
         raise GemmConfigError(f"blockscale: {segments} segments do not split {nk} k steps")
 
     def k_tile(c: ConsumerVars) -> Tuple[List[kir.Stmt], ...]:
-        scales = _scale_loads_ir(F, Sc, sc, c.kt, c.tn, srow, kb_of or (lambda v: v))
+        kbf = kb_of or (lambda v: v)
+        if prefetch_scales:
+            first = kir.If(
+                c.kt.eq(0),
+                kir.block(_scale_prefetch_ir(F, Sc, kbf(c.kt), c.tn, srow, pre, "f")),
+                comment="the tile's first k-tile: its scales now",
+            )
+            prods: List[kir.Stmt] = [
+                kir.Assign(kir.Index(sc, (kir.Const(hh),)), pre[1 + hh] * pre[0]) for hh in (0, 1)
+            ]
+            nxt = _scale_prefetch_ir(F, Sc, kbf(c.kt) + 1, c.tn, srow, pre, "n")
+            batch = _batch_ir(F, c.st, part, (0, nk))
+            issue = [_zero_ir(part, R), *batch[:-1], *prods, *nxt, batch[-1]]
+            if early_release:
+                return [first], issue, [_promote_ir(c.acc, part, sc, R)]
+            return [first], issue + [_promote_ir(c.acc, part, sc, R)]
+        if late_scales:  # the reads first, their products between the commit and the wait
+            scales, prods = _scale_loads_split_ir(F, Sc, sc, c.kt, c.tn, srow, kbf)
+            batch = _batch_ir(F, c.st, part, (0, nk))
+            issue = [_zero_ir(part, R), *batch[:-1], *prods, batch[-1]]
+            if early_release:
+                return scales, issue, [_promote_ir(c.acc, part, sc, R)]
+            return scales, issue + [_promote_ir(c.acc, part, sc, R)]
+        scales = _scale_loads_ir(F, Sc, sc, c.kt, c.tn, srow, kbf)
         if early_release:  # the wgmmas, the release of the stage, then the promotion
             issue = [_zero_ir(part, R), *_batch_ir(F, c.st, part, (0, nk))]
             return scales, issue, [_promote_ir(c.acc, part, sc, R)]
@@ -515,7 +666,7 @@ def _consumer_bs_ir(
             "f32",
             k_tile,
             release_note="its wgmmas are complete: this k-tile's stage goes back to the producer",
-            decls=(kir.Decl(part, dims=(R,)), kir.Decl(sc, dims=(2,))),
+            decls=(kir.Decl(part, dims=(R,)), kir.Decl(sc, dims=(2,))) + pre_decls,
             release="same",
         )
     return consumer_ir(
@@ -524,7 +675,7 @@ def _consumer_bs_ir(
         "f32",
         k_tile,
         release_note="the previous stage goes back to the producer",
-        decls=(kir.Decl(part, dims=(R,)), kir.Decl(sc, dims=(2,))),
+        decls=(kir.Decl(part, dims=(R,)), kir.Decl(sc, dims=(2,))) + pre_decls,
     )
 
 
@@ -534,6 +685,7 @@ def _consumer_bs2_ir(
     srow: kir.ProvenFn,
     kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
     early_release: bool = False,
+    late_scales: bool = False,
 ) -> kir.Block:
     """The consumer with two partial accumulators (``partials=2``): k-tile ``kt``'s
     wgmmas go into ``part`` (``kt`` even) or ``part1`` (odd), committed and followed by
@@ -593,7 +745,12 @@ def _consumer_bs2_ir(
             kir.WgmmaWait(0),
             kir.If(F.KT.ge(1), kir.block(promote_other(c.acc, F.KT)), comment="promote the last k-tile"),
         ]
-        scales = _scale_loads_ir(F, Sc, sc, c.kt, c.tn, srow, kb_of or (lambda v: v))
+        kbf = kb_of or (lambda v: v)
+        if late_scales:  # the products between the commit and the wait
+            scales, prods = _scale_loads_split_ir(F, Sc, sc, c.kt, c.tn, srow, kbf)
+            issue = issue[:-1] + prods + issue[-1:]
+        else:
+            scales = _scale_loads_ir(F, Sc, sc, c.kt, c.tn, srow, kbf)
         if early_release:
             return scales, issue, promote
         return scales, issue + promote
@@ -631,6 +788,8 @@ def _source_bs_ir(
     kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
     partials: int = 1,
     early_release: bool = False,
+    late_scales: bool = False,
+    prefetch_scales: bool = False,
 ) -> kir.Kernel:
     """The ws kernel's prologue, producer and protocol with the block-scaled consumer
     (``partials=2``: :func:`_consumer_bs2_ir`)."""
@@ -638,8 +797,8 @@ def _source_bs_ir(
 
     def consumer(Fr: WsFrame) -> kir.Block:
         if partials == 2:
-            return _consumer_bs2_ir(Fr, Sc, srow, kb_of, early_release)
-        return _consumer_bs_ir(Fr, Sc, srow, segments, kb_of, early_release)
+            return _consumer_bs2_ir(Fr, Sc, srow, kb_of, early_release, late_scales)
+        return _consumer_bs_ir(Fr, Sc, srow, segments, kb_of, early_release, late_scales, prefetch_scales)
 
     F, body = ws_body_ir(cfg, prob, a, b, ep, desc, tx, consumer)
     descr: Tuple[str, ...] = (
@@ -659,6 +818,10 @@ def _source_bs_ir(
         descr += ("two partial accumulators: k-tile kt's wgmmas run while k-tile kt - 1 is promoted",)
     if early_release:
         descr += ("a stage goes back to the producer as soon as its wgmmas completed, before the promotion",)
+    if late_scales:
+        descr += ("the scale products after the k-tile's wgmmas are issued",)
+    if prefetch_scales:
+        descr += ("k-tile kt + 1's scales read during k-tile kt",)
     k = kernel90(
         cfg,
         prob,
@@ -902,25 +1065,41 @@ def _kt_loop(k: kir.Kernel) -> kir.For:
 
 
 def _drain_of(k: kir.Kernel, L: kir.For) -> Tuple[kir.Stmt, ...]:
-    """The statements after the k-tile loop ``L`` in its block, up to the release of the
-    last stage (the consumer's drain)."""
+    """The statements after the k-tile loop ``L`` in its block up to the accumulators'
+    last use by the consumer's own code: the drain and the release of the last stage,
+    stopping at the first statement that rescales ``acc`` (``acc[i] = ...``), synchronizes
+    the warpgroup or touches shared memory (the epilogue)."""
+
+    def end(x: kir.Stmt) -> bool:
+        for n in kir.walk(x):
+            if isinstance(n, kir.Assign) and isinstance(n.lhs, kir.Index) and n.op == "=":
+                if isinstance(n.lhs.base, kir.Var) and n.lhs.base.name == "acc":
+                    return True
+            if isinstance(n, (kir.NamedBarrier, kir.SyncThreads)) or (
+                isinstance(n, kir.Mem) and n.space == "shared"
+            ):
+                return True
+        return False
+
     for blk in kir.walk(k.body):
         if isinstance(blk, kir.Block) and any(x is L for x in blk.body):
             i = next(j for j, x in enumerate(blk.body) if x is L)
             out: List[kir.Stmt] = []
             for x in blk.body[i + 1 :]:
-                if any(isinstance(n, kir.MbarArrive) for n in kir.walk(x)):
-                    return tuple(out)
+                if end(x):
+                    break
                 out.append(x)
             return tuple(out)
     raise ProofFailedError("the k-tile loop is in no block", condition="promotion structure")
 
 
 def _parity_or_first(c: kir.Expr) -> bool:
-    """``c`` is ``(v & 1) == 1`` or ``v >= 1`` for a variable ``v``: the only conditions on
-    ``kt`` / ``KT`` the two-partial consumer may take (its effects then repeat with period
-    2 from ``kt = 1`` on)."""
+    """``c`` is ``(v & 1) == 1``, ``v >= 1`` or ``v == 0`` for a variable ``v``: the only
+    conditions on ``kt`` / ``KT`` the pipelined consumers may take (their effects then
+    repeat with period 2 from ``kt = 1`` on)."""
     one = lambda e: isinstance(e, kir.Const) and e.value == 1  # noqa: E731
+    if isinstance(c, kir.Bin) and c.op == "==" and isinstance(c.a, kir.Var) and isinstance(c.b, kir.Const):
+        return c.b.value == 0  # v == 0: the first k-tile only
     if not (isinstance(c, kir.Bin) and one(c.b)):
         return False
     if c.op == ">=":
@@ -982,6 +1161,8 @@ def _pipe_events(
             _pipe_events(s.then.body, env, out, arrays, acc)
         elif isinstance(s, kir.Assign) and isinstance(s.lhs, kir.Var) and isinstance(s.rhs, kir.Mem):
             out.append(("load", s.lhs, s.rhs.claim, dict(env)))
+        elif isinstance(s, kir.Assign) and isinstance(s.lhs, kir.Var):
+            out.append(("clear", s.lhs))  # a scale register reset (to the guarded read's 0)
         elif isinstance(s, kir.Wgmma):
             if id(s.acc) not in arrays or arrays[id(s.acc)] not in ("part", "part1"):
                 raise ProofFailedError(
@@ -1089,9 +1270,10 @@ def _simulate_pipeline(
             cur = e[1]
         elif kind == "load":
             loaded[id(e[1])] = (e[2], e[3])
+        elif kind == "clear":
+            loaded.pop(id(e[1]), None)
         elif kind == "sc":
-            _check_scale_factors(e[2], loaded.get(id(e[3])), loaded.get(id(e[4])), kt_var)
-            holds[(e[1], e[2])] = cur
+            holds[(e[1], e[2])] = _scale_block_of(e[2], loaded.get(id(e[3])), loaded.get(id(e[4])), kt_var)
         elif kind == "copy":
             if (e[3], e[4]) not in holds:
                 fail(
@@ -1193,12 +1375,9 @@ def prove_promotion_pipelined(
     L = _kt_loop(k)
     drain = _drain_of(k, L)
     names = {n.name: n for n in kir.walk(k.body) if isinstance(n, kir.Var)}
-    need = ("acc", "part", "part1", "sc", "scp")
-    if any(n not in names for n in need):
-        raise ProofFailedError(
-            "no acc / part / part1 / sc / scp registers in the kernel", condition="promotion structure"
-        )
-    arrays = {id(names[n]): n for n in need[1:]}
+    if any(n not in names for n in ("acc", "part", "sc")):
+        raise ProofFailedError("no acc / part / sc registers in the kernel", condition="promotion structure")
+    arrays: Dict[int, str] = {id(names[n]): n for n in ("part", "part1", "sc", "scp") if n in names}
     kin = gmma.WGMMA_TYPES[dtype][1]
     KTv = L.stop
     if not isinstance(KTv, kir.Var):  # _kt_loop checked it
@@ -1217,18 +1396,64 @@ def prove_promotion_pipelined(
         _simulate_pipeline(ev, KT, cfg, kin, srow, L.var, rows_checked)
         n_ev += len(ev)
     R = cfg.bn // 2
+    how = (
+        "two partials, k-tile kt's wgmmas in flight while kt - 1 is promoted"
+        if "part1" in names
+        else "scales read one k-tile ahead"
+    )
     log.add(
         "equal",
-        f"promotion interval (two partials, k-tile kt's wgmmas in flight while kt - 1 is "
-        f"promoted): for every tile of KT = 0..{kt_max} k-tiles (period 2 in kt), run against "
-        f"the wgmma group semantics, each k-tile's sum is zeroed, takes {SCALE_K // kin} wgmma "
-        f"k{kin} = {SCALE_K} elements = the scale block, is promoted once after its group "
-        f"completed, {R} registers each from its own partial register with its C row's scale "
-        "and its own k block's (set in its iteration, k block kt), no partial written while a "
-        "wgmma on it is in flight",
+        f"promotion interval ({how}): for every tile of KT = 0..{kt_max} k-tiles (period 2 "
+        f"in kt), run against the wgmma group semantics, each k-tile's sum is zeroed, takes "
+        f"{SCALE_K // kin} wgmma k{kin} = {SCALE_K} elements = the scale block, is promoted once "
+        f"after its group completed, {R} registers each from its own partial register with its "
+        "C row's scale and its own k block's (the claims' k block evaluated where each read ran), "
+        "no partial written while a wgmma on it is in flight",
         "exhaustive",
         n_ev,
     )
+
+
+def _scale_block_of(
+    h: int,
+    fa: Optional[Tuple[kir.Claim, Dict[str, int]]],
+    fb: Optional[Tuple[kir.Claim, Dict[str, int]]],
+    kt: kir.Var,
+) -> int:
+    """``sc[h] = x * y`` with ``x`` the value of a scale_a read whose row map is taken at
+    ``h`` and ``y`` of a scale_b read (the reads as the loop values were when they ran, in
+    this k-tile or an earlier one): the k block both claim, evaluated there (they must
+    agree).  Returns it."""
+    blocks = []
+    for f, name in ((fa, "scale_a"), (fb, "scale_b")):
+        if f is None or not f[0].what.startswith(name) or not f[0].bounds:
+            raise ProofFailedError(
+                f"sc[{h}] is not the product of a scale_a and a scale_b read",
+                condition="promotion with the k-tile's scales",
+                witness=h,
+            )
+        names = {n.name for n in kir.walk(f[0].bounds[-1][0]) if isinstance(n, kir.Var)}
+        if not names <= {kt.name} or not names:
+            raise ProofFailedError(
+                f"{f[0].what}: its k block is not a function of the k-tile loop's kt",
+                condition="scale block of the k-tile",
+            )
+        blocks.append(int(evaluate.ev(f[0].bounds[-1][0], f[1])))
+    claim, env = fa  # type: ignore[misc]
+    rows = [n for n in kir.walk(claim.addr) if isinstance(n, kir.LayoutApp)]
+    if len(rows) != 1 or int(evaluate.ev(rows[0].coords[1], env)) != h:
+        raise ProofFailedError(
+            f"sc[{h}] multiplies the scale_a of another row half",
+            condition="scale row of every register",
+            witness=h,
+        )
+    if blocks[0] != blocks[1]:
+        raise ProofFailedError(
+            f"sc[{h}] multiplies scale_a of k block {blocks[0]} by scale_b of k block {blocks[1]}",
+            condition="promotion with the k-tile's scales",
+            witness=tuple(blocks),
+        )
+    return blocks[0]
 
 
 def _check_scale_factors(
@@ -1290,7 +1515,7 @@ def _check_rows(cfg: Sm90Config, srow: kir.ProvenFn, h_of: Dict[int, int]) -> No
 
 
 # ============================================================================ generator
-_MEMO: Dict[Tuple[Sm90Config, GemmProblem, Optional[EpilogueConfig], int, bool], GemmKernel] = {}
+_MEMO: Dict[Tuple[Any, ...], GemmKernel] = {}
 
 
 def _epilogue_base(config: Optional[Sm90Config], epilogue: Optional[EpilogueConfig]) -> Sm90Config:
@@ -1319,6 +1544,8 @@ def generate_blockscale(
     memo: bool = True,
     partials: int = 1,
     early_release: bool = False,
+    late_scales: bool = False,
+    prefetch_scales: bool = False,
     _segments: int = 1,
     _kb_of: Optional[Callable[[kir.Var], kir.Expr]] = None,
 ) -> GemmKernel:
@@ -1350,7 +1577,12 @@ def generate_blockscale(
     gives a stage back to the producer as soon as its wgmmas completed, before the
     promotion (one partial: the k-tile's own stage right after its ``wait_group 0``,
     ``consumer_ir(release="same")``, the protocol model-checked for that order; two: the
-    previous stage right after the ``wait_group 1``).
+    previous stage right after the ``wait_group 1``).  ``late_scales=True`` reads the
+    scales before the stage's barrier wait as before but multiplies them after the
+    wgmmas' commit (:func:`_scale_loads_split_ir`), keeping global-load latency off the
+    path from the barrier to the wgmma issue.  ``prefetch_scales=True`` (one partial)
+    reads k-tile ``kt + 1``'s scales during k-tile ``kt`` (:func:`_consumer_bs_ir`), its
+    promotion proven by :func:`prove_promotion_pipelined`.
 
     ``_segments`` / ``_kb_of`` build deliberately wrong kernels for the proofs' tests
     (promotion every ``128 / _segments`` elements; a scale block other than ``kt``).
@@ -1369,7 +1601,9 @@ def generate_blockscale(
     if partials not in (1, 2):
         raise GemmConfigError(f"generate_blockscale: partials={partials!r} must be 1 or 2")
     plain = _segments == 1 and _kb_of is None
-    key = (cfg, prob, epilogue, partials, early_release)
+    if prefetch_scales and (partials != 1 or late_scales):
+        raise GemmConfigError("generate_blockscale: prefetch_scales is for partials=1 without late_scales")
+    key = (cfg, prob, epilogue, partials, early_release, late_scales, prefetch_scales)
     if memo and plain and key in _MEMO:
         return _MEMO[key]
     check_blockscale(cfg, prob)
@@ -1396,21 +1630,41 @@ def generate_blockscale(
     prove_scale_columns(cfg, log)
     prove_k_tail(cfg.bk, log)
     pv = ("" if partials == 1 else f"partials{partials}") + ("early" if early_release else "")
+    pv += "late_scales" if late_scales else ""
+    pv += "prefetch_scales" if prefetch_scales else ""
     if epilogue is None:
         h = hashlib.sha256(f"blockscale{GENERATOR_VERSION}{cfg}{prob}{pv}".encode()).hexdigest()[:10]
         name = f"lp_gemm_sm90_bs_{prob.key()}_{h}"
     else:
         tag = f"blockscale{GENERATOR_VERSION}{EPILOGUE_VERSION}{epilogue.key()}{prob}{pv}"
         name = f"lp_gemm_sm90_bsep_{prob.key()}_{hashlib.sha256(tag.encode()).hexdigest()[:10]}"
-    ir = _source_bs_ir(cfg, prob, a, b, ep, desc, tx, name, srow, _segments, _kb_of, partials, early_release)
+    ir = _source_bs_ir(
+        cfg,
+        prob,
+        a,
+        b,
+        ep,
+        desc,
+        tx,
+        name,
+        srow,
+        _segments,
+        _kb_of,
+        partials,
+        early_release,
+        late_scales,
+        prefetch_scales,
+    )
     if epilogue is not None:  # the fused epilogue, its data flow proven on the rewritten tree
         ir, _col = epilogue_ir(ir, epilogue, prob, log, name)
-    if partials == 2:
+    if partials == 2 or prefetch_scales:
         prove_promotion_pipelined(ir, cfg, prob.dtype, srow, log)
     else:
         prove_promotion(ir, cfg, prob.dtype, srow, log)
     what = (cfg.key() if epilogue is None else epilogue.key()) + ("" if partials == 1 else ", two partials")
     what += ", early release" if early_release else ""
+    what += ", late scales" if late_scales else ""
+    what += ", prefetched scales" if prefetch_scales else ""
     title = f"proven before emission (block-scaled {what}, {prob.key()})"
     src = finish(ir, log, title, lambda kk: prove_ws_protocol(kk, cfg, tx, log, 1))
     gcfg = GemmConfig(

@@ -175,9 +175,18 @@ NVCC = shutil.which("nvcc")
 
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("cfg", [bs.BLOCKSCALE_DEFAULT, SMALL], ids=["128x128", "64x128"])
-def test_two_partials_compile_without_spills_or_wgmma_serialization(tmp_path, cfg):
-    k = _two(cfg)
+@pytest.mark.parametrize(
+    "cfg, kw",
+    [
+        (bs.BLOCKSCALE_DEFAULT, dict(partials=2)),
+        (SMALL, dict(partials=2)),
+        (bs.BLOCKSCALE_DEFAULT, dict(prefetch_scales=True)),
+        (bs.BLOCKSCALE_DEFAULT, dict(prefetch_scales=True, early_release=True)),
+    ],
+    ids=["two-128x128", "two-64x128", "prefetch", "prefetch-early"],
+)
+def test_variants_compile_without_spills_or_wgmma_serialization(tmp_path, cfg, kw):
+    k = bs.generate_blockscale(cfg, GemmProblem("k", "k", "e4m3"), **kw)
     src = tmp_path / "k.cu"
     src.write_text(k.source)
     r = subprocess.run(
@@ -221,7 +230,14 @@ def test_variants_match_the_current_kernel_and_float64(shape):
     nn = torch.arange(n, device="cuda") // 128
     ref = (a.double() * sa.double()[:, kk]) @ (bt.T.double() * sb.double()[nn][:, kk].T)
     scale = max(ref.abs().max().item(), 1e-30)
-    for kw in (dict(partials=2), dict(early_release=True), dict(partials=2, early_release=True)):
+    for kw in (
+        dict(partials=2),
+        dict(early_release=True),
+        dict(partials=2, early_release=True),
+        dict(prefetch_scales=True),
+        dict(prefetch_scales=True, early_release=True),
+        dict(late_scales=True),
+    ):
         two = hbs.gemm_fp8_blockscale(a, bt.T, sa, sb, out_dtype="f32", **kw)
         assert hbs.last_blockscale_launch["partials"] == kw.get("partials", 1)
         assert (two.double() - ref).abs().max().item() <= 2e-3 * scale, kw
@@ -268,3 +284,33 @@ def test_the_same_k_tile_release_model():
         wgmma_ws.check_pipeline_same(3, consumers=2, tiles=1, k_tiles=4, producer_parity=0)
     with pytest.raises(GemmConfigError, match="release='later'"):
         wgmma_ws.consumer_ir(None, "", "f32", lambda c: ([], []), release_note="", release="later")
+
+
+# ----------------------------------------------------------------------------- prefetched scales
+@pytest.mark.parametrize("early", [False, True])
+def test_prefetched_scales_generate_with_their_promotion_proven(early):
+    k = bs.generate_blockscale(
+        SMALL, GemmProblem("k", "k", "e4m3"), prefetch_scales=True, early_release=early
+    )
+    assert any("promotion interval (scales read one k-tile ahead)" in r.statement for r in k.proofs)
+    src = k.source
+    assert "float psb = 0.f;" in src and "const int kbn = kt + 1;" in src and "if (kt == 0) {" in src
+    # this k-tile's products between the commit and the wait, then the next k-tile's reads
+    body = src[src.index("wgmma.commit_group.sync.aligned;") :]
+    assert body.index("sc[0] = psa0 * psb;") < body.index("const int kbn = kt + 1;")
+    assert body.index("const int kbn = kt + 1;") < body.index("wgmma.wait_group.sync.aligned 0;")
+    s8 = bs.generate_blockscale(SMALL, GemmProblem("k", "k", "s8", "f32"), prefetch_scales=True)
+    assert "acc[i] += (float)part[i] * sc[(i >> 1) & 1];" in s8.source
+    with pytest.raises(GemmConfigError, match="prefetch_scales"):
+        bs.generate_blockscale(partials=2, prefetch_scales=True)
+
+
+def test_planted_prefetch_of_the_wrong_k_block_is_caught(monkeypatch):
+    orig = bs._scale_prefetch_ir
+
+    def two_ahead(F, Sc, kx, tn, srow, regs, tag):
+        return orig(F, Sc, kx + 1 if tag == "n" else kx, tn, srow, regs, tag)
+
+    monkeypatch.setattr(bs, "_scale_prefetch_ir", two_ahead)
+    with pytest.raises(ProofFailedError, match="which holds the scales of k-tile 2"):
+        bs.generate_blockscale(SMALL, GemmProblem("k", "k", "e4m3"), prefetch_scales=True, memo=False)
