@@ -252,7 +252,9 @@ def check(
     ename = "" if epilogue is None else f" epilogue [{epilogue[0]}]"
     ename += "" if partials == 1 else f" partials={partials}"
     ename += " early_release" if early_release else ""
-    ename += "".join(f" {k}" for k, v in variant.items() if v)
+    ename += "".join(
+        f" {k}" if v is True else f" {k}={getattr(v, 'key', lambda: v)()}" for k, v in variant.items() if v
+    )
     say(
         f"[check] {'ok  ' if ok else 'FAIL'} {dtype}->{out} {m}x{n}x{k} scale_a {sa_layout}{ename}: "
         f"max err {err:.2e} (f32 dequant+matmul {e32:.2e}, tol {_TOL[out]:.0e}), NaN left {nan}, "
@@ -365,7 +367,25 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
     "late scales": dict(late_scales=True),
     "prefetched scales": dict(prefetch_scales=True),
     "prefetched scales + early release": dict(prefetch_scales=True, early_release=True),
+    "4 stages": dict(config="s4"),
+    "cluster 2 (4 stages)": dict(config="s4c2"),
 }
+#: the tile configurations the variants name (the block-scaled kernel's 128 x 128 tile)
+_VARIANT_CONFIGS = {
+    "s4": dict(bm=128, bn=128, stages=4, loader="tma", schedule="ws"),
+    "s4c2": dict(bm=128, bn=128, stages=4, loader="tma", schedule="ws", cluster=2),
+}
+
+
+def variant_kw(kw: Dict[str, Any]) -> Dict[str, Any]:
+    """A variant's keywords for the host, its named tile configuration made a
+    :class:`Sm90Config`."""
+    from layoutproof.gpu.kernels.wgmma_core import Sm90Config
+
+    out = dict(kw)
+    if "config" in out:
+        out["config"] = Sm90Config(**_VARIANT_CONFIGS[out["config"]])
+    return out
 
 
 def timing_variants(m: int, n: int, k: int, rounds: int = 7) -> Dict[str, float]:
@@ -381,7 +401,7 @@ def timing_variants(m: int, n: int, k: int, rounds: int = 7) -> Dict[str, float]
     runs: Dict[str, Any] = {}
     outs: Dict[str, Any] = {}
     for name, kw in VARIANTS.items():
-        fn, c = blockscale_launcher(a, b, sa, sb, out_dtype="bf16", **kw)
+        fn, c = blockscale_launcher(a, b, sa, sb, out_dtype="bf16", **variant_kw(kw))
         fn()
         runs[name], outs[name] = fn, c
     torch.cuda.synchronize()
@@ -431,8 +451,8 @@ def check_variants() -> int:
             )
         ):
             sl = ("row", "mn", "per_row", "tensor")[i % 4]
-            fails += not check(dtype, out, *shape, sl, i, **kw)
-        fails += not check("e4m3", "bf16", 257, 513, 1040, "mn", 7, EPILOGUES[1], **kw)
+            fails += not check(dtype, out, *shape, sl, i, **variant_kw(kw))
+        fails += not check("e4m3", "bf16", 257, 513, 1040, "mn", 7, EPILOGUES[1], **variant_kw(kw))
         say(f"[variants] {name}: numerics checked")
     return fails
 
@@ -503,7 +523,7 @@ def main(argv: List[str]) -> int:
     if ns.sanitize_variants:  # the consumer variants: early release, two partials (and both)
         for kw in VARIANTS.values():
             if kw:
-                fails += sanitize(light=True, **kw)
+                fails += sanitize(light=True, **variant_kw(kw))
     if ns.variants:
         fails += check_variants()
         vgeo: Dict[str, List[float]] = {}

@@ -88,6 +88,7 @@ from .wgmma_core import GENERATOR_VERSION, Sm90Config, kernel90, wgmma_batch_ir
 from .wgmma_ws import (
     ConsumerVars,
     WsFrame,
+    _prove_cluster_tx,
     consumer_ir,
     plan_epilogue,
     prove_ws_protocol,
@@ -316,10 +317,10 @@ def check_blockscale(cfg: Sm90Config, prob: GemmProblem) -> None:
         )
     if prob.batch:
         raise GemmConfigError("generate_blockscale: batched block-scaled products are not built")
-    if cfg.schedule != "ws" or cfg.loader != "tma" or cfg.cluster != 1:
+    if cfg.schedule != "ws" or cfg.loader != "tma":
         raise GemmConfigError(
-            "generate_blockscale: the block-scaled kernel is the warp-specialized TMA kernel without a "
-            f"cluster (schedule='ws', loader='tma', cluster=1), got {cfg.key()}"
+            "generate_blockscale: the block-scaled kernel is the warp-specialized TMA kernel "
+            f"(schedule='ws', loader='tma'), got {cfg.key()}"
         )
     if cfg.bn != 128:
         raise GemmConfigError(
@@ -833,7 +834,7 @@ def _source_bs_ir(
         body,
         descr,
         tuple(ep["fns"].values()) + (srow,),
-        ("tma", "named_sync", "wgmma"),
+        ("tma",) + (("cluster",) if cfg.cluster > 1 else ()) + ("named_sync", "wgmma"),
         tma=True,
         devfns=(schedule_devfn(cfg.group_m),),
     )
@@ -1624,7 +1625,8 @@ def generate_blockscale(
     plan_c_map(cfg, prob, log)
     log.extend(ProofLog(list(schedule_proofs(cfg.group_m, cfg.cluster))))
     ep = plan_epilogue(prob, log)
-    tx = 2 * (a.stage_elems + b.stage_elems)
+    # in a 2-CTA cluster each CTA loads its A tile and half of the shared B tile, multicast
+    tx = _prove_cluster_tx(a, b, cfg.cluster, log) if cfg.cluster > 1 else 2 * (a.stage_elems + b.stage_elems)
     srow = kir.from_lowered(lower.lower(scale_row_layout(), ("t", "h"), name="lp_sa_row", log=log))
     log.extend(ProofLog(list(_scale_layout_records())))
     prove_scale_columns(cfg, log)
@@ -1666,7 +1668,7 @@ def generate_blockscale(
     what += ", late scales" if late_scales else ""
     what += ", prefetched scales" if prefetch_scales else ""
     title = f"proven before emission (block-scaled {what}, {prob.key()})"
-    src = finish(ir, log, title, lambda kk: prove_ws_protocol(kk, cfg, tx, log, 1))
+    src = finish(ir, log, title, lambda kk: prove_ws_protocol(kk, cfg, tx, log, cfg.cluster))
     gcfg = GemmConfig(
         bm=cfg.bm,
         bn=cfg.bn,

@@ -20,6 +20,7 @@ from layoutproof.gpu.proof import kir
 from layoutproof.gpu.proof.record import ProofLog
 
 SMALL = Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="ws")
+C2 = Sm90Config(bm=128, bn=128, stages=4, loader="tma", schedule="ws", cluster=2)
 
 
 def _two(cfg=SMALL, dtype="e4m3", out="bf16", **kw):
@@ -182,8 +183,9 @@ NVCC = shutil.which("nvcc")
         (SMALL, dict(partials=2)),
         (bs.BLOCKSCALE_DEFAULT, dict(prefetch_scales=True)),
         (bs.BLOCKSCALE_DEFAULT, dict(prefetch_scales=True, early_release=True)),
+        (C2, {}),
     ],
-    ids=["two-128x128", "two-64x128", "prefetch", "prefetch-early"],
+    ids=["two-128x128", "two-64x128", "prefetch", "prefetch-early", "cluster2"],
 )
 def test_variants_compile_without_spills_or_wgmma_serialization(tmp_path, cfg, kw):
     k = bs.generate_blockscale(cfg, GemmProblem("k", "k", "e4m3"), **kw)
@@ -237,6 +239,7 @@ def test_variants_match_the_current_kernel_and_float64(shape):
         dict(prefetch_scales=True),
         dict(prefetch_scales=True, early_release=True),
         dict(late_scales=True),
+        dict(config=C2),
     ):
         two = hbs.gemm_fp8_blockscale(a, bt.T, sa, sb, out_dtype="f32", **kw)
         assert hbs.last_blockscale_launch["partials"] == kw.get("partials", 1)
@@ -314,3 +317,20 @@ def test_planted_prefetch_of_the_wrong_k_block_is_caught(monkeypatch):
     monkeypatch.setattr(bs, "_scale_prefetch_ir", two_ahead)
     with pytest.raises(ProofFailedError, match="which holds the scales of k-tile 2"):
         bs.generate_blockscale(SMALL, GemmProblem("k", "k", "e4m3"), prefetch_scales=True, memo=False)
+
+
+# ----------------------------------------------------------------------------- a 2-CTA cluster
+
+
+@pytest.mark.slow  # the 2-CTA pipeline model: about 0.4 M states
+def test_cluster_of_two_multicasts_b_with_the_scales_proven():
+    k = bs.generate_blockscale(C2)
+    st = [r.statement for r in k.proofs]
+    assert any("2-CTA cluster: the B boxes" in s for s in st)
+    assert any("mbarrier pipeline (4 stages, a 2-CTA cluster" in s for s in st)
+    assert any(s.startswith("promotion interval: the k-tile loop promotes once") for s in st)
+    assert "__cluster_dims__(2, 1, 1)" in k.source and "lp_tma_load_mc(" in k.source
+    # the scale_a rows follow the CTA's own tile row (2 tp + crank); one scale_b per tile column
+    assert "const int tm = 2 * tp + crank;" in k.source and "const int nb = tn;" in k.source
+    with pytest.raises(GemmConfigError, match="multiple of 128"):
+        Sm90Config(bm=128, bn=64, stages=4, loader="tma", schedule="ws", cluster=2).validate()
