@@ -61,7 +61,10 @@ class Sm90Config:
     N (8..256, a multiple of 8 that the copies tile), ``bk`` = 64 (one 128-byte row);
     ``loader`` ``"cp.async"`` or ``"tma"``; ``schedule`` ``"mono"`` (every warpgroup
     computes) or ``"ws"`` (a TMA producer warpgroup, persistent grid; needs ``"tma"``);
-    ``cluster`` 1 or 2 (CTAs sharing the B tile by multicast; ``"ws"`` only)."""
+    ``cluster`` 1 or 2 (CTAs sharing the B tile by multicast; ``"ws"`` only).
+    ``schedule="pingpong"`` (TMA, ``bm=64``, no cluster): a TMA producer and two consumer
+    warpgroups that own alternate 64 x ``bn`` tiles of the persistent walk
+    (:mod:`layoutproof.gpu.kernels.wgmma_pingpong`)."""
 
     bm: int = 128
     bn: int = 256
@@ -79,12 +82,16 @@ class Sm90Config:
 
     @property
     def threads(self) -> int:
+        if self.schedule == "pingpong":  # a producer and two consumers of 64-row tiles
+            return 384
         # the warp-specialized kernel adds one producer warpgroup in front of the consumers
         return 128 * (self.warpgroups + (self.schedule == "ws"))
 
     @property
     def epilogue_bytes(self) -> int:
         """Shared memory of the staged epilogue: 64 rows x 128 bytes per consumer warpgroup."""
+        if self.schedule == "pingpong":
+            return 16384
         return 8192 * self.warpgroups if self.schedule == "ws" else 0
 
     @property
@@ -94,7 +101,7 @@ class Sm90Config:
 
     def key(self) -> str:
         ld = "_tma" if self.loader == "tma" else ""
-        ws = "_ws" if self.schedule == "ws" else ""
+        ws = {"ws": "_ws", "pingpong": "_pp"}.get(self.schedule, "")
         cl = f"_c{self.cluster}" if self.cluster != 1 else ""
         return f"sm90_{self.bm}x{self.bn}x{self.bk}_s{self.stages}_g{self.group_m}{ld}{ws}{cl}"
 
@@ -113,8 +120,16 @@ class Sm90Config:
             )
         if self.loader not in ("cp.async", "tma"):
             raise GemmConfigError(f"Sm90Config: loader={self.loader!r} must be 'cp.async' or 'tma'")
-        if self.schedule not in ("mono", "ws"):
-            raise GemmConfigError(f"Sm90Config: schedule={self.schedule!r} must be 'mono' or 'ws'")
+        if self.schedule not in ("mono", "ws", "pingpong"):
+            raise GemmConfigError(
+                f"Sm90Config: schedule={self.schedule!r} must be 'mono', 'ws' or 'pingpong'"
+            )
+        if self.schedule == "pingpong" and (self.loader != "tma" or self.bm != 64 or self.cluster != 1):
+            raise GemmConfigError(
+                "Sm90Config: the ping-pong schedule gives each consumer warpgroup whole 64-row "
+                f"tiles fed by the TMA producer: it needs loader='tma', bm=64, cluster=1 (got "
+                f"loader={self.loader!r}, bm={self.bm}, cluster={self.cluster})"
+            )
         if self.schedule == "ws" and self.loader != "tma":
             raise GemmConfigError(
                 "Sm90Config: the warp-specialized schedule ('ws') is fed by "
