@@ -109,6 +109,7 @@ __all__ = [
     "prove_scale_columns",
     "prove_k_tail",
     "prove_promotion",
+    "prove_promotion_pipelined",
     "check_blockscale",
     "generate_blockscale",
 ]
@@ -305,8 +306,9 @@ def _scale_layout_records() -> Tuple[Any, ...]:
 # ============================================================================ the kernel
 def check_blockscale(cfg: Sm90Config, prob: GemmProblem) -> None:
     """The configurations the block-scaled kernel is built for: 8-bit operands (fp8 or
-    int8, both K-major) into bf16/f16/f32, the warp-specialized TMA schedule without a
-    cluster, ``bn == 128`` (one scale_b per tile and a k-tile of 128 elements), no batch."""
+    int8, both K-major) into bf16/f16/f32, the warp-specialized TMA schedule (alone or in
+    2-CTA clusters sharing B), ``bn == 128`` (one scale_b per tile and a k-tile of 128
+    elements), no batch."""
     if prob.dtype not in BLOCKSCALE_TYPES:
         raise GemmConfigError(
             f"generate_blockscale: block scales are for 8-bit operands {BLOCKSCALE_TYPES}, got {prob.dtype!r}"
