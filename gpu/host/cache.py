@@ -26,6 +26,7 @@ from ..kernels.tiny import TinyConfig
 from ..kernels.tiny import generate as generate_tiny
 from ..kernels.toolkit import GemmKernel
 from ..kernels.wgmma import Sm90Config, generate_sm90
+from ..kernels.wgmma_pingpong import PingpongEpilogueConfig, generate_pingpong, generate_pingpong_epilogue
 from ..proof.record import Proof, ProofLog
 from . import device
 
@@ -99,10 +100,14 @@ def _generate(config: Any, problem: GemmProblem) -> Any:
     """The generator for this kind of configuration (each proves before it emits)."""
     if isinstance(config, GemmConfig):
         return generate(config, problem)
+    if isinstance(config, PingpongEpilogueConfig):
+        return generate_pingpong_epilogue(config, problem)
     if isinstance(config, EpilogueConfig):
         return generate_epilogue(config, problem)
     if isinstance(config, TinyConfig):
         return generate_tiny(config, problem)
+    if isinstance(config, Sm90Config) and config.schedule == "pingpong":
+        return generate_pingpong(config, problem)
     return generate_sm90(config, problem)
 
 

@@ -42,6 +42,7 @@ from ..errors import GemmInputError
 from ..kernels.epilogue import EpilogueConfig
 from ..kernels.splitk import CLUSTER_ROWS, FIXUP_DEFAULT, FixupEpilogueConfig, SplitKConfig, fixup_grid
 from ..kernels.wgmma import Sm90Config, batched_kernels_available
+from ..kernels.wgmma_pingpong import PingpongEpilogueConfig
 
 __all__ = [
     "SlowPathWarning",
@@ -128,6 +129,10 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
 #: per-tile tail of K-light products; the wave model takes it where that wins
 #: (:data:`SM90_MODEL`).  Listed after the others, so a tie keeps the earlier pick.  The batched
 #: kernel's rule leaves it out (measured slower there).
+#: the schedules of the persistent warp-specialized kernels (at most one CTA per SM, a walk
+#: over the tiles, the staged epilogue's 16-byte stores)
+PERSISTENT = ("ws", "pingpong")
+
 WAVE_TILES: Tuple[Any, ...] = (Sm90Config(bm=128, bn=192, stages=4, loader="tma", schedule="ws"),)
 
 
@@ -386,7 +391,7 @@ SM80_MODEL: Dict[str, Any] = {
 
 def _blocks_per_sm(cfg: Any) -> int:
     """Resident CTAs per SM of a non-persistent kernel (shared memory and registers)."""
-    if getattr(cfg, "schedule", "") == "ws":
+    if getattr(cfg, "schedule", "") in PERSISTENT:
         return 1
     smem = cfg.smem_bytes
     by_smem = max(1, (228 * 1024) // max(1, smem + 1024))
@@ -1032,7 +1037,7 @@ def _with_epilogue(cfg: Any, req: GemmRequest, use90: bool, tma: bool) -> Any:
             )
         return replace(cfg, **fields).validate()
     base = cfg.base if isinstance(cfg, (SplitKConfig, EpilogueConfig)) else cfg
-    if not (use90 and getattr(base, "schedule", "") == "ws" and tma):
+    if not (use90 and getattr(base, "schedule", "") in PERSISTENT and tma):
         raise GemmInputError(
             "gemm: the fused bias/activation epilogue runs on the warp-specialized TMA "
             "kernel (compute capability 9.0 with cuda-python; an Sm90Config with "
@@ -1041,7 +1046,8 @@ def _with_epilogue(cfg: Any, req: GemmRequest, use90: bool, tma: bool) -> Any:
     plain_bias = (req.bias_along, req.bias_dtype) == ("n", "f32")
     if isinstance(cfg, SplitKConfig) and cfg.reduction == "serial" and plain_bias:
         return replace(cfg, activation=act, alpha_beta=req.alpha_beta).validate()
-    return EpilogueConfig(base, act, req.alpha_beta, req.bias_along, req.bias_dtype).validate()
+    ep = PingpongEpilogueConfig if getattr(base, "schedule", "") == "pingpong" else EpilogueConfig
+    return ep(base, act, req.alpha_beta, req.bias_along, req.bias_dtype).validate()
 
 
 def _config(
@@ -1092,7 +1098,7 @@ def launch_grid(cfg: Any, m: int, n: int, sms: int, batch: int = 1) -> Tuple[int
     grid_m, grid_n = -(-m // cfg.bm), -(-n // cfg.bn)
     if splits > 1 and cfg.reduction == "cluster":  # clusters of `splits` CTAs (__cluster_dims__)
         return (grid_m * grid_n * splits, 1, 1)
-    if getattr(cfg, "schedule", "") == "ws":
+    if getattr(cfg, "schedule", "") in PERSISTENT:
         cl = cfg.cluster
         units = -(-grid_m // cl) * grid_n * splits * batch
         return (cl * max(1, min(units, sms // cl)), 1, 1)
@@ -1145,7 +1151,7 @@ def decide(req: GemmRequest, dev: DeviceFacts, config: Any = None) -> LaunchDeci
             "gemm: Sm90Config(loader='tma') needs cuda-python (cuda.bindings.driver) to encode "
             "tensor maps; use loader='cp.async' or install cuda-python"
         )
-    ws = getattr(cfg, "schedule", "") == "ws"
+    ws = getattr(cfg, "schedule", "") in PERSISTENT
     it = req.out_itemsize
     (M, _), N = req.a.shape, req.b.shape[1]
     ldc = N if orient != "col" else M

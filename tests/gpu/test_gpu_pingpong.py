@@ -1,0 +1,200 @@
+"""The ping-pong warp-specialized kernel (``Sm90Config(schedule="pingpong")``): generation
+and proofs, the cover and ring proofs, planted faults refused by name, the host's decision,
+an nvcc compile without spills; on a Hopper GPU, numerics against float64 (f16, bf16, tails
+on M, N and K, with and without the fused bias + GELU), outputs NaN-poisoned first."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
+
+from layoutproof.gpu.config import GemmProblem
+from layoutproof.gpu.errors import GemmConfigError, ProofFailedError
+from layoutproof.gpu.host import rule as P
+from layoutproof.gpu.host import runtime
+from layoutproof.gpu.kernels import wgmma_pingpong as pp
+from layoutproof.gpu.kernels.epilogue import EpilogueConfig
+from layoutproof.gpu.kernels.wgmma_core import HOPPER_DEFAULT, Sm90Config
+from layoutproof.gpu.proof.pingpong_model import check_pingpong
+
+NVCC = shutil.which("nvcc")
+PP128 = Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="pingpong")
+
+
+def _statements(k):
+    return [p.statement for p in k.proofs.proofs]
+
+
+@pytest.mark.parametrize(
+    "cfg, prob",
+    [
+        (pp.PINGPONG_DEFAULT, GemmProblem("k", "k")),
+        (PP128, GemmProblem("m", "k", dtype="bf16")),
+        (pp.PINGPONG_DEFAULT, GemmProblem("k", "n", out_dtype="f32")),
+    ],
+)
+def test_generated_and_proven(cfg, prob):
+    k = pp.generate_pingpong(cfg, prob, memo=False)
+    assert (k.threads, k.smem_bytes) == (384, cfg.smem_bytes)
+    st = _statements(k)
+    assert any(s.startswith("ping-pong cover") for s in st)
+    assert any(s.startswith("ping-pong protocol read from the IR") and "((0, 2), (1, 2))" in s for s in st)
+    assert any(s.startswith(f"ping-pong mbarrier ring ({cfg.stages} stages") for s in st)
+    assert any(s.startswith("persistent scheduler") for s in st)
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in k.source and "lp_order" in k.source
+    # the empty barriers expect one warpgroup's four warps
+    assert "empty 4 = one warpgroup's releasing threads" in " ".join(st)
+
+
+def test_config_validation_and_defaults():
+    assert pp.PINGPONG_DEFAULT.key() == "sm90_64x256x64_s5_g8_tma_pp"
+    assert (HOPPER_DEFAULT.key(), HOPPER_DEFAULT.threads, HOPPER_DEFAULT.epilogue_bytes) == (
+        "sm90_128x256x64_s4_g8_tma_ws",
+        384,
+        16384,
+    )
+    for bad in (
+        dict(bm=128),
+        dict(loader="cp.async"),
+        dict(cluster=2),
+    ):
+        fields = dict(bm=64, bn=256, stages=5, loader="tma", schedule="pingpong")
+        fields.update(bad)
+        with pytest.raises(GemmConfigError, match="ping-pong|cluster"):
+            Sm90Config(**fields).validate()
+    with pytest.raises(GemmConfigError, match="schedule"):
+        Sm90Config(schedule="pong").validate()
+    with pytest.raises(GemmConfigError, match="batched"):
+        pp.generate_pingpong(pp.PINGPONG_DEFAULT, GemmProblem("k", "k", batch="ab"))
+    with pytest.raises(GemmConfigError, match="pingpong"):
+        pp.generate_pingpong(HOPPER_DEFAULT)
+
+
+@pytest.mark.parametrize(
+    "kw, cond",
+    [
+        (dict(owners=((1, 2), (0, 2))), "acquire sees its own k-tile"),  # the wrong parity of tiles
+        (dict(ring=((0, 0), (1, 0))), "acquire sees its own k-tile"),  # no skip over the other's tile
+        (dict(order=None), "acquire sees its own k-tile"),  # the parity alias without order barriers
+        (dict(order=((1, 0, 0), (0, 0, 1))), "deadlock freedom"),  # both wait first
+        (dict(consumer_parity=1), "acquire sees its own k-tile"),
+        (dict(producer_parity=0), "deadlock freedom"),
+    ],
+)
+def test_model_refuses_wrong_orders(kw, cond):
+    assert check_pingpong(4, tiles=3, k_tiles=5, agents=2) > 0
+    with pytest.raises(ProofFailedError) as e:
+        check_pingpong(4, tiles=3, k_tiles=5, agents=2, **kw)
+    assert e.value.condition == cond
+
+
+@pytest.mark.parametrize(
+    "mutant, cond",
+    [
+        ("parity", "schedule cover"),  # a consumer taking the other parity of tiles
+        ("early_release", "release after the previous batch completed"),  # release before the wait
+        ("no_skip", "acquire sees its own k-tile"),
+        ("no_order", "acquire sees its own k-tile"),
+    ],
+)
+def test_planted_ir_faults_refused(mutant, cond):
+    with pytest.raises(ProofFailedError) as e:
+        pp.generate_pingpong(PP128, memo=False, _mutants=pp._Mutants(**{mutant: True}))
+    assert e.value.condition == cond
+
+
+def test_fused_epilogue_on_pingpong():
+    cfg = pp.PingpongEpilogueConfig(pp.PINGPONG_DEFAULT, "gelu")
+    k = pp.generate_pingpong_epilogue(cfg, GemmProblem("k", "k"))
+    assert "lp_act_gelu" in k.source and "lp_order" in k.source
+    st = _statements(k)
+    assert any(s.startswith("ping-pong mbarrier ring") for s in st)
+    assert cfg.key() == "sm90_64x256x64_s5_g8_tma_pp_biasgelu"
+    with pytest.raises(GemmConfigError, match="ping-pong"):
+        pp.PingpongEpilogueConfig(HOPPER_DEFAULT, "gelu").validate()
+    with pytest.raises(GemmConfigError, match="activation"):
+        pp.PingpongEpilogueConfig(pp.PINGPONG_DEFAULT, "tanh").validate()
+    with pytest.raises(GemmConfigError, match="schedule='ws'"):
+        EpilogueConfig(pp.PINGPONG_DEFAULT, "gelu").validate()
+
+
+def _req(m, k, n, **kw):
+    def facts(r, c):
+        return P.OperandFacts((r, c), (c * 2, 2), 2, 0)
+
+    return P.GemmRequest(
+        facts(m, k), facts(k, n), "f16", out_itemsize=2, out_strides=None, out_dtype="f16", **kw
+    )
+
+
+def test_host_decides_pingpong_when_given():
+    dev = P.DeviceFacts(cc="90", sms=132, tma=True)
+    d = P.decide(_req(8192, 8192, 8192), dev, pp.PINGPONG_DEFAULT)
+    assert (d.config.key(), d.grid) == ("sm90_64x256x64_s5_g8_tma_pp", (132, 1, 1))
+    d = P.decide(_req(100, 64, 300), dev, pp.PINGPONG_DEFAULT)  # 2 x 2 tiles: 4 CTAs
+    assert d.grid == (4, 1, 1)
+    d = P.decide(_req(1000, 512, 1000, activation="gelu", bias=True), dev, PP128)
+    assert isinstance(d.config, pp.PingpongEpilogueConfig)
+    assert d.config.key() == "sm90_64x128x64_s8_g8_tma_pp_biasgelu"
+    # the rule does not pick it
+    assert "_pp" not in P.decide(_req(8192, 8192, 8192), dev).config.key()
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("which", ["plain", "gelu"])
+def test_compiles_without_spills(tmp_path, which):
+    if which == "plain":
+        k = pp.generate_pingpong(pp.PINGPONG_DEFAULT)
+    else:
+        k = pp.generate_pingpong_epilogue(pp.PingpongEpilogueConfig(PP128, "gelu"))
+    info = _nvcc_sm90a(k.source, tmp_path)
+    assert "0 bytes spill stores, 0 bytes spill loads" in info, info
+
+
+# ---------------------------------------------------------------------------- GPU
+def _hopper_tma() -> bool:
+    if not runtime.gpu_available():
+        return False
+    import cupy as cp
+
+    return cp.cuda.Device().compute_capability == "90" and runtime.tma_available()
+
+
+gpu = pytest.mark.skipif(not _hopper_tma(), reason="needs a Hopper GPU with TMA (cuda-python)")
+
+
+@gpu
+@pytest.mark.parametrize(
+    "cfg, dtype, act",
+    [
+        (pp.PINGPONG_DEFAULT, "f16", None),
+        (pp.PINGPONG_DEFAULT, "f16", "gelu"),
+        (pp.PINGPONG_DEFAULT, "bf16", None),
+        (pp.PINGPONG_DEFAULT, "bf16", "gelu"),
+        (PP128, "f16", None),
+        (PP128, "bf16", "gelu"),
+    ],
+)
+@pytest.mark.parametrize("shape", [(1000, 700, 1333), (64, 128, 64), (777, 2048, 100), (3000, 520, 4100)])
+def test_numerics_against_float64(cfg, dtype, act, shape):
+    torch = pytest.importorskip("torch")
+    m, n, k = shape
+    g = torch.Generator(device="cuda").manual_seed(m * 7 + n + k)
+    td = torch.float16 if dtype == "f16" else torch.bfloat16
+    a = torch.randn((m, k), device="cuda", generator=g).to(td)
+    b = torch.randn((k, n), device="cuda", generator=g).to(td)
+    bias = torch.randn((n,), device="cuda", generator=g).to(td) if act else None
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=td)
+    runtime.gemm(a, b, out, config=cfg, bias=bias, activation=act)
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double()
+    if act:
+        ref = torch.nn.functional.gelu(ref + bias.double())
+    got = out.double()
+    assert not torch.isnan(got).any()
+    err = float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
+    assert err < (1e-2 if dtype == "f16" else 2e-2), err
+    plan = runtime.last_launch["plan"]
+    assert "_pp" in plan.config.key()
