@@ -11,6 +11,12 @@ before timing.  Run on the GPU machine after ``source bench/device_env.sh``::
     python bench/gemm_epilogue.py --old
     python bench/gemm_epilogue.py --shapes 1x4096x4096,16x8192x28672 --dtypes f16 --acts gelu
 
+``--pingpong`` times the ping-pong kernel (``Sm90Config(schedule="pingpong")``, the tiles of
+``--pp-configs``) against the rule's cooperative pick and torch, plain (``torch.matmul``) and
+with the bias + activation (``addmm`` + the activation), every output checked::
+
+    python bench/gemm_epilogue.py --pingpong --dtypes f16 --acts gelu
+
 ``--gelu-erff`` makes the "before" column the same route with the former GELU (``0.5 x (1 +
 erff(x / sqrt 2))``) in place of the emitted one, kernels generated and proven afresh.
 """
@@ -78,6 +84,119 @@ def _plan_former_gelu(a, b, c, bias, act):
         cache._GEN_HASH = gen
 
 
+#: the shapes of the ping-pong comparison (large squares, K-light, the MLP shape)
+PP_SHAPES = "8192x8192x8192,4096x4096x256,8192x8192x256,8192x8192x1024,5120x5120x5120,4096x14336x4096"
+
+
+def _pp_config(text):
+    """``64x256s5`` -> the ping-pong Sm90Config of that tile and stage count."""
+    from layoutproof.gpu.kernels.wgmma_core import Sm90Config
+
+    tile, st = text.split("s")
+    bm, bn = (int(x) for x in tile.split("x"))
+    return Sm90Config(bm=bm, bn=bn, stages=int(st), loader="tma", schedule="pingpong").validate()
+
+
+def pingpong(args):
+    """The ping-pong kernels against the rule's pick and torch (see the module docstring)."""
+    import torch
+
+    from layoutproof.gpu.host import plan
+
+    acts = {"gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu}
+    rng = cp.random.default_rng(11)
+    rows = []
+    for dtype in args.dtypes.split(","):
+        for m, n, k in G.shapes_arg(args.shapes if args.shapes != SHAPES else PP_SHAPES):
+            a, b = G.make(cp, (m, k), dtype, rng), G.make(cp, (k, n), dtype, rng)
+            bias = G.make(cp, (n,), dtype, rng)
+            ta, tb, tbias = (torch.from_dlpack(x) for x in (a, b, bias))
+            tc = torch.empty((m, n), dtype=ta.dtype, device=ta.device)
+            fl = 2.0 * m * n * k
+            reps = max(3, min(args.reps, int(2e12 / fl) + 1)) if fl > 2e12 else args.reps
+            for act in [None] + args.acts.split(","):
+                fn = acts.get(act)
+                ref = cp.from_dlpack(torch.matmul(ta, tb) if act is None else fn(torch.addmm(tbias, ta, tb)))
+                kw = {} if act is None else dict(bias=bias, activation=act)
+                outs, plans = {}, {}
+                for name in ["rule"] + args.pp_configs.split(","):
+                    outs[name] = cp.full((m, n), cp.nan, dtype=a.dtype)
+                    cfg = None if name == "rule" else _pp_config(name)
+                    plans[name] = plan.GemmPlan(a, b, outs[name], config=cfg, **kw)
+                errs = {}
+                for name, pl in plans.items():
+                    pl(a, b, outs[name], bias) if act else pl(a, b, outs[name])
+                    errs[name] = G.rel_err(cp, outs[name], ref)
+
+                def call(name):
+                    pl, o = plans[name], outs[name]
+                    return (lambda: pl(a, b, o, bias)) if act else (lambda: pl(a, b, o))
+
+                def peer():
+                    if act is None:
+                        torch.matmul(ta, tb, out=tc)
+                    else:
+                        torch.addmm(tbias, ta, tb, out=tc)
+                        fn(tc)
+
+                names = list(plans)
+                peers = {nm: call(nm) for nm in names[1:]}
+                peers["torch"] = peer
+                _, times, _ = peer_rounds(cp, call("rule"), peers, reps, args.rounds)
+                times["rule"] = times.pop("ours")
+                med = {nm: statistics.median(ts) * 1e6 for nm, ts in times.items()}
+                ok = all(e < (1e-2 if dtype == "f16" else 3e-2) for e in errs.values())
+                row = dict(
+                    dtype=dtype,
+                    activation=act or "none",
+                    shape=f"{m}x{n}x{k}",
+                    rule=plans["rule"].config.key(),
+                    us=med,
+                    vs_rule={
+                        nm: statistics.median(r / p for r, p in zip(times["rule"], times[nm])) for nm in names
+                    },
+                    vs_torch={
+                        nm: statistics.median(t / p for t, p in zip(times["torch"], times[nm]))
+                        for nm in names
+                    },
+                    errs=errs,
+                    ok=ok,
+                )
+                rows.append(row)
+                print(
+                    f"{dtype:4s} {row['activation']:4s} {row['shape']:16s} "
+                    + "  ".join(f"{nm} {med[nm]:8.1f} us (torch/x {row['vs_torch'][nm]:.3f})" for nm in names)
+                    + f"  torch {med['torch']:8.1f} us  {'ok' if ok else 'FAIL ' + str(errs)}  [{row['rule']}]",
+                    flush=True,
+                )
+                cp.get_default_memory_pool().free_all_blocks()
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(rows, f, indent=1)
+    pps = args.pp_configs.split(",")
+    print(
+        "\n| shape | dtype | act | rule us | "
+        + " | ".join(f"pp {p} us" for p in pps)
+        + " | torch us | "
+        + " | ".join(f"rule/pp {p}" for p in pps)
+        + " | torch/rule | "
+        + " | ".join(f"torch/pp {p}" for p in pps)
+        + " | rule's pick |"
+    )
+    print("|---" * (5 + 3 * len(pps) + 1) + "|---|")
+    for r in rows:
+        print(
+            f"| {r['shape']} | {r['dtype']} | {r['activation']} | {r['us']['rule']:.1f} | "
+            + " | ".join(f"{r['us'][p]:.1f}" for p in pps)
+            + f" | {r['us']['torch']:.1f} | "
+            + " | ".join(f"{r['vs_rule'][p]:.3f}" for p in pps)
+            + f" | {r['vs_torch']['rule']:.3f} | "
+            + " | ".join(f"{r['vs_torch'][p]:.3f}" for p in pps)
+            + f" | {r['rule']} |"
+        )
+    print(f"\nping-pong: {len(rows)} cases, {sum(r['ok'] for r in rows)} correct")
+
+
 def main(argv=None):
     import torch
 
@@ -92,7 +211,13 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--out", default=None)
+    ap.add_argument(
+        "--pingpong", action="store_true", help="the ping-pong kernels against the rule and torch"
+    )
+    ap.add_argument("--pp-configs", default="64x256s5,64x128s8", help="ping-pong tiles: BMxBNsSTAGES,...")
     args = ap.parse_args(argv)
+    if args.pingpong:
+        return pingpong(args)
     acts = {"gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu, "relu": torch.relu}
     rng = cp.random.default_rng(7)
     rows = []

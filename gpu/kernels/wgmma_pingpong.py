@@ -376,8 +376,9 @@ def pingpong_protocol_ir(
     # whole-loop skips: one before the tile loop, one after the k-loop inside it
     for v in (crg.stage, crg.phase):
         init = an.defs.get(id(v))
-        if not (isinstance(init, kir.Const) and init.value == 0):
-            raise _fail(f"the consumers' ring counter {v.name} does not start at 0", "ring skip", v.name)
+        if v is None or not (isinstance(init, kir.Const) and init.value == 0):
+            nm = "phase" if v is None else v.name
+            raise _fail(f"the consumers' ring counter {nm} does not start at 0", "ring skip", nm)
     pre: List[kir.For] = []
     post: List[kir.For] = []
     for lp in kir.walk(k.body):
