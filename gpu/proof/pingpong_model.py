@@ -195,9 +195,12 @@ class PingpongRing:
                 if fph[s] % 2 == ((pos // self.S) & 1) ^ self.cp:  # wait full[s]: not yet
                     continue
                 if cont[s] != j or any(f % self.S == s for f in fly):
+                    has = "no k-tile yet" if cont[s] < 0 else f"k-tile {cont[s]}"
+                    if any(f % self.S == s for f in fly):
+                        has += " (a copy into it is in flight)"
                     raise ProofFailedError(
                         f"{self._where()}: consumer agent {a} acquires stage {s} (ring position {pos}) "
-                        f"for k-tile {j} of its tile but it holds k-tile {cont[s]}",
+                        f"for k-tile {j} of its tile but it holds {has}",
                         condition="acquire sees its own k-tile",
                         witness=(a, j, pos, cont[s]),
                     )
