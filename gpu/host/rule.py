@@ -42,7 +42,7 @@ from ..errors import GemmInputError
 from ..kernels.epilogue import EpilogueConfig
 from ..kernels.splitk import CLUSTER_ROWS, FIXUP_DEFAULT, FixupEpilogueConfig, SplitKConfig, fixup_grid
 from ..kernels.wgmma import Sm90Config, batched_kernels_available
-from ..kernels.wgmma_pingpong import PingpongEpilogueConfig
+from ..kernels.wgmma_pingpong import PINGPONG_DEFAULT, PingpongEpilogueConfig
 
 __all__ = [
     "SlowPathWarning",
@@ -425,6 +425,8 @@ def estimate_us(
         return _plane_route_us(cfg, m, n, k, sms, model)
     if model is None:
         model = SM90_MODEL if not isinstance(cfg, GemmConfig) else SM80_MODEL
+    if getattr(cfg, "schedule", "") == "pingpong":  # modelled as the cooperative tile it replaces
+        cfg = replace(cfg, bm=128, stages=4, schedule="ws")
     splits = getattr(cfg, "splits", 1)
     if splits > 1:  # split-K: tiles x splits units over k / splits each, then the fix-up
         t = estimate_us(cfg.base, m, n, k, sms=sms, model=model, k_splits=splits)
@@ -496,6 +498,46 @@ def choose_config(
     return _wave_pick(m, n, k, problem, hopper, tma, sms, candidates, epilogue, cluster, mma)
 
 
+#: Where the ping-pong kernel (``wgmma_pingpong``: consumer warpgroups owning alternate 64-row
+#: tiles, one's epilogue overlapping the other's main loop) replaces the cooperative
+#: warp-specialized pick of an unsplit f16/bf16 product (bench/RESULTS.md, "The ping-pong
+#: schedule"; H200): with a fused epilogue, picks of ``epilogue_tiles`` (bm, bn) up to
+#: ``epilogue_max_k`` (K-light to 5120: 1.035-1.086 of the cooperative pick; 8192^3: 0.92);
+#: without one, picks of ``plain_tiles`` up to ``plain_max_k`` (4096x4096x256: 1.105; longer K
+#: within noise or slower).
+PINGPONG_RULE: Dict[str, Any] = {
+    "epilogue_tiles": ((128, 256), (128, 192)),
+    "epilogue_max_k": 5120,
+    "plain_tiles": ((128, 256),),
+    "plain_max_k": 512,
+    "dtypes": ("f16", "bf16"),
+}
+
+
+def pingpong_swap(cfg: Any, k: int, problem: Optional[GemmProblem], epilogue: bool) -> Any:
+    """``cfg``, or :data:`~layoutproof.gpu.kernels.wgmma_pingpong.PINGPONG_DEFAULT` where
+    :data:`PINGPONG_RULE` says the ping-pong schedule beats that unsplit pick.
+
+    >>> ws = Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws")
+    >>> pingpong_swap(ws, 256, None, False).key(), pingpong_swap(ws, 8192, None, True).key()
+    ('sm90_64x256x64_s5_g8_tma_pp', 'sm90_128x256x64_s4_g8_tma_ws')
+    """
+    prob = problem or GemmProblem()
+    if (
+        not isinstance(cfg, Sm90Config)
+        or cfg.schedule != "ws"
+        or cfg.loader != "tma"
+        or cfg.cluster != 1
+        or prob.dtype not in PINGPONG_RULE["dtypes"]
+        or prob.batch
+    ):
+        return cfg
+    which = "epilogue" if epilogue else "plain"
+    if (cfg.bm, cfg.bn) in PINGPONG_RULE[f"{which}_tiles"] and k <= PINGPONG_RULE[f"{which}_max_k"]:
+        return PINGPONG_DEFAULT
+    return cfg
+
+
 def _wave_pick(
     m: int,
     n: int,
@@ -532,6 +574,7 @@ def _wave_pick(
             if sk is not None and sk[0] * SPLITK_MODEL["margin"] < best[0]:
                 cl = cluster_split(m, n, k, sms) if cluster and not epilogue else None
                 return sk[2] if cl is None else cl
+        return pingpong_swap(best[2], k, problem, epilogue)
     return best[2]
 
 

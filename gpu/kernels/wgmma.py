@@ -739,6 +739,11 @@ def generate_sm90(
     prob = (problem or GemmProblem("k", "k")).validate()
     if memo and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
+    if cfg.schedule == "pingpong":
+        raise GemmConfigError(
+            "generate_sm90: schedule='pingpong' is built by "
+            "layoutproof.gpu.kernels.wgmma_pingpong.generate_pingpong (its own ring protocol)"
+        )
     if prob.batch and cfg.schedule != "ws":
         raise GemmConfigError(
             f"generate_sm90: a batched problem (batch={prob.batch!r}) runs on the warp-specialized "

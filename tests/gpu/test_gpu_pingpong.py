@@ -198,3 +198,80 @@ def test_numerics_against_float64(cfg, dtype, act, shape):
     assert err < (1e-2 if dtype == "f16" else 2e-2), err
     plan = runtime.last_launch["plan"]
     assert "_pp" in plan.config.key()
+
+
+# ============================================================================ the rule
+def test_rule_takes_pingpong_where_measured_faster_only():
+    f16 = GemmProblem()
+    pick = lambda m, n, k, ep, prob=f16: P.choose_config(  # noqa: E731
+        m, n, k, prob, hopper=True, tma=True, mma=True, epilogue=ep
+    )
+    # with a fused epilogue, K up to 5120 on the 128x256 / 128x192 picks
+    for shape in [(8192, 8192, 1024), (5120, 5120, 5120), (4096, 14336, 4096), (8192, 8192, 256)]:
+        assert pick(*shape, True) == pp.PINGPONG_DEFAULT, shape
+    # 8192^3 with an epilogue (measured 0.92) and the plain products at longer K keep theirs
+    for shape, ep in [((8192, 8192, 8192), True), ((8192, 8192, 1024), False), ((5120, 5120, 5120), False)]:
+        assert pick(*shape, ep).schedule == "ws", (shape, ep)
+    # plain: the 128x256 pick at K <= 512 only (the 128x192 K-light picks stay)
+    assert pick(4096, 4096, 256, False) == pp.PINGPONG_DEFAULT
+    assert pick(8192, 8192, 256, False).key() == "sm90_128x192x64_s4_g8_tma_ws"
+    # never for the other types' rule, batches, clusters or explicit candidates
+    assert (
+        P.pingpong_swap(HOPPER_DEFAULT, 256, GemmProblem(dtype="tf32", out_dtype="f32"), False)
+        == HOPPER_DEFAULT
+    )
+    assert P.pingpong_swap(HOPPER_DEFAULT, 256, GemmProblem(batch=4), False) == HOPPER_DEFAULT
+    cl = Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws", cluster=2)
+    assert P.pingpong_swap(cl, 256, f16, False) == cl
+    given = P.choose_config(4096, 4096, 256, f16, hopper=True, tma=True, candidates=[HOPPER_DEFAULT])
+    assert given == HOPPER_DEFAULT
+    # modelled as the cooperative tile it replaces (the epilogue routes compare like with like)
+    assert P.estimate_us(pp.PINGPONG_DEFAULT, 4096, 4096, 256) == P.estimate_us(
+        HOPPER_DEFAULT, 4096, 4096, 256
+    )
+
+
+def test_generate_sm90_refuses_pingpong_by_name():
+    from layoutproof.gpu.kernels.wgmma import generate_sm90
+
+    with pytest.raises(GemmConfigError, match="generate_pingpong"):
+        generate_sm90(pp.PINGPONG_DEFAULT)
+
+
+@gpu
+@pytest.mark.parametrize(
+    "form",
+    ["bias n f32 relu", "bias m bf16 silu", "alpha beta c gelu", "alpha beta c in place", "plain k256"],
+)
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_rule_routes_through_pingpong_with_every_epilogue_form(form, dtype):
+    torch = pytest.importorskip("torch")
+    td = torch.float16 if dtype == "f16" else torch.bfloat16
+    m, n, k = (4000, 4000, 300) if form == "plain k256" else (2000, 2100, 1000)
+    g = torch.Generator(device="cuda").manual_seed(len(form) + m)
+    a = torch.randn((m, k), device="cuda", generator=g).to(td)
+    b = torch.randn((k, n), device="cuda", generator=g).to(td)
+    ref = a.double() @ b.double()
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=td)
+    kw: dict = {}
+    if form.startswith("bias"):
+        along = form.split()[1]
+        bt = {"f32": torch.float32, "bf16": torch.bfloat16}[form.split()[2]]
+        bias = torch.randn((m if along == "m" else n,), device="cuda", generator=g).to(bt)
+        act = form.split()[3]
+        kw = dict(bias=bias, bias_along=along, activation=act)
+        ref = ref + (bias.double()[:, None] if along == "m" else bias.double())
+        ref = {"relu": torch.relu, "silu": torch.nn.functional.silu}[act](ref)
+    elif form.startswith("alpha"):
+        c = torch.randn((m, n), device="cuda", generator=g).to(td)
+        ref = torch.nn.functional.gelu(0.5 * ref + 2.0 * c.double())
+        if form.endswith("in place"):
+            out = c  # C read and written in place
+        kw = dict(c=c, alpha=0.5, beta=2.0, activation="gelu")
+    runtime.gemm(a, b, out, **kw)
+    torch.cuda.synchronize()
+    assert "_pp" in runtime.last_launch["plan"].config.key(), form
+    got = out.double()
+    assert not torch.isnan(got).any(), form
+    err = float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
+    assert err < (1e-2 if dtype == "f16" else 2e-2), (form, err)

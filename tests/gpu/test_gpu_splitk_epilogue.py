@@ -233,7 +233,8 @@ PICKS = {
     (8, 8192, 8192): "16x64x64_w1x4_s8_auto_g8_fx_biasnone",
     (64, 4096, 11008): "sm90_64x128x64_s8_g8_tma_ws_sk4",
     (1, 4096, 4096): "sm90_64x256x64_s5_g8_tma_ws_sk8",
-    (8192, 8192, 256): "sm90_128x192x64_s4_g8_tma_ws",
+    # the fused kernel's 128x192 pick, run on the ping-pong schedule (rule.PINGPONG_RULE)
+    (8192, 8192, 256): "sm90_64x256x64_s5_g8_tma_pp",
 }
 
 
