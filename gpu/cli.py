@@ -166,13 +166,14 @@ def main(argv: Optional[List[str]] = None) -> int:
             kern = generate_sm90(cfg, prob)
         elif args.path == "wgmma":
             from .kernels.wgmma import generate_sm90
+            from .kernels.wgmma_pingpong import generate_pingpong
 
             cfg = (
                 parse_sm90_config(args.sm90_config)
                 if args.sm90_config
                 else choose_config(args.m, args.n, args.k, prob, hopper=True, tma=True)
             )
-            kern = generate_sm90(cfg, prob)
+            kern = (generate_pingpong if cfg.schedule == "pingpong" else generate_sm90)(cfg, prob)
         else:
             cfg = (
                 parse_config(args.config)

@@ -461,8 +461,15 @@ def test_closed_stdout_gives_no_traceback():
         os.close(w)
 
 
-@pytest.mark.parametrize("path, hopper", [("wgmma", True), ("mma.sync", False)])
-def test_gemm_default_config_is_what_gemm_runs(path, hopper, tmp_path, capsys):
+@pytest.mark.parametrize(
+    "path, hopper, shape",
+    [
+        ("wgmma", True, (512, 1024, 256)),
+        ("wgmma", True, (4096, 4096, 256)),
+        ("mma.sync", False, (512, 1024, 256)),
+    ],
+)
+def test_gemm_default_config_is_what_gemm_runs(path, hopper, shape, tmp_path, capsys):
     """Without --config / --sm90-config the emitted kernel is the one layoutproof.gpu.gemm
     picks for the shape (rule.choose_config), not a fixed default."""
     from layoutproof.gpu.cli import main
@@ -470,11 +477,12 @@ def test_gemm_default_config_is_what_gemm_runs(path, hopper, tmp_path, capsys):
     from layoutproof.gpu.host.rule import choose_config
 
     out = tmp_path / "k.cu"
-    argv = ["--no-run", "--path", path, "--m", "512", "--n", "1024", "--k", "256", "--emit", str(out)]
+    m, n, k = shape  # 4096x4096x256: the rule's ping-pong pick (rule.PINGPONG_RULE)
+    argv = ["--no-run", "--path", path, "--m", str(m), "--n", str(n), "--k", str(k), "--emit", str(out)]
     assert main(argv) == 0
     text = capsys.readouterr().out
     prob = GemmProblem("k", "n", "f16", None).validate()
-    want = choose_config(512, 1024, 256, prob, hopper=hopper, tma=hopper)
+    want = choose_config(m, n, k, prob, hopper=hopper, tma=hopper)
     first = text.splitlines()[0]
     assert f": {want.key()} " in first, text
     name = first.split()[1].rstrip(":")
