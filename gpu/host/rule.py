@@ -501,15 +501,15 @@ def choose_config(
 #: Where the ping-pong kernel (``wgmma_pingpong``: consumer warpgroups owning alternate 64-row
 #: tiles, one's epilogue overlapping the other's main loop) replaces the cooperative
 #: warp-specialized pick of an unsplit f16/bf16 product (bench/RESULTS.md, "The ping-pong
-#: schedule"; H200): with a fused epilogue, picks of ``epilogue_tiles`` (bm, bn) up to
-#: ``epilogue_max_k`` (K-light to 5120: 1.035-1.086 of the cooperative pick; 8192^3: 0.92);
-#: without one, picks of ``plain_tiles`` up to ``plain_max_k`` (4096x4096x256: 1.105; longer K
-#: within noise or slower).
+#: schedule"; H200): per route (a fused epilogue or a plain product), the picks (bm, bn) it
+#: replaces and the largest K for each.  With an epilogue: the 128x256 picks to K = 5120
+#: (1.035-1.086 of the cooperative pick; 8192^3: 0.92), the 128x192 picks to K = 1024 (the
+#: K-light 6144x6144x256 / 8192x8192x256 gain 12-25%; at 3072^3, where the 192-column tile was
+#: picked against wave quantization, the swap measured 6-8% slower); plain: the 128x256 pick to
+#: K = 512 (4096x4096x256: 1.105; longer K within noise or slower).
 PINGPONG_RULE: Dict[str, Any] = {
-    "epilogue_tiles": ((128, 256), (128, 192)),
-    "epilogue_max_k": 5120,
-    "plain_tiles": ((128, 256),),
-    "plain_max_k": 512,
+    "epilogue": {(128, 256): 5120, (128, 192): 1024},
+    "plain": {(128, 256): 512},
     "dtypes": ("f16", "bf16"),
 }
 
@@ -532,10 +532,8 @@ def pingpong_swap(cfg: Any, k: int, problem: Optional[GemmProblem], epilogue: bo
         or prob.batch
     ):
         return cfg
-    which = "epilogue" if epilogue else "plain"
-    if (cfg.bm, cfg.bn) in PINGPONG_RULE[f"{which}_tiles"] and k <= PINGPONG_RULE[f"{which}_max_k"]:
-        return PINGPONG_DEFAULT
-    return cfg
+    max_k = PINGPONG_RULE["epilogue" if epilogue else "plain"].get((cfg.bm, cfg.bn))
+    return PINGPONG_DEFAULT if max_k is not None and k <= max_k else cfg
 
 
 def _wave_pick(

@@ -212,6 +212,9 @@ def test_rule_takes_pingpong_where_measured_faster_only():
     # 8192^3 with an epilogue (measured 0.92) and the plain products at longer K keep theirs
     for shape, ep in [((8192, 8192, 8192), True), ((8192, 8192, 1024), False), ((5120, 5120, 5120), False)]:
         assert pick(*shape, ep).schedule == "ws", (shape, ep)
+    # with an epilogue, the 128x192 picks to K = 1024 only (3072^3 keeps its tile)
+    assert pick(6144, 6144, 256, True) == pp.PINGPONG_DEFAULT
+    assert pick(3072, 3072, 3072, True).key() == "sm90_128x192x64_s4_g8_tma_ws"
     # plain: the 128x256 pick at K <= 512 only (the 128x192 K-light picks stay)
     assert pick(4096, 4096, 256, False) == pp.PINGPONG_DEFAULT
     assert pick(8192, 8192, 256, False).key() == "sm90_128x192x64_s4_g8_tma_ws"
