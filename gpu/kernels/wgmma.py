@@ -104,6 +104,7 @@ __all__ = [
     "Sm90Config",
     "HOPPER_DEFAULT",
     "generate_sm90",
+    "plan_operands",
     "plan_stage",
     "plan_descriptors",
     "plan_c_map",
@@ -730,6 +731,30 @@ def batched_kernels_available() -> bool:
 _MEMO: Dict[Tuple[Sm90Config, GemmProblem], GemmKernel] = {}
 
 
+def plan_operands(
+    cfg: Sm90Config, prob: GemmProblem, log: ProofLog
+) -> Tuple[OperandPlan, OperandPlan, Dict[str, Any], Tuple[Any, Any]]:
+    """The operands of a wgmma kernel with ``cfg``'s tiles (its number type checked first):
+    ``(a, b, desc, (rows, cols))`` -- their stage plans, TMA boxes and swizzles
+    (:func:`plan_stage`), the descriptors (:func:`plan_descriptors`, and for the other number
+    types :func:`prove_typed_descriptors`) and the lowered C maps (:func:`plan_c_map`), each
+    proven into ``log`` in that order."""
+    if prob.dtype in TC_TYPES:
+        check_typed(cfg, prob)
+    threads = cfg.threads
+    a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", threads, cfg.warpgroups, 64)
+    b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, prob.b_major == "k", threads, 1, cfg.bn)
+    smems = {p.name: plan_stage(cfg, p, log, prob) for p in (a, b)}
+    desc = {
+        "a": plan_descriptors(a, smems["a"], 64, cfg.warpgroups, log),
+        "b": plan_descriptors(b, smems["b"], cfg.bn, 1, log),
+    }
+    if prob.dtype in TC_TYPES:
+        prove_typed_descriptors(a, smems["a"], desc["a"], prob.dtype, 64, cfg.warpgroups, log)
+        prove_typed_descriptors(b, smems["b"], desc["b"], prob.dtype, cfg.bn, 1, log)
+    return a, b, desc, plan_c_map(cfg, prob, log)
+
+
 def generate_sm90(
     config: Optional[Sm90Config] = None, problem: Optional[GemmProblem] = None, *, memo: bool = True
 ) -> GemmKernel:
@@ -749,21 +774,9 @@ def generate_sm90(
             f"generate_sm90: a batched problem (batch={prob.batch!r}) runs on the warp-specialized "
             "TMA kernel (schedule='ws')"
         )
-    if prob.dtype in TC_TYPES:
-        check_typed(cfg, prob)
     log = ProofLog()
     threads = cfg.threads
-    a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", threads, cfg.warpgroups, 64)
-    b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, prob.b_major == "k", threads, 1, cfg.bn)
-    smems = {p.name: plan_stage(cfg, p, log, prob) for p in (a, b)}
-    desc = {
-        "a": plan_descriptors(a, smems["a"], 64, cfg.warpgroups, log),
-        "b": plan_descriptors(b, smems["b"], cfg.bn, 1, log),
-    }
-    if prob.dtype in TC_TYPES:
-        prove_typed_descriptors(a, smems["a"], desc["a"], prob.dtype, 64, cfg.warpgroups, log)
-        prove_typed_descriptors(b, smems["b"], desc["b"], prob.dtype, cfg.bn, 1, log)
-    rows, cols = plan_c_map(cfg, prob, log)
+    a, b, desc, (rows, cols) = plan_operands(cfg, prob, log)
     h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90_{prob.key()}_{h}"
     title = f"proven before emission ({cfg.key()}, {prob.key()})"

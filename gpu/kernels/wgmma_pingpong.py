@@ -33,20 +33,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..config import TC_TYPES, GemmConfig, GemmProblem
+from ..config import GemmConfig, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..proof import evaluate, kir, obligations
 from ..proof.pingpong_model import prove_pingpong
 from ..proof.record import ProofLog
 from .epilogue import EpilogueConfig, check_compute, epilogue_ir
 from .toolkit import GemmKernel, OperandPlan, finish, ir_const, ir_var
-from .wgmma import (
-    check_typed,
-    plan_c_map,
-    plan_descriptors,
-    plan_stage,
-    prove_typed_descriptors,
-)
+from .wgmma import plan_operands
 from .wgmma_core import GENERATOR_VERSION, Sm90Config, acc_ir, acc_type, kernel90, scale_ir, wgmma_batch_ir
 from .wgmma_ws import (
     WsFrame,
@@ -638,27 +632,6 @@ def prove_pingpong_cover(k: kir.Kernel, log: ProofLog) -> None:
 _MEMO: Dict[Tuple[Any, GemmProblem], GemmKernel] = {}
 
 
-def _plan(
-    cfg: Sm90Config, prob: GemmProblem, log: ProofLog
-) -> Tuple[OperandPlan, OperandPlan, Dict[str, Any]]:
-    """The operands' stages, TMA boxes and descriptors (the ws kernel's planners)."""
-    if prob.dtype in TC_TYPES:
-        check_typed(cfg, prob)
-    threads = cfg.threads
-    a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", threads, cfg.warpgroups, 64)
-    b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, prob.b_major == "k", threads, 1, cfg.bn)
-    smems = {p.name: plan_stage(cfg, p, log, prob) for p in (a, b)}
-    desc = {
-        "a": plan_descriptors(a, smems["a"], 64, cfg.warpgroups, log),
-        "b": plan_descriptors(b, smems["b"], cfg.bn, 1, log),
-    }
-    if prob.dtype in TC_TYPES:
-        prove_typed_descriptors(a, smems["a"], desc["a"], prob.dtype, 64, cfg.warpgroups, log)
-        prove_typed_descriptors(b, smems["b"], desc["b"], prob.dtype, cfg.bn, 1, log)
-    plan_c_map(cfg, prob, log)
-    return a, b, desc
-
-
 def generate_pingpong(
     config: Optional[Sm90Config] = None,
     problem: Optional[GemmProblem] = None,
@@ -678,7 +651,7 @@ def generate_pingpong(
     if memo and _mutants is None and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
     log = ProofLog()
-    a, b, desc = _plan(cfg, prob, log)
+    a, b, desc, _ = plan_operands(cfg, prob, log)
     log.extend(ProofLog(list(schedule_proofs(cfg.group_m, 1))))
     ep = plan_epilogue(prob, log)
     tx = 2 * (a.stage_elems + b.stage_elems)
