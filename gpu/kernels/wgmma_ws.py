@@ -38,7 +38,7 @@ from ..analysis import synthesize_swizzle
 from ..config import OUT_DTYPES, GemmProblem
 from ..errors import BankConflictError, GemmConfigError, ProofFailedError
 from ..proof import evaluate, kir, lower, obligations
-from ..proof.pipeline import _ACQ, _REL, _held, _Pipeline, prove_pipeline
+from ..proof.pipeline import prove_pipeline
 from ..proof.record import ProofLog
 from .toolkit import (
     STORE2,
@@ -86,8 +86,6 @@ __all__ = [
     "schedule_proofs",
     "eval_schedule",
     "prove_ws_protocol",
-    "check_pipeline_same",
-    "prove_pipeline_same",
     "protocol_ir",
     "epilogue_order",
     "prove_schedule",
@@ -1061,7 +1059,7 @@ def consumer_ir(
     complete its wgmmas (``wgmma.wait_group 0``) -- and nothing after the k-tiles: the
     protocol read from the IR then has one release site, and the model checks a consumer
     that releases each stage in the k-tile that acquired it
-    (:func:`check_pipeline_same`)."""
+    (:func:`~layoutproof.gpu.proof.pipeline.check_pipeline`, ``release_lag=0``)."""
     if release not in ("next", "same"):
         raise GemmConfigError(f"consumer_ir: release={release!r} must be 'next' or 'same'")
     E, cfg, S = F.E, F.cfg, F.S
@@ -1596,118 +1594,8 @@ def prove_ws_protocol(k: kir.Kernel, cfg: Sm90Config, tx: int, log: ProofLog, ct
     barrier operations covered (``finish``'s ``protocol``)."""
     proto, n = protocol_ir(k, cfg, tx, log)
     epilogue_order(k, log)
-    if proto.pop("release_lag", 1) == 0:
-        prove_pipeline_same(cfg.stages, cfg.warpgroups, log, ctas=ctas, **proto)
-    else:
-        prove_pipeline(cfg.stages, cfg.warpgroups, log, ctas=ctas, **proto)
+    prove_pipeline(cfg.stages, cfg.warpgroups, log, ctas=ctas, **proto)
     return n
-
-
-class _SamePipeline(_Pipeline):
-    """The pipeline model with consumers that release each stage in the k-tile that
-    acquired it (``ACQ j`` then ``REL j`` to every CTA's barrier), the read of ``j`` ending
-    at its first release."""
-
-    def __init__(self, *args: Any, remote_release: bool) -> None:
-        super().__init__(*args)
-        C = self.C
-        self.progs = []
-        for own in range(C):
-            order = [own] + ([d for d in range(C) if d != own] if remote_release else [])
-            prog: List[Tuple[int, int, int]] = []
-            for j in range(self.T):
-                prog.append((_ACQ, j, own))
-                prog.extend((_REL, j, d) for d in order)
-            self.progs.append(tuple(prog))
-        self.L = len(self.progs[0])
-        self.held = [[_held(pr, pc) for pc in range(self.L + 1)] for pr in self.progs]
-
-
-def check_pipeline_same(
-    stages: int,
-    *,
-    consumers: int,
-    tiles: int,
-    k_tiles: int,
-    ctas: int = 1,
-    producer_parity: int = 1,
-    consumer_parity: int = 0,
-    remote_release: bool = True,
-    max_states: int = 2_000_000,
-) -> int:
-    """:func:`~layoutproof.gpu.proof.pipeline.check_pipeline` for consumers that release
-    each stage right after its own wgmmas completed (``consumer_ir(release="same")``):
-    every interleaving explored, the same properties (no copy into a stage being read,
-    every acquisition sees its own k-tile, no deadlock).  Returns the states.
-
-    >>> check_pipeline_same(3, consumers=2, tiles=2, k_tiles=4) > 0
-    True
-    """
-    N, C = consumers, ctas
-    E = N * C if remote_release else N
-    model = _SamePipeline(
-        stages,
-        N,
-        tiles,
-        k_tiles,
-        C,
-        E,
-        producer_parity,
-        consumer_parity,
-        remote_release,
-        remote_release=remote_release,
-    )
-    return model.explore(max_states)
-
-
-@functools.cache
-def _checked_same(
-    stages: int, n: int, tiles: int, k_tiles: int, ctas: int, pp: int, cp: int, remote: bool
-) -> int:
-    return check_pipeline_same(
-        stages,
-        consumers=n,
-        tiles=tiles,
-        k_tiles=k_tiles,
-        ctas=ctas,
-        producer_parity=pp,
-        consumer_parity=cp,
-        remote_release=remote,
-    )
-
-
-def prove_pipeline_same(
-    stages: int,
-    consumer_warpgroups: int,
-    log: ProofLog,
-    ctas: int = 1,
-    *,
-    producer_parity: int = 1,
-    consumer_parity: int = 0,
-    remote_release: bool = True,
-) -> None:
-    """:func:`~layoutproof.gpu.proof.pipeline.prove_pipeline`'s schedules for the
-    ``release="same"`` consumers (:func:`check_pipeline_same`)."""
-    runs: Tuple[Tuple[int, int], ...]
-    if ctas == 1:
-        runs = ((1, 1), (1, stages + 1), (2, 1), (2, stages - 1), (2, stages), (3, 2))
-        n = 2
-    else:
-        runs = ((1, 1), (1, stages + 1))
-        n = 1
-    total = sum(
-        _checked_same(stages, n, t, kt, ctas, producer_parity, consumer_parity, remote_release)
-        for t, kt in runs
-    )
-    log.add(
-        "protocol",
-        f"mbarrier pipeline ({stages} stages, full/empty parity waits, copy completion asynchronous, "
-        f"each stage released in its own k-tile once its wgmmas completed; {4 * consumer_warpgroups} "
-        f"consumer warps per CTA modelled by {n} agent(s)): no copy overwrites a stage being read, every "
-        f"acquisition sees its own k-tile, no deadlock -- all interleavings of {len(runs)} schedules",
-        "exhaustive",
-        total,
-    )
 
 
 def build_ws_kernel(

@@ -52,14 +52,21 @@ _State = Tuple[_Ints, FrozenSet[Tuple[int, int, int]], _Ints, _Ints, _Ints, _Int
 
 
 def _consumer_program(
-    tiles: int, k_tiles: int, ctas: int, own: int = 0, remote: bool = True
+    tiles: int, k_tiles: int, ctas: int, own: int = 0, remote: bool = True, release_lag: int = 1
 ) -> Tuple[Tuple[int, int, int], ...]:
     """The barrier actions of a consumer of CTA ``own``, in order: (ACQ, j, own) waits full
     and starts reading k-tile j; (REL, j, d) arrives on CTA d's empty barrier of j's stage
     -- its own CTA's first (the read of j ends there), then the peer's (in a cluster every
-    CTA's producer may write this CTA's stage, so every CTA's barrier is told)."""
+    CTA's producer may write this CTA's stage, so every CTA's barrier is told).  With
+    ``release_lag=1`` k-tile j's stage is released after k-tile j + 1 is acquired (the last
+    k-tile's at the end of the tile); with 0, right after j is acquired."""
     order = [own] + ([d for d in range(ctas) if d != own] if remote else [])
     prog: List[Tuple[int, int, int]] = []
+    if release_lag == 0:
+        for j in range(tiles * k_tiles):
+            prog.append((_ACQ, j, own))
+            prog.extend((_REL, j, d) for d in order)
+        return tuple(prog)
     j = 0
     for _ in range(tiles):
         prev: Optional[int] = None
@@ -97,6 +104,7 @@ def check_pipeline(
     producer_parity: int = 1,
     consumer_parity: int = 0,
     remote_release: bool = True,
+    release_lag: int = 1,
     max_states: int = 2_000_000,
 ) -> int:
     """Explore every interleaving of the producers (one per CTA), ``consumers`` consumer
@@ -109,18 +117,36 @@ def check_pipeline(
     expect ``empty_count`` arrivals (default: ``consumers * ctas``); the producer waits
     with parity ``ph ^ producer_parity``, the consumers with ``ph ^ consumer_parity`` (the
     kernel's 1 and 0); ``remote_release=False`` models consumers that tell only their own
-    CTA's empty barrier.  Returns the number of reachable states; raises
+    CTA's empty barrier.  ``release_lag`` is when a consumer gives a stage back: 1 (the
+    kernel's default consumer) after acquiring the next k-tile, 0 in the k-tile that
+    acquired it (``consumer_ir(release="same")``: once its own wgmmas completed).  Returns
+    the number of reachable states; raises
     :class:`ProofFailedError` on a race, a stale acquisition, bytes of a later phase
     counted in an earlier one, or a deadlock, with the offending step as the witness.
 
+    >>> check_pipeline(3, consumers=2, tiles=2, k_tiles=4, release_lag=0) > 0
+    True
     >>> check_pipeline(3, consumers=2, tiles=1, k_tiles=4, producer_parity=0)
     Traceback (most recent call last):
     ...
     layoutproof.gpu.errors.ProofFailedError: pipeline (...): deadlock with the producers at ...
     """
     E = _check_parameters(stages, consumers, tiles, k_tiles, ctas, empty_count, remote_release)
+    if release_lag not in (0, 1) or type(release_lag) is not int:
+        raise ProofFailedError(
+            f"check_pipeline: release_lag={release_lag!r} must be 0 or 1", condition="model parameters"
+        )
     model = _Pipeline(
-        stages, consumers, tiles, k_tiles, ctas, E, producer_parity, consumer_parity, remote_release
+        stages,
+        consumers,
+        tiles,
+        k_tiles,
+        ctas,
+        E,
+        producer_parity,
+        consumer_parity,
+        remote_release,
+        release_lag,
     )
     return model.explore(max_states)
 
@@ -175,12 +201,15 @@ class _Pipeline:
         producer_parity: int,
         consumer_parity: int,
         remote_release: bool,
+        release_lag: int = 1,
     ) -> None:
         self.S, self.N, self.C, self.E = stages, consumers, ctas, empty_count
         self.tiles, self.k_tiles = tiles, k_tiles
         self.producer_parity, self.consumer_parity = producer_parity, consumer_parity
         self.T = tiles * k_tiles
-        self.progs = [_consumer_program(tiles, k_tiles, ctas, own, remote_release) for own in range(ctas)]
+        self.progs = [
+            _consumer_program(tiles, k_tiles, ctas, own, remote_release, release_lag) for own in range(ctas)
+        ]
         self.L = len(self.progs[0])
         self.held = [[_held(pr, pc) for pc in range(self.L + 1)] for pr in self.progs]
 
@@ -367,6 +396,7 @@ def _checked(
     producer_parity: int,
     consumer_parity: int,
     remote_release: bool,
+    release_lag: int,
 ) -> int:
     """check_pipeline, once per process for each model (the kernels of one stage count and
     cluster size share it)."""
@@ -379,6 +409,7 @@ def _checked(
         producer_parity=producer_parity,
         consumer_parity=consumer_parity,
         remote_release=remote_release,
+        release_lag=release_lag,
     )
 
 
@@ -391,6 +422,7 @@ def prove_pipeline(
     producer_parity: int = 1,
     consumer_parity: int = 0,
     remote_release: bool = True,
+    release_lag: int = 1,
 ) -> None:
     """Model-check the protocol for ``stages`` stages (and a cluster of ``ctas`` CTAs):
     every interleaving of the producers, the consumer agents and the copy completions,
@@ -399,7 +431,8 @@ def prove_pipeline(
     barriers; the model runs two consumer agents per CTA (one in a cluster, where each
     arrives on both CTAs' barriers), each arrival an independent step.  The parities and
     ``remote_release`` are the kernel's, as the generator reads them from the mbarrier
-    nodes of the kernel IR (:func:`layoutproof.gpu.kernels.wgmma.protocol_ir`)."""
+    nodes of the kernel IR (:func:`layoutproof.gpu.kernels.wgmma.protocol_ir`), and so is
+    ``release_lag`` (0: each stage released in its own k-tile, :func:`check_pipeline`)."""
     total = 0
     runs: Tuple[Tuple[int, int], ...]
     if ctas == 1:
@@ -409,12 +442,18 @@ def prove_pipeline(
         runs = ((1, 1), (1, stages + 1))
         n = 1
     for tiles, k_tiles in runs:
-        total += _checked(stages, n, tiles, k_tiles, ctas, producer_parity, consumer_parity, remote_release)
+        total += _checked(
+            stages, n, tiles, k_tiles, ctas, producer_parity, consumer_parity, remote_release, release_lag
+        )
     where = f"a {ctas}-CTA cluster (TMA multicast of the shared tile), " if ctas > 1 else ""
+    if release_lag == 0:
+        where, lag = "", "each stage released in its own k-tile once its wgmmas completed"
+    else:
+        lag = "one wgmma batch in flight"
     log.add(
         "protocol",
         f"mbarrier pipeline ({stages} stages, {where}full/empty parity waits, "
-        f"copy completion asynchronous, one wgmma batch in flight; "
+        f"copy completion asynchronous, {lag}; "
         f"{4 * consumer_warpgroups} consumer warps per CTA modelled by {n} "
         f"agent(s)): no copy overwrites a stage being read, every acquisition "
         f"sees its own k-tile, no deadlock -- all interleavings of "

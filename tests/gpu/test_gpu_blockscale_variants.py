@@ -17,6 +17,7 @@ from layoutproof.gpu.kernels import blockscale as bs
 from layoutproof.gpu.kernels.epilogue import EpilogueConfig
 from layoutproof.gpu.kernels.wgmma_core import Sm90Config
 from layoutproof.gpu.proof import kir
+from layoutproof.gpu.proof.pipeline import check_pipeline
 from layoutproof.gpu.proof.record import ProofLog
 
 SMALL = Sm90Config(bm=64, bn=128, stages=8, loader="tma", schedule="ws")
@@ -281,10 +282,12 @@ def test_planted_early_release_before_the_wgmmas_complete_is_caught():
 def test_the_same_k_tile_release_model():
     from layoutproof.gpu.kernels import wgmma_ws
 
-    assert wgmma_ws.check_pipeline_same(3, consumers=2, tiles=2, k_tiles=4) > 0
-    assert wgmma_ws.check_pipeline_same(2, consumers=1, tiles=1, k_tiles=3, ctas=2) > 0
+    assert check_pipeline(3, consumers=2, tiles=2, k_tiles=4, release_lag=0) > 0
+    assert check_pipeline(2, consumers=1, tiles=1, k_tiles=3, ctas=2, release_lag=0) > 0
     with pytest.raises(ProofFailedError, match="deadlock"):
-        wgmma_ws.check_pipeline_same(3, consumers=2, tiles=1, k_tiles=4, producer_parity=0)
+        check_pipeline(3, consumers=2, tiles=1, k_tiles=4, producer_parity=0, release_lag=0)
+    with pytest.raises(ProofFailedError, match="release_lag=2"):
+        check_pipeline(3, consumers=2, tiles=1, k_tiles=4, release_lag=2)
     with pytest.raises(GemmConfigError, match="release='later'"):
         wgmma_ws.consumer_ir(None, "", "f32", lambda c: ([], []), release_note="", release="later")
 
