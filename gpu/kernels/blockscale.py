@@ -393,6 +393,63 @@ def _zero_ir(v: kir.Var, n: int) -> kir.Stmt:
     )
 
 
+def _scale_b_ir(
+    Sc: _Scales, sbv: kir.Var, tn: kir.Var, kx: kir.Expr, nb: kir.Expr, kb: kir.Expr, declare: bool
+) -> List[kir.Stmt]:
+    """``sbv = scale_b[nb, kb]`` (0 where ``nb`` or ``kb`` is past the tensor), its claim
+    stated at the tile's ``(tn, kx)``; ``declare``: ``sbv`` is declared here (else reset)."""
+    bclaim = kir.Claim(
+        "scale_b read (n block of the tile, k block kt)",
+        addr_of(Sc.SB) + 4 * SCALE_B.offset_ir(tn, kx, Sc.sb_n, Sc.sb_k),
+        bounds=((tn, Sc.NB), (kx, Sc.KB)),
+        width=4,
+    )
+    zero = kir.FloatLit("0.f")
+    return [
+        kir.Decl(sbv, zero) if declare else kir.Assign(sbv, zero),
+        kir.If(
+            nb.lt(Sc.NB).and_(kb.lt(Sc.KB)),
+            kir.block(
+                kir.Assign(sbv, kir.Mem(Sc.SB, bclaim, idx=SCALE_B.offset_ir(nb, kb, Sc.sb_n, Sc.sb_k)))
+            ),
+        ),
+    ]
+
+
+def _scale_a_ir(
+    F: WsFrame,
+    Sc: _Scales,
+    srow: kir.ProvenFn,
+    sv: kir.Var,
+    h: kir.Expr,
+    kx: kir.Expr,
+    kb: kir.Expr,
+    rname: str,
+    declare: bool,
+) -> List[kir.Stmt]:
+    """``sv = scale_a[row_h, kb]`` with ``row_h = m0 + 64 cg + lp_sa_row(wt, h)`` (0 where
+    the row or ``kb`` is past the tensor), its claim stated at ``kx``; ``declare``: ``sv`` is
+    declared here (else reset)."""
+    E = F.E
+    row_claim = E.m0 + 64 * E.cg + kir.LayoutApp(scale_row_layout(), (E.wt, h), "scale_a row map")
+    r, dr = ir_const(rname, E.m0 + 64 * E.cg + kir.call(srow, t=E.wt, h=h))
+    aclaim = kir.Claim(
+        "scale_a read (the thread's C row h, k block kt)",
+        addr_of(Sc.SA) + 4 * SCALE_A.offset_ir(row_claim, kx, Sc.sa_m, Sc.sa_k),
+        bounds=((row_claim, E.M), (kx, Sc.KB)),
+        width=4,
+    )
+    zero = kir.FloatLit("0.f")
+    return [
+        dr,
+        kir.Decl(sv, zero) if declare else kir.Assign(sv, zero),
+        kir.If(
+            r.lt(E.M).and_(kb.lt(Sc.KB)),
+            kir.block(kir.Assign(sv, kir.Mem(Sc.SA, aclaim, idx=SCALE_A.offset_ir(r, kb, Sc.sa_m, Sc.sa_k)))),
+        ),
+    ]
+
+
 def _scale_loads_ir(
     F: WsFrame,
     Sc: _Scales,
@@ -406,51 +463,21 @@ def _scale_loads_ir(
     ``h = 0, 1`` ``sc[h] = scale_a[row_h, kt] * sbv`` with ``row_h = m0 + 64 cg +
     lp_sa_row(wt, h)`` -- each read guarded by its coordinates' ranges (rows past M and
     blocks past the tensor read as 0; their outputs are not stored)."""
-    E = F.E
     kb, dkb = ir_const("kb", kb_of(kt), comment="the scale block of this k-tile")
     sbv = kir.Var("sbv", "float")
     nb, dnb = ir_const("nb", tn, comment="the tile's scale_b row block (bn == 128)")
-    bclaim = kir.Claim(
-        "scale_b read (n block of the tile, k block kt)",
-        addr_of(Sc.SB) + 4 * SCALE_B.offset_ir(tn, kt, Sc.sb_n, Sc.sb_k),
-        bounds=((tn, Sc.NB), (kt, Sc.KB)),
-        width=4,
-    )
     h = ir_var("h")
-    L = scale_row_layout()
-    row_claim = E.m0 + 64 * E.cg + kir.LayoutApp(L, (E.wt, h), "scale_a row map")
-    r, dr = ir_const("r", E.m0 + 64 * E.cg + kir.call(srow, t=E.wt, h=h))
-    aclaim = kir.Claim(
-        "scale_a read (the thread's C row h, k block kt)",
-        addr_of(Sc.SA) + 4 * SCALE_A.offset_ir(row_claim, kt, Sc.sa_m, Sc.sa_k),
-        bounds=((row_claim, E.M), (kt, Sc.KB)),
-        width=4,
-    )
     sv = kir.Var("sv", "float")
     return [
         dkb,
         dnb,
-        kir.Decl(sbv, kir.FloatLit("0.f")),
-        kir.If(
-            nb.lt(Sc.NB).and_(kb.lt(Sc.KB)),
-            kir.block(
-                kir.Assign(sbv, kir.Mem(Sc.SB, bclaim, idx=SCALE_B.offset_ir(nb, kb, Sc.sb_n, Sc.sb_k)))
-            ),
-        ),
+        *_scale_b_ir(Sc, sbv, tn, kt, nb, kb, True),
         kir.For(
             h,
             kir.Const(0),
             kir.Const(2),
             kir.block(
-                dr,
-                kir.Decl(sv, kir.FloatLit("0.f")),
-                kir.If(
-                    r.lt(E.M).and_(kb.lt(Sc.KB)),
-                    kir.block(
-                        kir.Assign(sv, kir.Mem(Sc.SA, aclaim, idx=SCALE_A.offset_ir(r, kb, Sc.sa_m, Sc.sa_k)))
-                    ),
-                ),
-                kir.Assign(kir.Index(sc, (h,)), sv * sbv),
+                *_scale_a_ir(F, Sc, srow, sv, h, kt, kb, "r", True), kir.Assign(kir.Index(sc, (h,)), sv * sbv)
             ),
             unroll=True,
         ),
@@ -471,51 +498,15 @@ def _scale_loads_split_ir(
     the products ``sc[h] = sv{h} * sbv`` -- placed by the consumer after the k-tile's
     wgmmas are issued, so that no instruction between the stage's barrier wait and the
     wgmmas waits for a global load."""
-    E = F.E
     kb, dkb = ir_const("kb", kb_of(kt), comment="the scale block of this k-tile")
     sbv = kir.Var("sbv", "float")
     nb, dnb = ir_const("nb", tn, comment="the tile's scale_b row block (bn == 128)")
-    bclaim = kir.Claim(
-        "scale_b read (n block of the tile, k block kt)",
-        addr_of(Sc.SB) + 4 * SCALE_B.offset_ir(tn, kt, Sc.sb_n, Sc.sb_k),
-        bounds=((tn, Sc.NB), (kt, Sc.KB)),
-        width=4,
-    )
-    L = scale_row_layout()
-    loads: List[kir.Stmt] = [
-        dkb,
-        dnb,
-        kir.Decl(sbv, kir.FloatLit("0.f")),
-        kir.If(
-            nb.lt(Sc.NB).and_(kb.lt(Sc.KB)),
-            kir.block(
-                kir.Assign(sbv, kir.Mem(Sc.SB, bclaim, idx=SCALE_B.offset_ir(nb, kb, Sc.sb_n, Sc.sb_k)))
-            ),
-        ),
-    ]
+    loads: List[kir.Stmt] = [dkb, dnb, *_scale_b_ir(Sc, sbv, tn, kt, nb, kb, True)]
     products: List[kir.Stmt] = []
     for hh in (0, 1):
-        h = kir.Const(hh)
-        row_claim = E.m0 + 64 * E.cg + kir.LayoutApp(L, (E.wt, h), "scale_a row map")
-        r, dr = ir_const(f"r{hh}", E.m0 + 64 * E.cg + kir.call(srow, t=E.wt, h=h))
-        aclaim = kir.Claim(
-            "scale_a read (the thread's C row h, k block kt)",
-            addr_of(Sc.SA) + 4 * SCALE_A.offset_ir(row_claim, kt, Sc.sa_m, Sc.sa_k),
-            bounds=((row_claim, E.M), (kt, Sc.KB)),
-            width=4,
-        )
         sv = kir.Var(f"sv{hh}", "float")
-        loads += [
-            dr,
-            kir.Decl(sv, kir.FloatLit("0.f")),
-            kir.If(
-                r.lt(E.M).and_(kb.lt(Sc.KB)),
-                kir.block(
-                    kir.Assign(sv, kir.Mem(Sc.SA, aclaim, idx=SCALE_A.offset_ir(r, kb, Sc.sa_m, Sc.sa_k)))
-                ),
-            ),
-        ]
-        products.append(kir.Assign(kir.Index(sc, (h,)), sv * sbv))
+        loads += _scale_a_ir(F, Sc, srow, sv, kir.Const(hh), kt, kb, f"r{hh}", True)
+        products.append(kir.Assign(kir.Index(sc, (kir.Const(hh),)), sv * sbv))
     return loads, products
 
 
@@ -532,46 +523,11 @@ def _scale_prefetch_ir(
     (sb, sa0, sa1)`` that live across k-tiles (``prefetch_scales``): each reset to 0, then
     read under its coordinates' guards (the same claims as :func:`_scale_loads_ir`'s, at
     ``kx``).  ``tag`` keeps the declarations' names apart."""
-    E = F.E
     sbr, sa0, sa1 = regs
     kb, dkb = ir_const(f"kb{tag}", kx, comment="the scale block read")
-    bclaim = kir.Claim(
-        "scale_b read (n block of the tile, k block kt)",
-        addr_of(Sc.SB) + 4 * SCALE_B.offset_ir(tn, kx, Sc.sb_n, Sc.sb_k),
-        bounds=((tn, Sc.NB), (kx, Sc.KB)),
-        width=4,
-    )
-    out: List[kir.Stmt] = [
-        dkb,
-        kir.Assign(sbr, kir.FloatLit("0.f")),
-        kir.If(
-            tn.lt(Sc.NB).and_(kb.lt(Sc.KB)),
-            kir.block(
-                kir.Assign(sbr, kir.Mem(Sc.SB, bclaim, idx=SCALE_B.offset_ir(tn, kb, Sc.sb_n, Sc.sb_k)))
-            ),
-        ),
-    ]
-    L = scale_row_layout()
+    out: List[kir.Stmt] = [dkb, *_scale_b_ir(Sc, sbr, tn, kx, tn, kb, False)]
     for hh, sv in ((0, sa0), (1, sa1)):
-        h = kir.Const(hh)
-        row_claim = E.m0 + 64 * E.cg + kir.LayoutApp(L, (E.wt, h), "scale_a row map")
-        r, dr = ir_const(f"r{hh}{tag}", E.m0 + 64 * E.cg + kir.call(srow, t=E.wt, h=h))
-        aclaim = kir.Claim(
-            "scale_a read (the thread's C row h, k block kt)",
-            addr_of(Sc.SA) + 4 * SCALE_A.offset_ir(row_claim, kx, Sc.sa_m, Sc.sa_k),
-            bounds=((row_claim, E.M), (kx, Sc.KB)),
-            width=4,
-        )
-        out += [
-            dr,
-            kir.Assign(sv, kir.FloatLit("0.f")),
-            kir.If(
-                r.lt(E.M).and_(kb.lt(Sc.KB)),
-                kir.block(
-                    kir.Assign(sv, kir.Mem(Sc.SA, aclaim, idx=SCALE_A.offset_ir(r, kb, Sc.sa_m, Sc.sa_k)))
-                ),
-            ),
-        ]
+        out += _scale_a_ir(F, Sc, srow, sv, kir.Const(hh), kx, kb, f"r{hh}{tag}", False)
     return out
 
 
@@ -625,60 +581,52 @@ def _consumer_bs_ir(
 
     def k_tile(c: ConsumerVars) -> Tuple[List[kir.Stmt], ...]:
         kbf = kb_of or (lambda v: v)
+        late: List[kir.Stmt] = []  # between the wgmmas' issue and their commit
         if prefetch_scales:
             first = kir.If(
                 c.kt.eq(0),
                 kir.block(_scale_prefetch_ir(F, Sc, kbf(c.kt), c.tn, srow, pre, "f")),
                 comment="the tile's first k-tile: its scales now",
             )
-            prods: List[kir.Stmt] = [
-                kir.Assign(kir.Index(sc, (kir.Const(hh),)), pre[1 + hh] * pre[0]) for hh in (0, 1)
-            ]
-            nxt = _scale_prefetch_ir(F, Sc, kbf(c.kt) + 1, c.tn, srow, pre, "n")
-            batch = _batch_ir(F, c.st, part, (0, nk))
-            issue = [_zero_ir(part, R), *batch[:-1], *prods, *nxt, batch[-1]]
-            if early_release:
-                return [first], issue, [_promote_ir(c.acc, part, sc, R)]
-            return [first], issue + [_promote_ir(c.acc, part, sc, R)]
-        if late_scales:  # the reads first, their products between the commit and the wait
-            scales, prods = _scale_loads_split_ir(F, Sc, sc, c.kt, c.tn, srow, kbf)
-            batch = _batch_ir(F, c.st, part, (0, nk))
-            issue = [_zero_ir(part, R), *batch[:-1], *prods, batch[-1]]
-            if early_release:
-                return scales, issue, [_promote_ir(c.acc, part, sc, R)]
-            return scales, issue + [_promote_ir(c.acc, part, sc, R)]
-        scales = _scale_loads_ir(F, Sc, sc, c.kt, c.tn, srow, kbf)
+            scales: List[kir.Stmt] = [first]
+            late = [kir.Assign(kir.Index(sc, (kir.Const(hh),)), pre[1 + hh] * pre[0]) for hh in (0, 1)]
+            late += _scale_prefetch_ir(F, Sc, kbf(c.kt) + 1, c.tn, srow, pre, "n")
+        elif late_scales:  # the reads first, their products between the commit and the wait
+            scales, late = _scale_loads_split_ir(F, Sc, sc, c.kt, c.tn, srow, kbf)
+        else:
+            scales = _scale_loads_ir(F, Sc, sc, c.kt, c.tn, srow, kbf)
+            if not early_release:  # in ``segments`` pieces, each promoted
+                pieces: List[kir.Stmt] = []
+                for s in range(segments):
+                    lo, hi = s * nk // segments, (s + 1) * nk // segments
+                    pieces += [
+                        _zero_ir(part, R),
+                        *_batch_ir(F, c.st, part, (lo, hi)),
+                        _promote_ir(c.acc, part, sc, R),
+                    ]
+                return scales, pieces
+        batch = _batch_ir(F, c.st, part, (0, nk))
+        issue = [_zero_ir(part, R), *batch[:-1], *late, batch[-1]]
+        promote = [_promote_ir(c.acc, part, sc, R)]
         if early_release:  # the wgmmas, the release of the stage, then the promotion
-            issue = [_zero_ir(part, R), *_batch_ir(F, c.st, part, (0, nk))]
-            return scales, issue, [_promote_ir(c.acc, part, sc, R)]
-        pieces: List[kir.Stmt] = []
-        for s in range(segments):
-            lo, hi = s * nk // segments, (s + 1) * nk // segments
-            pieces += [
-                _zero_ir(part, R),
-                *_batch_ir(F, c.st, part, (lo, hi)),
-                _promote_ir(c.acc, part, sc, R),
-            ]
-        return scales, pieces
+            return scales, issue, promote
+        return scales, issue + promote
 
     if early_release:
-        return consumer_ir(
-            F,
-            "consumers: per k-tile (one 128-element scale block) wgmma into part, the stage released, "
-            "part promoted into acc",
-            "f32",
-            k_tile,
-            release_note="its wgmmas are complete: this k-tile's stage goes back to the producer",
-            decls=(kir.Decl(part, dims=(R,)), kir.Decl(sc, dims=(2,))) + pre_decls,
-            release="same",
+        what, note = (
+            "wgmma into part, the stage released, part promoted into acc",
+            ("its wgmmas are complete: this k-tile's stage goes back to the producer"),
         )
+    else:
+        what, note = "wgmma into part, promoted into acc", "the previous stage goes back to the producer"
     return consumer_ir(
         F,
-        "consumers: per k-tile (one 128-element scale block) wgmma into part, promoted into acc",
+        f"consumers: per k-tile (one 128-element scale block) {what}",
         "f32",
         k_tile,
-        release_note="the previous stage goes back to the producer",
+        release_note=note,
         decls=(kir.Decl(part, dims=(R,)), kir.Decl(sc, dims=(2,))) + pre_decls,
+        release="same" if early_release else "next",
     )
 
 
@@ -908,18 +856,7 @@ def _events(
                     )
                 out.append(("zero", i))
             elif base is sc:
-                r = s.rhs
-                if not (
-                    s.op == "="
-                    and isinstance(r, kir.Bin)
-                    and r.op == "*"
-                    and isinstance(r.a, kir.Var)
-                    and isinstance(r.b, kir.Var)
-                ):
-                    raise ProofFailedError(
-                        "a scale register set other than sc[h] = scale_a value * scale_b value",
-                        condition="promotion structure",
-                    )
+                r = _scale_product(s)
                 out.append(("sc", i, r.a, r.b))
             elif base is acc:
                 rhs = s.rhs
@@ -954,22 +891,7 @@ def prove_promotion(k: kir.Kernel, cfg: Sm90Config, dtype: str, srow: kir.Proven
     lowered body evaluated), and the wgmmas between promotions read :data:`SCALE_K`
     elements of K (instructions x k per instruction): the interval equals the scale block.
     The scale reads of the iteration claim k block ``kt``, the loop's own variable."""
-    loops = [f for f in _loops_with(k.body, kir.Wgmma) if not f.unroll]
-    inner = [f for f in loops if not any(g is not f and any(x is g for x in kir.walk(f.body)) for g in loops)]
-    if len(inner) != 1:
-        raise ProofFailedError(
-            f"{len(inner)} k-tile loops issue wgmma (need exactly one)", condition="promotion structure"
-        )
-    L = inner[0]
-    if not (
-        isinstance(L.start, kir.Const)
-        and L.start.value == 0
-        and isinstance(L.step, kir.Const)
-        and L.step.value == 1
-    ):
-        raise ProofFailedError(
-            "the k-tile loop does not walk kt = 0, 1, ...", condition="promotion structure"
-        )
+    L = _kt_loop(k, to_kt=False)
     names = {n.name: n for n in kir.walk(k.body) if isinstance(n, kir.Var)}
     acc, part, sc = names.get("acc"), names.get("part"), names.get("sc")
     if acc is None or part is None or sc is None:
@@ -1044,9 +966,9 @@ def prove_promotion(k: kir.Kernel, cfg: Sm90Config, dtype: str, srow: kir.Proven
     )
 
 
-def _kt_loop(k: kir.Kernel) -> kir.For:
+def _kt_loop(k: kir.Kernel, to_kt: bool = True) -> kir.For:
     """The k-tile loop: the one innermost non-unrolled loop whose body issues wgmma,
-    walking ``kt = 0, 1, ...``."""
+    walking ``kt = 0, 1, ...`` (``to_kt``: up to a variable ``KT``)."""
     loops = [f for f in _loops_with(k.body, kir.Wgmma) if not f.unroll]
     inner = [f for f in loops if not any(g is not f and any(x is g for x in kir.walk(f.body)) for g in loops)]
     if len(inner) != 1:
@@ -1059,10 +981,11 @@ def _kt_loop(k: kir.Kernel) -> kir.For:
         and L.start.value == 0
         and isinstance(L.step, kir.Const)
         and L.step.value == 1
-        and isinstance(L.stop, kir.Var)
+        and (isinstance(L.stop, kir.Var) or not to_kt)
     ):
         raise ProofFailedError(
-            "the k-tile loop does not walk kt = 0, 1, ..., KT - 1", condition="promotion structure"
+            "the k-tile loop does not walk kt = 0, 1, ..." + (", KT - 1" if to_kt else ""),
+            condition="promotion structure",
         )
     return L
 
@@ -1193,18 +1116,8 @@ def _pipe_events(
             elif name in ("sc", "scp") and s.op == "=" and isinstance(r, kir.Index) and id(r.base) in arrays:
                 out.append(("copy", name, i, arrays[id(r.base)], int(evaluate.ev(r.idx[0], env))))
             elif name in ("sc", "scp"):
-                if not (
-                    s.op == "="
-                    and isinstance(r, kir.Bin)
-                    and r.op == "*"
-                    and isinstance(r.a, kir.Var)
-                    and isinstance(r.b, kir.Var)
-                ):
-                    raise ProofFailedError(
-                        "a scale register set other than sc[h] = scale_a value * scale_b value",
-                        condition="promotion structure",
-                    )
-                out.append(("sc", name, i, r.a, r.b))
+                p = _scale_product(s)
+                out.append(("sc", name, i, p.a, p.b))
             elif base is acc:
                 if isinstance(r, kir.Bin) and isinstance(r.a, kir.Cast) and r.a.ctype == "float":
                     r = kir.Bin(r.op, r.a.a, r.b)  # an s32 partial converted to f32
@@ -1442,14 +1355,7 @@ def _scale_block_of(
                 condition="scale block of the k-tile",
             )
         blocks.append(int(evaluate.ev(f[0].bounds[-1][0], f[1])))
-    claim, env = fa  # type: ignore[misc]
-    rows = [n for n in kir.walk(claim.addr) if isinstance(n, kir.LayoutApp)]
-    if len(rows) != 1 or int(evaluate.ev(rows[0].coords[1], env)) != h:
-        raise ProofFailedError(
-            f"sc[{h}] multiplies the scale_a of another row half",
-            condition="scale row of every register",
-            witness=h,
-        )
+    _check_row_half(fa, h)  # type: ignore[arg-type]
     if blocks[0] != blocks[1]:
         raise ProofFailedError(
             f"sc[{h}] multiplies scale_a of k block {blocks[0]} by scale_b of k block {blocks[1]}",
@@ -1481,6 +1387,12 @@ def _check_scale_factors(
             )
     if fa is None:  # checked above: the loop raises for a missing factor
         raise ProofFailedError(f"sc[{h}]: no scale_a read", condition="promotion with the k-tile's scales")
+    _check_row_half(fa, h)
+
+
+def _check_row_half(fa: Tuple[kir.Claim, Dict[str, int]], h: int) -> None:
+    """The scale_a read ``fa`` (its claim and environment) takes the row map at row half
+    ``h``: its claim's one ``LayoutApp`` of the row map evaluates to ``h``."""
     claim, env = fa
     rows = [n for n in kir.walk(claim.addr) if isinstance(n, kir.LayoutApp)]
     if len(rows) != 1 or int(evaluate.ev(rows[0].coords[1], env)) != h:
@@ -1489,6 +1401,23 @@ def _check_scale_factors(
             condition="scale row of every register",
             witness=h,
         )
+
+
+def _scale_product(s: kir.Assign) -> kir.Bin:
+    """The right side of ``sc[h] = x * y`` (two scalar registers), else refused."""
+    r = s.rhs
+    if not (
+        s.op == "="
+        and isinstance(r, kir.Bin)
+        and r.op == "*"
+        and isinstance(r.a, kir.Var)
+        and isinstance(r.b, kir.Var)
+    ):
+        raise ProofFailedError(
+            "a scale register set other than sc[h] = scale_a value * scale_b value",
+            condition="promotion structure",
+        )
+    return r
 
 
 def _check_rows(cfg: Sm90Config, srow: kir.ProvenFn, h_of: Dict[int, int]) -> None:
