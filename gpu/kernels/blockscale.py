@@ -393,27 +393,48 @@ def _zero_ir(v: kir.Var, n: int) -> kir.Stmt:
     )
 
 
-def _scale_b_ir(
-    Sc: _Scales, sbv: kir.Var, tn: kir.Var, kx: kir.Expr, nb: kir.Expr, kb: kir.Expr, declare: bool
+def _scale_read_ir(
+    v: kir.Var,
+    declare: bool,
+    what: str,
+    ptr: kir.Var,
+    lay: ScaleLayout,
+    strides: Tuple[kir.Var, kir.Var],
+    claim_at: Tuple[kir.Expr, kir.Expr],
+    read_at: Tuple[kir.Expr, kir.Expr],
+    rows: kir.Expr,
+    KB: kir.Var,
 ) -> List[kir.Stmt]:
-    """``sbv = scale_b[nb, kb]`` (0 where ``nb`` or ``kb`` is past the tensor), its claim
-    stated at the tile's ``(tn, kx)``; ``declare``: ``sbv`` is declared here (else reset)."""
-    bclaim = kir.Claim(
-        "scale_b read (n block of the tile, k block kt)",
-        addr_of(Sc.SB) + 4 * SCALE_B.offset_ir(tn, kx, Sc.sb_n, Sc.sb_k),
-        bounds=((tn, Sc.NB), (kx, Sc.KB)),
+    """``v = scale[read_at]`` of the scale tensor at ``ptr`` (layout ``lay``, element
+    strides ``strides``; ``rows`` x ``KB`` blocks), 0 where a coordinate is past the
+    tensor; its claim stated at ``claim_at`` (the coordinates as the proof reads them).
+    ``declare``: ``v`` is declared here (else reset)."""
+    claim = kir.Claim(
+        what,
+        addr_of(ptr) + 4 * lay.offset_ir(claim_at[0], claim_at[1], *strides),
+        bounds=((claim_at[0], rows), (claim_at[1], KB)),
         width=4,
     )
     zero = kir.FloatLit("0.f")
     return [
-        kir.Decl(sbv, zero) if declare else kir.Assign(sbv, zero),
+        kir.Decl(v, zero) if declare else kir.Assign(v, zero),
         kir.If(
-            nb.lt(Sc.NB).and_(kb.lt(Sc.KB)),
+            read_at[0].lt(rows).and_(read_at[1].lt(KB)),
             kir.block(
-                kir.Assign(sbv, kir.Mem(Sc.SB, bclaim, idx=SCALE_B.offset_ir(nb, kb, Sc.sb_n, Sc.sb_k)))
+                kir.Assign(v, kir.Mem(ptr, claim, idx=lay.offset_ir(read_at[0], read_at[1], *strides)))
             ),
         ),
     ]
+
+
+def _scale_b_ir(
+    Sc: _Scales, sbv: kir.Var, tn: kir.Var, kx: kir.Expr, nb: kir.Expr, kb: kir.Expr, declare: bool
+) -> List[kir.Stmt]:
+    """``sbv = scale_b[nb, kb]``, its claim stated at the tile's ``(tn, kx)``."""
+    what = "scale_b read (n block of the tile, k block kt)"
+    return _scale_read_ir(
+        sbv, declare, what, Sc.SB, SCALE_B, (Sc.sb_n, Sc.sb_k), (tn, kx), (nb, kb), Sc.NB, Sc.KB
+    )
 
 
 def _scale_a_ir(
@@ -427,26 +448,16 @@ def _scale_a_ir(
     rname: str,
     declare: bool,
 ) -> List[kir.Stmt]:
-    """``sv = scale_a[row_h, kb]`` with ``row_h = m0 + 64 cg + lp_sa_row(wt, h)`` (0 where
-    the row or ``kb`` is past the tensor), its claim stated at ``kx``; ``declare``: ``sv`` is
-    declared here (else reset)."""
+    """``sv = scale_a[row_h, kb]`` with ``row_h = m0 + 64 cg + lp_sa_row(wt, h)`` (the
+    constant ``rname``), its claim stated at ``kx`` and the row map's ``LayoutApp``."""
     E = F.E
     row_claim = E.m0 + 64 * E.cg + kir.LayoutApp(scale_row_layout(), (E.wt, h), "scale_a row map")
     r, dr = ir_const(rname, E.m0 + 64 * E.cg + kir.call(srow, t=E.wt, h=h))
-    aclaim = kir.Claim(
-        "scale_a read (the thread's C row h, k block kt)",
-        addr_of(Sc.SA) + 4 * SCALE_A.offset_ir(row_claim, kx, Sc.sa_m, Sc.sa_k),
-        bounds=((row_claim, E.M), (kx, Sc.KB)),
-        width=4,
-    )
-    zero = kir.FloatLit("0.f")
+    what = "scale_a read (the thread's C row h, k block kt)"
+    strides = (Sc.sa_m, Sc.sa_k)
     return [
         dr,
-        kir.Decl(sv, zero) if declare else kir.Assign(sv, zero),
-        kir.If(
-            r.lt(E.M).and_(kb.lt(Sc.KB)),
-            kir.block(kir.Assign(sv, kir.Mem(Sc.SA, aclaim, idx=SCALE_A.offset_ir(r, kb, Sc.sa_m, Sc.sa_k)))),
-        ),
+        *_scale_read_ir(sv, declare, what, Sc.SA, SCALE_A, strides, (row_claim, kx), (r, kb), E.M, Sc.KB),
     ]
 
 
