@@ -461,6 +461,17 @@ def _scale_a_ir(
     ]
 
 
+def _k_tile_scale_b_ir(
+    Sc: _Scales, kt: kir.Var, tn: kir.Var, kb_of: Callable[[kir.Var], kir.Expr]
+) -> Tuple[kir.Var, kir.Var, List[kir.Stmt]]:
+    """The k-tile's scale block ``kb`` and ``sbv = scale_b[tn, kb]``: ``(kb, sbv, the
+    statements)``."""
+    kb, dkb = ir_const("kb", kb_of(kt), comment="the scale block of this k-tile")
+    sbv = kir.Var("sbv", "float")
+    nb, dnb = ir_const("nb", tn, comment="the tile's scale_b row block (bn == 128)")
+    return kb, sbv, [dkb, dnb, *_scale_b_ir(Sc, sbv, tn, kt, nb, kb, True)]
+
+
 def _scale_loads_ir(
     F: WsFrame,
     Sc: _Scales,
@@ -474,15 +485,11 @@ def _scale_loads_ir(
     ``h = 0, 1`` ``sc[h] = scale_a[row_h, kt] * sbv`` with ``row_h = m0 + 64 cg +
     lp_sa_row(wt, h)`` -- each read guarded by its coordinates' ranges (rows past M and
     blocks past the tensor read as 0; their outputs are not stored)."""
-    kb, dkb = ir_const("kb", kb_of(kt), comment="the scale block of this k-tile")
-    sbv = kir.Var("sbv", "float")
-    nb, dnb = ir_const("nb", tn, comment="the tile's scale_b row block (bn == 128)")
+    kb, sbv, head = _k_tile_scale_b_ir(Sc, kt, tn, kb_of)
     h = ir_var("h")
     sv = kir.Var("sv", "float")
     return [
-        dkb,
-        dnb,
-        *_scale_b_ir(Sc, sbv, tn, kt, nb, kb, True),
+        *head,
         kir.For(
             h,
             kir.Const(0),
@@ -509,10 +516,7 @@ def _scale_loads_split_ir(
     the products ``sc[h] = sv{h} * sbv`` -- placed by the consumer after the k-tile's
     wgmmas are issued, so that no instruction between the stage's barrier wait and the
     wgmmas waits for a global load."""
-    kb, dkb = ir_const("kb", kb_of(kt), comment="the scale block of this k-tile")
-    sbv = kir.Var("sbv", "float")
-    nb, dnb = ir_const("nb", tn, comment="the tile's scale_b row block (bn == 128)")
-    loads: List[kir.Stmt] = [dkb, dnb, *_scale_b_ir(Sc, sbv, tn, kt, nb, kb, True)]
+    kb, sbv, loads = _k_tile_scale_b_ir(Sc, kt, tn, kb_of)
     products: List[kir.Stmt] = []
     for hh in (0, 1):
         sv = kir.Var(f"sv{hh}", "float")
