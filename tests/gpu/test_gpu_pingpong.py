@@ -157,8 +157,7 @@ def test_compiles_without_spills(tmp_path, which):
 def _hopper_tma() -> bool:
     if not runtime.gpu_available():
         return False
-    import cupy as cp
-
+    cp = pytest.importorskip("cupy")
     return cp.cuda.Device().compute_capability == "90" and runtime.tma_available()
 
 

@@ -68,7 +68,9 @@ def test_ws_config_rules():
     with pytest.raises(GemmConfigError, match="at most two"):
         Sm90Config(bm=256, bn=128, loader="tma", schedule="ws").validate()
     with pytest.raises(GemmConfigError, match="schedule="):
-        Sm90Config(schedule="pingpong").validate()
+        Sm90Config(schedule="pingpang").validate()
+    with pytest.raises(GemmConfigError, match="bm=64"):  # the ping-pong kernel's own tiles
+        Sm90Config(loader="tma", schedule="pingpong").validate()
     c = Sm90Config(bm=64, bn=128, stages=6, loader="tma", schedule="ws").validate()
     assert c.threads == 256 and c.epilogue_bytes == 8192 and c.key().endswith("_tma_ws")
     k = wgmma.generate_sm90(c, GemmProblem("k", "k"))
