@@ -44,7 +44,6 @@ from .wgmma import plan_operands
 from .wgmma_core import GENERATOR_VERSION, Sm90Config, acc_ir, acc_type, kernel90, scale_ir, wgmma_batch_ir
 from .wgmma_ws import (
     WsFrame,
-    _wait_parity,
     barrier_init_ir,
     declare_ws,
     epilogue_order,
@@ -52,9 +51,11 @@ from .wgmma_ws import (
     plan_epilogue,
     producer_ir,
     release_ir,
+    ring_of,
     schedule_devfn,
     schedule_proofs,
     tile_lines_ir,
+    wait_parity,
 )
 
 __all__ = [
@@ -251,17 +252,6 @@ def pingpong_ir(
 
 
 # ============================================================================ protocol
-def _rank(k: kir.Kernel, bar: kir.Expr) -> Tuple[str, kir.Expr]:
-    r = obligations.resolve(bar, k)
-    if not isinstance(r, kir.MbarRef) or r.base.name not in _RINGS:
-        raise ProofFailedError(
-            "an mbarrier operation on an unknown barrier",
-            condition="protocol of the IR",
-            witness=kir.emit_expr_safe(bar),
-        )
-    return _RINGS[r.base.name], r.idx
-
-
 def _fail(msg: str, cond: str, witness: Any = None) -> ProofFailedError:
     return ProofFailedError(msg, condition=cond, witness=witness)
 
@@ -315,7 +305,7 @@ def pingpong_protocol_ir(
     rings = [n for n in kir.walk(k.body) if isinstance(n, kir.RingAdvance)]
     for s, guards, loops in ops:
         if isinstance(s, kir.MbarInit):
-            name, idx = _rank(k, s.bar)
+            name, idx = ring_of(k, s.bar, _RINGS)
             n = cfg.stages if name != "order" else 2
             if not (
                 loops
@@ -328,15 +318,15 @@ def pingpong_protocol_ir(
                 )
             inits[name].append(s.count)
         elif isinstance(s, kir.MbarWait):
-            name, idx = _rank(k, s.bar)
+            name, idx = ring_of(k, s.bar, _RINGS)
             waits[name].append((s, idx, loops))
         elif isinstance(s, kir.MbarExpectTx):
-            name, _ = _rank(k, s.bar)
+            name, _ = ring_of(k, s.bar, _RINGS)
             if name != "full":
                 raise _fail("expect_tx on a barrier other than full", "protocol of the IR", name)
             txs.append(s.nbytes)
         elif isinstance(s, kir.MbarArrive):
-            name, idx = _rank(k, s.bar)
+            name, idx = ring_of(k, s.bar, _RINGS)
             if name == "full" or s.cta is not None:
                 raise _fail(f"an arrive on {name} (remote: {s.cta is not None})", "protocol of the IR", name)
             arrives[name].append((s, guards, loops, idx))
@@ -358,7 +348,7 @@ def pingpong_protocol_ir(
                 "protocol of the IR",
                 name,
             )
-        return _wait_parity(s.parity, rg[0].phase), rg[0], loops
+        return wait_parity(s.parity, rg[0].phase), rg[0], loops
 
     pp, _prg, ploops = ring_wait("empty")
     cp, crg, cloops = ring_wait("full")
@@ -573,7 +563,7 @@ def prove_pingpong_cover(k: kir.Kernel, log: ProofLog) -> None:
     fulls = [
         (s, loops)
         for s, _g, loops in obligations.mbarrier_ops(k)
-        if isinstance(s, kir.MbarWait) and _rank(k, s.bar)[0] == "full"
+        if isinstance(s, kir.MbarWait) and ring_of(k, s.bar, _RINGS)[0] == "full"
     ]
     if len(fulls) != 1 or len(fulls[0][1]) < 2:
         raise _fail("no consumer tile loop around the full wait", "tile walk")

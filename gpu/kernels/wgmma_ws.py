@@ -72,6 +72,8 @@ from .wgmma_core import (
 
 __all__ = [
     "build_ws_kernel",
+    "ring_of",
+    "wait_parity",
     "WsFrame",
     "declare_ws",
     "barrier_init_ir",
@@ -1373,19 +1375,20 @@ def _check_release_sites_same(k: kir.Kernel, ops: _MbarOps) -> bool:
     return len(ops.remote) == 1
 
 
-def _ring_of(k: kir.Kernel, bar: kir.Expr) -> Tuple[str, kir.Expr]:
-    """The ring (``full`` / ``empty``) an mbarrier operation addresses, and its stage index."""
+def ring_of(k: kir.Kernel, bar: kir.Expr, rings: Dict[str, str] = _RINGS) -> Tuple[str, kir.Expr]:
+    """The ring an mbarrier operation addresses (``rings``: barrier array name -> ring name;
+    the ws kernel's ``full`` / ``empty``), and its stage index."""
     r = obligations.resolve(bar, k)
-    if not isinstance(r, kir.MbarRef) or r.base.name not in _RINGS:
+    if not isinstance(r, kir.MbarRef) or r.base.name not in rings:
         raise ProofFailedError(
             "an mbarrier operation on an unknown barrier",
             condition="protocol of the IR",
             witness=kir.emit_expr_safe(bar),
         )
-    return _RINGS[r.base.name], r.idx
+    return rings[r.base.name], r.idx
 
 
-def _wait_parity(e: kir.Expr, ph: kir.Var) -> int:
+def wait_parity(e: kir.Expr, ph: kir.Var) -> int:
     """The parity a wait uses relative to its ring's phase ``ph`` (``ph`` or ``ph ^ k``)."""
     if e is ph:
         return 0
@@ -1407,7 +1410,7 @@ def _read_mbar_ops(k: kir.Kernel, cfg: Sm90Config) -> _MbarOps:
     for s, guards, loops in obligations.mbarrier_ops(k):
         ops.n += 1
         if isinstance(s, kir.MbarInit):
-            name, idx = _ring_of(k, s.bar)
+            name, idx = ring_of(k, s.bar)
             if not (
                 loops
                 and idx is loops[-1].var
@@ -1421,7 +1424,7 @@ def _read_mbar_ops(k: kir.Kernel, cfg: Sm90Config) -> _MbarOps:
                 )
             ops.inits[name].append(s.count)
         elif isinstance(s, kir.MbarWait):
-            name, idx = _ring_of(k, s.bar)
+            name, idx = ring_of(k, s.bar)
             rg = rings.get(id(idx))
             if (
                 rg is None
@@ -1435,17 +1438,17 @@ def _read_mbar_ops(k: kir.Kernel, cfg: Sm90Config) -> _MbarOps:
                     condition="protocol of the IR",
                     witness=name,
                 )
-            ops.waits[name].append(_wait_parity(s.parity, rg.phase))
+            ops.waits[name].append(wait_parity(s.parity, rg.phase))
             ops.waited_in.append((name, loops[-1]))
         elif isinstance(s, kir.MbarExpectTx):
-            name, _ = _ring_of(k, s.bar)
+            name, _ = ring_of(k, s.bar)
             if name != "full":
                 raise ProofFailedError(
                     "expect_tx on an empty barrier", condition="protocol of the IR", witness=name
                 )
             ops.txs.append(s.nbytes)
         elif isinstance(s, kir.MbarArrive):
-            name, idx = _ring_of(k, s.bar)
+            name, idx = ring_of(k, s.bar)
             # the previous stage (``prev``), or the stage the k-tile holds: the ring counter
             # of the consumers' full wait in the same loop (consumer_ir(release="same"))
             held = (
@@ -1454,8 +1457,8 @@ def _read_mbar_ops(k: kir.Kernel, cfg: Sm90Config) -> _MbarOps:
                 and bool(loops)
                 and any(
                     isinstance(w, kir.MbarWait)
-                    and _ring_of(k, w.bar)[0] == "full"
-                    and _ring_of(k, w.bar)[1] is idx
+                    and ring_of(k, w.bar)[0] == "full"
+                    and ring_of(k, w.bar)[1] is idx
                     for w in kir.walk(loops[-1].body)
                 )
             )
