@@ -41,18 +41,20 @@ _SCHEDULES: Dict[str, Dict[str, Any]] = {
     "ws2": dict(loader="tma", schedule="ws", cluster=2),
     "tma": dict(loader="tma"),
     "cp": dict(loader="cp.async"),
+    "pp": dict(loader="tma", schedule="pingpong"),
 }
 
 
 def parse_sm90_config(text: str) -> "Any":
     """``[KIND:]BMxBN/STAGES`` (e.g. ``128x256/4``, ``ws2:128x256/4``) -> Sm90Config.  KIND:
     ``ws`` (default: warp-specialized, persistent, TMA), ``ws2`` (the same in 2-CTA
-    clusters, B multicast), ``tma`` (one role, TMA loads), ``cp`` (one role, cp.async)."""
+    clusters, B multicast), ``tma`` (one role, TMA loads), ``cp`` (one role, cp.async), ``pp``
+    (the ping-pong schedule: consumer warpgroups owning alternate 64-row tiles)."""
     from .kernels.wgmma import Sm90Config
 
-    m = re.fullmatch(r"\s*(?:(ws2|ws|tma|cp)\s*:)?\s*(\d+)x(\d+)\s*/\s*(\d+)\s*", text)
+    m = re.fullmatch(r"\s*(?:(ws2|ws|tma|cp|pp)\s*:)?\s*(\d+)x(\d+)\s*/\s*(\d+)\s*", text)
     if not m:
-        raise LayoutError(f"--sm90-config {text!r}: expected [ws|ws2|tma|cp:]BMxBN/STAGES, e.g. 128x256/4")
+        raise LayoutError(f"--sm90-config {text!r}: expected [ws|ws2|tma|cp|pp:]BMxBN/STAGES, e.g. 128x256/4")
     kind = m.group(1) or "ws"
     bm, bn, st = (int(x) for x in m.groups()[1:])
     return Sm90Config(bm=bm, bn=bn, stages=st, **_SCHEDULES[kind]).validate()
@@ -98,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sm90-config",
         default=None,
-        help="with --path wgmma: [ws|ws2|tma|cp:]BMxBN/STAGES (default: the one gemm picks for "
+        help="with --path wgmma: [ws|ws2|tma|cp|pp:]BMxBN/STAGES (default: the one gemm picks for "
         "the shape, with TMA)",
     )
     p.add_argument("--emit", metavar="FILE", default=None, help="write the proven CUDA source here")

@@ -509,3 +509,20 @@ def test_gemm_emits_the_typed_kernel_gemm_runs(dtype, out_dtype, shape, tmp_path
     d = decide_typed(m, n, k, dtype, out_dtype, 132)
     assert f": {d.config.key()} {d.problem.key()}," in first, first
     assert first.split()[1].rstrip(":") in out.read_text()
+
+
+def test_gemm_emits_the_ping_pong_kernel_when_asked(tmp_path, capsys):
+    """``--sm90-config pp:BMxBN/STAGES`` is the ping-pong schedule; its tile rule refuses
+    other tiles by name (exit 2, no traceback)."""
+    from layoutproof.gpu.cli import main, parse_sm90_config
+
+    cfg = parse_sm90_config("pp:64x256/5")
+    assert (cfg.schedule, cfg.loader, cfg.bm, cfg.bn, cfg.stages) == ("pingpong", "tma", 64, 256, 5)
+    out = tmp_path / "pp.cu"
+    argv = ["--no-run", "--path", "wgmma", "--sm90-config", "pp:64x256/5", "--emit", str(out)]
+    assert main(argv) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "sm90_64x256x64_s5_g8_tma_pp" in first and "lp_order" in out.read_text()
+    assert main(["--no-run", "--path", "wgmma", "--sm90-config", "pp:128x256/4"]) == 2
+    err = capsys.readouterr().err
+    assert "bm=64" in err and "Traceback" not in err
