@@ -18,12 +18,14 @@ with the bias + activation (``addmm`` + the activation), every output checked::
     python bench/gemm_epilogue.py --pingpong --dtypes f16 --acts gelu
 
 ``--gelu-erff`` makes the "before" column the same route with the former GELU (``0.5 x (1 +
-erff(x / sqrt 2))``) in place of the emitted one, kernels generated and proven afresh.
+erff(x / sqrt 2))``) in place of the emitted one, kernels generated and proven afresh;
+``--gelu-cheb`` the same with the ten-term Chebyshev form emitted before the degree-6 fit.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 
@@ -56,24 +58,51 @@ FORMER_GELU = (
     "{ return 0.5f * x * (1.f + erff(x * 0.70710678f)); }\n"
 )
 
+#: the GELU emitted before the degree-6 fit, for ``--gelu-cheb``: ``x Phi(x)`` with ``Phi(-|x|)``
+#: from Numerical Recipes' ten-term Chebyshev fit of erfc, ``__fdividef`` and a select
+CHEB_GELU = r"""__device__ __forceinline__ float lp_act_gelu(float x) {
+  float z = fabsf(x) * 0.70710678f;
+  float t = __fdividef(1.f, fmaf(0.5f, z, 1.f));
+  float p = fmaf(t, 0.17087277f, -0.82215223f);
+  p = fmaf(t, p, 1.48851587f);
+  p = fmaf(t, p, -1.13520398f);
+  p = fmaf(t, p, 0.27886807f);
+  p = fmaf(t, p, -0.18628806f);
+  p = fmaf(t, p, 0.09678418f);
+  p = fmaf(t, p, 0.37409196f);
+  p = fmaf(t, p, 1.00002368f);
+  p = fmaf(t, p, -1.26551223f);
+  float h = 0.5f * t * __expf(fmaf(-z, z, p));
+  return x * (x >= 0.f ? 1.f - h : h);
+}
+"""
 
-def _plan_former_gelu(a, b, c, bias, act):
-    """The rule's plan with the former GELU helper: the generator's memos and the kernel
-    caches set aside (and the disk cache under another name) while it is made."""
+
+def _plan_former_gelu(a, b, c, bias, act, text=FORMER_GELU):
+    """The rule's plan with another GELU helper (``text``): the generator's memos and the
+    kernel caches set aside (and the disk cache under another name) while it is made."""
     from layoutproof.gpu.host import cache, plan
-    from layoutproof.gpu.kernels import epilogue, splitk
+    from layoutproof.gpu.kernels import epilogue, splitk, wgmma_pingpong
     from layoutproof.gpu.proof import kir
 
     src = kir._HELPERS["act"]
     head = "// gelu" if "// gelu" in src else "__device__ __forceinline__ float lp_act_gelu"
     i = src.index(head)  # the GELU is the last activation of the helper
-    tables = (cache._KERNELS, cache._SPLITK, epilogue._MEMO, splitk._MEMO, splitk._FIXUPS)
+    tables = (
+        cache._KERNELS,
+        cache._SPLITK,
+        epilogue._MEMO,
+        splitk._MEMO,
+        splitk._FIXUPS,
+        wgmma_pingpong._MEMO,
+        wgmma_pingpong._EP_MEMO,
+    )
     saved = [dict(t) for t in tables]
     gen = cache._GEN_HASH
-    kir._HELPERS["act"] = src[:i] + FORMER_GELU
+    kir._HELPERS["act"] = src[:i] + text
     for t in tables:
         t.clear()
-    cache._GEN_HASH = "former-gelu"
+    cache._GEN_HASH = "gelu-" + hashlib.sha256(text.encode()).hexdigest()[:10]
     try:
         return plan.GemmPlan(a, b, c, bias=bias, activation=act)
     finally:
@@ -208,6 +237,9 @@ def main(argv=None):
     ap.add_argument(
         "--gelu-erff", action="store_true", help="'before' = the same route with the former erff GELU"
     )
+    ap.add_argument(
+        "--gelu-cheb", action="store_true", help="'before' = the same route with the ten-term Chebyshev GELU"
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--out", default=None)
@@ -233,11 +265,12 @@ def main(argv=None):
                 c_new = cp.full((m, n), cp.nan, dtype=a.dtype)
                 c_old = cp.full((m, n), cp.nan, dtype=a.dtype)
                 new = _plan(a, b, c_new, bias, act, True)
-                if args.gelu_erff:
-                    old = _plan_former_gelu(a, b, c_old, bias, act) if act == "gelu" else None
+                if args.gelu_erff or args.gelu_cheb:
+                    text = CHEB_GELU if args.gelu_cheb else FORMER_GELU
+                    old = _plan_former_gelu(a, b, c_old, bias, act, text) if act == "gelu" else None
                 else:
                     old = _plan(a, b, c_old, bias, act, False) if args.old else None
-                same = old is not None and old.config == new.config and not args.gelu_erff
+                same = old is not None and old.config == new.config and not (args.gelu_erff or args.gelu_cheb)
                 new(a, b, c_new, bias)
                 errs = {"new": G.rel_err(cp, c_new, ref)}
                 if old is not None and not same:

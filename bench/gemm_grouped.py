@@ -16,7 +16,7 @@ mean) and writes ``gemm_grouped.json`` and ``gemm_grouped.log`` under ``$OUT`` (
 
 The list form (``gemm_grouped`` over per-group tensors in separate allocations, read in
 place through per-group tensor maps) is timed beside the stacked form (``--lists``); a
-sweep of kernel configurations (``--sweep``: the rasterization group) runs on the bf16
+sweep of kernel configurations (``--sweep``: the block tile) runs on the bf16
 shapes in the same process, each against the same peer.  ``--prewarm`` compiles every
 kernel the run needs in parallel processes first (the compiler's disk cache then serves
 the timed process).
@@ -60,8 +60,8 @@ def _pow2(g):
 #: the sweep's configurations: (name, GroupedConfig fields, Sm90Config fields)
 SWEEP = [
     ("default", {}, {}),
-    ("group_m 4", {}, {"group_m": 4}),
-    ("group_m 16", {}, {"group_m": 16}),
+    ("128x192 s4", {}, {"bn": 192}),
+    ("128x128 s6", {}, {"bn": 128, "stages": 6}),
 ]
 
 

@@ -298,7 +298,8 @@ def test_bias_dtype_rules_name_the_condition(fake_tma):  # noqa: F811
 
 def _gelu_as_emitted(x: np.ndarray) -> np.ndarray:
     """The emitted ``lp_act_gelu`` evaluated in float32, its constants read from the helper's
-    own text (each ``fmaf`` rounded once; the reciprocal and the exponential exact)."""
+    own text (each ``fmaf`` and product rounded once; the reciprocal and the exponential
+    exact, ``ex2`` flushing results below the normal range to 0 as ``.ftz`` does)."""
     import re
 
     from layoutproof.gpu.proof import kir
@@ -307,21 +308,25 @@ def _gelu_as_emitted(x: np.ndarray) -> np.ndarray:
     body = src[src.index("float lp_act_gelu") :]
     body = body[: body.index("\n}\n")]
     f = np.float32
+    scale = re.search(r"fmaf\(([-0-9.]+)f, ax, 1\.f\)", body)
     first = re.search(r"float p = fmaf\(t, ([-0-9.]+)f, ([-0-9.]+)f\)", body)
     steps = [float(c) for c in re.findall(r"p = fmaf\(t, p, ([-0-9.]+)f\)", body)]
-    assert first is not None and len(steps) == 8, body
+    k = re.search(r"x \* \(x \* ([-0-9.]+)f\)", body)
+    assert scale and first and k and len(steps) == 5, body
 
     def fma(a, b, c):
-        return (a.astype(np.float64) * b + c).astype(f)
+        return (np.asarray(a, np.float64) * b + c).astype(f)
 
-    z = (np.abs(x) * f(0.70710678)).astype(f)
-    t = (1.0 / fma(np.full_like(z, 0.5), z, f(1.0)).astype(np.float64)).astype(f)
+    ax = np.abs(x)
+    t = (1.0 / fma(f(float(scale.group(1))), ax, f(1.0)).astype(np.float64)).astype(f)
     p = fma(t, f(float(first.group(1))), f(float(first.group(2))))
     for c in steps:
         p = fma(t, p, f(c))
-    e = np.exp(fma(-z, z, p).astype(np.float64)).astype(f)
-    h = (f(0.5) * t * e).astype(f)
-    return (x * np.where(x >= 0, f(1) - h, h)).astype(f)
+    arg = (x * (x * f(float(k.group(1))))).astype(f)
+    e = np.exp2(arg.astype(np.float64))
+    e = np.where(e < np.finfo(np.float32).tiny, 0.0, e).astype(f)
+    h = ((t * p).astype(f) * e).astype(f)
+    return fma(-ax, h, np.maximum(x, f(0)))
 
 
 def test_the_emitted_gelu_is_within_float32_rounding_of_the_erf_form():
