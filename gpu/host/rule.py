@@ -268,6 +268,14 @@ def splitk_pdl(m: int) -> bool:
 #: against the split's 33.2-33.5, 224 CTAs of 80 KB shared memory, two resident per SM).  A
 #: partial tile at one CTA per SM needs a long K (1x4096x4096 and 8x4096x4096 were slower than
 #: the split-K pick on the H100, where B stays in L2).
+#:
+#: Outputs of exactly 32 rows take a 32-row tile of ``tiles32`` (``(bn, bk, warps_m, warps_n,
+#: stages, per_sm)``) by the same fill tests, and the last (widest) one also where its column
+#: tiles number at least ``many`` times the SMs; 17-31 rows take none (their guarded loads lost
+#: to the split by 20-25%).  Measured on the H200 ("32-row decode tiles", bench/RESULTS.md):
+#: 32x32x128 (2x2 warps) s8 on 4096 columns (32x4096x14336 31.9 us against the split's 35.0,
+#: 32x4096x11008 25.3 against 28.8), 32x64x64 (1x4) s8 on 8192 (32x8192x8192 33.6 against 45.2)
+#: and 32x128x64 (2x4) s6 on 28672 (112.0 against 118.7).
 MMA_DECODE_RULE: Dict[str, Any] = {
     "rows": 16,
     "tiles": ((32, 128, 2, 8, False, 1), (64, 64, 4, 8, True, 2)),
@@ -275,14 +283,16 @@ MMA_DECODE_RULE: Dict[str, Any] = {
     "fill_wide": 0.8,
     "min_k": 4096,
     "min_k_partial": 8192,
+    "tiles32": ((32, 128, 2, 2, 8, 1), (64, 64, 1, 4, 8, 2), (128, 64, 2, 4, 6, 1)),
+    "many": 1.5,
 }
 
 
 def mma_decode(
     m: int, n: int, k: int, problem: Optional[GemmProblem] = None, sms: int = 132
 ) -> Optional[GemmConfig]:
-    """The unsplit 16-row mma.sync configuration :data:`MMA_DECODE_RULE` takes for an
-    ``m x n x k`` plain product, or None.
+    """The unsplit 16-row (or 32-row) mma.sync configuration :data:`MMA_DECODE_RULE` takes
+    for an ``m x n x k`` plain product, or None.
 
     >>> mma_decode(16, 4096, 4096).key(), mma_decode(16, 8192, 8192).key()
     ('16x32x128_w1x2_s8_auto_g8', '16x64x64_w1x4_s8_auto_g8')
@@ -290,7 +300,11 @@ def mma_decode(
     (True, True)
     >>> mma_decode(1, 8192, 8192).key(), mma_decode(1, 14336, 4096).key()
     ('16x64x64_w1x4_s8_auto_g8', '16x64x64_w1x4_s8_auto_g8')
-    >>> mma_decode(32, 4096, 4096) is None, mma_decode(16, 2048, 4096) is None
+    >>> mma_decode(32, 2048, 4096) is None, mma_decode(16, 2048, 4096) is None
+    (True, True)
+    >>> [mma_decode(32, n, 8192).key() for n in (4096, 8192, 28672)]
+    ['32x32x128_w2x2_s8_auto_g8', '32x64x64_w1x4_s8_auto_g8', '32x128x64_w2x4_s6_auto_g8']
+    >>> mma_decode(24, 4096, 14336) is None, mma_decode(32, 11008, 4096) is None
     (True, True)
     """
     for nm, v in (("m", m), ("n", n), ("k", k), ("sms", sms)):
@@ -298,7 +312,18 @@ def mma_decode(
             raise GemmInputError(f"mma_decode: {nm}={v!r} must be a positive int")
     r = MMA_DECODE_RULE
     prob = problem or GemmProblem()
-    if (prob.a_major, prob.b_major, prob.batch) != ("k", "n", "") or m > r["rows"] or k < r["min_k"]:
+    if (prob.a_major, prob.b_major, prob.batch) != ("k", "n", "") or k < r["min_k"]:
+        return None
+    if m == 32:
+        last = len(r["tiles32"]) - 1
+        for i, (bn, bk, wm, wn, st, per_sm) in enumerate(r["tiles32"]):
+            tiles = -(-n // bn)
+            one = r["fill"] * sms <= tiles <= sms
+            two = per_sm >= 2 and r["fill_wide"] * 2 * sms <= tiles <= 2 * sms
+            if one or two or (i == last and tiles >= r["many"] * sms):
+                return GemmConfig(bm=32, bn=bn, bk=bk, warps_m=wm, warps_n=wn, stages=st).validate()
+        return None
+    if m > r["rows"]:
         return None
     full = m == r["rows"]
     for bn, bk, wn, st, partial, per_sm in r["tiles"]:
@@ -586,8 +611,8 @@ EPILOGUE_RULE: Dict[str, Any] = {"fixup": True, "dtypes": tuple(DTYPES), "outs":
 def _plane_route_us(cfg: Any, m: int, n: int, k: int, sms: int, model: Optional[Dict[str, Any]]) -> float:
     """The wave model's time of an unsplit kernel storing one f32 plane, then the one-plane
     fix-up (its launch and bytes: the plane read, C written, as the split's fix-up).  The
-    16-row mma.sync decode tile (:data:`MMA_DECODE_RULE`) is not in the fitted rates: where
-    the rule takes it, it was measured faster than the split-K pick, whose floor is the
+    mma.sync decode tiles (:data:`MMA_DECODE_RULE`) are not in the fitted rates: where
+    the rule takes one, it was measured faster than the split-K pick, whose floor is the
     operands' bytes at ``SPLITK_MODEL["hbm_gbs"]``; it is modelled at that floor."""
     base = cfg.base
     if isinstance(base, GemmConfig):

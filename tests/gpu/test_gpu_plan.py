@@ -165,11 +165,60 @@ def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_fas
         P.mma_decode(16, 0, 4096)
 
 
+def test_mma_decode_rule_takes_32_row_tiles_for_exactly_32_rows():
+    # measured on the H200 against the wgmma picks they replace (device time, f16 / bf16):
+    # 32x4096x14336 31.9 us against the split's 35.0; 32x4096x11008 25.3 against 28.8-29.0;
+    # 32x4096x4096 10.4 against 10.7-11.0; 32x4096x28672 61.6 against 64.1; 32x8192x8192 33.6
+    # against 45.2; 32x28672x8192 111.6-112.4 against 118.6-118.8
+    want = {
+        (32, 4096, 14336): "32x32x128_w2x2_s8_auto_g8",
+        (32, 4096, 11008): "32x32x128_w2x2_s8_auto_g8",
+        (32, 4096, 4096): "32x32x128_w2x2_s8_auto_g8",
+        (32, 4096, 28672): "32x32x128_w2x2_s8_auto_g8",
+        (32, 8192, 8192): "32x64x64_w1x4_s8_auto_g8",
+        (32, 28672, 8192): "32x128x64_w2x4_s6_auto_g8",
+    }
+    for (m, n, k), key in want.items():
+        for dt in ("f16", "bf16"):
+            prob = GemmProblem(dtype=dt, out_dtype=dt)
+            cfg = P.choose_config(m, n, k, prob, hopper=True, tma=True, mma=True)
+            assert isinstance(cfg, GemmConfig) and cfg.key() == key, (m, n, k, dt)
+            assert cfg == P.mma_decode(m, n, k, prob) and cfg.bm == 32
+            # a full tile of rows: every warp's rows are in the output (no guarded A loads)
+            assert cfg.bm // cfg.warps_m in (16, 32)
+            # one resident CTA per column tile on 0.9-1.0 of the SMs, two on 0.8-1.0 of twice the
+            # SMs, or the widest tile over at least 1.5 waves
+            tiles = -(-n // cfg.bn)
+            assert 0.9 * 132 <= tiles <= 132 or 0.8 * 264 <= tiles <= 264 or (cfg.bn == 128 and tiles >= 198)
+    # 17-31 rows (partial 32-row tiles measured 20-25% slower than the split: 17, 20, 24 rows),
+    # column counts no tile fills, K below 4096, other layouts: the wgmma rule's pick
+    for shape in [
+        (24, 4096, 14336),
+        (17, 4096, 14336),
+        (20, 4096, 8192),
+        (32, 11008, 4096),
+        (32, 6144, 8192),
+        (32, 4096, 2048),
+        (33, 4096, 14336),
+    ]:
+        assert P.mma_decode(*shape) is None, shape
+        got = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True, mma=True)
+        assert got == P.choose_config(*shape, GemmProblem(), hopper=True, tma=True), shape
+    for prob in (GemmProblem(a_major="m"), GemmProblem(b_major="k"), GemmProblem(batch="ab")):
+        assert P.mma_decode(32, 4096, 14336, prob) is None
+
+
 def test_mma_decode_configs_generate_and_prove():
     from layoutproof.gpu.kernels.mma_sync import generate
 
     seen = set()
-    for m, n, k in [(16, 4096, 4096), (16, 8192, 8192)]:
+    for m, n, k in [
+        (16, 4096, 4096),
+        (16, 8192, 8192),
+        (32, 4096, 4096),
+        (32, 8192, 8192),
+        (32, 28672, 8192),
+    ]:
         for dt in ("f16", "bf16"):
             prob = GemmProblem(dtype=dt, out_dtype=dt)
             cfg = P.mma_decode(m, n, k, prob)
@@ -177,7 +226,7 @@ def test_mma_decode_configs_generate_and_prove():
             assert kern.threads == cfg.threads and kern.smem_bytes == cfg.smem_bytes <= 227 * 1024
             assert len(kern.proofs) > 0
             seen.add(cfg.key())
-    assert len(seen) == 2
+    assert len(seen) == 5
 
 
 def test_choose_config_bad_input_is_a_gemm_input_error():
