@@ -19,7 +19,8 @@ with the bias + activation (``addmm`` + the activation), every output checked::
 
 ``--gelu-erff`` makes the "before" column the same route with the former GELU (``0.5 x (1 +
 erff(x / sqrt 2))``) in place of the emitted one, kernels generated and proven afresh;
-``--gelu-cheb`` the same with the ten-term Chebyshev form emitted before the degree-6 fit.
+``--gelu-cheb`` the same with the ten-term Chebyshev form emitted before the degree-6 fit;
+``--no-prefetch`` the same route without the bias prefetch into L1.
 """
 
 from __future__ import annotations
@@ -78,9 +79,10 @@ CHEB_GELU = r"""__device__ __forceinline__ float lp_act_gelu(float x) {
 """
 
 
-def _plan_former_gelu(a, b, c, bias, act, text=FORMER_GELU):
-    """The rule's plan with another GELU helper (``text``): the generator's memos and the
-    kernel caches set aside (and the disk cache under another name) while it is made."""
+def _plan_former_gelu(a, b, c, bias, act, text=None, prefetch=True):
+    """The rule's plan with another GELU helper (``text``; None: the emitted one) or without
+    the bias prefetch (``prefetch=False``): the generator's memos and the kernel caches set
+    aside (and the disk cache under another name) while it is made."""
     from layoutproof.gpu.host import cache, plan
     from layoutproof.gpu.kernels import epilogue, splitk, wgmma_pingpong
     from layoutproof.gpu.proof import kir
@@ -88,6 +90,7 @@ def _plan_former_gelu(a, b, c, bias, act, text=FORMER_GELU):
     src = kir._HELPERS["act"]
     head = "// gelu" if "// gelu" in src else "__device__ __forceinline__ float lp_act_gelu"
     i = src.index(head)  # the GELU is the last activation of the helper
+    text = src[i:] if text is None else text
     tables = (
         cache._KERNELS,
         cache._SPLITK,
@@ -100,13 +103,15 @@ def _plan_former_gelu(a, b, c, bias, act, text=FORMER_GELU):
     saved = [dict(t) for t in tables]
     gen = cache._GEN_HASH
     kir._HELPERS["act"] = src[:i] + text
+    epilogue.BIAS_PREFETCH = prefetch
     for t in tables:
         t.clear()
-    cache._GEN_HASH = "gelu-" + hashlib.sha256(text.encode()).hexdigest()[:10]
+    cache._GEN_HASH = f"gelu-{prefetch}-" + hashlib.sha256(text.encode()).hexdigest()[:10]
     try:
         return plan.GemmPlan(a, b, c, bias=bias, activation=act)
     finally:
         kir._HELPERS["act"] = src
+        epilogue.BIAS_PREFETCH = True
         for t, sv in zip(tables, saved):
             t.clear()
             t.update(sv)
@@ -240,6 +245,11 @@ def main(argv=None):
     ap.add_argument(
         "--gelu-cheb", action="store_true", help="'before' = the same route with the ten-term Chebyshev GELU"
     )
+    ap.add_argument(
+        "--no-prefetch",
+        action="store_true",
+        help="'before' = the same route without the bias prefetch (epilogue.BIAS_PREFETCH = False)",
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--out", default=None)
@@ -265,12 +275,18 @@ def main(argv=None):
                 c_new = cp.full((m, n), cp.nan, dtype=a.dtype)
                 c_old = cp.full((m, n), cp.nan, dtype=a.dtype)
                 new = _plan(a, b, c_new, bias, act, True)
-                if args.gelu_erff or args.gelu_cheb:
+                if args.no_prefetch:
+                    old = _plan_former_gelu(a, b, c_old, bias, act, prefetch=False)
+                elif args.gelu_erff or args.gelu_cheb:
                     text = CHEB_GELU if args.gelu_cheb else FORMER_GELU
                     old = _plan_former_gelu(a, b, c_old, bias, act, text) if act == "gelu" else None
                 else:
                     old = _plan(a, b, c_old, bias, act, False) if args.old else None
-                same = old is not None and old.config == new.config and not (args.gelu_erff or args.gelu_cheb)
+                same = (
+                    old is not None
+                    and old.config == new.config
+                    and not (args.gelu_erff or args.gelu_cheb or args.no_prefetch)
+                )
                 new(a, b, c_new, bias)
                 errs = {"new": G.rel_err(cp, c_new, ref)}
                 if old is not None and not same:

@@ -161,13 +161,14 @@ def check(cp, log, reduction):
 
 def sanitize(cp, reduction, mma):
     """A few calls of each configuration, for compute-sanitizer: the first four of ``CHECK``
-    (or ``CHECK_CLUSTER``), or with ``--mma`` each mma.sync spec on 16x4096x4096 and a ragged
-    13x1000x520 (checked against float64 afterwards)."""
+    (or ``CHECK_CLUSTER``), or with ``--mma`` each mma.sync spec on BMx4096x4096 and a ragged
+    (BM-3)x1000x520, BM its rows (checked against float64 afterwards)."""
     from layoutproof.gpu.host.runtime import gemm_plan
 
     rng = cp.random.default_rng(3)
     if mma:
-        cases = [(mma_cfg(sp), shape) for sp in mma for shape in ((16, 4096, 4096), (13, 1000, 520))]
+        cfgs = [mma_cfg(sp) for sp in mma]
+        cases = [(c, shape) for c in cfgs for shape in ((c.bm, 4096, 4096), (c.bm - 3, 1000, 520))]
     else:
         table = CHECK_CLUSTER if reduction == "cluster" else CHECK
         cases = [(split_cfg(bm, bn, st, s, reduction), shape) for (bm, bn, st), s, shape in table[:4]]

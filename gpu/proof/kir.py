@@ -1131,6 +1131,10 @@ __device__ __forceinline__ float lp_act_gelu(float x) {
   return fmaf(-ax, t * p * e, fmaxf(x, 0.f));
 }
 """,
+    "prefetch": r"""__device__ __forceinline__ void lp_prefetch_l1(const void* p) {
+  asm volatile("prefetch.global.L1 [%0];\n" :: "l"(__cvta_generic_to_global(p)));
+}
+""",
     "griddep": r"""__device__ __forceinline__ void lp_griddep_wait() {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 }

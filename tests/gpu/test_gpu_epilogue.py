@@ -36,7 +36,11 @@ def test_epilogue_kernel_carries_the_bias_and_data_flow_obligations(act, prob):
     assert any("fused epilogue data flow" in x and f"lp_act_{act}" in x for x in lines)
     assert sum("bias load bias[n0 + col(thread, register)]" in x for x in lines) == 2
     assert k.source.count("//   [") == len(k.proofs)
-    assert "// coverage: 12 of 12 memory accesses, 10 of 10 barrier operations covered" in k.source
+    assert "// coverage: 13 of 13 memory accesses, 10 of 10 barrier operations covered" in k.source
+    # the tile's bias lines are prefetched into L1 before its main loop, in bounds like the loads
+    assert sum("global load: bias prefetch bias[n0 + min(t * 128 / bw, 127)]" in x for x in lines) == 1
+    body = k.source[k.source.index("consumers") :]
+    assert body.index("lp_prefetch_l1(&bias[pfb])") < body.index("lp_wgmma(acc")
     assert f"lp_act_{act}(acc[" in k.source and "const float* __restrict__ bias" in k.source
     # the column function is the PTX D fragment's column: (i / 4) * 8 + (t % 4) * 2 + i % 2
     src = [x for x in k.source.splitlines() if x.startswith("__device__ __forceinline__ int lp_bias_col")]
@@ -131,7 +135,7 @@ def test_alpha_beta_kernel_reads_c_at_each_registers_row_and_column():
     assert any(x.startswith("[equal] lp_acc_row(t, v) ==") for x in lines)
     assert sum("C input load Cin[m0 + row(thread, register)" in x for x in lines) == 2
     assert any("alpha * acc[i] + beta * Cin" in x for x in lines)
-    assert "// coverage: 14 of 14 memory accesses, 10 of 10 barrier operations covered" in k.source
+    assert "// coverage: 15 of 15 memory accesses, 10 of 10 barrier operations covered" in k.source
     src = [x for x in k.source.splitlines() if x.startswith("__device__ __forceinline__ int lp_acc_row")]
     # PTX's D fragment row: (t % 32) / 4 + 16 * (t / 32) + 8 * ((i / 2) % 2)
     assert src == [
