@@ -307,6 +307,13 @@ class _Entry:
         outv = _OUTPUTS[od] if od != "bf16" else bf
         self.va = _Views(_view_spec(a, view_t), self.dev)
         self.vb = _Views(_view_spec(b, view_t), self.dev)
+        # a new output per call: empty_like of a one-element template expanded to the shape
+        # (overlapping, so the result is row-major) parses fewer arguments than new_empty
+        self.tmpl: Any = torch.empty((), dtype=self.out_tdtype, device=tdev).expand(shape)
+        self.empty_like = torch.empty_like
+        first = self.empty_like(self.tmpl)
+        if tuple(first.shape) != shape or not first.is_contiguous():
+            self.tmpl = None
         probe = out
         if probe is None:
             probe = torch.empty(self.fold_shape if self.fold else shape, dtype=self.out_tdtype, device=tdev)
@@ -374,8 +381,12 @@ class _Entry:
         return st
 
     def run(self, a: Any, b: Any, out: Any, bias: Any, c: Any, alpha: float, beta: float) -> Any:
-        if out is None:  # on a's device (the entry's): new_empty parses fewer arguments
-            out = a.new_empty(self.out_shape, dtype=self.out_tdtype)
+        if out is None:  # on the entry's device (a's)
+            tm = self.tmpl
+            if tm is not None:
+                out = self.empty_like(tm)
+            else:
+                out = a.new_empty(self.out_shape, dtype=self.out_tdtype)
         direct = self.direct
         if direct is not None and self.get_device() == self.dev:
             sp = self.raw_stream(self.dev)
