@@ -19,6 +19,7 @@ from typing import Any, Dict, Optional, Tuple
 from ..config import GemmConfig, GemmProblem
 from ..errors import GemmConfigError
 from ..kernels.epilogue import EpilogueConfig, generate_epilogue
+from ..kernels.mma_epilogue import MmaEpilogueConfig, generate_mma_epilogue
 from ..kernels.mma_sync import generate
 from ..kernels.splitk import SplitKConfig, generate_splitk
 from ..kernels.splitk_cluster import generate_cluster
@@ -100,6 +101,8 @@ def _generate(config: Any, problem: GemmProblem) -> Any:
     """The generator for this kind of configuration (each proves before it emits)."""
     if isinstance(config, GemmConfig):
         return generate(config, problem)
+    if isinstance(config, MmaEpilogueConfig):
+        return generate_mma_epilogue(config, problem)
     if isinstance(config, PingpongEpilogueConfig):
         return generate_pingpong_epilogue(config, problem)
     if isinstance(config, EpilogueConfig):

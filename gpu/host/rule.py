@@ -40,6 +40,7 @@ import numpy as np
 from ..config import DTYPES, GemmConfig, GemmProblem
 from ..errors import GemmInputError
 from ..kernels.epilogue import EpilogueConfig
+from ..kernels.mma_epilogue import MmaEpilogueConfig
 from ..kernels.splitk import CLUSTER_ROWS, FIXUP_DEFAULT, FixupEpilogueConfig, SplitKConfig, fixup_grid
 from ..kernels.wgmma import Sm90Config, batched_kernels_available
 from ..kernels.wgmma_pingpong import PINGPONG_DEFAULT, PingpongEpilogueConfig
@@ -448,6 +449,8 @@ def estimate_us(
     a ``SplitKConfig`` adds its fix-up kernel (:data:`SPLITK_MODEL`)."""
     if isinstance(cfg, FixupEpilogueConfig):  # an unsplit kernel, then a one-plane fix-up
         return _plane_route_us(cfg, m, n, k, sms, model)
+    if isinstance(cfg, MmaEpilogueConfig):  # the decode tile, at its operands' bytes
+        return _decode_floor_us(m, n, k)
     if model is None:
         model = SM90_MODEL if not isinstance(cfg, GemmConfig) else SM80_MODEL
     if getattr(cfg, "schedule", "") == "pingpong":  # modelled as the cooperative tile it replaces
@@ -608,6 +611,12 @@ def _wave_pick(
 EPILOGUE_RULE: Dict[str, Any] = {"fixup": True, "dtypes": tuple(DTYPES), "outs": ("f16", "bf16", "f32")}
 
 
+def _decode_floor_us(m: int, n: int, k: int) -> float:
+    """The mma.sync decode tiles' model time: the operands' bytes at
+    ``SPLITK_MODEL["hbm_gbs"]`` (they are not in the fitted rates; see :func:`_plane_route_us`)."""
+    return (m + n) * k * 2 / (SPLITK_MODEL["hbm_gbs"] * 1e3)
+
+
 def _plane_route_us(cfg: Any, m: int, n: int, k: int, sms: int, model: Optional[Dict[str, Any]]) -> float:
     """The wave model's time of an unsplit kernel storing one f32 plane, then the one-plane
     fix-up (its launch and bytes: the plane read, C written, as the split's fix-up).  The
@@ -616,7 +625,7 @@ def _plane_route_us(cfg: Any, m: int, n: int, k: int, sms: int, model: Optional[
     operands' bytes at ``SPLITK_MODEL["hbm_gbs"]``; it is modelled at that floor."""
     base = cfg.base
     if isinstance(base, GemmConfig):
-        t = (m + n) * k * 2 / (SPLITK_MODEL["hbm_gbs"] * 1e3)
+        t = _decode_floor_us(m, n, k)
     else:
         t = estimate_us(base, m, n, k, sms=sms, model=model)
     return t + SPLITK_MODEL["fixup_us"] + 6 * m * n / (SPLITK_MODEL["fixup_gbs"] * 1e3)
@@ -635,7 +644,12 @@ def epilogue_routes(
       (:func:`~layoutproof.gpu.kernels.splitk.reduce_epilogue_ir`): its split-K (the
       cluster reduction's shapes split with the fix-up instead), or its unsplit 16-row
       mma.sync decode tile (``mma=True``) storing one f32 plane that a one-plane fix-up
-      turns into C (:class:`~layoutproof.gpu.kernels.splitk.FixupEpilogueConfig`).
+      turns into C (:class:`~layoutproof.gpu.kernels.splitk.FixupEpilogueConfig`);
+    * ``"mma"`` -- that decode tile with the epilogue in its own pair stores
+      (:class:`~layoutproof.gpu.kernels.mma_epilogue.MmaEpilogueConfig`: no plane, no
+      second kernel), listed first and priced at most at the fused pick's time (the tile
+      was measured faster than the wgmma picks on the plain product); a call with
+      alpha/beta (a C input) runs the fix-up route's plane instead (:func:`decide`).
 
     Where the plain pick is an unsplit wgmma kernel the fused kernel does the same work
     without the fix-up: only ``"fused"`` is listed.
@@ -653,6 +667,13 @@ def epilogue_routes(
     plain = _wave_pick(m, n, k, prob, True, True, sms, None, False, False, mma)
     if isinstance(plain, GemmConfig):
         route: Any = FixupEpilogueConfig(plain)
+        # the same tile with the epilogue in its own pair stores (no plane, no second kernel):
+        # the decode rule takes the tile only where it measured faster than the wgmma picks,
+        # and the stores add only the epilogue's arithmetic, so it is priced at the operands'
+        # bytes or the fused pick's model time where that is lower (the wave model has no HBM
+        # floor), and listed first: it wins ties
+        mma_ep = MmaEpilogueConfig(plain)
+        out.insert(0, (min(estimate_us(mma_ep, m, n, k, sms=sms), out[0][0]), "mma", mma_ep))
     elif isinstance(plain, SplitKConfig) and plain.reduction == "kernel":
         route = plain
     else:
@@ -1085,14 +1106,29 @@ def kernel_operands(req: GemmRequest) -> Tuple[str, int, int, int, Staging, Stag
 
 
 def _with_epilogue(cfg: Any, req: GemmRequest, use90: bool, tma: bool) -> Any:
-    """``cfg`` with the call's fused epilogue: split-K with the fix-up kernel applies it in
-    the fix-up, and so does an unsplit kernel storing one plane (``FixupEpilogueConfig``);
+    """``cfg`` with the call's fused epilogue: an mma.sync tile applies it in its own pair
+    stores (``MmaEpilogueConfig``; with a C input it stores one plane instead); split-K with
+    the fix-up kernel applies it in the fix-up, and so does an unsplit kernel storing one
+    plane (``FixupEpilogueConfig``);
     split-K with the serial reduction applies it in its reducer (an f32 bias along N);
     anything else runs the epilogue kernel."""
     act = req.activation or "none"
     fields: Dict[str, Any] = dict(
         activation=act, alpha_beta=req.alpha_beta, bias_axis=req.bias_along, bias_dtype=req.bias_dtype
     )
+    if isinstance(cfg, GemmConfig) and not req.alpha_beta:  # the mma.sync kernel's own stores
+        cfg = MmaEpilogueConfig(cfg)
+    if isinstance(cfg, MmaEpilogueConfig):
+        if req.out_dtype not in EPILOGUE_RULE["outs"] or req.dtype not in ("f16", "bf16"):
+            raise GemmInputError(
+                "gemm: the mma.sync kernel's fused epilogue takes f16 or bf16 operands into an "
+                f"f16, bf16 or f32 output (got {req.dtype} -> {req.out_dtype})"
+            )
+        if not req.alpha_beta:
+            return replace(
+                cfg, activation=act, bias_axis=req.bias_along, bias_dtype=req.bias_dtype
+            ).validate()
+        cfg = FixupEpilogueConfig(cfg.base)  # a C input: the one-plane fix-up applies it
     if isinstance(cfg, FixupEpilogueConfig) or (
         isinstance(cfg, SplitKConfig) and cfg.reduction == "kernel" and tma and use90
     ):
@@ -1133,7 +1169,9 @@ def _config(
             epilogue=req.epilogue,
             mma=req.path == "auto",
         )
-    elif isinstance(config, (GemmConfig, Sm90Config, SplitKConfig, EpilogueConfig, FixupEpilogueConfig)):
+    elif isinstance(
+        config, (GemmConfig, Sm90Config, SplitKConfig, EpilogueConfig, FixupEpilogueConfig, MmaEpilogueConfig)
+    ):
         cfg = config
     else:
         raise GemmInputError(

@@ -19,6 +19,7 @@ from layoutproof.gpu.config import GemmConfig, GemmProblem
 from layoutproof.gpu.errors import GemmInputError
 from layoutproof.gpu.host import cache, device, runtime
 from layoutproof.gpu.host import rule as P
+from layoutproof.gpu.kernels.mma_epilogue import MmaEpilogueConfig
 from layoutproof.gpu.kernels.splitk import FixupEpilogueConfig, SplitKConfig
 from layoutproof.gpu.kernels.wgmma import Sm90Config
 
@@ -112,12 +113,13 @@ def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_fas
                 0.9 * 132 <= tiles <= 132 or (cfg.bn == 64 and 0.8 * 264 <= tiles <= 264)
             )
             # without mma=True (path="wgmma", the CLI's wgmma branch) the wgmma rule's pick is
-            # unchanged; with an epilogue, path='auto' runs this tile into one f32 plane and the
-            # fix-up kernel applies the epilogue (splitk.FixupEpilogueConfig)
+            # unchanged; with an epilogue, path='auto' runs this tile with the epilogue in its
+            # own pair stores (mma_epilogue.MmaEpilogueConfig; with a C input, into one f32
+            # plane that the fix-up kernel turns into C: rule.decide)
             old = P.choose_config(m, n, k, prob, hopper=True, tma=True)
             assert not isinstance(old, GemmConfig)
             ep = P.choose_config(m, n, k, prob, hopper=True, tma=True, mma=True, epilogue=True)
-            assert isinstance(ep, FixupEpilogueConfig) and ep.base == cfg
+            assert isinstance(ep, MmaEpilogueConfig) and ep.base == cfg
             wg = P.choose_config(m, n, k, prob, hopper=True, tma=True, epilogue=True)
             assert not isinstance(wg, FixupEpilogueConfig)
     # the 2-warp 16x32x128 tile with fewer than 16 rows (a partial tile's guarded loads): the
