@@ -381,7 +381,9 @@ def _activate(x, act):
 
 CASES = [
     # (m, n, k, config (None: the rule's), activation, bias axis, bias dtype, alpha/beta, output)
-    (16, 4096, 4096, None, "gelu", "n", "f32", False, "f32"),  # decode tile + one-plane fix-up
+    # the decode tile + one-plane fix-up (asked for: the rule runs this call's epilogue in the
+    # tile's own stores, tests/gpu/test_gpu_mma_epilogue.py)
+    (16, 4096, 4096, FixupEpilogueConfig(DEC), "gelu", "n", "f32", False, "f32"),
     (16, 4096, 4096, None, "silu", "m", "f16", True, "f32"),
     (8, 8192, 8192, None, "none", "n", "f32", True, "f16"),
     (1, 4096, 4096, None, "relu", "n", "f32", True, "f32"),  # split + the fix-up's epilogue
