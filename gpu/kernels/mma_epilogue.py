@@ -40,6 +40,7 @@ from ..proof.record import ProofLog
 from .epilogue import ACTIVATIONS, BIAS_AXES, BIAS_DTYPES
 from .mma_sync import generate
 from .toolkit import STORE2, GemmKernel, addr_of, finish
+from .variant import BaseKernelFields
 
 __all__ = ["MmaEpilogueConfig", "generate_mma_epilogue", "MMA_EPILOGUE_VERSION"]
 
@@ -48,7 +49,7 @@ _STORE = "C accumulator store"
 
 
 @dataclass(frozen=True)
-class MmaEpilogueConfig:
+class MmaEpilogueConfig(BaseKernelFields):
     """The mma.sync kernel ``base`` with ``C = act(A @ B + bias)`` fused into its pair stores
     (see the module docstring); f16 and bf16 operands, no alpha/beta (those calls keep the
     one-plane fix-up)."""
@@ -60,34 +61,6 @@ class MmaEpilogueConfig:
 
     #: no C input: alpha/beta calls run the one-plane fix-up's epilogue instead
     alpha_beta = False
-
-    @property
-    def bm(self) -> int:
-        return int(self.base.bm)
-
-    @property
-    def bn(self) -> int:
-        return int(self.base.bn)
-
-    @property
-    def threads(self) -> int:
-        return int(self.base.threads)
-
-    @property
-    def smem_bytes(self) -> int:
-        return int(self.base.smem_bytes)
-
-    @property
-    def schedule(self) -> str:
-        return ""
-
-    @property
-    def loader(self) -> str:
-        return ""
-
-    @property
-    def cluster(self) -> int:
-        return 1
 
     def key(self) -> str:
         return (

@@ -73,7 +73,15 @@ from ..proof.splitk_model import (
 )
 from .epilogue import ACTIVATIONS, BIAS_AXES, BIAS_DTYPES
 from .toolkit import GemmKernel, addr_of, finish
-from .variant import WsVariantFields, base_plan_proofs, expect_tx_bytes, find_decl, find_param, unit_rewrite
+from .variant import (
+    BaseKernelFields,
+    WsVariantFields,
+    base_plan_proofs,
+    expect_tx_bytes,
+    find_decl,
+    find_param,
+    unit_rewrite,
+)
 from .wgmma import Sm90Config, generate_sm90
 from .wgmma_ws import prove_ws_protocol
 
@@ -1050,7 +1058,7 @@ class FixupEpilogue:
 
 
 @dataclass(frozen=True)
-class FixupEpilogueConfig:
+class FixupEpilogueConfig(BaseKernelFields):
     """An unsplit kernel ``base`` -- the 16-row mma.sync decode tile (a ``GemmConfig``) or
     a wgmma one (an ``Sm90Config``) -- storing its f32 product into one workspace plane
     (row stride N), then the fix-up kernel as a one-plane reduction applying the fused
@@ -1072,30 +1080,6 @@ class FixupEpilogueConfig:
     #: one plane, summed by the fix-up kernel
     splits = 1
     reduction = "kernel"
-
-    @property
-    def bm(self) -> int:
-        return int(self.base.bm)
-
-    @property
-    def bn(self) -> int:
-        return int(self.base.bn)
-
-    @property
-    def schedule(self) -> str:
-        return str(getattr(self.base, "schedule", ""))
-
-    @property
-    def loader(self) -> str:
-        return str(getattr(self.base, "loader", ""))
-
-    @property
-    def cluster(self) -> int:
-        return int(getattr(self.base, "cluster", 1))
-
-    @property
-    def smem_bytes(self) -> int:
-        return int(self.base.smem_bytes)
 
     def fixup_epilogue(self) -> FixupEpilogue:
         return FixupEpilogue(self.activation, self.alpha_beta, self.bias_axis, self.bias_dtype)

@@ -33,6 +33,44 @@ __all__ = [
 ]
 
 
+class BaseKernelFields:
+    """The fields the planner and the runtime read from a configuration that runs another
+    configuration's kernel ``base`` (an mma.sync ``GemmConfig`` or an ``Sm90Config``) with its
+    tiling unchanged (the decode tiles' fused epilogue, the one-plane fix-up's kernel): the
+    tile, threads, shared memory, schedule, loader and cluster are the base's (``""``, ``""``
+    and 1 where the base has none)."""
+
+    base: Any
+
+    @property
+    def bm(self) -> int:
+        return int(self.base.bm)
+
+    @property
+    def bn(self) -> int:
+        return int(self.base.bn)
+
+    @property
+    def threads(self) -> int:
+        return int(self.base.threads)
+
+    @property
+    def smem_bytes(self) -> int:
+        return int(self.base.smem_bytes)
+
+    @property
+    def schedule(self) -> str:
+        return str(getattr(self.base, "schedule", ""))
+
+    @property
+    def loader(self) -> str:
+        return str(getattr(self.base, "loader", ""))
+
+    @property
+    def cluster(self) -> int:
+        return int(getattr(self.base, "cluster", 1))
+
+
 class WsVariantFields:
     """The fields the planner and the runtime read from a kernel configuration, for a
     variant of the warp-specialized TMA kernel ``base`` (split-K, the fused epilogue): the
