@@ -6,12 +6,12 @@ route and the plan's parameters, an nvcc compile, and with a GPU the results aga
 
 from __future__ import annotations
 
-import math
 import shutil
 
 import numpy as np
 import pytest
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
+from test_gpu_splitk_epilogue import _activate  # the activations in float64
 
 from layoutproof.gpu.config import GemmConfig, GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, ProofFailedError
@@ -148,16 +148,6 @@ def test_the_mma_epilogue_compiles_without_spills(tmp_path):
 
 # ============================================================================ on a GPU
 gpu = pytest.mark.skipif(not runtime.gpu_available(), reason="no CUDA GPU / CuPy")
-
-
-def _activate(x, act):
-    if act == "relu":
-        return np.maximum(x, 0)
-    if act == "silu":
-        return x / (1 + np.exp(-x))
-    if act == "gelu":
-        return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
-    return x
 
 
 CASES = [
