@@ -28,11 +28,11 @@ from typing import Any, Callable, FrozenSet, List, Optional, Tuple
 
 from ..errors import ProofFailedError
 from .record import ProofLog
-from .statespace import explore
+from .statespace import ACQUIRE, RELEASE, explore, held
 
 __all__ = ["check_pingpong", "prove_pingpong", "PingpongRing"]
 
-_ACQ, _REL, _OWAIT, _OARR = 0, 1, 2, 3
+_ACQ, _REL, _OWAIT, _OARR = ACQUIRE, RELEASE, 2, 3
 # (ACQ/REL, k-tile of the walk, ring position) or (OWAIT, order barrier, parity) or
 # (OARR, order barrier, 0)
 _Act = Tuple[int, int, int]
@@ -70,7 +70,7 @@ class PingpongRing:
         for c, ((o, d), (pre, post)) in enumerate(zip(owners, ring)):
             prog = _consumer(tiles, k_tiles, o, d, pre, post, None if order is None else order[c])
             self.progs += [prog] * agents
-        self.held = [[_held(pr, pc) for pc in range(len(pr) + 1)] for pr in self.progs]
+        self.held = [[held(pr, pc, 2) for pc in range(len(pr) + 1)] for pr in self.progs]
 
     def start(self) -> _State:
         S = self.S
@@ -251,17 +251,6 @@ def _consumer(
         pos += post * k_tiles
         w += d
     return tuple(prog)
-
-
-def _held(prog: Tuple[_Act, ...], pc: int) -> FrozenSet[int]:
-    """The ring positions an agent at ``pc`` has acquired and not released."""
-    held = set()
-    for kind, _j, pos in prog[:pc]:
-        if kind == _ACQ:
-            held.add(pos)
-        elif kind == _REL:
-            held.discard(pos)
-    return frozenset(held)
 
 
 def check_pingpong(

@@ -38,11 +38,11 @@ from typing import Callable, FrozenSet, List, Optional, Tuple
 
 from ..errors import ProofFailedError
 from .record import ProofLog
-from .statespace import explore
+from .statespace import ACQUIRE as _ACQ
+from .statespace import RELEASE as _REL
+from .statespace import explore, held
 
 __all__ = ["check_pipeline", "prove_pipeline"]
-
-_ACQ, _REL = 0, 1
 
 # a state of the model (see _Pipeline.start): producer pcs, in-flight copies (issuer, k-tile,
 # destination CTA), consumer pcs, then per (CTA, stage) the full phase, full arrived, full
@@ -79,18 +79,6 @@ def _consumer_program(
         if prev is not None:
             prog.extend((_REL, prev, d) for d in order)
     return tuple(prog)
-
-
-def _held(prog: Tuple[Tuple[int, int, int], ...], pc: int) -> frozenset:
-    """The k-tiles a consumer at ``pc`` has acquired and not yet released (the read ends at
-    the first release of the k-tile)."""
-    held = set()
-    for kind, j, _d in prog[:pc]:
-        if kind == _ACQ:
-            held.add(j)
-        else:
-            held.discard(j)
-    return frozenset(held)
 
 
 def check_pipeline(
@@ -211,7 +199,7 @@ class _Pipeline:
             _consumer_program(tiles, k_tiles, ctas, own, remote_release, release_lag) for own in range(ctas)
         ]
         self.L = len(self.progs[0])
-        self.held = [[_held(pr, pc) for pc in range(self.L + 1)] for pr in self.progs]
+        self.held = [[held(pr, pc, 1) for pc in range(self.L + 1)] for pr in self.progs]
 
     def start(self) -> _State:
         """Producer pcs (0..2T: even = wait empty of j = pc/2, odd = arrive + issue), no copy

@@ -4,8 +4,10 @@
 one agent leads to (and raises :class:`~layoutproof.gpu.errors.ProofFailedError` where a
 step breaks a property); a state without successors is handed to ``at_end``, which raises
 (a deadlock, a property of the end) or returns the state that follows (a next launch) or
-None.  Used by :func:`layoutproof.gpu.proof.pipeline.check_pipeline` and
-:func:`layoutproof.gpu.proof.splitk_model.check_serial`.
+None.  Used by :func:`layoutproof.gpu.proof.pipeline.check_pipeline`,
+:func:`layoutproof.gpu.proof.pingpong_model.check_pingpong` and
+:func:`layoutproof.gpu.proof.splitk_model.check_serial`; :func:`held` reads the stages an
+agent of the ring models holds from its program.
 
 >>> explore(0, lambda s: [s + 1] if s < 5 else [], lambda s: None, lambda: ValueError("big"), 100)
 6
@@ -13,9 +15,9 @@ None.  Used by :func:`layoutproof.gpu.proof.pipeline.check_pipeline` and
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, List, Optional, TypeVar
+from typing import Callable, FrozenSet, Hashable, List, Optional, Tuple, TypeVar
 
-__all__ = ["explore"]
+__all__ = ["explore", "ACQUIRE", "RELEASE", "held"]
 
 S = TypeVar("S", bound=Hashable)
 
@@ -48,3 +50,21 @@ def explore(
                     raise too_many()
                 stack.append(n)
     return len(seen)
+
+
+#: the action kinds of the ring models' agent programs: an acquisition of a stage (a full
+#: wait and the reads that follow) and its release (the arrive on its empty barrier)
+ACQUIRE, RELEASE = 0, 1
+
+
+def held(prog: Tuple[Tuple[int, ...], ...], pc: int, key: int) -> FrozenSet[int]:
+    """What an agent at ``pc`` of its program ``prog`` has acquired and not yet released:
+    the ``key`` field of its :data:`ACQUIRE` actions (a k-tile, a ring position) less those
+    of the :data:`RELEASE` actions since (the read ends at the first release)."""
+    out = set()
+    for act in prog[:pc]:
+        if act[0] == ACQUIRE:
+            out.add(act[key])
+        elif act[0] == RELEASE:
+            out.discard(act[key])
+    return frozenset(out)
