@@ -123,6 +123,11 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
     )
 
 
+#: the schedules of the persistent warp-specialized kernels (at most one CTA per SM, a walk
+#: over the tiles, the staged epilogue's 16-byte stores)
+PERSISTENT = ("ws", "pingpong")
+
+
 #: tiles beside :func:`hopper_candidates` for the f16/bf16 products: 128x192 (wgmma N = 192,
 #: three 64-row TMA boxes of B per stage).  It removes most of the partial last wave that a
 #: 128x256 tile leaves on mid-size outputs (3072^2: 288 tiles of 128x256 are 2.2 waves of 132
@@ -130,10 +135,6 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
 #: per-tile tail of K-light products; the wave model takes it where that wins
 #: (:data:`SM90_MODEL`).  Listed after the others, so a tie keeps the earlier pick.  The batched
 #: kernel's rule leaves it out (measured slower there).
-#: the schedules of the persistent warp-specialized kernels (at most one CTA per SM, a walk
-#: over the tiles, the staged epilogue's 16-byte stores)
-PERSISTENT = ("ws", "pingpong")
-
 WAVE_TILES: Tuple[Any, ...] = (Sm90Config(bm=128, bn=192, stages=4, loader="tma", schedule="ws"),)
 
 
@@ -315,22 +316,25 @@ def mma_decode(
     prob = problem or GemmProblem()
     if (prob.a_major, prob.b_major, prob.batch) != ("k", "n", "") or k < r["min_k"]:
         return None
+
+    def fills(bn: int, per_sm: int) -> Tuple[bool, bool]:
+        """Whether the column tiles fill one CTA per SM, or two on most SMs."""
+        tiles = -(-n // bn)
+        one = r["fill"] * sms <= tiles <= sms
+        return one, per_sm >= 2 and r["fill_wide"] * 2 * sms <= tiles <= 2 * sms
+
     if m == 32:
         last = len(r["tiles32"]) - 1
         for i, (bn, bk, wm, wn, st, per_sm) in enumerate(r["tiles32"]):
-            tiles = -(-n // bn)
-            one = r["fill"] * sms <= tiles <= sms
-            two = per_sm >= 2 and r["fill_wide"] * 2 * sms <= tiles <= 2 * sms
-            if one or two or (i == last and tiles >= r["many"] * sms):
+            one, two = fills(bn, per_sm)
+            if one or two or (i == last and -(-n // bn) >= r["many"] * sms):
                 return GemmConfig(bm=32, bn=bn, bk=bk, warps_m=wm, warps_n=wn, stages=st).validate()
         return None
     if m > r["rows"]:
         return None
     full = m == r["rows"]
     for bn, bk, wn, st, partial, per_sm in r["tiles"]:
-        tiles = -(-n // bn)
-        one = r["fill"] * sms <= tiles <= sms
-        two = per_sm >= 2 and r["fill_wide"] * 2 * sms <= tiles <= 2 * sms
+        one, two = fills(bn, per_sm)
         if not (full or partial) or not (one or two):
             continue
         if full or two or k >= r["min_k_partial"]:
@@ -450,7 +454,7 @@ def estimate_us(
     if isinstance(cfg, FixupEpilogueConfig):  # an unsplit kernel, then a one-plane fix-up
         return _plane_route_us(cfg, m, n, k, sms, model)
     if isinstance(cfg, MmaEpilogueConfig):  # the decode tile, at its operands' bytes
-        return _decode_floor_us(m, n, k)
+        return _operand_floor_us(m, n, k)
     if model is None:
         model = SM90_MODEL if not isinstance(cfg, GemmConfig) else SM80_MODEL
     if getattr(cfg, "schedule", "") == "pingpong":  # modelled as the cooperative tile it replaces
@@ -460,7 +464,7 @@ def estimate_us(
         t = estimate_us(cfg.base, m, n, k, sms=sms, model=model, k_splits=splits)
         # the operands cross memory once whatever the split: a floor at an effective
         # bandwidth (fitted: L2 keeps part of them between calls)
-        floor = (m + n) * k * 2 / (SPLITK_MODEL["hbm_gbs"] * 1e3)
+        floor = _operand_floor_us(m, n, k)
         if getattr(cfg, "reduction", "kernel") == "serial":  # one SM reads a tile's planes
             plane = splits * min(cfg.bm, m) * min(cfg.bn, n) * 4
             tail = SPLITK_MODEL["serial_us"] + SPLITK_MODEL["serial_excess_us"]
@@ -611,9 +615,9 @@ def _wave_pick(
 EPILOGUE_RULE: Dict[str, Any] = {"fixup": True, "dtypes": tuple(DTYPES), "outs": ("f16", "bf16", "f32")}
 
 
-def _decode_floor_us(m: int, n: int, k: int) -> float:
-    """The mma.sync decode tiles' model time: the operands' bytes at
-    ``SPLITK_MODEL["hbm_gbs"]`` (they are not in the fitted rates; see :func:`_plane_route_us`)."""
+def _operand_floor_us(m: int, n: int, k: int) -> float:
+    """The operands' bytes at ``SPLITK_MODEL["hbm_gbs"]``: split-K's floor, and the mma.sync
+    decode tiles' model time (they are not in the fitted rates; see :func:`_plane_route_us`)."""
     return (m + n) * k * 2 / (SPLITK_MODEL["hbm_gbs"] * 1e3)
 
 
@@ -625,7 +629,7 @@ def _plane_route_us(cfg: Any, m: int, n: int, k: int, sms: int, model: Optional[
     operands' bytes at ``SPLITK_MODEL["hbm_gbs"]``; it is modelled at that floor."""
     base = cfg.base
     if isinstance(base, GemmConfig):
-        t = _decode_floor_us(m, n, k)
+        t = _operand_floor_us(m, n, k)
     else:
         t = estimate_us(base, m, n, k, sms=sms, model=model)
     return t + SPLITK_MODEL["fixup_us"] + 6 * m * n / (SPLITK_MODEL["fixup_gbs"] * 1e3)
