@@ -11,7 +11,8 @@ import shutil
 import numpy as np
 import pytest
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
-from test_gpu_splitk_epilogue import _activate  # the activations in float64
+from test_gpu_splitk import fake_tma  # noqa: F401 -- the fake-CuPy TMA fixture
+from test_gpu_splitk_epilogue import _activate, _bias  # float64 activations; a fake bias vector
 
 from layoutproof.gpu.config import GemmConfig, GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, ProofFailedError
@@ -138,6 +139,26 @@ def _request(m, n, k, alpha_beta=False):
         alpha_beta=alpha_beta,
         c_ld=(n, 0) if alpha_beta else (0, 0),
     )
+
+
+def test_fake_plan_runs_the_decode_tile_with_the_bias_in_its_own_parameters(fake_tma):  # noqa: F811
+    cp = fake_tma
+    m, n, k = 32, 4096, 14336
+    a, b = cp.array((m, k)), cp.array((k, n))
+    bias = _bias(cp, n)
+    c = runtime.gemm(a, b, bias=bias, activation="gelu")
+    cfg = runtime.last_launch["config"]
+    plan = runtime.last_launch["plan"]
+    assert cfg == MmaEpilogueConfig(P.mma_decode(m, n, k), "gelu")
+    # one launch, no workspace: A, B, C, M, N, K, lda, ldb, ldc, c_vec, then the bias
+    assert plan._ws is None and plan._fix is None
+    g = cp.launches[-1]
+    assert g["kinds"] == ["ptr"] * 3 + ["i32"] * 3 + ["i64"] * 3 + ["i32", "ptr"]
+    assert g["values"][2] == c.data.ptr and g["values"][3:6] == [m, n, k]
+    assert g["values"][-1] == bias.data.ptr
+    # with a C input the tile stores one plane that the fix-up turns into C
+    runtime.gemm(a, b, bias=bias, activation="gelu", c=cp.array((m, n)), beta=1.0)
+    assert isinstance(runtime.last_launch["config"], FixupEpilogueConfig)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")

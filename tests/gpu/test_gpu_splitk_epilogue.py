@@ -348,6 +348,28 @@ def test_fake_plan_decode_tile_then_one_plane_fixup_with_alpha_beta(fake_tma):  
     assert plan.decision.fixup.slot("cin") == 8 and not plan.decision.pdl_split
 
 
+def test_fake_plan_passes_the_fixup_epilogue_through_cupys_own_launcher(fake_tma):  # noqa: F811
+    # a CuPy without driver.launchKernel: the kernels are called with argument tuples, the
+    # split kernel's without the epilogue, the fix-up's with the bias, alpha, beta, C and ldci
+    cp = fake_tma
+    calls = []
+
+    def call(self, grid, block, args, **kw):
+        calls.append((self.name, tuple(args)))
+
+    cp.RawKernel.__call__ = call
+    cp.cuda.driver = type(cp.cuda.driver)()
+    m, n, k = 16, 4096, 4096
+    a, b = cp.array((m, k)), cp.array((k, n))
+    bias, cin = _bias(cp, m, np.float16), cp.array((m, n))
+    c = runtime.gemm(a, b, bias=bias, activation="silu", c=cin, alpha=2.0, beta=0.5, bias_along="m")
+    plan = runtime.last_launch["plan"]
+    (_, g), (_, f) = calls[-2], calls[-1]
+    assert len(g) == 10 and g[2] is plan._ws  # the mma.sync kernel's plain parameters, the plane
+    assert f[:2] == (plan._ws, c) and f[5] is bias and f[8] is cin
+    assert [float(x) for x in f[6:8]] == [2.0, 0.5] and int(f[9]) == n
+
+
 def test_fake_plan_refuses_the_fixup_epilogue_off_hopper_outputs(fake_tma):  # noqa: F811
     cp = fake_tma
     a, b = cp.array((16, 4096)), cp.array((4096, 4096))
