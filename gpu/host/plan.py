@@ -320,22 +320,25 @@ class _Launch:
         d = self.decision
         if d.activation is None or (d.fixup is not None and d.fixup.epilogue):
             return ()  # (the fix-up's, where it applies the epilogue: _fixup_epilogue_args)
-        out: Tuple[Any, ...] = (bvec,)
-        if d.slot("alpha") >= 0:
-            lds = tuple(np.int64(v) for i, v in d.statics if i > d.slot("cin"))
-            out += (np.float32(alpha), np.float32(beta), c) + lds
-        return out
+        return _epilogue_tail(d, bvec, c, alpha, beta)
 
     def _fixup_epilogue_args(self, bvec: Any, c: Any, alpha: float, beta: float) -> Tuple[Any, ...]:
         """The fix-up's epilogue arguments for CuPy's own launcher (none without one)."""
         fx = self.decision.fixup
         if fx is None or not fx.epilogue:
             return ()
-        out: Tuple[Any, ...] = (bvec,)
-        if fx.slot("alpha") >= 0:
-            lds = tuple(np.int64(v) for i, v in fx.statics if i > fx.slot("cin"))
-            out += (np.float32(alpha), np.float32(beta), c) + lds
-        return out
+        return _epilogue_tail(fx, bvec, c, alpha, beta)
+
+
+def _epilogue_tail(launch: Any, bvec: Any, c: Any, alpha: float, beta: float) -> Tuple[Any, ...]:
+    """The epilogue's trailing arguments of a kernel whose parameters ``launch`` describes (a
+    ``LaunchDecision`` or its ``FixupLaunch``: ``slot`` and ``statics``): the bias; with
+    alpha/beta, alpha, beta, the C input and the fixed strides after it."""
+    out: Tuple[Any, ...] = (bvec,)
+    if launch.slot("alpha") >= 0:
+        lds = tuple(np.int64(v) for i, v in launch.statics if i > launch.slot("cin"))
+        out += (np.float32(alpha), np.float32(beta), c) + lds
+    return out
 
 
 # ============================================================================ 2-D plans
@@ -582,8 +585,7 @@ class GemmPlan(_Launch):
             if self._pdl_split is None:  # else: launched as a programmatic dependent
                 self._issue(lambda: self._args(xa, xb, target, cvec, bvec, c, alpha, beta))
             if self._fix is not None:  # split-K: sum the partial planes into C (stream order)
-                self._fx_args = self._fixup_epilogue_args(bvec, c, alpha, beta)
-                self._launch_fixup(target)
+                self._launch_fixup(target, self._fixup_epilogue_args(bvec, c, alpha, beta))
         if self.orient == "copy":
             out[...] = target
         last_launch.update(self._info)
@@ -640,14 +642,15 @@ class GemmPlan(_Launch):
                 self._fixup_ptr(pc, sp)
         last_launch.update(self._info)
 
-    def _launch_fixup(self, target: Any) -> None:
+    def _launch_fixup(self, target: Any, extra: Tuple[Any, ...] = ()) -> None:
         """The fix-up kernel after the split kernel: a programmatic dependent launch where
-        the driver took one, else in stream order."""
-        self._fixup_ptr(target.data.ptr, self._cupy.cuda.get_current_stream().ptr, target)
-
-    def _fixup_ptr(self, pc: int, sp: int, target: Any = None) -> None:
-        """:meth:`_launch_fixup` for C at ``pc`` on stream ``sp`` (``target``: the array, for
+        the driver took one, else in stream order (``extra``: its epilogue's arguments, for
         CuPy's own launcher)."""
+        self._fixup_ptr(target.data.ptr, self._cupy.cuda.get_current_stream().ptr, target, extra)
+
+    def _fixup_ptr(self, pc: int, sp: int, target: Any = None, extra: Tuple[Any, ...] = ()) -> None:
+        """:meth:`_launch_fixup` for C at ``pc`` on stream ``sp`` (``target`` and ``extra``: the
+        array and the epilogue's arguments, for CuPy's own launcher)."""
         if self._fix is None:
             raise GemmConfigError("the plan has no fix-up kernel to launch")
         frk, fpb, fg = self._fix
@@ -662,7 +665,7 @@ class GemmPlan(_Launch):
             )
         else:
             args = (self._ws, target, np.int32(self.m), np.int32(self.n), np.int64(self._ldc))
-            frk(fg, (self._fix_threads, 1, 1), args + getattr(self, "_fx_args", ()))
+            frk(fg, (self._fix_threads, 1, 1), args + extra)
 
     def _args(
         self, xa: Any, xb: Any, target: Any, cvec: int, bvec: Any, c: Any, alpha: float, beta: float
