@@ -35,12 +35,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..config import GemmConfig, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
-from ..proof import kir, obligations
+from ..proof import kir
 from ..proof.record import ProofLog
 from .epilogue import ACTIVATIONS, BIAS_AXES, BIAS_DTYPES
 from .mma_sync import generate
 from .toolkit import STORE2, GemmKernel, addr_of, finish
-from .variant import BaseKernelFields
+from .variant import BaseKernelFields, base_plan_proofs
 
 __all__ = ["MmaEpilogueConfig", "generate_mma_epilogue", "MMA_EPILOGUE_VERSION"]
 
@@ -89,21 +89,6 @@ class MmaEpilogueConfig(BaseKernelFields):
                 f"MmaEpilogueConfig: bias_dtype={self.bias_dtype!r} must be 'f32', 'f16' or 'bf16'"
             )
         return self
-
-
-def _plan_proofs(k: GemmKernel) -> List[Any]:
-    """The base kernel's proofs of its plans: its log without the IR obligations ``finish``
-    appended (discharged again on the rewritten tree), counted by re-running them."""
-    tmp = ProofLog()
-    obligations.discharge(k.ir, tmp)
-    allp = list(k.proofs)
-    n = len(tmp)
-    if [p.statement for p in allp[len(allp) - n :]] != [p.statement for p in tmp]:
-        raise ProofFailedError(
-            "mma epilogue: the base kernel's log does not end with its IR obligations",
-            condition="mma epilogue rewrite",
-        )
-    return allp[: len(allp) - n]
 
 
 def _stores(body: kir.Block) -> Tuple[Any, Any, Any]:
@@ -259,7 +244,7 @@ def generate_mma_epilogue(
     if memo and (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
     base = generate(cfg.base, prob, memo=memo)
-    log = ProofLog(_plan_proofs(base))
+    log = ProofLog(base_plan_proofs(base, None))
     h = hashlib.sha256(f"{MMA_EPILOGUE_VERSION}{cfg.key()}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_ep_{prob.key()}_{h}"
     ir, F, fxy = _rewrite(base.ir, cfg)

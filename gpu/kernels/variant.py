@@ -14,7 +14,7 @@ cluster reduction): each is the warp-specialized TMA kernel of
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Optional
 
 from ..errors import ProofFailedError
 from ..proof import kir, obligations
@@ -143,15 +143,18 @@ def find_param(
     raise ProofFailedError(f"{what}: no parameter {name!r}", condition=condition, witness=name)
 
 
-def base_plan_proofs(k: GemmKernel, cfg: Sm90Config) -> List[Any]:
+def base_plan_proofs(k: GemmKernel, cfg: Optional[Sm90Config]) -> List[Any]:
     """The base kernel's proofs of its plans (buffers, TMA boxes, descriptors, atom, C map,
     scheduler, epilogue): its log without the IR obligations ``finish`` appended, which are
-    discharged again on the rewritten tree.  Counted by re-running them on the base IR."""
+    discharged again on the rewritten tree.  Counted by re-running them on the base IR (and,
+    for a warp-specialized ``cfg``, its mbarrier protocol; None: a kernel without one, the
+    mma.sync kernel)."""
     tmp = ProofLog()
     rep = obligations.discharge(k.ir, tmp)
     del rep
-    tx = expect_tx_bytes(k.ir)
-    prove_ws_protocol(k.ir, cfg, tx, tmp, cfg.cluster)
+    if cfg is not None:
+        tx = expect_tx_bytes(k.ir)
+        prove_ws_protocol(k.ir, cfg, tx, tmp, cfg.cluster)
     n_post = len(tmp)
     allp = list(k.proofs)
     tail = [p.statement for p in allp[len(allp) - n_post :]]
