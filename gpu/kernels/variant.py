@@ -143,16 +143,20 @@ def find_param(
     raise ProofFailedError(f"{what}: no parameter {name!r}", condition=condition, witness=name)
 
 
-def base_plan_proofs(k: GemmKernel, cfg: Optional[Sm90Config]) -> List[Any]:
+def base_plan_proofs(
+    k: GemmKernel, cfg: Optional[Sm90Config], protocol: Optional[Callable[[kir.Kernel, ProofLog], Any]] = None
+) -> List[Any]:
     """The base kernel's proofs of its plans (buffers, TMA boxes, descriptors, atom, C map,
     scheduler, epilogue): its log without the IR obligations ``finish`` appended, which are
-    discharged again on the rewritten tree.  Counted by re-running them on the base IR (and,
-    for a warp-specialized ``cfg``, its mbarrier protocol; None: a kernel without one, the
-    mma.sync kernel)."""
+    discharged again on the rewritten tree.  Counted by re-running them on the base IR (and
+    its mbarrier protocol: ``protocol(ir, log)`` where given, else the warp-specialized
+    kernel's for ``cfg``; None for both: a kernel without one, the mma.sync kernel)."""
     tmp = ProofLog()
     rep = obligations.discharge(k.ir, tmp)
     del rep
-    if cfg is not None:
+    if protocol is not None:
+        protocol(k.ir, tmp)
+    elif cfg is not None:
         tx = expect_tx_bytes(k.ir)
         prove_ws_protocol(k.ir, cfg, tx, tmp, cfg.cluster)
     n_post = len(tmp)

@@ -40,6 +40,7 @@ from ..proof.pingpong_model import prove_pingpong
 from ..proof.record import ProofLog
 from .epilogue import EpilogueConfig, check_compute, epilogue_ir
 from .toolkit import GemmKernel, OperandPlan, finish, ir_const, ir_var
+from .variant import base_plan_proofs, expect_tx_bytes
 from .wgmma import plan_operands
 from .wgmma_core import GENERATOR_VERSION, Sm90Config, acc_ir, acc_type, kernel90, scale_ir, wgmma_batch_ir
 from .wgmma_ws import (
@@ -706,12 +707,8 @@ def generate_pingpong_epilogue(
     check_compute(cfg, prob)
     base = generate_pingpong(cfg.base, prob, memo=memo)
     # the base's plan proofs: its log less the IR obligations and protocol finish appended
-    tmp = ProofLog()
-    obligations.discharge(base.ir, tmp)
-    tx = next(n.nbytes for n in kir.walk(base.ir.body) if isinstance(n, kir.MbarExpectTx))
-    prove_pingpong_protocol(base.ir, cfg.base, tx, tmp)
-    allp = list(base.proofs)
-    log = ProofLog(allp[: len(allp) - len(tmp)])
+    tx = expect_tx_bytes(base.ir)
+    log = ProofLog(base_plan_proofs(base, None, lambda kk, lg: prove_pingpong_protocol(kk, cfg.base, tx, lg)))
     h = hashlib.sha256(f"pingpong-epilogue{cfg}{cfg.key()}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90pp_ep_{prob.key()}_{h}"
     ir, _fn = epilogue_ir(base.ir, cfg, prob, log, name)
