@@ -28,7 +28,7 @@ from typing import Any, Callable, FrozenSet, List, Optional, Tuple
 
 from ..errors import ProofFailedError
 from .record import ProofLog
-from .statespace import ACQUIRE, RELEASE, explore, held
+from .statespace import ACQUIRE, RELEASE, check_sizes, explore, held
 
 __all__ = ["check_pingpong", "prove_pingpong", "PingpongRing"]
 
@@ -278,16 +278,10 @@ def check_pingpong(
     ...
     layoutproof.gpu.errors.ProofFailedError: ping-pong ring (...): consumer agent ... for k-tile ...
     """
-    for nm, v, lo in (
-        ("stages", stages, 1),
-        ("tiles", tiles, 0),
-        ("k_tiles", k_tiles, 0),
-        ("agents", agents, 1),
-    ):
-        if type(v) is not int or v < lo:
-            raise ProofFailedError(
-                f"check_pingpong: {nm}={v!r} must be an int >= {lo}", condition="model parameters"
-            )
+    check_sizes(
+        "check_pingpong",
+        (("stages", stages, 1), ("tiles", tiles, 0), ("k_tiles", k_tiles, 0), ("agents", agents, 1)),
+    )
     if len(owners) != len(ring) or not owners:
         raise ProofFailedError(
             "check_pingpong: one (first tile, stride) and one (ring start, skip) per consumer",

@@ -40,7 +40,7 @@ from ..errors import ProofFailedError
 from .record import ProofLog
 from .statespace import ACQUIRE as _ACQ
 from .statespace import RELEASE as _REL
-from .statespace import explore, held
+from .statespace import check_sizes, explore, held
 
 __all__ = ["check_pipeline", "prove_pipeline"]
 
@@ -150,17 +150,16 @@ def _check_parameters(
 ) -> int:
     """The model's sizes checked (else :class:`ProofFailedError`, condition ``model
     parameters``); returns the empty barriers' expected arrival count."""
-    for nm, v, lo in (
-        ("stages", stages, 1),
-        ("consumers", consumers, 1),
-        ("tiles", tiles, 0),
-        ("k_tiles", k_tiles, 0),
-        ("ctas", ctas, 1),
-    ):
-        if type(v) is not int or v < lo:
-            raise ProofFailedError(
-                f"check_pipeline: {nm}={v!r} must be an int >= {lo}", condition="model parameters"
-            )
+    check_sizes(
+        "check_pipeline",
+        (
+            ("stages", stages, 1),
+            ("consumers", consumers, 1),
+            ("tiles", tiles, 0),
+            ("k_tiles", k_tiles, 0),
+            ("ctas", ctas, 1),
+        ),
+    )
     if ctas > 2:
         raise ProofFailedError(
             f"check_pipeline: ctas={ctas}: clusters of 1 or 2 CTAs", condition="model parameters"

@@ -15,9 +15,11 @@ agent of the ring models holds from its program.
 
 from __future__ import annotations
 
-from typing import Callable, FrozenSet, Hashable, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, FrozenSet, Hashable, List, Optional, Tuple, TypeVar
 
-__all__ = ["explore", "ACQUIRE", "RELEASE", "held"]
+from ..errors import ProofFailedError
+
+__all__ = ["explore", "ACQUIRE", "RELEASE", "held", "check_sizes"]
 
 S = TypeVar("S", bound=Hashable)
 
@@ -68,3 +70,12 @@ def held(prog: Tuple[Tuple[int, ...], ...], pc: int, key: int) -> FrozenSet[int]
         elif act[0] == RELEASE:
             out.discard(act[key])
     return frozenset(out)
+
+
+def check_sizes(who: str, sizes: Tuple[Tuple[str, Any, int], ...]) -> None:
+    """Each ``(name, value, least)`` of a model's sizes is an int of at least ``least``, else
+    a :class:`~layoutproof.gpu.errors.ProofFailedError` (condition ``model parameters``)
+    naming ``who`` and the size."""
+    for nm, v, lo in sizes:
+        if type(v) is not int or v < lo:
+            raise ProofFailedError(f"{who}: {nm}={v!r} must be an int >= {lo}", condition="model parameters")
