@@ -5,10 +5,10 @@ result against a float64 dequantize-and-multiply reference."""
 
 import re
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
+from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
@@ -210,18 +210,7 @@ NVCC = shutil.which("nvcc")
 @pytest.mark.parametrize("cfg", [bs.BLOCKSCALE_DEFAULT, SMALL], ids=["128x128", "64x128"])
 def test_blockscale_kernel_compiles_for_sm90a_without_spills(tmp_path, cfg):
     k = bs.generate_blockscale(cfg, GemmProblem("k", "k", "e4m3"))
-    src = tmp_path / "k.cu"
-    src.write_text(k.source)
-    r = subprocess.run(
-        [NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v"]
-        + ["-o", str(tmp_path / "k.cubin"), str(src)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr + r.stdout)
-    assert spills and all(s == "0" and lo == "0" for s, lo in spills)
+    _nvcc_sm90a(k.source, tmp_path)
 
 
 # ----------------------------------------------------------------------------- on a GPU

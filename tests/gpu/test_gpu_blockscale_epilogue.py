@@ -6,11 +6,11 @@ dequantize-and-multiply reference with the epilogue applied."""
 
 import re
 import shutil
-import subprocess
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
@@ -167,18 +167,7 @@ def test_blockscale_epilogue_kernel_compiles_for_sm90a_without_spills(tmp_path):
     k = bs.generate_blockscale(
         problem=GemmProblem("k", "k", "e4m3", "bf16"), epilogue=EpilogueConfig(D, "gelu", True, "m", "bf16")
     )
-    src = tmp_path / "k.cu"
-    src.write_text(k.source)
-    r = subprocess.run(
-        [NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v"]
-        + ["-o", str(tmp_path / "k.cubin"), str(src)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr + r.stdout)
-    assert spills and all(s == "0" and lo == "0" for s, lo in spills)
+    _nvcc_sm90a(k.source, tmp_path)
 
 
 # ----------------------------------------------------------------------------- the host's decisions

@@ -6,9 +6,9 @@ spills or wgmma serialization, and on a GPU it matches the float64 reference."""
 
 import re
 import shutil
-import subprocess
 
 import pytest
+from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
@@ -190,19 +190,7 @@ NVCC = shutil.which("nvcc")
 )
 def test_variants_compile_without_spills_or_wgmma_serialization(tmp_path, cfg, kw):
     k = bs.generate_blockscale(cfg, GemmProblem("k", "k", "e4m3"), **kw)
-    src = tmp_path / "k.cu"
-    src.write_text(k.source)
-    r = subprocess.run(
-        [NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v"]
-        + ["-o", str(tmp_path / "k.cubin"), str(src)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    out = r.stderr + r.stdout
-    assert r.returncode == 0, r.stderr[-3000:]
-    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", out)
-    assert spills and all(s == "0" and lo == "0" for s, lo in spills)
+    out = _nvcc_sm90a(k.source, tmp_path)
     assert "serialized" not in out, out[-2000:]
 
 

@@ -4,9 +4,9 @@ wgmma atoms against PTX, the kernels generated and proven for them, planted bugs
 import dataclasses
 import re
 import shutil
-import subprocess
 
 import pytest
+from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 
 from layoutproof import Layout
 from layoutproof.errors import MalformedLayoutError
@@ -202,18 +202,7 @@ NVCC = shutil.which("nvcc")
 @pytest.mark.parametrize("dtype", ["tf32", "e4m3", "s8"])
 def test_typed_ws_kernels_compile_for_sm90a_without_spills(tmp_path, dtype):
     k = generate_sm90(HOPPER_DEFAULT, GemmProblem("k", "k", dtype))
-    src = tmp_path / "k.cu"
-    src.write_text(k.source)
-    r = subprocess.run(
-        [NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v"]
-        + ["-o", str(tmp_path / "k.cubin"), str(src)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr + r.stdout)
-    assert spills and all(s == "0" and lo == "0" for s, lo in spills)
+    _nvcc_sm90a(k.source, tmp_path)
 
 
 # ----------------------------------------------------------------------------- host rule

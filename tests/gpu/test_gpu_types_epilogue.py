@@ -2,13 +2,12 @@
 their IR (f32 arithmetic, or exact s32 for integers stored as s32), what a call may fuse
 (decide_typed_epilogue), batches, planted bugs caught -- and on a GPU, the results."""
 
-import re
 import shutil
-import subprocess
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedError
@@ -191,18 +190,7 @@ NVCC = shutil.which("nvcc")
 def test_typed_epilogue_kernels_compile_without_spills(tmp_path, dtype, out, cfg, batch):
     prob = GemmProblem("k", "k", dtype, out, batch=batch)
     k = generate_sm90(cfg, prob) if cfg is H else generate_epilogue(cfg, prob)
-    src = tmp_path / "k.cu"
-    src.write_text(k.source)
-    r = subprocess.run(
-        [NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v"]
-        + ["-o", str(tmp_path / "k.cubin"), str(src)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr + r.stdout)
-    assert spills and all(s == "0" and lo == "0" for s, lo in spills)
+    _nvcc_sm90a(k.source, tmp_path)
 
 
 # ----------------------------------------------------------------------------- on a GPU
