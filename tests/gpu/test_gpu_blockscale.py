@@ -342,6 +342,27 @@ class _FakeCupy:
         return _Arr(shape, (shape[1], 1), 2 if dtype == "uint16" else 4, dtype, 1 << 30)
 
 
+def params_by_name(params, args):
+    """The launch's arguments by parameter name, each checked against its parameter's C
+    type (tensor maps, pointers, int, long long, float)."""
+    byname = {}
+    for (ctype, var), arg in zip(params, args):
+        if "lp_tmap_t" in ctype:
+            assert arg[0] == "tmap"
+        elif ctype.rstrip().endswith("*") or "* __restrict__" in ctype:
+            assert arg[0] == "ptr", (var.name, arg)
+        elif ctype == "int":
+            assert isinstance(arg, np.int32), var.name
+        elif ctype == "long long":
+            assert isinstance(arg, np.int64), var.name
+        elif ctype == "float":
+            assert isinstance(arg, np.float32), var.name
+        else:
+            raise AssertionError(ctype)
+        byname[var.name] = arg
+    return byname
+
+
 def test_launch_arguments_match_the_kernel_parameters(monkeypatch):
     """The host's arguments, in the kernel's parameter order, with the parameter's C type:
     tensor maps, pointers (C, then the scales at their own addresses), 32/64-bit integers
@@ -362,21 +383,7 @@ def test_launch_arguments_match_the_kernel_parameters(monkeypatch):
     (kern, (grid, block, args), kw) = calls[0]
     params = kern.ir.params
     assert len(args) == len(params) and block == (kern.threads, 1, 1) and kw["shared_mem"] == kern.smem_bytes
-    byname = {}
-    for (ctype, var), arg in zip(params, args):
-        if "lp_tmap_t" in ctype:
-            assert arg[0] == "tmap"
-        elif ctype.rstrip().endswith("*") or "* __restrict__" in ctype:
-            assert arg[0] == "ptr", (var.name, arg)
-        elif ctype == "int":
-            assert isinstance(arg, np.int32), var.name
-        elif ctype == "long long":
-            assert isinstance(arg, np.int64), var.name
-        elif ctype == "float":
-            assert isinstance(arg, np.float32), var.name
-        else:
-            raise AssertionError(ctype)
-        byname[var.name] = arg
+    byname = params_by_name(params, args)
     assert byname["tmA"][1:] == (0x10000, m, k, k) and byname["tmB"][1:] == (0x200000, n, k, k)
     assert (byname["M"], byname["N"], byname["K"]) == (m, n, k // 2)
     assert byname["SA"][1] == 0x400000 and byname["SB"][1] == 0x500000 and byname["C"][1] == 1 << 30

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_gpu_blockscale import params_by_name  # launch arguments by name, C types checked
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 
 from layoutproof.gpu.config import GemmProblem
@@ -289,21 +290,7 @@ def _launched(f):
     kern, (grid, block, args), kw = f.calls[-1]
     params = kern.ir.params
     assert len(args) == len(params)
-    byname = {}
-    for (ctype, var), arg in zip(params, args):
-        if "lp_tmap_t" in ctype:
-            assert arg[0] == "tmap"
-        elif ctype.rstrip().endswith("*") or "* __restrict__" in ctype:
-            assert arg[0] == "ptr", (var.name, arg)
-        elif ctype == "int":
-            assert isinstance(arg, np.int32), var.name
-        elif ctype == "long long":
-            assert isinstance(arg, np.int64), var.name
-        elif ctype == "float":
-            assert isinstance(arg, np.float32), var.name
-        else:
-            raise AssertionError(ctype)
-        byname[var.name] = arg
+    byname = params_by_name(params, args)
     return kern, byname
 
 
