@@ -150,6 +150,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     from .kernels.mma_sync import generate
 
+    fixup: Any = None  # split-K's fix-up kernel, where the rule splits K
     try:
         prob = GemmProblem(args.a_major, args.b_major, args.dtype, args.out_dtype).validate()
         if min(args.m, args.n, args.k) < 1:
@@ -167,6 +168,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             cfg = decide_typed(args.m, args.n, args.k, args.dtype, args.out_dtype, 132, cfg).config
             kern = generate_sm90(cfg, prob)
         elif args.path == "wgmma":
+            from .host.cache import splitk_kernels_for
+            from .kernels.splitk import SplitKConfig
             from .kernels.wgmma import generate_sm90
             from .kernels.wgmma_pingpong import generate_pingpong
 
@@ -175,7 +178,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                 if args.sm90_config
                 else choose_config(args.m, args.n, args.k, prob, hopper=True, tma=True)
             )
-            kern = (generate_pingpong if cfg.schedule == "pingpong" else generate_sm90)(cfg, prob)
+            if isinstance(cfg, SplitKConfig):  # the rule split K: the split kernel and its reduction
+                kern, fixup = splitk_kernels_for(cfg, prob, disk=False)
+            else:
+                kern = (generate_pingpong if cfg.schedule == "pingpong" else generate_sm90)(cfg, prob)
         else:
             cfg = (
                 parse_config(args.config)
@@ -195,14 +201,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         f"proved {len(kern.proofs)} obligations ({kern.proofs.cases} cases) in {dt:.2f} s; "
         f"swizzles A {kern.swizzles['a']}, B {kern.swizzles['b']}"
     )
+    if fixup is not None:
+        print(f"fix-up kernel {fixup.name}: {fixup.threads} threads, {len(fixup.proofs)} obligations proved")
     if args.emit is not None:
-        try:
-            with open(args.emit, "w") as f:
-                f.write(kern.source)
-        except OSError as e:
-            print(f"layoutproof gemm: error: cannot write {args.emit}: {e.strerror}", file=sys.stderr)
-            return 2
-        print(f"wrote {args.emit} ({len(kern.source)} bytes)")
+        stem, ext = os.path.splitext(args.emit)
+        files = [(args.emit, kern)] + ([(f"{stem}_fixup{ext or '.cu'}", fixup)] if fixup is not None else [])
+        for path, k in files:
+            try:
+                with open(path, "w") as f:
+                    f.write(k.source)
+            except OSError as e:
+                print(f"layoutproof gemm: error: cannot write {path}: {e.strerror}", file=sys.stderr)
+                return 2
+            print(f"wrote {path} ({len(k.source)} bytes)")
     if args.no_run:
         return 0
     if args.dtype in TC_TYPES:

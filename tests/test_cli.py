@@ -489,6 +489,31 @@ def test_gemm_default_config_is_what_gemm_runs(path, hopper, shape, tmp_path, ca
     assert name in out.read_text()
 
 
+@pytest.mark.parametrize("shape, fixup", [((16, 4096, 4096), True), ((16, 8192, 8192), False)])
+def test_gemm_emits_the_split_kernels_where_the_rule_splits_k(shape, fixup, tmp_path, capsys):
+    """A decode shape the wgmma rule splits along K: the split kernel (and, with the fix-up
+    reduction, the fix-up kernel beside it, FILE_fixup.cu); the cluster reduction is one
+    kernel.  (These shapes used to end in an AttributeError.)"""
+    from layoutproof.gpu.cli import main
+    from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.host.rule import choose_config
+    from layoutproof.gpu.kernels.splitk import SplitKConfig
+
+    m, n, k = shape
+    out = tmp_path / "k.cu"
+    argv = ["--no-run", "--m", str(m), "--n", str(n), "--k", str(k), "--emit", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    want = choose_config(m, n, k, GemmProblem("k", "n", "f16", None).validate(), hopper=True, tma=True)
+    assert isinstance(want, SplitKConfig) and (want.reduction == "kernel") == fixup
+    assert f": {want.key()} " in text.splitlines()[0]
+    assert text.splitlines()[0].split()[1].rstrip(":") in out.read_text()
+    side = tmp_path / "k_fixup.cu"
+    assert side.exists() == fixup and ("fix-up kernel lp_splitk_reduce" in text) == fixup
+    if fixup:
+        assert "lp_splitk_reduce" in side.read_text()
+
+
 @pytest.mark.parametrize(
     "dtype, out_dtype, shape",
     [("e4m3", "bf16", (8192, 8192, 8192)), ("tf32", None, (2048, 7168, 4096)), ("s8", "f16", (100, 64, 64))],
