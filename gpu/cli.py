@@ -87,9 +87,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--path",
-        choices=["wgmma", "mma.sync"],
+        choices=["wgmma", "mma.sync", "auto"],
         default="wgmma",
-        help="wgmma: the Hopper kernel (default); mma.sync: the SM80-style kernel",
+        help="wgmma: the Hopper kernel (default); mma.sync: the SM80-style kernel; auto: the one "
+        "layoutproof.gpu.gemm runs on Hopper (path='auto': the decode rule's mma.sync tiles included)",
     )
     p.add_argument(
         "--config",
@@ -111,6 +112,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check_args(args: argparse.Namespace) -> Optional[str]:
     """The first problem with the arguments, or None."""
+    if args.path == "auto" and (args.config is not None or args.sm90_config is not None):
+        return (
+            "--path auto takes the rule's kernel: give --config with --path mma.sync, "
+            "--sm90-config with --path wgmma"
+        )
     if args.config is not None and args.path != "mma.sync":
         return (
             f"--config is the mma.sync kernel's block; this is --path {args.path} "
@@ -121,7 +127,7 @@ def _check_args(args: argparse.Namespace) -> Optional[str]:
     if args.b_major is None:
         args.b_major = "k" if args.dtype in TC_TYPES else "n"
     if args.dtype in TC_TYPES:
-        if args.path != "wgmma":
+        if args.path == "mma.sync":
             return f"--dtype {args.dtype} runs on the wgmma kernel (drop --path {args.path})"
         if args.a_major != "k" or args.b_major != "k":
             return (
@@ -167,18 +173,21 @@ def main(argv: Optional[List[str]] = None) -> int:
             # the rule's pick for an H100/H200's 132 SMs, as choose_config's default
             cfg = decide_typed(args.m, args.n, args.k, args.dtype, args.out_dtype, 132, cfg).config
             kern = generate_sm90(cfg, prob)
-        elif args.path == "wgmma":
+        elif args.path in ("wgmma", "auto"):
             from .host.cache import splitk_kernels_for
             from .kernels.splitk import SplitKConfig
             from .kernels.wgmma import generate_sm90
             from .kernels.wgmma_pingpong import generate_pingpong
 
+            mma = args.path == "auto"  # gemm's path='auto': the decode rule's mma.sync tiles too
             cfg = (
                 parse_sm90_config(args.sm90_config)
                 if args.sm90_config
-                else choose_config(args.m, args.n, args.k, prob, hopper=True, tma=True)
+                else choose_config(args.m, args.n, args.k, prob, hopper=True, tma=True, mma=mma)
             )
-            if isinstance(cfg, SplitKConfig):  # the rule split K: the split kernel and its reduction
+            if isinstance(cfg, GemmConfig):  # a decode tile of the mma.sync kernel
+                kern = generate(cfg, prob)
+            elif isinstance(cfg, SplitKConfig):  # the rule split K: the split kernel and its reduction
                 kern, fixup = splitk_kernels_for(cfg, prob, disk=False)
             else:
                 kern = (generate_pingpong if cfg.schedule == "pingpong" else generate_sm90)(cfg, prob)
@@ -230,7 +239,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     # wgmma without an explicit --sm90-config: the runtime's default for this machine (the
     # TMA kernels need cuda-python; without it the cp.async kernel runs)
-    run_cfg = None if (args.path == "wgmma" and not args.sm90_config) else cfg
+    run_cfg = None if (args.path in ("wgmma", "auto") and not args.sm90_config) else cfg
     return _run(args, run_cfg, prob)
 
 

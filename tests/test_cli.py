@@ -489,6 +489,26 @@ def test_gemm_default_config_is_what_gemm_runs(path, hopper, shape, tmp_path, ca
     assert name in out.read_text()
 
 
+def test_gemm_path_auto_emits_what_gemm_runs_on_hopper_decode_tiles_included(tmp_path, capsys):
+    """``--path auto`` is gemm's path='auto': the decode rule's mma.sync tile for 32x4096x14336,
+    the wgmma pick elsewhere; a --config or --sm90-config with it is refused by name."""
+    from layoutproof.gpu.cli import main
+    from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.host.rule import choose_config
+
+    prob = GemmProblem("k", "n", "f16", None).validate()
+    for m, n, k in [(32, 4096, 14336), (4096, 4096, 4096)]:
+        out = tmp_path / "k.cu"
+        argv = ["--no-run", "--path", "auto", "--m", str(m), "--n", str(n), "--k", str(k), "--emit", str(out)]
+        assert main(argv) == 0
+        first = capsys.readouterr().out.splitlines()[0]
+        want = choose_config(m, n, k, prob, hopper=True, tma=True, mma=True)
+        assert f": {want.key()} " in first and first.split()[1].rstrip(":") in out.read_text()
+    assert "32x32x128_w2x2_s8" in choose_config(32, 4096, 14336, prob, hopper=True, tma=True, mma=True).key()
+    assert main(["--no-run", "--path", "auto", "--config", "64x64x32/2x2/3"]) == 2
+    assert "--path auto takes the rule's kernel" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("shape, fixup", [((16, 4096, 4096), True), ((16, 8192, 8192), False)])
 def test_gemm_emits_the_split_kernels_where_the_rule_splits_k(shape, fixup, tmp_path, capsys):
     """A decode shape the wgmma rule splits along K: the split kernel (and, with the fix-up
