@@ -333,6 +333,49 @@ def _gelu_as_emitted(x: np.ndarray) -> np.ndarray:
     return fma(-ax, h, np.maximum(x, f(0)))
 
 
+def test_the_emitted_gelu_constants_are_the_fit_of_tools_gelu_fit():
+    # the helper's scale and polynomial are tools/gelu_fit.py's degree-6 fit, rounded to f32
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    from layoutproof.gpu.proof import kir
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "gelu_fit.py"
+    spec = importlib.util.spec_from_file_location("gelu_fit", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    import mpmath
+
+    mpmath.mp.dps = 30
+    err, c = mod.fit(6, 0.5)
+    assert err < 1e-6
+    body = kir._HELPERS["act"][kir._HELPERS["act"].index("float lp_act_gelu") :]
+    scale = float(re.search(r"fmaf\(([-0-9.]+)f, ax, 1\.f\)", body).group(1))
+    first = re.search(r"float p = fmaf\(t, ([-0-9.]+)f, ([-0-9.]+)f\)", body)
+    rest = [float(x) for x in re.findall(r"p = fmaf\(t, p, ([-0-9.]+)f\)", body)]
+    emitted = [float(first.group(1)), float(first.group(2))] + rest  # highest power first
+    assert np.float32(scale) == np.float32(0.5 / np.sqrt(2))
+    assert [np.float32(x) for x in emitted] == [np.float32(x) for x in c[::-1]]
+
+
+def test_a_bias_prefetch_without_its_guard_is_refused(monkeypatch):
+    # the prefetch of the tile's last bias line past N (no `< N` guard) is an access out of
+    # bounds, refused like a load
+    real = epilogue._prefetch_ir
+
+    def unguarded(F):
+        stmts = real(F)
+        outer = stmts[0]
+        decl, guarded = outer.then.body
+        return [type(outer)(outer.cond, type(outer.then)((decl, *guarded.then.body)), comment=outer.comment)]
+
+    monkeypatch.setattr(epilogue, "_prefetch_ir", unguarded)
+    with pytest.raises(ProofFailedError) as e:
+        generate_epilogue(EpilogueConfig(BASE, "relu"), GemmProblem("k", "n"), memo=False)
+    assert "bias prefetch" in str(e.value)
+
+
 def test_the_emitted_gelu_is_within_float32_rounding_of_the_erf_form():
     import math
 
