@@ -69,6 +69,7 @@ __all__ = [
     "S32_ACTIVATIONS",
     "compute_type",
     "check_compute",
+    "check_epilogue_fields",
 ]
 
 ACTIVATIONS = ("none", "relu", "silu", "gelu")
@@ -133,21 +134,28 @@ class EpilogueConfig(WsVariantFields):
                 "EpilogueConfig: the fused epilogue rewrites the warp-specialized TMA kernel "
                 "(schedule='ws', loader='tma')"
             )
-        if self.activation not in ACTIVATIONS:
-            raise GemmConfigError(
-                f"EpilogueConfig: activation={self.activation!r} must be one of {ACTIVATIONS}"
-            )
-        if self.bias_axis not in BIAS_AXES:
-            raise GemmConfigError(f"EpilogueConfig: bias_axis={self.bias_axis!r} must be one of {BIAS_AXES}")
-        if self.bias_dtype not in BIAS_DTYPES:
-            raise GemmConfigError(
-                f"EpilogueConfig: bias_dtype={self.bias_dtype!r} must be one of {tuple(BIAS_DTYPES)}"
-            )
+        check_epilogue_fields(
+            "EpilogueConfig", self.activation, self.bias_axis, self.bias_dtype, tuple(BIAS_DTYPES)
+        )
         if self.alpha_only and self.alpha_beta:
             raise GemmConfigError(
                 "EpilogueConfig: alpha_only (alpha * A @ B, no C input) and alpha_beta exclude each other"
             )
         return self
+
+
+def check_epilogue_fields(
+    who: str, activation: str, bias_axis: str, bias_dtype: str, dtypes: Tuple[str, ...]
+) -> None:
+    """The fields every fused epilogue's configuration shares (``who`` names it in the
+    refusals): the activation one of :data:`ACTIVATIONS`, the bias axis one of
+    :data:`BIAS_AXES`, the bias type one of ``dtypes``."""
+    if activation not in ACTIVATIONS:
+        raise GemmConfigError(f"{who}: activation={activation!r} must be one of {ACTIVATIONS}")
+    if bias_axis not in BIAS_AXES:
+        raise GemmConfigError(f"{who}: bias_axis={bias_axis!r} must be one of {BIAS_AXES}")
+    if bias_dtype not in dtypes:
+        raise GemmConfigError(f"{who}: bias_dtype={bias_dtype!r} must be one of {dtypes}")
 
 
 def compute_type(prob: GemmProblem) -> str:

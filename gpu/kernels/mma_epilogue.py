@@ -37,7 +37,7 @@ from ..config import GemmConfig, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..proof import kir
 from ..proof.record import ProofLog
-from .epilogue import ACTIVATIONS, BIAS_AXES, BIAS_DTYPES
+from .epilogue import BIAS_DTYPES, check_epilogue_fields
 from .mma_sync import generate
 from .toolkit import STORE2, GemmKernel, addr_of, finish
 from .variant import BaseKernelFields, base_plan_proofs
@@ -76,18 +76,9 @@ class MmaEpilogueConfig(BaseKernelFields):
                 f"{type(self.base).__name__}"
             )
         self.base.validate()
-        if self.activation not in ACTIVATIONS:
-            raise GemmConfigError(
-                f"MmaEpilogueConfig: activation={self.activation!r} must be one of {ACTIVATIONS}"
-            )
-        if self.bias_axis not in BIAS_AXES:
-            raise GemmConfigError(
-                f"MmaEpilogueConfig: bias_axis={self.bias_axis!r} must be one of {BIAS_AXES}"
-            )
-        if self.bias_dtype not in ("f32", "f16", "bf16"):
-            raise GemmConfigError(
-                f"MmaEpilogueConfig: bias_dtype={self.bias_dtype!r} must be 'f32', 'f16' or 'bf16'"
-            )
+        check_epilogue_fields(
+            "MmaEpilogueConfig", self.activation, self.bias_axis, self.bias_dtype, ("f32", "f16", "bf16")
+        )
         return self
 
 

@@ -71,7 +71,7 @@ from ..proof.splitk_model import (
     plane_read_loops_ir,
     prove_serial_protocol,
 )
-from .epilogue import ACTIVATIONS, BIAS_AXES, BIAS_DTYPES
+from .epilogue import BIAS_DTYPES, check_epilogue_fields
 from .toolkit import GemmKernel, addr_of, finish
 from .variant import (
     BaseKernelFields,
@@ -1042,16 +1042,9 @@ class FixupEpilogue:
         )
 
     def validate(self) -> "FixupEpilogue":
-        if self.activation not in ACTIVATIONS:
-            raise GemmConfigError(
-                f"FixupEpilogue: activation={self.activation!r} must be one of {ACTIVATIONS}"
-            )
-        if self.bias_axis not in BIAS_AXES:
-            raise GemmConfigError(f"FixupEpilogue: bias_axis={self.bias_axis!r} must be one of {BIAS_AXES}")
-        if self.bias_dtype not in FIXUP_BIAS_DTYPES:
-            raise GemmConfigError(
-                f"FixupEpilogue: bias_dtype={self.bias_dtype!r} must be one of {FIXUP_BIAS_DTYPES}"
-            )
+        check_epilogue_fields(
+            "FixupEpilogue", self.activation, self.bias_axis, self.bias_dtype, FIXUP_BIAS_DTYPES
+        )
         if type(self.alpha_beta) is not bool:
             raise GemmConfigError(f"FixupEpilogue: alpha_beta={self.alpha_beta!r} must be a bool")
         return self
