@@ -315,8 +315,11 @@ class _Entry:
         if tuple(first.shape) != shape or not first.is_contiguous():
             self.tmpl = None
         probe = out
-        if probe is None:
-            probe = torch.empty(self.fold_shape if self.fold else shape, dtype=self.out_tdtype, device=tdev)
+        if probe is None:  # a row-major output of the product's (or the fold's) shape
+            pshape = self.fold_shape if self.fold else shape
+            probe = first.view(pshape) if self.tmpl is not None else None
+            if probe is None:
+                probe = torch.empty(pshape, dtype=self.out_tdtype, device=tdev)
         elif self.fold:
             probe = out.view(self.fold_shape)
         self.vo = _Views(_view_spec(probe, outv), self.dev)
