@@ -5,6 +5,7 @@ result against a float64 dequantize-and-multiply reference."""
 
 import re
 import shutil
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -309,11 +310,9 @@ def test_blockscale_gemm_bad_input_on_the_device():
 
 # ----------------------------------------------------------------------------- launch (fake CuPy)
 class _Arr:
-    """A CuPy-like array: shape, strides (bytes), itemsize, dtype, device pointer."""
+    """A CuPy-like array: shape, strides (given in elements, kept in bytes), itemsize, dtype, pointer."""
 
     def __init__(self, shape, strides, itemsize, dtype, ptr):
-        from types import SimpleNamespace
-
         self.shape, self.itemsize, self.dtype = tuple(shape), itemsize, dtype
         self.strides = tuple(s * itemsize for s in strides)
         self.data = SimpleNamespace(ptr=ptr)
@@ -324,6 +323,11 @@ class _FakeCupy:
     class cuda:
         class Device:
             attributes = {"MultiProcessorCount": 132}
+
+        class runtime:
+            @staticmethod
+            def getDevice():
+                return 0
 
         @staticmethod
         def UnownedMemory(ptr, size, owner):
@@ -339,7 +343,11 @@ class _FakeCupy:
 
     @staticmethod
     def empty(shape, dtype):
-        return _Arr(shape, (shape[1], 1), 2 if dtype == "uint16" else 4, dtype, 1 << 30)
+        return _Arr(shape, (shape[1], 1), 2 if dtype in ("uint16", "float16") else 4, dtype, 1 << 30)
+
+    @staticmethod
+    def zeros(n, dtype):
+        return _Arr((n,), (1,), 4, dtype, 0x900000)
 
 
 def params_by_name(params, args):

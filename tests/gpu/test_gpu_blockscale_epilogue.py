@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from test_gpu_blockscale import params_by_name  # launch arguments by name, C types checked
+from test_gpu_blockscale import _Arr, _FakeCupy, params_by_name  # the fake CuPy; arguments by name
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 
 from layoutproof.gpu.config import GemmProblem
@@ -211,47 +211,6 @@ def test_check_c_input_names_what_to_pass():
 
 
 # ----------------------------------------------------------------------------- launch (fake CuPy)
-class _Arr:
-    """A CuPy-like array: shape, strides (elements), itemsize, dtype, device pointer."""
-
-    def __init__(self, shape, strides, itemsize, dtype, ptr):
-        self.shape, self.itemsize, self.dtype = tuple(shape), itemsize, dtype
-        self.strides = tuple(s * itemsize for s in strides)
-        self.data = SimpleNamespace(ptr=ptr)
-        self.ndim = len(shape)
-
-
-class _FakeCupy:
-    class cuda:
-        class Device:
-            attributes = {"MultiProcessorCount": 132}
-
-        class runtime:
-            @staticmethod
-            def getDevice():
-                return 0
-
-        @staticmethod
-        def UnownedMemory(ptr, size, owner):
-            return ("mem", ptr, size)
-
-        @staticmethod
-        def MemoryPointer(mem, off):
-            return (mem, off)
-
-    @staticmethod
-    def ndarray(shape, dtype, memptr):
-        return ("ptr", memptr[0][1], dtype, shape)
-
-    @staticmethod
-    def empty(shape, dtype):
-        return _Arr(shape, (shape[1], 1), 2 if dtype in ("uint16", "float16") else 4, dtype, 1 << 30)
-
-    @staticmethod
-    def zeros(n, dtype):
-        return _Arr((n,), (1,), 4, dtype, 0x900000)
-
-
 class _CpuTensor:
     """A torch-like tensor on the CPU."""
 
