@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from test_gpu_blockscale import _Arr, _FakeCupy, params_by_name  # the fake CuPy; arguments by name
+from test_gpu_blockscale import _Arr, _FakeCupy, _hopper, params_by_name  # the fake CuPy; arguments by name
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 
 from layoutproof.gpu.config import GemmProblem
@@ -329,15 +329,6 @@ def test_launch_refuses_bad_epilogue_input(fake):
 
 
 # ----------------------------------------------------------------------------- on a GPU
-def _hopper() -> bool:
-    try:
-        import torch
-
-        return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
-    except Exception:
-        return False
-
-
 def _reference(a8, b8, sa, sb, alpha=1.0, beta=0.0, c=None, bias=None, along="n", act=None):
     """float64: act(alpha * (A * sa) @ (B * sb) + beta * c + bias)."""
     import torch

@@ -8,6 +8,7 @@ import re
 import shutil
 
 import pytest
+from test_gpu_blockscale import _hopper  # an sm_90 GPU with torch
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
 
 from layoutproof.gpu.config import GemmProblem
@@ -195,15 +196,6 @@ def test_variants_compile_without_spills_or_wgmma_serialization(tmp_path, cfg, k
 
 
 # ----------------------------------------------------------------------------- on a GPU
-def _hopper() -> bool:
-    try:
-        import torch
-
-        return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
-    except Exception:
-        return False
-
-
 @pytest.mark.skipif(not _hopper(), reason="needs an sm_90 GPU with torch")
 @pytest.mark.parametrize("shape", [(200, 300, 400), (64, 256, 7168), (1, 128, 16), (257, 384, 384)])
 def test_variants_match_the_current_kernel_and_float64(shape):
