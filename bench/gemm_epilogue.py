@@ -16,6 +16,7 @@ before timing.  Run on the GPU machine after ``source bench/device_env.sh``::
 with the bias + activation (``addmm`` + the activation), every output checked::
 
     python bench/gemm_epilogue.py --pingpong --dtypes f16 --acts gelu
+    python bench/gemm_epilogue.py --pingpong --acts relu --pp-configs 64x256s5,ws:128x192s4,ws:128x256s4
 
 ``--gelu-erff`` makes the "before" column the same route with the former GELU (``0.5 x (1 +
 erff(x / sqrt 2))``) in place of the emitted one, kernels generated and proven afresh;
@@ -123,12 +124,14 @@ PP_SHAPES = "8192x8192x8192,4096x4096x256,8192x8192x256,8192x8192x1024,5120x5120
 
 
 def _pp_config(text):
-    """``64x256s5`` -> the ping-pong Sm90Config of that tile and stage count."""
+    """``64x256s5`` -> the ping-pong Sm90Config of that tile and stage count; ``ws:128x192s4``
+    the cooperative warp-specialized one."""
     from layoutproof.gpu.kernels.wgmma_core import Sm90Config
 
-    tile, st = text.split("s")
+    schedule = "ws" if text.startswith("ws:") else "pingpong"
+    tile, st = text.removeprefix("ws:").split("s")
     bm, bn = (int(x) for x in tile.split("x"))
-    return Sm90Config(bm=bm, bn=bn, stages=int(st), loader="tma", schedule="pingpong").validate()
+    return Sm90Config(bm=bm, bn=bn, stages=int(st), loader="tma", schedule=schedule).validate()
 
 
 def pingpong(args):
@@ -256,7 +259,11 @@ def main(argv=None):
     ap.add_argument(
         "--pingpong", action="store_true", help="the ping-pong kernels against the rule and torch"
     )
-    ap.add_argument("--pp-configs", default="64x256s5,64x128s8", help="ping-pong tiles: BMxBNsSTAGES,...")
+    ap.add_argument(
+        "--pp-configs",
+        default="64x256s5,64x128s8",
+        help="ping-pong tiles: BMxBNsSTAGES,... (ws:BMxBNsSTAGES: a cooperative one)",
+    )
     args = ap.parse_args(argv)
     if args.pingpong:
         return pingpong(args)

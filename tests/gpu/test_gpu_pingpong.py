@@ -214,9 +214,11 @@ def test_rule_takes_pingpong_where_measured_faster_only():
     # with an epilogue, the 128x192 picks to K = 1024 only (3072^3 keeps its tile)
     assert pick(6144, 6144, 256, True) == pp.PINGPONG_DEFAULT
     assert pick(3072, 3072, 3072, True).key() == "sm90_128x192x64_s4_g8_tma_ws"
-    # plain: the 128x256 pick at K <= 512 only (the 128x192 K-light picks stay)
+    # plain: the 128x256 pick at K <= 512, the 128x192 pick at K <= 256 only
     assert pick(4096, 4096, 256, False) == pp.PINGPONG_DEFAULT
-    assert pick(8192, 8192, 256, False).key() == "sm90_128x192x64_s4_g8_tma_ws"
+    assert pick(8192, 8192, 256, False) == pp.PINGPONG_DEFAULT
+    assert pick(6144, 6144, 256, False) == pp.PINGPONG_DEFAULT
+    assert pick(8192, 8192, 512, False).key() == "sm90_128x192x64_s4_g8_tma_ws"
     # never for the other types' rule, batches, clusters or explicit candidates
     assert (
         P.pingpong_swap(HOPPER_DEFAULT, 256, GemmProblem(dtype="tf32", out_dtype="f32"), False)

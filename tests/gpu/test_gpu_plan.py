@@ -57,7 +57,6 @@ def test_choose_config_returns_a_valid_candidate_minimizing_the_model(hopper, tm
         if hopper and tma and cfg.schedule == "pingpong":  # P.PINGPONG_RULE's swap of the minimum
             top = next(c for c in cands if P.estimate_us(c, m, n, k) == best)
             assert P.pingpong_swap(top, k, GemmProblem(), False) == cfg
-            assert P.estimate_us(cfg, m, n, k) == best
             continue
         assert cfg in cands
         t = P.estimate_us(cfg, m, n, k)

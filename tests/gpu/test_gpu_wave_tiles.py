@@ -95,7 +95,8 @@ def test_default_candidates_add_the_192_tile_for_f16_and_bf16_alone():
         ((3584, 3584, 3584), 256),
     ],
 )
-def test_the_wave_model_takes_the_192_tile_where_it_removes_a_partial_wave(shape, bn):
+def test_the_wave_model_takes_the_192_tile_where_it_removes_a_partial_wave(shape, bn, monkeypatch):
+    monkeypatch.setitem(rule.PINGPONG_RULE, "plain", {})  # the wave model's pick, before the swap
     assert _pick(*shape).bn == bn
 
 
@@ -114,7 +115,8 @@ def _batched_request(batch, m, n, k):
     return rule.GemmRequest(a, b, "f16", "f16", 2, batch=batch)
 
 
-def test_the_batched_rule_leaves_the_192_tile_out():
+def test_the_batched_rule_leaves_the_192_tile_out(monkeypatch):
+    monkeypatch.setitem(rule.PINGPONG_RULE, "plain", {})  # the wave model's 2-D pick, unswapped
     dev = rule.DeviceFacts(cc="90", sms=132, tma=True)
     req = _batched_request(8, 2048, 2048, 128)
     assert _pick(8 * 2048, 2048, 128).bn == 192  # the 2-D rule on the stacked rows takes it
