@@ -21,7 +21,8 @@ with the bias + activation (``addmm`` + the activation), every output checked::
 ``--gelu-erff`` makes the "before" column the same route with the former GELU (``0.5 x (1 +
 erff(x / sqrt 2))``) in place of the emitted one, kernels generated and proven afresh;
 ``--gelu-cheb`` the same with the ten-term Chebyshev form emitted before the degree-6 fit;
-``--no-prefetch`` the same route without the bias prefetch into L1.
+``--no-prefetch`` the same route without the bias prefetch into L1; ``--no-pairs`` the same
+route with the bias loaded per register instead of once per column pair.
 """
 
 from __future__ import annotations
@@ -80,10 +81,11 @@ CHEB_GELU = r"""__device__ __forceinline__ float lp_act_gelu(float x) {
 """
 
 
-def _plan_former_gelu(a, b, c, bias, act, text=None, prefetch=True):
-    """The rule's plan with another GELU helper (``text``; None: the emitted one) or without
-    the bias prefetch (``prefetch=False``): the generator's memos and the kernel caches set
-    aside (and the disk cache under another name) while it is made."""
+def _plan_former_gelu(a, b, c, bias, act, text=None, prefetch=True, pairs=True):
+    """The rule's plan with another GELU helper (``text``; None: the emitted one), without
+    the bias prefetch (``prefetch=False``) or with the bias loaded per register
+    (``pairs=False``): the generator's memos and the kernel caches set aside (and the disk
+    cache under another name) while it is made."""
     from layoutproof.gpu.host import cache, plan
     from layoutproof.gpu.kernels import epilogue, splitk, wgmma_pingpong
     from layoutproof.gpu.proof import kir
@@ -105,14 +107,16 @@ def _plan_former_gelu(a, b, c, bias, act, text=None, prefetch=True):
     gen = cache._GEN_HASH
     kir._HELPERS["act"] = src[:i] + text
     epilogue.BIAS_PREFETCH = prefetch
+    epilogue.BIAS_PAIRS = pairs
     for t in tables:
         t.clear()
-    cache._GEN_HASH = f"gelu-{prefetch}-" + hashlib.sha256(text.encode()).hexdigest()[:10]
+    cache._GEN_HASH = f"gelu-{prefetch}-{pairs}-" + hashlib.sha256(text.encode()).hexdigest()[:10]
     try:
         return plan.GemmPlan(a, b, c, bias=bias, activation=act)
     finally:
         kir._HELPERS["act"] = src
         epilogue.BIAS_PREFETCH = True
+        epilogue.BIAS_PAIRS = True
         for t, sv in zip(tables, saved):
             t.clear()
             t.update(sv)
@@ -253,6 +257,11 @@ def main(argv=None):
         action="store_true",
         help="'before' = the same route without the bias prefetch (epilogue.BIAS_PREFETCH = False)",
     )
+    ap.add_argument(
+        "--no-pairs",
+        action="store_true",
+        help="'before' = the same route with the bias loaded per register (epilogue.BIAS_PAIRS = False)",
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--out", default=None)
@@ -284,6 +293,8 @@ def main(argv=None):
                 new = _plan(a, b, c_new, bias, act, True)
                 if args.no_prefetch:
                     old = _plan_former_gelu(a, b, c_old, bias, act, prefetch=False)
+                elif args.no_pairs:
+                    old = _plan_former_gelu(a, b, c_old, bias, act, pairs=False)
                 elif args.gelu_erff or args.gelu_cheb:
                     text = CHEB_GELU if args.gelu_cheb else FORMER_GELU
                     old = _plan_former_gelu(a, b, c_old, bias, act, text) if act == "gelu" else None
@@ -292,7 +303,7 @@ def main(argv=None):
                 same = (
                     old is not None
                     and old.config == new.config
-                    and not (args.gelu_erff or args.gelu_cheb or args.no_prefetch)
+                    and not (args.gelu_erff or args.gelu_cheb or args.no_prefetch or args.no_pairs)
                 )
                 new(a, b, c_new, bias)
                 errs = {"new": G.rel_err(cp, c_new, ref)}

@@ -27,6 +27,14 @@ fusion adds is proven before emission:
   register ``i`` (checked on the tree), so each C element is
   ``act(alpha * sum_k A[m,k] B[k,n] + beta * Cin[m,n] + bias[n])``.
 
+A bias along N is read once per column pair of a chunk, before the chunk's buffer writes
+(:data:`BIAS_PAIRS`): the slot ``s`` of the chunk holds the columns of register pair ``2 s``
+(one 2-element vector load where the bias is aligned to two elements and the chunk's last
+column is < N, else each column under ``< N``), and register pair ``p`` adds slot ``p / 2``.
+Proven on the tree: the pairs ``p`` and ``p + 1`` of each chunk hold the same two columns
+(the atom's C layout: rows ``r`` and ``r + 8``), every slot write stores the load claimed at
+its own columns, and every buffer write reads its own pair's slot.
+
 At the start of each tile, before its main loop, the first threads of each consumer
 warpgroup prefetch the tile's bias (its ``bn`` columns, or its warpgroup's 64 rows) into L1
 (``prefetch.global.L1``, one 128-byte line each, the addresses claimed in bounds like the
@@ -44,12 +52,14 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
+import numpy as np
+
 from layoutproof import Layout, composition
 
 from ..config import OUT_DTYPES, TC_TYPES, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
 from ..isa import gmma
-from ..proof import kir, lower
+from ..proof import evaluate, kir, lower
 from ..proof.record import ProofLog
 from .toolkit import GemmKernel, addr_of, finish
 from .variant import WsVariantFields, base_plan_proofs, find_decl, find_param
@@ -90,6 +100,14 @@ EPILOGUE_VERSION = "epilogue-2"
 #: bias prefetch"): the epilogue's loads were 45% of the stalls of a K-light tile
 #: (8192x8192x256 with bias + relu, L1 hit rate 32%)
 BIAS_PREFETCH = True
+#: read a bias along N once per column pair of a chunk, before the chunk's buffer writes (one
+#: 2-element vector load where the bias is aligned to it), instead of once per register (each
+#: value loaded twice, for the pair's two rows, element by element); False: per register, as
+#: before (a switch for benchmarks that time both).  Bias along M and the alpha/beta epilogue
+#: keep the per-register loads.
+BIAS_PAIRS = True
+#: the vector type of two bias elements, per bias C type (``lp_lo`` / ``lp_hi`` read its halves)
+_PAIR_TYPES = {"float": "float2", "__half": "__half2", "__nv_bfloat16": "__nv_bfloat162", "int": "int2"}
 
 
 @dataclass(frozen=True)
@@ -301,17 +319,22 @@ class _EpilogueEnv:
         return a
 
 
+def _is_buffer_write(n: Any) -> bool:
+    return (
+        isinstance(n, kir.Assign)
+        and isinstance(n.lhs, kir.Mem)
+        and n.lhs.claim.what.startswith("epilogue buffer write")
+    )
+
+
+def _buffer_writes(body: kir.Block) -> List[Any]:
+    """The epilogue buffer writes under ``body``."""
+    return [n for n in kir.walk(body) if _is_buffer_write(n)]
+
+
 def _buffer_write(base: kir.Kernel) -> Tuple[Any, kir.Call]:
     """The base kernel's one epilogue buffer write, of a pair of accumulators, and its value."""
-    writes = _find(
-        base.body,
-        lambda n: (
-            isinstance(n, kir.Assign)
-            and isinstance(n.lhs, kir.Mem)
-            and n.lhs.claim.what.startswith("epilogue buffer write")
-        ),
-        "epilogue buffer write",
-    )
+    writes = _find(base.body, _is_buffer_write, "epilogue buffer write")
     if len(writes) != 1:
         raise ProofFailedError("epilogue rewrite: expected one buffer write", condition="epilogue rewrite")
     write = writes[0]
@@ -506,17 +529,296 @@ def _fused_write_ir(F: _EpilogueEnv) -> List[kir.Stmt]:
     return stmts
 
 
+def _pair_loop(F: _EpilogueEnv, body: kir.Block) -> Tuple[kir.For, kir.For]:
+    """The unrolled loop whose body is the buffer write (over the register pairs of a chunk)
+    and the chunk loop around it, both with constant bounds."""
+    loops = [
+        n for n in kir.walk(body) if isinstance(n, kir.For) and any(x is F.write for x in kir.walk(n.body))
+    ]
+    inner = [n for n in loops if any(x is F.write for x in n.body.body)]
+    if len(inner) != 1 or len(loops) < 2:
+        raise ProofFailedError("epilogue rewrite: no pair loop around the buffer write", condition=_WHAT)
+    ploop = inner[0]
+    qloop = loops[loops.index(ploop) - 1]
+    for lp in (ploop, qloop):
+        if not (isinstance(lp.start, kir.Const) and isinstance(lp.stop, kir.Const) and lp.cond is None):
+            raise ProofFailedError(
+                "epilogue rewrite: a chunk or pair loop without constant bounds", condition=_WHAT
+            )
+    return ploop, qloop
+
+
+def _const(e: kir.Expr) -> int:
+    if not isinstance(e, kir.Const):
+        raise ProofFailedError("epilogue rewrite: a loop bound is not a constant", condition=_WHAT)
+    return int(e.value)
+
+
+def _reg(x: kir.Expr) -> kir.Expr:
+    """The register index of an accumulator read ``acc[i]``."""
+    if not (isinstance(x, kir.Index) and len(x.idx) == 1):
+        raise ProofFailedError("epilogue rewrite: the write is not of accumulators", condition=_WHAT)
+    return x.idx[0]
+
+
+def _subst(e: kir.Expr, v: kir.Var, by: kir.Expr) -> kir.Expr:
+    return kir.rewrite(e, lambda n: by if n is v else None)
+
+
+def _prove_pair_slots(
+    F: _EpilogueEnv, ploop: kir.For, qloop: kir.For, log: ProofLog
+) -> Tuple[int, Tuple[int, int]]:
+    """Register pair ``p`` of chunk ``q`` reads slot ``p // 2``: for every thread, chunk and
+    pair, its two registers' columns are the columns of slot ``p // 2``'s first register and
+    the one after it (the slot's two loads).  Evaluated over every (thread, q, p); returns
+    the slot count."""
+    P = _const(ploop.stop) - _const(ploop.start)
+    if P % 2 or _const(ploop.start) != 0:
+        raise ProofFailedError(f"epilogue rewrite: {P} register pairs per chunk (not even)", condition=_WHAT)
+    cols = np.asarray(F.col_layout.eval_all(), dtype=np.int64)
+    threads = 128
+    cols = cols.reshape((-1, threads)).T  # [thread, register]
+    q = np.arange(_const(qloop.start), _const(qloop.stop)).reshape(-1, 1)
+    p = np.arange(P).reshape(1, -1)
+    env = {qloop.var.name: q, ploop.var.name: p}
+    e0, e1 = (np.broadcast_to(evaluate.ev(_reg(x), env), (q.size, P)) for x in F.rhs.args)
+    s0 = np.broadcast_to(
+        evaluate.ev(_subst(_reg(F.rhs.args[0]), ploop.var, 2 * (ploop.var / 2)), env), e0.shape
+    )
+    bad = (cols[:, e0] != cols[:, s0]) | (cols[:, e1] != cols[:, s0] + 1)
+    if bad.any():
+        t, qi, pi = (int(x[0]) for x in np.nonzero(bad))
+        raise ProofFailedError(
+            f"epilogue rewrite: register pair {pi} of chunk {qi} (thread {t}) does not read the "
+            f"columns of slot {pi // 2}",
+            condition="bias pair slots",
+            witness=(t, qi, pi),
+        )
+    # the chunk's last column as a q + b (the vector loads' guard)
+    last = cols[:, e1].max(axis=(0, 2))
+    a = int(last[1] - last[0]) if last.size > 1 else 0
+    b = int(last[0]) - a * int(q[0, 0])
+    if not np.array_equal(last, a * q[:, 0] + b):
+        raise ProofFailedError(
+            "epilogue rewrite: the chunks' last columns are not linear in q", condition=_WHAT
+        )
+    log.add(
+        "equal",
+        "bias pair slots: register pair p of each chunk holds the columns col(t, i) and "
+        f"col(t, i) + 1 of slot p // 2's first register i, for every thread, chunk and pair; "
+        f"chunk q's columns are at most {a} q + {b}",
+        "exhaustive",
+        int(bad.size),
+    )
+    return P // 2, (a, b)
+
+
+def _slot_loads_ir(
+    F: _EpilogueEnv, ploop: kir.For, qloop: kir.For, slots: int, hi: Tuple[int, int]
+) -> Tuple[List[kir.Stmt], kir.Var]:
+    """The chunk's bias, two columns per slot, into ``bvs``: slot ``s`` holds the column
+    ``bcs`` of its first register and the one after it.  Where the bias is aligned to two
+    elements and the chunk's last column ``n0 + a q + b`` (``hi = (a, b)``) is < N, one
+    vector load per slot; else element by element under ``< N`` (0 past N)."""
+    bvs = kir.Var("bvs", F.ctype)
+    ptype = _PAIR_TYPES[F.btype]
+
+    def slot_loop(vector: bool) -> kir.For:
+        s = kir.Var("s")
+        bcs = kir.Var("bcs")
+        e_s = _subst(_reg(F.rhs.args[0]), ploop.var, 2 * s)
+        coord = F.n0 + kir.LayoutApp(F.col_layout, (F.wt, e_s), "bias column of (thread, register)")
+        stmts: List[kir.Stmt] = [
+            kir.Decl(bcs, F.n0 + kir.call(F.colfn, t=F.wt, v=_code_register(e_s)), const=True)
+        ]
+        if vector:
+            pv = kir.Var("bp", ptype)
+            pair = kir.Claim(
+                "bias pair load bias[n0 + col(thread, register) .. + 1]",
+                addr_of(F.bias) + F.bw * coord,
+                bounds=((coord + 1, F.N),),
+                width=2 * F.bw,
+            )
+            stmts += [
+                kir.Decl(pv, kir.Mem(F.bias + bcs, pair, vec=f"const {ptype}"), const=True),
+                kir.Assign(kir.Index(bvs, (2 * s,)), kir.Call("lp_lo", (pv,), F.ctype)),
+                kir.Assign(kir.Index(bvs, (2 * s + 1,)), kir.Call("lp_hi", (pv,), F.ctype)),
+            ]
+        else:
+            for off in (0, 1):
+                c = coord + off if off else coord
+                at = bcs + off if off else bcs
+                slot = 2 * s + off if off else 2 * s
+                claim = kir.Claim(
+                    "bias load bias[n0 + col(thread, register)]" + (" + 1" if off else ""),
+                    addr_of(F.bias) + F.bw * c,
+                    bounds=((c, F.N),),
+                    width=F.bw,
+                )
+                ld: kir.Expr = kir.Mem(F.bias, claim, idx=at)
+                if F.bconv is not None:
+                    ld = kir.Call(F.bconv, (ld,), "float")
+                stmts += [
+                    kir.Assign(kir.Index(bvs, (slot,)), F.zero()),
+                    kir.If(at.lt(F.N), kir.block(kir.Assign(kir.Index(bvs, (slot,)), ld))),
+                ]
+        return kir.For(s, kir.Const(0), kir.Const(slots), kir.block(*stmts), unroll=True)
+
+    full = kir.Var("bfull", "bool")
+    bptr = kir.Reinterpret("unsigned long long", F.bias)
+    aligned = (bptr & kir.Const(2 * F.bw - 1, "unsigned long long")).eq(0)
+    last = F.n0 + hi[0] * qloop.var + hi[1]
+    return [
+        kir.Decl(bvs, dims=(2 * slots,)),
+        kir.Decl(full, aligned.and_(last.lt(F.N)), const=True),
+        kir.If(
+            full,
+            kir.block(slot_loop(True)),
+            kir.block(slot_loop(False)),
+            comment="the chunk's bias: a vector per column pair where aligned and in bounds",
+        ),
+    ], bvs
+
+
+def _paired_epilogue(F: _EpilogueEnv, body: kir.Block, log: ProofLog) -> Tuple[kir.Block, int, str, str]:
+    """The tree with the chunk's bias pairs loaded before its pair loop and each buffer write
+    ``act(acc[i] + bvs[2 (p / 2) + j])`` (``alpha * acc[i]`` with ``alpha_only``)."""
+    ploop, qloop = _pair_loop(F, body)
+    slots, hi = _prove_pair_slots(F, ploop, qloop, log)
+    loads, bvs = _slot_loads_ir(F, ploop, qloop, slots, hi)
+    p = ploop.var
+    vals = []
+    for j, x in enumerate(F.rhs.args):
+        bv = kir.Index(bvs, (2 * (p / 2) + j,))
+        vals.append(F.activate((x if F.alpha is None else F.alpha * x) + bv))
+    write = replace(F.write, rhs=replace(F.rhs, args=tuple(vals)))
+    new_ploop = replace(ploop, body=kir.rewrite(ploop.body, lambda n: write if n is F.write else None))
+
+    def splice(node: Any) -> Any:
+        if isinstance(node, kir.Block) and any(x is ploop for x in node.body):
+            out: List[kir.Stmt] = []
+            for x in node.body:
+                out.extend(loads + [new_ploop] if x is ploop else [x])
+            return kir.Block(tuple(out), node.bare)
+        return None
+
+    return kir.rewrite(body, splice), slots, p.name, qloop.var.name
+
+
+def _slot_writes_ok(F: _EpilogueEnv, body: kir.Block, names: Any, slots: int, pname: str, qname: str) -> bool:
+    """Every write of the slot array is a zero, or slot ``2 s + o`` of a load claimed at the
+    column of register ``e(q, p = 2 s)`` (+ ``o``): an element load's claim (``+ 1`` for
+    ``o = 1``) or the pair load's halves (``lp_lo`` 0, ``lp_hi`` 1).  Evaluated over every
+    chunk and slot."""
+    decls = {id(n.var): n.init for n in kir.walk(body) if isinstance(n, kir.Decl) and n.init is not None}
+    q = np.arange(64).reshape(-1, 1)
+    n_ok = 0
+    for n in kir.walk(body):
+        if not (isinstance(n, kir.Assign) and isinstance(n.lhs, kir.Index)):
+            continue
+        if not (isinstance(n.lhs.base, kir.Var) and n.lhs.base.name in names):
+            continue
+        rhs = n.rhs
+        if isinstance(rhs, (kir.Const, kir.FloatLit)):
+            continue
+        if isinstance(rhs, kir.Call) and rhs.name in ("lp_lo", "lp_hi") and isinstance(rhs.args[0], kir.Var):
+            off, mem = (0 if rhs.name == "lp_lo" else 1), decls.get(id(rhs.args[0]))
+            want_what = "bias pair load"
+        else:
+            mem = rhs.args[0] if isinstance(rhs, kir.Call) and rhs.name == F.bconv else rhs
+            off = 1 if isinstance(mem, kir.Mem) and mem.claim.what.endswith("+ 1") else 0
+            want_what = "bias load"
+        if not (isinstance(mem, kir.Mem) and mem.claim.what.startswith(want_what)):
+            return False
+        apps = [x for x in kir.walk(mem.claim.addr) if isinstance(x, kir.LayoutApp)]
+        svars = {v.name for v in kir.walk(n.lhs.idx[0]) if isinstance(v, kir.Var)}
+        if len(apps) != 1 or apps[0].layout is not F.col_layout or len(svars) != 1:
+            return False
+        sname = svars.pop()
+        sv = np.arange(slots).reshape(1, -1)
+        env = {sname: sv, qname: q}
+        got_slot = np.broadcast_to(evaluate.ev(n.lhs.idx[0], env), (1, slots))
+        got_reg = np.broadcast_to(evaluate.ev(apps[0].coords[1], env), (q.size, slots))
+        want_reg = np.broadcast_to(
+            evaluate.ev(_reg(F.rhs.args[0]), {qname: q, pname: 2 * sv}), (q.size, slots)
+        )
+        if not (np.array_equal(got_slot[0], 2 * sv[0] + off) and np.array_equal(got_reg, want_reg)):
+            return False
+        n_ok += 1
+    return n_ok == 4
+
+
+def _prove_pair_flow(
+    F: _EpilogueEnv, body: kir.Block, slots: int, pname: str, qname: str, log: ProofLog
+) -> None:
+    """The paired data flow, on the tree: the one buffer write stores ``act(acc[i] +
+    bvs[2 (p / 2) + j])`` for its registers ``j = 0, 1``, and ``bvs`` is written only by the
+    slot loads (a vector load claimed at the slot's column and the one after it, or the two
+    element loads claimed there)."""
+    ws = _buffer_writes(body)
+    wrhs = ws[0].rhs if len(ws) == 1 else None
+    ok = isinstance(wrhs, kir.Call) and len(wrhs.args) == 2
+    bvs_names = set()
+    if isinstance(wrhs, kir.Call) and ok:
+        for j, (a, x) in enumerate(zip(wrhs.args, F.rhs.args)):
+            t = F.inactivate(a)
+            acc = t.a if isinstance(t, kir.Bin) else None
+            if F.alpha is not None and isinstance(acc, kir.Bin) and acc.op == "*" and acc.a is F.alpha:
+                acc = acc.b
+            bv = t.b if isinstance(t, kir.Bin) else None
+            ok = ok and isinstance(t, kir.Bin) and t.op == "+" and acc is x
+            if ok and isinstance(bv, kir.Index) and isinstance(bv.base, kir.Var):
+                bvs_names.add(bv.base.name)
+                idx = evaluate.ev(bv.idx[0], {pname: np.arange(2 * slots)})
+                ok = bool(
+                    np.array_equal(np.broadcast_to(idx, (2 * slots,)), 2 * (np.arange(2 * slots) // 2) + j)
+                )
+            else:
+                ok = False
+    loads = [
+        n
+        for n in kir.walk(body)
+        if isinstance(n, kir.Mem) and n.claim.what.startswith(("bias load", "bias pair load"))
+    ]
+    kinds = sorted(n.claim.what for n in loads)
+    want = sorted(
+        [
+            "bias pair load bias[n0 + col(thread, register) .. + 1]",
+            "bias load bias[n0 + col(thread, register)]",
+            "bias load bias[n0 + col(thread, register)] + 1",
+        ]
+    )
+    ok = ok and len(bvs_names) == 1 and _slot_writes_ok(F, body, bvs_names, slots, pname, qname)
+    if not ok or kinds != want:
+        raise ProofFailedError(
+            "epilogue: a written value is not act(accumulator + its bias slot)",
+            condition="fused epilogue data flow",
+        )
+    form = "alpha * acc[i] + bias" if F.alpha is not None else "acc[i] + bias"
+    written = (
+        f"{F.act}({form}[n0 + col(t, i)])"
+        if F.ctype == "float"
+        else (f"max({form}[n0 + col(t, i)], 0)" if F.cfg.activation == "relu" else f"{form}[n0 + col(t, i)]")
+    )
+    log.add(
+        "equal",
+        f"fused epilogue data flow: each register pair written to the staging buffer is "
+        f"{written}"
+        + ("" if F.ctype == "float" else " in s32 (exact)")
+        + f", the bias read once per column pair of the chunk ({slots} slots: a "
+        f"{2 * F.bw}-byte vector where aligned and both columns < N, else each column under < N) "
+        f"and each register reading its own column's slot; the bias {F.cfg.bias_dtype}"
+        + (f", converted by {F.bconv}" if F.bconv else ""),
+        "exhaustive",
+        2 * slots,
+    )
+
+
 def _prove_data_flow(F: _EpilogueEnv, body: kir.Block, log: ProofLog) -> None:
     """The data flow, on the tree: the one buffer write stores act(acc[i] + bv_j), bv_j
     loaded under the claim of register i's column (or row)."""
     ab, act = F.ab, F.act
-    w2 = [
-        n
-        for n in kir.walk(body)
-        if isinstance(n, kir.Assign)
-        and isinstance(n.lhs, kir.Mem)
-        and n.lhs.claim.what.startswith("epilogue buffer write")
-    ]
+    w2 = _buffer_writes(body)
     w2rhs = w2[0].rhs if len(w2) == 1 else None
 
     def reads_acc(a: Any, x: Any) -> bool:
@@ -574,7 +876,9 @@ def _prove_data_flow(F: _EpilogueEnv, body: kir.Block, log: ProofLog) -> None:
     )
 
 
-def _epilogue_kernel(base: kir.Kernel, F: _EpilogueEnv, body: kir.Block, name: str) -> kir.Kernel:
+def _epilogue_kernel(
+    base: kir.Kernel, F: _EpilogueEnv, body: kir.Block, name: str, paired: bool = False
+) -> kir.Kernel:
     """The rewritten kernel: the bias (and alpha, beta, the C input) parameters, the lowered
     maps, the activation helpers and the description added."""
     ab, cfg = F.ab, F.cfg
@@ -607,7 +911,10 @@ def _epilogue_kernel(base: kir.Kernel, F: _EpilogueEnv, body: kir.Block, name: s
         body=body,
         params=params,
         functions=base.functions + F.fns,
-        helpers=("act",) + (("prefetch",) if BIAS_PREFETCH else ()) + base.helpers,
+        helpers=("act",)
+        + (("bias2",) if paired else ())
+        + (("prefetch",) if BIAS_PREFETCH else ())
+        + base.helpers,
         description=descr,
         sizes={**base.sizes, "float": 4, F.btype: F.bw},
     )
@@ -646,18 +953,23 @@ def epilogue_ir(
     write of the base kernel's staged epilogue replaced by the fused statements, the data
     flow proven on the rewritten tree."""
     F = _declare_epilogue(base, cfg, prob, log)
-    stmts = _fused_write_ir(F)
-    write = F.write
+    paired = BIAS_PAIRS and not F.along_m and not F.ab
+    slots, pname, qname = 0, "", ""
+    if paired:
+        body, slots, pname, qname = _paired_epilogue(F, base.body, log)
+    else:
+        stmts = _fused_write_ir(F)
+        write = F.write
 
-    def splice(node: Any) -> Any:
-        if isinstance(node, kir.Block) and any(s is write for s in node.body):
-            out: List[kir.Stmt] = []
-            for s in node.body:
-                out.extend(stmts if s is write else [s])
-            return kir.Block(tuple(out), node.bare)
-        return None
+        def splice(node: Any) -> Any:
+            if isinstance(node, kir.Block) and any(s is write for s in node.body):
+                out: List[kir.Stmt] = []
+                for s in node.body:
+                    out.extend(stmts if s is write else [s])
+                return kir.Block(tuple(out), node.bare)
+            return None
 
-    body = kir.rewrite(base.body, splice)
+        body = kir.rewrite(base.body, splice)
     if BIAS_PREFETCH:
         origin = F.rows["m0"] if F.along_m else F.n0
         pre = _prefetch_ir(F)
@@ -675,8 +987,11 @@ def epilogue_ir(
             return None
 
         body = kir.rewrite(body, ahead)
-    _prove_data_flow(F, body, log)
-    return _epilogue_kernel(base, F, body, name), F.colfn
+    if paired:
+        _prove_pair_flow(F, body, slots, pname, qname, log)
+    else:
+        _prove_data_flow(F, body, log)
+    return _epilogue_kernel(base, F, body, name, paired), F.colfn
 
 
 _MEMO: Dict[Tuple[EpilogueConfig, GemmProblem], GemmKernel] = {}

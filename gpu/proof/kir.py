@@ -1131,6 +1131,15 @@ __device__ __forceinline__ float lp_act_gelu(float x) {
   return fmaf(-ax, t * p * e, fmaxf(x, 0.f));
 }
 """,
+    "bias2": r"""__device__ __forceinline__ float lp_lo(float2 v) { return v.x; }
+__device__ __forceinline__ float lp_hi(float2 v) { return v.y; }
+__device__ __forceinline__ int lp_lo(int2 v) { return v.x; }
+__device__ __forceinline__ int lp_hi(int2 v) { return v.y; }
+__device__ __forceinline__ float lp_lo(__half2 v) { return __low2float(v); }
+__device__ __forceinline__ float lp_hi(__half2 v) { return __high2float(v); }
+__device__ __forceinline__ float lp_lo(__nv_bfloat162 v) { return __low2float(v); }
+__device__ __forceinline__ float lp_hi(__nv_bfloat162 v) { return __high2float(v); }
+""",
     "prefetch": r"""__device__ __forceinline__ void lp_prefetch_l1(const void* p) {
   asm volatile("prefetch.global.L1 [%0];\n" :: "l"(__cvta_generic_to_global(p)));
 }

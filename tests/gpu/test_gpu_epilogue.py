@@ -20,6 +20,8 @@ from layoutproof.gpu.host import operands, runtime
 from layoutproof.gpu.kernels import epilogue
 from layoutproof.gpu.kernels.epilogue import EpilogueConfig, generate_epilogue
 from layoutproof.gpu.kernels.wgmma import Sm90Config
+from layoutproof.gpu.proof import kir
+from layoutproof.gpu.proof.record import ProofLog
 
 WS = dict(loader="tma", schedule="ws")
 BASE = Sm90Config(bm=128, bn=128, stages=6, **WS)
@@ -36,7 +38,12 @@ def test_epilogue_kernel_carries_the_bias_and_data_flow_obligations(act, prob):
     assert any("fused epilogue data flow" in x and f"lp_act_{act}" in x for x in lines)
     assert sum("bias load bias[n0 + col(thread, register)]" in x for x in lines) == 2
     assert k.source.count("//   [") == len(k.proofs)
-    assert "// coverage: 13 of 13 memory accesses, 10 of 10 barrier operations covered" in k.source
+    assert "// coverage: 14 of 14 memory accesses, 10 of 10 barrier operations covered" in k.source
+    # the chunk's bias is read once per column pair (epilogue.BIAS_PAIRS): a vector where
+    # aligned and in bounds, each register reading the slot of its own column
+    assert any(x.startswith("[equal] bias pair slots: register pair p of each chunk") for x in lines)
+    assert sum("bias pair load bias[n0 + col(thread, register) .. + 1]" in x for x in lines) == 1
+    assert "const bool bfull = (reinterpret_cast<unsigned long long>(bias) & 7ull) == 0" in k.source
     # the tile's bias lines are prefetched into L1 before its main loop, in bounds like the loads
     assert sum("global load: bias prefetch bias[n0 + min(t * 128 / bw, 127)]" in x for x in lines) == 1
     body = k.source[k.source.index("consumers") :]
@@ -56,6 +63,63 @@ def test_a_bias_from_the_wrong_column_is_refused(monkeypatch):
     with pytest.raises(ProofFailedError) as e:
         generate_epilogue(EpilogueConfig(BASE, "relu"), GemmProblem("k", "n"), memo=False)
     assert e.value.condition == "address equals its layout"
+
+
+def _paired(act="relu", prob=None):
+    """The base kernel's IR rewritten with the bias pairs, and what the flow proof takes."""
+    from layoutproof.gpu.kernels.wgmma import generate_sm90
+
+    cfg = EpilogueConfig(BASE, act).validate()
+    prob = prob or GemmProblem("k", "n")
+    base = generate_sm90(BASE, prob)
+    F = epilogue._declare_epilogue(base.ir, cfg, prob, ProofLog())
+    body, slots, pname, qname = epilogue._paired_epilogue(F, base.ir.body, ProofLog())
+    return F, body, (slots, pname, qname)
+
+
+def _has_var(e, name):
+    return any(isinstance(v, kir.Var) and v.name == name for v in kir.walk(e))
+
+
+def test_a_register_reading_the_other_columns_slot_is_refused():
+    F, body, (slots, pname, qname) = _paired()
+    epilogue._prove_pair_flow(F, body, slots, pname, qname, ProofLog())  # as built
+
+    def swap(n):  # the write's bvs[2 (p / 2) + j] -> bvs[2 (p / 2) + 1 - j]
+        if isinstance(n, kir.Index) and n.base.name == "bvs" and _has_var(n.idx[0], pname):
+            a, j = n.idx[0].a, n.idx[0].b.value
+            return kir.Index(n.base, (a + (1 - j),))
+        return None
+
+    with pytest.raises(ProofFailedError) as e:
+        epilogue._prove_pair_flow(F, kir.rewrite(body, swap), slots, pname, qname, ProofLog())
+    assert e.value.condition == "fused epilogue data flow"
+
+
+def test_a_slot_load_into_the_wrong_slot_is_refused():
+    F, body, (slots, pname, qname) = _paired()
+
+    def misplace(n):  # the element load of a slot's first column stored in its second
+        if (
+            isinstance(n, kir.Assign)
+            and isinstance(n.lhs, kir.Index)
+            and n.lhs.base.name == "bvs"
+            and isinstance(n.rhs, kir.Mem)
+            and not n.rhs.claim.what.endswith("+ 1")
+        ):
+            return kir.Assign(kir.Index(n.lhs.base, (n.lhs.idx[0] + 1,)), n.rhs)
+        return None
+
+    with pytest.raises(ProofFailedError) as e:
+        epilogue._prove_pair_flow(F, kir.rewrite(body, misplace), slots, pname, qname, ProofLog())
+    assert e.value.condition == "fused epilogue data flow"
+
+
+def test_the_per_register_bias_loads_stay_behind_the_switch(monkeypatch):
+    monkeypatch.setattr(epilogue, "BIAS_PAIRS", False)
+    k = generate_epilogue(EpilogueConfig(BASE, "relu"), GemmProblem("k", "n"), memo=False)
+    assert "bvs[" not in k.source and "bv0 = bias[bc0];" in k.source
+    assert "// coverage: 13 of 13 memory accesses" in k.source
 
 
 def test_epilogue_config_rules():
@@ -126,6 +190,34 @@ def test_gpu_epilogue_matches_float64(act, m, n, k):
         assert not bool(cp.isnan(c).any())
         err = float(cp.abs(c - ref).max() / (cp.abs(ref).max() + 1))
         assert err < (1e-6 if act in ("none", "relu") else 1e-4), (act, m, n, k, oo, err)
+
+
+@gpu
+@pytest.mark.parametrize("bdt", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("offset", [0, 1])
+@pytest.mark.parametrize("m, n, k", [(70, 520, 64), (130, 45, 128), (64, 129, 64)])
+def test_gpu_bias_pairs_at_any_alignment_and_ragged_n(bdt, offset, m, n, k):
+    # the pair loads where the bias is aligned to two elements and the chunk is inside N;
+    # element loads at an odd offset (a view one element in) and in the last, partial chunk
+    cp = pytest.importorskip("cupy")
+    if cp.cuda.Device().compute_capability != "90" or not runtime.tma_available():
+        pytest.skip("the fused epilogue runs the TMA kernels of sm_90")
+    rng = cp.random.default_rng(m + n + offset)
+    a = rng.integers(-3, 4, size=(m, k)).astype(cp.float32)
+    b = rng.integers(-3, 4, size=(k, n)).astype(cp.float32)
+    store = rng.integers(-4, 5, size=n + 2).astype(cp.float32)
+    ref = cp.maximum(a.astype(cp.float64) @ b.astype(cp.float64) + store[offset : offset + n][None, :], 0)
+    if bdt == "bf16":  # bf16 as raw bits (small integers are exact)
+        bits = lambda x: (cp.ascontiguousarray(x).view(cp.uint32) >> 16).astype(cp.uint16)  # noqa: E731
+        a2, b2, full, dt = bits(a), bits(b), bits(store), "bf16"
+    else:
+        a2, b2, dt = a.astype(cp.float16), b.astype(cp.float16), None
+        full = store.astype(cp.float16 if bdt == "f16" else cp.float32)
+    bias = full[offset : offset + n]
+    assert (bias.data.ptr % (2 * bias.itemsize) == 0) == (offset == 0)
+    out = cp.full((m, n), cp.nan, dtype=cp.float32)
+    runtime.gemm(a2, b2, out, dtype=dt, bias=bias, activation="relu")
+    assert float(cp.abs(out - ref).max()) == 0.0, (bdt, offset, m, n, k)
 
 
 # ============================================================================ alpha, beta, C input
@@ -218,8 +310,12 @@ def test_bias_along_m_and_in_half_precision_is_proven_at_its_row_or_column(axis,
     assert any("fused epilogue data flow" in x and f"the bias {bdt}" in x for x in lines)
     ctype, _, conv = epilogue.BIAS_DTYPES[bdt]
     assert f"const {ctype}* __restrict__ bias" in k.source
-    idx = "rr0" if axis == "m" else "bc0"
-    assert (f"bv0 = {conv}(bias[{idx}]);" if conv else f"bv0 = bias[{idx}];") in k.source
+    if axis == "m":  # per register, at its row
+        assert (f"bv0 = {conv}(bias[rr0]);" if conv else "bv0 = bias[rr0];") in k.source
+    else:  # per column pair: the vector's halves, or each column under < N
+        pair = {"f16": "__half2", "bf16": "__nv_bfloat162", "f32": "float2"}[bdt]
+        assert f"const {pair} bp = *reinterpret_cast<const {pair}*>(bias + bcs);" in k.source
+        assert (f"bvs[2 * s] = {conv}(bias[bcs]);" if conv else "bvs[2 * s] = bias[bcs];") in k.source
     if axis == "m":
         assert "if (rr0 < M)" in k.source
     # a different kernel (and name) than the f32 bias along N
