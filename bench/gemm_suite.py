@@ -832,6 +832,11 @@ def main(argv=None):
     p.add_argument(
         "--epilogue-shapes", default=None, help="MxNxK,... for --epilogue (default: the 2-D shapes)"
     )
+    p.add_argument(
+        "--no-fused-direct",
+        action="store_true",
+        help="fused calls take the full path every call (runtime.FUSED_DIRECT = False), for an A/B",
+    )
     p.add_argument("--dtypes", default="f16,bf16")
     p.add_argument(
         "--types",
@@ -871,6 +876,12 @@ def main(argv=None):
             print(
                 "gemm on CuPy arrays: the full path on every call (LAYOUTPROOF_BENCH_FULL_PATH=1)", flush=True
             )
+        if args.no_fused_direct:  # the fused calls as before their direct launch
+            from layoutproof.gpu.host import runtime
+
+            runtime.FUSED_DIRECT = False
+            log["fused_direct"] = False
+            print("gemm with a bias/activation: the full path on every call", flush=True)
         if not args.no_host:
             host(
                 cp,

@@ -595,27 +595,57 @@ class GemmPlan(_Launch):
         """``launch(a_ptr, b_ptr, c_ptr, stream)``: the plan's launch from base addresses and
         a raw stream handle alone (no arrays, no stream objects) -- what a caller that holds
         other libraries' tensors calls on its hot path; None where the plan needs the arrays
-        themselves (padded copies, a copied output, a fused epilogue) or CuPy's driver module
-        lacks ``launchKernel``."""
+        themselves (padded copies, a copied output, a fused epilogue: :meth:`direct_bias`)
+        or CuPy's driver module lacks ``launchKernel``."""
+        if self.activation is not None or self._bias_sig is not None or not self._direct_ready():
+            return None
+        return self._launch_ptrs
+
+    def direct_bias(self) -> Optional[Callable[[int, int, int, int, int], None]]:
+        """``launch(a_ptr, b_ptr, c_ptr, bias_ptr, stream)``: :meth:`direct` for a plan with
+        the fused bias + activation (no alpha/beta): the bias pointer goes to the kernel that
+        applies the epilogue (the fix-up's where it does); ``bias_ptr`` 0 for a plan made
+        without a bias (its zero vector is used).  None where :meth:`direct` would refuse for
+        another reason than the epilogue."""
+        if self.activation is None or self.alpha_beta or not self._direct_ready():
+            return None
+        d = self.decision
+        fx = d.fixup if d.fixup is not None and d.fixup.epilogue else None
+        if fx is not None:
+            fix = getattr(self, "_fix", None)
+            if fix is None:
+                return None
+            self._bias_set = param_setters(fix[1], (fx.slot("bias"),))[0]
+        else:
+            self._bias_set = param_setters(self._pb, (d.slot("bias"),))[0]
+        zero = self._zero_bias
+        self._bias_zero = 0 if zero is None else int(zero.data.ptr)
+        return self._launch_ptrs_bias
+
+    def _direct_ready(self) -> bool:
+        """The per-call parameter setters of the direct launches (False: no direct launch)."""
         if (
             self._launch_kernel is None
             or self._A.copy
             or self._B.copy
             or self.orient == "copy"
-            or self.activation is not None
             or self.alpha_beta
-            or self._bias_sig is not None
         ):
-            return None
+            return False
         d = self.decision
         so = d.slot("out")
         self._slots = param_setters(self._pb, (d.slot("c"), d.slot("cvec")) + ((so,) if so >= 0 else ()))
         self._ab_set = None if self.tma else param_setters(self._pb, (0, 1))
         self._ws_ptr = 0 if self._ws is None else int(self._ws.data.ptr)
-        return self._launch_ptrs
+        return True
 
-    def _launch_ptrs(self, pa: int, pb: int, pc: int, sp: int) -> None:
-        """:meth:`_launch` for base addresses on stream ``sp`` (the plan's :meth:`direct` case)."""
+    def _launch_ptrs_bias(self, pa: int, pb: int, pc: int, pbias: int, sp: int) -> None:
+        """:meth:`_launch_ptrs` with the bias at ``pbias`` (0: the plan's zero vector)."""
+        self._launch_ptrs(pa, pb, pc, sp, pbias or self._bias_zero)
+
+    def _launch_ptrs(self, pa: int, pb: int, pc: int, sp: int, pbias: int = 0) -> None:
+        """:meth:`_launch` for base addresses on stream ``sp`` (the plan's :meth:`direct` case;
+        ``pbias``: the bias of :meth:`direct_bias`'s)."""
         if self._swap:
             pa, pb = pb, pa
         slots = self._slots
@@ -627,6 +657,8 @@ class GemmPlan(_Launch):
             else:
                 ab[0].value = pa
                 ab[1].value = pb
+            if pbias:
+                self._bias_set.value = pbias
             slots[0].value = pk
             slots[1].value = int(self._cvec_ld and pk % self._cvec_align == 0)
             if len(slots) > 2:

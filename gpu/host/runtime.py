@@ -292,6 +292,10 @@ class _Direct:
 
 
 _DIRECT = _Direct()
+#: fused bias + activation calls (no alpha/beta, no C input) of a kept signature launch from
+#: base addresses too (:meth:`GemmPlan.direct_bias`); False: they take the full path every
+#: call (a switch for benchmarks that time both)
+FUSED_DIRECT = True
 
 
 def _direct_key(
@@ -358,6 +362,26 @@ def _direct_run(launch: Any, stream: Any, alloc: Any) -> Any:
     return run_new
 
 
+def _direct_run_bias(launch: Any, stream: Any, alloc: Any) -> Any:
+    """:func:`_direct_run` for a fused bias + activation plan's ``launch(a_ptr, b_ptr, c_ptr,
+    bias_ptr, stream_ptr)``: ``run(a, b, out, bias) -> out`` (``bias`` None: the plan's
+    zero vector)."""
+    if alloc is None:
+
+        def run(a: Any, b: Any, out: Any, bias: Any) -> Any:
+            launch(a.data.ptr, b.data.ptr, out.data.ptr, 0 if bias is None else bias.data.ptr, stream().ptr)
+            return out
+
+        return run
+
+    def run_new(a: Any, b: Any, out: Any, bias: Any) -> Any:
+        o = alloc()
+        launch(a.data.ptr, b.data.ptr, o.data.ptr, 0 if bias is None else bias.data.ptr, stream().ptr)
+        return o
+
+    return run_new
+
+
 def _new_out_like(cp: Any, res: Any) -> Any:
     """A function making a new array of ``res``'s shape, strides and dtype (C or F order)
     as cheaply as CuPy allows, checked once against ``res``; None where neither order
@@ -404,10 +428,13 @@ def _new_out_like(cp: Any, res: Any) -> Any:
     return None
 
 
-def _remember_direct(dc: _Direct, key: Any, plan: Any, out: Any, res: Any, cp: Any) -> None:
+def _remember_direct(
+    dc: _Direct, key: Any, plan: Any, out: Any, res: Any, cp: Any, fused: bool = False
+) -> None:
     """Keep ``plan``'s direct launch under ``key`` where the plan offers one (and, for a
-    call without ``out``, a new output like ``res`` can be made)."""
-    direct = getattr(plan, "direct", None)
+    call without ``out``, a new output like ``res`` can be made); ``fused``: the launch
+    with the bias pointer (:meth:`GemmPlan.direct_bias`)."""
+    direct = getattr(plan, "direct_bias" if fused else "direct", None)
     launch = direct() if direct is not None else None
     if launch is None:
         return
@@ -418,7 +445,8 @@ def _remember_direct(dc: _Direct, key: Any, plan: Any, out: Any, res: Any, cp: A
             return
     if len(dc.entries) >= _PLAN_CAP:
         dc.entries.pop(next(iter(dc.entries)))
-    dc.entries[key] = _direct_run(launch, cp.cuda.get_current_stream, alloc)
+    make = _direct_run_bias if fused else _direct_run
+    dc.entries[key] = make(launch, cp.cuda.get_current_stream, alloc)
     dc.types = dc.types | {key[0]}
 
 
@@ -537,6 +565,25 @@ def gemm(
             run = None
         if run is not None:
             return run(a, b, out)
+    elif (
+        FUSED_DIRECT
+        and (activation is not None or bias is not None)
+        and c is None
+        and precision is None
+        and alpha == 1
+        and beta == 0
+        and type(a) in dc.types
+        and dc.owner is device._CUPY
+    ):  # a fused bias + activation call of a kept signature: the same, with the bias pointer
+        try:
+            run = dc.entries.get(
+                _direct_key(dc, a, b, out, config, out_dtype, dtype, path, bias_along)
+                + (activation, None if bias is None else _bias_key(bias))
+            )
+        except Exception:  # not arrays, or an unhashable option: the full path says
+            run = None
+        if run is not None:
+            return run(a, b, out, bias)
     if precision is not None:
         if precision != "tf32" or dtype not in (None, "tf32"):
             raise GemmInputError(
@@ -601,9 +648,17 @@ def gemm(
                 key = None
         _remember(key, plan)
     res = plan._run(a, b, out, bias, c, alpha, beta)
-    if not ab and bias is None and activation is None:
+    if not ab and activation is None and bias is None:
         _keep_direct(a, b, out, res, plan, config, out_dtype, dtype, path, bias_along)
+    elif not ab:
+        _keep_direct(a, b, out, res, plan, config, out_dtype, dtype, path, bias_along, (activation, bias))
     return res
+
+
+def _bias_key(bias: Any) -> Any:
+    """The part of a direct key that a fused call's bias adds (its base address is the
+    kernel's to check: it reads pairs only where they are aligned)."""
+    return (type(bias), bias.shape, bias.strides, bias.dtype, bias.data.device_id)
 
 
 def _keep_direct(
@@ -617,9 +672,11 @@ def _keep_direct(
     dtype: Any,
     path: Any,
     bias_along: Any,
+    epilogue: Optional[Tuple[Optional[str], Any]] = None,
 ) -> None:
-    """After a plain call (2-D, or batched) through the full path: keep its plan's direct launch
-    (:class:`_Direct`) where it offers one."""
+    """After a plain call (2-D, or batched) through the full path, or a 2-D call with the
+    fused bias + activation (``epilogue = (activation, bias)``): keep its plan's direct
+    launch (:class:`_Direct`) where it offers one."""
     dc = _DIRECT
     try:
         cp = plan._cupy
@@ -628,11 +685,14 @@ def _keep_direct(
         if dc.device is None:
             dc.device = cp.cuda.runtime.getDevice
         key = _direct_key(dc, a, b, out, config, out_dtype, dtype, path, bias_along)
+        if epilogue is not None:
+            act, bias = epilogue
+            key = key + (act, None if bias is None else _bias_key(bias))
         if key in dc.entries:
             return
     except Exception:  # not arrays, or an unhashable option: nothing kept
         return
-    _remember_direct(dc, key, plan, out, res, cp)
+    _remember_direct(dc, key, plan, out, res, cp, epilogue is not None)
 
 
 _TYPED_NAMES = ("tf32", "e4m3", "e5m2", "s8", "u8")

@@ -5,7 +5,8 @@ Without a GPU (CI), with the fake CuPy of test_gpu_plan: the key is complete (a 
 differs from a kept one in any field its plan depends on misses the entry; one that differs
 only in its base addresses, alignment kept, hits it), the direct path is taken exactly where
 the plan offers a direct launch, and it packs the parameters the full path packs, on the
-current stream.  With a GPU: results bit-identical to the full path's for each kind of
+current stream; a fused bias + activation call (no alpha/beta) launches with its bias pointer
+(``plan.direct_bias()``).  With a GPU: results bit-identical to the full path's for each kind of
 decision (warp-specialized, split-K with the fix-up kernel, tiny, hybrid, the mma.sync
 decode tile), on a non-default stream, inside a CUDA graph capture, with ``out=`` given
 (row- and column-major) and new.
@@ -251,6 +252,84 @@ def test_fake_direct_path_is_taken_exactly_where_the_plan_offers_it(fake, hits, 
         assert r0.data.ptr != r2.data.ptr
 
 
+@pytest.fixture
+def fake_tma(fake, monkeypatch):
+    """The fake device with TMA (the fused epilogue's kernels): tensor maps as bytes."""
+    from layoutproof.gpu.host import plan as plan_mod
+
+    monkeypatch.setattr(device, "tma_available", lambda: True)
+    monkeypatch.setenv("LAYOUTPROOF_PDL", "0")  # the fake has no driver for cuLaunchKernelEx
+    monkeypatch.setattr(plan_mod._Operand, "prepare_tma", lambda self, dt, k, mn, batch=None: None)
+    monkeypatch.setattr(plan_mod._Operand, "tensor_map", lambda self, ptr: np.zeros(128, np.uint8))
+    fake.float32 = np.float32
+    empty = fake.empty
+    fake.zeros = lambda shape, dtype: empty((1, shape) if isinstance(shape, int) else shape, dtype)
+    return fake
+
+
+def _vec(cp, n):
+    """A fake f16 bias vector of ``n`` elements."""
+    return _FakeArray(cp, (n,), (2,), np.float16, cp._alloc(2 * n))
+
+
+@pytest.fixture
+def fused_hits(monkeypatch):
+    """Each call of a kept fused (bias + activation) direct entry, logged."""
+    log = []
+    made = runtime._direct_run_bias
+
+    def spy(launch, stream, alloc):
+        run = made(launch, stream, alloc)
+
+        def logged(a, b, out, bias):
+            log.append(launch)
+            return run(a, b, out, bias)
+
+        return logged
+
+    monkeypatch.setattr(runtime, "_direct_run_bias", spy)
+    return log
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_fake_fused_calls_take_the_direct_launch_with_their_bias(fake_tma, hits, fused_hits, with_bias):
+    fake = fake_tma
+    a, b = fake.array((96, 1024)), fake.array((1024, 72))
+    out = fake.empty((96, 72), np.float16)
+    biases = [_vec(fake, 72), _vec(fake, 72)] if with_bias else [None, None]
+    runtime.gemm(a, b, out, bias=biases[0], activation="gelu")  # the full path, kept
+    full = fake.launches[-1]
+    (plan,) = runtime._PLANS.values()
+    assert plan.direct() is None and plan.direct_bias() is not None
+    slot = plan.decision.slot("bias")
+    zero = plan._zero_bias
+    for bias in biases:
+        runtime.gemm(a, b, out, bias=bias, activation="gelu")
+        got = fake.launches[-1]
+        for key in ("grid", "block", "smem", "stream", "kinds"):
+            assert got[key] == full[key], key
+        want = bias.data.ptr if bias is not None else zero.data.ptr
+        assert got["values"][slot] == want
+        assert got["values"][2:slot] == full["values"][2:slot]
+    assert len(fused_hits) == 2 and hits == []
+    # another activation, or a bias of another shape, is another key: the full path
+    runtime.gemm(a, b, out, bias=biases[0], activation="relu")
+    assert len(fused_hits) == 2
+    if with_bias:
+        with pytest.raises(GemmInputError):
+            runtime.gemm(a, b, out, bias=_vec(fake, 71), activation="gelu")
+        assert len(fused_hits) == 2
+
+
+def test_fake_alpha_beta_calls_keep_the_full_path(fake_tma, hits, fused_hits):
+    fake = fake_tma
+    a, b = fake.array((96, 1024)), fake.array((1024, 72))
+    out, c = fake.empty((96, 72), np.float16), fake.empty((96, 72), np.float16)
+    for _ in range(3):
+        runtime.gemm(a, b, out, bias=_vec(fake, 72), c=c, alpha=0.5, beta=1.0, activation="relu")
+    assert fused_hits == [] and hits == []
+
+
 def test_fake_direct_launch_uses_the_current_stream_and_updates_last_launch(fake, hits):
     a, b = fake.array((96, 1024)), fake.array((1024, 72))
     runtime.gemm(a, b)
@@ -390,6 +469,47 @@ def test_gpu_direct_results_are_the_full_paths_bit_for_bit(kind, monkeypatch, hi
         want = a2.astype(cp.float64) @ b2.astype(cp.float64)
         err = float(cp.linalg.norm(out.astype(cp.float64) - want) / cp.linalg.norm(want))
         assert err < 1e-2, (name, err)
+
+
+FUSED_KINDS = [
+    ("the rule's pick at 2048^3", 2048, 2048, 2048),
+    ("ping-pong epilogue", 4096, 4096, 256),
+    ("split-K, epilogue in the fix-up", 64, 4096, 11008),
+    ("mma.sync decode epilogue", 16, 4096, 4096),
+]
+
+
+@gpu
+@pytest.mark.parametrize("kind", FUSED_KINDS, ids=[k[0] for k in FUSED_KINDS])
+def test_gpu_fused_direct_results_are_the_full_paths_bit_for_bit(kind, monkeypatch, fused_hits, kept):
+    cp = _cp()
+    if not _hopper_tma():
+        pytest.skip("the fused epilogue runs the TMA kernels of sm_90")
+    name, m, n, k = kind
+    a, b = _operands(cp, m, n, k, m + n + k)
+    biases = [
+        cp.random.default_rng(s).standard_normal(n, dtype=cp.float32).astype(cp.float16) for s in (1, 2)
+    ]
+    refs = [
+        _full_path(monkeypatch, lambda bb=bb: runtime.gemm(a, b, bias=bb, activation="gelu")) for bb in biases
+    ]
+    runtime.gemm(a, b, bias=biases[0], activation="gelu")  # the full path, kept
+    (plan,) = runtime._PLANS.values()
+    assert plan.direct_bias() is not None, (name, plan.config.key())
+    out = cp.empty((m, n), dtype=cp.float16)
+    for bb, ref in zip(biases, refs):  # a new output, then a given one (poisoned), each bias
+        got = runtime.gemm(a, b, bias=bb, activation="gelu")
+        assert bool(cp.array_equal(_bits(got), _bits(ref))), name
+        _bits(out).fill(0xFFFF)
+        runtime.gemm(a, b, out, bias=bb, activation="gelu")
+        assert bool(cp.array_equal(_bits(out), _bits(ref))), name
+    # the new-output calls hit the kept entry; the first call with out= is kept, then hits
+    assert len(fused_hits) == 3, name
+    # an activation alone: the plan's zero vector
+    ref0 = _full_path(monkeypatch, lambda: runtime.gemm(a, b, activation="relu"))
+    runtime.gemm(a, b, activation="relu")
+    got0 = runtime.gemm(a, b, activation="relu")
+    assert len(fused_hits) == 4 and bool(cp.array_equal(_bits(got0), _bits(ref0))), name
 
 
 @gpu
