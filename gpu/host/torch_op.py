@@ -356,6 +356,9 @@ class _Entry:
         # has one: a folded batch has the same base addresses as its 2-D product
         direct = getattr(self.plan, "direct", None)
         self.direct = direct() if direct is not None and bias is None and c is None else None
+        # with the fused bias + activation (no C input): the same launch, the bias pointer too
+        fused = getattr(self.plan, "direct_bias", None)
+        self.direct_bias = fused() if fused is not None and self.direct is None and c is None else None
         self.get_device = cp.cuda.runtime.getDevice
 
     def _device(self) -> Any:
@@ -390,13 +393,16 @@ class _Entry:
                 out = self.empty_like(tm)
             else:
                 out = a.new_empty(self.out_shape, dtype=self.out_tdtype)
-        direct = self.direct
-        if direct is not None and self.get_device() == self.dev:
+        direct, fused = self.direct, self.direct_bias
+        if (direct is not None or fused is not None) and self.get_device() == self.dev:
             sp = self.raw_stream(self.dev)
             cur = self.cur_stream()
             if cur != sp and cur not in _DEFAULT_HANDLES:
                 self._stream(sp)  # refuses the call, naming the fix
-            direct(a.data_ptr(), b.data_ptr(), out.data_ptr(), sp)
+            if direct is not None:
+                direct(a.data_ptr(), b.data_ptr(), out.data_ptr(), sp)
+            elif fused is not None:
+                fused(a.data_ptr(), b.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(), sp)
             return out
         o = out
         if self.fold:

@@ -455,6 +455,27 @@ def test_gpu_fused_epilogue_matches_torch():
 
 
 @gpu
+@pytest.mark.parametrize("m, n, k", [(512, 384, 256), (16, 4096, 4096), (64, 4096, 11008)])
+def test_gpu_fused_calls_launch_directly_with_their_bias(monkeypatch, m, n, k):
+    # a fused call's entry launches its plan from base addresses, the bias pointer too; the
+    # results are the entry's full path's bit for bit, for two biases and an activation alone
+    monkeypatch.setattr(torch_op, "_ENTRIES", {})
+    a, b = _rand(m, k), _rand(k, n)
+    for bias in (torch.randn(n, device="cuda").half(), torch.randn(n, device="cuda").half(), None):
+        got = runtime.gemm(a, b, bias=bias, activation="gelu")
+        ent = torch_op._ENTRIES[next(reversed(torch_op._ENTRIES))]
+        assert ent.direct is None and ent.direct_bias is not None, (m, n, k)
+        fused, ent.direct_bias = ent.direct_bias, None
+        try:
+            ref = runtime.gemm(a, b, bias=bias, activation="gelu")  # the entry's full path
+        finally:
+            ent.direct_bias = fused
+        assert torch.equal(got.view(torch.int16), ref.view(torch.int16)), (m, n, k, bias is None)
+        x = a.double() @ b.double() + (0 if bias is None else bias.double())
+        assert _rel(got, torch.nn.functional.gelu(x)) < 1e-2
+
+
+@gpu
 def test_gpu_runs_on_the_callers_current_stream():
     a, b = _rand(2048, 2048), _rand(2048, 2048)
     new = _rand(2048, 2048)
