@@ -51,23 +51,28 @@ def fake(monkeypatch, tmp_path):
     device._sm_count_of.cache_clear()
 
 
-@pytest.fixture
-def hits(monkeypatch):
-    """Each call of a kept direct entry, logged (the plan, by its launch's owner)."""
+def _spy(monkeypatch, name):
+    """Each call of the entries ``runtime.<name>`` makes, logged (by its launch)."""
     log = []
-    made = runtime._direct_run
+    made = getattr(runtime, name)
 
     def spy(launch, stream, alloc):
         run = made(launch, stream, alloc)
 
-        def logged(a, b, out):
+        def logged(*args):
             log.append(launch)
-            return run(a, b, out)
+            return run(*args)
 
         return logged
 
-    monkeypatch.setattr(runtime, "_direct_run", spy)
+    monkeypatch.setattr(runtime, name, spy)
     return log
+
+
+@pytest.fixture
+def hits(monkeypatch):
+    """Each call of a kept direct entry, logged (the plan, by its launch's owner)."""
+    return _spy(monkeypatch, "_direct_run")
 
 
 class _Sub(_FakeArray):
@@ -275,20 +280,7 @@ def _vec(cp, n):
 @pytest.fixture
 def fused_hits(monkeypatch):
     """Each call of a kept fused (bias + activation) direct entry, logged."""
-    log = []
-    made = runtime._direct_run_bias
-
-    def spy(launch, stream, alloc):
-        run = made(launch, stream, alloc)
-
-        def logged(a, b, out, bias):
-            log.append(launch)
-            return run(a, b, out, bias)
-
-        return logged
-
-    monkeypatch.setattr(runtime, "_direct_run_bias", spy)
-    return log
+    return _spy(monkeypatch, "_direct_run_bias")
 
 
 @pytest.mark.parametrize("with_bias", [True, False])
