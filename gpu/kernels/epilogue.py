@@ -54,7 +54,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from layoutproof import Layout, composition
+from layoutproof import Layout, composition, get, rank, size
 
 from ..config import OUT_DTYPES, TC_TYPES, GemmProblem
 from ..errors import GemmConfigError, ProofFailedError
@@ -575,9 +575,13 @@ def _prove_pair_slots(
     P = _const(ploop.stop) - _const(ploop.start)
     if P % 2 or _const(ploop.start) != 0:
         raise ProofFailedError(f"epilogue rewrite: {P} register pairs per chunk (not even)", condition=_WHAT)
-    cols = np.asarray(F.col_layout.eval_all(), dtype=np.int64)
     threads = 128
-    cols = cols.reshape((-1, threads)).T  # [thread, register]
+    if rank(F.col_layout) != 2 or size(get(F.col_layout, 0)) != threads:
+        raise ProofFailedError(
+            "epilogue rewrite: the column map is not (128 threads, registers)", condition=_WHAT
+        )
+    # colexicographic order: the thread varies fastest
+    cols = np.asarray(F.col_layout.eval_all(), dtype=np.int64).reshape((-1, threads)).T  # [thread, register]
     q = np.arange(_const(qloop.start), _const(qloop.stop)).reshape(-1, 1)
     p = np.arange(P).reshape(1, -1)
     env = {qloop.var.name: q, ploop.var.name: p}
