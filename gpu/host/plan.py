@@ -875,26 +875,49 @@ class BatchedGemmPlan(_Launch):
         addresses and a raw stream handle alone (:meth:`GemmPlan.direct`'s counterpart); None
         for the fold and loop paths (their 2-D calls keep their own), staged operands, a
         fused epilogue, or where CuPy's driver module lacks ``launchKernel``."""
+        if self.activation is not None or not self._direct_ready():
+            return None
+        return self._launch_ptrs
+
+    def direct_bias(self) -> Optional[Callable[[int, int, int, int, int], None]]:
+        """``launch(a_ptr, b_ptr, c_ptr, bias_ptr, stream)``: :meth:`direct` for a plan with
+        the fused bias + activation (no alpha/beta; ``bias_ptr`` 0: the plan's zero vector),
+        as :meth:`GemmPlan.direct_bias`."""
+        if self.activation is None or not self._direct_ready():
+            return None
+        self._bias_set = param_setters(self._pb, (self.decision.slot("bias"),))[0]
+        zero = self._zero_bias
+        self._bias_zero = 0 if zero is None else int(zero.data.ptr)
+        return self._launch_ptrs_bias
+
+    def _direct_ready(self) -> bool:
+        """The per-call parameter setters of the direct launches (False: none)."""
         if (
             self.mode != "kernel"
             or self._launch_kernel is None
             or self._stage[0]
             or self._stage[1]
-            or self.activation is not None
             or self.alpha_beta
         ):
-            return None
+            return False
         d = self.decision
         self._slots = param_setters(self._pb, (d.slot("c"), d.slot("cvec")))
-        return self._launch_ptrs
+        return True
 
-    def _launch_ptrs(self, pa: int, pb: int, pc: int, sp: int) -> None:
-        """:meth:`_launch` for base addresses on stream ``sp`` (the :meth:`direct` case)."""
+    def _launch_ptrs_bias(self, pa: int, pb: int, pc: int, pbias: int, sp: int) -> None:
+        """:meth:`_launch_ptrs` with the bias at ``pbias`` (0: the plan's zero vector)."""
+        self._launch_ptrs(pa, pb, pc, sp, pbias or self._bias_zero)
+
+    def _launch_ptrs(self, pa: int, pb: int, pc: int, sp: int, pbias: int = 0) -> None:
+        """:meth:`_launch` for base addresses on stream ``sp`` (the :meth:`direct` case;
+        ``pbias``: :meth:`direct_bias`'s bias)."""
         slots, g, lk = self._slots, self.grid, self._launch_kernel
         if lk is None:  # direct() hands this method out only with launchKernel
             raise GemmConfigError("a direct launch needs CuPy's driver launchKernel")
         with self._lock:
             self._set_ptrs(pa, pb)
+            if pbias:
+                self._bias_set.value = pbias
             slots[0].value = pc
             slots[1].value = int(self.decision.cvec_ld and pc % 16 == 0)
             lk(self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem, sp, self._pb.address, 0)

@@ -619,6 +619,10 @@ def gemm(
         res = bplan._run(a, b, out, bias, c, alpha, beta)
         if not ab and bias is None and activation is None:
             _keep_direct(a, b, out, res, bplan, config, out_dtype, dtype, path, bias_along)
+        elif not ab:
+            _keep_direct(
+                a, b, out, res, bplan, config, out_dtype, dtype, path, bias_along, (activation, bias)
+            )
         return res
 
     def key_on(dev: int) -> Any:

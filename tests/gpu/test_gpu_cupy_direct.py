@@ -574,12 +574,13 @@ def _batched_stub(mode="kernel", stage=(False, False), activation=None, alpha_be
 
     p = BatchedGemmPlan.__new__(BatchedGemmPlan)
     launches = []
-    slots = {"c": 2, "cvec": 6}
+    slots = {"c": 2, "cvec": 6} if activation is None else {"c": 2, "cvec": 6, "bias": 7}
     p.decision = types.SimpleNamespace(slot=lambda nm: slots.get(nm, -1), cvec_ld=True)
     p.mode, p._stage, p.activation, p.alpha_beta = mode, stage, activation, alpha_beta
     p.tma = False
     p._A = p._B = None  # pointer operands: no tensor-map encoders
-    p._pb = ParamBuffer(["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32"])
+    p._pb = ParamBuffer(["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32"] + (["ptr"] if activation else []))
+    p._zero_bias = types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x9000)) if activation else None
     p._launch_kernel = (lambda *args: launches.append((args, p._pb.values()))) if lk else None
     p._fn, p.grid, p.threads, p.smem = 0x77, (132, 1, 1), 384, 1024
     p._lock = threading.Lock()
@@ -618,6 +619,40 @@ def test_fake_batched_direct_launch_packs_the_pointers_the_stream_and_last_launc
     assert v0[:3] == [0x1000, 0x2000, 0x3000] and v0[6] == 1
     assert v1[:3] == [0x1100, 0x2200, 0x3008] and v1[6] == 0
     assert runtime.last_launch["plan"] is p and runtime.last_launch["mode"] == "kernel"
+
+
+def test_fake_batched_fused_direct_launch_packs_the_bias():
+    p, launches = _batched_stub(activation="gelu")
+    assert p.direct() is None
+    launch = p.direct_bias()
+    assert launch is not None
+    launch(0x1000, 0x2000, 0x3000, 0x4000, 0x55)
+    launch(0x1100, 0x2200, 0x3300, 0, 0x66)  # no bias: the plan's zero vector
+    (a0, v0), (a1, v1) = launches
+    assert v0[:3] == [0x1000, 0x2000, 0x3000] and v0[7] == 0x4000 and a0[8] == 0x55
+    assert v1[:3] == [0x1100, 0x2200, 0x3300] and v1[7] == 0x9000 and a1[8] == 0x66
+    assert _batched_stub(activation="gelu", alpha_beta=True)[0].direct_bias() is None
+
+
+@gpu
+def test_gpu_batched_fused_direct_results_are_the_full_paths_bit_for_bit(monkeypatch, fused_hits, kept):
+    cp = _cp()
+    if not _hopper_tma():
+        pytest.skip("the batched kernel is Hopper's with TMA")
+    rng = cp.random.default_rng(4)
+    a = rng.standard_normal((6, 200, 96), dtype=cp.float32).astype(cp.float16)
+    b = rng.standard_normal((6, 96, 136), dtype=cp.float32).astype(cp.float16)
+    biases = [rng.standard_normal(136, dtype=cp.float32).astype(cp.float16) for _ in range(2)]
+    refs = [
+        _full_path(monkeypatch, lambda bb=bb: runtime.gemm(a, b, bias=bb, activation="silu")) for bb in biases
+    ]
+    runtime.gemm(a, b, bias=biases[0], activation="silu")  # the full path, kept
+    plan = runtime.last_launch["plan"]
+    assert plan.mode == "kernel" and plan.direct_bias() is not None
+    for bb, ref in zip(biases, refs):
+        got = runtime.gemm(a, b, bias=bb, activation="silu")
+        assert bool(cp.array_equal(_bits(got), _bits(ref)))
+    assert len(fused_hits) == 2
 
 
 @gpu
