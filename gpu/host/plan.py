@@ -875,7 +875,7 @@ class BatchedGemmPlan(_Launch):
         addresses and a raw stream handle alone (:meth:`GemmPlan.direct`'s counterpart); None
         for the fold and loop paths (their 2-D calls keep their own), staged operands, a
         fused epilogue, or where CuPy's driver module lacks ``launchKernel``."""
-        if self.activation is not None or not self._direct_ready():
+        if not self._direct_ready() or self.activation is not None:
             return None
         return self._launch_ptrs
 
@@ -883,7 +883,7 @@ class BatchedGemmPlan(_Launch):
         """``launch(a_ptr, b_ptr, c_ptr, bias_ptr, stream)``: :meth:`direct` for a plan with
         the fused bias + activation (no alpha/beta; ``bias_ptr`` 0: the plan's zero vector),
         as :meth:`GemmPlan.direct_bias`."""
-        if self.activation is None or not self._direct_ready():
+        if not self._direct_ready() or self.activation is None:
             return None
         self._bias_set = param_setters(self._pb, (self.decision.slot("bias"),))[0]
         zero = self._zero_bias
@@ -891,7 +891,8 @@ class BatchedGemmPlan(_Launch):
         return self._launch_ptrs_bias
 
     def _direct_ready(self) -> bool:
-        """The per-call parameter setters of the direct launches (False: none)."""
+        """The per-call parameter setters of the direct launches (False: none; the fold and
+        loop modes carry out no kernel of their own, so they are tested first)."""
         if (
             self.mode != "kernel"
             or self._launch_kernel is None
