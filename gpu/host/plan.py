@@ -302,6 +302,22 @@ class _Launch:
             pbuf.set(slot("cin"), c.data.ptr)
         return bvec
 
+    #: the plan's launch from base addresses (``pbias``: the bias, where the plan has one)
+    _launch_ptrs: Callable[..., None]
+
+    def _bias_launch(self, pbuf: ParamBuffer, slot: int) -> Callable[[int, int, int, int, int], None]:
+        """The direct launch with the fused epilogue's bias: parameter ``slot`` of ``pbuf``
+        (the kernel that applies the epilogue) set from each call's bias pointer, the plan's
+        zero vector where the call has none."""
+        self._bias_set = param_setters(pbuf, (slot,))[0]
+        zero = self._zero_bias
+        self._bias_zero = 0 if zero is None else int(zero.data.ptr)
+        return self._launch_ptrs_bias
+
+    def _launch_ptrs_bias(self, pa: int, pb: int, pc: int, pbias: int, sp: int) -> None:
+        """:meth:`_launch_ptrs` with the bias at ``pbias`` (0: the plan's zero vector)."""
+        self._launch_ptrs(pa, pb, pc, sp, pbias or self._bias_zero)
+
     def _issue(self, args: Callable[[], Tuple[Any, ...]]) -> None:
         """One launch of the kernel on the current stream with the packed parameters
         (``cuLaunchKernel``), or through CuPy's own launcher with ``args()`` where its driver
@@ -615,12 +631,8 @@ class GemmPlan(_Launch):
             fix = getattr(self, "_fix", None)
             if fix is None:
                 return None
-            self._bias_set = param_setters(fix[1], (fx.slot("bias"),))[0]
-        else:
-            self._bias_set = param_setters(self._pb, (d.slot("bias"),))[0]
-        zero = self._zero_bias
-        self._bias_zero = 0 if zero is None else int(zero.data.ptr)
-        return self._launch_ptrs_bias
+            return self._bias_launch(fix[1], fx.slot("bias"))
+        return self._bias_launch(self._pb, d.slot("bias"))
 
     def _direct_ready(self) -> bool:
         """The per-call parameter setters of the direct launches (False: no direct launch)."""
@@ -638,10 +650,6 @@ class GemmPlan(_Launch):
         self._ab_set = None if self.tma else param_setters(self._pb, (0, 1))
         self._ws_ptr = 0 if self._ws is None else int(self._ws.data.ptr)
         return True
-
-    def _launch_ptrs_bias(self, pa: int, pb: int, pc: int, pbias: int, sp: int) -> None:
-        """:meth:`_launch_ptrs` with the bias at ``pbias`` (0: the plan's zero vector)."""
-        self._launch_ptrs(pa, pb, pc, sp, pbias or self._bias_zero)
 
     def _launch_ptrs(self, pa: int, pb: int, pc: int, sp: int, pbias: int = 0) -> None:
         """:meth:`_launch` for base addresses on stream ``sp`` (the plan's :meth:`direct` case;
@@ -885,10 +893,7 @@ class BatchedGemmPlan(_Launch):
         as :meth:`GemmPlan.direct_bias`."""
         if not self._direct_ready() or self.activation is None:
             return None
-        self._bias_set = param_setters(self._pb, (self.decision.slot("bias"),))[0]
-        zero = self._zero_bias
-        self._bias_zero = 0 if zero is None else int(zero.data.ptr)
-        return self._launch_ptrs_bias
+        return self._bias_launch(self._pb, self.decision.slot("bias"))
 
     def _direct_ready(self) -> bool:
         """The per-call parameter setters of the direct launches (False: none; the fold and
@@ -904,10 +909,6 @@ class BatchedGemmPlan(_Launch):
         d = self.decision
         self._slots = param_setters(self._pb, (d.slot("c"), d.slot("cvec")))
         return True
-
-    def _launch_ptrs_bias(self, pa: int, pb: int, pc: int, pbias: int, sp: int) -> None:
-        """:meth:`_launch_ptrs` with the bias at ``pbias`` (0: the plan's zero vector)."""
-        self._launch_ptrs(pa, pb, pc, sp, pbias or self._bias_zero)
 
     def _launch_ptrs(self, pa: int, pb: int, pc: int, sp: int, pbias: int = 0) -> None:
         """:meth:`_launch` for base addresses on stream ``sp`` (the :meth:`direct` case;

@@ -577,8 +577,7 @@ def gemm(
     ):  # a fused bias + activation call of a kept signature: the same, with the bias pointer
         try:
             run = dc.entries.get(
-                _direct_key(dc, a, b, out, config, out_dtype, dtype, path, bias_along)
-                + (activation, None if bias is None else _bias_key(bias))
+                _fused_key(dc, a, b, out, config, out_dtype, dtype, path, bias_along, activation, bias)
             )
         except Exception:  # not arrays, or an unhashable option: the full path says
             run = None
@@ -659,10 +658,24 @@ def gemm(
     return res
 
 
-def _bias_key(bias: Any) -> Any:
-    """The part of a direct key that a fused call's bias adds (its base address is the
-    kernel's to check: it reads pairs only where they are aligned)."""
-    return (type(bias), bias.shape, bias.strides, bias.dtype, bias.data.device_id)
+def _fused_key(
+    dc: _Direct,
+    a: Any,
+    b: Any,
+    out: Any,
+    config: Any,
+    out_dtype: Any,
+    dtype: Any,
+    path: Any,
+    bias_along: Any,
+    activation: Optional[str],
+    bias: Any,
+) -> Any:
+    """:func:`_direct_key` of a fused bias + activation call: the activation and the bias's
+    type, shape, strides, dtype and device added (its base address is the kernel's to check:
+    it reads pairs only where they are aligned)."""
+    bk = None if bias is None else (type(bias), bias.shape, bias.strides, bias.dtype, bias.data.device_id)
+    return _direct_key(dc, a, b, out, config, out_dtype, dtype, path, bias_along) + (activation, bk)
 
 
 def _keep_direct(
@@ -688,10 +701,10 @@ def _keep_direct(
             dc.reset(device._CUPY)
         if dc.device is None:
             dc.device = cp.cuda.runtime.getDevice
-        key = _direct_key(dc, a, b, out, config, out_dtype, dtype, path, bias_along)
-        if epilogue is not None:
-            act, bias = epilogue
-            key = key + (act, None if bias is None else _bias_key(bias))
+        if epilogue is None:
+            key = _direct_key(dc, a, b, out, config, out_dtype, dtype, path, bias_along)
+        else:
+            key = _fused_key(dc, a, b, out, config, out_dtype, dtype, path, bias_along, *epilogue)
         if key in dc.entries:
             return
     except Exception:  # not arrays, or an unhashable option: nothing kept
