@@ -709,6 +709,15 @@ def _paired_epilogue(F: _EpilogueEnv, body: kir.Block, log: ProofLog) -> Tuple[k
     return kir.rewrite(body, splice), slots, p.name, qloop.var.name
 
 
+def _written(F: _EpilogueEnv, form: str, at: str) -> str:
+    """What the data-flow proofs say each written value is: ``form`` with the bias ``at``
+    its row or column, under the activation (in s32: exact, ReLU as ``max(., 0)``)."""
+    if F.ctype == "float":
+        return f"{F.act}({form}{at})"
+    inner = f"max({form}{at}, 0)" if F.cfg.activation == "relu" else f"{form}{at}"
+    return inner + " in s32 (exact)"
+
+
 def _slot_writes_ok(F: _EpilogueEnv, body: kir.Block, names: Any, slots: int, pname: str, qname: str) -> bool:
     """Every write of the slot array is a zero, or slot ``2 s + o`` of a load claimed at the
     column of register ``e(q, p = 2 s)`` (+ ``o``): an element load's claim (``+ 1`` for
@@ -799,17 +808,11 @@ def _prove_pair_flow(
             condition="fused epilogue data flow",
         )
     form = "alpha * acc[i] + bias" if F.alpha is not None else "acc[i] + bias"
-    written = (
-        f"{F.act}({form}[n0 + col(t, i)])"
-        if F.ctype == "float"
-        else (f"max({form}[n0 + col(t, i)], 0)" if F.cfg.activation == "relu" else f"{form}[n0 + col(t, i)]")
-    )
     log.add(
         "equal",
         f"fused epilogue data flow: each register pair written to the staging buffer is "
-        f"{written}"
-        + ("" if F.ctype == "float" else " in s32 (exact)")
-        + f", the bias read once per column pair of the chunk ({slots} slots: a "
+        f"{_written(F, form, '[n0 + col(t, i)]')}, the bias read once per column pair of the "
+        f"chunk ({slots} slots: a "
         f"{2 * F.bw}-byte vector where aligned and both columns < N, else each column under < N) "
         f"and each register reading its own column's slot; the bias {F.cfg.bias_dtype}"
         + (f", converted by {F.bconv}" if F.bconv else ""),
@@ -821,7 +824,7 @@ def _prove_pair_flow(
 def _prove_data_flow(F: _EpilogueEnv, body: kir.Block, log: ProofLog) -> None:
     """The data flow, on the tree: the one buffer write stores act(acc[i] + bv_j), bv_j
     loaded under the claim of register i's column (or row)."""
-    ab, act = F.ab, F.act
+    ab = F.ab
     w2 = _buffer_writes(body)
     w2rhs = w2[0].rhs if len(w2) == 1 else None
 
@@ -864,15 +867,11 @@ def _prove_data_flow(F: _EpilogueEnv, body: kir.Block, log: ProofLog) -> None:
         else ("alpha * acc[i] + bias" if F.alpha is not None else "acc[i] + bias")
     )
     at = "[m0 + row(t, i)]" if F.along_m else "[n0 + col(t, i)]"
-    if F.ctype == "float":
-        written = f"{act}({form}{at})"
-    else:
-        written = f"max({form}{at}, 0)" if F.cfg.activation == "relu" else f"{form}{at}"
-    arith = "" if F.ctype == "float" else " in s32 (exact)"
+    written = _written(F, form, at)
     log.add(
         "equal",
         f"fused epilogue data flow: each register pair written to the staging buffer is "
-        f"{written}{arith}, the loads claimed at the row and column of their own "
+        f"{written}, the loads claimed at the row and column of their own "
         f"register (the wgmma atom's C layout) and guarded by < M, < N; the bias "
         f"{F.cfg.bias_dtype}" + (f", converted by {F.bconv}" if F.bconv else ""),
         "exhaustive",
