@@ -186,7 +186,7 @@ def _with_act(cfg, act, prob):
         bias=True,
         bias_dtype=prob.dtype,
     )
-    return P._with_epilogue(cfg, req, True, True)
+    return P.with_epilogue(cfg, req, True, True)
 
 
 def prepare(args):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
@@ -21,7 +22,7 @@ from ..errors import GemmConfigError
 from ..kernels.epilogue import EpilogueConfig, generate_epilogue
 from ..kernels.mma_epilogue import MmaEpilogueConfig, generate_mma_epilogue
 from ..kernels.mma_sync import generate
-from ..kernels.splitk import SplitKConfig, generate_splitk
+from ..kernels.splitk import FixupEpilogueConfig, SplitKConfig, generate_fixup, generate_splitk
 from ..kernels.splitk_cluster import generate_cluster
 from ..kernels.tiny import TinyConfig
 from ..kernels.tiny import generate as generate_tiny
@@ -31,7 +32,7 @@ from ..kernels.wgmma_pingpong import PingpongEpilogueConfig, generate_pingpong, 
 from ..proof.record import Proof, ProofLog
 from . import device
 
-__all__ = ["cache_dir", "kernel_for", "splitk_kernels_for", "compile_kernel"]
+__all__ = ["cache_dir", "kernel_for", "splitk_kernels_for", "kernels_for", "compile_kernel"]
 
 _KERNELS: Dict[Tuple[Any, GemmProblem], Any] = {}  # -> GemmKernel
 _SPLITK: Dict[Tuple[Any, GemmProblem], Tuple[Any, Any]] = {}  # -> (gemm, fix-up) kernels
@@ -172,6 +173,20 @@ def splitk_kernels_for(config: Any, problem: GemmProblem, *, disk: bool = True) 
                 _store_kernel(pr, kk.reduce)
     _SPLITK[key] = pair
     return pair
+
+
+def kernels_for(config: Any, problem: GemmProblem, *, disk: bool = True) -> Tuple[Any, Any]:
+    """(kernel, fix-up kernel or None): every kernel a call with ``config`` launches.  A
+    :class:`~layoutproof.gpu.kernels.splitk.FixupEpilogueConfig` is its unsplit base kernel
+    storing one f32 plane and the one-plane fix-up applying the epilogue; a split
+    ``SplitKConfig`` is :func:`splitk_kernels_for`'s pair (no fix-up kernel for the serial
+    and cluster reductions); anything else is :func:`kernel_for`'s kernel alone."""
+    if isinstance(config, FixupEpilogueConfig):
+        plane = replace(problem, out_dtype="f32")
+        return kernel_for(config.base, plane, disk=disk), generate_fixup(1, problem, config.fixup_epilogue())
+    if getattr(config, "splits", 1) > 1:
+        return splitk_kernels_for(config, problem, disk=disk)
+    return kernel_for(config, problem, disk=disk), None
 
 
 def compile_kernel(kernel: Any) -> Any:

@@ -12,7 +12,6 @@ share that machinery (:class:`_Launch`); what they check of their arguments diff
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -20,10 +19,10 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import numpy as np
 
 from ..errors import GemmConfigError, GemmInputError
-from ..kernels.splitk import FIXUP_DEFAULT, FixupEpilogueConfig, generate_fixup
+from ..kernels.splitk import FIXUP_DEFAULT
 from ..kernels.wgmma import tensor_map_args
 from . import device, operands, rule
-from .cache import compile_kernel, kernel_for, splitk_kernels_for
+from .cache import compile_kernel, kernel_for, kernels_for
 from .rule import LaunchDecision, ParamBuffer, Staging, warn_slow_path
 
 __all__ = ["GemmPlan", "BatchedGemmPlan", "last_launch"]
@@ -429,14 +428,9 @@ class GemmPlan(_Launch):
     def _setup(self, chk: operands.Checked, d: LaunchDecision) -> None:
         """Carry the decision out: the kernels, the workspace, the parameters, the launchers."""
         cupy, req = chk.cupy, chk.request
-        if isinstance(d.config, FixupEpilogueConfig):  # the unsplit kernel into one f32 plane
-            plane = dataclasses.replace(d.problem, out_dtype="f32")
-            kern = kernel_for(d.config.base, plane)
-            fix = generate_fixup(1, d.problem, d.config.fixup_epilogue())
-        elif d.splits > 1:
-            kern, fix = splitk_kernels_for(d.config, d.problem)  # fix: None (serial, cluster)
-        else:
-            kern, fix = kernel_for(d.config, d.problem), None
+        # the unsplit kernel into one f32 plane and its fix-up (FixupEpilogueConfig), the split
+        # kernel and its fix-up (None: serial, cluster), or the one kernel
+        kern, fix = kernels_for(d.config, d.problem)
         self._carry_out(d, kern, cupy)
         self._a_sig, self._b_sig, self._out_sig, self._bias_sig, self._c_sig = chk.sigs
         self.out_dtype = chk.out_dtype

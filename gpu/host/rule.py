@@ -64,6 +64,7 @@ __all__ = [
     "cluster_split",
     "splitk_pdl",
     "epilogue_routes",
+    "with_epilogue",
     "EPILOGUE_RULE",
     "MMA_DECODE_RULE",
     "mma_decode",
@@ -1111,13 +1112,15 @@ def kernel_operands(req: GemmRequest) -> Tuple[str, int, int, int, Staging, Stag
     return orient, m, n, K, A, B, prob
 
 
-def _with_epilogue(cfg: Any, req: GemmRequest, use90: bool, tma: bool) -> Any:
-    """``cfg`` with the call's fused epilogue: an mma.sync tile applies it in its own pair
-    stores (``MmaEpilogueConfig``; with a C input it stores one plane instead); split-K with
-    the fix-up kernel applies it in the fix-up, and so does an unsplit kernel storing one
-    plane (``FixupEpilogueConfig``);
-    split-K with the serial reduction applies it in its reducer (an f32 bias along N);
-    anything else runs the epilogue kernel."""
+def with_epilogue(cfg: Any, req: GemmRequest, use90: bool, tma: bool) -> Any:
+    """``cfg`` (:func:`choose_config`'s pick with ``epilogue=True``, or the caller's) with
+    the call's fused epilogue: an mma.sync tile applies it in its own pair stores
+    (``MmaEpilogueConfig``; with a C input it stores one plane instead); split-K with the
+    fix-up kernel applies it in the fix-up, and so does an unsplit kernel storing one plane
+    (``FixupEpilogueConfig``); split-K with the serial reduction applies it in its reducer
+    (an f32 bias along N); anything else runs the epilogue kernel.  What ``gemm`` runs for
+    a call with a bias, an activation or alpha/beta, and what ``layoutproof gemm
+    --activation/--bias`` emits."""
     act = req.activation or "none"
     fields: Dict[str, Any] = dict(
         activation=act, alpha_beta=req.alpha_beta, bias_axis=req.bias_along, bias_dtype=req.bias_dtype
@@ -1183,7 +1186,7 @@ def _config(
         raise GemmInputError(
             f"gemm: config must be a GemmConfig, an Sm90Config, 'auto' or None, got {config!r}"
         )
-    return _with_epilogue(cfg, req, use90, dev.tma) if req.epilogue else cfg
+    return with_epilogue(cfg, req, use90, dev.tma) if req.epilogue else cfg
 
 
 def _check_split(cfg: Any, m: int) -> None:
