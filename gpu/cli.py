@@ -4,9 +4,14 @@
     layoutproof gemm --path mma.sync --a-major m --b-major k --config 128x256x32/2x4/3
     layoutproof gemm --path wgmma --sm90-config 128x256/4 --emit kernel_sm90.cu
     layoutproof gemm --dtype e4m3 --out-dtype bf16 --m 8192 --n 8192 --k 8192 --emit fp8.cu
+    layoutproof gemm --dtype bf16 --bias n --activation gelu --emit gemm_bias_gelu.cu
 
 ``--path wgmma`` (the default) is the Hopper kernel (wgmma, sm_90a); ``--path mma.sync``
-the SM80-style kernel that runs on any GPU from sm_80 on.  Without a GPU (or with
+the SM80-style kernel that runs on any GPU from sm_80 on.  ``--bias n|m`` and
+``--activation relu|silu|gelu`` fuse ``C = act(A @ B + bias)`` (f16/bf16): the kernels
+``gemm(a, b, bias=..., activation=...)`` runs for the shape -- the fused epilogue kernel,
+or the plain product's kernel with the epilogue in a fix-up kernel -- with the epilogue's
+proofs in the header.  Without a GPU (or with
 ``--no-run``) it generates the kernel, discharges every proof obligation and writes the
 source (whose header lists them).  With a GPU it also runs the
 kernel on fresh random operands, compares with a float64 reference (relative Frobenius
@@ -104,6 +109,24 @@ def _parser() -> argparse.ArgumentParser:
         help="with --path wgmma: [ws|ws2|tma|cp|pp:]BMxBN/STAGES (default: the one gemm picks for "
         "the shape, with TMA)",
     )
+    p.add_argument(
+        "--bias",
+        choices=["n", "m"],
+        default=None,
+        help="fuse a bias vector: one value per column of C (n) or per row (m); f16/bf16 only",
+    )
+    p.add_argument(
+        "--bias-dtype",
+        choices=["f32", "f16", "bf16"],
+        default=None,
+        help="the bias vector's type (default: the operands' type)",
+    )
+    p.add_argument(
+        "--activation",
+        choices=["none", "relu", "silu", "gelu"],
+        default="none",
+        help="fuse an activation after the bias: C = act(A @ B + bias) (f16/bf16 only; gelu is the erf form)",
+    )
     p.add_argument("--emit", metavar="FILE", default=None, help="write the proven CUDA source here")
     p.add_argument("--no-run", action="store_true", help="do not run on a GPU even if one is present")
     p.add_argument("--reps", type=int, default=20, help="timed repetitions on a GPU (>= 1, default 20)")
@@ -133,6 +156,13 @@ def _check_args(args: argparse.Namespace) -> Optional[str]:
             return (
                 f"--dtype {args.dtype}: the tensor cores read K-major operands only (--a-major k --b-major k)"
             )
+    if args.bias_dtype is not None and args.bias is None:
+        return "--bias-dtype needs --bias n or --bias m"
+    if _epilogue(args) and args.dtype in TC_TYPES:
+        return (
+            f"--bias/--activation: the command line fuses them for f16/bf16; --dtype {args.dtype}'s "
+            "epilogue is gemm(..., bias=, activation=) in Python (docs/gpu.md, 'Other number types')"
+        )
     if args.reps < 1:
         return f"--reps must be >= 1, got {args.reps}"
     if args.emit is not None:
@@ -148,15 +178,42 @@ def _check_args(args: argparse.Namespace) -> Optional[str]:
     return None
 
 
+def _epilogue(args: argparse.Namespace) -> bool:
+    """The call fuses a bias or an activation."""
+    return args.bias is not None or args.activation != "none"
+
+
+def _request(args: argparse.Namespace, prob: GemmProblem) -> Any:
+    """The ``gemm`` call the arguments describe, as the rule sees it (fresh contiguous
+    operands in the stated majors, a new row-major output)."""
+    from .host.rule import GemmRequest, OperandFacts
+
+    M, N, K = args.m, args.n, args.k
+    it = 2  # f16/bf16 operands
+    a = OperandFacts((M, K), (K * it, it) if prob.a_major == "k" else (it, M * it), it)
+    b = OperandFacts((K, N), (N * it, it) if prob.b_major == "n" else (it, K * it), it)
+    return GemmRequest(
+        a=a,
+        b=b,
+        dtype=prob.dtype,
+        out_dtype=prob.out,
+        out_itemsize=4 if prob.out == "f32" else 2,
+        path=args.path,
+        activation=None if args.activation == "none" else args.activation,
+        bias=args.bias is not None,
+        bias_along=args.bias or "n",
+        bias_dtype=(args.bias_dtype or prob.dtype) if args.bias else "f32",  # gemm's zero bias: f32
+    )
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     problem = _check_args(args)
     if problem is not None:  # before any proof: the arguments decide the kernel and the output
         print(f"layoutproof gemm: error: {problem}", file=sys.stderr)
         return 2
-    from .kernels.mma_sync import generate
-
-    fixup: Any = None  # split-K's fix-up kernel, where the rule splits K
+    fixup: Any = None  # the fix-up kernel, where the rule splits K or moves the epilogue there
+    given: Any = None  # the configuration the arguments name (gemm adds the epilogue to it)
     try:
         prob = GemmProblem(args.a_major, args.b_major, args.dtype, args.out_dtype).validate()
         if min(args.m, args.n, args.k) < 1:
@@ -173,31 +230,21 @@ def main(argv: Optional[List[str]] = None) -> int:
             # the rule's pick for an H100/H200's 132 SMs, as choose_config's default
             cfg = decide_typed(args.m, args.n, args.k, args.dtype, args.out_dtype, 132, cfg).config
             kern = generate_sm90(cfg, prob)
-        elif args.path in ("wgmma", "auto"):
-            from .host.cache import splitk_kernels_for
-            from .kernels.splitk import SplitKConfig
-            from .kernels.wgmma import generate_sm90
-            from .kernels.wgmma_pingpong import generate_pingpong
-
-            mma = args.path == "auto"  # gemm's path='auto': the decode rule's mma.sync tiles too
-            cfg = (
-                parse_sm90_config(args.sm90_config)
-                if args.sm90_config
-                else choose_config(args.m, args.n, args.k, prob, hopper=True, tma=True, mma=mma)
-            )
-            if isinstance(cfg, GemmConfig):  # a decode tile of the mma.sync kernel
-                kern = generate(cfg, prob)
-            elif isinstance(cfg, SplitKConfig):  # the rule split K: the split kernel and its reduction
-                kern, fixup = splitk_kernels_for(cfg, prob, disk=False)
-            else:
-                kern = (generate_pingpong if cfg.schedule == "pingpong" else generate_sm90)(cfg, prob)
         else:
-            cfg = (
-                parse_config(args.config)
-                if args.config
-                else choose_config(args.m, args.n, args.k, prob, hopper=False, tma=False)
-            )
-            kern = generate(cfg, prob)
+            from .host.cache import kernels_for
+            from .host.rule import with_epilogue
+
+            hopper = args.path in ("wgmma", "auto")
+            ep = _epilogue(args)
+            shape = (args.m, args.n, args.k, prob)
+            if args.sm90_config or args.config:
+                cfg = given = parse_sm90_config(args.sm90_config) if hopper else parse_config(args.config)
+            else:  # path='auto': the decode rule's mma.sync tiles too
+                cfg = choose_config(*shape, hopper=hopper, tma=hopper, mma=args.path == "auto", epilogue=ep)
+            if ep:  # the fused epilogue as gemm(..., bias=, activation=) carries it out
+                cfg = with_epilogue(cfg, _request(args, prob), hopper, hopper)
+            # the rule's kernel, with the split or one-plane kernel's fix-up where it takes one
+            kern, fixup = kernels_for(cfg, prob, disk=False)
         dt = time.perf_counter() - t0
     except LayoutError as e:
         print(f"layoutproof gemm: {type(e).__name__}: {e}", file=sys.stderr)
@@ -239,8 +286,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     # wgmma without an explicit --sm90-config: the runtime's default for this machine (the
     # TMA kernels need cuda-python; without it the cp.async kernel runs)
-    run_cfg = None if (args.path in ("wgmma", "auto") and not args.sm90_config) else cfg
-    return _run(args, run_cfg, prob)
+    return _run(args, given, prob)
+
+
+def _activation_f64(cupy: Any, act: str, x: Any) -> Any:
+    """The activation in float64, the reference the fused epilogue is checked against."""
+    if act == "relu":
+        return cupy.maximum(x, 0.0)
+    if act == "silu":
+        return x / (1.0 + cupy.exp(-x))
+    from cupyx.scipy.special import erf
+
+    return 0.5 * x * (1.0 + erf(x / 2.0**0.5))
 
 
 def _run(args: argparse.Namespace, cfg: Any, prob: GemmProblem) -> int:
@@ -264,8 +321,23 @@ def _run(args: argparse.Namespace, cfg: Any, prob: GemmProblem) -> int:
         ah = cupy.asfortranarray(ah)
     if prob.b_major == "k":
         bh = cupy.asfortranarray(bh)
-    c = gemm(ah, bh, config=cfg, out_dtype=prob.out, path=args.path)
+    epi: Dict[str, Any] = {}
     ref = ah.astype(cupy.float64) @ bh.astype(cupy.float64)
+    if _epilogue(args):
+        if args.bias is not None:
+            name = args.bias_dtype or prob.dtype
+            try:
+                bdt = {"f32": cupy.float32, "f16": cupy.float16}.get(name) or cupy.dtype("bfloat16")
+            except TypeError:
+                print("this CuPy has no bfloat16 dtype: use the Python API with a torch bias")
+                return 2
+            bias = rng.standard_normal(N if args.bias == "n" else M, dtype=cupy.float32).astype(bdt)
+            epi.update(bias=bias, bias_along=args.bias)
+            ref = ref + (bias[None, :] if args.bias == "n" else bias[:, None]).astype(cupy.float64)
+        if args.activation != "none":
+            epi["activation"] = args.activation
+            ref = _activation_f64(cupy, args.activation, ref)
+    c = gemm(ah, bh, config=cfg, out_dtype=prob.out, path=args.path, **epi)
     err = float(cupy.linalg.norm(c.astype(cupy.float64) - ref) / cupy.linalg.norm(ref))
     flops = 2.0 * M * N * K
 
@@ -283,12 +355,12 @@ def _run(args: argparse.Namespace, cfg: Any, prob: GemmProblem) -> int:
         ts.sort()
         return ts[len(ts) // 2] / 1e3
 
-    t_ours = bench(lambda: gemm(ah, bh, c, config=cfg, out_dtype=prob.out, path=args.path))
+    t_ours = bench(lambda: gemm(ah, bh, c, config=cfg, out_dtype=prob.out, path=args.path, **epi))
     t_cublas = bench(lambda: cupy.matmul(ah, bh))
     print(f"relative error vs float64: {err:.2e}")
     print(
         f"layoutproof {flops / t_ours / 1e12:.1f} TFLOP/s, cuBLAS {flops / t_cublas / 1e12:.1f} "
-        f"TFLOP/s, ratio {t_cublas / t_ours:.3f}"
+        f"TFLOP/s{' (its product alone, no epilogue)' if epi else ''}, ratio {t_cublas / t_ours:.3f}"
     )
     return 0 if err < (2e-2 if prob.dtype == "bf16" else 5e-3) else 1
 

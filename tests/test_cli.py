@@ -571,3 +571,111 @@ def test_gemm_emits_the_ping_pong_kernel_when_asked(tmp_path, capsys):
     assert main(["--no-run", "--path", "wgmma", "--sm90-config", "pp:128x256/4"]) == 2
     err = capsys.readouterr().err
     assert "bm=64" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv, fixup",
+    [
+        (["--dtype", "bf16", "--bias", "n", "--activation", "gelu"], False),  # the fused ping-pong kernel
+        (["--m", "8192", "--n", "8192", "--k", "256", "--activation", "silu"], False),  # no bias
+        (
+            [
+                "--m",
+                "1",
+                "--n",
+                "4096",
+                "--k",
+                "4096",
+                "--bias",
+                "n",
+                "--activation",
+                "silu",
+                "--path",
+                "auto",
+            ],
+            True,
+        ),
+        (
+            [
+                "--m",
+                "16",
+                "--n",
+                "4096",
+                "--k",
+                "4096",
+                "--bias",
+                "m",
+                "--bias-dtype",
+                "f32",
+                "--activation",
+                "relu",
+            ],
+            True,
+        ),
+        (
+            [
+                "--path",
+                "mma.sync",
+                "--m",
+                "512",
+                "--n",
+                "1024",
+                "--k",
+                "256",
+                "--bias",
+                "n",
+                "--activation",
+                "gelu",
+            ],
+            False,
+        ),
+        (["--sm90-config", "ws:128x256/4", "--bias", "n", "--bias-dtype", "bf16"], False),
+    ],
+    ids=["bf16-gelu", "silu-no-bias", "decode-fixup", "bias-along-m", "mma-sync", "given-config"],
+)
+def test_gemm_emits_the_fused_epilogue_gemm_runs(argv, fixup, tmp_path, capsys):
+    """``--bias``/``--activation`` emit what ``gemm(a, b, bias=, activation=)`` runs for the
+    shape (rule.decide on a 132-SM Hopper with TMA): the fused epilogue kernel, or the plain
+    product's kernel with the epilogue moved into the fix-up kernel (FILE_fixup.cu beside it),
+    each with the epilogue in its name and its proofs."""
+    from layoutproof.gpu.cli import _parser, _request, main
+    from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.host import rule
+
+    out = tmp_path / "k.cu"
+    assert main(["--no-run", "--emit", str(out)] + argv) == 0
+    text = capsys.readouterr().out
+    args = _parser().parse_args(argv)
+    prob = GemmProblem("k", "n", args.dtype, None).validate()
+    req = _request(args, prob)
+    given = None
+    if args.sm90_config:
+        from layoutproof.gpu.cli import parse_sm90_config
+
+        given = parse_sm90_config(args.sm90_config)
+    dev = rule.DeviceFacts("90" if args.path != "mma.sync" else "80", 132, args.path != "mma.sync")
+    want = rule.decide(req, dev, given).config
+    first = text.splitlines()[0]
+    assert f": {want.key()} " in first, (first, want.key())
+    act = args.activation
+    assert (act == "none" or act in want.key()) and ("bias" in want.key())
+    source = out.read_text()
+    assert first.split()[1].rstrip(":") in source
+    side = tmp_path / "k_fixup.cu"
+    assert side.exists() == fixup, text
+    if fixup:  # the epilogue is the fix-up kernel's: its activation is there
+        assert f"lp_act_{act}" in side.read_text() and "fix-up kernel" in text
+    else:
+        assert act == "none" or f"lp_act_{act}" in source
+
+
+def test_gemm_epilogue_argument_errors_exit_2(capsys):
+    from layoutproof.gpu.cli import main
+
+    assert main(["--no-run", "--bias-dtype", "f32"]) == 2
+    assert "--bias-dtype needs --bias" in capsys.readouterr().err
+    assert main(["--no-run", "--dtype", "e4m3", "--activation", "relu"]) == 2
+    err = capsys.readouterr().err
+    assert "f16/bf16" in err and "Traceback" not in err
+    with pytest.raises(SystemExit):  # argparse refuses an activation it does not know
+        main(["--no-run", "--activation", "tanh"])
