@@ -679,3 +679,39 @@ def test_gemm_epilogue_argument_errors_exit_2(capsys):
     assert "f16/bf16" in err and "Traceback" not in err
     with pytest.raises(SystemExit):  # argparse refuses an activation it does not know
         main(["--no-run", "--activation", "tanh"])
+
+
+@pytest.mark.parametrize(
+    "epi, want",
+    [
+        ({}, "torch.matmul"),
+        ({"activation": "gelu"}, "torch.matmul + gelu"),
+        ({"bias_along": "n", "activation": "silu"}, "torch.addmm + silu"),
+        ({"bias_along": "m", "activation": "relu"}, "torch.addmm + relu"),
+    ],
+)
+def test_gemm_run_times_torch_on_the_same_work(epi, want):
+    """The GPU run's PyTorch peer (``_torch_peer``) computes what the fused call does -- the
+    product, the bias along N or M, the activation -- on the same arrays through DLPack
+    (checked here on CPU arrays against numpy)."""
+    np = pytest.importorskip("numpy")
+    torch = pytest.importorskip("torch")
+    from layoutproof.gpu.cli import _torch_peer
+
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((5, 7)).astype(np.float32), rng.standard_normal((7, 3)).astype(np.float32)
+    epi = dict(epi)
+    ref = a.astype(np.float64) @ b
+    if "bias_along" in epi:
+        bias = rng.standard_normal(3 if epi["bias_along"] == "n" else 5).astype(np.float32)
+        epi["bias"] = bias
+        ref = ref + (bias[None, :] if epi["bias_along"] == "n" else bias[:, None])
+    x = torch.from_numpy(ref)
+    ref = {
+        "gelu": torch.nn.functional.gelu,
+        "silu": torch.nn.functional.silu,
+        "relu": torch.relu,
+    }.get(epi.get("activation", ""), lambda v: v)(x).numpy()
+    name, call = _torch_peer(a, b, epi)
+    assert name == want
+    np.testing.assert_allclose(call().numpy(), ref, rtol=1e-5, atol=1e-5)
