@@ -109,6 +109,24 @@ PLANS = {
         (16, 14336, 4096): ["W64x128s8"],
         (1, 16384, 4096): ["W64x128s8"],
     },
+    # outputs of 17-32 rows (most of A's 64-row TMA box zero-filled), where the rule's 64x64
+    # pick trails cuBLAS by 20-33% (bench/RESULTS.md, "Outputs of fewer than 64 rows"): the
+    # 64x128 tile and the splits the wave model takes once the 64x64 tile is set aside
+    "partial_rows": {
+        s: ["W64x64s8", "W64x128s8", "K64x256s5/4", "K64x256s5/6", "K64x256s5/2", "M32x64x64w1x4s8"]
+        for s in [
+            (24, 6144, 4096),
+            (32, 6144, 4096),
+            (24, 5120, 13824),
+            (32, 5120, 13824),
+            (24, 8192, 4096),
+            (24, 7168, 7168),
+            (32, 7168, 7168),
+            (24, 5120, 5120),
+            (24, 8192, 8192),
+            (17, 6144, 4096),
+        ]
+    },
 }
 
 
