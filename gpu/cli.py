@@ -8,7 +8,7 @@
 
 ``--path wgmma`` (the default) is the Hopper kernel (wgmma, sm_90a); ``--path mma.sync``
 the SM80-style kernel that runs on any GPU from sm_80 on.  ``--bias n|m`` and
-``--activation relu|silu|gelu`` fuse ``C = act(A @ B + bias)`` (f16/bf16): the kernels
+``--activation relu|silu|gelu`` fuse ``C = act(A @ B + bias)``: the kernels
 ``gemm(a, b, bias=..., activation=...)`` runs for the shape -- the fused epilogue kernel,
 or the plain product's kernel with the epilogue in a fix-up kernel -- with the epilogue's
 proofs in the header.  Without a GPU (or with
@@ -114,19 +114,20 @@ def _parser() -> argparse.ArgumentParser:
         "--bias",
         choices=["n", "m"],
         default=None,
-        help="fuse a bias vector: one value per column of C (n) or per row (m); f16/bf16 only",
+        help="fuse a bias vector: one value per column of C (n) or per row (m)",
     )
     p.add_argument(
         "--bias-dtype",
-        choices=["f32", "f16", "bf16"],
+        choices=["f32", "f16", "bf16", "s32"],
         default=None,
-        help="the bias vector's type (default: the operands' type)",
+        help="the bias vector's type (default: the operands' type for f16/bf16; f32 for the other "
+        "types, s32 for an s32 output)",
     )
     p.add_argument(
         "--activation",
         choices=["none", "relu", "silu", "gelu"],
         default="none",
-        help="fuse an activation after the bias: C = act(A @ B + bias) (f16/bf16 only; gelu is the erf form)",
+        help="fuse an activation after the bias: C = act(A @ B + bias) (gelu is the erf form)",
     )
     p.add_argument("--emit", metavar="FILE", default=None, help="write the proven CUDA source here")
     p.add_argument("--no-run", action="store_true", help="do not run on a GPU even if one is present")
@@ -159,11 +160,8 @@ def _check_args(args: argparse.Namespace) -> Optional[str]:
             )
     if args.bias_dtype is not None and args.bias is None:
         return "--bias-dtype needs --bias n or --bias m"
-    if _epilogue(args) and args.dtype in TC_TYPES:
-        return (
-            f"--bias/--activation: the command line fuses them for f16/bf16; --dtype {args.dtype}'s "
-            "epilogue is gemm(..., bias=, activation=) in Python (docs/gpu.md, 'Other number types')"
-        )
+    if args.bias_dtype == "s32" and args.dtype not in ("s8", "u8"):
+        return f"--bias-dtype s32 is the integer products' (--dtype s8 or u8), not --dtype {args.dtype}'s"
     if args.reps < 1:
         return f"--reps must be >= 1, got {args.reps}"
     if args.emit is not None:
@@ -224,13 +222,20 @@ def main(argv: Optional[List[str]] = None) -> int:
         from .host.rule import choose_config
 
         if args.dtype in TC_TYPES:
-            from .host.typed import decide_typed
-            from .kernels.wgmma import generate_sm90
+            from .host.cache import kernels_for
+            from .host.typed import decide_typed, decide_typed_epilogue
 
             cfg = parse_sm90_config(args.sm90_config) if args.sm90_config else None
             # the rule's pick for an H100/H200's 132 SMs, as choose_config's default
             cfg = decide_typed(args.m, args.n, args.k, args.dtype, args.out_dtype, 132, cfg).config
-            kern = generate_sm90(cfg, prob)
+            if _epilogue(args):  # the fused epilogue gemm(..., bias=, activation=) runs
+                bdt = (args.bias_dtype or ("s32" if prob.out == "s32" else "f32")) if args.bias else None
+                act = None if args.activation == "none" else args.activation
+                fused = decide_typed_epilogue(
+                    cfg, prob, activation=act, bias_dtype=bdt, bias_along=args.bias or "n"
+                ).config
+                cfg = fused if fused is not None else cfg
+            kern, _ = kernels_for(cfg, prob, disk=False)
         else:
             from .host.cache import kernels_for
             from .host.rule import with_epilogue

@@ -674,9 +674,12 @@ def test_gemm_epilogue_argument_errors_exit_2(capsys):
 
     assert main(["--no-run", "--bias-dtype", "f32"]) == 2
     assert "--bias-dtype needs --bias" in capsys.readouterr().err
-    assert main(["--no-run", "--dtype", "e4m3", "--activation", "relu"]) == 2
+    assert main(["--no-run", "--dtype", "f16", "--bias", "n", "--bias-dtype", "s32"]) == 2
+    assert "--bias-dtype s32 is the integer products'" in capsys.readouterr().err
+    # an exact s32 product takes no GELU: the typed rule's own error, named (exit 2)
+    assert main(["--no-run", "--dtype", "s8", "--out-dtype", "s32", "--activation", "gelu"]) == 2
     err = capsys.readouterr().err
-    assert "f16/bf16" in err and "Traceback" not in err
+    assert "GemmInputError" in err and "integer function" in err and "Traceback" not in err
     with pytest.raises(SystemExit):  # argparse refuses an activation it does not know
         main(["--no-run", "--activation", "tanh"])
 
@@ -715,3 +718,34 @@ def test_gemm_run_times_torch_on_the_same_work(epi, want):
     name, call = _torch_peer(a, b, epi)
     assert name == want
     np.testing.assert_allclose(call().numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--dtype", "e4m3", "--out-dtype", "bf16", "--bias", "n", "--activation", "gelu"],
+        ["--dtype", "s8", "--out-dtype", "s32", "--bias", "n", "--activation", "relu"],
+        ["--dtype", "tf32", "--bias", "m", "--bias-dtype", "bf16", "--activation", "silu"],
+    ],
+    ids=["e4m3-gelu", "s8-s32-relu", "tf32-bias-m"],
+)
+def test_gemm_emits_the_typed_fused_epilogue_gemm_runs(argv, tmp_path, capsys):
+    """The other number types fuse the bias and the activation as ``gemm`` does for them
+    (typed.decide_typed's kernel, wrapped by typed.decide_typed_epilogue)."""
+    from layoutproof.gpu.cli import _parser, main
+    from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.host.typed import decide_typed, decide_typed_epilogue
+
+    out = tmp_path / "k.cu"
+    m = n = k = 2048
+    assert main(["--no-run", "--m", str(m), "--n", str(n), "--k", str(k), "--emit", str(out)] + argv) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    args = _parser().parse_args(argv)
+    d = decide_typed(m, n, k, args.dtype, args.out_dtype, 132)
+    prob = GemmProblem("k", "k", args.dtype, args.out_dtype).validate()
+    bdt = args.bias_dtype or ("s32" if prob.out == "s32" else "f32")
+    want = decide_typed_epilogue(
+        d.config, prob, activation=args.activation, bias_dtype=bdt, bias_along=args.bias
+    )
+    assert f": {want.config.key()} " in first, first
+    assert f"lp_act_{args.activation}" in out.read_text()
