@@ -28,7 +28,6 @@ to ``$OUT/rule_sweep`` (or ``bench/out/rule_sweep``).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import re
 import statistics
@@ -218,15 +217,9 @@ def prepare(args):
 
 def _kernels(cfg, prob):
     """The generated kernels a plan of ``cfg`` launches (from the disk cache when there)."""
-    from layoutproof.gpu.host.cache import kernel_for, splitk_kernels_for
-    from layoutproof.gpu.kernels.splitk import FixupEpilogueConfig, SplitKConfig, generate_fixup
+    from layoutproof.gpu.host.cache import kernels_for
 
-    if isinstance(cfg, SplitKConfig):
-        return splitk_kernels_for(cfg, prob)
-    if isinstance(cfg, FixupEpilogueConfig):
-        plane = dataclasses.replace(prob, out_dtype="f32")
-        return (kernel_for(cfg.base, plane), generate_fixup(1, prob, cfg.fixup_epilogue()))
-    return (kernel_for(cfg, prob),)
+    return tuple(k for k in kernels_for(cfg, prob) if k is not None)
 
 
 def _compile_some(items):
