@@ -124,3 +124,25 @@ def test_repeated_calls_launch_directly_and_match_the_first(config, ao, bo):
     ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
     err = float(cupy.linalg.norm(first.astype(cupy.float64) - ref) / cupy.linalg.norm(ref))
     assert err < 1e-2, (config, ao, bo, err)
+
+
+@hopper
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--m", "256", "--n", "512", "--k", "384", "--bias", "n", "--activation", "gelu"],
+        ["--m", "16", "--n", "4096", "--k", "4096", "--bias", "m", "--activation", "silu", "--path", "auto"],
+        ["--m", "128", "--n", "256", "--k", "64"],
+    ],
+    ids=["fused-gelu", "fixup-silu-bias-m", "plain"],
+)
+def test_cli_run_checks_the_epilogue_against_float64_and_times_the_peers(argv, capsys):
+    """``layoutproof gemm`` on a GPU: the emitted kernel runs with a drawn bias and the
+    activation, is checked against float64 with both applied (exit 0 only within the
+    tolerance), and is timed beside cupy.matmul (and torch where installed)."""
+    from layoutproof.gpu.cli import main
+
+    assert main(argv + ["--reps", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "relative error vs float64" in out and "ratio to the faster" in out
+    assert "cuBLAS (cupy.matmul" in out
