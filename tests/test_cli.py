@@ -509,11 +509,13 @@ def test_gemm_path_auto_emits_what_gemm_runs_on_hopper_decode_tiles_included(tmp
     assert "--path auto takes the rule's kernel" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("shape, fixup", [((16, 4096, 4096), True), ((16, 8192, 8192), False)])
-def test_gemm_emits_the_split_kernels_where_the_rule_splits_k(shape, fixup, tmp_path, capsys):
+@pytest.mark.parametrize(
+    "shape, major, fixup", [((16, 4096, 4096), "k", True), ((16, 8192, 8192), "m", False)]
+)
+def test_gemm_emits_the_split_kernels_where_the_rule_splits_k(shape, major, fixup, tmp_path, capsys):
     """A decode shape the wgmma rule splits along K: the split kernel (and, with the fix-up
-    reduction, the fix-up kernel beside it, FILE_fixup.cu); the cluster reduction is one
-    kernel.  (These shapes used to end in an AttributeError.)"""
+    reduction, the fix-up kernel beside it, FILE_fixup.cu); the cluster reduction (an M-major
+    A's decode split) is one kernel.  (These shapes used to end in an AttributeError.)"""
     from layoutproof.gpu.cli import main
     from layoutproof.gpu.config import GemmProblem
     from layoutproof.gpu.host.rule import choose_config
@@ -521,10 +523,10 @@ def test_gemm_emits_the_split_kernels_where_the_rule_splits_k(shape, fixup, tmp_
 
     m, n, k = shape
     out = tmp_path / "k.cu"
-    argv = ["--no-run", "--m", str(m), "--n", str(n), "--k", str(k), "--emit", str(out)]
+    argv = ["--no-run", "--m", str(m), "--n", str(n), "--k", str(k), "--a-major", major, "--emit", str(out)]
     assert main(argv) == 0
     text = capsys.readouterr().out
-    want = choose_config(m, n, k, GemmProblem("k", "n", "f16", None).validate(), hopper=True, tma=True)
+    want = choose_config(m, n, k, GemmProblem(major, "n", "f16", None).validate(), hopper=True, tma=True)
     assert isinstance(want, SplitKConfig) and (want.reduction == "kernel") == fixup
     assert f": {want.key()} " in text.splitlines()[0]
     assert text.splitlines()[0].split()[1].rstrip(":") in out.read_text()

@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import GemmConfigError, GemmInputError
 from ..kernels.splitk import FIXUP_DEFAULT
 from ..kernels.wgmma import tensor_map_args
+from ..kernels.wgmma_core import a_box_rows
 from . import device, operands, rule
 from .cache import compile_kernel, kernel_for, kernels_for
 from .rule import LaunchDecision, ParamBuffer, Staging, warn_slow_path
@@ -130,7 +131,9 @@ class _Operand:
             buf[:, :, :c] = v
         return buf
 
-    def prepare_tma(self, dt: str, k: int, mn: int, batch: Optional[Tuple[int, int]] = None) -> None:
+    def prepare_tma(
+        self, dt: str, k: int, mn: int, batch: Optional[Tuple[int, int]] = None, rows: int = 64
+    ) -> None:
         """Build the encoder's constant arguments (``k`` and ``mn`` are the operand's K and
         M-or-N extents): the tensor map the kernel generator proved
         (:func:`~layoutproof.gpu.kernels.wgmma.tensor_map_args`: 64x64 boxes, 128-byte
@@ -138,7 +141,8 @@ class _Operand:
         dimensions the launch admits) with this operand's extents and leading dimension
         substituted.  ``batch`` = (count, stride in elements): a rank-3 map (inner, outer,
         batch) with 1-deep boxes, so a box of batch ``i`` never reads past that batch's
-        matrix."""
+        matrix.  ``rows``: the box's rows along M or N (below 64: A's box of a kernel with
+        :attr:`~layoutproof.gpu.kernels.wgmma_core.Sm90Config.a_rows`)."""
         from cuda.bindings import driver  # cuda-python: only where TMA is decided
 
         kmajor = self.major == "k"
@@ -146,7 +150,7 @@ class _Operand:
         values = {"X": mn, "K": k, "ld": self.ld}
         if batch is not None:
             values.update(B=batch[0], bs=batch[1])
-        args = tensor_map_args(kmajor, dt, batch is not None).subs(values)
+        args = tensor_map_args(kmajor, dt, batch is not None, rows).subs(values)
         self.tma_args = (driver, args, inner, outer)
 
     def tensor_map(self, ptr: int) -> Any:
@@ -247,9 +251,9 @@ class _Launch:
         self.tma = d.tma
         self._A, self._B = _Operand(d.a), _Operand(d.b)
         if d.tma:
-            for op, mn, st in ((self._A, d.m, d.a), (self._B, d.n, d.b)):
+            for op, mn, st, rows in ((self._A, d.m, d.a, a_box_rows(d.config)), (self._B, d.n, d.b, 64)):
                 if st.batch_stride is None:  # a rank-2 map (a batched plan's shared operand too)
-                    op.prepare_tma(d.problem.dtype, d.k, mn)
+                    op.prepare_tma(d.problem.dtype, d.k, mn, rows=rows)
                 else:
                     op.prepare_tma(d.problem.dtype, d.k, mn, (d.batch, st.batch_stride))
         self._pb = ParamBuffer(d.kinds)

@@ -38,11 +38,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..config import DTYPES, GemmConfig, GemmProblem
-from ..errors import GemmInputError
+from ..errors import GemmConfigError, GemmInputError
 from ..kernels.epilogue import EpilogueConfig
 from ..kernels.mma_epilogue import MmaEpilogueConfig
 from ..kernels.splitk import CLUSTER_ROWS, FIXUP_DEFAULT, FixupEpilogueConfig, SplitKConfig, fixup_grid
 from ..kernels.wgmma import Sm90Config, batched_kernels_available
+from ..kernels.wgmma_core import a_box_rows
 from ..kernels.wgmma_pingpong import PINGPONG_DEFAULT, PingpongEpilogueConfig
 
 __all__ = [
@@ -272,10 +273,14 @@ def splitk_pdl(m: int) -> bool:
 #: partial tile at one CTA per SM needs a long K (1x4096x4096 and 8x4096x4096 were slower than
 #: the split-K pick on the H100, where B stays in L2).
 #:
-#: Outputs of exactly 32 rows take a 32-row tile of ``tiles32`` (``(bn, bk, warps_m, warps_n,
-#: stages, per_sm)``) by the same fill tests, and the last (widest) one also where its column
-#: tiles number at least ``many`` times the SMs; 17-31 rows take none (their guarded loads lost
-#: to the split by 20-25%).  Measured on the H200 ("32-row decode tiles", bench/RESULTS.md):
+#: Outputs of exactly 32 rows with K of at least ``min_k32`` take a 32-row tile of ``tiles32``
+#: (``(bn, bk, warps_m, warps_n, stages, per_sm)``) by the same fill tests, and the last
+#: (widest) one also where its column tiles number at least ``many`` times the SMs; 17-31 rows
+#: take none (their guarded loads lost to the split by 20-25%).  Below ``min_k32`` the wgmma
+#: pick with A's 32-row box (:data:`SHORT_A_RULE`) was faster: 32x4096x4096 9.7 us against
+#: 10.5, 32x14336x4096 31.2 against 32.3, 32x13824x5120 36.9 against 38.0 (bench/RESULTS.md,
+#: "A's TMA box of 16 or 32 rows"); from K = 8192 the tiles held (32x28672x8192 109.3 against
+#: 115-118).  Measured on the H200 ("32-row decode tiles", bench/RESULTS.md):
 #: 32x32x128 (2x2 warps) s8 on 4096 columns (32x4096x14336 31.9 us against the split's 35.0,
 #: 32x4096x11008 25.3 against 28.8), 32x64x64 (1x4) s8 on 8192 (32x8192x8192 33.6 against 45.2)
 #: and 32x128x64 (2x4) s6 on 28672 (112.0 against 118.7).
@@ -288,6 +293,7 @@ MMA_DECODE_RULE: Dict[str, Any] = {
     "min_k_partial": 8192,
     "tiles32": ((32, 128, 2, 2, 8, 1), (64, 64, 1, 4, 8, 2), (128, 64, 2, 4, 6, 1)),
     "many": 1.5,
+    "min_k32": 8192,
 }
 
 
@@ -309,6 +315,8 @@ def mma_decode(
     ['32x32x128_w2x2_s8_auto_g8', '32x64x64_w1x4_s8_auto_g8', '32x128x64_w2x4_s6_auto_g8']
     >>> mma_decode(24, 4096, 14336) is None, mma_decode(32, 11008, 4096) is None
     (True, True)
+    >>> mma_decode(32, 4096, 4096) is None  # K below min_k32: the wgmma pick, A's box cut
+    True
     """
     for nm, v in (("m", m), ("n", n), ("k", k), ("sms", sms)):
         if type(v) is not int or v < 1:
@@ -325,6 +333,8 @@ def mma_decode(
         return one, per_sm >= 2 and r["fill_wide"] * 2 * sms <= tiles <= 2 * sms
 
     if m == 32:
+        if k < r["min_k32"]:
+            return None
         last = len(r["tiles32"]) - 1
         for i, (bn, bk, wm, wn, st, per_sm) in enumerate(r["tiles32"]):
             one, two = fills(bn, per_sm)
@@ -473,7 +483,9 @@ def estimate_us(
         fix = (splits * 4 + 2) * m * n / (SPLITK_MODEL["fixup_gbs"] * 1e3)
         return max(t, floor) + SPLITK_MODEL["fixup_us"] + fix
     rates = model["rates"]
-    rate, fixed = rates.get(cfg.key(), min(rates.values()))
+    # a short A box (Sm90Config.a_rows) runs at its full-box kernel's fitted rate
+    rkey = replace(cfg, a_rows=64).key() if getattr(cfg, "a_rows", 64) != 64 else cfg.key()
+    rate, fixed = rates.get(rkey, min(rates.values()))
     cl = getattr(cfg, "cluster", 1)
     gm, gn = -(-m // cfg.bm), -(-n // cfg.bn)
     units = -(-gm // cl) * gn * k_splits  # a cluster's CTAs run side by side
@@ -591,6 +603,14 @@ def _wave_pick(
         dec = mma_decode(m, n, k, problem, sms)
         if dec is not None:
             return dec
+    if auto and hopper and tma:
+        rows = short_a_rows(m, problem)
+        if rows is not None:  # the 64-row output's pick, its A box cut to the output's rows
+            short = with_a_rows(
+                _wave_pick(64, n, k, problem, True, True, sms, None, epilogue, cluster, False), rows
+            )
+            if short is not None:
+                return short
     if candidates is None:
         candidates = default_candidates(tma) if hopper else mma_sync_candidates()
     best = _fastest(candidates, m, n, k, sms)
@@ -609,6 +629,54 @@ def _wave_pick(
                 return sk[2] if cl is None else cl
         return pingpong_swap(best[2], k, problem, epilogue)
     return best[2]
+
+
+#: Outputs of at most 32 rows with a K-major f16/bf16 A (unbatched) take the pick of a 64-row
+#: output with A's TMA box cut to 16 or 32 rows (:attr:`Sm90Config.a_rows
+#: <layoutproof.gpu.kernels.wgmma_core.Sm90Config.a_rows>`), where that pick is a 64-row
+#: warp-specialized kernel (unsplit or split-K) and no mma.sync decode tile took the shape.
+#: A 64-row box over fewer rows zero-fills the rest, and the kernel ran up to twice as long
+#: as over 64 rows: the split-K picks for decode rows were that cost's workaround.  Measured
+#: on the H200 (bench/RESULTS.md, "A's TMA box of 16 or 32 rows"): 16x6144x4096 13.2 us
+#: against the split pick's 19.7 (cuBLAS 13.6), 24x5120x13824 38.4 against 56.0.
+#: ``rows``: the box rows offered, smallest first (0 turns the rule off).
+SHORT_A_RULE: Dict[str, Any] = {"rows": (16, 32)}
+
+
+def short_a_rows(m: int, problem: Optional[GemmProblem]) -> Optional[int]:
+    """The rows of A's box :data:`SHORT_A_RULE` gives an ``m``-row output, or None.
+
+    >>> short_a_rows(1, None), short_a_rows(17, None), short_a_rows(33, None)
+    (16, 32, None)
+    >>> short_a_rows(8, GemmProblem("m", "n")) is None  # an M-major A: no short box
+    True
+    """
+    prob = problem or GemmProblem()
+    if (prob.a_major, prob.batch) != ("k", "") or prob.dtype not in ("f16", "bf16"):
+        return None
+    return next((r for r in SHORT_A_RULE["rows"] if 0 < r and m <= r), None)
+
+
+def with_a_rows(cfg: Any, rows: int) -> Any:
+    """``cfg`` with A's box of ``rows`` rows: a 64-row warp-specialized :class:`Sm90Config`
+    without a cluster, or a split-K configuration on one; None for any other kernel.
+
+    >>> with_a_rows(Sm90Config(bm=64, bn=64, stages=8, loader="tma", schedule="ws"), 16).key()
+    'sm90_64x64x64_s8_g8_tma_ws_r16'
+    >>> with_a_rows(Sm90Config(bm=128, bn=256, loader="tma", schedule="ws"), 16) is None
+    True
+    """
+    if isinstance(cfg, SplitKConfig):
+        base = with_a_rows(cfg.base, rows)
+        return None if base is None else replace(cfg, base=base).validate()
+    if not isinstance(cfg, Sm90Config) or (cfg.bm, cfg.loader, cfg.schedule, cfg.cluster) != (
+        64,
+        "tma",
+        "ws",
+        1,
+    ):
+        return None
+    return replace(cfg, a_rows=rows).validate()
 
 
 #: the epilogue's routes (:func:`epilogue_routes`): ``fixup`` -- weigh the plain product's
@@ -1190,7 +1258,14 @@ def _config(
 
 
 def _check_split(cfg: Any, m: int) -> None:
-    """The split-K reductions' row limits."""
+    """The split-K reductions' row limits, and the rows of A's TMA box
+    (:attr:`~layoutproof.gpu.kernels.wgmma_core.Sm90Config.a_rows`)."""
+    rows = a_box_rows(cfg)
+    if rows < 64 and m > rows:
+        raise GemmConfigError(
+            f"gemm: the kernel loads {rows} rows of A per tile (Sm90Config.a_rows={rows}): the product's "
+            f"M={m} must be at most {rows}; use a_rows=64 (the default) for more rows"
+        )
     if isinstance(cfg, FixupEpilogueConfig) and m > 65535:
         raise GemmInputError(f"gemm: the fix-up kernel runs one grid row per C row: M={m} > 65535")
     if getattr(cfg, "splits", 1) <= 1:

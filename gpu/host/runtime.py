@@ -45,7 +45,7 @@ from .cache import cache_dir
 from .device import gpu_available, tma_available
 from .operands import TF32_ONLY, check_typed_call
 from .plan import BatchedGemmPlan, GemmPlan, last_launch
-from .rule import hopper_candidates, splitk_candidates
+from .rule import hopper_candidates, short_a_rows, splitk_candidates, with_a_rows
 from .streamk import HybridPlan, hybrid_plan
 from .tiny import TINY_EPILOGUE, TinyPlan, wants_tiny
 from .torch_op import any_tensor as torch_op_any
@@ -831,7 +831,9 @@ def autotune(
     """The fastest config for this shape (rounded up to powers of two) and variant, timed
     on the current device with fresh random operands; remembered in memory and on disk.
     ``path="wgmma"`` tunes the Hopper kernel's :class:`Sm90Config` candidates and, with
-    TMA, the split-K variants the rule could pick for this shape."""
+    TMA, the split-K variants the rule could pick for this shape and, for an output of at
+    most 32 rows, each 64-row one with A's box cut to the rows of M's bucket
+    (:func:`~layoutproof.gpu.host.rule.short_a_rows`; the bucket never exceeds them)."""
     cupy = device.cupy()
     prob = problem or GemmProblem()
     if configs is None:
@@ -839,6 +841,9 @@ def autotune(
         if path == "wgmma" and device.tma_available():  # the split-K variants for this shape too
             sms = device.sm_count(cupy)
             configs = tuple(configs) + splitk_candidates(m, n, k, hopper_candidates(True), sms)
+            rows = short_a_rows(_bucket(m), prob)
+            if rows is not None:
+                configs += tuple(c for c in (with_a_rows(x, rows) for x in configs) if c is not None)
     dev = device.device_facts(cupy)[0]
     key = (dev, path, prob, _bucket(m), _bucket(n), _bucket(k))
     if key in _TUNED:

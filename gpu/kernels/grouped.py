@@ -118,6 +118,11 @@ class GroupedConfig(WsVariantFields):
             )
         if self.base.cluster != 1:
             raise GemmConfigError(f"GroupedConfig: the base must have cluster=1, not {self.base.cluster}")
+        if self.base.a_rows != 64:
+            raise GemmConfigError(
+                f"GroupedConfig: the groups' rows are not bounded by the base's a_rows={self.base.a_rows}: "
+                "the base must load whole 64-row A tiles (a_rows=64)"
+            )
         g = self.max_groups
         if not (isinstance(g, int) and 1 <= g <= 1 << 10 and g & (g - 1) == 0):
             raise GemmConfigError(f"GroupedConfig: max_groups={g!r} must be a power of two in [1, 1024]")

@@ -96,6 +96,9 @@ class OperandPlan:
     tile_layout: Any = None  # overrides tile(): e.g. wgmma's canonical atoms, tiled
     fns: Dict[str, Any] = field(default_factory=dict)  # proven IR functions
     maps: Dict[str, Any] = field(default_factory=dict)  # layouts the IR's claims apply
+    # the rows (along x) one TMA box loads into a stage when fewer than x_extent: the box
+    # covers rows [0, box_rows) of the stage; None: the boxes cover the whole stage
+    box_rows: Optional[int] = None
 
     # ------------------------------------------------------------------ shapes
     @property
@@ -106,6 +109,11 @@ class OperandPlan:
     @property
     def stage_elems(self) -> int:
         return self.x_extent * self.bk
+
+    @property
+    def loaded_elems(self) -> int:
+        """Elements a stage's TMA boxes deliver: the whole stage, or ``box_rows`` rows of it."""
+        return self.stage_elems if self.box_rows is None else self.box_rows * self.bk
 
     @property
     def cpr(self) -> int:

@@ -353,9 +353,16 @@ def prove_tma(p: OperandPlan, layout: Any, log: ProofLog, dtype: str = "f16", ba
     from layoutproof.symbolic import assuming
 
     P = p.name.upper()
+    rows = p.x_extent if p.box_rows is None else p.box_rows
+    if rows != p.x_extent:
+        layout = _partial_box_stage(p, layout, log)
     with assuming(*tma_assumptions(p.kmajor, batched)):
         rep = tma_preflight(
-            tma_global_layout(p.kmajor, batched), layout, (p.x_extent, p.bk), dtype=dtype, box=(TMA_BOX, 64)
+            tma_global_layout(p.kmajor, batched),
+            layout,
+            (rows, p.bk),
+            dtype=dtype,
+            box=(min(rows, TMA_BOX), 64),
         )
     if rep.status != "proved" or rep.args is None:
         raise ProofFailedError(
@@ -363,14 +370,14 @@ def prove_tma(p: OperandPlan, layout: Any, log: ProofLog, dtype: str = "f16", ba
             condition="TMA boxes write the stage layout",
             witness=rep.witness,
         )
-    nb = p.x_extent // TMA_BOX
+    nb = -(-rows // TMA_BOX)
     issued = (
         tuple((TMA_BOX * j, 0) for j in range(nb)),
         tuple(TMA_BOX_BYTES * j for j in range(nb)),
         ((1, 0) if p.kmajor else (0, 1)) + ((2,) if batched else ()),
-        (64, 64) + ((1,) if batched else ()),
+        (64, min(rows, TMA_BOX)) + ((1,) if batched else ()),
         "128B",
-        2 * p.stage_elems,
+        2 * p.loaded_elems,
     )
     derived = (rep.box_origins, rep.box_offsets, rep.dims, rep.args.box_dim, rep.args.swizzle, rep.tx_bytes)
     if derived != issued:
@@ -382,16 +389,46 @@ def prove_tma(p: OperandPlan, layout: Any, log: ProofLog, dtype: str = "f16", ba
         )
     log.add(
         "equal",
-        f"{P}: {nb} TMA boxes of 64x64 (128B swizzle, {'k' if p.kmajor else 'x'} innermost), as the kernel "
-        f"issues them: {rep.statement} ({rep.scope})",
+        f"{P}: {nb} TMA boxes of 64x{min(rows, TMA_BOX)} (128B swizzle, "
+        f"{'k' if p.kmajor else 'x'} innermost), as the kernel issues them: {rep.statement} ({rep.scope})",
         rep.method,
         rep.cases,
     )
     return rep
 
 
+def _partial_box_stage(p: OperandPlan, layout: Any, log: ProofLog) -> Any:
+    """The stage layout a box of ``p.box_rows`` rows writes (one K-major 64-row stage): the
+    stage ``layout`` restricted to rows ``[0, box_rows)``, proven equal to it there (every
+    (x, k) of those rows, exhaustively), so the box lands exactly where the full box would put
+    those rows and the descriptors read them unchanged."""
+    rows = p.box_rows
+    if not p.kmajor or p.x_extent != TMA_BOX or rows is None or not 0 < rows < TMA_BOX or rows % 8:
+        raise GemmConfigError(
+            f"{p.name.upper()}: a TMA box of {rows} rows needs a K-major 64-row stage and a row "
+            f"count that is a multiple of 8 below 64 (x extent {p.x_extent}, "
+            f"{'K' if p.kmajor else 'MN'}-major)"
+        )
+    sub = tma_stage_layout(rows, True)
+    bad = [(x, k) for x in range(rows) for k in range(p.bk) if sub(x, k) != layout(x, k)]
+    if bad:
+        raise ProofFailedError(
+            f"{p.name.upper()}: the {rows}-row box's layout differs from the stage's at (x, k) = {bad[0]}",
+            condition="a partial box writes the stage's own rows",
+            witness=bad[0],
+        )
+    log.add(
+        "equal",
+        f"{p.name.upper()}: the {rows}-row TMA box's stage layout equals the 64-row stage layout on rows "
+        f"[0, {rows}) (each of the {rows * p.bk} (x, k)); rows [{rows}, 64) of a stage are not loaded",
+        "exhaustive",
+        rows * p.bk,
+    )
+    return sub
+
+
 @functools.cache
-def tensor_map_args(kmajor: bool, dtype: str, batched: bool = False) -> TensorMapArgs:
+def tensor_map_args(kmajor: bool, dtype: str, batched: bool = False, rows: int = TMA_BOX) -> TensorMapArgs:
     """The ``cuTensorMapEncodeTiled`` arguments of an operand's tensor map, as
     :func:`prove_tma` derives and proves them (one box's tile; the map does not depend on the
     block), symbolic in ``X``, ``K``, ``ld`` (and ``B``, ``bs``): the host substitutes its
@@ -402,8 +439,12 @@ def tensor_map_args(kmajor: bool, dtype: str, batched: bool = False) -> TensorMa
     ('BFLOAT16', (K, X), (2*ld,), (64, 64), '128B')
     >>> a.subs({"X": 4096, "K": 1024, "ld": 1032}).global_strides
     (2064,)
-    """
-    p = OperandPlan("a", TMA_BOX, 64, 1, kmajor, 128, 1, TMA_BOX)
+    >>> tensor_map_args(True, "f16", rows=16).box_dim  # A's box of Sm90Config(a_rows=16)
+    (64, 16)
+
+    ``rows`` below 64: the box of :attr:`~layoutproof.gpu.kernels.wgmma_core.Sm90Config.a_rows`
+    rows (K-major only)."""
+    p = OperandPlan("a", TMA_BOX, 64, 1, kmajor, 128, 1, TMA_BOX, box_rows=None if rows == TMA_BOX else rows)
     rep = prove_tma(p, tma_stage_layout(TMA_BOX, kmajor), ProofLog(), tma_dtype(dtype), batched)
     args: TensorMapArgs = rep.args
     return args
@@ -572,7 +613,7 @@ def _declare_tma_ir(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan) -> Tuple
 def _tma_issue_ir(E: Env, a: OperandPlan, b: OperandPlan, kt: kir.Expr, st: kir.Expr) -> List[kir.Stmt]:
     """Thread 0's issue of k-tile ``kt`` into stage ``st``: expect the stage's bytes on its
     full barrier, then the A and B boxes."""
-    tx = 2 * (a.stage_elems + b.stage_elems)
+    tx = 2 * (a.loaded_elems + b.loaded_elems)
     bar, db = ir_const("bar", kir.MbarRef(E.full0, st), "unsigned")
     return (
         [db, kir.MbarExpectTx(bar, tx)]
@@ -743,6 +784,8 @@ def plan_operands(
         check_typed(cfg, prob)
     threads = cfg.threads
     a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", threads, cfg.warpgroups, 64)
+    if cfg.a_rows != 64:
+        _plan_short_a(cfg, prob, a, log)
     b = OperandPlan("b", cfg.bn, cfg.bk, cfg.stages, prob.b_major == "k", threads, 1, cfg.bn)
     smems = {p.name: plan_stage(cfg, p, log, prob) for p in (a, b)}
     desc = {
@@ -753,6 +796,28 @@ def plan_operands(
         prove_typed_descriptors(a, smems["a"], desc["a"], prob.dtype, 64, cfg.warpgroups, log)
         prove_typed_descriptors(b, smems["b"], desc["b"], prob.dtype, cfg.bn, 1, log)
     return a, b, desc, plan_c_map(cfg, prob, log)
+
+
+def _plan_short_a(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, log: ProofLog) -> None:
+    """A's box of ``cfg.a_rows`` rows (:attr:`Sm90Config.a_rows`): checks what it needs of the
+    problem, sets ``a.box_rows`` (the stage proof, :func:`prove_tma`, then proves the box's
+    rows) and records why the rows it leaves unloaded reach no output: row ``i`` of a wgmma's
+    D is row ``i`` of A times B, the stores write rows below M only (the bounds obligations),
+    and the host launches the kernel only with M <= ``a_rows``."""
+    if prob.a_major != "k" or prob.batch or prob.dtype not in ("f16", "bf16"):
+        raise GemmConfigError(
+            f"Sm90Config: a_rows={cfg.a_rows} needs a K-major f16/bf16 A in an unbatched product "
+            f"(got a_major={prob.a_major!r}, dtype={prob.dtype!r}, batch={prob.batch!r})"
+        )
+    a.box_rows = cfg.a_rows
+    log.add(
+        "config",
+        f"A: each stage loads rows [0, {cfg.a_rows}) of the 64-row tile; accumulator row i depends only "
+        f"on A row i (D = A B row by row), the stores write rows < M, and the host launches with "
+        f"M <= {cfg.a_rows} only (GemmConfigError otherwise): no unloaded row reaches C",
+        "host check",
+        1,
+    )
 
 
 def generate_sm90(
@@ -791,7 +856,7 @@ def generate_sm90(
         }
         if cfg.loader == "tma":
             ir = _source_tma_ir(cfg, prob, a, b, cmaps, desc, name)
-            tx = 2 * (a.stage_elems + b.stage_elems)
+            tx = 2 * (a.loaded_elems + b.loaded_elems)
             src = finish(ir, log, title, lambda k: _mono_tma_protocol(k, cfg, tx, log))
         else:
             ir = _source_ir(cfg, prob, a, b, cmaps, desc, name)

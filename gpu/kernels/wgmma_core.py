@@ -31,6 +31,9 @@ from .toolkit import (
 
 __all__ = [
     "Sm90Config",
+    "A_ROWS",
+    "sm90_base",
+    "a_box_rows",
     "HOPPER_DEFAULT",
     "GENERATOR_VERSION",
     "TMA_BOX",
@@ -64,7 +67,13 @@ class Sm90Config:
     ``cluster`` 1 or 2 (CTAs sharing the B tile by multicast; ``"ws"`` only).
     ``schedule="pingpong"`` (TMA, ``bm=64``, no cluster): a TMA producer and two consumer
     warpgroups that own alternate 64 x ``bn`` tiles of the persistent walk
-    (:mod:`layoutproof.gpu.kernels.wgmma_pingpong`)."""
+    (:mod:`layoutproof.gpu.kernels.wgmma_pingpong`).
+
+    ``a_rows`` (16 or 32; ``bm=64``, ``"ws"``, no cluster, K-major f16/bf16 A, unbatched):
+    A's TMA box loads only the first ``a_rows`` rows of each 64-row stage, for outputs of at
+    most ``a_rows`` rows (the host refuses a larger M).  The box's zero-filled rows past M
+    are not fetched: a 64-row box over a 16-row output measured up to twice the time of the
+    same kernel over 64 rows (bench/RESULTS.md, "A's TMA box of 16 or 32 rows")."""
 
     bm: int = 128
     bn: int = 256
@@ -74,6 +83,15 @@ class Sm90Config:
     loader: str = "cp.async"
     schedule: str = "mono"
     cluster: int = 1
+    a_rows: int = 64
+
+    def __repr__(self) -> str:
+        # a_rows is shown only where it is not the whole tile, so the names (and the kernel
+        # hashes derived from this text) of the full-box kernels do not depend on it
+        parts = [f"{f}={getattr(self, f)!r}" for f in _SM90_FIELDS]
+        if self.a_rows != 64:
+            parts.append(f"a_rows={self.a_rows}")
+        return f"Sm90Config({', '.join(parts)})"
 
     @property
     def warpgroups(self) -> int:
@@ -103,7 +121,8 @@ class Sm90Config:
         ld = "_tma" if self.loader == "tma" else ""
         ws = {"ws": "_ws", "pingpong": "_pp"}.get(self.schedule, "")
         cl = f"_c{self.cluster}" if self.cluster != 1 else ""
-        return f"sm90_{self.bm}x{self.bn}x{self.bk}_s{self.stages}_g{self.group_m}{ld}{ws}{cl}"
+        ar = f"_r{self.a_rows}" if self.a_rows != 64 else ""
+        return f"sm90_{self.bm}x{self.bn}x{self.bk}_s{self.stages}_g{self.group_m}{ld}{ws}{cl}{ar}"
 
     def validate(self) -> "Sm90Config":
         for k in ("bm", "bn", "bk", "stages", "group_m", "cluster"):
@@ -156,7 +175,38 @@ class Sm90Config:
             raise GemmConfigError(f"Sm90Config: {self.smem_bytes} bytes of shared memory exceed {SMEM_LIMIT}")
         if self.bn // 2 + 40 > 255:
             raise GemmConfigError("Sm90Config: too many accumulators")
+        if type(self.a_rows) is not int or self.a_rows not in A_ROWS:
+            raise GemmConfigError(f"Sm90Config: a_rows={self.a_rows!r} must be one of {A_ROWS}")
+        if self.a_rows != 64 and (
+            self.bm != 64 or self.loader != "tma" or self.schedule != "ws" or self.cluster != 1
+        ):
+            raise GemmConfigError(
+                f"Sm90Config: a_rows={self.a_rows} (A's TMA box of fewer rows than the tile) needs "
+                f"bm=64, loader='tma', schedule='ws' and cluster=1 (got bm={self.bm}, "
+                f"loader={self.loader!r}, schedule={self.schedule!r}, cluster={self.cluster})"
+            )
         return self
+
+
+#: the rows A's TMA box may load per 64-row stage (:attr:`Sm90Config.a_rows`)
+A_ROWS: Tuple[int, ...] = (16, 32, 64)
+_SM90_FIELDS = ("bm", "bn", "bk", "stages", "group_m", "loader", "schedule", "cluster")
+
+
+def sm90_base(config: Any) -> Optional["Sm90Config"]:
+    """The :class:`Sm90Config` a configuration builds on (itself, or the ``base`` of a
+    split-K, epilogue or fix-up configuration, followed down), or None (an mma.sync one)."""
+    seen = 0
+    while not isinstance(config, Sm90Config) and hasattr(config, "base") and seen < 8:
+        config, seen = config.base, seen + 1
+    return config if isinstance(config, Sm90Config) else None
+
+
+def a_box_rows(config: Any) -> int:
+    """The rows of A's TMA box per stage for ``config``'s kernel (64 unless its wgmma base
+    sets :attr:`Sm90Config.a_rows`); the launch needs M at most this where it is below 64."""
+    base = sm90_base(config)
+    return 64 if base is None else base.a_rows
 
 
 HOPPER_DEFAULT = Sm90Config(loader="tma", schedule="ws")
@@ -411,7 +461,8 @@ def tma_loads_ir(
     o0 = E.m0 if p.name == "a" else E.n0
     lay = p.maps["tma"]
     out: List[kir.Stmt] = []
-    for j in boxes if boxes is not None else range(p.x_extent // TMA_BOX):
+    rows = TMA_BOX if p.box_rows is None else p.box_rows  # a partial box: one, of these rows
+    for j in boxes if boxes is not None else range(-(-p.loaded_elems // (TMA_BOX * p.bk))):
         x = o0 + TMA_BOX * j
         k0 = kt * 64
         c0, c1 = (k0, x) if p.kmajor else (x, k0)
@@ -428,7 +479,7 @@ def tma_loads_ir(
                 )
             ),
             region=(base, 2 * p.stages * p.stage_elems),
-            width=2 * TMA_BOX * 64,
+            width=2 * rows * 64,
         )
         dst = base + st * kir.Const(2 * p.stage_elems, "unsigned") + kir.Const(TMA_BOX_BYTES * j, "unsigned")
         cc = (kc, xc) if p.kmajor else (xc, kc)

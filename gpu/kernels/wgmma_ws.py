@@ -1619,7 +1619,11 @@ def build_ws_kernel(
     if prob.batch:
         prove_batch_schedule(cfg.group_m, log, cluster=cfg.cluster)
     ep = plan_epilogue(prob, log)
-    tx = _prove_cluster_tx(a, b, cfg.cluster, log) if cfg.cluster > 1 else 2 * (a.stage_elems + b.stage_elems)
+    tx = (
+        _prove_cluster_tx(a, b, cfg.cluster, log)
+        if cfg.cluster > 1
+        else 2 * (a.loaded_elems + b.loaded_elems)
+    )
     ir = _source_ws_ir(cfg, prob, a, b, ep, desc, tx, name)
     check_batch_coordinates(ir, prob, log)
     src = finish(ir, log, title, lambda k: prove_ws_protocol(k, cfg, tx, log, cfg.cluster))

@@ -523,7 +523,9 @@ def fake3(fake_tma, monkeypatch):  # noqa: F811
     cp = fake_tma
     enc = []
     monkeypatch.setattr(
-        plan_mod._Operand, "prepare_tma", lambda self, dt, k, mn, batch=None: enc.append((self.major, batch))
+        plan_mod._Operand,
+        "prepare_tma",
+        lambda self, dt, k, mn, batch=None, rows=64: enc.append((self.major, batch)),
     )
     cp.enc = enc
 

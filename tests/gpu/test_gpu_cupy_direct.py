@@ -264,7 +264,7 @@ def fake_tma(fake, monkeypatch):
 
     monkeypatch.setattr(device, "tma_available", lambda: True)
     monkeypatch.setenv("LAYOUTPROOF_PDL", "0")  # the fake has no driver for cuLaunchKernelEx
-    monkeypatch.setattr(plan_mod._Operand, "prepare_tma", lambda self, dt, k, mn, batch=None: None)
+    monkeypatch.setattr(plan_mod._Operand, "prepare_tma", lambda self, dt, k, mn, batch=None, rows=64: None)
     monkeypatch.setattr(plan_mod._Operand, "tensor_map", lambda self, ptr: np.zeros(128, np.uint8))
     fake.float32 = np.float32
     empty = fake.empty

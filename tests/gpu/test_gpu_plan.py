@@ -40,6 +40,11 @@ def test_choose_config_returns_a_valid_candidate_minimizing_the_model(hopper, tm
     for m, n, k in SHAPES:
         cfg = P.choose_config(m, n, k, GemmProblem(), hopper=hopper, tma=tma)
         best = min(P.estimate_us(c, m, n, k) for c in cands)
+        if P.a_box_rows(cfg) != 64:  # P.SHORT_A_RULE: the 64-row output's pick, A's box cut
+            rows = P.short_a_rows(m, GemmProblem())
+            assert hopper and tma and rows is not None and m <= rows == P.a_box_rows(cfg)
+            assert cfg == P.with_a_rows(P.choose_config(64, n, k, GemmProblem(), hopper=True, tma=True), rows)
+            continue
         if isinstance(cfg, SplitKConfig) and cfg.reduction == "cluster":
             # the cluster reduction replaces a plane split where P.cluster_split says
             assert hopper and tma and cfg == P.cluster_split(m, n, k)
@@ -169,12 +174,12 @@ def test_mma_decode_rule_takes_the_16_row_mma_sync_tiles_only_where_measured_fas
 def test_mma_decode_rule_takes_32_row_tiles_for_exactly_32_rows():
     # measured on the H200 against the wgmma picks they replace (device time, f16 / bf16):
     # 32x4096x14336 31.9 us against the split's 35.0; 32x4096x11008 25.3 against 28.8-29.0;
-    # 32x4096x4096 10.4 against 10.7-11.0; 32x4096x28672 61.6 against 64.1; 32x8192x8192 33.6
-    # against 45.2; 32x28672x8192 111.6-112.4 against 118.6-118.8
+    # 32x4096x28672 61.6 against 64.1; 32x8192x8192 33.6 against 45.2; 32x28672x8192
+    # 111.6-112.4 against 118.6-118.8
     want = {
         (32, 4096, 14336): "32x32x128_w2x2_s8_auto_g8",
         (32, 4096, 11008): "32x32x128_w2x2_s8_auto_g8",
-        (32, 4096, 4096): "32x32x128_w2x2_s8_auto_g8",
+        (32, 4096, 8192): "32x32x128_w2x2_s8_auto_g8",
         (32, 4096, 28672): "32x32x128_w2x2_s8_auto_g8",
         (32, 8192, 8192): "32x64x64_w1x4_s8_auto_g8",
         (32, 28672, 8192): "32x128x64_w2x4_s6_auto_g8",
@@ -192,13 +197,16 @@ def test_mma_decode_rule_takes_32_row_tiles_for_exactly_32_rows():
             tiles = -(-n // cfg.bn)
             assert 0.9 * 132 <= tiles <= 132 or 0.8 * 264 <= tiles <= 264 or (cfg.bn == 128 and tiles >= 198)
     # 17-31 rows (partial 32-row tiles measured 20-25% slower than the split: 17, 20, 24 rows),
-    # column counts no tile fills, K below 4096, other layouts: the wgmma rule's pick
+    # column counts no tile fills, K below min_k32 (the wgmma pick with A's 32-row box was
+    # faster: 32x4096x4096 9.7 us against the tile's 10.5), other layouts: the wgmma rule's pick
     for shape in [
         (24, 4096, 14336),
         (17, 4096, 14336),
         (20, 4096, 8192),
         (32, 11008, 4096),
         (32, 6144, 8192),
+        (32, 4096, 4096),
+        (32, 14336, 4096),
         (32, 4096, 2048),
         (33, 4096, 14336),
     ]:
@@ -216,7 +224,7 @@ def test_mma_decode_configs_generate_and_prove():
     for m, n, k in [
         (16, 4096, 4096),
         (16, 8192, 8192),
-        (32, 4096, 4096),
+        (32, 4096, 8192),
         (32, 8192, 8192),
         (32, 28672, 8192),
     ]:
@@ -702,12 +710,21 @@ _DECISIONS = [
     (
         _req(16, 4096, 4096, path="wgmma"),
         _H100,
-        "sm90_64x256x64_s5_g8_tma_ws_sk8",
+        "sm90_64x128x64_s8_g8_tma_ws_r16_sk4",
         (128, 1, 1),
-        8 * 16 * 4096,
+        4 * 16 * 4096,
         (16, 16, 1),
     ),
-    (_req(16, 8192, 8192, path="wgmma"), _H100, "sm90_64x128x64_s8_g8_tma_ws_sk2c", (128, 1, 1), 0, None),
+    (_req(16, 8192, 8192, path="wgmma"), _H100, "sm90_64x64x64_s8_g8_tma_ws_r16", (128, 1, 1), 0, None),
+    # an M-major A has no short box (P.short_a_rows): the decode split, reduced in clusters
+    (
+        _req(16, 8192, 8192, a_order="F", path="wgmma"),
+        _H100,
+        "sm90_64x128x64_s8_g8_tma_ws_sk2c",
+        (128, 1, 1),
+        0,
+        None,
+    ),
     (
         _req(256, 256, 256, activation="relu"),
         _H100,

@@ -143,16 +143,23 @@ def test_a_cluster_barrier_below_the_top_level_is_refused():
 
 # ============================================================================ the rule, a plan
 def test_the_rule_takes_the_cluster_reduction_only_where_it_measured_faster():
-    got = P.choose_config(16, 8192, 8192, GemmProblem(), hopper=True, tma=True)
+    # a row-major A of at most 32 rows takes the 64-row pick with A's box cut (P.SHORT_A_RULE,
+    # unsplit here); the decode splits and their reductions are an M-major A's
+    assert P.choose_config(16, 8192, 8192, GemmProblem(), hopper=True, tma=True).key() == (
+        "sm90_64x64x64_s8_g8_tma_ws_r16"
+    )
+    am = GemmProblem("m", "n")
+    got = P.choose_config(16, 8192, 8192, am, hopper=True, tma=True)
     assert got.key() == "sm90_64x128x64_s8_g8_tma_ws_sk2c"
     for shape in [(1, 4096, 4096), (16, 4096, 4096), (1, 4096, 11008), (64, 8192, 8192), (16, 8192, 28672)]:
-        cfg = P.choose_config(*shape, GemmProblem(), hopper=True, tma=True)
-        assert getattr(cfg, "reduction", "") != "cluster", shape
-    plain = P.choose_config(16, 8192, 8192, GemmProblem(), hopper=True, tma=True, cluster=False)
+        for prob in (GemmProblem(), am):
+            cfg = P.choose_config(*shape, prob, hopper=True, tma=True)
+            assert getattr(cfg, "reduction", "") != "cluster", shape
+    plain = P.choose_config(16, 8192, 8192, am, hopper=True, tma=True, cluster=False)
     assert plain.reduction == "kernel"
     # a fused epilogue: the plain split with the epilogue in its fix-up kernel (the cluster
     # reduction has no fix-up)
-    ep = P.choose_config(16, 8192, 8192, GemmProblem(), hopper=True, tma=True, epilogue=True)
+    ep = P.choose_config(16, 8192, 8192, am, hopper=True, tma=True, epilogue=True)
     assert ep.reduction == "kernel" and ep == plain
 
 
@@ -160,7 +167,8 @@ def test_fake_cluster_plan_launches_one_kernel_one_cta_per_unit(fake_tma):  # no
     cp = fake_tma
     m, n, k = 16, 8192, 8192
     a, b = cp.array((m, k)), cp.array((k, n))
-    c = runtime.gemm(a, b, path="wgmma")  # the wgmma rule's pick (path='auto' may take mma.sync)
+    c = runtime.gemm(a, b, config=C2)  # the rule's pick for an M-major A of this shape
+    assert C2 == P.choose_config(m, n, k, GemmProblem("m", "n"), hopper=True, tma=True)
     plan = runtime.last_launch["plan"]
     assert plan.config.reduction == "cluster" and plan._ws is None and plan._fix is None
     (g,) = cp.launches
