@@ -10,7 +10,9 @@ On the GPU machine, from the repository root (after ``source bench/device_env.sh
 Without ``--cands`` each shape takes its own list (:data:`PLAN`).  A candidate spec:
 
 * ``pick`` -- what ``gemm_plan(a, b, c)`` runs (the runtime's rule);
-* ``WbmxbnsS`` (``c2``: a 2-CTA cluster) -- a warp-specialized TMA ``Sm90Config``;
+* ``full`` -- the rule's pick without A's short TMA box (``SHORT_A_RULE`` off);
+* ``WbmxbnsS`` (``c2``: a 2-CTA cluster; ``rR``: A's box of ``R`` rows, ``a_rows``) -- a
+  warp-specialized TMA ``Sm90Config``;
 * ``Kbmxbns S/sp`` -- that base split ``sp`` ways, the fix-up reduction; ``C...`` the cluster
   reduction;
 * ``MbmxbnxbkwWMxWNsS`` -- an mma.sync ``GemmConfig`` (the 16-row decode tiles); ``F...`` the
@@ -126,22 +128,62 @@ PLANS = {
             (17, 6144, 4096),
         ]
     },
+    # A's TMA box cut to the output's rows (SHORT_A_RULE): the rule's pick against the pick
+    # without the short box, and the short-box 64x64 and 64x128 tiles, over the decode widths
+    # of 7B-70B models (bench/RESULTS.md, "A's TMA box of 16 or 32 rows")
+    "short_a": {
+        (m, n, k): ["full", f"W64x64s8r{16 if m <= 16 else 32}", f"W64x128s8r{16 if m <= 16 else 32}"]
+        for m in (1, 16, 24, 32)
+        for n, k in [
+            (6144, 4096),
+            (4096, 4096),
+            (11008, 4096),
+            (4096, 11008),
+            (14336, 4096),
+            (4096, 14336),
+            (5120, 13824),
+            (13824, 5120),
+            (8192, 8192),
+            (28672, 8192),
+            (8192, 28672),
+            (2048, 4096),
+            (1024, 4096),
+            (9216, 4096),
+            (7168, 7168),
+            (5120, 5120),
+        ]
+    },
 }
 
 
-def parse(spec):
-    """The configuration of one spec (``pick`` -> None)."""
+def parse(spec, shape=None, prob=None, epilogue=False):
+    """The configuration of one spec (``pick`` -> None; ``full`` needs the ``shape``)."""
     from layoutproof.gpu.config import GemmConfig
     from layoutproof.gpu.kernels.splitk import SplitKConfig
     from layoutproof.gpu.kernels.wgmma import Sm90Config
 
     if spec == "pick":
         return None
-    mt = re.fullmatch(r"([WKC])(\d+)x(\d+)s(\d+)(c2)?(?:/(\d+))?", spec)
+    if spec == "full":  # the rule's pick without A's short box (SHORT_A_RULE off)
+        from layoutproof.gpu.host import rule
+
+        saved = rule.SHORT_A_RULE["rows"]
+        rule.SHORT_A_RULE["rows"] = ()
+        try:
+            return rule.choose_config(*shape, prob, hopper=True, tma=True, mma=True, epilogue=epilogue)
+        finally:
+            rule.SHORT_A_RULE["rows"] = saved
+    mt = re.fullmatch(r"([WKC])(\d+)x(\d+)s(\d+)(c2)?(?:r(\d+))?(?:/(\d+))?", spec)
     if mt:
-        kind, bm, bn, st, c2, sp = mt.groups()
+        kind, bm, bn, st, c2, ar, sp = mt.groups()
         base = Sm90Config(
-            bm=int(bm), bn=int(bn), stages=int(st), loader="tma", schedule="ws", cluster=2 if c2 else 1
+            bm=int(bm),
+            bn=int(bn),
+            stages=int(st),
+            loader="tma",
+            schedule="ws",
+            cluster=2 if c2 else 1,
+            a_rows=int(ar or 64),
         ).validate()
         if kind == "W":
             return base
@@ -182,7 +224,9 @@ def all_kernels(args):
         for prob in problems(args.dtypes.split(",")):
             for sp in specs:
                 ep = bool(args.epilogue)
-                cfg = parse(sp) or choose_config(m, n, k, prob, hopper=True, tma=True, mma=True, epilogue=ep)
+                cfg = parse(sp, (m, n, k), prob, ep) or choose_config(
+                    m, n, k, prob, hopper=True, tma=True, mma=True, epilogue=ep
+                )
                 if ep:  # the kernels a plan with a bias and the activation compiles
                     cfg = _with_act(cfg, args.epilogue, prob)
                 out[(cfg.key(), prob.key())] = (cfg, prob)
@@ -332,8 +376,9 @@ def row(cp, shape, dt, specs, args):
         return gs.max_rel_err(cp, c, ref64)
 
     graphs, errs, keys, plans = {}, {}, {}, {}
+    prob = GemmProblem(a_major="k", b_major="n", dtype=dt, out_dtype=dt)
     for sp in specs:
-        cfg = parse(sp)
+        cfg = parse(sp, shape, prob, bool(act))
         try:
             plan = gemm_plan(a, b, c, config=cfg, **opts)
             key = plan.config.key() if hasattr(plan, "config") else type(plan).__name__
@@ -352,7 +397,6 @@ def row(cp, shape, dt, specs, args):
         t_ref.append(peer() * 1e6)
     for sp, plan in plans.items():
         errs[sp] = max(errs[sp], err_of(plan))
-    prob = GemmProblem(a_major="k", b_major="n", dtype=dt, out_dtype=dt)
     return dict(
         dtype=dt,
         m=m,

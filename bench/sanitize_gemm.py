@@ -1,7 +1,7 @@
 """A small proven-GEMM run for compute-sanitizer (memcheck): every variant (split-K, the fused
 epilogue with bias along N or M, the batched kernel too), odd sizes.
 
-compute-sanitizer --tool memcheck python bench/sanitize_gemm.py [--new | --round2 | --blockscale]
+compute-sanitizer --tool memcheck python bench/sanitize_gemm.py [--new | --round2 | --short-a | --blockscale]
 
 ``--new``: only the batched kernels and the epilogue inputs (bias along M / in f16, batched,
 batched alpha/beta with a C input per batch, shared or in place).
@@ -17,6 +17,11 @@ the grouped kernel (zero-size groups, lists read through per-group tensor maps, 
 pointer-array form, the offsets, sizes and masked MoE forms).  Each result is checked against
 float64 (relative Frobenius error, no NaN left in a NaN-poisoned output) and the script exits
 1 on a mismatch.
+
+``--short-a``: A's TMA box of 16 or 32 rows (``Sm90Config.a_rows``) on every kernel built on
+it (split-K with either reduction or in a cluster, the fused and the fix-up epilogue), at
+outputs of 1 to 32 rows with tails, a padded A, both B layouts, f16 and bf16; exits 1 on a
+mismatch.
 
 ``--blockscale``: the block-scaled fp8/int8 kernel, plain and with each fused epilogue form,
 at a shape with tails on M, N and K (``gemm_blockscale.py --sanitize``); exits 1 on a
@@ -237,6 +242,63 @@ def round2() -> int:
     return 1 if bad else 0
 
 
+def short_a() -> int:
+    """A's TMA box of 16 or 32 rows (``Sm90Config.a_rows``): the kernel, its split-K with the
+    fix-up and with the serial reduction, the cluster reduction, the fused epilogue and the
+    fix-up's epilogue, at M of 1 to 32 with tails on N and K, both B layouts, f16 and bf16,
+    a padded A; each against float64.  Returns the exit status."""
+    from layoutproof.gpu.kernels.epilogue import EpilogueConfig
+    from layoutproof.gpu.kernels.splitk import FixupEpilogueConfig
+
+    rng = cp.random.default_rng(17)
+    ws = dict(loader="tma", schedule="ws")
+    bad, worst, runs = [], 0.0, 0
+    for rows in (16, 32):
+        base = Sm90Config(bm=64, bn=128, stages=8, a_rows=rows, **ws)
+        cfgs = (
+            Sm90Config(bm=64, bn=64, stages=8, a_rows=rows, **ws),
+            base,
+            SplitKConfig(base, 3),
+            SplitKConfig(base, 3, "serial", activation="relu"),
+            SplitKConfig(base, 2, "cluster"),
+            EpilogueConfig(base, "relu"),
+            FixupEpilogueConfig(base, "relu"),
+        )
+        for cfg in cfgs:
+            act = getattr(cfg, "activation", None) not in (None, "none")
+            for m, n, k, bo, dt in (
+                (1, 200, 520, "C", "f16"),
+                (rows, 130, 200, "F", "bf16"),
+                (rows - 3, 72, 1000, "C", "f16"),
+            ):
+                if isinstance(cfg, SplitKConfig) and cfg.reduction == "cluster" and m > 16:
+                    continue  # the cluster reduction holds 16 rows
+                x = rng.standard_normal((m, k + 8), dtype=cp.float32)[:, :k]  # a padded A
+                a = x.astype(cp.float16 if dt == "f16" else "bfloat16")
+                b = rng.standard_normal((k, n), dtype=cp.float32).astype(a.dtype)
+                b = cp.asfortranarray(b) if bo == "F" else b
+                ref = a.astype(cp.float64) @ b.astype(cp.float64)
+                c = cp.full((m, n), cp.nan, dtype=cp.float32)
+                if act:
+                    bias = rng.standard_normal(n, dtype=cp.float32)
+                    gemm(a, b, c, config=cfg, out_dtype="f32", bias=bias, activation="relu")
+                    ref = cp.maximum(ref + bias[None, :], 0)
+                else:
+                    gemm(a, b, c, config=cfg, out_dtype="f32")
+                cp.cuda.Device().synchronize()
+                e = float(
+                    cp.linalg.norm(cp.nan_to_num(c.astype(cp.float64), nan=1e30) - ref) / cp.linalg.norm(ref)
+                )
+                worst, runs = max(worst, e), runs + 1
+                if not e < (2e-2 if dt == "bf16" else 5e-3):
+                    bad.append(f"{cfg.key()} {m}x{n}x{k} B{bo} {dt}: rel. error {e:.2e}")
+                    print("MISMATCH", bad[-1], flush=True)
+    print(f"short A boxes: {runs} launches, worst relative error {worst:.2e}, {len(bad)} mismatches")
+    return 1 if bad else 0
+
+
+if "--short-a" in sys.argv:
+    sys.exit(short_a())
 if "--blockscale" in sys.argv:
     import gemm_blockscale  # bench/ is the script's folder
 
