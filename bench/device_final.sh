@@ -11,6 +11,7 @@ steps=()
 [ -z "$SKIP_PYTEST" ] && steps+=("pytest:-x tests/gpu")
 steps+=(
   "memcheck:sanitize_gemm.py"
+  "memcheck:sanitize_gemm.py --short-a"
   "memcheck:splitk_serial.py --sanitize"
   "memcheck:gemm_suite.py --sanitize-splitk"
   "gemm_suite.py --dtypes ${DTYPES:-f16,bf16} --rounds ${ROUNDS:-5}"

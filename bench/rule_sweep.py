@@ -10,7 +10,9 @@ On the GPU machine, from the repository root (after ``source bench/device_env.sh
 Without ``--cands`` each shape takes its own list (:data:`PLAN`).  A candidate spec:
 
 * ``pick`` -- what ``gemm_plan(a, b, c)`` runs (the runtime's rule);
-* ``full`` -- the rule's pick without A's short TMA box (``SHORT_A_RULE`` off);
+* ``full`` -- the rule's pick without A's short TMA box (``SHORT_A_RULE`` off); ``nofill``
+  -- with the box but the 64-row output's pick in place of the one-wave 64x64 split
+  (``SHORT_A_RULE["fill"]`` off);
 * ``WbmxbnsS`` (``c2``: a 2-CTA cluster; ``rR``: A's box of ``R`` rows, ``a_rows``) -- a
   warp-specialized TMA ``Sm90Config``;
 * ``Kbmxbns S/sp`` -- that base split ``sp`` ways, the fix-up reduction; ``C...`` the cluster
@@ -164,15 +166,16 @@ def parse(spec, shape=None, prob=None, epilogue=False):
 
     if spec == "pick":
         return None
-    if spec == "full":  # the rule's pick without A's short box (SHORT_A_RULE off)
+    if spec in ("full", "nofill"):  # the rule's pick without A's short box, or without its fill
         from layoutproof.gpu.host import rule
 
-        saved = rule.SHORT_A_RULE["rows"]
-        rule.SHORT_A_RULE["rows"] = ()
+        key, off = ("rows", ()) if spec == "full" else ("fill", False)
+        saved = rule.SHORT_A_RULE[key]
+        rule.SHORT_A_RULE[key] = off
         try:
             return rule.choose_config(*shape, prob, hopper=True, tma=True, mma=True, epilogue=epilogue)
         finally:
-            rule.SHORT_A_RULE["rows"] = saved
+            rule.SHORT_A_RULE[key] = saved
     mt = re.fullmatch(r"([WKC])(\d+)x(\d+)s(\d+)(c2)?(?:r(\d+))?(?:/(\d+))?", spec)
     if mt:
         kind, bm, bn, st, c2, ar, sp = mt.groups()

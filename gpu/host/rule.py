@@ -604,13 +604,9 @@ def _wave_pick(
         if dec is not None:
             return dec
     if auto and hopper and tma:
-        rows = short_a_rows(m, problem)
-        if rows is not None:  # the 64-row output's pick, its A box cut to the output's rows
-            short = with_a_rows(
-                _wave_pick(64, n, k, problem, True, True, sms, None, epilogue, cluster, False), rows
-            )
-            if short is not None:
-                return short
+        short = _short_a_pick(m, n, k, problem, sms, epilogue, cluster)
+        if short is not None:
+            return short
     if candidates is None:
         candidates = default_candidates(tma) if hopper else mma_sync_candidates()
     best = _fastest(candidates, m, n, k, sms)
@@ -639,8 +635,41 @@ def _wave_pick(
 #: as over 64 rows: the split-K picks for decode rows were that cost's workaround.  Measured
 #: on the H200 (bench/RESULTS.md, "A's TMA box of 16 or 32 rows"): 16x6144x4096 13.2 us
 #: against the split pick's 19.7 (cuBLAS 13.6), 24x5120x13824 38.4 against 56.0.
-#: ``rows``: the box rows offered, smallest first (0 turns the rule off).
-SHORT_A_RULE: Dict[str, Any] = {"rows": (16, 32)}
+#: ``rows``: the box rows offered, smallest first (empty turns the rule off).
+#:
+#: Where the ``tile``'s columns (``(bn, stages)``, 64 rows) number at most the SMs, the pick is
+#: that tile instead, split ``S`` ways for the largest ``S`` of ``SPLITK_MODEL["splits"]``
+#: whose units still fit one wave (tiles x S <= SMs; chunks of at least
+#: ``SPLITK_MODEL["min_kblocks"]`` k-blocks), unsplit where none does (``fill``; False: the
+#: 64-row pick everywhere).  The wave model priced the short box like the full one and split
+#: wider tiles further (4096 columns: 64x256 split 8), where one wave of 64x64 units measured
+#: fastest on all 12 shapes timed, 1-24 rows of 4096 columns with K 8192-28672 (1x4096x14336
+#: 31.4 us against the 64x256 split 8's 33.0, 24x4096x28672 59.9 against 63.8); on 5120-8192
+#: columns the unsplit 64x64 tile beat every split (16x5120x5120 15.7 us, the next 17.0).
+SHORT_A_RULE: Dict[str, Any] = {"rows": (16, 32), "fill": True, "tile": (64, 8)}
+
+
+def _short_a_pick(
+    m: int, n: int, k: int, problem: Optional[GemmProblem], sms: int, epilogue: bool, cluster: bool
+) -> Any:
+    """:data:`SHORT_A_RULE`'s pick for an ``m``-row output, or None where the rule does not
+    apply (the caller's rule goes on)."""
+    rows = short_a_rows(m, problem)
+    if rows is None:
+        return None
+    bn, stages = SHORT_A_RULE["tile"]
+    tiles = -(-n // bn)
+    if SHORT_A_RULE["fill"] and tiles <= sms:
+        kb = -(-k // 64)
+        fit = [
+            s for s in SPLITK_MODEL["splits"] if tiles * s <= sms and kb // s >= SPLITK_MODEL["min_kblocks"]
+        ]
+        base = Sm90Config(bm=64, bn=bn, stages=stages, loader="tma", schedule="ws", a_rows=rows).validate()
+        if not fit:
+            return base
+        return SplitKConfig(base, max(fit), "serial" if epilogue else "kernel").validate()
+    # the 64-row output's pick, its A box cut to the output's rows
+    return with_a_rows(_wave_pick(64, n, k, problem, True, True, sms, None, epilogue, cluster, False), rows)
 
 
 def short_a_rows(m: int, problem: Optional[GemmProblem]) -> Optional[int]:

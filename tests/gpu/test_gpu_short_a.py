@@ -167,19 +167,51 @@ def test_short_box_sources_compile_for_sm90a_without_spills(tmp_path):
 
 
 # ============================================================================ the rule
-@pytest.mark.parametrize("m", [1, 7, 16, 17, 24, 32])
-@pytest.mark.parametrize("n, k", [(6144, 4096), (5120, 13824), (11008, 4096), (2048, 4096)])
-def test_the_rule_takes_the_64_row_pick_with_the_box_cut(m, n, k):
+#: (n, k) -> the short-box pick's (bn, splits): one wave of 64x64 units where the columns'
+#: 64x64 tiles fit on the SMs (split while a wave still fits and chunks keep 4 k-blocks),
+#: else the 64-row output's pick with the box cut
+SHORT_PICKS = {
+    (6144, 4096): (64, 1),  # 96 tiles: no split fits one wave
+    (5120, 13824): (64, 1),
+    (8192, 8192): (64, 1),  # 128 tiles
+    (4096, 14336): (64, 2),  # 64 tiles x 2
+    (4096, 4096): (64, 2),
+    (2048, 4096): (64, 4),
+    (1024, 4096): (64, 8),
+    (512, 1024): (64, 4),  # 8 tiles: 16 k-blocks leave chunks of 4 at most 4 ways
+    (11008, 4096): (128, 1),  # 172 tiles: the 64-row pick
+    (28672, 8192): (256, 1),
+}
+
+
+@pytest.mark.parametrize("m", [1, 7, 17, 24])
+@pytest.mark.parametrize("shape", list(SHORT_PICKS))
+def test_the_rule_takes_one_wave_of_short_box_units(m, shape):
+    n, k = shape
     for dt in ("f16", "bf16"):
         prob = GemmProblem("k", "n", dt, dt)
         rows = 16 if m <= 16 else 32
         assert P.short_a_rows(m, prob) == rows
-        want = P.with_a_rows(P.choose_config(64, n, k, prob, hopper=True, tma=True), rows)
-        assert want is not None and a_box_rows(want) == rows
-        for mma in (False, True):  # no decode tile covers these shapes
-            assert P.choose_config(m, n, k, prob, hopper=True, tma=True, mma=mma) == want
-        # the fused epilogue's route gets the box too
-        assert a_box_rows(P.choose_config(m, n, k, prob, hopper=True, tma=True, epilogue=True)) == rows
+        got = P.choose_config(m, n, k, prob, hopper=True, tma=True)
+        assert a_box_rows(got) == rows and sm90_base(got).bm == 64
+        assert (sm90_base(got).bn, getattr(got, "splits", 1)) == SHORT_PICKS[shape], got.key()
+        if sm90_base(got).bn == 64:  # one wave of units, the largest split that keeps it
+            units = -(-n // 64) * getattr(got, "splits", 1)
+            assert units <= 132
+        else:
+            want = P.with_a_rows(P.choose_config(64, n, k, prob, hopper=True, tma=True), rows)
+            assert got == want
+        # the fused epilogue's routes get the box too (the fused kernel splits serially)
+        ep = P.choose_config(m, n, k, prob, hopper=True, tma=True, epilogue=True)
+        assert a_box_rows(ep) == rows
+        assert getattr(ep, "splits", 1) == getattr(got, "splits", 1)
+
+
+def test_the_fill_switch_restores_the_64_row_pick(monkeypatch):
+    monkeypatch.setitem(P.SHORT_A_RULE, "fill", False)
+    for n, k in SHORT_PICKS:
+        want = P.with_a_rows(P.choose_config(64, n, k, GemmProblem(), hopper=True, tma=True), 16)
+        assert P.choose_config(9, n, k, GemmProblem(), hopper=True, tma=True) == want
 
 
 def test_the_rule_keeps_full_boxes_where_it_must():

@@ -224,9 +224,9 @@ PICKS = {
     (512, 512, 28672): "sm90_64x256x64_s5_g8_tma_ws_sk8",
     # the plain product's split (the 16x32 decode tile takes full 16-row tiles only: with 4 rows
     # the H200 measured the split + fix-up epilogue at 27.7 us against the tile + one-plane
-    # fix-up's 32.3, gelu, f16 and bf16 alike), on a 64-row output's pick with A's box cut to
-    # 16 rows (rule.SHORT_A_RULE)
-    (4, 4096, 11008): "sm90_64x128x64_s8_g8_tma_ws_r16_sk4",
+    # fix-up's 32.3, gelu, f16 and bf16 alike): with A's box cut to 16 rows, one wave of
+    # 64x64 units (rule.SHORT_A_RULE)
+    (4, 4096, 11008): "sm90_64x64x64_s8_g8_tma_ws_r16_sk2",
     # the decode tiles with the epilogue in their own pair stores (mma_epilogue); before it,
     # the one-plane fix-up (H200, gelu: 1x14336x4096 31.2-31.3 us against the split's 33.6-33.7;
     # 32x4096x14336 33.8-33.9 against 35.5-35.6)
@@ -237,7 +237,7 @@ PICKS = {
     (16, 8192, 28672): "16x64x64_w1x4_s8_auto_g8_biasnone",
     (8, 8192, 8192): "16x64x64_w1x4_s8_auto_g8_biasnone",
     (64, 4096, 11008): "sm90_64x128x64_s8_g8_tma_ws_sk4",
-    (1, 4096, 4096): "sm90_64x128x64_s8_g8_tma_ws_r16_sk4",
+    (1, 4096, 4096): "sm90_64x64x64_s8_g8_tma_ws_r16_sk2",
     # the fused kernel's 128x192 pick, run on the ping-pong schedule (rule.PINGPONG_RULE)
     (8192, 8192, 256): "sm90_64x256x64_s5_g8_tma_pp",
 }
