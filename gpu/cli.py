@@ -52,18 +52,24 @@ _SCHEDULES: Dict[str, Dict[str, Any]] = {
 
 
 def parse_sm90_config(text: str) -> "Any":
-    """``[KIND:]BMxBN/STAGES`` (e.g. ``128x256/4``, ``ws2:128x256/4``) -> Sm90Config.  KIND:
-    ``ws`` (default: warp-specialized, persistent, TMA), ``ws2`` (the same in 2-CTA
-    clusters, B multicast), ``tma`` (one role, TMA loads), ``cp`` (one role, cp.async), ``pp``
-    (the ping-pong schedule: consumer warpgroups owning alternate 64-row tiles)."""
+    """``[KIND:]BMxBN/STAGES[rROWS]`` (e.g. ``128x256/4``, ``ws2:128x256/4``, ``64x64/8r16``)
+    -> Sm90Config.  KIND: ``ws`` (default: warp-specialized, persistent, TMA), ``ws2`` (the
+    same in 2-CTA clusters, B multicast), ``tma`` (one role, TMA loads), ``cp`` (one role,
+    cp.async), ``pp`` (the ping-pong schedule: consumer warpgroups owning alternate 64-row
+    tiles).  ``rROWS``: A's TMA box of 16 or 32 rows (``Sm90Config.a_rows``; outputs of at
+    most that many rows)."""
     from .kernels.wgmma import Sm90Config
 
-    m = re.fullmatch(r"\s*(?:(ws2|ws|tma|cp|pp)\s*:)?\s*(\d+)x(\d+)\s*/\s*(\d+)\s*", text)
+    m = re.fullmatch(r"\s*(?:(ws2|ws|tma|cp|pp)\s*:)?\s*(\d+)x(\d+)\s*/\s*(\d+)\s*(?:r\s*(\d+))?\s*", text)
     if not m:
-        raise LayoutError(f"--sm90-config {text!r}: expected [ws|ws2|tma|cp|pp:]BMxBN/STAGES, e.g. 128x256/4")
+        raise LayoutError(
+            f"--sm90-config {text!r}: expected [ws|ws2|tma|cp|pp:]BMxBN/STAGES[rROWS], "
+            "e.g. 128x256/4 or 64x64/8r16"
+        )
     kind = m.group(1) or "ws"
-    bm, bn, st = (int(x) for x in m.groups()[1:])
-    return Sm90Config(bm=bm, bn=bn, stages=st, **_SCHEDULES[kind]).validate()
+    bm, bn, st = (int(x) for x in m.groups()[1:4])
+    rows = int(m.group(5)) if m.group(5) else 64
+    return Sm90Config(bm=bm, bn=bn, stages=st, a_rows=rows, **_SCHEDULES[kind]).validate()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -107,8 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sm90-config",
         default=None,
-        help="with --path wgmma: [ws|ws2|tma|cp|pp:]BMxBN/STAGES (default: the one gemm picks for "
-        "the shape, with TMA)",
+        help="with --path wgmma: [ws|ws2|tma|cp|pp:]BMxBN/STAGES[rROWS] (rROWS: A's TMA box of 16 "
+        "or 32 rows, for --m at most that; default: the one gemm picks for the shape, with TMA)",
     )
     p.add_argument(
         "--bias",
@@ -237,14 +243,22 @@ def main(argv: Optional[List[str]] = None) -> int:
                 cfg = fused if fused is not None else cfg
             kern, _ = kernels_for(cfg, prob, disk=False)
         else:
+            from .errors import GemmConfigError
             from .host.cache import kernels_for
             from .host.rule import with_epilogue
+            from .kernels.wgmma_core import a_box_rows
 
             hopper = args.path in ("wgmma", "auto")
             ep = _epilogue(args)
             shape = (args.m, args.n, args.k, prob)
             if args.sm90_config or args.config:
                 cfg = given = parse_sm90_config(args.sm90_config) if hopper else parse_config(args.config)
+                rows = a_box_rows(cfg)
+                if rows < 64 and args.m > rows:
+                    raise GemmConfigError(
+                        f"--sm90-config {args.sm90_config!r} loads {rows} rows of A per tile: "
+                        f"--m {args.m} must be at most {rows} (drop the r{rows} for more rows)"
+                    )
             else:  # path='auto': the decode rule's mma.sync tiles too
                 cfg = choose_config(*shape, hopper=hopper, tma=hopper, mma=args.path == "auto", epilogue=ep)
             if ep:  # the fused epilogue as gemm(..., bias=, activation=) carries it out

@@ -575,6 +575,36 @@ def test_gemm_emits_the_ping_pong_kernel_when_asked(tmp_path, capsys):
     assert "bm=64" in err and "Traceback" not in err
 
 
+def test_gemm_emits_and_picks_the_short_a_box(tmp_path, capsys):
+    """``--sm90-config BMxBN/STAGESrROWS`` asks for A's TMA box of 16 or 32 rows; a larger
+    ``--m`` or a tile the box cannot serve exits 2 by name.  Without a configuration an output
+    of at most 32 rows gets the rule's short-box pick, its header carrying the host check."""
+    from layoutproof.gpu.cli import main, parse_sm90_config
+    from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.host.rule import choose_config
+
+    cfg = parse_sm90_config("ws:64x64/8r16")
+    assert (cfg.bm, cfg.bn, cfg.stages, cfg.a_rows) == (64, 64, 8, 16)
+    assert parse_sm90_config("64x128/8 r32").a_rows == 32 and parse_sm90_config("64x128/8").a_rows == 64
+    out = tmp_path / "k.cu"
+    argv = "--no-run --m 16 --n 4096 --k 4096 --sm90-config 64x64/8r16 --emit".split() + [str(out)]
+    assert main(argv) == 0
+    assert "sm90_64x64x64_s8_g8_tma_ws_r16" in capsys.readouterr().out
+    assert "host check" in out.read_text() and '"r"(bar), "r"(10240)' in out.read_text()
+    for argv, words in (
+        (["--m", "17", "--sm90-config", "64x64/8r16"], ("--m 17 must be at most 16",)),
+        (["--m", "8", "--sm90-config", "128x256/4r16"], ("needs bm=64",)),
+        (["--m", "8", "--sm90-config", "64x64/8r8"], ("must be one of",)),
+        (["--m", "8", "--a-major", "m", "--sm90-config", "64x64/8r16"], ("a_major='m'",)),
+    ):
+        assert main(["--no-run", "--n", "4096", "--k", "4096"] + argv) == 2
+        err = capsys.readouterr().err
+        assert all(w in err for w in words) and "Traceback" not in err, err
+    assert main(["--no-run", "--m", "24", "--n", "6144", "--k", "4096"]) == 0
+    want = choose_config(24, 6144, 4096, GemmProblem("k", "n", "f16", None).validate(), hopper=True, tma=True)
+    assert want.key().endswith("_r32") and f": {want.key()} " in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "argv, fixup",
     [
