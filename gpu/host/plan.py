@@ -255,7 +255,7 @@ class _Launch:
                 if st.batch_stride is None:  # a rank-2 map (a batched plan's shared operand too)
                     op.prepare_tma(d.problem.dtype, d.k, mn, rows=rows)
                 else:
-                    op.prepare_tma(d.problem.dtype, d.k, mn, (d.batch, st.batch_stride))
+                    op.prepare_tma(d.problem.dtype, d.k, mn, (d.batch, st.batch_stride), rows=rows)
         self._pb = ParamBuffer(d.kinds)
         for i, v in d.statics:
             self._pb.set(i, v)

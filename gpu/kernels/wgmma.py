@@ -801,13 +801,14 @@ def plan_operands(
 def _plan_short_a(cfg: Sm90Config, prob: GemmProblem, a: OperandPlan, log: ProofLog) -> None:
     """A's box of ``cfg.a_rows`` rows (:attr:`Sm90Config.a_rows`): checks what it needs of the
     problem, sets ``a.box_rows`` (the stage proof, :func:`prove_tma`, then proves the box's
-    rows) and records why the rows it leaves unloaded reach no output: row ``i`` of a wgmma's
-    D is row ``i`` of A times B, the stores write rows below M only (the bounds obligations),
-    and the host launches the kernel only with M <= ``a_rows``."""
-    if prob.a_major != "k" or prob.batch or prob.dtype not in ("f16", "bf16"):
+    rows; a batched A's rank-3 box is ``(64, a_rows, 1)``) and records why the rows it leaves
+    unloaded reach no output: row ``i`` of a wgmma's D is row ``i`` of A times B, the stores
+    write rows below M only (the bounds obligations), and the host launches the kernel only
+    with M <= ``a_rows`` (each batch's M)."""
+    if prob.a_major != "k" or prob.dtype not in ("f16", "bf16"):
         raise GemmConfigError(
-            f"Sm90Config: a_rows={cfg.a_rows} needs a K-major f16/bf16 A in an unbatched product "
-            f"(got a_major={prob.a_major!r}, dtype={prob.dtype!r}, batch={prob.batch!r})"
+            f"Sm90Config: a_rows={cfg.a_rows} needs a K-major f16/bf16 A "
+            f"(got a_major={prob.a_major!r}, dtype={prob.dtype!r})"
         )
     a.box_rows = cfg.a_rows
     log.add(

@@ -69,7 +69,7 @@ class Sm90Config:
     warpgroups that own alternate 64 x ``bn`` tiles of the persistent walk
     (:mod:`layoutproof.gpu.kernels.wgmma_pingpong`).
 
-    ``a_rows`` (16 or 32; ``bm=64``, ``"ws"``, no cluster, K-major f16/bf16 A, unbatched):
+    ``a_rows`` (16 or 32; ``bm=64``, ``"ws"``, no cluster, K-major f16/bf16 A):
     A's TMA box loads only the first ``a_rows`` rows of each 64-row stage, for outputs of at
     most ``a_rows`` rows (the host refuses a larger M).  The box's zero-filled rows past M
     are not fetched: a 64-row box over a 16-row output measured up to twice the time of the

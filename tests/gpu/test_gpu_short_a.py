@@ -67,7 +67,7 @@ def test_configurations_a_short_box_cannot_serve_are_refused(bad, match):
     "prob, match",
     [
         (GemmProblem("m", "n"), "a_major='m'"),
-        (GemmProblem("k", "n", batch="ab"), "batch='ab'"),
+        (GemmProblem("m", "n", batch="ab"), "a_major='m'"),
         (GemmProblem("k", "k", "tf32", "f32"), "dtype='tf32'"),
         (GemmProblem("k", "k", "e4m3", "bf16"), "dtype='e4m3'"),
     ],
@@ -215,11 +215,10 @@ def test_the_fill_switch_restores_the_64_row_pick(monkeypatch):
 
 
 def test_the_rule_keeps_full_boxes_where_it_must():
-    # 33 rows and more, an M-major A, a batched product, the other number types, no TMA
+    # 33 rows and more, an M-major A, the other number types, no TMA
     assert P.short_a_rows(33, None) is None
     for prob in (
         GemmProblem("m", "n"),
-        GemmProblem("k", "n", batch="ab"),
         GemmProblem("k", "k", "tf32", "f32"),
     ):
         assert P.short_a_rows(16, prob) is None
@@ -239,6 +238,40 @@ def test_the_rule_keeps_full_boxes_where_it_must():
         assert a_box_rows(P.choose_config(16, 6144, 4096, GemmProblem(), hopper=True, tma=True)) == 64
     finally:
         P.SHORT_A_RULE["rows"] = saved
+
+
+@pytest.mark.parametrize("batch", ["ab", "a"])
+def test_a_batched_kernel_reads_each_matrix_through_a_short_rank_3_box(batch):
+    k = generate_sm90(short(16, bn=256, stages=5), GemmProblem("k", "n", batch=batch))
+    assert _tx(k.source) == [16 * 128 + 256 * 128]
+    lines = [p.statement for p in k.proofs]
+    assert any("A: 1 TMA boxes of 64x16" in s and "X,K,B" in s for s in lines), lines
+    assert any(p.kind == "config" for p in k.proofs)
+    assert wgmma.tensor_map_args(True, "f16", True, rows=16).box_dim == (64, 16, 1)
+
+
+def _breq(batch, m, n, k):
+    a = P.OperandFacts((m, k), (k * 2, 2), 2, 0, batch, m * k * 2)
+    b = P.OperandFacts((k, n), (n * 2, 2), 2, 0, batch, k * n * 2)
+    return P.GemmRequest(a, b, "f16", "f16", 2, batch=batch)
+
+
+def test_the_batched_rule_takes_64_row_tiles_with_the_box():
+    dev = P.DeviceFacts(cc="90", sms=132, tma=True)
+    for (batch, m, n, k), rows in (
+        ((8, 16, 4096, 14336), 16),
+        ((64, 1, 128, 4096), 16),
+        ((16, 32, 2048, 4096), 32),
+    ):
+        d = P.decide_batched(_breq(batch, m, n, k), dev)
+        if d.mode != "kernel":  # the kernel path needs rank-3 TMA loads in the kernel IR
+            continue
+        cfg = d.launch.config
+        assert (cfg.bm, cfg.a_rows) == (64, rows) and d.launch.problem.batch == "ab"
+    d = P.decide_batched(_breq(8, 33, 4096, 4096), dev)
+    assert d.mode != "kernel" or a_box_rows(d.launch.config) == 64
+    with pytest.raises(GemmConfigError, match="M=33 must be at most 32"):
+        P.decide_batched(_breq(8, 33, 4096, 4096), dev, short(32))
 
 
 def test_the_host_refuses_more_rows_than_the_box(fake_tma):  # noqa: F811
@@ -298,3 +331,20 @@ def test_autotune_entries_keep_the_box():
     # an entry written before the field reads as the full box
     old = {k: v for k, v in runtime.config_entry(short(16)).items() if k != "a_rows"}
     assert runtime.config_from_entry(old) == dataclasses.replace(short(16), a_rows=64)
+
+
+@pytest.mark.skipif(not _hopper(), reason="needs an sm_90 GPU with CuPy")
+@pytest.mark.parametrize("batch, m", [(4, 7), (3, 16), (5, 29)])
+def test_gpu_batched_short_box_matches_float64(batch, m):
+    cp = pytest.importorskip("cupy")
+    n, k = 520, 776
+    rng = cp.random.default_rng(batch + m)
+    a = rng.integers(-3, 4, size=(batch, m, k)).astype(cp.float16)
+    b = rng.integers(-3, 4, size=(batch, k, n)).astype(cp.float16)
+    ref = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+    for cfg in (None, short(16 if m <= 16 else 32, bn=128)):
+        c = cp.full((batch, m, n), cp.nan, dtype=cp.float16)
+        runtime.gemm(a, b, c, config=cfg)
+        got = runtime.last_launch["config"]
+        assert runtime.last_launch["mode"] == "kernel" and a_box_rows(got) == (16 if m <= 16 else 32)
+        assert not bool(cp.isnan(c).any()) and float(cp.abs(c.astype(cp.float64) - ref).max()) == 0.0
