@@ -703,14 +703,12 @@ def with_a_rows(cfg: Any, rows: int) -> Any:
     if isinstance(cfg, SplitKConfig):
         base = with_a_rows(cfg.base, rows)
         return None if base is None else replace(cfg, base=base).validate()
-    if not isinstance(cfg, Sm90Config) or (cfg.bm, cfg.loader, cfg.schedule, cfg.cluster) != (
-        64,
-        "tma",
-        "ws",
-        1,
-    ):
+    if not isinstance(cfg, Sm90Config):
         return None
-    return replace(cfg, a_rows=rows).validate()
+    try:  # Sm90Config.validate says which kernels take the short box
+        return replace(cfg, a_rows=rows).validate()
+    except GemmConfigError:
+        return None
 
 
 #: the epilogue's routes (:func:`epilogue_routes`): ``fixup`` -- weigh the plain product's
@@ -1501,11 +1499,9 @@ def _batched_config(req: GemmRequest, dev: DeviceFacts, config: Any, prob: GemmP
         # without WAVE_TILES: the 128x192 tile ran 0.89x (bf16) and 0.92x (f16) of 128x256's
         # speed on 8 x [2048x2048x128] on an H200, where the model had it faster
         ws = tuple(c for c in hopper_candidates(True) if getattr(c, "schedule", "") == "ws")
-        if rows is not None:  # SHORT_A_RULE: each batch's rows on a 64-row tile, A's box cut to them
-            ws = tuple(c for c in ws if c.bm == 64 and c.cluster == 1)
+        if rows is not None:  # SHORT_A_RULE: the tiles that take A's box, cut to each batch's rows
+            ws = tuple(s for s in (with_a_rows(c, rows) for c in ws) if s is not None)
         cfg = choose_config(M * req.batch, N, K, prob, hopper=True, tma=True, sms=dev.sms, candidates=ws)
-        if rows is not None:
-            cfg = with_a_rows(cfg, rows)
     elif isinstance(config, Sm90Config) and config.schedule == "ws" and config.loader == "tma":
         cfg = config
     else:

@@ -111,9 +111,14 @@ class OperandPlan:
         return self.x_extent * self.bk
 
     @property
+    def loaded_rows(self) -> int:
+        """Rows (along x) a stage's TMA boxes deliver: all of them, or ``box_rows``."""
+        return self.x_extent if self.box_rows is None else self.box_rows
+
+    @property
     def loaded_elems(self) -> int:
-        """Elements a stage's TMA boxes deliver: the whole stage, or ``box_rows`` rows of it."""
-        return self.stage_elems if self.box_rows is None else self.box_rows * self.bk
+        """Elements a stage's TMA boxes deliver."""
+        return self.loaded_rows * self.bk
 
     @property
     def cpr(self) -> int:

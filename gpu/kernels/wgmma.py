@@ -353,7 +353,7 @@ def prove_tma(p: OperandPlan, layout: Any, log: ProofLog, dtype: str = "f16", ba
     from layoutproof.symbolic import assuming
 
     P = p.name.upper()
-    rows = p.x_extent if p.box_rows is None else p.box_rows
+    rows = p.loaded_rows
     if rows != p.x_extent:
         layout = _partial_box_stage(p, layout, log)
     with assuming(*tma_assumptions(p.kmajor, batched)):

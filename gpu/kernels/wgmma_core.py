@@ -461,8 +461,8 @@ def tma_loads_ir(
     o0 = E.m0 if p.name == "a" else E.n0
     lay = p.maps["tma"]
     out: List[kir.Stmt] = []
-    rows = TMA_BOX if p.box_rows is None else p.box_rows  # a partial box: one, of these rows
-    for j in boxes if boxes is not None else range(-(-p.loaded_elems // (TMA_BOX * p.bk))):
+    rows = min(p.loaded_rows, TMA_BOX)  # each box's rows (a partial box: the one box)
+    for j in boxes if boxes is not None else range(-(-p.loaded_rows // TMA_BOX)):
         x = o0 + TMA_BOX * j
         k0 = kt * 64
         c0, c1 = (k0, x) if p.kmajor else (x, k0)
