@@ -817,6 +817,23 @@ def config_from_entry(entry: Any) -> Optional[Any]:
     return None
 
 
+def tune_candidates(m: int, n: int, k: int, prob: GemmProblem, path: str, tma_sms: int) -> Tuple[Any, ...]:
+    """The configurations :func:`autotune` times for an ``m x n x k`` product: the mma.sync
+    defaults, or with ``path="wgmma"`` the Hopper candidates and, where TMA can run
+    (``tma_sms``: the SM count, 0 without TMA), the split-K variants the rule could pick
+    and, for an output of at most 32 rows, each 64-row one with A's box cut to the rows of
+    M's bucket (the bucket never exceeds them)."""
+    if path != "wgmma":
+        return tuple(DEFAULT_CONFIGS)
+    configs = tuple(_sm90_configs())
+    if tma_sms:
+        configs += splitk_candidates(m, n, k, hopper_candidates(True), tma_sms)
+        rows = short_a_rows(_bucket(m), prob)
+        if rows is not None:
+            configs += tuple(c for c in (with_a_rows(x, rows) for x in configs) if c is not None)
+    return configs
+
+
 def autotune(
     m: int,
     n: int,
@@ -831,19 +848,12 @@ def autotune(
     """The fastest config for this shape (rounded up to powers of two) and variant, timed
     on the current device with fresh random operands; remembered in memory and on disk.
     ``path="wgmma"`` tunes the Hopper kernel's :class:`Sm90Config` candidates and, with
-    TMA, the split-K variants the rule could pick for this shape and, for an output of at
-    most 32 rows, each 64-row one with A's box cut to the rows of M's bucket
-    (:func:`~layoutproof.gpu.host.rule.short_a_rows`; the bucket never exceeds them)."""
+    TMA, the split-K and short-box variants (:func:`tune_candidates`)."""
     cupy = device.cupy()
     prob = problem or GemmProblem()
     if configs is None:
-        configs = _sm90_configs() if path == "wgmma" else DEFAULT_CONFIGS
-        if path == "wgmma" and device.tma_available():  # the split-K variants for this shape too
-            sms = device.sm_count(cupy)
-            configs = tuple(configs) + splitk_candidates(m, n, k, hopper_candidates(True), sms)
-            rows = short_a_rows(_bucket(m), prob)
-            if rows is not None:
-                configs += tuple(c for c in (with_a_rows(x, rows) for x in configs) if c is not None)
+        tma = path == "wgmma" and device.tma_available()
+        configs = tune_candidates(m, n, k, prob, path, device.sm_count(cupy) if tma else 0)
     dev = device.device_facts(cupy)[0]
     key = (dev, path, prob, _bucket(m), _bucket(n), _bucket(k))
     if key in _TUNED:

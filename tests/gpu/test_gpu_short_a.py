@@ -348,3 +348,29 @@ def test_gpu_batched_short_box_matches_float64(batch, m):
         got = runtime.last_launch["config"]
         assert runtime.last_launch["mode"] == "kernel" and a_box_rows(got) == (16 if m <= 16 else 32)
         assert not bool(cp.isnan(c).any()) and float(cp.abs(c.astype(cp.float64) - ref).max()) == 0.0
+
+
+def test_autotune_times_the_short_box_variants_of_short_outputs(monkeypatch):
+    from layoutproof.gpu.host import device
+
+    monkeypatch.setattr(device, "tma_available", lambda: True)
+    prob = GemmProblem()
+    for m, rows in ((1, 16), (9, 16), (16, 16), (17, 32), (32, 32)):
+        cands = runtime.tune_candidates(m, 4096, 4096, prob, "wgmma", 132)
+        short_ones = [c for c in cands if a_box_rows(c) != 64]
+        assert short_ones and all(a_box_rows(c) == rows for c in short_ones)
+        # each is a full-box candidate with the box cut (M's bucket never exceeds the rows)
+        for c in short_ones:
+            assert (
+                P.with_a_rows(
+                    dataclasses.replace(c, a_rows=64)
+                    if isinstance(c, Sm90Config)
+                    else dataclasses.replace(c, base=dataclasses.replace(c.base, a_rows=64)),
+                    rows,
+                )
+                == c
+            )
+            assert any(isinstance(c, SplitKConfig) for c in short_ones)
+    assert all(a_box_rows(c) == 64 for c in runtime.tune_candidates(33, 4096, 4096, prob, "wgmma", 132))
+    assert all(a_box_rows(c) == 64 for c in runtime.tune_candidates(16, 4096, 4096, prob, "wgmma", 0))
+    assert runtime.tune_candidates(16, 4096, 4096, prob, "mma.sync", 132) == tuple(runtime.DEFAULT_CONFIGS)
