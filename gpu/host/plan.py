@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
@@ -49,6 +50,19 @@ def _padded_copy(x: Any, cols_major: bool) -> Any:
         buf = cupy.zeros((c, max(8, -(-r // 8) * 8)), dtype=x.dtype)
         buf[:, :r] = x.T
     return buf
+
+
+def _row_copy(
+    strides: Tuple[int, int], shape: Tuple[int, int], itemsize: int
+) -> Optional[Tuple[int, int, int]]:
+    """(source pitch, bytes per row, rows) of the one ``cudaMemcpy2DAsync`` that copies a
+    ``shape`` source of byte ``strides`` row by row into a padded buffer; None where its
+    rows are not contiguous (an element-wise copy then)."""
+    s0, s1 = strides
+    r, c = shape
+    if s1 == itemsize and s0 >= c * itemsize and s0 % itemsize == 0:
+        return (s0, c * itemsize, r)
+    return None
 
 
 class _Operand:
@@ -100,15 +114,43 @@ class _Operand:
             buf = self.bufs[stream.ptr] = _padded_copy(v, self.cols_major)
             return buf
         src = v if self.cols_major else v.T  # the rows of src become the rows of buf
-        r, c = src.shape
-        it = src.itemsize
-        s0, s1 = src.strides
-        if s1 == it and s0 >= c * it and s0 % it == 0:
+        rows = _row_copy(src.strides, src.shape, src.itemsize)
+        if rows is not None:
             rt = device.cupy().cuda.runtime  # 3: cudaMemcpyDeviceToDevice
-            rt.memcpy2DAsync(buf.data.ptr, buf.strides[0], src.data.ptr, s0, c * it, r, 3, stream.ptr)
+            pitch, width, height = rows
+            rt.memcpy2DAsync(buf.data.ptr, buf.strides[0], src.data.ptr, pitch, width, height, 3, stream.ptr)
         else:
-            buf[:, :c] = src
+            buf[:, : src.shape[1]] = src
         return buf
+
+    def row_copy(self, strides: Tuple[int, int], itemsize: int) -> Optional[Tuple[int, int, int]]:
+        """:func:`_row_copy` for a call's 2-D operand of byte ``strides`` (the user's, before
+        any transpose): the one ``cudaMemcpy2DAsync`` that stages it, or None."""
+        s0, s1 = strides
+        if self.transposed:  # v = x.T
+            s0, s1 = s1, s0
+        shape = (self.rows, self.cols)
+        if not self.cols_major:  # src = v.T
+            s0, s1, shape = s1, s0, (self.cols, self.rows)
+        return _row_copy((s0, s1), shape, itemsize)
+
+    def staged_ptr(self, ptr: int, sp: int, rows: Tuple[int, int, int], dtype: Any) -> int:
+        """:meth:`staged` from a base address on the raw stream ``sp`` (the direct launch's):
+        the operand's rows copied by one ``cudaMemcpy2DAsync`` (``rows``: :meth:`row_copy`'s)
+        into the stream's kept buffer, made and zeroed on that stream on first use; returns
+        the buffer's address."""
+        buf = self.bufs.get(sp)
+        cupy = device.cupy()
+        if buf is None:
+            if len(self.bufs) >= 8:
+                self.bufs.clear()
+            with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external (same object)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                stream = cupy.cuda.ExternalStream(sp)
+            with stream:  # the zero fill, ordered before the copy
+                buf = self.bufs[sp] = cupy.zeros((rows[2], self.ld), dtype=dtype)
+        cupy.cuda.runtime.memcpy2DAsync(buf.data.ptr, buf.strides[0], ptr, rows[0], rows[1], rows[2], 3, sp)
+        return int(buf.data.ptr)
 
     def staged_batch(self, x: Any, stream: Any) -> Any:
         """:meth:`staged` for a 3-D operand: all its matrices into one kept (batch, R, ld)
@@ -608,9 +650,10 @@ class GemmPlan(_Launch):
     def direct(self) -> Optional[Callable[[int, int, int, int], None]]:
         """``launch(a_ptr, b_ptr, c_ptr, stream)``: the plan's launch from base addresses and
         a raw stream handle alone (no arrays, no stream objects) -- what a caller that holds
-        other libraries' tensors calls on its hot path; None where the plan needs the arrays
-        themselves (padded copies, a copied output, a fused epilogue: :meth:`direct_bias`)
-        or CuPy's driver module lacks ``launchKernel``."""
+        other libraries' tensors calls on its hot path.  A staged operand is copied into the
+        stream's padded buffer by one ``cudaMemcpy2DAsync`` first.  None where the plan needs
+        the arrays themselves (an element-wise staging copy, a copied output, a fused
+        epilogue: :meth:`direct_bias`) or CuPy's driver module lacks ``launchKernel``."""
         if self.activation is not None or self._bias_sig is not None or not self._direct_ready():
             return None
         return self._launch_ptrs
@@ -634,14 +677,17 @@ class GemmPlan(_Launch):
 
     def _direct_ready(self) -> bool:
         """The per-call parameter setters of the direct launches (False: no direct launch)."""
-        if (
-            self._launch_kernel is None
-            or self._A.copy
-            or self._B.copy
-            or self.orient == "copy"
-            or self.alpha_beta
-        ):
+        if self._launch_kernel is None or self.orient == "copy" or self.alpha_beta:
             return False
+        # a staged operand: its one row copy, from the plan's strides (None: not staged)
+        rows = []
+        sigs = (self._b_sig, self._a_sig) if self._swap else (self._a_sig, self._b_sig)
+        for op, sig in zip((self._A, self._B), sigs):
+            rc = op.row_copy(sig[2], sig[3].itemsize) if op.copy else None
+            if op.copy and rc is None:  # rows not contiguous: the element-wise copy needs arrays
+                return False
+            rows.append(None if rc is None else (rc, sig[3]))
+        self._row_copies = tuple(rows)
         d = self.decision
         so = d.slot("out")
         self._slots = param_setters(self._pb, (d.slot("c"), d.slot("cvec")) + ((so,) if so >= 0 else ()))
@@ -654,6 +700,19 @@ class GemmPlan(_Launch):
         ``pbias``: the bias of :meth:`direct_bias`'s)."""
         if self._swap:
             pa, pb = pb, pa
+        ra, rb = self._row_copies
+        if ra is not None or rb is not None:  # staged operands: copies and launch in one order
+            with self._stage_lock:
+                if ra is not None:
+                    pa = self._A.staged_ptr(pa, sp, ra[0], ra[1])
+                if rb is not None:
+                    pb = self._B.staged_ptr(pb, sp, rb[0], rb[1])
+                self._launch_ready(pa, pb, pc, sp, pbias)
+            return
+        self._launch_ready(pa, pb, pc, sp, pbias)
+
+    def _launch_ready(self, pa: int, pb: int, pc: int, sp: int, pbias: int) -> None:
+        """:meth:`_launch_ptrs` once the kernel's operands are at ``pa`` and ``pb``."""
         slots = self._slots
         pk = pc if self._ws is None else self._ws_ptr
         ab = self._ab_set

@@ -18,7 +18,7 @@ import types
 
 import numpy as np
 import pytest
-from test_gpu_plan import _FakeArray, _FakeCupy
+from test_gpu_plan import _ExternalStream, _FakeArray, _FakeCupy
 
 from layoutproof.gpu.errors import GemmInputError
 from layoutproof.gpu.host import cache, device, runtime
@@ -216,13 +216,21 @@ def _cases(cp):
             cp.array((100, 64)),
             None,
             dict(path="wgmma"),
+            True,
+        ),
+        (
+            "staged element by element",  # every other column: no row of A is contiguous
+            _like(cp.array((64, 200)), shape=(64, 100), strides=(400, 4)),
+            cp.array((100, 64)),
+            None,
+            dict(path="wgmma"),
             False,
         ),
         ("tiny epilogue", cp.array((7, 17)), cp.array((17, 13)), None, dict(activation="relu"), False),
     ]
 
 
-@pytest.mark.parametrize("case", range(8))
+@pytest.mark.parametrize("case", range(9))
 def test_fake_direct_path_is_taken_exactly_where_the_plan_offers_it(fake, hits, monkeypatch, case):
     name, a, b, out, kw, offered = _cases(fake)[case]
     runs = []
@@ -334,6 +342,40 @@ def test_fake_direct_launch_uses_the_current_stream_and_updates_last_launch(fake
     assert fake.launches[-1]["values"][:3] == [a.data.ptr, b.data.ptr, c.data.ptr]
 
 
+@pytest.mark.parametrize("staged", ["a", "b, column-major out"])
+def test_fake_staged_operand_launches_directly_after_one_row_copy_into_the_streams_buffer(fake, hits, staged):
+    cp = fake
+    zeroed = []
+    cp.cuda.ExternalStream = lambda ptr: _ExternalStream(cp, ptr)
+    zeros = cp.zeros
+    cp.zeros = lambda shape, dtype: zeroed.append((shape, cp.stream)) or zeros(shape, dtype)
+    if staged == "a":  # A 64x100 at an odd address: rows of 100 halves into a 104-wide buffer
+        a, b, out = cp.array((64, 100), offset=2), cp.array((100, 64)), None
+        src, pitch, width, height, ld = a, 200, 200, 64, 104
+    else:  # C^T = B^T A^T: the user's B (100 x 60, ld 60) is the kernel's A, rows of 60 halves
+        a, b = cp.array((100, 64)), cp.array((64, 60))
+        out = cp.empty((100, 60), np.float16, order="F")
+        src, pitch, width, height, ld = b, 120, 120, 64, 64
+    runtime.gemm(a, b, out, path="wgmma")  # the full path makes the buffer (element-wise copy)
+    buf = cp.launches[-1]["values"][0]
+    n0 = len(cp.copies)
+    for _ in range(2):
+        runtime.gemm(a, b, out, path="wgmma")
+        assert cp.launches[-1]["values"][0] == buf and cp.launches[-1]["stream"] == 0x5
+    assert len(hits) == 2
+    # one row copy per call into the same buffer, on the call's stream, nothing else copied
+    assert cp.copies[n0:] == [(buf, ld * 2, src.data.ptr, pitch, width, height, 3, 0x5)] * 2
+    # another stream: its own buffer, made and zeroed on that stream, then the row copy there
+    cp.stream = 0x9
+    z0 = len(zeroed)
+    runtime.gemm(a, b, out, path="wgmma")
+    assert len(hits) == 3
+    buf9 = cp.launches[-1]["values"][0]
+    assert buf9 != buf and cp.launches[-1]["stream"] == 0x9
+    assert zeroed[z0:] == [((height, ld), 0x9)]
+    assert cp.copies[-1] == (buf9, ld * 2, src.data.ptr, pitch, width, height, 3, 0x9)
+
+
 def test_fake_entries_follow_the_cupy_they_were_made_with(fake, hits, monkeypatch):
     a, b = fake.array((96, 1024)), fake.array((1024, 72))
     runtime.gemm(a, b)
@@ -414,6 +456,7 @@ KINDS = [
     ("tiny", 7, 13, 17, lambda cfg, plan: isinstance(plan, TinyPlan)),
     ("hybrid", 5120, 5120, 2048, lambda cfg, plan: isinstance(plan, HybridPlan)),
     ("mma.sync decode", 16, 4096, 4096, lambda cfg, plan: "16x" in cfg.key() and "sm90" not in cfg.key()),
+    ("staged A", 1000, 3000, 777, lambda cfg, plan: plan._A.copy and not plan._B.copy),
 ]
 
 

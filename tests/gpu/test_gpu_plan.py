@@ -341,6 +341,20 @@ class _FakeArray:
         self._cp.copies.append((self.data.ptr, getattr(value, "data", None)))
 
 
+class _ExternalStream:
+    """CuPy's ExternalStream in the fake: a context that makes ``ptr`` the current stream
+    (``cp.stream``, where a test keeps the current stream)."""
+
+    def __init__(self, cp, ptr):
+        self.cp, self.ptr = cp, ptr
+
+    def __enter__(self):
+        self.saved, self.cp.stream = self.cp.stream, self.ptr
+
+    def __exit__(self, *exc):
+        self.cp.stream = self.saved
+
+
 class _FakeCupy:
     """Just enough of CuPy for a plan: allocation, device facts, RawKernel, launchKernel."""
 

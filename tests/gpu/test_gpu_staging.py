@@ -8,7 +8,7 @@ from __future__ import annotations
 import types
 
 import pytest
-from test_gpu_plan import fake  # noqa: F401  (the fixture)
+from test_gpu_plan import _ExternalStream, fake  # noqa: F401  (the fixture)
 
 from layoutproof.gpu.host import runtime
 
@@ -18,6 +18,9 @@ def fake2d(fake):  # noqa: F811
     calls = []
     fake.cuda.runtime.memcpy2DAsync = lambda *a: calls.append(a)
     fake.copy2d = calls
+    fake.stream = 0x5  # the current stream, read by the full path and the direct launch alike
+    fake.cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=fake.stream)
+    fake.cuda.ExternalStream = lambda ptr: _ExternalStream(fake, ptr)
     return fake
 
 
@@ -43,7 +46,7 @@ def test_copy_path_keeps_one_buffer_per_stream(fake2d):
     a, b = cp.array((64, 100), offset=2), cp.array((100, 64))
     runtime.gemm(a, b, path="wgmma")
     p5 = cp.launches[-1]["values"][0]
-    cp.cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=0x9)
+    cp.stream = 0x9
     runtime.gemm(a, b, path="wgmma")
     p9 = cp.launches[-1]["values"][0]
     assert p9 != p5 and p9 % 16 == 0
