@@ -12,6 +12,7 @@ steps=()
 steps+=(
   "memcheck:sanitize_gemm.py"
   "memcheck:sanitize_gemm.py --short-a"
+  "memcheck:sanitize_gemm.py --staged"
   "memcheck:splitk_serial.py --sanitize"
   "memcheck:gemm_suite.py --sanitize-splitk"
   "gemm_suite.py --dtypes ${DTYPES:-f16,bf16} --rounds ${ROUNDS:-5}"

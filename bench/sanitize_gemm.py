@@ -1,7 +1,7 @@
 """A small proven-GEMM run for compute-sanitizer (memcheck): every variant (split-K, the fused
 epilogue with bias along N or M, the batched kernel too), odd sizes.
 
-compute-sanitizer --tool memcheck python bench/sanitize_gemm.py [--new | --round2 | --short-a | --blockscale]
+compute-sanitizer --tool memcheck python bench/sanitize_gemm.py [--new | --round2 | --short-a | --staged | --blockscale]
 
 ``--new``: only the batched kernels and the epilogue inputs (bias along M / in f16, batched,
 batched alpha/beta with a C input per batch, shared or in place).
@@ -22,6 +22,11 @@ float64 (relative Frobenius error, no NaN left in a NaN-poisoned output) and the
 it (split-K with either reduction or in a cluster, the fused and the fix-up epilogue), at
 outputs of 1 to 32 rows with tails, a padded A, both B layouts, f16 and bf16; exits 1 on a
 mismatch.
+
+``--staged``: the direct launches of plans that stage an operand (a ragged K or N, a base
+off the 16-byte grid; torch tensors and CuPy arrays): each call's row copy into the
+stream's padded buffer, then the kernel, on the default stream and a side stream, with
+new operands every call; exits 1 on a mismatch or where the call did not launch directly.
 
 ``--blockscale``: the block-scaled fp8/int8 kernel, plain and with each fused epilogue form,
 at a shape with tails on M, N and K (``gemm_blockscale.py --sanitize``); exits 1 on a
@@ -297,6 +302,56 @@ def short_a() -> int:
     return 1 if bad else 0
 
 
+def staged() -> int:
+    """``--staged`` (module docstring)."""
+    import torch
+
+    from layoutproof.gpu.host import runtime, torch_op
+
+    bad, runs = [], 0
+    side = torch.cuda.Stream()
+    for m, n, k, off in ((100, 3000, 777, 0), (70, 777, 300, 0), (129, 136, 200, 1), (1000, 96, 57, 0)):
+        for dt in (torch.float16, torch.bfloat16):
+            for stream in (None, side):
+                for _rnd in range(2):
+                    with torch.cuda.stream(stream or torch.cuda.current_stream()):
+                        a = torch.randn(m * k + off, device="cuda").to(dt)[off:].view(m, k)
+                        b = torch.randn(k, n, device="cuda").to(dt)
+                        c = runtime.gemm(a, b)
+                    torch.cuda.synchronize()
+                    ref = a.double() @ b.double()
+                    e = float((c.double() - ref).norm() / ref.norm())
+                    ent = next(
+                        x
+                        for x in torch_op._ENTRIES.values()
+                        if getattr(x, "out_shape", None) == (m, n) and x.out_tdtype == dt
+                    )
+                    runs += 1
+                    if not e < 1e-2 or ent.direct is None:
+                        bad.append(
+                            f"torch {m}x{n}x{k}+{off} {dt}: error {e:.2e}, direct {ent.direct is not None}"
+                        )
+                        print("MISMATCH", bad[-1], flush=True)
+    for m, n, k in ((100, 3000, 777), (70, 777, 300)):
+        rng = cp.random.default_rng(m + n + k)
+        for _rnd in range(3):
+            a = rng.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
+            b = rng.standard_normal((k, n), dtype=cp.float32).astype(cp.float16)
+            c = gemm(a, b)
+            cp.cuda.Device().synchronize()
+            ref = a.astype(cp.float64) @ b.astype(cp.float64)
+            e = float(cp.linalg.norm(c.astype(cp.float64) - ref) / cp.linalg.norm(ref))
+            runs += 1
+            if not e < 1e-2:
+                bad.append(f"cupy {m}x{n}x{k}: error {e:.2e}")
+                print("MISMATCH", bad[-1], flush=True)
+    hits = len(runtime._DIRECT.entries)
+    print(f"staged operands: {runs} calls, {hits} CuPy direct entries, {len(bad)} mismatches")
+    return 1 if bad or hits < 2 else 0
+
+
+if "--staged" in sys.argv:
+    sys.exit(staged())
 if "--short-a" in sys.argv:
     sys.exit(short_a())
 if "--blockscale" in sys.argv:

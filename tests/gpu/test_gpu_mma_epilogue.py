@@ -173,9 +173,9 @@ gpu = pytest.mark.skipif(not runtime.gpu_available(), reason="no CUDA GPU / CuPy
 
 CASES = [
     # (m, n, k, config or None for the rule, act, axis, bias dtype, out)
-    (32, 4096, 4096, None, "gelu", "n", "bf16", "bf16"),
+    (32, 4096, 8192, None, "gelu", "n", "bf16", "bf16"),
     (16, 4096, 4096, None, "silu", "n", "f32", "f16"),
-    (32, 8192, 4096, None, "relu", "m", "f16", "f32"),
+    (32, 8192, 8192, None, "relu", "m", "f16", "f32"),
     (29, 1000, 520, D32, "gelu", "n", "f32", "f16"),
     (13, 517, 136, D16, "none", "m", "bf16", "f32"),
     (40, 300, 200, W32, "silu", "n", "f16", "bf16"),
