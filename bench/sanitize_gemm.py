@@ -23,10 +23,12 @@ it (split-K with either reduction or in a cluster, the fused and the fix-up epil
 outputs of 1 to 32 rows with tails, a padded A, both B layouts, f16 and bf16; exits 1 on a
 mismatch.
 
-``--staged``: the direct launches of plans that stage an operand (a ragged K or N, a base
-off the 16-byte grid; torch tensors and CuPy arrays): each call's row copy into the
-stream's padded buffer, then the kernel, on the default stream and a side stream, with
-new operands every call; exits 1 on a mismatch or where the call did not launch directly.
+``--staged``: operands that break the 16-byte contract (a ragged K or N, a base off the
+16-byte grid; torch tensors and CuPy arrays), launched directly from base addresses: first
+as the rule routes them (short products read in place by two-byte loads, the others copied
+into the stream's padded buffer), then every one through the copy; on the default stream
+and a side stream, with new operands every call; exits 1 on a mismatch, a call that did not
+launch directly, or a route not taken.
 
 ``--blockscale``: the block-scaled fp8/int8 kernel, plain and with each fused epilogue form,
 at a shape with tails on M, N and K (``gemm_blockscale.py --sanitize``); exits 1 on a
@@ -306,48 +308,69 @@ def staged() -> int:
     """``--staged`` (module docstring)."""
     import torch
 
-    from layoutproof.gpu.host import runtime, torch_op
+    from layoutproof.gpu.host import rule, runtime, torch_op
 
-    bad, runs = [], 0
+    bad, runs, kinds = [], 0, set()
     side = torch.cuda.Stream()
-    for m, n, k, off in ((100, 3000, 777, 0), (70, 777, 300, 0), (129, 136, 200, 1), (1000, 96, 57, 0)):
-        for dt in (torch.float16, torch.bfloat16):
-            for stream in (None, side):
-                for _rnd in range(2):
-                    with torch.cuda.stream(stream or torch.cuda.current_stream()):
-                        a = torch.randn(m * k + off, device="cuda").to(dt)[off:].view(m, k)
-                        b = torch.randn(k, n, device="cuda").to(dt)
-                        c = runtime.gemm(a, b)
-                    torch.cuda.synchronize()
-                    ref = a.double() @ b.double()
-                    e = float((c.double() - ref).norm() / ref.norm())
-                    ent = next(
-                        x
-                        for x in torch_op._ENTRIES.values()
-                        if getattr(x, "out_shape", None) == (m, n) and x.out_tdtype == dt
-                    )
-                    runs += 1
-                    if not e < 1e-2 or ent.direct is None:
-                        bad.append(
-                            f"torch {m}x{n}x{k}+{off} {dt}: error {e:.2e}, direct {ent.direct is not None}"
+    bound = rule.ELEM_RULE["max_us"]
+    # the rule's route (short products read in place), then every product through the copy
+    for mode, max_us in (("in place", bound), ("copy", 0.0)):
+        rule.ELEM_RULE["max_us"] = max_us
+        torch_op._ENTRIES.clear()
+        runtime._PLANS.clear()
+        runtime._DIRECT.entries.clear()
+        shapes = (
+            (100, 3000, 777, 0),
+            (70, 777, 320, 0),
+            (129, 136, 200, 1),
+            (1000, 96, 57, 0),
+            (1000, 3000, 777, 0),  # 40 us in place by the rule's estimate: copied
+        )
+        for m, n, k, off in shapes:
+            for dt in (torch.float16, torch.bfloat16):
+                for stream in (None, side):
+                    for _rnd in range(2):
+                        with torch.cuda.stream(stream or torch.cuda.current_stream()):
+                            a = torch.randn(m * k + off, device="cuda").to(dt)[off:].view(m, k)
+                            b = torch.randn(k, n, device="cuda").to(dt)
+                            c = runtime.gemm(a, b)
+                        torch.cuda.synchronize()
+                        ref = a.double() @ b.double()
+                        e = float((c.double() - ref).norm() / ref.norm())
+                        ent = next(
+                            x
+                            for x in torch_op._ENTRIES.values()
+                            if getattr(x, "out_shape", None) == (m, n) and x.out_tdtype == dt
                         )
-                        print("MISMATCH", bad[-1], flush=True)
-    for m, n, k in ((100, 3000, 777), (70, 777, 300)):
-        rng = cp.random.default_rng(m + n + k)
-        for _rnd in range(3):
-            a = rng.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
-            b = rng.standard_normal((k, n), dtype=cp.float32).astype(cp.float16)
-            c = gemm(a, b)
-            cp.cuda.Device().synchronize()
-            ref = a.astype(cp.float64) @ b.astype(cp.float64)
-            e = float(cp.linalg.norm(c.astype(cp.float64) - ref) / cp.linalg.norm(ref))
-            runs += 1
-            if not e < 1e-2:
-                bad.append(f"cupy {m}x{n}x{k}: error {e:.2e}")
-                print("MISMATCH", bad[-1], flush=True)
-    hits = len(runtime._DIRECT.entries)
-    print(f"staged operands: {runs} calls, {hits} CuPy direct entries, {len(bad)} mismatches")
-    return 1 if bad or hits < 2 else 0
+                        cfg = runtime.last_launch["config"]
+                        kinds.add((mode, "in place" if getattr(cfg, "elem_loads", "") else "copy"))
+                        runs += 1
+                        if not e < 1e-2 or ent.direct is None:
+                            bad.append(
+                                f"{mode}: torch {m}x{n}x{k}+{off} {dt}: error {e:.2e}, direct {ent.direct is not None}"
+                            )
+                            print("MISMATCH", bad[-1], flush=True)
+        for m, n, k in ((100, 3000, 777), (70, 777, 320)):
+            rng = cp.random.default_rng(m + n + k)
+            for _rnd in range(3):
+                a = rng.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
+                b = rng.standard_normal((k, n), dtype=cp.float32).astype(cp.float16)
+                c = gemm(a, b)
+                cp.cuda.Device().synchronize()
+                ref = a.astype(cp.float64) @ b.astype(cp.float64)
+                e = float(cp.linalg.norm(c.astype(cp.float64) - ref) / cp.linalg.norm(ref))
+                runs += 1
+                if not e < 1e-2:
+                    bad.append(f"{mode}: cupy {m}x{n}x{k}: error {e:.2e}")
+                    print("MISMATCH", bad[-1], flush=True)
+        if len(runtime._DIRECT.entries) < 2:
+            bad.append(f"{mode}: {len(runtime._DIRECT.entries)} CuPy direct entries")
+    rule.ELEM_RULE["max_us"] = bound
+    want = {("in place", "in place"), ("in place", "copy"), ("copy", "copy")}
+    if kinds != want:
+        bad.append(f"routes taken {sorted(kinds)}, expected {sorted(want)}")
+    print(f"staged operands: {runs} calls, routes {sorted(kinds)}, {len(bad)} mismatches")
+    return 1 if bad else 0
 
 
 if "--staged" in sys.argv:

@@ -651,6 +651,17 @@ def _wave_pick(
 #: columns the unsplit 64x64 tile beat every split (16x5120x5120 15.7 us, the next 17.0).
 SHORT_A_RULE: Dict[str, Any] = {"rows": (16, 32), "fill": True, "tile": (64, 8)}
 
+#: Operands read in place (:attr:`Sm90Config.elem_loads`) where the plan would otherwise copy
+#: one into a padded buffer each call: the mono cp.async kernel ``tile`` (bm, bn, stages)
+#: with two-byte loads, taken for plain 2-D products whose estimated time
+#: ``us0 + us_kt * k-tiles * waves`` is at most ``max_us``.  The copy costs about 6.6 us of
+#: host time per call (``cudaMemcpy2DAsync``) on top of the launch, so a call whose kernel
+#: runs shorter than the staged call takes to issue (17.5-20.6 us) is issued sooner in one
+#: launch; longer kernels keep the copy, whose TMA kernel runs 1.8-3x faster.  Fitted on the
+#: H200 (bench/RESULTS.md, "Operands read in place"): 512x512x500 9.3 us (8 k-tiles, one
+#: wave), 100x3000x777 14.2 (13), 256x1000x1001 17.4 (16), 1000x3000x777 40.3 (13, 3 waves).
+ELEM_RULE: Dict[str, Any] = {"tile": (64, 128, 6), "us0": 1.3, "us_kt": 1.0, "max_us": 18.0}
+
 
 def _short_a_pick(
     m: int, n: int, k: int, problem: Optional[GemmProblem], sms: int, epilogue: bool, cluster: bool
@@ -1166,6 +1177,48 @@ def staging(op: OperandFacts, transposed: bool, rows: int, cols: int, names: Tup
     return Staging(transposed, rows, cols, cols_major, ld, copy, names[1] if cols_major else names[0])
 
 
+def elem_pick(req: GemmRequest, dev: DeviceFacts, m: int, n: int, k: int, A: Staging, B: Staging) -> Any:
+    """:data:`ELEM_RULE`'s kernel for a plain 2-D product on Hopper whose plan would copy an
+    operand (``A``, ``B``: the kernel operands' staging): the mono cp.async tile reading
+    the copied operands in place, where its estimate is within the rule's bound; else None."""
+    if req.epilogue or req.path not in ("auto", "wgmma") or dev.cc != "90" or not (A.copy or B.copy):
+        return None
+    ops = ""
+    for nm, st in (("a", A), ("b", B)):
+        if st.copy:
+            op = (req.b if nm == "a" else req.a) if st.transposed else (req.a if nm == "a" else req.b)
+            try:
+                in_place(st, op, nm)
+            except GemmConfigError:  # no contiguous dimension: the copy gathers it
+                return None
+            ops += nm
+    bm, bn, stages = ELEM_RULE["tile"]
+    tiles = -(-m // bm) * -(-n // bn)
+    est = ELEM_RULE["us0"] + ELEM_RULE["us_kt"] * -(-k // 64) * -(-tiles // max(dev.sms, 1))
+    if est > ELEM_RULE["max_us"]:
+        return None
+    return Sm90Config(bm=bm, bn=bn, stages=stages, loader="cp.async", schedule="mono", elem_loads=ops)
+
+
+def in_place(st: Staging, op: OperandFacts, name: str) -> Staging:
+    """``st`` read in place by a kernel whose loads take any leading dimension and any
+    2-byte-aligned base (:attr:`~layoutproof.gpu.kernels.wgmma_core.Sm90Config.elem_loads`):
+    no copy, the operand's own leading dimension.  Raises where no dimension of the operand
+    is contiguous (its elements must then be gathered by the copy)."""
+    s0, s1 = op.strides
+    if st.transposed:
+        s0, s1 = s1, s0
+    it = op.itemsize
+    inner, outer, extent = (s1, s0, st.cols) if st.cols_major else (s0, s1, st.rows)
+    if inner != it or outer % it or outer // it < max(extent, 1):
+        raise GemmConfigError(
+            f"gemm: elem_loads reads {name} in place along its contiguous dimension, but {name}'s "
+            f"byte strides {op.strides} have none (inner stride {inner}, not {it}): leave {name} "
+            f"out of elem_loads (it is then copied into a padded buffer)"
+        )
+    return replace(st, ld=outer // it, copy=False)
+
+
 def use_wgmma(config: Any, path: str, cc: str) -> bool:
     """Whether the call runs a wgmma kernel (Hopper): the path, the configuration's kind and
     the device's compute capability decide."""
@@ -1358,8 +1411,17 @@ def decide(req: GemmRequest, dev: DeviceFacts, config: Any = None) -> LaunchDeci
     the operands' staging, the grid, the workspace and the parameter block.  Nothing runs
     here; :class:`~layoutproof.gpu.host.plan.GemmPlan` carries the decision out."""
     orient, m, n, K, A, B, prob = kernel_operands(req)
-    cfg = _config(req, dev, config, m, n, K, prob)
+    cfg = elem_pick(req, dev, m, n, K, A, B) if config is None else None
+    if cfg is None:
+        cfg = _config(req, dev, config, m, n, K, prob)
     _check_split(cfg, m)
+    el = getattr(cfg, "elem_loads", "")
+    if el:  # the named operands read in place (their kernel operands, after any swap)
+        swap = orient == "col"
+        if "a" in el:
+            A = in_place(A, req.b if swap else req.a, "b (the kernel's A)" if swap else "a")
+        if "b" in el:
+            B = in_place(B, req.a if swap else req.b, "a (the kernel's B)" if swap else "b")
     splits = getattr(cfg, "splits", 1)
     cluster_red = splits > 1 and cfg.reduction == "cluster"  # no workspace, one unit per CTA
     serial = splits > 1 and cfg.reduction == "serial"

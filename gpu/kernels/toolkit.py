@@ -583,9 +583,13 @@ def load_tile_ir(
     st: kir.Expr,
     sbase: Mapping[str, kir.Expr],
     region: Mapping[str, Tuple[kir.Expr, int]],
+    elementwise: str = "",
 ) -> kir.Block:
     """Issue tile ``kt`` of both operands into stage ``st``: a branch-free path for tiles
-    inside M, N and K, and a predicated one (partial chunks zero-filled) at the edges."""
+    inside M, N and K, and a predicated one (partial chunks zero-filled) at the edges.
+    ``elementwise`` names the operands (``"a"``, ``"b"``) whose chunks are read by two-byte
+    loads (:class:`~layoutproof.gpu.proof.kir.CpAsync`'s ``elementwise``: any leading
+    dimension, any 2-byte-aligned base)."""
     srcs = {}
     decls = []
     for p in (a, b):
@@ -624,7 +628,8 @@ def load_tile_ir(
         if full:
             last = ((xg, X), (kg + 7, E.K)) if p.kmajor else ((kg, E.K), (xg + 7, X))
             sclaim = kir.Claim(what, addr_of(base) + sz * elem, bounds=last, width=16)
-            body = kir.block(kir.CpAsync(dst, src, kir.Const(16), dclaim, sclaim))
+            ew = P in elementwise
+            body = kir.block(kir.CpAsync(dst, src, kir.Const(16), dclaim, sclaim, elementwise=ew))
         else:
             kk, dkk = ir_const("kk", kt * p.bk + kir.call(p.fns["cp_k"], tid=E.tid, it=i))
             xx = o0 + kir.call(p.fns["cp_x"], tid=E.tid, it=i)
@@ -644,7 +649,9 @@ def load_tile_ir(
                 bounds = ((kk, E.K), (xx, X))
             nb, dnb = ir_const("nb", nbe)
             sclaim = kir.Claim(what, addr_of(base) + sz * elem, bounds=bounds, width=16)
-            body = kir.block(dkk, dnb, kir.CpAsync(dst, src, nb, dclaim, sclaim, src_empty=base, edge=edge))
+            ew = P in elementwise
+            cp = kir.CpAsync(dst, src, nb, dclaim, sclaim, src_empty=base, edge=edge, elementwise=ew)
+            body = kir.block(dkk, dnb, cp)
         return kir.For(i, kir.Const(0), kir.Const(p.cp_iters), body, unroll=True)
 
     cond = E.interior.and_(((kt + 1) * a.bk).le(E.K))
@@ -669,11 +676,13 @@ def cp_prologue_ir(
     stages: int,
     depth: int,
     KT: kir.Expr,
+    elementwise: str = "",
 ) -> Tuple[Dict[str, kir.Expr], Dict[str, Tuple[kir.Expr, int]], kir.Stmt]:
     """The cp.async pipeline's stage buffers and its prologue: the A and B stage bases
     ``smem``, their regions (bytes, all ``stages``), and the loop that loads k-tiles
     ``0 .. depth - 1`` (those below ``KT``) into stages of the same index, one commit group
-    each.  Returns ``(bases, regions, loop)`` for the main loop's loads."""
+    each (``elementwise``: as :func:`load_tile_ir`'s).  Returns ``(bases, regions, loop)``
+    for the main loop's loads."""
     sA, sB = smem
     sbase = {"a": sA, "b": sB}
     region = {"a": (sA, 2 * stages * a.stage_elems), "b": (sB, 2 * stages * b.stage_elems)}
@@ -684,7 +693,7 @@ def cp_prologue_ir(
         kir.Const(0),
         kir.Const(depth),
         kir.block(
-            kir.If(st.lt(KT), kir.block(dkt, load_tile_ir(E, a, b, kt0v, st, sbase, region))),
+            kir.If(st.lt(KT), kir.block(dkt, load_tile_ir(E, a, b, kt0v, st, sbase, region, elementwise))),
             kir.CpCommit(),
         ),
         unroll=True,

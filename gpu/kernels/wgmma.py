@@ -501,6 +501,13 @@ def _epilogue_ir(
     ]
 
 
+def _elem_note(cfg: Sm90Config) -> str:
+    """The header's note of the operands read by two-byte loads (``elem_loads``)."""
+    if not cfg.elem_loads:
+        return ""
+    return f" ({' and '.join(x.upper() for x in cfg.elem_loads)} read by two-byte loads)"
+
+
 def _source_ir(
     cfg: Sm90Config,
     prob: GemmProblem,
@@ -525,7 +532,7 @@ def _source_ir(
     body.append(d)
     acc, ad = acc_ir(cfg, acc_type(prob))
     body += ad
-    sbase, region, prologue = cp_prologue_ir(E, a, b, (sA, sB), S, S - 2, KT)
+    sbase, region, prologue = cp_prologue_ir(E, a, b, (sA, sB), S, S - 2, KT, cfg.elem_loads)
     body.append(prologue)
     kt0 = ir_var("kt0")
     kt1, dkt1 = ir_const("kt", kt0 + (S - 2))
@@ -537,7 +544,7 @@ def _source_ir(
         (
             dkt1,
             dst1,
-            kir.If(kt1.lt(KT), kir.block(load_tile_ir(E, a, b, kt1, st1, sbase, region))),
+            kir.If(kt1.lt(KT), kir.block(load_tile_ir(E, a, b, kt1, st1, sbase, region, cfg.elem_loads))),
             kir.CpCommit(),
         ),
         bare=True,
@@ -566,7 +573,7 @@ def _source_ir(
         f"A {prob.a_major}-major (lda), B {prob.b_major}-major (ldb); {prob.dtype} in, "
         f"{acc_type(prob)} accumulate, {prob.out} out",
         f"block {cfg.bm}x{cfg.bn}x{cfg.bk}, {cfg.warpgroups} consumer warpgroups, {S}-stage "
-        f"cp.async pipeline,",
+        f"cp.async pipeline{_elem_note(cfg)},",
         "operands in CuTe's 128-byte-swizzled GMMA layouts, read by wgmma through descriptors",
     )
     fns = tuple(p.fns[k] for p in (a, b) for k in ("cp_smem", "cp_x", "cp_k"))

@@ -73,7 +73,12 @@ class Sm90Config:
     A's TMA box loads only the first ``a_rows`` rows of each 64-row stage, for outputs of at
     most ``a_rows`` rows (the host refuses a larger M).  The box's zero-filled rows past M
     are not fetched: a 64-row box over a 16-row output measured up to twice the time of the
-    same kernel over 64 rows (bench/RESULTS.md, "A's TMA box of 16 or 32 rows")."""
+    same kernel over 64 rows (bench/RESULTS.md, "A's TMA box of 16 or 32 rows").
+
+    ``elem_loads`` (``""``, ``"a"``, ``"b"`` or ``"ab"``; ``loader="cp.async"``, ``"mono"``):
+    the named operands' 16-byte chunks are read by two-byte loads instead of cp.async, so
+    the kernel reads them in place at any leading dimension and any 2-byte-aligned base --
+    an operand the TMA and cp.async kernels would first copy into a padded buffer."""
 
     bm: int = 128
     bn: int = 256
@@ -84,13 +89,17 @@ class Sm90Config:
     schedule: str = "mono"
     cluster: int = 1
     a_rows: int = 64
+    elem_loads: str = ""
 
     def __repr__(self) -> str:
-        # a_rows is shown only where it is not the whole tile, so the names (and the kernel
-        # hashes derived from this text) of the full-box kernels do not depend on it
+        # a_rows and elem_loads are shown only where they are not the defaults, so the names
+        # (and the kernel hashes derived from this text) of the other kernels do not depend
+        # on them
         parts = [f"{f}={getattr(self, f)!r}" for f in _SM90_FIELDS]
         if self.a_rows != 64:
             parts.append(f"a_rows={self.a_rows}")
+        if self.elem_loads:
+            parts.append(f"elem_loads={self.elem_loads!r}")
         return f"Sm90Config({', '.join(parts)})"
 
     @property
@@ -122,7 +131,8 @@ class Sm90Config:
         ws = {"ws": "_ws", "pingpong": "_pp"}.get(self.schedule, "")
         cl = f"_c{self.cluster}" if self.cluster != 1 else ""
         ar = f"_r{self.a_rows}" if self.a_rows != 64 else ""
-        return f"sm90_{self.bm}x{self.bn}x{self.bk}_s{self.stages}_g{self.group_m}{ld}{ws}{cl}{ar}"
+        el = f"_e{self.elem_loads}" if self.elem_loads else ""
+        return f"sm90_{self.bm}x{self.bn}x{self.bk}_s{self.stages}_g{self.group_m}{ld}{ws}{cl}{ar}{el}"
 
     def validate(self) -> "Sm90Config":
         for k in ("bm", "bn", "bk", "stages", "group_m", "cluster"):
@@ -184,6 +194,16 @@ class Sm90Config:
                 f"Sm90Config: a_rows={self.a_rows} (A's TMA box of fewer rows than the tile) needs "
                 f"bm=64, loader='tma', schedule='ws' and cluster=1 (got bm={self.bm}, "
                 f"loader={self.loader!r}, schedule={self.schedule!r}, cluster={self.cluster})"
+            )
+        if self.elem_loads not in ("", "a", "b", "ab"):
+            raise GemmConfigError(
+                f"Sm90Config: elem_loads={self.elem_loads!r} must name operands: '', 'a', 'b' or 'ab'"
+            )
+        if self.elem_loads and (self.loader != "cp.async" or self.schedule != "mono"):
+            raise GemmConfigError(
+                f"Sm90Config: elem_loads={self.elem_loads!r} replaces cp.async copies by two-byte "
+                f"loads: it needs loader='cp.async' and schedule='mono' (got loader="
+                f"{self.loader!r}, schedule={self.schedule!r})"
             )
         return self
 

@@ -504,7 +504,11 @@ class RingAdvance(Stmt):
 @dataclass(frozen=True, eq=False)
 class CpAsync(Stmt):
     """16-byte ``cp.async.cg`` (``nbytes`` < 16 zero-fills the rest).  ``src_empty`` is the
-    source passed when ``nbytes`` is 0 (then nothing is read)."""
+    source passed when ``nbytes`` is 0 (then nothing is read).  ``elementwise``: the same
+    16 bytes read as ``nbytes / 2`` two-byte loads (a source on any 2-byte boundary: an
+    operand whose leading dimension or base breaks cp.async's 16-byte alignment) and
+    written by one 16-byte shared store -- the same shared and global bytes, so the same
+    claims; the write lands before the statement ends, inside cp.async's window."""
 
     dst: Expr
     src: Expr
@@ -513,6 +517,7 @@ class CpAsync(Stmt):
     src_claim: Claim
     src_empty: Optional[Expr] = None
     edge: Optional[Tuple[Expr, Expr]] = None  # (contiguous coordinate, its extent) of a partial chunk
+    elementwise: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -984,7 +989,8 @@ def _intrinsic(s: Stmt) -> List[str]:
         src = emit_expr(s.src)
         if s.src_empty is not None:
             src = f"{emit_expr(s.nbytes)} ? {src} : {emit_expr(s.src_empty)}"
-        return [f"lp_cp_async16({emit_expr(s.dst)}, {src}, {emit_expr(s.nbytes)});"]
+        fn = "lp_ld16_elems" if s.elementwise else "lp_cp_async16"
+        return [f"{fn}({emit_expr(s.dst)}, {src}, {emit_expr(s.nbytes)});"]
     if isinstance(s, CpCommit):
         return ["lp_cp_commit();"]
     if isinstance(s, CpWait):
@@ -1188,6 +1194,25 @@ __device__ __forceinline__ void lp_red_add_f32x4(void* p, uint4 v) {
 
 #: the rank-3 tensor-map loads (printed after "tma" / "cluster" in a kernel that has a
 #: TmaLoad with a third coordinate; other kernels' sources are unchanged)
+#: the element-wise form of ``lp_cp_async16`` (:class:`CpAsync` with ``elementwise``), printed
+#: where a kernel has one
+_ELEMENTWISE_HELPER = r"""__device__ __forceinline__ void lp_ld16_elems(unsigned saddr, const void* g,
+                                              int nbytes) {
+  // nbytes / 2 two-byte elements from g (2-byte aligned), zeros after them, one 16-byte
+  // shared store: cp.async 16's bytes for a source off the 16-byte grid
+  const unsigned short* p = (const unsigned short*)g;
+  unsigned w[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    unsigned lo = 4 * j < nbytes ? (unsigned)__ldg(p + 2 * j) : 0u;
+    unsigned hi = 4 * j + 2 < nbytes ? (unsigned)__ldg(p + 2 * j + 1) : 0u;
+    w[j] = lo | (hi << 16);
+  }
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n"
+               :: "r"(saddr), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
+}
+"""
+
 _HELPERS_3D: Dict[str, str] = {
     "tma": r"""__device__ __forceinline__ void lp_tma_load_3d(unsigned dst, const lp_tmap_t* tm, int c0,
                                                int c1, int c2, unsigned bar) {
@@ -1273,6 +1298,8 @@ def _helper_text(k: Kernel, name: str) -> str:
         extra = ""
         if name in _HELPERS_3D and any(isinstance(n, TmaLoad) and n.c2 is not None for n in walk(k.body)):
             extra = _HELPERS_3D[name]
+        if name == "cp_async" and any(isinstance(n, CpAsync) and n.elementwise for n in walk(k.body)):
+            extra = _ELEMENTWISE_HELPER
         return _HELPERS[name] + extra
     if name == "mma" and k.mma_dtype in ("s8", "u8"):
         return f"""__device__ __forceinline__ void lp_mma(int* d, const unsigned* a, const unsigned* b) {{

@@ -343,7 +343,10 @@ def test_fake_direct_launch_uses_the_current_stream_and_updates_last_launch(fake
 
 
 @pytest.mark.parametrize("staged", ["a", "b, column-major out"])
-def test_fake_staged_operand_launches_directly_after_one_row_copy_into_the_streams_buffer(fake, hits, staged):
+def test_fake_staged_operand_launches_directly_after_one_row_copy_into_the_streams_buffer(
+    fake, hits, staged, monkeypatch
+):
+    monkeypatch.setitem(P.ELEM_RULE, "max_us", 0.0)  # the copy path, not the in-place loads
     cp = fake
     zeroed = []
     cp.cuda.ExternalStream = lambda ptr: _ExternalStream(cp, ptr)

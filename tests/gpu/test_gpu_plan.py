@@ -495,7 +495,8 @@ def test_fake_plan_column_major_output_swaps_the_operands(fake):
     assert runtime.last_launch["problem"].key() == "ak_bk_f16_f32"
 
 
-def test_fake_plan_copies_misaligned_operands_each_call(fake):
+def test_fake_plan_copies_misaligned_operands_each_call(fake, monkeypatch):
+    monkeypatch.setitem(P.ELEM_RULE, "max_us", 0.0)  # the copy path, not the in-place loads
     a = fake.array((64, 100), offset=2)  # not 16-byte aligned, ld 100
     b = fake.array((100, 64))
     runtime.gemm(a, b, path="wgmma")
@@ -759,7 +760,8 @@ def test_decision_is_data_decided_without_arrays(req, dev, key, grid, ws, fix):
         d.grid = (1, 1, 1)  # type: ignore[misc]
 
 
-def test_decision_orientation_and_staging():
+def test_decision_orientation_and_staging(monkeypatch):
+    monkeypatch.setitem(P.ELEM_RULE, "max_us", 0.0)  # the copy path, not the in-place loads
     # a column-major output: C^T = B^T A^T, the operands' roles swapped
     d = P.decide(_req(96, 40, 72, b_order="F", out=(4, 96 * 4), out_dtype="f32"), _H100_NO_TMA)
     assert (d.orient, d.m, d.n, d.k, d.ldc) == ("col", 72, 96, 40, 96)

@@ -10,11 +10,13 @@ import types
 import pytest
 from test_gpu_plan import _ExternalStream, fake  # noqa: F401  (the fixture)
 
+from layoutproof.gpu.host import rule as P
 from layoutproof.gpu.host import runtime
 
 
 @pytest.fixture
-def fake2d(fake):  # noqa: F811
+def fake2d(fake, monkeypatch):  # noqa: F811
+    monkeypatch.setitem(P.ELEM_RULE, "max_us", 0.0)  # the copy path, not the in-place loads
     calls = []
     fake.cuda.runtime.memcpy2DAsync = lambda *a: calls.append(a)
     fake.copy2d = calls
