@@ -1181,7 +1181,13 @@ def elem_pick(req: GemmRequest, dev: DeviceFacts, m: int, n: int, k: int, A: Sta
     """:data:`ELEM_RULE`'s kernel for a plain 2-D product on Hopper whose plan would copy an
     operand (``A``, ``B``: the kernel operands' staging): the mono cp.async tile reading
     the copied operands in place, where its estimate is within the rule's bound; else None."""
-    if req.epilogue or req.path not in ("auto", "wgmma") or dev.cc != "90" or not (A.copy or B.copy):
+    if (
+        req.epilogue
+        or req.path not in ("auto", "wgmma")
+        or dev.cc != "90"
+        or req.dtype not in ("f16", "bf16")
+        or not (A.copy or B.copy)
+    ):
         return None
     ops = ""
     for nm, st in (("a", A), ("b", B)):

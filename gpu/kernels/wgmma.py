@@ -789,6 +789,11 @@ def plan_operands(
     proven into ``log`` in that order."""
     if prob.dtype in TC_TYPES:
         check_typed(cfg, prob)
+    if cfg.elem_loads and prob.dtype not in ("f16", "bf16"):
+        raise GemmConfigError(
+            f"generate_sm90: elem_loads={cfg.elem_loads!r} reads two-byte elements: the operands must "
+            f"be f16 or bf16, not {prob.dtype}"
+        )
     threads = cfg.threads
     a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", threads, cfg.warpgroups, 64)
     if cfg.a_rows != 64:

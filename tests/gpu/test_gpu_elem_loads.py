@@ -88,6 +88,12 @@ def test_an_element_load_off_its_claim_is_refused(monkeypatch):
         generate_sm90(elem("a"), GemmProblem("k", "n"), memo=False)
 
 
+def test_other_number_types_are_refused():
+    for dt in ("tf32", "e4m3", "s8"):
+        with pytest.raises(GemmConfigError, match="must be f16 or bf16"):
+            generate_sm90(elem("a", bn=128), GemmProblem("k", "k", dt, "f32" if dt != "s8" else "s32"))
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 def test_element_load_sources_compile_for_sm90a_without_spills(tmp_path):
     for ops, prob in (("a", GemmProblem("k", "n")), ("ab", GemmProblem("m", "k", "bf16", "bf16"))):
@@ -139,6 +145,11 @@ def test_the_rule_keeps_the_copy_where_it_must(monkeypatch):
     gathered = dataclasses.replace(_req(512, 500, 512), a=P.OperandFacts((512, 500), (2000, 4), 2))
     d = P.decide(gathered, _H200)
     assert d.a.copy and not getattr(d.config, "elem_loads", "")
+    # other number types keep their copy (two-byte loads read f16 and bf16 only)
+    assert (
+        P.elem_pick(dataclasses.replace(_req(512, 500, 512), dtype="tf32"), _H200, 512, 512, 500, d.a, d.b)
+        is None
+    )
     # the switch: a bound of zero keeps every copy
     assert P.decide(_req(512, 500, 512), _H200).config == elem("a")
     monkeypatch.setitem(P.ELEM_RULE, "max_us", 0.0)
