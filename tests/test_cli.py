@@ -605,6 +605,26 @@ def test_gemm_emits_and_picks_the_short_a_box(tmp_path, capsys):
     assert want.key().endswith("_r32") and f": {want.key()} " in capsys.readouterr().out
 
 
+def test_gemm_emits_the_in_place_loads(tmp_path, capsys):
+    """``--sm90-config cp:BMxBN/STAGESeOPS`` asks for the one-role kernel reading the named
+    operands by two-byte loads (``Sm90Config.elem_loads``); on another schedule it exits 2 by
+    name."""
+    from layoutproof.gpu.cli import main, parse_sm90_config
+
+    assert parse_sm90_config("cp:64x128/6ea").elem_loads == "a"
+    assert parse_sm90_config("cp:64x128/6 e ab").elem_loads == "ab"
+    assert parse_sm90_config("cp:64x128/6").elem_loads == ""
+    out = tmp_path / "k.cu"
+    argv = "--no-run --m 512 --n 512 --k 500 --sm90-config cp:64x128/6eb --emit".split() + [str(out)]
+    assert main(argv) == 0
+    assert "sm90_64x128x64_s6_g8_eb" in capsys.readouterr().out
+    assert "lp_ld16_elems(" in out.read_text() and "B read by two-byte loads" in out.read_text()
+    for cfg, words in (("64x128/6ea", ("loader='cp.async'",)), ("cp:64x128/6ec", ("expected",))):
+        assert main(["--no-run", "--sm90-config", cfg]) == 2
+        err = capsys.readouterr().err
+        assert all(w in err for w in words) and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize(
     "argv, fixup",
     [
