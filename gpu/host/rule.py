@@ -1222,6 +1222,11 @@ def in_place(st: Staging, op: OperandFacts, name: str) -> Staging:
             f"byte strides {op.strides} have none (inner stride {inner}, not {it}): leave {name} "
             f"out of elem_loads (it is then copied into a padded buffer)"
         )
+    if op.ptr16 % it:
+        raise GemmConfigError(
+            f"gemm: elem_loads reads {name} by {it}-byte loads, but its base address is {op.ptr16} "
+            f"modulo 16, not on a {it}-byte boundary: leave {name} out of elem_loads (it is then copied)"
+        )
     return replace(st, ld=outer // it, copy=False)
 
 

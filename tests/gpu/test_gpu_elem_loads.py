@@ -160,6 +160,12 @@ def test_an_operand_without_a_contiguous_dimension_is_refused_by_name():
     req = dataclasses.replace(_req(512, 500, 512), a=P.OperandFacts((512, 500), (2000, 4), 2))
     with pytest.raises(GemmConfigError, match="leave a out of elem_loads"):
         P.decide(req, _H200, elem("a"))
+    # a base between elements: the two-byte loads would be misaligned; the rule copies it
+    odd = _req(512, 512, 512, a_ptr16=3)
+    with pytest.raises(GemmConfigError, match="not on a 2-byte boundary"):
+        P.decide(odd, _H200, elem("a"))
+    d = P.decide(odd, _H200)
+    assert d.a.copy and not getattr(d.config, "elem_loads", "")
 
 
 # ============================================================================ the plan
