@@ -657,7 +657,8 @@ SHORT_A_RULE: Dict[str, Any] = {"rows": (16, 32), "fill": True, "tile": (64, 8)}
 #: ``us0 + us_kt * k-tiles * waves`` is at most ``max_us``.  The copy costs about 6.6 us of
 #: host time per call (``cudaMemcpy2DAsync``) on top of the launch, so a call whose kernel
 #: runs shorter than the staged call takes to issue (17.5-20.6 us) is issued sooner in one
-#: launch; longer kernels keep the copy, whose TMA kernel runs 1.8-3x faster.  Fitted on the
+#: launch; longer kernels keep the copy, whose TMA kernel runs 1.2-1.9x faster on the shapes
+#: below and 2-4x on larger ones.  Fitted on the
 #: H200 (bench/RESULTS.md, "Operands read in place"): 512x512x500 9.3 us (8 k-tiles, one
 #: wave), 100x3000x777 14.2 (13), 256x1000x1001 17.4 (16), 1000x3000x777 40.3 (13, 3 waves).
 ELEM_RULE: Dict[str, Any] = {"tile": (64, 128, 6), "us0": 1.3, "us_kt": 1.0, "max_us": 18.0}
