@@ -1190,21 +1190,29 @@ def elem_pick(req: GemmRequest, dev: DeviceFacts, m: int, n: int, k: int, A: Sta
         or not (A.copy or B.copy)
     ):
         return None
-    ops = ""
-    for nm, st in (("a", A), ("b", B)):
-        if st.copy:
-            op = (req.b if nm == "a" else req.a) if st.transposed else (req.a if nm == "a" else req.b)
-            try:
-                in_place(st, op, nm)
-            except GemmConfigError:  # no contiguous dimension: the copy gathers it
-                return None
-            ops += nm
+    ops = ("a" if A.copy else "") + ("b" if B.copy else "")
+    try:
+        read_in_place(req, A, B, ops)
+    except GemmConfigError:  # no contiguous dimension, or a base between elements: the copy
+        return None
     bm, bn, stages = ELEM_RULE["tile"]
     tiles = -(-m // bm) * -(-n // bn)
     est = ELEM_RULE["us0"] + ELEM_RULE["us_kt"] * -(-k // 64) * -(-tiles // max(dev.sms, 1))
     if est > ELEM_RULE["max_us"]:
         return None
     return Sm90Config(bm=bm, bn=bn, stages=stages, loader="cp.async", schedule="mono", elem_loads=ops)
+
+
+def read_in_place(req: GemmRequest, A: Staging, B: Staging, ops: str) -> Tuple[Staging, Staging]:
+    """The kernel operands ``A`` and ``B`` with those named in ``ops`` read in place
+    (:func:`in_place`, each from the user's operand it is: after the column-major output's
+    swap, the kernel's A is the user's ``b``)."""
+    swap = A.transposed
+    if "a" in ops:
+        A = in_place(A, req.b if swap else req.a, "b (the kernel's A)" if swap else "a")
+    if "b" in ops:
+        B = in_place(B, req.a if swap else req.b, "a (the kernel's B)" if swap else "b")
+    return A, B
 
 
 def in_place(st: Staging, op: OperandFacts, name: str) -> Staging:
@@ -1427,13 +1435,7 @@ def decide(req: GemmRequest, dev: DeviceFacts, config: Any = None) -> LaunchDeci
     if cfg is None:
         cfg = _config(req, dev, config, m, n, K, prob)
     _check_split(cfg, m)
-    el = getattr(cfg, "elem_loads", "")
-    if el:  # the named operands read in place (their kernel operands, after any swap)
-        swap = orient == "col"
-        if "a" in el:
-            A = in_place(A, req.b if swap else req.a, "b (the kernel's A)" if swap else "a")
-        if "b" in el:
-            B = in_place(B, req.a if swap else req.b, "a (the kernel's B)" if swap else "b")
+    A, B = read_in_place(req, A, B, getattr(cfg, "elem_loads", ""))
     splits = getattr(cfg, "splits", 1)
     cluster_red = splits > 1 and cfg.reduction == "cluster"  # no workspace, one unit per CTA
     serial = splits > 1 and cfg.reduction == "serial"
