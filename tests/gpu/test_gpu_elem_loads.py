@@ -124,6 +124,15 @@ def test_the_rule_reads_short_products_in_place(m, n, k, ops):
     assert dict(d.statics)[6 if ops == "a" else 7] == st.ld
 
 
+def test_a_column_major_output_reads_the_users_a_as_the_kernels_b():
+    # C^T = B^T A^T: the user's ragged A (K = 500) is the kernel's B, read in place at ld 500
+    d = P.decide(_req(512, 500, 512, out_strides=(2, 1024)), _H200)
+    assert d.orient == "col" and d.config == elem("b")
+    assert (d.b.copy, d.b.ld, d.a.copy) == (False, 500, False)
+    with pytest.raises(GemmConfigError, match=r"a \(the kernel's B\)"):
+        P.decide(_req(512, 500, 512, out_strides=(2, 1024), a_ptr16=3), _H200, elem("b"))
+
+
 def test_the_rule_reads_a_misaligned_base_in_place():
     d = P.decide(_req(128, 512, 512, a_ptr16=2), _H200)
     assert d.config == elem("a") and not d.a.copy and d.a.ld == 512 and not d.b.copy
