@@ -159,18 +159,22 @@ def tiny_main(args) -> int:
     if args.kw:
         from layoutproof.gpu.kernels.tiny import TinyConfig
 
-        print("warps splitting K: GPU us of the tiny kernel with kw = 1, 2, 4, 8 (f16, row-major)")
+        print(
+            "warps splitting K: GPU us of the tiny kernel (8-column warps) with kw = 1 .. 16 warps, "
+            "ku = 2 and 4 k-steps unrolled (f16, row-major)"
+        )
         for spec in args.kw.split(","):
             (m, n, k), a, b = _tiny_operands(torch, spec, dev)
             out = torch.empty(m, n, device=dev, dtype=torch.float16)
             ca, cb, co = (cupy.from_dlpack(x) for x in (a, b, out))
             plans = {
-                kw: tiny.TinyPlan(ca, cb, co, config=TinyConfig(1 if n <= 8 else 2, kw))
-                for kw in (1, 2, 4, 8)
+                f"kw{kw}/ku{ku}": tiny.TinyPlan(ca, cb, co, config=TinyConfig(1, kw, ku=ku))
+                for kw in (1, 2, 4, 8, 16)
+                for ku in (2, 4)
             }
             gpu = _gpu_us(torch, {kw: (lambda p=p: p(ca, cb, co)) for kw, p in plans.items()}, reps)
             rows.append(dict(kw_sweep=spec, gpu_us=gpu))
-            print(f"{spec:>14} " + "  ".join(f"kw{kw} {t:6.1f}" for kw, t in gpu.items()), flush=True)
+            print(f"{spec:>14} " + "  ".join(f"{c} {t:6.1f}" for c, t in gpu.items()), flush=True)
     od = Path(args.out)
     od.mkdir(parents=True, exist_ok=True)
     (od / "gemm_torch_tiny.json").write_text(json.dumps(rows, indent=1))

@@ -13,31 +13,32 @@ kernel's prologue and epilogue: 16x16x16 2.9 us, 64^3 3.0, 128^3 3.2) plus about
 when an operand breaks the 16-byte contract and is first copied into a padded buffer
 (7x13x17 7.3 us, 100^3 8.8, 33x47x65 7.8).  The tiny kernel has a smaller fixed part (2.3
 us at 1x1x1) but keeps nothing on chip: each warp runs a chain of ``L = ceil(ceil(K / 16) /
-kw)`` dependent k-steps, each a round of guarded global loads (about 0.3-0.5 us: 3x5x1000,
-L = 16, 7.3 us; 64x64x1024, L = 16, 9.6 us), and every block re-reads its rows of A and
-columns of B (the volume term: 128^3 3.4 us against 3.2, 192^3 4.5 against 3.4).  So the
-tiny kernel runs where
+kw)`` k-steps, each a round of guarded global loads; unrolled four at a time (``ku``) their
+loads are in flight together, so a chain costs about 0.3-0.5 us per four steps (1x300x700,
+L = 3, 4.4 us; 3x5x1000, L = 4, 4.3 us; 64x64x1024, L = 4, 5.6 us), and every block re-reads
+its rows of A and columns of B (the volume term: 128^3 3.4 us against 3.2, 192^3 4.5
+against 3.4).  So the tiny kernel runs where
 
 * the volume ``M * N * K`` is below :data:`TINY_VOLUME` (2**21: 112^3 3.3 us against 3.4;
   128^3 = 2**21 3.4 against 3.2), and
-* the k-chain is at most :data:`TINY_CHAIN` (2) steps, or at most
-  :data:`TINY_CHAIN_STAGED` (16) where the tiled plan would copy an operand (the copy's
-  4.5 us buys about 12 k-steps: 1x300x700, L = 11, 7.1 us against 9.3; 3x5x1000 7.3
-  against 7.9; aligned 16x256x256, L = 4, 4.2 against 3.4).
+* the k-chain is at most :data:`TINY_CHAIN` (2) steps (1x512x512 3.9 us against 3.9,
+  16x256x256 3.4 against 3.4), or at most :data:`TINY_CHAIN_STAGED` (16) where the tiled
+  plan would copy an operand (1x300x700 4.4 us against 15.5, 3x5x1000 4.3 against 14.4).
 
 Everything else takes the tiled plans; ``gemm(..., path="tiny")`` asks for the tiny kernel
 at any size.
 
-Inside the kernel, ``kw`` warps split K (their sums meet in shared memory): one warp while
-K spans at most two 16-deep k-steps, four up to 64 k-steps, eight beyond; a warp covers
-``8 * ni`` columns, ``ni = 1`` for N <= 8 and 2 otherwise.
+Inside the kernel, ``kw`` warps split K (their sums meet in shared memory): as many as the
+k-steps, at least 4 and at most 16 (``kw`` 4, 8 and 16 against 16x8 tiles: 1x300x700 5.9,
+4.6 and 4.4 us; 100^3 3.2, 2.9 and 3.2).  A warp covers 8 columns (``ni = 1``): more
+blocks beat wider ones at every tiny size measured (16-column warps 1.0-1.5x slower).
 
 >>> c = tiny_config(7, 13, 17)
->>> c.ni, c.kw
-(2, 1)
+>>> c.ni, c.kw, c.ku
+(1, 4, 4)
 >>> c = tiny_config(3, 5, 1000, staged=True)
 >>> (c.ni, c.kw), tiny_config(3, 5, 1000)
-((1, 4), None)
+((1, 16), None)
 >>> tiny_config(4096, 4096, 4096) is None
 True
 """
@@ -91,8 +92,8 @@ def tiny_config(m: int, n: int, k: int, *, staged: bool = False, force: bool = F
             raise GemmInputError(f"gemm: path='tiny' takes K < 2**30 (K = {k}); use path='auto'")
         return None
     steps = -(-k // 16)
-    kw = 1 if steps <= 2 else (4 if steps <= 64 else 8)
-    cfg = TinyConfig(ni=1 if n <= 8 else 2, kw=kw)
+    kw = min(16, max(4, 1 << (steps - 1).bit_length()))
+    cfg = TinyConfig(ni=1, kw=kw, ku=4)
     if force:
         return cfg
     chain = -(-steps // kw)

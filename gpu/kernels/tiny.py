@@ -7,8 +7,9 @@ are used.  :func:`generate` builds a kernel with none of it: each warp computes 
 block of C with ``mma.sync.m16n8k16`` (f32 accumulation), its fragments loaded straight
 from global memory element by element, at any element strides (``A[m * sam + k * sak]``),
 each load guarded by the bounds (zero outside, so K needs no padding); the ``kw`` warps of a
-block split K (warp ``w`` takes the k-steps ``w, w + kw, ...``) and their partial sums meet
-in shared memory, added in warp order by warp 0, which stores C at its own element strides.
+block split K (warp ``w`` takes the k-steps ``w, w + kw, ...``; its loop unrolls ``ku`` of
+them, so their loads are in flight together) and their partial sums meet in shared memory,
+added in warp order by warp 0, which stores C at its own element strides.
 
 Proven before emission (the header lists it):
 
@@ -66,6 +67,9 @@ class TinyConfig:
     #: per column, ``"m"``: per row)
     bias: str = "f32"
     bias_axis: str = "n"
+    #: k-steps of a warp's loop unrolled together: their fragment loads are issued ahead of
+    #: their mma, so a warp waits on memory once per ``ku`` k-steps
+    ku: int = 2
 
     @property
     def bm(self) -> int:
@@ -81,7 +85,8 @@ class TinyConfig:
 
     def key(self) -> str:
         ep = "" if self.activation is None else f"_{self.activation}_b{self.bias}{self.bias_axis}"
-        return f"tiny{self.bm}x{self.bn}_kw{self.kw}{ep}"
+        ku = "" if self.ku == 2 else f"_ku{self.ku}"
+        return f"tiny{self.bm}x{self.bn}_kw{self.kw}{ku}{ep}"
 
     def validate(self) -> "TinyConfig":
         if self.activation is not None and self.activation not in ACTIVATIONS:
@@ -93,8 +98,17 @@ class TinyConfig:
             )
         if self.ni not in (1, 2, 4):
             raise GemmConfigError(f"TinyConfig: ni={self.ni} must be 1, 2 or 4 (n8 blocks per warp)")
-        if self.kw not in (1, 2, 4, 8):
-            raise GemmConfigError(f"TinyConfig: kw={self.kw} must be 1, 2, 4 or 8 (warps splitting K)")
+        if self.kw not in (1, 2, 4, 8, 16, 32):
+            raise GemmConfigError(
+                f"TinyConfig: kw={self.kw} must be 1, 2, 4, 8, 16 or 32 (warps splitting K)"
+            )
+        if self.kw > 1 and self.kw * self.ni * 512 > 48 * 1024:
+            raise GemmConfigError(
+                f"TinyConfig: kw={self.kw} warps x ni={self.ni} partial-sum tiles need "
+                f"{self.kw * self.ni * 512} bytes of static shared memory (at most 49152)"
+            )
+        if self.ku not in (1, 2, 4, 8):
+            raise GemmConfigError(f"TinyConfig: ku={self.ku} must be 1, 2, 4 or 8 (k-steps unrolled)")
         return self
 
 
@@ -267,7 +281,11 @@ def _kernel_ir(cfg: TinyConfig, prob: GemmProblem, fn: Dict[str, kir.ProvenFn], 
             "warp-uniform; fragment elements outside the operands load as zero"
         )
     )
-    body.append(kir.For(kt, kir.Const(0), nk, kir.block(dk0, a_load, b_load, mma), unroll=2))
+    body.append(
+        kir.For(
+            kt, kir.Const(0), nk, kir.block(dk0, a_load, b_load, mma), unroll=cfg.ku if cfg.ku > 1 else False
+        )
+    )
     ep = _epi(cfg)
     store_stmts = _store_ir(prob, C, M, N, scm, scn, m0, n0, acc, fn, lane, NI, ep)
     if KW == 1:

@@ -43,10 +43,10 @@ def test_epilogue_kernels_are_proven(cfg, accesses):
     } <= whats
 
 
-@pytest.mark.parametrize("ni, kw", [(1, 1), (2, 1), (2, 4), (1, 8)])
+@pytest.mark.parametrize("ni, kw, ku", [(1, 1, 2), (2, 1, 1), (2, 4, 2), (1, 8, 8), (1, 16, 4), (2, 32, 2)])
 @pytest.mark.parametrize("dt, out", [("f16", "f16"), ("bf16", "bf16"), ("bf16", "f32")])
-def test_kernel_is_proven_and_covers_every_access(ni, kw, dt, out):
-    k = generate(TinyConfig(ni=ni, kw=kw), GemmProblem(dtype=dt, out_dtype=out))
+def test_kernel_is_proven_and_covers_every_access(ni, kw, ku, dt, out):
+    k = generate(TinyConfig(ni=ni, kw=kw, ku=ku), GemmProblem(dtype=dt, out_dtype=out))
     accesses = 5 if kw == 1 else 7  # A x2, B x2, C (+ the shared partial sums written and read)
     assert f"coverage: {accesses} of {accesses} memory accesses" in k.source
     assert k.threads == 32 * kw and k.smem_bytes == 0
@@ -55,6 +55,8 @@ def test_kernel_is_proven_and_covers_every_access(ni, kw, dt, out):
     kinds = [p.kind for p in k.proofs]
     assert "atom" in kinds and "bijective" in kinds
     assert ("banks" in kinds) == (kw > 1)  # the shared-memory partial sums, conflict-free
+    # the k-loop: ku k-steps unrolled together (ku = 1: the loop as written)
+    assert (f"#pragma unroll {ku}\n  for (int kt = 0;" in k.source) == (ku > 1)
 
 
 def test_config_and_problem_are_checked():
@@ -62,6 +64,10 @@ def test_config_and_problem_are_checked():
         generate(TinyConfig(ni=3))
     with pytest.raises(GemmConfigError, match="kw=3"):
         generate(TinyConfig(kw=3))
+    with pytest.raises(GemmConfigError, match="ku=3"):
+        generate(TinyConfig(ku=3))
+    with pytest.raises(GemmConfigError, match="65536 bytes of static shared memory"):
+        generate(TinyConfig(ni=4, kw=32))
     with pytest.raises(GemmConfigError, match="f16 or bf16"):
         generate(TinyConfig(), GemmProblem("k", "k", "e4m3"))
     with pytest.raises(GemmConfigError, match="activation='tanh'"):
@@ -141,11 +147,13 @@ def test_nvcc_compiles_the_kernel_without_spills(cfg, dt, out, tmp_path):
 
 # ============================================================================ the decision
 def test_decision_is_the_documented_model():
-    assert tiny.tiny_config(7, 13, 17) == TinyConfig(ni=2, kw=1)
-    assert tiny.tiny_config(1, 1, 1) == TinyConfig(ni=1, kw=1)
-    assert tiny.tiny_config(3, 5, 1000, staged=True) == TinyConfig(ni=1, kw=4)
-    assert tiny.tiny_config(3, 5, 1000) is None  # 16 k-steps per warp: the tiled plan is faster
-    assert tiny.tiny_config(1, 1, 16 * 65, force=True) == TinyConfig(ni=1, kw=8)
+    assert tiny.tiny_config(7, 13, 17) == TinyConfig(ni=1, kw=4, ku=4)
+    assert tiny.tiny_config(1, 1, 1) == TinyConfig(ni=1, kw=4, ku=4)
+    assert tiny.tiny_config(100, 100, 100) == TinyConfig(ni=1, kw=8, ku=4)
+    assert tiny.tiny_config(3, 5, 1000, staged=True) == TinyConfig(ni=1, kw=16, ku=4)
+    assert tiny.tiny_config(3, 5, 1000) is None  # 4 k-steps per warp: the tiled plan is faster
+    assert tiny.tiny_config(1, 512, 512) == TinyConfig(ni=1, kw=16, ku=4)  # 2 k-steps per warp
+    assert tiny.tiny_config(1, 1, 16 * 65, force=True) == TinyConfig(ni=1, kw=16, ku=4)
     assert tiny.tiny_config(128, 128, 128) is None and tiny.tiny_config(112, 112, 112) is not None
     with pytest.raises(GemmInputError, match="K < 2\\*\\*30"):
         tiny.tiny_config(1, 1, 1 << 30, force=True)
@@ -160,8 +168,8 @@ def test_decision_is_the_documented_model():
         chain = -(-steps // forced.kw)
         limit = tiny.TINY_CHAIN_STAGED if staged else tiny.TINY_CHAIN
         assert (cfg is not None) == (m * n * k < tiny.TINY_VOLUME and chain <= limit)
-        assert forced.ni == (1 if n <= 8 else 2)
-        assert forced.kw == (1 if k <= 32 else 4 if k <= 1024 else 8)
+        assert forced.ni == 1 and forced.ku == 4
+        assert forced.kw == (4 if steps <= 4 else 8 if steps <= 8 else 16)
 
 
 def test_staging_is_the_rules_contract(fake):  # noqa: F811
@@ -169,10 +177,10 @@ def test_staging_is_the_rules_contract(fake):  # noqa: F811
     assert not tiny._breaks_contract(aligned)
     assert tiny._breaks_contract(fake.array((64, 64), offset=2))  # base not 16-byte aligned
     assert tiny._breaks_contract(fake.array((64, 13)))  # leading dimension 13
-    assert tiny.wants_tiny(aligned, fake.array((64, 64)), "auto") == TinyConfig(2, 4)
-    a, b = fake.array((16, 1000)), fake.array((1000, 64))  # 16 k-steps per warp
+    assert tiny.wants_tiny(aligned, fake.array((64, 64)), "auto") == TinyConfig(1, 4, ku=4)
+    a, b = fake.array((16, 1000)), fake.array((1000, 64))  # 4 k-steps per warp
     assert tiny.wants_tiny(a, b, "auto") is None
-    assert tiny.wants_tiny(fake.array((16, 1000), offset=2), b, "auto") == TinyConfig(2, 4)
+    assert tiny.wants_tiny(fake.array((16, 1000), offset=2), b, "auto") == TinyConfig(1, 16, ku=4)
     assert tiny.wants_tiny(a, b, "wgmma") is None and tiny.wants_tiny(a, b, "tiny") is not None
 
 
@@ -189,7 +197,7 @@ def test_fake_gemm_routes_small_products_to_one_launch(fake):  # noqa: F811
     assert (pa, pb, pc) == (a.data.ptr, b.data.ptr, c.data.ptr)
     assert (m, n, k) == (7, 17, 13)
     assert (sam, sak, sbk, sbn, scm, scn) == (13, 1, 1, 13, 17, 1)
-    assert ln["grid"] == (2, 1, 1) and ln["block"] == (32, 1, 1) and ln["stream"] == 0x5
+    assert ln["grid"] == (3, 1, 1) and ln["block"] == (128, 1, 1) and ln["stream"] == 0x5
     assert c.shape == (7, 17) and c.strides == (34, 2)
     runtime.gemm(a, b)  # the kept plan: one more launch, nothing else
     assert len(fake.launches) == 2 and runtime.last_launch["plan"] is plan
@@ -201,7 +209,7 @@ def test_fake_gemm_tiny_writes_a_given_output_at_its_strides(fake):  # noqa: F81
     assert runtime.gemm(a, b, out) is out
     (ln,) = fake.launches
     assert ln["values"][3:] == [3, 5, 1000, 1000, 1, 5, 1, 1, 9]
-    assert ln["block"] == (128, 1, 1)  # 63 k-steps: four warps split K
+    assert ln["block"] == (512, 1, 1)  # 63 k-steps: sixteen warps split K
     assert runtime.last_launch["problem"].out == "f32"
 
 
