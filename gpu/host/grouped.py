@@ -190,6 +190,19 @@ extern "C" __global__ void __launch_bounds__(1024) lp_group_table(const int* __r
 _TABLE_KERNELS: Dict[int, Any] = {}
 
 
+def _table_launch(rk: Any, cp: Any) -> Tuple[Any, ...]:
+    """(kernel, launchKernel or None, function handle, parameter block, its setters) of the
+    table kernel, for the direct launch."""
+    from .plan import param_setters
+    from .rule import ParamBuffer
+
+    lk = getattr(getattr(cp.cuda, "driver", None), "launchKernel", None)
+    if lk is None:
+        return (rk, None)
+    pb = ParamBuffer(("ptr", "i32", "i32", "i32", "i32", "ptr"))
+    return (rk, lk, int(rk.kernel.ptr), pb, param_setters(pb, tuple(range(6))))
+
+
 def _device_table(src: "_Arr", G: int, bm: int, kind: int, arg: int, torch_mod: Any) -> Tuple[Any, int]:
     """The kernel's group table built on the device from ``src`` (G int32 entries) in one
     launch on the caller's stream (torch's current stream for tensors); returns it and its
@@ -202,22 +215,31 @@ def _device_table(src: "_Arr", G: int, bm: int, kind: int, arg: int, torch_mod: 
         )
     cp = device.cupy()
     with cp.cuda.Device(src.dev):
-        rk = _TABLE_KERNELS.get(src.dev)
-        if rk is None:
+        ent = _TABLE_KERNELS.get(src.dev)
+        if ent is None:
             rk = cp.RawKernel(TABLE_SOURCE, "lp_group_table", options=("-std=c++17",))
             rk.compile()
-            _TABLE_KERNELS[src.dev] = rk
+            ent = _table_launch(rk, cp)
+            _TABLE_KERNELS[src.dev] = ent
+        rk, lk = ent[0], ent[1]
         i32 = np.int32
         if torch_mod is not None:
             tab = torch_mod.empty(3 * G, dtype=torch_mod.int32, device=src.x.device)
             ptr = int(tab.data_ptr())
-            sp = torch_mod.cuda.current_stream(src.dev).cuda_stream
-            with cp.cuda.ExternalStream(sp, src.dev):
-                rk((1,), (1024,), (np.uint64(src.ptr), i32(G), i32(bm), i32(kind), i32(arg), np.uint64(ptr)))
+            sp = _stream(torch_mod, src.dev, cp)
         else:
             tab = cp.empty(3 * G, dtype=cp.int32)
             ptr = int(tab.data.ptr)
-            rk((1,), (1024,), (np.uint64(src.ptr), i32(G), i32(bm), i32(kind), i32(arg), np.uint64(ptr)))
+            sp = int(cp.cuda.get_current_stream().ptr)
+        if lk is not None:  # one launch from the packed parameters (the grouped kernel's way)
+            fn, pb, sets = ent[2], ent[3], ent[4]
+            with _LOCK:
+                for st, v in zip(sets, (src.ptr, G, bm, kind, arg, ptr)):
+                    st.value = v
+                lk(fn, 1, 1, 1, 1024, 1, 1, 0, sp, pb.address, 0)
+        else:
+            with cp.cuda.ExternalStream(sp, src.dev):
+                rk((1,), (1024,), (np.uint64(src.ptr), i32(G), i32(bm), i32(kind), i32(arg), np.uint64(ptr)))
     return tab, ptr
 
 
@@ -286,6 +308,67 @@ def _b_layout(b: _Arr, K: int, N: int) -> Tuple[str, int, int]:
     return major, ld, s0
 
 
+class _GroupedLaunch:
+    """What one call signature of the grouped kernel keeps: the kernel, compiled, its
+    configuration and problem, and -- where CuPy's driver module has ``launchKernel`` -- a
+    parameter block packed with the signature's constants, launched from base addresses on
+    the caller's stream (no CuPy argument conversion, no stream object per call; the 2-D
+    plans' direct launch).  The tensor maps of the last A and B base addresses stay in the
+    block (a map is encoded once per base address, :func:`_tensor_map`)."""
+
+    def __init__(
+        self, kern: Any, rk: Any, cfg: GroupedConfig, prob: GemmProblem, cp: Any, statics: Dict[str, Any]
+    ):
+        from . import device
+        from .plan import param_setters
+        from .rule import ParamBuffer
+
+        self.kern, self.rk, self.cfg, self.prob = kern, rk, cfg, prob
+        self.maps = cfg.per_group_maps
+        self.names = KERNEL_ARGS_MAPS if self.maps else KERNEL_ARGS
+        self.sms = device.sm_count(cp)
+        lk = getattr(getattr(cp.cuda, "driver", None), "launchKernel", None)
+        self.launch_kernel = lk
+        self.fn = int(rk.kernel.ptr) if lk is not None else 0
+        self.a_cur = self.b_cur = -1
+        if lk is None:
+            return
+        kinds = tuple(
+            ("ptr" if self.maps else "tmap") if n in _MAP_ARGS else _ARG_KINDS[n] for n in self.names
+        )
+        self.pb = ParamBuffer(kinds)
+        idx = {n: i for i, n in enumerate(self.names)}
+        for n, v in statics.items():
+            self.pb.set(idx[n], v)
+        per_call = ("C", "c_vec", "gtab", "rtiles") + (self.names[:2] if self.maps else ())
+        self.set = dict(zip(per_call, param_setters(self.pb, tuple(idx[n] for n in per_call))))
+
+
+#: the kernel's scalar and pointer parameters (the two maps: 128-byte records, or pointers
+#: to device arrays of maps in the per-group form)
+_MAP_ARGS = ("tmA", "tmB", "tmAs", "tmBs")
+_ARG_KINDS = {
+    "C": "ptr",
+    "M": "i32",
+    "N": "i32",
+    "K": "i32",
+    "ldc": "i64",
+    "c_vec": "i32",
+    "batch": "i32",
+    "ldcb": "i64",
+    "gtab": "ptr",
+    "G": "i32",
+    "rtiles": "i32",
+}
+#: call signature -> :class:`_GroupedLaunch`
+_LAUNCHES: Dict[Tuple[Any, ...], _GroupedLaunch] = {}
+
+
+def _map_bytes(rec: Any) -> np.ndarray:
+    """A tensor-map record as its 128 bytes (what a ``tmap`` parameter holds)."""
+    return np.frombuffer(rec.tobytes(), dtype=np.uint8)
+
+
 def _launch(
     a: _Arr,
     a_rows: int,
@@ -305,7 +388,10 @@ def _launch(
     maps: Optional[Tuple[str, int, int]] = None,
 ) -> None:
     """One launch; ``maps`` = (B's major, device address of the A maps, of the B maps) for
-    the per-group-map kernel (then ``a`` and ``b`` are group 0's, for type checks only)."""
+    the per-group-map kernel (then ``a`` and ``b`` are group 0's, for type checks only).
+    The kernel, its compiled module and its packed parameters are kept per call signature
+    (:class:`_GroupedLaunch`): a repeated call sets the addresses, the table and the tile
+    rows, and launches."""
     from . import device
     from .cache import compile_kernel
 
@@ -333,52 +419,77 @@ def _launch(
     if maps is None:
         b_major, ldb, sb = _b_layout(b, K, N)
     else:
-        b_major = maps[0]
-    cfg = replace(cfg, per_group_maps=maps is not None)  # the host decides the map form
-    prob = GemmProblem("k", b_major, a.dtype)
-    kern = generate_grouped(cfg, prob)
+        b_major, ldb, sb = maps[0], 0, 0
     cp = device.cupy()
-    with cp.cuda.Device(a.dev):
-        rk = compile_kernel(kern)
-        if maps is not None:
-            tma, tmb = np.uint64(maps[1]), np.uint64(maps[2])
-        else:
-            tma = _tensor_map(a.ptr, a.dtype, K, a_rows, a_ld, None)
-            tmb = (
-                _tensor_map(b.ptr, b.dtype, N, K, ldb, (G, sb))
-                if b_major == "n"
-                else _tensor_map(b.ptr, b.dtype, K, N, ldb, (G, sb))
-            )
-        grid_n = -(-N // cfg.bn)
-        tiles = max(rtiles, 1) * grid_n
-        grid = max(1, min(tiles, device.sm_count(cp)))
-        cvec = int(ldc % 8 == 0 and out_ptr % 16 == 0)
-        i32, i64 = np.int32, np.int64
-        named = dict(
-            tmA=tma,
-            tmB=tmb,
-            C=np.uint64(out_ptr),
-            M=i32(a_rows),
-            N=i32(N),
-            K=i32(K),
-            ldc=i64(ldc),
-            c_vec=i32(cvec),
-            batch=i32(G),
-            ldcb=i64(0),  # the groups' rows are disjoint parts of one stacked C
-            gtab=np.uint64(tab_ptr),
-            G=i32(G),
-            rtiles=i32(rtiles),
-        )
-        if maps is not None:
-            named.update(tmAs=named.pop("tmA"), tmBs=named.pop("tmB"))
-        args = tuple(named[n] for n in (KERNEL_ARGS_MAPS if maps is not None else KERNEL_ARGS))
+    key = (cfg, a.dev, a.dtype, b_major, maps is not None, G, K, N, a_rows, a_ld, ldb, sb, ldc)
+    ent = _LAUNCHES.get(key)
+    if ent is None:
+        cfg = replace(cfg, per_group_maps=maps is not None)  # the host decides the map form
+        prob = GemmProblem("k", b_major, a.dtype)
+        kern = generate_grouped(cfg, prob)
+        with cp.cuda.Device(a.dev):
+            rk = compile_kernel(kern)
+            statics = dict(M=a_rows, N=N, K=K, ldc=ldc, batch=G, ldcb=0, G=G)
+            ent = _GroupedLaunch(kern, rk, cfg, prob, cp, statics)
+        if len(_LAUNCHES) >= 64:
+            _LAUNCHES.clear()
+        _LAUNCHES[key] = ent
+    cfg, kern = ent.cfg, ent.kern
+    tiles = max(rtiles, 1) * -(-N // cfg.bn)
+    grid = max(1, min(tiles, ent.sms))
+    cvec = int(ldc % 8 == 0 and out_ptr % 16 == 0)
+    lk = ent.launch_kernel
+    if lk is not None and cp.cuda.runtime.getDevice() == a.dev:
+        sp = _stream(torch_mod, a.dev, cp)
+        pb, st = ent.pb, ent.set
         with _LOCK:
-            if torch_mod is not None:
-                sp = torch_mod.cuda.current_stream(a.dev).cuda_stream
-                with cp.cuda.ExternalStream(sp, a.dev):
-                    rk((grid, 1, 1), (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
+            if maps is not None:
+                st["tmAs"].value, st["tmBs"].value = maps[1], maps[2]
             else:
-                rk((grid, 1, 1), (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
+                if a.ptr != ent.a_cur:
+                    pb.set(0, _map_bytes(_tensor_map(a.ptr, a.dtype, K, a_rows, a_ld, None)))
+                    ent.a_cur = a.ptr
+                if b.ptr != ent.b_cur:
+                    pb.set(1, _map_bytes(_b_map(b, b_major, K, N, ldb, G, sb)))
+                    ent.b_cur = b.ptr
+            st["C"].value = out_ptr
+            st["c_vec"].value = cvec
+            st["gtab"].value = tab_ptr
+            st["rtiles"].value = rtiles
+            lk(ent.fn, grid, 1, 1, kern.threads, 1, 1, kern.smem_bytes, sp, pb.address, 0)
+    else:  # CuPy's own launcher (no driver launchKernel, or another device current)
+        with cp.cuda.Device(a.dev):
+            if maps is not None:
+                tma, tmb = np.uint64(maps[1]), np.uint64(maps[2])
+            else:
+                tma = _tensor_map(a.ptr, a.dtype, K, a_rows, a_ld, None)
+                tmb = _b_map(b, b_major, K, N, ldb, G, sb)
+            i32, i64 = np.int32, np.int64
+            named = dict(
+                tmA=tma,
+                tmB=tmb,
+                C=np.uint64(out_ptr),
+                M=i32(a_rows),
+                N=i32(N),
+                K=i32(K),
+                ldc=i64(ldc),
+                c_vec=i32(cvec),
+                batch=i32(G),
+                ldcb=i64(0),  # the groups' rows are disjoint parts of one stacked C
+                gtab=np.uint64(tab_ptr),
+                G=i32(G),
+                rtiles=i32(rtiles),
+            )
+            if maps is not None:
+                named.update(tmAs=named.pop("tmA"), tmBs=named.pop("tmB"))
+            args = tuple(named[n] for n in ent.names)
+            with _LOCK:
+                if torch_mod is not None:
+                    sp = torch_mod.cuda.current_stream(a.dev).cuda_stream
+                    with cp.cuda.ExternalStream(sp, a.dev):
+                        ent.rk((grid, 1, 1), (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
+                else:
+                    ent.rk((grid, 1, 1), (kern.threads, 1, 1), args, shared_mem=kern.smem_bytes)
     last_grouped_launch.clear()
     last_grouped_launch.update(
         kernel=kern.name,
@@ -386,11 +497,36 @@ def _launch(
         rtiles=rtiles,
         grid=grid,
         config=cfg,
-        problem=prob,
+        problem=ent.prob,
         table=tab,
         out=out,
         per_group_maps=maps is not None,
     )
+
+
+def _b_map(b: _Arr, b_major: str, K: int, N: int, ldb: int, G: int, sb: int) -> Any:
+    """B's rank-3 tensor map (G experts ``sb`` elements apart), either major."""
+    if b_major == "n":
+        return _tensor_map(b.ptr, b.dtype, N, K, ldb, (G, sb))
+    return _tensor_map(b.ptr, b.dtype, K, N, ldb, (G, sb))
+
+
+def _stream(torch_mod: Any, dev: int, cp: Any) -> int:
+    """The raw handle of the caller's current stream: torch's for tensors, CuPy's else."""
+    if torch_mod is not None:
+        return int(_raw_stream(torch_mod)(dev))
+    return int(cp.cuda.get_current_stream().ptr)
+
+
+_RAW_STREAM: List[Any] = []
+
+
+def _raw_stream(torch_mod: Any) -> Any:
+    if not _RAW_STREAM:
+        from .torch_op import _raw_stream_fn
+
+        _RAW_STREAM.append(_raw_stream_fn(torch_mod))
+    return _RAW_STREAM[0]
 
 
 def _empty(like: _Arr, shape: Tuple[int, ...]) -> Tuple[Any, int]:
@@ -420,7 +556,7 @@ _TABLES: Dict[Tuple[Any, ...], Tuple[Any, int, int]] = {}
 def _host_table(like: _Arr, sz: np.ndarray, bm: int) -> Tuple[Any, int, int]:
     """The group table of host ``sizes`` (:func:`group_table`) on ``like``'s device, and its
     exact tile-row count; cached by the sizes (a table is never written after its upload)."""
-    key = (like.dev, like.torch, bm, tuple(int(x) for x in sz))
+    key = (like.dev, like.torch, bm, sz.size, np.asarray(sz, dtype=np.int64).tobytes())
     hit = _TABLES.get(key)
     if hit is not None:
         return hit
@@ -497,8 +633,8 @@ def gemm_moe(
             f"gemm_moe: offs must be a 1-D contiguous int32 array of G = {G} cumulative ends, got shape "
             f"{O.shape}, strides {O.strides}, {O.dtype} (offs.to(torch.int32).contiguous())"
         )
-    sz = np.asarray(list(sizes if sizes is not None else [0] * G), dtype=np.int64)
-    if sz.shape != (G,) or (sz < 0).any() or int(sz.sum()) > T:
+    sz = np.asarray(list(sizes), dtype=np.int64) if sizes is not None else None
+    if sz is not None and (sz.shape != (G,) or (sz < 0).any() or int(sz.sum()) > T):
         raise GemmInputError(
             f"gemm_moe: sizes must be {G} non-negative ints summing to at most T = {T}, got "
             f"{sz.tolist()[:8]}{'...' if sz.size > 8 else ''} (sum {int(sz.sum())})"
@@ -508,8 +644,10 @@ def gemm_moe(
     if O is not None:
         tab, tab_ptr = _device_table(O, G, bm, 0, 0, torch_mod)
         rt = -(-T // bm) + G  # the upper bound of moe_table (the exact count is on the device only)
-    else:
+    elif sz is not None:
         tab, tab_ptr, rt = _host_table(A, sz, bm)
+    else:  # (refused above: one of offs and sizes is given)
+        raise GemmInputError("gemm_moe: pass offs (the cumulative group ends, device int32) or sizes")
     out, optr = _empty(A, (T, N))
     if T == 0 or rt == 0:
         return out

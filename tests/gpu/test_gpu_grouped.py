@@ -532,8 +532,8 @@ def test_host_moe_end_to_end_on_a_fake_device(fake_gpu, sizes, b_major):
     assert hg.last_grouped_launch["groups"] == G and fake_gpu.launches
 
 
-def test_host_masked_and_lists_on_a_fake_device(fake_gpu):
-    rng = np.random.default_rng(7)
+def _masked_on_fake(rng):
+    """The masked form on a fake device against float64; returns its B and K."""
     G, max_m, K, N = 3, 140, 64, 40
     a = rng.standard_normal((G, max_m, K)).astype(np.float16)
     b = rng.standard_normal((G, K, N)).astype(np.float16)
@@ -542,6 +542,12 @@ def test_host_masked_and_lists_on_a_fake_device(fake_gpu):
     for g in range(G):
         ref = a[g, : mm[g]].astype(np.float64) @ b[g].astype(np.float64)
         np.testing.assert_allclose(c[g, : mm[g]], ref, rtol=1e-2, atol=5e-2)
+    return b, K
+
+
+def test_host_masked_and_lists_on_a_fake_device(fake_gpu):
+    rng = np.random.default_rng(7)
+    b, K = _masked_on_fake(rng)
     sizes = [3, 0, 129]
     stacked = _cp(rng.standard_normal((sum(sizes), K)).astype(np.float16))
     a_list = [stacked[0:3], stacked[3:3], stacked[3:]]
@@ -555,6 +561,146 @@ def test_host_masked_and_lists_on_a_fake_device(fake_gpu):
     for g in range(3):
         ref = np.asarray(same[g]).astype(np.float64) @ b[g].astype(np.float64)
         np.testing.assert_allclose(np.asarray(outs[g]), ref, rtol=1e-2, atol=5e-2)
+
+
+# ---------------------------------------------------------------------------- the direct launch
+_KIND_OF = {"C": "ptr", "gtab": "ptr", "tmAs": "ptr", "tmBs": "ptr", "ldc": "i64", "ldcb": "i64"}
+
+
+def _read_params(names, addr):
+    """The values a ``cuLaunchKernel`` reads from the ``void*`` array at ``addr``: tensor maps
+    decoded back into what they describe (the fake encoder's words), the rest by kind."""
+    table = (ctypes.c_uint64 * len(names)).from_address(addr)
+    out = []
+    for i, n in enumerate(names):
+        if n in ("tmA", "tmB"):
+            w = np.ctypeslib.as_array((ctypes.c_uint64 * 16).from_address(table[i]))
+            out.append(
+                dict(
+                    ptr=int(w[0]),
+                    inner=int(w[1]),
+                    outer=int(w[2]),
+                    ld=int(w[3]),
+                    batch=None if w[4] == 0 else (int(w[4]), int(w[5])),
+                )
+            )
+            continue
+        kind = _KIND_OF.get(n, "i32")
+        ct = {"ptr": ctypes.c_uint64, "i64": ctypes.c_int64, "i32": ctypes.c_int32}[kind]
+        out.append(ct.from_address(table[i]).value)
+    return out
+
+
+@pytest.fixture
+def fake_direct(fake_gpu, monkeypatch):
+    """The fake device with CuPy's driver ``launchKernel``: the grouped kernel and the table
+    kernel launch from their packed parameter blocks, decoded and carried out here."""
+    from layoutproof.gpu.host import cache
+
+    cp = fake_gpu
+    kernels, table_fn = {}, 7
+    cp.direct = []
+    encoded = []
+
+    def encode(ptr, dt, inner, outer, ld, batch):
+        encoded.append(ptr)
+        w = np.zeros(16, dtype=np.uint64)
+        w[:6] = [ptr, inner, outer, ld] + (list(batch) if batch else [0, 0])
+        return w.view(hg._TMAP_REC)[0]
+
+    monkeypatch.setattr(hg, "_tensor_map", encode)
+
+    def launch_kernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        if fn == table_fn:  # the group table kernel: src, G, bm, kind, arg, tab
+            src, G, bm, kind, arg, tab = _read_params(("C", "G", "K", "M", "N", "C"), params)
+            x = _mem(src, G, ctypes.c_int32)
+            t = hg.moe_table(np, x, bm, 0)[0] if kind == 0 else hg.masked_table(np, x, arg, bm)[0]
+            _mem(tab, 3 * G, ctypes.c_int32)[:] = t
+            cp.direct.append(("table", stream))
+            return
+        kern = kernels[fn]
+        names = hg.KERNEL_ARGS_MAPS if kern.config.per_group_maps else hg.KERNEL_ARGS
+        args = _read_params(names, params)
+        cp.direct.append((dict(zip(names, args)), stream, (gx, bx, smem)))
+        _emulate(kern, args, kern.config)
+
+    cp.cuda.driver = types.SimpleNamespace(launchKernel=launch_kernel)
+    cp.cuda.runtime = types.SimpleNamespace(getDevice=lambda: 0)
+    cp.cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=0x5)
+    cp.encoded = encoded
+
+    def compile_kernel(kern):
+        fn = 100 + len(kernels)
+        kernels[fn] = kern
+        return types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=fn))
+
+    monkeypatch.setattr(cache, "compile_kernel", compile_kernel)
+
+    class _RawKernel:
+        def __init__(self, src, name, options=()):
+            assert name == "lp_group_table"
+            self.kernel = types.SimpleNamespace(ptr=table_fn)
+
+        def compile(self):
+            return None
+
+    cp.RawKernel = _RawKernel
+    monkeypatch.setattr(hg, "_device_table", _REAL_DEVICE_TABLE)
+    monkeypatch.setattr(hg, "_LAUNCHES", {})
+    return cp
+
+
+_REAL_DEVICE_TABLE = hg._device_table
+
+
+@pytest.mark.parametrize("b_major", ["n", "k"])
+def test_host_moe_direct_launch_on_a_fake_device(fake_direct, b_major):
+    """A repeated call launches from the kept parameter block on the current stream: the
+    per-call values (C, the table, the tile rows) set, a tensor map encoded only for a new
+    base address, the table built by one launch of its own; the results are the product."""
+    rng = np.random.default_rng(3)
+    sizes = [0, 130, 1, 0, 257]
+    G, K, N = len(sizes), 64, 72
+    T = sum(sizes) + 3
+    a = rng.standard_normal((T, K)).astype(np.float16)
+    b = rng.standard_normal((G, K, N)).astype(np.float16)
+    bd = _cp(b) if b_major == "n" else _cp(b.transpose(0, 2, 1)).transpose(0, 2, 1)
+    ad = _cp(a)
+    ends = _cp(np.cumsum(sizes).astype(np.int32))
+    for kw in (dict(offs=ends), dict(sizes=sizes), dict(offs=ends)):
+        c = np.asarray(hg.gemm_moe(ad, bd, **kw))
+        beg = 0
+        for g, ref in enumerate(_ref(a, b, sizes)):
+            np.testing.assert_allclose(c[beg : beg + sizes[g]], ref, rtol=1e-2, atol=5e-2)
+            beg += sizes[g]
+        launch, stream, (grid, threads, smem) = fake_direct.direct[-1]
+        assert stream == 0x5 and threads == 384 and smem > 0
+        assert launch["C"] == c.__array_interface__["data"][0] and launch["M"] == T
+        assert launch["rtiles"] == (-(-T // 128) + G if "offs" in kw else 6)  # bound or exact
+        assert grid == min(launch["rtiles"] * 1, 132)
+    assert not fake_direct.launches  # never CuPy's own launcher
+    assert [x for x, *_ in fake_direct.direct].count("table") == 2  # the device-offsets calls
+    assert len(hg._LAUNCHES) == 1  # one kept launch for the three calls
+    assert (
+        sorted(set(fake_direct.encoded)) == sorted({ad.data.ptr, bd.data.ptr})
+        and len(fake_direct.encoded) == 2
+    )
+
+
+def test_masked_and_per_group_maps_direct_launch_on_a_fake_device(fake_direct):
+    rng = np.random.default_rng(11)
+    b, K = _masked_on_fake(rng)
+    G = 3
+    sizes = [3, 0, 129]
+    a_list = [_cp(rng.standard_normal((m, K)).astype(np.float16)) for m in sizes]  # separate blocks
+    b_list = [_cp(b[g]) for g in range(G)]
+    for _ in range(2):
+        outs = hg.gemm_grouped(a_list, b_list)
+        launch = fake_direct.direct[-1][0]
+        assert hg.last_grouped_launch["per_group_maps"] and launch["tmAs"] in GROUP_MAPS
+        for g, ref in enumerate(_ref(np.concatenate([np.asarray(x) for x in a_list]), b, sizes)):
+            np.testing.assert_allclose(np.asarray(outs[g]), ref, rtol=1e-2, atol=5e-2)
+    assert not fake_direct.launches
 
 
 def test_cupy_bfloat16_arrays_read_as_bf16():
