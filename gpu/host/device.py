@@ -92,6 +92,12 @@ def sm_count(cp: Any) -> int:
     return _sm_count_of(cp.cuda.Device().id)
 
 
+def launch_kernel(cp: Any) -> Any:
+    """CuPy's ``driver.launchKernel`` (``cuLaunchKernel`` from a packed parameter block: the
+    plans' direct launch), or None where its driver module has none."""
+    return getattr(getattr(cp.cuda, "driver", None), "launchKernel", None)
+
+
 def facts(cp: Any) -> DeviceFacts:
     """What the launch rule needs to know of the current device."""
     return DeviceFacts(cc=device_facts(cp)[1], sms=sm_count(cp), tma=tma_available())

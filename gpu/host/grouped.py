@@ -190,17 +190,27 @@ extern "C" __global__ void __launch_bounds__(1024) lp_group_table(const int* __r
 _TABLE_KERNELS: Dict[int, Any] = {}
 
 
-def _table_launch(rk: Any, cp: Any) -> Tuple[Any, ...]:
-    """(kernel, launchKernel or None, function handle, parameter block, its setters) of the
-    table kernel, for the direct launch."""
+class _TableLaunch(NamedTuple):
+    """The table kernel of a device: compiled, and where CuPy's driver has ``launchKernel``
+    its function handle, parameter block and the block's setters (the direct launch)."""
+
+    rk: Any
+    lk: Any = None
+    fn: int = 0
+    pb: Any = None
+    sets: Tuple[Any, ...] = ()
+
+
+def _table_launch(rk: Any, cp: Any) -> _TableLaunch:
+    from . import device
     from .plan import param_setters
     from .rule import ParamBuffer
 
-    lk = getattr(getattr(cp.cuda, "driver", None), "launchKernel", None)
+    lk = device.launch_kernel(cp)
     if lk is None:
-        return (rk, None)
+        return _TableLaunch(rk)
     pb = ParamBuffer(("ptr", "i32", "i32", "i32", "i32", "ptr"))
-    return (rk, lk, int(rk.kernel.ptr), pb, param_setters(pb, tuple(range(6))))
+    return _TableLaunch(rk, lk, int(rk.kernel.ptr), pb, param_setters(pb, tuple(range(6))))
 
 
 def _device_table(src: "_Arr", G: int, bm: int, kind: int, arg: int, torch_mod: Any) -> Tuple[Any, int]:
@@ -221,7 +231,6 @@ def _device_table(src: "_Arr", G: int, bm: int, kind: int, arg: int, torch_mod: 
             rk.compile()
             ent = _table_launch(rk, cp)
             _TABLE_KERNELS[src.dev] = ent
-        rk, lk = ent[0], ent[1]
         i32 = np.int32
         if torch_mod is not None:
             tab = torch_mod.empty(3 * G, dtype=torch_mod.int32, device=src.x.device)
@@ -231,15 +240,16 @@ def _device_table(src: "_Arr", G: int, bm: int, kind: int, arg: int, torch_mod: 
             tab = cp.empty(3 * G, dtype=cp.int32)
             ptr = int(tab.data.ptr)
             sp = int(cp.cuda.get_current_stream().ptr)
-        if lk is not None:  # one launch from the packed parameters (the grouped kernel's way)
-            fn, pb, sets = ent[2], ent[3], ent[4]
+        if ent.lk is not None:  # one launch from the packed parameters (the grouped kernel's way)
             with _LOCK:
-                for st, v in zip(sets, (src.ptr, G, bm, kind, arg, ptr)):
+                for st, v in zip(ent.sets, (src.ptr, G, bm, kind, arg, ptr)):
                     st.value = v
-                lk(fn, 1, 1, 1, 1024, 1, 1, 0, sp, pb.address, 0)
+                ent.lk(ent.fn, 1, 1, 1, 1024, 1, 1, 0, sp, ent.pb.address, 0)
         else:
             with cp.cuda.ExternalStream(sp, src.dev):
-                rk((1,), (1024,), (np.uint64(src.ptr), i32(G), i32(bm), i32(kind), i32(arg), np.uint64(ptr)))
+                ent.rk(
+                    (1,), (1024,), (np.uint64(src.ptr), i32(G), i32(bm), i32(kind), i32(arg), np.uint64(ptr))
+                )
     return tab, ptr
 
 
@@ -327,7 +337,7 @@ class _GroupedLaunch:
         self.maps = cfg.per_group_maps
         self.names = KERNEL_ARGS_MAPS if self.maps else KERNEL_ARGS
         self.sms = device.sm_count(cp)
-        lk = getattr(getattr(cp.cuda, "driver", None), "launchKernel", None)
+        lk = device.launch_kernel(cp)
         self.launch_kernel = lk
         self.fn = int(rk.kernel.ptr) if lk is not None else 0
         self.a_cur = self.b_cur = -1

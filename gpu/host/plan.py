@@ -303,7 +303,7 @@ class _Launch:
             self._pb.set(i, v)
         # an epilogue without a bias adds a zero vector, kept
         self._zero_bias = cupy.zeros(d.zero_bias, dtype=cupy.float32) if d.zero_bias else None
-        self._launch_kernel = getattr(getattr(cupy.cuda, "driver", None), "launchKernel", None)
+        self._launch_kernel = device.launch_kernel(cupy)
         self._fn = int(self._rk.kernel.ptr) if self._launch_kernel is not None else 0
         self._lock = threading.Lock()
 

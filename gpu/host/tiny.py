@@ -54,7 +54,7 @@ import numpy as np
 from ..config import GemmProblem
 from ..errors import GemmInputError
 from ..kernels.tiny import TinyConfig
-from . import operands
+from . import device, operands
 from .cache import compile_kernel, kernel_for
 from .plan import last_launch, param_setters
 from .rule import ParamBuffer, operand_layout
@@ -224,7 +224,7 @@ class TinyPlan:
             sxm, sxn = (0, 0) if c is None else _elem_strides("c", c)
             for i, v in ((13, int(bias is not None)), (14, 1.0), (15, 0.0), (17, sxm), (18, sxn)):
                 pb.set(i, v)
-        self._launch_kernel = getattr(getattr(cupy.cuda, "driver", None), "launchKernel", None)
+        self._launch_kernel = device.launch_kernel(cupy)
         self._fn = int(self._rk.kernel.ptr) if self._launch_kernel is not None else 0
         self._lock = threading.Lock()
         self._info: Dict[str, Any] = dict(

@@ -83,6 +83,12 @@ class TinyConfig:
     def threads(self) -> int:
         return 32 * self.kw
 
+    @property
+    def red_floats(self) -> int:
+        """The partial sums' shared buffer (f32 elements): every warp's ``ni`` accumulator
+        tiles, 4 values per lane."""
+        return self.kw * self.ni * 4 * 32
+
     def key(self) -> str:
         ep = "" if self.activation is None else f"_{self.activation}_b{self.bias}{self.bias_axis}"
         ku = "" if self.ku == 2 else f"_ku{self.ku}"
@@ -102,10 +108,10 @@ class TinyConfig:
             raise GemmConfigError(
                 f"TinyConfig: kw={self.kw} must be 1, 2, 4, 8, 16 or 32 (warps splitting K)"
             )
-        if self.kw > 1 and self.kw * self.ni * 512 > 48 * 1024:
+        if self.kw > 1 and 4 * self.red_floats > 48 * 1024:
             raise GemmConfigError(
                 f"TinyConfig: kw={self.kw} warps x ni={self.ni} partial-sum tiles need "
-                f"{self.kw * self.ni * 512} bytes of static shared memory (at most 49152)"
+                f"{4 * self.red_floats} bytes of static shared memory (at most 49152)"
             )
         if self.ku not in (1, 2, 4, 8):
             raise GemmConfigError(f"TinyConfig: ku={self.ku} must be 1, 2, 4 or 8 (k-steps unrolled)")
@@ -292,7 +298,7 @@ def _kernel_ir(cfg: TinyConfig, prob: GemmProblem, fn: Dict[str, kir.ProvenFn], 
         body += store_stmts
     else:
         red = kir.Var("lp_red", "float*")
-        size = KW * NI * 4 * 32
+        size = cfg.red_floats
         RL = Layout((32, 4, NI, KW), (1, 32, 128, 128 * NI))
         region = (addr_of(red), 4 * size)
         ridx = lambda s: ((s * NI + ni) * 4 + e) * 32 + lane  # noqa: E731
