@@ -5,9 +5,12 @@
     layoutproof gemm --path wgmma --sm90-config 128x256/4 --emit kernel_sm90.cu
     layoutproof gemm --dtype e4m3 --out-dtype bf16 --m 8192 --n 8192 --k 8192 --emit fp8.cu
     layoutproof gemm --dtype bf16 --bias n --activation gelu --emit gemm_bias_gelu.cu
+    layoutproof gemm --path tiny --m 1 --n 300 --k 700 --emit gemv.cu
 
 ``--path wgmma`` (the default) is the Hopper kernel (wgmma, sm_90a); ``--path mma.sync``
-the SM80-style kernel that runs on any GPU from sm_80 on.  ``--bias n|m`` and
+the SM80-style kernel that runs on any GPU from sm_80 on; ``--path tiny`` the one-launch
+kernel of small products (operands read in place; ``--config KW/KU[nNI]`` its warps
+splitting K, k-steps unrolled and 8-column blocks per warp, default the rule's pick).  ``--bias n|m`` and
 ``--activation relu|silu|gelu`` fuse ``C = act(A @ B + bias)``: the kernels
 ``gemm(a, b, bias=..., activation=...)`` runs for the shape -- the fused epilogue kernel,
 or the plain product's kernel with the epilogue in a fix-up kernel -- with the epilogue's
@@ -40,6 +43,18 @@ def parse_config(text: str) -> GemmConfig:
         raise LayoutError(f"--config {text!r}: expected BMxBNxBK/WMxWN/STAGES, e.g. 128x128x32/2x2/4")
     bm, bn, bk, wm, wn, st = (int(x) for x in m.groups())
     return GemmConfig(bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn, stages=st).validate()
+
+
+def parse_tiny_config(text: str) -> "Any":
+    """``KW/KU[nNI]`` (e.g. ``16/4``, ``8/2n2``) -> TinyConfig: ``KW`` warps splitting K,
+    ``KU`` k-steps unrolled together, ``NI`` 8-column blocks per warp (default 1)."""
+    from .kernels.tiny import TinyConfig
+
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*(?:n\s*(\d+))?\s*", text)
+    if not m:
+        raise LayoutError(f"--config {text!r} with --path tiny: expected KW/KU[nNI], e.g. 16/4 or 8/2n2")
+    kw, ku = int(m.group(1)), int(m.group(2))
+    return TinyConfig(ni=int(m.group(3) or 1), kw=kw, ku=ku).validate()
 
 
 _SCHEDULES: Dict[str, Dict[str, Any]] = {
@@ -105,16 +120,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--path",
-        choices=["wgmma", "mma.sync", "auto"],
+        choices=["wgmma", "mma.sync", "tiny", "auto"],
         default="wgmma",
-        help="wgmma: the Hopper kernel (default); mma.sync: the SM80-style kernel; auto: the one "
-        "layoutproof.gpu.gemm runs on Hopper (path='auto': the decode rule's mma.sync tiles included)",
+        help="wgmma: the Hopper kernel (default); mma.sync: the SM80-style kernel; tiny: the one-launch "
+        "kernel of small products; auto: the one layoutproof.gpu.gemm runs on Hopper (path='auto': "
+        "the decode rule's mma.sync tiles included)",
     )
     p.add_argument(
         "--config",
         default=None,
         help="with --path mma.sync: the block, BMxBNxBK/WMxWN/STAGES (default: the one gemm "
-        "picks for the shape, layoutproof.gpu.host.rule.choose_config)",
+        "picks for the shape, layoutproof.gpu.host.rule.choose_config); with --path tiny: "
+        "KW/KU[nNI] (default: layoutproof.gpu.host.tiny.tiny_config's pick)",
     )
     p.add_argument(
         "--sm90-config",
@@ -155,17 +172,17 @@ def _check_args(args: argparse.Namespace) -> Optional[str]:
             "--path auto takes the rule's kernel: give --config with --path mma.sync, "
             "--sm90-config with --path wgmma"
         )
-    if args.config is not None and args.path != "mma.sync":
+    if args.config is not None and args.path not in ("mma.sync", "tiny"):
         return (
-            f"--config is the mma.sync kernel's block; this is --path {args.path} "
+            f"--config is the mma.sync kernel's block or the tiny kernel's; this is --path {args.path} "
             "(use --sm90-config, or add --path mma.sync)"
         )
     if args.sm90_config is not None and args.path != "wgmma":
-        return "--sm90-config is the wgmma kernel's; this is --path mma.sync (use --config)"
+        return f"--sm90-config is the wgmma kernel's; this is --path {args.path} (use --config)"
     if args.b_major is None:
         args.b_major = "k" if args.dtype in TC_TYPES else "n"
     if args.dtype in TC_TYPES:
-        if args.path == "mma.sync":
+        if args.path in ("mma.sync", "tiny"):
             return f"--dtype {args.dtype} runs on the wgmma kernel (drop --path {args.path})"
         if args.a_major != "k" or args.b_major != "k":
             return (
@@ -234,7 +251,26 @@ def main(argv: Optional[List[str]] = None) -> int:
         # without a configuration: the one gemm itself runs for this shape (the plan's rule)
         from .host.rule import choose_config
 
-        if args.dtype in TC_TYPES:
+        if args.path == "tiny":
+            from dataclasses import replace
+
+            from .host.cache import kernel_for
+            from .host.tiny import tiny_config
+
+            given = parse_tiny_config(args.config) if args.config else None
+            tc = given or tiny_config(args.m, args.n, args.k, force=True)
+            if tc is None:  # (force=True refuses by raising, never returns None)
+                raise LayoutError("--path tiny: no tiny configuration for this product")
+            cfg = tc
+            if _epilogue(args):  # as gemm(..., path="tiny", bias=, activation=) fuses it
+                cfg = replace(
+                    tc,
+                    activation=args.activation,
+                    bias=(args.bias_dtype or prob.dtype) if args.bias else "f32",
+                    bias_axis=args.bias or "n",
+                )
+            kern = kernel_for(cfg, prob, disk=False)
+        elif args.dtype in TC_TYPES:
             from .host.cache import kernels_for
             from .host.typed import decide_typed, decide_typed_epilogue
 
@@ -280,10 +316,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         f"kernel {kern.name}: {cfg.key()} {prob.key()}, {kern.threads} threads, "
         f"{kern.smem_bytes} B shared memory"
     )
-    print(
-        f"proved {len(kern.proofs)} obligations ({kern.proofs.cases} cases) in {dt:.2f} s; "
-        f"swizzles A {kern.swizzles['a']}, B {kern.swizzles['b']}"
+    sw = (
+        ""
+        if kern.swizzles.get("a") is None and kern.swizzles.get("b") is None
+        else (f"; swizzles A {kern.swizzles['a']}, B {kern.swizzles['b']}")
     )
+    print(f"proved {len(kern.proofs)} obligations ({kern.proofs.cases} cases) in {dt:.2f} s{sw}")
     if fixup is not None:
         print(f"fix-up kernel {fixup.name}: {fixup.threads} threads, {len(fixup.proofs)} obligations proved")
     if args.emit is not None:

@@ -625,6 +625,36 @@ def test_gemm_emits_the_in_place_loads(tmp_path, capsys):
         assert all(w in err for w in words) and "Traceback" not in err, err
 
 
+def test_gemm_emits_the_tiny_kernel(tmp_path, capsys):
+    """``--path tiny`` emits the one-launch kernel of small products: the rule's pick
+    (``tiny_config``) or ``--config KW/KU[nNI]``, with the fused epilogue; a wrong
+    configuration, a wgmma configuration or another number type exits 2 by name."""
+    from layoutproof.gpu.cli import main, parse_tiny_config
+    from layoutproof.gpu.host.tiny import tiny_config
+
+    assert parse_tiny_config("8/2n2") == parse_tiny_config(" 8 / 2 n 2 ")
+    c = parse_tiny_config("16/4")
+    assert (c.ni, c.kw, c.ku) == (1, 16, 4)
+    out = tmp_path / "gemv.cu"
+    assert main("--no-run --path tiny --m 1 --n 300 --k 700 --emit".split() + [str(out)]) == 0
+    text = capsys.readouterr().out
+    assert tiny_config(1, 300, 700, force=True).key() in text and "tiny16x8_kw16_ku4" in text
+    assert "#pragma unroll 4\n  for (int kt = 0;" in out.read_text()
+    argv = "--no-run --path tiny --m 7 --n 13 --k 17 --config 8/2n2 --bias m --activation gelu"
+    assert main(argv.split()) == 0
+    assert "tiny16x16_kw8_gelu_bf16m" in capsys.readouterr().out  # an f16 bias along m
+    for argv, words in (
+        ("--path tiny --config 3/4", ("kw=3",)),
+        ("--path tiny --config 16", ("KW/KU",)),
+        ("--path tiny --dtype e4m3", ("wgmma kernel", "--path tiny")),
+        ("--path tiny --sm90-config 128x256/4", ("--path tiny", "--config")),
+        ("--path wgmma --config 16/4", ("--path wgmma",)),
+    ):
+        assert main(["--no-run"] + argv.split()) == 2
+        err = capsys.readouterr().err
+        assert all(w in err for w in words) and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize(
     "argv, fixup",
     [

@@ -39,6 +39,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..config import GemmConfig, GemmProblem
 from ..errors import GemmInputError
 from ..kernels.splitk import SplitKConfig
+from ..kernels.tiny import TinyConfig
 from ..kernels.wgmma import Sm90Config
 from . import device
 from .cache import cache_dir
@@ -178,11 +179,18 @@ def plan_for(
     a :class:`~layoutproof.gpu.host.streamk.HybridPlan` where the wave model takes
     data-parallel rows plus a split-K tail (:func:`~layoutproof.gpu.host.streamk.hybrid_plan`),
     else :func:`gemm_plan`'s."""
-    if path == "tiny" and config is not None:
+    if isinstance(config, TinyConfig):  # the tiny kernel, with this configuration
+        if path not in ("auto", "tiny") or getattr(a, "ndim", 2) != 2 or getattr(b, "ndim", 2) != 2:
+            raise GemmInputError(
+                f"gemm: a TinyConfig is the tiny kernel's, for 2-D operands with path='auto' or "
+                f"'tiny' (got path={path!r}, {getattr(a, 'ndim', 2)}-D a, {getattr(b, 'ndim', 2)}-D b)"
+            )
+    elif path == "tiny" and config is not None:
         raise GemmInputError("gemm: path='tiny' takes no config (it has its own): drop one of them")
     epilogue = bias is not None or c is not None or activation is not None
-    if config is None and (path == "tiny" or not epilogue or TINY_EPILOGUE):
-        cfg = wants_tiny(a, b, path)
+    tiny_cfg = config if isinstance(config, TinyConfig) else None
+    if tiny_cfg is not None or (config is None and (path == "tiny" or not epilogue or TINY_EPILOGUE)):
+        cfg = tiny_cfg or wants_tiny(a, b, path)
         if cfg is not None:
             return TinyPlan(
                 a,
@@ -497,7 +505,7 @@ def gemm(
         a: (M, K) cupy array, float16 or bfloat16, any strides.
         b: (K, N) cupy array of the same dtype.
         out: optional (M, N) result array (row- or column-major), of ``out_dtype``.
-        config: a :class:`GemmConfig` or ``Sm90Config``, ``"auto"`` (the autotuner's choice
+        config: a :class:`GemmConfig`, ``Sm90Config`` or ``TinyConfig``, ``"auto"`` (the autotuner's choice
             for this shape, tuned on first use and kept on disk) or None (the default: the
             :func:`~layoutproof.gpu.host.rule.choose_config` rule, nothing timed).
         out_dtype: ``"f16"``, ``"bf16"`` or ``"f32"``; default: the input dtype (or out's).
@@ -507,7 +515,7 @@ def gemm(
             else wgmma on compute capability 9.0, else mma.sync), ``"wgmma"``,
             ``"mma.sync"`` or ``"tiny"`` (the one-launch kernel that reads the operands in
             place, at any size, with the fused epilogue too); a GemmConfig selects
-            mma.sync, an Sm90Config wgmma.
+            mma.sync, an Sm90Config wgmma, a TinyConfig the tiny kernel.
         bias: optional vector of N elements (float32, float16 or bfloat16; M elements with
             ``bias_along="m"``): ``C = act(A @ B + bias)``, fused in the warp-specialized
             TMA kernel (``layoutproof.gpu.kernels.epilogue``; sm_90 with cuda-python), converted to

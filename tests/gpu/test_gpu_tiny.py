@@ -227,6 +227,13 @@ def test_fake_gemm_larger_products_and_epilogues_keep_the_tiled_plans(fake):  # 
     assert isinstance(runtime.last_launch["plan"], tiny.TinyPlan)
     with pytest.raises(GemmInputError, match="path='tiny' takes no config"):
         runtime.gemm(a, b, path="tiny", config=runtime.DEFAULT_CONFIGS[-1])
+    # a TinyConfig selects the tiny kernel with that configuration (path 'auto' or 'tiny')
+    for path in ("auto", "tiny"):
+        runtime.gemm(big_a, big_b, path=path, config=TinyConfig(2, 8, ku=1))
+        plan = runtime.last_launch["plan"]
+        assert isinstance(plan, tiny.TinyPlan) and plan.config == TinyConfig(2, 8, ku=1)
+    with pytest.raises(GemmInputError, match="a TinyConfig is the tiny kernel's.*path='wgmma'"):
+        runtime.gemm(a, b, path="wgmma", config=TinyConfig())
 
 
 def _vec(cp, n, dtype=np.float32):
