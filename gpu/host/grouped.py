@@ -37,6 +37,7 @@ from ..config import GemmProblem
 from ..errors import GemmInputError
 from ..kernels.grouped import GROUPED_DEFAULT, GroupedConfig, generate_grouped, group_table
 from ..kernels.wgmma import tensor_map_args
+from .torch_op import tensor_sig
 
 __all__ = [
     "gemm_moe",
@@ -189,6 +190,46 @@ extern "C" __global__ void __launch_bounds__(1024) lp_group_table(const int* __r
 """
 _TABLE_KERNELS: Dict[int, Any] = {}
 
+#: the most host sizes :data:`SIZES_SOURCE`'s kernel takes by value (its parameter block
+#: stays under the 4 KB every driver accepts)
+SIZES_BY_VALUE = 512
+
+#: the group table of *host* sizes built on the device from the sizes passed by value in
+#: the launch's parameters (no upload, nothing to synchronize): the table of
+#: :func:`group_table` (ends the inclusive scan of the sizes), entry for entry (checked
+#: against it on the GPU).  Sizes are non-negative (the host checks them).
+SIZES_SOURCE = (
+    f"#define LP_N {SIZES_BY_VALUE}\n"
+    + r"""
+struct lp_sizes_t { int v[LP_N]; };
+extern "C" __global__ void __launch_bounds__(LP_N) lp_group_table_sizes(const __grid_constant__ lp_sizes_t sz,
+                                                                      int G, int bm, int* __restrict__ tab) {
+  __shared__ int e[LP_N];
+  __shared__ int s[LP_N];
+  const int g = threadIdx.x;
+  const int n = g < G ? sz.v[g] : 0;
+  const int t = (n + bm - 1) / bm;
+  e[g] = n;
+  s[g] = t;
+  __syncthreads();
+  for (int d = 1; d < blockDim.x; d <<= 1) {  // inclusive scans of the rows and the tile rows
+    const int ve = g >= d ? e[g - d] : 0;
+    const int vs = g >= d ? s[g - d] : 0;
+    __syncthreads();
+    e[g] += ve;
+    s[g] += vs;
+    __syncthreads();
+  }
+  if (g < G) {
+    tab[g] = s[g] - t;
+    tab[G + g] = e[g] - n;
+    tab[2 * G + g] = e[g];
+  }
+}
+"""
+)
+_SIZES_KERNELS: Dict[int, Any] = {}
+
 
 class _TableLaunch(NamedTuple):
     """The table kernel of a device: compiled, and where CuPy's driver has ``launchKernel``
@@ -213,6 +254,36 @@ def _table_launch(rk: Any, cp: Any) -> _TableLaunch:
     return _TableLaunch(rk, lk, int(rk.kernel.ptr), pb, param_setters(pb, tuple(range(6))))
 
 
+def _table_kernel(dev: int, cp: Any) -> _TableLaunch:
+    """The table kernel of device ``dev``, compiled on first use."""
+    ent = _TABLE_KERNELS.get(dev)
+    if ent is None:
+        with cp.cuda.Device(dev):
+            rk = cp.RawKernel(TABLE_SOURCE, "lp_group_table", options=("-std=c++17",))
+            rk.compile()
+            ent = _table_launch(rk, cp)
+        _TABLE_KERNELS[dev] = ent
+    return ent
+
+
+def _sizes_kernel(dev: int, cp: Any) -> Tuple[Any, int]:
+    """The host-sizes table kernel of device ``dev``: (its launcher, its function handle),
+    or (None, 0) where CuPy's driver has no ``launchKernel``."""
+    from . import device
+
+    ent = _SIZES_KERNELS.get(dev)
+    if ent is None:
+        lk = device.launch_kernel(cp)
+        ent = (None, 0)
+        if lk is not None:
+            with cp.cuda.Device(dev):
+                rk = cp.RawKernel(SIZES_SOURCE, "lp_group_table_sizes", options=("-std=c++17",))
+                rk.compile()
+            ent = (lk, int(rk.kernel.ptr))
+        _SIZES_KERNELS[dev] = ent
+    return ent
+
+
 def _device_table(src: "_Arr", G: int, bm: int, kind: int, arg: int, torch_mod: Any) -> Tuple[Any, int]:
     """The kernel's group table built on the device from ``src`` (G int32 entries) in one
     launch on the caller's stream (torch's current stream for tensors); returns it and its
@@ -224,13 +295,8 @@ def _device_table(src: "_Arr", G: int, bm: int, kind: int, arg: int, torch_mod: 
             f"grouped GEMM: {G} groups; the grouped kernel takes up to 1024 (split the call)"
         )
     cp = device.cupy()
+    ent = _table_kernel(src.dev, cp)
     with cp.cuda.Device(src.dev):
-        ent = _TABLE_KERNELS.get(src.dev)
-        if ent is None:
-            rk = cp.RawKernel(TABLE_SOURCE, "lp_group_table", options=("-std=c++17",))
-            rk.compile()
-            ent = _table_launch(rk, cp)
-            _TABLE_KERNELS[src.dev] = ent
         i32 = np.int32
         if torch_mod is not None:
             tab = torch_mod.empty(3 * G, dtype=torch_mod.int32, device=src.x.device)
@@ -327,13 +393,23 @@ class _GroupedLaunch:
     block (a map is encoded once per base address, :func:`_tensor_map`)."""
 
     def __init__(
-        self, kern: Any, rk: Any, cfg: GroupedConfig, prob: GemmProblem, cp: Any, statics: Dict[str, Any]
+        self,
+        kern: Any,
+        rk: Any,
+        cfg: GroupedConfig,
+        prob: GemmProblem,
+        cp: Any,
+        statics: Dict[str, Any],
+        maps: Tuple[Any, ...] = (),
     ):
         from . import device
         from .plan import param_setters
         from .rule import ParamBuffer
 
         self.kern, self.rk, self.cfg, self.prob = kern, rk, cfg, prob
+        #: the maps' constants: (dtype, K, A's rows, A's row stride, B's major, N, ldb, G,
+        #: B's expert stride) -- every one part of the signature
+        self.map_args = maps
         self.maps = cfg.per_group_maps
         self.names = KERNEL_ARGS_MAPS if self.maps else KERNEL_ARGS
         self.sms = device.sm_count(cp)
@@ -352,6 +428,17 @@ class _GroupedLaunch:
             self.pb.set(idx[n], v)
         per_call = ("C", "c_vec", "gtab", "rtiles") + (self.names[:2] if self.maps else ())
         self.set = dict(zip(per_call, param_setters(self.pb, tuple(idx[n] for n in per_call))))
+
+    def set_maps(self, a_ptr: int, b_ptr: int) -> None:
+        """Encode A's and B's tensor maps into the parameter block where a base address is
+        new (the caller holds ``_LOCK``)."""
+        dt, K, a_rows, a_ld, b_major, N, ldb, G, sb = self.map_args
+        if a_ptr != self.a_cur:
+            self.pb.set(0, _map_bytes(_tensor_map(a_ptr, dt, K, a_rows, a_ld, None)))
+            self.a_cur = a_ptr
+        if b_ptr != self.b_cur:
+            self.pb.set(1, _map_bytes(_b_map(b_ptr, dt, b_major, K, N, ldb, G, sb)))
+            self.b_cur = b_ptr
 
 
 #: the kernel's scalar and pointer parameters (the two maps: 128-byte records, or pointers
@@ -403,47 +490,10 @@ def _launch(
     (:class:`_GroupedLaunch`): a repeated call sets the addresses, the table and the tile
     rows, and launches."""
     from . import device
-    from .cache import compile_kernel
 
-    if G > 1024:
-        raise GemmInputError(
-            f"grouped GEMM: {G} groups; the grouped kernel takes up to 1024 (split the call)"
-        )
-    # the search's halving steps: the fewest that resolve G groups (one kernel per power of two)
-    cfg = config or GroupedConfig(max_groups=max(8, 1 << (G - 1).bit_length()))
-    if G > cfg.max_groups:
-        raise GemmInputError(
-            f"grouped GEMM: {G} groups, the kernel resolves up to {cfg.max_groups}: pass "
-            f"config=GroupedConfig(max_groups={1 << (G - 1).bit_length()})"
-        )
-    if a.dtype not in ("f16", "bf16") or b.dtype != a.dtype:
-        raise GemmInputError(
-            f"grouped GEMM: a is {a.dtype} and b is {b.dtype}: both float16 or both bfloat16 (CuPy: uint16 "
-            'with dtype="bf16")'
-        )
-    if maps is None and ((a_ld * 2) % 16 or a.ptr % 16):
-        raise GemmInputError(
-            f"grouped GEMM: a's row stride {a_ld} (elements) and base address must be multiples of 16 bytes "
-            "for the TMA: pad K to a multiple of 8 or make a .contiguous()"
-        )
-    if maps is None:
-        b_major, ldb, sb = _b_layout(b, K, N)
-    else:
-        b_major, ldb, sb = maps[0], 0, 0
+    ent = _entry(a, a_rows, a_ld, b, ldc, K, N, G, config, maps)
     cp = device.cupy()
-    key = (cfg, a.dev, a.dtype, b_major, maps is not None, G, K, N, a_rows, a_ld, ldb, sb, ldc)
-    ent = _LAUNCHES.get(key)
-    if ent is None:
-        cfg = replace(cfg, per_group_maps=maps is not None)  # the host decides the map form
-        prob = GemmProblem("k", b_major, a.dtype)
-        kern = generate_grouped(cfg, prob)
-        with cp.cuda.Device(a.dev):
-            rk = compile_kernel(kern)
-            statics = dict(M=a_rows, N=N, K=K, ldc=ldc, batch=G, ldcb=0, G=G)
-            ent = _GroupedLaunch(kern, rk, cfg, prob, cp, statics)
-        if len(_LAUNCHES) >= 64:
-            _LAUNCHES.clear()
-        _LAUNCHES[key] = ent
+    b_major, ldb, sb = ent.map_args[4], ent.map_args[6], ent.map_args[8]
     cfg, kern = ent.cfg, ent.kern
     tiles = max(rtiles, 1) * -(-N // cfg.bn)
     grid = max(1, min(tiles, ent.sms))
@@ -456,12 +506,7 @@ def _launch(
             if maps is not None:
                 st["tmAs"].value, st["tmBs"].value = maps[1], maps[2]
             else:
-                if a.ptr != ent.a_cur:
-                    pb.set(0, _map_bytes(_tensor_map(a.ptr, a.dtype, K, a_rows, a_ld, None)))
-                    ent.a_cur = a.ptr
-                if b.ptr != ent.b_cur:
-                    pb.set(1, _map_bytes(_b_map(b, b_major, K, N, ldb, G, sb)))
-                    ent.b_cur = b.ptr
+                ent.set_maps(a.ptr, b.ptr)
             st["C"].value = out_ptr
             st["c_vec"].value = cvec
             st["gtab"].value = tab_ptr
@@ -473,7 +518,7 @@ def _launch(
                 tma, tmb = np.uint64(maps[1]), np.uint64(maps[2])
             else:
                 tma = _tensor_map(a.ptr, a.dtype, K, a_rows, a_ld, None)
-                tmb = _b_map(b, b_major, K, N, ldb, G, sb)
+                tmb = _b_map(b.ptr, b.dtype, b_major, K, N, ldb, G, sb)
             i32, i64 = np.int32, np.int64
             named = dict(
                 tmA=tma,
@@ -514,11 +559,72 @@ def _launch(
     )
 
 
-def _b_map(b: _Arr, b_major: str, K: int, N: int, ldb: int, G: int, sb: int) -> Any:
+def _entry(
+    a: _Arr,
+    a_rows: int,
+    a_ld: int,
+    b: _Arr,
+    ldc: int,
+    K: int,
+    N: int,
+    G: int,
+    config: Optional[GroupedConfig],
+    maps: Optional[Tuple[str, int, int]] = None,
+) -> _GroupedLaunch:
+    """The kept kernel and parameter block of a call signature (generated, proven and
+    compiled on its first call), or the GemmInputError of a signature the kernel cannot
+    take."""
+    from . import device
+    from .cache import compile_kernel
+
+    if G > 1024:
+        raise GemmInputError(
+            f"grouped GEMM: {G} groups; the grouped kernel takes up to 1024 (split the call)"
+        )
+    # the search's halving steps: the fewest that resolve G groups (one kernel per power of two)
+    cfg = config or GroupedConfig(max_groups=max(8, 1 << (G - 1).bit_length()))
+    if G > cfg.max_groups:
+        raise GemmInputError(
+            f"grouped GEMM: {G} groups, the kernel resolves up to {cfg.max_groups}: pass "
+            f"config=GroupedConfig(max_groups={1 << (G - 1).bit_length()})"
+        )
+    if a.dtype not in ("f16", "bf16") or b.dtype != a.dtype:
+        raise GemmInputError(
+            f"grouped GEMM: a is {a.dtype} and b is {b.dtype}: both float16 or both bfloat16 (CuPy: uint16 "
+            'with dtype="bf16")'
+        )
+    if maps is None and ((a_ld * 2) % 16 or a.ptr % 16):
+        raise GemmInputError(
+            f"grouped GEMM: a's row stride {a_ld} (elements) and base address must be multiples of 16 bytes "
+            "for the TMA: pad K to a multiple of 8 or make a .contiguous()"
+        )
+    if maps is None:
+        b_major, ldb, sb = _b_layout(b, K, N)
+    else:
+        b_major, ldb, sb = maps[0], 0, 0
+    cp = device.cupy()
+    key = (cfg, a.dev, a.dtype, b_major, maps is not None, G, K, N, a_rows, a_ld, ldb, sb, ldc)
+    ent = _LAUNCHES.get(key)
+    if ent is None:
+        cfg = replace(cfg, per_group_maps=maps is not None)  # the host decides the map form
+        prob = GemmProblem("k", b_major, a.dtype)
+        kern = generate_grouped(cfg, prob)
+        with cp.cuda.Device(a.dev):
+            rk = compile_kernel(kern)
+            statics = dict(M=a_rows, N=N, K=K, ldc=ldc, batch=G, ldcb=0, G=G)
+            margs = (a.dtype, K, a_rows, a_ld, b_major, N, ldb, G, sb)
+            ent = _GroupedLaunch(kern, rk, cfg, prob, cp, statics, margs)
+        if len(_LAUNCHES) >= 64:
+            _LAUNCHES.clear()
+        _LAUNCHES[key] = ent
+    return ent
+
+
+def _b_map(ptr: int, dt: str, b_major: str, K: int, N: int, ldb: int, G: int, sb: int) -> Any:
     """B's rank-3 tensor map (G experts ``sb`` elements apart), either major."""
     if b_major == "n":
-        return _tensor_map(b.ptr, b.dtype, N, K, ldb, (G, sb))
-    return _tensor_map(b.ptr, b.dtype, K, N, ldb, (G, sb))
+        return _tensor_map(ptr, dt, N, K, ldb, (G, sb))
+    return _tensor_map(ptr, dt, K, N, ldb, (G, sb))
 
 
 def _stream(torch_mod: Any, dev: int, cp: Any) -> int:
@@ -563,29 +669,191 @@ def _torch() -> Any:
 _TABLES: Dict[Tuple[Any, ...], Tuple[Any, int, int]] = {}
 
 
-def _host_table(like: _Arr, sz: np.ndarray, bm: int) -> Tuple[Any, int, int]:
-    """The group table of host ``sizes`` (:func:`group_table`) on ``like``'s device, and its
-    exact tile-row count; cached by the sizes (a table is never written after its upload)."""
-    key = (like.dev, like.torch, bm, sz.size, np.asarray(sz, dtype=np.int64).tobytes())
+def _host_table(dev: int, tdev: Any, sz: np.ndarray, bm: int) -> Tuple[Any, int, int]:
+    """The group table of host ``sizes`` (:func:`group_table`) on device ``dev`` (``tdev``:
+    its torch device for a torch call, None for CuPy), and its exact tile-row count; cached
+    by the sizes (a table is never written after its upload).  A torch table is copied from
+    pinned memory without blocking the host (torch's pinned allocator keeps the source until
+    the copy has run)."""
+    key = (dev, tdev is not None, bm, sz.size, sz.tobytes())
     hit = _TABLES.get(key)
     if hit is not None:
         return hit
     ends = np.cumsum(sz)
     host_tab, rt = group_table(ends - sz, ends, bm)
-    if like.torch:
-        tab = _torch().from_numpy(host_tab).to(like.x.device, non_blocking=False)
+    if tdev is not None:
+        tab = _torch().from_numpy(host_tab).pin_memory().to(tdev, non_blocking=True)
         tab_ptr = int(tab.data_ptr())
     else:
         from . import device
 
         cp = device.cupy()
-        with cp.cuda.Device(like.dev):
+        with cp.cuda.Device(dev):
             tab = cp.asarray(host_tab)
         tab_ptr = int(tab.data.ptr)
     if len(_TABLES) >= 256:
         _TABLES.clear()
     _TABLES[key] = (tab, tab_ptr, rt)
     return tab, tab_ptr, rt
+
+
+def _check_sizes(sizes: Any, G: int, T: int, what: str) -> np.ndarray:
+    """Host ``sizes`` as int64: ``G`` non-negative integers summing to at most ``T``."""
+    try:
+        raw = np.asarray(list(sizes))
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise GemmInputError(f"{what}: sizes must be {G} host ints ({type(e).__name__}: {e})") from None
+    if raw.size and raw.dtype.kind not in "iu":
+        raise GemmInputError(f"{what}: sizes must be integers, got {raw.dtype} values {raw.tolist()[:8]}")
+    sz = raw.astype(np.int64)
+    if sz.shape != (G,) or (sz < 0).any() or int(sz.sum()) > T:
+        raise GemmInputError(
+            f"{what}: sizes must be {G} non-negative ints summing to at most T = {T}, got "
+            f"{sz.tolist()[:8]}{'...' if sz.size > 8 else ''} (sum {int(sz.sum())})"
+        )
+    return sz
+
+
+def _refuse_capture(torch_mod: Any, what: str) -> None:
+    """Host sizes under CUDA-graph capture are refused: the graph would read a table kept
+    (or not) by this module, not one of its own."""
+    if torch_mod is not None and torch_mod.cuda.is_current_stream_capturing():
+        raise GemmInputError(
+            f"{what}: host sizes under CUDA-graph capture; pass offs (the cumulative group ends, a device "
+            "int32 tensor) so that each replay reads the offsets it is given"
+        )
+
+
+class _MoeCall:
+    """A torch call signature of :func:`gemm_moe` or :func:`gemm_moe_masked` whose checks
+    have passed (shapes, strides, types, devices and 16-byte alignments: the key of
+    ``_CALLS``): a repeated call allocates the output (and, for device offsets, the table),
+    launches the table kernel and the grouped kernel from kept parameter blocks on torch's
+    current stream, and returns.  Host sizes (which change from call to call) are checked
+    and their table looked up per call."""
+
+    def __init__(
+        self,
+        ent: _GroupedLaunch,
+        torch_mod: Any,
+        tdev: Any,
+        out_shape: Tuple[int, ...],
+        out_dtype: Any,
+        rows: int,
+        ldc: int,
+        G: int,
+        grid_n: int,
+        src: Optional[Tuple[Any, int, int, int]],
+        rtiles: int,
+    ) -> None:
+        from . import device
+        from .plan import param_setters
+        from .rule import ParamBuffer
+
+        cp = device.cupy()
+        self.ent, self.torch, self.tdev, self.dev = ent, torch_mod, tdev, int(tdev.index)
+        self.out_shape, self.out_dtype, self.rows, self.ldc, self.G = out_shape, out_dtype, rows, ldc, G
+        self.grid_n, self.rtiles, self.bm = grid_n, rtiles, ent.cfg.bm
+        self.get_device = cp.cuda.runtime.getDevice
+        self.stream = _raw_stream(torch_mod)
+        self.capturing = torch_mod.cuda.is_current_stream_capturing
+        self.tables: Dict[Tuple[Any, ...], Tuple[Any, int, int, int]] = {}
+        self.tl: Optional[_TableLaunch] = None
+        self.sl: Any = None
+        if src is None and G <= SIZES_BY_VALUE:  # host sizes: the table built from them by value
+            lk, fn = _sizes_kernel(self.dev, cp)
+            if lk is not None:
+                self.sl = (lk, fn)
+                self.spb = ParamBuffer((f"i32x{SIZES_BY_VALUE}", "i32", "i32", "ptr"))
+                self.spb.set(1, G)
+                self.spb.set(2, self.bm)
+                self.sizes_view = self.spb.view(0)
+                self.sset = param_setters(self.spb, (3,))[0]
+        if src is not None:  # the table kernel: its own block, the constants set once
+            tl, kind, arg, _ = src
+            self.tl = tl
+            self.tpb = ParamBuffer(("ptr", "i32", "i32", "i32", "i32", "ptr"))
+            for i, v in ((1, G), (2, self.bm), (3, kind), (4, arg)):
+                self.tpb.set(i, v)
+            self.tset = param_setters(self.tpb, (0, 5))
+        k = ent.kern
+        self.info = dict(kernel=k.name, groups=G, config=ent.cfg, problem=ent.prob, per_group_maps=False)
+
+    def run(self, a: Any, b: Any, src: Any, sizes: Any) -> Any:
+        """The product, or None where the direct launch does not apply (another device
+        current): the caller takes the general path."""
+        dev = self.dev
+        if self.get_device() != dev:
+            return None
+        torch, ent, G = self.torch, self.ent, self.G
+        sp = self.stream(dev)
+        build: Optional[np.ndarray] = None  # host sizes whose table a launch builds first
+        if self.tl is not None:  # device offsets or counts: the table kernel reads them
+            tab = torch.empty(3 * G, dtype=torch.int32, device=self.tdev)
+            tab_ptr, rt = int(tab.data_ptr()), self.rtiles
+        else:
+            if self.capturing():
+                _refuse_capture(torch, "gemm_moe")
+            key = tuple(sizes) if isinstance(sizes, (list, tuple)) else None
+            hit = self.tables.get(key) if key is not None else None
+            if hit is None or hit[3] != sp:  # (a table built on another stream: built again)
+                sz = _check_sizes(sizes, G, self.rows, "gemm_moe")
+                if self.sl is not None:
+                    tab = torch.empty(3 * G, dtype=torch.int32, device=self.tdev)
+                    rt = int(((sz + (self.bm - 1)) // self.bm).sum())
+                    hit, build = (tab, int(tab.data_ptr()), rt, sp), sz
+                else:
+                    hit = _host_table(dev, self.tdev, sz, self.bm) + (sp,)
+                if key is not None and hit[2]:
+                    if len(self.tables) >= 64:
+                        self.tables.clear()
+                    self.tables[key] = hit
+            tab, tab_ptr, rt = hit[0], hit[1], hit[2]
+        out = torch.empty(self.out_shape, dtype=self.out_dtype, device=self.tdev)
+        if rt == 0:
+            return out
+        optr = int(out.data_ptr())
+        grid = max(1, min(rt * self.grid_n, ent.sms))
+        st, k = ent.set, ent.kern
+        with _LOCK:
+            if self.tl is not None:
+                self.tset[0].value = int(src.data_ptr())
+                self.tset[1].value = tab_ptr
+                self.tl.lk(self.tl.fn, 1, 1, 1, 1024, 1, 1, 0, sp, self.tpb.address, 0)
+            elif build is not None:
+                self.sizes_view[:G] = build
+                self.sset.value = tab_ptr
+                self.sl[0](self.sl[1], 1, 1, 1, SIZES_BY_VALUE, 1, 1, 0, sp, self.spb.address, 0)
+            ent.set_maps(int(a.data_ptr()), int(b.data_ptr()))
+            st["C"].value = optr
+            st["c_vec"].value = int(self.ldc % 8 == 0 and optr % 16 == 0)
+            st["gtab"].value = tab_ptr
+            st["rtiles"].value = rt
+            ent.launch_kernel(ent.fn, grid, 1, 1, k.threads, 1, 1, k.smem_bytes, sp, ent.pb.address, 0)
+        last_grouped_launch.clear()
+        last_grouped_launch.update(self.info, rtiles=rt, grid=grid, table=tab, out=out)
+        return out
+
+
+#: torch call signature of gemm_moe / gemm_moe_masked -> :class:`_MoeCall`
+_CALLS: Dict[Tuple[Any, ...], _MoeCall] = {}
+
+
+def _call_key(a: Any, b: Any, src: Any, form: str, dtype: Optional[str], config: Any) -> Any:
+    """The signature of a call on torch tensors (None for other operands): what every check
+    of the general path reads."""
+    try:
+        k = (form, tensor_sig(a), tensor_sig(b), dtype, config, None if src is None else tensor_sig(src))
+        hash(k)
+        return k
+    except (AttributeError, TypeError):
+        return None
+
+
+def _keep_call(key: Any, call: _MoeCall) -> None:
+    if len(_CALLS) >= 256:
+        _CALLS.pop(next(iter(_CALLS)))
+    _CALLS[key] = call
 
 
 # ============================================================================ the entries
@@ -607,8 +875,15 @@ def gemm_moe(
     Raises:
         GemmInputError: a CPU tensor, operands on different devices, mismatched K or
             group counts, an offsets array that is not 1-D contiguous int32, sizes that
-            do not sum to at most T, strides the TMA cannot take.
+            are not integers or do not sum to at most T, host sizes under CUDA-graph
+            capture (pass ``offs``), strides the TMA cannot take.
     """
+    key = _call_key(a, b, offs, "offs" if offs is not None else "sizes", dtype, config) if _CALLS else None
+    call = _CALLS.get(key) if key is not None and (offs is None) != (sizes is None) else None
+    if call is not None:
+        out = call.run(a, b, offs, sizes)
+        if out is not None:
+            return out
     bf = dtype == "bf16"
     A, B = _arr(a, "a", bf), _arr(b, "b", bf)
     ops = [("a", A), ("b", B)]
@@ -643,19 +918,27 @@ def gemm_moe(
             f"gemm_moe: offs must be a 1-D contiguous int32 array of G = {G} cumulative ends, got shape "
             f"{O.shape}, strides {O.strides}, {O.dtype} (offs.to(torch.int32).contiguous())"
         )
-    sz = np.asarray(list(sizes), dtype=np.int64) if sizes is not None else None
-    if sz is not None and (sz.shape != (G,) or (sz < 0).any() or int(sz.sum()) > T):
-        raise GemmInputError(
-            f"gemm_moe: sizes must be {G} non-negative ints summing to at most T = {T}, got "
-            f"{sz.tolist()[:8]}{'...' if sz.size > 8 else ''} (sum {int(sz.sum())})"
-        )
+    sz = _check_sizes(sizes, G, T, "gemm_moe") if sizes is not None else None
     _check_types(A, B)
     torch_mod = _torch() if is_torch else None
+    if sz is not None:
+        _refuse_capture(torch_mod, "gemm_moe")
+    rt_offs = -(-T // bm) + G  # the upper bound of moe_table (the exact count is on the device only)
+    if is_torch and T > 0:  # a kept call signature: checked once, launched directly from now on
+        call = _torch_call(A, T, A.strides[0], B, N, K, G, (T, N), O, 0, 0, rt_offs, torch_mod, config)
+        if call is not None:
+            if key is None:
+                key = _call_key(a, b, offs, "offs" if offs is not None else "sizes", dtype, config)
+            if key is not None:
+                _keep_call(key, call)
+            out = call.run(a, b, offs, sizes)
+            if out is not None:
+                return out
     if O is not None:
         tab, tab_ptr = _device_table(O, G, bm, 0, 0, torch_mod)
-        rt = -(-T // bm) + G  # the upper bound of moe_table (the exact count is on the device only)
+        rt = rt_offs
     elif sz is not None:
-        tab, tab_ptr, rt = _host_table(A, sz, bm)
+        tab, tab_ptr, rt = _host_table(A.dev, A.x.device if is_torch else None, sz, bm)
     else:  # (refused above: one of offs and sizes is given)
         raise GemmInputError("gemm_moe: pass offs (the cumulative group ends, device int32) or sizes")
     out, optr = _empty(A, (T, N))
@@ -663,6 +946,40 @@ def gemm_moe(
         return out
     _launch(A, T, A.strides[0], B, out, optr, N, K, N, G, tab, tab_ptr, rt, torch_mod, config)
     return out
+
+
+def _torch_call(
+    A: _Arr,
+    rows: int,
+    a_ld: int,
+    B: _Arr,
+    N: int,
+    K: int,
+    G: int,
+    out_shape: Tuple[int, ...],
+    src: Optional[_Arr],
+    kind: int,
+    arg: int,
+    rtiles: int,
+    torch_mod: Any,
+    config: Optional[GroupedConfig],
+) -> Optional[_MoeCall]:
+    """The kept call of a checked torch signature, where the driver's ``launchKernel`` is
+    there and the operands' device is current (else None: the general path)."""
+    from . import device
+
+    cp = device.cupy()
+    ent = _entry(A, rows, a_ld, B, N, K, N, G, config)
+    if ent.launch_kernel is None or cp.cuda.runtime.getDevice() != A.dev:
+        return None
+    tsrc = None
+    if src is not None:
+        tl = _table_kernel(src.dev, cp)
+        if tl.lk is None:
+            return None
+        tsrc = (tl, kind, arg, 0)
+    grid_n = -(-N // ent.cfg.bn)
+    return _MoeCall(ent, torch_mod, A.x.device, out_shape, A.x.dtype, rows, N, G, grid_n, tsrc, rtiles)
 
 
 def gemm_moe_masked(
@@ -676,6 +993,12 @@ def gemm_moe_masked(
     Raises:
         GemmInputError: as :func:`gemm_moe`.
     """
+    key = _call_key(a, b, masked_m, "masked", dtype, config) if _CALLS else None
+    call = _CALLS.get(key) if key is not None else None
+    if call is not None:
+        out = call.run(a, b, masked_m, None)
+        if out is not None:
+            return out
     bf = dtype == "bf16"
     A, B, Mk = _arr(a, "a", bf), _arr(b, "b", bf), _arr(masked_m, "masked_m", False)
     dev, is_torch = _check_same([("a", A), ("b", B), ("masked_m", Mk)])
@@ -699,8 +1022,20 @@ def gemm_moe_masked(
     _check_types(A, B)
     torch_mod = _torch() if is_torch else None
     bm = (config or GROUPED_DEFAULT).bm
-    tab, tab_ptr = _device_table(Mk, G, bm, 1, max_m, torch_mod)
     rt = G * -(-max_m // bm)  # masked_table's count
+    if is_torch and max_m > 0:  # a kept call signature, as gemm_moe's
+        call = _torch_call(
+            A, G * max_m, A.strides[1], B, N, K, G, (G, max_m, N), Mk, 1, max_m, rt, torch_mod, config
+        )
+        if call is not None:
+            if key is None:
+                key = _call_key(a, b, masked_m, "masked", dtype, config)
+            if key is not None:
+                _keep_call(key, call)
+            out = call.run(a, b, masked_m, None)
+            if out is not None:
+                return out
+    tab, tab_ptr = _device_table(Mk, G, bm, 1, max_m, torch_mod)
     out, optr = _empty(A, (G, max_m, N))
     if max_m == 0:
         return out
@@ -989,7 +1324,10 @@ def gemm_grouped_stacked(
     out, optr = _empty(A0, (T, N))
     if T == 0:
         return out
-    tab, tab_ptr, rt = _host_table(A0, np.asarray(sizes, dtype=np.int64), (config or GROUPED_DEFAULT).bm)
+    tdev = A0.x.device if is_torch else None
+    tab, tab_ptr, rt = _host_table(
+        A0.dev, tdev, np.asarray(sizes, dtype=np.int64), (config or GROUPED_DEFAULT).bm
+    )
     keep, pa, pb = _group_maps_device(plan, A0.dtype, K, N, A0)
     _launch(
         A0, T, K, B0, out, optr, N, K, N, len(sizes), tab, tab_ptr, rt, torch_mod, config, (plan[0], pa, pb)

@@ -935,6 +935,7 @@ _KINDS = {
     "i64": (8, 8, "<i8"),
     "f32": (4, 4, "<f4"),
     "tmap": (128, 64, "u1"),
+    "i32x512": (2048, 16, "<i4"),  # a struct of 512 ints by value (the host sizes of a table)
 }
 
 
@@ -980,10 +981,15 @@ class ParamBuffer:
         """Store parameter ``i``: an int for ``ptr``/``i32``/``i64``, 128 bytes (a numpy
         uint8 array, or anything numpy reads as one) for ``tmap``."""
         v = self._views[i]
-        if self.kinds[i] == "tmap":
+        if self.kinds[i] in ("tmap", "i32x512"):
             v[:] = value
         else:
             v[0] = value
+
+    def view(self, i: int) -> np.ndarray:
+        """Parameter ``i``'s storage as a writable numpy array (one element for a scalar;
+        128 bytes for ``tmap``, 512 ints for ``i32x512``)."""
+        return self._views[i]
 
     def get(self, i: int) -> Any:
         """Parameter ``i`` read back through the ``void*`` array (what the driver reads)."""
@@ -991,6 +997,8 @@ class ParamBuffer:
         kd = self.kinds[i]
         if kd == "tmap":
             return ctypes.string_at(addr, 128)
+        if kd == "i32x512":
+            return list((ctypes.c_int32 * 512).from_address(addr))
         if kd == "f32":
             return ctypes.c_float.from_address(addr).value
         ct = {"ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "i64": ctypes.c_int64}[kd]

@@ -464,10 +464,14 @@ _ENTRIES: Dict[Any, Any] = {}  # -> _Entry or _TypedEntry
 _ENTRY_CAP = 1024
 
 
+def tensor_sig(t: Any) -> Tuple[Any, ...]:
+    """What a call's checks read of a tensor: shape, strides, type, device index and base
+    address modulo 16 (the part of a call signature one tensor contributes)."""
+    return (t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() & 15)
+
+
 def _sig(t: Any) -> Any:
-    if t is None:
-        return None
-    return (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15)
+    return None if t is None else tensor_sig(t)
 
 
 def gemm_tensors(
@@ -535,16 +539,8 @@ def gemm_call(
     try:
         if out is None and bias is None and c is None and config is None:  # the common call: a shorter key
             key: Any = (
-                a.shape,
-                a.stride(),
-                a.dtype,
-                a.get_device(),
-                a.data_ptr() & 15,
-                b.shape,
-                b.stride(),
-                b.dtype,
-                b.get_device(),
-                b.data_ptr() & 15,
+                tensor_sig(a),
+                tensor_sig(b),
                 out_dtype,
                 path,
                 activation,
@@ -553,19 +549,11 @@ def gemm_call(
             )
         else:
             key = (
-                a.shape,
-                a.stride(),
-                a.dtype,
-                a.device,
-                a.data_ptr() & 15,
-                b.shape,
-                b.stride(),
-                b.dtype,
-                b.device,
-                b.data_ptr() & 15,
-                None if out is None else _sig(out),
-                None if bias is None else _sig(bias),
-                None if c is None else _sig(c),
+                tensor_sig(a),
+                tensor_sig(b),
+                _sig(out),
+                _sig(bias),
+                _sig(c),
                 config,
                 out_dtype,
                 path,

@@ -341,6 +341,37 @@ def test_device_table_in_one_launch_is_moe_table():
             assert np.array_equal(tab.get(), hg.masked_table(np, mm, max_m, 128)[0]), (G, max_m)
 
 
+@gpu
+def test_sizes_table_by_value_is_group_table():
+    """The host-sizes table kernel (sizes in the launch's parameters) builds group_table's
+    table, for group counts up to its bound and sizes with zeros."""
+    cp = pytest.importorskip("cupy")
+    from layoutproof.gpu.host import device
+    from layoutproof.gpu.host.rule import ParamBuffer
+
+    lk, fn = hg._sizes_kernel(0, cp)
+    if lk is None:
+        pytest.skip("CuPy's driver module has no launchKernel")
+    rng = np.random.default_rng(8)
+    pb = ParamBuffer((f"i32x{hg.SIZES_BY_VALUE}", "i32", "i32", "ptr"))
+    for G in (1, 2, 7, 64, 128, 511, hg.SIZES_BY_VALUE):
+        sizes = rng.integers(0, 400, size=G)
+        sizes[rng.random(G) < 0.3] = 0
+        ends = np.cumsum(sizes)
+        for bm in (64, 128):
+            tab = cp.full(3 * G, -1, dtype=cp.int32)
+            pb.view(0)[:] = 0
+            pb.view(0)[:G] = sizes
+            pb.set(1, G)
+            pb.set(2, bm)
+            pb.set(3, int(tab.data.ptr))
+            stream = cp.cuda.get_current_stream()
+            lk(fn, 1, 1, 1, hg.SIZES_BY_VALUE, 1, 1, 0, stream.ptr, pb.address, 0)
+            stream.synchronize()
+            assert np.array_equal(tab.get(), hg.group_table(ends - sizes, ends, bm)[0]), (G, bm)
+    assert device.launch_kernel(cp) is lk
+
+
 # ---------------------------------------------------------------------------- a fake device
 # CuPy stood in by numpy memory (arrays that say they are CuPy's), the tensor maps recorded
 # as what they describe, and the launch carried out by an emulator of the kernel: the
@@ -459,7 +490,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(device, "sm_count", lambda _cp: 132)
     # the host's caches of device objects start empty: on a machine with a GPU an earlier
     # real launch may have left a device table (a device pointer) under the same sizes
-    for name in ("_TABLES", "_MAPS", "_GROUP_MAPS", "_TABLE_KERNELS"):
+    for name in ("_TABLES", "_MAPS", "_GROUP_MAPS", "_TABLE_KERNELS", "_SIZES_KERNELS"):
         monkeypatch.setattr(hg, name, {})
 
     def fake_map(ptr, dt, inner, outer, ld, batch):
@@ -598,7 +629,7 @@ def fake_direct(fake_gpu, monkeypatch):
     from layoutproof.gpu.host import cache
 
     cp = fake_gpu
-    kernels, table_fn = {}, 7
+    kernels, table_fn, sizes_fn = {}, 7, 8
     cp.direct = []
     encoded = []
 
@@ -611,6 +642,16 @@ def fake_direct(fake_gpu, monkeypatch):
     monkeypatch.setattr(hg, "_tensor_map", encode)
 
     def launch_kernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        if fn == sizes_fn:  # the host-sizes table kernel: 512 sizes by value, G, bm, tab
+            table = (ctypes.c_uint64 * 4).from_address(params)
+            G, bm = (ctypes.c_int32.from_address(table[i]).value for i in (1, 2))
+            tab = ctypes.c_uint64.from_address(table[3]).value
+            sz = _mem(table[0], hg.SIZES_BY_VALUE, ctypes.c_int32)[:G].astype(np.int64)
+            assert bx == hg.SIZES_BY_VALUE and (sz >= 0).all()
+            ends = np.cumsum(sz)
+            _mem(tab, 3 * G, ctypes.c_int32)[:] = hg.group_table(ends - sz, ends, bm)[0]
+            cp.direct.append(("sizes table", stream))
+            return
         if fn == table_fn:  # the group table kernel: src, G, bm, kind, arg, tab
             src, G, bm, kind, arg, tab = _read_params(("C", "G", "K", "M", "N", "C"), params)
             x = _mem(src, G, ctypes.c_int32)
@@ -638,8 +679,8 @@ def fake_direct(fake_gpu, monkeypatch):
 
     class _RawKernel:
         def __init__(self, src, name, options=()):
-            assert name == "lp_group_table"
-            self.kernel = types.SimpleNamespace(ptr=table_fn)
+            assert name in ("lp_group_table", "lp_group_table_sizes")
+            self.kernel = types.SimpleNamespace(ptr=table_fn if name == "lp_group_table" else sizes_fn)
 
         def compile(self):
             return None
@@ -685,6 +726,164 @@ def test_host_moe_direct_launch_on_a_fake_device(fake_direct, b_major):
         sorted(set(fake_direct.encoded)) == sorted({ad.data.ptr, bd.data.ptr})
         and len(fake_direct.encoded) == 2
     )
+
+
+class _TDt:
+    """A torch dtype as the host reads it (its name) with the numpy type behind it."""
+
+    def __init__(self, name, np_type):
+        self.name, self.np = name, np.dtype(np_type)
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+_T_F16, _T_I32 = _TDt("float16", np.float16), _TDt("int32", np.int32)
+_T_DEV = types.SimpleNamespace(index=0, type="cuda")
+
+
+class _DevTensor:
+    """A CUDA tensor of the fake device: numpy memory read through its address."""
+
+    is_cuda = True
+    device = _T_DEV
+
+    def __init__(self, x, dtype=None):
+        self.np = x
+        self.dtype = dtype or {np.dtype(np.float16): _T_F16, np.dtype(np.int32): _T_I32}[x.dtype]
+        self.shape = tuple(x.shape)
+
+    def stride(self):
+        return tuple(s // self.np.itemsize for s in self.np.strides)
+
+    def data_ptr(self):
+        return self.np.__array_interface__["data"][0]
+
+    def get_device(self):
+        return 0
+
+    def pin_memory(self):
+        return self
+
+    def to(self, dev, non_blocking=False):
+        assert non_blocking  # the table upload never blocks the host
+        return _DevTensor(self.np.copy())
+
+
+_DevTensor.__module__ = "torch"
+
+
+@pytest.fixture
+def fake_torch(fake_direct, monkeypatch):
+    """torch on the fake device: tensors of numpy memory, ``empty``, a capture flag, the
+    current stream 0x77; ``calls`` counts the general path's operand reads."""
+    ft = types.SimpleNamespace(int32=_T_I32, capturing=False, reads=0)
+    ft.empty = lambda shape, dtype, device: _DevTensor(np.zeros(shape, dtype=dtype.np), dtype)
+    ft.from_numpy = lambda x: _DevTensor(np.ascontiguousarray(x))
+    ft.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: ft.capturing)
+    monkeypatch.setattr(hg, "_torch", lambda: ft)
+    monkeypatch.setattr(hg, "_RAW_STREAM", [lambda dev: 0x77])
+    monkeypatch.setattr(hg, "_CALLS", {})
+    real_arr = hg._arr
+
+    def counted(x, what, bf16):
+        ft.reads += 1
+        return real_arr(x, what, bf16)
+
+    monkeypatch.setattr(hg, "_arr", counted)
+    return ft
+
+
+def _t(x):
+    return _DevTensor(np.ascontiguousarray(x))
+
+
+@pytest.mark.parametrize("form", ["offs", "sizes", "masked"])
+def test_torch_call_signature_is_kept_on_a_fake_device(fake_torch, fake_direct, form):
+    """The first torch call checks the operands and keeps the signature; the next calls
+    (new data, new base addresses, host sizes that change per call) launch from the kept
+    blocks on torch's stream without reading the operands again, with the right products."""
+    rng = np.random.default_rng(5)
+    G, K, N, T = 4, 64, 72, 300
+    b = rng.standard_normal((G, K, N)).astype(np.float16)
+    bt = _t(b)
+    size_sets = [[0, 130, 1, 160], [200, 0, 0, 3], [0, 130, 1, 160], [1, 1, 1, 1]]
+    for i, sizes in enumerate(size_sets):
+        if form == "masked":
+            max_m = 140
+            a = rng.standard_normal((G, max_m, K)).astype(np.float16)
+            c = hg.gemm_moe_masked(_t(a), bt, _t(np.array(sizes, dtype=np.int32)))
+            assert c.shape == (G, max_m, N)
+            for g in range(G):
+                m = min(sizes[g], max_m)
+                ref = a[g, :m].astype(np.float64) @ b[g].astype(np.float64)
+                np.testing.assert_allclose(c.np[g, :m], ref, rtol=1e-2, atol=5e-2)
+        else:
+            a = rng.standard_normal((T, K)).astype(np.float16)
+            kw = dict(offs=_t(np.cumsum(sizes).astype(np.int32))) if form == "offs" else dict(sizes=sizes)
+            c = hg.gemm_moe(_t(a), bt, **kw)
+            assert c.shape == (T, N)
+            beg = 0
+            for g, ref in enumerate(_ref(a, b, sizes)):
+                np.testing.assert_allclose(c.np[beg : beg + sizes[g]], ref, rtol=1e-2, atol=5e-2)
+                beg += sizes[g]
+        if i == 0:
+            reads = fake_torch.reads
+            assert reads >= 2 and len(hg._CALLS) == 1
+        launch, stream, _ = fake_direct.direct[-1]
+        assert stream == 0x77 and launch["C"] == c.data_ptr()
+        assert hg.last_grouped_launch["out"] is c and hg.last_grouped_launch["groups"] == G
+    assert fake_torch.reads == reads  # the kept calls read no operand again
+    assert len(hg._CALLS) == 1 and len(hg._LAUNCHES) == 1
+    kinds = [x for x, *_ in fake_direct.direct]
+    if form == "sizes":  # one table launch per new size vector (the repeated one is kept)
+        assert kinds.count("sizes table") == 3 and kinds.count("table") == 0
+    else:
+        assert kinds.count("table") == len(size_sets) and kinds.count("sizes table") == 0
+    assert all(s == 0x77 for _, s, *_ in fake_direct.direct)
+    assert not fake_direct.launches
+
+
+def test_torch_sizes_past_the_by_value_bound_are_uploaded(fake_torch, fake_direct, monkeypatch):
+    """More groups than the sizes kernel takes by value: the table is built on the host and
+    copied without blocking (the fake's copy asserts ``non_blocking``), once per size vector."""
+    monkeypatch.setattr(hg, "SIZES_BY_VALUE", 2)
+    rng = np.random.default_rng(7)
+    G, K, N, T = 4, 64, 72, 300
+    a = rng.standard_normal((T, K)).astype(np.float16)
+    b = rng.standard_normal((G, K, N)).astype(np.float16)
+    for sizes in ([0, 130, 1, 160], [0, 130, 1, 160], [7, 0, 0, 0]):
+        c = hg.gemm_moe(_t(a), _t(b), sizes=sizes)
+        beg = 0
+        for g, ref in enumerate(_ref(a, b, sizes)):
+            np.testing.assert_allclose(c.np[beg : beg + sizes[g]], ref, rtol=1e-2, atol=5e-2)
+            beg += sizes[g]
+    kinds = [x for x, *_ in fake_direct.direct]
+    assert "sizes table" not in kinds and len(hg._TABLES) == 2
+
+
+def test_torch_calls_refusals_and_new_signatures_on_a_fake_device(fake_torch, fake_direct):
+    rng = np.random.default_rng(6)
+    G, K, N, T = 2, 64, 72, 200
+    a = _t(rng.standard_normal((T, K)).astype(np.float16))
+    b = _t(rng.standard_normal((G, K, N)).astype(np.float16))
+    hg.gemm_moe(a, b, sizes=[100, 50])
+    with pytest.raises(GemmInputError, match="at most T = 200"):  # per call, on the kept path too
+        hg.gemm_moe(a, b, sizes=[150, 51])
+    with pytest.raises(GemmInputError, match="must be integers"):
+        hg.gemm_moe(a, b, sizes=[100.5, 50])
+    fake_torch.capturing = True
+    with pytest.raises(GemmInputError, match="CUDA-graph capture; pass offs"):
+        hg.gemm_moe(a, b, sizes=[100, 50])
+    hg.gemm_moe(a, b, offs=_t(np.array([100, 150], dtype=np.int32)))  # device offsets replay
+    fake_torch.capturing = False
+    assert len(hg._CALLS) == 2  # sizes and offs: two signatures
+    wide = _t(np.zeros((T, 2 * K), dtype=np.float16))
+    a2 = _DevTensor(wide.np[:, :K])  # the same shape, another row stride
+    hg.gemm_moe(a2, b, sizes=[100, 50])
+    assert len(hg._CALLS) == 3
+    with pytest.raises(GemmInputError, match="1-D contiguous int32"):
+        hg.gemm_moe(a, b, offs=_t(np.array([100, 150], dtype=np.int64).astype(np.int32)[::1].repeat(2)))
 
 
 def test_masked_and_per_group_maps_direct_launch_on_a_fake_device(fake_direct):

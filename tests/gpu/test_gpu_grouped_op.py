@@ -212,3 +212,37 @@ def test_gpu_torch_compile_fullgraph():
     for beg, e, ref in _moe_ref(a, b, offs):
         if e > beg:
             assert _rel(got[beg:e], torch.relu(ref) + 1) < 1e-2
+
+
+@gpu
+def test_gpu_kept_calls_with_new_sizes_each_call():
+    """Repeated torch calls take the kept signature: host sizes that change per call (their
+    table built from the launch's parameters), repeated ones, all-zero ones, and device
+    offsets, on a side stream too -- each against float64; host sizes under capture are
+    refused by name."""
+    from layoutproof.gpu.host import grouped as hg
+
+    a, b, offs = _moe_case(4)
+    T, G = a.shape[0], b.shape[0]
+    rng = np.random.default_rng(5)
+    vectors = [rng.multinomial(T - 7, np.ones(G) / G).tolist() for _ in range(3)]
+    vectors[1][0] = 0
+    vectors += [vectors[0], [0] * G]
+    s = torch.cuda.Stream()
+    for i, sizes in enumerate(vectors):
+        stream = s if i == 3 else torch.cuda.current_stream()
+        with torch.cuda.stream(stream):
+            c = hg.gemm_moe(a, b, sizes=sizes)
+            d = hg.gemm_moe(a, b, torch.tensor(np.cumsum(sizes), dtype=torch.int32, device="cuda"))
+        stream.synchronize()
+        beg = 0
+        for g, n in enumerate(sizes):
+            if n:
+                ref = a[beg : beg + n].double() @ b[g].double()
+                assert _rel(c[beg : beg + n], ref) < 1e-2 and _rel(d[beg : beg + n], ref) < 1e-2
+            beg += n
+    assert len([k for k in hg._CALLS if k[0] in ("sizes", "offs")]) >= 2
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        with pytest.raises(GemmInputError, match="CUDA-graph capture; pass offs"):
+            hg.gemm_moe(a, b, sizes=vectors[0])
