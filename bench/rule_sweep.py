@@ -14,7 +14,7 @@ Without ``--cands`` each shape takes its own list (:data:`PLAN`).  A candidate s
   -- with the box but the 64-row output's pick in place of the one-wave 64x64 split
   (``SHORT_A_RULE["fill"]`` off);
 * ``WbmxbnsS`` (``c2``: a 2-CTA cluster; ``rR``: A's box of ``R`` rows, ``a_rows``) -- a
-  warp-specialized TMA ``Sm90Config``;
+  warp-specialized TMA ``Sm90Config``; ``PbmxbnsS`` the ping-pong schedule's;
 * ``Kbmxbns S/sp`` -- that base split ``sp`` ways, the fix-up reduction; ``C...`` the cluster
   reduction;
 * ``MbmxbnxbkwWMxWNsS`` -- an mma.sync ``GemmConfig`` (the 16-row decode tiles); ``F...`` the
@@ -176,7 +176,7 @@ def parse(spec, shape=None, prob=None, epilogue=False):
             return rule.choose_config(*shape, prob, hopper=True, tma=True, mma=True, epilogue=epilogue)
         finally:
             rule.SHORT_A_RULE[key] = saved
-    mt = re.fullmatch(r"([WKC])(\d+)x(\d+)s(\d+)(c2)?(?:r(\d+))?(?:/(\d+))?", spec)
+    mt = re.fullmatch(r"([WKCP])(\d+)x(\d+)s(\d+)(c2)?(?:r(\d+))?(?:/(\d+))?", spec)
     if mt:
         kind, bm, bn, st, c2, ar, sp = mt.groups()
         base = Sm90Config(
@@ -184,11 +184,11 @@ def parse(spec, shape=None, prob=None, epilogue=False):
             bn=int(bn),
             stages=int(st),
             loader="tma",
-            schedule="ws",
+            schedule="pingpong" if kind == "P" else "ws",
             cluster=2 if c2 else 1,
             a_rows=int(ar or 64),
         ).validate()
-        if kind == "W":
+        if kind in "WP":
             return base
         return SplitKConfig(base, int(sp), "kernel" if kind == "K" else "cluster").validate()
     if spec.startswith("F"):  # the decode tile into one f32 plane, the fix-up applies the epilogue

@@ -130,22 +130,28 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
 PERSISTENT = ("ws", "pingpong")
 
 
-#: tiles beside :func:`hopper_candidates` for the f16/bf16 products: 128x192 (wgmma N = 192,
-#: three 64-row TMA boxes of B per stage).  It removes most of the partial last wave that a
-#: 128x256 tile leaves on mid-size outputs (3072^2: 288 tiles of 128x256 are 2.2 waves of 132
-#: SMs, so the last wave runs 18% full; 384 tiles of 128x192 are 2.9 waves) and the larger
-#: per-tile tail of K-light products; the wave model takes it where that wins
-#: (:data:`SM90_MODEL`).  Listed after the others, so a tie keeps the earlier pick.  The batched
-#: kernel's rule leaves it out (measured slower there).
-WAVE_TILES: Tuple[Any, ...] = (Sm90Config(bm=128, bn=192, stages=4, loader="tma", schedule="ws"),)
+#: tiles beside :func:`hopper_candidates` for the f16/bf16 products, of 192 columns (wgmma
+#: N = 192, three 64-row TMA boxes of B per stage).  128x192 removes most of the partial last
+#: wave that a 128x256 tile leaves on mid-size outputs (3072^2: 288 tiles of 128x256 are 2.2
+#: waves of 132 SMs, so the last wave runs 18% full; 384 tiles of 128x192 are 2.9 waves) and
+#: the larger per-tile tail of K-light products.  64x192 does the same for outputs of 96-512
+#: rows, where 64x256 tiles fill 0.6-0.75 of the SMs and 64x192 tiles nearly all of them
+#: (192x8192x28672: 96 tiles against 129; 149 us against 194, cuBLAS 162).  The wave model
+#: takes either where that wins (:data:`SM90_MODEL`).  Listed after the others, so a tie
+#: keeps the earlier pick.  The batched kernel's rule leaves them out (128x192 measured slower
+#: there), and split-K does not take 64x192 as its base (:data:`SPLIT_BASES`).
+WAVE_TILES: Tuple[Any, ...] = (
+    Sm90Config(bm=128, bn=192, stages=4, loader="tma", schedule="ws"),
+    Sm90Config(bm=64, bn=192, stages=6, loader="tma", schedule="ws"),
+)
 
 
 def default_candidates(tma: bool) -> Tuple[Any, ...]:
     """What :func:`choose_config` chooses among for an f16/bf16 product on Hopper by default:
     :func:`hopper_candidates` and, with TMA, :data:`WAVE_TILES`.
 
-    >>> [c.key() for c in default_candidates(True)[-2:]]
-    ['sm90_64x64x64_s8_g8_tma_ws', 'sm90_128x192x64_s4_g8_tma_ws']
+    >>> [c.key() for c in default_candidates(True)[-3:]]
+    ['sm90_64x64x64_s8_g8_tma_ws', 'sm90_128x192x64_s4_g8_tma_ws', 'sm90_64x192x64_s6_g8_tma_ws']
     >>> len(default_candidates(False))
     2
     """
@@ -353,6 +359,12 @@ def mma_decode(
     return None
 
 
+#: the tiles (bm, bn) split-K takes as its base: the split kernel's 64x192 tile measured no
+#: better than these (64x4096x11008 split 6: 29.9 us against the 64x128 split 4's 28.4; three
+#: shapes of 48-64 rows and K = 11008-14336 2-3% faster), so it is left to unsplit products
+SPLIT_BASES = {(128, 256), (128, 128), (64, 256), (64, 128), (64, 64), (128, 192)}
+
+
 def splitk_candidates(
     m: int, n: int, k: int, base: Sequence[Any], sms: int = 132, reduction: str = "kernel"
 ) -> Tuple[Any, ...]:
@@ -368,6 +380,8 @@ def splitk_candidates(
     out: List[Any] = []
     for cfg in base:
         if getattr(cfg, "schedule", "") != "ws" or getattr(cfg, "cluster", 1) != 1:
+            continue
+        if isinstance(cfg, Sm90Config) and (cfg.bm, cfg.bn) not in SPLIT_BASES:
             continue
         tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
         if tiles >= sms:
@@ -409,6 +423,11 @@ SM90_MODEL: Dict[str, Any] = {
         # area like the others' (2.2 us for 32K outputs, 1.06 for 16K: 1.65 for 24K), which
         # the K-light products (4096x4096x256, 8192x8192x256) confirm
         "sm90_128x192x64_s4_g8_tma_ws": (757.0, 1.3),
+        # 64x192: 18 shapes of 96-512 rows in one wave or three, H200 (bench/RESULTS.md, "A
+        # 64x192 tile for outputs of 96-512 rows"): 640-760 TFLOP/s where the MMA bounds the
+        # tile (192x8192x28672 639, 384x4096x11008 704), 480-600 on the HBM-bound 96-128-row
+        # ones, which the model's per-SM bandwidth prices for every tile alike
+        "sm90_64x192x64_s6_g8_tma_ws": (680.0, 1.2),
         # the cp.async kernels (no cuda-python): not fitted; below the TMA kernels' rates
         "sm90_128x256x64_s4_g8": (600.0, 2.2),
         "sm90_128x128x64_s6_g8": (520.0, 1.1),
