@@ -12,9 +12,10 @@ offset views, the ``layoutproof::gemm`` operator, the direct launches from base 
 the tiled and tiny plans); the tiny-shape kernel (``path="tiny"`` and gemm's routing, offset,
 strided, reversed and transposed views, a K split over warps, the fused epilogue); the
 data-parallel rows + split-K tail schedule forced at a small shape (``streamk.HybridPlan``,
-its call and its direct launch; rows on both sides of the cut checked); the 128x192 ws tile;
-the grouped kernel (zero-size groups, lists read through per-group tensor maps, the
-pointer-array form, the offsets, sizes and masked MoE forms).  Each result is checked against
+its call and its direct launch; rows on both sides of the cut checked); the 128x192 and 64x192
+ws tiles; the grouped kernel (zero-size groups, lists read through per-group tensor maps, the
+pointer-array form, the offsets, sizes and masked MoE forms, on CuPy arrays and repeated on
+torch tensors).  Each result is checked against
 float64 (relative Frobenius error, no NaN left in a NaN-poisoned output) and the script exits
 1 on a mismatch.
 
@@ -172,19 +173,20 @@ def round2() -> int:
             launch(a.data.ptr, b.data.ptr, out2.data.ptr, cp.cuda.get_current_stream().ptr)
             check(f"hybrid {m}x{n}x{k} r{rows} {dt} direct", out2, ref, tol(dt))
 
-    # (4) the 128x192 ws tile: tails on every dimension, both operand orders
-    t192 = rule.WAVE_TILES[0]
-    for (m, n, k), (ao, bo) in (
-        ((130, 200, 72), ("C", "C")),
-        ((257, 390, 100), ("F", "C")),
-        ((37, 45, 51), ("C", "F")),
-    ):
-        a, b = h((m, k)), h((k, n))
-        a = cp.asfortranarray(a) if ao == "F" else a
-        b = cp.asfortranarray(b) if bo == "F" else b
-        out = cp.full((m, n), cp.nan, dtype=cp.float32)
-        runtime.gemm(a, b, out, config=t192, out_dtype="f32")
-        check(f"t192 {m}x{n}x{k} A{ao}B{bo}", out, a.astype(cp.float64) @ b.astype(cp.float64), tol("f16"))
+    # (4) the 192-column ws tiles (128x192, 64x192): tails on every dimension, both operand orders
+    for t192 in rule.WAVE_TILES:
+        for (m, n, k), (ao, bo) in (
+            ((130, 200, 72), ("C", "C")),
+            ((257, 390, 100), ("F", "C")),
+            ((37, 45, 51), ("C", "F")),
+        ):
+            a, b = h((m, k)), h((k, n))
+            a = cp.asfortranarray(a) if ao == "F" else a
+            b = cp.asfortranarray(b) if bo == "F" else b
+            out = cp.full((m, n), cp.nan, dtype=cp.float32)
+            runtime.gemm(a, b, out, config=t192, out_dtype="f32")
+            ref = a.astype(cp.float64) @ b.astype(cp.float64)
+            check(f"{t192.key()} {m}x{n}x{k} A{ao}B{bo}", out, ref, tol("f16"))
 
     # (5) grouped: zero-size groups, stacked and per-group maps, pointer array, MoE forms
     K, N = 72, 40
@@ -240,6 +242,27 @@ def round2() -> int:
                 xm[i, :r].astype(cp.float64) @ bs[i].astype(cp.float64),
                 tol("f16"),
             )
+
+    # (6) grouped calls on torch tensors, repeated (the kept call signature): device offsets,
+    # host sizes new on each call (their table built from the launch's parameters), masked
+    if torch is not None:
+        ta, tb = torch.from_dlpack(a_moe), torch.from_dlpack(bs)
+        tx, tm = torch.from_dlpack(xm), torch.from_dlpack(mm)
+        for it, sz in enumerate(([0, 130, 1, 0, 67], [5, 0, 190, 3, 0], [0, 130, 1, 0, 67])):
+            e = np.cumsum(sz)
+            to = torch.tensor(e.astype(np.int32), device="cuda")
+            for name, c in (("offs", hg.gemm_moe(ta, tb, to)), ("sizes", hg.gemm_moe(ta, tb, sizes=sz))):
+                for i, (s0, e0) in enumerate(zip(e - np.asarray(sz), e)):
+                    if e0 > s0:
+                        ref = a_moe[int(s0) : int(e0)].astype(cp.float64) @ bs[i].astype(cp.float64)
+                        check(f"grouped-torch {name} call {it} g{i}", c[int(s0) : int(e0)], ref, tol("f16"))
+            ym = hg.gemm_moe_masked(tx, tb, tm)
+            for i, r in enumerate(cp.asnumpy(mm).tolist()):
+                if r:
+                    ref = xm[i, :r].astype(cp.float64) @ bs[i].astype(cp.float64)
+                    check(f"grouped-torch masked call {it} g{i}", ym[i, :r], ref, tol("f16"))
+        if len(hg._CALLS) < 3:
+            bad.append(f"grouped torch: the call signatures were not kept ({len(hg._CALLS)})")
 
     cp.cuda.Device().synchronize()
     w = ", ".join(f"{key} {v:.2e}" for key, v in sorted(worst.items()))
