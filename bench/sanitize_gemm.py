@@ -174,7 +174,7 @@ def round2() -> int:
             check(f"hybrid {m}x{n}x{k} r{rows} {dt} direct", out2, ref, tol(dt))
 
     # (4) the 192-column ws tiles (128x192, 64x192): tails on every dimension, both operand orders
-    for t192 in rule.WAVE_TILES:
+    for t192 in rule.WAVE_TILES + rule.ROW64_RULE["tiles"]:
         for (m, n, k), (ao, bo) in (
             ((130, 200, 72), ("C", "C")),
             ((257, 390, 100), ("F", "C")),

@@ -56,6 +56,7 @@ __all__ = [
     "hopper_candidates",
     "default_candidates",
     "WAVE_TILES",
+    "ROW64_RULE",
     "splitk_candidates",
     "SPLITK_MODEL",
     "HYBRID_MODEL",
@@ -130,28 +131,37 @@ def hopper_candidates(tma: bool) -> Tuple[Any, ...]:
 PERSISTENT = ("ws", "pingpong")
 
 
-#: tiles beside :func:`hopper_candidates` for the f16/bf16 products, of 192 columns (wgmma
-#: N = 192, three 64-row TMA boxes of B per stage).  128x192 removes most of the partial last
-#: wave that a 128x256 tile leaves on mid-size outputs (3072^2: 288 tiles of 128x256 are 2.2
-#: waves of 132 SMs, so the last wave runs 18% full; 384 tiles of 128x192 are 2.9 waves) and
-#: the larger per-tile tail of K-light products.  64x192 does the same for outputs of 96-512
-#: rows, where 64x256 tiles fill 0.6-0.75 of the SMs and 64x192 tiles nearly all of them
-#: (192x8192x28672: 96 tiles against 129; 149 us against 194, cuBLAS 162).  The wave model
-#: takes either where that wins (:data:`SM90_MODEL`).  Listed after the others, so a tie
-#: keeps the earlier pick.  The batched kernel's rule leaves them out (128x192 measured slower
-#: there), and split-K does not take 64x192 as its base (:data:`SPLIT_BASES`).
-WAVE_TILES: Tuple[Any, ...] = (
-    Sm90Config(bm=128, bn=192, stages=4, loader="tma", schedule="ws"),
-    Sm90Config(bm=64, bn=192, stages=6, loader="tma", schedule="ws"),
-)
+#: tiles beside :func:`hopper_candidates` for the f16/bf16 products: 128x192 (wgmma N = 192,
+#: three 64-row TMA boxes of B per stage).  It removes most of the partial last wave that a
+#: 128x256 tile leaves on mid-size outputs (3072^2: 288 tiles of 128x256 are 2.2 waves of 132
+#: SMs, so the last wave runs 18% full; 384 tiles of 128x192 are 2.9 waves) and the larger
+#: per-tile tail of K-light products; the wave model takes it where that wins
+#: (:data:`SM90_MODEL`).  Listed after the others, so a tie keeps the earlier pick.  The batched
+#: kernel's rule leaves it out (measured slower there).
+WAVE_TILES: Tuple[Any, ...] = (Sm90Config(bm=128, bn=192, stages=4, loader="tma", schedule="ws"),)
+
+#: the 64x192 tile (6 stages) where the unsplit pick of an output of at most ``max_m`` rows
+#: is the 64x256 tile (``replaces``): 64x256 tiles fill few of the SMs there (192x8192x28672:
+#: 96 tiles on 132 SMs) and 64x192 tiles nearly all (129: 146 us against 190, cuBLAS 162); the
+#: wave model weighs the two (:data:`SM90_MODEL`).  Measured on every shape where it changes the
+#: pick in a survey of 2010 (26, of 96-512 rows), f16 and bf16, plain and with bias + GELU:
+#: faster on all but two shape/type pairs (bf16 96x11008x4096, 3% and 18% slower in two calls;
+#: f16 512x2100x8192, 0.3%) (bench/RESULTS.md, "A 64x192 tile for outputs of 96-512 rows").
+#: Not weighed against the other picks, where it was not measured better (the 64x64 pick of
+#: 512x2100 with K <= 2048: 0.78-1.03 of its speed), nor as split-K's base.
+ROW64_RULE: Dict[str, Any] = {
+    "tiles": (Sm90Config(bm=64, bn=192, stages=6, loader="tma", schedule="ws"),),
+    "replaces": (64, 256),
+    "max_m": 512,
+}
 
 
 def default_candidates(tma: bool) -> Tuple[Any, ...]:
     """What :func:`choose_config` chooses among for an f16/bf16 product on Hopper by default:
     :func:`hopper_candidates` and, with TMA, :data:`WAVE_TILES`.
 
-    >>> [c.key() for c in default_candidates(True)[-3:]]
-    ['sm90_64x64x64_s8_g8_tma_ws', 'sm90_128x192x64_s4_g8_tma_ws', 'sm90_64x192x64_s6_g8_tma_ws']
+    >>> [c.key() for c in default_candidates(True)[-2:]]
+    ['sm90_64x64x64_s8_g8_tma_ws', 'sm90_128x192x64_s4_g8_tma_ws']
     >>> len(default_candidates(False))
     2
     """
@@ -359,12 +369,6 @@ def mma_decode(
     return None
 
 
-#: the tiles (bm, bn) split-K takes as its base: the split kernel's 64x192 tile measured no
-#: better than these (64x4096x11008 split 6: 29.9 us against the 64x128 split 4's 28.4; three
-#: shapes of 48-64 rows and K = 11008-14336 2-3% faster), so it is left to unsplit products
-SPLIT_BASES = {(128, 256), (128, 128), (64, 256), (64, 128), (64, 64), (128, 192)}
-
-
 def splitk_candidates(
     m: int, n: int, k: int, base: Sequence[Any], sms: int = 132, reduction: str = "kernel"
 ) -> Tuple[Any, ...]:
@@ -380,8 +384,6 @@ def splitk_candidates(
     out: List[Any] = []
     for cfg in base:
         if getattr(cfg, "schedule", "") != "ws" or getattr(cfg, "cluster", 1) != 1:
-            continue
-        if isinstance(cfg, Sm90Config) and (cfg.bm, cfg.bn) not in SPLIT_BASES:
             continue
         tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
         if tiles >= sms:
@@ -631,6 +633,11 @@ def _wave_pick(
     best = _fastest(candidates, m, n, k, sms)
     if best is None:
         raise GemmInputError("choose_config: no candidate configuration")
+    top = (getattr(best[2], "bm", 0), getattr(best[2], "bn", 0))
+    if auto and hopper and tma and top == ROW64_RULE["replaces"] and m <= ROW64_RULE["max_m"]:
+        row64 = _fastest(ROW64_RULE["tiles"], m, n, k, sms)
+        if row64 is not None and row64[0] < best[0]:
+            best = row64
     if auto and hopper and tma:
         # split-K where the fastest unsplit kernel leaves most SMs idle (its tiles fill at
         # most SPLITK_MODEL["gate"] of them) and the model says it gains a margin

@@ -62,6 +62,11 @@ def test_choose_config_returns_a_valid_candidate_minimizing_the_model(hopper, tm
             top = next(c for c in cands if P.estimate_us(c, m, n, k) == best)
             assert P.pingpong_swap(top, k, GemmProblem(), False) == cfg
             continue
+        if hopper and tma and cfg in P.ROW64_RULE["tiles"]:  # it replaces a 64-row minimum
+            top = next(c for c in cands if P.estimate_us(c, m, n, k) == best)
+            assert (top.bm, top.bn) == P.ROW64_RULE["replaces"] and m <= P.ROW64_RULE["max_m"]
+            assert P.estimate_us(cfg, m, n, k) < best
+            continue
         assert cfg in cands
         t = P.estimate_us(cfg, m, n, k)
         assert t == best
@@ -246,8 +251,8 @@ def test_choose_config_bad_input_is_a_gemm_input_error():
 
 
 def test_every_model_entry_is_a_candidate_key():
-    keys = {c.key() for c in P.default_candidates(True) + P.default_candidates(False)}
-    assert keys == set(P.SM90_MODEL["rates"])
+    cands = P.default_candidates(True) + P.default_candidates(False) + P.ROW64_RULE["tiles"]
+    assert {c.key() for c in cands} == set(P.SM90_MODEL["rates"])
     assert {c.key() for c in P.mma_sync_candidates()} == set(P.SM80_MODEL["rates"])
 
 

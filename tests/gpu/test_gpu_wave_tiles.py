@@ -78,7 +78,8 @@ def _pick(m, n, k, **kw):
 
 def test_default_candidates_add_the_192_tile_for_f16_and_bf16_alone():
     assert T192 in rule.default_candidates(True) and T192 in rule.WAVE_TILES
-    assert T64_192 in rule.default_candidates(True) and T64_192 in rule.WAVE_TILES
+    # the 64x192 tile is weighed against 64-row picks only (rule.ROW64_RULE)
+    assert T64_192 not in rule.default_candidates(True) and T64_192 in rule.ROW64_RULE["tiles"]
     # the other number types' rule (and the autotuner's base list) keeps the six tiles
     assert all(c.bn != 192 for c in rule.hopper_candidates(True) + rule.default_candidates(False))
     assert rule.default_candidates(True)[: len(rule.hopper_candidates(True))] == rule.hopper_candidates(True)
@@ -116,12 +117,12 @@ def test_the_192_tile_wins_by_the_model_at_3072_and_loses_at_4096():
         ((192, 8192, 28672), (64, 192)),  # 96 tiles of 64x256 (0.73 of the SMs) against 129
         ((384, 4096, 14336), (64, 192)),  # 6 x 22 = 132 tiles: one full wave
         ((128, 11008, 4096), (64, 192)),  # 116 tiles against 86
-        ((512, 9216, 4096), (64, 192)),  # 384 tiles (2.9 waves) against 128x192's 192 (1.5)
-        ((192, 14336, 4096), (64, 192)),
         ((64, 9216, 4096), (64, 128)),  # one row of tiles: 72 of 64x128 keep their pick
         ((64, 11008, 4096), (64, 128)),
         ((32, 11008, 4096), (64, 128)),  # A's short box keeps its 64x128 pick
         ((1024, 4096, 4096), (128, 256)),  # enough rows for the 128-row tiles
+        ((2000, 2100, 1000), (128, 192)),  # over ROW64_RULE["max_m"] rows: not weighed
+        ((192, 14336, 4096), (128, 256)),  # a 128-row pick: not weighed against it
     ],
 )
 def test_the_64x192_tile_takes_the_outputs_of_96_to_512_rows(shape, tile, monkeypatch):
@@ -137,9 +138,16 @@ def test_split_k_never_takes_the_64x192_base():
     for m, n, k in ((64, 4096, 11008), (48, 4096, 14336), (16, 1024, 8192), (128, 2048, 28672)):
         splits = rule.splitk_candidates(m, n, k, rule.default_candidates(True))
         assert splits and all((c.base.bm, c.base.bn) != (64, 192) for c in splits)
-        assert all((c.base.bm, c.base.bn) in rule.SPLIT_BASES for c in splits)
-    # the 128x192 base is split as before
-    assert any(c.base.bn == 192 for c in rule.splitk_candidates(128, 2048, 28672, (T192,)))
+        pick = _pick(m, n, k)
+        assert (getattr(pick, "base", pick).bm, getattr(pick, "base", pick).bn) != (64, 192) or not getattr(
+            pick, "splits", 0
+        )
+
+
+def test_the_64x192_tile_stays_off_without_its_rows(monkeypatch):
+    monkeypatch.setitem(rule.PINGPONG_RULE, "plain", {})
+    monkeypatch.setitem(rule.ROW64_RULE, "max_m", 0)
+    assert (_pick(192, 8192, 28672).bm, _pick(192, 8192, 28672).bn) == (64, 256)
 
 
 def _batched_request(batch, m, n, k):
