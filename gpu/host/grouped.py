@@ -675,6 +675,12 @@ def _host_table(dev: int, tdev: Any, sz: np.ndarray, bm: int) -> Tuple[Any, int,
     by the sizes (a table is never written after its upload).  A torch table is copied from
     pinned memory without blocking the host (torch's pinned allocator keeps the source until
     the copy has run)."""
+    if tdev is not None:
+        _refuse_capture(
+            _torch(),
+            "grouped GEMM",
+            "stack the groups' rows in one tensor and call gemm_moe with offs (device cumulative ends)",
+        )
     key = (dev, tdev is not None, bm, sz.size, sz.tobytes())
     hit = _TABLES.get(key)
     if hit is not None:
@@ -714,13 +720,17 @@ def _check_sizes(sizes: Any, G: int, T: int, what: str) -> np.ndarray:
     return sz
 
 
-def _refuse_capture(torch_mod: Any, what: str) -> None:
+def _refuse_capture(torch_mod: Any, what: str, fix: str = "") -> None:
     """Host sizes under CUDA-graph capture are refused: the graph would read a table kept
     (or not) by this module, not one of its own."""
     if torch_mod is not None and torch_mod.cuda.is_current_stream_capturing():
         raise GemmInputError(
-            f"{what}: host sizes under CUDA-graph capture; pass offs (the cumulative group ends, a device "
-            "int32 tensor) so that each replay reads the offsets it is given"
+            f"{what}: host sizes under CUDA-graph capture; "
+            + (
+                fix
+                or "pass offs (the cumulative group ends, a device int32 tensor) so that each replay "
+                "reads the offsets it is given"
+            )
         )
 
 

@@ -862,6 +862,18 @@ def test_torch_sizes_past_the_by_value_bound_are_uploaded(fake_torch, fake_direc
     assert "sizes table" not in kinds and len(hg._TABLES) == 2
 
 
+def test_host_tables_of_torch_calls_are_refused_under_capture(fake_torch):
+    """Every torch route to a host-built table (gemm_grouped's lists too) refuses a capture:
+    the graph would read a table this module keeps, or frees."""
+    sz = np.array([1, 200], dtype=np.int64)
+    fake_torch.capturing = True
+    with pytest.raises(GemmInputError, match="CUDA-graph capture; stack the groups' rows"):
+        hg._host_table(0, _T_DEV, sz, 128)
+    fake_torch.capturing = False
+    tab, ptr, rt = hg._host_table(0, _T_DEV, sz, 128)
+    assert tab.np.tolist() == hg.group_table([0, 1], [1, 201], 128)[0].tolist() and rt == 3
+
+
 def test_torch_calls_refusals_and_new_signatures_on_a_fake_device(fake_torch, fake_direct):
     rng = np.random.default_rng(6)
     G, K, N, T = 2, 64, 72, 200
