@@ -413,6 +413,7 @@ class _GroupedLaunch:
         self.maps = cfg.per_group_maps
         self.names = KERNEL_ARGS_MAPS if self.maps else KERNEL_ARGS
         self.sms = device.sm_count(cp)
+        self.grid_n, self.ldc = -(-statics["N"] // cfg.bn), statics["ldc"]
         lk = device.launch_kernel(cp)
         self.launch_kernel = lk
         self.fn = int(rk.kernel.ptr) if lk is not None else 0
@@ -439,6 +440,26 @@ class _GroupedLaunch:
         if b_ptr != self.b_cur:
             self.pb.set(1, _map_bytes(_b_map(b_ptr, dt, b_major, K, N, ldb, G, sb)))
             self.b_cur = b_ptr
+
+    def grid(self, rtiles: int) -> int:
+        """The persistent grid of a launch walking ``rtiles`` tile rows: a CTA per tile, at
+        most one per SM."""
+        return max(1, min(max(rtiles, 1) * self.grid_n, self.sms))
+
+    def c_vec(self, out_ptr: int) -> int:
+        """Whether C takes 16-byte vector stores at this base address."""
+        return int(self.ldc % 8 == 0 and out_ptr % 16 == 0)
+
+    def launch(self, sp: int, out_ptr: int, tab_ptr: int, rtiles: int) -> int:
+        """Set the per-call parameters and launch on stream ``sp`` (the caller holds
+        ``_LOCK`` and has set the maps); returns the grid."""
+        grid, st, k = self.grid(rtiles), self.set, self.kern
+        st["C"].value = out_ptr
+        st["c_vec"].value = self.c_vec(out_ptr)
+        st["gtab"].value = tab_ptr
+        st["rtiles"].value = rtiles
+        self.launch_kernel(self.fn, grid, 1, 1, k.threads, 1, 1, k.smem_bytes, sp, self.pb.address, 0)
+        return grid
 
 
 #: the kernel's scalar and pointer parameters (the two maps: 128-byte records, or pointers
@@ -495,23 +516,15 @@ def _launch(
     cp = device.cupy()
     b_major, ldb, sb = ent.map_args[4], ent.map_args[6], ent.map_args[8]
     cfg, kern = ent.cfg, ent.kern
-    tiles = max(rtiles, 1) * -(-N // cfg.bn)
-    grid = max(1, min(tiles, ent.sms))
-    cvec = int(ldc % 8 == 0 and out_ptr % 16 == 0)
-    lk = ent.launch_kernel
-    if lk is not None and cp.cuda.runtime.getDevice() == a.dev:
+    grid = ent.grid(rtiles)
+    if ent.launch_kernel is not None and cp.cuda.runtime.getDevice() == a.dev:
         sp = _stream(torch_mod, a.dev, cp)
-        pb, st = ent.pb, ent.set
         with _LOCK:
             if maps is not None:
-                st["tmAs"].value, st["tmBs"].value = maps[1], maps[2]
+                ent.set["tmAs"].value, ent.set["tmBs"].value = maps[1], maps[2]
             else:
                 ent.set_maps(a.ptr, b.ptr)
-            st["C"].value = out_ptr
-            st["c_vec"].value = cvec
-            st["gtab"].value = tab_ptr
-            st["rtiles"].value = rtiles
-            lk(ent.fn, grid, 1, 1, kern.threads, 1, 1, kern.smem_bytes, sp, pb.address, 0)
+            ent.launch(sp, out_ptr, tab_ptr, rtiles)
     else:  # CuPy's own launcher (no driver launchKernel, or another device current)
         with cp.cuda.Device(a.dev):
             if maps is not None:
@@ -528,7 +541,7 @@ def _launch(
                 N=i32(N),
                 K=i32(K),
                 ldc=i64(ldc),
-                c_vec=i32(cvec),
+                c_vec=i32(ent.c_vec(out_ptr)),
                 batch=i32(G),
                 ldcb=i64(0),  # the groups' rows are disjoint parts of one stacked C
                 gtab=np.uint64(tab_ptr),
@@ -750,9 +763,7 @@ class _MoeCall:
         out_shape: Tuple[int, ...],
         out_dtype: Any,
         rows: int,
-        ldc: int,
         G: int,
-        grid_n: int,
         src: Optional[Tuple[Any, int, int, int]],
         rtiles: int,
     ) -> None:
@@ -762,8 +773,8 @@ class _MoeCall:
 
         cp = device.cupy()
         self.ent, self.torch, self.tdev, self.dev = ent, torch_mod, tdev, int(tdev.index)
-        self.out_shape, self.out_dtype, self.rows, self.ldc, self.G = out_shape, out_dtype, rows, ldc, G
-        self.grid_n, self.rtiles, self.bm = grid_n, rtiles, ent.cfg.bm
+        self.out_shape, self.out_dtype, self.rows, self.G = out_shape, out_dtype, rows, G
+        self.rtiles, self.bm = rtiles, ent.cfg.bm
         self.get_device = cp.cuda.runtime.getDevice
         self.stream = _raw_stream(torch_mod)
         self.capturing = torch_mod.cuda.is_current_stream_capturing
@@ -822,9 +833,6 @@ class _MoeCall:
         out = torch.empty(self.out_shape, dtype=self.out_dtype, device=self.tdev)
         if rt == 0:
             return out
-        optr = int(out.data_ptr())
-        grid = max(1, min(rt * self.grid_n, ent.sms))
-        st, k = ent.set, ent.kern
         with _LOCK:
             if self.tl is not None:
                 self.tset[0].value = int(src.data_ptr())
@@ -835,11 +843,7 @@ class _MoeCall:
                 self.sset.value = tab_ptr
                 self.sl[0](self.sl[1], 1, 1, 1, SIZES_BY_VALUE, 1, 1, 0, sp, self.spb.address, 0)
             ent.set_maps(int(a.data_ptr()), int(b.data_ptr()))
-            st["C"].value = optr
-            st["c_vec"].value = int(self.ldc % 8 == 0 and optr % 16 == 0)
-            st["gtab"].value = tab_ptr
-            st["rtiles"].value = rt
-            ent.launch_kernel(ent.fn, grid, 1, 1, k.threads, 1, 1, k.smem_bytes, sp, ent.pb.address, 0)
+            grid = ent.launch(sp, int(out.data_ptr()), tab_ptr, rt)
         last_grouped_launch.clear()
         last_grouped_launch.update(self.info, rtiles=rt, grid=grid, table=tab, out=out)
         return out
@@ -988,8 +992,7 @@ def _torch_call(
         if tl.lk is None:
             return None
         tsrc = (tl, kind, arg, 0)
-    grid_n = -(-N // ent.cfg.bn)
-    return _MoeCall(ent, torch_mod, A.x.device, out_shape, A.x.dtype, rows, N, G, grid_n, tsrc, rtiles)
+    return _MoeCall(ent, torch_mod, A.x.device, out_shape, A.x.dtype, rows, G, tsrc, rtiles)
 
 
 def gemm_moe_masked(
