@@ -98,6 +98,94 @@ def launch_kernel(cp: Any) -> Any:
     return getattr(getattr(cp.cuda, "driver", None), "launchKernel", None)
 
 
+_DRIVER: Dict[str, Any] = {}  # the driver's cuLaunchKernelEx and its structures, made once
+
+#: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+_PROGRAMMATIC = 6
+
+
+def launch_structs() -> Tuple[Any, Any]:
+    """The ctypes types of the driver's ``CUlaunchAttribute`` (an id, then a 64-byte value
+    union) and ``CUlaunchConfig``, made once."""
+    if "structs" not in _DRIVER:
+        import ctypes
+
+        class _Attr(ctypes.Structure):
+            _fields_ = [("id", ctypes.c_uint32), ("pad", ctypes.c_char * 4), ("value", ctypes.c_char * 64)]
+
+        class _Cfg(ctypes.Structure):
+            _fields_ = [
+                ("grid", ctypes.c_uint * 3),
+                ("block", ctypes.c_uint * 3),
+                ("smem", ctypes.c_uint),
+                ("stream", ctypes.c_void_p),
+                ("attrs", ctypes.c_void_p),
+                ("num_attrs", ctypes.c_uint),
+            ]
+
+        _DRIVER["structs"] = (_Attr, _Cfg)
+    return _DRIVER["structs"]
+
+
+def _launch_ex() -> Any:
+    """``(cuLaunchKernelEx, attribute type, config type)`` from the CUDA driver library, or
+    None where it cannot be loaded (no driver, or one without ``cuLaunchKernelEx``)."""
+    if "ex" not in _DRIVER:
+        import ctypes
+
+        try:
+            fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+            fn.argtypes = [ctypes.c_void_p] * 4
+            fn.restype = ctypes.c_int
+            _DRIVER["ex"] = (fn, *launch_structs())
+        except (OSError, AttributeError):
+            _DRIVER["ex"] = None
+    return _DRIVER["ex"]
+
+
+def launch_kernel_ex(cp: Any) -> Any:
+    """The programmatic dependent launch (``cuLaunchKernelEx`` with programmatic stream
+    serialization) beside :func:`launch_kernel`: ``make(fn, grid, threads, params, smem)``
+    returns ``launch(stream) -> bool`` for kernel handle ``fn`` (a CuPy ``RawKernel``'s) and
+    its parameter block at ``params`` (False: the driver refused, nothing ran).  None where
+    ``cp`` is not the CuPy module (its kernels' handles are the driver's) or the driver
+    library offers no such launch."""
+    import types
+
+    if not isinstance(cp, types.ModuleType) or cp.__name__ != "cupy":
+        return None
+    drv = _launch_ex()
+    if drv is None:
+        return None
+    launch_ex, attr_t, cfg_t = drv
+
+    def make(fn: int, grid: Tuple[int, int, int], threads: int, params: int, smem: int = 0) -> Any:
+        import ctypes
+
+        attr = attr_t()
+        attr.id = _PROGRAMMATIC
+        ctypes.memmove(ctypes.addressof(attr) + 8, ctypes.byref(ctypes.c_int(1)), 4)
+        cfg = cfg_t()
+        cfg.grid[:] = grid
+        cfg.block[:] = (threads, 1, 1)
+        cfg.smem = smem
+        cfg.attrs = ctypes.addressof(attr)
+        cfg.num_attrs = 1
+        args = (ctypes.c_void_p(ctypes.addressof(cfg)), ctypes.c_void_p(fn), ctypes.c_void_p(params), None)
+        cur = [-1]
+
+        def launch(stream: int) -> bool:
+            if stream != cur[0]:
+                cfg.stream = stream or None
+                cur[0] = stream
+            return launch_ex(*args) == 0
+
+        launch.keep = (attr, cfg)  # type: ignore[attr-defined]  # the structures the call reads
+        return launch
+
+    return make
+
+
 def facts(cp: Any) -> DeviceFacts:
     """What the launch rule needs to know of the current device."""
     return DeviceFacts(cc=device_facts(cp)[1], sms=sm_count(cp), tma=tma_available())

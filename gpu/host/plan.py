@@ -27,7 +27,7 @@ from . import device, operands, rule
 from .cache import compile_kernel, kernel_for, kernels_for
 from .rule import LaunchDecision, ParamBuffer, Staging, warn_slow_path
 
-__all__ = ["GemmPlan", "BatchedGemmPlan", "last_launch"]
+__all__ = ["GemmPlan", "BatchedGemmPlan", "last_launch", "programmatic_launcher"]
 
 #: what the last launch ran (config, problem, kernel name, m, n, k, the plan; a batched
 #: call's mode and batch)
@@ -235,43 +235,40 @@ def param_setters(pb: ParamBuffer, idxs: Tuple[int, ...]) -> Tuple[Any, ...]:
     return tuple(out)
 
 
-def _pdl_launcher(fn: int, grid: Tuple[int, int, int], threads: int, params: int, smem: int = 0) -> Any:
+def _pdl_launcher(
+    fn: int, grid: Tuple[int, int, int], threads: int, params: int, smem: int = 0, cp: Any = None
+) -> Any:
     """A launcher of kernel ``fn`` (its parameter block at ``params``) as a programmatic
-    dependent launch (``cuLaunchKernelEx`` with programmatic stream serialization): the
-    kernel may start while the previous kernel of the stream runs, and its
-    ``griddepcontrol.wait`` returns once that kernel has completed with its memory visible.
-    Returns ``launch(stream) -> bool`` (False: the launch was refused, nothing ran), or None
-    without cuda-python."""
-    try:
-        from cuda.bindings import driver  # cuda-python is optional
+    dependent launch (:func:`~layoutproof.gpu.host.device.launch_kernel_ex`): the kernel may
+    start while the previous kernel of the stream runs, and its ``griddepcontrol.wait``
+    returns once that kernel has completed with its memory visible.  Returns
+    ``launch(stream) -> bool`` (False: the launch was refused, nothing ran), or None where
+    ``cp`` is not CuPy on a driver that offers the launch."""
+    make = device.launch_kernel_ex(cp)
+    return None if make is None or not fn else make(fn, grid, threads, params, smem)
 
-        attr = driver.CUlaunchAttribute()
-        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-        attr.value.programmaticStreamSerializationAllowed = 1
-        cfg = driver.CUlaunchConfig()
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = threads, 1, 1
-        cfg.sharedMemBytes = smem
-        cfg.attrs = [attr]
-        cfg.numAttrs = 1
-        func = driver.CUfunction(init_value=fn)
-        ok = driver.CUresult.CUDA_SUCCESS
-    except Exception:  # no cuda-python, or bindings without these types
+
+def programmatic_launcher(
+    kernel: Any,
+    fn: int,
+    grid: Tuple[int, int, int],
+    threads: int,
+    params: int,
+    smem: int = 0,
+    allowed: bool = True,
+    cp: Any = None,
+) -> Any:
+    """:func:`_pdl_launcher` for a generated kernel where ``allowed`` (the rule's say), its
+    proof log holds the launch-ordering claim (``kernel.programmatic``: every memory access
+    after its grid dependency wait) and ``LAYOUTPROOF_PDL`` is not ``0``; else None (stream
+    order).  ``cp``: the CuPy module the kernel was loaded with."""
+    if (
+        not allowed
+        or not getattr(kernel, "programmatic", False)
+        or os.environ.get("LAYOUTPROOF_PDL", "1") == "0"
+    ):
         return None
-    streams: Dict[int, Any] = {}
-
-    def launch(stream: int) -> bool:
-        st = streams.get(stream)
-        if st is None:
-            st = streams[stream] = driver.CUstream(init_value=stream)
-        cfg.hStream = st
-        try:
-            (err,) = driver.cuLaunchKernelEx(cfg, func, params, 0)
-        except Exception:
-            return False
-        return bool(err == ok)
-
-    return launch
+    return _pdl_launcher(fn, grid, threads, params, smem, cp=cp)
 
 
 # ============================================================================ the shared launch
@@ -306,6 +303,39 @@ class _Launch:
         self._launch_kernel = device.launch_kernel(cupy)
         self._fn = int(self._rk.kernel.ptr) if self._launch_kernel is not None else 0
         self._lock = threading.Lock()
+        # the kernel's programmatic dependent launch (:meth:`_programmatic`), where it has one
+        self._pdl_main: Any = None
+
+    def _programmatic(self, allowed: bool) -> None:
+        """Launch the kernel as a programmatic dependent of the stream's previous kernel from
+        now on where ``allowed``, its proof log holds the launch-ordering claim (every memory
+        access after its grid dependency wait) and the driver offers the launch."""
+        if self._launch_kernel is not None:
+            g = self.grid
+            self._pdl_main = programmatic_launcher(
+                self.kernel,
+                self._fn,
+                (g[0], g[1], g[2]),
+                self.threads,
+                self._pb.address,
+                self.smem,
+                allowed,
+                self._cupy,
+            )
+
+    def _launch_main(self, sp: int) -> None:
+        """The kernel's launch on stream ``sp`` with the packed parameters: as a programmatic
+        dependent where the plan holds that launch (a refused one is never tried again), else
+        in stream order."""
+        pdl = self._pdl_main
+        if pdl is not None:
+            if pdl(sp):
+                return
+            self._pdl_main = None  # refused (driver): stream order from now on
+        g, lk = self.grid, self._launch_kernel
+        if lk is None:
+            raise GemmConfigError("a direct launch needs CuPy's driver launchKernel")
+        lk(self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem, sp, self._pb.address, 0)
 
     def _set_operands(self, xa: Any, xb: Any) -> None:
         """The operands' parameters: tensor maps (re-encoded for a new base address only)
@@ -367,14 +397,10 @@ class _Launch:
         """One launch of the kernel on the current stream with the packed parameters
         (``cuLaunchKernel``), or through CuPy's own launcher with ``args()`` where its driver
         module lacks ``launchKernel``."""
-        g = self.grid
         if self._launch_kernel is not None:
-            sp = self._cupy.cuda.get_current_stream().ptr
-            self._launch_kernel(
-                self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem, sp, self._pb.address, 0
-            )
+            self._launch_main(self._cupy.cuda.get_current_stream().ptr)
         else:
-            self._rk(g, (self.threads, 1, 1), args(), shared_mem=self.smem)
+            self._rk(self.grid, (self.threads, 1, 1), args(), shared_mem=self.smem)
 
     def _epilogue_args(self, bvec: Any, c: Any, alpha: float, beta: float) -> Tuple[Any, ...]:
         """The epilogue's trailing arguments for CuPy's own launcher."""
@@ -497,10 +523,12 @@ class GemmPlan(_Launch):
             self._pb.set(d.slot("counters"), self._counters.data.ptr)
         self._fix: Optional[Tuple[Any, Any, Tuple[int, int, int]]] = None
         self._pdl: Any = None  # the fix-up's programmatic dependent launch, where available
-        self._pdl_split: Any = None  # the split kernel's (split-K with the fix-up kernel)
         self.fixup_shape: Any = None  # the fix-up kernel's CTA shape (splitk.FixupShape)
         if fix is not None and d.fixup is not None:
             self._setup_fixup(d, fix)
+        # the split kernel before a fix-up as the rule says (splitk_pdl), any other kernel
+        # as rule.PDL_PLAIN says
+        self._programmatic(d.pdl_split if d.fixup is not None else rule.PDL_PLAIN)
         self._stage_lock = threading.Lock()
         self._info = dict(
             config=d.config, problem=d.problem, kernel=kern.name, m=d.m, n=d.n, k=d.k, plan=self
@@ -521,13 +549,7 @@ class GemmPlan(_Launch):
         self._fix_threads = d.fixup.threads
         self._fix_fn = int(frk.kernel.ptr) if self._launch_kernel is not None else 0
         if self._launch_kernel is not None and os.environ.get("LAYOUTPROOF_PDL", "1") != "0":
-            self._pdl = _pdl_launcher(self._fix_fn, d.fixup.grid, d.fixup.threads, fpb.address)
-            # the split kernel too where measured faster (its first statement waits for the
-            # previous grid: the last call's fix-up, which reads the workspace): its launch
-            # and prologue overlap the previous kernel's tail
-            if d.pdl_split:
-                g3 = (self.grid[0], self.grid[1], self.grid[2])
-                self._pdl_split = _pdl_launcher(self._fn, g3, self.threads, self._pb.address, smem=self.smem)
+            self._pdl = _pdl_launcher(self._fix_fn, d.fixup.grid, d.fixup.threads, fpb.address, cp=self._cupy)
 
     # ------------------------------------------------------------------ calls
     def __call__(
@@ -636,10 +658,7 @@ class GemmPlan(_Launch):
             if d.slot("out") >= 0:  # serial split-K: the reducer writes C
                 self._pb.set(d.slot("out"), pc)
             bvec = self._set_epilogue("GemmPlan", bias, c, alpha, beta) if d.activation is not None else None
-            if self._pdl_split is not None and not self._pdl_split(cupy.cuda.get_current_stream().ptr):
-                self._pdl_split = None  # refused (driver or bindings): stream order from now on
-            if self._pdl_split is None:  # else: launched as a programmatic dependent
-                self._issue(lambda: self._args(xa, xb, target, cvec, bvec, c, alpha, beta))
+            self._issue(lambda: self._args(xa, xb, target, cvec, bvec, c, alpha, beta))
             if self._fix is not None:  # split-K: sum the partial planes into C (stream order)
                 self._launch_fixup(target, self._fixup_epilogue_args(bvec, c, alpha, beta))
         if self.orient == "copy":
@@ -728,13 +747,7 @@ class GemmPlan(_Launch):
             slots[1].value = int(self._cvec_ld and pk % self._cvec_align == 0)
             if len(slots) > 2:
                 slots[2].value = pc
-            if self._pdl_split is not None and not self._pdl_split(sp):
-                self._pdl_split = None
-            if self._pdl_split is None:
-                g, lk = self.grid, self._launch_kernel
-                if lk is None:  # direct() hands this method out only with launchKernel
-                    raise GemmConfigError("a direct launch needs CuPy's driver launchKernel")
-                lk(self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem, sp, self._pb.address, 0)
+            self._launch_main(sp)
             if self._fix is not None:
                 self._fixup_ptr(pc, sp)
         last_launch.update(self._info)
@@ -855,6 +868,7 @@ class BatchedGemmPlan(_Launch):
             self._stage = (d.a.copy, d.b.copy)
             self._per_batch = (d.a.batch_stride is not None, d.b.batch_stride is not None)
             self._info.update(config=self.config, problem=self.problem, kernel=self.kernel.name)
+            self._programmatic(rule.PDL_PLAIN)
 
     # ------------------------------------------------------------------ calls
     def __call__(
@@ -970,16 +984,14 @@ class BatchedGemmPlan(_Launch):
     def _launch_ptrs(self, pa: int, pb: int, pc: int, sp: int, pbias: int = 0) -> None:
         """:meth:`_launch` for base addresses on stream ``sp`` (the :meth:`direct` case;
         ``pbias``: :meth:`direct_bias`'s bias)."""
-        slots, g, lk = self._slots, self.grid, self._launch_kernel
-        if lk is None:  # direct() hands this method out only with launchKernel
-            raise GemmConfigError("a direct launch needs CuPy's driver launchKernel")
+        slots = self._slots
         with self._lock:
             self._set_ptrs(pa, pb)
             if pbias:
                 self._bias_set.value = pbias
             slots[0].value = pc
             slots[1].value = int(self.decision.cvec_ld and pc % 16 == 0)
-            lk(self._fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem, sp, self._pb.address, 0)
+            self._launch_main(sp)
         last_launch.update(self._info)
 
     def _staged(self, op: _Operand, x: Any, stream: Any, per_batch: bool) -> Any:

@@ -251,6 +251,15 @@ def cluster_split(m: int, n: int, k: int, sms: int = 132) -> Optional[Any]:
     )
 
 
+#: the GEMM kernels without a fix-up launch as programmatic dependents of the stream's
+#: previous kernel wherever their proof log holds the launch-ordering claim (every memory
+#: access after the grid dependency wait): the launch then overlaps that kernel's tail. It
+#: took 0.2-1.9 us off each call of short products, back to back, and changed nothing on long
+#: ones (bench/RESULTS.md, "The GEMM kernels as programmatic dependent launches"); False
+#: launches them in stream order (the split-K kernels keep :func:`splitk_pdl`)
+PDL_PLAIN = True
+
+
 def splitk_pdl(m: int) -> bool:
     """Whether the runtime launches a split-K kernel with the fix-up reduction as a
     programmatic dependent of the previous kernel of the stream, for an output of ``m`` rows

@@ -54,9 +54,9 @@ import numpy as np
 from ..config import GemmProblem
 from ..errors import GemmInputError
 from ..kernels.tiny import TinyConfig
-from . import device, operands
+from . import device, operands, rule
 from .cache import compile_kernel, kernel_for
-from .plan import last_launch, param_setters
+from .plan import last_launch, param_setters, programmatic_launcher
 from .rule import ParamBuffer, operand_layout
 
 __all__ = [
@@ -226,6 +226,14 @@ class TinyPlan:
                 pb.set(i, v)
         self._launch_kernel = device.launch_kernel(cupy)
         self._fn = int(self._rk.kernel.ptr) if self._launch_kernel is not None else 0
+        # a programmatic dependent launch where the kernel's proof allows (rule.PDL_PLAIN)
+        self._pdl = (
+            programmatic_launcher(
+                self.kernel, self._fn, self.grid, self.threads, pb.address, 0, rule.PDL_PLAIN, cupy
+            )
+            if self._launch_kernel is not None
+            else None
+        )
         self._lock = threading.Lock()
         self._info: Dict[str, Any] = dict(
             config=cfg, problem=self.problem, kernel=self.kernel.name, m=M, n=N, k=K, plan=self
@@ -311,6 +319,10 @@ class TinyPlan:
         sa.value = pa
         sb.value = pb
         sc.value = pc
+        if self._pdl is not None:
+            if self._pdl(stream):
+                return
+            self._pdl = None  # refused (driver): stream order from now on
         if self._launch_kernel is not None:
             self._launch_kernel(self._fn, g[0], 1, 1, self.threads, 1, 1, 0, stream, buf.address, 0)
             return

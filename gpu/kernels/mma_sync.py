@@ -70,6 +70,7 @@ from .toolkit import (
     cp_setup_ir,
     eval_map,
     finish,
+    grid_wait_head,
     ir_const,
     ir_var,
     k_tiles_ir,
@@ -666,14 +667,14 @@ def _kernel_ir(
     return kir.Kernel(
         name,
         kernel_params(E, prob),
-        kir.block(*body),
+        kir.block(*grid_wait_head(), *body),
         cfg.threads,
         min_blocks=cfg.min_blocks,
         typedefs=(("lp_in_t", operand_storage(prob.dtype)[0]), ("lp_out_t", OUT_DTYPES[prob.out][0])),
         sizes=type_sizes(prob),
         functions=fns,
         description=_mma_description(cfg, prob, a, b),
-        helpers=("cp_async", "ldsm", "mma"),
+        helpers=("griddep", "cp_async", "ldsm", "mma"),
         mma_dtype=prob.dtype,
     )
 

@@ -72,7 +72,15 @@ from ..proof.splitk_model import (
     prove_serial_protocol,
 )
 from .epilogue import BIAS_DTYPES, check_epilogue_fields
-from .toolkit import GemmKernel, addr_of, finish
+from .toolkit import (
+    GRID_WAIT,
+    GemmKernel,
+    addr_of,
+    after_grid_wait,
+    finish,
+    grid_wait_first,
+    grid_wait_head,
+)
 from .variant import (
     BaseKernelFields,
     WsVariantFields,
@@ -457,7 +465,9 @@ def splitk_ir(
         new_loops[id(lp)], chunk = _split_tile_loop(lp, tiles, KT, units, out_c, splits)
         chunks.append(chunk)
     body = kir.rewrite(base.body, lambda node: new_loops.get(id(node)))
-    out = (_grid_dependency_head() if fixup_kernel else []) + _with_units(body.body, tiles, units, splits)
+    out = _with_units(body.body, tiles, units, splits)
+    if fixup_kernel:
+        out = _with_trigger(out)
     descr = base.description + (
         f"split-K: {splits} chunks of the k-blocks; unit u = (tile u % tiles, chunk u / tiles)",
         "stores its f32 partial into workspace plane chunk (C + chunk*M*ldc); a second kernel",
@@ -469,7 +479,7 @@ def splitk_ir(
         body=kir.Block(tuple(out), body.bare),
         devfns=base.devfns + (split_devfn(),),
         description=descr,
-        helpers=(("griddep",) if fixup_kernel else ()) + base.helpers,
+        helpers=(("griddep",) if fixup_kernel and "griddep" not in base.helpers else ()) + base.helpers,
     )
     return k, chunks
 
@@ -554,22 +564,22 @@ def _split_tile_loop(
     return new, (sk, KT, kb_e, ke_e)
 
 
-def _grid_dependency_head() -> List[kir.Stmt]:
-    """The split kernel's first statements when a fix-up kernel follows it: wait for the
-    previous grid of the stream, then let the fix-up be scheduled."""
-    return [
-        kir.Comment(
-            "this kernel may be a programmatic dependent launch: wait until the previous grid\n"
-            "of the stream (e.g. the last call's fix-up, which reads this workspace) has\n"
-            "completed and its memory is visible, before any memory access"
-        ),
-        kir.Eval(kir.Call(GRID_WAIT, (), "void")),
+def _with_trigger(body: List[kir.Stmt]) -> List[kir.Stmt]:
+    """The split kernel's top-level statements when a fix-up kernel follows it: after the
+    grid dependency wait (the base kernel's first statement, else one put first), let the
+    fix-up be scheduled."""
+    trigger = (
         kir.Comment(
             "the fix-up kernel may launch now (programmatic dependent launch): it waits for\n"
             "this grid's completion (griddepcontrol.wait) before its first read"
         ),
         kir.Eval(kir.Call("lp_griddep_launch", (), "void")),
-    ]
+    )
+    if not any(
+        isinstance(st, kir.Eval) and isinstance(st.e, kir.Call) and st.e.name == GRID_WAIT for st in body
+    ):
+        body = grid_wait_head() + body
+    return list(after_grid_wait(tuple(body), trigger))
 
 
 def _with_units(body: Tuple[kir.Stmt, ...], tiles: kir.Var, units: kir.Var, splits: int) -> List[kir.Stmt]:
@@ -589,27 +599,6 @@ def _with_units(body: Tuple[kir.Stmt, ...], tiles: kir.Var, units: kir.Var, spli
 
 
 # ============================================================================ reduction
-#: the fix-up's (and the split kernel's) first statement: wait until the previous grid of
-#: the stream has completed and its memory operations are visible (PTX griddepcontrol.wait;
-#: without a programmatic dependent launch the stream already orders the kernels and the
-#: wait returns at once)
-GRID_WAIT = "lp_griddep_wait"
-
-
-def _waits_first(k: kir.Kernel) -> int:
-    """The number of grid dependency waits in ``k`` if its first statement (at the top
-    level, under no condition and in no loop) is one and it is the only one, else -1."""
-    first = next((st for st in k.body.body if not isinstance(st, kir.Comment)), None)
-    ok = (
-        isinstance(first, kir.Eval)
-        and isinstance(first.e, kir.Call)
-        and first.e.name == GRID_WAIT
-        and "griddep" in k.helpers
-    )
-    waits = [n for n in kir.walk(k.body) if isinstance(n, kir.Call) and n.name == GRID_WAIT]
-    return len(waits) if ok and len(waits) == 1 else -len(waits) - 1
-
-
 def prove_fixup_order(k: kir.Kernel, log: ProofLog) -> None:
     """The fix-up kernel reads the workspace only after the split kernel has finished: its
     first statement (at the top level, under no condition and in no loop) is the grid
@@ -617,15 +606,12 @@ def prove_fixup_order(k: kir.Kernel, log: ProofLog) -> None:
     order (or the programmatic dependency the runtime launches it with), each workspace
     plane is read after every unit stored it; the workspace is written and read by these
     two kernels only, so no counter or flag has to be reset for the next launch."""
-    w = _waits_first(k)
-    if w < 0:
-        raise ProofFailedError(
-            f"fix-up kernel {k.name}: its first statement is not the one grid dependency wait "
-            f"(found {-w - 1} wait(s)): a workspace read could run before the split kernel's stores",
-            condition="fix-up after the split kernel",
-            witness=-w - 1,
-        )
-    n = sum(1 for x in kir.walk(k.body) if isinstance(x, kir.Mem))
+    n, _ = grid_wait_first(
+        k,
+        "fix-up kernel",
+        "a workspace read could run before the split kernel's stores",
+        "fix-up after the split kernel",
+    )
     log.add(
         "protocol",
         f"fix-up ordering: griddepcontrol.wait is the kernel's first statement (top level, "
@@ -644,17 +630,12 @@ def prove_split_order(k: kir.Kernel, log: ProofLog) -> None:
     kernel's output) and every workspace store comes after that kernel's completion.  The
     trigger ``griddepcontrol.launch_dependents`` only lets the fix-up be scheduled early; the
     fix-up's own first statement waits for this grid (:func:`prove_fixup_order`)."""
-    w = _waits_first(k)
-    if w < 0:
-        raise ProofFailedError(
-            f"split kernel {k.name}: its first statement is not the one grid dependency wait "
-            f"(found {-w - 1} wait(s)): a workspace store could run while the previous call's fix-up "
-            "reads it",
-            condition="split kernel after the previous grid",
-            witness=-w - 1,
-        )
-    n = sum(1 for x in kir.walk(k.body) if isinstance(x, kir.Mem))
-    t = sum(1 for x in kir.walk(k.body) if isinstance(x, kir.TmaLoad))
+    n, t = grid_wait_first(
+        k,
+        "split kernel",
+        "a workspace store could run while the previous call's fix-up reads it",
+        "split kernel after the previous grid",
+    )
     log.add(
         "protocol",
         f"split kernel ordering: griddepcontrol.wait is the kernel's first statement (top level, "
@@ -1790,7 +1771,8 @@ def serial_ir(
     new_lp = replace(lp, body=kir.Block(lp.body.body + (_serial_section_ir(E, fence, sem),), lp.body.bare))
     body = kir.rewrite(kir.rewrite(k.body, lambda node: new_lp if node is lp else None), _plane_store_name)
     body = kir.Block(
-        (kir.Decl(E.flag, dims=(E.CW,), prefix="__shared__", tname="unsigned"),) + body.body, body.bare
+        after_grid_wait(body.body, (kir.Decl(E.flag, dims=(E.CW,), prefix="__shared__", tname="unsigned"),)),
+        body.bare,
     )
     ep, ab, S = E.ep, E.ab, E.S
     what = "C = " + (

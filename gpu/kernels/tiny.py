@@ -46,7 +46,7 @@ from ..isa import atoms
 from ..proof import kir, lower
 from ..proof.record import ProofLog
 from .epilogue import ACTIVATIONS
-from .toolkit import STORE2, GemmKernel, addr_of, finish, ir_const, ir_var
+from .toolkit import STORE2, GemmKernel, addr_of, finish, grid_wait_head, ir_const, ir_var
 
 __all__ = ["TinyConfig", "generate", "GENERATOR_VERSION"]
 
@@ -397,7 +397,7 @@ def _kernel_ir(cfg: TinyConfig, prob: GemmProblem, fn: Dict[str, kir.ProvenFn], 
                 ("long long", ep.sxn),
             )
         ),
-        kir.block(*body),
+        kir.block(*grid_wait_head(), *body),
         cfg.threads,
         typedefs=(("lp_in_t", "unsigned short"), ("lp_out_t", OUT_DTYPES[prob.out][0]))
         + (() if ep is None else (("lp_bias_t", OUT_DTYPES[ep.btype][0]),)),
@@ -425,7 +425,7 @@ def _kernel_ir(cfg: TinyConfig, prob: GemmProblem, fn: Dict[str, kir.ProvenFn], 
                 f"({ep.btype} bias; Cin read only where beta != 0, bias only where has_bias)",
             )
         ),
-        helpers=("mma",) if ep is None else ("act", "mma"),
+        helpers=("griddep", "mma") if ep is None else ("griddep", "act", "mma"),
         mma_dtype=dt,
     )
 

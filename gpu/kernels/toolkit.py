@@ -68,6 +68,13 @@ __all__ = [
     "base_env",
     "finish",
     "prove_c_atom_part",
+    "GRID_WAIT",
+    "GRID_ORDER",
+    "grid_wait_head",
+    "after_grid_wait",
+    "waits_first",
+    "grid_wait_first",
+    "prove_grid_order",
 ]
 
 
@@ -290,6 +297,12 @@ class GemmKernel:
     proofs: ProofLog
     swizzles: Dict[str, Optional[Tuple[int, int, int]]]
     ir: Any = None  # the kernel IR (layoutproof.gpu.proof.kir.Kernel) the source was printed from
+
+    @property
+    def programmatic(self) -> bool:
+        """The kernel may be launched as a programmatic dependent: its proof log holds the
+        launch-ordering claim (:func:`prove_grid_order`), which survives the disk cache."""
+        return any(p.statement.startswith(GRID_ORDER + ":") for p in self.proofs)
 
     @property
     def source_hash(self) -> str:
@@ -734,12 +747,109 @@ def base_env() -> Env:
     )
 
 
+# ============================================================================ grid order
+#: the grid dependency wait (PTX ``griddepcontrol.wait``): returns once every grid this one
+#: depends on -- the previous kernel of the stream, under a programmatic dependent launch --
+#: has completed with its memory operations visible; without such a launch the stream has
+#: already ordered the kernels and it returns at once
+GRID_WAIT = "lp_griddep_wait"
+
+#: the opening words of the proof a kernel carries when every memory access it makes follows
+#: its grid dependency wait: the runtime launches a kernel as a programmatic dependent (its
+#: launch overlapping the previous kernel of the stream) only where its proof log holds it
+GRID_ORDER = "launch ordering"
+
+
+def grid_wait_head() -> List[kir.Stmt]:
+    """A kernel's first statements when it may be launched as a programmatic dependent."""
+    return [
+        kir.Comment(
+            "this kernel may be launched as a programmatic dependent of the previous kernel of\n"
+            "the stream: wait until that grid has completed and its memory is visible, before\n"
+            "any memory access (A and B may be its output, C its input)"
+        ),
+        kir.Eval(kir.Call(GRID_WAIT, (), "void")),
+    ]
+
+
+def after_grid_wait(body: Tuple[kir.Stmt, ...], new: Tuple[kir.Stmt, ...]) -> Tuple[kir.Stmt, ...]:
+    """Top-level statements ``body`` with ``new`` put right after the grid dependency wait
+    (at the front where there is none): how a rewrite adds declarations or statements at a
+    kernel's start without moving the wait from first place."""
+    for i, st in enumerate(body):
+        if isinstance(st, kir.Eval) and isinstance(st.e, kir.Call) and st.e.name == GRID_WAIT:
+            return tuple(body[: i + 1]) + tuple(new) + tuple(body[i + 1 :])
+    return tuple(new) + tuple(body)
+
+
+def waits_first(k: kir.Kernel) -> int:
+    """The number of grid dependency waits in ``k`` if its first statement (at the top
+    level, under no condition and in no loop) is one and it is the only one, else minus one
+    minus the number of waits (so 0 waits reads -1)."""
+    first = next((st for st in k.body.body if not isinstance(st, kir.Comment)), None)
+    ok = (
+        isinstance(first, kir.Eval)
+        and isinstance(first.e, kir.Call)
+        and first.e.name == GRID_WAIT
+        and "griddep" in k.helpers
+    )
+    waits = [n for n in kir.walk(k.body) if isinstance(n, kir.Call) and n.name == GRID_WAIT]
+    return len(waits) if ok and len(waits) == 1 else -len(waits) - 1
+
+
+def grid_wait_first(k: kir.Kernel, what: str, hazard: str, condition: str) -> Tuple[int, int]:
+    """Require the grid dependency wait to be ``k``'s one first statement (top level,
+    unconditional); returns the kernel's memory accesses and TMA load sites, all after it.
+    Else :class:`ProofFailedError` naming ``what`` (the kernel's role), the ``hazard`` a
+    misplaced wait opens and ``condition``, with the number of waits found as witness."""
+    w = waits_first(k)
+    if w < 0:
+        raise ProofFailedError(
+            f"{what} {k.name}: its first statement is not the one grid dependency wait (found "
+            f"{-w - 1} wait(s)): {hazard}",
+            condition=condition,
+            witness=-w - 1,
+        )
+    n = sum(1 for x in kir.walk(k.body) if isinstance(x, kir.Mem))
+    t = sum(1 for x in kir.walk(k.body) if isinstance(x, kir.TmaLoad))
+    return n, t
+
+
+def prove_grid_order(k: kir.Kernel, log: ProofLog) -> bool:
+    """Where ``k`` waits for the previous grid at all, the wait is its first statement (top
+    level, unconditional) and its only one, so every memory access and TMA load of the
+    kernel follows the completion of the grid it depends on: launched as a programmatic
+    dependent, it reads no operand that kernel still writes and writes nothing that kernel
+    still reads.  Records the claim (:data:`GRID_ORDER`) and returns True; False for a
+    kernel without a wait (launched in stream order only); a misplaced or repeated wait is
+    refused."""
+    if waits_first(k) == -1:
+        return False
+    n, t = grid_wait_first(
+        k,
+        "kernel",
+        "a memory access could run before the previous grid completes",
+        "grid dependency wait first",
+    )
+    log.add(
+        "protocol",
+        f"{GRID_ORDER}: griddepcontrol.wait is the kernel's first statement (top level, "
+        f"unconditional, the only one), before all {n} memory accesses and {t} TMA load sites: "
+        "it may be launched as a programmatic dependent of the stream's previous kernel",
+        "exhaustive",
+        n + t,
+    )
+    return True
+
+
 def finish(
     k: kir.Kernel, log: ProofLog, title: str, protocol: Optional[Callable[[kir.Kernel], int]] = None
 ) -> str:
     """Discharge the kernel's IR obligations into ``log`` and print it with its header (the
     obligations and the coverage line).  ``protocol`` reads the mbarrier operations from the
-    IR and proves them, returning how many it covered."""
+    IR and proves them, returning how many it covered.  A kernel that waits for the previous
+    grid gets its launch-ordering proof (:func:`prove_grid_order`)."""
+    prove_grid_order(k, log)
     rep = obligations.discharge(k, log)
     if protocol is not None:
         rep.barriers_covered += protocol(k)

@@ -19,7 +19,7 @@ from typing import Any, Callable, List, Optional
 from ..errors import ProofFailedError
 from ..proof import kir, obligations
 from ..proof.record import ProofLog
-from .toolkit import GemmKernel
+from .toolkit import GemmKernel, prove_grid_order
 from .wgmma import Sm90Config
 from .wgmma_ws import prove_ws_protocol
 
@@ -147,11 +147,13 @@ def base_plan_proofs(
     k: GemmKernel, cfg: Optional[Sm90Config], protocol: Optional[Callable[[kir.Kernel, ProofLog], Any]] = None
 ) -> List[Any]:
     """The base kernel's proofs of its plans (buffers, TMA boxes, descriptors, atom, C map,
-    scheduler, epilogue): its log without the IR obligations ``finish`` appended, which are
+    scheduler, epilogue): its log without the IR obligations ``finish`` appended (the launch
+    ordering, the accesses, the barriers), which are
     discharged again on the rewritten tree.  Counted by re-running them on the base IR (and
     its mbarrier protocol: ``protocol(ir, log)`` where given, else the warp-specialized
     kernel's for ``cfg``; None for both: a kernel without one, the mma.sync kernel)."""
     tmp = ProofLog()
+    prove_grid_order(k.ir, tmp)  # finish's first claim, proven again on the rewritten tree
     rep = obligations.discharge(k.ir, tmp)
     del rep
     if protocol is not None:

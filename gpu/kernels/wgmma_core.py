@@ -23,6 +23,7 @@ from .toolkit import (
     Env,
     OperandPlan,
     base_env,
+    grid_wait_head,
     ir_const,
     ir_var,
     kernel_params,
@@ -443,10 +444,12 @@ def kernel90(
 ) -> kir.Kernel:
     tin = operand_storage(prob.dtype)[0]
     tout = OUT_DTYPES[prob.out][0]
+    if "griddep" not in helpers:  # every wgmma kernel may be a programmatic dependent launch
+        helpers = ("griddep",) + helpers
     return kir.Kernel(
         name,
         params90(E, tma),
-        kir.block(*body),
+        kir.block(*grid_wait_head(), *body),
         cfg.threads,
         min_blocks=1,
         cluster=cfg.cluster,

@@ -629,6 +629,7 @@ def _batched_stub(mode="kernel", stage=(False, False), activation=None, alpha_be
     p._zero_bias = types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x9000)) if activation else None
     p._launch_kernel = (lambda *args: launches.append((args, p._pb.values()))) if lk else None
     p._fn, p.grid, p.threads, p.smem = 0x77, (132, 1, 1), 384, 1024
+    p._pdl_main = None  # no programmatic dependent launch (the driver's is not faked here)
     p._lock = threading.Lock()
     p._info = dict(mode=mode, batch=3, plan=p)
     return p, launches
@@ -665,6 +666,26 @@ def test_fake_batched_direct_launch_packs_the_pointers_the_stream_and_last_launc
     assert v0[:3] == [0x1000, 0x2000, 0x3000] and v0[6] == 1
     assert v1[:3] == [0x1100, 0x2200, 0x3008] and v1[6] == 0
     assert runtime.last_launch["plan"] is p and runtime.last_launch["mode"] == "kernel"
+
+
+def test_fake_programmatic_launch_is_taken_and_a_refused_one_falls_back_to_stream_order():
+    p, launches = _batched_stub()
+    taken = []
+    answers = [True, False, True]  # the driver takes the first launch, refuses the second
+
+    def pdl(stream):
+        taken.append((stream, p._pb.values()[:3]))
+        return answers[len(taken) - 1]
+
+    p._pdl_main = pdl
+    launch = p.direct()
+    launch(0x1000, 0x2000, 0x3000, 0x55)  # programmatic: nothing through launchKernel
+    assert taken == [(0x55, [0x1000, 0x2000, 0x3000])] and launches == []
+    launch(0x1100, 0x2200, 0x3300, 0x66)  # refused: launched in stream order instead
+    assert len(taken) == 2 and taken[1][0] == 0x66
+    assert len(launches) == 1 and launches[0][0][8] == 0x66 and launches[0][1][:3] == [0x1100, 0x2200, 0x3300]
+    launch(0x1200, 0x2400, 0x3600, 0x77)  # a refused launcher is not tried again
+    assert len(taken) == 2 and len(launches) == 2 and p._pdl_main is None
 
 
 def test_fake_batched_fused_direct_launch_packs_the_bias():

@@ -530,7 +530,7 @@ def test_fake_splitk_fixup_launch_is_programmatic_or_falls_back_to_stream_order(
     monkeypatch.setenv("LAYOUTPROOF_PDL", "1")
     made, calls = [], []
 
-    def launcher(fn, grid, threads, params, smem=0):
+    def launcher(fn, grid, threads, params, smem=0, cp=None):
         made.append((fn, grid, threads, params, smem))
         return lambda stream: calls.append(stream) or answer[0]
 
@@ -555,7 +555,7 @@ def test_fake_splitk_fixup_launch_is_programmatic_or_falls_back_to_stream_order(
     assert calls == [0x5, 0x5] and len(cp.launches) == 0  # both kernels went by PDL
     answer[0] = False  # the driver refuses: this call and later ones launch in stream order
     runtime.gemm(a, b, config=CFG)
-    assert plan._pdl is None and plan._pdl_split is None and len(cp.launches) == 2
+    assert plan._pdl is None and plan._pdl_main is None and len(cp.launches) == 2
     assert cp.launches[-1]["kinds"] == ["ptr", "ptr", "i32", "i32", "i64"]
     runtime.gemm(a, b, config=CFG)
     assert calls == [0x5] * 4 and len(cp.launches) == 4  # no more PDL tries
@@ -564,7 +564,7 @@ def test_fake_splitk_fixup_launch_is_programmatic_or_falls_back_to_stream_order(
     m = P.SPLITK_MODEL["pdl_split_m"] + 1
     runtime.gemm(cp.array((m, k)), b, config=CFG)
     plan = runtime.last_launch["plan"]
-    assert len(made) == 1 and made[0][1] == (n // splitk.REDUCE_THREADS, m, 1) and plan._pdl_split is None
+    assert len(made) == 1 and made[0][1] == (n // splitk.REDUCE_THREADS, m, 1) and plan._pdl_main is None
     assert calls == [0x5] * 5 and len(cp.launches) == 5  # the split kernel in stream order
 
 

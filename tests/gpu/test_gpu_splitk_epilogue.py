@@ -340,7 +340,7 @@ def test_fake_plan_decode_tile_then_one_plane_fixup_with_alpha_beta(fake_tma):  
     plan = runtime.last_launch["plan"]
     assert isinstance(cfg, FixupEpilogueConfig) and cfg.base == P.mma_decode(m, n, k)
     assert (cfg.activation, cfg.alpha_beta, cfg.bias_axis, cfg.bias_dtype) == ("silu", True, "m", "f16")
-    assert plan.decision.workspace == m * n and plan._pdl_split is None and plan.decision.fixup.epilogue
+    assert plan.decision.workspace == m * n and plan._pdl_main is None and plan.decision.fixup.epilogue
     g, f = cp.launches[-2], cp.launches[-1]
     # the mma.sync kernel stores its f32 product into the plane (row stride n)
     assert g["values"][2] == plan._ws.data.ptr and g["values"][8] == n

@@ -142,7 +142,9 @@ def test_the_kernel_carries_the_model_checked_protocol():
     st = [p.statement for p in kk.gemm.proofs if p.kind == "protocol" and "serial split-K" in p.statement]
     assert len(st) == 1 and "atomic.acq_rel" in st[0]
     src = kk.gemm.source
-    assert "atom.add.acq_rel.gpu.global.u32" in src and "griddepcontrol" not in src
+    assert "atom.add.acq_rel.gpu.global.u32" in src
+    # no fix-up follows it: it waits for the previous grid first, and triggers nothing
+    assert "lp_griddep_wait();" in src and "lp_griddep_launch();" not in src
     prog, thr = serial_program_ir(kk.gemm.ir)
     assert thr == CFG.splits - 1
     kinds = [k for k, _, _ in prog]
