@@ -253,9 +253,10 @@ def cluster_split(m: int, n: int, k: int, sms: int = 132) -> Optional[Any]:
 
 #: the GEMM kernels without a fix-up launch as programmatic dependents of the stream's
 #: previous kernel wherever their proof log holds the launch-ordering claim (every memory
-#: access after the grid dependency wait): the launch then overlaps that kernel's tail. It
-#: took 0.2-1.9 us off each call of short products, back to back, and changed nothing on long
-#: ones (bench/RESULTS.md, "The GEMM kernels as programmatic dependent launches"); False
+#: access after the grid dependency wait): the launch then overlaps that kernel's tail. Back
+#: to back it took 2-20% off the tiled products' calls (1024^3 6.2 -> 5.2 us, 64x11008x4096
+#: 28.2 -> 26.6, 4096^3 224 -> 219) and left the host-bound tiny calls as they were
+#: (bench/RESULTS.md, "The GEMM kernels as programmatic dependent launches"); False
 #: launches them in stream order (the split-K kernels keep :func:`splitk_pdl`)
 PDL_PLAIN = True
 
