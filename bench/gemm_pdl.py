@@ -12,7 +12,9 @@ Both plans' outputs are checked against ``cupy.matmul`` and against each other.
 
     python3 bench/gemm_pdl.py [--shapes 64x11008x4096,...] [--rounds 9] [--out DIR]
 
-A shape ``BxMxNxK`` is a batched product (B batches).
+A shape ``BxMxNxK`` is a batched product (B batches).  ``--split-gate ROWS`` compares the
+split-K kernels (before a fix-up) launched as programmatic dependents for outputs of at most
+``ROWS`` rows against stream order, on split shapes.
 """
 
 from __future__ import annotations
@@ -41,13 +43,18 @@ def _shape(s: str):
     return v
 
 
-def _plan(runtime, rule, a, b, c, pdl: bool):
-    old = rule.PDL_PLAIN
-    rule.PDL_PLAIN = pdl
+def _plan(runtime, rule, a, b, c, pdl: bool, split_gate: int = 0):
+    """A plan made with ``rule.PDL_PLAIN = pdl``; with ``split_gate``, the split kernels'
+    gate instead (``SPLITK_MODEL["pdl_split_m"]``: ``split_gate`` rows where ``pdl``, else 0)."""
+    old, gate = rule.PDL_PLAIN, rule.SPLITK_MODEL["pdl_split_m"]
+    if split_gate:
+        rule.SPLITK_MODEL["pdl_split_m"] = split_gate if pdl else 0
+    else:
+        rule.PDL_PLAIN = pdl
     try:
         p = runtime.plan_for(a, b, c)
     finally:
-        rule.PDL_PLAIN = old
+        rule.PDL_PLAIN, rule.SPLITK_MODEL["pdl_split_m"] = old, gate
     return p
 
 
@@ -55,6 +62,13 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default=SHAPES)
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument(
+        "--split-gate",
+        type=int,
+        default=0,
+        help="compare the split kernels launched as programmatic dependents for outputs of at "
+        "most this many rows against stream order (SPLITK_MODEL['pdl_split_m']) instead",
+    )
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/out/gemm_pdl"))
     args = ap.parse_args()
 
@@ -75,7 +89,11 @@ def main() -> int:
             sa, sb, sc = ((bt, m, k), (bt, k, n), (bt, m, n)) if bt else ((m, k), (k, n), (m, n))
             a, b = make(cp, sa, "f16", rng), make(cp, sb, "f16", rng)
             c_on, c_off = cp.full(sc, cp.nan, cp.float16), cp.full(sc, cp.nan, cp.float16)
-            p_on, p_off = _plan(runtime, rule, a, b, c_on, True), _plan(runtime, rule, a, b, c_off, False)
+            g = args.split_gate
+            p_on, p_off = (
+                _plan(runtime, rule, a, b, c_on, True, g),
+                _plan(runtime, rule, a, b, c_off, False, g),
+            )
             go_on, go_off = p_on.direct(), p_off.direct()
             if go_on is None or go_off is None:
                 print(f"{spec}: no direct launch, skipped", flush=True)
