@@ -198,12 +198,12 @@ SPLITK_MODEL: Dict[str, Any] = {
     "decode_m": 16,
     # the split kernel (fix-up reduction) as a programmatic dependent launch of the previous
     # kernel of the stream (the last call's fix-up) where the output has at most this many
-    # rows: its launch and prologue overlap that kernel's tail. On an H100 (2026-11-24) a
-    # large fix-up (512x512x28672) made it 5 us slower and the gate was 16 rows; on an H200,
-    # after every kernel waited first, 17-512-row split shapes gained 1-10% back to back
-    # (512x512x28672 too) and one lost 1% (bench/RESULTS.md, "The GEMM kernels as
-    # programmatic dependent launches"), so the gate is the largest output measured
-    "pdl_split_m": 512,
+    # rows: its launch and prologue overlap that kernel's tail. A large fix-up makes it
+    # slower: 512x512x28672 lost 5 us on an H100 (2026-11-24), and 2-3 us in an H200 suite
+    # with a 512-row gate (graph replay 0.89-0.93 of cuBLAS, 1.01-1.02 before), while the
+    # split shapes of 17-64 rows gained 3-10% back to back (bench/RESULTS.md, "The GEMM
+    # kernels as programmatic dependent launches"; the gate was 16 rows before)
+    "pdl_split_m": 64,
     "fixup_gbs": 2000.0,
     "hbm_gbs": 8000.0,
     "margin": 1.1,
@@ -268,7 +268,7 @@ def splitk_pdl(m: int) -> bool:
     (``SPLITK_MODEL["pdl_split_m"]``; the kernel's first statement waits for that grid
     either way: :func:`layoutproof.gpu.kernels.splitk.prove_split_order`).
 
-    >>> splitk_pdl(16), splitk_pdl(512), splitk_pdl(513)
+    >>> splitk_pdl(16), splitk_pdl(64), splitk_pdl(512)
     (True, True, False)
     """
     return m <= SPLITK_MODEL["pdl_split_m"]
