@@ -12,7 +12,7 @@ import pytest
 
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import ProofFailedError
-from layoutproof.gpu.host import cache, device, plan, rule
+from layoutproof.gpu.host import cache, device, plan, rule, runtime
 from layoutproof.gpu.kernels import mma_sync, tiny
 from layoutproof.gpu.kernels.splitk import SplitKConfig, generate_splitk
 from layoutproof.gpu.kernels.toolkit import GRID_ORDER, GRID_WAIT, prove_grid_order, waits_first
@@ -145,25 +145,15 @@ def test_the_launch_structures_have_the_driver_layout(monkeypatch):
 
 
 # ============================================================================ on the GPU
-def _gpu():
-    try:
-        import cupy as cp
-
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            return None
-        return cp
-    except Exception:
-        return None
+gpu = pytest.mark.skipif(not runtime.gpu_available(), reason="no CUDA GPU / CuPy")
 
 
-@pytest.mark.skipif(_gpu() is None, reason="needs a CUDA GPU and CuPy")
+@gpu
 @pytest.mark.parametrize("shape", [(7, 13, 17), (200, 136, 96), (256, 512, 512), (64, 1000, 2048)])
 def test_gpu_chained_programmatic_launches_read_the_previous_output(shape):
     """Each call reads the previous call's output as its A (square B, so the chain type-checks):
     a kernel that started reading before its predecessor finished would see stale values."""
-    from layoutproof.gpu.host import runtime
-
-    cp = _gpu()
+    cp = pytest.importorskip("cupy")
     m, _, k = shape  # C (m x k) feeds the next call's A
     rng = cp.random.default_rng(3)
     a0 = rng.integers(-2, 3, (m, k)).astype(cp.float16)
