@@ -79,7 +79,6 @@ from .toolkit import (
     after_grid_wait,
     finish,
     grid_wait_first,
-    grid_wait_head,
 )
 from .variant import (
     BaseKernelFields,
@@ -565,9 +564,9 @@ def _split_tile_loop(
 
 
 def _with_trigger(body: List[kir.Stmt]) -> List[kir.Stmt]:
-    """The split kernel's top-level statements when a fix-up kernel follows it: after the
-    grid dependency wait (the base kernel's first statement, else one put first), let the
-    fix-up be scheduled."""
+    """The split kernel's top-level statements when a fix-up kernel follows it: right after
+    the base kernel's grid dependency wait, let the fix-up be scheduled (a base without the
+    wait gets the trigger first, which :func:`prove_split_order` then refuses)."""
     trigger = (
         kir.Comment(
             "the fix-up kernel may launch now (programmatic dependent launch): it waits for\n"
@@ -575,10 +574,6 @@ def _with_trigger(body: List[kir.Stmt]) -> List[kir.Stmt]:
         ),
         kir.Eval(kir.Call("lp_griddep_launch", (), "void")),
     )
-    if not any(
-        isinstance(st, kir.Eval) and isinstance(st.e, kir.Call) and st.e.name == GRID_WAIT for st in body
-    ):
-        body = grid_wait_head() + body
     return list(after_grid_wait(tuple(body), trigger))
 
 
