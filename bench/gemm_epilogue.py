@@ -17,6 +17,9 @@ with the bias + activation (``addmm`` + the activation), every output checked::
 
     python bench/gemm_epilogue.py --pingpong --dtypes f16 --acts gelu
     python bench/gemm_epilogue.py --pingpong --acts relu --pp-configs 64x256s5,ws:128x192s4,ws:128x256s4
+    python bench/gemm_epilogue.py --pingpong --acts none --pp-configs 64x256s5,64x256s4,ws:128x256s4c2
+
+``--acts none`` times the plain products only; ``c2`` is the cooperative kernel in 2-CTA clusters.
 
 ``--gelu-erff`` makes the "before" column the same route with the former GELU (``0.5 x (1 +
 erff(x / sqrt 2))``) in place of the emitted one, kernels generated and proven afresh;
@@ -129,13 +132,17 @@ PP_SHAPES = "8192x8192x8192,4096x4096x256,8192x8192x256,8192x8192x1024,5120x5120
 
 def _pp_config(text):
     """``64x256s5`` -> the ping-pong Sm90Config of that tile and stage count; ``ws:128x192s4``
-    the cooperative warp-specialized one."""
+    the cooperative warp-specialized one, with a ``c2`` suffix (``ws:128x256s4c2``) in 2-CTA
+    clusters (B multicast)."""
     from layoutproof.gpu.kernels.wgmma_core import Sm90Config
 
     schedule = "ws" if text.startswith("ws:") else "pingpong"
-    tile, st = text.removeprefix("ws:").split("s")
+    text, _, cl = text.removeprefix("ws:").partition("c")
+    tile, st = text.split("s")
     bm, bn = (int(x) for x in tile.split("x"))
-    return Sm90Config(bm=bm, bn=bn, stages=int(st), loader="tma", schedule=schedule).validate()
+    return Sm90Config(
+        bm=bm, bn=bn, stages=int(st), loader="tma", schedule=schedule, cluster=int(cl or 1)
+    ).validate()
 
 
 def pingpong(args):
@@ -155,7 +162,7 @@ def pingpong(args):
             tc = torch.empty((m, n), dtype=ta.dtype, device=ta.device)
             fl = 2.0 * m * n * k
             reps = max(3, min(args.reps, int(2e12 / fl) + 1)) if fl > 2e12 else args.reps
-            for act in [None] + args.acts.split(","):
+            for act in [None] + [x for x in args.acts.split(",") if x not in ("", "none")]:
                 fn = acts.get(act)
                 ref = cp.from_dlpack(torch.matmul(ta, tb) if act is None else fn(torch.addmm(tbias, ta, tb)))
                 kw = {} if act is None else dict(bias=bias, activation=act)
@@ -271,7 +278,7 @@ def main(argv=None):
     ap.add_argument(
         "--pp-configs",
         default="64x256s5,64x128s8",
-        help="ping-pong tiles: BMxBNsSTAGES,... (ws:BMxBNsSTAGES: a cooperative one)",
+        help="ping-pong tiles: BMxBNsSTAGES,... (ws:BMxBNsSTAGES[c2]: a cooperative one, c2 in 2-CTA clusters)",
     )
     args = ap.parse_args(argv)
     if args.pingpong:

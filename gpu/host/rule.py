@@ -582,24 +582,54 @@ def choose_config(
 #: replaces and the largest K for each.  With an epilogue: the 128x256 picks to K = 5120
 #: (1.035-1.086 of the cooperative pick; 8192^3: 0.92), the 128x192 picks to K = 1024 (the
 #: K-light 6144x6144x256 / 8192x8192x256 gain 12-25%; at 3072^3, where the 192-column tile was
-#: picked against wave quantization, the swap measured 6-8% slower); plain: the 128x256 pick to
-#: K = 512 (4096x4096x256: 1.105; longer K within noise or slower) and the 128x192 pick to
-#: K = 256 (8192x8192x256 1.5-2% faster, 6144x6144x256 1-3%: "The K-light plain products
-#: on the ping-pong schedule").
+#: picked against wave quantization, the swap measured 6-8% slower).  Plain: the 128x256 and
+#: 128x192 picks to K = 512 (4096x4096x256: 1.105; 8192x8192x256 1.5-2% faster; 8192x8192x512
+#: on the 128x192 pick 1.06-1.09); past that, the 128x256 pick of at least one full wave to
+#: K = 2048 (4096x4096x1024 1.11, 8192x8192x1024 1.04-1.14, 8192x8192x2048 1.06-1.08), and to
+#: K = 6144 where its last wave is less than half full (5120^3, 8 tiles in the last of 7
+#: waves: 1.01-1.10; 4096x11008x4096 1.09; 4096x14336x4096, 58% full, measured 0.95-1.04 and
+#: 4096^3, 88% full, 1.01-1.02 keep the cooperative tile, as 3072^3's 128x192 pick (0.92)
+#: and K = 8192 (8192^3 0.99) do).  A plain product of K <= ``light_k`` (4 k-tiles) runs
+#: the ping-pong kernel with ``light_stages`` stages: one tile's k-tiles (4096x4096x256
+#: 1.04-1.07 of the five-stage kernel, 6144x6144x256 1.04, 8192x8192x256 1.01-1.08; at
+#: K = 512 within noise, from K = 1024 4% slower; with a fused epilogue within noise):
+#: "The ping-pong schedule at mid K".
 PINGPONG_RULE: Dict[str, Any] = {
     "epilogue": {(128, 256): 5120, (128, 192): 1024},
-    "plain": {(128, 256): 512, (128, 192): 256},
+    "plain": {(128, 256): 512, (128, 192): 512},
+    "plain_full_wave": {(128, 256): 2048},
+    "plain_part_wave": {(128, 256): 6144},
+    "part_wave": 0.5,
+    "light_k": 256,
+    "light_stages": 4,
     "dtypes": ("f16", "bf16"),
 }
 
 
-def pingpong_swap(cfg: Any, k: int, problem: Optional[GemmProblem], epilogue: bool) -> Any:
+def pingpong_swap(
+    cfg: Any,
+    k: int,
+    problem: Optional[GemmProblem],
+    epilogue: bool,
+    waves: Optional[Tuple[int, int]] = None,
+) -> Any:
     """``cfg``, or :data:`~layoutproof.gpu.kernels.wgmma_pingpong.PINGPONG_DEFAULT` where
-    :data:`PINGPONG_RULE` says the ping-pong schedule beats that unsplit pick.
+    :data:`PINGPONG_RULE` says the ping-pong schedule beats that unsplit pick.  ``waves``
+    is ``(tiles, sms)``: ``cfg``'s tile count and the SMs they run on (the plain rule's
+    wave conditions past its K bound; without it only the K bound applies).
 
     >>> ws = Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws")
-    >>> pingpong_swap(ws, 256, None, False).key(), pingpong_swap(ws, 8192, None, True).key()
+    >>> pingpong_swap(ws, 512, None, False).key(), pingpong_swap(ws, 8192, None, True).key()
     ('sm90_64x256x64_s5_g8_tma_pp', 'sm90_128x256x64_s4_g8_tma_ws')
+    >>> pingpong_swap(ws, 256, None, False).key(), pingpong_swap(ws, 256, None, True).key()
+    ('sm90_64x256x64_s4_g8_tma_pp', 'sm90_64x256x64_s5_g8_tma_pp')
+
+    5120^3 on 132 SMs: 800 tiles, the last of 7 waves 8 tiles; 4096^3: 512 tiles, 116 of 132:
+
+    >>> pingpong_swap(ws, 5120, None, False, (800, 132)).key()
+    'sm90_64x256x64_s5_g8_tma_pp'
+    >>> pingpong_swap(ws, 4096, None, False, (512, 132)).key()
+    'sm90_128x256x64_s4_g8_tma_ws'
     """
     prob = problem or GemmProblem()
     if (
@@ -611,8 +641,22 @@ def pingpong_swap(cfg: Any, k: int, problem: Optional[GemmProblem], epilogue: bo
         or prob.batch
     ):
         return cfg
-    max_k = PINGPONG_RULE["epilogue" if epilogue else "plain"].get((cfg.bm, cfg.bn))
-    return PINGPONG_DEFAULT if max_k is not None and k <= max_k else cfg
+    r, key = PINGPONG_RULE, (cfg.bm, cfg.bn)
+    if k <= r["epilogue" if epilogue else "plain"].get(key, 0):
+        if not epilogue and k <= r["light_k"]:
+            return replace(PINGPONG_DEFAULT, stages=r["light_stages"])
+        return PINGPONG_DEFAULT
+    if epilogue or waves is None:
+        return cfg
+    tiles, sms = waves
+    if sms < 1 or tiles < sms:  # less than one wave: the cooperative tile
+        return cfg
+    if k <= r["plain_full_wave"].get(key, 0):
+        return PINGPONG_DEFAULT
+    last = tiles % sms
+    if 0 < last < r["part_wave"] * sms and k <= r["plain_part_wave"].get(key, 0):
+        return PINGPONG_DEFAULT
+    return cfg
 
 
 def _wave_pick(
@@ -660,7 +704,7 @@ def _wave_pick(
             if sk is not None and sk[0] * SPLITK_MODEL["margin"] < best[0]:
                 cl = cluster_split(m, n, k, sms) if cluster and not epilogue else None
                 return sk[2] if cl is None else cl
-        return pingpong_swap(best[2], k, problem, epilogue)
+        return pingpong_swap(best[2], k, problem, epilogue, (tiles, sms))
     return best[2]
 
 

@@ -6,6 +6,7 @@ on M, N and K, with and without the fused bias + GELU), outputs NaN-poisoned fir
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 
 import pytest
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
@@ -174,6 +175,7 @@ gpu = pytest.mark.skipif(not _hopper_tma(), reason="needs a Hopper GPU with TMA 
         (pp.PINGPONG_DEFAULT, "bf16", "gelu"),
         (PP128, "f16", None),
         (PP128, "bf16", "gelu"),
+        (replace(pp.PINGPONG_DEFAULT, stages=4), "bf16", None),  # the rule's K-light pick
     ],
 )
 @pytest.mark.parametrize("shape", [(1000, 700, 1333), (64, 128, 64), (777, 2048, 100), (3000, 520, 4100)])
@@ -208,17 +210,44 @@ def test_rule_takes_pingpong_where_measured_faster_only():
     # with a fused epilogue, K up to 5120 on the 128x256 / 128x192 picks
     for shape in [(8192, 8192, 1024), (5120, 5120, 5120), (4096, 14336, 4096), (8192, 8192, 256)]:
         assert pick(*shape, True) == pp.PINGPONG_DEFAULT, shape
-    # 8192^3 with an epilogue (measured 0.92) and the plain products at longer K keep theirs
-    for shape, ep in [((8192, 8192, 8192), True), ((8192, 8192, 1024), False), ((5120, 5120, 5120), False)]:
+    # 8192^3 with an epilogue (measured 0.92) keeps its tile; so do the plain products at
+    # K = 8192, and below it where the 128x256 pick's last wave is at least half full
+    # (4096^3: 116 of 132 tiles; 4096x14336x4096: 76) or under one wave (2048^3)
+    keep = [
+        (8192, 8192, 8192),
+        (4096, 4096, 4096),
+        (4096, 14336, 4096),
+        (2048, 2048, 2048),
+        (6144, 6144, 6144),
+    ]
+    for shape, ep in [((8192, 8192, 8192), True)] + [(s, False) for s in keep]:
         assert pick(*shape, ep).schedule == "ws", (shape, ep)
+    # plain: the 128x256 pick of a full wave to K = 2048, and to K = 6144 with a last wave
+    # under half full (5120^3: 8 of 132 tiles; 4096x11008x4096: 56)
+    for shape in [
+        (8192, 8192, 1024),
+        (8192, 8192, 2048),
+        (4096, 4096, 2048),
+        (5120, 5120, 5120),
+        (4096, 11008, 4096),
+    ]:
+        assert pick(*shape, False) == pp.PINGPONG_DEFAULT, shape
+    ws = Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws")
+    assert P.pingpong_swap(ws, 1024, f16, False) == ws  # no wave facts: the K bound only
+    assert P.pingpong_swap(ws, 1024, f16, False, (512, 0)) == ws
     # with an epilogue, the 128x192 picks to K = 1024 only (3072^3 keeps its tile)
     assert pick(6144, 6144, 256, True) == pp.PINGPONG_DEFAULT
     assert pick(3072, 3072, 3072, True).key() == "sm90_128x192x64_s4_g8_tma_ws"
-    # plain: the 128x256 pick at K <= 512, the 128x192 pick at K <= 256 only
-    assert pick(4096, 4096, 256, False) == pp.PINGPONG_DEFAULT
-    assert pick(8192, 8192, 256, False) == pp.PINGPONG_DEFAULT
-    assert pick(6144, 6144, 256, False) == pp.PINGPONG_DEFAULT
-    assert pick(8192, 8192, 512, False).key() == "sm90_128x192x64_s4_g8_tma_ws"
+    # plain: the 128x256 and 128x192 picks at K <= 512, with four stages at K <= 256 (one
+    # tile's k-tiles)
+    light = replace(pp.PINGPONG_DEFAULT, stages=4)
+    assert pick(4096, 4096, 256, False) == light
+    assert pick(8192, 8192, 256, False) == light
+    assert pick(6144, 6144, 256, False) == light
+    assert pick(4096, 4096, 192, False) == light
+    assert pick(4096, 4096, 512, False) == pp.PINGPONG_DEFAULT
+    assert pick(8192, 8192, 512, False) == pp.PINGPONG_DEFAULT  # the 128x192 pick, K <= 512
+    assert pick(3072, 3072, 3072, False).key() == "sm90_128x192x64_s4_g8_tma_ws"
     # never for the other types' rule, batches, clusters or explicit candidates
     assert (
         P.pingpong_swap(HOPPER_DEFAULT, 256, GemmProblem(dtype="tf32", out_dtype="f32"), False)

@@ -60,7 +60,8 @@ def test_choose_config_returns_a_valid_candidate_minimizing_the_model(hopper, tm
             continue
         if hopper and tma and cfg.schedule == "pingpong":  # P.PINGPONG_RULE's swap of the minimum
             top = next(c for c in cands if P.estimate_us(c, m, n, k) == best)
-            assert P.pingpong_swap(top, k, GemmProblem(), False) == cfg
+            tiles = -(-m // top.bm) * -(-n // top.bn)
+            assert P.pingpong_swap(top, k, GemmProblem(), False, (tiles, 132)) == cfg
             continue
         if hopper and tma and cfg in P.ROW64_RULE["tiles"]:  # it replaces a 64-row minimum
             top = next(c for c in cands if P.estimate_us(c, m, n, k) == best)

@@ -29,6 +29,12 @@ PROBLEMS = [
 ]
 
 
+def _no_plain_swap(monkeypatch):
+    """The wave model's pick as it is: no ping-pong swap of a plain product (rule.PINGPONG_RULE)."""
+    for key in ("plain", "plain_full_wave", "plain_part_wave"):
+        monkeypatch.setitem(rule.PINGPONG_RULE, key, {})
+
+
 # ----------------------------------------------------------------------------- CPU
 @pytest.mark.parametrize("cfg", [T192, T64_192], ids=lambda c: c.key())
 @pytest.mark.parametrize("prob", PROBLEMS, ids=lambda p: p.key())
@@ -98,7 +104,7 @@ def test_default_candidates_add_the_192_tile_for_f16_and_bf16_alone():
     ],
 )
 def test_the_wave_model_takes_the_192_tile_where_it_removes_a_partial_wave(shape, bn, monkeypatch):
-    monkeypatch.setitem(rule.PINGPONG_RULE, "plain", {})  # the wave model's pick, before the swap
+    _no_plain_swap(monkeypatch)  # the wave model's pick, before the swap
     assert _pick(*shape).bn == bn
 
 
@@ -126,7 +132,7 @@ def test_the_192_tile_wins_by_the_model_at_3072_and_loses_at_4096():
     ],
 )
 def test_the_64x192_tile_takes_the_outputs_of_96_to_512_rows(shape, tile, monkeypatch):
-    monkeypatch.setitem(rule.PINGPONG_RULE, "plain", {})  # the wave model's pick, before the swap
+    _no_plain_swap(monkeypatch)  # the wave model's pick, before the swap
     cfg = _pick(*shape)
     assert (cfg.bm, cfg.bn) == tile and getattr(cfg, "splits", 1) == 1, cfg
     if tile == (64, 192):  # the fused epilogue takes the same tile
@@ -145,7 +151,7 @@ def test_split_k_never_takes_the_64x192_base():
 
 
 def test_the_64x192_tile_stays_off_without_its_rows(monkeypatch):
-    monkeypatch.setitem(rule.PINGPONG_RULE, "plain", {})
+    _no_plain_swap(monkeypatch)
     monkeypatch.setitem(rule.ROW64_RULE, "max_m", 0)
     assert (_pick(192, 8192, 28672).bm, _pick(192, 8192, 28672).bn) == (64, 256)
 
@@ -157,7 +163,7 @@ def _batched_request(batch, m, n, k):
 
 
 def test_the_batched_rule_leaves_the_192_tile_out(monkeypatch):
-    monkeypatch.setitem(rule.PINGPONG_RULE, "plain", {})  # the wave model's 2-D pick, unswapped
+    _no_plain_swap(monkeypatch)  # the wave model's 2-D pick, unswapped
     dev = rule.DeviceFacts(cc="90", sms=132, tma=True)
     req = _batched_request(8, 2048, 2048, 128)
     assert _pick(8 * 2048, 2048, 128).bn == 192  # the 2-D rule on the stacked rows takes it
@@ -166,10 +172,15 @@ def test_the_batched_rule_leaves_the_192_tile_out(monkeypatch):
         assert d.launch.config.bn == 256
 
 
-def test_the_rule_is_the_fastest_modelled_default_candidate():
-    for m, n, k in ((3072, 3072, 3072), (1000, 3000, 777), (5120, 5120, 5120), (2047, 5003, 1000)):
+def test_the_rule_is_the_fastest_modelled_default_candidate(monkeypatch):
+    shapes = ((3072, 3072, 3072), (1000, 3000, 777), (5120, 5120, 5120), (2047, 5003, 1000))
+    swapped = {s: rule.choose_config(*s, hopper=True, tma=True) for s in shapes}
+    _no_plain_swap(monkeypatch)
+    for m, n, k in shapes:
         best = min(rule.default_candidates(True), key=lambda c: rule.estimate_us(c, m, n, k))
         assert rule.choose_config(m, n, k, hopper=True, tma=True) == best
+        # the ping-pong swap replaces it at 5120^3 only (its 128x256 tiles' last wave is 8 of 132)
+        assert (swapped[(m, n, k)] == best) == ((m, n, k) != (5120, 5120, 5120))
 
 
 # ----------------------------------------------------------------------------- GPU
