@@ -27,7 +27,7 @@ from . import device, operands, rule
 from .cache import compile_kernel, kernel_for, kernels_for
 from .rule import LaunchDecision, ParamBuffer, Staging, warn_slow_path
 
-__all__ = ["GemmPlan", "BatchedGemmPlan", "last_launch", "programmatic_launcher"]
+__all__ = ["GemmPlan", "BatchedGemmPlan", "last_launch", "launch_programmatic", "programmatic_launcher"]
 
 #: what the last launch ran (config, problem, kernel name, m, n, k, the plan; a batched
 #: call's mode and batch)
@@ -248,6 +248,15 @@ def _pdl_launcher(
     return None if make is None or not fn else make(fn, grid, threads, params, smem)
 
 
+def launch_programmatic(pdl: Any, stream: int) -> Tuple[bool, Any]:
+    """Try the programmatic dependent launch ``pdl`` (or None) on ``stream``: returns whether
+    it ran, and the launcher to keep -- None once the driver has refused it, so that the
+    caller launches in stream order from then on."""
+    if pdl is None:
+        return False, None
+    return (True, pdl) if pdl(stream) else (False, None)
+
+
 def programmatic_launcher(
     kernel: Any,
     fn: int,
@@ -327,11 +336,9 @@ class _Launch:
         """The kernel's launch on stream ``sp`` with the packed parameters: as a programmatic
         dependent where the plan holds that launch (a refused one is never tried again), else
         in stream order."""
-        pdl = self._pdl_main
-        if pdl is not None:
-            if pdl(sp):
-                return
-            self._pdl_main = None  # refused (driver): stream order from now on
+        ran, self._pdl_main = launch_programmatic(self._pdl_main, sp)
+        if ran:
+            return
         g, lk = self.grid, self._launch_kernel
         if lk is None:
             raise GemmConfigError("a direct launch needs CuPy's driver launchKernel")
@@ -765,9 +772,8 @@ class GemmPlan(_Launch):
             raise GemmConfigError("the plan has no fix-up kernel to launch")
         frk, fpb, fg = self._fix
         fpb.set(1, pc)
-        if self._pdl is not None and not self._pdl(sp):
-            self._pdl = None  # refused (driver or bindings): stream order from now on
-        if self._pdl is not None:
+        ran, self._pdl = launch_programmatic(self._pdl, sp)
+        if ran:
             return  # launched as a programmatic dependent of the split kernel
         if self._launch_kernel is not None:
             self._launch_kernel(

@@ -56,7 +56,7 @@ from ..errors import GemmInputError
 from ..kernels.tiny import TinyConfig
 from . import device, operands, rule
 from .cache import compile_kernel, kernel_for
-from .plan import last_launch, param_setters, programmatic_launcher
+from .plan import last_launch, launch_programmatic, param_setters, programmatic_launcher
 from .rule import ParamBuffer, operand_layout
 
 __all__ = [
@@ -319,10 +319,9 @@ class TinyPlan:
         sa.value = pa
         sb.value = pb
         sc.value = pc
-        if self._pdl is not None:
-            if self._pdl(stream):
-                return
-            self._pdl = None  # refused (driver): stream order from now on
+        ran, self._pdl = launch_programmatic(self._pdl, stream)
+        if ran:
+            return
         if self._launch_kernel is not None:
             self._launch_kernel(self._fn, g[0], 1, 1, self.threads, 1, 1, 0, stream, buf.address, 0)
             return
