@@ -50,16 +50,18 @@ SWEEP = (
 )
 
 
-def _gpu_us(torch, fns, reps):
+def _gpu_us(torch, fns, reps, sleep=True):
     """GPU microseconds per call of each of ``fns``: CUDA events around ``reps`` calls queued
-    behind a sleep kernel (the host enqueues them all before the first runs), median of 3."""
+    behind a sleep kernel (the host enqueues them all before the first runs), median of 3.
+    ``sleep=False``: no sleep, so a call costs the larger of its host and device time."""
     out = {}
     for nm, f in fns.items():
         f()
         ts = []
         for _ in range(3):
             torch.cuda.synchronize()
-            torch.cuda._sleep(int(reps * 40e-6 * 1.9e9))  # longer than the host needs to enqueue
+            if sleep:  # longer than the host needs to enqueue
+                torch.cuda._sleep(int(reps * 40e-6 * 1.9e9))
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             e0.record()
             for _ in range(reps):

@@ -26,8 +26,10 @@ mismatch.
 
 ``--staged``: operands that break the 16-byte contract (a ragged K or N, a base off the
 16-byte grid; torch tensors and CuPy arrays), launched directly from base addresses: first
-as the rule routes them (short products read in place by two-byte loads, the others copied
-into the stream's padded buffer), then every one through the copy; on the default stream
+as the rule routes them (where its pick is the warp-specialized kernel, copied by the kernel
+itself before a grid barrier: ``Sm90Config.stage_in``), then with that off (short products
+read in place by two-byte loads, the others copied into the stream's padded buffer), then
+every one through the copy; on the default stream
 and a side stream, with new operands every call; exits 1 on a mismatch, a call that did not
 launch directly, or a route not taken.
 
@@ -336,9 +338,11 @@ def staged() -> int:
     bad, runs, kinds = [], 0, set()
     side = torch.cuda.Stream()
     bound = rule.ELEM_RULE["max_us"]
-    # the rule's route (short products read in place), then every product through the copy
-    for mode, max_us in (("in place", bound), ("copy", 0.0)):
+    # the rule's route (the staging in the launch where the pick is the ws kernel), then with
+    # that off (short products read in place), then every product through the copy
+    for mode, max_us, inside in (("rule", bound, True), ("in place", bound, False), ("copy", 0.0, False)):
         rule.ELEM_RULE["max_us"] = max_us
+        rule.STAGE_IN_RULE["on"] = inside
         torch_op._ENTRIES.clear()
         runtime._PLANS.clear()
         runtime._DIRECT.entries.clear()
@@ -366,7 +370,8 @@ def staged() -> int:
                             if getattr(x, "out_shape", None) == (m, n) and x.out_tdtype == dt
                         )
                         cfg = runtime.last_launch["config"]
-                        kinds.add((mode, "in place" if getattr(cfg, "elem_loads", "") else "copy"))
+                        route = "in place" if getattr(cfg, "elem_loads", "") else "copy"
+                        kinds.add((mode, "in launch" if getattr(cfg, "stage_in", "") else route))
                         runs += 1
                         if not e < 1e-2 or ent.direct is None:
                             bad.append(
@@ -389,8 +394,9 @@ def staged() -> int:
         if len(runtime._DIRECT.entries) < 2:
             bad.append(f"{mode}: {len(runtime._DIRECT.entries)} CuPy direct entries")
     rule.ELEM_RULE["max_us"] = bound
+    rule.STAGE_IN_RULE["on"] = True
     want = {("in place", "in place"), ("in place", "copy"), ("copy", "copy")}
-    if kinds != want:
+    if {x for x in kinds if x[0] != "rule"} != want or ("rule", "in launch") not in kinds:
         bad.append(f"routes taken {sorted(kinds)}, expected {sorted(want)}")
     print(f"staged operands: {runs} calls, routes {sorted(kinds)}, {len(bad)} mismatches")
     return 1 if bad else 0

@@ -102,6 +102,8 @@ _DRIVER: Dict[str, Any] = {}  # the driver's cuLaunchKernelEx and its structures
 
 #: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 _PROGRAMMATIC = 6
+#: CU_LAUNCH_ATTRIBUTE_COOPERATIVE: every CTA of the grid resident at once (or the launch fails)
+_COOPERATIVE = 2
 
 
 def launch_structs() -> Tuple[Any, Any]:
@@ -147,7 +149,10 @@ def launch_kernel_ex(cp: Any) -> Any:
     """The programmatic dependent launch (``cuLaunchKernelEx`` with programmatic stream
     serialization) beside :func:`launch_kernel`: ``make(fn, grid, threads, params, smem)``
     returns ``launch(stream) -> bool`` for kernel handle ``fn`` (a CuPy ``RawKernel``'s) and
-    its parameter block at ``params`` (False: the driver refused, nothing ran).  None where
+    its parameter block at ``params`` (False: the driver refused, nothing ran).
+    ``cooperative=True`` adds the cooperative attribute (the driver launches the grid only
+    if every CTA can be resident at once: a grid barrier's condition); ``programmatic=False``
+    drops the programmatic one.  None where
     ``cp`` is not the CuPy module (its kernels' handles are the driver's) or the driver
     library offers no such launch."""
     import types
@@ -159,18 +164,29 @@ def launch_kernel_ex(cp: Any) -> Any:
         return None
     launch_ex, attr_t, cfg_t = drv
 
-    def make(fn: int, grid: Tuple[int, int, int], threads: int, params: int, smem: int = 0) -> Any:
+    def make(
+        fn: int,
+        grid: Tuple[int, int, int],
+        threads: int,
+        params: int,
+        smem: int = 0,
+        *,
+        programmatic: bool = True,
+        cooperative: bool = False,
+    ) -> Any:
         import ctypes
 
-        attr = attr_t()
-        attr.id = _PROGRAMMATIC
-        ctypes.memmove(ctypes.addressof(attr) + 8, ctypes.byref(ctypes.c_int(1)), 4)
+        ids = ((_PROGRAMMATIC,) if programmatic else ()) + ((_COOPERATIVE,) if cooperative else ())
+        attr = (attr_t * max(1, len(ids)))()
+        for i, a in enumerate(ids):
+            attr[i].id = a
+            ctypes.memmove(ctypes.addressof(attr[i]) + 8, ctypes.byref(ctypes.c_int(1)), 4)
         cfg = cfg_t()
         cfg.grid[:] = grid
         cfg.block[:] = (threads, 1, 1)
         cfg.smem = smem
         cfg.attrs = ctypes.addressof(attr)
-        cfg.num_attrs = 1
+        cfg.num_attrs = len(ids)
         args = (ctypes.c_void_p(ctypes.addressof(cfg)), ctypes.c_void_p(fn), ctypes.c_void_p(params), None)
         cur = [-1]
 
@@ -188,7 +204,9 @@ def launch_kernel_ex(cp: Any) -> Any:
 
 def facts(cp: Any) -> DeviceFacts:
     """What the launch rule needs to know of the current device."""
-    return DeviceFacts(cc=device_facts(cp)[1], sms=sm_count(cp), tma=tma_available())
+    return DeviceFacts(
+        cc=device_facts(cp)[1], sms=sm_count(cp), tma=tma_available(), coop=launch_kernel_ex(cp) is not None
+    )
 
 
 def external_array(

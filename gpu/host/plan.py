@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -63,6 +63,15 @@ def _row_copy(
     if s1 == itemsize and s0 >= c * itemsize and s0 % itemsize == 0:
         return (s0, c * itemsize, r)
     return None
+
+
+def _on_stream(cupy: Any, sp: int, make: Callable[[], Any]) -> Any:
+    """``make()`` with raw stream ``sp`` current (an allocation's fill then ordered on it)."""
+    with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external (same object)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        stream = cupy.cuda.ExternalStream(sp)
+    with stream:
+        return make()
 
 
 class _Operand:
@@ -140,17 +149,24 @@ class _Operand:
         into the stream's kept buffer, made and zeroed on that stream on first use; returns
         the buffer's address."""
         buf = self.bufs.get(sp)
-        cupy = device.cupy()
         if buf is None:
-            if len(self.bufs) >= 8:
-                self.bufs.clear()
-            with warnings.catch_warnings():  # CuPy 14 prefers Stream.from_external (same object)
-                warnings.simplefilter("ignore", DeprecationWarning)
-                stream = cupy.cuda.ExternalStream(sp)
-            with stream:  # the zero fill, ordered before the copy
-                buf = self.bufs[sp] = cupy.zeros((rows[2], self.ld), dtype=dtype)
-        cupy.cuda.runtime.memcpy2DAsync(buf.data.ptr, buf.strides[0], ptr, rows[0], rows[1], rows[2], 3, sp)
+            buf = self.kept_buffer(sp, dtype)
+        device.cupy().cuda.runtime.memcpy2DAsync(
+            buf.data.ptr, buf.strides[0], ptr, rows[0], rows[1], rows[2], 3, sp
+        )
         return int(buf.data.ptr)
+
+    def kept_buffer(self, sp: int, dtype: Any) -> Any:
+        """The padded buffer kept for raw stream ``sp`` (its rows: the operand's rows along
+        its contiguous dimension, ``ld`` elements each), made and zeroed on that stream (so
+        the fill is ordered before any use on it); at most 8 streams' buffers are kept."""
+        if len(self.bufs) >= 8:
+            self.bufs.clear()
+        cupy = device.cupy()
+        nrows = self.rows if self.cols_major else self.cols
+        buf = _on_stream(cupy, sp, lambda: cupy.zeros((nrows, self.ld), dtype=dtype))
+        self.bufs[sp] = buf
+        return buf
 
     def staged_batch(self, x: Any, stream: Any) -> Any:
         """:meth:`staged` for a 3-D operand: all its matrices into one kept (batch, R, ld)
@@ -287,6 +303,8 @@ class _Launch:
     parameter updates and the one launch."""
 
     decision: LaunchDecision
+    #: a stage_in kernel's cooperative launchers (:meth:`_setup_stage_in`); none otherwise
+    _coop: Any = ()
 
     def _carry_out(self, d: LaunchDecision, kern: Any, cupy: Any) -> None:
         self.decision, self._cupy = d, cupy
@@ -314,6 +332,83 @@ class _Launch:
         self._lock = threading.Lock()
         # the kernel's programmatic dependent launch (:meth:`_programmatic`), where it has one
         self._pdl_main: Any = None
+        self._coop = ()
+        self._stage_in = getattr(d.config, "stage_in", "")
+        if self._stage_in:
+            self._setup_stage_in(d, cupy)
+
+    def _setup_stage_in(self, d: LaunchDecision, cupy: Any) -> None:
+        """A kernel that stages its operands in the launch
+        (:attr:`~layoutproof.gpu.kernels.wgmma_core.Sm90Config.stage_in`): its cooperative
+        launcher (in stream order), the fast setters of the staging parameters, and the grid
+        barrier's words (one zeroed pair per stream)."""
+        make = device.launch_kernel_ex(cupy)
+        if make is None or not self._fn:
+            raise GemmConfigError(
+                f"{d.config.key()}: stage_in={self._stage_in!r} meets the whole grid at a barrier, so it "
+                f"needs a cooperative launch (cuLaunchKernelEx through CuPy's driver handles), which "
+                f"this runtime does not offer: use a configuration without stage_in"
+            )
+        g = (int(d.grid[0]), int(d.grid[1]), int(d.grid[2]))
+        # cooperative alone: with the programmatic attribute too, the launch cost 2.2 us more
+        # host time (12.4 against 10.2 us a call at 1000x3000x777, bench/RESULTS.md)
+        self._coop = [
+            make(self._fn, g, self.threads, self._pb.address, self.smem, programmatic=False, cooperative=True)
+        ]
+        names = [f"{P}_{w}" for P in self._stage_in for w in ("src", "dst")] + ["gbar"]
+        sets = param_setters(self._pb, tuple(d.slot(x) for x in names))
+        # per staged kernel operand: its position (0: A, 1: B), operand, source and buffer setters
+        staged = [
+            (i, op) for i, (P, op) in enumerate((("a", self._A), ("b", self._B))) if P in self._stage_in
+        ]
+        self._si_ops = tuple((i, op, sets[2 * j], sets[2 * j + 1]) for j, (i, op) in enumerate(staged))
+        self._si_gbar = sets[-1]
+        self._gbars: Dict[int, Any] = {}
+        self._si_stream = -1
+        self._si_now: Tuple[Tuple[int, Any, int], ...] = ()
+
+    def _launch_cooperative(self, sp: int) -> None:
+        """The stage_in kernel's cooperative launch on stream ``sp``; an error where the
+        driver refuses it."""
+        if self._coop[0](sp):
+            return
+        raise GemmConfigError(
+            f"{self.config.key()}: the driver refused the cooperative launch of {self.grid[0]} CTAs "
+            f"(stage_in needs every CTA resident at once): make the plan with a configuration "
+            f"without stage_in"
+        )
+
+    def _stage_in_ptrs(self, pa: int, pb: int, sp: int) -> Tuple[int, int]:
+        """A stage_in call on stream ``sp`` for the kernel operands at ``pa`` and ``pb``: the
+        staged ones' addresses go to the kernel's copy, and the kernel's tensor maps read
+        the stream's padded buffers instead, whose addresses it returns in their place.
+        The caller holds the plan's staging lock."""
+        if sp != self._si_stream:
+            self._stage_in_stream(sp)
+        out = [pa, pb]
+        for i, src, buf in self._si_now:
+            src.value = out[i]
+            out[i] = buf
+        return out[0], out[1]
+
+    def _stage_in_stream(self, sp: int) -> None:
+        """Point the staging at stream ``sp``: its padded buffers (made and zeroed on that
+        stream on first use, as the copy path's) and its grid barrier's words (a zeroed
+        pair); at most 8 streams' are kept."""
+        cupy, now = self._cupy, []
+        for i, op, src, dst in self._si_ops:
+            buf = op.bufs.get(sp)
+            if buf is None:
+                buf = op.kept_buffer(sp, cupy.uint16)  # two-byte elements, as bits
+            dst.value = int(buf.data.ptr)
+            now.append((i, src, int(buf.data.ptr)))
+        gb = self._gbars.get(sp)
+        if gb is None:
+            if len(self._gbars) >= 8:
+                self._gbars.clear()
+            gb = self._gbars[sp] = _on_stream(cupy, sp, lambda: cupy.zeros(2, cupy.uint32))
+        self._si_gbar.value = int(gb.data.ptr)
+        self._si_now, self._si_stream = tuple(now), sp
 
     def _programmatic(self, allowed: bool) -> None:
         """Launch the kernel as a programmatic dependent of the stream's previous kernel from
@@ -336,6 +431,9 @@ class _Launch:
         """The kernel's launch on stream ``sp`` with the packed parameters: as a programmatic
         dependent where the plan holds that launch (a refused one is never tried again), else
         in stream order."""
+        if self._coop:
+            self._launch_cooperative(sp)
+            return
         ran, self._pdl_main = launch_programmatic(self._pdl_main, sp)
         if ran:
             return
@@ -651,7 +749,10 @@ class GemmPlan(_Launch):
         target = cupy.empty(self.shape, self.out_dtype) if self.orient == "copy" else out
         A, B = self._A, self._B
         xa, xb = (b, a) if self._swap else (a, b)
-        if A.copy or B.copy:  # the slower path: copies into the operands' padded buffers
+        si: Optional[Tuple[int, int]] = None
+        if self._stage_in:  # the kernel copies them itself: the buffers' addresses
+            si = self._stage_in_ptrs(xa.data.ptr, xb.data.ptr, cupy.cuda.get_current_stream().ptr)
+        elif A.copy or B.copy:  # the slower path: copies into the operands' padded buffers
             st = cupy.cuda.get_current_stream()
             xa = A.staged(xa, st) if A.copy else xa
             xb = B.staged(xb, st) if B.copy else xb
@@ -659,7 +760,10 @@ class GemmPlan(_Launch):
         pk = pc if self._ws is None else self._ws.data.ptr  # what the GEMM kernel stores into
         cvec = int(self._cvec_ld and pk % self._cvec_align == 0)
         with self._lock:
-            self._set_operands(xa, xb)
+            if si is None:
+                self._set_operands(xa, xb)
+            else:
+                self._set_ptrs(*si)
             self._pb.set(d.slot("c"), pk)
             self._pb.set(d.slot("cvec"), cvec)
             if d.slot("out") >= 0:  # serial split-K: the reducer writes C
@@ -706,9 +810,12 @@ class GemmPlan(_Launch):
         if self._launch_kernel is None or self.orient == "copy" or self.alpha_beta:
             return False
         # a staged operand: its one row copy, from the plan's strides (None: not staged)
-        rows = []
+        rows: List[Any] = []
         sigs = (self._b_sig, self._a_sig) if self._swap else (self._a_sig, self._b_sig)
         for op, sig in zip((self._A, self._B), sigs):
+            if self._stage_in:  # the kernel copies its staged operands (rows stage_sources found)
+                rows.append(None)
+                continue
             rc = op.row_copy(sig[2], sig[3].itemsize) if op.copy else None
             if op.copy and rc is None:  # rows not contiguous: the element-wise copy needs arrays
                 return False
@@ -726,6 +833,11 @@ class GemmPlan(_Launch):
         ``pbias``: the bias of :meth:`direct_bias`'s)."""
         if self._swap:
             pa, pb = pb, pa
+        if self._stage_in:  # one launch: the kernel copies the staged operands itself
+            with self._stage_lock:
+                pa, pb = self._stage_in_ptrs(pa, pb, sp)
+                self._launch_ready(pa, pb, pc, sp, pbias)
+            return
         ra, rb = self._row_copies
         if ra is not None or rb is not None:  # staged operands: copies and launch in one order
             with self._stage_lock:

@@ -81,6 +81,9 @@ __all__ = [
     "LaunchDecision",
     "BatchedDecision",
     "staging",
+    "STAGE_IN_RULE",
+    "stage_in_pick",
+    "stage_sources",
     "use_wgmma",
     "kernel_operands",
     "launch_grid",
@@ -733,7 +736,8 @@ def _wave_pick(
 SHORT_A_RULE: Dict[str, Any] = {"rows": (16, 32), "fill": True, "tile": (64, 8)}
 
 #: Operands read in place (:attr:`Sm90Config.elem_loads`) where the plan would otherwise copy
-#: one into a padded buffer each call: the mono cp.async kernel ``tile`` (bm, bn, stages)
+#: one into a padded buffer each call and :func:`stage_in_pick` does not stage it inside the
+#: launch: the mono cp.async kernel ``tile`` (bm, bn, stages)
 #: with two-byte loads, taken for plain 2-D products whose estimated time
 #: ``us0 + us_kt * k-tiles * waves`` is at most ``max_us``.  The copy costs about 6.6 us of
 #: host time per call (``cudaMemcpy2DAsync``) on top of the launch, so a call whose kernel
@@ -1092,12 +1096,15 @@ class ParamBuffer:
 # ============================================================================ the launch decision
 @dataclass(frozen=True)
 class DeviceFacts:
-    """What the rule knows of the device: compute capability (``"90"``), SM count, and
-    whether cuda-python can encode TMA tensor maps."""
+    """What the rule knows of the device: compute capability (``"90"``), SM count,
+    whether cuda-python can encode TMA tensor maps, and whether the runtime can make a
+    cooperative launch (``cuLaunchKernelEx`` through CuPy's driver handles: the kernels that
+    stage their operands in the launch need one)."""
 
     cc: str
     sms: int
     tma: bool
+    coop: bool = False
 
 
 @dataclass(frozen=True)
@@ -1276,13 +1283,10 @@ def elem_pick(req: GemmRequest, dev: DeviceFacts, m: int, n: int, k: int, A: Sta
         or req.path not in ("auto", "wgmma")
         or dev.cc != "90"
         or req.dtype not in ("f16", "bf16")
-        or not (A.copy or B.copy)
     ):
         return None
-    ops = ("a" if A.copy else "") + ("b" if B.copy else "")
-    try:
-        read_in_place(req, A, B, ops)
-    except GemmConfigError:  # no contiguous dimension, or a base between elements: the copy
+    ops = _copied_rows(req, A, B)
+    if ops is None:
         return None
     bm, bn, stages = ELEM_RULE["tile"]
     tiles = -(-m // bm) * -(-n // bn)
@@ -1290,6 +1294,66 @@ def elem_pick(req: GemmRequest, dev: DeviceFacts, m: int, n: int, k: int, A: Sta
     if est > ELEM_RULE["max_us"]:
         return None
     return Sm90Config(bm=bm, bn=bn, stages=stages, loader="cp.async", schedule="mono", elem_loads=ops)
+
+
+#: the staging copy inside the launch (:attr:`~layoutproof.gpu.kernels.wgmma_core.Sm90Config.stage_in`):
+#: where the rule's pick for a plain f16/bf16 2-D product is the persistent warp-specialized
+#: kernel without a cluster and an operand must be staged, the kernel copies it itself before
+#: a grid barrier, in place of a ``cudaMemcpy2DAsync`` per operand before the launch (about
+#: 6.6 us of host time each on the H200): the same copy and the same TMA kernel, one launch.
+#: Needs a cooperative launch (``DeviceFacts.coop``); ``on`` False keeps the copies.
+STAGE_IN_RULE: Dict[str, Any] = {"on": True}
+
+
+def stage_in_pick(req: GemmRequest, dev: DeviceFacts, pick: Any, A: Staging, B: Staging) -> Any:
+    """:data:`STAGE_IN_RULE`'s kernel: ``pick`` with ``stage_in`` naming the kernel operands
+    (``A``, ``B``: their staging) that are copied, where the rule applies and every copied
+    operand's rows are contiguous in the user's array (:func:`stage_sources`); else None."""
+    if (
+        not STAGE_IN_RULE["on"]
+        or not dev.coop
+        or not dev.tma
+        or req.epilogue
+        or req.dtype not in ("f16", "bf16")
+        or not isinstance(pick, Sm90Config)
+        or pick.schedule != "ws"
+        or pick.cluster != 1
+        or pick.loader != "tma"
+        or pick.elem_loads
+    ):
+        return None
+    ops = _copied_rows(req, A, B)
+    return None if ops is None else replace(pick, stage_in=ops)
+
+
+def _copied_rows(req: GemmRequest, A: Staging, B: Staging) -> Optional[str]:
+    """The kernel operands the plan would copy (``"a"``, ``"b"`` or ``"ab"``), where each
+    one's rows can be read where they lie (:func:`read_in_place`); None where none is
+    copied, or where one has no contiguous dimension or a base between elements (the copy
+    gathers it)."""
+    ops = ("a" if A.copy else "") + ("b" if B.copy else "")
+    if not ops:
+        return None
+    try:
+        read_in_place(req, A, B, ops)
+    except GemmConfigError:
+        return None
+    return ops
+
+
+def stage_sources(req: GemmRequest, A: Staging, B: Staging, ops: str) -> Dict[str, int]:
+    """The leading dimension (elements) of the user's rows that a ``stage_in`` kernel copies
+    for each kernel operand in ``ops`` (:func:`in_place`'s reading of the operand: the rows
+    of its contiguous dimension, 2-byte-aligned base).  Raises where an operand named is not
+    staged, or where its rows are not contiguous."""
+    for P, st in (("a", A), ("b", B)):
+        if P in ops and not st.copy:
+            raise GemmConfigError(
+                f"gemm: stage_in={ops!r} copies the kernel's {P.upper()} in the launch, but that operand "
+                f"is read in place (its rows are on the 16-byte grid): leave it out of stage_in"
+            )
+    inplace = read_in_place(req, A, B, ops)
+    return {P: (inplace[0] if P == "a" else inplace[1]).ld for P in ops}
 
 
 def read_in_place(req: GemmRequest, A: Staging, B: Staging, ops: str) -> Tuple[Staging, Staging]:
@@ -1520,11 +1584,15 @@ def decide(req: GemmRequest, dev: DeviceFacts, config: Any = None) -> LaunchDeci
     the operands' staging, the grid, the workspace and the parameter block.  Nothing runs
     here; :class:`~layoutproof.gpu.host.plan.GemmPlan` carries the decision out."""
     orient, m, n, K, A, B, prob = kernel_operands(req)
-    cfg = elem_pick(req, dev, m, n, K, A, B) if config is None else None
-    if cfg is None:
+    if config is None:
+        pick = _config(req, dev, None, m, n, K, prob)
+        cfg = stage_in_pick(req, dev, pick, A, B) or elem_pick(req, dev, m, n, K, A, B) or pick
+    else:
         cfg = _config(req, dev, config, m, n, K, prob)
     _check_split(cfg, m)
     A, B = read_in_place(req, A, B, getattr(cfg, "elem_loads", ""))
+    stage_in = getattr(cfg, "stage_in", "")
+    sources = stage_sources(req, A, B, stage_in) if stage_in else {}
     splits = getattr(cfg, "splits", 1)
     cluster_red = splits > 1 and cfg.reduction == "cluster"  # no workspace, one unit per CTA
     serial = splits > 1 and cfg.reduction == "serial"
@@ -1558,6 +1626,14 @@ def decide(req: GemmRequest, dev: DeviceFacts, config: Any = None) -> LaunchDeci
         kinds = ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i64", "i64", "i64", "i32"]
         statics = {3: m, 4: n, 5: K, 6: A.ld, 7: B.ld, 8: ldc if not planes else n}
     slots["cvec"] = len(kinds) - 1
+    for P in stage_in:  # the staging copy's source, its ld, the padded buffer, its ld; the barrier
+        slots[f"{P}_src"], slots[f"{P}_dst"] = len(kinds), len(kinds) + 2
+        statics[len(kinds) + 1] = sources[P]
+        statics[len(kinds) + 3] = (A if P == "a" else B).ld
+        kinds += ["ptr", "i64", "ptr", "i64"]
+    if stage_in:
+        slots["gbar"] = len(kinds)
+        kinds.append("ptr")
     tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
     if serial:  # the output D, its row stride, the per-(warpgroup, tile) counters
         slots.update(out=len(kinds), counters=len(kinds) + 2)

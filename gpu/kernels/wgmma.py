@@ -794,6 +794,13 @@ def plan_operands(
             f"generate_sm90: elem_loads={cfg.elem_loads!r} reads two-byte elements: the operands must "
             f"be f16 or bf16, not {prob.dtype}"
         )
+    if cfg.stage_in and (prob.dtype not in ("f16", "bf16") or prob.batch):
+        raise GemmConfigError(
+            f"generate_sm90: stage_in={cfg.stage_in!r} copies two-byte elements of one 2-D product: "
+            f"the operands must be f16 or bf16 and not batched (got {prob.dtype}"
+            + (f", batched {prob.batch}" if prob.batch else "")
+            + ")"
+        )
     threads = cfg.threads
     a = OperandPlan("a", cfg.bm, cfg.bk, cfg.stages, prob.a_major == "k", threads, cfg.warpgroups, 64)
     if cfg.a_rows != 64:

@@ -79,7 +79,14 @@ class Sm90Config:
     ``elem_loads`` (``""``, ``"a"``, ``"b"`` or ``"ab"``; ``loader="cp.async"``, ``"mono"``):
     the named operands' 16-byte chunks are read by two-byte loads instead of cp.async, so
     the kernel reads them in place at any leading dimension and any 2-byte-aligned base --
-    an operand the TMA and cp.async kernels would first copy into a padded buffer."""
+    an operand the TMA and cp.async kernels would first copy into a padded buffer.
+
+    ``stage_in`` (``""``, ``"a"``, ``"b"`` or ``"ab"``; ``"ws"``, no cluster, not batched):
+    the kernel copies the named operands itself, from the user's rows (any leading
+    dimension, 2-byte-aligned) into the padded buffers its TMA maps read, then meets every
+    other CTA at a grid barrier (:class:`~layoutproof.gpu.proof.kir.GridSync`) before its
+    first box: the staging copy and the product in one launch, which must be cooperative
+    (every CTA resident at once)."""
 
     bm: int = 128
     bn: int = 256
@@ -91,6 +98,7 @@ class Sm90Config:
     cluster: int = 1
     a_rows: int = 64
     elem_loads: str = ""
+    stage_in: str = ""
 
     def __repr__(self) -> str:
         # a_rows and elem_loads are shown only where they are not the defaults, so the names
@@ -101,6 +109,8 @@ class Sm90Config:
             parts.append(f"a_rows={self.a_rows}")
         if self.elem_loads:
             parts.append(f"elem_loads={self.elem_loads!r}")
+        if self.stage_in:
+            parts.append(f"stage_in={self.stage_in!r}")
         return f"Sm90Config({', '.join(parts)})"
 
     @property
@@ -133,6 +143,7 @@ class Sm90Config:
         cl = f"_c{self.cluster}" if self.cluster != 1 else ""
         ar = f"_r{self.a_rows}" if self.a_rows != 64 else ""
         el = f"_e{self.elem_loads}" if self.elem_loads else ""
+        el += f"_si{self.stage_in}" if self.stage_in else ""
         return f"sm90_{self.bm}x{self.bn}x{self.bk}_s{self.stages}_g{self.group_m}{ld}{ws}{cl}{ar}{el}"
 
     def validate(self) -> "Sm90Config":
@@ -205,6 +216,16 @@ class Sm90Config:
                 f"Sm90Config: elem_loads={self.elem_loads!r} replaces cp.async copies by two-byte "
                 f"loads: it needs loader='cp.async' and schedule='mono' (got loader="
                 f"{self.loader!r}, schedule={self.schedule!r})"
+            )
+        if self.stage_in not in ("", "a", "b", "ab"):
+            raise GemmConfigError(
+                f"Sm90Config: stage_in={self.stage_in!r} must name operands: '', 'a', 'b' or 'ab'"
+            )
+        if self.stage_in and (self.schedule != "ws" or self.cluster != 1):
+            raise GemmConfigError(
+                f"Sm90Config: stage_in={self.stage_in!r} copies the operands before a grid barrier "
+                f"of the persistent warp-specialized kernel: it needs schedule='ws' and cluster=1 "
+                f"(got schedule={self.schedule!r}, cluster={self.cluster})"
             )
         return self
 
@@ -304,6 +325,16 @@ def params90(E: Env, tma: bool) -> Tuple[Tuple[str, kir.Var], ...]:
     ) + scale
     if env_var(E, "batch") is not None:  # batched: the batch count, C's batch stride
         params += (("int", need_var(E, "batch")), ("long long", need_var(E, "ldcb")))
+    for P in "ab":  # stage_in: per staged operand its source, source ld, buffer, buffer ld
+        if env_var(E, f"{P}_src") is not None:
+            params += (
+                ("const lp_in_t* __restrict__", need_var(E, f"{P}_src")),
+                ("long long", need_var(E, f"{P}_sld")),
+                ("lp_in_t* __restrict__", need_var(E, f"{P}_dst")),
+                ("long long", need_var(E, f"{P}_dld")),
+            )
+    if env_var(E, "lp_gbar") is not None:  # and the grid barrier's two words
+        params += (("unsigned* __restrict__", need_var(E, "lp_gbar")),)
     return params
 
 
@@ -446,6 +477,8 @@ def kernel90(
     tout = OUT_DTYPES[prob.out][0]
     if "griddep" not in helpers:  # every wgmma kernel may be a programmatic dependent launch
         helpers = ("griddep",) + helpers
+    if env_var(E, "lp_gbar") is not None:  # stage_in's grid barrier (on the atomic add)
+        helpers += tuple(h for h in ("atomic", "grid_sync") if h not in helpers)
     return kir.Kernel(
         name,
         params90(E, tma),
@@ -454,7 +487,7 @@ def kernel90(
         min_blocks=1,
         cluster=cfg.cluster,
         typedefs=(("lp_in_t", tin), ("lp_out_t", tout)),
-        sizes=type_sizes(prob),
+        sizes={**type_sizes(prob), **({"unsigned": 4} if env_var(E, "lp_gbar") is not None else {})},
         functions=fns,
         devfns=devfns,
         description=descr,

@@ -38,6 +38,7 @@ from ..analysis import synthesize_swizzle
 from ..config import OUT_DTYPES, GemmProblem
 from ..errors import BankConflictError, GemmConfigError, ProofFailedError
 from ..proof import evaluate, kir, lower, obligations
+from ..proof.grid_sync_model import check_grid_sync
 from ..proof.pipeline import prove_pipeline
 from ..proof.record import ProofLog
 from .toolkit import (
@@ -866,6 +867,97 @@ def declare_ws(
     return F, body
 
 
+def stage_in_ir(F: WsFrame) -> List[kir.Stmt]:
+    """:attr:`~layoutproof.gpu.kernels.wgmma_core.Sm90Config.stage_in`: each warp of the
+    grid copies rows ``w, w + W, ...`` (``w`` its index in the grid, ``W`` the grid's
+    warps) of each named operand from the user's matrix (``P_src``, leading dimension
+    ``P_sld``, any 2-byte-aligned base) into the padded buffer its tensor map reads
+    (``P_dst``, leading dimension ``P_dld``: a multiple of 8 elements at a 16-byte-aligned
+    base, at least the row rounded up to 8).  Lane ``l`` of the warp takes the row's
+    16-byte chunks ``l, l + 32, ...`` (four at a time, unrolled): eight two-byte loads
+    (zero past the row's end, so the padding is rewritten with zeros) into one register
+    vector, stored as one 16-byte store.  Then the grid barrier
+    (:class:`~layoutproof.gpu.proof.kir.GridSync` on ``lp_gbar``), after which the buffers
+    are complete for every CTA's boxes.  Statements between :func:`declare_ws`'s and
+    :func:`barrier_init_ir`'s; nothing without ``stage_in``."""
+    E, cfg = F.E, F.cfg
+    if not cfg.stage_in:
+        return []
+    out: List[kir.Stmt] = [
+        kir.Comment(f"staging: {' and '.join(x.upper() for x in cfg.stage_in)} copied by the whole grid")
+    ]
+    for P in cfg.stage_in:
+        p = F.a if P == "a" else F.b
+        src, sld = kir.Var(f"{P}_src", "const lp_in_t*"), kir.Var(f"{P}_sld", "long long")
+        dst, dld = kir.Var(f"{P}_dst", "lp_in_t*"), kir.Var(f"{P}_dld", "long long")
+        E.add(**{f"{P}_src": src, f"{P}_sld": sld, f"{P}_dst": dst, f"{P}_dld": dld})
+        X = E.M if P == "a" else E.N
+        outer, inner = (X, E.K) if p.kmajor else (E.K, X)
+        r, q, j = ir_var(f"{P}_r"), ir_var(f"{P}_q"), ir_var("j")
+        row = kir.Cast("long long", r)
+        c0, dc0 = ir_const(f"{P}_c0", q * 8)
+        chunks, dch = ir_const(f"{P}_chunks", (inner + 7) / 8, comment="16-byte chunks of a row")
+        w = kir.Var(f"{P}_w", "uint4")
+        wp, dwp = ir_const(f"{P}_wp", kir.Reinterpret("lp_in_t*", kir.AddrOf(w)), "lp_in_t*")
+        sclaim = kir.Claim(
+            f"{P.upper()} staging read (row r, element c0 + j of the user's operand)",
+            addr_of(src) + 2 * (row * sld + c0 + j),
+            bounds=((r, outer), (c0 + j, inner)),
+            width=2,
+        )
+        dclaim = kir.Claim(
+            f"{P.upper()} staging write (row r, chunk c0 .. c0 + 7 of the padded buffer)",
+            addr_of(dst) + 2 * (row * dld + c0),
+            bounds=((r, outer), (c0 + 7, dld)),
+            width=16,
+        )
+        load = kir.For(
+            j,
+            kir.Const(0),
+            kir.Const(8),
+            kir.block(
+                kir.Assign(kir.Index(wp, (j,)), kir.Call("lp_in_t", (), "lp_in_t")),
+                kir.If(
+                    (c0 + j).lt(inner),
+                    kir.block(kir.Assign(kir.Index(wp, (j,)), kir.Mem(src, sclaim, idx=row * sld + c0 + j))),
+                ),
+            ),
+            unroll=True,
+        )
+        store = kir.Assign(kir.Mem(dst + row * dld + c0, dclaim, vec="uint4"), w)
+        chunk = kir.block(
+            dc0,
+            kir.Decl(w),
+            dwp,
+            kir.If(r.lt(outer), kir.block(load, kir.If((c0 + 7).lt(dld), kir.block(store)))),
+        )
+        W = cfg.threads // 32
+        out += [
+            dch,
+            kir.For(
+                r,
+                E.blockIdx * W + (E.tid >> 5),
+                outer,
+                kir.block(kir.For(q, E.tid & 31, chunks, chunk, step=kir.Const(32), unroll=4)),
+                step=E.gridDim * W,
+            ),
+        ]
+    gbar = kir.Var("lp_gbar", "unsigned*")
+    E.add(lp_gbar=gbar)
+
+    def word(i: int, what: str) -> kir.Mem:
+        return kir.Mem(gbar, kir.Claim(what, addr_of(gbar) + 4 * i, width=4), idx=kir.Const(i))
+
+    out.append(
+        kir.GridSync(
+            word(0, "grid barrier arrivals"),
+            word(1, "grid barrier generation"),
+            "the staged operands are complete before any CTA's first box",
+        )
+    )
+    return out
+
+
 def barrier_init_ir(F: WsFrame) -> List[kir.Stmt]:
     """Thread 0 initializes the stages' full (one arrival) and empty (every consumer warp
     of the cluster) barriers; then the CTA (or the cluster) synchronizes.  The statements
@@ -1157,6 +1249,7 @@ def ws_body_ir(
     still arrive on its barriers).  Returns the frame and the statements.  The arguments
     are :func:`declare_ws`'s."""
     F, body = declare_ws(cfg, prob, a, b, ep, desc, tx)
+    body += stage_in_ir(F)
     body += barrier_init_ir(F)
     producer = producer_ir(F)
     body.append(kir.If(F.E.wg.eq(0), producer, consumer(F)))
@@ -1624,6 +1717,9 @@ def build_ws_kernel(
         if cfg.cluster > 1
         else 2 * (a.loaded_elems + b.loaded_elems)
     )
+    if cfg.stage_in:  # the grid barrier's protocol, for grids of 1-4 CTAs over 3 launches
+        for ctas in range(1, 5):
+            check_grid_sync(ctas, 3, log)
     ir = _source_ws_ir(cfg, prob, a, b, ep, desc, tx, name)
     check_batch_coordinates(ir, prob, log)
     src = finish(ir, log, title, lambda k: prove_ws_protocol(k, cfg, tx, log, cfg.cluster))

@@ -76,6 +76,7 @@ __all__ = [
     "NamedBarrier",
     "ClusterSync",
     "ClusterRank",
+    "GridSync",
     "Kernel",
     "emit",
     "emit_expr",
@@ -656,6 +657,22 @@ class ClusterRank(Stmt):
     var: Var
 
 
+@dataclass(frozen=True, eq=False)
+class GridSync(Stmt):
+    """Every thread of every CTA of the grid meets here (a grid-wide barrier): the CTA
+    synchronizes, thread 0 arrives on the grid's counter ``count`` and waits for the
+    generation ``gen`` to move (the last CTA to arrive resets the counter and releases the
+    next generation; :mod:`~layoutproof.gpu.proof.grid_sync_model` proves the protocol),
+    the CTA synchronizes again, and every thread then orders the grid's generic-proxy
+    global writes before its async-proxy (TMA) reads.  ``count`` and ``gen`` are the two
+    ``unsigned`` words of a zeroed global pair kept by the host, one pair per stream.  The
+    grid's CTAs must all be resident at once (a cooperative launch)."""
+
+    count: Mem
+    gen: Mem
+    comment: str = ""
+
+
 @dataclass
 class Kernel:
     """A whole kernel: description lines, typedefs, proven functions, device functions of
@@ -1054,6 +1071,13 @@ def _intrinsic(s: Stmt) -> List[str]:
         return [f"lp_named_sync({emit_expr(s.id)}, {s.n});"]
     if isinstance(s, ClusterSync):
         return ["lp_cluster_sync();" + (f"   // {s.comment}" if s.comment else "")]
+    if isinstance(s, GridSync):
+        return [
+            "__syncthreads();" + (f"   // {s.comment}" if s.comment else ""),
+            f"if (threadIdx.x == 0) lp_grid_sync(&{emit_expr(s.count)}, &{emit_expr(s.gen)}, gridDim.x);",
+            "__syncthreads();",
+            'asm volatile("fence.proxy.async.global;\\n" ::: "memory");',
+        ]
     if isinstance(s, ClusterRank):
         return [
             f"unsigned {s.var.name};",
@@ -1148,6 +1172,31 @@ __device__ __forceinline__ float lp_hi(__nv_bfloat162 v) { return __high2float(v
 """,
     "prefetch": r"""__device__ __forceinline__ void lp_prefetch_l1(const void* p) {
   asm volatile("prefetch.global.L1 [%0];\n" :: "l"(__cvta_generic_to_global(p)));
+}
+""",
+    # the grid barrier of GridSync, thread 0 of each CTA (the steps grid_sync_model checks):
+    # read the generation, arrive (acq_rel), then the last CTA resets the counter and
+    # releases the next generation while the others wait for it; a wait past about 2^27
+    # sleeps traps (a fault, never a hang: the launch is cooperative, so it cannot happen)
+    "grid_sync": r"""__device__ __forceinline__ unsigned lp_ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void lp_grid_sync(unsigned* count, unsigned* gen, unsigned ctas) {
+  const unsigned g = lp_ld_acquire(gen);
+  __threadfence();
+  if (lp_atom_add_acq_rel(count, 1u) == ctas - 1u) {
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;\n" :: "l"(count), "r"(0u) : "memory");
+    asm volatile("st.release.gpu.global.u32 [%0], %1;\n" :: "l"(gen), "r"(g + 1u) : "memory");
+  } else {
+    unsigned spins = 0;
+    while (lp_ld_acquire(gen) == g) {
+      __nanosleep(64);
+      if (++spins == (1u << 27)) __trap();
+    }
+  }
+  __threadfence();
 }
 """,
     "griddep": r"""__device__ __forceinline__ void lp_griddep_wait() {

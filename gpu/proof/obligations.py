@@ -61,6 +61,7 @@ from .kir import (
     Expr,
     FnCall,
     For,
+    GridSync,
     If,
     Inc,
     Index,
@@ -148,6 +149,7 @@ class Report:
 
 _COLLECTIVE = (
     SyncThreads,
+    GridSync,
     NamedBarrier,
     ClusterSync,
     WgmmaFence,
@@ -159,7 +161,7 @@ _COLLECTIVE = (
     Mma,
 )
 _MBAR = (MbarInit, MbarArrive, MbarExpectTx, MbarWait)
-_BARRIER_OPS = (SyncThreads, NamedBarrier, ClusterSync) + _MBAR
+_BARRIER_OPS = (SyncThreads, NamedBarrier, ClusterSync, GridSync) + _MBAR
 
 
 class Analysis:
@@ -346,6 +348,8 @@ class Analysis:
                     kind = f"{n.space} reduction (red.add, {s.lanes} f32)"
                 if id(n) in atomic:
                     kind = f"{n.space} atomic read-modify-write"
+                if isinstance(s, GridSync):
+                    kind = f"{n.space} grid-barrier word (acquire load, atomic add, release store)"
                 self.accesses.append(Access(n, kind, self._mem_addr(n), n.claim, sc))
             if isinstance(n, (If, For, Block)) and n is not s:
                 return
@@ -787,7 +791,7 @@ class Prover:
     # -- barriers
     def prove_barrier(self, s: Stmt, sc: _Scope) -> str:
         """A collective stays out of conditions that split its participants."""
-        if isinstance(s, (SyncThreads, ClusterSync)):
+        if isinstance(s, (SyncThreads, ClusterSync, GridSync)):
             group = self.k.threads
         elif isinstance(s, NamedBarrier):
             group = s.n
