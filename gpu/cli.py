@@ -67,30 +67,34 @@ _SCHEDULES: Dict[str, Dict[str, Any]] = {
 
 
 def parse_sm90_config(text: str) -> "Any":
-    """``[KIND:]BMxBN/STAGES[rROWS][eOPS]`` (e.g. ``128x256/4``, ``ws2:128x256/4``,
+    """``[KIND:]BMxBN/STAGES[rROWS][eOPS][sOPS]`` (e.g. ``128x256/4``, ``ws2:128x256/4``,
     ``64x64/8r16``, ``cp:64x128/6ea``) -> Sm90Config.  KIND: ``ws`` (default:
     warp-specialized, persistent, TMA), ``ws2`` (the same in 2-CTA clusters, B multicast),
     ``tma`` (one role, TMA loads), ``cp`` (one role, cp.async), ``pp`` (the ping-pong
     schedule: consumer warpgroups owning alternate 64-row tiles).  ``rROWS``: A's TMA box of
     16 or 32 rows (``Sm90Config.a_rows``; outputs of at most that many rows).  ``eOPS``
     (``a``, ``b`` or ``ab``; with ``cp``): those operands read in place by two-byte loads
-    (``Sm90Config.elem_loads``)."""
+    (``Sm90Config.elem_loads``).  ``sOPS`` (with ``ws``): those operands copied into their
+    padded buffers by the kernel itself before a grid barrier (``Sm90Config.stage_in``)."""
     from .kernels.wgmma import Sm90Config
 
     m = re.fullmatch(
-        r"\s*(?:(ws2|ws|tma|cp|pp)\s*:)?\s*(\d+)x(\d+)\s*/\s*(\d+)\s*(?:r\s*(\d+))?\s*(?:e\s*(ab|a|b))?\s*",
+        r"\s*(?:(ws2|ws|tma|cp|pp)\s*:)?\s*(\d+)x(\d+)\s*/\s*(\d+)\s*(?:r\s*(\d+))?\s*(?:e\s*(ab|a|b))?"
+        r"\s*(?:s\s*(ab|a|b))?\s*",
         text,
     )
     if not m:
         raise LayoutError(
-            f"--sm90-config {text!r}: expected [ws|ws2|tma|cp|pp:]BMxBN/STAGES[rROWS][eOPS], "
-            "e.g. 128x256/4, 64x64/8r16 or cp:64x128/6ea"
+            f"--sm90-config {text!r}: expected [ws|ws2|tma|cp|pp:]BMxBN/STAGES[rROWS][eOPS][sOPS], "
+            "e.g. 128x256/4, 64x64/8r16, cp:64x128/6ea or 128x192/4sa"
         )
     kind = m.group(1) or "ws"
     bm, bn, st = (int(x) for x in m.groups()[1:4])
     rows = int(m.group(5)) if m.group(5) else 64
-    ops = m.group(6) or ""
-    return Sm90Config(bm=bm, bn=bn, stages=st, a_rows=rows, elem_loads=ops, **_SCHEDULES[kind]).validate()
+    ops, staged = m.group(6) or "", m.group(7) or ""
+    return Sm90Config(
+        bm=bm, bn=bn, stages=st, a_rows=rows, elem_loads=ops, stage_in=staged, **_SCHEDULES[kind]
+    ).validate()
 
 
 def _parser() -> argparse.ArgumentParser:

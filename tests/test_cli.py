@@ -625,6 +625,26 @@ def test_gemm_emits_the_in_place_loads(tmp_path, capsys):
         assert all(w in err for w in words) and "Traceback" not in err, err
 
 
+def test_gemm_emits_the_staging_in_the_launch(tmp_path, capsys):
+    """``--sm90-config BMxBN/STAGESsOPS`` asks for the warp-specialized kernel that copies the
+    named operands into their padded buffers itself before a grid barrier
+    (``Sm90Config.stage_in``); on another schedule it exits 2 by name."""
+    from layoutproof.gpu.cli import main, parse_sm90_config
+
+    assert parse_sm90_config("128x192/4sa").stage_in == "a"
+    assert parse_sm90_config("ws:128x192/4 s ab").stage_in == "ab"
+    assert parse_sm90_config("128x192/4").stage_in == ""
+    out = tmp_path / "k.cu"
+    argv = "--no-run --m 1000 --n 3000 --k 777 --sm90-config 128x192/4sa --emit".split() + [str(out)]
+    assert main(argv) == 0
+    assert "sm90_128x192x64_s4_g8_tma_ws_sia" in capsys.readouterr().out
+    assert "lp_grid_sync(" in out.read_text() and "A staging read" in out.read_text()
+    for cfg, words in (("pp:64x256/5sa", ("schedule='ws'",)), ("128x192/4sc", ("expected",))):
+        assert main(["--no-run", "--sm90-config", cfg]) == 2
+        err = capsys.readouterr().err
+        assert all(w in err for w in words) and "Traceback" not in err, err
+
+
 def test_gemm_emits_the_tiny_kernel(tmp_path, capsys):
     """``--path tiny`` emits the one-launch kernel of small products: the rule's pick
     (``tiny_config``) or ``--config KW/KU[nNI]``, with the fused epilogue; a wrong
