@@ -83,6 +83,7 @@ __all__ = [
     "staging",
     "STAGE_IN_RULE",
     "stage_in_pick",
+    "elem_us",
     "stage_sources",
     "use_wgmma",
     "kernel_operands",
@@ -746,7 +747,11 @@ SHORT_A_RULE: Dict[str, Any] = {"rows": (16, 32), "fill": True, "tile": (64, 8)}
 #: below and 2-4x on larger ones.  Fitted on the
 #: H200 (bench/RESULTS.md, "Operands read in place"): 512x512x500 9.3 us (8 k-tiles, one
 #: wave), 100x3000x777 14.2 (13), 256x1000x1001 17.4 (16), 1000x3000x777 40.3 (13, 3 waves).
-ELEM_RULE: Dict[str, Any] = {"tile": (64, 128, 6), "us0": 1.3, "us_kt": 1.0, "max_us": 18.0}
+#: Where the estimate is at most ``first_us`` the in-place kernel is taken even where the
+#: kernel could stage the operand in the launch: a call of so short a kernel is bound by its
+#: host time, and the in-place launch issues 1.4-1.7 us sooner (512x512x500 back to back:
+#: 10.8 us a call against 12.3; bench/RESULTS.md, "Operands staged in the launch").
+ELEM_RULE: Dict[str, Any] = {"tile": (64, 128, 6), "us0": 1.3, "us_kt": 1.0, "max_us": 18.0, "first_us": 10.0}
 
 
 def _short_a_pick(
@@ -1286,14 +1291,18 @@ def elem_pick(req: GemmRequest, dev: DeviceFacts, m: int, n: int, k: int, A: Sta
     ):
         return None
     ops = _copied_rows(req, A, B)
-    if ops is None:
+    if ops is None or elem_us(m, n, k, dev.sms) > ELEM_RULE["max_us"]:
         return None
     bm, bn, stages = ELEM_RULE["tile"]
-    tiles = -(-m // bm) * -(-n // bn)
-    est = ELEM_RULE["us0"] + ELEM_RULE["us_kt"] * -(-k // 64) * -(-tiles // max(dev.sms, 1))
-    if est > ELEM_RULE["max_us"]:
-        return None
     return Sm90Config(bm=bm, bn=bn, stages=stages, loader="cp.async", schedule="mono", elem_loads=ops)
+
+
+def elem_us(m: int, n: int, k: int, sms: int) -> float:
+    """:data:`ELEM_RULE`'s estimate of the in-place kernel's time on an ``m x n x k`` product:
+    ``us0 + us_kt * k-tiles * waves`` of its tile over ``sms`` SMs."""
+    bm, bn, _stages = ELEM_RULE["tile"]
+    tiles = -(-m // bm) * -(-n // bn)
+    return float(ELEM_RULE["us0"] + ELEM_RULE["us_kt"] * -(-k // 64) * -(-tiles // max(sms, 1)))
 
 
 #: the staging copy inside the launch (:attr:`~layoutproof.gpu.kernels.wgmma_core.Sm90Config.stage_in`):
@@ -1586,7 +1595,9 @@ def decide(req: GemmRequest, dev: DeviceFacts, config: Any = None) -> LaunchDeci
     orient, m, n, K, A, B, prob = kernel_operands(req)
     if config is None:
         pick = _config(req, dev, None, m, n, K, prob)
-        cfg = stage_in_pick(req, dev, pick, A, B) or elem_pick(req, dev, m, n, K, A, B) or pick
+        elem = elem_pick(req, dev, m, n, K, A, B)
+        first = elem is not None and elem_us(m, n, K, dev.sms) <= ELEM_RULE["first_us"]
+        cfg = (elem if first else None) or stage_in_pick(req, dev, pick, A, B) or elem or pick
     else:
         cfg = _config(req, dev, config, m, n, K, prob)
     _check_split(cfg, m)

@@ -191,6 +191,18 @@ def test_the_rule_stages_in_the_launch_where_the_pick_is_the_ws_kernel():
     assert col.orient == "col" and col.config.stage_in == "b"
 
 
+def test_the_shortest_products_keep_the_element_loads(monkeypatch):
+    # 512x512x500: 8 k-tiles in one wave, estimated 9.3 us in place, at most first_us: a call
+    # is bound by its host time, and the in-place launch issues sooner
+    assert P.elem_us(512, 512, 500, 132) == 9.3
+    d = P.decide(_req(512, 500, 512), _COOP)
+    assert d.config.elem_loads == "a" and not getattr(d.config, "stage_in", "")
+    # 100x3000x777: 13 k-tiles, 14.3 us: staged in the launch
+    assert P.decide(_req(100, 777, 3000), _COOP).config.stage_in == "a"
+    monkeypatch.setitem(P.ELEM_RULE, "first_us", 0.0)
+    assert P.decide(_req(512, 500, 512), _COOP).config.stage_in == "a"
+
+
 def test_the_rule_keeps_the_copy_or_the_element_loads_elsewhere(monkeypatch):
     assert not getattr(P.decide(_req(1000, 777, 3000), _NO_COOP).config, "stage_in", "")
     assert not getattr(P.decide(_req(1000, 777, 3000, activation="relu"), _COOP).config, "stage_in", "")
