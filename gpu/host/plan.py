@@ -303,8 +303,8 @@ class _Launch:
     parameter updates and the one launch."""
 
     decision: LaunchDecision
-    #: a stage_in kernel's cooperative launchers (:meth:`_setup_stage_in`); none otherwise
-    _coop: Any = ()
+    #: a stage_in kernel's cooperative launcher (:meth:`_setup_stage_in`); None otherwise
+    _coop: Any = None
 
     def _carry_out(self, d: LaunchDecision, kern: Any, cupy: Any) -> None:
         self.decision, self._cupy = d, cupy
@@ -332,7 +332,7 @@ class _Launch:
         self._lock = threading.Lock()
         # the kernel's programmatic dependent launch (:meth:`_programmatic`), where it has one
         self._pdl_main: Any = None
-        self._coop = ()
+        self._coop = None
         self._stage_in = getattr(d.config, "stage_in", "")
         if self._stage_in:
             self._setup_stage_in(d, cupy)
@@ -352,9 +352,9 @@ class _Launch:
         g = (int(d.grid[0]), int(d.grid[1]), int(d.grid[2]))
         # cooperative alone: with the programmatic attribute too, the launch cost 2.2 us more
         # host time (12.4 against 10.2 us a call at 1000x3000x777, bench/RESULTS.md)
-        self._coop = [
-            make(self._fn, g, self.threads, self._pb.address, self.smem, programmatic=False, cooperative=True)
-        ]
+        self._coop = make(
+            self._fn, g, self.threads, self._pb.address, self.smem, programmatic=False, cooperative=True
+        )
         names = [f"{P}_{w}" for P in self._stage_in for w in ("src", "dst")] + ["gbar"]
         sets = param_setters(self._pb, tuple(d.slot(x) for x in names))
         # per staged kernel operand: its position (0: A, 1: B), operand, source and buffer setters
@@ -370,7 +370,7 @@ class _Launch:
     def _launch_cooperative(self, sp: int) -> None:
         """The stage_in kernel's cooperative launch on stream ``sp``; an error where the
         driver refuses it."""
-        if self._coop[0](sp):
+        if self._coop(sp):
             return
         raise GemmConfigError(
             f"{self.config.key()}: the driver refused the cooperative launch of {self.grid[0]} CTAs "
@@ -431,7 +431,7 @@ class _Launch:
         """The kernel's launch on stream ``sp`` with the packed parameters: as a programmatic
         dependent where the plan holds that launch (a refused one is never tried again), else
         in stream order."""
-        if self._coop:
+        if self._coop is not None:
             self._launch_cooperative(sp)
             return
         ran, self._pdl_main = launch_programmatic(self._pdl_main, sp)
@@ -809,15 +809,13 @@ class GemmPlan(_Launch):
         """The per-call parameter setters of the direct launches (False: no direct launch)."""
         if self._launch_kernel is None or self.orient == "copy" or self.alpha_beta:
             return False
-        # a staged operand: its one row copy, from the plan's strides (None: not staged)
+        # a staged operand: its one row copy, from the plan's strides (None: not staged, or
+        # copied by the stage_in kernel itself from the rows stage_sources found)
         rows: List[Any] = []
         sigs = (self._b_sig, self._a_sig) if self._swap else (self._a_sig, self._b_sig)
         for op, sig in zip((self._A, self._B), sigs):
-            if self._stage_in:  # the kernel copies its staged operands (rows stage_sources found)
-                rows.append(None)
-                continue
-            rc = op.row_copy(sig[2], sig[3].itemsize) if op.copy else None
-            if op.copy and rc is None:  # rows not contiguous: the element-wise copy needs arrays
+            rc = op.row_copy(sig[2], sig[3].itemsize) if op.copy and not self._stage_in else None
+            if op.copy and rc is None and not self._stage_in:  # the element-wise copy needs arrays
                 return False
             rows.append(None if rc is None else (rc, sig[3]))
         self._row_copies = tuple(rows)

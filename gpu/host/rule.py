@@ -1325,10 +1325,8 @@ def stage_in_pick(req: GemmRequest, dev: DeviceFacts, pick: Any, A: Staging, B: 
         or req.epilogue
         or req.dtype not in ("f16", "bf16")
         or not isinstance(pick, Sm90Config)
-        or pick.schedule != "ws"
+        or pick.schedule != "ws"  # (TMA-fed, no element loads: Sm90Config.validate)
         or pick.cluster != 1
-        or pick.loader != "tma"
-        or pick.elem_loads
     ):
         return None
     ops = _copied_rows(req, A, B)
