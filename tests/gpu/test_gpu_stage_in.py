@@ -224,6 +224,25 @@ def test_a_configuration_that_stages_an_aligned_operand_is_refused_by_name():
     assert d.config.stage_in == "a" and dict(d.slots)["gbar"] == 12
 
 
+# ============================================================================ the plan
+def test_a_stage_in_plan_without_a_cooperative_launch_is_refused_by_name():
+    from layoutproof.gpu.host.plan import GemmPlan
+
+    d = P.decide(_req(1000, 777, 3000), _COOP)
+    p = GemmPlan.__new__(GemmPlan)  # the launch parts alone: no GPU here
+    p._stage_in, p._fn = d.config.stage_in, 1
+    with pytest.raises(GemmConfigError, match="needs a cooperative launch"):
+        p._setup_stage_in(d, object())  # not CuPy: no cuLaunchKernelEx through its handles
+    # a launch the driver refuses (every CTA cannot be resident at once) is an error by name
+    p._coop, p.config, p.grid = (lambda sp: False), d.config, d.grid
+    with pytest.raises(GemmConfigError, match="refused the cooperative launch of 128 CTAs"):
+        p._launch_main(0)
+    ran = []
+    p._coop = lambda sp: ran.append(sp) or True
+    p._launch_main(7)
+    assert ran == [7]
+
+
 # ============================================================================ on a GPU
 def _ints(cp, rng, dt, *shape):
     x = rng.integers(-3, 4, size=shape).astype(cp.float32)
