@@ -1359,23 +1359,26 @@ def stage_sources(req: GemmRequest, A: Staging, B: Staging, ops: str) -> Dict[st
                 f"gemm: stage_in={ops!r} copies the kernel's {P.upper()} in the launch, but that operand "
                 f"is read in place (its rows are on the 16-byte grid): leave it out of stage_in"
             )
-    inplace = read_in_place(req, A, B, ops)
+    inplace = read_in_place(req, A, B, ops, "stage_in")
     return {P: (inplace[0] if P == "a" else inplace[1]).ld for P in ops}
 
 
-def read_in_place(req: GemmRequest, A: Staging, B: Staging, ops: str) -> Tuple[Staging, Staging]:
+def read_in_place(
+    req: GemmRequest, A: Staging, B: Staging, ops: str, option: str = "elem_loads"
+) -> Tuple[Staging, Staging]:
     """The kernel operands ``A`` and ``B`` with those named in ``ops`` read in place
     (:func:`in_place`, each from the user's operand it is: after the column-major output's
-    swap, the kernel's A is the user's ``b``)."""
+    swap, the kernel's A is the user's ``b``); ``option``: the configuration field that
+    names them, for the errors."""
     swap = A.transposed
     if "a" in ops:
-        A = in_place(A, req.b if swap else req.a, "b (the kernel's A)" if swap else "a")
+        A = in_place(A, req.b if swap else req.a, "b (the kernel's A)" if swap else "a", option)
     if "b" in ops:
-        B = in_place(B, req.a if swap else req.b, "a (the kernel's B)" if swap else "b")
+        B = in_place(B, req.a if swap else req.b, "a (the kernel's B)" if swap else "b", option)
     return A, B
 
 
-def in_place(st: Staging, op: OperandFacts, name: str) -> Staging:
+def in_place(st: Staging, op: OperandFacts, name: str, option: str = "elem_loads") -> Staging:
     """``st`` read in place by a kernel whose loads take any leading dimension and any
     2-byte-aligned base (:attr:`~layoutproof.gpu.kernels.wgmma_core.Sm90Config.elem_loads`):
     no copy, the operand's own leading dimension.  Raises where no dimension of the operand
@@ -1387,14 +1390,14 @@ def in_place(st: Staging, op: OperandFacts, name: str) -> Staging:
     inner, outer, extent = (s1, s0, st.cols) if st.cols_major else (s0, s1, st.rows)
     if inner != it or outer % it or outer // it < max(extent, 1):
         raise GemmConfigError(
-            f"gemm: elem_loads reads {name} in place along its contiguous dimension, but {name}'s "
+            f"gemm: {option} reads {name} in place along its contiguous dimension, but {name}'s "
             f"byte strides {op.strides} have none (inner stride {inner}, not {it}): leave {name} "
-            f"out of elem_loads (it is then copied into a padded buffer)"
+            f"out of {option} (it is then copied into a padded buffer)"
         )
     if op.ptr16 % it:
         raise GemmConfigError(
-            f"gemm: elem_loads reads {name} by {it}-byte loads, but its base address is {op.ptr16} "
-            f"modulo 16, not on a {it}-byte boundary: leave {name} out of elem_loads (it is then copied)"
+            f"gemm: {option} reads {name} by {it}-byte loads, but its base address is {op.ptr16} "
+            f"modulo 16, not on a {it}-byte boundary: leave {name} out of {option} (it is then copied)"
         )
     return replace(st, ld=outer // it, copy=False)
 

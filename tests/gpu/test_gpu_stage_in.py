@@ -222,6 +222,12 @@ def test_a_configuration_that_stages_an_aligned_operand_is_refused_by_name():
         P.decide(_req(1000, 777, 3000), _COOP, si("ab"))
     d = P.decide(_req(1000, 777, 3000), _COOP, si("a"))
     assert d.config.stage_in == "a" and dict(d.slots)["gbar"] == 12
+    # rows that are not contiguous, or a base between elements: the copy must gather them
+    gathered = dataclasses.replace(_req(1000, 777, 3000), a=P.OperandFacts((1000, 777), (3108, 4), 2))
+    with pytest.raises(GemmConfigError, match="leave a out of stage_in"):
+        P.decide(gathered, _COOP, si("a"))
+    with pytest.raises(GemmConfigError, match="not on a 2-byte boundary: leave a out of stage_in"):
+        P.decide(_req(1000, 777, 3000, a_ptr16=3), _COOP, si("a"))
 
 
 # ============================================================================ the plan
