@@ -22,7 +22,11 @@ Proven before the source is printed, besides everything the IR obligations cover
 bijection (:func:`~layoutproof.gpu.kernels.wgmma_ws.prove_schedule`), the consumers'
 cover of the walk (:func:`prove_pingpong_cover`, from the tile loops of the IR), and the
 ring protocol read back from the IR (:func:`pingpong_protocol_ir`) and model-checked
-(:func:`~layoutproof.gpu.proof.pingpong_model.prove_pingpong`).
+(:func:`~layoutproof.gpu.proof.pingpong_model.prove_pingpong`).  A batched problem walks the
+batches' tile grids end to end, split and proven as the warp-specialized kernel's
+(:func:`~layoutproof.gpu.kernels.wgmma_ws.prove_batch_schedule`,
+:func:`~layoutproof.gpu.kernels.wgmma_ws.check_batch_coordinates`): the grouped kernel's
+ping-pong base.
 """
 
 from __future__ import annotations
@@ -46,11 +50,13 @@ from .wgmma_core import GENERATOR_VERSION, Sm90Config, acc_ir, acc_type, kernel9
 from .wgmma_ws import (
     WsFrame,
     barrier_init_ir,
+    check_batch_coordinates,
     declare_ws,
     epilogue_order,
     epilogue_ws_ir,
     plan_epilogue,
     producer_ir,
+    prove_batch_schedule,
     release_ir,
     ring_of,
     schedule_devfn,
@@ -80,11 +86,6 @@ _RINGS = {"full0": "full", "empty0": "empty", "order0": "order"}
 def _check(cfg: Sm90Config, prob: GemmProblem) -> None:
     if cfg.schedule != "pingpong":
         raise GemmConfigError(f"generate_pingpong: schedule={cfg.schedule!r}, expected 'pingpong'")
-    if prob.batch:
-        raise GemmConfigError(
-            f"generate_pingpong: a batched problem (batch={prob.batch!r}) runs on the ws kernel "
-            "(schedule='ws'); the ping-pong kernel is 2-D"
-        )
 
 
 # ============================================================================ IR
@@ -644,12 +645,15 @@ def generate_pingpong(
     log = ProofLog()
     a, b, desc, _ = plan_operands(cfg, prob, log)
     log.extend(ProofLog(list(schedule_proofs(cfg.group_m, 1))))
+    if prob.batch:  # the batches' tile grids end to end, split as the ws kernel's
+        prove_batch_schedule(cfg.group_m, log)
     ep = plan_epilogue(prob, log)
     tx = 2 * (a.stage_elems + b.stage_elems)
     h = hashlib.sha256(f"{GENERATOR_VERSION}pingpong{cfg}{prob}".encode()).hexdigest()[:10]
     name = f"lp_gemm_sm90pp_{prob.key()}_{h}"
     ir = pingpong_ir(cfg, prob, a, b, ep, desc, tx, name, _mutants)
     prove_pingpong_cover(ir, log)
+    check_batch_coordinates(ir, prob, log)
     title = f"proven before emission ({cfg.key()}, {prob.key()})"
     src = finish(ir, log, title, lambda kk: prove_pingpong_protocol(kk, cfg, tx, log))
     gcfg = GemmConfig(

@@ -67,8 +67,12 @@ def test_config_validation_and_defaults():
             Sm90Config(**fields).validate()
     with pytest.raises(GemmConfigError, match="schedule"):
         Sm90Config(schedule="pong").validate()
-    with pytest.raises(GemmConfigError, match="batched"):
-        pp.generate_pingpong(pp.PINGPONG_DEFAULT, GemmProblem("k", "k", batch="ab"))
+    # batched: the batches' grids end to end, as the ws kernel's (the grouped kernel's base)
+    kb = pp.generate_pingpong(pp.PINGPONG_DEFAULT, GemmProblem("k", "k", batch="ab"))
+    said = [p.statement for p in kb.proofs]
+    assert any(x.startswith("batched persistent schedule") for x in said)
+    assert any(x.startswith("batched TMA loads: each of the 5 box loads") for x in said)
+    assert "bidx * ldcb" in kb.source or "(long long)bidx" in kb.source
     with pytest.raises(GemmConfigError, match="pingpong"):
         pp.generate_pingpong(HOPPER_DEFAULT)
 
