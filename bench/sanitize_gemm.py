@@ -224,14 +224,16 @@ def round2() -> int:
         )
     a_moe = h((sum(sizes) + 5, K))
     offs = cp.asarray(ends.astype(np.int32))
-    for name, c in (
-        ("moe offs", hg.gemm_moe(a_moe, bs, offs)),
-        ("moe sizes", hg.gemm_moe(a_moe, bs, sizes=sizes)),
-    ):
-        for i, (s, e) in enumerate(zip(ends - np.asarray(sizes), ends)):
-            if e > s:
-                ref = a_moe[int(s) : int(e)].astype(cp.float64) @ bs[i].astype(cp.float64)
-                check(f"grouped {name} g{i}", c[int(s) : int(e)], ref, tol("f16"))
+    # the rule's base (here the ping-pong kernel) and the warp-specialized one
+    for base, gcfg in (("rule", None), ("ws", GroupedConfig(max_groups=8))):
+        for name, c in (
+            ("moe offs", hg.gemm_moe(a_moe, bs, offs, config=gcfg)),
+            ("moe sizes", hg.gemm_moe(a_moe, bs, sizes=sizes, config=gcfg)),
+        ):
+            for i, (s, e) in enumerate(zip(ends - np.asarray(sizes), ends)):
+                if e > s:
+                    ref = a_moe[int(s) : int(e)].astype(cp.float64) @ bs[i].astype(cp.float64)
+                    check(f"grouped {name} ({base}) g{i}", c[int(s) : int(e)], ref, tol("f16"))
     max_m = 70
     xm = h((G, max_m, K))
     mm = cp.asarray(np.array([0, 70, 5, 0, 64], dtype=np.int32))

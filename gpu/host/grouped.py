@@ -35,8 +35,10 @@ import numpy as np
 
 from ..config import GemmProblem
 from ..errors import GemmInputError
-from ..kernels.grouped import GROUPED_DEFAULT, GroupedConfig, generate_grouped, group_table
+from ..kernels.grouped import GroupedConfig, generate_grouped, group_table, table_entries
 from ..kernels.wgmma import tensor_map_args
+from ..kernels.wgmma_core import HOPPER_DEFAULT
+from ..kernels.wgmma_pingpong import PINGPONG_DEFAULT
 from .torch_op import tensor_sig
 
 __all__ = [
@@ -48,6 +50,8 @@ __all__ = [
     "group_map_plan",
     "moe_table",
     "masked_table",
+    "grouped_config",
+    "GROUPED_RULE",
     "last_grouped_launch",
     "consecutive",
 ]
@@ -115,38 +119,41 @@ def _check_same(ops: Sequence[Tuple[str, _Arr]]) -> Tuple[int, bool]:
 
 # ============================================================================ the group tables
 def moe_table(xp: Any, offs: Any, bm: int, total_rows: int) -> Tuple[Any, int]:
-    """The kernel's table ``[ptile | rbeg | rend]`` (int32, ``3 G``) from the cumulative
-    group ends ``offs`` by array operations of the module ``xp`` (numpy or CuPy: on the
-    device, no synchronization), and the tile rows the launch walks: the upper bound
-    ``ceil(T / bm) + G`` (the exact count is known on the device only).
+    """The kernel's table ``[ptile | rbeg | rend | count]`` (int32, ``3 G + 1``) from the
+    cumulative group ends ``offs`` by array operations of the module ``xp`` (numpy or
+    CuPy: on the device, no synchronization), and the tile rows the launch walks: the upper
+    bound ``ceil(T / bm) + G`` (the exact count, the table's last entry, is known on the
+    device only).
 
     >>> tab, rt = moe_table(np, np.array([5, 5, 300], dtype=np.int32), 128, 300)
     >>> tab.tolist(), rt
-    ([0, 1, 1, 0, 5, 5, 5, 5, 300], 6)
+    ([0, 1, 1, 0, 5, 5, 5, 5, 300, 4], 6)
     """
     ends = offs.astype(xp.int64)
     begs = xp.concatenate([xp.zeros(1, dtype=xp.int64), ends[:-1]])
     tiles = (xp.maximum(ends - begs, 0) + (bm - 1)) // bm
     ptile = xp.cumsum(tiles) - tiles
     G = int(offs.shape[0])
-    return xp.concatenate([ptile, begs, ends]).astype(xp.int32), -(-total_rows // bm) + G
+    count = tiles.sum().reshape(1)
+    return xp.concatenate([ptile, begs, ends, count]).astype(xp.int32), -(-total_rows // bm) + G
 
 
 def masked_table(xp: Any, masked_m: Any, max_m: int, bm: int) -> Tuple[Any, int]:
     """The masked form's table: group ``g`` owns rows ``[g max_m, g max_m + min(masked_m[g],
     max_m))`` and ``ceil(max_m / bm)`` tile rows (the ones past its count empty); returns it
-    and the tile rows ``G ceil(max_m / bm)``.
+    and the tile rows ``G ceil(max_m / bm)`` (also its last entry).
 
     >>> tab, rt = masked_table(np, np.array([3, 0, 200], dtype=np.int32), 130, 128)
     >>> tab.tolist(), rt
-    ([0, 2, 4, 0, 130, 260, 3, 130, 390], 6)
+    ([0, 2, 4, 0, 130, 260, 3, 130, 390, 6], 6)
     """
     G = int(masked_m.shape[0])
     per = -(-max_m // bm)
     g = xp.arange(G, dtype=xp.int64)
     begs = g * max_m
     ends = begs + xp.minimum(xp.maximum(masked_m.astype(xp.int64), 0), max_m)
-    return xp.concatenate([g * per, begs, ends]).astype(xp.int32), G * per
+    count = xp.full(1, G * per, dtype=xp.int64)
+    return xp.concatenate([g * per, begs, ends, count]).astype(xp.int32), G * per
 
 
 # ---------------------------------------------------------------------------- on the device, one launch
@@ -186,6 +193,7 @@ extern "C" __global__ void __launch_bounds__(1024) lp_group_table(const int* __r
     tab[G + g] = beg;
     tab[2 * G + g] = end;
   }
+  if (g == G - 1) tab[3 * G] = s[g];  // the count of tile rows
 }
 """
 _TABLE_KERNELS: Dict[int, Any] = {}
@@ -225,6 +233,7 @@ extern "C" __global__ void __launch_bounds__(LP_N) lp_group_table_sizes(const __
     tab[G + g] = e[g] - n;
     tab[2 * G + g] = e[g];
   }
+  if (g == G - 1) tab[3 * G] = s[g];  // the count of tile rows
 }
 """
 )
@@ -299,11 +308,11 @@ def _device_table(src: "_Arr", G: int, bm: int, kind: int, arg: int, torch_mod: 
     with cp.cuda.Device(src.dev):
         i32 = np.int32
         if torch_mod is not None:
-            tab = torch_mod.empty(3 * G, dtype=torch_mod.int32, device=src.x.device)
+            tab = torch_mod.empty(table_entries(G), dtype=torch_mod.int32, device=src.x.device)
             ptr = int(tab.data_ptr())
             sp = _stream(torch_mod, src.dev, cp)
         else:
-            tab = cp.empty(3 * G, dtype=cp.int32)
+            tab = cp.empty(table_entries(G), dtype=cp.int32)
             ptr = int(tab.data.ptr)
             sp = int(cp.cuda.get_current_stream().ptr)
         if ent.lk is not None:  # one launch from the packed parameters (the grouped kernel's way)
@@ -594,8 +603,7 @@ def _entry(
         raise GemmInputError(
             f"grouped GEMM: {G} groups; the grouped kernel takes up to 1024 (split the call)"
         )
-    # the search's halving steps: the fewest that resolve G groups (one kernel per power of two)
-    cfg = config or GroupedConfig(max_groups=max(8, 1 << (G - 1).bit_length()))
+    cfg = config or grouped_config(G, "maps" if maps is not None else "contiguous")
     if G > cfg.max_groups:
         raise GemmInputError(
             f"grouped GEMM: {G} groups, the kernel resolves up to {cfg.max_groups}: pass "
@@ -631,6 +639,37 @@ def _entry(
             _LAUNCHES.clear()
         _LAUNCHES[key] = ent
     return ent
+
+
+#: where the grouped kernel's contiguous form takes the warp-specialized base (128-row
+#: tiles) instead of the ping-pong one (each consumer warpgroup on its own 64-row tile,
+#: one warpgroup's epilogue under the other's main loop, a group's rows padded to 64): a
+#: long K (``k`` and more) and groups of ``rows[0]`` to ``rows[1] - 1`` rows on average.
+#: There each expert's B panel is read by one to four 128-row tile rows against two to
+#: eight 64-row ones, and the operand traffic of the long k-loop bounds the kernel (on an
+#: H200 the ping-pong base took 1.03-1.19x the time on such shapes, 0.86-0.95x on the
+#: others: bench/RESULTS.md).  The masked form and the per-group maps take the
+#: warp-specialized base always.
+GROUPED_RULE: Dict[str, Any] = {"k": 4096, "rows": (65, 512)}
+
+
+def grouped_config(G: int, form: str, rows: int = 0, k: int = 0) -> GroupedConfig:
+    """The grouped kernel's configuration for ``G`` groups of a ``form`` ("contiguous",
+    "masked" or "maps") over ``rows`` stacked rows and a depth ``k``, where the call gives
+    none: the base of :data:`GROUPED_RULE`, and the fewest halving steps that resolve
+    ``G`` groups (one kernel per power of two).
+
+    >>> grouped_config(8, "contiguous", 8192, 4096).key()
+    'grouped8_ns_sm90_64x256x64_s5_g8_tma_pp'
+    >>> grouped_config(128, "contiguous", 16384, 4096).key()
+    'grouped128_ns_sm90_128x256x64_s4_g8_tma_ws'
+    >>> grouped_config(100, "masked").max_groups, grouped_config(100, "masked").bm
+    (128, 128)
+    """
+    lo, hi = GROUPED_RULE["rows"]
+    ws = form != "contiguous" or (k >= GROUPED_RULE["k"] and lo * G <= rows < hi * G)
+    base = HOPPER_DEFAULT if ws else PINGPONG_DEFAULT
+    return GroupedConfig(base=base, max_groups=max(8, 1 << (G - 1).bit_length()))
 
 
 def _b_map(ptr: int, dt: str, b_major: str, K: int, N: int, ldb: int, G: int, sb: int) -> Any:
@@ -810,7 +849,7 @@ class _MoeCall:
         sp = self.stream(dev)
         build: Optional[np.ndarray] = None  # host sizes whose table a launch builds first
         if self.tl is not None:  # device offsets or counts: the table kernel reads them
-            tab = torch.empty(3 * G, dtype=torch.int32, device=self.tdev)
+            tab = torch.empty(table_entries(G), dtype=torch.int32, device=self.tdev)
             tab_ptr, rt = int(tab.data_ptr()), self.rtiles
         else:
             if self.capturing():
@@ -820,7 +859,7 @@ class _MoeCall:
             if hit is None or hit[3] != sp:  # (a table built on another stream: built again)
                 sz = _check_sizes(sizes, G, self.rows, "gemm_moe")
                 if self.sl is not None:
-                    tab = torch.empty(3 * G, dtype=torch.int32, device=self.tdev)
+                    tab = torch.empty(table_entries(G), dtype=torch.int32, device=self.tdev)
                     rt = int(((sz + (self.bm - 1)) // self.bm).sum())
                     hit, build = (tab, int(tab.data_ptr()), rt, sp), sz
                 else:
@@ -924,7 +963,8 @@ def gemm_moe(
         raise GemmInputError(f"gemm_moe: a's rows must be contiguous (strides {A.strides}): a.contiguous()")
     if G < 1 or N < 1 or K < 1:
         raise GemmInputError(f"gemm_moe: empty extents G={G}, K={K}, N={N}")
-    bm = (config or GROUPED_DEFAULT).bm
+    cfg = config or grouped_config(G, "contiguous", T, K)
+    bm = cfg.bm
     if O is not None and (
         O.dtype != "i32" or len(O.shape) != 1 or O.shape[0] != G or (O.shape[0] > 1 and O.strides[0] != 1)
     ):
@@ -939,7 +979,7 @@ def gemm_moe(
         _refuse_capture(torch_mod, "gemm_moe")
     rt_offs = -(-T // bm) + G  # the upper bound of moe_table (the exact count is on the device only)
     if is_torch and T > 0:  # a kept call signature: checked once, launched directly from now on
-        call = _torch_call(A, T, A.strides[0], B, N, K, G, (T, N), O, 0, 0, rt_offs, torch_mod, config)
+        call = _torch_call(A, T, A.strides[0], B, N, K, G, (T, N), O, 0, 0, rt_offs, torch_mod, cfg)
         if call is not None:
             if key is None:
                 key = _call_key(a, b, offs, "offs" if offs is not None else "sizes", dtype, config)
@@ -958,7 +998,7 @@ def gemm_moe(
     out, optr = _empty(A, (T, N))
     if T == 0 or rt == 0:
         return out
-    _launch(A, T, A.strides[0], B, out, optr, N, K, N, G, tab, tab_ptr, rt, torch_mod, config)
+    _launch(A, T, A.strides[0], B, out, optr, N, K, N, G, tab, tab_ptr, rt, torch_mod, cfg)
     return out
 
 
@@ -1034,11 +1074,18 @@ def gemm_moe_masked(
         )
     _check_types(A, B)
     torch_mod = _torch() if is_torch else None
-    bm = (config or GROUPED_DEFAULT).bm
+    cfg = config or grouped_config(G, "masked")
+    if cfg.pingpong:
+        raise GemmInputError(
+            f"gemm_moe_masked: config {cfg.key()} has the ping-pong base, which walks no empty tile; the "
+            "masked form's tiles past a group's count are empty: pass a GroupedConfig with the "
+            "warp-specialized base (schedule='ws')"
+        )
+    bm = cfg.bm
     rt = G * -(-max_m // bm)  # masked_table's count
     if is_torch and max_m > 0:  # a kept call signature, as gemm_moe's
         call = _torch_call(
-            A, G * max_m, A.strides[1], B, N, K, G, (G, max_m, N), Mk, 1, max_m, rt, torch_mod, config
+            A, G * max_m, A.strides[1], B, N, K, G, (G, max_m, N), Mk, 1, max_m, rt, torch_mod, cfg
         )
         if call is not None:
             if key is None:
@@ -1052,7 +1099,7 @@ def gemm_moe_masked(
     out, optr = _empty(A, (G, max_m, N))
     if max_m == 0:
         return out
-    _launch(A, G * max_m, A.strides[1], B, out, optr, N, K, N, G, tab, tab_ptr, rt, torch_mod, config)
+    _launch(A, G * max_m, A.strides[1], B, out, optr, N, K, N, G, tab, tab_ptr, rt, torch_mod, cfg)
     return out
 
 
@@ -1338,13 +1385,10 @@ def gemm_grouped_stacked(
     if T == 0:
         return out
     tdev = A0.x.device if is_torch else None
-    tab, tab_ptr, rt = _host_table(
-        A0.dev, tdev, np.asarray(sizes, dtype=np.int64), (config or GROUPED_DEFAULT).bm
-    )
+    cfg = config or grouped_config(len(sizes), "maps")
+    tab, tab_ptr, rt = _host_table(A0.dev, tdev, np.asarray(sizes, dtype=np.int64), cfg.bm)
     keep, pa, pb = _group_maps_device(plan, A0.dtype, K, N, A0)
-    _launch(
-        A0, T, K, B0, out, optr, N, K, N, len(sizes), tab, tab_ptr, rt, torch_mod, config, (plan[0], pa, pb)
-    )
+    _launch(A0, T, K, B0, out, optr, N, K, N, len(sizes), tab, tab_ptr, rt, torch_mod, cfg, (plan[0], pa, pb))
     last_grouped_launch.update(maps=keep, copied="")
     return out
 

@@ -4,11 +4,12 @@ tiles, C_g = A_g @ B_g for groups of rows of one stacked A.
 Group ``g`` owns the rows ``[rbeg[g], rend[g])`` of the stacked A (``T x K``) and of the
 stacked C (``T x N``) and multiplies them by its own B (expert ``g`` of a ``G x K x N``
 tensor, read through a rank-3 tensor map at batch coordinate ``g``).  The kernel reads one
-``int32`` table of ``3 G`` entries from global memory (:func:`group_table`):
+``int32`` table of ``3 G + 1`` entries from global memory (:func:`group_table`):
 
 * ``ptile[g]`` -- the first global tile row of group ``g`` (prefix sums of
   ``ceil((rend - rbeg) / bm)``; zero-sized groups own no tile row);
-* ``rbeg[g]``, ``rend[g]`` -- the group's rows.
+* ``rbeg[g]``, ``rend[g]`` -- the group's rows;
+* the count of tile rows, last.
 
 The contiguous form (``rbeg[g] = offs[g - 1]``, ``rend[g] = offs[g]``) and the masked form
 of a decode step (``rbeg[g] = g * max_m``, ``rend[g] = rbeg[g] + min(masked_m[g], max_m)``)
@@ -17,8 +18,12 @@ built on the host) or a device that alone knows them (the table built by device 
 operations, no synchronization: the launch then walks an upper bound of tile rows, the
 ones past the last group empty).
 
-The persistent CTAs walk the ``rtiles x grid_n`` grid of (global tile row, tile column)
-with the warp-specialized kernel's scheduler ``lp_tile``; the device function ``lp_group``
+The base is the warp-specialized kernel (both consumer warpgroups on one tile of ``bm``
+rows) or the ping-pong kernel (each consumer warpgroup on its own 64-row tile: a group's
+rows are padded to 64, and one warpgroup's epilogue overlaps the other's main loop).  The
+persistent CTAs walk the ``rtiles x grid_n`` grid of (global tile row, tile column)
+with the warp-specialized kernel's scheduler ``lp_tile`` (on the ping-pong base
+``rtiles`` capped by the table's count, so that no tile is empty); the device function ``lp_group``
 (a branch-free binary search over ``ptile``) maps the global tile row to its group, the
 tile's first row and the group's end.  An empty tile (past its group's end) runs no k-tile
 on either side of the pipeline and skips the epilogue (its condition is the same for every
@@ -34,15 +39,18 @@ Proven before the source is printed (:func:`generate_grouped`):
   expert it is multiplied by), every table read inside the table, and only padding tiles
   empty -- for every group-size vector of a stated family (exhaustive for small group
   counts, sizes around the tile edges and zeros; listed larger MoE vectors), in the
-  contiguous and the masked forms, with the exact and the upper-bound tile-row counts;
+  contiguous and the masked forms (the ping-pong base: the contiguous form, and no tile
+  empty), with the exact and the upper-bound tile-row counts;
 * the binary search, for every table of up to ``max_groups`` groups
   (:func:`prove_search_monotone`: it sees the tile prefix only through ``ptile[j] <= tm``,
   true on a prefix ``j < c``, so the pairs (G, c) are every case), and its row and end
   formulas over every prefix vector of up to 6 groups of up to 3 tile rows and every tile
   row (:func:`prove_group_search`);
 * on the IR: each B box is read at the expert ``g`` that ``lp_group`` gave the tile
-  (:func:`check_group_coordinates`), and the producer and the consumers skip the same
-  empty tiles (no ring operation in either);
+  (:func:`check_group_coordinates`); on the warp-specialized base the producer and the
+  consumers skip the same empty tiles (no ring operation in either), on the ping-pong
+  base every tile runs its whole k-loop and the consumers' walk is proven again
+  (:func:`~layoutproof.gpu.kernels.wgmma_pingpong.prove_pingpong_cover`);
 * the base kernel's proofs (buffers, TMA boxes, descriptors, epilogue), the IR
   obligations of the rewritten tree (every access's address and bounds, uniform barriers)
   and its mbarrier protocol read back from the IR and model-checked.
@@ -85,15 +93,21 @@ __all__ = [
 # ============================================================================ configuration
 @dataclass(frozen=True)
 class GroupedConfig(WsVariantFields):
-    """The grouped kernel: the warp-specialized TMA kernel ``base`` (no cluster) walking
-    every group's tiles; ``max_groups`` (a power of two) bounds the group count the search
-    of ``lp_group`` resolves (its number of halving steps); ``per_group_maps`` reads A and B
-    through one tensor map per group (device arrays ``tmAs[g]``, ``tmBs[g]``: the pointer
-    array form, every group's matrices anywhere in memory) instead of one map each;
-    ``skip_slices``: a consumer warpgroup whose 64 rows of the tile all lie past the group's
-    end issues no wgmma (its rows are not stored).  Off by default: the wgmma batches then
-    sit on two divergent paths, and the compiler serializes the wgmma pipeline (on an H200
-    the grouped bf16 MoE shapes took 1.1-1.3x the time, bench/gemm_grouped.py --sweep)."""
+    """The grouped kernel: the persistent TMA kernel ``base`` (no cluster) walking every
+    group's tiles.  ``base`` is the warp-specialized kernel (``schedule="ws"``: both
+    consumer warpgroups on one tile of ``bm`` rows) or the ping-pong kernel
+    (``schedule="pingpong"``: each consumer warpgroup on its own 64-row tile, so a group
+    pads its rows to 64, not to ``bm``; the launch walks the table's exact tile-row count,
+    so every tile holds rows -- the contiguous form, not the masked one, whose fixed
+    prefix leaves tiles empty).  ``max_groups`` (a power of two) bounds the group count the
+    search of ``lp_group`` resolves (its number of halving steps); ``per_group_maps`` reads
+    A and B through one tensor map per group (device arrays ``tmAs[g]``, ``tmBs[g]``: the
+    pointer array form, every group's matrices anywhere in memory) instead of one map each
+    (ws base only); ``skip_slices``: a consumer warpgroup whose 64 rows of the tile all lie
+    past the group's end issues no wgmma (its rows are not stored; ws base only).  Off by
+    default: the wgmma batches then sit on two divergent paths, and the compiler serializes
+    the wgmma pipeline (on an H200 the grouped bf16 MoE shapes took 1.1-1.3x the time,
+    bench/gemm_grouped.py --sweep)."""
 
     base: Sm90Config = HOPPER_DEFAULT
     max_groups: int = 1024
@@ -104,6 +118,11 @@ class GroupedConfig(WsVariantFields):
     def cluster(self) -> int:
         return 1
 
+    @property
+    def pingpong(self) -> bool:
+        """Whether the base is the ping-pong kernel."""
+        return self.base.schedule == "pingpong"
+
     def key(self) -> str:
         pm = "_pm" if self.per_group_maps else ""
         ns = "" if self.skip_slices else "_ns"
@@ -111,10 +130,10 @@ class GroupedConfig(WsVariantFields):
 
     def validate(self) -> "GroupedConfig":
         self.base.validate()
-        if self.base.schedule != "ws" or self.base.loader != "tma":
+        if self.base.schedule not in ("ws", "pingpong") or self.base.loader != "tma":
             raise GemmConfigError(
-                f"GroupedConfig: the base must be the warp-specialized TMA kernel (schedule='ws', "
-                f"loader='tma'), not {self.base.key()}"
+                f"GroupedConfig: the base must be the warp-specialized or ping-pong TMA kernel "
+                f"(schedule='ws' or 'pingpong', loader='tma'), not {self.base.key()}"
             )
         if self.base.cluster != 1:
             raise GemmConfigError(f"GroupedConfig: the base must have cluster=1, not {self.base.cluster}")
@@ -122,6 +141,11 @@ class GroupedConfig(WsVariantFields):
             raise GemmConfigError(
                 f"GroupedConfig: the groups' rows are not bounded by the base's a_rows={self.base.a_rows}: "
                 "the base must load whole 64-row A tiles (a_rows=64)"
+            )
+        if self.pingpong and (self.per_group_maps or self.skip_slices):
+            raise GemmConfigError(
+                "GroupedConfig: per_group_maps and skip_slices take the warp-specialized base "
+                "(schedule='ws'); the ping-pong base reads one A and one B map"
             )
         g = self.max_groups
         if not (isinstance(g, int) and 1 <= g <= 1 << 10 and g & (g - 1) == 0):
@@ -133,20 +157,42 @@ GROUPED_DEFAULT = GroupedConfig()
 
 
 # ============================================================================ the group table
+def table_entries(G: int) -> int:
+    """The entries of a table of ``G`` groups: ``[ptile | rbeg | rend | count]``."""
+    return 3 * G + 1
+
+
 def group_table(rbeg: Any, rend: Any, bm: int) -> Tuple[np.ndarray, int]:
-    """The kernel's ``int32`` table ``[ptile | rbeg | rend]`` (``3 G`` entries) for groups of
-    rows ``[rbeg[g], rend[g])`` and tile height ``bm``, and the exact count of tile rows.
-    ``ptile`` is the exclusive prefix sum of ``ceil((rend - rbeg) / bm)``.
+    """The kernel's ``int32`` table ``[ptile | rbeg | rend | count]`` (``3 G + 1``
+    entries) for groups of rows ``[rbeg[g], rend[g])`` and tile height ``bm``, and the
+    exact count of tile rows (also its last entry).  ``ptile`` is the exclusive prefix sum
+    of ``ceil((rend - rbeg) / bm)``.
 
     >>> tab, rt = group_table([0, 5, 5], [5, 5, 300], 128)
     >>> tab.tolist(), rt
-    ([0, 1, 1, 0, 5, 5, 5, 5, 300], 4)
+    ([0, 1, 1, 0, 5, 5, 5, 5, 300, 4], 4)
     """
     b = np.asarray(rbeg, dtype=np.int64)
     e = np.asarray(rend, dtype=np.int64)
     tiles = (np.maximum(e - b, 0) + bm - 1) // bm
     ptile = np.concatenate([[0], np.cumsum(tiles)[:-1]]) if tiles.size else tiles
-    return np.concatenate([ptile, b, e]).astype(np.int32), int(tiles.sum())
+    count = int(tiles.sum())
+    return np.concatenate([ptile, b, e, [count]]).astype(np.int32), count
+
+
+def grid_rows_devfn() -> Tuple[str, str, kir.Block]:
+    """``lp_grid_rows(rtiles, gtab, G, &rows)``: the tile rows the ping-pong grouped kernel
+    walks, ``min(rtiles, gtab[3 G])`` -- the launch's ``rtiles`` (exact, or an upper bound
+    where the sizes are on the device only) capped by the table's count (its last entry,
+    exact wherever the table was built), so that no tile is empty: each consumer's ring
+    counter skips the other's tile by a whole tile's k-tiles.  (The warp-specialized base
+    walks ``rtiles`` tile rows, the ones past the groups' rows empty.)"""
+    rtiles, gtab, G, rows = kir.Var("rtiles"), kir.Var("gtab", "const int*"), kir.Var("G"), kir.Var("rows")
+    return (
+        "lp_grid_rows",
+        "int rtiles, const int* __restrict__ gtab, int G, int& rows",
+        kir.block(kir.Assign(rows, kir.Call("min", (rtiles, kir.Index(gtab, (3 * G,)))))),
+    )
 
 
 # ============================================================================ the group search
@@ -276,7 +322,8 @@ def _search(
     stmts: Sequence[kir.Stmt], tm: np.ndarray, tab: np.ndarray, G: int, case: Optional[np.ndarray] = None
 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``lp_group``'s statements run on tile rows ``tm`` and table ``tab`` (2-D: one table
-    per case, ``case`` the row of each ``tm``); every read is checked inside ``[0, 3 G)``.
+    per case, ``case`` the row of each ``tm``); every read is checked inside ``[0, 3 G)``
+    (the search never reads the count).
     Returns (g, m0, rend)."""
     mask = np.ones(tm.shape, dtype=bool)
     env: Dict[str, Any] = {"tm": tm.astype(np.int64), "G": np.int64(G)}
@@ -412,8 +459,9 @@ def prove_search_monotone(max_groups: int, log: ProofLog, stmts: Optional[Sequen
 
 
 # ============================================================================ the cover
-def _family(bm: int, max_groups: int) -> List[Tuple[str, np.ndarray, int]]:
-    """The group-size vectors the cover is proven for: (form, sizes, max_m)."""
+def _family(bm: int, max_groups: int, masked: bool = True) -> List[Tuple[str, np.ndarray, int]]:
+    """The group-size vectors the cover is proven for: (form, sizes, max_m); ``masked``:
+    with the masked form's."""
     edge = (0, 1, bm - 1, bm, bm + 1, 2 * bm + 5)
     out: List[Tuple[str, np.ndarray, int]] = []
     for G in (1, 2, 3):
@@ -429,7 +477,7 @@ def _family(bm: int, max_groups: int) -> List[Tuple[str, np.ndarray, int]]:
             rv = rng.integers(0, 3 * bm, size=G)
             rv[rng.random(G) < 0.25] = 0  # zero-sized experts
             out.append(("contiguous", rv.astype(np.int64), 0))
-    for max_m in (1, bm, 2 * bm + 3):
+    for max_m in (1, bm, 2 * bm + 3) if masked else ():
         for v in itertools.product((0, 1, max_m), repeat=3):
             out.append(("masked", np.array(v, dtype=np.int64), max_m))
     return [x for x in out if x[1].size <= max_groups]
@@ -452,6 +500,7 @@ def _tables(
     if form == "masked":  # the masked form's prefix is fixed: ceil(max_m / bm) tile rows a group
         tab[:G] = np.arange(G) * -(-max_m // bm)
         rt = upper
+        tab[3 * G] = rt
     return tab, rt, upper, rb, re
 
 
@@ -465,15 +514,19 @@ def prove_group_cover(
     """End to end, on the emitted statements of ``lp_tile`` and ``lp_group``: for every
     size vector of the family (:func:`_family`), both tile-row counts the host may pass
     (exact, and the upper bound of a launch whose sizes are only on the device) and each
-    ``grid_n``, the tiles ``t < rtiles * grid_n`` take every element (row, tile column) of
-    every group exactly once, each in a tile of its own group (``bidx = g``: the B expert),
-    every non-empty tile's first row inside its group, every table read in range."""
+    ``grid_n``, the tiles ``t < grid_m * grid_n`` (``grid_m`` the kernel's ``rtiles``, or
+    on the ping-pong base :func:`grid_rows_devfn` evaluated on the table) take every
+    element (row, tile column) of every group exactly once, each in a tile of its own
+    group (``bidx = g``: the B expert), every non-empty tile's first row inside its group,
+    every table read in range;
+    on the ping-pong base (the contiguous form only) no tile is empty."""
     bm, bn_, gm = cfg.base.bm, cfg.base.bn, cfg.base.group_m
+    rows_stmts = list(grid_rows_devfn()[2].body) if cfg.pingpong else []
     st = search if search is not None else _search_stmts(bm, cfg.max_groups)[1]
     mk = table if table is not None else _tables
     tile_stmts = list(schedule_devfn(gm)[2].body)
     cases = 0
-    fam = _family(bm, cfg.max_groups)
+    fam = _family(bm, cfg.max_groups, masked=not cfg.pingpong)
     batches: Dict[Tuple[str, int], List[Tuple[np.ndarray, int]]] = {}
     for form, sizes, max_m in fam:
         batches.setdefault((form, sizes.size), []).append((sizes, max_m))
@@ -493,15 +546,35 @@ def prove_group_cover(
             continue
         tab2, rb2, re2 = np.stack(tabs), np.stack(rbs), np.stack(res)
         rt_a, tot_a = np.array(rts, dtype=np.int64), np.array(totals, dtype=np.int64)
+        cases_i = np.arange(len(tabs))
+        reads: List[Any] = []
+        env0: Dict[str, Any] = {"rtiles": rt_a, "rows": rt_a, "G": np.int64(G), "__case": cases_i}
+        _run(rows_stmts, env0, tab2, np.ones(len(tabs), dtype=bool), reads)
+        grid_m = np.maximum(env0["rows"], 0)  # a negative count walks no tile (t < tiles)
+        for i, m in reads:
+            if (m & ((i < 0) | (i >= table_entries(G)))).any():
+                raise ProofFailedError(
+                    f"grouped kernel: its tile rows read the table outside its {table_entries(G)} entries",
+                    condition="group table read in range",
+                )
         for gn in grid_ns:
-            n_t = rt_a * gn
-            case = np.repeat(np.arange(len(tabs)), n_t)
+            n_t = grid_m * gn
+            case = np.repeat(cases_i, n_t)
             t = _ranges(n_t)
-            env: Dict[str, Any] = {"t": t, "grid_m": rt_a[case], "grid_n": np.int64(gn)}
+            env: Dict[str, Any] = {"t": t, "grid_m": grid_m[case], "grid_n": np.int64(gn)}
             _run(tile_stmts, env, None, np.ones(t.shape, dtype=bool), [])
             tm, tn = env["tm"], env["tn"]
             g, m0, rend = _search(st, tm, tab2, G, case)
             live = m0 < rend
+            if cfg.pingpong and not live.all():
+                j = int(np.flatnonzero(~live)[0])
+                i = int(case[j])
+                raise ProofFailedError(
+                    f"grouped cover ({form}, sizes {list(names[i])[:8]}, rtiles={rts[i]}, grid_n={gn}): "
+                    f"tile row {int(tm[j])} is empty on the ping-pong base",
+                    condition="no empty tile",
+                    witness=(form, names[i], rts[i], gn),
+                )
             cnt = np.where(live, np.minimum(rend - m0, bm), 0)
             rows = np.repeat(m0[live], cnt[live]) + _ranges(cnt[live])
             rc = np.repeat(case[live], cnt[live])
@@ -541,14 +614,20 @@ def prove_group_cover(
                 )
             cases += int(t.size)
     vectors = len(fam)
+    walk = (
+        "min(rtiles, the table's count) tile rows, no tile empty"
+        if cfg.pingpong
+        else "rtiles tile rows, padding tiles empty"
+    )
+    forms = "" if cfg.pingpong else "; masked: 3 groups, three max_m"
     log.add(
         "bijective",
         f"grouped schedule (bm={bm}, bn={bn_}, group_m={gm}, up to {cfg.max_groups} groups): lp_tile then "
         f"lp_group (the emitted statements) take every output element of every group exactly once, in a "
         f"tile of its own group (B expert bidx = g), no non-empty tile before its group, every table read in "
-        f"range, padding tiles empty -- for {vectors} size vectors (contiguous: every vector of 1-3 groups "
+        f"range, walking {walk} -- for {vectors} size vectors (contiguous: every vector of 1-3 groups "
         f"over sizes {{0, 1, bm-1, bm, bm+1, 2bm+5}}, of 4 groups over {{0, 1, bm, bm+1}}, 8 MoE vectors of "
-        f"8-256 groups with zeros; masked: 3 groups, three max_m), exact and upper-bound tile-row counts, "
+        f"8-256 groups with zeros{forms}), exact and upper-bound tile-row counts, "
         f"grid_n in {list(grid_ns)}",
         "exhaustive",
         cases,
@@ -600,11 +679,13 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
         g, gm0, rend = kir.Var("g"), kir.Var("gm0"), kir.Var("rend")
         kte = ir_var("kte")
         out: List[kir.Stmt] = []
+        tms: List[Any] = []
         for s in b.body:
             if isinstance(s, kir.Decl) and s.var.name in ("bidx", "tb"):
                 continue
             if isinstance(s, kir.Eval) and isinstance(s.e, kir.Call) and s.e.name == "lp_tile":
                 tm = s.e.args[3]
+                tms.append(tm)
                 out.append(replace(s, e=replace(s.e, args=(t,) + s.e.args[1:])))
                 out += [
                     kir.Decl(g),
@@ -618,7 +699,13 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
                     seen["maps"] += 1
                 continue
             if isinstance(s, kir.Decl) and s.var.name == "m0":
-                out.append(replace(s, init=gm0))
+                # the tile's origin tm * bm (less the ping-pong epilogue's 64 cg) becomes the
+                # group's row gm0
+                if s.init is None:
+                    raise ProofFailedError(f"{what}: m0 has no value", condition=cond)
+                out.append(replace(s, init=_origin(s.init, tms, gm0)))
+                if cfg.pingpong:  # every tile holds rows (grid_rows_devfn): whole k-loops
+                    continue
                 out.append(
                     kir.Decl(
                         kte,
@@ -632,7 +719,7 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
         seen["tile"] += 1
 
         def inner(n: Any) -> Any:
-            if isinstance(n, kir.For) and n.stop is KT:
+            if isinstance(n, kir.For) and n.stop is KT and not cfg.pingpong:
                 return replace(n, stop=kte)
             if (
                 isinstance(n, kir.If)
@@ -674,6 +761,8 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
 
         stmts = [kir.rewrite(x, inner) for x in out]
         for i, x in enumerate(stmts):  # the consumers' epilogue chunk loop: skipped by an empty tile
+            if cfg.pingpong:
+                break
             if isinstance(x, kir.For) and any(isinstance(y, kir.NamedBarrier) for y in kir.walk(x.body)):
                 stmts[i] = kir.If(kte.gt(0), kir.block(kir.Comment("an empty tile has nothing to store"), x))
                 seen["epilogue"] += 1
@@ -681,7 +770,14 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
 
     def fn(n: Any) -> Any:
         if isinstance(n, kir.Decl) and n.var.name == "grid_m":
-            return replace(n, init=rtiles, comment="tile rows of all groups (host: exact or an upper bound)")
+            if not cfg.pingpong:
+                return replace(
+                    n, init=rtiles, comment="tile rows of all groups (host: exact or an upper bound)"
+                )
+            return kir.block(
+                replace(n, init=None, const=False, comment="tile rows of all groups: no tile empty"),
+                kir.Eval(kir.Call("lp_grid_rows", (rtiles, gtab, G, n.var), "void")),
+            )
         if isinstance(n, kir.Decl) and n.var.name == "tiles":
             return replace(n, init=tpb)
         if isinstance(n, kir.Block):
@@ -691,21 +787,24 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
     body = kir.rewrite(k.body, fn)
     want_maps = 1 if cfg.per_group_maps else 0
     want_skip = 1 if cfg.skip_slices and cfg.base.warpgroups > 1 else 0
+    want_ep = 0 if cfg.pingpong else 1
     if (
         seen["tile"] != 2
         or seen["guard"] != 1
-        or seen["epilogue"] != 1
+        or seen["epilogue"] != want_ep
         or seen["skip"] != want_skip
         or seen["maps"] != want_maps
     ):
         raise ProofFailedError(
             f"{what}: {seen['tile']} tile loops, {seen['guard']} C row guards, {seen['epilogue']} "
             f"epilogue loops, {seen['skip']} wgmma batches and {seen['maps']} map selections rewritten "
-            f"(expected 2, 1, 1, {want_skip} and {want_maps})",
+            f"(expected 2, 1, {want_ep}, {want_skip} and {want_maps})",
             condition=cond,
         )
     params = k.params + (("const int* __restrict__", gtab), ("int", G), ("int", rtiles))
     devfns = k.devfns + (group_search_devfn(cfg.base.bm, cfg.max_groups),)
+    if cfg.pingpong:
+        devfns = devfns + (grid_rows_devfn(),)
     if cfg.per_group_maps:
         arr = "const unsigned long long* __restrict__"  # 16 words (one tensor map) per group
         swap = {"tmA": (arr, tmAs), "tmB": (arr, tmBs)}
@@ -713,7 +812,8 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
         devfns = devfns + (group_map_devfn(),)
     desc = k.description + (
         "grouped (MoE): group g = lp_group(tile row) owns rows [rbeg, rend) of the stacked A and C and",
-        f"multiplies them by B expert g; up to {cfg.max_groups} groups; table gtab = [ptile | rbeg | rend]",
+        f"multiplies them by B expert g; up to {cfg.max_groups} groups; "
+        "table gtab = [ptile | rbeg | rend | count]",
     )
     return replace(
         k,
@@ -728,6 +828,27 @@ def _rewrite(k: kir.Kernel, cfg: GroupedConfig, name: str) -> kir.Kernel:
             else ()
         ),
     )
+
+
+def _origin(init: kir.Expr, tms: Sequence[Any], gm0: kir.Var) -> kir.Expr:
+    """``init`` (a tile's ``m0``) with its origin ``tm * bm`` (``tm`` the block's ``lp_tile``
+    row) replaced by the group's row ``gm0``; exactly one such term."""
+    hits = [0]
+
+    def fn(n: Any) -> Any:
+        if isinstance(n, kir.Bin) and n.op == "*" and any(n.a is t for t in tms):
+            hits[0] += 1
+            return gm0
+        return None
+
+    out = kir.rewrite(init, fn)
+    if hits[0] != 1:
+        raise ProofFailedError(
+            f"grouped rewrite: m0 = {kir.emit_expr_safe(init)} has {hits[0]} tile origins tm * bm "
+            "(expected one)",
+            condition="grouped rewrite",
+        )
+    return out
 
 
 def group_map_devfn() -> Tuple[str, str, kir.Block]:
@@ -761,6 +882,34 @@ def _group_maps_ir(g: kir.Var, tmAs: kir.Var, tmBs: kir.Var, tmA: kir.Var, tmB: 
             ),
         ]
     return out
+
+
+def _check_grid_m(k: kir.Kernel, cfg: GroupedConfig) -> None:
+    """The kernel's tile-row count is the one the cover proof evaluated: ``rtiles`` (the
+    warp-specialized base), or set by the one call of ``lp_grid_rows`` (the ping-pong base,
+    :func:`grid_rows_devfn`) with the kernel's ``rtiles``, ``gtab`` and ``G``."""
+    decls = [n for n in kir.walk(k.body) if isinstance(n, kir.Decl) and n.var.name == "grid_m"]
+    calls = [
+        n.e
+        for n in kir.walk(k.body)
+        if isinstance(n, kir.Eval) and isinstance(n.e, kir.Call) and n.e.name == "lp_grid_rows"
+    ]
+    if cfg.pingpong:
+        ok = (
+            len(decls) == 1
+            and decls[0].init is None
+            and len(calls) == 1
+            and [getattr(x, "name", "") for x in calls[0].args] == ["rtiles", "gtab", "G", "grid_m"]
+            and calls[0].args[3] is decls[0].var
+        )
+    else:
+        ok = len(decls) == 1 and not calls and getattr(decls[0].init, "name", "") == "rtiles"
+    if not ok:
+        raise ProofFailedError(
+            f"grouped kernel: its tile rows are not the proven "
+            f"{'lp_grid_rows(rtiles, gtab, G, grid_m)' if cfg.pingpong else 'rtiles'}",
+            condition="grouped cover",
+        )
 
 
 def _check_empty_tiles(k: kir.Kernel, log: ProofLog) -> None:
@@ -956,6 +1105,7 @@ def generate_grouped(
     -- then ``gtab, G, rtiles``.
     """
     from .wgmma import generate_sm90
+    from .wgmma_pingpong import generate_pingpong, prove_pingpong_cover, prove_pingpong_protocol
 
     cfg = (config or GROUPED_DEFAULT).validate()
     prob = replace((problem or GemmProblem("k", "n", "bf16")), batch="b").validate()
@@ -963,20 +1113,38 @@ def generate_grouped(
         raise GemmConfigError(f"generate_grouped: dtype={prob.dtype!r}: the grouped kernel takes f16 or bf16")
     if (cfg, prob) in _MEMO:
         return _MEMO[(cfg, prob)]
-    base = generate_sm90(cfg.base, prob)
-    # the base's plan proofs, less those of its batch split (t / tpb), which the rewrite replaces
-    log = ProofLog([p for p in base_plan_proofs(base, cfg.base) if not p.statement.startswith("batched")])
+    if cfg.pingpong:
+        base = generate_pingpong(cfg.base, prob)
+        tx0 = expect_tx_bytes(base.ir)
+
+        def protocol(kk: kir.Kernel, lg: ProofLog) -> Any:
+            return prove_pingpong_protocol(kk, cfg.base, tx0, lg)
+
+        plan = base_plan_proofs(base, None, protocol)
+    else:
+        base = generate_sm90(cfg.base, prob)
+        plan = base_plan_proofs(base, cfg.base)
+
+        def protocol(kk: kir.Kernel, lg: ProofLog) -> Any:
+            return prove_ws_protocol(kk, cfg.base, expect_tx_bytes(kk), lg, 1)
+
+    # the base's plan proofs, less those of its batch split (t / tpb) and tile walk, which the
+    # rewrite replaces (the walk is proven again on the rewritten tree)
+    log = ProofLog([p for p in plan if not p.statement.startswith(("batched", "ping-pong cover"))])
     log.extend(ProofLog(list(_cover_proofs(cfg))))
     h = hashlib.sha256(f"{GENERATOR_VERSION}{cfg}{prob}grouped".encode()).hexdigest()[:10]
     name = f"lp_gemm_grouped_{prob.key()}_{h}"
     ir = _rewrite(base.ir, cfg, name)
-    tx = expect_tx_bytes(ir)
-    _check_empty_tiles(ir, log)
+    _check_grid_m(ir, cfg)
+    if cfg.pingpong:
+        prove_pingpong_cover(ir, log)
+    else:
+        _check_empty_tiles(ir, log)
     check_group_coordinates(ir, log)
     if cfg.per_group_maps:
         check_group_maps(ir, log)
     title = f"proven before emission ({cfg.key()}, {prob.key()})"
-    src = finish(ir, log, title, lambda kk: prove_ws_protocol(kk, cfg.base, tx, log, 1))
+    src = finish(ir, log, title, lambda kk: protocol(kk, log))
     out = GemmKernel(
         config=cfg,
         problem=prob,

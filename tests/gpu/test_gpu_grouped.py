@@ -22,11 +22,13 @@ from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedE
 from layoutproof.gpu.host import grouped as hg
 from layoutproof.gpu.kernels import grouped as kg
 from layoutproof.gpu.kernels.wgmma import Sm90Config
+from layoutproof.gpu.kernels.wgmma_pingpong import PINGPONG_DEFAULT
 from layoutproof.gpu.proof import kir, obligations
 from layoutproof.gpu.proof.record import ProofLog
 
 NVCC = shutil.which("nvcc")
 CFG = kg.GroupedConfig(max_groups=256)
+PP = kg.GroupedConfig(base=PINGPONG_DEFAULT, max_groups=256)  # the ping-pong base
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +119,7 @@ def _prefix_off_by_one(form, sizes, max_m, bm):
 def _end_short(form, sizes, max_m, bm):
     tab, rt, up, rb, re_ = kg._tables(form, sizes, max_m, bm)
     n = sizes.size
-    tab[2 * n :] -= 1  # rend one short: the last row of each group is never stored
+    tab[2 * n : 3 * n] -= 1  # rend one short: the last row of each group is never stored
     return tab, rt, up, rb, re_
 
 
@@ -131,10 +133,38 @@ def _tiles_floor(form, sizes, max_m, bm):
     return tab, rt, up, rb, re_
 
 
+def _count_over(form, sizes, max_m, bm):
+    tab, rt, up, rb, re_ = kg._tables(form, sizes, max_m, bm)
+    tab[3 * sizes.size] += 1  # one tile row more than the groups own: an empty tile
+    return tab, rt, up, rb, re_
+
+
+def _count_under(form, sizes, max_m, bm):
+    tab, rt, up, rb, re_ = kg._tables(form, sizes, max_m, bm)
+    tab[3 * sizes.size] -= 1  # one tile row short: the last group's last tile row never runs
+    return tab, rt, up, rb, re_
+
+
+@pytest.mark.parametrize("cfg", [CFG, PP], ids=["ws", "pingpong"])
 @pytest.mark.parametrize("bad", [_prefix_off_by_one, _end_short, _tiles_floor], ids=lambda f: f.__name__)
-def test_group_cover_planted_table_bugs_caught(bad):
+def test_group_cover_planted_table_bugs_caught(bad, cfg):
     with pytest.raises(ProofFailedError, match="grouped cover"):
-        kg.prove_group_cover(CFG, ProofLog(), table=bad)
+        kg.prove_group_cover(cfg, ProofLog(), table=bad)
+
+
+def test_pingpong_cover_proven_and_planted_counts_caught():
+    log = ProofLog()
+    kg.prove_group_cover(PP, log)
+    p = log.proofs[-1]
+    assert p.kind == "bijective" and p.cases > 10000 and "no tile empty" in p.statement
+    assert "masked" not in p.statement  # the ping-pong base takes the contiguous form only
+    with pytest.raises(ProofFailedError, match="empty on the ping-pong base") as e:
+        kg.prove_group_cover(PP, ProofLog(), table=_count_over)
+    assert e.value.condition == "no empty tile"
+    with pytest.raises(ProofFailedError, match="taken 0 times"):
+        kg.prove_group_cover(PP, ProofLog(), table=_count_under)
+    # the warp-specialized base walks rtiles and never reads the count
+    kg.prove_group_cover(CFG, ProofLog(), table=_count_over)
 
 
 def test_group_cover_planted_search_bug_caught():
@@ -188,6 +218,70 @@ def test_b_box_at_another_expert_is_refused(kern):
     bad = replace(kern.ir, body=kir.rewrite(kern.ir.body, tm_as_expert))
     with pytest.raises(ProofFailedError, match="batch coordinate"):
         kg.check_group_coordinates(bad, ProofLog())
+
+
+# ---------------------------------------------------------------------------- the ping-pong base
+@pytest.fixture(scope="module")
+def kern_pp():
+    return kg.generate_grouped(PP, GemmProblem("k", "n", "bf16"))
+
+
+def test_pingpong_grouped_kernel_carries_every_proof(kern_pp):
+    src = kern_pp.source
+    assert "lp_grid_rows(rtiles, gtab, G, grid_m);" in src
+    assert src.count("lp_group(tm, gtab, G, g, gm0, rend);") == 2  # producer and consumers
+    assert "const int m0 = gm0 - 64 * cg;" in src  # a consumer's own 64-row tile
+    assert "if (r < rend && r < M)" in src
+    assert "kte" not in src  # every tile holds rows: whole k-loops on both sides
+    said = [p.statement for p in kern_pp.proofs]
+    assert sum(x.startswith("ping-pong cover") for x in said) == 1  # on the rewritten tree
+    for stmt in ("no tile empty", "ping-pong mbarrier ring", "grouped TMA loads", "lp_group (halving search"):
+        assert any(stmt in x for x in said), stmt
+    m = re.search(r"(\d+) of (\d+) memory accesses, (\d+) of (\d+) barrier operations covered", src)
+    assert m and m.group(1) == m.group(2) and m.group(3) == m.group(4)
+    assert tuple(v.name for _, v in kern_pp.ir.params) == hg.KERNEL_ARGS
+    assert (kern_pp.threads, kern_pp.config.bm) == (384, 64)
+
+
+def test_pingpong_grouped_config_refuses_by_name():
+    with pytest.raises(GemmConfigError, match="warp-specialized base"):
+        replace(PP, per_group_maps=True).validate()
+    with pytest.raises(GemmConfigError, match="warp-specialized base"):
+        replace(PP, skip_slices=True).validate()
+    with pytest.raises(GemmConfigError, match="warp-specialized or ping-pong"):
+        kg.GroupedConfig(base=Sm90Config(loader="tma", schedule="mono")).validate()
+
+
+def test_pingpong_tile_rows_not_the_proven_ones_refused(kern_pp):
+    def rtiles_only(n):  # grid_m = rtiles on the ping-pong base: empty tiles desync the ring
+        if isinstance(n, kir.Eval) and isinstance(n.e, kir.Call) and n.e.name == "lp_grid_rows":
+            return kir.Assign(n.e.args[3], n.e.args[0])
+        return None
+
+    bad = replace(kern_pp.ir, body=kir.rewrite(kern_pp.ir.body, rtiles_only))
+    with pytest.raises(ProofFailedError, match="lp_grid_rows"):
+        kg._check_grid_m(bad, PP)
+    kg._check_grid_m(kern_pp.ir, PP)
+
+
+def test_default_grouped_configs():
+    assert hg.grouped_config(5, "contiguous").pingpong and hg.grouped_config(5, "contiguous").bm == 64
+    assert not hg.grouped_config(5, "masked").pingpong and hg.grouped_config(5, "masked").bm == 128
+    assert not hg.grouped_config(5, "maps", 5000, 8192).pingpong
+    assert hg.grouped_config(129, "contiguous").max_groups == 256
+    # the contiguous form: the ws base for a long K and groups of 65-511 rows on average
+    k, (lo, hi) = hg.GROUPED_RULE["k"], hg.GROUPED_RULE["rows"]
+    for G, rows, K, pp in (
+        (128, 128 * 128, k, False),  # qwen3-up: 128 rows a group, K = 4096
+        (128, 128 * 128, k - 1, True),  # a shorter K
+        (8, 8 * 1024, k, True),  # mixtral: 1024 rows a group
+        (128, 128 * 32, 7168, True),  # 32 rows a group: one 64-row tile each
+        (10, 10 * lo, k, False),
+        (10, 10 * lo - 1, k, True),
+        (10, 10 * hi - 1, k, False),
+        (10, 10 * hi, k, True),
+    ):
+        assert hg.grouped_config(G, "contiguous", rows, K).pingpong == pp, (G, rows, K)
 
 
 # ---------------------------------------------------------------------------- host tables
@@ -279,11 +373,12 @@ def test_consecutive_blocks_detected():
 # ---------------------------------------------------------------------------- nvcc
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("cfg", [CFG, PP], ids=["ws", "pingpong"])
 @pytest.mark.parametrize(
     "prob", [GemmProblem("k", "n", "bf16"), GemmProblem("k", "k", "f16")], ids=lambda p: p.key()
 )
-def test_grouped_source_compiles_without_spills(tmp_path, prob):
-    k = kg.generate_grouped(CFG, prob)
+def test_grouped_source_compiles_without_spills(tmp_path, prob, cfg):
+    k = kg.generate_grouped(cfg, prob)
     info = _nvcc_sm90a(k.source, tmp_path)
     assert "C7508" not in info, info
     assert re.search(r"(\d+) bytes stack frame", info).group(1) == "0", info
@@ -303,8 +398,9 @@ gpu = pytest.mark.skipif(not _gpu(), reason="no CUDA GPU / CuPy / cuda-python")
 
 
 @gpu
-@pytest.mark.parametrize("sizes", [[0, 130, 1, 0, 257], [64], [0, 0, 3]])
-def test_gemm_moe_matches_float64_on_gpu(sizes):
+@pytest.mark.parametrize("base", ["pingpong", "ws"])
+@pytest.mark.parametrize("sizes", [[0, 130, 1, 0, 257], [64], [0, 0, 3], [65, 63, 0, 1, 700]])
+def test_gemm_moe_matches_float64_on_gpu(sizes, base):
     cp = pytest.importorskip("cupy")  # the gpu extra; present wherever _gpu() holds
 
     rng = np.random.default_rng(1)
@@ -312,8 +408,10 @@ def test_gemm_moe_matches_float64_on_gpu(sizes):
     a = rng.standard_normal((T, K)).astype(np.float16)
     b = rng.standard_normal((G, K, N)).astype(np.float16)
     ends = np.cumsum(sizes).astype(np.int32)
-    c1 = hg.gemm_moe(cp.asarray(a), cp.asarray(b), cp.asarray(ends)).get()
-    c2 = hg.gemm_moe(cp.asarray(a), cp.asarray(b), sizes=sizes).get()
+    cfg = None if base == "pingpong" else kg.GroupedConfig(max_groups=8)  # the default: ping-pong
+    c1 = hg.gemm_moe(cp.asarray(a), cp.asarray(b), cp.asarray(ends), config=cfg).get()
+    assert hg.last_grouped_launch["config"].pingpong == (base == "pingpong")
+    c2 = hg.gemm_moe(cp.asarray(a), cp.asarray(b), sizes=sizes, config=cfg).get()
     beg = 0
     for g, s in enumerate(sizes):
         ref = a[beg : beg + s].astype(np.float64) @ b[g].astype(np.float64)
@@ -359,7 +457,7 @@ def test_sizes_table_by_value_is_group_table():
         sizes[rng.random(G) < 0.3] = 0
         ends = np.cumsum(sizes)
         for bm in (64, 128):
-            tab = cp.full(3 * G, -1, dtype=cp.int32)
+            tab = cp.full(3 * G + 1, -1, dtype=cp.int32)
             pb.view(0)[:] = 0
             pb.view(0)[:G] = sizes
             pb.set(1, G)
@@ -453,7 +551,7 @@ def _emulate(kern, args, cfg):
     pm = cfg.per_group_maps
     v = dict(zip(hg.KERNEL_ARGS_MAPS if pm else hg.KERNEL_ARGS, args))
     M, N, K, G, rt = (int(v[n]) for n in ("M", "N", "K", "G", "rtiles"))
-    tab = _mem(int(v["gtab"]), 3 * G, ctypes.c_int32).astype(np.int64)
+    tab = _mem(int(v["gtab"]), 3 * G + 1, ctypes.c_int32).astype(np.int64)
     if pm:
         amaps, bmaps = GROUP_MAPS[int(v["tmAs"])], GROUP_MAPS[int(v["tmBs"])]
         assert len(amaps) == len(bmaps) == G
@@ -463,6 +561,10 @@ def _emulate(kern, args, cfg):
     c = _mem(int(v["C"]), M * int(v["ldc"]), ctypes.c_uint16).view(np.float16).reshape(M, int(v["ldc"]))
     bm, bn = cfg.bm, cfg.bn
     grid_n = -(-N // bn)
+    if cfg.pingpong:  # the tile rows the kernel walks: rtiles capped by the table's count
+        e0 = {"rtiles": np.array([rt]), "rows": np.array([rt]), "G": np.int64(G)}
+        kg._run(list(kg.grid_rows_devfn()[2].body), e0, tab, np.ones(1, bool), [])
+        rt = int(e0["rows"][0])
     t = np.arange(rt * grid_n, dtype=np.int64)
     env = {"t": t, "grid_m": np.int64(rt), "grid_n": np.int64(grid_n)}
     kg._run(list(kg.schedule_devfn(cfg.base.group_m)[2].body), env, None, np.ones(t.shape, bool), [])
@@ -649,14 +751,14 @@ def fake_direct(fake_gpu, monkeypatch):
             sz = _mem(table[0], hg.SIZES_BY_VALUE, ctypes.c_int32)[:G].astype(np.int64)
             assert bx == hg.SIZES_BY_VALUE and (sz >= 0).all()
             ends = np.cumsum(sz)
-            _mem(tab, 3 * G, ctypes.c_int32)[:] = hg.group_table(ends - sz, ends, bm)[0]
+            _mem(tab, 3 * G + 1, ctypes.c_int32)[:] = hg.group_table(ends - sz, ends, bm)[0]
             cp.direct.append(("sizes table", stream))
             return
         if fn == table_fn:  # the group table kernel: src, G, bm, kind, arg, tab
             src, G, bm, kind, arg, tab = _read_params(("C", "G", "K", "M", "N", "C"), params)
             x = _mem(src, G, ctypes.c_int32)
             t = hg.moe_table(np, x, bm, 0)[0] if kind == 0 else hg.masked_table(np, x, arg, bm)[0]
-            _mem(tab, 3 * G, ctypes.c_int32)[:] = t
+            _mem(tab, 3 * G + 1, ctypes.c_int32)[:] = t
             cp.direct.append(("table", stream))
             return
         kern = kernels[fn]
@@ -717,7 +819,9 @@ def test_host_moe_direct_launch_on_a_fake_device(fake_direct, b_major):
         launch, stream, (grid, threads, smem) = fake_direct.direct[-1]
         assert stream == 0x5 and threads == 384 and smem > 0
         assert launch["C"] == c.__array_interface__["data"][0] and launch["M"] == T
-        assert launch["rtiles"] == (-(-T // 128) + G if "offs" in kw else 6)  # bound or exact
+        bm = hg.grouped_config(G, "contiguous", T, K).bm
+        exact = sum(-(-n // bm) for n in sizes)
+        assert launch["rtiles"] == (-(-T // bm) + G if "offs" in kw else exact)  # bound or exact
         assert grid == min(launch["rtiles"] * 1, 132)
     assert not fake_direct.launches  # never CuPy's own launcher
     assert [x for x, *_ in fake_direct.direct].count("table") == 2  # the device-offsets calls
