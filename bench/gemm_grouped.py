@@ -14,14 +14,16 @@ interleaved rounds per function.  Prints a table (TFLOP/s, ratio to the peer, ge
 mean) and writes ``gemm_grouped.json`` and ``gemm_grouped.log`` under ``$OUT`` (or
 ``bench/out/gemm_grouped``).
 
-The list form (``gemm_grouped`` over per-group tensors in separate allocations, read in
+The contiguous form runs on the rule's base (``grouped_config``: the ping-pong or the
+warp-specialized kernel); ``--both`` times each base beside it in the same rounds.  The list form
+(``gemm_grouped`` over per-group tensors in separate allocations, read in
 place through per-group tensor maps) is timed beside the stacked form (``--lists``); a
 sweep of kernel configurations (``--sweep``: the block tile) runs on the bf16
 shapes in the same process, each against the same peer.  ``--prewarm`` compiles every
 kernel the run needs in parallel processes first (the compiler's disk cache then serves
 the timed process).
 
-    python3 bench/gemm_grouped.py [--dtypes bf16,f16] [--reps 20] [--quick] [--lists] [--sweep]
+    python3 bench/gemm_grouped.py [--dtypes bf16,f16] [--reps 20] [--quick] [--lists] [--sweep] [--both]
 """
 
 from __future__ import annotations
@@ -77,16 +79,23 @@ def _sweep_config(G, gfields, bfields):
     return GroupedConfig(base=replace(HOPPER_DEFAULT, **bfields), max_groups=_pow2(G), **gfields)
 
 
-def _needed(dtypes, shapes, lists, sweep):
+def _needed(dtypes, shapes, lists, sweep, both=False):
     """Every (GroupedConfig, GemmProblem) the run launches (for --prewarm)."""
 
     from layoutproof.gpu.config import GemmProblem
+    from layoutproof.gpu.host.grouped import grouped_config
     from layoutproof.gpu.kernels.grouped import GroupedConfig
 
     out = set()
     for dt in dtypes:
-        for G, *_ in shapes + MASKED:
-            out.add((GroupedConfig(max_groups=_pow2(G)), GemmProblem("k", "n", dt, batch="b")))
+        for G, T, K, *_ in shapes:
+            out.add((grouped_config(G, "contiguous", T, K), GemmProblem("k", "n", dt, batch="b")))
+            if both:
+                for cfg in _bases(G):
+                    out.add((cfg, GemmProblem("k", "n", dt, batch="b")))
+        for G, *_ in MASKED:
+            out.add((grouped_config(G, "masked"), GemmProblem("k", "n", dt, batch="b")))
+        for G, *_ in shapes:
             if lists and dt == "bf16":
                 out.add(
                     (
@@ -100,8 +109,9 @@ def _needed(dtypes, shapes, lists, sweep):
                 out.add((_sweep_config(G, gf, bf), GemmProblem("k", "n", "bf16", batch="b")))
     # the GPU tests' kernels (tests/gpu/test_gpu_grouped*.py)
     for mg in (8,):
-        out.add((GroupedConfig(max_groups=mg), GemmProblem("k", "n", "f16", batch="b")))
-        out.add((GroupedConfig(max_groups=mg), GemmProblem("k", "n", "bf16", batch="b")))
+        for dt in ("f16", "bf16"):
+            out.add((GroupedConfig(max_groups=mg), GemmProblem("k", "n", dt, batch="b")))
+            out.add((grouped_config(mg, "contiguous"), GemmProblem("k", "n", dt, batch="b")))
         for major in ("n", "k"):
             out.add(
                 (
@@ -110,6 +120,16 @@ def _needed(dtypes, shapes, lists, sweep):
                 )
             )
     return sorted(out, key=lambda x: (x[0].key(), x[1].key()))
+
+
+def _bases(G):
+    """The contiguous form's two bases for ``G`` groups: (ping-pong, warp-specialized)."""
+    from dataclasses import replace
+
+    from layoutproof.gpu.host.grouped import grouped_config
+
+    pp = grouped_config(G, "contiguous")
+    return pp, replace(pp, base=grouped_config(G, "masked").base)
 
 
 def _compile_one(item):
@@ -170,6 +190,9 @@ def main() -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--lists", action="store_true", help="also time gemm_grouped on per-group tensors")
     ap.add_argument("--sweep", action="store_true", help="bf16: kernel configurations in the same process")
+    ap.add_argument(
+        "--both", action="store_true", help="also time the ping-pong and the ws base of the contiguous form"
+    )
     ap.add_argument("--prewarm", action="store_true", help="compile the run's kernels in parallel first")
     ap.add_argument("--prewarm-only", action="store_true", help="compile them and stop")
     args = ap.parse_args()
@@ -187,7 +210,9 @@ def main() -> int:
 
     dtypes0 = args.dtypes.split(",")[:1] if args.quick else args.dtypes.split(",")
     if args.prewarm or args.prewarm_only:
-        prewarm(_needed(dtypes0, SHAPES[:3] if args.quick else SHAPES, args.lists, args.sweep), say)
+        prewarm(
+            _needed(dtypes0, SHAPES[:3] if args.quick else SHAPES, args.lists, args.sweep, args.both), say
+        )
         if args.prewarm_only:
             return 0
     has_gmm = hasattr(torch, "_grouped_mm")
@@ -208,6 +233,10 @@ def main() -> int:
             offs = torch.tensor(ends_h, device="cuda", dtype=torch.int32)
             ours = lambda: grouped.gemm_moe(a, b, offs)  # noqa: E731
             ours_host = lambda: grouped.gemm_moe(a, b, sizes=cnt.tolist())  # noqa: E731
+            pick = grouped.grouped_config(G, "contiguous", T, K)
+            cfg_pp, cfg_ws = _bases(G)
+            ours_pp = lambda: grouped.gemm_moe(a, b, offs, config=cfg_pp)  # noqa: E731
+            ours_ws = lambda: grouped.gemm_moe(a, b, offs, config=cfg_ws)  # noqa: E731
             peer_name = "loop"
             peer = None
             if has_gmm:
@@ -234,13 +263,23 @@ def main() -> int:
             torch.cuda.synchronize()
             check = set(rng.choice(G, size=min(G, 6), replace=False).tolist()) | {int(np.argmax(cnt))}
             e_ours = max(_rel(torch, c, a, b, ends_h, check), _rel(torch, c2, a, b, ends_h, check))
+            if args.both:
+                for fn in (ours_pp, ours_ws):
+                    c3 = fn()
+                    torch.cuda.synchronize()
+                    e_ours = max(e_ours, _rel(torch, c3, a, b, ends_h, check))
             e_peer = _rel(torch, cp_, a, b, ends_h, check)
-            t_o, t_h, t_p = [], [], []
+            t_o, t_h, t_p, t_pp, t_w = [], [], [], [], []
             for _ in range(3):
                 t_o.append(_time(torch, ours, args.reps))
                 t_h.append(_time(torch, ours_host, args.reps))
                 t_p.append(_time(torch, peer, args.reps))
+                if args.both:
+                    t_pp.append(_time(torch, ours_pp, args.reps))
+                    t_w.append(_time(torch, ours_ws, args.reps))
             uo, uh, up = statistics.median(t_o), statistics.median(t_h), statistics.median(t_p)
+            upp = statistics.median(t_pp) if t_pp else None
+            uw = statistics.median(t_w) if t_w else None
             ul = None
             if (
                 args.lists and dt == "bf16"
@@ -274,8 +313,19 @@ def main() -> int:
             say(
                 f"{name:30s} {dt:4s} {uo:9.1f} {up:9.1f} {peer_name:>10s} {flop / uo / 1e6:8.1f} {r:6.3f} "
                 f"{e_ours:9.2e} {e_peer:9.2e}   (host sizes: {uh:.1f} us; zero-token experts: "
-                f"{int((cnt == 0).sum())}" + (f"; lists: {ul:.1f} us" if ul is not None else "") + ")"
+                f"{int((cnt == 0).sum())}"
+                + (f"; lists: {ul:.1f} us" if ul is not None else "")
+                + (
+                    f"; base {'pp' if pick.pingpong else 'ws'}; pp {upp:.1f} us ({up / upp:.3f}), "
+                    f"ws {uw:.1f} us ({up / uw:.3f})"
+                    if upp is not None and uw is not None
+                    else ""
+                )
+                + ")"
             )
+            if upp is not None and uw is not None:
+                ratios.setdefault(dt + " pp", []).append(up / upp)
+                ratios.setdefault(dt + " ws", []).append(up / uw)
             if args.sweep and dt == "bf16":
                 for cname, gf, bf in SWEEP:
                     cfg = _sweep_config(G, gf, bf)
@@ -311,6 +361,9 @@ def main() -> int:
                     us_ours=uo,
                     us_ours_host_sizes=uh,
                     us_ours_lists=ul,
+                    base="pp" if pick.pingpong else "ws",
+                    us_ours_pp=upp,
+                    us_ours_ws=uw,
                     us_peer=up,
                     peer=peer_name,
                     ratio=r,
