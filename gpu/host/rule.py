@@ -586,18 +586,20 @@ def choose_config(
 #: replaces and the largest K for each.  With an epilogue: the 128x256 picks to K = 5120
 #: (1.035-1.086 of the cooperative pick; 8192^3: 0.92), the 128x192 picks to K = 1024 (the
 #: K-light 6144x6144x256 / 8192x8192x256 gain 12-25%; at 3072^3, where the 192-column tile was
-#: picked against wave quantization, the swap measured 6-8% slower).  Plain: the 128x256 and
-#: 128x192 picks to K = 512 (4096x4096x256: 1.105; 8192x8192x256 1.5-2% faster; 8192x8192x512
-#: on the 128x192 pick 1.06-1.09); past that, the 128x256 pick of at least one full wave to
-#: K = 2048 (4096x4096x1024 1.11, 8192x8192x1024 1.04-1.14, 8192x8192x2048 1.06-1.08), and to
-#: K = 6144 where its last wave is less than half full (5120^3, 8 tiles in the last of 7
-#: waves: 1.01-1.10; 4096x11008x4096 1.09; 4096x14336x4096, 58% full, measured 0.95-1.04 and
-#: 4096^3, 88% full, 1.01-1.02 keep the cooperative tile, as 3072^3's 128x192 pick (0.92)
-#: and K = 8192 (8192^3 0.99) do).  A plain product of K <= ``light_k`` (4 k-tiles) runs
+#: picked against wave quantization, the swap measured 6-8% slower), where the pick's tiles make
+#: at least one wave (2048^3 with bias + GELU, 64 tiles of 128x256: the cooperative kernel 1.12x
+#: faster; each ping-pong CTA there holds one 64-row tile, one consumer idle). Plain: the
+#: 128x256 and 128x192 picks to K = 512 (4096x4096x256: 1.105; 8192x8192x256 1.5-2% faster;
+#: 8192x8192x512 on the 128x192 pick 1.06-1.09); past that, the 128x256 pick of at least one
+#: full wave to K = 2048 (4096x4096x1024 1.11, 8192x8192x1024 1.04-1.14, 8192x8192x2048
+#: 1.06-1.08), and to K = 6144 where its last wave is less than half full (5120^3, 8 tiles in
+#: the last of 7 waves: 1.01-1.10; 4096x11008x4096 1.09; 4096x14336x4096, 58% full, measured
+#: 0.95-1.04 and 4096^3, 88% full, 1.01-1.02 keep the cooperative tile, as 3072^3's 128x192 pick
+#: (0.92) and K = 8192 (8192^3 0.99) do).  A plain product of K <= ``light_k`` (4 k-tiles) runs
 #: the ping-pong kernel with ``light_stages`` stages: one tile's k-tiles (4096x4096x256
-#: 1.04-1.07 of the five-stage kernel, 6144x6144x256 1.04, 8192x8192x256 1.01-1.08; at
-#: K = 512 within noise, from K = 1024 4% slower; with a fused epilogue within noise):
-#: "The ping-pong schedule at mid K".
+#: 1.04-1.07 of the five-stage kernel, 6144x6144x256 1.04, 8192x8192x256 1.01-1.08; at K = 512
+#: within noise, from K = 1024 4% slower; with a fused epilogue within noise): "The ping-pong
+#: schedule at mid K".
 PINGPONG_RULE: Dict[str, Any] = {
     "epilogue": {(128, 256): 5120, (128, 192): 1024},
     "plain": {(128, 256): 512, (128, 192): 512},
@@ -634,6 +636,13 @@ def pingpong_swap(
     'sm90_64x256x64_s5_g8_tma_pp'
     >>> pingpong_swap(ws, 4096, None, False, (512, 132)).key()
     'sm90_128x256x64_s4_g8_tma_ws'
+
+    With a fused epilogue, 2048^3 (64 tiles) keeps the cooperative tile, 4096^3 swaps:
+
+    >>> pingpong_swap(ws, 2048, None, True, (64, 132)).key()
+    'sm90_128x256x64_s4_g8_tma_ws'
+    >>> pingpong_swap(ws, 4096, None, True, (512, 132)).key()
+    'sm90_64x256x64_s5_g8_tma_pp'
     """
     prob = problem or GemmProblem()
     if (
@@ -646,6 +655,8 @@ def pingpong_swap(
     ):
         return cfg
     r, key = PINGPONG_RULE, (cfg.bm, cfg.bn)
+    if epilogue and waves is not None and waves[0] < waves[1]:  # under one wave: the cooperative tile
+        return cfg
     if k <= r["epilogue" if epilogue else "plain"].get(key, 0):
         if not epilogue and k <= r["light_k"]:
             return replace(PINGPONG_DEFAULT, stages=r["light_stages"])

@@ -212,8 +212,16 @@ def test_rule_takes_pingpong_where_measured_faster_only():
         m, n, k, prob, hopper=True, tma=True, mma=True, epilogue=ep
     )
     # with a fused epilogue, K up to 5120 on the 128x256 / 128x192 picks
-    for shape in [(8192, 8192, 1024), (5120, 5120, 5120), (4096, 14336, 4096), (8192, 8192, 256)]:
+    for shape in [
+        (8192, 8192, 1024),
+        (5120, 5120, 5120),
+        (4096, 14336, 4096),
+        (8192, 8192, 256),
+        (4096, 4096, 4096),
+    ]:
         assert pick(*shape, True) == pp.PINGPONG_DEFAULT, shape
+    # ... where the pick's tiles make a wave: 2048^3 (64 tiles of 128x256) keeps its tile
+    assert pick(2048, 2048, 2048, True).schedule == "ws"
     # 8192^3 with an epilogue (measured 0.92) keeps its tile; so do the plain products at
     # K = 8192, and below it where the 128x256 pick's last wave is at least half full
     # (4096^3: 116 of 132 tiles; 4096x14336x4096: 76) or under one wave (2048^3)
