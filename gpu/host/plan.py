@@ -930,8 +930,9 @@ class BatchedGemmPlan(_Launch):
     * ``"fold"``: B shared and A's batches contiguous row-major matrices (batch stride
       ``M * lda``, ``lda == K``) with a new output: one 2-D product of ``(batch * M) x K``
       rows (the batched product *is* that product);
-    * ``"kernel"``: one launch of the batched warp-specialized TMA kernel (compute
-      capability 9.0 with cuda-python): the persistent CTAs walk ``tiles x batch``, A and B
+    * ``"kernel"``: one launch of the batched persistent TMA kernel, warp-specialized or,
+      where the rule swaps it (:func:`~layoutproof.gpu.host.rule.pingpong_swap`), ping-pong
+      (compute capability 9.0 with cuda-python): the persistent CTAs walk ``tiles x batch``, A and B
       through rank-3 tensor maps (any batch stride that is a multiple of 16 bytes; a shared
       operand through a rank-2 map), C's matrices at ``bidx * ldcb``.  A bias (one vector
       of N, the same for every batch) and the activation are fused as in the 2-D kernel,

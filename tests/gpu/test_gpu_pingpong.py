@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
+from test_gpu_short_a import _breq  # a batched request of contiguous batches
 
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmConfigError, ProofFailedError
@@ -205,6 +206,34 @@ def test_numerics_against_float64(cfg, dtype, act, shape):
     assert "_pp" in plan.config.key()
 
 
+@gpu
+@pytest.mark.parametrize("dtype, act", [("f16", None), ("bf16", "gelu"), ("f16", "silu")])
+@pytest.mark.parametrize("shape", [(3, 300, 520, 200), (5, 64, 256, 64), (2, 777, 300, 1333)])
+def test_batched_numerics_against_float64(dtype, act, shape):
+    """The batched ping-pong kernel (a given configuration): every batch's product, tails on
+    M, N and K, with and without the fused bias + activation; one launch."""
+    torch = pytest.importorskip("torch")
+    nb, m, n, k = shape
+    g = torch.Generator(device="cuda").manual_seed(nb + m * 7 + n + k)
+    td = torch.float16 if dtype == "f16" else torch.bfloat16
+    a = torch.randn((nb, m, k), device="cuda", generator=g).to(td)
+    b = torch.randn((nb, k, n), device="cuda", generator=g).to(td)
+    bias = torch.randn((n,), device="cuda", generator=g).to(td) if act else None
+    out = torch.full((nb, m, n), float("nan"), device="cuda", dtype=td)
+    runtime.gemm(a, b, out, config=pp.PINGPONG_DEFAULT, bias=bias, activation=act)
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double()
+    if act:
+        f = torch.nn.functional.gelu if act == "gelu" else torch.nn.functional.silu
+        ref = f(ref + bias.double())
+    got = out.double()
+    assert not torch.isnan(got).any()
+    err = float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
+    assert err < (1e-2 if dtype == "f16" else 2e-2), err
+    info = runtime.last_launch
+    assert info["mode"] == "kernel" and "_pp" in info["plan"].config.key()
+
+
 # ============================================================================ the rule
 def test_rule_takes_pingpong_where_measured_faster_only():
     f16 = GemmProblem()
@@ -265,7 +294,12 @@ def test_rule_takes_pingpong_where_measured_faster_only():
         P.pingpong_swap(HOPPER_DEFAULT, 256, GemmProblem(dtype="tf32", out_dtype="f32"), False)
         == HOPPER_DEFAULT
     )
-    assert P.pingpong_swap(HOPPER_DEFAULT, 256, GemmProblem(batch=4), False) == HOPPER_DEFAULT
+    # a batched problem swaps as a 2-D one (the batches' tiles walk end to end), A's short
+    # box (a_rows < 64) never
+    assert P.pingpong_swap(HOPPER_DEFAULT, 256, GemmProblem(batch="ab"), False) == light
+    assert P.pingpong_swap(HOPPER_DEFAULT, 2048, GemmProblem(batch="ab"), True, (64, 132)) == HOPPER_DEFAULT
+    short = replace(HOPPER_DEFAULT, a_rows=32)
+    assert P.pingpong_swap(short, 256, f16, False) == short
     cl = Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws", cluster=2)
     assert P.pingpong_swap(cl, 256, f16, False) == cl
     given = P.choose_config(4096, 4096, 256, f16, hopper=True, tma=True, candidates=[HOPPER_DEFAULT])
@@ -320,3 +354,31 @@ def test_rule_routes_through_pingpong_with_every_epilogue_form(form, dtype):
     assert not torch.isnan(got).any(), form
     err = float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
     assert err < (1e-2 if dtype == "f16" else 2e-2), (form, err)
+
+
+def test_batched_rule_takes_pingpong_as_the_2d_rule_does():
+    """The batched kernel's pick is swapped by the same rule, over the tiles of every batch,
+    where each batch has at least ``batched_m`` rows and K > 256: to K = 512, a full wave
+    to K = 2048; with a fused epilogue the ping-pong epilogue kernel; smaller batches, the
+    K-light ones and a pick of 64-row tiles keep the cooperative kernel."""
+    dev = P.DeviceFacts(cc="90", sms=132, tma=True)
+    big = P.PINGPONG_RULE["batched_m"]
+    assert big == 4096
+    for (batch, m, n, k), want in (
+        ((8, 4096, 4096, 512), pp.PINGPONG_DEFAULT),
+        ((4, 4096, 4096, 1024), pp.PINGPONG_DEFAULT),
+        ((2, 8192, 4096, 2048), pp.PINGPONG_DEFAULT),
+    ):
+        d = P.decide_batched(_breq(batch, m, n, k), dev)
+        assert d.mode == "kernel" and d.launch.config == want, (batch, m, n, k)
+        assert d.launch.grid[0] == min(132, -(-m // 64) * -(-n // 256) * batch)
+    shapes = ((32, 512, 512, 512), (8, 2048, 2048, 128), (4, 2048, 2048, 2048), (64, 128, 128, 64))
+    for shape in shapes + ((4, 8192, 4096, 256), (2, 4096, 4096, 4096)):  # K-light; a part wave
+        d = P.decide_batched(_breq(*shape), dev)
+        assert d.launch.config.schedule == "ws", shape
+    d = P.decide_batched(_breq(2, 4096, 4096, 1024, activation="gelu", bias=True), dev)
+    assert isinstance(d.launch.config, pp.PingpongEpilogueConfig)
+    assert d.launch.config.base == pp.PINGPONG_DEFAULT
+    # a given ping-pong configuration runs batched too
+    d = P.decide_batched(_breq(4, 256, 512, 256), dev, pp.PINGPONG_DEFAULT)
+    assert d.mode == "kernel" and d.launch.config == pp.PINGPONG_DEFAULT

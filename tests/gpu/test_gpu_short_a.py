@@ -250,10 +250,11 @@ def test_a_batched_kernel_reads_each_matrix_through_a_short_rank_3_box(batch):
     assert wgmma.tensor_map_args(True, "f16", True, rows=16).box_dim == (64, 16, 1)
 
 
-def _breq(batch, m, n, k):
+def _breq(batch, m, n, k, **kw):
+    """A batched f16 request of row-major, contiguous batches (``kw``: its options)."""
     a = P.OperandFacts((m, k), (k * 2, 2), 2, 0, batch, m * k * 2)
     b = P.OperandFacts((k, n), (n * 2, 2), 2, 0, batch, k * n * 2)
-    return P.GemmRequest(a, b, "f16", "f16", 2, batch=batch)
+    return P.GemmRequest(a, b, "f16", "f16", 2, batch=batch, **kw)
 
 
 def test_the_batched_rule_takes_64_row_tiles_with_the_box():

@@ -11,6 +11,7 @@ import shutil
 
 import pytest
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
+from test_gpu_short_a import _breq  # a batched request of contiguous batches
 
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.host import rule, runtime
@@ -156,16 +157,10 @@ def test_the_64x192_tile_stays_off_without_its_rows(monkeypatch):
     assert (_pick(192, 8192, 28672).bm, _pick(192, 8192, 28672).bn) == (64, 256)
 
 
-def _batched_request(batch, m, n, k):
-    a = rule.OperandFacts((m, k), (k * 2, 2), 2, 0, batch, m * k * 2)
-    b = rule.OperandFacts((k, n), (n * 2, 2), 2, 0, batch, k * n * 2)
-    return rule.GemmRequest(a, b, "f16", "f16", 2, batch=batch)
-
-
 def test_the_batched_rule_leaves_the_192_tile_out(monkeypatch):
     _no_plain_swap(monkeypatch)  # the wave model's 2-D pick, unswapped
     dev = rule.DeviceFacts(cc="90", sms=132, tma=True)
-    req = _batched_request(8, 2048, 2048, 128)
+    req = _breq(8, 2048, 2048, 128)
     assert _pick(8 * 2048, 2048, 128).bn == 192  # the 2-D rule on the stacked rows takes it
     d = rule.decide_batched(req, dev)
     if d.mode == "kernel":  # the kernel path needs rank-3 TMA loads in the kernel IR
