@@ -20,6 +20,8 @@ with the bias + activation (``addmm`` + the activation), every output checked::
     python bench/gemm_epilogue.py --pingpong --acts none --pp-configs 64x256s5,64x256s4,ws:128x256s4c2
 
 ``--acts none`` times the plain products only; ``c2`` is the cooperative kernel in 2-CTA clusters.
+A shape ``BxMxNxK`` is a batched product (3-D operands, ``BatchedGemmPlan``, plain only)
+against ``torch.matmul`` on the same tensors.
 
 ``--gelu-erff`` makes the "before" column the same route with the former GELU (``0.5 x (1 +
 erff(x / sqrt 2))``) in place of the emitted one, kernels generated and proven afresh;
@@ -155,22 +157,26 @@ def pingpong(args):
     rng = cp.random.default_rng(11)
     rows = []
     for dtype in args.dtypes.split(","):
-        for m, n, k in G.shapes_arg(args.shapes if args.shapes != SHAPES else PP_SHAPES):
-            a, b = G.make(cp, (m, k), dtype, rng), G.make(cp, (k, n), dtype, rng)
+        for shape in G.shapes_arg(args.shapes if args.shapes != SHAPES else PP_SHAPES):
+            nb, (m, n, k) = (shape[0], shape[1:]) if len(shape) == 4 else (0, shape)
+            lead = (nb,) if nb else ()
+            a, b = G.make(cp, lead + (m, k), dtype, rng), G.make(cp, lead + (k, n), dtype, rng)
             bias = G.make(cp, (n,), dtype, rng)
             ta, tb, tbias = (torch.from_dlpack(x) for x in (a, b, bias))
-            tc = torch.empty((m, n), dtype=ta.dtype, device=ta.device)
-            fl = 2.0 * m * n * k
+            tc = torch.empty(lead + (m, n), dtype=ta.dtype, device=ta.device)
+            fl = 2.0 * m * n * k * max(nb, 1)
             reps = max(3, min(args.reps, int(2e12 / fl) + 1)) if fl > 2e12 else args.reps
-            for act in [None] + [x for x in args.acts.split(",") if x not in ("", "none")]:
+            acts_here = [x for x in args.acts.split(",") if x not in ("", "none")] if not nb else []
+            make_plan = plan.BatchedGemmPlan if nb else plan.GemmPlan
+            for act in [None] + acts_here:
                 fn = acts.get(act)
                 ref = cp.from_dlpack(torch.matmul(ta, tb) if act is None else fn(torch.addmm(tbias, ta, tb)))
                 kw = {} if act is None else dict(bias=bias, activation=act)
                 outs, plans = {}, {}
                 for name in ["rule"] + args.pp_configs.split(","):
-                    outs[name] = cp.full((m, n), cp.nan, dtype=a.dtype)
+                    outs[name] = cp.full(lead + (m, n), cp.nan, dtype=a.dtype)
                     cfg = None if name == "rule" else _pp_config(name)
-                    plans[name] = plan.GemmPlan(a, b, outs[name], config=cfg, **kw)
+                    plans[name] = make_plan(a, b, outs[name], config=cfg, **kw)
                 errs = {}
                 for name, pl in plans.items():
                     pl(a, b, outs[name], bias) if act else pl(a, b, outs[name])
@@ -197,7 +203,7 @@ def pingpong(args):
                 row = dict(
                     dtype=dtype,
                     activation=act or "none",
-                    shape=f"{m}x{n}x{k}",
+                    shape=(f"{nb}x[{m}x{n}x{k}]" if nb else f"{m}x{n}x{k}"),
                     rule=plans["rule"].config.key(),
                     us=med,
                     vs_rule={
