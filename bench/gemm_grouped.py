@@ -82,6 +82,8 @@ def _sweep_config(G, gfields, bfields):
 def _needed(dtypes, shapes, lists, sweep, both=False):
     """Every (GroupedConfig, GemmProblem) the run launches (for --prewarm)."""
 
+    from dataclasses import replace
+
     from layoutproof.gpu.config import GemmProblem
     from layoutproof.gpu.host.grouped import grouped_config
     from layoutproof.gpu.kernels.grouped import GroupedConfig
@@ -95,14 +97,10 @@ def _needed(dtypes, shapes, lists, sweep, both=False):
                     out.add((cfg, GemmProblem("k", "n", dt, batch="b")))
         for G, *_ in MASKED:
             out.add((grouped_config(G, "masked"), GemmProblem("k", "n", dt, batch="b")))
-        for G, *_ in shapes:
+        for G, T, K, *_ in shapes:
             if lists and dt == "bf16":
-                out.add(
-                    (
-                        GroupedConfig(max_groups=_pow2(G), per_group_maps=True),
-                        GemmProblem("k", "n", dt, batch="b"),
-                    )
-                )
+                pick = grouped_config(G, "maps", T, K)
+                out.add((replace(pick, per_group_maps=True), GemmProblem("k", "n", dt, batch="b")))
     if sweep:
         for G, *_ in shapes:
             for _n, gf, bf in SWEEP:
@@ -113,12 +111,8 @@ def _needed(dtypes, shapes, lists, sweep, both=False):
             out.add((GroupedConfig(max_groups=mg), GemmProblem("k", "n", dt, batch="b")))
             out.add((grouped_config(mg, "contiguous"), GemmProblem("k", "n", dt, batch="b")))
         for major in ("n", "k"):
-            out.add(
-                (
-                    GroupedConfig(max_groups=mg, per_group_maps=True),
-                    GemmProblem("k", major, "bf16", batch="b"),
-                )
-            )
+            for base in _bases(mg):
+                out.add((replace(base, per_group_maps=True), GemmProblem("k", major, "bf16", batch="b")))
     return sorted(out, key=lambda x: (x[0].key(), x[1].key()))
 
 

@@ -511,7 +511,7 @@ def _launch(
     tab_ptr: int,
     rtiles: int,
     torch_mod: Any,
-    config: Optional[GroupedConfig],
+    config: GroupedConfig,
     maps: Optional[Tuple[str, int, int]] = None,
 ) -> None:
     """One launch; ``maps`` = (B's major, device address of the A maps, of the B maps) for
@@ -590,7 +590,7 @@ def _entry(
     K: int,
     N: int,
     G: int,
-    config: Optional[GroupedConfig],
+    config: GroupedConfig,
     maps: Optional[Tuple[str, int, int]] = None,
 ) -> _GroupedLaunch:
     """The kept kernel and parameter block of a call signature (generated, proven and
@@ -603,7 +603,7 @@ def _entry(
         raise GemmInputError(
             f"grouped GEMM: {G} groups; the grouped kernel takes up to 1024 (split the call)"
         )
-    cfg = config or grouped_config(G, "maps" if maps is not None else "contiguous")
+    cfg = config
     if G > cfg.max_groups:
         raise GemmInputError(
             f"grouped GEMM: {G} groups, the kernel resolves up to {cfg.max_groups}: pass "
@@ -648,8 +648,9 @@ def _entry(
 #: There each expert's B panel is read by one to four 128-row tile rows against two to
 #: eight 64-row ones, and the operand traffic of the long k-loop bounds the kernel (on an
 #: H200 the ping-pong base took 1.03-1.19x the time on such shapes, 0.86-0.95x on the
-#: others: bench/RESULTS.md).  The masked form and the per-group maps take the
-#: warp-specialized base always.
+#: others: bench/RESULTS.md).  The list form read through per-group maps follows the same
+#: rule; the masked form takes the warp-specialized base always (its fixed prefix leaves
+#: tiles empty, which only that base skips).
 GROUPED_RULE: Dict[str, Any] = {"k": 4096, "rows": (65, 512)}
 
 
@@ -667,7 +668,7 @@ def grouped_config(G: int, form: str, rows: int = 0, k: int = 0) -> GroupedConfi
     (128, 128)
     """
     lo, hi = GROUPED_RULE["rows"]
-    ws = form != "contiguous" or (k >= GROUPED_RULE["k"] and lo * G <= rows < hi * G)
+    ws = form == "masked" or (k >= GROUPED_RULE["k"] and lo * G <= rows < hi * G)
     base = HOPPER_DEFAULT if ws else PINGPONG_DEFAULT
     return GroupedConfig(base=base, max_groups=max(8, 1 << (G - 1).bit_length()))
 
@@ -1016,7 +1017,7 @@ def _torch_call(
     arg: int,
     rtiles: int,
     torch_mod: Any,
-    config: Optional[GroupedConfig],
+    config: GroupedConfig,
 ) -> Optional[_MoeCall]:
     """The kept call of a checked torch signature, where the driver's ``launchKernel`` is
     there and the operands' device is current (else None: the general path)."""
@@ -1385,7 +1386,7 @@ def gemm_grouped_stacked(
     if T == 0:
         return out
     tdev = A0.x.device if is_torch else None
-    cfg = config or grouped_config(len(sizes), "maps")
+    cfg = config or grouped_config(len(sizes), "maps", T, K)
     tab, tab_ptr, rt = _host_table(A0.dev, tdev, np.asarray(sizes, dtype=np.int64), cfg.bm)
     keep, pa, pb = _group_maps_device(plan, A0.dtype, K, N, A0)
     _launch(A0, T, K, B0, out, optr, N, K, N, len(sizes), tab, tab_ptr, rt, torch_mod, cfg, (plan[0], pa, pb))

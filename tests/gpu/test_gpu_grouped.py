@@ -244,8 +244,7 @@ def test_pingpong_grouped_kernel_carries_every_proof(kern_pp):
 
 
 def test_pingpong_grouped_config_refuses_by_name():
-    with pytest.raises(GemmConfigError, match="warp-specialized base"):
-        replace(PP, per_group_maps=True).validate()
+    replace(PP, per_group_maps=True).validate()  # the list form reads per-group maps on it too
     with pytest.raises(GemmConfigError, match="warp-specialized base"):
         replace(PP, skip_slices=True).validate()
     with pytest.raises(GemmConfigError, match="warp-specialized or ping-pong"):
@@ -267,7 +266,8 @@ def test_pingpong_tile_rows_not_the_proven_ones_refused(kern_pp):
 def test_default_grouped_configs():
     assert hg.grouped_config(5, "contiguous").pingpong and hg.grouped_config(5, "contiguous").bm == 64
     assert not hg.grouped_config(5, "masked").pingpong and hg.grouped_config(5, "masked").bm == 128
-    assert not hg.grouped_config(5, "maps", 5000, 8192).pingpong
+    assert hg.grouped_config(5, "maps", 5000, 8192).pingpong  # the list form: the same rule
+    assert not hg.grouped_config(128, "maps", 128 * 128, 4096).pingpong
     assert hg.grouped_config(129, "contiguous").max_groups == 256
     # the contiguous form: the ws base for a long K and groups of 65-511 rows on average
     k, (lo, hi) = hg.GROUPED_RULE["k"], hg.GROUPED_RULE["rows"]

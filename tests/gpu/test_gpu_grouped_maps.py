@@ -46,6 +46,30 @@ def test_per_group_map_kernel_carries_every_proof(kern_pm):
     assert kern_pm.name != kg.generate_grouped(replace(PM, per_group_maps=False), kern_pm.problem).name
 
 
+def test_per_group_maps_on_the_pingpong_base():
+    from layoutproof.gpu.kernels.wgmma_pingpong import PINGPONG_DEFAULT
+
+    k = kg.generate_grouped(replace(PM, base=PINGPONG_DEFAULT), GemmProblem("k", "k", "bf16"))
+    src = k.source
+    assert tuple(v.name for _, v in k.ir.params) == hg.KERNEL_ARGS_MAPS
+    assert "lp_gmap(tmAs, g, ptmA);" in src and "lp_grid_rows(rtiles, gtab, G, grid_m);" in src
+    said = [p.statement for p in k.proofs]
+    assert any(x.startswith("per-group tensor maps (read from the IR)") for x in said)
+    assert any(x.startswith("ping-pong cover") for x in said)
+    m = re.search(r"(\d+) of (\d+) memory accesses, (\d+) of (\d+) barrier operations covered", src)
+    assert m and m.group(1) == m.group(2) and m.group(3) == m.group(4)
+
+    def next_group(n):  # a tile reads the next group's A map
+        if isinstance(n, kir.Eval) and isinstance(n.e, kir.Call) and n.e.name == "lp_gmap":
+            if n.e.args[0].name == "tmAs":
+                return replace(n, e=replace(n.e, args=(n.e.args[0], n.e.args[1] + 1, n.e.args[2])))
+        return None
+
+    bad = replace(k.ir, body=kir.rewrite(k.ir.body, next_group))
+    with pytest.raises(ProofFailedError, match="tmAs\\[g\\] of the tile's group"):
+        kg.check_group_maps(bad, ProofLog())
+
+
 def test_warpgroup_skip_is_in_both_forms_when_asked(kern_pm):
     assert (
         "if (cg == 1) {" not in kern_pm.source and kern_pm.source.count("lp_wgmma(acc,") == 1
@@ -91,8 +115,11 @@ def test_skip_condition_on_the_thread_is_refused(kern_pm):
 @pytest.mark.parametrize(
     "prob", [GemmProblem("k", "n", "bf16"), GemmProblem("k", "k", "f16")], ids=lambda p: p.key()
 )
-def test_per_group_map_source_compiles_without_spills(tmp_path, prob):
-    k = kg.generate_grouped(PM, prob)
+@pytest.mark.parametrize("schedule", ["ws", "pingpong"])
+def test_per_group_map_source_compiles_without_spills(tmp_path, prob, schedule):
+    from layoutproof.gpu.kernels.wgmma_pingpong import PINGPONG_DEFAULT
+
+    k = kg.generate_grouped(PM if schedule == "ws" else replace(PM, base=PINGPONG_DEFAULT), prob)
     info = _nvcc_sm90a(k.source, tmp_path)
     assert "C7508" not in info, info
     assert re.search(r"(\d+) bytes stack frame", info).group(1) == "0", info
@@ -202,8 +229,9 @@ def test_lists_on_two_devices_are_refused():
 
 # ---------------------------------------------------------------------------- GPU
 @gpu
+@pytest.mark.parametrize("base", ["rule", "ws"])
 @pytest.mark.parametrize("b_major", ["n", "k"])
-def test_gpu_lists_through_group_maps_match_float64(b_major):
+def test_gpu_lists_through_group_maps_match_float64(b_major, base):
     torch = pytest.importorskip("torch")
     g = torch.Generator(device="cuda").manual_seed(0)
     K, N = 320, 264
@@ -216,9 +244,11 @@ def test_gpu_lists_through_group_maps_match_float64(b_major):
         b_list = [torch.randn(K, N, device="cuda", generator=g, dtype=torch.bfloat16) for _ in sizes]
     else:
         b_list = [torch.randn(N, K, device="cuda", generator=g, dtype=torch.bfloat16).t() for _ in sizes]
-    outs = hg.gemm_grouped(a_list, b_list)
+    cfg = None if base == "rule" else kg.GroupedConfig(max_groups=8)  # the rule: ping-pong here
+    outs = hg.gemm_grouped(a_list, b_list, config=cfg)
     torch.cuda.synchronize()
     assert hg.last_grouped_launch["per_group_maps"] and hg.last_grouped_launch["copied"] == ""
+    assert hg.last_grouped_launch["config"].pingpong == (base == "rule")
     for x, y, c in zip(a_list, b_list, outs):
         if x.shape[0]:
             ref = x.double() @ y.double()
