@@ -6,6 +6,7 @@
     layoutproof gemm --dtype e4m3 --out-dtype bf16 --m 8192 --n 8192 --k 8192 --emit fp8.cu
     layoutproof gemm --dtype bf16 --bias n --activation gelu --emit gemm_bias_gelu.cu
     layoutproof gemm --path tiny --m 1 --n 300 --k 700 --emit gemv.cu
+    layoutproof gemm --groups 8 --m 8192 --n 14336 --k 4096 --dtype bf16 --emit moe.cu
 
 ``--path wgmma`` (the default) is the Hopper kernel (wgmma, sm_90a); ``--path mma.sync``
 the SM80-style kernel that runs on any GPU from sm_80 on; ``--path tiny`` the one-launch
@@ -14,7 +15,9 @@ splitting K, k-steps unrolled and 8-column blocks per warp, default the rule's p
 ``--activation relu|silu|gelu`` fuse ``C = act(A @ B + bias)``: the kernels
 ``gemm(a, b, bias=..., activation=...)`` runs for the shape -- the fused epilogue kernel,
 or the plain product's kernel with the epilogue in a fix-up kernel -- with the epilogue's
-proofs in the header.  Without a GPU (or with
+proofs in the header.  ``--groups G`` is the grouped (mixture-of-experts) product of
+``layoutproof.gpu.gemm_moe``: ``--m`` token rows over G experts, on the rule's base (or the
+one ``--sm90-config`` names).  Without a GPU (or with
 ``--no-run``) it generates the kernel, discharges every proof obligation and writes the
 source (whose header lists them).  With a GPU it also runs the
 kernel on fresh random operands, compares with a float64 reference (relative Frobenius
@@ -163,6 +166,15 @@ def _parser() -> argparse.ArgumentParser:
         default="none",
         help="fuse an activation after the bias: C = act(A @ B + bias) (gelu is the erf form)",
     )
+    p.add_argument(
+        "--groups",
+        type=int,
+        default=None,
+        metavar="G",
+        help="a grouped (mixture-of-experts) product: --m token rows stacked over G groups, B one "
+        "K x N matrix per expert (layoutproof.gpu.gemm_moe); the base is the rule's "
+        "(grouped_config) or --sm90-config ws:128x256/4 or pp:64x256/5",
+    )
     p.add_argument("--emit", metavar="FILE", default=None, help="write the proven CUDA source here")
     p.add_argument("--no-run", action="store_true", help="do not run on a GPU even if one is present")
     p.add_argument("--reps", type=int, default=20, help="timed repetitions on a GPU (>= 1, default 20)")
@@ -192,6 +204,16 @@ def _check_args(args: argparse.Namespace) -> Optional[str]:
             return (
                 f"--dtype {args.dtype}: the tensor cores read K-major operands only (--a-major k --b-major k)"
             )
+    if args.groups is not None:
+        if not 1 <= args.groups <= 1024:
+            return f"--groups must be in 1..1024, got {args.groups}"
+        if args.dtype not in ("f16", "bf16") or args.a_major != "k" or args.path not in ("wgmma", "auto"):
+            return (
+                "--groups runs the grouped wgmma kernel: --dtype f16 or bf16, --a-major k, --path "
+                f"wgmma or auto (got --dtype {args.dtype}, --a-major {args.a_major}, --path {args.path})"
+            )
+        if _epilogue(args) or args.config is not None or args.out_dtype not in (None, args.dtype):
+            return "--groups takes no --bias, --activation, --config or other --out-dtype"
     if args.bias_dtype is not None and args.bias is None:
         return "--bias-dtype needs --bias n or --bias m"
     if args.bias_dtype == "s32" and args.dtype not in ("s8", "u8"):
@@ -255,7 +277,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         # without a configuration: the one gemm itself runs for this shape (the plan's rule)
         from .host.rule import choose_config
 
-        if args.path == "tiny":
+        if args.groups is not None:
+            cfg, kern = _grouped_kernel(args, prob)
+        elif args.path == "tiny":
             from dataclasses import replace
 
             from .host.cache import kernel_for
@@ -353,9 +377,103 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not gpu_available():
         print("no GPU: generated and proved only (run on a CUDA machine to check and time it)")
         return 0
+    if args.groups is not None:
+        return _run_grouped(args, cfg, prob)
     # wgmma without an explicit --sm90-config: the runtime's default for this machine (the
     # TMA kernels need cuda-python; without it the cp.async kernel runs)
     return _run(args, given, prob)
+
+
+def _grouped_kernel(args: argparse.Namespace, prob: GemmProblem) -> Tuple[Any, Any]:
+    """The grouped kernel of ``--groups``: (its configuration, the kernel) -- the rule's base
+    for ``--m`` rows over G groups at depth ``--k`` (``grouped_config``), or the base
+    ``--sm90-config`` names."""
+    from .host.grouped import grouped_config
+    from .kernels.grouped import generate_grouped
+
+    G = args.groups
+    cfg = grouped_config(G, "contiguous", args.m, args.k)
+    if args.sm90_config:
+        from dataclasses import replace
+
+        cfg = replace(cfg, base=parse_sm90_config(args.sm90_config)).validate()
+    return cfg, generate_grouped(cfg, prob)
+
+
+def _run_grouped(args: argparse.Namespace, cfg: Any, prob: GemmProblem) -> int:
+    """``--groups`` on a GPU, on torch tensors: uneven group sizes (some empty) summing to
+    ``--m``, the result checked group by group against float64, then timed against
+    ``torch._grouped_mm`` where torch has it, else a loop of ``torch.matmul``."""
+    try:
+        import torch
+    except ImportError:
+        print("--groups runs on torch tensors: pip install torch (or use layoutproof.gpu.gemm_moe)")
+        return 2
+    import numpy as np
+
+    from .host.grouped import gemm_moe
+
+    M, N, K, G = args.m, args.n, args.k, args.groups
+    rng = np.random.default_rng(0)
+    w = rng.gamma(0.7, size=G)
+    w[rng.random(G) < 0.15] = 0.0  # experts that get no token
+    w = w if w.sum() > 0 else np.ones(G)
+    sizes = rng.multinomial(M, w / w.sum())
+    ends = np.cumsum(sizes)
+    td = torch.float16 if prob.dtype == "f16" else torch.bfloat16
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    a = torch.randn((M, K), device="cuda", generator=gen).to(td)
+    b = (torch.randn((G, K, N), device="cuda", generator=gen) / K**0.5).to(td)
+    if prob.b_major == "k":
+        b = b.transpose(1, 2).contiguous().transpose(1, 2)
+    offs = torch.tensor(ends, device="cuda", dtype=torch.int32)
+    c = gemm_moe(a, b, offs, config=cfg).double()
+    err, beg = 0.0, 0
+    for g in range(G):
+        end = int(ends[g])
+        if end > beg:
+            ref = a[beg:end].double() @ b[g].double()
+            err = max(err, float(torch.linalg.norm(c[beg:end] - ref) / torch.linalg.norm(ref)))
+        beg = end
+    print(f"groups: {G}, {int(sizes.min())}..{int(sizes.max())} rows each, {int((sizes == 0).sum())} empty")
+    print(f"relative error vs float64 (worst group): {err:.2e}")
+    peer_name = "torch.matmul per group"
+    peer_fn: Any = None
+    if hasattr(torch, "_grouped_mm"):
+        try:
+            bc = b.transpose(1, 2).contiguous().transpose(1, 2)  # the layout its kernel takes
+            torch._grouped_mm(a, bc, offs=offs)
+            peer_name, peer_fn = "torch._grouped_mm", lambda: torch._grouped_mm(a, bc, offs=offs)
+        except Exception:  # a torch whose grouped kernel refuses this type or device
+            peer_fn = None
+    if peer_fn is None:
+        begs = np.concatenate([[0], ends[:-1]])
+
+        def peer_fn() -> None:
+            for g in range(G):
+                if ends[g] > begs[g]:
+                    torch.matmul(a[int(begs[g]) : int(ends[g])], b[g])
+
+    def timed(fn: Any) -> float:
+        fn()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ts = []
+        for _ in range(args.reps):
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            ts.append(s.elapsed_time(e) / 1e3)
+        return sorted(ts)[len(ts) // 2]
+
+    t_ours = timed(lambda: gemm_moe(a, b, offs, config=cfg))
+    t_peer = timed(peer_fn)
+    flops = 2.0 * M * N * K
+    print(
+        f"TFLOP/s: layoutproof {flops / t_ours / 1e12:.1f}, {peer_name} {flops / t_peer / 1e12:.1f}; "
+        f"ratio {t_peer / t_ours:.3f}"
+    )
+    return 0 if err < (2e-2 if prob.dtype == "bf16" else 5e-3) else 1
 
 
 def _activation_f64(cupy: Any, act: str, x: Any) -> Any:

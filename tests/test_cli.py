@@ -386,6 +386,13 @@ def test_show_swizzled(capsys, tmp_path):
         (["--dtype", "s8", "--b-major", "n"], "--dtype s8: the tensor cores read K-major operands only"),
         (["--dtype", "e4m3", "--a-major", "m"], "--dtype e4m3: the tensor cores read K-major operands only"),
         (["--dtype", "tf32", "--path", "mma.sync"], "--dtype tf32 runs on the wgmma kernel"),
+        (["--groups", "0"], "--groups must be in 1..1024, got 0"),
+        (["--groups", "1025"], "--groups must be in 1..1024, got 1025"),
+        (["--groups", "8", "--dtype", "e4m3"], "--groups runs the grouped wgmma kernel: --dtype f16 or bf16"),
+        (["--groups", "8", "--a-major", "m"], "--groups runs the grouped wgmma kernel"),
+        (["--groups", "8", "--path", "mma.sync"], "--groups runs the grouped wgmma kernel"),
+        (["--groups", "8", "--activation", "gelu"], "--groups takes no --bias, --activation"),
+        (["--groups", "8", "--out-dtype", "f32"], "--groups takes no --bias, --activation"),
     ],
 )
 def test_gemm_argument_errors_exit_2_before_proving(args, needle, capsys):
@@ -573,6 +580,29 @@ def test_gemm_emits_the_ping_pong_kernel_when_asked(tmp_path, capsys):
     assert main(["--no-run", "--path", "wgmma", "--sm90-config", "pp:128x256/4"]) == 2
     err = capsys.readouterr().err
     assert "bm=64" in err and "Traceback" not in err
+
+
+def test_gemm_groups_emits_the_grouped_kernel_the_rule_picks(tmp_path, capsys):
+    """``--groups G`` is the grouped (MoE) product: the rule's base for the shape (the
+    ping-pong kernel for 1024 rows a group, the warp-specialized one for 128 rows a group at
+    K = 4096), or the base ``--sm90-config`` names; a base the grouped kernel cannot take is
+    refused by name (exit 2, no traceback)."""
+    from layoutproof.gpu.cli import main
+
+    out = tmp_path / "moe.cu"
+    argv = "--no-run --groups 8 --m 8192 --n 14336 --k 4096 --dtype bf16 --emit".split() + [str(out)]
+    assert main(argv) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "grouped8_ns_sm90_64x256x64_s5_g8_tma_pp" in first
+    assert "lp_grid_rows(rtiles, gtab, G, grid_m);" in out.read_text()
+    assert main("--no-run --groups 128 --m 16384 --n 1536 --k 4096".split()) == 0
+    assert "grouped128_ns_sm90_128x256x64_s4_g8_tma_ws" in capsys.readouterr().out
+    assert main("--no-run --groups 8 --sm90-config ws:128x256/4".split()) == 0
+    assert "grouped8_ns_sm90_128x256x64_s4_g8_tma_ws" in capsys.readouterr().out
+    assert main("--no-run --groups 8 --sm90-config cp:128x256/4".split()) == 2
+    err = capsys.readouterr().err
+    assert "GroupedConfig: the base must be the warp-specialized or ping-pong TMA kernel" in err
+    assert "Traceback" not in err
 
 
 def test_gemm_emits_and_picks_the_short_a_box(tmp_path, capsys):

@@ -681,6 +681,10 @@ def _masked_on_fake(rng):
 def test_host_masked_and_lists_on_a_fake_device(fake_gpu):
     rng = np.random.default_rng(7)
     b, K = _masked_on_fake(rng)
+    assert not hg.last_grouped_launch["config"].pingpong  # the masked form: the ws base
+    x = _cp(np.zeros((3, 8, K), dtype=np.float16))
+    with pytest.raises(GemmInputError, match="masked form's tiles past a group's count are empty"):
+        hg.gemm_moe_masked(x, _cp(b), _cp(np.zeros(3, dtype=np.int32)), config=PP)
     sizes = [3, 0, 129]
     stacked = _cp(rng.standard_normal((sum(sizes), K)).astype(np.float16))
     a_list = [stacked[0:3], stacked[3:3], stacked[3:]]
