@@ -121,9 +121,10 @@ def _bases(G):
     from dataclasses import replace
 
     from layoutproof.gpu.host.grouped import grouped_config
+    from layoutproof.gpu.kernels.wgmma_core import HOPPER_DEFAULT
 
-    pp = grouped_config(G, "contiguous")
-    return pp, replace(pp, base=grouped_config(G, "masked").base)
+    pp = grouped_config(G, "contiguous")  # no rows, no K: the ping-pong base
+    return pp, replace(pp, base=HOPPER_DEFAULT)
 
 
 def _compile_one(item):

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from test_gpu_codegen import _nvcc_sm90a  # the shared nvcc + ptxas -v check (no spills)
-from test_gpu_grouped import _cp, _gpu, _ref, fake_gpu  # noqa: F401  (the fake device fixture)
+from test_gpu_grouped import _all_covered, _cp, _gpu, _ref, fake_gpu  # noqa: F401  (the fake device fixture)
 
 from layoutproof.gpu.config import GemmProblem
 from layoutproof.gpu.errors import GemmInputError, ProofFailedError
@@ -41,8 +41,7 @@ def test_per_group_map_kernel_carries_every_proof(kern_pm):
     assert "lp_gmap(tmAs, g, ptmA);" in src
     assert "const lp_tmap_t& tmA = *reinterpret_cast<const lp_tmap_t*>(ptmA);" in src
     assert "per-group tensor maps (read from the IR)" in src
-    m = re.search(r"(\d+) of (\d+) memory accesses, (\d+) of (\d+) barrier operations covered", src)
-    assert m and m.group(1) == m.group(2) and m.group(3) == m.group(4)
+    assert _all_covered(src)
     assert kern_pm.name != kg.generate_grouped(replace(PM, per_group_maps=False), kern_pm.problem).name
 
 
@@ -56,18 +55,10 @@ def test_per_group_maps_on_the_pingpong_base():
     said = [p.statement for p in k.proofs]
     assert any(x.startswith("per-group tensor maps (read from the IR)") for x in said)
     assert any(x.startswith("ping-pong cover") for x in said)
-    m = re.search(r"(\d+) of (\d+) memory accesses, (\d+) of (\d+) barrier operations covered", src)
-    assert m and m.group(1) == m.group(2) and m.group(3) == m.group(4)
+    assert _all_covered(src)
 
-    def next_group(n):  # a tile reads the next group's A map
-        if isinstance(n, kir.Eval) and isinstance(n.e, kir.Call) and n.e.name == "lp_gmap":
-            if n.e.args[0].name == "tmAs":
-                return replace(n, e=replace(n.e, args=(n.e.args[0], n.e.args[1] + 1, n.e.args[2])))
-        return None
-
-    bad = replace(k.ir, body=kir.rewrite(k.ir.body, next_group))
     with pytest.raises(ProofFailedError, match="tmAs\\[g\\] of the tile's group"):
-        kg.check_group_maps(bad, ProofLog())
+        kg.check_group_maps(_next_group_map(k, "tmAs"), ProofLog())
 
 
 def test_warpgroup_skip_is_in_both_forms_when_asked(kern_pm):
@@ -80,16 +71,21 @@ def test_warpgroup_skip_is_in_both_forms_when_asked(kern_pm):
         assert k.source.count("lp_wgmma(acc,") == 2  # warpgroup 0 always, warpgroup 1 when it has rows
 
 
-def test_map_of_another_group_is_refused(kern_pm):
-    def next_group(n):  # lp_gmap(tmBs, g + 1, ...): a tile reads the next group's B map
+def _next_group_map(k, arr):
+    """``k``'s IR with ``lp_gmap(arr, g + 1, ...)``: a tile reads the next group's map."""
+
+    def next_group(n):
         if isinstance(n, kir.Eval) and isinstance(n.e, kir.Call) and n.e.name == "lp_gmap":
-            if n.e.args[0].name == "tmBs":
+            if n.e.args[0].name == arr:
                 return replace(n, e=replace(n.e, args=(n.e.args[0], n.e.args[1] + 1, n.e.args[2])))
         return None
 
-    bad = replace(kern_pm.ir, body=kir.rewrite(kern_pm.ir.body, next_group))
+    return replace(k.ir, body=kir.rewrite(k.ir.body, next_group))
+
+
+def test_map_of_another_group_is_refused(kern_pm):
     with pytest.raises(ProofFailedError, match="tmBs\\[g\\] of the tile's group"):
-        kg.check_group_maps(bad, ProofLog())
+        kg.check_group_maps(_next_group_map(kern_pm, "tmBs"), ProofLog())
     kg.check_group_maps(kern_pm.ir, ProofLog())  # the emitted one passes
 
 
