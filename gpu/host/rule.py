@@ -22,6 +22,8 @@ rewrites the few bytes of :class:`ParamBuffer` that changed (a base pointer) bef
 
 >>> from layoutproof.gpu.config import GemmProblem
 >>> choose_config(8192, 8192, 8192, GemmProblem(), hopper=True, tma=True).key()
+'sm90_64x256x64_s5_g16_tma_pp'
+>>> choose_config(4096, 4096, 4096, GemmProblem(), hopper=True, tma=True).key()
 'sm90_128x256x64_s4_g8_tma_ws'
 >>> operand_layout(64, 4096, 8192, 2, 2, 0)     # row-major, 16-byte aligned
 ('cols', 4096, False)
@@ -505,7 +507,7 @@ def estimate_us(
     if model is None:
         model = SM90_MODEL if not isinstance(cfg, GemmConfig) else SM80_MODEL
     if getattr(cfg, "schedule", "") == "pingpong":  # modelled as the cooperative tile it replaces
-        cfg = replace(cfg, bm=128, stages=4, schedule="ws")
+        cfg = replace(cfg, bm=128, stages=4, schedule="ws", group_m=PINGPONG_DEFAULT.group_m)
     splits = getattr(cfg, "splits", 1)
     if splits > 1:  # split-K: tiles x splits units over k / splits each, then the fix-up
         t = estimate_us(cfg.base, m, n, k, sms=sms, model=model, k_splits=splits)
@@ -582,40 +584,61 @@ def choose_config(
 #: Where the ping-pong kernel (``wgmma_pingpong``: consumer warpgroups owning alternate 64-row
 #: tiles, one's epilogue overlapping the other's main loop) replaces the cooperative
 #: warp-specialized pick of an unsplit f16/bf16 product (bench/RESULTS.md, "The ping-pong
-#: schedule"; H200): per route (a fused epilogue or a plain product), the picks (bm, bn) it
-#: replaces and the largest K for each.  With an epilogue: the 128x256 picks to K = 5120
-#: (1.035-1.086 of the cooperative pick; 8192^3: 0.92), the 128x192 picks to K = 1024 (the
-#: K-light 6144x6144x256 / 8192x8192x256 gain 12-25%; at 3072^3, where the 192-column tile was
-#: picked against wave quantization, the swap measured 6-8% slower), where the pick's tiles make
-#: at least one wave (2048^3 with bias + GELU, 64 tiles of 128x256: the cooperative kernel 1.12x
-#: faster; each ping-pong CTA there holds one 64-row tile, one consumer idle). Plain: the
-#: 128x256 and 128x192 picks to K = 512 (4096x4096x256: 1.105; 8192x8192x256 1.5-2% faster;
-#: 8192x8192x512 on the 128x192 pick 1.06-1.09); past that, the 128x256 pick of at least one
-#: full wave to K = 2048 (4096x4096x1024 1.11, 8192x8192x1024 1.04-1.14, 8192x8192x2048
-#: 1.06-1.08), and to K = 6144 where its last wave is less than half full (5120^3, 8 tiles in
-#: the last of 7 waves: 1.01-1.10; 4096x11008x4096 1.09; 4096x14336x4096, 58% full, measured
-#: 0.95-1.04 and 4096^3, 88% full, 1.01-1.02 keep the cooperative tile, as 3072^3's 128x192 pick
-#: (0.92) and K = 8192 (8192^3 0.99) do).  A plain product of K <= ``light_k`` (4 k-tiles) runs
+#: schedule", "The ping-pong schedule at mid K" and "The ping-pong kernel's raster"; H200):
+#: per route (a fused epilogue or a plain product), the picks (bm, bn) it replaces and the
+#: largest K for each, and past those bounds the wave counts from which it replaces them at
+#: any K.  With an epilogue: the 128x256 picks to K = 5120 (1.035-1.086 of the cooperative
+#: pick), the 128x192 picks to K = 1024 (the K-light 6144x6144x256 / 8192x8192x256 gain
+#: 12-25%; at 3072^3, where the 192-column tile was picked against wave quantization, the
+#: swap measured 6-8% slower), where the pick's tiles make at least one wave (2048^3 with
+#: bias + GELU, 64 tiles of 128x256: the cooperative kernel 1.12x faster; each ping-pong CTA
+#: there holds one 64-row tile, one consumer idle), and past K = ``few_waves_k`` only where
+#: they make ``many_waves`` waves (2560^3, 200 tiles: the cooperative kernel 2-3% faster).
+#: Plain: the 128x256 and 128x192 picks to K = 512 (4096x4096x256: 1.105; 8192x8192x256
+#: 1.5-2% faster; 8192x8192x512 on the 128x192 pick 1.06-1.09); past that, the 128x256 pick
+#: of at least one full wave to K = 2048 (4096x4096x1024 1.11, 8192x8192x1024 1.04-1.14,
+#: 8192x8192x2048 1.06-1.08), and to K = 6144 where its last wave is less than half full
+#: (5120^3, 8 tiles in the last of 7 waves: 1.01-1.10; 4096x11008x4096 1.09).  At any K, the
+#: 128x256 pick of ``many_waves`` waves or more (plain) or ``epilogue_waves`` (fused): with
+#: the ping-pong raster of ``group_m`` tile rows (16 x 64 rows, the cooperative raster's
+#: 8 x 128) the ping-pong kernel read 27% less from DRAM than with 8 and, under sustained
+#: load, measured 1-4% faster than the cooperative kernel on 4096^3, 3584^3,
+#: 4096x14336x4096, 6144^3 and 8192x8192x4096, and with bias + GELU on 8192^3 and 6144^3; in
+#: the suite's short bursts plain 4096^3 and 3584^3 (3-4 waves) measured 3% slower, 8192^3 and
+#: 4096x14336x4096 (13-16 waves) 2-3% faster.  A plain product of K <= ``light_k`` (4 k-tiles) runs
 #: the ping-pong kernel with ``light_stages`` stages: one tile's k-tiles (4096x4096x256
 #: 1.04-1.07 of the five-stage kernel, 6144x6144x256 1.04, 8192x8192x256 1.01-1.08; at K = 512
-#: within noise, from K = 1024 4% slower; with a fused epilogue within noise): "The ping-pong
-#: schedule at mid K".  A batched product takes the same swap where each batch has at least
-#: ``batched_m`` rows and K is past ``light_k`` (8 x [4096x4096x512] 1.04-1.16x faster, 4 x
-#: [4096x4096x1024] 1.10, 8 x [4096x2048x2048] 1.05; with 256-2048 rows a batch -- 32 x
-#: [512^3], 8 x [2048x2048x128], 16 x [1024^3], 4 x [2048^3], 64 x [256^3] -- and at
-#: 4 x [8192x4096x256] the cooperative kernel was 1-18% faster): "Batched products on the
-#: ping-pong kernel".
+#: within noise, from K = 1024 4% slower; with a fused epilogue within noise).  A batched
+#: product takes the same swap where each batch has at least ``batched_m`` rows and K is past
+#: ``light_k`` (8 x [4096x4096x512] 1.04-1.16x faster, 4 x [4096x4096x1024] 1.10, 8 x
+#: [4096x2048x2048] 1.05; with 256-2048 rows a batch -- 32 x [512^3], 8 x [2048x2048x128],
+#: 16 x [1024^3], 4 x [2048^3], 64 x [256^3] -- and at 4 x [8192x4096x256] the cooperative
+#: kernel was 1-18% faster): "Batched products on the ping-pong kernel".
 PINGPONG_RULE: Dict[str, Any] = {
     "epilogue": {(128, 256): 5120, (128, 192): 1024},
     "plain": {(128, 256): 512, (128, 192): 512},
     "plain_full_wave": {(128, 256): 2048},
     "plain_part_wave": {(128, 256): 6144},
     "part_wave": 0.5,
+    "many_waves": {(128, 256): 8},
+    "epilogue_waves": {(128, 256): 2},
+    "few_waves_k": 512,
+    "group_m": 16,
     "light_k": 256,
     "light_stages": 4,
     "batched_m": 4096,
     "dtypes": ("f16", "bf16"),
 }
+
+
+def pingpong_pick(stages: int) -> Sm90Config:
+    """The ping-pong configuration the rule swaps in: :data:`PINGPONG_DEFAULT`'s 64x256 tile
+    with ``stages`` stages and the raster of ``PINGPONG_RULE["group_m"]`` tile rows.
+
+    >>> pingpong_pick(5).key()
+    'sm90_64x256x64_s5_g16_tma_pp'
+    """
+    return replace(PINGPONG_DEFAULT, stages=stages, group_m=PINGPONG_RULE["group_m"])
 
 
 def pingpong_swap(
@@ -625,31 +648,27 @@ def pingpong_swap(
     epilogue: bool,
     waves: Optional[Tuple[int, int]] = None,
 ) -> Any:
-    """``cfg``, or :data:`~layoutproof.gpu.kernels.wgmma_pingpong.PINGPONG_DEFAULT` where
-    :data:`PINGPONG_RULE` says the ping-pong schedule beats that unsplit pick (a batched
-    problem too: the batches' tiles walk end to end on either kernel).  ``waves`` is
-    ``(tiles, sms)``: ``cfg``'s tile count (over every batch) and the SMs they run on (the
-    plain rule's wave conditions past its K bound; without it only the K bound applies).
+    """``cfg``, or the ping-pong kernel (:func:`pingpong_pick`) where :data:`PINGPONG_RULE`
+    says the ping-pong schedule beats that unsplit pick (a batched problem too: the batches'
+    tiles walk end to end on either kernel).  ``waves`` is ``(tiles, sms)``: ``cfg``'s tile
+    count (over every batch) and the SMs they run on (the wave conditions; without it only
+    the K bounds apply).
 
     >>> ws = Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws")
     >>> pingpong_swap(ws, 512, None, False).key(), pingpong_swap(ws, 8192, None, True).key()
-    ('sm90_64x256x64_s5_g8_tma_pp', 'sm90_128x256x64_s4_g8_tma_ws')
+    ('sm90_64x256x64_s5_g16_tma_pp', 'sm90_128x256x64_s4_g8_tma_ws')
     >>> pingpong_swap(ws, 256, None, False).key(), pingpong_swap(ws, 256, None, True).key()
-    ('sm90_64x256x64_s4_g8_tma_pp', 'sm90_64x256x64_s5_g8_tma_pp')
+    ('sm90_64x256x64_s4_g16_tma_pp', 'sm90_64x256x64_s5_g16_tma_pp')
 
-    5120^3 on 132 SMs: 800 tiles, the last of 7 waves 8 tiles; 4096^3: 512 tiles, 116 of 132:
+    On 132 SMs: 4096^3 makes 512 tiles of 128x256 (3.9 waves), 8192^3 2048, 2560^3 200 (1.5
+    waves, the last half full), 2048^3 64:
 
-    >>> pingpong_swap(ws, 5120, None, False, (800, 132)).key()
-    'sm90_64x256x64_s5_g8_tma_pp'
-    >>> pingpong_swap(ws, 4096, None, False, (512, 132)).key()
-    'sm90_128x256x64_s4_g8_tma_ws'
-
-    With a fused epilogue, 2048^3 (64 tiles) keeps the cooperative tile, 4096^3 swaps:
-
-    >>> pingpong_swap(ws, 2048, None, True, (64, 132)).key()
-    'sm90_128x256x64_s4_g8_tma_ws'
-    >>> pingpong_swap(ws, 4096, None, True, (512, 132)).key()
-    'sm90_64x256x64_s5_g8_tma_pp'
+    >>> plain = [(4096, 512), (8192, 2048), (2560, 200)]
+    >>> [pingpong_swap(ws, k, None, False, (t, 132)).schedule for k, t in plain]
+    ['ws', 'pingpong', 'ws']
+    >>> fused = [(8192, 2048), (2560, 200), (2048, 64)]
+    >>> [pingpong_swap(ws, k, None, True, (t, 132)).schedule for k, t in fused]
+    ['pingpong', 'ws', 'ws']
     """
     prob = problem or GemmProblem()
     if (
@@ -662,22 +681,30 @@ def pingpong_swap(
     ):
         return cfg
     r, key = PINGPONG_RULE, (cfg.bm, cfg.bn)
+    many = r["epilogue_waves" if epilogue else "many_waves"].get(key)
     if epilogue and waves is not None and waves[0] < waves[1]:  # under one wave: the cooperative tile
         return cfg
     if k <= r["epilogue" if epilogue else "plain"].get(key, 0):
+        if epilogue and waves is not None and many is not None and k > r["few_waves_k"]:
+            if waves[0] < many * waves[1]:  # one to two waves past few_waves_k: the cooperative tile
+                return cfg
         if not epilogue and k <= r["light_k"]:
-            return replace(PINGPONG_DEFAULT, stages=r["light_stages"])
-        return PINGPONG_DEFAULT
-    if epilogue or waves is None:
+            return pingpong_pick(r["light_stages"])
+        return pingpong_pick(PINGPONG_DEFAULT.stages)
+    if waves is None:
         return cfg
     tiles, sms = waves
     if sms < 1 or tiles < sms:  # less than one wave: the cooperative tile
         return cfg
+    if many is not None and tiles >= many * sms:
+        return pingpong_pick(PINGPONG_DEFAULT.stages)
+    if epilogue:
+        return cfg
     if k <= r["plain_full_wave"].get(key, 0):
-        return PINGPONG_DEFAULT
+        return pingpong_pick(PINGPONG_DEFAULT.stages)
     last = tiles % sms
     if 0 < last < r["part_wave"] * sms and k <= r["plain_part_wave"].get(key, 0):
-        return PINGPONG_DEFAULT
+        return pingpong_pick(PINGPONG_DEFAULT.stages)
     return cfg
 
 

@@ -144,8 +144,9 @@ def test_host_decides_pingpong_when_given():
     d = P.decide(_req(1000, 512, 1000, activation="gelu", bias=True), dev, PP128)
     assert isinstance(d.config, pp.PingpongEpilogueConfig)
     assert d.config.key() == "sm90_64x128x64_s8_g8_tma_pp_biasgelu"
-    # the rule does not pick it
-    assert "_pp" not in P.decide(_req(8192, 8192, 8192), dev).config.key()
+    # the rule picks the 64x256 ping-pong tile with its own raster, never the 64x128 one
+    assert P.decide(_req(8192, 8192, 8192), dev).config == P.pingpong_pick(5)
+    assert "_pp" not in P.decide(_req(2048, 2048, 2048), dev).config.key()
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
@@ -180,7 +181,9 @@ gpu = pytest.mark.skipif(not _hopper_tma(), reason="needs a Hopper GPU with TMA 
         (pp.PINGPONG_DEFAULT, "bf16", "gelu"),
         (PP128, "f16", None),
         (PP128, "bf16", "gelu"),
-        (replace(pp.PINGPONG_DEFAULT, stages=4), "bf16", None),  # the rule's K-light pick
+        (P.pingpong_pick(4), "bf16", None),  # the rule's K-light pick
+        (P.pingpong_pick(5), "f16", "gelu"),  # the rule's pick: the raster of 16 tile rows
+        (P.pingpong_pick(5), "bf16", None),
     ],
 )
 @pytest.mark.parametrize("shape", [(1000, 700, 1333), (64, 128, 64), (777, 2048, 100), (3000, 520, 4100)])
@@ -240,54 +243,63 @@ def test_rule_takes_pingpong_where_measured_faster_only():
     pick = lambda m, n, k, ep, prob=f16: P.choose_config(  # noqa: E731
         m, n, k, prob, hopper=True, tma=True, mma=True, epilogue=ep
     )
-    # with a fused epilogue, K up to 5120 on the 128x256 / 128x192 picks
+    swapped, light = P.pingpong_pick(5), P.pingpong_pick(4)
+    assert swapped == replace(pp.PINGPONG_DEFAULT, group_m=16)  # the raster of 16 tile rows
+    assert light == replace(swapped, stages=4)
+    # with a fused epilogue: K up to 5120 on the 128x256 / 128x192 picks, and at any K where
+    # the 128x256 pick makes two waves or more (8192^3: 2048 tiles)
     for shape in [
         (8192, 8192, 1024),
         (5120, 5120, 5120),
         (4096, 14336, 4096),
         (8192, 8192, 256),
         (4096, 4096, 4096),
-    ]:
-        assert pick(*shape, True) == pp.PINGPONG_DEFAULT, shape
-    # ... where the pick's tiles make a wave: 2048^3 (64 tiles of 128x256) keeps its tile
-    assert pick(2048, 2048, 2048, True).schedule == "ws"
-    # 8192^3 with an epilogue (measured 0.92) keeps its tile; so do the plain products at
-    # K = 8192, and below it where the 128x256 pick's last wave is at least half full
-    # (4096^3: 116 of 132 tiles; 4096x14336x4096: 76) or under one wave (2048^3)
-    keep = [
         (8192, 8192, 8192),
-        (4096, 4096, 4096),
-        (4096, 14336, 4096),
-        (2048, 2048, 2048),
         (6144, 6144, 6144),
-    ]
-    for shape, ep in [((8192, 8192, 8192), True)] + [(s, False) for s in keep]:
-        assert pick(*shape, ep).schedule == "ws", (shape, ep)
-    # plain: the 128x256 pick of a full wave to K = 2048, and to K = 6144 with a last wave
-    # under half full (5120^3: 8 of 132 tiles; 4096x11008x4096: 56)
+    ]:
+        assert pick(*shape, True) == swapped, shape
+    # ... where the pick's tiles make a wave: 2048^3 (64 tiles of 128x256) keeps its tile, and
+    # past K = 512 two: 2560^3 (200 tiles) keeps it
+    assert pick(2048, 2048, 2048, True).schedule == "ws"
+    assert pick(2560, 2560, 2560, True).schedule == "ws"
+    assert P.pingpong_swap(HOPPER_DEFAULT, 512, f16, True, (200, 132)) == swapped
+    # plain: past K = 2048 the cooperative tile stays where the 128x256 pick makes fewer than
+    # eight waves and its last wave is at least half full (4096^3: 512 tiles, 116 in the last
+    # wave; 3584^3: 392, 128), or under one wave (2048^3)
+    kept = [(4096, 4096, 4096), (3584, 3584, 3584), (4096, 4096, 11008), (2048, 2048, 2048)]
+    kept.append((2560, 2560, 2560))
+    for shape in kept:
+        assert pick(*shape, False).schedule == "ws", shape
+    # plain: the 128x256 pick of a full wave to K = 2048, to K = 6144 with a last wave under
+    # half full (5120^3: 8 of 132 tiles; 4096x11008x4096: 56), and at any K from eight waves
     for shape in [
         (8192, 8192, 1024),
         (8192, 8192, 2048),
         (4096, 4096, 2048),
         (5120, 5120, 5120),
         (4096, 11008, 4096),
+        (4096, 14336, 4096),
+        (6144, 6144, 6144),
+        (8192, 8192, 8192),
+        (8192, 8192, 28672),
     ]:
-        assert pick(*shape, False) == pp.PINGPONG_DEFAULT, shape
+        assert pick(*shape, False) == swapped, shape
     ws = Sm90Config(bm=128, bn=256, stages=4, loader="tma", schedule="ws")
     assert P.pingpong_swap(ws, 1024, f16, False) == ws  # no wave facts: the K bound only
     assert P.pingpong_swap(ws, 1024, f16, False, (512, 0)) == ws
+    assert P.pingpong_swap(ws, 8192, f16, False, (1055, 132)) == ws  # just under eight waves
+    assert P.pingpong_swap(ws, 8192, f16, False, (1056, 132)) == swapped
     # with an epilogue, the 128x192 picks to K = 1024 only (3072^3 keeps its tile)
-    assert pick(6144, 6144, 256, True) == pp.PINGPONG_DEFAULT
+    assert pick(6144, 6144, 256, True) == swapped
     assert pick(3072, 3072, 3072, True).key() == "sm90_128x192x64_s4_g8_tma_ws"
     # plain: the 128x256 and 128x192 picks at K <= 512, with four stages at K <= 256 (one
     # tile's k-tiles)
-    light = replace(pp.PINGPONG_DEFAULT, stages=4)
     assert pick(4096, 4096, 256, False) == light
     assert pick(8192, 8192, 256, False) == light
     assert pick(6144, 6144, 256, False) == light
     assert pick(4096, 4096, 192, False) == light
-    assert pick(4096, 4096, 512, False) == pp.PINGPONG_DEFAULT
-    assert pick(8192, 8192, 512, False) == pp.PINGPONG_DEFAULT  # the 128x192 pick, K <= 512
+    assert pick(4096, 4096, 512, False) == swapped
+    assert pick(8192, 8192, 512, False) == swapped  # the 128x192 pick, K <= 512
     assert pick(3072, 3072, 3072, False).key() == "sm90_128x192x64_s4_g8_tma_ws"
     # never for the other types' rule, batches, clusters or explicit candidates
     assert (
@@ -305,9 +317,8 @@ def test_rule_takes_pingpong_where_measured_faster_only():
     given = P.choose_config(4096, 4096, 256, f16, hopper=True, tma=True, candidates=[HOPPER_DEFAULT])
     assert given == HOPPER_DEFAULT
     # modelled as the cooperative tile it replaces (the epilogue routes compare like with like)
-    assert P.estimate_us(pp.PINGPONG_DEFAULT, 4096, 4096, 256) == P.estimate_us(
-        HOPPER_DEFAULT, 4096, 4096, 256
-    )
+    for cfg in (pp.PINGPONG_DEFAULT, P.pingpong_pick(5)):  # whatever its raster
+        assert P.estimate_us(cfg, 4096, 4096, 256) == P.estimate_us(HOPPER_DEFAULT, 4096, 4096, 256)
 
 
 def test_generate_sm90_refuses_pingpong_by_name():
@@ -365,9 +376,9 @@ def test_batched_rule_takes_pingpong_as_the_2d_rule_does():
     big = P.PINGPONG_RULE["batched_m"]
     assert big == 4096
     for (batch, m, n, k), want in (
-        ((8, 4096, 4096, 512), pp.PINGPONG_DEFAULT),
-        ((4, 4096, 4096, 1024), pp.PINGPONG_DEFAULT),
-        ((2, 8192, 4096, 2048), pp.PINGPONG_DEFAULT),
+        ((8, 4096, 4096, 512), P.pingpong_pick(5)),
+        ((4, 4096, 4096, 1024), P.pingpong_pick(5)),
+        ((2, 8192, 4096, 2048), P.pingpong_pick(5)),
     ):
         d = P.decide_batched(_breq(batch, m, n, k), dev)
         assert d.mode == "kernel" and d.launch.config == want, (batch, m, n, k)
@@ -378,7 +389,7 @@ def test_batched_rule_takes_pingpong_as_the_2d_rule_does():
         assert d.launch.config.schedule == "ws", shape
     d = P.decide_batched(_breq(2, 4096, 4096, 1024, activation="gelu", bias=True), dev)
     assert isinstance(d.launch.config, pp.PingpongEpilogueConfig)
-    assert d.launch.config.base == pp.PINGPONG_DEFAULT
+    assert d.launch.config.base == P.pingpong_pick(5)
     # a given ping-pong configuration runs batched too
     d = P.decide_batched(_breq(4, 256, 512, 256), dev, pp.PINGPONG_DEFAULT)
     assert d.mode == "kernel" and d.launch.config == pp.PINGPONG_DEFAULT

@@ -75,6 +75,8 @@ def test_choose_config_returns_a_valid_candidate_minimizing_the_model(hopper, tm
 
 def test_choose_config_big_squares_take_the_large_tile_small_problems_smaller_tiles():
     big = P.choose_config(8192, 8192, 8192, hopper=True, tma=True)
+    assert big == P.pingpong_pick(5)  # the 128x256 pick, swapped for the ping-pong kernel
+    big = P.choose_config(4096, 4096, 4096, hopper=True, tma=True)
     assert (big.bm, big.bn) == (128, 256)
     # a decode shape has 1 row of tiles: the rule must spread the work over more SMs
     # (narrower tiles, or split-K's (tile, k chunk) units)
@@ -725,7 +727,8 @@ _H100_NO_TMA = P.DeviceFacts(cc="90", sms=132, tma=False)
 _DECISIONS = [
     (_req(300, 512, 200), _H100_NO_TMA, "sm90_128x128x64_s6_g8", (6, 1, 1), 0, None),
     (_req(300, 512, 200), _H100, "sm90_64x64x64_s8_g8_tma_ws", (20, 1, 1), 0, None),
-    (_req(8192, 8192, 8192), _H100, "sm90_128x256x64_s4_g8_tma_ws", (132, 1, 1), 0, None),
+    (_req(8192, 8192, 8192), _H100, "sm90_64x256x64_s5_g16_tma_pp", (132, 1, 1), 0, None),
+    (_req(4096, 4096, 4096), _H100, "sm90_128x256x64_s4_g8_tma_ws", (132, 1, 1), 0, None),
     (_req(16, 4096, 4096), _H100, "16x32x128_w1x2_s8_auto_g8", (128, 1, 1), 0, None),
     (
         _req(16, 4096, 4096, path="wgmma"),

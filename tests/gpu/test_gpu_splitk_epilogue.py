@@ -239,7 +239,7 @@ PICKS = {
     (64, 4096, 11008): "sm90_64x128x64_s8_g8_tma_ws_sk4",
     (1, 4096, 4096): "sm90_64x64x64_s8_g8_tma_ws_r16_sk2",
     # the fused kernel's 128x192 pick, run on the ping-pong schedule (rule.PINGPONG_RULE)
-    (8192, 8192, 256): "sm90_64x256x64_s5_g8_tma_pp",
+    (8192, 8192, 256): "sm90_64x256x64_s5_g16_tma_pp",
 }
 
 
