@@ -593,7 +593,7 @@ def test_gemm_groups_emits_the_grouped_kernel_the_rule_picks(tmp_path, capsys):
     argv = "--no-run --groups 8 --m 8192 --n 14336 --k 4096 --dtype bf16 --emit".split() + [str(out)]
     assert main(argv) == 0
     first = capsys.readouterr().out.splitlines()[0]
-    assert "grouped8_ns_sm90_64x256x64_s5_g8_tma_pp" in first
+    assert "grouped8_ns_sm90_64x256x64_s5_g16_tma_pp" in first
     assert "lp_grid_rows(rtiles, gtab, G, grid_m);" in out.read_text()
     assert main("--no-run --groups 128 --m 16384 --n 1536 --k 4096".split()) == 0
     assert "grouped128_ns_sm90_128x256x64_s4_g8_tma_ws" in capsys.readouterr().out
