@@ -646,15 +646,15 @@ def _entry(
 #: tiles) instead of the ping-pong one (the plain rule's ping-pong pick,
 #: :func:`~layoutproof.gpu.host.rule.pingpong_pick`: each consumer warpgroup on its own
 #: 64-row tile, one warpgroup's epilogue under the other's main loop, a group's rows padded
-#: to 64, the tiles walked in a raster of 16 tile rows: 0.98-1.17x the speed of a raster of
-#: 8 over nine MoE shapes on an H200, bench/RESULTS.md): a
-#: long K (``k`` and more) and groups of ``rows[0]`` to ``rows[1] - 1`` rows on average.
-#: There each expert's B panel is read by one to four 128-row tile rows against two to
-#: eight 64-row ones, and the operand traffic of the long k-loop bounds the kernel (on an
-#: H200 the ping-pong base took 1.03-1.19x the time on such shapes, 0.86-0.95x on the
-#: others: bench/RESULTS.md).  The list form read through per-group maps follows the same
-#: rule; the masked form takes the warp-specialized base always (its fixed prefix leaves
-#: tiles empty, which only that base skips).
+#: to 64, the tiles walked in a raster of 16 tile rows): a long K (``k`` and more) and
+#: groups of ``rows[0]`` to ``rows[1] - 1`` rows on average.  There each expert's B panel is
+#: read by one to four 128-row tile rows against two to eight 64-row ones, and the operand
+#: traffic of the long k-loop bounds the kernel (on an H200, bf16: qwen3-up, 128 rows a
+#: group at K = 4096, 1.09-1.18x the time on the ping-pong base; with 256 rows a group at
+#: K = 7168 the two bases are close: 64e-up 0.95-0.98x on the ping-pong base, 128e-up
+#: 0.98-1.05x; bench/RESULTS.md).  The list form read through per-group maps follows the
+#: same rule; the masked form takes the warp-specialized base always (its fixed prefix
+#: leaves tiles empty, which only that base skips).
 GROUPED_RULE: Dict[str, Any] = {"k": 4096, "rows": (65, 512)}
 
 
