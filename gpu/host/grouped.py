@@ -141,20 +141,22 @@ def moe_table(xp: Any, offs: Any, bm: int, total_rows: int) -> Tuple[Any, int]:
 
 def masked_table(xp: Any, masked_m: Any, max_m: int, bm: int) -> Tuple[Any, int]:
     """The masked form's table: group ``g`` owns rows ``[g max_m, g max_m + min(masked_m[g],
-    max_m))`` and ``ceil(max_m / bm)`` tile rows (the ones past its count empty); returns it
-    and the tile rows ``G ceil(max_m / bm)`` (also its last entry).
+    max_m))`` and the tile rows of those rows alone (the prefix as the contiguous form's,
+    so that no tile row before the count is empty); returns it and the tile rows a launch
+    walks, the upper bound ``G ceil(max_m / bm)`` (the exact count, the table's last entry,
+    is known on the device only).
 
     >>> tab, rt = masked_table(np, np.array([3, 0, 200], dtype=np.int32), 130, 128)
     >>> tab.tolist(), rt
-    ([0, 2, 4, 0, 130, 260, 3, 130, 390, 6], 6)
+    ([0, 1, 1, 0, 130, 260, 3, 130, 390, 3], 6)
     """
     G = int(masked_m.shape[0])
-    per = -(-max_m // bm)
     g = xp.arange(G, dtype=xp.int64)
     begs = g * max_m
     ends = begs + xp.minimum(xp.maximum(masked_m.astype(xp.int64), 0), max_m)
-    count = xp.full(1, G * per, dtype=xp.int64)
-    return xp.concatenate([g * per, begs, ends, count]).astype(xp.int32), G * per
+    tiles = (ends - begs + (bm - 1)) // bm
+    count = tiles.sum().reshape(1)
+    return xp.concatenate([xp.cumsum(tiles) - tiles, begs, ends, count]).astype(xp.int32), G * -(-max_m // bm)
 
 
 # ---------------------------------------------------------------------------- on the device, one launch
@@ -179,7 +181,6 @@ extern "C" __global__ void __launch_bounds__(1024) lp_group_table(const int* __r
     }
     const int n = end - beg;
     t = n > 0 ? (n + bm - 1) / bm : 0;
-    if (kind == 1) t = (arg + bm - 1) / bm;  // every group owns ceil(max_m / bm) tile rows
   }
   s[g] = t;
   __syncthreads();
@@ -652,9 +653,9 @@ def _entry(
 #: traffic of the long k-loop bounds the kernel (on an H200, bf16: qwen3-up, 128 rows a
 #: group at K = 4096, 1.09-1.18x the time on the ping-pong base; with 256 rows a group at
 #: K = 7168 the two bases are close: 64e-up 0.95-0.98x on the ping-pong base, 128e-up
-#: 0.98-1.05x; bench/RESULTS.md).  The list form read through per-group maps follows the
-#: same rule; the masked form takes the warp-specialized base always (its fixed prefix
-#: leaves tiles empty, which only that base skips).
+#: 0.98-1.05x; bench/RESULTS.md).  The list form read through per-group maps and the
+#: masked form follow the same rule (the masked form with its allocated rows, ``G max_m``:
+#: its counts are on the device only).
 GROUPED_RULE: Dict[str, Any] = {"k": 4096, "rows": (65, 512)}
 
 
@@ -668,11 +669,11 @@ def grouped_config(G: int, form: str, rows: int = 0, k: int = 0) -> GroupedConfi
     'grouped8_ns_sm90_64x256x64_s5_g16_tma_pp'
     >>> grouped_config(128, "contiguous", 16384, 4096).key()
     'grouped128_ns_sm90_128x256x64_s4_g8_tma_ws'
-    >>> grouped_config(100, "masked").max_groups, grouped_config(100, "masked").bm
+    >>> grouped_config(100, "masked").max_groups, grouped_config(100, "masked", 100 * 128, 4096).bm
     (128, 128)
     """
     lo, hi = GROUPED_RULE["rows"]
-    ws = form == "masked" or (k >= GROUPED_RULE["k"] and lo * G <= rows < hi * G)
+    ws = k >= GROUPED_RULE["k"] and lo * G <= rows < hi * G
     base = HOPPER_DEFAULT if ws else pingpong_pick(PINGPONG_DEFAULT.stages)
     return GroupedConfig(base=base, max_groups=max(8, 1 << (G - 1).bit_length()))
 
@@ -1079,15 +1080,9 @@ def gemm_moe_masked(
         )
     _check_types(A, B)
     torch_mod = _torch() if is_torch else None
-    cfg = config or grouped_config(G, "masked")
-    if cfg.pingpong:
-        raise GemmInputError(
-            f"gemm_moe_masked: config {cfg.key()} has the ping-pong base, which walks no empty tile; the "
-            "masked form's tiles past a group's count are empty: pass a GroupedConfig with the "
-            "warp-specialized base (schedule='ws')"
-        )
+    cfg = config or grouped_config(G, "masked", G * max_m, K)
     bm = cfg.bm
-    rt = G * -(-max_m // bm)  # masked_table's count
+    rt = G * -(-max_m // bm)  # masked_table's upper bound
     if is_torch and max_m > 0:  # a kept call signature, as gemm_moe's
         call = _torch_call(
             A, G * max_m, A.strides[1], B, N, K, G, (G, max_m, N), Mk, 1, max_m, rt, torch_mod, cfg

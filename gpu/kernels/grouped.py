@@ -16,7 +16,8 @@ of a decode step (``rbeg[g] = g * max_m``, ``rend[g] = rbeg[g] + min(masked_m[g]
 are the same kernel with another table, and so is a host that knows the sizes (the table
 built on the host) or a device that alone knows them (the table built by device tensor
 operations, no synchronization: the launch then walks an upper bound of tile rows, the
-ones past the last group empty).
+ones past the last group empty -- ``ceil(T / bm) + G`` for the contiguous form,
+``G ceil(max_m / bm)`` for the masked one, whose prefix counts its groups' rows alone).
 
 The base is the warp-specialized kernel (both consumer warpgroups on one tile of ``bm``
 rows) or the ping-pong kernel (each consumer warpgroup on its own 64-row tile: a group's
@@ -39,8 +40,8 @@ Proven before the source is printed (:func:`generate_grouped`):
   expert it is multiplied by), every table read inside the table, and only padding tiles
   empty -- for every group-size vector of a stated family (exhaustive for small group
   counts, sizes around the tile edges and zeros; listed larger MoE vectors), in the
-  contiguous and the masked forms (the ping-pong base: the contiguous form, and no tile
-  empty), with the exact and the upper-bound tile-row counts;
+  contiguous and the masked forms (on the ping-pong base with no tile empty), with the
+  exact and the upper-bound tile-row counts;
 * the binary search, for every table of up to ``max_groups`` groups
   (:func:`prove_search_monotone`: it sees the tile prefix only through ``ptile[j] <= tm``,
   true on a prefix ``j < c``, so the pairs (G, c) are every case), and its row and end
@@ -98,8 +99,7 @@ class GroupedConfig(WsVariantFields):
     consumer warpgroups on one tile of ``bm`` rows) or the ping-pong kernel
     (``schedule="pingpong"``: each consumer warpgroup on its own 64-row tile, so a group
     pads its rows to 64, not to ``bm``; the launch walks the table's exact tile-row count,
-    so every tile holds rows -- the contiguous form, not the masked one, whose fixed
-    prefix leaves tiles empty).  ``max_groups`` (a power of two) bounds the group count the
+    so every tile holds rows).  ``max_groups`` (a power of two) bounds the group count the
     search of ``lp_group`` resolves (its number of halving steps); ``per_group_maps`` reads
     A and B through one tensor map per group (device arrays ``tmAs[g]``, ``tmBs[g]``: the
     pointer array form, every group's matrices anywhere in memory) instead of one map each;
@@ -459,9 +459,8 @@ def prove_search_monotone(max_groups: int, log: ProofLog, stmts: Optional[Sequen
 
 
 # ============================================================================ the cover
-def _family(bm: int, max_groups: int, masked: bool = True) -> List[Tuple[str, np.ndarray, int]]:
-    """The group-size vectors the cover is proven for: (form, sizes, max_m); ``masked``:
-    with the masked form's."""
+def _family(bm: int, max_groups: int) -> List[Tuple[str, np.ndarray, int]]:
+    """The group-size vectors the cover is proven for: (form, sizes, max_m)."""
     edge = (0, 1, bm - 1, bm, bm + 1, 2 * bm + 5)
     out: List[Tuple[str, np.ndarray, int]] = []
     for G in (1, 2, 3):
@@ -477,7 +476,7 @@ def _family(bm: int, max_groups: int, masked: bool = True) -> List[Tuple[str, np
             rv = rng.integers(0, 3 * bm, size=G)
             rv[rng.random(G) < 0.25] = 0  # zero-sized experts
             out.append(("contiguous", rv.astype(np.int64), 0))
-    for max_m in (1, bm, 2 * bm + 3) if masked else ():
+    for max_m in (1, bm, 2 * bm + 3):
         for v in itertools.product((0, 1, max_m), repeat=3):
             out.append(("masked", np.array(v, dtype=np.int64), max_m))
     return [x for x in out if x[1].size <= max_groups]
@@ -486,7 +485,10 @@ def _family(bm: int, max_groups: int, masked: bool = True) -> List[Tuple[str, np
 def _tables(
     form: str, sizes: np.ndarray, max_m: int, bm: int
 ) -> Tuple[np.ndarray, int, int, np.ndarray, np.ndarray]:
-    """(table, exact tile rows, upper-bound tile rows, rbeg, rend) of a size vector."""
+    """(table, exact tile rows, upper-bound tile rows, rbeg, rend) of a size vector: the
+    masked form's groups ``max_m`` rows apart, its prefix over their rows as the contiguous
+    form's, and its upper bound ``G ceil(max_m / bm)`` (what a launch whose counts are on
+    the device walks)."""
     G = sizes.size
     if form == "contiguous":
         ends = np.cumsum(sizes)
@@ -497,10 +499,6 @@ def _tables(
         re = rb + np.minimum(sizes, max_m)
         upper = G * -(-max_m // bm)
     tab, rt = group_table(rb, re, bm)
-    if form == "masked":  # the masked form's prefix is fixed: ceil(max_m / bm) tile rows a group
-        tab[:G] = np.arange(G) * -(-max_m // bm)
-        rt = upper
-        tab[3 * G] = rt
     return tab, rt, upper, rb, re
 
 
@@ -526,7 +524,7 @@ def prove_group_cover(
     mk = table if table is not None else _tables
     tile_stmts = list(schedule_devfn(gm)[2].body)
     cases = 0
-    fam = _family(bm, cfg.max_groups, masked=not cfg.pingpong)
+    fam = _family(bm, cfg.max_groups)
     batches: Dict[Tuple[str, int], List[Tuple[np.ndarray, int]]] = {}
     for form, sizes, max_m in fam:
         batches.setdefault((form, sizes.size), []).append((sizes, max_m))
@@ -619,7 +617,6 @@ def prove_group_cover(
         if cfg.pingpong
         else "rtiles tile rows, padding tiles empty"
     )
-    forms = "" if cfg.pingpong else "; masked: 3 groups, three max_m"
     log.add(
         "bijective",
         f"grouped schedule (bm={bm}, bn={bn_}, group_m={gm}, up to {cfg.max_groups} groups): lp_tile then "
@@ -627,7 +624,7 @@ def prove_group_cover(
         f"tile of its own group (B expert bidx = g), no non-empty tile before its group, every table read in "
         f"range, walking {walk} -- for {vectors} size vectors (contiguous: every vector of 1-3 groups "
         f"over sizes {{0, 1, bm-1, bm, bm+1, 2bm+5}}, of 4 groups over {{0, 1, bm, bm+1}}, 8 MoE vectors of "
-        f"8-256 groups with zeros{forms}), exact and upper-bound tile-row counts, "
+        f"8-256 groups with zeros; masked: 3 groups, three max_m), exact and upper-bound tile-row counts, "
         f"grid_n in {list(grid_ns)}",
         "exhaustive",
         cases,

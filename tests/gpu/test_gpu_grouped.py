@@ -22,6 +22,7 @@ from layoutproof.gpu.errors import GemmConfigError, GemmInputError, ProofFailedE
 from layoutproof.gpu.host import grouped as hg
 from layoutproof.gpu.kernels import grouped as kg
 from layoutproof.gpu.kernels.wgmma import Sm90Config
+from layoutproof.gpu.kernels.wgmma_core import HOPPER_DEFAULT
 from layoutproof.gpu.kernels.wgmma_pingpong import PINGPONG_DEFAULT
 from layoutproof.gpu.proof import kir, obligations
 from layoutproof.gpu.proof.record import ProofLog
@@ -150,6 +151,17 @@ def _count_under(form, sizes, max_m, bm):
     return tab, rt, up, rb, re_
 
 
+def _masked_fixed_prefix(form, sizes, max_m, bm):
+    """The masked table with a fixed prefix, ceil(max_m / bm) tile rows a group whatever its
+    count: a valid cover on the ws base (the tiles past a count are empty), not on ping-pong."""
+    tab, rt, up, rb, re_ = kg._tables(form, sizes, max_m, bm)
+    if form == "masked":
+        G = sizes.size
+        tab[:G] = np.arange(G) * -(-max_m // bm)
+        tab[3 * G] = rt = up
+    return tab, rt, up, rb, re_
+
+
 @pytest.mark.parametrize("cfg", [CFG, PP], ids=["ws", "pingpong"])
 @pytest.mark.parametrize("bad", [_prefix_off_by_one, _end_short, _tiles_floor], ids=lambda f: f.__name__)
 def test_group_cover_planted_table_bugs_caught(bad, cfg):
@@ -162,7 +174,11 @@ def test_pingpong_cover_proven_and_planted_counts_caught():
     kg.prove_group_cover(PP, log)
     p = log.proofs[-1]
     assert p.kind == "bijective" and p.cases > 10000 and "no tile empty" in p.statement
-    assert "masked" not in p.statement  # the ping-pong base takes the contiguous form only
+    assert "masked: 3 groups" in p.statement  # the masked form's compact prefix, on ping-pong too
+    # a masked prefix fixed at ceil(max_m / bm) tile rows a group leaves tiles empty
+    with pytest.raises(ProofFailedError, match="empty on the ping-pong base"):
+        kg.prove_group_cover(PP, ProofLog(), table=_masked_fixed_prefix)
+    kg.prove_group_cover(CFG, ProofLog(), table=_masked_fixed_prefix)
     with pytest.raises(ProofFailedError, match="empty on the ping-pong base") as e:
         kg.prove_group_cover(PP, ProofLog(), table=_count_over)
     assert e.value.condition == "no empty tile"
@@ -269,7 +285,8 @@ def test_pingpong_tile_rows_not_the_proven_ones_refused(kern_pp):
 
 def test_default_grouped_configs():
     assert hg.grouped_config(5, "contiguous").pingpong and hg.grouped_config(5, "contiguous").bm == 64
-    assert not hg.grouped_config(5, "masked").pingpong and hg.grouped_config(5, "masked").bm == 128
+    assert hg.grouped_config(5, "masked").pingpong  # the masked form: the same rule, its allocated rows
+    assert not hg.grouped_config(128, "masked", 128 * 128, 4096).pingpong
     assert hg.grouped_config(5, "maps", 5000, 8192).pingpong  # the list form: the same rule
     assert not hg.grouped_config(128, "maps", 128 * 128, 4096).pingpong
     assert hg.grouped_config(129, "contiguous").max_groups == 256
@@ -302,8 +319,9 @@ def test_host_tables_are_the_proven_tables(seed):
     max_m = int(rng.integers(1, 600))
     mm = rng.integers(-3, max_m + 50, size=G).astype(np.int32)
     tab2, rt2 = hg.masked_table(np, mm, max_m, 128)
-    want2, rtm, _, _, _ = kg._tables("masked", np.clip(mm, 0, None).astype(np.int64), max_m, 128)
-    assert np.array_equal(tab2, want2) and rt2 == rtm
+    want2, rtm, upm, _, _ = kg._tables("masked", np.clip(mm, 0, None).astype(np.int64), max_m, 128)
+    # the compact prefix; the launch walks the upper bound, the table's count caps it
+    assert np.array_equal(tab2, want2) and rt2 == upm >= rtm == tab2[-1]
 
 
 # ---------------------------------------------------------------------------- bad input
@@ -669,13 +687,13 @@ def test_host_moe_end_to_end_on_a_fake_device(fake_gpu, sizes, b_major):
     assert hg.last_grouped_launch["groups"] == G and fake_gpu.launches
 
 
-def _masked_on_fake(rng):
+def _masked_on_fake(rng, config=None):
     """The masked form on a fake device against float64; returns its B and K."""
     G, max_m, K, N = 3, 140, 64, 40
     a = rng.standard_normal((G, max_m, K)).astype(np.float16)
     b = rng.standard_normal((G, K, N)).astype(np.float16)
     mm = np.array([0, 140, 5], dtype=np.int32)
-    c = np.asarray(hg.gemm_moe_masked(_cp(a), _cp(b), _cp(mm)))
+    c = np.asarray(hg.gemm_moe_masked(_cp(a), _cp(b), _cp(mm), config=config))
     for g in range(G):
         ref = a[g, : mm[g]].astype(np.float64) @ b[g].astype(np.float64)
         np.testing.assert_allclose(c[g, : mm[g]], ref, rtol=1e-2, atol=5e-2)
@@ -685,10 +703,11 @@ def _masked_on_fake(rng):
 def test_host_masked_and_lists_on_a_fake_device(fake_gpu):
     rng = np.random.default_rng(7)
     b, K = _masked_on_fake(rng)
-    assert not hg.last_grouped_launch["config"].pingpong  # the masked form: the ws base
-    x = _cp(np.zeros((3, 8, K), dtype=np.float16))
-    with pytest.raises(GemmInputError, match="masked form's tiles past a group's count are empty"):
-        hg.gemm_moe_masked(x, _cp(b), _cp(np.zeros(3, dtype=np.int32)), config=PP)
+    # the masked form follows the contiguous form's rule (here a short K: the ping-pong base),
+    # its compact prefix walking no empty tile; on the ws base too
+    assert hg.last_grouped_launch["config"].pingpong
+    _masked_on_fake(rng, config=replace(PP, base=HOPPER_DEFAULT))
+    assert not hg.last_grouped_launch["config"].pingpong
     sizes = [3, 0, 129]
     stacked = _cp(rng.standard_normal((sum(sizes), K)).astype(np.float16))
     a_list = [stacked[0:3], stacked[3:3], stacked[3:]]
