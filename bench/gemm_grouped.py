@@ -95,8 +95,8 @@ def _needed(dtypes, shapes, lists, sweep, both=False):
             if both:
                 for cfg in _bases(G):
                     out.add((cfg, GemmProblem("k", "n", dt, batch="b")))
-        for G, *_ in MASKED:
-            out.add((grouped_config(G, "masked"), GemmProblem("k", "n", dt, batch="b")))
+        for G, max_m, K, *_ in MASKED:  # the masked form's rule reads its allocated rows
+            out.add((grouped_config(G, "masked", G * max_m, K), GemmProblem("k", "n", dt, batch="b")))
         for G, T, K, *_ in shapes:
             if lists and dt == "bf16":
                 pick = grouped_config(G, "maps", T, K)
