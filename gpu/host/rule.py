@@ -601,14 +601,15 @@ def choose_config(
 #: (5120^3, 8 tiles in the last of 7 waves: 1.01-1.10; 4096x11008x4096 1.09).  At any K, the
 #: 128x256 pick of ``many_waves`` waves or more (plain) or ``epilogue_waves`` (fused): with
 #: the ping-pong raster of ``group_m`` tile rows (16 x 64 rows, the cooperative raster's
-#: 8 x 128) the ping-pong kernel read 27% less from DRAM than with 8 and, under sustained
-#: load, measured 1-4% faster than the cooperative kernel on 4096^3, 3584^3,
-#: 4096x14336x4096, 6144^3 and 8192x8192x4096, and with bias + GELU on 8192^3 and 6144^3; in
-#: the suite's short bursts plain 4096^3 and 3584^3 (3-4 waves) measured 3% slower, 8192^3 and
-#: 4096x14336x4096 (13-16 waves) 2-3% faster.  A plain product of K <= ``light_k`` (4 k-tiles) runs
-#: the ping-pong kernel with ``light_stages`` stages: one tile's k-tiles (4096x4096x256
-#: 1.04-1.07 of the five-stage kernel, 6144x6144x256 1.04, 8192x8192x256 1.01-1.08; at K = 512
-#: within noise, from K = 1024 4% slower; with a fused epilogue within noise).  A batched
+#: 8 x 128; with 8 the ping-pong kernel read 38% more from DRAM than the cooperative one at
+#: 4096^3) the ping-pong kernel, under sustained load, measured 1-4% faster than the
+#: cooperative kernel on 4096^3, 3584^3, 4096x14336x4096, 6144^3 and 8192x8192x4096, and
+#: with bias + GELU on 8192^3 and 6144^3; in the suite's short bursts plain 4096^3 and 3584^3
+#: (3-4 waves) measured 3% slower, 8192^3 and 4096x14336x4096 (13-16 waves) 2-3% faster.  A
+#: plain product of K <= ``light_k`` (4 k-tiles) runs the ping-pong kernel with
+#: ``light_stages`` stages: one tile's k-tiles (4096x4096x256 1.04-1.07 of the five-stage
+#: kernel, 6144x6144x256 1.04, 8192x8192x256 1.01-1.08; at K = 512 within noise, from
+#: K = 1024 4% slower; with a fused epilogue within noise).  A batched
 #: product takes the same swap where each batch has at least ``batched_m`` rows and K is past
 #: ``light_k`` (8 x [4096x4096x512] 1.04-1.16x faster, 4 x [4096x4096x1024] 1.10, 8 x
 #: [4096x2048x2048] 1.05; with 256-2048 rows a batch -- 32 x [512^3], 8 x [2048x2048x128],
