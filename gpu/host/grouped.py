@@ -35,10 +35,9 @@ import numpy as np
 
 from ..config import GemmProblem
 from ..errors import GemmInputError
-from ..kernels.grouped import GroupedConfig, generate_grouped, group_table, table_entries
+from ..kernels.grouped import GroupedConfig, generate_grouped, group_table, table_entries, upper_tile_rows
 from ..kernels.wgmma import tensor_map_args
 from ..kernels.wgmma_core import HOPPER_DEFAULT
-from ..kernels.wgmma_pingpong import PINGPONG_DEFAULT
 from .rule import pingpong_pick
 from .torch_op import tensor_sig
 
@@ -132,11 +131,8 @@ def moe_table(xp: Any, offs: Any, bm: int, total_rows: int) -> Tuple[Any, int]:
     """
     ends = offs.astype(xp.int64)
     begs = xp.concatenate([xp.zeros(1, dtype=xp.int64), ends[:-1]])
-    tiles = (xp.maximum(ends - begs, 0) + (bm - 1)) // bm
-    ptile = xp.cumsum(tiles) - tiles
     G = int(offs.shape[0])
-    count = tiles.sum().reshape(1)
-    return xp.concatenate([ptile, begs, ends, count]).astype(xp.int32), -(-total_rows // bm) + G
+    return _prefix_table(xp, begs, ends, bm), upper_tile_rows("contiguous", G, total_rows, bm)
 
 
 def masked_table(xp: Any, masked_m: Any, max_m: int, bm: int) -> Tuple[Any, int]:
@@ -151,12 +147,17 @@ def masked_table(xp: Any, masked_m: Any, max_m: int, bm: int) -> Tuple[Any, int]
     ([0, 1, 1, 0, 130, 260, 3, 130, 390, 3], 6)
     """
     G = int(masked_m.shape[0])
-    g = xp.arange(G, dtype=xp.int64)
-    begs = g * max_m
+    begs = xp.arange(G, dtype=xp.int64) * max_m
     ends = begs + xp.minimum(xp.maximum(masked_m.astype(xp.int64), 0), max_m)
-    tiles = (ends - begs + (bm - 1)) // bm
+    return _prefix_table(xp, begs, ends, bm), upper_tile_rows("masked", G, max_m, bm)
+
+
+def _prefix_table(xp: Any, begs: Any, ends: Any, bm: int) -> Any:
+    """:func:`~layoutproof.gpu.kernels.grouped.group_table`'s table by array operations of
+    ``xp`` (on the device with CuPy, no synchronization): ``[ptile | rbeg | rend | count]``."""
+    tiles = (xp.maximum(ends - begs, 0) + (bm - 1)) // bm
     count = tiles.sum().reshape(1)
-    return xp.concatenate([xp.cumsum(tiles) - tiles, begs, ends, count]).astype(xp.int32), G * -(-max_m // bm)
+    return xp.concatenate([xp.cumsum(tiles) - tiles, begs, ends, count]).astype(xp.int32)
 
 
 # ---------------------------------------------------------------------------- on the device, one launch
@@ -674,7 +675,7 @@ def grouped_config(G: int, form: str, rows: int = 0, k: int = 0) -> GroupedConfi
     """
     lo, hi = GROUPED_RULE["rows"]
     ws = k >= GROUPED_RULE["k"] and lo * G <= rows < hi * G
-    base = HOPPER_DEFAULT if ws else pingpong_pick(PINGPONG_DEFAULT.stages)
+    base = HOPPER_DEFAULT if ws else pingpong_pick()
     return GroupedConfig(base=base, max_groups=max(8, 1 << (G - 1).bit_length()))
 
 
@@ -983,7 +984,7 @@ def gemm_moe(
     torch_mod = _torch() if is_torch else None
     if sz is not None:
         _refuse_capture(torch_mod, "gemm_moe")
-    rt_offs = -(-T // bm) + G  # the upper bound of moe_table (the exact count is on the device only)
+    rt_offs = upper_tile_rows("contiguous", G, T, bm)  # moe_table's (the exact count: on the device)
     if is_torch and T > 0:  # a kept call signature: checked once, launched directly from now on
         call = _torch_call(A, T, A.strides[0], B, N, K, G, (T, N), O, 0, 0, rt_offs, torch_mod, cfg)
         if call is not None:
@@ -1082,7 +1083,7 @@ def gemm_moe_masked(
     torch_mod = _torch() if is_torch else None
     cfg = config or grouped_config(G, "masked", G * max_m, K)
     bm = cfg.bm
-    rt = G * -(-max_m // bm)  # masked_table's upper bound
+    rt = upper_tile_rows("masked", G, max_m, bm)  # masked_table's
     if is_torch and max_m > 0:  # a kept call signature, as gemm_moe's
         call = _torch_call(
             A, G * max_m, A.strides[1], B, N, K, G, (G, max_m, N), Mk, 1, max_m, rt, torch_mod, cfg

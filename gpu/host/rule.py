@@ -632,9 +632,10 @@ PINGPONG_RULE: Dict[str, Any] = {
 }
 
 
-def pingpong_pick(stages: int) -> Sm90Config:
+def pingpong_pick(stages: int = PINGPONG_DEFAULT.stages) -> Sm90Config:
     """The ping-pong configuration the rule swaps in: :data:`PINGPONG_DEFAULT`'s 64x256 tile
-    with ``stages`` stages and the raster of ``PINGPONG_RULE["group_m"]`` tile rows.
+    with ``stages`` stages (its five by default) and the raster of
+    ``PINGPONG_RULE["group_m"]`` tile rows.
 
     >>> pingpong_pick(5).key()
     'sm90_64x256x64_s5_g16_tma_pp'
@@ -685,27 +686,27 @@ def pingpong_swap(
     many = r["epilogue_waves" if epilogue else "many_waves"].get(key)
     if epilogue and waves is not None and waves[0] < waves[1]:  # under one wave: the cooperative tile
         return cfg
+    few = waves is not None and many is not None and waves[0] < many * waves[1]
     if k <= r["epilogue" if epilogue else "plain"].get(key, 0):
-        if epilogue and waves is not None and many is not None and k > r["few_waves_k"]:
-            if waves[0] < many * waves[1]:  # one to two waves past few_waves_k: the cooperative tile
-                return cfg
+        if epilogue and few and k > r["few_waves_k"]:  # one to two waves past few_waves_k
+            return cfg
         if not epilogue and k <= r["light_k"]:
             return pingpong_pick(r["light_stages"])
-        return pingpong_pick(PINGPONG_DEFAULT.stages)
+        return pingpong_pick()
     if waves is None:
         return cfg
     tiles, sms = waves
     if sms < 1 or tiles < sms:  # less than one wave: the cooperative tile
         return cfg
-    if many is not None and tiles >= many * sms:
-        return pingpong_pick(PINGPONG_DEFAULT.stages)
+    if many is not None and not few:
+        return pingpong_pick()
     if epilogue:
         return cfg
     if k <= r["plain_full_wave"].get(key, 0):
-        return pingpong_pick(PINGPONG_DEFAULT.stages)
+        return pingpong_pick()
     last = tiles % sms
     if 0 < last < r["part_wave"] * sms and k <= r["plain_part_wave"].get(key, 0):
-        return pingpong_pick(PINGPONG_DEFAULT.stages)
+        return pingpong_pick()
     return cfg
 
 

@@ -79,6 +79,8 @@ from .wgmma_ws import prove_ws_protocol, schedule_devfn
 __all__ = [
     "GroupedConfig",
     "group_table",
+    "table_entries",
+    "upper_tile_rows",
     "group_search_devfn",
     "prove_group_search",
     "prove_search_monotone",
@@ -160,6 +162,17 @@ GROUPED_DEFAULT = GroupedConfig()
 def table_entries(G: int) -> int:
     """The entries of a table of ``G`` groups: ``[ptile | rbeg | rend | count]``."""
     return 3 * G + 1
+
+
+def upper_tile_rows(form: str, G: int, rows: int, bm: int) -> int:
+    """The tile rows a launch whose group sizes are on the device only walks (the bound the
+    cover is proven with): ``ceil(rows / bm) + G`` for the contiguous form (``rows`` the
+    stacked rows), ``G ceil(rows / bm)`` for the masked form (``rows`` = ``max_m``).
+
+    >>> upper_tile_rows("contiguous", 3, 300, 128), upper_tile_rows("masked", 3, 130, 128)
+    (6, 6)
+    """
+    return -(-rows // bm) + G if form == "contiguous" else G * -(-rows // bm)
 
 
 def group_table(rbeg: Any, rend: Any, bm: int) -> Tuple[np.ndarray, int]:
@@ -493,11 +506,11 @@ def _tables(
     if form == "contiguous":
         ends = np.cumsum(sizes)
         rb, re = ends - sizes, ends
-        upper = -(-int(ends[-1]) // bm) + G
+        upper = upper_tile_rows(form, G, int(ends[-1]), bm)
     else:
         rb = np.arange(G, dtype=np.int64) * max_m
         re = rb + np.minimum(sizes, max_m)
-        upper = G * -(-max_m // bm)
+        upper = upper_tile_rows(form, G, max_m, bm)
     tab, rt = group_table(rb, re, bm)
     return tab, rt, upper, rb, re
 
