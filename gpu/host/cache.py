@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
@@ -31,18 +30,13 @@ from ..kernels.wgmma import Sm90Config, generate_sm90
 from ..kernels.wgmma_pingpong import PingpongEpilogueConfig, generate_pingpong, generate_pingpong_epilogue
 from ..proof.record import Proof, ProofLog
 from . import device
+from .device import cache_dir
 
 __all__ = ["cache_dir", "kernel_for", "splitk_kernels_for", "kernels_for", "compile_kernel"]
 
 _KERNELS: Dict[Tuple[Any, GemmProblem], Any] = {}  # -> GemmKernel
 _SPLITK: Dict[Tuple[Any, GemmProblem], Tuple[Any, Any]] = {}  # -> (gemm, fix-up) kernels
 _MODULES: Dict[Tuple[str, int], Any] = {}  # (source hash, device) -> RawKernel
-
-
-def cache_dir() -> Path:
-    """Where kernels and autotuner results are kept on disk."""
-    d = os.environ.get("LAYOUTPROOF_CACHE")
-    return Path(d) if d else Path.home() / ".cache" / "layoutproof"
 
 
 def _generator_hash() -> str:

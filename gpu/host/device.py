@@ -10,6 +10,8 @@ for the real ones in one place.
 from __future__ import annotations
 
 import functools
+import os
+from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 from ..errors import NoGPUError
@@ -23,9 +25,17 @@ __all__ = [
     "sm_count",
     "facts",
     "external_array",
+    "cache_dir",
 ]
 
 _CUPY: List[Any] = []
+
+
+def cache_dir() -> Path:
+    """Where kernels, autotuner results and the native launcher are kept on disk
+    (``$LAYOUTPROOF_CACHE``, else ``~/.cache/layoutproof``)."""
+    d = os.environ.get("LAYOUTPROOF_CACHE")
+    return Path(d) if d else Path.home() / ".cache" / "layoutproof"
 
 
 def cupy() -> Any:
@@ -145,6 +155,24 @@ def _launch_ex() -> Any:
     return _DRIVER["ex"]
 
 
+def _native_maker(launch_ex: Any) -> Any:
+    """The native launcher's ``make`` for the driver's ``cuLaunchKernelEx`` (``launch_ex``,
+    its ctypes function), made once; None where the extension is not available
+    (:func:`~layoutproof.gpu.host.native.status` says why)."""
+    kept = _DRIVER.get("native")
+    if kept is None or kept[0] is not launch_ex:
+        import ctypes
+
+        from . import native
+
+        try:
+            entry = ctypes.cast(launch_ex, ctypes.c_void_p).value or 0
+        except ctypes.ArgumentError:  # not a foreign function (a stand-in): no address
+            entry = 0
+        kept = _DRIVER["native"] = (launch_ex, native.launcher_maker(cache_dir(), entry) if entry else None)
+    return kept[1]
+
+
 def launch_kernel_ex(cp: Any) -> Any:
     """The programmatic dependent launch (``cuLaunchKernelEx`` with programmatic stream
     serialization) beside :func:`launch_kernel`: ``make(fn, grid, threads, params, smem)``
@@ -152,9 +180,10 @@ def launch_kernel_ex(cp: Any) -> Any:
     its parameter block at ``params`` (False: the driver refused, nothing ran).
     ``cooperative=True`` adds the cooperative attribute (the driver launches the grid only
     if every CTA can be resident at once: a grid barrier's condition); ``programmatic=False``
-    drops the programmatic one.  None where
-    ``cp`` is not the CuPy module (its kernels' handles are the driver's) or the driver
-    library offers no such launch."""
+    drops the programmatic one.  The launch is the native launcher's
+    (:mod:`~layoutproof.gpu.host.native`: one C call) where it builds, else a ctypes call.
+    None where ``cp`` is not the CuPy module (its kernels' handles are the driver's) or the
+    driver library offers no such launch."""
     import types
 
     if not isinstance(cp, types.ModuleType) or cp.__name__ != "cupy":
@@ -163,6 +192,9 @@ def launch_kernel_ex(cp: Any) -> Any:
     if drv is None:
         return None
     launch_ex, attr_t, cfg_t = drv
+    fast = _native_maker(launch_ex)
+    if fast is not None:
+        return fast
 
     def make(
         fn: int,

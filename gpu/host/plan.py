@@ -365,14 +365,20 @@ class _Launch:
         self._si_gbar = sets[-1]
         self._gbars: Dict[int, Any] = {}
         self._si_stream = -1
-        self._si_now: Tuple[Tuple[int, Any, int], ...] = ()
+        # per kernel operand (A, then B): the staging copy's source setter and the stream's
+        # padded buffer (None, 0: not staged)
+        self._si_now: Tuple[Any, int, Any, int] = (None, 0, None, 0)
 
     def _launch_cooperative(self, sp: int) -> None:
         """The stage_in kernel's cooperative launch on stream ``sp``; an error where the
         driver refuses it."""
         if self._coop(sp):
             return
-        raise GemmConfigError(
+        raise self._coop_refused()
+
+    def _coop_refused(self) -> GemmConfigError:
+        """The error of a cooperative launch the driver refused."""
+        return GemmConfigError(
             f"{self.config.key()}: the driver refused the cooperative launch of {self.grid[0]} CTAs "
             f"(stage_in needs every CTA resident at once): make the plan with a configuration "
             f"without stage_in"
@@ -385,30 +391,34 @@ class _Launch:
         The caller holds the plan's staging lock."""
         if sp != self._si_stream:
             self._stage_in_stream(sp)
-        out = [pa, pb]
-        for i, src, buf in self._si_now:
-            src.value = out[i]
-            out[i] = buf
-        return out[0], out[1]
+        src_a, buf_a, src_b, buf_b = self._si_now
+        if src_a is not None:
+            src_a.value = pa
+            pa = buf_a
+        if src_b is not None:
+            src_b.value = pb
+            pb = buf_b
+        return pa, pb
 
     def _stage_in_stream(self, sp: int) -> None:
         """Point the staging at stream ``sp``: its padded buffers (made and zeroed on that
         stream on first use, as the copy path's) and its grid barrier's words (a zeroed
         pair); at most 8 streams' are kept."""
-        cupy, now = self._cupy, []
+        cupy = self._cupy
+        now: List[Any] = [None, 0, None, 0]  # as _si_now
         for i, op, src, dst in self._si_ops:
             buf = op.bufs.get(sp)
             if buf is None:
                 buf = op.kept_buffer(sp, cupy.uint16)  # two-byte elements, as bits
             dst.value = int(buf.data.ptr)
-            now.append((i, src, int(buf.data.ptr)))
+            now[2 * i : 2 * i + 2] = [src, int(buf.data.ptr)]
         gb = self._gbars.get(sp)
         if gb is None:
             if len(self._gbars) >= 8:
                 self._gbars.clear()
             gb = self._gbars[sp] = _on_stream(cupy, sp, lambda: cupy.zeros(2, cupy.uint32))
         self._si_gbar.value = int(gb.data.ptr)
-        self._si_now, self._si_stream = tuple(now), sp
+        self._si_now, self._si_stream = (now[0], now[1], now[2], now[3]), sp
 
     def _programmatic(self, allowed: bool) -> None:
         """Launch the kernel as a programmatic dependent of the stream's previous kernel from
@@ -824,7 +834,70 @@ class GemmPlan(_Launch):
         self._slots = param_setters(self._pb, (d.slot("c"), d.slot("cvec")) + ((so,) if so >= 0 else ()))
         self._ab_set = None if self.tma else param_setters(self._pb, (0, 1))
         self._ws_ptr = 0 if self._ws is None else int(self._ws.data.ptr)
+        hot = self._hot_launch()
+        if hot is not None:  # the instance's own, in the method's place
+            self._launch_ptrs = hot  # type: ignore[method-assign]
         return True
+
+    def _hot_launch(self) -> Optional[Callable[..., None]]:
+        """:meth:`_launch_ptrs` as one function, for a plan without row copies or a fix-up
+        (the common case): the same parameter updates under the same locks and the same
+        launch (cooperative, programmatic with its fallback, or in stream order), without
+        the method calls between them -- each is a fraction of a microsecond of a call's
+        host time.  None for the other plans (the method stays)."""
+        if self._fix is not None or any(r is not None for r in self._row_copies):
+            return None
+        lk = self._launch_kernel
+        if lk is None:
+            return None
+        plan, lock, stage_lock, info = self, self._lock, self._stage_lock, self._info
+        upd, last_get = last_launch.update, last_launch.get
+        A, B, pset, ab = self._A, self._B, self._pb.set, self._ab_set
+        sc, sv = self._slots[0], self._slots[1]
+        so = self._slots[2] if len(self._slots) > 2 else None
+        ws = self._ws_ptr if self._ws is not None else None
+        cld, cal, swap = self._cvec_ld, self._cvec_align, self._swap
+        stage, stage_ptrs, coop = bool(self._stage_in), self._stage_in_ptrs, self._coop
+        fn, (g0, g1, g2), th, smem, addr = self._fn, self.grid, self.threads, self.smem, self._pb.address
+
+        def launch(pa: int, pb: int, pc: int, sp: int, pbias: int = 0) -> None:
+            if swap:
+                pa, pb = pb, pa
+            pk = pc if ws is None else ws
+            # the staging lock first, as _run takes it (a plan without staging holds it alone)
+            with stage_lock, lock:
+                if stage:
+                    pa, pb = stage_ptrs(pa, pb, sp)
+                if ab is None:  # tensor maps, re-encoded for a new base address only
+                    if pa != A.current:
+                        pset(0, A.tensor_map(pa))
+                        A.current = pa
+                    if pb != B.current:
+                        pset(1, B.tensor_map(pb))
+                        B.current = pb
+                else:
+                    ab[0].value = pa
+                    ab[1].value = pb
+                if pbias:
+                    plan._bias_set.value = pbias
+                sc.value = pk
+                sv.value = int(cld and pk % cal == 0)
+                if so is not None:
+                    so.value = pc
+                if coop is not None:
+                    if not coop(sp):
+                        raise plan._coop_refused()
+                else:
+                    pdl = plan._pdl_main
+                    if pdl is None or not pdl(sp):
+                        plan._pdl_main = None  # refused once: stream order from now on
+                        lk(fn, g0, g1, g2, th, 1, 1, smem, sp, addr, 0)
+            # every writer of last_launch names its plan (or clears it): where it names this
+            # plan, it holds this plan's record already
+            if last_get("plan") is not plan:
+                upd(info)
+
+        return launch
 
     def _launch_ptrs(self, pa: int, pb: int, pc: int, sp: int, pbias: int = 0) -> None:
         """:meth:`_launch` for base addresses on stream ``sp`` (the plan's :meth:`direct` case;

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from dataclasses import asdict
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -556,6 +557,11 @@ def gemm(
             tensor, tensors on two devices, another CuPy stream current); NoGPUError
             without CuPy/GPU.
     """
+    tmod = sys.modules.get("torch")
+    if tmod is not None and type(a) is tmod.Tensor and precision is None:  # the torch route at once
+        return torch_op_call(
+            a, b, out, config, out_dtype, dtype, path, bias, activation, alpha, beta, c, bias_along
+        )
     dc = _DIRECT
     if (
         type(a) in dc.types

@@ -203,11 +203,13 @@ def _check_devices(named: List[Tuple[str, Any]]) -> Any:
     return first[1]
 
 
-def _compiling(torch: Any) -> bool:
+def _compiling_fn(torch: Any) -> Any:
+    """``() -> bool``: whether torch.compile is tracing (``torch.compiler.is_compiling``,
+    torch >= 2.3; else always False), looked up once and kept in ``_IS_COMPILING``."""
     if not _IS_COMPILING:
-        _IS_COMPILING.append(getattr(torch.compiler, "is_compiling", None))  # torch >= 2.3
-    fn = _IS_COMPILING[0]
-    return bool(fn()) if fn is not None else False
+        fn = getattr(torch.compiler, "is_compiling", None)
+        _IS_COMPILING.append(fn if fn is not None else (lambda: False))
+    return _IS_COMPILING[0]
 
 
 _IS_COMPILING: List[Any] = []
@@ -360,6 +362,40 @@ class _Entry:
         fused = getattr(self.plan, "direct_bias", None)
         self.direct_bias = fused() if fused is not None and self.direct is None and c is None else None
         self.get_device = cp.cuda.runtime.getDevice
+        self.fast = self._fast()
+
+    def _fast(self) -> Any:
+        """``fast(a, b, out, bias, a_ptr, b_ptr) -> out``: the call of a kept signature in one
+        function where the plan launches from base addresses -- a new output (or the given
+        one), torch's current stream of the entry's device (refused where a CuPy stream
+        that is not torch's is current), the plan's direct launch; with another device
+        current, the views path (:meth:`run_views`).  None where the plan has no direct
+        launch."""
+        direct, fused = self.direct, self.direct_bias  # one of them (the other None)
+        if direct is None and fused is None:
+            return None
+        with_bias: Any = fused
+        tmpl, empty_like = self.tmpl, self.empty_like
+        shape, tdtype = self.out_shape, self.out_tdtype
+        dev, get_device, raw, cur = self.dev, self.get_device, self.raw_stream, self.cur_stream
+        refuse, views, defaults = self._stream, self.run_views, _DEFAULT_HANDLES
+
+        def fast(a: Any, b: Any, out: Any, bias: Any, pa: int, pb: int) -> Any:
+            if out is None:  # on the entry's device (a's)
+                out = empty_like(tmpl) if tmpl is not None else a.new_empty(shape, dtype=tdtype)
+            if get_device() != dev:
+                return views(a, b, out, bias, None, 1.0, 0.0)
+            sp = raw(dev)
+            cs = cur()
+            if cs != sp and cs not in defaults:
+                refuse(sp)  # refuses the call, naming the fix
+            if direct is not None:
+                direct(pa, pb, out.data_ptr(), sp)
+            else:
+                with_bias(pa, pb, out.data_ptr(), 0 if bias is None else bias.data_ptr(), sp)
+            return out
+
+        return fast
 
     def _device(self) -> Any:
         cp = self.cp
@@ -387,23 +423,20 @@ class _Entry:
         return st
 
     def run(self, a: Any, b: Any, out: Any, bias: Any, c: Any, alpha: float, beta: float) -> Any:
+        fast = self.fast
+        if fast is not None and c is None:
+            return fast(a, b, out, bias, a.data_ptr(), b.data_ptr())
+        return self.run_views(a, b, out, bias, c, alpha, beta)
+
+    def run_views(self, a: Any, b: Any, out: Any, bias: Any, c: Any, alpha: float, beta: float) -> Any:
+        """The call through CuPy views of the tensors and the plan's own launch (on the
+        entry's device, torch's current stream)."""
         if out is None:  # on the entry's device (a's)
             tm = self.tmpl
             if tm is not None:
                 out = self.empty_like(tm)
             else:
                 out = a.new_empty(self.out_shape, dtype=self.out_tdtype)
-        direct, fused = self.direct, self.direct_bias
-        if (direct is not None or fused is not None) and self.get_device() == self.dev:
-            sp = self.raw_stream(self.dev)
-            cur = self.cur_stream()
-            if cur != sp and cur not in _DEFAULT_HANDLES:
-                self._stream(sp)  # refuses the call, naming the fix
-            if direct is not None:
-                direct(a.data_ptr(), b.data_ptr(), out.data_ptr(), sp)
-            elif fused is not None:
-                fused(a.data_ptr(), b.data_ptr(), out.data_ptr(), 0 if bias is None else bias.data_ptr(), sp)
-            return out
         o = out
         if self.fold:
             a = a.view(self.fold_shape[0], a.shape[2])
@@ -519,7 +552,7 @@ def gemm_call(
 ) -> Any:
     """:func:`gemm_tensors` with its arguments in order (what ``gemm`` calls)."""
     torch = sys.modules["torch"]
-    if _compiling(torch):
+    if (_IS_COMPILING[0] if _IS_COMPILING else _compiling_fn(torch))():
         if out is not None or config is not None:
             raise GemmInputError(
                 "gemm: under torch.compile the product is the functional operator "
@@ -532,38 +565,42 @@ def gemm_call(
         return torch.ops.layoutproof.gemm(
             a, b, bias, c, activation, float(alpha), float(beta), bias_along, od, path, dtype
         )
+    try:
+        # the call's signature: a's and b's fields of tensor_sig (their addresses read once,
+        # for the launch too), then out's, bias's and c's, and the options
+        pa, pb = a.data_ptr(), b.data_ptr()
+        key: Any = (
+            a.shape,
+            a.stride(),
+            a.dtype,
+            a.get_device(),
+            pa & 15,
+            b.shape,
+            b.stride(),
+            b.dtype,
+            b.get_device(),
+            pb & 15,
+            None if out is None else tensor_sig(out),
+            None if bias is None else tensor_sig(bias),
+            None if c is None else tensor_sig(c),
+            config,
+            out_dtype,
+            path,
+            activation,
+            bias_along,
+            dtype,
+        )
+        ent = _ENTRIES.get(key)
+    except (AttributeError, TypeError):  # not tensors, or an unhashable option: checked below
+        key = ent = None
+    if ent is not None and alpha == 1 and beta == 0:
+        fast = ent.fast
+        if fast is not None:  # a kept plan's launch from base addresses
+            return fast(a, b, out, bias, pa, pb)
     if c is None and (beta != 0 or alpha != 1) and (beta != 0 or _dtname(a.dtype) not in _FP8):
         raise GemmInputError(
             "gemm: beta != 0 or alpha != 1 needs the C input c (pass beta=0 with c for alpha alone)"
         )
-    try:
-        if out is None and bias is None and c is None and config is None:  # the common call: a shorter key
-            key: Any = (
-                tensor_sig(a),
-                tensor_sig(b),
-                out_dtype,
-                path,
-                activation,
-                bias_along,
-                dtype,
-            )
-        else:
-            key = (
-                tensor_sig(a),
-                tensor_sig(b),
-                _sig(out),
-                _sig(bias),
-                _sig(c),
-                config,
-                out_dtype,
-                path,
-                activation,
-                bias_along,
-                dtype,
-            )
-        ent = _ENTRIES.get(key)
-    except (AttributeError, TypeError):  # not tensors, or an unhashable option: checked below
-        key = ent = None
     if ent is None:
         tdev = _check_devices([("a", a), ("b", b), ("out", out), ("bias", bias), ("c", c)])
         od = out_dtype_of(a, out.dtype if out_dtype is None and out is not None else out_dtype)
@@ -607,6 +644,7 @@ class _TypedEntry:
         self.torch, self.tdev, self.typed, self.od, self.config = torch, tdev, typed, od, config
         self.activation, self.bias_along = activation, bias_along
         self.dev = int(tdev.index) if tdev.index is not None else 0
+        self.fast = None  # every call through typed_gemm
 
     def run(self, a: Any, b: Any, out: Any, bias: Any, c: Any, alpha: float, beta: float) -> Any:
         from .typed import typed_gemm

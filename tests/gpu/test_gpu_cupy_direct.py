@@ -752,3 +752,145 @@ def test_gpu_batched_direct_results_are_the_full_paths_bit_for_bit(monkeypatch, 
         want = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
         err = float(cp.linalg.norm(out.astype(cp.float64) - want) / cp.linalg.norm(want))
         assert err < 1e-2, (shared_b, err)
+
+
+# ============================================================================ 2-D plans: one-function launch
+def _plan_stub(swap=False, stage="", ws=0, bias=False, coop=None, pdl=None, out_slot=False):
+    """A GemmPlan carried out without a device (pointer operands, a parameter block with the
+    2-D kernel's slots, a launcher that records what it is given), its direct launch ready."""
+    import threading
+
+    from layoutproof.gpu.host.rule import ParamBuffer
+
+    p = GemmPlan.__new__(GemmPlan)
+    launches = []
+    slots = {"c": 2, "cvec": 6}
+    if out_slot:
+        slots["out"] = 7
+    if bias:
+        slots["bias"] = 8
+    kinds = ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "ptr", "ptr"]
+    p.decision = types.SimpleNamespace(slot=lambda nm: slots.get(nm, -1), fixup=None)
+    p._launch_kernel = lambda *args: launches.append((args, p._pb.values()))
+    p.orient, p._swap, p.alpha_beta, p.tma = ("col" if swap else "row"), swap, False, False
+    p.activation = "gelu" if bias else None
+    p._bias_sig = None
+    p._a_sig = p._b_sig = (None, (64, 64), (128, 2), np.dtype(np.float16))
+    p._A = types.SimpleNamespace(copy="a" in stage)
+    p._B = types.SimpleNamespace(copy="b" in stage)
+    p._stage_in = stage
+    p._pb = ParamBuffer(kinds)
+    p._ws = types.SimpleNamespace(data=types.SimpleNamespace(ptr=ws)) if ws else None
+    p._fix = None
+    p._cvec_ld, p._cvec_align = True, 16
+    p._fn, p.grid, p.threads, p.smem = 0x77, (132, 1, 1), 384, 1024
+    p._pdl_main, p._coop = pdl, coop
+    if stage and coop is None:  # a cooperative launcher recording what the launch reads
+        p._coop = lambda sp: launches.append((("coop", sp), p._pb.values())) or True
+    p.config = types.SimpleNamespace(key=lambda: "128x256_S4_ws")
+    p._lock, p._stage_lock = threading.Lock(), threading.Lock()
+    p._info = dict(plan=p)
+    p._zero_bias = types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x9000)) if bias else None
+    if stage:  # the stream's padded buffers, already pointed at (what _stage_in_stream sets)
+        p._si_stream, p._si_now = (
+            0x55,
+            ((types.SimpleNamespace(value=0), 0xB000) if "a" in stage else (None, 0))
+            + ((types.SimpleNamespace(value=0), 0xB001) if "b" in stage else (None, 0)),
+        )
+    return p, launches
+
+
+_CALLS = [(0x1000, 0x2000, 0x3000, 0x55), (0x1100, 0x2200, 0x3008, 0x55), (0x1000, 0x2000, 0x3010, 0x55)]
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(swap=True),
+        dict(ws=0x7000),
+        dict(out_slot=True, ws=0x7000),
+        dict(bias=True),
+        dict(stage="a"),
+        dict(stage="ab", swap=True),
+    ],
+    ids=["plain", "swapped", "workspace", "serial-out", "bias", "stage-a", "stage-ab-swapped"],
+)
+def test_fake_2d_direct_launch_is_one_function_packing_what_the_method_packs(kw):
+    hot, hot_launches = _plan_stub(**kw)
+    ref, ref_launches = _plan_stub(**kw)
+    launch = hot.direct_bias() if kw.get("bias") else hot.direct()
+    assert launch is not None
+    assert hot._launch_ptrs.__name__ == "launch"  # the instance's one function
+    ref._direct_ready()
+    del ref.__dict__["_launch_ptrs"]  # the method it stands in for
+    if kw.get("bias"):
+        ref._bias_launch(ref._pb, 8)
+    runtime.last_launch.clear()
+    for pa, pb, pc, sp in _CALLS:
+        if kw.get("bias"):
+            launch(pa, pb, pc, pa + 1, sp)
+            ref._launch_ptrs(pa, pb, pc, sp, pa + 1)
+            launch(pa, pb, pc, 0, sp)  # no bias: the plan's zero vector
+            ref._launch_ptrs(pa, pb, pc, sp, 0x9000)
+        else:
+            launch(pa, pb, pc, sp)
+            assert runtime.last_launch["plan"] is hot
+            ref._launch_ptrs(pa, pb, pc, sp)
+
+    def own(launches, plan):  # each plan's parameter block is its own: compare the rest
+        if kw.get("stage"):
+            return launches
+        assert all(args[9] == plan._pb.address for args, _ in launches)
+        return [(args[:9] + args[10:], vals) for args, vals in launches]
+
+    assert own(hot_launches, hot) == own(ref_launches, ref)
+    assert len(hot_launches) == len(_CALLS) * (2 if kw.get("bias") else 1)
+    args, vals = hot_launches[0]
+    if kw.get("stage"):  # the kernel's maps read the stream's buffers; the copies read the caller's
+        assert args == ("coop", 0x55) and vals[:2] == [0xB000, 0xB001 if "b" in kw["stage"] else 0x2000]
+        src_a, _, src_b, _ = hot._si_now
+        assert src_a.value == (0x2000 if kw.get("swap") else 0x1000)
+        assert src_b is None or src_b.value == 0x1000
+        return
+    assert args == (0x77, 132, 1, 1, 384, 1, 1, 1024, 0x55, hot._pb.address, 0)
+    first = (0x2000, 0x1000) if kw.get("swap") else (0x1000, 0x2000)
+    assert vals[:2] == list(first) and vals[2] == (kw.get("ws") or 0x3000)
+    assert vals[6] == (0 if kw.get("ws") and kw["ws"] % 16 else 1)
+    if kw.get("out_slot"):
+        assert vals[7] == 0x3000
+    second = hot_launches[2 if kw.get("bias") else 1][1]  # the second call's: C 8 bytes off 16
+    assert second[6] == (1 if kw.get("ws") else 0)  # no vector stores (a workspace is aligned)
+
+
+def test_fake_2d_direct_launch_programmatic_then_stream_order_once_refused():
+    answers = [True, False, True]
+    taken = []
+
+    def pdl(stream):
+        taken.append(stream)
+        return answers[len(taken) - 1]
+
+    p, launches = _plan_stub(pdl=pdl)
+    launch = p.direct()
+    launch(0x1000, 0x2000, 0x3000, 0x55)
+    assert taken == [0x55] and launches == []
+    launch(0x1000, 0x2000, 0x3000, 0x66)  # refused: in stream order instead, and from now on
+    assert taken == [0x55, 0x66] and len(launches) == 1 and launches[0][0][8] == 0x66
+    launch(0x1000, 0x2000, 0x3000, 0x77)
+    assert len(taken) == 2 and len(launches) == 2 and p._pdl_main is None
+
+
+def test_fake_2d_direct_launch_stages_in_the_launch_cooperatively():
+    coop = []
+    p, launches = _plan_stub(stage="a", coop=lambda sp: coop.append((sp, p._pb.values()[:3])) or True)
+    launch = p.direct()
+    launch(0x1000, 0x2000, 0x3000, 0x55)
+    # the kernel's A map reads the stream's padded buffer, the staging copy reads the caller's A
+    assert coop == [(0x55, [0xB000, 0x2000, 0x3000])] and launches == []
+    assert p._si_now[0].value == 0x1000
+    p._coop = None  # the launch keeps the launcher it was made with
+    refused, _ = _plan_stub(stage="b", coop=lambda sp: False)
+    with pytest.raises(GemmInputError.__mro__[1], match="refused the cooperative launch of 132 CTAs"):
+        refused.direct()(0x1000, 0x2000, 0x3000, 0x55)
+    assert refused._si_now[2].value == 0x2000
