@@ -850,22 +850,27 @@ class GemmPlan(_Launch):
         lk = self._launch_kernel
         if lk is None:
             return None
-        plan, lock, stage_lock, info = self, self._lock, self._stage_lock, self._info
+        plan, info, stage = self, self._info, bool(self._stage_in)
+        # one lock, the one every writer of this plan's parameters holds: a stage_in plan's
+        # operands are copies, so its array path (_run) takes the staging lock before the
+        # plan lock; any other plan's writers take the plan lock
+        held = self._stage_lock if stage else self._lock
+        acquire, release = held.acquire, held.release  # cheaper than a with statement
         upd, last_get = last_launch.update, last_launch.get
         A, B, pset, ab = self._A, self._B, self._pb.set, self._ab_set
         sc, sv = self._slots[0], self._slots[1]
         so = self._slots[2] if len(self._slots) > 2 else None
         ws = self._ws_ptr if self._ws is not None else None
         cld, cal, swap = self._cvec_ld, self._cvec_align, self._swap
-        stage, stage_ptrs, coop = bool(self._stage_in), self._stage_in_ptrs, self._coop
+        stage_ptrs, coop = self._stage_in_ptrs, self._coop
         fn, (g0, g1, g2), th, smem, addr = self._fn, self.grid, self.threads, self.smem, self._pb.address
 
         def launch(pa: int, pb: int, pc: int, sp: int, pbias: int = 0) -> None:
             if swap:
                 pa, pb = pb, pa
             pk = pc if ws is None else ws
-            # the staging lock first, as _run takes it (a plan without staging holds it alone)
-            with stage_lock, lock:
+            acquire()
+            try:
                 if stage:
                     pa, pb = stage_ptrs(pa, pb, sp)
                 if ab is None:  # tensor maps, re-encoded for a new base address only
@@ -892,6 +897,8 @@ class GemmPlan(_Launch):
                     if pdl is None or not pdl(sp):
                         plan._pdl_main = None  # refused once: stream order from now on
                         lk(fn, g0, g1, g2, th, 1, 1, smem, sp, addr, 0)
+            finally:
+                release()
             # every writer of last_launch names its plan (or clears it): where it names this
             # plan, it holds this plan's record already
             if last_get("plan") is not plan:

@@ -894,3 +894,20 @@ def test_fake_2d_direct_launch_stages_in_the_launch_cooperatively():
     with pytest.raises(GemmInputError.__mro__[1], match="refused the cooperative launch of 132 CTAs"):
         refused.direct()(0x1000, 0x2000, 0x3000, 0x55)
     assert refused._si_now[2].value == 0x2000
+
+
+@pytest.mark.parametrize("stage, held", [("", "_lock"), ("a", "_stage_lock")])
+def test_fake_2d_direct_launch_waits_for_the_lock_every_writer_holds(stage, held):
+    import threading
+
+    p, launches = _plan_stub(stage=stage)
+    launch = p.direct()
+    lock = getattr(p, held)  # the array path holds it while it writes the parameters
+    lock.acquire()
+    t = threading.Thread(target=launch, args=(0x1000, 0x2000, 0x3000, 0x55))
+    t.start()
+    t.join(0.2)
+    assert t.is_alive() and not launches
+    lock.release()
+    t.join(5)
+    assert not t.is_alive() and len(launches) == 1
