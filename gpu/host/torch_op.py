@@ -503,10 +503,6 @@ def tensor_sig(t: Any) -> Tuple[Any, ...]:
     return (t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() & 15)
 
 
-def _sig(t: Any) -> Any:
-    return None if t is None else tensor_sig(t)
-
-
 def gemm_tensors(
     a: Any,
     b: Any,

@@ -292,6 +292,42 @@ def test_fake_device_zero_copy_in_and_torch_out(fake):
     assert len(fake.views) == n_views  # the hot path hands the plan base addresses, no views
 
 
+def test_a_kept_torch_signature_goes_straight_to_its_entrys_fast_function(monkeypatch):
+    made, fast = [], []
+
+    class Entry:  # stands in for torch_op._Entry: no plan, a fast function that records
+        def __init__(self, torch_, tdev, a, b, out, bias, c, opts, od):
+            made.append((tuple(a.shape), tuple(a.stride()), opts["activation"], od))
+            self.fast = lambda *args: fast.append(args) or "fast"
+
+        def run(self, a, b, out, bias, c, alpha, beta):
+            return "made"
+
+    monkeypatch.setattr(torch_op, "_Entry", Entry)
+    monkeypatch.setattr(torch_op, "_check_devices", lambda named: torch.device("cpu"))
+    monkeypatch.setattr(torch_op, "_ENTRIES", {})
+    a, b = torch.zeros(8, 16, dtype=torch.float16), torch.zeros(16, 4, dtype=torch.float16)
+    assert runtime.gemm(a, b) == "made" and len(made) == 1
+    assert runtime.gemm(a, b) == "fast" and len(made) == 1  # the same key: no second entry
+    assert fast[-1] == (a, b, None, None, a.data_ptr(), b.data_ptr())
+    a2 = torch.zeros(8, 16, dtype=torch.float16)  # another tensor of the same signature
+    assert runtime.gemm(a2, b) == "fast" and fast[-1][4] == a2.data_ptr()
+    # anything the plan depends on makes another entry: strides, type, alignment, options
+    runtime.gemm(torch.zeros(16, 8, dtype=torch.float16).t(), b)
+    runtime.gemm(a.bfloat16(), b.bfloat16())
+    runtime.gemm(torch.zeros(8 * 16 + 1, dtype=torch.float16)[1:].view(8, 16), b)
+    runtime.gemm(a, b, activation="relu")
+    runtime.gemm(a, b, out_dtype="f32")
+    assert len(made) == 6 and len(torch_op._ENTRIES) == 6
+    assert made[1][1] == (1, 8) and made[4][2] == "relu" and made[5][3] == "f32"
+    with pytest.raises(GemmInputError, match="needs the C input c"):  # not the fast function
+        runtime.gemm(a, b, alpha=2.0)
+    n = len(fast)
+    out = torch.empty(8, 4, dtype=torch.float16)
+    assert runtime.gemm(a, b, out) == "made" and runtime.gemm(a, b, out) == "fast"
+    assert len(fast) == n + 1 and fast[-1][2] is out
+
+
 def test_fake_device_transposed_views_and_bf16(fake):
     a = torch.randn(1024, 96).bfloat16().t()  # (96, 1024), column-major: M-major A
     b = torch.randn(72, 1024).bfloat16().t()  # (1024, 72), column-major: K-major B
