@@ -31,9 +31,9 @@ __all__ = ["launcher_maker", "status", "SOURCE"]
 
 #: the extension's source: one type, ``Launcher``, made by ``make`` (the entry point's
 #: address, the kernel handle, the grid, the block's threads, dynamic shared memory, the
-#: parameter block's address and the two attribute flags); ``Launcher.launch(stream)`` sets
-#: the stream and calls the entry point with the kept configuration, True when it returned
-#: CUDA_SUCCESS.  The structures mirror the driver's ``CUlaunchConfig`` and
+#: parameter block's address and the two attribute flags); ``Launcher.launch(stream)`` calls
+#: the entry point with a copy of the kept configuration on that stream, the GIL released
+#: (as a ctypes call releases it), True when it returned CUDA_SUCCESS.  The structures mirror the driver's ``CUlaunchConfig`` and
 #: ``CUlaunchAttribute`` (an id, 4 bytes of padding, a 64-byte value union).
 SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
@@ -64,8 +64,13 @@ static PyObject *launcher_launch(PyObject *op, PyObject *stream) {
     Launcher *self = (Launcher *)op;
     unsigned long long s = PyLong_AsUnsignedLongLong(stream); /* an int >= 0, else an error */
     if (s == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
-    self->cfg.stream = (void *)(size_t)s;
-    if (self->entry(&self->cfg, self->func, self->params, NULL) == 0) Py_RETURN_TRUE;
+    lp_cfg cfg = self->cfg; /* a copy: launches of one launcher from two threads share no stream */
+    cfg.stream = (void *)(size_t)s;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS /* as a ctypes call: a launch that waits for a full queue holds no GIL */
+    rc = self->entry(&cfg, self->func, self->params, NULL);
+    Py_END_ALLOW_THREADS
+    if (rc == 0) Py_RETURN_TRUE;
     Py_RETURN_FALSE;
 }
 
