@@ -33,8 +33,9 @@ __all__ = ["launcher_maker", "status", "SOURCE"]
 #: address, the kernel handle, the grid, the block's threads, dynamic shared memory, the
 #: parameter block's address and the two attribute flags); ``Launcher.launch(stream)`` calls
 #: the entry point with a copy of the kept configuration on that stream, the GIL released
-#: (as a ctypes call releases it), True when it returned CUDA_SUCCESS.  The structures mirror the driver's ``CUlaunchConfig`` and
-#: ``CUlaunchAttribute`` (an id, 4 bytes of padding, a 64-byte value union).
+#: (as a ctypes call releases it), True when it returned CUDA_SUCCESS.  The structures
+#: mirror the driver's ``CUlaunchConfig`` and ``CUlaunchAttribute`` (an id, 4 bytes of
+#: padding, a 64-byte value union).
 SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
