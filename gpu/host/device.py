@@ -192,9 +192,7 @@ def launch_kernel_ex(cp: Any) -> Any:
     if drv is None:
         return None
     launch_ex, attr_t, cfg_t = drv
-    fast = _native_maker(launch_ex)
-    if fast is not None:
-        return fast
+    native = _native_maker(launch_ex)
 
     def make(
         fn: int,
@@ -206,6 +204,8 @@ def launch_kernel_ex(cp: Any) -> Any:
         programmatic: bool = True,
         cooperative: bool = False,
     ) -> Any:
+        if native is not None:
+            return native(fn, grid, threads, params, smem, programmatic, cooperative)
         import ctypes
 
         ids = ((_PROGRAMMATIC,) if programmatic else ()) + ((_COOPERATIVE,) if cooperative else ())

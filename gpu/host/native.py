@@ -210,28 +210,21 @@ def module(directory: Path) -> Optional[Any]:
 
 
 def launcher_maker(directory: Path, entry: int) -> Optional[Callable[..., Any]]:
-    """``make(fn, grid, threads, params, smem, *, programmatic, cooperative)`` returning
+    """``make(fn, grid, threads, params, smem, programmatic, cooperative)`` returning
     ``launch(stream) -> bool`` that calls the driver entry point at address ``entry``
     (``cuLaunchKernelEx``) for kernel handle ``fn`` with its parameter block at ``params``
-    (True: it returned CUDA_SUCCESS); None where the extension is not available."""
+    (True: it returned CUDA_SUCCESS); None where the extension is not available.  The
+    launch interface with its defaults is :func:`~layoutproof.gpu.host.device.launch_kernel_ex`'s."""
     mod = module(directory)
     if mod is None:
         return None
     native_make = mod.make
 
     def make(
-        fn: int,
-        grid: Any,
-        threads: int,
-        params: int,
-        smem: int = 0,
-        *,
-        programmatic: bool = True,
-        cooperative: bool = False,
+        fn: int, grid: Any, threads: int, params: int, smem: int, programmatic: bool, cooperative: bool
     ) -> Any:
-        obj = native_make(
-            entry, fn, grid[0], grid[1], grid[2], threads, smem, params, programmatic, cooperative
-        )
-        return obj.launch  # the bound method keeps the launcher (and its structures) alive
+        g0, g1, g2 = grid
+        # the bound method keeps the launcher (and its structures) alive
+        return native_make(entry, fn, g0, g1, g2, threads, smem, params, programmatic, cooperative).launch
 
     return make

@@ -123,3 +123,34 @@ def test_switched_off_or_unbuildable_it_says_why(
 
 def test_native_status_before_use(fresh_state: None) -> None:
     assert native.status() == "not tried"
+
+
+@needs_build
+def test_the_device_launch_goes_through_the_native_launcher(
+    tmp_path: Path, fresh_state: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    cb, addr, seen = _fake_driver()
+    attr_t, cfg_t = device.launch_structs()
+    monkeypatch.setenv("LAYOUTPROOF_CACHE", str(tmp_path))
+    monkeypatch.setitem(device._DRIVER, "ex", (cb, attr_t, cfg_t))  # a foreign function: an address
+    monkeypatch.delitem(device._DRIVER, "native", raising=False)
+    make = device.launch_kernel_ex(types.ModuleType("cupy"))
+    launch = make(0x10, (3, 2, 1), 256, 0x20, 4096)  # the interface's defaults: programmatic only
+    assert launch(9) is True and native.status() == "loaded"
+    assert hasattr(launch, "__self__")  # the extension's bound method, not the ctypes closure
+    assert seen == [
+        dict(
+            grid=(3, 2, 1),
+            block=(256, 1, 1),
+            smem=4096,
+            stream=9,
+            attrs=[(6, 1)],
+            func=0x10,
+            params=0x20,
+            extra=None,
+        )
+    ]
+    assert make(0x10, (1, 1, 1), 32, 0x20, programmatic=False, cooperative=True)(0)
+    assert seen[-1]["attrs"] == [(2, 1)] and seen[-1]["stream"] == 0
