@@ -9,12 +9,23 @@ same examples every time).
 
 For a longer, randomized hunt set ``LAYOUTPROOF_EXAMPLES_SCALE`` (e.g. ``20``): every
 ``examples(n)`` budget is multiplied by it and hypothesis is no longer derandomized.
+
+The native torch front (``gpu/host/torch_native.py``) in the GPU back end's tests
+(``tests/gpu``): outside of tests, a torch call's first entry starts building the front in
+a background thread, and it serves the later calls once it is loaded.  Tests do not leave
+that to timing: no background build starts, and the front serves exactly where a test says
+so -- with a GPU, in every test (built once for the session, a fresh ``Dispatch`` per test),
+so the torch GPU tests run their kept signatures through it; without one, where a test sets
+``torch_op.HOT`` itself (test_gpu_torch's ``fake`` fixture runs each of its tests both ways).
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 from layoutproof.verify import strategies as S
@@ -91,3 +102,59 @@ def layouts(max_size=512, kind="mixed", max_depth=3, max_rank=4, allow_empty=Fal
         values=_values(kind),
         allow_empty=allow_empty,
     )
+
+
+# ============================================================================ the native torch front
+_GPU_TESTS = Path(__file__).resolve().parent / "gpu"
+
+
+@pytest.fixture(scope="session")
+def native_build_dir(tmp_path_factory):
+    """The one folder the session builds the native front in."""
+    return tmp_path_factory.mktemp("torch_native")
+
+
+@pytest.fixture(scope="session")
+def torch_native_module(native_build_dir):
+    """The native front's extension module, built once for the session; None without torch
+    or where it cannot be built (``torch_native.status()`` says why)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return None
+    from layoutproof.gpu.host import torch_native
+
+    return torch_native.module(native_build_dir)
+
+
+@pytest.fixture(scope="session")
+def gpu_native_front(request):
+    """The native front's module where a GPU is present and it builds, else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    from layoutproof.gpu.host import runtime
+
+    if not (torch.cuda.is_available() and runtime.gpu_available()):
+        return None
+    return request.getfixturevalue("torch_native_module")
+
+
+@pytest.fixture(autouse=True)
+def _native_front_by_test(request, monkeypatch):
+    """In tests/gpu: no background build; with a GPU, a fresh Dispatch of the session's
+    module serves the test's torch calls (entries kept by earlier tests do not)."""
+    if _GPU_TESTS not in Path(str(request.node.path)).resolve().parents:
+        yield
+        return
+    gpu_native_front = request.getfixturevalue("gpu_native_front")
+    from layoutproof.gpu.host import torch_op
+
+    monkeypatch.setattr(torch_op, "_start_native", lambda: None)
+    saved = list(torch_op.HOT)
+    torch_op.HOT.clear()
+    if gpu_native_front is not None:
+        torch_op.HOT[:] = [gpu_native_front.Dispatch(), torch_op._compiling_fn(sys.modules["torch"])]
+    yield
+    torch_op.HOT[:] = saved

@@ -31,6 +31,7 @@ from ..kernels.blockscale import (
 from ..kernels.epilogue import ACTIVATIONS
 from ..kernels.wgmma_core import Sm90Config
 from . import rule
+from .operands import refuse_negated
 from .typed import CUPY_NAMES, TORCH_NAMES, TypedEpilogue, decide_typed_epilogue
 
 __all__ = [
@@ -309,6 +310,7 @@ def _scale_facts(x: Any) -> Tuple[Optional[Tuple[int, ...]], Tuple[int, ...], st
     if hasattr(x, "data_ptr") and hasattr(x, "element_size"):  # torch
         if not getattr(x, "is_cuda", False):
             raise GemmInputError("gemm_fp8_blockscale: a torch scale must be on a CUDA device")
+        refuse_negated(x, "a scale", "gemm_fp8_blockscale")
         shape, st = tuple(int(s) for s in x.shape), tuple(int(s) for s in x.stride())
         dt, ptr, it = str(x.dtype).replace("torch.", ""), int(x.data_ptr()), int(x.element_size())
     elif hasattr(x, "data") and hasattr(x.data, "ptr") and hasattr(x, "strides"):  # CuPy

@@ -38,6 +38,7 @@ from ..errors import GemmInputError
 from ..kernels.grouped import GroupedConfig, generate_grouped, group_table, table_entries, upper_tile_rows
 from ..kernels.wgmma import tensor_map_args
 from ..kernels.wgmma_core import HOPPER_DEFAULT
+from .operands import refuse_negated
 from .rule import pingpong_pick
 from .torch_op import tensor_sig
 
@@ -84,6 +85,7 @@ def _arr(x: Any, what: str, bf16: bool) -> _Arr:
     if mod == "torch":
         if not getattr(x, "is_cuda", False):
             raise GemmInputError(f"{what}: a CPU tensor; move it to the GPU ({what}.cuda())")
+        refuse_negated(x, "the tensor", what)
         dt = _TORCH_TYPES.get(str(x.dtype), str(x.dtype))
         return _Arr(x, int(x.data_ptr()), tuple(x.shape), tuple(x.stride()), dt, int(x.device.index), True)
     if mod == "cupy":

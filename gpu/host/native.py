@@ -25,9 +25,9 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
-__all__ = ["launcher_maker", "status", "SOURCE"]
+__all__ = ["build_extension", "launcher_maker", "load_built", "load_extension", "status", "SOURCE"]
 
 #: the extension's source: one type, ``Launcher``, made by ``make`` (the entry point's
 #: address, the kernel handle, the grid, the block's threads, dynamic shared memory, the
@@ -149,42 +149,68 @@ def status() -> str:
     return str(_STATE.get("status", "not tried"))
 
 
-def _build(directory: Path) -> Path:
-    """The extension's shared object under ``directory`` (built there once, keyed by the
-    source and the interpreter); raises OSError or CalledProcessError when it cannot be."""
+def build_extension(
+    directory: Path,
+    name: str,
+    source: str,
+    *,
+    cxx: bool = False,
+    flags: Sequence[str] = (),
+    tag: str = "",
+) -> Path:
+    """The shared object of extension module ``name`` compiled from ``source`` under
+    ``directory``, built there once (keyed by the source, the interpreter and ``tag``) with
+    the system C compiler (``cxx``: the C++ one), the interpreter's headers and ``flags``
+    after the source; raises OSError or CalledProcessError when it cannot be."""
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    tag = hashlib.sha256((SOURCE + sys.version).encode()).hexdigest()[:16]
-    target = directory / f"layoutproof_native_{tag}{suffix}"
+    digest = hashlib.sha256((source + sys.version + tag).encode()).hexdigest()[:16]
+    target = directory / f"{name}_{digest}{suffix}"
     if target.exists():
         return target
     include = sysconfig.get_paths()["include"]
     if not (Path(include) / "Python.h").exists():
         raise OSError(f"no Python.h under {include} (the interpreter's development headers)")
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    cc_exe = cc.split()[0]
-    if shutil.which(cc_exe) is None:
-        cc, cc_exe = "cc", "cc"
-        if shutil.which("cc") is None:
-            raise OSError("no C compiler (cc) on PATH")
+    var, fallbacks = ("CXX", ("c++", "g++")) if cxx else ("CC", ("cc",))
+    compiler = os.environ.get(var) or sysconfig.get_config_var(var) or fallbacks[0]
+    if shutil.which(compiler.split()[0]) is None:
+        found = [c for c in fallbacks if shutil.which(c) is not None]
+        if not found:
+            raise OSError(f"no {'C++' if cxx else 'C'} compiler ({', '.join(fallbacks)}) on PATH")
+        compiler = found[0]
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=directory) as tmp:
-        src = Path(tmp) / "layoutproof_native.c"
-        src.write_text(SOURCE)
+        src = Path(tmp) / f"{name}.{'cpp' if cxx else 'c'}"
+        src.write_text(source)
         so = Path(tmp) / target.name
-        cmd = [*cc.split(), "-O2", "-shared", "-fPIC", f"-I{include}", str(src), "-o", str(so)]
-        subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+        cmd = [*compiler.split(), "-O2", "-shared", "-fPIC", f"-I{include}", str(src), "-o", str(so), *flags]
+        subprocess.run(cmd, check=True, capture_output=True, timeout=600 if cxx else 120)
         os.replace(so, target)  # atomic: a concurrent builder's copy is the same bytes
     return target
 
 
-def _load(path: Path) -> Any:
-    loader = importlib.machinery.ExtensionFileLoader("layoutproof_native", str(path))
-    spec = importlib.util.spec_from_file_location("layoutproof_native", str(path), loader=loader)
+def load_extension(path: Path, name: str) -> Any:
+    """Extension module ``name`` loaded from the shared object at ``path``."""
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
     if spec is None:
         raise OSError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     return module
+
+
+def load_built(make: Callable[[], Path], name: str, language: str) -> Tuple[Optional[Any], str]:
+    """Extension module ``name`` loaded from the shared object ``make()`` builds (with
+    :func:`build_extension`): ``(module, "loaded")``, or ``(None, why not)`` -- the
+    ``language`` compiler's first error, or what was missing."""
+    try:
+        return load_extension(make(), name), "loaded"
+    except subprocess.CalledProcessError as e:
+        lines = (e.stderr or b"").decode(errors="replace").splitlines()
+        err = [ln.strip() for ln in lines if "error" in ln] or [str(e)]
+        return None, f"the {language} compiler failed: {err[0]}"
+    except (OSError, ImportError, subprocess.TimeoutExpired) as e:
+        return None, f"not built: {e}"
 
 
 def module(directory: Path) -> Optional[Any]:
@@ -196,15 +222,8 @@ def module(directory: Path) -> Optional[Any]:
     if os.environ.get("LAYOUTPROOF_NATIVE", "1") == "0":
         _STATE["status"] = "off (LAYOUTPROOF_NATIVE=0)"
     else:
-        try:
-            mod = _load(_build(directory))
-            _STATE["status"] = "loaded"
-        except subprocess.CalledProcessError as e:
-            lines = (e.stderr or b"").decode(errors="replace").splitlines()
-            err = [ln.strip() for ln in lines if "error" in ln] or [str(e)]
-            _STATE["status"] = f"the C compiler failed: {err[0]}"
-        except (OSError, ImportError, subprocess.TimeoutExpired) as e:
-            _STATE["status"] = f"not built: {e}"
+        name = "layoutproof_native"
+        mod, _STATE["status"] = load_built(lambda: build_extension(directory, name, SOURCE), name, "C")
     _STATE["module"] = mod
     return mod
 

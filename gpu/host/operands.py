@@ -24,6 +24,7 @@ __all__ = [
     "signature",
     "check_typed_call",
     "TF32_ONLY",
+    "refuse_negated",
 ]
 
 #: why float32 operands need the call to ask for tf32 (the message of either input kind)
@@ -31,6 +32,19 @@ TF32_ONLY = (
     "gemm: float32 operands run on the tensor cores only as tf32 (10-bit mantissa products, f32 "
     "accumulation): pass precision='tf32' (or dtype='tf32'), or convert to float16/bfloat16"
 )
+
+
+def refuse_negated(x: Any, what: str, who: str = "gemm") -> None:
+    """Refuses a torch tensor whose negative bit is set (a lazily negated view, such as the
+    ``.imag`` of a conjugate): its memory holds the negatives of its values, and the kernels
+    read memory.  Other operands pass."""
+    is_neg = getattr(x, "is_neg", None)
+    if is_neg is not None and is_neg():
+        raise GemmInputError(
+            f"{who}: {what} is a negated view (torch's negative bit is set: its memory holds the "
+            f"negatives of its values, as the .imag of a conjugate does): materialize it with "
+            f".resolve_neg()"
+        )
 
 
 def check_typed_call(

@@ -50,6 +50,7 @@ from .plan import BatchedGemmPlan, GemmPlan, last_launch
 from .rule import hopper_candidates, short_a_rows, splitk_candidates, with_a_rows
 from .streamk import HybridPlan, hybrid_plan
 from .tiny import TINY_EPILOGUE, TinyPlan, wants_tiny
+from .torch_op import HOT as _TORCH_HOT
 from .torch_op import any_tensor as torch_op_any
 from .torch_op import gemm_call as torch_op_call
 
@@ -559,6 +560,12 @@ def gemm(
     """
     tmod = sys.modules.get("torch")
     if tmod is not None and type(a) is tmod.Tensor and precision is None:  # the torch route at once
+        if _TORCH_HOT:  # the native front serves a kept signature (else NotImplemented)
+            hot, compiling = _TORCH_HOT
+            if not compiling():
+                r = hot(a, b, out, config, out_dtype, dtype, path, bias, activation, alpha, beta, c, bias_along)  # fmt: skip  # noqa: E501
+                if r is not NotImplemented:
+                    return r
         return torch_op_call(
             a, b, out, config, out_dtype, dtype, path, bias, activation, alpha, beta, c, bias_along
         )

@@ -27,8 +27,8 @@ import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import GemmInputError
-from . import device
-from .operands import TF32_ONLY, check_typed_call
+from . import device, torch_native
+from .operands import TF32_ONLY, check_typed_call, refuse_negated
 
 __all__ = ["any_tensor", "gemm_tensors", "gemm_call", "out_dtype_of", "result_shape", "DEFAULT_OUT"]
 
@@ -185,6 +185,9 @@ def _check_devices(named: List[Tuple[str, Any]]) -> Any:
                 f"tensors: pass torch tensors for all of them (torch.from_dlpack({nm}) wraps a CuPy array "
                 f"without a copy)"
             )
+    for nm, x in named:
+        if x is not None:
+            refuse_negated(x, nm)
     for nm, x in named:
         if x is None:
             continue
@@ -363,6 +366,7 @@ class _Entry:
         self.direct_bias = fused() if fused is not None and self.direct is None and c is None else None
         self.get_device = cp.cuda.runtime.getDevice
         self.fast = self._fast()
+        self.kept: Any = None  # the native front's generation this entry was handed to
 
     def _fast(self) -> Any:
         """``fast(a, b, out, bias, a_ptr, b_ptr) -> out``: the call of a kept signature in one
@@ -496,11 +500,59 @@ def _bf16_view_type(cp: Any) -> Any:
 _ENTRIES: Dict[Any, Any] = {}  # -> _Entry or _TypedEntry
 _ENTRY_CAP = 1024
 
+#: ``[dispatch, is_compiling]`` once the native front (:mod:`torch_native`) is loaded, else
+#: empty: what ``gemm`` tries first on a torch tensor outside of ``torch.compile``'s tracing
+HOT: List[Any] = []
+
+
+def forget_entries() -> None:
+    """Drops every kept torch call signature: the entries and the native front's copies of
+    them (after changing a switch of the launch rule, which the keys do not hold)."""
+    _ENTRIES.clear()
+    if HOT:
+        HOT[0].clear()
+
+
+def _native_ready(dispatch: Any) -> None:
+    """The native front is loaded (called from its build thread)."""
+    HOT[:] = [dispatch, _compiling_fn(sys.modules["torch"])]
+
+
+def _start_native() -> None:
+    """Starts building the native front (once per process; nothing waits for it)."""
+    torch_native.dispatcher(device.cache_dir(), _native_ready)
+
+
+def _keep_native(
+    ent: Any,
+    a: Any,
+    b: Any,
+    out: Any,
+    config: Any,
+    out_dtype: Any,
+    dtype: Optional[str],
+    path: str,
+    bias: Any,
+    activation: Optional[str],
+    bias_along: str,
+) -> None:
+    """Hands entry ``ent``'s fast launch to the native front under this call's key (once
+    per generation of its entries: it drops them all when full)."""
+    d = HOT[0]
+    if out is not None or ent.tmpl is not None:  # else no template to allocate from
+        launch = ent.direct if ent.direct is not None else ent.direct_bias
+        d.keep(
+            a, b, out, config, out_dtype, dtype, path, bias, activation, bias_along, launch,
+            ent.direct is None, ent.get_device, ent.raw_stream, ent.cur_stream, ent.dev, ent.tmpl,
+        )  # fmt: skip
+    ent.kept = d.generation
+
 
 def tensor_sig(t: Any) -> Tuple[Any, ...]:
-    """What a call's checks read of a tensor: shape, strides, type, device index and base
-    address modulo 16 (the part of a call signature one tensor contributes)."""
-    return (t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() & 15)
+    """What a call's checks read of a tensor: shape, strides, type, device index, base
+    address modulo 16 and the negative bit (the part of a call signature one tensor
+    contributes)."""
+    return (t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() & 15, t.is_neg())
 
 
 def gemm_tensors(
@@ -571,11 +623,13 @@ def gemm_call(
             a.dtype,
             a.get_device(),
             pa & 15,
+            a.is_neg(),
             b.shape,
             b.stride(),
             b.dtype,
             b.get_device(),
             pb & 15,
+            b.is_neg(),
             None if out is None else tensor_sig(out),
             None if bias is None else tensor_sig(bias),
             None if c is None else tensor_sig(c),
@@ -592,6 +646,8 @@ def gemm_call(
     if ent is not None and alpha == 1 and beta == 0:
         fast = ent.fast
         if fast is not None:  # a kept plan's launch from base addresses
+            if HOT and ent.kept != HOT[0].generation:
+                _keep_native(ent, a, b, out, config, out_dtype, dtype, path, bias, activation, bias_along)
             return fast(a, b, out, bias, pa, pb)
     if c is None and (beta != 0 or alpha != 1) and (beta != 0 or _dtname(a.dtype) not in _FP8):
         raise GemmInputError(
@@ -606,6 +662,11 @@ def gemm_call(
         else:
             opts = dict(config=config, path=path, activation=activation, bias_along=bias_along)
             ent = _Entry(torch, tdev, a, b, out, bias, c, opts, od)
+            if ent.fast is not None and c is None:  # the native front's from the next call
+                if HOT:
+                    _keep_native(ent, a, b, out, config, out_dtype, dtype, path, bias, activation, bias_along)
+                else:
+                    _start_native()
         if key is not None:
             if len(_ENTRIES) >= _ENTRY_CAP:
                 _ENTRIES.pop(next(iter(_ENTRIES)))

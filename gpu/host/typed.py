@@ -22,6 +22,7 @@ from ..kernels.wgmma import Sm90Config
 from ..kernels.wgmma_core import SCALED_TYPES
 from . import device
 from .cache import compile_kernel, kernel_for
+from .operands import refuse_negated
 from .plan import _TMAP_REC, last_launch
 from .rule import choose_config, hopper_candidates, launch_grid
 
@@ -192,6 +193,7 @@ def array_facts(x: Any, who: str = "gemm") -> Tuple[Tuple[int, ...], Tuple[int, 
     if hasattr(x, "data_ptr") and hasattr(x, "element_size"):  # torch
         if not getattr(x, "is_cuda", False):
             raise GemmInputError(f"{who}: a torch operand must be on a CUDA device")
+        refuse_negated(x, "an operand", who)
         it = int(x.element_size())
         return tuple(x.shape), tuple(int(s) * it for s in x.stride()), it, int(x.data_ptr()), True
     if hasattr(x, "data") and hasattr(x.data, "ptr") and hasattr(x, "strides"):  # CuPy

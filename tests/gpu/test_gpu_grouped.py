@@ -893,6 +893,9 @@ class _DevTensor:
     def get_device(self):
         return 0
 
+    def is_neg(self):  # torch's negative bit (never set on the fake device's tensors)
+        return False
+
     def pin_memory(self):
         return self
 

@@ -217,13 +217,29 @@ def test_bad_torch_inputs_name_the_fix():
         runtime.gemm_plan(a, b)
     with pytest.raises(GemmInputError, match="needs the C input"):
         runtime.gemm(a, b, beta=1.0)
+    z = torch.randn(16, 4, dtype=torch.complex64)
+    neg = z.conj().imag  # float32 with torch's negative bit: its memory holds -imag
+    assert neg.is_neg()
+    with pytest.raises(GemmInputError, match=r"gemm: b is a negated view.*resolve_neg\(\)"):
+        runtime.gemm(a.float(), neg, dtype="tf32")
+    with pytest.raises(GemmInputError, match=r"a is a negated view"):
+        runtime.gemm(torch._neg_view(a), b)
 
 
 # ============================================================================ a fake device
-@pytest.fixture
-def fake(monkeypatch, tmp_path):
-    """CPU tensors stand in for CUDA ones, a fake CuPy for the device (launches recorded)."""
+@pytest.fixture(params=["python", "native"])
+def fake(request, monkeypatch, tmp_path, torch_native_module):
+    """CPU tensors stand in for CUDA ones, a fake CuPy for the device (launches recorded).
+    Each test runs twice: with the Python path alone, and with the native front serving the
+    calls of kept signatures (``cp.native``: its Dispatch, or None)."""
     cp = _FakeCupy()
+    cp.native = None
+    torch_op.HOT.clear()  # (conftest restores it)
+    if request.param == "native":
+        if torch_native_module is None:
+            pytest.skip("the native front cannot be built here (a C++ compiler and torch's headers)")
+        cp.native = torch_native_module.Dispatch()
+        torch_op.HOT[:] = [cp.native, lambda: False]
     cp.current = 0x5
     cp.cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=cp.current)
     cp.entered = []
@@ -290,6 +306,8 @@ def test_fake_device_zero_copy_in_and_torch_out(fake):
     assert runtime.last_launch["plan"] is plan and len(torch_op._ENTRIES) == 1
     assert _launch(fake)[0] == (a.data_ptr(), b.data_ptr(), c2.data_ptr())
     assert len(fake.views) == n_views  # the hot path hands the plan base addresses, no views
+    if fake.native is not None:  # the second call was the native front's
+        assert fake.native.hits == 1 and fake.native.size == 1
 
 
 def test_a_kept_torch_signature_goes_straight_to_its_entrys_fast_function(monkeypatch):
@@ -305,6 +323,7 @@ def test_a_kept_torch_signature_goes_straight_to_its_entrys_fast_function(monkey
 
     monkeypatch.setattr(torch_op, "_Entry", Entry)
     monkeypatch.setattr(torch_op, "_check_devices", lambda named: torch.device("cpu"))
+    torch_op.HOT.clear()  # the Python path's key (conftest restores the native front)
     monkeypatch.setattr(torch_op, "_ENTRIES", {})
     a, b = torch.zeros(8, 16, dtype=torch.float16), torch.zeros(16, 4, dtype=torch.float16)
     assert runtime.gemm(a, b) == "made" and len(made) == 1
@@ -318,7 +337,8 @@ def test_a_kept_torch_signature_goes_straight_to_its_entrys_fast_function(monkey
     runtime.gemm(torch.zeros(8 * 16 + 1, dtype=torch.float16)[1:].view(8, 16), b)
     runtime.gemm(a, b, activation="relu")
     runtime.gemm(a, b, out_dtype="f32")
-    assert len(made) == 6 and len(torch_op._ENTRIES) == 6
+    runtime.gemm(a, torch._neg_view(b))  # the negative bit (refused where the entry is made)
+    assert len(made) == 7 and len(torch_op._ENTRIES) == 7
     assert made[1][1] == (1, 8) and made[4][2] == "relu" and made[5][3] == "f32"
     with pytest.raises(GemmInputError, match="needs the C input c"):  # not the fast function
         runtime.gemm(a, b, alpha=2.0)
@@ -326,6 +346,25 @@ def test_a_kept_torch_signature_goes_straight_to_its_entrys_fast_function(monkey
     out = torch.empty(8, 4, dtype=torch.float16)
     assert runtime.gemm(a, b, out) == "made" and runtime.gemm(a, b, out) == "fast"
     assert len(fast) == n + 1 and fast[-1][2] is out
+
+
+def test_fake_device_native_front_takes_kept_signatures_again_after_it_starts_over(fake):
+    if fake.native is None:
+        pytest.skip("the native front's own test")
+    a, b = torch.randn(96, 1024).half(), torch.randn(1024, 72).half()
+    runtime.gemm(a, b)  # made: the Python path, and the entry handed to the front
+    assert fake.native.size == 1 and fake.native.hits == 0
+    c = runtime.gemm(a, b)
+    assert fake.native.hits == 1 and _launch(fake)[0] == (a.data_ptr(), b.data_ptr(), c.data_ptr())
+    fake.native.clear()  # (as when full): the next call is the Python path's, which hands it over again
+    runtime.gemm(a, b)
+    assert fake.native.hits == 1 and fake.native.size == 1
+    runtime.gemm(a, b)
+    assert fake.native.hits == 2
+    fake.current = 0x99  # a foreign CuPy stream: the front leaves it to the Python path's refusal
+    with pytest.raises(GemmInputError, match="CuPy stream .* is current"):
+        runtime.gemm(a, b)
+    assert fake.native.hits == 2
 
 
 def test_fake_device_transposed_views_and_bf16(fake):
@@ -477,6 +516,7 @@ def test_gpu_staged_operands_launch_directly_on_torchs_stream(which):
     # and the entry still launches from base addresses: one row copy into the stream's
     # padded buffer, then the kernel; a side stream gets its own buffer
     m, n, k = (1000, 3000, 777) if which == "a" else (1000, 777, 3000)
+    torch_op.forget_entries()  # this test's own entry: its buffers are counted below
     b = _rand(k, n)
     side = torch.cuda.Stream()
     for rnd in range(3):
