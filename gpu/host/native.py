@@ -178,13 +178,35 @@ def build_extension(
             raise OSError(f"no {'C++' if cxx else 'C'} compiler ({', '.join(fallbacks)}) on PATH")
         compiler = found[0]
     directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=directory) as tmp:
-        src = Path(tmp) / f"{name}.{'cpp' if cxx else 'c'}"
-        src.write_text(source)
-        so = Path(tmp) / target.name
-        cmd = [*compiler.split(), "-O2", "-shared", "-fPIC", f"-I{include}", str(src), "-o", str(so), *flags]
-        subprocess.run(cmd, check=True, capture_output=True, timeout=600 if cxx else 120)
-        os.replace(so, target)  # atomic: a concurrent builder's copy is the same bytes
+    tmp = Path(tempfile.mkdtemp(dir=directory))
+    src, so, err = tmp / f"{name}.{'cpp' if cxx else 'c'}", tmp / target.name, tmp / "stderr"
+    src.write_text(source)
+    cmd = [*compiler.split(), "-O2", "-shared", "-fPIC", f"-I{include}", str(src), "-o", str(so), *flags]
+    # the compiler runs in its own session under a shell that installs the result (mv is
+    # atomic; a concurrent builder's copy is the same bytes) and removes the folder: a
+    # process that exits first (a build in a daemon thread) leaves a finished build behind,
+    # not a half-done one
+    script = (
+        'tmp="$1"; so="$2"; target="$3"; shift 3; '
+        '"$@" 2>"$tmp/stderr" && mv -f "$so" "$target" && rm -rf "$tmp"'
+    )
+    proc = subprocess.Popen(
+        ["sh", "-c", script, "sh", str(tmp), str(so), str(target), *cmd],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        rc = proc.wait(timeout=600 if cxx else 120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if rc != 0 or not target.exists():
+        stderr = err.read_bytes() if err.exists() else b""
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise subprocess.CalledProcessError(rc, cmd, stderr=stderr)
     return target
 
 

@@ -154,3 +154,38 @@ def test_the_device_launch_goes_through_the_native_launcher(
     ]
     assert make(0x10, (1, 1, 1), 32, 0x20, programmatic=False, cooperative=True)(0)
     assert seen[-1]["attrs"] == [(2, 1)] and seen[-1]["stream"] == 0
+
+
+@needs_build
+def test_a_build_outlives_the_process_that_started_it(tmp_path: Path) -> None:
+    # a build in a daemon thread of a process that exits at once (a short script): the
+    # compiler, in its own session, still installs the shared object and removes its folder
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import sys, threading; from pathlib import Path; from layoutproof.gpu.host import native\n"
+        "threading.Thread(target=native.build_extension, daemon=True,\n"
+        "    args=(Path(sys.argv[1]), 'layoutproof_native', native.SOURCE)).start()\n"
+        "import time; time.sleep(0.05)\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, timeout=60)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp_path.glob("layoutproof_native_*")):
+        time.sleep(0.1)
+    while time.time() < deadline and [p for p in tmp_path.iterdir() if p.is_dir()]:
+        time.sleep(0.1)  # the shell removes its folder after the move
+    built = list(tmp_path.glob("layoutproof_native_*"))
+    assert len(built) == 1 and not [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert native.load_extension(built[0], "layoutproof_native").make is not None
+
+
+@needs_build
+def test_a_failed_build_leaves_no_folder_and_names_the_error(tmp_path: Path) -> None:
+    import subprocess
+
+    with pytest.raises(subprocess.CalledProcessError) as e:
+        native.build_extension(tmp_path, "broken", "#include <planted_missing_header.h>\n")
+    assert b"planted_missing_header" in e.value.stderr
+    assert list(tmp_path.iterdir()) == []
