@@ -343,6 +343,7 @@ PyObject* get_hits(PyObject* op, void*) {
 PyObject* get_generation(PyObject* op, void*) {
   return PyLong_FromUnsignedLongLong(reinterpret_cast<Dispatch*>(op)->generation);
 }
+PyObject* get_cap(PyObject* op, void*) { return PyLong_FromSsize_t(reinterpret_cast<Dispatch*>(op)->cap); }
 PyObject* get_size(PyObject* op, void*) {
   return PyLong_FromSsize_t(static_cast<Py_ssize_t>(reinterpret_cast<Dispatch*>(op)->map->size()));
 }
@@ -387,6 +388,7 @@ PyGetSetDef dispatch_getset[] = {
     {"hits", get_hits, nullptr, "calls served", nullptr},
     {"generation", get_generation, nullptr, "the entry set's stamp (new after each drop, unique)", nullptr},
     {"size", get_size, nullptr, "entries kept", nullptr},
+    {"cap", get_cap, nullptr, "the most entries kept before it starts over", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyTypeObject DispatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
@@ -480,10 +482,12 @@ def module(directory: Path) -> Optional[Any]:
         return mod
 
 
-def dispatcher(directory: Path, ready: Optional[Callable[[Any], None]] = None) -> Optional[Any]:
-    """The process's ``Dispatch`` where the extension is loaded; else None, and the first
-    call starts building it in a background thread, which calls ``ready(dispatch)`` once
-    it is loaded (nothing when it cannot be)."""
+def dispatcher(
+    directory: Path, ready: Optional[Callable[[Any], None]] = None, cap: int = 256
+) -> Optional[Any]:
+    """The process's ``Dispatch`` (of at most ``cap`` entries) where the extension is loaded;
+    else None, and the first call starts building it in a background thread, which calls
+    ``ready(dispatch)`` once it is loaded (nothing when it cannot be)."""
     d = _STATE.get("dispatch")
     if d is not None or "thread" in _STATE:
         return d
@@ -495,7 +499,7 @@ def dispatcher(directory: Path, ready: Optional[Callable[[Any], None]] = None) -
         def build() -> None:
             mod = module(directory)
             if mod is not None:
-                made = _STATE["dispatch"] = mod.Dispatch()
+                made = _STATE["dispatch"] = mod.Dispatch(cap)
                 if ready is not None:
                     ready(made)
 

@@ -520,7 +520,7 @@ def _native_ready(dispatch: Any) -> None:
 
 def _start_native() -> None:
     """Starts building the native front (once per process; nothing waits for it)."""
-    torch_native.dispatcher(device.cache_dir(), _native_ready)
+    torch_native.dispatcher(device.cache_dir(), _native_ready, _ENTRY_CAP)
 
 
 def _keep_native(

@@ -216,6 +216,7 @@ def test_bad_calls_of_the_object_itself(mod):
 
 def test_a_full_front_starts_over_and_clear_drops_everything(mod):
     rig = Rig(mod, cap=2)
+    assert rig.d.cap == 2 and mod.Dispatch().cap == 256
     sigs = [_ab(m=m) for m in (16, 32, 48)]
     g0 = rig.d.generation
     assert g0 != Rig(mod).d.generation  # every entry set has its own stamp
@@ -315,10 +316,10 @@ def fresh(monkeypatch):
 
 def test_the_background_build_hands_over_its_dispatch(mod, built, fresh):
     got = []
-    assert torch_native.dispatcher(built, got.append) is None  # building (from the kept build)
+    assert torch_native.dispatcher(built, got.append, 1024) is None  # building (from the kept build)
     assert torch_native.status() in ("building", "loaded")
     d = torch_native.wait(600)
-    assert d is not None and got == [d] and torch_native.status() == "loaded"
+    assert d is not None and got == [d] and torch_native.status() == "loaded" and d.cap == 1024
     assert torch_native.dispatcher(built, got.append) is d and got == [d]  # once
 
 
