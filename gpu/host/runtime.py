@@ -563,7 +563,9 @@ def gemm(
         if _TORCH_HOT:  # the native front serves a kept signature (else NotImplemented)
             hot, compiling = _TORCH_HOT
             if not compiling():
-                r = hot(a, b, out, config, out_dtype, dtype, path, bias, activation, alpha, beta, c, bias_along)  # fmt: skip  # noqa: E501
+                r = hot(
+                    a, b, out, config, out_dtype, dtype, path, bias, activation, alpha, beta, c, bias_along
+                )
                 if r is not NotImplemented:
                     return r
         return torch_op_call(

@@ -523,28 +523,23 @@ def _start_native() -> None:
     torch_native.dispatcher(device.cache_dir(), _native_ready, _ENTRY_CAP)
 
 
-def _keep_native(
-    ent: Any,
-    a: Any,
-    b: Any,
-    out: Any,
-    config: Any,
-    out_dtype: Any,
-    dtype: Optional[str],
-    path: str,
-    bias: Any,
-    activation: Optional[str],
-    bias_along: str,
-) -> None:
-    """Hands entry ``ent``'s fast launch to the native front under this call's key (once
-    per generation of its entries: it drops them all when full)."""
+def _keep_native(ent: Any, *call: Any) -> None:
+    """Hands entry ``ent``'s fast launch to the native front under the key of ``call`` (the
+    call's a, b, out, config, out_dtype, dtype, path, bias, activation, bias_along: the
+    front's order), once per stamp of its entry set (it drops them all when full)."""
     d = HOT[0]
-    if out is not None or ent.tmpl is not None:  # else no template to allocate from
+    if call[2] is not None or ent.tmpl is not None:  # a given out, or a template to allocate from
         launch = ent.direct if ent.direct is not None else ent.direct_bias
         d.keep(
-            a, b, out, config, out_dtype, dtype, path, bias, activation, bias_along, launch,
-            ent.direct is None, ent.get_device, ent.raw_stream, ent.cur_stream, ent.dev, ent.tmpl,
-        )  # fmt: skip
+            *call,
+            launch,
+            ent.direct is None,
+            ent.get_device,
+            ent.raw_stream,
+            ent.cur_stream,
+            ent.dev,
+            ent.tmpl,
+        )
     ent.kept = d.generation
 
 
@@ -662,7 +657,7 @@ def gemm_call(
         else:
             opts = dict(config=config, path=path, activation=activation, bias_along=bias_along)
             ent = _Entry(torch, tdev, a, b, out, bias, c, opts, od)
-            if ent.fast is not None and c is None:  # the native front's from the next call
+            if ent.fast is not None:  # (no C input) the native front's from the next call
                 if HOT:
                     _keep_native(ent, a, b, out, config, out_dtype, dtype, path, bias, activation, bias_along)
                 else:
