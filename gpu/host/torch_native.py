@@ -36,6 +36,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
+from ..errors import GemmConfigError
 from .native import build_extension, load_built
 
 __all__ = ["SOURCE", "dispatcher", "module", "status", "wait"]
@@ -451,10 +452,11 @@ def _flags(torch: Any) -> List[str]:
     ]
 
 
-def module(directory: Path) -> Optional[Any]:
+def module(directory: "str | Path") -> Optional[Any]:
     """The extension module, built under ``directory`` on first use and loaded (this call
     waits for the compiler); None where it cannot be, torch is not imported, or
     ``LAYOUTPROOF_NATIVE=0`` -- :func:`status` says why."""
+    directory = Path(directory)
     with _LOCK:
         if "module" in _STATE:
             return _STATE["module"]
@@ -483,14 +485,21 @@ def module(directory: Path) -> Optional[Any]:
 
 
 def dispatcher(
-    directory: Path, ready: Optional[Callable[[Any], None]] = None, cap: int = 256
+    directory: "str | Path", ready: Optional[Callable[[Any], None]] = None, cap: int = 256
 ) -> Optional[Any]:
     """The process's ``Dispatch`` (of at most ``cap`` entries) where the extension is loaded;
     else None, and the first call starts building it in a background thread, which calls
-    ``ready(dispatch)`` once it is loaded (nothing when it cannot be)."""
+    ``ready(dispatch)`` once it is loaded (nothing when it cannot be).
+
+    Raises:
+        GemmConfigError: ``cap`` is not a positive int.
+    """
     d = _STATE.get("dispatch")
     if d is not None or "thread" in _STATE:
         return d
+    if type(cap) is not int or cap < 1:
+        raise GemmConfigError(f"torch_native.dispatcher: cap={cap!r} must be a positive int (entries kept)")
+    directory = Path(directory)
     with _LOCK:
         if "thread" in _STATE:
             return _STATE.get("dispatch")

@@ -316,11 +316,20 @@ def fresh(monkeypatch):
 
 def test_the_background_build_hands_over_its_dispatch(mod, built, fresh):
     got = []
-    assert torch_native.dispatcher(built, got.append, 1024) is None  # building (from the kept build)
+    assert torch_native.dispatcher(str(built), got.append, 1024) is None  # a str folder too
     assert torch_native.status() in ("building", "loaded")
     d = torch_native.wait(600)
     assert d is not None and got == [d] and torch_native.status() == "loaded" and d.cap == 1024
     assert torch_native.dispatcher(built, got.append) is d and got == [d]  # once
+
+
+def test_a_bad_cap_is_refused_before_any_build(fresh, tmp_path):
+    from layoutproof.gpu.errors import GemmConfigError
+
+    for cap in (0, -3, 2.5, "256", True):
+        with pytest.raises(GemmConfigError, match="must be a positive int"):
+            torch_native.dispatcher(tmp_path, None, cap)
+    assert torch_native.status() == "not tried" and list(tmp_path.iterdir()) == []
 
 
 def test_the_build_is_off_or_says_why_it_failed(fresh, tmp_path, monkeypatch):
